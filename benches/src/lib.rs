@@ -1,0 +1,1 @@
+//! Criterion benches of rowkit (being written).

@@ -1,0 +1,2 @@
+//! The rowkit command line (being written).
+fn main() {}

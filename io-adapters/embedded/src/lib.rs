@@ -1,0 +1,50 @@
+//! Local stores with exact Bigtable semantics, and the sync driver that runs rowkit machines
+//! against them.
+//!
+//! - [`MemoryStore`]: a pure in-memory store, the reference every other store is tested
+//!   against; builds for wasm32.
+//! - [`RedbStore`] (feature `redb`, default): a persistent, crash-safe store in one redb file,
+//!   with cell-level keys and one write transaction per row mutation.
+//!
+//! Both implement [`TableStorage`] — raw row storage — and get [`Store`] (execution of any
+//! [`Request`]) from the one evaluator in [`semantics`], so they cannot disagree on Bigtable's
+//! rules.
+//!
+//! ```
+//! use rowkit_codec::model::{ColumnFamily, Mutation, Timestamp};
+//! use rowkit_embedded::{MemoryStore, Store, driver};
+//! use rowkit_statemachines::{MutateRowRequest, Request, raw::Unary};
+//!
+//! let store = MemoryStore::new();
+//! store.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
+//! let set = Mutation::SetCell {
+//!     family: "cf".into(),
+//!     qualifier: b"q".to_vec(),
+//!     timestamp: Timestamp::from_millis(1),
+//!     value: b"v".to_vec(),
+//! };
+//! let request = Request::MutateRow(MutateRowRequest {
+//!     table: "t".into(),
+//!     row_key: b"r".to_vec(),
+//!     mutations: vec![set],
+//!     ..Default::default()
+//! });
+//! let clock = driver::ManualClock::new(Timestamp::from_secs(1));
+//! driver::run(&store, &clock, Unary::new(request), |_event| {}).unwrap();
+//! ```
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+pub mod driver;
+mod memory;
+#[cfg(feature = "redb")]
+mod redb_store;
+pub mod semantics;
+mod store;
+pub mod suite;
+
+pub use memory::MemoryStore;
+#[cfg(feature = "redb")]
+pub use redb_store::RedbStore;
+pub use rowkit_statemachines::{Request, Response, StoreError};
+pub use store::{ChunkingOptions, Reply, RowWrite, Store, TableStorage};

@@ -1,0 +1,5 @@
+//! Persistent store on redb (placeholder: being written).
+
+/// The redb store.
+#[derive(Debug)]
+pub struct RedbStore {}

@@ -1,0 +1,1 @@
+//! The semantics suite as data (placeholder: being written).

@@ -1,0 +1,272 @@
+//! The store vocabulary: one request type per Bigtable data RPC, the responses (streamed ones
+//! arrive as parts followed by [`Response::StreamEnd`]), and [`StoreError`].
+//!
+//! These are rowkit's own `no_std` types; adapters convert prost or JSON messages at the edge.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::{
+    Code, Mutation, ReadModifyWriteRule, Row, RowFilter, RowSet, ValidationError,
+};
+use serde::{Deserialize, Serialize};
+
+/// `ReadRows`: stream the rows of `rows` that survive `filter` (`spec/bigtable.md` 9).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadRowsRequest {
+    /// Table id (not the full resource name).
+    pub table: String,
+    /// App profile; empty = default.
+    pub app_profile_id: String,
+    /// Rows to read; empty = the whole table.
+    pub rows: RowSet,
+    /// Filter applied to each row; `None` = every cell.
+    pub filter: Option<RowFilter>,
+    /// At most this many rows; 0 = unlimited; negative is invalid.
+    pub rows_limit: i64,
+    /// Descending key order.
+    pub reversed: bool,
+}
+
+/// `MutateRow`: apply mutations to one row atomically (`spec/bigtable.md` 6).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutateRowRequest {
+    /// Table id.
+    pub table: String,
+    /// App profile; empty = default.
+    pub app_profile_id: String,
+    /// The row.
+    pub row_key: Vec<u8>,
+    /// 1..=100 000 mutations, applied in order.
+    pub mutations: Vec<Mutation>,
+}
+
+/// One row of a [`MutateRowsRequest`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutateRowsEntry {
+    /// The row.
+    pub row_key: Vec<u8>,
+    /// Its mutations, applied atomically.
+    pub mutations: Vec<Mutation>,
+}
+
+/// `MutateRows`: many rows, each atomic, the batch not (`spec/bigtable.md` 6).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutateRowsRequest {
+    /// Table id.
+    pub table: String,
+    /// App profile; empty = default.
+    pub app_profile_id: String,
+    /// 1 or more entries, at most 100 000 mutations in total.
+    pub entries: Vec<MutateRowsEntry>,
+}
+
+/// `CheckAndMutateRow`: test a predicate on one row and apply one of two mutation lists
+/// atomically (`spec/bigtable.md` 7).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CheckAndMutateRowRequest {
+    /// Table id.
+    pub table: String,
+    /// App profile; empty = default.
+    pub app_profile_id: String,
+    /// The row.
+    pub row_key: Vec<u8>,
+    /// Matches when it yields at least one cell; `None` = "the row has any cell".
+    pub predicate: Option<RowFilter>,
+    /// Applied when the predicate matches.
+    pub true_mutations: Vec<Mutation>,
+    /// Applied otherwise.
+    pub false_mutations: Vec<Mutation>,
+}
+
+/// `ReadModifyWriteRow`: append to or increment the latest cells of columns atomically
+/// (`spec/bigtable.md` 8).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadModifyWriteRowRequest {
+    /// Table id.
+    pub table: String,
+    /// App profile; empty = default.
+    pub app_profile_id: String,
+    /// The row.
+    pub row_key: Vec<u8>,
+    /// 1..=100 000 rules, applied in order.
+    pub rules: Vec<ReadModifyWriteRule>,
+}
+
+/// `SampleRowKeys`: approximate split points of the table (`spec/bigtable.md` 11).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleRowKeysRequest {
+    /// Table id.
+    pub table: String,
+    /// App profile; empty = default.
+    pub app_profile_id: String,
+}
+
+/// A request to a store: one Bigtable data RPC.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum Request {
+    /// Streamed: [`Response::ReadRowsPart`]s, then [`Response::StreamEnd`].
+    ReadRows(ReadRowsRequest),
+    /// Unary: [`Response::MutateRow`].
+    MutateRow(MutateRowRequest),
+    /// Streamed: [`Response::MutateRowsPart`]s, then [`Response::StreamEnd`].
+    MutateRows(MutateRowsRequest),
+    /// Unary: [`Response::CheckAndMutateRow`].
+    CheckAndMutateRow(CheckAndMutateRowRequest),
+    /// Unary: [`Response::ReadModifyWriteRow`].
+    ReadModifyWriteRow(ReadModifyWriteRowRequest),
+    /// Streamed: [`Response::SampleRowKeysPart`]s, then [`Response::StreamEnd`].
+    SampleRowKeys(SampleRowKeysRequest),
+}
+
+impl Request {
+    /// The table the request addresses.
+    pub fn table(&self) -> &str {
+        match self {
+            Request::ReadRows(r) => &r.table,
+            Request::MutateRow(r) => &r.table,
+            Request::MutateRows(r) => &r.table,
+            Request::CheckAndMutateRow(r) => &r.table,
+            Request::ReadModifyWriteRow(r) => &r.table,
+            Request::SampleRowKeys(r) => &r.table,
+        }
+    }
+
+    /// Whether the response is a stream of parts ended by [`Response::StreamEnd`].
+    pub fn is_streaming(&self) -> bool {
+        matches!(
+            self,
+            Request::ReadRows(_) | Request::MutateRows(_) | Request::SampleRowKeys(_)
+        )
+    }
+
+    /// The RPC's name as in `bigtable.proto`, e.g. `ReadRows`.
+    pub fn rpc_name(&self) -> &'static str {
+        match self {
+            Request::ReadRows(_) => "ReadRows",
+            Request::MutateRow(_) => "MutateRow",
+            Request::MutateRows(_) => "MutateRows",
+            Request::CheckAndMutateRow(_) => "CheckAndMutateRow",
+            Request::ReadModifyWriteRow(_) => "ReadModifyWriteRow",
+            Request::SampleRowKeys(_) => "SampleRowKeys",
+        }
+    }
+}
+
+/// Whether a chunk resets or commits the row in progress (`CellChunk.row_status`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RowStatus {
+    /// Neither.
+    #[default]
+    None,
+    /// `reset_row = true`: drop the row in progress.
+    Reset,
+    /// `commit_row = true`: the row is complete.
+    Commit,
+}
+
+/// One `ReadRowsResponse.CellChunk` (`spec/bigtable.md` 15.1). Presence rules: `row_key` present
+/// = non-empty; `family_name` / `qualifier` present = `Some` (even if empty);
+/// `timestamp_micros`, `labels`, `value` present = non-zero / non-empty; `value_size > 0` = the
+/// cell continues in the next chunk.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct CellChunk {
+    /// Row key; empty = same row.
+    pub row_key: Vec<u8>,
+    /// Family, when it changes (`google.protobuf.StringValue`).
+    pub family_name: Option<String>,
+    /// Qualifier, when it changes (`google.protobuf.BytesValue`).
+    pub qualifier: Option<Vec<u8>>,
+    /// Cell timestamp.
+    pub timestamp_micros: i64,
+    /// Labels from the filter.
+    pub labels: Vec<String>,
+    /// The value, or a piece of it.
+    pub value: Vec<u8>,
+    /// Total value length when the cell continues in the next chunk, else 0.
+    pub value_size: i32,
+    /// Reset or commit marker.
+    pub row_status: RowStatus,
+}
+
+/// One streamed `ReadRowsResponse`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ReadRowsResponse {
+    /// Chunks, in order.
+    pub chunks: Vec<CellChunk>,
+    /// A key the server has scanned up to (rows before it need not be re-read); empty = none.
+    pub last_scanned_row_key: Vec<u8>,
+}
+
+/// The outcome of one entry of a `MutateRows` request.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutateRowsEntryResult {
+    /// Index of the entry in the request.
+    pub index: usize,
+    /// `Ok` when the entry was applied.
+    pub result: Result<(), StoreError>,
+}
+
+/// One streamed `MutateRowsResponse`: results for some of the request's entries.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MutateRowsResponse {
+    /// Entry results, in any order.
+    pub entries: Vec<MutateRowsEntryResult>,
+}
+
+/// One streamed `SampleRowKeysResponse`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleRowKeysResponse {
+    /// A split point; empty = end of table (the last sample).
+    pub row_key: Vec<u8>,
+    /// Approximate bytes of the table before `row_key`.
+    pub offset_bytes: i64,
+}
+
+/// A response from a store: a unary reply, or one part of a stream.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Response {
+    /// One message of a ReadRows stream.
+    ReadRowsPart(ReadRowsResponse),
+    /// One message of a MutateRows stream.
+    MutateRowsPart(MutateRowsResponse),
+    /// One message of a SampleRowKeys stream.
+    SampleRowKeysPart(SampleRowKeysResponse),
+    /// The stream ended with status OK.
+    StreamEnd,
+    /// The reply to MutateRow.
+    MutateRow,
+    /// The reply to CheckAndMutateRow.
+    CheckAndMutateRow {
+        /// Whether the predicate yielded at least one cell.
+        predicate_matched: bool,
+    },
+    /// The reply to ReadModifyWriteRow: the new latest cell of every modified column.
+    ReadModifyWriteRow(Row),
+}
+
+/// A failed call: the status code a store or transport answered and its message.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, thiserror::Error)]
+#[error("{code}: {message}")]
+pub struct StoreError {
+    /// The `google.rpc.Code`.
+    pub code: Code,
+    /// Human-readable detail.
+    pub message: String,
+}
+
+impl StoreError {
+    /// A status with a message.
+    pub fn new(code: Code, message: impl Into<String>) -> StoreError {
+        StoreError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ValidationError> for StoreError {
+    fn from(e: ValidationError) -> StoreError {
+        StoreError::new(e.code(), alloc::string::ToString::to_string(&e))
+    }
+}

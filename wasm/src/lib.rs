@@ -1,0 +1,12 @@
+//! wasm-bindgen API of rowkit for JavaScript and the browser tool. Built by the browser issue.
+//!
+//! Until then the crate re-exports the request vocabulary it will execute:
+//!
+//! ```
+//! use rowkit_wasm::Request;
+//! fn is_read(r: &Request) -> bool { matches!(r, Request::ReadRows(_)) }
+//! # let _ = is_read;
+//! ```
+#![forbid(unsafe_code)]
+
+pub use rowkit_statemachines::{Request, Response, StoreError};
