@@ -30,6 +30,7 @@ extern crate alloc;
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+mod attempt;
 mod machine;
 pub mod raw;
 pub mod readrows;

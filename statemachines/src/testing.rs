@@ -1,2 +1,265 @@
 //! A scripted test driver: feed a machine exact responses, errors and clock jumps, and check the
 //! requests it sends (`spec/sans-io.md` 5.1).
+//!
+//! [`Script`] owns a machine and a manual clock. After every input it drains the machine's
+//! outputs in protocol order (requests, aborts, events, result), so a test only states what it
+//! expects: the next request and the tag it was sent under (compared exactly), the timeout, the
+//! events, the result. Expectation failures panic with both sides shown, like `assert_eq!`;
+//! this module is for tests (usable from any crate's tests, `no_std` + `alloc` only).
+//!
+//! ```
+//! use rowkit_statemachines::readrows::ReadRows;
+//! use rowkit_statemachines::testing::Script;
+//! use rowkit_statemachines::{Code, ReadRowsRequest, Request, RetryPolicy, StoreError, Tag, Timestamp};
+//!
+//! let request = ReadRowsRequest { table: "t".into(), ..ReadRowsRequest::default() };
+//! let mut s = Script::new(ReadRows::new(request.clone(), Timestamp(0), 1, RetryPolicy::default()), Timestamp(0));
+//! s.expect_request(Tag(0), &Request::ReadRows(request.clone()));
+//! s.fail(Tag(0), StoreError::new(Code::Unavailable, "down"));
+//! s.fire_timeout();
+//! s.expect_request(Tag(1), &Request::ReadRows(request));
+//! s.end_stream(Tag(1));
+//! assert_eq!(s.take_result(), Some(Ok(0)));
+//! ```
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+use core::fmt::Debug;
+
+use crate::{Machine, Request, Response, StoreError, Tag, Timestamp};
+
+/// One step of a script, for table-driven tests (see [`Script::run`]).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// The next request sent must be this one, under this tag.
+    ExpectRequest(Tag, Request),
+    /// No request may be waiting.
+    ExpectNoRequest,
+    /// `poll_timeout` must return this.
+    ExpectTimeout(Option<Timestamp>),
+    /// Feed `Ok(response)` for `tag`.
+    Respond(Tag, Response),
+    /// Feed `Err(error)` for `tag`.
+    Fail(Tag, StoreError),
+    /// Feed `Ok(Response::StreamEnd)` for `tag`.
+    EndStream(Tag),
+    /// Move the clock by this many microseconds (negative moves it back).
+    Advance(i64),
+    /// Set the clock (may go backwards, to test clamping).
+    SetClock(Timestamp),
+    /// Call `handle_timeout` at the current time.
+    Timeout,
+    /// Move the clock to `poll_timeout` (if later) and call `handle_timeout`.
+    FireTimeout,
+    /// Call `cancel` at the current time.
+    Cancel,
+}
+
+/// A machine under test with a manual clock (see the module doc).
+#[derive(Debug)]
+pub struct Script<M: Machine> {
+    machine: M,
+    now: Timestamp,
+    sent: VecDeque<(Tag, Request)>,
+    aborted: Vec<Tag>,
+    events: Vec<M::Event>,
+    result: Option<Result<M::Output, M::Error>>,
+}
+
+impl<M: Machine> Script<M> {
+    /// Starts driving `machine` (created at `now`) and drains its first outputs.
+    pub fn new(machine: M, now: Timestamp) -> Self {
+        let mut script = Script {
+            machine,
+            now,
+            sent: VecDeque::new(),
+            aborted: Vec::new(),
+            events: Vec::new(),
+            result: None,
+        };
+        script.drain();
+        script
+    }
+
+    /// The clock.
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// The machine, for its getters.
+    pub fn machine(&self) -> &M {
+        &self.machine
+    }
+
+    /// The machine, to feed it directly (call [`drain`](Self::drain) afterwards).
+    pub fn machine_mut(&mut self) -> &mut M {
+        &mut self.machine
+    }
+
+    /// Collects the machine's outputs in protocol order: requests, aborts, events, result.
+    pub fn drain(&mut self) {
+        while let Some(sent) = self.machine.poll_request() {
+            self.sent.push_back(sent);
+        }
+        while let Some(tag) = self.machine.poll_abort() {
+            self.aborted.push(tag);
+        }
+        while let Some(event) = self.machine.poll_event() {
+            self.events.push(event);
+        }
+        if let Some(result) = self.machine.result() {
+            assert!(
+                self.result.is_none(),
+                "the machine produced a second result"
+            );
+            self.result = Some(result);
+        }
+    }
+
+    /// The next request sent (oldest first), if any.
+    pub fn next_request(&mut self) -> Option<(Tag, Request)> {
+        self.sent.pop_front()
+    }
+
+    /// Takes the next request sent and checks it and its tag exactly.
+    ///
+    /// # Panics
+    /// If no request is waiting or it differs.
+    pub fn expect_request(&mut self, tag: Tag, request: &Request) {
+        match self.sent.pop_front() {
+            Some((t, r)) => {
+                assert_eq!((t, &r), (tag, request), "unexpected request");
+            }
+            None => panic!("expected request {tag:?} {request:?}, none was sent"),
+        }
+    }
+
+    /// Checks that no request is waiting.
+    ///
+    /// # Panics
+    /// If one is.
+    pub fn expect_no_request(&self) {
+        assert!(self.sent.is_empty(), "unexpected requests: {:?}", self.sent);
+    }
+
+    /// Checks `poll_timeout`.
+    ///
+    /// # Panics
+    /// If it differs.
+    pub fn expect_timeout(&self, expected: Option<Timestamp>) {
+        assert_eq!(self.machine.poll_timeout(), expected, "poll_timeout");
+    }
+
+    /// Feeds `Ok(response)` for `tag` at the current time.
+    pub fn respond(&mut self, tag: Tag, response: Response) {
+        self.machine.handle_response(tag, Ok(response), self.now);
+        self.drain();
+    }
+
+    /// Feeds `Err(error)` for `tag` at the current time.
+    pub fn fail(&mut self, tag: Tag, error: StoreError) {
+        self.machine.handle_response(tag, Err(error), self.now);
+        self.drain();
+    }
+
+    /// Ends the stream of `tag` with OK at the current time.
+    pub fn end_stream(&mut self, tag: Tag) {
+        self.respond(tag, Response::StreamEnd);
+    }
+
+    /// Moves the clock by `micros` (negative moves it back). Feeds nothing.
+    pub fn advance(&mut self, micros: i64) {
+        self.now = self.now.saturating_add_micros(micros);
+    }
+
+    /// Sets the clock (it may go backwards). Feeds nothing.
+    pub fn set_clock(&mut self, now: Timestamp) {
+        self.now = now;
+    }
+
+    /// Calls `handle_timeout` at the current time.
+    pub fn timeout(&mut self) {
+        self.machine.handle_timeout(self.now);
+        self.drain();
+    }
+
+    /// Moves the clock to the machine's `poll_timeout` (if later) and calls `handle_timeout`;
+    /// returns the new time.
+    ///
+    /// # Panics
+    /// If the machine wants no timeout.
+    pub fn fire_timeout(&mut self) -> Timestamp {
+        let Some(at) = self.machine.poll_timeout() else {
+            panic!("fire_timeout: the machine has no timeout");
+        };
+        self.now = self.now.max(at);
+        self.timeout();
+        self.now
+    }
+
+    /// Calls `cancel` at the current time.
+    pub fn cancel(&mut self) {
+        self.machine.cancel(self.now);
+        self.drain();
+    }
+
+    /// Takes the events collected so far.
+    pub fn take_events(&mut self) -> Vec<M::Event> {
+        core::mem::take(&mut self.events)
+    }
+
+    /// The tags the machine aborted, in order.
+    pub fn aborted(&self) -> &[Tag] {
+        &self.aborted
+    }
+
+    /// The result, if the machine finished.
+    pub fn result(&self) -> Option<&Result<M::Output, M::Error>> {
+        self.result.as_ref()
+    }
+
+    /// Takes the result, if the machine finished.
+    pub fn take_result(&mut self) -> Option<Result<M::Output, M::Error>> {
+        self.result.take()
+    }
+
+    /// Checks that the machine has not finished.
+    ///
+    /// # Panics
+    /// If it has.
+    pub fn expect_running(&self)
+    where
+        M::Output: Debug,
+        M::Error: Debug,
+    {
+        assert!(
+            self.result.is_none(),
+            "expected the machine to be running, it finished with {:?}",
+            self.result
+        );
+    }
+
+    /// Runs `steps` in order.
+    ///
+    /// # Panics
+    /// On the first expectation that fails.
+    pub fn run(&mut self, steps: impl IntoIterator<Item = Step>) {
+        for step in steps {
+            match step {
+                Step::ExpectRequest(tag, request) => self.expect_request(tag, &request),
+                Step::ExpectNoRequest => self.expect_no_request(),
+                Step::ExpectTimeout(t) => self.expect_timeout(t),
+                Step::Respond(tag, response) => self.respond(tag, response),
+                Step::Fail(tag, error) => self.fail(tag, error),
+                Step::EndStream(tag) => self.end_stream(tag),
+                Step::Advance(micros) => self.advance(micros),
+                Step::SetClock(now) => self.set_clock(now),
+                Step::Timeout => self.timeout(),
+                Step::FireTimeout => {
+                    self.fire_timeout();
+                }
+                Step::Cancel => self.cancel(),
+            }
+        }
+    }
+}

@@ -283,30 +283,37 @@ fn validate_node(filter: &RowFilter) -> Result<(), ValidationError> {
 }
 
 /// Nesting depth: every `Chain`, `Interleave` and `Condition` on the deepest path counts one; a
-/// bare leaf has depth 1.
+/// bare leaf has depth 1. Iterative, so an absurdly deep tree cannot overflow the stack before
+/// validation rejects it.
 pub fn filter_depth(filter: &RowFilter) -> usize {
-    match filter {
-        RowFilter::Chain(fs) | RowFilter::Interleave(fs) => {
-            1 + fs.iter().map(filter_depth).max().unwrap_or(0)
+    let mut deepest = 0;
+    let mut stack = alloc::vec![(filter, 1usize)];
+    while let Some((f, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        match f {
+            RowFilter::Chain(fs) | RowFilter::Interleave(fs) => {
+                stack.extend(fs.iter().map(|c| (c, depth + 1)));
+            }
+            RowFilter::Condition {
+                predicate,
+                true_filter,
+                false_filter,
+            } => {
+                stack.extend(
+                    [predicate, true_filter, false_filter]
+                        .into_iter()
+                        .flatten()
+                        .map(|c| (&**c, depth + 1)),
+                );
+            }
+            _ => {}
         }
-        RowFilter::Condition {
-            predicate,
-            true_filter,
-            false_filter,
-        } => {
-            1 + [predicate, true_filter, false_filter]
-                .into_iter()
-                .flatten()
-                .map(|f| filter_depth(f))
-                .max()
-                .unwrap_or(0)
-        }
-        _ => 1,
     }
+    deepest
 }
 
 /// The length of the filter's protobuf encoding (`data.proto` field numbers), as the 20 KiB
-/// limit measures it.
+/// limit measures it. Recursive: [`validate_filter`] checks the depth first.
 pub fn filter_encoded_len(filter: &RowFilter) -> usize {
     match filter {
         RowFilter::Chain(fs) => message_field(

@@ -1,2 +1,47 @@
-//! The rowkit command line (being written).
-fn main() {}
+//! `rowkit`: the command line over rowkit's stores and schemas.
+//!
+//! Exit codes: 0 ok, 1 the operation failed (not found, conflict, …), 2 bad usage or bad input.
+//! Errors are one line on stderr; with `--json` also `{"error":{"id","message"}}` on stdout.
+#![forbid(unsafe_code)]
+
+mod admin;
+mod args;
+mod clock;
+mod error;
+mod output;
+mod store_location;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use crate::args::{Cli, Command};
+use crate::error::CliError;
+use crate::output::Output;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help/version to stdout with exit 0 and usage errors to stderr.
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let out = Output::new(cli.global.json);
+    match run(&cli, &out) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            out.error(&e);
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
+    let ctx = args::Context::from_global(&cli.global)?;
+    match &cli.command {
+        Command::Admin(cmd) => admin::run(&ctx, cmd, out),
+    }
+}

@@ -1,5 +1,1635 @@
-//! Persistent store on redb (placeholder: being written).
+//! The persistent store: one redb file, cell-level keys, one write transaction per row mutation.
+//!
+//! # On-disk layout
+//!
+//! | redb table | key | value |
+//! |---|---|---|
+//! | `rowkit/meta` | `&str` (`"format"`) | `u64` layout version (1) |
+//! | `rowkit/schema` | `&str` table id | `&[u8]`: postcard of `Vec<ColumnFamily>`, ascending by name |
+//! | `rowkit/rows/{table}` | `&[u8]` raw row key | `(u64, u64)`: row size ([`row_size`]), cell count |
+//! | `rowkit/cells/{table}` | `&[u8]` cell key (below) | `&[u8]` cell value |
+//!
+//! A cell key is `esc(row) esc(family) esc(qualifier) ts`, where `esc` copies a byte string with
+//! `00` written as `00 FF` and appends the terminator `00 01`, and `ts` is the 8-byte big-endian
+//! bitwise complement of the timestamp with its sign bit flipped. Byte-wise order of cell keys is
+//! then (row, family, qualifier) ascending and timestamp descending — Bigtable's canonical order —
+//! because a terminator sorts below any escaped byte (a prefix sorts first) and no component can
+//! bleed into the next. Every cell of a row, family or column is one contiguous key range, so each
+//! operation costs O(log n + cells touched) however wide the row.
+//!
+//! The rows table lets row iteration, existence and size checks run without touching cells; it is
+//! kept in the same transaction as the cells, and a row's entry is removed with its last cell
+//! (`spec/bigtable.md` 1: a row exists iff it has a cell).
+//!
+//! [`row_size`]: rowkit_codec::model::row_size
 
-/// The redb store.
-#[derive(Debug)]
-pub struct RedbStore {}
+use std::fmt;
+use std::ops::Bound;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use redb::{
+    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
+    WriteTransaction,
+};
+use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
+use rowkit_statemachines::{Code, SplitMix64, StoreError};
+
+use crate::semantics::validate_schema;
+use crate::{ChunkingOptions, RowWrite, TableStorage};
+
+/// Version of the on-disk layout described in the module docs; a file written with another
+/// layout is refused rather than misread.
+const FORMAT_VERSION: u64 = 1;
+
+const META: TableDefinition<&str, u64> = TableDefinition::new("rowkit/meta");
+const SCHEMA: TableDefinition<&str, &[u8]> = TableDefinition::new("rowkit/schema");
+const FORMAT_KEY: &str = "format";
+
+/// `rowkit/rows/{table}`: raw row key -> (row size, cell count).
+type RowsDef<'n> = TableDefinition<'n, &'static [u8], (u64, u64)>;
+/// `rowkit/cells/{table}`: encoded cell key -> value.
+type CellsDef<'n> = TableDefinition<'n, &'static [u8], &'static [u8]>;
+
+/// The redb table names of one rowkit table.
+struct TableNames {
+    rows: String,
+    cells: String,
+}
+
+impl TableNames {
+    fn new(table: &str) -> TableNames {
+        TableNames {
+            rows: format!("rowkit/rows/{table}"),
+            cells: format!("rowkit/cells/{table}"),
+        }
+    }
+
+    fn rows(&self) -> RowsDef<'_> {
+        TableDefinition::new(&self.rows)
+    }
+
+    fn cells(&self) -> CellsDef<'_> {
+        TableDefinition::new(&self.cells)
+    }
+}
+
+/// A persistent, crash-safe store in one redb file (`DESIGN.md` "Stores").
+///
+/// Each [`TableStorage::write_row`] is exactly one redb write transaction, committed only when
+/// the evaluator's closure succeeds, so a row mutation is atomic and, with the default
+/// durability, on disk when the call returns. redb runs one writer at a time and gives readers
+/// MVCC snapshots, so the store is safe to share between threads and a reader always sees whole
+/// rows. Only one process may open a file at a time (a second gets `UNAVAILABLE`).
+pub struct RedbStore {
+    db: Database,
+    /// Where the file is (`None` in memory); for messages.
+    path: Option<PathBuf>,
+    durable: bool,
+    seed: u64,
+    requests: AtomicU64,
+    chunking: ChunkingOptions,
+}
+
+impl fmt::Debug for RedbStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedbStore")
+            .field("path", &self.path)
+            .field("durable", &self.durable)
+            .field("seed", &self.seed)
+            .field("chunking", &self.chunking)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RedbStore {
+    /// Opens the redb file at `path`, creating it if missing. Commits are durable
+    /// (`Durability::Immediate`: checksummed and fsynced before `write_row` returns).
+    ///
+    /// Fails with `UNAVAILABLE` if another process has the file open, `FAILED_PRECONDITION` if
+    /// it holds another rowkit layout version, `INTERNAL` if it is not a redb file or cannot be
+    /// read.
+    pub fn open(path: impl AsRef<Path>) -> Result<RedbStore, StoreError> {
+        let path = path.as_ref();
+        let db = Database::builder()
+            .create(path)
+            .map_err(|e| redb_error(&format!("open {}", path.display()), e))?;
+        RedbStore::init(db, Some(path.to_path_buf()))
+    }
+
+    /// A fresh store held in memory (redb's `InMemoryBackend`), for tests.
+    pub fn in_memory() -> Result<RedbStore, StoreError> {
+        let db = Database::builder()
+            .create_with_backend(redb::backends::InMemoryBackend::new())
+            .map_err(|e| redb_error("open in-memory database", e))?;
+        RedbStore::init(db, None)
+    }
+
+    /// Whether commits wait for the disk (default `true`). With `false` (`Durability::None`)
+    /// commits skip the fsync: much faster, for tests. A crash may then lose recent commits, but
+    /// never tears a row or corrupts the file; closing the store makes them durable.
+    pub fn with_durable_commits(mut self, durable: bool) -> RedbStore {
+        self.durable = durable;
+        self
+    }
+
+    /// Sets the seed that [`TableStorage::next_request_seed`] derives request seeds from
+    /// (default 0), and restarts the request count.
+    pub fn with_seed(mut self, seed: u64) -> RedbStore {
+        self.seed = seed;
+        self.requests = AtomicU64::new(0);
+        self
+    }
+
+    /// Sets how ReadRows results are cut into chunks (default: whole rows).
+    pub fn with_chunking(mut self, chunking: ChunkingOptions) -> RedbStore {
+        self.chunking = chunking;
+        self
+    }
+
+    /// Creates the fixed tables and checks the layout version.
+    fn init(db: Database, path: Option<PathBuf>) -> Result<RedbStore, StoreError> {
+        let store = RedbStore {
+            db,
+            path,
+            durable: true,
+            seed: 0,
+            requests: AtomicU64::new(0),
+            chunking: ChunkingOptions::default(),
+        };
+        let op = "initialise";
+        let txn = store.begin_write(op)?;
+        {
+            let mut meta = txn.open_table(META).map_err(|e| redb_error(op, e))?;
+            let found = meta
+                .get(FORMAT_KEY)
+                .map_err(|e| redb_error(op, e))?
+                .map(|v| v.value());
+            match found {
+                None => {
+                    meta.insert(FORMAT_KEY, FORMAT_VERSION)
+                        .map_err(|e| redb_error(op, e))?;
+                }
+                Some(FORMAT_VERSION) => {}
+                Some(other) => {
+                    return Err(StoreError::new(
+                        Code::FailedPrecondition,
+                        format!(
+                            "{}: rowkit layout version {other}, this build reads {FORMAT_VERSION}",
+                            store.describe()
+                        ),
+                    ));
+                }
+            }
+            txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+        }
+        txn.commit().map_err(|e| redb_error(op, e))?;
+        Ok(store)
+    }
+
+    fn describe(&self) -> String {
+        match &self.path {
+            Some(p) => p.display().to_string(),
+            None => "in-memory database".to_string(),
+        }
+    }
+
+    fn begin_write(&self, op: &str) -> Result<WriteTransaction, StoreError> {
+        let mut txn = self.db.begin_write().map_err(|e| redb_error(op, e))?;
+        // Durability::Immediate is redb's default; only the test setting needs a call.
+        if !self.durable {
+            txn.set_durability(Durability::None)
+                .map_err(|e| redb_error(op, e))?;
+        }
+        Ok(txn)
+    }
+
+    fn begin_read(&self, op: &str) -> Result<ReadTransaction, StoreError> {
+        self.db.begin_read().map_err(|e| redb_error(op, e))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// Maps a redb error to a status: `UNAVAILABLE` for conditions that clear by themselves (the
+/// file is held by another process, a writer would block), `INTERNAL` for everything else
+/// (`spec/bigtable.md` 13). The message names the operation.
+fn redb_error(op: &str, e: impl Into<redb::Error>) -> StoreError {
+    let e: redb::Error = e.into();
+    let code = match e {
+        redb::Error::DatabaseAlreadyOpen | redb::Error::WouldBlock => Code::Unavailable,
+        _ => Code::Internal,
+    };
+    StoreError::new(code, format!("redb store: {op}: {e}"))
+}
+
+fn table_not_found(table: &str) -> StoreError {
+    StoreError::new(Code::NotFound, format!("table \"{table}\" not found"))
+}
+
+fn corrupt(table: &str, what: impl fmt::Display) -> StoreError {
+    StoreError::new(
+        Code::Internal,
+        format!("redb store: table \"{table}\": corrupt data: {what}"),
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Key encoding
+
+/// Appends `bytes` as one order-preserving component: `00` escaped as `00 FF`, then `00 01`.
+pub(crate) fn push_component(out: &mut Vec<u8>, bytes: &[u8]) {
+    out.reserve(bytes.len() + 2);
+    for &b in bytes {
+        out.push(b);
+        if b == 0 {
+            out.push(0xff);
+        }
+    }
+    out.extend_from_slice(&[0x00, 0x01]);
+}
+
+/// Splits one component off the front of `input`: the decoded bytes and the rest. `None` if the
+/// input is not a well-formed component.
+pub(crate) fn split_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < input.len() {
+        let b = input[i];
+        if b != 0 {
+            out.push(b);
+            i += 1;
+            continue;
+        }
+        match input.get(i + 1) {
+            Some(0xff) => out.push(0),
+            Some(0x01) => return Some((out, &input[i + 2..])),
+            _ => return None,
+        }
+        i += 2;
+    }
+    None
+}
+
+/// A timestamp as 8 bytes that sort in descending timestamp order.
+pub(crate) fn encode_ts(ts: Timestamp) -> [u8; 8] {
+    (!((ts.0 as u64) ^ (1 << 63))).to_be_bytes()
+}
+
+/// Inverse of [`encode_ts`].
+pub(crate) fn decode_ts(bytes: [u8; 8]) -> Timestamp {
+    Timestamp(((!u64::from_be_bytes(bytes)) ^ (1 << 63)) as i64)
+}
+
+/// The full key of one cell.
+#[cfg(test)]
+pub(crate) fn cell_key(row: &[u8], family: &str, qualifier: &[u8], ts: Timestamp) -> Vec<u8> {
+    let mut key = Vec::with_capacity(row.len() + family.len() + qualifier.len() + 14);
+    push_component(&mut key, row);
+    push_component(&mut key, family.as_bytes());
+    push_component(&mut key, qualifier);
+    key.extend_from_slice(&encode_ts(ts));
+    key
+}
+
+/// Splits the part of a cell key after the row component into family, qualifier and timestamp.
+pub(crate) fn decode_cell_suffix(suffix: &[u8]) -> Result<(String, Vec<u8>, Timestamp), String> {
+    let (family, rest) = split_component(suffix).ok_or("bad family component")?;
+    let family = String::from_utf8(family).map_err(|_| "family is not UTF-8")?;
+    let (qualifier, rest) = split_component(rest).ok_or("bad qualifier component")?;
+    let ts: [u8; 8] = rest
+        .try_into()
+        .map_err(|_| format!("timestamp of {} bytes", rest.len()))?;
+    Ok((family, qualifier, decode_ts(ts)))
+}
+
+/// The exclusive upper end of the key range of everything starting with `prefix`, a sequence of
+/// whole components: raising the final terminator `00 01` to `00 02` bounds exactly the keys
+/// with that prefix.
+fn prefix_end(prefix: &[u8]) -> Vec<u8> {
+    let mut end = prefix.to_vec();
+    if let Some(last) = end.last_mut() {
+        *last += 1;
+    }
+    end
+}
+
+/// The cells of one row in canonical order, read from a snapshot or a write transaction.
+fn read_cells<T: ReadableTable<&'static [u8], &'static [u8]>>(
+    cells: &T,
+    table: &str,
+    prefix: &[u8],
+) -> Result<Vec<Cell>, StoreError> {
+    let op = "read cells";
+    let end = prefix_end(prefix);
+    let range = cells
+        .range::<&[u8]>(prefix..end.as_slice())
+        .map_err(|e| redb_error(op, e))?;
+    let mut out = Vec::new();
+    for entry in range {
+        let (k, v) = entry.map_err(|e| redb_error(op, e))?;
+        let key = k.value();
+        let suffix = key
+            .get(prefix.len()..)
+            .ok_or_else(|| corrupt(table, "short key"))?;
+        let (family, qualifier, timestamp) =
+            decode_cell_suffix(suffix).map_err(|e| corrupt(table, e))?;
+        out.push(Cell {
+            family,
+            qualifier,
+            timestamp,
+            value: v.value().to_vec(),
+            labels: Vec::new(),
+        });
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Row ranges
+
+fn to_bound(b: KeyBound) -> Bound<Vec<u8>> {
+    match b {
+        KeyBound::Unbounded => Bound::Unbounded,
+        KeyBound::Closed(k) => Bound::Included(k),
+        KeyBound::Open(k) => Bound::Excluded(k),
+    }
+}
+
+fn as_slice_bound(b: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match b {
+        Bound::Unbounded => Bound::Unbounded,
+        Bound::Included(k) => Bound::Included(k),
+        Bound::Excluded(k) => Bound::Excluded(k),
+    }
+}
+
+/// The key bounds of `range` restricted to keys strictly after `after` in scan direction.
+fn scan_bounds(
+    range: &RowRange,
+    after: Option<&[u8]>,
+    reversed: bool,
+) -> (Bound<Vec<u8>>, Bound<Vec<u8>>) {
+    let mut lower = to_bound(range.start.clone());
+    let mut upper = to_bound(range.end.normalized_end());
+    if let Some(after) = after {
+        // Tighten the bound on the side the scan has already passed; at an equal key the
+        // exclusive bound is the tighter one.
+        let passed = Bound::Excluded(after.to_vec());
+        if reversed {
+            let tighter = match &upper {
+                Bound::Unbounded => true,
+                Bound::Included(k) | Bound::Excluded(k) => after <= k.as_slice(),
+            };
+            if tighter {
+                upper = passed;
+            }
+        } else {
+            let tighter = match &lower {
+                Bound::Unbounded => true,
+                Bound::Included(k) | Bound::Excluded(k) => after >= k.as_slice(),
+            };
+            if tighter {
+                lower = passed;
+            }
+        }
+    }
+    (lower, upper)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema
+
+fn encode_families(table: &str, families: &[ColumnFamily]) -> Result<Vec<u8>, StoreError> {
+    postcard::to_allocvec(families).map_err(|e| {
+        StoreError::new(
+            Code::Internal,
+            format!("redb store: table \"{table}\": encode schema: {e}"),
+        )
+    })
+}
+
+fn decode_families(table: &str, bytes: &[u8]) -> Result<Vec<ColumnFamily>, StoreError> {
+    postcard::from_bytes(bytes).map_err(|e| corrupt(table, format!("schema: {e}")))
+}
+
+/// Adds or replaces `family` in `families`, kept ascending by name.
+fn upsert_family(families: &mut Vec<ColumnFamily>, family: &ColumnFamily) {
+    match families.binary_search_by(|f| f.name.as_str().cmp(family.name.as_str())) {
+        Ok(i) => families[i] = family.clone(),
+        Err(i) => families.insert(i, family.clone()),
+    }
+}
+
+/// The schema of `table` in a snapshot, or `NOT_FOUND`.
+fn schema_in_read(txn: &ReadTransaction, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+    let op = "read schema";
+    let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+    let bytes = schema.get(table).map_err(|e| redb_error(op, e))?;
+    match bytes {
+        Some(b) => decode_families(table, b.value()),
+        None => Err(table_not_found(table)),
+    }
+}
+
+/// Whether `table` exists, inside a write transaction.
+fn exists_in_write(txn: &WriteTransaction, table: &str, op: &str) -> Result<bool, StoreError> {
+    let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+    let found = schema.get(table).map_err(|e| redb_error(op, e))?.is_some();
+    Ok(found)
+}
+
+// ---------------------------------------------------------------------------------------------
+// TableStorage
+
+impl TableStorage for RedbStore {
+    type Row<'t> = RedbRow<'t>;
+
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        // The evaluator's own check, so that every store accepts exactly the same schemas.
+        validate_schema(table, families)?;
+        let mut sorted = families.to_vec();
+        sorted.sort_by(|a, b| a.name.cmp(&b.name));
+        let encoded = encode_families(table, &sorted)?;
+
+        let op = "create_table";
+        let txn = self.begin_write(op)?;
+        {
+            let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+            if schema.get(table).map_err(|e| redb_error(op, e))?.is_some() {
+                return Err(StoreError::new(
+                    Code::AlreadyExists,
+                    format!("table \"{table}\" already exists"),
+                ));
+            }
+            schema
+                .insert(table, encoded.as_slice())
+                .map_err(|e| redb_error(op, e))?;
+            let names = TableNames::new(table);
+            // Opening in a write transaction creates the tables, so readers can rely on them.
+            txn.open_table(names.rows())
+                .map_err(|e| redb_error(op, e))?;
+            txn.open_table(names.cells())
+                .map_err(|e| redb_error(op, e))?;
+        }
+        txn.commit().map_err(|e| redb_error(op, e))
+    }
+
+    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
+        let op = "delete_table";
+        let txn = self.begin_write(op)?;
+        {
+            let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+            if schema
+                .remove(table)
+                .map_err(|e| redb_error(op, e))?
+                .is_none()
+            {
+                return Err(table_not_found(table));
+            }
+        }
+        let names = TableNames::new(table);
+        txn.delete_table(names.rows())
+            .map_err(|e| redb_error(op, e))?;
+        txn.delete_table(names.cells())
+            .map_err(|e| redb_error(op, e))?;
+        txn.commit().map_err(|e| redb_error(op, e))
+    }
+
+    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
+        let op = "list_tables";
+        let txn = self.begin_read(op)?;
+        let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+        let mut out = Vec::new();
+        for entry in schema.iter().map_err(|e| redb_error(op, e))? {
+            let (k, _) = entry.map_err(|e| redb_error(op, e))?;
+            out.push(k.value().to_string());
+        }
+        Ok(out)
+    }
+
+    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        let txn = self.begin_read("families")?;
+        schema_in_read(&txn, table)
+    }
+
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        let op = "set_family";
+        let txn = self.begin_write(op)?;
+        {
+            let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+            let mut families = match schema.get(table).map_err(|e| redb_error(op, e))? {
+                Some(bytes) => decode_families(table, bytes.value())?,
+                None => return Err(table_not_found(table)),
+            };
+            upsert_family(&mut families, family);
+            validate_schema(table, &families)?;
+            let encoded = encode_families(table, &families)?;
+            schema
+                .insert(table, encoded.as_slice())
+                .map_err(|e| redb_error(op, e))?;
+        }
+        txn.commit().map_err(|e| redb_error(op, e))
+    }
+
+    fn next_row(
+        &self,
+        table: &str,
+        range: &RowRange,
+        after: Option<&[u8]>,
+        reversed: bool,
+    ) -> Result<Option<Row>, StoreError> {
+        let op = "next_row";
+        // One snapshot for the row lookup and its cells: the row is read whole.
+        let txn = self.begin_read(op)?;
+        schema_in_read(&txn, table)?;
+        let names = TableNames::new(table);
+        let rows = txn
+            .open_table(names.rows())
+            .map_err(|e| redb_error(op, e))?;
+        let (lower, upper) = scan_bounds(range, after, reversed);
+        let mut it = rows
+            .range::<&[u8]>((as_slice_bound(&lower), as_slice_bound(&upper)))
+            .map_err(|e| redb_error(op, e))?;
+        let entry = if reversed { it.next_back() } else { it.next() };
+        let Some(entry) = entry else {
+            return Ok(None);
+        };
+        let key = entry.map_err(|e| redb_error(op, e))?.0.value().to_vec();
+        let cells_table = txn
+            .open_table(names.cells())
+            .map_err(|e| redb_error(op, e))?;
+        let mut prefix = Vec::with_capacity(key.len() + 2);
+        push_component(&mut prefix, &key);
+        let cells = read_cells(&cells_table, table, &prefix)?;
+        if cells.is_empty() {
+            return Err(corrupt(table, "row entry without cells"));
+        }
+        Ok(Some(Row { key, cells }))
+    }
+
+    fn next_row_size(
+        &self,
+        table: &str,
+        range: &RowRange,
+        after: Option<&[u8]>,
+    ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+        let op = "next_row_size";
+        let txn = self.begin_read(op)?;
+        schema_in_read(&txn, table)?;
+        let names = TableNames::new(table);
+        let rows = txn
+            .open_table(names.rows())
+            .map_err(|e| redb_error(op, e))?;
+        let (lower, upper) = scan_bounds(range, after, false);
+        let mut it = rows
+            .range::<&[u8]>((as_slice_bound(&lower), as_slice_bound(&upper)))
+            .map_err(|e| redb_error(op, e))?;
+        match it.next() {
+            None => Ok(None),
+            Some(entry) => {
+                let (k, v) = entry.map_err(|e| redb_error(op, e))?;
+                Ok(Some((k.value().to_vec(), v.value().0)))
+            }
+        }
+    }
+
+    fn write_row<T>(
+        &self,
+        table: &str,
+        key: &[u8],
+        f: impl FnOnce(&mut RedbRow<'_>) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let op = "write_row";
+        let txn = self.begin_write(op)?;
+        if !exists_in_write(&txn, table, op)? {
+            return Err(table_not_found(table));
+        }
+        let names = TableNames::new(table);
+        let (size, count) = {
+            let rows = txn
+                .open_table(names.rows())
+                .map_err(|e| redb_error(op, e))?;
+            let found = rows.get(key).map_err(|e| redb_error(op, e))?;
+            found.map(|v| v.value()).unwrap_or((0, 0))
+        };
+        let cell_bytes = if count == 0 {
+            0
+        } else {
+            size.checked_sub(key.len() as u64)
+                .ok_or_else(|| corrupt(table, "row size below key length"))?
+        };
+
+        let (result, dirty, count, cell_bytes) = {
+            let cells = txn
+                .open_table(names.cells())
+                .map_err(|e| redb_error(op, e))?;
+            let mut prefix = Vec::with_capacity(key.len() + 2);
+            push_component(&mut prefix, key);
+            let mut row = RedbRow {
+                table,
+                cells,
+                key_len: key.len() as u64,
+                prefix,
+                count,
+                cell_bytes,
+                dirty: false,
+            };
+            let result = f(&mut row);
+            (result, row.dirty, row.count, row.cell_bytes)
+        };
+
+        match result {
+            // Nothing written (a read, or a predicate that chose no mutation): skip the commit
+            // and its fsync.
+            Ok(value) if !dirty => {
+                txn.abort().map_err(|e| redb_error(op, e))?;
+                Ok(value)
+            }
+            Ok(value) => {
+                {
+                    let mut rows = txn
+                        .open_table(names.rows())
+                        .map_err(|e| redb_error(op, e))?;
+                    if count == 0 {
+                        rows.remove(key).map_err(|e| redb_error(op, e))?;
+                    } else {
+                        let size = key.len() as u64 + cell_bytes;
+                        rows.insert(key, (size, count))
+                            .map_err(|e| redb_error(op, e))?;
+                    }
+                }
+                txn.commit().map_err(|e| redb_error(op, e))?;
+                Ok(value)
+            }
+            Err(e) => {
+                // The closure's error is the answer; a failed abort changes nothing on disk.
+                let _ = txn.abort();
+                Err(e)
+            }
+        }
+    }
+
+    fn chunking(&self) -> ChunkingOptions {
+        self.chunking
+    }
+
+    fn next_request_seed(&self) -> u64 {
+        // The n-th draw of one SplitMix64 stream seeded with `seed`, computed without a lock:
+        // SplitMix64's state after n draws is seed + n * increment.
+        let n = self.requests.fetch_add(1, Ordering::Relaxed);
+        SplitMix64::new(
+            self.seed
+                .wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
+        )
+        .next_u64()
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// RowWrite
+
+/// One row inside a redb write transaction: the handle [`TableStorage::write_row`] gives its
+/// closure. Writes go straight to the transaction's cells table; the row's size and cell count
+/// are tracked here and stored when the transaction commits.
+pub struct RedbRow<'t> {
+    table: &'t str,
+    cells: redb::Table<'t, &'static [u8], &'static [u8]>,
+    key_len: u64,
+    /// The encoded row key: the common prefix of all the row's cell keys.
+    prefix: Vec<u8>,
+    count: u64,
+    /// Σ over cells of `len(family) + len(qualifier) + 8 + len(value)`.
+    cell_bytes: u64,
+    dirty: bool,
+}
+
+impl fmt::Debug for RedbRow<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedbRow")
+            .field("table", &self.table)
+            .field("count", &self.count)
+            .field("cell_bytes", &self.cell_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
+fn cell_size(family: usize, qualifier: usize, value: usize) -> u64 {
+    (family + qualifier + 8 + value) as u64
+}
+
+impl RedbRow<'_> {
+    fn column_prefix(&self, family: &str, qualifier: &[u8]) -> Vec<u8> {
+        let mut p = self.family_prefix(family);
+        push_component(&mut p, qualifier);
+        p
+    }
+
+    fn family_prefix(&self, family: &str) -> Vec<u8> {
+        let mut p = Vec::with_capacity(self.prefix.len() + family.len() + 2);
+        p.extend_from_slice(&self.prefix);
+        push_component(&mut p, family.as_bytes());
+        p
+    }
+
+    /// Removes the cells with keys in `[lower, upper)` (and timestamps in `range`, if given),
+    /// keeping the size and count in step.
+    fn remove_between(
+        &mut self,
+        lower: &[u8],
+        upper: Bound<&[u8]>,
+        range: Option<TimestampRange>,
+    ) -> Result<(), StoreError> {
+        let op = "delete cells";
+        let prefix_len = self.prefix.len();
+        let mut removed = 0u64;
+        let mut removed_bytes = 0u64;
+        let mut bad: Option<String> = None;
+        self.cells
+            .retain_in::<&[u8], _>((Bound::Included(lower), upper), |k, v| {
+                let decoded = k.get(prefix_len..).map(decode_cell_suffix);
+                match decoded {
+                    Some(Ok((family, qualifier, ts))) => {
+                        if range.is_some_and(|r| !r.contains(ts)) {
+                            return true;
+                        }
+                        removed += 1;
+                        removed_bytes += cell_size(family.len(), qualifier.len(), v.len());
+                        false
+                    }
+                    // Keep what cannot be decoded; the error below aborts the transaction.
+                    Some(Err(e)) => {
+                        bad.get_or_insert(e);
+                        true
+                    }
+                    None => {
+                        bad.get_or_insert_with(|| "short key".to_string());
+                        true
+                    }
+                }
+            })
+            .map_err(|e| redb_error(op, e))?;
+        if let Some(what) = bad {
+            return Err(corrupt(self.table, what));
+        }
+        if removed > 0 {
+            self.dirty = true;
+        }
+        self.count = self
+            .count
+            .checked_sub(removed)
+            .ok_or_else(|| corrupt(self.table, "cell count below the number of cells deleted"))?;
+        self.cell_bytes = self
+            .cell_bytes
+            .checked_sub(removed_bytes)
+            .ok_or_else(|| corrupt(self.table, "row size below the size of cells deleted"))?;
+        Ok(())
+    }
+}
+
+impl RowWrite for RedbRow<'_> {
+    fn cells(&mut self) -> Result<Vec<Cell>, StoreError> {
+        read_cells(&self.cells, self.table, &self.prefix)
+    }
+
+    fn latest(
+        &mut self,
+        family: &str,
+        qualifier: &[u8],
+    ) -> Result<Option<(Timestamp, Vec<u8>)>, StoreError> {
+        let op = "read latest cell";
+        let prefix = self.column_prefix(family, qualifier);
+        let end = prefix_end(&prefix);
+        // Timestamps sort descending, so the column's first key is its newest cell.
+        let mut range = self
+            .cells
+            .range::<&[u8]>(prefix.as_slice()..end.as_slice())
+            .map_err(|e| redb_error(op, e))?;
+        let Some(entry) = range.next() else {
+            return Ok(None);
+        };
+        let (k, v) = entry.map_err(|e| redb_error(op, e))?;
+        let ts: [u8; 8] = k
+            .value()
+            .get(prefix.len()..)
+            .and_then(|t| t.try_into().ok())
+            .ok_or_else(|| corrupt(self.table, "bad timestamp in cell key"))?;
+        Ok(Some((decode_ts(ts), v.value().to_vec())))
+    }
+
+    fn put(
+        &mut self,
+        family: &str,
+        qualifier: &[u8],
+        timestamp: Timestamp,
+        value: &[u8],
+    ) -> Result<(), StoreError> {
+        let key = {
+            let mut k = self.column_prefix(family, qualifier);
+            k.extend_from_slice(&encode_ts(timestamp));
+            k
+        };
+        let old_len = self
+            .cells
+            .insert(key.as_slice(), value)
+            .map_err(|e| redb_error("put cell", e))?
+            .map(|old| old.value().len());
+        self.dirty = true;
+        match old_len {
+            Some(old) => {
+                self.cell_bytes = self
+                    .cell_bytes
+                    .checked_sub(old as u64)
+                    .ok_or_else(|| corrupt(self.table, "row size below a cell's size"))?;
+            }
+            None => {
+                self.count += 1;
+                self.cell_bytes += cell_size(family.len(), qualifier.len(), 0);
+            }
+        }
+        self.cell_bytes += value.len() as u64;
+        Ok(())
+    }
+
+    fn delete_column(
+        &mut self,
+        family: &str,
+        qualifier: &[u8],
+        range: Option<TimestampRange>,
+    ) -> Result<(), StoreError> {
+        let prefix = self.column_prefix(family, qualifier);
+        let end = prefix_end(&prefix);
+        let Some(range) = range else {
+            return self.remove_between(&prefix, Bound::Excluded(&end), None);
+        };
+        // [start, end) in time is one key interval, newest first: from the key of end - 1
+        // (or the column start when unbounded) down to the key of start.
+        let newest = if range.end == 0 {
+            None
+        } else {
+            match range.end.checked_sub(1) {
+                Some(n) if n >= range.start => Some(Timestamp(n)),
+                _ => return Ok(()),
+            }
+        };
+        let lower = match newest {
+            Some(ts) => {
+                let mut k = prefix.clone();
+                k.extend_from_slice(&encode_ts(ts));
+                k
+            }
+            None => prefix.clone(),
+        };
+        let mut upper = prefix;
+        upper.extend_from_slice(&encode_ts(Timestamp(range.start)));
+        self.remove_between(&lower, Bound::Included(&upper), Some(range))
+    }
+
+    fn delete_family(&mut self, family: &str) -> Result<(), StoreError> {
+        let prefix = self.family_prefix(family);
+        let end = prefix_end(&prefix);
+        self.remove_between(&prefix, Bound::Excluded(&end), None)
+    }
+
+    fn delete_row(&mut self) -> Result<(), StoreError> {
+        let prefix = self.prefix.clone();
+        let end = prefix_end(&prefix);
+        self.remove_between(&prefix, Bound::Excluded(&end), None)
+    }
+
+    fn size(&self) -> u64 {
+        if self.count == 0 {
+            0
+        } else {
+            self.key_len + self.cell_bytes
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rowkit_codec::model::{GcRule, compare_canonical, row_size};
+
+    // -----------------------------------------------------------------------------------------
+    // Key encoding
+
+    /// Short byte strings rich in 0x00, 0x01 and 0xFF, so escapes, terminators and prefixes meet.
+    fn interesting_strings(rng: &mut SplitMix64, n: usize) -> Vec<Vec<u8>> {
+        let alphabet = [0x00u8, 0x01, 0x02, 0x7f, 0xfe, 0xff, b'a'];
+        let mut out = vec![
+            vec![],
+            vec![0],
+            vec![0, 0],
+            vec![0, 1],
+            vec![0, 0xff],
+            vec![1],
+            vec![0xff],
+            vec![0xff, 0],
+            vec![0xff, 0xff],
+            b"a".to_vec(),
+            b"a\0".to_vec(),
+            b"a\0b".to_vec(),
+            b"ab".to_vec(),
+        ];
+        while out.len() < n {
+            let len = rng.below(5) as usize;
+            out.push(
+                (0..len)
+                    .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                    .collect(),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn component_order_matches_byte_order() {
+        let mut rng = SplitMix64::new(1);
+        let strings = interesting_strings(&mut rng, 60);
+        for a in &strings {
+            for b in &strings {
+                let (mut ea, mut eb) = (Vec::new(), Vec::new());
+                push_component(&mut ea, a);
+                push_component(&mut eb, b);
+                assert_eq!(ea.cmp(&eb), a.cmp(b), "{a:?} vs {b:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn cell_key_order_is_canonical_order() {
+        let mut rng = SplitMix64::new(2);
+        let strings = interesting_strings(&mut rng, 12);
+        let families = ["", "a", "a.b", "a-", "b"];
+        let stamps = [0, 1, 1000, i64::MAX, -1, i64::MIN];
+        let mut tuples = Vec::new();
+        for row in &strings {
+            for family in families {
+                for q in strings.iter().step_by(3) {
+                    for ts in stamps {
+                        tuples.push((row.clone(), family, q.clone(), ts));
+                    }
+                }
+            }
+        }
+        for _ in 0..20_000 {
+            let a = &tuples[rng.below(tuples.len() as u64) as usize];
+            let b = &tuples[rng.below(tuples.len() as u64) as usize];
+            let ka = cell_key(&a.0, a.1, &a.2, Timestamp(a.3));
+            let kb = cell_key(&b.0, b.1, &b.2, Timestamp(b.3));
+            let expected =
+                a.0.cmp(&b.0)
+                    .then(a.1.as_bytes().cmp(b.1.as_bytes()))
+                    .then(a.2.cmp(&b.2))
+                    .then(b.3.cmp(&a.3));
+            assert_eq!(ka.cmp(&kb), expected, "{a:?} vs {b:?}");
+        }
+    }
+
+    #[test]
+    fn cell_key_round_trips() {
+        let mut rng = SplitMix64::new(3);
+        for row in interesting_strings(&mut rng, 30) {
+            for q in interesting_strings(&mut rng, 10) {
+                for ts in [0, 1000, 42_000, i64::MAX, -1, i64::MIN] {
+                    let key = cell_key(&row, "fam.1", &q, Timestamp(ts));
+                    let (r, rest) = split_component(&key).unwrap();
+                    assert_eq!(r, row);
+                    let (f, qq, t) = decode_cell_suffix(rest).unwrap();
+                    assert_eq!((f.as_str(), qq, t), ("fam.1", q.clone(), Timestamp(ts)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn row_prefix_bounds_exactly_its_cells() {
+        // Cells of "a" must not include those of "a\0" or "a\x01", and vice versa.
+        let mut prefix = Vec::new();
+        push_component(&mut prefix, b"a");
+        let end = prefix_end(&prefix);
+        for other in [&b"a\0"[..], b"a\x01", b"a\xff", b"b", b""] {
+            let k = cell_key(other, "f", b"q", Timestamp(0));
+            assert!(!(prefix.as_slice() <= k.as_slice() && k < end), "{other:?}");
+        }
+        let k = cell_key(b"a", "f", b"\xff\xff", Timestamp(i64::MIN));
+        assert!(prefix.as_slice() <= k.as_slice() && k < end);
+    }
+
+    #[test]
+    fn malformed_components_are_rejected() {
+        for bad in [&b""[..], b"a", b"\0", b"\0\x02", b"a\0\0", b"\0\xfe\0\x01"] {
+            assert!(split_component(bad).is_none(), "{bad:?}");
+        }
+        assert!(decode_cell_suffix(b"f\0\x01q\0\x01short").is_err());
+        assert!(decode_cell_suffix(b"\xff\0\x01q\0\x0112345678").is_err());
+        assert!(decode_cell_suffix(b"f\0\x01q\0\x0112345678").is_ok());
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // TableStorage
+
+    fn store() -> RedbStore {
+        let s = RedbStore::in_memory().unwrap();
+        s.create_table("t", &[ColumnFamily::new("cf"), ColumnFamily::new("a")])
+            .unwrap();
+        s
+    }
+
+    fn put(s: &RedbStore, row: &[u8], family: &str, q: &[u8], ms: i64, v: &[u8]) {
+        s.write_row("t", row, |r| {
+            r.put(family, q, Timestamp::from_millis(ms), v)
+        })
+        .unwrap();
+    }
+
+    fn keys(s: &RedbStore, range: &RowRange, after: Option<&[u8]>, reversed: bool) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut after = after.map(<[u8]>::to_vec);
+        while let Some(row) = s.next_row("t", range, after.as_deref(), reversed).unwrap() {
+            out.push(row.key.clone());
+            after = Some(row.key);
+        }
+        out
+    }
+
+    fn k(keys: &[&str]) -> Vec<Vec<u8>> {
+        keys.iter().map(|k| k.as_bytes().to_vec()).collect()
+    }
+
+    #[test]
+    fn schema_operations() {
+        let s = RedbStore::in_memory().unwrap();
+        let err = s.create_table("bad name", &[]).unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument);
+        let err = s
+            .create_table("t", &[ColumnFamily::new("bad family")])
+            .unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument);
+        let err = s
+            .create_table("t", &[ColumnFamily::max_versions("cf", 0)])
+            .unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument);
+        let many: Vec<_> = (0..101)
+            .map(|i| ColumnFamily::new(format!("f{i}")))
+            .collect();
+        assert_eq!(
+            s.create_table("t", &many).unwrap_err().code,
+            Code::InvalidArgument
+        );
+        assert_eq!(s.list_tables().unwrap(), Vec::<String>::new());
+
+        s.create_table("t", &[ColumnFamily::new("z"), ColumnFamily::new("b")])
+            .unwrap();
+        s.create_table("a", &[]).unwrap();
+        let err = s.create_table("t", &[]).unwrap_err();
+        assert_eq!(err.code, Code::AlreadyExists);
+        assert_eq!(s.list_tables().unwrap(), vec!["a", "t"]);
+        let names = |fs: Vec<ColumnFamily>| fs.into_iter().map(|f| f.name).collect::<Vec<_>>();
+        assert_eq!(names(s.families("t").unwrap()), vec!["b", "z"]);
+
+        s.set_family("t", &ColumnFamily::max_versions("m", 2))
+            .unwrap();
+        s.set_family("t", &ColumnFamily::max_versions("z", 3))
+            .unwrap();
+        let fams = s.families("t").unwrap();
+        assert_eq!(names(fams.clone()), vec!["b", "m", "z"]);
+        assert_eq!(fams[2].gc_rule, Some(GcRule::MaxNumVersions(3)));
+        assert_eq!(
+            s.set_family("nope", &ColumnFamily::new("x"))
+                .unwrap_err()
+                .code,
+            Code::NotFound
+        );
+        assert_eq!(s.families("nope").unwrap_err().code, Code::NotFound);
+        let bad = ColumnFamily::new("bad name");
+        assert_eq!(s.set_family("nope", &bad).unwrap_err().code, Code::NotFound);
+        assert_eq!(
+            s.set_family("t", &bad).unwrap_err().code,
+            Code::InvalidArgument
+        );
+        let bad_rule = ColumnFamily::max_versions("b", 0);
+        assert_eq!(
+            s.set_family("t", &bad_rule).unwrap_err().code,
+            Code::InvalidArgument
+        );
+        assert_eq!(s.families("t").unwrap().len(), 3);
+
+        s.write_row("t", b"r", |r| r.put("b", b"q", Timestamp(0), b"v"))
+            .unwrap();
+        s.delete_table("t").unwrap();
+        assert_eq!(s.delete_table("t").unwrap_err().code, Code::NotFound);
+        assert_eq!(s.list_tables().unwrap(), vec!["a"]);
+        // A re-created table starts empty.
+        s.create_table("t", &[ColumnFamily::new("b")]).unwrap();
+        assert_eq!(
+            s.next_row("t", &RowRange::all(), None, false).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn missing_table_is_not_found() {
+        let s = store();
+        let all = RowRange::all();
+        assert_eq!(
+            s.next_row("x", &all, None, false).unwrap_err().code,
+            Code::NotFound
+        );
+        assert_eq!(
+            s.next_row_size("x", &all, None).unwrap_err().code,
+            Code::NotFound
+        );
+        let err = s.write_row("x", b"r", |_| Ok(())).unwrap_err();
+        assert_eq!(err.code, Code::NotFound);
+    }
+
+    #[test]
+    fn next_row_bounds_after_and_direction() {
+        let s = store();
+        for key in ["a", "b", "b\0", "ba", "c", "d"] {
+            put(&s, key.as_bytes(), "cf", b"q", 1, b"v");
+        }
+        let all = RowRange::all();
+        assert_eq!(
+            keys(&s, &all, None, false),
+            k(&["a", "b", "b\0", "ba", "c", "d"])
+        );
+        assert_eq!(
+            keys(&s, &all, None, true),
+            k(&["d", "c", "ba", "b\0", "b", "a"])
+        );
+
+        let closed_open = RowRange::half_open("b", "c");
+        assert_eq!(keys(&s, &closed_open, None, false), k(&["b", "b\0", "ba"]));
+        assert_eq!(keys(&s, &closed_open, None, true), k(&["ba", "b\0", "b"]));
+
+        let open_closed = RowRange {
+            start: KeyBound::Open(b"b".to_vec()),
+            end: KeyBound::Closed(b"c".to_vec()),
+        };
+        assert_eq!(keys(&s, &open_closed, None, false), k(&["b\0", "ba", "c"]));
+        assert_eq!(keys(&s, &open_closed, None, true), k(&["c", "ba", "b\0"]));
+
+        // An empty end key is unbounded; a prefix range stops at the successor.
+        let empty_end = RowRange {
+            start: KeyBound::Closed(b"c".to_vec()),
+            end: KeyBound::Open(Vec::new()),
+        };
+        assert_eq!(keys(&s, &empty_end, None, false), k(&["c", "d"]));
+        assert_eq!(
+            keys(&s, &RowRange::prefix(b"b"), None, true),
+            k(&["ba", "b\0", "b"])
+        );
+
+        // `after` outside the range, inside it, and at its edges.
+        assert_eq!(
+            keys(&s, &closed_open, Some(b"0"), false),
+            k(&["b", "b\0", "ba"])
+        );
+        assert_eq!(keys(&s, &closed_open, Some(b"b"), false), k(&["b\0", "ba"]));
+        assert_eq!(keys(&s, &closed_open, Some(b"bz"), false), k(&[]));
+        assert_eq!(keys(&s, &closed_open, Some(b"b\0"), true), k(&["b"]));
+        assert_eq!(
+            keys(&s, &closed_open, Some(b"z"), true),
+            k(&["ba", "b\0", "b"])
+        );
+        assert_eq!(keys(&s, &all, Some(b"a"), true), k(&[]));
+        assert_eq!(keys(&s, &all, Some(b"bb"), false), k(&["c", "d"]));
+
+        // Inverted and empty ranges yield nothing rather than failing.
+        let inverted = RowRange::half_open("c", "b");
+        assert_eq!(keys(&s, &inverted, None, false), k(&[]));
+        assert_eq!(keys(&s, &inverted, None, true), k(&[]));
+        assert_eq!(
+            keys(&s, &RowRange::half_open("b", "b"), None, false),
+            k(&[])
+        );
+
+        // next_row_size walks the same keys with the stored size.
+        let mut sizes = Vec::new();
+        let mut after: Option<Vec<u8>> = None;
+        while let Some((key, size)) = s.next_row_size("t", &all, after.as_deref()).unwrap() {
+            sizes.push((key.clone(), size));
+            after = Some(key);
+        }
+        assert_eq!(sizes.len(), 6);
+        for (key, size) in sizes {
+            let row = s
+                .next_row(
+                    "t",
+                    &RowRange {
+                        start: KeyBound::Closed(key.clone()),
+                        end: KeyBound::Closed(key.clone()),
+                    },
+                    None,
+                    false,
+                )
+                .unwrap()
+                .unwrap();
+            assert_eq!(size, row_size(&key, &row.cells));
+        }
+    }
+
+    #[test]
+    fn cells_come_back_in_canonical_order() {
+        let s = store();
+        let writes: &[(&str, &[u8], i64, &[u8])] = &[
+            ("cf", b"q", 1, b"1"),
+            ("cf", b"q", 3, b"3"),
+            ("cf", b"q", 2, b"2"),
+            ("cf", b"", 5, b""),
+            ("cf", b"q\0", 1, b"x"),
+            ("a", b"zz", 0, b"y"),
+            ("cf", b"\xff", 7, b"z"),
+        ];
+        s.write_row("t", b"r\0w", |r| {
+            for (f, q, ms, v) in writes {
+                r.put(f, q, Timestamp::from_millis(*ms), v)?;
+            }
+            let cells = r.cells()?;
+            assert_eq!(cells.len(), writes.len());
+            assert_eq!(r.size(), row_size(b"r\0w", &cells));
+            assert_eq!(
+                r.latest("cf", b"q")?,
+                Some((Timestamp::from_millis(3), b"3".to_vec()))
+            );
+            assert_eq!(r.latest("cf", b"nope")?, None);
+            assert_eq!(
+                r.latest("cf", b"q\0")?,
+                Some((Timestamp::from_millis(1), b"x".to_vec()))
+            );
+            Ok(())
+        })
+        .unwrap();
+        let row = s
+            .next_row("t", &RowRange::all(), None, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.key, b"r\0w");
+        let mut sorted = row.cells.clone();
+        sorted.sort_by(compare_canonical);
+        assert_eq!(row.cells, sorted);
+        assert_eq!(row.cells[0].family, "a");
+        let stamps: Vec<_> = row.cells.iter().map(|c| c.timestamp.0 / 1000).collect();
+        assert_eq!(stamps, vec![0, 5, 3, 2, 1, 1, 7]);
+    }
+
+    #[test]
+    fn put_replaces_and_size_tracks() {
+        let s = store();
+        put(&s, b"r", "cf", b"q", 1, b"short");
+        put(&s, b"r", "cf", b"q", 1, b"a much longer value");
+        put(&s, b"r", "a", b"q2", 2, b"v");
+        let row = s
+            .next_row("t", &RowRange::all(), None, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.cells.len(), 2);
+        let (_, size) = s
+            .next_row_size("t", &RowRange::all(), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(size, row_size(b"r", &row.cells));
+        s.write_row("t", b"r", |r| {
+            assert_eq!(r.size(), size);
+            r.delete_column("a", b"q2", None)?;
+            assert_eq!(r.size(), row_size(b"r", &r.cells()?));
+            Ok(())
+        })
+        .unwrap();
+    }
+
+    #[test]
+    fn failed_write_leaves_nothing() {
+        let s = store();
+        put(&s, b"r", "cf", b"keep", 1, b"old");
+        let err = s
+            .write_row("t", b"r", |r| -> Result<(), StoreError> {
+                r.put("cf", b"keep", Timestamp::from_millis(1), b"new")?;
+                r.put("cf", b"extra", Timestamp::from_millis(1), b"x")?;
+                r.delete_family("a")?;
+                Err(StoreError::new(Code::InvalidArgument, "no"))
+            })
+            .unwrap_err();
+        assert_eq!(err.code, Code::InvalidArgument);
+        let err = s
+            .write_row("t", b"new", |r| -> Result<(), StoreError> {
+                r.put("cf", b"q", Timestamp(0), b"x")?;
+                Err(StoreError::new(Code::FailedPrecondition, "no"))
+            })
+            .unwrap_err();
+        assert_eq!(err.code, Code::FailedPrecondition);
+        let row = s
+            .next_row("t", &RowRange::all(), None, false)
+            .unwrap()
+            .unwrap();
+        assert_eq!(row.key, b"r");
+        assert_eq!(row.cells.len(), 1);
+        assert_eq!(row.cells[0].value, b"old");
+        assert_eq!(
+            s.next_row("t", &RowRange::all(), Some(b"r"), false)
+                .unwrap(),
+            None
+        );
+        let (_, size) = s
+            .next_row_size("t", &RowRange::all(), None)
+            .unwrap()
+            .unwrap();
+        assert_eq!(size, row_size(b"r", &row.cells));
+    }
+
+    #[test]
+    fn row_disappears_with_its_last_cell() {
+        let s = store();
+        let all = RowRange::all();
+        let count = |s: &RedbStore| keys(s, &all, None, false).len();
+
+        put(&s, b"r", "cf", b"q", 1, b"v");
+        s.write_row("t", b"r", |r| r.delete_column("cf", b"q", None))
+            .unwrap();
+        assert_eq!(count(&s), 0);
+
+        put(&s, b"r", "cf", b"q", 1, b"v");
+        put(&s, b"r", "cf", b"q2", 1, b"v");
+        s.write_row("t", b"r", |r| r.delete_family("cf")).unwrap();
+        assert_eq!(count(&s), 0);
+
+        put(&s, b"r", "cf", b"q", 1, b"v");
+        put(&s, b"r", "a", b"q", 1, b"v");
+        s.write_row("t", b"r", |r| r.delete_family("cf")).unwrap();
+        assert_eq!(count(&s), 1);
+        s.write_row("t", b"r", |r| r.delete_row()).unwrap();
+        assert_eq!(count(&s), 0);
+        assert_eq!(s.next_row_size("t", &all, None).unwrap(), None);
+
+        // Put and delete in one transaction: the row never appears.
+        s.write_row("t", b"r", |r| {
+            r.put("cf", b"q", Timestamp(0), b"v")?;
+            r.delete_row()?;
+            assert_eq!(r.size(), 0);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(count(&s), 0);
+        // Deleting from a missing row is a no-op.
+        s.write_row("t", b"zzz", |r| r.delete_row()).unwrap();
+        assert_eq!(count(&s), 0);
+    }
+
+    #[test]
+    fn delete_column_with_time_range() {
+        let s = store();
+        for ms in [0, 1, 2, 3, 4] {
+            put(&s, b"r", "cf", b"q", ms, b"v");
+        }
+        put(&s, b"r", "cf", b"q\0", 2, b"v");
+        put(&s, b"r", "cf", b"p", 2, b"v");
+        let stamps = |s: &RedbStore| -> Vec<(Vec<u8>, i64)> {
+            let row = s.next_row("t", &RowRange::all(), None, false).unwrap();
+            row.map(|r| {
+                r.cells
+                    .into_iter()
+                    .map(|c| (c.qualifier, c.timestamp.0 / 1000))
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+        let range = |start_ms: i64, end_ms: i64| TimestampRange {
+            start: start_ms * 1000,
+            end: end_ms * 1000,
+        };
+        s.write_row("t", b"r", |r| {
+            r.delete_column("cf", b"q", Some(range(1, 3)))
+        })
+        .unwrap();
+        let q = |ts: &[i64]| ts.iter().map(|t| (b"q".to_vec(), *t)).collect::<Vec<_>>();
+        let mut expected = vec![(b"p".to_vec(), 2)];
+        expected.extend(q(&[4, 3, 0]));
+        expected.push((b"q\0".to_vec(), 2));
+        assert_eq!(stamps(&s), expected);
+        // end = 0 means infinity; an inverted range deletes nothing.
+        s.write_row("t", b"r", |r| {
+            r.delete_column("cf", b"q", Some(range(5, 4)))
+        })
+        .unwrap();
+        assert_eq!(stamps(&s), expected);
+        s.write_row("t", b"r", |r| {
+            r.delete_column("cf", b"q", Some(range(3, 0)))
+        })
+        .unwrap();
+        let mut expected = vec![(b"p".to_vec(), 2)];
+        expected.extend(q(&[0]));
+        expected.push((b"q\0".to_vec(), 2));
+        assert_eq!(stamps(&s), expected);
+        s.write_row("t", b"r", |r| {
+            r.delete_column("cf", b"q", Some(TimestampRange::default()))?;
+            r.delete_column("cf", b"p", None)?;
+            r.delete_column("cf", b"q\0", Some(range(0, 2)))
+        })
+        .unwrap();
+        assert_eq!(stamps(&s), vec![(b"q\0".to_vec(), 2)]);
+        s.write_row("t", b"r", |r| {
+            r.delete_column("cf", b"q\0", Some(range(2, 3)))
+        })
+        .unwrap();
+        assert_eq!(stamps(&s), vec![]);
+        assert_eq!(s.next_row_size("t", &RowRange::all(), None).unwrap(), None);
+    }
+
+    #[test]
+    fn corrupt_cell_key_is_internal_not_panic() {
+        let s = store();
+        put(&s, b"r", "cf", b"q", 1, b"v");
+        // Plant a key under row "r" that is not a valid cell key.
+        let txn = s.db.begin_write().unwrap();
+        {
+            let names = TableNames::new("t");
+            let mut cells = txn.open_table(names.cells()).unwrap();
+            let mut bad = Vec::new();
+            push_component(&mut bad, b"r");
+            bad.extend_from_slice(b"cf\0\x01q\0\x01bad");
+            cells.insert(bad.as_slice(), b"x".as_slice()).unwrap();
+        }
+        txn.commit().unwrap();
+        let err = s.next_row("t", &RowRange::all(), None, false).unwrap_err();
+        assert_eq!(err.code, Code::Internal);
+        let err = s.write_row("t", b"r", |r| r.delete_row()).unwrap_err();
+        assert_eq!(err.code, Code::Internal);
+        let err = s
+            .write_row("t", b"r", |r| r.cells().map(|_| ()))
+            .unwrap_err();
+        assert_eq!(err.code, Code::Internal);
+    }
+
+    #[test]
+    fn request_seeds_follow_one_splitmix_stream() {
+        let s = RedbStore::in_memory().unwrap().with_seed(9);
+        let mut rng = SplitMix64::new(9);
+        for _ in 0..5 {
+            assert_eq!(s.next_request_seed(), rng.next_u64());
+        }
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Differential: the same random row transactions on MemoryStore and RedbStore
+
+    /// One random transaction: a few writes, with what the row reports in between recorded, and
+    /// sometimes a failure at the end. Returns the observations (which must match across stores).
+    fn random_txn<S: TableStorage>(s: &S, seed: u64) -> Vec<String> {
+        let mut rng = SplitMix64::new(seed);
+        let rows: [&[u8]; 5] = [b"a", b"a\0", b"a\xff", b"b", b"\0"];
+        let quals: [&[u8]; 4] = [b"", b"q", b"q\0", b"\xff"];
+        let families = ["a", "cf"];
+        let row = rows[rng.below(5) as usize];
+        let mut log = Vec::new();
+        let result = s.write_row("t", row, |r| {
+            for _ in 0..1 + rng.below(4) {
+                let family = families[rng.below(2) as usize];
+                let q = quals[rng.below(4) as usize];
+                match rng.below(10) {
+                    0..=4 => {
+                        let ts = Timestamp::from_millis(rng.below(5) as i64);
+                        let len = rng.below(4) as usize;
+                        r.put(family, q, ts, &vec![b'v'; len])?;
+                    }
+                    5 | 6 => {
+                        let range = match rng.below(3) {
+                            0 => None,
+                            _ => Some(TimestampRange {
+                                start: rng.below(5) as i64 * 1000,
+                                end: rng.below(6) as i64 * 1000,
+                            }),
+                        };
+                        r.delete_column(family, q, range)?;
+                    }
+                    7 => r.delete_family(family)?,
+                    8 => r.delete_row()?,
+                    _ => log.push(format!("latest {:?}", r.latest(family, q)?)),
+                }
+                log.push(format!("size {}", r.size()));
+            }
+            log.push(format!("cells {:?}", r.cells()?));
+            if rng.below(5) == 0 {
+                return Err(StoreError::new(Code::Aborted, "rolled back"));
+            }
+            Ok(())
+        });
+        log.push(format!("result {:?}", result.map_err(|e| e.code)));
+        log
+    }
+
+    fn random_bound(rng: &mut SplitMix64) -> KeyBound {
+        let keys: [&[u8]; 6] = [b"", b"a", b"a\0", b"a\x01", b"b", b"\xff"];
+        let key = keys[rng.below(6) as usize].to_vec();
+        match rng.below(3) {
+            0 => KeyBound::Unbounded,
+            1 => KeyBound::Closed(key),
+            _ => KeyBound::Open(key),
+        }
+    }
+
+    /// Every scan a reader can make, as text.
+    fn scans<S: TableStorage>(s: &S, rng: &mut SplitMix64) -> Vec<String> {
+        let mut out = Vec::new();
+        for _ in 0..4 {
+            let range = RowRange {
+                start: random_bound(rng),
+                end: random_bound(rng),
+            };
+            for reversed in [false, true] {
+                let mut after = None;
+                while let Some(row) = s.next_row("t", &range, after.as_deref(), reversed).unwrap() {
+                    out.push(format!("{row:?}"));
+                    after = Some(row.key);
+                }
+            }
+            let mut after = None;
+            while let Some((key, size)) = s.next_row_size("t", &range, after.as_deref()).unwrap() {
+                out.push(format!("{key:?} {size}"));
+                after = Some(key);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn behaves_like_the_memory_store() {
+        let families = [ColumnFamily::new("cf"), ColumnFamily::new("a")];
+        let memory = crate::MemoryStore::new();
+        memory.create_table("t", &families).unwrap();
+        let redb = RedbStore::in_memory().unwrap();
+        redb.create_table("t", &families).unwrap();
+        let mut rng = SplitMix64::new(11);
+        let mut compared = 0;
+        for step in 0..600 {
+            let seed = rng.next_u64();
+            assert_eq!(
+                random_txn(&memory, seed),
+                random_txn(&redb, seed),
+                "step {step}"
+            );
+            if step % 50 == 49 {
+                let scan_seed = rng.next_u64();
+                let expected = scans(&memory, &mut SplitMix64::new(scan_seed));
+                compared += expected.len();
+                let found = scans(&redb, &mut SplitMix64::new(scan_seed));
+                assert_eq!(expected, found, "step {step}");
+            }
+        }
+        assert!(compared > 100, "only {compared} rows compared");
+    }
+
+    #[test]
+    fn reopen_finds_the_data() {
+        let dir = std::env::temp_dir().join(format!(
+            "rowkit-redb-unit-{}-{:?}",
+            std::process::id(),
+            std::thread::current().id()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("store.redb");
+        {
+            let s = RedbStore::open(&path).unwrap();
+            s.create_table("t", &[ColumnFamily::max_versions("cf", 2)])
+                .unwrap();
+            put(&s, b"r1", "cf", b"q", 1, b"v1");
+            put(&s, b"r2", "cf", b"q", 2, b"v2");
+            // A second handle on the same file is refused while the first is open.
+            let err = RedbStore::open(&path).unwrap_err();
+            assert_eq!(err.code, Code::Unavailable, "{err}");
+        }
+        {
+            let s = RedbStore::open(&path).unwrap().with_durable_commits(false);
+            assert_eq!(
+                s.families("t").unwrap(),
+                vec![ColumnFamily::max_versions("cf", 2)]
+            );
+            assert_eq!(keys(&s, &RowRange::all(), None, false), k(&["r1", "r2"]));
+            put(&s, b"r3", "cf", b"q", 3, b"v3");
+        }
+        {
+            // Non-durable commits are made durable when the store closes.
+            let s = RedbStore::open(&path).unwrap();
+            assert_eq!(
+                keys(&s, &RowRange::all(), None, false),
+                k(&["r1", "r2", "r3"])
+            );
+            let row = s
+                .next_row("t", &RowRange::all(), None, true)
+                .unwrap()
+                .unwrap();
+            assert_eq!(row.cells[0].value, b"v3");
+        }
+        std::fs::write(
+            dir.join("junk.redb"),
+            b"definitely not a redb file, just junk",
+        )
+        .unwrap();
+        let err = RedbStore::open(dir.join("junk.redb")).unwrap_err();
+        assert_eq!(err.code, Code::Internal, "{err}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

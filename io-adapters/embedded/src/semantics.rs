@@ -1,33 +1,349 @@
-//! The one evaluator of Bigtable semantics shared by every local store (placeholder: being
-//! written).
-use rowkit_codec::model::{ColumnFamily, Timestamp};
-use rowkit_statemachines::{Code, Request, StoreError};
+//! The one evaluator of Bigtable semantics shared by every local store (`spec/bigtable.md`).
+//!
+//! Any [`TableStorage`] is a [`Store`] through the blanket implementation here, so the memory
+//! and redb stores cannot disagree on a rule: validation, filters, mutation order, server time,
+//! read-modify-write, chunking, sampling and garbage collection all live in this module; a
+//! storage engine only stores bytes and runs one atomic transaction per row.
+//!
+//! Per request:
+//! 1. The table's families are read (missing table -> `NOT_FOUND`).
+//! 2. The whole request is validated (section 4, 13), regexes compiled once, before any row is
+//!    read or written.
+//! 3. Writes run inside [`TableStorage::write_row`]; any error (row over 256 MiB, increment of a
+//!    non-8-byte cell) is returned from the closure so the row is left untouched.
+//! 4. Reads are lazy streams built on [`TableStorage::next_row`].
 
-use crate::{Reply, Store, TableStorage};
+mod filter;
+mod read;
+mod validate;
+
+use std::collections::{BTreeMap, VecDeque};
+
+use rowkit_codec::model::{
+    Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowRange, RuleOp, Timestamp,
+    TimestampRange, ValidationError, limits,
+};
+use rowkit_statemachines::{
+    CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntryResult, MutateRowsRequest,
+    MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowsRequest, Request, Response, SplitMix64,
+    StoreError,
+};
+
+pub use filter::CompiledFilter;
+pub use read::{SAMPLE_INTERVAL_BYTES, row_chunks};
+pub use validate::{validate_request, validate_schema};
+
+use crate::{Reply, RowWrite, Store, TableStorage};
+use read::{ReadStream, SampleStream};
+use validate::Schema;
 
 impl<S: TableStorage> Store for S {
-    fn execute(&self, _request: Request, _now: Timestamp) -> Result<Reply<'_>, StoreError> {
-        Err(StoreError::new(
-            Code::Unimplemented,
-            "evaluator not written yet",
-        ))
+    fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        let families = TableStorage::families(self, request.table())?;
+        let schema = Schema::new(&families);
+        // `-1` timestamps and read-modify-write use one server time for the whole request.
+        let now_ms = Timestamp(now.truncate_to_millis().0.max(0));
+        match request {
+            Request::ReadRows(r) => read_rows(self, r),
+            Request::MutateRow(r) => mutate_row(self, r, &schema, now_ms),
+            Request::MutateRows(r) => mutate_rows(self, r, &schema, now_ms),
+            Request::CheckAndMutateRow(r) => check_and_mutate(self, r, &schema, now_ms),
+            Request::ReadModifyWriteRow(r) => read_modify_write(self, r, &schema, now_ms),
+            Request::SampleRowKeys(r) => Ok(Reply::Stream(Box::new(SampleStream {
+                store: self,
+                table: r.table,
+                after: None,
+                offset: 0,
+                last_sample: 0,
+                done: false,
+            }))),
+        }
     }
+
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        validate_schema(table, families)?;
         TableStorage::create_table(self, table, families)
     }
+
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
         TableStorage::delete_table(self, table)
     }
+
     fn list_tables(&self) -> Result<Vec<String>, StoreError> {
         TableStorage::list_tables(self)
     }
+
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
         TableStorage::families(self, table)
     }
-    fn gc(&self, _table: &str, _now: Timestamp) -> Result<u64, StoreError> {
-        Err(StoreError::new(
-            Code::Unimplemented,
-            "evaluator not written yet",
-        ))
+
+    fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+        gc(self, table, now)
     }
+}
+
+fn read_rows<S: TableStorage>(store: &S, req: ReadRowsRequest) -> Result<Reply<'_>, StoreError> {
+    let filter = validate::check_read(&req)?;
+    let mut ranges: VecDeque<RowRange> = req.rows.normalized_ranges().into();
+    if req.reversed {
+        ranges = ranges.into_iter().rev().collect();
+    }
+    Ok(Reply::Stream(Box::new(ReadStream {
+        store,
+        table: req.table,
+        ranges,
+        after: None,
+        reversed: req.reversed,
+        filter,
+        // Every ReadRows takes one seed, whether or not its filter samples.
+        rng: SplitMix64::new(store.next_request_seed()),
+        rows_limit: u64::try_from(req.rows_limit).unwrap_or(0),
+        rows_returned: 0,
+        chunking: store.chunking(),
+        pending: VecDeque::new(),
+        exhausted: false,
+    })))
+}
+
+/// Applies mutations in order to one row inside its transaction. A write that makes the row
+/// larger than 256 MiB fails the whole list (the caller's transaction rolls back).
+fn apply_mutations<R: RowWrite + ?Sized>(
+    row: &mut R,
+    mutations: &[Mutation],
+    now_ms: Timestamp,
+) -> Result<(), StoreError> {
+    for m in mutations {
+        match m {
+            Mutation::SetCell {
+                family,
+                qualifier,
+                timestamp,
+                value,
+            } => {
+                let ts = if *timestamp == Timestamp::SERVER_TIME {
+                    now_ms
+                } else {
+                    *timestamp
+                };
+                row.put(family, qualifier, ts, value)?;
+                check_row_size(row)?;
+            }
+            Mutation::DeleteFromColumn {
+                family,
+                qualifier,
+                range,
+            } => row.delete_column(family, qualifier, *range)?,
+            Mutation::DeleteFromFamily { family } => row.delete_family(family)?,
+            Mutation::DeleteFromRow => row.delete_row()?,
+        }
+    }
+    Ok(())
+}
+
+fn check_row_size<R: RowWrite + ?Sized>(row: &R) -> Result<(), StoreError> {
+    let size = row.size();
+    if size > limits::MAX_ROW_BYTES {
+        return Err(ValidationError::RowTooLarge { size }.into());
+    }
+    Ok(())
+}
+
+fn mutate_row<'s, S: TableStorage>(
+    store: &'s S,
+    req: MutateRowRequest,
+    schema: &Schema,
+    now_ms: Timestamp,
+) -> Result<Reply<'s>, StoreError> {
+    validate::check_row_mutations(&req.row_key, &req.mutations, schema)?;
+    store.write_row(&req.table, &req.row_key, |row| {
+        apply_mutations(row, &req.mutations, now_ms)
+    })?;
+    Ok(Reply::Unary(Response::MutateRow))
+}
+
+fn mutate_rows<'s, S: TableStorage>(
+    store: &'s S,
+    req: MutateRowsRequest,
+    schema: &Schema,
+    now_ms: Timestamp,
+) -> Result<Reply<'s>, StoreError> {
+    validate::check_batch(&req)?;
+    // Entries apply eagerly, in index order, each atomically; the batch is one response part.
+    let entries = req
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(index, entry)| {
+            let result = validate::check_row_mutations(&entry.row_key, &entry.mutations, schema)
+                .map_err(StoreError::from)
+                .and_then(|()| {
+                    store.write_row(&req.table, &entry.row_key, |row| {
+                        apply_mutations(row, &entry.mutations, now_ms)
+                    })
+                });
+            MutateRowsEntryResult { index, result }
+        })
+        .collect();
+    let part = Response::MutateRowsPart(MutateRowsResponse { entries });
+    Ok(Reply::Stream(Box::new(std::iter::once(Ok(part)))))
+}
+
+fn check_and_mutate<'s, S: TableStorage>(
+    store: &'s S,
+    req: CheckAndMutateRowRequest,
+    schema: &Schema,
+    now_ms: Timestamp,
+) -> Result<Reply<'s>, StoreError> {
+    let predicate = validate::check_conditional(&req, schema)?;
+    let mut rng = SplitMix64::new(store.next_request_seed());
+    let key = req.row_key.as_slice();
+    let predicate_matched = store.write_row(&req.table, key, |row| {
+        let cells = row.cells()?;
+        // Unset predicate: "the row contains any values at all". Otherwise any cell in the
+        // result, sink output included, is a match; transformers do not change that.
+        let matched = match &predicate {
+            None => !cells.is_empty(),
+            Some(f) => !f.apply(key, cells, &mut rng).is_empty(),
+        };
+        let chosen = if matched {
+            &req.true_mutations
+        } else {
+            &req.false_mutations
+        };
+        apply_mutations(row, chosen, now_ms)?;
+        Ok(matched)
+    })?;
+    Ok(Reply::Unary(Response::CheckAndMutateRow {
+        predicate_matched,
+    }))
+}
+
+/// The new value of one read-modify-write rule given the column's latest value.
+fn modified_value(
+    rule: &ReadModifyWriteRule,
+    latest: Option<&[u8]>,
+) -> Result<Vec<u8>, ValidationError> {
+    match &rule.op {
+        RuleOp::AppendValue(suffix) => {
+            let old = latest.unwrap_or_default();
+            let len = old.len().saturating_add(suffix.len());
+            if len > limits::MAX_VALUE_BYTES {
+                return Err(ValidationError::ValueTooLarge { len });
+            }
+            let mut value = Vec::with_capacity(len);
+            value.extend_from_slice(old);
+            value.extend_from_slice(suffix);
+            Ok(value)
+        }
+        RuleOp::IncrementAmount(amount) => {
+            let old = match latest {
+                None => 0,
+                Some(bytes) => {
+                    let arr: [u8; 8] = bytes
+                        .try_into()
+                        .map_err(|_| ValidationError::IncrementNonInt64 { len: bytes.len() })?;
+                    i64::from_be_bytes(arr)
+                }
+            };
+            // Overflow wraps, as Go's int64 in the emulator (`spec/bigtable.md` 8).
+            Ok(old.wrapping_add(*amount).to_be_bytes().to_vec())
+        }
+    }
+}
+
+/// A column named by a request: `(family, qualifier)`.
+type Column<'r> = (&'r str, &'r [u8]);
+
+fn read_modify_write<'s, S: TableStorage>(
+    store: &'s S,
+    req: ReadModifyWriteRowRequest,
+    schema: &Schema,
+    now_ms: Timestamp,
+) -> Result<Reply<'s>, StoreError> {
+    validate::check_rmw(&req, schema)?;
+    let cells = store.write_row(&req.table, &req.row_key, |row| {
+        // Keyed by column, so the reply is in canonical order with one cell per column.
+        let mut modified: BTreeMap<Column<'_>, (Timestamp, Vec<u8>)> = BTreeMap::new();
+        for rule in &req.rules {
+            let latest = row.latest(&rule.family, &rule.qualifier)?;
+            let value = modified_value(rule, latest.as_ref().map(|(_, v)| v.as_slice()))?;
+            let ts = latest.map_or(now_ms, |(ts, _)| ts.max(now_ms));
+            row.put(&rule.family, &rule.qualifier, ts, &value)?;
+            check_row_size(row)?;
+            modified.insert((&rule.family, &rule.qualifier), (ts, value));
+        }
+        Ok(modified
+            .into_iter()
+            .map(|((family, qualifier), (timestamp, value))| Cell {
+                family: family.to_string(),
+                qualifier: qualifier.to_vec(),
+                timestamp,
+                value,
+                labels: Vec::new(),
+            })
+            .collect())
+    })?;
+    Ok(Reply::Unary(Response::ReadModifyWriteRow(Row {
+        key: req.row_key,
+        cells,
+    })))
+}
+
+/// The cells of a row (canonical order) that the families' GC rules collect at `now`: each
+/// column's cells are indexed from 0 = newest.
+fn collectible<'c>(
+    cells: &'c [Cell],
+    rules: &BTreeMap<String, GcRule>,
+    now: Timestamp,
+) -> Vec<&'c Cell> {
+    let mut out = Vec::new();
+    let mut index = 0usize;
+    for (i, cell) in cells.iter().enumerate() {
+        let same_column = i
+            .checked_sub(1)
+            .and_then(|p| cells.get(p))
+            .is_some_and(|p| p.family == cell.family && p.qualifier == cell.qualifier);
+        index = if same_column { index + 1 } else { 0 };
+        if let Some(rule) = rules.get(&cell.family)
+            && rule.collects(index, cell.timestamp, now)
+        {
+            out.push(cell);
+        }
+    }
+    out
+}
+
+/// Garbage collection (`spec/bigtable.md` 12): every row is scanned, and rows with collectible
+/// cells are rewritten in their own transaction, recomputing the victims there so a concurrent
+/// write is never lost.
+fn gc<S: TableStorage>(store: &S, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+    let rules: BTreeMap<String, GcRule> = TableStorage::families(store, table)?
+        .into_iter()
+        .filter_map(|f| Some((f.name, f.gc_rule?)))
+        .collect();
+    if rules.is_empty() {
+        return Ok(0);
+    }
+    let all = RowRange::all();
+    let mut deleted = 0u64;
+    let mut after: Option<Vec<u8>> = None;
+    while let Some(row) = store.next_row(table, &all, after.as_deref(), false)? {
+        if !collectible(&row.cells, &rules, now).is_empty() {
+            deleted += store.write_row(table, &row.key, |w| {
+                let cells = w.cells()?;
+                let victims = collectible(&cells, &rules, now);
+                for cell in &victims {
+                    // One cell: [ts, ts + 1); ts >= 0, so the end is never the 0 = infinity mark.
+                    let range = TimestampRange {
+                        start: cell.timestamp.0,
+                        end: cell.timestamp.0.saturating_add(1),
+                    };
+                    w.delete_column(&cell.family, &cell.qualifier, Some(range))?;
+                }
+                Ok(victims.len() as u64)
+            })?;
+        }
+        after = Some(row.key);
+    }
+    Ok(deleted)
 }

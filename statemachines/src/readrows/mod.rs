@@ -1,2 +1,17 @@
 //! ReadRows on the client side: the chunk merger (`spec/bigtable.md` 15) and the ReadRows
 //! machine that nests it with retry and resume.
+//!
+//! - [`ChunkMerger`] turns `ReadRowsResponse` chunks into committed
+//!   [`Row`](rowkit_codec::model::Row)s, checking every rule of the protocol.
+//! - [`resume_request`] / [`next_attempt`] build the request of the next attempt from the
+//!   original request and what was read.
+//! - [`ReadRows`] is the [`Machine`](crate::Machine) drivers run: rows as events, retries with
+//!   seeded back-off, resume under a new tag.
+
+mod machine;
+mod merger;
+mod resume;
+
+pub use machine::ReadRows;
+pub use merger::{ChunkMerger, MergeError, MergeState};
+pub use resume::{next_attempt, resume_request};

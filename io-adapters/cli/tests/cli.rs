@@ -1,0 +1,182 @@
+//! End-to-end tests of the `rowkit` binary on a real embedded (redb) file.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("rowkit-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn store(&self) -> String {
+        format!("embedded:{}", self.0.join("t.redb").display())
+    }
+
+    fn rowkit(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .arg("--store")
+            .arg(self.store())
+            .args(args)
+            .env_remove("ROWKIT_STORE")
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8(o.stdout.clone()).unwrap()
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+#[test]
+fn create_set_dump_round_trip() {
+    let s = Scratch::new("roundtrip");
+    let o = s.rowkit(&[
+        "admin",
+        "create-table",
+        "demo",
+        "--family",
+        "cf:maxversions=2",
+        "--family",
+        "meta",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let o = s.rowkit(&[
+        "--now",
+        "2024-01-02T03:04:05.678Z",
+        "admin",
+        "set",
+        "demo",
+        "user\\x00#1",
+        "cf:name=Ada",
+        "meta:\\xff=\\\\",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let o = s.rowkit(&[
+        "admin",
+        "set",
+        "demo",
+        "other",
+        "cf:x=1",
+        "--timestamp",
+        "5000",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+
+    let o = s.rowkit(&["admin", "dump", "demo"]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(
+        stdout(&o),
+        "other\tcf:x\t@5000\t1\n\
+         user\\x00#1\tcf:name\t@1704164645678000\tAda\n\
+         user\\x00#1\tmeta:\\xff\t@1704164645678000\t\\\\\n"
+    );
+
+    let o = s.rowkit(&[
+        "--json",
+        "admin",
+        "dump",
+        "demo",
+        "--prefix",
+        "hex:75736572",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let v = json(&o);
+    assert_eq!(v["rows"], 1);
+    let cells = v["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 2);
+    assert_eq!(cells[0]["row_key"], "user\\x00#1");
+    assert_eq!(cells[0]["row_key_hex"], "75736572002331");
+    assert_eq!(cells[1]["qualifier_hex"], "ff");
+    assert_eq!(cells[1]["value"], "\\\\");
+
+    let o = s.rowkit(&["--json", "admin", "list-tables"]);
+    assert_eq!(
+        json(&o)["tables"][0]["families"][0]["gc_rule"]["max_num_versions"],
+        2
+    );
+}
+
+#[test]
+fn exit_codes_and_errors() {
+    let s = Scratch::new("errors");
+    // Unknown table: the operation fails.
+    let o = s.rowkit(&["--json", "admin", "dump", "nope"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(json(&o)["error"]["id"], "not_found");
+    assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
+
+    // Bad input: an invalid family name and a bad timestamp are rejected by the store.
+    let o = s.rowkit(&["admin", "create-table", "t", "--family", "bad:name"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let o = s.rowkit(&["admin", "create-table", "t", "--family", "cf"]);
+    assert!(o.status.success());
+    let o = s.rowkit(&[
+        "--json",
+        "admin",
+        "set",
+        "t",
+        "r",
+        "cf:q=v",
+        "--timestamp",
+        "1234",
+    ]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(json(&o)["error"]["id"], "invalid_argument");
+    let o = s.rowkit(&["--json", "admin", "set", "t", "r", "nofam:q=v"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        json(&o)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Requested column family not found.")
+    );
+
+    // Bad usage.
+    assert_eq!(s.rowkit(&["admin", "frobnicate"]).status.code(), Some(2));
+    assert_eq!(
+        s.rowkit(&["--now", "soon", "admin", "list-tables"])
+            .status
+            .code(),
+        Some(2)
+    );
+    assert_eq!(
+        s.rowkit(&["admin", "dump", "t", "--prefix", "\\q"])
+            .status
+            .code(),
+        Some(2)
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .args(["--store", "floppy:", "admin", "list-tables"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn memory_store_and_env_default() {
+    let o = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .args(["admin", "list-tables"])
+        .env("ROWKIT_STORE", "memory:")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(stdout(&o), "");
+}

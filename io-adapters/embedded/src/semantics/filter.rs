@@ -1,0 +1,331 @@
+//! RowFilter evaluation (`spec/bigtable.md` 10): the `(out, sink)` model over one row.
+
+use ::regex::bytes::{Regex, RegexBuilder};
+use rowkit_codec::model::{
+    Cell, KeyBound, RowFilter, TimestampRange, ValidationError, compare_canonical, validate_filter,
+};
+use rowkit_statemachines::{SplitMix64, StoreError};
+
+/// Cap on one compiled regex program. RE2 limits programs too; a pattern that needs more is
+/// answered with `INVALID_ARGUMENT` rather than an unbounded allocation.
+const REGEX_SIZE_LIMIT: usize = 8 * 1024 * 1024;
+
+/// A validated [`RowFilter`] with its regular expressions compiled, ready to run on many rows.
+///
+/// Compile once per request ([`CompiledFilter::new`] validates the whole tree first, as
+/// `spec/bigtable.md` 4 requires), then [`CompiledFilter::apply`] each row.
+///
+/// ```
+/// use rowkit_codec::model::{Cell, RowFilter, Timestamp};
+/// use rowkit_embedded::semantics::CompiledFilter;
+/// use rowkit_statemachines::SplitMix64;
+///
+/// let cell = |q: &[u8]| Cell {
+///     family: "cf".into(),
+///     qualifier: q.to_vec(),
+///     timestamp: Timestamp::from_millis(1),
+///     value: b"v".to_vec(),
+///     labels: vec![],
+/// };
+/// let f = CompiledFilter::new(&RowFilter::ColumnQualifierRegex(b"a".to_vec())).unwrap();
+/// let out = f.apply(b"row", vec![cell(b"a"), cell(b"ab")], &mut SplitMix64::new(0));
+/// assert_eq!(out, vec![cell(b"a")]);
+/// ```
+#[derive(Debug, Clone)]
+pub struct CompiledFilter {
+    root: Node,
+    /// Number of `row_sample_filter` nodes: each draws once per row.
+    samples: usize,
+}
+
+#[derive(Debug, Clone)]
+enum Node {
+    Chain(Vec<Node>),
+    Interleave(Vec<Node>),
+    Condition {
+        predicate: Option<Box<Node>>,
+        true_filter: Option<Box<Node>>,
+        false_filter: Option<Box<Node>>,
+    },
+    Sink,
+    PassAll,
+    BlockAll,
+    RowKeyRegex(Regex),
+    /// Probability and the index of this node's draw in the row's draws.
+    RowSample(f64, usize),
+    FamilyRegex(Regex),
+    QualifierRegex(Regex),
+    ColumnRange {
+        family: String,
+        start: KeyBound,
+        end: KeyBound,
+    },
+    TimestampRange(TimestampRange),
+    ValueRegex(Regex),
+    ValueRange {
+        start: KeyBound,
+        end: KeyBound,
+    },
+    CellsPerRowOffset(usize),
+    CellsPerRowLimit(usize),
+    CellsPerColumnLimit(usize),
+    StripValue,
+    ApplyLabel(String),
+}
+
+impl CompiledFilter {
+    /// Validates `filter` (every rule of `spec/bigtable.md` 4 and 10) and compiles its regular
+    /// expressions. Errors are `INVALID_ARGUMENT` naming the offending field.
+    pub fn new(filter: &RowFilter) -> Result<CompiledFilter, StoreError> {
+        validate_filter(filter)?;
+        let mut samples = 0;
+        let root = compile(filter, &mut samples)?;
+        Ok(CompiledFilter { root, samples })
+    }
+
+    /// Whether the filter contains a `row_sample_filter` (and so consumes random draws).
+    pub fn is_random(&self) -> bool {
+        self.samples > 0
+    }
+
+    /// Runs the filter on one row: `cells` must be the row's cells in canonical order. Returns
+    /// `canonical_sort(out ++ sink)` (stable, duplicates kept), i.e. what a read returns for
+    /// the row; empty means the row is omitted. Draws exactly one number from `rng` per
+    /// `row_sample_filter` node, whether or not evaluation reaches it, so the draws of later
+    /// rows do not depend on this row's data.
+    pub fn apply(&self, key: &[u8], cells: Vec<Cell>, rng: &mut SplitMix64) -> Vec<Cell> {
+        let draws: Vec<f64> = (0..self.samples).map(|_| rng.next_f64()).collect();
+        let mut eval = Eval {
+            key,
+            draws: &draws,
+            sink: Vec::new(),
+        };
+        let mut out = eval.eval(&self.root, cells);
+        if !eval.sink.is_empty() {
+            out.append(&mut eval.sink);
+            out.sort_by(compare_canonical);
+        }
+        out
+    }
+}
+
+fn compile_regex(pattern: &[u8], field: &'static str) -> Result<Regex, ValidationError> {
+    let translated = rowkit_codec::model::regex::translate(pattern, field)?;
+    RegexBuilder::new(&translated)
+        .size_limit(REGEX_SIZE_LIMIT)
+        .dfa_size_limit(REGEX_SIZE_LIMIT)
+        .build()
+        .map_err(|e| ValidationError::InvalidRegex {
+            field,
+            pattern: String::from_utf8_lossy(pattern).into_owned(),
+            reason: e.to_string(),
+        })
+}
+
+fn compile(filter: &RowFilter, samples: &mut usize) -> Result<Node, ValidationError> {
+    let boxed = |f: &Option<Box<RowFilter>>, samples: &mut usize| {
+        f.as_deref()
+            .map(|f| compile(f, samples).map(Box::new))
+            .transpose()
+    };
+    let count = |n: i32| usize::try_from(n).unwrap_or(0);
+    Ok(match filter {
+        RowFilter::Chain(fs) => Node::Chain(
+            fs.iter()
+                .map(|f| compile(f, samples))
+                .collect::<Result<_, _>>()?,
+        ),
+        RowFilter::Interleave(fs) => Node::Interleave(
+            fs.iter()
+                .map(|f| compile(f, samples))
+                .collect::<Result<_, _>>()?,
+        ),
+        RowFilter::Condition {
+            predicate,
+            true_filter,
+            false_filter,
+        } => Node::Condition {
+            predicate: boxed(predicate, samples)?,
+            true_filter: boxed(true_filter, samples)?,
+            false_filter: boxed(false_filter, samples)?,
+        },
+        RowFilter::Sink => Node::Sink,
+        RowFilter::PassAll => Node::PassAll,
+        RowFilter::BlockAll => Node::BlockAll,
+        RowFilter::RowKeyRegex(p) => Node::RowKeyRegex(compile_regex(p, "row_key_regex_filter")?),
+        RowFilter::RowSample(p) => {
+            let slot = *samples;
+            *samples += 1;
+            Node::RowSample(*p, slot)
+        }
+        RowFilter::FamilyNameRegex(p) => {
+            Node::FamilyRegex(compile_regex(p.as_bytes(), "family_name_regex_filter")?)
+        }
+        RowFilter::ColumnQualifierRegex(p) => {
+            Node::QualifierRegex(compile_regex(p, "column_qualifier_regex_filter")?)
+        }
+        RowFilter::ColumnRange { family, start, end } => Node::ColumnRange {
+            family: family.clone(),
+            start: start.clone(),
+            end: end.clone(),
+        },
+        RowFilter::TimestampRange(r) => Node::TimestampRange(*r),
+        RowFilter::ValueRegex(p) => Node::ValueRegex(compile_regex(p, "value_regex_filter")?),
+        RowFilter::ValueRange { start, end } => Node::ValueRange {
+            start: start.clone(),
+            end: end.clone(),
+        },
+        RowFilter::CellsPerRowOffset(n) => Node::CellsPerRowOffset(count(*n)),
+        RowFilter::CellsPerRowLimit(n) => Node::CellsPerRowLimit(count(*n)),
+        RowFilter::CellsPerColumnLimit(n) => Node::CellsPerColumnLimit(count(*n)),
+        RowFilter::StripValue => Node::StripValue,
+        RowFilter::ApplyLabel(l) => Node::ApplyLabel(l.clone()),
+    })
+}
+
+/// One row's evaluation: the row key, its random draws, and the sink collecting cells that
+/// bypass every parent filter.
+struct Eval<'a> {
+    key: &'a [u8],
+    draws: &'a [f64],
+    sink: Vec<Cell>,
+}
+
+impl Eval<'_> {
+    /// The `out` of `node` on `input` (canonical order in, canonical order out); sink output
+    /// goes to `self.sink`.
+    fn eval(&mut self, node: &Node, mut input: Vec<Cell>) -> Vec<Cell> {
+        // Every filter maps an empty row to an empty row with an empty sink, so a chain can
+        // stop at its first empty intermediate result.
+        if input.is_empty() {
+            return input;
+        }
+        match node {
+            Node::Chain(fs) => {
+                for f in fs {
+                    input = self.eval(f, input);
+                    if input.is_empty() {
+                        break;
+                    }
+                }
+                input
+            }
+            Node::Interleave(fs) => {
+                let mut pooled = Vec::new();
+                let mut input = Some(input);
+                for (i, f) in fs.iter().enumerate() {
+                    // The last member may consume the input; the others get copies.
+                    let copy = if i + 1 == fs.len() {
+                        input.take().unwrap_or_default()
+                    } else {
+                        input.clone().unwrap_or_default()
+                    };
+                    pooled.extend(self.eval(f, copy));
+                }
+                // Stable: duplicates stay in member order (`spec/bigtable.md` 2).
+                pooled.sort_by(compare_canonical);
+                pooled
+            }
+            Node::Condition {
+                predicate,
+                true_filter,
+                false_filter,
+            } => {
+                let matched = match predicate {
+                    // A missing predicate passes every cell, and the input is not empty.
+                    None => true,
+                    Some(p) => !self.eval(p, input.clone()).is_empty(),
+                };
+                let branch = if matched { true_filter } else { false_filter };
+                match branch {
+                    Some(b) => self.eval(b, input),
+                    None => Vec::new(),
+                }
+            }
+            Node::Sink => {
+                self.sink.append(&mut input);
+                Vec::new()
+            }
+            Node::PassAll => input,
+            Node::BlockAll => Vec::new(),
+            Node::RowKeyRegex(re) => {
+                if re.is_match(self.key) {
+                    input
+                } else {
+                    Vec::new()
+                }
+            }
+            Node::RowSample(p, slot) => {
+                let draw = self.draws.get(*slot).copied().unwrap_or(1.0);
+                if draw < *p { input } else { Vec::new() }
+            }
+            Node::FamilyRegex(re) => {
+                input.retain(|c| re.is_match(c.family.as_bytes()));
+                input
+            }
+            Node::QualifierRegex(re) => {
+                input.retain(|c| re.is_match(&c.qualifier));
+                input
+            }
+            Node::ColumnRange { family, start, end } => {
+                input.retain(|c| {
+                    c.family == *family
+                        && start.admits_from_below(&c.qualifier)
+                        && end.admits_from_above(&c.qualifier)
+                });
+                input
+            }
+            Node::TimestampRange(r) => {
+                input.retain(|c| r.contains(c.timestamp));
+                input
+            }
+            Node::ValueRegex(re) => {
+                input.retain(|c| re.is_match(&c.value));
+                input
+            }
+            Node::ValueRange { start, end } => {
+                input.retain(|c| {
+                    start.admits_from_below(&c.value) && end.admits_from_above(&c.value)
+                });
+                input
+            }
+            Node::CellsPerRowOffset(n) => {
+                input.drain(..(*n).min(input.len()));
+                input
+            }
+            Node::CellsPerRowLimit(n) => {
+                input.truncate(*n);
+                input
+            }
+            Node::CellsPerColumnLimit(n) => {
+                let mut seen = 0usize;
+                let mut prev: Option<(String, Vec<u8>)> = None;
+                input.retain(|c| {
+                    let same = prev
+                        .as_ref()
+                        .is_some_and(|(f, q)| *f == c.family && *q == c.qualifier);
+                    if !same {
+                        prev = Some((c.family.clone(), c.qualifier.clone()));
+                        seen = 0;
+                    }
+                    seen += 1;
+                    seen <= *n
+                });
+                input
+            }
+            Node::StripValue => {
+                for c in &mut input {
+                    c.value.clear();
+                }
+                input
+            }
+            Node::ApplyLabel(label) => {
+                for c in &mut input {
+                    c.labels.clear();
+                    c.labels.push(label.clone());
+                }
+                input
+            }
+        }
+    }
+}

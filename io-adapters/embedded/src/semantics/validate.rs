@@ -1,0 +1,189 @@
+//! Whole-request validation (`spec/bigtable.md` 4, 13): everything is checked before a row is
+//! read or written.
+
+use std::collections::BTreeSet;
+
+use rowkit_codec::model::{
+    ColumnFamily, Mutation, ValidationError, limits, validate_family_name, validate_mutation,
+    validate_row_key, validate_rule, validate_table_name,
+};
+use rowkit_statemachines::{
+    CheckAndMutateRowRequest, Code, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
+    Request, StoreError,
+};
+
+use super::filter::CompiledFilter;
+
+/// The family names a table declares.
+pub(crate) struct Schema {
+    names: BTreeSet<String>,
+}
+
+impl Schema {
+    pub(crate) fn new(families: &[ColumnFamily]) -> Schema {
+        Schema {
+            names: families.iter().map(|f| f.name.clone()).collect(),
+        }
+    }
+
+    fn check_family(&self, family: &str) -> Result<(), ValidationError> {
+        if self.names.contains(family) {
+            Ok(())
+        } else {
+            Err(ValidationError::FamilyNotFound {
+                name: family.to_string(),
+            })
+        }
+    }
+}
+
+/// Checks a table id and its families before the table is created: id syntax, at most 100
+/// families, family name syntax, distinct names, valid GC rules.
+pub fn validate_schema(table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+    validate_table_name(table)?;
+    if families.len() > limits::MAX_FAMILIES {
+        return Err(ValidationError::TooManyFamilies {
+            count: families.len(),
+        }
+        .into());
+    }
+    let mut seen = BTreeSet::new();
+    for family in families {
+        validate_family_name(&family.name)?;
+        if let Some(rule) = &family.gc_rule {
+            rule.validate()?;
+        }
+        if !seen.insert(family.name.as_str()) {
+            return Err(StoreError::new(
+                Code::InvalidArgument,
+                format!("duplicate column family {:?}", family.name),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Validates mutations on their own and against the schema (unknown family -> `NOT_FOUND`).
+fn check_mutations(mutations: &[Mutation], schema: &Schema) -> Result<(), ValidationError> {
+    for m in mutations {
+        validate_mutation(m)?;
+        if let Some(family) = m.family() {
+            schema.check_family(family)?;
+        }
+    }
+    Ok(())
+}
+
+/// One row's key and mutation list as `MutateRow` (and each `MutateRows` entry) requires.
+pub(crate) fn check_row_mutations(
+    key: &[u8],
+    mutations: &[Mutation],
+    schema: &Schema,
+) -> Result<(), ValidationError> {
+    validate_row_key(key)?;
+    if mutations.is_empty() {
+        return Err(ValidationError::NoMutations);
+    }
+    if mutations.len() > limits::MAX_MUTATIONS {
+        return Err(ValidationError::TooManyMutations {
+            count: mutations.len(),
+        });
+    }
+    check_mutations(mutations, schema)
+}
+
+/// ReadRows: row set, `rows_limit`, filter. Returns the compiled filter.
+pub(crate) fn check_read(req: &ReadRowsRequest) -> Result<Option<CompiledFilter>, StoreError> {
+    if req.rows_limit < 0 {
+        return Err(ValidationError::NegativeRowsLimit(req.rows_limit).into());
+    }
+    req.rows.validate()?;
+    req.filter.as_ref().map(CompiledFilter::new).transpose()
+}
+
+/// MutateRows: the whole-request checks (entries present, at most 100 000 mutations in total).
+/// Per-entry problems are reported per entry by [`check_row_mutations`].
+pub(crate) fn check_batch(req: &MutateRowsRequest) -> Result<(), ValidationError> {
+    if req.entries.is_empty() {
+        return Err(ValidationError::NoEntries);
+    }
+    let total = req
+        .entries
+        .iter()
+        .fold(0usize, |acc, e| acc.saturating_add(e.mutations.len()));
+    if total > limits::MAX_MUTATIONS {
+        return Err(ValidationError::TooManyMutations { count: total });
+    }
+    Ok(())
+}
+
+/// CheckAndMutateRow: key, both lists (not both empty, each within the limit, every mutation
+/// valid whichever branch runs), predicate. Returns the compiled predicate.
+pub(crate) fn check_conditional(
+    req: &CheckAndMutateRowRequest,
+    schema: &Schema,
+) -> Result<Option<CompiledFilter>, StoreError> {
+    validate_row_key(&req.row_key)?;
+    if req.true_mutations.is_empty() && req.false_mutations.is_empty() {
+        return Err(ValidationError::NoMutations.into());
+    }
+    for list in [&req.true_mutations, &req.false_mutations] {
+        if list.len() > limits::MAX_MUTATIONS {
+            return Err(ValidationError::TooManyMutations { count: list.len() }.into());
+        }
+        check_mutations(list, schema)?;
+    }
+    req.predicate.as_ref().map(CompiledFilter::new).transpose()
+}
+
+/// ReadModifyWriteRow: key, 1..=100 000 rules, each valid with a declared family.
+pub(crate) fn check_rmw(
+    req: &ReadModifyWriteRowRequest,
+    schema: &Schema,
+) -> Result<(), ValidationError> {
+    validate_row_key(&req.row_key)?;
+    if req.rules.is_empty() {
+        return Err(ValidationError::NoRules);
+    }
+    if req.rules.len() > limits::MAX_RULES {
+        return Err(ValidationError::TooManyRules {
+            count: req.rules.len(),
+        });
+    }
+    for rule in &req.rules {
+        validate_rule(rule)?;
+        schema.check_family(&rule.family)?;
+    }
+    Ok(())
+}
+
+/// Validates a whole request against a table's families exactly as a local store does before
+/// touching data (`spec/bigtable.md` 4, 13), including compiling every regex. For `MutateRows`
+/// only whole-request errors are reported; entry errors are per entry and do not fail the
+/// request. Whether the table exists is not checked here.
+///
+/// ```
+/// use rowkit_codec::model::{ColumnFamily, RowFilter};
+/// use rowkit_embedded::semantics::validate_request;
+/// use rowkit_statemachines::{Code, ReadRowsRequest, Request};
+///
+/// let bad = Request::ReadRows(ReadRowsRequest {
+///     table: "t".into(),
+///     filter: Some(RowFilter::ValueRegex(b"(".to_vec())),
+///     ..Default::default()
+/// });
+/// let err = validate_request(&bad, &[ColumnFamily::new("cf")]).unwrap_err();
+/// assert_eq!(err.code, Code::InvalidArgument);
+/// assert!(err.message.contains("value_regex_filter"));
+/// ```
+pub fn validate_request(request: &Request, families: &[ColumnFamily]) -> Result<(), StoreError> {
+    let schema = Schema::new(families);
+    match request {
+        Request::ReadRows(r) => check_read(r).map(drop),
+        Request::MutateRow(r) => Ok(check_row_mutations(&r.row_key, &r.mutations, &schema)?),
+        Request::MutateRows(r) => Ok(check_batch(r)?),
+        Request::CheckAndMutateRow(r) => check_conditional(r, &schema).map(drop),
+        Request::ReadModifyWriteRow(r) => Ok(check_rmw(r, &schema)?),
+        Request::SampleRowKeys(_) => Ok(()),
+    }
+}
