@@ -28,12 +28,22 @@ pub enum EscapeError {
 }
 
 /// Escapes bytes into the key text form.
+///
+/// A key that itself starts with `hex:` gets its `h` written as `\x68`, so that parsing the
+/// text gives the key back instead of reading it as hex notation.
+///
+/// ```
+/// use rowkit_codec::escape::{escape, parse};
+/// assert_eq!(escape(b"hex:00"), "\\x68ex:00");
+/// assert_eq!(parse(&escape(b"hex:00")).unwrap(), b"hex:00");
+/// ```
 pub fn escape(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
+    let hex_lookalike = bytes.starts_with(b"hex:");
+    for (i, &b) in bytes.iter().enumerate() {
         match b {
             b'\\' => out.push_str("\\\\"),
-            0x20..=0x7e => out.push(char::from(b)),
+            0x20..=0x7e if !(i == 0 && hex_lookalike) => out.push(char::from(b)),
             _ => {
                 let _ = write!(out, "\\x{b:02x}");
             }
@@ -86,6 +96,14 @@ mod tests {
     fn round_trip_every_byte() {
         let all: Vec<u8> = (0..=255).collect();
         assert_eq!(parse(&escape(&all)).unwrap(), all);
+    }
+
+    #[test]
+    fn hex_lookalike_keys_round_trip() {
+        for key in [&b"hex:"[..], b"hex:ab", b"hex", b"hexx:"] {
+            assert_eq!(parse(&escape(key)).unwrap(), key);
+        }
+        assert_eq!(escape(b"hex"), "hex");
     }
 
     #[test]

@@ -301,14 +301,8 @@ impl TableStorage for MemoryStore {
     }
 
     fn next_request_seed(&self) -> u64 {
-        // The n-th output of one SplitMix64 stream seeded with `seed` (its state after n draws
-        // is seed + n * increment), so no lock is needed; the redb store derives seeds alike.
-        let n = self.requests.fetch_add(1, Ordering::Relaxed);
-        SplitMix64::new(
-            self.seed
-                .wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-        )
-        .next_u64()
+        // One logical random stream per store, so both stores draw the same seeds.
+        SplitMix64::nth_output(self.seed, self.requests.fetch_add(1, Ordering::Relaxed))
     }
 }
 

@@ -676,14 +676,8 @@ impl TableStorage for RedbStore {
     }
 
     fn next_request_seed(&self) -> u64 {
-        // The n-th draw of one SplitMix64 stream seeded with `seed`, computed without a lock:
-        // SplitMix64's state after n draws is seed + n * increment.
-        let n = self.requests.fetch_add(1, Ordering::Relaxed);
-        SplitMix64::new(
-            self.seed
-                .wrapping_add(n.wrapping_mul(0x9e37_79b9_7f4a_7c15)),
-        )
-        .next_u64()
+        // One logical random stream per store, so both stores draw the same seeds.
+        SplitMix64::nth_output(self.seed, self.requests.fetch_add(1, Ordering::Relaxed))
     }
 }
 
