@@ -1,12 +1,39 @@
-//! Cloud Bigtable adapter over gRPC (Tokio + tonic): executes rowkit requests against Cloud Bigtable or the emulator. Built by the native-adapter issue.
+//! Cloud Bigtable adapter over gRPC (Tokio + tonic): executes rowkit's request vocabulary
+//! against Cloud Bigtable or the emulator, and nothing more — every decision (retries, resume,
+//! row merging) stays in the sans-IO machines of `rowkit-statemachines`.
 //!
-//! Until then the crate re-exports the request vocabulary it will execute:
+//! - [`convert`]: rowkit <-> prost at the edge, `tonic::Status` -> [`StoreError`].
+//! - [`Target`]: `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`, `BIGTABLE_EMULATOR_HOST`.
+//! - [`BigtableConnection`]: async, one RPC per call, table admin; routing header, feature
+//!   flags and bearer tokens ([`TokenProvider`], [`adc::ApplicationDefaultCredentials`]).
+//! - [`driver`]: the Tokio driver that runs any machine with its requests in flight at once.
+//! - [`BigtableStore`]: the blocking `rowkit_embedded::Store`, so sync code runs unchanged.
+//! - [`emulator`]: the emulator as a test fixture.
 //!
 //! ```
-//! use rowkit_bigtable::Request;
-//! fn is_read(r: &Request) -> bool { matches!(r, Request::ReadRows(_)) }
-//! # let _ = is_read;
+//! use rowkit_bigtable::{Endpoint, Target};
+//! let t = Target::parse_with_emulator_env("bigtable://p/i?emulator=127.0.0.1:8086", None).unwrap();
+//! assert_eq!(t.endpoint, Endpoint::Emulator("127.0.0.1:8086".into()));
+//! assert_eq!(t.table_name("t"), "projects/p/instances/i/tables/t");
 //! ```
 #![forbid(unsafe_code)]
 
+pub mod adc;
+mod auth;
+mod connection;
+pub mod convert;
+pub mod driver;
+pub mod emulator;
+mod store;
+mod target;
+
+pub use auth::{StaticToken, TokenFuture, TokenProvider};
+pub use connection::{
+    AsyncReply, BigtableConnection, FEATURE_FLAGS, MAX_DECODING_MESSAGE_SIZE, PartStream,
+    percent_encode,
+};
 pub use rowkit_statemachines::{Request, Response, StoreError};
+pub use store::{BigtableStore, new_runtime};
+pub use target::{
+    CLOUD_ADMIN_ENDPOINT, CLOUD_DATA_ENDPOINT, EMULATOR_HOST_ENV, Endpoint, Target, TargetError,
+};

@@ -1,0 +1,632 @@
+//! Conversions between rowkit's own types and the generated prost messages. This is the only
+//! module that touches both: everything above the edge (machines, merger, stores) sees rowkit
+//! types, everything below it (tonic calls) sees prost types.
+//!
+//! Directions: requests and their parts (filters, mutations, row sets, rules, GC rules) go
+//! rowkit -> prost; responses, statuses and schemas come back prost -> rowkit. The reverse of
+//! each request part also exists so tests can check that a round trip is lossless; it fails with
+//! [`ConvertError`] on proto features rowkit does not model (aggregates, unset oneofs).
+
+use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
+use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
+use googleapis_tonic_google_bigtable_v2::google::rpc as pb_rpc;
+use rowkit_codec::model::{
+    Cell, Code, ColumnFamily, GcRule, KeyBound, Mutation, ReadModifyWriteRule, Row, RowFilter,
+    RowRange, RowSet, RuleOp, Timestamp, TimestampRange,
+};
+use rowkit_statemachines::{
+    CellChunk, MutateRowsEntryResult, MutateRowsResponse, ReadRowsResponse, RowStatus,
+    SampleRowKeysResponse, StoreError,
+};
+
+/// A prost message rowkit cannot represent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConvertError {
+    /// A required oneof (filter kind, mutation kind, rule kind, GC rule) was not set.
+    #[error("{what}: oneof not set")]
+    Unset {
+        /// The message whose oneof is empty.
+        what: &'static str,
+    },
+    /// A proto feature outside rowkit's model.
+    #[error("{what} is not supported by rowkit")]
+    Unsupported {
+        /// The feature.
+        what: &'static str,
+    },
+    /// A number outside the range rowkit accepts.
+    #[error("{what}: value {value} out of range")]
+    OutOfRange {
+        /// The field.
+        what: &'static str,
+        /// The value received.
+        value: i64,
+    },
+}
+
+impl From<ConvertError> for StoreError {
+    fn from(e: ConvertError) -> StoreError {
+        let code = match e {
+            ConvertError::Unsupported { .. } => Code::Unimplemented,
+            ConvertError::Unset { .. } | ConvertError::OutOfRange { .. } => Code::Internal,
+        };
+        StoreError::new(code, e.to_string())
+    }
+}
+
+// --- statuses ------------------------------------------------------------------------------
+
+/// A gRPC status as a rowkit [`StoreError`]: same code, same message. A transport failure
+/// (connection reset, refused, broken HTTP/2 stream) reaches tonic as `UNKNOWN`/`INTERNAL` with
+/// a transport source; it is reported as `UNAVAILABLE` so the machines treat it as retryable,
+/// which is what Google's clients do.
+pub fn status_to_error(status: &tonic::Status) -> StoreError {
+    let mut code = Code::from_i32(i32::from(status.code()));
+    if matches!(code, Code::Unknown | Code::Internal | Code::Cancelled) && is_transport(status) {
+        code = Code::Unavailable;
+    }
+    StoreError::new(code, status.message().to_string())
+}
+
+/// Whether the status was produced by the transport (a source error chain that includes an
+/// HTTP/2, hyper or I/O error) rather than sent by the server.
+fn is_transport(status: &tonic::Status) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
+    while let Some(e) = source {
+        if e.is::<std::io::Error>() || e.is::<tonic::transport::Error>() {
+            return true;
+        }
+        let text = e.to_string();
+        if text.contains("h2 protocol error")
+            || text.contains("connection")
+            || text.contains("stream closed")
+            || text.contains("broken pipe")
+        {
+            return true;
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// A `google.rpc.Status` (MutateRows entry) as a result.
+pub fn rpc_status_to_result(status: Option<&pb_rpc::Status>) -> Result<(), StoreError> {
+    match status {
+        None => Ok(()),
+        Some(s) if s.code == 0 => Ok(()),
+        Some(s) => Err(StoreError::new(Code::from_i32(s.code), s.message.clone())),
+    }
+}
+
+// --- row sets ------------------------------------------------------------------------------
+
+/// A row set to prost. Bounds keep their kind; an empty key stays an empty key (the emulator
+/// and production read `end_key_closed: ""` differently, `spec/bigtable.md` 14).
+pub fn row_set_to_pb(set: &RowSet) -> pb::RowSet {
+    pb::RowSet {
+        row_keys: set.row_keys.clone(),
+        row_ranges: set.row_ranges.iter().map(row_range_to_pb).collect(),
+    }
+}
+
+fn row_range_to_pb(r: &RowRange) -> pb::RowRange {
+    use pb::row_range::{EndKey, StartKey};
+    pb::RowRange {
+        start_key: match &r.start {
+            KeyBound::Unbounded => None,
+            KeyBound::Closed(k) => Some(StartKey::StartKeyClosed(k.clone())),
+            KeyBound::Open(k) => Some(StartKey::StartKeyOpen(k.clone())),
+        },
+        end_key: match &r.end {
+            KeyBound::Unbounded => None,
+            KeyBound::Closed(k) => Some(EndKey::EndKeyClosed(k.clone())),
+            KeyBound::Open(k) => Some(EndKey::EndKeyOpen(k.clone())),
+        },
+    }
+}
+
+/// A prost row set as rowkit's.
+pub fn row_set_from_pb(set: &pb::RowSet) -> RowSet {
+    use pb::row_range::{EndKey, StartKey};
+    RowSet {
+        row_keys: set.row_keys.clone(),
+        row_ranges: set
+            .row_ranges
+            .iter()
+            .map(|r| RowRange {
+                start: match &r.start_key {
+                    None => KeyBound::Unbounded,
+                    Some(StartKey::StartKeyClosed(k)) => KeyBound::Closed(k.clone()),
+                    Some(StartKey::StartKeyOpen(k)) => KeyBound::Open(k.clone()),
+                },
+                end: match &r.end_key {
+                    None => KeyBound::Unbounded,
+                    Some(EndKey::EndKeyClosed(k)) => KeyBound::Closed(k.clone()),
+                    Some(EndKey::EndKeyOpen(k)) => KeyBound::Open(k.clone()),
+                },
+            })
+            .collect(),
+    }
+}
+
+// --- filters -------------------------------------------------------------------------------
+
+/// A filter tree to prost. The boolean leaves become `true`, as the proto requires.
+pub fn filter_to_pb(f: &RowFilter) -> pb::RowFilter {
+    use pb::row_filter::{Chain, Condition, Filter, Interleave};
+    let boxed = |f: &Option<Box<RowFilter>>| f.as_deref().map(|f| Box::new(filter_to_pb(f)));
+    let filter = match f {
+        RowFilter::Chain(fs) => Filter::Chain(Chain {
+            filters: fs.iter().map(filter_to_pb).collect(),
+        }),
+        RowFilter::Interleave(fs) => Filter::Interleave(Interleave {
+            filters: fs.iter().map(filter_to_pb).collect(),
+        }),
+        RowFilter::Condition {
+            predicate,
+            true_filter,
+            false_filter,
+        } => Filter::Condition(Box::new(Condition {
+            predicate_filter: boxed(predicate),
+            true_filter: boxed(true_filter),
+            false_filter: boxed(false_filter),
+        })),
+        RowFilter::Sink => Filter::Sink(true),
+        RowFilter::PassAll => Filter::PassAllFilter(true),
+        RowFilter::BlockAll => Filter::BlockAllFilter(true),
+        RowFilter::RowKeyRegex(p) => Filter::RowKeyRegexFilter(p.clone()),
+        RowFilter::RowSample(p) => Filter::RowSampleFilter(*p),
+        RowFilter::FamilyNameRegex(p) => Filter::FamilyNameRegexFilter(p.clone()),
+        RowFilter::ColumnQualifierRegex(p) => Filter::ColumnQualifierRegexFilter(p.clone()),
+        RowFilter::ColumnRange { family, start, end } => {
+            use pb::column_range::{EndQualifier, StartQualifier};
+            Filter::ColumnRangeFilter(pb::ColumnRange {
+                family_name: family.clone(),
+                start_qualifier: match start {
+                    KeyBound::Unbounded => None,
+                    KeyBound::Closed(k) => Some(StartQualifier::StartQualifierClosed(k.clone())),
+                    KeyBound::Open(k) => Some(StartQualifier::StartQualifierOpen(k.clone())),
+                },
+                end_qualifier: match end {
+                    KeyBound::Unbounded => None,
+                    KeyBound::Closed(k) => Some(EndQualifier::EndQualifierClosed(k.clone())),
+                    KeyBound::Open(k) => Some(EndQualifier::EndQualifierOpen(k.clone())),
+                },
+            })
+        }
+        RowFilter::TimestampRange(r) => Filter::TimestampRangeFilter(pb::TimestampRange {
+            start_timestamp_micros: r.start,
+            end_timestamp_micros: r.end,
+        }),
+        RowFilter::ValueRegex(p) => Filter::ValueRegexFilter(p.clone()),
+        RowFilter::ValueRange { start, end } => {
+            use pb::value_range::{EndValue, StartValue};
+            Filter::ValueRangeFilter(pb::ValueRange {
+                start_value: match start {
+                    KeyBound::Unbounded => None,
+                    KeyBound::Closed(k) => Some(StartValue::StartValueClosed(k.clone())),
+                    KeyBound::Open(k) => Some(StartValue::StartValueOpen(k.clone())),
+                },
+                end_value: match end {
+                    KeyBound::Unbounded => None,
+                    KeyBound::Closed(k) => Some(EndValue::EndValueClosed(k.clone())),
+                    KeyBound::Open(k) => Some(EndValue::EndValueOpen(k.clone())),
+                },
+            })
+        }
+        RowFilter::CellsPerRowOffset(n) => Filter::CellsPerRowOffsetFilter(*n),
+        RowFilter::CellsPerRowLimit(n) => Filter::CellsPerRowLimitFilter(*n),
+        RowFilter::CellsPerColumnLimit(n) => Filter::CellsPerColumnLimitFilter(*n),
+        RowFilter::StripValue => Filter::StripValueTransformer(true),
+        RowFilter::ApplyLabel(l) => Filter::ApplyLabelTransformer(l.clone()),
+    };
+    pb::RowFilter {
+        filter: Some(filter),
+    }
+}
+
+/// A prost filter tree as rowkit's. A boolean leaf set to `false` is rejected: the proto
+/// calls it invalid and rowkit has no value for it.
+pub fn filter_from_pb(f: &pb::RowFilter) -> Result<RowFilter, ConvertError> {
+    use pb::row_filter::Filter;
+    let unset = ConvertError::Unset { what: "RowFilter" };
+    let boxed = |f: &Option<Box<pb::RowFilter>>| -> Result<Option<Box<RowFilter>>, ConvertError> {
+        f.as_deref()
+            .map(|f| filter_from_pb(f).map(Box::new))
+            .transpose()
+    };
+    let leaf = |set: bool, what: &'static str, f: RowFilter| {
+        if set {
+            Ok(f)
+        } else {
+            Err(ConvertError::Unsupported { what })
+        }
+    };
+    Ok(match f.filter.as_ref().ok_or(unset)? {
+        Filter::Chain(c) => RowFilter::Chain(
+            c.filters
+                .iter()
+                .map(filter_from_pb)
+                .collect::<Result<_, _>>()?,
+        ),
+        Filter::Interleave(c) => RowFilter::Interleave(
+            c.filters
+                .iter()
+                .map(filter_from_pb)
+                .collect::<Result<_, _>>()?,
+        ),
+        Filter::Condition(c) => RowFilter::Condition {
+            predicate: boxed(&c.predicate_filter)?,
+            true_filter: boxed(&c.true_filter)?,
+            false_filter: boxed(&c.false_filter)?,
+        },
+        Filter::Sink(b) => leaf(*b, "sink: false", RowFilter::Sink)?,
+        Filter::PassAllFilter(b) => leaf(*b, "pass_all_filter: false", RowFilter::PassAll)?,
+        Filter::BlockAllFilter(b) => leaf(*b, "block_all_filter: false", RowFilter::BlockAll)?,
+        Filter::StripValueTransformer(b) => {
+            leaf(*b, "strip_value_transformer: false", RowFilter::StripValue)?
+        }
+        Filter::RowKeyRegexFilter(p) => RowFilter::RowKeyRegex(p.clone()),
+        Filter::RowSampleFilter(p) => RowFilter::RowSample(*p),
+        Filter::FamilyNameRegexFilter(p) => RowFilter::FamilyNameRegex(p.clone()),
+        Filter::ColumnQualifierRegexFilter(p) => RowFilter::ColumnQualifierRegex(p.clone()),
+        Filter::ColumnRangeFilter(r) => {
+            use pb::column_range::{EndQualifier, StartQualifier};
+            RowFilter::ColumnRange {
+                family: r.family_name.clone(),
+                start: match &r.start_qualifier {
+                    None => KeyBound::Unbounded,
+                    Some(StartQualifier::StartQualifierClosed(k)) => KeyBound::Closed(k.clone()),
+                    Some(StartQualifier::StartQualifierOpen(k)) => KeyBound::Open(k.clone()),
+                },
+                end: match &r.end_qualifier {
+                    None => KeyBound::Unbounded,
+                    Some(EndQualifier::EndQualifierClosed(k)) => KeyBound::Closed(k.clone()),
+                    Some(EndQualifier::EndQualifierOpen(k)) => KeyBound::Open(k.clone()),
+                },
+            }
+        }
+        Filter::TimestampRangeFilter(r) => RowFilter::TimestampRange(TimestampRange {
+            start: r.start_timestamp_micros,
+            end: r.end_timestamp_micros,
+        }),
+        Filter::ValueRegexFilter(p) => RowFilter::ValueRegex(p.clone()),
+        Filter::ValueRangeFilter(r) => {
+            use pb::value_range::{EndValue, StartValue};
+            RowFilter::ValueRange {
+                start: match &r.start_value {
+                    None => KeyBound::Unbounded,
+                    Some(StartValue::StartValueClosed(k)) => KeyBound::Closed(k.clone()),
+                    Some(StartValue::StartValueOpen(k)) => KeyBound::Open(k.clone()),
+                },
+                end: match &r.end_value {
+                    None => KeyBound::Unbounded,
+                    Some(EndValue::EndValueClosed(k)) => KeyBound::Closed(k.clone()),
+                    Some(EndValue::EndValueOpen(k)) => KeyBound::Open(k.clone()),
+                },
+            }
+        }
+        Filter::CellsPerRowOffsetFilter(n) => RowFilter::CellsPerRowOffset(*n),
+        Filter::CellsPerRowLimitFilter(n) => RowFilter::CellsPerRowLimit(*n),
+        Filter::CellsPerColumnLimitFilter(n) => RowFilter::CellsPerColumnLimit(*n),
+        Filter::ApplyLabelTransformer(l) => RowFilter::ApplyLabel(l.clone()),
+    })
+}
+
+// --- mutations and rules -------------------------------------------------------------------
+
+/// A mutation to prost.
+pub fn mutation_to_pb(m: &Mutation) -> pb::Mutation {
+    use pb::mutation as pm;
+    let mutation = match m {
+        Mutation::SetCell {
+            family,
+            qualifier,
+            timestamp,
+            value,
+        } => pm::Mutation::SetCell(pm::SetCell {
+            family_name: family.clone(),
+            column_qualifier: qualifier.clone(),
+            timestamp_micros: timestamp.0,
+            value: value.clone(),
+        }),
+        Mutation::DeleteFromColumn {
+            family,
+            qualifier,
+            range,
+        } => pm::Mutation::DeleteFromColumn(pm::DeleteFromColumn {
+            family_name: family.clone(),
+            column_qualifier: qualifier.clone(),
+            time_range: range.map(|r| pb::TimestampRange {
+                start_timestamp_micros: r.start,
+                end_timestamp_micros: r.end,
+            }),
+        }),
+        Mutation::DeleteFromFamily { family } => {
+            pm::Mutation::DeleteFromFamily(pm::DeleteFromFamily {
+                family_name: family.clone(),
+            })
+        }
+        Mutation::DeleteFromRow => pm::Mutation::DeleteFromRow(pm::DeleteFromRow {}),
+    };
+    pb::Mutation {
+        mutation: Some(mutation),
+    }
+}
+
+/// Mutations to prost, in order.
+pub fn mutations_to_pb(ms: &[Mutation]) -> Vec<pb::Mutation> {
+    ms.iter().map(mutation_to_pb).collect()
+}
+
+/// A prost mutation as rowkit's (aggregate mutations are unsupported).
+pub fn mutation_from_pb(m: &pb::Mutation) -> Result<Mutation, ConvertError> {
+    use pb::mutation as pm;
+    Ok(
+        match m
+            .mutation
+            .as_ref()
+            .ok_or(ConvertError::Unset { what: "Mutation" })?
+        {
+            pm::Mutation::SetCell(s) => Mutation::SetCell {
+                family: s.family_name.clone(),
+                qualifier: s.column_qualifier.clone(),
+                timestamp: Timestamp(s.timestamp_micros),
+                value: s.value.clone(),
+            },
+            pm::Mutation::DeleteFromColumn(d) => Mutation::DeleteFromColumn {
+                family: d.family_name.clone(),
+                qualifier: d.column_qualifier.clone(),
+                range: d.time_range.map(|r| TimestampRange {
+                    start: r.start_timestamp_micros,
+                    end: r.end_timestamp_micros,
+                }),
+            },
+            pm::Mutation::DeleteFromFamily(d) => Mutation::DeleteFromFamily {
+                family: d.family_name.clone(),
+            },
+            pm::Mutation::DeleteFromRow(_) => Mutation::DeleteFromRow,
+            pm::Mutation::AddToCell(_) => {
+                return Err(ConvertError::Unsupported { what: "AddToCell" });
+            }
+            pm::Mutation::MergeToCell(_) => {
+                return Err(ConvertError::Unsupported {
+                    what: "MergeToCell",
+                });
+            }
+        },
+    )
+}
+
+/// A read-modify-write rule to prost.
+pub fn rule_to_pb(r: &ReadModifyWriteRule) -> pb::ReadModifyWriteRule {
+    use pb::read_modify_write_rule::Rule;
+    pb::ReadModifyWriteRule {
+        family_name: r.family.clone(),
+        column_qualifier: r.qualifier.clone(),
+        rule: Some(match &r.op {
+            RuleOp::AppendValue(v) => Rule::AppendValue(v.clone()),
+            RuleOp::IncrementAmount(n) => Rule::IncrementAmount(*n),
+        }),
+    }
+}
+
+// --- responses -----------------------------------------------------------------------------
+
+/// One streamed ReadRows response as rowkit's (the merger consumes it).
+pub fn read_rows_response_from_pb(r: pb::ReadRowsResponse) -> ReadRowsResponse {
+    use pb::read_rows_response::cell_chunk::RowStatus as PbStatus;
+    ReadRowsResponse {
+        chunks: r
+            .chunks
+            .into_iter()
+            .map(|c| CellChunk {
+                row_key: c.row_key,
+                family_name: c.family_name,
+                qualifier: c.qualifier,
+                timestamp_micros: c.timestamp_micros,
+                labels: c.labels,
+                value: c.value,
+                value_size: c.value_size,
+                row_status: match c.row_status {
+                    Some(PbStatus::ResetRow(true)) => RowStatus::Reset,
+                    Some(PbStatus::CommitRow(true)) => RowStatus::Commit,
+                    _ => RowStatus::None,
+                },
+            })
+            .collect(),
+        last_scanned_row_key: r.last_scanned_row_key,
+    }
+}
+
+/// One streamed MutateRows response as rowkit's. A negative index is a server bug, reported as
+/// `INTERNAL` rather than wrapped.
+pub fn mutate_rows_response_from_pb(
+    r: pb::MutateRowsResponse,
+) -> Result<MutateRowsResponse, StoreError> {
+    let entries = r
+        .entries
+        .into_iter()
+        .map(|e| {
+            let index = usize::try_from(e.index).map_err(|_| {
+                StoreError::new(
+                    Code::Internal,
+                    format!("MutateRows entry index {} is negative", e.index),
+                )
+            })?;
+            Ok(MutateRowsEntryResult {
+                index,
+                result: rpc_status_to_result(e.status.as_ref()),
+            })
+        })
+        .collect::<Result<_, StoreError>>()?;
+    Ok(MutateRowsResponse { entries })
+}
+
+/// One SampleRowKeys response as rowkit's.
+pub fn sample_from_pb(r: pb::SampleRowKeysResponse) -> SampleRowKeysResponse {
+    SampleRowKeysResponse {
+        row_key: r.row_key,
+        offset_bytes: r.offset_bytes,
+    }
+}
+
+/// The row a ReadModifyWriteRow returns, flattened to cells in the order the server sent
+/// them (family, column, then cell).
+pub fn row_from_pb(row: pb::Row) -> Row {
+    let mut cells = Vec::new();
+    for family in row.families {
+        for column in family.columns {
+            for cell in column.cells {
+                cells.push(Cell {
+                    family: family.name.clone(),
+                    qualifier: column.qualifier.clone(),
+                    timestamp: Timestamp(cell.timestamp_micros),
+                    value: cell.value,
+                    labels: cell.labels,
+                });
+            }
+        }
+    }
+    Row {
+        key: row.key,
+        cells,
+    }
+}
+
+// --- admin ---------------------------------------------------------------------------------
+
+/// A GC rule to the admin proto (`max_age` as a `Duration`).
+pub fn gc_rule_to_pb(rule: &GcRule) -> admin::GcRule {
+    use admin::gc_rule::{Intersection, Rule, Union};
+    let rule = match rule {
+        GcRule::MaxNumVersions(n) => Rule::MaxNumVersions(i32::try_from(*n).unwrap_or(i32::MAX)),
+        GcRule::MaxAge(micros) => Rule::MaxAge(prost_types::Duration {
+            seconds: micros.div_euclid(1_000_000),
+            // In 0..1e9 by construction, so the cast cannot truncate.
+            nanos: (micros.rem_euclid(1_000_000) * 1000) as i32,
+        }),
+        GcRule::Intersection(rs) => Rule::Intersection(Intersection {
+            rules: rs.iter().map(gc_rule_to_pb).collect(),
+        }),
+        GcRule::Union(rs) => Rule::Union(Union {
+            rules: rs.iter().map(gc_rule_to_pb).collect(),
+        }),
+    };
+    admin::GcRule { rule: Some(rule) }
+}
+
+/// An admin GC rule as rowkit's; `None` for an empty rule (keep everything).
+pub fn gc_rule_from_pb(rule: &admin::GcRule) -> Result<Option<GcRule>, ConvertError> {
+    use admin::gc_rule::Rule;
+    let Some(r) = rule.rule.as_ref() else {
+        return Ok(None);
+    };
+    let nested = |rs: &[admin::GcRule]| -> Result<Vec<GcRule>, ConvertError> {
+        Ok(rs
+            .iter()
+            .map(gc_rule_from_pb)
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .flatten()
+            .collect())
+    };
+    Ok(Some(match r {
+        Rule::MaxNumVersions(n) => {
+            GcRule::MaxNumVersions(u32::try_from(*n).map_err(|_| ConvertError::OutOfRange {
+                what: "max_num_versions",
+                value: i64::from(*n),
+            })?)
+        }
+        Rule::MaxAge(d) => GcRule::MaxAge(
+            d.seconds
+                .saturating_mul(1_000_000)
+                .saturating_add(i64::from(d.nanos) / 1000),
+        ),
+        Rule::Intersection(i) => GcRule::Intersection(nested(&i.rules)?),
+        Rule::Union(u) => GcRule::Union(nested(&u.rules)?),
+    }))
+}
+
+/// A column family as the admin proto's.
+pub fn family_to_pb(f: &ColumnFamily) -> admin::ColumnFamily {
+    admin::ColumnFamily {
+        gc_rule: f.gc_rule.as_ref().map(gc_rule_to_pb),
+        value_type: None,
+    }
+}
+
+/// The families of an admin `Table`, ascending by name.
+pub fn families_from_pb(table: &admin::Table) -> Result<Vec<ColumnFamily>, ConvertError> {
+    let mut out = table
+        .column_families
+        .iter()
+        .map(|(name, f)| {
+            Ok(ColumnFamily {
+                name: name.clone(),
+                gc_rule: match &f.gc_rule {
+                    Some(r) => gc_rule_from_pb(r)?,
+                    None => None,
+                },
+            })
+        })
+        .collect::<Result<Vec<_>, ConvertError>>()?;
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn gc_rules_round_trip() {
+        let rule = GcRule::Union(vec![
+            GcRule::MaxNumVersions(3),
+            GcRule::Intersection(vec![GcRule::MaxAge(86_400_000_000), GcRule::MaxAge(1_500)]),
+        ]);
+        assert_eq!(gc_rule_from_pb(&gc_rule_to_pb(&rule)).unwrap(), Some(rule));
+    }
+
+    #[test]
+    fn mutations_round_trip() {
+        let ms = vec![
+            Mutation::SetCell {
+                family: "f".into(),
+                qualifier: b"q".to_vec(),
+                timestamp: Timestamp::SERVER_TIME,
+                value: b"v".to_vec(),
+            },
+            Mutation::DeleteFromColumn {
+                family: "f".into(),
+                qualifier: vec![],
+                range: Some(TimestampRange { start: 0, end: 5 }),
+            },
+            Mutation::DeleteFromColumn {
+                family: "f".into(),
+                qualifier: b"x".to_vec(),
+                range: None,
+            },
+            Mutation::DeleteFromFamily { family: "g".into() },
+            Mutation::DeleteFromRow,
+        ];
+        for m in ms {
+            assert_eq!(mutation_from_pb(&mutation_to_pb(&m)).unwrap(), m);
+        }
+    }
+
+    #[test]
+    fn transport_statuses_are_unavailable_server_statuses_keep_their_code() {
+        let server = tonic::Status::new(tonic::Code::Internal, "boom");
+        assert_eq!(status_to_error(&server).code, Code::Internal);
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
+        let transport = tonic::Status::from_error(Box::new(io));
+        assert_eq!(status_to_error(&transport).code, Code::Unavailable);
+        let nf = tonic::Status::new(tonic::Code::NotFound, "table t");
+        assert_eq!(
+            status_to_error(&nf),
+            StoreError::new(Code::NotFound, "table t")
+        );
+    }
+}

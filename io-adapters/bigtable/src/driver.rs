@@ -1,0 +1,136 @@
+//! The Tokio driver: runs any [`Machine`] against a [`BigtableConnection`], with every
+//! outstanding request of the machine in flight at once (`spec/sans-io.md` 4.2).
+//!
+//! In-flight calls live in a `StreamMap` keyed by tag; an abort removes the entry, which drops
+//! the tonic call (HTTP/2 `RST_STREAM`). Timeouts are `tokio::time` sleeps to the machine's
+//! `poll_timeout`. Events go to a callback ([`run`]) or a bounded channel ([`run_to_channel`],
+//! whose capacity is the back-pressure: a slow consumer pauses the whole driver). The driver
+//! never retries: the machine decides.
+
+use rowkit_statemachines::{Code, Machine, Response, StoreError, Tag, Timestamp};
+use tokio_stream::{StreamExt, StreamMap};
+
+use crate::connection::{BigtableConnection, PartStream};
+
+/// Why [`run`] did not return the machine's output.
+#[derive(Debug, PartialEq, thiserror::Error)]
+pub enum RunError<E> {
+    /// The machine finished with an error.
+    #[error(transparent)]
+    Machine(E),
+    /// The machine had no request in flight, no timeout and no result: a bug in the machine.
+    #[error("machine stalled: nothing in flight, no timeout and no result")]
+    Stalled,
+    /// The event receiver was dropped; the machine was cancelled.
+    #[error("event receiver dropped")]
+    Closed,
+}
+
+impl<E: Into<StoreError>> RunError<E> {
+    /// The failure as a store status (a stall is `INTERNAL`, a closed channel `CANCELLED`).
+    pub fn into_store_error(self) -> StoreError {
+        match self {
+            RunError::Machine(e) => e.into(),
+            RunError::Stalled => StoreError::new(Code::Internal, "machine stalled"),
+            RunError::Closed => StoreError::new(Code::Cancelled, "event receiver dropped"),
+        }
+    }
+}
+
+/// Wall-clock time in microseconds, the machines' `now`.
+pub fn now() -> Timestamp {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    Timestamp(i64::try_from(since.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// What the driver does with events.
+trait Sink<E> {
+    async fn send(&mut self, event: E) -> Result<(), ()>;
+}
+
+struct Callback<F>(F);
+
+impl<E, F: FnMut(E)> Sink<E> for Callback<F> {
+    async fn send(&mut self, event: E) -> Result<(), ()> {
+        (self.0)(event);
+        Ok(())
+    }
+}
+
+struct Channel<E>(tokio::sync::mpsc::Sender<E>);
+
+impl<E> Sink<E> for Channel<E> {
+    async fn send(&mut self, event: E) -> Result<(), ()> {
+        self.0.send(event).await.map_err(drop)
+    }
+}
+
+/// Runs `machine` until it has a result, handing every event to `on_event`.
+pub async fn run<M: Machine>(
+    conn: &BigtableConnection,
+    machine: M,
+    on_event: impl FnMut(M::Event),
+) -> Result<M::Output, RunError<M::Error>> {
+    drive(conn, machine, Callback(on_event)).await
+}
+
+/// Runs `machine` until it has a result, sending every event into a bounded channel. If the
+/// receiver is dropped the machine is cancelled, its calls dropped, and [`RunError::Closed`]
+/// returned.
+pub async fn run_to_channel<M: Machine>(
+    conn: &BigtableConnection,
+    machine: M,
+    events: tokio::sync::mpsc::Sender<M::Event>,
+) -> Result<M::Output, RunError<M::Error>> {
+    drive(conn, machine, Channel(events)).await
+}
+
+async fn drive<M: Machine, S: Sink<M::Event>>(
+    conn: &BigtableConnection,
+    mut machine: M,
+    mut sink: S,
+) -> Result<M::Output, RunError<M::Error>> {
+    let mut inflight: StreamMap<Tag, PartStream> = StreamMap::new();
+    loop {
+        while let Some((tag, request)) = machine.poll_request() {
+            inflight.insert(tag, conn.call(request));
+        }
+        while let Some(tag) = machine.poll_abort() {
+            // Dropping the stream drops the tonic call, which resets the HTTP/2 stream.
+            inflight.remove(&tag);
+        }
+        while let Some(event) = machine.poll_event() {
+            if sink.send(event).await.is_err() {
+                machine.cancel(now());
+                return Err(RunError::Closed);
+            }
+        }
+        if let Some(result) = machine.result() {
+            return result.map_err(RunError::Machine);
+        }
+        let timeout = machine.poll_timeout();
+        if inflight.is_empty() && timeout.is_none() {
+            return Err(RunError::Stalled);
+        }
+        let sleep = async {
+            match timeout {
+                Some(at) => {
+                    let wait = at.0.saturating_sub(now().0).max(0).unsigned_abs();
+                    tokio::time::sleep(std::time::Duration::from_micros(wait)).await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        tokio::select! {
+            Some((tag, item)) = inflight.next(), if !inflight.is_empty() => {
+                if item.is_err() || matches!(item, Ok(Response::StreamEnd)) {
+                    inflight.remove(&tag);
+                }
+                machine.handle_response(tag, item, now());
+            }
+            () = sleep => machine.handle_timeout(now()),
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! [`BigtableStore`]: the blocking [`Store`] over a [`BigtableConnection`], so every sync code
+//! path (the sync driver, the CLI, the semantics and schema suites written over `&dyn Store`)
+//! runs unchanged against the emulator or Cloud Bigtable.
+//!
+//! Each call blocks the calling thread on the store's Tokio runtime; streamed replies are
+//! blocking iterators that pull one gRPC message per `next()`, so a long scan is never
+//! buffered and dropping the iterator cancels the call. Do not call it from inside an async
+//! task (Tokio forbids `block_on` there); async code uses the connection and
+//! [`crate::driver`] directly.
+
+use std::sync::Arc;
+
+use futures_util::StreamExt;
+use rowkit_codec::model::{Code, ColumnFamily, Timestamp};
+use rowkit_embedded::{Reply, Store};
+use rowkit_statemachines::{Request, Response, StoreError};
+use tokio::runtime::Runtime;
+
+use crate::auth::TokenProvider;
+use crate::connection::{AsyncReply, BigtableConnection, PartStream};
+use crate::target::{Endpoint, Target};
+
+/// A blocking store backed by Bigtable. Cheap to clone (shares runtime and channels).
+#[derive(Clone, Debug)]
+pub struct BigtableStore {
+    runtime: Arc<Runtime>,
+    conn: BigtableConnection,
+}
+
+/// A runtime for blocking stores: two worker threads drive the HTTP/2 connections while
+/// callers block.
+pub fn new_runtime() -> Result<Arc<Runtime>, StoreError> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("rowkit-bigtable")
+        .enable_all()
+        .build()
+        .map(Arc::new)
+        .map_err(|e| StoreError::new(Code::Internal, format!("starting the Tokio runtime: {e}")))
+}
+
+impl BigtableStore {
+    /// Connects to `target` on a new runtime.
+    pub fn connect(
+        target: Target,
+        tokens: Option<Arc<dyn TokenProvider>>,
+    ) -> Result<BigtableStore, StoreError> {
+        let runtime = new_runtime()?;
+        let conn = runtime.block_on(BigtableConnection::connect(target, tokens))?;
+        Ok(BigtableStore { runtime, conn })
+    }
+
+    /// Opens a `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]` location (the emulator also
+    /// from `BIGTABLE_EMULATOR_HOST`). Cloud Bigtable uses Application Default Credentials.
+    pub fn open(url: &str) -> Result<BigtableStore, StoreError> {
+        let target = Target::parse(url)
+            .map_err(|e| StoreError::new(Code::InvalidArgument, e.to_string()))?;
+        let tokens: Option<Arc<dyn TokenProvider>> = match target.endpoint {
+            Endpoint::Emulator(_) => None,
+            Endpoint::Cloud => Some(Arc::new(crate::adc::ApplicationDefaultCredentials::load()?)),
+        };
+        BigtableStore::connect(target, tokens)
+    }
+
+    /// A store over an existing connection and runtime.
+    pub fn from_parts(runtime: Arc<Runtime>, conn: BigtableConnection) -> BigtableStore {
+        BigtableStore { runtime, conn }
+    }
+
+    /// The same channels and runtime, another instance (a fresh namespace on the emulator).
+    pub fn with_instance(&self, project: &str, instance: &str) -> BigtableStore {
+        BigtableStore {
+            runtime: self.runtime.clone(),
+            conn: self.conn.with_instance(project, instance),
+        }
+    }
+
+    /// The async connection underneath.
+    pub fn connection(&self) -> &BigtableConnection {
+        &self.conn
+    }
+
+    /// The runtime the store blocks on.
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+}
+
+/// A gRPC stream as a blocking iterator of parts; stops after the first error.
+struct BlockingParts<'a> {
+    runtime: &'a Runtime,
+    parts: Option<PartStream>,
+}
+
+impl Iterator for BlockingParts<'_> {
+    type Item = Result<Response, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let parts = self.parts.as_mut()?;
+        let item = self.runtime.block_on(parts.next());
+        if !matches!(item, Some(Ok(_))) {
+            self.parts = None;
+        }
+        item
+    }
+}
+
+impl Store for BigtableStore {
+    /// Runs one RPC. `now` is ignored: Bigtable stamps server-time cells and
+    /// read-modify-write results with its own clock.
+    fn execute(&self, request: Request, _now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        match self.runtime.block_on(self.conn.execute(request))? {
+            AsyncReply::Unary(r) => Ok(Reply::Unary(r)),
+            AsyncReply::Stream(parts) => Ok(Reply::Stream(Box::new(BlockingParts {
+                runtime: &self.runtime,
+                parts: Some(parts),
+            }))),
+        }
+    }
+
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.runtime
+            .block_on(self.conn.create_table(table, families))
+    }
+
+    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
+        self.runtime.block_on(self.conn.delete_table(table))
+    }
+
+    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
+        self.runtime.block_on(self.conn.list_tables())
+    }
+
+    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        self.runtime.block_on(self.conn.families(table))
+    }
+
+    /// Garbage collection on Bigtable is done by the server, asynchronously and on its own
+    /// schedule (up to a week in production, about every second on the emulator), and there
+    /// is no RPC to trigger it. So this only checks that the table exists and returns 0: no
+    /// cell was deleted *by this call*. Reads may still return GC-eligible cells, as on
+    /// production; filter on timestamps or versions to hide them.
+    fn gc(&self, table: &str, _now: Timestamp) -> Result<u64, StoreError> {
+        self.families(table).map(|_| 0)
+    }
+}

@@ -1,0 +1,66 @@
+#![allow(clippy::unwrap_used)]
+//! Round trips through the blocking store against the emulator: admin, every request kind.
+
+use rowkit_bigtable::emulator::Emulator;
+use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, RowSet, Timestamp};
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::{self, SystemClock};
+use rowkit_statemachines::raw::Unary;
+use rowkit_statemachines::readrows::ReadRows;
+use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, Request, RetryPolicy};
+
+#[test]
+fn admin_and_a_round_trip() {
+    let Some(emu) = Emulator::shared_or_skip("admin_and_a_round_trip") else {
+        return;
+    };
+    let store = emu.fresh_store();
+    let fams = vec![
+        ColumnFamily::max_versions("cf", 2),
+        ColumnFamily {
+            name: "cg".into(),
+            gc_rule: Some(GcRule::Union(vec![
+                GcRule::MaxAge(86_400_000_000),
+                GcRule::MaxNumVersions(5),
+            ])),
+        },
+    ];
+    store.create_table("t", &fams).unwrap();
+    assert_eq!(
+        store.create_table("t", &fams).unwrap_err().code,
+        Code::AlreadyExists
+    );
+    assert_eq!(store.list_tables().unwrap(), vec!["t".to_string()]);
+    assert_eq!(store.families("t").unwrap(), fams);
+    assert_eq!(store.families("nope").unwrap_err().code, Code::NotFound);
+    let set = Mutation::SetCell {
+        family: "cf".into(),
+        qualifier: b"q".to_vec(),
+        timestamp: Timestamp::from_millis(5),
+        value: b"v".to_vec(),
+    };
+    let req = Request::MutateRow(MutateRowRequest {
+        table: "t".into(),
+        row_key: b"r1".to_vec(),
+        mutations: vec![set],
+        ..Default::default()
+    });
+    driver::run(&store, &SystemClock, Unary::new(req), |_| {}).unwrap();
+    let mut rows = Vec::new();
+    let read = ReadRowsRequest {
+        table: "t".into(),
+        rows: RowSet::all(),
+        ..Default::default()
+    };
+    let m = ReadRows::new(
+        read,
+        driver::Clock::now(&SystemClock),
+        1,
+        RetryPolicy::default(),
+    );
+    driver::run(&store, &SystemClock, m, |r| rows.push(r)).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].cells[0].value, b"v");
+    store.delete_table("t").unwrap();
+    assert!(store.list_tables().unwrap().is_empty());
+}
