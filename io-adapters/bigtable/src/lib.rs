@@ -33,7 +33,7 @@ pub use connection::{
     percent_encode,
 };
 pub use rowkit_statemachines::{Request, Response, StoreError};
-pub use store::{BigtableStore, new_runtime};
+pub use store::{BigtableStore, TOKEN_ENV, new_runtime};
 pub use target::{
     CLOUD_ADMIN_ENDPOINT, CLOUD_DATA_ENDPOINT, EMULATOR_HOST_ENV, Endpoint, Target, TargetError,
 };

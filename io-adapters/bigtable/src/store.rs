@@ -20,6 +20,9 @@ use crate::auth::TokenProvider;
 use crate::connection::{AsyncReply, BigtableConnection, PartStream};
 use crate::target::{Endpoint, Target};
 
+/// The environment variable holding a ready access token for Cloud Bigtable.
+pub const TOKEN_ENV: &str = "ROWKIT_BIGTABLE_TOKEN";
+
 /// A blocking store backed by Bigtable. Cheap to clone (shares runtime and channels).
 #[derive(Clone, Debug)]
 pub struct BigtableStore {
@@ -51,13 +54,20 @@ impl BigtableStore {
     }
 
     /// Opens a `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]` location (the emulator also
-    /// from `BIGTABLE_EMULATOR_HOST`). Cloud Bigtable uses Application Default Credentials.
+    /// from `BIGTABLE_EMULATOR_HOST`). Cloud Bigtable uses the token in `ROWKIT_BIGTABLE_TOKEN`
+    /// if set (e.g. from `gcloud auth print-access-token`), else Application Default
+    /// Credentials.
     pub fn open(url: &str) -> Result<BigtableStore, StoreError> {
         let target = Target::parse(url)
             .map_err(|e| StoreError::new(Code::InvalidArgument, e.to_string()))?;
         let tokens: Option<Arc<dyn TokenProvider>> = match target.endpoint {
             Endpoint::Emulator(_) => None,
-            Endpoint::Cloud => Some(Arc::new(crate::adc::ApplicationDefaultCredentials::load()?)),
+            Endpoint::Cloud => match std::env::var(TOKEN_ENV) {
+                Ok(token) if !token.is_empty() => {
+                    Some(Arc::new(crate::auth::StaticToken::new(token)))
+                }
+                _ => Some(Arc::new(crate::adc::ApplicationDefaultCredentials::load()?)),
+            },
         };
         BigtableStore::connect(target, tokens)
     }

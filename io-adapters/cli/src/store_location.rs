@@ -43,9 +43,11 @@ impl StoreLocation {
         match self {
             StoreLocation::Memory => Ok(Box::new(MemoryStore::new())),
             StoreLocation::Embedded(path) => Ok(Box::new(RedbStore::open(path)?)),
-            StoreLocation::Bigtable(url) => Err(CliError::usage(format!(
-                "--store {url}: the Cloud Bigtable adapter is not part of this build yet"
-            ))),
+            // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable
+            // with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials.
+            StoreLocation::Bigtable(url) => {
+                Ok(Box::new(rowkit_bigtable::BigtableStore::open(url)?))
+            }
         }
     }
 }
