@@ -68,20 +68,18 @@ pub fn status_to_error(status: &tonic::Status) -> StoreError {
     StoreError::new(code, status.message().to_string())
 }
 
-/// Whether the status was produced by the transport (a source error chain that includes an
-/// HTTP/2, hyper or I/O error) rather than sent by the server.
+/// Whether the status was produced by the client's transport rather than sent by the server:
+/// tonic builds those from hyper/h2 errors ("h2 protocol error: …", "transport error", a broken
+/// connection), with or without an I/O error in the source chain. A server status arrives in
+/// `grpc-status` trailers and never carries such a source.
 fn is_transport(status: &tonic::Status) -> bool {
+    let message = status.message();
+    if message.starts_with("h2 protocol error") || message.starts_with("transport error") {
+        return true;
+    }
     let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
     while let Some(e) = source {
         if e.is::<std::io::Error>() || e.is::<tonic::transport::Error>() {
-            return true;
-        }
-        let text = e.to_string();
-        if text.contains("h2 protocol error")
-            || text.contains("connection")
-            || text.contains("stream closed")
-            || text.contains("broken pipe")
-        {
             return true;
         }
         source = e.source();
@@ -623,6 +621,11 @@ mod tests {
         let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
         let transport = tonic::Status::from_error(Box::new(io));
         assert_eq!(status_to_error(&transport).code, Code::Unavailable);
+        let h2 = tonic::Status::new(
+            tonic::Code::Unknown,
+            "h2 protocol error: error reading a body from connection",
+        );
+        assert_eq!(status_to_error(&h2).code, Code::Unavailable);
         let nf = tonic::Status::new(tonic::Code::NotFound, "table t");
         assert_eq!(
             status_to_error(&nf),

@@ -70,7 +70,16 @@ impl<E> Sink<E> for Channel<E> {
 /// Runs `machine` until it has a result, handing every event to `on_event`.
 pub async fn run<M: Machine>(
     conn: &BigtableConnection,
-    machine: M,
+    mut machine: M,
+    on_event: impl FnMut(M::Event),
+) -> Result<M::Output, RunError<M::Error>> {
+    drive(conn, &mut machine, Callback(on_event)).await
+}
+
+/// [`run`] on a borrowed machine, so its counters (retries, rows emitted) can be read after.
+pub async fn run_mut<M: Machine>(
+    conn: &BigtableConnection,
+    machine: &mut M,
     on_event: impl FnMut(M::Event),
 ) -> Result<M::Output, RunError<M::Error>> {
     drive(conn, machine, Callback(on_event)).await
@@ -81,15 +90,15 @@ pub async fn run<M: Machine>(
 /// returned.
 pub async fn run_to_channel<M: Machine>(
     conn: &BigtableConnection,
-    machine: M,
+    mut machine: M,
     events: tokio::sync::mpsc::Sender<M::Event>,
 ) -> Result<M::Output, RunError<M::Error>> {
-    drive(conn, machine, Channel(events)).await
+    drive(conn, &mut machine, Channel(events)).await
 }
 
 async fn drive<M: Machine, S: Sink<M::Event>>(
     conn: &BigtableConnection,
-    mut machine: M,
+    machine: &mut M,
     mut sink: S,
 ) -> Result<M::Output, RunError<M::Error>> {
     let mut inflight: StreamMap<Tag, PartStream> = StreamMap::new();
