@@ -49,6 +49,21 @@ impl std::fmt::Debug for AsyncReply {
     }
 }
 
+/// The resource fields a call is routed by (`x-goog-request-params`).
+enum Routing<'a> {
+    /// Data calls: the table and the app profile.
+    Table {
+        /// Full table name.
+        name: &'a str,
+        /// App profile (may be empty).
+        app_profile_id: &'a str,
+    },
+    /// Admin calls on an instance (`CreateTable`, `ListTables`).
+    Parent(&'a str),
+    /// Admin calls on a table (`GetTable`, `DeleteTable`, `ModifyColumnFamilies`).
+    Name(&'a str),
+}
+
 /// A connection to one Bigtable instance (emulator or cloud). Cheap to clone: clones share the
 /// HTTP/2 channels.
 #[derive(Clone)]
@@ -138,23 +153,26 @@ impl BigtableConnection {
         &self.target
     }
 
-    /// Wraps a message with the metadata every call carries: the routing header, the
-    /// feature flags and, on Cloud Bigtable, the bearer token.
+    /// Wraps a message with the metadata every call carries: the routing header
+    /// (`x-goog-request-params`, the request's resource fields percent-encoded), the feature
+    /// flags and, on Cloud Bigtable, the bearer token.
     async fn wrap<T>(
         &self,
         message: T,
-        resource: &str,
-        app_profile_id: &str,
+        routing: Routing<'_>,
     ) -> Result<tonic::Request<T>, StoreError> {
         let mut request = tonic::Request::new(message);
-        let params = if resource.contains("/tables/") {
-            format!(
+        let params = match routing {
+            Routing::Table {
+                name,
+                app_profile_id,
+            } => format!(
                 "table_name={}&app_profile_id={}",
-                percent_encode(resource),
+                percent_encode(name),
                 percent_encode(app_profile_id)
-            )
-        } else {
-            format!("name={}", percent_encode(resource))
+            ),
+            Routing::Parent(parent) => format!("parent={}", percent_encode(parent)),
+            Routing::Name(name) => format!("name={}", percent_encode(name)),
         };
         let md = request.metadata_mut();
         md.insert(
@@ -202,7 +220,15 @@ impl BigtableConnection {
                     reversed: r.reversed,
                     ..Default::default()
                 };
-                let req = self.wrap(msg, &table, &profile).await?;
+                let req = self
+                    .wrap(
+                        msg,
+                        Routing::Table {
+                            name: &table,
+                            app_profile_id: &profile,
+                        },
+                    )
+                    .await?;
                 let stream = self.data.clone().read_rows(req).await.map_err(status)?;
                 Ok(AsyncReply::Stream(Box::pin(stream.into_inner().map(
                     |part| {
@@ -221,7 +247,15 @@ impl BigtableConnection {
                     mutations: convert::mutations_to_pb(&r.mutations),
                     ..Default::default()
                 };
-                let req = self.wrap(msg, &table, &profile).await?;
+                let req = self
+                    .wrap(
+                        msg,
+                        Routing::Table {
+                            name: &table,
+                            app_profile_id: &profile,
+                        },
+                    )
+                    .await?;
                 self.data.clone().mutate_row(req).await.map_err(status)?;
                 Ok(AsyncReply::Unary(Response::MutateRow))
             }
@@ -242,7 +276,15 @@ impl BigtableConnection {
                         .collect(),
                     ..Default::default()
                 };
-                let req = self.wrap(msg, &table, &profile).await?;
+                let req = self
+                    .wrap(
+                        msg,
+                        Routing::Table {
+                            name: &table,
+                            app_profile_id: &profile,
+                        },
+                    )
+                    .await?;
                 let stream = self.data.clone().mutate_rows(req).await.map_err(status)?;
                 Ok(AsyncReply::Stream(Box::pin(stream.into_inner().map(
                     |part| {
@@ -264,7 +306,15 @@ impl BigtableConnection {
                     false_mutations: convert::mutations_to_pb(&r.false_mutations),
                     ..Default::default()
                 };
-                let req = self.wrap(msg, &table, &profile).await?;
+                let req = self
+                    .wrap(
+                        msg,
+                        Routing::Table {
+                            name: &table,
+                            app_profile_id: &profile,
+                        },
+                    )
+                    .await?;
                 let reply = self
                     .data
                     .clone()
@@ -285,7 +335,15 @@ impl BigtableConnection {
                     rules: r.rules.iter().map(convert::rule_to_pb).collect(),
                     ..Default::default()
                 };
-                let req = self.wrap(msg, &table, &profile).await?;
+                let req = self
+                    .wrap(
+                        msg,
+                        Routing::Table {
+                            name: &table,
+                            app_profile_id: &profile,
+                        },
+                    )
+                    .await?;
                 let reply = self
                     .data
                     .clone()
@@ -305,7 +363,15 @@ impl BigtableConnection {
                     app_profile_id: profile.clone(),
                     ..Default::default()
                 };
-                let req = self.wrap(msg, &table, &profile).await?;
+                let req = self
+                    .wrap(
+                        msg,
+                        Routing::Table {
+                            name: &table,
+                            app_profile_id: &profile,
+                        },
+                    )
+                    .await?;
                 let stream = self
                     .data
                     .clone()
@@ -374,7 +440,7 @@ impl BigtableConnection {
             }),
             ..Default::default()
         };
-        let req = self.wrap(msg, &parent, "").await?;
+        let req = self.wrap(msg, Routing::Parent(&parent)).await?;
         self.admin
             .clone()
             .create_table(req)
@@ -387,7 +453,10 @@ impl BigtableConnection {
     pub async fn delete_table(&self, table: &str) -> Result<(), StoreError> {
         let name = self.target.table_name(table);
         let req = self
-            .wrap(admin::DeleteTableRequest { name: name.clone() }, &name, "")
+            .wrap(
+                admin::DeleteTableRequest { name: name.clone() },
+                Routing::Name(&name),
+            )
             .await?;
         self.admin
             .clone()
@@ -410,7 +479,7 @@ impl BigtableConnection {
                 page_token: page_token.clone(),
                 ..Default::default()
             };
-            let req = self.wrap(msg, &parent, "").await?;
+            let req = self.wrap(msg, Routing::Parent(&parent)).await?;
             let page = self
                 .admin
                 .clone()
@@ -441,7 +510,7 @@ impl BigtableConnection {
             name: name.clone(),
             view: admin::table::View::SchemaView as i32,
         };
-        let req = self.wrap(msg, &name, "").await?;
+        let req = self.wrap(msg, Routing::Name(&name)).await?;
         let t = self
             .admin
             .clone()
@@ -475,7 +544,7 @@ impl BigtableConnection {
             }],
             ignore_warnings: false,
         };
-        let req = self.wrap(msg, &name, "").await?;
+        let req = self.wrap(msg, Routing::Name(&name)).await?;
         self.admin
             .clone()
             .modify_column_families(req)
@@ -501,7 +570,51 @@ pub fn percent_encode(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
     use super::*;
+
+    /// Every call carries the routing header, the feature flags and the bearer token.
+    #[test]
+    fn metadata_on_every_call() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let ch = Channel::from_static("http://127.0.0.1:1").connect_lazy();
+            let tokens: Arc<dyn TokenProvider> = Arc::new(crate::StaticToken::new("tok"));
+            let conn = BigtableConnection {
+                data: BigtableClient::new(ch.clone()),
+                admin: BigtableTableAdminClient::new(ch),
+                target: Arc::new(Target::cloud("p", "i")),
+                tokens: Some(tokens),
+            };
+            let name = conn.target.table_name("t");
+            let req = conn
+                .wrap(
+                    (),
+                    Routing::Table {
+                        name: &name,
+                        app_profile_id: "ap",
+                    },
+                )
+                .await
+                .unwrap();
+            let md = req.metadata();
+            assert_eq!(
+                md.get("x-goog-request-params").unwrap(),
+                "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id=ap"
+            );
+            assert_eq!(md.get("bigtable-features").unwrap(), "CAE=");
+            assert_eq!(md.get("authorization").unwrap(), "Bearer tok");
+            let parent = conn.target.instance_name();
+            let req = conn.wrap((), Routing::Parent(&parent)).await.unwrap();
+            assert_eq!(
+                req.metadata().get("x-goog-request-params").unwrap(),
+                "parent=projects%2Fp%2Finstances%2Fi"
+            );
+        });
+    }
 
     #[test]
     fn routing_header_encoding() {
