@@ -343,6 +343,52 @@ mod tests {
         assert!(ApplicationDefaultCredentials::from_json(bad_key).is_err());
     }
 
+    /// The service-account flow: an RS256 JWT assertion whose signature verifies with the
+    /// key's public half, claims naming the account, scope and endpoint. The key is a
+    /// throwaway generated for this test (`openssl genpkey -algorithm RSA`), never a real one.
+    #[test]
+    fn service_account_jwt_assertion() {
+        let pem = include_str!("../testdata/throwaway-test-rsa-key.pem");
+        let json = serde_json::json!({
+            "type": "service_account",
+            "client_email": "sa@p.iam.gserviceaccount.com",
+            "private_key": pem,
+        })
+        .to_string();
+        let adc = ApplicationDefaultCredentials::from_json(&json).unwrap();
+        let (uri, body) = adc.token_request().unwrap();
+        assert_eq!(uri, TOKEN_URI);
+        let assertion = body
+            .strip_prefix(
+                "grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=",
+            )
+            .unwrap();
+        let parts: Vec<&str> = assertion.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let b64 = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let claims: serde_json::Value =
+            serde_json::from_slice(&b64.decode(parts[1]).unwrap()).unwrap();
+        assert_eq!(claims["iss"], "sa@p.iam.gserviceaccount.com");
+        assert_eq!(claims["aud"], TOKEN_URI);
+        assert_eq!(claims["scope"], SCOPE);
+        assert_eq!(
+            claims["exp"].as_u64().unwrap() - claims["iat"].as_u64().unwrap(),
+            3600
+        );
+        let Credentials::ServiceAccount { key, .. } = &adc.credentials else {
+            panic!("not a service account")
+        };
+        use ring::signature::KeyPair;
+        let public = ring::signature::UnparsedPublicKey::new(
+            &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+            key.public_key().as_ref().to_vec(),
+        );
+        let signed = format!("{}.{}", parts[0], parts[1]);
+        public
+            .verify(signed.as_bytes(), &b64.decode(parts[2]).unwrap())
+            .unwrap();
+    }
+
     /// The refresh-token flow against a loopback token endpoint: the request carries the
     /// form fields, the token is cached.
     #[test]
