@@ -151,7 +151,7 @@ pub fn family(predicate: &Predicate) -> &'static str {
 
 fn push_uuid(key: &mut Vec<u8>, u: &Uuid) {
     key.push(b':');
-    key.extend_from_slice(u.to_text().as_bytes());
+    key.extend_from_slice(&u.text_bytes());
 }
 
 fn key_of(graph: &[u8], index: Index, parts: &[Uuid]) -> Vec<u8> {

@@ -31,7 +31,23 @@ impl Uuid {
 
     /// The canonical text (36 bytes, lowercase).
     pub fn to_text(&self) -> String {
-        alloc::format!("{self}")
+        self.text_bytes().iter().map(|&b| b as char).collect()
+    }
+
+    /// The canonical text as ASCII bytes (no allocation; row keys are built from these).
+    pub fn text_bytes(&self) -> [u8; 36] {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [b'-'; 36];
+        let mut j = 0;
+        for (i, b) in self.0.iter().enumerate() {
+            if matches!(i, 4 | 6 | 8 | 10) {
+                j += 1;
+            }
+            out[j] = HEX[usize::from(b >> 4)];
+            out[j + 1] = HEX[usize::from(b & 0x0f)];
+            j += 2;
+        }
+        out
     }
 
     /// Parses the canonical lowercase text form only (the form row keys hold); `None` for
@@ -64,13 +80,8 @@ impl Uuid {
 
 impl fmt::Display for Uuid {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (i, b) in self.0.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                f.write_str("-")?;
-            }
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        let text = self.text_bytes();
+        f.write_str(core::str::from_utf8(&text).map_err(|_| fmt::Error)?)
     }
 }
 
