@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! BadWolf triple store: text parsing + key encoding (pure codec), and on a RedbStore (temp
 //! file, non-durable commits) the throughput of AddTriples and of lookups through the sync
 //! facade.
