@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rowkit_bigtable::driver::{self, RunError};
 use rowkit_bigtable::emulator::Emulator;
 use rowkit_bigtable::{BigtableConnection, Target};
-use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowSet, Timestamp};
+use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowRange, RowSet, Timestamp};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Code, Machine, MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request,
@@ -222,6 +222,12 @@ impl Machine for Fanout {
                 | Response::MutateRowsPart(_)
                 | Response::SampleRowKeysPart(_))
         );
+        if !end {
+            // A deliberately slow consumer of scan parts: a driver that serves requests one at a
+            // time could then never answer the concurrent write before the scan ends, while a
+            // concurrent one does so with a wide margin even on a loaded 2-core machine.
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        }
         self.log.push((tag, end));
         if end {
             self.pending.remove(&tag);
@@ -290,7 +296,12 @@ fn outstanding_requests_run_concurrently() {
             .unwrap();
         fill(&conn, 2000, 4096).await;
         // Tag 1 = the scan, tag 0 = the write (popped last, so sent after the scan).
-        let m = Fanout::new(vec![mutate(b"zzz"), Request::ReadRows(read_all())]);
+        // The write goes to a row the scan does not cover, so the scan's size is fixed.
+        let scan = ReadRowsRequest {
+            rows: RowSet::range(RowRange::prefix(b"row")),
+            ..read_all()
+        };
+        let m = Fanout::new(vec![mutate(b"zzz"), Request::ReadRows(scan)]);
         let log = driver::run(&conn, m, |_| {}).await.unwrap();
         let write_done = log.iter().position(|(t, _)| *t == Tag(0)).unwrap();
         let scan_end = log

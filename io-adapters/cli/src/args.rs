@@ -53,6 +53,18 @@ pub enum Command {
     /// Tables: create, list, delete, dump.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// BadWolf triple store: graphs, triples, lookups.
+    Graph {
+        /// Table id.
+        #[arg(long, default_value = "badwolf")]
+        table: String,
+        /// The graph command.
+        #[command(subcommand)]
+        command: crate::graph::GraphCommand,
+    },
+    /// Row keys of a schema: encode and decode.
+    #[command(subcommand)]
+    Key(crate::key::KeyCommand),
 }
 
 /// `rowkit admin …`.

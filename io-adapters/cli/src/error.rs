@@ -9,6 +9,9 @@ pub enum CliError {
     Usage(String),
     /// The operation failed (exit 1), or a store rejected input (exit 2 for INVALID_ARGUMENT).
     Store(StoreError),
+    /// Exit with this code after output was printed, with no error message (e.g. `exist`
+    /// answering "absent").
+    Exit(u8),
 }
 
 impl CliError {
@@ -23,6 +26,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Store(e) if matches!(e.code, Code::InvalidArgument | Code::OutOfRange) => 2,
             CliError::Store(_) => 1,
+            CliError::Exit(code) => *code,
         }
     }
 
@@ -31,6 +35,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => "usage".to_string(),
             CliError::Store(e) => e.code.name().to_ascii_lowercase(),
+            CliError::Exit(_) => "exit".to_string(),
         }
     }
 
@@ -39,6 +44,7 @@ impl CliError {
         match self {
             CliError::Usage(m) => m.clone(),
             CliError::Store(e) => format!("{}: {}", e.code, e.message),
+            CliError::Exit(_) => String::new(),
         }
     }
 }

@@ -8,6 +8,8 @@ mod admin;
 mod args;
 mod clock;
 mod error;
+mod graph;
+mod key;
 mod output;
 mod store_location;
 
@@ -40,8 +42,14 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
+    // Key commands are pure codec: no store is opened.
+    if let Command::Key(cmd) = &cli.command {
+        return key::run(cmd, out);
+    }
     let ctx = args::Context::from_global(&cli.global)?;
     match &cli.command {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
+        Command::Graph { table, command } => graph::run(&ctx, table, command, out),
+        Command::Key(cmd) => key::run(cmd, out),
     }
 }

@@ -25,6 +25,9 @@ impl Output {
 
     /// Reports a failed command: one line on stderr, plus the JSON error document on stdout.
     pub fn error(&self, e: &CliError) {
+        if matches!(e, CliError::Exit(_)) {
+            return;
+        }
         eprintln!("rowkit: {}", e.message());
         if self.json {
             println!(

@@ -42,6 +42,8 @@ mod redb_store;
 pub mod semantics;
 mod store;
 pub mod suite;
+pub mod triples;
+pub mod triples_scenarios;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]

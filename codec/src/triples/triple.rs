@@ -1,0 +1,135 @@
+//! Objects and triples (spec §2.4), and the triple UUID (§2.5).
+
+use alloc::vec::Vec;
+
+use super::error::{ParseError, Part, Reason};
+use super::gotext::trim_space;
+use super::literal::Literal;
+use super::node::Node;
+use super::predicate::Predicate;
+use super::uuid::Uuid;
+
+/// The object of a triple.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Object {
+    /// A node.
+    Node(Node),
+    /// A predicate used as an object.
+    Predicate(Predicate),
+    /// A literal.
+    Literal(Literal),
+}
+
+impl Object {
+    /// Tries node, then literal, then predicate; if all fail, the predicate error.
+    pub fn parse(text: &[u8]) -> Result<Object, ParseError> {
+        if let Ok(n) = Node::parse(text) {
+            return Ok(Object::Node(n));
+        }
+        if let Ok(l) = Literal::parse(text) {
+            return Ok(Object::Literal(l));
+        }
+        Predicate::parse(text).map(Object::Predicate)
+    }
+
+    /// The text form.
+    pub fn to_text(&self) -> Vec<u8> {
+        match self {
+            Object::Node(n) => n.to_text(),
+            Object::Predicate(p) => p.to_text(),
+            Object::Literal(l) => l.to_text(),
+        }
+    }
+
+    /// The UUID (the full UUID for a predicate).
+    pub fn uuid(&self) -> Uuid {
+        match self {
+            Object::Node(n) => n.uuid(),
+            Object::Predicate(p) => p.uuid(),
+            Object::Literal(l) => l.uuid(),
+        }
+    }
+
+    /// The predicate, if the object is one.
+    pub fn as_predicate(&self) -> Option<&Predicate> {
+        match self {
+            Object::Predicate(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+/// A triple: subject node, predicate, object.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Triple {
+    /// The subject.
+    pub subject: Node,
+    /// The predicate.
+    pub predicate: Predicate,
+    /// The object.
+    pub object: Object,
+}
+
+/// RE2 `\s`: ASCII whitespace only.
+fn is_re_space(c: u8) -> bool {
+    matches!(c, b'\t' | b'\n' | 0x0c | b'\r' | b' ')
+}
+
+/// The first match of `open W+ close` (any of `closes`): `(start, end)` as Go `FindIndex`.
+fn find_split(raw: &[u8], open: u8, closes: &[u8]) -> Option<(usize, usize)> {
+    for (i, &c) in raw.iter().enumerate() {
+        if c != open {
+            continue;
+        }
+        let mut j = i + 1;
+        while j < raw.len() && is_re_space(raw[j]) {
+            j += 1;
+        }
+        if j > i + 1 && j < raw.len() && closes.contains(&raw[j]) {
+            return Some((i, j + 1));
+        }
+    }
+    None
+}
+
+impl Triple {
+    /// Parses the text form (original `triple.Parse`, with an error where it panics).
+    pub fn parse(text: &[u8]) -> Result<Triple, ParseError> {
+        let raw = trim_space(text);
+        let err = |reason| ParseError::new(Part::Triple, reason, raw);
+        let inner = |e: ParseError| err(Reason::Inner(alloc::boxed::Box::new(e)));
+        let (p0, p1) = find_split(raw, b'>', b"\"").ok_or(err(Reason::MissingPredicateSplit))?;
+        let (o0, o1) = find_split(raw, b']', b"/\"").ok_or(err(Reason::MissingObjectSplit))?;
+        let p_start = p1 - 1;
+        if o0 < p_start {
+            return Err(err(Reason::SplitOrder));
+        }
+        let subject = Node::parse(&raw[..=p0]).map_err(inner)?;
+        let predicate = Predicate::parse(&raw[p_start..=o0]).map_err(inner)?;
+        let object = Object::parse(&raw[o1 - 1..]).map_err(inner)?;
+        Ok(Triple {
+            subject,
+            predicate,
+            object,
+        })
+    }
+
+    /// The text form `S ␉ P ␉ O`, also the Bigtable cell value.
+    pub fn to_text(&self) -> Vec<u8> {
+        let mut out = self.subject.to_text();
+        out.push(b'\t');
+        out.extend_from_slice(&self.predicate.to_text());
+        out.push(b'\t');
+        out.extend_from_slice(&self.object.to_text());
+        out
+    }
+
+    /// The triple UUID: v5 of `S.uuid ‖ P.full_uuid ‖ O.uuid`.
+    pub fn uuid(&self) -> Uuid {
+        let mut data = Vec::with_capacity(48);
+        data.extend_from_slice(self.subject.uuid().as_bytes());
+        data.extend_from_slice(self.predicate.uuid().as_bytes());
+        data.extend_from_slice(self.object.uuid().as_bytes());
+        Uuid::v5(&data)
+    }
+}

@@ -1,0 +1,410 @@
+//! `rowkit graph …` and the `graph` schema of `rowkit key encode/decode`: BadWolf's triple
+//! store (`spec/triples.md` §11) through the sync facade of `rowkit_embedded::triples`.
+
+use std::io::BufRead;
+
+use clap::Subcommand;
+use rowkit_codec::triples::keys::{self, DecodedKey};
+use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple};
+use rowkit_embedded::triples::TripleStore;
+use rowkit_statemachines::StoreError;
+use rowkit_statemachines::triples::{
+    FilterField, FilterOperation, FilterOptions, Found, LookupMethod, LookupOptions, TriplesError,
+};
+use serde_json::{Map, Value, json};
+
+use crate::args::Context;
+use crate::error::CliError;
+use crate::output::{Output, Progress, bytes_fields};
+
+/// `rowkit graph …`.
+#[derive(Debug, Subcommand)]
+pub enum GraphCommand {
+    /// Create the table and its families (`graph`, `immutable_triple`, `temporal_triple`).
+    Setup,
+    /// Create a graph.
+    Create {
+        /// Graph id.
+        graph: String,
+    },
+    /// Delete a graph and every row of its indices.
+    Drop {
+        /// Graph id.
+        graph: String,
+    },
+    /// List the graphs.
+    List,
+    /// Add triples (arguments, or one per non-empty stdin line).
+    Add {
+        /// Graph id.
+        graph: String,
+        /// Triples (`S P O`, tabs or spaces between parts).
+        triples: Vec<String>,
+    },
+    /// Remove exactly these triples.
+    Remove {
+        /// Graph id.
+        graph: String,
+        /// Triples.
+        triples: Vec<String>,
+    },
+    /// Run a lookup: `objects S P`, `subjects P O`, `predicates-for-subject S`,
+    /// `predicates-for-object O`, `predicates-for-subject-and-object S O`,
+    /// `triples-for-subject S`, `triples-for-predicate P`, `triples-for-object O`,
+    /// `triples-for-subject-and-predicate S P`, `triples-for-predicate-and-object P O`,
+    /// `triples`, or `exist TRIPLE`.
+    Query {
+        /// Graph id.
+        graph: String,
+        /// The method.
+        method: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Page size (0 = unlimited).
+        #[arg(long, default_value_t = 0)]
+        max: i64,
+        /// Page index.
+        #[arg(long, default_value_t = 0)]
+        offset: i64,
+        /// Inclusive lower anchor (RFC 3339).
+        #[arg(long)]
+        lower: Option<String>,
+        /// Inclusive upper anchor (RFC 3339).
+        #[arg(long)]
+        upper: Option<String>,
+        /// Only the latest anchor per predicate.
+        #[arg(long)]
+        latest: bool,
+        /// `OP:FIELD` with OP latest|isImmutable|isTemporal, FIELD subject|predicate|object.
+        #[arg(long)]
+        filter: Option<String>,
+    },
+}
+
+fn bad(e: impl std::fmt::Display) -> CliError {
+    CliError::usage(e.to_string())
+}
+
+fn triples_error(e: TriplesError) -> CliError {
+    CliError::Store(StoreError::from(e))
+}
+
+fn parse_triple(text: &str) -> Result<Triple, CliError> {
+    Triple::parse(text.as_bytes()).map_err(bad)
+}
+
+fn read_triples(args: &[String]) -> Result<Vec<Triple>, CliError> {
+    if !args.is_empty() {
+        return args.iter().map(|t| parse_triple(t)).collect();
+    }
+    let mut progress = Progress::new("triples");
+    let mut out = Vec::new();
+    for line in std::io::stdin().lock().lines() {
+        let line = line.map_err(bad)?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        out.push(parse_triple(&line)?);
+        progress.tick();
+    }
+    progress.finish();
+    Ok(out)
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn found_json(f: &Found) -> Value {
+    json!({
+        "triple": text(&f.triple.to_text()),
+        "subject": text(&f.triple.subject.to_text()),
+        "predicate": text(&f.triple.predicate.to_text()),
+        "object": text(&f.triple.object.to_text()),
+        "uuid": f.triple.uuid().to_text(),
+        "item": text(&f.item().to_text()),
+    })
+}
+
+fn method_of(name: &str, args: &[String]) -> Result<LookupMethod, CliError> {
+    let n = |i: usize| -> Result<Node, CliError> {
+        Node::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
+    };
+    let p = |i: usize| -> Result<Predicate, CliError> {
+        Predicate::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
+    };
+    let o = |i: usize| -> Result<Object, CliError> {
+        Object::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
+    };
+    let want = |k: usize| -> Result<(), CliError> {
+        if args.len() == k {
+            Ok(())
+        } else {
+            Err(CliError::usage(format!("{name} takes {k} argument(s)")))
+        }
+    };
+    use LookupMethod as M;
+    Ok(match name {
+        "objects" => want(2).and(Ok(M::Objects(n(0)?, p(1)?)))?,
+        "subjects" => want(2).and(Ok(M::Subjects(p(0)?, o(1)?)))?,
+        "predicates-for-subject" => want(1).and(Ok(M::PredicatesForSubject(n(0)?)))?,
+        "predicates-for-object" => want(1).and(Ok(M::PredicatesForObject(o(0)?)))?,
+        "predicates-for-subject-and-object" => {
+            want(2).and(Ok(M::PredicatesForSubjectAndObject(n(0)?, o(1)?)))?
+        }
+        "triples-for-subject" => want(1).and(Ok(M::TriplesForSubject(n(0)?)))?,
+        "triples-for-predicate" => want(1).and(Ok(M::TriplesForPredicate(p(0)?)))?,
+        "triples-for-object" => want(1).and(Ok(M::TriplesForObject(o(0)?)))?,
+        "triples-for-subject-and-predicate" => {
+            want(2).and(Ok(M::TriplesForSubjectAndPredicate(n(0)?, p(1)?)))?
+        }
+        "triples-for-predicate-and-object" => {
+            want(2).and(Ok(M::TriplesForPredicateAndObject(p(0)?, o(1)?)))?
+        }
+        "triples" => want(0).and(Ok(M::Triples))?,
+        other => return Err(CliError::usage(format!("unknown lookup method {other:?}"))),
+    })
+}
+
+fn parse_filter(text: &str) -> Result<FilterOptions, CliError> {
+    let (op, field) = text
+        .split_once(':')
+        .ok_or_else(|| CliError::usage("--filter takes OP:FIELD"))?;
+    let operation = match op {
+        "latest" => FilterOperation::LATEST,
+        "isImmutable" => FilterOperation::IS_IMMUTABLE,
+        "isTemporal" => FilterOperation::IS_TEMPORAL,
+        _ => return Err(CliError::usage(format!("unknown filter operation {op:?}"))),
+    };
+    let field = match field {
+        "subject" => FilterField::SUBJECT,
+        "predicate" => FilterField::PREDICATE,
+        "object" => FilterField::OBJECT,
+        _ => return Err(CliError::usage(format!("unknown filter field {field:?}"))),
+    };
+    Ok(FilterOptions {
+        operation,
+        field,
+        value: None,
+    })
+}
+
+fn anchor(text: &Option<String>) -> Result<Option<Anchor>, CliError> {
+    text.as_ref()
+        .map(|t| Anchor::parse(t.as_bytes()).map_err(bad))
+        .transpose()
+}
+
+/// Runs one graph command on table `table`.
+pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Result<(), CliError> {
+    let ts = TripleStore::new(ctx.store.as_ref(), ctx.clock.as_ref())
+        .with_table(table)
+        .with_seed(ctx.seed);
+    match cmd {
+        GraphCommand::Setup => {
+            ts.setup()?;
+            if out.is_json() {
+                println!("{}", json!({"table": table}));
+            } else {
+                println!("table {table} ready");
+            }
+        }
+        GraphCommand::Create { graph } => {
+            ts.new_graph(graph.as_bytes()).map_err(triples_error)?;
+            if out.is_json() {
+                let mut m = Map::new();
+                m.insert("graph".into(), json!(graph));
+                bytes_fields(&mut m, "row_key", &keys::graph_row_key(graph.as_bytes()));
+                println!("{}", Value::Object(m));
+            } else {
+                println!("created graph {graph}");
+            }
+        }
+        GraphCommand::Drop { graph } => {
+            ts.delete_graph(graph.as_bytes()).map_err(triples_error)?;
+            if out.is_json() {
+                println!("{{}}");
+            } else {
+                println!("dropped graph {graph}");
+            }
+        }
+        GraphCommand::List => {
+            let names = ts.graph_names().map_err(triples_error)?;
+            if out.is_json() {
+                let list: Vec<String> = names.iter().map(|n| text(n)).collect();
+                println!("{}", json!(list));
+            } else {
+                for n in names {
+                    println!("{}", text(&n));
+                }
+            }
+        }
+        GraphCommand::Add { graph, triples } | GraphCommand::Remove { graph, triples } => {
+            let g = ts.graph(graph.as_bytes()).map_err(triples_error)?;
+            let list = read_triples(triples)?;
+            let n = list.len();
+            let (verb, key) = if matches!(cmd, GraphCommand::Add { .. }) {
+                g.add_triples(list).map_err(triples_error)?;
+                ("added", "added")
+            } else {
+                g.remove_triples(list).map_err(triples_error)?;
+                ("removed", "removed")
+            };
+            if out.is_json() {
+                println!("{}", json!({ key: n }));
+            } else {
+                println!("{verb} {n} triples");
+            }
+        }
+        GraphCommand::Query {
+            graph,
+            method,
+            args,
+            max,
+            offset,
+            lower,
+            upper,
+            latest,
+            filter,
+        } => {
+            let g = ts.graph(graph.as_bytes()).map_err(triples_error)?;
+            let found = if method == "exist" {
+                let [t] = args.as_slice() else {
+                    return Err(CliError::usage("exist takes 1 argument (a triple)"));
+                };
+                let t = parse_triple(t)?;
+                let exists = g.exist(&t).map_err(triples_error)?;
+                let found: Vec<Found> = if exists {
+                    vec![Found {
+                        triple: t,
+                        projection: rowkit_statemachines::triples::Projection::Triple,
+                    }]
+                } else {
+                    vec![]
+                };
+                print_found(&found, out);
+                if !exists {
+                    return Err(CliError::Exit(1));
+                }
+                return Ok(());
+            } else {
+                let options = LookupOptions {
+                    max_elements: *max,
+                    lower_anchor: anchor(lower)?,
+                    upper_anchor: anchor(upper)?,
+                    latest_anchor: *latest,
+                    filter_options: filter.as_deref().map(parse_filter).transpose()?,
+                    offset: *offset,
+                };
+                g.lookup(method_of(method, args)?, options)
+                    .map_err(triples_error)?
+            };
+            print_found(&found, out);
+        }
+    }
+    Ok(())
+}
+
+fn print_found(found: &[Found], out: &Output) {
+    if out.is_json() {
+        let list: Vec<Value> = found.iter().map(found_json).collect();
+        println!("{}", Value::Array(list));
+    } else {
+        for f in found {
+            println!("{}", text(&f.item().to_text()));
+        }
+    }
+}
+
+fn row_json(key: &[u8], qualifier: &[u8]) -> Map<String, Value> {
+    let mut m = Map::new();
+    bytes_fields(&mut m, "row_key", key);
+    bytes_fields(&mut m, "qualifier", qualifier);
+    m
+}
+
+/// `rowkit key encode graph G TRIPLE`.
+pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
+    let [graph, triple] = args else {
+        return Err(CliError::usage("key encode graph takes G TRIPLE"));
+    };
+    keys::check_graph_id(graph.as_bytes()).map_err(bad)?;
+    let t = parse_triple(triple)?;
+    let cells = keys::triple_cells(graph.as_bytes(), &t);
+    if out.is_json() {
+        let rows: Vec<Value> = cells
+            .iter()
+            .map(|c| {
+                let mut m = row_json(&c.row_key, c.qualifier);
+                m.insert("index".into(), json!(c.index.name()));
+                Value::Object(m)
+            })
+            .collect();
+        let graph_row = row_json(
+            &keys::graph_row_key(graph.as_bytes()),
+            keys::GRAPH_QUALIFIER,
+        );
+        println!(
+            "{}",
+            json!({
+                "graph": graph,
+                "triple": text(&t.to_text()),
+                "uuid": t.uuid().to_text(),
+                "family": cells[0].family,
+                "timestamp_us": cells[0].timestamp.0,
+                "rows": rows,
+                "graph_row": graph_row,
+            })
+        );
+    } else {
+        println!("uuid {}", t.uuid());
+        println!(
+            "family {} timestamp {}",
+            cells[0].family, cells[0].timestamp.0
+        );
+        for c in &cells {
+            println!(
+                "{} {}",
+                rowkit_codec::escape::escape(&c.row_key),
+                text(c.qualifier)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// `rowkit key decode --schema graph KEY` (KEY as escaped key text or `hex:…`).
+pub fn decode(key: &[u8], out: &Output) -> Result<(), CliError> {
+    let decoded = keys::decode_row_key(key).map_err(bad)?;
+    let mut m = Map::new();
+    match &decoded {
+        DecodedKey::Triple {
+            graph,
+            index,
+            uuids,
+        } => {
+            m.insert("kind".into(), json!("triple"));
+            bytes_fields(&mut m, "row_key", key);
+            m.insert("graph".into(), json!(text(graph)));
+            m.insert("index".into(), json!(index.name()));
+            m.insert("s".into(), json!(uuids.s.to_text()));
+            m.insert("p".into(), json!(uuids.p.to_text()));
+            m.insert("o".into(), json!(uuids.o.to_text()));
+        }
+        DecodedKey::Graph { graph } => {
+            m.insert("kind".into(), json!("graph"));
+            bytes_fields(&mut m, "row_key", key);
+            m.insert("graph".into(), json!(text(graph)));
+        }
+    }
+    if out.is_json() {
+        println!("{}", Value::Object(m));
+    } else {
+        for (k, v) in m {
+            if !k.ends_with("_hex") {
+                println!("{k}: {}", v.as_str().unwrap_or_default());
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,522 @@
+//! Lookups and `Exist` (spec §5): one prefix scan, every cell of both triple families parsed
+//! into the candidate set (first occurrence per triple UUID), then the memory driver's
+//! filtering pipeline, sort by triple text and paging.
+
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::{Row, RowRange, RowSet};
+use rowkit_codec::triples::gotext::quote;
+use rowkit_codec::triples::keys::{self, LookupPrefix};
+use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple, Uuid};
+
+use super::nested::Done;
+use super::op::{Core, Flow, Op, Step};
+use super::{OperationConfig, TriplesError};
+use crate::{ReadRowsRequest, Timestamp};
+
+/// A filter operation code (`Latest = 1`, `IsImmutable = 2`, `IsTemporal = 3`; any other
+/// value is representable because the original accepts any int and rejects it at lookup).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilterOperation(pub i64);
+
+impl FilterOperation {
+    /// Keep the latest anchor per predicate.
+    pub const LATEST: FilterOperation = FilterOperation(1);
+    /// Keep immutable predicates.
+    pub const IS_IMMUTABLE: FilterOperation = FilterOperation(2);
+    /// Keep temporal predicates.
+    pub const IS_TEMPORAL: FilterOperation = FilterOperation(3);
+
+    /// The original's `String()`.
+    pub fn name(self) -> String {
+        match self.0 {
+            1 => "latest".into(),
+            2 => "isImmutable".into(),
+            3 => "isTemporal".into(),
+            n => alloc::format!("not defined filter operation \"{n}\""),
+        }
+    }
+}
+
+/// A filter field code (`Subject = 1`, `Predicate = 2`, `Object = 3`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FilterField(pub i64);
+
+impl FilterField {
+    /// The subject (never valid for a filter).
+    pub const SUBJECT: FilterField = FilterField(1);
+    /// The predicate.
+    pub const PREDICATE: FilterField = FilterField(2);
+    /// The object (if it is a predicate).
+    pub const OBJECT: FilterField = FilterField(3);
+
+    /// The original's `String()`.
+    pub fn name(self) -> String {
+        match self.0 {
+            1 => "subject field".into(),
+            2 => "predicate field".into(),
+            3 => "object field".into(),
+            n => alloc::format!("not defined filter field \"{n}\""),
+        }
+    }
+}
+
+/// `FilterOptions` (spec §5.3; `value` is unused by every operation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FilterOptions {
+    /// The operation.
+    pub operation: FilterOperation,
+    /// The field it applies to.
+    pub field: FilterField,
+    /// Unused.
+    pub value: Option<Vec<u8>>,
+}
+
+/// `LookupOptions` (spec §5.3); `Default` is `DefaultLookup`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LookupOptions {
+    /// Page size; 0 (or negative) = unlimited.
+    pub max_elements: i64,
+    /// Inclusive lower bound on anchors of temporal triples.
+    pub lower_anchor: Option<Anchor>,
+    /// Inclusive upper bound on anchors of temporal triples.
+    pub upper_anchor: Option<Anchor>,
+    /// Shorthand for `FilterOptions { Latest, Predicate }`.
+    pub latest_anchor: bool,
+    /// A filter (spec §5.2 step 4).
+    pub filter_options: Option<FilterOptions>,
+    /// Page index: `skip = max_elements * offset`.
+    pub offset: i64,
+}
+
+impl LookupOptions {
+    /// Steps 1, 3 and the checks of step 4: the effective filter, or the option error.
+    fn effective_filter(&self) -> Result<Option<FilterOptions>, TriplesError> {
+        if self.latest_anchor && self.filter_options.is_some() {
+            return Err(TriplesError::Options(
+                "cannot have LatestAnchor and FilterOptions used at the same time inside lookup options"
+                    .into(),
+            ));
+        }
+        let filter = if self.latest_anchor {
+            Some(FilterOptions {
+                operation: FilterOperation::LATEST,
+                field: FilterField::PREDICATE,
+                value: None,
+            })
+        } else {
+            self.filter_options.clone()
+        };
+        if let Some(f) = &filter {
+            if !(1..=3).contains(&f.operation.0) {
+                return Err(TriplesError::Options(alloc::format!(
+                    "filter operation {} not supported in the driver",
+                    quote(f.operation.name().as_bytes())
+                )));
+            }
+            if f.field != FilterField::PREDICATE && f.field != FilterField::OBJECT {
+                return Err(TriplesError::Options(alloc::format!(
+                    "invalid field {} for {} filter operation, can accept only {} or {}",
+                    quote(f.field.name().as_bytes()),
+                    quote(f.operation.name().as_bytes()),
+                    quote(b"predicate field"),
+                    quote(b"object field"),
+                )));
+            }
+        }
+        Ok(filter)
+    }
+
+    /// Checks the options without data (the errors of spec §5.2 steps 1 and 4).
+    pub fn validate(&self) -> Result<(), TriplesError> {
+        self.effective_filter().map(|_| ())
+    }
+}
+
+/// Step 2: inclusive time bounds and exact-anchor matching.
+fn within_bounds(t: &Triple, op: Option<&Predicate>, lo: &LookupOptions) -> bool {
+    let Some(anchor) = t.predicate.anchor() else {
+        return true;
+    };
+    if let Some(qa) = op.and_then(Predicate::anchor)
+        && !anchor.same_instant(qa)
+    {
+        return false;
+    }
+    if let Some(lower) = &lo.lower_anchor
+        && anchor.cmp_instant(lower).is_lt()
+    {
+        return false;
+    }
+    if let Some(upper) = &lo.upper_anchor
+        && anchor.cmp_instant(upper).is_gt()
+    {
+        return false;
+    }
+    true
+}
+
+/// The memory driver's pipeline (spec §5.2 steps 1–6) over candidates `c` for query
+/// predicate `op`: the emitted page, in order.
+pub fn filter_candidates(
+    c: Vec<Triple>,
+    op: Option<&Predicate>,
+    lo: &LookupOptions,
+) -> Result<Vec<Triple>, TriplesError> {
+    let filter = lo.effective_filter()?;
+    let mut kept: Vec<Triple> = c.into_iter().filter(|t| within_bounds(t, op, lo)).collect();
+    if let Some(f) = filter {
+        let p_text = op.map(Predicate::to_text);
+        let field = |t: &Triple| -> Option<Predicate> {
+            if f.field == FilterField::PREDICATE {
+                Some(t.predicate.clone())
+            } else {
+                t.object.as_predicate().cloned()
+            }
+        };
+        kept.retain(|t| p_text.as_ref().is_none_or(|q| *q == t.predicate.to_text()));
+        kept.retain(|t| field(t).is_some());
+        match f.operation {
+            FilterOperation::LATEST => {
+                kept.retain(|t| field(t).is_some_and(|p| !p.is_immutable()));
+                // Latest instant per partial UUID of the field predicate.
+                let mut latest: alloc::collections::BTreeMap<Uuid, Anchor> = Default::default();
+                for t in &kept {
+                    if let Some(p) = field(t)
+                        && let Some(a) = p.anchor()
+                    {
+                        latest
+                            .entry(p.partial_uuid())
+                            .and_modify(|cur| {
+                                if a.cmp_instant(cur).is_gt() {
+                                    *cur = *a;
+                                }
+                            })
+                            .or_insert(*a);
+                    }
+                }
+                kept.retain(|t| {
+                    field(t).is_some_and(|p| {
+                        p.anchor().is_some_and(|a| {
+                            latest
+                                .get(&p.partial_uuid())
+                                .is_some_and(|l| a.same_instant(l))
+                        })
+                    })
+                });
+            }
+            FilterOperation::IS_IMMUTABLE => {
+                kept.retain(|t| field(t).is_some_and(|p| p.is_immutable()))
+            }
+            _ => kept.retain(|t| field(t).is_some_and(|p| !p.is_immutable())),
+        }
+    }
+    // Step 5: sort by triple text (bytes); texts are computed once.
+    let mut keyed: Vec<(Vec<u8>, Triple)> = kept.into_iter().map(|t| (t.to_text(), t)).collect();
+    keyed.sort_by(|a, b| a.0.cmp(&b.0));
+    // Step 6: page.
+    let skip = lo.max_elements.wrapping_mul(lo.offset);
+    let skip = if skip > 0 { skip as u64 } else { 0 };
+    let limit = if lo.max_elements > 0 {
+        lo.max_elements as u64
+    } else {
+        u64::MAX
+    };
+    Ok(keyed
+        .into_iter()
+        .map(|(_, t)| t)
+        .skip(usize::try_from(skip).unwrap_or(usize::MAX))
+        .take(usize::try_from(limit).unwrap_or(usize::MAX))
+        .collect())
+}
+
+/// A lookup method with its arguments (spec §5.1).
+#[derive(Clone, Debug, PartialEq)]
+pub enum LookupMethod {
+    /// Objects of `(s, p)`.
+    Objects(Node, Predicate),
+    /// Subjects of `(p, o)`.
+    Subjects(Predicate, Object),
+    /// Predicates of triples with subject `s`.
+    PredicatesForSubject(Node),
+    /// Predicates of triples with object `o`.
+    PredicatesForObject(Object),
+    /// Predicates of triples `(s, ?, o)` (fix 10).
+    PredicatesForSubjectAndObject(Node, Object),
+    /// Triples with subject `s`.
+    TriplesForSubject(Node),
+    /// Triples with predicate `p`.
+    TriplesForPredicate(Predicate),
+    /// Triples with object `o`.
+    TriplesForObject(Object),
+    /// Triples `(s, p, ?)`.
+    TriplesForSubjectAndPredicate(Node, Predicate),
+    /// Triples `(?, p, o)`.
+    TriplesForPredicateAndObject(Predicate, Object),
+    /// Every triple of the graph.
+    Triples,
+}
+
+/// What part of a triple a method emits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Projection {
+    /// The object.
+    Object,
+    /// The subject.
+    Subject,
+    /// The predicate.
+    Predicate,
+    /// The whole triple.
+    Triple,
+}
+
+/// One emitted item.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Item {
+    /// A subject.
+    Node(Node),
+    /// A predicate.
+    Predicate(Predicate),
+    /// An object.
+    Object(Object),
+    /// A triple.
+    Triple(Triple),
+}
+
+impl Item {
+    /// The text form.
+    pub fn to_text(&self) -> Vec<u8> {
+        match self {
+            Item::Node(n) => n.to_text(),
+            Item::Predicate(p) => p.to_text(),
+            Item::Object(o) => o.to_text(),
+            Item::Triple(t) => t.to_text(),
+        }
+    }
+}
+
+/// One result: the triple it comes from and the method's projection of it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Found {
+    /// The matching triple.
+    pub triple: Triple,
+    /// What the method emits of it.
+    pub projection: Projection,
+}
+
+impl Found {
+    /// The emitted item (spec §5.2 step 7).
+    pub fn item(&self) -> Item {
+        match self.projection {
+            Projection::Object => Item::Object(self.triple.object.clone()),
+            Projection::Subject => Item::Node(self.triple.subject.clone()),
+            Projection::Predicate => Item::Predicate(self.triple.predicate.clone()),
+            Projection::Triple => Item::Triple(self.triple.clone()),
+        }
+    }
+}
+
+impl LookupMethod {
+    /// The prefix scanned.
+    pub fn prefix(&self) -> LookupPrefix<'_> {
+        use LookupMethod as M;
+        match self {
+            M::Objects(s, p) | M::TriplesForSubjectAndPredicate(s, p) => {
+                LookupPrefix::SubjectPredicate(s, p)
+            }
+            M::Subjects(p, o) | M::TriplesForPredicateAndObject(p, o) => {
+                LookupPrefix::PredicateObject(p, o)
+            }
+            M::PredicatesForSubject(s) | M::TriplesForSubject(s) => LookupPrefix::Subject(s),
+            M::PredicatesForObject(o) | M::TriplesForObject(o) => LookupPrefix::Object(o),
+            M::PredicatesForSubjectAndObject(s, o) => LookupPrefix::SubjectObject(s, o),
+            M::TriplesForPredicate(p) => LookupPrefix::Predicate(p),
+            M::Triples => LookupPrefix::All,
+        }
+    }
+
+    /// The query predicate `op` of spec §5.1.
+    pub fn query_predicate(&self) -> Option<&Predicate> {
+        use LookupMethod as M;
+        match self {
+            M::Objects(_, p)
+            | M::Subjects(p, _)
+            | M::TriplesForPredicate(p)
+            | M::TriplesForSubjectAndPredicate(_, p)
+            | M::TriplesForPredicateAndObject(p, _) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// What the method emits.
+    pub fn projection(&self) -> Projection {
+        use LookupMethod as M;
+        match self {
+            M::Objects(..) => Projection::Object,
+            M::Subjects(..) => Projection::Subject,
+            M::PredicatesForSubject(_)
+            | M::PredicatesForObject(_)
+            | M::PredicatesForSubjectAndObject(..) => Projection::Predicate,
+            _ => Projection::Triple,
+        }
+    }
+}
+
+/// Parses the triple cells of one row into `out`, skipping UUIDs already in `seen`.
+fn collect_row(
+    graph: &[u8],
+    row: Row,
+    seen: &mut BTreeSet<Uuid>,
+    out: &mut Vec<Triple>,
+) -> Result<(), TriplesError> {
+    if !keys::is_triple_row_of(graph, &row.key) {
+        return Ok(());
+    }
+    for cell in row.cells {
+        if cell.family != keys::FAMILY_IMMUTABLE && cell.family != keys::FAMILY_TEMPORAL {
+            continue;
+        }
+        let triple = Triple::parse(&cell.value).map_err(|error| TriplesError::LookupParse {
+            row_key: row.key.clone(),
+            error,
+        })?;
+        if seen.insert(triple.uuid()) {
+            out.push(triple);
+        }
+    }
+    Ok(())
+}
+
+/// A lookup: scan, parse, filter, sort, page.
+#[derive(Debug)]
+pub struct LookupFlow {
+    graph: Vec<u8>,
+    method: LookupMethod,
+    options: LookupOptions,
+    seen: BTreeSet<Uuid>,
+    candidates: Vec<Triple>,
+}
+
+/// Runs one lookup method.
+pub type Lookup = Op<LookupFlow>;
+
+impl Op<LookupFlow> {
+    /// `method` on `graph` with `options`, at `now`.
+    pub fn new(
+        graph: &[u8],
+        method: LookupMethod,
+        options: LookupOptions,
+        config: OperationConfig,
+        now: Timestamp,
+        seed: u64,
+    ) -> Lookup {
+        let flow = LookupFlow {
+            graph: graph.to_vec(),
+            method,
+            options,
+            seen: BTreeSet::new(),
+            candidates: Vec::new(),
+        };
+        Op::start(flow, config, now, seed)
+    }
+}
+
+impl Flow for LookupFlow {
+    type Output = Vec<Found>;
+
+    fn start(&mut self, core: &mut Core, now: Timestamp) -> Step<Vec<Found>> {
+        // Option errors need no data (spec §5.2: they occur even when C is empty).
+        if let Err(e) = self.options.validate() {
+            return Step::Finish(Err(e));
+        }
+        let prefix = self.method.prefix().key(&self.graph);
+        let request = ReadRowsRequest {
+            table: core.config.table.clone(),
+            rows: RowSet::range(RowRange::prefix(&prefix)),
+            ..Default::default()
+        };
+        core.read(request, now).into()
+    }
+
+    fn row(&mut self, _core: &mut Core, row: Row) -> Result<(), TriplesError> {
+        collect_row(&self.graph, row, &mut self.seen, &mut self.candidates)
+    }
+
+    fn done(&mut self, core: &mut Core, done: Done, now: Timestamp) -> Step<Vec<Found>> {
+        if let Done::Read(Err(e)) = done {
+            return Step::Finish(Err(core.store_error(e, now)));
+        }
+        let candidates = core::mem::take(&mut self.candidates);
+        let projection = self.method.projection();
+        Step::Finish(
+            filter_candidates(candidates, self.method.query_predicate(), &self.options).map(
+                |page| {
+                    page.into_iter()
+                        .map(|triple| Found { triple, projection })
+                        .collect()
+                },
+            ),
+        )
+    }
+}
+
+/// `Exist(t)`: reads the POS row of `t` and looks for its UUID.
+#[derive(Debug)]
+pub struct ExistFlow {
+    graph: Vec<u8>,
+    triple: Triple,
+    uuid: Uuid,
+    found: bool,
+}
+
+/// Whether a triple is stored.
+pub type Exist = Op<ExistFlow>;
+
+impl Op<ExistFlow> {
+    /// `Exist(triple)` in `graph`, at `now`.
+    pub fn new(
+        graph: &[u8],
+        triple: Triple,
+        config: OperationConfig,
+        now: Timestamp,
+        seed: u64,
+    ) -> Exist {
+        let uuid = triple.uuid();
+        let flow = ExistFlow {
+            graph: graph.to_vec(),
+            triple,
+            uuid,
+            found: false,
+        };
+        Op::start(flow, config, now, seed)
+    }
+}
+
+impl Flow for ExistFlow {
+    type Output = bool;
+
+    fn start(&mut self, core: &mut Core, now: Timestamp) -> Step<bool> {
+        let request = ReadRowsRequest {
+            table: core.config.table.clone(),
+            rows: RowSet::key(keys::exist_row_key(&self.graph, &self.triple)),
+            ..Default::default()
+        };
+        core.read(request, now).into()
+    }
+
+    fn row(&mut self, _core: &mut Core, row: Row) -> Result<(), TriplesError> {
+        let mut parsed = Vec::new();
+        collect_row(&self.graph, row, &mut BTreeSet::new(), &mut parsed)?;
+        self.found |= parsed.iter().any(|t| t.uuid() == self.uuid);
+        Ok(())
+    }
+
+    fn done(&mut self, core: &mut Core, done: Done, now: Timestamp) -> Step<bool> {
+        Step::Finish(match done {
+            Done::Read(Err(e)) => Err(core.store_error(e, now)),
+            _ => Ok(self.found),
+        })
+    }
+}

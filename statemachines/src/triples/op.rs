@@ -1,0 +1,255 @@
+//! The one `Machine` implementation every triple-store operation shares: an operation is a
+//! [`Flow`] that starts nested children one after another (reads, batch writes, unary calls)
+//! and decides what to do with each child's rows and outcome.
+
+use rowkit_codec::model::Row;
+
+use super::nested::{Child, Done, Slot};
+use super::{OperationConfig, TriplesError};
+use crate::raw::{MutateRow, MutateRows, Unary};
+use crate::readrows::ReadRows;
+use crate::{
+    Code, Machine, MutateRowRequest, MutateRowsRequest, ReadRowsRequest, Request, Response,
+    RetryPolicy, SplitMix64, StoreError, Tag, Timestamp,
+};
+
+/// What a flow does next.
+pub enum Step<O> {
+    /// A child is running (or was just started).
+    Continue,
+    /// The operation is over.
+    Finish(Result<O, TriplesError>),
+}
+
+/// State shared by the flows: the table, the deadline, the PRNG seeding children, the slot.
+#[derive(Debug)]
+pub struct Core {
+    pub(crate) config: OperationConfig,
+    rng: SplitMix64,
+    pub(crate) slot: Slot,
+}
+
+impl Core {
+    /// The retry policy of a child started at `now`: the time left until the deadline.
+    fn policy(&self, now: Timestamp) -> Result<RetryPolicy, TriplesError> {
+        let left = self.config.deadline.0.saturating_sub(now.0);
+        if left <= 0 {
+            return Err(TriplesError::DeadlineExceeded);
+        }
+        Ok(RetryPolicy {
+            operation_timeout: left,
+            ..self.config.retry
+        })
+    }
+
+    /// Starts a retrying read.
+    pub(crate) fn read(
+        &mut self,
+        request: ReadRowsRequest,
+        now: Timestamp,
+    ) -> Result<(), TriplesError> {
+        match self.policy(now) {
+            Ok(policy) => {
+                let seed = self.rng.next_u64();
+                self.slot
+                    .start(Child::Read(ReadRows::new(request, now, seed, policy)));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Starts a retrying batch write.
+    pub(crate) fn write(
+        &mut self,
+        request: MutateRowsRequest,
+        now: Timestamp,
+    ) -> Result<(), TriplesError> {
+        match self.policy(now) {
+            Ok(policy) => {
+                let seed = self.rng.next_u64();
+                self.slot
+                    .start(Child::Write(MutateRows::new(request, now, seed, policy)));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Starts a retrying single-row write.
+    pub(crate) fn write_row(
+        &mut self,
+        request: MutateRowRequest,
+        now: Timestamp,
+    ) -> Result<(), TriplesError> {
+        match self.policy(now) {
+            Ok(policy) => {
+                let seed = self.rng.next_u64();
+                self.slot
+                    .start(Child::WriteRow(MutateRow::new(request, now, seed, policy)));
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Sends a request once, without retry.
+    pub(crate) fn unary(&mut self, request: Request, now: Timestamp) -> Result<(), TriplesError> {
+        self.policy(now)?;
+        self.slot.start(Child::Unary(Unary::new(request)));
+        Ok(())
+    }
+
+    /// A child's store error as the operation's error.
+    pub(crate) fn store_error(&self, e: StoreError, now: Timestamp) -> TriplesError {
+        if e.code == Code::DeadlineExceeded || now >= self.config.deadline {
+            TriplesError::DeadlineExceeded
+        } else {
+            TriplesError::Store(e)
+        }
+    }
+}
+
+impl<O> From<Result<(), TriplesError>> for Step<O> {
+    /// A child started (`Continue`) or could not be (`Finish` with the error).
+    fn from(started: Result<(), TriplesError>) -> Step<O> {
+        match started {
+            Ok(()) => Step::Continue,
+            Err(e) => Step::Finish(Err(e)),
+        }
+    }
+}
+
+/// One operation's logic.
+pub trait Flow {
+    /// The operation's output.
+    type Output;
+    /// Starts the first child (or finishes at once).
+    fn start(&mut self, core: &mut Core, now: Timestamp) -> Step<Self::Output>;
+    /// One row of the running read.
+    fn row(&mut self, _core: &mut Core, _row: Row) -> Result<(), TriplesError> {
+        Ok(())
+    }
+    /// The running child finished.
+    fn done(&mut self, core: &mut Core, done: Done, now: Timestamp) -> Step<Self::Output>;
+}
+
+/// A triple-store operation: a [`Flow`] driven through the `Machine` protocol.
+#[derive(Debug)]
+pub struct Op<F: Flow> {
+    core: Core,
+    flow: F,
+    outcome: Option<Result<F::Output, TriplesError>>,
+    finished: bool,
+}
+
+impl<F: Flow> Op<F> {
+    pub(crate) fn start(flow: F, config: OperationConfig, now: Timestamp, seed: u64) -> Op<F> {
+        let mut op = Op {
+            core: Core {
+                config,
+                rng: SplitMix64::new(seed),
+                slot: Slot::default(),
+            },
+            flow,
+            outcome: None,
+            finished: false,
+        };
+        let step = op.flow.start(&mut op.core, now);
+        op.apply(step, now);
+        op
+    }
+
+    fn finish(&mut self, outcome: Result<F::Output, TriplesError>) {
+        self.core.slot.abort();
+        self.outcome = Some(outcome);
+        self.finished = true;
+    }
+
+    fn apply(&mut self, step: Step<F::Output>, now: Timestamp) {
+        match step {
+            Step::Finish(r) => self.finish(r),
+            Step::Continue => self.pump(now),
+        }
+    }
+
+    /// Hands queued rows and a finished child's outcome to the flow.
+    fn pump(&mut self, now: Timestamp) {
+        while !self.finished {
+            while let Some(row) = self.core.slot.next_row() {
+                if let Err(e) = self.flow.row(&mut self.core, row) {
+                    return self.finish(Err(e));
+                }
+            }
+            let Some(done) = self.core.slot.take_done() else {
+                return;
+            };
+            match self.flow.done(&mut self.core, done, now) {
+                Step::Finish(r) => return self.finish(r),
+                Step::Continue => {}
+            }
+        }
+    }
+}
+
+impl<F: Flow> Machine for Op<F> {
+    type Output = F::Output;
+    type Event = ();
+    type Error = TriplesError;
+
+    fn handle_response(
+        &mut self,
+        tag: Tag,
+        response: Result<Response, StoreError>,
+        now: Timestamp,
+    ) {
+        if self.finished || !self.core.slot.handle_response(tag, response, now) {
+            return;
+        }
+        self.pump(now);
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if self.finished {
+            return;
+        }
+        self.core.slot.handle_timeout(now);
+        self.pump(now);
+    }
+
+    fn cancel(&mut self, now: Timestamp) {
+        if !self.finished {
+            self.core.slot.cancel(now);
+            self.finish(Err(TriplesError::Store(StoreError::new(
+                Code::Cancelled,
+                "cancelled",
+            ))));
+        }
+    }
+
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        if self.finished {
+            return None;
+        }
+        self.core.slot.poll_request()
+    }
+
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.core.slot.poll_abort()
+    }
+
+    fn poll_event(&mut self) -> Option<()> {
+        None
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.finished {
+            return None;
+        }
+        self.core.slot.poll_timeout()
+    }
+
+    fn result(&mut self) -> Option<Result<F::Output, TriplesError>> {
+        self.outcome.take()
+    }
+}
