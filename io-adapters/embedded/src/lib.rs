@@ -42,6 +42,7 @@ mod redb_store;
 pub mod semantics;
 mod store;
 pub mod suite;
+pub mod tracestore;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
