@@ -43,6 +43,7 @@ pub mod semantics;
 mod store;
 pub mod suite;
 pub mod tracestore;
+pub mod tracestore_scenarios;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
