@@ -135,6 +135,11 @@ impl TraceStoreState {
         &self.digests
     }
 
+    /// The digest cache, to prime it with entries known to be stored.
+    pub fn digest_cache_mut(&mut self) -> &mut DigestCache {
+        &mut self.digests
+    }
+
     /// Resets the digest cache to `{"" <-> 0}` (bounds memory between operations).
     pub fn clear_digest_cache(&mut self) {
         self.digests = DigestCache::default();
