@@ -53,6 +53,11 @@ pub enum Command {
     /// Tables: create, list, delete, dump.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// The Skia Gold trace store.
+    Gold(crate::gold::GoldArgs),
+    /// Row keys: encode and decode.
+    #[command(subcommand)]
+    Key(crate::key::KeyCommand),
 }
 
 /// `rowkit admin …`.

@@ -9,6 +9,15 @@ pub enum CliError {
     Usage(String),
     /// The operation failed (exit 1), or a store rejected input (exit 2 for INVALID_ARGUMENT).
     Store(StoreError),
+    /// A schema operation's own error, with its stable id and exit code.
+    Schema {
+        /// Stable id (`bad_repo_index`, …).
+        id: String,
+        /// The message.
+        message: String,
+        /// 1 or 2.
+        exit: u8,
+    },
 }
 
 impl CliError {
@@ -23,6 +32,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Store(e) if matches!(e.code, Code::InvalidArgument | Code::OutOfRange) => 2,
             CliError::Store(_) => 1,
+            CliError::Schema { exit, .. } => *exit,
         }
     }
 
@@ -31,6 +41,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => "usage".to_string(),
             CliError::Store(e) => e.code.name().to_ascii_lowercase(),
+            CliError::Schema { id, .. } => id.clone(),
         }
     }
 
@@ -39,6 +50,7 @@ impl CliError {
         match self {
             CliError::Usage(m) => m.clone(),
             CliError::Store(e) => format!("{}: {}", e.code, e.message),
+            CliError::Schema { message, .. } => message.clone(),
         }
     }
 }

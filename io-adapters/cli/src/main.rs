@@ -8,6 +8,8 @@ mod admin;
 mod args;
 mod clock;
 mod error;
+mod gold;
+mod key;
 mod output;
 mod store_location;
 
@@ -40,8 +42,14 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
+    // Key commands are pure: they need no store (and must not create one).
+    if let Command::Key(cmd) = &cli.command {
+        return key::run(cmd, out);
+    }
     let ctx = args::Context::from_global(&cli.global)?;
     match &cli.command {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
+        Command::Gold(args) => gold::run(&ctx, args, out),
+        Command::Key(cmd) => key::run(cmd, out),
     }
 }
