@@ -6,6 +6,8 @@
 //! [`Turnstile`] runs several facades on threads one request at a time, in an order a seed
 //! chooses (a deterministic interleaving of whole instances).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+// Actor closures are spelled out where they are built.
+#![allow(clippy::type_complexity)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex};
@@ -910,7 +912,7 @@ pub fn concurrent_allocators(store: &dyn Store, lose_some: bool) {
         let mut n = 0u64;
         hooked.set_hook(move |r, _| {
             n += 1;
-            if matches!(r, Request::ReadModifyWriteRow(_)) && n % 7 == 0 {
+            if matches!(r, Request::ReadModifyWriteRow(_)) && n.is_multiple_of(7) {
                 HookAction::ApplyThenFail(unavailable())
             } else {
                 HookAction::Pass

@@ -17,7 +17,10 @@ fn redb() -> Box<dyn Store> {
     Box::new(RedbStore::in_memory().unwrap().with_durable_commits(false))
 }
 
-fn stores() -> [(&'static str, fn() -> Box<dyn Store>); 2] {
+/// Builds a fresh store.
+type MakeStore = fn() -> Box<dyn Store>;
+
+fn stores() -> [(&'static str, MakeStore); 2] {
     [("memory", memory), ("redb", redb)]
 }
 
