@@ -11,12 +11,12 @@
 //! use rowkit_codec::tracestore::{Layout, ops::params_from};
 //! use rowkit_embedded::MemoryStore;
 //! use rowkit_embedded::driver::ManualClock;
-//! use rowkit_embedded::tracestore::TraceStore;
+//! use rowkit_embedded::tracestore::{TraceStore, setup_table};
 //! use rowkit_statemachines::tracestore::PutEntry;
 //!
 //! let store = MemoryStore::new();
 //! let clock = ManualClock::new(Timestamp::from_secs(1_557_018_184));
-//! TraceStore::setup(&store, "gold", Layout::Md5).unwrap();
+//! setup_table(&store, "gold", Layout::Md5).unwrap();
 //! let mut gold = TraceStore::open(&store, &clock, "gold", None, 1).unwrap();
 //! let entry = PutEntry {
 //!     params: params_from([("name", "test_alpha")]),
@@ -45,6 +45,27 @@ fn store_error(e: StoreError) -> TraceStoreError {
     }
 }
 
+/// Sets `table` up in `layout` (`spec/tracestore.md` 8): creates it with the layout's
+/// families; an existing table is left as it is. Local stores create the table and its
+/// families in one request, which the spec allows for the digest-id plan. (Adding families
+/// missing from an existing table needs an admin call the [`Store`] trait does not have yet.)
+pub fn setup_table<S: Store + ?Sized>(
+    store: &S,
+    table: &str,
+    layout: Layout,
+) -> Result<(), TraceStoreError> {
+    for request in layout.setup_plan() {
+        if let SetupRequest::CreateTable { .. } = request {
+            match store.create_table(table, &layout.families()) {
+                Ok(()) => {}
+                Err(e) if e.code == Code::AlreadyExists => {}
+                Err(e) => return Err(store_error(e)),
+            }
+        }
+    }
+    Ok(())
+}
+
 /// One open trace store table over a [`Store`] and a [`Clock`].
 pub struct TraceStore<'s, S: Store + ?Sized, C: Clock + ?Sized> {
     store: &'s S,
@@ -63,20 +84,9 @@ impl<S: Store + ?Sized, C: Clock + ?Sized> core::fmt::Debug for TraceStore<'_, S
 }
 
 impl<'s, S: Store + ?Sized, C: Clock + ?Sized> TraceStore<'s, S, C> {
-    /// Sets `table` up in `layout` (`spec/tracestore.md` 8): creates it with the layout's
-    /// families; an existing table is left as it is. Local stores create the table and its
-    /// families in one request, which the spec allows for the digest-id plan.
+    /// [`setup_table`] (kept here for callers that name the facade type).
     pub fn setup(store: &S, table: &str, layout: Layout) -> Result<(), TraceStoreError> {
-        for request in layout.setup_plan() {
-            if let SetupRequest::CreateTable { .. } = request {
-                match store.create_table(table, &layout.families()) {
-                    Ok(()) => {}
-                    Err(e) if e.code == Code::AlreadyExists => {}
-                    Err(e) => return Err(store_error(e)),
-                }
-            }
-        }
-        Ok(())
+        setup_table(store, table, layout)
     }
 
     /// Opens `table`: the layout is detected from its families, or checked against `named`
