@@ -33,4 +33,5 @@ extern crate std;
 
 pub mod escape;
 pub mod model;
+pub mod tracestore;
 pub mod triples;

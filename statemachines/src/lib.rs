@@ -38,6 +38,7 @@ mod request;
 mod retry;
 mod rng;
 pub mod testing;
+pub mod tracestore;
 pub mod triples;
 
 pub use machine::{Machine, Tag, TagAllocator};

@@ -62,6 +62,8 @@ pub enum Command {
         #[command(subcommand)]
         command: crate::graph::GraphCommand,
     },
+    /// The Skia Gold trace store.
+    Gold(crate::gold::GoldArgs),
     /// Row keys of a schema: encode and decode.
     #[command(subcommand)]
     Key(crate::key::KeyCommand),

@@ -12,6 +12,15 @@ pub enum CliError {
     /// Exit with this code after output was printed, with no error message (e.g. `exist`
     /// answering "absent").
     Exit(u8),
+    /// A schema operation's own error, with its stable id and exit code.
+    Schema {
+        /// Stable id (`bad_repo_index`, …).
+        id: String,
+        /// The message.
+        message: String,
+        /// 1 or 2.
+        exit: u8,
+    },
 }
 
 impl CliError {
@@ -27,6 +36,7 @@ impl CliError {
             CliError::Store(e) if matches!(e.code, Code::InvalidArgument | Code::OutOfRange) => 2,
             CliError::Store(_) => 1,
             CliError::Exit(code) => *code,
+            CliError::Schema { exit, .. } => *exit,
         }
     }
 
@@ -36,6 +46,7 @@ impl CliError {
             CliError::Usage(_) => "usage".to_string(),
             CliError::Store(e) => e.code.name().to_ascii_lowercase(),
             CliError::Exit(_) => "exit".to_string(),
+            CliError::Schema { id, .. } => id.clone(),
         }
     }
 
@@ -45,6 +56,7 @@ impl CliError {
             CliError::Usage(m) => m.clone(),
             CliError::Store(e) => format!("{}: {}", e.code, e.message),
             CliError::Exit(_) => String::new(),
+            CliError::Schema { message, .. } => message.clone(),
         }
     }
 }

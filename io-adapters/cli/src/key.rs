@@ -1,45 +1,96 @@
-//! `rowkit key encode SCHEMA …` / `rowkit key decode --schema SCHEMA KEY`: a small dispatch to
-//! each schema's module, which owns the logic.
+//! `rowkit key encode|decode`: row keys of every schema. Each schema's logic lives in its own
+//! module; this file only dispatches.
 
 use clap::Subcommand;
 use rowkit_codec::escape;
+use serde_json::{Map, Value};
 
 use crate::error::CliError;
+use crate::gold;
 use crate::output::Output;
 
 /// `rowkit key …`.
 #[derive(Debug, Subcommand)]
 pub enum KeyCommand {
-    /// Print the row keys (and more) a schema derives from its arguments.
+    /// Build a schema's row key.
     Encode {
-        /// The schema (`graph`).
-        schema: String,
-        /// The schema's arguments (`graph`: G TRIPLE).
-        args: Vec<String>,
+        /// The schema.
+        #[command(subcommand)]
+        schema: EncodeSchema,
     },
-    /// Decode a row key of a schema.
+    /// Explain any row key.
     Decode {
-        /// The schema (`graph`).
-        #[arg(long)]
+        /// `auto` (try every schema) or a schema name: `gold`, `graph`.
+        #[arg(long, default_value = "auto")]
         schema: String,
         /// The key (escaped key text or `hex:…`).
         key: String,
     },
 }
 
-/// Runs one key command.
+/// The schemas `key encode` knows.
+#[derive(Debug, Subcommand)]
+pub enum EncodeSchema {
+    /// Gold trace store keys.
+    #[command(subcommand)]
+    Gold(gold::GoldKeyCommand),
+    /// BadWolf triple store: `graph G TRIPLE` prints the four index rows and their cells.
+    Graph {
+        /// Graph id and triple text.
+        #[arg(num_args = 2, value_names = ["G", "TRIPLE"])]
+        args: Vec<String>,
+    },
+}
+
+/// Runs one `key` command.
 pub fn run(cmd: &KeyCommand, out: &Output) -> Result<(), CliError> {
     match cmd {
-        KeyCommand::Encode { schema, args } => match schema.as_str() {
-            "graph" => crate::graph::encode(args, out),
-            other => Err(CliError::usage(format!("unknown schema {other:?}"))),
-        },
+        KeyCommand::Encode {
+            schema: EncodeSchema::Gold(c),
+        } => gold::encode_key(c, out),
+        KeyCommand::Encode {
+            schema: EncodeSchema::Graph { args },
+        } => crate::graph::encode(args, out),
         KeyCommand::Decode { schema, key } => {
-            let key = escape::parse(key).map_err(|e| CliError::usage(e.to_string()))?;
+            let bytes =
+                escape::parse(key).map_err(|e| CliError::usage(format!("key {key:?}: {e}")))?;
             match schema.as_str() {
-                "graph" => crate::graph::decode(&key, out),
-                other => Err(CliError::usage(format!("unknown schema {other:?}"))),
+                "gold" => print_gold(gold::decode_key(&bytes), key, out),
+                "graph" => crate::graph::decode(&bytes, out),
+                "auto" => match gold::decode_key(&bytes) {
+                    Some(doc) => print_gold(Some(doc), key, out),
+                    None => crate::graph::decode(&bytes, out).map_err(|_| CliError::Schema {
+                        id: "unknown_row_key".into(),
+                        message: format!("{key:?} is not a row key of any known schema"),
+                        exit: 2,
+                    }),
+                },
+                other => Err(CliError::usage(format!(
+                    "--schema {other}: unknown schema (auto, gold, graph)"
+                ))),
             }
         }
     }
+}
+
+fn print_gold(
+    decoded: Option<Map<String, Value>>,
+    key: &str,
+    out: &Output,
+) -> Result<(), CliError> {
+    let Some(doc) = decoded else {
+        return Err(CliError::Schema {
+            id: "not_a_gold_row_key".into(),
+            message: format!("{key:?} is not a gold row key"),
+            exit: 2,
+        });
+    };
+    if out.is_json() {
+        println!("{}", Value::Object(doc));
+    } else {
+        for (k, v) in doc {
+            println!("{k}: {v}");
+        }
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@ mod admin;
 mod args;
 mod clock;
 mod error;
+mod gold;
 mod graph;
 mod key;
 mod output;
@@ -42,7 +43,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
-    // Key commands are pure codec: no store is opened.
+    // Key commands are pure: they need no store (and must not create one).
     if let Command::Key(cmd) = &cli.command {
         return key::run(cmd, out);
     }
@@ -50,6 +51,7 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     match &cli.command {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
         Command::Graph { table, command } => graph::run(&ctx, table, command, out),
+        Command::Gold(args) => gold::run(&ctx, args, out),
         Command::Key(cmd) => key::run(cmd, out),
     }
 }

@@ -42,6 +42,8 @@ mod redb_store;
 pub mod semantics;
 mod store;
 pub mod suite;
+pub mod tracestore;
+pub mod tracestore_scenarios;
 pub mod triples;
 pub mod triples_scenarios;
 

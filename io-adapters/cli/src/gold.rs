@@ -1,0 +1,539 @@
+//! `rowkit gold …` and the gold part of `rowkit key …` (`spec/tracestore.md` 19): the Skia
+//! Gold trace store over the sync [`TraceStore`] facade.
+
+use clap::{Args, Subcommand};
+use rowkit_codec::escape::escape;
+use rowkit_codec::model::Timestamp;
+use rowkit_codec::tracestore::cells::{
+    cell_to_digest, digest_map_qualifier, digest_map_row, digest_to_cell, normalize_digest,
+};
+use rowkit_codec::tracestore::keys::{
+    decode_row_key, digest_id_trace_qualifier, md5_trace_qualifier, ops_row_name, options_row_name,
+    repo_index_position, shard_of, trace_row_name,
+};
+use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::Clock;
+use rowkit_embedded::tracestore::TraceStore;
+use rowkit_statemachines::tracestore::{PutEntry, Tile};
+use serde_json::{Map, Value, json};
+
+use crate::args::Context;
+use crate::error::CliError;
+use crate::output::{Output, Progress, bytes_fields};
+
+/// Most commits `gold traces` reads at once.
+const MAX_TRACES_COMMITS: i64 = 12_800;
+
+/// `rowkit gold …`.
+#[derive(Debug, Args)]
+pub struct GoldArgs {
+    /// Table id.
+    #[arg(long, global = true, default_value = "gold")]
+    pub table: String,
+    /// The table's layout: `md5` or `digest-id` (default: detected from its families).
+    #[arg(long, global = true, value_name = "LAYOUT")]
+    pub layout: Option<String>,
+    /// The operation.
+    #[command(subcommand)]
+    pub command: GoldCommand,
+}
+
+/// The trace store operations.
+#[derive(Debug, Subcommand)]
+pub enum GoldCommand {
+    /// Create the table in a layout (`--layout`, default md5).
+    Setup,
+    /// Write digests at one commit.
+    Put {
+        /// Repo index of the commit.
+        #[arg(long, allow_negative_numbers = true)]
+        commit: i64,
+        /// Commit time (µs or RFC 3339); needed with options.
+        #[arg(long, value_name = "TIME")]
+        commit_time: Option<String>,
+        /// Cell timestamp (µs or RFC 3339); default: now.
+        #[arg(long, value_name = "TIME")]
+        ts: Option<String>,
+        /// The trace's params `k=v,…`.
+        #[arg(long, conflicts_with = "entries")]
+        params: Option<String>,
+        /// The digest (32 hex characters; anything else is stored as missing).
+        #[arg(long, conflicts_with = "entries")]
+        digest: Option<String>,
+        /// Options `k=v,…` (md5 layout only).
+        #[arg(long, conflicts_with = "entries")]
+        options: Option<String>,
+        /// A JSON array of `{"params": {}, "options": {}, "digest": ""}`.
+        #[arg(long, value_name = "FILE")]
+        entries: Option<String>,
+    },
+    /// Read one tile (default: the newest).
+    Tile {
+        /// Tile index.
+        index: Option<u32>,
+        /// Read the `N` newest commits with data up to the end of the tile instead.
+        #[arg(long, value_name = "N")]
+        dense: Option<usize>,
+    },
+    /// Read the traces of a commit range.
+    Traces {
+        /// First repo index.
+        #[arg(long, allow_negative_numbers = true)]
+        from: i64,
+        /// Last repo index.
+        #[arg(long, allow_negative_numbers = true)]
+        to: i64,
+        /// Keep traces whose params hold every `k=v`.
+        #[arg(long = "match", value_name = "k=v,…")]
+        matches: Option<String>,
+    },
+    /// The newest tile.
+    Newest,
+    /// One Put per line of a JSON Lines file `{"commit", "commit_time"?, "ts", "entries"}`.
+    Import {
+        /// The file.
+        file: String,
+    },
+}
+
+/// `rowkit key encode gold …`.
+#[derive(Debug, Subcommand)]
+pub enum GoldKeyCommand {
+    /// A trace row: row name, shard and both layouts' qualifiers.
+    Trace {
+        /// Repo index of the commit.
+        #[arg(long, allow_negative_numbers = true)]
+        commit: i64,
+        /// The encoded trace id, verbatim (e.g. `,0=1,1=3,`).
+        #[arg(long)]
+        subkey: String,
+    },
+    /// A digest: its digest-map row and column, and its md5 cell.
+    Digest {
+        /// 32 hex characters.
+        hex: String,
+    },
+}
+
+impl From<TraceStoreError> for CliError {
+    fn from(e: TraceStoreError) -> CliError {
+        CliError::Schema {
+            id: e.id().to_string(),
+            message: e.to_string(),
+            exit: if e.is_bad_input() { 2 } else { 1 },
+        }
+    }
+}
+
+fn layout_arg(args: &GoldArgs) -> Result<Option<Layout>, CliError> {
+    args.layout
+        .as_deref()
+        .map(|l| {
+            Layout::parse(l)
+                .ok_or_else(|| CliError::usage(format!("--layout {l}: md5 or digest-id")))
+        })
+        .transpose()
+}
+
+fn parse_pairs(text: &str, what: &str) -> Result<Params, CliError> {
+    let mut out = Params::new();
+    for part in text.split(',').filter(|p| !p.is_empty()) {
+        let (k, v) = part
+            .split_once('=')
+            .ok_or_else(|| CliError::usage(format!("{what} {part:?}: expected k=v")))?;
+        out.insert(k.to_string(), v.to_string());
+    }
+    Ok(out)
+}
+
+fn time_arg(text: &Option<String>) -> Result<Option<Timestamp>, CliError> {
+    text.as_deref().map(crate::clock::parse_time).transpose()
+}
+
+type Gold<'c> = TraceStore<'c, dyn Store, dyn Clock>;
+
+fn open<'c>(ctx: &'c Context, args: &GoldArgs) -> Result<Gold<'c>, CliError> {
+    let mut gold = TraceStore::open(
+        &*ctx.store,
+        &*ctx.clock,
+        &args.table,
+        layout_arg(args)?,
+        ctx.seed,
+    )?;
+    gold.set_deadline(Some(ctx.retry.operation_timeout));
+    Ok(gold)
+}
+
+/// Runs one `gold` command.
+pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError> {
+    match &args.command {
+        GoldCommand::Setup => {
+            let layout = layout_arg(args)?.unwrap_or(Layout::Md5);
+            TraceStore::<dyn Store, dyn Clock>::setup(&*ctx.store, &args.table, layout)?;
+            let families: Vec<String> = layout.families().into_iter().map(|f| f.name).collect();
+            if out.is_json() {
+                println!(
+                    "{}",
+                    json!({"table": args.table, "layout": layout.name(), "families": families})
+                );
+            } else {
+                println!(
+                    "table {} set up in the {} layout",
+                    args.table,
+                    layout.name()
+                );
+            }
+            Ok(())
+        }
+        GoldCommand::Put {
+            commit,
+            commit_time,
+            ts,
+            params,
+            digest,
+            options,
+            entries,
+        } => {
+            let entries = match entries {
+                Some(file) => read_entries(file)?,
+                None => vec![PutEntry {
+                    params: parse_pairs(params.as_deref().unwrap_or(""), "--params")?,
+                    options: parse_pairs(options.as_deref().unwrap_or(""), "--options")?,
+                    digest: digest.clone().unwrap_or_default(),
+                }],
+            };
+            let mut gold = open(ctx, args)?;
+            let ts = time_arg(ts)?.unwrap_or_else(|| ctx.now());
+            gold.put(*commit, time_arg(commit_time)?, entries.clone(), ts)?;
+            put_output(&gold, *commit, &entries, out)
+        }
+        GoldCommand::Tile { index, dense } => {
+            let mut gold = open(ctx, args)?;
+            let index = match index {
+                Some(i) => Some(*i),
+                None => gold.newest_tile()?,
+            };
+            let Some(index) = index else {
+                let mut doc = tile_json(gold.layout(), &Tile::default());
+                doc.insert("tile_index".into(), Value::Null);
+                return print_tile(out, doc, &Tile::default());
+            };
+            let first = i64::from(index) * 256;
+            let tile = match dense {
+                Some(n) => gold.read_dense(first + 255, *n)?,
+                None => gold.read_range(first, first + 255)?,
+            };
+            let mut doc = tile_json(gold.layout(), &tile);
+            doc.insert("tile_index".into(), Value::from(index));
+            print_tile(out, doc, &tile)
+        }
+        GoldCommand::Traces { from, to, matches } => {
+            if to - from + 1 > MAX_TRACES_COMMITS {
+                return Err(CliError::usage(format!(
+                    "at most {MAX_TRACES_COMMITS} commits at once"
+                )));
+            }
+            let wanted = parse_pairs(matches.as_deref().unwrap_or(""), "--match")?;
+            let mut gold = open(ctx, args)?;
+            let mut tile = gold.read_range(*from, *to)?;
+            tile.traces
+                .retain(|_, t| wanted.iter().all(|(k, v)| t.params.get(k) == Some(v)));
+            let doc = tile_json(gold.layout(), &tile);
+            print_tile(out, doc, &tile)
+        }
+        GoldCommand::Newest => {
+            let mut gold = open(ctx, args)?;
+            let newest = gold.newest_tile()?;
+            if out.is_json() {
+                let mut m = Map::new();
+                match newest {
+                    Some(i) => {
+                        let key = rowkit_codec::tracestore::keys::tile_key(i64::from(i));
+                        m.insert("tile_index".into(), Value::from(i));
+                        m.insert("tile_key".into(), Value::from(key));
+                        m.insert("first_repo_index".into(), Value::from(u64::from(i) * 256));
+                        m.insert(
+                            "last_repo_index".into(),
+                            Value::from(u64::from(i) * 256 + 255),
+                        );
+                        bytes_fields(&mut m, "row_key", &ops_row_name(key));
+                    }
+                    None => {
+                        for f in [
+                            "tile_index",
+                            "tile_key",
+                            "first_repo_index",
+                            "last_repo_index",
+                            "row_key",
+                            "row_key_hex",
+                        ] {
+                            m.insert(f.into(), Value::Null);
+                        }
+                    }
+                }
+                println!("{}", Value::Object(m));
+            } else {
+                match newest {
+                    Some(i) => println!("{i}"),
+                    None => println!("no tiles"),
+                }
+            }
+            Ok(())
+        }
+        GoldCommand::Import { file } => import(ctx, args, file, out),
+    }
+}
+
+fn read_entries(file: &str) -> Result<Vec<PutEntry>, CliError> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
+    let value: Value =
+        serde_json::from_str(&text).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
+    entries_of(&value).map_err(|e| CliError::usage(format!("{file}: {e}")))
+}
+
+fn map_of(v: &Value) -> Result<Params, String> {
+    match v {
+        Value::Null => Ok(Params::new()),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| {
+                v.as_str()
+                    .map(|s| (k.clone(), s.to_string()))
+                    .ok_or_else(|| format!("{k}: not a string"))
+            })
+            .collect(),
+        _ => Err("expected an object".into()),
+    }
+}
+
+fn entries_of(v: &Value) -> Result<Vec<PutEntry>, String> {
+    v.as_array()
+        .ok_or("expected an array of entries")?
+        .iter()
+        .map(|e| {
+            Ok(PutEntry {
+                params: map_of(&e["params"])?,
+                options: map_of(&e["options"])?,
+                digest: e["digest"].as_str().unwrap_or_default().to_string(),
+            })
+        })
+        .collect()
+}
+
+fn put_output(
+    gold: &Gold<'_>,
+    commit: i64,
+    entries: &[PutEntry],
+    out: &Output,
+) -> Result<(), CliError> {
+    let pos = repo_index_position(commit)?;
+    let ops_row = ops_row_name(pos.tile_key);
+    let layout = gold.layout();
+    let qualifier = match layout {
+        Layout::Md5 => md5_trace_qualifier(pos.offset),
+        Layout::DigestId => digest_id_trace_qualifier(pos.offset),
+    };
+    let mut rows = Vec::new();
+    if let Some(cached) = gold.state().cached_ops(&ops_row) {
+        for e in entries {
+            let enc = cached.ops.encode_params(&e.params)?;
+            rows.push(trace_row_name(pos.tile_key, enc.as_bytes()));
+            if layout == Layout::Md5 && !e.options.is_empty() {
+                rows.push(options_row_name(pos.tile_key, enc.as_bytes()));
+            }
+        }
+    }
+    if out.is_json() {
+        let mut m = Map::new();
+        m.insert("layout".into(), Value::from(layout.name()));
+        m.insert("repo_index".into(), Value::from(commit));
+        m.insert("tile_index".into(), Value::from(pos.tile_index));
+        m.insert("tile_key".into(), Value::from(pos.tile_key));
+        m.insert("offset".into(), Value::from(pos.offset));
+        bytes_fields(&mut m, "qualifier", &qualifier);
+        m.insert("ops_row".into(), key_json(&ops_row));
+        m.insert(
+            "rows".into(),
+            Value::Array(rows.iter().map(|r| key_json(r)).collect()),
+        );
+        println!("{}", Value::Object(m));
+    } else {
+        for r in &rows {
+            println!("{}", escape(r));
+        }
+    }
+    Ok(())
+}
+
+fn key_json(key: &[u8]) -> Value {
+    let mut m = Map::new();
+    bytes_fields(&mut m, "row_key", key);
+    Value::Object(m)
+}
+
+fn tile_json(layout: Layout, tile: &Tile) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("layout".into(), Value::from(layout.name()));
+    m.insert("commits".into(), json!(tile.commits));
+    m.insert("paramset".into(), json!(tile.paramset));
+    let traces: Vec<Value> = tile
+        .traces
+        .iter()
+        .map(|(id, t)| json!({"id": id, "params": t.params, "options": t.options, "digests": t.digests}))
+        .collect();
+    m.insert("traces".into(), Value::Array(traces));
+    m
+}
+
+fn print_tile(out: &Output, doc: Map<String, Value>, tile: &Tile) -> Result<(), CliError> {
+    if out.is_json() {
+        println!("{}", Value::Object(doc));
+    } else {
+        for (id, t) in &tile.traces {
+            let digests: Vec<&str> = t
+                .digests
+                .iter()
+                .map(|d| if d.is_empty() { "-" } else { d.as_str() })
+                .collect();
+            println!("{id} {}", digests.join(" "));
+        }
+    }
+    Ok(())
+}
+
+fn import(ctx: &Context, args: &GoldArgs, file: &str, out: &Output) -> Result<(), CliError> {
+    let text =
+        std::fs::read_to_string(file).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
+    let mut gold = open(ctx, args)?;
+    let mut progress = Progress::new("puts");
+    let (mut puts, mut total) = (0u64, 0u64);
+    for (n, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let line_no = n + 1;
+        let bad = |e: String| CliError::usage(format!("{file}:{line_no}: {e}"));
+        let v: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+        let commit = v["commit"]
+            .as_i64()
+            .ok_or_else(|| bad("commit: expected an integer".into()))?;
+        let ts = v["ts"].as_i64().map(Timestamp).unwrap_or_else(|| ctx.now());
+        let commit_time = v["commit_time"].as_i64().map(Timestamp);
+        let entries = entries_of(&v["entries"]).map_err(bad)?;
+        total += entries.len() as u64;
+        gold.put(commit, commit_time, entries, ts).map_err(|e| {
+            let e = CliError::from(e);
+            match e {
+                CliError::Schema { id, message, .. } => CliError::Schema {
+                    id,
+                    message: format!("{file}:{line_no}: {message}"),
+                    exit: 1,
+                },
+                other => other,
+            }
+        })?;
+        puts += 1;
+        progress.tick();
+    }
+    progress.finish();
+    if out.is_json() {
+        println!("{}", json!({"puts": puts, "entries": total}));
+    } else {
+        println!("imported {puts} puts, {total} entries");
+    }
+    Ok(())
+}
+
+/// `rowkit key encode gold …`.
+pub fn encode_key(cmd: &GoldKeyCommand, out: &Output) -> Result<(), CliError> {
+    match cmd {
+        GoldKeyCommand::Trace { commit, subkey } => {
+            let pos = repo_index_position(*commit)?;
+            let row = trace_row_name(pos.tile_key, subkey.as_bytes());
+            if !out.is_json() {
+                println!("{}", escape(&row));
+                return Ok(());
+            }
+            let mut m = Map::new();
+            m.insert("schema".into(), Value::from("gold"));
+            m.insert("repo_index".into(), Value::from(*commit));
+            m.insert("tile_index".into(), Value::from(pos.tile_index));
+            m.insert("tile_key".into(), Value::from(pos.tile_key));
+            m.insert("offset".into(), Value::from(pos.offset));
+            m.insert("shard".into(), Value::from(shard_of(subkey.as_bytes())));
+            bytes_fields(&mut m, "row_key", &row);
+            m.insert(
+                "options_row".into(),
+                key_json(&options_row_name(pos.tile_key, subkey.as_bytes())),
+            );
+            m.insert("ops_row".into(), key_json(&ops_row_name(pos.tile_key)));
+            for (name, q) in [
+                ("qualifier_md5", md5_trace_qualifier(pos.offset)),
+                ("qualifier_digest_id", digest_id_trace_qualifier(pos.offset)),
+            ] {
+                let mut qm = Map::new();
+                bytes_fields(&mut qm, "qualifier", &q);
+                m.insert(name.into(), Value::Object(qm));
+            }
+            println!("{}", Value::Object(m));
+            Ok(())
+        }
+        GoldKeyCommand::Digest { hex } => {
+            let digest = normalize_digest(hex);
+            let (Some(row), Some(q)) = (digest_map_row(&digest), digest_map_qualifier(&digest))
+            else {
+                return Err(CliError::Schema {
+                    id: "bad_digest".into(),
+                    message: format!("{hex:?} is not a digest (32 hex characters)"),
+                    exit: 2,
+                });
+            };
+            if !out.is_json() {
+                println!("{}", escape(&row));
+                return Ok(());
+            }
+            let mut m = Map::new();
+            m.insert("schema".into(), Value::from("gold"));
+            m.insert("digest".into(), Value::from(digest.clone()));
+            m.insert(
+                "md5_cell_hex".into(),
+                Value::from(hex::encode(digest_to_cell(&digest))),
+            );
+            debug_assert_eq!(cell_to_digest(&digest_to_cell(&digest)), digest);
+            bytes_fields(&mut m, "row_key", &row);
+            bytes_fields(&mut m, "qualifier", &q);
+            println!("{}", Value::Object(m));
+            Ok(())
+        }
+    }
+}
+
+/// `rowkit key decode` for a gold key; `Ok(None)` when the key is not one.
+pub fn decode_key(key: &[u8]) -> Option<Map<String, Value>> {
+    let d = decode_row_key(key).ok()?;
+    let mut m = Map::new();
+    m.insert("schema".into(), Value::from("gold"));
+    bytes_fields(&mut m, "row_key", key);
+    m.insert("type".into(), Value::from(d.row_type.name()));
+    m.insert("shard".into(), d.shard.map_or(Value::Null, Value::from));
+    m.insert(
+        "shard_ok".into(),
+        d.shard_ok().map_or(Value::Null, Value::from),
+    );
+    m.insert("tile_key".into(), Value::from(d.tile_key));
+    let index = d.tile_index();
+    m.insert("tile_index".into(), index.map_or(Value::Null, Value::from));
+    m.insert(
+        "first_repo_index".into(),
+        index.map_or(Value::Null, |i| Value::from(u64::from(i) * 256)),
+    );
+    m.insert(
+        "last_repo_index".into(),
+        index.map_or(Value::Null, |i| Value::from(u64::from(i) * 256 + 255)),
+    );
+    bytes_fields(&mut m, "subkey", &d.subkey);
+    Some(m)
+}

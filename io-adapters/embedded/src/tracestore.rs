@@ -1,0 +1,210 @@
+//! `TraceStore`: the sync typed facade of the Gold trace store (`spec/tracestore.md`) over any
+//! [`Store`] and [`Clock`]. It keeps one [`TraceStoreState`] (OPS cache, digest cache, id
+//! pool) between operations and runs each machine with the sync driver.
+//!
+//! The Tokio facade comes with the Bigtable adapter (rowkit-bigtable): it will wrap the same
+//! machines the same way. Note that the machines are `!Send` (their sequencing core uses `Rc`),
+//! so an async driver polls them on one task.
+//!
+//! ```
+//! use rowkit_codec::model::Timestamp;
+//! use rowkit_codec::tracestore::{Layout, ops::params_from};
+//! use rowkit_embedded::MemoryStore;
+//! use rowkit_embedded::driver::ManualClock;
+//! use rowkit_embedded::tracestore::{TraceStore, setup_table};
+//! use rowkit_statemachines::tracestore::PutEntry;
+//!
+//! let store = MemoryStore::new();
+//! let clock = ManualClock::new(Timestamp::from_secs(1_557_018_184));
+//! setup_table(&store, "gold", Layout::Md5).unwrap();
+//! let mut gold = TraceStore::open(&store, &clock, "gold", None, 1).unwrap();
+//! let entry = PutEntry {
+//!     params: params_from([("name", "test_alpha")]),
+//!     digest: "000075b9c0f1b6a831c399e269772661".into(),
+//!     ..PutEntry::default()
+//! };
+//! gold.put(5, None, vec![entry], clock_now(&clock)).unwrap();
+//! let tile = gold.read_range(0, 255).unwrap();
+//! assert_eq!(tile.traces[",name=test_alpha,"].digests[5], "000075b9c0f1b6a831c399e269772661");
+//! assert_eq!(gold.newest_tile().unwrap(), Some(0));
+//! # fn clock_now(c: &ManualClock) -> Timestamp { use rowkit_embedded::driver::Clock; c.now() }
+//! ```
+
+use rowkit_codec::model::Timestamp;
+use rowkit_codec::tracestore::{Layout, SetupRequest, TraceStoreError, detect_layout};
+use rowkit_statemachines::tracestore::{self as machines, Op, PutEntry, Tile, TraceStoreState};
+use rowkit_statemachines::{Code, SplitMix64, StoreError};
+
+use crate::Store;
+use crate::driver::{self, Clock, RunError};
+
+fn store_error(e: StoreError) -> TraceStoreError {
+    TraceStoreError::Store {
+        code: e.code,
+        message: e.message,
+    }
+}
+
+/// Sets `table` up in `layout` (`spec/tracestore.md` 8): creates it with the layout's
+/// families; an existing table is left as it is. Local stores create the table and its
+/// families in one request, which the spec allows for the digest-id plan. (Adding families
+/// missing from an existing table needs an admin call the [`Store`] trait does not have yet.)
+pub fn setup_table<S: Store + ?Sized>(
+    store: &S,
+    table: &str,
+    layout: Layout,
+) -> Result<(), TraceStoreError> {
+    for request in layout.setup_plan() {
+        if let SetupRequest::CreateTable { .. } = request {
+            match store.create_table(table, &layout.families()) {
+                Ok(()) => {}
+                Err(e) if e.code == Code::AlreadyExists => {}
+                Err(e) => return Err(store_error(e)),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One open trace store table over a [`Store`] and a [`Clock`].
+pub struct TraceStore<'s, S: Store + ?Sized, C: Clock + ?Sized> {
+    store: &'s S,
+    clock: &'s C,
+    state: TraceStoreState,
+    seeds: SplitMix64,
+    deadline_micros: Option<i64>,
+}
+
+impl<S: Store + ?Sized, C: Clock + ?Sized> core::fmt::Debug for TraceStore<'_, S, C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TraceStore")
+            .field("state", &self.state)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'s, S: Store + ?Sized, C: Clock + ?Sized> TraceStore<'s, S, C> {
+    /// [`setup_table`] (kept here for callers that name the facade type).
+    pub fn setup(store: &S, table: &str, layout: Layout) -> Result<(), TraceStoreError> {
+        setup_table(store, table, layout)
+    }
+
+    /// Opens `table`: the layout is detected from its families, or checked against `named`
+    /// (`spec/tracestore.md` 8.3). `seed` starts the stream of per-operation seeds.
+    pub fn open(
+        store: &'s S,
+        clock: &'s C,
+        table: &str,
+        named: Option<Layout>,
+        seed: u64,
+    ) -> Result<Self, TraceStoreError> {
+        let families: Vec<String> = store
+            .families(table)
+            .map_err(store_error)?
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        let layout = detect_layout(&families, named)?;
+        Ok(TraceStore {
+            store,
+            clock,
+            state: TraceStoreState::new(table, layout),
+            seeds: SplitMix64::new(seed),
+            deadline_micros: None,
+        })
+    }
+
+    /// Every later operation ends `aborted` this many µs after it starts (default: the
+    /// spec's 4 minutes for reads, 10 for Put).
+    pub fn set_deadline(&mut self, micros: Option<i64>) {
+        self.deadline_micros = micros;
+    }
+
+    /// The layout of the table.
+    pub fn layout(&self) -> Layout {
+        self.state.layout()
+    }
+
+    /// The instance state (caches, id pool).
+    pub fn state(&self) -> &TraceStoreState {
+        &self.state
+    }
+
+    /// The instance state, mutably (e.g. `clear_digest_cache`).
+    pub fn state_mut(&mut self) -> &mut TraceStoreState {
+        &mut self.state
+    }
+
+    fn begin(&mut self) -> (Timestamp, u64, Option<Timestamp>) {
+        let now = self.clock.now();
+        let deadline = self.deadline_micros.map(|d| now.saturating_add_micros(d));
+        (now, self.seeds.next_u64(), deadline)
+    }
+
+    fn run<T>(store: &S, clock: &C, op: Op<'_, T>) -> Result<T, TraceStoreError> {
+        driver::run(store, clock, op, |()| {}).map_err(|e| match e {
+            RunError::Machine(e) => e,
+            RunError::Stalled => TraceStoreError::Store {
+                code: Code::Internal,
+                message: "machine stalled".into(),
+            },
+        })
+    }
+
+    /// `Put`: writes `entries` at commit `repo_index` with cell timestamp `ts`.
+    pub fn put(
+        &mut self,
+        repo_index: i64,
+        commit_time: Option<Timestamp>,
+        entries: Vec<PutEntry>,
+        ts: Timestamp,
+    ) -> Result<(), TraceStoreError> {
+        let (now, seed, deadline) = self.begin();
+        let op = machines::put(
+            &mut self.state,
+            repo_index,
+            commit_time,
+            entries,
+            ts,
+            now,
+            seed,
+            deadline,
+        );
+        Self::run(self.store, self.clock, op)
+    }
+
+    /// `ReadRange(first, last)`.
+    pub fn read_range(&mut self, first: i64, last: i64) -> Result<Tile, TraceStoreError> {
+        let (now, seed, deadline) = self.begin();
+        let op = machines::read_range(&mut self.state, first, last, now, seed, deadline);
+        Self::run(self.store, self.clock, op)
+    }
+
+    /// `ReadDense(last, n)`.
+    pub fn read_dense(&mut self, last: i64, n: usize) -> Result<Tile, TraceStoreError> {
+        let (now, seed, deadline) = self.begin();
+        let op = machines::read_dense(&mut self.state, last, n, now, seed, deadline);
+        Self::run(self.store, self.clock, op)
+    }
+
+    /// `NewestTile`.
+    pub fn newest_tile(&mut self) -> Result<Option<u32>, TraceStoreError> {
+        let (now, seed, deadline) = self.begin();
+        let op = machines::newest_tile(&mut self.state, now, seed, deadline);
+        Self::run(self.store, self.clock, op)
+    }
+
+    /// `AssignDigestIds` (digest-id layout).
+    pub fn assign_digest_ids(&mut self, digests: Vec<String>) -> Result<Vec<u64>, TraceStoreError> {
+        let (now, seed, deadline) = self.begin();
+        let op = machines::assign_digest_ids(&mut self.state, digests, now, seed, deadline);
+        Self::run(self.store, self.clock, op)
+    }
+
+    /// `AllocateDigestIds` (digest-id layout).
+    pub fn allocate_digest_ids(&mut self, n: usize) -> Result<Vec<u64>, TraceStoreError> {
+        let (now, seed, deadline) = self.begin();
+        let op = machines::allocate_digest_ids(&mut self.state, n, now, seed, deadline);
+        Self::run(self.store, self.clock, op)
+    }
+}

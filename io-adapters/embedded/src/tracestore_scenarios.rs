@@ -1,0 +1,1468 @@
+//! The acceptance scenarios of `spec/tracestore.md` 20 as functions over any [`Store`], so the
+//! same checks run on the memory store, the redb store and (once rowkit-bigtable merges) the
+//! Bigtable emulator. Each function panics with a message on failure, like an assertion.
+//!
+//! Helpers: [`Hooked`] wraps a store to log requests and inject faults or concurrent writes;
+//! [`Turnstile`] runs several facades on threads one request at a time, in an order a seed
+//! chooses (a deterministic interleaving of whole instances).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, missing_docs)]
+// Actor closures are spelled out where they are built.
+#![allow(clippy::type_complexity)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Condvar, Mutex};
+
+use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowFilter, RowSet, Timestamp};
+use rowkit_codec::tracestore::cells::*;
+use rowkit_codec::tracestore::keys::*;
+use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
+use rowkit_codec::tracestore::{Layout, ParamSet, Params, TraceStoreError};
+use rowkit_statemachines::raw::MutateRows;
+use rowkit_statemachines::readrows::ReadRows;
+use rowkit_statemachines::tracestore::{PutEntry, Tile, Trace};
+use rowkit_statemachines::{
+    Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64,
+    StoreError,
+};
+
+use crate::driver::{self, Clock, ManualClock};
+use crate::tracestore::TraceStore;
+use crate::{Reply, Store};
+
+/// The table the scenarios use.
+pub const TABLE: &str = "gold";
+/// `T0` of the spec.
+pub const T0: i64 = 1_557_018_184_000_000;
+pub const AP: &str = "000075b9c0f1b6a831c399e269772661";
+pub const AN: &str = "11115ffee6ae2fec3ad71c777531578f";
+pub const AU: &str = "222208f09d37b73795649038408b5f33";
+pub const BP: &str = "4444e0910d750195b448797616e091ad";
+pub const BU: &str = "55554cdd754f91cc6554c9e71929cce7";
+/// Commit times of c0, c1, c2.
+pub const COMMIT_TIMES: [i64; 3] = [
+    1_556_280_003_000_000,
+    1_556_280_618_000_000,
+    1_556_284_208_000_000,
+];
+
+/// The six traces of "three devices": (device, name, digests at c0, c1, c2).
+pub fn three_devices() -> Vec<(&'static str, &'static str, [&'static str; 3])> {
+    vec![
+        ("angler", "test_alpha", [AN, AN, AP]),
+        ("angler", "test_beta", [BP, BP, BP]),
+        ("bullhead", "test_alpha", [AN, AN, AU]),
+        ("bullhead", "test_beta", [BP, BP, BP]),
+        ("crosshatch", "test_alpha", [AN, AN, AP]),
+        ("crosshatch", "test_beta", [BU, "", ""]),
+    ]
+}
+
+pub fn trace_params(device: &str, name: &str) -> Params {
+    params_from([("device", device), ("name", name), ("source_type", "gm")])
+}
+
+pub fn layout_options(layout: Layout) -> Params {
+    match layout {
+        Layout::Md5 => params_from([("ext", "png")]),
+        Layout::DigestId => Params::new(),
+    }
+}
+
+/// The test tile at commits `commits`.
+pub fn expected_tile(layout: Layout, commits: [u32; 3]) -> Tile {
+    let mut traces = BTreeMap::new();
+    for (d, n, digests) in three_devices() {
+        let params = trace_params(d, n);
+        traces.insert(
+            trace_id_text(&params),
+            Trace {
+                params,
+                options: layout_options(layout),
+                digests: digests.iter().map(|s| s.to_string()).collect(),
+            },
+        );
+    }
+    let mut paramset: ParamSet = BTreeMap::new();
+    paramset.insert(
+        "device".into(),
+        vec!["angler".into(), "bullhead".into(), "crosshatch".into()],
+    );
+    paramset.insert("name".into(), vec!["test_alpha".into(), "test_beta".into()]);
+    paramset.insert("source_type".into(), vec!["gm".into()]);
+    if layout == Layout::Md5 {
+        paramset.insert("ext".into(), vec!["png".into()]);
+    }
+    Tile {
+        commits: commits.to_vec(),
+        traces,
+        paramset,
+    }
+}
+
+/// The 16 points in scenario 8's order: c2 points, then c1, then c0; traces in table order.
+/// Each is (commit position 0..3, device, name, digest).
+pub fn points() -> Vec<(usize, &'static str, &'static str, &'static str)> {
+    let mut out = Vec::new();
+    for c in (0..3).rev() {
+        for (d, n, digests) in three_devices() {
+            if !digests[c].is_empty() {
+                out.push((c, d, n, digests[c]));
+            }
+        }
+    }
+    out
+}
+
+fn entry(layout: Layout, device: &str, name: &str, digest: &str) -> PutEntry {
+    PutEntry {
+        params: trace_params(device, name),
+        options: layout_options(layout),
+        digest: digest.to_string(),
+    }
+}
+
+/// A fresh table in `layout` on `store` (which must not hold [`TABLE`]).
+pub fn setup(store: &dyn Store, layout: Layout) {
+    TraceStore::<dyn Store, ManualClock>::setup(store, TABLE, layout).unwrap();
+}
+
+/// A facade over a scenario store.
+pub type Gold<'s> = TraceStore<'s, dyn Store + 's, ManualClock>;
+
+pub fn open<'s>(store: &'s dyn Store, clock: &'s ManualClock, seed: u64) -> Gold<'s> {
+    TraceStore::open(store, clock, TABLE, None, seed).unwrap()
+}
+
+/// Puts every point separately at `commits`, the j-th with `ts = T0 + 7 s * j`.
+pub fn put_points(gold: &mut Gold<'_>, layout: Layout, commits: [u32; 3], ts_base: i64) {
+    for (j, (c, d, n, digest)) in points().into_iter().enumerate() {
+        gold.put(
+            i64::from(commits[c]),
+            Some(Timestamp(COMMIT_TIMES[c])),
+            vec![entry(layout, d, n, digest)],
+            Timestamp(ts_base + 7_000_000 * j as i64),
+        )
+        .unwrap();
+    }
+}
+
+/// Reads raw rows.
+pub fn raw_read(store: &dyn Store, rows: RowSet, filter: Option<RowFilter>) -> Vec<Row> {
+    let clock = ManualClock::new(Timestamp(T0));
+    let request = ReadRowsRequest {
+        table: TABLE.into(),
+        rows,
+        filter,
+        ..ReadRowsRequest::default()
+    };
+    let mut out = Vec::new();
+    driver::run(
+        store,
+        &clock,
+        ReadRows::new(request, clock.now(), 1, RetryPolicy::default()),
+        |r| out.push(r),
+    )
+    .unwrap();
+    out
+}
+
+/// Writes raw rows (every entry must succeed).
+pub fn raw_write(store: &dyn Store, entries: Vec<MutateRowsEntry>) {
+    let clock = ManualClock::new(Timestamp(T0));
+    for chunk in entries.chunks(10_000) {
+        let request = MutateRowsRequest {
+            table: TABLE.into(),
+            entries: chunk.to_vec(),
+            ..MutateRowsRequest::default()
+        };
+        let results = driver::run(
+            store,
+            &clock,
+            MutateRows::new(request, clock.now(), 1, RetryPolicy::default()),
+            |()| {},
+        )
+        .unwrap();
+        assert!(
+            results.iter().all(|r| r.result.is_ok()),
+            "raw write failed: {results:?}"
+        );
+    }
+}
+
+fn set(family: &str, qualifier: &[u8], ts: i64, value: Vec<u8>) -> Mutation {
+    Mutation::SetCell {
+        family: family.into(),
+        qualifier: qualifier.to_vec(),
+        timestamp: Timestamp(ts),
+        value,
+    }
+}
+
+// ------------------------------------------------------------------ Hooked
+
+/// What a hook decides for one request.
+pub enum HookAction {
+    /// Execute it normally.
+    Pass,
+    /// Answer with this error without executing it.
+    Fail(StoreError),
+    /// Execute it, then answer with this error (a lost response).
+    ApplyThenFail(StoreError),
+}
+
+type Hook<'a> = Box<dyn FnMut(&Request, &dyn Store) -> HookAction + Send + 'a>;
+
+/// A store wrapper that logs every request and lets a hook inject faults or concurrent writes.
+pub struct Hooked<'a> {
+    inner: &'a dyn Store,
+    log: Mutex<Vec<Request>>,
+    hook: Mutex<Option<Hook<'a>>>,
+    lost_ops_swaps: std::sync::atomic::AtomicUsize,
+}
+
+impl<'a> Hooked<'a> {
+    pub fn new(inner: &'a dyn Store) -> Hooked<'a> {
+        Hooked {
+            inner,
+            log: Mutex::new(Vec::new()),
+            hook: Mutex::new(None),
+            lost_ops_swaps: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    pub fn set_hook(&self, hook: impl FnMut(&Request, &dyn Store) -> HookAction + Send + 'a) {
+        *self.hook.lock().unwrap() = Some(Box::new(hook));
+    }
+
+    pub fn clear_hook(&self) {
+        *self.hook.lock().unwrap() = None;
+    }
+
+    /// How many OPS compare-and-swaps of an existing row answered `predicate_matched = false`.
+    pub fn lost_ops_swaps(&self) -> usize {
+        self.lost_ops_swaps
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Takes the requests logged so far.
+    pub fn take_log(&self) -> Vec<Request> {
+        std::mem::take(&mut *self.log.lock().unwrap())
+    }
+}
+
+impl Store for Hooked<'_> {
+    fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        self.log.lock().unwrap().push(request.clone());
+        let action = match self.hook.lock().unwrap().as_mut() {
+            Some(h) => h(&request, self.inner),
+            None => HookAction::Pass,
+        };
+        let ops_swap = matches!(&request, Request::CheckAndMutateRow(c)
+            if c.row_key.starts_with(OPS_ROWS_PREFIX) && !c.true_mutations.is_empty());
+        match action {
+            HookAction::Pass => {
+                let reply = self.inner.execute(request, now)?;
+                if ops_swap
+                    && let Reply::Unary(rowkit_statemachines::Response::CheckAndMutateRow {
+                        predicate_matched: false,
+                    }) = &reply
+                {
+                    self.lost_ops_swaps
+                        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                }
+                Ok(reply)
+            }
+            HookAction::Fail(e) => Err(e),
+            HookAction::ApplyThenFail(e) => {
+                if let Ok(Reply::Stream(parts)) = self.inner.execute(request, now) {
+                    parts.for_each(drop);
+                }
+                Err(e)
+            }
+        }
+    }
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.inner.create_table(table, families)
+    }
+    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
+        self.inner.delete_table(table)
+    }
+    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.list_tables()
+    }
+    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        self.inner.families(table)
+    }
+    fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+        self.inner.gc(table, now)
+    }
+}
+
+fn unavailable() -> StoreError {
+    StoreError::new(Code::Unavailable, "injected")
+}
+
+// ------------------------------------------------------------------ Turnstile
+
+#[derive(Default)]
+struct Turns {
+    /// Actors blocked in `execute`, waiting for their turn.
+    waiting: BTreeSet<usize>,
+    /// The actor allowed to run.
+    granted: Option<usize>,
+    /// Actors that finished.
+    done: BTreeSet<usize>,
+}
+
+/// Runs actors on threads one request at a time, in an order chosen by a seed: every actor
+/// blocks before each request until the scheduler picks it, so a seed fixes the interleaving.
+pub struct Turnstile<'a> {
+    inner: &'a dyn Store,
+    turns: Mutex<Turns>,
+    changed: Condvar,
+}
+
+/// One actor's view of a [`Turnstile`].
+pub struct Gate<'t, 'a> {
+    turnstile: &'t Turnstile<'a>,
+    actor: usize,
+}
+
+impl<'a> Turnstile<'a> {
+    pub fn new(inner: &'a dyn Store) -> Turnstile<'a> {
+        Turnstile {
+            inner,
+            turns: Mutex::new(Turns::default()),
+            changed: Condvar::new(),
+        }
+    }
+
+    pub fn gate(&self, actor: usize) -> Gate<'_, 'a> {
+        Gate {
+            turnstile: self,
+            actor,
+        }
+    }
+
+    /// Runs `actors` (each given its gate) to completion, choosing turns with `seed`.
+    pub fn run<'t>(&'t self, seed: u64, actors: Vec<Box<dyn FnOnce(&Gate<'t, 'a>) + Send + 't>>) {
+        let n = actors.len();
+        std::thread::scope(|scope| {
+            for (i, actor) in actors.into_iter().enumerate() {
+                let gate = self.gate(i);
+                scope.spawn(move || {
+                    actor(&gate);
+                    let mut t = self.turns.lock().unwrap();
+                    t.done.insert(i);
+                    if t.granted == Some(i) {
+                        t.granted = None;
+                    }
+                    self.changed.notify_all();
+                });
+            }
+            let mut rng = SplitMix64::new(seed);
+            let mut t = self.turns.lock().unwrap();
+            loop {
+                // Wait until every live actor is blocked (or done) and nobody holds the turn.
+                while t.granted.is_some() || t.waiting.len() + t.done.len() < n {
+                    t = self.changed.wait(t).unwrap();
+                }
+                if t.done.len() == n {
+                    break;
+                }
+                let choices: Vec<usize> = t.waiting.iter().copied().collect();
+                let pick = choices[rng.below(choices.len() as u64) as usize];
+                t.waiting.remove(&pick);
+                t.granted = Some(pick);
+                self.changed.notify_all();
+            }
+        });
+    }
+}
+
+impl Store for Gate<'_, '_> {
+    fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        let ts = self.turnstile;
+        let mut t = ts.turns.lock().unwrap();
+        if t.granted == Some(self.actor) {
+            t.granted = None;
+        }
+        t.waiting.insert(self.actor);
+        ts.changed.notify_all();
+        while t.granted != Some(self.actor) {
+            t = ts.changed.wait(t).unwrap();
+        }
+        drop(t);
+        // Materialise the reply so the next actor cannot run in the middle of a stream.
+        match ts.inner.execute(request, now)? {
+            Reply::Unary(r) => Ok(Reply::Unary(r)),
+            Reply::Stream(parts) => {
+                let parts: Vec<_> = parts.collect();
+                Ok(Reply::Stream(Box::new(parts.into_iter())))
+            }
+        }
+    }
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.turnstile.inner.create_table(table, families)
+    }
+    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
+        self.turnstile.inner.delete_table(table)
+    }
+    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
+        self.turnstile.inner.list_tables()
+    }
+    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        self.turnstile.inner.families(table)
+    }
+    fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+        self.turnstile.inner.gc(table, now)
+    }
+}
+
+// ------------------------------------------------------------------ scenarios, both layouts
+
+/// Scenario 8 (and 10 with `commits = [254, 255, 256]`).
+pub fn put_get(store: &dyn Store, layout: Layout, commits: [u32; 3]) {
+    setup(store, layout);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(store, &clock, 8);
+    let first = i64::from(commits[0]);
+    let last = i64::from(commits[2]);
+    let empty = gold.read_range(first, last).unwrap();
+    assert!(empty.traces.is_empty() && empty.paramset.is_empty());
+    assert_eq!(empty.commits.len() as i64, last - first + 1);
+    put_points(&mut gold, layout, commits, T0);
+    let tile = gold.read_range(first, last).unwrap();
+    if last - first == 2 {
+        assert_eq!(tile, expected_tile(layout, commits));
+    } else {
+        check_sparse(&tile, layout, commits);
+    }
+    // A fresh instance reads the same.
+    let mut reader = open(store, &clock, 9);
+    assert_eq!(reader.read_range(first, last).unwrap(), tile);
+}
+
+fn check_sparse(tile: &Tile, layout: Layout, commits: [u32; 3]) {
+    let expected = expected_tile(layout, commits);
+    assert_eq!(tile.paramset, expected.paramset);
+    assert_eq!(tile.traces.len(), expected.traces.len());
+    for (id, t) in &expected.traces {
+        let got = &tile.traces[id];
+        for (c, d) in commits.iter().zip(&t.digests) {
+            assert_eq!(&got.digests[(c - tile.commits[0]) as usize], d);
+        }
+    }
+}
+
+/// Scenario 9: the newest timestamp wins, not the latest write.
+pub fn override_by_timestamp(store: &dyn Store, layout: Layout) {
+    setup(store, layout);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(store, &clock, 9);
+    let put = |g: &mut Gold<'_>, digest: &str, ts: i64| {
+        g.put(
+            0,
+            Some(Timestamp(COMMIT_TIMES[0])),
+            vec![entry(layout, "angler", "test_alpha", digest)],
+            Timestamp(ts),
+        )
+        .unwrap();
+    };
+    let key = trace_id_text(&trace_params("angler", "test_alpha"));
+    put(&mut gold, AP, T0);
+    put(&mut gold, AU, 1_451_606_400_000_000);
+    assert_eq!(
+        gold.read_range(0, 0).unwrap().traces[&key].digests,
+        vec![AP]
+    );
+    put(&mut gold, AN, T0 + 7_000_000);
+    assert_eq!(
+        gold.read_range(0, 0).unwrap().traces[&key].digests,
+        vec![AN]
+    );
+}
+
+/// Scenario 11: one Put per commit.
+pub fn grouped_put(store: &dyn Store, layout: Layout) {
+    setup(store, layout);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(store, &clock, 11);
+    for (j, c) in (0..3).rev().enumerate() {
+        let entries = three_devices()
+            .into_iter()
+            .filter(|(_, _, d)| !d[c].is_empty())
+            .map(|(d, n, digests)| entry(layout, d, n, digests[c]))
+            .collect();
+        gold.put(
+            c as i64,
+            Some(Timestamp(COMMIT_TIMES[c])),
+            entries,
+            Timestamp(T0 + 7_000_000 * j as i64),
+        )
+        .unwrap();
+    }
+    assert_eq!(
+        gold.read_range(0, 2).unwrap(),
+        expected_tile(layout, [0, 1, 2])
+    );
+}
+
+/// Scenario 12: six writers and a reader interleaved request by request for `seeds`.
+/// Returns how many OPS check-and-mutates answered `predicate_matched = false` over all seeds.
+pub fn concurrent_writers(
+    make_store: &dyn Fn() -> Box<dyn Store>,
+    layout: Layout,
+    seeds: std::ops::RangeInclusive<u64>,
+) -> usize {
+    let mut conflicts = 0;
+    for seed in seeds {
+        let store = make_store();
+        setup(&*store, layout);
+        let hooked = Hooked::new(&*store);
+        let turnstile = Turnstile::new(&hooked);
+        let clock = ManualClock::new(Timestamp(T0));
+        let writers_left = Mutex::new(6usize);
+        let final_tile = expected_tile(layout, [0, 1, 2]);
+        let mut actors: Vec<Box<dyn FnOnce(&Gate<'_, '_>) + Send + '_>> = Vec::new();
+        for (w, (d, n, digests)) in three_devices().into_iter().enumerate() {
+            let clock = &clock;
+            let writers_left = &writers_left;
+            actors.push(Box::new(move |gate: &Gate<'_, '_>| {
+                let mut gold =
+                    TraceStore::open(gate, clock, TABLE, None, seed * 100 + w as u64).unwrap();
+                for c in (0..3).rev() {
+                    if digests[c].is_empty() {
+                        continue;
+                    }
+                    let ts = T0 + 7_000_000 * (w as i64 * 3 + (2 - c as i64));
+                    gold.put(
+                        c as i64,
+                        Some(Timestamp(COMMIT_TIMES[c])),
+                        vec![entry(layout, d, n, digests[c])],
+                        Timestamp(ts),
+                    )
+                    .unwrap_or_else(|e| panic!("seed {seed}: writer {w} failed: {e}"));
+                }
+                *writers_left.lock().unwrap() -= 1;
+            }));
+        }
+        {
+            let clock = &clock;
+            let writers_left = &writers_left;
+            let final_tile = &final_tile;
+            actors.push(Box::new(move |gate: &Gate<'_, '_>| {
+                let mut reader =
+                    TraceStore::open(gate, clock, TABLE, None, seed * 100 + 99).unwrap();
+                while *writers_left.lock().unwrap() > 0 {
+                    let tile = reader
+                        .read_range(0, 2)
+                        .unwrap_or_else(|e| panic!("seed {seed}: read failed: {e}"));
+                    for (id, t) in &tile.traces {
+                        let want = &final_tile.traces[id];
+                        for (got, fin) in t.digests.iter().zip(&want.digests) {
+                            assert!(
+                                got.is_empty() || got == fin,
+                                "seed {seed}: {id} shows {got}, final {fin}"
+                            );
+                        }
+                    }
+                }
+            }));
+        }
+        turnstile.run(seed, actors);
+        let mut gold = open(&*store, &clock, 1);
+        assert_eq!(gold.read_range(0, 2).unwrap(), final_tile, "seed {seed}");
+        conflicts += hooked.lost_ops_swaps();
+    }
+    conflicts
+}
+
+/// Scenario 13: every point first overwritten by a placeholder, then the real data.
+pub fn overwrite(store: &dyn Store, layout: Layout) {
+    setup(store, layout);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(store, &clock, 13);
+    let placeholder = "ffffffffffffffffffffffffffffffff";
+    for (c, d, n, _) in points() {
+        let mut e = entry(layout, d, n, placeholder);
+        if layout == Layout::Md5 {
+            e.options = params_from([("should", "be overwritten")]);
+        }
+        gold.put(
+            c as i64,
+            Some(Timestamp(COMMIT_TIMES[c] - 1_000_000)),
+            vec![e],
+            Timestamp(T0),
+        )
+        .unwrap();
+    }
+    put_points(&mut gold, layout, [0, 1, 2], T0 + 7_000_000);
+    assert_eq!(
+        gold.read_range(0, 2).unwrap(),
+        expected_tile(layout, [0, 1, 2])
+    );
+}
+
+/// Scenario 14: dense tiles.
+pub fn dense(make_store: &dyn Fn() -> Box<dyn Store>, layout: Layout) {
+    let cases: [([u32; 3], i64); 5] = [
+        ([795, 987, 1001], 1023),
+        ([300, 501, 557], 1100),
+        ([0, 256, 512], 767),
+        ([255, 511, 767], 767),
+        ([50, 800, 1100], 1100),
+    ];
+    for (commits, last) in cases {
+        let store = make_store();
+        setup(&*store, layout);
+        let clock = ManualClock::new(Timestamp(T0));
+        let mut gold = open(&*store, &clock, 14);
+        put_points(&mut gold, layout, commits, T0);
+        assert_eq!(
+            gold.read_dense(last, 3).unwrap(),
+            expected_tile(layout, commits),
+            "{commits:?}"
+        );
+    }
+    // Trimming.
+    let store = make_store();
+    setup(&*store, layout);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(&*store, &clock, 14);
+    assert_eq!(
+        gold.read_dense(1023, 3).unwrap(),
+        Tile::default(),
+        "empty table"
+    );
+    put_points(&mut gold, layout, [100, 200, 300], T0);
+    let tile = gold.read_dense(300, 2).unwrap();
+    assert_eq!(tile.commits, vec![200, 300]);
+    let full = expected_tile(layout, [100, 200, 300]);
+    for (id, t) in &tile.traces {
+        assert_eq!(t.digests, full.traces[id].digests[1..].to_vec());
+    }
+    assert_eq!(
+        gold.read_dense(300, 0).unwrap_err(),
+        TraceStoreError::BadArgument
+    );
+    // Sparse: only c0 at 10.
+    let store = make_store();
+    setup(&*store, layout);
+    let mut gold = open(&*store, &clock, 14);
+    for (c, d, n, digest) in points() {
+        if c == 0 {
+            gold.put(
+                10,
+                Some(Timestamp(COMMIT_TIMES[0])),
+                vec![entry(layout, d, n, digest)],
+                Timestamp(T0),
+            )
+            .unwrap();
+        }
+    }
+    assert_eq!(gold.read_dense(300, 3).unwrap().commits, vec![10]);
+}
+
+/// Scenario 29 (validation part) and 25: errors raised before any request.
+pub fn validation(store: &dyn Store, layout: Layout) {
+    setup(store, layout);
+    let hooked = Hooked::new(store);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(&hooked, &clock, 29);
+    let e = entry(layout, "angler", "test_alpha", AP);
+    assert_eq!(
+        gold.put(
+            2_147_483_648,
+            Some(Timestamp(COMMIT_TIMES[0])),
+            vec![e.clone()],
+            Timestamp(T0)
+        ),
+        Err(TraceStoreError::BadRepoIndex)
+    );
+    assert_eq!(
+        gold.put(
+            0,
+            Some(Timestamp(COMMIT_TIMES[0])),
+            vec![e.clone()],
+            Timestamp(-1)
+        ),
+        Err(TraceStoreError::BadTimestamp)
+    );
+    assert_eq!(
+        gold.read_range(5, 4).unwrap_err(),
+        TraceStoreError::BadRepoIndex
+    );
+    if layout == Layout::DigestId {
+        let mut with_options = e;
+        with_options.options = params_from([("ext", "png")]);
+        assert_eq!(
+            gold.put(0, Some(Timestamp(0)), vec![with_options], Timestamp(T0)),
+            Err(TraceStoreError::OptionsNotSupported)
+        );
+    }
+    assert!(
+        hooked.take_log().is_empty(),
+        "validation errors must send nothing"
+    );
+}
+
+/// Scenario 30: OPS cells never go back in time.
+pub fn ops_timestamps_never_go_back(store: &dyn Store, layout: Layout) {
+    setup(store, layout);
+    let later = ManualClock::new(Timestamp(T0 + 60_000_000));
+    let mut first = open(store, &later, 30);
+    first
+        .put(
+            0,
+            Some(Timestamp(COMMIT_TIMES[0])),
+            vec![entry(layout, "angler", "test_alpha", AP)],
+            Timestamp(T0),
+        )
+        .unwrap();
+    let hooked = Hooked::new(store);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut behind = open(&hooked, &clock, 31);
+    behind
+        .put(
+            0,
+            Some(Timestamp(COMMIT_TIMES[0])),
+            vec![entry(layout, "bullhead", "test_alpha", AU)],
+            Timestamp(T0),
+        )
+        .unwrap();
+    let cas = hooked
+        .take_log()
+        .into_iter()
+        .find_map(|r| match r {
+            Request::CheckAndMutateRow(c) => Some(c),
+            _ => None,
+        })
+        .expect("an OPS update");
+    let stamps: Vec<i64> = cas
+        .true_mutations
+        .iter()
+        .map(|m| match m {
+            Mutation::SetCell { timestamp, .. } => timestamp.0,
+            Mutation::DeleteFromColumn { range: Some(r), .. } => r.end,
+            other => panic!("unexpected {other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        stamps,
+        vec![
+            T0 + 60_001_000,
+            T0 + 60_001_000,
+            T0 + 59_001_000,
+            T0 + 59_001_000
+        ]
+    );
+    let tile = behind.read_range(0, 0).unwrap();
+    assert_eq!(
+        tile.traces[&trace_id_text(&trace_params("bullhead", "test_alpha"))].digests,
+        vec![AU]
+    );
+}
+
+/// Scenario 16 and 28: setup, detection and mismatches (on a store without tables `a`, `b`).
+pub fn setup_and_detection(store: &dyn Store) {
+    TraceStore::<dyn Store, ManualClock>::setup(store, "a", Layout::DigestId).unwrap();
+    TraceStore::<dyn Store, ManualClock>::setup(store, "b", Layout::Md5).unwrap();
+    let fam = |t: &str| store.families(t).unwrap();
+    let a = fam("a");
+    let mut names: Vec<&str> = a.iter().map(|f| f.name.as_str()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["D", "I", "O", "T"]);
+    assert!(a.iter().all(|f| f.gc_rule.is_none()));
+    let b = fam("b");
+    assert_eq!(
+        b.iter().map(|f| f.name.as_str()).collect::<BTreeSet<_>>(),
+        ["O", "P", "T"].into()
+    );
+    assert!(
+        b.iter()
+            .all(|f| f.gc_rule == Some(rowkit_codec::model::GcRule::MaxNumVersions(1)))
+    );
+    // Again: nothing changes.
+    TraceStore::<dyn Store, ManualClock>::setup(store, "a", Layout::DigestId).unwrap();
+    TraceStore::<dyn Store, ManualClock>::setup(store, "b", Layout::Md5).unwrap();
+    assert_eq!(fam("a"), a);
+    assert_eq!(fam("b"), b);
+    let clock = ManualClock::new(Timestamp(T0));
+    assert_eq!(
+        TraceStore::open(store, &clock, "a", None, 1)
+            .unwrap()
+            .layout(),
+        Layout::DigestId
+    );
+    assert_eq!(
+        TraceStore::open(store, &clock, "b", None, 1)
+            .unwrap()
+            .layout(),
+        Layout::Md5
+    );
+    assert_eq!(
+        TraceStore::open(store, &clock, "a", Some(Layout::Md5), 1).unwrap_err(),
+        TraceStoreError::LayoutMismatch
+    );
+    assert_eq!(
+        TraceStore::open(store, &clock, "b", Some(Layout::DigestId), 1).unwrap_err(),
+        TraceStoreError::LayoutMismatch
+    );
+    // Raw cells of one layout in the other's decoder.
+    assert_eq!(
+        decode_digest_id_cell(&digest_to_cell(AP)),
+        Err(TraceStoreError::CorruptDigestIdCell)
+    );
+    assert_eq!(cell_to_digest(&encode_digest_id_cell(300)), "");
+}
+
+// ------------------------------------------------------------------ digest-id scenarios
+
+fn digest_of(i: u64) -> String {
+    format!("{i:032x}").chars().rev().collect()
+}
+
+fn counter_value(store: &dyn Store) -> i64 {
+    let rows = raw_read(
+        store,
+        RowSet::key(id_counter_row_name()),
+        Some(RowFilter::CellsPerColumnLimit(1)),
+    );
+    rows.first()
+        .map_or(0, |r| decode_id_counter(&r.cells[0].value).unwrap())
+}
+
+fn map_cells(store: &dyn Store) -> Vec<(String, u64)> {
+    let rows = raw_read(
+        store,
+        RowSet::range(rowkit_codec::model::RowRange::all()),
+        Some(RowFilter::FamilyNameRegex("D".into())),
+    );
+    rows.iter()
+        .flat_map(|r| {
+            r.cells.iter().map(move |c| {
+                (
+                    digest_of_map_cell(&r.key, &c.qualifier).unwrap(),
+                    decode_digest_map_value(&c.value).unwrap(),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Scenario 17: the original `TestBTDigestMap`.
+pub fn first_ids(store: &dyn Store) {
+    setup(store, Layout::DigestId);
+    let hooked = Hooked::new(store);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(&hooked, &clock, 17);
+    let digests: Vec<String> = (0..90).map(digest_of).collect();
+    let ids = gold.assign_digest_ids(digests.clone()).unwrap();
+    let mut sorted = digests.clone();
+    sorted.sort();
+    for (d, id) in digests.iter().zip(&ids) {
+        assert_eq!(*id, sorted.iter().position(|s| s == d).unwrap() as u64 + 1);
+    }
+    let increments: Vec<_> = hooked
+        .take_log()
+        .into_iter()
+        .filter(|r| matches!(r, Request::ReadModifyWriteRow(_)))
+        .collect();
+    assert_eq!(increments.len(), 1);
+    assert_eq!(
+        encode_id_counter(counter_value(store)),
+        vec![0, 0, 0, 0, 0, 0, 1, 0x5a]
+    );
+    assert_eq!(map_cells(store).len(), 90);
+    assert_eq!(gold.allocate_digest_ids(3).unwrap(), vec![91, 92, 93]);
+    assert!(hooked.take_log().is_empty());
+    let pool: Vec<u64> = gold.state().pool().collect();
+    assert!(pool.contains(&94) && !pool.contains(&92) && !pool.contains(&93));
+    gold.state_mut().return_digest_ids(&[91, 93]);
+    let pool: Vec<u64> = gold.state().pool().collect();
+    assert!(pool.contains(&93) && pool.contains(&94) && !pool.contains(&92));
+    let more: Vec<String> = (80..100).map(digest_of).collect();
+    let ids = gold.assign_digest_ids(more.clone()).unwrap();
+    let mut new: Vec<&String> = more[10..].iter().collect();
+    new.sort();
+    let new_ids: BTreeSet<u64> = more[10..].iter().zip(&ids[10..]).map(|(_, &i)| i).collect();
+    assert_eq!(new_ids, (94..104).collect());
+    assert_eq!(gold.state().digest_cache().len(), 100);
+    let mut fresh = open(store, &clock, 18);
+    let all: Vec<String> = (0..100).map(digest_of).collect();
+    let again = fresh.assign_digest_ids(all.clone()).unwrap();
+    let first = gold.assign_digest_ids(all).unwrap();
+    assert_eq!(again, first);
+    assert_eq!(fresh.state().digest_cache(), gold.state().digest_cache());
+    for batch in 0..9u64 {
+        let digests: Vec<String> = (0..113)
+            .map(|i| digest_of(1000 + batch * 113 + i))
+            .collect();
+        gold.assign_digest_ids(digests).unwrap();
+    }
+    assert_eq!(counter_value(store), 1375);
+}
+
+/// Scenario 18: concurrent allocators (threads), with and without lost increment answers.
+pub fn concurrent_allocators(store: &dyn Store, lose_some: bool) {
+    setup(store, Layout::DigestId);
+    let hooked = Hooked::new(store);
+    if lose_some {
+        let mut n = 0u64;
+        hooked.set_hook(move |r, _| {
+            n += 1;
+            if matches!(r, Request::ReadModifyWriteRow(_)) && n.is_multiple_of(7) {
+                HookAction::ApplyThenFail(unavailable())
+            } else {
+                HookAction::Pass
+            }
+        });
+    }
+    let clock = ManualClock::new(Timestamp(T0));
+    let results: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for t in 0..8u64 {
+            let (hooked, clock, results) = (&hooked, &clock, &results);
+            s.spawn(move || {
+                let mut gold = TraceStore::open(hooked, clock, TABLE, None, t).unwrap();
+                let mut rng = SplitMix64::new(t + 1);
+                for _ in 0..200 {
+                    let n = 1 + rng.below(300) as usize;
+                    match gold.allocate_digest_ids(n) {
+                        Ok(ids) => {
+                            assert_eq!(ids.len(), n);
+                            results.lock().unwrap().extend(ids);
+                        }
+                        Err(e) => assert!(lose_some, "allocation failed: {e}"),
+                    }
+                }
+            });
+        }
+    });
+    let ids = results.into_inner().unwrap();
+    let distinct: BTreeSet<u64> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), ids.len(), "an id was handed out twice");
+    let counter = counter_value(store);
+    assert!(ids.iter().all(|&i| i >= 1 && (i as i64) < counter));
+    let sent: i64 = hooked
+        .take_log()
+        .iter()
+        .filter_map(|r| match r {
+            Request::ReadModifyWriteRow(r) => match r.rules[0].op {
+                rowkit_codec::model::RuleOp::IncrementAmount(a) => Some(a),
+                _ => None,
+            },
+            _ => None,
+        })
+        .sum();
+    assert_eq!(counter, sent);
+}
+
+/// Scenario 19: many writers Putting overlapping new digests concurrently (threads).
+pub fn concurrent_inserts(store: &dyn Store) {
+    setup(store, Layout::DigestId);
+    let clock = ManualClock::new(Timestamp(T0));
+    std::thread::scope(|s| {
+        for w in 0..6u64 {
+            let clock = &clock;
+            s.spawn(move || {
+                let mut gold = TraceStore::open(store, clock, TABLE, None, w).unwrap();
+                for step in 0..4u64 {
+                    let entries = (0..10u64)
+                        .map(|i| PutEntry {
+                            params: params_from([
+                                ("writer", w.to_string()),
+                                ("trace", i.to_string()),
+                            ]),
+                            options: Params::new(),
+                            digest: digest_of(step * 7 + i + w),
+                        })
+                        .collect();
+                    gold.put(step as i64, None, entries, Timestamp(T0)).unwrap();
+                }
+            });
+        }
+    });
+    let cells = map_cells(store);
+    let digests: BTreeSet<&String> = cells.iter().map(|(d, _)| d).collect();
+    assert_eq!(digests.len(), cells.len(), "a digest has two map cells");
+    let ids: BTreeSet<u64> = cells.iter().map(|(_, i)| *i).collect();
+    assert_eq!(ids.len(), cells.len(), "an id maps two digests");
+    let mut reader = open(store, &clock, 99);
+    let tile = reader.read_range(0, 3).unwrap();
+    for w in 0..6u64 {
+        for i in 0..10u64 {
+            let id = trace_id_text(&params_from([
+                ("writer", w.to_string()),
+                ("trace", i.to_string()),
+            ]));
+            let want: Vec<String> = (0..4u64).map(|step| digest_of(step * 7 + i + w)).collect();
+            assert_eq!(tile.traces[&id].digests, want);
+        }
+    }
+}
+
+/// Scenario 19, deterministic form: both lookups miss, A inserts first, B adopts A's id.
+pub fn one_digest_two_writers(store: &dyn Store) {
+    setup(store, Layout::DigestId);
+    let d = "9e1d402515193304cafbdf02b8fd751b";
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut a = open(store, &clock, 1);
+    // B's insert finds A's cell: A runs in the hook, after B's lookup missed.
+    let a_put = Mutex::new(Some(move || {
+        a.put(
+            0,
+            None,
+            vec![PutEntry {
+                params: params_from([("t", "a")]),
+                digest: d.into(),
+                ..PutEntry::default()
+            }],
+            Timestamp(T0),
+        )
+        .unwrap();
+        a.state().digest_cache().id(d).unwrap()
+    }));
+    let a_id = Mutex::new(0u64);
+    let hooked = Hooked::new(store);
+    let mut b = open(&hooked, &clock, 2);
+    hooked.set_hook(|r, _| {
+        if matches!(r, Request::CheckAndMutateRow(c) if c.row_key.starts_with(b"21:ts:d:"))
+            && let Some(mut f) = a_put.lock().unwrap().take()
+        {
+            *a_id.lock().unwrap() = f();
+        }
+        HookAction::Pass
+    });
+    b.put(
+        0,
+        None,
+        vec![PutEntry {
+            params: params_from([("t", "b")]),
+            digest: d.into(),
+            ..PutEntry::default()
+        }],
+        Timestamp(T0),
+    )
+    .unwrap();
+    hooked.clear_hook();
+    let a_id = *a_id.lock().unwrap();
+    assert!(a_id >= 1);
+    assert_eq!(b.state().digest_cache().id(d), Some(a_id));
+    assert!(
+        b.state()
+            .pool()
+            .last()
+            .is_some_and(|offered| offered != a_id),
+        "B's offered id goes back"
+    );
+    let cells = map_cells(store);
+    assert_eq!(cells, vec![(d.to_string(), a_id)]);
+    let rows = raw_read(
+        store,
+        RowSet::range(rowkit_codec::model::RowRange::prefix(b"")),
+        Some(RowFilter::FamilyNameRegex("T".into())),
+    );
+    for row in rows {
+        assert_eq!(decode_digest_id_cell(&row.cells[0].value), Ok(a_id));
+    }
+    let tile = b.read_range(0, 0).unwrap();
+    assert!(
+        tile.traces
+            .values()
+            .all(|t| t.digests == vec![d.to_string()])
+    );
+}
+
+/// Scenario 20: missing digests round trip.
+pub fn missing_digest(store: &dyn Store) {
+    setup(store, Layout::DigestId);
+    let hooked = Hooked::new(store);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(&hooked, &clock, 20);
+    gold.put(
+        0,
+        None,
+        vec![
+            entry(Layout::DigestId, "angler", "test_alpha", ""),
+            entry(Layout::DigestId, "angler", "test_beta", "NOPE"),
+        ],
+        Timestamp(T0),
+    )
+    .unwrap();
+    let log = hooked.take_log();
+    assert!(
+        !log.iter()
+            .any(|r| matches!(r, Request::ReadModifyWriteRow(_)))
+    );
+    assert!(map_cells(store).is_empty());
+    let rows = raw_read(
+        store,
+        RowSet::range(rowkit_codec::model::RowRange::prefix(b"")),
+        Some(RowFilter::FamilyNameRegex("T".into())),
+    );
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.cells[0].value == [0]));
+    let tile = gold.read_range(0, 0).unwrap();
+    assert_eq!(tile.traces.len(), 2);
+    assert!(
+        tile.traces
+            .values()
+            .all(|t| t.digests == vec![String::new()])
+    );
+}
+
+/// Scenario 21: a fresh reader resolves ids with one full map read, after its trace scans.
+pub fn fresh_reader(store: &dyn Store) {
+    setup(store, Layout::DigestId);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut writer = open(store, &clock, 21);
+    put_points(&mut writer, Layout::DigestId, [0, 1, 2], T0);
+    let hooked = Hooked::new(store);
+    let mut reader = open(&hooked, &clock, 22);
+    assert_eq!(
+        reader.read_range(0, 2).unwrap(),
+        expected_tile(Layout::DigestId, [0, 1, 2])
+    );
+    let log = hooked.take_log();
+    let is_map = |r: &Request| matches!(r, Request::ReadRows(q) if q.rows.row_ranges.iter().any(|g| g.start.key().is_some_and(|k| k[3..].starts_with(b"ts:d:"))));
+    let first_map = log.iter().position(is_map).expect("a map read");
+    assert_eq!(log.iter().filter(|r| is_map(r)).count(), 32);
+    assert!(
+        log[..first_map]
+            .iter()
+            .filter(|r| matches!(r, Request::ReadRows(_)))
+            .count()
+            >= 33
+    );
+    reader.read_range(0, 2).unwrap();
+    assert!(!hooked.take_log().iter().any(is_map));
+    let cache = reader.state().digest_cache();
+    let rows = raw_read(
+        store,
+        RowSet::range(rowkit_codec::model::RowRange::prefix(b"")),
+        Some(RowFilter::Chain(vec![
+            RowFilter::FamilyNameRegex("T".into()),
+            RowFilter::CellsPerColumnLimit(1),
+        ])),
+    );
+    for row in rows {
+        for cell in &row.cells {
+            let id = decode_digest_id_cell(&cell.value).unwrap();
+            assert!(cache.digest(id).is_some_and(|d| !d.is_empty()));
+        }
+    }
+}
+
+/// Scenario 22: unknown and corrupt ids.
+pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
+    let clock = ManualClock::new(Timestamp(T0));
+    fn trace_row<'s>(store: &'s dyn Store, clock: &'s ManualClock, value: Vec<u8>) -> Gold<'s> {
+        let mut gold = open(store, clock, 22);
+        gold.put(
+            0,
+            None,
+            vec![entry(Layout::DigestId, "angler", "test_alpha", "")],
+            Timestamp(T0),
+        )
+        .unwrap();
+        let row = raw_read(
+            store,
+            RowSet::range(rowkit_codec::model::RowRange::prefix(b"")),
+            Some(RowFilter::FamilyNameRegex("T".into())),
+        )[0]
+        .key
+        .clone();
+        raw_write(
+            store,
+            vec![MutateRowsEntry {
+                row_key: row,
+                mutations: vec![set("T", b"0", T0 + 1000, value)],
+            }],
+        );
+        gold
+    }
+    let store = make_store();
+    setup(&*store, Layout::DigestId);
+    let mut gold = trace_row(&*store, &clock, vec![0xe7, 0x07]);
+    assert_eq!(
+        gold.read_range(0, 0).unwrap_err(),
+        TraceStoreError::UnknownDigestId(999)
+    );
+    let store = make_store();
+    setup(&*store, Layout::DigestId);
+    let mut gold = trace_row(&*store, &clock, digest_to_cell(AP));
+    assert_eq!(
+        gold.read_range(0, 0).unwrap_err(),
+        TraceStoreError::CorruptDigestIdCell
+    );
+    for bad in [&b"0"[..], b"-5"] {
+        let store = make_store();
+        setup(&*store, Layout::DigestId);
+        let mut gold = trace_row(&*store, &clock, vec![5]);
+        raw_write(
+            &*store,
+            vec![MutateRowsEntry {
+                row_key: digest_map_row(AP).unwrap(),
+                mutations: vec![set(
+                    "D",
+                    &digest_map_qualifier(AP).unwrap(),
+                    T0,
+                    bad.to_vec(),
+                )],
+            }],
+        );
+        assert_eq!(
+            gold.read_range(0, 0).unwrap_err(),
+            TraceStoreError::CorruptDigestMap
+        );
+    }
+}
+
+/// Scenario 23: rows per lookup with a map of `n_map` digests (the spec uses 100,000) when a
+/// cold instance assigns the first `n_lookup` (10,000). Returns (lookup rows, full read rows).
+pub fn rows_per_lookup(store: &dyn Store, n_map: u64, n_lookup: u64) -> (usize, usize) {
+    setup(store, Layout::DigestId);
+    let mut rows: BTreeMap<Vec<u8>, Vec<Mutation>> = BTreeMap::new();
+    let digest = |i: u64| rowkit_codec::tracestore::ops_hash(i.to_string().as_bytes());
+    for i in 0..n_map {
+        let d = digest(i);
+        rows.entry(digest_map_row(&d).unwrap())
+            .or_default()
+            .push(set(
+                "D",
+                &digest_map_qualifier(&d).unwrap(),
+                T0,
+                encode_digest_map_value(i + 1),
+            ));
+    }
+    let entries: Vec<MutateRowsEntry> = rows
+        .into_iter()
+        .map(|(row_key, mutations)| MutateRowsEntry { row_key, mutations })
+        .collect();
+    let full_rows = entries.len();
+    raw_write(store, entries);
+    let hooked = Hooked::new(store);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(&hooked, &clock, 23);
+    let ids = gold
+        .assign_digest_ids((0..n_lookup).map(digest).collect())
+        .unwrap();
+    assert_eq!(ids, (1..=n_lookup).collect::<Vec<_>>());
+    let log = hooked.take_log();
+    assert_eq!(log.len(), 1, "one lookup, no increment, no insert");
+    let Request::ReadRows(r) = &log[0] else {
+        panic!("not a ReadRows")
+    };
+    (r.rows.row_keys.len(), full_rows)
+}
+
+/// Scenario 24: the exact request sequence of one digest-id Put.
+pub fn put_request_sequence(store: &dyn Store) {
+    setup(store, Layout::DigestId);
+    let clock = ManualClock::new(Timestamp(T0));
+    // Tile 3's OPS, the map entry x -> 1 and the counter at 257.
+    let mut ops = rowkit_codec::tracestore::OrderedParamSet::new();
+    ops.key_order = vec!["device".into(), "name".into(), "source_type".into()];
+    ops.param_set.insert(
+        "device".into(),
+        vec!["angler".into(), "bullhead".into(), "crosshatch".into()],
+    );
+    ops.param_set
+        .insert("name".into(), vec!["test_alpha".into(), "test_beta".into()]);
+    ops.param_set
+        .insert("source_type".into(), vec!["gm".into()]);
+    let bytes = rowkit_codec::tracestore::encode_ops_gob(&ops);
+    let hash = rowkit_codec::tracestore::ops_hash(&bytes);
+    let x = "9e1d402515193304cafbdf02b8fd751b";
+    let y = "60b5e978d116cccc0ef12278d724245b";
+    let z = "e30a49351a7e45b9591a989073e755b2";
+    raw_write(
+        store,
+        vec![
+            MutateRowsEntry {
+                row_key: ops_row_name(2147483644),
+                mutations: vec![
+                    set("O", b"H", T0 - 1000, hash.into_bytes()),
+                    set("O", b"OPS", T0 - 1000, bytes),
+                ],
+            },
+            MutateRowsEntry {
+                row_key: digest_map_row(x).unwrap(),
+                mutations: vec![set(
+                    "D",
+                    &digest_map_qualifier(x).unwrap(),
+                    T0 - 1000,
+                    b"1".to_vec(),
+                )],
+            },
+            MutateRowsEntry {
+                row_key: id_counter_row_name(),
+                mutations: vec![set("I", b"idc", T0 - 1000, encode_id_counter(257))],
+            },
+        ],
+    );
+    let hooked = Hooked::new(store);
+    let mut gold = open(&hooked, &clock, 24);
+    let e = |d: &str, digest: &str| entry(Layout::DigestId, d, "test_alpha", digest);
+    gold.put(
+        1000,
+        None,
+        vec![e("angler", x), e("bullhead", y), e("crosshatch", z)],
+        Timestamp(T0),
+    )
+    .unwrap();
+    let log = hooked.take_log();
+    let t = |s: &str| s.as_bytes().to_vec();
+    let read = |rows: RowSet, filter: RowFilter| {
+        Request::ReadRows(ReadRowsRequest {
+            table: TABLE.into(),
+            rows,
+            filter: Some(filter),
+            ..Default::default()
+        })
+    };
+    let latest = RowFilter::CellsPerColumnLimit(1);
+    let mut expected = vec![
+        read(
+            RowSet::key(t(":ts:o:2147483644:")),
+            RowFilter::Chain(vec![latest.clone(), RowFilter::FamilyNameRegex("O".into())]),
+        ),
+        read(
+            RowSet {
+                row_keys: vec![
+                    t("05:ts:d:0000000000:e30"),
+                    t("21:ts:d:0000000000:9e1"),
+                    t("23:ts:d:0000000000:60b"),
+                ],
+                row_ranges: vec![],
+            },
+            RowFilter::Chain(vec![RowFilter::FamilyNameRegex("D".into()), latest]),
+        ),
+        Request::ReadModifyWriteRow(rowkit_statemachines::ReadModifyWriteRowRequest {
+            table: TABLE.into(),
+            app_profile_id: String::new(),
+            row_key: t(":ts:i:0000000000:"),
+            rules: vec![rowkit_codec::model::ReadModifyWriteRule {
+                family: "I".into(),
+                qualifier: t("idc"),
+                op: rowkit_codec::model::RuleOp::IncrementAmount(258),
+            }],
+        }),
+    ];
+    for (row, q, v) in [
+        (
+            "23:ts:d:0000000000:60b",
+            "5e978d116cccc0ef12278d724245b",
+            "257",
+        ),
+        (
+            "05:ts:d:0000000000:e30",
+            "a49351a7e45b9591a989073e755b2",
+            "258",
+        ),
+    ] {
+        expected.push(Request::CheckAndMutateRow(
+            rowkit_statemachines::CheckAndMutateRowRequest {
+                table: TABLE.into(),
+                app_profile_id: String::new(),
+                row_key: t(row),
+                predicate: Some(RowFilter::ColumnQualifierRegex(t(q))),
+                true_mutations: vec![],
+                false_mutations: vec![set("D", q.as_bytes(), T0, t(v))],
+            },
+        ));
+    }
+    let trace = |row: &str, v: Vec<u8>| MutateRowsEntry {
+        row_key: t(row),
+        mutations: vec![
+            set("T", b"232", T0, v),
+            Mutation::DeleteFromColumn {
+                family: "T".into(),
+                qualifier: t("232"),
+                range: Some(rowkit_codec::model::TimestampRange {
+                    start: 0,
+                    end: T0 - 1000,
+                }),
+            },
+        ],
+    };
+    expected.push(Request::MutateRows(MutateRowsRequest {
+        table: TABLE.into(),
+        app_profile_id: String::new(),
+        entries: vec![
+            trace("28:ts:t:2147483644:,0=0,1=0,2=0,", vec![1]),
+            trace("02:ts:t:2147483644:,0=1,1=0,2=0,", vec![0x81, 2]),
+            trace("01:ts:t:2147483644:,0=2,1=0,2=0,", vec![0x82, 2]),
+        ],
+    }));
+    assert_eq!(log, expected);
+    let pool: Vec<u64> = gold.state().pool().collect();
+    assert_eq!(pool, (259..=514).collect::<Vec<_>>());
+}
+
+/// Scenario 26: versions without GC.
+pub fn versions_without_gc(store: &dyn Store) {
+    setup(store, Layout::DigestId);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(store, &clock, 26);
+    let put = |g: &mut Gold<'_>, d: &str, ts: i64| {
+        g.put(
+            0,
+            None,
+            vec![entry(Layout::DigestId, "angler", "test_alpha", d)],
+            Timestamp(ts),
+        )
+        .unwrap();
+    };
+    put(&mut gold, AP, T0);
+    put(&mut gold, AN, T0 + 7_000_000);
+    let cells = || {
+        raw_read(
+            store,
+            RowSet::range(rowkit_codec::model::RowRange::prefix(b"")),
+            Some(RowFilter::FamilyNameRegex("T".into())),
+        )[0]
+        .cells
+        .len()
+    };
+    assert_eq!(cells(), 1);
+    put(&mut gold, AU, T0 - 7_000_000);
+    assert_eq!(cells(), 2);
+    let tile = gold.read_range(0, 0).unwrap();
+    assert_eq!(
+        tile.traces[&trace_id_text(&trace_params("angler", "test_alpha"))].digests,
+        vec![AN]
+    );
+}
+
+/// Scenario 27: an insert applied but answered with an error.
+pub fn insert_with_unknown_outcome(store: &dyn Store) {
+    setup(store, Layout::DigestId);
+    let hooked = Hooked::new(store);
+    hooked.set_hook(|r, _| {
+        if matches!(r, Request::CheckAndMutateRow(c) if c.row_key[3..].starts_with(b"ts:d:")) {
+            HookAction::ApplyThenFail(unavailable())
+        } else {
+            HookAction::Pass
+        }
+    });
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(&hooked, &clock, 27);
+    let e = vec![entry(Layout::DigestId, "angler", "test_alpha", AP)];
+    assert!(matches!(
+        gold.put(0, None, e.clone(), Timestamp(T0)),
+        Err(TraceStoreError::Store {
+            code: Code::Unavailable,
+            ..
+        })
+    ));
+    hooked.clear_hook();
+    gold.put(0, None, e, Timestamp(T0)).unwrap();
+    let cells = map_cells(store);
+    assert_eq!(cells.len(), 1);
+    let written = cells[0].1;
+    assert_eq!(gold.state().digest_cache().id(AP), Some(written));
+    assert!(!gold.state().pool().any(|i| i == written));
+}

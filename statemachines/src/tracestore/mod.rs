@@ -1,0 +1,184 @@
+//! Skia Gold's Bigtable trace store as sans-IO machines (`spec/tracestore.md` 9-12, 17), both
+//! layouts: [`put`], [`read_range`], [`read_dense`], [`newest_tile`], and the digest-id
+//! layout's [`assign_digest_ids`] and [`allocate_digest_ids`] (public for tests).
+//!
+//! Every constructor takes the instance's [`TraceStoreState`] exclusively, the current time, a
+//! seed (back-off jitter only) and an optional deadline, and returns an [`Op`] — a [`Machine`]
+//! that emits requests under increasing tags, nests [`crate::readrows::ReadRows`],
+//! [`crate::raw::MutateRows`] and [`crate::raw::Unary`] children, and emits no events.
+//!
+//! ```
+//! use rowkit_codec::tracestore::Layout;
+//! use rowkit_statemachines::tracestore::{TraceStoreState, newest_tile};
+//! use rowkit_statemachines::{Machine, Request, Response, Timestamp};
+//!
+//! let mut state = TraceStoreState::new("gold", Layout::Md5);
+//! let mut m = newest_tile(&mut state, Timestamp(0), 1, None);
+//! let (tag, request) = m.poll_request().unwrap();
+//! assert!(matches!(request, Request::ReadRows(_)));
+//! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
+//! assert_eq!(m.result(), Some(Ok(None)));
+//! ```
+
+mod exec;
+mod protocol;
+mod state;
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use rowkit_codec::tracestore::{ParamSet, Params, TraceStoreError};
+
+pub use exec::Op;
+pub use state::{CachedOps, DigestCache, TraceStoreState};
+
+#[allow(unused_imports)]
+use crate::Machine;
+use crate::Timestamp;
+
+/// Default deadline of read machines: 4 minutes after `now`.
+pub const READ_DEADLINE_MICROS: i64 = 4 * 60 * 1_000_000;
+/// Default deadline of Put: 10 minutes after `now`.
+pub const PUT_DEADLINE_MICROS: i64 = 10 * 60 * 1_000_000;
+/// Entries per `MutateRows` request of a Put.
+pub const PUT_CHUNK_ENTRIES: usize = protocol::PUT_CHUNK;
+
+/// One value of a Put: a trace's params, its options (md5 layout only) and its digest.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PutEntry {
+    /// The trace's params.
+    pub params: Params,
+    /// Options (must be empty in the digest-id layout).
+    pub options: Params,
+    /// 32 hex characters; anything else is stored as missing.
+    pub digest: String,
+}
+
+/// One trace of a read result.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Trace {
+    /// The trace's params.
+    pub params: Params,
+    /// Its options (md5 layout; empty in the digest-id layout).
+    pub options: Params,
+    /// One digest per commit of the result, `""` = missing.
+    pub digests: Vec<String>,
+}
+
+/// A read result (`spec/tracestore.md` 12.2).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tile {
+    /// Repo indices of the columns, ascending.
+    pub commits: Vec<u32>,
+    /// Trace id text -> trace, in ascending id order.
+    pub traces: BTreeMap<String, Trace>,
+    /// Every key and value of the traces (and options), value lists sorted.
+    pub paramset: ParamSet,
+}
+
+fn deadline(now: Timestamp, given: Option<Timestamp>, default: i64) -> Timestamp {
+    given.unwrap_or_else(|| now.saturating_add_micros(default))
+}
+
+/// `Put(commit, entries, ts)`: OPS update, (digest-id) id assignment, then `MutateRows` chunks.
+/// `bad repo index`, `bad timestamp` and `options not supported by the digest-id layout` are
+/// raised before any request.
+#[allow(clippy::too_many_arguments)]
+pub fn put(
+    state: &mut TraceStoreState,
+    repo_index: i64,
+    commit_time: Option<Timestamp>,
+    entries: Vec<PutEntry>,
+    ts: Timestamp,
+    now: Timestamp,
+    seed: u64,
+    deadline_at: Option<Timestamp>,
+) -> Op<'_, ()> {
+    if let Err(e) = protocol::check_put(state, repo_index, commit_time, &entries, ts) {
+        return Op::failed(e);
+    }
+    let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
+    Op::start(now, d, seed, move |ctx| {
+        protocol::put(ctx, state, repo_index, commit_time, entries, ts)
+    })
+}
+
+/// `ReadRange(first, last)`: every trace of the commits `first ..= last`.
+pub fn read_range(
+    state: &mut TraceStoreState,
+    first: i64,
+    last: i64,
+    now: Timestamp,
+    seed: u64,
+    deadline_at: Option<Timestamp>,
+) -> Op<'_, Tile> {
+    if let Err(e) = protocol::check_range(first, last) {
+        return Op::failed(e);
+    }
+    let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
+    Op::start(now, d, seed, move |ctx| {
+        protocol::read_range(ctx, state, first, last)
+    })
+}
+
+/// `ReadDense(last, n)`: the newest `n` commits up to `last` that hold data.
+pub fn read_dense(
+    state: &mut TraceStoreState,
+    last: i64,
+    n: usize,
+    now: Timestamp,
+    seed: u64,
+    deadline_at: Option<Timestamp>,
+) -> Op<'_, Tile> {
+    if let Err(e) = rowkit_codec::tracestore::keys::repo_index_position(last) {
+        return Op::failed(e);
+    }
+    if n == 0 {
+        return Op::failed(TraceStoreError::BadArgument);
+    }
+    let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
+    Op::start(now, d, seed, move |ctx| {
+        protocol::read_dense(ctx, state, last, n)
+    })
+}
+
+/// `NewestTile`: the index of the newest tile, `None` when the table has none.
+pub fn newest_tile(
+    state: &mut TraceStoreState,
+    now: Timestamp,
+    seed: u64,
+    deadline_at: Option<Timestamp>,
+) -> Op<'_, Option<u32>> {
+    let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
+    Op::start(now, d, seed, move |ctx| protocol::newest_tile(ctx, state))
+}
+
+/// `AssignDigestIds(digests)` (digest-id layout): the id of every input digest, in input
+/// order (`""` and invalid digests -> 0).
+pub fn assign_digest_ids(
+    state: &mut TraceStoreState,
+    digests: Vec<String>,
+    now: Timestamp,
+    seed: u64,
+    deadline_at: Option<Timestamp>,
+) -> Op<'_, Vec<u64>> {
+    let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
+    Op::start(now, d, seed, move |ctx| async move {
+        protocol::assign_digest_ids(&ctx, state, &digests).await
+    })
+}
+
+/// `AllocateDigestIds(n)` (digest-id layout): `n` distinct, never used ids.
+pub fn allocate_digest_ids(
+    state: &mut TraceStoreState,
+    n: usize,
+    now: Timestamp,
+    seed: u64,
+    deadline_at: Option<Timestamp>,
+) -> Op<'_, Vec<u64>> {
+    let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
+    Op::start(now, d, seed, move |ctx| async move {
+        protocol::allocate_digest_ids(&ctx, state, n).await
+    })
+}

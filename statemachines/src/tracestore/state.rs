@@ -1,0 +1,157 @@
+//! `TraceStoreState` (`spec/tracestore.md` 17.1): what one open trace store keeps between
+//! operations — the table and its layout, the OPS cache, and in the digest-id layout the
+//! digest cache and the id pool.
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::Timestamp;
+use rowkit_codec::tracestore::{Layout, OrderedParamSet, TraceStoreError};
+
+/// A tile's OPS as last read or written: the compare-and-swap token and its cell timestamp.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CachedOps {
+    /// The OrderedParamSet.
+    pub ops: OrderedParamSet,
+    /// The `O:H` value.
+    pub hash: String,
+    /// The timestamp of the `O:H` cell.
+    pub ts_hash: Timestamp,
+}
+
+/// The digest map as far as this instance knows it: digest <-> id, `"" <-> 0` implicit.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DigestCache {
+    by_digest: BTreeMap<String, u64>,
+    by_id: BTreeMap<u64, String>,
+}
+
+impl DigestCache {
+    /// The id of a digest (`""` -> 0).
+    pub fn id(&self, digest: &str) -> Option<u64> {
+        if digest.is_empty() {
+            return Some(0);
+        }
+        self.by_digest.get(digest).copied()
+    }
+
+    /// The digest of an id (0 -> `""`).
+    pub fn digest(&self, id: u64) -> Option<&str> {
+        if id == 0 {
+            return Some("");
+        }
+        self.by_id.get(&id).map(String::as_str)
+    }
+
+    /// Number of stored entries (without `"" <-> 0`).
+    pub fn len(&self) -> usize {
+        self.by_digest.len()
+    }
+
+    /// Whether only `"" <-> 0` is known.
+    pub fn is_empty(&self) -> bool {
+        self.by_digest.is_empty()
+    }
+
+    /// Merges entries; a digest mapped to another id or an id mapped to another digest is
+    /// `corrupt digest map`, and then nothing is merged.
+    pub fn merge(&mut self, entries: &[(String, u64)]) -> Result<(), TraceStoreError> {
+        let mut staged: BTreeMap<&str, u64> = BTreeMap::new();
+        let mut staged_ids: BTreeMap<u64, &str> = BTreeMap::new();
+        for (digest, id) in entries {
+            let clash_digest = self
+                .by_digest
+                .get(digest)
+                .or_else(|| staged.get(digest.as_str()))
+                .is_some_and(|&known| known != *id);
+            let clash_id = self
+                .by_id
+                .get(id)
+                .map(String::as_str)
+                .or_else(|| staged_ids.get(id).copied())
+                .is_some_and(|known| known != digest);
+            if clash_digest || clash_id || *id == 0 || digest.is_empty() {
+                return Err(TraceStoreError::CorruptDigestMap);
+            }
+            staged.insert(digest, *id);
+            staged_ids.insert(*id, digest);
+        }
+        for (digest, id) in entries {
+            self.by_digest.insert(digest.clone(), *id);
+            self.by_id.insert(*id, digest.clone());
+        }
+        Ok(())
+    }
+
+    /// Every entry, by digest.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, u64)> {
+        self.by_digest.iter().map(|(d, &i)| (d.as_str(), i))
+    }
+}
+
+/// One open trace store (`spec/tracestore.md` 17.1). A machine borrows it exclusively while
+/// it runs; concurrent work uses several states.
+#[derive(Clone, Debug)]
+pub struct TraceStoreState {
+    pub(crate) table: String,
+    pub(crate) app_profile_id: String,
+    pub(crate) layout: Layout,
+    pub(crate) ops_cache: BTreeMap<Vec<u8>, CachedOps>,
+    pub(crate) digests: DigestCache,
+    pub(crate) pool: VecDeque<u64>,
+}
+
+impl TraceStoreState {
+    /// A fresh state for `table` in `layout` (empty caches, empty pool).
+    pub fn new(table: impl Into<String>, layout: Layout) -> TraceStoreState {
+        TraceStoreState {
+            table: table.into(),
+            app_profile_id: String::new(),
+            layout,
+            ops_cache: BTreeMap::new(),
+            digests: DigestCache::default(),
+            pool: VecDeque::new(),
+        }
+    }
+
+    /// The table.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The OPS cache entry of an OPS row.
+    pub fn cached_ops(&self, ops_row: &[u8]) -> Option<&CachedOps> {
+        self.ops_cache.get(ops_row)
+    }
+
+    /// The digest cache (digest-id layout).
+    pub fn digest_cache(&self) -> &DigestCache {
+        &self.digests
+    }
+
+    /// The digest cache, to prime it with entries known to be stored.
+    pub fn digest_cache_mut(&mut self) -> &mut DigestCache {
+        &mut self.digests
+    }
+
+    /// Resets the digest cache to `{"" <-> 0}` (bounds memory between operations).
+    pub fn clear_digest_cache(&mut self) {
+        self.digests = DigestCache::default();
+    }
+
+    /// The reserved, unused ids, front first.
+    pub fn pool(&self) -> impl Iterator<Item = u64> + '_ {
+        self.pool.iter().copied()
+    }
+
+    /// `ReturnDigestIds`: appends never-written ids to the back of the pool.
+    pub fn return_digest_ids(&mut self, ids: &[u64]) {
+        self.pool.extend(ids.iter().copied());
+    }
+}
