@@ -33,6 +33,7 @@ extern crate std;
 mod attempt;
 mod machine;
 pub mod raw;
+pub mod objmeta;
 pub mod readrows;
 mod request;
 mod retry;

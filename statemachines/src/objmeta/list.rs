@@ -1,0 +1,1 @@
+//! ListObject: placeholder.
