@@ -24,6 +24,7 @@ use rowkit_codec::objmeta::version_id::VersionIdGenerator;
 use crate::Timestamp;
 
 pub use engine::OpMachine;
+pub use list::ListObject;
 
 pub use ops::{
     AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketOp, DeleteObjectOp,
