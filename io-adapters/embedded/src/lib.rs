@@ -37,10 +37,12 @@
 
 pub mod driver;
 mod memory;
+pub mod objmeta;
 #[cfg(feature = "redb")]
 mod redb_store;
 pub mod semantics;
 mod store;
+pub mod objmeta_scenarios;
 pub mod suite;
 
 pub use memory::MemoryStore;

@@ -186,6 +186,11 @@ impl ObjmetaError {
         }
     }
 
+    /// An `InternalError` with a message.
+    pub fn internal_error(msg: impl core::fmt::Display) -> ObjmetaError {
+        ObjmetaError::internal(msg)
+    }
+
     pub(crate) fn internal(msg: impl core::fmt::Display) -> ObjmetaError {
         ObjmetaError::InternalError(alloc::format!("{msg}"))
     }

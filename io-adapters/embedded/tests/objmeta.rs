@@ -1,0 +1,36 @@
+#![allow(clippy::unwrap_used)]
+//! objmeta on the embedded stores: every scenario trace of `vectors/objmeta.json` replayed on
+//! MemoryStore and RedbStore, comparing the whole bucket after each step.
+
+use rowkit_codec::objmeta::json::Json;
+use rowkit_embedded::objmeta_scenarios::replay_all;
+use rowkit_embedded::{MemoryStore, RedbStore, Store};
+
+fn vectors() -> Json {
+    let dir = std::env::var("ROWKIT_SHARED")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared").to_string());
+    let path = format!("{dir}/vectors/objmeta.json");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("vector file {path} is required: {e}"));
+    Json::parse(&text).unwrap()
+}
+
+fn check(store: &dyn Store) {
+    match replay_all(store, &vectors()) {
+        Ok(n) => assert!(n >= 37, "only {n} scenarios"),
+        Err(failures) => panic!("{} scenario(s) failed:\n{}", failures.len(), failures.join("\n\n")),
+    }
+}
+
+#[test]
+fn scenario_traces_memory() {
+    check(&MemoryStore::new());
+}
+
+#[test]
+fn scenario_traces_redb() {
+    let dir = std::env::temp_dir().join(format!("rowkit-objmeta-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let store = RedbStore::open(dir.join("scenarios.redb")).unwrap();
+    check(&store);
+}
