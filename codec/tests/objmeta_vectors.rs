@@ -65,7 +65,10 @@ fn version_id_generate() {
             c["env_S3_VERSION_ID_ENCODING_TYPE"].as_str(),
         );
         assert_eq!(id, s(&c["version_id"]), "{}", c["note"]);
-        assert_eq!(g.last_timestamp, c["state_after"]["lastTimestamp"].as_i64().unwrap());
+        assert_eq!(
+            g.last_timestamp,
+            c["state_after"]["lastTimestamp"].as_i64().unwrap()
+        );
         assert_eq!(g.last_seq, c["state_after"]["lastSeq"].as_i64().unwrap());
     }
 }
@@ -162,7 +165,12 @@ fn row_cells() {
     let Some(Json::Array(ordered_cases)) = ordered.get("row_cells") else {
         panic!("row_cells missing")
     };
-    for (c, oc) in vectors()["row_cells"].as_array().unwrap().iter().zip(ordered_cases) {
+    for (c, oc) in vectors()["row_cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(ordered_cases)
+    {
         let value = oc.get("value").unwrap().clone();
         let muts = replace(&value, None);
         let mut cells = serde_json::Map::new();
@@ -241,10 +249,18 @@ fn filter_sequences() {
             .unwrap()
             .set("listingType", Json::str(s(&c["algo"])));
         let mut l = Listing::new(ListingParams::from_json(&params), vf(&c["vFormat"]));
-        assert_eq!(to_value(&l.gen_md_params().unwrap().to_json()), c["genMDParams"], "{name}");
+        assert_eq!(
+            to_value(&l.gen_md_params().unwrap().to_json()),
+            c["genMDParams"],
+            "{name}"
+        );
         for (i, t) in c["trace"].as_array().unwrap().iter().enumerate() {
             let code = l.filter(s(&t["key"]), s(&t["value"]));
-            assert_eq!(i64::from(code), t["filter"].as_i64().unwrap(), "{name} step {i}");
+            assert_eq!(
+                i64::from(code),
+                t["filter"].as_i64().unwrap(),
+                "{name} step {i}"
+            );
             if code == 0 {
                 let got = match l.skipping() {
                     None => Value::Null,

@@ -32,8 +32,8 @@ extern crate std;
 
 mod attempt;
 mod machine;
-pub mod raw;
 pub mod objmeta;
+pub mod raw;
 pub mod readrows;
 mod request;
 mod retry;

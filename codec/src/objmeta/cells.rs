@@ -53,7 +53,11 @@ pub fn replace(value: &Json, vformat: Option<&str>) -> Vec<Mutation> {
         set(DOC_FAMILY, "value", text.clone().into_bytes()),
     ];
     if let Some(vf) = vformat {
-        m.push(set(DOC_FAMILY, "vFormat", Json::str(vf).stringify().into_bytes()));
+        m.push(set(
+            DOC_FAMILY,
+            "vFormat",
+            Json::str(vf).stringify().into_bytes(),
+        ));
     }
     m.push(set(FLAG_FAMILY, "hash", value_hash(&text)));
     if let Some(Json::String(vid)) = value.get("versionId") {
@@ -141,7 +145,10 @@ pub mod filters {
     }
 
     fn vid_range(start: KeyBound, end: KeyBound) -> RowFilter {
-        RowFilter::Chain(vec![flag("versionId"), RowFilter::ValueRange { start, end }])
+        RowFilter::Chain(vec![
+            flag("versionId"),
+            RowFilter::ValueRange { start, end },
+        ])
     }
 
     /// `VID_EQ(x)`.

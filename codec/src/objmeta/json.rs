@@ -103,7 +103,10 @@ impl JsonObject {
             }
         }
         ints.sort_by_key(|(i, _, _)| *i);
-        ints.into_iter().map(|(_, n, v)| (n, v)).chain(rest).collect()
+        ints.into_iter()
+            .map(|(_, n, v)| (n, v))
+            .chain(rest)
+            .collect()
     }
 }
 
@@ -329,7 +332,7 @@ impl Serialize for Json {
             Json::Null => s.serialize_unit(),
             Json::Bool(b) => s.serialize_bool(*b),
             Json::Number(n) if !n.is_finite() => s.serialize_unit(),
-            Json::Number(n) if n.fract() == 0.0 && n.abs() < 9.007_199_254_740_992e15 => {
+            Json::Number(n) if n.abs() < 9.007_199_254_740_992e15 && (*n as i64) as f64 == *n => {
                 s.serialize_i64(*n as i64)
             }
             Json::Number(n) => s.serialize_f64(*n),

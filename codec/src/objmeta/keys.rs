@@ -75,8 +75,7 @@ impl VFormat {
     /// The vFormat `createBucket` writes for `bucket` given the configured default
     /// (`objmeta.md` 4.3): v0 for `users..bucket`, `PENSIEVE` and `mpuShadowBucket*`.
     pub fn for_new_bucket(bucket: &str, default: VFormat) -> VFormat {
-        if bucket == USERS_BUCKET || bucket == "PENSIEVE" || bucket.starts_with("mpuShadowBucket")
-        {
+        if bucket == USERS_BUCKET || bucket == "PENSIEVE" || bucket.starts_with("mpuShadowBucket") {
             VFormat::V0
         } else {
             default
@@ -164,8 +163,7 @@ pub fn index_of_utf16(hay: &str, needle: &str, from: usize) -> Option<usize> {
     if n.is_empty() {
         return Some(from);
     }
-    (from..=h.len().saturating_sub(n.len()))
-        .find(|&i| h.get(i..i + n.len()) == Some(n.as_slice()))
+    (from..=h.len().saturating_sub(n.len())).find(|&i| h.get(i..i + n.len()) == Some(n.as_slice()))
 }
 
 /// `s.slice(0, end)` in UTF-16 units (a split surrogate pair becomes U+FFFD).
@@ -309,7 +307,10 @@ mod tests {
     #[test]
     fn decode_examples() {
         let d = decode_row_key(b"b\x00k").unwrap();
-        assert_eq!((d.kind, d.format, d.object_key.as_str()), (KeyKind::Master, Some(VFormat::V0), "k"));
+        assert_eq!(
+            (d.kind, d.format, d.object_key.as_str()),
+            (KeyKind::Master, Some(VFormat::V0), "k")
+        );
         let d = decode_row_key(b"b\x00\x7fVk\x00v").unwrap();
         assert_eq!(d.version_id.as_deref(), Some("v"));
         assert!(decode_row_key(b"B\x00k").is_err());

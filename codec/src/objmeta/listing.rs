@@ -275,7 +275,10 @@ impl Listing {
             && let Some(cp) = self.common_prefix(m)
         {
             let a = inc(&cp)?;
-            if r.gte.as_deref().is_none_or(|g| cmp_utf16(&a, g) == Ordering::Greater) {
+            if r.gte
+                .as_deref()
+                .is_none_or(|g| cmp_utf16(&a, g) == Ordering::Greater)
+            {
                 r.gte = Some(a);
             }
         }
@@ -552,7 +555,13 @@ impl Listing {
         let mut o = JsonObject::new();
         o.set(
             "CommonPrefixes",
-            Json::Array(self.common_prefixes.iter().cloned().map(Json::String).collect()),
+            Json::Array(
+                self.common_prefixes
+                    .iter()
+                    .cloned()
+                    .map(Json::String)
+                    .collect(),
+            ),
         );
         let versions = self.params.listing_type == ListingType::DelimiterVersions;
         let entries = self

@@ -119,7 +119,9 @@ pub fn encode(raw: &str) -> String {
 /// Arsenal's `base62Encode` of a 27-character id.
 pub fn base62_encode(raw: &str) -> String {
     let units: Vec<u16> = raw.encode_utf16().collect();
-    let part = |a: usize, b: usize| String::from_utf16_lossy(units.get(a..b.min(units.len())).unwrap_or(&[]));
+    let part = |a: usize, b: usize| {
+        String::from_utf16_lossy(units.get(a..b.min(units.len())).unwrap_or(&[]))
+    };
     let n1 = js_number(&part(0, 10));
     let n2 = js_number(&part(10, 20));
     let rest = part(20, units.len());
@@ -172,7 +174,12 @@ fn base_x_encode(bytes: &[u8]) -> String {
         }
     }
     let mut out = "0".repeat(zeros);
-    out.extend(digits.iter().rev().map(|&d| char::from(ALPHABET[d as usize])));
+    out.extend(
+        digits
+            .iter()
+            .rev()
+            .map(|&d| char::from(ALPHABET[d as usize])),
+    );
     out
 }
 
@@ -181,10 +188,7 @@ fn base_x_decode(text: &[u16]) -> Result<Vec<u8>, usize> {
     let zeros = text.iter().take_while(|&&c| c == u16::from(b'0')).count();
     let mut bytes: Vec<u8> = Vec::new(); // little-endian base 256
     for (i, &c) in text.iter().enumerate().skip(zeros) {
-        let value = ALPHABET
-            .iter()
-            .position(|&a| u16::from(a) == c)
-            .ok_or(i)? as u32;
+        let value = ALPHABET.iter().position(|&a| u16::from(a) == c).ok_or(i)? as u32;
         let mut carry = value;
         for b in bytes.iter_mut() {
             carry += u32::from(*b) * 62;
@@ -287,7 +291,12 @@ mod tests {
 
     #[test]
     fn garbage_never_panics() {
-        for s in ["", "\u{ffff}\u{10000}", "ééééééééééééééééééééééééééééééééé", "zz"] {
+        for s in [
+            "",
+            "\u{ffff}\u{10000}",
+            "ééééééééééééééééééééééééééééééééé",
+            "zz",
+        ] {
             let _ = decode(s);
             let _ = encode(s);
             let _ = base62_decode(s);

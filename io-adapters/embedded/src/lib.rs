@@ -38,11 +38,11 @@
 pub mod driver;
 mod memory;
 pub mod objmeta;
+pub mod objmeta_scenarios;
 #[cfg(feature = "redb")]
 mod redb_store;
 pub mod semantics;
 mod store;
-pub mod objmeta_scenarios;
 pub mod suite;
 
 pub use memory::MemoryStore;

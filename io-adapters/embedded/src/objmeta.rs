@@ -129,22 +129,32 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
 
     /// `createBucket(b, md)` → the vFormat written.
     pub fn create_bucket(&mut self, bucket: &str, md: &Json) -> Result<VFormat, ObjmetaError> {
-        self.run_op(CreateBucketOp { bucket: bucket.into(), md: md.clone() })
+        self.run_op(CreateBucketOp {
+            bucket: bucket.into(),
+            md: md.clone(),
+        })
     }
 
     /// `putBucketAttributes(b, md)`.
     pub fn put_bucket_attributes(&mut self, bucket: &str, md: &Json) -> Result<(), ObjmetaError> {
-        self.run_op(PutBucketAttributesOp { bucket: bucket.into(), md: md.clone() })
+        self.run_op(PutBucketAttributesOp {
+            bucket: bucket.into(),
+            md: md.clone(),
+        })
     }
 
     /// `getBucketAttributes(b)`.
     pub fn get_bucket_attributes(&mut self, bucket: &str) -> Result<Json, ObjmetaError> {
-        self.run_op(GetBucketAttributesOp { bucket: bucket.into() })
+        self.run_op(GetBucketAttributesOp {
+            bucket: bucket.into(),
+        })
     }
 
     /// `deleteBucket(b)` → rows deleted from the collection.
     pub fn delete_bucket(&mut self, bucket: &str) -> Result<u64, ObjmetaError> {
-        self.run_op(DeleteBucketOp { bucket: bucket.into() })
+        self.run_op(DeleteBucketOp {
+            bucket: bucket.into(),
+        })
     }
 
     /// `listBuckets()`.
@@ -199,7 +209,11 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
     }
 
     /// `listObject(b, params)` → Arsenal's result (values as JSON text).
-    pub fn list_object(&mut self, bucket: &str, params: &ListingParams) -> Result<Json, ObjmetaError> {
+    pub fn list_object(
+        &mut self,
+        bucket: &str,
+        params: &ListingParams,
+    ) -> Result<Json, ObjmetaError> {
         let now = self.clock.now();
         let seed = self.next_seed();
         let deadline = self.deadline(now);
@@ -213,7 +227,9 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
 
     /// `getUUID()`.
     pub fn get_uuid(&mut self, candidate: Option<&str>) -> Result<String, ObjmetaError> {
-        self.run_op(GetUuidOp { candidate: candidate.map(String::from) })
+        self.run_op(GetUuidOp {
+            candidate: candidate.map(String::from),
+        })
     }
 
     /// `countItems()`.
@@ -234,7 +250,8 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
             None,
         );
         let mut events = Vec::new();
-        let outcome = run(self.store, &clock, m, |e| events.push(e)).unwrap_or(RepairOutcome::Failed);
+        let outcome =
+            run(self.store, &clock, m, |e| events.push(e)).unwrap_or(RepairOutcome::Failed);
         self.events.extend(events);
         RepairReport { task, outcome }
     }

@@ -21,7 +21,9 @@ use crate::objmeta::ObjectMetadata;
 pub fn json_eq(a: &Json, b: &Json) -> bool {
     match (a, b) {
         (Json::Object(x), Json::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(n, v)| y.get(n).is_some_and(|w| json_eq(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(n, v)| y.get(n).is_some_and(|w| json_eq(v, w)))
         }
         (Json::Array(x), Json::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(v, w)| json_eq(v, w))
@@ -53,7 +55,8 @@ pub fn bucket_rows(store: &dyn Store, table: &str, collection: &str) -> Result<V
     };
     let m = ReadRows::new(req, Timestamp(0), 0, RetryPolicy::default());
     let mut rows = Vec::new();
-    run(store, &ManualClock::new(Timestamp(0)), m, |r| rows.push(r)).map_err(|e| format!("{e:?}"))?;
+    run(store, &ManualClock::new(Timestamp(0)), m, |r| rows.push(r))
+        .map_err(|e| format!("{e:?}"))?;
     let n = collection.len() + 1;
     rows.iter()
         .map(|r| {
@@ -76,7 +79,9 @@ pub fn bucket_rows(store: &dyn Store, table: &str, collection: &str) -> Result<V
 }
 
 fn get_str<'a>(v: &'a Json, name: &str) -> Result<&'a str, String> {
-    v.get(name).and_then(Json::as_str).ok_or(format!("missing string {name}"))
+    v.get(name)
+        .and_then(Json::as_str)
+        .ok_or(format!("missing string {name}"))
 }
 
 /// A listing result with each value parsed (the vectors' form).
@@ -114,16 +119,24 @@ fn run_op<S: Store + ?Sized>(
     Ok(match name {
         "putObject" => {
             let value = op.get("value").cloned().unwrap_or_default();
-            split(om.put_object(bucket, key, &value, params).map(|r| r.map(Json::String)))
+            split(
+                om.put_object(bucket, key, &value, params)
+                    .map(|r| r.map(Json::String)),
+            )
         }
         "getObject" => {
-            let vid = params.and_then(|p| p.get("versionId")).and_then(Json::as_str);
+            let vid = params
+                .and_then(|p| p.get("versionId"))
+                .and_then(Json::as_str);
             split(om.get_object(bucket, key, vid).map(Some))
         }
         "deleteObject" => split(om.delete_object(bucket, key, params, None).map(|()| None)),
         "listObject" => {
             let lp = ListingParams::from_json(params.unwrap_or(&Json::Null));
-            split(om.list_object(bucket, &lp).map(|r| Some(parse_listing_values(r))))
+            split(
+                om.list_object(bucket, &lp)
+                    .map(|r| Some(parse_listing_values(r))),
+            )
         }
         "runRepairs" => {
             let n = om.run_all_repairs().len();
@@ -141,15 +154,23 @@ pub fn replay_scenario(store: &dyn Store, table: &str, scenario: &Json) -> Resul
     let clock = ManualClock::new(Timestamp::from_millis(1_700_000_000_000));
     let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, vf), 1);
     om.setup().map_err(|e| e.to_string())?;
-    let md = Json::parse(&format!(r#"{{"name":"{bucket}","owner":"ownerid"}}"#)).map_err(|e| e.to_string())?;
-    om.create_bucket(bucket, &md).map_err(|e| format!("{name}: createBucket: {e}"))?;
+    let md = Json::parse(&format!(r#"{{"name":"{bucket}","owner":"ownerid"}}"#))
+        .map_err(|e| e.to_string())?;
+    om.create_bucket(bucket, &md)
+        .map_err(|e| format!("{name}: createBucket: {e}"))?;
     let empty = Vec::new();
     let setup = match scenario.get("setup") {
         Some(Json::Array(s)) => s,
         _ => &empty,
     };
     for (i, op) in setup.iter().enumerate() {
-        let ms = op.get("clockMs").and_then(|c| if let Json::Number(n) = c { Some(*n as i64) } else { None });
+        let ms = op.get("clockMs").and_then(|c| {
+            if let Json::Number(n) = c {
+                Some(*n as i64)
+            } else {
+                None
+            }
+        });
         if let Some(ms) = ms {
             clock.advance_to(Timestamp(ms * 1000));
         }
@@ -188,13 +209,20 @@ pub fn replay_scenario(store: &dyn Store, table: &str, scenario: &Json) -> Resul
         if let Some(Json::Number(n)) = step.get("pendingRepairs")
             && om.pending_repairs().len() != *n as usize
         {
-            return Err(at(&format!("{} pending repairs, expected {n}", om.pending_repairs().len())));
+            return Err(at(&format!(
+                "{} pending repairs, expected {n}",
+                om.pending_repairs().len()
+            )));
         }
         if let Some(want) = step.get("stateAfter") {
             let coll = rowkit_codec::objmeta::keys::collection_for_bucket(bucket);
             let got = Json::Array(bucket_rows(store, table, coll)?);
             if !json_eq(&got, want) {
-                return Err(at(&format!("state\n  got  {}\n  want {}", got.stringify(), want.stringify())));
+                return Err(at(&format!(
+                    "state\n  got  {}\n  want {}",
+                    got.stringify(),
+                    want.stringify()
+                )));
             }
         }
     }
@@ -212,5 +240,9 @@ pub fn replay_all(store: &dyn Store, vectors: &Json) -> Result<usize, Vec<String
         .enumerate()
         .filter_map(|(i, s)| replay_scenario(store, &format!("objmeta-{i}"), s).err())
         .collect();
-    if failures.is_empty() { Ok(scenarios.len()) } else { Err(failures) }
+    if failures.is_empty() {
+        Ok(scenarios.len())
+    } else {
+        Err(failures)
+    }
 }

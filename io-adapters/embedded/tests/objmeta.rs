@@ -18,7 +18,11 @@ fn vectors() -> Json {
 fn check(store: &dyn Store) {
     match replay_all(store, &vectors()) {
         Ok(n) => assert!(n >= 37, "only {n} scenarios"),
-        Err(failures) => panic!("{} scenario(s) failed:\n{}", failures.len(), failures.join("\n\n")),
+        Err(failures) => panic!(
+            "{} scenario(s) failed:\n{}",
+            failures.len(),
+            failures.join("\n\n")
+        ),
     }
 }
 

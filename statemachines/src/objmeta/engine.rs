@@ -21,9 +21,8 @@ use super::{DEFAULT_DEADLINE_US, ObjmetaError, ObjmetaEvent, ObjmetaState};
 use crate::raw::MutateRows;
 use crate::readrows::ReadRows;
 use crate::{
-    CheckAndMutateRowRequest, Machine, MutateRowRequest, MutateRowsEntry,
-    MutateRowsRequest, ReadRowsRequest, Request, Response, RetryPolicy, SplitMix64, StoreError,
-    Tag, Timestamp,
+    CheckAndMutateRowRequest, Machine, MutateRowRequest, MutateRowsEntry, MutateRowsRequest,
+    ReadRowsRequest, Request, Response, RetryPolicy, SplitMix64, StoreError, Tag, Timestamp,
 };
 
 /// Why a run of an operation stopped before its result.
@@ -258,8 +257,9 @@ impl StateSlot<'_> {
     }
 }
 
-/// The request in flight.
+/// The request in flight (one at a time, so the size difference does not matter).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 enum Child {
     Idle,
     Unary {
@@ -312,7 +312,16 @@ impl<'a, O: Op> OpMachine<'a, O> {
     ) -> Self {
         let table = state.config.table.clone();
         let snapshot = state.clone();
-        OpMachine::build(op, StateSlot::Borrowed(state), snapshot, table, now, seed, deadline, None)
+        OpMachine::build(
+            op,
+            StateSlot::Borrowed(state),
+            snapshot,
+            table,
+            now,
+            seed,
+            deadline,
+            None,
+        )
     }
 
     /// A machine with its own state that starts at `start_at` (the delayed repair).
@@ -355,7 +364,7 @@ impl<'a, O: Op> OpMachine<'a, O> {
             snapshot,
             table,
             seed,
-            rng: SplitMix64::new(seed ^ 0x6f62_6a6d_6574_61),
+            rng: SplitMix64::new(seed ^ 0x006f_626a_6d65_7461),
             log: Vec::new(),
             start_now: now,
             last_now: now,
@@ -400,7 +409,9 @@ impl<'a, O: Op> OpMachine<'a, O> {
                     self.aborts.push_back(tag);
                 }
             }
-            Child::Read { slot, mut machine, .. } => {
+            Child::Read {
+                slot, mut machine, ..
+            } => {
                 machine.cancel(self.last_now);
                 while let Some(t) = machine.poll_abort() {
                     self.aborts.push_back(Tag(slot << 32 | t.0));
@@ -441,7 +452,9 @@ impl<'a, O: Op> OpMachine<'a, O> {
             Err(Flow::Fail(e)) => self.finish(Err(e)),
             Err(Flow::Suspend) => match pending {
                 Some(p) => self.send(p),
-                None => self.finish(Err(ObjmetaError::internal("operation suspended without a request"))),
+                None => self.finish(Err(ObjmetaError::internal(
+                    "operation suspended without a request",
+                ))),
             },
         }
     }
@@ -481,7 +494,11 @@ impl<'a, O: Op> OpMachine<'a, O> {
     /// Drains a finished nested machine into the log.
     fn settle_child(&mut self, now: Timestamp) {
         let reply = match &mut self.child {
-            Child::Read { slot, machine, rows } => {
+            Child::Read {
+                slot,
+                machine,
+                rows,
+            } => {
                 while let Some(t) = machine.poll_abort() {
                     self.aborts.push_back(Tag(*slot << 32 | t.0));
                 }
@@ -498,12 +515,12 @@ impl<'a, O: Op> OpMachine<'a, O> {
                     self.aborts.push_back(Tag(*slot << 32 | t.0));
                 }
                 match machine.result() {
-                    Some(Ok(results)) => Reply::Bulk(
-                        match results.into_iter().find_map(|r| r.result.err()) {
+                    Some(Ok(results)) => {
+                        Reply::Bulk(match results.into_iter().find_map(|r| r.result.err()) {
                             Some(e) => Err(e),
                             None => Ok(()),
-                        },
-                    ),
+                        })
+                    }
                     Some(Err(e)) => Reply::Bulk(Err(e)),
                     None => return,
                 }
@@ -519,14 +536,22 @@ impl<O: Op> Machine for OpMachine<'_, O> {
     type Event = ObjmetaEvent;
     type Error = ObjmetaError;
 
-    fn handle_response(&mut self, tag: Tag, response: Result<Response, StoreError>, now: Timestamp) {
+    fn handle_response(
+        &mut self,
+        tag: Tag,
+        response: Result<Response, StoreError>,
+        now: Timestamp,
+    ) {
         let now = self.clock(now);
         if self.finished {
             return;
         }
         let inner = Tag(tag.0 & 0xffff_ffff);
         match &mut self.child {
-            Child::Unary { tag: t, request: None } if *t == tag => {
+            Child::Unary {
+                tag: t,
+                request: None,
+            } if *t == tag => {
                 self.record(Reply::Unary(response), now);
             }
             Child::Read { slot, machine, .. } if *slot == tag.0 >> 32 => {
@@ -620,4 +645,3 @@ impl<O: Op> Machine for OpMachine<'_, O> {
 pub(crate) fn internal(e: StoreError) -> Flow {
     Flow::Fail(ObjmetaError::internal(e))
 }
-

@@ -12,14 +12,21 @@ use core::cmp::Ordering;
 use rowkit_codec::model::{Row, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, filters, unescape_tags};
 use rowkit_codec::objmeta::json::Json;
-use rowkit_codec::objmeta::keys::{MASTER_PREFIX, METASTORE, VFormat, cmp_utf16, collection_for_bucket, row_key};
-use rowkit_codec::objmeta::listing::{FILTER_END, FILTER_SKIP, Listing, ListingParams, MdParams, Skip};
+use rowkit_codec::objmeta::keys::{
+    MASTER_PREFIX, METASTORE, VFormat, cmp_utf16, collection_for_bucket, row_key,
+};
+use rowkit_codec::objmeta::listing::{
+    FILTER_END, FILTER_SKIP, Listing, ListingParams, MdParams, Skip,
+};
 use rowkit_codec::objmeta::range::RangeParams;
 
 use super::ops::latest_version_range;
 use super::{DEFAULT_DEADLINE_US, ObjmetaError, ObjmetaEvent, ObjmetaState};
 use crate::readrows::ReadRows;
-use crate::{Machine, ReadRowsRequest, Request, Response, RetryPolicy, SplitMix64, StoreError, Tag, Timestamp};
+use crate::{
+    Machine, ReadRowsRequest, Request, Response, RetryPolicy, SplitMix64, StoreError, Tag,
+    Timestamp,
+};
 
 /// Skipped entries in a row before the scan restarts at `skipping()`.
 const SKIP_STREAK: u32 = 100;
@@ -34,9 +41,14 @@ struct Scan {
 }
 
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 enum Phase {
     /// Reading the bucket's vFormat (not cached).
-    VFormat { slot: u64, machine: ReadRows, rows: Vec<Row> },
+    VFormat {
+        slot: u64,
+        machine: ReadRows,
+        rows: Vec<Row>,
+    },
     /// Scanning; `resolving` = a PHD entry waiting for its latest version.
     Scanning,
     Done,
@@ -114,7 +126,11 @@ impl<'a> ListObject<'a> {
                     0,
                 );
                 let (slot, machine) = m.child(req);
-                m.phase = Phase::VFormat { slot, machine, rows: Vec::new() };
+                m.phase = Phase::VFormat {
+                    slot,
+                    machine,
+                    rows: Vec::new(),
+                };
             }
         }
         m
@@ -130,7 +146,12 @@ impl<'a> ListObject<'a> {
         self.rows_scanned
     }
 
-    fn read_request(&self, rows: RowSet, filter: rowkit_codec::model::RowFilter, limit: i64) -> ReadRowsRequest {
+    fn read_request(
+        &self,
+        rows: RowSet,
+        filter: rowkit_codec::model::RowFilter,
+        limit: i64,
+    ) -> ReadRowsRequest {
         ReadRowsRequest {
             table: self.table.clone(),
             rows,
@@ -146,7 +167,10 @@ impl<'a> ListObject<'a> {
             operation_timeout: self.deadline.0.saturating_sub(self.last_now.0).max(0),
             ..RetryPolicy::default()
         };
-        (self.slot, ReadRows::new(req, self.last_now, self.rng.next_u64(), policy))
+        (
+            self.slot,
+            ReadRows::new(req, self.last_now, self.rng.next_u64(), policy),
+        )
     }
 
     fn finish(&mut self, outcome: Result<Json, ObjmetaError>) {
@@ -198,7 +222,13 @@ impl<'a> ListObject<'a> {
             );
             let (slot, machine) = self.child(req);
             self.scans_started += 1;
-            self.scans.push(Scan { slot, machine, buffer: VecDeque::new(), ended: false, range });
+            self.scans.push(Scan {
+                slot,
+                machine,
+                buffer: VecDeque::new(),
+                ended: false,
+                range,
+            });
         }
     }
 
@@ -265,7 +295,11 @@ impl<'a> ListObject<'a> {
                     (Some(_), None) => 0,
                     (None, Some(_)) => 1,
                     (Some(a), Some(b)) => {
-                        if cmp_utf16(&key(a, self), &key(b, self)) == Ordering::Greater { 1 } else { 0 }
+                        if cmp_utf16(&key(a, self), &key(b, self)) == Ordering::Greater {
+                            1
+                        } else {
+                            0
+                        }
                     }
                 };
                 Some(self.scans[pick].buffer.pop_front())
@@ -279,7 +313,11 @@ impl<'a> ListObject<'a> {
         while matches!(self.phase, Phase::Scanning) && self.resolving.is_none() {
             let Some(next) = self.next_row() else { return };
             let Some(row) = next else {
-                let result = self.listing.as_ref().map(Listing::result).unwrap_or_default();
+                let result = self
+                    .listing
+                    .as_ref()
+                    .map(Listing::result)
+                    .unwrap_or_default();
                 return self.finish(Ok(result));
             };
             let key = self.arsenal_key(&row);
@@ -294,7 +332,12 @@ impl<'a> ListObject<'a> {
                 let range = latest_version_range(&self.collection, vf, &object_key);
                 let req = self.read_request(RowSet::range(range), filters::live_value(), 1);
                 let (slot, machine) = self.child(req);
-                self.resolving = Some(Resolving { slot, machine, rows: Vec::new(), key });
+                self.resolving = Some(Resolving {
+                    slot,
+                    machine,
+                    rows: Vec::new(),
+                    key,
+                });
                 return;
             }
             let value = ListObject::entry_value(doc);
@@ -303,7 +346,9 @@ impl<'a> ListObject<'a> {
     }
 
     fn feed(&mut self, key: &str, value: &str) {
-        let Some(listing) = self.listing.as_mut() else { return };
+        let Some(listing) = self.listing.as_mut() else {
+            return;
+        };
         let code = listing.filter(key, value);
         let skip = listing.skipping();
         if code == FILTER_END {
@@ -331,7 +376,9 @@ impl<'a> ListObject<'a> {
     }
 
     fn resolved(&mut self, result: Result<Vec<Row>, StoreError>) {
-        let Some(r) = self.resolving.take() else { return };
+        let Some(r) = self.resolving.take() else {
+            return;
+        };
         let rows = match result {
             Ok(rows) => rows,
             Err(e) => return self.finish(Err(ObjmetaError::internal(e))),
@@ -351,7 +398,11 @@ impl<'a> ListObject<'a> {
 
     /// Drains a child after an input: rows, aborts, its end.
     fn settle(&mut self, slot: u64) {
-        if let Phase::VFormat { slot: s, machine, rows } = &mut self.phase
+        if let Phase::VFormat {
+            slot: s,
+            machine,
+            rows,
+        } = &mut self.phase
             && *s == slot
         {
             while let Some(r) = machine.poll_event() {
@@ -361,7 +412,11 @@ impl<'a> ListObject<'a> {
                 Some(Ok(_)) => {
                     let vf = match rows.first().map(StoredDoc::from_row) {
                         Some(Ok(Some(doc))) => {
-                            let vf = doc.vformat.as_ref().and_then(Json::as_str).map_or(VFormat::V0, VFormat::from_stored);
+                            let vf = doc
+                                .vformat
+                                .as_ref()
+                                .and_then(Json::as_str)
+                                .map_or(VFormat::V0, VFormat::from_stored);
                             self.state.cache_vformat(&self.bucket, vf);
                             vf
                         }
@@ -424,7 +479,12 @@ impl Machine for ListObject<'_> {
     type Event = ObjmetaEvent;
     type Error = ObjmetaError;
 
-    fn handle_response(&mut self, tag: Tag, response: Result<Response, StoreError>, now: Timestamp) {
+    fn handle_response(
+        &mut self,
+        tag: Tag,
+        response: Result<Response, StoreError>,
+        now: Timestamp,
+    ) {
         self.last_now = self.last_now.max(now);
         if self.outcome.is_some() || matches!(self.phase, Phase::Done) {
             return;

@@ -9,12 +9,14 @@ use rowkit_codec::model::{KeyBound, Mutation, RowFilter, RowRange, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, escape_tags, filters, replace, unescape_tags};
 use rowkit_codec::objmeta::json::{Json, JsonObject};
 use rowkit_codec::objmeta::keys::{
-    COUNT_ITEMS_KEY, INFOSTORE, METASTORE, UUID_KEY, VFormat, collection_end, collection_for_bucket,
-    collection_start, is_special_bucket, master_key, row_key, version_key,
+    COUNT_ITEMS_KEY, INFOSTORE, METASTORE, UUID_KEY, VFormat, collection_end,
+    collection_for_bucket, collection_start, is_special_bucket, master_key, row_key, version_key,
 };
 
 use super::engine::{Flow, Io, Op, internal};
-use super::{ORIGIN_OP_DELETE, ObjmetaError, ObjmetaEvent, ObjmetaState, REPAIR_DELAY_US, RepairTask};
+use super::{
+    ORIGIN_OP_DELETE, ObjmetaError, ObjmetaEvent, ObjmetaState, REPAIR_DELAY_US, RepairTask,
+};
 use crate::{MutateRowsEntry, SplitMix64};
 
 type R<T> = Result<T, Flow>;
@@ -133,7 +135,12 @@ fn internal_delete(
         }
         let hash = doc.hash.clone().unwrap_or_default();
         let matched = io
-            .check_and_mutate(&rk, filters::hash_eq(&hash), vec![Mutation::DeleteFromRow], vec![])?
+            .check_and_mutate(
+                &rk,
+                filters::hash_eq(&hash),
+                vec![Mutation::DeleteFromRow],
+                vec![],
+            )?
             .map_err(internal)?;
         if matched {
             let mut pre = doc.value;
@@ -195,7 +202,8 @@ impl Op for PutObjectOp {
             // Case2: overwrite the null master.
             let vid = st.generate_version_id(io.now());
             set_vid(&mut val, &vid);
-            io.mutate_row(&m_row, replace(&val, None))?.map_err(internal)?;
+            io.mutate_row(&m_row, replace(&val, None))?
+                .map_err(internal)?;
             put_event(io, &coll, &mk, &val);
             return Ok(Some(version_result(&vid)));
         }
@@ -248,8 +256,16 @@ impl Op for PutObjectOp {
 }
 
 impl PutObjectOp {
-    fn no_ver(&self, io: &mut Io<'_>, coll: &str, mk: &str, m_row: &[u8], val: &Json) -> R<Option<String>> {
-        io.mutate_row(m_row, replace(val, None))?.map_err(internal)?;
+    fn no_ver(
+        &self,
+        io: &mut Io<'_>,
+        coll: &str,
+        mk: &str,
+        m_row: &[u8],
+        val: &Json,
+    ) -> R<Option<String>> {
+        io.mutate_row(m_row, replace(val, None))?
+            .map_err(internal)?;
         put_event(io, coll, mk, val);
         Ok(None)
     }
@@ -281,7 +297,12 @@ impl PutObjectOp {
             put_event(io, coll, &vk, &val);
             if vf == VFormat::V1 && is_dm {
                 let matched = io
-                    .check_and_mutate(m_row, filters::vid_le(&vid), vec![], vec![Mutation::DeleteFromRow])?
+                    .check_and_mutate(
+                        m_row,
+                        filters::vid_le(&vid),
+                        vec![],
+                        vec![Mutation::DeleteFromRow],
+                    )?
                     .map_err(internal)?;
                 if !matched {
                     delete_event(io, coll, mk, None);
@@ -333,7 +354,12 @@ impl PutObjectOp {
         let no_such_version = |_| Flow::Fail(ObjmetaError::NoSuchVersion);
         if vf == VFormat::V1 && is_dm {
             let matched = io
-                .check_and_mutate(m_row, filters::vid_eq(x), vec![Mutation::DeleteFromRow], vec![])?
+                .check_and_mutate(
+                    m_row,
+                    filters::vid_eq(x),
+                    vec![Mutation::DeleteFromRow],
+                    vec![],
+                )?
                 .map_err(no_such_version)?;
             if matched {
                 delete_event(io, coll, mk, None);
@@ -388,7 +414,12 @@ impl PutObjectOp {
             .to_string();
         if vf == VFormat::V1 && latest.member_truthy("isDeleteMarker") {
             let matched = io
-                .check_and_mutate(m_row, filters::vid_ge(&l), vec![Mutation::DeleteFromRow], vec![])?
+                .check_and_mutate(
+                    m_row,
+                    filters::vid_ge(&l),
+                    vec![Mutation::DeleteFromRow],
+                    vec![],
+                )?
                 .map_err(internal)?;
             if matched {
                 delete_event(io, coll, mk, None);
@@ -447,8 +478,9 @@ impl Op for GetObjectOp {
                 unescape_tags(&mut v);
                 Ok(v)
             }
-            _ => latest_version(io, coll, vf, &self.key)?
-                .ok_or(Flow::Fail(ObjmetaError::NoSuchKey)),
+            _ => {
+                latest_version(io, coll, vf, &self.key)?.ok_or(Flow::Fail(ObjmetaError::NoSuchKey))
+            }
         }
     }
 }
@@ -647,12 +679,33 @@ impl Op for AsyncRepairOp {
 
 /// The members `BucketInfo` keeps, in order (`objmeta.md` 11).
 const BUCKET_INFO_MEMBERS: &[&str] = &[
-    "acl", "name", "owner", "ownerDisplayName", "creationDate", "mdBucketModelVersion",
-    "transient", "deleted", "serverSideEncryption", "versioningConfiguration",
-    "locationConstraint", "readLocationConstraint", "websiteConfiguration", "cors",
-    "replicationConfiguration", "lifecycleConfiguration", "bucketPolicy", "uid", "isNFS",
-    "ingestion", "azureInfo", "objectLockEnabled", "objectLockConfiguration",
-    "notificationConfiguration", "tags", "capabilities", "quotaMax",
+    "acl",
+    "name",
+    "owner",
+    "ownerDisplayName",
+    "creationDate",
+    "mdBucketModelVersion",
+    "transient",
+    "deleted",
+    "serverSideEncryption",
+    "versioningConfiguration",
+    "locationConstraint",
+    "readLocationConstraint",
+    "websiteConfiguration",
+    "cors",
+    "replicationConfiguration",
+    "lifecycleConfiguration",
+    "bucketPolicy",
+    "uid",
+    "isNFS",
+    "ingestion",
+    "azureInfo",
+    "objectLockEnabled",
+    "objectLockConfiguration",
+    "notificationConfiguration",
+    "tags",
+    "capabilities",
+    "quotaMax",
 ];
 
 /// The stored bucket value: `md`'s BucketInfo members in order, others dropped.
@@ -679,8 +732,11 @@ impl Op for CreateBucketOp {
     fn run(&self, io: &mut Io<'_>, st: &mut ObjmetaState) -> R<VFormat> {
         let vf = VFormat::for_new_bucket(&self.bucket, st.config.default_bucket_key_format);
         let value = bucket_info_value(&self.md);
-        io.mutate_row(&row_key(METASTORE, &self.bucket), replace(&value, Some(vf.as_str())))?
-            .map_err(internal)?;
+        io.mutate_row(
+            &row_key(METASTORE, &self.bucket),
+            replace(&value, Some(vf.as_str())),
+        )?
+        .map_err(internal)?;
         put_event(io, METASTORE, &self.bucket, &value);
         st.cache_vformat(&self.bucket, vf);
         Ok(vf)
@@ -748,7 +804,8 @@ impl Op for DeleteBucketOp {
                 start: start.clone(),
                 end: KeyBound::Open(collection_end(&coll)),
             };
-            let filter = RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(1), RowFilter::StripValue]);
+            let filter =
+                RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(1), RowFilter::StripValue]);
             let rows = io
                 .read_rows(RowSet::range(range), Some(filter), DROP_PAGE)?
                 .map_err(internal)?;
@@ -763,7 +820,8 @@ impl Op for DeleteBucketOp {
                     .collect();
                 io.mutate_rows(entries)?.map_err(internal)?;
                 for r in &rows {
-                    let key = String::from_utf8_lossy(r.key.get(prefix_len..).unwrap_or(&[])).into_owned();
+                    let key = String::from_utf8_lossy(r.key.get(prefix_len..).unwrap_or(&[]))
+                        .into_owned();
                     delete_event(io, &coll, &key, None);
                 }
                 deleted += n as u64;
@@ -773,8 +831,11 @@ impl Op for DeleteBucketOp {
                 _ => break,
             }
         }
-        io.mutate_row(&row_key(METASTORE, &self.bucket), vec![Mutation::DeleteFromRow])?
-            .map_err(internal)?;
+        io.mutate_row(
+            &row_key(METASTORE, &self.bucket),
+            vec![Mutation::DeleteFromRow],
+        )?
+        .map_err(internal)?;
         delete_event(io, METASTORE, &self.bucket, None);
         st.uncache_vformat(&self.bucket);
         Ok(deleted)
@@ -842,7 +903,14 @@ pub(crate) fn uuid_v4(rng: &mut SplitMix64) -> String {
     b[6] = 0x40 | (b[6] & 0x0f);
     b[8] = 0x80 | (b[8] & 0x3f);
     let h = hex_lower(&b);
-    alloc::format!("{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
+    alloc::format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
 }
 
 fn hex_lower(b: &[u8]) -> String {
@@ -879,7 +947,10 @@ impl Op for GetUuidOp {
             return Ok(candidate);
         }
         match read_doc(io, &rk)? {
-            Some(d) => Ok(d.value.as_str().map_or_else(|| d.value.stringify(), String::from)),
+            Some(d) => Ok(d
+                .value
+                .as_str()
+                .map_or_else(|| d.value.stringify(), String::from)),
             None => Err(ObjmetaError::NoSuchKey.into()),
         }
     }
@@ -912,7 +983,10 @@ impl Op for CountItemsOp {
             if let Some(l) = v.get("locationConstraint") {
                 e.set("location", l.clone());
             }
-            e.set("isVersioned", Json::Bool(v.member_truthy("versioningConfiguration")));
+            e.set(
+                "isVersioned",
+                Json::Bool(v.member_truthy("versioningConfiguration")),
+            );
             if let Some(o) = v.get("owner") {
                 e.set("ownerCanonicalId", o.clone());
             }
@@ -924,7 +998,12 @@ impl Op for CountItemsOp {
         }
         if let Some(o) = doc.as_object_mut() {
             o.set("bucketList", Json::Array(list));
-            o.set("buckets", Json::Number(f64::from(buckets.iter().filter(|b| !b.special).count() as u32)));
+            o.set(
+                "buckets",
+                Json::Number(f64::from(
+                    buckets.iter().filter(|b| !b.special).count() as u32
+                )),
+            );
             o.set("bucketWithQuotaCount", Json::Number(f64::from(quota)));
         }
         Ok(doc)
