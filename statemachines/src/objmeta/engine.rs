@@ -506,6 +506,11 @@ impl<'a, O: Op> OpMachine<'a, O> {
                     rows.push(row);
                 }
                 match machine.result() {
+                    Some(Err(e)) if e.code.is_retryable() => {
+                        // No retry fits before the deadline: wait for it and end `Aborted`.
+                        self.child = Child::Idle;
+                        return;
+                    }
                     Some(r) => Reply::Rows(r.map(|_| core::mem::take(rows))),
                     None => return,
                 }
@@ -520,6 +525,10 @@ impl<'a, O: Op> OpMachine<'a, O> {
                             Some(e) => Err(e),
                             None => Ok(()),
                         })
+                    }
+                    Some(Err(e)) if e.code.is_retryable() => {
+                        self.child = Child::Idle;
+                        return;
                     }
                     Some(Err(e)) => Reply::Bulk(Err(e)),
                     None => return,

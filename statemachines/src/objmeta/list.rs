@@ -83,6 +83,7 @@ pub struct ListObject<'a> {
     scans_started: u64,
     rows_scanned: u64,
     aborts: VecDeque<Tag>,
+    doomed: bool,
     outcome: Option<Result<Json, ObjmetaError>>,
 }
 
@@ -114,6 +115,7 @@ impl<'a> ListObject<'a> {
             scans_started: 0,
             rows_scanned: 0,
             aborts: VecDeque::new(),
+            doomed: false,
             outcome: None,
             state,
         };
@@ -381,6 +383,10 @@ impl<'a> ListObject<'a> {
         };
         let rows = match result {
             Ok(rows) => rows,
+            Err(e) if e.code.is_retryable() => {
+                self.doomed = true;
+                return;
+            }
             Err(e) => return self.finish(Err(ObjmetaError::internal(e))),
         };
         match rows.first().map(StoredDoc::from_row) {
@@ -398,6 +404,9 @@ impl<'a> ListObject<'a> {
 
     /// Drains a child after an input: rows, aborts, its end.
     fn settle(&mut self, slot: u64) {
+        if self.doomed {
+            return;
+        }
         if let Phase::VFormat {
             slot: s,
             machine,
@@ -424,6 +433,7 @@ impl<'a> ListObject<'a> {
                     };
                     self.start(vf);
                 }
+                Some(Err(e)) if e.code.is_retryable() => self.doomed = true,
                 Some(Err(e)) => self.finish(Err(ObjmetaError::internal(e))),
                 None => {}
             }
@@ -454,6 +464,12 @@ impl<'a> ListObject<'a> {
             }
         }
         if let Some(e) = failed {
+            if e.code.is_retryable() {
+                // The nested read gave up because no retry fits before the deadline: the
+                // operation ends `Aborted` at the deadline (`objmeta.md` 16.3).
+                self.doomed = true;
+                return;
+            }
             return self.finish(Err(ObjmetaError::internal(e)));
         }
         self.pump();
@@ -559,6 +575,9 @@ impl Machine for ListObject<'_> {
             return None;
         }
         let mut t = self.deadline;
+        if self.doomed {
+            return Some(t);
+        }
         let mut consider = |m: &ReadRows| {
             if let Some(x) = m.poll_timeout() {
                 t = t.min(x);
