@@ -53,6 +53,11 @@ pub enum Command {
     /// Tables: create, list, delete, dump.
     #[command(subcommand)]
     Admin(AdminCommand),
+    /// Object metadata (Scality Arsenal): buckets, versioned objects, listings.
+    S3(crate::s3::S3Args),
+    /// Row keys: encode from parts, decode into parts.
+    #[command(subcommand)]
+    Key(crate::key::KeyCommand),
 }
 
 /// `rowkit admin …`.

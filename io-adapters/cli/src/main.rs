@@ -8,7 +8,9 @@ mod admin;
 mod args;
 mod clock;
 mod error;
+mod key;
 mod output;
+mod s3;
 mod store_location;
 
 use std::process::ExitCode;
@@ -40,8 +42,14 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
+    // Key commands are pure: no store is opened.
+    if let Command::Key(cmd) = &cli.command {
+        return key::run(cmd, out);
+    }
     let ctx = args::Context::from_global(&cli.global)?;
     match &cli.command {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
+        Command::S3(cmd) => s3::run(&ctx, cmd, out),
+        Command::Key(_) => Ok(()),
     }
 }
