@@ -443,7 +443,46 @@ fn skip_streak(store: &dyn Store, table: &str, vf: VFormat) {
     }
 }
 
+/// Scenario 25: with `value.deleted = true` on every row of `k` (a direct store edit), reads
+/// and both listings ignore `k`.
+fn deleted_flag_invisibility(store: &dyn Store, table: &str, vf: VFormat) {
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, vf), 1);
+    om.setup().unwrap();
+    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    let ver = j(r#"{"versioning":true}"#);
+    for n in 1..=2 {
+        clock.advance_to(Timestamp::from_millis(T0 + n));
+        om.put_object("b", "k", &j(&format!(r#"{{"key":"k","n":{n}}}"#)), Some(&ver)).unwrap();
+    }
+    om.put_object("b", "other", &j(r#"{"key":"other"}"#), Some(&ver)).unwrap();
+    for row in bucket_rows(store, table, "b").unwrap() {
+        let key = row.get("key").and_then(Json::as_str).unwrap().to_string();
+        if key.contains("other") {
+            continue;
+        }
+        let mut value = row.get("value").unwrap().clone();
+        value.as_object_mut().unwrap().set("deleted", Json::Bool(true));
+        let req = Request::MutateRow(rowkit_statemachines::MutateRowRequest {
+            table: table.into(),
+            row_key: rowkit_codec::objmeta::keys::row_key("b", &key),
+            mutations: rowkit_codec::objmeta::cells::replace(&value, None),
+            ..Default::default()
+        });
+        store.execute(req, Timestamp(0)).unwrap();
+    }
+    assert_eq!(om.get_object("b", "k", None), Err(ObjmetaError::NoSuchKey));
+    for lt in [ListingType::DelimiterMaster, ListingType::DelimiterVersions] {
+        let r = om.list_object("b", &ListingParams { listing_type: lt, ..Default::default() }).unwrap();
+        let list = arr(&r, if lt == ListingType::DelimiterVersions { "Versions" } else { "Contents" });
+        let keys: Vec<_> = list.iter().map(|e| e.get("key").and_then(Json::as_str).unwrap()).collect();
+        assert_eq!(keys, ["other"], "{lt:?} {vf:?}");
+    }
+}
+
 fn all(store: &dyn Store) {
+    deleted_flag_invisibility(store, "acc-deleted0", VFormat::V0);
+    deleted_flag_invisibility(store, "acc-deleted1", VFormat::V1);
     metastore_uuid_count(store, "acc-meta");
     cache_behaviour(store, "acc-cache");
     events_and_repair_machine(store, "acc-events");
