@@ -1,6 +1,7 @@
 //! objmeta on RedbStore: put / get / delete operations per second, listing keys per second,
 //! and rows scanned per listed key on a bucket where 90 % of the objects have a delete marker
 //! as latest version (v0 versus v1). Results in benches/README.md.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -27,7 +28,11 @@ impl<S: Store> Store for Counting<S> {
         match self.inner.execute(request, now)? {
             Reply::Stream(parts) => Ok(Reply::Stream(Box::new(parts.inspect(|p| {
                 if let Ok(Response::ReadRowsPart(r)) = p {
-                    let n = r.chunks.iter().filter(|c| c.row_status == RowStatus::Commit).count();
+                    let n = r
+                        .chunks
+                        .iter()
+                        .filter(|c| c.row_status == RowStatus::Commit)
+                        .count();
                     self.rows.fetch_add(n as u64, Ordering::Relaxed);
                 }
             })))),
@@ -71,7 +76,9 @@ fn ops(c: &mut Criterion) {
     om.setup().unwrap();
     om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
     let ver = j(r#"{"versioning":true}"#);
-    let value = j(r#"{"key":"k","content-length":1024,"owner-id":"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be","tags":{}}"#);
+    let value = j(
+        r#"{"key":"k","content-length":1024,"owner-id":"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be","tags":{}}"#,
+    );
     let mut g = c.benchmark_group("objmeta_ops");
     g.sample_size(20).measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(1));
@@ -80,13 +87,15 @@ fn ops(c: &mut Criterion) {
         b.iter(|| {
             i += 1;
             clock.advance_to(Timestamp(T0 + i as i64 * 1000));
-            om.put_object("b", &format!("k{}", i % 1000), &value, Some(&ver)).unwrap()
+            om.put_object("b", &format!("k{}", i % 1000), &value, Some(&ver))
+                .unwrap()
         })
     });
     g.bench_function("put_nonversioned", |b| {
         b.iter(|| {
             i += 1;
-            om.put_object("b", &format!("n{}", i % 1000), &value, Some(&j("{}"))).unwrap()
+            om.put_object("b", &format!("n{}", i % 1000), &value, Some(&j("{}")))
+                .unwrap()
         })
     });
     g.bench_function("get", |b| {
@@ -110,7 +119,12 @@ fn ops(c: &mut Criterion) {
 /// A bucket of `n` objects, each with 2 versions; 90 % have a delete marker on top.
 fn dm_bucket(s: &Counting<RedbStore>, vf: VFormat, n: usize) -> ObjmetaHandle<'_> {
     let clock = Box::leak(Box::new(ManualClock::new(Timestamp(T0))));
-    let mut om = ObjectMetadata::new(s, &*clock, scenario_state(&format!("dm-{}", vf.as_str()), vf), 1);
+    let mut om = ObjectMetadata::new(
+        s,
+        &*clock,
+        scenario_state(&format!("dm-{}", vf.as_str()), vf),
+        1,
+    );
     om.setup().unwrap();
     om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
     let ver = j(r#"{"versioning":true}"#);
@@ -120,12 +134,24 @@ fn dm_bucket(s: &Counting<RedbStore>, vf: VFormat, n: usize) -> ObjmetaHandle<'_
         for v in 0..2 {
             t += 1;
             clock.advance_to(Timestamp(T0 + t * 1000));
-            om.put_object("b", &k, &j(&format!(r#"{{"key":"{k}","v":{v}}}"#)), Some(&ver)).unwrap();
+            om.put_object(
+                "b",
+                &k,
+                &j(&format!(r#"{{"key":"{k}","v":{v}}}"#)),
+                Some(&ver),
+            )
+            .unwrap();
         }
         if i % 10 != 0 {
             t += 1;
             clock.advance_to(Timestamp(T0 + t * 1000));
-            om.put_object("b", &k, &j(&format!(r#"{{"key":"{k}","isDeleteMarker":true}}"#)), Some(&ver)).unwrap();
+            om.put_object(
+                "b",
+                &k,
+                &j(&format!(r#"{{"key":"{k}","isDeleteMarker":true}}"#)),
+                Some(&ver),
+            )
+            .unwrap();
         }
     }
     om.take_events();
@@ -141,7 +167,10 @@ fn listing(c: &mut Criterion) {
     for vf in [VFormat::V0, VFormat::V1] {
         let s = store();
         let mut om = dm_bucket(&s, vf, n);
-        let p = ListingParams { listing_type: ListingType::DelimiterMaster, ..Default::default() };
+        let p = ListingParams {
+            listing_type: ListingType::DelimiterMaster,
+            ..Default::default()
+        };
         s.rows.store(0, Ordering::Relaxed);
         let r = om.list_object("b", &p).unwrap();
         let listed = match r.get("Contents") {
@@ -158,7 +187,10 @@ fn listing(c: &mut Criterion) {
         g.bench_function(format!("delimiter_master_90pct_dm_{}", vf.as_str()), |b| {
             b.iter(|| om.list_object("b", &p).unwrap())
         });
-        let pv = ListingParams { listing_type: ListingType::DelimiterVersions, ..Default::default() };
+        let pv = ListingParams {
+            listing_type: ListingType::DelimiterVersions,
+            ..Default::default()
+        };
         g.throughput(Throughput::Elements(1000));
         g.bench_function(format!("delimiter_versions_{}", vf.as_str()), |b| {
             b.iter(|| om.list_object("b", &pv).unwrap())

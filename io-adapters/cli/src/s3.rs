@@ -498,8 +498,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 }
             };
             let coll = collection_for_bucket(bucket);
-            let rows = bucket_rows(ctx.store.as_ref(), &args.table, coll)
-                .map_err(CliError::usage)?;
+            let rows =
+                bucket_rows(ctx.store.as_ref(), &args.table, coll).map_err(CliError::usage)?;
             let mut repairs = Vec::new();
             for r in rows {
                 let (Some(k), Some(v)) = (r.get("key").and_then(Json::as_str), r.get("value"))

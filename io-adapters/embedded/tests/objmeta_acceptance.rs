@@ -453,16 +453,26 @@ fn deleted_flag_invisibility(store: &dyn Store, table: &str, vf: VFormat) {
     let ver = j(r#"{"versioning":true}"#);
     for n in 1..=2 {
         clock.advance_to(Timestamp::from_millis(T0 + n));
-        om.put_object("b", "k", &j(&format!(r#"{{"key":"k","n":{n}}}"#)), Some(&ver)).unwrap();
+        om.put_object(
+            "b",
+            "k",
+            &j(&format!(r#"{{"key":"k","n":{n}}}"#)),
+            Some(&ver),
+        )
+        .unwrap();
     }
-    om.put_object("b", "other", &j(r#"{"key":"other"}"#), Some(&ver)).unwrap();
+    om.put_object("b", "other", &j(r#"{"key":"other"}"#), Some(&ver))
+        .unwrap();
     for row in bucket_rows(store, table, "b").unwrap() {
         let key = row.get("key").and_then(Json::as_str).unwrap().to_string();
         if key.contains("other") {
             continue;
         }
         let mut value = row.get("value").unwrap().clone();
-        value.as_object_mut().unwrap().set("deleted", Json::Bool(true));
+        value
+            .as_object_mut()
+            .unwrap()
+            .set("deleted", Json::Bool(true));
         let req = Request::MutateRow(rowkit_statemachines::MutateRowRequest {
             table: table.into(),
             row_key: rowkit_codec::objmeta::keys::row_key("b", &key),
@@ -473,9 +483,27 @@ fn deleted_flag_invisibility(store: &dyn Store, table: &str, vf: VFormat) {
     }
     assert_eq!(om.get_object("b", "k", None), Err(ObjmetaError::NoSuchKey));
     for lt in [ListingType::DelimiterMaster, ListingType::DelimiterVersions] {
-        let r = om.list_object("b", &ListingParams { listing_type: lt, ..Default::default() }).unwrap();
-        let list = arr(&r, if lt == ListingType::DelimiterVersions { "Versions" } else { "Contents" });
-        let keys: Vec<_> = list.iter().map(|e| e.get("key").and_then(Json::as_str).unwrap()).collect();
+        let r = om
+            .list_object(
+                "b",
+                &ListingParams {
+                    listing_type: lt,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let list = arr(
+            &r,
+            if lt == ListingType::DelimiterVersions {
+                "Versions"
+            } else {
+                "Contents"
+            },
+        );
+        let keys: Vec<_> = list
+            .iter()
+            .map(|e| e.get("key").and_then(Json::as_str).unwrap())
+            .collect();
         assert_eq!(keys, ["other"], "{lt:?} {vf:?}");
     }
 }
