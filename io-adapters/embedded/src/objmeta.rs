@@ -14,9 +14,10 @@ use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{
     AsyncRepair, AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketOp,
-    DeleteObjectOp, GetBucketAttributesOp, GetObjectOp, GetUuidOp, ListBucketsOp, ListObject,
-    ObjmetaError, ObjmetaEvent, ObjmetaState, OpMachine, PutBucketAttributesOp, PutObjectOp,
-    RepairOutcome, RepairTask,
+    DeleteObjectOp, GetBucketAndObjectOp, GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp,
+    GetUuidOp, ListBucketsOp, ListObject, ObjmetaError, ObjmetaEvent, ObjmetaState, OpMachine,
+    PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp, RepairOutcome, RepairTask,
+    UpdateCountItemsOp,
 };
 use rowkit_statemachines::{Code, Timestamp};
 
@@ -222,6 +223,41 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
         run(store, clock, m, |_| {}).map_err(|e| match e {
             RunError::Machine(e) => e,
             RunError::Stalled => ObjmetaError::internal_error("machine stalled"),
+        })
+    }
+
+    /// `getBucketVFormat(b)`.
+    pub fn get_bucket_vformat(&mut self, bucket: &str) -> Result<VFormat, ObjmetaError> {
+        self.run_op(GetBucketVFormatOp {
+            bucket: bucket.into(),
+        })
+    }
+
+    /// `getBucketAndObject(b, k, {versionId})` → `(BucketInfo, object or None)`.
+    pub fn get_bucket_and_object(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<(Json, Option<Json>), ObjmetaError> {
+        self.run_op(GetBucketAndObjectOp {
+            get: GetObjectOp {
+                bucket: bucket.into(),
+                key: key.into(),
+                version_id: version_id.map(String::from),
+            },
+        })
+    }
+
+    /// `readCountItems()`.
+    pub fn read_count_items(&mut self) -> Result<Json, ObjmetaError> {
+        self.run_op(ReadCountItemsOp)
+    }
+
+    /// `updateCountItems(v)`.
+    pub fn update_count_items(&mut self, value: &Json) -> Result<(), ObjmetaError> {
+        self.run_op(UpdateCountItemsOp {
+            value: value.clone(),
         })
     }
 

@@ -163,6 +163,27 @@ fn metastore_uuid_count(store: &dyn Store, table: &str) {
     );
     assert!(json_eq(&count, &want), "{}", count.stringify());
 
+    // getBucketAndObject, getBucketVFormat, read/updateCountItems.
+    let (bucket_value, obj) = om.get_bucket_and_object("b", "nothing", None).unwrap();
+    assert_eq!(
+        (bucket_value.get("name"), obj),
+        (Some(&Json::str("b")), None)
+    );
+    assert_eq!(
+        om.get_bucket_and_object("nope", "k", None),
+        Err(ObjmetaError::NoSuchBucket)
+    );
+    assert_eq!(om.get_bucket_vformat("PENSIEVE").unwrap(), VFormat::V0);
+    assert_eq!(
+        om.read_count_items().unwrap().get("buckets"),
+        Some(&Json::Number(0.0))
+    );
+    om.update_count_items(&j(r#"{"objects":5,"versions":0,"buckets":0,"bucketList":[],"dataManaged":{"total":{"curr":0,"prev":0},"byLocation":{}},"stalled":0}"#)).unwrap();
+    assert_eq!(
+        om.count_items().unwrap().get("objects"),
+        Some(&Json::Number(5.0))
+    );
+
     // getUUID twice with the vector's candidates.
     let uuid_case = &arr(&v, "infostore_get_uuid")[0];
     rec.take();

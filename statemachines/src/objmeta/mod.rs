@@ -28,8 +28,9 @@ pub use list::ListObject;
 
 pub use ops::{
     AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketOp, DeleteObjectOp,
-    GetBucketAttributesOp, GetObjectOp, GetUuidOp, ListBucketsOp, PutBucketAttributesOp,
-    PutObjectOp, RepairOutcome, bucket_info_value,
+    GetBucketAndObjectOp, GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp, GetUuidOp,
+    ListBucketsOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp, RepairOutcome,
+    UpdateCountItemsOp, bucket_info_value,
 };
 
 /// `PutObject`: the five write strategies of `objmeta.md` 7.
@@ -54,6 +55,14 @@ pub type ListBuckets<'a> = OpMachine<'a, ListBucketsOp>;
 pub type GetUuid<'a> = OpMachine<'a, GetUuidOp>;
 /// `countItems`.
 pub type CountItems<'a> = OpMachine<'a, CountItemsOp>;
+/// `getBucketVFormat`.
+pub type GetBucketVFormat<'a> = OpMachine<'a, GetBucketVFormatOp>;
+/// `getBucketAndObject`.
+pub type GetBucketAndObject<'a> = OpMachine<'a, GetBucketAndObjectOp>;
+/// `readCountItems`.
+pub type ReadCountItems<'a> = OpMachine<'a, ReadCountItemsOp>;
+/// `updateCountItems`.
+pub type UpdateCountItems<'a> = OpMachine<'a, UpdateCountItemsOp>;
 
 /// Operation deadline when none is given: `now₀ + 60 s` (`objmeta.md` 16.3).
 pub const DEFAULT_DEADLINE_US: i64 = 60_000_000;

@@ -963,15 +963,9 @@ pub struct CountItemsOp;
 impl Op for CountItemsOp {
     type Output = Json;
 
-    fn run(&self, io: &mut Io<'_>, _st: &mut ObjmetaState) -> R<Json> {
+    fn run(&self, io: &mut Io<'_>, st: &mut ObjmetaState) -> R<Json> {
         let buckets = metastore_rows(io)?;
-        let mut doc = match read_doc(io, &row_key(INFOSTORE, COUNT_ITEMS_KEY))? {
-            Some(d) => d.value,
-            None => Json::parse(
-                r#"{"objects":0,"versions":0,"buckets":0,"bucketList":[],"dataManaged":{"total":{"curr":0,"prev":0},"byLocation":{}},"stalled":0}"#,
-            )
-            .map_err(|e| Flow::Fail(ObjmetaError::internal(e)))?,
-        };
+        let mut doc = ReadCountItemsOp.run(io, st)?;
         let mut list = Vec::new();
         let mut quota = 0u32;
         for b in buckets.iter().filter(|b| !b.special) {
@@ -1007,5 +1001,84 @@ impl Op for CountItemsOp {
             o.set("bucketWithQuotaCount", Json::Number(f64::from(quota)));
         }
         Ok(doc)
+    }
+}
+
+/// `getBucketVFormat(b)` on its own (`objmeta.md` 4.3): zero or one metastore read.
+#[derive(Clone, Debug)]
+pub struct GetBucketVFormatOp {
+    /// Bucket.
+    pub bucket: String,
+}
+
+impl Op for GetBucketVFormatOp {
+    type Output = VFormat;
+
+    fn run(&self, io: &mut Io<'_>, st: &mut ObjmetaState) -> R<VFormat> {
+        bucket_vformat(io, st, &self.bucket)
+    }
+}
+
+/// `getBucketAndObject(b, k, params)`: the BucketInfo, plus the object when it exists.
+#[derive(Clone, Debug)]
+pub struct GetBucketAndObjectOp {
+    /// The object read (bucket, key, version id).
+    pub get: GetObjectOp,
+}
+
+impl Op for GetBucketAndObjectOp {
+    /// `(bucket value, object value or None on NoSuchKey)`.
+    type Output = (Json, Option<Json>);
+
+    fn run(&self, io: &mut Io<'_>, st: &mut ObjmetaState) -> R<(Json, Option<Json>)> {
+        let bucket = read_doc(io, &row_key(METASTORE, &self.get.bucket))?
+            .map(|d| d.value)
+            .ok_or(Flow::Fail(ObjmetaError::NoSuchBucket))?;
+        match self.get.run(io, st) {
+            Ok(v) => Ok((bucket, Some(v))),
+            Err(Flow::Fail(ObjmetaError::NoSuchKey)) => Ok((bucket, None)),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The countItems document when none is stored.
+const EMPTY_COUNT_ITEMS: &str = r#"{"objects":0,"versions":0,"buckets":0,"bucketList":[],"dataManaged":{"total":{"curr":0,"prev":0},"byLocation":{}},"stalled":0}"#;
+
+/// `readCountItems()`.
+#[derive(Clone, Debug, Default)]
+pub struct ReadCountItemsOp;
+
+impl Op for ReadCountItemsOp {
+    type Output = Json;
+
+    fn run(&self, io: &mut Io<'_>, _st: &mut ObjmetaState) -> R<Json> {
+        match read_doc(io, &row_key(INFOSTORE, COUNT_ITEMS_KEY))? {
+            Some(d) => Ok(d.value),
+            None => {
+                Json::parse(EMPTY_COUNT_ITEMS).map_err(|e| Flow::Fail(ObjmetaError::internal(e)))
+            }
+        }
+    }
+}
+
+/// `updateCountItems(v)`.
+#[derive(Clone, Debug)]
+pub struct UpdateCountItemsOp {
+    /// The new document.
+    pub value: Json,
+}
+
+impl Op for UpdateCountItemsOp {
+    type Output = ();
+
+    fn run(&self, io: &mut Io<'_>, _st: &mut ObjmetaState) -> R<()> {
+        io.mutate_row(
+            &row_key(INFOSTORE, COUNT_ITEMS_KEY),
+            replace(&self.value, None),
+        )?
+        .map_err(internal)?;
+        put_event(io, INFOSTORE, COUNT_ITEMS_KEY, &self.value);
+        Ok(())
     }
 }
