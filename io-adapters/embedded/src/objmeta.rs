@@ -15,8 +15,8 @@ use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{
     AsyncRepair, AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketOp,
     DeleteObjectOp, GetBucketAndObjectOp, GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp,
-    GetUuidOp, ListBucketsOp, ListObject, ObjmetaError, ObjmetaEvent, ObjmetaState, OpMachine,
-    PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp, RepairOutcome, RepairTask,
+    GetObjectsOp, GetUuidOp, ListBucketsOp, ListObject, ObjmetaError, ObjmetaEvent, ObjmetaState,
+    OpMachine, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp, RepairOutcome, RepairTask,
     UpdateCountItemsOp,
 };
 use rowkit_statemachines::{Code, Timestamp};
@@ -246,6 +246,14 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
                 key: key.into(),
                 version_id: version_id.map(String::from),
             },
+        })
+    }
+
+    /// `getObjects(b, items)`.
+    pub fn get_objects(&mut self, bucket: &str, items: &Json) -> Result<Json, ObjmetaError> {
+        self.run_op(GetObjectsOp {
+            bucket: bucket.into(),
+            items: items.clone(),
         })
     }
 

@@ -163,6 +163,24 @@ fn metastore_uuid_count(store: &dyn Store, table: &str) {
     );
     assert!(json_eq(&count, &want), "{}", count.stringify());
 
+    // getObjects: argument errors, an empty list, found / missing / missing version.
+    assert!(
+        matches!(om.get_objects("b", &j("{}")), Err(ObjmetaError::InternalError(m)) if m == "objects must be an array")
+    );
+    assert_eq!(om.get_objects("b", &j("[]")).unwrap(), j("[]"));
+    om.put_object("b", "g", &j(r#"{"key":"g"}"#), Some(&j("{}")))
+        .unwrap();
+    let got = om
+        .get_objects(
+            "b",
+            &j(r#"[{"key":"g"},{"key":"h"},{"key":"g","params":{"versionId":"x"}}]"#),
+        )
+        .unwrap();
+    let want = j(
+        r#"[{"err":null,"doc":{"key":"g"},"key":"\u007fMg"},{"err":"NoSuchKey","doc":null,"key":"\u007fMh"},{"err":"NoSuchKey","doc":null,"versionId":"x","key":"\u007fVg\u0000x"}]"#,
+    );
+    assert!(json_eq(&got, &want), "{}", got.stringify());
+
     // getBucketAndObject, getBucketVFormat, read/updateCountItems.
     let (bucket_value, obj) = om.get_bucket_and_object("b", "nothing", None).unwrap();
     assert_eq!(
@@ -211,7 +229,7 @@ fn metastore_uuid_count(store: &dyn Store, table: &str) {
     assert_eq!(metastore_reads, 2);
     om.put_object("b", "k", &j(r#"{"key":"k"}"#), Some(&j("{}")))
         .unwrap();
-    assert_eq!(om.delete_bucket("b").unwrap(), 1);
+    assert_eq!(om.delete_bucket("b").unwrap(), 2); // "g" and "k"
     assert!(bucket_rows(&rec, table, "b").unwrap().is_empty());
     assert!(om.get_bucket_attributes("b").is_err());
     assert_eq!(om.delete_bucket("b").unwrap(), 0);

@@ -28,8 +28,8 @@ pub use list::ListObject;
 
 pub use ops::{
     AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketOp, DeleteObjectOp,
-    GetBucketAndObjectOp, GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp, GetUuidOp,
-    ListBucketsOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp, RepairOutcome,
+    GetBucketAndObjectOp, GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp, GetObjectsOp,
+    GetUuidOp, ListBucketsOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp, RepairOutcome,
     UpdateCountItemsOp, bucket_info_value,
 };
 
@@ -55,6 +55,8 @@ pub type ListBuckets<'a> = OpMachine<'a, ListBucketsOp>;
 pub type GetUuid<'a> = OpMachine<'a, GetUuidOp>;
 /// `countItems`.
 pub type CountItems<'a> = OpMachine<'a, CountItemsOp>;
+/// `getObjects`.
+pub type GetObjects<'a> = OpMachine<'a, GetObjectsOp>;
 /// `getBucketVFormat`.
 pub type GetBucketVFormat<'a> = OpMachine<'a, GetBucketVFormatOp>;
 /// `getBucketAndObject`.

@@ -1082,3 +1082,96 @@ impl Op for UpdateCountItemsOp {
         Ok(())
     }
 }
+
+/// `getObjects(bucket, items)` (`objmeta.md` 9.3). Output: one `{err, doc, versionId?, key}`
+/// object per item, in item order (`err` = `"NoSuchKey"` / `"InternalError"` / `null`).
+///
+/// Deviation: the per-item `getLatestVersion` reads are sent one at a time, not up to five at
+/// once (the replay engine has one request in flight); results and store state are the same.
+#[derive(Clone, Debug)]
+pub struct GetObjectsOp {
+    /// Bucket.
+    pub bucket: String,
+    /// `[{key, params}]`; anything but an array is an error.
+    pub items: Json,
+}
+
+impl Op for GetObjectsOp {
+    type Output = Json;
+
+    fn run(&self, io: &mut Io<'_>, st: &mut ObjmetaState) -> R<Json> {
+        let Json::Array(items) = &self.items else {
+            return Err(ObjmetaError::internal("objects must be an array").into());
+        };
+        if items.len() > 1000 {
+            return Err(ObjmetaError::internal("cannot get more than 1000 objects").into());
+        }
+        let vf = bucket_vformat(io, st, &self.bucket)?;
+        if items.is_empty() {
+            return Ok(Json::Array(Vec::new()));
+        }
+        let coll = collection_for_bucket(&self.bucket).to_string();
+        let parsed: Vec<(String, Option<String>, String)> = items
+            .iter()
+            .map(|item| {
+                let key = item
+                    .get("key")
+                    .and_then(Json::as_str)
+                    .unwrap_or("")
+                    .to_string();
+                let vid = item
+                    .get("params")
+                    .and_then(|p| p.get("versionId"))
+                    .filter(|v| v.truthy())
+                    .map(|v| v.as_str().map_or_else(|| v.stringify(), String::from));
+                let ak = match &vid {
+                    Some(v) => version_key(vf, &key, v),
+                    None => master_key(vf, &key),
+                };
+                (key, vid, ak)
+            })
+            .collect();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        for (_, _, ak) in &parsed {
+            let rk = row_key(&coll, ak);
+            if !keys.contains(&rk) {
+                keys.push(rk);
+            }
+        }
+        let rowset = RowSet {
+            row_keys: keys,
+            row_ranges: Vec::new(),
+        };
+        let rows = io
+            .read_rows(rowset, Some(filters::live_value()), 0)?
+            .map_err(internal)?;
+        let mut out = Vec::new();
+        for (key, vid, ak) in parsed {
+            let rk = row_key(&coll, &ak);
+            let doc = doc_of(rows.iter().find(|r| r.key == rk).cloned())?;
+            let (err, value) = match doc {
+                None if vid.is_some() => (Json::str("NoSuchKey"), Json::Null),
+                Some(d) if !d.value.member_truthy("isPHD") => {
+                    let mut v = d.value;
+                    unescape_tags(&mut v);
+                    (Json::Null, v)
+                }
+                _ => match latest_version(io, &coll, vf, &key) {
+                    Ok(Some(v)) => (Json::Null, v),
+                    Ok(None) => (Json::str("NoSuchKey"), Json::Null),
+                    Err(Flow::Suspend) => return Err(Flow::Suspend),
+                    Err(Flow::Fail(_)) => (Json::str("InternalError"), Json::Null),
+                },
+            };
+            let mut o = JsonObject::new();
+            o.set("err", err);
+            o.set("doc", value);
+            if let Some(v) = vid {
+                o.set("versionId", Json::str(v));
+            }
+            o.set("key", Json::str(ak));
+            out.push(Json::Object(o));
+        }
+        Ok(Json::Array(out))
+    }
+}
