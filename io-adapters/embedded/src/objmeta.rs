@@ -13,11 +13,12 @@ use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{
-    AsyncRepair, AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketOp,
-    DeleteObjectOp, GetBucketAndObjectOp, GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp,
-    GetObjectsOp, GetUuidOp, ListBucketsOp, ListObject, ObjmetaError, ObjmetaEvent, ObjmetaState,
-    OpMachine, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp, RepairOutcome, RepairTask,
-    UpdateCountItemsOp,
+    AsyncRepair, AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp,
+    DeleteBucketAttributesCapabilityOp, DeleteBucketOp, DeleteObjectOp, GetBucketAndObjectOp,
+    GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp, GetObjectsOp, GetUuidOp, ListBucketsOp,
+    ListObject, ObjmetaError, ObjmetaEvent, ObjmetaState, OpMachine,
+    PutBucketAttributesCapabilitiesOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp,
+    RepairOutcome, RepairTask, UpdateCountItemsOp,
 };
 use rowkit_statemachines::{Code, Timestamp};
 
@@ -254,6 +255,36 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
         self.run_op(GetObjectsOp {
             bucket: bucket.into(),
             items: items.clone(),
+        })
+    }
+
+    /// `putBucketAttributesCapabilities(b, name, field?, cap)`.
+    pub fn put_bucket_capability(
+        &mut self,
+        bucket: &str,
+        name: &str,
+        field: Option<&str>,
+        capability: &Json,
+    ) -> Result<(), ObjmetaError> {
+        self.run_op(PutBucketAttributesCapabilitiesOp {
+            bucket: bucket.into(),
+            name: name.into(),
+            field: field.map(String::from),
+            capability: capability.clone(),
+        })
+    }
+
+    /// `deleteBucketAttributesCapability(b, name, field?)`.
+    pub fn delete_bucket_capability(
+        &mut self,
+        bucket: &str,
+        name: &str,
+        field: Option<&str>,
+    ) -> Result<(), ObjmetaError> {
+        self.run_op(DeleteBucketAttributesCapabilityOp {
+            bucket: bucket.into(),
+            name: name.into(),
+            field: field.map(String::from),
         })
     }
 

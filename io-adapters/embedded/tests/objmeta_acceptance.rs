@@ -181,6 +181,59 @@ fn metastore_uuid_count(store: &dyn Store, table: &str) {
     );
     assert!(json_eq(&got, &want), "{}", got.stringify());
 
+    // Capabilities: nested upsert, sub-field, removal, removal of nothing, upsert of a new row.
+    rec.take();
+    om.put_bucket_capability(
+        "b",
+        "VeeamSOSApi",
+        Some("CapacityInfo"),
+        &j(r#"{"Capacity":1}"#),
+    )
+    .unwrap();
+    om.put_bucket_capability("b", "other", None, &j("true"))
+        .unwrap();
+    let caps = om
+        .get_bucket_attributes("b")
+        .unwrap()
+        .get("capabilities")
+        .cloned()
+        .unwrap();
+    assert!(
+        json_eq(
+            &caps,
+            &j(r#"{"VeeamSOSApi":{"CapacityInfo":{"Capacity":1}},"other":true}"#)
+        ),
+        "{}",
+        caps.stringify()
+    );
+    om.delete_bucket_capability("b", "VeeamSOSApi", Some("CapacityInfo"))
+        .unwrap();
+    rec.take();
+    om.delete_bucket_capability("b", "absent", None).unwrap();
+    assert_eq!(
+        names(&rec.take()),
+        ["ReadRows"],
+        "removing nothing writes nothing"
+    );
+    let caps = om
+        .get_bucket_attributes("b")
+        .unwrap()
+        .get("capabilities")
+        .cloned()
+        .unwrap();
+    assert!(
+        json_eq(&caps, &j(r#"{"VeeamSOSApi":{},"other":true}"#)),
+        "{}",
+        caps.stringify()
+    );
+    om.put_bucket_capability("fresh", "c", None, &j("1"))
+        .unwrap();
+    assert!(json_eq(
+        &om.get_bucket_attributes("fresh").unwrap(),
+        &j(r#"{"capabilities":{"c":1}}"#)
+    ));
+    om.delete_bucket("fresh").unwrap();
+
     // getBucketAndObject, getBucketVFormat, read/updateCountItems.
     let (bucket_value, obj) = om.get_bucket_and_object("b", "nothing", None).unwrap();
     assert_eq!(

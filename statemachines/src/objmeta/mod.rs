@@ -3,7 +3,9 @@
 //! Every operation is a [`Machine`](crate::Machine) created with `new(args, &mut state, now,
 //! seed, deadline)`: [`PutObject`], [`GetObject`], [`DeleteObject`], [`AsyncRepair`],
 //! [`ListObject`], [`CreateBucket`], [`PutBucketAttributes`], [`GetBucketAttributes`],
-//! [`DeleteBucket`], [`ListBuckets`], [`GetUuid`], [`CountItems`]. [`ObjmetaState`] is
+//! [`DeleteBucket`], [`ListBuckets`], [`GetUuid`], [`CountItems`], [`GetObjects`],
+//! [`GetBucketAndObject`], [`GetBucketVFormat`], [`ReadCountItems`], [`UpdateCountItems`],
+//! [`PutBucketAttributesCapabilities`], [`DeleteBucketAttributesCapability`]. [`ObjmetaState`] is
 //! Arsenal's per-process state (version-id generator, vFormat cache), borrowed exclusively by
 //! one machine at a time. Change events ([`ObjmetaEvent`]) come out of `poll_event`; a
 //! `RepairScheduled` event asks the host to run an [`AsyncRepair`] at its `due` time.
@@ -27,10 +29,11 @@ pub use engine::OpMachine;
 pub use list::ListObject;
 
 pub use ops::{
-    AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketOp, DeleteObjectOp,
-    GetBucketAndObjectOp, GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp, GetObjectsOp,
-    GetUuidOp, ListBucketsOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp, RepairOutcome,
-    UpdateCountItemsOp, bucket_info_value,
+    AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketAttributesCapabilityOp,
+    DeleteBucketOp, DeleteObjectOp, GetBucketAndObjectOp, GetBucketAttributesOp,
+    GetBucketVFormatOp, GetObjectOp, GetObjectsOp, GetUuidOp, ListBucketsOp,
+    PutBucketAttributesCapabilitiesOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp,
+    RepairOutcome, UpdateCountItemsOp, bucket_info_value,
 };
 
 /// `PutObject`: the five write strategies of `objmeta.md` 7.
@@ -55,6 +58,10 @@ pub type ListBuckets<'a> = OpMachine<'a, ListBucketsOp>;
 pub type GetUuid<'a> = OpMachine<'a, GetUuidOp>;
 /// `countItems`.
 pub type CountItems<'a> = OpMachine<'a, CountItemsOp>;
+/// `putBucketAttributesCapabilities` (read–merge–CAS).
+pub type PutBucketAttributesCapabilities<'a> = OpMachine<'a, PutBucketAttributesCapabilitiesOp>;
+/// `deleteBucketAttributesCapability` (read–merge–CAS).
+pub type DeleteBucketAttributesCapability<'a> = OpMachine<'a, DeleteBucketAttributesCapabilityOp>;
 /// `getObjects`.
 pub type GetObjects<'a> = OpMachine<'a, GetObjectsOp>;
 /// `getBucketVFormat`.
