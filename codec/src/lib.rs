@@ -33,5 +33,6 @@ extern crate std;
 
 pub mod escape;
 pub mod model;
+pub mod objmeta;
 pub mod tracestore;
 pub mod triples;

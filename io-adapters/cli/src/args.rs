@@ -64,7 +64,9 @@ pub enum Command {
     },
     /// The Skia Gold trace store.
     Gold(crate::gold::GoldArgs),
-    /// Row keys of a schema: encode and decode.
+    /// Object metadata (Scality Arsenal): buckets, versioned objects, listings.
+    S3(crate::s3::S3Args),
+    /// Row keys: encode from parts, decode into parts.
     #[command(subcommand)]
     Key(crate::key::KeyCommand),
 }

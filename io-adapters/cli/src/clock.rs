@@ -81,6 +81,29 @@ fn parse_rfc3339(s: &str) -> Option<Timestamp> {
     Some(Timestamp(secs.checked_mul(1_000_000)?.checked_add(micros)?))
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.sssZ` for seconds since the epoch plus milliseconds (JavaScript's
+/// `Date.prototype.toISOString`).
+pub fn format_rfc3339_millis(secs: i64, millis: i64) -> String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 fn days_in_month(year: i64, month: i64) -> i64 {
     match month {
         2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
@@ -105,6 +128,14 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+
+    #[test]
+    fn formats_iso() {
+        assert_eq!(
+            format_rfc3339_millis(1_700_000_000, 5),
+            "2023-11-14T22:13:20.005Z"
+        );
+    }
 
     #[test]
     fn parses_both_forms() {

@@ -20,7 +20,7 @@ pub enum KeyCommand {
     },
     /// Explain any row key.
     Decode {
-        /// `auto` (try every schema) or a schema name: `gold`, `graph`.
+        /// `auto` (try every schema) or a schema name: `gold`, `s3`, `graph`.
         #[arg(long, default_value = "auto")]
         schema: String,
         /// The key (escaped key text or `hex:…`).
@@ -40,6 +40,8 @@ pub enum EncodeSchema {
         #[arg(num_args = 2, value_names = ["G", "TRIPLE"])]
         args: Vec<String>,
     },
+    /// An object-metadata (S3) row key.
+    S3(crate::s3::EncodeArgs),
 }
 
 /// Runs one `key` command.
@@ -51,22 +53,29 @@ pub fn run(cmd: &KeyCommand, out: &Output) -> Result<(), CliError> {
         KeyCommand::Encode {
             schema: EncodeSchema::Graph { args },
         } => crate::graph::encode(args, out),
+        KeyCommand::Encode {
+            schema: EncodeSchema::S3(a),
+        } => crate::s3::key_encode(a, out),
         KeyCommand::Decode { schema, key } => {
             let bytes =
                 escape::parse(key).map_err(|e| CliError::usage(format!("key {key:?}: {e}")))?;
             match schema.as_str() {
                 "gold" => print_gold(gold::decode_key(&bytes), key, out),
                 "graph" => crate::graph::decode(&bytes, out),
+                "s3" => crate::s3::key_decode(key, out),
+                // Each decoder prints only on success, so trying them in turn is safe.
                 "auto" => match gold::decode_key(&bytes) {
                     Some(doc) => print_gold(Some(doc), key, out),
-                    None => crate::graph::decode(&bytes, out).map_err(|_| CliError::Schema {
-                        id: "unknown_row_key".into(),
-                        message: format!("{key:?} is not a row key of any known schema"),
-                        exit: 2,
-                    }),
+                    None => crate::s3::key_decode(key, out)
+                        .or_else(|_| crate::graph::decode(&bytes, out))
+                        .map_err(|_| CliError::Schema {
+                            id: "unknown_row_key".into(),
+                            message: format!("{key:?} is not a row key of any known schema"),
+                            exit: 2,
+                        }),
                 },
                 other => Err(CliError::usage(format!(
-                    "--schema {other}: unknown schema (auto, gold, graph)"
+                    "--schema {other}: unknown schema (auto, gold, s3, graph)"
                 ))),
             }
         }

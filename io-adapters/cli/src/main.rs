@@ -12,6 +12,7 @@ mod gold;
 mod graph;
 mod key;
 mod output;
+mod s3;
 mod store_location;
 
 use std::process::ExitCode;
@@ -52,6 +53,7 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
         Command::Graph { table, command } => graph::run(&ctx, table, command, out),
         Command::Gold(args) => gold::run(&ctx, args, out),
+        Command::S3(cmd) => s3::run(&ctx, cmd, out),
         Command::Key(cmd) => key::run(cmd, out),
     }
 }

@@ -37,6 +37,8 @@
 
 pub mod driver;
 mod memory;
+pub mod objmeta;
+pub mod objmeta_scenarios;
 #[cfg(feature = "redb")]
 mod redb_store;
 pub mod semantics;

@@ -1,0 +1,787 @@
+//! `rowkit s3 …` and the s3 parts of `rowkit key`: Arsenal's object metadata
+//! (`objmeta.md` 17) through the sync facade.
+
+use clap::{Args, Subcommand};
+use rowkit_codec::escape::{self, escape};
+use rowkit_codec::objmeta::json::Json;
+use rowkit_codec::objmeta::keys::{
+    KeyKind, METASTORE, VFormat, collection_for_bucket, decode_row_key, master_key, row_key,
+    version_key,
+};
+use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::Clock;
+use rowkit_embedded::objmeta::ObjectMetadata;
+use rowkit_embedded::objmeta_scenarios::bucket_rows;
+use rowkit_statemachines::objmeta::{
+    ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, RepairTask,
+};
+use serde_json::{Map, Value, json};
+
+use crate::args::Context;
+use crate::error::CliError;
+use crate::output::{Output, bytes_fields};
+
+/// `rowkit s3 [--table T] [--pid N] [--rg ID] …`.
+#[derive(Debug, Args)]
+pub struct S3Args {
+    /// Table.
+    #[arg(long, global = true, default_value = "objmeta")]
+    pub table: String,
+    /// Process id in generated version ids (default: the OS process id).
+    #[arg(long, global = true)]
+    pub pid: Option<u64>,
+    /// Replication group id.
+    #[arg(long, global = true, default_value = "RG001")]
+    pub rg: String,
+    /// The operation.
+    #[command(subcommand)]
+    pub command: S3Command,
+}
+
+/// Listing options shared by `list` and `versions`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Bucket.
+    pub bucket: String,
+    /// Prefix.
+    #[arg(long)]
+    pub prefix: Option<String>,
+    /// Delimiter.
+    #[arg(long)]
+    pub delimiter: Option<String>,
+    /// Max keys (0 = 1000).
+    #[arg(long, allow_negative_numbers = true)]
+    pub max_keys: Option<i64>,
+}
+
+/// `rowkit s3 …` operations.
+#[derive(Debug, Subcommand)]
+pub enum S3Command {
+    /// Create the table and its families `d` and `f`.
+    Setup,
+    /// Buckets.
+    #[command(subcommand)]
+    Bucket(BucketCommand),
+    /// putObject.
+    Put {
+        /// Bucket.
+        bucket: String,
+        /// Object key.
+        key: String,
+        /// Metadata (a JSON object).
+        #[arg(long, conflicts_with = "value_file")]
+        value: Option<String>,
+        /// Metadata from a file.
+        #[arg(long)]
+        value_file: Option<std::path::PathBuf>,
+        /// The whole params object.
+        #[arg(long)]
+        params: Option<String>,
+        /// params.versioning = true.
+        #[arg(long)]
+        versioning: bool,
+        /// params.versionId.
+        #[arg(long)]
+        version_id: Option<String>,
+        /// params.repairMaster = true.
+        #[arg(long)]
+        repair_master: bool,
+        /// params.needOplogUpdate = true.
+        #[arg(long)]
+        need_oplog_update: bool,
+        /// params.originOp.
+        #[arg(long)]
+        origin_op: Option<String>,
+    },
+    /// getObject.
+    Get {
+        /// Bucket.
+        bucket: String,
+        /// Object key.
+        key: String,
+        /// Raw version id.
+        #[arg(long)]
+        version_id: Option<String>,
+    },
+    /// deleteObject.
+    Delete {
+        /// Bucket.
+        bucket: String,
+        /// Object key.
+        key: String,
+        /// Raw version id.
+        #[arg(long)]
+        version_id: Option<String>,
+        /// doesNotNeedOpogUpdate.
+        #[arg(long)]
+        no_oplog: bool,
+        /// originOp.
+        #[arg(long)]
+        origin_op: Option<String>,
+        /// Run scheduled repairs at their due time (`wait`) or leave the placeholder (`skip`).
+        #[arg(long, default_value = "wait")]
+        repair: String,
+    },
+    /// ListObjects (DelimiterMaster by default).
+    List {
+        /// Common listing options.
+        #[command(flatten)]
+        list: ListArgs,
+        /// Algorithm: DelimiterMaster or Delimiter.
+        #[arg(long, default_value = "DelimiterMaster")]
+        algo: String,
+        /// S3 v1 marker.
+        #[arg(long, conflicts_with = "v2")]
+        marker: Option<String>,
+        /// S3 v2 flavour.
+        #[arg(long)]
+        v2: bool,
+        /// v2 continuation token.
+        #[arg(long, requires = "v2")]
+        continuation_token: Option<String>,
+        /// v2 start-after.
+        #[arg(long, requires = "v2")]
+        start_after: Option<String>,
+    },
+    /// ListObjectVersions.
+    Versions {
+        /// Common listing options.
+        #[command(flatten)]
+        list: ListArgs,
+        /// Key marker.
+        #[arg(long)]
+        key_marker: Option<String>,
+        /// Version-id marker (raw).
+        #[arg(long, requires = "key_marker")]
+        version_id_marker: Option<String>,
+    },
+    /// getUUID.
+    Uuid,
+    /// countItems.
+    Count,
+    /// Repair every placeholder master of a bucket now.
+    Repair {
+        /// Bucket.
+        bucket: String,
+    },
+}
+
+/// `rowkit s3 bucket …`.
+#[derive(Debug, Subcommand)]
+pub enum BucketCommand {
+    /// createBucket.
+    Create {
+        /// Bucket.
+        bucket: String,
+        /// BucketInfo JSON.
+        #[arg(long)]
+        md: Option<String>,
+        /// Owner canonical id.
+        #[arg(long, default_value = "rowkit")]
+        owner: String,
+        /// Owner display name.
+        #[arg(long, default_value = "rowkit")]
+        owner_display_name: String,
+        /// Default key format for this call.
+        #[arg(long)]
+        vformat: Option<String>,
+    },
+    /// deleteBucket.
+    Delete {
+        /// Bucket.
+        bucket: String,
+    },
+    /// getBucketAttributes.
+    Get {
+        /// Bucket.
+        bucket: String,
+    },
+    /// listBuckets.
+    List,
+}
+
+/// `rowkit key encode s3 …`.
+#[derive(Debug, Args)]
+pub struct EncodeArgs {
+    /// Bucket.
+    #[arg(long)]
+    pub bucket: String,
+    /// Object key.
+    #[arg(long)]
+    pub key: String,
+    /// Raw version id (a version key).
+    #[arg(long)]
+    pub version_id: Option<String>,
+    /// Key format.
+    #[arg(long, default_value = "v1")]
+    pub format: String,
+}
+
+fn op_error(e: ObjmetaError) -> CliError {
+    CliError::Schema {
+        id: e.id().to_string(),
+        message: e.to_string(),
+        exit: 1,
+    }
+}
+
+fn parse_json(what: &str, text: &str) -> Result<Json, CliError> {
+    Json::parse(text).map_err(|e| CliError::usage(format!("{what}: {e}")))
+}
+
+fn to_value(j: &Json) -> Value {
+    serde_json::to_value(j).unwrap_or(Value::Null)
+}
+
+fn text_value(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or(Value::String(text.to_string()))
+}
+
+fn events_json(events: &[ObjmetaEvent]) -> Vec<Value> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ObjmetaEvent::Put { collection, key, value } => {
+                Some(json!({"type": "put", "collection": collection, "key": key, "value": text_value(value)}))
+            }
+            ObjmetaEvent::Delete { collection, key, value } => {
+                let mut m = json!({"type": "delete", "collection": collection, "key": key});
+                if let Some(v) = value {
+                    m["value"] = text_value(v);
+                }
+                Some(m)
+            }
+            ObjmetaEvent::RepairScheduled(_) => None,
+        })
+        .collect()
+}
+
+fn state(args: &S3Args) -> ObjmetaState {
+    let env = |n: &str| std::env::var(n).ok();
+    let default_format = match env("DEFAULT_BUCKET_KEY_FORMAT").as_deref() {
+        Some("v0") => VFormat::V0,
+        _ => VFormat::V1,
+    };
+    ObjmetaState::new(ObjmetaConfig {
+        table: args.table.clone(),
+        pid: args.pid.unwrap_or(u64::from(std::process::id())),
+        replication_group_id: args.rg.clone(),
+        version_id_encoding_type: env("S3_VERSION_ID_ENCODING_TYPE"),
+        default_bucket_key_format: default_format,
+        max_cached_buckets: env("METADATA_MAX_CACHED_BUCKETS")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1000),
+        initial_instance_id: env("INITIAL_INSTANCE_ID"),
+    })
+}
+
+fn print(out: &Output, value: Value, plain: impl FnOnce() -> String) {
+    if out.is_json() {
+        println!("{value}");
+    } else {
+        println!("{}", plain());
+    }
+}
+
+type Om<'a> = ObjectMetadata<'a, dyn Store, dyn Clock>;
+
+/// Runs one `rowkit s3` command.
+pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
+    let mut om: Om<'_> = ObjectMetadata::new(
+        ctx.store.as_ref(),
+        ctx.clock.as_ref(),
+        state(args),
+        ctx.seed,
+    );
+    om.set_deadline(ctx.retry.operation_timeout);
+    match &args.command {
+        S3Command::Setup => {
+            om.setup().map_err(op_error)?;
+            print(
+                out,
+                json!({"table": args.table, "families": ["d", "f"]}),
+                || format!("table {} ready", args.table),
+            );
+        }
+        S3Command::Bucket(b) => bucket(ctx, &mut om, b, out)?,
+        S3Command::Put {
+            bucket,
+            key,
+            value,
+            value_file,
+            params,
+            versioning,
+            version_id,
+            repair_master,
+            need_oplog_update,
+            origin_op,
+        } => {
+            let text = match (value, value_file) {
+                (Some(v), _) => v.clone(),
+                (None, Some(f)) => std::fs::read_to_string(f)
+                    .map_err(|e| CliError::usage(format!("{}: {e}", f.display())))?,
+                (None, None) => return Err(CliError::usage("--value or --value-file is required")),
+            };
+            let value = parse_json("--value", &text)?;
+            if value.as_object().is_none() {
+                return Err(CliError::usage("--value must be a JSON object"));
+            }
+            let mut p = match params {
+                Some(t) => parse_json("--params", t)?,
+                None => Json::Object(Default::default()),
+            };
+            if let Some(o) = p.as_object_mut() {
+                if *versioning {
+                    o.set("versioning", Json::Bool(true));
+                }
+                if let Some(v) = version_id {
+                    o.set("versionId", Json::str(v.clone()));
+                }
+                if *repair_master {
+                    o.set("repairMaster", Json::Bool(true));
+                }
+                if *need_oplog_update {
+                    o.set("needOplogUpdate", Json::Bool(true));
+                }
+                if let Some(op) = origin_op {
+                    o.set("originOp", Json::str(op.clone()));
+                }
+            }
+            let result = om
+                .put_object(bucket, key, &value, Some(&p))
+                .map_err(op_error)?;
+            let vf = om.state_mut().cached_vformat(bucket).unwrap_or_default();
+            let vid = result
+                .as_deref()
+                .and_then(|r| Json::parse(r).ok())
+                .and_then(|v| v.get("versionId").and_then(Json::as_str).map(String::from));
+            let mut m = Map::new();
+            m.insert("bucket".into(), json!(bucket));
+            m.insert("key".into(), json!(key));
+            m.insert("vformat".into(), json!(vf.as_str()));
+            bytes_fields(
+                &mut m,
+                "row_key",
+                &row_key(collection_for_bucket(bucket), &master_key(vf, key)),
+            );
+            m.insert("result".into(), json!(result));
+            m.insert("version_id".into(), json!(vid));
+            m.insert(
+                "events".into(),
+                Value::Array(events_json(&om.take_events())),
+            );
+            print(out, Value::Object(m), || {
+                result.clone().unwrap_or_else(|| "ok".into())
+            });
+        }
+        S3Command::Get {
+            bucket,
+            key,
+            version_id,
+        } => {
+            let v = om
+                .get_object(bucket, key, version_id.as_deref())
+                .map_err(op_error)?;
+            print(
+                out,
+                json!({"bucket": bucket, "key": key, "version_id": version_id, "value": to_value(&v)}),
+                || v.stringify(),
+            );
+        }
+        S3Command::Delete {
+            bucket,
+            key,
+            version_id,
+            no_oplog,
+            origin_op,
+            repair,
+        } => {
+            let mut p = rowkit_codec::objmeta::json::JsonObject::new();
+            if let Some(v) = version_id {
+                p.set("versionId", Json::str(v.clone()));
+            }
+            if *no_oplog {
+                p.set("doesNotNeedOpogUpdate", Json::Bool(true));
+            }
+            om.delete_object(bucket, key, Some(&Json::Object(p)), origin_op.as_deref())
+                .map_err(op_error)?;
+            let mut repairs = Vec::new();
+            match repair.as_str() {
+                "wait" => {
+                    let tasks: Vec<RepairTask> = om.drop_pending_repairs();
+                    for t in tasks {
+                        ctx.clock.sleep_until(t.due);
+                        let r = om.run_repair(t);
+                        repairs.push(json!({"key": r.task.key, "phd_version_id": r.task.phd_version_id, "due": r.task.due.0, "outcome": r.outcome.as_str()}));
+                    }
+                }
+                "skip" => {
+                    for t in om.drop_pending_repairs() {
+                        repairs.push(json!({"key": t.key, "phd_version_id": t.phd_version_id, "due": t.due.0, "outcome": "skipped"}));
+                    }
+                }
+                other => return Err(CliError::usage(format!("--repair {other:?}: wait or skip"))),
+            }
+            let events = events_json(&om.take_events());
+            print(
+                out,
+                json!({"bucket": bucket, "key": key, "version_id": version_id, "events": events, "repairs": repairs}),
+                || "ok".into(),
+            );
+        }
+        S3Command::List {
+            list,
+            algo,
+            marker,
+            v2,
+            continuation_token,
+            start_after,
+        } => {
+            let listing_type = match algo.as_str() {
+                "DelimiterMaster" => ListingType::DelimiterMaster,
+                "Delimiter" => ListingType::Delimiter,
+                other => {
+                    return Err(CliError::usage(format!(
+                        "--algo {other:?}: DelimiterMaster or Delimiter"
+                    )));
+                }
+            };
+            let p = ListingParams {
+                listing_type,
+                delimiter: list.delimiter.clone().filter(|s| !s.is_empty()),
+                prefix: list.prefix.clone().filter(|s| !s.is_empty()),
+                max_keys: list.max_keys,
+                marker: marker.clone().filter(|s| !s.is_empty()),
+                v2: *v2,
+                start_after: start_after.clone().filter(|s| !s.is_empty()),
+                continuation_token: continuation_token.clone().filter(|s| !s.is_empty()),
+                ..Default::default()
+            };
+            let r = om.list_object(&list.bucket, &p).map_err(op_error)?;
+            let v = listing_json(&r, false);
+            print(out, v, || plain_listing(&r));
+        }
+        S3Command::Versions {
+            list,
+            key_marker,
+            version_id_marker,
+        } => {
+            let p = ListingParams {
+                listing_type: ListingType::DelimiterVersions,
+                delimiter: list.delimiter.clone().filter(|s| !s.is_empty()),
+                prefix: list.prefix.clone().filter(|s| !s.is_empty()),
+                max_keys: list.max_keys,
+                key_marker: key_marker.clone().filter(|s| !s.is_empty()),
+                version_id_marker: version_id_marker.clone().filter(|s| !s.is_empty()),
+                ..Default::default()
+            };
+            let r = om.list_object(&list.bucket, &p).map_err(op_error)?;
+            print(out, listing_json(&r, true), || plain_listing(&r));
+        }
+        S3Command::Uuid => {
+            let u = om.get_uuid(None).map_err(op_error)?;
+            print(out, json!({"uuid": u}), || u.clone());
+        }
+        S3Command::Count => {
+            let c = om.count_items().map_err(op_error)?;
+            print(out, to_value(&c), || c.stringify());
+        }
+        S3Command::Repair { bucket } => {
+            let vf = om.state_mut().cached_vformat(bucket);
+            let vf = match vf {
+                Some(v) => v,
+                None => {
+                    // Reading a missing key fills the cache with the bucket's vFormat.
+                    let _ = om.get_object(bucket, "\u{0}", None);
+                    om.state_mut().cached_vformat(bucket).unwrap_or_default()
+                }
+            };
+            let coll = collection_for_bucket(bucket);
+            let rows =
+                bucket_rows(ctx.store.as_ref(), &args.table, coll).map_err(CliError::usage)?;
+            let mut repairs = Vec::new();
+            for r in rows {
+                let (Some(k), Some(v)) = (r.get("key").and_then(Json::as_str), r.get("value"))
+                else {
+                    continue;
+                };
+                let object_key = match vf {
+                    VFormat::V1 => match k.strip_prefix("\x7fM") {
+                        Some(o) => o,
+                        None => continue,
+                    },
+                    VFormat::V0 if k.contains('\0') => continue,
+                    VFormat::V0 => k,
+                };
+                if !v.member_truthy("isPHD") {
+                    continue;
+                }
+                let Some(p) = v.get("versionId").and_then(Json::as_str) else {
+                    continue;
+                };
+                let report = om.run_repair(RepairTask {
+                    bucket: bucket.clone(),
+                    key: object_key.to_string(),
+                    phd_version_id: p.to_string(),
+                    vformat: vf,
+                    due: ctx.now(),
+                });
+                repairs.push(json!({"key": object_key, "phd_version_id": p, "outcome": report.outcome.as_str()}));
+            }
+            let events = events_json(&om.take_events());
+            print(
+                out,
+                json!({"bucket": bucket, "repairs": repairs, "events": events}),
+                || format!("{} repaired", repairs.len()),
+            );
+        }
+    }
+    Ok(())
+}
+
+fn bucket(
+    ctx: &Context,
+    om: &mut Om<'_>,
+    cmd: &BucketCommand,
+    out: &Output,
+) -> Result<(), CliError> {
+    match cmd {
+        BucketCommand::Create {
+            bucket,
+            md,
+            owner,
+            owner_display_name,
+            vformat,
+        } => {
+            if let Some(v) = vformat {
+                let vf = VFormat::parse(v).map_err(|e| CliError::usage(e.to_string()))?;
+                om.state_mut().config.default_bucket_key_format = vf;
+            }
+            let md = match md {
+                Some(t) => parse_json("--md", t)?,
+                None => default_md(ctx, bucket, owner, owner_display_name),
+            };
+            let vf = om.create_bucket(bucket, &md).map_err(op_error)?;
+            let value = om.get_bucket_attributes(bucket).map_err(op_error)?;
+            let mut m = Map::new();
+            m.insert("bucket".into(), json!(bucket));
+            m.insert("vformat".into(), json!(vf.as_str()));
+            bytes_fields(&mut m, "row_key", &row_key(METASTORE, bucket));
+            m.insert("value".into(), to_value(&value));
+            m.insert(
+                "events".into(),
+                Value::Array(events_json(&om.take_events())),
+            );
+            print(out, Value::Object(m), || {
+                format!("created bucket {bucket} ({})", vf.as_str())
+            });
+        }
+        BucketCommand::Delete { bucket } => {
+            let n = om.delete_bucket(bucket).map_err(op_error)?;
+            let events = events_json(&om.take_events());
+            print(
+                out,
+                json!({"bucket": bucket, "deleted_rows": n, "events": events}),
+                || format!("deleted bucket {bucket} ({n} rows)"),
+            );
+        }
+        BucketCommand::Get { bucket } => {
+            let v = om.get_bucket_attributes(bucket).map_err(op_error)?;
+            print(
+                out,
+                json!({"bucket": bucket, "value": to_value(&v)}),
+                || v.stringify(),
+            );
+        }
+        BucketCommand::List => {
+            let list = om.list_buckets().map_err(op_error)?;
+            let items: Vec<Value> = list
+                .iter()
+                .map(|b| {
+                    let mut m = Map::new();
+                    m.insert("name".into(), json!(b.name));
+                    m.insert("vformat".into(), json!(b.vformat.as_str()));
+                    m.insert("special".into(), json!(b.special));
+                    bytes_fields(&mut m, "row_key", &row_key(METASTORE, &b.name));
+                    Value::Object(m)
+                })
+                .collect();
+            print(out, json!({"buckets": items}), || {
+                list.iter()
+                    .map(|b| b.name.clone())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The BucketInfo of vectors `metastore_rows` with this name, owner and time.
+fn default_md(ctx: &Context, bucket: &str, owner: &str, display: &str) -> Json {
+    let now = ctx.now();
+    let secs = now.0.div_euclid(1_000_000);
+    let millis = now.0.div_euclid(1000).rem_euclid(1000);
+    let date = crate::clock::format_rfc3339_millis(secs, millis);
+    let uid = uuid_from_seed(ctx.seed);
+    let text = json!({
+        "acl": {"Canned": "private", "FULL_CONTROL": [], "WRITE": [], "WRITE_ACP": [], "READ": [], "READ_ACP": []},
+        "name": bucket, "owner": owner, "ownerDisplayName": display, "creationDate": date,
+        "mdBucketModelVersion": 16, "transient": false, "deleted": false, "serverSideEncryption": null,
+        "versioningConfiguration": null, "locationConstraint": null, "readLocationConstraint": null,
+        "cors": null, "replicationConfiguration": null, "lifecycleConfiguration": null, "bucketPolicy": null,
+        "uid": uid, "isNFS": null, "ingestion": null, "azureInfo": null, "objectLockEnabled": false,
+        "objectLockConfiguration": null, "notificationConfiguration": null, "tags": [], "quotaMax": 0
+    })
+    .to_string();
+    Json::parse(&text).unwrap_or_default()
+}
+
+fn uuid_from_seed(seed: u64) -> String {
+    let mut rng = rowkit_statemachines::SplitMix64::new(seed);
+    let mut b = [0u8; 16];
+    for chunk in b.chunks_mut(8) {
+        chunk.copy_from_slice(&rng.next_u64().to_be_bytes());
+    }
+    b[6] = 0x40 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    let h = hex::encode(b);
+    format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+/// Arsenal's listing result as JSON with parsed values; versions split into delete markers.
+fn listing_json(r: &Json, versions: bool) -> Value {
+    let mut m = Map::new();
+    let prefixes = r.get("CommonPrefixes").map(to_value).unwrap_or(json!([]));
+    m.insert("CommonPrefixes".into(), prefixes);
+    let entries: Vec<Value> = match r.get(if versions { "Versions" } else { "Contents" }) {
+        Some(Json::Array(items)) => items
+            .iter()
+            .map(|e| {
+                let mut v = to_value(e);
+                if let Some(t) = e.get("value").and_then(Json::as_str) {
+                    v["value"] = text_value(t);
+                }
+                v
+            })
+            .collect(),
+        _ => Vec::new(),
+    };
+    if versions {
+        let (dms, vers): (Vec<Value>, Vec<Value>) = entries.into_iter().partition(|e| {
+            let d = &e["value"]["isDeleteMarker"];
+            !(d.is_null() || d == &json!(false) || d == &json!(0) || d == &json!(""))
+        });
+        m.insert("Versions".into(), Value::Array(vers));
+        m.insert("DeleteMarkers".into(), Value::Array(dms));
+    } else {
+        m.insert("Contents".into(), Value::Array(entries));
+    }
+    for k in [
+        "IsTruncated",
+        "Delimiter",
+        "NextMarker",
+        "NextContinuationToken",
+        "NextKeyMarker",
+        "NextVersionIdMarker",
+    ] {
+        if let Some(v) = r.get(k) {
+            m.insert(k.into(), to_value(v));
+        }
+    }
+    Value::Object(m)
+}
+
+fn plain_listing(r: &Json) -> String {
+    let mut lines = Vec::new();
+    if let Some(Json::Array(p)) = r.get("CommonPrefixes") {
+        lines.extend(
+            p.iter()
+                .filter_map(Json::as_str)
+                .map(|s| format!("PRE {}", escape(s.as_bytes()))),
+        );
+    }
+    for list in ["Contents", "Versions"] {
+        if let Some(Json::Array(items)) = r.get(list) {
+            for e in items {
+                let k = e.get("key").and_then(Json::as_str).unwrap_or("");
+                match e.get("versionId").and_then(Json::as_str) {
+                    Some(v) => lines.push(format!(
+                        "{}\t{}",
+                        escape(k.as_bytes()),
+                        escape(v.as_bytes())
+                    )),
+                    None => lines.push(escape(k.as_bytes())),
+                }
+            }
+        }
+    }
+    lines.join("\n")
+}
+
+/// `rowkit key encode s3`.
+pub fn key_encode(a: &EncodeArgs, out: &Output) -> Result<(), CliError> {
+    let vf = VFormat::parse(&a.format).map_err(|e| CliError::usage(e.to_string()))?;
+    let collection = collection_for_bucket(&a.bucket);
+    let (kind, arsenal_key) = match &a.version_id {
+        Some(v) => ("version", version_key(vf, &a.key, v)),
+        None => ("master", master_key(vf, &a.key)),
+    };
+    let rk = row_key(collection, &arsenal_key);
+    let mut m = Map::new();
+    m.insert("schema".into(), json!("s3"));
+    m.insert("bucket".into(), json!(a.bucket));
+    m.insert("collection".into(), json!(collection));
+    m.insert("format".into(), json!(vf.as_str()));
+    m.insert("kind".into(), json!(kind));
+    m.insert("object_key".into(), json!(a.key));
+    m.insert("version_id".into(), json!(a.version_id));
+    bytes_fields(&mut m, "arsenal_key", arsenal_key.as_bytes());
+    bytes_fields(&mut m, "row_key", &rk);
+    print(out, Value::Object(m), || escape(&rk));
+    Ok(())
+}
+
+/// `rowkit key decode --schema s3`.
+pub fn key_decode(text: &str, out: &Output) -> Result<(), CliError> {
+    let bytes = escape::parse(text).map_err(|e| CliError::usage(format!("key {text:?}: {e}")))?;
+    let d = decode_row_key(&bytes).map_err(|e| CliError::Schema {
+        id: "not_an_s3_row_key".into(),
+        message: e.to_string(),
+        exit: 2,
+    })?;
+    let kind = match d.kind {
+        KeyKind::Master => "master",
+        KeyKind::Version => "version",
+        KeyKind::Replay => "replay",
+        KeyKind::Metastore => "metastore",
+        KeyKind::Infostore => "infostore",
+    };
+    let mut m = Map::new();
+    m.insert("schema".into(), json!("s3"));
+    bytes_fields(&mut m, "row_key", &bytes);
+    m.insert("collection".into(), json!(d.collection));
+    m.insert("bucket".into(), json!(d.bucket));
+    m.insert("kind".into(), json!(kind));
+    m.insert("format".into(), json!(d.format.map(VFormat::as_str)));
+    m.insert("object_key".into(), json!(d.object_key));
+    m.insert("version_id".into(), json!(d.version_id));
+    bytes_fields(&mut m, "arsenal_key", d.arsenal_key.as_bytes());
+    print(out, Value::Object(m), || {
+        format!(
+            "{} {kind} {} {}",
+            d.collection,
+            d.format.map_or("-", VFormat::as_str),
+            escape(d.object_key.as_bytes())
+        )
+    });
+    Ok(())
+}

@@ -1,0 +1,353 @@
+//! `ObjectMetadata`: the sync typed facade over the objmeta machines
+//! (`rowkit_statemachines::objmeta`), for any [`Store`] and [`Clock`].
+//!
+//! It owns Arsenal's per-process [`ObjmetaState`], runs each operation to completion with the
+//! sync driver, keeps every change event (drain them with [`ObjectMetadata::take_events`]) and
+//! turns each `RepairScheduled` event into a pending [`AsyncRepair`], run by
+//! [`ObjectMetadata::run_due_repairs`] (or [`ObjectMetadata::run_all_repairs`]) in scheduling
+//! order, each driven with its clock at `due`. The Tokio facade comes with the Bigtable
+//! adapter (`rowkit-bigtable`).
+
+use rowkit_codec::objmeta::cells::families;
+use rowkit_codec::objmeta::json::Json;
+use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_codec::objmeta::listing::ListingParams;
+use rowkit_statemachines::objmeta::{
+    AsyncRepair, AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp,
+    DeleteBucketAttributesCapabilityOp, DeleteBucketOp, DeleteObjectOp, GetBucketAndObjectOp,
+    GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp, GetObjectsOp, GetUuidOp, ListBucketsOp,
+    ListObject, ObjmetaError, ObjmetaEvent, ObjmetaState, OpMachine,
+    PutBucketAttributesCapabilitiesOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp,
+    RepairOutcome, RepairTask, UpdateCountItemsOp,
+};
+use rowkit_statemachines::{Code, Timestamp};
+
+use crate::Store;
+use crate::driver::{Clock, ManualClock, RunError, run};
+
+/// A finished repair.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RepairReport {
+    /// What was repaired.
+    pub task: RepairTask,
+    /// How it ended.
+    pub outcome: RepairOutcome,
+}
+
+/// The sync object-metadata facade (see the module doc).
+pub struct ObjectMetadata<'s, S: Store + ?Sized, C: Clock + ?Sized> {
+    store: &'s S,
+    clock: &'s C,
+    state: ObjmetaState,
+    seed: u64,
+    deadline_us: Option<i64>,
+    events: Vec<ObjmetaEvent>,
+    pending: Vec<RepairTask>,
+}
+
+impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
+    /// A facade over `store` with `state` (config + generator + cache); `seed` feeds each
+    /// machine's seed (incremented per operation).
+    pub fn new(store: &'s S, clock: &'s C, state: ObjmetaState, seed: u64) -> Self {
+        ObjectMetadata {
+            store,
+            clock,
+            state,
+            seed,
+            deadline_us: None,
+            events: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// Per-operation deadline (default 60 s).
+    pub fn set_deadline(&mut self, micros: i64) {
+        self.deadline_us = Some(micros);
+    }
+
+    /// The state (config, generator, cache).
+    pub fn state(&self) -> &ObjmetaState {
+        &self.state
+    }
+
+    /// The state, mutably (e.g. to change the default vFormat).
+    pub fn state_mut(&mut self) -> &mut ObjmetaState {
+        &mut self.state
+    }
+
+    /// `setup` (`objmeta.md` 5.1): creates the table with families `d` and `f`, or adds the
+    /// missing ones' table.
+    pub fn setup(&self) -> Result<(), ObjmetaError> {
+        let table = &self.state.config.table;
+        match self.store.create_table(table, &families()) {
+            Ok(()) => Ok(()),
+            Err(e) if e.code == Code::AlreadyExists => Ok(()),
+            Err(e) => Err(ObjmetaError::internal_error(e)),
+        }
+    }
+
+    /// Change events since the last call.
+    pub fn take_events(&mut self) -> Vec<ObjmetaEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Repairs scheduled and not yet run, in scheduling order.
+    pub fn pending_repairs(&self) -> &[RepairTask] {
+        &self.pending
+    }
+
+    fn next_seed(&mut self) -> u64 {
+        self.seed = self.seed.wrapping_add(1);
+        self.seed
+    }
+
+    fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
+        self.deadline_us.map(|d| now.saturating_add_micros(d))
+    }
+
+    fn run_op<O: rowkit_statemachines::objmeta::engine::Op>(
+        &mut self,
+        op: O,
+    ) -> Result<O::Output, ObjmetaError> {
+        let now = self.clock.now();
+        let seed = self.next_seed();
+        let deadline = self.deadline(now);
+        let mut events = Vec::new();
+        let r = {
+            let m = OpMachine::new(op, &mut self.state, now, seed, deadline);
+            run(self.store, self.clock, m, |e| events.push(e))
+        };
+        for e in events {
+            if let ObjmetaEvent::RepairScheduled(task) = &e {
+                self.pending.push(task.clone());
+            }
+            self.events.push(e);
+        }
+        r.map_err(|e| match e {
+            RunError::Machine(e) => e,
+            RunError::Stalled => ObjmetaError::internal_error("machine stalled"),
+        })
+    }
+
+    /// `createBucket(b, md)` → the vFormat written.
+    pub fn create_bucket(&mut self, bucket: &str, md: &Json) -> Result<VFormat, ObjmetaError> {
+        self.run_op(CreateBucketOp {
+            bucket: bucket.into(),
+            md: md.clone(),
+        })
+    }
+
+    /// `putBucketAttributes(b, md)`.
+    pub fn put_bucket_attributes(&mut self, bucket: &str, md: &Json) -> Result<(), ObjmetaError> {
+        self.run_op(PutBucketAttributesOp {
+            bucket: bucket.into(),
+            md: md.clone(),
+        })
+    }
+
+    /// `getBucketAttributes(b)`.
+    pub fn get_bucket_attributes(&mut self, bucket: &str) -> Result<Json, ObjmetaError> {
+        self.run_op(GetBucketAttributesOp {
+            bucket: bucket.into(),
+        })
+    }
+
+    /// `deleteBucket(b)` → rows deleted from the collection.
+    pub fn delete_bucket(&mut self, bucket: &str) -> Result<u64, ObjmetaError> {
+        self.run_op(DeleteBucketOp {
+            bucket: bucket.into(),
+        })
+    }
+
+    /// `listBuckets()`.
+    pub fn list_buckets(&mut self) -> Result<Vec<BucketEntry>, ObjmetaError> {
+        self.run_op(ListBucketsOp)
+    }
+
+    /// `putObject(b, k, value, params)` → `{"versionId": "…"}` or `None`.
+    pub fn put_object(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        value: &Json,
+        params: Option<&Json>,
+    ) -> Result<Option<String>, ObjmetaError> {
+        self.run_op(PutObjectOp {
+            bucket: bucket.into(),
+            key: key.into(),
+            value: value.clone(),
+            params: params.cloned(),
+        })
+    }
+
+    /// `getObject(b, k, {versionId})`.
+    pub fn get_object(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<Json, ObjmetaError> {
+        self.run_op(GetObjectOp {
+            bucket: bucket.into(),
+            key: key.into(),
+            version_id: version_id.map(String::from),
+        })
+    }
+
+    /// `deleteObject(b, k, params, originOp)`.
+    pub fn delete_object(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        params: Option<&Json>,
+        origin_op: Option<&str>,
+    ) -> Result<(), ObjmetaError> {
+        self.run_op(DeleteObjectOp {
+            bucket: bucket.into(),
+            key: key.into(),
+            params: params.cloned(),
+            origin_op: origin_op.map(String::from),
+        })
+    }
+
+    /// `listObject(b, params)` → Arsenal's result (values as JSON text).
+    pub fn list_object(
+        &mut self,
+        bucket: &str,
+        params: &ListingParams,
+    ) -> Result<Json, ObjmetaError> {
+        let now = self.clock.now();
+        let seed = self.next_seed();
+        let deadline = self.deadline(now);
+        let (store, clock) = (self.store, self.clock);
+        let m = ListObject::new(bucket, params.clone(), &mut self.state, now, seed, deadline);
+        run(store, clock, m, |_| {}).map_err(|e| match e {
+            RunError::Machine(e) => e,
+            RunError::Stalled => ObjmetaError::internal_error("machine stalled"),
+        })
+    }
+
+    /// `getBucketVFormat(b)`.
+    pub fn get_bucket_vformat(&mut self, bucket: &str) -> Result<VFormat, ObjmetaError> {
+        self.run_op(GetBucketVFormatOp {
+            bucket: bucket.into(),
+        })
+    }
+
+    /// `getBucketAndObject(b, k, {versionId})` → `(BucketInfo, object or None)`.
+    pub fn get_bucket_and_object(
+        &mut self,
+        bucket: &str,
+        key: &str,
+        version_id: Option<&str>,
+    ) -> Result<(Json, Option<Json>), ObjmetaError> {
+        self.run_op(GetBucketAndObjectOp {
+            get: GetObjectOp {
+                bucket: bucket.into(),
+                key: key.into(),
+                version_id: version_id.map(String::from),
+            },
+        })
+    }
+
+    /// `getObjects(b, items)`.
+    pub fn get_objects(&mut self, bucket: &str, items: &Json) -> Result<Json, ObjmetaError> {
+        self.run_op(GetObjectsOp {
+            bucket: bucket.into(),
+            items: items.clone(),
+        })
+    }
+
+    /// `putBucketAttributesCapabilities(b, name, field?, cap)`.
+    pub fn put_bucket_capability(
+        &mut self,
+        bucket: &str,
+        name: &str,
+        field: Option<&str>,
+        capability: &Json,
+    ) -> Result<(), ObjmetaError> {
+        self.run_op(PutBucketAttributesCapabilitiesOp {
+            bucket: bucket.into(),
+            name: name.into(),
+            field: field.map(String::from),
+            capability: capability.clone(),
+        })
+    }
+
+    /// `deleteBucketAttributesCapability(b, name, field?)`.
+    pub fn delete_bucket_capability(
+        &mut self,
+        bucket: &str,
+        name: &str,
+        field: Option<&str>,
+    ) -> Result<(), ObjmetaError> {
+        self.run_op(DeleteBucketAttributesCapabilityOp {
+            bucket: bucket.into(),
+            name: name.into(),
+            field: field.map(String::from),
+        })
+    }
+
+    /// `readCountItems()`.
+    pub fn read_count_items(&mut self) -> Result<Json, ObjmetaError> {
+        self.run_op(ReadCountItemsOp)
+    }
+
+    /// `updateCountItems(v)`.
+    pub fn update_count_items(&mut self, value: &Json) -> Result<(), ObjmetaError> {
+        self.run_op(UpdateCountItemsOp {
+            value: value.clone(),
+        })
+    }
+
+    /// `getUUID()`.
+    pub fn get_uuid(&mut self, candidate: Option<&str>) -> Result<String, ObjmetaError> {
+        self.run_op(GetUuidOp {
+            candidate: candidate.map(String::from),
+        })
+    }
+
+    /// `countItems()`.
+    pub fn count_items(&mut self) -> Result<Json, ObjmetaError> {
+        self.run_op(CountItemsOp)
+    }
+
+    /// Runs one repair now (its clock standing at `due`); its `Put` event is recorded.
+    pub fn run_repair(&mut self, task: RepairTask) -> RepairReport {
+        let clock = ManualClock::new(task.due);
+        let seed = self.next_seed();
+        let m: AsyncRepair = OpMachine::new_delayed(
+            AsyncRepairOp { task: task.clone() },
+            self.state.config.table.clone(),
+            task.due,
+            task.due,
+            seed,
+            None,
+        );
+        let mut events = Vec::new();
+        let outcome =
+            run(self.store, &clock, m, |e| events.push(e)).unwrap_or(RepairOutcome::Failed);
+        self.events.extend(events);
+        RepairReport { task, outcome }
+    }
+
+    /// Runs every pending repair whose `due` ≤ `now`, in scheduling order.
+    pub fn run_due_repairs(&mut self, now: Timestamp) -> Vec<RepairReport> {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|t| t.due <= now);
+        self.pending = later;
+        due.into_iter().map(|t| self.run_repair(t)).collect()
+    }
+
+    /// Runs every pending repair, each at its `due` (scenario "run repairs").
+    pub fn run_all_repairs(&mut self) -> Vec<RepairReport> {
+        let all = std::mem::take(&mut self.pending);
+        all.into_iter().map(|t| self.run_repair(t)).collect()
+    }
+
+    /// Forgets pending repairs without running them (a process exit).
+    pub fn drop_pending_repairs(&mut self) -> Vec<RepairTask> {
+        std::mem::take(&mut self.pending)
+    }
+}

@@ -1,0 +1,143 @@
+#![allow(clippy::unwrap_used)]
+//! objmeta machines driven by hand (`sans-io.md` 5.1): exact first requests, the cached
+//! vFormat, stale replies, unary errors without retry, the deadline and cancel.
+
+use rowkit_codec::model::{Mutation, RowFilter};
+use rowkit_codec::objmeta::json::Json;
+use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_statemachines::objmeta::{
+    GetObject, GetObjectOp, ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, PutObject,
+    PutObjectOp,
+};
+use rowkit_statemachines::{Code, Machine, Request, Response, StoreError, Tag, Timestamp};
+
+fn state() -> ObjmetaState {
+    let mut s = ObjmetaState::new(ObjmetaConfig {
+        pid: 4242,
+        ..ObjmetaConfig::default()
+    });
+    s.cache_vformat("b", VFormat::V1);
+    s
+}
+
+fn put_op(params: &str) -> PutObjectOp {
+    PutObjectOp {
+        bucket: "b".into(),
+        key: "k".into(),
+        value: Json::parse(r#"{"key":"k","n":1}"#).unwrap(),
+        params: Some(Json::parse(params).unwrap()),
+    }
+}
+
+const NOW: Timestamp = Timestamp(1_700_000_000_001_000);
+
+#[test]
+fn versioned_put_sends_version_then_master_and_emits_both_puts() {
+    let mut st = state();
+    let mut m = PutObject::new(put_op(r#"{"versioning":true}"#), &mut st, NOW, 1, None);
+    let (t1, r1) = m.poll_request().unwrap();
+    let Request::CheckAndMutateRow(c) = r1 else {
+        panic!()
+    };
+    assert_eq!(
+        c.row_key,
+        b"b\x00\x7fVk\x0098299999999998999999RG001  4242.0"
+    );
+    assert_eq!(c.true_mutations, c.false_mutations);
+    assert!(matches!(
+        c.true_mutations[0],
+        Mutation::DeleteFromFamily { .. }
+    ));
+    assert!(m.poll_request().is_none(), "one request at a time");
+    // A reply under an unknown tag is ignored.
+    m.handle_response(
+        Tag(t1.0 + 99),
+        Ok(Response::CheckAndMutateRow {
+            predicate_matched: true,
+        }),
+        NOW,
+    );
+    assert!(m.poll_request().is_none());
+    m.handle_response(
+        t1,
+        Ok(Response::CheckAndMutateRow {
+            predicate_matched: false,
+        }),
+        NOW,
+    );
+    let (t2, r2) = m.poll_request().unwrap();
+    let Request::CheckAndMutateRow(c) = r2 else {
+        panic!()
+    };
+    assert_eq!(c.row_key, b"b\x00\x7fMk");
+    assert!(c.true_mutations.is_empty());
+    assert!(matches!(c.predicate, Some(RowFilter::Chain(_))));
+    m.handle_response(
+        t2,
+        Ok(Response::CheckAndMutateRow {
+            predicate_matched: false,
+        }),
+        NOW,
+    );
+    let events: Vec<_> = std::iter::from_fn(|| m.poll_event()).collect();
+    assert_eq!(events.len(), 2);
+    assert!(matches!(&events[1], ObjmetaEvent::Put { key, .. } if key == "\x7fMk"));
+    assert_eq!(
+        m.result(),
+        Some(Ok(Some(
+            "{\"versionId\": \"98299999999998999999RG001  4242.0\"}".into()
+        )))
+    );
+    assert_eq!(m.result(), None);
+}
+
+#[test]
+fn unary_error_is_internal_at_once_and_emits_nothing() {
+    let mut st = state();
+    let mut m = PutObject::new(put_op("{}"), &mut st, NOW, 1, None);
+    let (t, r) = m.poll_request().unwrap();
+    assert!(matches!(r, Request::MutateRow(_)));
+    m.handle_response(t, Err(StoreError::new(Code::Unavailable, "down")), NOW);
+    assert!(m.poll_request().is_none());
+    assert!(m.poll_event().is_none());
+    assert!(matches!(
+        m.result(),
+        Some(Err(ObjmetaError::InternalError(_)))
+    ));
+}
+
+#[test]
+fn non_object_value_fails_before_any_request() {
+    let mut st = state();
+    let mut op = put_op("{}");
+    op.value = Json::parse("[1]").unwrap();
+    let mut m = PutObject::new(op, &mut st, NOW, 1, None);
+    assert!(m.poll_request().is_none());
+    assert!(matches!(
+        m.result(),
+        Some(Err(ObjmetaError::InternalError(_)))
+    ));
+}
+
+#[test]
+fn uncached_bucket_reads_the_metastore_first_then_deadline_and_cancel() {
+    let mut st = ObjmetaState::default();
+    let op = GetObjectOp {
+        bucket: "b".into(),
+        key: "k".into(),
+        version_id: None,
+    };
+    let mut m = GetObject::new(op.clone(), &mut st, NOW, 1, Some(Timestamp(NOW.0 + 5_000)));
+    let (_, r) = m.poll_request().unwrap();
+    let Request::ReadRows(q) = r else { panic!() };
+    assert_eq!(q.rows.row_keys, [b"__metastore\x00b".to_vec()]);
+    assert_eq!(m.poll_timeout(), Some(Timestamp(NOW.0 + 5_000)));
+    m.handle_timeout(Timestamp(NOW.0 + 5_000));
+    assert!(m.poll_abort().is_some(), "the outstanding read is aborted");
+    assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
+    let mut st = ObjmetaState::default();
+    let mut m = GetObject::new(op, &mut st, NOW, 1, None);
+    m.poll_request().unwrap();
+    m.cancel(NOW);
+    assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
+}
