@@ -33,3 +33,4 @@ extern crate std;
 
 pub mod escape;
 pub mod model;
+pub mod mounttable;
