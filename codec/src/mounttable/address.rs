@@ -7,11 +7,11 @@ fn split_host_port_ok(hp: &str) -> bool {
     let Some(i) = hp.rfind(':') else {
         return false;
     };
-    if hp.starts_with('[') {
+    if let Some(inner) = hp.strip_prefix('[') {
         let Some(close) = hp.find(']') else {
             return false;
         };
-        close + 1 == i && !hp[1..].contains('[') && !hp[i..].contains(']')
+        close + 1 == i && !inner.contains('[') && !hp[i..].contains(']')
     } else {
         !hp[..i].contains(':') && !hp.contains('[') && !hp.contains(']')
     }
