@@ -37,6 +37,8 @@
 
 pub mod driver;
 mod memory;
+pub mod mounttable;
+pub mod mounttable_scenarios;
 #[cfg(feature = "redb")]
 mod redb_store;
 pub mod semantics;
