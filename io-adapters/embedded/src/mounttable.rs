@@ -74,17 +74,25 @@ struct CacheState {
 }
 
 /// The store as the machines see it: node reads through the cache, node writes invalidating.
-struct CachedStore<'a, S: ?Sized> {
+///
+/// Writes are also serialised and stamped with the clock read *inside* that lock. The local
+/// stores stamp server time (`-1`) with the `now` they are handed; two threads that read the
+/// clock and then race to the store could otherwise apply a later `m:v` cell with an earlier
+/// timestamp, so `LatestN(1)` would still show the old version and a stale snapshot would pass
+/// the OCC check (Bigtable stamps at apply time, so it never sees this).
+struct CachedStore<'a, S: ?Sized, C: ?Sized> {
     store: &'a S,
+    clock: &'a C,
     node_table: &'a str,
     state: Option<&'a (Mutex<CacheState>, Condvar)>,
+    writes: &'a Mutex<()>,
 }
 
 fn lock(m: &Mutex<CacheState>) -> MutexGuard<'_, CacheState> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl<S: Store + ?Sized> CachedStore<'_, S> {
+impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
     fn is_node_read(&self, request: &Request) -> Option<Vec<u8>> {
         match request {
             Request::ReadRows(r)
@@ -152,9 +160,20 @@ impl<S: Store + ?Sized> CachedStore<'_, S> {
     }
 }
 
-impl<S: Store + ?Sized> Store for CachedStore<'_, S> {
+impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> Store for CachedStore<'_, S, C> {
     fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        let is_write = matches!(
+            request,
+            Request::MutateRow(_)
+                | Request::MutateRows(_)
+                | Request::CheckAndMutateRow(_)
+                | Request::ReadModifyWriteRow(_)
+        );
         let Some(state) = self.state else {
+            if is_write {
+                let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+                return self.store.execute(request, self.clock.now().max(now));
+            }
             return self.store.execute(request, now);
         };
         if let Some(key) = self.is_node_read(&request) {
@@ -173,7 +192,11 @@ impl<S: Store + ?Sized> Store for CachedStore<'_, S> {
             Request::CheckAndMutateRow(r) if r.table == self.node_table => Some(r.row_key.clone()),
             _ => None,
         };
-        let reply = self.store.execute(request, now);
+        if !is_write {
+            return self.store.execute(request, now);
+        }
+        let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let reply = self.store.execute(request, self.clock.now().max(now));
         if let Some(key) = write_key {
             lock(&state.0).cache.invalidate(&key);
         }
@@ -202,15 +225,16 @@ impl<S: Store + ?Sized> Store for CachedStore<'_, S> {
 }
 
 /// The mount table over a store and a clock (see the module doc).
-pub struct MountTable<'a, S: Store + ?Sized, C: Clock + ?Sized> {
+pub struct MountTable<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> {
     store: &'a S,
     clock: &'a C,
     config: MtConfig,
     calls: AtomicU64,
     cache: (Mutex<CacheState>, Condvar),
+    writes: Mutex<()>,
 }
 
-impl<S: Store + ?Sized, C: Clock + ?Sized> core::fmt::Debug for MountTable<'_, S, C> {
+impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> core::fmt::Debug for MountTable<'_, S, C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MountTable").field("config", &self.config).finish()
     }
@@ -225,7 +249,7 @@ pub fn table_families() -> (Vec<ColumnFamily>, Vec<ColumnFamily>) {
     (vec![fam("m"), fam("s"), fam("c")], vec![fam("m")])
 }
 
-impl<'a, S: Store + ?Sized, C: Clock + ?Sized> MountTable<'a, S, C> {
+impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
     /// A facade with `config` over `store` and `clock`.
     pub fn new(store: &'a S, clock: &'a C, config: MtConfig) -> Self {
         MountTable {
@@ -234,6 +258,7 @@ impl<'a, S: Store + ?Sized, C: Clock + ?Sized> MountTable<'a, S, C> {
             config,
             calls: AtomicU64::new(0),
             cache: (Mutex::new(CacheState::default()), Condvar::new()),
+            writes: Mutex::new(()),
         }
     }
 
@@ -264,8 +289,10 @@ impl<'a, S: Store + ?Sized, C: Clock + ?Sized> MountTable<'a, S, C> {
     {
         let store = CachedStore {
             store: self.store,
+            clock: self.clock,
             node_table: &self.config.tables.node,
             state: self.config.row_cache.then_some(&self.cache),
+            writes: &self.writes,
         };
         driver::run(&store, self.clock, machine, on_event).map_err(|e| match e {
             RunError::Machine(e) => e,

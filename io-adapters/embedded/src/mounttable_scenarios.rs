@@ -864,6 +864,7 @@ fn concurrent_config(table: &str, seed: u64) -> MtConfig {
         // The manual clock is shared and every back-off advances it: give operations room.
         deadline_us: 100_000 * SEC,
         seed,
+        row_cache: std::env::var("ROWKIT_MT_NO_CACHE").is_err(),
         ..config(table)
     }
 }

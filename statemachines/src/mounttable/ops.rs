@@ -396,7 +396,58 @@ impl Env {
         {
             self.warn("delete stale child references", w);
         }
-        self.get_node(&child_name).await?.ok_or(MtError::ConcurrentAccess)
+        let node = self.get_node(&child_name).await?.ok_or(MtError::ConcurrentAccess)?;
+        self.ensure_linked(parent, child, &id, &node).await?;
+        Ok(node)
+    }
+
+    /// rowkit fix (not in btmtd): after creating a child row, make sure the parent still
+    /// references it. Between our reference and our row, another caller may have taken our
+    /// reference for a dangling one, created, used and deleted its own incarnation and removed
+    /// our reference with it; our row would then be an orphan that walks still find by key
+    /// while the parent may be collected under it. Re-link it (OCC on the parent, dropping
+    /// other references of the same name), or remove it if the parent is gone.
+    async fn ensure_linked(
+        &self,
+        parent: &NodeRow,
+        child: &str,
+        id: &[u8],
+        node: &NodeRow,
+    ) -> Result<(), MtError> {
+        loop {
+            self.check_deadline()?;
+            let Some(p) = self.get_node(&parent.name).await? else {
+                if let Err(e) = self.mutate(node, vec![Mutation::DeleteFromRow], true).await {
+                    self.warn("remove orphaned new child", e);
+                } else if let Err(e) = self
+                    .increment(CounterKind::Nodes, &node.creator, -1, 0, Half::First)
+                    .await
+                {
+                    self.warn("undo node counter", e);
+                }
+                return Err(MtError::ConcurrentAccess);
+            };
+            if p.children.iter().any(|c| c.id == id && c.name == child) {
+                return Ok(());
+            }
+            let mut muts: Vec<Mutation> = p
+                .children
+                .iter()
+                .filter(|c| c.name == child)
+                .map(|c| delete_column(FAMILY_CHILDREN, &codec::child_qualifier(&c.id, &c.name)))
+                .collect();
+            muts.push(set(
+                FAMILY_CHILDREN,
+                &codec::child_qualifier(id, child),
+                Timestamp::SERVER_TIME,
+                MARKER_VALUE,
+            ));
+            match self.mutate(&p, muts, false).await {
+                Ok(()) => return Ok(()),
+                Err(MtError::ConcurrentAccess) => {}
+                Err(e) => return Err(e),
+            }
+        }
     }
 
     /// §11.2 `delete` (child rows first, depth first).
