@@ -33,7 +33,8 @@ pub use names::{clean, dir, join, normalize_suffix, path_clean, split};
 pub use node::{NodeDecodeError, NodeRow, ServerEntry, decode_node};
 pub use perms::{
     AccessList, Permissions, PermsDecodeError, blessing_pattern_is_valid, blessing_pattern_matches,
-    decode_permissions, decode_permissions_file, default_root_permissions, encode_permissions, encode_permissions_string,
+    decode_permissions, decode_permissions_file, default_root_permissions, encode_permissions,
+    encode_permissions_string,
 };
 
 /// Node families: metadata.

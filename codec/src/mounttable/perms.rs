@@ -262,6 +262,33 @@ pub fn decode_permissions(bytes: &[u8]) -> Result<Permissions, PermsDecodeError>
     Ok(out)
 }
 
+/// Decodes a btmtd permissions file: a JSON object `{name: Permissions}` (§16).
+pub fn decode_permissions_file(
+    bytes: &[u8],
+) -> Result<BTreeMap<String, Permissions>, PermsDecodeError> {
+    let text = String::from_utf8_lossy(bytes);
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| PermsDecodeError::Syntax(alloc::format!("{e}")))?;
+    let serde_json::Value::Object(map) = value else {
+        return Err(shape(String::from("$"), "an object of name -> permissions"));
+    };
+    let mut out = BTreeMap::new();
+    for (name, v) in map {
+        let p =
+            decode_permissions(alloc::string::ToString::to_string(&v).as_bytes()).map_err(|e| {
+                match e {
+                    PermsDecodeError::Shape { path, expected } => PermsDecodeError::Shape {
+                        path: alloc::format!("$.{name:?}{}", path.trim_start_matches('$')),
+                        expected,
+                    },
+                    other => other,
+                }
+            })?;
+        out.insert(name, p);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,30 +319,4 @@ mod tests {
         assert!(!blessing_pattern_matches("a::b", "a::b"));
         assert!(blessing_pattern_matches("...", "anything"));
     }
-}
-
-/// Decodes a btmtd permissions file: a JSON object `{name: Permissions}` (§16).
-pub fn decode_permissions_file(
-    bytes: &[u8],
-) -> Result<BTreeMap<String, Permissions>, PermsDecodeError> {
-    let text = String::from_utf8_lossy(bytes);
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| PermsDecodeError::Syntax(alloc::format!("{e}")))?;
-    let serde_json::Value::Object(map) = value else {
-        return Err(shape(String::from("$"), "an object of name -> permissions"));
-    };
-    let mut out = BTreeMap::new();
-    for (name, v) in map {
-        let p = decode_permissions(alloc::string::ToString::to_string(&v).as_bytes()).map_err(
-            |e| match e {
-                PermsDecodeError::Shape { path, expected } => PermsDecodeError::Shape {
-                    path: alloc::format!("$.{name:?}{}", path.trim_start_matches('$')),
-                    expected,
-                },
-                other => other,
-            },
-        )?;
-        out.insert(name, p);
-    }
-    Ok(out)
 }

@@ -129,7 +129,7 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
         now: Timestamp,
     ) -> Result<Option<Row>, StoreError> {
         let mut guard = lock(&state.0);
-        let mut me = match guard.cache.lookup(key, now) {
+        let me = match guard.cache.lookup(key, now) {
             Lookup::Hit(row) => return Ok(Some(row)),
             Lookup::Fetch(id) => id,
             Lookup::Wait(id) => loop {
@@ -141,22 +141,19 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
                 }
             },
         };
-        loop {
-            drop(guard);
-            let result = self.fetch(request, now);
-            guard = lock(&state.0);
-            let row = result.as_ref().ok().cloned().flatten();
-            let done = guard.cache.complete(key, me, row.clone(), now);
-            for w in done.answered.iter().filter(|w| **w != me) {
-                guard.answers.insert(*w, Answer::Row(row.clone()));
-            }
-            if let Some(next) = done.next_fetcher {
-                guard.answers.insert(next, Answer::Fetch);
-            }
-            state.1.notify_all();
-            let _ = &mut me;
-            return result;
+        drop(guard);
+        let result = self.fetch(request, now);
+        guard = lock(&state.0);
+        let row = result.as_ref().ok().cloned().flatten();
+        let done = guard.cache.complete(key, me, row.clone(), now);
+        for w in done.answered.iter().filter(|w| **w != me) {
+            guard.answers.insert(*w, Answer::Row(row.clone()));
         }
+        if let Some(next) = done.next_fetcher {
+            guard.answers.insert(next, Answer::Fetch);
+        }
+        state.1.notify_all();
+        result
     }
 }
 
@@ -236,7 +233,9 @@ pub struct MountTable<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> {
 
 impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> core::fmt::Debug for MountTable<'_, S, C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("MountTable").field("config", &self.config).finish()
+        f.debug_struct("MountTable")
+            .field("config", &self.config)
+            .finish()
     }
 }
 
@@ -274,7 +273,10 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
             global_acl: self.config.global_acl.clone(),
             limits: self.config.limits,
             gc_grace_us: self.config.gc_grace_us,
-            deadline: self.clock.now().saturating_add_micros(self.config.deadline_us),
+            deadline: self
+                .clock
+                .now()
+                .saturating_add_micros(self.config.deadline_us),
         }
     }
 
@@ -329,19 +331,41 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
     pub fn setup(&self, perms_file: Option<BTreeMap<String, Permissions>>) -> Result<(), MtError> {
         self.create_tables()?;
         let now = self.clock.now();
-        let m = mt::CreateInitialNodes::new(self.ctx(&server_caller()), perms_file, now, self.seed());
+        let m =
+            mt::CreateInitialNodes::new(self.ctx(&server_caller()), perms_file, now, self.seed());
         self.run_quiet(m)
     }
 
     /// Mount; returns the deadline written (µs).
-    pub fn mount(&self, caller: &Caller, name: &str, server: &str, ttl_s: u32, flags: u32) -> Result<i64, MtError> {
-        let m = mt::Mount::new(self.ctx(caller), name, server, ttl_s, flags, self.clock.now(), self.seed());
+    pub fn mount(
+        &self,
+        caller: &Caller,
+        name: &str,
+        server: &str,
+        ttl_s: u32,
+        flags: u32,
+    ) -> Result<i64, MtError> {
+        let m = mt::Mount::new(
+            self.ctx(caller),
+            name,
+            server,
+            ttl_s,
+            flags,
+            self.clock.now(),
+            self.seed(),
+        );
         self.run_quiet(m)
     }
 
     /// Unmount (`server = ""`: all).
     pub fn unmount(&self, caller: &Caller, name: &str, server: &str) -> Result<(), MtError> {
-        let m = mt::Unmount::new(self.ctx(caller), name, server, self.clock.now(), self.seed());
+        let m = mt::Unmount::new(
+            self.ctx(caller),
+            name,
+            server,
+            self.clock.now(),
+            self.seed(),
+        );
         self.run_quiet(m)
     }
 
@@ -352,8 +376,19 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
     }
 
     /// Glob under `name`; entries in emission order.
-    pub fn glob(&self, caller: &Caller, name: &str, pattern: &str) -> Result<Vec<MountEntry>, MtError> {
-        let m = mt::Glob::new(self.ctx(caller), name, pattern, self.clock.now(), self.seed());
+    pub fn glob(
+        &self,
+        caller: &Caller,
+        name: &str,
+        pattern: &str,
+    ) -> Result<Vec<MountEntry>, MtError> {
+        let m = mt::Glob::new(
+            self.ctx(caller),
+            name,
+            pattern,
+            self.clock.now(),
+            self.seed(),
+        );
         let mut out = Vec::new();
         self.run(m, |e| {
             if let MtEvent::GlobEntry(entry) = e {
@@ -365,7 +400,13 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
 
     /// Delete.
     pub fn delete(&self, caller: &Caller, name: &str, subtree: bool) -> Result<(), MtError> {
-        let m = mt::Delete::new(self.ctx(caller), name, subtree, self.clock.now(), self.seed());
+        let m = mt::Delete::new(
+            self.ctx(caller),
+            name,
+            subtree,
+            self.clock.now(),
+            self.seed(),
+        );
         self.run_quiet(m)
     }
 
@@ -376,8 +417,21 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
     }
 
     /// SetPermissions (`version = ""`: any).
-    pub fn set_permissions(&self, caller: &Caller, name: &str, perms: Permissions, version: &str) -> Result<PermsAndVersion, MtError> {
-        let m = mt::SetPermissions::new(self.ctx(caller), name, perms, version, self.clock.now(), self.seed());
+    pub fn set_permissions(
+        &self,
+        caller: &Caller,
+        name: &str,
+        perms: Permissions,
+        version: &str,
+    ) -> Result<PermsAndVersion, MtError> {
+        let m = mt::SetPermissions::new(
+            self.ctx(caller),
+            name,
+            perms,
+            version,
+            self.clock.now(),
+            self.seed(),
+        );
         self.run_quiet(m)
     }
 
@@ -402,9 +456,12 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
     }
 
     /// `getNode(name)` (through the cache).
-    pub fn get_node(&self, name: &str) -> Result<Option<rowkit_codec::mounttable::NodeRow>, MtError> {
+    pub fn get_node(
+        &self,
+        name: &str,
+    ) -> Result<Option<rowkit_codec::mounttable::NodeRow>, MtError> {
         match self.primitive(&server_caller(), Primitive::GetNode { name: name.into() })? {
-            PrimitiveOutput::Node(n) => Ok(n),
+            PrimitiveOutput::Node(n) => Ok(n.map(|b| *b)),
             PrimitiveOutput::Done => Ok(None),
         }
     }

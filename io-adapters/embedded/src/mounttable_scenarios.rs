@@ -38,8 +38,13 @@ pub const INTERMEDIATE_PERMS: &str = r#"{"":{"Read":{"In":["..."]},"Admin":{"In"
 const HOUR_S: u32 = 3600;
 const SEC: i64 = 1_000_000;
 
+/// A scenario: (store, table).
+pub type Scenario = fn(&dyn Store, &str);
+/// A concurrency scenario: (store, table, threads, cycles).
+pub type ConcurrencyScenario = fn(&dyn Store, &str, usize, usize);
+
 /// Every scenario: name and function, for harnesses that loop over them.
-pub const SCENARIOS: &[(&str, fn(&dyn Store, &str))] = &[
+pub const SCENARIOS: &[(&str, Scenario)] = &[
     ("stale_snapshot_occ", stale_snapshot_occ),
     ("fsck", fsck),
     ("perms_sequence", perms_sequence),
@@ -60,7 +65,7 @@ pub const SCENARIOS: &[(&str, fn(&dyn Store, &str))] = &[
 ];
 
 /// Concurrency scenarios (§22 21–23): name and function taking (store, table, threads, cycles).
-pub const CONCURRENCY: &[(&str, fn(&dyn Store, &str, usize, usize))] = &[
+pub const CONCURRENCY: &[(&str, ConcurrencyScenario)] = &[
     ("concurrent_mount_unmount", concurrent_mount_unmount),
     ("concurrent_mount_delete", concurrent_mount_delete),
     ("concurrent_expiry", concurrent_expiry),
@@ -145,9 +150,15 @@ pub fn scan(store: &dyn Store, table: &str) -> Vec<Row> {
     rows
 }
 
-fn counter(t: &MountTable<'_, dyn Store + '_, ManualClock>, kind: codec::CounterKind, who: &str) -> i64 {
+fn counter(
+    t: &MountTable<'_, dyn Store + '_, ManualClock>,
+    kind: codec::CounterKind,
+    who: &str,
+) -> i64 {
     let all = ok(t.counters(), "read counters");
-    all.get(&codec::counter_row_key(kind, who)).copied().unwrap_or(0)
+    all.get(&codec::counter_row_key(kind, who))
+        .copied()
+        .unwrap_or(0)
 }
 
 fn names(entries: &[MountEntry]) -> BTreeSet<String> {
@@ -220,7 +231,11 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
             if pos == 0 {
                 ok(got, &format!("seed {i}: first op {op}"));
             } else {
-                err(got, |e| *e == MtError::ConcurrentAccess, &format!("seed {i}: op {op}"));
+                err(
+                    got,
+                    |e| *e == MtError::ConcurrentAccess,
+                    &format!("seed {i}: op {op}"),
+                );
             }
         }
         ok(t.delete(&sc, "X", true), "delete X");
@@ -235,10 +250,14 @@ pub fn fsck(store: &dyn Store, table: &str) {
     let sc = server_caller();
     let root_perms = node(&t, "").permissions;
     for i in 1..=5 {
-        ok(t.mount(&sc, &format!("child{i}"), S, HOUR_S, 0).map(|_| ()), "mount");
+        ok(
+            t.mount(&sc, &format!("child{i}"), S, HOUR_S, 0).map(|_| ()),
+            "mount",
+        );
         ok(t.unmount(&sc, &format!("child{i}"), ""), "unmount");
         ok(
-            t.set_permissions(&sc, &format!("child{i}"), root_perms.clone(), "").map(|_| ()),
+            t.set_permissions(&sc, &format!("child{i}"), root_perms.clone(), "")
+                .map(|_| ()),
             "sticky child",
         );
     }
@@ -297,10 +316,19 @@ pub fn fsck(store: &dyn Store, table: &str) {
     let clean = ok(t.fsck(false, |_| {}), "fsck after fix");
     assert_eq!(clean.inconsistent, 0);
     assert_eq!(scan(store, table).len(), 6);
-    assert_eq!(counter(&t, codec::CounterKind::Nodes, codec::SERVER_USER), 6);
+    assert_eq!(
+        counter(&t, codec::CounterKind::Nodes, codec::SERVER_USER),
+        6
+    );
 }
 
-fn raw_mutate(store: &dyn Store, table: &str, key: Vec<u8>, mutations: Vec<Mutation>, now: Timestamp) {
+fn raw_mutate(
+    store: &dyn Store,
+    table: &str,
+    key: Vec<u8>,
+    mutations: Vec<Mutation>,
+    now: Timestamp,
+) {
     let req = Request::MutateRow(MutateRowRequest {
         table: table.into(),
         row_key: key,
@@ -329,26 +357,63 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
     };
     assert_eq!(ok(t.resolve(&root(), "stuff/the/rain"), "4 root"), want);
     assert_eq!(ok(t.resolve(&bob(), "stuff/the/rain"), "4 bob"), want);
-    assert_eq!(ok(t.resolve(&root(), "/stuff/falls"), "4 falls").name, "falls");
-    err(t.resolve(&alice(), "/stuff/falls"), |e| matches!(e, MtError::NoPermissions { .. }), "4 alice");
+    assert_eq!(
+        ok(t.resolve(&root(), "/stuff/falls"), "4 falls").name,
+        "falls"
+    );
+    err(
+        t.resolve(&alice(), "/stuff/falls"),
+        |e| matches!(e, MtError::NoPermissions { .. }),
+        "4 alice",
+    );
     // 5. Intermediate mounts.
     for n in ["a/b", "x/y", "alpha//beta"] {
         ok(t.mount(&root(), n, S, HOUR_S, 0), "5 mount");
     }
-    assert_eq!(ok(t.resolve(&root(), "alpha/beta/falls"), "5").name, "falls");
-    assert_eq!(ok(t.resolve(&alice(), "a/b/falls"), "5 alice").name, "falls");
-    err(t.resolve(&bob(), "a/b/falls"), |e| matches!(e, MtError::NoPermissions { .. }), "5 bob");
+    assert_eq!(
+        ok(t.resolve(&root(), "alpha/beta/falls"), "5").name,
+        "falls"
+    );
+    assert_eq!(
+        ok(t.resolve(&alice(), "a/b/falls"), "5 alice").name,
+        "falls"
+    );
+    err(
+        t.resolve(&bob(), "a/b/falls"),
+        |e| matches!(e, MtError::NoPermissions { .. }),
+        "5 bob",
+    );
     // 6. Versions.
     let pv = ok(t.get_permissions(&root(), "stuff"), "6 get");
-    err(t.set_permissions(&root(), "stuff", pv.perms.clone(), "xyzzy"), |e| *e == MtError::BadVersion, "6 bad");
-    let set = ok(t.set_permissions(&root(), "stuff", pv.perms.clone(), &pv.version), "6 set");
-    let next = ok(codec::next_version(pv.version.as_bytes()).map_err(MtError::from), "6 next");
+    err(
+        t.set_permissions(&root(), "stuff", pv.perms.clone(), "xyzzy"),
+        |e| *e == MtError::BadVersion,
+        "6 bad",
+    );
+    let set = ok(
+        t.set_permissions(&root(), "stuff", pv.perms.clone(), &pv.version),
+        "6 set",
+    );
+    let next = ok(
+        codec::next_version(pv.version.as_bytes()).map_err(MtError::from),
+        "6 next",
+    );
     assert_eq!(set.version, next);
-    assert_eq!(ok(t.get_permissions(&root(), "stuff"), "6 get2").version, next);
-    ok(t.set_permissions(&root(), "stuff", pv.perms.clone(), ""), "6 any version");
+    assert_eq!(
+        ok(t.get_permissions(&root(), "stuff"), "6 get2").version,
+        next
+    );
+    ok(
+        t.set_permissions(&root(), "stuff", pv.perms.clone(), ""),
+        "6 any version",
+    );
     // 7. Create via SetPermissions.
     let p = pv.perms.clone();
-    err(t.set_permissions(&alice(), "onlybob", p.clone(), ""), |e| matches!(e, MtError::NoPermissions { .. }), "7 alice");
+    err(
+        t.set_permissions(&alice(), "onlybob", p.clone(), ""),
+        |e| matches!(e, MtError::NoPermissions { .. }),
+        "7 alice",
+    );
     ok(t.set_permissions(&bob(), "onlybob", p.clone(), ""), "7 bob");
     assert!(node(&t, "onlybob").sticky, "7 sticky");
     // 8. Admin self-retention.
@@ -358,25 +423,46 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
     {
         list.retain(|n| n != "bob");
     }
-    ok(t.set_permissions(&bob(), "onlybob", cur, ""), "8 set without bob");
+    ok(
+        t.set_permissions(&bob(), "onlybob", cur, ""),
+        "8 set without bob",
+    );
     let got = ok(t.get_permissions(&bob(), "onlybob"), "8 get2").perms;
-    assert!(got.0["Admin"].in_.as_ref().is_some_and(|l| l.contains(&"bob".to_string())), "8 bob kept");
+    assert!(
+        got.0["Admin"]
+            .in_
+            .as_ref()
+            .is_some_and(|l| l.contains(&"bob".to_string())),
+        "8 bob kept"
+    );
     let twice = perms(r#"{"Admin":{"In":["bob","bob"]}}"#);
     ok(t.set_permissions(&bob(), "onlybob", twice, ""), "8 twice");
     let got = ok(t.get_permissions(&bob(), "onlybob"), "8 get3").perms;
     assert_eq!(got.0["Admin"].in_, Some(vec!["bob".to_string()]));
     // 9. Unmount.
     ok(t.unmount(&root(), "a/b", ""), "9 unmount");
-    err(t.resolve(&root(), "a/b/falls"), |e| matches!(e, MtError::NoSuchName { .. }), "9 resolve");
+    err(
+        t.resolve(&root(), "a/b/falls"),
+        |e| matches!(e, MtError::NoSuchName { .. }),
+        "9 resolve",
+    );
     ok(t.mount(&root(), "a/b", S, HOUR_S, 0), "9 mount");
     ok(t.unmount(&root(), "a/b", S), "9 unmount S");
-    err(t.resolve(&root(), "a/b/falls"), |e| matches!(e, MtError::NoSuchName { .. }), "9 resolve2");
+    err(
+        t.resolve(&root(), "a/b/falls"),
+        |e| matches!(e, MtError::NoSuchName { .. }),
+        "9 resolve2",
+    );
     // 10. TTL.
     let start = clock.now();
     ok(t.mount(&root(), "stuffWithTTL", S, HOUR_S, 0), "10 mount");
     ok(t.resolve(&root(), "stuffWithTTL/the/rain"), "10 resolve");
     clock.advance_to(start.saturating_add_micros(3604 * SEC));
-    err(t.resolve(&root(), "stuffWithTTL/the/rain"), |e| matches!(e, MtError::NoSuchName { .. }), "10 expired");
+    err(
+        t.resolve(&root(), "stuffWithTTL/the/rain"),
+        |e| matches!(e, MtError::NoSuchName { .. }),
+        "10 expired",
+    );
 }
 
 /// §22 11: glob patterns.
@@ -387,7 +473,14 @@ pub fn glob(store: &dyn Store, table: &str) {
         ok(t.mount(&root(), n, S, HOUR_S, 0), "mount");
     }
     let all = [
-        "one", "one/bright", "one/bright/day", "in", "in/the", "in/the/middle", "of", "of/the",
+        "one",
+        "one/bright",
+        "one/bright/day",
+        "in",
+        "in/the",
+        "in/the/middle",
+        "of",
+        "of/the",
         "of/the/night",
     ];
     let mut with_root = vec![""];
@@ -399,7 +492,10 @@ pub fn glob(store: &dyn Store, table: &str) {
         ("one/...", vec!["one", "one/bright", "one/bright/day"]),
         ("of/the/night/two/dead/boys", vec!["of/the/night"]),
         ("*/the", vec!["in/the", "of/the"]),
-        ("*/the/...", vec!["in/the", "of/the", "in/the/middle", "of/the/night"]),
+        (
+            "*/the/...",
+            vec!["in/the", "of/the", "in/the/middle", "of/the/night"],
+        ),
         ("o*", vec!["one", "of"]),
         ("", vec![""]),
     ];
@@ -408,11 +504,21 @@ pub fn glob(store: &dyn Store, table: &str) {
         assert_eq!(names(&got), set_of(&want), "pattern {pattern:?}");
         assert_eq!(got.len(), want.len(), "pattern {pattern:?}: duplicates");
     }
-    err(t.glob(&root(), "", "/x"), |e| *e == MtError::BadPattern, "/x");
-    let got = ok(t.glob(&root(), "of/the/night/two/dead/boys/got/up/to/fight", "*"), "below mount");
+    err(
+        t.glob(&root(), "", "/x"),
+        |e| *e == MtError::BadPattern,
+        "/x",
+    );
+    let got = ok(
+        t.glob(&root(), "of/the/night/two/dead/boys/got/up/to/fight", "*"),
+        "below mount",
+    );
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].name, "");
-    assert_eq!(got[0].servers[0].server, "/127.0.0.1:8000/quux/two/dead/boys/got/up/to/fight");
+    assert_eq!(
+        got[0].servers[0].server,
+        "/127.0.0.1:8000/quux/two/dead/boys/got/up/to/fight"
+    );
 }
 
 /// §22 12: `%%` templates.
@@ -420,15 +526,34 @@ pub fn template(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     let denied = |e: &MtError| matches!(e, MtError::NoPermissions { .. });
-    err(t.mount(&alice(), "users/ted", S, HOUR_S, 0), denied, "alice on ted");
-    err(t.mount(&bob(), "users/carol", S, HOUR_S, 0), denied, "bob on carol");
-    ok(t.mount(&alice(), "users/alice", S, HOUR_S, 0), "alice on alice");
+    err(
+        t.mount(&alice(), "users/ted", S, HOUR_S, 0),
+        denied,
+        "alice on ted",
+    );
+    err(
+        t.mount(&bob(), "users/carol", S, HOUR_S, 0),
+        denied,
+        "bob on carol",
+    );
+    ok(
+        t.mount(&alice(), "users/alice", S, HOUR_S, 0),
+        "alice on alice",
+    );
     ok(t.mount(&bob(), "users/bob", S, HOUR_S, 0), "bob on bob");
     let got = ok(t.get_permissions(&alice(), "users/alice"), "get");
-    assert_eq!(codec::encode_permissions_string(&got.perms), r#"{"Admin":{"In":["alice"],"NotIn":null}}"#);
+    assert_eq!(
+        codec::encode_permissions_string(&got.perms),
+        r#"{"Admin":{"In":["alice"],"NotIn":null}}"#
+    );
     for _ in 0..2 {
         ok(
-            t.set_permissions(&alice(), "users/alice/a/b/c/d", perms(r#"{"Admin":{"In":["..."]}}"#), ""),
+            t.set_permissions(
+                &alice(),
+                "users/alice/a/b/c/d",
+                perms(r#"{"Admin":{"In":["..."]}}"#),
+                "",
+            ),
             "deep set",
         );
     }
@@ -445,11 +570,23 @@ pub fn glob_acls(store: &dyn Store, table: &str) {
     assert_eq!(star(&alice()), set_of(&["one", "a", "users"]));
     assert_eq!(star(&bob()), set_of(&["one", "stuff", "users"]));
     let deep = |c: &Caller| names(&ok(t.glob(c, "", "*/..."), "glob */..."));
-    let all = ["one", "a", "one/bright", "a/b", "one/bright/day", "a/b/c", "stuff", "users"];
+    let all = [
+        "one",
+        "a",
+        "one/bright",
+        "a/b",
+        "one/bright/day",
+        "a/b/c",
+        "stuff",
+        "users",
+    ];
     assert_eq!(deep(&root()), set_of(&all));
     let no_stuff: Vec<&str> = all.iter().copied().filter(|n| *n != "stuff").collect();
     assert_eq!(deep(&alice()), set_of(&no_stuff));
-    assert_eq!(deep(&bob()), set_of(&["one", "one/bright", "one/bright/day", "stuff", "users"]));
+    assert_eq!(
+        deep(&bob()),
+        set_of(&["one", "one/bright", "one/bright/day", "stuff", "users"])
+    );
 }
 
 /// §22 14: unmount collects empty nodes; sticky nodes stay.
@@ -460,10 +597,24 @@ pub fn cleanup(store: &dyn Store, table: &str) {
     ok(t.unmount(&root(), "one/bright/day", ""), "unmount");
     assert!(ok(t.glob(&root(), "", "*/..."), "glob").is_empty());
     assert_eq!(scan(store, table).len(), 1);
-    ok(t.mount(&root(), "one/bright/day", S, HOUR_S, 0), "mount again");
-    ok(t.set_permissions(&root(), "one/bright", perms(r#"{"Read":{"In":["..."]}}"#), ""), "sticky");
+    ok(
+        t.mount(&root(), "one/bright/day", S, HOUR_S, 0),
+        "mount again",
+    );
+    ok(
+        t.set_permissions(
+            &root(),
+            "one/bright",
+            perms(r#"{"Read":{"In":["..."]}}"#),
+            "",
+        ),
+        "sticky",
+    );
     ok(t.unmount(&root(), "one/bright/day", ""), "unmount again");
-    assert_eq!(names(&ok(t.glob(&root(), "", "*/..."), "glob")), set_of(&["one", "one/bright"]));
+    assert_eq!(
+        names(&ok(t.glob(&root(), "", "*/..."), "glob")),
+        set_of(&["one", "one/bright"])
+    );
 }
 
 /// §22 15: delete, with and without subtree and parent Admin.
@@ -472,29 +623,55 @@ pub fn delete(store: &dyn Store, table: &str) {
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     ok(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0), "bob mount");
     ok(t.mount(&root(), "a/b/c", S, HOUR_S, 0), "root mount");
-    err(t.delete(&root(), "a/b", false), |e| matches!(e, MtError::NotEmpty { .. }), "not empty");
+    err(
+        t.delete(&root(), "a/b", false),
+        |e| matches!(e, MtError::NotEmpty { .. }),
+        "not empty",
+    );
     ok(t.delete(&root(), "a/b", true), "subtree");
     assert!(ok(t.get_node("a/b"), "get").is_none());
     let denied = |e: &MtError| matches!(e, MtError::NoPermissions { .. });
     err(t.delete(&alice(), "one/bright/day", false), denied, "alice");
     ok(t.delete(&root(), "one/bright/day", false), "root");
-    assert!(ok(t.get_node("one/bright"), "get").is_none(), "parent collected");
-    assert!(ok(t.get_node("one"), "get").is_none(), "grandparent collected");
+    assert!(
+        ok(t.get_node("one/bright"), "get").is_none(),
+        "parent collected"
+    );
+    assert!(
+        ok(t.get_node("one"), "get").is_none(),
+        "grandparent collected"
+    );
     ok(t.delete(&bob(), "one/bright", false), "no-op");
     ok(
-        t.set_permissions(&bob(), "hoohaa", perms(r#"{"Admin":{"In":["bob"]},"Read":{"In":["..."]}}"#), ""),
+        t.set_permissions(
+            &bob(),
+            "hoohaa",
+            perms(r#"{"Admin":{"In":["bob"]},"Read":{"In":["..."]}}"#),
+            "",
+        ),
         "hoohaa",
     );
     err(t.delete(&alice(), "hoohaa", false), denied, "alice hoohaa");
-    ok(t.delete(&caller("root", false), "hoohaa", false), "parent admin");
-    err(t.delete(&root(), "", true), |e| *e == MtError::NoAccess, "root");
+    ok(
+        t.delete(&caller("root", false), "hoohaa", false),
+        "parent admin",
+    );
+    err(
+        t.delete(&root(), "", true),
+        |e| *e == MtError::NoAccess,
+        "root",
+    );
 }
 
 /// §22 16: server address validation (no request for a bad one).
 pub fn server_format(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), None);
-    for s in ["/127.0.0.1:8000/life/on/the/mississippi", "/atrampabroad:8000", "atrampabroad:8000"] {
+    for s in [
+        "/127.0.0.1:8000/life/on/the/mississippi",
+        "/atrampabroad:8000",
+        "atrampabroad:8000",
+    ] {
         ok(t.mount(&root(), "x", s, HOUR_S, 0), s);
     }
     for s in ["/atrampabroad", "/@following the equator:8000@@@"] {
@@ -504,7 +681,10 @@ pub fn server_format(store: &dyn Store, table: &str) {
         };
         let mut m = mt::Mount::new(ctx, "x", s, HOUR_S, 0, clock.now(), 1);
         assert!(m.poll_request().is_none(), "{s}: no request");
-        assert!(matches!(m.result(), Some(Err(MtError::MalformedAddress { .. }))), "{s}");
+        assert!(
+            matches!(m.result(), Some(Err(MtError::MalformedAddress { .. }))),
+            "{s}"
+        );
     }
 }
 
@@ -519,7 +699,10 @@ pub fn expiry(store: &dyn Store, table: &str) {
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
     clock.advance_to(T0.saturating_add_micros(1800 * SEC));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
-    assert_eq!(names(&ok(t.glob(&root(), "a2/b2", "*"), "a2/b2 *")), set_of(&["c"]));
+    assert_eq!(
+        names(&ok(t.glob(&root(), "a2/b2", "*"), "a2/b2 *")),
+        set_of(&["c"])
+    );
     ok(t.mount(&root(), "a1/b1", S, HOUR_S, 0), "remount");
     clock.advance_to(T0.saturating_add_micros(3604 * SEC));
     let gone = |e: &MtError| matches!(e, MtError::NoSuchName { .. });
@@ -536,11 +719,28 @@ pub fn counters(store: &dyn Store, table: &str) {
     let tb = caller("test-blessing", true);
     let who = "test-blessing";
     let check = |nodes: i64, servers: i64, what: &str| {
-        assert_eq!(counter(&t, codec::CounterKind::Nodes, who), nodes, "{what}: nodes");
-        assert_eq!(counter(&t, codec::CounterKind::Servers, who), servers, "{what}: servers");
+        assert_eq!(
+            counter(&t, codec::CounterKind::Nodes, who),
+            nodes,
+            "{what}: nodes"
+        );
+        assert_eq!(
+            counter(&t, codec::CounterKind::Servers, who),
+            servers,
+            "{what}: servers"
+        );
     };
     for i in 1..=10 {
-        ok(t.mount(&tb, &format!("node{i}"), &format!("/127.0.0.1:8000/node{i}"), HOUR_S, 0), "mount");
+        ok(
+            t.mount(
+                &tb,
+                &format!("node{i}"),
+                &format!("/127.0.0.1:8000/node{i}"),
+                HOUR_S,
+                0,
+            ),
+            "mount",
+        );
         check(i, i, "mount");
     }
     for i in 1..=10 {
@@ -551,27 +751,43 @@ pub fn counters(store: &dyn Store, table: &str) {
         }
         check(10 - i, 10 - i, "remove");
     }
-    ok(t.mount(&tb, "1/2/3/4/5/6/7/8/9a/10", S, HOUR_S, 0), "deep a");
-    ok(t.mount(&tb, "1/2/3/4/5/6/7/8/9b/11", S, HOUR_S, 0), "deep b");
+    ok(
+        t.mount(&tb, "1/2/3/4/5/6/7/8/9a/10", S, HOUR_S, 0),
+        "deep a",
+    );
+    ok(
+        t.mount(&tb, "1/2/3/4/5/6/7/8/9b/11", S, HOUR_S, 0),
+        "deep b",
+    );
     check(12, 2, "deep");
     ok(t.delete(&tb, "1/2/3/4/5", true), "deep delete");
     check(0, 0, "deep delete");
     for i in 1..=5 {
         for n in ["node1", "node2"] {
-            ok(t.mount(&tb, n, &format!("/127.0.0.1:8000/addr{i}"), HOUR_S, 0), "addr");
+            ok(
+                t.mount(&tb, n, &format!("/127.0.0.1:8000/addr{i}"), HOUR_S, 0),
+                "addr",
+            );
         }
         check(2, 2 * i, "addr");
     }
     ok(t.unmount(&tb, "node1", ""), "unmount node1");
     check(1, 5, "unmount node1");
     for i in 1..=5 {
-        ok(t.unmount(&tb, "node2", &format!("/127.0.0.1:8000/addr{i}")), "unmount addr");
+        ok(
+            t.unmount(&tb, "node2", &format!("/127.0.0.1:8000/addr{i}")),
+            "unmount addr",
+        );
         check(if i == 5 { 0 } else { 1 }, 5 - i, "unmount addr");
     }
     ok(t.mount(&tb, "1/2/3/4/5", S, HOUR_S, 0), "mount 5");
     check(5, 1, "mount 5");
     clock.advance_to(clock.now().saturating_add_micros(3604 * SEC));
-    err(t.resolve(&tb, "1/2/3/4/5"), |e| matches!(e, MtError::NoSuchName { .. }), "expired");
+    err(
+        t.resolve(&tb, "1/2/3/4/5"),
+        |e| matches!(e, MtError::NoSuchName { .. }),
+        "expired",
+    );
     assert_eq!(counter(&t, codec::CounterKind::Servers, who), 0);
 }
 
@@ -581,7 +797,10 @@ pub fn intermediate_nodes(store: &dyn Store, table: &str) {
     let t = fresh(store, &clock, config(table), Some(INTERMEDIATE_PERMS));
     let root_perms = ok(t.get_permissions(&root(), ""), "root").perms;
     assert_eq!(ok(t.get_permissions(&root(), "x"), "x").perms, root_perms);
-    assert_eq!(ok(t.get_permissions(&root(), "x/y"), "x/y").perms, root_perms);
+    assert_eq!(
+        ok(t.get_permissions(&root(), "x/y"), "x/y").perms,
+        root_perms
+    );
     assert_eq!(
         codec::encode_permissions_string(&ok(t.get_permissions(&root(), "x/y/z"), "x/y/z").perms),
         r#"{"Mount":{"In":["root"],"NotIn":null},"Read":{"In":["bob","root"],"NotIn":null}}"#
@@ -598,17 +817,38 @@ pub fn limits(store: &dyn Store, table: &str) {
     };
     let t = fresh(store, &clock, cfg, None);
     let check = |nodes: i64, servers: i64, what: &str| {
-        assert_eq!(counter(&t, codec::CounterKind::Nodes, "root"), nodes, "{what}: nodes");
-        assert_eq!(counter(&t, codec::CounterKind::Servers, "root"), servers, "{what}: servers");
+        assert_eq!(
+            counter(&t, codec::CounterKind::Nodes, "root"),
+            nodes,
+            "{what}: nodes"
+        );
+        assert_eq!(
+            counter(&t, codec::CounterKind::Servers, "root"),
+            servers,
+            "{what}: servers"
+        );
     };
     for i in 1..=10 {
         ok(t.mount(&root(), &i.to_string(), S, HOUR_S, 0), "mount");
         check(i, i, "mount");
     }
-    err(t.mount(&root(), "foo", S, HOUR_S, 0), |e| matches!(e, MtError::NodeLimitExceeded { limit: 10 }), "foo");
+    err(
+        t.mount(&root(), "foo", S, HOUR_S, 0),
+        |e| matches!(e, MtError::NodeLimitExceeded { limit: 10 }),
+        "foo",
+    );
     check(10, 10, "foo");
     for i in 1..=5 {
-        ok(t.mount(&root(), &i.to_string(), "/127.0.0.1:8000/quux/foo", HOUR_S, 0), "second server");
+        ok(
+            t.mount(
+                &root(),
+                &i.to_string(),
+                "/127.0.0.1:8000/quux/foo",
+                HOUR_S,
+                0,
+            ),
+            "second server",
+        );
         check(10, 10 + i, "second server");
     }
     err(
@@ -632,7 +872,9 @@ pub fn limits(store: &dyn Store, table: &str) {
 }
 
 fn cell<'r>(row: &'r Row, family: &str, qualifier: &[u8]) -> Option<&'r rowkit_codec::model::Cell> {
-    row.cells.iter().find(|c| c.family == family && c.qualifier == qualifier)
+    row.cells
+        .iter()
+        .find(|c| c.family == family && c.qualifier == qualifier)
 }
 
 /// btmtd's exact layout: what `cbt read` shows after a mount.
@@ -645,7 +887,7 @@ pub fn layout(store: &dyn Store, table: &str) {
     let keys: Vec<&[u8]> = rows.iter().map(|r| r.key.as_slice()).collect();
     assert_eq!(keys, vec![&b"050c5d30/"[..], &b"88e481b8/foo"[..]]);
     let root_row = &rows[0];
-    let foo = &rows[1];
+    let foo_row = &rows[1];
     let now_ms = clock.now().truncate_to_millis();
     let root_id = cell(root_row, "m", b"i").map(|c| c.value.clone());
     assert_eq!(root_id.as_deref(), Some(&b"ROOTNODE"[..]));
@@ -653,17 +895,37 @@ pub fn layout(store: &dyn Store, table: &str) {
         cell(root_row, "m", b"p").map(|c| c.value.clone()),
         Some(br#"{"Admin":{"In":["..."],"NotIn":null}}"#.to_vec())
     );
-    assert_eq!(cell(root_row, "m", b"c").map(|c| c.value.clone()), Some(b"self:?:ServerUser".to_vec()));
+    assert_eq!(
+        cell(root_row, "m", b"c").map(|c| c.value.clone()),
+        Some(b"self:?:ServerUser".to_vec())
+    );
     assert_eq!(cell(root_row, "m", b"c").map(|c| c.timestamp), Some(now_ms));
-    let foo_id = cell(foo, "m", b"i").map(|c| c.value.clone()).unwrap_or_default();
+    let foo_id = cell(foo_row, "m", b"i")
+        .map(|c| c.value.clone())
+        .unwrap_or_default();
     assert_eq!(foo_id.len(), 8);
     let child_q = codec::child_qualifier(&foo_id, "foo");
-    assert_eq!(cell(root_row, "c", &child_q).map(|c| c.value.clone()), Some(vec![1]));
-    let server = cell(foo, "s", S.as_bytes());
-    assert_eq!(server.map(|c| (c.timestamp.0, c.value.clone())), Some((deadline, br#"{"mt":true}"#.to_vec())));
-    assert_eq!(cell(foo, "m", b"c").map(|c| c.value.clone()), Some(b"root".to_vec()));
-    let v = cell(foo, "m", b"v").map(|c| c.value.clone()).unwrap_or_default();
-    assert!(v.len() == 8 && v.iter().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+    assert_eq!(
+        cell(root_row, "c", &child_q).map(|c| c.value.clone()),
+        Some(vec![1])
+    );
+    let server = cell(foo_row, "s", S.as_bytes());
+    assert_eq!(
+        server.map(|c| (c.timestamp.0, c.value.clone())),
+        Some((deadline, br#"{"mt":true}"#.to_vec()))
+    );
+    assert_eq!(
+        cell(foo_row, "m", b"c").map(|c| c.value.clone()),
+        Some(b"root".to_vec())
+    );
+    let v = cell(foo_row, "m", b"v")
+        .map(|c| c.value.clone())
+        .unwrap_or_default();
+    assert!(
+        v.len() == 8
+            && v.iter()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+    );
     let counters = scan(store, &codec::counter_table(table));
     let ck: Vec<&[u8]> = counters.iter().map(|r| r.key.as_slice()).collect();
     assert!(ck.contains(&&b"num-nodes-per-user:root"[..]));
@@ -707,20 +969,41 @@ pub fn foreign_layout(store: &dyn Store, table: &str) {
     let rk = b"050c5d30/";
     set(rk, "m", b"i", ms, b"ROOTNODE");
     set(rk, "m", b"c", ms, b"self:?:ServerUser");
-    set(rk, "m", b"p", ms, br#"{"Admin":{"In":["..."],"NotIn":null}}"#);
+    set(
+        rk,
+        "m",
+        b"p",
+        ms,
+        br#"{"Admin":{"In":["..."],"NotIn":null}}"#,
+    );
     set(rk, "m", b"v", ms, b"0000abcd");
     set(rk, "c", b"0000abccfoo", ms, &[1]);
     let fk = b"88e481b8/foo";
     set(fk, "m", b"i", ms, b"0000abcc");
     set(fk, "m", b"c", ms, b"someone");
-    set(fk, "m", b"p", ms, br#"{"Read":{"In":["..."],"NotIn":null}}"#);
+    set(
+        fk,
+        "m",
+        b"p",
+        ms,
+        br#"{"Read":{"In":["..."],"NotIn":null}}"#,
+    );
     set(fk, "m", b"v", ms, b"12345678");
-    set(fk, "s", b"/1.2.3.4:5", T0.0 + 3_600_000_000, br#"{"leaf":true}"#);
+    set(
+        fk,
+        "s",
+        b"/1.2.3.4:5",
+        T0.0 + 3_600_000_000,
+        br#"{"leaf":true}"#,
+    );
     let e = ok(t.resolve(&alice(), "foo/bar"), "resolve");
     assert_eq!(e.name, "bar");
     assert!(e.leaf && !e.mt);
     assert_eq!(e.servers[0].server, "/1.2.3.4:5");
-    assert_eq!(names(&ok(t.glob(&alice(), "", "*"), "glob")), set_of(&["foo"]));
+    assert_eq!(
+        names(&ok(t.glob(&alice(), "", "*"), "glob")),
+        set_of(&["foo"])
+    );
     ok(t.fsck(false, |_| {}), "fsck of a btmtd table");
 }
 
@@ -756,7 +1039,13 @@ pub fn run_until_crash<M: Machine>(
     }
 }
 
-fn feed<M: Machine>(store: &dyn Store, clock: &ManualClock, machine: &mut M, tag: Tag, request: Request) {
+fn feed<M: Machine>(
+    store: &dyn Store,
+    clock: &ManualClock,
+    machine: &mut M,
+    tag: Tag,
+    request: Request,
+) {
     match store.execute(request, clock.now()) {
         Ok(Reply::Unary(r)) => machine.handle_response(tag, Ok(r), clock.now()),
         Ok(Reply::Stream(parts)) => {
@@ -766,7 +1055,11 @@ fn feed<M: Machine>(store: &dyn Store, clock: &ManualClock, machine: &mut M, tag
                 machine.handle_response(tag, p, clock.now());
             }
             if !failed {
-                machine.handle_response(tag, Ok(rowkit_statemachines::Response::StreamEnd), clock.now());
+                machine.handle_response(
+                    tag,
+                    Ok(rowkit_statemachines::Response::StreamEnd),
+                    clock.now(),
+                );
             }
         }
         Err(e) => machine.handle_response(tag, Err(e), clock.now()),
@@ -790,14 +1083,23 @@ fn dangling_after_add(store: &dyn Store, table: &str, clock: &ManualClock) {
     // Mount on p/c where p exists (sticky) and c does not: crash after the OCC on p.
     let parent_key = codec::row_key("p");
     let m = mt::Mount::new(ctx_for(table, clock), "p/c", S, HOUR_S, 0, clock.now(), 7);
-    assert!(run_until_crash(store, clock, m, |r| is_cam_on(r, &parent_key)), "crash point reached");
+    assert!(
+        run_until_crash(store, clock, m, |r| is_cam_on(r, &parent_key)),
+        "crash point reached"
+    );
     let rows = scan(store, table);
-    let p = rows.iter().find(|r| r.key == parent_key).map(|r| codec::decode_node(r, clock.now().0));
+    let p = rows
+        .iter()
+        .find(|r| r.key == parent_key)
+        .map(|r| codec::decode_node(r, clock.now().0));
     let Some(Ok(p)) = p else {
         panic!("parent row");
     };
     assert_eq!(p.children.len(), 1, "the dangling reference");
-    assert!(rows.iter().all(|r| r.key != codec::row_key("p/c")), "no child row");
+    assert!(
+        rows.iter().all(|r| r.key != codec::row_key("p/c")),
+        "no child row"
+    );
 }
 
 /// Crash between the parent reference and the child row of a child add, then each repair.
@@ -808,7 +1110,10 @@ pub fn crash_child_add(store: &dyn Store, table: &str) {
         matches!(t.fsck(false, |_| {}), Err(MtError::FsckInconsistent(_)))
     };
     let sticky = |t: &MountTable<'_, dyn Store + '_, ManualClock>| {
-        ok(t.set_permissions(&root(), "p", codec::default_root_permissions(), ""), "sticky p");
+        ok(
+            t.set_permissions(&root(), "p", codec::default_root_permissions(), ""),
+            "sticky p",
+        );
     };
     sticky(&t);
     // Repair 1: re-create the child.
@@ -835,13 +1140,22 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
     let t = fresh(store, &clock, config(table), None);
     let child_key = codec::row_key("p/c");
     let crash = |t: &MountTable<'_, dyn Store + '_, ManualClock>| {
-        ok(t.set_permissions(&root(), "p", codec::default_root_permissions(), ""), "sticky p");
+        ok(
+            t.set_permissions(&root(), "p", codec::default_root_permissions(), ""),
+            "sticky p",
+        );
         ok(t.mount(&root(), "p/c", S, HOUR_S, 0), "mount");
         let m = mt::Delete::new(ctx_for(table, &clock), "p/c", true, clock.now(), 9);
-        assert!(run_until_crash(store, &clock, m, |r| is_cam_on(r, &child_key)), "crash point reached");
+        assert!(
+            run_until_crash(store, &clock, m, |r| is_cam_on(r, &child_key)),
+            "crash point reached"
+        );
         let rows = scan(store, table);
         assert!(rows.iter().all(|r| r.key != child_key), "child row gone");
-        assert!(matches!(t.fsck(false, |_| {}), Err(MtError::FsckInconsistent(_))), "dangling");
+        assert!(
+            matches!(t.fsck(false, |_| {}), Err(MtError::FsckInconsistent(_))),
+            "dangling"
+        );
     };
     // Repair 1: re-create the child (stale references are cleaned by createChild).
     crash(&t);
@@ -893,7 +1207,10 @@ pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, 
             });
         }
     });
-    assert!(ok(t.glob(&root(), "", "*"), "glob").is_empty(), "nothing mounted");
+    assert!(
+        ok(t.glob(&root(), "", "*"), "glob").is_empty(),
+        "nothing mounted"
+    );
     assert_eq!(scan(store, table).len(), 1, "only the root is left");
 }
 
@@ -913,7 +1230,11 @@ pub fn concurrent_mount_delete(store: &dyn Store, table: &str, threads: usize, c
                     if rng.below(2) == 0 {
                         ok(t.mount(&root(), &name, S, 0, 0), &what);
                     } else {
-                        let victim = if rng.below(2) == 0 { top.to_string() } else { name.clone() };
+                        let victim = if rng.below(2) == 0 {
+                            top.to_string()
+                        } else {
+                            name.clone()
+                        };
                         ok(t.delete(&root(), &victim, true), &what);
                     }
                 }
@@ -963,7 +1284,7 @@ pub fn caller_of(names: &[&str], is_server: bool) -> Caller {
 /// Decodes `node` as the spec's primitives see it (helper for harnesses).
 pub fn primitive_node(out: PrimitiveOutput) -> Option<codec::NodeRow> {
     match out {
-        PrimitiveOutput::Node(n) => n,
+        PrimitiveOutput::Node(n) => n.map(|b| *b),
         PrimitiveOutput::Done => None,
     }
 }

@@ -170,7 +170,13 @@ impl RowCache {
 
     /// The fetch started by `fetcher` for `key` ended at `now` with `row` (`None`: missing or
     /// failed).
-    pub fn complete(&mut self, key: &[u8], fetcher: WaiterId, row: Option<Row>, now: Timestamp) -> Completion {
+    pub fn complete(
+        &mut self,
+        key: &[u8],
+        fetcher: WaiterId,
+        row: Option<Row>,
+        now: Timestamp,
+    ) -> Completion {
         let (fetch, store) = match self.entries.get_mut(key) {
             Some(e) if e.fetch.as_ref().is_some_and(|f| f.fetcher == Some(fetcher)) => {
                 (e.fetch.take(), true)

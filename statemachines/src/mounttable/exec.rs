@@ -32,7 +32,7 @@ pub(crate) type OpFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, MtError>
 /// One pending wait of the operation.
 enum Slot {
     Read {
-        machine: ReadRows,
+        machine: Box<ReadRows>,
         rows: Vec<Row>,
         /// inner tag -> outer tag
         tags: BTreeMap<Tag, Tag>,
@@ -188,7 +188,7 @@ impl IoHandle {
             };
             let machine = ReadRows::new(request, now, seed, policy);
             let id = io.add_slot(Slot::Read {
-                machine,
+                machine: Box::new(machine),
                 rows: Vec::new(),
                 tags: BTreeMap::new(),
                 done: None,
@@ -308,7 +308,12 @@ impl<T: 'static> Machine for OpMachine<T> {
     type Event = MtEvent;
     type Error = MtError;
 
-    fn handle_response(&mut self, tag: Tag, response: Result<Response, StoreError>, now: Timestamp) {
+    fn handle_response(
+        &mut self,
+        tag: Tag,
+        response: Result<Response, StoreError>,
+        now: Timestamp,
+    ) {
         self.clock(now);
         let now = self.io.borrow().now;
         {
@@ -341,10 +346,10 @@ impl<T: 'static> Machine for OpMachine<T> {
             for id in ids {
                 let mut abort = None;
                 match io.slots.get_mut(&id) {
-                    Some(Slot::Read { machine, done, .. }) if done.is_none() => {
-                        if machine.poll_timeout().is_some_and(|t| t <= now) {
-                            machine.handle_timeout(now);
-                        }
+                    Some(Slot::Read { machine, done, .. })
+                        if done.is_none() && machine.poll_timeout().is_some_and(|t| t <= now) =>
+                    {
+                        machine.handle_timeout(now);
                     }
                     Some(Slot::Write {
                         tag,
@@ -394,9 +399,7 @@ impl<T: 'static> Machine for OpMachine<T> {
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
-        if self.future.is_none() {
-            return None;
-        }
+        self.future.as_ref()?;
         let io = self.io.borrow();
         io.slots
             .values()

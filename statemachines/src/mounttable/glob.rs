@@ -40,8 +40,8 @@ impl Glob {
         Ok(Glob { elems, recursive })
     }
 
-    /// Number of elements.
-    pub fn len(&self) -> usize {
+    /// Number of elements (`Len()`).
+    pub fn elements(&self) -> usize {
         self.elems.len()
     }
 
@@ -61,7 +61,11 @@ impl Glob {
     /// The remaining elements, same recursion.
     pub fn tail(&self) -> Glob {
         Glob {
-            elems: self.elems.get(1..).map(<[String]>::to_vec).unwrap_or_default(),
+            elems: self
+                .elems
+                .get(1..)
+                .map(<[String]>::to_vec)
+                .unwrap_or_default(),
             recursive: self.recursive,
         }
     }
@@ -116,11 +120,7 @@ fn scan_chunk(pattern: &[u8]) -> (bool, &[u8], &[u8]) {
     let mut i = 0;
     while i < p.len() {
         match p[i] {
-            b'\\' => {
-                if i + 1 < p.len() {
-                    i += 1;
-                }
-            }
+            b'\\' if i + 1 < p.len() => i += 1,
             b'[' => in_range = true,
             b']' => in_range = false,
             b'*' if !in_range => break,
@@ -251,16 +251,13 @@ pub fn path_match(pattern: &[u8], name: &[u8]) -> Result<bool, BadPattern> {
         if star {
             let mut i = 0;
             while i < name.len() && name[i] != b'/' {
-                match match_chunk(chunk, &name[i + 1..])? {
-                    Some(t) => {
-                        if pattern.is_empty() && !t.is_empty() {
-                            i += 1;
-                            continue;
-                        }
-                        name = t;
-                        continue 'outer;
+                if let Some(t) = match_chunk(chunk, &name[i + 1..])? {
+                    if pattern.is_empty() && !t.is_empty() {
+                        i += 1;
+                        continue;
                     }
-                    None => {}
+                    name = t;
+                    continue 'outer;
                 }
                 i += 1;
             }
@@ -311,7 +308,7 @@ mod tests {
         assert!(Glob::parse("a/[b").is_err());
         assert!(Glob::parse("a//b").is_err());
         let g = Glob::parse("*/...").unwrap();
-        assert_eq!(g.len(), 1);
+        assert_eq!(g.elements(), 1);
         assert!(g.tail().head_matches("anything"));
     }
 }

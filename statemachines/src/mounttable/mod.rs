@@ -356,7 +356,7 @@ pub enum Primitive {
 #[derive(Clone, Debug, PartialEq)]
 pub enum PrimitiveOutput {
     /// A node (GetNode: `None` = missing; CreateChild: the new child).
-    Node(Option<NodeRow>),
+    Node(Option<alloc::boxed::Box<NodeRow>>),
     /// Done.
     Done,
 }
@@ -452,7 +452,15 @@ machine!(
 
 impl Mount {
     /// Mounts `server` on `name` for `ttl_s` seconds (0 = `u32::MAX`) with MountFlag bits.
-    pub fn new(ctx: MtCtx, name: &str, server: &str, ttl_s: u32, flags: u32, now: Timestamp, seed: u64) -> Mount {
+    pub fn new(
+        ctx: MtCtx,
+        name: &str,
+        server: &str,
+        ttl_s: u32,
+        flags: u32,
+        now: Timestamp,
+        seed: u64,
+    ) -> Mount {
         let (name, server) = (String::from(name), String::from(server));
         Mount(OpMachine::start(now, seed, move |io| {
             let env = Env::new(io, ctx);
@@ -518,7 +526,14 @@ impl GetPermissions {
 
 impl SetPermissions {
     /// Sets the permissions of `name` (creating it), if its version is `version` (or `""`).
-    pub fn new(ctx: MtCtx, name: &str, perms: Permissions, version: &str, now: Timestamp, seed: u64) -> SetPermissions {
+    pub fn new(
+        ctx: MtCtx,
+        name: &str,
+        perms: Permissions,
+        version: &str,
+        now: Timestamp,
+        seed: u64,
+    ) -> SetPermissions {
         let (name, version) = (String::from(name), String::from(version));
         SetPermissions(OpMachine::start(now, seed, move |io| {
             let env = Env::new(io, ctx);
@@ -539,7 +554,12 @@ impl Fsck {
 
 impl CreateInitialNodes {
     /// Creates the root, from a permissions file (`{name: perms}`) or with the default.
-    pub fn new(ctx: MtCtx, perms_file: Option<BTreeMap<String, Permissions>>, now: Timestamp, seed: u64) -> CreateInitialNodes {
+    pub fn new(
+        ctx: MtCtx,
+        perms_file: Option<BTreeMap<String, Permissions>>,
+        now: Timestamp,
+        seed: u64,
+    ) -> CreateInitialNodes {
         CreateInitialNodes(OpMachine::start(now, seed, move |io| {
             let env = Env::new(io, ctx);
             alloc::boxed::Box::pin(async move { env.create_initial_nodes(perms_file).await })

@@ -108,7 +108,10 @@ impl Env {
     fn request_deadline(&self, half: Half) -> Timestamp {
         let now = self.now();
         match half {
-            Half::First => self.ctx.deadline.max(now.saturating_add_micros(60 * SECOND)),
+            Half::First => self
+                .ctx
+                .deadline
+                .max(now.saturating_add_micros(60 * SECOND)),
             Half::Second => now.saturating_add_micros(3600 * SECOND),
         }
     }
@@ -128,7 +131,10 @@ impl Env {
     /// `op`'s wait after a conflict: `(next_u64 % 50)` ms, bounded by the deadline.
     async fn backoff(&self) -> Result<(), MtError> {
         let jitter = (self.io.next_u64() % 50) as i64 * 1000;
-        let at = self.now().saturating_add_micros(jitter).min(self.ctx.deadline);
+        let at = self
+            .now()
+            .saturating_add_micros(jitter)
+            .min(self.ctx.deadline);
         self.io.sleep_until(at).await;
         self.check_deadline()
     }
@@ -149,7 +155,10 @@ impl Env {
             rows_limit: limit,
             ..ReadRowsRequest::default()
         };
-        Ok(self.io.read(request, self.request_deadline(Half::First)).await?)
+        Ok(self
+            .io
+            .read(request, self.request_deadline(Half::First))
+            .await?)
     }
 
     async fn unary(&self, request: Request, half: Half) -> Result<Response, MtError> {
@@ -228,10 +237,20 @@ impl Env {
     // ---- §10 write primitives ---------------------------------------------------------------
 
     /// §10.1 OCC mutation.
-    async fn mutate(&self, node: &NodeRow, mut muts: Vec<Mutation>, delete: bool) -> Result<(), MtError> {
+    async fn mutate(
+        &self,
+        node: &NodeRow,
+        mut muts: Vec<Mutation>,
+        delete: bool,
+    ) -> Result<(), MtError> {
         if !delete {
             let next = codec::next_version(&node.version)?;
-            muts.push(set(FAMILY_META, codec::QUAL_VERSION, Timestamp::SERVER_TIME, next.as_bytes()));
+            muts.push(set(
+                FAMILY_META,
+                codec::QUAL_VERSION,
+                Timestamp::SERVER_TIME,
+                next.as_bytes(),
+            ));
         }
         let predicate = RowFilter::Chain(vec![
             RowFilter::FamilyNameRegex(FAMILY_META.into()),
@@ -240,7 +259,13 @@ impl Env {
             RowFilter::ValueRegex(literal_regex(&node.version)),
         ]);
         let matched = self
-            .check_and_mutate(node.row_key.clone(), predicate, muts, Vec::new(), Half::First)
+            .check_and_mutate(
+                node.row_key.clone(),
+                predicate,
+                muts,
+                Vec::new(),
+                Half::First,
+            )
             .await?;
         if matched {
             Ok(())
@@ -312,7 +337,8 @@ impl Env {
         } else {
             creator
         };
-        self.increment(CounterKind::Nodes, creator, 1, limit, half).await?;
+        self.increment(CounterKind::Nodes, creator, 1, limit, half)
+            .await?;
         let version = codec::format_version((self.io.next_u64() >> 32) as u32);
         let predicate = RowFilter::Chain(vec![
             RowFilter::FamilyNameRegex(FAMILY_META.into()),
@@ -333,7 +359,10 @@ impl Env {
             Ok(true) => MtError::ConcurrentAccess,
             Err(e) => e,
         };
-        if let Err(e) = self.increment(CounterKind::Nodes, creator, -1, 0, half).await {
+        if let Err(e) = self
+            .increment(CounterKind::Nodes, creator, -1, 0, half)
+            .await
+        {
             self.warn("undo node counter", e);
         }
         Err(outcome)
@@ -361,7 +390,12 @@ impl Env {
         let q = codec::child_qualifier(&id, child);
         self.mutate(
             parent,
-            vec![set(FAMILY_CHILDREN, &q, Timestamp::SERVER_TIME, MARKER_VALUE)],
+            vec![set(
+                FAMILY_CHILDREN,
+                &q,
+                Timestamp::SERVER_TIME,
+                MARKER_VALUE,
+            )],
             false,
         )
         .await?;
@@ -391,12 +425,20 @@ impl Env {
             .collect();
         if !stale.is_empty()
             && let Err(w) = self
-                .mutate_row(&self.ctx.tables.node, parent.row_key.clone(), stale, Half::First)
+                .mutate_row(
+                    &self.ctx.tables.node,
+                    parent.row_key.clone(),
+                    stale,
+                    Half::First,
+                )
                 .await
         {
             self.warn("delete stale child references", w);
         }
-        let node = self.get_node(&child_name).await?.ok_or(MtError::ConcurrentAccess)?;
+        let node = self
+            .get_node(&child_name)
+            .await?
+            .ok_or(MtError::ConcurrentAccess)?;
         self.ensure_linked(parent, child, &id, &node).await?;
         Ok(node)
     }
@@ -468,18 +510,28 @@ impl Env {
                 };
                 self.delete(&child, true).await?;
             }
-            self.mutate(node, vec![Mutation::DeleteFromRow], true).await?;
+            self.mutate(node, vec![Mutation::DeleteFromRow], true)
+                .await?;
             let (parent, base) = codec::split(&node.name);
             self.mutate_row(
                 &self.ctx.tables.node,
                 codec::row_key(parent),
-                vec![delete_column(FAMILY_CHILDREN, &codec::child_qualifier(&node.id, base))],
+                vec![delete_column(
+                    FAMILY_CHILDREN,
+                    &codec::child_qualifier(&node.id, base),
+                )],
                 Half::Second,
             )
             .await?;
             let servers = (node.servers.len() + node.expired_servers.len()) as i64;
-            self.increment(CounterKind::Servers, &node.creator, -servers, 0, Half::First)
-                .await?;
+            self.increment(
+                CounterKind::Servers,
+                &node.creator,
+                -servers,
+                0,
+                Half::First,
+            )
+            .await?;
             self.increment(CounterKind::Nodes, &node.creator, -1, 0, Half::First)
                 .await
         })
@@ -563,8 +615,14 @@ impl Env {
                 delta -= 1;
             }
         }
-        self.increment(CounterKind::Servers, &node.creator, delta, limit, Half::First)
-            .await?;
+        self.increment(
+            CounterKind::Servers,
+            &node.creator,
+            delta,
+            limit,
+            Half::First,
+        )
+        .await?;
         let deadline = deadline.unwrap_or_else(|| codec::mount_deadline(self.now().0, ttl_s));
         muts.push(set(
             FAMILY_SERVERS,
@@ -611,7 +669,12 @@ impl Env {
         self.mutate(
             node,
             vec![
-                set(FAMILY_META, codec::QUAL_PERMS, ts, &codec::encode_permissions(perms)),
+                set(
+                    FAMILY_META,
+                    codec::QUAL_PERMS,
+                    ts,
+                    &codec::encode_permissions(perms),
+                ),
                 set(FAMILY_META, codec::QUAL_STICKY, ts, MARKER_VALUE),
             ],
             false,
@@ -625,7 +688,9 @@ impl Env {
     fn authorize(&self, perms: &Permissions, wanted: &[&'static str]) -> Result<(), MtError> {
         let caller = &self.ctx.caller;
         if caller.is_server
-            || wanted.iter().any(|t| perms.includes(t, &caller.blessing_names))
+            || wanted
+                .iter()
+                .any(|t| perms.includes(t, &caller.blessing_names))
             || self.ctx.global_acl.includes(&caller.blessing_names)
         {
             return Ok(());
@@ -717,7 +782,13 @@ impl Env {
 
     // ---- §13 service operations -------------------------------------------------------------
 
-    pub(crate) async fn mount(&self, name: &str, server: &str, ttl_s: u32, flags: u32) -> Result<i64, MtError> {
+    pub(crate) async fn mount(
+        &self,
+        name: &str,
+        server: &str,
+        ttl_s: u32,
+        flags: u32,
+    ) -> Result<i64, MtError> {
         let suffix = codec::normalize_suffix(name);
         if !codec::validate_server(server) {
             return Err(MtError::MalformedAddress {
@@ -732,8 +803,15 @@ impl Env {
                     (None, _) => return Err(MtError::NoSuchNameRoot),
                 };
                 self.authorize(&node.permissions, &[tags::MOUNT, tags::ADMIN])?;
-                self.mount_node(&node, server, None, ttl_s, flags, self.ctx.limits.max_servers_per_user)
-                    .await
+                self.mount_node(
+                    &node,
+                    server,
+                    None,
+                    ttl_s,
+                    flags,
+                    self.ctx.limits.max_servers_per_user,
+                )
+                .await
             };
             match attempt.await {
                 Err(MtError::ConcurrentAccess) => self.backoff().await?,
@@ -774,7 +852,8 @@ impl Env {
                 if let Err(first) = self.authorize(&node.permissions, &[tags::ADMIN]) {
                     let parent = codec::clean(codec::split(&suffix).0);
                     match self.access_node(&parent, false, false).await {
-                        Ok((Some(p), _)) if self.authorize(&p.permissions, &[tags::ADMIN]).is_ok() => {}
+                        Ok((Some(p), _))
+                            if self.authorize(&p.permissions, &[tags::ADMIN]).is_ok() => {}
                         _ => return Err(first),
                     }
                 }
@@ -810,7 +889,10 @@ impl Env {
         queue.push_back((String::new(), g));
         while let Some((name, g)) = queue.pop_front() {
             self.check_deadline()?;
-            let node = match self.access_node(&codec::join(&[&suffix, &name]), false, false).await {
+            let node = match self
+                .access_node(&codec::join(&[&suffix, &name]), false, false)
+                .await
+            {
                 Ok((Some(n), _)) => n,
                 _ => continue,
             };
@@ -818,7 +900,7 @@ impl Env {
                 self.io.emit(MtEvent::GlobEntry(entry_of(name, &node)));
                 continue;
             }
-            if g.len() == 0 {
+            if g.elements() == 0 {
                 self.io.emit(MtEvent::GlobEntry(MountEntry {
                     name: name.clone(),
                     servers: Vec::new(),
@@ -892,7 +974,14 @@ impl Env {
     ) -> Result<(), MtError> {
         let Some(file) = perms_file else {
             return self
-                .create_row("", &codec::default_root_permissions(), "", codec::ROOT_ID, 0, Half::First)
+                .create_row(
+                    "",
+                    &codec::default_root_permissions(),
+                    "",
+                    codec::ROOT_ID,
+                    0,
+                    Half::First,
+                )
                 .await;
         };
         // Fold legacy `x/%%` entries into `x` as `%%/<tag>` tags.
@@ -915,7 +1004,8 @@ impl Env {
         for (name, perms) in &nodes {
             self.check_deadline()?;
             if name.is_empty() {
-                self.create_row("", perms, "", codec::ROOT_ID, 0, Half::First).await?;
+                self.create_row("", perms, "", codec::ROOT_ID, 0, Half::First)
+                    .await?;
                 continue;
             }
             let mut parent_name = String::new();
@@ -929,7 +1019,8 @@ impl Env {
                             .get_node(&parent_name)
                             .await?
                             .ok_or(MtError::NoSuchNameRoot)?;
-                        self.create_child(&parent, e, &parent.permissions, "", 0).await?
+                        self.create_child(&parent, e, &parent.permissions, "", 0)
+                            .await?
                     }
                 };
                 node = Some(n);
@@ -944,13 +1035,20 @@ impl Env {
 
     pub(crate) async fn read_counters(&self) -> Result<BTreeMap<Vec<u8>, i64>, MtError> {
         let rows = self
-            .scan(&self.ctx.tables.counter, RowSet::all(), Some(RowFilter::CellsPerColumnLimit(1)), 0)
+            .scan(
+                &self.ctx.tables.counter,
+                RowSet::all(),
+                Some(RowFilter::CellsPerColumnLimit(1)),
+                0,
+            )
             .await?;
         rows.iter()
             .map(|r| {
                 codec::decode_counter_row(r)
                     .map(|v| (r.key.clone(), v))
-                    .map_err(|e| MtError::Internal { what: e.to_string() })
+                    .map_err(|e| MtError::Internal {
+                        what: e.to_string(),
+                    })
             })
             .collect()
     }
@@ -976,7 +1074,12 @@ impl Env {
                 }),
             };
             let page = self
-                .scan(&self.ctx.tables.node, rows, Some(RowFilter::CellsPerColumnLimit(1)), FSCK_PAGE)
+                .scan(
+                    &self.ctx.tables.node,
+                    rows,
+                    Some(RowFilter::CellsPerColumnLimit(1)),
+                    FSCK_PAGE,
+                )
                 .await?;
             let full = page.len() as i64 >= FSCK_PAGE;
             start = page.last().map(|r| r.key.clone());
@@ -1001,7 +1104,9 @@ impl Env {
                             continue;
                         }
                         Ok(None) => true,
-                        Ok(Some(p)) => !p.children.iter().any(|c| c.name == base && c.id == node.id),
+                        Ok(Some(p)) => {
+                            !p.children.iter().any(|c| c.name == base && c.id == node.id)
+                        }
                     };
                     if orphan {
                         count += 1;
@@ -1030,7 +1135,10 @@ impl Env {
                     self.finding(&row.key, FindingKind::StoreError, false);
                 } else if !dangling.is_empty() {
                     count += 1;
-                    let muts = dangling.iter().map(|q| delete_column(FAMILY_CHILDREN, q)).collect();
+                    let muts = dangling
+                        .iter()
+                        .map(|q| delete_column(FAMILY_CHILDREN, q))
+                        .collect();
                     let fixed = fix && self.mutate(&node, muts, false).await.is_ok();
                     if fixed {
                         summary.fixed.push(row.key.clone());
@@ -1056,19 +1164,32 @@ impl Env {
             }
         }
         if fix {
-            let counters = self.scan(&self.ctx.tables.counter, RowSet::all(), None, 0).await?;
+            let counters = self
+                .scan(&self.ctx.tables.counter, RowSet::all(), None, 0)
+                .await?;
             for row in counters {
-                self.mutate_row(&self.ctx.tables.counter, row.key, vec![Mutation::DeleteFromRow], Half::First)
-                    .await?;
+                self.mutate_row(
+                    &self.ctx.tables.counter,
+                    row.key,
+                    vec![Mutation::DeleteFromRow],
+                    Half::First,
+                )
+                .await?;
             }
             let nodes = self
-                .scan(&self.ctx.tables.node, RowSet::all(), Some(RowFilter::CellsPerColumnLimit(1)), 0)
+                .scan(
+                    &self.ctx.tables.node,
+                    RowSet::all(),
+                    Some(RowFilter::CellsPerColumnLimit(1)),
+                    0,
+                )
                 .await?;
             for row in nodes {
                 let Ok(node) = codec::decode_node(&row, self.now().0) else {
                     continue;
                 };
-                self.increment(CounterKind::Nodes, &node.creator, 1, 0, Half::First).await?;
+                self.increment(CounterKind::Nodes, &node.creator, 1, 0, Half::First)
+                    .await?;
                 let servers = (node.servers.len() + node.expired_servers.len()) as i64;
                 self.increment(CounterKind::Servers, &node.creator, servers, 0, Half::First)
                     .await?;
@@ -1082,7 +1203,9 @@ impl Env {
 
     pub(crate) async fn primitive(&self, p: Primitive) -> Result<PrimitiveOutput, MtError> {
         match p {
-            Primitive::GetNode { name } => Ok(PrimitiveOutput::Node(self.get_node(&name).await?)),
+            Primitive::GetNode { name } => Ok(PrimitiveOutput::Node(
+                self.get_node(&name).await?.map(Box::new),
+            )),
             Primitive::CreateRow {
                 name,
                 perms,
@@ -1090,7 +1213,8 @@ impl Env {
                 id,
                 limit,
             } => {
-                self.create_row(&name, &perms, &creator, &id, limit, Half::First).await?;
+                self.create_row(&name, &perms, &creator, &id, limit, Half::First)
+                    .await?;
                 Ok(PrimitiveOutput::Done)
             }
             Primitive::CreateChild {
@@ -1099,9 +1223,10 @@ impl Env {
                 perms,
                 creator,
                 limit,
-            } => Ok(PrimitiveOutput::Node(Some(
-                self.create_child(&parent, &child, &perms, &creator, limit).await?,
-            ))),
+            } => Ok(PrimitiveOutput::Node(Some(Box::new(
+                self.create_child(&parent, &child, &perms, &creator, limit)
+                    .await?,
+            )))),
             Primitive::Delete { node, subtree } => {
                 self.delete(&node, subtree).await?;
                 Ok(PrimitiveOutput::Done)
@@ -1113,7 +1238,8 @@ impl Env {
                 flags,
                 limit,
             } => {
-                self.mount_node(&node, &server, Some(deadline_us), 0, flags, limit).await?;
+                self.mount_node(&node, &server, Some(deadline_us), 0, flags, limit)
+                    .await?;
                 Ok(PrimitiveOutput::Done)
             }
             Primitive::SetPermissions { node, perms } => {
