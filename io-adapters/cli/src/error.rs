@@ -9,6 +9,15 @@ pub enum CliError {
     Usage(String),
     /// The operation failed (exit 1), or a store rejected input (exit 2 for INVALID_ARGUMENT).
     Store(StoreError),
+    /// A schema operation failed with a stable id (exit 1, or 2 when the input was bad).
+    Op {
+        /// Stable id (e.g. `v.io/v23/naming.nameDoesntExist`).
+        id: String,
+        /// Message.
+        message: String,
+        /// Exit code.
+        exit: u8,
+    },
 }
 
 impl CliError {
@@ -23,6 +32,7 @@ impl CliError {
             CliError::Usage(_) => 2,
             CliError::Store(e) if matches!(e.code, Code::InvalidArgument | Code::OutOfRange) => 2,
             CliError::Store(_) => 1,
+            CliError::Op { exit, .. } => *exit,
         }
     }
 
@@ -31,6 +41,7 @@ impl CliError {
         match self {
             CliError::Usage(_) => "usage".to_string(),
             CliError::Store(e) => e.code.name().to_ascii_lowercase(),
+            CliError::Op { id, .. } => id.clone(),
         }
     }
 
@@ -39,6 +50,7 @@ impl CliError {
         match self {
             CliError::Usage(m) => m.clone(),
             CliError::Store(e) => format!("{}: {}", e.code, e.message),
+            CliError::Op { message, .. } => message.clone(),
         }
     }
 }

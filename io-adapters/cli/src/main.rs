@@ -8,6 +8,8 @@ mod admin;
 mod args;
 mod clock;
 mod error;
+mod key;
+mod mt;
 mod output;
 mod store_location;
 
@@ -40,8 +42,13 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
+    if let Command::Key(cmd) = &cli.command {
+        return key::run(cmd, out);
+    }
     let ctx = args::Context::from_global(&cli.global)?;
     match &cli.command {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
+        Command::Mt(cmd) => mt::run(&ctx, &cli.global, cmd, out),
+        Command::Key(cmd) => key::run(cmd, out),
     }
 }
