@@ -33,6 +33,7 @@ extern crate std;
 
 pub mod escape;
 pub mod model;
+pub mod mounttable;
 pub mod objmeta;
 pub mod tracestore;
 pub mod triples;

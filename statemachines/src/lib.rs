@@ -32,6 +32,7 @@ extern crate std;
 
 mod attempt;
 mod machine;
+pub mod mounttable;
 pub mod objmeta;
 pub mod raw;
 pub mod readrows;

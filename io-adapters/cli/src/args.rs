@@ -42,6 +42,12 @@ pub struct GlobalArgs {
     /// Seed for every random choice (retry jitter, generated versions).
     #[arg(long, global = true, default_value_t = 0)]
     pub seed: u64,
+    /// Node table of the mount table (`mt`); the counter table is `<table>-counters`.
+    #[arg(long, global = true, default_value = "mounttable")]
+    pub table: String,
+    /// The caller's blessing names, comma-separated (`mt`); default: the server itself.
+    #[arg(long = "as", global = true, value_name = "NAME[,NAME...]")]
+    pub as_names: Option<String>,
     /// Give up retrying after this many seconds.
     #[arg(long, global = true, default_value_t = 60, value_name = "SECS")]
     pub deadline: u64,
@@ -66,7 +72,10 @@ pub enum Command {
     Gold(crate::gold::GoldArgs),
     /// Object metadata (Scality Arsenal): buckets, versioned objects, listings.
     S3(crate::s3::S3Args),
-    /// Row keys: encode from parts, decode into parts.
+    /// The Vanadium mount table (btmtd layout).
+    #[command(subcommand)]
+    Mt(crate::mt::MtCommand),
+    /// Encode or decode row keys.
     #[command(subcommand)]
     Key(crate::key::KeyCommand),
 }
@@ -118,7 +127,7 @@ pub struct Context {
     /// The opened store.
     pub store: Box<dyn Store>,
     /// The clock machines are driven by.
-    pub clock: Box<dyn Clock>,
+    pub clock: Box<dyn Clock + Send + Sync>,
     /// Seed for the machines.
     pub seed: u64,
     /// Retry policy with the operation deadline.
@@ -128,7 +137,7 @@ pub struct Context {
 impl Context {
     /// Opens the store and sets up the clock from the global options.
     pub fn from_global(global: &GlobalArgs) -> Result<Context, CliError> {
-        let clock: Box<dyn Clock> = match &global.now {
+        let clock: Box<dyn Clock + Send + Sync> = match &global.now {
             Some(text) => Box::new(ManualClock::new(crate::clock::parse_time(text)?)),
             None => Box::new(SystemClock),
         };

@@ -151,7 +151,7 @@ fn time_arg(text: &Option<String>) -> Result<Option<Timestamp>, CliError> {
     text.as_deref().map(crate::clock::parse_time).transpose()
 }
 
-type Gold<'c> = TraceStore<'c, dyn Store, dyn Clock>;
+type Gold<'c> = TraceStore<'c, dyn Store, dyn Clock + Send + Sync>;
 
 fn open<'c>(ctx: &'c Context, args: &GoldArgs) -> Result<Gold<'c>, CliError> {
     let mut gold = TraceStore::open(
@@ -170,7 +170,7 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
     match &args.command {
         GoldCommand::Setup => {
             let layout = layout_arg(args)?.unwrap_or(Layout::Md5);
-            TraceStore::<dyn Store, dyn Clock>::setup(&*ctx.store, &args.table, layout)?;
+            TraceStore::<dyn Store, dyn Clock + Send + Sync>::setup(&*ctx.store, &args.table, layout)?;
             let families: Vec<String> = layout.families().into_iter().map(|f| f.name).collect();
             if out.is_json() {
                 println!(

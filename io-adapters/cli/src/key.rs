@@ -20,7 +20,7 @@ pub enum KeyCommand {
     },
     /// Explain any row key.
     Decode {
-        /// `auto` (try every schema) or a schema name: `gold`, `s3`, `graph`.
+        /// `auto` (try every schema) or a schema name: `gold`, `s3`, `graph`, `mt`.
         #[arg(long, default_value = "auto")]
         schema: String,
         /// The key (escaped key text or `hex:…`).
@@ -42,6 +42,11 @@ pub enum EncodeSchema {
     },
     /// An object-metadata (S3) row key.
     S3(crate::s3::EncodeArgs),
+    /// A mount table node row key: `mt NAME`.
+    Mt {
+        /// The name (cleaned as btmtd does).
+        name: String,
+    },
 }
 
 /// Runs one `key` command.
@@ -56,6 +61,9 @@ pub fn run(cmd: &KeyCommand, out: &Output) -> Result<(), CliError> {
         KeyCommand::Encode {
             schema: EncodeSchema::S3(a),
         } => crate::s3::key_encode(a, out),
+        KeyCommand::Encode {
+            schema: EncodeSchema::Mt { name },
+        } => crate::mt::key_encode(name, out),
         KeyCommand::Decode { schema, key } => {
             let bytes =
                 escape::parse(key).map_err(|e| CliError::usage(format!("key {key:?}: {e}")))?;
@@ -63,11 +71,15 @@ pub fn run(cmd: &KeyCommand, out: &Output) -> Result<(), CliError> {
                 "gold" => print_gold(gold::decode_key(&bytes), key, out),
                 "graph" => crate::graph::decode(&bytes, out),
                 "s3" => crate::s3::key_decode(key, out),
+                "mt" => crate::mt::key_decode(&bytes, out),
                 // Each decoder prints only on success, so trying them in turn is safe.
                 "auto" => match gold::decode_key(&bytes) {
                     Some(doc) => print_gold(Some(doc), key, out),
                     None => crate::s3::key_decode(key, out)
                         .or_else(|_| crate::graph::decode(&bytes, out))
+                        // Last: any key of 9+ bytes reads as a mount table node (its hash check
+                        // is reported), so it must not shadow the stricter decoders.
+                        .or_else(|_| crate::mt::key_decode(&bytes, out))
                         .map_err(|_| CliError::Schema {
                             id: "unknown_row_key".into(),
                             message: format!("{key:?} is not a row key of any known schema"),
@@ -75,7 +87,7 @@ pub fn run(cmd: &KeyCommand, out: &Output) -> Result<(), CliError> {
                         }),
                 },
                 other => Err(CliError::usage(format!(
-                    "--schema {other}: unknown schema (auto, gold, s3, graph)"
+                    "--schema {other}: unknown schema (auto, gold, s3, graph, mt)"
                 ))),
             }
         }

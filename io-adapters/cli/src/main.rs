@@ -11,6 +11,7 @@ mod error;
 mod gold;
 mod graph;
 mod key;
+mod mt;
 mod output;
 mod s3;
 mod store_location;
@@ -54,6 +55,7 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
         Command::Graph { table, command } => graph::run(&ctx, table, command, out),
         Command::Gold(args) => gold::run(&ctx, args, out),
         Command::S3(cmd) => s3::run(&ctx, cmd, out),
+        Command::Mt(cmd) => mt::run(&ctx, &cli.global, cmd, out),
         Command::Key(cmd) => key::run(cmd, out),
     }
 }

@@ -284,7 +284,7 @@ fn print(out: &Output, value: Value, plain: impl FnOnce() -> String) {
     }
 }
 
-type Om<'a> = ObjectMetadata<'a, dyn Store, dyn Clock>;
+type Om<'a> = ObjectMetadata<'a, dyn Store, dyn Clock + Send + Sync>;
 
 /// Runs one `rowkit s3` command.
 pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {

@@ -37,6 +37,8 @@
 
 pub mod driver;
 mod memory;
+pub mod mounttable;
+pub mod mounttable_scenarios;
 pub mod objmeta;
 pub mod objmeta_scenarios;
 #[cfg(feature = "redb")]

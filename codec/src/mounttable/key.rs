@@ -1,0 +1,138 @@
+//! Row keys (§4.2), child qualifiers (§6) and versions (§7.1).
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use super::names::clean;
+
+/// FNV-1 (not 1a) 32-bit hash.
+pub fn fnv1_32(data: &[u8]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for &b in data {
+        h = h.wrapping_mul(0x0100_0193);
+        h ^= u32::from(b);
+    }
+    h
+}
+
+/// The row key of node `name` (relative to the root, root = `""`): hex FNV-1 of
+/// `Clean("/" + name)` followed by that cleaned name.
+pub fn row_key(name: &str) -> Vec<u8> {
+    row_key_for_cleaned(&clean(&alloc::format!("/{name}")))
+}
+
+/// The row key for an already cleaned, rooted name (`/a/b`).
+pub fn row_key_for_cleaned(cleaned: &str) -> Vec<u8> {
+    let mut key = alloc::format!("{:08x}", fnv1_32(cleaned.as_bytes())).into_bytes();
+    key.extend_from_slice(cleaned.as_bytes());
+    key
+}
+
+/// The node name of a row key (`key[9..]`), or `None` when the key is shorter than 9 bytes.
+pub fn decode_row_key(key: &[u8]) -> Option<&[u8]> {
+    key.get(9..)
+}
+
+/// A child reference decoded from a `c:` qualifier.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ChildRef {
+    /// The child's 8-byte id (its parent's version when it was created).
+    pub id: Vec<u8>,
+    /// The child's last name element.
+    pub name: String,
+}
+
+/// Why a child qualifier did not decode.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum QualifierDecodeError {
+    /// Qualifiers of 8 bytes or fewer carry no name and are ignored by readers.
+    #[error("child qualifier of {len} bytes: at least 9 are needed (8-byte id + name)")]
+    TooShort {
+        /// Length found.
+        len: usize,
+    },
+    /// The name part is not UTF-8.
+    #[error("child qualifier name is not UTF-8 at byte {offset}")]
+    NotUtf8 {
+        /// Offset of the first bad byte in the qualifier.
+        offset: usize,
+    },
+}
+
+/// The qualifier of a child reference: `id ‖ name`, no separator.
+pub fn child_qualifier(id: &[u8], name: &str) -> Vec<u8> {
+    let mut q = Vec::with_capacity(id.len() + name.len());
+    q.extend_from_slice(id);
+    q.extend_from_slice(name.as_bytes());
+    q
+}
+
+/// Splits a child qualifier into id (first 8 bytes) and name.
+pub fn decode_child_qualifier(q: &[u8]) -> Result<ChildRef, QualifierDecodeError> {
+    if q.len() <= 8 {
+        return Err(QualifierDecodeError::TooShort { len: q.len() });
+    }
+    let name = core::str::from_utf8(&q[8..]).map_err(|e| QualifierDecodeError::NotUtf8 {
+        offset: 8 + e.valid_up_to(),
+    })?;
+    Ok(ChildRef {
+        id: q[..8].to_vec(),
+        name: String::from(name),
+    })
+}
+
+/// A version string that Go's `ParseUint(v, 16, 32)` rejects.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("bad version string {value:?}: {reason}")]
+pub struct VersionError {
+    /// The offending text (lossy).
+    pub value: String,
+    /// What was wrong.
+    pub reason: &'static str,
+}
+
+/// Go `ParseUint(v, 16, 32)`: one or more hex digits of either case, value ≤ `u32::MAX`.
+pub fn parse_version(v: &[u8]) -> Result<u32, VersionError> {
+    let err = |reason| VersionError {
+        value: String::from_utf8_lossy(v).into_owned(),
+        reason,
+    };
+    if v.is_empty() {
+        return Err(err("empty"));
+    }
+    let mut n: u64 = 0;
+    for &b in v {
+        let d = (b as char)
+            .to_digit(16)
+            .ok_or_else(|| err("not a hex digit"))?;
+        n = n * 16 + u64::from(d);
+        if n > u64::from(u32::MAX) {
+            return Err(err("out of range"));
+        }
+    }
+    Ok(n as u32)
+}
+
+/// `%08x` of a version.
+pub fn format_version(v: u32) -> String {
+    alloc::format!("{v:08x}")
+}
+
+/// The version an OCC mutation writes: `(parse(v) + 1) mod 2^32` as `%08x`.
+pub fn next_version(v: &[u8]) -> Result<String, VersionError> {
+    Ok(format_version(parse_version(v)?.wrapping_add(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions() {
+        assert_eq!(parse_version(b"00FF").unwrap(), 255);
+        assert!(parse_version(b"100000000").is_err());
+        assert!(parse_version(b"+1").is_err());
+        assert_eq!(parse_version(b"0000000000001").unwrap(), 1);
+        assert!(decode_child_qualifier(b"12345678").is_err());
+    }
+}

@@ -1,0 +1,400 @@
+//! `rowkit mt …` (spec/mounttable.md §21) and the mount table's part of `rowkit key`.
+
+use clap::Subcommand;
+use rowkit_codec::escape::escape;
+use rowkit_codec::mounttable::{
+    self as codec, Caller, CounterKind, Permissions, decode_permissions, decode_permissions_file,
+    encode_permissions_string,
+};
+use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
+use rowkit_statemachines::mounttable::{MountEntry, MtError, Tables};
+use serde_json::{Map, Value, json};
+
+use crate::args::{Context, GlobalArgs};
+use crate::error::CliError;
+use crate::output::{Output, bytes_fields};
+
+/// `rowkit mt …`.
+#[derive(Debug, Subcommand)]
+pub enum MtCommand {
+    /// Create the tables and the initial nodes (root, and the nodes of a permissions file).
+    Setup {
+        /// A btmtd permissions file (`{name: permissions}` JSON).
+        #[arg(long = "perms-file", alias = "perms", value_name = "FILE")]
+        perms_file: Option<std::path::PathBuf>,
+    },
+    /// Mount SERVER on NAME.
+    Mount {
+        /// Name.
+        name: String,
+        /// Server address (`/host:port/suffix`, `host:port`, or an endpoint).
+        server: String,
+        /// Seconds to live (0 = forever, i.e. 2^32-1 s).
+        #[arg(long, default_value_t = 0)]
+        ttl: u32,
+        /// The server is a mount table.
+        #[arg(long)]
+        mt: bool,
+        /// The server is a leaf.
+        #[arg(long)]
+        leaf: bool,
+        /// Replace every other server on NAME.
+        #[arg(long)]
+        replace: bool,
+        /// Flags as a list: `mt,leaf,replace`.
+        #[arg(long, value_delimiter = ',')]
+        flags: Vec<String>,
+    },
+    /// Unmount SERVER (or every server) from NAME.
+    Unmount {
+        /// Name.
+        name: String,
+        /// Server; all when omitted.
+        server: Option<String>,
+    },
+    /// Resolve one step of NAME.
+    Resolve {
+        /// Name.
+        name: String,
+    },
+    /// List names matching PATTERN (`*`, `...`, `a/*/c`, …).
+    Glob {
+        /// Pattern.
+        pattern: String,
+        /// Glob under this name.
+        #[arg(long, default_value = "")]
+        at: String,
+    },
+    /// Delete NAME.
+    Delete {
+        /// Name.
+        name: String,
+        /// Delete its children too.
+        #[arg(long)]
+        subtree: bool,
+    },
+    /// Permissions of a node.
+    #[command(subcommand)]
+    Perms(PermsCommand),
+    /// Check the table (and with --fix, repair it and recompute the counters).
+    Fsck {
+        /// Repair what is found.
+        #[arg(long)]
+        fix: bool,
+    },
+}
+
+/// `rowkit mt perms …`.
+#[derive(Debug, Subcommand)]
+pub enum PermsCommand {
+    /// Print the permissions and version of NAME.
+    Get {
+        /// Name.
+        name: String,
+    },
+    /// Set the permissions of NAME (creating it), if its version is V.
+    Set {
+        /// Name.
+        name: String,
+        /// Permissions JSON (`{"Admin":{"In":["..."]}}`).
+        perms: String,
+        /// Expected version; any when omitted.
+        #[arg(long, default_value = "")]
+        version: String,
+    },
+}
+
+fn op_error(e: MtError) -> CliError {
+    match e {
+        MtError::Store(s) => CliError::Store(s),
+        other => CliError::Schema {
+            id: other.id().to_string(),
+            exit: if matches!(
+                other,
+                MtError::MalformedAddress { .. } | MtError::BadPattern
+            ) {
+                2
+            } else {
+                1
+            },
+            message: other.to_string(),
+        },
+    }
+}
+
+fn caller(global: &GlobalArgs) -> Caller {
+    match &global.as_names {
+        None => server_caller(),
+        Some(list) => Caller {
+            blessing_names: list
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect(),
+            is_server: false,
+        },
+    }
+}
+
+fn perms_value(p: &Permissions) -> Value {
+    serde_json::from_str(&encode_permissions_string(p)).unwrap_or(Value::Null)
+}
+
+fn entry_json(e: &MountEntry) -> Value {
+    let servers: Vec<Value> = e
+        .servers
+        .iter()
+        .map(|s| json!({"server": s.server, "deadline_us": s.deadline_us}))
+        .collect();
+    json!({"name": e.name, "servers": servers, "mt": e.mt, "leaf": e.leaf})
+}
+
+fn entry_text(e: &MountEntry) -> String {
+    let mut line = e.name.clone();
+    for s in &e.servers {
+        line.push_str(&format!(" {} (deadline {} us)", s.server, s.deadline_us));
+    }
+    if e.mt {
+        line.push_str(" [mt]");
+    }
+    if e.leaf {
+        line.push_str(" [leaf]");
+    }
+    line
+}
+
+fn key_list(keys: &[Vec<u8>]) -> Value {
+    Value::Array(
+        keys.iter()
+            .map(|k| {
+                let mut m = Map::new();
+                bytes_fields(&mut m, "row_key", k);
+                Value::Object(m)
+            })
+            .collect(),
+    )
+}
+
+/// Runs one `mt` command.
+pub fn run(
+    ctx: &Context,
+    global: &GlobalArgs,
+    cmd: &MtCommand,
+    out: &Output,
+) -> Result<(), CliError> {
+    let config = MtConfig {
+        tables: Tables::new(&global.table),
+        deadline_us: i64::try_from(global.deadline)
+            .unwrap_or(i64::MAX / 1_000_000)
+            .saturating_mul(1_000_000),
+        seed: ctx.seed,
+        ..MtConfig::default()
+    };
+    let t = MountTable::new(ctx.store.as_ref(), ctx.clock.as_ref(), config);
+    let who = caller(global);
+    let empty = || {
+        if out.is_json() {
+            println!("{{}}");
+        }
+    };
+    match cmd {
+        MtCommand::Setup { perms_file } => {
+            let file = match perms_file {
+                None => None,
+                Some(path) => {
+                    let bytes = std::fs::read(path)
+                        .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+                    Some(
+                        decode_permissions_file(&bytes)
+                            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?,
+                    )
+                }
+            };
+            t.setup(file).map_err(op_error)?;
+            empty();
+            if !out.is_json() {
+                println!("mount table {} ready", global.table);
+            }
+        }
+        MtCommand::Mount {
+            name,
+            server,
+            ttl,
+            mt,
+            leaf,
+            replace,
+            flags,
+        } => {
+            let mut bits = 0u32;
+            for f in flags {
+                bits |= match f.as_str() {
+                    "replace" => 1,
+                    "mt" => 2,
+                    "leaf" => 4,
+                    other => return Err(CliError::usage(format!("unknown mount flag {other:?}"))),
+                };
+            }
+            bits |= u32::from(*replace) | (u32::from(*mt) << 1) | (u32::from(*leaf) << 2);
+            let deadline = t.mount(&who, name, server, *ttl, bits).map_err(op_error)?;
+            let key = codec::row_key(&codec::normalize_suffix(name));
+            if out.is_json() {
+                let mut m = Map::new();
+                m.insert("name".into(), json!(name));
+                m.insert("server".into(), json!(server));
+                m.insert("deadline_us".into(), json!(deadline));
+                bytes_fields(&mut m, "row_key", &key);
+                println!("{}", Value::Object(m));
+            } else {
+                println!(
+                    "mounted {server} on {name} until {deadline} us (row {})",
+                    escape(&key)
+                );
+            }
+        }
+        MtCommand::Unmount { name, server } => {
+            t.unmount(&who, name, server.as_deref().unwrap_or(""))
+                .map_err(op_error)?;
+            empty();
+        }
+        MtCommand::Resolve { name } => {
+            let e = t.resolve(&who, name).map_err(op_error)?;
+            if out.is_json() {
+                println!("{}", entry_json(&e));
+            } else {
+                println!("{}", entry_text(&e));
+            }
+        }
+        MtCommand::Glob { pattern, at } => {
+            let entries = t.glob(&who, at, pattern).map_err(op_error)?;
+            if out.is_json() {
+                println!("{}", Value::Array(entries.iter().map(entry_json).collect()));
+            } else {
+                for e in &entries {
+                    println!("{}", entry_text(e));
+                }
+            }
+        }
+        MtCommand::Delete { name, subtree } => {
+            t.delete(&who, name, *subtree).map_err(op_error)?;
+            empty();
+        }
+        MtCommand::Perms(PermsCommand::Get { name }) => {
+            let pv = t.get_permissions(&who, name).map_err(op_error)?;
+            print_perms(out, &pv.perms, &pv.version);
+        }
+        MtCommand::Perms(PermsCommand::Set {
+            name,
+            perms,
+            version,
+        }) => {
+            let p = decode_permissions(perms.as_bytes())
+                .map_err(|e| CliError::usage(format!("bad permissions: {e}")))?;
+            let pv = t
+                .set_permissions(&who, name, p, version)
+                .map_err(op_error)?;
+            print_perms(out, &pv.perms, &pv.version);
+        }
+        MtCommand::Fsck { fix } => {
+            let summary = match t.fsck(*fix, |_| {}) {
+                Ok(s) => s,
+                Err(MtError::FsckInconsistent(s)) => {
+                    if !out.is_json() {
+                        println!(
+                            "{} passes, {} inconsistencies, {} undecodable rows",
+                            s.passes,
+                            s.inconsistent,
+                            s.undecodable.len()
+                        );
+                    }
+                    return Err(op_error(MtError::FsckInconsistent(s)));
+                }
+                Err(e) => return Err(op_error(e)),
+            };
+            if out.is_json() {
+                println!(
+                    "{}",
+                    json!({"passes": summary.passes, "inconsistent": summary.inconsistent,
+                        "fixed": key_list(&summary.fixed), "undecodable": key_list(&summary.undecodable)})
+                );
+            } else {
+                println!(
+                    "{} passes, {} inconsistencies, {} fixed",
+                    summary.passes,
+                    summary.inconsistent,
+                    summary.fixed.len()
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_perms(out: &Output, p: &Permissions, version: &str) {
+    if out.is_json() {
+        println!("{}", json!({"perms": perms_value(p), "version": version}));
+    } else {
+        println!("{}\nversion {version}", encode_permissions_string(p));
+    }
+}
+
+/// `rowkit key encode mt NAME`.
+pub fn key_encode(name: &str, out: &Output) -> Result<(), CliError> {
+    let key = codec::row_key(name.trim_start_matches('/'));
+    if out.is_json() {
+        let mut m = Map::new();
+        m.insert("name".into(), json!(name));
+        bytes_fields(&mut m, "row_key", &key);
+        println!("{}", Value::Object(m));
+    } else {
+        println!("{}", escape(&key));
+    }
+    Ok(())
+}
+
+/// `rowkit key decode --schema mt KEY`.
+pub fn key_decode(key: &[u8], out: &Output) -> Result<(), CliError> {
+    let mut m = Map::new();
+    if let Some((kind, creator)) = codec::decode_counter_row_key(key) {
+        m.insert("kind".into(), json!("counter"));
+        bytes_fields(&mut m, "row_key", key);
+        m.insert(
+            "counter".into(),
+            json!(match kind {
+                CounterKind::Nodes => "nodes",
+                CounterKind::Servers => "servers",
+            }),
+        );
+        m.insert("creator".into(), json!(String::from_utf8_lossy(creator)));
+        if out.is_json() {
+            println!("{}", Value::Object(m));
+        } else {
+            println!("counter {} of {}", kind.as_str(), escape(creator));
+        }
+        return Ok(());
+    }
+    let Some(name) = codec::decode_row_key(key) else {
+        return Err(CliError::usage(format!(
+            "{} is not a mount table row key: {} bytes, at least 9 needed",
+            escape(key),
+            key.len()
+        )));
+    };
+    let name_text = String::from_utf8_lossy(name).into_owned();
+    let hash = String::from_utf8_lossy(&key[..8]).into_owned();
+    let hash_ok = codec::row_key(&name_text) == key;
+    if out.is_json() {
+        m.insert("kind".into(), json!("node"));
+        bytes_fields(&mut m, "row_key", key);
+        m.insert("name".into(), json!(name_text));
+        m.insert("hash".into(), json!(hash));
+        m.insert("hash_ok".into(), json!(hash_ok));
+        println!("{}", Value::Object(m));
+    } else {
+        println!(
+            "node {:?} hash {hash} {}",
+            name_text,
+            if hash_ok { "ok" } else { "MISMATCH" }
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,205 @@
+//! End-to-end tests of `rowkit mt` and `rowkit key … mt` on a real embedded (redb) file.
+#![allow(clippy::unwrap_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+const T0: &str = "1700000000000000";
+const S: &str = "/127.0.0.1:8000/quux";
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("rowkit-mt-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .arg("--store")
+            .arg(format!("embedded:{}", self.0.join("t.redb").display()))
+            .args(["--now", T0, "--json"])
+            .args(args)
+            .env_remove("ROWKIT_STORE")
+            .output()
+            .unwrap()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let o = self.run(args);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_slice(&o.stdout).unwrap()
+    }
+
+    fn fails(&self, args: &[&str], code: i32, id: &str) {
+        let o = self.run(args);
+        assert_eq!(o.status.code(), Some(code), "{args:?}");
+        let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(v["error"]["id"], id, "{args:?}");
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn mount_resolve_glob_delete() {
+    let s = Scratch::new("basic");
+    assert_eq!(s.json(&["mt", "setup"]), json!({}));
+    let m = s.json(&["mt", "mount", "stuff", S, "--ttl", "3600"]);
+    assert_eq!(
+        m,
+        json!({"name": "stuff", "server": S, "deadline_us": 1_700_003_600_000_000i64,
+            "row_key": "dac22346/stuff", "row_key_hex": "64616332323334362f7374756666"})
+    );
+    assert_eq!(
+        s.json(&["mt", "resolve", "stuff/the/rain"]),
+        json!({"name": "the/rain", "servers": [{"server": S, "deadline_us": 1_700_003_600_000_000i64}], "mt": false, "leaf": false})
+    );
+    s.json(&["mt", "mount", "a/b", S, "--mt", "--leaf"]);
+    let g = s.json(&["mt", "glob", "*/..."]);
+    let names: Vec<&str> = g
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["a", "a/b", "stuff"]);
+    let ab = g
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == "a/b")
+        .unwrap();
+    assert_eq!(
+        (ab["mt"].clone(), ab["leaf"].clone()),
+        (json!(true), json!(true))
+    );
+    s.fails(
+        &["mt", "delete", "a"],
+        1,
+        "v.io/x/ref/services/mounttable/btmtd/internal.errNotEmpty",
+    );
+    assert_eq!(s.json(&["mt", "delete", "a", "--subtree"]), json!({}));
+    assert_eq!(s.json(&["mt", "unmount", "stuff"]), json!({}));
+    s.fails(
+        &["mt", "resolve", "stuff"],
+        1,
+        "v.io/v23/naming.nameDoesntExist",
+    );
+    s.fails(
+        &["mt", "mount", "x", "/atrampabroad"],
+        2,
+        "v.io/x/ref/services/mounttable/btmtd/internal.errMalformedAddress",
+    );
+    s.fails(&["mt", "glob", "/x"], 2, "path.ErrBadPattern");
+    let f = s.json(&["mt", "fsck"]);
+    assert_eq!(f["inconsistent"], 0);
+}
+
+#[test]
+fn perms_and_setup_file() {
+    let s = Scratch::new("perms");
+    let file = s.0.join("test.perms");
+    std::fs::write(&file, r#"{"":{"Read":{"In":["..."]},"Admin":{"In":["root"]},"Create":{"In":["root","bob"]}},"users":{"Create":{"In":["..."]},"Resolve":{"In":["..."]}},"users/%%":{"Admin":{"In":["%%"]}}}"#).unwrap();
+    s.json(&["mt", "setup", "--perms-file", file.to_str().unwrap()]);
+    s.json(&["--as", "alice", "mt", "mount", "users/alice", S]);
+    let p = s.json(&["--as", "alice", "mt", "perms", "get", "users/alice"]);
+    assert_eq!(
+        p["perms"],
+        json!({"Admin": {"In": ["alice"], "NotIn": null}})
+    );
+    let v = p["version"].as_str().unwrap().to_string();
+    s.fails(
+        &[
+            "mt",
+            "perms",
+            "set",
+            "users/alice",
+            "{}",
+            "--version",
+            "xyzzy",
+        ],
+        1,
+        "v.io/v23/verror.BadVersion",
+    );
+    let set = s.json(&[
+        "mt",
+        "perms",
+        "set",
+        "users/alice",
+        r#"{"Read":{"In":["b","a","a"]}}"#,
+        "--version",
+        &v,
+    ]);
+    assert_eq!(
+        set["perms"],
+        json!({"Read": {"In": ["a", "b"], "NotIn": null}})
+    );
+    assert_ne!(set["version"].as_str().unwrap(), v);
+    s.fails(
+        &["--as", "carol", "mt", "perms", "set", "x", "{}"],
+        1,
+        "v.io/v23/security/access.NoPermissions",
+    );
+    let o = s.run(&["mt", "perms", "set", "x", "not json"]);
+    assert_eq!(o.status.code(), Some(2));
+}
+
+#[test]
+fn key_encode_decode() {
+    let s = Scratch::new("key");
+    assert_eq!(
+        s.json(&["key", "encode", "mt", "foo"]),
+        json!({"name": "foo", "row_key": "88e481b8/foo", "row_key_hex": "38386534383162382f666f6f"})
+    );
+    let plain = s.run(&["key", "encode", "mt", "foo/bar"]);
+    let o = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .args(["key", "encode", "mt", "foo/bar"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "aeeed5fe/foo/bar\n");
+    assert!(plain.status.success());
+    let d = s.json(&["key", "decode", "--schema", "mt", "88e481b8/foo"]);
+    assert_eq!(d["kind"], "node");
+    assert_eq!(d["name"], "foo");
+    assert_eq!(d["hash"], "88e481b8");
+    assert_eq!(d["hash_ok"], true);
+    let bad = s.json(&["key", "decode", "--schema", "mt", "00000000/foo"]);
+    assert_eq!(bad["hash_ok"], false);
+    let c = s.json(&[
+        "key",
+        "decode",
+        "--schema",
+        "mt",
+        "num-servers-per-user:dev.v.io:u:alice",
+    ]);
+    assert_eq!(
+        (
+            c["kind"].clone(),
+            c["counter"].clone(),
+            c["creator"].clone()
+        ),
+        (
+            json!("counter"),
+            json!("servers"),
+            json!("dev.v.io:u:alice")
+        )
+    );
+    let o = s.run(&["key", "decode", "--schema", "mt", "short"]);
+    assert_eq!(o.status.code(), Some(2));
+}

@@ -1,0 +1,476 @@
+//! `MountTable`: the typed, synchronous facade over the mounttable machines
+//! (`spec/mounttable.md`), for any [`Store`] and [`Clock`].
+//!
+//! It owns the hot-row cache (§15): node-row reads (`ReadRow(node table, key, LatestN(1))`)
+//! go through a shared [`RowCache`] behind a mutex, so concurrent reads of one row from many
+//! threads cost one store request; every `MutateRow`/`CheckAndMutateRow` on a node row
+//! invalidates its entry. Machines never see the cache. Each call draws its machine seed from
+//! one SplitMix64 stream (`nth_output(seed, n)`), so a single-threaded sequence of calls is
+//! reproducible.
+//!
+//! The Tokio facade over the Bigtable adapter follows the same shape (it lands with
+//! `rowkit-bigtable`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use rowkit_codec::model::{ColumnFamily, GcRule, Row, RowFilter, Timestamp};
+use rowkit_codec::mounttable::{Caller, Permissions};
+use rowkit_statemachines::mounttable::{
+    self as mt, FsckSummary, Limits, Lookup, MountEntry, MtCtx, MtError, MtEvent, PermsAndVersion,
+    Primitive, PrimitiveOutput, RowCache, Tables, WaiterId,
+};
+use rowkit_statemachines::readrows::ReadRows;
+use rowkit_statemachines::{
+    Code, Machine, ReadRowsResponse, Request, Response, RetryPolicy, SplitMix64, StoreError,
+};
+
+use crate::driver::{self, Clock, RunError};
+use crate::{Reply, Store};
+
+/// Settings of a [`MountTable`].
+#[derive(Clone, Debug)]
+pub struct MtConfig {
+    /// Node and counter tables.
+    pub tables: Tables,
+    /// Per-creator limits.
+    pub limits: Limits,
+    /// GC grace period in µs.
+    pub gc_grace_us: i64,
+    /// Access list granting every tag.
+    pub global_acl: rowkit_codec::mounttable::AccessList,
+    /// Operation deadline, from the start of each call, in µs.
+    pub deadline_us: i64,
+    /// Base seed of every machine's randomness.
+    pub seed: u64,
+    /// Whether node reads go through the hot-row cache.
+    pub row_cache: bool,
+}
+
+impl Default for MtConfig {
+    fn default() -> Self {
+        MtConfig {
+            tables: Tables::default(),
+            limits: Limits::default(),
+            gc_grace_us: 60_000_000,
+            global_acl: Default::default(),
+            deadline_us: 60_000_000,
+            seed: 1,
+            row_cache: true,
+        }
+    }
+}
+
+enum Answer {
+    Row(Option<Row>),
+    Fetch,
+}
+
+#[derive(Default)]
+struct CacheState {
+    cache: RowCache,
+    answers: BTreeMap<WaiterId, Answer>,
+}
+
+/// The store as the machines see it: node reads through the cache, node writes invalidating.
+///
+/// Writes are also serialised and stamped with the clock read *inside* that lock. The local
+/// stores stamp server time (`-1`) with the `now` they are handed; two threads that read the
+/// clock and then race to the store could otherwise apply a later `m:v` cell with an earlier
+/// timestamp, so `LatestN(1)` would still show the old version and a stale snapshot would pass
+/// the OCC check (Bigtable stamps at apply time, so it never sees this).
+struct CachedStore<'a, S: ?Sized, C: ?Sized> {
+    store: &'a S,
+    clock: &'a C,
+    node_table: &'a str,
+    state: Option<&'a (Mutex<CacheState>, Condvar)>,
+    writes: &'a Mutex<()>,
+}
+
+fn lock(m: &Mutex<CacheState>) -> MutexGuard<'_, CacheState> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
+    fn is_node_read(&self, request: &Request) -> Option<Vec<u8>> {
+        match request {
+            Request::ReadRows(r)
+                if r.table == self.node_table
+                    && r.rows.row_keys.len() == 1
+                    && r.rows.row_ranges.is_empty()
+                    && r.filter == Some(RowFilter::CellsPerColumnLimit(1))
+                    && r.rows_limit == 0
+                    && !r.reversed =>
+            {
+                r.rows.row_keys.first().cloned()
+            }
+            _ => None,
+        }
+    }
+
+    fn fetch(&self, request: &Request, now: Timestamp) -> Result<Option<Row>, StoreError> {
+        let Request::ReadRows(r) = request else {
+            return Err(StoreError::new(Code::Internal, "not a read"));
+        };
+        let mut rows = Vec::new();
+        let clock = crate::driver::ManualClock::new(now);
+        let m = ReadRows::new(r.clone(), now, 0, RetryPolicy::default());
+        driver::run(self.store, &clock, m, |row| rows.push(row))
+            .map_err(RunError::into_store_error)?;
+        Ok(rows.into_iter().next())
+    }
+
+    fn cached_read(
+        &self,
+        state: &(Mutex<CacheState>, Condvar),
+        key: &[u8],
+        request: &Request,
+        now: Timestamp,
+    ) -> Result<Option<Row>, StoreError> {
+        let mut guard = lock(&state.0);
+        let me = match guard.cache.lookup(key, now) {
+            Lookup::Hit(row) => return Ok(Some(row)),
+            Lookup::Fetch(id) => id,
+            Lookup::Wait(id) => loop {
+                guard = state.1.wait(guard).unwrap_or_else(|p| p.into_inner());
+                match guard.answers.remove(&id) {
+                    Some(Answer::Row(row)) => return Ok(row),
+                    Some(Answer::Fetch) => break id,
+                    None => {}
+                }
+            },
+        };
+        drop(guard);
+        let result = self.fetch(request, now);
+        guard = lock(&state.0);
+        let row = result.as_ref().ok().cloned().flatten();
+        let done = guard.cache.complete(key, me, row.clone(), now);
+        for w in done.answered.iter().filter(|w| **w != me) {
+            guard.answers.insert(*w, Answer::Row(row.clone()));
+        }
+        if let Some(next) = done.next_fetcher {
+            guard.answers.insert(next, Answer::Fetch);
+        }
+        state.1.notify_all();
+        result
+    }
+}
+
+impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> Store for CachedStore<'_, S, C> {
+    fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        let is_write = matches!(
+            request,
+            Request::MutateRow(_)
+                | Request::MutateRows(_)
+                | Request::CheckAndMutateRow(_)
+                | Request::ReadModifyWriteRow(_)
+        );
+        let Some(state) = self.state else {
+            if is_write {
+                let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+                return self.store.execute(request, self.clock.now().max(now));
+            }
+            return self.store.execute(request, now);
+        };
+        if let Some(key) = self.is_node_read(&request) {
+            let row = self.cached_read(state, &key, &request, now)?;
+            let parts: Vec<Result<Response, StoreError>> = match row {
+                Some(row) => vec![Ok(Response::ReadRowsPart(ReadRowsResponse {
+                    chunks: crate::semantics::row_chunks(&row, None),
+                    last_scanned_row_key: Vec::new(),
+                }))],
+                None => Vec::new(),
+            };
+            return Ok(Reply::Stream(Box::new(parts.into_iter())));
+        }
+        let write_key = match &request {
+            Request::MutateRow(r) if r.table == self.node_table => Some(r.row_key.clone()),
+            Request::CheckAndMutateRow(r) if r.table == self.node_table => Some(r.row_key.clone()),
+            _ => None,
+        };
+        if !is_write {
+            return self.store.execute(request, now);
+        }
+        let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
+        let reply = self.store.execute(request, self.clock.now().max(now));
+        if let Some(key) = write_key {
+            lock(&state.0).cache.invalidate(&key);
+        }
+        reply
+    }
+
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.store.create_table(table, families)
+    }
+
+    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
+        self.store.delete_table(table)
+    }
+
+    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
+        self.store.list_tables()
+    }
+
+    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        self.store.families(table)
+    }
+
+    fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+        self.store.gc(table, now)
+    }
+}
+
+/// The mount table over a store and a clock (see the module doc).
+pub struct MountTable<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> {
+    store: &'a S,
+    clock: &'a C,
+    config: MtConfig,
+    calls: AtomicU64,
+    cache: (Mutex<CacheState>, Condvar),
+    writes: Mutex<()>,
+}
+
+impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> core::fmt::Debug for MountTable<'_, S, C> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("MountTable")
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Families of the node table and the counter table (§5): `max_num_versions = 1` each.
+pub fn table_families() -> (Vec<ColumnFamily>, Vec<ColumnFamily>) {
+    let fam = |name: &str| ColumnFamily {
+        name: name.into(),
+        gc_rule: Some(GcRule::MaxNumVersions(1)),
+    };
+    (vec![fam("m"), fam("s"), fam("c")], vec![fam("m")])
+}
+
+impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
+    /// A facade with `config` over `store` and `clock`.
+    pub fn new(store: &'a S, clock: &'a C, config: MtConfig) -> Self {
+        MountTable {
+            store,
+            clock,
+            config,
+            calls: AtomicU64::new(0),
+            cache: (Mutex::new(CacheState::default()), Condvar::new()),
+            writes: Mutex::new(()),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &MtConfig {
+        &self.config
+    }
+
+    fn ctx(&self, caller: &Caller) -> MtCtx {
+        MtCtx {
+            tables: self.config.tables.clone(),
+            caller: caller.clone(),
+            global_acl: self.config.global_acl.clone(),
+            limits: self.config.limits,
+            gc_grace_us: self.config.gc_grace_us,
+            deadline: self
+                .clock
+                .now()
+                .saturating_add_micros(self.config.deadline_us),
+        }
+    }
+
+    fn seed(&self) -> u64 {
+        SplitMix64::nth_output(self.config.seed, self.calls.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Drives `machine`, handing every event to `on_event`.
+    pub fn run<M>(&self, machine: M, on_event: impl FnMut(MtEvent)) -> Result<M::Output, MtError>
+    where
+        M: Machine<Event = MtEvent, Error = MtError>,
+    {
+        let store = CachedStore {
+            store: self.store,
+            clock: self.clock,
+            node_table: &self.config.tables.node,
+            state: self.config.row_cache.then_some(&self.cache),
+            writes: &self.writes,
+        };
+        driver::run(&store, self.clock, machine, on_event).map_err(|e| match e {
+            RunError::Machine(e) => e,
+            RunError::Stalled => MtError::Internal {
+                what: "machine stalled".into(),
+            },
+        })
+    }
+
+    fn run_quiet<M>(&self, machine: M) -> Result<M::Output, MtError>
+    where
+        M: Machine<Event = MtEvent, Error = MtError>,
+    {
+        self.run(machine, |_| {})
+    }
+
+    /// Creates the node and counter tables (counter first, as btmtd), ignoring "exists".
+    pub fn create_tables(&self) -> Result<(), StoreError> {
+        let (node, counter) = table_families();
+        for (table, families) in [
+            (&self.config.tables.counter, counter),
+            (&self.config.tables.node, node),
+        ] {
+            match self.store.create_table(table, &families) {
+                Ok(()) => {}
+                Err(e) if e.code == Code::AlreadyExists => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// §5 setup: tables, then the initial nodes (from a permissions file if given).
+    pub fn setup(&self, perms_file: Option<BTreeMap<String, Permissions>>) -> Result<(), MtError> {
+        self.create_tables()?;
+        let now = self.clock.now();
+        let m =
+            mt::CreateInitialNodes::new(self.ctx(&server_caller()), perms_file, now, self.seed());
+        self.run_quiet(m)
+    }
+
+    /// Mount; returns the deadline written (µs).
+    pub fn mount(
+        &self,
+        caller: &Caller,
+        name: &str,
+        server: &str,
+        ttl_s: u32,
+        flags: u32,
+    ) -> Result<i64, MtError> {
+        let m = mt::Mount::new(
+            self.ctx(caller),
+            name,
+            server,
+            ttl_s,
+            flags,
+            self.clock.now(),
+            self.seed(),
+        );
+        self.run_quiet(m)
+    }
+
+    /// Unmount (`server = ""`: all).
+    pub fn unmount(&self, caller: &Caller, name: &str, server: &str) -> Result<(), MtError> {
+        let m = mt::Unmount::new(
+            self.ctx(caller),
+            name,
+            server,
+            self.clock.now(),
+            self.seed(),
+        );
+        self.run_quiet(m)
+    }
+
+    /// ResolveStep.
+    pub fn resolve(&self, caller: &Caller, name: &str) -> Result<MountEntry, MtError> {
+        let m = mt::ResolveStep::new(self.ctx(caller), name, self.clock.now(), self.seed());
+        self.run_quiet(m)
+    }
+
+    /// Glob under `name`; entries in emission order.
+    pub fn glob(
+        &self,
+        caller: &Caller,
+        name: &str,
+        pattern: &str,
+    ) -> Result<Vec<MountEntry>, MtError> {
+        let m = mt::Glob::new(
+            self.ctx(caller),
+            name,
+            pattern,
+            self.clock.now(),
+            self.seed(),
+        );
+        let mut out = Vec::new();
+        self.run(m, |e| {
+            if let MtEvent::GlobEntry(entry) = e {
+                out.push(entry);
+            }
+        })?;
+        Ok(out)
+    }
+
+    /// Delete.
+    pub fn delete(&self, caller: &Caller, name: &str, subtree: bool) -> Result<(), MtError> {
+        let m = mt::Delete::new(
+            self.ctx(caller),
+            name,
+            subtree,
+            self.clock.now(),
+            self.seed(),
+        );
+        self.run_quiet(m)
+    }
+
+    /// GetPermissions.
+    pub fn get_permissions(&self, caller: &Caller, name: &str) -> Result<PermsAndVersion, MtError> {
+        let m = mt::GetPermissions::new(self.ctx(caller), name, self.clock.now(), self.seed());
+        self.run_quiet(m)
+    }
+
+    /// SetPermissions (`version = ""`: any).
+    pub fn set_permissions(
+        &self,
+        caller: &Caller,
+        name: &str,
+        perms: Permissions,
+        version: &str,
+    ) -> Result<PermsAndVersion, MtError> {
+        let m = mt::SetPermissions::new(
+            self.ctx(caller),
+            name,
+            perms,
+            version,
+            self.clock.now(),
+            self.seed(),
+        );
+        self.run_quiet(m)
+    }
+
+    /// Fsck (with a 1 h deadline, as the CLI).
+    pub fn fsck(&self, fix: bool, on_event: impl FnMut(MtEvent)) -> Result<FsckSummary, MtError> {
+        let mut ctx = self.ctx(&server_caller());
+        ctx.deadline = self.clock.now().saturating_add_micros(3_600_000_000);
+        let m = mt::Fsck::new(ctx, fix, self.clock.now(), self.seed());
+        self.run(m, on_event)
+    }
+
+    /// Every counter row.
+    pub fn counters(&self) -> Result<BTreeMap<Vec<u8>, i64>, MtError> {
+        let m = mt::ReadCounters::new(self.ctx(&server_caller()), self.clock.now(), self.seed());
+        self.run_quiet(m)
+    }
+
+    /// Runs one internal primitive as `caller`.
+    pub fn primitive(&self, caller: &Caller, p: Primitive) -> Result<PrimitiveOutput, MtError> {
+        let m = mt::PrimitiveOp::new(self.ctx(caller), p, self.clock.now(), self.seed());
+        self.run_quiet(m)
+    }
+
+    /// `getNode(name)` (through the cache).
+    pub fn get_node(
+        &self,
+        name: &str,
+    ) -> Result<Option<rowkit_codec::mounttable::NodeRow>, MtError> {
+        match self.primitive(&server_caller(), Primitive::GetNode { name: name.into() })? {
+            PrimitiveOutput::Node(n) => Ok(n.map(|b| *b)),
+            PrimitiveOutput::Done => Ok(None),
+        }
+    }
+}
+
+/// The server itself as caller (no names; creator `self:?:ServerUser`).
+pub fn server_caller() -> Caller {
+    Caller {
+        blessing_names: Vec::new(),
+        is_server: true,
+    }
+}

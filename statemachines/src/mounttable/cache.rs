@@ -1,0 +1,222 @@
+//! The hot-row cache of §15: a pure LRU of node rows with a TTL that coalesces concurrent reads
+//! of one row into a single fetch. No locks, no clock: the owner passes `now` and serialises
+//! calls (the facade keeps it behind a mutex).
+
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::vec::Vec;
+
+use rowkit_codec::model::Row;
+
+use crate::Timestamp;
+
+/// Default capacity (§3).
+pub const ROW_CACHE_CAPACITY: usize = 1000;
+/// Default TTL in µs (§3).
+pub const ROW_CACHE_TTL_US: i64 = 1_000_000;
+
+/// Identifies one caller of [`RowCache::lookup`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct WaiterId(pub u64);
+
+/// What a lookup tells its caller to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Lookup {
+    /// A fresh row: use it.
+    Hit(Row),
+    /// Someone is fetching this row: wait for [`Completion`] to name this id.
+    Wait(WaiterId),
+    /// Send the read, then call [`RowCache::complete`] with this id.
+    Fetch(WaiterId),
+}
+
+/// Who a completed fetch answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// Callers to answer with the fetched result (the fetcher first).
+    pub answered: Vec<WaiterId>,
+    /// After a missing row or a failed read, the waiter that must now send its own read.
+    pub next_fetcher: Option<WaiterId>,
+}
+
+#[derive(Debug, Default)]
+struct Fetch {
+    fetcher: Option<WaiterId>,
+    waiters: VecDeque<WaiterId>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    row: Option<Row>,
+    updated: Option<Timestamp>,
+    fetch: Option<Fetch>,
+    used: u64,
+}
+
+/// The cache (see the module doc).
+#[derive(Debug)]
+pub struct RowCache {
+    capacity: usize,
+    ttl_us: i64,
+    entries: BTreeMap<Vec<u8>, Entry>,
+    lru: BTreeMap<u64, Vec<u8>>,
+    /// Fetches whose entry was invalidated or evicted: answered, never stored.
+    orphans: BTreeMap<WaiterId, Fetch>,
+    clock: u64,
+    next_id: u64,
+}
+
+impl Default for RowCache {
+    fn default() -> Self {
+        RowCache::new(ROW_CACHE_CAPACITY, ROW_CACHE_TTL_US)
+    }
+}
+
+impl RowCache {
+    /// A cache of `capacity` rows, each fresh for `ttl_us`.
+    pub fn new(capacity: usize, ttl_us: i64) -> RowCache {
+        RowCache {
+            capacity: capacity.max(1),
+            ttl_us,
+            entries: BTreeMap::new(),
+            lru: BTreeMap::new(),
+            orphans: BTreeMap::new(),
+            clock: 0,
+            next_id: 0,
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the cache holds no entry.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    fn fresh_id(&mut self) -> WaiterId {
+        self.next_id += 1;
+        WaiterId(self.next_id)
+    }
+
+    /// Looks `key` up at `now` (marks it most recently used).
+    pub fn lookup(&mut self, key: &[u8], now: Timestamp) -> Lookup {
+        self.clock += 1;
+        let used = self.clock;
+        let id = self.fresh_id();
+        if let Some(entry) = self.entries.get_mut(key) {
+            self.lru.remove(&entry.used);
+            entry.used = used;
+            self.lru.insert(used, key.to_vec());
+            if let (Some(row), Some(updated)) = (&entry.row, entry.updated)
+                && now.0.saturating_sub(updated.0) < self.ttl_us
+            {
+                return Lookup::Hit(row.clone());
+            }
+            return match entry.fetch.as_mut() {
+                Some(f) => {
+                    f.waiters.push_back(id);
+                    Lookup::Wait(id)
+                }
+                None => {
+                    entry.fetch = Some(Fetch {
+                        fetcher: Some(id),
+                        waiters: VecDeque::new(),
+                    });
+                    Lookup::Fetch(id)
+                }
+            };
+        }
+        self.entries.insert(
+            key.to_vec(),
+            Entry {
+                row: None,
+                updated: None,
+                fetch: Some(Fetch {
+                    fetcher: Some(id),
+                    waiters: VecDeque::new(),
+                }),
+                used,
+            },
+        );
+        self.lru.insert(used, key.to_vec());
+        while self.entries.len() > self.capacity {
+            let Some((_, victim)) = self.lru.pop_first() else {
+                break;
+            };
+            if let Some(e) = self.entries.remove(&victim) {
+                self.orphan(e.fetch);
+            }
+        }
+        Lookup::Fetch(id)
+    }
+
+    fn orphan(&mut self, fetch: Option<Fetch>) {
+        if let Some(f) = fetch
+            && let Some(fetcher) = f.fetcher
+        {
+            self.orphans.insert(fetcher, f);
+        }
+    }
+
+    /// Drops `key` (after any write to it). A fetch in flight still answers its callers.
+    pub fn invalidate(&mut self, key: &[u8]) {
+        if let Some(e) = self.entries.remove(key) {
+            self.lru.remove(&e.used);
+            self.orphan(e.fetch);
+        }
+    }
+
+    /// The fetch started by `fetcher` for `key` ended at `now` with `row` (`None`: missing or
+    /// failed).
+    pub fn complete(
+        &mut self,
+        key: &[u8],
+        fetcher: WaiterId,
+        row: Option<Row>,
+        now: Timestamp,
+    ) -> Completion {
+        let (fetch, store) = match self.entries.get_mut(key) {
+            Some(e) if e.fetch.as_ref().is_some_and(|f| f.fetcher == Some(fetcher)) => {
+                (e.fetch.take(), true)
+            }
+            _ => (self.orphans.remove(&fetcher), false),
+        };
+        let Some(mut fetch) = fetch else {
+            return Completion {
+                answered: alloc::vec![fetcher],
+                next_fetcher: None,
+            };
+        };
+        match row {
+            Some(row) => {
+                if store && let Some(e) = self.entries.get_mut(key) {
+                    e.row = Some(row);
+                    e.updated = Some(now);
+                }
+                let mut answered = alloc::vec![fetcher];
+                answered.extend(fetch.waiters);
+                Completion {
+                    answered,
+                    next_fetcher: None,
+                }
+            }
+            None => {
+                let next = fetch.waiters.pop_front();
+                if let Some(n) = next {
+                    fetch.fetcher = Some(n);
+                    if store && let Some(e) = self.entries.get_mut(key) {
+                        e.fetch = Some(fetch);
+                    } else {
+                        self.orphans.insert(n, fetch);
+                    }
+                }
+                Completion {
+                    answered: alloc::vec![fetcher],
+                    next_fetcher: next,
+                }
+            }
+        }
+    }
+}
