@@ -170,7 +170,11 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
     match &args.command {
         GoldCommand::Setup => {
             let layout = layout_arg(args)?.unwrap_or(Layout::Md5);
-            TraceStore::<dyn Store, dyn Clock + Send + Sync>::setup(&*ctx.store, &args.table, layout)?;
+            TraceStore::<dyn Store, dyn Clock + Send + Sync>::setup(
+                &*ctx.store,
+                &args.table,
+                layout,
+            )?;
             let families: Vec<String> = layout.families().into_iter().map(|f| f.name).collect();
             if out.is_json() {
                 println!(
