@@ -1,0 +1,336 @@
+#![allow(clippy::unwrap_used)]
+//! The four schema modules' acceptance scenarios (triples, objmeta, tracestore, mounttable) on
+//! the Bigtable emulator: the same scenario functions `rowkit-embedded`'s tests run on
+//! MemoryStore and RedbStore, with the same arguments, each on a fresh emulator instance.
+//!
+//! A scenario the emulator cannot pass because of a documented deviation (`bigtable.md` 14) is
+//! listed in a `DEVIATIONS` table with the reason: it is still run, and its outcome is printed
+//! (never silently skipped); only an unlisted failure fails the test.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use rowkit_bigtable::emulator::Emulator;
+use rowkit_embedded::Store;
+
+fn shared_dir() -> String {
+    std::env::var("ROWKIT_SHARED")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared").to_string())
+}
+
+fn vector_text(name: &str) -> String {
+    let path = format!("{}/vectors/{name}", shared_dir());
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("vector file {path} is required: {e}"))
+}
+
+fn fresh(emu: &'static Emulator) -> Box<dyn Store> {
+    Box::new(emu.fresh_store())
+}
+
+/// The text of a panic payload.
+fn panic_text(p: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else {
+        "non-text panic".to_string()
+    }
+}
+
+/// Runs `f`, turning a panic into its message.
+fn attempt(f: impl FnOnce()) -> Result<(), String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(panic_text)
+}
+
+/// Sorts the results of named scenario runs: failures of listed deviations are printed with
+/// their reason, any other failure fails the test.
+fn judge(schema: &str, results: Vec<(String, Result<(), String>)>, deviations: &[(&str, &str)]) {
+    let mut failures = Vec::new();
+    for (name, result) in results {
+        let listed = deviations.iter().find(|(n, _)| *n == name);
+        match (result, listed) {
+            (Ok(()), None) => eprintln!("{schema}: {name}: ok"),
+            (Ok(()), Some((_, reason))) => {
+                eprintln!("{schema}: {name}: ok on the emulator although listed ({reason})")
+            }
+            (Err(e), Some((_, reason))) => eprintln!(
+                "!!!!! {schema}: {name}: emulator deviation, not counted: {reason}\n      failure: {e}"
+            ),
+            (Err(e), None) => failures.push(format!("{schema}: {name}: {e}")),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// triples (`spec/triples.md` 12)
+
+mod triples {
+    use super::*;
+    use rowkit_embedded::triples_scenarios;
+
+    const DEVIATIONS: &[(&str, &str)] = &[];
+
+    fn bt18() -> Vec<String> {
+        let v: serde_json::Value = serde_json::from_str(&vector_text("triples.json")).unwrap();
+        let fixture: Vec<String> = v["bt_fixture"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["input"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(fixture.len(), 18);
+        fixture
+    }
+
+    #[test]
+    fn triples_scenarios_on_the_emulator() {
+        let Some(emu) = Emulator::shared_or_skip("triples_scenarios_on_the_emulator") else {
+            return;
+        };
+        let fixture = bt18();
+        let mut results = Vec::new();
+        for (name, scenario) in triples_scenarios::all() {
+            let store = fresh(emu);
+            let r = match catch_unwind(AssertUnwindSafe(|| scenario(store.as_ref(), &fixture))) {
+                Ok(r) => r,
+                Err(p) => Err(panic_text(p)),
+            };
+            results.push((name.to_string(), r));
+        }
+        judge("triples", results, DEVIATIONS);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// objmeta (`spec/objmeta.md` 18: every scenario trace of `vectors/objmeta.json`)
+
+mod objmeta {
+    use super::*;
+    use rowkit_codec::objmeta::json::Json;
+    use rowkit_embedded::objmeta_scenarios::replay_all;
+
+    #[test]
+    fn objmeta_scenario_traces_on_the_emulator() {
+        let Some(emu) = Emulator::shared_or_skip("objmeta_scenario_traces_on_the_emulator") else {
+            return;
+        };
+        let vectors = Json::parse(&vector_text("objmeta.json")).unwrap();
+        let store = emu.fresh_store();
+        match replay_all(&store, &vectors) {
+            Ok(n) => {
+                eprintln!("objmeta: {n} scenario traces ok");
+                assert!(n >= 37, "only {n} scenarios");
+            }
+            Err(failures) => panic!(
+                "{} scenario(s) failed:\n{}",
+                failures.len(),
+                failures.join("\n\n")
+            ),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// tracestore (`spec/tracestore.md` 20), both layouts where they apply
+
+mod tracestore {
+    use super::*;
+    use rowkit_codec::tracestore::Layout;
+    use rowkit_embedded::tracestore_scenarios as sc;
+
+    const LAYOUTS: [Layout; 2] = [Layout::Md5, Layout::DigestId];
+
+    fn emu(test: &str) -> Option<&'static Emulator> {
+        Emulator::shared_or_skip(test)
+    }
+
+    fn each(test: &str, f: impl Fn(&dyn Store, Layout)) {
+        let Some(emu) = emu(test) else { return };
+        for layout in LAYOUTS {
+            f(&*fresh(emu), layout);
+        }
+    }
+
+    fn each_store(test: &str, f: impl Fn(&dyn Store)) {
+        let Some(emu) = emu(test) else { return };
+        f(&*fresh(emu));
+    }
+
+    #[test]
+    fn ts_s08_put_get() {
+        each("ts_s08_put_get", |s, l| sc::put_get(s, l, [0, 1, 2]));
+    }
+
+    #[test]
+    fn ts_s09_override_by_timestamp() {
+        each("ts_s09_override_by_timestamp", sc::override_by_timestamp);
+    }
+
+    #[test]
+    fn ts_s10_span_tiles() {
+        each("ts_s10_span_tiles", |s, l| sc::put_get(s, l, [254, 255, 256]));
+    }
+
+    #[test]
+    fn ts_s11_grouped_put() {
+        each("ts_s11_grouped_put", sc::grouped_put);
+    }
+
+    #[test]
+    fn ts_s12_concurrent_writers_converge() {
+        let Some(emu) = emu("ts_s12_concurrent_writers_converge") else {
+            return;
+        };
+        for layout in LAYOUTS {
+            let lost = sc::concurrent_writers(&|| fresh(emu), layout, 1..=100);
+            assert!(lost > 0, "no seed produced a lost OPS compare-and-swap");
+        }
+    }
+
+    #[test]
+    fn ts_s13_overwrite() {
+        each("ts_s13_overwrite", sc::overwrite);
+    }
+
+    #[test]
+    fn ts_s14_dense() {
+        let Some(emu) = emu("ts_s14_dense") else {
+            return;
+        };
+        for layout in LAYOUTS {
+            sc::dense(&|| fresh(emu), layout);
+        }
+    }
+
+    #[test]
+    fn ts_s16_s28_setup_and_detection() {
+        each_store("ts_s16_s28_setup_and_detection", sc::setup_and_detection);
+    }
+
+    #[test]
+    fn ts_s17_first_ids() {
+        each_store("ts_s17_first_ids", sc::first_ids);
+    }
+
+    #[test]
+    fn ts_s18_concurrent_allocators() {
+        each_store("ts_s18_concurrent_allocators", |s| {
+            sc::concurrent_allocators(s, false)
+        });
+        each_store("ts_s18_concurrent_allocators", |s| {
+            sc::concurrent_allocators(s, true)
+        });
+    }
+
+    #[test]
+    fn ts_s19_concurrent_inserts() {
+        each_store("ts_s19_concurrent_inserts", sc::one_digest_two_writers);
+        each_store("ts_s19_concurrent_inserts", sc::concurrent_inserts);
+    }
+
+    #[test]
+    fn ts_s20_missing_digest() {
+        each_store("ts_s20_missing_digest", sc::missing_digest);
+    }
+
+    #[test]
+    fn ts_s21_fresh_reader() {
+        each_store("ts_s21_fresh_reader", sc::fresh_reader);
+    }
+
+    #[test]
+    fn ts_s22_unknown_and_corrupt_ids() {
+        let Some(emu) = emu("ts_s22_unknown_and_corrupt_ids") else {
+            return;
+        };
+        sc::unknown_and_corrupt_ids(&|| fresh(emu));
+    }
+
+    #[test]
+    fn ts_s23_rows_per_lookup() {
+        // The redb sizes (a tenth of the spec's), which give the same protocol.
+        let Some(emu) = emu("ts_s23_rows_per_lookup") else {
+            return;
+        };
+        let (lookup, full) = sc::rows_per_lookup(&*fresh(emu), 10_000, 4096);
+        assert_eq!((lookup, full), (2617, 3756));
+    }
+
+    #[test]
+    fn ts_s24_put_request_sequence() {
+        each_store("ts_s24_put_request_sequence", sc::put_request_sequence);
+    }
+
+    #[test]
+    fn ts_s25_s29_validation() {
+        each("ts_s25_s29_validation", sc::validation);
+    }
+
+    #[test]
+    fn ts_s26_versions_without_gc() {
+        each_store("ts_s26_versions_without_gc", sc::versions_without_gc);
+    }
+
+    #[test]
+    fn ts_s27_insert_with_unknown_outcome() {
+        each_store(
+            "ts_s27_insert_with_unknown_outcome",
+            sc::insert_with_unknown_outcome,
+        );
+    }
+
+    #[test]
+    fn ts_s30_ops_timestamps_never_go_back() {
+        each(
+            "ts_s30_ops_timestamps_never_go_back",
+            sc::ops_timestamps_never_go_back,
+        );
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// mounttable (`spec/mounttable.md` 22)
+
+mod mounttable {
+    use super::*;
+    use rowkit_embedded::mounttable_scenarios::{CONCURRENCY, SCENARIOS};
+
+    const DEVIATIONS: &[(&str, &str)] = &[];
+
+    /// As on the local stores.
+    const THREADS: usize = 15;
+    const CYCLES: usize = 250;
+
+    #[test]
+    fn mounttable_scenarios_on_the_emulator() {
+        let Some(emu) = Emulator::shared_or_skip("mounttable_scenarios_on_the_emulator") else {
+            return;
+        };
+        let mut results = Vec::new();
+        for (name, f) in SCENARIOS {
+            let store = fresh(emu);
+            results.push((
+                name.to_string(),
+                attempt(|| f(store.as_ref(), &format!("mt-{name}"))),
+            ));
+        }
+        judge("mounttable", results, DEVIATIONS);
+    }
+
+    #[test]
+    fn mounttable_concurrency_on_the_emulator() {
+        let Some(emu) = Emulator::shared_or_skip("mounttable_concurrency_on_the_emulator") else {
+            return;
+        };
+        let mut results = Vec::new();
+        for (name, f) in CONCURRENCY {
+            let store = fresh(emu);
+            results.push((
+                name.to_string(),
+                attempt(|| f(store.as_ref(), &format!("mt-{name}"), THREADS, CYCLES)),
+            ));
+        }
+        judge("mounttable", results, DEVIATIONS);
+    }
+}
