@@ -10,7 +10,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use rowkit_bigtable::emulator::Emulator;
-use rowkit_embedded::Store;
+use rowkit_codec::model::{ColumnFamily, Mutation, Timestamp};
+use rowkit_embedded::{Reply, Store};
+use rowkit_statemachines::{Request, StoreError};
 
 fn shared_dir() -> String {
     std::env::var("ROWKIT_SHARED")
@@ -24,6 +26,59 @@ fn vector_text(name: &str) -> String {
 
 fn fresh(emu: &'static Emulator) -> Box<dyn Store> {
     Box::new(emu.fresh_store())
+}
+
+/// Normalises the documented deviation "server time comes from the emulator's own clock"
+/// (`bigtable.md` 3 and 14): rowkit stores stamp a `-1` (server time) cell with the injected
+/// `now` truncated to milliseconds, the emulator with its wall clock. Scenarios that run a
+/// manual clock years away from the wall clock (and compare creation times, grace periods or
+/// cell timestamps with it) would then see cells from the "future". This wrapper stamps such
+/// cells with `floor_ms(now)` before sending them, which is what the store would do if its
+/// clock were the injected one; everything else goes to the emulator unchanged.
+struct InjectedServerTime(Box<dyn Store>);
+
+fn stamp(mutations: &mut [Mutation], now: Timestamp) {
+    for m in mutations {
+        if let Mutation::SetCell { timestamp, .. } = m
+            && *timestamp == Timestamp::SERVER_TIME
+        {
+            *timestamp = now.truncate_to_millis();
+        }
+    }
+}
+
+impl Store for InjectedServerTime {
+    fn execute(&self, mut request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        match &mut request {
+            Request::MutateRow(r) => stamp(&mut r.mutations, now),
+            Request::MutateRows(r) => {
+                for e in &mut r.entries {
+                    stamp(&mut e.mutations, now);
+                }
+            }
+            Request::CheckAndMutateRow(r) => {
+                stamp(&mut r.true_mutations, now);
+                stamp(&mut r.false_mutations, now);
+            }
+            _ => {}
+        }
+        self.0.execute(request, now)
+    }
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.0.create_table(table, families)
+    }
+    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
+        self.0.delete_table(table)
+    }
+    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
+        self.0.list_tables()
+    }
+    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        self.0.families(table)
+    }
+    fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+        self.0.gc(table, now)
+    }
 }
 
 /// The text of a panic payload.
@@ -296,15 +351,55 @@ mod mounttable {
     use super::*;
     use rowkit_embedded::mounttable_scenarios::{CONCURRENCY, SCENARIOS};
 
-    const DEVIATIONS: &[(&str, &str)] = &[];
+    /// Scenarios that fail on the bare emulator (without [`InjectedServerTime`]): every cell
+    /// but a mount's is written with server time (`mounttable.md` 8), and the emulator stamps
+    /// it with its wall clock instead of the scenarios' manual clock (2023-11-14).
+    const SERVER_TIME_DEVIATIONS: &[(&str, &str)] = &[
+        (
+            "cleanup",
+            "node creation time (m:c) from the emulator's clock is after the injected now, so the gc grace period never ends and empty nodes are not collected",
+        ),
+        ("delete", "as cleanup: the emptied parents are not collected"),
+        ("expiry", "as cleanup: nodes left empty by expired mounts are not collected"),
+        ("counters", "as cleanup: the node count keeps the uncollected nodes"),
+        ("limits", "as cleanup: the node count keeps the uncollected nodes"),
+        (
+            "layout",
+            "the m:c cell timestamp is the emulator's wall clock, not floor_ms(injected now)",
+        ),
+        (
+            "crash_child_add",
+            "the crashed child is younger than the grace period by the injected clock, so it is not repaired",
+        ),
+    ];
 
     /// As on the local stores.
     const THREADS: usize = 15;
     const CYCLES: usize = 250;
 
+    /// Every scenario, with server time stamped from the injected clock: all must pass.
     #[test]
     fn mounttable_scenarios_on_the_emulator() {
         let Some(emu) = Emulator::shared_or_skip("mounttable_scenarios_on_the_emulator") else {
+            return;
+        };
+        let mut results = Vec::new();
+        for (name, f) in SCENARIOS {
+            let store = InjectedServerTime(fresh(emu));
+            results.push((
+                name.to_string(),
+                attempt(|| f(&store, &format!("mt-{name}"))),
+            ));
+        }
+        judge("mounttable", results, &[]);
+    }
+
+    /// The same scenarios on the bare emulator: the ones listed in [`SERVER_TIME_DEVIATIONS`]
+    /// are printed with their reason, the rest must pass.
+    #[test]
+    fn mounttable_scenarios_on_the_bare_emulator() {
+        let Some(emu) = Emulator::shared_or_skip("mounttable_scenarios_on_the_bare_emulator")
+        else {
             return;
         };
         let mut results = Vec::new();
@@ -315,7 +410,7 @@ mod mounttable {
                 attempt(|| f(store.as_ref(), &format!("mt-{name}"))),
             ));
         }
-        judge("mounttable", results, DEVIATIONS);
+        judge("mounttable (bare)", results, SERVER_TIME_DEVIATIONS);
     }
 
     #[test]
@@ -325,12 +420,12 @@ mod mounttable {
         };
         let mut results = Vec::new();
         for (name, f) in CONCURRENCY {
-            let store = fresh(emu);
+            let store = InjectedServerTime(fresh(emu));
             results.push((
                 name.to_string(),
-                attempt(|| f(store.as_ref(), &format!("mt-{name}"), THREADS, CYCLES)),
+                attempt(|| f(&store, &format!("mt-{name}"), THREADS, CYCLES)),
             ));
         }
-        judge("mounttable", results, DEVIATIONS);
+        judge("mounttable", results, &[]);
     }
 }
