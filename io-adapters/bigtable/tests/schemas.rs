@@ -533,3 +533,56 @@ mod mounttable {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// `cbt read` of what rowkit wrote (mounttable issue: btmtd's exact layout)
+
+/// The mounttable `layout` scenario on a named instance, then Google's `cbt read` of the node
+/// table: the original's row keys, families and value bytes, and the injected creation time.
+#[test]
+fn cbt_reads_the_mounttable_layout() {
+    let Some(emu) = Emulator::shared_or_skip("cbt_reads_the_mounttable_layout") else {
+        return;
+    };
+    if !std::path::Path::new(rowkit_bigtable::emulator::CBT_BIN).is_file() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "cbt is not installed"
+        );
+        eprintln!("\n!!!!! SKIPPED cbt_reads_the_mounttable_layout: cbt is not installed\n");
+        return;
+    }
+    let target = emu.fresh_target();
+    let instance = target.instance.clone();
+    let store = rowkit_bigtable::BigtableStore::connect(target, None).unwrap();
+    let store = InjectedServerTime::new(Box::new(store));
+    rowkit_embedded::mounttable_scenarios::layout(&store, "mtcbt");
+    let out = emu.cbt(&instance, &["read", "mtcbt"]).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = String::from_utf8_lossy(&out.stdout).to_string();
+    eprintln!("cbt read mtcbt:\n{shown}");
+    let rows: Vec<&str> = shown
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.starts_with('-') && !l.is_empty())
+        .collect();
+    assert_eq!(rows, ["050c5d30/", "88e481b8/foo"], "{shown}");
+    for expected in [
+        "m:i",
+        "\"ROOTNODE\"",
+        "m:c",
+        "\"self:?:ServerUser\"",
+        // floor_ms of the layout scenario's clock (T0 + 123456 µs).
+        "2023/11/14-22:13:20.123000",
+        "m:p",
+        r#""{\"Admin\":{\"In\":[\"...\"],\"NotIn\":null}}""#,
+        "m:v",
+        "s:/127.0.0.1:8000/quux",
+    ] {
+        assert!(shown.contains(expected), "missing {expected:?} in\n{shown}");
+    }
+    assert!(
+        shown.lines().any(|l| l.trim_start().starts_with("c:")),
+        "no child cell in\n{shown}"
+    );
+}
