@@ -54,3 +54,68 @@ fn concurrency_redb() {
         f(&store, &format!("mt-{name}"), THREADS, CYCLES);
     }
 }
+
+/// The memory store with 300 µs of latency before and after every request, so that
+/// concurrent operations interleave the way they do on the Bigtable emulator.
+struct Slow(MemoryStore);
+
+impl Store for Slow {
+    fn execute(
+        &self,
+        request: rowkit_statemachines::Request,
+        now: rowkit_codec::model::Timestamp,
+    ) -> Result<rowkit_embedded::Reply<'_>, rowkit_statemachines::StoreError> {
+        std::thread::sleep(std::time::Duration::from_micros(300));
+        let reply = match self.0.execute(request, now)? {
+            rowkit_embedded::Reply::Stream(parts) => {
+                let parts: Vec<_> = parts.collect();
+                rowkit_embedded::Reply::Stream(Box::new(parts.into_iter()))
+            }
+            unary => unary,
+        };
+        std::thread::sleep(std::time::Duration::from_micros(300));
+        Ok(reply)
+    }
+    fn create_table(
+        &self,
+        table: &str,
+        families: &[rowkit_codec::model::ColumnFamily],
+    ) -> Result<(), rowkit_statemachines::StoreError> {
+        self.0.create_table(table, families)
+    }
+    fn delete_table(&self, table: &str) -> Result<(), rowkit_statemachines::StoreError> {
+        self.0.delete_table(table)
+    }
+    fn list_tables(&self) -> Result<Vec<String>, rowkit_statemachines::StoreError> {
+        self.0.list_tables()
+    }
+    fn families(
+        &self,
+        table: &str,
+    ) -> Result<Vec<rowkit_codec::model::ColumnFamily>, rowkit_statemachines::StoreError> {
+        self.0.families(table)
+    }
+    fn gc(
+        &self,
+        table: &str,
+        now: rowkit_codec::model::Timestamp,
+    ) -> Result<u64, rowkit_statemachines::StoreError> {
+        self.0.gc(table, now)
+    }
+}
+
+/// Reproduces, without the emulator, the failure the emulator shows at 15 threads x 250
+/// cycles (rowkit-bigtable `tests/schemas.rs`): with request latency, scenario 21 failed within
+/// 4 s in two runs: `resolve e/f` right after a successful `mount e/f` answers
+/// `NoSuchName { name: "e" }` (also with `ROWKIT_MT_NO_CACHE=1`). A third run, under heavy
+/// machine load, was still going after 2 minutes. A race in the mounttable operations, hidden
+/// on the fast local stores; not fixed yet.
+#[test]
+#[ignore = "known race in the mounttable operations under request latency (see doc comment)"]
+fn concurrency_with_latency_memory() {
+    let store = Slow(MemoryStore::new());
+    for (name, f) in CONCURRENCY {
+        eprintln!("slow memory: {name}");
+        f(&store, &format!("mt-{name}"), THREADS, CYCLES);
+    }
+}
