@@ -12,12 +12,9 @@
 use rowkit_bigtable::BigtableStore;
 use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{Row, Timestamp};
-use rowkit_embedded::driver::{self, Clock, ManualClock};
-use rowkit_embedded::suite::{self, Outcome, SemanticsCase, TABLE, compare_rows};
-use rowkit_embedded::{MemoryStore, Store};
-use rowkit_statemachines::raw::{Collect, Unary};
-use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{Code, ReadRowsRequest, Request, RetryPolicy, StoreError};
+use rowkit_embedded::MemoryStore;
+use rowkit_embedded::driver::{self, Clock};
+use rowkit_embedded::suite::{self, CaseRun, Outcome, compare_rows, play};
 
 const SEED: u64 = 0x5eed;
 
@@ -27,72 +24,6 @@ const CRASHES_THE_EMULATOR: &[(&str, &str)] = &[(
     "filter-invalid/cells_per_row_offset -1",
     "a negative cells_per_row_offset_filter panics the emulator (inmem.go filterRow: slice bounds out of range [-1:])",
 )];
-
-#[derive(Debug)]
-struct Run {
-    outcome: Outcome,
-    check: Option<Result<Vec<Row>, StoreError>>,
-}
-
-fn read<S: Store + ?Sized>(
-    store: &S,
-    clock: &ManualClock,
-    req: ReadRowsRequest,
-) -> Result<Vec<Row>, StoreError> {
-    let mut rows = Vec::new();
-    let machine = ReadRows::new(req, clock.now(), 7, RetryPolicy::default());
-    driver::run(store, clock, machine, |row| rows.push(row)).map_err(|e| e.into_store_error())?;
-    Ok(rows)
-}
-
-fn execute<S: Store + ?Sized>(store: &S, clock: &ManualClock, request: Request) -> Outcome {
-    match request {
-        Request::ReadRows(r) => match read(store, clock, r) {
-            Ok(rows) => Outcome::Rows(rows),
-            Err(e) => Outcome::Error(e),
-        },
-        Request::MutateRows(_) | Request::SampleRowKeys(_) => Outcome::from_parts(
-            driver::run(store, clock, Collect::new(request), |_| {})
-                .map_err(|e| e.into_store_error()),
-        ),
-        _ => Outcome::from_unary(
-            driver::run(store, clock, Unary::new(request), |_| {})
-                .map_err(|e| e.into_store_error()),
-        ),
-    }
-}
-
-fn play<S: Store + ?Sized>(store: &S, case: &mut SemanticsCase) -> Result<Run, String> {
-    let clock = ManualClock::new(case.now);
-    if let Err(e) = store.create_table(TABLE, &case.families) {
-        return Ok(Run {
-            outcome: Outcome::CreateTableError(e),
-            check: None,
-        });
-    }
-    for (i, request) in std::mem::take(&mut case.setup).into_iter().enumerate() {
-        match execute(store, &clock, request) {
-            Outcome::Error(e) => return Err(format!("setup request {i} failed: {e}")),
-            Outcome::EntryCodes(codes) if codes.iter().any(|c| *c != Code::Ok) => {
-                return Err(format!("setup request {i}: entry codes {codes:?}"));
-            }
-            _ => {}
-        }
-    }
-    if let Some(at) = case.gc_at {
-        store.gc(TABLE, at).map_err(|e| format!("gc failed: {e}"))?;
-    }
-    let request = std::mem::replace(
-        &mut case.request,
-        Request::ReadRows(ReadRowsRequest::default()),
-    );
-    let outcome = execute(store, &clock, request);
-    let check = case
-        .check
-        .as_ref()
-        .map(|c| read(store, &clock, c.read.clone()));
-    Ok(Run { outcome, check })
-}
 
 /// Cases where the emulator skips a check production makes, and the suite does not (yet) mark
 /// the deviation: printed with the reason, compared nowhere.
@@ -138,7 +69,7 @@ fn normalize_server_time(rows: &mut [Row], wall: (i64, i64), now: Timestamp) {
     }
 }
 
-fn normalize_run(run: &mut Run, wall: (i64, i64), now: Timestamp) {
+fn normalize_run(run: &mut CaseRun, wall: (i64, i64), now: Timestamp) {
     match &mut run.outcome {
         Outcome::Rows(rows) => normalize_server_time(rows, wall, now),
         Outcome::ModifiedRow(row) => normalize_server_time(std::slice::from_mut(row), wall, now),
@@ -154,7 +85,7 @@ fn wall_ms() -> i64 {
 }
 
 /// Same rows (after normalising family order), same answers, same error codes.
-fn same(a: &Run, b: &Run) -> Result<(), String> {
+fn same(a: &CaseRun, b: &CaseRun) -> Result<(), String> {
     let rows_eq = |x: &[Row], y: &[Row]| compare_rows(x, y).is_ok();
     let outcome_eq = match (&a.outcome, &b.outcome) {
         (Outcome::Error(x), Outcome::Error(y))

@@ -22,11 +22,16 @@ use rowkit_codec::model::{
     Cell, ColumnFamily, GcRule, KeyBound, Mutation, ReadModifyWriteRule, Row, RowFilter, RowRange,
     RowSet, RuleOp, Timestamp, TimestampRange, filter_encoded_len, limits,
 };
+use rowkit_statemachines::raw::{Collect, Unary};
+use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     CheckAndMutateRowRequest, Code, MutateRowRequest, MutateRowsEntry, MutateRowsRequest,
-    ReadModifyWriteRowRequest, ReadRowsRequest, Request, Response, SampleRowKeysRequest,
-    StoreError,
+    ReadModifyWriteRowRequest, ReadRowsRequest, Request, Response, RetryPolicy,
+    SampleRowKeysRequest, StoreError,
 };
+
+use crate::Store;
+use crate::driver::{self, Clock, ManualClock};
 
 /// The table every case creates and addresses.
 pub const TABLE: &str = "semantics";
@@ -2475,4 +2480,77 @@ fn admin_cases() -> Vec<SemanticsCase> {
         .with_families(vec![ColumnFamily::max_versions("cf", 0)])
         .deviation(DEV_UNVERIFIED_ADMIN),
     ]
+}
+
+/// What one store gave for one case: the outcome of its request and of its post-check read.
+#[derive(Debug)]
+pub struct CaseRun {
+    /// The outcome of the case's request.
+    pub outcome: Outcome,
+    /// The rows of the post-check read, when the case has one.
+    pub check: Option<Result<Vec<Row>, StoreError>>,
+}
+
+fn read_through<S: Store + ?Sized>(
+    store: &S,
+    clock: &ManualClock,
+    req: ReadRowsRequest,
+) -> Result<Vec<Row>, StoreError> {
+    let mut rows = Vec::new();
+    let machine = ReadRows::new(req, clock.now(), 7, RetryPolicy::default());
+    driver::run(store, clock, machine, |row| rows.push(row)).map_err(|e| e.into_store_error())?;
+    Ok(rows)
+}
+
+fn execute<S: Store + ?Sized>(store: &S, clock: &ManualClock, request: Request) -> Outcome {
+    match request {
+        Request::ReadRows(r) => match read_through(store, clock, r) {
+            Ok(rows) => Outcome::Rows(rows),
+            Err(e) => Outcome::Error(e),
+        },
+        Request::MutateRows(_) | Request::SampleRowKeys(_) => Outcome::from_parts(
+            driver::run(store, clock, Collect::new(request), |_| {})
+                .map_err(|e| e.into_store_error()),
+        ),
+        _ => Outcome::from_unary(
+            driver::run(store, clock, Unary::new(request), |_| {})
+                .map_err(|e| e.into_store_error()),
+        ),
+    }
+}
+
+/// Plays one case on a fresh store (see the module docs): creates the table, runs the setup,
+/// the optional `gc`, the request and the post-check read through the sync driver and the
+/// ReadRows machine — the one runner every backend's replay uses. The case's requests are
+/// moved, not cloned: some carry hundreds of MiB.
+pub fn play<S: Store + ?Sized>(store: &S, case: &mut SemanticsCase) -> Result<CaseRun, String> {
+    let clock = ManualClock::new(case.now);
+    if let Err(e) = store.create_table(TABLE, &case.families) {
+        return Ok(CaseRun {
+            outcome: Outcome::CreateTableError(e),
+            check: None,
+        });
+    }
+    for (i, request) in std::mem::take(&mut case.setup).into_iter().enumerate() {
+        match execute(store, &clock, request) {
+            Outcome::Error(e) => return Err(format!("setup request {i} failed: {e}")),
+            Outcome::EntryCodes(codes) if codes.iter().any(|c| *c != Code::Ok) => {
+                return Err(format!("setup request {i}: entry codes {codes:?}"));
+            }
+            _ => {}
+        }
+    }
+    if let Some(at) = case.gc_at {
+        store.gc(TABLE, at).map_err(|e| format!("gc failed: {e}"))?;
+    }
+    let request = std::mem::replace(
+        &mut case.request,
+        Request::ReadRows(ReadRowsRequest::default()),
+    );
+    let outcome = execute(store, &clock, request);
+    let check = case
+        .check
+        .as_ref()
+        .map(|c| read_through(store, &clock, c.read.clone()));
+    Ok(CaseRun { outcome, check })
 }

@@ -6,88 +6,15 @@
 
 use std::collections::BTreeMap;
 
-use rowkit_codec::model::Row;
-use rowkit_embedded::driver::{self, Clock, ManualClock};
-use rowkit_embedded::suite::{self, Category, Outcome, SemanticsCase, TABLE, compare_rows};
+use rowkit_embedded::suite::{self, CaseRun, Category, Outcome, SemanticsCase, compare_rows, play};
 use rowkit_embedded::{ChunkingOptions, MemoryStore, Store};
-use rowkit_statemachines::raw::{Collect, Unary};
-use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{Code, ReadRowsRequest, Request, RetryPolicy, StoreError};
+use rowkit_statemachines::Request;
 
 /// Seed of every store, so `row_sample_filter` draws agree across stores.
 const SEED: u64 = 0x5eed;
 
-/// What one store gave for one case.
-#[derive(Debug)]
-struct Run {
-    outcome: Outcome,
-    check: Option<Result<Vec<Row>, StoreError>>,
-}
-
-fn read<S: Store>(
-    store: &S,
-    clock: &ManualClock,
-    req: ReadRowsRequest,
-) -> Result<Vec<Row>, StoreError> {
-    let mut rows = Vec::new();
-    let machine = ReadRows::new(req, clock.now(), 7, RetryPolicy::default());
-    driver::run(store, clock, machine, |row| rows.push(row)).map_err(|e| e.into_store_error())?;
-    Ok(rows)
-}
-
-fn execute<S: Store>(store: &S, clock: &ManualClock, request: Request) -> Outcome {
-    match request {
-        Request::ReadRows(r) => match read(store, clock, r) {
-            Ok(rows) => Outcome::Rows(rows),
-            Err(e) => Outcome::Error(e),
-        },
-        Request::MutateRows(_) | Request::SampleRowKeys(_) => Outcome::from_parts(
-            driver::run(store, clock, Collect::new(request), |_| {})
-                .map_err(|e| e.into_store_error()),
-        ),
-        _ => Outcome::from_unary(
-            driver::run(store, clock, Unary::new(request), |_| {})
-                .map_err(|e| e.into_store_error()),
-        ),
-    }
-}
-
-/// Plays one case on a fresh store (see the `suite` module docs). The case's requests are
-/// moved, not cloned: some carry hundreds of MiB.
-fn play<S: Store>(store: &S, case: &mut SemanticsCase) -> Result<Run, String> {
-    let clock = ManualClock::new(case.now);
-    if let Err(e) = store.create_table(TABLE, &case.families) {
-        return Ok(Run {
-            outcome: Outcome::CreateTableError(e),
-            check: None,
-        });
-    }
-    for (i, request) in std::mem::take(&mut case.setup).into_iter().enumerate() {
-        match execute(store, &clock, request) {
-            Outcome::Error(e) => return Err(format!("setup request {i} failed: {e}")),
-            Outcome::EntryCodes(codes) if codes.iter().any(|c| *c != Code::Ok) => {
-                return Err(format!("setup request {i}: entry codes {codes:?}"));
-            }
-            _ => {}
-        }
-    }
-    if let Some(at) = case.gc_at {
-        store.gc(TABLE, at).map_err(|e| format!("gc failed: {e}"))?;
-    }
-    let request = std::mem::replace(
-        &mut case.request,
-        Request::ReadRows(ReadRowsRequest::default()),
-    );
-    let outcome = execute(store, &clock, request);
-    let check = case
-        .check
-        .as_ref()
-        .map(|c| read(store, &clock, c.read.clone()));
-    Ok(Run { outcome, check })
-}
-
 /// Checks a run against the case's expectations.
-fn verify(case: &SemanticsCase, run: &Run) -> Result<(), String> {
+fn verify(case: &SemanticsCase, run: &CaseRun) -> Result<(), String> {
     case.expect.check(&run.outcome)?;
     match (&case.check, &run.check) {
         (Some(expected), Some(Ok(rows))) => {
@@ -100,7 +27,7 @@ fn verify(case: &SemanticsCase, run: &Run) -> Result<(), String> {
 
 /// Whether two stores gave the same result: exactly the same rows (cell order included), the
 /// same answers, the same error codes (messages may differ).
-fn same(a: &Run, b: &Run) -> Result<(), String> {
+fn same(a: &CaseRun, b: &CaseRun) -> Result<(), String> {
     let outcome_eq = match (&a.outcome, &b.outcome) {
         (Outcome::Error(x), Outcome::Error(y))
         | (Outcome::CreateTableError(x), Outcome::CreateTableError(y)) => x.code == y.code,
