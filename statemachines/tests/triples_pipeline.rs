@@ -149,3 +149,97 @@ fn new_graph_is_one_check_and_mutate_and_rejects_long_ids() {
             .is_some()
     );
 }
+
+/// Spec §5.2 taken literally (hold all of `C`, stable sort, skip, take): the reference the
+/// streaming [`filter_candidates`] pipeline must equal.
+fn literal_pipeline(c: &[Triple], op: Option<&Predicate>, lo: &LookupOptions) -> Vec<Triple> {
+    use std::collections::BTreeMap;
+    let bounded = |t: &Triple| {
+        let Some(anchor) = t.predicate.anchor() else {
+            return true;
+        };
+        op.and_then(Predicate::anchor)
+            .is_none_or(|q| anchor.same_instant(q))
+            && lo
+                .lower_anchor
+                .is_none_or(|l| !anchor.cmp_instant(&l).is_lt())
+            && lo
+                .upper_anchor
+                .is_none_or(|u| !anchor.cmp_instant(&u).is_gt())
+    };
+    let mut kept: Vec<Triple> = c.iter().filter(|t| bounded(t)).cloned().collect();
+    if lo.latest_anchor {
+        let op_text = op.map(Predicate::to_text);
+        kept.retain(|t| op_text.as_ref().is_none_or(|q| *q == t.predicate.to_text()));
+        kept.retain(|t| !t.predicate.is_immutable());
+        let mut latest: BTreeMap<_, Anchor> = BTreeMap::new();
+        for t in &kept {
+            let a = *t.predicate.anchor().unwrap();
+            latest
+                .entry(t.predicate.partial_uuid())
+                .and_modify(|cur: &mut Anchor| {
+                    if a.cmp_instant(cur).is_gt() {
+                        *cur = a;
+                    }
+                })
+                .or_insert(a);
+        }
+        kept.retain(|t| {
+            t.predicate
+                .anchor()
+                .unwrap()
+                .same_instant(&latest[&t.predicate.partial_uuid()])
+        });
+    }
+    kept.sort_by_key(|t| t.to_text());
+    let skip = lo.max_elements.wrapping_mul(lo.offset).max(0) as usize;
+    let limit = if lo.max_elements > 0 {
+        lo.max_elements as usize
+    } else {
+        usize::MAX
+    };
+    kept.into_iter().skip(skip).take(limit).collect()
+}
+
+#[test]
+fn streaming_pipeline_equals_the_literal_spec_on_random_candidate_sets() {
+    let anchors = [None, Some(A13), Some(A14), Some(A15)];
+    let mut rng = rowkit_statemachines::SplitMix64::new(2026);
+    for round in 0..2000 {
+        let n = (rng.next_u64() % 12) as usize;
+        let c: Vec<Triple> = (0..n)
+            .map(|_| {
+                let anchor = anchors[(rng.next_u64() % 4) as usize];
+                let p = match anchor {
+                    Some(a) => format!("\"p{}\"@[{a}]", rng.next_u64() % 2),
+                    None => format!("\"p{}\"@[]", rng.next_u64() % 2),
+                };
+                let text = format!(
+                    "/u<s{}>\t{p}\t/u<o{}>",
+                    rng.next_u64() % 3,
+                    rng.next_u64() % 2
+                );
+                Triple::parse(text.as_bytes()).unwrap()
+            })
+            .collect();
+        let pick = |rng: &mut rowkit_statemachines::SplitMix64| {
+            anchors[(rng.next_u64() % 4) as usize].map(a)
+        };
+        let lo = LookupOptions {
+            max_elements: (rng.next_u64() % 4) as i64 - 1,
+            offset: (rng.next_u64() % 3) as i64,
+            lower_anchor: pick(&mut rng),
+            upper_anchor: pick(&mut rng),
+            latest_anchor: rng.next_u64().is_multiple_of(2),
+            ..Default::default()
+        };
+        let op = match rng.next_u64() % 3 {
+            0 => None,
+            1 => Some(Predicate::parse(format!("\"p0\"@[{A14}]").as_bytes()).unwrap()),
+            _ => Some(Predicate::parse(b"\"p1\"@[]").unwrap()),
+        };
+        let want = literal_pipeline(&c, op.as_ref(), &lo);
+        let got = filter_candidates(c.clone(), op.as_ref(), &lo).unwrap();
+        assert_eq!(got, want, "round {round}: {lo:?} op {op:?}");
+    }
+}

@@ -2,7 +2,8 @@
 //! into the candidate set (first occurrence per triple UUID), then the memory driver's
 //! filtering pipeline, sort by triple text and paging.
 
-use alloc::collections::BTreeSet;
+use alloc::collections::btree_map::Entry;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -165,71 +166,163 @@ pub fn filter_candidates(
     op: Option<&Predicate>,
     lo: &LookupOptions,
 ) -> Result<Vec<Triple>, TriplesError> {
-    let filter = lo.effective_filter()?;
-    let mut kept: Vec<Triple> = c.into_iter().filter(|t| within_bounds(t, op, lo)).collect();
-    if let Some(f) = filter {
-        let p_text = op.map(Predicate::to_text);
-        let field = |t: &Triple| -> Option<Predicate> {
-            if f.field == FilterField::PREDICATE {
-                Some(t.predicate.clone())
-            } else {
-                t.object.as_predicate().cloned()
-            }
-        };
-        kept.retain(|t| p_text.as_ref().is_none_or(|q| *q == t.predicate.to_text()));
-        kept.retain(|t| field(t).is_some());
-        match f.operation {
-            FilterOperation::LATEST => {
-                kept.retain(|t| field(t).is_some_and(|p| !p.is_immutable()));
-                // Latest instant per partial UUID of the field predicate.
-                let mut latest: alloc::collections::BTreeMap<Uuid, Anchor> = Default::default();
-                for t in &kept {
-                    if let Some(p) = field(t)
-                        && let Some(a) = p.anchor()
-                    {
-                        latest
-                            .entry(p.partial_uuid())
-                            .and_modify(|cur| {
-                                if a.cmp_instant(cur).is_gt() {
-                                    *cur = *a;
-                                }
-                            })
-                            .or_insert(*a);
-                    }
-                }
-                kept.retain(|t| {
-                    field(t).is_some_and(|p| {
-                        p.anchor().is_some_and(|a| {
-                            latest
-                                .get(&p.partial_uuid())
-                                .is_some_and(|l| a.same_instant(l))
-                        })
-                    })
-                });
-            }
-            FilterOperation::IS_IMMUTABLE => {
-                kept.retain(|t| field(t).is_some_and(|p| p.is_immutable()))
-            }
-            _ => kept.retain(|t| field(t).is_some_and(|p| !p.is_immutable())),
+    let mut pipeline = Pipeline::new(op, lo)?;
+    for t in c {
+        pipeline.push(t);
+    }
+    Ok(pipeline.finish())
+}
+
+/// Spec §5.2 as a stream: candidates are pushed one at a time as the scan parses them, and
+/// only what can still reach the page is kept. The memory driver sorts all of `C`; the result
+/// here is the same, but a paged lookup holds at most `skip + limit` triples (plus, for
+/// `Latest`, the current latest triples of each group), never the whole graph.
+#[derive(Debug)]
+pub struct Pipeline {
+    bounds: LookupOptions,
+    op: Option<Predicate>,
+    op_text: Option<Vec<u8>>,
+    filter: Option<FilterOptions>,
+    /// `Latest`: per partial UUID of the field predicate, its latest instant and the
+    /// triples at that instant (with their arrival numbers, for a stable sort).
+    latest: BTreeMap<Uuid, (Anchor, Vec<(u64, Triple)>)>,
+    page: PageSelection,
+    arrivals: u64,
+}
+
+impl Pipeline {
+    /// A pipeline for query predicate `op` and options `lo`, or the option error (steps 1, 4).
+    pub fn new(op: Option<&Predicate>, lo: &LookupOptions) -> Result<Pipeline, TriplesError> {
+        let filter = lo.effective_filter()?;
+        Ok(Pipeline {
+            bounds: lo.clone(),
+            op: op.cloned(),
+            op_text: op.map(Predicate::to_text),
+            filter,
+            latest: BTreeMap::new(),
+            page: PageSelection::new(lo),
+            arrivals: 0,
+        })
+    }
+
+    /// The field predicate of step 4, if `t` has one.
+    fn field(filter: &FilterOptions, t: &Triple) -> Option<Predicate> {
+        if filter.field == FilterField::PREDICATE {
+            Some(t.predicate.clone())
+        } else {
+            t.object.as_predicate().cloned()
         }
     }
-    // Step 5: sort by triple text (bytes); texts are computed once.
-    let mut keyed: Vec<(Vec<u8>, Triple)> = kept.into_iter().map(|t| (t.to_text(), t)).collect();
-    keyed.sort_by(|a, b| a.0.cmp(&b.0));
-    // Step 6: page.
-    let skip = lo.max_elements.wrapping_mul(lo.offset);
-    let skip = if skip > 0 { skip as u64 } else { 0 };
-    let limit = if lo.max_elements > 0 {
-        lo.max_elements as u64
-    } else {
-        u64::MAX
-    };
-    Ok(keyed
-        .into_iter()
-        .map(|(_, t)| t)
-        .skip(usize::try_from(skip).unwrap_or(usize::MAX))
-        .take(usize::try_from(limit).unwrap_or(usize::MAX))
-        .collect())
+
+    /// Offers one candidate (in scan order).
+    pub fn push(&mut self, t: Triple) {
+        let arrival = self.arrivals;
+        self.arrivals += 1;
+        if !within_bounds(&t, self.op.as_ref(), &self.bounds) {
+            return;
+        }
+        let Some(filter) = &self.filter else {
+            return self.page.offer(arrival, t);
+        };
+        if self
+            .op_text
+            .as_ref()
+            .is_some_and(|q| *q != t.predicate.to_text())
+        {
+            return;
+        }
+        let Some(fp) = Pipeline::field(filter, &t) else {
+            return;
+        };
+        match filter.operation {
+            FilterOperation::LATEST => {
+                let Some(anchor) = fp.anchor().copied() else {
+                    return; // immutable field predicates never survive `Latest`
+                };
+                match self.latest.entry(fp.partial_uuid()) {
+                    Entry::Vacant(v) => {
+                        v.insert((anchor, alloc::vec![(arrival, t)]));
+                    }
+                    Entry::Occupied(mut o) => {
+                        let (best, triples) = o.get_mut();
+                        if anchor.cmp_instant(best).is_gt() {
+                            *best = anchor;
+                            triples.clear();
+                            triples.push((arrival, t));
+                        } else if anchor.same_instant(best) {
+                            triples.push((arrival, t));
+                        }
+                    }
+                }
+            }
+            FilterOperation::IS_IMMUTABLE if fp.is_immutable() => self.page.offer(arrival, t),
+            FilterOperation::IS_TEMPORAL if !fp.is_immutable() => self.page.offer(arrival, t),
+            _ => {}
+        }
+    }
+
+    /// The page (steps 5 and 6), in order.
+    pub fn finish(mut self) -> Vec<Triple> {
+        for (_, triples) in core::mem::take(&mut self.latest).into_values() {
+            for (arrival, t) in triples {
+                self.page.offer(arrival, t);
+            }
+        }
+        self.page.finish()
+    }
+}
+
+/// Steps 5 and 6: sort by triple text (ties in arrival order, as a stable sort keeps them),
+/// skip, limit. Keeps only the `skip + limit` smallest when the page is bounded.
+#[derive(Debug)]
+struct PageSelection {
+    skip: usize,
+    limit: usize,
+    /// At most `skip + limit` entries when bounded.
+    kept: BTreeMap<(Vec<u8>, u64), Triple>,
+}
+
+impl PageSelection {
+    fn new(lo: &LookupOptions) -> PageSelection {
+        let skip = lo.max_elements.wrapping_mul(lo.offset);
+        let skip = usize::try_from(skip.max(0)).unwrap_or(usize::MAX);
+        let limit = if lo.max_elements > 0 {
+            usize::try_from(lo.max_elements).unwrap_or(usize::MAX)
+        } else {
+            usize::MAX
+        };
+        PageSelection {
+            skip,
+            limit,
+            kept: BTreeMap::new(),
+        }
+    }
+
+    fn offer(&mut self, arrival: u64, t: Triple) {
+        let cap = self.skip.saturating_add(self.limit);
+        if cap == 0 {
+            return;
+        }
+        let key = (t.to_text(), arrival);
+        if self.kept.len() == cap {
+            // Full: the newcomer only gets in by pushing out the current largest.
+            match self.kept.last_key_value() {
+                Some((largest, _)) if key < *largest => {
+                    self.kept.pop_last();
+                }
+                _ => return,
+            }
+        }
+        self.kept.insert(key, t);
+    }
+
+    fn finish(self) -> Vec<Triple> {
+        self.kept
+            .into_values()
+            .skip(self.skip)
+            .take(self.limit)
+            .collect()
+    }
 }
 
 /// A lookup method with its arguments (spec §5.1).
@@ -389,14 +482,15 @@ fn collect_row(
     Ok(())
 }
 
-/// A lookup: scan, parse, filter, sort, page.
+/// A lookup: scan, parse, filter, sort, page — each row's triples go through the
+/// [`Pipeline`] as they arrive.
 #[derive(Debug)]
 pub struct LookupFlow {
     graph: Vec<u8>,
     method: LookupMethod,
     options: LookupOptions,
-    seen: BTreeSet<Uuid>,
-    candidates: Vec<Triple>,
+    /// `None` until `start` has checked the options.
+    pipeline: Option<Pipeline>,
 }
 
 /// Runs one lookup method.
@@ -416,8 +510,7 @@ impl Op<LookupFlow> {
             graph: graph.to_vec(),
             method,
             options,
-            seen: BTreeSet::new(),
-            candidates: Vec::new(),
+            pipeline: None,
         };
         Op::start(flow, config, now, seed)
     }
@@ -428,8 +521,9 @@ impl Flow for LookupFlow {
 
     fn start(&mut self, core: &mut Core, now: Timestamp) -> Step<Vec<Found>> {
         // Option errors need no data (spec §5.2: they occur even when C is empty).
-        if let Err(e) = self.options.validate() {
-            return Step::Finish(Err(e));
+        match Pipeline::new(self.method.query_predicate(), &self.options) {
+            Ok(pipeline) => self.pipeline = Some(pipeline),
+            Err(e) => return Step::Finish(Err(e)),
         }
         let prefix = self.method.prefix().key(&self.graph);
         let request = ReadRowsRequest {
@@ -441,24 +535,32 @@ impl Flow for LookupFlow {
     }
 
     fn row(&mut self, _core: &mut Core, row: Row) -> Result<(), TriplesError> {
-        collect_row(&self.graph, row, &mut self.seen, &mut self.candidates)
+        // A triple lives in exactly one row of an index (its key holds S, P' and O), so
+        // "first occurrence per UUID" only ever repeats within a row: dedup per row.
+        let mut triples = Vec::new();
+        collect_row(&self.graph, row, &mut BTreeSet::new(), &mut triples)?;
+        if let Some(pipeline) = self.pipeline.as_mut() {
+            for t in triples {
+                pipeline.push(t);
+            }
+        }
+        Ok(())
     }
 
     fn done(&mut self, core: &mut Core, done: Done, now: Timestamp) -> Step<Vec<Found>> {
         if let Done::Read(Err(e)) = done {
             return Step::Finish(Err(core.store_error(e, now)));
         }
-        let candidates = core::mem::take(&mut self.candidates);
         let projection = self.method.projection();
-        Step::Finish(
-            filter_candidates(candidates, self.method.query_predicate(), &self.options).map(
-                |page| {
-                    page.into_iter()
-                        .map(|triple| Found { triple, projection })
-                        .collect()
-                },
-            ),
-        )
+        let page = self
+            .pipeline
+            .take()
+            .map(Pipeline::finish)
+            .unwrap_or_default();
+        Step::Finish(Ok(page
+            .into_iter()
+            .map(|triple| Found { triple, projection })
+            .collect()))
     }
 }
 
