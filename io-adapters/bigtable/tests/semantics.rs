@@ -25,31 +25,6 @@ const CRASHES_THE_EMULATOR: &[(&str, &str)] = &[(
     "a negative cells_per_row_offset_filter panics the emulator (inmem.go filterRow: slice bounds out of range [-1:])",
 )];
 
-/// Cases where the emulator skips a check production makes, and the suite does not (yet) mark
-/// the deviation: printed with the reason, compared nowhere.
-const UNMARKED_DEVIATIONS: &[(&str, &str)] = &[
-    (
-        "filter-invalid/sink inside a condition",
-        "the emulator does not validate filters up front (sink inside a condition is accepted)",
-    ),
-    (
-        "filter-invalid/two labels in one chain",
-        "the emulator does not check the one-label-per-chain rule",
-    ),
-    (
-        "mutation/inverted delete range",
-        "the emulator does not check DeleteFromColumn time ranges",
-    ),
-    (
-        "rmw/no rules",
-        "the emulator accepts a ReadModifyWriteRow without rules",
-    ),
-    (
-        "rmw/empty row key",
-        "the emulator accepts an empty row key in ReadModifyWriteRow",
-    ),
-];
-
 /// The emulator stamps server-time cells (`-1` timestamps, read-modify-write results) with its
 /// own clock, the memory store with the case's `now`. Every timestamp the emulator assigned
 /// while the case ran (`wall` = the wall-clock window, in ms) becomes the case's `now`
@@ -119,7 +94,6 @@ fn semantics_suite_on_the_emulator_equals_the_memory_store() {
     let mut deviations = Vec::new();
     let mut agreed = 0;
     let mut not_sent = Vec::new();
-    let mut unmarked = Vec::new();
     for mut case in suite::cases() {
         let mut twin = case.clone();
         let reference = play(&MemoryStore::new().with_seed(SEED), &mut case)
@@ -127,9 +101,6 @@ fn semantics_suite_on_the_emulator_equals_the_memory_store() {
         if let Some((_, why)) = CRASHES_THE_EMULATOR.iter().find(|(n, _)| *n == case.name) {
             not_sent.push(format!("{}: {why}", case.name));
             continue;
-        }
-        if let Some((_, why)) = UNMARKED_DEVIATIONS.iter().find(|(n, _)| *n == case.name) {
-            unmarked.push(format!("{}: {why}", case.name));
         }
         let store: BigtableStore = emu.fresh_store();
         let start = wall_ms();
@@ -144,12 +115,6 @@ fn semantics_suite_on_the_emulator_equals_the_memory_store() {
         match (result, case.emulator_deviation) {
             (Ok(()), _) => agreed += 1,
             (Err(e), Some(why)) => deviations.push(format!("{}: {why}\n    {e}", case.name)),
-            (Err(e), None) if UNMARKED_DEVIATIONS.iter().any(|(n, _)| *n == case.name) => {
-                deviations.push(format!(
-                    "{}: (unmarked in the suite, see below)\n    {e}",
-                    case.name
-                ));
-            }
             (Err(e), None) => failures.push(format!("{}: {e}", case.name)),
         }
     }
@@ -160,10 +125,6 @@ fn semantics_suite_on_the_emulator_equals_the_memory_store() {
     );
     for d in &deviations {
         println!("  DEVIATION {d}");
-    }
-    println!("{} deviations the suite does not mark yet:", unmarked.len());
-    for n in &unmarked {
-        println!("  UNMARKED {n}");
     }
     println!("{} cases not sent to the emulator:", not_sent.len());
     for n in &not_sent {
