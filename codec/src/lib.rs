@@ -31,6 +31,7 @@ extern crate alloc;
 #[cfg(any(test, feature = "std"))]
 extern crate std;
 
+pub mod civil;
 pub mod escape;
 pub mod model;
 pub mod mounttable;

@@ -6,6 +6,8 @@ use alloc::string::String;
 use core::cmp::Ordering;
 use core::fmt::Write;
 
+use crate::civil::{days_from_civil, days_in_month};
+
 /// Why an anchor text was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AnchorError {
@@ -31,30 +33,6 @@ pub struct Anchor {
     second: u8,
     nanos: u32,
     offset_seconds: i32,
-}
-
-fn is_leap(y: i64) -> bool {
-    y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)
-}
-
-fn days_in(month: u8, year: i64) -> u8 {
-    match month {
-        2 if is_leap(year) => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 struct Cursor<'a> {
@@ -143,7 +121,7 @@ impl Anchor {
         if !(1..=12).contains(&month) {
             return Err(AnchorError::Range("month"));
         }
-        if day < 1 || day > u32::from(days_in(month as u8, i64::from(year))) {
+        if day < 1 || day > u32::from(days_in_month(i64::from(year), month as u8)) {
             return Err(AnchorError::Range("day"));
         }
         if hour > 23 {

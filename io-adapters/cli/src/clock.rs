@@ -1,5 +1,6 @@
 //! Parsing `--now`: microseconds since the epoch, or an RFC 3339 date-time.
 
+use rowkit_codec::civil::{civil_from_days, days_from_civil, days_in_month};
 use rowkit_codec::model::Timestamp;
 
 use crate::error::CliError;
@@ -38,7 +39,7 @@ fn parse_rfc3339(s: &str) -> Option<Timestamp> {
     let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
     if !(1..=12).contains(&month)
         || day < 1
-        || day > days_in_month(year, month)
+        || day > i64::from(days_in_month(year, month as u8))
         || hour > 23
         || minute > 59
         || second > 60
@@ -86,42 +87,13 @@ fn parse_rfc3339(s: &str) -> Option<Timestamp> {
 pub fn format_rfc3339_millis(secs: i64, millis: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    // Howard Hinnant's civil_from_days.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = civil_from_days(days);
     format!(
         "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
         rem / 3600,
         rem % 3600 / 60,
         rem % 60
     )
-}
-
-fn days_in_month(year: i64, month: i64) -> i64 {
-    match month {
-        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    }
-}
-
-/// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
 }
 
 #[cfg(test)]
