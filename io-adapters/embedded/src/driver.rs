@@ -159,3 +159,20 @@ fn drain<M: Machine>(
     }
     aborted
 }
+
+/// Reads every row `request` selects at `now` (nested [`ReadRows`] machine, default retry
+/// policy): the one-call read that checks, tools and tests use.
+///
+/// [`ReadRows`]: rowkit_statemachines::readrows::ReadRows
+pub fn read_rows<S: Store + ?Sized>(
+    store: &S,
+    request: rowkit_statemachines::ReadRowsRequest,
+    now: Timestamp,
+) -> Result<Vec<rowkit_codec::model::Row>, StoreError> {
+    let clock = ManualClock::new(now);
+    let machine =
+        rowkit_statemachines::readrows::ReadRows::new(request, now, 0, Default::default());
+    let mut rows = Vec::new();
+    run(store, &clock, machine, |row| rows.push(row)).map_err(RunError::into_store_error)?;
+    Ok(rows)
+}

@@ -44,6 +44,7 @@ pub mod objmeta_scenarios;
 #[cfg(feature = "redb")]
 mod redb_store;
 pub mod semantics;
+pub mod sim;
 mod store;
 pub mod suite;
 pub mod tracestore;

@@ -56,6 +56,9 @@ pub struct OperationConfig {
     /// Back-off parameters of nested machines (`operation_timeout` is replaced by the time
     /// left until `deadline`).
     pub retry: RetryPolicy,
+    /// A deliberate bug for the fault simulator's self-test; `None` in every real use (and
+    /// ignored unless built with the `planted-bugs` feature).
+    pub planted: Option<crate::planted::PlantedBug>,
 }
 
 impl OperationConfig {
@@ -65,6 +68,7 @@ impl OperationConfig {
             table: table.into(),
             deadline,
             retry: RetryPolicy::default(),
+            planted: None,
         }
     }
 }

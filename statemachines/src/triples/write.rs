@@ -162,6 +162,13 @@ impl BatchFlow {
         for triple in &self.triples[self.next..end] {
             entries.extend(self.entries_of(triple));
         }
+        #[cfg(feature = "planted-bugs")]
+        if self.mode == Mode::Remove
+            && core.config.planted == Some(crate::planted::PlantedBug::TriplesRemoveSkipsSpo)
+        {
+            let spo = keys::index_prefix(&self.graph, keys::Index::Spo);
+            entries.retain(|e| !e.row_key.starts_with(&spo));
+        }
         self.next = end;
         let request = MutateRowsRequest {
             table: core.config.table.clone(),

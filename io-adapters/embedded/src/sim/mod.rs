@@ -1,0 +1,689 @@
+//! Deterministic fault simulation: many machines of one schema interleaved by a seeded
+//! scheduler over a [`MemoryStore`], with injected faults, and a schema [`Workload`] that
+//! knows what must hold afterwards.
+//!
+//! Sans-IO machines make this possible: a machine only emits requests and takes responses,
+//! so the simulator decides, one step at a time and from one seed, which client sends its
+//! next request, which response arrives, when time moves and what goes wrong:
+//!
+//! - **failed request**: the store never sees it; the client gets `UNAVAILABLE`;
+//! - **lost response**: the store applied it, the client gets `UNAVAILABLE` (for a stream,
+//!   after a random number of parts);
+//! - **crash**: the client's machine is dropped between two requests, its operation's
+//!   outcome unknown;
+//! - **clock jump**: time leaps forward (up to 10 s), firing back-offs and expiries.
+//!
+//! After the operation budget, clients finish without faults, the workload's repairs run
+//! (fsck, placeholder repair...), and [`Workload::check`] verifies the invariants against
+//! the store and the acknowledged history. A failing run is shrunk to the smallest operation
+//! budget that still fails for its seed and reported with that run's trace; rerunning the
+//! seed reproduces it exactly (the store, the machines and the scheduler draw from seeds).
+//!
+//! Reads are answered from the store at the instant they are sent (the parts then arrive
+//! one by one, interleaved with other clients' steps); Bigtable gives no stronger guarantee
+//! across rows, and none weaker within one.
+//!
+//! ```
+//! use rowkit_embedded::sim::{self, SimConfig};
+//! use rowkit_embedded::sim::triples::TriplesWorkload;
+//!
+//! let report = sim::run(&SimConfig::quick(7), &mut TriplesWorkload::default()).unwrap();
+//! assert!(report.operations > 0);
+//! ```
+
+pub mod triples;
+
+use std::collections::VecDeque;
+use std::fmt::{self, Debug, Display};
+
+use rowkit_statemachines::{
+    Code, Machine, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
+};
+
+use crate::{MemoryStore, Reply, Store};
+
+/// Fault rates, in parts per 10 000 of the chances to inject them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FaultRates {
+    /// Per request sent: the store never sees it.
+    pub fail_request: u32,
+    /// Per request sent: applied, but the response is lost.
+    pub lose_response: u32,
+    /// Per step of a running client: the client crashes (its machine is dropped).
+    pub crash: u32,
+    /// Per step: the clock jumps forward.
+    pub clock_jump: u32,
+}
+
+impl Default for FaultRates {
+    fn default() -> Self {
+        FaultRates {
+            fail_request: 300,
+            lose_response: 300,
+            crash: 40,
+            clock_jump: 20,
+        }
+    }
+}
+
+/// One simulation run.
+#[derive(Clone, Debug)]
+pub struct SimConfig {
+    /// Seeds the scheduler, the faults, the machines and the store.
+    pub seed: u64,
+    /// Operations started before the run winds down.
+    pub operations: u64,
+    /// Clients running operations concurrently.
+    pub clients: usize,
+    /// Fault rates.
+    pub faults: FaultRates,
+    /// Where the clock starts.
+    pub start: Timestamp,
+}
+
+impl SimConfig {
+    /// 200 operations over 4 clients with the default fault rates.
+    pub fn quick(seed: u64) -> SimConfig {
+        SimConfig {
+            seed,
+            operations: 200,
+            clients: 4,
+            faults: FaultRates::default(),
+            start: Timestamp::from_secs(1_700_000_000),
+        }
+    }
+}
+
+/// A schema operation as the simulator runs it: any machine, events dropped, errors as text.
+pub type SimMachine<O> = Box<dyn Machine<Output = O, Event = (), Error = String>>;
+
+/// How an operation ended.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome<O> {
+    /// The machine finished (its result, errors as text).
+    Done(Result<O, String>),
+    /// The client crashed while it ran: any prefix of its requests may have applied.
+    Crashed,
+}
+
+/// One operation of the history: what ran, when, and how it ended.
+#[derive(Clone, Debug)]
+pub struct Record<Op, O> {
+    /// The operation.
+    pub op: Op,
+    /// When it started.
+    pub start: Timestamp,
+    /// When it ended (finished or crashed).
+    pub end: Timestamp,
+    /// How it ended.
+    pub outcome: Outcome<O>,
+}
+
+impl<Op, O> Record<Op, O> {
+    /// Whether the operation finished successfully.
+    pub fn acknowledged(&self) -> bool {
+        matches!(self.outcome, Outcome::Done(Ok(_)))
+    }
+}
+
+/// A schema's side of the simulation: what operations to run and what must hold after.
+pub trait Workload {
+    /// An operation, as traces print it.
+    type Op: Clone + Debug;
+    /// What an operation's machine returns.
+    type Output: Clone + Debug;
+
+    /// Resets the workload for a new run and prepares the store (tables, graphs...).
+    fn setup(&mut self, store: &MemoryStore, now: Timestamp, seed: u64) -> Result<(), String>;
+    /// The next operation to start.
+    fn next_op(&mut self, rng: &mut SplitMix64) -> Self::Op;
+    /// The machine running `op` from `now`.
+    fn start(&self, op: &Self::Op, now: Timestamp, seed: u64) -> SimMachine<Self::Output>;
+    /// Operations that repair what crashes left behind, run one by one without faults
+    /// after the clients are done. Default: none.
+    fn repairs(&mut self, _history: &[Record<Self::Op, Self::Output>]) -> Vec<Self::Op> {
+        Vec::new()
+    }
+    /// Checks the invariants against the store and the history (repairs included).
+    fn check(
+        &mut self,
+        store: &MemoryStore,
+        now: Timestamp,
+        history: &[Record<Self::Op, Self::Output>],
+    ) -> Result<Checked, String>;
+}
+
+/// What a successful [`Workload::check`] verified.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// Facts checked exactly (e.g. triples whose final state the history determines).
+    pub decided: u64,
+    /// Facts the history leaves open (e.g. concurrent add and remove of one triple).
+    pub undecided: u64,
+}
+
+/// Counters of one or more runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SimReport {
+    /// Operations started (repairs included).
+    pub operations: u64,
+    /// Operations that finished successfully.
+    pub acknowledged: u64,
+    /// Requests the store received.
+    pub requests: u64,
+    /// Requests failed before the store.
+    pub failed_requests: u64,
+    /// Responses lost after the store applied the request.
+    pub lost_responses: u64,
+    /// Clients crashed mid-operation.
+    pub crashes: u64,
+    /// Clock jumps.
+    pub clock_jumps: u64,
+    /// What the checks verified.
+    pub checked: Checked,
+}
+
+impl SimReport {
+    /// Faults of every kind.
+    pub fn faults(&self) -> u64 {
+        self.failed_requests + self.lost_responses + self.crashes + self.clock_jumps
+    }
+
+    /// Adds another run's counters.
+    pub fn add(&mut self, other: &SimReport) {
+        self.operations += other.operations;
+        self.acknowledged += other.acknowledged;
+        self.requests += other.requests;
+        self.failed_requests += other.failed_requests;
+        self.lost_responses += other.lost_responses;
+        self.crashes += other.crashes;
+        self.clock_jumps += other.clock_jumps;
+        self.checked.decided += other.checked.decided;
+        self.checked.undecided += other.checked.undecided;
+    }
+}
+
+impl Display for SimReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} operations ({} acknowledged), {} requests, {} faults ({} failed requests, {} lost responses, {} crashes, {} clock jumps), {} facts checked ({} left open by concurrency)",
+            self.operations,
+            self.acknowledged,
+            self.requests,
+            self.faults(),
+            self.failed_requests,
+            self.lost_responses,
+            self.crashes,
+            self.clock_jumps,
+            self.checked.decided,
+            self.checked.undecided
+        )
+    }
+}
+
+/// A run whose invariants did not hold: reproduce with `seed` and `operations`.
+#[derive(Clone, Debug)]
+pub struct SimFailure {
+    /// The run's seed.
+    pub seed: u64,
+    /// The smallest operation budget found that still fails.
+    pub operations: u64,
+    /// What did not hold.
+    pub message: String,
+    /// Every step of the failing run that touched an operation, in order.
+    pub trace: Vec<String>,
+}
+
+impl Display for SimFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "simulation failed: seed {} with {} operations: {}",
+            self.seed, self.operations, self.message
+        )?;
+        writeln!(f, "trace ({} steps):", self.trace.len())?;
+        for line in &self.trace {
+            writeln!(f, "  {line}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SimFailure {}
+
+/// Wraps a machine for the simulator: events dropped, errors as text, output mapped.
+pub struct Erased<M, F> {
+    machine: M,
+    map: F,
+}
+
+impl<M, F, O> Machine for Erased<M, F>
+where
+    M: Machine,
+    M::Error: Display,
+    F: FnMut(M::Output) -> O,
+{
+    type Output = O;
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
+        self.machine.handle_response(tag, r, now);
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.machine.handle_timeout(now);
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        self.machine.cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        self.machine.poll_request()
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.machine.poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        self.machine.poll_event().map(drop)
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.machine.poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<O, String>> {
+        let result = self.machine.result()?;
+        Some(result.map(&mut self.map).map_err(|e| e.to_string()))
+    }
+}
+
+/// `machine` for the simulator, its output mapped by `map`.
+pub fn erase<M, O>(machine: M, map: impl FnMut(M::Output) -> O + 'static) -> SimMachine<O>
+where
+    M: Machine + 'static,
+    M::Error: Display,
+    O: 'static,
+{
+    Box::new(Erased { machine, map })
+}
+
+/// A client: at most one operation at a time.
+struct Client<Op, O> {
+    running: Option<Running<Op, O>>,
+}
+
+struct Running<Op, O> {
+    op: Op,
+    start: Timestamp,
+    machine: SimMachine<O>,
+    /// Requests the machine emitted, not yet sent.
+    outbox: VecDeque<(Tag, Request)>,
+    /// Responses (or stream parts) on their way back, in order.
+    inbox: VecDeque<(Tag, Result<Response, StoreError>)>,
+}
+
+fn unavailable(what: &str) -> StoreError {
+    StoreError::new(Code::Unavailable, format!("simulated fault: {what}"))
+}
+
+/// One run of the scheduler.
+struct Run<'w, W: Workload> {
+    config: &'w SimConfig,
+    workload: &'w mut W,
+    store: MemoryStore,
+    rng: SplitMix64,
+    now: Timestamp,
+    clients: Vec<Client<W::Op, W::Output>>,
+    history: Vec<Record<W::Op, W::Output>>,
+    started: u64,
+    faults_on: bool,
+    report: SimReport,
+    trace: Vec<String>,
+}
+
+impl<W: Workload> Run<'_, W> {
+    fn roll(&mut self, per_10k: u32) -> bool {
+        self.faults_on && self.rng.next_u64() % 10_000 < u64::from(per_10k)
+    }
+
+    fn start_op(&mut self, c: usize) {
+        let op = self.workload.next_op(&mut self.rng);
+        let seed = self.rng.next_u64();
+        self.trace.push(format!("{} c{c} start {op:?}", self.now.0));
+        let machine = self.workload.start(&op, self.now, seed);
+        self.started += 1;
+        self.report.operations += 1;
+        self.clients[c].running = Some(Running {
+            op,
+            start: self.now,
+            machine,
+            outbox: VecDeque::new(),
+            inbox: VecDeque::new(),
+        });
+        self.pump(c);
+    }
+
+    /// Drains a machine's outputs after an input; records its end.
+    fn pump(&mut self, c: usize) {
+        let Some(running) = self.clients[c].running.as_mut() else {
+            return;
+        };
+        while let Some(out) = running.machine.poll_request() {
+            running.outbox.push_back(out);
+        }
+        while let Some(tag) = running.machine.poll_abort() {
+            // The driver stops delivering: queued parts of that request are dropped.
+            running.outbox.retain(|(t, _)| *t != tag);
+            running.inbox.retain(|(t, _)| *t != tag);
+        }
+        while running.machine.poll_event().is_some() {}
+        if let Some(result) = running.machine.result() {
+            let ok = result.is_ok();
+            self.trace.push(format!(
+                "{} c{c} done {}",
+                self.now.0,
+                match &result {
+                    Ok(o) => format!("ok {o:?}"),
+                    Err(e) => format!("error {e}"),
+                }
+            ));
+            self.report.acknowledged += u64::from(ok);
+            if let Some(running) = self.clients[c].running.take() {
+                self.history.push(Record {
+                    op: running.op,
+                    start: running.start,
+                    end: self.now,
+                    outcome: Outcome::Done(result),
+                });
+            }
+        }
+    }
+
+    fn send(&mut self, c: usize) {
+        let Some((tag, request)) = self.clients[c]
+            .running
+            .as_mut()
+            .and_then(|r| r.outbox.pop_front())
+        else {
+            return;
+        };
+        let kind = request_kind(&request);
+        if self.roll(self.config.faults.fail_request) {
+            self.report.failed_requests += 1;
+            self.trace.push(format!(
+                "{} c{c} FAULT {kind} failed before the store",
+                self.now.0
+            ));
+            self.queue(c, tag, Err(unavailable("request failed")));
+            return;
+        }
+        self.report.requests += 1;
+        let lose = self.roll(self.config.faults.lose_response);
+        let mut parts: Vec<Result<Response, StoreError>> =
+            match self.store.execute(request, self.now) {
+                Ok(Reply::Unary(response)) => vec![Ok(response)],
+                Ok(Reply::Stream(stream)) => {
+                    let mut parts = Vec::new();
+                    let mut failed = false;
+                    for part in stream {
+                        failed |= part.is_err();
+                        parts.push(part);
+                        if failed {
+                            break;
+                        }
+                    }
+                    if !failed {
+                        parts.push(Ok(Response::StreamEnd));
+                    }
+                    parts
+                }
+                Err(e) => vec![Err(e)],
+            };
+        if lose {
+            self.report.lost_responses += 1;
+            let keep = (self.rng.next_u64() % parts.len() as u64) as usize;
+            parts.truncate(keep);
+            parts.push(Err(unavailable("response lost")));
+            self.trace.push(format!(
+                "{} c{c} FAULT {kind} applied, response lost after {keep} parts",
+                self.now.0
+            ));
+        }
+        for part in parts {
+            self.queue(c, tag, part);
+        }
+    }
+
+    fn queue(&mut self, c: usize, tag: Tag, r: Result<Response, StoreError>) {
+        if let Some(running) = self.clients[c].running.as_mut() {
+            running.inbox.push_back((tag, r));
+        }
+    }
+
+    fn deliver(&mut self, c: usize) {
+        let now = self.now;
+        let Some(running) = self.clients[c].running.as_mut() else {
+            return;
+        };
+        let Some((tag, r)) = running.inbox.pop_front() else {
+            return;
+        };
+        running.machine.handle_response(tag, r, now);
+        self.pump(c);
+    }
+
+    fn crash(&mut self, c: usize) {
+        if let Some(running) = self.clients[c].running.take() {
+            self.report.crashes += 1;
+            self.trace.push(format!("{} c{c} CRASH", self.now.0));
+            self.history.push(Record {
+                op: running.op,
+                start: running.start,
+                end: self.now,
+                outcome: Outcome::Crashed,
+            });
+        }
+    }
+
+    /// Fires the timers of every client due at the current time, as a driver would.
+    fn fire_due_timers(&mut self) {
+        for c in 0..self.clients.len() {
+            let now = self.now;
+            let due = self.clients[c]
+                .running
+                .as_mut()
+                .filter(|r| r.machine.poll_timeout().is_some_and(|t| t <= now));
+            if let Some(running) = due {
+                running.machine.handle_timeout(now);
+                self.pump(c);
+            }
+        }
+    }
+
+    /// Moves time to the earliest timer and fires it; false if no timer is pending.
+    fn skip_to_next_timer(&mut self) -> bool {
+        let earliest = self
+            .clients
+            .iter()
+            .filter_map(|c| c.running.as_ref().and_then(|r| r.machine.poll_timeout()))
+            .min();
+        let Some(at) = earliest else {
+            return false;
+        };
+        self.now = self.now.max(at);
+        self.fire_due_timers();
+        true
+    }
+
+    /// One scheduler step; false when nothing is left to do.
+    fn step(&mut self) -> Result<bool, String> {
+        // Time passes a little with every step (µs), so writes get distinct timestamps.
+        self.now = Timestamp(self.now.0 + (self.rng.next_u64() % 700) as i64);
+        if self.roll(self.config.faults.clock_jump) {
+            let jump = 1_000 + (self.rng.next_u64() % 10_000_000) as i64;
+            self.report.clock_jumps += 1;
+            self.trace
+                .push(format!("{} FAULT clock jumps {jump} us", self.now.0));
+            self.now = Timestamp(self.now.0 + jump);
+        }
+        self.fire_due_timers();
+        let mut actions: Vec<(usize, u8)> = Vec::new();
+        for (c, client) in self.clients.iter().enumerate() {
+            match &client.running {
+                None if self.started < self.config.operations => actions.push((c, 0)),
+                None => {}
+                Some(r) => {
+                    if !r.outbox.is_empty() {
+                        actions.push((c, 1));
+                    }
+                    if !r.inbox.is_empty() {
+                        actions.push((c, 2));
+                    }
+                    if self.faults_on {
+                        actions.push((c, 3));
+                    }
+                }
+            }
+        }
+        let useful = actions.iter().any(|&(_, a)| a != 3);
+        if !useful {
+            if self.skip_to_next_timer() {
+                return Ok(true);
+            }
+            if self.clients.iter().any(|c| c.running.is_some()) {
+                return Err("a machine stalled: no request, no response due, no timer".into());
+            }
+            return Ok(false);
+        }
+        let (c, action) = actions[(self.rng.next_u64() % actions.len() as u64) as usize];
+        match action {
+            0 => self.start_op(c),
+            1 => self.send(c),
+            2 => self.deliver(c),
+            _ => {
+                if self.roll(self.config.faults.crash) {
+                    self.crash(c);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Runs one operation alone, without faults, to completion.
+    fn run_alone(&mut self, op: W::Op) -> Result<(), String> {
+        let seed = self.rng.next_u64();
+        self.trace
+            .push(format!("{} repair start {op:?}", self.now.0));
+        let machine = self.workload.start(&op, self.now, seed);
+        self.report.operations += 1;
+        self.clients.push(Client {
+            running: Some(Running {
+                op,
+                start: self.now,
+                machine,
+                outbox: VecDeque::new(),
+                inbox: VecDeque::new(),
+            }),
+        });
+        let c = self.clients.len() - 1;
+        self.pump(c);
+        while self.step()? {}
+        self.clients.pop();
+        Ok(())
+    }
+}
+
+fn request_kind(r: &Request) -> &'static str {
+    match r {
+        Request::ReadRows(_) => "ReadRows",
+        Request::MutateRow(_) => "MutateRow",
+        Request::MutateRows(_) => "MutateRows",
+        Request::CheckAndMutateRow(_) => "CheckAndMutateRow",
+        Request::ReadModifyWriteRow(_) => "ReadModifyWriteRow",
+        Request::SampleRowKeys(_) => "SampleRowKeys",
+    }
+}
+
+/// One run with `config.operations` operations; the report, or the failure with its trace.
+fn run_once<W: Workload>(config: &SimConfig, workload: &mut W) -> Result<SimReport, SimFailure> {
+    let fail = |message: String, trace: Vec<String>| SimFailure {
+        seed: config.seed,
+        operations: config.operations,
+        message,
+        trace,
+    };
+    let store = MemoryStore::new().with_seed(config.seed);
+    workload
+        .setup(&store, config.start, config.seed)
+        .map_err(|e| fail(format!("setup: {e}"), Vec::new()))?;
+    let mut run = Run {
+        config,
+        workload,
+        store,
+        rng: SplitMix64::new(config.seed),
+        now: config.start,
+        clients: (0..config.clients.max(1))
+            .map(|_| Client { running: None })
+            .collect(),
+        history: Vec::new(),
+        started: 0,
+        faults_on: true,
+        report: SimReport::default(),
+        trace: Vec::new(),
+    };
+    let outcome = (|| -> Result<(), String> {
+        while run.started < config.operations {
+            run.step()?;
+        }
+        run.faults_on = false;
+        while run.step()? {}
+        for op in run.workload.repairs(&run.history) {
+            run.run_alone(op)?;
+        }
+        let checked = run.workload.check(&run.store, run.now, &run.history)?;
+        run.report.checked = checked;
+        Ok(())
+    })();
+    match outcome {
+        Ok(()) => Ok(run.report),
+        Err(message) => Err(fail(message, run.trace)),
+    }
+}
+
+/// Runs `config` once; on failure, shrinks the operation budget (bisection) to the smallest
+/// that still fails for the seed and returns that run's failure.
+pub fn run<W: Workload>(config: &SimConfig, workload: &mut W) -> Result<SimReport, SimFailure> {
+    let failure = match run_once(config, workload) {
+        Ok(report) => return Ok(report),
+        Err(failure) => failure,
+    };
+    let (mut good, mut bad) = (0u64, failure);
+    while bad.operations > good + 1 {
+        let mid = good + (bad.operations - good) / 2;
+        let attempt = SimConfig {
+            operations: mid,
+            ..config.clone()
+        };
+        match run_once(&attempt, workload) {
+            Ok(_) => good = mid,
+            Err(f) => bad = f,
+        }
+    }
+    Err(bad)
+}
+
+/// Runs `runs` seeds derived from `config.seed` (each `config.operations` operations) and
+/// sums their reports; stops at the first failure.
+pub fn run_many<W: Workload>(
+    config: &SimConfig,
+    runs: u64,
+    workload: &mut W,
+) -> Result<SimReport, SimFailure> {
+    let mut total = SimReport::default();
+    for n in 0..runs {
+        let seeded = SimConfig {
+            seed: SplitMix64::nth_output(config.seed, n),
+            ..config.clone()
+        };
+        total.add(&run(&seeded, workload)?);
+    }
+    Ok(total)
+}

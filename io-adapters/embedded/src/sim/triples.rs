@@ -1,0 +1,320 @@
+//! The triple store under the simulator (`spec/triples.md`): clients add and remove small
+//! batches of one graph's triples and ask `Exist`; afterwards
+//!
+//! - every triple whose last write the history determines (an acknowledged add or remove
+//!   that overlapped no other write of that triple) has all four index cells (OSP, POS, SOP,
+//!   SPO) holding its text after an add, and none of them after a remove;
+//! - every acknowledged `Exist` whose answer the history determines answered right.
+//!
+//! Writes that failed or crashed may have applied any prefix of their cells; a later
+//! acknowledged write of the same triple decides it again.
+
+use std::fmt;
+
+use rowkit_codec::model::{ColumnFamily, RowSet};
+use rowkit_codec::triples::{Triple, keys};
+use rowkit_statemachines::triples::{AddTriples, Exist, NewGraph, OperationConfig, RemoveTriples};
+use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
+
+use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
+use crate::driver::{self, ManualClock};
+use crate::{MemoryStore, Store};
+
+const GRAPH: &[u8] = b"sim";
+const TABLE: &str = keys::DEFAULT_TABLE;
+/// Operation deadline: long enough to ride out injected failures, short enough that a
+/// clock jump can expire it.
+const DEADLINE_US: i64 = 60_000_000;
+
+/// An operation on the universe's triples (by index).
+#[derive(Clone, PartialEq, Eq)]
+pub enum TriplesOp {
+    /// `AddTriples`.
+    Add(Vec<usize>),
+    /// `RemoveTriples`.
+    Remove(Vec<usize>),
+    /// `Exist`.
+    Exist(usize),
+}
+
+impl fmt::Debug for TriplesOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TriplesOp::Add(t) => write!(f, "AddTriples{t:?}"),
+            TriplesOp::Remove(t) => write!(f, "RemoveTriples{t:?}"),
+            TriplesOp::Exist(t) => write!(f, "Exist[{t}]"),
+        }
+    }
+}
+
+impl TriplesOp {
+    /// The triples it writes (none for `Exist`).
+    fn writes(&self) -> &[usize] {
+        match self {
+            TriplesOp::Add(t) | TriplesOp::Remove(t) => t,
+            TriplesOp::Exist(_) => &[],
+        }
+    }
+}
+
+/// What an operation returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TriplesOutput {
+    /// A write finished.
+    Written,
+    /// `Exist`'s answer.
+    Exists(bool),
+}
+
+/// The triple store workload (see the module doc).
+#[derive(Debug)]
+pub struct TriplesWorkload {
+    universe: Vec<Triple>,
+    /// A bug planted in every machine this workload starts (the simulator's self-test;
+    /// honoured only when rowkit-statemachines is built with `planted-bugs`).
+    pub planted: Option<rowkit_statemachines::planted::PlantedBug>,
+}
+
+impl Default for TriplesWorkload {
+    fn default() -> Self {
+        TriplesWorkload {
+            universe: universe(),
+            planted: None,
+        }
+    }
+}
+
+/// Triples over a few subjects, predicates (immutable and temporal) and objects, none of
+/// which share a cell (`spec/triples.md` §3.3 cell sharing would blur the check).
+fn universe() -> Vec<Triple> {
+    let predicates = [
+        "\"knows\"@[]".to_string(),
+        "\"met\"@[2015-07-19T13:12:04.669618843-07:00]".to_string(),
+        "\"met\"@[2016-01-01T00:00:00Z]".to_string(),
+    ];
+    let mut cells = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for s in 0..4 {
+        for p in &predicates {
+            for o in ["/u<o0>", "/u<o1>", "\"x\"^^type:text"] {
+                let text = format!("/u<s{s}>\t{p}\t{o}");
+                let Ok(triple) = Triple::parse(text.as_bytes()) else {
+                    continue;
+                };
+                let mine: Vec<_> = keys::triple_cells(GRAPH, &triple)
+                    .into_iter()
+                    .map(|c| (c.row_key, c.family, c.qualifier, c.timestamp))
+                    .collect();
+                if mine.iter().all(|c| !cells.contains(c)) {
+                    cells.extend(mine);
+                    out.push(triple);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn config(now: Timestamp) -> OperationConfig {
+    OperationConfig::new(TABLE, Timestamp(now.0.saturating_add(DEADLINE_US)))
+}
+
+impl TriplesWorkload {
+    /// The workload with `bug` planted in every machine it starts.
+    pub fn with_planted_bug(bug: rowkit_statemachines::planted::PlantedBug) -> TriplesWorkload {
+        TriplesWorkload {
+            planted: Some(bug),
+            ..Default::default()
+        }
+    }
+
+    /// How many triples the universe has.
+    pub fn universe_len(&self) -> usize {
+        self.universe.len()
+    }
+
+    /// Which of a triple's four cells hold its text.
+    fn cells_present(
+        &self,
+        store: &MemoryStore,
+        now: Timestamp,
+        i: usize,
+    ) -> Result<[bool; 4], String> {
+        let triple = &self.universe[i];
+        let text = triple.to_text();
+        let mut present = [false; 4];
+        for (n, cell) in keys::triple_cells(GRAPH, triple).iter().enumerate() {
+            let request = ReadRowsRequest {
+                table: TABLE.into(),
+                rows: RowSet::key(cell.row_key.clone()),
+                ..Default::default()
+            };
+            let rows = driver::read_rows(store, request, now).map_err(|e| e.to_string())?;
+            present[n] = rows.iter().flat_map(|r| &r.cells).any(|c| {
+                c.family == cell.family
+                    && c.qualifier == cell.qualifier
+                    && c.timestamp == cell.timestamp
+                    && c.value == text
+            });
+        }
+        Ok(present)
+    }
+}
+
+/// What the history says about a triple's state at some instant.
+enum Decided<'h> {
+    /// No write of it started before: absent.
+    Untouched,
+    /// This acknowledged write decides it: it ended before the instant, and every other
+    /// write of the triple started before the instant ended before it started.
+    By(&'h Record<TriplesOp, TriplesOutput>),
+    /// Overlapping or unacknowledged writes leave it open.
+    Open,
+}
+
+impl Decided<'_> {
+    /// Whether the triple is present, if decided.
+    fn present(&self) -> Option<bool> {
+        match self {
+            Decided::Untouched => Some(false),
+            Decided::By(w) => Some(matches!(w.op, TriplesOp::Add(_))),
+            Decided::Open => None,
+        }
+    }
+}
+
+fn decide(history: &[Record<TriplesOp, TriplesOutput>], i: usize, at: Timestamp) -> Decided<'_> {
+    let writes: Vec<_> = history
+        .iter()
+        .filter(|r| r.op.writes().contains(&i) && r.start <= at)
+        .collect();
+    let Some(last) = writes.iter().max_by_key(|r| r.start) else {
+        return Decided::Untouched;
+    };
+    let decided = last.acknowledged()
+        && last.end <= at
+        && writes
+            .iter()
+            .all(|r| std::ptr::eq(*r, *last) || r.end < last.start);
+    if decided {
+        Decided::By(last)
+    } else {
+        Decided::Open
+    }
+}
+
+impl Workload for TriplesWorkload {
+    type Op = TriplesOp;
+    type Output = TriplesOutput;
+
+    fn setup(&mut self, store: &MemoryStore, now: Timestamp, _seed: u64) -> Result<(), String> {
+        let families = [
+            ColumnFamily::new(keys::FAMILY_GRAPH),
+            ColumnFamily::new(keys::FAMILY_IMMUTABLE),
+            ColumnFamily::new(keys::FAMILY_TEMPORAL),
+        ];
+        store
+            .create_table(TABLE, &families)
+            .map_err(|e| e.to_string())?;
+        let clock = ManualClock::new(now);
+        driver::run(
+            store,
+            &clock,
+            NewGraph::new(GRAPH, config(now), now, 0),
+            |_| {},
+        )
+        .map_err(|e| format!("{e}"))
+    }
+
+    fn next_op(&mut self, rng: &mut SplitMix64) -> TriplesOp {
+        let n = self.universe.len() as u64;
+        let batch = |rng: &mut SplitMix64| {
+            let len = 1 + rng.next_u64() % 3;
+            let mut b: Vec<usize> = (0..len).map(|_| (rng.next_u64() % n) as usize).collect();
+            b.sort_unstable();
+            b.dedup();
+            b
+        };
+        match rng.next_u64() % 5 {
+            0 | 1 => TriplesOp::Add(batch(rng)),
+            2 | 3 => TriplesOp::Remove(batch(rng)),
+            _ => TriplesOp::Exist((rng.next_u64() % n) as usize),
+        }
+    }
+
+    fn start(&self, op: &TriplesOp, now: Timestamp, seed: u64) -> SimMachine<TriplesOutput> {
+        let config = OperationConfig {
+            planted: self.planted,
+            ..config(now)
+        };
+        let pick = |ix: &[usize]| -> Vec<Triple> {
+            ix.iter().map(|&i| self.universe[i].clone()).collect()
+        };
+        match op {
+            TriplesOp::Add(ix) => {
+                erase(AddTriples::new(GRAPH, pick(ix), config, now, seed), |()| {
+                    TriplesOutput::Written
+                })
+            }
+            TriplesOp::Remove(ix) => erase(
+                RemoveTriples::new(GRAPH, pick(ix), config, now, seed),
+                |()| TriplesOutput::Written,
+            ),
+            TriplesOp::Exist(i) => erase(
+                Exist::new(GRAPH, self.universe[*i].clone(), config, now, seed),
+                TriplesOutput::Exists,
+            ),
+        }
+    }
+
+    fn check(
+        &mut self,
+        store: &MemoryStore,
+        now: Timestamp,
+        history: &[Record<TriplesOp, TriplesOutput>],
+    ) -> Result<Checked, String> {
+        let mut checked = Checked::default();
+        for i in 0..self.universe.len() {
+            let Some(want) = decide(history, i, now).present() else {
+                checked.undecided += 1;
+                continue;
+            };
+            let present = self.cells_present(store, now, i)?;
+            if present != [want; 4] {
+                return Err(format!(
+                    "triple [{i}] {:?}: index cells OSP/POS/SOP/SPO present {present:?}, expected all {}",
+                    String::from_utf8_lossy(&self.universe[i].to_text()),
+                    if want { "present" } else { "absent" }
+                ));
+            }
+            checked.decided += 1;
+        }
+        for r in history {
+            let (TriplesOp::Exist(i), Outcome::Done(Ok(TriplesOutput::Exists(answer)))) =
+                (&r.op, &r.outcome)
+            else {
+                continue;
+            };
+            // Decided only when no write of the triple overlaps the Exist.
+            let overlapping = history
+                .iter()
+                .any(|w| w.op.writes().contains(i) && w.start <= r.end && w.end >= r.start);
+            let want = if overlapping {
+                None
+            } else {
+                decide(history, *i, r.start).present()
+            };
+            match want {
+                Some(want) if want != *answer => {
+                    return Err(format!(
+                        "Exist[{i}] at {} answered {answer}, the history says {want}",
+                        r.start.0
+                    ));
+                }
+                Some(_) => checked.decided += 1,
+                None => checked.undecided += 1,
+            }
+        }
+        Ok(checked)
+    }
+}

@@ -1,0 +1,11 @@
+//! Deliberate bugs for the fault simulator's self-test (issue #9): the simulator must find
+//! each of them. A machine honours a configured bug only when this crate is built with the
+//! `planted-bugs` feature (tests only); without it the setting does nothing.
+
+/// A bug a machine can be told to have.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PlantedBug {
+    /// `RemoveTriples` leaves each triple's SPO cell behind.
+    TriplesRemoveSkipsSpo,
+}
