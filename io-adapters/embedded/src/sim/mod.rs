@@ -405,7 +405,7 @@ impl<W: Workload> Run<'_, W> {
         else {
             return;
         };
-        let kind = request_kind(&request);
+        let kind = request.rpc_name();
         if self.roll(self.config.faults.fail_request) {
             self.report.failed_requests += 1;
             self.trace.push(format!(
@@ -588,17 +588,6 @@ impl<W: Workload> Run<'_, W> {
         while self.step()? {}
         self.clients.pop();
         Ok(())
-    }
-}
-
-fn request_kind(r: &Request) -> &'static str {
-    match r {
-        Request::ReadRows(_) => "ReadRows",
-        Request::MutateRow(_) => "MutateRow",
-        Request::MutateRows(_) => "MutateRows",
-        Request::CheckAndMutateRow(_) => "CheckAndMutateRow",
-        Request::ReadModifyWriteRow(_) => "ReadModifyWriteRow",
-        Request::SampleRowKeys(_) => "SampleRowKeys",
     }
 }
 
