@@ -5,8 +5,7 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet, TimestampRange};
 use rowkit_codec::triples::keys::{self, Index};
 
-use super::nested::Done;
-use super::op::{Core, Flow, Op, Step};
+use super::op::{Core, Done, Flow, Op, Step};
 use super::{DELETE_PAGE_ROWS, OperationConfig, TriplesError};
 use crate::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsRequest,

@@ -12,8 +12,7 @@ use rowkit_codec::triples::gotext::quote;
 use rowkit_codec::triples::keys::{self, LookupPrefix};
 use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple, Uuid};
 
-use super::nested::Done;
-use super::op::{Core, Flow, Op, Step};
+use super::op::{Core, Done, Flow, Op, Step};
 use super::{OperationConfig, TriplesError};
 use crate::{ReadRowsRequest, Timestamp};
 

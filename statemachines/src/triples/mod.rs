@@ -1,7 +1,7 @@
 //! BadWolf's triple store on Bigtable (`spec/triples.md` §4–§6, §10): one machine per
 //! operation. Keys and parsing come from `rowkit_codec::triples`; reads nest
-//! [`crate::readrows::ReadRows`], batch writes nest [`crate::raw::MutateRows`], and every
-//! nested machine gets its seed from the operation's PRNG.
+//! [`crate::readrows::ReadRows`], batch writes nest [`crate::raw::MutateRows`] (through
+//! [`crate::children`]), and every nested machine gets its seed from the operation's PRNG.
 //!
 //! ```
 //! use rowkit_codec::triples::Triple;
@@ -18,7 +18,6 @@
 
 mod graph;
 mod lookup;
-mod nested;
 mod op;
 mod write;
 

@@ -1,17 +1,59 @@
 //! The one `Machine` implementation every triple-store operation shares: an operation is a
 //! [`Flow`] that starts nested children one after another (reads, batch writes, unary calls)
-//! and decides what to do with each child's rows and outcome.
+//! through [`Children`] and decides what to do with each child's rows and outcome.
+
+use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
 
-use super::nested::{Child, Done, Slot};
 use super::{OperationConfig, TriplesError};
+use crate::children::{Child, ChildId, ChildOutput, Children};
 use crate::raw::{MutateRow, MutateRows, Unary};
 use crate::readrows::ReadRows;
 use crate::{
-    Code, Machine, MutateRowRequest, MutateRowsRequest, ReadRowsRequest, Request, Response,
-    RetryPolicy, SplitMix64, StoreError, Tag, Timestamp,
+    Code, Machine, MutateRowRequest, MutateRowsEntryResult, MutateRowsRequest, ReadRowsRequest,
+    Request, Response, RetryPolicy, SplitMix64, StoreError, Tag, Timestamp,
 };
+
+/// A finished child's outcome, by kind.
+#[derive(Debug)]
+pub enum Done {
+    /// A read: its rows went to [`Flow::row`].
+    Read(Result<(), StoreError>),
+    /// A batch write: per-entry results.
+    Write(Result<Vec<MutateRowsEntryResult>, StoreError>),
+    /// A unary call: its reply.
+    Unary(Result<Response, StoreError>),
+    /// A single-row write.
+    WriteRow(Result<(), StoreError>),
+}
+
+/// Which kind of child runs, so its error comes back as the right [`Done`].
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Read,
+    Write,
+    Unary,
+    WriteRow,
+}
+
+impl Kind {
+    fn done(self, outcome: Result<ChildOutput, StoreError>) -> Done {
+        match (self, outcome) {
+            (Kind::Read, r) => Done::Read(r.map(drop)),
+            (Kind::Write, Ok(ChildOutput::WroteRows(results))) => Done::Write(Ok(results)),
+            (Kind::Write, Ok(_)) => Done::Write(Ok(Vec::new())),
+            (Kind::Write, Err(e)) => Done::Write(Err(e)),
+            (Kind::Unary, Ok(ChildOutput::Unary(r))) => Done::Unary(Ok(r)),
+            (Kind::Unary, Ok(_)) => Done::Unary(Err(StoreError::new(
+                Code::Internal,
+                "unary child produced no reply",
+            ))),
+            (Kind::Unary, Err(e)) => Done::Unary(Err(e)),
+            (Kind::WriteRow, r) => Done::WriteRow(r.map(drop)),
+        }
+    }
+}
 
 /// What a flow does next.
 pub enum Step<O> {
@@ -21,12 +63,14 @@ pub enum Step<O> {
     Finish(Result<O, TriplesError>),
 }
 
-/// State shared by the flows: the table, the deadline, the PRNG seeding children, the slot.
+/// State shared by the flows: the table, the deadline, the PRNG seeding children, and the
+/// one child running at a time.
 #[derive(Debug)]
 pub struct Core {
     pub(crate) config: OperationConfig,
     rng: SplitMix64,
-    pub(crate) slot: Slot,
+    children: Children,
+    current: Option<(ChildId, Kind)>,
 }
 
 impl Core {
@@ -42,6 +86,14 @@ impl Core {
         })
     }
 
+    /// Starts `child`, abandoning the previous one (its late responses are dropped).
+    fn start(&mut self, child: Child, kind: Kind) {
+        if let Some((id, _)) = self.current.take() {
+            self.children.abort(id);
+        }
+        self.current = Some((self.children.spawn(child), kind));
+    }
+
     /// Starts a retrying read.
     pub(crate) fn read(
         &mut self,
@@ -51,8 +103,10 @@ impl Core {
         match self.policy(now) {
             Ok(policy) => {
                 let seed = self.rng.next_u64();
-                self.slot
-                    .start(Child::Read(ReadRows::new(request, now, seed, policy)));
+                self.start(
+                    Child::Read(ReadRows::new(request, now, seed, policy)),
+                    Kind::Read,
+                );
                 Ok(())
             }
             Err(e) => Err(e),
@@ -68,8 +122,10 @@ impl Core {
         match self.policy(now) {
             Ok(policy) => {
                 let seed = self.rng.next_u64();
-                self.slot
-                    .start(Child::Write(MutateRows::new(request, now, seed, policy)));
+                self.start(
+                    Child::WriteRows(MutateRows::new(request, now, seed, policy)),
+                    Kind::Write,
+                );
                 Ok(())
             }
             Err(e) => Err(e),
@@ -85,8 +141,10 @@ impl Core {
         match self.policy(now) {
             Ok(policy) => {
                 let seed = self.rng.next_u64();
-                self.slot
-                    .start(Child::WriteRow(MutateRow::new(request, now, seed, policy)));
+                self.start(
+                    Child::WriteRow(MutateRow::new(request, now, seed, policy)),
+                    Kind::WriteRow,
+                );
                 Ok(())
             }
             Err(e) => Err(e),
@@ -96,7 +154,7 @@ impl Core {
     /// Sends a request once, without retry.
     pub(crate) fn unary(&mut self, request: Request, now: Timestamp) -> Result<(), TriplesError> {
         self.policy(now)?;
-        self.slot.start(Child::Unary(Unary::new(request)));
+        self.start(Child::Unary(Unary::new(request)), Kind::Unary);
         Ok(())
     }
 
@@ -149,7 +207,8 @@ impl<F: Flow> Op<F> {
             core: Core {
                 config,
                 rng: SplitMix64::new(seed),
-                slot: Slot::default(),
+                children: Children::new(),
+                current: None,
             },
             flow,
             outcome: None,
@@ -161,7 +220,8 @@ impl<F: Flow> Op<F> {
     }
 
     fn finish(&mut self, outcome: Result<F::Output, TriplesError>) {
-        self.core.slot.abort();
+        self.core.current = None;
+        self.core.children.abort_all();
         self.outcome = Some(outcome);
         self.finished = true;
     }
@@ -176,14 +236,19 @@ impl<F: Flow> Op<F> {
     /// Hands queued rows and a finished child's outcome to the flow.
     fn pump(&mut self, now: Timestamp) {
         while !self.finished {
-            while let Some(row) = self.core.slot.next_row() {
+            let Some((id, kind)) = self.core.current else {
+                return;
+            };
+            while let Some(row) = self.core.children.next_row(id) {
                 if let Err(e) = self.flow.row(&mut self.core, row) {
                     return self.finish(Err(e));
                 }
             }
-            let Some(done) = self.core.slot.take_done() else {
+            let Some(outcome) = self.core.children.take(id) else {
                 return;
             };
+            self.core.current = None;
+            let done = kind.done(outcome);
             match self.flow.done(&mut self.core, done, now) {
                 Step::Finish(r) => return self.finish(r),
                 Step::Continue => {}
@@ -203,7 +268,13 @@ impl<F: Flow> Machine for Op<F> {
         response: Result<Response, StoreError>,
         now: Timestamp,
     ) {
-        if self.finished || !self.core.slot.handle_response(tag, response, now) {
+        if self.finished
+            || self
+                .core
+                .children
+                .handle_response(tag, response, now)
+                .is_none()
+        {
             return;
         }
         self.pump(now);
@@ -213,13 +284,12 @@ impl<F: Flow> Machine for Op<F> {
         if self.finished {
             return;
         }
-        self.core.slot.handle_timeout(now);
+        self.core.children.handle_timeout(now);
         self.pump(now);
     }
 
-    fn cancel(&mut self, now: Timestamp) {
+    fn cancel(&mut self, _now: Timestamp) {
         if !self.finished {
-            self.core.slot.cancel(now);
             self.finish(Err(TriplesError::Store(StoreError::new(
                 Code::Cancelled,
                 "cancelled",
@@ -231,11 +301,11 @@ impl<F: Flow> Machine for Op<F> {
         if self.finished {
             return None;
         }
-        self.core.slot.poll_request()
+        self.core.children.poll_request()
     }
 
     fn poll_abort(&mut self) -> Option<Tag> {
-        self.core.slot.poll_abort()
+        self.core.children.poll_abort()
     }
 
     fn poll_event(&mut self) -> Option<()> {
@@ -246,7 +316,7 @@ impl<F: Flow> Machine for Op<F> {
         if self.finished {
             return None;
         }
-        self.core.slot.poll_timeout()
+        self.core.children.poll_timeout()
     }
 
     fn result(&mut self) -> Option<Result<F::Output, TriplesError>> {

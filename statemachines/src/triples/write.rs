@@ -9,8 +9,7 @@ use rowkit_codec::triples::Triple;
 use rowkit_codec::triples::keys;
 
 use super::graph::batch_outcome;
-use super::nested::Done;
-use super::op::{Core, Flow, Op, Step};
+use super::op::{Core, Done, Flow, Op, Step};
 use super::{MAX_BATCH_ENTRIES, OperationConfig};
 use crate::{MutateRowsEntry, MutateRowsRequest, Timestamp};
 
