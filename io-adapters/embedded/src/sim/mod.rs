@@ -31,6 +31,7 @@
 //! assert!(report.operations > 0);
 //! ```
 
+pub mod mounttable;
 pub mod triples;
 
 use std::collections::VecDeque;
@@ -405,7 +406,7 @@ impl<W: Workload> Run<'_, W> {
         else {
             return;
         };
-        let kind = request.rpc_name();
+        let kind = describe(&request);
         if self.roll(self.config.faults.fail_request) {
             self.report.failed_requests += 1;
             self.trace.push(format!(
@@ -416,6 +417,7 @@ impl<W: Workload> Run<'_, W> {
             return;
         }
         self.report.requests += 1;
+        self.trace.push(format!("{} c{c} send {kind}", self.now.0));
         let lose = self.roll(self.config.faults.lose_response);
         let mut parts: Vec<Result<Response, StoreError>> =
             match self.store.execute(request, self.now) {
@@ -589,6 +591,29 @@ impl<W: Workload> Run<'_, W> {
         self.clients.pop();
         Ok(())
     }
+}
+
+/// A request as a trace line shows it: the RPC, the table and the row(s).
+fn describe(request: &Request) -> String {
+    use rowkit_codec::escape::escape;
+    let rows = match request {
+        Request::ReadRows(r) => {
+            let keys = r.rows.row_keys.iter().map(|k| escape(k));
+            let ranges = r.rows.row_ranges.iter().map(|r| format!("{r:?}"));
+            keys.chain(ranges).collect::<Vec<_>>().join(" ")
+        }
+        Request::MutateRow(r) => escape(&r.row_key),
+        Request::CheckAndMutateRow(r) => escape(&r.row_key),
+        Request::ReadModifyWriteRow(r) => escape(&r.row_key),
+        Request::MutateRows(r) => r
+            .entries
+            .iter()
+            .map(|e| escape(&e.row_key))
+            .collect::<Vec<_>>()
+            .join(" "),
+        Request::SampleRowKeys(_) => String::new(),
+    };
+    format!("{} {} {rows}", request.rpc_name(), request.table())
 }
 
 /// One run with `config.operations` operations; the report, or the failure with its trace.
