@@ -43,6 +43,9 @@ impl<E: Into<StoreError>> RunError<E> {
     }
 }
 
+/// A shareable clock: the typed facades' time source.
+pub type SharedClock = std::sync::Arc<dyn Clock + Send + Sync>;
+
 /// Wall-clock time in microseconds, the machines' `now`.
 pub fn now() -> Timestamp {
     let since = std::time::SystemTime::now()

@@ -28,8 +28,11 @@ pub mod convert;
 pub mod driver;
 pub mod emulator;
 pub mod mounttable;
+pub mod objmeta;
 mod store;
 mod target;
+pub mod tracestore;
+pub mod triples;
 
 pub use auth::{StaticToken, TokenFuture, TokenProvider};
 pub use connection::{

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures_util::StreamExt;
 use rowkit_codec::model::Row;
 use rowkit_codec::mounttable::{Caller, NodeRow, Permissions};
-use rowkit_embedded::driver::{Clock, SystemClock};
+use rowkit_embedded::driver::SystemClock;
 use rowkit_embedded::mounttable::{
     CacheAnswer, MtCalls, MtConfig, NodeRowCache, cached_node_read, cached_reply_parts, node_write,
     server_caller, table_families,
@@ -33,10 +33,7 @@ use rowkit_statemachines::{Code, Machine, Request, Response, RetryPolicy, StoreE
 use tokio::sync::Notify;
 
 use crate::connection::{BigtableConnection, PartStream};
-use crate::driver::{self, RunError, Transport};
-
-/// A shareable clock (the facades' time source).
-pub type SharedClock = Arc<dyn Clock + Send + Sync>;
+use crate::driver::{self, RunError, SharedClock, Transport};
 
 /// The cache and the wake-up of its waiters.
 #[derive(Debug, Default)]
