@@ -693,6 +693,9 @@ mod s3 {
         v: Value,
     }
 
+    /// A row as `(row key, [(family:qualifier, value)])`.
+    type RawRow = (Vec<u8>, Vec<(String, Vec<u8>)>);
+
     /// The `d`/`f` cells of the vectors as `(column, bytes)`: `f:X_hex` is column `f:X`.
     fn cells(c: &Value) -> Vec<(String, Vec<u8>)> {
         c.as_object()
@@ -731,14 +734,14 @@ mod s3 {
         }
 
         /// The metastore row of bucket `b` (v1).
-        fn metastore(&self) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
+        fn metastore(&self) -> RawRow {
             let meta = self.metastore_b();
             (unhex(s(meta, "row_key_hex")), cells(&meta["cells"]))
         }
 
         /// The version row of `{"key":"k","n":1}`, version 4242.0: the document of its v0 twin
         /// in `row_cells`, at its v1 key from `row_keys`.
-        fn first_version(&self) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
+        fn first_version(&self) -> RawRow {
             let v0_key = format!("k\u{0}{V0}");
             let first = self.row_cells(&v0_key, json!({"key": "k", "n": 1, "versionId": V0}));
             let key = self.v["row_keys"]
@@ -753,7 +756,7 @@ mod s3 {
         /// Bucket `b` (v1) after: put k n:1 (4242.0), put k n:2 (4242.1), delete version
         /// 4242.1 (the current one): the master is a placeholder (§8) holding the deleted
         /// document under the new version id 4242.2; the version row of n:1 remains.
-        fn after_delete(&self) -> Vec<(Vec<u8>, Vec<(String, Vec<u8>)>)> {
+        fn after_delete(&self) -> Vec<RawRow> {
             let phd = self.row_cells(
                 "\u{7f}Mk",
                 json!({"key": "k", "n": 2, "versionId": V2, "isPHD": true, "deleted": false}),
@@ -767,7 +770,7 @@ mod s3 {
 
         /// The delete-marker version row of bucket `b` after: put k n:1 (4242.0), put a delete
         /// marker (4242.1).
-        fn delete_marker(&self) -> (Vec<u8>, Vec<(String, Vec<u8>)>) {
+        fn delete_marker(&self) -> RawRow {
             let dm_key = format!("\u{7f}Vk\u{0}{V1}");
             let dm = self.row_cells(
                 &dm_key,
@@ -781,7 +784,7 @@ mod s3 {
         Json::parse(text).unwrap()
     }
 
-    fn expect(rows: &[(Vec<u8>, Vec<(String, Vec<u8>)>)]) -> BTreeSet<Shown> {
+    fn expect(rows: &[RawRow]) -> BTreeSet<Shown> {
         let mut expected = BTreeSet::new();
         for (row, cells) in rows {
             for (column, value) in cells {
