@@ -53,9 +53,15 @@ impl TripleStore {
         }
     }
 
-    /// Uses table `table` and seed `seed` (the retry jitter of every operation).
-    pub fn with_table(mut self, table: &str, seed: u64) -> TripleStore {
-        self.calls = TriplesCalls::new(table, seed);
+    /// Uses table `table`.
+    pub fn with_table(mut self, table: &str) -> TripleStore {
+        self.calls = TriplesCalls::new(table, self.calls.seed());
+        self
+    }
+
+    /// Seeds the retry jitter of every operation.
+    pub fn with_seed(mut self, seed: u64) -> TripleStore {
+        self.calls = TriplesCalls::new(self.calls.table(), seed);
         self
     }
 

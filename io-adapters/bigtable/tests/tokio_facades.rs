@@ -596,7 +596,7 @@ mod triples {
         let store = MemoryStore::new();
         let sync_ts = SyncTs::new(&store, &sync_clock).with_seed(4);
         let tokio_ts = AsyncTs::new(connect(emu).await)
-            .with_table("badwolf", 4)
+            .with_seed(4)
             .with_clock(shared(&async_clock));
         same("setup", sync_ts.setup(), tokio_ts.setup().await);
         let sg = sync_ts.new_graph(b"g").unwrap();

@@ -77,6 +77,11 @@ impl TriplesCalls {
         &self.table
     }
 
+    /// The base seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
     /// The configuration and seed of a call starting at `now` with `timeout` µs.
     pub fn next(&self, now: Timestamp, timeout: i64) -> (OperationConfig, u64) {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
@@ -119,7 +124,7 @@ impl<'a, S: Store + ?Sized, C: Clock + ?Sized> TripleStore<'a, S, C> {
 
     /// Uses table `table`.
     pub fn with_table(mut self, table: &str) -> Self {
-        self.calls = TriplesCalls::new(table, self.calls.seed);
+        self.calls = TriplesCalls::new(table, self.calls.seed());
         self
     }
 
