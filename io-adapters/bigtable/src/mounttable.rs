@@ -40,6 +40,8 @@ use crate::driver::{self, RunError, SharedClock, Transport};
 struct SharedCache {
     rows: Mutex<NodeRowCache>,
     wake: Notify,
+    /// Node reads the cache sent to Bigtable (its misses after coalescing).
+    fetches: std::sync::atomic::AtomicU64,
 }
 
 impl SharedCache {
@@ -115,6 +117,9 @@ async fn cached_read(
     let Request::ReadRows(read) = request else {
         return Err(StoreError::new(Code::Internal, "not a read"));
     };
+    turn.cache
+        .fetches
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut rows = Vec::new();
     let mut m = ReadRows::new(read, now, 0, RetryPolicy::default());
     let result = driver::run_with(&conn, &*clock, &mut m, |row| rows.push(row))
@@ -220,6 +225,14 @@ impl MountTable {
 
     fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// How many node-row reads the hot-row cache has sent to Bigtable so far (concurrent
+    /// reads of one row count once; hits count nothing).
+    pub fn cache_fetches(&self) -> u64 {
+        self.cache
+            .fetches
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Drives `machine`, handing every event to `on_event` as it is emitted.

@@ -238,8 +238,9 @@ mod mounttable {
         ));
     }
 
-    /// Concurrent resolves of one name on one facade share the hot-row cache: all answer the
-    /// same, and a write invalidates (a mount is seen by the next resolve).
+    /// Concurrent resolves of one name on one facade share the hot-row cache: 16 resolves
+    /// of `x/y` read each node row of the path (root, `x`, `x/y`) at most once between them,
+    /// all answer the same, and a write invalidates (a second mount is seen at once).
     #[tokio::test]
     async fn mounttable_cache_coalesces_and_invalidates() {
         let Some(emu) = Emulator::shared_or_skip("mounttable_cache_coalesces_and_invalidates")
@@ -250,8 +251,14 @@ mod mounttable {
         mt.setup(None).await.unwrap();
         let root = Caller::new(&["root"], true);
         mt.mount(&root, "x/y", S, 3600, 0).await.unwrap();
+        let before = mt.cache_fetches();
         let resolves = (0..16).map(|_| mt.resolve(&root, "x/y"));
         let answers = futures_util::future::join_all(resolves).await;
+        let fetched = mt.cache_fetches() - before;
+        assert!(
+            (1..=3).contains(&fetched),
+            "{fetched} node reads for 16 resolves"
+        );
         let first = answers[0].clone().unwrap();
         assert_eq!(first.servers.len(), 1);
         assert!(answers.iter().all(|a| a.as_ref() == Ok(&first)));
