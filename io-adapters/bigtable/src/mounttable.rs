@@ -81,6 +81,25 @@ impl Drop for FetchTurn {
     }
 }
 
+/// A waiter of someone else's fetch; if its future is dropped before the answer came, the
+/// cache is told ([`NodeRowCache::abandon`]), so a fetch handed to it passes on.
+struct WaitTurn<'a> {
+    cache: &'a SharedCache,
+    key: &'a [u8],
+    id: WaiterId,
+    now: Timestamp,
+    done: bool,
+}
+
+impl Drop for WaitTurn<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.cache.lock().abandon(self.key, self.id, self.now);
+            self.cache.wake.notify_waiters();
+        }
+    }
+}
+
 /// One node read through the cache.
 async fn cached_read(
     conn: BigtableConnection,
@@ -94,18 +113,34 @@ async fn cached_read(
     let me = match looked_up {
         Lookup::Hit(row) => return Ok(Some(row)),
         Lookup::Fetch(id) => id,
-        Lookup::Wait(id) => loop {
-            // Registered before the check, so a completion in between is not missed.
-            let notified = cache.wake.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            match cache.lock().take_answer(id) {
-                Some(CacheAnswer::Row(row)) => return Ok(row),
-                Some(CacheAnswer::Fetch) => break id,
-                None => {}
+        Lookup::Wait(id) => {
+            let mut turn = WaitTurn {
+                cache: &cache,
+                key: &key,
+                id,
+                now,
+                done: false,
+            };
+            loop {
+                // Registered before the check, so a completion in between is not missed.
+                let notified = cache.wake.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                let answer = cache.lock().take_answer(id);
+                match answer {
+                    Some(CacheAnswer::Row(row)) => {
+                        turn.done = true;
+                        return Ok(row);
+                    }
+                    Some(CacheAnswer::Fetch) => {
+                        turn.done = true;
+                        break id;
+                    }
+                    None => {}
+                }
+                notified.await;
             }
-            notified.await;
-        },
+        }
     };
     let turn = FetchTurn {
         cache,

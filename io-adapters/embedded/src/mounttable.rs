@@ -79,6 +79,9 @@ pub enum CacheAnswer {
 pub struct NodeRowCache {
     cache: RowCache,
     answers: BTreeMap<WaiterId, CacheAnswer>,
+    /// Waiters that left before their answer (a cancelled async read): never answered, and
+    /// a fetch handed to one of them is passed on at once.
+    abandoned: std::collections::BTreeSet<WaiterId>,
 }
 
 impl NodeRowCache {
@@ -97,10 +100,28 @@ impl NodeRowCache {
     pub fn complete(&mut self, key: &[u8], id: WaiterId, row: Option<Row>, now: Timestamp) {
         let done = self.cache.complete(key, id, row.clone(), now);
         for w in done.answered.iter().filter(|w| **w != id) {
-            self.answers.insert(*w, CacheAnswer::Row(row.clone()));
+            if !self.abandoned.remove(w) {
+                self.answers.insert(*w, CacheAnswer::Row(row.clone()));
+            }
         }
         if let Some(next) = done.next_fetcher {
-            self.answers.insert(next, CacheAnswer::Fetch);
+            if self.abandoned.remove(&next) {
+                self.complete(key, next, None, now);
+            } else {
+                self.answers.insert(next, CacheAnswer::Fetch);
+            }
+        }
+    }
+
+    /// Waiter `id` of `key` leaves without its answer (its read was cancelled): if it was
+    /// handed the fetch, the fetch passes to the next waiter; wake all waiters after.
+    pub fn abandon(&mut self, key: &[u8], id: WaiterId, now: Timestamp) {
+        match self.answers.remove(&id) {
+            Some(CacheAnswer::Fetch) => self.complete(key, id, None, now),
+            Some(CacheAnswer::Row(_)) => {}
+            None => {
+                self.abandoned.insert(id);
+            }
         }
     }
 
@@ -553,5 +574,57 @@ pub fn server_caller() -> Caller {
     Caller {
         blessing_names: Vec::new(),
         is_server: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(c: &mut NodeRowCache, key: &[u8], now: Timestamp) -> WaiterId {
+        match c.lookup(key, now) {
+            Lookup::Wait(id) => id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A cancelled waiter never strands the others: a fetch handed to it (before or after it
+    /// left) passes to the next waiter, and a row answer is not kept for it.
+    #[test]
+    fn abandoned_waiters_pass_the_fetch_on() {
+        let now = Timestamp(1);
+        let k = b"k".as_slice();
+        for abandon_first in [false, true] {
+            let mut c = NodeRowCache::default();
+            let Lookup::Fetch(a) = c.lookup(k, now) else {
+                panic!()
+            };
+            let b = waiting(&mut c, k, now);
+            let w = waiting(&mut c, k, now);
+            if abandon_first {
+                c.abandon(k, b, now);
+                c.complete(k, a, None, now);
+            } else {
+                c.complete(k, a, None, now);
+                c.abandon(k, b, now);
+            }
+            assert_eq!(c.take_answer(b), None);
+            assert_eq!(c.take_answer(w), Some(CacheAnswer::Fetch));
+        }
+        let mut c = NodeRowCache::default();
+        let Lookup::Fetch(a) = c.lookup(k, now) else {
+            panic!()
+        };
+        let b = waiting(&mut c, k, now);
+        let w = waiting(&mut c, k, now);
+        c.abandon(k, b, now);
+        let row = Row {
+            key: k.to_vec(),
+            cells: Vec::new(),
+        };
+        c.complete(k, a, Some(row.clone()), now);
+        assert_eq!(c.take_answer(b), None);
+        assert_eq!(c.take_answer(w), Some(CacheAnswer::Row(Some(row))));
+        assert!(c.abandoned.is_empty() && c.answers.is_empty());
     }
 }
