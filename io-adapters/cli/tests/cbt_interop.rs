@@ -967,28 +967,33 @@ mod graph {
         (triples, graph_row)
     }
 
+    /// A cell as `(row, family:qualifier, timestamp µs, value)`.
+    type Cell = (String, String, i64, String);
+
     /// Every cell the spec gives for the fixture: four per triple (row, `family:qualifier`,
     /// timestamp, value = the triple's text) and the graph row.
-    fn expected_cells(triples: &[Value], graph_row: &Value) -> BTreeSet<Shown> {
-        let mut expected = BTreeSet::new();
+    fn vector_cells(triples: &[Value], graph_row: &Value) -> Vec<Cell> {
+        let mut cells = Vec::new();
         for t in triples {
             let ts = t["timestamp_micros"].as_i64().unwrap();
             for c in t["cells"].as_array().unwrap() {
-                expected.insert(Shown::new(
-                    s(c, "row").as_bytes(),
-                    s(c, "column").as_bytes(),
-                    ts,
-                    s(t, "text").as_bytes(),
-                ));
+                let (row, column) = (s(c, "row"), s(c, "column"));
+                cells.push((row.into(), column.into(), ts, s(t, "text").into()));
             }
         }
-        expected.insert(Shown::new(
-            s(graph_row, "row").as_bytes(),
-            s(graph_row, "column").as_bytes(),
-            graph_row["timestamp_micros"].as_i64().unwrap(),
-            s(graph_row, "value").as_bytes(),
-        ));
-        expected
+        let ts = graph_row["timestamp_micros"].as_i64().unwrap();
+        let (row, column) = (s(graph_row, "row"), s(graph_row, "column"));
+        cells.push((row.into(), column.into(), ts, s(graph_row, "value").into()));
+        cells
+    }
+
+    fn expected_cells(triples: &[Value], graph_row: &Value) -> BTreeSet<Shown> {
+        vector_cells(triples, graph_row)
+            .iter()
+            .map(|(row, column, ts, value)| {
+                Shown::new(row.as_bytes(), column.as_bytes(), *ts, value.as_bytes())
+            })
+            .collect()
     }
 
     /// `rowkit graph create test` + `graph add test` (the vector triples on stdin): `cbt read`
@@ -1051,19 +1056,12 @@ mod graph {
                 "families=graph,immutable_triple,temporal_triple",
             ],
         );
-        for c in expected_cells(&triples, &graph_row) {
-            let ts = parse_cbt_time(&c.time);
-            assert_eq!(cbt_time(ts), c.time);
-            let column = String::from_utf8(c.column).unwrap();
+        for (row, column, ts, value) in vector_cells(&triples, &graph_row) {
+            let set = cbt_cell(&column, value.as_bytes(), ts);
             cbt(
                 emu,
                 &instance,
-                &[
-                    b"set".to_vec(),
-                    b"badwolf".to_vec(),
-                    c.row,
-                    cbt_cell(&column, &c.value, ts),
-                ],
+                &[b"set".to_vec(), b"badwolf".to_vec(), row.into_bytes(), set],
             );
         }
         assert_eq!(
@@ -1106,25 +1104,6 @@ mod graph {
                 .any(|f| f["triple"] == first),
             "{by_object}"
         );
-    }
-
-    /// The inverse of [`cbt_time`].
-    fn parse_cbt_time(time: &str) -> i64 {
-        let (date, clock) = time.split_once('-').unwrap();
-        let d: Vec<i64> = date.split('/').map(|x| x.parse().unwrap()).collect();
-        let (hms, frac) = clock.split_once('.').unwrap();
-        let t: Vec<i64> = hms.split(':').map(|x| x.parse().unwrap()).collect();
-        let (y, m) = if d[1] <= 2 {
-            (d[0] - 1, d[1] + 9)
-        } else {
-            (d[0], d[1] - 3)
-        };
-        let era = y.div_euclid(400);
-        let yoe = y - era * 400;
-        let doy = (153 * m + 2) / 5 + d[2] - 1;
-        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-        let days = era * 146_097 + doe - 719_468;
-        (days * 86_400 + t[0] * 3600 + t[1] * 60 + t[2]) * 1_000_000 + frac.parse::<i64>().unwrap()
     }
 }
 
