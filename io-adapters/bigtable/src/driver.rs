@@ -6,8 +6,14 @@
 //! `poll_timeout`. Events go to a callback ([`run`]) or a bounded channel ([`run_to_channel`],
 //! whose capacity is the back-pressure: a slow consumer pauses the whole driver). The driver
 //! never retries: the machine decides.
+//!
+//! [`run_with`] generalises the two things the typed facades need to vary: where requests go
+//! (any [`Transport`]; the mount table's hot-row cache answers node reads itself) and the time
+//! source (`rowkit_embedded::driver::Clock`, so a facade and its sync twin can share one
+//! injected clock).
 
-use rowkit_statemachines::{Code, Machine, Response, StoreError, Tag, Timestamp};
+use rowkit_embedded::driver::{Clock, SystemClock};
+use rowkit_statemachines::{Code, Machine, Request, Response, StoreError, Tag, Timestamp};
 use tokio_stream::{StreamExt, StreamMap};
 
 use crate::connection::{BigtableConnection, PartStream};
@@ -37,12 +43,29 @@ impl<E: Into<StoreError>> RunError<E> {
     }
 }
 
+/// A shareable clock: the typed facades' time source.
+pub type SharedClock = std::sync::Arc<dyn Clock + Send + Sync>;
+
 /// Wall-clock time in microseconds, the machines' `now`.
 pub fn now() -> Timestamp {
     let since = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     Timestamp(i64::try_from(since.as_micros()).unwrap_or(i64::MAX))
+}
+
+/// Where the driver sends a machine's requests.
+pub trait Transport {
+    /// Starts `request`: the stream of everything the machine must see (the unary response,
+    /// or the parts then [`Response::StreamEnd`]; an `Err` item ends it), as
+    /// [`BigtableConnection::call`].
+    fn call(&self, request: Request) -> PartStream;
+}
+
+impl Transport for BigtableConnection {
+    fn call(&self, request: Request) -> PartStream {
+        BigtableConnection::call(self, request)
+    }
 }
 
 /// What the driver does with events.
@@ -73,7 +96,19 @@ pub async fn run<M: Machine>(
     mut machine: M,
     on_event: impl FnMut(M::Event),
 ) -> Result<M::Output, RunError<M::Error>> {
-    drive(conn, &mut machine, Callback(on_event)).await
+    drive(conn, &SystemClock, &mut machine, Callback(on_event)).await
+}
+
+/// [`run`] over any [`Transport`] with time from `clock`: every `now` the machine sees is
+/// `clock.now()`, and a timeout waits (on Tokio's timer) until the clock reaches it; a manual
+/// clock is then moved there (`Clock::sleep_until`), so it never runs behind the machine.
+pub async fn run_with<M: Machine, T: Transport + ?Sized, C: Clock + ?Sized>(
+    transport: &T,
+    clock: &C,
+    machine: &mut M,
+    on_event: impl FnMut(M::Event),
+) -> Result<M::Output, RunError<M::Error>> {
+    drive(transport, clock, machine, Callback(on_event)).await
 }
 
 /// [`run`] on a borrowed machine, so its counters (retries, rows emitted) can be read after.
@@ -82,7 +117,7 @@ pub async fn run_mut<M: Machine>(
     machine: &mut M,
     on_event: impl FnMut(M::Event),
 ) -> Result<M::Output, RunError<M::Error>> {
-    drive(conn, machine, Callback(on_event)).await
+    drive(conn, &SystemClock, machine, Callback(on_event)).await
 }
 
 /// Runs `machine` until it has a result, sending every event into a bounded channel. If the
@@ -93,11 +128,12 @@ pub async fn run_to_channel<M: Machine>(
     mut machine: M,
     events: tokio::sync::mpsc::Sender<M::Event>,
 ) -> Result<M::Output, RunError<M::Error>> {
-    drive(conn, &mut machine, Channel(events)).await
+    drive(conn, &SystemClock, &mut machine, Channel(events)).await
 }
 
-async fn drive<M: Machine, S: Sink<M::Event>>(
-    conn: &BigtableConnection,
+async fn drive<M: Machine, T: Transport + ?Sized, C: Clock + ?Sized, S: Sink<M::Event>>(
+    conn: &T,
+    clock: &C,
     machine: &mut M,
     mut sink: S,
 ) -> Result<M::Output, RunError<M::Error>> {
@@ -112,7 +148,7 @@ async fn drive<M: Machine, S: Sink<M::Event>>(
         }
         while let Some(event) = machine.poll_event() {
             if sink.send(event).await.is_err() {
-                machine.cancel(now());
+                machine.cancel(clock.now());
                 return Err(RunError::Closed);
             }
         }
@@ -126,8 +162,11 @@ async fn drive<M: Machine, S: Sink<M::Event>>(
         let sleep = async {
             match timeout {
                 Some(at) => {
-                    let wait = at.0.saturating_sub(now().0).max(0).unsigned_abs();
+                    let wait = at.0.saturating_sub(clock.now().0).max(0).unsigned_abs();
                     tokio::time::sleep(std::time::Duration::from_micros(wait)).await;
+                    // A wall clock is there already (Tokio's timer never fires early); a
+                    // manual one jumps.
+                    clock.sleep_until(at);
                 }
                 None => std::future::pending::<()>().await,
             }
@@ -137,9 +176,9 @@ async fn drive<M: Machine, S: Sink<M::Event>>(
                 if item.is_err() || matches!(item, Ok(Response::StreamEnd)) {
                     inflight.remove(&tag);
                 }
-                machine.handle_response(tag, item, now());
+                machine.handle_response(tag, item, clock.now());
             }
-            () = sleep => machine.handle_timeout(now()),
+            () = sleep => machine.handle_timeout(clock.now()),
         }
     }
 }

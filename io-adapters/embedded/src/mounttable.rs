@@ -8,8 +8,9 @@
 //! one SplitMix64 stream (`nth_output(seed, n)`), so a single-threaded sequence of calls is
 //! reproducible.
 //!
-//! The Tokio facade over the Bigtable adapter follows the same shape (it lands with
-//! `rowkit-bigtable`).
+//! The Tokio facade (`rowkit_bigtable::mounttable::MountTable`) follows the same shape and
+//! shares the driver-independent parts: [`MtConfig`], [`MtCalls`] (contexts and seeds),
+//! [`NodeRowCache`] and the request classification of the cache.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -62,15 +63,169 @@ impl Default for MtConfig {
     }
 }
 
-enum Answer {
+/// What a waiter of a coalesced node read is told by the read it waited for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CacheAnswer {
+    /// The fetched row (`None`: no such row).
     Row(Option<Row>),
+    /// The fetch failed or found nothing cacheable: send your own read.
     Fetch,
 }
 
-#[derive(Default)]
-struct CacheState {
+/// The hot-row cache of a facade (§15) and the answers owed to coalesced waiters: the
+/// driver-independent half of the cache, shared by this sync facade (behind a mutex and a
+/// condvar) and the Tokio facade of `rowkit-bigtable` (behind a mutex and a `Notify`).
+#[derive(Debug, Default)]
+pub struct NodeRowCache {
     cache: RowCache,
-    answers: BTreeMap<WaiterId, Answer>,
+    answers: BTreeMap<WaiterId, CacheAnswer>,
+    /// Waiters that left before their answer (a cancelled async read): never answered, and
+    /// a fetch handed to one of them is passed on at once.
+    abandoned: std::collections::BTreeSet<WaiterId>,
+}
+
+impl NodeRowCache {
+    /// Looks `key` up at `now`: a hit, a fetch to send, or a wait for someone else's fetch.
+    pub fn lookup(&mut self, key: &[u8], now: Timestamp) -> Lookup {
+        self.cache.lookup(key, now)
+    }
+
+    /// The answer for waiter `id`, once the fetch it waits for completed.
+    pub fn take_answer(&mut self, id: WaiterId) -> Option<CacheAnswer> {
+        self.answers.remove(&id)
+    }
+
+    /// Records the end of fetch `id` of `key` (`row`: the fetched row, `None` if missing or
+    /// failed) and leaves an answer for every waiter it serves; wake all waiters after.
+    pub fn complete(&mut self, key: &[u8], id: WaiterId, row: Option<Row>, now: Timestamp) {
+        let done = self.cache.complete(key, id, row.clone(), now);
+        for w in done.answered.iter().filter(|w| **w != id) {
+            if !self.abandoned.remove(w) {
+                self.answers.insert(*w, CacheAnswer::Row(row.clone()));
+            }
+        }
+        if let Some(next) = done.next_fetcher {
+            if self.abandoned.remove(&next) {
+                self.complete(key, next, None, now);
+            } else {
+                self.answers.insert(next, CacheAnswer::Fetch);
+            }
+        }
+    }
+
+    /// Waiter `id` of `key` leaves without its answer (its read was cancelled): if it was
+    /// handed the fetch, the fetch passes to the next waiter; wake all waiters after.
+    pub fn abandon(&mut self, key: &[u8], id: WaiterId, now: Timestamp) {
+        match self.answers.remove(&id) {
+            Some(CacheAnswer::Fetch) => self.complete(key, id, None, now),
+            Some(CacheAnswer::Row(_)) => {}
+            None => {
+                self.abandoned.insert(id);
+            }
+        }
+    }
+
+    /// Drops `key`'s entry (every write to a node row).
+    pub fn invalidate(&mut self, key: &[u8]) {
+        self.cache.invalidate(key);
+    }
+}
+
+/// The node row `request` reads, if it is a node read the cache may answer
+/// (`ReadRow(node table, key, LatestN(1))`).
+pub fn cached_node_read(request: &Request, node_table: &str) -> Option<Vec<u8>> {
+    match request {
+        Request::ReadRows(r)
+            if r.table == node_table
+                && r.rows.row_keys.len() == 1
+                && r.rows.row_ranges.is_empty()
+                && r.filter == Some(RowFilter::CellsPerColumnLimit(1))
+                && r.rows_limit == 0
+                && !r.reversed =>
+        {
+            r.rows.row_keys.first().cloned()
+        }
+        _ => None,
+    }
+}
+
+/// The node row `request` writes, if any: its cache entry must be invalidated.
+pub fn node_write(request: &Request, node_table: &str) -> Option<Vec<u8>> {
+    match request {
+        Request::MutateRow(r) if r.table == node_table => Some(r.row_key.clone()),
+        Request::CheckAndMutateRow(r) if r.table == node_table => Some(r.row_key.clone()),
+        _ => None,
+    }
+}
+
+/// Whether `request` writes.
+pub fn is_write(request: &Request) -> bool {
+    matches!(
+        request,
+        Request::MutateRow(_)
+            | Request::MutateRows(_)
+            | Request::CheckAndMutateRow(_)
+            | Request::ReadModifyWriteRow(_)
+    )
+}
+
+/// A cached node row as the read reply a store would give (one part, or none if missing).
+pub fn cached_reply_parts(row: Option<Row>) -> Vec<Result<Response, StoreError>> {
+    match row {
+        Some(row) => vec![Ok(Response::ReadRowsPart(ReadRowsResponse {
+            chunks: crate::semantics::row_chunks(&row, None),
+            last_scanned_row_key: Vec::new(),
+        }))],
+        None => Vec::new(),
+    }
+}
+
+/// The driver-independent part of a facade call: the settings, the operation context and the
+/// seed stream (`nth_output(seed, n)` for the n-th call, so a single-threaded sequence of calls
+/// is reproducible). Shared by the sync and the Tokio facades.
+#[derive(Debug)]
+pub struct MtCalls {
+    config: MtConfig,
+    calls: AtomicU64,
+}
+
+impl MtCalls {
+    /// Calls with `config`.
+    pub fn new(config: MtConfig) -> MtCalls {
+        MtCalls {
+            config,
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &MtConfig {
+        &self.config
+    }
+
+    /// The context of a call by `caller` starting at `now` (deadline `now + deadline_us`).
+    pub fn ctx(&self, caller: &Caller, now: Timestamp) -> MtCtx {
+        MtCtx {
+            tables: self.config.tables.clone(),
+            caller: caller.clone(),
+            global_acl: self.config.global_acl.clone(),
+            limits: self.config.limits,
+            gc_grace_us: self.config.gc_grace_us,
+            deadline: now.saturating_add_micros(self.config.deadline_us),
+        }
+    }
+
+    /// The context of `fsck` (the server as caller, a 1 h deadline, as the CLI).
+    pub fn fsck_ctx(&self, now: Timestamp) -> MtCtx {
+        let mut ctx = self.ctx(&server_caller(), now);
+        ctx.deadline = now.saturating_add_micros(3_600_000_000);
+        ctx
+    }
+
+    /// The next call's seed.
+    pub fn seed(&self) -> u64 {
+        SplitMix64::nth_output(self.config.seed, self.calls.fetch_add(1, Ordering::Relaxed))
+    }
 }
 
 /// The store as the machines see it: node reads through the cache, node writes invalidating.
@@ -84,31 +239,15 @@ struct CachedStore<'a, S: ?Sized, C: ?Sized> {
     store: &'a S,
     clock: &'a C,
     node_table: &'a str,
-    state: Option<&'a (Mutex<CacheState>, Condvar)>,
+    state: Option<&'a (Mutex<NodeRowCache>, Condvar)>,
     writes: &'a Mutex<()>,
 }
 
-fn lock(m: &Mutex<CacheState>) -> MutexGuard<'_, CacheState> {
+fn lock(m: &Mutex<NodeRowCache>) -> MutexGuard<'_, NodeRowCache> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
-    fn is_node_read(&self, request: &Request) -> Option<Vec<u8>> {
-        match request {
-            Request::ReadRows(r)
-                if r.table == self.node_table
-                    && r.rows.row_keys.len() == 1
-                    && r.rows.row_ranges.is_empty()
-                    && r.filter == Some(RowFilter::CellsPerColumnLimit(1))
-                    && r.rows_limit == 0
-                    && !r.reversed =>
-            {
-                r.rows.row_keys.first().cloned()
-            }
-            _ => None,
-        }
-    }
-
     fn fetch(&self, request: &Request, now: Timestamp) -> Result<Option<Row>, StoreError> {
         let Request::ReadRows(r) = request else {
             return Err(StoreError::new(Code::Internal, "not a read"));
@@ -123,35 +262,28 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
 
     fn cached_read(
         &self,
-        state: &(Mutex<CacheState>, Condvar),
+        state: &(Mutex<NodeRowCache>, Condvar),
         key: &[u8],
         request: &Request,
         now: Timestamp,
     ) -> Result<Option<Row>, StoreError> {
         let mut guard = lock(&state.0);
-        let me = match guard.cache.lookup(key, now) {
+        let me = match guard.lookup(key, now) {
             Lookup::Hit(row) => return Ok(Some(row)),
             Lookup::Fetch(id) => id,
             Lookup::Wait(id) => loop {
                 guard = state.1.wait(guard).unwrap_or_else(|p| p.into_inner());
-                match guard.answers.remove(&id) {
-                    Some(Answer::Row(row)) => return Ok(row),
-                    Some(Answer::Fetch) => break id,
+                match guard.take_answer(id) {
+                    Some(CacheAnswer::Row(row)) => return Ok(row),
+                    Some(CacheAnswer::Fetch) => break id,
                     None => {}
                 }
             },
         };
         drop(guard);
         let result = self.fetch(request, now);
-        guard = lock(&state.0);
         let row = result.as_ref().ok().cloned().flatten();
-        let done = guard.cache.complete(key, me, row.clone(), now);
-        for w in done.answered.iter().filter(|w| **w != me) {
-            guard.answers.insert(*w, Answer::Row(row.clone()));
-        }
-        if let Some(next) = done.next_fetcher {
-            guard.answers.insert(next, Answer::Fetch);
-        }
+        lock(&state.0).complete(key, me, row, now);
         state.1.notify_all();
         result
     }
@@ -159,13 +291,7 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
 
 impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> Store for CachedStore<'_, S, C> {
     fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
-        let is_write = matches!(
-            request,
-            Request::MutateRow(_)
-                | Request::MutateRows(_)
-                | Request::CheckAndMutateRow(_)
-                | Request::ReadModifyWriteRow(_)
-        );
+        let is_write = is_write(&request);
         let Some(state) = self.state else {
             if is_write {
                 let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
@@ -173,29 +299,18 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> Store for CachedStore<'_, S, C
             }
             return self.store.execute(request, now);
         };
-        if let Some(key) = self.is_node_read(&request) {
+        if let Some(key) = cached_node_read(&request, self.node_table) {
             let row = self.cached_read(state, &key, &request, now)?;
-            let parts: Vec<Result<Response, StoreError>> = match row {
-                Some(row) => vec![Ok(Response::ReadRowsPart(ReadRowsResponse {
-                    chunks: crate::semantics::row_chunks(&row, None),
-                    last_scanned_row_key: Vec::new(),
-                }))],
-                None => Vec::new(),
-            };
-            return Ok(Reply::Stream(Box::new(parts.into_iter())));
+            return Ok(Reply::Stream(Box::new(cached_reply_parts(row).into_iter())));
         }
-        let write_key = match &request {
-            Request::MutateRow(r) if r.table == self.node_table => Some(r.row_key.clone()),
-            Request::CheckAndMutateRow(r) if r.table == self.node_table => Some(r.row_key.clone()),
-            _ => None,
-        };
         if !is_write {
             return self.store.execute(request, now);
         }
+        let write_key = node_write(&request, self.node_table);
         let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let reply = self.store.execute(request, self.clock.now().max(now));
         if let Some(key) = write_key {
-            lock(&state.0).cache.invalidate(&key);
+            lock(&state.0).invalidate(&key);
         }
         reply
     }
@@ -225,16 +340,15 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> Store for CachedStore<'_, S, C
 pub struct MountTable<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> {
     store: &'a S,
     clock: &'a C,
-    config: MtConfig,
-    calls: AtomicU64,
-    cache: (Mutex<CacheState>, Condvar),
+    calls: MtCalls,
+    cache: (Mutex<NodeRowCache>, Condvar),
     writes: Mutex<()>,
 }
 
 impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> core::fmt::Debug for MountTable<'_, S, C> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("MountTable")
-            .field("config", &self.config)
+            .field("config", self.calls.config())
             .finish()
     }
 }
@@ -254,34 +368,23 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
         MountTable {
             store,
             clock,
-            config,
-            calls: AtomicU64::new(0),
-            cache: (Mutex::new(CacheState::default()), Condvar::new()),
+            calls: MtCalls::new(config),
+            cache: (Mutex::new(NodeRowCache::default()), Condvar::new()),
             writes: Mutex::new(()),
         }
     }
 
     /// The settings.
     pub fn config(&self) -> &MtConfig {
-        &self.config
+        self.calls.config()
     }
 
     fn ctx(&self, caller: &Caller) -> MtCtx {
-        MtCtx {
-            tables: self.config.tables.clone(),
-            caller: caller.clone(),
-            global_acl: self.config.global_acl.clone(),
-            limits: self.config.limits,
-            gc_grace_us: self.config.gc_grace_us,
-            deadline: self
-                .clock
-                .now()
-                .saturating_add_micros(self.config.deadline_us),
-        }
+        self.calls.ctx(caller, self.clock.now())
     }
 
     fn seed(&self) -> u64 {
-        SplitMix64::nth_output(self.config.seed, self.calls.fetch_add(1, Ordering::Relaxed))
+        self.calls.seed()
     }
 
     /// Drives `machine`, handing every event to `on_event`.
@@ -292,8 +395,8 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
         let store = CachedStore {
             store: self.store,
             clock: self.clock,
-            node_table: &self.config.tables.node,
-            state: self.config.row_cache.then_some(&self.cache),
+            node_table: &self.calls.config().tables.node,
+            state: self.calls.config().row_cache.then_some(&self.cache),
             writes: &self.writes,
         };
         driver::run(&store, self.clock, machine, on_event).map_err(|e| match e {
@@ -315,8 +418,8 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
     pub fn create_tables(&self) -> Result<(), StoreError> {
         let (node, counter) = table_families();
         for (table, families) in [
-            (&self.config.tables.counter, counter),
-            (&self.config.tables.node, node),
+            (&self.calls.config().tables.counter, counter),
+            (&self.calls.config().tables.node, node),
         ] {
             match self.store.create_table(table, &families) {
                 Ok(()) => {}
@@ -437,8 +540,7 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
 
     /// Fsck (with a 1 h deadline, as the CLI).
     pub fn fsck(&self, fix: bool, on_event: impl FnMut(MtEvent)) -> Result<FsckSummary, MtError> {
-        let mut ctx = self.ctx(&server_caller());
-        ctx.deadline = self.clock.now().saturating_add_micros(3_600_000_000);
+        let ctx = self.calls.fsck_ctx(self.clock.now());
         let m = mt::Fsck::new(ctx, fix, self.clock.now(), self.seed());
         self.run(m, on_event)
     }
@@ -472,5 +574,57 @@ pub fn server_caller() -> Caller {
     Caller {
         blessing_names: Vec::new(),
         is_server: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(c: &mut NodeRowCache, key: &[u8], now: Timestamp) -> WaiterId {
+        match c.lookup(key, now) {
+            Lookup::Wait(id) => id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A cancelled waiter never strands the others: a fetch handed to it (before or after it
+    /// left) passes to the next waiter, and a row answer is not kept for it.
+    #[test]
+    fn abandoned_waiters_pass_the_fetch_on() {
+        let now = Timestamp(1);
+        let k = b"k".as_slice();
+        for abandon_first in [false, true] {
+            let mut c = NodeRowCache::default();
+            let Lookup::Fetch(a) = c.lookup(k, now) else {
+                panic!()
+            };
+            let b = waiting(&mut c, k, now);
+            let w = waiting(&mut c, k, now);
+            if abandon_first {
+                c.abandon(k, b, now);
+                c.complete(k, a, None, now);
+            } else {
+                c.complete(k, a, None, now);
+                c.abandon(k, b, now);
+            }
+            assert_eq!(c.take_answer(b), None);
+            assert_eq!(c.take_answer(w), Some(CacheAnswer::Fetch));
+        }
+        let mut c = NodeRowCache::default();
+        let Lookup::Fetch(a) = c.lookup(k, now) else {
+            panic!()
+        };
+        let b = waiting(&mut c, k, now);
+        let w = waiting(&mut c, k, now);
+        c.abandon(k, b, now);
+        let row = Row {
+            key: k.to_vec(),
+            cells: Vec::new(),
+        };
+        c.complete(k, a, Some(row.clone()), now);
+        assert_eq!(c.take_answer(b), None);
+        assert_eq!(c.take_answer(w), Some(CacheAnswer::Row(Some(row))));
+        assert!(c.abandoned.is_empty() && c.answers.is_empty());
     }
 }

@@ -5,8 +5,9 @@
 //! sync driver, keeps every change event (drain them with [`ObjectMetadata::take_events`]) and
 //! turns each `RepairScheduled` event into a pending [`AsyncRepair`], run by
 //! [`ObjectMetadata::run_due_repairs`] (or [`ObjectMetadata::run_all_repairs`]) in scheduling
-//! order, each driven with its clock at `due`. The Tokio facade comes with the Bigtable
-//! adapter (`rowkit-bigtable`).
+//! order, each driven with its clock at `due`. The Tokio facade
+//! (`rowkit_bigtable::objmeta::ObjectMetadata`) shares the driver-independent bookkeeping,
+//! [`ObjmetaCalls`] (seeds, deadline, events, pending repairs), and [`RepairReport`].
 
 use rowkit_codec::objmeta::cells::families;
 use rowkit_codec::objmeta::json::Json;
@@ -34,15 +35,97 @@ pub struct RepairReport {
     pub outcome: RepairOutcome,
 }
 
+/// The driver-independent bookkeeping of a facade: each operation's seed (the base seed,
+/// incremented per operation) and deadline, the change events kept for
+/// [`ObjmetaCalls::take_events`], and the repairs scheduled by them.
+#[derive(Debug, Default)]
+pub struct ObjmetaCalls {
+    seed: u64,
+    deadline_us: Option<i64>,
+    events: Vec<ObjmetaEvent>,
+    pending: Vec<RepairTask>,
+}
+
+impl ObjmetaCalls {
+    /// Bookkeeping from base seed `seed`.
+    pub fn new(seed: u64) -> ObjmetaCalls {
+        ObjmetaCalls {
+            seed,
+            ..ObjmetaCalls::default()
+        }
+    }
+
+    /// Per-operation deadline (default: the machines' 60 s).
+    pub fn set_deadline(&mut self, micros: i64) {
+        self.deadline_us = Some(micros);
+    }
+
+    /// The next operation's seed.
+    pub fn next_seed(&mut self) -> u64 {
+        self.seed = self.seed.wrapping_add(1);
+        self.seed
+    }
+
+    /// The seed and deadline of an operation starting at `now`.
+    pub fn begin(&mut self, now: Timestamp) -> (u64, Option<Timestamp>) {
+        let seed = self.next_seed();
+        (seed, self.deadline_us.map(|d| now.saturating_add_micros(d)))
+    }
+
+    /// Keeps an operation's events, scheduling a repair for each `RepairScheduled`.
+    pub fn record(&mut self, events: Vec<ObjmetaEvent>) {
+        for e in events {
+            if let ObjmetaEvent::RepairScheduled(task) = &e {
+                self.pending.push(task.clone());
+            }
+            self.events.push(e);
+        }
+    }
+
+    /// Change events since the last call.
+    pub fn take_events(&mut self) -> Vec<ObjmetaEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Repairs scheduled and not yet run, in scheduling order.
+    pub fn pending_repairs(&self) -> &[RepairTask] {
+        &self.pending
+    }
+
+    /// Removes and returns the pending repairs whose `due` ≤ `now`, in scheduling order.
+    pub fn take_due(&mut self, now: Timestamp) -> Vec<RepairTask> {
+        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
+            .into_iter()
+            .partition(|t| t.due <= now);
+        self.pending = later;
+        due
+    }
+
+    /// Removes and returns every pending repair.
+    pub fn take_all(&mut self) -> Vec<RepairTask> {
+        std::mem::take(&mut self.pending)
+    }
+
+    /// The machine of one repair on `table`, standing at its `due`.
+    pub fn repair_machine(&mut self, table: &str, task: &RepairTask) -> AsyncRepair {
+        let seed = self.next_seed();
+        OpMachine::new_delayed(
+            AsyncRepairOp { task: task.clone() },
+            table.to_string(),
+            task.due,
+            task.due,
+            seed,
+            None,
+        )
+    }
+}
+
 /// The sync object-metadata facade (see the module doc).
 pub struct ObjectMetadata<'s, S: Store + ?Sized, C: Clock + ?Sized> {
     store: &'s S,
     clock: &'s C,
     state: ObjmetaState,
-    seed: u64,
-    deadline_us: Option<i64>,
-    events: Vec<ObjmetaEvent>,
-    pending: Vec<RepairTask>,
+    calls: ObjmetaCalls,
 }
 
 impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
@@ -53,16 +136,13 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
             store,
             clock,
             state,
-            seed,
-            deadline_us: None,
-            events: Vec::new(),
-            pending: Vec::new(),
+            calls: ObjmetaCalls::new(seed),
         }
     }
 
     /// Per-operation deadline (default 60 s).
     pub fn set_deadline(&mut self, micros: i64) {
-        self.deadline_us = Some(micros);
+        self.calls.set_deadline(micros);
     }
 
     /// The state (config, generator, cache).
@@ -88,21 +168,12 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
 
     /// Change events since the last call.
     pub fn take_events(&mut self) -> Vec<ObjmetaEvent> {
-        std::mem::take(&mut self.events)
+        self.calls.take_events()
     }
 
     /// Repairs scheduled and not yet run, in scheduling order.
     pub fn pending_repairs(&self) -> &[RepairTask] {
-        &self.pending
-    }
-
-    fn next_seed(&mut self) -> u64 {
-        self.seed = self.seed.wrapping_add(1);
-        self.seed
-    }
-
-    fn deadline(&self, now: Timestamp) -> Option<Timestamp> {
-        self.deadline_us.map(|d| now.saturating_add_micros(d))
+        self.calls.pending_repairs()
     }
 
     fn run_op<O: rowkit_statemachines::objmeta::engine::Op>(
@@ -110,19 +181,13 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
         op: O,
     ) -> Result<O::Output, ObjmetaError> {
         let now = self.clock.now();
-        let seed = self.next_seed();
-        let deadline = self.deadline(now);
+        let (seed, deadline) = self.calls.begin(now);
         let mut events = Vec::new();
         let r = {
             let m = OpMachine::new(op, &mut self.state, now, seed, deadline);
             run(self.store, self.clock, m, |e| events.push(e))
         };
-        for e in events {
-            if let ObjmetaEvent::RepairScheduled(task) = &e {
-                self.pending.push(task.clone());
-            }
-            self.events.push(e);
-        }
+        self.calls.record(events);
         r.map_err(|e| match e {
             RunError::Machine(e) => e,
             RunError::Stalled => ObjmetaError::internal_error("machine stalled"),
@@ -217,8 +282,7 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
         params: &ListingParams,
     ) -> Result<Json, ObjmetaError> {
         let now = self.clock.now();
-        let seed = self.next_seed();
-        let deadline = self.deadline(now);
+        let (seed, deadline) = self.calls.begin(now);
         let (store, clock) = (self.store, self.clock);
         let m = ListObject::new(bucket, params.clone(), &mut self.state, now, seed, deadline);
         run(store, clock, m, |_| {}).map_err(|e| match e {
@@ -315,39 +379,28 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
     /// Runs one repair now (its clock standing at `due`); its `Put` event is recorded.
     pub fn run_repair(&mut self, task: RepairTask) -> RepairReport {
         let clock = ManualClock::new(task.due);
-        let seed = self.next_seed();
-        let m: AsyncRepair = OpMachine::new_delayed(
-            AsyncRepairOp { task: task.clone() },
-            self.state.config.table.clone(),
-            task.due,
-            task.due,
-            seed,
-            None,
-        );
+        let m = self.calls.repair_machine(&self.state.config.table, &task);
         let mut events = Vec::new();
         let outcome =
             run(self.store, &clock, m, |e| events.push(e)).unwrap_or(RepairOutcome::Failed);
-        self.events.extend(events);
+        self.calls.record(events);
         RepairReport { task, outcome }
     }
 
     /// Runs every pending repair whose `due` ≤ `now`, in scheduling order.
     pub fn run_due_repairs(&mut self, now: Timestamp) -> Vec<RepairReport> {
-        let (due, later): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|t| t.due <= now);
-        self.pending = later;
+        let due = self.calls.take_due(now);
         due.into_iter().map(|t| self.run_repair(t)).collect()
     }
 
     /// Runs every pending repair, each at its `due` (scenario "run repairs").
     pub fn run_all_repairs(&mut self) -> Vec<RepairReport> {
-        let all = std::mem::take(&mut self.pending);
+        let all = self.calls.take_all();
         all.into_iter().map(|t| self.run_repair(t)).collect()
     }
 
     /// Forgets pending repairs without running them (a process exit).
     pub fn drop_pending_repairs(&mut self) -> Vec<RepairTask> {
-        std::mem::take(&mut self.pending)
+        self.calls.take_all()
     }
 }

@@ -2,9 +2,9 @@
 //! [`Store`] and [`Clock`]. It keeps one [`TraceStoreState`] (OPS cache, digest cache, id
 //! pool) between operations and runs each machine with the sync driver.
 //!
-//! The Tokio facade comes with the Bigtable adapter (rowkit-bigtable): it will wrap the same
-//! machines the same way. Note that the machines are `!Send` (their sequencing core uses `Rc`),
-//! so an async driver polls them on one task.
+//! The Tokio facade (`rowkit_bigtable::tracestore::TraceStore`) wraps the same machines the
+//! same way and shares the driver-independent parts: [`TraceStoreCalls`] (per-operation seeds
+//! and deadlines), [`layout_of`] and [`store_error`].
 //!
 //! ```
 //! use rowkit_codec::model::Timestamp;
@@ -38,7 +38,8 @@ use rowkit_statemachines::{Code, SplitMix64, StoreError};
 use crate::Store;
 use crate::driver::{self, Clock, RunError};
 
-fn store_error(e: StoreError) -> TraceStoreError {
+/// A store failure as the trace store's error.
+pub fn store_error(e: StoreError) -> TraceStoreError {
     TraceStoreError::Store {
         code: e.code,
         message: e.message,
@@ -66,13 +67,52 @@ pub fn setup_table<S: Store + ?Sized>(
     Ok(())
 }
 
+/// The layout of a table with `families` (`spec/tracestore.md` 8.3: detected, or `named`
+/// checked against them).
+pub fn layout_of(
+    families: &[rowkit_codec::model::ColumnFamily],
+    named: Option<Layout>,
+) -> Result<Layout, TraceStoreError> {
+    let names: Vec<&str> = families.iter().map(|f| f.name.as_str()).collect();
+    detect_layout(&names, named)
+}
+
+/// The driver-independent part of every operation: the seed stream (one SplitMix64 stream
+/// from the open seed) and the optional deadline.
+#[derive(Debug)]
+pub struct TraceStoreCalls {
+    seeds: SplitMix64,
+    deadline_micros: Option<i64>,
+}
+
+impl TraceStoreCalls {
+    /// Seeds from `seed`, the machines' default deadlines.
+    pub fn new(seed: u64) -> TraceStoreCalls {
+        TraceStoreCalls {
+            seeds: SplitMix64::new(seed),
+            deadline_micros: None,
+        }
+    }
+
+    /// Every later operation ends `aborted` this many µs after it starts (`None`: the
+    /// spec's 4 minutes for reads, 10 for Put).
+    pub fn set_deadline(&mut self, micros: Option<i64>) {
+        self.deadline_micros = micros;
+    }
+
+    /// The seed and deadline of an operation starting at `now`.
+    pub fn begin(&mut self, now: Timestamp) -> (u64, Option<Timestamp>) {
+        let deadline = self.deadline_micros.map(|d| now.saturating_add_micros(d));
+        (self.seeds.next_u64(), deadline)
+    }
+}
+
 /// One open trace store table over a [`Store`] and a [`Clock`].
 pub struct TraceStore<'s, S: Store + ?Sized, C: Clock + ?Sized> {
     store: &'s S,
     clock: &'s C,
     state: TraceStoreState,
-    seeds: SplitMix64,
-    deadline_micros: Option<i64>,
+    calls: TraceStoreCalls,
 }
 
 impl<S: Store + ?Sized, C: Clock + ?Sized> core::fmt::Debug for TraceStore<'_, S, C> {
@@ -98,26 +138,19 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> TraceStore<'s, S, C> {
         named: Option<Layout>,
         seed: u64,
     ) -> Result<Self, TraceStoreError> {
-        let families: Vec<String> = store
-            .families(table)
-            .map_err(store_error)?
-            .into_iter()
-            .map(|f| f.name)
-            .collect();
-        let layout = detect_layout(&families, named)?;
+        let layout = layout_of(&store.families(table).map_err(store_error)?, named)?;
         Ok(TraceStore {
             store,
             clock,
             state: TraceStoreState::new(table, layout),
-            seeds: SplitMix64::new(seed),
-            deadline_micros: None,
+            calls: TraceStoreCalls::new(seed),
         })
     }
 
     /// Every later operation ends `aborted` this many µs after it starts (default: the
     /// spec's 4 minutes for reads, 10 for Put).
     pub fn set_deadline(&mut self, micros: Option<i64>) {
-        self.deadline_micros = micros;
+        self.calls.set_deadline(micros);
     }
 
     /// The layout of the table.
@@ -137,8 +170,8 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> TraceStore<'s, S, C> {
 
     fn begin(&mut self) -> (Timestamp, u64, Option<Timestamp>) {
         let now = self.clock.now();
-        let deadline = self.deadline_micros.map(|d| now.saturating_add_micros(d));
-        (now, self.seeds.next_u64(), deadline)
+        let (seed, deadline) = self.calls.begin(now);
+        (now, seed, deadline)
     }
 
     fn run<T>(store: &S, clock: &C, op: Op<'_, T>) -> Result<T, TraceStoreError> {

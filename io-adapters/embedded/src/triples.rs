@@ -3,8 +3,9 @@
 //! `rowkit_statemachines::triples` to completion with [`driver::run`] on any [`Store`] and
 //! [`Clock`].
 //!
-//! The Tokio facade follows the same shape once the Bigtable adapter lands (it will run the
-//! same machines with the async driver).
+//! The Tokio facade (`rowkit_bigtable::triples`) runs the same machines with the async driver
+//! and shares the driver-independent parts: [`TriplesCalls`] (table, per-call deadline and
+//! seed), [`table_families`] and the timeouts.
 //!
 //! ```
 //! use rowkit_codec::model::Timestamp;
@@ -43,13 +44,57 @@ pub const DEFAULT_TIMEOUT_MICROS: i64 = 60_000_000;
 /// Deadline of `DeleteGraph`, `AddTriples` and `RemoveTriples` (spec §11).
 pub const LONG_TIMEOUT_MICROS: i64 = 3_600_000_000;
 
+/// The families of the triple table, without GC rules (spec §3.1).
+pub fn table_families() -> [ColumnFamily; 3] {
+    [
+        ColumnFamily::new(keys::FAMILY_GRAPH),
+        ColumnFamily::new(keys::FAMILY_IMMUTABLE),
+        ColumnFamily::new(keys::FAMILY_TEMPORAL),
+    ]
+}
+
+/// The driver-independent part of every call: the table, and the n-th call's seed
+/// (`nth_output(seed, n)`, so a single-threaded sequence of calls is reproducible).
+#[derive(Debug)]
+pub struct TriplesCalls {
+    table: String,
+    seed: u64,
+    calls: AtomicU64,
+}
+
+impl TriplesCalls {
+    /// Calls on `table` seeded from `seed`.
+    pub fn new(table: &str, seed: u64) -> TriplesCalls {
+        TriplesCalls {
+            table: table.into(),
+            seed,
+            calls: AtomicU64::new(0),
+        }
+    }
+
+    /// The table id.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// The base seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The configuration and seed of a call starting at `now` with `timeout` µs.
+    pub fn next(&self, now: Timestamp, timeout: i64) -> (OperationConfig, u64) {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let config = OperationConfig::new(&self.table, Timestamp(now.0.saturating_add(timeout)));
+        (config, SplitMix64::nth_output(self.seed, n))
+    }
+}
+
 /// The triple store in one table of a [`Store`].
 pub struct TripleStore<'a, S: Store + ?Sized, C: Clock + ?Sized> {
     store: &'a S,
     clock: &'a C,
-    table: String,
-    seed: u64,
-    calls: AtomicU64,
+    calls: TriplesCalls,
 }
 
 /// A graph handle, obtained from [`TripleStore::new_graph`] or [`TripleStore::graph`].
@@ -73,34 +118,31 @@ impl<'a, S: Store + ?Sized, C: Clock + ?Sized> TripleStore<'a, S, C> {
         TripleStore {
             store,
             clock,
-            table: keys::DEFAULT_TABLE.into(),
-            seed: 0,
-            calls: AtomicU64::new(0),
+            calls: TriplesCalls::new(keys::DEFAULT_TABLE, 0),
         }
     }
 
     /// Uses table `table`.
     pub fn with_table(mut self, table: &str) -> Self {
-        self.table = table.into();
+        self.calls = TriplesCalls::new(table, self.calls.seed());
         self
     }
 
     /// Seeds the retry jitter of every operation.
     pub fn with_seed(mut self, seed: u64) -> Self {
-        self.seed = seed;
+        self.calls = TriplesCalls::new(self.calls.table(), seed);
         self
     }
 
     /// The table id.
     pub fn table(&self) -> &str {
-        &self.table
+        self.calls.table()
     }
 
     fn config(&self, timeout: i64) -> (OperationConfig, Timestamp, u64) {
         let now = self.clock.now();
-        let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        let config = OperationConfig::new(&self.table, Timestamp(now.0.saturating_add(timeout)));
-        (config, now, SplitMix64::nth_output(self.seed, n))
+        let (config, seed) = self.calls.next(now, timeout);
+        (config, now, seed)
     }
 
     fn run<M: Machine<Error = TriplesError>>(&self, m: M) -> Result<M::Output, TriplesError> {
@@ -110,12 +152,7 @@ impl<'a, S: Store + ?Sized, C: Clock + ?Sized> TripleStore<'a, S, C> {
     /// Creates the table with families `graph`, `immutable_triple`, `temporal_triple`, without
     /// GC rules (spec §3.1). An existing table is left as it is.
     pub fn setup(&self) -> Result<(), StoreError> {
-        let families = [
-            ColumnFamily::new(keys::FAMILY_GRAPH),
-            ColumnFamily::new(keys::FAMILY_IMMUTABLE),
-            ColumnFamily::new(keys::FAMILY_TEMPORAL),
-        ];
-        match self.store.create_table(&self.table, &families) {
+        match self.store.create_table(self.table(), &table_families()) {
             Err(e) if e.code == Code::AlreadyExists => Ok(()),
             other => other,
         }
