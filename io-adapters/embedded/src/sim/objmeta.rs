@@ -132,6 +132,8 @@ pub enum ObjmetaOp {
         key: usize,
         /// Raw version id.
         version: Option<String>,
+        /// Identifies the operation (the placeholders it writes are traced back to it).
+        n: u64,
     },
     /// `GetObject`, by version id or current.
     Get {
@@ -169,7 +171,8 @@ impl fmt::Debug for ObjmetaOp {
                 bucket,
                 key,
                 version,
-            } => write!(f, "Delete {} version={version:?}", at(bucket, key)),
+                n,
+            } => write!(f, "Delete {} n={n} version={version:?}", at(bucket, key)),
             ObjmetaOp::Get {
                 bucket,
                 key,
@@ -236,6 +239,8 @@ struct Shared {
     versions: BTreeMap<(usize, usize), Vec<String>>,
     /// Scheduled repairs no operation has taken yet.
     repairs: VecDeque<RepairTask>,
+    /// Placeholder id → the delete (`n`) that wrote it.
+    placeholders: BTreeMap<String, u64>,
 }
 
 /// The object-metadata workload (see the module doc).
@@ -308,6 +313,8 @@ fn vid_of(v: &Json) -> Option<&str> {
 struct Tap<M> {
     machine: M,
     shared: Rc<RefCell<Shared>>,
+    /// The delete operation it runs (`n`), whose placeholder ids are recorded.
+    delete: Option<u64>,
 }
 
 impl<M: Machine<Event = ObjmetaEvent>> Machine for Tap<M> {
@@ -332,8 +339,20 @@ impl<M: Machine<Event = ObjmetaEvent>> Machine for Tap<M> {
     }
     fn poll_event(&mut self) -> Option<ObjmetaEvent> {
         let e = self.machine.poll_event()?;
-        if let ObjmetaEvent::RepairScheduled(task) = &e {
-            self.shared.borrow_mut().repairs.push_back(task.clone());
+        match &e {
+            ObjmetaEvent::RepairScheduled(task) => {
+                self.shared.borrow_mut().repairs.push_back(task.clone());
+            }
+            ObjmetaEvent::Put { value, .. } => {
+                let phd = Json::parse(value).ok().filter(|v| v.member_truthy("isPHD"));
+                if let (Some(n), Some(p)) = (self.delete, phd.as_ref().and_then(vid_of)) {
+                    self.shared
+                        .borrow_mut()
+                        .placeholders
+                        .insert(p.to_string(), n);
+                }
+            }
+            ObjmetaEvent::Delete { .. } => {}
         }
         Some(e)
     }
@@ -378,10 +397,11 @@ impl ObjmetaWorkload {
         state
     }
 
-    fn tap<M: Machine<Event = ObjmetaEvent>>(&self, machine: M) -> Tap<M> {
+    fn tap<M: Machine<Event = ObjmetaEvent>>(&self, machine: M, delete: Option<u64>) -> Tap<M> {
         Tap {
             machine,
             shared: self.shared.clone(),
+            delete,
         }
     }
 
@@ -584,7 +604,7 @@ fn deletes_of<'h>(history: &'h History, b: usize, k: usize, vid: &str) -> Vec<&'
     history
         .iter()
         .filter(|r| {
-            matches!(&r.op, ObjmetaOp::Delete { bucket, key, version: Some(v) }
+            matches!(&r.op, ObjmetaOp::Delete { bucket, key, version: Some(v), .. }
                 if (*bucket, *key) == (b, k) && v == vid)
         })
         .collect()
@@ -808,6 +828,7 @@ impl Workload for ObjmetaWorkload {
                     bucket,
                     key,
                     version: None,
+                    n,
                 },
                 _ => ObjmetaOp::Get {
                     bucket,
@@ -825,6 +846,7 @@ impl Workload for ObjmetaWorkload {
                     bucket,
                     key,
                     version: Some(some_version(&mut pick)),
+                    n,
                 },
                 14..=16 => ObjmetaOp::Get {
                     bucket,
@@ -864,7 +886,7 @@ impl Workload for ObjmetaWorkload {
                 let shared = self.shared.clone();
                 let at = (*bucket, *key);
                 let m = OpMachine::with_state(op, self.state(), now, seed, None);
-                erase(self.tap(m), move |out| {
+                erase(self.tap(m, None), move |out| {
                     if let Some(vid) = reported_vid(&out) {
                         shared
                             .borrow_mut()
@@ -880,6 +902,7 @@ impl Workload for ObjmetaWorkload {
                 bucket,
                 key,
                 version,
+                n,
             } => {
                 let (b, k) = names(bucket, key);
                 let params = version.as_ref().map(|v| {
@@ -894,7 +917,7 @@ impl Workload for ObjmetaWorkload {
                     origin_op: None,
                 };
                 let m = OpMachine::with_state(op, self.state(), now, seed, None);
-                erase(self.tap(m), |()| ObjmetaOutput::Deleted)
+                erase(self.tap(m, Some(*n)), |()| ObjmetaOutput::Deleted)
             }
             ObjmetaOp::Get {
                 bucket,
@@ -1042,7 +1065,9 @@ impl Workload for ObjmetaWorkload {
                         latest.is_none_or(|(x, _)| vid_of(m).is_some_and(|s| s < x.as_str()))
                     });
                 let consistent = match (master, latest) {
-                    (_, None) if is_phd => true,
+                    // Only a delete that failed midway leaves a placeholder with no version
+                    // (repairs leave it, reads ignore it): open then, wrong otherwise.
+                    (_, None) if is_phd => false,
                     (None, None) => true,
                     (Some(_), None) => null_master.is_some(),
                     (Some(_), Some(_)) if is_phd => false,
@@ -1058,6 +1083,21 @@ impl Workload for ObjmetaWorkload {
                     (None, None) => (None, false),
                 };
                 let decided = match &current_vid {
+                    // A placeholder with no version: decided when the delete that wrote it
+                    // was acknowledged and overlapped no other write of the key (only a
+                    // delete that failed midway, or a race, leaves one behind).
+                    None if is_phd => {
+                        let creator = master.and_then(vid_of).and_then(|p| {
+                            let n = *self.shared.borrow().placeholders.get(p)?;
+                            writes_of(history, b, k)
+                                .find(|w| matches!(w.op, ObjmetaOp::Delete { n: d, .. } if d == n))
+                        });
+                        creator.is_some_and(|d| {
+                            d.acknowledged()
+                                && writes_of(history, b, k)
+                                    .all(|w| std::ptr::eq(w, d) || !overlap(w, d))
+                        })
+                    }
                     None => sequential(history, b, k),
                     Some(x) => match puts.get(b, k, x) {
                         Some((p, _, kind)) if kind.null() == is_null => {
