@@ -787,10 +787,10 @@ impl Workload for ObjmetaWorkload {
                 versions: roll < 2,
             };
         }
-        if roll < 6 {
-            if let Some(task) = self.shared.borrow_mut().repairs.pop_front() {
-                return ObjmetaOp::Repair(task);
-            }
+        if roll < 6
+            && let Some(task) = self.shared.borrow_mut().repairs.pop_front()
+        {
+            return ObjmetaOp::Repair(task);
         }
         let key = pick(KEYS.len());
         let known: Vec<String> = self
@@ -1127,8 +1127,7 @@ impl Workload for ObjmetaWorkload {
         }
 
         // Listings against the model.
-        for b in 0..BUCKETS.len() {
-            let bucket = BUCKETS[b].0;
+        for (b, (bucket, _)) in BUCKETS.iter().enumerate() {
             let versions = self.list_now(store, now, b, true)?;
             for ((vb, vk, vid), want) in &decided_versions {
                 if *vb != b {
