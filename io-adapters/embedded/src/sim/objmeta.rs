@@ -22,13 +22,16 @@
 //!   id started after the put ended (then it must read `NoSuchKey`); other deletes of it
 //!   leave it open;
 //! - **the master is the latest version** of every versioned and suspended key: equal to the
-//!   newest version row (apart from the repair's `originOp`), absent when there is none
-//!   (a placeholder left with no version is accepted: repairs leave it, reads ignore it) or
+//!   newest version row (apart from the repair's `originOp`), absent when there is none or
 //!   when v1's newest version is a delete marker, or a null master newer than every version
 //!   row. Open when the newest version comes from an unacknowledged put, or when its put
 //!   overlapped another write of the key (Arsenal's non-atomic steps allow a stale master
 //!   then, e.g. a repair or a placeholder delete that read the latest version just before the
-//!   put wrote it); plain keys: the master is the last write's when the history decides it;
+//!   put wrote it). A placeholder left with no version (repairs leave it, reads ignore it) is
+//!   open when the delete that wrote it failed or overlapped another write, wrong otherwise.
+//!   Plain keys: the master is the last write's when the history decides it;
+//! - **reads never expose a placeholder master** (§9.2 step 3, §10.1): no acknowledged get
+//!   and no listing entry of the run is a value with `isPHD`, whatever the history;
 //! - **listings** (DelimiterVersions, DelimiterMaster) list every decided version with its
 //!   value and none of the decided-deleted ones, and the current entry of every decided key;
 //! - **acknowledged gets** answered what the history decides: reads by version id after
