@@ -8,4 +8,7 @@
 pub enum PlantedBug {
     /// `RemoveTriples` leaves each triple's SPO cell behind.
     TriplesRemoveSkipsSpo,
+    /// `GetObject` skips the placeholder check of `objmeta.md` 9.2 step 3: a placeholder
+    /// master (`isPHD`) is returned as the object instead of resolving the latest version.
+    ObjmetaGetSkipsPlaceholderCheck,
 }

@@ -141,3 +141,28 @@ fn uncached_bucket_reads_the_metastore_first_then_deadline_and_cancel() {
     m.cancel(NOW);
     assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
 }
+
+#[test]
+fn a_machine_with_its_own_state_sends_what_a_borrowing_one_sends() {
+    let mut st = state();
+    let mut borrowed = PutObject::new(put_op(r#"{"versioning":true}"#), &mut st, NOW, 1, None);
+    let mut owned = rowkit_statemachines::objmeta::OpMachine::with_state(
+        put_op(r#"{"versioning":true}"#),
+        state(),
+        NOW,
+        1,
+        None,
+    );
+    assert_eq!(borrowed.poll_request(), owned.poll_request());
+    drop(borrowed);
+    // The borrowed state moved on (an id was generated); the owned one is the machine's.
+    assert_eq!(st.generator.uid_counter, 1);
+
+    let params = rowkit_codec::objmeta::listing::ListingParams::default();
+    let mut st = state();
+    let mut borrowed =
+        rowkit_statemachines::objmeta::ListObject::new("b", params.clone(), &mut st, NOW, 1, None);
+    let mut owned =
+        rowkit_statemachines::objmeta::ListObject::with_state("b", params, state(), NOW, 1, None);
+    assert_eq!(borrowed.poll_request(), owned.poll_request());
+}

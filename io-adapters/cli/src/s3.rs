@@ -273,6 +273,7 @@ fn state(args: &S3Args) -> ObjmetaState {
             .and_then(|v| v.parse().ok())
             .unwrap_or(1000),
         initial_instance_id: env("INITIAL_INSTANCE_ID"),
+        planted: None,
     })
 }
 

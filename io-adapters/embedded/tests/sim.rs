@@ -6,6 +6,7 @@
 //! `ROWKIT_SIM_OPS` overrides the operations per schema (default 100 000 in CI's release
 //! run, see `.ci/run`; 20 000 in a plain `cargo test`). Each schema's totals are printed.
 
+use rowkit_embedded::sim::objmeta::ObjmetaWorkload;
 use rowkit_embedded::sim::triples::TriplesWorkload;
 use rowkit_embedded::sim::{self, SimConfig, SimReport, Workload};
 use rowkit_statemachines::planted::PlantedBug;
@@ -81,6 +82,15 @@ fn the_simulator_finds_a_planted_triples_bug_and_shrinks_it() {
 }
 
 #[test]
+fn objmeta_keeps_its_invariants_under_faults() {
+    let report = simulate("objmeta", 9, &mut ObjmetaWorkload::default());
+    assert!(
+        report.faults() > 0 && report.checked.decided > 0,
+        "{report}"
+    );
+}
+
+#[test]
 #[ignore = "finds a real protocol flaw: a createRow (CheckAndMutateRow) whose response is lost is \
             treated as failed, so the parent's child reference is removed while the child row \
             exists; a later Mount uses that orphan and fsck --fix deletes it with the mount"]
@@ -91,4 +101,38 @@ fn mounttable_keeps_its_invariants_under_faults() {
         report.faults() > 0 && report.checked.decided > 0,
         "{report}"
     );
+}
+
+#[test]
+fn an_objmeta_seed_replays_the_same_run() {
+    let config = SimConfig::quick(42);
+    let a = sim::run(&config, &mut ObjmetaWorkload::default()).unwrap();
+    let b = sim::run(&config, &mut ObjmetaWorkload::default()).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn the_simulator_finds_a_planted_objmeta_bug_and_shrinks_it() {
+    let mut workload =
+        ObjmetaWorkload::with_planted_bug(PlantedBug::ObjmetaGetSkipsPlaceholderCheck);
+    let config = SimConfig {
+        operations: OPS_PER_RUN,
+        ..SimConfig::quick(9)
+    };
+    let failure = sim::run_many(&config, budget().div_ceil(OPS_PER_RUN), &mut workload)
+        .expect_err("the planted bug went unnoticed");
+    println!("{failure}");
+    assert!(failure.message.contains("isPHD"), "{failure}");
+    assert!(failure.operations <= OPS_PER_RUN);
+    // The failure reproduces from its seed and budget alone.
+    let again = sim::run(
+        &SimConfig {
+            seed: failure.seed,
+            operations: failure.operations,
+            ..SimConfig::quick(0)
+        },
+        &mut workload,
+    )
+    .expect_err("the seed did not reproduce the failure");
+    assert_eq!(again.message, failure.message);
 }

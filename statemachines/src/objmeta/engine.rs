@@ -241,15 +241,16 @@ pub trait Op {
     }
 }
 
-/// Where the machine's state lives: borrowed from the host, or owned (repairs need none).
+/// Where the machine's state lives: borrowed from the host, or owned (repairs need none;
+/// a host running several operations at once gives each its own).
 #[derive(Debug)]
-enum StateSlot<'a> {
+pub(crate) enum StateSlot<'a> {
     Borrowed(&'a mut ObjmetaState),
     Owned(ObjmetaState),
 }
 
 impl StateSlot<'_> {
-    fn get(&mut self) -> &mut ObjmetaState {
+    pub(crate) fn get(&mut self) -> &mut ObjmetaState {
         match self {
             StateSlot::Borrowed(s) => s,
             StateSlot::Owned(s) => s,
@@ -316,6 +317,28 @@ impl<'a, O: Op> OpMachine<'a, O> {
             op,
             StateSlot::Borrowed(state),
             snapshot,
+            table,
+            now,
+            seed,
+            deadline,
+            None,
+        )
+    }
+
+    /// Starts `op` at `now` with a state of its own (a host that runs several operations at
+    /// once, e.g. the fault simulator, gives each its own state: its own Arsenal process).
+    pub fn with_state(
+        op: O,
+        state: ObjmetaState,
+        now: Timestamp,
+        seed: u64,
+        deadline: Option<Timestamp>,
+    ) -> OpMachine<'static, O> {
+        let table = state.config.table.clone();
+        OpMachine::build(
+            op,
+            StateSlot::Owned(state.clone()),
+            state,
             table,
             now,
             seed,

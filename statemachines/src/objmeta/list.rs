@@ -20,6 +20,7 @@ use rowkit_codec::objmeta::listing::{
 };
 use rowkit_codec::objmeta::range::RangeParams;
 
+use super::engine::StateSlot;
 use super::ops::latest_version_range;
 use super::{DEFAULT_DEADLINE_US, ObjmetaError, ObjmetaEvent, ObjmetaState};
 use crate::readrows::ReadRows;
@@ -66,7 +67,7 @@ struct Resolving {
 /// Arsenal's `result()` object, values as JSON text.
 #[derive(Debug)]
 pub struct ListObject<'a> {
-    state: &'a mut ObjmetaState,
+    state: StateSlot<'a>,
     bucket: String,
     collection: String,
     params: ListingParams,
@@ -87,6 +88,21 @@ pub struct ListObject<'a> {
     outcome: Option<Result<Json, ObjmetaError>>,
 }
 
+impl ListObject<'static> {
+    /// Starts a listing of `bucket` at `now` with a state of its own (a host that runs
+    /// several operations at once, e.g. the fault simulator, gives each its own state).
+    pub fn with_state(
+        bucket: &str,
+        params: ListingParams,
+        state: ObjmetaState,
+        now: Timestamp,
+        seed: u64,
+        deadline: Option<Timestamp>,
+    ) -> ListObject<'static> {
+        ListObject::build(bucket, params, StateSlot::Owned(state), now, seed, deadline)
+    }
+}
+
 impl<'a> ListObject<'a> {
     /// Starts a listing of `bucket` at `now`.
     pub fn new(
@@ -97,7 +113,25 @@ impl<'a> ListObject<'a> {
         seed: u64,
         deadline: Option<Timestamp>,
     ) -> ListObject<'a> {
-        let table = state.config.table.clone();
+        ListObject::build(
+            bucket,
+            params,
+            StateSlot::Borrowed(state),
+            now,
+            seed,
+            deadline,
+        )
+    }
+
+    fn build(
+        bucket: &str,
+        params: ListingParams,
+        mut state: StateSlot<'a>,
+        now: Timestamp,
+        seed: u64,
+        deadline: Option<Timestamp>,
+    ) -> ListObject<'a> {
+        let table = state.get().config.table.clone();
         let mut m = ListObject {
             bucket: bucket.to_string(),
             collection: collection_for_bucket(bucket).to_string(),
@@ -119,7 +153,7 @@ impl<'a> ListObject<'a> {
             outcome: None,
             state,
         };
-        match m.state.cached_vformat(bucket) {
+        match m.state.get().cached_vformat(bucket) {
             Some(vf) => m.start(vf),
             None => {
                 let req = m.read_request(
@@ -426,7 +460,7 @@ impl<'a> ListObject<'a> {
                                 .as_ref()
                                 .and_then(Json::as_str)
                                 .map_or(VFormat::V0, VFormat::from_stored);
-                            self.state.cache_vformat(&self.bucket, vf);
+                            self.state.get().cache_vformat(&self.bucket, vf);
                             vf
                         }
                         _ => VFormat::V0,

@@ -97,6 +97,9 @@ pub struct ObjmetaConfig {
     pub max_cached_buckets: usize,
     /// `INITIAL_INSTANCE_ID`.
     pub initial_instance_id: Option<String>,
+    /// A bug planted in every machine using this config (the fault simulator's self-test;
+    /// ignored unless built with the `planted-bugs` feature).
+    pub planted: Option<crate::planted::PlantedBug>,
 }
 
 impl Default for ObjmetaConfig {
@@ -109,6 +112,7 @@ impl Default for ObjmetaConfig {
             default_bucket_key_format: VFormat::V1,
             max_cached_buckets: 1000,
             initial_instance_id: None,
+            planted: None,
         }
     }
 }

@@ -472,8 +472,13 @@ impl Op for GetObjectOp {
         if doc.is_none() && vid.is_some() {
             return Err(ObjmetaError::NoSuchKey.into());
         }
+        #[cfg(feature = "planted-bugs")]
+        let skip_phd_check =
+            st.config.planted == Some(crate::planted::PlantedBug::ObjmetaGetSkipsPlaceholderCheck);
+        #[cfg(not(feature = "planted-bugs"))]
+        let skip_phd_check = false;
         match doc {
-            Some(d) if !d.value.member_truthy("isPHD") => {
+            Some(d) if skip_phd_check || !d.value.member_truthy("isPHD") => {
                 let mut v = d.value;
                 unescape_tags(&mut v);
                 Ok(v)

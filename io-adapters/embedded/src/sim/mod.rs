@@ -32,6 +32,7 @@
 //! ```
 
 pub mod mounttable;
+pub mod objmeta;
 pub mod triples;
 
 use std::collections::VecDeque;
@@ -141,8 +142,16 @@ pub trait Workload {
     /// The machine running `op` from `now`.
     fn start(&self, op: &Self::Op, now: Timestamp, seed: u64) -> SimMachine<Self::Output>;
     /// Operations that repair what crashes left behind, run one by one without faults
-    /// after the clients are done. Default: none.
-    fn repairs(&mut self, _history: &[Record<Self::Op, Self::Output>]) -> Vec<Self::Op> {
+    /// after the clients are done. They may look at the store as it stands then (as an
+    /// operator's repair tool does, e.g. `rowkit s3 repair` finding placeholder masters).
+    /// A repair whose machine waits for a timer (a delayed repair) gets it: time moves to
+    /// the machine's `poll_timeout` when nothing else is left to do. Default: none.
+    fn repairs(
+        &mut self,
+        _store: &MemoryStore,
+        _now: Timestamp,
+        _history: &[Record<Self::Op, Self::Output>],
+    ) -> Vec<Self::Op> {
         Vec::new()
     }
     /// Checks the invariants against the store and the history (repairs included).
@@ -649,7 +658,8 @@ fn run_once<W: Workload>(config: &SimConfig, workload: &mut W) -> Result<SimRepo
         }
         run.faults_on = false;
         while run.step()? {}
-        for op in run.workload.repairs(&run.history) {
+        let repairs = run.workload.repairs(&run.store, run.now, &run.history);
+        for op in repairs {
             run.run_alone(op)?;
         }
         let checked = run.workload.check(&run.store, run.now, &run.history)?;

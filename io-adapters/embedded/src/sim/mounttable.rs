@@ -166,7 +166,12 @@ impl Workload for MounttableWorkload {
         }
     }
 
-    fn repairs(&mut self, _history: &[Record<MtOp, MtOutput>]) -> Vec<MtOp> {
+    fn repairs(
+        &mut self,
+        _store: &MemoryStore,
+        _now: Timestamp,
+        _history: &[Record<MtOp, MtOutput>],
+    ) -> Vec<MtOp> {
         vec![MtOp::FsckFix]
     }
 
