@@ -11,6 +11,8 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use rowkit_embedded::{Reply, Store};
+use rowkit_rest::proto3::Int32;
+use rowkit_rest::wire::{ErrorBodyJson, ErrorJson};
 use rowkit_rest::{Method, TableName, decode_request, encode_error, encode_response, http_status};
 use rowkit_statemachines::{Code, Request, Response as StoreResponse, StoreError, Timestamp};
 use tokio::sync::mpsc;
@@ -70,13 +72,21 @@ fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut body = encode_error(&self.error);
-        if self.status == StatusCode::METHOD_NOT_ALLOWED {
-            // `error.code` is the HTTP status; the encoder derives it from the code, which
-            // has no 405 of its own.
-            let text = String::from_utf8_lossy(&body).replacen("\"code\":501", "\"code\":405", 1);
-            body = text.into_bytes();
-        }
+        let body = if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            // `error.code` is the HTTP status; no rpc code maps to 405, so the envelope is
+            // built here rather than by `encode_error`.
+            let envelope = ErrorBodyJson {
+                error: ErrorJson {
+                    code: Int32(405),
+                    message: self.error.message.clone(),
+                    status: self.error.code.name().to_string(),
+                    details: None,
+                },
+            };
+            serde_json::to_vec(&envelope).unwrap_or_else(|_| encode_error(&self.error))
+        } else {
+            encode_error(&self.error)
+        };
         let mut response = json_response(self.status, body);
         if let Some(allow) = self.allow {
             response
