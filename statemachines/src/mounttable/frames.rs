@@ -167,6 +167,22 @@ pub(crate) fn set_perms_call(node: &NodeRow, perms: &Permissions) -> Call {
     }
 }
 
+/// Whether a child reference is a leftover that a creator of the same name may remove.
+///
+/// rowkit fix (btmtd removes every same-name reference of its parent snapshot, §11.1 step
+/// 4): a reference younger than the 1 h detached deadline of a two-row operation's second
+/// half (§17) may belong to a creator whose row is still to come, or to a deleted incarnation
+/// whose deleter removes it next; both clean up after themselves. Removing such a reference
+/// can orphan a live row: its creator's row lands after the removal, walks still find the row
+/// by key, a caller mounts on it, and the parent, now without references, is collected under
+/// it (the NoSuchName of the concurrency scenarios). Only crash leftovers grow older than that.
+pub(crate) fn is_stale(child: &codec::ChildRef, now: Timestamp) -> bool {
+    now.0.saturating_sub(child.written_us) >= STALE_CHILD_US
+}
+
+/// The age past which a child reference is a crash leftover: the second half's deadline.
+const STALE_CHILD_US: i64 = 3600 * 1_000_000;
+
 fn get_node(name: &str) -> Step {
     Step::Await(Call::GetNode { name: name.into() })
 }
@@ -389,6 +405,9 @@ pub(crate) struct CreateChild {
     limit: i64,
     qualifier: Vec<u8>,
     child_name: String,
+    /// Re-creating a dangling child of a node being deleted (§11.2 step 2): every same-name
+    /// reference goes, as in btmtd (the parent row and all its references go next anyway).
+    repair: bool,
     error: Option<MtError>,
     node: Option<NodeRow>,
     state: CreateChildState,
@@ -421,6 +440,7 @@ impl CreateChild {
             limit,
             qualifier: codec::child_qualifier(&parent.version, child),
             child_name: codec::join(&[&parent.name, child]),
+            repair: false,
             error: None,
             node: None,
             state: CreateChildState::Start,
@@ -477,7 +497,7 @@ impl CreateChild {
                     .parent
                     .children
                     .iter()
-                    .filter(|c| c.name == self.child)
+                    .filter(|c| c.name == self.child && (self.repair || is_stale(c, env.now)))
                     .map(|c| {
                         delete_column(FAMILY_CHILDREN, &codec::child_qualifier(&c.id, &c.name))
                     })
@@ -504,6 +524,12 @@ impl CreateChild {
             }
             CreateChildState::ReadBack => {
                 let node = tri!(tri!(Value::node(input)).ok_or(MtError::ConcurrentAccess));
+                // rowkit fix: the row read back must be the incarnation we created. If ours
+                // was collected and another caller created its own in between, that one is not
+                // ours to return (its link is its creator's to check, and ours is dangling).
+                if node.id != self.parent.version {
+                    return Step::Return(Err(MtError::ConcurrentAccess));
+                }
                 self.node = Some(node.clone());
                 self.state = CreateChildState::Linked;
                 Step::Push(Frame::EnsureLinked(EnsureLinked {
@@ -511,6 +537,7 @@ impl CreateChild {
                     child: self.child.clone(),
                     id: self.parent.version.clone(),
                     node,
+                    parent: None,
                     state: EnsureLinkedState::Start,
                 }))
             }
@@ -534,6 +561,8 @@ pub(crate) struct EnsureLinked {
     child: String,
     id: Vec<u8>,
     node: NodeRow,
+    /// The parent snapshot a relink is based on.
+    parent: Option<NodeRow>,
     state: EnsureLinkedState,
 }
 
@@ -541,6 +570,7 @@ pub(crate) struct EnsureLinked {
 enum EnsureLinkedState {
     Start,
     ParentRead,
+    ChildReread,
     OrphanRemoved,
     OrphanUncounted,
     Relinked,
@@ -566,10 +596,24 @@ impl EnsureLinked {
                 {
                     return Step::Return(Ok(Value::Unit));
                 }
+                // Unlinked. Relink only the incarnation that still exists: a collector may
+                // have deleted our row (its reference removal is a plain write, so the parent
+                // version does not tell), and relinking a deleted incarnation would drop the
+                // reference of the live one and orphan it.
+                self.parent = Some(parent);
+                self.state = EnsureLinkedState::ChildReread;
+                get_node(&self.node.name)
+            }
+            EnsureLinkedState::ChildReread => {
+                let ours = matches!(tri!(Value::node(input)), Some(n) if n.id == self.id);
+                let Some(parent) = self.parent.take().filter(|_| ours) else {
+                    // Our incarnation is gone: the operation retries the walk.
+                    return Step::Return(Err(MtError::ConcurrentAccess));
+                };
                 let mut mutations: Vec<Mutation> = parent
                     .children
                     .iter()
-                    .filter(|c| c.name == self.child)
+                    .filter(|c| c.name == self.child && is_stale(c, env.now))
                     .map(|c| {
                         delete_column(FAMILY_CHILDREN, &codec::child_qualifier(&c.id, &c.name))
                     })
@@ -678,13 +722,12 @@ impl Delete {
                         return self.next_child();
                     };
                     self.state = DeleteState::ChildCreated;
-                    Step::Push(CreateChild::frame(
-                        &self.node,
-                        &c.name,
-                        &self.node.permissions,
-                        "",
-                        0,
-                    ))
+                    let mut frame =
+                        CreateChild::frame(&self.node, &c.name, &self.node.permissions, "", 0);
+                    if let Frame::CreateChild(f) = &mut frame {
+                        f.repair = true;
+                    }
+                    Step::Push(frame)
                 }
             },
             DeleteState::ChildCreated => {
