@@ -40,6 +40,9 @@ pub struct ChildRef {
     pub id: Vec<u8>,
     /// The child's last name element.
     pub name: String,
+    /// Timestamp (µs) of the reference cell, i.e. when it was written (server time); 0 when
+    /// decoded from a qualifier alone. Tells an in-flight reference from a crash leftover.
+    pub written_us: i64,
 }
 
 /// Why a child qualifier did not decode.
@@ -78,6 +81,7 @@ pub fn decode_child_qualifier(q: &[u8]) -> Result<ChildRef, QualifierDecodeError
     Ok(ChildRef {
         id: q[..8].to_vec(),
         name: String::from(name),
+        written_us: 0,
     })
 }
 

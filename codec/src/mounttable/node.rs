@@ -157,7 +157,10 @@ pub fn decode_node(row: &Row, now_us: i64) -> Result<NodeRow, NodeDecodeError> {
                 }
             }
             FAMILY_CHILDREN => match decode_child_qualifier(&cell.qualifier) {
-                Ok(c) => node.children.push(c),
+                Ok(c) => node.children.push(ChildRef {
+                    written_us: cell.timestamp.0,
+                    ..c
+                }),
                 Err(super::QualifierDecodeError::TooShort { .. }) => {}
                 Err(super::QualifierDecodeError::NotUtf8 { .. }) => {
                     return Err(NodeDecodeError::NotUtf8 {

@@ -1119,6 +1119,15 @@ pub fn crash_child_add(store: &dyn Store, table: &str) {
     // Repair 1: re-create the child.
     dangling_after_add(store, table, &clock);
     assert!(dirty(&t), "fsck sees the dangling reference");
+    // A re-create removes same-name references only once they are older than the 1 h
+    // second-half deadline (younger ones may still be in flight, §11.1 rowkit fix).
+    ok(
+        t.mount(&root(), "p/c", S, HOUR_S, 0),
+        "re-create while the reference is young",
+    );
+    ok(t.unmount(&root(), "p/c", ""), "unmount");
+    assert!(dirty(&t), "a young dangling reference is left alone");
+    clock.advance_to(clock.now().saturating_add_micros(3600 * SEC));
     ok(t.mount(&root(), "p/c", S, HOUR_S, 0), "re-create");
     ok(t.unmount(&root(), "p/c", ""), "unmount");
     ok(t.fsck(false, |_| {}), "clean after re-create");
@@ -1157,8 +1166,10 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
             "dangling"
         );
     };
-    // Repair 1: re-create the child (stale references are cleaned by createChild).
+    // Repair 1: re-create the child (stale references are cleaned by createChild once older
+    // than the 1 h second-half deadline).
     crash(&t);
+    clock.advance_to(clock.now().saturating_add_micros(3600 * SEC));
     ok(t.mount(&root(), "p/c", S, HOUR_S, 0), "re-create");
     ok(t.delete(&root(), "p/c", true), "delete");
     ok(t.fsck(false, |_| {}), "clean after re-create");

@@ -32,9 +32,6 @@ const THREADS: usize = 15;
 const CYCLES: usize = 250;
 
 #[test]
-#[ignore = "known race: under load a Mount or ResolveStep sometimes answers NoSuchName for an \
-            intermediate node another thread is creating or collecting (with and without the row \
-            cache); issue 4 stays open until it is fixed. Run with --ignored"]
 fn concurrency_memory() {
     let store = MemoryStore::new();
     for (name, f) in CONCURRENCY {
@@ -44,9 +41,6 @@ fn concurrency_memory() {
 }
 
 #[test]
-#[ignore = "known race: under load a Mount or ResolveStep sometimes answers NoSuchName for an \
-            intermediate node another thread is creating or collecting (with and without the row \
-            cache); issue 4 stays open until it is fixed. Run with --ignored"]
 fn concurrency_redb() {
     let store = RedbStore::in_memory().unwrap();
     for (name, f) in CONCURRENCY {
@@ -104,14 +98,12 @@ impl Store for Slow {
     }
 }
 
-/// Reproduces, without the emulator, the failure the emulator shows at 15 threads x 250
-/// cycles (rowkit-bigtable `tests/schemas.rs`): with request latency, scenario 21 failed within
-/// 4 s in two runs: `resolve e/f` right after a successful `mount e/f` answers
-/// `NoSuchName { name: "e" }` (also with `ROWKIT_MT_NO_CACHE=1`). A third run, under heavy
-/// machine load, was still going after 2 minutes. A race in the mounttable operations, hidden
-/// on the fast local stores; not fixed yet.
+/// The concurrency scenarios with request latency, so that concurrent operations interleave
+/// the way they do on the Bigtable emulator. Before the fix of child-reference cleanup
+/// (`statemachines::mounttable` frames: `is_stale`, the incarnation checks of createChild),
+/// scenario 21 failed here within seconds: `resolve e/f` right after a successful `mount e/f`
+/// answered `NoSuchName { name: "e" }`.
 #[test]
-#[ignore = "known race in the mounttable operations under request latency (see doc comment)"]
 fn concurrency_with_latency_memory() {
     let store = Slow(MemoryStore::new());
     for (name, f) in CONCURRENCY {

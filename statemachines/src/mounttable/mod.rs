@@ -9,9 +9,10 @@
 //! ends with [`MtError::Aborted`].
 
 mod cache;
-mod exec;
+mod frames;
 mod glob;
-mod ops;
+mod machine;
+mod operations;
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -22,8 +23,14 @@ pub use glob::{BadPattern, Glob as GlobPattern, path_match};
 use rowkit_codec::mounttable::{AccessList, Caller, NodeRow, Permissions};
 
 use crate::{Machine, Request, Response, StoreError, Tag, Timestamp};
-use exec::OpMachine;
-use ops::Env;
+use frames::Frame;
+use machine::OpMachine;
+use operations::{
+    CreateInitialNodes as InitialFrame, DeleteAttempt, DeleteAttemptState, Fsck as FsckFrame,
+    GetPermissions as GetPermsFrame, GlobOp, GlobState, MountAttempt, PrimitiveFrame,
+    ReadCounters as CountersFrame, ResolveStep as ResolveFrame, Retry, SetPermsAttempt,
+    UnmountAttempt, WalkState, fail,
+};
 
 /// Node and counter table names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -461,66 +468,87 @@ impl Mount {
         now: Timestamp,
         seed: u64,
     ) -> Mount {
-        let (name, server) = (String::from(name), String::from(server));
-        Mount(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.mount(&name, &server, ttl_s, flags).await })
-        }))
+        let frame = if rowkit_codec::mounttable::validate_server(server) {
+            Retry::frame(Frame::MountAttempt(MountAttempt {
+                suffix: rowkit_codec::mounttable::normalize_suffix(name),
+                server: String::from(server),
+                ttl_s,
+                flags,
+                state: WalkState::Start,
+            }))
+        } else {
+            fail(MtError::MalformedAddress {
+                server: server.into(),
+            })
+        };
+        Mount(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
 impl Unmount {
     /// Unmounts `server` (`""` = all) from `name`.
     pub fn new(ctx: MtCtx, name: &str, server: &str, now: Timestamp, seed: u64) -> Unmount {
-        let (name, server) = (String::from(name), String::from(server));
-        Unmount(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.unmount(&name, &server).await })
-        }))
+        let frame = Retry::frame(Frame::UnmountAttempt(UnmountAttempt {
+            suffix: rowkit_codec::mounttable::normalize_suffix(name),
+            server: String::from(server),
+            state: WalkState::Start,
+        }));
+        Unmount(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
 impl Delete {
     /// Deletes `name` (and its subtree when `subtree`).
     pub fn new(ctx: MtCtx, name: &str, subtree: bool, now: Timestamp, seed: u64) -> Delete {
-        let name = String::from(name);
-        Delete(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.delete_op(&name, subtree).await })
-        }))
+        let suffix = rowkit_codec::mounttable::normalize_suffix(name);
+        let frame = if suffix.is_empty() {
+            fail(MtError::NoAccess)
+        } else {
+            Retry::frame(Frame::DeleteAttempt(DeleteAttempt {
+                suffix,
+                subtree,
+                node: None,
+                denied: None,
+                state: DeleteAttemptState::Start,
+            }))
+        };
+        Delete(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
 impl ResolveStep {
     /// Resolves one step of `name`.
     pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> ResolveStep {
-        let name = String::from(name);
-        ResolveStep(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.resolve_step(&name).await })
-        }))
+        let frame = Frame::ResolveStep(ResolveFrame {
+            suffix: rowkit_codec::mounttable::normalize_suffix(name),
+            state: WalkState::Start,
+        });
+        ResolveStep(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
 impl Glob {
     /// Globs `pattern` under `name`.
     pub fn new(ctx: MtCtx, name: &str, pattern: &str, now: Timestamp, seed: u64) -> Glob {
-        let (name, pattern) = (String::from(name), String::from(pattern));
-        Glob(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.glob(&name, &pattern).await })
-        }))
+        let frame = Frame::Glob(GlobOp {
+            suffix: rowkit_codec::mounttable::normalize_suffix(name),
+            pattern: String::from(pattern),
+            queue: alloc::collections::VecDeque::new(),
+            current: None,
+            state: GlobState::Start,
+        });
+        Glob(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
 impl GetPermissions {
     /// Reads the permissions of `name`.
     pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> GetPermissions {
-        let name = String::from(name);
-        GetPermissions(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.get_permissions(&name).await })
-        }))
+        let frame = Frame::GetPermissions(GetPermsFrame {
+            suffix: rowkit_codec::mounttable::normalize_suffix(name),
+            state: WalkState::Start,
+        });
+        GetPermissions(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
@@ -529,26 +557,33 @@ impl SetPermissions {
     pub fn new(
         ctx: MtCtx,
         name: &str,
-        perms: Permissions,
+        mut perms: Permissions,
         version: &str,
         now: Timestamp,
         seed: u64,
     ) -> SetPermissions {
-        let (name, version) = (String::from(name), String::from(version));
-        SetPermissions(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.set_permissions(&name, perms, &version).await })
-        }))
+        // The caller keeps admin rights over what it sets.
+        if frames::authorize(&ctx, &perms, &[rowkit_codec::mounttable::tags::ADMIN]).is_err() {
+            for b in &ctx.caller.blessing_names {
+                perms.add(b, rowkit_codec::mounttable::tags::ADMIN);
+            }
+        }
+        perms.normalize();
+        let frame = Retry::frame(Frame::SetPermsAttempt(SetPermsAttempt {
+            suffix: rowkit_codec::mounttable::normalize_suffix(name),
+            perms,
+            version: String::from(version),
+            next_version: String::new(),
+            state: WalkState::Start,
+        }));
+        SetPermissions(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
 impl Fsck {
     /// Checks (and with `fix`, repairs) the whole table.
     pub fn new(ctx: MtCtx, fix: bool, now: Timestamp, seed: u64) -> Fsck {
-        Fsck(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.fsck(fix).await })
-        }))
+        Fsck(OpMachine::start(ctx, now, seed, FsckFrame::frame(fix)))
     }
 }
 
@@ -560,29 +595,47 @@ impl CreateInitialNodes {
         now: Timestamp,
         seed: u64,
     ) -> CreateInitialNodes {
-        CreateInitialNodes(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.create_initial_nodes(perms_file).await })
-        }))
+        let frame = InitialFrame::frame(perms_file);
+        CreateInitialNodes(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
 impl ReadCounters {
     /// Reads the counter table.
     pub fn new(ctx: MtCtx, now: Timestamp, seed: u64) -> ReadCounters {
-        ReadCounters(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.read_counters().await })
-        }))
+        let frame = Frame::ReadCounters(CountersFrame { scanned: false });
+        ReadCounters(OpMachine::start(ctx, now, seed, frame))
     }
 }
 
 impl PrimitiveOp {
     /// Runs one primitive.
     pub fn new(ctx: MtCtx, primitive: Primitive, now: Timestamp, seed: u64) -> PrimitiveOp {
-        PrimitiveOp(OpMachine::start(now, seed, move |io| {
-            let env = Env::new(io, ctx);
-            alloc::boxed::Box::pin(async move { env.primitive(primitive).await })
-        }))
+        let frame = PrimitiveFrame::frame(primitive);
+        PrimitiveOp(OpMachine::start(ctx, now, seed, frame))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send<T: Send>() {}
+
+    /// Every machine can move to another thread (a multi-threaded async runtime runs them).
+    #[test]
+    fn every_mounttable_machine_is_send() {
+        send::<Mount>();
+        send::<Unmount>();
+        send::<Delete>();
+        send::<ResolveStep>();
+        send::<Glob>();
+        send::<GetPermissions>();
+        send::<SetPermissions>();
+        send::<Fsck>();
+        send::<CreateInitialNodes>();
+        send::<ReadCounters>();
+        send::<PrimitiveOp>();
+        send::<RowCache>();
     }
 }
