@@ -2,9 +2,9 @@
 //! [`Store`] and [`Clock`]. It keeps one [`TraceStoreState`] (OPS cache, digest cache, id
 //! pool) between operations and runs each machine with the sync driver.
 //!
-//! The Tokio facade comes with the Bigtable adapter (rowkit-bigtable): it will wrap the same
-//! machines the same way. Note that the machines are `!Send` (their sequencing core uses `Rc`),
-//! so an async driver polls them on one task.
+//! The Tokio facade comes with the Bigtable adapter (rowkit-bigtable): it wraps the same
+//! machines the same way. The machines are `Send` (explicit state machines, no async inside), so
+//! a multi-threaded runtime may move them between workers.
 //!
 //! ```
 //! use rowkit_codec::model::Timestamp;
