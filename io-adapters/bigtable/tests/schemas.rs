@@ -134,6 +134,9 @@ impl Store for InjectedServerTime {
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
         self.inner.families(table)
     }
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        self.inner.set_family(table, family)
+    }
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.inner.gc(table, now)
     }
@@ -321,6 +324,14 @@ mod tracestore {
     #[test]
     fn ts_s16_s28_setup_and_detection() {
         each_store("ts_s16_s28_setup_and_detection", sc::setup_and_detection);
+    }
+
+    #[test]
+    fn ts_s16_setup_adds_missing_families() {
+        each_store(
+            "ts_s16_setup_adds_missing_families",
+            sc::setup_adds_missing_families,
+        );
     }
 
     #[test]
