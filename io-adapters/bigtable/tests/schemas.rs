@@ -394,6 +394,11 @@ mod tracestore {
     }
 
     #[test]
+    fn ts_s29_deadline_and_backoff() {
+        each("ts_s29_deadline_and_backoff", sc::deadline_and_backoff);
+    }
+
+    #[test]
     fn ts_s26_versions_without_gc() {
         each_store("ts_s26_versions_without_gc", sc::versions_without_gc);
     }

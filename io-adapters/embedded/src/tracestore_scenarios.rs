@@ -713,6 +713,69 @@ pub fn validation(store: &dyn Store, layout: Layout) {
     );
 }
 
+/// Scenario 29 (deadline and back-off part) on a store: every `CheckAndMutateRow` answers
+/// `UNAVAILABLE`; a Put on a tile without OPS row, with a deadline 1 s after it starts, re-reads
+/// and retries after back-off waits within the bounds of §17.3 (10 ms base, doubling), ends
+/// `aborted` exactly at the deadline and writes no trace row.
+pub fn deadline_and_backoff(store: &dyn Store, layout: Layout) {
+    setup(store, layout);
+    let clock = ManualClock::new(Timestamp(T0));
+    let seen: Mutex<Vec<(bool, i64)>> = Mutex::new(Vec::new());
+    let hooked = Hooked::new(store);
+    hooked.set_hook(|r, _| {
+        let cas = matches!(r, Request::CheckAndMutateRow(_));
+        seen.lock().unwrap().push((cas, clock.now().0));
+        if cas {
+            HookAction::Fail(unavailable())
+        } else {
+            HookAction::Pass
+        }
+    });
+    let mut gold = open(&hooked, &clock, 29);
+    gold.set_deadline(Some(1_000_000));
+    assert_eq!(
+        gold.put(
+            0,
+            Some(Timestamp(COMMIT_TIMES[0])),
+            vec![entry(layout, "angler", "test_alpha", AP)],
+            Timestamp(T0),
+        ),
+        Err(TraceStoreError::Aborted)
+    );
+    assert_eq!(
+        clock.now(),
+        Timestamp(T0 + 1_000_000),
+        "ends at the deadline"
+    );
+    drop(gold);
+    drop(hooked);
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.len() >= 10, "{seen:?}");
+    // ReadRow (the OPS row), CheckAndMutateRow, then again after each wait.
+    for (i, (cas, _)) in seen.iter().enumerate() {
+        assert_eq!(*cas, i % 2 == 1, "{seen:?}");
+    }
+    let reads: Vec<i64> = seen
+        .iter()
+        .filter(|(cas, _)| !cas)
+        .map(|(_, t)| *t)
+        .collect();
+    for (k, w) in reads.windows(2).enumerate() {
+        let base = 10_000i64 << k;
+        let wait = w[1] - w[0];
+        assert!(
+            wait >= base / 2 && wait <= base,
+            "wait {k} is {wait} for base {base}"
+        );
+    }
+    let traces = raw_read(
+        store,
+        RowSet::range(rowkit_codec::model::RowRange::all()),
+        Some(RowFilter::FamilyNameRegex("T".into())),
+    );
+    assert!(traces.is_empty(), "no trace row is written");
+}
+
 /// Scenario 30: OPS cells never go back in time.
 pub fn ops_timestamps_never_go_back(store: &dyn Store, layout: Layout) {
     setup(store, layout);

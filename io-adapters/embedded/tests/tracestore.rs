@@ -148,6 +148,11 @@ fn s25_s29_validation() {
 }
 
 #[test]
+fn s29_deadline_and_backoff() {
+    each(sc::deadline_and_backoff);
+}
+
+#[test]
 fn s26_versions_without_gc() {
     each_store(sc::versions_without_gc);
 }
