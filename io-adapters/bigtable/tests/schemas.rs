@@ -723,7 +723,7 @@ fn cbt_set_tile_reads_back() {
         }],
     );
     let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
-    let mut cbt_set = |row: String, cell: String| {
+    let cbt_set = |row: String, cell: String| {
         let out = emu.cbt(&instance, &["set", "gold", &row, &cell]).unwrap();
         assert!(
             out.status.success(),
