@@ -242,13 +242,16 @@ impl Children {
         self.unroute(id, true);
     }
 
-    /// Stops every child (see [`Children::abort`]). Requests not yet polled are never sent.
+    /// Stops every child (see [`Children::abort`]). Requests not yet polled are never sent, and
+    /// only tags already sent are reported through [`Children::poll_abort`].
     pub fn abort_all(&mut self) {
         self.running.clear();
         self.finished.clear();
-        self.outgoing.clear();
         let routes = core::mem::take(&mut self.routes);
-        self.aborts.extend(routes.into_keys());
+        for outer in routes.into_keys() {
+            forget_or_abort(&mut self.outgoing, &mut self.aborts, outer);
+        }
+        self.outgoing.clear();
     }
 
     /// Responses dropped because their tag no longer routed to a running child.
@@ -384,6 +387,23 @@ mod tests {
         children.abort(a);
         assert!(children.poll_request().is_none());
         assert!(children.poll_abort().is_none());
+    }
+
+    #[test]
+    fn abort_all_reports_only_sent_tags() {
+        let mut children = Children::new();
+        children.spawn(Child::Unary(Unary::new(write(b"a"))));
+        let (sent, _) = children.poll_request().unwrap();
+        children.spawn(Child::Unary(Unary::new(write(b"b"))));
+        children.abort_all();
+        assert!(children.poll_request().is_none(), "b is never sent");
+        assert_eq!(children.poll_abort(), Some(sent));
+        assert_eq!(
+            children.poll_abort(),
+            None,
+            "b was never sent, so never aborted"
+        );
+        assert!(children.is_empty());
     }
 
     #[test]

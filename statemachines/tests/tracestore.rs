@@ -141,3 +141,88 @@ fn cancel_aborts_outstanding_reads() {
     assert_eq!(s.aborted().len(), 65);
     assert_eq!(s.take_result(), Some(Err(TraceStoreError::Aborted)));
 }
+
+/// 150 new digests assigned from a pool of ids 1..=150 (no increment needed).
+fn digests_150() -> Vec<String> {
+    (0..150u64)
+        .map(|i| format!("{:032x}", i + 1).chars().rev().collect())
+        .collect()
+}
+
+/// Runs AssignDigestIds until its inserts are out, answers insert 0 "lost" and insert 1
+/// "written", then ends the machine with `end` (cancel, deadline or drop); returns the pool.
+fn stopped_assignment(end: &str) -> Vec<u64> {
+    use rowkit_statemachines::Response;
+    use rowkit_statemachines::tracestore::assign_digest_ids;
+    let mut state = TraceStoreState::new("gold", Layout::DigestId);
+    state.return_digest_ids(&(1..=150).collect::<Vec<_>>());
+    let deadline = Timestamp(T0 + 1_000_000);
+    let m = assign_digest_ids(&mut state, digests_150(), Timestamp(T0), 3, Some(deadline));
+    let mut s = Script::new(m, Timestamp(T0));
+    let (lookup, request) = s.next_request().unwrap();
+    assert!(matches!(request, Request::ReadRows(_)), "{request:?}");
+    s.end_stream(lookup);
+    let mut inserts = Vec::new();
+    while let Some((tag, request)) = s.next_request() {
+        assert!(
+            matches!(request, Request::CheckAndMutateRow(_)),
+            "{request:?}"
+        );
+        inserts.push(tag);
+    }
+    assert_eq!(inserts.len(), 100, "the insert window");
+    s.respond(
+        inserts[0],
+        Response::CheckAndMutateRow {
+            predicate_matched: true,
+        },
+    );
+    s.respond(
+        inserts[1],
+        Response::CheckAndMutateRow {
+            predicate_matched: false,
+        },
+    );
+    // Two answers let two more inserts out (ids 101 and 102).
+    assert_eq!(
+        s.next_request()
+            .map(|(_, r)| matches!(r, Request::CheckAndMutateRow(_))),
+        Some(true)
+    );
+    assert_eq!(
+        s.next_request()
+            .map(|(_, r)| matches!(r, Request::CheckAndMutateRow(_))),
+        Some(true)
+    );
+    match end {
+        "cancel" => {
+            s.cancel();
+            assert_eq!(s.take_result(), Some(Err(TraceStoreError::Aborted)));
+            assert_eq!(
+                s.aborted().len(),
+                100,
+                "the outstanding inserts are aborted"
+            );
+            drop(s);
+        }
+        "deadline" => {
+            s.set_clock(deadline);
+            s.timeout();
+            assert_eq!(s.take_result(), Some(Err(TraceStoreError::Aborted)));
+            drop(s);
+        }
+        _ => drop(s),
+    }
+    state.pool().collect()
+}
+
+/// `spec/tracestore.md` 17.1: a machine stopped during its inserts returns the id whose insert
+/// lost and the ids of inserts never sent; ids of outstanding inserts (their cell may exist) and
+/// of the written one are gone. Cancel, deadline and dropping the machine behave the same.
+#[test]
+fn stopped_assignment_returns_only_unwritten_ids() {
+    let want: Vec<u64> = std::iter::once(1).chain(103..=150).collect();
+    for end in ["cancel", "deadline", "drop"] {
+        assert_eq!(stopped_assignment(end), want, "{end}");
+    }
+}

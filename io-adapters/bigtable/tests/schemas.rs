@@ -134,6 +134,9 @@ impl Store for InjectedServerTime {
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
         self.inner.families(table)
     }
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        self.inner.set_family(table, family)
+    }
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.inner.gc(table, now)
     }
@@ -361,6 +364,14 @@ mod tracestore {
     }
 
     #[test]
+    fn ts_s16_setup_adds_missing_families() {
+        each_store(
+            "ts_s16_setup_adds_missing_families",
+            sc::setup_adds_missing_families,
+        );
+    }
+
+    #[test]
     fn ts_s17_first_ids() {
         each_store("ts_s17_first_ids", sc::first_ids);
     }
@@ -417,6 +428,11 @@ mod tracestore {
     #[test]
     fn ts_s25_s29_validation() {
         each("ts_s25_s29_validation", sc::validation);
+    }
+
+    #[test]
+    fn ts_s29_deadline_and_backoff() {
+        each("ts_s29_deadline_and_backoff", sc::deadline_and_backoff);
     }
 
     #[test]
@@ -629,4 +645,151 @@ fn cbt_reads_the_mounttable_layout() {
         shown.lines().any(|l| l.trim_start().starts_with("c:")),
         "no child cell in\n{shown}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// `cbt` and the trace store (Gold's exact layout, both directions)
+
+fn cbt_or_skip(test: &str) -> Option<&'static Emulator> {
+    let emu = Emulator::shared_or_skip(test)?;
+    if !std::path::Path::new(rowkit_bigtable::emulator::CBT_BIN).is_file() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "cbt is not installed"
+        );
+        eprintln!("\n!!!!! SKIPPED {test}: cbt is not installed\n");
+        return None;
+    }
+    Some(emu)
+}
+
+fn cbt_read(emu: &Emulator, instance: &str, table: &str) -> String {
+    let out = emu.cbt(instance, &["read", table]).unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+/// Scenario 24's Put (digest-id layout) on a named instance, then `cbt read`: Gold's row names,
+/// families, qualifiers and value bytes (uvarint ids, decimal map values, the 8-byte counter).
+#[test]
+fn cbt_reads_the_gold_layout() {
+    let Some(emu) = cbt_or_skip("cbt_reads_the_gold_layout") else {
+        return;
+    };
+    let target = emu.fresh_target();
+    let instance = target.instance.clone();
+    let store = rowkit_bigtable::BigtableStore::connect(target, None).unwrap();
+    rowkit_embedded::tracestore_scenarios::put_request_sequence(&store);
+    let shown = cbt_read(emu, &instance, "gold");
+    eprintln!("cbt read gold:\n{shown}");
+    let rows: Vec<&str> = shown
+        .lines()
+        .filter(|l| !l.starts_with(' ') && !l.starts_with('-') && !l.is_empty())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "01:ts:t:2147483644:,0=2,1=0,2=0,",
+            "02:ts:t:2147483644:,0=1,1=0,2=0,",
+            "05:ts:d:0000000000:e30",
+            "21:ts:d:0000000000:9e1",
+            "23:ts:d:0000000000:60b",
+            "28:ts:t:2147483644:,0=0,1=0,2=0,",
+            ":ts:i:0000000000:",
+            ":ts:o:2147483644:",
+        ],
+        "{shown}"
+    );
+    for expected in [
+        "T:232",
+        r#""\x01""#,
+        r#""\x81\x02""#,
+        r#""\x82\x02""#,
+        "D:5e978d116cccc0ef12278d724245b",
+        r#""257""#,
+        "D:a49351a7e45b9591a989073e755b2",
+        r#""258""#,
+        "I:idc",
+        r#""\x00\x00\x00\x00\x00\x00\x02\x03""#,
+        "O:H",
+        "O:OPS",
+    ] {
+        assert!(shown.contains(expected), "missing {expected:?} in\n{shown}");
+    }
+}
+
+/// A digest-id tile written with `cbt set` in Gold's layout (map cells, uvarint trace cells;
+/// the OPS row, whose gob holds NUL bytes that no command-line argument can carry, is written
+/// raw) reads back through rowkit's ReadRange.
+#[test]
+fn cbt_set_tile_reads_back() {
+    use rowkit_codec::tracestore::cells::{digest_map_qualifier, digest_map_row};
+    use rowkit_codec::tracestore::keys::{calc_sharded_row_name, ops_row_name};
+    use rowkit_codec::tracestore::{Layout, OrderedParamSet, encode_ops_gob, ops_hash};
+    use rowkit_embedded::tracestore_scenarios as sc;
+    let Some(emu) = cbt_or_skip("cbt_set_tile_reads_back") else {
+        return;
+    };
+    let target = emu.fresh_target();
+    let instance = target.instance.clone();
+    let store = rowkit_bigtable::BigtableStore::connect(target, None).unwrap();
+    sc::setup(&store, Layout::DigestId);
+    let mut ops = OrderedParamSet::new();
+    ops.key_order = vec!["device".into(), "name".into(), "source_type".into()];
+    ops.param_set
+        .insert("device".into(), vec!["angler".into(), "bullhead".into()]);
+    ops.param_set
+        .insert("name".into(), vec!["test_alpha".into(), "test_beta".into()]);
+    ops.param_set
+        .insert("source_type".into(), vec!["gm".into()]);
+    let gob = encode_ops_gob(&ops);
+    let set = |q: &[u8], v: Vec<u8>| Mutation::SetCell {
+        family: "O".into(),
+        qualifier: q.to_vec(),
+        timestamp: Timestamp(sc::T0),
+        value: v,
+    };
+    sc::raw_write(
+        &store,
+        vec![rowkit_statemachines::MutateRowsEntry {
+            row_key: ops_row_name(2147483647),
+            mutations: vec![set(b"H", ops_hash(&gob).into_bytes()), set(b"OPS", gob)],
+        }],
+    );
+    let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+    let cbt_set = |row: String, cell: String| {
+        let out = emu.cbt(&instance, &["set", "gold", &row, &cell]).unwrap();
+        assert!(
+            out.status.success(),
+            "cbt set {row} {cell}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    for (digest, id) in [(sc::AN, "1"), (sc::BP, "2")] {
+        cbt_set(
+            text(digest_map_row(digest).unwrap()),
+            format!("D:{}={id}", text(digest_map_qualifier(digest).unwrap())),
+        );
+    }
+    let alpha = text(calc_sharded_row_name(2147483647, 't', b",0=0,1=0,2=0,"));
+    let beta = text(calc_sharded_row_name(2147483647, 't', b",0=1,1=1,2=0,"));
+    cbt_set(alpha.clone(), "T:0=\u{1}".into());
+    cbt_set(alpha, "T:1=\u{2}".into());
+    cbt_set(beta, "T:1=\u{2}".into());
+    let clock = rowkit_embedded::driver::ManualClock::new(Timestamp(sc::T0));
+    let mut gold = sc::open(&store, &clock, 5);
+    let tile = gold.read_range(0, 1).unwrap();
+    let digests = |device: &str, name: &str| {
+        tile.traces[&rowkit_codec::tracestore::ops::trace_id_text(&sc::trace_params(device, name))]
+            .digests
+            .clone()
+    };
+    assert_eq!(tile.traces.len(), 2);
+    assert_eq!(digests("angler", "test_alpha"), [sc::AN, sc::BP]);
+    assert_eq!(digests("bullhead", "test_beta"), ["", sc::BP]);
 }

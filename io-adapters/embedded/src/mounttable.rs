@@ -331,6 +331,10 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> Store for CachedStore<'_, S, C
         self.store.families(table)
     }
 
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        self.store.set_family(table, family)
+    }
+
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.store.gc(table, now)
     }

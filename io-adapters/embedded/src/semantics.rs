@@ -77,6 +77,10 @@ impl<S: TableStorage> Store for S {
         TableStorage::families(self, table)
     }
 
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        TableStorage::set_family(self, table, family)
+    }
+
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         gc(self, table, now)
     }

@@ -135,6 +135,20 @@ pub trait Store: Send + Sync {
     fn list_tables(&self) -> Result<Vec<String>, StoreError>;
     /// The families of a table, ascending by name.
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError>;
+    /// Adds a family to an existing table, or replaces the GC rule of one it has: the admin
+    /// `ModifyColumnFamilies` with one `create` or `update` (`NOT_FOUND` if the table is
+    /// missing). Stores with a schema implement it (memory and redb through
+    /// [`TableStorage::set_family`], Bigtable through the admin API); the default answers
+    /// `UNIMPLEMENTED`, and wrappers forward it.
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        Err(StoreError::new(
+            rowkit_statemachines::Code::Unimplemented,
+            format!(
+                "this store cannot add family {} to table {table}",
+                family.name
+            ),
+        ))
+    }
     /// Runs garbage collection on a table per its families' GC rules; returns the number of
     /// cells deleted. GC never happens implicitly (`spec/bigtable.md` 12).
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError>;

@@ -4,7 +4,8 @@
 //!
 //! The Tokio facade (`rowkit_bigtable::tracestore::TraceStore`) wraps the same machines the
 //! same way and shares the driver-independent parts: [`TraceStoreCalls`] (per-operation seeds
-//! and deadlines), [`layout_of`] and [`store_error`].
+//! and deadlines), [`layout_of`] and [`store_error`]. The machines are `Send` (explicit state
+//! machines, no async inside), so a multi-threaded runtime may move them between workers.
 //!
 //! ```
 //! use rowkit_codec::model::Timestamp;
@@ -46,22 +47,38 @@ pub fn store_error(e: StoreError) -> TraceStoreError {
     }
 }
 
-/// Sets `table` up in `layout` (`spec/tracestore.md` 8): creates it with the layout's
-/// families; an existing table is left as it is. Local stores create the table and its
-/// families in one request, which the spec allows for the digest-id plan. (Adding families
-/// missing from an existing table needs an admin call the [`Store`] trait does not have yet.)
+/// Sets `table` up in `layout` (`spec/tracestore.md` 8), running the codec's setup plan.
+///
+/// A new table is created together with the layout's families in one request (the spec allows
+/// this for the digest-id plan; the schema is the same). On an existing table
+/// (`ALREADY_EXISTS`), the digest-id plan's `CreateColumnFamily` steps add the families it
+/// lacks through [`Store::set_family`] (`ModifyColumnFamilies` on Bigtable) and leave present
+/// families as they are; the md5 plan has no such steps, so an existing md5 table is not
+/// checked or changed (§8.1, reproduce).
 pub fn setup_table<S: Store + ?Sized>(
     store: &S,
     table: &str,
     layout: Layout,
 ) -> Result<(), TraceStoreError> {
+    let mut existed = false;
     for request in layout.setup_plan() {
-        if let SetupRequest::CreateTable { .. } = request {
-            match store.create_table(table, &layout.families()) {
-                Ok(()) => {}
-                Err(e) if e.code == Code::AlreadyExists => {}
-                Err(e) => return Err(store_error(e)),
+        match request {
+            SetupRequest::CreateTable { .. } => {
+                match store.create_table(table, &layout.families()) {
+                    Ok(()) => {}
+                    Err(e) if e.code == Code::AlreadyExists => existed = true,
+                    Err(e) => return Err(store_error(e)),
+                }
             }
+            // A new table got its families with CreateTable.
+            SetupRequest::CreateColumnFamily { family } if existed => {
+                let present = store.families(table).map_err(store_error)?;
+                // A present family answers ALREADY_EXISTS in the original: left unchanged.
+                if !present.iter().any(|f| f.name == family.name) {
+                    store.set_family(table, &family).map_err(store_error)?;
+                }
+            }
+            SetupRequest::CreateColumnFamily { .. } => {}
         }
     }
     Ok(())

@@ -293,6 +293,9 @@ impl Store for Hooked<'_> {
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
         self.inner.families(table)
     }
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        self.inner.set_family(table, family)
+    }
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.inner.gc(table, now)
     }
@@ -413,6 +416,9 @@ impl Store for Gate<'_, '_> {
     }
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
         self.turnstile.inner.families(table)
+    }
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        self.turnstile.inner.set_family(table, family)
     }
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.turnstile.inner.gc(table, now)
@@ -707,6 +713,69 @@ pub fn validation(store: &dyn Store, layout: Layout) {
     );
 }
 
+/// Scenario 29 (deadline and back-off part) on a store: every `CheckAndMutateRow` answers
+/// `UNAVAILABLE`; a Put on a tile without OPS row, with a deadline 1 s after it starts, re-reads
+/// and retries after back-off waits within the bounds of §17.3 (10 ms base, doubling), ends
+/// `aborted` exactly at the deadline and writes no trace row.
+pub fn deadline_and_backoff(store: &dyn Store, layout: Layout) {
+    setup(store, layout);
+    let clock = ManualClock::new(Timestamp(T0));
+    let seen: Mutex<Vec<(bool, i64)>> = Mutex::new(Vec::new());
+    let hooked = Hooked::new(store);
+    hooked.set_hook(|r, _| {
+        let cas = matches!(r, Request::CheckAndMutateRow(_));
+        seen.lock().unwrap().push((cas, clock.now().0));
+        if cas {
+            HookAction::Fail(unavailable())
+        } else {
+            HookAction::Pass
+        }
+    });
+    let mut gold = open(&hooked, &clock, 29);
+    gold.set_deadline(Some(1_000_000));
+    assert_eq!(
+        gold.put(
+            0,
+            Some(Timestamp(COMMIT_TIMES[0])),
+            vec![entry(layout, "angler", "test_alpha", AP)],
+            Timestamp(T0),
+        ),
+        Err(TraceStoreError::Aborted)
+    );
+    assert_eq!(
+        clock.now(),
+        Timestamp(T0 + 1_000_000),
+        "ends at the deadline"
+    );
+    drop(gold);
+    drop(hooked);
+    let seen = seen.into_inner().unwrap();
+    assert!(seen.len() >= 10, "{seen:?}");
+    // ReadRow (the OPS row), CheckAndMutateRow, then again after each wait.
+    for (i, (cas, _)) in seen.iter().enumerate() {
+        assert_eq!(*cas, i % 2 == 1, "{seen:?}");
+    }
+    let reads: Vec<i64> = seen
+        .iter()
+        .filter(|(cas, _)| !cas)
+        .map(|(_, t)| *t)
+        .collect();
+    for (k, w) in reads.windows(2).enumerate() {
+        let base = 10_000i64 << k;
+        let wait = w[1] - w[0];
+        assert!(
+            wait >= base / 2 && wait <= base,
+            "wait {k} is {wait} for base {base}"
+        );
+    }
+    let traces = raw_read(
+        store,
+        RowSet::range(rowkit_codec::model::RowRange::all()),
+        Some(RowFilter::FamilyNameRegex("T".into())),
+    );
+    assert!(traces.is_empty(), "no trace row is written");
+}
+
 /// Scenario 30: OPS cells never go back in time.
 pub fn ops_timestamps_never_go_back(store: &dyn Store, layout: Layout) {
     setup(store, layout);
@@ -815,6 +884,75 @@ pub fn setup_and_detection(store: &dyn Store) {
         Err(TraceStoreError::CorruptDigestIdCell)
     );
     assert_eq!(cell_to_digest(&encode_digest_id_cell(300)), "");
+}
+
+/// Scenario 16, re-running setup (§8.2): on an existing digest-id table setup adds the
+/// families it lacks, without GC rule, and keeps the others (and their rows) as they are; an
+/// existing md5 table is not changed (§8.1). Uses tables `c` and `d` (must not exist).
+pub fn setup_adds_missing_families(store: &dyn Store) {
+    let plain = |name: &str| ColumnFamily {
+        name: name.into(),
+        gc_rule: None,
+    };
+    let one_version = |name: &str| ColumnFamily {
+        name: name.into(),
+        gc_rule: Some(rowkit_codec::model::GcRule::MaxNumVersions(1)),
+    };
+    let names = |t: &str| -> Vec<String> {
+        let mut n: Vec<String> = store
+            .families(t)
+            .unwrap()
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        n.sort();
+        n
+    };
+    // A digest-id table from before the map existed: T (with a GC rule of its own) and O.
+    store
+        .create_table("c", &[one_version("T"), plain("O")])
+        .unwrap();
+    assert_eq!(
+        TraceStore::<dyn Store, ManualClock>::open(
+            store,
+            &ManualClock::new(Timestamp(T0)),
+            "c",
+            None,
+            1
+        )
+        .unwrap_err(),
+        TraceStoreError::AmbiguousLayout
+    );
+    TraceStore::<dyn Store, ManualClock>::setup(store, "c", Layout::DigestId).unwrap();
+    assert_eq!(names("c"), ["D", "I", "O", "T"]);
+    let families = store.families("c").unwrap();
+    for f in &families {
+        let want = if f.name == "T" {
+            one_version("T")
+        } else {
+            plain(&f.name)
+        };
+        assert_eq!(
+            f, &want,
+            "added families have no GC rule, present ones are kept"
+        );
+    }
+    let clock = ManualClock::new(Timestamp(T0));
+    assert_eq!(
+        TraceStore::open(store, &clock, "c", None, 1)
+            .unwrap()
+            .layout(),
+        Layout::DigestId
+    );
+    // Again: nothing changes.
+    TraceStore::<dyn Store, ManualClock>::setup(store, "c", Layout::DigestId).unwrap();
+    assert_eq!(store.families("c").unwrap(), families);
+    // An md5 table with only O and T (v2, §16) is left as it is.
+    store
+        .create_table("d", &[one_version("O"), one_version("T")])
+        .unwrap();
+    TraceStore::<dyn Store, ManualClock>::setup(store, "d", Layout::Md5).unwrap();
+    assert_eq!(names("d"), ["O", "T"]);
 }
 
 // ------------------------------------------------------------------ digest-id scenarios

@@ -88,6 +88,11 @@ fn s16_s28_setup_and_detection() {
 }
 
 #[test]
+fn s16_setup_adds_missing_families() {
+    each_store(sc::setup_adds_missing_families);
+}
+
+#[test]
 fn s17_first_ids() {
     each_store(sc::first_ids);
 }
@@ -140,6 +145,11 @@ fn s24_put_request_sequence() {
 #[test]
 fn s25_s29_validation() {
     each(sc::validation);
+}
+
+#[test]
+fn s29_deadline_and_backoff() {
+    each(sc::deadline_and_backoff);
 }
 
 #[test]

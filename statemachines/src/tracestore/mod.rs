@@ -3,9 +3,11 @@
 //! layout's [`assign_digest_ids`] and [`allocate_digest_ids`] (public for tests).
 //!
 //! Every constructor takes the instance's [`TraceStoreState`] exclusively, the current time, a
-//! seed (back-off jitter only) and an optional deadline, and returns an [`Op`] — a [`Machine`]
-//! that emits requests under increasing tags, nests [`crate::readrows::ReadRows`],
-//! [`crate::raw::MutateRows`] and [`crate::raw::Unary`] children, and emits no events.
+//! seed (back-off jitter only) and an optional deadline, and returns an [`Op`] — a `Send`
+//! [`Machine`] that emits requests under increasing tags, runs every request in a child of
+//! [`crate::children::Children`] ([`crate::readrows::ReadRows`], [`crate::raw::MutateRows`],
+//! [`crate::raw::Unary`]), and emits no events. Each operation is an explicit state machine
+//! (a struct with a phase enum, see `op.rs`); no async code is involved.
 //!
 //! ```
 //! use rowkit_codec::tracestore::Layout;
@@ -20,9 +22,13 @@
 //! assert_eq!(m.result(), Some(Ok(None)));
 //! ```
 
-mod exec;
-mod protocol;
+mod digest_ids;
+mod op;
+mod put;
+mod read;
+mod requests;
 mod state;
+mod update_ops;
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
@@ -30,7 +36,7 @@ use alloc::vec::Vec;
 
 use rowkit_codec::tracestore::{ParamSet, Params, TraceStoreError};
 
-pub use exec::Op;
+pub use op::Op;
 pub use state::{CachedOps, DigestCache, TraceStoreState};
 
 #[allow(unused_imports)]
@@ -42,7 +48,7 @@ pub const READ_DEADLINE_MICROS: i64 = 4 * 60 * 1_000_000;
 /// Default deadline of Put: 10 minutes after `now`.
 pub const PUT_DEADLINE_MICROS: i64 = 10 * 60 * 1_000_000;
 /// Entries per `MutateRows` request of a Put.
-pub const PUT_CHUNK_ENTRIES: usize = protocol::PUT_CHUNK;
+pub const PUT_CHUNK_ENTRIES: usize = put::PUT_CHUNK;
 
 /// One value of a Put: a trace's params, its options (md5 layout only) and its digest.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -95,13 +101,12 @@ pub fn put(
     seed: u64,
     deadline_at: Option<Timestamp>,
 ) -> Op<'_, ()> {
-    if let Err(e) = protocol::check_put(state, repo_index, commit_time, &entries, ts) {
+    if let Err(e) = put::check_put(state, repo_index, commit_time, &entries, ts) {
         return Op::failed(e);
     }
     let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
-    Op::start(now, d, seed, move |ctx| {
-        protocol::put(ctx, state, repo_index, commit_time, entries, ts)
-    })
+    let flow = put::Put::new(repo_index, commit_time, entries, ts);
+    Op::start(state, now, d, seed, flow)
 }
 
 /// `ReadRange(first, last)`: every trace of the commits `first ..= last`.
@@ -113,13 +118,11 @@ pub fn read_range(
     seed: u64,
     deadline_at: Option<Timestamp>,
 ) -> Op<'_, Tile> {
-    if let Err(e) = protocol::check_range(first, last) {
+    if let Err(e) = read::check_range(first, last) {
         return Op::failed(e);
     }
     let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
-    Op::start(now, d, seed, move |ctx| {
-        protocol::read_range(ctx, state, first, last)
-    })
+    Op::start(state, now, d, seed, read::ReadRange::new(first, last))
 }
 
 /// `ReadDense(last, n)`: the newest `n` commits up to `last` that hold data.
@@ -138,9 +141,7 @@ pub fn read_dense(
         return Op::failed(TraceStoreError::BadArgument);
     }
     let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
-    Op::start(now, d, seed, move |ctx| {
-        protocol::read_dense(ctx, state, last, n)
-    })
+    Op::start(state, now, d, seed, read::ReadDense::new(last, n))
 }
 
 /// `NewestTile`: the index of the newest tile, `None` when the table has none.
@@ -151,7 +152,7 @@ pub fn newest_tile(
     deadline_at: Option<Timestamp>,
 ) -> Op<'_, Option<u32>> {
     let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
-    Op::start(now, d, seed, move |ctx| protocol::newest_tile(ctx, state))
+    Op::start(state, now, d, seed, read::NewestTile::new())
 }
 
 /// `AssignDigestIds(digests)` (digest-id layout): the id of every input digest, in input
@@ -164,9 +165,13 @@ pub fn assign_digest_ids(
     deadline_at: Option<Timestamp>,
 ) -> Op<'_, Vec<u64>> {
     let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
-    Op::start(now, d, seed, move |ctx| async move {
-        protocol::assign_digest_ids(&ctx, state, &digests).await
-    })
+    Op::start(
+        state,
+        now,
+        d,
+        seed,
+        digest_ids::AssignDigestIds::new(digests),
+    )
 }
 
 /// `AllocateDigestIds(n)` (digest-id layout): `n` distinct, never used ids.
@@ -178,7 +183,53 @@ pub fn allocate_digest_ids(
     deadline_at: Option<Timestamp>,
 ) -> Op<'_, Vec<u64>> {
     let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
-    Op::start(now, d, seed, move |ctx| async move {
-        protocol::allocate_digest_ids(&ctx, state, n).await
-    })
+    Op::start(state, now, d, seed, digest_ids::AllocateDigestIds::new(n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>() {}
+
+    /// Every trace store machine (and every flow inside one) can move between threads, so a
+    /// multi-threaded async driver can run it on any worker.
+    #[test]
+    fn every_machine_is_send() {
+        assert_send::<Op<'static, ()>>();
+        assert_send::<Op<'static, Tile>>();
+        assert_send::<Op<'static, Option<u32>>>();
+        assert_send::<Op<'static, Vec<u64>>>();
+        assert_send::<put::Put>();
+        assert_send::<put::WriteChunks>();
+        assert_send::<update_ops::UpdateOps>();
+        assert_send::<digest_ids::AllocateDigestIds>();
+        assert_send::<digest_ids::AssignDigestIds>();
+        assert_send::<digest_ids::LookupDigests>();
+        assert_send::<digest_ids::ReadFullMap>();
+        assert_send::<read::ReadRange>();
+        assert_send::<read::ReadDense>();
+        assert_send::<read::NewestTile>();
+        assert_send::<TraceStoreState>();
+    }
+
+    /// A machine running on another thread than the one that created it.
+    #[test]
+    fn a_machine_runs_on_another_thread() {
+        use rowkit_codec::tracestore::Layout;
+
+        use crate::{Machine, Response};
+        let mut state = TraceStoreState::new("gold", Layout::Md5);
+        let mut m = newest_tile(&mut state, Timestamp(0), 1, None);
+        let (tag, _) = m.poll_request().unwrap();
+        let result = std::thread::scope(|s| {
+            s.spawn(move || {
+                m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
+                m.result()
+            })
+            .join()
+            .unwrap()
+        });
+        assert_eq!(result, Some(Ok(None)));
+    }
 }

@@ -1,0 +1,324 @@
+//! `Put(commit, entries, ts)` in both layouts (`spec/tracestore.md` 10, 11.6): validation before
+//! any request, the OPS update, (digest-id) id assignment, then every `MutateRows` chunk at
+//! once.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::Timestamp;
+use rowkit_codec::model::limits::MAX_ROW_KEY_BYTES;
+use rowkit_codec::tracestore::cells::{
+    COLUMN_OPTIONS, FAMILY_OPTIONS, FAMILY_TRACE, digest_id_trace_mutations, digest_to_cell,
+};
+use rowkit_codec::tracestore::keys::{
+    TilePosition, digest_id_trace_qualifier, md5_trace_qualifier, options_row_name,
+    repo_index_position, trace_row_name,
+};
+use rowkit_codec::tracestore::ops::{add_params, trace_id_text};
+use rowkit_codec::tracestore::{Layout, OrderedParamSet, ParamSet, TraceStoreError};
+
+use super::PutEntry;
+use super::digest_ids::AssignDigestIds;
+use super::op::{Flow, Io, Progress, WaitAll};
+use super::requests::{set_cell, store_error, unexpected};
+use super::state::TraceStoreState;
+use super::update_ops::UpdateOps;
+use crate::children::ChildOutput;
+use crate::{MutateRowsEntry, MutateRowsRequest};
+
+/// Entries per `MutateRows` request.
+pub(crate) const PUT_CHUNK: usize = 10_000;
+
+fn validate_put(
+    state: &TraceStoreState,
+    repo_index: i64,
+    commit_time: Option<Timestamp>,
+    entries: &[PutEntry],
+    ts: Timestamp,
+) -> Result<TilePosition, TraceStoreError> {
+    if state.layout == Layout::DigestId && entries.iter().any(|e| !e.options.is_empty()) {
+        return Err(TraceStoreError::OptionsNotSupported);
+    }
+    let pos = repo_index_position(repo_index)?;
+    if ts.0 < 0 {
+        return Err(TraceStoreError::BadTimestamp);
+    }
+    if entries.iter().any(|e| !e.options.is_empty()) && commit_time.is_none_or(|t| t.0 < 0) {
+        return Err(TraceStoreError::BadTimestamp);
+    }
+    Ok(pos)
+}
+
+/// Validation that must fail before any request (`bad repo index`, `bad timestamp`,
+/// `options not supported by the digest-id layout`).
+pub(crate) fn check_put(
+    state: &TraceStoreState,
+    repo_index: i64,
+    commit_time: Option<Timestamp>,
+    entries: &[PutEntry],
+    ts: Timestamp,
+) -> Result<(), TraceStoreError> {
+    if entries.is_empty() {
+        return Ok(());
+    }
+    validate_put(state, repo_index, commit_time, entries, ts).map(|_| ())
+}
+
+/// Where a Put stands.
+#[derive(Debug)]
+enum Phase {
+    /// Nothing sent yet.
+    Start,
+    /// Adding the entries' params to the tile's OPS.
+    UpdateOps {
+        pos: TilePosition,
+        update: UpdateOps,
+    },
+    /// Digest-id layout: the entries' digests get their ids (encoded trace ids kept).
+    AssignIds {
+        pos: TilePosition,
+        encoded: Vec<String>,
+        assign: AssignDigestIds,
+    },
+    /// Every chunk is out.
+    WriteChunks(WriteChunks),
+}
+
+/// The Put machine's flow.
+#[derive(Debug)]
+pub(crate) struct Put {
+    repo_index: i64,
+    commit_time: Option<Timestamp>,
+    entries: Vec<PutEntry>,
+    ts: Timestamp,
+    phase: Phase,
+}
+
+impl Put {
+    /// A Put of `entries` at `repo_index` with cell timestamp `ts`.
+    pub(crate) fn new(
+        repo_index: i64,
+        commit_time: Option<Timestamp>,
+        entries: Vec<PutEntry>,
+        ts: Timestamp,
+    ) -> Put {
+        Put {
+            repo_index,
+            commit_time,
+            entries,
+            ts,
+            phase: Phase::Start,
+        }
+    }
+
+    /// Encodes every entry's params with the tile's OPS; an error or a trace row key over the
+    /// limit aborts the Put before any map or trace cell is written.
+    fn encode(
+        &self,
+        pos: &TilePosition,
+        ops: &OrderedParamSet,
+    ) -> Result<Vec<String>, TraceStoreError> {
+        let mut encoded = Vec::with_capacity(self.entries.len());
+        for e in &self.entries {
+            let enc = ops.encode_params(&e.params)?;
+            if trace_row_name(pos.tile_key, enc.as_bytes()).len() > MAX_ROW_KEY_BYTES {
+                return Err(TraceStoreError::RowKeyTooLong);
+            }
+            encoded.push(enc);
+        }
+        Ok(encoded)
+    }
+
+    /// The md5 layout's row entries: trace rows, and options rows sharing their mutation.
+    fn md5_rows(
+        &self,
+        pos: &TilePosition,
+        encoded: &[String],
+    ) -> Result<Vec<MutateRowsEntry>, TraceStoreError> {
+        let ts = self.ts.truncate_to_millis();
+        let qualifier = md5_trace_qualifier(pos.offset);
+        let mut rows = Vec::new();
+        for (e, enc) in self.entries.iter().zip(encoded) {
+            let mut m = alloc::vec![set_cell(
+                FAMILY_TRACE,
+                &qualifier,
+                ts,
+                digest_to_cell(&e.digest)
+            )];
+            let trace_row = trace_row_name(pos.tile_key, enc.as_bytes());
+            if e.options.is_empty() {
+                rows.push(MutateRowsEntry {
+                    row_key: trace_row,
+                    mutations: m,
+                });
+                continue;
+            }
+            let options_row = options_row_name(pos.tile_key, enc.as_bytes());
+            if options_row.len() > MAX_ROW_KEY_BYTES {
+                return Err(TraceStoreError::RowKeyTooLong);
+            }
+            let commit_ts = self.commit_time.unwrap_or_default().truncate_to_millis();
+            m.push(set_cell(
+                FAMILY_OPTIONS,
+                COLUMN_OPTIONS,
+                commit_ts,
+                trace_id_text(&e.options).into_bytes(),
+            ));
+            // The original reused one mutation for both rows (§5.4): both get both cells.
+            rows.push(MutateRowsEntry {
+                row_key: trace_row,
+                mutations: m.clone(),
+            });
+            rows.push(MutateRowsEntry {
+                row_key: options_row,
+                mutations: m,
+            });
+        }
+        Ok(rows)
+    }
+
+    /// The digest-id layout's trace row entries, one per entry with its digest's id.
+    fn digest_id_rows(
+        &self,
+        pos: &TilePosition,
+        encoded: &[String],
+        ids: Vec<u64>,
+    ) -> Vec<MutateRowsEntry> {
+        let ts = self.ts.truncate_to_millis();
+        let qualifier = digest_id_trace_qualifier(pos.offset);
+        encoded
+            .iter()
+            .zip(ids)
+            .map(|(enc, id)| MutateRowsEntry {
+                row_key: trace_row_name(pos.tile_key, enc.as_bytes()),
+                mutations: digest_id_trace_mutations(&qualifier, ts, id),
+            })
+            .collect()
+    }
+}
+
+impl Flow for Put {
+    type Output = ();
+
+    fn advance(&mut self, io: &mut Io, state: &mut TraceStoreState) -> Progress<()> {
+        loop {
+            match &mut self.phase {
+                Phase::Start => {
+                    if self.entries.is_empty() {
+                        return Ok(Some(()));
+                    }
+                    let pos = validate_put(
+                        state,
+                        self.repo_index,
+                        self.commit_time,
+                        &self.entries,
+                        self.ts,
+                    )?;
+                    let mut ps = ParamSet::new();
+                    for e in &self.entries {
+                        add_params(&mut ps, &e.params);
+                    }
+                    let update = UpdateOps::new(pos.tile_key, ps);
+                    self.phase = Phase::UpdateOps { pos, update };
+                }
+                Phase::UpdateOps { pos, update } => {
+                    let Some(ops) = update.advance(io, state)? else {
+                        return Ok(None);
+                    };
+                    let pos = *pos;
+                    let encoded = self.encode(&pos, &ops)?;
+                    self.phase = match state.layout {
+                        Layout::Md5 => {
+                            let rows = self.md5_rows(&pos, &encoded)?;
+                            Phase::WriteChunks(WriteChunks::start(io, state, rows))
+                        }
+                        Layout::DigestId => {
+                            let digests = self.entries.iter().map(|e| e.digest.clone()).collect();
+                            Phase::AssignIds {
+                                pos,
+                                encoded,
+                                assign: AssignDigestIds::new(digests),
+                            }
+                        }
+                    };
+                }
+                Phase::AssignIds {
+                    pos,
+                    encoded,
+                    assign,
+                } => {
+                    let Some(ids) = assign.advance(io, state)? else {
+                        return Ok(None);
+                    };
+                    let (pos, encoded) = (*pos, core::mem::take(encoded));
+                    let rows = self.digest_id_rows(&pos, &encoded, ids);
+                    self.phase = Phase::WriteChunks(WriteChunks::start(io, state, rows));
+                }
+                Phase::WriteChunks(write) => return write.advance(io, state),
+            }
+        }
+    }
+
+    fn release(&mut self, state: &mut TraceStoreState) {
+        if let Phase::AssignIds { assign, .. } = &mut self.phase {
+            assign.release(state);
+        }
+    }
+}
+
+/// Row entries sent in chunks of [`PUT_CHUNK`], all at once, in chunk order; fails with the
+/// lowest-numbered failed chunk's error after every chunk completed (`spec/tracestore.md` 10
+/// step 5).
+#[derive(Debug)]
+pub(crate) struct WriteChunks {
+    chunks: WaitAll,
+}
+
+impl WriteChunks {
+    /// Sends every chunk of `rows`.
+    pub(crate) fn start(
+        io: &mut Io,
+        state: &TraceStoreState,
+        rows: Vec<MutateRowsEntry>,
+    ) -> WriteChunks {
+        let mut ids = Vec::new();
+        let mut rest = rows;
+        while !rest.is_empty() {
+            let tail = rest.split_off(rest.len().min(PUT_CHUNK));
+            ids.push(io.mutate_rows(MutateRowsRequest {
+                table: state.table.clone(),
+                app_profile_id: state.app_profile_id.clone(),
+                entries: rest,
+            }));
+            rest = tail;
+        }
+        WriteChunks {
+            chunks: WaitAll::new(ids),
+        }
+    }
+}
+
+impl Flow for WriteChunks {
+    type Output = ();
+
+    fn advance(&mut self, io: &mut Io, _state: &mut TraceStoreState) -> Progress<()> {
+        let Some(outcomes) = self.chunks.poll(io) else {
+            return Ok(None);
+        };
+        for outcome in outcomes {
+            match outcome.map_err(store_error)? {
+                ChildOutput::WroteRows(results) => {
+                    if let Some(Err(e)) = results.into_iter().map(|r| r.result).find(Result::is_err)
+                    {
+                        return Err(TraceStoreError::WriteFailed {
+                            code: e.code,
+                            message: e.message,
+                        });
+                    }
+                }
+                _ => return Err(unexpected("MutateRows")),
+            }
+        }
+        Ok(Some(()))
+    }
+}

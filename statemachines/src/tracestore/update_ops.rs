@@ -1,0 +1,221 @@
+//! `UpdateParamSet` (`updateOrderedParamSet(tileKey, ps)`, `spec/tracestore.md` 9): read the
+//! tile's OPS (or take it from the cache), and when `ps` adds something, compare-and-swap the
+//! new OPS in on its hash; retried on conflict, with a back-off after an RPC error of the
+//! new-row branch, bounded only by the operation deadline.
+
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::{Mutation, RowFilter, Timestamp, TimestampRange};
+use rowkit_codec::tracestore::cells::{COLUMN_HASH, COLUMN_OPS, FAMILY_OPS};
+use rowkit_codec::tracestore::keys::ops_row_name;
+use rowkit_codec::tracestore::{
+    OrderedParamSet, ParamSet, TraceStoreError, encode_ops_gob, ops_hash,
+};
+
+use super::op::{Flow, Io, Progress};
+use super::requests::{
+    family, latest, matched_of, ops_read_request, rows_of, set_cell, store_error, take_ops_read,
+};
+use super::state::{CachedOps, TraceStoreState};
+use crate::children::ChildId;
+use crate::{Backoff, CheckAndMutateRowRequest, Request};
+
+/// Where an OPS update stands.
+#[derive(Debug)]
+enum Phase {
+    /// Top of the loop: take the cached OPS or read it.
+    Start,
+    /// The OPS `ReadRow` is out.
+    ReadOps(ChildId),
+    /// The compare-and-swap is out; on success `new` becomes the cached OPS.
+    Swap {
+        child: ChildId,
+        existed: bool,
+        new: OrderedParamSet,
+        hash: String,
+        ts: Timestamp,
+    },
+    /// Waiting one back-off delay after an RPC error of the new-row branch.
+    Sleep,
+}
+
+/// The OPS update of one tile (a sub-flow of Put); outputs the tile's OPS as written or found.
+#[derive(Debug)]
+pub(crate) struct UpdateOps {
+    tile_key: i32,
+    row: Vec<u8>,
+    ps: ParamSet,
+    /// Created at the first RPC error (it draws a seed from the operation's stream).
+    backoff: Option<Backoff>,
+    phase: Phase,
+}
+
+impl UpdateOps {
+    /// Adds `ps` to the OPS of the tile `tile_key`.
+    pub(crate) fn new(tile_key: i32, ps: ParamSet) -> UpdateOps {
+        UpdateOps {
+            tile_key,
+            row: ops_row_name(tile_key),
+            ps,
+            backoff: None,
+            phase: Phase::Start,
+        }
+    }
+
+    /// With the current OPS known: done if `ps` adds nothing, else send the compare-and-swap.
+    fn swap(
+        &mut self,
+        io: &mut Io,
+        state: &TraceStoreState,
+        current: Option<CachedOps>,
+    ) -> Option<OrderedParamSet> {
+        let ops = current.as_ref().map(|c| c.ops.clone()).unwrap_or_default();
+        if ops.delta(&self.ps).is_empty() {
+            return Some(ops);
+        }
+        let mut new = ops;
+        new.update(&self.ps);
+        let bytes = encode_ops_gob(&new);
+        let hash = ops_hash(&bytes);
+        // Never older than the stored cells, or LatestN(1) would hide the update (fix, §9).
+        let mut ts = io.now().truncate_to_millis();
+        if let Some(c) = &current {
+            ts = ts.max(c.ts_hash.saturating_add_micros(1000));
+        }
+        let sets = alloc::vec![
+            set_cell(FAMILY_OPS, COLUMN_HASH, ts, hash.clone().into_bytes()),
+            set_cell(FAMILY_OPS, COLUMN_OPS, ts, bytes),
+        ];
+        let request = |predicate, true_mutations, false_mutations| {
+            Request::CheckAndMutateRow(CheckAndMutateRowRequest {
+                table: state.table.clone(),
+                app_profile_id: state.app_profile_id.clone(),
+                row_key: self.row.clone(),
+                predicate: Some(predicate),
+                true_mutations,
+                false_mutations,
+            })
+        };
+        let swap = match &current {
+            Some(c) => {
+                let predicate = RowFilter::Chain(alloc::vec![
+                    latest(),
+                    family(FAMILY_OPS),
+                    RowFilter::ColumnQualifierRegex(COLUMN_HASH.to_vec()),
+                    RowFilter::ValueRegex(c.hash.clone().into_bytes()),
+                ]);
+                let mut mutations = sets;
+                // An end of 0 would mean "unbounded" and delete the new cells (fix, §9).
+                let end = ts.0 - 1_000_000;
+                if end > 0 {
+                    for q in [COLUMN_HASH, COLUMN_OPS] {
+                        mutations.push(Mutation::DeleteFromColumn {
+                            family: FAMILY_OPS.into(),
+                            qualifier: q.to_vec(),
+                            range: Some(TimestampRange { start: 0, end }),
+                        });
+                    }
+                }
+                request(predicate, mutations, Vec::new())
+            }
+            None => {
+                let predicate = RowFilter::Chain(alloc::vec![
+                    family(FAMILY_OPS),
+                    RowFilter::ColumnQualifierRegex(COLUMN_HASH.to_vec()),
+                ]);
+                request(predicate, Vec::new(), sets)
+            }
+        };
+        self.phase = Phase::Swap {
+            child: io.unary(swap),
+            existed: current.is_some(),
+            new,
+            hash,
+            ts,
+        };
+        None
+    }
+}
+
+impl Flow for UpdateOps {
+    type Output = OrderedParamSet;
+
+    fn advance(&mut self, io: &mut Io, state: &mut TraceStoreState) -> Progress<OrderedParamSet> {
+        loop {
+            match &self.phase {
+                Phase::Start => match state.ops_cache.get(&self.row).cloned() {
+                    Some(cached) => {
+                        if let Some(ops) = self.swap(io, state, Some(cached)) {
+                            return Ok(Some(ops));
+                        }
+                    }
+                    None => {
+                        self.phase =
+                            Phase::ReadOps(io.read_rows(ops_read_request(state, self.tile_key)));
+                    }
+                },
+                Phase::ReadOps(child) => {
+                    let Some(outcome) = io.take(*child) else {
+                        return Ok(None);
+                    };
+                    let rows = rows_of(outcome)?;
+                    let current = take_ops_read(state, self.tile_key, &rows)?;
+                    if let Some(ops) = self.swap(io, state, current) {
+                        return Ok(Some(ops));
+                    }
+                }
+                Phase::Swap { child, existed, .. } => {
+                    let Some(outcome) = io.take(*child) else {
+                        return Ok(None);
+                    };
+                    let existed = *existed;
+                    let matched = matched_of(outcome);
+                    let retry = match (existed, matched) {
+                        // Existing row: an RPC error fails the Put (reproduce).
+                        (true, Err(e)) => return Err(store_error(e)),
+                        (true, Ok(matched)) => !matched,
+                        (false, Ok(matched)) => matched,
+                        // New row: an RPC error is retried after one back-off delay.
+                        (false, Err(_)) => {
+                            state.ops_cache.remove(&self.row);
+                            let now = io.now();
+                            let backoff = self.backoff.get_or_insert_with(|| io.backoff());
+                            // No room before the deadline: sleep into it and end `aborted`.
+                            let at = backoff.next_retry_at(now).unwrap_or(backoff.deadline());
+                            io.sleep_until(at);
+                            self.phase = Phase::Sleep;
+                            continue;
+                        }
+                    };
+                    if retry {
+                        // Someone else changed the row: re-read it at once.
+                        state.ops_cache.remove(&self.row);
+                        self.phase = Phase::Start;
+                        continue;
+                    }
+                    let Phase::Swap { new, hash, ts, .. } =
+                        core::mem::replace(&mut self.phase, Phase::Start)
+                    else {
+                        return Err(TraceStoreError::Aborted);
+                    };
+                    state.ops_cache.insert(
+                        self.row.clone(),
+                        CachedOps {
+                            ops: new.clone(),
+                            hash,
+                            ts_hash: ts,
+                        },
+                    );
+                    return Ok(Some(new));
+                }
+                Phase::Sleep => {
+                    if io.sleeping() {
+                        return Ok(None);
+                    }
+                    self.phase = Phase::Start;
+                }
+            }
+        }
+    }
+}
