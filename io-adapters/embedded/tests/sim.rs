@@ -91,9 +91,6 @@ fn objmeta_keeps_its_invariants_under_faults() {
 }
 
 #[test]
-#[ignore = "finds a real protocol flaw: a createRow (CheckAndMutateRow) whose response is lost is \
-            treated as failed, so the parent's child reference is removed while the child row \
-            exists; a later Mount uses that orphan and fsck --fix deletes it with the mount"]
 fn mounttable_keeps_its_invariants_under_faults() {
     use rowkit_embedded::sim::mounttable::MounttableWorkload;
     let report = simulate("mounttable", 11, &mut MounttableWorkload);

@@ -11,7 +11,7 @@ use alloc::string::String;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use rowkit_codec::model::{Mutation, Timestamp};
+use rowkit_codec::model::{Code, Mutation, Timestamp};
 use rowkit_codec::mounttable::{
     self as codec, CounterKind, FAMILY_CHILDREN, FAMILY_META, FAMILY_SERVERS, MARKER_VALUE,
     MountFlags, NodeRow, Permissions, tags,
@@ -178,6 +178,24 @@ pub(crate) fn set_perms_call(node: &NodeRow, perms: &Permissions) -> Call {
 /// it (the NoSuchName of the concurrency scenarios). Only crash leftovers grow older than that.
 pub(crate) fn is_stale(child: &codec::ChildRef, now: Timestamp) -> bool {
     now.0.saturating_sub(child.written_us) >= STALE_CHILD_US
+}
+
+/// Whether a write that failed with `e` may still have been applied: the request reached the
+/// store but its answer did not come back (lost, timed out, cut). Only a definite answer proves
+/// the write did not happen.
+pub(crate) fn outcome_unknown(e: &MtError) -> bool {
+    matches!(
+        e,
+        MtError::Store(s) if matches!(
+            s.code,
+            Code::Unavailable
+                | Code::DeadlineExceeded
+                | Code::Aborted
+                | Code::Cancelled
+                | Code::Unknown
+                | Code::Internal
+        )
+    )
 }
 
 /// The age past which a child reference is a crash leftover: the second half's deadline.
@@ -370,6 +388,9 @@ impl CreateRow {
                 self.error = Some(match Value::matched(input) {
                     Ok(false) => return Step::Return(Ok(Value::Unit)),
                     Ok(true) => MtError::ConcurrentAccess,
+                    // rowkit fix: the row may exist (its answer was lost). Keep the count, as
+                    // for a row that does: a stale counter is tolerated and fsck recounts.
+                    Err(e) if outcome_unknown(&e) => return Step::Return(Err(e)),
                     Err(e) => e,
                 });
                 self.state = CreateRowState::Uncounted;
@@ -484,6 +505,14 @@ impl CreateChild {
             }
             CreateChildState::RowCreated => {
                 if let Err(e) = input {
+                    if outcome_unknown(&e) {
+                        // rowkit fix: the child row may exist (the createRow answer was lost).
+                        // Rolling the reference back would orphan it, and a later walk would
+                        // use that orphan until fsck deletes it with whatever was mounted on
+                        // it. Keeping the reference leaves at worst a dangling one, which
+                        // §17 tolerates and re-creation or fsck repairs.
+                        return Step::Return(Err(e));
+                    }
                     self.error = Some(e);
                     self.state = CreateChildState::RolledBack;
                     return mutate_parent(
