@@ -32,6 +32,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod escape;
+pub mod explain;
 pub mod model;
 pub mod mounttable;
 pub mod objmeta;

@@ -4,7 +4,8 @@
 use std::io::BufRead;
 
 use clap::Subcommand;
-use rowkit_codec::triples::keys::{self, DecodedKey};
+use rowkit_codec::explain;
+use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple};
 use rowkit_embedded::triples::TripleStore;
 use rowkit_statemachines::StoreError;
@@ -316,47 +317,17 @@ fn print_found(found: &[Found], out: &Output) {
     }
 }
 
-fn row_json(key: &[u8], qualifier: &[u8]) -> Map<String, Value> {
-    let mut m = Map::new();
-    bytes_fields(&mut m, "row_key", key);
-    bytes_fields(&mut m, "qualifier", qualifier);
-    m
-}
-
-/// `rowkit key encode graph G TRIPLE`.
+/// `rowkit key encode graph G TRIPLE` (fields from `rowkit_codec::explain`).
 pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
     let [graph, triple] = args else {
         return Err(CliError::usage("key encode graph takes G TRIPLE"));
     };
     keys::check_graph_id(graph.as_bytes()).map_err(bad)?;
     let t = parse_triple(triple)?;
-    let cells = keys::triple_cells(graph.as_bytes(), &t);
     if out.is_json() {
-        let rows: Vec<Value> = cells
-            .iter()
-            .map(|c| {
-                let mut m = row_json(&c.row_key, c.qualifier);
-                m.insert("index".into(), json!(c.index.name()));
-                Value::Object(m)
-            })
-            .collect();
-        let graph_row = row_json(
-            &keys::graph_row_key(graph.as_bytes()),
-            keys::GRAPH_QUALIFIER,
-        );
-        println!(
-            "{}",
-            json!({
-                "graph": graph,
-                "triple": text(&t.to_text()),
-                "uuid": t.uuid().to_text(),
-                "family": cells[0].family,
-                "timestamp_us": cells[0].timestamp.0,
-                "rows": rows,
-                "graph_row": graph_row,
-            })
-        );
+        println!("{}", Value::Object(explain::encode_graph_triple(graph, &t)));
     } else {
+        let cells = keys::triple_cells(graph.as_bytes(), &t);
         println!("uuid {}", t.uuid());
         println!(
             "family {} timestamp {}",
@@ -375,33 +346,12 @@ pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
 
 /// `rowkit key decode --schema graph KEY` (KEY as escaped key text or `hex:…`).
 pub fn decode(key: &[u8], out: &Output) -> Result<(), CliError> {
-    let decoded = keys::decode_row_key(key).map_err(bad)?;
-    let mut m = Map::new();
-    match &decoded {
-        DecodedKey::Triple {
-            graph,
-            index,
-            uuids,
-        } => {
-            m.insert("kind".into(), json!("triple"));
-            bytes_fields(&mut m, "row_key", key);
-            m.insert("graph".into(), json!(text(graph)));
-            m.insert("index".into(), json!(index.name()));
-            m.insert("s".into(), json!(uuids.s.to_text()));
-            m.insert("p".into(), json!(uuids.p.to_text()));
-            m.insert("o".into(), json!(uuids.o.to_text()));
-        }
-        DecodedKey::Graph { graph } => {
-            m.insert("kind".into(), json!("graph"));
-            bytes_fields(&mut m, "row_key", key);
-            m.insert("graph".into(), json!(text(graph)));
-        }
-    }
+    let m = explain::decode_graph(key).map_err(bad)?;
     if out.is_json() {
         println!("{}", Value::Object(m));
     } else {
         for (k, v) in m {
-            if !k.ends_with("_hex") {
+            if !k.ends_with("_hex") && k != "schema" {
                 println!("{k}: {}", v.as_str().unwrap_or_default());
             }
         }
