@@ -6,7 +6,7 @@ use std::io::BufRead;
 use clap::Subcommand;
 use rowkit_codec::explain;
 use rowkit_codec::triples::keys;
-use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple};
+use rowkit_codec::triples::{Anchor, Triple};
 use rowkit_embedded::triples::TripleStore;
 use rowkit_statemachines::StoreError;
 use rowkit_statemachines::triples::{
@@ -128,43 +128,8 @@ fn found_json(f: &Found) -> Value {
 }
 
 fn method_of(name: &str, args: &[String]) -> Result<LookupMethod, CliError> {
-    let n = |i: usize| -> Result<Node, CliError> {
-        Node::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
-    };
-    let p = |i: usize| -> Result<Predicate, CliError> {
-        Predicate::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
-    };
-    let o = |i: usize| -> Result<Object, CliError> {
-        Object::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
-    };
-    let want = |k: usize| -> Result<(), CliError> {
-        if args.len() == k {
-            Ok(())
-        } else {
-            Err(CliError::usage(format!("{name} takes {k} argument(s)")))
-        }
-    };
-    use LookupMethod as M;
-    Ok(match name {
-        "objects" => want(2).and(Ok(M::Objects(n(0)?, p(1)?)))?,
-        "subjects" => want(2).and(Ok(M::Subjects(p(0)?, o(1)?)))?,
-        "predicates-for-subject" => want(1).and(Ok(M::PredicatesForSubject(n(0)?)))?,
-        "predicates-for-object" => want(1).and(Ok(M::PredicatesForObject(o(0)?)))?,
-        "predicates-for-subject-and-object" => {
-            want(2).and(Ok(M::PredicatesForSubjectAndObject(n(0)?, o(1)?)))?
-        }
-        "triples-for-subject" => want(1).and(Ok(M::TriplesForSubject(n(0)?)))?,
-        "triples-for-predicate" => want(1).and(Ok(M::TriplesForPredicate(p(0)?)))?,
-        "triples-for-object" => want(1).and(Ok(M::TriplesForObject(o(0)?)))?,
-        "triples-for-subject-and-predicate" => {
-            want(2).and(Ok(M::TriplesForSubjectAndPredicate(n(0)?, p(1)?)))?
-        }
-        "triples-for-predicate-and-object" => {
-            want(2).and(Ok(M::TriplesForPredicateAndObject(p(0)?, o(1)?)))?
-        }
-        "triples" => want(0).and(Ok(M::Triples))?,
-        other => return Err(CliError::usage(format!("unknown lookup method {other:?}"))),
-    })
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    LookupMethod::parse(name, &args).map_err(bad)
 }
 
 fn parse_filter(text: &str) -> Result<FilterOptions, CliError> {

@@ -34,7 +34,7 @@ pub use graph::{
 };
 pub use lookup::{
     Exist, FilterField, FilterOperation, FilterOptions, Found, Item, Lookup, LookupMethod,
-    LookupOptions, Projection, filter_candidates,
+    LookupOptions, LookupParseError, Projection, filter_candidates,
 };
 pub use op::Op;
 pub use write::{AddFlow, AddTriples, RemoveFlow, RemoveTriples};
