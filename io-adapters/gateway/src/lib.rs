@@ -1,12 +1,171 @@
-//! HTTP gateway serving the Bigtable v2 JSON API (`spec/rest-json.md`) over any rowkit store. Built by the browser issue.
+//! HTTP gateway serving the Bigtable v2 JSON API (`spec/rest-json.md`) over any rowkit
+//! [`Store`]: the embedded redb store, the memory store, or Bigtable itself (gRPC, through
+//! `rowkit_bigtable::BigtableStore`). It also serves the browser tool's static files.
 //!
-//! Until then the crate re-exports the request vocabulary it will execute:
+//! - [`GatewayConfig`]: listen address, bearer token, CORS origins, body limit, static files.
+//!   A listen address other than loopback requires a token ([`GatewayError::TokenRequired`]).
+//! - [`Gateway::bind`] binds the socket (so `127.0.0.1:0` reports its real port through
+//!   [`Gateway::local_addr`]), [`Gateway::serve`] runs until the future given resolves.
+//! - [`router`] is the axum router alone, for embedding.
 //!
-//! ```
-//! use rowkit_gateway::Request;
-//! fn is_read(r: &Request) -> bool { matches!(r, Request::ReadRows(_)) }
-//! # let _ = is_read;
-//! ```
+//! Stores are blocking: every call runs in `tokio::task::spawn_blocking`, and streamed replies
+//! are pumped from the blocking thread through a bounded channel, so a slow client applies
+//! back-pressure and a disconnected one stops the scan.
 #![forbid(unsafe_code)]
 
+mod api;
+mod cors;
+mod www;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::Clock;
+use tokio::net::TcpListener;
+
+pub use api::router;
 pub use rowkit_statemachines::{Request, Response, StoreError};
+
+/// The default body limit: 400 MiB. A `MutateRow` may carry a 256 MiB row (`bigtable.md` 4),
+/// which base64 grows by a third; larger bodies cannot be valid.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 400 << 20;
+
+/// How the gateway is exposed.
+#[derive(Clone, Debug)]
+pub struct GatewayConfig {
+    /// Address to listen on; default `127.0.0.1:8080`.
+    pub listen: SocketAddr,
+    /// Bearer token every data request must carry; required unless `listen` is loopback.
+    pub token: Option<String>,
+    /// Origins allowed by CORS (`http://127.0.0.1:8000`); empty = any loopback origin.
+    /// `*` allows every origin, only on an open (token-less) gateway.
+    pub cors_origins: Vec<String>,
+    /// Directory of the browser tool's static files; `None` = the built-in index page.
+    pub www: Option<PathBuf>,
+    /// Largest request body accepted, in bytes.
+    pub max_body_bytes: usize,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        GatewayConfig {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            token: None,
+            cors_origins: Vec::new(),
+            www: None,
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+        }
+    }
+}
+
+/// Why the gateway could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// A non-loopback listen address without `--token`.
+    #[error(
+        "listening on {addr} exposes the store beyond this machine: pass --token TOKEN \
+         (clients then send `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
+    )]
+    TokenRequired {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// An empty token.
+    #[error("--token must not be empty")]
+    EmptyToken,
+    /// A CORS origin that is not a valid header value, or `*` with a token.
+    #[error("--cors-origin {origin:?}: {reason}")]
+    BadOrigin {
+        /// The origin given.
+        origin: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    /// The store requests run on.
+    pub store: Arc<dyn Store>,
+    /// Server time for `-1` timestamps and read-modify-write.
+    pub clock: Arc<dyn Clock + Send + Sync>,
+    /// The token, if the gateway requires one.
+    pub token: Option<Arc<str>>,
+    /// Largest request body accepted.
+    pub max_body_bytes: usize,
+    /// Static files directory.
+    pub www: Option<Arc<PathBuf>>,
+}
+
+/// A bound gateway, ready to serve.
+pub struct Gateway {
+    listener: TcpListener,
+    app: axum::Router,
+}
+
+impl Gateway {
+    /// Checks the configuration and binds the socket.
+    pub async fn bind(
+        config: GatewayConfig,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock + Send + Sync>,
+    ) -> Result<Gateway, GatewayError> {
+        if config.token.as_deref() == Some("") {
+            return Err(GatewayError::EmptyToken);
+        }
+        if !config.listen.ip().is_loopback() && config.token.is_none() {
+            return Err(GatewayError::TokenRequired {
+                addr: config.listen,
+            });
+        }
+        let cors = cors::layer(&config.cors_origins, config.token.is_some())?;
+        let state = AppState {
+            store,
+            clock,
+            token: config.token.map(Arc::from),
+            max_body_bytes: config.max_body_bytes,
+            www: config.www.map(Arc::new),
+        };
+        let app = router(state).layer(cors);
+        let listener =
+            TcpListener::bind(config.listen)
+                .await
+                .map_err(|source| GatewayError::Bind {
+                    addr: config.listen,
+                    source,
+                })?;
+        Ok(Gateway { listener, app })
+    }
+
+    /// The address actually bound (the real port when asked for port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// `http://ADDR/`, the URL clients use.
+    pub fn url(&self) -> std::io::Result<String> {
+        Ok(format!("http://{}/", self.local_addr()?))
+    }
+
+    /// Serves until `shutdown` resolves (then lets requests in flight finish).
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(self.listener, self.app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}

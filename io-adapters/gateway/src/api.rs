@@ -1,0 +1,440 @@
+//! The data endpoints (`rest-json.md` 1-6): authenticate, route by path, check method, query,
+//! content type and body size, decode with `rowkit-rest`, execute on the store in a blocking
+//! task, and answer with JSON — a body for unary calls, a streamed array for `readRows`,
+//! `mutateRows` and `sampleRowKeys`. Every failure is a `google.rpc.Status` JSON body.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use rowkit_embedded::{Reply, Store};
+use rowkit_rest::{Method, TableName, decode_request, encode_error, encode_response, http_status};
+use rowkit_statemachines::{Code, Request, Response as StoreResponse, StoreError, Timestamp};
+use tokio::sync::mpsc;
+
+use crate::AppState;
+
+/// Elements buffered between the store's blocking thread and the HTTP body.
+const STREAM_BUFFER: usize = 16;
+
+/// The gateway's routes: data calls under `/v2/`, static files elsewhere.
+pub fn router(state: AppState) -> Router {
+    Router::new().fallback(handle).with_state(state)
+}
+
+/// A failed call, answered as `{"error": {…}}` with `status`.
+#[derive(Debug)]
+struct ApiError {
+    status: StatusCode,
+    error: StoreError,
+    /// The `Allow` header of a 405.
+    allow: Option<&'static str>,
+}
+
+impl ApiError {
+    fn new(code: Code, message: impl Into<String>) -> ApiError {
+        let error = StoreError::new(code, message);
+        ApiError {
+            status: status_of(error.code),
+            error,
+            allow: None,
+        }
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> ApiError {
+        ApiError {
+            status: status_of(error.code),
+            error,
+            allow: None,
+        }
+    }
+}
+
+fn status_of(code: Code) -> StatusCode {
+    StatusCode::from_u16(http_status(code)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
+    let mut response = (status, body.into()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json; charset=UTF-8"),
+    );
+    response
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut body = encode_error(&self.error);
+        if self.status == StatusCode::METHOD_NOT_ALLOWED {
+            // `error.code` is the HTTP status; the encoder derives it from the code, which
+            // has no 405 of its own.
+            let text = String::from_utf8_lossy(&body).replacen("\"code\":501", "\"code\":405", 1);
+            body = text.into_bytes();
+        }
+        let mut response = json_response(self.status, body);
+        if let Some(allow) = self.allow {
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static(allow));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}
+
+async fn handle(
+    State(state): State<AppState>,
+    method: HttpMethod,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let path = uri.path();
+    if path != "/v2" && !path.starts_with("/v2/") {
+        if method != HttpMethod::GET && method != HttpMethod::HEAD {
+            return (
+                StatusCode::METHOD_NOT_ALLOWED,
+                [(header::ALLOW, "GET, HEAD")],
+            )
+                .into_response();
+        }
+        return crate::www::serve(state.www.as_deref().map(|p| p.as_path()), path).await;
+    }
+    match data_call(&state, &method, &uri, &headers, body).await {
+        Ok(response) => response,
+        Err(e) => e.into_response(),
+    }
+}
+
+/// Compares without stopping at the first difference, so response timing does not reveal
+/// how much of a guessed token is right.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    let Some(token) = &state.token else {
+        return Ok(());
+    };
+    let given = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| {
+            let (scheme, rest) = v.split_once(' ')?;
+            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+        });
+    match given {
+        Some(given) if same_secret(given.as_bytes(), token.as_bytes()) => Ok(()),
+        Some(_) => Err(ApiError::new(
+            Code::Unauthenticated,
+            "the bearer token is not this gateway's token",
+        )),
+        None => Err(ApiError::new(
+            Code::Unauthenticated,
+            "this gateway requires `Authorization: Bearer <token>` (the token given to rowkit serve --token)",
+        )),
+    }
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = |b: u8| (b as char).to_digit(16);
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => match (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                (Some(h), Some(l)) => {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+                _ => out.push(b'%'),
+            },
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The query's `alt` (only JSON is served) and `appProfileId` (the `GET` SampleRowKeys form).
+fn parse_query(uri: &Uri) -> Result<Option<String>, ApiError> {
+    let mut app_profile = None;
+    for pair in uri
+        .query()
+        .unwrap_or("")
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        let (key, value) = (percent_decode(key), percent_decode(value));
+        match key.as_str() {
+            "alt" | "$alt" => {
+                if value != "json" && value != "json;enum-encoding=int" {
+                    return Err(ApiError::new(
+                        Code::InvalidArgument,
+                        format!("unsupported alt={value:?}: this gateway serves JSON only"),
+                    ));
+                }
+            }
+            "appProfileId" | "app_profile_id" => app_profile = Some(value),
+            _ => {}
+        }
+    }
+    Ok(app_profile)
+}
+
+fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    let value = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let media = value.split(';').next().unwrap_or("").trim();
+    if media.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            Code::InvalidArgument,
+            format!("Content-Type must be application/json, got {value:?}"),
+        ))
+    }
+}
+
+async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<Bytes, ApiError> {
+    let too_large = || {
+        ApiError::new(
+            Code::InvalidArgument,
+            format!("request body is larger than this gateway's limit of {limit} bytes"),
+        )
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
+        let inner = e.into_inner();
+        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(inner.as_ref());
+        while let Some(err) = source {
+            if err.is::<http_body_util::LengthLimitError>() {
+                return too_large();
+            }
+            source = err.source();
+        }
+        ApiError::new(
+            Code::InvalidArgument,
+            format!("could not read the request body: {inner}"),
+        )
+    })
+}
+
+async fn data_call(
+    state: &AppState,
+    http_method: &HttpMethod,
+    uri: &Uri,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    authenticate(state, headers)?;
+    let Some((table, method)) = TableName::parse_path(uri.path()) else {
+        return Err(ApiError::new(
+            Code::NotFound,
+            format!(
+                "unknown path {:?}: expected /v2/projects/{{project}}/instances/{{instance}}/tables/{{table}}:{{method}} with method readRows, mutateRow, mutateRows, checkAndMutateRow, readModifyWriteRow or sampleRowKeys",
+                uri.path()
+            ),
+        ));
+    };
+    let get_allowed = method == Method::SampleRowKeys;
+    let allowed =
+        *http_method == HttpMethod::POST || (get_allowed && *http_method == HttpMethod::GET);
+    if !allowed {
+        return Err(ApiError {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            error: StoreError::new(
+                Code::Unimplemented,
+                format!("{} does not accept {http_method}", method.name()),
+            ),
+            allow: Some(if get_allowed { "GET, POST" } else { "POST" }),
+        });
+    }
+    let app_profile = parse_query(uri)?;
+    let mut request = if *http_method == HttpMethod::GET {
+        decode_request(method, &table, b"").map_err(StoreError::from)?
+    } else {
+        check_content_type(headers)?;
+        let bytes = read_body(body, headers, state.max_body_bytes).await?;
+        decode_request(method, &table, &bytes).map_err(StoreError::from)?
+    };
+    if let (Request::SampleRowKeys(r), Some(profile)) = (&mut request, app_profile) {
+        if r.app_profile_id.is_empty() {
+            r.app_profile_id = profile;
+        }
+    }
+    let now = state.clock.now();
+    if method.is_streaming() {
+        stream_call(state.store.clone(), request, now).await
+    } else {
+        unary_call(state.store.clone(), request, now).await
+    }
+}
+
+fn task_failed(e: tokio::task::JoinError) -> ApiError {
+    ApiError::new(Code::Internal, format!("store task failed: {e}"))
+}
+
+async fn unary_call(
+    store: Arc<dyn Store>,
+    request: Request,
+    now: Timestamp,
+) -> Result<Response, ApiError> {
+    let reply = tokio::task::spawn_blocking(move || match store.execute(request, now)? {
+        Reply::Unary(r) => Ok(r),
+        Reply::Stream(_) => Err(StoreError::new(
+            Code::Internal,
+            "the store answered a unary call with a stream",
+        )),
+    })
+    .await
+    .map_err(task_failed)??;
+    let body = encode_response(&reply).map_err(|e| ApiError::new(Code::Internal, e.to_string()))?;
+    Ok(json_response(StatusCode::OK, body))
+}
+
+/// What the blocking thread hands to the body stream.
+enum Msg {
+    /// One encoded element.
+    Part(Vec<u8>),
+    /// The call failed; nothing follows.
+    Failed(StoreError),
+    /// The stream ended with OK.
+    End,
+}
+
+/// Runs the store call on a blocking thread, sending each part as soon as it exists. Stops
+/// when the receiver is gone (client disconnected: the scan is abandoned).
+fn pump(store: &dyn Store, request: Request, now: Timestamp, tx: &mpsc::Sender<Msg>) {
+    let parts: Box<dyn Iterator<Item = Result<StoreResponse, StoreError>> + '_> =
+        match store.execute(request, now) {
+            Ok(Reply::Stream(parts)) => parts,
+            Ok(Reply::Unary(r)) => Box::new(std::iter::once(Ok(r))),
+            Err(e) => {
+                let _ = tx.blocking_send(Msg::Failed(e));
+                return;
+            }
+        };
+    for part in parts {
+        let msg = match part {
+            Ok(StoreResponse::StreamEnd) => break,
+            Ok(p) => match encode_response(&p) {
+                Ok(bytes) => Msg::Part(bytes),
+                Err(e) => Msg::Failed(StoreError::new(Code::Internal, e.to_string())),
+            },
+            Err(e) => Msg::Failed(e),
+        };
+        let last = matches!(msg, Msg::Failed(_));
+        if tx.blocking_send(msg).is_err() || last {
+            return;
+        }
+    }
+    let _ = tx.blocking_send(Msg::End);
+}
+
+async fn stream_call(
+    store: Arc<dyn Store>,
+    request: Request,
+    now: Timestamp,
+) -> Result<Response, ApiError> {
+    let (tx, mut rx) = mpsc::channel(STREAM_BUFFER);
+    tokio::task::spawn_blocking(move || pump(store.as_ref(), request, now, &tx));
+    // Errors before the first element are ordinary error responses (`rest-json.md` 5.1).
+    let first = match rx.recv().await {
+        Some(Msg::Failed(e)) => return Err(e.into()),
+        Some(Msg::Part(bytes)) => {
+            let mut chunk = Vec::with_capacity(bytes.len() + 1);
+            chunk.push(b'[');
+            chunk.extend_from_slice(&bytes);
+            chunk
+        }
+        Some(Msg::End) => {
+            // Still a stream: streamed responses never carry Content-Length (`rest-json.md` 2).
+            let empty = futures_util::stream::once(async {
+                Ok::<_, std::io::Error>(Bytes::from_static(b"[]"))
+            });
+            return Ok(json_response(StatusCode::OK, Body::from_stream(empty)));
+        }
+        None => {
+            return Err(ApiError::new(
+                Code::Internal,
+                "the store task ended without a reply",
+            ));
+        }
+    };
+    // After the first element: `,` + element per part; a failure becomes a final
+    // `{"error": …}` element; a task that vanishes aborts the body (the reader sees a
+    // truncated array, i.e. UNAVAILABLE).
+    let rest = futures_util::stream::unfold(Some(rx), |rx| async move {
+        let mut rx = rx?;
+        let chunk = match rx.recv().await {
+            Some(Msg::Part(bytes)) => {
+                let mut chunk = Vec::with_capacity(bytes.len() + 2);
+                chunk.extend_from_slice(b"\n,");
+                chunk.extend_from_slice(&bytes);
+                return Some((Ok(Bytes::from(chunk)), Some(rx)));
+            }
+            Some(Msg::Failed(e)) => {
+                let mut chunk = b"\n,".to_vec();
+                chunk.extend_from_slice(&encode_error(&e));
+                chunk.extend_from_slice(b"]");
+                Ok(Bytes::from(chunk))
+            }
+            Some(Msg::End) => Ok(Bytes::from_static(b"\n]")),
+            None => Err(std::io::Error::other("the store task ended mid-stream")),
+        };
+        Some((chunk, None))
+    });
+    let head =
+        futures_util::stream::once(async move { Ok::<_, std::io::Error>(Bytes::from(first)) });
+    use futures_util::StreamExt as _;
+    Ok(json_response(
+        StatusCode::OK,
+        Body::from_stream(head.chain(rest)),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"ab"));
+    }
+
+    #[test]
+    fn query_alt_and_profile() {
+        let uri: Uri = "/x?%24alt=json%3Benum-encoding%3Dint&appProfileId=p1"
+            .parse()
+            .unwrap_or_default();
+        assert_eq!(parse_query(&uri).ok().flatten().as_deref(), Some("p1"));
+        let uri: Uri = "/x?alt=proto".parse().unwrap_or_default();
+        assert!(parse_query(&uri).is_err());
+        assert_eq!(percent_decode("a%3Ab%zz%4"), "a:b%zz%4");
+    }
+}
