@@ -8,8 +8,12 @@
 #   - `rowkit serve` on a fresh embedded store set up with `rowkit <schema> setup` for every
 #     schema (the gateway serves only the data API, so the tables are created first).
 #
-# Usage: wasm/test.sh [node|browser|all]   (default all). Needs node, wasm-bindgen-cli 0.2.130,
-# and for the browser chromium + chromedriver (CHROMEDRIVER, default /usr/bin/chromedriver).
+# Usage: wasm/test.sh [node|browser|e2e|all]   (default all). Needs node, wasm-bindgen-cli
+# 0.2.130, and for the browser chromium + chromedriver (CHROMEDRIVER, default
+# /usr/bin/chromedriver). `e2e` builds the package (wasm/build.sh) and drives the browser tool
+# (wasm/tests/e2e/e2e.mjs; screenshots in target/e2e/).
+# ROWKIT_SERVE_CMD, if set, is run as `CMD STORE_FILE WWW_DIR` instead of `rowkit serve` (another
+# gateway build); it must print its 127.0.0.1:PORT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-all}"
@@ -50,7 +54,11 @@ store="embedded:$work/gateway.redb"
 for schema in mt gold s3 graph; do
   "$rowkit" --store "$store" "$schema" setup >/dev/null
 done
-"$rowkit" --store "$store" serve --listen 127.0.0.1:0 >"$work/gateway.log" 2>&1 &
+if [ -n "${ROWKIT_SERVE_CMD:-}" ]; then
+  "$ROWKIT_SERVE_CMD" "$work/gateway.redb" wasm/www >"$work/gateway.log" 2>&1 &
+else
+  "$rowkit" --store "$store" serve --listen 127.0.0.1:0 >"$work/gateway.log" 2>&1 &
+fi
 pids+=($!)
 ROWKIT_TEST_GATEWAY=$(url_from "$work/gateway.log")
 export ROWKIT_TEST_GATEWAY
@@ -66,4 +74,10 @@ if [ "$mode" = browser ] || [ "$mode" = all ]; then
   echo "=== wasm tests in headless Chromium"
   CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" WASM_BINDGEN_USE_BROWSER=1 \
     cargo test "${suites[@]}" --target wasm32-unknown-unknown
+fi
+if [ "$mode" = e2e ] || [ "$mode" = all ]; then
+  echo "=== browser tool end to end (headless Chromium via chromedriver)"
+  wasm/build.sh
+  CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
+    node wasm/tests/e2e/e2e.mjs "$rowkit" wasm/www target/e2e
 fi
