@@ -30,9 +30,15 @@ fn split(body: &[u8], cuts: &[u8], max: usize) -> (Vec<Vec<u8>>, Result<(), rowk
         let n = if cuts.is_empty() { rest.len() } else { usize::from(cuts[k % cuts.len()]).max(1) };
         k += 1;
         let n = n.min(rest.len());
-        match s.push_all(&rest[..n]) {
-            Ok(els) => out.extend(els),
-            Err(e) => return (out, Err(e)),
+        let mut chunk = &rest[..n];
+        while !chunk.is_empty() {
+            match s.push(chunk) {
+                Ok(step) => {
+                    out.extend(step.element);
+                    chunk = &chunk[step.consumed..];
+                }
+                Err(e) => return (out, Err(e)),
+            }
         }
         rest = &rest[n..];
     }

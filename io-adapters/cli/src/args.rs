@@ -78,6 +78,8 @@ pub enum Command {
     /// Encode or decode row keys.
     #[command(subcommand)]
     Key(crate::key::KeyCommand),
+    /// Serve the Bigtable v2 JSON API and the browser tool over the store.
+    Serve(crate::serve::ServeArgs),
 }
 
 /// `rowkit admin …`.

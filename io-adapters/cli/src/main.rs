@@ -14,6 +14,7 @@ mod key;
 mod mt;
 mod output;
 mod s3;
+mod serve;
 mod store_location;
 
 use std::process::ExitCode;
@@ -50,6 +51,10 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
         return key::run(cmd, out);
     }
     let ctx = args::Context::from_global(&cli.global)?;
+    // The server owns the store for as long as it runs.
+    if let Command::Serve(args) = &cli.command {
+        return serve::run(ctx, args, out);
+    }
     match &cli.command {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
         Command::Graph { table, command } => graph::run(&ctx, table, command, out),
@@ -57,5 +62,6 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
         Command::S3(cmd) => s3::run(&ctx, cmd, out),
         Command::Mt(cmd) => mt::run(&ctx, &cli.global, cmd, out),
         Command::Key(cmd) => key::run(cmd, out),
+        Command::Serve(args) => serve::run(ctx, args, out),
     }
 }

@@ -181,13 +181,11 @@ fn parse_query(uri: &Uri) -> Result<Option<String>, ApiError> {
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         let (key, value) = (percent_decode(key), percent_decode(value));
         match key.as_str() {
-            "alt" | "$alt" => {
-                if value != "json" && value != "json;enum-encoding=int" {
-                    return Err(ApiError::new(
-                        Code::InvalidArgument,
-                        format!("unsupported alt={value:?}: this gateway serves JSON only"),
-                    ));
-                }
+            "alt" | "$alt" if value != "json" && value != "json;enum-encoding=int" => {
+                return Err(ApiError::new(
+                    Code::InvalidArgument,
+                    format!("unsupported alt={value:?}: this gateway serves JSON only"),
+                ));
             }
             "appProfileId" | "app_profile_id" => app_profile = Some(value),
             _ => {}
@@ -280,10 +278,10 @@ async fn data_call(
         let bytes = read_body(body, headers, state.max_body_bytes).await?;
         decode_request(method, &table, &bytes).map_err(StoreError::from)?
     };
-    if let (Request::SampleRowKeys(r), Some(profile)) = (&mut request, app_profile) {
-        if r.app_profile_id.is_empty() {
-            r.app_profile_id = profile;
-        }
+    if let (Request::SampleRowKeys(r), Some(profile)) = (&mut request, app_profile)
+        && r.app_profile_id.is_empty()
+    {
+        r.app_profile_id = profile;
     }
     let now = state.clock.now();
     if method.is_streaming() {

@@ -2,17 +2,19 @@
 //! - the foundation's semantics suite replayed through [`HttpStore`] (a `Store` that speaks the
 //!   JSON API) must give exactly the native MemoryStore's results, case by case;
 //! - authentication on a non-loopback address, body limits, malformed bodies, wrong paths and
-//!   methods, CORS, and a storm of random and truncated bodies that must never kill the server.
+//!   methods, CORS, a stream failing after it started, and a storm of random and truncated
+//!   bodies that must never kill the server.
 #![allow(clippy::unwrap_used)]
+
+mod common;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use common::{HttpStore, SEED, client, local, runtime, start};
 use http_body_util::{BodyExt, Full};
-use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
 use rowkit_embedded::driver::{Clock, ManualClock};
@@ -20,172 +22,12 @@ use rowkit_embedded::suite::{self, CaseRun, Outcome, play};
 use rowkit_embedded::{MemoryStore, Reply, Store};
 use rowkit_gateway::{Gateway, GatewayConfig, GatewayError};
 use rowkit_rest::{
-    ArraySplitter, Method, TableName, decode_error, decode_response, decode_stream_element,
-    encode_request,
+    ArraySplitter, Method, TableName, decode_error, decode_stream_element, encode_request,
 };
 use rowkit_statemachines::{
     Code, MutateRowRequest, ReadRowsRequest, Request, Response, SplitMix64, StoreError,
 };
 use tokio::runtime::Runtime;
-use tokio::sync::oneshot;
-
-/// Seed of every memory store, so `row_sample_filter` draws agree.
-const SEED: u64 = 0x5eed;
-
-fn runtime() -> Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// A gateway running on its own runtime until dropped.
-struct Running {
-    addr: SocketAddr,
-    stop: Option<oneshot::Sender<()>>,
-    clock: Arc<ManualClock>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-    }
-}
-
-fn start(rt: &Runtime, store: Arc<dyn Store>, config: GatewayConfig) -> Running {
-    let clock = Arc::new(ManualClock::new(suite::SUITE_NOW));
-    let gateway = rt
-        .block_on(Gateway::bind(config, store, clock.clone()))
-        .unwrap();
-    let addr = gateway.local_addr().unwrap();
-    let (stop, stopped) = oneshot::channel();
-    rt.spawn(gateway.serve(async {
-        let _ = stopped.await;
-    }));
-    Running {
-        addr,
-        stop: Some(stop),
-        clock,
-    }
-}
-
-fn local() -> GatewayConfig {
-    GatewayConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        ..GatewayConfig::default()
-    }
-}
-
-type HttpClient = Client<HttpConnector, Full<Bytes>>;
-
-fn client() -> HttpClient {
-    Client::builder(TokioExecutor::new()).build_http()
-}
-
-/// A rowkit [`Store`] whose data calls go over HTTP to a gateway (the JSON API, as
-/// `rowkit-fetch` speaks it); admin calls, which the JSON API does not carry, go straight to
-/// the store behind the gateway.
-struct HttpStore {
-    rt: Arc<Runtime>,
-    client: HttpClient,
-    addr: SocketAddr,
-    clock: Arc<ManualClock>,
-    admin: Arc<MemoryStore>,
-}
-
-impl HttpStore {
-    async fn call(
-        &self,
-        request: Request,
-    ) -> Result<Vec<Result<Response, StoreError>>, StoreError> {
-        let method = Method::of(&request);
-        let table = TableName::new("p", "i", request.table());
-        let body = encode_request(&request).map_err(StoreError::from)?;
-        let req = hyper::Request::post(format!("http://{}{}", self.addr, table.path(method)))
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .unwrap();
-        let response = self
-            .client
-            .request(req)
-            .await
-            .map_err(|e| StoreError::new(Code::Unavailable, e.to_string()))?;
-        let status = response.status().as_u16();
-        let mut body = response.into_body();
-        if !(200..300).contains(&status) {
-            let bytes = body.collect().await.unwrap().to_bytes();
-            return Err(decode_error(status, &bytes));
-        }
-        if !method.is_streaming() {
-            let bytes = body.collect().await.unwrap().to_bytes();
-            return Ok(vec![Ok(
-                decode_response(method, &bytes).map_err(|e| e.into_protocol_error())?
-            )]);
-        }
-        // Streamed: push every network frame through the splitter as it arrives.
-        assert!(response_is_chunked_hint(&body));
-        let mut splitter = ArraySplitter::new();
-        let mut parts = Vec::new();
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| StoreError::new(Code::Unavailable, e.to_string()))?;
-            let Ok(data) = frame.into_data() else {
-                continue;
-            };
-            for element in splitter
-                .push_all(&data)
-                .map_err(|e| StoreError::new(e.code(), e.to_string()))?
-            {
-                match decode_stream_element(method, &element)
-                    .map_err(|e| e.into_protocol_error())?
-                {
-                    Ok(part) => parts.push(Ok(part)),
-                    Err(e) => parts.push(Err(e)),
-                }
-            }
-        }
-        splitter
-            .finish()
-            .map_err(|e| StoreError::new(e.code(), e.to_string()))?;
-        Ok(parts)
-    }
-}
-
-/// A streamed body never has an exact size: the gateway uses chunked framing.
-fn response_is_chunked_hint(body: &Incoming) -> bool {
-    use hyper::body::Body as _;
-    body.size_hint().exact().is_none()
-}
-
-impl Store for HttpStore {
-    fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
-        self.clock.advance_to(now);
-        let streaming = request.is_streaming();
-        let mut parts = self.rt.block_on(self.call(request))?;
-        if streaming {
-            Ok(Reply::Stream(Box::new(parts.into_iter())))
-        } else {
-            Ok(Reply::Unary(parts.remove(0)?))
-        }
-    }
-    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
-        self.admin.create_table(table, families)
-    }
-    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
-        self.admin.delete_table(table)
-    }
-    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
-        self.admin.list_tables()
-    }
-    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
-        self.admin.families(table)
-    }
-    fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
-        self.admin.gc(table, now)
-    }
-}
 
 /// Every semantics case through the gateway equals the native MemoryStore run: same rows,
 /// same answers, same error codes and messages.
@@ -750,4 +592,88 @@ fn random_and_truncated_bodies_never_kill_the_server() {
     }
     // The clock is the gateway's: untouched by all of this.
     assert_eq!(running.clock.now(), suite::SUITE_NOW);
+}
+
+/// A store that fails every stream after `after` parts: how a scan that breaks mid-way (a
+/// storage error, an upstream Bigtable stream reset) reaches the gateway.
+struct FailsMidStream {
+    inner: MemoryStore,
+    after: usize,
+}
+
+impl Store for FailsMidStream {
+    fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        match self.inner.execute(request, now)? {
+            Reply::Stream(parts) => Ok(Reply::Stream(Box::new(parts.take(self.after).chain(
+                std::iter::once(Err(StoreError::new(Code::Unavailable, "disk on fire"))),
+            )))),
+            unary => Ok(unary),
+        }
+    }
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.inner.create_table(table, families)
+    }
+    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
+        self.inner.delete_table(table)
+    }
+    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
+        self.inner.list_tables()
+    }
+    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        self.inner.families(table)
+    }
+    fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+        self.inner.gc(table, now)
+    }
+}
+
+/// After the array has started, a failure is a final `{"error": …}` element and `]`; before
+/// it, an ordinary error response (`rest-json.md` 5.1).
+#[test]
+fn a_stream_failing_after_it_started_ends_with_an_error_element() {
+    let rt = runtime();
+    for after in [0, 2] {
+        let inner = MemoryStore::new();
+        inner.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
+        for key in [b"r1", b"r2", b"r3"] {
+            let request = Request::MutateRow(MutateRowRequest {
+                table: "t".into(),
+                row_key: key.to_vec(),
+                mutations: vec![Mutation::SetCell {
+                    family: "cf".into(),
+                    qualifier: b"q".to_vec(),
+                    timestamp: Timestamp(1000),
+                    value: b"v".to_vec(),
+                }],
+                ..Default::default()
+            });
+            inner.execute(request, suite::SUITE_NOW).unwrap();
+        }
+        let running = start(&rt, Arc::new(FailsMidStream { inner, after }), local());
+        let answer = send(&rt, post(running.addr, READ, "{}"));
+        if after == 0 {
+            assert_eq!(answer.status, 503, "{}", answer.text());
+            assert_eq!(
+                answer.error(),
+                StoreError::new(Code::Unavailable, "disk on fire")
+            );
+            continue;
+        }
+        assert_eq!(answer.status, 200);
+        let mut splitter = ArraySplitter::new();
+        let elements = splitter.push_all(&answer.body).unwrap();
+        splitter.finish().unwrap();
+        assert_eq!(elements.len(), after + 1, "{}", answer.text());
+        for e in &elements[..after] {
+            assert!(matches!(
+                decode_stream_element(Method::ReadRows, e).unwrap(),
+                Ok(Response::ReadRowsPart(_))
+            ));
+        }
+        assert_eq!(
+            decode_stream_element(Method::ReadRows, &elements[after]).unwrap(),
+            Err(StoreError::new(Code::Unavailable, "disk on fire"))
+        );
+        assert!(answer.text().contains(r#""status":"UNAVAILABLE""#));
+    }
 }

@@ -276,7 +276,8 @@ impl ArraySplitter {
     }
 
     /// Convenience for callers holding a whole chunk: pushes all of `input`, collecting every
-    /// element that completes.
+    /// element that completes. On an error, the elements completed earlier in this `input` are
+    /// dropped with it; use [`ArraySplitter::push`] to handle each one before the error.
     pub fn push_all(&mut self, mut input: &[u8]) -> Result<Vec<Vec<u8>>, SplitError> {
         let mut out = Vec::new();
         while !input.is_empty() {

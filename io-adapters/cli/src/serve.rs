@@ -1,0 +1,108 @@
+//! `rowkit serve`: the Bigtable v2 JSON gateway (`rowkit-gateway`) over the `--store`, plus the
+//! browser tool's static files. Prints the URL once the socket is bound (so callers can ask for
+//! port 0 and read the real one), then serves until Ctrl-C.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use clap::Args;
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::Clock;
+use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig};
+
+use crate::args::Context;
+use crate::error::CliError;
+use crate::output::Output;
+
+/// `rowkit serve` options.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Anything but loopback requires --token.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// Bearer token every data request must carry (`Authorization: Bearer TOKEN`).
+    #[arg(long, env = "ROWKIT_GATEWAY_TOKEN", value_name = "TOKEN")]
+    pub token: Option<String>,
+    /// Origin allowed to call the API from a browser (repeatable); default: loopback origins.
+    #[arg(long = "cors-origin", value_name = "ORIGIN")]
+    pub cors_origins: Vec<String>,
+    /// Directory of the browser tool; default: wasm/www of rowkit's workspace if built.
+    #[arg(long, value_name = "DIR")]
+    pub www: Option<PathBuf>,
+    /// Largest request body accepted, in bytes.
+    #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
+    pub max_body_bytes: usize,
+}
+
+/// `wasm/www` of the workspace this binary was built in, or of a workspace the binary sits in.
+fn default_www() -> Option<PathBuf> {
+    let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wasm/www");
+    let beside_exe = std::env::current_exe().ok().and_then(|exe| {
+        exe.ancestors()
+            .map(|dir| dir.join("wasm/www"))
+            .find(|dir| dir.join("index.html").is_file())
+    });
+    std::iter::once(built_in)
+        .chain(beside_exe)
+        .find(|dir| dir.join("index.html").is_file())
+}
+
+/// Runs the gateway until Ctrl-C.
+pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError> {
+    let www = match &args.www {
+        Some(dir) if !dir.is_dir() => {
+            return Err(CliError::usage(format!(
+                "--www {}: not a directory",
+                dir.display()
+            )));
+        }
+        Some(dir) => Some(dir.clone()),
+        None => default_www(),
+    };
+    let config = GatewayConfig {
+        listen: args.listen,
+        token: args.token.clone(),
+        cors_origins: args.cors_origins.clone(),
+        www,
+        max_body_bytes: args.max_body_bytes,
+    };
+    // Kept here as well as in the server so the store (which may own a Tokio runtime of its
+    // own, for Bigtable) is dropped after the server's runtime, outside any async context.
+    let store: Arc<dyn Store> = Arc::from(ctx.store);
+    let clock: Arc<dyn Clock + Send + Sync> = Arc::from(ctx.clock);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::usage(format!("cannot start the server runtime: {e}")))?;
+    let result = runtime.block_on(async {
+        let gateway = Gateway::bind(config.clone(), store.clone(), clock)
+            .await
+            .map_err(|e| CliError::usage(e.to_string()))?;
+        let url = gateway
+            .url()
+            .map_err(|e| CliError::usage(format!("cannot read the bound address: {e}")))?;
+        if out.is_json() {
+            println!("{}", serde_json::json!({ "url": url }));
+        } else {
+            println!("{url}");
+        }
+        match &config.www {
+            Some(dir) => eprintln!("rowkit serve: browser tool from {}", dir.display()),
+            None => eprintln!("rowkit serve: browser tool not built (wasm/www missing); serving a placeholder page"),
+        }
+        eprintln!(
+            "rowkit serve: Bigtable v2 JSON API at {url}v2/projects/{{p}}/instances/{{i}}/tables/{{t}}:{{method}}{}; Ctrl-C stops",
+            if config.token.is_some() { " (bearer token required)" } else { "" }
+        );
+        gateway
+            .serve(async {
+                let _ = tokio::signal::ctrl_c().await;
+            })
+            .await
+            .map_err(|e| CliError::usage(format!("server failed: {e}")))
+    });
+    drop(runtime);
+    drop(store);
+    result
+}
