@@ -24,7 +24,10 @@ fn bench(c: &mut Criterion) {
     });
     c.bench_function("explain/encode_graph", |b| {
         b.iter(|| {
-            black_box(explain::encode_graph("test", black_box("/u<joe>\t\"parent_of\"@[]\t/u<mary>")).unwrap())
+            black_box(
+                explain::encode_graph("test", black_box("/u<joe>\t\"parent_of\"@[]\t/u<mary>"))
+                    .unwrap(),
+            )
         })
     });
 }
