@@ -197,3 +197,5 @@ const graphCells = dump('badwolf');
 check(graphCells.filter((c) => c.row_key.startsWith('e2e:')).length === 4, 'badwolf has four index rows');
 check(graphCells.some((c) => c.row_key === 'graph:e2e'), 'badwolf has the graph row');
 console.log('e2e: ok (mt mount, gold put, s3 bucket+put, graph create+add; inspector; browser; dump checked)');
+// chromedriver keeps the event loop alive; exiting runs `cleanup`.
+process.exit(0);
