@@ -615,3 +615,42 @@ impl Flow for ExistFlow {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_name_parses_and_bad_input_is_an_error() {
+        let (s, p, o) = ("/u<joe>", "\"p\"@[]", "/u<mary>");
+        let cases: [(&str, &[&str]); 11] = [
+            ("objects", &[s, p]),
+            ("subjects", &[p, o]),
+            ("predicates-for-subject", &[s]),
+            ("predicates-for-object", &[o]),
+            ("predicates-for-subject-and-object", &[s, o]),
+            ("triples-for-subject", &[s]),
+            ("triples-for-predicate", &[p]),
+            ("triples-for-object", &[o]),
+            ("triples-for-subject-and-predicate", &[s, p]),
+            ("triples-for-predicate-and-object", &[p, o]),
+            ("triples", &[]),
+        ];
+        for ((name, args), listed) in cases.iter().zip(LookupMethod::NAMES) {
+            assert_eq!(*name, listed);
+            assert!(LookupMethod::parse(name, args).is_ok(), "{name} {args:?}");
+        }
+        assert!(matches!(
+            LookupMethod::parse("nope", &[]),
+            Err(LookupParseError::UnknownMethod { .. })
+        ));
+        assert!(matches!(
+            LookupMethod::parse("objects", &["/u<joe>"]),
+            Err(LookupParseError::Arity { expected: 2, .. })
+        ));
+        assert!(matches!(
+            LookupMethod::parse("triples-for-subject", &["not a node"]),
+            Err(LookupParseError::BadArgument { .. })
+        ));
+    }
+}
