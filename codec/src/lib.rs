@@ -33,6 +33,7 @@ extern crate std;
 
 pub mod civil;
 pub mod escape;
+pub mod explain;
 pub mod model;
 pub mod mounttable;
 pub mod objmeta;

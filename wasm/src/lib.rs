@@ -1,12 +1,31 @@
-//! wasm-bindgen API of rowkit for JavaScript and the browser tool. Built by the browser issue.
+//! rowkit for JavaScript: the wasm-bindgen API behind the npm package `rowkit` and the browser
+//! tool (`wasm/www/`).
 //!
-//! Until then the crate re-exports the request vocabulary it will execute:
+//! - Keys: `decodeKey(schema | "auto", key)` explains any row key of the four schemas;
+//!   `encodeMtKey`, `encodeGoldTraceKey`, `encodeGoldDigestKey`, `encodeS3Key`,
+//!   `encodeGraphKey` build them ([`keys`]).
+//! - Clients: `MountTable`, `TraceStore`, `ObjectMetadata`, `Graph`, whose async methods run
+//!   the sans-IO machines of `rowkit-statemachines` either over the page's in-memory store
+//!   (offline mode, the default) or over `fetch` against a rowkit gateway
+//!   (`{gateway: "http://127.0.0.1:8642"}`, driver in `rowkit-fetch`) ([`backend`]).
+//! - `scanRows`: the table browser's prefix scan with every key explained ([`browse`]).
 //!
-//! ```
-//! use rowkit_wasm::Request;
-//! fn is_read(r: &Request) -> bool { matches!(r, Request::ReadRows(_)) }
-//! # let _ = is_read;
-//! ```
-#![forbid(unsafe_code)]
+//! Build: `wasm/build.sh` (cargo for wasm32 + `wasm-bindgen --target web` and `--target
+//! nodejs`); the package lands in `wasm/pkg/` (web) and `wasm/pkg-node/`.
+//!
+//! On native targets the crate builds (so the workspace checks it) but its functions need a JS
+//! host.
 
-pub use rowkit_statemachines::{Request, Response, StoreError};
+pub mod backend;
+pub mod browse;
+pub mod js;
+pub mod keys;
+pub mod mounttable;
+pub mod objmeta;
+pub mod tracestore;
+pub mod triples;
+
+pub use mounttable::MountTable;
+pub use objmeta::ObjectMetadata;
+pub use tracestore::TraceStore;
+pub use triples::Graph;

@@ -3,13 +3,11 @@
 
 use clap::{Args, Subcommand};
 use rowkit_codec::escape::escape;
+use rowkit_codec::explain;
 use rowkit_codec::model::Timestamp;
-use rowkit_codec::tracestore::cells::{
-    cell_to_digest, digest_map_qualifier, digest_map_row, digest_to_cell, normalize_digest,
-};
 use rowkit_codec::tracestore::keys::{
-    decode_row_key, digest_id_trace_qualifier, md5_trace_qualifier, ops_row_name, options_row_name,
-    repo_index_position, shard_of, trace_row_name,
+    digest_id_trace_qualifier, md5_trace_qualifier, ops_row_name, options_row_name,
+    repo_index_position, trace_row_name,
 };
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
 use rowkit_embedded::Store;
@@ -451,93 +449,32 @@ fn import(ctx: &Context, args: &GoldArgs, file: &str, out: &Output) -> Result<()
     Ok(())
 }
 
-/// `rowkit key encode gold …`.
+/// `rowkit key encode gold …` (the fields come from `rowkit_codec::explain`).
 pub fn encode_key(cmd: &GoldKeyCommand, out: &Output) -> Result<(), CliError> {
-    match cmd {
-        GoldKeyCommand::Trace { commit, subkey } => {
-            let pos = repo_index_position(*commit)?;
-            let row = trace_row_name(pos.tile_key, subkey.as_bytes());
-            if !out.is_json() {
-                println!("{}", escape(&row));
-                return Ok(());
-            }
-            let mut m = Map::new();
-            m.insert("schema".into(), Value::from("gold"));
-            m.insert("repo_index".into(), Value::from(*commit));
-            m.insert("tile_index".into(), Value::from(pos.tile_index));
-            m.insert("tile_key".into(), Value::from(pos.tile_key));
-            m.insert("offset".into(), Value::from(pos.offset));
-            m.insert("shard".into(), Value::from(shard_of(subkey.as_bytes())));
-            bytes_fields(&mut m, "row_key", &row);
-            m.insert(
-                "options_row".into(),
-                key_json(&options_row_name(pos.tile_key, subkey.as_bytes())),
-            );
-            m.insert("ops_row".into(), key_json(&ops_row_name(pos.tile_key)));
-            for (name, q) in [
-                ("qualifier_md5", md5_trace_qualifier(pos.offset)),
-                ("qualifier_digest_id", digest_id_trace_qualifier(pos.offset)),
-            ] {
-                let mut qm = Map::new();
-                bytes_fields(&mut qm, "qualifier", &q);
-                m.insert(name.into(), Value::Object(qm));
-            }
-            println!("{}", Value::Object(m));
-            Ok(())
-        }
+    let doc = match cmd {
+        GoldKeyCommand::Trace { commit, subkey } => explain::encode_gold_trace(*commit, subkey)
+            .map_err(|e| CliError::Schema {
+                id: "bad_repo_index".into(),
+                message: e.to_string(),
+                exit: 2,
+            })?,
         GoldKeyCommand::Digest { hex } => {
-            let digest = normalize_digest(hex);
-            let (Some(row), Some(q)) = (digest_map_row(&digest), digest_map_qualifier(&digest))
-            else {
-                return Err(CliError::Schema {
-                    id: "bad_digest".into(),
-                    message: format!("{hex:?} is not a digest (32 hex characters)"),
-                    exit: 2,
-                });
-            };
-            if !out.is_json() {
-                println!("{}", escape(&row));
-                return Ok(());
-            }
-            let mut m = Map::new();
-            m.insert("schema".into(), Value::from("gold"));
-            m.insert("digest".into(), Value::from(digest.clone()));
-            m.insert(
-                "md5_cell_hex".into(),
-                Value::from(hex::encode(digest_to_cell(&digest))),
-            );
-            debug_assert_eq!(cell_to_digest(&digest_to_cell(&digest)), digest);
-            bytes_fields(&mut m, "row_key", &row);
-            bytes_fields(&mut m, "qualifier", &q);
-            println!("{}", Value::Object(m));
-            Ok(())
+            explain::encode_gold_digest(hex).map_err(|e| CliError::Schema {
+                id: "bad_digest".into(),
+                message: e.to_string(),
+                exit: 2,
+            })?
         }
+    };
+    if out.is_json() {
+        println!("{}", Value::Object(doc));
+    } else {
+        println!("{}", doc["row_key"].as_str().unwrap_or_default());
     }
+    Ok(())
 }
 
-/// `rowkit key decode` for a gold key; `Ok(None)` when the key is not one.
+/// `rowkit key decode` for a gold key; `None` when the key is not one.
 pub fn decode_key(key: &[u8]) -> Option<Map<String, Value>> {
-    let d = decode_row_key(key).ok()?;
-    let mut m = Map::new();
-    m.insert("schema".into(), Value::from("gold"));
-    bytes_fields(&mut m, "row_key", key);
-    m.insert("type".into(), Value::from(d.row_type.name()));
-    m.insert("shard".into(), d.shard.map_or(Value::Null, Value::from));
-    m.insert(
-        "shard_ok".into(),
-        d.shard_ok().map_or(Value::Null, Value::from),
-    );
-    m.insert("tile_key".into(), Value::from(d.tile_key));
-    let index = d.tile_index();
-    m.insert("tile_index".into(), index.map_or(Value::Null, Value::from));
-    m.insert(
-        "first_repo_index".into(),
-        index.map_or(Value::Null, |i| Value::from(u64::from(i) * 256)),
-    );
-    m.insert(
-        "last_repo_index".into(),
-        index.map_or(Value::Null, |i| Value::from(u64::from(i) * 256 + 255)),
-    );
-    bytes_fields(&mut m, "subkey", &d.subkey);
-    Some(m)
+    explain::decode_gold(key).ok()
 }

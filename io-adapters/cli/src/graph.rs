@@ -4,8 +4,9 @@
 use std::io::BufRead;
 
 use clap::Subcommand;
-use rowkit_codec::triples::keys::{self, DecodedKey};
-use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple};
+use rowkit_codec::explain;
+use rowkit_codec::triples::keys;
+use rowkit_codec::triples::{Anchor, Triple};
 use rowkit_embedded::triples::TripleStore;
 use rowkit_statemachines::StoreError;
 use rowkit_statemachines::triples::{
@@ -127,43 +128,8 @@ fn found_json(f: &Found) -> Value {
 }
 
 fn method_of(name: &str, args: &[String]) -> Result<LookupMethod, CliError> {
-    let n = |i: usize| -> Result<Node, CliError> {
-        Node::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
-    };
-    let p = |i: usize| -> Result<Predicate, CliError> {
-        Predicate::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
-    };
-    let o = |i: usize| -> Result<Object, CliError> {
-        Object::parse(args.get(i).map_or(&b""[..], |s| s.as_bytes())).map_err(bad)
-    };
-    let want = |k: usize| -> Result<(), CliError> {
-        if args.len() == k {
-            Ok(())
-        } else {
-            Err(CliError::usage(format!("{name} takes {k} argument(s)")))
-        }
-    };
-    use LookupMethod as M;
-    Ok(match name {
-        "objects" => want(2).and(Ok(M::Objects(n(0)?, p(1)?)))?,
-        "subjects" => want(2).and(Ok(M::Subjects(p(0)?, o(1)?)))?,
-        "predicates-for-subject" => want(1).and(Ok(M::PredicatesForSubject(n(0)?)))?,
-        "predicates-for-object" => want(1).and(Ok(M::PredicatesForObject(o(0)?)))?,
-        "predicates-for-subject-and-object" => {
-            want(2).and(Ok(M::PredicatesForSubjectAndObject(n(0)?, o(1)?)))?
-        }
-        "triples-for-subject" => want(1).and(Ok(M::TriplesForSubject(n(0)?)))?,
-        "triples-for-predicate" => want(1).and(Ok(M::TriplesForPredicate(p(0)?)))?,
-        "triples-for-object" => want(1).and(Ok(M::TriplesForObject(o(0)?)))?,
-        "triples-for-subject-and-predicate" => {
-            want(2).and(Ok(M::TriplesForSubjectAndPredicate(n(0)?, p(1)?)))?
-        }
-        "triples-for-predicate-and-object" => {
-            want(2).and(Ok(M::TriplesForPredicateAndObject(p(0)?, o(1)?)))?
-        }
-        "triples" => want(0).and(Ok(M::Triples))?,
-        other => return Err(CliError::usage(format!("unknown lookup method {other:?}"))),
-    })
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    LookupMethod::parse(name, &args).map_err(bad)
 }
 
 fn parse_filter(text: &str) -> Result<FilterOptions, CliError> {
@@ -316,47 +282,17 @@ fn print_found(found: &[Found], out: &Output) {
     }
 }
 
-fn row_json(key: &[u8], qualifier: &[u8]) -> Map<String, Value> {
-    let mut m = Map::new();
-    bytes_fields(&mut m, "row_key", key);
-    bytes_fields(&mut m, "qualifier", qualifier);
-    m
-}
-
-/// `rowkit key encode graph G TRIPLE`.
+/// `rowkit key encode graph G TRIPLE` (fields from `rowkit_codec::explain`).
 pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
     let [graph, triple] = args else {
         return Err(CliError::usage("key encode graph takes G TRIPLE"));
     };
     keys::check_graph_id(graph.as_bytes()).map_err(bad)?;
     let t = parse_triple(triple)?;
-    let cells = keys::triple_cells(graph.as_bytes(), &t);
     if out.is_json() {
-        let rows: Vec<Value> = cells
-            .iter()
-            .map(|c| {
-                let mut m = row_json(&c.row_key, c.qualifier);
-                m.insert("index".into(), json!(c.index.name()));
-                Value::Object(m)
-            })
-            .collect();
-        let graph_row = row_json(
-            &keys::graph_row_key(graph.as_bytes()),
-            keys::GRAPH_QUALIFIER,
-        );
-        println!(
-            "{}",
-            json!({
-                "graph": graph,
-                "triple": text(&t.to_text()),
-                "uuid": t.uuid().to_text(),
-                "family": cells[0].family,
-                "timestamp_us": cells[0].timestamp.0,
-                "rows": rows,
-                "graph_row": graph_row,
-            })
-        );
+        println!("{}", Value::Object(explain::encode_graph_triple(graph, &t)));
     } else {
+        let cells = keys::triple_cells(graph.as_bytes(), &t);
         println!("uuid {}", t.uuid());
         println!(
             "family {} timestamp {}",
@@ -375,33 +311,12 @@ pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
 
 /// `rowkit key decode --schema graph KEY` (KEY as escaped key text or `hex:…`).
 pub fn decode(key: &[u8], out: &Output) -> Result<(), CliError> {
-    let decoded = keys::decode_row_key(key).map_err(bad)?;
-    let mut m = Map::new();
-    match &decoded {
-        DecodedKey::Triple {
-            graph,
-            index,
-            uuids,
-        } => {
-            m.insert("kind".into(), json!("triple"));
-            bytes_fields(&mut m, "row_key", key);
-            m.insert("graph".into(), json!(text(graph)));
-            m.insert("index".into(), json!(index.name()));
-            m.insert("s".into(), json!(uuids.s.to_text()));
-            m.insert("p".into(), json!(uuids.p.to_text()));
-            m.insert("o".into(), json!(uuids.o.to_text()));
-        }
-        DecodedKey::Graph { graph } => {
-            m.insert("kind".into(), json!("graph"));
-            bytes_fields(&mut m, "row_key", key);
-            m.insert("graph".into(), json!(text(graph)));
-        }
-    }
+    let m = explain::decode_graph(key).map_err(bad)?;
     if out.is_json() {
         println!("{}", Value::Object(m));
     } else {
         for (k, v) in m {
-            if !k.ends_with("_hex") {
+            if !k.ends_with("_hex") && k != "schema" {
                 println!("{k}: {}", v.as_str().unwrap_or_default());
             }
         }

@@ -2,8 +2,9 @@
 
 use clap::Subcommand;
 use rowkit_codec::escape::escape;
+use rowkit_codec::explain;
 use rowkit_codec::mounttable::{
-    self as codec, Caller, CounterKind, Permissions, decode_permissions, decode_permissions_file,
+    self as codec, Caller, Permissions, decode_permissions, decode_permissions_file,
     encode_permissions_string,
 };
 use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
@@ -337,63 +338,38 @@ fn print_perms(out: &Output, p: &Permissions, version: &str) {
     }
 }
 
-/// `rowkit key encode mt NAME`.
+/// `rowkit key encode mt NAME` (fields from `rowkit_codec::explain`).
 pub fn key_encode(name: &str, out: &Output) -> Result<(), CliError> {
-    let key = codec::row_key(name.trim_start_matches('/'));
+    let doc = explain::encode_mt(name);
     if out.is_json() {
-        let mut m = Map::new();
-        m.insert("name".into(), json!(name));
-        bytes_fields(&mut m, "row_key", &key);
-        println!("{}", Value::Object(m));
+        println!("{}", Value::Object(doc));
     } else {
-        println!("{}", escape(&key));
+        println!("{}", doc["row_key"].as_str().unwrap_or_default());
     }
     Ok(())
 }
 
 /// `rowkit key decode --schema mt KEY`.
 pub fn key_decode(key: &[u8], out: &Output) -> Result<(), CliError> {
-    let mut m = Map::new();
-    if let Some((kind, creator)) = codec::decode_counter_row_key(key) {
-        m.insert("kind".into(), json!("counter"));
-        bytes_fields(&mut m, "row_key", key);
-        m.insert(
-            "counter".into(),
-            json!(match kind {
-                CounterKind::Nodes => "nodes",
-                CounterKind::Servers => "servers",
-            }),
-        );
-        m.insert("creator".into(), json!(String::from_utf8_lossy(creator)));
-        if out.is_json() {
-            println!("{}", Value::Object(m));
-        } else {
-            println!("counter {} of {}", kind.as_str(), escape(creator));
-        }
-        return Ok(());
-    }
-    let Some(name) = codec::decode_row_key(key) else {
-        return Err(CliError::usage(format!(
-            "{} is not a mount table row key: {} bytes, at least 9 needed",
-            escape(key),
-            key.len()
-        )));
-    };
-    let name_text = String::from_utf8_lossy(name).into_owned();
-    let hash = String::from_utf8_lossy(&key[..8]).into_owned();
-    let hash_ok = codec::row_key(&name_text) == key;
+    let doc = explain::decode_mt(key).map_err(|e| CliError::usage(e.to_string()))?;
     if out.is_json() {
-        m.insert("kind".into(), json!("node"));
-        bytes_fields(&mut m, "row_key", key);
-        m.insert("name".into(), json!(name_text));
-        m.insert("hash".into(), json!(hash));
-        m.insert("hash_ok".into(), json!(hash_ok));
-        println!("{}", Value::Object(m));
+        println!("{}", Value::Object(doc));
+    } else if doc["kind"] == "counter" {
+        println!(
+            "counter {} of {}",
+            doc["counter"].as_str().unwrap_or_default(),
+            doc["creator"].as_str().unwrap_or_default()
+        );
     } else {
         println!(
-            "node {:?} hash {hash} {}",
-            name_text,
-            if hash_ok { "ok" } else { "MISMATCH" }
+            "node {:?} hash {} {}",
+            doc["name"].as_str().unwrap_or_default(),
+            doc["hash"].as_str().unwrap_or_default(),
+            if doc["hash_ok"] == true {
+                "ok"
+            } else {
+                "MISMATCH"
+            }
         );
     }
     Ok(())

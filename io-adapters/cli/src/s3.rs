@@ -3,11 +3,9 @@
 
 use clap::{Args, Subcommand};
 use rowkit_codec::escape::{self, escape};
+use rowkit_codec::explain;
 use rowkit_codec::objmeta::json::Json;
-use rowkit_codec::objmeta::keys::{
-    KeyKind, METASTORE, VFormat, collection_for_bucket, decode_row_key, master_key, row_key,
-    version_key,
-};
+use rowkit_codec::objmeta::keys::{METASTORE, VFormat, collection_for_bucket, master_key, row_key};
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
@@ -728,61 +726,30 @@ fn plain_listing(r: &Json) -> String {
     lines.join("\n")
 }
 
-/// `rowkit key encode s3`.
+/// `rowkit key encode s3` (fields from `rowkit_codec::explain`).
 pub fn key_encode(a: &EncodeArgs, out: &Output) -> Result<(), CliError> {
-    let vf = VFormat::parse(&a.format).map_err(|e| CliError::usage(e.to_string()))?;
-    let collection = collection_for_bucket(&a.bucket);
-    let (kind, arsenal_key) = match &a.version_id {
-        Some(v) => ("version", version_key(vf, &a.key, v)),
-        None => ("master", master_key(vf, &a.key)),
-    };
-    let rk = row_key(collection, &arsenal_key);
-    let mut m = Map::new();
-    m.insert("schema".into(), json!("s3"));
-    m.insert("bucket".into(), json!(a.bucket));
-    m.insert("collection".into(), json!(collection));
-    m.insert("format".into(), json!(vf.as_str()));
-    m.insert("kind".into(), json!(kind));
-    m.insert("object_key".into(), json!(a.key));
-    m.insert("version_id".into(), json!(a.version_id));
-    bytes_fields(&mut m, "arsenal_key", arsenal_key.as_bytes());
-    bytes_fields(&mut m, "row_key", &rk);
-    print(out, Value::Object(m), || escape(&rk));
+    let doc = explain::encode_s3(&a.bucket, &a.key, a.version_id.as_deref(), &a.format)
+        .map_err(|e| CliError::usage(e.to_string()))?;
+    let row = doc["row_key"].as_str().unwrap_or_default().to_string();
+    print(out, Value::Object(doc), || row);
     Ok(())
 }
 
 /// `rowkit key decode --schema s3`.
 pub fn key_decode(text: &str, out: &Output) -> Result<(), CliError> {
     let bytes = escape::parse(text).map_err(|e| CliError::usage(format!("key {text:?}: {e}")))?;
-    let d = decode_row_key(&bytes).map_err(|e| CliError::Schema {
+    let doc = explain::decode_s3(&bytes).map_err(|e| CliError::Schema {
         id: "not_an_s3_row_key".into(),
         message: e.to_string(),
         exit: 2,
     })?;
-    let kind = match d.kind {
-        KeyKind::Master => "master",
-        KeyKind::Version => "version",
-        KeyKind::Replay => "replay",
-        KeyKind::Metastore => "metastore",
-        KeyKind::Infostore => "infostore",
-    };
-    let mut m = Map::new();
-    m.insert("schema".into(), json!("s3"));
-    bytes_fields(&mut m, "row_key", &bytes);
-    m.insert("collection".into(), json!(d.collection));
-    m.insert("bucket".into(), json!(d.bucket));
-    m.insert("kind".into(), json!(kind));
-    m.insert("format".into(), json!(d.format.map(VFormat::as_str)));
-    m.insert("object_key".into(), json!(d.object_key));
-    m.insert("version_id".into(), json!(d.version_id));
-    bytes_fields(&mut m, "arsenal_key", d.arsenal_key.as_bytes());
-    print(out, Value::Object(m), || {
-        format!(
-            "{} {kind} {} {}",
-            d.collection,
-            d.format.map_or("-", VFormat::as_str),
-            escape(d.object_key.as_bytes())
-        )
-    });
+    let plain = format!(
+        "{} {} {} {}",
+        doc["collection"].as_str().unwrap_or_default(),
+        doc["kind"].as_str().unwrap_or_default(),
+        doc["format"].as_str().unwrap_or("-"),
+        escape(doc["object_key"].as_str().unwrap_or_default().as_bytes())
+    );
+    print(out, Value::Object(doc), || plain);
     Ok(())
 }

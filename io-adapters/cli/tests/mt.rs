@@ -165,7 +165,7 @@ fn key_encode_decode() {
     let s = Scratch::new("key");
     assert_eq!(
         s.json(&["key", "encode", "mt", "foo"]),
-        json!({"name": "foo", "row_key": "88e481b8/foo", "row_key_hex": "38386534383162382f666f6f"})
+        json!({"schema": "mt", "name": "foo", "row_key": "88e481b8/foo", "row_key_hex": "38386534383162382f666f6f"})
     );
     let plain = s.run(&["key", "encode", "mt", "foo/bar"]);
     let o = Command::new(env!("CARGO_BIN_EXE_rowkit"))

@@ -351,6 +351,101 @@ pub enum LookupMethod {
     Triples,
 }
 
+impl LookupMethod {
+    /// Every method name [`LookupMethod::parse`] knows (the CLI's `graph query` names).
+    pub const NAMES: [&'static str; 11] = [
+        "objects",
+        "subjects",
+        "predicates-for-subject",
+        "predicates-for-object",
+        "predicates-for-subject-and-object",
+        "triples-for-subject",
+        "triples-for-predicate",
+        "triples-for-object",
+        "triples-for-subject-and-predicate",
+        "triples-for-predicate-and-object",
+        "triples",
+    ];
+
+    /// A method from its name (`objects`, `triples-for-subject`, …; see
+    /// [`LookupMethod::NAMES`]) and its arguments as BadWolf text (node, predicate, object in
+    /// the order of the name).
+    pub fn parse(name: &str, args: &[&str]) -> Result<LookupMethod, LookupParseError> {
+        let arg = |i: usize| args.get(i).map_or(&b""[..], |s| s.as_bytes());
+        let bad = |e: &dyn core::fmt::Display| LookupParseError::BadArgument {
+            method: String::from(name),
+            reason: alloc::format!("{e}"),
+        };
+        let n = |i: usize| Node::parse(arg(i)).map_err(|e| bad(&e));
+        let p = |i: usize| Predicate::parse(arg(i)).map_err(|e| bad(&e));
+        let o = |i: usize| Object::parse(arg(i)).map_err(|e| bad(&e));
+        let want = |k: usize| {
+            if args.len() == k {
+                Ok(())
+            } else {
+                Err(LookupParseError::Arity {
+                    method: String::from(name),
+                    expected: k,
+                })
+            }
+        };
+        use LookupMethod as M;
+        Ok(match name {
+            "objects" => want(2).and_then(|()| Ok(M::Objects(n(0)?, p(1)?)))?,
+            "subjects" => want(2).and_then(|()| Ok(M::Subjects(p(0)?, o(1)?)))?,
+            "predicates-for-subject" => {
+                want(1).and_then(|()| Ok(M::PredicatesForSubject(n(0)?)))?
+            }
+            "predicates-for-object" => want(1).and_then(|()| Ok(M::PredicatesForObject(o(0)?)))?,
+            "predicates-for-subject-and-object" => {
+                want(2).and_then(|()| Ok(M::PredicatesForSubjectAndObject(n(0)?, o(1)?)))?
+            }
+            "triples-for-subject" => want(1).and_then(|()| Ok(M::TriplesForSubject(n(0)?)))?,
+            "triples-for-predicate" => want(1).and_then(|()| Ok(M::TriplesForPredicate(p(0)?)))?,
+            "triples-for-object" => want(1).and_then(|()| Ok(M::TriplesForObject(o(0)?)))?,
+            "triples-for-subject-and-predicate" => {
+                want(2).and_then(|()| Ok(M::TriplesForSubjectAndPredicate(n(0)?, p(1)?)))?
+            }
+            "triples-for-predicate-and-object" => {
+                want(2).and_then(|()| Ok(M::TriplesForPredicateAndObject(p(0)?, o(1)?)))?
+            }
+            "triples" => want(0).map(|()| M::Triples)?,
+            other => {
+                return Err(LookupParseError::UnknownMethod {
+                    method: String::from(other),
+                });
+            }
+        })
+    }
+}
+
+/// Why [`LookupMethod::parse`] failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LookupParseError {
+    /// Not a method name.
+    #[error("unknown lookup method {method:?}")]
+    UnknownMethod {
+        /// The name given.
+        method: String,
+    },
+    /// Wrong number of arguments.
+    #[error("{method} takes {expected} argument(s)")]
+    Arity {
+        /// The method.
+        method: String,
+        /// How many it takes.
+        expected: usize,
+    },
+    /// An argument does not parse.
+    #[error("{method}: {reason}")]
+    BadArgument {
+        /// The method.
+        method: String,
+        /// The parser's message.
+        reason: String,
+    },
+}
+
 /// What part of a triple a method emits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Projection {
@@ -619,5 +714,44 @@ impl Flow for ExistFlow {
             Done::Read(Err(e)) => Err(core.store_error(e, now)),
             _ => Ok(self.found),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_method_name_parses_and_bad_input_is_an_error() {
+        let (s, p, o) = ("/u<joe>", "\"p\"@[]", "/u<mary>");
+        let cases: [(&str, &[&str]); 11] = [
+            ("objects", &[s, p]),
+            ("subjects", &[p, o]),
+            ("predicates-for-subject", &[s]),
+            ("predicates-for-object", &[o]),
+            ("predicates-for-subject-and-object", &[s, o]),
+            ("triples-for-subject", &[s]),
+            ("triples-for-predicate", &[p]),
+            ("triples-for-object", &[o]),
+            ("triples-for-subject-and-predicate", &[s, p]),
+            ("triples-for-predicate-and-object", &[p, o]),
+            ("triples", &[]),
+        ];
+        for ((name, args), listed) in cases.iter().zip(LookupMethod::NAMES) {
+            assert_eq!(*name, listed);
+            assert!(LookupMethod::parse(name, args).is_ok(), "{name} {args:?}");
+        }
+        assert!(matches!(
+            LookupMethod::parse("nope", &[]),
+            Err(LookupParseError::UnknownMethod { .. })
+        ));
+        assert!(matches!(
+            LookupMethod::parse("objects", &["/u<joe>"]),
+            Err(LookupParseError::Arity { expected: 2, .. })
+        ));
+        assert!(matches!(
+            LookupMethod::parse("triples-for-subject", &["not a node"]),
+            Err(LookupParseError::BadArgument { .. })
+        ));
     }
 }

@@ -33,7 +33,7 @@ pub use graph::{
 };
 pub use lookup::{
     Exist, FilterField, FilterOperation, FilterOptions, Found, Item, Lookup, LookupMethod,
-    LookupOptions, Pipeline, Projection, filter_candidates,
+    LookupOptions, LookupParseError, Pipeline, Projection, filter_candidates,
 };
 pub use op::Op;
 pub use write::{AddFlow, AddTriples, RemoveFlow, RemoveTriples};

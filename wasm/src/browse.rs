@@ -1,0 +1,99 @@
+//! The table browser's scan: rows of any table by key prefix, each row key explained for its
+//! schema (`rowkit_codec::explain`). Runs the `ReadRows` machine (merger + resume) on the
+//! client's backend, so through a gateway the rows stream in as the body arrives.
+
+use js_sys::Promise;
+use rowkit_codec::escape::escape;
+use rowkit_codec::explain::{self, Schema};
+use rowkit_codec::model::{RowRange, RowSet};
+use rowkit_statemachines::readrows::ReadRows;
+use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
+use serde_json::{Value, json};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::backend::{ClientOptions, run_error};
+use crate::js;
+
+/// Values longer than this are cut in the row documents (the hex is cut alike); `valueSize`
+/// keeps the real length.
+const SHOWN_VALUE_BYTES: usize = 512;
+
+/// Scans `table` for rows whose key starts with `prefix` (a `Uint8Array`, escaped key text or
+/// `hex:…`; empty = the whole table), at most `limit` rows (0 = no limit). `schema` (`auto`,
+/// `mt`, `gold`, `s3`, `graph`, or `none`) says how to explain each key. Options are the
+/// common client options (`gateway`, `token`, …). Resolves to
+/// `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex, timestampMicros,
+/// value, value_hex, valueSize}]}]`; `decoded` is the key's document, or `{error}` when the key
+/// is not one of the schema's.
+#[wasm_bindgen(js_name = scanRows, unchecked_return_type = "Promise<Record<string, unknown>[]>")]
+pub fn scan_rows(
+    options: JsValue,
+    table: String,
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] prefix: JsValue,
+    limit: u32,
+    schema: Option<String>,
+) -> Promise {
+    future_to_promise(async move {
+        let opts = ClientOptions::from_js(&options)?;
+        let prefix = if prefix.is_undefined() || prefix.is_null() {
+            Vec::new()
+        } else {
+            js::key_bytes(&prefix)?
+        };
+        let schema = schema.unwrap_or_else(|| "auto".into());
+        let explain_as = match schema.as_str() {
+            "auto" | "none" => None,
+            s => {
+                Some(Schema::parse(s).ok_or_else(|| js::invalid(format!("unknown schema {s:?}")))?)
+            }
+        };
+        let request = ReadRowsRequest {
+            table,
+            rows: RowSet {
+                row_keys: Vec::new(),
+                row_ranges: vec![RowRange::prefix(&prefix)],
+            },
+            rows_limit: i64::from(limit),
+            ..Default::default()
+        };
+        let m = ReadRows::new(request, opts.now(), opts.seed, RetryPolicy::default());
+        let mut rows = Vec::new();
+        opts.run(m, |row| {
+            let decoded = match (schema.as_str(), explain_as) {
+                ("none", _) => Value::Null,
+                (_, Some(s)) => explain::decode(s, &row.key)
+                    .map(Value::Object)
+                    .unwrap_or_else(|e| json!({"error": e.to_string()})),
+                (_, None) => explain::decode_auto(&row.key)
+                    .map(|(_, d)| Value::Object(d))
+                    .unwrap_or_else(|e| json!({"error": e.to_string()})),
+            };
+            let cells: Vec<Value> = row
+                .cells
+                .iter()
+                .map(|c| {
+                    let shown = &c.value[..c.value.len().min(SHOWN_VALUE_BYTES)];
+                    json!({
+                        "family": c.family,
+                        "qualifier": escape(&c.qualifier),
+                        "qualifier_hex": hex::encode(&c.qualifier),
+                        "timestampMicros": c.timestamp.0,
+                        "value": escape(shown),
+                        "value_hex": hex::encode(shown),
+                        "valueSize": c.value.len(),
+                    })
+                })
+                .collect();
+            rows.push(json!({
+                "row_key": escape(&row.key),
+                "row_key_hex": hex::encode(&row.key),
+                "decoded": decoded,
+                "cells": cells,
+            }));
+        })
+        .await
+        .map_err(|e| run_error(e, |e| js::store_error(&e)))?;
+        Ok(js::to_js(&Value::Array(rows)))
+    })
+}

@@ -1,0 +1,112 @@
+//! Conversions at the JS boundary: JSON documents to JS values, errors to JS `Error`s with a
+//! stable `code`, and reading option objects.
+
+use js_sys::Reflect;
+use rowkit_statemachines::StoreError;
+use wasm_bindgen::prelude::*;
+
+/// A JSON document as a plain JS value (objects, arrays, strings, numbers). Goes through
+/// `JSON.parse` so the result is an ordinary object, not a wrapper.
+pub fn to_js(value: &serde_json::Value) -> JsValue {
+    js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
+}
+
+/// A JS value as a JSON document (through `JSON.stringify`); `undefined` is `null`.
+pub fn from_js(value: &JsValue) -> Result<serde_json::Value, JsValue> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(serde_json::Value::Null);
+    }
+    let text = js_sys::JSON::stringify(value)
+        .map_err(|_| error("invalid_argument", "value is not JSON-serialisable"))?;
+    let text = String::from(text);
+    serde_json::from_str(&text).map_err(|e| error("invalid_argument", &e.to_string()))
+}
+
+/// A JS `Error` with `message` and a stable `code` property (`not_found`, `invalid_argument`,
+/// a schema error id, …), so callers can branch without parsing messages.
+pub fn error(code: &str, message: &str) -> JsValue {
+    let e = js_sys::Error::new(message);
+    let _ = Reflect::set(&e, &"code".into(), &code.into());
+    e.into()
+}
+
+/// A store status as a JS error (`code`: the status name in lower case).
+pub fn store_error(e: &StoreError) -> JsValue {
+    error(
+        &e.code.name().to_ascii_lowercase(),
+        &format!("{}: {}", e.code, e.message),
+    )
+}
+
+/// Bad input from the caller.
+pub fn invalid(message: impl core::fmt::Display) -> JsValue {
+    error("invalid_argument", &message.to_string())
+}
+
+/// The string property `name` of `obj`, if present.
+pub fn get_string(obj: &JsValue, name: &str) -> Result<Option<String>, JsValue> {
+    if obj.is_undefined() || obj.is_null() {
+        return Ok(None);
+    }
+    let v = Reflect::get(obj, &name.into()).map_err(|_| invalid(format!("option {name}")))?;
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    v.as_string()
+        .map(Some)
+        .ok_or_else(|| invalid(format!("option {name} must be a string")))
+}
+
+/// The number property `name` of `obj`, if present.
+pub fn get_number(obj: &JsValue, name: &str) -> Result<Option<f64>, JsValue> {
+    if obj.is_undefined() || obj.is_null() {
+        return Ok(None);
+    }
+    let v = Reflect::get(obj, &name.into()).map_err(|_| invalid(format!("option {name}")))?;
+    if v.is_undefined() || v.is_null() {
+        return Ok(None);
+    }
+    v.as_f64()
+        .map(Some)
+        .ok_or_else(|| invalid(format!("option {name} must be a number")))
+}
+
+/// The property `name` of `obj` (`undefined` when absent or when `obj` is not an object).
+pub fn get(obj: &JsValue, name: &str) -> JsValue {
+    if obj.is_undefined() || obj.is_null() {
+        return JsValue::UNDEFINED;
+    }
+    Reflect::get(obj, &name.into()).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// A row key given as bytes (`Uint8Array`) or as escaped key text / `hex:…` (a string).
+pub fn key_bytes(key: &JsValue) -> Result<Vec<u8>, JsValue> {
+    if let Some(text) = key.as_string() {
+        return rowkit_codec::escape::parse(&text)
+            .map_err(|e| invalid(format!("key {text:?}: {e}")));
+    }
+    if key.is_instance_of::<js_sys::Uint8Array>() {
+        return Ok(js_sys::Uint8Array::new(key).to_vec());
+    }
+    Err(invalid("a key is a Uint8Array or a string"))
+}
+
+/// A non-negative integer option as `u64` (seeds): JS numbers are exact up to 2^53.
+pub fn to_u64(n: f64, what: &str) -> Result<u64, JsValue> {
+    if n.is_finite() && n >= 0.0 && n.fract() == 0.0 && n <= 9_007_199_254_740_991.0 {
+        Ok(n as u64)
+    } else {
+        Err(invalid(format!(
+            "{what} must be a whole number from 0 to 2^53-1"
+        )))
+    }
+}
+
+/// An integer argument as `i64` (repo indexes, timestamps).
+pub fn to_i64(n: f64, what: &str) -> Result<i64, JsValue> {
+    if n.is_finite() && n.fract() == 0.0 && n.abs() <= 9_007_199_254_740_991.0 {
+        Ok(n as i64)
+    } else {
+        Err(invalid(format!("{what} must be a whole number")))
+    }
+}

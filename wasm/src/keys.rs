@@ -1,0 +1,109 @@
+//! Row keys from JS: `decodeKey` for any schema and one encoder per schema. The documents are
+//! the CLI's (`rowkit_codec::explain`): every byte string as escaped text and as `*_hex`.
+
+use rowkit_codec::escape;
+use rowkit_codec::explain::{self, Doc, ExplainError, Schema};
+use wasm_bindgen::prelude::*;
+
+use crate::js;
+
+fn doc(d: Doc) -> JsValue {
+    js::to_js(&serde_json::Value::Object(d))
+}
+
+fn explain_error(e: ExplainError) -> JsValue {
+    let code = match e {
+        ExplainError::NotAKey { .. } => "not_a_row_key",
+        ExplainError::UnknownKey { .. } => "unknown_row_key",
+        ExplainError::BadArgument { .. } => "invalid_argument",
+    };
+    js::error(code, &e.to_string())
+}
+
+/// Decodes a row key. `schema` is `"auto"` (try every schema: gold, s3, graph, then mt) or one
+/// of `"mt"`, `"gold"`, `"s3"`, `"graph"` (`mounttable`, `tracestore`, `objmeta`, `triples`
+/// also accepted). `key` is a `Uint8Array` or escaped key text (`\xHH`) or `hex:…`. Returns an
+/// object with `schema`, `row_key`, `row_key_hex` and the schema's fields; throws an `Error`
+/// whose `code` is `not_a_row_key` / `unknown_row_key` / `invalid_argument`.
+#[wasm_bindgen(js_name = decodeKey, unchecked_return_type = "Record<string, unknown>")]
+pub fn decode_key(
+    schema: &str,
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] key: JsValue,
+) -> Result<JsValue, JsValue> {
+    let bytes = js::key_bytes(&key)?;
+    if schema == "auto" {
+        return explain::decode_auto(&bytes)
+            .map(|(_, d)| doc(d))
+            .map_err(explain_error);
+    }
+    let s = Schema::parse(schema).ok_or_else(|| {
+        js::invalid(format!(
+            "unknown schema {schema:?} (auto, mt, gold, s3, graph)"
+        ))
+    })?;
+    explain::decode(s, &bytes).map(doc).map_err(explain_error)
+}
+
+/// The node row key of a mount table name: `{schema, name, row_key, row_key_hex}`.
+#[wasm_bindgen(js_name = encodeMtKey, unchecked_return_type = "Record<string, unknown>")]
+pub fn encode_mt_key(name: &str) -> JsValue {
+    doc(explain::encode_mt(name))
+}
+
+/// The rows of a trace at commit `repoIndex` with trace id `subkey` (e.g. `,0=1,1=3,`): trace
+/// row, options row, ops row, shard, tile, and the qualifier in both layouts.
+#[wasm_bindgen(js_name = encodeGoldTraceKey, unchecked_return_type = "Record<string, unknown>")]
+pub fn encode_gold_trace_key(repo_index: f64, subkey: &str) -> Result<JsValue, JsValue> {
+    let repo_index = js::to_i64(repo_index, "repoIndex")?;
+    explain::encode_gold_trace(repo_index, subkey)
+        .map(doc)
+        .map_err(explain_error)
+}
+
+/// The digest-map row and qualifier of a digest (32 hex characters).
+#[wasm_bindgen(js_name = encodeGoldDigestKey, unchecked_return_type = "Record<string, unknown>")]
+pub fn encode_gold_digest_key(digest: &str) -> Result<JsValue, JsValue> {
+    explain::encode_gold_digest(digest)
+        .map(doc)
+        .map_err(explain_error)
+}
+
+/// The row of an object's master (`versionId` absent) or of one version; `format` is `v0` or
+/// `v1` (default `v1`).
+#[wasm_bindgen(js_name = encodeS3Key, unchecked_return_type = "Record<string, unknown>")]
+pub fn encode_s3_key(
+    bucket: &str,
+    key: &str,
+    version_id: Option<String>,
+    format: Option<String>,
+) -> Result<JsValue, JsValue> {
+    explain::encode_s3(
+        bucket,
+        key,
+        version_id.as_deref(),
+        format.as_deref().unwrap_or("v1"),
+    )
+    .map(doc)
+    .map_err(explain_error)
+}
+
+/// The four index rows of a triple (BadWolf text, tab- or space-separated) in `graph`, and the
+/// graph row.
+#[wasm_bindgen(js_name = encodeGraphKey, unchecked_return_type = "Record<string, unknown>")]
+pub fn encode_graph_key(graph: &str, triple: &str) -> Result<JsValue, JsValue> {
+    explain::encode_graph(graph, triple)
+        .map(doc)
+        .map_err(explain_error)
+}
+
+/// Parses escaped key text (`\xHH`, `\\`) or `hex:…` into bytes.
+#[wasm_bindgen(js_name = parseKey)]
+pub fn parse_key(text: &str) -> Result<Vec<u8>, JsValue> {
+    escape::parse(text).map_err(|e| js::invalid(format!("key {text:?}: {e}")))
+}
+
+/// Bytes as escaped key text: printable ASCII verbatim, `\` as `\\`, others as `\xHH`.
+#[wasm_bindgen(js_name = escapeKey)]
+pub fn escape_key(bytes: &[u8]) -> String {
+    escape::escape(bytes)
+}

@@ -1,0 +1,229 @@
+//! `TraceStore`: the Skia Gold trace store from JS, running `rowkit_statemachines::tracestore`
+//! (as `rowkit_embedded::tracestore` does natively). The instance state (OPS cache, digest-id
+//! pool) lives behind an async lock, so overlapping calls from JS run one after the other.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use futures_util::lock::Mutex;
+use js_sys::Promise;
+use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
+use rowkit_statemachines::tracestore::{self as machines, Op, PutEntry, Tile, TraceStoreState};
+use rowkit_statemachines::{SplitMix64, Timestamp};
+use serde_json::{Value, json};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::future_to_promise;
+
+use crate::backend::{ClientOptions, run_error};
+use crate::js;
+
+struct Inner {
+    options: ClientOptions,
+    table: String,
+    layout: Layout,
+    state: Mutex<TraceStoreState>,
+    calls: Cell<u64>,
+}
+
+impl Inner {
+    fn seed(&self) -> u64 {
+        let n = self.calls.get();
+        self.calls.set(n + 1);
+        SplitMix64::nth_output(self.options.seed, n)
+    }
+
+    async fn run<T>(&self, op: Op<'_, T>) -> Result<T, JsValue> {
+        self.options
+            .run(op, |()| {})
+            .await
+            .map_err(|e| run_error(e, gold_error))
+    }
+}
+
+/// A trace store error as a JS error with the CLI's stable id as `code`.
+fn gold_error(e: TraceStoreError) -> JsValue {
+    js::error(e.id(), &e.to_string())
+}
+
+fn tile_json(layout: Layout, tile: &Tile) -> Value {
+    let traces: Vec<Value> = tile
+        .traces
+        .iter()
+        .map(|(id, t)| json!({"id": id, "params": t.params, "options": t.options, "digests": t.digests}))
+        .collect();
+    json!({
+        "layout": layout.name(),
+        "commits": tile.commits,
+        "paramset": tile.paramset,
+        "traces": traces,
+    })
+}
+
+fn params(v: &Value, what: &str) -> Result<Params, JsValue> {
+    match v {
+        Value::Null => Ok(Params::new()),
+        Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(js::invalid(format!("{what}.{k} must be a string"))),
+            })
+            .collect(),
+        _ => Err(js::invalid(format!("{what} must be an object of strings"))),
+    }
+}
+
+/// The Skia Gold trace store. Options: the common client options (`gateway`, `token`,
+/// `table` default `gold`, `seed`, `signal`) and `layout`: `md5` (default) or `digest-id`.
+#[wasm_bindgen]
+pub struct TraceStore {
+    inner: Rc<Inner>,
+}
+
+#[wasm_bindgen]
+impl TraceStore {
+    /// A client; see the type's docs for `options`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<TraceStore, JsValue> {
+        let opts = ClientOptions::from_js(&options)?;
+        let layout = match js::get_string(&options, "layout")? {
+            Some(name) => Layout::parse(&name)
+                .ok_or_else(|| js::invalid(format!("layout {name:?} (md5 or digest-id)")))?,
+            None => Layout::Md5,
+        };
+        let table = opts.table.clone().unwrap_or_else(|| "gold".into());
+        Ok(TraceStore {
+            inner: Rc::new(Inner {
+                state: Mutex::new(TraceStoreState::new(table.as_str(), layout)),
+                options: opts,
+                table,
+                layout,
+                calls: Cell::new(0),
+            }),
+        })
+    }
+
+    /// Creates the table in the client's layout (offline mode; on a gateway run
+    /// `rowkit gold setup` on the served store).
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn setup(&self) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            inner
+                .options
+                .ensure_table(&inner.table, &inner.layout.families())
+                .map_err(|e| js::store_error(&e))?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// `Put`: writes `entries` (`[{params: {k: v}, options?: {k: v}, digest: "32 hex"}]`) at
+    /// commit `repoIndex`, cells stamped `tsMicros` (default: now).
+    #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
+    pub fn put(
+        &self,
+        repo_index: f64,
+        #[wasm_bindgen(
+            unchecked_param_type = "{params: Record<string, string>, options?: Record<string, string>, digest: string}[]"
+        )]
+        entries: JsValue,
+        ts_micros: Option<f64>,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let repo_index = js::to_i64(repo_index, "repoIndex")?;
+            let ts = match ts_micros {
+                Some(t) => Timestamp(js::to_i64(t, "tsMicros")?),
+                None => inner.options.now(),
+            };
+            let list = match js::from_js(&entries)? {
+                Value::Array(list) => list,
+                _ => return Err(js::invalid("entries must be an array")),
+            };
+            let entries = list
+                .iter()
+                .map(|e| {
+                    Ok(PutEntry {
+                        params: params(&e["params"], "params")?,
+                        options: params(&e["options"], "options")?,
+                        digest: e["digest"].as_str().unwrap_or_default().to_string(),
+                    })
+                })
+                .collect::<Result<Vec<_>, JsValue>>()?;
+            let mut state = inner.state.lock().await;
+            let now = inner.options.now();
+            let op = machines::put(
+                &mut state,
+                repo_index,
+                None,
+                entries,
+                ts,
+                now,
+                inner.seed(),
+                None,
+            );
+            inner.run(op).await?;
+            Ok(JsValue::UNDEFINED)
+        })
+    }
+
+    /// `ReadRange(first, last)`: the traces of commits `first..=last`:
+    /// `{layout, commits, paramset, traces: [{id, params, options, digests}]}`.
+    #[wasm_bindgen(js_name = readRange, unchecked_return_type = "Promise<Record<string, unknown>>")]
+    pub fn read_range(&self, first: f64, last: f64) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let (first, last) = (js::to_i64(first, "first")?, js::to_i64(last, "last")?);
+            let mut state = inner.state.lock().await;
+            let now = inner.options.now();
+            let op = machines::read_range(&mut state, first, last, now, inner.seed(), None);
+            let tile = inner.run(op).await?;
+            Ok(js::to_js(&tile_json(inner.layout, &tile)))
+        })
+    }
+
+    /// One whole tile (`index`; default the newest), as [`TraceStore::read_range`] plus
+    /// `tileIndex` (`null` when the table has no tile).
+    #[wasm_bindgen(unchecked_return_type = "Promise<Record<string, unknown>>")]
+    pub fn tile(&self, index: Option<u32>) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let mut state = inner.state.lock().await;
+            let index = match index {
+                Some(i) => Some(i),
+                None => {
+                    let now = inner.options.now();
+                    inner
+                        .run(machines::newest_tile(&mut state, now, inner.seed(), None))
+                        .await?
+                }
+            };
+            let Some(index) = index else {
+                let mut doc = tile_json(inner.layout, &Tile::default());
+                doc["tileIndex"] = Value::Null;
+                return Ok(js::to_js(&doc));
+            };
+            let first = i64::from(index) * 256;
+            let now = inner.options.now();
+            let op = machines::read_range(&mut state, first, first + 255, now, inner.seed(), None);
+            let tile = inner.run(op).await?;
+            let mut doc = tile_json(inner.layout, &tile);
+            doc["tileIndex"] = Value::from(index);
+            Ok(js::to_js(&doc))
+        })
+    }
+
+    /// `NewestTile`: the index of the newest tile, or `null`.
+    #[wasm_bindgen(js_name = newestTile, unchecked_return_type = "Promise<number | null>")]
+    pub fn newest_tile(&self) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let mut state = inner.state.lock().await;
+            let now = inner.options.now();
+            let newest = inner
+                .run(machines::newest_tile(&mut state, now, inner.seed(), None))
+                .await?;
+            Ok(newest.map_or(JsValue::NULL, JsValue::from))
+        })
+    }
+}

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The wasm test harness: starts what the wasm-bindgen-test suites talk to, bakes the URLs into
+# the test binaries (compile-time env, wasm has no process environment), and runs the suites of
+# rowkit-wasm and rowkit-fetch in Node and in headless Chromium.
+#
+#   - a read-only HTTP server over ../shared (wasm/tests/harness/serve-dir.mjs, with CORS), so
+#     the codec tests read the shared vectors at run time in both Node and the browser;
+#   - `rowkit serve` on a fresh embedded store set up with `rowkit <schema> setup` for every
+#     schema (the gateway serves only the data API, so the tables are created first).
+#
+# Usage: wasm/test.sh [node|browser|e2e|all]   (default all). Needs node, wasm-bindgen-cli
+# 0.2.130, and for the browser chromium + chromedriver (CHROMEDRIVER, default
+# /usr/bin/chromedriver). `e2e` builds the package (wasm/build.sh) and drives the browser tool
+# (wasm/tests/e2e/e2e.mjs; screenshots in target/e2e/).
+# ROWKIT_SERVE_CMD, if set, is run as `CMD STORE_FILE WWW_DIR` instead of `rowkit serve` (another
+# gateway build); it must print its 127.0.0.1:PORT.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mode="${1:-all}"
+export ROWKIT_SHARED="${ROWKIT_SHARED:-$(cd .. && pwd)/shared}"
+[ -f "$ROWKIT_SHARED/vectors/mounttable.json" ] || { echo "test.sh: no vectors under $ROWKIT_SHARED" >&2; exit 1; }
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# Waits for a line matching `127.0.0.1:PORT` in a log and prints `http://127.0.0.1:PORT`.
+url_from() {
+  local log=$1
+  for _ in $(seq 1 300); do
+    if addr=$(grep -oE '127\.0\.0\.1:[0-9]+' "$log" | head -n1) && [ -n "$addr" ]; then
+      echo "http://$addr"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "test.sh: no address in $log:" >&2
+  cat "$log" >&2
+  return 1
+}
+
+node wasm/tests/harness/serve-dir.mjs "$ROWKIT_SHARED" >"$work/shared.log" 2>&1 &
+pids+=($!)
+ROWKIT_TEST_SHARED_URL=$(url_from "$work/shared.log")
+export ROWKIT_TEST_SHARED_URL
+
+cargo build -p rowkit --quiet
+rowkit=target/debug/rowkit
+store="embedded:$work/gateway.redb"
+for schema in mt gold s3 graph; do
+  "$rowkit" --store "$store" "$schema" setup >/dev/null
+done
+if [ -n "${ROWKIT_SERVE_CMD:-}" ]; then
+  "$ROWKIT_SERVE_CMD" "$work/gateway.redb" wasm/www >"$work/gateway.log" 2>&1 &
+else
+  "$rowkit" --store "$store" serve --listen 127.0.0.1:0 >"$work/gateway.log" 2>&1 &
+fi
+pids+=($!)
+ROWKIT_TEST_GATEWAY=$(url_from "$work/gateway.log")
+export ROWKIT_TEST_GATEWAY
+echo "test.sh: vectors at $ROWKIT_TEST_SHARED_URL, gateway at $ROWKIT_TEST_GATEWAY"
+
+export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
+suites=(-p rowkit-wasm -p rowkit-fetch)
+if [ "$mode" = node ] || [ "$mode" = all ]; then
+  echo "=== wasm tests in Node"
+  cargo test "${suites[@]}" --target wasm32-unknown-unknown
+fi
+if [ "$mode" = browser ] || [ "$mode" = all ]; then
+  echo "=== wasm tests in headless Chromium"
+  CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" WASM_BINDGEN_USE_BROWSER=1 \
+    cargo test "${suites[@]}" --target wasm32-unknown-unknown
+fi
+if [ "$mode" = e2e ] || [ "$mode" = all ]; then
+  echo "=== browser tool end to end (headless Chromium via chromedriver)"
+  wasm/build.sh
+  CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
+    node wasm/tests/e2e/e2e.mjs "$rowkit" wasm/www target/e2e
+fi

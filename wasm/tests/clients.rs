@@ -1,0 +1,256 @@
+//! Each schema's JS client, offline (the page's memory store) and against the gateway the
+//! harness started (`rowkit serve` on an embedded store set up with `rowkit <schema> setup`).
+//! The same scenario function runs in both modes, in Node and in headless Chromium.
+#![cfg(target_arch = "wasm32")]
+#![allow(clippy::unwrap_used, missing_docs)]
+// Without the harness's URLs the tests must fail (not skip), at run time with a clear message.
+#![allow(clippy::option_env_unwrap)]
+
+mod harness;
+
+use harness::{json, options, unique, wait};
+use rowkit_wasm::{Graph, MountTable, ObjectMetadata, TraceStore};
+use serde_json::json;
+use wasm_bindgen::JsValue;
+use wasm_bindgen_test::*;
+
+fn code(e: &JsValue) -> String {
+    js_sys::Reflect::get(e, &"code".into())
+        .unwrap()
+        .as_string()
+        .unwrap_or_default()
+}
+
+async fn mounttable(gateway: bool) {
+    let mt = MountTable::new(options(gateway, None)).unwrap();
+    // Setup writes the root node once (a second setup fails, as `rowkit mt setup` does); the
+    // harness already ran `rowkit mt setup` on the gateway's store.
+    if !gateway {
+        wait(mt.setup()).await.unwrap();
+    }
+    let base = format!("wasm{}", unique());
+    let name = format!("{base}/a/b");
+    let deadline = wait(mt.mount(name.clone(), "/host:1234".into(), 600, None))
+        .await
+        .unwrap();
+    assert!(deadline.as_f64().unwrap() > 0.0);
+    // A second mount keeps `base` alive after `a/b` is unmounted (empty nodes are removed).
+    wait(mt.mount(format!("{base}/c"), "/host:99".into(), 600, None))
+        .await
+        .unwrap();
+    let r = json(&wait(mt.resolve(name.clone())).await.unwrap());
+    assert_eq!(r["servers"][0]["server"], "/host:1234", "{r}");
+    let g = json(&wait(mt.glob(base.clone(), "...".into())).await.unwrap());
+    let names: Vec<&str> = g
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"a/b") && names.contains(&"c"), "{g}");
+    wait(mt.unmount(name.clone(), None)).await.unwrap();
+    let e = wait(mt.resolve(name.clone())).await.unwrap_err();
+    assert_eq!(code(&e), "v.io/v23/naming.nameDoesntExist");
+    wait(mt.mount(format!("{base}/x/y"), "/host:7".into(), 600, None))
+        .await
+        .unwrap();
+    wait(mt.delete(format!("{base}/x"), true)).await.unwrap();
+    let g = json(&wait(mt.glob(base, "...".into())).await.unwrap());
+    let names: Vec<&str> = g
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"c") && !names.iter().any(|n| n.starts_with('x')),
+        "{g}"
+    );
+}
+
+async fn tracestore(gateway: bool) {
+    let ts = TraceStore::new(options(gateway, None)).unwrap();
+    wait(ts.setup()).await.unwrap();
+    // Commits far apart per run so reruns against one gateway store see their own tile.
+    let commit = (js_sys::Date::now() as i64 / 1000 % 1_000_000) * 256 + 7;
+    let entries = js_sys::JSON::parse(
+        &json!([
+            {"params": {"name": "t1", "os": "linux"}, "digest": "8db9913366b07bd14df9a68459e2958b"},
+            {"params": {"name": "t2", "os": "linux"}, "digest": "9e1d402515193304cafbdf02b8fd751b"}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    wait(ts.put(commit as f64, entries, None)).await.unwrap();
+    let tile = json(
+        &wait(ts.read_range(commit as f64, commit as f64))
+            .await
+            .unwrap(),
+    );
+    let traces = tile["traces"].as_array().unwrap();
+    assert_eq!(traces.len(), 2, "{tile}");
+    assert_eq!(
+        traces[0]["digests"][0], "8db9913366b07bd14df9a68459e2958b",
+        "{tile}"
+    );
+    let newest = wait(ts.newest_tile()).await.unwrap();
+    assert!(newest.as_f64().unwrap() >= (commit / 256) as f64);
+    let e = wait(ts.read_range(-1.0, 3.0)).await.unwrap_err();
+    assert_eq!(code(&e), "bad_repo_index");
+}
+
+async fn objmeta(gateway: bool) {
+    let om = ObjectMetadata::new(options(gateway, None)).unwrap();
+    wait(om.setup()).await.unwrap();
+    let bucket = format!("wasm-{}", unique());
+    let vf = wait(om.create_bucket(bucket.clone(), JsValue::UNDEFINED))
+        .await
+        .unwrap();
+    assert_eq!(vf.as_string().as_deref(), Some("v1"));
+    let val = |n: u32| js_sys::JSON::parse(&json!({"n": n}).to_string()).unwrap();
+    for (i, key) in ["dir/a", "dir/b", "top"].iter().enumerate() {
+        wait(om.put_object(
+            bucket.clone(),
+            (*key).into(),
+            val(i as u32),
+            JsValue::UNDEFINED,
+        ))
+        .await
+        .unwrap();
+    }
+    let got = json(
+        &wait(om.get_object(bucket.clone(), "top".into(), None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(got["n"], 2, "{got}");
+    let params = js_sys::JSON::parse(r#"{"delimiter": "/"}"#).unwrap();
+    let list = json(&wait(om.list_objects(bucket.clone(), params)).await.unwrap());
+    assert_eq!(list["CommonPrefixes"], json!(["dir/"]), "{list}");
+    let keys: Vec<&str> = list["Contents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys, ["top"], "{list}");
+    wait(om.delete_object(bucket.clone(), "top".into(), JsValue::UNDEFINED))
+        .await
+        .unwrap();
+    let e = wait(om.get_object(bucket.clone(), "top".into(), None))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchKey");
+    let buckets = json(&wait(om.list_buckets()).await.unwrap());
+    assert!(
+        buckets
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["name"] == bucket.as_str()),
+        "{buckets}"
+    );
+}
+
+async fn triples(gateway: bool) {
+    let g = Graph::new(format!("wasm{}", unique()), options(gateway, None)).unwrap();
+    wait(g.setup()).await.unwrap();
+    wait(g.create()).await.unwrap();
+    let t1 = "/u<joe>\t\"parent_of\"@[]\t/u<mary>".to_string();
+    let t2 = "/u<joe>\t\"parent_of\"@[]\t/u<peter>".to_string();
+    wait(g.add(vec![t1.clone(), t2.clone()])).await.unwrap();
+    let found = json(
+        &wait(g.query(
+            "objects".into(),
+            vec!["/u<joe>".into(), "\"parent_of\"@[]".into()],
+        ))
+        .await
+        .unwrap(),
+    );
+    let mut items: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["item"].as_str().unwrap())
+        .collect();
+    items.sort_unstable();
+    assert_eq!(items, ["/u<mary>", "/u<peter>"], "{found}");
+    wait(g.remove(vec![t1.clone()])).await.unwrap();
+    assert_eq!(wait(g.exist(t1)).await.unwrap(), JsValue::FALSE);
+    assert_eq!(wait(g.exist(t2)).await.unwrap(), JsValue::TRUE);
+    let all = json(&wait(g.query("triples".into(), vec![])).await.unwrap());
+    assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
+    wait(g.drop()).await.unwrap();
+    // A lookup does not check the graph row: a dropped graph has no triples left.
+    let all = json(&wait(g.query("triples".into(), vec![])).await.unwrap());
+    assert_eq!(all, json!([]));
+}
+
+#[wasm_bindgen_test]
+async fn mounttable_offline() {
+    mounttable(false).await;
+}
+
+#[wasm_bindgen_test]
+async fn mounttable_gateway() {
+    mounttable(true).await;
+}
+
+#[wasm_bindgen_test]
+async fn tracestore_offline() {
+    tracestore(false).await;
+}
+
+#[wasm_bindgen_test]
+async fn tracestore_gateway() {
+    tracestore(true).await;
+}
+
+#[wasm_bindgen_test]
+async fn objmeta_offline() {
+    objmeta(false).await;
+}
+
+#[wasm_bindgen_test]
+async fn objmeta_gateway() {
+    objmeta(true).await;
+}
+
+#[wasm_bindgen_test]
+async fn triples_offline() {
+    triples(false).await;
+}
+
+#[wasm_bindgen_test]
+async fn triples_gateway() {
+    triples(true).await;
+}
+
+#[wasm_bindgen_test]
+async fn scan_rows_decodes_every_key() {
+    for gateway in [false, true] {
+        let g = Graph::new(format!("scan{}", unique()), options(gateway, None)).unwrap();
+        wait(g.setup()).await.unwrap();
+        wait(g.create()).await.unwrap();
+        wait(g.add(vec!["/u<a>\t\"p\"@[]\t/u<b>".into()]))
+            .await
+            .unwrap();
+        let rows = json(
+            &wait(rowkit_wasm::browse::scan_rows(
+                options(gateway, None),
+                "badwolf".into(),
+                JsValue::from_str("scan"),
+                0,
+                None,
+            ))
+            .await
+            .unwrap(),
+        );
+        let rows = rows.as_array().unwrap();
+        assert!(rows.len() >= 4, "{rows:?}");
+        for r in rows {
+            assert_eq!(r["decoded"]["schema"], "graph", "{r}");
+        }
+        wait(g.drop()).await.unwrap();
+    }
+}

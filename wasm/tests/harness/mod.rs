@@ -1,0 +1,75 @@
+#![allow(dead_code)] // each test binary uses part of the harness
+//! What the wasm test binaries share: the URLs the harness (`wasm/test.sh`) baked in at compile
+//! time, and `fetch` helpers. wasm has no process environment and no file system in a browser,
+//! so the harness serves `../shared` over HTTP (with CORS, for the browser) and starts a
+//! gateway, and passes both URLs as compile-time env vars (`option_env!`). A test run without
+//! them fails with a message naming the harness.
+
+use js_sys::Uint8Array;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(js_name = fetch)]
+    fn global_fetch(url: &str) -> js_sys::Promise;
+}
+
+/// Base URL of the served `shared/` directory.
+pub fn shared_url() -> &'static str {
+    option_env!("ROWKIT_TEST_SHARED_URL")
+        .expect("ROWKIT_TEST_SHARED_URL is not set: run the wasm tests with wasm/test.sh")
+}
+
+/// URL of the gateway (`rowkit serve` on an embedded store set up for every schema).
+pub fn gateway_url() -> &'static str {
+    option_env!("ROWKIT_TEST_GATEWAY")
+        .expect("ROWKIT_TEST_GATEWAY is not set: run the wasm tests with wasm/test.sh")
+}
+
+/// GETs `url` and returns the body; panics (fails the test) on any error or non-2xx status.
+pub async fn get_bytes(url: &str) -> Vec<u8> {
+    let resp: web_sys::Response = JsFuture::from(global_fetch(url))
+        .await
+        .unwrap_or_else(|e| panic!("fetch {url}: {e:?}"))
+        .dyn_into()
+        .unwrap();
+    assert!(resp.ok(), "GET {url}: HTTP {}", resp.status());
+    let buf = JsFuture::from(resp.array_buffer().unwrap()).await.unwrap();
+    Uint8Array::new(&buf).to_vec()
+}
+
+/// One vector file of `shared/vectors/`, parsed. Fails if it is missing.
+pub async fn vectors(name: &str) -> serde_json::Value {
+    let url = format!("{}/vectors/{name}.json", shared_url().trim_end_matches('/'));
+    serde_json::from_slice(&get_bytes(&url).await).unwrap_or_else(|e| panic!("{url}: {e}"))
+}
+
+/// A JS value as JSON.
+pub fn json(v: &JsValue) -> serde_json::Value {
+    let text: String = js_sys::JSON::stringify(v).unwrap().into();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// Options for a client: `{gateway, table}` in gateway mode, `{table}` offline.
+pub fn options(gateway: bool, table: Option<&str>) -> JsValue {
+    let o = js_sys::Object::new();
+    if gateway {
+        js_sys::Reflect::set(&o, &"gateway".into(), &gateway_url().into()).unwrap();
+    }
+    if let Some(t) = table {
+        js_sys::Reflect::set(&o, &"table".into(), &t.into()).unwrap();
+    }
+    o.into()
+}
+
+/// Awaits a client's promise.
+pub async fn wait(p: js_sys::Promise) -> Result<JsValue, JsValue> {
+    JsFuture::from(p).await
+}
+
+/// A unique-enough suffix so runs against the same gateway store do not collide.
+pub fn unique() -> String {
+    format!("{}", js_sys::Date::now() as u64)
+}
