@@ -151,7 +151,11 @@ fn tracestore_keeps_its_invariants_under_faults() {
 fn tracestore_md5_keeps_its_invariants_under_faults() {
     use rowkit_codec::tracestore::Layout;
     use rowkit_embedded::sim::tracestore::TraceStoreWorkload;
-    let report = simulate("tracestore md5", 14, &mut TraceStoreWorkload::new(Layout::Md5));
+    let report = simulate(
+        "tracestore md5",
+        14,
+        &mut TraceStoreWorkload::new(Layout::Md5),
+    );
     assert!(
         report.faults() > 0 && report.checked.decided > 0,
         "{report}"

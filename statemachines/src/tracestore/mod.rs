@@ -104,9 +104,9 @@ pub fn put<'a>(
     deadline_at: Option<Timestamp>,
 ) -> Op<'a, ()> {
     let mut state = state.into();
-    if let Err(e) = state
-        .get()
-        .map_or(Ok(()), |s| put::check_put(s, repo_index, commit_time, &entries, ts)) {
+    if let Err(e) = state.get().map_or(Ok(()), |s| {
+        put::check_put(s, repo_index, commit_time, &entries, ts)
+    }) {
         return Op::failed(state, e);
     }
     let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
