@@ -236,22 +236,32 @@ mod tests {
             digest: "000075b9c0f1b6a831c399e269772661".into(),
             ..PutEntry::default()
         };
-        // Drives a machine answering every read with an empty stream and every write with
-        // success-shaped errors alike on both sides; returns what it sent.
+        // Drives a machine answering every read with an empty stream and every other request
+        // with a non-retryable error (the put then ends); returns what it sent and its result.
         fn drive<T: core::fmt::Debug>(
             m: &mut Op<'_, T>,
         ) -> (Vec<(crate::Tag, crate::Request)>, Option<String>) {
             let mut sent = Vec::new();
-            for step in 0..50 {
+            let mut now = Timestamp(10);
+            for _ in 0..10_000 {
+                now = now.saturating_add_micros(1);
                 let Some((tag, request)) = m.poll_request() else {
-                    break;
+                    // Nothing to send: wait for the machine's timer, or stop once it ended.
+                    match m.poll_timeout() {
+                        Some(t) => {
+                            now = now.max(t);
+                            m.handle_timeout(now);
+                            continue;
+                        }
+                        None => break,
+                    }
                 };
                 sent.push((tag, request.clone()));
                 let reply = match request {
                     crate::Request::ReadRows(_) => Ok(Response::StreamEnd),
-                    _ => Err(crate::StoreError::new(crate::Code::Unavailable, "x")),
+                    _ => Err(crate::StoreError::new(crate::Code::PermissionDenied, "x")),
                 };
-                m.handle_response(tag, reply, Timestamp(10 + step));
+                m.handle_response(tag, reply, now);
             }
             (sent, m.result().map(|r| alloc::format!("{r:?}")))
         }
@@ -265,7 +275,7 @@ mod tests {
                 Timestamp(5_000_000),
                 Timestamp(1),
                 7,
-                None,
+                Some(Timestamp(2_000_000)),
             );
             let mut owned = put(
                 TraceStoreState::new("gold", layout),
@@ -275,7 +285,7 @@ mod tests {
                 Timestamp(5_000_000),
                 Timestamp(1),
                 7,
-                None,
+                Some(Timestamp(2_000_000)),
             );
             assert!(owned.take_state().is_none(), "taken while running");
             let a = drive(&mut borrowed);
