@@ -11,4 +11,7 @@ pub enum PlantedBug {
     /// `GetObject` skips the placeholder check of `objmeta.md` 9.2 step 3: a placeholder
     /// master (`isPHD`) is returned as the object instead of resolving the latest version.
     ObjmetaGetSkipsPlaceholderCheck,
+    /// `AllocateDigestIds` reads its pooled ids without removing them from the pool, so the
+    /// next allocation of the same instance hands the same ids out again.
+    TracestoreReusesPooledIds,
 }

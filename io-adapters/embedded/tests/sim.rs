@@ -133,3 +133,62 @@ fn the_simulator_finds_a_planted_objmeta_bug_and_shrinks_it() {
     .expect_err("the seed did not reproduce the failure");
     assert_eq!(again.message, failure.message);
 }
+
+#[test]
+fn tracestore_keeps_its_invariants_under_faults() {
+    use rowkit_embedded::sim::tracestore::TraceStoreWorkload;
+    let report = simulate("tracestore", 13, &mut TraceStoreWorkload::default());
+    assert!(
+        report.faults() > 0 && report.checked.decided > 0,
+        "{report}"
+    );
+}
+
+#[test]
+fn tracestore_md5_keeps_its_invariants_under_faults() {
+    use rowkit_codec::tracestore::Layout;
+    use rowkit_embedded::sim::tracestore::TraceStoreWorkload;
+    let report = simulate(
+        "tracestore md5",
+        14,
+        &mut TraceStoreWorkload::new(Layout::Md5),
+    );
+    assert!(
+        report.faults() > 0 && report.checked.decided > 0,
+        "{report}"
+    );
+}
+
+#[test]
+fn a_tracestore_seed_replays_the_same_run() {
+    use rowkit_embedded::sim::tracestore::TraceStoreWorkload;
+    let config = SimConfig::quick(42);
+    let a = sim::run(&config, &mut TraceStoreWorkload::default()).unwrap();
+    let b = sim::run(&config, &mut TraceStoreWorkload::default()).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn the_simulator_finds_a_planted_tracestore_bug_and_shrinks_it() {
+    use rowkit_embedded::sim::tracestore::TraceStoreWorkload;
+    let mut workload = TraceStoreWorkload::with_planted_bug(PlantedBug::TracestoreReusesPooledIds);
+    let config = SimConfig {
+        operations: OPS_PER_RUN,
+        ..SimConfig::quick(13)
+    };
+    let failure = sim::run_many(&config, budget().div_ceil(OPS_PER_RUN), &mut workload)
+        .expect_err("the planted bug went unnoticed");
+    println!("{failure}");
+    assert!(failure.message.contains("handed out to"), "{failure}");
+    assert!(failure.operations <= OPS_PER_RUN);
+    let again = sim::run(
+        &SimConfig {
+            seed: failure.seed,
+            operations: failure.operations,
+            ..SimConfig::quick(0)
+        },
+        &mut workload,
+    )
+    .expect_err("the seed did not reproduce the failure");
+    assert_eq!(again.message, failure.message);
+}

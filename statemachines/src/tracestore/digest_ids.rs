@@ -78,7 +78,7 @@ impl Flow for AllocateDigestIds {
                 let pooled = self.n.min(state.pool.len());
                 let missing = self.n - pooled;
                 if missing == 0 {
-                    return Ok(Some(state.pool.drain(..pooled).collect()));
+                    return Ok(Some(state.take_pooled(pooled)));
                 }
                 let amount = missing as u64 + RESERVED_IDS;
                 let child = io.unary(Request::ReadModifyWriteRow(ReadModifyWriteRowRequest {
@@ -124,7 +124,7 @@ impl Flow for AllocateDigestIds {
                 };
                 let max = decode_id_counter(&cell.value)?;
                 let mut fresh = reserved_ids(max, amount)?;
-                let mut out: Vec<u64> = state.pool.drain(..pooled).collect();
+                let mut out: Vec<u64> = state.take_pooled(pooled);
                 out.extend(fresh.by_ref().take(missing));
                 state.pool.extend(fresh);
                 Ok(Some(out))

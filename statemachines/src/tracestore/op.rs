@@ -157,10 +157,53 @@ impl WaitAll {
     }
 }
 
+/// The state an [`Op`] runs on: borrowed from the caller, or owned by the machine (so it can
+/// be `'static`, e.g. boxed in a scheduler that runs many machines, and hand the state back
+/// with [`Op::take_state`] once it finished).
+enum Slot<'a> {
+    Borrowed(&'a mut TraceStoreState),
+    Owned(Box<TraceStoreState>),
+    Empty,
+}
+
+impl Slot<'_> {
+    fn get(&mut self) -> Option<&mut TraceStoreState> {
+        match self {
+            Slot::Borrowed(s) => Some(s),
+            Slot::Owned(s) => Some(s),
+            Slot::Empty => None,
+        }
+    }
+}
+
+/// How a constructor gets its state: `&mut TraceStoreState` borrows it for the machine's life
+/// (`Op<'a, T>`); a `TraceStoreState` by value moves it into the machine (`Op<'static, T>`,
+/// taken back with [`Op::take_state`]). Both run the same flow and send the same requests.
+pub struct StateArg<'a>(Slot<'a>);
+
+impl<'a> From<&'a mut TraceStoreState> for StateArg<'a> {
+    fn from(state: &'a mut TraceStoreState) -> Self {
+        StateArg(Slot::Borrowed(state))
+    }
+}
+
+impl From<TraceStoreState> for StateArg<'static> {
+    fn from(state: TraceStoreState) -> Self {
+        StateArg(Slot::Owned(Box::new(state)))
+    }
+}
+
+impl StateArg<'_> {
+    /// The state, to validate arguments before the machine starts.
+    pub(crate) fn get(&mut self) -> Option<&mut TraceStoreState> {
+        self.0.get()
+    }
+}
+
 /// A trace store operation as a [`Machine`] (see the module doc). Emits no events; `Send`
 /// whenever its output is.
 pub struct Op<'a, T> {
-    state: Option<&'a mut TraceStoreState>,
+    state: Slot<'a>,
     io: Io,
     flow: Option<Box<dyn Flow<Output = T>>>,
     outcome: Option<Result<T, TraceStoreError>>,
@@ -178,14 +221,14 @@ impl<T> core::fmt::Debug for Op<'_, T> {
 impl<'a, T> Op<'a, T> {
     /// Starts `flow` on `state` at `now`; it runs until its first wait.
     pub(crate) fn start(
-        state: &'a mut TraceStoreState,
+        state: StateArg<'a>,
         now: Timestamp,
         deadline: Timestamp,
         seed: u64,
         flow: impl Flow<Output = T> + 'static,
     ) -> Self {
         let mut op = Op {
-            state: Some(state),
+            state: state.0,
             io: Io::new(now, deadline, seed),
             flow: Some(Box::new(flow)),
             outcome: None,
@@ -195,9 +238,9 @@ impl<'a, T> Op<'a, T> {
     }
 
     /// An operation that failed before sending anything.
-    pub(crate) fn failed(error: TraceStoreError) -> Self {
+    pub(crate) fn failed(state: StateArg<'a>, error: TraceStoreError) -> Self {
         Op {
-            state: None,
+            state: state.0,
             io: Io::new(Timestamp(0), Timestamp::MAX, 0),
             flow: None,
             outcome: Some(Err(error)),
@@ -222,7 +265,7 @@ impl<'a, T> Op<'a, T> {
         if self.expired() {
             return self.finish(Err(TraceStoreError::Aborted));
         }
-        let (Some(flow), Some(state)) = (self.flow.as_mut(), self.state.as_deref_mut()) else {
+        let (Some(flow), Some(state)) = (self.flow.as_mut(), self.state.get()) else {
             return;
         };
         match flow.advance(&mut self.io, state) {
@@ -241,8 +284,23 @@ impl<'a, T> Op<'a, T> {
 
     /// Ends the flow, giving back what it holds for the state.
     fn release(&mut self) {
-        if let (Some(mut flow), Some(state)) = (self.flow.take(), self.state.as_deref_mut()) {
+        if let (Some(mut flow), Some(state)) = (self.flow.take(), self.state.get()) {
             flow.release(state);
+        }
+    }
+
+    /// The state the machine owns (built from a `TraceStoreState` by value), once the
+    /// operation has ended; `None` while it runs, for a borrowed state, or when taken before.
+    pub fn take_state(&mut self) -> Option<TraceStoreState> {
+        if self.flow.is_some() {
+            return None;
+        }
+        match core::mem::replace(&mut self.state, Slot::Empty) {
+            Slot::Owned(state) => Some(*state),
+            other => {
+                self.state = other;
+                None
+            }
         }
     }
 }

@@ -33,6 +33,7 @@
 
 pub mod mounttable;
 pub mod objmeta;
+pub mod tracestore;
 pub mod triples;
 
 use std::collections::VecDeque;
