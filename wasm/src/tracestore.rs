@@ -153,7 +153,7 @@ impl TraceStore {
             let mut state = inner.state.lock().await;
             let now = inner.options.now();
             let op = machines::put(
-                &mut state,
+                &mut *state,
                 repo_index,
                 None,
                 entries,
@@ -176,7 +176,7 @@ impl TraceStore {
             let (first, last) = (js::to_i64(first, "first")?, js::to_i64(last, "last")?);
             let mut state = inner.state.lock().await;
             let now = inner.options.now();
-            let op = machines::read_range(&mut state, first, last, now, inner.seed(), None);
+            let op = machines::read_range(&mut *state, first, last, now, inner.seed(), None);
             let tile = inner.run(op).await?;
             Ok(js::to_js(&tile_json(inner.layout, &tile)))
         })
@@ -194,7 +194,7 @@ impl TraceStore {
                 None => {
                     let now = inner.options.now();
                     inner
-                        .run(machines::newest_tile(&mut state, now, inner.seed(), None))
+                        .run(machines::newest_tile(&mut *state, now, inner.seed(), None))
                         .await?
                 }
             };
@@ -205,7 +205,7 @@ impl TraceStore {
             };
             let first = i64::from(index) * 256;
             let now = inner.options.now();
-            let op = machines::read_range(&mut state, first, first + 255, now, inner.seed(), None);
+            let op = machines::read_range(&mut *state, first, first + 255, now, inner.seed(), None);
             let tile = inner.run(op).await?;
             let mut doc = tile_json(inner.layout, &tile);
             doc["tileIndex"] = Value::from(index);
@@ -221,7 +221,7 @@ impl TraceStore {
             let mut state = inner.state.lock().await;
             let now = inner.options.now();
             let newest = inner
-                .run(machines::newest_tile(&mut state, now, inner.seed(), None))
+                .run(machines::newest_tile(&mut *state, now, inner.seed(), None))
                 .await?;
             Ok(newest.map_or(JsValue::NULL, JsValue::from))
         })
