@@ -94,23 +94,29 @@ impl Core {
         self.current = Some((self.children.spawn(child), kind));
     }
 
+    /// Starts a retrying child built from the policy left until the deadline and a seed
+    /// drawn from the operation's PRNG.
+    fn start_retrying(
+        &mut self,
+        now: Timestamp,
+        kind: Kind,
+        build: impl FnOnce(RetryPolicy, u64) -> Child,
+    ) -> Result<(), TriplesError> {
+        let policy = self.policy(now)?;
+        let seed = self.rng.next_u64();
+        self.start(build(policy, seed), kind);
+        Ok(())
+    }
+
     /// Starts a retrying read.
     pub(crate) fn read(
         &mut self,
         request: ReadRowsRequest,
         now: Timestamp,
     ) -> Result<(), TriplesError> {
-        match self.policy(now) {
-            Ok(policy) => {
-                let seed = self.rng.next_u64();
-                self.start(
-                    Child::Read(ReadRows::new(request, now, seed, policy)),
-                    Kind::Read,
-                );
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        self.start_retrying(now, Kind::Read, |policy, seed| {
+            Child::Read(ReadRows::new(request, now, seed, policy))
+        })
     }
 
     /// Starts a retrying batch write.
@@ -119,17 +125,9 @@ impl Core {
         request: MutateRowsRequest,
         now: Timestamp,
     ) -> Result<(), TriplesError> {
-        match self.policy(now) {
-            Ok(policy) => {
-                let seed = self.rng.next_u64();
-                self.start(
-                    Child::WriteRows(MutateRows::new(request, now, seed, policy)),
-                    Kind::Write,
-                );
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        self.start_retrying(now, Kind::Write, |policy, seed| {
+            Child::WriteRows(MutateRows::new(request, now, seed, policy))
+        })
     }
 
     /// Starts a retrying single-row write.
@@ -138,17 +136,9 @@ impl Core {
         request: MutateRowRequest,
         now: Timestamp,
     ) -> Result<(), TriplesError> {
-        match self.policy(now) {
-            Ok(policy) => {
-                let seed = self.rng.next_u64();
-                self.start(
-                    Child::WriteRow(MutateRow::new(request, now, seed, policy)),
-                    Kind::WriteRow,
-                );
-                Ok(())
-            }
-            Err(e) => Err(e),
-        }
+        self.start_retrying(now, Kind::WriteRow, |policy, seed| {
+            Child::WriteRow(MutateRow::new(request, now, seed, policy))
+        })
     }
 
     /// Sends a request once, without retry.
