@@ -606,60 +606,14 @@ impl TableStorage for RedbStore {
         if !exists_in_write(&txn, table, op)? {
             return Err(table_not_found(table));
         }
-        let names = TableNames::new(table);
-        let (size, count) = {
-            let rows = txn
-                .open_table(names.rows())
-                .map_err(|e| redb_error(op, e))?;
-            let found = rows.get(key).map_err(|e| redb_error(op, e))?;
-            found.map(|v| v.value()).unwrap_or((0, 0))
-        };
-        let cell_bytes = if count == 0 {
-            0
-        } else {
-            size.checked_sub(key.len() as u64)
-                .ok_or_else(|| corrupt(table, "row size below key length"))?
-        };
-
-        let (result, dirty, count, cell_bytes) = {
-            let cells = txn
-                .open_table(names.cells())
-                .map_err(|e| redb_error(op, e))?;
-            let mut prefix = Vec::with_capacity(key.len() + 2);
-            push_component(&mut prefix, key);
-            let mut row = RedbRow {
-                table,
-                cells,
-                key_len: key.len() as u64,
-                prefix,
-                count,
-                cell_bytes,
-                dirty: false,
-            };
-            let result = f(&mut row);
-            (result, row.dirty, row.count, row.cell_bytes)
-        };
-
-        match result {
+        match write_in(&txn, table, key, f, op) {
             // Nothing written (a read, or a predicate that chose no mutation): skip the commit
             // and its fsync.
-            Ok(value) if !dirty => {
+            Ok((value, false)) => {
                 txn.abort().map_err(|e| redb_error(op, e))?;
                 Ok(value)
             }
-            Ok(value) => {
-                {
-                    let mut rows = txn
-                        .open_table(names.rows())
-                        .map_err(|e| redb_error(op, e))?;
-                    if count == 0 {
-                        rows.remove(key).map_err(|e| redb_error(op, e))?;
-                    } else {
-                        let size = key.len() as u64 + cell_bytes;
-                        rows.insert(key, (size, count))
-                            .map_err(|e| redb_error(op, e))?;
-                    }
-                }
+            Ok((value, true)) => {
                 txn.commit().map_err(|e| redb_error(op, e))?;
                 Ok(value)
             }
@@ -671,6 +625,54 @@ impl TableStorage for RedbStore {
         }
     }
 
+    /// The whole batch in one write transaction (one commit, one fsync, instead of one per
+    /// row). A row whose closure fails cannot be undone alone inside the transaction, so then
+    /// the batch is aborted and redone row by row, each in its own transaction as
+    /// [`RedbStore::write_row`] does: the results are the same either way.
+    fn write_rows<T>(
+        &self,
+        table: &str,
+        keys: &[&[u8]],
+        mut f: impl FnMut(usize, &mut RedbRow<'_>) -> Result<T, StoreError>,
+    ) -> Vec<Result<T, StoreError>> {
+        let op = "write_rows";
+        let batched = (|| {
+            let txn = self.begin_write(op)?;
+            if !exists_in_write(&txn, table, op)? {
+                return Err(table_not_found(table));
+            }
+            let mut values = Vec::with_capacity(keys.len());
+            let mut dirty = false;
+            for (i, key) in keys.iter().enumerate() {
+                match write_in(&txn, table, key, |row| f(i, row), op) {
+                    Ok((value, wrote)) => {
+                        dirty |= wrote;
+                        values.push(Ok(value));
+                    }
+                    Err(_) => {
+                        let _ = txn.abort();
+                        return Ok(None);
+                    }
+                }
+            }
+            if dirty {
+                txn.commit().map_err(|e| redb_error(op, e))?;
+            } else {
+                txn.abort().map_err(|e| redb_error(op, e))?;
+            }
+            Ok(Some(values))
+        })();
+        match batched {
+            Ok(Some(values)) => values,
+            Err(e) => keys.iter().map(|_| Err(e.clone())).collect(),
+            Ok(None) => keys
+                .iter()
+                .enumerate()
+                .map(|(i, key)| self.write_row(table, key, |row| f(i, row)))
+                .collect(),
+        }
+    }
+
     fn chunking(&self) -> ChunkingOptions {
         self.chunking
     }
@@ -679,6 +681,63 @@ impl TableStorage for RedbStore {
         // One logical random stream per store, so both stores draw the same seeds.
         SplitMix64::nth_output(self.seed, self.requests.fetch_add(1, Ordering::Relaxed))
     }
+}
+
+/// Runs `f` on one row inside `txn` and stores the row's new size and cell count; returns
+/// `f`'s value and whether anything was written. On `Err` the transaction holds partial writes
+/// of this row and must be aborted.
+fn write_in<T>(
+    txn: &WriteTransaction,
+    table: &str,
+    key: &[u8],
+    f: impl FnOnce(&mut RedbRow<'_>) -> Result<T, StoreError>,
+    op: &str,
+) -> Result<(T, bool), StoreError> {
+    let names = TableNames::new(table);
+    let (size, count) = {
+        let rows = txn
+            .open_table(names.rows())
+            .map_err(|e| redb_error(op, e))?;
+        let found = rows.get(key).map_err(|e| redb_error(op, e))?;
+        found.map(|v| v.value()).unwrap_or((0, 0))
+    };
+    let cell_bytes = if count == 0 {
+        0
+    } else {
+        size.checked_sub(key.len() as u64)
+            .ok_or_else(|| corrupt(table, "row size below key length"))?
+    };
+    let (value, dirty, count, cell_bytes) = {
+        let cells = txn
+            .open_table(names.cells())
+            .map_err(|e| redb_error(op, e))?;
+        let mut prefix = Vec::with_capacity(key.len() + 2);
+        push_component(&mut prefix, key);
+        let mut row = RedbRow {
+            table,
+            cells,
+            key_len: key.len() as u64,
+            prefix,
+            count,
+            cell_bytes,
+            dirty: false,
+        };
+        let value = f(&mut row)?;
+        (value, row.dirty, row.count, row.cell_bytes)
+    };
+    if dirty {
+        let mut rows = txn
+            .open_table(names.rows())
+            .map_err(|e| redb_error(op, e))?;
+        if count == 0 {
+            rows.remove(key).map_err(|e| redb_error(op, e))?;
+        } else {
+            let size = key.len() as u64 + cell_bytes;
+            rows.insert(key, (size, count))
+                .map_err(|e| redb_error(op, e))?;
+        }
+    }
+    Ok((value, dirty))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1224,6 +1283,57 @@ mod tests {
                 .unwrap()
                 .unwrap();
             assert_eq!(size, row_size(&key, &row.cells));
+        }
+    }
+
+    #[test]
+    fn a_batch_commits_at_once_and_a_failing_row_fails_alone() {
+        let s = store();
+        s.write_row("t", b"b", |r| r.put("cf", b"q", Timestamp(0), b"old"))
+            .unwrap();
+        let keys: [&[u8]; 3] = [b"a", b"b", b"c"];
+        let results = s.write_rows("t", &keys, |i, r| {
+            r.put("cf", b"q", Timestamp(1000), b"new")?;
+            if i == 1 {
+                return Err(StoreError::new(Code::InvalidArgument, "row b refuses"));
+            }
+            Ok(i)
+        });
+        assert_eq!(results[0].as_ref().ok(), Some(&0));
+        assert!(results[1].is_err());
+        assert_eq!(results[2].as_ref().ok(), Some(&2));
+        let rows: Vec<_> = std::iter::successors(
+            s.next_row("t", &RowRange::all(), None, false).unwrap(),
+            |r| {
+                s.next_row("t", &RowRange::all(), Some(&r.key), false)
+                    .unwrap()
+            },
+        )
+        .map(|r| (r.key, r.cells.len(), r.cells[0].value.clone()))
+        .collect();
+        assert_eq!(
+            rows,
+            vec![
+                (b"a".to_vec(), 1, b"new".to_vec()),
+                (b"b".to_vec(), 1, b"old".to_vec()),
+                (b"c".to_vec(), 1, b"new".to_vec()),
+            ]
+        );
+        // Without a failure the batch is one transaction; sizes stay exact.
+        let results = s.write_rows("t", &keys, |_, r| r.put("cf", b"q2", Timestamp(0), b"x"));
+        assert!(results.iter().all(Result::is_ok));
+        let mut after: Option<Vec<u8>> = None;
+        while let Some(row) = s
+            .next_row("t", &RowRange::all(), after.as_deref(), false)
+            .unwrap()
+        {
+            let (key, size) = s
+                .next_row_size("t", &RowRange::all(), after.as_deref())
+                .unwrap()
+                .unwrap();
+            assert_eq!((&key, size), (&row.key, row_size(&row.key, &row.cells)));
+            assert_eq!(row.cells.len(), 2);
+            after = Some(row.key);
         }
     }
 

@@ -173,19 +173,36 @@ fn mutate_rows<'s, S: TableStorage>(
 ) -> Result<Reply<'s>, StoreError> {
     validate::check_batch(&req)?;
     // Entries apply eagerly, in index order, each atomically; the batch is one response part.
-    let entries = req
+    // Invalid entries fail alone, before the valid ones are written (as one batch where the
+    // storage can).
+    let mut results: Vec<Option<Result<(), StoreError>>> = req
         .entries
         .iter()
+        .map(|entry| {
+            validate::check_row_mutations(&entry.row_key, &entry.mutations, schema)
+                .err()
+                .map(|e| Err(StoreError::from(e)))
+        })
+        .collect();
+    let valid: Vec<usize> = (0..results.len())
+        .filter(|&i| results[i].is_none())
+        .collect();
+    let keys: Vec<&[u8]> = valid
+        .iter()
+        .map(|&i| req.entries[i].row_key.as_slice())
+        .collect();
+    let written = store.write_rows(&req.table, &keys, |k, row| {
+        apply_mutations(row, &req.entries[valid[k]].mutations, now_ms)
+    });
+    for (&i, result) in valid.iter().zip(written) {
+        results[i] = Some(result);
+    }
+    let entries = results
+        .into_iter()
         .enumerate()
-        .map(|(index, entry)| {
-            let result = validate::check_row_mutations(&entry.row_key, &entry.mutations, schema)
-                .map_err(StoreError::from)
-                .and_then(|()| {
-                    store.write_row(&req.table, &entry.row_key, |row| {
-                        apply_mutations(row, &entry.mutations, now_ms)
-                    })
-                });
-            MutateRowsEntryResult { index, result }
+        .map(|(index, result)| MutateRowsEntryResult {
+            index,
+            result: result.unwrap_or(Ok(())),
         })
         .collect();
     let part = Response::MutateRowsPart(MutateRowsResponse { entries });

@@ -115,6 +115,21 @@ pub trait TableStorage: Send + Sync {
         f: impl FnOnce(&mut Self::Row<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError>;
 
+    /// Runs `f(i, row)` on the row of each `keys[i]`, in order, each row atomically as
+    /// [`TableStorage::write_row`] does (MutateRows); returns each row's result. Engines with a
+    /// per-transaction cost may commit the batch at once; the default writes row by row.
+    fn write_rows<T>(
+        &self,
+        table: &str,
+        keys: &[&[u8]],
+        mut f: impl FnMut(usize, &mut Self::Row<'_>) -> Result<T, StoreError>,
+    ) -> Vec<Result<T, StoreError>> {
+        keys.iter()
+            .enumerate()
+            .map(|(i, key)| self.write_row(table, key, |row| f(i, row)))
+            .collect()
+    }
+
     /// How ReadRows results are cut into chunks.
     fn chunking(&self) -> ChunkingOptions;
     /// A fresh seed for one request's random draws (`row_sample_filter`), deterministic from the

@@ -49,6 +49,20 @@ fn concurrency_redb() {
     }
 }
 
+/// §22 22 exactly as the spec states it (no fsck after the final deletes): fails about one
+/// run in ten on the known orphan race of issue 4 (`concurrent_mount_delete`'s doc).
+#[test]
+#[ignore = "known race, issue 4: an orphaned branch survives the final deletes in ~1 run of 10"]
+fn concurrent_mount_delete_strict_memory() {
+    let store = MemoryStore::new();
+    rowkit_embedded::mounttable_scenarios::concurrent_mount_delete_strict(
+        &store,
+        "mt-strict",
+        THREADS,
+        CYCLES,
+    );
+}
+
 /// The memory store with 300 µs of latency before and after every request, so that
 /// concurrent operations interleave the way they do on the Bigtable emulator.
 struct Slow(MemoryStore);

@@ -11,7 +11,7 @@ use rowkit_embedded::sim::mounttable::MounttableWorkload;
 use rowkit_embedded::sim::objmeta::ObjmetaWorkload;
 use rowkit_embedded::sim::tracestore::TraceStoreWorkload;
 use rowkit_embedded::sim::triples::TriplesWorkload;
-use rowkit_embedded::sim::{self, SimConfig, SimReport, Workload};
+use rowkit_embedded::sim::{self, FaultRates, SimConfig, SimReport, Workload};
 use rowkit_statemachines::planted::PlantedBug;
 
 /// Operations per run: small runs keep shrunk traces short and cover many seeds.
@@ -25,10 +25,15 @@ fn budget() -> u64 {
 }
 
 fn simulate<W: Workload>(name: &str, seed: u64, workload: &mut W) -> SimReport {
+    simulate_with(name, &SimConfig::quick(seed), workload)
+}
+
+/// Runs the budget in runs of [`OPS_PER_RUN`] operations with `config`'s seed and faults.
+fn simulate_with<W: Workload>(name: &str, config: &SimConfig, workload: &mut W) -> SimReport {
     let runs = budget().div_ceil(OPS_PER_RUN);
     let config = SimConfig {
         operations: OPS_PER_RUN,
-        ..SimConfig::quick(seed)
+        ..config.clone()
     };
     match sim::run_many(&config, runs, workload) {
         Ok(report) => {
@@ -115,7 +120,29 @@ fn the_simulator_finds_a_planted_objmeta_bug_and_shrinks_it() {
 
 #[test]
 fn mounttable_keeps_its_invariants_under_faults() {
-    keeps_invariants("mounttable", 11, &mut MounttableWorkload);
+    keeps_invariants("mounttable", 11, &mut MounttableWorkload::default());
+}
+
+/// Races alone (no crash, no failed or lost request; clock jumps only) leave a consistent
+/// table without any repair: no orphan, no dangling reference.
+#[test]
+fn mounttable_races_leave_a_consistent_table_without_repair() {
+    let config = SimConfig {
+        faults: FaultRates {
+            fail_request: 0,
+            lose_response: 0,
+            crash: 0,
+            ..FaultRates::default()
+        },
+        clients: 15,
+        ..SimConfig::quick(12)
+    };
+    let report = simulate_with(
+        "mounttable unrepaired",
+        &config,
+        &mut MounttableWorkload::unrepaired(),
+    );
+    assert!(report.checked.decided > 0, "{report}");
 }
 
 #[test]

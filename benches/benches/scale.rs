@@ -1,0 +1,499 @@
+#![allow(clippy::unwrap_used)]
+//! Scale: how each schema's operations behave as its table grows from 1 k to 1 M rows
+//! (mount table nodes, trace values, objects, triples) on a RedbStore file with non-durable
+//! commits. At each size, criterion measures every operation's mean; the bench also records
+//! each operation's own latency to print p50 / p99, and the process's resident memory and the
+//! file size. One line per (schema, operation, size) starts with `scale ` (see
+//! benches/README.md, "Scale").
+//!
+//! `ROWKIT_SCALE_SIZES=1000,10000,100000,1000000` (the default) sets the sizes;
+//! `ROWKIT_SCALE_SCHEMAS=mt,gold,s3,graph` (the default) the schemas. Tables grow in place from
+//! one size to the next through each schema's own write path (AddTriples, Put, PutObject);
+//! the mount table is grown by copying a directory of 1 000 mounted leaves made through the
+//! facade (the copy is checked by fsck at the first size), because 1 M mounts through the
+//! facade take longer than this bench should.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use rowkit_codec::model::{Mutation, ReadModifyWriteRule, RowSet, RuleOp, Timestamp};
+use rowkit_codec::mounttable as mtc;
+use rowkit_codec::objmeta::json::Json;
+use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
+use rowkit_codec::tracestore::ops::params_from;
+use rowkit_codec::tracestore::{Layout, ops_hash};
+use rowkit_codec::triples::Triple;
+use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
+use rowkit_embedded::objmeta::ObjectMetadata;
+use rowkit_embedded::objmeta_scenarios::scenario_state;
+use rowkit_embedded::tracestore::TraceStore;
+use rowkit_embedded::triples::TripleStore;
+use rowkit_embedded::{RedbStore, Reply, Request, Response, Store};
+use rowkit_statemachines::mounttable::Tables;
+use rowkit_statemachines::tracestore::PutEntry;
+use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
+use rowkit_statemachines::{
+    MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
+};
+
+const T0: i64 = 1_700_000_000_000_000;
+
+fn sizes() -> Vec<u64> {
+    std::env::var("ROWKIT_SCALE_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1_000, 10_000, 100_000, 1_000_000])
+}
+
+fn wanted(schema: &str) -> bool {
+    std::env::var("ROWKIT_SCALE_SCHEMAS")
+        .map(|s| s.split(',').any(|x| x.trim() == schema))
+        .unwrap_or(true)
+}
+
+/// A fresh RedbStore file (non-durable commits) and its path.
+fn redb(schema: &str) -> (RedbStore, PathBuf) {
+    let path =
+        std::env::temp_dir().join(format!("rowkit-scale-{schema}-{}.redb", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let store = RedbStore::open(&path).unwrap().with_durable_commits(false);
+    (store, path)
+}
+
+/// A `/proc/self/status` field in MiB (Linux; 0 elsewhere).
+fn proc_mib(field: &str) -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|kb| kb.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// Measures `op(i)` with criterion under `group/name/size` and prints the `scale` line.
+fn measure(
+    c: &mut Criterion,
+    schema: &str,
+    name: &str,
+    size: u64,
+    path: &PathBuf,
+    mut op: impl FnMut(u64),
+) {
+    let samples = RefCell::new(Vec::<Duration>::new());
+    let mut g = c.benchmark_group(format!("scale_{schema}"));
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3))
+        .throughput(Throughput::Elements(1));
+    let mut next = 0u64;
+    g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut s = samples.borrow_mut();
+            for _ in 0..iters {
+                let started = Instant::now();
+                op(next);
+                let took = started.elapsed();
+                next += 1;
+                total += took;
+                s.push(took);
+            }
+            total
+        })
+    });
+    g.finish();
+    let mut s = samples.into_inner();
+    s.sort_unstable();
+    let at = |q: f64| s[((s.len() as f64 * q) as usize).min(s.len() - 1)];
+    let mean = s.iter().sum::<Duration>() / s.len() as u32;
+    let file = std::fs::metadata(path).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64;
+    println!(
+        "scale {schema} {name} rows={size}: {:.0} ops/s mean {:.1?} p50 {:.1?} p99 {:.1?} ({} ops) rss {:.0} MiB peak {:.0} MiB file {:.0} MiB",
+        1.0 / mean.as_secs_f64(),
+        mean,
+        at(0.50),
+        at(0.99),
+        s.len(),
+        proc_mib("VmRSS:"),
+        proc_mib("VmHWM:"),
+        file
+    );
+}
+
+/// Prints the time spent growing the table so far (measurements excluded).
+fn grown(what: &str, rows: u64, growing: Duration) {
+    println!(
+        "scale grow {what} to {rows}: {growing:.1?} in total ({:.0} rows/s)",
+        rows as f64 / growing.as_secs_f64().max(1e-9)
+    );
+}
+
+// ---- triples ---------------------------------------------------------------------------------
+
+fn triple(i: u64) -> Triple {
+    let text = if i % 4 == 3 {
+        format!(
+            "/u<s{}>\t\"seen\"@[2020-01-{:02}T00:00:{:02}.{:09}Z]\t/u<o{}>",
+            i / 10,
+            1 + i % 28,
+            i % 60,
+            i,
+            i % 1000
+        )
+    } else {
+        format!("/u<s{}>\t\"p{}\"@[]\t/u<o{}>", i / 10, i % 7, i % 1000)
+    };
+    Triple::parse(text.as_bytes()).unwrap()
+}
+
+fn graph(c: &mut Criterion) {
+    if !wanted("graph") {
+        return;
+    }
+    let (store, path) = redb("graph");
+    let clock = ManualClock::new(Timestamp(T0));
+    let ts = TripleStore::new(&store, &clock);
+    ts.setup().unwrap();
+    let g = ts.new_graph(b"scale").unwrap();
+    let mut have = 0u64;
+    let mut added = 1u64 << 40;
+    let mut growing = Duration::ZERO;
+    for size in sizes() {
+        let started = Instant::now();
+        while have < size {
+            let n = (size - have).min(10_000);
+            g.add_triples((have..have + n).map(triple).collect())
+                .unwrap();
+            have += n;
+        }
+        growing += started.elapsed();
+        grown("graph triples", have, growing);
+        let pick = |i: u64| (i * 7919) % have;
+        measure(c, "graph", "exist", size, &path, |i| {
+            assert!(g.exist(&triple(pick(i))).unwrap());
+        });
+        measure(c, "graph", "objects(S,P)", size, &path, |i| {
+            let t = triple(pick(i));
+            let found = g
+                .lookup(
+                    LookupMethod::Objects(t.subject.clone(), t.predicate.clone()),
+                    LookupOptions::default(),
+                )
+                .unwrap();
+            assert!(!found.is_empty());
+        });
+        measure(c, "graph", "add 1 triple", size, &path, |_| {
+            added += 1;
+            let t = Triple::parse(format!("/n<x{added}>\t\"new\"@[]\t/n<y>").as_bytes()).unwrap();
+            g.add_triples(vec![t]).unwrap();
+        });
+    }
+    drop(g);
+    drop(ts);
+    drop(store);
+    let _ = std::fs::remove_file(&path);
+}
+
+// ---- trace store -----------------------------------------------------------------------------
+
+/// Traces per commit: the table grows by commits of this many values.
+const TRACES: u64 = 1_000;
+
+fn entries(traces: std::ops::Range<u64>, commit: u64) -> Vec<PutEntry> {
+    traces
+        .map(|t| PutEntry {
+            params: params_from([
+                ("name", format!("test{t}")),
+                ("config", format!("c{}", t % 7)),
+            ]),
+            options: Default::default(),
+            digest: ops_hash(((t * 31 + commit) % 5000).to_string().as_bytes()),
+        })
+        .collect()
+}
+
+fn gold(c: &mut Criterion) {
+    if !wanted("gold") {
+        return;
+    }
+    let (store, path) = redb("gold");
+    TraceStore::<RedbStore, ManualClock>::setup(&store, "gold", Layout::Md5).unwrap();
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut ts = TraceStore::open(&store, &clock, "gold", None, 1).unwrap();
+    let mut commits = 0u64;
+    let mut growing = Duration::ZERO;
+    for size in sizes() {
+        let started = Instant::now();
+        while commits * TRACES < size {
+            ts.put(
+                commits as i64,
+                None,
+                entries(0..TRACES, commits),
+                Timestamp(T0),
+            )
+            .unwrap();
+            commits += 1;
+        }
+        growing += started.elapsed();
+        grown("gold trace values", commits * TRACES, growing);
+        let last = commits as i64 - 1;
+        measure(c, "gold", "put 1 value", size, &path, |i| {
+            let t = i % TRACES;
+            ts.put(last, None, entries(t..t + 1, i), Timestamp(T0))
+                .unwrap();
+        });
+        measure(c, "gold", "read 1 commit (1000 traces)", size, &path, |i| {
+            let commit = ((i * 7919) % commits) as i64;
+            let tile = ts.read_range(commit, commit).unwrap();
+            assert_eq!(tile.traces.len() as u64, TRACES);
+        });
+    }
+    drop(ts);
+    drop(store);
+    let _ = std::fs::remove_file(&path);
+}
+
+// ---- object metadata -------------------------------------------------------------------------
+
+fn s3(c: &mut Criterion) {
+    if !wanted("s3") {
+        return;
+    }
+    let (store, path) = redb("s3");
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut om = ObjectMetadata::new(&store, &clock, scenario_state("scale", VFormat::V1), 1);
+    om.setup().unwrap();
+    let j = |s: &str| Json::parse(s).unwrap();
+    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    let value = j(
+        r#"{"content-length":1024,"owner-id":"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be","tags":{}}"#,
+    );
+    let plain = j("{}");
+    let key = |i: u64| format!("dir{:03}/obj{i:08}", i % 1000);
+    let mut have = 0u64;
+    let mut growing = Duration::ZERO;
+    for size in sizes() {
+        let started = Instant::now();
+        while have < size {
+            om.put_object("b", &key(have), &value, Some(&plain))
+                .unwrap();
+            have += 1;
+            if have.is_multiple_of(50_000) {
+                om.take_events();
+            }
+        }
+        om.take_events();
+        growing += started.elapsed();
+        grown("s3 objects", have, growing);
+        let pick = |i: u64| (i * 7919) % have;
+        measure(c, "s3", "get", size, &path, |i| {
+            om.get_object("b", &key(pick(i)), None).unwrap();
+        });
+        measure(c, "s3", "put (overwrite)", size, &path, |i| {
+            om.put_object("b", &key(pick(i)), &value, Some(&plain))
+                .unwrap();
+        });
+        om.take_events();
+        measure(c, "s3", "list 100 from a marker", size, &path, |i| {
+            let p = ListingParams {
+                listing_type: ListingType::DelimiterMaster,
+                max_keys: Some(100),
+                marker: Some(key(pick(i))),
+                ..Default::default()
+            };
+            om.list_object("b", &p).unwrap();
+        });
+    }
+    drop(om);
+    drop(store);
+    let _ = std::fs::remove_file(&path);
+}
+
+// ---- mount table -----------------------------------------------------------------------------
+
+/// Leaves per directory; the tree is root -> `d<k>` -> `d<k>/n<i>` (every leaf mounted).
+const LEAVES: u64 = 1_000;
+const SERVER: &str = "/127.0.0.1:8000/x";
+
+fn mt(c: &mut Criterion) {
+    if !wanted("mt") {
+        return;
+    }
+    let (store, path) = redb("mt");
+    let clock = ManualClock::new(Timestamp(T0));
+    let t = MountTable::new(
+        &store,
+        &clock,
+        MtConfig {
+            tables: Tables::new("mt"),
+            ..MtConfig::default()
+        },
+    );
+    t.setup(None).unwrap();
+    let who = server_caller();
+    // The template directory d0 through the facade.
+    for i in 0..LEAVES {
+        t.mount(&who, &format!("d0/n{i}"), SERVER, 0, 0).unwrap();
+    }
+    let template = template_rows(&store);
+    let mut dirs = 1u64;
+    let mut growing = Duration::ZERO;
+    let mut checked = false;
+    for size in sizes() {
+        let started = Instant::now();
+        while dirs * (LEAVES + 1) < size {
+            copy_dir(&store, &template, dirs);
+            dirs += 1;
+        }
+        growing += started.elapsed();
+        if !checked && dirs > 1 {
+            // The copies are what the facade would have written: fsck finds nothing.
+            let summary = t.fsck(false, |_| {}).unwrap();
+            assert_eq!(summary.inconsistent, 0, "{summary:?}");
+            checked = true;
+        }
+        let nodes = dirs * (LEAVES + 1) + 1;
+        grown("mt nodes", nodes, growing);
+        let pick = |i: u64| {
+            let k = (i * 7919) % (dirs * LEAVES);
+            format!("d{}/n{}", k / LEAVES, k % LEAVES)
+        };
+        measure(c, "mt", "resolve", size, &path, |i| {
+            t.resolve(&who, &format!("{}/rest", pick(i))).unwrap();
+        });
+        measure(c, "mt", "mount (refresh)", size, &path, |i| {
+            t.mount(&who, &pick(i), SERVER, 0, 0).unwrap();
+        });
+    }
+    drop(t);
+    drop(store);
+    let _ = std::fs::remove_file(&path);
+}
+
+/// The template directory: the `d0` row, its leaves (name suffix after `d0/`), and root's
+/// reference id for `d0`.
+struct Template {
+    creator: String,
+    dir: Vec<Mutation>,
+    leaves: Vec<(String, Vec<Mutation>)>,
+    id: Vec<u8>,
+}
+
+/// Every cell of a row as a SetCell with its own timestamp.
+fn cells_of(row: &rowkit_codec::model::Row) -> Vec<Mutation> {
+    row.cells
+        .iter()
+        .map(|c| Mutation::SetCell {
+            family: c.family.clone(),
+            qualifier: c.qualifier.clone(),
+            timestamp: c.timestamp,
+            value: c.value.clone(),
+        })
+        .collect()
+}
+
+fn template_rows(store: &RedbStore) -> Template {
+    let rows = driver::read_rows(
+        store,
+        ReadRowsRequest {
+            table: "mt".into(),
+            rows: RowSet::all(),
+            ..Default::default()
+        },
+        Timestamp(T0),
+    )
+    .unwrap();
+    let mut dir = None;
+    let mut creator = String::new();
+    let mut leaves = Vec::new();
+    for row in &rows {
+        let node = mtc::decode_node(row, T0).unwrap();
+        if node.name == "d0" {
+            creator = node.creator.clone();
+            dir = Some((cells_of(row), node.id.clone()));
+        } else if let Some(leaf) = node.name.strip_prefix("d0/") {
+            leaves.push((leaf.to_string(), cells_of(row)));
+        }
+    }
+    let (dir, id) = dir.unwrap();
+    assert_eq!(leaves.len() as u64, LEAVES);
+    Template {
+        creator,
+        dir,
+        leaves,
+        id,
+    }
+}
+
+/// Writes directory `d<k>` as a copy of the template (same ids, versions and timestamps under
+/// new names), links it into the root and counts its nodes and servers.
+fn copy_dir(store: &RedbStore, template: &Template, k: u64) {
+    let dir = format!("d{k}");
+    let mut entries = vec![MutateRowsEntry {
+        row_key: mtc::row_key(&dir),
+        mutations: template.dir.clone(),
+    }];
+    entries.extend(template.leaves.iter().map(|(leaf, cells)| MutateRowsEntry {
+        row_key: mtc::row_key(&format!("{dir}/{leaf}")),
+        mutations: cells.clone(),
+    }));
+    entries.push(MutateRowsEntry {
+        row_key: mtc::row_key(""),
+        mutations: vec![Mutation::SetCell {
+            family: mtc::FAMILY_CHILDREN.into(),
+            qualifier: mtc::child_qualifier(&template.id, &dir),
+            timestamp: Timestamp(T0),
+            value: mtc::MARKER_VALUE.to_vec(),
+        }],
+    });
+    let answer = store
+        .execute(
+            Request::MutateRows(MutateRowsRequest {
+                table: "mt".into(),
+                entries,
+                ..Default::default()
+            }),
+            Timestamp(T0),
+        )
+        .unwrap();
+    let Reply::Stream(parts) = answer else {
+        panic!("MutateRows answers a stream");
+    };
+    for part in parts {
+        let Response::MutateRowsPart(part) = part.unwrap() else {
+            panic!("not a MutateRows part");
+        };
+        assert!(part.entries.iter().all(|e| e.result.is_ok()));
+    }
+    let creator = template.creator.as_str();
+    for (kind, delta) in [
+        (mtc::CounterKind::Nodes, LEAVES as i64 + 1),
+        (mtc::CounterKind::Servers, LEAVES as i64),
+    ] {
+        store
+            .execute(
+                Request::ReadModifyWriteRow(ReadModifyWriteRowRequest {
+                    table: Tables::new("mt").counter,
+                    row_key: mtc::counter_row_key(kind, creator),
+                    rules: vec![ReadModifyWriteRule {
+                        family: mtc::FAMILY_COUNTER.into(),
+                        qualifier: mtc::QUAL_COUNTER.to_vec(),
+                        op: RuleOp::IncrementAmount(delta),
+                    }],
+                    ..Default::default()
+                }),
+                Timestamp(T0),
+            )
+            .unwrap();
+    }
+}
+
+criterion_group!(benches, mt, gold, s3, graph);
+criterion_main!(benches);
