@@ -138,19 +138,7 @@ fn grown(what: &str, rows: u64, growing: Duration) {
 // ---- triples ---------------------------------------------------------------------------------
 
 fn triple(i: u64) -> Triple {
-    let text = if i % 4 == 3 {
-        format!(
-            "/u<s{}>\t\"seen\"@[2020-01-{:02}T00:00:{:02}.{:09}Z]\t/u<o{}>",
-            i / 10,
-            1 + i % 28,
-            i % 60,
-            i,
-            i % 1000
-        )
-    } else {
-        format!("/u<s{}>\t\"p{}\"@[]\t/u<o{}>", i / 10, i % 7, i % 1000)
-    };
-    Triple::parse(text.as_bytes()).unwrap()
+    Triple::parse(rowkit_benches::triple_text(i).as_bytes()).unwrap()
 }
 
 fn graph(c: &mut Criterion) {
@@ -388,15 +376,7 @@ struct Template {
 
 /// Every cell of a row as a SetCell with its own timestamp.
 fn cells_of(row: &rowkit_codec::model::Row) -> Vec<Mutation> {
-    row.cells
-        .iter()
-        .map(|c| Mutation::SetCell {
-            family: c.family.clone(),
-            qualifier: c.qualifier.clone(),
-            timestamp: c.timestamp,
-            value: c.value.clone(),
-        })
-        .collect()
+    row.cells.iter().map(|c| c.to_set_cell()).collect()
 }
 
 fn template_rows(store: &RedbStore) -> Template {

@@ -15,18 +15,7 @@ use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 const PRELOAD: usize = 100_000;
 
 fn triple_text(i: usize) -> String {
-    if i % 4 == 3 {
-        format!(
-            "/u<s{}>\t\"seen\"@[2020-01-{:02}T00:00:{:02}.{:09}Z]\t/u<o{}>",
-            i / 10,
-            1 + i % 28,
-            i % 60,
-            i,
-            i % 1000
-        )
-    } else {
-        format!("/u<s{}>\t\"p{}\"@[]\t/u<o{}>", i / 10, i % 7, i % 1000)
-    }
+    rowkit_benches::triple_text(i as u64)
 }
 
 fn codec(c: &mut Criterion) {

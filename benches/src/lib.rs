@@ -33,3 +33,20 @@ pub fn wide_row(key: &[u8], families: usize, columns: usize, versions: usize) ->
         cells,
     }
 }
+
+/// The `i`-th triple of the triple-store benches, as text: `/u<s{i/10}> "p{i%7}"@[] /u<o{i%1000}>`,
+/// and every fourth one temporal (`"seen"` with a nanosecond anchor in January 2020).
+pub fn triple_text(i: u64) -> String {
+    if i % 4 == 3 {
+        format!(
+            "/u<s{}>\t\"seen\"@[2020-01-{:02}T00:00:{:02}.{:09}Z]\t/u<o{}>",
+            i / 10,
+            1 + i % 28,
+            i % 60,
+            i,
+            i % 1000
+        )
+    } else {
+        format!("/u<s{}>\t\"p{}\"@[]\t/u<o{}>", i / 10, i % 7, i % 1000)
+    }
+}

@@ -8,7 +8,7 @@
 use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use rowkit_codec::model::{
-    Cell, ColumnFamily, KeyBound, Mutation, Row, RowFilter, RowSet, Timestamp, TimestampRange,
+    Cell, ColumnFamily, KeyBound, Row, RowFilter, RowSet, Timestamp, TimestampRange,
     compare_canonical,
 };
 use rowkit_embedded::driver::{Clock, ManualClock, run};
@@ -146,16 +146,7 @@ fuzz_target!(|input: Input| {
     let families: Vec<ColumnFamily> = FAMILIES.iter().map(|f| ColumnFamily::new(*f)).collect();
     store.create_table("t", &families).expect("valid schema");
     let clock = ManualClock::new(Timestamp::from_secs(10));
-    let mutations = input
-        .cells
-        .iter()
-        .map(|c| Mutation::SetCell {
-            family: c.family.clone(),
-            qualifier: c.qualifier.clone(),
-            timestamp: c.timestamp,
-            value: c.value.clone(),
-        })
-        .collect();
+    let mutations = input.cells.iter().map(|c| c.to_set_cell()).collect();
     let write = Request::MutateRow(MutateRowRequest {
         table: "t".into(),
         app_profile_id: String::new(),

@@ -22,6 +22,33 @@ pub struct Cell {
     pub labels: Vec<String>,
 }
 
+impl Cell {
+    /// The mutation that writes this cell as it is (same column, timestamp and value): copying
+    /// cells from one row or table to another.
+    ///
+    /// ```
+    /// use rowkit_codec::model::{Cell, Mutation, Timestamp};
+    ///
+    /// let cell = Cell {
+    ///     family: "cf".into(),
+    ///     qualifier: b"q".to_vec(),
+    ///     timestamp: Timestamp(1_000),
+    ///     value: b"v".to_vec(),
+    ///     labels: Vec::new(),
+    /// };
+    /// let Mutation::SetCell { timestamp, .. } = cell.to_set_cell() else { unreachable!() };
+    /// assert_eq!(timestamp, Timestamp(1_000));
+    /// ```
+    pub fn to_set_cell(&self) -> super::Mutation {
+        super::Mutation::SetCell {
+            family: self.family.clone(),
+            qualifier: self.qualifier.clone(),
+            timestamp: self.timestamp,
+            value: self.value.clone(),
+        }
+    }
+}
+
 /// A row: its key and its cells in canonical order (family ascending, qualifier ascending,
 /// timestamp descending). A row with no cells does not exist in Bigtable.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
