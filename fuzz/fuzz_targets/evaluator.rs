@@ -15,7 +15,9 @@ use rowkit_embedded::driver::{Clock, ManualClock, run};
 use rowkit_embedded::semantics::CompiledFilter;
 use rowkit_embedded::{ChunkingOptions, MemoryStore, Store};
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64, raw::Unary};
+use rowkit_statemachines::{
+    MutateRowRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64, raw::Unary,
+};
 
 const FAMILIES: [&str; 3] = ["a", "b", "c.d"];
 
@@ -27,7 +29,9 @@ fn bytes(u: &mut Unstructured) -> Result<Vec<u8>> {
 
 fn pattern(u: &mut Unstructured) -> Result<Vec<u8>> {
     let len = u.int_in_range(0..=6)?;
-    (0..len).map(|_| Ok(*u.choose(b"ab.*+?|()[]^$\\C{}1,-\xe9:")?)).collect()
+    (0..len)
+        .map(|_| Ok(*u.choose(b"ab.*+?|()[]^$\\C{}1,-\xe9:")?))
+        .collect()
 }
 
 fn bound(u: &mut Unstructured) -> Result<KeyBound> {
@@ -50,8 +54,14 @@ fn filter(u: &mut Unstructured, depth: u32) -> Result<RowFilter> {
             });
         }
         let n = u.int_in_range(0..=3)?;
-        let kids = (0..n).map(|_| filter(u, depth + 1)).collect::<Result<Vec<_>>>()?;
-        return Ok(if kind == 0 { RowFilter::Chain(kids) } else { RowFilter::Interleave(kids) });
+        let kids = (0..n)
+            .map(|_| filter(u, depth + 1))
+            .collect::<Result<Vec<_>>>()?;
+        return Ok(if kind == 0 {
+            RowFilter::Chain(kids)
+        } else {
+            RowFilter::Interleave(kids)
+        });
     }
     Ok(match u.int_in_range(0..=15)? {
         0 => RowFilter::Sink,
@@ -61,23 +71,37 @@ fn filter(u: &mut Unstructured, depth: u32) -> Result<RowFilter> {
         4 => RowFilter::RowSample(*u.choose(&[0.0, 0.5, 0.999, 1.0, -1.0, f64::NAN])?),
         5 => RowFilter::FamilyNameRegex(String::from_utf8_lossy(&pattern(u)?).into_owned()),
         6 => RowFilter::ColumnQualifierRegex(pattern(u)?),
-        7 => RowFilter::ColumnRange { family: u.choose(&FAMILIES)?.to_string(), start: bound(u)?, end: bound(u)? },
+        7 => RowFilter::ColumnRange {
+            family: u.choose(&FAMILIES)?.to_string(),
+            start: bound(u)?,
+            end: bound(u)?,
+        },
         8 => RowFilter::TimestampRange(TimestampRange {
             start: *u.choose(&[0, 1000, 2000, -1])?,
             end: *u.choose(&[0, 2000, 3000, -5])?,
         }),
         9 => RowFilter::ValueRegex(pattern(u)?),
-        10 => RowFilter::ValueRange { start: bound(u)?, end: bound(u)? },
+        10 => RowFilter::ValueRange {
+            start: bound(u)?,
+            end: bound(u)?,
+        },
         11 => RowFilter::CellsPerRowOffset(u.int_in_range(-1..=4)?),
         12 => RowFilter::CellsPerRowLimit(u.int_in_range(-1..=4)?),
         13 => RowFilter::CellsPerColumnLimit(u.int_in_range(-1..=3)?),
         14 => RowFilter::StripValue,
-        _ => RowFilter::ApplyLabel(u.choose(&["l", "x-1", "", "Bad", "abcdefghijklmnop"])?.to_string()),
+        _ => RowFilter::ApplyLabel(
+            u.choose(&["l", "x-1", "", "Bad", "abcdefghijklmnop"])?
+                .to_string(),
+        ),
     })
 }
 
 fn part(u: &mut Unstructured, depth: u32) -> Result<Option<Box<RowFilter>>> {
-    Ok(if u.arbitrary()? { Some(Box::new(filter(u, depth + 1)?)) } else { None })
+    Ok(if u.arbitrary()? {
+        Some(Box::new(filter(u, depth + 1)?))
+    } else {
+        None
+    })
 }
 
 #[derive(Debug)]
@@ -111,8 +135,16 @@ impl<'a> Arbitrary<'a> for Input {
             key,
             cells,
             filter: filter(u, 0)?,
-            split_values_every: if u.arbitrary()? { Some(u.int_in_range(1..=3)?) } else { None },
-            chunks_per_response: if u.arbitrary()? { Some(u.int_in_range(1..=3)?) } else { None },
+            split_values_every: if u.arbitrary()? {
+                Some(u.int_in_range(1..=3)?)
+            } else {
+                None
+            },
+            chunks_per_response: if u.arbitrary()? {
+                Some(u.int_in_range(1..=3)?)
+            } else {
+                None
+            },
         })
     }
 }
@@ -127,13 +159,27 @@ fuzz_target!(|input: Input| {
         return;
     };
     let out = compiled.apply(&input.key, input.cells.clone(), &mut SplitMix64::new(9));
-    assert!(out.windows(2).all(|w| compare_canonical(&w[0], &w[1]).is_le()), "not canonical");
+    assert!(
+        out.windows(2)
+            .all(|w| compare_canonical(&w[0], &w[1]).is_le()),
+        "not canonical"
+    );
     for c in &out {
-        let source = input.cells.iter().find(|s| identity(s) == identity(c)).expect("invented a cell");
-        assert!(c.value.is_empty() || c.value == source.value, "changed a value");
+        let source = input
+            .cells
+            .iter()
+            .find(|s| identity(s) == identity(c))
+            .expect("invented a cell");
+        assert!(
+            c.value.is_empty() || c.value == source.value,
+            "changed a value"
+        );
         assert!(c.labels.len() <= 1, "more than one label");
     }
-    assert_eq!(out, compiled.apply(&input.key, input.cells.clone(), &mut SplitMix64::new(9)));
+    assert_eq!(
+        out,
+        compiled.apply(&input.key, input.cells.clone(), &mut SplitMix64::new(9))
+    );
 
     if compiled.is_random() || input.cells.is_empty() {
         return;
@@ -161,8 +207,20 @@ fuzz_target!(|input: Input| {
         ..ReadRowsRequest::default()
     };
     let mut rows: Vec<Row> = Vec::new();
-    run(&store, &clock, ReadRows::new(read, clock.now(), 1, RetryPolicy::default()), |r| rows.push(r))
-        .expect("read succeeds");
-    let expected: Vec<Row> = if out.is_empty() { vec![] } else { vec![Row { key: input.key.clone(), cells: out }] };
+    run(
+        &store,
+        &clock,
+        ReadRows::new(read, clock.now(), 1, RetryPolicy::default()),
+        |r| rows.push(r),
+    )
+    .expect("read succeeds");
+    let expected: Vec<Row> = if out.is_empty() {
+        vec![]
+    } else {
+        vec![Row {
+            key: input.key.clone(),
+            cells: out,
+        }]
+    };
     assert_eq!(rows, expected, "store path differs from the filter alone");
 });

@@ -67,7 +67,11 @@ fn feed(input: &Input, split: bool) -> (Vec<Row>, bool) {
             loop {
                 // Pieces of 0..=3 chunks (empty responses included); bounded so the loop ends.
                 let cut = usize::from(cuts.next().unwrap_or(0) % 4);
-                let n = if pieces.len() > 2 * chunks.len() + 4 { rest.len() } else { cut.min(rest.len()) };
+                let n = if pieces.len() > 2 * chunks.len() + 4 {
+                    rest.len()
+                } else {
+                    cut.min(rest.len())
+                };
                 let (head, tail) = rest.split_at(n);
                 pieces.push(ReadRowsResponse {
                     chunks: head.to_vec(),

@@ -34,7 +34,10 @@ fuzz_target!(|data: &[u8]| {
         2 => {
             if let Ok(p) = mt::decode_permissions(rest) {
                 let bytes = mt::encode_permissions(&p);
-                assert_eq!(mt::decode_permissions(&bytes).expect("own output decodes"), p);
+                assert_eq!(
+                    mt::decode_permissions(&bytes).expect("own output decodes"),
+                    p
+                );
                 let mut n = p.clone();
                 n.normalize();
                 let mut again = n.clone();
@@ -70,7 +73,10 @@ fuzz_target!(|data: &[u8]| {
             let mut cells = Vec::new();
             for chunk in rest.chunks(12) {
                 let fam = ["m", "s", "c", "x"][usize::from(chunk[0] % 4)];
-                let q = chunk.get(1..chunk.len().min(6)).unwrap_or_default().to_vec();
+                let q = chunk
+                    .get(1..chunk.len().min(6))
+                    .unwrap_or_default()
+                    .to_vec();
                 let v = chunk.get(chunk.len().min(6)..).unwrap_or_default().to_vec();
                 cells.push(Cell {
                     family: fam.into(),
@@ -80,7 +86,10 @@ fuzz_target!(|data: &[u8]| {
                     labels: vec![],
                 });
             }
-            let row = Row { key: rest.iter().take(12).copied().collect(), cells };
+            let row = Row {
+                key: rest.iter().take(12).copied().collect(),
+                cells,
+            };
             let _ = mt::decode_node(&row, 100_000);
         }
         6 => {

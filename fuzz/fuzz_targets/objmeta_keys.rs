@@ -31,19 +31,31 @@ fuzz_target!(|input: Input| {
     let _ = Json::parse(&input.text).map(|j| j.stringify());
     if let Ok(s) = inc(&input.text) {
         if !input.text.is_empty() {
-            assert!(input.text.encode_utf16().cmp(s.encode_utf16()).is_lt() || s.encode_utf16().last() == Some(0));
+            assert!(
+                input.text.encode_utf16().cmp(s.encode_utf16()).is_lt()
+                    || s.encode_utf16().last() == Some(0)
+            );
         }
     }
 
     // Generated ids (any rg, any time, a run of same-ms calls) round-trip.
-    let rg: String = input.rg.chars().filter(|c| c.is_ascii_alphanumeric()).take(7).collect();
+    let rg: String = input
+        .rg
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .take(7)
+        .collect();
     let mut g = VersionIdGenerator::default();
     let now = 1_600_000_000_000_000 + i64::from(input.now_ms) * 1000;
     for _ in 0..=input.seq % 4 {
         let id = g.generate(now, 4242, &rg, None);
         assert_eq!(decode(&encode(&id)).as_deref(), Ok(id.as_str()), "{id:?}");
         let short = g.generate(now, 1, &rg, Some("base62"));
-        assert_eq!(decode(&encode(&short)).as_deref(), Ok(short.as_str()), "{short:?}");
+        assert_eq!(
+            decode(&encode(&short)).as_deref(),
+            Ok(short.as_str()),
+            "{short:?}"
+        );
     }
 
     // Encoded keys decode into their parts (S3-like bucket, keys without NUL).
@@ -54,7 +66,13 @@ fuzz_target!(|input: Input| {
         return; // a v0 key that looks like a v1 prefix decodes as v1 by design
     }
     let m = decode_row_key(&row_key("bucket", &master_key(vf, &key))).unwrap();
-    assert_eq!((m.kind, m.format, m.object_key.as_str()), (KeyKind::Master, Some(vf), key.as_str()));
+    assert_eq!(
+        (m.kind, m.format, m.object_key.as_str()),
+        (KeyKind::Master, Some(vf), key.as_str())
+    );
     let v = decode_row_key(&row_key("bucket", &version_key(vf, &key, &vid))).unwrap();
-    assert_eq!((v.kind, v.object_key.as_str(), v.version_id.as_deref()), (KeyKind::Version, key.as_str(), Some(vid.as_str())));
+    assert_eq!(
+        (v.kind, v.object_key.as_str(), v.version_id.as_deref()),
+        (KeyKind::Version, key.as_str(), Some(vid.as_str()))
+    );
 });

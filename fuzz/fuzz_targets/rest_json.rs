@@ -21,13 +21,21 @@ struct Input {
     max_element: u16,
 }
 
-fn split(body: &[u8], cuts: &[u8], max: usize) -> (Vec<Vec<u8>>, Result<(), rowkit_rest::SplitError>) {
+fn split(
+    body: &[u8],
+    cuts: &[u8],
+    max: usize,
+) -> (Vec<Vec<u8>>, Result<(), rowkit_rest::SplitError>) {
     let mut s = ArraySplitter::with_max_element(max);
     let mut out = Vec::new();
     let mut rest = body;
     let mut k = 0;
     while !rest.is_empty() {
-        let n = if cuts.is_empty() { rest.len() } else { usize::from(cuts[k % cuts.len()]).max(1) };
+        let n = if cuts.is_empty() {
+            rest.len()
+        } else {
+            usize::from(cuts[k % cuts.len()]).max(1)
+        };
         k += 1;
         let n = n.min(rest.len());
         let mut chunk = &rest[..n];

@@ -55,7 +55,10 @@ fuzz_target!(|data: &[u8]| {
                 assert_eq!(decode_digest_id_cell(&encode_digest_id_cell(id)), Ok(id));
             }
             if let Ok(id) = decode_digest_map_value(rest) {
-                assert_eq!(decode_digest_map_value(&encode_digest_map_value(id)), Ok(id));
+                assert_eq!(
+                    decode_digest_map_value(&encode_digest_map_value(id)),
+                    Ok(id)
+                );
             }
             let _ = digest_of_map_cell(rest, rest);
             let _ = decode_id_counter(rest);

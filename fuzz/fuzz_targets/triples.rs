@@ -19,7 +19,9 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(again, n);
     }
     if let Ok(p) = Predicate::parse(data) {
-        let offset_ok = p.anchor().is_none_or(|a| a.offset_seconds().abs() <= 24 * 3600);
+        let offset_ok = p
+            .anchor()
+            .is_none_or(|a| a.offset_seconds().abs() <= 24 * 3600);
         if offset_ok && !find(p.id(), b"\"@[") {
             let again = Predicate::parse(&p.to_text()).expect("predicate text re-parses");
             assert_eq!(again.to_text(), p.to_text());
@@ -39,7 +41,9 @@ fuzz_target!(|data: &[u8]| {
         let _ = t.uuid();
         for cell in keys::triple_cells(graph, &t) {
             match keys::decode_row_key(&cell.row_key).expect("row key decodes") {
-                DecodedKey::Triple { graph: g, index, .. } => {
+                DecodedKey::Triple {
+                    graph: g, index, ..
+                } => {
                     assert_eq!(g, graph);
                     assert_eq!(index, cell.index);
                 }
