@@ -7,7 +7,10 @@
 //! benches/README.md, "Scale").
 //!
 //! `ROWKIT_SCALE_SIZES=1000,10000,100000,1000000` (the default) sets the sizes;
-//! `ROWKIT_SCALE_SCHEMAS=mt,gold,s3,graph` (the default) the schemas. Tables grow in place from
+//! `ROWKIT_SCALE_SCHEMAS=mt,gold,s3,graph` (the default) the schemas;
+//! `ROWKIT_SCALE_STORE=emulator` runs the same operations, through the same sync facades, on
+//! the Bigtable emulator (`rowkit_bigtable::BigtableStore`, gRPC over loopback) instead of
+//! RedbStore; the memory line then also gives the emulator process's resident memory. Tables grow in place from
 //! one size to the next through each schema's own write path (AddTriples, Put, PutObject);
 //! the mount table is grown by copying a directory of 1 000 mounted leaves made through the
 //! facade (the copy is checked by fsck at the first size), because 1 M mounts through the
@@ -15,9 +18,11 @@
 
 use std::cell::RefCell;
 use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{Mutation, ReadModifyWriteRule, RowSet, RuleOp, Timestamp};
 use rowkit_codec::mounttable as mtc;
 use rowkit_codec::objmeta::json::Json;
@@ -26,7 +31,7 @@ use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, ops_hash};
 use rowkit_codec::triples::Triple;
-use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::driver::{self, Clock, ManualClock, SystemClock};
 use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_embedded::objmeta::ObjectMetadata;
 use rowkit_embedded::objmeta_scenarios::scenario_state;
@@ -55,18 +60,103 @@ fn wanted(schema: &str) -> bool {
         .unwrap_or(true)
 }
 
-/// A fresh RedbStore file (non-durable commits) and its path.
-fn redb(schema: &str) -> (RedbStore, PathBuf) {
+/// Where a schema's table lives for the run: a RedbStore file, or an emulator instance.
+struct Backend {
+    store: Box<dyn Store>,
+    /// The redb file (its size is reported).
+    path: Option<PathBuf>,
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if let Some(path) = &self.path {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// The emulator of `ROWKIT_SCALE_STORE=emulator`, started once.
+static EMULATOR: OnceLock<Emulator> = OnceLock::new();
+
+/// The clock's start: a fixed instant on RedbStore; now on the emulator, whose server-time
+/// cells carry its own clock.
+fn start_time() -> Timestamp {
+    if on_emulator() {
+        SystemClock.now()
+    } else {
+        Timestamp(T0)
+    }
+}
+
+fn on_emulator() -> bool {
+    std::env::var("ROWKIT_SCALE_STORE").is_ok_and(|s| s == "emulator")
+}
+
+/// A fresh backend for `schema`: a RedbStore file with non-durable commits, or a fresh
+/// emulator instance.
+fn backend(schema: &str) -> Backend {
+    if on_emulator() {
+        let emulator = EMULATOR.get_or_init(|| Emulator::start().expect("the Bigtable emulator"));
+        return Backend {
+            store: Box::new(emulator.fresh_store()),
+            path: None,
+        };
+    }
     let path =
         std::env::temp_dir().join(format!("rowkit-scale-{schema}-{}.redb", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let store = RedbStore::open(&path).unwrap().with_durable_commits(false);
-    (store, path)
+    Backend {
+        store: Box::new(store),
+        path: Some(path),
+    }
 }
 
-/// A `/proc/self/status` field in MiB (Linux; 0 elsewhere).
-fn proc_mib(field: &str) -> f64 {
-    std::fs::read_to_string("/proc/self/status")
+/// Resident memory of this process and, on the emulator, of the emulator; the redb file size.
+fn memory(backend: &Backend) -> String {
+    let mut line = format!(
+        "rss {:.0} MiB peak {:.0} MiB",
+        proc_mib("self", "VmRSS:"),
+        proc_mib("self", "VmHWM:")
+    );
+    if let Some(path) = &backend.path {
+        let file = std::fs::metadata(path).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64;
+        line.push_str(&format!(" file {file:.0} MiB"));
+    }
+    if let Some(pid) = emulator_pid() {
+        line.push_str(&format!(
+            " emulator rss {:.0} MiB",
+            proc_mib(&pid.to_string(), "VmRSS:")
+        ));
+    }
+    line
+}
+
+/// The `cbtemulator` process this bench started (a grandchild: the emulator module runs it
+/// under a `sh` wrapper).
+fn emulator_pid() -> Option<u32> {
+    EMULATOR.get()?;
+    let me = std::process::id();
+    let parent_of = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat.rsplit(')')
+            .next()?
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+        let is_emulator = String::from_utf8_lossy(&cmd).contains("cbtemulator");
+        (is_emulator && parent_of(parent_of(pid)?)? == me).then_some(pid)
+    })
+}
+
+/// A `/proc/<pid>/status` field in MiB (Linux; 0 elsewhere).
+fn proc_mib(pid: &str, field: &str) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|s| {
             s.lines()
@@ -83,7 +173,7 @@ fn measure(
     schema: &str,
     name: &str,
     size: u64,
-    path: &PathBuf,
+    backend: &Backend,
     mut op: impl FnMut(u64),
 ) {
     let samples = RefCell::new(Vec::<Duration>::new());
@@ -113,17 +203,19 @@ fn measure(
     s.sort_unstable();
     let at = |q: f64| s[((s.len() as f64 * q) as usize).min(s.len() - 1)];
     let mean = s.iter().sum::<Duration>() / s.len() as u32;
-    let file = std::fs::metadata(path).map_or(0, |m| m.len()) as f64 / (1 << 20) as f64;
     println!(
-        "scale {schema} {name} rows={size}: {:.0} ops/s mean {:.1?} p50 {:.1?} p99 {:.1?} ({} ops) rss {:.0} MiB peak {:.0} MiB file {:.0} MiB",
+        "scale {}{schema} {name} rows={size}: {:.0} ops/s mean {:.1?} p50 {:.1?} p99 {:.1?} ({} ops) {}",
+        if backend.path.is_some() {
+            ""
+        } else {
+            "emulator "
+        },
         1.0 / mean.as_secs_f64(),
         mean,
         at(0.50),
         at(0.99),
         s.len(),
-        proc_mib("VmRSS:"),
-        proc_mib("VmHWM:"),
-        file
+        memory(backend)
     );
 }
 
@@ -145,9 +237,10 @@ fn graph(c: &mut Criterion) {
     if !wanted("graph") {
         return;
     }
-    let (store, path) = redb("graph");
-    let clock = ManualClock::new(Timestamp(T0));
-    let ts = TripleStore::new(&store, &clock);
+    let backend = backend("graph");
+    let store = backend.store.as_ref();
+    let clock = ManualClock::new(start_time());
+    let ts = TripleStore::new(store, &clock);
     ts.setup().unwrap();
     let g = ts.new_graph(b"scale").unwrap();
     let mut have = 0u64;
@@ -164,10 +257,10 @@ fn graph(c: &mut Criterion) {
         growing += started.elapsed();
         grown("graph triples", have, growing);
         let pick = |i: u64| (i * 7919) % have;
-        measure(c, "graph", "exist", size, &path, |i| {
+        measure(c, "graph", "exist", size, &backend, |i| {
             assert!(g.exist(&triple(pick(i))).unwrap());
         });
-        measure(c, "graph", "objects(S,P)", size, &path, |i| {
+        measure(c, "graph", "objects(S,P)", size, &backend, |i| {
             let t = triple(pick(i));
             let found = g
                 .lookup(
@@ -177,16 +270,12 @@ fn graph(c: &mut Criterion) {
                 .unwrap();
             assert!(!found.is_empty());
         });
-        measure(c, "graph", "add 1 triple", size, &path, |_| {
+        measure(c, "graph", "add 1 triple", size, &backend, |_| {
             added += 1;
             let t = Triple::parse(format!("/n<x{added}>\t\"new\"@[]\t/n<y>").as_bytes()).unwrap();
             g.add_triples(vec![t]).unwrap();
         });
     }
-    drop(g);
-    drop(ts);
-    drop(store);
-    let _ = std::fs::remove_file(&path);
 }
 
 // ---- trace store -----------------------------------------------------------------------------
@@ -211,10 +300,11 @@ fn gold(c: &mut Criterion) {
     if !wanted("gold") {
         return;
     }
-    let (store, path) = redb("gold");
-    TraceStore::<RedbStore, ManualClock>::setup(&store, "gold", Layout::Md5).unwrap();
-    let clock = ManualClock::new(Timestamp(T0));
-    let mut ts = TraceStore::open(&store, &clock, "gold", None, 1).unwrap();
+    let backend = backend("gold");
+    let store = backend.store.as_ref();
+    TraceStore::<dyn Store, ManualClock>::setup(store, "gold", Layout::Md5).unwrap();
+    let clock = ManualClock::new(start_time());
+    let mut ts = TraceStore::open(store, &clock, "gold", None, 1).unwrap();
     let mut commits = 0u64;
     let mut growing = Duration::ZERO;
     for size in sizes() {
@@ -232,20 +322,24 @@ fn gold(c: &mut Criterion) {
         growing += started.elapsed();
         grown("gold trace values", commits * TRACES, growing);
         let last = commits as i64 - 1;
-        measure(c, "gold", "put 1 value", size, &path, |i| {
+        measure(c, "gold", "put 1 value", size, &backend, |i| {
             let t = i % TRACES;
             ts.put(last, None, entries(t..t + 1, i), Timestamp(T0))
                 .unwrap();
         });
-        measure(c, "gold", "read 1 commit (1000 traces)", size, &path, |i| {
-            let commit = ((i * 7919) % commits) as i64;
-            let tile = ts.read_range(commit, commit).unwrap();
-            assert_eq!(tile.traces.len() as u64, TRACES);
-        });
+        measure(
+            c,
+            "gold",
+            "read 1 commit (1000 traces)",
+            size,
+            &backend,
+            |i| {
+                let commit = ((i * 7919) % commits) as i64;
+                let tile = ts.read_range(commit, commit).unwrap();
+                assert_eq!(tile.traces.len() as u64, TRACES);
+            },
+        );
     }
-    drop(ts);
-    drop(store);
-    let _ = std::fs::remove_file(&path);
 }
 
 // ---- object metadata -------------------------------------------------------------------------
@@ -254,9 +348,10 @@ fn s3(c: &mut Criterion) {
     if !wanted("s3") {
         return;
     }
-    let (store, path) = redb("s3");
-    let clock = ManualClock::new(Timestamp(T0));
-    let mut om = ObjectMetadata::new(&store, &clock, scenario_state("scale", VFormat::V1), 1);
+    let backend = backend("s3");
+    let store = backend.store.as_ref();
+    let clock = ManualClock::new(start_time());
+    let mut om = ObjectMetadata::new(store, &clock, scenario_state("scale", VFormat::V1), 1);
     om.setup().unwrap();
     let j = |s: &str| Json::parse(s).unwrap();
     om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
@@ -281,15 +376,15 @@ fn s3(c: &mut Criterion) {
         growing += started.elapsed();
         grown("s3 objects", have, growing);
         let pick = |i: u64| (i * 7919) % have;
-        measure(c, "s3", "get", size, &path, |i| {
+        measure(c, "s3", "get", size, &backend, |i| {
             om.get_object("b", &key(pick(i)), None).unwrap();
         });
-        measure(c, "s3", "put (overwrite)", size, &path, |i| {
+        measure(c, "s3", "put (overwrite)", size, &backend, |i| {
             om.put_object("b", &key(pick(i)), &value, Some(&plain))
                 .unwrap();
         });
         om.take_events();
-        measure(c, "s3", "list 100 from a marker", size, &path, |i| {
+        measure(c, "s3", "list 100 from a marker", size, &backend, |i| {
             let p = ListingParams {
                 listing_type: ListingType::DelimiterMaster,
                 max_keys: Some(100),
@@ -299,9 +394,6 @@ fn s3(c: &mut Criterion) {
             om.list_object("b", &p).unwrap();
         });
     }
-    drop(om);
-    drop(store);
-    let _ = std::fs::remove_file(&path);
 }
 
 // ---- mount table -----------------------------------------------------------------------------
@@ -314,10 +406,11 @@ fn mt(c: &mut Criterion) {
     if !wanted("mt") {
         return;
     }
-    let (store, path) = redb("mt");
-    let clock = ManualClock::new(Timestamp(T0));
+    let backend = backend("mt");
+    let store = backend.store.as_ref();
+    let clock = ManualClock::new(start_time());
     let t = MountTable::new(
-        &store,
+        store,
         &clock,
         MtConfig {
             tables: Tables::new("mt"),
@@ -330,14 +423,14 @@ fn mt(c: &mut Criterion) {
     for i in 0..LEAVES {
         t.mount(&who, &format!("d0/n{i}"), SERVER, 0, 0).unwrap();
     }
-    let template = template_rows(&store);
+    let template = template_rows(store);
     let mut dirs = 1u64;
     let mut growing = Duration::ZERO;
     let mut checked = false;
     for size in sizes() {
         let started = Instant::now();
         while dirs * (LEAVES + 1) < size {
-            copy_dir(&store, &template, dirs);
+            copy_dir(store, &template, dirs);
             dirs += 1;
         }
         growing += started.elapsed();
@@ -353,16 +446,13 @@ fn mt(c: &mut Criterion) {
             let k = (i * 7919) % (dirs * LEAVES);
             format!("d{}/n{}", k / LEAVES, k % LEAVES)
         };
-        measure(c, "mt", "resolve", size, &path, |i| {
+        measure(c, "mt", "resolve", size, &backend, |i| {
             t.resolve(&who, &format!("{}/rest", pick(i))).unwrap();
         });
-        measure(c, "mt", "mount (refresh)", size, &path, |i| {
+        measure(c, "mt", "mount (refresh)", size, &backend, |i| {
             t.mount(&who, &pick(i), SERVER, 0, 0).unwrap();
         });
     }
-    drop(t);
-    drop(store);
-    let _ = std::fs::remove_file(&path);
 }
 
 /// The template directory: the `d0` row, its leaves (name suffix after `d0/`), and root's
@@ -379,7 +469,7 @@ fn cells_of(row: &rowkit_codec::model::Row) -> Vec<Mutation> {
     row.cells.iter().map(|c| c.to_set_cell()).collect()
 }
 
-fn template_rows(store: &RedbStore) -> Template {
+fn template_rows(store: &dyn Store) -> Template {
     let rows = driver::read_rows(
         store,
         ReadRowsRequest {
@@ -394,7 +484,7 @@ fn template_rows(store: &RedbStore) -> Template {
     let mut creator = String::new();
     let mut leaves = Vec::new();
     for row in &rows {
-        let node = mtc::decode_node(row, T0).unwrap();
+        let node = mtc::decode_node(row, start_time().0).unwrap();
         if node.name == "d0" {
             creator = node.creator.clone();
             dir = Some((cells_of(row), node.id.clone()));
@@ -414,7 +504,7 @@ fn template_rows(store: &RedbStore) -> Template {
 
 /// Writes directory `d<k>` as a copy of the template (same ids, versions and timestamps under
 /// new names), links it into the root and counts its nodes and servers.
-fn copy_dir(store: &RedbStore, template: &Template, k: u64) {
+fn copy_dir(store: &dyn Store, template: &Template, k: u64) {
     let dir = format!("d{k}");
     let mut entries = vec![MutateRowsEntry {
         row_key: mtc::row_key(&dir),
