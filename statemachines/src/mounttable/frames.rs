@@ -167,6 +167,23 @@ pub(crate) fn set_perms_call(node: &NodeRow, perms: &Permissions) -> Call {
     }
 }
 
+/// Whether `parent` references this incarnation of `child`.
+fn references(parent: &NodeRow, child: &NodeRow) -> bool {
+    let name = codec::split(&child.name).1;
+    parent
+        .children
+        .iter()
+        .any(|c| c.id == child.id && c.name == name)
+}
+
+/// The wait after a conflict: `(next_u64 % 50)` ms, bounded by the operation deadline.
+pub(crate) fn back_off(env: &mut Env) -> Call {
+    let jitter = (env.next_u64() % 50) as i64 * 1000;
+    Call::Sleep {
+        until: env.now.saturating_add_micros(jitter).min(env.ctx.deadline),
+    }
+}
+
 /// Whether a child reference is a leftover that a creator of the same name may remove.
 ///
 /// rowkit fix (btmtd removes every same-name reference of its parent snapshot, §11.1 step
@@ -601,6 +618,7 @@ enum EnsureLinkedState {
     ParentRead,
     ChildReread,
     OrphanRemoved,
+    OrphanUnreferenced,
     OrphanUncounted,
     Relinked,
 }
@@ -664,6 +682,23 @@ impl EnsureLinked {
                 if let Err(e) = input {
                     env.warn("remove orphaned new child", e);
                     return Step::Return(Err(MtError::ConcurrentAccess));
+                }
+                // A walker may have adopted the row into a parent created again meanwhile
+                // (`AccessNode`): its reference goes with the row.
+                self.state = EnsureLinkedState::OrphanUnreferenced;
+                mutate_parent(
+                    env,
+                    &self.parent_name,
+                    vec![delete_column(
+                        FAMILY_CHILDREN,
+                        &codec::child_qualifier(&self.id, &self.child),
+                    )],
+                    Half::First,
+                )
+            }
+            EnsureLinkedState::OrphanUnreferenced => {
+                if let Err(e) = input {
+                    env.warn("remove the reference of an orphaned new child", e);
                 }
                 self.state = EnsureLinkedState::OrphanUncounted;
                 Step::Push(Increment::frame(
@@ -1191,6 +1226,8 @@ pub(crate) struct AccessNode {
     parent: Option<NodeRow>,
     /// The node GC is looking at.
     found: Option<NodeRow>,
+    /// The unreferenced node being adopted, and its reference's qualifier.
+    adopting: Option<(NodeRow, Vec<u8>)>,
     state: AccessState,
 }
 
@@ -1198,6 +1235,10 @@ pub(crate) struct AccessNode {
 enum AccessState {
     Start,
     Read,
+    Adopted,
+    AdoptionChecked,
+    AdoptionUndone,
+    BackedOff,
     Created,
     Collected,
 }
@@ -1215,6 +1256,7 @@ impl AccessNode {
             current: String::new(),
             parent: None,
             found: None,
+            adopting: None,
             state: AccessState::Start,
         })
     }
@@ -1224,12 +1266,79 @@ impl AccessNode {
             AccessState::Start => self.restart(env),
             AccessState::Read => match tri!(Value::node(input)) {
                 Some(node) => {
+                    // rowkit fix: rows are found by key, so a walk could build on a node its
+                    // parent does not reference (a creator's row that landed after a subtree
+                    // delete took its parent): what is then mounted or created under it is out
+                    // of reach of the parent's deletes, an orphaned branch. A walk that
+                    // creates adopts such a node (OCC on the parent), checks that the node
+                    // still exists (else takes the reference back) and walks again.
+                    let adopt = match &self.parent {
+                        Some(p) if self.create && !references(p, &node) => Some(p.clone()),
+                        _ => None,
+                    };
+                    if let Some(parent) = adopt {
+                        let qualifier =
+                            codec::child_qualifier(&node.id, codec::split(&node.name).1);
+                        self.adopting = Some((node, qualifier.clone()));
+                        self.state = AccessState::Adopted;
+                        return Step::Await(Call::Mutate {
+                            node: parent,
+                            mutations: vec![set(
+                                FAMILY_CHILDREN,
+                                &qualifier,
+                                Timestamp::SERVER_TIME,
+                                MARKER_VALUE,
+                            )],
+                            delete: false,
+                        });
+                    }
                     self.found = Some(node.clone());
                     self.state = AccessState::Collected;
                     Step::Push(Gc::frame(node))
                 }
                 None => self.create_missing(env),
             },
+            AccessState::Adopted => match input {
+                Ok(_) => {
+                    let name = self.adopting.as_ref().map(|(n, _)| n.name.clone());
+                    self.state = AccessState::AdoptionChecked;
+                    get_node(&name.unwrap_or_default())
+                }
+                Err(MtError::ConcurrentAccess) => {
+                    tri!(env.check_deadline());
+                    self.adopting = None;
+                    self.state = AccessState::BackedOff;
+                    Step::Await(back_off(env))
+                }
+                Err(e) => Step::Return(Err(e)),
+            },
+            AccessState::AdoptionChecked => {
+                let now = tri!(Value::node(input));
+                let Some((adopted, qualifier)) = self.adopting.take() else {
+                    return self.restart(env);
+                };
+                if now.is_some_and(|n| n.id == adopted.id) {
+                    return self.restart(env);
+                }
+                // Deleted meanwhile (its deleter may have removed our reference already).
+                self.state = AccessState::AdoptionUndone;
+                mutate_parent(
+                    env,
+                    codec::split(&adopted.name).0,
+                    vec![delete_column(FAMILY_CHILDREN, &qualifier)],
+                    Half::First,
+                )
+            }
+            AccessState::AdoptionUndone => {
+                if let Err(e) = input {
+                    env.warn("take back the reference of a deleted node", e);
+                }
+                self.restart(env)
+            }
+            AccessState::BackedOff => {
+                tri!(input);
+                self.restart(env)
+            }
             AccessState::Created => {
                 let Some(node) = tri!(Value::node(input)) else {
                     return Step::Return(Err(MtError::ConcurrentAccess));

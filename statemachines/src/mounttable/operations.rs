@@ -14,7 +14,7 @@ use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, Node
 
 use super::frames::{
     AccessNode, CreateChild, CreateRow, Delete, DeleteAndGc, Frame, Increment, MountNode,
-    UnmountNode, authorize, delete_column, entry_of, set_perms_call, tri,
+    UnmountNode, authorize, back_off, delete_column, entry_of, set_perms_call, tri,
 };
 use super::glob::Glob;
 use super::machine::{Call, Env, Half, Input, Step, Value, mismatch};
@@ -56,10 +56,8 @@ impl Retry {
             RetryState::Start => self.attempt(env),
             RetryState::Attempted => match input {
                 Err(MtError::ConcurrentAccess) => {
-                    let jitter = (env.next_u64() % 50) as i64 * 1000;
-                    let until = env.now.saturating_add_micros(jitter).min(env.ctx.deadline);
                     self.state = RetryState::BackedOff;
-                    Step::Await(Call::Sleep { until })
+                    Step::Await(back_off(env))
                 }
                 other => Step::Return(other),
             },
