@@ -434,6 +434,9 @@ fn mt(c: &mut Criterion) {
             dirs += 1;
         }
         growing += started.elapsed();
+        // The copies bypassed the facade, whose hot-row cache may hold the root from before
+        // them for up to its 1 s TTL: let that pass.
+        clock.advance_to(clock.now().saturating_add_micros(2_000_000));
         if !checked && dirs > 1 {
             // The copies are what the facade would have written: fsck finds nothing.
             let summary = t.fsck(false, |_| {}).unwrap();
