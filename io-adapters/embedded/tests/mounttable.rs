@@ -49,10 +49,10 @@ fn concurrency_redb() {
     }
 }
 
-/// §22 22 exactly as the spec states it (no fsck after the final deletes): fails about one
-/// run in ten on the known orphan race of issue 4 (`concurrent_mount_delete`'s doc).
+/// §22 22 exactly as the spec states it (no fsck after the final deletes); see the known race
+/// in `concurrent_mount_delete`'s doc.
 #[test]
-#[ignore = "known race, issue 4: an orphaned branch survives the final deletes in ~1 run of 10"]
+#[ignore = "known race, issue 4: an orphaned branch survived the final deletes once in CI"]
 fn concurrent_mount_delete_strict_memory() {
     let store = MemoryStore::new();
     rowkit_embedded::mounttable_scenarios::concurrent_mount_delete_strict(
