@@ -92,24 +92,27 @@ fn on_emulator() -> bool {
     std::env::var("ROWKIT_SCALE_STORE").is_ok_and(|s| s == "emulator")
 }
 
-/// A fresh backend for `schema`: a RedbStore file with non-durable commits, or a fresh
-/// emulator instance.
-fn backend(schema: &str) -> Backend {
+/// A fresh backend for `schema` if `ROWKIT_SCALE_SCHEMAS` wants it: a RedbStore file with
+/// non-durable commits, or a fresh emulator instance.
+fn backend(schema: &str) -> Option<Backend> {
+    if !wanted(schema) {
+        return None;
+    }
     if on_emulator() {
         let emulator = EMULATOR.get_or_init(|| Emulator::start().expect("the Bigtable emulator"));
-        return Backend {
+        return Some(Backend {
             store: Box::new(emulator.fresh_store()),
             path: None,
-        };
+        });
     }
     let path =
         std::env::temp_dir().join(format!("rowkit-scale-{schema}-{}.redb", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let store = RedbStore::open(&path).unwrap().with_durable_commits(false);
-    Backend {
+    Some(Backend {
         store: Box::new(store),
         path: Some(path),
-    }
+    })
 }
 
 /// Resident memory of this process and, on the emulator, of the emulator; the redb file size.
@@ -234,10 +237,9 @@ fn triple(i: u64) -> Triple {
 }
 
 fn graph(c: &mut Criterion) {
-    if !wanted("graph") {
+    let Some(backend) = backend("graph") else {
         return;
-    }
-    let backend = backend("graph");
+    };
     let store = backend.store.as_ref();
     let clock = ManualClock::new(start_time());
     let ts = TripleStore::new(store, &clock);
@@ -297,10 +299,9 @@ fn entries(traces: std::ops::Range<u64>, commit: u64) -> Vec<PutEntry> {
 }
 
 fn gold(c: &mut Criterion) {
-    if !wanted("gold") {
+    let Some(backend) = backend("gold") else {
         return;
-    }
-    let backend = backend("gold");
+    };
     let store = backend.store.as_ref();
     TraceStore::<dyn Store, ManualClock>::setup(store, "gold", Layout::Md5).unwrap();
     let clock = ManualClock::new(start_time());
@@ -345,10 +346,9 @@ fn gold(c: &mut Criterion) {
 // ---- object metadata -------------------------------------------------------------------------
 
 fn s3(c: &mut Criterion) {
-    if !wanted("s3") {
+    let Some(backend) = backend("s3") else {
         return;
-    }
-    let backend = backend("s3");
+    };
     let store = backend.store.as_ref();
     let clock = ManualClock::new(start_time());
     let mut om = ObjectMetadata::new(store, &clock, scenario_state("scale", VFormat::V1), 1);
@@ -403,10 +403,9 @@ const LEAVES: u64 = 1_000;
 const SERVER: &str = "/127.0.0.1:8000/x";
 
 fn mt(c: &mut Criterion) {
-    if !wanted("mt") {
+    let Some(backend) = backend("mt") else {
         return;
-    }
-    let backend = backend("mt");
+    };
     let store = backend.store.as_ref();
     let clock = ManualClock::new(start_time());
     let t = MountTable::new(

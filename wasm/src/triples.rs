@@ -14,7 +14,7 @@ use rowkit_statemachines::triples::{
     OperationConfig, RemoveTriples, TriplesError,
 };
 use rowkit_statemachines::{Machine, SplitMix64, Timestamp};
-use serde_json::{Value, json};
+use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -35,19 +35,8 @@ fn triples_error(e: TriplesError) -> JsValue {
     js::store_error(&s)
 }
 
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
 fn found_json(f: &Found) -> Value {
-    json!({
-        "triple": text(&f.triple.to_text()),
-        "subject": text(&f.triple.subject.to_text()),
-        "predicate": text(&f.triple.predicate.to_text()),
-        "object": text(&f.triple.object.to_text()),
-        "uuid": f.triple.uuid().to_text(),
-        "item": text(&f.item().to_text()),
-    })
+    serde_json::to_value(f.to_text()).unwrap_or(Value::Null)
 }
 
 fn parse_triples(list: Vec<String>) -> Result<Vec<Triple>, JsValue> {

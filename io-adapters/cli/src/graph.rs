@@ -117,14 +117,7 @@ fn text(b: &[u8]) -> String {
 }
 
 fn found_json(f: &Found) -> Value {
-    json!({
-        "triple": text(&f.triple.to_text()),
-        "subject": text(&f.triple.subject.to_text()),
-        "predicate": text(&f.triple.predicate.to_text()),
-        "object": text(&f.triple.object.to_text()),
-        "uuid": f.triple.uuid().to_text(),
-        "item": text(&f.item().to_text()),
-    })
+    serde_json::to_value(f.to_text()).unwrap_or(Value::Null)
 }
 
 fn method_of(name: &str, args: &[String]) -> Result<LookupMethod, CliError> {

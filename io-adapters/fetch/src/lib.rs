@@ -87,18 +87,6 @@ pub fn now() -> Timestamp {
     Timestamp((js_sys::Date::now() * 1000.0) as i64)
 }
 
-/// The table a request is for.
-pub fn table_of(request: &Request) -> &str {
-    match request {
-        Request::ReadRows(r) => &r.table,
-        Request::MutateRow(r) => &r.table,
-        Request::MutateRows(r) => &r.table,
-        Request::CheckAndMutateRow(r) => &r.table,
-        Request::ReadModifyWriteRow(r) => &r.table,
-        Request::SampleRowKeys(r) => &r.table,
-    }
-}
-
 /// One delivery from a request task to the loop: a response (or a stream part), and whether
 /// it is the last one for its tag.
 struct Delivery {
@@ -298,7 +286,7 @@ async fn perform(
     signal: &AbortSignal,
     tx: &mut mpsc::Sender<Delivery>,
 ) -> Result<(), StoreError> {
-    let url = gateway.url(table_of(request), method);
+    let url = gateway.url(request.table(), method);
     let init = RequestInit::new();
     init.set_mode(RequestMode::Cors);
     init.set_credentials(RequestCredentials::Omit);

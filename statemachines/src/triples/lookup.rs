@@ -493,7 +493,38 @@ pub struct Found {
     pub projection: Projection,
 }
 
+/// A [`Found`] as text, the shape the CLI's `--json` and the wasm `Graph` client answer
+/// (serialised with its keys in order: item, object, predicate, subject, triple, uuid).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct FoundText {
+    /// The emitted item's text.
+    pub item: String,
+    /// The object's text.
+    pub object: String,
+    /// The predicate's text.
+    pub predicate: String,
+    /// The subject's text.
+    pub subject: String,
+    /// The triple's text (tab-separated).
+    pub triple: String,
+    /// The triple's UUID.
+    pub uuid: String,
+}
+
 impl Found {
+    /// Every part as text (non-UTF-8 bytes replaced).
+    pub fn to_text(&self) -> FoundText {
+        let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+        FoundText {
+            item: text(self.item().to_text()),
+            object: text(self.triple.object.to_text()),
+            predicate: text(self.triple.predicate.to_text()),
+            subject: text(self.triple.subject.to_text()),
+            triple: text(self.triple.to_text()),
+            uuid: self.triple.uuid().to_text(),
+        }
+    }
+
     /// The emitted item (spec §5.2 step 7).
     pub fn item(&self) -> Item {
         match self.projection {
@@ -720,6 +751,23 @@ impl Flow for ExistFlow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_found_triple_as_text() {
+        let triple = Triple::parse(b"/u<joe>\t\"knows\"@[]\t/u<mary>").unwrap();
+        let found = Found {
+            triple: triple.clone(),
+            projection: Projection::Object,
+        };
+        let json = serde_json::to_string(&found.to_text()).unwrap();
+        assert_eq!(
+            json,
+            alloc::format!(
+                r#"{{"item":"/u<mary>","object":"/u<mary>","predicate":"\"knows\"@[]","subject":"/u<joe>","triple":"/u<joe>\t\"knows\"@[]\t/u<mary>","uuid":"{}"}}"#,
+                triple.uuid().to_text()
+            )
+        );
+    }
 
     #[test]
     fn every_method_name_parses_and_bad_input_is_an_error() {

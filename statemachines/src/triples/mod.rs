@@ -32,8 +32,8 @@ pub use graph::{
     NewGraph, NewGraphFlow,
 };
 pub use lookup::{
-    Exist, FilterField, FilterOperation, FilterOptions, Found, Item, Lookup, LookupMethod,
-    LookupOptions, LookupParseError, Pipeline, Projection, filter_candidates,
+    Exist, FilterField, FilterOperation, FilterOptions, Found, FoundText, Item, Lookup,
+    LookupMethod, LookupOptions, LookupParseError, Pipeline, Projection, filter_candidates,
 };
 pub use op::Op;
 pub use write::{AddFlow, AddTriples, RemoveFlow, RemoveTriples};
