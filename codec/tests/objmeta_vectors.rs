@@ -1,12 +1,13 @@
 #![allow(clippy::unwrap_used)]
 //! Every pure case of `$ROWKIT_SHARED/vectors/objmeta.json`: version ids and encodings, keys,
-//! row keys, `inc`, listing ranges, row ranges, row cells, `genMDParams` and filter traces.
+//! row keys, `inc`, listing ranges, row ranges, row cells, metastore rows, `genMDParams` and
+//! filter traces.
 
 use rowkit_codec::model::{KeyBound, Mutation};
 use rowkit_codec::objmeta::cells::replace;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{
-    VFormat, collection_for_bucket, inc, master_key, row_key, version_key,
+    METASTORE, VFormat, collection_for_bucket, inc, master_key, row_key, version_key,
 };
 use rowkit_codec::objmeta::listing::{Listing, ListingParams, MdParams, Skip};
 use rowkit_codec::objmeta::range::RangeParams;
@@ -173,31 +174,67 @@ fn row_cells() {
     {
         let value = oc.get("value").unwrap().clone();
         let muts = replace(&value, None);
-        let mut cells = serde_json::Map::new();
-        for m in &muts {
-            if let Mutation::SetCell {
-                family,
-                qualifier,
-                value,
-                timestamp,
-                ..
-            } = m
-            {
-                assert_eq!(timestamp.0, 0);
-                let q = String::from_utf8(qualifier.clone()).unwrap();
-                if family == "d" {
-                    cells.insert(
-                        format!("d:{q}"),
-                        Value::String(String::from_utf8(value.clone()).unwrap()),
-                    );
-                } else {
-                    cells.insert(format!("f:{q}_hex"), Value::String(hex(value)));
-                }
-            }
-        }
-        assert_eq!(Value::Object(cells), c["cells"], "{}", c["arsenal_key"]);
+        assert_eq!(set_cells(&muts), c["cells"], "{}", c["arsenal_key"]);
         assert_eq!(muts[0], Mutation::DeleteFromFamily { family: "f".into() });
     }
+}
+
+/// The `d:` / `f:` cells a mutation list sets, as the vectors write them (`f:` values hex).
+fn set_cells(muts: &[Mutation]) -> Value {
+    let mut cells = serde_json::Map::new();
+    for m in muts {
+        if let Mutation::SetCell {
+            family,
+            qualifier,
+            value,
+            timestamp,
+        } = m
+        {
+            assert_eq!(timestamp.0, 0);
+            let q = String::from_utf8(qualifier.clone()).unwrap();
+            if family == "d" {
+                cells.insert(
+                    format!("d:{q}"),
+                    Value::String(String::from_utf8(value.clone()).unwrap()),
+                );
+            } else {
+                cells.insert(format!("f:{q}_hex"), Value::String(hex(value)));
+            }
+        }
+    }
+    Value::Object(cells)
+}
+
+/// Every `metastore_rows` case (`b`, `PENSIEVE`, `users..bucket`): the row key, the vFormat
+/// createBucket gives the bucket (default v1), and exactly the cells of
+/// `REPLACE(value, vFormat)`.
+#[test]
+fn metastore_rows() {
+    let ordered = ordered_vectors();
+    let Some(Json::Array(ordered_cases)) = ordered.get("metastore_rows") else {
+        panic!("metastore_rows missing")
+    };
+    let cases = vectors()["metastore_rows"].as_array().unwrap().clone();
+    assert_eq!(cases.len(), ordered_cases.len());
+    let mut buckets = Vec::new();
+    for (c, oc) in cases.iter().zip(ordered_cases) {
+        let bucket = s(&c["bucket"]);
+        buckets.push(bucket.to_string());
+        assert_eq!(
+            hex(&row_key(METASTORE, bucket)),
+            s(&c["row_key_hex"]),
+            "{bucket}"
+        );
+        assert_eq!(s(&c["document"]["_id"]), bucket);
+        let vformat = VFormat::for_new_bucket(bucket, VFormat::V1);
+        assert_eq!(vformat.as_str(), s(&c["document"]["vFormat"]), "{bucket}");
+        let value = oc.get("document").unwrap().get("value").unwrap().clone();
+        let muts = replace(&value, Some(vformat.as_str()));
+        assert_eq!(muts[0], Mutation::DeleteFromFamily { family: "f".into() });
+        assert_eq!(set_cells(&muts), c["cells"], "{bucket}");
+    }
+    buckets.sort();
+    assert_eq!(buckets, ["PENSIEVE", "b", "users..bucket"]);
 }
 
 #[test]

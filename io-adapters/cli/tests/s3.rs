@@ -216,3 +216,75 @@ fn objects_versions_and_listings() {
     let del = s.ok(&["--json", "s3", "bucket", "delete", "c"]);
     assert_eq!(del["deleted_rows"], 7);
 }
+
+/// Scenario 19 through `s3 put --version-id X --repair-master` (Case4, `objmeta.md` 7): with
+/// the master at X the master becomes the updated X; after a newer version only `V(X)`
+/// changes and the master stays; the result echoes the value's `versionId`.
+#[test]
+fn put_repair_master() {
+    let s = Scratch::new("repair-master");
+    s.ok(&["--json", "s3", "setup"]);
+    s.ok(&["--json", "s3", "bucket", "create", "b"]);
+    let put = |now: &str, value: &str, extra: &[&str]| {
+        let mut args = vec![
+            "--json", "--now", now, "s3", "--pid", "4242", "put", "b", "k", "--value", value,
+        ];
+        args.extend_from_slice(extra);
+        s.ok(&args)
+    };
+    let x = put(
+        "1700000000001000",
+        r#"{"key":"k","n":1}"#,
+        &["--versioning"],
+    )["version_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(x, "98299999999998999999RG001  4242.0");
+    let x2 = json!({"key": "k", "n": 2, "versionId": x});
+    let r = put(
+        "1700000000002000",
+        &x2.to_string(),
+        &["--version-id", &x, "--repair-master"],
+    );
+    assert_eq!(r["result"], json!(format!(r#"{{"versionId": "{x}"}}"#)));
+    assert_eq!(r["version_id"], json!(x));
+    assert_eq!(
+        r["events"],
+        json!([
+            {"type": "put", "collection": "b", "key": format!("\u{7f}Vk\u{0}{x}"), "value": x2},
+            {"type": "put", "collection": "b", "key": "\u{7f}Mk", "value": x2},
+        ])
+    );
+    assert_eq!(s.ok(&["--json", "s3", "get", "b", "k"])["value"], x2);
+    let v2 = put(
+        "1700000000003000",
+        r#"{"key":"k","n":3}"#,
+        &["--versioning"],
+    )["version_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let x4 = json!({"key": "k", "n": 4, "versionId": x});
+    let r = put(
+        "1700000000004000",
+        &x4.to_string(),
+        &["--version-id", &x, "--repair-master"],
+    );
+    assert_eq!(r["version_id"], json!(x));
+    let master = s.ok(&["--json", "s3", "get", "b", "k"]);
+    assert_eq!(
+        master["value"],
+        json!({"key": "k", "n": 3, "versionId": v2})
+    );
+    let vx = s.ok(&["--json", "s3", "get", "b", "k", "--version-id", &x]);
+    assert_eq!(vx["value"], x4);
+    // No versionId in the value: the result says "undefined".
+    let r = put(
+        "1700000000005000",
+        r#"{"key":"k","n":5}"#,
+        &["--version-id", &x, "--repair-master"],
+    );
+    assert_eq!(r["result"], json!(r#"{"versionId": "undefined"}"#));
+    assert_eq!(r["version_id"], json!("undefined"));
+}

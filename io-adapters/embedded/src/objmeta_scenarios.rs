@@ -6,8 +6,10 @@
 //!
 //! Also the acceptance scenarios the traces do not cover ([`ACCEPTANCE`]: metastore, uuid and
 //! count, change events and the repair machine, the vFormat cache, the deadline, the skip
-//! streak's requests, deleted-flag invisibility) and the crash at every cut point of a
-//! versioned put or delete ([`crash_at_every_cut`]). Like tests, they panic on a failure.
+//! streak's requests, deleted-flag invisibility, the single-format traces replayed in the other
+//! format, and scenarios 10–13 and 19 in both formats) and the crash at every cut point of
+//! nine versioned puts and deletes ([`crash_at_every_cut`]). Like tests, they panic on a
+//! failure.
 #![allow(clippy::unwrap_used, clippy::panic)]
 
 use rowkit_codec::model::{RowRange, RowSet};
@@ -338,64 +340,77 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
     let clock = ManualClock::new(Timestamp::from_millis(T0));
     let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 1);
     om.setup().unwrap();
-    let b_case = arr(v, "metastore_rows")
-        .iter()
-        .find(|c| c.get("bucket") == Some(&Json::str("b")))
-        .unwrap();
-    let md = b_case
-        .get("document")
-        .unwrap()
-        .get("value")
-        .unwrap()
-        .clone();
-    assert_eq!(om.create_bucket("b", &md).unwrap(), VFormat::V1);
-    for special in ["users..bucket", "PENSIEVE", "mpuShadowBucketb"] {
-        let mut m = md.clone();
-        m.as_object_mut().unwrap().set("name", Json::str(special));
-        assert_eq!(
-            om.create_bucket(special, &m).unwrap(),
-            VFormat::V0,
-            "{special}"
+    // Every `metastore_rows` case (b, PENSIEVE, users..bucket) created with its own md, and
+    // mpuShadowBucketb with b's md renamed.
+    let cases = arr(v, "metastore_rows");
+    assert_eq!(cases.len(), 3);
+    let md_of = |bucket: &str| {
+        cases
+            .iter()
+            .find(|c| c.get("bucket") == Some(&Json::str(bucket)))
+            .map(|c| c.get("document").unwrap().get("value").unwrap().clone())
+    };
+    let md = md_of("b").unwrap();
+    for (bucket, vf) in [
+        ("b", VFormat::V1),
+        ("users..bucket", VFormat::V0),
+        ("PENSIEVE", VFormat::V0),
+        ("mpuShadowBucketb", VFormat::V0),
+    ] {
+        let m = md_of(bucket).unwrap_or_else(|| {
+            let mut m = md.clone();
+            m.as_object_mut().unwrap().set("name", Json::str(bucket));
+            m
+        });
+        assert_eq!(om.create_bucket(bucket, &m).unwrap(), vf, "{bucket}");
+    }
+    // Each vector row: the request wrote exactly the vector's cells, and the row is there.
+    let writes = rec.take();
+    let rows = bucket_rows(&rec, table, "__metastore").unwrap();
+    for case in cases {
+        let bucket = case.get("bucket").and_then(Json::as_str).unwrap();
+        let row = rows
+            .iter()
+            .find(|r| r.get("key") == Some(&Json::str(bucket)))
+            .unwrap();
+        assert_eq!(row.get("row_key_hex"), case.get("row_key_hex"), "{bucket}");
+        let row_key = rowkit_codec::objmeta::keys::row_key("__metastore", bucket);
+        let Some(Request::MutateRow(write)) = writes
+            .iter()
+            .find(|r| matches!(r, Request::MutateRow(m) if m.row_key == row_key))
+        else {
+            panic!("no metastore write for {bucket}")
+        };
+        let mut cells = Vec::new();
+        for m in &write.mutations {
+            if let rowkit_codec::model::Mutation::SetCell {
+                family,
+                qualifier,
+                value,
+                ..
+            } = m
+            {
+                let q = String::from_utf8(qualifier.clone()).unwrap();
+                let text = if family == "d" {
+                    String::from_utf8(value.clone()).unwrap()
+                } else {
+                    value.iter().map(|b| format!("{b:02x}")).collect()
+                };
+                let name = if family == "d" {
+                    format!("d:{q}")
+                } else {
+                    format!("f:{q}_hex")
+                };
+                cells.push((name, Json::str(text)));
+            }
+        }
+        let got = Json::Object(cells.into_iter().collect());
+        assert!(
+            json_eq(&got, case.get("cells").unwrap()),
+            "{bucket}: cells {}",
+            got.stringify()
         );
     }
-    // The metastore row holds exactly the vector's cells.
-    let rows = bucket_rows(&rec, table, "__metastore").unwrap();
-    let b_row = rows
-        .iter()
-        .find(|r| r.get("key") == Some(&Json::str("b")))
-        .unwrap();
-    assert_eq!(b_row.get("row_key_hex"), b_case.get("row_key_hex"));
-    let cells = b_case.get("cells").unwrap();
-    let Request::MutateRow(write) = rec
-        .take()
-        .into_iter()
-        .find(|r| matches!(r, Request::MutateRow(m) if m.row_key == b"__metastore\x00b"))
-        .unwrap()
-    else {
-        unreachable!()
-    };
-    let cell = |q: &[u8]| {
-        write
-            .mutations
-            .iter()
-            .find_map(|m| match m {
-                rowkit_codec::model::Mutation::SetCell {
-                    qualifier, value, ..
-                } if qualifier == q => Some(value.clone()),
-                _ => None,
-            })
-            .unwrap()
-    };
-    assert_eq!(
-        String::from_utf8(cell(b"value")).unwrap(),
-        cells.get("d:value").unwrap().as_str().unwrap()
-    );
-    assert_eq!(
-        String::from_utf8(cell(b"vFormat")).unwrap(),
-        cells.get("d:vFormat").unwrap().as_str().unwrap()
-    );
-    let hash: String = cell(b"hash").iter().map(|b| format!("{b:02x}")).collect();
-    assert_eq!(hash, cells.get("f:hash_hex").unwrap().as_str().unwrap());
 
     // countItems.
     let count = om.count_items().unwrap();
@@ -849,6 +864,694 @@ pub fn deleted_flag_invisibility(store: &dyn Store, table: &str, vf: VFormat) {
     }
 }
 
+// -------------------------------------------------------------------------------------------
+// Explicit scenarios of `objmeta.md` 18 in both formats: each step one machine run with the
+// scenario clock, its result, the pending repairs and the whole bucket compared with what the
+// spec states.
+
+/// The raw id generated at `T0 + ms` ms with sequence 0 and uid counter `uid` (pid 4242, rg
+/// `RG001`, `objmeta.md` 3.1–3.2): `98299999999998999999RG001  4242.0` for `(1, 0)`.
+pub fn scenario_vid(ms: i64, uid: u64) -> String {
+    format!(
+        "{:014}{:06}RG001  4242.{uid}",
+        99_999_999_999_999 - (T0 + ms),
+        999_999
+    )
+}
+
+/// `value` (JSON text) with `members` (JSON object text) set, in order.
+fn with(value: &str, members: &str) -> Json {
+    let mut v = j(value);
+    let o = v.as_object_mut().unwrap();
+    for (n, m) in j(members).as_object().unwrap().iter() {
+        o.set(n, m.clone());
+    }
+    v
+}
+
+/// `value` with `versionId` set to `vid`.
+fn with_vid(value: &str, vid: &str) -> Json {
+    with(value, &format!(r#"{{"versionId":"{vid}"}}"#))
+}
+
+/// `{"versionId": vid}` as params.
+fn vid_params(vid: &str) -> Json {
+    Json::Object(
+        [("versionId".to_string(), Json::str(vid))]
+            .into_iter()
+            .collect(),
+    )
+}
+
+/// One listed entry: `(key, versionId for DelimiterVersions, value)`.
+type Listed = (String, Option<String>, Json);
+
+/// One explicit scenario run on bucket `b` in one format: the facade, its clock (moved 1 ms
+/// forward before each step, `objmeta.md` 18) and the number of ids generated so far.
+struct Steps<'a> {
+    om: ObjectMetadata<'a, dyn Store + 'a, ManualClock>,
+    clock: &'a ManualClock,
+    store: &'a dyn Store,
+    table: &'a str,
+    vf: VFormat,
+    name: &'static str,
+    ms: i64,
+    uid: u64,
+}
+
+impl<'a> Steps<'a> {
+    fn new(
+        store: &'a dyn Store,
+        clock: &'a ManualClock,
+        table: &'a str,
+        vf: VFormat,
+        name: &'static str,
+    ) -> Self {
+        let mut om = ObjectMetadata::new(store, clock, scenario_state(table, vf), 1);
+        om.setup().unwrap();
+        assert_eq!(
+            om.create_bucket("b", &j(r#"{"name":"b","owner":"ownerid"}"#))
+                .unwrap(),
+            vf
+        );
+        om.take_events();
+        Steps {
+            om,
+            clock,
+            store,
+            table,
+            vf,
+            name,
+            ms: 0,
+            uid: 0,
+        }
+    }
+
+    fn at(&self, what: &str) -> String {
+        format!(
+            "{} [{}] step {}: {what}",
+            self.name,
+            self.vf.as_str(),
+            self.ms
+        )
+    }
+
+    fn tick(&mut self) {
+        self.ms += 1;
+        self.clock.advance_to(Timestamp::from_millis(T0 + self.ms));
+    }
+
+    /// The id generated by the current step (the next uid, sequence 0).
+    fn next_id(&mut self) -> String {
+        let id = scenario_vid(self.ms, self.uid);
+        self.uid += 1;
+        id
+    }
+
+    fn m(&self, key: &str) -> String {
+        rowkit_codec::objmeta::keys::master_key(self.vf, key)
+    }
+
+    fn v(&self, key: &str, vid: &str) -> String {
+        rowkit_codec::objmeta::keys::version_key(self.vf, key, vid)
+    }
+
+    fn put(
+        &mut self,
+        key: &str,
+        value: &Json,
+        params: &Json,
+    ) -> Result<Option<String>, ObjmetaError> {
+        self.tick();
+        self.om.put_object("b", key, value, Some(params))
+    }
+
+    /// A `{versioning: true}` put (Case1) of `value`: returns its id, the one the generator
+    /// gives this step.
+    fn vput(&mut self, key: &str, value: &str) -> String {
+        let r = self.put(key, &j(value), &j(r#"{"versioning":true}"#));
+        let id = self.next_id();
+        assert_eq!(
+            r,
+            Ok(Some(format!(r#"{{"versionId": "{id}"}}"#))),
+            "{}",
+            self.at("versioned put")
+        );
+        id
+    }
+
+    fn del(&mut self, key: &str, vid: &str) -> Result<(), ObjmetaError> {
+        self.tick();
+        self.om
+            .delete_object("b", key, Some(&vid_params(vid)), None)
+    }
+
+    fn get(&mut self, key: &str, vid: Option<&str>) -> Result<Json, ObjmetaError> {
+        self.tick();
+        self.om.get_object("b", key, vid)
+    }
+
+    /// Asserts that getObject of the latest version answers `want`.
+    fn get_is(&mut self, key: &str, want: &Json) {
+        let got = self.get(key, None).unwrap();
+        assert!(
+            json_eq(&got, want),
+            "{}",
+            self.at(&format!(
+                "get {} want {}",
+                got.stringify(),
+                want.stringify()
+            ))
+        );
+    }
+
+    fn list(&mut self, lt: ListingType) -> Vec<Listed> {
+        self.tick();
+        let r = self
+            .om
+            .list_object(
+                "b",
+                &ListingParams {
+                    listing_type: lt,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        let r = parse_listing_values(r);
+        let items = arr(
+            &r,
+            if lt == ListingType::DelimiterVersions {
+                "Versions"
+            } else {
+                "Contents"
+            },
+        );
+        items
+            .iter()
+            .map(|e| {
+                (
+                    e.get("key").and_then(Json::as_str).unwrap().to_string(),
+                    e.get("versionId").and_then(Json::as_str).map(String::from),
+                    e.get("value").cloned().unwrap(),
+                )
+            })
+            .collect()
+    }
+
+    /// Asserts a DelimiterMaster listing: `(key, value)` per entry.
+    fn masters_are(&mut self, want: &[(&str, &Json)]) {
+        let got = self.list(ListingType::DelimiterMaster);
+        let ok = got.len() == want.len()
+            && got
+                .iter()
+                .zip(want)
+                .all(|((k, _, v), (wk, wv))| k == wk && json_eq(v, wv));
+        assert!(
+            ok,
+            "{}",
+            self.at(&format!("DelimiterMaster {got:?}, want {want:?}"))
+        );
+    }
+
+    /// Asserts a DelimiterVersions listing: `(key, versionId)` per entry.
+    fn versions_are(&mut self, want: &[(&str, &str)]) {
+        let got: Vec<(String, String)> = self
+            .list(ListingType::DelimiterVersions)
+            .into_iter()
+            .map(|(k, v, _)| (k, v.unwrap_or_default()))
+            .collect();
+        let want: Vec<(String, String)> = want
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert_eq!(got, want, "{}", self.at("DelimiterVersions"));
+    }
+
+    /// Runs every pending repair ("run repairs"), returns their outcomes.
+    fn repairs(&mut self) -> Vec<RepairOutcome> {
+        self.tick();
+        self.om
+            .run_all_repairs()
+            .into_iter()
+            .map(|r| r.outcome)
+            .collect()
+    }
+
+    fn pending_is(&self, n: usize) {
+        assert_eq!(
+            self.om.pending_repairs().len(),
+            n,
+            "{}",
+            self.at("pending repairs")
+        );
+    }
+
+    /// The value of one row (Arsenal key), if present.
+    fn row(&self, key: &str) -> Option<Json> {
+        bucket_rows(self.store, self.table, "b")
+            .unwrap()
+            .into_iter()
+            .find(|r| r.get("key").and_then(Json::as_str) == Some(key))
+            .and_then(|r| r.get("value").cloned())
+    }
+
+    /// Asserts the whole bucket: `(Arsenal key, value)` per row, in key order.
+    fn state_is(&self, want: &[(String, Json)]) {
+        let got: Vec<(String, Json)> = bucket_rows(self.store, self.table, "b")
+            .unwrap()
+            .into_iter()
+            .map(|r| {
+                (
+                    r.get("key").and_then(Json::as_str).unwrap().to_string(),
+                    r.get("value").cloned().unwrap(),
+                )
+            })
+            .collect();
+        let ok = got.len() == want.len()
+            && got
+                .iter()
+                .zip(want)
+                .all(|((k, v), (wk, wv))| k == wk && json_eq(v, wv));
+        let show = |rows: &[(String, Json)]| {
+            rows.iter()
+                .map(|(k, v)| format!("{k:?} = {}", v.stringify()))
+                .collect::<Vec<_>>()
+                .join("\n    ")
+        };
+        assert!(
+            ok,
+            "{}",
+            self.at(&format!(
+                "state\n  got\n    {}\n  want\n    {}",
+                show(&got),
+                show(want)
+            ))
+        );
+    }
+}
+
+const DM0: &str = r#"{"key":"k","n":0,"isDeleteMarker":true}"#;
+const N1: &str = r#"{"key":"k","n":1}"#;
+const N2: &str = r#"{"key":"k","n":2}"#;
+const N3: &str = r#"{"key":"k","n":3}"#;
+const ORIGIN: &str = r#"{"originOp":"s3:ObjectRemoved:Delete"}"#;
+
+/// Scenario 10: a delete marker put on a missing key. v0: the master is the delete marker and
+/// its version row exists; v1: only `V(k, dm)` (the master removal emits `Delete` anyway,
+/// scenario 32). getObject returns the marker; DelimiterMaster lists nothing,
+/// DelimiterVersions `[k@dm]`.
+pub fn dm_on_missing_key(store: &dyn Store, table: &str, vf: VFormat) {
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, table, vf, "scenario 10");
+    let dm = s.vput("k", DM0);
+    let dmv = with_vid(DM0, &dm);
+    let put = |key: String| ObjmetaEvent::Put {
+        collection: "b".into(),
+        key,
+        value: dmv.stringify(),
+    };
+    let events = s.om.take_events();
+    match vf {
+        VFormat::V0 => {
+            assert_eq!(events, [put(s.v("k", &dm)), put(s.m("k"))]);
+            s.state_is(&[(s.m("k"), dmv.clone()), (s.v("k", &dm), dmv.clone())]);
+        }
+        VFormat::V1 => {
+            let removed = ObjmetaEvent::Delete {
+                collection: "b".into(),
+                key: s.m("k"),
+                value: None,
+            };
+            assert_eq!(events, [put(s.v("k", &dm)), removed]);
+            s.state_is(&[(s.v("k", &dm), dmv.clone())]);
+        }
+    }
+    s.pending_is(0);
+    s.get_is("k", &dmv);
+    s.masters_are(&[]);
+    s.versions_are(&[("k", &dm)]);
+}
+
+/// Scenario 11: deleting the delete marker of scenario 9 (`delete {versionId: dm}`). v0: the
+/// master (the marker) becomes a PHD carrying the marker's members plus `isPHD`; v1 (no
+/// master): the master is upserted as `{isPHD, versionId: vX, deleted: false}`. `V(k, dm)` is
+/// removed, 1 repair pending, get → v1; after the repair `M(k) = v1 + originOp`.
+/// DelimiterMaster before the repair follows `objmeta.md` 10.4: v0 checks "delete marker"
+/// before "PHD" on a master, so the PHD carrying the marker's members hides `k`; v1 resolves
+/// the PHD to v1.
+pub fn delete_the_delete_marker(store: &dyn Store, table: &str, vf: VFormat) {
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, table, vf, "scenario 11");
+    let v1 = s.vput("k", N1);
+    let dm = s.vput("k", DM0);
+    let v1v = with_vid(N1, &v1);
+    s.del("k", &dm).unwrap();
+    let x = s.next_id();
+    let phd = match vf {
+        VFormat::V0 => with(
+            DM0,
+            &format!(r#"{{"versionId":"{x}","isPHD":true,"deleted":false}}"#),
+        ),
+        VFormat::V1 => j(&format!(
+            r#"{{"isPHD":true,"versionId":"{x}","deleted":false}}"#
+        )),
+    };
+    s.state_is(&[(s.m("k"), phd), (s.v("k", &v1), v1v.clone())]);
+    s.pending_is(1);
+    assert_eq!(s.om.pending_repairs()[0].phd_version_id, x);
+    s.get_is("k", &v1v);
+    match vf {
+        VFormat::V0 => s.masters_are(&[]),
+        VFormat::V1 => s.masters_are(&[("k", &v1v)]),
+    }
+    s.versions_are(&[("k", &v1)]);
+    assert_eq!(s.repairs(), [RepairOutcome::Repaired]);
+    let repaired = with(&v1v.stringify(), ORIGIN);
+    s.state_is(&[(s.m("k"), repaired.clone()), (s.v("k", &v1), v1v.clone())]);
+    s.pending_is(0);
+    s.get_is("k", &repaired);
+    s.masters_are(&[("k", &repaired)]);
+}
+
+/// Scenario 12: puts v1, DM, v2, then `delete {versionId: v2}`: v1 → the master is deleted at
+/// once (the latest version is the marker), 0 pending; v0 → a PHD, 1 pending, DelimiterMaster
+/// → `[]`, and after the repair `M(k) = DM + originOp` (which get then answers).
+pub fn delete_latest_exposing_dm(store: &dyn Store, table: &str, vf: VFormat) {
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, table, vf, "scenario 12");
+    let v1 = s.vput("k", N1);
+    let dm = s.vput("k", DM0);
+    let v2 = s.vput("k", N2);
+    let (v1v, dmv) = (with_vid(N1, &v1), with_vid(DM0, &dm));
+    s.state_is(&[
+        (s.m("k"), with_vid(N2, &v2)),
+        (s.v("k", &v2), with_vid(N2, &v2)),
+        (s.v("k", &dm), dmv.clone()),
+        (s.v("k", &v1), v1v.clone()),
+    ]);
+    s.del("k", &v2).unwrap();
+    let p = s.next_id();
+    let versions = [(s.v("k", &dm), dmv.clone()), (s.v("k", &v1), v1v.clone())];
+    match vf {
+        VFormat::V1 => {
+            s.state_is(&versions);
+            s.pending_is(0);
+        }
+        VFormat::V0 => {
+            let phd = with(
+                N2,
+                &format!(r#"{{"versionId":"{p}","isPHD":true,"deleted":false}}"#),
+            );
+            let mut want = vec![(s.m("k"), phd)];
+            want.extend(versions.iter().cloned());
+            s.state_is(&want);
+            s.pending_is(1);
+        }
+    }
+    s.get_is("k", &dmv);
+    s.masters_are(&[]);
+    s.versions_are(&[("k", &dm), ("k", &v1)]);
+    match vf {
+        VFormat::V1 => {
+            assert_eq!(s.repairs(), []);
+            s.get_is("k", &dmv);
+        }
+        VFormat::V0 => {
+            assert_eq!(s.repairs(), [RepairOutcome::Repaired]);
+            let repaired = with(&dmv.stringify(), ORIGIN);
+            let mut want = vec![(s.m("k"), repaired.clone())];
+            want.extend(versions.iter().cloned());
+            s.state_is(&want);
+            s.get_is("k", &repaired);
+            s.masters_are(&[]);
+            s.versions_are(&[("k", &dm), ("k", &v1)]);
+        }
+    }
+}
+
+/// Scenario 13: a Case1 put while the master is a pending PHD: the master's id (the PHD's,
+/// older than the new one) satisfies the Case1 condition, so the master becomes the new
+/// version; the repair then conflicts and the master stays.
+pub fn put_on_pending_phd(store: &dyn Store, table: &str, vf: VFormat) {
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, table, vf, "scenario 13");
+    let v1 = s.vput("k", N1);
+    let v2 = s.vput("k", N2);
+    s.del("k", &v2).unwrap();
+    let p = s.next_id();
+    let v1v = with_vid(N1, &v1);
+    s.state_is(&[
+        (
+            s.m("k"),
+            with(
+                N2,
+                &format!(r#"{{"versionId":"{p}","isPHD":true,"deleted":false}}"#),
+            ),
+        ),
+        (s.v("k", &v1), v1v.clone()),
+    ]);
+    s.pending_is(1);
+    let v4 = s.vput("k", N3);
+    let v4v = with_vid(N3, &v4);
+    assert!(v4 < p, "the new id is newer than the PHD's");
+    let want = [
+        (s.m("k"), v4v.clone()),
+        (s.v("k", &v4), v4v.clone()),
+        (s.v("k", &v1), v1v.clone()),
+    ];
+    s.state_is(&want);
+    s.get_is("k", &v4v);
+    assert_eq!(s.repairs(), [RepairOutcome::Conflict]);
+    s.state_is(&want);
+    s.pending_is(0);
+    s.get_is("k", &v4v);
+    s.masters_are(&[("k", &v4v)]);
+    s.versions_are(&[("k", &v4), ("k", &v1)]);
+}
+
+/// Scenario 19 (`repairMaster`, Case4): with the master at X, Case4 on X sets the master to
+/// the updated X; after a newer v2, Case4 on X updates only `V(X)` and the master stays v2.
+/// Also (`objmeta.md` 7 Case4): the result echoes `objVal.versionId` (`"undefined"` when the
+/// caller set none); Case4 on the id of the latest delete marker rewrites the master in v0
+/// and leaves it absent in v1; Case4 of a version newer than the master (replication) makes
+/// it the master; Case4 on a key without versions writes the version and makes it the master;
+/// Case4 of an older version under a pending PHD leaves the PHD, and the repair copies it.
+pub fn repair_master_case4(store: &dyn Store, table: &str, vf: VFormat) {
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, table, vf, "scenario 19");
+    let x = s.vput("k", N1);
+    let case4 = |vid: &str| {
+        let mut p = vid_params(vid);
+        p.as_object_mut()
+            .unwrap()
+            .set("repairMaster", Json::Bool(true));
+        p
+    };
+    // Master at X: Case4 on X updates V(X) and the master.
+    let x2 = with_vid(r#"{"key":"k","n":2,"tag":"updated"}"#, &x);
+    let r = s.put("k", &x2, &case4(&x));
+    assert_eq!(r, Ok(Some(format!(r#"{{"versionId": "{x}"}}"#))));
+    s.state_is(&[(s.m("k"), x2.clone()), (s.v("k", &x), x2.clone())]);
+    s.get_is("k", &x2);
+    s.pending_is(0);
+    // A newer v2, then Case4 on X: only V(X) changes.
+    let v2 = s.vput("k", N3);
+    let v2v = with_vid(N3, &v2);
+    let x4 = with_vid(r#"{"key":"k","n":4}"#, &x);
+    let r = s.put("k", &x4, &case4(&x));
+    assert_eq!(r, Ok(Some(format!(r#"{{"versionId": "{x}"}}"#))));
+    s.state_is(&[
+        (s.m("k"), v2v.clone()),
+        (s.v("k", &v2), v2v.clone()),
+        (s.v("k", &x), x4.clone()),
+    ]);
+    s.get_is("k", &v2v);
+    assert!(json_eq(&s.get("k", Some(&x)).unwrap(), &x4));
+    // objVal without versionId: the result says "undefined", V(X) is stored as given.
+    let bare = j(r#"{"key":"k","n":5}"#);
+    let r = s.put("k", &bare, &case4(&x));
+    assert_eq!(r, Ok(Some(r#"{"versionId": "undefined"}"#.to_string())));
+    s.state_is(&[
+        (s.m("k"), v2v.clone()),
+        (s.v("k", &v2), v2v.clone()),
+        (s.v("k", &x), bare.clone()),
+    ]);
+    // Replication of a version newer than the master (Case4 on a new id Y): the master
+    // (id ≥ Y) becomes Y.
+    let y = scenario_vid(s.ms + 1, 99);
+    assert!(y < v2);
+    let yv = with_vid(r#"{"key":"k","n":8}"#, &y);
+    let r = s.put("k", &yv, &case4(&y));
+    assert_eq!(r, Ok(Some(format!(r#"{{"versionId": "{y}"}}"#))));
+    s.state_is(&[
+        (s.m("k"), yv.clone()),
+        (s.v("k", &y), yv.clone()),
+        (s.v("k", &v2), v2v.clone()),
+        (s.v("k", &x), bare.clone()),
+    ]);
+    s.get_is("k", &yv);
+    // A delete marker on top, then Case4 on the marker's id with updated metadata.
+    let dm = s.vput("k", DM0);
+    let dm2 = with_vid(r#"{"key":"k","n":6,"isDeleteMarker":true}"#, &dm);
+    let r = s.put("k", &dm2, &case4(&dm));
+    assert_eq!(r, Ok(Some(format!(r#"{{"versionId": "{dm}"}}"#))));
+    let versions = [
+        (s.v("k", &dm), dm2.clone()),
+        (s.v("k", &y), yv.clone()),
+        (s.v("k", &v2), v2v.clone()),
+        (s.v("k", &x), bare.clone()),
+    ];
+    match vf {
+        VFormat::V0 => {
+            let mut want = vec![(s.m("k"), dm2.clone())];
+            want.extend(versions.iter().cloned());
+            s.state_is(&want);
+        }
+        VFormat::V1 => s.state_is(&versions),
+    }
+    s.get_is("k", &dm2);
+    s.masters_are(&[]);
+    // Case4 on a key with no version at all: the version is written, then it is the latest.
+    let lone = j(r#"{"key":"lone","n":7,"versionId":"lonevid"}"#);
+    let r = s.put("lone", &lone, &case4("lonevid"));
+    assert_eq!(r, Ok(Some(r#"{"versionId": "lonevid"}"#.to_string())));
+    assert!(json_eq(&s.get("lone", None).unwrap(), &lone));
+    assert!(json_eq(&s.get("lone", Some("lonevid")).unwrap(), &lone));
+    s.pending_is(0);
+    // While the master is a pending PHD (newer than every version), Case4 on an older version
+    // leaves the PHD ("master newer than latest" counts as success); the repair then copies
+    // the updated version.
+    let q1 = s.vput("q", r#"{"key":"q","n":1}"#);
+    let q2 = s.vput("q", r#"{"key":"q","n":2}"#);
+    s.del("q", &q2).unwrap();
+    let p = s.next_id();
+    let phd = s.row(&s.m("q")).unwrap();
+    assert_eq!(
+        phd.get("versionId").and_then(Json::as_str),
+        Some(p.as_str())
+    );
+    let q9 = with_vid(r#"{"key":"q","n":9}"#, &q1);
+    let r = s.put("q", &q9, &case4(&q1));
+    assert_eq!(r, Ok(Some(format!(r#"{{"versionId": "{q1}"}}"#))));
+    assert_eq!(s.row(&s.m("q")), Some(phd), "{}", s.at("PHD kept"));
+    assert!(json_eq(&s.row(&s.v("q", &q1)).unwrap(), &q9));
+    s.get_is("q", &q9);
+    assert_eq!(s.repairs(), [RepairOutcome::Repaired]);
+    assert!(json_eq(
+        &s.row(&s.m("q")).unwrap(),
+        &with(&q9.stringify(), ORIGIN)
+    ));
+}
+
+// -------------------------------------------------------------------------------------------
+// Traces recorded in one format, replayed in the other (`objmeta.md` 18: "each runs with v0
+// and v1 unless stated").
+
+/// The scenario traces of `vectors/objmeta.json` recorded in one format only whose scenario
+/// (`objmeta.md` 18, number given) has the same results and, apart from the key layout, the
+/// same rows in both formats. [`other_format_traces`] replays each in the other format.
+/// Scenarios 10, 11, 12, 13 and 19, whose formats differ or which have no trace, have their
+/// own functions ([`dm_on_missing_key`] and the following).
+pub const SAME_IN_BOTH_FORMATS: &[(&str, u32)] = &[
+    ("delete_doesNotNeedOpogUpdate", 3),
+    ("versioned_delete_noncurrent", 5),
+    ("versioned_delete_only_version", 7),
+    ("delete_nonexistent_version", 8),
+    ("delete_phd_master_again", 14),
+    ("suspended_delete_marker", 16),
+    ("put_explicit_version_case3", 17),
+    ("listing_versions_pagination", 23),
+    ("cloudserver_suspended_overwrite_sequence", 29),
+];
+
+/// An Arsenal key of format `from` in format `to` (`objmeta.md` 4.1): a master or a version
+/// (`k‖\0‖x`) of the same object.
+fn key_in_format(key: &str, from: VFormat, to: VFormat) -> String {
+    let (object, vid) = match from {
+        VFormat::V0 => match key.split_once('\0') {
+            Some((k, x)) => (k, Some(x)),
+            None => (key, None),
+        },
+        VFormat::V1 => match (key.strip_prefix("\x7fM"), key.strip_prefix("\x7fV")) {
+            (Some(k), _) => (k, None),
+            (None, Some(kx)) => {
+                let (k, x) = kx.split_once('\0').unwrap();
+                (k, Some(x))
+            }
+            (None, None) => panic!("not a v1 object key: {key:?}"),
+        },
+    };
+    match vid {
+        None => rowkit_codec::objmeta::keys::master_key(to, object),
+        Some(x) => rowkit_codec::objmeta::keys::version_key(to, object, x),
+    }
+}
+
+/// `scenario` (a trace in one format) for the other format: `vFormat` switched, each
+/// `stateAfter` row's key and row key translated and the rows re-sorted by row key. Results,
+/// errors, listings and pending repairs are format-independent and kept.
+pub fn trace_in_other_format(scenario: &Json) -> Json {
+    let from = VFormat::parse(scenario.get("vFormat").and_then(Json::as_str).unwrap()).unwrap();
+    let to = match from {
+        VFormat::V0 => VFormat::V1,
+        VFormat::V1 => VFormat::V0,
+    };
+    let coll = rowkit_codec::objmeta::keys::collection_for_bucket(
+        scenario.get("bucket").and_then(Json::as_str).unwrap(),
+    )
+    .to_string();
+    let mut out = scenario.clone();
+    let o = out.as_object_mut().unwrap();
+    o.set("vFormat", Json::str(to.as_str()));
+    if let Some(Json::Array(steps)) = o.get_mut("steps") {
+        for step in steps {
+            let Some(Json::Array(rows)) = step.as_object_mut().unwrap().get_mut("stateAfter")
+            else {
+                continue;
+            };
+            let mut keyed: Vec<(Vec<u8>, Json)> = rows
+                .iter()
+                .map(|r| {
+                    let key = key_in_format(r.get("key").and_then(Json::as_str).unwrap(), from, to);
+                    let rk = rowkit_codec::objmeta::keys::row_key(&coll, &key);
+                    let hex: String = rk.iter().map(|b| format!("{b:02x}")).collect();
+                    let mut row = r.clone();
+                    let ro = row.as_object_mut().unwrap();
+                    ro.set("key", Json::str(key));
+                    ro.set("row_key_hex", Json::str(hex));
+                    (rk, row)
+                })
+                .collect();
+            keyed.sort_by(|a, b| a.0.cmp(&b.0));
+            *rows = keyed.into_iter().map(|(_, r)| r).collect();
+        }
+    }
+    out
+}
+
+/// Every trace of [`SAME_IN_BOTH_FORMATS`] replayed in the format it was not recorded in
+/// (each trace must exist in exactly one format), each in table `<table>-<i>`.
+pub fn other_format_traces(store: &dyn Store, table: &str, vectors: &Json) {
+    let scenarios = arr(vectors, "scenarios");
+    let mut failures = Vec::new();
+    for (i, (name, number)) in SAME_IN_BOTH_FORMATS.iter().enumerate() {
+        let recorded: Vec<&Json> = scenarios
+            .iter()
+            .filter(|s| s.get("name").and_then(Json::as_str) == Some(name))
+            .collect();
+        assert_eq!(
+            recorded.len(),
+            1,
+            "{name} (scenario {number}): one format only"
+        );
+        let other = trace_in_other_format(recorded[0]);
+        if let Err(e) = replay_scenario(store, &format!("{table}-{i}"), &other) {
+            failures.push(format!("scenario {number}: {e}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
 /// An acceptance scenario of [`ACCEPTANCE`]: (store, table, the objmeta vectors).
 pub type AcceptanceScenario = fn(&dyn Store, &str, &Json);
 
@@ -869,6 +1572,37 @@ pub const ACCEPTANCE: &[(&str, AcceptanceScenario)] = &[
     ("deadline", |s, t, _| deadline(s, t)),
     ("skip_streak_v0", |s, t, _| skip_streak(s, t, VFormat::V0)),
     ("skip_streak_v1", |s, t, _| skip_streak(s, t, VFormat::V1)),
+    ("other_format_traces", other_format_traces),
+    ("dm_on_missing_key_v0", |s, t, _| {
+        dm_on_missing_key(s, t, VFormat::V0)
+    }),
+    ("dm_on_missing_key_v1", |s, t, _| {
+        dm_on_missing_key(s, t, VFormat::V1)
+    }),
+    ("delete_the_delete_marker_v0", |s, t, _| {
+        delete_the_delete_marker(s, t, VFormat::V0)
+    }),
+    ("delete_the_delete_marker_v1", |s, t, _| {
+        delete_the_delete_marker(s, t, VFormat::V1)
+    }),
+    ("delete_latest_exposing_dm_v0", |s, t, _| {
+        delete_latest_exposing_dm(s, t, VFormat::V0)
+    }),
+    ("delete_latest_exposing_dm_v1", |s, t, _| {
+        delete_latest_exposing_dm(s, t, VFormat::V1)
+    }),
+    ("put_on_pending_phd_v0", |s, t, _| {
+        put_on_pending_phd(s, t, VFormat::V0)
+    }),
+    ("put_on_pending_phd_v1", |s, t, _| {
+        put_on_pending_phd(s, t, VFormat::V1)
+    }),
+    ("repair_master_case4_v0", |s, t, _| {
+        repair_master_case4(s, t, VFormat::V0)
+    }),
+    ("repair_master_case4_v1", |s, t, _| {
+        repair_master_case4(s, t, VFormat::V1)
+    }),
 ];
 
 /// Every [`ACCEPTANCE`] scenario on `store`, each in table `acc-<name>`.
@@ -950,145 +1684,231 @@ fn listed<S: Store + ?Sized>(
         })
 }
 
-/// The operation a crash cuts.
-#[derive(Clone, Copy, Debug)]
+/// The operation a crash cuts (`objmeta.md` 7, 8.3), with the versioned puts made before it
+/// (bucket `b`, key `k`, values `{key, n}`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Crashing {
-    /// A versioned put over one version.
+    /// Case1 put of n:2 over v1.
     PutSecondVersion,
-    /// A delete of the current of two versions (leaves a placeholder master).
+    /// Delete of the current version v2 of v1, v2 (leaves a placeholder master).
     DeleteCurrentOfTwo,
-    /// A delete of the only version.
+    /// Delete of the only version v1.
     DeleteOnlyVersion,
-    /// A versioned put of a delete marker over two versions.
+    /// Case1 put of a delete marker over v1, v2.
     PutDeleteMarker,
+    /// Case2 (suspended) put of `{n:3, isNull: true}` with `{versionId: ""}` over v1, v2.
+    SuspendedPut,
+    /// Case3 put of n:5 with `{versionId: v2}` (the current version) over v1, v2.
+    ExplicitVersionPut,
+    /// Delete of the non-current version v1 of v1, v2.
+    DeleteNonCurrent,
+    /// Delete of the delete marker over v1 (v0: the master is the marker; v1: no master).
+    DeleteDeleteMarker,
+    /// Delete of v1 while the master is the placeholder left by a finished delete of v3 (of
+    /// v1, v2, v3) whose repair never ran.
+    DeleteWhilePlaceholder,
+}
+
+impl Crashing {
+    /// Every operation, in the order [`crash_at_every_cut`] runs them.
+    pub const ALL: [Crashing; 9] = [
+        Crashing::PutSecondVersion,
+        Crashing::DeleteCurrentOfTwo,
+        Crashing::DeleteOnlyVersion,
+        Crashing::PutDeleteMarker,
+        Crashing::SuspendedPut,
+        Crashing::ExplicitVersionPut,
+        Crashing::DeleteNonCurrent,
+        Crashing::DeleteDeleteMarker,
+        Crashing::DeleteWhilePlaceholder,
+    ];
+
+    /// The requests the uncut operation sends (the bucket's vFormat is cached), per
+    /// `objmeta.md`: Case1 `CheckAndMutateRow` V, M (2); Case2 `MutateRow` M (1); Case3
+    /// `ReadRow` M, V, `MutateRow` V, `CheckAndMutateRow` M (4); DeleteVerNotMaster `ReadRow` M,
+    /// then `internalDelete` `ReadRow` + `CheckAndMutateRow` (3); DeleteVerMaster `ReadRow` M
+    /// (v1 without master: + `getLatestVersion`), merge `ReadRow` + `CheckAndMutateRow`,
+    /// `internalDelete` (2), `getLatestVersion` (6, v1 marker 7), plus, with no version left,
+    /// the PHD's `internalDelete` (8).
+    pub fn requests(self, vf: VFormat) -> usize {
+        match self {
+            Crashing::SuspendedPut => 1,
+            Crashing::PutSecondVersion | Crashing::PutDeleteMarker => 2,
+            Crashing::DeleteNonCurrent => 3,
+            Crashing::ExplicitVersionPut => 4,
+            Crashing::DeleteCurrentOfTwo | Crashing::DeleteWhilePlaceholder => 6,
+            Crashing::DeleteDeleteMarker => match vf {
+                VFormat::V0 => 6,
+                VFormat::V1 => 7,
+            },
+            Crashing::DeleteOnlyVersion => 8,
+        }
+    }
+
+    /// Whether the uncut operation writes a placeholder master (so some cut leaves one).
+    pub fn writes_placeholder(self) -> bool {
+        matches!(
+            self,
+            Crashing::DeleteCurrentOfTwo
+                | Crashing::DeleteOnlyVersion
+                | Crashing::DeleteDeleteMarker
+                | Crashing::DeleteWhilePlaceholder
+        )
+    }
+}
+
+/// What one cut left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CutOutcome {
+    /// The machine finished before the cut (nothing was cut).
+    pub finished: bool,
+    /// A placeholder master was left and the repair replaced it by the latest version.
+    pub repaired: bool,
 }
 
 /// One cut of one operation on a fresh table `table`: the operation is dropped after its
 /// `cut`-th request (applied, reply lost); reads and listings must answer the value from
-/// before or after, and repairing a placeholder master left behind must keep that answer.
-/// Returns whether the machine finished before the cut.
-pub fn crash_case(store: &dyn Store, table: &str, vf: VFormat, what: Crashing, cut: usize) -> bool {
-    let clock = ManualClock::new(Timestamp::from_millis(1_700_000_000_000));
+/// before or after; a placeholder master left behind is repaired (`AsyncRepair` with its
+/// id): the master then holds the latest version plus `originOp` (or, with no version left,
+/// the outcome is `NoVersion`), and reads and listings keep their answer.
+pub fn crash_case(
+    store: &dyn Store,
+    table: &str,
+    vf: VFormat,
+    what: Crashing,
+    cut: usize,
+) -> CutOutcome {
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
     let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, vf), 1);
     om.setup().unwrap();
     om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
     let versioning = j(r#"{"versioning":true}"#);
-    clock.advance_to(Timestamp::from_millis(1_700_000_000_001));
-    let r1 = om
-        .put_object("b", "k", &j(r#"{"key":"k","n":1}"#), Some(&versioning))
-        .unwrap()
-        .unwrap();
-    let v1 = Json::parse(&r1)
-        .unwrap()
-        .get("versionId")
-        .unwrap()
-        .as_str()
-        .unwrap()
-        .to_string();
-    let mut v2 = None;
-    if !matches!(
-        what,
-        Crashing::PutSecondVersion | Crashing::DeleteOnlyVersion
-    ) {
-        clock.advance_to(Timestamp::from_millis(1_700_000_000_002));
+    let before_puts: &[&str] = match what {
+        Crashing::PutSecondVersion | Crashing::DeleteOnlyVersion => &[N1],
+        Crashing::DeleteDeleteMarker => &[N1, DM0],
+        Crashing::DeleteWhilePlaceholder => &[N1, N2, N3],
+        _ => &[N1, N2],
+    };
+    let mut ids = Vec::new();
+    for (i, value) in before_puts.iter().enumerate() {
+        clock.advance_to(Timestamp::from_millis(T0 + 1 + i as i64));
         let r = om
-            .put_object("b", "k", &j(r#"{"key":"k","n":2}"#), Some(&versioning))
+            .put_object("b", "k", &j(value), Some(&versioning))
             .unwrap()
             .unwrap();
-        v2 = Some(
+        ids.push(
             Json::parse(&r)
                 .unwrap()
                 .get("versionId")
-                .unwrap()
-                .as_str()
+                .and_then(Json::as_str)
                 .unwrap()
                 .to_string(),
         );
     }
+    if what == Crashing::DeleteWhilePlaceholder {
+        clock.advance_to(Timestamp::from_millis(T0 + 5));
+        om.delete_object("b", "k", Some(&vid_params(&ids[2])), None)
+            .unwrap();
+        assert_eq!(om.drop_pending_repairs().len(), 1);
+    }
     let before = visible(&mut om, "k");
-    clock.advance_to(Timestamp::from_millis(1_700_000_000_010));
-    let now = Timestamp::from_millis(1_700_000_000_010);
+    clock.advance_to(Timestamp::from_millis(T0 + 10));
+    let now = Timestamp::from_millis(T0 + 10);
+    let put = |value: &str, params: Json| PutObjectOp {
+        bucket: "b".into(),
+        key: "k".into(),
+        value: j(value),
+        params: Some(params),
+    };
+    let delete = |vid: &str| DeleteObjectOp {
+        bucket: "b".into(),
+        key: "k".into(),
+        params: Some(vid_params(vid)),
+        origin_op: None,
+    };
     // The machine borrows a copy of the facade's state, as a process that crashes would.
     let mut state: ObjmetaState = om.state().clone();
+    let st = &mut state;
     let (finished, after) = match what {
-        Crashing::PutSecondVersion => {
-            let op = PutObjectOp {
-                bucket: "b".into(),
-                key: "k".into(),
-                value: j(r#"{"key":"k","n":2}"#),
-                params: Some(versioning.clone()),
-            };
-            (
-                run_until_cut(
-                    store,
+        Crashing::PutSecondVersion => (
+            run_until_cut(
+                store,
+                now,
+                OpMachine::new(put(N2, versioning.clone()), st, now, 7, None),
+                cut,
+            ),
+            Some(2),
+        ),
+        Crashing::PutDeleteMarker => (
+            run_until_cut(
+                store,
+                now,
+                OpMachine::new(put(DM0, versioning.clone()), st, now, 7, None),
+                cut,
+            ),
+            None,
+        ),
+        Crashing::SuspendedPut => (
+            run_until_cut(
+                store,
+                now,
+                OpMachine::new(
+                    put(r#"{"key":"k","n":3,"isNull":true}"#, vid_params("")),
+                    st,
                     now,
-                    OpMachine::new(op, &mut state, now, 7, None),
-                    cut,
+                    7,
+                    None,
                 ),
-                Some(2),
-            )
-        }
-        Crashing::PutDeleteMarker => {
-            let op = PutObjectOp {
-                bucket: "b".into(),
-                key: "k".into(),
-                value: j(r#"{"key":"k","n":3,"isDeleteMarker":true}"#),
-                params: Some(versioning.clone()),
-            };
-            (
-                run_until_cut(
-                    store,
+                cut,
+            ),
+            Some(3),
+        ),
+        Crashing::ExplicitVersionPut => (
+            run_until_cut(
+                store,
+                now,
+                OpMachine::new(
+                    put(r#"{"key":"k","n":5}"#, vid_params(&ids[1])),
+                    st,
                     now,
-                    OpMachine::new(op, &mut state, now, 7, None),
-                    cut,
+                    7,
+                    None,
                 ),
-                None,
-            )
-        }
-        Crashing::DeleteCurrentOfTwo => {
-            let params = Json::Object(
-                [("versionId".to_string(), Json::str(v2.clone().unwrap()))]
-                    .into_iter()
-                    .collect(),
-            );
-            let op = DeleteObjectOp {
-                bucket: "b".into(),
-                key: "k".into(),
-                params: Some(params),
-                origin_op: None,
-            };
-            (
-                run_until_cut(
-                    store,
-                    now,
-                    OpMachine::new(op, &mut state, now, 7, None),
-                    cut,
-                ),
-                Some(1),
-            )
-        }
-        Crashing::DeleteOnlyVersion => {
-            let params = Json::Object(
-                [("versionId".to_string(), Json::str(v1.clone()))]
-                    .into_iter()
-                    .collect(),
-            );
-            let op = DeleteObjectOp {
-                bucket: "b".into(),
-                key: "k".into(),
-                params: Some(params),
-                origin_op: None,
-            };
-            (
-                run_until_cut(
-                    store,
-                    now,
-                    OpMachine::new(op, &mut state, now, 7, None),
-                    cut,
-                ),
-                None,
-            )
-        }
+                cut,
+            ),
+            Some(5),
+        ),
+        Crashing::DeleteCurrentOfTwo | Crashing::DeleteDeleteMarker => (
+            run_until_cut(
+                store,
+                now,
+                OpMachine::new(delete(&ids[1]), st, now, 7, None),
+                cut,
+            ),
+            Some(1),
+        ),
+        Crashing::DeleteOnlyVersion | Crashing::DeleteNonCurrent => (
+            run_until_cut(
+                store,
+                now,
+                OpMachine::new(delete(&ids[0]), st, now, 7, None),
+                cut,
+            ),
+            if what == Crashing::DeleteOnlyVersion {
+                None
+            } else {
+                Some(2)
+            },
+        ),
+        Crashing::DeleteWhilePlaceholder => (
+            run_until_cut(
+                store,
+                now,
+                OpMachine::new(delete(&ids[0]), st, now, 7, None),
+                cut,
+            ),
+            Some(2),
+        ),
     };
     *om.state_mut() = state;
     let ctx = format!("{what:?} {vf:?} cut {cut}");
@@ -1097,41 +1917,58 @@ pub fn crash_case(store: &dyn Store, table: &str, vf: VFormat, what: Crashing, c
         got == before || got == after,
         "{ctx}: read {got:?}, expected {before:?} or {after:?}"
     );
+    let mk = rowkit_codec::objmeta::keys::master_key(vf, "k");
+    let version_prefix = rowkit_codec::objmeta::keys::version_key(vf, "k", "");
+    let rows = bucket_rows(store, table, "b").unwrap();
+    let value_of = |rows: &[Json], pred: &dyn Fn(&str) -> bool| {
+        rows.iter()
+            .find(|r| r.get("key").and_then(Json::as_str).is_some_and(pred))
+            .map(|r| r.get("value").unwrap().clone())
+    };
+    let master = value_of(&rows, &|k| k == mk);
+    // v0 DelimiterMaster tests "delete marker" before "PHD" on a master (objmeta.md 10.4), so
+    // a PHD made from a delete-marker master (scenario 11, also the uncut delete's state until
+    // its repair) hides the key from the listing while reads resolve the latest version.
+    let hidden_by_dm_phd = vf == VFormat::V0
+        && master
+            .as_ref()
+            .is_some_and(|m| m.member_truthy("isPHD") && m.member_truthy("isDeleteMarker"));
     assert_eq!(
         listed(&mut om, "k"),
-        got,
+        if hidden_by_dm_phd { None } else { got },
         "{ctx}: listing disagrees with the read"
     );
     // The repair path: a placeholder master left behind is repaired from the latest version.
-    let mk = rowkit_codec::objmeta::keys::master_key(vf, "k");
-    let rows = bucket_rows(store, table, "b").unwrap();
-    let phd = rows
-        .iter()
-        .find(|r| r.get("key").and_then(Json::as_str) == Some(mk.as_str()))
-        .and_then(|r| {
-            let v = r.get("value").unwrap();
-            v.member_truthy("isPHD")
-                .then(|| v.get("versionId").unwrap().as_str().unwrap().to_string())
-        });
+    let phd = master.and_then(|v| {
+        v.member_truthy("isPHD")
+            .then(|| v.get("versionId").unwrap().as_str().unwrap().to_string())
+    });
+    let mut repaired = false;
     if let Some(p) = phd {
         let report = om.run_repair(RepairTask {
             bucket: "b".into(),
             key: "k".into(),
             phd_version_id: p,
             vformat: vf,
-            due: Timestamp::from_millis(1_700_000_000_020),
+            due: Timestamp::from_millis(T0 + 20),
         });
         let rows = bucket_rows(store, table, "b").unwrap();
-        let master = rows
-            .iter()
-            .find(|r| r.get("key").and_then(Json::as_str) == Some(mk.as_str()));
-        // With no version left the repair ends `NoVersion` and leaves the PHD (objmeta.md 8.4),
-        // which reads and listings resolve to "no object".
-        if let Some(m) = master.filter(|_| report.outcome != RepairOutcome::NoVersion) {
-            assert!(
-                !m.get("value").unwrap().member_truthy("isPHD"),
-                "{ctx}: PHD survived the repair"
-            );
+        let master = value_of(&rows, &|k| k == mk);
+        let latest = value_of(&rows, &|k| k.starts_with(&version_prefix));
+        match (report.outcome, latest) {
+            (RepairOutcome::Repaired, Some(latest)) => {
+                let want = with(&latest.stringify(), ORIGIN);
+                assert!(
+                    master.as_ref().is_some_and(|m| json_eq(m, &want)),
+                    "{ctx}: master after the repair {master:?}, want {}",
+                    want.stringify()
+                );
+                repaired = true;
+            }
+            // With no version left the repair ends `NoVersion` and leaves the PHD
+            // (objmeta.md 8.4), which reads and listings resolve to "no object".
+            (RepairOutcome::NoVersion, None) => {}
+            (outcome, latest) => panic!("{ctx}: repair {outcome:?} with latest {latest:?}"),
         }
         assert_eq!(
             visible(&mut om, "k"),
@@ -1140,31 +1977,55 @@ pub fn crash_case(store: &dyn Store, table: &str, vf: VFormat, what: Crashing, c
         );
         assert_eq!(listed(&mut om, "k"), got, "{ctx}: listing after repair");
     }
-    finished
+    CutOutcome { finished, repaired }
 }
 
+/// The number of cases [`crash_at_every_cut`] runs: for each operation and format, one cut
+/// after each of its [`Crashing::requests`] requests plus the uncut run.
+pub fn crash_case_count() -> usize {
+    [VFormat::V0, VFormat::V1]
+        .into_iter()
+        .flat_map(|vf| Crashing::ALL.into_iter().map(move |w| w.requests(vf) + 1))
+        .sum()
+}
+
+/// Total of [`crash_case_count`]: 47 cases in v0, 48 in v1.
+pub const CRASH_CASES: usize = 95;
+
 /// [`crash_case`] at every cut point of every [`Crashing`] operation, in v0 and v1, each on
-/// its own table `crash-<n>`; returns the number of cases run.
+/// its own table `crash-<n>`. Asserts that each operation finishes exactly after its
+/// [`Crashing::requests`], that the total is [`CRASH_CASES`], and that for every operation
+/// that writes a placeholder some cut left one that the repair replaced; returns the number of
+/// cases run.
 pub fn crash_at_every_cut(store: &dyn Store) -> usize {
     let mut cases = 0;
+    let mut repaired_total = 0;
     for vf in [VFormat::V0, VFormat::V1] {
-        for what in [
-            Crashing::PutSecondVersion,
-            Crashing::DeleteCurrentOfTwo,
-            Crashing::DeleteOnlyVersion,
-            Crashing::PutDeleteMarker,
-        ] {
+        for what in Crashing::ALL {
             let mut cut = 1;
+            let mut repaired = 0;
             loop {
                 cases += 1;
                 let table = format!("crash-{cases}");
-                if crash_case(store, &table, vf, what, cut) {
+                let outcome = crash_case(store, &table, vf, what, cut);
+                repaired += usize::from(outcome.repaired);
+                if outcome.finished {
                     break;
                 }
                 cut += 1;
                 assert!(cut < 50, "{what:?} never finishes");
             }
+            assert_eq!(cut, what.requests(vf) + 1, "{what:?} {vf:?}: requests sent");
+            assert_eq!(
+                repaired > 0,
+                what.writes_placeholder(),
+                "{what:?} {vf:?}: {repaired} cuts repaired a placeholder"
+            );
+            repaired_total += repaired;
         }
     }
+    assert_eq!(cases, crash_case_count());
+    assert_eq!(cases, CRASH_CASES);
+    assert!(repaired_total > 0);
     cases
 }

@@ -857,6 +857,16 @@ pub fn setup_and_detection(store: &dyn Store) {
     TraceStore::<dyn Store, ManualClock>::setup(store, "b", Layout::Md5).unwrap();
     assert_eq!(fam("a"), a);
     assert_eq!(fam("b"), b);
+    let rows = |table: &str| {
+        let request = ReadRowsRequest {
+            table: table.into(),
+            rows: RowSet::all(),
+            ..ReadRowsRequest::default()
+        };
+        driver::read_rows(store, request, Timestamp(T0)).unwrap()
+    };
+    assert!(rows("a").is_empty(), "setup writes no rows");
+    assert!(rows("b").is_empty(), "setup writes no rows");
     let clock = ManualClock::new(Timestamp(T0));
     assert_eq!(
         TraceStore::open(store, &clock, "a", None, 1)

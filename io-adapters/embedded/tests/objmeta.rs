@@ -40,19 +40,23 @@ fn scenario_traces_redb() {
 }
 
 // Crash at every cut point (`objmeta.md` 8.4, issue "Done when"): a versioned put or delete is
-// dropped after its k-th request, for every k
-// (`rowkit_embedded::objmeta_scenarios::crash_at_every_cut`).
+// dropped after its k-th request, for every k, for nine operations in both formats
+// (`rowkit_embedded::objmeta_scenarios::crash_at_every_cut`, which also checks each
+// operation's request count and that the repair path ran).
 
-use rowkit_embedded::objmeta_scenarios::crash_at_every_cut;
+use rowkit_embedded::objmeta_scenarios::{CRASH_CASES, crash_at_every_cut};
 
 #[test]
 fn crash_at_every_cut_point_memory() {
-    assert!(crash_at_every_cut(&MemoryStore::new()) > 30);
+    assert_eq!(crash_at_every_cut(&MemoryStore::new()), CRASH_CASES);
 }
 
 #[test]
 fn crash_at_every_cut_point_redb() {
     let dir = std::env::temp_dir().join(format!("rowkit-objmeta-crash-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    assert!(crash_at_every_cut(&RedbStore::open(dir.join("crash.redb")).unwrap()) > 30);
+    assert_eq!(
+        crash_at_every_cut(&RedbStore::open(dir.join("crash.redb")).unwrap()),
+        CRASH_CASES
+    );
 }
