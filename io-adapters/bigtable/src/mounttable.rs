@@ -6,8 +6,9 @@
 //!
 //! The cache sits between the machines and the connection as a [`Transport`]: a node read
 //! (`ReadRow(node table, key, LatestN(1))`) is answered from the cache, or fetched once for all
-//! concurrent readers of that row (waiters park on a [`Notify`]); every write to a node row
-//! invalidates the entry. The machines never see it. Unlike the local stores, Bigtable stamps
+//! concurrent readers of that row (waiters park on a [`Notify`]); while a write to a node row
+//! is in flight, reads of that row bypass the cache and nothing is kept
+//! ([`rowkit_statemachines::mounttable::RowCache::begin_write`]). The machines never see it. Unlike the local stores, Bigtable stamps
 //! server-time cells when it applies them, so writes need no serialising here.
 //!
 //! Futures of this facade are `!Send` while the mounttable machines are; nothing here holds
@@ -201,17 +202,34 @@ impl Transport for CachedTransport<'_> {
             }));
         }
         match node_write(&request, self.node_table) {
-            // Invalidated when sent (no read started later fills the entry with the old row)
-            // and when answered (a read that started before is not kept: the cache orphans it).
+            // From sent to answered, reads of the row bypass the cache
+            // (`RowCache::begin_write`); the write ends when its stream is dropped: answered,
+            // failed or cancelled.
             Some(key) => {
-                cache.lock().invalidate(&key);
-                let cache = cache.clone();
+                cache.lock().begin_write(&key);
+                let write = WriteInFlight {
+                    cache: cache.clone(),
+                    key,
+                };
+                // The stream owns the guard, so the write ends when the stream goes.
                 Box::pin(self.conn.call(request).inspect(move |_| {
-                    cache.lock().invalidate(&key);
+                    let _owned = &write;
                 }))
             }
             None => self.conn.call(request),
         }
+    }
+}
+
+/// A node-row write between `begin_write` and `end_write`: ends it when dropped.
+struct WriteInFlight {
+    cache: Arc<SharedCache>,
+    key: Vec<u8>,
+}
+
+impl Drop for WriteInFlight {
+    fn drop(&mut self) {
+        self.cache.lock().end_write(&self.key);
     }
 }
 

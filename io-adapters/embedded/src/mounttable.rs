@@ -3,8 +3,9 @@
 //!
 //! It owns the hot-row cache (§15): node-row reads (`ReadRow(node table, key, LatestN(1))`)
 //! go through a shared [`RowCache`] behind a mutex, so concurrent reads of one row from many
-//! threads cost one store request; every `MutateRow`/`CheckAndMutateRow` on a node row
-//! invalidates its entry. Machines never see the cache. Each call draws its machine seed from
+//! threads cost one store request; from the moment a `MutateRow`/`CheckAndMutateRow` on a
+//! node row is sent until it is answered, reads of that row bypass the cache, and the entry is
+//! dropped ([`RowCache::begin_write`]). Machines never see the cache. Each call draws its machine seed from
 //! one SplitMix64 stream (`nth_output(seed, n)`), so a single-threaded sequence of calls is
 //! reproducible.
 //!
@@ -125,9 +126,15 @@ impl NodeRowCache {
         }
     }
 
-    /// Drops `key`'s entry (every write to a node row).
-    pub fn invalidate(&mut self, key: &[u8]) {
-        self.cache.invalidate(key);
+    /// A write to node row `key` is about to be sent: until [`NodeRowCache::end_write`],
+    /// reads of `key` go to the store and nothing is cached ([`RowCache::begin_write`]).
+    pub fn begin_write(&mut self, key: &[u8]) {
+        self.cache.begin_write(key);
+    }
+
+    /// The write announced by [`NodeRowCache::begin_write`] was answered or failed.
+    pub fn end_write(&mut self, key: &[u8]) {
+        self.cache.end_write(key);
     }
 }
 
@@ -307,10 +314,13 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> Store for CachedStore<'_, S, C
             return self.store.execute(request, now);
         }
         let write_key = node_write(&request, self.node_table);
+        if let Some(key) = &write_key {
+            lock(&state.0).begin_write(key);
+        }
         let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
         let reply = self.store.execute(request, self.clock.now().max(now));
         if let Some(key) = write_key {
-            lock(&state.0).invalidate(&key);
+            lock(&state.0).end_write(&key);
         }
         reply
     }

@@ -49,39 +49,40 @@ fn concurrency_redb() {
     }
 }
 
-/// §22 22 exactly as the spec states it (no fsck after the final deletes); see the known race
-/// in `concurrent_mount_delete`'s doc.
-#[test]
-#[ignore = "known race, issue 4: an orphaned branch survived the final deletes once in CI"]
-fn concurrent_mount_delete_strict_memory() {
-    let store = MemoryStore::new();
-    rowkit_embedded::mounttable_scenarios::concurrent_mount_delete_strict(
-        &store,
-        "mt-strict",
-        THREADS,
-        CYCLES,
-    );
+/// A hook run with every request before (`false`) and after (`true`) the store applies it.
+type Hook = Box<dyn Fn(&rowkit_statemachines::Request, bool) + Send + Sync>;
+
+/// The memory store with a [`Hook`].
+struct Hooked {
+    inner: MemoryStore,
+    hook: Hook,
 }
 
 /// The memory store with 300 µs of latency before and after every request, so that
 /// concurrent operations interleave the way they do on the Bigtable emulator.
-struct Slow(MemoryStore);
+fn slow() -> Hooked {
+    Hooked {
+        inner: MemoryStore::new(),
+        hook: Box::new(|_, _| std::thread::sleep(std::time::Duration::from_micros(300))),
+    }
+}
 
-impl Store for Slow {
+impl Store for Hooked {
     fn execute(
         &self,
         request: rowkit_statemachines::Request,
         now: rowkit_codec::model::Timestamp,
     ) -> Result<rowkit_embedded::Reply<'_>, rowkit_statemachines::StoreError> {
-        std::thread::sleep(std::time::Duration::from_micros(300));
-        let reply = match self.0.execute(request, now)? {
+        (self.hook)(&request, false);
+        let seen = request.clone();
+        let reply = match self.inner.execute(request, now)? {
             rowkit_embedded::Reply::Stream(parts) => {
                 let parts: Vec<_> = parts.collect();
                 rowkit_embedded::Reply::Stream(Box::new(parts.into_iter()))
             }
             unary => unary,
         };
-        std::thread::sleep(std::time::Duration::from_micros(300));
+        (self.hook)(&seen, true);
         Ok(reply)
     }
     fn create_table(
@@ -89,27 +90,88 @@ impl Store for Slow {
         table: &str,
         families: &[rowkit_codec::model::ColumnFamily],
     ) -> Result<(), rowkit_statemachines::StoreError> {
-        self.0.create_table(table, families)
+        self.inner.create_table(table, families)
     }
     fn delete_table(&self, table: &str) -> Result<(), rowkit_statemachines::StoreError> {
-        self.0.delete_table(table)
+        self.inner.delete_table(table)
     }
     fn list_tables(&self) -> Result<Vec<String>, rowkit_statemachines::StoreError> {
-        self.0.list_tables()
+        self.inner.list_tables()
     }
     fn families(
         &self,
         table: &str,
     ) -> Result<Vec<rowkit_codec::model::ColumnFamily>, rowkit_statemachines::StoreError> {
-        self.0.families(table)
+        self.inner.families(table)
     }
     fn gc(
         &self,
         table: &str,
         now: rowkit_codec::model::Timestamp,
     ) -> Result<u64, rowkit_statemachines::StoreError> {
-        self.0.gc(table, now)
+        self.inner.gc(table, now)
     }
+}
+
+/// The hot-row cache never answers a read with a row older than what the store holds once
+/// a write has been applied (the cause of the orphaned branches of §22 22: a creator checking
+/// its parent read, from the cache, a parent a subtree delete had just removed). A mount of a
+/// second server on `x` is held just after the store applied it, before its answer; a resolve
+/// of `x` meanwhile must see both servers. With the cache invalidated only after the answer
+/// (§15 as written), it answered from the cache with the first server alone.
+#[test]
+fn the_row_cache_serves_no_row_older_than_an_applied_write() {
+    use std::sync::mpsc;
+    use std::sync::{Arc, Mutex};
+
+    use rowkit_codec::model::Timestamp;
+    use rowkit_embedded::driver::ManualClock;
+    use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
+
+    let x_key = rowkit_codec::mounttable::row_key("x");
+    let (applied_tx, applied_rx) = mpsc::channel::<()>();
+    let (go_tx, go_rx) = mpsc::channel::<()>();
+    let hold = Arc::new(Mutex::new(None::<(mpsc::Sender<()>, mpsc::Receiver<()>)>));
+    let armed = hold.clone();
+    let store = Hooked {
+        inner: MemoryStore::new(),
+        hook: Box::new(move |request, applied| {
+            let write_to_x = matches!(request,
+                rowkit_statemachines::Request::CheckAndMutateRow(c) if c.row_key == x_key);
+            if applied && write_to_x {
+                let taken = armed.lock().unwrap().take();
+                if let Some((applied, go)) = taken {
+                    applied.send(()).unwrap();
+                    go.recv().unwrap();
+                }
+            }
+        }),
+    };
+    let clock = ManualClock::new(Timestamp(1_700_000_000_000_000));
+    let t = MountTable::new(&store, &clock, MtConfig::default());
+    t.setup(None).unwrap();
+    let me = server_caller();
+    t.mount(&me, "x", "/127.0.0.1:1", 0, 0).unwrap();
+    let servers = |t: &MountTable<'_, Hooked, ManualClock>| -> Vec<String> {
+        let entry = t.resolve(&me, "x").unwrap();
+        entry.servers.into_iter().map(|s| s.server).collect()
+    };
+    assert_eq!(servers(&t), ["/127.0.0.1:1"]);
+    assert_eq!(servers(&t), ["/127.0.0.1:1"], "from the cache");
+    *hold.lock().unwrap() = Some((applied_tx, go_rx));
+    std::thread::scope(|s| {
+        let writer = s.spawn(|| t.mount(&me, "x", "/127.0.0.1:2", 0, 0));
+        applied_rx.recv().unwrap();
+        let seen = servers(&t);
+        go_tx.send(()).unwrap();
+        writer.join().unwrap().unwrap();
+        assert_eq!(
+            seen,
+            ["/127.0.0.1:1", "/127.0.0.1:2"],
+            "a read after the store applied the mount"
+        );
+    });
+    assert_eq!(servers(&t), ["/127.0.0.1:1", "/127.0.0.1:2"]);
 }
 
 /// The concurrency scenarios with request latency, so that concurrent operations interleave
@@ -121,7 +183,7 @@ impl Store for Slow {
 /// `concurrency_with_latency_memory_full`.
 #[test]
 fn concurrency_with_latency_memory() {
-    let store = Slow(MemoryStore::new());
+    let store = slow();
     for (name, f) in CONCURRENCY {
         eprintln!("slow memory: {name}");
         f(&store, &format!("mt-{name}"), THREADS, 60);
@@ -132,7 +194,7 @@ fn concurrency_with_latency_memory() {
 #[test]
 #[ignore = "sleep-bound, about 5 minutes; the 15 x 250 counts run without latency above"]
 fn concurrency_with_latency_memory_full() {
-    let store = Slow(MemoryStore::new());
+    let store = slow();
     for (name, f) in CONCURRENCY {
         eprintln!("slow memory: {name}");
         f(&store, &format!("mt-{name}"), THREADS, CYCLES);

@@ -1,6 +1,14 @@
 //! The hot-row cache of §15: a pure LRU of node rows with a TTL that coalesces concurrent reads
 //! of one row into a single fetch. No locks, no clock: the owner passes `now` and serialises
 //! calls (the facade keeps it behind a mutex).
+//!
+//! rowkit refinement of §15, so that the cache stays behaviour-neutral: a write to a row is
+//! bracketed by [`RowCache::begin_write`] (before it is sent) and [`RowCache::end_write`]
+//! (after its answer). In between, every lookup of the row reads the store itself and nothing
+//! is cached. With §15's `invalidate` after the answer alone, a read made after the store had
+//! applied the write but before its writer invalidated still got the old row, even a read by
+//! a thread whose own later write depended on it (a creator checking that its parent still
+//! exists, seeing a parent a subtree delete had just removed: an orphaned branch).
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::vec::Vec;
@@ -50,6 +58,8 @@ struct Entry {
     updated: Option<Timestamp>,
     fetch: Option<Fetch>,
     used: u64,
+    /// Writes to the row sent and not yet answered: while any, nothing is served or kept.
+    writes: u32,
 }
 
 /// The cache (see the module doc).
@@ -109,6 +119,18 @@ impl RowCache {
             self.lru.remove(&entry.used);
             entry.used = used;
             self.lru.insert(used, key.to_vec());
+            if entry.writes > 0 {
+                // A read of its own, neither joined nor kept: the store may or may not have
+                // applied the write yet, and only the store knows.
+                self.orphans.insert(
+                    id,
+                    Fetch {
+                        fetcher: Some(id),
+                        waiters: VecDeque::new(),
+                    },
+                );
+                return Lookup::Fetch(id);
+            }
             if let (Some(row), Some(updated)) = (&entry.row, entry.updated)
                 && now.0.saturating_sub(updated.0) < self.ttl_us
             {
@@ -138,18 +160,33 @@ impl RowCache {
                     waiters: VecDeque::new(),
                 }),
                 used,
+                writes: 0,
             },
         );
         self.lru.insert(used, key.to_vec());
+        self.evict();
+        Lookup::Fetch(id)
+    }
+
+    /// Evicts least recently used entries beyond the capacity, except those with a write in
+    /// flight (their marker must outlive the write; they are few: one per concurrent write).
+    fn evict(&mut self) {
+        let mut kept = Vec::new();
         while self.entries.len() > self.capacity {
-            let Some((_, victim)) = self.lru.pop_first() else {
+            let Some((used, victim)) = self.lru.pop_first() else {
                 break;
             };
-            if let Some(e) = self.entries.remove(&victim) {
-                self.orphan(e.fetch);
+            match self.entries.get(&victim) {
+                Some(e) if e.writes > 0 => kept.push((used, victim)),
+                Some(_) => {
+                    if let Some(e) = self.entries.remove(&victim) {
+                        self.orphan(e.fetch);
+                    }
+                }
+                None => {}
             }
         }
-        Lookup::Fetch(id)
+        self.lru.extend(kept);
     }
 
     fn orphan(&mut self, fetch: Option<Fetch>) {
@@ -160,11 +197,53 @@ impl RowCache {
         }
     }
 
-    /// Drops `key` (after any write to it). A fetch in flight still answers its callers.
+    /// Drops `key` (§15: after any write to it). A fetch in flight still answers its callers
+    /// but is not kept. A write in flight ([`RowCache::begin_write`]) keeps its marker.
     pub fn invalidate(&mut self, key: &[u8]) {
+        let Some(e) = self.entries.get_mut(key) else {
+            return;
+        };
+        if e.writes > 0 {
+            e.row = None;
+            e.updated = None;
+            let fetch = e.fetch.take();
+            self.orphan(fetch);
+            return;
+        }
         if let Some(e) = self.entries.remove(key) {
             self.lru.remove(&e.used);
             self.orphan(e.fetch);
+        }
+    }
+
+    /// A write to `key` is about to be sent: drop what is cached and serve no read of `key`
+    /// from the cache until [`RowCache::end_write`] (see the module doc).
+    pub fn begin_write(&mut self, key: &[u8]) {
+        self.invalidate(key);
+        self.clock += 1;
+        let used = self.clock;
+        let entry = self.entries.entry(key.to_vec()).or_insert(Entry {
+            row: None,
+            updated: None,
+            fetch: None,
+            used,
+            writes: 0,
+        });
+        entry.writes += 1;
+        self.lru.remove(&entry.used);
+        entry.used = used;
+        self.lru.insert(used, key.to_vec());
+        self.evict();
+    }
+
+    /// The write [`RowCache::begin_write`] announced was answered (or failed): reads of `key`
+    /// that start from now on see it, so the cache may fill again once no write is left.
+    pub fn end_write(&mut self, key: &[u8]) {
+        if let Some(e) = self.entries.get_mut(key) {
+            e.writes = e.writes.saturating_sub(1);
+            if e.writes == 0 {
+                self.invalidate(key);
+            }
         }
     }
 

@@ -50,18 +50,18 @@ enum Node {
     Sink,
     PassAll,
     BlockAll,
-    RowKeyRegex(Regex),
+    RowKeyRegex(Pattern),
     /// Probability and the index of this node's draw in the row's draws.
     RowSample(f64, usize),
-    FamilyRegex(Regex),
-    QualifierRegex(Regex),
+    FamilyRegex(Pattern),
+    QualifierRegex(Pattern),
     ColumnRange {
         family: String,
         start: KeyBound,
         end: KeyBound,
     },
     TimestampRange(TimestampRange),
-    ValueRegex(Regex),
+    ValueRegex(Pattern),
     ValueRange {
         start: KeyBound,
         end: KeyBound,
@@ -109,12 +109,39 @@ impl CompiledFilter {
     }
 }
 
-fn compile_regex(pattern: &[u8], field: &'static str) -> Result<Regex, ValidationError> {
+/// A compiled RE2 pattern, matched against the whole input.
+///
+/// Most patterns machines send are plain names (`Column("v")`, `Family("m")` in every OCC
+/// predicate): without an RE2 metacharacter a pattern matches exactly its own bytes, so it
+/// is compared as bytes; compiling a regex for it cost more than evaluating the request.
+#[derive(Debug, Clone)]
+enum Pattern {
+    Literal(Vec<u8>),
+    Regex(Regex),
+}
+
+impl Pattern {
+    fn is_match(&self, input: &[u8]) -> bool {
+        match self {
+            Pattern::Literal(bytes) => bytes.as_slice() == input,
+            Pattern::Regex(re) => re.is_match(input),
+        }
+    }
+}
+
+/// RE2's metacharacters; a pattern with none of them is a literal.
+const RE2_META: &[u8] = b"\\.+*?()|[]{}^$";
+
+fn compile_regex(pattern: &[u8], field: &'static str) -> Result<Pattern, ValidationError> {
+    if !pattern.iter().any(|b| RE2_META.contains(b)) {
+        return Ok(Pattern::Literal(pattern.to_vec()));
+    }
     let translated = rowkit_codec::model::regex::translate(pattern, field)?;
     RegexBuilder::new(&translated)
         .size_limit(REGEX_SIZE_LIMIT)
         .dfa_size_limit(REGEX_SIZE_LIMIT)
         .build()
+        .map(Pattern::Regex)
         .map_err(|e| ValidationError::InvalidRegex {
             field,
             pattern: String::from_utf8_lossy(pattern).into_owned(),
@@ -327,5 +354,50 @@ impl Eval<'_> {
                 input
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// The literal fast path answers exactly as the compiled regex would: patterns and inputs
+    /// drawn from the bytes that matter (metacharacter-free pattern bytes, Latin-1, newline,
+    /// the empty string).
+    #[test]
+    fn a_literal_pattern_matches_as_its_regex_would() {
+        let alphabet = [b'a', b'v', b'\n', 0x00, 0x7f, 0xe9, 0xff, b' '];
+        let mut rng = SplitMix64::new(7);
+        let draw = |rng: &mut SplitMix64, max: u64| -> Vec<u8> {
+            (0..rng.below(max))
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect()
+        };
+        for _ in 0..2_000 {
+            let pattern = draw(&mut rng, 4);
+            let Pattern::Literal(_) = compile_regex(&pattern, "value_regex_filter").unwrap() else {
+                panic!("{pattern:?} is a literal");
+            };
+            let translated = rowkit_codec::model::regex::translate(&pattern, "f").unwrap();
+            let re = RegexBuilder::new(&translated).build().unwrap();
+            let literal = Pattern::Literal(pattern.clone());
+            for _ in 0..8 {
+                let input = if rng.below(2) == 0 {
+                    pattern.clone()
+                } else {
+                    draw(&mut rng, 5)
+                };
+                assert_eq!(
+                    literal.is_match(&input),
+                    re.is_match(&input),
+                    "{pattern:?} {input:?}"
+                );
+            }
+        }
+        assert!(matches!(
+            compile_regex(b"a.c", "value_regex_filter").unwrap(),
+            Pattern::Regex(_)
+        ));
     }
 }

@@ -11,7 +11,10 @@
 //!   after a random number of parts);
 //! - **crash**: the client's machine is dropped between two requests, its operation's
 //!   outcome unknown;
-//! - **clock jump**: time leaps forward (up to 10 s), firing back-offs and expiries.
+//! - **clock jump**: time leaps forward (up to 10 s), firing back-offs and expiries;
+//! - **delayed request**: the request reaches the store late, after many steps of other
+//!   clients (a slow path through the network); its client waits for it. This is how a
+//!   write lands after everything its sender read has changed.
 //!
 //! After the operation budget, clients finish without faults, the workload's repairs run
 //! (fsck, placeholder repair...), and [`Workload::check`] verifies the invariants against
@@ -56,6 +59,11 @@ pub struct FaultRates {
     pub crash: u32,
     /// Per step: the clock jumps forward.
     pub clock_jump: u32,
+    /// Per request sent: it reaches the store late (see the module doc); one that its client
+    /// aborted meanwhile still lands, unanswered; one whose client crashes is dropped with it.
+    /// 0 by default: the rates above were tuned without it, and a non-zero rate changes every
+    /// seed's schedule.
+    pub delay_request: u32,
 }
 
 impl Default for FaultRates {
@@ -65,6 +73,7 @@ impl Default for FaultRates {
             lose_response: 300,
             crash: 40,
             clock_jump: 20,
+            delay_request: 0,
         }
     }
 }
@@ -82,6 +91,10 @@ pub struct SimConfig {
     pub faults: FaultRates,
     /// Where the clock starts.
     pub start: Timestamp,
+    /// Bigtable's garbage collection runs in the background, at times of its choosing: every
+    /// this many requests the store collects every table by its families' GC rules
+    /// (`spec/bigtable.md` 12). 0: never (cells pile up as if GC were far behind).
+    pub gc_every: u64,
 }
 
 impl SimConfig {
@@ -93,6 +106,7 @@ impl SimConfig {
             clients: 4,
             faults: FaultRates::default(),
             start: Timestamp::from_secs(1_700_000_000),
+            gc_every: 0,
         }
     }
 }
@@ -190,6 +204,8 @@ pub struct SimReport {
     pub crashes: u64,
     /// Clock jumps.
     pub clock_jumps: u64,
+    /// Requests that reached the store late.
+    pub delayed_requests: u64,
     /// What the checks verified.
     pub checked: Checked,
 }
@@ -197,7 +213,11 @@ pub struct SimReport {
 impl SimReport {
     /// Faults of every kind.
     pub fn faults(&self) -> u64 {
-        self.failed_requests + self.lost_responses + self.crashes + self.clock_jumps
+        self.failed_requests
+            + self.lost_responses
+            + self.crashes
+            + self.clock_jumps
+            + self.delayed_requests
     }
 
     /// Adds another run's counters.
@@ -209,6 +229,7 @@ impl SimReport {
         self.lost_responses += other.lost_responses;
         self.crashes += other.crashes;
         self.clock_jumps += other.clock_jumps;
+        self.delayed_requests += other.delayed_requests;
         self.checked.decided += other.checked.decided;
         self.checked.undecided += other.checked.undecided;
     }
@@ -218,7 +239,7 @@ impl Display for SimReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} operations ({} acknowledged), {} requests, {} faults ({} failed requests, {} lost responses, {} crashes, {} clock jumps), {} facts checked ({} left open by concurrency)",
+            "{} operations ({} acknowledged), {} requests, {} faults ({} failed requests, {} lost responses, {} crashes, {} clock jumps, {} delayed requests), {} facts checked ({} left open by concurrency)",
             self.operations,
             self.acknowledged,
             self.requests,
@@ -227,6 +248,7 @@ impl Display for SimReport {
             self.lost_responses,
             self.crashes,
             self.clock_jumps,
+            self.delayed_requests,
             self.checked.decided,
             self.checked.undecided
         )
@@ -329,6 +351,10 @@ struct Running<Op, O> {
     outbox: VecDeque<(Tag, Request)>,
     /// Responses (or stream parts) on their way back, in order.
     inbox: VecDeque<(Tag, Result<Response, StoreError>)>,
+    /// Requests sent but not yet at the store (delayed), in order.
+    delayed: VecDeque<(Tag, Request)>,
+    /// Delayed requests the machine aborted: they still land, their answers are dropped.
+    aborted: Vec<Tag>,
 }
 
 fn unavailable(what: &str) -> StoreError {
@@ -368,6 +394,8 @@ impl<W: Workload> Run<'_, W> {
             machine,
             outbox: VecDeque::new(),
             inbox: VecDeque::new(),
+            delayed: VecDeque::new(),
+            aborted: Vec::new(),
         });
         self.pump(c);
     }
@@ -384,6 +412,9 @@ impl<W: Workload> Run<'_, W> {
             // The driver stops delivering: queued parts of that request are dropped.
             running.outbox.retain(|(t, _)| *t != tag);
             running.inbox.retain(|(t, _)| *t != tag);
+            if running.delayed.iter().any(|(t, _)| *t == tag) {
+                running.aborted.push(tag);
+            }
         }
         while running.machine.poll_event().is_some() {}
         if let Some(result) = running.machine.result() {
@@ -408,13 +439,13 @@ impl<W: Workload> Run<'_, W> {
         }
     }
 
-    fn send(&mut self, c: usize) {
+    fn send(&mut self, c: usize) -> Result<(), String> {
         let Some((tag, request)) = self.clients[c]
             .running
             .as_mut()
             .and_then(|r| r.outbox.pop_front())
         else {
-            return;
+            return Ok(());
         };
         let kind = describe(&request);
         if self.roll(self.config.faults.fail_request) {
@@ -424,9 +455,40 @@ impl<W: Workload> Run<'_, W> {
                 self.now.0
             ));
             self.queue(c, tag, Err(unavailable("request failed")));
-            return;
+            return Ok(());
         }
+        if self.config.faults.delay_request > 0 && self.roll(self.config.faults.delay_request) {
+            self.report.delayed_requests += 1;
+            self.trace
+                .push(format!("{} c{c} FAULT {kind} delayed", self.now.0));
+            if let Some(running) = self.clients[c].running.as_mut() {
+                running.delayed.push_back((tag, request));
+            }
+            return Ok(());
+        }
+        self.apply(c, tag, request, kind)
+    }
+
+    /// A delayed request of client `c` may land now: one chance in eight per turn, so it
+    /// typically waits while the other clients run several operations.
+    fn land(&mut self, c: usize) -> Result<(), String> {
+        if !self.rng.next_u64().is_multiple_of(8) {
+            return Ok(());
+        }
+        let Some(running) = self.clients[c].running.as_mut() else {
+            return Ok(());
+        };
+        let Some((tag, request)) = running.delayed.pop_front() else {
+            return Ok(());
+        };
+        let kind = format!("{} (delayed)", describe(&request));
+        self.apply(c, tag, request, kind)
+    }
+
+    /// Executes a request at the store and queues its answer (or loses it).
+    fn apply(&mut self, c: usize, tag: Tag, request: Request, kind: String) -> Result<(), String> {
         self.report.requests += 1;
+        self.collect_garbage()?;
         self.trace.push(format!("{} c{c} send {kind}", self.now.0));
         let lose = self.roll(self.config.faults.lose_response);
         let mut parts: Vec<Result<Response, StoreError>> =
@@ -462,10 +524,33 @@ impl<W: Workload> Run<'_, W> {
         for part in parts {
             self.queue(c, tag, part);
         }
+        Ok(())
+    }
+
+    /// Background GC, every `gc_every` requests (no draw from the scheduler's seed).
+    fn collect_garbage(&mut self) -> Result<(), String> {
+        let every = self.config.gc_every;
+        if every == 0 || !self.report.requests.is_multiple_of(every) {
+            return Ok(());
+        }
+        let tables = self.store.list_tables().map_err(|e| format!("gc: {e}"))?;
+        for table in tables {
+            let collected = self
+                .store
+                .gc(&table, self.now)
+                .map_err(|e| format!("gc {table}: {e}"))?;
+            if collected > 0 {
+                self.trace
+                    .push(format!("{} gc {table}: {collected} cells", self.now.0));
+            }
+        }
+        Ok(())
     }
 
     fn queue(&mut self, c: usize, tag: Tag, r: Result<Response, StoreError>) {
-        if let Some(running) = self.clients[c].running.as_mut() {
+        if let Some(running) = self.clients[c].running.as_mut()
+            && !running.aborted.contains(&tag)
+        {
             running.inbox.push_back((tag, r));
         }
     }
@@ -549,6 +634,9 @@ impl<W: Workload> Run<'_, W> {
                     if !r.inbox.is_empty() {
                         actions.push((c, 2));
                     }
+                    if !r.delayed.is_empty() {
+                        actions.push((c, 4));
+                    }
                     if self.faults_on {
                         actions.push((c, 3));
                     }
@@ -568,8 +656,9 @@ impl<W: Workload> Run<'_, W> {
         let (c, action) = actions[(self.rng.next_u64() % actions.len() as u64) as usize];
         match action {
             0 => self.start_op(c),
-            1 => self.send(c),
+            1 => self.send(c)?,
             2 => self.deliver(c),
+            4 => self.land(c)?,
             _ => {
                 if self.roll(self.config.faults.crash) {
                     self.crash(c);
@@ -593,6 +682,8 @@ impl<W: Workload> Run<'_, W> {
                 machine,
                 outbox: VecDeque::new(),
                 inbox: VecDeque::new(),
+                delayed: VecDeque::new(),
+                aborted: Vec::new(),
             }),
         });
         let c = self.clients.len() - 1;

@@ -306,3 +306,109 @@ fn lossy(m: &BTreeMap<Vec<u8>, i64>) -> BTreeMap<String, i64> {
         .map(|(k, v)| (String::from_utf8_lossy(k).into_owned(), *v))
         .collect()
 }
+
+/// `spec/mounttable.md` §22 scenario 22 as a simulation: clients loop Mount and subtree
+/// Delete on `a|b/<0..3>/<0..3>` (a delete takes the name or its top), with no grace period
+/// so every emptied node is collected at once; afterwards `Delete("a", true)` and
+/// `Delete("b", true)` must leave exactly one row, the root, and a clean fsck. No repair.
+#[derive(Debug, Default)]
+pub struct MountDeleteWorkload;
+
+/// An operation of [`MountDeleteWorkload`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MountDeleteOp {
+    /// `Mount(name, S)`, no TTL.
+    Mount(String),
+    /// `Delete(name, true)`.
+    Delete(String),
+}
+
+/// The server [`MountDeleteWorkload`] mounts.
+const MOUNT_DELETE_SERVER: &str = "/127.0.0.1:8000";
+
+/// No grace period, and a deadline as long as §22's threaded runs give (100 000 s): with 15
+/// clients on two subtrees an operation may lose many OCC rounds in a row.
+fn no_grace_ctx(now: Timestamp) -> MtCtx {
+    MtCtx {
+        gc_grace_us: 0,
+        deadline: Timestamp(now.0.saturating_add(100_000_000_000)),
+        ..ctx(now)
+    }
+}
+
+impl Workload for MountDeleteWorkload {
+    type Op = MountDeleteOp;
+    type Output = ();
+
+    fn setup(&mut self, store: &MemoryStore, now: Timestamp, seed: u64) -> Result<(), String> {
+        MounttableWorkload::default().setup(store, now, seed)
+    }
+
+    fn next_op(&mut self, rng: &mut SplitMix64) -> MountDeleteOp {
+        let top = if rng.below(2) == 0 { "a" } else { "b" };
+        let name = format!("{top}/{}/{}", rng.below(3), rng.below(3));
+        if rng.below(2) == 0 {
+            MountDeleteOp::Mount(name)
+        } else if rng.below(2) == 0 {
+            MountDeleteOp::Delete(top.to_string())
+        } else {
+            MountDeleteOp::Delete(name)
+        }
+    }
+
+    fn start(&self, op: &MountDeleteOp, now: Timestamp, seed: u64) -> SimMachine<()> {
+        let ctx = no_grace_ctx(now);
+        match op {
+            MountDeleteOp::Mount(name) => erase(
+                mt::Mount::new(ctx, name, MOUNT_DELETE_SERVER, 0, 0, now, seed),
+                |_| (),
+            ),
+            MountDeleteOp::Delete(name) => {
+                erase(mt::Delete::new(ctx, name, true, now, seed), |()| ())
+            }
+        }
+    }
+
+    fn repairs(
+        &mut self,
+        _store: &MemoryStore,
+        _now: Timestamp,
+        _history: &[Record<MountDeleteOp, ()>],
+    ) -> Vec<MountDeleteOp> {
+        // Not repairs: the scenario's two final deletes.
+        vec![
+            MountDeleteOp::Delete("a".into()),
+            MountDeleteOp::Delete("b".into()),
+        ]
+    }
+
+    fn check(
+        &mut self,
+        store: &MemoryStore,
+        now: Timestamp,
+        history: &[Record<MountDeleteOp, ()>],
+    ) -> Result<Checked, String> {
+        for r in history {
+            if let Outcome::Done(Err(e)) = &r.outcome {
+                return Err(format!("{:?} failed: {e}", r.op));
+            }
+        }
+        let rows = scan(store, &Tables::default().node, now)?;
+        if rows.len() != 1 {
+            let keys: Vec<String> = rows
+                .iter()
+                .map(|r| rowkit_codec::escape::escape(&r.key))
+                .collect();
+            return Err(format!("{} node rows left: {keys:?}", rows.len()));
+        }
+        match run_quiet(store, now, mt::Fsck::new(ctx(now), false, now, 1)) {
+            Ok(summary) if summary.inconsistent == 0 && summary.undecodable.is_empty() => {}
+            Ok(summary) => return Err(format!("fsck: {summary:?}")),
+            Err(e) => return Err(format!("fsck: {e}")),
+        }
+        Ok(Checked {
+            decided: 2,
+            undecided: 0,
+        })
+    }
+}
