@@ -1,6 +1,7 @@
 #![allow(clippy::unwrap_used)]
-//! Every codec case of `$ROWKIT_SHARED/vectors/tracestore.json` (machine-level cases —
-//! allocation and assignment — run in rowkit-statemachines).
+//! Every codec case of `$ROWKIT_SHARED/vectors/tracestore.json`, and the codec side of the
+//! machine-level cases (allocation and assignment: counter answers, reserved ranges, insert
+//! cells and outcomes); the machines replay those in rowkit-embedded's `tracestore_vectors`.
 
 use std::collections::BTreeSet;
 
@@ -422,5 +423,85 @@ fn digest_id_cells_and_mutations() {
         assert_eq!(after, c["counter_after"].as_i64().unwrap());
         assert_eq!(hex::encode(encode_id_counter(after)), s(&c["cell_hex"]));
         assert_eq!(decode_id_counter(&encode_id_counter(after)), Ok(after));
+    }
+}
+
+fn id_ranges(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|r| r[0].as_u64().unwrap()..=r[1].as_u64().unwrap())
+        .collect()
+}
+
+/// `digest_id_allocation`: each increment's `counter_response` is the counter before plus the
+/// increment, encodes as the 8-byte counter cell, and reserves (`reserved_ids`) exactly the
+/// step's fresh ids followed by the pool it leaves.
+#[test]
+fn digest_id_allocation_counter_responses() {
+    for case in cases("digest_id_allocation") {
+        let mut counter = case["initial_counter"].as_i64().unwrap_or(0);
+        for step in case["steps"].as_array().unwrap() {
+            if step["op"] != "allocate" {
+                continue;
+            }
+            let Some(increment) = step["increment"].as_u64() else {
+                assert!(step["counter_response"].is_null(), "{step}");
+                continue;
+            };
+            let response = step["counter_response"].as_i64().unwrap();
+            assert_eq!(response, counter + increment as i64, "{step}");
+            assert_eq!(
+                decode_id_counter(&encode_id_counter(response)),
+                Ok(response)
+            );
+            counter = response;
+            let missing = (increment - RESERVED_IDS) as usize;
+            let ids = id_ranges(&step["ids_ranges"]);
+            let reserved: Vec<u64> = reserved_ids(response, increment).unwrap().collect();
+            assert_eq!(ids[ids.len() - missing..], reserved[..missing], "{step}");
+            assert_eq!(
+                reserved[missing..],
+                id_ranges(&step["pool_after_ranges"]),
+                "{step}"
+            );
+        }
+        assert_eq!(counter, case["final_counter"].as_i64().unwrap());
+    }
+}
+
+/// `digest_id_assignment`: every insert's cells come from the codec, and it answers
+/// `predicate_matched` exactly when the map already holds its digest's column (the table map
+/// or a concurrent insert); a matched insert's digest gets the stored id and its offered id
+/// goes back to the pool, an unmatched one gets the offered id.
+#[test]
+fn digest_id_assignment_insert_outcomes() {
+    for case in cases("digest_id_assignment") {
+        let mut stored = case["table_map"].as_object().unwrap().clone();
+        stored.extend(case["concurrent_inserts"].as_object().unwrap().clone());
+        let pool_after = id_ranges(&case["pool_after_ranges"]);
+        let ids = &case["ids"];
+        for insert in case["inserts"].as_array().unwrap() {
+            let d = s(&insert["digest"]);
+            let offered = insert["digest_id"].as_u64().unwrap();
+            let q = digest_map_qualifier(d).unwrap();
+            assert_eq!(digest_map_row(d).unwrap(), s(&insert["row"]).as_bytes());
+            assert_eq!(q, s(&insert["qualifier"]).as_bytes());
+            assert_eq!(q, s(&insert["predicate_qualifier_regex"]).as_bytes());
+            assert_eq!(
+                encode_digest_map_value(offered),
+                s(&insert["value"]).as_bytes()
+            );
+            let matched = insert["predicate_matched"].as_bool().unwrap();
+            assert_eq!(matched, stored.contains_key(d), "{insert}");
+            if matched {
+                assert_eq!(ids[d], stored[d], "{insert}");
+                assert_ne!(ids[d], offered, "{insert}");
+                assert!(pool_after.contains(&offered), "{insert}");
+            } else {
+                assert_eq!(ids[d], offered, "{insert}");
+                assert!(!pool_after.contains(&offered), "{insert}");
+            }
+        }
     }
 }

@@ -1,14 +1,37 @@
 //! The trace store codecs (`rowkit_codec::tracestore`): gob decoding of any bytes, row-key
-//! decoding, trace-id text decoding, options and digest-map cells never panic; whatever the gob
-//! decoder accepts re-encodes to a gob that decodes to the same OrderedParamSet; valid trace
-//! ids round-trip through the OPS.
+//! decoding, trace-id text decoding (against a non-empty OPS built from the input), options and
+//! digest-map cells never panic; whatever the gob decoder accepts re-encodes to a gob that
+//! decodes to the same OrderedParamSet; a trace id that decodes re-encodes to a canonical id
+//! that decodes to the same params; params drawn from the OPS round-trip.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::keys::*;
 use rowkit_codec::tracestore::ops::parse_options_text;
-use rowkit_codec::tracestore::{decode_ops_gob, encode_ops_gob};
+use rowkit_codec::tracestore::{
+    OrderedParamSet, ParamSet, Params, TraceStoreError, decode_ops_gob, encode_ops_gob,
+};
+
+/// An OPS shaped by the input's first bytes — 1 to 12 keys `k0…`, each with 1 to 12 values
+/// `v0…`, so one- and two-digit key and value indices exist — and the rest of the input.
+fn small_ops(data: &[u8]) -> (OrderedParamSet, &[u8]) {
+    let Some((&shape, rest)) = data.split_first() else {
+        return (OrderedParamSet::new(), data);
+    };
+    let keys = 1 + usize::from(shape % 12);
+    let (counts, text) = rest.split_at(keys.min(rest.len()));
+    let mut ps = ParamSet::new();
+    for (k, &count) in counts.iter().enumerate() {
+        let values = (0..=usize::from(count % 12))
+            .map(|v| format!("v{v}"))
+            .collect();
+        ps.insert(format!("k{k}"), values);
+    }
+    let mut ops = OrderedParamSet::new();
+    ops.update(&ps);
+    (ops, text)
+}
 
 fuzz_target!(|data: &[u8]| {
     let (selector, rest) = match data.split_first() {
@@ -46,9 +69,36 @@ fuzz_target!(|data: &[u8]| {
             let _ = extract_subkey(rest);
         }
         2 => {
-            let ops = decode_ops_gob(&encode_ops_gob(&Default::default())).expect("empty OPS");
-            let _ = ops.decode_params(rest);
-            let _ = parse_options_text(rest);
+            let (ops, text) = small_ops(rest);
+            let _ = parse_options_text(text);
+            if let Ok(params) = ops.decode_params(text) {
+                // Decode-encode round trip: what decoded has a canonical id that decodes back.
+                match ops.encode_params(&params) {
+                    Ok(canonical) => {
+                        assert_eq!(ops.decode_params(canonical.as_bytes()), Ok(params));
+                    }
+                    Err(e) => assert!(
+                        params.is_empty() && e == TraceStoreError::NoParamsEncoded,
+                        "{e}"
+                    ),
+                }
+            }
+            // Params drawn from the OPS (a value per key unless the byte's high bit is set)
+            // encode and decode back.
+            let drawn: Params = ops
+                .key_order
+                .iter()
+                .zip(text)
+                .filter(|(_, b)| **b < 0x80)
+                .map(|(k, &b)| {
+                    let values = &ops.param_set[k];
+                    (k.clone(), values[usize::from(b) % values.len()].clone())
+                })
+                .collect();
+            if !drawn.is_empty() {
+                let id = ops.encode_params(&drawn).expect("params of the OPS encode");
+                assert_eq!(ops.decode_params(id.as_bytes()), Ok(drawn));
+            }
         }
         _ => {
             if let Ok(id) = decode_digest_id_cell(rest) {

@@ -432,6 +432,19 @@ mod tracestore {
     }
 
     #[test]
+    fn ts_put_chunks_of_10000_rows() {
+        each("ts_put_chunks_of_10000_rows", sc::put_chunks);
+    }
+
+    #[test]
+    fn ts_put_validation_is_all_or_nothing() {
+        each(
+            "ts_put_validation_is_all_or_nothing",
+            sc::put_all_or_nothing,
+        );
+    }
+
+    #[test]
     fn ts_s29_deadline_and_backoff() {
         each("ts_s29_deadline_and_backoff", sc::deadline_and_backoff);
     }

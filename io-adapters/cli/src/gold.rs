@@ -88,9 +88,19 @@ pub enum GoldCommand {
     },
     /// The newest tile.
     Newest,
-    /// One Put per line of a JSON Lines file `{"commit", "commit_time"?, "ts", "entries"}`.
+    /// One Put per line of a JSON Lines file, in order; stops at the first failure.
+    ///
+    /// Each non-empty line is one of:
+    ///   {"commit": N, "commit_time": TIME, "ts": TIME, "entries": [{"params": {..}, "options": {..}, "digest": "hex"}, ..]}
+    ///   {"commit": N, "commit_time": TIME, "ts": TIME, "params": {..} or "k=v,..", "digest": "hex", "options": {..} or "k=v,.."}
+    /// The second (one entry) takes the fields of `gold put`. `commit_time`, `ts` and `options`
+    /// may be left out (`ts` then is the current time, as in `gold put`); TIME is integer µs or
+    /// an RFC 3339 string; a digest other than 32 hex characters is stored as missing.
+    /// A malformed line or a failed Put exits 1 with the line number in the message.
+    /// On a terminal a progress bar is drawn on stderr (none when stderr is piped).
+    #[command(verbatim_doc_comment)]
     Import {
-        /// The file.
+        /// The JSON Lines file.
         file: String,
     },
 }
@@ -310,17 +320,33 @@ fn map_of(v: &Value) -> Result<Params, String> {
     }
 }
 
+/// Params or options given as an object or, as on `gold put`'s command line, as `k=v,…`.
+fn pairs_of(v: &Value, what: &str) -> Result<Params, String> {
+    match v {
+        Value::String(text) => parse_pairs(text, what).map_err(|e| e.message()),
+        other => map_of(other).map_err(|e| format!("{what}: {e}")),
+    }
+}
+
+/// One entry `{"params", "options"?, "digest"?}` (an absent digest is the missing digest).
+fn entry_of(v: &Value) -> Result<PutEntry, String> {
+    let digest = match &v["digest"] {
+        Value::Null => String::new(),
+        Value::String(d) => d.clone(),
+        _ => return Err("digest: expected a string".into()),
+    };
+    Ok(PutEntry {
+        params: pairs_of(&v["params"], "params")?,
+        options: pairs_of(&v["options"], "options")?,
+        digest,
+    })
+}
+
 fn entries_of(v: &Value) -> Result<Vec<PutEntry>, String> {
     v.as_array()
         .ok_or("expected an array of entries")?
         .iter()
-        .map(|e| {
-            Ok(PutEntry {
-                params: map_of(&e["params"])?,
-                options: map_of(&e["options"])?,
-                digest: e["digest"].as_str().unwrap_or_default().to_string(),
-            })
-        })
+        .map(entry_of)
         .collect()
 }
 
@@ -405,38 +431,74 @@ fn print_tile(out: &Output, doc: Map<String, Value>, tile: &Tile) -> Result<(), 
     Ok(())
 }
 
+/// One import line's Put: `(commit, commit_time, entries, ts)`.
+type ImportPut = (i64, Option<Timestamp>, Vec<PutEntry>, Option<Timestamp>);
+
+/// A TIME field of an import line: integer µs or RFC 3339 text (absent: `None`).
+fn line_time(v: &Value, what: &str) -> Result<Option<Timestamp>, String> {
+    match v {
+        Value::Null => Ok(None),
+        Value::Number(n) => n
+            .as_i64()
+            .map(|us| Some(Timestamp(us)))
+            .ok_or_else(|| format!("{what}: expected integer microseconds")),
+        Value::String(text) => crate::clock::parse_time(text)
+            .map(Some)
+            .map_err(|_| format!("{what}: expected microseconds or RFC 3339, got {text:?}")),
+        _ => Err(format!("{what}: expected microseconds or RFC 3339")),
+    }
+}
+
+/// Parses one import line: the spec's `{"commit", "commit_time"?, "ts", "entries"}`, or one
+/// entry with `gold put`'s fields `{"commit", "commit_time"?, "ts"?, "params", "digest",
+/// "options"?}`.
+fn import_line(line: &str) -> Result<ImportPut, String> {
+    let v: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    if !v.is_object() {
+        return Err("expected a JSON object".into());
+    }
+    let commit = v["commit"].as_i64().ok_or("commit: expected an integer")?;
+    let entries = match (v.get("entries"), v.get("params")) {
+        (Some(entries), None) => entries_of(entries)?,
+        (None, Some(_)) => vec![entry_of(&v)?],
+        (Some(_), Some(_)) => return Err("\"entries\" and \"params\" exclude each other".into()),
+        (None, None) => return Err("expected \"entries\" or \"params\"".into()),
+    };
+    Ok((
+        commit,
+        line_time(&v["commit_time"], "commit_time")?,
+        entries,
+        line_time(&v["ts"], "ts")?,
+    ))
+}
+
 fn import(ctx: &Context, args: &GoldArgs, file: &str, out: &Output) -> Result<(), CliError> {
     let text =
         std::fs::read_to_string(file).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
-    let mut gold = open(ctx, args)?;
-    let mut progress = Progress::new("puts");
-    let (mut puts, mut total) = (0u64, 0u64);
-    for (n, line) in text
+    let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
-    {
-        let line_no = n + 1;
-        let bad = |e: String| CliError::usage(format!("{file}:{line_no}: {e}"));
-        let v: Value = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
-        let commit = v["commit"]
-            .as_i64()
-            .ok_or_else(|| bad("commit: expected an integer".into()))?;
-        let ts = v["ts"].as_i64().map(Timestamp).unwrap_or_else(|| ctx.now());
-        let commit_time = v["commit_time"].as_i64().map(Timestamp);
-        let entries = entries_of(&v["entries"]).map_err(bad)?;
-        total += entries.len() as u64;
-        gold.put(commit, commit_time, entries, ts).map_err(|e| {
-            let e = CliError::from(e);
-            match e {
-                CliError::Schema { id, message, .. } => CliError::Schema {
-                    id,
-                    message: format!("{file}:{line_no}: {message}"),
-                    exit: 1,
-                },
-                other => other,
-            }
-        })?;
+        .map(|(n, l)| (n + 1, l))
+        .collect();
+    let mut gold = open(ctx, args)?;
+    let mut progress = Progress::with_total("puts", lines.len() as u64);
+    let (mut puts, mut total) = (0u64, 0u64);
+    for (line_no, line) in lines {
+        // The spec's rule for import: any failure exits 1 and names the line.
+        let failed = |id: String, message: String| CliError::Schema {
+            id,
+            message: format!("{file}:{line_no}: {message}"),
+            exit: 1,
+        };
+        let (commit, commit_time, entries, ts) =
+            import_line(line).map_err(|e| failed("bad_import_line".into(), e))?;
+        let count = entries.len() as u64;
+        let ts = ts.unwrap_or_else(|| ctx.now());
+        // (The bar, if any, is cleared when `progress` drops.)
+        gold.put(commit, commit_time, entries, ts)
+            .map_err(|e| failed(e.id().to_string(), e.to_string()))?;
+        total += count;
         puts += 1;
         progress.tick();
     }

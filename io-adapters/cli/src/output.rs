@@ -1,6 +1,7 @@
 //! Human text or one JSON document per command, and error reporting.
 
 use std::io::{IsTerminal, Write};
+use std::time::{Duration, Instant};
 
 use rowkit_codec::escape::escape;
 use serde_json::{Value, json};
@@ -45,37 +46,113 @@ pub fn bytes_fields(map: &mut serde_json::Map<String, Value>, name: &str, bytes:
     map.insert(format!("{name}_hex"), Value::String(hex::encode(bytes)));
 }
 
-/// A progress counter on stderr, shown only when stderr is a terminal.
+/// Progress on stderr, shown only when stderr is a terminal (nothing at all when piped): a
+/// counter when the total is unknown ([`Progress::new`]), a bar when it is known up front
+/// ([`Progress::with_total`]). The line is cleared by [`Progress::finish`] or on drop.
 pub struct Progress {
     enabled: bool,
     label: &'static str,
     count: u64,
+    total: Option<u64>,
+    /// When the bar was last drawn (`None`: not yet).
+    drawn_at: Option<Instant>,
 }
 
+/// The bar is redrawn at most this often (10 times a second).
+const BAR_REDRAW: Duration = Duration::from_millis(100);
+
+/// Characters between the bar's brackets.
+const BAR_WIDTH: u64 = 30;
+
 impl Progress {
-    /// A counter of `label` (e.g. "rows").
+    /// A counter of `label` (e.g. "rows"), redrawn every 1 000 items.
     pub fn new(label: &'static str) -> Progress {
         Progress {
             enabled: std::io::stderr().is_terminal(),
             label,
             count: 0,
+            total: None,
+            drawn_at: None,
+        }
+    }
+
+    /// A bar of `total` items of `label`, drawn at the first item, at the last, and in between
+    /// at most every [`BAR_REDRAW`].
+    pub fn with_total(label: &'static str, total: u64) -> Progress {
+        Progress {
+            total: Some(total),
+            ..Progress::new(label)
         }
     }
 
     /// Counts one more item, redrawing now and then.
     pub fn tick(&mut self) {
         self.count += 1;
-        if self.enabled && self.count.is_multiple_of(1000) {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "\r{} {}", self.count, self.label);
-            let _ = err.flush();
+        if !self.enabled {
+            return;
         }
+        let text = match self.total {
+            None if self.count.is_multiple_of(1000) => format!("\r{} {}", self.count, self.label),
+            None => return,
+            Some(total) => {
+                let due = self.count >= total
+                    || self.drawn_at.is_none_or(|at| at.elapsed() >= BAR_REDRAW);
+                if !due {
+                    return;
+                }
+                bar_text(self.count, total, self.label)
+            }
+        };
+        self.drawn_at = Some(Instant::now());
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{text}");
+        let _ = err.flush();
     }
 
-    /// Clears the line.
-    pub fn finish(&self) {
-        if self.enabled && self.count >= 1000 {
+    /// Clears the line if anything was drawn.
+    pub fn finish(&mut self) {
+        if self.enabled && self.drawn_at.take().is_some() {
             eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// One frame of the bar: `\r[#####-----]  50% 5/10 puts`.
+fn bar_text(count: u64, total: u64, label: &str) -> String {
+    let done = count.min(total);
+    let (filled, percent) = match total {
+        0 => (BAR_WIDTH, 100),
+        _ => (done * BAR_WIDTH / total, done * 100 / total),
+    };
+    format!(
+        "\r[{}{}] {percent:>3}% {count}/{total} {label}",
+        "#".repeat(filled as usize),
+        "-".repeat((BAR_WIDTH - filled) as usize)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bar_text;
+
+    #[test]
+    fn bar_frames() {
+        // (count, total, filled of 30, the text after the bar)
+        let cases = [
+            (0, 10, 0, "   0% 0/10 puts"),
+            (5, 10, 15, "  50% 5/10 puts"),
+            (1, 3, 10, "  33% 1/3 puts"),
+            (3, 3, 30, " 100% 3/3 puts"),
+        ];
+        for (count, total, filled, tail) in cases {
+            let bar = format!("{}{}", "#".repeat(filled), "-".repeat(30 - filled));
+            assert_eq!(bar_text(count, total, "puts"), format!("\r[{bar}]{tail}"));
         }
     }
 }

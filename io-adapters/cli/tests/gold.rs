@@ -361,3 +361,213 @@ fn gold_md5() {
 fn gold_digest_id() {
     scenario("digest-id");
 }
+
+/// `key decode --schema gold` of a trace row and a digest-map row: every field of §19.
+#[test]
+fn key_decode_gold_rows() {
+    let s = Scratch::new("decode");
+    let trace = ",0=1,1=3,3=0,";
+    let v = s.json(&[
+        "key",
+        "decode",
+        "--schema",
+        "gold",
+        &format!("09:ts:t:2147483646:{trace}"),
+    ]);
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "schema": "gold",
+            "row_key": "09:ts:t:2147483646:,0=1,1=3,3=0,",
+            "row_key_hex": hex(&format!("09:ts:t:2147483646:{trace}")),
+            "type": "trace",
+            "shard": 9,
+            "shard_ok": true,
+            "tile_key": 2147483646u32,
+            "tile_index": 1,
+            "first_repo_index": 256,
+            "last_repo_index": 511,
+            "subkey": trace,
+            "subkey_hex": hex(trace),
+        })
+    );
+    let v = s.json(&[
+        "key",
+        "decode",
+        "--schema",
+        "gold",
+        "21:ts:d:0000000000:9e1",
+    ]);
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "schema": "gold",
+            "row_key": "21:ts:d:0000000000:9e1",
+            "row_key_hex": "32313a74733a643a303030303030303030303a396531",
+            "type": "digest_map",
+            "shard": 21,
+            "shard_ok": true,
+            "tile_key": 0,
+            "tile_index": null,
+            "first_repo_index": null,
+            "last_repo_index": null,
+            "subkey": "9e1",
+            "subkey_hex": "396531",
+        })
+    );
+    // A trace row in the wrong shard still decodes, with shard_ok false.
+    let v = s.json(&[
+        "key",
+        "decode",
+        "--schema",
+        "gold",
+        &format!("10:ts:t:2147483646:{trace}"),
+    ]);
+    assert_eq!(
+        (&v["shard"], &v["shard_ok"]),
+        (&Value::from(10), &Value::from(false))
+    );
+}
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `gold import` lines in `gold put`'s flat form (params and options as objects or `k=v,…`,
+/// times as µs or RFC 3339) mixed with the spec's `entries` form.
+#[test]
+fn import_flat_lines() {
+    let s = Scratch::new("import-flat");
+    s.json(&["gold", "setup", "--layout", "md5"]);
+    let lines = [
+        r#"{"commit": 0, "commit_time": 1556280003000000, "ts": 1557018184000000, "params": {"device": "angler", "name": "test_alpha"}, "digest": "11115ffee6ae2fec3ad71c777531578f", "options": {"ext": "png"}}"#,
+        "",
+        r#"{"commit": 1, "commit_time": "2019-04-26T11:50:18Z", "ts": "2019-05-05T01:03:05Z", "params": "device=angler,name=test_alpha", "digest": "000075B9C0F1B6A831C399E269772661", "options": "ext=png"}"#,
+        r#"{"commit": 1, "params": "device=bullhead,name=test_alpha", "digest": "NOPE"}"#,
+        r#"{"commit": 2, "ts": 1557018184000000, "entries": [{"params": {"device": "angler", "name": "test_alpha"}, "digest": "222208f09d37b73795649038408b5f33"}]}"#,
+    ];
+    let file = s.file("flat.jsonl", &lines.join("\n"));
+    let o = s.rowkit(&["--json", "gold", "import", &file]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        (v["puts"].as_u64(), v["entries"].as_u64()),
+        (Some(4), Some(4))
+    );
+    let v = s.json(&["gold", "traces", "--from", "0", "--to", "2"]);
+    let traces = v["traces"].as_array().unwrap();
+    assert_eq!(traces.len(), 2);
+    assert_eq!(traces[0]["id"], ",device=angler,name=test_alpha,");
+    assert_eq!(
+        traces[0]["digests"],
+        serde_json::json!([
+            "11115ffee6ae2fec3ad71c777531578f",
+            "000075b9c0f1b6a831c399e269772661",
+            "222208f09d37b73795649038408b5f33"
+        ])
+    );
+    assert_eq!(traces[0]["options"], serde_json::json!({"ext": "png"}));
+    assert_eq!(traces[1]["id"], ",device=bullhead,name=test_alpha,");
+    assert_eq!(traces[1]["digests"], serde_json::json!(["", "", ""]));
+    assert_eq!(traces[1]["options"], serde_json::json!({}));
+}
+
+/// A malformed line stops the import with exit 1 (`spec/tracestore.md` 19) and a message
+/// naming its line; the lines before it are imported, those after it are not.
+#[test]
+fn import_malformed_line() {
+    let s = Scratch::new("import-bad");
+    s.json(&["gold", "setup", "--layout", "digest-id"]);
+    let good = |commit: u32| {
+        format!(
+            r#"{{"commit": {commit}, "ts": 1557018184000000, "params": "name=x", "digest": "11115ffee6ae2fec3ad71c777531578f"}}"#
+        )
+    };
+    let malformed = [
+        "{\"commit\": 1, \"params\": ",
+        r#"{"commit": "one", "params": "name=x", "digest": ""}"#,
+        r#"{"commit": 1, "params": "name", "digest": ""}"#,
+        r#"{"commit": 1, "digest": ""}"#,
+        r#"{"commit": 1, "params": "name=x", "entries": []}"#,
+        r#"{"commit": 1, "params": "name=x", "digest": 7}"#,
+        r#"{"commit": 1, "ts": "yesterday", "params": "name=x"}"#,
+    ];
+    for (i, bad) in malformed.iter().enumerate() {
+        let table = format!("gold{i}");
+        let o = s.rowkit(&["gold", "--table", &table, "--layout", "digest-id", "setup"]);
+        assert!(o.status.success());
+        let file = s.file(
+            &format!("bad{i}.jsonl"),
+            &format!("{}\n\n{bad}\n{}\n", good(0), good(2)),
+        );
+        let o = s.rowkit(&["--json", "gold", "--table", &table, "import", &file]);
+        assert_eq!(o.status.code(), Some(1), "{bad}");
+        let e: Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(e["error"]["id"], "bad_import_line", "{bad}");
+        let message = e["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!("{file}:3: ")),
+            "{bad}: {message}"
+        );
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(&format!("{file}:3: ")),
+            "{bad}"
+        );
+        let v = s.json(&[
+            "gold", "--table", &table, "traces", "--from", "0", "--to", "2",
+        ]);
+        assert_eq!(
+            v["traces"][0]["digests"],
+            serde_json::json!(["11115ffee6ae2fec3ad71c777531578f", "", ""]),
+            "{bad}: line 1 imported, line 4 not"
+        );
+    }
+}
+
+/// With stderr piped, an import prints no progress at all; on a terminal (a pty from
+/// `script`) it draws the bar.
+#[test]
+fn import_progress_only_on_a_terminal() {
+    let s = Scratch::new("import-progress");
+    s.json(&["gold", "setup", "--layout", "md5"]);
+    let lines: Vec<String> = (0..3)
+        .map(|c| {
+            format!(
+                r#"{{"commit": {c}, "ts": 1557018184000000, "params": "name=x", "digest": "11115ffee6ae2fec3ad71c777531578f"}}"#
+            )
+        })
+        .collect();
+    let file = s.file("three.jsonl", &lines.join("\n"));
+    let o = s.rowkit(&["gold", "import", &file]);
+    assert!(o.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        "imported 3 puts, 3 entries\n"
+    );
+    assert!(
+        o.stderr.is_empty(),
+        "piped stderr: {:?}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let Ok(o) = Command::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "'{}' --store 'embedded:{}' --now 1557018184000000 gold import '{file}'",
+            env!("CARGO_BIN_EXE_rowkit"),
+            s.0.join("t.redb").display()
+        ))
+        .arg("/dev/null")
+        .env_remove("ROWKIT_STORE")
+        .output()
+    else {
+        eprintln!("`script` (util-linux) is not installed: the terminal half is not run");
+        return;
+    };
+    let shown = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{shown}");
+    assert!(
+        shown.contains(&format!("[{}] 100% 3/3 puts", "#".repeat(30))),
+        "no bar on the terminal: {shown:?}"
+    );
+    assert!(shown.contains("imported 3 puts, 3 entries"), "{shown:?}");
+}

@@ -21,8 +21,8 @@ use rowkit_statemachines::raw::MutateRows;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::tracestore::{PutEntry, Tile, Trace};
 use rowkit_statemachines::{
-    Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64,
-    StoreError,
+    Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, Response, RetryPolicy,
+    SplitMix64, StoreError,
 };
 
 use crate::driver::{self, Clock, ManualClock};
@@ -212,10 +212,12 @@ pub enum HookAction {
 
 type Hook<'a> = Box<dyn FnMut(&Request, &dyn Store) -> HookAction + Send + 'a>;
 
-/// A store wrapper that logs every request and lets a hook inject faults or concurrent writes.
+/// A store wrapper that logs every request (and every executed unary one with its answer)
+/// and lets a hook inject faults or concurrent writes.
 pub struct Hooked<'a> {
     inner: &'a dyn Store,
     log: Mutex<Vec<Request>>,
+    unary_exchanges: Mutex<Vec<(Request, Response)>>,
     hook: Mutex<Option<Hook<'a>>>,
     lost_ops_swaps: std::sync::atomic::AtomicUsize,
 }
@@ -225,6 +227,7 @@ impl<'a> Hooked<'a> {
         Hooked {
             inner,
             log: Mutex::new(Vec::new()),
+            unary_exchanges: Mutex::new(Vec::new()),
             hook: Mutex::new(None),
             lost_ops_swaps: std::sync::atomic::AtomicUsize::new(0),
         }
@@ -248,6 +251,12 @@ impl<'a> Hooked<'a> {
     pub fn take_log(&self) -> Vec<Request> {
         std::mem::take(&mut *self.log.lock().unwrap())
     }
+
+    /// Takes the unary requests executed so far with their answers (not those a hook
+    /// failed), in execution order.
+    pub fn take_unary_exchanges(&self) -> Vec<(Request, Response)> {
+        std::mem::take(&mut *self.unary_exchanges.lock().unwrap())
+    }
 }
 
 impl Store for Hooked<'_> {
@@ -261,9 +270,20 @@ impl Store for Hooked<'_> {
             if c.row_key.starts_with(OPS_ROWS_PREFIX) && !c.true_mutations.is_empty());
         match action {
             HookAction::Pass => {
+                let unary = !matches!(
+                    request,
+                    Request::ReadRows(_) | Request::MutateRows(_) | Request::SampleRowKeys(_)
+                );
+                let asked = unary.then(|| request.clone());
                 let reply = self.inner.execute(request, now)?;
+                if let (Some(asked), Reply::Unary(answer)) = (asked, &reply) {
+                    self.unary_exchanges
+                        .lock()
+                        .unwrap()
+                        .push((asked, answer.clone()));
+                }
                 if ops_swap
-                    && let Reply::Unary(rowkit_statemachines::Response::CheckAndMutateRow {
+                    && let Reply::Unary(Response::CheckAndMutateRow {
                         predicate_matched: false,
                     }) = &reply
                 {
@@ -713,6 +733,212 @@ pub fn validation(store: &dyn Store, layout: Layout) {
     );
 }
 
+/// Entries per `MutateRows` request of a Put (`spec/tracestore.md` 3, "Put chunk").
+const SPEC_PUT_CHUNK: usize = 10_000;
+
+/// The params of the `i`-th trace of the Put-batch scenarios.
+fn numbered_trace(i: usize) -> Params {
+    params_from([("name", format!("t{i:05}")), ("source_type", "gm".into())])
+}
+
+/// Every row key the `MutateRows` requests of `log` carry, request by request.
+fn mutate_rows_keys(log: &[Request]) -> Vec<Vec<Vec<u8>>> {
+    log.iter()
+        .filter_map(|r| match r {
+            Request::MutateRows(m) => Some(m.entries.iter().map(|e| e.row_key.clone()).collect()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Put chunks (`spec/tracestore.md` 10 step 5, 11.6 step 7): one Put of 10 001 traces at
+/// commit 0 is sent as `MutateRows` requests of at most 10 000 row entries, all full but the
+/// last, carrying every row entry once in write order (each trace row, then its options row);
+/// a fresh reader reads every point back. In the md5 layout every trace but the first has
+/// options, so the Put writes 20 001 row entries and the trace and options rows of entry
+/// 5 000 fall in different chunks.
+pub fn put_chunks(store: &dyn Store, layout: Layout) {
+    const TRACES: usize = 10_001;
+    setup(store, layout);
+    let hooked = Hooked::new(store);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(&hooked, &clock, 32);
+    let digests = [AP, AN, AU, BP, BU];
+    let entries: Vec<PutEntry> = (0..TRACES)
+        .map(|i| PutEntry {
+            params: numbered_trace(i),
+            options: if i == 0 {
+                Params::new()
+            } else {
+                layout_options(layout)
+            },
+            digest: digests[i % digests.len()].to_string(),
+        })
+        .collect();
+    gold.put(
+        0,
+        Some(Timestamp(COMMIT_TIMES[0])),
+        entries.clone(),
+        Timestamp(T0),
+    )
+    .unwrap();
+    let chunks = mutate_rows_keys(&hooked.take_log());
+    let sizes: Vec<usize> = chunks.iter().map(Vec::len).collect();
+    let rows = match layout {
+        Layout::Md5 => 1 + 2 * (TRACES - 1),
+        Layout::DigestId => TRACES,
+    };
+    let mut want_sizes = vec![SPEC_PUT_CHUNK; rows / SPEC_PUT_CHUNK];
+    want_sizes.push(rows % SPEC_PUT_CHUNK);
+    assert_eq!(sizes, want_sizes, "MutateRows entries per request");
+    // Every row, in write order, decodes (through the tile's OPS) to its entry's params.
+    let ops_row = ops_row_name(tile_key(0));
+    let ops = &gold
+        .state()
+        .cached_ops(&ops_row)
+        .expect("the Put's OPS")
+        .ops;
+    let mut written = chunks.concat().into_iter();
+    for (i, e) in entries.iter().enumerate() {
+        let mut kinds = vec![RowType::Trace];
+        if !e.options.is_empty() {
+            kinds.push(RowType::Options);
+        }
+        for kind in kinds {
+            let key = written
+                .next()
+                .unwrap_or_else(|| panic!("entry {i}: no {kind:?} row"));
+            let decoded = decode_row_key(&key).unwrap();
+            assert_eq!(
+                (decoded.row_type, decoded.tile_key),
+                (kind, tile_key(0)),
+                "entry {i}"
+            );
+            assert_eq!(
+                ops.decode_params(&decoded.subkey).unwrap(),
+                e.params,
+                "entry {i}"
+            );
+        }
+    }
+    assert_eq!(written.next(), None, "a row beyond the entries");
+    if layout == Layout::Md5 {
+        let split = decode_row_key(&chunks[1][0]).unwrap();
+        assert_eq!(split.row_type, RowType::Options);
+        assert_eq!(
+            split.subkey,
+            decode_row_key(chunks[0].last().unwrap()).unwrap().subkey,
+            "entry 5 000's trace and options rows are in different chunks"
+        );
+    }
+    let mut reader = open(store, &clock, 33);
+    let tile = reader.read_range(0, 0).unwrap();
+    assert_eq!(tile.traces.len(), TRACES);
+    for e in &entries {
+        let t = &tile.traces[&trace_id_text(&e.params)];
+        assert_eq!((&t.params, &t.options), (&e.params, &e.options));
+        assert_eq!(t.digests, vec![e.digest.clone()]);
+    }
+}
+
+/// Put validation is all or nothing (`spec/tracestore.md` 10 step 4, 11.6 step 4): a batch
+/// whose one entry has a trace row key over 4096 bytes fails with `row key too long`, and one
+/// whose one entry has no params with `No params encoded.`; either sends nothing after the
+/// OPS update (§9) — no `MutateRows`, and in the digest-id layout no map lookup, increment or
+/// insert — so no trace, options, map or counter cell changes. An invalid digest is no
+/// validation error (§5.2, §11.2): its batch is written whole, that point missing.
+pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
+    setup(store, layout);
+    let hooked = Hooked::new(store);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(&hooked, &clock, 34);
+    gold.put(
+        0,
+        Some(Timestamp(COMMIT_TIMES[0])),
+        vec![entry(layout, "angler", "test_alpha", AP)],
+        Timestamp(T0),
+    )
+    .unwrap();
+    // Everything but the OPS rows, which the failed Puts may update.
+    let data_rows = || {
+        raw_read(store, RowSet::all(), None)
+            .into_iter()
+            .filter(|r| !r.key.starts_with(OPS_ROWS_PREFIX))
+            .collect::<Vec<_>>()
+    };
+    let before = data_rows();
+    hooked.take_log();
+    // About 1 000 keys encode to a trace id of some 5 900 bytes.
+    let too_long: Params = (0..1000)
+        .map(|k| (format!("k{k:04}"), "v".to_string()))
+        .collect();
+    let batch = |bad: PutEntry| {
+        let mut entries: Vec<PutEntry> = (0..5)
+            .map(|i| PutEntry {
+                params: numbered_trace(i),
+                options: layout_options(layout),
+                digest: [AN, AU, BP, BU, AP][i].into(),
+            })
+            .collect();
+        entries.insert(3, bad);
+        entries
+    };
+    let cases = [
+        (too_long, TraceStoreError::RowKeyTooLong),
+        (Params::new(), TraceStoreError::NoParamsEncoded),
+    ];
+    for (params, error) in cases {
+        let bad = PutEntry {
+            params,
+            options: layout_options(layout),
+            digest: BU.into(),
+        };
+        assert_eq!(
+            gold.put(
+                1,
+                Some(Timestamp(COMMIT_TIMES[1])),
+                batch(bad),
+                Timestamp(T0 + 7_000_000)
+            ),
+            Err(error.clone())
+        );
+        let ops_row = ops_row_name(tile_key(0));
+        let log = hooked.take_log();
+        let beyond_ops: Vec<&Request> = log
+            .iter()
+            .filter(|r| match r {
+                Request::ReadRows(q) => q.rows != RowSet::key(ops_row.clone()),
+                Request::CheckAndMutateRow(c) => c.row_key != ops_row,
+                _ => true,
+            })
+            .collect();
+        assert!(
+            beyond_ops.is_empty(),
+            "{error}: requests beyond the OPS update: {beyond_ops:?}"
+        );
+        assert_eq!(data_rows(), before, "{error}: data rows changed");
+    }
+    // An invalid digest is stored as missing, with the rest of its batch.
+    let mut entries = batch(entry(layout, "bullhead", "test_alpha", "NOPE"));
+    entries[0].digest = AU.to_ascii_uppercase();
+    gold.put(
+        1,
+        Some(Timestamp(COMMIT_TIMES[1])),
+        entries.clone(),
+        Timestamp(T0 + 7_000_000),
+    )
+    .unwrap();
+    let tile = gold.read_range(1, 1).unwrap();
+    // The batch's traces and the first Put's (no digest at commit 1).
+    assert_eq!(tile.traces.len(), entries.len() + 1);
+    for e in &entries {
+        assert_eq!(
+            tile.traces[&trace_id_text(&e.params)].digests,
+            vec![normalize_digest(&e.digest)]
+        );
+    }
+}
+
 /// Scenario 29 (deadline and back-off part) on a store: every `CheckAndMutateRow` answers
 /// `UNAVAILABLE`; a Put on a tile without OPS row, with a deadline 1 s after it starts, re-reads
 /// and retries after back-off waits within the bounds of §17.3 (10 ms base, doubling), ends
@@ -999,6 +1225,61 @@ fn map_cells(store: &dyn Store) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Scenario 17's nine batches of 113 new digests: the increment each sends, if any, and the
+/// counter value it answers (vector `digest_id_allocation` case 1, its last nine steps; the
+/// vector test checks this table against the vector).
+pub const FIRST_IDS_BATCHES: [Option<(i64, i64)>; 9] = [
+    None,
+    None,
+    Some((351, 697)),
+    None,
+    None,
+    Some((339, 1036)),
+    None,
+    None,
+    Some((339, 1375)),
+];
+
+/// The amounts of the increments in `log`.
+fn increments_sent(log: &[Request]) -> Vec<i64> {
+    log.iter()
+        .filter_map(|r| match r {
+            Request::ReadModifyWriteRow(r) => match r.rules[0].op {
+                rowkit_codec::model::RuleOp::IncrementAmount(a) => Some(a),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// Whether a request is one of the 32 prefix scans of a full digest-map read (§11.4).
+fn is_full_map_scan(r: &Request) -> bool {
+    matches!(r, Request::ReadRows(q) if q.rows.row_keys.is_empty()
+        && q.rows.row_ranges.len() == 1
+        && (0..SHARDS).any(|s| q.rows.row_ranges[0] == shard_prefix_range(s, TYPE_DIGEST_MAP, GLOBAL_TILE_KEY)))
+}
+
+/// Asserts that `log` holds exactly one full map read — the 32 shard scans in shard order —
+/// and that nothing follows it.
+fn assert_one_full_map_read_last(log: &[Request]) {
+    let first = log
+        .iter()
+        .position(is_full_map_scan)
+        .expect("a full map read");
+    let scans: Vec<_> = log[first..]
+        .iter()
+        .map(|r| match r {
+            Request::ReadRows(q) if is_full_map_scan(r) => q.rows.row_ranges[0].clone(),
+            other => panic!("after the map read started: {other:?}"),
+        })
+        .collect();
+    let shards: Vec<_> = (0..SHARDS)
+        .map(|s| shard_prefix_range(s, TYPE_DIGEST_MAP, GLOBAL_TILE_KEY))
+        .collect();
+    assert_eq!(scans, shards, "one full map read, in shard order");
+}
+
 /// Scenario 17: the original `TestBTDigestMap`.
 pub fn first_ids(store: &dyn Store) {
     setup(store, Layout::DigestId);
@@ -1012,17 +1293,18 @@ pub fn first_ids(store: &dyn Store) {
     for (d, id) in digests.iter().zip(&ids) {
         assert_eq!(*id, sorted.iter().position(|s| s == d).unwrap() as u64 + 1);
     }
-    let increments: Vec<_> = hooked
-        .take_log()
-        .into_iter()
-        .filter(|r| matches!(r, Request::ReadModifyWriteRow(_)))
-        .collect();
-    assert_eq!(increments.len(), 1);
+    assert_eq!(increments_sent(&hooked.take_log()), [346]);
     assert_eq!(
         encode_id_counter(counter_value(store)),
         vec![0, 0, 0, 0, 0, 0, 1, 0x5a]
     );
     assert_eq!(map_cells(store).len(), 90);
+    // 91 entries with "" <-> 0, which `len` leaves out.
+    let cache = gold.state().digest_cache();
+    assert_eq!(
+        (cache.len(), cache.id(""), cache.digest(0)),
+        (90, Some(0), Some(""))
+    );
     assert_eq!(gold.allocate_digest_ids(3).unwrap(), vec![91, 92, 93]);
     assert!(hooked.take_log().is_empty());
     let pool: Vec<u64> = gold.state().pool().collect();
@@ -1032,22 +1314,49 @@ pub fn first_ids(store: &dyn Store) {
     assert!(pool.contains(&93) && pool.contains(&94) && !pool.contains(&92));
     let more: Vec<String> = (80..100).map(digest_of).collect();
     let ids = gold.assign_digest_ids(more.clone()).unwrap();
-    let mut new: Vec<&String> = more[10..].iter().collect();
-    new.sort();
-    let new_ids: BTreeSet<u64> = more[10..].iter().zip(&ids[10..]).map(|(_, &i)| i).collect();
+    let new_ids: BTreeSet<u64> = ids[10..].iter().copied().collect();
     assert_eq!(new_ids, (94..104).collect());
+    assert_eq!(
+        map_cells(store).len(),
+        100,
+        "the map: 101 entries with \"\""
+    );
     assert_eq!(gold.state().digest_cache().len(), 100);
-    let mut fresh = open(store, &clock, 18);
-    let all: Vec<String> = (0..100).map(digest_of).collect();
-    let again = fresh.assign_digest_ids(all.clone()).unwrap();
-    let first = gold.assign_digest_ids(all).unwrap();
-    assert_eq!(again, first);
+    // A fresh instance reads the whole map (its tile read finds an id it does not know).
+    gold.put(
+        0,
+        None,
+        vec![entry(
+            Layout::DigestId,
+            "angler",
+            "test_alpha",
+            &digest_of(0),
+        )],
+        Timestamp(T0),
+    )
+    .unwrap();
+    hooked.take_log();
+    let mut fresh = open(&hooked, &clock, 18);
+    fresh.read_range(0, 0).unwrap();
+    assert_one_full_map_read_last(&hooked.take_log());
     assert_eq!(fresh.state().digest_cache(), gold.state().digest_cache());
-    for batch in 0..9u64 {
+    for (batch, want) in FIRST_IDS_BATCHES.iter().enumerate() {
         let digests: Vec<String> = (0..113)
-            .map(|i| digest_of(1000 + batch * 113 + i))
+            .map(|i| digest_of(1000 + batch as u64 * 113 + i))
             .collect();
+        let before = counter_value(store);
         gold.assign_digest_ids(digests).unwrap();
+        let sent = increments_sent(&hooked.take_log());
+        match want {
+            Some((increment, counter)) => {
+                assert_eq!(sent, [*increment], "batch {batch}");
+                assert_eq!(counter_value(store), *counter, "batch {batch}");
+            }
+            None => {
+                assert!(sent.is_empty(), "batch {batch}: {sent:?}");
+                assert_eq!(counter_value(store), before, "batch {batch}");
+            }
+        }
     }
     assert_eq!(counter_value(store), 1375);
 }
@@ -1093,17 +1402,7 @@ pub fn concurrent_allocators(store: &dyn Store, lose_some: bool) {
     assert_eq!(distinct.len(), ids.len(), "an id was handed out twice");
     let counter = counter_value(store);
     assert!(ids.iter().all(|&i| i >= 1 && (i as i64) < counter));
-    let sent: i64 = hooked
-        .take_log()
-        .iter()
-        .filter_map(|r| match r {
-            Request::ReadModifyWriteRow(r) => match r.rules[0].op {
-                rowkit_codec::model::RuleOp::IncrementAmount(a) => Some(a),
-                _ => None,
-            },
-            _ => None,
-        })
-        .sum();
+    let sent: i64 = increments_sent(&hooked.take_log()).iter().sum();
     assert_eq!(counter, sent);
 }
 
@@ -1155,6 +1454,7 @@ pub fn concurrent_inserts(store: &dyn Store) {
 pub fn one_digest_two_writers(store: &dyn Store) {
     setup(store, Layout::DigestId);
     let d = "9e1d402515193304cafbdf02b8fd751b";
+    let map_row = digest_map_row(d).unwrap();
     let clock = ManualClock::new(Timestamp(T0));
     let mut a = open(store, &clock, 1);
     // B's insert finds A's cell: A runs in the hook, after B's lookup missed.
@@ -1176,7 +1476,7 @@ pub fn one_digest_two_writers(store: &dyn Store) {
     let hooked = Hooked::new(store);
     let mut b = open(&hooked, &clock, 2);
     hooked.set_hook(|r, _| {
-        if matches!(r, Request::CheckAndMutateRow(c) if c.row_key.starts_with(b"21:ts:d:"))
+        if matches!(r, Request::CheckAndMutateRow(c) if c.row_key == map_row)
             && let Some(mut f) = a_put.lock().unwrap().take()
         {
             *a_id.lock().unwrap() = f();
@@ -1196,26 +1496,70 @@ pub fn one_digest_two_writers(store: &dyn Store) {
     .unwrap();
     hooked.clear_hook();
     let a_id = *a_id.lock().unwrap();
-    assert!(a_id >= 1);
-    assert_eq!(b.state().digest_cache().id(d), Some(a_id));
-    assert!(
-        b.state()
-            .pool()
-            .last()
-            .is_some_and(|offered| offered != a_id),
-        "B's offered id goes back"
+    assert!(a_id >= 1, "A's Put ran");
+    // B's insert offered its own id and answered predicate_matched = true.
+    let inserts: Vec<(u64, bool)> = hooked
+        .take_unary_exchanges()
+        .into_iter()
+        .filter_map(|(asked, answer)| match (asked, answer) {
+            (Request::CheckAndMutateRow(c), Response::CheckAndMutateRow { predicate_matched })
+                if c.row_key == map_row =>
+            {
+                match c.false_mutations.as_slice() {
+                    [Mutation::SetCell { value, .. }] => {
+                        Some((decode_digest_map_value(value).unwrap(), predicate_matched))
+                    }
+                    other => panic!("insert mutations {other:?}"),
+                }
+            }
+            _ => None,
+        })
+        .collect();
+    let [(offered, true)] = inserts.as_slice() else {
+        panic!("B's inserts: {inserts:?}")
+    };
+    assert_ne!(*offered, a_id);
+    assert_eq!(
+        b.state().pool().last(),
+        Some(*offered),
+        "B's offered id goes to the back of its pool"
     );
-    let cells = map_cells(store);
-    assert_eq!(cells, vec![(d.to_string(), a_id)]);
+    // B looked the row up, then re-read it after the conflict.
+    let log = hooked.take_log();
+    let map_reads: Vec<usize> = log
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r, Request::ReadRows(q) if q.rows.row_keys.iter().any(|k| k[3..].starts_with(b"ts:d:"))))
+        .map(|(i, r)| {
+            let Request::ReadRows(q) = r else {
+                unreachable!()
+            };
+            assert_eq!(q.rows, RowSet::key(map_row.clone()), "request {i}");
+            i
+        })
+        .collect();
+    let insert_at = log
+        .iter()
+        .position(|r| matches!(r, Request::CheckAndMutateRow(c) if c.row_key == map_row))
+        .unwrap();
+    assert!(
+        map_reads.len() == 2 && map_reads[0] < insert_at && insert_at < map_reads[1],
+        "lookup, insert, re-read: {map_reads:?}, insert {insert_at}"
+    );
+    assert_eq!(b.state().digest_cache().id(d), Some(a_id), "B uses A's id");
+    assert_eq!(map_cells(store), vec![(d.to_string(), a_id)]);
     let rows = raw_read(
         store,
         RowSet::range(rowkit_codec::model::RowRange::prefix(b"")),
         Some(RowFilter::FamilyNameRegex("T".into())),
     );
+    assert_eq!(rows.len(), 2, "A's and B's trace rows");
     for row in rows {
-        assert_eq!(decode_digest_id_cell(&row.cells[0].value), Ok(a_id));
+        assert_eq!(row.cells.len(), 1);
+        assert_eq!(row.cells[0].value, encode_digest_id_cell(a_id));
     }
     let tile = b.read_range(0, 0).unwrap();
+    assert_eq!(tile.traces.len(), 2);
     assert!(
         tile.traces
             .values()
@@ -1223,7 +1567,8 @@ pub fn one_digest_two_writers(store: &dyn Store) {
     );
 }
 
-/// Scenario 20: missing digests round trip.
+/// Scenario 20: missing digests round trip; an absent cell or one with an empty value also
+/// reads as missing.
 pub fn missing_digest(store: &dyn Store) {
     setup(store, Layout::DigestId);
     let hooked = Hooked::new(store);
@@ -1240,10 +1585,7 @@ pub fn missing_digest(store: &dyn Store) {
     )
     .unwrap();
     let log = hooked.take_log();
-    assert!(
-        !log.iter()
-            .any(|r| matches!(r, Request::ReadModifyWriteRow(_)))
-    );
+    assert!(increments_sent(&log).is_empty(), "no increment");
     assert!(map_cells(store).is_empty());
     let rows = raw_read(
         store,
@@ -1251,13 +1593,40 @@ pub fn missing_digest(store: &dyn Store) {
         Some(RowFilter::FamilyNameRegex("T".into())),
     );
     assert_eq!(rows.len(), 2);
-    assert!(rows.iter().all(|r| r.cells[0].value == [0]));
+    for row in &rows {
+        assert_eq!(row.cells.len(), 1);
+        assert_eq!(row.cells[0].value, [0]);
+    }
     let tile = gold.read_range(0, 0).unwrap();
     assert_eq!(tile.traces.len(), 2);
     assert!(
         tile.traces
             .values()
             .all(|t| t.digests == vec![String::new()])
+    );
+    // Commit 1: an empty cell on angler/test_alpha, no cell on angler/test_beta.
+    let ops = &gold
+        .state()
+        .cached_ops(&ops_row_name(tile_key(0)))
+        .unwrap()
+        .ops;
+    let alpha = ops
+        .encode_params(&trace_params("angler", "test_alpha"))
+        .unwrap();
+    let alpha_row = trace_row_name(tile_key(0), alpha.as_bytes());
+    raw_write(
+        store,
+        vec![MutateRowsEntry {
+            row_key: alpha_row,
+            mutations: vec![set("T", &digest_id_trace_qualifier(1), T0, Vec::new())],
+        }],
+    );
+    let tile = gold.read_range(0, 1).unwrap();
+    assert_eq!(tile.traces.len(), 2);
+    assert!(
+        tile.traces
+            .values()
+            .all(|t| t.digests == vec![String::new(), String::new()])
     );
 }
 
@@ -1269,24 +1638,31 @@ pub fn fresh_reader(store: &dyn Store) {
     put_points(&mut writer, Layout::DigestId, [0, 1, 2], T0);
     let hooked = Hooked::new(store);
     let mut reader = open(&hooked, &clock, 22);
-    assert_eq!(
-        reader.read_range(0, 2).unwrap(),
-        expected_tile(Layout::DigestId, [0, 1, 2])
-    );
+    let expected = expected_tile(Layout::DigestId, [0, 1, 2]);
+    assert_eq!(reader.read_range(0, 2).unwrap(), expected);
     let log = hooked.take_log();
-    let is_map = |r: &Request| matches!(r, Request::ReadRows(q) if q.rows.row_ranges.iter().any(|g| g.start.key().is_some_and(|k| k[3..].starts_with(b"ts:d:"))));
-    let first_map = log.iter().position(is_map).expect("a map read");
-    assert_eq!(log.iter().filter(|r| is_map(r)).count(), 32);
-    assert!(
-        log[..first_map]
-            .iter()
-            .filter(|r| matches!(r, Request::ReadRows(_)))
-            .count()
-            >= 33
-    );
+    assert_one_full_map_read_last(&log);
+    let trace_scans = (0..SHARDS)
+        .filter(|&s| {
+            let range = shard_prefix_range(s, TYPE_TRACE, tile_key(0));
+            log.iter()
+                .any(|r| matches!(r, Request::ReadRows(q) if q.rows.row_ranges == [range.clone()]))
+        })
+        .count();
+    assert_eq!(trace_scans, 32, "every trace scan precedes the map read");
     reader.read_range(0, 2).unwrap();
-    assert!(!hooked.take_log().iter().any(is_map));
-    let cache = reader.state().digest_cache();
+    assert!(
+        !hooked.take_log().iter().any(is_full_map_scan),
+        "a second read sends no map read"
+    );
+    // Each raw trace cell holds uvarint(the map's id for that trace's digest at that commit).
+    let map: BTreeMap<String, u64> = map_cells(store).into_iter().collect();
+    let ops = reader
+        .state()
+        .cached_ops(&ops_row_name(tile_key(0)))
+        .unwrap()
+        .ops
+        .clone();
     let rows = raw_read(
         store,
         RowSet::range(rowkit_codec::model::RowRange::prefix(b"")),
@@ -1295,12 +1671,22 @@ pub fn fresh_reader(store: &dyn Store) {
             RowFilter::CellsPerColumnLimit(1),
         ])),
     );
+    let mut cells = 0;
     for row in rows {
+        let params = ops.decode_params(extract_subkey(&row.key)).unwrap();
+        let trace = &expected.traces[&trace_id_text(&params)];
         for cell in &row.cells {
-            let id = decode_digest_id_cell(&cell.value).unwrap();
-            assert!(cache.digest(id).is_some_and(|d| !d.is_empty()));
+            let commit = parse_trace_qualifier(&cell.qualifier).unwrap() as usize;
+            let digest = &trace.digests[commit];
+            assert_eq!(
+                cell.value,
+                encode_digest_id_cell(map[digest]),
+                "{params:?} at {commit}"
+            );
+            cells += 1;
         }
     }
+    assert_eq!(cells, 16, "one cell per point");
 }
 
 /// Scenario 22: unknown and corrupt ids.
@@ -1333,11 +1719,14 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
     }
     let store = make_store();
     setup(&*store, Layout::DigestId);
-    let mut gold = trace_row(&*store, &clock, vec![0xe7, 0x07]);
+    trace_row(&*store, &clock, vec![0xe7, 0x07]);
+    let hooked = Hooked::new(&*store);
+    let mut reader = open(&hooked, &clock, 23);
     assert_eq!(
-        gold.read_range(0, 0).unwrap_err(),
+        reader.read_range(0, 0).unwrap_err(),
         TraceStoreError::UnknownDigestId(999)
     );
+    assert_one_full_map_read_last(&hooked.take_log());
     let store = make_store();
     setup(&*store, Layout::DigestId);
     let mut gold = trace_row(&*store, &clock, digest_to_cell(AP));

@@ -144,6 +144,16 @@ fn s25_s29_validation() {
 }
 
 #[test]
+fn put_chunks_of_10000_rows() {
+    each(sc::put_chunks);
+}
+
+#[test]
+fn put_validation_is_all_or_nothing() {
+    each(sc::put_all_or_nothing);
+}
+
+#[test]
 fn s29_deadline_and_backoff() {
     each(sc::deadline_and_backoff);
 }

@@ -1,7 +1,8 @@
 //! The machine-level vectors of `$ROWKIT_SHARED/vectors/tracestore.json`:
 //! `digest_id_allocation` (whole allocation sequences over several instances) and
 //! `digest_id_assignment` (whole AssignDigestIds calls: lookup rows, increment, each insert
-//! request and its answer, re-read rows, ids and pool), replayed on the memory store.
+//! request and its answer, re-read rows, ids and pool), replayed on the memory store, with
+//! the store's answers (increment results, insert outcomes) checked against the vectors.
 #![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
@@ -14,7 +15,7 @@ use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::tracestore::TraceStore;
 use rowkit_embedded::tracestore_scenarios::{self as sc, HookAction, Hooked};
-use rowkit_statemachines::{MutateRowsEntry, Request};
+use rowkit_statemachines::{MutateRowsEntry, Request, Response};
 use serde_json::Value;
 
 fn vectors() -> Value {
@@ -128,6 +129,18 @@ fn digest_id_allocation() {
                     let sent = increments(&hooked.take_log());
                     let want: Vec<i64> = step["increment"].as_i64().into_iter().collect();
                     assert_eq!(sent, want, "{step}");
+                    let answered: Vec<i64> = hooked
+                        .take_unary_exchanges()
+                        .into_iter()
+                        .map(|(_, answer)| match answer {
+                            Response::ReadModifyWriteRow(row) => {
+                                decode_id_counter(&row.cells[0].value).unwrap()
+                            }
+                            other => panic!("{step}: answer {other:?}"),
+                        })
+                        .collect();
+                    let want: Vec<i64> = step["counter_response"].as_i64().into_iter().collect();
+                    assert_eq!(answered, want, "{step}: counter_response");
                 }
                 _ => {
                     let ids: Vec<u64> = step["ids"]
@@ -235,6 +248,19 @@ fn digest_id_assignment() {
             .collect();
         let want_inserts = case["inserts"].as_array().unwrap();
         assert_eq!(inserts.len(), want_inserts.len());
+        let matched: Vec<bool> = hooked
+            .take_unary_exchanges()
+            .into_iter()
+            .filter_map(|(_, answer)| match answer {
+                Response::CheckAndMutateRow { predicate_matched } => Some(predicate_matched),
+                _ => None,
+            })
+            .collect();
+        let want_matched: Vec<bool> = want_inserts
+            .iter()
+            .map(|w| w["predicate_matched"].as_bool().unwrap())
+            .collect();
+        assert_eq!(matched, want_matched, "{}", case["description"]);
         for (got, want) in inserts.iter().zip(want_inserts) {
             let s = |k: &str| want[k].as_str().unwrap().as_bytes().to_vec();
             assert_eq!(got.row_key, s("row"));
@@ -261,4 +287,29 @@ fn digest_id_assignment() {
             assert_eq!(counter(&store), c);
         }
     }
+}
+
+/// Scenario 17's table of increments and counter values per batch of 113
+/// (`tracestore_scenarios::FIRST_IDS_BATCHES`) is the vector's.
+#[test]
+fn first_ids_batches_are_the_vectors() {
+    let case = &vectors()["digest_id_allocation"][0];
+    assert!(
+        case["description"]
+            .as_str()
+            .unwrap()
+            .contains("TestBTDigestMap")
+    );
+    let batches: Vec<Option<(i64, i64)>> = case["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["n"] == 113)
+        .map(|s| {
+            s["increment"]
+                .as_i64()
+                .map(|i| (i, s["counter_response"].as_i64().unwrap()))
+        })
+        .collect();
+    assert_eq!(batches, sc::FIRST_IDS_BATCHES);
 }
