@@ -504,12 +504,12 @@ mod objmeta {
         let mut exiting = AsyncOm::new(conn.clone(), scenario_state("s3", VFormat::V1), 5);
         exiting.state_mut().config.pid = 5;
         let (_, dropped) = delete_current(&mut exiting, "c", "k").await;
-        assert_eq!(exiting.background_repairs(), [dropped.clone()]);
+        assert_eq!(exiting.background_repairs(), std::slice::from_ref(&dropped));
         drop(exiting);
         let (v1, task) = delete_current(&mut om, "b", "k").await;
         let mut streamed = om.subscribe();
         assert!(task.due > dropped.due);
-        assert_eq!(om.background_repairs(), [task.clone()]);
+        assert_eq!(om.background_repairs(), std::slice::from_ref(&task));
         assert!(om.pending_repairs().is_empty());
         let phd = master_row(&conn, "b", "k").await.unwrap();
         if rowkit_bigtable::driver::now() < task.due {

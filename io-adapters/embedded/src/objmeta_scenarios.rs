@@ -816,7 +816,12 @@ pub fn change_events(store: &dyn Store, table: &str, vf: VFormat) {
         rec.take();
         s.tick();
         s.om.delete_object("b", "k", Some(&no_oplog), None).unwrap();
-        assert_eq!(rec.take(), [delete_request.clone()], "{}", s.at(round));
+        assert_eq!(
+            rec.take(),
+            std::slice::from_ref(&delete_request),
+            "{}",
+            s.at(round)
+        );
         assert_eq!(
             s.om.take_events(),
             [delete_ev(&s.m("k"), None)],
@@ -1038,10 +1043,7 @@ fn list_row_by_row(
     use rowkit_statemachines::ReadRowsResponse;
     let mut m = ListObject::new(bucket, params, state, now, 5, None);
     let mut scans = Vec::new();
-    loop {
-        let Some((tag, request)) = m.poll_request() else {
-            break;
-        };
+    while let Some((tag, request)) = m.poll_request() {
         let Request::ReadRows(q) = request else {
             panic!("a listing sends only ReadRows: {request:?}")
         };
