@@ -116,6 +116,32 @@ fn vid(ms: i64) -> String {
     format!("{:014}999999RG001  4242.0", 99_999_999_999_999 - (T0 + ms))
 }
 
+/// The two tests of one flow: on a temporary embedded file, and on a fresh instance of the
+/// emulator through `--store bigtable://…?emulator=…` (skipped, printed, when the emulator is
+/// not installed outside CI).
+macro_rules! on_both_stores {
+    ($flow:ident: $embedded:ident, $emulator:ident) => {
+        #[test]
+        fn $embedded() {
+            $flow(&Scratch::new(stringify!($embedded)).cli());
+        }
+
+        #[test]
+        fn $emulator() {
+            if let Some(cli) = Cli::emulator(stringify!($emulator)) {
+                $flow(&cli);
+            }
+        }
+    };
+}
+
+on_both_stores!(main_flow: objects_versions_and_listings, objects_versions_and_listings_on_the_emulator);
+on_both_stores!(put_aliases: put_aliases_and_versioning_modes, put_aliases_and_versioning_modes_on_the_emulator);
+on_both_stores!(listing_pages: listing_markers_and_tokens, listing_markers_and_tokens_on_the_emulator);
+on_both_stores!(version_pages: versions_key_and_version_id_markers, versions_key_and_version_id_markers_on_the_emulator);
+on_both_stores!(repair_left_placeholders: repair_finds_left_placeholders, repair_finds_left_placeholders_on_the_emulator);
+on_both_stores!(buckets_uuid_count: buckets_uuid_and_count, buckets_uuid_and_count_on_the_emulator);
+
 #[test]
 fn key_encode_and_decode() {
     let s = Scratch::new("keys");
@@ -156,19 +182,6 @@ fn key_encode_and_decode() {
     assert_eq!(o.status.code(), Some(2));
     let e: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(e["error"]["id"], "not_an_s3_row_key");
-}
-
-#[test]
-fn objects_versions_and_listings() {
-    main_flow(&Scratch::new("objects").cli());
-}
-
-/// Scenario 36's flow through the CLI on the emulator (`--store bigtable://…?emulator=…`).
-#[test]
-fn objects_versions_and_listings_on_the_emulator() {
-    if let Some(cli) = Cli::emulator("objects_versions_and_listings_on_the_emulator") {
-        main_flow(&cli);
-    }
 }
 
 /// Scenario 36 (`objmeta.md` 18): a missing key, scenario 9's versions and delete marker,
@@ -459,49 +472,23 @@ fn put_aliases(s: &Cli) {
             })
         );
     }
-    // A null-version put takes no version id; `--meta` and `--value-file` exclude each other.
+    // A null-version put takes no version id; modes are the three; `--meta` and
+    // `--value-file` exclude each other.
     let meta = r#"{"key":"k"}"#;
-    s.fails(
+    for extra in [
         &[
-            "s3",
-            "put",
-            "b",
-            "k",
             "--meta",
             meta,
             "--versioning",
             "suspended",
             "--version-id",
             "x",
-        ],
-        2,
-    );
-    s.fails(
-        &[
-            "s3",
-            "put",
-            "b",
-            "k",
-            "--versioning",
-            "sometimes",
-            "--meta",
-            meta,
-        ],
-        2,
-    );
-    s.fails(
-        &[
-            "s3",
-            "put",
-            "b",
-            "k",
-            "--meta",
-            meta,
-            "--value-file",
-            "/dev/null",
-        ],
-        2,
-    );
+        ][..],
+        &["--versioning", "sometimes", "--meta", meta],
+        &["--meta", meta, "--value-file", "/dev/null"],
+    ] {
+        s.fails(&[&["s3", "put", "b", "k"][..], extra].concat(), 2);
+    }
     let none = |key: &str| json!({"key": key, "versionId": "null", "value": {"key": key, "n": 4}});
     assert_eq!(
         s.ok(&["s3", "versions", "b"]),
@@ -518,11 +505,6 @@ fn put_aliases(s: &Cli) {
             "IsTruncated": false,
         })
     );
-}
-
-#[test]
-fn put_aliases_and_versioning_modes() {
-    put_aliases(&Scratch::new("aliases").cli());
 }
 
 /// Scenarios 21–22 through `s3 list`: `--marker` pages, v2 pages by `--max-keys`,
@@ -595,18 +577,6 @@ fn listing_pages(s: &Cli) {
         2,
     );
     assert_eq!(s.ok(&["s3", "bucket", "delete", "c"])["deleted_rows"], 7);
-}
-
-#[test]
-fn listing_markers_and_tokens() {
-    listing_pages(&Scratch::new("listing").cli());
-}
-
-#[test]
-fn listing_markers_and_tokens_on_the_emulator() {
-    if let Some(cli) = Cli::emulator("listing_markers_and_tokens_on_the_emulator") {
-        listing_pages(&cli);
-    }
 }
 
 /// Scenario 23 through `s3 versions`: two versions each of `a`, `b/x`, `c`, then a delete
@@ -688,18 +658,6 @@ fn version_pages(s: &Cli) {
     s.fails(&["s3", "versions", "v", "--version-id-marker", &a1], 2);
 }
 
-#[test]
-fn versions_key_and_version_id_markers() {
-    version_pages(&Scratch::new("versions").cli());
-}
-
-#[test]
-fn versions_key_and_version_id_markers_on_the_emulator() {
-    if let Some(cli) = Cli::emulator("versions_key_and_version_id_markers_on_the_emulator") {
-        version_pages(&cli);
-    }
-}
-
 /// `s3 repair [BUCKET] [--all]`: placeholder masters left by deletes whose process exited
 /// before the repair's due time (`s3 delete --repair skip`, `objmeta.md` 8.4) are found in
 /// the rows; a repair is due 15 s after the placeholder id's time. Before that the bucket's
@@ -777,18 +735,6 @@ fn repair_left_placeholders(s: &Cli) {
     }
 }
 
-#[test]
-fn repair_finds_left_placeholders() {
-    repair_left_placeholders(&Scratch::new("repair").cli());
-}
-
-#[test]
-fn repair_finds_left_placeholders_on_the_emulator() {
-    if let Some(cli) = Cli::emulator("repair_finds_left_placeholders_on_the_emulator") {
-        repair_left_placeholders(&cli);
-    }
-}
-
 /// `s3 bucket get`, `s3 bucket put-attributes` (putBucketAttributes keeps the vFormat),
 /// `s3 bucket list`, `s3 count` and `s3 uuid` (the first candidate, from
 /// `INITIAL_INSTANCE_ID`, stays); whole outputs.
@@ -846,23 +792,4 @@ fn buckets_uuid_count(s: &Cli) {
         );
     }
     assert_eq!(s.ok(&["--seed", "9", "s3", "uuid"]), json!({"uuid": first}));
-}
-
-#[test]
-fn buckets_uuid_and_count() {
-    buckets_uuid_count(&Scratch::new("buckets").cli());
-}
-
-#[test]
-fn buckets_uuid_and_count_on_the_emulator() {
-    if let Some(cli) = Cli::emulator("buckets_uuid_and_count_on_the_emulator") {
-        buckets_uuid_count(&cli);
-    }
-}
-
-#[test]
-fn put_aliases_and_versioning_modes_on_the_emulator() {
-    if let Some(cli) = Cli::emulator("put_aliases_and_versioning_modes_on_the_emulator") {
-        put_aliases(&cli);
-    }
 }
