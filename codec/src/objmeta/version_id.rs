@@ -78,6 +78,23 @@ impl VersionIdGenerator {
     }
 }
 
+/// The ms time a raw id was generated at: `99999999999999 − ts14` (`objmeta.md` 3.1), or
+/// `None` when the first 14 characters are not decimal digits (e.g. a caller-made id). Used to
+/// tell when a placeholder master's repair was due.
+///
+/// ```
+/// use rowkit_codec::objmeta::version_id::generated_at_ms;
+///
+/// assert_eq!(generated_at_ms("98299999999998999999RG001  4242.0"), Some(1_700_000_000_001));
+/// assert_eq!(generated_at_ms("lonevid"), None);
+/// ```
+pub fn generated_at_ms(raw: &str) -> Option<i64> {
+    let ts = raw
+        .get(..14)
+        .filter(|t| t.bytes().all(|b| b.is_ascii_digit()))?;
+    ts.parse::<i64>().ok().map(|n| TS_MAX - n)
+}
+
 /// `getInfVid(rg)`: the greatest possible id for a replication group.
 pub fn inf_vid(replication_group_id: &str) -> String {
     format!(

@@ -1,11 +1,22 @@
 //! `ObjectMetadata`: the Tokio facade over the objmeta machines (`spec/objmeta.md`) on a
 //! [`BigtableConnection`], the async twin of `rowkit_embedded::objmeta::ObjectMetadata`: it
-//! owns Arsenal's per-process [`ObjmetaState`], shares the driver-independent bookkeeping
-//! ([`ObjmetaCalls`]: seeds, deadline, change events, pending repairs) and runs each
-//! `RepairScheduled` repair on request, driven with its clock at `due`.
+//! owns Arsenal's per-process [`ObjmetaState`] and shares the driver-independent bookkeeping
+//! ([`ObjmetaCalls`]: seeds, deadline, pending repairs).
 //!
-//! Change events are kept for [`ObjectMetadata::take_events`] and also streamed, as the
-//! machine emits them, to every receiver of [`ObjectMetadata::subscribe`].
+//! Delayed repairs (`objmeta.md` 16.5): by default ([`RepairDriving::Background`]) each
+//! `RepairScheduled` event starts a Tokio task that drives its `AsyncRepair` machine like any
+//! machine, on the facade's clock: the driver sleeps until the machine's `poll_timeout` (its
+//! `due`), then runs it. The facade keeps each task until it has run
+//! ([`ObjectMetadata::background_repairs`], [`ObjectMetadata::wait_for_repairs`],
+//! [`ObjectMetadata::take_repair_reports`]); dropping the facade, or
+//! [`ObjectMetadata::drop_pending_repairs`], aborts the tasks not yet finished (a process
+//! exit: the placeholder stays, as `objmeta.md` 8.4 allows). With [`RepairDriving::OnCall`]
+//! repairs wait for [`ObjectMetadata::run_due_repairs`] / [`ObjectMetadata::run_all_repairs`],
+//! as in the sync facade.
+//!
+//! Change events, a background repair's included, are kept in emission order for
+//! [`ObjectMetadata::take_events`] and also streamed, as the machine emits them, to every
+//! receiver of [`ObjectMetadata::subscribe`].
 
 use rowkit_codec::objmeta::cells::families;
 use rowkit_codec::objmeta::json::Json;
@@ -21,10 +32,43 @@ use rowkit_statemachines::objmeta::{
     ReadCountItemsOp, RepairOutcome, RepairTask, UpdateCountItemsOp,
 };
 use rowkit_statemachines::{Code, Timestamp};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
+use tokio::task::JoinHandle;
 
 use crate::connection::BigtableConnection;
 use crate::driver::{self, RunError, SharedClock};
+
+/// Who runs the repairs that deletes schedule (see the module doc).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum RepairDriving {
+    /// A Tokio task per repair, sleeping until its `due` (`objmeta.md` 16.5).
+    #[default]
+    Background,
+    /// Kept pending until `run_due_repairs` / `run_all_repairs`.
+    OnCall,
+}
+
+/// What the facade and its background repairs share: the subscribers, the events not yet
+/// taken (in emission order) and the reports of finished background repairs.
+#[derive(Debug, Default)]
+struct Shared {
+    subscribers: Vec<UnboundedSender<ObjmetaEvent>>,
+    events: Vec<ObjmetaEvent>,
+    finished: Vec<RepairReport>,
+}
+
+fn lock(shared: &Mutex<Shared>) -> MutexGuard<'_, Shared> {
+    // A panic while holding the lock leaves plain data behind: keep using it.
+    shared.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Hands `e` to the subscribers (dropping the closed ones) and keeps it for `take_events`.
+fn emit(shared: &Mutex<Shared>, e: ObjmetaEvent) {
+    let mut s = lock(shared);
+    s.subscribers.retain(|tx| tx.send(e.clone()).is_ok());
+    s.events.push(e);
+}
 
 /// The Tokio object-metadata facade (see the module doc).
 pub struct ObjectMetadata {
@@ -32,14 +76,26 @@ pub struct ObjectMetadata {
     clock: SharedClock,
     state: ObjmetaState,
     calls: ObjmetaCalls,
-    subscribers: Vec<UnboundedSender<ObjmetaEvent>>,
+    shared: Arc<Mutex<Shared>>,
+    driving: RepairDriving,
+    background: Vec<(RepairTask, JoinHandle<()>)>,
 }
 
 impl std::fmt::Debug for ObjectMetadata {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ObjectMetadata")
             .field("calls", &self.calls)
+            .field("driving", &self.driving)
+            .field("background", &self.background.len())
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ObjectMetadata {
+    fn drop(&mut self) {
+        for (_, task) in &self.background {
+            task.abort();
+        }
     }
 }
 
@@ -56,11 +112,19 @@ impl ObjectMetadata {
     pub fn new(conn: BigtableConnection, state: ObjmetaState, seed: u64) -> ObjectMetadata {
         ObjectMetadata {
             conn,
-            clock: std::sync::Arc::new(SystemClock),
+            clock: Arc::new(SystemClock),
             state,
             calls: ObjmetaCalls::new(seed),
-            subscribers: Vec::new(),
+            shared: Arc::default(),
+            driving: RepairDriving::default(),
+            background: Vec::new(),
         }
+    }
+
+    /// The same facade with repairs run as `driving` says (default: background tasks).
+    pub fn with_repair_driving(mut self, driving: RepairDriving) -> ObjectMetadata {
+        self.driving = driving;
+        self
     }
 
     /// The same facade on `clock` (version ids and repair due times come from it).
@@ -88,7 +152,7 @@ impl ObjectMetadata {
     /// receiver unsubscribes it).
     pub fn subscribe(&mut self) -> UnboundedReceiver<ObjmetaEvent> {
         let (tx, rx) = unbounded_channel();
-        self.subscribers.push(tx);
+        lock(&self.shared).subscribers.push(tx);
         rx
     }
 
@@ -103,24 +167,73 @@ impl ObjectMetadata {
         }
     }
 
-    /// Change events since the last call.
+    /// Change events since the last call, in emission order (background repairs' included).
     pub fn take_events(&mut self) -> Vec<ObjmetaEvent> {
-        self.calls.take_events()
+        std::mem::take(&mut lock(&self.shared).events)
     }
 
-    /// Repairs scheduled and not yet run, in scheduling order.
+    /// Repairs waiting for [`ObjectMetadata::run_due_repairs`], in scheduling order (with
+    /// [`RepairDriving::OnCall`]; background repairs are [`ObjectMetadata::background_repairs`]).
     pub fn pending_repairs(&self) -> &[RepairTask] {
         self.calls.pending_repairs()
     }
 
-    /// Hands `e` to the subscribers (dropping the closed ones) and keeps it in `events`.
-    fn emit(
-        subscribers: &mut Vec<UnboundedSender<ObjmetaEvent>>,
-        events: &mut Vec<ObjmetaEvent>,
-        e: ObjmetaEvent,
-    ) {
-        subscribers.retain(|s| s.send(e.clone()).is_ok());
-        events.push(e);
+    /// Background repairs not finished yet, in scheduling order.
+    pub fn background_repairs(&self) -> Vec<RepairTask> {
+        self.background
+            .iter()
+            .filter(|(_, handle)| !handle.is_finished())
+            .map(|(task, _)| task.clone())
+            .collect()
+    }
+
+    /// Reports of the background repairs finished since the last call, in finishing order.
+    pub fn take_repair_reports(&mut self) -> Vec<RepairReport> {
+        self.background.retain(|(_, handle)| !handle.is_finished());
+        std::mem::take(&mut lock(&self.shared).finished)
+    }
+
+    /// Waits until every background repair has run (each at its `due`), then returns
+    /// [`ObjectMetadata::take_repair_reports`]. Cancel-safe: a repair not yet awaited stays
+    /// tracked.
+    pub async fn wait_for_repairs(&mut self) -> Vec<RepairReport> {
+        while let Some((_, handle)) = self.background.first_mut() {
+            // A task ends by itself unless aborted; either way it is done with.
+            let _ = handle.await;
+            self.background.remove(0);
+        }
+        self.take_repair_reports()
+    }
+
+    /// Starts the background task of one repair: it drives the machine on the facade's clock
+    /// and connection, so it sleeps until `due`, then reads and writes.
+    fn spawn_repair(&mut self, task: RepairTask) {
+        let start = self.clock.now();
+        let mut machine = self
+            .calls
+            .repair_machine(&self.state.config.table, &task, start);
+        let (conn, clock, shared) = (self.conn.clone(), self.clock.clone(), self.shared.clone());
+        let report_task = task.clone();
+        let handle = tokio::spawn(async move {
+            let outcome = driver::run_with(&conn, &*clock, &mut machine, |e| emit(&shared, e))
+                .await
+                .unwrap_or(RepairOutcome::Failed);
+            lock(&shared).finished.push(RepairReport {
+                task: report_task,
+                outcome,
+            });
+        });
+        self.background.push((task, handle));
+    }
+
+    /// Schedules the repairs an operation's events ask for, as [`RepairDriving`] says.
+    fn schedule(&mut self, tasks: Vec<RepairTask>) {
+        for task in tasks {
+            match self.driving {
+                RepairDriving::Background => self.spawn_repair(task),
+                RepairDriving::OnCall => self.calls.schedule(task),
+            }
+        }
     }
 
     async fn run_op<O: rowkit_statemachines::objmeta::engine::Op>(
@@ -129,16 +242,19 @@ impl ObjectMetadata {
     ) -> Result<O::Output, ObjmetaError> {
         let now = self.clock.now();
         let (seed, deadline) = self.calls.begin(now);
-        let mut events = Vec::new();
-        let subscribers = &mut self.subscribers;
+        let mut repairs = Vec::new();
+        let shared = &self.shared;
         let r = {
             let mut m = OpMachine::new(op, &mut self.state, now, seed, deadline);
             driver::run_with(&self.conn, &*self.clock, &mut m, |e| {
-                Self::emit(subscribers, &mut events, e)
+                if let ObjmetaEvent::RepairScheduled(task) = &e {
+                    repairs.push(task.clone());
+                }
+                emit(shared, e)
             })
             .await
         };
-        self.calls.record(events);
+        self.schedule(repairs);
         r.map_err(run_error)
     }
 
@@ -347,19 +463,18 @@ impl ObjectMetadata {
     /// Runs one repair now (its clock standing at `due`); its `Put` event is recorded.
     pub async fn run_repair(&mut self, task: RepairTask) -> RepairReport {
         let clock = ManualClock::new(task.due);
-        let mut m = self.calls.repair_machine(&self.state.config.table, &task);
-        let mut events = Vec::new();
-        let subscribers = &mut self.subscribers;
-        let outcome = driver::run_with(&self.conn, &clock, &mut m, |e| {
-            Self::emit(subscribers, &mut events, e)
-        })
-        .await
-        .unwrap_or(RepairOutcome::Failed);
-        self.calls.record(events);
+        let mut m = self
+            .calls
+            .repair_machine(&self.state.config.table, &task, task.due);
+        let shared = &self.shared;
+        let outcome = driver::run_with(&self.conn, &clock, &mut m, |e| emit(shared, e))
+            .await
+            .unwrap_or(RepairOutcome::Failed);
         RepairReport { task, outcome }
     }
 
-    /// Runs every pending repair whose `due` ≤ `now`, in scheduling order.
+    /// Runs every pending repair whose `due` ≤ `now`, in scheduling order
+    /// ([`RepairDriving::OnCall`]).
     pub async fn run_due_repairs(&mut self, now: Timestamp) -> Vec<RepairReport> {
         let mut reports = Vec::new();
         for task in self.calls.take_due(now) {
@@ -368,7 +483,7 @@ impl ObjectMetadata {
         reports
     }
 
-    /// Runs every pending repair, each at its `due`.
+    /// Runs every pending repair, each at its `due` ([`RepairDriving::OnCall`]).
     pub async fn run_all_repairs(&mut self) -> Vec<RepairReport> {
         let mut reports = Vec::new();
         for task in self.calls.take_all() {
@@ -377,8 +492,16 @@ impl ObjectMetadata {
         reports
     }
 
-    /// Forgets pending repairs without running them (a process exit).
+    /// Forgets every repair not run yet (a process exit): the pending ones, and the
+    /// background ones, whose tasks are aborted. Returns them in scheduling order.
     pub fn drop_pending_repairs(&mut self) -> Vec<RepairTask> {
-        self.calls.take_all()
+        let mut dropped = self.calls.take_all();
+        for (task, handle) in self.background.drain(..) {
+            if !handle.is_finished() {
+                handle.abort();
+                dropped.push(task);
+            }
+        }
+        dropped
     }
 }

@@ -416,16 +416,243 @@ mod tracestore {
 
 mod objmeta {
     use super::*;
-    use rowkit_bigtable::objmeta::ObjectMetadata as AsyncOm;
+    use rowkit_bigtable::objmeta::{ObjectMetadata as AsyncOm, RepairDriving};
     use rowkit_codec::objmeta::json::Json;
     use rowkit_codec::objmeta::keys::VFormat;
     use rowkit_codec::objmeta::listing::ListingParams;
     use rowkit_embedded::objmeta::ObjectMetadata as SyncOm;
     use rowkit_embedded::objmeta_scenarios::scenario_state;
-    use rowkit_statemachines::objmeta::ObjmetaEvent;
+    use rowkit_statemachines::objmeta::{ObjmetaEvent, RepairOutcome, RepairTask};
 
     fn j(s: &str) -> Json {
         Json::parse(s).unwrap()
+    }
+
+    fn version_of(result: &Option<String>) -> String {
+        Json::parse(result.as_deref().unwrap())
+            .unwrap()
+            .get("versionId")
+            .and_then(Json::as_str)
+            .unwrap()
+            .to_string()
+    }
+
+    /// The stored value of `key`'s master row (v1) in bucket `bucket` of table `s3`.
+    async fn master_row(conn: &BigtableConnection, bucket: &str, key: &str) -> Option<Json> {
+        use rowkit_codec::model::RowSet;
+        use rowkit_codec::objmeta::cells::{StoredDoc, filters};
+        use rowkit_codec::objmeta::keys::{master_key, row_key};
+        use rowkit_statemachines::readrows::ReadRows;
+        use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
+        let request = ReadRowsRequest {
+            table: "s3".into(),
+            rows: RowSet::key(row_key(bucket, &master_key(VFormat::V1, key))),
+            filter: Some(filters::latest()),
+            ..Default::default()
+        };
+        let machine = ReadRows::new(request, near_wall_clock(), 0, RetryPolicy::default());
+        let mut rows = Vec::new();
+        rowkit_bigtable::driver::run(conn, machine, |r| rows.push(r))
+            .await
+            .unwrap();
+        rows.first()
+            .map(|r| StoredDoc::from_row(r).unwrap().unwrap().value)
+    }
+
+    /// Two versioned puts of `key` (`n` 1 and 2) and the delete of the current one, which
+    /// leaves a placeholder master and schedules its repair; returns `(v1, the repair)`.
+    async fn delete_current(om: &mut AsyncOm, bucket: &str, key: &str) -> (String, RepairTask) {
+        let versioned = j(r#"{"versioning":true}"#);
+        let mut ids = Vec::new();
+        for n in 1..=2 {
+            let value = j(&format!(r#"{{"key":"{key}","n":{n}}}"#));
+            let r = om.put_object(bucket, key, &value, Some(&versioned)).await;
+            ids.push(version_of(&r.unwrap()));
+        }
+        let by_version = j(&format!(r#"{{"versionId":"{}"}}"#, ids[1]));
+        om.delete_object(bucket, key, Some(&by_version), None)
+            .await
+            .unwrap();
+        let task = om
+            .take_events()
+            .into_iter()
+            .find_map(|e| match e {
+                ObjmetaEvent::RepairScheduled(t) => Some(t),
+                _ => None,
+            })
+            .unwrap();
+        (ids[0].clone(), task)
+    }
+
+    /// `objmeta.md` 16.5 on the Tokio facade with the wall clock: the repair a delete
+    /// schedules runs by itself in a background task at its `due` (15 s later), emitting the
+    /// master's `Put` to subscribers and `take_events`; until then the placeholder master
+    /// stays. A facade dropped before `due` aborts its repair: that placeholder stays.
+    #[tokio::test]
+    async fn objmeta_background_repair_runs_at_due() {
+        let Some(emu) = Emulator::shared_or_skip("objmeta_background_repair_runs_at_due") else {
+            return;
+        };
+        let conn = connect(emu).await;
+        let mut om = AsyncOm::new(conn.clone(), scenario_state("s3", VFormat::V1), 3);
+        om.setup().await.unwrap();
+        for bucket in ["b", "c"] {
+            let md = j(&format!(r#"{{"name":"{bucket}"}}"#));
+            assert_eq!(om.create_bucket(bucket, &md).await, Ok(VFormat::V1));
+        }
+        // A second process that exits before its repair is due.
+        let mut exiting = AsyncOm::new(conn.clone(), scenario_state("s3", VFormat::V1), 5);
+        exiting.state_mut().config.pid = 5;
+        let (_, dropped) = delete_current(&mut exiting, "c", "k").await;
+        assert_eq!(exiting.background_repairs(), std::slice::from_ref(&dropped));
+        drop(exiting);
+        let (v1, task) = delete_current(&mut om, "b", "k").await;
+        let mut streamed = om.subscribe();
+        assert!(task.due > dropped.due);
+        assert_eq!(om.background_repairs(), std::slice::from_ref(&task));
+        assert!(om.pending_repairs().is_empty());
+        let phd = master_row(&conn, "b", "k").await.unwrap();
+        if rowkit_bigtable::driver::now() < task.due {
+            assert_eq!(
+                phd.get("versionId").and_then(Json::as_str),
+                Some(task.phd_version_id.as_str()),
+                "the placeholder stays until due"
+            );
+        }
+        // The next event is the repair's, at `due` (the guard only stops a hung test).
+        let event = tokio::time::timeout(std::time::Duration::from_secs(120), streamed.recv())
+            .await
+            .expect("the repair never ran")
+            .unwrap();
+        assert!(
+            rowkit_bigtable::driver::now() >= task.due,
+            "the repair ran before its due time"
+        );
+        let want = j(&format!(
+            r#"{{"key":"k","n":1,"versionId":"{v1}","originOp":"s3:ObjectRemoved:Delete"}}"#
+        ));
+        assert_eq!(
+            event,
+            ObjmetaEvent::Put {
+                collection: "b".into(),
+                key: "\x7fMk".into(),
+                value: want.stringify(),
+            }
+        );
+        let reports = om.wait_for_repairs().await;
+        assert_eq!(reports.len(), 1);
+        assert_eq!(
+            (&reports[0].task, reports[0].outcome),
+            (&task, RepairOutcome::Repaired)
+        );
+        assert!(om.background_repairs().is_empty());
+        assert_eq!(master_row(&conn, "b", "k").await, Some(want));
+        assert_eq!(
+            om.take_events(),
+            [event],
+            "take_events keeps the repair's event"
+        );
+        // The dropped facade's repair never ran (its due passed before this one's).
+        let left = master_row(&conn, "c", "k").await.unwrap();
+        assert_eq!(left.get("isPHD"), Some(&Json::Bool(true)));
+        assert_eq!(
+            left.get("versionId").and_then(Json::as_str),
+            Some(dropped.phd_version_id.as_str())
+        );
+    }
+
+    /// `run_due_repairs(now)` on both facades (repairs kept pending): only repairs whose
+    /// `due` ≤ `now` run, in scheduling order, each at its `due`; later ones stay pending.
+    #[tokio::test]
+    async fn objmeta_run_due_repairs_matches_the_sync_facade() {
+        let Some(emu) = Emulator::shared_or_skip("objmeta_run_due_repairs_matches_the_sync_facade")
+        else {
+            return;
+        };
+        let (sync_clock, async_clock) = clocks(near_wall_clock());
+        let store = MemoryStore::new();
+        let mut sync = SyncOm::new(&store, &sync_clock, scenario_state("s3", VFormat::V1), 3);
+        let mut tokio = AsyncOm::new(connect(emu).await, scenario_state("s3", VFormat::V1), 3)
+            .with_clock(shared(&async_clock))
+            .with_repair_driving(RepairDriving::OnCall);
+        same("setup", sync.setup(), tokio.setup().await);
+        let md = j(r#"{"name":"b"}"#);
+        same(
+            "create",
+            sync.create_bucket("b", &md),
+            tokio.create_bucket("b", &md).await,
+        );
+        let versioned = j(r#"{"versioning":true}"#);
+        for key in ["x", "y"] {
+            let mut ids = Vec::new();
+            for n in 1..=2 {
+                let value = j(&format!(r#"{{"key":"{key}","n":{n}}}"#));
+                let id = agreed(
+                    &format!("put {key} {n}"),
+                    sync.put_object("b", key, &value, Some(&versioned)),
+                    tokio.put_object("b", key, &value, Some(&versioned)).await,
+                );
+                ids.push(version_of(&id.unwrap()));
+            }
+            for c in [&sync_clock, &*async_clock] {
+                c.advance_to(Timestamp(c.now().0 + 1_000_000));
+            }
+            let by_version = j(&format!(r#"{{"versionId":"{}"}}"#, ids[1]));
+            same(
+                &format!("delete current {key}"),
+                sync.delete_object("b", key, Some(&by_version), None),
+                tokio.delete_object("b", key, Some(&by_version), None).await,
+            );
+        }
+        let pending = agreed(
+            "pending",
+            sync.pending_repairs().to_vec(),
+            tokio.pending_repairs().to_vec(),
+        );
+        let keys: Vec<&str> = pending.iter().map(|t| t.key.as_str()).collect();
+        assert_eq!(keys, ["x", "y"]);
+        let (first, second) = (pending[0].due, pending[1].due);
+        assert!(first < second);
+        let before = Timestamp(first.0 - 1);
+        assert_eq!(
+            agreed(
+                "before due",
+                sync.run_due_repairs(before),
+                tokio.run_due_repairs(before).await
+            ),
+            []
+        );
+        let ran = agreed(
+            "first due",
+            sync.run_due_repairs(first),
+            tokio.run_due_repairs(first).await,
+        );
+        assert_eq!(ran.len(), 1);
+        assert_eq!(
+            (&ran[0].task, ran[0].outcome),
+            (&pending[0], RepairOutcome::Repaired)
+        );
+        assert_eq!(tokio.pending_repairs(), &pending[1..]);
+        let got = agreed(
+            "x repaired",
+            sync.get_object("b", "x", None),
+            tokio.get_object("b", "x", None).await,
+        );
+        assert_eq!(
+            got.unwrap().get("originOp"),
+            Some(&Json::str("s3:ObjectRemoved:Delete"))
+        );
+        let ran = agreed(
+            "second due",
+            sync.run_due_repairs(second),
+            tokio.run_due_repairs(second).await,
+        );
+        assert_eq!(
+            ran.iter().map(|r| (&r.task, r.outcome)).collect::<Vec<_>>(),
+            [(&pending[1], RepairOutcome::Repaired)]
+        );
+        assert!(tokio.pending_repairs().is_empty());
+        same("events", sync.take_events(), tokio.take_events());
     }
 
     /// Buckets, versioned puts, gets (latest, by version, missing), a delete marker, deletes of
@@ -441,7 +668,8 @@ mod objmeta {
             let store = MemoryStore::new();
             let mut sync = SyncOm::new(&store, &sync_clock, scenario_state("s3", vf), 3);
             let mut tokio = AsyncOm::new(connect(emu).await, scenario_state("s3", vf), 3)
-                .with_clock(shared(&async_clock));
+                .with_clock(shared(&async_clock))
+                .with_repair_driving(RepairDriving::OnCall);
             let mut streamed = tokio.subscribe();
             same("setup", sync.setup(), tokio.setup().await);
             let md = j(

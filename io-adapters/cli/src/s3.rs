@@ -5,14 +5,18 @@ use clap::{Args, Subcommand};
 use rowkit_codec::escape::{self, escape};
 use rowkit_codec::explain;
 use rowkit_codec::objmeta::json::Json;
-use rowkit_codec::objmeta::keys::{METASTORE, VFormat, collection_for_bucket, master_key, row_key};
+use rowkit_codec::objmeta::keys::{
+    MASTER_PREFIX, METASTORE, SEPARATOR, VFormat, collection_for_bucket, master_key, row_key,
+};
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
+use rowkit_codec::objmeta::version_id::generated_at_ms;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
 use rowkit_embedded::objmeta::ObjectMetadata;
 use rowkit_embedded::objmeta_scenarios::bucket_rows;
+use rowkit_statemachines::Timestamp;
 use rowkit_statemachines::objmeta::{
-    ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, RepairTask,
+    ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, REPAIR_DELAY_US, RepairTask,
 };
 use serde_json::{Map, Value, json};
 
@@ -67,8 +71,8 @@ pub enum S3Command {
         bucket: String,
         /// Object key.
         key: String,
-        /// Metadata (a JSON object).
-        #[arg(long, conflicts_with = "value_file")]
+        /// Metadata (a JSON object); `--meta` is the same.
+        #[arg(long, visible_alias = "meta", conflicts_with = "value_file")]
         value: Option<String>,
         /// Metadata from a file.
         #[arg(long)]
@@ -76,9 +80,11 @@ pub enum S3Command {
         /// The whole params object.
         #[arg(long)]
         params: Option<String>,
-        /// params.versioning = true.
-        #[arg(long)]
-        versioning: bool,
+        /// The bucket's versioning: `enabled` (also bare `--versioning`): params.versioning =
+        /// true; `suspended`: the null-version put (params.versionId = "", value.isNull = true
+        /// unless set); `off`: a non-versioned put (no params.versioning).
+        #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "enabled")]
+        versioning: Option<Versioning>,
         /// params.versionId.
         #[arg(long)]
         version_id: Option<String>,
@@ -130,16 +136,16 @@ pub enum S3Command {
         #[arg(long, default_value = "DelimiterMaster")]
         algo: String,
         /// S3 v1 marker.
-        #[arg(long, conflicts_with = "v2")]
+        #[arg(long, conflicts_with_all = ["v2", "continuation_token", "start_after"])]
         marker: Option<String>,
-        /// S3 v2 flavour.
+        /// S3 v2 flavour (implied by `--continuation-token` and `--start-after`).
         #[arg(long)]
         v2: bool,
         /// v2 continuation token.
-        #[arg(long, requires = "v2")]
+        #[arg(long)]
         continuation_token: Option<String>,
         /// v2 start-after.
-        #[arg(long, requires = "v2")]
+        #[arg(long)]
         start_after: Option<String>,
     },
     /// ListObjectVersions.
@@ -158,11 +164,28 @@ pub enum S3Command {
     Uuid,
     /// countItems.
     Count,
-    /// Repair every placeholder master of a bucket now.
+    /// Run the due placeholder repairs now: every placeholder master of the bucket (default:
+    /// of every bucket of the metastore) whose repair was due (its id's time + 15 s ≤ now) and
+    /// never ran, e.g. because the process that scheduled it exited.
     Repair {
-        /// Bucket.
-        bucket: String,
+        /// Bucket (default: every bucket).
+        bucket: Option<String>,
+        /// Repair placeholders not yet due too.
+        #[arg(long)]
+        all: bool,
     },
+}
+
+/// `s3 put --versioning [MODE]`: the params a caller sends in each bucket versioning state
+/// (`objmeta.md` 12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Versioning {
+    /// A new version (Case1): `params.versioning = true`.
+    Enabled,
+    /// The null version overwritten (Case2): `params.versionId = ""`, `value.isNull = true`.
+    Suspended,
+    /// A non-versioned put: no `params.versioning`.
+    Off,
 }
 
 /// `rowkit s3 bucket …`.
@@ -194,6 +217,14 @@ pub enum BucketCommand {
     Get {
         /// Bucket.
         bucket: String,
+    },
+    /// putBucketAttributes: replaces the stored BucketInfo (its vFormat is kept).
+    PutAttributes {
+        /// Bucket.
+        bucket: String,
+        /// BucketInfo JSON.
+        #[arg(long)]
+        md: String,
     },
     /// listBuckets.
     List,
@@ -322,17 +353,32 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                     .map_err(|e| CliError::usage(format!("{}: {e}", f.display())))?,
                 (None, None) => return Err(CliError::usage("--value or --value-file is required")),
             };
-            let value = parse_json("--value", &text)?;
-            if value.as_object().is_none() {
+            let mut value = parse_json("--value", &text)?;
+            let Some(value_members) = value.as_object_mut() else {
                 return Err(CliError::usage("--value must be a JSON object"));
-            }
+            };
             let mut p = match params {
                 Some(t) => parse_json("--params", t)?,
                 None => Json::Object(Default::default()),
             };
             if let Some(o) = p.as_object_mut() {
-                if *versioning {
-                    o.set("versioning", Json::Bool(true));
+                match versioning {
+                    Some(Versioning::Enabled) => o.set("versioning", Json::Bool(true)),
+                    Some(Versioning::Suspended) => {
+                        if version_id.is_some() {
+                            return Err(CliError::usage(
+                                "--versioning suspended puts the null version: no --version-id",
+                            ));
+                        }
+                        o.set("versionId", Json::str(""));
+                        if value_members.get("isNull").is_none() {
+                            value_members.set("isNull", Json::Bool(true));
+                        }
+                    }
+                    Some(Versioning::Off) => {
+                        o.remove("versioning");
+                    }
+                    None => {}
                 }
                 if let Some(v) = version_id {
                     o.set("versionId", Json::str(v.clone()));
@@ -452,7 +498,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 prefix: list.prefix.clone().filter(|s| !s.is_empty()),
                 max_keys: list.max_keys,
                 marker: marker.clone().filter(|s| !s.is_empty()),
-                v2: *v2,
+                v2: *v2 || continuation_token.is_some() || start_after.is_some(),
                 start_after: start_after.clone().filter(|s| !s.is_empty()),
                 continuation_token: continuation_token.clone().filter(|s| !s.is_empty()),
                 ..Default::default()
@@ -486,53 +532,35 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             let c = om.count_items().map_err(op_error)?;
             print(out, to_value(&c), || c.stringify());
         }
-        S3Command::Repair { bucket } => {
-            let vf = om.state_mut().cached_vformat(bucket);
-            let vf = match vf {
-                Some(v) => v,
-                None => {
-                    // Reading a missing key fills the cache with the bucket's vFormat.
-                    let _ = om.get_object(bucket, "\u{0}", None);
-                    om.state_mut().cached_vformat(bucket).unwrap_or_default()
-                }
+        S3Command::Repair { bucket, all } => {
+            let buckets = match bucket {
+                Some(b) => vec![b.clone()],
+                None => om
+                    .list_buckets()
+                    .map_err(op_error)?
+                    .into_iter()
+                    .map(|b| b.name)
+                    .collect(),
             };
-            let coll = collection_for_bucket(bucket);
-            let rows =
-                bucket_rows(ctx.store.as_ref(), &args.table, coll).map_err(CliError::usage)?;
+            let now = ctx.now();
             let mut repairs = Vec::new();
-            for r in rows {
-                let (Some(k), Some(v)) = (r.get("key").and_then(Json::as_str), r.get("value"))
-                else {
-                    continue;
-                };
-                let object_key = match vf {
-                    VFormat::V1 => match k.strip_prefix("\x7fM") {
-                        Some(o) => o,
-                        None => continue,
-                    },
-                    VFormat::V0 if k.contains('\0') => continue,
-                    VFormat::V0 => k,
-                };
-                if !v.member_truthy("isPHD") {
-                    continue;
+            for b in &buckets {
+                for (task, due) in placeholders(ctx, &mut om, &args.table, b)? {
+                    let mut entry = json!({"bucket": b, "key": task.key, "phd_version_id": task.phd_version_id, "due": due.0});
+                    entry["outcome"] = if *all || due <= now {
+                        json!(om.run_repair(task).outcome.as_str())
+                    } else {
+                        json!("not_due")
+                    };
+                    repairs.push(entry);
                 }
-                let Some(p) = v.get("versionId").and_then(Json::as_str) else {
-                    continue;
-                };
-                let report = om.run_repair(RepairTask {
-                    bucket: bucket.clone(),
-                    key: object_key.to_string(),
-                    phd_version_id: p.to_string(),
-                    vformat: vf,
-                    due: ctx.now(),
-                });
-                repairs.push(json!({"key": object_key, "phd_version_id": p, "outcome": report.outcome.as_str()}));
             }
             let events = events_json(&om.take_events());
+            let done = repairs.iter().filter(|r| r["outcome"] != "not_due").count();
             print(
                 out,
-                json!({"bucket": bucket, "repairs": repairs, "events": events}),
-                || format!("{} repaired", repairs.len()),
+                json!({"buckets": buckets, "repairs": repairs, "events": events}),
+                || format!("{done} of {} placeholder masters repaired", repairs.len()),
             );
         }
     }
@@ -593,6 +621,20 @@ fn bucket(
                 || v.stringify(),
             );
         }
+        BucketCommand::PutAttributes { bucket, md } => {
+            let md = parse_json("--md", md)?;
+            om.put_bucket_attributes(bucket, &md).map_err(op_error)?;
+            let value = om.get_bucket_attributes(bucket).map_err(op_error)?;
+            let mut m = Map::new();
+            m.insert("bucket".into(), json!(bucket));
+            bytes_fields(&mut m, "row_key", &row_key(METASTORE, bucket));
+            m.insert("value".into(), to_value(&value));
+            m.insert(
+                "events".into(),
+                Value::Array(events_json(&om.take_events())),
+            );
+            print(out, Value::Object(m), || value.stringify());
+        }
         BucketCommand::List => {
             let list = om.list_buckets().map_err(op_error)?;
             let items: Vec<Value> = list
@@ -615,6 +657,53 @@ fn bucket(
         }
     }
     Ok(())
+}
+
+/// Every placeholder master of `bucket` as the repair it needs, with the time it was due: its
+/// id's generation time plus the repair delay (`objmeta.md` 3.1, 8.3); an id without a time
+/// counts as due at once. The task's `due` is that time, or now if later.
+fn placeholders(
+    ctx: &Context,
+    om: &mut Om<'_>,
+    table: &str,
+    bucket: &str,
+) -> Result<Vec<(RepairTask, Timestamp)>, CliError> {
+    let vf = om.get_bucket_vformat(bucket).map_err(op_error)?;
+    let rows = bucket_rows(ctx.store.as_ref(), table, collection_for_bucket(bucket))
+        .map_err(|e| op_error(ObjmetaError::internal_error(e)))?;
+    let now = ctx.now();
+    let mut found = Vec::new();
+    for r in rows {
+        let (Some(k), Some(v)) = (r.get("key").and_then(Json::as_str), r.get("value")) else {
+            continue;
+        };
+        let object_key = match vf {
+            VFormat::V1 => match k.strip_prefix(MASTER_PREFIX) {
+                Some(o) => o,
+                None => continue,
+            },
+            VFormat::V0 if k.contains(SEPARATOR) => continue,
+            VFormat::V0 => k,
+        };
+        if v.get("isPHD") != Some(&Json::Bool(true)) {
+            continue;
+        }
+        let Some(p) = v.get("versionId").and_then(Json::as_str) else {
+            continue;
+        };
+        let due = generated_at_ms(p).map_or(Timestamp(i64::MIN), |ms| {
+            Timestamp::from_millis(ms).saturating_add_micros(REPAIR_DELAY_US)
+        });
+        let task = RepairTask {
+            bucket: bucket.to_string(),
+            key: object_key.to_string(),
+            phd_version_id: p.to_string(),
+            vformat: vf,
+            due: due.min(now),
+        };
+        found.push((task, due));
+    }
+    Ok(found)
 }
 
 /// The BucketInfo of vectors `metastore_rows` with this name, owner and time.

@@ -76,10 +76,15 @@ impl ObjmetaCalls {
     pub fn record(&mut self, events: Vec<ObjmetaEvent>) {
         for e in events {
             if let ObjmetaEvent::RepairScheduled(task) = &e {
-                self.pending.push(task.clone());
+                self.schedule(task.clone());
             }
             self.events.push(e);
         }
+    }
+
+    /// Adds a repair to the pending ones (run by the facade's `run_due_repairs`).
+    pub fn schedule(&mut self, task: RepairTask) {
+        self.pending.push(task);
     }
 
     /// Change events since the last call.
@@ -106,13 +111,19 @@ impl ObjmetaCalls {
         std::mem::take(&mut self.pending)
     }
 
-    /// The machine of one repair on `table`, standing at its `due`.
-    pub fn repair_machine(&mut self, table: &str, task: &RepairTask) -> AsyncRepair {
+    /// The machine of one repair on `table`, created at `start`: until `due` it sends nothing
+    /// and its `poll_timeout` is `due` (`objmeta.md` 8.4).
+    pub fn repair_machine(
+        &mut self,
+        table: &str,
+        task: &RepairTask,
+        start: Timestamp,
+    ) -> AsyncRepair {
         let seed = self.next_seed();
         OpMachine::new_delayed(
             AsyncRepairOp { task: task.clone() },
             table.to_string(),
-            task.due,
+            start,
             task.due,
             seed,
             None,
@@ -379,7 +390,9 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
     /// Runs one repair now (its clock standing at `due`); its `Put` event is recorded.
     pub fn run_repair(&mut self, task: RepairTask) -> RepairReport {
         let clock = ManualClock::new(task.due);
-        let m = self.calls.repair_machine(&self.state.config.table, &task);
+        let m = self
+            .calls
+            .repair_machine(&self.state.config.table, &task, task.due);
         let mut events = Vec::new();
         let outcome =
             run(self.store, &clock, m, |e| events.push(e)).unwrap_or(RepairOutcome::Failed);

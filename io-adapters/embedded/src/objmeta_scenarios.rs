@@ -30,8 +30,8 @@ use std::sync::Mutex;
 use rowkit_codec::model::{ColumnFamily, KeyBound};
 use rowkit_codec::objmeta::listing::ListingType;
 use rowkit_statemachines::objmeta::{
-    AsyncRepair, AsyncRepairOp, DeleteObjectOp, ObjmetaError, ObjmetaEvent, OpMachine, PutObjectOp,
-    RepairOutcome, RepairTask,
+    AsyncRepair, AsyncRepairOp, DeleteObjectOp, ListObject, ObjmetaError, ObjmetaEvent, OpMachine,
+    PutObjectOp, RepairOutcome, RepairTask,
 };
 use rowkit_statemachines::{Code, Machine, Request, StoreError};
 
@@ -524,6 +524,63 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
         names(&rec.take()),
         ["CheckAndMutateRow", "CheckAndMutateRow", "ReadRows"]
     );
+    // The uuid row: its key and exactly the vector's `d:value` text.
+    let uuid_key = rowkit_codec::objmeta::keys::row_key(
+        rowkit_codec::objmeta::keys::INFOSTORE,
+        rowkit_codec::objmeta::keys::UUID_KEY,
+    );
+    let hex: String = uuid_key.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        Some(hex.as_str()),
+        uuid_case.get("row_key_hex").and_then(Json::as_str)
+    );
+    let rows = crate::driver::read_rows(
+        store,
+        ReadRowsRequest {
+            table: table.into(),
+            rows: RowSet::key(uuid_key),
+            filter: Some(filters::latest()),
+            ..Default::default()
+        },
+        Timestamp(0),
+    )
+    .unwrap();
+    let [row] = rows.as_slice() else {
+        panic!("uuid rows {rows:?}")
+    };
+    let doc = StoredDoc::from_row(row).unwrap().unwrap();
+    assert_eq!(
+        Some(doc.text.as_str()),
+        uuid_case.get("final_d_value").and_then(Json::as_str)
+    );
+
+    // `bucket_vformat`: each created bucket's vFormat; an unknown bucket (no metastore row)
+    // is v0, read from the store on every call (not cached).
+    for case in arr(v, "bucket_vformat") {
+        let bucket = get_str(case, "bucket").unwrap();
+        let want = VFormat::parse(get_str(case, "vFormat").unwrap()).unwrap();
+        match get_str(case, "operation").unwrap() {
+            "createBucket" => assert_eq!(om.get_bucket_vformat(bucket).unwrap(), want),
+            "getBucketVFormat" => {
+                assert_eq!(case.get("metastore_row"), Some(&Json::Null));
+                rec.take();
+                for _ in 0..2 {
+                    assert_eq!(om.get_bucket_vformat(bucket).unwrap(), want, "{bucket}");
+                }
+                let metastore_row = rowkit_codec::objmeta::keys::row_key("__metastore", bucket);
+                let reads: Vec<_> = rec
+                    .take()
+                    .into_iter()
+                    .map(|r| match r {
+                        Request::ReadRows(q) => q.rows.row_keys,
+                        other => panic!("{other:?}"),
+                    })
+                    .collect();
+                assert_eq!(reads, [[metastore_row.clone()], [metastore_row]]);
+            }
+            other => panic!("unknown bucket_vformat operation {other}"),
+        }
+    }
 
     // vFormat of an unknown bucket is v0, read every time; deleteBucket is idempotent.
     assert_eq!(
@@ -542,6 +599,60 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
     assert!(bucket_rows(&rec, table, "b").unwrap().is_empty());
     assert!(om.get_bucket_attributes("b").is_err());
     assert_eq!(om.delete_bucket("b").unwrap(), 0);
+}
+
+/// `putBucketAttributes` (`objmeta.md` 11): one `MutateRow` of the metastore row with
+/// exactly the BucketInfo members of `md`, in BucketInfo order (unknown members dropped, no
+/// `d:vFormat` mutation), and its `Put` event. An existing bucket keeps its `d:vFormat`; a
+/// bucket created this way has none, so its vFormat reads `v0`.
+pub fn put_bucket_attributes(store: &dyn Store, table: &str) {
+    let rec = Recorder::new(store);
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 1);
+    om.setup().unwrap();
+    om.create_bucket("b", &j(r#"{"name":"b","owner":"ownerid"}"#))
+        .unwrap();
+    om.take_events();
+    let md = j(r#"{"owner":"o2","unknown":1,"name":"b","acl":{"Canned":"private"}}"#);
+    let stored = r#"{"acl":{"Canned":"private"},"name":"b","owner":"o2"}"#;
+    for bucket in ["b", "nb"] {
+        let mut md = md.clone();
+        md.as_object_mut().unwrap().set("name", Json::str(bucket));
+        let stored = stored.replace(r#""name":"b""#, &format!(r#""name":"{bucket}""#));
+        rec.take();
+        om.put_bucket_attributes(bucket, &md).unwrap();
+        let metastore_row = rowkit_codec::objmeta::keys::row_key("__metastore", bucket);
+        let reqs = rec.take();
+        let [Request::MutateRow(write)] = reqs.as_slice() else {
+            panic!("{bucket}: {reqs:?}")
+        };
+        assert_eq!(write.row_key, metastore_row);
+        assert_eq!(
+            write.mutations,
+            rowkit_codec::objmeta::cells::replace(&j(&stored), None),
+            "{bucket}: no d:vFormat"
+        );
+        assert_eq!(
+            om.take_events(),
+            [ObjmetaEvent::Put {
+                collection: "__metastore".into(),
+                key: bucket.into(),
+                value: stored.clone(),
+            }]
+        );
+        assert_eq!(
+            om.get_bucket_attributes(bucket).unwrap().stringify(),
+            stored
+        );
+        // Another process (no cache) reads the stored vFormat.
+        let mut fresh = ObjectMetadata::new(store, &clock, scenario_state(table, VFormat::V1), 2);
+        let want = if bucket == "b" {
+            VFormat::V1
+        } else {
+            VFormat::V0
+        };
+        assert_eq!(fresh.get_bucket_vformat(bucket).unwrap(), want, "{bucket}");
+    }
 }
 
 /// Scenario 34: the bucket vFormat cache (no metastore read after createBucket, one per
@@ -575,128 +686,306 @@ pub fn cache_behaviour(store: &dyn Store, table: &str) {
     );
 }
 
-/// Scenarios 32-33: change events of a versioned put and of a delete of the current
-/// version (placeholder master, RepairScheduled), then the repair machine: waits for `due`,
-/// reads the latest version, writes the master conditionally; a second run conflicts.
-pub fn events_and_repair_machine(store: &dyn Store, table: &str) {
+/// A `Put` event of collection `b`.
+fn put_ev(key: &str, value: &Json) -> ObjmetaEvent {
+    ObjmetaEvent::Put {
+        collection: "b".into(),
+        key: key.into(),
+        value: value.stringify(),
+    }
+}
+
+/// A `Delete` event of collection `b`, with the pre-image when the delete read one.
+fn delete_ev(key: &str, value: Option<&Json>) -> ObjmetaEvent {
+    ObjmetaEvent::Delete {
+        collection: "b".into(),
+        key: key.into(),
+        value: value.map(Json::stringify),
+    }
+}
+
+/// Scenario 32 in `vf`: the whole event list of every operation it names, compared exactly.
+/// A versioned put (version then master), the delete of the current version (placeholder
+/// master, the version's pre-image, `RepairScheduled` due 15 s later) and the repair's master
+/// `Put`; scenario 2's non-versioned delete (pre-image with `originOp` and `deleted`) and its
+/// repetition (nothing); scenario 3's key-only delete, sent as exactly one `MutateRow` even
+/// when no row exists; scenario 28's overwrite (`Delete` pre-image then `Put`, `originOp`
+/// removed from the pre-image when the params have none) and its failing put on a missing key
+/// (nothing); scenario 9's delete-marker put (v1: version `Put`, key-only master `Delete`; v0:
+/// version and master `Put`). Each part runs on its own table `<table>-<scenario>`.
+pub fn change_events(store: &dyn Store, table: &str, vf: VFormat) {
+    // Each part on its own clock, so that its ids are the scenario's.
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    // Scenario 32's versioned sequence.
+    let t32 = format!("{table}-32");
+    let mut s = Steps::new(store, &clock, &t32, vf, "scenario 32");
+    let v1 = s.vput("k", N1);
+    let v1v = with_vid(N1, &v1);
+    assert_eq!(
+        s.om.take_events(),
+        [put_ev(&s.v("k", &v1), &v1v), put_ev(&s.m("k"), &v1v)],
+        "{}",
+        s.at("versioned put")
+    );
+    let v2 = s.vput("k", N2);
+    let v2v = with_vid(N2, &v2);
+    assert_eq!(
+        s.om.take_events(),
+        [put_ev(&s.v("k", &v2), &v2v), put_ev(&s.m("k"), &v2v)]
+    );
+    s.del("k", &v2).unwrap();
+    let v3 = s.next_id();
+    let task = RepairTask {
+        bucket: "b".into(),
+        key: "k".into(),
+        phd_version_id: v3.clone(),
+        vformat: vf,
+        due: Timestamp(1_700_000_015_003_000),
+    };
+    assert_eq!(
+        s.om.take_events(),
+        [
+            put_ev(
+                &s.m("k"),
+                &with(
+                    N2,
+                    &format!(r#"{{"versionId":"{v3}","isPHD":true,"deleted":false}}"#)
+                )
+            ),
+            delete_ev(
+                &s.v("k", &v2),
+                Some(&with(
+                    &v2v.stringify(),
+                    r#"{"originOp":"s3:ObjectRemoved:Delete","deleted":true}"#
+                ))
+            ),
+            ObjmetaEvent::RepairScheduled(task),
+        ],
+        "{}",
+        s.at("delete of the current version")
+    );
+    assert_eq!(s.repairs(), [RepairOutcome::Repaired]);
+    assert_eq!(
+        s.om.take_events(),
+        [put_ev(&s.m("k"), &with(&v1v.stringify(), ORIGIN))],
+        "{}",
+        s.at("repair")
+    );
+
+    // Scenario 2: non-versioned put, delete (pre-image), delete again (nothing).
+    let t2 = format!("{table}-2");
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, &t2, vf, "scenario 2");
+    s.put("k", &j(N1), &j("{}")).unwrap();
+    assert_eq!(s.om.take_events(), [put_ev(&s.m("k"), &j(N1))]);
+    s.tick();
+    s.om.delete_object("b", "k", Some(&j("{}")), None).unwrap();
+    assert_eq!(
+        s.om.take_events(),
+        [delete_ev(
+            &s.m("k"),
+            Some(&with(
+                N1,
+                r#"{"originOp":"s3:ObjectRemoved:Delete","deleted":true}"#
+            ))
+        )],
+        "{}",
+        s.at("delete")
+    );
+    s.state_is(&[]);
+    s.tick();
+    s.om.delete_object("b", "k", Some(&j("{}")), None).unwrap();
+    assert_eq!(s.om.take_events(), [], "{}", s.at("second delete"));
+    assert_eq!(s.get("k", None), Err(ObjmetaError::NoSuchKey));
+
+    // Scenario 3: the key-only delete, one MutateRow, emitted even with no row there.
+    let t3 = format!("{table}-3");
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let rec = Recorder::new(store);
+    let mut s = Steps::new(&rec, &clock, &t3, vf, "scenario 3");
+    s.put("k", &j(N1), &j("{}")).unwrap();
+    s.om.take_events();
+    let no_oplog = j(r#"{"doesNotNeedOpogUpdate":true}"#);
+    let delete_request = Request::MutateRow(rowkit_statemachines::MutateRowRequest {
+        table: t3.clone(),
+        row_key: rowkit_codec::objmeta::keys::row_key("b", &s.m("k")),
+        mutations: vec![rowkit_codec::model::Mutation::DeleteFromRow],
+        ..Default::default()
+    });
+    for round in ["existing row", "no row"] {
+        rec.take();
+        s.tick();
+        s.om.delete_object("b", "k", Some(&no_oplog), None).unwrap();
+        assert_eq!(
+            rec.take(),
+            std::slice::from_ref(&delete_request),
+            "{}",
+            s.at(round)
+        );
+        assert_eq!(
+            s.om.take_events(),
+            [delete_ev(&s.m("k"), None)],
+            "{}",
+            s.at(round)
+        );
+        s.state_is(&[]);
+    }
+
+    // Scenario 28: the needOplogUpdate overwrite and its failure on a missing key.
+    let t28 = format!("{table}-28");
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, &t28, vf, "scenario 28");
+    s.put("k", &j(N1), &j("{}")).unwrap();
+    s.om.take_events();
+    let replace_archived = j(r#"{"needOplogUpdate":true,"originOp":"s3:ReplaceArchivedObject"}"#);
+    assert_eq!(s.put("k", &j(N2), &replace_archived), Ok(None));
+    assert_eq!(
+        s.om.take_events(),
+        [
+            delete_ev(
+                &s.m("k"),
+                Some(&with(
+                    N1,
+                    r#"{"originOp":"s3:ReplaceArchivedObject","deleted":true}"#
+                ))
+            ),
+            put_ev(&s.m("k"), &j(N2)),
+        ],
+        "{}",
+        s.at("overwrite")
+    );
+    s.state_is(&[(s.m("k"), j(N2))]);
+    // Without params.originOp the pre-image loses its own originOp.
+    let tagged = r#"{"key":"k","n":3,"originOp":"earlier"}"#;
+    s.put("k", &j(tagged), &j("{}")).unwrap();
+    s.om.take_events();
+    assert_eq!(
+        s.put("k", &j(N1), &j(r#"{"needOplogUpdate":true}"#)),
+        Ok(None)
+    );
+    assert_eq!(
+        s.om.take_events(),
+        [
+            delete_ev(&s.m("k"), Some(&j(r#"{"key":"k","n":3,"deleted":true}"#))),
+            put_ev(&s.m("k"), &j(N1)),
+        ],
+        "{}",
+        s.at("overwrite without originOp")
+    );
+    let r = s.put("missing", &j(N2), &replace_archived);
+    assert!(
+        matches!(r, Err(ObjmetaError::InternalError(_))),
+        "{}: {r:?}",
+        s.at("overwrite of a missing key")
+    );
+    assert_eq!(s.om.take_events(), [], "{}", s.at("failing put"));
+    s.state_is(&[(s.m("k"), j(N1))]);
+
+    // Scenario 9: the delete-marker put over v1.
+    let t9 = format!("{table}-9");
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, &t9, vf, "scenario 9");
+    s.vput("k", N1);
+    s.om.take_events();
+    let dm = s.vput("k", DM0);
+    let dmv = with_vid(DM0, &dm);
+    let master = match vf {
+        VFormat::V0 => put_ev(&s.m("k"), &dmv),
+        VFormat::V1 => delete_ev(&s.m("k"), None),
+    };
+    assert_eq!(
+        s.om.take_events(),
+        [put_ev(&s.v("k", &dm), &dmv), master],
+        "{}",
+        s.at("delete-marker put")
+    );
+}
+
+/// Scenario 33 in `vf`, after scenario 32's delete: the `AsyncRepair` machine sends nothing
+/// and its `poll_timeout()` is `due` until `handle_timeout` reaches it; until it runs,
+/// getObject answers v1 and DelimiterMaster lists `[k → v1]`. Then it sends exactly
+/// `ReadRows(latest-version range, LIVE_VALUE, rows_limit 1)` and `CheckAndMutateRow(M(k),
+/// EXISTS_AND_NOT(PHD_IS(v3)), true: [], false: REPLACE(v1 + originOp))`, ends `Repaired`
+/// with the master's `Put`; a second repair of `v3` sends the same two requests, ends
+/// `Conflict`, emits nothing and leaves every row as it was.
+pub fn repair_machine(store: &dyn Store, table: &str, vf: VFormat) {
     let rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 1);
-    om.setup().unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
-    om.take_events();
-    let ver = j(r#"{"versioning":true}"#);
-    clock.advance_to(Timestamp::from_millis(T0 + 1));
-    om.put_object("b", "k", &j(r#"{"key":"k","n":1}"#), Some(&ver))
-        .unwrap();
-    let v1 = "98299999999998999999RG001  4242.0";
-    let put = |key: String, value: &str| ObjmetaEvent::Put {
-        collection: "b".into(),
-        key,
-        value: value.into(),
-    };
-    let value1 = format!(r#"{{"key":"k","n":1,"versionId":"{v1}"}}"#);
-    assert_eq!(
-        om.take_events(),
-        [
-            put(format!("\x7fVk\0{v1}"), &value1),
-            put("\x7fMk".into(), &value1)
-        ]
-    );
-    clock.advance_to(Timestamp::from_millis(T0 + 2));
-    om.put_object("b", "k", &j(r#"{"key":"k","n":2}"#), Some(&ver))
-        .unwrap();
-    om.take_events();
-    let v2 = "98299999999997999999RG001  4242.1";
-    let v3 = "98299999999996999999RG001  4242.2";
-    clock.advance_to(Timestamp::from_millis(T0 + 3));
-    let params = Json::Object(
-        [("versionId".to_string(), Json::str(v2))]
-            .into_iter()
-            .collect(),
-    );
-    om.delete_object("b", "k", Some(&params), None).unwrap();
-    let ev = om.take_events();
-    assert_eq!(
-        ev[0],
-        put(
-            "\x7fMk".into(),
-            &format!(r#"{{"key":"k","n":2,"versionId":"{v3}","isPHD":true,"deleted":false}}"#)
-        )
-    );
-    assert_eq!(
-        ev[1],
-        ObjmetaEvent::Delete {
-            collection: "b".into(),
-            key: format!("\x7fVk\0{v2}"),
-            value: Some(format!(
-                r#"{{"key":"k","n":2,"versionId":"{v2}","originOp":"s3:ObjectRemoved:Delete","deleted":true}}"#
-            ))
-        }
-    );
-    let ObjmetaEvent::RepairScheduled(task) = &ev[2] else {
-        panic!("{ev:?}")
-    };
-    assert_eq!(
-        (task.phd_version_id.as_str(), task.due),
-        (v3, Timestamp(1_700_000_015_003_000))
-    );
-    // If the repair never runs, reads still resolve the PHD.
-    assert_eq!(
-        om.get_object("b", "k", None).unwrap().get("n"),
-        Some(&Json::Number(1.0))
-    );
+    let mut s = Steps::new(&rec, &clock, table, vf, "scenario 33");
+    let v1 = s.vput("k", N1);
+    let v2 = s.vput("k", N2);
+    s.del("k", &v2).unwrap();
+    let v3 = s.next_id();
+    let v1v = with_vid(N1, &v1);
+    let [task] = s.om.drop_pending_repairs().try_into().unwrap();
+    assert_eq!(task.phd_version_id, v3);
+    assert_eq!(task.due, Timestamp(1_700_000_015_003_000));
+    // The repair never ran: reads and listings resolve the placeholder.
+    s.get_is("k", &v1v);
+    s.masters_are(&[("k", &v1v)]);
     rec.take();
-    // The repair machine waits for `due`, then reads and conditionally writes.
-    let mut m: AsyncRepair = OpMachine::new_delayed(
-        AsyncRepairOp { task: task.clone() },
-        table.into(),
-        Timestamp::from_millis(T0 + 4),
-        task.due,
-        9,
-        None,
-    );
+    let machine = |start: Timestamp| -> AsyncRepair {
+        OpMachine::new_delayed(
+            AsyncRepairOp { task: task.clone() },
+            table.into(),
+            start,
+            task.due,
+            9,
+            None,
+        )
+    };
+    let mut m = machine(Timestamp::from_millis(T0 + 20));
     assert!(m.poll_request().is_none());
     assert_eq!(m.poll_timeout(), Some(task.due));
     m.handle_timeout(Timestamp(task.due.0 - 1));
     assert!(m.poll_request().is_none());
+    assert_eq!(m.poll_timeout(), Some(task.due));
+    let repaired = with(&v1v.stringify(), ORIGIN);
+    let read = Request::ReadRows(ReadRowsRequest {
+        table: table.into(),
+        rows: RowSet::range(RowRange {
+            start: KeyBound::Open(rowkit_codec::objmeta::keys::row_key(
+                "b",
+                &match vf {
+                    VFormat::V0 => s.m("k"),
+                    VFormat::V1 => s.v("k", ""),
+                },
+            )),
+            end: KeyBound::Open(rowkit_codec::objmeta::keys::row_key(
+                "b",
+                &format!("{}\u{1}", s.m("k").replace("\x7fM", "\x7fV")),
+            )),
+        }),
+        filter: Some(filters::live_value()),
+        rows_limit: 1,
+        ..Default::default()
+    });
+    let write = Request::CheckAndMutateRow(rowkit_statemachines::CheckAndMutateRowRequest {
+        table: table.into(),
+        row_key: rowkit_codec::objmeta::keys::row_key("b", &s.m("k")),
+        predicate: Some(filters::exists_and_not(filters::phd_is(&v3))),
+        true_mutations: vec![],
+        false_mutations: rowkit_codec::objmeta::cells::replace(&repaired, None),
+        ..Default::default()
+    });
     let mut events = Vec::new();
     let outcome = run(&rec, &ManualClock::new(task.due), m, |e| events.push(e)).unwrap();
-    assert_eq!(outcome, RepairOutcome::Repaired);
-    let reqs = rec.take();
-    assert_eq!(names(&reqs), ["ReadRows", "CheckAndMutateRow"]);
-    let Request::ReadRows(r) = &reqs[0] else {
-        unreachable!()
-    };
-    assert_eq!(r.rows_limit, 1);
+    assert_eq!(outcome, RepairOutcome::Repaired, "{vf:?}");
+    assert_eq!(rec.take(), [read.clone(), write.clone()], "{vf:?}");
+    assert_eq!(events, [put_ev(&s.m("k"), &repaired)]);
+    let before = bucket_rows(store, table, "b").unwrap();
+    let mut events = Vec::new();
+    let outcome = run(&rec, &ManualClock::new(task.due), machine(task.due), |e| {
+        events.push(e)
+    })
+    .unwrap();
+    assert_eq!(outcome, RepairOutcome::Conflict, "{vf:?}");
+    assert_eq!(rec.take(), [read, write], "{vf:?}: the same two requests");
+    assert_eq!(events, [], "{vf:?}: a conflict emits nothing");
     assert_eq!(
-        r.rows.row_ranges[0].start,
-        KeyBound::Open(b"b\x00\x7fVk\x00".to_vec())
-    );
-    assert_eq!(
-        r.rows.row_ranges[0].end,
-        KeyBound::Open(b"b\x00\x7fVk\x01".to_vec())
-    );
-    assert_eq!(
-        events,
-        [put(
-            "\x7fMk".into(),
-            &format!(
-                r#"{{"key":"k","n":1,"versionId":"{v1}","originOp":"s3:ObjectRemoved:Delete"}}"#
-            )
-        )]
-    );
-    let again: AsyncRepair = OpMachine::new_delayed(
-        AsyncRepairOp { task: task.clone() },
-        table.into(),
-        task.due,
-        task.due,
-        9,
-        None,
-    );
-    assert_eq!(
-        run(&rec, &ManualClock::new(task.due), again, |_| {}).unwrap(),
-        RepairOutcome::Conflict
+        bucket_rows(store, table, "b").unwrap(),
+        before,
+        "{vf:?}: a conflict writes nothing"
     );
 }
 
@@ -731,12 +1020,71 @@ fn clock_now(c: &ManualClock) -> Timestamp {
     c.now()
 }
 
-/// Scenario 24: a DelimiterMaster listing past a key with 120 versions skips them with one
-/// re-seek (v0) or never reads them (v1); checks the exact scan ranges.
+/// One scan of a listing driven by [`list_row_by_row`].
+#[derive(Debug)]
+struct ScanLog {
+    /// Its row set.
+    rows: RowSet,
+    /// Rows handed to the machine before it aborted the scan or the scan ended.
+    fed: usize,
+    /// Whether the machine aborted it before its end.
+    aborted: bool,
+}
+
+/// Runs a listing handing each scan's rows to the machine one row per message, so that the
+/// rows it consumed before aborting a scan can be counted; returns the result and the scans.
+fn list_row_by_row(
+    store: &dyn Store,
+    state: &mut ObjmetaState,
+    bucket: &str,
+    params: ListingParams,
+    now: Timestamp,
+) -> (Json, Vec<ScanLog>) {
+    use rowkit_statemachines::ReadRowsResponse;
+    let mut m = ListObject::new(bucket, params, state, now, 5, None);
+    let mut scans = Vec::new();
+    while let Some((tag, request)) = m.poll_request() {
+        let Request::ReadRows(q) = request else {
+            panic!("a listing sends only ReadRows: {request:?}")
+        };
+        let rows = crate::driver::read_rows(store, q.clone(), now).unwrap();
+        let mut log = ScanLog {
+            rows: q.rows,
+            fed: 0,
+            aborted: false,
+        };
+        for row in &rows {
+            let part = ReadRowsResponse {
+                chunks: crate::semantics::row_chunks(row, None),
+                ..Default::default()
+            };
+            m.handle_response(tag, Ok(Response::ReadRowsPart(part)), now);
+            log.fed += 1;
+            while let Some(t) = m.poll_abort() {
+                log.aborted |= t == tag;
+            }
+            if log.aborted {
+                break;
+            }
+        }
+        if !log.aborted {
+            m.handle_response(tag, Ok(Response::StreamEnd), now);
+        }
+        scans.push(log);
+    }
+    while m.poll_abort().is_some() {}
+    let result = m.result().expect("the listing finished").unwrap();
+    (result, scans)
+}
+
+/// Scenario 24: 120 versioned puts of `a` (the last with n = 119) and one of `b`;
+/// DelimiterMaster lists `[a (n 119), b]`. v0 sends exactly two scans: `[b‖00, b‖01)`, aborted
+/// after the master `a` and 100 skipped `a\0…` version rows (101 rows consumed), then
+/// `[b‖00‖a\x01, b‖01)` to its end; v1 sends the single master-range scan `[b‖00‖\x7fM,
+/// b‖00‖\x7fN)`, read to its end (two masters).
 pub fn skip_streak(store: &dyn Store, table: &str, vf: VFormat) {
-    let rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, vf), 1);
+    let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, vf), 1);
     om.setup().unwrap();
     om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
     let ver = j(r#"{"versioning":true}"#);
@@ -752,50 +1100,48 @@ pub fn skip_streak(store: &dyn Store, table: &str, vf: VFormat) {
     }
     om.put_object("b", "b", &j(r#"{"key":"b","n":1}"#), Some(&ver))
         .unwrap();
-    rec.take();
     let p = ListingParams {
         listing_type: ListingType::DelimiterMaster,
         ..Default::default()
     };
-    let r = om.list_object("b", &p).unwrap();
-    assert_eq!(arr(&r, "Contents").len(), 2);
-    let scans: Vec<_> = rec
-        .take()
-        .into_iter()
-        .map(|q| match q {
-            Request::ReadRows(q) => q.rows,
-            other => panic!("{other:?}"),
+    let now = clock_now(&clock);
+    let (r, scans) = list_row_by_row(store, om.state_mut(), "b", p, now);
+    let r = parse_listing_values(r);
+    let listed: Vec<(&str, Option<&Json>)> = arr(&r, "Contents")
+        .iter()
+        .map(|e| {
+            (
+                e.get("key").and_then(Json::as_str).unwrap(),
+                e.get("value").unwrap().get("n"),
+            )
         })
         .collect();
-    let range = |rs: &RowSet| (rs.row_ranges[0].start.clone(), rs.row_ranges[0].end.clone());
+    assert_eq!(
+        listed,
+        [
+            ("a", Some(&Json::Number(119.0))),
+            ("b", Some(&Json::Number(1.0)))
+        ]
+    );
+    let range = |start: &[u8], end: &[u8]| {
+        RowSet::range(RowRange {
+            start: KeyBound::Closed(start.to_vec()),
+            end: KeyBound::Open(end.to_vec()),
+        })
+    };
+    let got: Vec<(RowSet, usize, bool)> = scans
+        .into_iter()
+        .map(|s| (s.rows, s.fed, s.aborted))
+        .collect();
     match vf {
-        VFormat::V0 => {
-            assert_eq!(scans.len(), 2);
-            assert_eq!(
-                range(&scans[0]),
-                (
-                    KeyBound::Closed(b"b\x00".to_vec()),
-                    KeyBound::Open(b"b\x01".to_vec())
-                )
-            );
-            assert_eq!(
-                range(&scans[1]),
-                (
-                    KeyBound::Closed(b"b\x00a\x01".to_vec()),
-                    KeyBound::Open(b"b\x01".to_vec())
-                )
-            );
-        }
-        VFormat::V1 => {
-            assert_eq!(scans.len(), 1);
-            assert_eq!(
-                range(&scans[0]),
-                (
-                    KeyBound::Closed(b"b\x00\x7fM".to_vec()),
-                    KeyBound::Open(b"b\x00\x7fN".to_vec())
-                )
-            );
-        }
+        VFormat::V0 => assert_eq!(
+            got,
+            [
+                (range(b"b\x00", b"b\x01"), 101, true),
+                (range(b"b\x00a\x01", b"b\x01"), 2, false),
+            ]
+        ),
+        VFormat::V1 => assert_eq!(got, [(range(b"b\x00\x7fM", b"b\x00\x7fN"), 2, false)]),
     }
 }
 
@@ -1565,9 +1911,21 @@ pub const ACCEPTANCE: &[(&str, AcceptanceScenario)] = &[
         deleted_flag_invisibility(s, t, VFormat::V1)
     }),
     ("metastore_uuid_count", metastore_uuid_count),
+    ("put_bucket_attributes", |s, t, _| {
+        put_bucket_attributes(s, t)
+    }),
     ("cache_behaviour", |s, t, _| cache_behaviour(s, t)),
-    ("events_and_repair_machine", |s, t, _| {
-        events_and_repair_machine(s, t)
+    ("change_events_v0", |s, t, _| {
+        change_events(s, t, VFormat::V0)
+    }),
+    ("change_events_v1", |s, t, _| {
+        change_events(s, t, VFormat::V1)
+    }),
+    ("repair_machine_v0", |s, t, _| {
+        repair_machine(s, t, VFormat::V0)
+    }),
+    ("repair_machine_v1", |s, t, _| {
+        repair_machine(s, t, VFormat::V1)
     }),
     ("deadline", |s, t, _| deadline(s, t)),
     ("skip_streak_v0", |s, t, _| skip_streak(s, t, VFormat::V0)),
