@@ -10,7 +10,7 @@ want='wasm-bindgen 0.2.130'
 have=$(wasm-bindgen --version 2>/dev/null || true)
 [ "$have" = "$want" ] || { echo "build.sh: need $want (cargo install wasm-bindgen-cli --version 0.2.130), found '${have:-none}'" >&2; exit 1; }
 cargo build -p rowkit-wasm --target wasm32-unknown-unknown --release
-wasm=target/wasm32-unknown-unknown/release/rowkit_wasm.wasm
+wasm="$(wasm/target-dir.sh)/wasm32-unknown-unknown/release/rowkit_wasm.wasm"
 wasm-bindgen --target web --out-dir wasm/www/pkg --out-name rowkit "$wasm"
 wasm-bindgen --target nodejs --out-dir wasm/pkg-node --out-name rowkit "$wasm"
 # The nodejs output is CommonJS while the package is "type": "module".

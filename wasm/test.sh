@@ -6,14 +6,23 @@
 #   - a read-only HTTP server over ../shared (wasm/tests/harness/serve-dir.mjs, with CORS), so
 #     the codec tests read the shared vectors at run time in both Node and the browser;
 #   - `rowkit serve` on a fresh embedded store set up with `rowkit <schema> setup` for every
-#     schema (the gateway serves only the data API, so the tables are created first).
+#     schema (the gateway serves only the data API, so the tables are created first), open (no
+#     token) as on loopback by default;
+#   - a second `rowkit serve --token` on its own fresh store (one process owns a redb file), so
+#     the token path runs in the browser: every call carries `Authorization`, which a
+#     cross-origin page may send only after a CORS preflight allows it;
+#   - wasm/tests/harness/observe-proxy.mjs in front of each gateway, which shows what the fetch
+#     driver and the browser do on the wire (CORS preflights, requests in flight together, rows
+#     handed over before the body's end).
 #
 # Usage: wasm/test.sh [node|browser|e2e|all]   (default all). Needs node, wasm-bindgen-cli
 # 0.2.130, and for the browser chromium + chromedriver (CHROMEDRIVER, default
 # /usr/bin/chromedriver). `e2e` builds the package (wasm/build.sh) and drives the browser tool
-# (wasm/tests/e2e/e2e.mjs; screenshots in target/e2e/).
+# (wasm/tests/e2e/e2e.mjs; screenshots in e2e/ of cargo's target directory).
+# Cargo's target directory is honoured wherever it is (CARGO_TARGET_DIR or cargo config).
 # ROWKIT_SERVE_CMD, if set, is run as `CMD STORE_FILE WWW_DIR` instead of `rowkit serve` (another
-# gateway build); it must print its 127.0.0.1:PORT.
+# gateway build); it must print its 127.0.0.1:PORT and require the bearer token
+# ROWKIT_GATEWAY_TOKEN when that is set.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mode="${1:-all}"
@@ -48,21 +57,44 @@ pids+=($!)
 ROWKIT_TEST_SHARED_URL=$(url_from "$work/shared.log")
 export ROWKIT_TEST_SHARED_URL
 
+target_dir=$(wasm/target-dir.sh)
 cargo build -p rowkit --quiet
-rowkit=target/debug/rowkit
-store="embedded:$work/gateway.redb"
-for schema in mt gold s3 graph; do
-  "$rowkit" --store "$store" "$schema" setup >/dev/null
-done
-if [ -n "${ROWKIT_SERVE_CMD:-}" ]; then
-  "$ROWKIT_SERVE_CMD" "$work/gateway.redb" wasm/www >"$work/gateway.log" 2>&1 &
-else
-  "$rowkit" --store "$store" serve --listen 127.0.0.1:0 >"$work/gateway.log" 2>&1 &
-fi
-pids+=($!)
+rowkit="$target_dir/debug/rowkit"
+
+# Starts a gateway on a fresh embedded store NAME.redb set up for every schema, logging to
+# NAME.log, requiring the bearer token $2 if given (the variable is unset for an open one).
+start_gateway() {
+  local name=$1 token=${2:-} store="embedded:$work/$1.redb"
+  for schema in mt gold s3 graph; do
+    "$rowkit" --store "$store" "$schema" setup >/dev/null
+  done
+  local serve=("$rowkit" --store "$store" serve --listen 127.0.0.1:0)
+  if [ -n "${ROWKIT_SERVE_CMD:-}" ]; then
+    serve=("$ROWKIT_SERVE_CMD" "$work/$name.redb" wasm/www)
+  fi
+  if [ -n "$token" ]; then
+    ROWKIT_GATEWAY_TOKEN=$token "${serve[@]}" >"$work/$name.log" 2>&1 &
+  else
+    env -u ROWKIT_GATEWAY_TOKEN "${serve[@]}" >"$work/$name.log" 2>&1 &
+  fi
+  pids+=($!)
+}
+
+start_gateway gateway
 ROWKIT_TEST_GATEWAY=$(url_from "$work/gateway.log")
-export ROWKIT_TEST_GATEWAY
-echo "test.sh: vectors at $ROWKIT_TEST_SHARED_URL, gateway at $ROWKIT_TEST_GATEWAY"
+# A fresh token per run: the tests know it only as the value baked in.
+ROWKIT_TEST_TOKEN="wasm-test-$(od -An -N8 -tx8 /dev/urandom | tr -d ' ')"
+start_gateway token-gateway "$ROWKIT_TEST_TOKEN"
+ROWKIT_TEST_TOKEN_GATEWAY=$(url_from "$work/token-gateway.log")
+node wasm/tests/harness/observe-proxy.mjs "$ROWKIT_TEST_GATEWAY" >"$work/proxy.log" 2>&1 &
+pids+=($!)
+ROWKIT_TEST_PROXY=$(url_from "$work/proxy.log")
+node wasm/tests/harness/observe-proxy.mjs "$ROWKIT_TEST_TOKEN_GATEWAY" >"$work/token-proxy.log" 2>&1 &
+pids+=($!)
+ROWKIT_TEST_TOKEN_PROXY=$(url_from "$work/token-proxy.log")
+export ROWKIT_TEST_GATEWAY ROWKIT_TEST_PROXY ROWKIT_TEST_TOKEN ROWKIT_TEST_TOKEN_GATEWAY ROWKIT_TEST_TOKEN_PROXY
+echo "test.sh: vectors at $ROWKIT_TEST_SHARED_URL; gateway at $ROWKIT_TEST_GATEWAY (proxy $ROWKIT_TEST_PROXY);" \
+  "token gateway at $ROWKIT_TEST_TOKEN_GATEWAY (proxy $ROWKIT_TEST_TOKEN_PROXY)"
 
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
 suites=(-p rowkit-wasm -p rowkit-fetch)
@@ -79,5 +111,6 @@ if [ "$mode" = e2e ] || [ "$mode" = all ]; then
   echo "=== browser tool end to end (headless Chromium via chromedriver)"
   wasm/build.sh
   CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
-    node wasm/tests/e2e/e2e.mjs "$rowkit" wasm/www target/e2e
+    node wasm/tests/e2e/e2e.mjs "$rowkit" wasm/www "$target_dir/e2e"
 fi
+echo "test.sh: $mode done in ${SECONDS}s"

@@ -5,21 +5,32 @@ use js_sys::Reflect;
 use rowkit_statemachines::StoreError;
 use wasm_bindgen::prelude::*;
 
-/// A JSON document as a plain JS value (objects, arrays, strings, numbers). Goes through
-/// `JSON.parse` so the result is an ordinary object, not a wrapper.
-pub fn to_js(value: &serde_json::Value) -> JsValue {
-    js_sys::JSON::parse(&value.to_string()).unwrap_or(JsValue::NULL)
+/// JSON text as a plain JS value (objects, arrays, strings, numbers), through `JSON.parse`:
+/// an ordinary object, not a wrapper, with its members in the text's order.
+pub fn parse(text: &str) -> JsValue {
+    js_sys::JSON::parse(text).unwrap_or(JsValue::NULL)
 }
 
-/// A JS value as a JSON document (through `JSON.stringify`); `undefined` is `null`.
-pub fn from_js(value: &JsValue) -> Result<serde_json::Value, JsValue> {
+/// A JSON document as a plain JS value (see [`parse`]).
+pub fn to_js(value: &serde_json::Value) -> JsValue {
+    parse(&value.to_string())
+}
+
+/// A JS value as JSON text (`JSON.stringify`, members in the object's order); `undefined` is
+/// `null`.
+pub fn stringify(value: &JsValue) -> Result<String, JsValue> {
     if value.is_undefined() || value.is_null() {
-        return Ok(serde_json::Value::Null);
+        return Ok("null".into());
     }
-    let text = js_sys::JSON::stringify(value)
-        .map_err(|_| error("invalid_argument", "value is not JSON-serialisable"))?;
-    let text = String::from(text);
-    serde_json::from_str(&text).map_err(|e| error("invalid_argument", &e.to_string()))
+    js_sys::JSON::stringify(value)
+        .map(String::from)
+        .map_err(|_| error("invalid_argument", "value is not JSON-serialisable"))
+}
+
+/// A JS value as a JSON document (through [`stringify`]). `serde_json::Value` sorts object
+/// members: where their order is data (Arsenal values), parse [`stringify`]'s text instead.
+pub fn from_js(value: &JsValue) -> Result<serde_json::Value, JsValue> {
+    serde_json::from_str(&stringify(value)?).map_err(|e| error("invalid_argument", &e.to_string()))
 }
 
 /// A JS `Error` with `message` and a stable `code` property (`not_found`, `invalid_argument`,

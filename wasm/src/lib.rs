@@ -11,7 +11,8 @@
 //! - `scanRows`: the table browser's prefix scan with every key explained ([`browse`]).
 //!
 //! Build: `wasm/build.sh` (cargo for wasm32 + `wasm-bindgen --target web` and `--target
-//! nodejs`); the package lands in `wasm/pkg/` (web) and `wasm/pkg-node/`.
+//! nodejs`); the package lands in `wasm/www/pkg/` (web, loaded by the browser tool) and
+//! `wasm/pkg-node/` (Node).
 //!
 //! On native targets the crate builds (so the workspace checks it) but its functions need a JS
 //! host.

@@ -15,7 +15,7 @@ use rowkit_statemachines::objmeta::{
     CreateBucketOp, DeleteBucketOp, DeleteObjectOp, GetObjectOp, ListBucketsOp, ListObject,
     ObjmetaConfig, ObjmetaError, ObjmetaState, OpMachine, PutObjectOp,
 };
-use serde_json::{Value, json};
+use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -32,13 +32,15 @@ fn objmeta_error(e: ObjmetaError) -> JsValue {
     js::error(e.id(), &e.to_string())
 }
 
+/// A JS value as Arsenal's JSON, members in the object's order: Arsenal stores a value as its
+/// `JSON.stringify` text, so the order is part of the stored bytes (and of their hash).
 fn to_arsenal(v: &JsValue, what: &str) -> Result<Json, JsValue> {
-    let value = js::from_js(v)?;
-    Json::parse(&value.to_string()).map_err(|e| js::invalid(format!("{what}: {e}")))
+    Json::parse(&js::stringify(v)?).map_err(|e| js::invalid(format!("{what}: {e}")))
 }
 
+/// Arsenal's JSON as a JS value, members in the stored order.
 fn from_arsenal(j: &Json) -> JsValue {
-    js::to_js(&serde_json::to_value(j).unwrap_or(Value::Null))
+    js::parse(&j.stringify())
 }
 
 impl Inner {
@@ -127,18 +129,17 @@ impl ObjectMetadata {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let list = inner.run_op(ListBucketsOp).await?;
-            let docs: Vec<Value> = list
-                .iter()
-                .map(|b| {
-                    json!({
-                        "name": b.name,
-                        "vformat": b.vformat.as_str(),
-                        "special": b.special,
-                        "value": serde_json::to_value(&b.value).unwrap_or(Value::Null),
-                    })
-                })
-                .collect();
-            Ok(js::to_js(&Value::Array(docs)))
+            let docs = js_sys::Array::new();
+            for b in &list {
+                let doc = js::to_js(&json!({
+                    "name": b.name,
+                    "vformat": b.vformat.as_str(),
+                    "special": b.special,
+                }));
+                js_sys::Reflect::set(&doc, &"value".into(), &from_arsenal(&b.value))?;
+                docs.push(&doc);
+            }
+            Ok(docs.into())
         })
     }
 

@@ -8,7 +8,7 @@
 
 mod harness;
 
-use harness::{json, options, unique, wait};
+use harness::{json, options, test_token, token_options, unique, wait};
 use rowkit_wasm::{Graph, MountTable, ObjectMetadata, TraceStore};
 use serde_json::json;
 use wasm_bindgen::JsValue;
@@ -100,14 +100,21 @@ async fn tracestore(gateway: bool) {
 }
 
 async fn objmeta(gateway: bool) {
-    let om = ObjectMetadata::new(options(gateway, None)).unwrap();
+    objmeta_with(options(gateway, None)).await;
+}
+
+async fn objmeta_with(options: JsValue) {
+    let om = ObjectMetadata::new(options).unwrap();
     wait(om.setup()).await.unwrap();
     let bucket = format!("wasm-{}", unique());
     let vf = wait(om.create_bucket(bucket.clone(), JsValue::UNDEFINED))
         .await
         .unwrap();
     assert_eq!(vf.as_string().as_deref(), Some("v1"));
-    let val = |n: u32| js_sys::JSON::parse(&json!({"n": n}).to_string()).unwrap();
+    // Members out of alphabetical order, nested too: Arsenal stores a value's JSON text, so
+    // their order is data and must survive the round trip.
+    let text = |n: u32| format!(r#"{{"n":{n},"z":{{"b":1,"a":[{{"y":2,"x":3}}]}},"a":"last"}}"#);
+    let val = |n: u32| js_sys::JSON::parse(&text(n)).unwrap();
     for (i, key) in ["dir/a", "dir/b", "top"].iter().enumerate() {
         wait(om.put_object(
             bucket.clone(),
@@ -118,12 +125,13 @@ async fn objmeta(gateway: bool) {
         .await
         .unwrap();
     }
-    let got = json(
-        &wait(om.get_object(bucket.clone(), "top".into(), None))
-            .await
-            .unwrap(),
+    let got = wait(om.get_object(bucket.clone(), "top".into(), None))
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from(js_sys::JSON::stringify(&got).unwrap()),
+        text(2)
     );
-    assert_eq!(got["n"], 2, "{got}");
     let params = js_sys::JSON::parse(r#"{"delimiter": "/"}"#).unwrap();
     let list = json(&wait(om.list_objects(bucket.clone(), params)).await.unwrap());
     assert_eq!(list["CommonPrefixes"], json!(["dir/"]), "{list}");
@@ -214,6 +222,26 @@ async fn objmeta_offline() {
 #[wasm_bindgen_test]
 async fn objmeta_gateway() {
     objmeta(true).await;
+}
+
+/// The `token` option reaches the gateway started with `--token` (in the browser after a CORS
+/// preflight that allows `authorization`), and its 401 reaches JS as `unauthenticated`.
+#[wasm_bindgen_test]
+async fn objmeta_through_a_token_gateway() {
+    objmeta_with(token_options(Some(test_token()))).await;
+    let wrong = format!("{}x", test_token());
+    for token in [None, Some(wrong.as_str())] {
+        let e = wait(rowkit_wasm::browse::scan_rows(
+            token_options(token),
+            "objmeta".into(),
+            JsValue::UNDEFINED,
+            1,
+            None,
+        ))
+        .await
+        .unwrap_err();
+        assert_eq!(code(&e), "unauthenticated", "{token:?}");
+    }
 }
 
 #[wasm_bindgen_test]

@@ -17,18 +17,23 @@ function show(out, value) {
   out.textContent = typeof value === 'string' ? value : JSON.stringify(value, null, 2);
 }
 
+// An error replaces the output as an alert, so assistive technology announces it at once.
 function fail(out, e) {
+  const alert = document.createElement('span');
+  alert.setAttribute('role', 'alert');
+  alert.textContent = `${e.code ? e.code + ': ' : ''}${e.message ?? e}`;
   out.classList.add('error');
-  out.textContent = `${e.code ? e.code + ': ' : ''}${e.message ?? e}`;
+  out.replaceChildren(alert);
 }
 
-// Runs `op` for a form submit, showing its result (or error) in `out`.
+// Runs a panel's operations, showing each result (or error) in `out`. A submit (a click on an
+// operation button, or Enter in a field) runs the button's operation; Enter runs the form's
+// default button, the first submit button, which is the panel's main operation. `Set up` is a
+// plain button (`type="button"`) so that it only ever runs when clicked.
 function wire(formId, outId, ops) {
   const form = $(formId);
   const out = $(outId);
-  form.addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const op = ev.submitter?.dataset.op ?? Object.keys(ops)[0];
+  const run = async (op) => {
     out.setAttribute('aria-busy', 'true');
     try {
       show(out, (await ops[op]()) ?? 'ok');
@@ -37,7 +42,15 @@ function wire(formId, outId, ops) {
     } finally {
       out.removeAttribute('aria-busy');
     }
+  };
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const button = ev.submitter ?? form.querySelector('button:not([type="button"])');
+    run(button.dataset.op);
   });
+  for (const button of form.querySelectorAll('button[type="button"][data-op]')) {
+    button.addEventListener('click', () => run(button.dataset.op));
+  }
 }
 
 function fieldsTable(doc) {
@@ -63,8 +76,11 @@ function keyInspector() {
     const out = $('key-out');
     out.replaceChildren();
     try {
+      const doc = rowkit.decodeKey($('key-schema').value, $('key-input').value);
+      const t = fieldsTable(doc);
+      t.createCaption().textContent = `Row key decoded as ${doc.schema}${doc.kind ? ` (${doc.kind})` : ''}`;
       out.classList.remove('error');
-      out.append(fieldsTable(rowkit.decodeKey($('key-schema').value, $('key-input').value)));
+      out.append(t);
     } catch (e) {
       fail(out, e);
     }

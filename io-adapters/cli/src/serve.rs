@@ -21,7 +21,8 @@ pub struct ServeArgs {
     /// Address to listen on. Anything but loopback requires --token.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
     pub listen: SocketAddr,
-    /// Bearer token every data request must carry (`Authorization: Bearer TOKEN`).
+    /// Bearer token every data request must carry (`Authorization: Bearer TOKEN`); the
+    /// browser tool's files are served without it.
     #[arg(long, env = "ROWKIT_GATEWAY_TOKEN", value_name = "TOKEN")]
     pub token: Option<String>,
     /// Origin allowed to call the API from a browser (repeatable); default: loopback origins.

@@ -1,10 +1,12 @@
 //! `rowkit serve` as a real process on an embedded file: it prints its URL once bound, answers
 //! the JSON API, and what it wrote is in the file afterwards; a non-loopback address without a
-//! token is refused.
+//! token is refused; with `--token` the data API answers only the right bearer token while the
+//! browser tool's files and CORS preflights are served without it.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 fn rowkit(store: &str, args: &[&str]) -> std::process::Output {
@@ -28,36 +30,12 @@ impl Drop for Server {
     }
 }
 
-/// One HTTP/1.1 request on a fresh connection; returns the status and the raw body (chunked
-/// framing left in place).
-fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
-#[test]
-fn serve_answers_the_json_api_on_an_embedded_file() {
-    let dir = std::env::temp_dir().join(format!("rowkit-cli-serve-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let store = format!("embedded:{}", dir.join("db.redb").display());
-    let created = rowkit(&store, &["admin", "create-table", "t", "--family", "cf"]);
-    assert!(created.status.success(), "{created:?}");
-
+/// Starts `rowkit --store STORE serve ARGS` and returns it with the address it printed
+/// (`HOST:PORT`, the real port).
+fn serve(store: &str, args: &[&str]) -> (Server, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .args(["--store", &store, "serve", "--listen", "127.0.0.1:0"])
+        .args(["--store", store, "serve"])
+        .args(args)
         .env_remove("ROWKIT_GATEWAY_TOKEN")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -73,24 +51,93 @@ fn serve_answers_the_json_api_on_an_embedded_file() {
         .and_then(|u| u.strip_suffix('/'))
         .unwrap_or_else(|| panic!("not a URL: {url:?}"))
         .to_string();
-    assert!(
-        addr.starts_with("127.0.0.1:") && !addr.ends_with(":0"),
-        "{addr}"
-    );
+    assert!(!addr.ends_with(":0"), "{addr}");
+    (server, addr)
+}
 
-    let (status, body) = http(
-        &addr,
-        "POST",
-        "/v2/projects/p/instances/i/tables/t:mutateRow",
-        r#"{"rowKey":"cjE=","mutations":[{"setCell":{"familyName":"cf","columnQualifier":"cQ==","timestampMicros":"1000","value":"djE="}}]}"#,
+/// A fresh directory for one test's files.
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rowkit-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// An embedded store in `dir` with table `t` (family `cf`).
+fn store_with_table(dir: &Path) -> String {
+    let store = format!("embedded:{}", dir.join("db.redb").display());
+    let created = rowkit(&store, &["admin", "create-table", "t", "--family", "cf"]);
+    assert!(created.status.success(), "{created:?}");
+    store
+}
+
+/// One HTTP/1.1 exchange on a fresh connection.
+struct Exchange {
+    status: u16,
+    /// The response head (status line and headers).
+    head: String,
+    /// The raw body (chunked framing left in place).
+    body: String,
+}
+
+impl Exchange {
+    /// The value of response header `name` (case-insensitive), if present.
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+fn http_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Exchange {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
     );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    write!(stream, "{request}\r\n{body}").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    Exchange {
+        status,
+        head: head.to_string(),
+        body: body.to_string(),
+    }
+}
+
+/// One request without extra headers; returns the status and the raw body.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let e = http_with(addr, method, path, &[], body);
+    (e.status, e.body)
+}
+
+const MUTATE_PATH: &str = "/v2/projects/p/instances/i/tables/t:mutateRow";
+const READ_PATH: &str = "/v2/projects/p/instances/i/tables/t:readRows";
+/// `r1` / `cf:q` @1000 = `v1`.
+const MUTATE_BODY: &str = r#"{"rowKey":"cjE=","mutations":[{"setCell":{"familyName":"cf","columnQualifier":"cQ==","timestampMicros":"1000","value":"djE="}}]}"#;
+
+#[test]
+fn serve_answers_the_json_api_on_an_embedded_file() {
+    let dir = temp_dir("serve");
+    let store = store_with_table(&dir);
+    let (server, addr) = serve(&store, &["--listen", "127.0.0.1:0"]);
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+
+    let (status, body) = http(&addr, "POST", MUTATE_PATH, MUTATE_BODY);
     assert_eq!((status, body.as_str()), (200, "{}"));
-    let (status, body) = http(
-        &addr,
-        "POST",
-        "/v2/projects/p/instances/i/tables/t:readRows",
-        "{}",
-    );
+    let (status, body) = http(&addr, "POST", READ_PATH, "{}");
     assert_eq!(status, 200, "{body}");
     assert!(
         body.contains(r#""rowKey":"cjE=""#) && body.contains(r#""value":"djE=""#),
@@ -107,6 +154,139 @@ fn serve_answers_the_json_api_on_an_embedded_file() {
         String::from_utf8_lossy(&dump.stdout).contains("r1"),
         "{dump:?}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Asserts that `e` is the gateway's 401: a `google.rpc.Status` JSON body whose message
+/// contains `says`, and a `WWW-Authenticate: Bearer` challenge.
+fn assert_unauthenticated(e: &Exchange, says: &str) {
+    assert_eq!(e.status, 401, "{} {}", e.head, e.body);
+    assert_eq!(e.header("www-authenticate"), Some("Bearer"), "{}", e.head);
+    assert_eq!(
+        e.header("content-type"),
+        Some("application/json; charset=UTF-8"),
+        "{}",
+        e.head
+    );
+    let status: serde_json::Value = serde_json::from_str(&e.body).unwrap();
+    assert_eq!(status["error"]["code"], 401, "{status}");
+    assert_eq!(status["error"]["status"], "UNAUTHENTICATED", "{status}");
+    let message = status["error"]["message"].as_str().unwrap();
+    assert!(message.contains(says), "{status}");
+}
+
+#[test]
+fn serve_with_a_token_guards_the_data_api_but_not_the_tool_page() {
+    let dir = temp_dir("serve-token");
+    let store = store_with_table(&dir);
+    let www = dir.join("www");
+    std::fs::create_dir_all(www.join("pkg")).unwrap();
+    std::fs::write(
+        www.join("index.html"),
+        "<!doctype html><title>tool page</title>",
+    )
+    .unwrap();
+    std::fs::write(www.join("pkg/tool.js"), "export const tool = 1;").unwrap();
+    let www_arg = www.display().to_string();
+    // Any address but loopback needs a token; with one, the gateway listens on all interfaces.
+    let (server, printed) = serve(
+        &store,
+        &["--listen", "0.0.0.0:0", "--token", "T", "--www", &www_arg],
+    );
+    let port = printed
+        .strip_prefix("0.0.0.0:")
+        .unwrap_or_else(|| panic!("{printed}"));
+    let addr = format!("127.0.0.1:{port}");
+
+    // A data call with the `Authorization` header `auth` (none when `None`).
+    let call = |method: &str, path: &str, auth: Option<&str>, body: &str| {
+        let headers: Vec<(&str, &str)> = auth.map(|a| ("Authorization", a)).into_iter().collect();
+        http_with(&addr, method, path, &headers, body)
+    };
+
+    // The data API: no header, another scheme, an empty or wrong token -> 401; nothing is
+    // written.
+    let missing = "requires `Authorization: Bearer <token>`";
+    let wrong = "not this gateway's token";
+    for (auth, says) in [
+        (None, missing),
+        (Some("Basic VDpU"), missing),
+        (Some("Bearer "), missing),
+        (Some("Bearer t"), wrong),
+        (Some("Bearer TT"), wrong),
+    ] {
+        assert_unauthenticated(&call("POST", MUTATE_PATH, auth, MUTATE_BODY), says);
+    }
+    // The GET form of SampleRowKeys and unknown data paths are guarded too (before routing).
+    let sample = "/v2/projects/p/instances/i/tables/t:sampleRowKeys";
+    assert_unauthenticated(&call("GET", sample, None, ""), missing);
+    assert_unauthenticated(&call("GET", "/v2/no/such/path", None, ""), missing);
+    let e = call("POST", READ_PATH, Some("Bearer T"), "{}");
+    assert_eq!(
+        (e.status, e.body.contains("rowKey")),
+        (200, false),
+        "{}",
+        e.body
+    );
+
+    // The right token (the scheme is case-insensitive).
+    for auth in ["Bearer T", "bearer T"] {
+        let e = call("POST", MUTATE_PATH, Some(auth), MUTATE_BODY);
+        assert_eq!(
+            (e.status, e.body.as_str()),
+            (200, "{}"),
+            "{auth}: {}",
+            e.head
+        );
+    }
+    let e = call("POST", READ_PATH, Some("Bearer T"), "{}");
+    assert_eq!(e.status, 200, "{}", e.body);
+    assert!(
+        e.body.contains(r#""rowKey":"cjE=""#) && e.body.contains(r#""value":"djE=""#),
+        "{}",
+        e.body
+    );
+
+    // A CORS preflight carries no credentials (Fetch standard), so it is answered without the
+    // token, allowing `authorization` for a loopback page.
+    let e = http_with(
+        &addr,
+        "OPTIONS",
+        READ_PATH,
+        &[
+            ("Origin", "http://127.0.0.1:9"),
+            ("Access-Control-Request-Method", "POST"),
+            (
+                "Access-Control-Request-Headers",
+                "authorization,content-type",
+            ),
+        ],
+        "",
+    );
+    assert!((200..300).contains(&e.status), "{}", e.head);
+    assert_eq!(
+        e.header("access-control-allow-origin"),
+        Some("http://127.0.0.1:9")
+    );
+    let allowed = e
+        .header("access-control-allow-headers")
+        .unwrap()
+        .to_ascii_lowercase();
+    assert!(allowed.contains("authorization"), "{}", e.head);
+
+    // The browser tool's files need no token: a navigation cannot send a bearer header, and
+    // they hold no data; the page asks for the token and sends it on its data calls.
+    let e = http_with(&addr, "GET", "/", &[], "");
+    assert_eq!(
+        (e.status, e.body.as_str()),
+        (200, "<!doctype html><title>tool page</title>")
+    );
+    assert_eq!(e.header("content-type"), Some("text/html; charset=utf-8"));
+    let e = http_with(&addr, "GET", "/pkg/tool.js", &[], "");
+    assert_eq!((e.status, e.body.as_str()), (200, "export const tool = 1;"));
+    let e = http_with(&addr, "GET", "/missing.js", &[], "");
+    assert_eq!(e.status, 404);
+    drop(server);
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

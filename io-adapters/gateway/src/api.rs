@@ -110,6 +110,7 @@ async fn handle(
     body: Body,
 ) -> Response {
     let path = uri.path();
+    // Static files are public (see `www`); only the data API authenticates.
     if path != "/v2" && !path.starts_with("/v2/") {
         if method != HttpMethod::GET && method != HttpMethod::HEAD {
             return (

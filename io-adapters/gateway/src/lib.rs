@@ -38,7 +38,8 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 400 << 20;
 pub struct GatewayConfig {
     /// Address to listen on; default `127.0.0.1:8080`.
     pub listen: SocketAddr,
-    /// Bearer token every data request must carry; required unless `listen` is loopback.
+    /// Bearer token every data request (`/v2/…`) must carry; required unless `listen` is
+    /// loopback. Static files and CORS preflights are served without it.
     pub token: Option<String>,
     /// Origins allowed by CORS (`http://127.0.0.1:8000`); empty = any loopback origin.
     /// `*` allows every origin, only on an open (token-less) gateway.

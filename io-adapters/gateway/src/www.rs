@@ -1,6 +1,8 @@
 //! Static files of the browser tool (`wasm/www`), served on every path outside `/v2/`. Without
 //! a directory, `/` is a built-in page saying how to build the tool. Paths are resolved inside
-//! the directory only: no `..`, no absolute or drive components, no hidden files.
+//! the directory only: no `..`, no absolute or drive components, no hidden files. They are
+//! served without the bearer token, which guards the data API only: a browser loading the tool
+//! cannot send one, and the page sends the token the user types on its data calls.
 
 use std::path::{Component, Path, PathBuf};
 

@@ -46,10 +46,48 @@ pub async fn vectors(name: &str) -> serde_json::Value {
     serde_json::from_slice(&get_bytes(&url).await).unwrap_or_else(|e| panic!("{url}: {e}"))
 }
 
+/// One vector file of `shared/vectors/`, parsed by `JSON.parse` as a JS user would: objects
+/// keep their members' order (which `serde_json::Value` does not), so a value can be handed to
+/// an API whose output depends on it.
+pub async fn vectors_js(name: &str) -> JsValue {
+    let url = format!("{}/vectors/{name}.json", shared_url().trim_end_matches('/'));
+    let text = String::from_utf8(get_bytes(&url).await).unwrap();
+    js_sys::JSON::parse(&text).unwrap_or_else(|e| panic!("{url}: {e:?}"))
+}
+
+/// `value[path[0]][path[1]]…` of a JS value (array indexes as strings).
+pub fn js_at(value: &JsValue, path: &[&str]) -> JsValue {
+    path.iter().fold(value.clone(), |v, key| {
+        js_sys::Reflect::get(&v, &JsValue::from_str(key)).unwrap()
+    })
+}
+
 /// A JS value as JSON.
 pub fn json(v: &JsValue) -> serde_json::Value {
     let text: String = js_sys::JSON::stringify(v).unwrap().into();
     serde_json::from_str(&text).unwrap()
+}
+
+/// URL of the gateway started with `--token` (on its own store, set up like the other).
+pub fn token_gateway_url() -> &'static str {
+    option_env!("ROWKIT_TEST_TOKEN_GATEWAY")
+        .expect("ROWKIT_TEST_TOKEN_GATEWAY is not set: run the wasm tests with wasm/test.sh")
+}
+
+/// The token that gateway requires.
+pub fn test_token() -> &'static str {
+    option_env!("ROWKIT_TEST_TOKEN")
+        .expect("ROWKIT_TEST_TOKEN is not set: run the wasm tests with wasm/test.sh")
+}
+
+/// Client options for the token gateway: `{gateway, token}`, or `{gateway}` without a token.
+pub fn token_options(token: Option<&str>) -> JsValue {
+    let o = js_sys::Object::new();
+    js_sys::Reflect::set(&o, &"gateway".into(), &token_gateway_url().into()).unwrap();
+    if let Some(t) = token {
+        js_sys::Reflect::set(&o, &"token".into(), &t.into()).unwrap();
+    }
+    o.into()
 }
 
 /// Options for a client: `{gateway, table}` in gateway mode, `{table}` offline.
