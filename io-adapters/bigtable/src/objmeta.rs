@@ -208,6 +208,8 @@ impl ObjectMetadata {
     /// Starts the background task of one repair: it drives the machine on the facade's clock
     /// and connection, so it sleeps until `due`, then reads and writes.
     fn spawn_repair(&mut self, task: RepairTask) {
+        // Finished handles are done with (their reports wait in `shared`).
+        self.background.retain(|(_, handle)| !handle.is_finished());
         let start = self.clock.now();
         let mut machine = self
             .calls
