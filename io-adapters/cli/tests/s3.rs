@@ -334,14 +334,12 @@ fn put_repair_master() {
         args.extend_from_slice(extra);
         s.ok(&args)
     };
-    let x = put(
+    let version_id = |put: Value| put["version_id"].as_str().unwrap().to_string();
+    let x = version_id(put(
         "1700000000001000",
         r#"{"key":"k","n":1}"#,
         &["--versioning"],
-    )["version_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    ));
     assert_eq!(x, "98299999999998999999RG001  4242.0");
     let x2 = json!({"key": "k", "n": 2, "versionId": x});
     let r = put(
@@ -359,14 +357,11 @@ fn put_repair_master() {
         ])
     );
     assert_eq!(s.ok(&["--json", "s3", "get", "b", "k"])["value"], x2);
-    let v2 = put(
+    let v2 = version_id(put(
         "1700000000003000",
         r#"{"key":"k","n":3}"#,
         &["--versioning"],
-    )["version_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    ));
     let x4 = json!({"key": "k", "n": 4, "versionId": x});
     let r = put(
         "1700000000004000",
