@@ -1,0 +1,43 @@
+//! The typed API of rowkit's four schemas — [`MountTable`], and the trace store, object
+//! metadata and triple store facades — written once over a [`Driver`].
+//!
+//! A facade turns each call into one of `rowkit-statemachines`' machines and runs it with
+//! [`run`], the one driving loop; a driver only starts requests, tells the time and waits.
+//! So an operation cannot behave differently between drivers:
+//!
+//! - [`SyncDriver`]: any sync `rowkit_embedded::Store` (memory, redb, or Bigtable through the
+//!   blocking `BigtableStore`) and a clock. Calls complete without waiting; sync callers wrap
+//!   them in [`block_on`].
+//! - `TokioDriver` (feature `bigtable`): a `BigtableConnection`; its futures are `Send`.
+//! - `FetchDriver` (feature `fetch`): a rowkit gateway from the browser (wasm32).
+//!
+//! Per-instance state (the mount table's hot-row cache, a trace store's OPS and digest ids,
+//! object metadata's vFormat cache and pending repairs) is held once, by the facade.
+//!
+//! ```
+//! use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
+//! use rowkit_client::{SyncDriver, block_on};
+//! use rowkit_embedded::MemoryStore;
+//! use rowkit_embedded::driver::SystemClock;
+//!
+//! let store = MemoryStore::new();
+//! let mt = MountTable::new(SyncDriver::new(&store, &SystemClock), MtConfig::default());
+//! block_on(mt.setup(None)).unwrap();
+//! block_on(mt.mount(&server_caller(), "x", "/host:1", 60, 0)).unwrap();
+//! ```
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod driver;
+pub mod mounttable;
+mod row_cache;
+mod sync;
+#[cfg(feature = "bigtable")]
+mod tokio;
+
+pub use driver::{Driver, RunError, block_on, ensure_table, run, run_until};
+pub use mounttable::MountTable;
+pub use row_cache::RowCached;
+pub use sync::{StoreCall, SyncDriver};
+#[cfg(feature = "bigtable")]
+pub use tokio::TokioDriver;

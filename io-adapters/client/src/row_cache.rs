@@ -1,0 +1,413 @@
+//! [`RowCached`]: the mount table's hot-row cache (`spec/mounttable.md` 15) as a decorator any
+//! [`Driver`] gets.
+//!
+//! It sits between the machines and the driver; machines never see it, so their request
+//! scripts are the same with or without it. Only node reads
+//! (`ReadRow(node table, key, LatestN(1))`) go through it: a fresh row is answered from the
+//! cache, and concurrent reads of one row cost one store request (the others wait for its
+//! answer). From the moment a `MutateRow`/`CheckAndMutateRow` on a node row is sent until it
+//! is answered, reads of that row go to the store and nothing is kept
+//! ([`RowCache::begin_write`]). The pure cache ([`RowCache`]) decides; this module only adds
+//! the lock and the wake-ups, runtime-free (plain [`Waker`]s), so the same code serves threads
+//! blocked in [`crate::block_on`], Tokio tasks and a browser page.
+
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use futures_core::Stream;
+use futures_util::StreamExt;
+use futures_util::future::Either;
+use rowkit_codec::model::{ColumnFamily, Row, RowFilter};
+use rowkit_statemachines::mounttable::{Lookup, ROW_CACHE_TTL_US, RowCache, WaiterId};
+use rowkit_statemachines::readrows::ReadRows;
+use rowkit_statemachines::{
+    Code, ReadRowsResponse, Request, Response, RetryPolicy, StoreError, Timestamp,
+};
+
+use crate::{Driver, run};
+
+/// What a waiter of a coalesced read is told by the read it waited for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Answer {
+    /// The fetched row (`None`: no such row).
+    Row(Option<Row>),
+    /// The fetch failed or found nothing cacheable: send your own read.
+    Fetch,
+}
+
+/// The cache and what is owed to its waiters.
+#[derive(Debug, Default)]
+struct CacheState {
+    cache: RowCache,
+    answers: BTreeMap<WaiterId, Answer>,
+    /// Waiters that left before their answer (a cancelled read): never answered, and a fetch
+    /// handed to one of them is passed on at once.
+    abandoned: BTreeSet<WaiterId>,
+    /// Waiters parked until an answer arrives.
+    wakers: BTreeMap<WaiterId, Waker>,
+}
+
+impl CacheState {
+    /// Records the end of fetch `id` of `key` and leaves an answer for every waiter it serves.
+    fn complete(&mut self, key: &[u8], id: WaiterId, row: Option<Row>, now: Timestamp) {
+        let done = self.cache.complete(key, id, row.clone(), now);
+        for w in done.answered.iter().filter(|w| **w != id) {
+            if !self.abandoned.remove(w) {
+                self.answers.insert(*w, Answer::Row(row.clone()));
+            }
+        }
+        if let Some(next) = done.next_fetcher {
+            if self.abandoned.remove(&next) {
+                self.complete(key, next, None, now);
+            } else {
+                self.answers.insert(next, Answer::Fetch);
+            }
+        }
+        self.wake_answered();
+    }
+
+    /// Waiter `id` leaves without its answer: a fetch handed to it passes to the next waiter.
+    fn abandon(&mut self, key: &[u8], id: WaiterId, now: Timestamp) {
+        self.wakers.remove(&id);
+        match self.answers.remove(&id) {
+            Some(Answer::Fetch) => self.complete(key, id, None, now),
+            Some(Answer::Row(_)) => {}
+            None => {
+                self.abandoned.insert(id);
+            }
+        }
+    }
+
+    fn wake_answered(&mut self) {
+        let answered: Vec<WaiterId> = self
+            .wakers
+            .keys()
+            .filter(|w| self.answers.contains_key(w))
+            .copied()
+            .collect();
+        for w in answered {
+            if let Some(waker) = self.wakers.remove(&w) {
+                waker.wake();
+            }
+        }
+    }
+}
+
+/// The cache of one facade, shared by all its calls.
+#[derive(Debug, Default)]
+struct SharedCache {
+    state: Mutex<CacheState>,
+    /// Node reads sent to the store (misses after coalescing).
+    fetches: AtomicU64,
+}
+
+impl SharedCache {
+    fn lock(&self) -> MutexGuard<'_, CacheState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A driver whose node reads go through the hot-row cache (see the module doc).
+#[derive(Debug)]
+pub struct RowCached<D> {
+    inner: D,
+    node_table: String,
+    /// `None`: the cache is off and every request goes straight to `inner`.
+    cache: Option<SharedCache>,
+}
+
+impl<D> RowCached<D> {
+    /// `inner` with a cache of at most `capacity` rows of `node_table` (`0`: no cache, every
+    /// request goes straight to `inner`).
+    pub fn new(inner: D, node_table: &str, capacity: usize) -> RowCached<D> {
+        RowCached {
+            inner,
+            node_table: node_table.to_string(),
+            cache: (capacity > 0).then(|| SharedCache {
+                state: Mutex::new(CacheState {
+                    cache: RowCache::new(capacity, ROW_CACHE_TTL_US),
+                    ..CacheState::default()
+                }),
+                fetches: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The driver underneath.
+    pub fn inner(&self) -> &D {
+        &self.inner
+    }
+
+    /// Node reads the cache sent to the store so far (its misses after coalescing).
+    pub fn fetches(&self) -> u64 {
+        self.cache
+            .as_ref()
+            .map_or(0, |c| c.fetches.load(Ordering::Relaxed))
+    }
+
+    /// The node row `request` reads, if it is a read the cache may answer.
+    fn cacheable_read(&self, request: &Request) -> Option<Vec<u8>> {
+        match request {
+            Request::ReadRows(r)
+                if r.table == self.node_table
+                    && r.rows.row_keys.len() == 1
+                    && r.rows.row_ranges.is_empty()
+                    && r.filter == Some(RowFilter::CellsPerColumnLimit(1))
+                    && r.rows_limit == 0
+                    && !r.reversed =>
+            {
+                r.rows.row_keys.first().cloned()
+            }
+            _ => None,
+        }
+    }
+
+    /// The node row `request` writes, if any.
+    fn node_write<'r>(&self, request: &'r Request) -> Option<&'r [u8]> {
+        match request {
+            Request::MutateRow(r) if r.table == self.node_table => Some(&r.row_key),
+            Request::CheckAndMutateRow(r) if r.table == self.node_table => Some(&r.row_key),
+            _ => None,
+        }
+    }
+}
+
+/// A cached row as the parts of the read reply a store would give (none if missing).
+fn row_parts(row: Option<Row>) -> Vec<Result<Response, StoreError>> {
+    let mut parts = Vec::with_capacity(2);
+    if let Some(row) = row {
+        parts.push(Ok(Response::ReadRowsPart(ReadRowsResponse {
+            chunks: rowkit_embedded::semantics::row_chunks(&row, None),
+            last_scanned_row_key: Vec::new(),
+        })));
+    }
+    parts.push(Ok(Response::StreamEnd));
+    parts
+}
+
+/// Waits for the answer owed to waiter `id`; leaving early abandons it.
+struct WaitAnswer<'a> {
+    cache: &'a SharedCache,
+    key: &'a [u8],
+    id: WaiterId,
+    now: Timestamp,
+    done: bool,
+}
+
+impl Future for WaitAnswer<'_> {
+    type Output = Answer;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Answer> {
+        let cache = self.cache;
+        let mut state = cache.lock();
+        match state.answers.remove(&self.id) {
+            Some(answer) => {
+                drop(state);
+                self.done = true;
+                Poll::Ready(answer)
+            }
+            None => {
+                state.wakers.insert(self.id, cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl Drop for WaitAnswer<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.cache.lock().abandon(self.key, self.id, self.now);
+        }
+    }
+}
+
+/// A fetch in progress: completes as failed if dropped first (the machine aborted the read),
+/// so its waiters are never left parked.
+struct FetchTurn<'a> {
+    cache: &'a SharedCache,
+    key: &'a [u8],
+    id: WaiterId,
+    now: Timestamp,
+    done: bool,
+}
+
+impl FetchTurn<'_> {
+    fn complete(mut self, row: Option<Row>) {
+        self.done = true;
+        self.cache.lock().complete(self.key, self.id, row, self.now);
+    }
+}
+
+impl Drop for FetchTurn<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.cache.lock().complete(self.key, self.id, None, self.now);
+        }
+    }
+}
+
+/// Ends a node-row write's bracket ([`RowCache::end_write`]) when the write is answered or
+/// abandoned.
+struct WriteBracket<'a> {
+    cache: &'a SharedCache,
+    key: Vec<u8>,
+}
+
+impl Drop for WriteBracket<'_> {
+    fn drop(&mut self) {
+        self.cache.lock().cache.end_write(&self.key);
+    }
+}
+
+impl<D: Driver> RowCached<D> {
+    /// One node read through the cache.
+    async fn cached_read(
+        &self,
+        cache: &SharedCache,
+        key: Vec<u8>,
+        request: Request,
+    ) -> Result<Option<Row>, StoreError> {
+        let now = self.inner.now();
+        let looked_up = cache.lock().cache.lookup(&key, now);
+        let id = match looked_up {
+            Lookup::Hit(row) => return Ok(Some(row)),
+            Lookup::Fetch(id) => id,
+            Lookup::Wait(id) => {
+                let wait = WaitAnswer {
+                    cache,
+                    key: &key,
+                    id,
+                    now,
+                    done: false,
+                };
+                match wait.await {
+                    Answer::Row(row) => return Ok(row),
+                    Answer::Fetch => id,
+                }
+            }
+        };
+        let turn = FetchTurn {
+            cache,
+            key: &key,
+            id,
+            now,
+            done: false,
+        };
+        let Request::ReadRows(read) = request else {
+            return Err(StoreError::new(Code::Internal, "not a read"));
+        };
+        cache.fetches.fetch_add(1, Ordering::Relaxed);
+        let mut rows = Vec::new();
+        let machine = ReadRows::new(read, now, 0, RetryPolicy::default());
+        let result = run(&self.inner, machine, |row| rows.push(row))
+            .await
+            .map(|_| rows.into_iter().next())
+            .map_err(|e| e.into_store_error());
+        turn.complete(result.as_ref().ok().cloned().flatten());
+        result
+    }
+}
+
+impl<D: Driver> Driver for RowCached<D> {
+    fn now(&self) -> Timestamp {
+        self.inner.now()
+    }
+
+    fn call(&self, request: Request) -> impl Stream<Item = Result<Response, StoreError>> {
+        let Some(cache) = &self.cache else {
+            return Either::Left(self.inner.call(request));
+        };
+        if let Some(key) = self.cacheable_read(&request) {
+            let read = self.cached_read(cache, key, request);
+            return Either::Right(Either::Left(
+                futures_util::stream::once(read).flat_map(|result| {
+                    futures_util::stream::iter(match result {
+                        Ok(row) => row_parts(row),
+                        Err(e) => vec![Err(e)],
+                    })
+                }),
+            ));
+        }
+        let Some(key) = self.node_write(&request).map(<[u8]>::to_vec) else {
+            return Either::Left(self.inner.call(request));
+        };
+        cache.lock().cache.begin_write(&key);
+        let mut bracket = Some(WriteBracket { cache, key });
+        let answers = self.inner.call(request);
+        // A write is unary: its first item is its answer, which ends the bracket.
+        Either::Right(Either::Right(answers.inspect(move |_| drop(bracket.take()))))
+    }
+
+    fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
+        self.inner.sleep_until(at)
+    }
+
+    fn create_table(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        self.inner.create_table(table, families)
+    }
+
+    fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
+        self.inner.families(table)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn waiting(c: &mut CacheState, key: &[u8], now: Timestamp) -> WaiterId {
+        match c.cache.lookup(key, now) {
+            Lookup::Wait(id) => id,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// A cancelled waiter never strands the others: a fetch handed to it (before or after it
+    /// left) passes to the next waiter, and a row answer is not kept for it.
+    #[test]
+    fn abandoned_waiters_pass_the_fetch_on() {
+        let now = Timestamp(1);
+        let k = b"k".as_slice();
+        for abandon_first in [false, true] {
+            let mut c = CacheState::default();
+            let Lookup::Fetch(a) = c.cache.lookup(k, now) else {
+                panic!()
+            };
+            let b = waiting(&mut c, k, now);
+            let w = waiting(&mut c, k, now);
+            if abandon_first {
+                c.abandon(k, b, now);
+                c.complete(k, a, None, now);
+            } else {
+                c.complete(k, a, None, now);
+                c.abandon(k, b, now);
+            }
+            assert_eq!(c.answers.remove(&b), None);
+            assert_eq!(c.answers.remove(&w), Some(Answer::Fetch));
+        }
+        let mut c = CacheState::default();
+        let Lookup::Fetch(a) = c.cache.lookup(k, now) else {
+            panic!()
+        };
+        let b = waiting(&mut c, k, now);
+        let w = waiting(&mut c, k, now);
+        c.abandon(k, b, now);
+        let row = Row {
+            key: k.to_vec(),
+            cells: Vec::new(),
+        };
+        c.complete(k, a, Some(row.clone()), now);
+        assert_eq!(c.answers.remove(&b), None);
+        assert_eq!(c.answers.remove(&w), Some(Answer::Row(Some(row))));
+        assert!(c.abandoned.is_empty() && c.answers.is_empty());
+    }
+}

@@ -1,0 +1,139 @@
+//! [`SyncDriver`]: the driver over any sync [`Store`] (memory, redb, or Bigtable through the
+//! blocking `rowkit_bigtable::BigtableStore`) and a [`Clock`] (`spec/sans-io.md` 4.1).
+//!
+//! A request runs on the store when its stream is first polled, and every part is ready at
+//! once, so [`crate::run`] serves requests one at a time in the order the machine emitted
+//! them: a run is deterministic for a given store state, clock and seed. Facade calls over it
+//! complete without waiting; sync callers use [`crate::block_on`].
+
+use core::future::Future;
+use core::ops::Deref;
+use core::pin::Pin;
+use core::task::{Context, Poll};
+
+use futures_core::Stream;
+use rowkit_codec::model::ColumnFamily;
+use rowkit_embedded::driver::Clock;
+use rowkit_embedded::{Reply, Store};
+use rowkit_statemachines::{Request, Response, StoreError, Timestamp};
+
+use crate::Driver;
+
+/// The sync driver: a store and a clock, each held by a pointer (`&`, `Arc`, `Rc`, `Box`), so
+/// several drivers and facades can share them (see the module doc).
+#[derive(Debug, Clone, Copy)]
+pub struct SyncDriver<S, C> {
+    store: S,
+    clock: C,
+}
+
+impl<S, C> SyncDriver<S, C>
+where
+    S: Deref<Target: Store>,
+    C: Deref<Target: Clock>,
+{
+    /// A driver executing on `store` at `clock`'s time, e.g.
+    /// `SyncDriver::new(&store, &clock)` or `SyncDriver::new(Arc::new(store), Arc::new(clock))`.
+    pub fn new(store: S, clock: C) -> SyncDriver<S, C> {
+        SyncDriver { store, clock }
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S::Target {
+        &self.store
+    }
+
+    /// The clock.
+    pub fn clock(&self) -> &C::Target {
+        &self.clock
+    }
+}
+
+/// Where a [`StoreCall`] is.
+enum CallState<'a> {
+    Unsent(Request),
+    Parts(Box<dyn Iterator<Item = Result<Response, StoreError>> + 'a>),
+    Done,
+}
+
+/// One request on a store: executed when first polled.
+pub struct StoreCall<'a, S, C> {
+    driver: &'a SyncDriver<S, C>,
+    state: CallState<'a>,
+}
+
+impl<S, C> Unpin for StoreCall<'_, S, C> {}
+
+impl<'a, S, C> Stream for StoreCall<'a, S, C>
+where
+    S: Deref<Target: Store>,
+    C: Deref<Target: Clock>,
+{
+    type Item = Result<Response, StoreError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let driver: &'a SyncDriver<S, C> = self.driver;
+        let state = core::mem::replace(&mut self.state, CallState::Done);
+        let item = match state {
+            CallState::Unsent(request) => {
+                match driver.store.execute(request, driver.clock.now()) {
+                    Ok(Reply::Unary(response)) => Some(Ok(response)),
+                    Ok(Reply::Stream(parts)) => {
+                        self.state = CallState::Parts(parts);
+                        return self.poll_next(&mut Context::from_waker(
+                            core::task::Waker::noop(),
+                        ));
+                    }
+                    Err(e) => Some(Err(e)),
+                }
+            }
+            CallState::Parts(mut parts) => match parts.next() {
+                Some(Ok(part)) => {
+                    self.state = CallState::Parts(parts);
+                    Some(Ok(part))
+                }
+                Some(Err(e)) => Some(Err(e)),
+                None => Some(Ok(Response::StreamEnd)),
+            },
+            CallState::Done => None,
+        };
+        Poll::Ready(item)
+    }
+}
+
+impl<S, C> Driver for SyncDriver<S, C>
+where
+    S: Deref<Target: Store>,
+    C: Deref<Target: Clock>,
+{
+    fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
+    fn call(&self, request: Request) -> impl Stream<Item = Result<Response, StoreError>> {
+        StoreCall {
+            driver: self,
+            state: CallState::Unsent(request),
+        }
+    }
+
+    fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
+        // Waits (or jumps) when first polled, i.e. only once nothing else is ready.
+        core::future::poll_fn(move |_| {
+            self.clock.sleep_until(at);
+            Poll::Ready(())
+        })
+    }
+
+    fn create_table(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        core::future::ready(self.store.create_table(table, families))
+    }
+
+    fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
+        core::future::ready(self.store.families(table))
+    }
+}
