@@ -49,6 +49,14 @@ pub trait Driver {
 
     /// The families of `table`, ascending by name (`NOT_FOUND` if it is missing).
     fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>>;
+
+    /// Adds a family to `table`, or replaces the GC rule of one it has (`ModifyColumnFamilies`
+    /// with one `create` or `update`).
+    fn set_family(
+        &self,
+        table: &str,
+        family: &ColumnFamily,
+    ) -> impl Future<Output = Result<(), StoreError>>;
 }
 
 impl<D: Driver + ?Sized> Driver for &D {
@@ -75,6 +83,14 @@ impl<D: Driver + ?Sized> Driver for &D {
     fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
         (**self).families(table)
     }
+
+    fn set_family(
+        &self,
+        table: &str,
+        family: &ColumnFamily,
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        (**self).set_family(table, family)
+    }
 }
 
 impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
@@ -100,6 +116,14 @@ impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
 
     fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
         (**self).families(table)
+    }
+
+    fn set_family(
+        &self,
+        table: &str,
+        family: &ColumnFamily,
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        (**self).set_family(table, family)
     }
 }
 

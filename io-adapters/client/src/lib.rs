@@ -34,6 +34,8 @@ mod row_cache;
 mod sync;
 #[cfg(feature = "bigtable")]
 mod tokio;
+pub mod tracestore;
+pub mod triples;
 
 pub use driver::{Driver, RunError, block_on, ensure_table, run, run_until};
 pub use mounttable::MountTable;
@@ -41,3 +43,5 @@ pub use row_cache::RowCached;
 pub use sync::{StoreCall, SyncDriver};
 #[cfg(feature = "bigtable")]
 pub use tokio::TokioDriver;
+pub use tracestore::TraceStore;
+pub use triples::TripleStore;

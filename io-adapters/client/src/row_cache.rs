@@ -246,7 +246,9 @@ impl FetchTurn<'_> {
 impl Drop for FetchTurn<'_> {
     fn drop(&mut self) {
         if !self.done {
-            self.cache.lock().complete(self.key, self.id, None, self.now);
+            self.cache
+                .lock()
+                .complete(self.key, self.id, None, self.now);
         }
     }
 }
@@ -324,14 +326,14 @@ impl<D: Driver> Driver for RowCached<D> {
         };
         if let Some(key) = self.cacheable_read(&request) {
             let read = self.cached_read(cache, key, request);
-            return Either::Right(Either::Left(
-                futures_util::stream::once(read).flat_map(|result| {
+            return Either::Right(Either::Left(futures_util::stream::once(read).flat_map(
+                |result| {
                     futures_util::stream::iter(match result {
                         Ok(row) => row_parts(row),
                         Err(e) => vec![Err(e)],
                     })
-                }),
-            ));
+                },
+            )));
         }
         let Some(key) = self.node_write(&request).map(<[u8]>::to_vec) else {
             return Either::Left(self.inner.call(request));
@@ -340,7 +342,9 @@ impl<D: Driver> Driver for RowCached<D> {
         let mut bracket = Some(WriteBracket { cache, key });
         let answers = self.inner.call(request);
         // A write is unary: its first item is its answer, which ends the bracket.
-        Either::Right(Either::Right(answers.inspect(move |_| drop(bracket.take()))))
+        Either::Right(Either::Right(
+            answers.inspect(move |_| drop(bracket.take())),
+        ))
     }
 
     fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
@@ -357,6 +361,14 @@ impl<D: Driver> Driver for RowCached<D> {
 
     fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
         self.inner.families(table)
+    }
+
+    fn set_family(
+        &self,
+        table: &str,
+        family: &ColumnFamily,
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        self.inner.set_family(table, family)
     }
 }
 

@@ -75,18 +75,14 @@ where
         let driver: &'a SyncDriver<S, C> = self.driver;
         let state = core::mem::replace(&mut self.state, CallState::Done);
         let item = match state {
-            CallState::Unsent(request) => {
-                match driver.store.execute(request, driver.clock.now()) {
-                    Ok(Reply::Unary(response)) => Some(Ok(response)),
-                    Ok(Reply::Stream(parts)) => {
-                        self.state = CallState::Parts(parts);
-                        return self.poll_next(&mut Context::from_waker(
-                            core::task::Waker::noop(),
-                        ));
-                    }
-                    Err(e) => Some(Err(e)),
+            CallState::Unsent(request) => match driver.store.execute(request, driver.clock.now()) {
+                Ok(Reply::Unary(response)) => Some(Ok(response)),
+                Ok(Reply::Stream(parts)) => {
+                    self.state = CallState::Parts(parts);
+                    return self.poll_next(&mut Context::from_waker(core::task::Waker::noop()));
                 }
-            }
+                Err(e) => Some(Err(e)),
+            },
             CallState::Parts(mut parts) => match parts.next() {
                 Some(Ok(part)) => {
                     self.state = CallState::Parts(parts);
@@ -135,5 +131,13 @@ where
 
     fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
         core::future::ready(self.store.families(table))
+    }
+
+    fn set_family(
+        &self,
+        table: &str,
+        family: &ColumnFamily,
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        core::future::ready(self.store.set_family(table, family))
     }
 }

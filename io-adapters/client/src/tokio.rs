@@ -64,7 +64,10 @@ impl Driver for TokioDriver {
 
     fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
         async move {
-            let wait = at.0.saturating_sub(self.clock.now().0).max(0).unsigned_abs();
+            let wait =
+                at.0.saturating_sub(self.clock.now().0)
+                    .max(0)
+                    .unsigned_abs();
             tokio::time::sleep(std::time::Duration::from_micros(wait)).await;
             // A wall clock is there already (Tokio's timer never fires early); a manual one
             // jumps.
@@ -82,5 +85,13 @@ impl Driver for TokioDriver {
 
     fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
         self.conn.families(table)
+    }
+
+    fn set_family(
+        &self,
+        table: &str,
+        family: &ColumnFamily,
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        self.conn.set_family(table, family)
     }
 }
