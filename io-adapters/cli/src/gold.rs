@@ -2,6 +2,8 @@
 //! Gold trace store over the sync [`TraceStore`] facade.
 
 use clap::{Args, Subcommand};
+use rowkit_client::tracestore::{TraceStore, setup_table};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::escape::escape;
 use rowkit_codec::explain;
 use rowkit_codec::model::Timestamp;
@@ -12,7 +14,6 @@ use rowkit_codec::tracestore::keys::{
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
-use rowkit_embedded::tracestore::TraceStore;
 use rowkit_statemachines::tracestore::{PutEntry, Tile};
 use serde_json::{Map, Value, json};
 
@@ -159,16 +160,16 @@ fn time_arg(text: &Option<String>) -> Result<Option<Timestamp>, CliError> {
     text.as_deref().map(crate::clock::parse_time).transpose()
 }
 
-type Gold<'c> = TraceStore<'c, dyn Store, dyn Clock + Send + Sync>;
+type Gold<'c> = TraceStore<SyncDriver<&'c dyn Store, &'c (dyn Clock + Send + Sync)>>;
 
 fn open<'c>(ctx: &'c Context, args: &GoldArgs) -> Result<Gold<'c>, CliError> {
-    let mut gold = TraceStore::open(
-        &*ctx.store,
-        &*ctx.clock,
+    let driver = SyncDriver::new(&*ctx.store, &*ctx.clock);
+    let mut gold = block_on(TraceStore::open(
+        driver,
         &args.table,
         layout_arg(args)?,
         ctx.seed,
-    )?;
+    ))?;
     gold.set_deadline(Some(ctx.retry.operation_timeout));
     Ok(gold)
 }
@@ -178,11 +179,11 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
     match &args.command {
         GoldCommand::Setup => {
             let layout = layout_arg(args)?.unwrap_or(Layout::Md5);
-            TraceStore::<dyn Store, dyn Clock + Send + Sync>::setup(
-                &*ctx.store,
+            block_on(setup_table(
+                &SyncDriver::new(&*ctx.store, &*ctx.clock),
                 &args.table,
                 layout,
-            )?;
+            ))?;
             let families: Vec<String> = layout.families().into_iter().map(|f| f.name).collect();
             if out.is_json() {
                 println!(
@@ -217,14 +218,14 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             };
             let mut gold = open(ctx, args)?;
             let ts = time_arg(ts)?.unwrap_or_else(|| ctx.now());
-            gold.put(*commit, time_arg(commit_time)?, entries.clone(), ts)?;
+            block_on(gold.put(*commit, time_arg(commit_time)?, entries.clone(), ts))?;
             put_output(&gold, *commit, &entries, out)
         }
         GoldCommand::Tile { index, dense } => {
             let mut gold = open(ctx, args)?;
             let index = match index {
                 Some(i) => Some(*i),
-                None => gold.newest_tile()?,
+                None => block_on(gold.newest_tile())?,
             };
             let Some(index) = index else {
                 let mut doc = tile_json(gold.layout(), &Tile::default());
@@ -233,8 +234,8 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             };
             let first = i64::from(index) * 256;
             let tile = match dense {
-                Some(n) => gold.read_dense(first + 255, *n)?,
-                None => gold.read_range(first, first + 255)?,
+                Some(n) => block_on(gold.read_dense(first + 255, *n))?,
+                None => block_on(gold.read_range(first, first + 255))?,
             };
             let mut doc = tile_json(gold.layout(), &tile);
             doc.insert("tile_index".into(), Value::from(index));
@@ -248,7 +249,7 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             }
             let wanted = parse_pairs(matches.as_deref().unwrap_or(""), "--match")?;
             let mut gold = open(ctx, args)?;
-            let mut tile = gold.read_range(*from, *to)?;
+            let mut tile = block_on(gold.read_range(*from, *to))?;
             tile.traces
                 .retain(|_, t| wanted.iter().all(|(k, v)| t.params.get(k) == Some(v)));
             let doc = tile_json(gold.layout(), &tile);
@@ -256,7 +257,7 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
         }
         GoldCommand::Newest => {
             let mut gold = open(ctx, args)?;
-            let newest = gold.newest_tile()?;
+            let newest = block_on(gold.newest_tile())?;
             if out.is_json() {
                 let mut m = Map::new();
                 match newest {
@@ -496,7 +497,7 @@ fn import(ctx: &Context, args: &GoldArgs, file: &str, out: &Output) -> Result<()
         let count = entries.len() as u64;
         let ts = ts.unwrap_or_else(|| ctx.now());
         // (The bar, if any, is cleared when `progress` drops.)
-        gold.put(commit, commit_time, entries, ts)
+        block_on(gold.put(commit, commit_time, entries, ts))
             .map_err(|e| failed(e.id().to_string(), e.to_string()))?;
         total += count;
         puts += 1;

@@ -4,10 +4,11 @@
 use std::io::BufRead;
 
 use clap::Subcommand;
+use rowkit_client::triples::TripleStore;
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::explain;
 use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Anchor, Triple};
-use rowkit_embedded::triples::TripleStore;
 use rowkit_statemachines::StoreError;
 use rowkit_statemachines::triples::{
     FilterField, FilterOperation, FilterOptions, Found, LookupMethod, LookupOptions, TriplesError,
@@ -156,12 +157,12 @@ fn anchor(text: &Option<String>) -> Result<Option<Anchor>, CliError> {
 
 /// Runs one graph command on table `table`.
 pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Result<(), CliError> {
-    let ts = TripleStore::new(ctx.store.as_ref(), ctx.clock.as_ref())
+    let ts = TripleStore::new(SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()))
         .with_table(table)
         .with_seed(ctx.seed);
     match cmd {
         GraphCommand::Setup => {
-            ts.setup()?;
+            block_on(ts.setup())?;
             if out.is_json() {
                 println!("{}", json!({"table": table}));
             } else {
@@ -169,7 +170,7 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
             }
         }
         GraphCommand::Create { graph } => {
-            ts.new_graph(graph.as_bytes()).map_err(triples_error)?;
+            block_on(ts.new_graph(graph.as_bytes())).map_err(triples_error)?;
             if out.is_json() {
                 let mut m = Map::new();
                 m.insert("graph".into(), json!(graph));
@@ -180,7 +181,7 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
             }
         }
         GraphCommand::Drop { graph } => {
-            ts.delete_graph(graph.as_bytes()).map_err(triples_error)?;
+            block_on(ts.delete_graph(graph.as_bytes())).map_err(triples_error)?;
             if out.is_json() {
                 println!("{{}}");
             } else {
@@ -188,7 +189,7 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
             }
         }
         GraphCommand::List => {
-            let names = ts.graph_names().map_err(triples_error)?;
+            let names = block_on(ts.graph_names()).map_err(triples_error)?;
             if out.is_json() {
                 let list: Vec<String> = names.iter().map(|n| text(n)).collect();
                 println!("{}", json!(list));
@@ -199,14 +200,14 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
             }
         }
         GraphCommand::Add { graph, triples } | GraphCommand::Remove { graph, triples } => {
-            let g = ts.graph(graph.as_bytes()).map_err(triples_error)?;
+            let g = block_on(ts.graph(graph.as_bytes())).map_err(triples_error)?;
             let list = read_triples(triples)?;
             let n = list.len();
             let (verb, key) = if matches!(cmd, GraphCommand::Add { .. }) {
-                g.add_triples(list).map_err(triples_error)?;
+                block_on(g.add_triples(list)).map_err(triples_error)?;
                 ("added", "added")
             } else {
-                g.remove_triples(list).map_err(triples_error)?;
+                block_on(g.remove_triples(list)).map_err(triples_error)?;
                 ("removed", "removed")
             };
             if out.is_json() {
@@ -226,13 +227,13 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
             latest,
             filter,
         } => {
-            let g = ts.graph(graph.as_bytes()).map_err(triples_error)?;
+            let g = block_on(ts.graph(graph.as_bytes())).map_err(triples_error)?;
             let found = if method == "exist" {
                 let [t] = args.as_slice() else {
                     return Err(CliError::usage("exist takes 1 argument (a triple)"));
                 };
                 let t = parse_triple(t)?;
-                let exists = g.exist(&t).map_err(triples_error)?;
+                let exists = block_on(g.exist(&t)).map_err(triples_error)?;
                 let found: Vec<Found> = if exists {
                     vec![Found {
                         triple: t,
@@ -255,8 +256,7 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
                     filter_options: filter.as_deref().map(parse_filter).transpose()?,
                     offset: *offset,
                 };
-                g.lookup(method_of(method, args)?, options)
-                    .map_err(triples_error)?
+                block_on(g.lookup(method_of(method, args)?, options)).map_err(triples_error)?
             };
             print_found(&found, out);
         }

@@ -1,13 +1,14 @@
 //! `rowkit mt …` (spec/mounttable.md §21) and the mount table's part of `rowkit key`.
 
 use clap::Subcommand;
+use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::escape::escape;
 use rowkit_codec::explain;
 use rowkit_codec::mounttable::{
     self as codec, Caller, Permissions, decode_permissions, decode_permissions_file,
     encode_permissions_string,
 };
-use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_statemachines::mounttable::{MountEntry, MtError, Tables};
 use serde_json::{Map, Value, json};
 
@@ -191,7 +192,10 @@ pub fn run(
         seed: ctx.seed,
         ..MtConfig::default()
     };
-    let t = MountTable::new(ctx.store.as_ref(), ctx.clock.as_ref(), config);
+    let t = MountTable::new(
+        SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
+        config,
+    );
     let who = caller(global);
     let empty = || {
         if out.is_json() {
@@ -211,7 +215,7 @@ pub fn run(
                     )
                 }
             };
-            t.setup(file).map_err(op_error)?;
+            block_on(t.setup(file)).map_err(op_error)?;
             empty();
             if !out.is_json() {
                 println!("mount table {} ready", global.table);
@@ -236,7 +240,7 @@ pub fn run(
                 };
             }
             bits |= u32::from(*replace) | (u32::from(*mt) << 1) | (u32::from(*leaf) << 2);
-            let deadline = t.mount(&who, name, server, *ttl, bits).map_err(op_error)?;
+            let deadline = block_on(t.mount(&who, name, server, *ttl, bits)).map_err(op_error)?;
             let key = codec::row_key(&codec::normalize_suffix(name));
             if out.is_json() {
                 let mut m = Map::new();
@@ -253,12 +257,11 @@ pub fn run(
             }
         }
         MtCommand::Unmount { name, server } => {
-            t.unmount(&who, name, server.as_deref().unwrap_or(""))
-                .map_err(op_error)?;
+            block_on(t.unmount(&who, name, server.as_deref().unwrap_or(""))).map_err(op_error)?;
             empty();
         }
         MtCommand::Resolve { name } => {
-            let e = t.resolve(&who, name).map_err(op_error)?;
+            let e = block_on(t.resolve(&who, name)).map_err(op_error)?;
             if out.is_json() {
                 println!("{}", entry_json(&e));
             } else {
@@ -266,7 +269,7 @@ pub fn run(
             }
         }
         MtCommand::Glob { pattern, at } => {
-            let entries = t.glob(&who, at, pattern).map_err(op_error)?;
+            let entries = block_on(t.glob(&who, at, pattern)).map_err(op_error)?;
             if out.is_json() {
                 println!("{}", Value::Array(entries.iter().map(entry_json).collect()));
             } else {
@@ -276,11 +279,11 @@ pub fn run(
             }
         }
         MtCommand::Delete { name, subtree } => {
-            t.delete(&who, name, *subtree).map_err(op_error)?;
+            block_on(t.delete(&who, name, *subtree)).map_err(op_error)?;
             empty();
         }
         MtCommand::Perms(PermsCommand::Get { name }) => {
-            let pv = t.get_permissions(&who, name).map_err(op_error)?;
+            let pv = block_on(t.get_permissions(&who, name)).map_err(op_error)?;
             print_perms(out, &pv.perms, &pv.version);
         }
         MtCommand::Perms(PermsCommand::Set {
@@ -290,13 +293,11 @@ pub fn run(
         }) => {
             let p = decode_permissions(perms.as_bytes())
                 .map_err(|e| CliError::usage(format!("bad permissions: {e}")))?;
-            let pv = t
-                .set_permissions(&who, name, p, version)
-                .map_err(op_error)?;
+            let pv = block_on(t.set_permissions(&who, name, p, version)).map_err(op_error)?;
             print_perms(out, &pv.perms, &pv.version);
         }
         MtCommand::Fsck { fix } => {
-            let summary = match t.fsck(*fix, |_| {}) {
+            let summary = match block_on(t.fsck(*fix, |_| {})) {
                 Ok(s) => s,
                 Err(MtError::FsckInconsistent(s)) => {
                     if !out.is_json() {

@@ -43,7 +43,6 @@ use crate::{Driver, RunError, ensure_table, run};
 
 /// Settings of a [`MountTable`].
 #[derive(Clone, Debug)]
-#[non_exhaustive]
 pub struct MtConfig {
     /// Node and counter tables.
     pub tables: Tables,
