@@ -1,6 +1,6 @@
 //! Where a client's machines send their requests: the page's in-memory store (offline mode) or
-//! a gateway over `fetch` (`rowkit-fetch`). Both run the same machine values; only the driver
-//! differs, so a client is written once.
+//! a gateway over `fetch`. [`PageDriver`] is one `rowkit_client::Driver` for both, so every
+//! class is a thin caller of `rowkit-client`'s facades.
 //!
 //! Options every client takes (all optional):
 //! `{ gateway: "http://127.0.0.1:8642", token, project, instance, table, seed, signal }`.
@@ -10,12 +10,14 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use futures_core::Stream;
+use futures_util::future::Either;
+use rowkit_client::{Driver, FetchDriver, RunError, SyncDriver};
 use rowkit_codec::model::ColumnFamily;
 use rowkit_embedded::MemoryStore;
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::{self, Clock, RunError};
+use rowkit_embedded::driver::Clock;
 use rowkit_fetch::Gateway;
-use rowkit_statemachines::{Code, Machine, StoreError, Timestamp};
+use rowkit_statemachines::{Request, Response, StoreError, Timestamp};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::AbortSignal;
@@ -54,32 +56,90 @@ impl Clock for PageClock {
     }
 }
 
-/// Where requests go.
+/// The page's driver: its memory store or a gateway.
 #[derive(Clone)]
-pub enum Backend {
-    /// The page's memory store.
-    Memory(Rc<MemoryStore>, Rc<PageClock>),
+pub enum PageDriver {
+    /// The page's memory store, on the page clock.
+    Memory(SyncDriver<Rc<MemoryStore>, Rc<PageClock>>),
     /// A gateway, over fetch.
-    Gateway(Gateway),
+    Gateway(FetchDriver),
+}
+
+impl Driver for PageDriver {
+    fn now(&self) -> Timestamp {
+        match self {
+            PageDriver::Memory(d) => d.now(),
+            PageDriver::Gateway(d) => d.now(),
+        }
+    }
+
+    fn call(&self, request: Request) -> impl Stream<Item = Result<Response, StoreError>> {
+        match self {
+            PageDriver::Memory(d) => Either::Left(d.call(request)),
+            PageDriver::Gateway(d) => Either::Right(d.call(request)),
+        }
+    }
+
+    fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
+        match self {
+            PageDriver::Memory(d) => Either::Left(d.sleep_until(at)),
+            PageDriver::Gateway(d) => Either::Right(d.sleep_until(at)),
+        }
+    }
+
+    fn create_table(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        match self {
+            PageDriver::Memory(d) => Either::Left(d.create_table(table, families)),
+            PageDriver::Gateway(d) => Either::Right(d.create_table(table, families)),
+        }
+    }
+
+    fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
+        match self {
+            PageDriver::Memory(d) => Either::Left(d.families(table)),
+            PageDriver::Gateway(d) => Either::Right(d.families(table)),
+        }
+    }
+
+    fn set_family(
+        &self,
+        table: &str,
+        family: &ColumnFamily,
+    ) -> impl Future<Output = Result<(), StoreError>> {
+        match self {
+            PageDriver::Memory(d) => Either::Left(d.set_family(table, family)),
+            PageDriver::Gateway(d) => Either::Right(d.set_family(table, family)),
+        }
+    }
+
+    fn cancelled(&self) -> impl Future<Output = ()> {
+        match self {
+            PageDriver::Memory(d) => Either::Left(d.cancelled()),
+            PageDriver::Gateway(d) => Either::Right(d.cancelled()),
+        }
+    }
 }
 
 /// The options common to every client.
 #[derive(Clone)]
 pub struct ClientOptions {
-    /// Where requests go.
-    pub backend: Backend,
+    /// Where requests go (a gateway driver carries the options' `signal`, which cancels every
+    /// operation of the client when aborted).
+    pub driver: PageDriver,
     /// Table id override.
     pub table: Option<String>,
     /// Base seed of the operations' randomness.
     pub seed: u64,
-    /// Cancels every operation of the client when aborted (gateway mode).
-    pub signal: Option<AbortSignal>,
 }
 
 impl ClientOptions {
     /// Reads the options object (`undefined`: offline, defaults).
     pub fn from_js(options: &JsValue) -> Result<ClientOptions, JsValue> {
-        let backend = match js::get_string(options, "gateway")? {
+        let driver = match js::get_string(options, "gateway")? {
             Some(url) => {
                 let mut gw = Gateway::new(&url);
                 gw.token = js::get_string(options, "token")?;
@@ -89,69 +149,30 @@ impl ClientOptions {
                 if let Some(i) = js::get_string(options, "instance")? {
                     gw.instance = i;
                 }
-                Backend::Gateway(gw)
+                let mut driver = FetchDriver::new(gw);
+                if let Ok(signal) = js::get(options, "signal").dyn_into::<AbortSignal>() {
+                    driver = driver.with_signal(signal);
+                }
+                PageDriver::Gateway(driver)
             }
-            None => Backend::Memory(page_store(), Rc::new(PageClock::default())),
+            None => {
+                PageDriver::Memory(SyncDriver::new(page_store(), Rc::new(PageClock::default())))
+            }
         };
         let seed = match js::get_number(options, "seed")? {
             Some(n) => js::to_u64(n, "seed")?,
             None => 1,
         };
-        let signal = js::get(options, "signal").dyn_into::<AbortSignal>().ok();
         Ok(ClientOptions {
-            backend,
+            driver,
             table: js::get_string(options, "table")?,
             seed,
-            signal,
         })
-    }
-
-    /// The current time as the backend sees it.
-    pub fn now(&self) -> Timestamp {
-        match &self.backend {
-            Backend::Memory(_, clock) => clock.now(),
-            Backend::Gateway(_) => rowkit_fetch::now(),
-        }
     }
 
     /// Whether requests go to a gateway.
     pub fn is_gateway(&self) -> bool {
-        matches!(self.backend, Backend::Gateway(_))
-    }
-
-    /// Runs `machine` to completion, handing its events to `on_event`.
-    pub async fn run<M: Machine>(
-        &self,
-        machine: M,
-        on_event: impl FnMut(M::Event),
-    ) -> Result<M::Output, RunError<M::Error>> {
-        match &self.backend {
-            Backend::Memory(store, clock) => driver::run(&**store, &**clock, machine, on_event),
-            Backend::Gateway(gw) => {
-                rowkit_fetch::run(gw, machine, on_event, self.signal.as_ref()).await
-            }
-        }
-    }
-
-    /// Creates `table` with `families` if it does not exist. Only the memory store can: the
-    /// gateway serves the data API alone, so on a gateway the table must have been created
-    /// with `rowkit <schema> setup` on the served store (this is then a no-op).
-    pub fn ensure_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
-        match &self.backend {
-            Backend::Memory(store, _) => match store.create_table(table, families) {
-                Err(e) if e.code != Code::AlreadyExists => Err(e),
-                _ => Ok(()),
-            },
-            Backend::Gateway(_) => Ok(()),
-        }
-    }
-
-    /// The families of `table` (memory mode only; `None` on a gateway).
-    pub fn families(&self, table: &str) -> Option<Result<Vec<ColumnFamily>, StoreError>> {
-        match &self.backend {
-            Backend::Memory(store, _) => Some(store.families(table)),
-            Backend::Gateway(_) => None,
-        }
+        matches!(self.driver, PageDriver::Gateway(_))
     }
 }
 
@@ -160,5 +181,6 @@ pub fn run_error<E>(e: RunError<E>, to_js: impl FnOnce(E) -> JsValue) -> JsValue
     match e {
         RunError::Machine(e) => to_js(e),
         RunError::Stalled => js::error("internal", "machine stalled"),
+        _ => js::error("internal", "the driver failed"),
     }
 }

@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use rowkit_client::Driver;
+
 use crate::backend::{ClientOptions, run_error};
 use crate::js;
 
@@ -57,9 +59,14 @@ pub fn scan_rows(
             rows_limit: i64::from(limit),
             ..Default::default()
         };
-        let m = ReadRows::new(request, opts.now(), opts.seed, RetryPolicy::default());
+        let m = ReadRows::new(
+            request,
+            opts.driver.now(),
+            opts.seed,
+            RetryPolicy::default(),
+        );
         let mut rows = Vec::new();
-        opts.run(m, |row| {
+        rowkit_client::run(&opts.driver, m, |row| {
             let decoded = match (schema.as_str(), explain_as) {
                 ("none", _) => Value::Null,
                 (_, Some(s)) => explain::decode(s, &row.key)

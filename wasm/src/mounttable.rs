@@ -1,61 +1,22 @@
-//! `MountTable`: the Vanadium mount table from JS, running the machines of
-//! `rowkit_statemachines::mounttable` (as `rowkit_embedded::mounttable` does natively, without
-//! the hot-row cache: a page has one caller at a time).
+//! `MountTable`: the Vanadium mount table from JS, a thin caller of
+//! `rowkit_client::MountTable` (the same facade native code uses) over the page's driver.
 
-use std::cell::Cell;
 use std::rc::Rc;
 
 use js_sys::Promise;
+use rowkit_client::mounttable::{MountTable as Facade, MtConfig};
 use rowkit_codec::mounttable::Caller;
-use rowkit_embedded::mounttable::table_families;
-use rowkit_statemachines::mounttable::{
-    self as mt, Limits, MountEntry, MtCtx, MtError, MtEvent, Tables,
-};
-use rowkit_statemachines::{Machine, SplitMix64};
+use rowkit_statemachines::mounttable::{MountEntry, MtError, Tables};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use crate::backend::{ClientOptions, run_error};
+use crate::backend::{ClientOptions, PageDriver};
 use crate::js;
 
-const DEADLINE_US: i64 = 60_000_000;
-const GC_GRACE_US: i64 = 60_000_000;
-
 struct Inner {
-    options: ClientOptions,
-    tables: Tables,
+    mt: Facade<PageDriver>,
     caller: Caller,
-    calls: Cell<u64>,
-}
-
-impl Inner {
-    fn ctx(&self) -> MtCtx {
-        MtCtx {
-            tables: self.tables.clone(),
-            caller: self.caller.clone(),
-            global_acl: Default::default(),
-            limits: Limits::default(),
-            gc_grace_us: GC_GRACE_US,
-            deadline: self.options.now().saturating_add_micros(DEADLINE_US),
-        }
-    }
-
-    fn seed(&self) -> u64 {
-        let n = self.calls.get();
-        self.calls.set(n + 1);
-        SplitMix64::nth_output(self.options.seed, n)
-    }
-
-    async fn run<M>(&self, m: M, on_event: impl FnMut(MtEvent)) -> Result<M::Output, JsValue>
-    where
-        M: Machine<Event = MtEvent, Error = MtError>,
-    {
-        self.options
-            .run(m, on_event)
-            .await
-            .map_err(|e| run_error(e, mt_error))
-    }
 }
 
 /// An `MtError` as a JS error whose `code` is Vanadium's error id
@@ -90,7 +51,6 @@ impl MountTable {
     #[wasm_bindgen(constructor)]
     pub fn new(options: JsValue) -> Result<MountTable, JsValue> {
         let opts = ClientOptions::from_js(&options)?;
-        let tables = Tables::new(opts.table.as_deref().unwrap_or("mounttable"));
         let caller = match js::get(&options, "as") {
             v if v.is_undefined() || v.is_null() => Caller::new(&[], true),
             v => {
@@ -105,35 +65,30 @@ impl MountTable {
                 Caller::new(&names, false)
             }
         };
+        let config = MtConfig {
+            tables: Tables::new(opts.table.as_deref().unwrap_or("mounttable")),
+            seed: opts.seed,
+            // Several clients of a page may share its store; a page has one caller at a time,
+            // so a cache would save little and could show one client's row stale to another.
+            row_cache_capacity: 0,
+            ..MtConfig::default()
+        };
         Ok(MountTable {
             inner: Rc::new(Inner {
-                options: opts,
-                tables,
+                mt: Facade::new(opts.driver, config),
                 caller,
-                calls: Cell::new(0),
             }),
         })
     }
 
-    /// Creates the tables (offline mode; on a gateway run `rowkit mt setup` on the served store)
-    /// and the initial nodes (the root, with default permissions).
+    /// Creates the tables (offline mode; on a gateway they must have been set up with
+    /// `rowkit mt setup` on the served store) and the initial nodes (the root, with default
+    /// permissions).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let (node, counter) = table_families();
-            inner
-                .options
-                .ensure_table(&inner.tables.counter, &counter)
-                .map_err(|e| js::store_error(&e))?;
-            inner
-                .options
-                .ensure_table(&inner.tables.node, &node)
-                .map_err(|e| js::store_error(&e))?;
-            let mut ctx = inner.ctx();
-            ctx.caller = Caller::new(&[], true);
-            let m = mt::CreateInitialNodes::new(ctx, None, inner.options.now(), inner.seed());
-            inner.run(m, |_| {}).await?;
+            inner.mt.setup(None).await.map_err(mt_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -150,16 +105,17 @@ impl MountTable {
     ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let m = mt::Mount::new(
-                inner.ctx(),
-                &name,
-                &server,
-                ttl_seconds,
-                flags.unwrap_or(0),
-                inner.options.now(),
-                inner.seed(),
-            );
-            let deadline = inner.run(m, |_| {}).await?;
+            let deadline = inner
+                .mt
+                .mount(
+                    &inner.caller,
+                    &name,
+                    &server,
+                    ttl_seconds,
+                    flags.unwrap_or(0),
+                )
+                .await
+                .map_err(mt_error)?;
             Ok(JsValue::from_f64(deadline as f64))
         })
     }
@@ -169,14 +125,11 @@ impl MountTable {
     pub fn unmount(&self, name: String, server: Option<String>) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let m = mt::Unmount::new(
-                inner.ctx(),
-                &name,
-                server.as_deref().unwrap_or(""),
-                inner.options.now(),
-                inner.seed(),
-            );
-            inner.run(m, |_| {}).await?;
+            inner
+                .mt
+                .unmount(&inner.caller, &name, server.as_deref().unwrap_or(""))
+                .await
+                .map_err(mt_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -189,8 +142,11 @@ impl MountTable {
     pub fn resolve(&self, name: String) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let m = mt::ResolveStep::new(inner.ctx(), &name, inner.options.now(), inner.seed());
-            let entry = inner.run(m, |_| {}).await?;
+            let entry = inner
+                .mt
+                .resolve(&inner.caller, &name)
+                .await
+                .map_err(mt_error)?;
             Ok(js::to_js(&entry_json(&entry)))
         })
     }
@@ -202,21 +158,12 @@ impl MountTable {
     pub fn glob(&self, name: String, pattern: String) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let m = mt::Glob::new(
-                inner.ctx(),
-                &name,
-                &pattern,
-                inner.options.now(),
-                inner.seed(),
-            );
-            let mut entries = Vec::new();
-            inner
-                .run(m, |e| {
-                    if let MtEvent::GlobEntry(entry) = e {
-                        entries.push(entry_json(&entry));
-                    }
-                })
-                .await?;
+            let entries = inner
+                .mt
+                .glob(&inner.caller, &name, &pattern)
+                .await
+                .map_err(mt_error)?;
+            let entries = entries.iter().map(entry_json).collect();
             Ok(js::to_js(&serde_json::Value::Array(entries)))
         })
     }
@@ -226,14 +173,11 @@ impl MountTable {
     pub fn delete(&self, name: String, subtree: bool) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let m = mt::Delete::new(
-                inner.ctx(),
-                &name,
-                subtree,
-                inner.options.now(),
-                inner.seed(),
-            );
-            inner.run(m, |_| {}).await?;
+            inner
+                .mt
+                .delete(&inner.caller, &name, subtree)
+                .await
+                .map_err(mt_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }

@@ -19,6 +19,8 @@ use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
+use rowkit_client::{Driver, ensure_table};
+
 use crate::backend::{ClientOptions, run_error};
 use crate::js;
 
@@ -48,9 +50,8 @@ impl Inner {
         let mut guard = self.state.lock().await;
         let (state, seed) = &mut *guard;
         *seed = seed.wrapping_add(1);
-        let m = OpMachine::new(op, state, self.options.now(), *seed, None);
-        self.options
-            .run(m, |_| {})
+        let m = OpMachine::new(op, state, self.options.driver.now(), *seed, None);
+        rowkit_client::run(&self.options.driver, m, |_| {})
             .await
             .map_err(|e| run_error(e, objmeta_error))
     }
@@ -89,9 +90,8 @@ impl ObjectMetadata {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let table = inner.state.lock().await.0.config.table.clone();
-            inner
-                .options
-                .ensure_table(&table, &families())
+            ensure_table(&inner.options.driver, &table, &families())
+                .await
                 .map_err(|e| js::store_error(&e))?;
             Ok(JsValue::UNDEFINED)
         })
@@ -231,10 +231,15 @@ impl ObjectMetadata {
             let mut guard = inner.state.lock().await;
             let (state, seed) = &mut *guard;
             *seed = seed.wrapping_add(1);
-            let m = ListObject::new(&bucket, params, state, inner.options.now(), *seed, None);
-            let r = inner
-                .options
-                .run(m, |_| {})
+            let m = ListObject::new(
+                &bucket,
+                params,
+                state,
+                inner.options.driver.now(),
+                *seed,
+                None,
+            );
+            let r = rowkit_client::run(&inner.options.driver, m, |_| {})
                 .await
                 .map_err(|e| run_error(e, objmeta_error))?;
             Ok(from_arsenal(&r))

@@ -1,43 +1,28 @@
-//! `TraceStore`: the Skia Gold trace store from JS, running `rowkit_statemachines::tracestore`
-//! (as `rowkit_embedded::tracestore` does natively). The instance state (OPS cache, digest-id
-//! pool) lives behind an async lock, so overlapping calls from JS run one after the other.
+//! `TraceStore`: the Skia Gold trace store from JS, a thin caller of
+//! `rowkit_client::TraceStore` (the same facade native code uses) over the page's driver. The
+//! facade (its OPS cache and digest-id pool) lives behind an async lock, so overlapping calls
+//! from JS run one after the other.
 
-use std::cell::Cell;
 use std::rc::Rc;
 
 use futures_util::lock::Mutex;
 use js_sys::Promise;
+use rowkit_client::tracestore::{TraceStore as Facade, setup_table};
+use rowkit_client::{Driver, ensure_table};
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
-use rowkit_statemachines::tracestore::{self as machines, Op, PutEntry, Tile, TraceStoreState};
-use rowkit_statemachines::{SplitMix64, Timestamp};
+use rowkit_statemachines::Timestamp;
+use rowkit_statemachines::tracestore::{PutEntry, Tile};
 use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use crate::backend::{ClientOptions, run_error};
+use crate::backend::{ClientOptions, PageDriver};
 use crate::js;
 
 struct Inner {
-    options: ClientOptions,
     table: String,
     layout: Layout,
-    state: Mutex<TraceStoreState>,
-    calls: Cell<u64>,
-}
-
-impl Inner {
-    fn seed(&self) -> u64 {
-        let n = self.calls.get();
-        self.calls.set(n + 1);
-        SplitMix64::nth_output(self.options.seed, n)
-    }
-
-    async fn run<T>(&self, op: Op<'_, T>) -> Result<T, JsValue> {
-        self.options
-            .run(op, |()| {})
-            .await
-            .map_err(|e| run_error(e, gold_error))
-    }
+    gold: Mutex<Facade<PageDriver>>,
 }
 
 /// A trace store error as a JS error with the CLI's stable id as `code`.
@@ -92,13 +77,12 @@ impl TraceStore {
             None => Layout::Md5,
         };
         let table = opts.table.clone().unwrap_or_else(|| "gold".into());
+        let gold = Facade::with_layout(opts.driver, &table, layout, opts.seed);
         Ok(TraceStore {
             inner: Rc::new(Inner {
-                state: Mutex::new(TraceStoreState::new(table.as_str(), layout)),
-                options: opts,
+                gold: Mutex::new(gold),
                 table,
                 layout,
-                calls: Cell::new(0),
             }),
         })
     }
@@ -109,10 +93,16 @@ impl TraceStore {
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            inner
-                .options
-                .ensure_table(&inner.table, &inner.layout.families())
-                .map_err(|e| js::store_error(&e))?;
+            let gold = inner.gold.lock().await;
+            match gold.driver() {
+                // A gateway cannot create or change tables: check that it serves this one.
+                PageDriver::Gateway(d) => ensure_table(d, &inner.table, &inner.layout.families())
+                    .await
+                    .map_err(|e| js::store_error(&e))?,
+                memory => setup_table(memory, &inner.table, inner.layout)
+                    .await
+                    .map_err(gold_error)?,
+            }
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -134,7 +124,7 @@ impl TraceStore {
             let repo_index = js::to_i64(repo_index, "repoIndex")?;
             let ts = match ts_micros {
                 Some(t) => Timestamp(js::to_i64(t, "tsMicros")?),
-                None => inner.options.now(),
+                None => inner.gold.lock().await.driver().now(),
             };
             let list = match js::from_js(&entries)? {
                 Value::Array(list) => list,
@@ -150,19 +140,10 @@ impl TraceStore {
                     })
                 })
                 .collect::<Result<Vec<_>, JsValue>>()?;
-            let mut state = inner.state.lock().await;
-            let now = inner.options.now();
-            let op = machines::put(
-                &mut *state,
-                repo_index,
-                None,
-                entries,
-                ts,
-                now,
-                inner.seed(),
-                None,
-            );
-            inner.run(op).await?;
+            let mut gold = inner.gold.lock().await;
+            gold.put(repo_index, None, entries, ts)
+                .await
+                .map_err(gold_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -174,10 +155,8 @@ impl TraceStore {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let (first, last) = (js::to_i64(first, "first")?, js::to_i64(last, "last")?);
-            let mut state = inner.state.lock().await;
-            let now = inner.options.now();
-            let op = machines::read_range(&mut *state, first, last, now, inner.seed(), None);
-            let tile = inner.run(op).await?;
+            let mut gold = inner.gold.lock().await;
+            let tile = gold.read_range(first, last).await.map_err(gold_error)?;
             Ok(js::to_js(&tile_json(inner.layout, &tile)))
         })
     }
@@ -188,15 +167,10 @@ impl TraceStore {
     pub fn tile(&self, index: Option<u32>) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let mut state = inner.state.lock().await;
+            let mut gold = inner.gold.lock().await;
             let index = match index {
                 Some(i) => Some(i),
-                None => {
-                    let now = inner.options.now();
-                    inner
-                        .run(machines::newest_tile(&mut *state, now, inner.seed(), None))
-                        .await?
-                }
+                None => gold.newest_tile().await.map_err(gold_error)?,
             };
             let Some(index) = index else {
                 let mut doc = tile_json(inner.layout, &Tile::default());
@@ -204,9 +178,10 @@ impl TraceStore {
                 return Ok(js::to_js(&doc));
             };
             let first = i64::from(index) * 256;
-            let now = inner.options.now();
-            let op = machines::read_range(&mut *state, first, first + 255, now, inner.seed(), None);
-            let tile = inner.run(op).await?;
+            let tile = gold
+                .read_range(first, first + 255)
+                .await
+                .map_err(gold_error)?;
             let mut doc = tile_json(inner.layout, &tile);
             doc["tileIndex"] = Value::from(index);
             Ok(js::to_js(&doc))
@@ -218,11 +193,13 @@ impl TraceStore {
     pub fn newest_tile(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let mut state = inner.state.lock().await;
-            let now = inner.options.now();
             let newest = inner
-                .run(machines::newest_tile(&mut *state, now, inner.seed(), None))
-                .await?;
+                .gold
+                .lock()
+                .await
+                .newest_tile()
+                .await
+                .map_err(gold_error)?;
             Ok(newest.map_or(JsValue::NULL, JsValue::from))
         })
     }

@@ -1,33 +1,24 @@
-//! `Graph`: one BadWolf graph from JS, running `rowkit_statemachines::triples` (as
-//! `rowkit_embedded::triples` does natively). Triples are BadWolf text
+//! `Graph`: one BadWolf graph from JS, a thin caller of `rowkit_client::TripleStore` (the same
+//! facade native code uses) over the page's driver. Triples are BadWolf text
 //! (`/u<joe>\t"parent_of"@[]\t/u<mary>`).
 
-use std::cell::Cell;
 use std::rc::Rc;
 
 use js_sys::Promise;
-use rowkit_codec::model::ColumnFamily;
+use rowkit_client::triples::TripleStore;
 use rowkit_codec::triples::Triple;
 use rowkit_codec::triples::keys;
-use rowkit_statemachines::triples::{
-    AddTriples, DeleteGraph, Exist, Found, Lookup, LookupMethod, LookupOptions, NewGraph,
-    OperationConfig, RemoveTriples, TriplesError,
-};
-use rowkit_statemachines::{Machine, SplitMix64, Timestamp};
+use rowkit_statemachines::triples::{Found, LookupMethod, LookupOptions, TriplesError};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use crate::backend::{ClientOptions, run_error};
+use crate::backend::{ClientOptions, PageDriver};
 use crate::js;
 
-const TIMEOUT_US: i64 = 60_000_000;
-
 struct Inner {
-    options: ClientOptions,
-    table: String,
+    store: TripleStore<PageDriver>,
     id: Vec<u8>,
-    calls: Cell<u64>,
 }
 
 fn triples_error(e: TriplesError) -> JsValue {
@@ -45,26 +36,6 @@ fn parse_triples(list: Vec<String>) -> Result<Vec<Triple>, JsValue> {
         .collect()
 }
 
-impl Inner {
-    fn begin(&self) -> (OperationConfig, Timestamp, u64) {
-        let now = self.options.now();
-        let n = self.calls.get();
-        self.calls.set(n + 1);
-        (
-            OperationConfig::new(&self.table, now.saturating_add_micros(TIMEOUT_US)),
-            now,
-            SplitMix64::nth_output(self.options.seed, n),
-        )
-    }
-
-    async fn run<M: Machine<Error = TriplesError>>(&self, m: M) -> Result<M::Output, JsValue> {
-        self.options
-            .run(m, |_| {})
-            .await
-            .map_err(|e| run_error(e, triples_error))
-    }
-}
-
 /// One graph of the BadWolf triple store. `new Graph(id, options)` with the common client
 /// options (`gateway`, `token`, `table` default `badwolf`, `seed`, `signal`).
 #[wasm_bindgen]
@@ -79,16 +50,14 @@ impl Graph {
     pub fn new(id: String, options: JsValue) -> Result<Graph, JsValue> {
         keys::check_graph_id(id.as_bytes()).map_err(js::invalid)?;
         let opts = ClientOptions::from_js(&options)?;
-        let table = opts
-            .table
-            .clone()
-            .unwrap_or_else(|| keys::DEFAULT_TABLE.to_string());
+        let table = opts.table.as_deref().unwrap_or(keys::DEFAULT_TABLE);
+        let store = TripleStore::new(opts.driver.clone())
+            .with_table(table)
+            .with_seed(opts.seed);
         Ok(Graph {
             inner: Rc::new(Inner {
-                options: opts,
-                table,
+                store,
                 id: id.into_bytes(),
-                calls: Cell::new(0),
             }),
         })
     }
@@ -99,15 +68,7 @@ impl Graph {
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let families = [
-                ColumnFamily::new(keys::FAMILY_GRAPH),
-                ColumnFamily::new(keys::FAMILY_IMMUTABLE),
-                ColumnFamily::new(keys::FAMILY_TEMPORAL),
-            ];
-            inner
-                .options
-                .ensure_table(&inner.table, &families)
-                .map_err(|e| js::store_error(&e))?;
+            inner.store.setup().await.map_err(|e| js::store_error(&e))?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -117,10 +78,11 @@ impl Graph {
     pub fn create(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let (config, now, seed) = inner.begin();
             inner
-                .run(NewGraph::new(&inner.id, config, now, seed))
-                .await?;
+                .store
+                .new_graph(&inner.id)
+                .await
+                .map_err(triples_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -130,10 +92,11 @@ impl Graph {
     pub fn drop(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let (config, now, seed) = inner.begin();
             inner
-                .run(DeleteGraph::new(&inner.id, config, now, seed))
-                .await?;
+                .store
+                .delete_graph(&inner.id)
+                .await
+                .map_err(triples_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -144,10 +107,12 @@ impl Graph {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let triples = parse_triples(triples)?;
-            let (config, now, seed) = inner.begin();
             inner
-                .run(AddTriples::new(&inner.id, triples, config, now, seed))
-                .await?;
+                .store
+                .handle(&inner.id)
+                .add_triples(triples)
+                .await
+                .map_err(triples_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -158,10 +123,12 @@ impl Graph {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let triples = parse_triples(triples)?;
-            let (config, now, seed) = inner.begin();
             inner
-                .run(RemoveTriples::new(&inner.id, triples, config, now, seed))
-                .await?;
+                .store
+                .handle(&inner.id)
+                .remove_triples(triples)
+                .await
+                .map_err(triples_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -172,10 +139,12 @@ impl Graph {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let t = Triple::parse(triple.as_bytes()).map_err(js::invalid)?;
-            let (config, now, seed) = inner.begin();
             let found = inner
-                .run(Exist::new(&inner.id, t, config, now, seed))
-                .await?;
+                .store
+                .handle(&inner.id)
+                .exist(&t)
+                .await
+                .map_err(triples_error)?;
             Ok(JsValue::from_bool(found))
         })
     }
@@ -192,17 +161,12 @@ impl Graph {
         future_to_promise(async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let method = LookupMethod::parse(&method, &args).map_err(js::invalid)?;
-            let (config, now, seed) = inner.begin();
             let found = inner
-                .run(Lookup::new(
-                    &inner.id,
-                    method,
-                    LookupOptions::default(),
-                    config,
-                    now,
-                    seed,
-                ))
-                .await?;
+                .store
+                .handle(&inner.id)
+                .lookup(method, LookupOptions::default())
+                .await
+                .map_err(triples_error)?;
             Ok(js::to_js(&Value::Array(
                 found.iter().map(found_json).collect(),
             )))

@@ -57,6 +57,13 @@ pub trait Driver {
         table: &str,
         family: &ColumnFamily,
     ) -> impl Future<Output = Result<(), StoreError>>;
+
+    /// Resolves when the caller cancels every operation of this driver (a page's
+    /// `AbortSignal`): [`run`] then cancels its machine ([`Machine::cancel`]), which abandons
+    /// its requests and ends with its own cancellation error. Never, by default.
+    fn cancelled(&self) -> impl Future<Output = ()> {
+        core::future::pending()
+    }
 }
 
 impl<D: Driver + ?Sized> Driver for &D {
@@ -91,6 +98,10 @@ impl<D: Driver + ?Sized> Driver for &D {
     ) -> impl Future<Output = Result<(), StoreError>> {
         (**self).set_family(table, family)
     }
+
+    fn cancelled(&self) -> impl Future<Output = ()> {
+        (**self).cancelled()
+    }
 }
 
 impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
@@ -124,6 +135,10 @@ impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
         family: &ColumnFamily,
     ) -> impl Future<Output = Result<(), StoreError>> {
         (**self).set_family(table, family)
+    }
+
+    fn cancelled(&self) -> impl Future<Output = ()> {
+        (**self).cancelled()
     }
 }
 
@@ -161,7 +176,8 @@ impl<E: Into<StoreError>> RunError<E> {
     }
 }
 
-/// Runs `machine` over `driver` until it has a result, handing every event to `on_event`.
+/// Runs `machine` over `driver` until it has a result, handing every event to `on_event`;
+/// cancelled when the driver is ([`Driver::cancelled`]).
 pub async fn run<D, M>(
     driver: &D,
     machine: M,
@@ -171,7 +187,7 @@ where
     D: Driver + ?Sized,
     M: Machine,
 {
-    run_until(driver, machine, on_event, core::future::pending()).await
+    run_until(driver, machine, on_event, driver.cancelled()).await
 }
 
 /// What woke the loop.

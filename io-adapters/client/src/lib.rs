@@ -29,6 +29,8 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod driver;
+#[cfg(feature = "fetch")]
+mod fetch;
 pub mod mounttable;
 mod row_cache;
 mod sync;
@@ -38,6 +40,8 @@ pub mod tracestore;
 pub mod triples;
 
 pub use driver::{Driver, RunError, block_on, ensure_table, run, run_until};
+#[cfg(feature = "fetch")]
+pub use fetch::FetchDriver;
 pub use mounttable::MountTable;
 pub use row_cache::RowCached;
 pub use sync::{StoreCall, SyncDriver};

@@ -370,6 +370,10 @@ impl<D: Driver> Driver for RowCached<D> {
     ) -> impl Future<Output = Result<(), StoreError>> {
         self.inner.set_family(table, family)
     }
+
+    fn cancelled(&self) -> impl Future<Output = ()> {
+        self.inner.cancelled()
+    }
 }
 
 #[cfg(test)]

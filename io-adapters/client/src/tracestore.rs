@@ -122,12 +122,18 @@ impl<D: Driver> TraceStore<D> {
     ) -> Result<TraceStore<D>, TraceStoreError> {
         let families = driver.families(table).await.map_err(store_error)?;
         let layout = layout_of(&families, named)?;
-        Ok(TraceStore {
+        Ok(TraceStore::with_layout(driver, table, layout, seed))
+    }
+
+    /// Opens `table` in `layout` without reading its schema (for drivers that cannot: a
+    /// gateway). `seed` starts the stream of per-operation seeds.
+    pub fn with_layout(driver: D, table: &str, layout: Layout, seed: u64) -> TraceStore<D> {
+        TraceStore {
             driver,
             state: TraceStoreState::new(table, layout),
             seeds: SplitMix64::new(seed),
             deadline_micros: None,
-        })
+        }
     }
 
     /// Every later operation ends `aborted` this many µs after it starts (`None`: the

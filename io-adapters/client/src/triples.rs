@@ -176,6 +176,15 @@ impl<D: Driver> TripleStore<D> {
         })
     }
 
+    /// A handle to graph `id` without checking that it exists (what BadWolf's callers hold
+    /// after `NewGraph`); operations on a missing graph fail as they would there.
+    pub fn handle(&self, id: &[u8]) -> Graph<'_, D> {
+        Graph {
+            owner: self,
+            id: id.to_vec(),
+        }
+    }
+
     /// `DeleteGraph(g)`.
     pub async fn delete_graph(&self, id: &[u8]) -> Result<(), TriplesError> {
         let (config, now, seed) = self.config(LONG_TIMEOUT_MICROS);

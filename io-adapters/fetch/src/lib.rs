@@ -1,37 +1,31 @@
-//! The wasm driver (`spec/sans-io.md` 4.3): runs any rowkit [`Machine`] in a browser, a worker
-//! or Node, doing its I/O with `fetch` against a rowkit gateway (or anything speaking the
-//! Bigtable v2 JSON API of `spec/rest-json.md`).
+//! The browser's transport (`spec/sans-io.md` 4.3): one request to a rowkit gateway (or
+//! anything speaking the Bigtable v2 JSON API of `spec/rest-json.md`) with `fetch`, in a
+//! browser, a worker or Node. `rowkit_client`'s `FetchDriver` runs machines over it with the
+//! one driving loop of the typed API.
 //!
-//! - Every request the machine emits becomes one `fetch` with its own `AbortController`; all of
-//!   them are in flight at once and their answers are fed back by tag as they arrive.
+//! - [`call`]: every request is one `fetch` with its own `AbortController`, run in its own
+//!   task, its answers handed over as a stream; dropping the stream aborts the fetch.
 //! - Streamed bodies (`readRows`, `mutateRows`, `sampleRowKeys`) are read chunk by chunk with
 //!   `wasm-streams` and cut into elements by `rowkit_rest::ArraySplitter`, so rows reach the
-//!   machine (and the caller's `on_event`) before the body ends.
-//! - Timeouts are the machine's (`poll_timeout`), waited for with a JS `setTimeout` that is
-//!   cleared when something else happens first; `poll_abort` aborts that request's fetch.
-//! - `now` is `Date.now()`; the driver never reads `std::time` (it panics on wasm32).
-//! - A caller's `AbortSignal` cancels the whole operation ([`Machine::cancel`]).
+//!   machine (and the caller) before the body ends.
+//! - [`sleep_until`]: a JS `setTimeout`, cleared when dropped.
+//! - [`now`] is `Date.now()`; nothing here reads `std::time` (it panics on wasm32).
+//! - [`aborted`]: a caller's `AbortSignal` as a future, to cancel an operation with.
 //!
-//! The driver makes no decision about bytes or order: retries, resume and deadlines are machine
-//! logic. It maps transport failures to statuses: a rejected fetch (network, CORS) is
-//! `UNAVAILABLE`, an error response is decoded by `rowkit_rest::decode_error`, a truncated
-//! stream is `UNAVAILABLE`.
-//!
-//! Only the driver loop runs on native targets too (it is plain async Rust); `fetch` itself
-//! needs a JS host, so [`run`] is meant for `wasm32-unknown-unknown`.
+//! It makes no decision about bytes or order: retries, resume and deadlines are machine logic.
+//! It maps transport failures to statuses: a rejected fetch (network, CORS) is `UNAVAILABLE`,
+//! an error response is decoded by `rowkit_rest::decode_error`, a truncated stream is
+//! `UNAVAILABLE`. `fetch` needs a JS host: this crate is meant for `wasm32-unknown-unknown`.
 #![forbid(unsafe_code)]
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use futures_channel::mpsc;
-use futures_util::future::{Either, select};
 use futures_util::{SinkExt, StreamExt};
 use js_sys::{Promise, Uint8Array};
-use rowkit_embedded::driver::RunError;
 use rowkit_rest::{ArraySplitter, Method, TableName};
-use rowkit_statemachines::{Code, Machine, Request, Response, StoreError, Tag, Timestamp};
+use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{AbortController, AbortSignal, RequestCredentials, RequestInit, RequestMode};
@@ -87,97 +81,80 @@ pub fn now() -> Timestamp {
     Timestamp((js_sys::Date::now() * 1000.0) as i64)
 }
 
-/// One delivery from a request task to the loop: a response (or a stream part), and whether
-/// it is the last one for its tag.
-struct Delivery {
-    tag: Tag,
-    item: Result<Response, StoreError>,
-    last: bool,
-}
-
-/// Runs `machine` to completion against `gateway`, handing each event to `on_event` as soon as
-/// the machine emits it. `cancel`, when given and aborted, cancels the operation
-/// ([`Machine::cancel`]); the machine then ends with its own cancellation result.
-pub async fn run<M: Machine>(
-    gateway: &Gateway,
-    mut machine: M,
-    mut on_event: impl FnMut(M::Event),
-    cancel: Option<&AbortSignal>,
-) -> Result<M::Output, RunError<M::Error>> {
-    // Bounded: a fast body cannot run ahead of the machine by more than this many elements
-    // per request (the flow control of sans-io.md 2.6).
-    let (tx, mut rx) = mpsc::channel::<Delivery>(16);
-    let mut inflight: BTreeMap<Tag, AbortController> = BTreeMap::new();
-    let cancelled = cancel.map(abort_future);
-    let mut cancelled = cancelled.map(Box::pin);
-    let result = loop {
-        while let Some((tag, request)) = machine.poll_request() {
-            match AbortController::new() {
-                Ok(controller) => {
-                    let signal = controller.signal();
-                    inflight.insert(tag, controller);
-                    let gw = gateway.clone();
-                    let tx = tx.clone();
-                    wasm_bindgen_futures::spawn_local(call(gw, tag, request, signal, tx));
-                }
-                Err(_) => machine.handle_response(
-                    tag,
-                    Err(StoreError::new(
-                        Code::Internal,
-                        "AbortController unavailable",
-                    )),
-                    now(),
-                ),
-            }
-        }
-        while let Some(tag) = machine.poll_abort() {
-            if let Some(controller) = inflight.remove(&tag) {
-                controller.abort();
-            }
-        }
-        while let Some(event) = machine.poll_event() {
-            on_event(event);
-        }
-        if let Some(result) = machine.result() {
-            break result.map_err(RunError::Machine);
-        }
-        let timeout = machine.poll_timeout();
-        if inflight.is_empty() && timeout.is_none() {
-            break Err(RunError::Stalled);
-        }
-        let timer = Timer::until(timeout);
-        let next = rx.next();
-        let woke = match cancelled.as_mut() {
-            Some(c) => match select(select(next, timer), c.as_mut()).await {
-                Either::Left((inner, _)) => Some(inner),
-                Either::Right(_) => None,
-            },
-            None => Some(select(next, timer).await),
-        };
-        match woke {
-            Some(Either::Left((Some(d), _))) => {
-                // Deliveries for an aborted tag are dropped here; the machine would ignore
-                // them as stale anyway.
-                if inflight.contains_key(&d.tag) {
-                    if d.last {
-                        inflight.remove(&d.tag);
-                    }
-                    machine.handle_response(d.tag, d.item, now());
-                }
-            }
-            // The loop holds a sender, so the channel never ends; treat it as a tick.
-            Some(Either::Left((None, _))) => {}
-            Some(Either::Right(_)) => machine.handle_timeout(now()),
-            None => {
-                cancelled = None;
-                machine.cancel(now());
-            }
+/// One request to the gateway as the stream of its answers: the unary response, or each
+/// element of a streamed body followed by [`Response::StreamEnd`]; an `Err` item ends it.
+/// The fetch runs in its own task; dropping the stream aborts it (its `AbortController`).
+pub fn call(gateway: &Gateway, request: Request) -> GatewayCall {
+    let controller = match AbortController::new() {
+        Ok(controller) => controller,
+        Err(_) => {
+            return GatewayCall {
+                answers: None,
+                controller: None,
+                failed: Some(StoreError::new(
+                    Code::Internal,
+                    "AbortController unavailable",
+                )),
+            };
         }
     };
-    for (_, controller) in inflight {
-        controller.abort();
+    // Bounded: a fast body cannot run ahead of the machine by more than this many elements
+    // (the flow control of sans-io.md 2.6).
+    let (tx, rx) = mpsc::channel(16);
+    wasm_bindgen_futures::spawn_local(exchange(gateway.clone(), request, controller.signal(), tx));
+    GatewayCall {
+        answers: Some(rx),
+        controller: Some(controller),
+        failed: None,
     }
-    result
+}
+
+/// The answers of one [`call`].
+#[derive(Debug)]
+pub struct GatewayCall {
+    answers: Option<mpsc::Receiver<Result<Response, StoreError>>>,
+    controller: Option<AbortController>,
+    failed: Option<StoreError>,
+}
+
+impl futures_util::Stream for GatewayCall {
+    type Item = Result<Response, StoreError>;
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        if let Some(e) = self.failed.take() {
+            return std::task::Poll::Ready(Some(Err(e)));
+        }
+        match self.answers.as_mut() {
+            Some(rx) => rx.poll_next_unpin(cx),
+            None => std::task::Poll::Ready(None),
+        }
+    }
+}
+
+impl Drop for GatewayCall {
+    fn drop(&mut self) {
+        // Aborting a finished fetch is a no-op.
+        if let Some(controller) = self.controller.take() {
+            controller.abort();
+        }
+    }
+}
+
+/// Resolves at `at` (a JS `setTimeout`, cleared if the future is dropped first).
+pub fn sleep_until(at: Timestamp) -> Sleep {
+    Sleep::until(Some(at))
+}
+
+/// Resolves when `signal` aborts (at once if it already has): the cancellation a caller's
+/// `AbortSignal` gives an operation.
+pub fn aborted(signal: &AbortSignal) -> impl std::future::Future<Output = ()> + use<> {
+    let wait = abort_future(signal);
+    async move {
+        let _ = wait.await;
+    }
 }
 
 /// A future that resolves when `signal` aborts (at once if it already has).
@@ -195,17 +172,18 @@ fn abort_future(signal: &AbortSignal) -> JsFuture {
 }
 
 /// A `setTimeout` wait that is cleared when dropped, so an abandoned wait never keeps a JS
-/// host (Node) alive. `None` never fires.
-struct Timer {
+/// host (Node) alive.
+#[derive(Debug)]
+pub struct Sleep {
     id: Option<JsValue>,
     // Keeps the resolve function alive for the timer.
     wait: Option<JsFuture>,
 }
 
-impl Timer {
-    fn until(at: Option<Timestamp>) -> Timer {
+impl Sleep {
+    fn until(at: Option<Timestamp>) -> Sleep {
         let Some(at) = at else {
-            return Timer {
+            return Sleep {
                 id: None,
                 wait: None,
             };
@@ -217,14 +195,14 @@ impl Timer {
             *slot.borrow_mut() = Some(set_timeout(&resolve, ms.ceil()));
         });
         let id = id.borrow_mut().take();
-        Timer {
+        Sleep {
             id,
             wait: Some(JsFuture::from(promise)),
         }
     }
 }
 
-impl std::future::Future for Timer {
+impl std::future::Future for Sleep {
     type Output = ();
 
     fn poll(
@@ -238,7 +216,7 @@ impl std::future::Future for Timer {
     }
 }
 
-impl Drop for Timer {
+impl Drop for Sleep {
     fn drop(&mut self) {
         if let Some(id) = self.id.take() {
             clear_timeout(&id);
@@ -246,24 +224,18 @@ impl Drop for Timer {
     }
 }
 
-/// One request: fetch, then deliver the response or each stream element, then the end.
-async fn call(
+/// One request: fetch, then deliver the response or each stream element, then the end (or
+/// the status that ended the exchange).
+async fn exchange(
     gateway: Gateway,
-    tag: Tag,
     request: Request,
     signal: AbortSignal,
-    mut tx: mpsc::Sender<Delivery>,
+    mut tx: mpsc::Sender<Result<Response, StoreError>>,
 ) {
     let method = Method::of(&request);
-    if let Err(e) = perform(&gateway, tag, &request, method, &signal, &mut tx).await {
-        // The loop may have finished (receiver gone): nothing left to tell.
-        let _ = tx
-            .send(Delivery {
-                tag,
-                item: Err(e),
-                last: true,
-            })
-            .await;
+    if let Err(e) = perform(&gateway, &request, method, &signal, &mut tx).await {
+        // The caller may have dropped the call: nothing left to tell.
+        let _ = tx.send(Err(e)).await;
     }
 }
 
@@ -280,11 +252,10 @@ fn unavailable(what: &str, e: JsValue) -> StoreError {
 /// fails before a final delivery was made.
 async fn perform(
     gateway: &Gateway,
-    tag: Tag,
     request: &Request,
     method: Method,
     signal: &AbortSignal,
-    tx: &mut mpsc::Sender<Delivery>,
+    tx: &mut mpsc::Sender<Result<Response, StoreError>>,
 ) -> Result<(), StoreError> {
     let url = gateway.url(request.table(), method);
     let init = RequestInit::new();
@@ -324,13 +295,7 @@ async fn perform(
     if !method.is_streaming() {
         let body = read_all(&resp).await?;
         let item = rowkit_rest::decode_response(method, &body).map_err(|e| e.into_protocol_error());
-        let _ = tx
-            .send(Delivery {
-                tag,
-                item,
-                last: true,
-            })
-            .await;
+        let _ = tx.send(item).await;
         return Ok(());
     }
     let Some(body) = resp.body() else {
@@ -350,14 +315,7 @@ async fn perform(
         for element in elements {
             match rowkit_rest::decode_stream_element(method, &element) {
                 Ok(Ok(part)) => {
-                    let delivered = tx
-                        .send(Delivery {
-                            tag,
-                            item: Ok(part),
-                            last: false,
-                        })
-                        .await;
-                    if delivered.is_err() {
+                    if tx.send(Ok(part)).await.is_err() {
                         return Ok(());
                     }
                 }
@@ -370,13 +328,7 @@ async fn perform(
     splitter
         .finish()
         .map_err(|e| StoreError::new(e.code(), e.to_string()))?;
-    let _ = tx
-        .send(Delivery {
-            tag,
-            item: Ok(Response::StreamEnd),
-            last: true,
-        })
-        .await;
+    let _ = tx.send(Ok(Response::StreamEnd)).await;
     Ok(())
 }
 

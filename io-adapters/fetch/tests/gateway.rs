@@ -14,21 +14,38 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
+use rowkit_client::{FetchDriver, RunError};
 use rowkit_codec::model::{Mutation, ReadModifyWriteRule, RowRange, RowSet, RuleOp, Timestamp};
 use rowkit_codec::tracestore::Layout;
-use rowkit_embedded::driver::RunError;
-use rowkit_fetch::{Gateway, now, run};
+use rowkit_fetch::{Gateway, now};
 use rowkit_statemachines::raw::{MutateRows, Unary};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::tracestore::{TraceStoreState, read_range};
 use rowkit_statemachines::{
-    Code, MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest, Request,
-    RetryPolicy, StoreError,
+    Code, Machine, MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
+    Request, RetryPolicy, StoreError,
 };
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::*;
+
+/// Runs `machine` over `gw` with the typed API's driving loop, cancelled by `cancel` if given.
+async fn run<M: Machine>(
+    gw: &Gateway,
+    machine: M,
+    on_event: impl FnMut(M::Event),
+    cancel: Option<&web_sys::AbortSignal>,
+) -> Result<M::Output, RunError<M::Error>> {
+    let driver = FetchDriver::new(gw.clone());
+    match cancel {
+        Some(signal) => {
+            rowkit_client::run_until(&driver, machine, on_event, rowkit_fetch::aborted(signal))
+                .await
+        }
+        None => rowkit_client::run(&driver, machine, on_event).await,
+    }
+}
 
 fn gateway() -> Gateway {
     Gateway::new(
