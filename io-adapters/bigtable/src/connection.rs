@@ -214,8 +214,8 @@ impl BigtableConnection {
                 let msg = pb::ReadRowsRequest {
                     table_name: table.clone(),
                     app_profile_id: profile.clone(),
-                    rows: Some(convert::row_set_to_pb(&r.rows)),
-                    filter: r.filter.as_ref().map(convert::filter_to_pb),
+                    rows: Some(convert::row_set_to_pb(r.rows)),
+                    filter: r.filter.map(convert::filter_to_pb),
                     rows_limit: r.rows_limit,
                     reversed: r.reversed,
                     ..Default::default()
@@ -244,7 +244,7 @@ impl BigtableConnection {
                     table_name: table.clone(),
                     app_profile_id: profile.clone(),
                     row_key: r.row_key,
-                    mutations: convert::mutations_to_pb(&r.mutations),
+                    mutations: convert::mutations_to_pb(r.mutations),
                     ..Default::default()
                 };
                 let req = self
@@ -267,10 +267,10 @@ impl BigtableConnection {
                     app_profile_id: profile.clone(),
                     entries: r
                         .entries
-                        .iter()
+                        .into_iter()
                         .map(|e| pb::mutate_rows_request::Entry {
-                            row_key: e.row_key.clone(),
-                            mutations: convert::mutations_to_pb(&e.mutations),
+                            row_key: e.row_key,
+                            mutations: convert::mutations_to_pb(e.mutations),
                             idempotency: None,
                         })
                         .collect(),
@@ -301,9 +301,9 @@ impl BigtableConnection {
                     table_name: table.clone(),
                     app_profile_id: profile.clone(),
                     row_key: r.row_key,
-                    predicate_filter: r.predicate.as_ref().map(convert::filter_to_pb),
-                    true_mutations: convert::mutations_to_pb(&r.true_mutations),
-                    false_mutations: convert::mutations_to_pb(&r.false_mutations),
+                    predicate_filter: r.predicate.map(convert::filter_to_pb),
+                    true_mutations: convert::mutations_to_pb(r.true_mutations),
+                    false_mutations: convert::mutations_to_pb(r.false_mutations),
                     ..Default::default()
                 };
                 let req = self
@@ -332,7 +332,7 @@ impl BigtableConnection {
                     table_name: table.clone(),
                     app_profile_id: profile.clone(),
                     row_key: r.row_key,
-                    rules: r.rules.iter().map(convert::rule_to_pb).collect(),
+                    rules: r.rules.into_iter().map(convert::rule_to_pb).collect(),
                     ..Default::default()
                 };
                 let req = self
