@@ -1,7 +1,14 @@
 //! The async connection: one tonic channel (plus one to the admin endpoint on Cloud
 //! Bigtable), rowkit requests in, rowkit responses out. It executes exactly one RPC per call
 //! and never retries: retry and resume decisions belong to the machines.
+//!
+//! Every RPC, data or admin, unary or streaming, takes one path, `BigtableConnection::send`
+//! (metadata, the call, status mapping). What differs per RPC is data: the `rpcs!` table
+//! names its client, its generated method, the request fields it is routed by and its reply
+//! (a message, or a `Streaming` of them), and [`BigtableConnection::execute`] and the admin
+//! methods only move rowkit values into and out of the prost messages.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
@@ -10,9 +17,11 @@ use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as ad
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigtable_table_admin_client::BigtableTableAdminClient;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::bigtable_client::BigtableClient;
+use prost::bytes::Bytes;
 use rowkit_codec::model::{Code, ColumnFamily};
 use rowkit_statemachines::{Request, Response, StoreError};
-use tonic::metadata::MetadataValue;
+use tonic::Streaming;
+use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, ClientTlsConfig};
 
 use crate::auth::TokenProvider;
@@ -49,36 +58,119 @@ impl std::fmt::Debug for AsyncReply {
     }
 }
 
-/// The resource fields a call is routed by (`x-goog-request-params`).
-enum Routing<'a> {
-    /// Data calls: the table and the app profile.
-    Table {
-        /// Full table name.
-        name: &'a str,
-        /// App profile (may be empty).
-        app_profile_id: &'a str,
-    },
-    /// Admin calls on an instance (`CreateTable`, `ListTables`).
-    Parent(&'a str),
-    /// Admin calls on a table (`GetTable`, `DeleteTable`, `ModifyColumnFamilies`).
-    Name(&'a str),
+/// One RPC, implemented on its prost request message by `rpcs!`.
+trait Rpc: Sized + Send + 'static {
+    /// What the generated method returns: the response message of a unary RPC, or a
+    /// `Streaming` of them for a server-streaming one.
+    type Reply;
+    /// The `x-goog-request-params` routing header: the request's resource fields.
+    fn routing(&self) -> Result<MetadataValue<Ascii>, StoreError>;
+    /// Calls the generated method on a clone of the connection's client (tonic clients take
+    /// `&mut self`; a clone shares the channel).
+    fn invoke(
+        conn: &Shared,
+        request: tonic::Request<Self>,
+    ) -> impl Future<Output = Result<tonic::Response<Self::Reply>, tonic::Status>> + Send;
+}
+
+/// Implements [`Rpc`] for each `client.method(Request; routing fields) -> Reply;` row.
+macro_rules! rpcs {
+    ($($client:ident.$method:ident($request:ty; $($field:ident),+) -> $reply:ty;)*) => {$(
+        impl Rpc for $request {
+            type Reply = $reply;
+            fn routing(&self) -> Result<MetadataValue<Ascii>, StoreError> {
+                routing_header(&[$((stringify!($field), self.$field.as_str())),+])
+            }
+            fn invoke(
+                conn: &Shared,
+                request: tonic::Request<Self>,
+            ) -> impl Future<Output = Result<tonic::Response<$reply>, tonic::Status>> + Send {
+                let mut client = conn.$client.clone();
+                async move { client.$method(request).await }
+            }
+        }
+    )*};
+}
+
+rpcs! {
+    data.read_rows(pb::ReadRowsRequest; table_name, app_profile_id)
+        -> Streaming<pb::ReadRowsResponse>;
+    data.sample_row_keys(pb::SampleRowKeysRequest; table_name, app_profile_id)
+        -> Streaming<pb::SampleRowKeysResponse>;
+    data.mutate_row(pb::MutateRowRequest; table_name, app_profile_id) -> pb::MutateRowResponse;
+    data.mutate_rows(pb::MutateRowsRequest; table_name, app_profile_id)
+        -> Streaming<pb::MutateRowsResponse>;
+    data.check_and_mutate_row(pb::CheckAndMutateRowRequest; table_name, app_profile_id)
+        -> pb::CheckAndMutateRowResponse;
+    data.read_modify_write_row(pb::ReadModifyWriteRowRequest; table_name, app_profile_id)
+        -> pb::ReadModifyWriteRowResponse;
+    admin.create_table(admin::CreateTableRequest; parent) -> admin::Table;
+    admin.delete_table(admin::DeleteTableRequest; name) -> ();
+    admin.list_tables(admin::ListTablesRequest; parent) -> admin::ListTablesResponse;
+    admin.get_table(admin::GetTableRequest; name) -> admin::Table;
+    admin.modify_column_families(admin::ModifyColumnFamiliesRequest; name) -> admin::Table;
+}
+
+/// `k1=v1&k2=v2` with the values percent-encoded, in one buffer of the exact size, which the
+/// header value then takes without copying.
+fn routing_header(params: &[(&str, &str)]) -> Result<MetadataValue<Ascii>, StoreError> {
+    let len = params
+        .iter()
+        .map(|(k, v)| k.len() + 2 + encoded_len(v))
+        .sum::<usize>();
+    let mut out = String::with_capacity(len.saturating_sub(1));
+    for (i, (key, value)) in params.iter().enumerate() {
+        if i > 0 {
+            out.push('&');
+        }
+        out.push_str(key);
+        out.push('=');
+        percent_encode_into(&mut out, value);
+    }
+    debug_assert_eq!(out.len(), out.capacity());
+    MetadataValue::try_from(Bytes::from(out)).map_err(|_| {
+        StoreError::new(
+            Code::InvalidArgument,
+            "routing header: failed to parse metadata value",
+        )
+    })
+}
+
+/// A server stream as [`AsyncReply::Stream`]: each message converted by `part`, a status
+/// mapped. The stream owns the tonic call, so dropping it cancels the RPC.
+fn parts<M: Send + 'static>(
+    stream: Streaming<M>,
+    part: impl Fn(M) -> Result<Response, StoreError> + Send + 'static,
+) -> AsyncReply {
+    AsyncReply::Stream(Box::pin(
+        stream.map(move |m| m.map_err(|s| convert::status_to_error(&s)).and_then(&part)),
+    ))
+}
+
+/// What the clones of a connection share.
+struct Shared {
+    data: BigtableClient<Channel>,
+    admin: BigtableTableAdminClient<Channel>,
+    target: Target,
+    /// `projects/P/instances/I`, built once per connection.
+    instance: String,
+    /// `projects/P/instances/I/tables/`: a table id appended makes the table's name.
+    tables: String,
+    tokens: Option<Arc<dyn TokenProvider>>,
 }
 
 /// A connection to one Bigtable instance (emulator or cloud). Cheap to clone: clones share the
 /// HTTP/2 channels.
 #[derive(Clone)]
 pub struct BigtableConnection {
-    data: BigtableClient<Channel>,
-    admin: BigtableTableAdminClient<Channel>,
-    target: Arc<Target>,
-    tokens: Option<Arc<dyn TokenProvider>>,
+    shared: Arc<Shared>,
 }
 
 impl std::fmt::Debug for BigtableConnection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BigtableConnection")
-            .field("target", &self.target)
-            .field("authenticated", &self.tokens.is_some())
+            .field("target", &self.shared.target)
+            .field("authenticated", &self.shared.tokens.is_some())
             .finish()
     }
 }
@@ -129,65 +221,64 @@ impl BigtableConnection {
                 )
             }
         };
-        Ok(BigtableConnection {
-            data: BigtableClient::new(data)
+        Ok(BigtableConnection::new(
+            BigtableClient::new(data)
                 .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE)
                 .max_encoding_message_size(MAX_ENCODING_MESSAGE_SIZE),
-            admin: BigtableTableAdminClient::new(admin)
+            BigtableTableAdminClient::new(admin)
                 .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE),
-            target: Arc::new(target),
+            target,
             tokens,
-        })
+        ))
+    }
+
+    fn new(
+        data: BigtableClient<Channel>,
+        admin: BigtableTableAdminClient<Channel>,
+        target: Target,
+        tokens: Option<Arc<dyn TokenProvider>>,
+    ) -> BigtableConnection {
+        let instance = target.instance_name();
+        BigtableConnection {
+            shared: Arc::new(Shared {
+                data,
+                admin,
+                tables: format!("{instance}/tables/"),
+                instance,
+                target,
+                tokens,
+            }),
+        }
     }
 
     /// The same channels, addressing another project/instance (no new connection).
     pub fn with_instance(&self, project: &str, instance: &str) -> BigtableConnection {
-        BigtableConnection {
-            target: Arc::new(self.target.with_instance(project, instance)),
-            ..self.clone()
-        }
+        let s = &self.shared;
+        let target = s.target.with_instance(project, instance);
+        BigtableConnection::new(s.data.clone(), s.admin.clone(), target, s.tokens.clone())
     }
 
     /// Where the connection goes.
     pub fn target(&self) -> &Target {
-        &self.target
+        &self.shared.target
     }
 
-    /// Wraps a message with the metadata every call carries: the routing header
+    /// A message with the metadata every call carries: the routing header
     /// (`x-goog-request-params`, the request's resource fields percent-encoded), the feature
     /// flags and, on Cloud Bigtable, the bearer token.
-    async fn wrap<T>(
-        &self,
-        message: T,
-        routing: Routing<'_>,
-    ) -> Result<tonic::Request<T>, StoreError> {
+    async fn request<R: Rpc>(&self, message: R) -> Result<tonic::Request<R>, StoreError> {
+        let routing = message.routing()?;
         let mut request = tonic::Request::new(message);
-        let params = match routing {
-            Routing::Table {
-                name,
-                app_profile_id,
-            } => format!(
-                "table_name={}&app_profile_id={}",
-                percent_encode(name),
-                percent_encode(app_profile_id)
-            ),
-            Routing::Parent(parent) => format!("parent={}", percent_encode(parent)),
-            Routing::Name(name) => format!("name={}", percent_encode(name)),
-        };
         let md = request.metadata_mut();
-        md.insert(
-            "x-goog-request-params",
-            MetadataValue::try_from(params.as_str()).map_err(|e| {
-                StoreError::new(Code::InvalidArgument, format!("routing header: {e}"))
-            })?,
-        );
+        md.insert("x-goog-request-params", routing);
         md.insert(
             "bigtable-features",
             MetadataValue::from_static(FEATURE_FLAGS),
         );
-        if let Some(tokens) = &self.tokens {
+        if let Some(tokens) = &self.shared.tokens {
             let token = tokens.token().await?;
-            let value = MetadataValue::try_from(format!("Bearer {token}")).map_err(|_| {
+            let bearer = Bytes::from(["Bearer ", token.as_str()].concat());
+            let value = MetadataValue::try_from(bearer).map_err(|_| {
                 StoreError::new(Code::Unauthenticated, "token is not a valid header value")
             })?;
             md.insert("authorization", value);
@@ -195,195 +286,117 @@ impl BigtableConnection {
         Ok(request)
     }
 
-    fn profile<'a>(&'a self, requested: &'a str) -> &'a str {
+    /// The one call path: `message` with its metadata, one RPC (no retry), the status mapped
+    /// to a [`StoreError`].
+    async fn send<R: Rpc>(&self, message: R) -> Result<R::Reply, StoreError> {
+        let request = self.request(message).await?;
+        R::invoke(&self.shared, request)
+            .await
+            .map(tonic::Response::into_inner)
+            .map_err(|s| convert::status_to_error(&s))
+    }
+
+    /// `projects/P/instances/I/tables/T`.
+    fn table_name(&self, table: &str) -> String {
+        [self.shared.tables.as_str(), table].concat()
+    }
+
+    /// The app profile a data call sends: the request's, else the connection's.
+    fn profile(&self, requested: String) -> String {
         if requested.is_empty() {
-            &self.target.app_profile_id
+            self.shared.target.app_profile_id.clone()
         } else {
             requested
         }
     }
 
     /// Executes one request: one RPC, no retry. Streaming RPCs return their parts as a stream
-    /// (lazily: a long scan is never buffered).
+    /// (lazily: a long scan is never buffered). Request bodies move into the messages.
     pub async fn execute(&self, request: Request) -> Result<AsyncReply, StoreError> {
-        let status = |s: tonic::Status| convert::status_to_error(&s);
         match request {
             Request::ReadRows(r) => {
-                let table = self.target.table_name(&r.table);
-                let profile = self.profile(&r.app_profile_id).to_string();
                 let msg = pb::ReadRowsRequest {
-                    table_name: table.clone(),
-                    app_profile_id: profile.clone(),
-                    rows: Some(convert::row_set_to_pb(&r.rows)),
-                    filter: r.filter.as_ref().map(convert::filter_to_pb),
+                    table_name: self.table_name(&r.table),
+                    app_profile_id: self.profile(r.app_profile_id),
+                    rows: Some(convert::row_set_to_pb(r.rows)),
+                    filter: r.filter.map(convert::filter_to_pb),
                     rows_limit: r.rows_limit,
                     reversed: r.reversed,
                     ..Default::default()
                 };
-                let req = self
-                    .wrap(
-                        msg,
-                        Routing::Table {
-                            name: &table,
-                            app_profile_id: &profile,
-                        },
-                    )
-                    .await?;
-                let stream = self.data.clone().read_rows(req).await.map_err(status)?;
-                Ok(AsyncReply::Stream(Box::pin(stream.into_inner().map(
-                    |part| {
-                        part.map(|p| Response::ReadRowsPart(convert::read_rows_response_from_pb(p)))
-                            .map_err(|s| convert::status_to_error(&s))
-                    },
-                ))))
+                Ok(parts(self.send(msg).await?, |p| {
+                    Ok(Response::ReadRowsPart(convert::read_rows_response_from_pb(
+                        p,
+                    )))
+                }))
             }
             Request::MutateRow(r) => {
-                let table = self.target.table_name(&r.table);
-                let profile = self.profile(&r.app_profile_id).to_string();
                 let msg = pb::MutateRowRequest {
-                    table_name: table.clone(),
-                    app_profile_id: profile.clone(),
+                    table_name: self.table_name(&r.table),
+                    app_profile_id: self.profile(r.app_profile_id),
                     row_key: r.row_key,
-                    mutations: convert::mutations_to_pb(&r.mutations),
+                    mutations: convert::mutations_to_pb(r.mutations),
                     ..Default::default()
                 };
-                let req = self
-                    .wrap(
-                        msg,
-                        Routing::Table {
-                            name: &table,
-                            app_profile_id: &profile,
-                        },
-                    )
-                    .await?;
-                self.data.clone().mutate_row(req).await.map_err(status)?;
+                self.send(msg).await?;
                 Ok(AsyncReply::Unary(Response::MutateRow))
             }
             Request::MutateRows(r) => {
-                let table = self.target.table_name(&r.table);
-                let profile = self.profile(&r.app_profile_id).to_string();
                 let msg = pb::MutateRowsRequest {
-                    table_name: table.clone(),
-                    app_profile_id: profile.clone(),
+                    table_name: self.table_name(&r.table),
+                    app_profile_id: self.profile(r.app_profile_id),
                     entries: r
                         .entries
-                        .iter()
+                        .into_iter()
                         .map(|e| pb::mutate_rows_request::Entry {
-                            row_key: e.row_key.clone(),
-                            mutations: convert::mutations_to_pb(&e.mutations),
+                            row_key: e.row_key,
+                            mutations: convert::mutations_to_pb(e.mutations),
                             idempotency: None,
                         })
                         .collect(),
                     ..Default::default()
                 };
-                let req = self
-                    .wrap(
-                        msg,
-                        Routing::Table {
-                            name: &table,
-                            app_profile_id: &profile,
-                        },
-                    )
-                    .await?;
-                let stream = self.data.clone().mutate_rows(req).await.map_err(status)?;
-                Ok(AsyncReply::Stream(Box::pin(stream.into_inner().map(
-                    |part| {
-                        part.map_err(|s| convert::status_to_error(&s))
-                            .and_then(convert::mutate_rows_response_from_pb)
-                            .map(Response::MutateRowsPart)
-                    },
-                ))))
+                Ok(parts(self.send(msg).await?, |p| {
+                    convert::mutate_rows_response_from_pb(p).map(Response::MutateRowsPart)
+                }))
             }
             Request::CheckAndMutateRow(r) => {
-                let table = self.target.table_name(&r.table);
-                let profile = self.profile(&r.app_profile_id).to_string();
                 let msg = pb::CheckAndMutateRowRequest {
-                    table_name: table.clone(),
-                    app_profile_id: profile.clone(),
+                    table_name: self.table_name(&r.table),
+                    app_profile_id: self.profile(r.app_profile_id),
                     row_key: r.row_key,
-                    predicate_filter: r.predicate.as_ref().map(convert::filter_to_pb),
-                    true_mutations: convert::mutations_to_pb(&r.true_mutations),
-                    false_mutations: convert::mutations_to_pb(&r.false_mutations),
+                    predicate_filter: r.predicate.map(convert::filter_to_pb),
+                    true_mutations: convert::mutations_to_pb(r.true_mutations),
+                    false_mutations: convert::mutations_to_pb(r.false_mutations),
                     ..Default::default()
                 };
-                let req = self
-                    .wrap(
-                        msg,
-                        Routing::Table {
-                            name: &table,
-                            app_profile_id: &profile,
-                        },
-                    )
-                    .await?;
-                let reply = self
-                    .data
-                    .clone()
-                    .check_and_mutate_row(req)
-                    .await
-                    .map_err(status)?;
+                let predicate_matched = self.send(msg).await?.predicate_matched;
                 Ok(AsyncReply::Unary(Response::CheckAndMutateRow {
-                    predicate_matched: reply.into_inner().predicate_matched,
+                    predicate_matched,
                 }))
             }
             Request::ReadModifyWriteRow(r) => {
-                let table = self.target.table_name(&r.table);
-                let profile = self.profile(&r.app_profile_id).to_string();
                 let msg = pb::ReadModifyWriteRowRequest {
-                    table_name: table.clone(),
-                    app_profile_id: profile.clone(),
+                    table_name: self.table_name(&r.table),
+                    app_profile_id: self.profile(r.app_profile_id),
                     row_key: r.row_key,
-                    rules: r.rules.iter().map(convert::rule_to_pb).collect(),
+                    rules: r.rules.into_iter().map(convert::rule_to_pb).collect(),
                     ..Default::default()
                 };
-                let req = self
-                    .wrap(
-                        msg,
-                        Routing::Table {
-                            name: &table,
-                            app_profile_id: &profile,
-                        },
-                    )
-                    .await?;
-                let reply = self
-                    .data
-                    .clone()
-                    .read_modify_write_row(req)
-                    .await
-                    .map_err(status)?;
-                let row = reply.into_inner().row.unwrap_or_default();
+                let row = self.send(msg).await?.row.unwrap_or_default();
                 Ok(AsyncReply::Unary(Response::ReadModifyWriteRow(
                     convert::row_from_pb(row),
                 )))
             }
             Request::SampleRowKeys(r) => {
-                let table = self.target.table_name(&r.table);
-                let profile = self.profile(&r.app_profile_id).to_string();
                 let msg = pb::SampleRowKeysRequest {
-                    table_name: table.clone(),
-                    app_profile_id: profile.clone(),
+                    table_name: self.table_name(&r.table),
+                    app_profile_id: self.profile(r.app_profile_id),
                     ..Default::default()
                 };
-                let req = self
-                    .wrap(
-                        msg,
-                        Routing::Table {
-                            name: &table,
-                            app_profile_id: &profile,
-                        },
-                    )
-                    .await?;
-                let stream = self
-                    .data
-                    .clone()
-                    .sample_row_keys(req)
-                    .await
-                    .map_err(status)?;
-                Ok(AsyncReply::Stream(Box::pin(stream.into_inner().map(
-                    |part| {
-                        part.map(|p| Response::SampleRowKeysPart(convert::sample_from_pb(p)))
-                            .map_err(|s| convert::status_to_error(&s))
-                    },
-                ))))
+                Ok(parts(self.send(msg).await?, |p| {
+                    Ok(Response::SampleRowKeysPart(convert::sample_from_pb(p)))
+                }))
             }
         }
     }
@@ -393,28 +406,25 @@ impl BigtableConnection {
     /// ends the stream. This is what the Tokio driver polls per tag.
     pub fn call(&self, request: Request) -> PartStream {
         enum State {
-            Start(Box<(BigtableConnection, Request)>),
+            Start(BigtableConnection, Request),
             Parts(PartStream),
             Done,
         }
-        let state = State::Start(Box::new((self.clone(), request)));
+        let state = State::Start(self.clone(), request);
         Box::pin(futures_util::stream::unfold(state, |state| async move {
-            match state {
-                State::Start(start) => match start.0.execute(start.1).await {
-                    Ok(AsyncReply::Unary(r)) => Some((Ok(r), State::Done)),
-                    Ok(AsyncReply::Stream(mut parts)) => match parts.next().await {
-                        Some(Ok(p)) => Some((Ok(p), State::Parts(parts))),
-                        Some(Err(e)) => Some((Err(e), State::Done)),
-                        None => Some((Ok(Response::StreamEnd), State::Done)),
-                    },
-                    Err(e) => Some((Err(e), State::Done)),
+            let mut parts = match state {
+                State::Start(conn, request) => match conn.execute(request).await {
+                    Ok(AsyncReply::Stream(parts)) => parts,
+                    Ok(AsyncReply::Unary(r)) => return Some((Ok(r), State::Done)),
+                    Err(e) => return Some((Err(e), State::Done)),
                 },
-                State::Parts(mut parts) => match parts.next().await {
-                    Some(Ok(p)) => Some((Ok(p), State::Parts(parts))),
-                    Some(Err(e)) => Some((Err(e), State::Done)),
-                    None => Some((Ok(Response::StreamEnd), State::Done)),
-                },
-                State::Done => None,
+                State::Parts(parts) => parts,
+                State::Done => return None,
+            };
+            match parts.next().await {
+                Some(Ok(p)) => Some((Ok(p), State::Parts(parts))),
+                Some(Err(e)) => Some((Err(e), State::Done)),
+                None => Some((Ok(Response::StreamEnd), State::Done)),
             }
         }))
     }
@@ -427,9 +437,8 @@ impl BigtableConnection {
         table: &str,
         families: &[ColumnFamily],
     ) -> Result<(), StoreError> {
-        let parent = self.target.instance_name();
         let msg = admin::CreateTableRequest {
-            parent: parent.clone(),
+            parent: self.shared.instance.clone(),
             table_id: table.to_string(),
             table: Some(admin::Table {
                 column_families: families
@@ -440,56 +449,31 @@ impl BigtableConnection {
             }),
             ..Default::default()
         };
-        let req = self.wrap(msg, Routing::Parent(&parent)).await?;
-        self.admin
-            .clone()
-            .create_table(req)
-            .await
-            .map_err(|s| convert::status_to_error(&s))?;
+        self.send(msg).await?;
         Ok(())
     }
 
     /// Deletes a table (`NOT_FOUND` if missing).
     pub async fn delete_table(&self, table: &str) -> Result<(), StoreError> {
-        let name = self.target.table_name(table);
-        let req = self
-            .wrap(
-                admin::DeleteTableRequest { name: name.clone() },
-                Routing::Name(&name),
-            )
-            .await?;
-        self.admin
-            .clone()
-            .delete_table(req)
-            .await
-            .map_err(|s| convert::status_to_error(&s))?;
-        Ok(())
+        let name = self.table_name(table);
+        self.send(admin::DeleteTableRequest { name }).await
     }
 
     /// Table ids of the instance, ascending (all pages).
     pub async fn list_tables(&self) -> Result<Vec<String>, StoreError> {
-        let parent = self.target.instance_name();
-        let prefix = format!("{parent}/tables/");
         let mut out = Vec::new();
         let mut page_token = String::new();
         loop {
             let msg = admin::ListTablesRequest {
-                parent: parent.clone(),
+                parent: self.shared.instance.clone(),
                 view: admin::table::View::NameOnly as i32,
-                page_token: page_token.clone(),
+                page_token,
                 ..Default::default()
             };
-            let req = self.wrap(msg, Routing::Parent(&parent)).await?;
-            let page = self
-                .admin
-                .clone()
-                .list_tables(req)
-                .await
-                .map_err(|s| convert::status_to_error(&s))?
-                .into_inner();
+            let page = self.send(msg).await?;
             out.extend(page.tables.into_iter().map(|t| {
                 t.name
-                    .strip_prefix(&prefix)
+                    .strip_prefix(&self.shared.tables)
                     .map(str::to_string)
                     .unwrap_or(t.name)
             }));
@@ -505,19 +489,9 @@ impl BigtableConnection {
     /// The families of a table with their GC rules, ascending by name (`NOT_FOUND` if the
     /// table is missing).
     pub async fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
-        let name = self.target.table_name(table);
-        let msg = admin::GetTableRequest {
-            name: name.clone(),
-            view: admin::table::View::SchemaView as i32,
-        };
-        let req = self.wrap(msg, Routing::Name(&name)).await?;
-        let t = self
-            .admin
-            .clone()
-            .get_table(req)
-            .await
-            .map_err(|s| convert::status_to_error(&s))?
-            .into_inner();
+        let name = self.table_name(table);
+        let view = admin::table::View::SchemaView as i32;
+        let t = self.send(admin::GetTableRequest { name, view }).await?;
         Ok(convert::families_from_pb(&t)?)
     }
 
@@ -530,9 +504,8 @@ impl BigtableConnection {
             .iter()
             .any(|f| f.name == family.name);
         let pb_family = convert::family_to_pb(family);
-        let name = self.target.table_name(table);
         let msg = admin::ModifyColumnFamiliesRequest {
-            name: name.clone(),
+            name: self.table_name(table),
             modifications: vec![Modification {
                 id: family.name.clone(),
                 update_mask: None,
@@ -544,12 +517,7 @@ impl BigtableConnection {
             }],
             ignore_warnings: false,
         };
-        let req = self.wrap(msg, Routing::Name(&name)).await?;
-        self.admin
-            .clone()
-            .modify_column_families(req)
-            .await
-            .map_err(|s| convert::status_to_error(&s))?;
+        self.send(msg).await?;
         Ok(())
     }
 }
@@ -557,15 +525,33 @@ impl BigtableConnection {
 /// Percent-encodes everything but RFC 3986 unreserved characters, as the routing header
 /// requires (`/` becomes `%2F`).
 pub fn percent_encode(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
+    let mut out = String::with_capacity(encoded_len(s));
+    percent_encode_into(&mut out, s);
+    out
+}
+
+/// RFC 3986 unreserved characters: the only ones sent unescaped.
+fn unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~')
+}
+
+/// The length of `s` percent-encoded, to size a buffer exactly.
+fn encoded_len(s: &str) -> usize {
+    s.bytes().map(|b| if unreserved(b) { 1 } else { 3 }).sum()
+}
+
+/// [`percent_encode`] appending to `out`, so a header is built in one buffer.
+fn percent_encode_into(out: &mut String, s: &str) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     for b in s.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+        if unreserved(b) {
             out.push(char::from(b));
         } else {
-            out.push_str(&format!("%{b:02X}"));
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
         }
     }
-    out
 }
 
 #[cfg(test)]
@@ -583,23 +569,18 @@ mod tests {
         rt.block_on(async {
             let ch = Channel::from_static("http://127.0.0.1:1").connect_lazy();
             let tokens: Arc<dyn TokenProvider> = Arc::new(crate::StaticToken::new("tok"));
-            let conn = BigtableConnection {
-                data: BigtableClient::new(ch.clone()),
-                admin: BigtableTableAdminClient::new(ch),
-                target: Arc::new(Target::cloud("p", "i")),
-                tokens: Some(tokens),
+            let conn = BigtableConnection::new(
+                BigtableClient::new(ch.clone()),
+                BigtableTableAdminClient::new(ch),
+                Target::cloud("p", "i"),
+                Some(tokens),
+            );
+            let msg = pb::ReadRowsRequest {
+                table_name: conn.table_name("t"),
+                app_profile_id: "ap".into(),
+                ..Default::default()
             };
-            let name = conn.target.table_name("t");
-            let req = conn
-                .wrap(
-                    (),
-                    Routing::Table {
-                        name: &name,
-                        app_profile_id: "ap",
-                    },
-                )
-                .await
-                .unwrap();
+            let req = conn.request(msg).await.unwrap();
             let md = req.metadata();
             assert_eq!(
                 md.get("x-goog-request-params").unwrap(),
@@ -607,13 +588,55 @@ mod tests {
             );
             assert_eq!(md.get("bigtable-features").unwrap(), "CAE=");
             assert_eq!(md.get("authorization").unwrap(), "Bearer tok");
-            let parent = conn.target.instance_name();
-            let req = conn.wrap((), Routing::Parent(&parent)).await.unwrap();
+            let parent = admin::ListTablesRequest {
+                parent: conn.shared.instance.clone(),
+                ..Default::default()
+            };
             assert_eq!(
-                req.metadata().get("x-goog-request-params").unwrap(),
+                parent.routing().unwrap(),
                 "parent=projects%2Fp%2Finstances%2Fi"
             );
+            let name = admin::GetTableRequest {
+                name: conn.table_name("t"),
+                view: 0,
+            };
+            assert_eq!(
+                name.routing().unwrap(),
+                "name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft"
+            );
         });
+    }
+
+    /// A request without an app profile sends the connection's (empty = instance default).
+    #[test]
+    fn default_app_profile() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let _guard = rt.enter();
+        let ch = Channel::from_static("http://127.0.0.1:1").connect_lazy();
+        let mut target = Target::emulator("127.0.0.1:1", "p", "i");
+        let conn = BigtableConnection::new(
+            BigtableClient::new(ch.clone()),
+            BigtableTableAdminClient::new(ch),
+            target.clone(),
+            None,
+        );
+        let msg = pb::SampleRowKeysRequest {
+            table_name: conn.table_name("t"),
+            app_profile_id: conn.profile(String::new()),
+            ..Default::default()
+        };
+        assert_eq!(
+            msg.routing().unwrap(),
+            "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id="
+        );
+        target.app_profile_id = "batch".into();
+        let (data, admin) = (conn.shared.data.clone(), conn.shared.admin.clone());
+        let conn = BigtableConnection::new(data, admin, target, None);
+        assert_eq!(conn.profile(String::new()), "batch");
+        assert_eq!(conn.profile("own".into()), "own");
     }
 
     #[test]
@@ -623,5 +646,6 @@ mod tests {
             "projects%2Fp%2Finstances%2Fi%2Ftables%2Ft-1.x"
         );
         assert_eq!(percent_encode("a b&c"), "a%20b%26c");
+        assert_eq!(percent_encode("é\u{7f}"), "%C3%A9%7F");
     }
 }

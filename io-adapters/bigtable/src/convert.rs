@@ -98,28 +98,31 @@ pub fn rpc_status_to_result(status: Option<&pb_rpc::Status>) -> Result<(), Store
 
 // --- row sets ------------------------------------------------------------------------------
 
-/// A row set to prost. Bounds keep their kind; an empty key stays an empty key (the emulator
-/// and production read `end_key_closed: ""` differently, `spec/bigtable.md` 14).
-pub fn row_set_to_pb(set: &RowSet) -> pb::RowSet {
+/// A row set to prost, by value: the keys move into the message instead of being copied.
+/// Bounds keep their kind; an empty key stays an empty key (the emulator and production read
+/// `end_key_closed: ""` differently, `spec/bigtable.md` 14).
+pub fn row_set_to_pb(set: RowSet) -> pb::RowSet {
+    use pb::row_range::{EndKey, StartKey};
     pb::RowSet {
-        row_keys: set.row_keys.clone(),
-        row_ranges: set.row_ranges.iter().map(row_range_to_pb).collect(),
+        row_keys: set.row_keys,
+        row_ranges: set
+            .row_ranges
+            .into_iter()
+            .map(|r| pb::RowRange {
+                start_key: bound_to_pb(r.start, StartKey::StartKeyClosed, StartKey::StartKeyOpen),
+                end_key: bound_to_pb(r.end, EndKey::EndKeyClosed, EndKey::EndKeyOpen),
+            })
+            .collect(),
     }
 }
 
-fn row_range_to_pb(r: &RowRange) -> pb::RowRange {
-    use pb::row_range::{EndKey, StartKey};
-    pb::RowRange {
-        start_key: match &r.start {
-            KeyBound::Unbounded => None,
-            KeyBound::Closed(k) => Some(StartKey::StartKeyClosed(k.clone())),
-            KeyBound::Open(k) => Some(StartKey::StartKeyOpen(k.clone())),
-        },
-        end_key: match &r.end {
-            KeyBound::Unbounded => None,
-            KeyBound::Closed(k) => Some(EndKey::EndKeyClosed(k.clone())),
-            KeyBound::Open(k) => Some(EndKey::EndKeyOpen(k.clone())),
-        },
+/// A key bound as one of prost's start/end oneofs (`None` = unbounded). The proto has one
+/// oneof per bound of rows, qualifiers and values, all built this way.
+fn bound_to_pb<T>(bound: KeyBound, closed: fn(Vec<u8>) -> T, open: fn(Vec<u8>) -> T) -> Option<T> {
+    match bound {
+        KeyBound::Unbounded => None,
+        KeyBound::Closed(k) => Some(closed(k)),
+        KeyBound::Open(k) => Some(open(k)),
     }
 }
 
@@ -149,16 +152,17 @@ pub fn row_set_from_pb(set: &pb::RowSet) -> RowSet {
 
 // --- filters -------------------------------------------------------------------------------
 
-/// A filter tree to prost. The boolean leaves become `true`, as the proto requires.
-pub fn filter_to_pb(f: &RowFilter) -> pb::RowFilter {
+/// A filter tree to prost, by value (patterns and bounds move). The boolean leaves become
+/// `true`, as the proto requires.
+pub fn filter_to_pb(f: RowFilter) -> pb::RowFilter {
     use pb::row_filter::{Chain, Condition, Filter, Interleave};
-    let boxed = |f: &Option<Box<RowFilter>>| f.as_deref().map(|f| Box::new(filter_to_pb(f)));
+    let boxed = |f: Option<Box<RowFilter>>| f.map(|f| Box::new(filter_to_pb(*f)));
     let filter = match f {
         RowFilter::Chain(fs) => Filter::Chain(Chain {
-            filters: fs.iter().map(filter_to_pb).collect(),
+            filters: fs.into_iter().map(filter_to_pb).collect(),
         }),
         RowFilter::Interleave(fs) => Filter::Interleave(Interleave {
-            filters: fs.iter().map(filter_to_pb).collect(),
+            filters: fs.into_iter().map(filter_to_pb).collect(),
         }),
         RowFilter::Condition {
             predicate,
@@ -172,51 +176,47 @@ pub fn filter_to_pb(f: &RowFilter) -> pb::RowFilter {
         RowFilter::Sink => Filter::Sink(true),
         RowFilter::PassAll => Filter::PassAllFilter(true),
         RowFilter::BlockAll => Filter::BlockAllFilter(true),
-        RowFilter::RowKeyRegex(p) => Filter::RowKeyRegexFilter(p.clone()),
-        RowFilter::RowSample(p) => Filter::RowSampleFilter(*p),
-        RowFilter::FamilyNameRegex(p) => Filter::FamilyNameRegexFilter(p.clone()),
-        RowFilter::ColumnQualifierRegex(p) => Filter::ColumnQualifierRegexFilter(p.clone()),
+        RowFilter::RowKeyRegex(p) => Filter::RowKeyRegexFilter(p),
+        RowFilter::RowSample(p) => Filter::RowSampleFilter(p),
+        RowFilter::FamilyNameRegex(p) => Filter::FamilyNameRegexFilter(p),
+        RowFilter::ColumnQualifierRegex(p) => Filter::ColumnQualifierRegexFilter(p),
         RowFilter::ColumnRange { family, start, end } => {
             use pb::column_range::{EndQualifier, StartQualifier};
             Filter::ColumnRangeFilter(pb::ColumnRange {
-                family_name: family.clone(),
-                start_qualifier: match start {
-                    KeyBound::Unbounded => None,
-                    KeyBound::Closed(k) => Some(StartQualifier::StartQualifierClosed(k.clone())),
-                    KeyBound::Open(k) => Some(StartQualifier::StartQualifierOpen(k.clone())),
-                },
-                end_qualifier: match end {
-                    KeyBound::Unbounded => None,
-                    KeyBound::Closed(k) => Some(EndQualifier::EndQualifierClosed(k.clone())),
-                    KeyBound::Open(k) => Some(EndQualifier::EndQualifierOpen(k.clone())),
-                },
+                family_name: family,
+                start_qualifier: bound_to_pb(
+                    start,
+                    StartQualifier::StartQualifierClosed,
+                    StartQualifier::StartQualifierOpen,
+                ),
+                end_qualifier: bound_to_pb(
+                    end,
+                    EndQualifier::EndQualifierClosed,
+                    EndQualifier::EndQualifierOpen,
+                ),
             })
         }
         RowFilter::TimestampRange(r) => Filter::TimestampRangeFilter(pb::TimestampRange {
             start_timestamp_micros: r.start,
             end_timestamp_micros: r.end,
         }),
-        RowFilter::ValueRegex(p) => Filter::ValueRegexFilter(p.clone()),
+        RowFilter::ValueRegex(p) => Filter::ValueRegexFilter(p),
         RowFilter::ValueRange { start, end } => {
             use pb::value_range::{EndValue, StartValue};
             Filter::ValueRangeFilter(pb::ValueRange {
-                start_value: match start {
-                    KeyBound::Unbounded => None,
-                    KeyBound::Closed(k) => Some(StartValue::StartValueClosed(k.clone())),
-                    KeyBound::Open(k) => Some(StartValue::StartValueOpen(k.clone())),
-                },
-                end_value: match end {
-                    KeyBound::Unbounded => None,
-                    KeyBound::Closed(k) => Some(EndValue::EndValueClosed(k.clone())),
-                    KeyBound::Open(k) => Some(EndValue::EndValueOpen(k.clone())),
-                },
+                start_value: bound_to_pb(
+                    start,
+                    StartValue::StartValueClosed,
+                    StartValue::StartValueOpen,
+                ),
+                end_value: bound_to_pb(end, EndValue::EndValueClosed, EndValue::EndValueOpen),
             })
         }
-        RowFilter::CellsPerRowOffset(n) => Filter::CellsPerRowOffsetFilter(*n),
-        RowFilter::CellsPerRowLimit(n) => Filter::CellsPerRowLimitFilter(*n),
-        RowFilter::CellsPerColumnLimit(n) => Filter::CellsPerColumnLimitFilter(*n),
+        RowFilter::CellsPerRowOffset(n) => Filter::CellsPerRowOffsetFilter(n),
+        RowFilter::CellsPerRowLimit(n) => Filter::CellsPerRowLimitFilter(n),
+        RowFilter::CellsPerColumnLimit(n) => Filter::CellsPerColumnLimitFilter(n),
         RowFilter::StripValue => Filter::StripValueTransformer(true),
-        RowFilter::ApplyLabel(l) => Filter::ApplyLabelTransformer(l.clone()),
+        RowFilter::ApplyLabel(l) => Filter::ApplyLabelTransformer(l),
     };
     pb::RowFilter {
         filter: Some(filter),
@@ -313,8 +313,8 @@ pub fn filter_from_pb(f: &pb::RowFilter) -> Result<RowFilter, ConvertError> {
 
 // --- mutations and rules -------------------------------------------------------------------
 
-/// A mutation to prost.
-pub fn mutation_to_pb(m: &Mutation) -> pb::Mutation {
+/// A mutation to prost, by value: a value (up to 100 MiB) moves into the message.
+pub fn mutation_to_pb(m: Mutation) -> pb::Mutation {
     use pb::mutation as pm;
     let mutation = match m {
         Mutation::SetCell {
@@ -323,18 +323,18 @@ pub fn mutation_to_pb(m: &Mutation) -> pb::Mutation {
             timestamp,
             value,
         } => pm::Mutation::SetCell(pm::SetCell {
-            family_name: family.clone(),
-            column_qualifier: qualifier.clone(),
+            family_name: family,
+            column_qualifier: qualifier,
             timestamp_micros: timestamp.0,
-            value: value.clone(),
+            value,
         }),
         Mutation::DeleteFromColumn {
             family,
             qualifier,
             range,
         } => pm::Mutation::DeleteFromColumn(pm::DeleteFromColumn {
-            family_name: family.clone(),
-            column_qualifier: qualifier.clone(),
+            family_name: family,
+            column_qualifier: qualifier,
             time_range: range.map(|r| pb::TimestampRange {
                 start_timestamp_micros: r.start,
                 end_timestamp_micros: r.end,
@@ -342,7 +342,7 @@ pub fn mutation_to_pb(m: &Mutation) -> pb::Mutation {
         }),
         Mutation::DeleteFromFamily { family } => {
             pm::Mutation::DeleteFromFamily(pm::DeleteFromFamily {
-                family_name: family.clone(),
+                family_name: family,
             })
         }
         Mutation::DeleteFromRow => pm::Mutation::DeleteFromRow(pm::DeleteFromRow {}),
@@ -353,8 +353,8 @@ pub fn mutation_to_pb(m: &Mutation) -> pb::Mutation {
 }
 
 /// Mutations to prost, in order.
-pub fn mutations_to_pb(ms: &[Mutation]) -> Vec<pb::Mutation> {
-    ms.iter().map(mutation_to_pb).collect()
+pub fn mutations_to_pb(ms: Vec<Mutation>) -> Vec<pb::Mutation> {
+    ms.into_iter().map(mutation_to_pb).collect()
 }
 
 /// A prost mutation as rowkit's (aggregate mutations are unsupported).
@@ -396,15 +396,15 @@ pub fn mutation_from_pb(m: &pb::Mutation) -> Result<Mutation, ConvertError> {
     )
 }
 
-/// A read-modify-write rule to prost.
-pub fn rule_to_pb(r: &ReadModifyWriteRule) -> pb::ReadModifyWriteRule {
+/// A read-modify-write rule to prost, by value.
+pub fn rule_to_pb(r: ReadModifyWriteRule) -> pb::ReadModifyWriteRule {
     use pb::read_modify_write_rule::Rule;
     pb::ReadModifyWriteRule {
-        family_name: r.family.clone(),
-        column_qualifier: r.qualifier.clone(),
-        rule: Some(match &r.op {
-            RuleOp::AppendValue(v) => Rule::AppendValue(v.clone()),
-            RuleOp::IncrementAmount(n) => Rule::IncrementAmount(*n),
+        family_name: r.family,
+        column_qualifier: r.qualifier,
+        rule: Some(match r.op {
+            RuleOp::AppendValue(v) => Rule::AppendValue(v),
+            RuleOp::IncrementAmount(n) => Rule::IncrementAmount(n),
         }),
     }
 }
@@ -610,7 +610,7 @@ mod tests {
             Mutation::DeleteFromRow,
         ];
         for m in ms {
-            assert_eq!(mutation_from_pb(&mutation_to_pb(&m)).unwrap(), m);
+            assert_eq!(mutation_from_pb(&mutation_to_pb(m.clone())).unwrap(), m);
         }
     }
 

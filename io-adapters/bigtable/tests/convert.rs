@@ -109,7 +109,7 @@ fn filter_encoded_len_equals_prost_on_many_filters() {
     let mut checked = 0;
     for i in 0..20_000 {
         let f = filter(&mut rng, (i % 5) as u32);
-        let pb = convert::filter_to_pb(&f);
+        let pb = convert::filter_to_pb(f.clone());
         assert_eq!(filter_encoded_len(&f), pb.encoded_len(), "size of {f:?}");
         // The wire bytes decode to the same filter.
         let decoded = rowkit_bigtable::convert::filter_from_pb(
@@ -137,7 +137,7 @@ fn row_sets_and_mutations_round_trip_through_the_wire() {
             },
         ],
     };
-    let pb = convert::row_set_to_pb(&set);
+    let pb = convert::row_set_to_pb(set.clone());
     let wire = pb.encode_to_vec();
     let back = convert::row_set_from_pb(&prost::Message::decode(wire.as_slice()).unwrap());
     assert_eq!(back, set);
@@ -148,7 +148,7 @@ fn row_sets_and_mutations_round_trip_through_the_wire() {
         timestamp: Timestamp::from_millis(7),
         value: vec![9; 200],
     };
-    let wire = convert::mutation_to_pb(&m).encode_to_vec();
+    let wire = convert::mutation_to_pb(m.clone()).encode_to_vec();
     let back =
         convert::mutation_from_pb(&prost::Message::decode(wire.as_slice()).unwrap()).unwrap();
     assert_eq!(back, m);
