@@ -62,17 +62,15 @@ impl Driver for TokioDriver {
         self.conn.call(request)
     }
 
-    fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
-        async move {
-            let wait =
-                at.0.saturating_sub(self.clock.now().0)
-                    .max(0)
-                    .unsigned_abs();
-            tokio::time::sleep(std::time::Duration::from_micros(wait)).await;
-            // A wall clock is there already (Tokio's timer never fires early); a manual one
-            // jumps.
-            self.clock.sleep_until(at);
-        }
+    async fn sleep_until(&self, at: Timestamp) {
+        let wait =
+            at.0.saturating_sub(self.clock.now().0)
+                .max(0)
+                .unsigned_abs();
+        tokio::time::sleep(std::time::Duration::from_micros(wait)).await;
+        // A wall clock is there already (Tokio's timer never fires early); a manual one
+        // jumps.
+        self.clock.sleep_until(at);
     }
 
     fn create_table(
