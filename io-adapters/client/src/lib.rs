@@ -1,5 +1,5 @@
-//! The typed API of rowkit's four schemas — [`MountTable`], and the trace store, object
-//! metadata and triple store facades — written once over a [`Driver`].
+//! The typed API of rowkit's four schemas — [`MountTable`], [`TraceStore`],
+//! [`ObjectMetadata`] and [`TripleStore`] — written once over a [`Driver`].
 //!
 //! A facade turns each call into one of `rowkit-statemachines`' machines and runs it with
 //! [`run`], the one driving loop; a driver only starts requests, tells the time and waits.
@@ -32,6 +32,7 @@ mod driver;
 #[cfg(feature = "fetch")]
 mod fetch;
 pub mod mounttable;
+pub mod objmeta;
 mod row_cache;
 mod sync;
 #[cfg(feature = "bigtable")]
@@ -43,6 +44,7 @@ pub use driver::{Driver, RunError, block_on, ensure_table, run, run_until};
 #[cfg(feature = "fetch")]
 pub use fetch::FetchDriver;
 pub use mounttable::MountTable;
+pub use objmeta::ObjectMetadata;
 pub use row_cache::RowCached;
 pub use sync::{StoreCall, SyncDriver};
 #[cfg(feature = "bigtable")]

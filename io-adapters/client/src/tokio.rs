@@ -3,7 +3,8 @@
 //!
 //! Every outstanding request of a machine is an HTTP/2 stream of its own; dropping one (an
 //! abort) resets it. Waits are Tokio timers. Its futures are `Send`, so a facade call over it
-//! can be `tokio::spawn`ed or awaited in an axum handler.
+//! can be `tokio::spawn`ed or awaited in an axum handler. It runs object metadata's repairs in
+//! background tasks ([`SpawnRepairs`]).
 
 use core::future::Future;
 use std::sync::Arc;
@@ -15,6 +16,7 @@ use rowkit_embedded::driver::{Clock, SystemClock};
 use rowkit_statemachines::{Request, Response, StoreError, Timestamp};
 
 use crate::Driver;
+use crate::objmeta::{RepairJob, SpawnRepairs};
 
 /// The Tokio driver: a connection and a clock (see the module doc).
 #[derive(Clone)]
@@ -62,17 +64,15 @@ impl Driver for TokioDriver {
         self.conn.call(request)
     }
 
-    fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
-        async move {
-            let wait =
-                at.0.saturating_sub(self.clock.now().0)
-                    .max(0)
-                    .unsigned_abs();
-            tokio::time::sleep(std::time::Duration::from_micros(wait)).await;
-            // A wall clock is there already (Tokio's timer never fires early); a manual one
-            // jumps.
-            self.clock.sleep_until(at);
-        }
+    async fn sleep_until(&self, at: Timestamp) {
+        let wait =
+            at.0.saturating_sub(self.clock.now().0)
+                .max(0)
+                .unsigned_abs();
+        tokio::time::sleep(std::time::Duration::from_micros(wait)).await;
+        // A wall clock is there already (Tokio's timer never fires early); a manual one
+        // jumps.
+        self.clock.sleep_until(at);
     }
 
     fn create_table(
@@ -93,5 +93,16 @@ impl Driver for TokioDriver {
         family: &ColumnFamily,
     ) -> impl Future<Output = Result<(), StoreError>> {
         self.conn.set_family(table, family)
+    }
+}
+
+impl SpawnRepairs for TokioDriver {
+    /// A Tokio task over a clone of this driver (same connection and clock). Must be called
+    /// inside a Tokio runtime, as every facade call over this driver is.
+    fn spawn_repair(&self, job: RepairJob) {
+        let driver = self.clone();
+        // Detached: the facade aborts the job through its own handle and learns its end from
+        // the job itself.
+        drop(tokio::spawn(async move { job.run(&driver).await }));
     }
 }

@@ -8,6 +8,10 @@ use rowkit_bigtable::BigtableConnection;
 use rowkit_bigtable::emulator::Emulator;
 use rowkit_client::TokioDriver;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
+use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_codec::objmeta::json::Json;
+use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_embedded::objmeta_scenarios::scenario_state;
 
 fn assert_send<T: Send>(_: &T) {}
 
@@ -50,4 +54,51 @@ async fn mount_table_calls_run_in_spawned_tasks() {
     names.sort();
     let want: Vec<String> = (0..12).map(|i| format!("a/n{i:02}")).collect();
     assert_eq!(names, want);
+}
+
+/// Object metadata over the Tokio driver, background repairs on: the facade moves into
+/// spawned tasks (one per bucket, at once), each putting then getting objects; the futures
+/// of the repair calls are `Send` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn objmeta_calls_run_in_spawned_tasks() {
+    let Some(emu) = Emulator::shared_or_skip("objmeta_calls_run_in_spawned_tasks") else {
+        return;
+    };
+    let conn = BigtableConnection::connect(emu.fresh_target(), None)
+        .await
+        .unwrap();
+    let facade = |seed| {
+        ObjectMetadata::new(
+            TokioDriver::new(conn.clone()),
+            scenario_state("s3", VFormat::V1),
+            seed,
+        )
+        .with_background_repairs()
+    };
+    let mut om = facade(0);
+    let setup = om.setup();
+    assert_send(&setup);
+    setup.await.unwrap();
+    assert_send(&om.wait_for_repairs());
+    assert_send(&om.run_all_repairs());
+    assert_send(&om.run_due_repairs(rowkit_codec::model::Timestamp(0)));
+    let tasks: Vec<_> = (0..4u64)
+        .map(|i| {
+            let mut om = facade(i + 1);
+            tokio::spawn(async move {
+                let bucket = format!("b{i}");
+                let md = Json::parse(&format!(r#"{{"name":"{bucket}"}}"#)).unwrap();
+                om.create_bucket(&bucket, &md).await?;
+                let value = Json::parse(&format!(r#"{{"key":"k","n":{i}}}"#)).unwrap();
+                let put = om.put_object(&bucket, "k", &value, None);
+                assert_send(&put);
+                put.await?;
+                om.get_object(&bucket, "k", None).await
+            })
+        })
+        .collect();
+    for (i, task) in tasks.into_iter().enumerate() {
+        let got = task.await.unwrap().unwrap();
+        assert_eq!(got.get("n"), Some(&Json::Number(i as f64)));
+    }
 }
