@@ -1,5 +1,5 @@
-//! `ObjectMetadata`: Arsenal's object metadata from JS, running `rowkit_statemachines::objmeta`
-//! (as `rowkit_embedded::objmeta` does natively). Values and parameters are plain JS objects,
+//! `ObjectMetadata`: Arsenal's object metadata from JS, a thin caller of
+//! `rowkit_client::ObjectMetadata` (the same facade native code uses) over the page's driver. Values and parameters are plain JS objects,
 //! converted to and from Arsenal's JSON. Placeholder repairs the machines schedule are not run
 //! by this client (they are `rowkit s3 repair`'s job); a read still repairs what it must.
 
@@ -7,26 +7,19 @@ use std::rc::Rc;
 
 use futures_util::lock::Mutex;
 use js_sys::Promise;
-use rowkit_codec::objmeta::cells::families;
+use rowkit_client::objmeta::ObjectMetadata as Facade;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::listing::ListingParams;
-use rowkit_statemachines::objmeta::engine::Op;
-use rowkit_statemachines::objmeta::{
-    CreateBucketOp, DeleteBucketOp, DeleteObjectOp, GetObjectOp, ListBucketsOp, ListObject,
-    ObjmetaConfig, ObjmetaError, ObjmetaState, OpMachine, PutObjectOp,
-};
+use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaError, ObjmetaState};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
-use rowkit_client::{Driver, ensure_table};
-
-use crate::backend::{ClientOptions, run_error};
+use crate::backend::{ClientOptions, PageDriver};
 use crate::js;
 
 struct Inner {
-    options: ClientOptions,
-    state: Mutex<(ObjmetaState, u64)>,
+    om: Mutex<Facade<PageDriver>>,
 }
 
 /// An objmeta error as a JS error with Arsenal's error name (`NoSuchKey`, …) as `code`.
@@ -43,18 +36,6 @@ fn to_arsenal(v: &JsValue, what: &str) -> Result<Json, JsValue> {
 /// Arsenal's JSON as a JS value, members in the stored order.
 fn from_arsenal(j: &Json) -> JsValue {
     js::parse(&j.stringify())
-}
-
-impl Inner {
-    async fn run_op<O: Op>(&self, op: O) -> Result<O::Output, JsValue> {
-        let mut guard = self.state.lock().await;
-        let (state, seed) = &mut *guard;
-        *seed = seed.wrapping_add(1);
-        let m = OpMachine::new(op, state, self.options.driver.now(), *seed, None);
-        rowkit_client::run(&self.options.driver, m, |_| {})
-            .await
-            .map_err(|e| run_error(e, objmeta_error))
-    }
 }
 
 /// Object metadata (Scality Arsenal semantics). Options: the common client options
@@ -74,12 +55,9 @@ impl ObjectMetadata {
         if let Some(t) = &opts.table {
             config.table = t.clone();
         }
-        let seed = opts.seed;
+        let om = Facade::new(opts.driver, ObjmetaState::new(config), opts.seed);
         Ok(ObjectMetadata {
-            inner: Rc::new(Inner {
-                options: opts,
-                state: Mutex::new((ObjmetaState::new(config), seed)),
-            }),
+            inner: Rc::new(Inner { om: Mutex::new(om) }),
         })
     }
 
@@ -89,10 +67,7 @@ impl ObjectMetadata {
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let table = inner.state.lock().await.0.config.table.clone();
-            ensure_table(&inner.options.driver, &table, &families())
-                .await
-                .map_err(|e| js::store_error(&e))?;
+            inner.om.lock().await.setup().await.map_err(objmeta_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -108,7 +83,13 @@ impl ObjectMetadata {
             } else {
                 to_arsenal(&md, "md")?
             };
-            let vf = inner.run_op(CreateBucketOp { bucket, md }).await?;
+            let vf = inner
+                .om
+                .lock()
+                .await
+                .create_bucket(&bucket, &md)
+                .await
+                .map_err(objmeta_error)?;
             Ok(JsValue::from_str(vf.as_str()))
         })
     }
@@ -118,7 +99,13 @@ impl ObjectMetadata {
     pub fn delete_bucket(&self, bucket: String) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let n = inner.run_op(DeleteBucketOp { bucket }).await?;
+            let n = inner
+                .om
+                .lock()
+                .await
+                .delete_bucket(&bucket)
+                .await
+                .map_err(objmeta_error)?;
             Ok(JsValue::from_f64(n as f64))
         })
     }
@@ -128,7 +115,13 @@ impl ObjectMetadata {
     pub fn list_buckets(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let list = inner.run_op(ListBucketsOp).await?;
+            let list = inner
+                .om
+                .lock()
+                .await
+                .list_buckets()
+                .await
+                .map_err(objmeta_error)?;
             let docs = js_sys::Array::new();
             for b in &list {
                 let doc = js::to_js(&json!({
@@ -162,13 +155,12 @@ impl ObjectMetadata {
                 Some(to_arsenal(&params, "params")?)
             };
             let vid = inner
-                .run_op(PutObjectOp {
-                    bucket,
-                    key,
-                    value,
-                    params,
-                })
-                .await?;
+                .om
+                .lock()
+                .await
+                .put_object(&bucket, &key, &value, params.as_ref())
+                .await
+                .map_err(objmeta_error)?;
             Ok(vid.map_or(JsValue::NULL, |v| JsValue::from_str(&v)))
         })
     }
@@ -179,12 +171,12 @@ impl ObjectMetadata {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let v = inner
-                .run_op(GetObjectOp {
-                    bucket,
-                    key,
-                    version_id,
-                })
-                .await?;
+                .om
+                .lock()
+                .await
+                .get_object(&bucket, &key, version_id.as_deref())
+                .await
+                .map_err(objmeta_error)?;
             Ok(from_arsenal(&v))
         })
     }
@@ -200,13 +192,12 @@ impl ObjectMetadata {
                 Some(to_arsenal(&params, "params")?)
             };
             inner
-                .run_op(DeleteObjectOp {
-                    bucket,
-                    key,
-                    params,
-                    origin_op: None,
-                })
-                .await?;
+                .om
+                .lock()
+                .await
+                .delete_object(&bucket, &key, params.as_ref(), None)
+                .await
+                .map_err(objmeta_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -228,20 +219,13 @@ impl ObjectMetadata {
             }
             let p = Json::parse(&p.to_string()).map_err(|e| js::invalid(format!("params: {e}")))?;
             let params = ListingParams::from_json(&p);
-            let mut guard = inner.state.lock().await;
-            let (state, seed) = &mut *guard;
-            *seed = seed.wrapping_add(1);
-            let m = ListObject::new(
-                &bucket,
-                params,
-                state,
-                inner.options.driver.now(),
-                *seed,
-                None,
-            );
-            let r = rowkit_client::run(&inner.options.driver, m, |_| {})
+            let r = inner
+                .om
+                .lock()
                 .await
-                .map_err(|e| run_error(e, objmeta_error))?;
+                .list_object(&bucket, &params)
+                .await
+                .map_err(objmeta_error)?;
             Ok(from_arsenal(&r))
         })
     }
