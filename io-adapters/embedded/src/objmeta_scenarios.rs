@@ -15,15 +15,14 @@
 use rowkit_codec::model::{RowRange, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, filters};
 use rowkit_codec::objmeta::json::Json;
-use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
+use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
-use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{ReadRowsRequest, RetryPolicy, Timestamp};
+use rowkit_statemachines::{ReadRowsRequest, Timestamp};
 
 use crate::Store;
 use crate::driver::{ManualClock, run};
-use crate::objmeta::ObjectMetadata;
+use crate::objmeta::{ObjectMetadata, bucket_rows};
 
 use std::sync::Mutex;
 
@@ -60,42 +59,6 @@ pub fn scenario_state(table: &str, vformat: VFormat) -> ObjmetaState {
         default_bucket_key_format: vformat,
         ..ObjmetaConfig::default()
     })
-}
-
-/// Every row of a bucket's collection as `{key, row_key_hex, value}`, in key order.
-pub fn bucket_rows(store: &dyn Store, table: &str, collection: &str) -> Result<Vec<Json>, String> {
-    let req = ReadRowsRequest {
-        table: table.to_string(),
-        rows: RowSet::range(RowRange::half_open(
-            collection_start(collection),
-            collection_end(collection),
-        )),
-        filter: Some(filters::latest()),
-        ..Default::default()
-    };
-    let m = ReadRows::new(req, Timestamp(0), 0, RetryPolicy::default());
-    let mut rows = Vec::new();
-    run(store, &ManualClock::new(Timestamp(0)), m, |r| rows.push(r))
-        .map_err(|e| format!("{e:?}"))?;
-    let n = collection.len() + 1;
-    rows.iter()
-        .map(|r| {
-            let doc = StoredDoc::from_row(r)
-                .map_err(|e| e.to_string())?
-                .ok_or("row without d:value")?;
-            let key = String::from_utf8_lossy(&r.key[n.min(r.key.len())..]).into_owned();
-            let hex: String = r.key.iter().map(|b| format!("{b:02x}")).collect();
-            Ok(Json::Object(
-                [
-                    ("key".to_string(), Json::str(key)),
-                    ("row_key_hex".to_string(), Json::str(hex)),
-                    ("value".to_string(), doc.value),
-                ]
-                .into_iter()
-                .collect(),
-            ))
-        })
-        .collect()
 }
 
 fn get_str<'a>(v: &'a Json, name: &str) -> Result<&'a str, String> {
