@@ -8,12 +8,12 @@
 //! Mount table scenario 22 (concurrent mount/delete) runs as the spec states it.
 
 use rowkit_codec::tracestore::Layout;
-use rowkit_embedded::sim::mounttable::{MountDeleteWorkload, MounttableWorkload};
-use rowkit_embedded::sim::objmeta::ObjmetaWorkload;
-use rowkit_embedded::sim::tracestore::TraceStoreWorkload;
-use rowkit_embedded::sim::triples::TriplesWorkload;
-use rowkit_embedded::sim::{self, FaultRates, SimConfig, SimReport, Workload};
 use rowkit_statemachines::planted::PlantedBug;
+use rowkit_testkit::sim::mounttable::{MountDeleteWorkload, MounttableWorkload};
+use rowkit_testkit::sim::objmeta::ObjmetaWorkload;
+use rowkit_testkit::sim::tracestore::TraceStoreWorkload;
+use rowkit_testkit::sim::triples::TriplesWorkload;
+use rowkit_testkit::sim::{self, FaultRates, SimConfig, SimReport, Workload};
 
 /// Operations per run: small runs keep shrunk traces short and cover many seeds.
 const OPS_PER_RUN: u64 = 250;

@@ -20,9 +20,9 @@ use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
 use rowkit_statemachines::{ReadRowsRequest, Timestamp};
 
-use crate::Store;
-use crate::driver::{ManualClock, run};
-use crate::objmeta::{ObjectMetadata, bucket_rows};
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::{ManualClock, run};
+use rowkit_embedded::objmeta::{ObjectMetadata, bucket_rows};
 
 use std::sync::Mutex;
 
@@ -34,7 +34,7 @@ use rowkit_statemachines::objmeta::{
 };
 use rowkit_statemachines::{Code, Machine, Request, StoreError};
 
-use crate::{Reply, Response};
+use rowkit_embedded::{Reply, Response};
 
 /// JSON equality with member order ignored (how the vectors compare documents).
 pub fn json_eq(a: &Json, b: &Json) -> bool {
@@ -497,7 +497,7 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
         Some(hex.as_str()),
         uuid_case.get("row_key_hex").and_then(Json::as_str)
     );
-    let rows = crate::driver::read_rows(
+    let rows = rowkit_embedded::driver::read_rows(
         store,
         ReadRowsRequest {
             table: table.into(),
@@ -979,7 +979,7 @@ fn rec_take_writes(rec: &Recorder<'_>) {
 }
 
 fn clock_now(c: &ManualClock) -> Timestamp {
-    use crate::driver::Clock;
+    use rowkit_embedded::driver::Clock;
     c.now()
 }
 
@@ -1010,7 +1010,7 @@ fn list_row_by_row(
         let Request::ReadRows(q) = request else {
             panic!("a listing sends only ReadRows: {request:?}")
         };
-        let rows = crate::driver::read_rows(store, q.clone(), now).unwrap();
+        let rows = rowkit_embedded::driver::read_rows(store, q.clone(), now).unwrap();
         let mut log = ScanLog {
             rows: q.rows,
             fed: 0,
@@ -1018,7 +1018,7 @@ fn list_row_by_row(
         };
         for row in &rows {
             let part = ReadRowsResponse {
-                chunks: crate::semantics::row_chunks(row, None),
+                chunks: rowkit_embedded::semantics::row_chunks(row, None),
                 ..Default::default()
             };
             m.handle_response(tag, Ok(Response::ReadRowsPart(part)), now);

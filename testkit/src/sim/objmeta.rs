@@ -59,8 +59,8 @@ use rowkit_statemachines::{
 };
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use crate::driver::{self, ManualClock};
-use crate::{MemoryStore, Store};
+use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::{MemoryStore, Store};
 
 const TABLE: &str = "objmeta";
 /// The buckets and their key formats.

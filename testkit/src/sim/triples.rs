@@ -17,8 +17,8 @@ use rowkit_statemachines::triples::{AddTriples, Exist, NewGraph, OperationConfig
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use crate::driver::{self, ManualClock};
-use crate::{MemoryStore, Store};
+use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::{MemoryStore, Store};
 
 const GRAPH: &[u8] = b"sim";
 const TABLE: &str = keys::DEFAULT_TABLE;

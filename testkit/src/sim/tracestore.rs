@@ -38,9 +38,9 @@ use rowkit_statemachines::{
 };
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use crate::MemoryStore;
-use crate::driver::{self, ManualClock};
-use crate::tracestore::{TraceStore, setup_table};
+use rowkit_embedded::MemoryStore;
+use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::tracestore::{TraceStore, setup_table};
 
 const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a
