@@ -6,7 +6,8 @@
 //!   [`scenarios::objmeta`], [`scenarios::tracestore`], [`scenarios::triples`]) as functions
 //!   over any [`Store`](rowkit_embedded::Store).
 //! - [`sim`]: the deterministic fault simulator. Feature `planted-bugs` builds the machines'
-//!   planted bugs for its self-test (`tests/sim.rs`).
+//!   planted bugs (rowkit-statemachines' `planted-bugs`) for the simulator's self-test
+//!   (`tests/sim.rs`); nothing else enables it.
 //!
 //! ```
 //! use rowkit_embedded::MemoryStore;

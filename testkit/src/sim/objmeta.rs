@@ -250,7 +250,7 @@ struct Shared {
 #[derive(Debug)]
 pub struct ObjmetaWorkload {
     /// A bug planted in every machine this workload starts (the simulator's self-test;
-    /// honoured only when rowkit-statemachines is built with `planted-bugs`).
+    /// honoured only with this crate's `planted-bugs` feature).
     pub planted: Option<PlantedBug>,
     shared: Rc<RefCell<Shared>>,
     next_n: u64,

@@ -165,8 +165,8 @@ impl<T: 'static> Machine for Writer<T> {
 pub struct TraceStoreWorkload {
     layout: Layout,
     pool: WriterPool,
-    /// A bug planted in every writer's state (the simulator's self-test; honoured only when
-    /// rowkit-statemachines is built with `planted-bugs`).
+    /// A bug planted in every writer's state (the simulator's self-test; honoured only with
+    /// this crate's `planted-bugs` feature).
     pub planted: Option<PlantedBug>,
 }
 

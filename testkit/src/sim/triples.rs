@@ -71,7 +71,7 @@ pub enum TriplesOutput {
 pub struct TriplesWorkload {
     universe: Vec<Triple>,
     /// A bug planted in every machine this workload starts (the simulator's self-test;
-    /// honoured only when rowkit-statemachines is built with `planted-bugs`).
+    /// honoured only with this crate's `planted-bugs` feature).
     pub planted: Option<rowkit_statemachines::planted::PlantedBug>,
 }
 
