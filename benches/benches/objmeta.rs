@@ -13,9 +13,9 @@ use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::objmeta::ObjectMetadata;
-use rowkit_embedded::objmeta_scenarios::scenario_state;
 use rowkit_embedded::{RedbStore, Reply, Request, Response, Store, StoreError};
 use rowkit_statemachines::{RowStatus, Timestamp};
+use rowkit_testkit::scenarios::objmeta::scenario_state;
 
 /// Counts the rows the store streams back (committed rows of ReadRows answers).
 struct Counting<S> {

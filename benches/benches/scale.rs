@@ -34,7 +34,6 @@ use rowkit_codec::triples::Triple;
 use rowkit_embedded::driver::{self, Clock, ManualClock, SystemClock};
 use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_embedded::objmeta::ObjectMetadata;
-use rowkit_embedded::objmeta_scenarios::scenario_state;
 use rowkit_embedded::tracestore::TraceStore;
 use rowkit_embedded::triples::TripleStore;
 use rowkit_embedded::{RedbStore, Reply, Request, Response, Store};
@@ -44,6 +43,7 @@ use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 use rowkit_statemachines::{
     MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
 };
+use rowkit_testkit::scenarios::objmeta::scenario_state;
 
 const T0: i64 = 1_700_000_000_000_000;
 

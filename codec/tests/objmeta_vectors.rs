@@ -133,8 +133,8 @@ fn keys_row_keys_and_inc() {
                 VFormat::for_new_bucket(s(&c["bucket"]), VFormat::V1).as_str(),
                 s(&c["vFormat"])
             ),
-            // No metastore row to decode: the machine answers it (rowkit-embedded
-            // `objmeta_scenarios::metastore_uuid_count` runs this case on every store).
+            // No metastore row to decode: the machine answers it (rowkit-testkit's
+            // `scenarios::objmeta::metastore_uuid_count` runs this case on every store).
             "getBucketVFormat" => assert!(c["metastore_row"].is_null()),
             other => panic!("unknown bucket_vformat operation {other}"),
         }

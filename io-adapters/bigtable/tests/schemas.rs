@@ -183,7 +183,7 @@ fn judge(schema: &str, results: Vec<(String, Result<(), String>)>, deviations: &
 
 mod triples {
     use super::*;
-    use rowkit_embedded::triples_scenarios;
+    use rowkit_testkit::scenarios::triples as triples_scenarios;
 
     const DEVIATIONS: &[(&str, &str)] = &[];
 
@@ -224,7 +224,7 @@ mod triples {
 mod objmeta {
     use super::*;
     use rowkit_codec::objmeta::json::Json;
-    use rowkit_embedded::objmeta_scenarios::{ACCEPTANCE, crash_at_every_cut, replay_all};
+    use rowkit_testkit::scenarios::objmeta::{ACCEPTANCE, crash_at_every_cut, replay_all};
 
     const DEVIATIONS: &[(&str, &str)] = &[];
 
@@ -290,7 +290,7 @@ mod objmeta {
 mod tracestore {
     use super::*;
     use rowkit_codec::tracestore::Layout;
-    use rowkit_embedded::tracestore_scenarios as sc;
+    use rowkit_testkit::scenarios::tracestore as sc;
 
     const LAYOUTS: [Layout; 2] = [Layout::Md5, Layout::DigestId];
 
@@ -476,7 +476,7 @@ mod tracestore {
 
 mod mounttable {
     use super::*;
-    use rowkit_embedded::mounttable_scenarios::{CONCURRENCY, SCENARIOS};
+    use rowkit_testkit::scenarios::mounttable::{CONCURRENCY, SCENARIOS};
 
     /// Scenarios that fail on the bare emulator (without [`InjectedServerTime`]): every cell
     /// but a mount's is written with server time (`mounttable.md` 8), and the emulator stamps
@@ -628,7 +628,7 @@ fn cbt_reads_the_mounttable_layout() {
     let instance = target.instance.clone();
     let store = rowkit_bigtable::BigtableStore::connect(target, None).unwrap();
     let store = InjectedServerTime::new(Box::new(store));
-    rowkit_embedded::mounttable_scenarios::layout(&store, "mtcbt");
+    rowkit_testkit::scenarios::mounttable::layout(&store, "mtcbt");
     let out = emu.cbt(&instance, &["read", "mtcbt"]).unwrap();
     assert!(
         out.status.success(),
@@ -699,7 +699,7 @@ fn cbt_reads_the_gold_layout() {
     let target = emu.fresh_target();
     let instance = target.instance.clone();
     let store = rowkit_bigtable::BigtableStore::connect(target, None).unwrap();
-    rowkit_embedded::tracestore_scenarios::put_request_sequence(&store);
+    rowkit_testkit::scenarios::tracestore::put_request_sequence(&store);
     let shown = cbt_read(emu, &instance, "gold");
     eprintln!("cbt read gold:\n{shown}");
     let rows: Vec<&str> = shown
@@ -746,7 +746,7 @@ fn cbt_set_tile_reads_back() {
     use rowkit_codec::tracestore::cells::{digest_map_qualifier, digest_map_row};
     use rowkit_codec::tracestore::keys::{calc_sharded_row_name, ops_row_name};
     use rowkit_codec::tracestore::{Layout, OrderedParamSet, encode_ops_gob, ops_hash};
-    use rowkit_embedded::tracestore_scenarios as sc;
+    use rowkit_testkit::scenarios::tracestore as sc;
     let Some(emu) = cbt_or_skip("cbt_set_tile_reads_back") else {
         return;
     };

@@ -1,5 +1,5 @@
 #![allow(clippy::unwrap_used)]
-//! The foundation's semantics suite (`rowkit_embedded::suite`) replayed on the Bigtable
+//! The foundation's semantics suite (`rowkit_testkit::suite`) replayed on the Bigtable
 //! emulator through the blocking [`BigtableStore`] and the sync driver — the same code path
 //! the CLI and the schema suites use — and compared with the memory store, response by
 //! response (rows with cell order, predicate results, read-modify-write rows, entry codes,
@@ -14,7 +14,7 @@ use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{Row, Timestamp};
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::{self, Clock};
-use rowkit_embedded::suite::{self, CaseRun, Outcome, compare_rows, play};
+use rowkit_testkit::suite::{self, CaseRun, Outcome, compare_rows, play};
 
 const SEED: u64 = 0x5eed;
 

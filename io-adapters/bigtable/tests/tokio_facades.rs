@@ -65,8 +65,8 @@ mod mounttable {
     use rowkit_bigtable::mounttable::MountTable as AsyncMt;
     use rowkit_codec::mounttable::{Caller, NodeRow, decode_permissions_file};
     use rowkit_embedded::mounttable::{MountTable as SyncMt, MtConfig};
-    use rowkit_embedded::mounttable_scenarios::{S, TEST_PERMS};
     use rowkit_statemachines::mounttable::{MtError, Tables};
+    use rowkit_testkit::scenarios::mounttable::{S, TEST_PERMS};
 
     fn config() -> MtConfig {
         MtConfig {
@@ -421,8 +421,8 @@ mod objmeta {
     use rowkit_codec::objmeta::keys::VFormat;
     use rowkit_codec::objmeta::listing::ListingParams;
     use rowkit_embedded::objmeta::ObjectMetadata as SyncOm;
-    use rowkit_embedded::objmeta_scenarios::scenario_state;
     use rowkit_statemachines::objmeta::{ObjmetaEvent, RepairOutcome, RepairTask};
+    use rowkit_testkit::scenarios::objmeta::scenario_state;
 
     fn j(s: &str) -> Json {
         Json::parse(s).unwrap()

@@ -12,8 +12,7 @@ use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::objmeta::version_id::generated_at_ms;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
-use rowkit_embedded::objmeta::ObjectMetadata;
-use rowkit_embedded::objmeta_scenarios::bucket_rows;
+use rowkit_embedded::objmeta::{ObjectMetadata, bucket_rows};
 use rowkit_statemachines::Timestamp;
 use rowkit_statemachines::objmeta::{
     ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, REPAIR_DELAY_US, RepairTask,

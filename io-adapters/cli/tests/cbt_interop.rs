@@ -683,7 +683,7 @@ mod s3 {
     use rowkit_codec::objmeta::keys::VFormat;
     use rowkit_embedded::driver::ManualClock;
     use rowkit_embedded::objmeta::ObjectMetadata;
-    use rowkit_embedded::objmeta_scenarios::scenario_state;
+    use rowkit_testkit::scenarios::objmeta::scenario_state;
 
     const V0: &str = "98299999999998999999RG001  4242.0";
     const V1: &str = "98299999999997999999RG001  4242.1";

@@ -38,19 +38,13 @@
 pub mod driver;
 mod memory;
 pub mod mounttable;
-pub mod mounttable_scenarios;
 pub mod objmeta;
-pub mod objmeta_scenarios;
 #[cfg(feature = "redb")]
 mod redb_store;
 pub mod semantics;
-pub mod sim;
 mod store;
-pub mod suite;
 pub mod tracestore;
-pub mod tracestore_scenarios;
 pub mod triples;
-pub mod triples_scenarios;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]

@@ -9,9 +9,10 @@
 //! (`rowkit_bigtable::objmeta::ObjectMetadata`) shares the driver-independent bookkeeping,
 //! [`ObjmetaCalls`] (seeds, deadline, events, pending repairs), and [`RepairReport`].
 
-use rowkit_codec::objmeta::cells::families;
+use rowkit_codec::model::{RowRange, RowSet};
+use rowkit_codec::objmeta::cells::{StoredDoc, families, filters};
 use rowkit_codec::objmeta::json::Json;
-use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{
     AsyncRepair, AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp,
@@ -21,7 +22,8 @@ use rowkit_statemachines::objmeta::{
     PutBucketAttributesCapabilitiesOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp,
     RepairOutcome, RepairTask, UpdateCountItemsOp,
 };
-use rowkit_statemachines::{Code, Timestamp};
+use rowkit_statemachines::readrows::ReadRows;
+use rowkit_statemachines::{Code, ReadRowsRequest, RetryPolicy, Timestamp};
 
 use crate::Store;
 use crate::driver::{Clock, ManualClock, RunError, run};
@@ -416,4 +418,44 @@ impl<'s, S: Store + ?Sized, C: Clock + ?Sized> ObjectMetadata<'s, S, C> {
     pub fn drop_pending_repairs(&mut self) -> Vec<RepairTask> {
         self.calls.take_all()
     }
+}
+
+/// Every row of a bucket's collection (`collection`, e.g.
+/// [`collection_for_bucket`](rowkit_codec::objmeta::keys::collection_for_bucket)) as Arsenal's
+/// JSON `{key, row_key_hex, value}`, in key order: `key` is the row key after the collection
+/// prefix, `value` the stored document (latest `d:value`). One ReadRows through the sync
+/// driver; an error (the read's, or a row without a document) is returned as text.
+pub fn bucket_rows(store: &dyn Store, table: &str, collection: &str) -> Result<Vec<Json>, String> {
+    let req = ReadRowsRequest {
+        table: table.to_string(),
+        rows: RowSet::range(RowRange::half_open(
+            collection_start(collection),
+            collection_end(collection),
+        )),
+        filter: Some(filters::latest()),
+        ..Default::default()
+    };
+    let m = ReadRows::new(req, Timestamp(0), 0, RetryPolicy::default());
+    let mut rows = Vec::new();
+    run(store, &ManualClock::new(Timestamp(0)), m, |r| rows.push(r))
+        .map_err(|e| format!("{e:?}"))?;
+    let n = collection.len() + 1;
+    rows.iter()
+        .map(|r| {
+            let doc = StoredDoc::from_row(r)
+                .map_err(|e| e.to_string())?
+                .ok_or("row without d:value")?;
+            let key = String::from_utf8_lossy(&r.key[n.min(r.key.len())..]).into_owned();
+            let hex: String = r.key.iter().map(|b| format!("{b:02x}")).collect();
+            Ok(Json::Object(
+                [
+                    ("key".to_string(), Json::str(key)),
+                    ("row_key_hex".to_string(), Json::str(hex)),
+                    ("value".to_string(), doc.value),
+                ]
+                .into_iter()
+                .collect(),
+            ))
+        })
+        .collect()
 }

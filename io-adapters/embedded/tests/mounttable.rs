@@ -1,10 +1,10 @@
 #![allow(clippy::unwrap_used)]
-//! The mounttable acceptance scenarios (`rowkit_embedded::mounttable_scenarios`) on the memory
+//! The mounttable acceptance scenarios (`rowkit_testkit::scenarios::mounttable`) on the memory
 //! store and the redb store. The Bigtable emulator runs the same functions from
 //! `rowkit-bigtable`'s tests.
 
-use rowkit_embedded::mounttable_scenarios::{CONCURRENCY, SCENARIOS};
 use rowkit_embedded::{MemoryStore, RedbStore, Store};
+use rowkit_testkit::scenarios::mounttable::{CONCURRENCY, SCENARIOS};
 
 fn run_all(store: &dyn Store, tag: &str) {
     for (name, f) in SCENARIOS {

@@ -3,8 +3,8 @@
 //! MemoryStore and RedbStore, comparing the whole bucket after each step.
 
 use rowkit_codec::objmeta::json::Json;
-use rowkit_embedded::objmeta_scenarios::replay_all;
 use rowkit_embedded::{MemoryStore, RedbStore, Store};
+use rowkit_testkit::scenarios::objmeta::replay_all;
 
 fn vectors() -> Json {
     let dir = std::env::var("ROWKIT_SHARED")
@@ -41,10 +41,10 @@ fn scenario_traces_redb() {
 
 // Crash at every cut point (`objmeta.md` 8.4, issue "Done when"): a versioned put or delete is
 // dropped after its k-th request, for every k, for nine operations in both formats
-// (`rowkit_embedded::objmeta_scenarios::crash_at_every_cut`, which also checks each
+// (`rowkit_testkit::scenarios::objmeta::crash_at_every_cut`, which also checks each
 // operation's request count and that the repair path ran).
 
-use rowkit_embedded::objmeta_scenarios::{CRASH_CASES, crash_at_every_cut};
+use rowkit_testkit::scenarios::objmeta::{CRASH_CASES, crash_at_every_cut};
 
 #[test]
 fn crash_at_every_cut_point_memory() {

@@ -1,11 +1,11 @@
 #![allow(clippy::unwrap_used)]
 //! objmeta acceptance scenarios of `objmeta.md` 18 that the traces do not cover
-//! (`rowkit_embedded::objmeta_scenarios::ACCEPTANCE`), on MemoryStore and RedbStore; the
+//! (`rowkit_testkit::scenarios::objmeta::ACCEPTANCE`), on MemoryStore and RedbStore; the
 //! emulator runs the same functions (rowkit-bigtable `tests/schemas.rs`).
 
 use rowkit_codec::objmeta::json::Json;
-use rowkit_embedded::objmeta_scenarios::acceptance_all;
 use rowkit_embedded::{MemoryStore, RedbStore};
+use rowkit_testkit::scenarios::objmeta::acceptance_all;
 
 fn vectors() -> Json {
     let dir = std::env::var("ROWKIT_SHARED")

@@ -1,4 +1,4 @@
-//! Replays the semantics suite (`rowkit_embedded::suite`) on every local store: the memory
+//! Replays the semantics suite (`rowkit_testkit::suite`) on every local store: the memory
 //! store must meet every expectation, the redb store must give exactly the memory store's
 //! results, and a memory store that splits values every 3 bytes and sends 2 chunks per response
 //! must give the same rows through the chunk merger.
@@ -6,9 +6,9 @@
 
 use std::collections::BTreeMap;
 
-use rowkit_embedded::suite::{self, CaseRun, Category, Outcome, SemanticsCase, compare_rows, play};
 use rowkit_embedded::{ChunkingOptions, MemoryStore, Store};
 use rowkit_statemachines::Request;
+use rowkit_testkit::suite::{self, CaseRun, Category, Outcome, SemanticsCase, compare_rows, play};
 
 /// Seed of every store, so `row_sample_filter` draws agree across stores.
 const SEED: u64 = 0x5eed;

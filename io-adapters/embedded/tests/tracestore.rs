@@ -4,8 +4,8 @@
 #![allow(clippy::unwrap_used)]
 
 use rowkit_codec::tracestore::Layout;
-use rowkit_embedded::tracestore_scenarios as sc;
 use rowkit_embedded::{MemoryStore, RedbStore, Store};
+use rowkit_testkit::scenarios::tracestore as sc;
 
 const LAYOUTS: [Layout; 2] = [Layout::Md5, Layout::DigestId];
 

@@ -14,8 +14,8 @@ use rowkit_codec::tracestore::keys::id_counter_row_name;
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::tracestore::TraceStore;
-use rowkit_embedded::tracestore_scenarios::{self as sc, HookAction, Hooked};
 use rowkit_statemachines::{MutateRowsEntry, Request, Response};
+use rowkit_testkit::scenarios::tracestore::{self as sc, HookAction, Hooked};
 use serde_json::Value;
 
 fn vectors() -> Value {
@@ -290,7 +290,7 @@ fn digest_id_assignment() {
 }
 
 /// Scenario 17's table of increments and counter values per batch of 113
-/// (`tracestore_scenarios::FIRST_IDS_BATCHES`) is the vector's.
+/// (`rowkit_testkit::scenarios::tracestore::FIRST_IDS_BATCHES`) is the vector's.
 #[test]
 fn first_ids_batches_are_the_vectors() {
     let case = &vectors()["digest_id_allocation"][0];

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used)]
 //! `spec/triples.md` §12 acceptance scenarios on MemoryStore and RedbStore (the scenario
-//! functions live in `rowkit_embedded::triples_scenarios` so the emulator-backed store can run
+//! functions live in `rowkit_testkit::scenarios::triples` so the emulator-backed store can run
 //! them too), plus batching and store-failure behaviour (scenario 15).
 
 use std::sync::Mutex;
@@ -8,12 +8,12 @@ use std::sync::Mutex;
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_codec::triples::Triple;
 use rowkit_embedded::driver::{ManualClock, run};
-use rowkit_embedded::triples_scenarios::{self, shorthand};
 use rowkit_embedded::{MemoryStore, RedbStore, Reply, Store};
 use rowkit_statemachines::triples::{AddTriples, OperationConfig, TriplesError};
 use rowkit_statemachines::{
     Code, MutateRowsEntryResult, MutateRowsResponse, Request, Response, StoreError,
 };
+use rowkit_testkit::scenarios::triples::{self as triples_scenarios, shorthand};
 
 fn bt18() -> Vec<String> {
     let dir = std::env::var("ROWKIT_SHARED")

@@ -15,8 +15,8 @@ use common::{HttpStore, client, local, runtime, start};
 use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{Mutation, Timestamp};
 use rowkit_embedded::Store;
-use rowkit_embedded::suite::{self, Category, Expectation, SemanticsCase, compare_rows, play};
 use rowkit_statemachines::{Request, StoreError};
+use rowkit_testkit::suite::{self, Category, Expectation, SemanticsCase, compare_rows, play};
 
 /// Cases the emulator cannot be sent (see `io-adapters/bigtable/tests/semantics.rs`).
 const CRASHES_THE_EMULATOR: &[&str] = &["filter-invalid/cells_per_row_offset -1"];

@@ -18,7 +18,6 @@ use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
 use rowkit_embedded::driver::{Clock, ManualClock};
-use rowkit_embedded::suite::{self, CaseRun, Outcome, play};
 use rowkit_embedded::{MemoryStore, Reply, Store};
 use rowkit_gateway::{Gateway, GatewayConfig, GatewayError};
 use rowkit_rest::{
@@ -27,6 +26,7 @@ use rowkit_rest::{
 use rowkit_statemachines::{
     Code, MutateRowRequest, ReadRowsRequest, Request, Response, SplitMix64, StoreError,
 };
+use rowkit_testkit::suite::{self, CaseRun, Outcome, play};
 use tokio::runtime::Runtime;
 
 /// Every semantics case through the gateway equals the native MemoryStore run: same rows,

@@ -10,9 +10,9 @@ use alloc::vec::Vec;
 use std::format;
 
 use rowkit_codec::model::{Code, RowFilter, Timestamp};
-use rowkit_embedded::suite;
 use rowkit_embedded::{MemoryStore, Reply, Store};
 use rowkit_statemachines::{CellChunk, ReadRowsResponse, Request, Response, RowStatus, StoreError};
+use rowkit_testkit::suite;
 use serde_json::Value;
 
 use super::*;

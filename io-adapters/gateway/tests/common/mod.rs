@@ -13,7 +13,6 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_embedded::driver::ManualClock;
-use rowkit_embedded::suite;
 use rowkit_embedded::{Reply, Store};
 use rowkit_gateway::{Gateway, GatewayConfig};
 use rowkit_rest::{
@@ -21,6 +20,7 @@ use rowkit_rest::{
     encode_request,
 };
 use rowkit_statemachines::{Code, Request, Response, StoreError};
+use rowkit_testkit::suite;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 

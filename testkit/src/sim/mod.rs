@@ -27,8 +27,8 @@
 //! across rows, and none weaker within one.
 //!
 //! ```
-//! use rowkit_embedded::sim::{self, SimConfig};
-//! use rowkit_embedded::sim::triples::TriplesWorkload;
+//! use rowkit_testkit::sim::{self, SimConfig};
+//! use rowkit_testkit::sim::triples::TriplesWorkload;
 //!
 //! let report = sim::run(&SimConfig::quick(7), &mut TriplesWorkload::default()).unwrap();
 //! assert!(report.operations > 0);
@@ -46,7 +46,7 @@ use rowkit_statemachines::{
     Code, Machine, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
 };
 
-use crate::{MemoryStore, Reply, Store};
+use rowkit_embedded::{MemoryStore, Reply, Store};
 
 /// Fault rates, in parts per 10 000 of the chances to inject them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

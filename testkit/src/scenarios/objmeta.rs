@@ -15,15 +15,14 @@
 use rowkit_codec::model::{RowRange, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, filters};
 use rowkit_codec::objmeta::json::Json;
-use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
+use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
-use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{ReadRowsRequest, RetryPolicy, Timestamp};
+use rowkit_statemachines::{ReadRowsRequest, Timestamp};
 
-use crate::Store;
-use crate::driver::{ManualClock, run};
-use crate::objmeta::ObjectMetadata;
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::{ManualClock, run};
+use rowkit_embedded::objmeta::{ObjectMetadata, bucket_rows};
 
 use std::sync::Mutex;
 
@@ -35,7 +34,7 @@ use rowkit_statemachines::objmeta::{
 };
 use rowkit_statemachines::{Code, Machine, Request, StoreError};
 
-use crate::{Reply, Response};
+use rowkit_embedded::{Reply, Response};
 
 /// JSON equality with member order ignored (how the vectors compare documents).
 pub fn json_eq(a: &Json, b: &Json) -> bool {
@@ -60,42 +59,6 @@ pub fn scenario_state(table: &str, vformat: VFormat) -> ObjmetaState {
         default_bucket_key_format: vformat,
         ..ObjmetaConfig::default()
     })
-}
-
-/// Every row of a bucket's collection as `{key, row_key_hex, value}`, in key order.
-pub fn bucket_rows(store: &dyn Store, table: &str, collection: &str) -> Result<Vec<Json>, String> {
-    let req = ReadRowsRequest {
-        table: table.to_string(),
-        rows: RowSet::range(RowRange::half_open(
-            collection_start(collection),
-            collection_end(collection),
-        )),
-        filter: Some(filters::latest()),
-        ..Default::default()
-    };
-    let m = ReadRows::new(req, Timestamp(0), 0, RetryPolicy::default());
-    let mut rows = Vec::new();
-    run(store, &ManualClock::new(Timestamp(0)), m, |r| rows.push(r))
-        .map_err(|e| format!("{e:?}"))?;
-    let n = collection.len() + 1;
-    rows.iter()
-        .map(|r| {
-            let doc = StoredDoc::from_row(r)
-                .map_err(|e| e.to_string())?
-                .ok_or("row without d:value")?;
-            let key = String::from_utf8_lossy(&r.key[n.min(r.key.len())..]).into_owned();
-            let hex: String = r.key.iter().map(|b| format!("{b:02x}")).collect();
-            Ok(Json::Object(
-                [
-                    ("key".to_string(), Json::str(key)),
-                    ("row_key_hex".to_string(), Json::str(hex)),
-                    ("value".to_string(), doc.value),
-                ]
-                .into_iter()
-                .collect(),
-            ))
-        })
-        .collect()
 }
 
 fn get_str<'a>(v: &'a Json, name: &str) -> Result<&'a str, String> {
@@ -534,7 +497,7 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
         Some(hex.as_str()),
         uuid_case.get("row_key_hex").and_then(Json::as_str)
     );
-    let rows = crate::driver::read_rows(
+    let rows = rowkit_embedded::driver::read_rows(
         store,
         ReadRowsRequest {
             table: table.into(),
@@ -1016,7 +979,7 @@ fn rec_take_writes(rec: &Recorder<'_>) {
 }
 
 fn clock_now(c: &ManualClock) -> Timestamp {
-    use crate::driver::Clock;
+    use rowkit_embedded::driver::Clock;
     c.now()
 }
 
@@ -1047,7 +1010,7 @@ fn list_row_by_row(
         let Request::ReadRows(q) = request else {
             panic!("a listing sends only ReadRows: {request:?}")
         };
-        let rows = crate::driver::read_rows(store, q.clone(), now).unwrap();
+        let rows = rowkit_embedded::driver::read_rows(store, q.clone(), now).unwrap();
         let mut log = ScanLog {
             rows: q.rows,
             fed: 0,
@@ -1055,7 +1018,7 @@ fn list_row_by_row(
         };
         for row in &rows {
             let part = ReadRowsResponse {
-                chunks: crate::semantics::row_chunks(row, None),
+                chunks: rowkit_embedded::semantics::row_chunks(row, None),
                 ..Default::default()
             };
             m.handle_response(tag, Ok(Response::ReadRowsPart(part)), now);

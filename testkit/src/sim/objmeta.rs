@@ -59,8 +59,8 @@ use rowkit_statemachines::{
 };
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use crate::driver::{self, ManualClock};
-use crate::{MemoryStore, Store};
+use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::{MemoryStore, Store};
 
 const TABLE: &str = "objmeta";
 /// The buckets and their key formats.
@@ -250,7 +250,7 @@ struct Shared {
 #[derive(Debug)]
 pub struct ObjmetaWorkload {
     /// A bug planted in every machine this workload starts (the simulator's self-test;
-    /// honoured only when rowkit-statemachines is built with `planted-bugs`).
+    /// honoured only with this crate's `planted-bugs` feature).
     pub planted: Option<PlantedBug>,
     shared: Rc<RefCell<Shared>>,
     next_n: u64,

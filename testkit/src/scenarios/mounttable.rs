@@ -1,7 +1,7 @@
 //! The acceptance scenarios of `spec/mounttable.md` §22 as functions over any [`Store`], so
-//! the memory store, the redb store and (once `rowkit-bigtable` merges) the Bigtable emulator
-//! all run the same code. Each function creates its own tables named after `table` (use a
-//! fresh name per call) and panics with a message naming the step that failed.
+//! the memory store, the redb store and the Bigtable emulator all run the same code. Each
+//! function creates its own tables named after `table` (use a fresh name per call) and panics
+//! with a message naming the step that failed.
 //!
 //! Scenario 3 (the row cache) is pure and lives in the statemachines tests; scenario 24 (codec
 //! vectors) in the codec tests. The crash scenarios ([`crash_child_add`],
@@ -22,9 +22,9 @@ use rowkit_statemachines::{
     Machine, MutateRowRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64, Tag,
 };
 
-use crate::driver::{self, Clock, ManualClock};
-use crate::mounttable::{MountTable, MtConfig, server_caller};
-use crate::{Reply, Store};
+use rowkit_embedded::driver::{self, Clock, ManualClock};
+use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
+use rowkit_embedded::{Reply, Store};
 
 /// The scenario clock's start (§22).
 pub const T0: Timestamp = Timestamp(1_700_000_000_000_000);
@@ -1274,7 +1274,8 @@ pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, 
 /// the entry, got the old row; a creator checking that its parent still existed saw a parent a
 /// subtree delete had just removed and built on its orphaned row. The cache now serves no read
 /// of a row while a write to it is in flight (`RowCache::begin_write`; the regression test is
-/// `the_row_cache_serves_no_row_older_than_an_applied_write` in `tests/mounttable.rs`).
+/// `the_row_cache_serves_no_row_older_than_an_applied_write` in rowkit-embedded's
+/// `tests/mounttable.rs`).
 pub fn concurrent_mount_delete(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
     let clock = ManualClock::new(T0);
     let t = mount_delete_rounds(store, table, &clock, threads, cycles);

@@ -17,8 +17,8 @@ use rowkit_statemachines::triples::{AddTriples, Exist, NewGraph, OperationConfig
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use crate::driver::{self, ManualClock};
-use crate::{MemoryStore, Store};
+use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::{MemoryStore, Store};
 
 const GRAPH: &[u8] = b"sim";
 const TABLE: &str = keys::DEFAULT_TABLE;
@@ -71,7 +71,7 @@ pub enum TriplesOutput {
 pub struct TriplesWorkload {
     universe: Vec<Triple>,
     /// A bug planted in every machine this workload starts (the simulator's self-test;
-    /// honoured only when rowkit-statemachines is built with `planted-bugs`).
+    /// honoured only with this crate's `planted-bugs` feature).
     pub planted: Option<rowkit_statemachines::planted::PlantedBug>,
 }
 

@@ -1,6 +1,6 @@
 //! The acceptance scenarios of `spec/tracestore.md` 20 as functions over any [`Store`], so the
-//! same checks run on the memory store, the redb store and (once rowkit-bigtable merges) the
-//! Bigtable emulator. Each function panics with a message on failure, like an assertion.
+//! same checks run on the memory store, the redb store and the Bigtable emulator. Each
+//! function panics with a message on failure, like an assertion.
 //!
 //! Helpers: [`Hooked`] wraps a store to log requests and inject faults or concurrent writes;
 //! [`Turnstile`] runs several facades on threads one request at a time, in an order a seed
@@ -25,9 +25,9 @@ use rowkit_statemachines::{
     SplitMix64, StoreError,
 };
 
-use crate::driver::{self, Clock, ManualClock};
-use crate::tracestore::TraceStore;
-use crate::{Reply, Store};
+use rowkit_embedded::driver::{self, Clock, ManualClock};
+use rowkit_embedded::tracestore::TraceStore;
+use rowkit_embedded::{Reply, Store};
 
 /// The table the scenarios use.
 pub const TABLE: &str = "gold";

@@ -1,7 +1,7 @@
 //! The acceptance scenarios of `spec/triples.md` §12 as functions over any [`Store`], so the
-//! same checks run on [`crate::MemoryStore`], [`crate::RedbStore`] and (once the Bigtable
-//! adapter merges) the emulator. Each scenario expects a store without a `badwolf` table (a
-//! fresh store), creates it, and returns `Err(description)` on the first mismatch.
+//! same checks run on [`rowkit_embedded::MemoryStore`], [`rowkit_embedded::RedbStore`] and the
+//! Bigtable emulator. Each scenario expects a store without a `badwolf` table (a fresh store),
+//! creates it, and returns `Err(description)` on the first mismatch.
 //!
 //! `bt18` is the `bt_fixture` of `vectors/triples.json` (the `input` texts, in order); runners
 //! read it from the vector file.
@@ -14,9 +14,9 @@ use rowkit_statemachines::triples::{
     FilterField, FilterOperation, FilterOptions, LookupMethod, LookupOptions, TriplesError,
 };
 
-use crate::Store;
-use crate::driver::{self, ManualClock};
-use crate::triples::{Graph, TripleStore};
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::triples::{Graph, TripleStore};
 
 /// The result of one scenario.
 pub type ScenarioResult = Result<(), String>;

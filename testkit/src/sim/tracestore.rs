@@ -38,9 +38,9 @@ use rowkit_statemachines::{
 };
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use crate::MemoryStore;
-use crate::driver::{self, ManualClock};
-use crate::tracestore::{TraceStore, setup_table};
+use rowkit_embedded::MemoryStore;
+use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::tracestore::{TraceStore, setup_table};
 
 const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a
@@ -165,8 +165,8 @@ impl<T: 'static> Machine for Writer<T> {
 pub struct TraceStoreWorkload {
     layout: Layout,
     pool: WriterPool,
-    /// A bug planted in every writer's state (the simulator's self-test; honoured only when
-    /// rowkit-statemachines is built with `planted-bugs`).
+    /// A bug planted in every writer's state (the simulator's self-test; honoured only with
+    /// this crate's `planted-bugs` feature).
     pub planted: Option<PlantedBug>,
 }
 

@@ -1,0 +1,25 @@
+//! rowkit's test harness, shared by the tests of every store and adapter. A dev-dependency
+//! only: no crate that ships depends on it outside `[dev-dependencies]`.
+//!
+//! - [`suite`]: the Bigtable semantics suite as data, replayed on every store.
+//! - [`scenarios`]: every schema's acceptance scenarios ([`scenarios::mounttable`],
+//!   [`scenarios::objmeta`], [`scenarios::tracestore`], [`scenarios::triples`]) as functions
+//!   over any [`Store`](rowkit_embedded::Store).
+//! - [`sim`]: the deterministic fault simulator. Feature `planted-bugs` builds the machines'
+//!   planted bugs (rowkit-statemachines' `planted-bugs`) for the simulator's self-test
+//!   (`tests/sim.rs`); nothing else enables it.
+//!
+//! ```
+//! use rowkit_embedded::MemoryStore;
+//! use rowkit_testkit::suite;
+//!
+//! // The suite's first case, played on a fresh memory store, meets its expectation.
+//! let mut case = suite::cases().remove(0);
+//! let run = suite::play(&MemoryStore::new(), &mut case).unwrap();
+//! case.expect.check(&run.outcome).unwrap();
+//! ```
+#![forbid(unsafe_code)]
+
+pub mod scenarios;
+pub mod sim;
+pub mod suite;
