@@ -7,12 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::ColumnFamily;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_embedded::driver::ManualClock;
-use rowkit_embedded::objmeta::ObjectMetadata;
 use rowkit_embedded::{RedbStore, Reply, Request, Response, Store, StoreError};
 use rowkit_statemachines::{RowStatus, Timestamp};
 use rowkit_testkit::scenarios::objmeta::scenario_state;
@@ -72,9 +73,13 @@ const T0: i64 = 1_700_000_000_000_000;
 fn ops(c: &mut Criterion) {
     let s = store();
     let clock = ManualClock::new(Timestamp(T0));
-    let mut om = ObjectMetadata::new(&s, &clock, scenario_state("objmeta", VFormat::V1), 1);
-    om.setup().unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    let mut om = ObjectMetadata::new(
+        SyncDriver::new(&s, &clock),
+        scenario_state("objmeta", VFormat::V1),
+        1,
+    );
+    block_on(om.setup()).unwrap();
+    block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let ver = j(r#"{"versioning":true}"#);
     let value = j(
         r#"{"key":"k","content-length":1024,"owner-id":"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be","tags":{}}"#,
@@ -87,29 +92,27 @@ fn ops(c: &mut Criterion) {
         b.iter(|| {
             i += 1;
             clock.advance_to(Timestamp(T0 + i as i64 * 1000));
-            om.put_object("b", &format!("k{}", i % 1000), &value, Some(&ver))
-                .unwrap()
+            block_on(om.put_object("b", &format!("k{}", i % 1000), &value, Some(&ver))).unwrap()
         })
     });
     g.bench_function("put_nonversioned", |b| {
         b.iter(|| {
             i += 1;
-            om.put_object("b", &format!("n{}", i % 1000), &value, Some(&j("{}")))
-                .unwrap()
+            block_on(om.put_object("b", &format!("n{}", i % 1000), &value, Some(&j("{}")))).unwrap()
         })
     });
     g.bench_function("get", |b| {
         b.iter(|| {
             i += 1;
-            om.get_object("b", &format!("n{}", i % 1000), None).unwrap()
+            block_on(om.get_object("b", &format!("n{}", i % 1000), None)).unwrap()
         })
     });
     g.bench_function("put_then_delete_nonversioned", |b| {
         b.iter(|| {
             i += 1;
             let k = format!("d{i}");
-            om.put_object("b", &k, &value, Some(&j("{}"))).unwrap();
-            om.delete_object("b", &k, Some(&j("{}")), None).unwrap()
+            block_on(om.put_object("b", &k, &value, Some(&j("{}")))).unwrap();
+            block_on(om.delete_object("b", &k, Some(&j("{}")), None)).unwrap()
         })
     });
     // Deletes alone: each iteration's object is put untimed first.
@@ -122,15 +125,15 @@ fn ops(c: &mut Criterion) {
                     clock.advance_to(Timestamp(T0 + i as i64 * 1000));
                     let k = format!("x{i}");
                     let params = if versioned {
-                        let put = om.put_object("b", &k, &value, Some(&ver)).unwrap();
+                        let put = block_on(om.put_object("b", &k, &value, Some(&ver))).unwrap();
                         let vid = j(&put.unwrap()).get("versionId").unwrap().clone();
                         Json::Object([("versionId".to_string(), vid)].into_iter().collect())
                     } else {
-                        om.put_object("b", &k, &value, Some(&j("{}"))).unwrap();
+                        block_on(om.put_object("b", &k, &value, Some(&j("{}")))).unwrap();
                         j("{}")
                     };
                     let start = std::time::Instant::now();
-                    om.delete_object("b", &k, Some(&params), None).unwrap();
+                    block_on(om.delete_object("b", &k, Some(&params), None)).unwrap();
                     total += start.elapsed();
                     om.drop_pending_repairs();
                 }
@@ -150,13 +153,12 @@ fn ops(c: &mut Criterion) {
 fn dm_bucket(s: &Counting<RedbStore>, vf: VFormat, n: usize) -> ObjmetaHandle<'_> {
     let clock = Box::leak(Box::new(ManualClock::new(Timestamp(T0))));
     let mut om = ObjectMetadata::new(
-        s,
-        &*clock,
+        SyncDriver::new(s, &*clock),
         scenario_state(&format!("dm-{}", vf.as_str()), vf),
         1,
     );
-    om.setup().unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    block_on(om.setup()).unwrap();
+    block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let ver = j(r#"{"versioning":true}"#);
     let mut t = 0;
     for i in 0..n {
@@ -164,23 +166,23 @@ fn dm_bucket(s: &Counting<RedbStore>, vf: VFormat, n: usize) -> ObjmetaHandle<'_
         for v in 0..2 {
             t += 1;
             clock.advance_to(Timestamp(T0 + t * 1000));
-            om.put_object(
+            block_on(om.put_object(
                 "b",
                 &k,
                 &j(&format!(r#"{{"key":"{k}","v":{v}}}"#)),
                 Some(&ver),
-            )
+            ))
             .unwrap();
         }
         if i % 10 != 0 {
             t += 1;
             clock.advance_to(Timestamp(T0 + t * 1000));
-            om.put_object(
+            block_on(om.put_object(
                 "b",
                 &k,
                 &j(&format!(r#"{{"key":"{k}","isDeleteMarker":true}}"#)),
                 Some(&ver),
-            )
+            ))
             .unwrap();
         }
     }
@@ -188,7 +190,7 @@ fn dm_bucket(s: &Counting<RedbStore>, vf: VFormat, n: usize) -> ObjmetaHandle<'_
     om
 }
 
-type ObjmetaHandle<'a> = ObjectMetadata<'a, Counting<RedbStore>, ManualClock>;
+type ObjmetaHandle<'a> = ObjectMetadata<SyncDriver<&'a Counting<RedbStore>, &'a ManualClock>>;
 
 fn listing(c: &mut Criterion) {
     let n = 2000;
@@ -202,7 +204,7 @@ fn listing(c: &mut Criterion) {
             ..Default::default()
         };
         s.rows.store(0, Ordering::Relaxed);
-        let r = om.list_object("b", &p).unwrap();
+        let r = block_on(om.list_object("b", &p)).unwrap();
         let listed = match r.get("Contents") {
             Some(Json::Array(a)) => a.len(),
             _ => 0,
@@ -215,7 +217,7 @@ fn listing(c: &mut Criterion) {
         );
         g.throughput(Throughput::Elements(listed as u64));
         g.bench_function(format!("delimiter_master_90pct_dm_{}", vf.as_str()), |b| {
-            b.iter(|| om.list_object("b", &p).unwrap())
+            b.iter(|| block_on(om.list_object("b", &p)).unwrap())
         });
         let pv = ListingParams {
             listing_type: ListingType::DelimiterVersions,
@@ -223,7 +225,7 @@ fn listing(c: &mut Criterion) {
         };
         g.throughput(Throughput::Elements(1000));
         g.bench_function(format!("delimiter_versions_{}", vf.as_str()), |b| {
-            b.iter(|| om.list_object("b", &pv).unwrap())
+            b.iter(|| block_on(om.list_object("b", &pv)).unwrap())
         });
     }
     g.finish();

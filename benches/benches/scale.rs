@@ -23,6 +23,11 @@ use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use rowkit_bigtable::emulator::Emulator;
+use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
+use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_client::tracestore::{TraceStore, setup_table};
+use rowkit_client::triples::TripleStore;
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, ReadModifyWriteRule, RowSet, RuleOp, Timestamp};
 use rowkit_codec::mounttable as mtc;
 use rowkit_codec::objmeta::json::Json;
@@ -32,10 +37,6 @@ use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, ops_hash};
 use rowkit_codec::triples::Triple;
 use rowkit_embedded::driver::{self, Clock, ManualClock, SystemClock};
-use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
-use rowkit_embedded::objmeta::ObjectMetadata;
-use rowkit_embedded::tracestore::TraceStore;
-use rowkit_embedded::triples::TripleStore;
 use rowkit_embedded::{RedbStore, Reply, Request, Response, Store};
 use rowkit_statemachines::mounttable::Tables;
 use rowkit_statemachines::tracestore::PutEntry;
@@ -242,9 +243,9 @@ fn graph(c: &mut Criterion) {
     };
     let store = backend.store.as_ref();
     let clock = ManualClock::new(start_time());
-    let ts = TripleStore::new(store, &clock);
-    ts.setup().unwrap();
-    let g = ts.new_graph(b"scale").unwrap();
+    let ts = TripleStore::new(SyncDriver::new(store, &clock));
+    block_on(ts.setup()).unwrap();
+    let g = block_on(ts.new_graph(b"scale")).unwrap();
     let mut have = 0u64;
     let mut added = 1u64 << 40;
     let mut growing = Duration::ZERO;
@@ -252,30 +253,28 @@ fn graph(c: &mut Criterion) {
         let started = Instant::now();
         while have < size {
             let n = (size - have).min(10_000);
-            g.add_triples((have..have + n).map(triple).collect())
-                .unwrap();
+            block_on(g.add_triples((have..have + n).map(triple).collect())).unwrap();
             have += n;
         }
         growing += started.elapsed();
         grown("graph triples", have, growing);
         let pick = |i: u64| (i * 7919) % have;
         measure(c, "graph", "exist", size, &backend, |i| {
-            assert!(g.exist(&triple(pick(i))).unwrap());
+            assert!(block_on(g.exist(&triple(pick(i)))).unwrap());
         });
         measure(c, "graph", "objects(S,P)", size, &backend, |i| {
             let t = triple(pick(i));
-            let found = g
-                .lookup(
-                    LookupMethod::Objects(t.subject.clone(), t.predicate.clone()),
-                    LookupOptions::default(),
-                )
-                .unwrap();
+            let found = block_on(g.lookup(
+                LookupMethod::Objects(t.subject.clone(), t.predicate.clone()),
+                LookupOptions::default(),
+            ))
+            .unwrap();
             assert!(!found.is_empty());
         });
         measure(c, "graph", "add 1 triple", size, &backend, |_| {
             added += 1;
             let t = Triple::parse(format!("/n<x{added}>\t\"new\"@[]\t/n<y>").as_bytes()).unwrap();
-            g.add_triples(vec![t]).unwrap();
+            block_on(g.add_triples(vec![t])).unwrap();
         });
     }
 }
@@ -303,20 +302,31 @@ fn gold(c: &mut Criterion) {
         return;
     };
     let store = backend.store.as_ref();
-    TraceStore::<dyn Store, ManualClock>::setup(store, "gold", Layout::Md5).unwrap();
+    block_on(setup_table(
+        &SyncDriver::new(store, &ManualClock::new(Timestamp(0))),
+        "gold",
+        Layout::Md5,
+    ))
+    .unwrap();
     let clock = ManualClock::new(start_time());
-    let mut ts = TraceStore::open(store, &clock, "gold", None, 1).unwrap();
+    let mut ts = block_on(TraceStore::open(
+        SyncDriver::new(store, &clock),
+        "gold",
+        None,
+        1,
+    ))
+    .unwrap();
     let mut commits = 0u64;
     let mut growing = Duration::ZERO;
     for size in sizes() {
         let started = Instant::now();
         while commits * TRACES < size {
-            ts.put(
+            block_on(ts.put(
                 commits as i64,
                 None,
                 entries(0..TRACES, commits),
                 Timestamp(T0),
-            )
+            ))
             .unwrap();
             commits += 1;
         }
@@ -325,8 +335,7 @@ fn gold(c: &mut Criterion) {
         let last = commits as i64 - 1;
         measure(c, "gold", "put 1 value", size, &backend, |i| {
             let t = i % TRACES;
-            ts.put(last, None, entries(t..t + 1, i), Timestamp(T0))
-                .unwrap();
+            block_on(ts.put(last, None, entries(t..t + 1, i), Timestamp(T0))).unwrap();
         });
         measure(
             c,
@@ -336,7 +345,7 @@ fn gold(c: &mut Criterion) {
             &backend,
             |i| {
                 let commit = ((i * 7919) % commits) as i64;
-                let tile = ts.read_range(commit, commit).unwrap();
+                let tile = block_on(ts.read_range(commit, commit)).unwrap();
                 assert_eq!(tile.traces.len() as u64, TRACES);
             },
         );
@@ -351,10 +360,14 @@ fn s3(c: &mut Criterion) {
     };
     let store = backend.store.as_ref();
     let clock = ManualClock::new(start_time());
-    let mut om = ObjectMetadata::new(store, &clock, scenario_state("scale", VFormat::V1), 1);
-    om.setup().unwrap();
+    let mut om = ObjectMetadata::new(
+        SyncDriver::new(store, &clock),
+        scenario_state("scale", VFormat::V1),
+        1,
+    );
+    block_on(om.setup()).unwrap();
     let j = |s: &str| Json::parse(s).unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let value = j(
         r#"{"content-length":1024,"owner-id":"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be","tags":{}}"#,
     );
@@ -365,8 +378,7 @@ fn s3(c: &mut Criterion) {
     for size in sizes() {
         let started = Instant::now();
         while have < size {
-            om.put_object("b", &key(have), &value, Some(&plain))
-                .unwrap();
+            block_on(om.put_object("b", &key(have), &value, Some(&plain))).unwrap();
             have += 1;
             if have.is_multiple_of(50_000) {
                 om.take_events();
@@ -377,11 +389,10 @@ fn s3(c: &mut Criterion) {
         grown("s3 objects", have, growing);
         let pick = |i: u64| (i * 7919) % have;
         measure(c, "s3", "get", size, &backend, |i| {
-            om.get_object("b", &key(pick(i)), None).unwrap();
+            block_on(om.get_object("b", &key(pick(i)), None)).unwrap();
         });
         measure(c, "s3", "put (overwrite)", size, &backend, |i| {
-            om.put_object("b", &key(pick(i)), &value, Some(&plain))
-                .unwrap();
+            block_on(om.put_object("b", &key(pick(i)), &value, Some(&plain))).unwrap();
         });
         om.take_events();
         measure(c, "s3", "list 100 from a marker", size, &backend, |i| {
@@ -391,7 +402,7 @@ fn s3(c: &mut Criterion) {
                 marker: Some(key(pick(i))),
                 ..Default::default()
             };
-            om.list_object("b", &p).unwrap();
+            block_on(om.list_object("b", &p)).unwrap();
         });
     }
 }
@@ -409,18 +420,17 @@ fn mt(c: &mut Criterion) {
     let store = backend.store.as_ref();
     let clock = ManualClock::new(start_time());
     let t = MountTable::new(
-        store,
-        &clock,
+        SyncDriver::new(store, &clock),
         MtConfig {
             tables: Tables::new("mt"),
             ..MtConfig::default()
         },
     );
-    t.setup(None).unwrap();
+    block_on(t.setup(None)).unwrap();
     let who = server_caller();
     // The template directory d0 through the facade.
     for i in 0..LEAVES {
-        t.mount(&who, &format!("d0/n{i}"), SERVER, 0, 0).unwrap();
+        block_on(t.mount(&who, &format!("d0/n{i}"), SERVER, 0, 0)).unwrap();
     }
     let template = template_rows(store);
     let mut dirs = 1u64;
@@ -438,7 +448,7 @@ fn mt(c: &mut Criterion) {
         clock.advance_to(clock.now().saturating_add_micros(2_000_000));
         if !checked && dirs > 1 {
             // The copies are what the facade would have written: fsck finds nothing.
-            let summary = t.fsck(false, |_| {}).unwrap();
+            let summary = block_on(t.fsck(false, |_| {})).unwrap();
             assert_eq!(summary.inconsistent, 0, "{summary:?}");
             checked = true;
         }
@@ -449,10 +459,10 @@ fn mt(c: &mut Criterion) {
             format!("d{}/n{}", k / LEAVES, k % LEAVES)
         };
         measure(c, "mt", "resolve", size, &backend, |i| {
-            t.resolve(&who, &format!("{}/rest", pick(i))).unwrap();
+            block_on(t.resolve(&who, &format!("{}/rest", pick(i)))).unwrap();
         });
         measure(c, "mt", "mount (refresh)", size, &backend, |i| {
-            t.mount(&who, &pick(i), SERVER, 0, 0).unwrap();
+            block_on(t.mount(&who, &pick(i), SERVER, 0, 0)).unwrap();
         });
     }
 }

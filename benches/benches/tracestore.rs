@@ -9,12 +9,13 @@
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rowkit_client::tracestore::{TraceStore, setup_table};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, RowFilter, RowRange, RowSet, Timestamp};
 use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, OrderedParamSet, decode_ops_gob, encode_ops_gob, ops_hash};
 use rowkit_embedded::driver::ManualClock;
-use rowkit_embedded::tracestore::TraceStore;
 use rowkit_embedded::{MemoryStore, RedbStore, Store};
 use rowkit_statemachines::MutateRowsEntry;
 use rowkit_statemachines::tracestore::PutEntry;
@@ -102,19 +103,30 @@ fn ingest_and_tile(c: &mut Criterion) {
     g.sample_size(10);
     for layout in [Layout::Md5, Layout::DigestId] {
         let store = redb();
-        TraceStore::<RedbStore, ManualClock>::setup(&store, TABLE, layout).unwrap();
+        block_on(setup_table(
+            &SyncDriver::new(&store, &ManualClock::new(Timestamp(0))),
+            TABLE,
+            layout,
+        ))
+        .unwrap();
         let clock = ManualClock::new(Timestamp(T0));
-        let mut gold = TraceStore::open(&store, &clock, TABLE, None, 1).unwrap();
+        let mut gold = block_on(TraceStore::open(
+            SyncDriver::new(&store, &clock),
+            TABLE,
+            None,
+            1,
+        ))
+        .unwrap();
         let batch = entries(1000, 0);
-        gold.put(0, None, batch.clone(), Timestamp(T0)).unwrap();
+        block_on(gold.put(0, None, batch.clone(), Timestamp(T0))).unwrap();
         g.throughput(Throughput::Elements(batch.len() as u64));
         g.bench_function(format!("put_1000_values_{}", layout.name()), |b| {
-            b.iter(|| gold.put(1, None, batch.clone(), Timestamp(T0)).unwrap())
+            b.iter(|| block_on(gold.put(1, None, batch.clone(), Timestamp(T0))).unwrap())
         });
         // A full tile: `traces` traces x 256 commits.
         let started = Instant::now();
         for commit in 0..256u64 {
-            gold.put(commit as i64, None, entries(traces, commit), Timestamp(T0))
+            block_on(gold.put(commit as i64, None, entries(traces, commit), Timestamp(T0)))
                 .unwrap();
         }
         let took = started.elapsed();
@@ -128,8 +140,14 @@ fn ingest_and_tile(c: &mut Criterion) {
         g.throughput(Throughput::Elements(traces * 256));
         g.bench_function(format!("read_tile_{traces}x256_{}", layout.name()), |b| {
             b.iter(|| {
-                let mut reader = TraceStore::open(&store, &clock, TABLE, None, 2).unwrap();
-                let tile = reader.read_range(0, 255).unwrap();
+                let mut reader = block_on(TraceStore::open(
+                    SyncDriver::new(&store, &clock),
+                    TABLE,
+                    None,
+                    2,
+                ))
+                .unwrap();
+                let tile = block_on(reader.read_range(0, 255)).unwrap();
                 assert_eq!(tile.traces.len() as u64, traces);
             })
         });
@@ -145,7 +163,12 @@ fn digest_map(c: &mut Criterion) {
     let split = MemoryStore::new();
     let per_digest = MemoryStore::new();
     for s in [&split, &per_digest] {
-        TraceStore::<MemoryStore, ManualClock>::setup(s, TABLE, Layout::DigestId).unwrap();
+        block_on(setup_table(
+            &SyncDriver::new(s, &ManualClock::new(Timestamp(0))),
+            TABLE,
+            Layout::DigestId,
+        ))
+        .unwrap();
     }
     let mut rows: std::collections::BTreeMap<Vec<u8>, Vec<Mutation>> = Default::default();
     let mut single = Vec::new();
@@ -179,8 +202,14 @@ fn digest_map(c: &mut Criterion) {
     let mut rows_fetched = 0;
     g.bench_function("lookup_10000_of_100000_split_rows", |b| {
         b.iter(|| {
-            let mut gold = TraceStore::open(&split as &dyn Store, &clock, TABLE, None, 1).unwrap();
-            gold.assign_digest_ids(wanted.clone()).unwrap();
+            let mut gold = block_on(TraceStore::open(
+                SyncDriver::new(&split as &dyn Store, &clock),
+                TABLE,
+                None,
+                1,
+            ))
+            .unwrap();
+            block_on(gold.assign_digest_ids(wanted.clone())).unwrap();
             rows_fetched = gold.state().digest_cache().len();
         })
     });

@@ -4,11 +4,12 @@
 //! facade.
 
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use rowkit_client::triples::TripleStore;
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::triples::{Node, Predicate, Triple, keys};
 use rowkit_embedded::RedbStore;
 use rowkit_embedded::driver::ManualClock;
-use rowkit_embedded::triples::TripleStore;
 use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 
 /// Preloaded triples: `/u<sN> "pK"@[] /u<oM>` and temporal `"seen"` triples.
@@ -57,14 +58,14 @@ fn store(c: &mut Criterion) {
         .unwrap()
         .with_durable_commits(false);
     let clock = ManualClock::new(Timestamp::from_secs(1_700_000_000));
-    let ts = TripleStore::new(&redb, &clock);
-    ts.setup().unwrap();
-    let g = ts.new_graph(b"bench").unwrap();
+    let ts = TripleStore::new(SyncDriver::new(&redb, &clock));
+    block_on(ts.setup()).unwrap();
+    let g = block_on(ts.new_graph(b"bench")).unwrap();
     let all: Vec<Triple> = (0..PRELOAD)
         .map(|i| Triple::parse(triple_text(i).as_bytes()).unwrap())
         .collect();
     for chunk in all.chunks(10_000) {
-        g.add_triples(chunk.to_vec()).unwrap();
+        block_on(g.add_triples(chunk.to_vec())).unwrap();
     }
 
     let mut group = c.benchmark_group("triples_redb");
@@ -80,7 +81,7 @@ fn store(c: &mut Criterion) {
                 next += 1000;
                 batch
             },
-            |batch| g.add_triples(batch).unwrap(),
+            |batch| block_on(g.add_triples(batch)).unwrap(),
             BatchSize::LargeInput,
         )
     });
@@ -89,26 +90,26 @@ fn store(c: &mut Criterion) {
     let p = Predicate::parse(b"\"p1\"@[]").unwrap();
     group.bench_function("objects_lookup", |b| {
         b.iter(|| {
-            g.lookup(
+            block_on(g.lookup(
                 LookupMethod::Objects(s.clone(), p.clone()),
                 LookupOptions::default(),
-            )
+            ))
             .unwrap()
             .len()
         })
     });
     group.bench_function("triples_for_subject_lookup", |b| {
         b.iter(|| {
-            g.lookup(
+            block_on(g.lookup(
                 LookupMethod::TriplesForSubject(s.clone()),
                 LookupOptions::default(),
-            )
+            ))
             .unwrap()
             .len()
         })
     });
     let t = all[42_421].clone();
-    group.bench_function("exist", |b| b.iter(|| g.exist(&t).unwrap()));
+    group.bench_function("exist", |b| b.iter(|| block_on(g.exist(&t)).unwrap()));
     group.finish();
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -822,7 +822,9 @@ fn filter_cases() -> Vec<SemanticsCase> {
                 start: closed(b"b1"),
                 end: closed(b"v2"),
             },
-            fixture_where(|_, c| c.value.as_slice() >= b"b1" && c.value.as_slice() <= b"v2"),
+            fixture_where(|_, c| {
+                c.value.as_slice() >= b"b1".as_slice() && c.value.as_slice() <= b"v2".as_slice()
+            }),
         ),
         f(
             "filter/value_range open",
@@ -830,7 +832,7 @@ fn filter_cases() -> Vec<SemanticsCase> {
                 start: open(b""),
                 end: open(b"c5"),
             },
-            fixture_where(|_, c| !c.value.is_empty() && c.value.as_slice() < b"c5"),
+            fixture_where(|_, c| !c.value.is_empty() && c.value.as_slice() < b"c5".as_slice()),
         ),
         f(
             "filter/cells_per_row_offset",

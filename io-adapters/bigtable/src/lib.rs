@@ -9,9 +9,9 @@
 //! - [`driver`]: the Tokio driver that runs any machine with its requests in flight at once.
 //! - [`BigtableStore`]: the blocking `rowkit_embedded::Store`, so sync code runs unchanged.
 //! - [`emulator`]: the emulator as a test fixture.
-//! - Typed Tokio facades, one per schema, the async twins of `rowkit-embedded`'s sync ones:
-//!   [`mounttable::MountTable`], [`tracestore::TraceStore`], [`objmeta::ObjectMetadata`],
-//!   [`triples::TripleStore`] / [`triples::Graph`].
+//!
+//! The typed API of the four schemas runs over a connection through `rowkit-client`'s
+//! `TokioDriver`.
 //!
 //! ```
 //! use rowkit_bigtable::{Endpoint, Target};
@@ -27,12 +27,8 @@ mod connection;
 pub mod convert;
 pub mod driver;
 pub mod emulator;
-pub mod mounttable;
-pub mod objmeta;
 mod store;
 mod target;
-pub mod tracestore;
-pub mod triples;
 
 pub use auth::{StaticToken, TokenFuture, TokenProvider};
 pub use connection::{

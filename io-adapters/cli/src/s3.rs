@@ -2,6 +2,8 @@
 //! (`objmeta.md` 17) through the sync facade.
 
 use clap::{Args, Subcommand};
+use rowkit_client::objmeta::{ObjectMetadata, bucket_rows};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::escape::{self, escape};
 use rowkit_codec::explain;
 use rowkit_codec::objmeta::json::Json;
@@ -12,7 +14,6 @@ use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::objmeta::version_id::generated_at_ms;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
-use rowkit_embedded::objmeta::{ObjectMetadata, bucket_rows};
 use rowkit_statemachines::Timestamp;
 use rowkit_statemachines::objmeta::{
     ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, REPAIR_DELAY_US, RepairTask,
@@ -313,20 +314,19 @@ fn print(out: &Output, value: Value, plain: impl FnOnce() -> String) {
     }
 }
 
-type Om<'a> = ObjectMetadata<'a, dyn Store, dyn Clock + Send + Sync>;
+type Om<'a> = ObjectMetadata<SyncDriver<&'a dyn Store, &'a (dyn Clock + Send + Sync)>>;
 
 /// Runs one `rowkit s3` command.
 pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
     let mut om: Om<'_> = ObjectMetadata::new(
-        ctx.store.as_ref(),
-        ctx.clock.as_ref(),
+        SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
         state(args),
         ctx.seed,
     );
     om.set_deadline(ctx.retry.operation_timeout);
     match &args.command {
         S3Command::Setup => {
-            om.setup().map_err(op_error)?;
+            block_on(om.setup()).map_err(op_error)?;
             print(
                 out,
                 json!({"table": args.table, "families": ["d", "f"]}),
@@ -392,9 +392,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                     o.set("originOp", Json::str(op.clone()));
                 }
             }
-            let result = om
-                .put_object(bucket, key, &value, Some(&p))
-                .map_err(op_error)?;
+            let result =
+                block_on(om.put_object(bucket, key, &value, Some(&p))).map_err(op_error)?;
             let vf = om.state_mut().cached_vformat(bucket).unwrap_or_default();
             let vid = result
                 .as_deref()
@@ -424,9 +423,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             key,
             version_id,
         } => {
-            let v = om
-                .get_object(bucket, key, version_id.as_deref())
-                .map_err(op_error)?;
+            let v =
+                block_on(om.get_object(bucket, key, version_id.as_deref())).map_err(op_error)?;
             print(
                 out,
                 json!({"bucket": bucket, "key": key, "version_id": version_id, "value": to_value(&v)}),
@@ -448,7 +446,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             if *no_oplog {
                 p.set("doesNotNeedOpogUpdate", Json::Bool(true));
             }
-            om.delete_object(bucket, key, Some(&Json::Object(p)), origin_op.as_deref())
+            block_on(om.delete_object(bucket, key, Some(&Json::Object(p)), origin_op.as_deref()))
                 .map_err(op_error)?;
             let mut repairs = Vec::new();
             match repair.as_str() {
@@ -456,7 +454,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                     let tasks: Vec<RepairTask> = om.drop_pending_repairs();
                     for t in tasks {
                         ctx.clock.sleep_until(t.due);
-                        let r = om.run_repair(t);
+                        let r = block_on(om.run_repair(t));
                         repairs.push(json!({"key": r.task.key, "phd_version_id": r.task.phd_version_id, "due": r.task.due.0, "outcome": r.outcome.as_str()}));
                     }
                 }
@@ -502,7 +500,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 continuation_token: continuation_token.clone().filter(|s| !s.is_empty()),
                 ..Default::default()
             };
-            let r = om.list_object(&list.bucket, &p).map_err(op_error)?;
+            let r = block_on(om.list_object(&list.bucket, &p)).map_err(op_error)?;
             let v = listing_json(&r, false);
             print(out, v, || plain_listing(&r));
         }
@@ -520,22 +518,21 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 version_id_marker: version_id_marker.clone().filter(|s| !s.is_empty()),
                 ..Default::default()
             };
-            let r = om.list_object(&list.bucket, &p).map_err(op_error)?;
+            let r = block_on(om.list_object(&list.bucket, &p)).map_err(op_error)?;
             print(out, listing_json(&r, true), || plain_listing(&r));
         }
         S3Command::Uuid => {
-            let u = om.get_uuid(None).map_err(op_error)?;
+            let u = block_on(om.get_uuid(None)).map_err(op_error)?;
             print(out, json!({"uuid": u}), || u.clone());
         }
         S3Command::Count => {
-            let c = om.count_items().map_err(op_error)?;
+            let c = block_on(om.count_items()).map_err(op_error)?;
             print(out, to_value(&c), || c.stringify());
         }
         S3Command::Repair { bucket, all } => {
             let buckets = match bucket {
                 Some(b) => vec![b.clone()],
-                None => om
-                    .list_buckets()
+                None => block_on(om.list_buckets())
                     .map_err(op_error)?
                     .into_iter()
                     .map(|b| b.name)
@@ -547,7 +544,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 for (task, due) in placeholders(ctx, &mut om, &args.table, b)? {
                     let mut entry = json!({"bucket": b, "key": task.key, "phd_version_id": task.phd_version_id, "due": due.0});
                     entry["outcome"] = if *all || due <= now {
-                        json!(om.run_repair(task).outcome.as_str())
+                        json!(block_on(om.run_repair(task)).outcome.as_str())
                     } else {
                         json!("not_due")
                     };
@@ -588,8 +585,8 @@ fn bucket(
                 Some(t) => parse_json("--md", t)?,
                 None => default_md(ctx, bucket, owner, owner_display_name),
             };
-            let vf = om.create_bucket(bucket, &md).map_err(op_error)?;
-            let value = om.get_bucket_attributes(bucket).map_err(op_error)?;
+            let vf = block_on(om.create_bucket(bucket, &md)).map_err(op_error)?;
+            let value = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
             let mut m = Map::new();
             m.insert("bucket".into(), json!(bucket));
             m.insert("vformat".into(), json!(vf.as_str()));
@@ -604,7 +601,7 @@ fn bucket(
             });
         }
         BucketCommand::Delete { bucket } => {
-            let n = om.delete_bucket(bucket).map_err(op_error)?;
+            let n = block_on(om.delete_bucket(bucket)).map_err(op_error)?;
             let events = events_json(&om.take_events());
             print(
                 out,
@@ -613,7 +610,7 @@ fn bucket(
             );
         }
         BucketCommand::Get { bucket } => {
-            let v = om.get_bucket_attributes(bucket).map_err(op_error)?;
+            let v = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
             print(
                 out,
                 json!({"bucket": bucket, "value": to_value(&v)}),
@@ -622,8 +619,8 @@ fn bucket(
         }
         BucketCommand::PutAttributes { bucket, md } => {
             let md = parse_json("--md", md)?;
-            om.put_bucket_attributes(bucket, &md).map_err(op_error)?;
-            let value = om.get_bucket_attributes(bucket).map_err(op_error)?;
+            block_on(om.put_bucket_attributes(bucket, &md)).map_err(op_error)?;
+            let value = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
             let mut m = Map::new();
             m.insert("bucket".into(), json!(bucket));
             bytes_fields(&mut m, "row_key", &row_key(METASTORE, bucket));
@@ -635,7 +632,7 @@ fn bucket(
             print(out, Value::Object(m), || value.stringify());
         }
         BucketCommand::List => {
-            let list = om.list_buckets().map_err(op_error)?;
+            let list = block_on(om.list_buckets()).map_err(op_error)?;
             let items: Vec<Value> = list
                 .iter()
                 .map(|b| {
@@ -667,9 +664,13 @@ fn placeholders(
     table: &str,
     bucket: &str,
 ) -> Result<Vec<(RepairTask, Timestamp)>, CliError> {
-    let vf = om.get_bucket_vformat(bucket).map_err(op_error)?;
-    let rows = bucket_rows(ctx.store.as_ref(), table, collection_for_bucket(bucket))
-        .map_err(|e| op_error(ObjmetaError::internal_error(e)))?;
+    let vf = block_on(om.get_bucket_vformat(bucket)).map_err(op_error)?;
+    let rows = block_on(bucket_rows(
+        om.driver(),
+        table,
+        collection_for_bucket(bucket),
+    ))
+    .map_err(|e| op_error(ObjmetaError::internal_error(e)))?;
     let now = ctx.now();
     let mut found = Vec::new();
     for r in rows {

@@ -678,11 +678,12 @@ mod gold {
 mod s3 {
     use super::*;
     use rowkit_bigtable::BigtableStore;
+    use rowkit_client::objmeta::ObjectMetadata;
+    use rowkit_client::{SyncDriver, block_on};
     use rowkit_codec::model::Timestamp;
     use rowkit_codec::objmeta::json::Json;
     use rowkit_codec::objmeta::keys::VFormat;
     use rowkit_embedded::driver::ManualClock;
-    use rowkit_embedded::objmeta::ObjectMetadata;
     use rowkit_testkit::scenarios::objmeta::scenario_state;
 
     const V0: &str = "98299999999998999999RG001  4242.0";
@@ -805,24 +806,28 @@ mod s3 {
         delete: Option<&str>,
     ) {
         let clock = ManualClock::new(Timestamp::from_millis(1_700_000_000_000));
-        let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, VFormat::V1), 1);
-        om.setup().unwrap();
+        let mut om = ObjectMetadata::new(
+            SyncDriver::new(store, &clock),
+            scenario_state(table, VFormat::V1),
+            1,
+        );
+        block_on(om.setup()).unwrap();
         // The bucket document exactly as stored in the vectors (member order kept).
         let md = Json::parse(s(&rows.metastore_b()["cells"], "d:value")).unwrap();
-        assert_eq!(om.create_bucket("b", &md).unwrap(), VFormat::V1);
+        assert_eq!(block_on(om.create_bucket("b", &md)).unwrap(), VFormat::V1);
         let ver = j(r#"{"versioning":true}"#);
         let mut last = 0;
         for (ms, value, id) in puts {
             last = *ms;
             clock.advance_to(Timestamp::from_millis(1_700_000_000_000 + ms));
-            let put = om.put_object("b", "k", &j(value), Some(&ver)).unwrap();
+            let put = block_on(om.put_object("b", "k", &j(value), Some(&ver))).unwrap();
             let put = Json::parse(&put.unwrap()).unwrap();
             assert_eq!(put.get("versionId").and_then(Json::as_str), Some(*id));
         }
         if let Some(id) = delete {
             clock.advance_to(Timestamp::from_millis(1_700_000_000_001 + last));
             let by_version = j(&format!(r#"{{"versionId":"{id}"}}"#));
-            om.delete_object("b", "k", Some(&by_version), None).unwrap();
+            block_on(om.delete_object("b", "k", Some(&by_version), None)).unwrap();
             assert_eq!(
                 om.pending_repairs().len(),
                 1,
@@ -833,7 +838,7 @@ mod s3 {
             let uuid = &rows.v["infostore_get_uuid"][0];
             for call in uuid["calls"].as_array().unwrap() {
                 assert_eq!(
-                    om.get_uuid(call["candidate"].as_str()).unwrap(),
+                    block_on(om.get_uuid(call["candidate"].as_str())).unwrap(),
                     s(call, "result")
                 );
             }

@@ -69,10 +69,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures_channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures_core::Stream;
 use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
-use rowkit_codec::model::ColumnFamily;
-use rowkit_codec::objmeta::cells::families;
+use rowkit_codec::model::{ColumnFamily, RowRange, RowSet};
+use rowkit_codec::objmeta::cells::{StoredDoc, families, filters};
 use rowkit_codec::objmeta::json::Json;
-use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_embedded::driver::{Clock, ManualClock};
 use rowkit_statemachines::objmeta::engine::Op;
@@ -84,7 +84,10 @@ use rowkit_statemachines::objmeta::{
     PutBucketAttributesCapabilitiesOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp,
     RepairOutcome, RepairTask, UpdateCountItemsOp,
 };
-use rowkit_statemachines::{Machine, Request, Response, StoreError, Timestamp};
+use rowkit_statemachines::readrows::ReadRows;
+use rowkit_statemachines::{
+    Machine, ReadRowsRequest, Request, Response, RetryPolicy, StoreError, Timestamp,
+};
 
 use crate::{Driver, RunError, ensure_table, run};
 
@@ -850,4 +853,49 @@ impl<D: Driver> ObjectMetadata<D> {
         }
         dropped
     }
+}
+
+/// Every row of a bucket's collection (`collection`, e.g.
+/// [`collection_for_bucket`](rowkit_codec::objmeta::keys::collection_for_bucket)) as Arsenal's
+/// JSON `{key, row_key_hex, value}`, in key order: `key` is the row key after the collection
+/// prefix, `value` the stored document (latest `d:value`). One ReadRows; an error (the
+/// read's, or a row without a document) is returned as text.
+pub async fn bucket_rows<D: Driver + ?Sized>(
+    driver: &D,
+    table: &str,
+    collection: &str,
+) -> Result<Vec<Json>, String> {
+    let req = ReadRowsRequest {
+        table: table.to_string(),
+        rows: RowSet::range(RowRange::half_open(
+            collection_start(collection),
+            collection_end(collection),
+        )),
+        filter: Some(filters::latest()),
+        ..Default::default()
+    };
+    let m = ReadRows::new(req, driver.now(), 0, RetryPolicy::default());
+    let mut rows = Vec::new();
+    run(driver, m, |r| rows.push(r))
+        .await
+        .map_err(|e| format!("{e:?}"))?;
+    let n = collection.len() + 1;
+    rows.iter()
+        .map(|r| {
+            let doc = StoredDoc::from_row(r)
+                .map_err(|e| e.to_string())?
+                .ok_or("row without d:value")?;
+            let key = String::from_utf8_lossy(&r.key[n.min(r.key.len())..]).into_owned();
+            let hex: String = r.key.iter().map(|b| format!("{b:02x}")).collect();
+            Ok(Json::Object(
+                [
+                    ("key".to_string(), Json::str(key)),
+                    ("row_key_hex".to_string(), Json::str(hex)),
+                    ("value".to_string(), doc.value),
+                ]
+                .into_iter()
+                .collect(),
+            ))
+        })
+        .collect()
 }

@@ -19,8 +19,8 @@ use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::{Clock, ManualClock};
-use rowkit_embedded::objmeta_scenarios::scenario_state;
 use rowkit_statemachines::objmeta::{ObjmetaEvent, RepairOutcome, RepairTask};
+use rowkit_testkit::scenarios::objmeta::scenario_state;
 
 async fn connect(emu: &Emulator) -> BigtableConnection {
     BigtableConnection::connect(emu.fresh_target(), None)

@@ -11,7 +11,7 @@ use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
-use rowkit_embedded::objmeta_scenarios::scenario_state;
+use rowkit_testkit::scenarios::objmeta::scenario_state;
 
 fn assert_send<T: Send>(_: &T) {}
 

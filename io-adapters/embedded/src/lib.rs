@@ -37,14 +37,10 @@
 
 pub mod driver;
 mod memory;
-pub mod mounttable;
-pub mod objmeta;
 #[cfg(feature = "redb")]
 mod redb_store;
 pub mod semantics;
 mod store;
-pub mod tracestore;
-pub mod triples;
 
 pub use memory::MemoryStore;
 #[cfg(feature = "redb")]

@@ -124,9 +124,10 @@ fn the_row_cache_serves_no_row_older_than_an_applied_write() {
     use std::sync::mpsc;
     use std::sync::{Arc, Mutex};
 
+    use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
+    use rowkit_client::{SyncDriver, block_on};
     use rowkit_codec::model::Timestamp;
     use rowkit_embedded::driver::ManualClock;
-    use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
 
     let x_key = rowkit_codec::mounttable::row_key("x");
     let (applied_tx, applied_rx) = mpsc::channel::<()>();
@@ -148,19 +149,19 @@ fn the_row_cache_serves_no_row_older_than_an_applied_write() {
         }),
     };
     let clock = ManualClock::new(Timestamp(1_700_000_000_000_000));
-    let t = MountTable::new(&store, &clock, MtConfig::default());
-    t.setup(None).unwrap();
+    let t = MountTable::new(SyncDriver::new(&store, &clock), MtConfig::default());
+    block_on(t.setup(None)).unwrap();
     let me = server_caller();
-    t.mount(&me, "x", "/127.0.0.1:1", 0, 0).unwrap();
-    let servers = |t: &MountTable<'_, Hooked, ManualClock>| -> Vec<String> {
-        let entry = t.resolve(&me, "x").unwrap();
+    block_on(t.mount(&me, "x", "/127.0.0.1:1", 0, 0)).unwrap();
+    let servers = |t: &MountTable<SyncDriver<&Hooked, &ManualClock>>| -> Vec<String> {
+        let entry = block_on(t.resolve(&me, "x")).unwrap();
         entry.servers.into_iter().map(|s| s.server).collect()
     };
     assert_eq!(servers(&t), ["/127.0.0.1:1"]);
     assert_eq!(servers(&t), ["/127.0.0.1:1"], "from the cache");
     *hold.lock().unwrap() = Some((applied_tx, go_rx));
     std::thread::scope(|s| {
-        let writer = s.spawn(|| t.mount(&me, "x", "/127.0.0.1:2", 0, 0));
+        let writer = s.spawn(|| block_on(t.mount(&me, "x", "/127.0.0.1:2", 0, 0)));
         applied_rx.recv().unwrap();
         let seen = servers(&t);
         go_tx.send(()).unwrap();

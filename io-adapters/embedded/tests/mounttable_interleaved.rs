@@ -6,10 +6,11 @@
 //! fix: a resolve right after the caller's own mount answered `NoSuchName` for a parent that
 //! another thread had collected under an orphaned child).
 
+use rowkit_client::mounttable::{MountTable, MtConfig};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::mounttable::Caller;
 use rowkit_embedded::driver::{Clock, ManualClock};
-use rowkit_embedded::mounttable::{MountTable, MtConfig};
 use rowkit_embedded::{MemoryStore, Reply, Store};
 use rowkit_statemachines::mounttable::{self as mt, MountEntry, MtCtx, MtError, MtEvent, Tables};
 use rowkit_statemachines::{Machine, Request, Response, SplitMix64, Tag};
@@ -84,16 +85,15 @@ fn schedule(seed: u64, threads: usize, cycles: usize) -> Result<(), String> {
     let clock = ManualClock::new(Timestamp(1_700_000_000_000_000));
     let table = "mt-interleaved";
     let t = MountTable::new(
-        &store,
-        &clock,
+        SyncDriver::new(&store, &clock),
         MtConfig {
             tables: Tables::new(table),
             gc_grace_us: 0,
             ..MtConfig::default()
         },
     );
-    t.create_tables().unwrap();
-    t.setup(None).unwrap();
+    block_on(t.create_tables()).unwrap();
+    block_on(t.setup(None)).unwrap();
     let mut scheduler = SplitMix64::new(seed);
     let mut ths: Vec<VirtualThread> = (0..threads)
         .map(|i| VirtualThread {

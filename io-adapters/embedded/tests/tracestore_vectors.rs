@@ -7,13 +7,14 @@
 
 use std::collections::BTreeMap;
 
+use rowkit_client::tracestore::TraceStore;
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, RowFilter, RuleOp, Timestamp};
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::keys::id_counter_row_name;
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::ManualClock;
-use rowkit_embedded::tracestore::TraceStore;
 use rowkit_statemachines::{MutateRowsEntry, Request, Response};
 use rowkit_testkit::scenarios::tracestore::{self as sc, HookAction, Hooked};
 use serde_json::Value;
@@ -113,7 +114,13 @@ fn digest_id_allocation() {
         let clock = ManualClock::new(Timestamp(sc::T0));
         let mut instances = BTreeMap::new();
         for (name, pool) in case["initial_pools"].as_object().unwrap() {
-            let mut gold = TraceStore::open(&hooked, &clock, sc::TABLE, None, 1).unwrap();
+            let mut gold = block_on(TraceStore::open(
+                SyncDriver::new(&hooked, &clock),
+                sc::TABLE,
+                None,
+                1,
+            ))
+            .unwrap();
             gold.state_mut().return_digest_ids(&ranges(pool));
             instances.insert(name.clone(), gold);
         }
@@ -124,7 +131,7 @@ fn digest_id_allocation() {
             match step["op"].as_str().unwrap() {
                 "allocate" => {
                     let n = step["n"].as_u64().unwrap() as usize;
-                    let ids = gold.allocate_digest_ids(n).unwrap();
+                    let ids = block_on(gold.allocate_digest_ids(n)).unwrap();
                     assert_eq!(ids, ranges(&step["ids_ranges"]), "{step}");
                     let sent = increments(&hooked.take_log());
                     let want: Vec<i64> = step["increment"].as_i64().into_iter().collect();
@@ -187,7 +194,13 @@ fn digest_id_assignment() {
             HookAction::Pass
         });
         let clock = ManualClock::new(Timestamp(case["now_micros"].as_i64().unwrap()));
-        let mut gold = TraceStore::open(&hooked, &clock, sc::TABLE, None, 3).unwrap();
+        let mut gold = block_on(TraceStore::open(
+            SyncDriver::new(&hooked, &clock),
+            sc::TABLE,
+            None,
+            3,
+        ))
+        .unwrap();
         gold.state_mut()
             .return_digest_ids(&ranges(&case["initial_pool_ranges"]));
         let cached: Vec<(String, u64)> = case["cache"]
@@ -203,7 +216,7 @@ fn digest_id_assignment() {
             .iter()
             .map(|d| d.as_str().unwrap().to_string())
             .collect();
-        let ids = gold.assign_digest_ids(digests.clone()).unwrap();
+        let ids = block_on(gold.assign_digest_ids(digests.clone())).unwrap();
         let want = &case["ids"];
         for (d, id) in digests.iter().zip(&ids) {
             assert_eq!(Some(*id), want[d].as_u64(), "{d}");

@@ -188,29 +188,44 @@ fn scenario_15_entry_failures() {
 
 #[test]
 fn delete_graph_pages_through_every_index_and_spares_other_graphs() {
-    use rowkit_embedded::triples::TripleStore;
+    use rowkit_client::triples::TripleStore;
+    use rowkit_client::{SyncDriver, block_on};
     use rowkit_statemachines::triples::{DeleteGraph, LookupMethod, LookupOptions};
     let store = MemoryStore::new();
     let clock = ManualClock::new(Timestamp::from_secs(10));
-    let ts = TripleStore::new(&store, &clock);
-    ts.setup().unwrap();
+    let ts = TripleStore::new(SyncDriver::new(&store, &clock));
+    block_on(ts.setup()).unwrap();
     let data: Vec<Triple> = (0..10)
         .map(|i| Triple::parse(shorthand(&format!("s{i} p o")).as_bytes()).unwrap())
         .collect();
     // `t` and `t:x` (whose keys start with `t:`) must not disturb each other (fix 17).
-    let g = ts.new_graph(b"t").unwrap();
-    g.add_triples(data.clone()).unwrap();
-    let other = ts.new_graph(b"t:x").unwrap();
-    other.add_triples(data[..3].to_vec()).unwrap();
+    let g = block_on(ts.new_graph(b"t")).unwrap();
+    block_on(g.add_triples(data.clone())).unwrap();
+    let other = block_on(ts.new_graph(b"t:x")).unwrap();
+    block_on(other.add_triples(data[..3].to_vec())).unwrap();
     let all = || LookupOptions::default();
-    assert_eq!(g.lookup(LookupMethod::Triples, all()).unwrap().len(), 10);
+    assert_eq!(
+        block_on(g.lookup(LookupMethod::Triples, all()))
+            .unwrap()
+            .len(),
+        10
+    );
     let config = OperationConfig::new("badwolf", Timestamp::from_secs(100));
     let m = DeleteGraph::with_page_rows(b"t", 3, config, Timestamp::from_secs(10), 9);
     run(&store, &clock, m, |_| {}).unwrap();
-    assert!(ts.graph(b"t").is_err());
-    assert_eq!(ts.graph_names().unwrap(), [b"t:x".to_vec()]);
-    assert_eq!(other.lookup(LookupMethod::Triples, all()).unwrap().len(), 3);
+    assert!(block_on(ts.graph(b"t")).is_err());
+    assert_eq!(block_on(ts.graph_names()).unwrap(), [b"t:x".to_vec()]);
+    assert_eq!(
+        block_on(other.lookup(LookupMethod::Triples, all()))
+            .unwrap()
+            .len(),
+        3
+    );
     // The re-created graph is empty.
-    let g = ts.new_graph(b"t").unwrap();
-    assert!(g.lookup(LookupMethod::Triples, all()).unwrap().is_empty());
+    let g = block_on(ts.new_graph(b"t")).unwrap();
+    assert!(
+        block_on(g.lookup(LookupMethod::Triples, all()))
+            .unwrap()
+            .is_empty()
+    );
 }

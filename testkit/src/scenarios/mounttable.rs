@@ -15,15 +15,16 @@ use rowkit_codec::mounttable::{
     self as codec, Caller, Permissions, decode_permissions, decode_permissions_file,
 };
 use rowkit_statemachines::mounttable::{
-    self as mt, MountEntry, MtCtx, MtError, Primitive, PrimitiveOutput, Tables,
+    self as mt, MountEntry, MtCtx, MtError, Primitive, PrimitiveOutput, ROW_CACHE_CAPACITY, Tables,
 };
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Machine, MutateRowRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64, Tag,
 };
 
+use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::driver::{self, Clock, ManualClock};
-use rowkit_embedded::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_embedded::{Reply, Store};
 
 /// The scenario clock's start (§22).
@@ -113,6 +114,9 @@ fn perms_file(json: &str) -> BTreeMap<String, Permissions> {
     }
 }
 
+/// The mount table over a store, on a manual clock.
+type Mt<'a> = MountTable<SyncDriver<&'a dyn Store, &'a ManualClock>>;
+
 fn config(table: &str) -> MtConfig {
     MtConfig {
         tables: Tables::new(table),
@@ -127,9 +131,9 @@ fn fresh<'a>(
     clock: &'a ManualClock,
     config: MtConfig,
     file: Option<&str>,
-) -> MountTable<'a, dyn Store + 'a, ManualClock> {
-    let t = MountTable::new(store, clock, config);
-    ok(t.setup(file.map(perms_file)), "setup");
+) -> Mt<'a> {
+    let t = MountTable::new(SyncDriver::new(store, clock), config);
+    ok(block_on(t.setup(file.map(perms_file))), "setup");
     t
 }
 
@@ -190,12 +194,8 @@ pub fn scan(store: &dyn Store, table: &str) -> Vec<Row> {
     rows
 }
 
-fn counter(
-    t: &MountTable<'_, dyn Store + '_, ManualClock>,
-    kind: codec::CounterKind,
-    who: &str,
-) -> i64 {
-    let all = ok(t.counters(), "read counters");
+fn counter(t: &Mt<'_>, kind: codec::CounterKind, who: &str) -> i64 {
+    let all = ok(block_on(t.counters()), "read counters");
     all.get(&codec::counter_row_key(kind, who))
         .copied()
         .unwrap_or(0)
@@ -209,8 +209,8 @@ fn set_of(names: &[&str]) -> BTreeSet<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
 
-fn node(t: &MountTable<'_, dyn Store + '_, ManualClock>, name: &str) -> codec::NodeRow {
-    match ok(t.get_node(name), "getNode") {
+fn node(t: &Mt<'_>, name: &str) -> codec::NodeRow {
+    match ok(block_on(t.get_node(name)), "getNode") {
         Some(n) => n,
         None => panic!("node {name:?} missing"),
     }
@@ -224,7 +224,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
     for i in 1..=100u64 {
         let r = node(&t, "");
         ok(
-            t.primitive(
+            block_on(t.primitive(
                 &sc,
                 Primitive::CreateChild {
                     parent: r.clone(),
@@ -233,7 +233,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
                     creator: String::new(),
                     limit: 0,
                 },
-            ),
+            )),
             "createChild X",
         );
         let n = node(&t, "X");
@@ -267,7 +267,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
                     perms: perms(r#"{"Admin":{"In":["foo"]}}"#),
                 },
             };
-            let got = t.primitive(&sc, p);
+            let got = block_on(t.primitive(&sc, p));
             if pos == 0 {
                 ok(got, &format!("seed {i}: first op {op}"));
             } else {
@@ -278,7 +278,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
                 );
             }
         }
-        ok(t.delete(&sc, "X", true), "delete X");
+        ok(block_on(t.delete(&sc, "X", true)), "delete X");
     }
     assert_only_root(store, table);
 }
@@ -291,12 +291,15 @@ pub fn fsck(store: &dyn Store, table: &str) {
     let root_perms = node(&t, "").permissions;
     for i in 1..=5 {
         ok(
-            t.mount(&sc, &format!("child{i}"), S, HOUR_S, 0).map(|_| ()),
+            block_on(t.mount(&sc, &format!("child{i}"), S, HOUR_S, 0)).map(|_| ()),
             "mount",
         );
-        ok(t.unmount(&sc, &format!("child{i}"), ""), "unmount");
         ok(
-            t.set_permissions(&sc, &format!("child{i}"), root_perms.clone(), "")
+            block_on(t.unmount(&sc, &format!("child{i}"), "")),
+            "unmount",
+        );
+        ok(
+            block_on(t.set_permissions(&sc, &format!("child{i}"), root_perms.clone(), ""))
                 .map(|_| ()),
             "sticky child",
         );
@@ -305,7 +308,7 @@ pub fn fsck(store: &dyn Store, table: &str) {
     for i in 1..=5 {
         for name in [format!("orphan{i}"), format!("orphan{i}/otherorphan")] {
             ok(
-                t.primitive(
+                block_on(t.primitive(
                     &sc,
                     Primitive::CreateRow {
                         name,
@@ -314,14 +317,14 @@ pub fn fsck(store: &dyn Store, table: &str) {
                         id: b"XXXXXXXX".to_vec(),
                         limit: 0,
                     },
-                ),
+                )),
                 "createRow orphan",
             );
         }
         for j in 1..=5 {
             let parent = node(&t, &format!("orphan{i}"));
             ok(
-                t.primitive(
+                block_on(t.primitive(
                     &sc,
                     Primitive::CreateChild {
                         parent,
@@ -330,7 +333,7 @@ pub fn fsck(store: &dyn Store, table: &str) {
                         creator: String::new(),
                         limit: 0,
                     },
-                ),
+                )),
                 "createChild under orphan",
             );
         }
@@ -348,12 +351,12 @@ pub fn fsck(store: &dyn Store, table: &str) {
         }],
         clock.now(),
     );
-    match t.fsck(false, |_| {}) {
+    match block_on(t.fsck(false, |_| {})) {
         Err(MtError::FsckInconsistent(s)) => assert!(s.inconsistent > 0),
         other => panic!("fsck without fix: {other:?}"),
     }
-    ok(t.fsck(true, |_| {}), "fsck --fix");
-    let clean = ok(t.fsck(false, |_| {}), "fsck after fix");
+    ok(block_on(t.fsck(true, |_| {})), "fsck --fix");
+    let clean = ok(block_on(t.fsck(false, |_| {})), "fsck after fix");
     assert_eq!(clean.inconsistent, 0);
     assert_eq!(scan(store, table).len(), 6);
     assert_eq!(
@@ -385,7 +388,10 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     // 4. Mount/resolve.
-    ok(t.mount(&root(), "stuff", S, HOUR_S, 0), "4 mount stuff");
+    ok(
+        block_on(t.mount(&root(), "stuff", S, HOUR_S, 0)),
+        "4 mount stuff",
+    );
     let want = MountEntry {
         name: "the/rain".into(),
         servers: vec![mt::MountedServer {
@@ -395,43 +401,49 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
         mt: false,
         leaf: false,
     };
-    assert_eq!(ok(t.resolve(&root(), "stuff/the/rain"), "4 root"), want);
-    assert_eq!(ok(t.resolve(&bob(), "stuff/the/rain"), "4 bob"), want);
     assert_eq!(
-        ok(t.resolve(&root(), "/stuff/falls"), "4 falls").name,
+        ok(block_on(t.resolve(&root(), "stuff/the/rain")), "4 root"),
+        want
+    );
+    assert_eq!(
+        ok(block_on(t.resolve(&bob(), "stuff/the/rain")), "4 bob"),
+        want
+    );
+    assert_eq!(
+        ok(block_on(t.resolve(&root(), "/stuff/falls")), "4 falls").name,
         "falls"
     );
     err(
-        t.resolve(&alice(), "/stuff/falls"),
+        block_on(t.resolve(&alice(), "/stuff/falls")),
         |e| matches!(e, MtError::NoPermissions { .. }),
         "4 alice",
     );
     // 5. Intermediate mounts.
     for n in ["a/b", "x/y", "alpha//beta"] {
-        ok(t.mount(&root(), n, S, HOUR_S, 0), "5 mount");
+        ok(block_on(t.mount(&root(), n, S, HOUR_S, 0)), "5 mount");
     }
     assert_eq!(
-        ok(t.resolve(&root(), "alpha/beta/falls"), "5").name,
+        ok(block_on(t.resolve(&root(), "alpha/beta/falls")), "5").name,
         "falls"
     );
     assert_eq!(
-        ok(t.resolve(&alice(), "a/b/falls"), "5 alice").name,
+        ok(block_on(t.resolve(&alice(), "a/b/falls")), "5 alice").name,
         "falls"
     );
     err(
-        t.resolve(&bob(), "a/b/falls"),
+        block_on(t.resolve(&bob(), "a/b/falls")),
         |e| matches!(e, MtError::NoPermissions { .. }),
         "5 bob",
     );
     // 6. Versions.
-    let pv = ok(t.get_permissions(&root(), "stuff"), "6 get");
+    let pv = ok(block_on(t.get_permissions(&root(), "stuff")), "6 get");
     err(
-        t.set_permissions(&root(), "stuff", pv.perms.clone(), "xyzzy"),
+        block_on(t.set_permissions(&root(), "stuff", pv.perms.clone(), "xyzzy")),
         |e| *e == MtError::BadVersion,
         "6 bad",
     );
     let set = ok(
-        t.set_permissions(&root(), "stuff", pv.perms.clone(), &pv.version),
+        block_on(t.set_permissions(&root(), "stuff", pv.perms.clone(), &pv.version)),
         "6 set",
     );
     let next = ok(
@@ -440,34 +452,37 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
     );
     assert_eq!(set.version, next);
     assert_eq!(
-        ok(t.get_permissions(&root(), "stuff"), "6 get2").version,
+        ok(block_on(t.get_permissions(&root(), "stuff")), "6 get2").version,
         next
     );
     ok(
-        t.set_permissions(&root(), "stuff", pv.perms.clone(), ""),
+        block_on(t.set_permissions(&root(), "stuff", pv.perms.clone(), "")),
         "6 any version",
     );
     // 7. Create via SetPermissions.
     let p = pv.perms.clone();
     err(
-        t.set_permissions(&alice(), "onlybob", p.clone(), ""),
+        block_on(t.set_permissions(&alice(), "onlybob", p.clone(), "")),
         |e| matches!(e, MtError::NoPermissions { .. }),
         "7 alice",
     );
-    ok(t.set_permissions(&bob(), "onlybob", p.clone(), ""), "7 bob");
+    ok(
+        block_on(t.set_permissions(&bob(), "onlybob", p.clone(), "")),
+        "7 bob",
+    );
     assert!(node(&t, "onlybob").sticky, "7 sticky");
     // 8. Admin self-retention.
-    let mut cur = ok(t.get_permissions(&bob(), "onlybob"), "8 get").perms;
+    let mut cur = ok(block_on(t.get_permissions(&bob(), "onlybob")), "8 get").perms;
     if let Some(admin) = cur.0.get_mut("Admin")
         && let Some(list) = admin.in_.as_mut()
     {
         list.retain(|n| n != "bob");
     }
     ok(
-        t.set_permissions(&bob(), "onlybob", cur, ""),
+        block_on(t.set_permissions(&bob(), "onlybob", cur, "")),
         "8 set without bob",
     );
-    let got = ok(t.get_permissions(&bob(), "onlybob"), "8 get2").perms;
+    let got = ok(block_on(t.get_permissions(&bob(), "onlybob")), "8 get2").perms;
     assert!(
         got.0["Admin"]
             .in_
@@ -476,30 +491,39 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
         "8 bob kept"
     );
     let twice = perms(r#"{"Admin":{"In":["bob","bob"]}}"#);
-    ok(t.set_permissions(&bob(), "onlybob", twice, ""), "8 twice");
-    let got = ok(t.get_permissions(&bob(), "onlybob"), "8 get3").perms;
+    ok(
+        block_on(t.set_permissions(&bob(), "onlybob", twice, "")),
+        "8 twice",
+    );
+    let got = ok(block_on(t.get_permissions(&bob(), "onlybob")), "8 get3").perms;
     assert_eq!(got.0["Admin"].in_, Some(vec!["bob".to_string()]));
     // 9. Unmount.
-    ok(t.unmount(&root(), "a/b", ""), "9 unmount");
+    ok(block_on(t.unmount(&root(), "a/b", "")), "9 unmount");
     err(
-        t.resolve(&root(), "a/b/falls"),
+        block_on(t.resolve(&root(), "a/b/falls")),
         |e| matches!(e, MtError::NoSuchName { .. }),
         "9 resolve",
     );
-    ok(t.mount(&root(), "a/b", S, HOUR_S, 0), "9 mount");
-    ok(t.unmount(&root(), "a/b", S), "9 unmount S");
+    ok(block_on(t.mount(&root(), "a/b", S, HOUR_S, 0)), "9 mount");
+    ok(block_on(t.unmount(&root(), "a/b", S)), "9 unmount S");
     err(
-        t.resolve(&root(), "a/b/falls"),
+        block_on(t.resolve(&root(), "a/b/falls")),
         |e| matches!(e, MtError::NoSuchName { .. }),
         "9 resolve2",
     );
     // 10. TTL.
     let start = clock.now();
-    ok(t.mount(&root(), "stuffWithTTL", S, HOUR_S, 0), "10 mount");
-    ok(t.resolve(&root(), "stuffWithTTL/the/rain"), "10 resolve");
+    ok(
+        block_on(t.mount(&root(), "stuffWithTTL", S, HOUR_S, 0)),
+        "10 mount",
+    );
+    ok(
+        block_on(t.resolve(&root(), "stuffWithTTL/the/rain")),
+        "10 resolve",
+    );
     clock.advance_to(start.saturating_add_micros(3604 * SEC));
     err(
-        t.resolve(&root(), "stuffWithTTL/the/rain"),
+        block_on(t.resolve(&root(), "stuffWithTTL/the/rain")),
         |e| matches!(e, MtError::NoSuchName { .. }),
         "10 expired",
     );
@@ -510,7 +534,7 @@ pub fn glob(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), None);
     for n in ["one/bright/day", "in/the/middle", "of/the/night"] {
-        ok(t.mount(&root(), n, S, HOUR_S, 0), "mount");
+        ok(block_on(t.mount(&root(), n, S, HOUR_S, 0)), "mount");
     }
     let all = [
         "one",
@@ -540,17 +564,17 @@ pub fn glob(store: &dyn Store, table: &str) {
         ("", vec![""]),
     ];
     for (pattern, want) in cases {
-        let got = ok(t.glob(&root(), "", pattern), pattern);
+        let got = ok(block_on(t.glob(&root(), "", pattern)), pattern);
         assert_eq!(names(&got), set_of(&want), "pattern {pattern:?}");
         assert_eq!(got.len(), want.len(), "pattern {pattern:?}: duplicates");
     }
     err(
-        t.glob(&root(), "", "/x"),
+        block_on(t.glob(&root(), "", "/x")),
         |e| *e == MtError::BadPattern,
         "/x",
     );
     let got = ok(
-        t.glob(&root(), "of/the/night/two/dead/boys/got/up/to/fight", "*"),
+        block_on(t.glob(&root(), "of/the/night/two/dead/boys/got/up/to/fight", "*")),
         "below mount",
     );
     assert_eq!(got.len(), 1);
@@ -567,33 +591,36 @@ pub fn template(store: &dyn Store, table: &str) {
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     let denied = |e: &MtError| matches!(e, MtError::NoPermissions { .. });
     err(
-        t.mount(&alice(), "users/ted", S, HOUR_S, 0),
+        block_on(t.mount(&alice(), "users/ted", S, HOUR_S, 0)),
         denied,
         "alice on ted",
     );
     err(
-        t.mount(&bob(), "users/carol", S, HOUR_S, 0),
+        block_on(t.mount(&bob(), "users/carol", S, HOUR_S, 0)),
         denied,
         "bob on carol",
     );
     ok(
-        t.mount(&alice(), "users/alice", S, HOUR_S, 0),
+        block_on(t.mount(&alice(), "users/alice", S, HOUR_S, 0)),
         "alice on alice",
     );
-    ok(t.mount(&bob(), "users/bob", S, HOUR_S, 0), "bob on bob");
-    let got = ok(t.get_permissions(&alice(), "users/alice"), "get");
+    ok(
+        block_on(t.mount(&bob(), "users/bob", S, HOUR_S, 0)),
+        "bob on bob",
+    );
+    let got = ok(block_on(t.get_permissions(&alice(), "users/alice")), "get");
     assert_eq!(
         codec::encode_permissions_string(&got.perms),
         r#"{"Admin":{"In":["alice"],"NotIn":null}}"#
     );
     for _ in 0..2 {
         ok(
-            t.set_permissions(
+            block_on(t.set_permissions(
                 &alice(),
                 "users/alice/a/b/c/d",
                 perms(r#"{"Admin":{"In":["..."]}}"#),
                 "",
-            ),
+            )),
             "deep set",
         );
     }
@@ -603,13 +630,19 @@ pub fn template(store: &dyn Store, table: &str) {
 pub fn glob_acls(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
-    ok(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0), "bob mount");
-    ok(t.mount(&root(), "a/b/c", S, HOUR_S, 0), "root mount");
-    let star = |c: &Caller| names(&ok(t.glob(c, "", "*"), "glob *"));
+    ok(
+        block_on(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0)),
+        "bob mount",
+    );
+    ok(
+        block_on(t.mount(&root(), "a/b/c", S, HOUR_S, 0)),
+        "root mount",
+    );
+    let star = |c: &Caller| names(&ok(block_on(t.glob(c, "", "*")), "glob *"));
     assert_eq!(star(&root()), set_of(&["one", "a", "stuff", "users"]));
     assert_eq!(star(&alice()), set_of(&["one", "a", "users"]));
     assert_eq!(star(&bob()), set_of(&["one", "stuff", "users"]));
-    let deep = |c: &Caller| names(&ok(t.glob(c, "", "*/..."), "glob */..."));
+    let deep = |c: &Caller| names(&ok(block_on(t.glob(c, "", "*/...")), "glob */..."));
     let all = [
         "one",
         "a",
@@ -633,26 +666,35 @@ pub fn glob_acls(store: &dyn Store, table: &str) {
 pub fn cleanup(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), None);
-    ok(t.mount(&root(), "one/bright/day", S, HOUR_S, 0), "mount");
-    ok(t.unmount(&root(), "one/bright/day", ""), "unmount");
-    assert!(ok(t.glob(&root(), "", "*/..."), "glob").is_empty());
+    ok(
+        block_on(t.mount(&root(), "one/bright/day", S, HOUR_S, 0)),
+        "mount",
+    );
+    ok(
+        block_on(t.unmount(&root(), "one/bright/day", "")),
+        "unmount",
+    );
+    assert!(ok(block_on(t.glob(&root(), "", "*/...")), "glob").is_empty());
     assert_eq!(scan(store, table).len(), 1);
     ok(
-        t.mount(&root(), "one/bright/day", S, HOUR_S, 0),
+        block_on(t.mount(&root(), "one/bright/day", S, HOUR_S, 0)),
         "mount again",
     );
     ok(
-        t.set_permissions(
+        block_on(t.set_permissions(
             &root(),
             "one/bright",
             perms(r#"{"Read":{"In":["..."]}}"#),
             "",
-        ),
+        )),
         "sticky",
     );
-    ok(t.unmount(&root(), "one/bright/day", ""), "unmount again");
+    ok(
+        block_on(t.unmount(&root(), "one/bright/day", "")),
+        "unmount again",
+    );
     assert_eq!(
-        names(&ok(t.glob(&root(), "", "*/..."), "glob")),
+        names(&ok(block_on(t.glob(&root(), "", "*/...")), "glob")),
         set_of(&["one", "one/bright"])
     );
 }
@@ -661,43 +703,57 @@ pub fn cleanup(store: &dyn Store, table: &str) {
 pub fn delete(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
-    ok(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0), "bob mount");
-    ok(t.mount(&root(), "a/b/c", S, HOUR_S, 0), "root mount");
+    ok(
+        block_on(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0)),
+        "bob mount",
+    );
+    ok(
+        block_on(t.mount(&root(), "a/b/c", S, HOUR_S, 0)),
+        "root mount",
+    );
     err(
-        t.delete(&root(), "a/b", false),
+        block_on(t.delete(&root(), "a/b", false)),
         |e| matches!(e, MtError::NotEmpty { .. }),
         "not empty",
     );
-    ok(t.delete(&root(), "a/b", true), "subtree");
-    assert!(ok(t.get_node("a/b"), "get").is_none());
+    ok(block_on(t.delete(&root(), "a/b", true)), "subtree");
+    assert!(ok(block_on(t.get_node("a/b")), "get").is_none());
     let denied = |e: &MtError| matches!(e, MtError::NoPermissions { .. });
-    err(t.delete(&alice(), "one/bright/day", false), denied, "alice");
-    ok(t.delete(&root(), "one/bright/day", false), "root");
+    err(
+        block_on(t.delete(&alice(), "one/bright/day", false)),
+        denied,
+        "alice",
+    );
+    ok(block_on(t.delete(&root(), "one/bright/day", false)), "root");
     assert!(
-        ok(t.get_node("one/bright"), "get").is_none(),
+        ok(block_on(t.get_node("one/bright")), "get").is_none(),
         "parent collected"
     );
     assert!(
-        ok(t.get_node("one"), "get").is_none(),
+        ok(block_on(t.get_node("one")), "get").is_none(),
         "grandparent collected"
     );
-    ok(t.delete(&bob(), "one/bright", false), "no-op");
+    ok(block_on(t.delete(&bob(), "one/bright", false)), "no-op");
     ok(
-        t.set_permissions(
+        block_on(t.set_permissions(
             &bob(),
             "hoohaa",
             perms(r#"{"Admin":{"In":["bob"]},"Read":{"In":["..."]}}"#),
             "",
-        ),
+        )),
         "hoohaa",
     );
-    err(t.delete(&alice(), "hoohaa", false), denied, "alice hoohaa");
+    err(
+        block_on(t.delete(&alice(), "hoohaa", false)),
+        denied,
+        "alice hoohaa",
+    );
     ok(
-        t.delete(&caller("root", false), "hoohaa", false),
+        block_on(t.delete(&caller("root", false), "hoohaa", false)),
         "parent admin",
     );
     err(
-        t.delete(&root(), "", true),
+        block_on(t.delete(&root(), "", true)),
         |e| *e == MtError::NoAccess,
         "root",
     );
@@ -712,7 +768,7 @@ pub fn server_format(store: &dyn Store, table: &str) {
         "/atrampabroad:8000",
         "atrampabroad:8000",
     ] {
-        ok(t.mount(&root(), "x", s, HOUR_S, 0), s);
+        ok(block_on(t.mount(&root(), "x", s, HOUR_S, 0)), s);
     }
     for s in ["/atrampabroad", "/@following the equator:8000@@@"] {
         let ctx = MtCtx {
@@ -733,21 +789,21 @@ pub fn expiry(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), None);
     for n in ["a1/b1", "a1/b2", "a2/b1", "a2/b2/c"] {
-        ok(t.mount(&root(), n, S, HOUR_S, 0), "mount");
+        ok(block_on(t.mount(&root(), n, S, HOUR_S, 0)), "mount");
     }
-    let g = |p: &str| names(&ok(t.glob(&root(), "", p), p));
+    let g = |p: &str| names(&ok(block_on(t.glob(&root(), "", p)), p));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
     clock.advance_to(T0.saturating_add_micros(1800 * SEC));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
     assert_eq!(
-        names(&ok(t.glob(&root(), "a2/b2", "*"), "a2/b2 *")),
+        names(&ok(block_on(t.glob(&root(), "a2/b2", "*")), "a2/b2 *")),
         set_of(&["c"])
     );
-    ok(t.mount(&root(), "a1/b1", S, HOUR_S, 0), "remount");
+    ok(block_on(t.mount(&root(), "a1/b1", S, HOUR_S, 0)), "remount");
     clock.advance_to(T0.saturating_add_micros(3604 * SEC));
     let gone = |e: &MtError| matches!(e, MtError::NoSuchName { .. });
-    err(t.resolve(&root(), "a2/b2/c"), gone, "a2/b2/c");
-    err(t.resolve(&root(), "a2/b1"), gone, "a2/b1");
+    err(block_on(t.resolve(&root(), "a2/b2/c")), gone, "a2/b2/c");
+    err(block_on(t.resolve(&root(), "a2/b1")), gone, "a2/b1");
     assert_eq!(g("*/..."), set_of(&["a1", "a1/b1"]));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1"]));
 }
@@ -772,59 +828,59 @@ pub fn counters(store: &dyn Store, table: &str) {
     };
     for i in 1..=10 {
         ok(
-            t.mount(
+            block_on(t.mount(
                 &tb,
                 &format!("node{i}"),
                 &format!("/127.0.0.1:8000/node{i}"),
                 HOUR_S,
                 0,
-            ),
+            )),
             "mount",
         );
         check(i, i, "mount");
     }
     for i in 1..=10 {
         if i % 2 == 0 {
-            ok(t.unmount(&tb, &format!("node{i}"), ""), "unmount");
+            ok(block_on(t.unmount(&tb, &format!("node{i}"), "")), "unmount");
         } else {
-            ok(t.delete(&tb, &format!("node{i}"), true), "delete");
+            ok(block_on(t.delete(&tb, &format!("node{i}"), true)), "delete");
         }
         check(10 - i, 10 - i, "remove");
     }
     ok(
-        t.mount(&tb, "1/2/3/4/5/6/7/8/9a/10", S, HOUR_S, 0),
+        block_on(t.mount(&tb, "1/2/3/4/5/6/7/8/9a/10", S, HOUR_S, 0)),
         "deep a",
     );
     ok(
-        t.mount(&tb, "1/2/3/4/5/6/7/8/9b/11", S, HOUR_S, 0),
+        block_on(t.mount(&tb, "1/2/3/4/5/6/7/8/9b/11", S, HOUR_S, 0)),
         "deep b",
     );
     check(12, 2, "deep");
-    ok(t.delete(&tb, "1/2/3/4/5", true), "deep delete");
+    ok(block_on(t.delete(&tb, "1/2/3/4/5", true)), "deep delete");
     check(0, 0, "deep delete");
     for i in 1..=5 {
         for n in ["node1", "node2"] {
             ok(
-                t.mount(&tb, n, &format!("/127.0.0.1:8000/addr{i}"), HOUR_S, 0),
+                block_on(t.mount(&tb, n, &format!("/127.0.0.1:8000/addr{i}"), HOUR_S, 0)),
                 "addr",
             );
         }
         check(2, 2 * i, "addr");
     }
-    ok(t.unmount(&tb, "node1", ""), "unmount node1");
+    ok(block_on(t.unmount(&tb, "node1", "")), "unmount node1");
     check(1, 5, "unmount node1");
     for i in 1..=5 {
         ok(
-            t.unmount(&tb, "node2", &format!("/127.0.0.1:8000/addr{i}")),
+            block_on(t.unmount(&tb, "node2", &format!("/127.0.0.1:8000/addr{i}"))),
             "unmount addr",
         );
         check(if i == 5 { 0 } else { 1 }, 5 - i, "unmount addr");
     }
-    ok(t.mount(&tb, "1/2/3/4/5", S, HOUR_S, 0), "mount 5");
+    ok(block_on(t.mount(&tb, "1/2/3/4/5", S, HOUR_S, 0)), "mount 5");
     check(5, 1, "mount 5");
     clock.advance_to(clock.now().saturating_add_micros(3604 * SEC));
     err(
-        t.resolve(&tb, "1/2/3/4/5"),
+        block_on(t.resolve(&tb, "1/2/3/4/5")),
         |e| matches!(e, MtError::NoSuchName { .. }),
         "expired",
     );
@@ -835,14 +891,19 @@ pub fn counters(store: &dyn Store, table: &str) {
 pub fn intermediate_nodes(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), Some(INTERMEDIATE_PERMS));
-    let root_perms = ok(t.get_permissions(&root(), ""), "root").perms;
-    assert_eq!(ok(t.get_permissions(&root(), "x"), "x").perms, root_perms);
+    let root_perms = ok(block_on(t.get_permissions(&root(), "")), "root").perms;
     assert_eq!(
-        ok(t.get_permissions(&root(), "x/y"), "x/y").perms,
+        ok(block_on(t.get_permissions(&root(), "x")), "x").perms,
         root_perms
     );
     assert_eq!(
-        codec::encode_permissions_string(&ok(t.get_permissions(&root(), "x/y/z"), "x/y/z").perms),
+        ok(block_on(t.get_permissions(&root(), "x/y")), "x/y").perms,
+        root_perms
+    );
+    assert_eq!(
+        codec::encode_permissions_string(
+            &ok(block_on(t.get_permissions(&root(), "x/y/z")), "x/y/z").perms
+        ),
         r#"{"Mount":{"In":["root"],"NotIn":null},"Read":{"In":["bob","root"],"NotIn":null}}"#
     );
 }
@@ -869,40 +930,43 @@ pub fn limits(store: &dyn Store, table: &str) {
         );
     };
     for i in 1..=10 {
-        ok(t.mount(&root(), &i.to_string(), S, HOUR_S, 0), "mount");
+        ok(
+            block_on(t.mount(&root(), &i.to_string(), S, HOUR_S, 0)),
+            "mount",
+        );
         check(i, i, "mount");
     }
     err(
-        t.mount(&root(), "foo", S, HOUR_S, 0),
+        block_on(t.mount(&root(), "foo", S, HOUR_S, 0)),
         |e| matches!(e, MtError::NodeLimitExceeded { limit: 10 }),
         "foo",
     );
     check(10, 10, "foo");
     for i in 1..=5 {
         ok(
-            t.mount(
+            block_on(t.mount(
                 &root(),
                 &i.to_string(),
                 "/127.0.0.1:8000/quux/foo",
                 HOUR_S,
                 0,
-            ),
+            )),
             "second server",
         );
         check(10, 10 + i, "second server");
     }
     err(
-        t.mount(&root(), "6", "/127.0.0.1:8000/quux/foo", HOUR_S, 0),
+        block_on(t.mount(&root(), "6", "/127.0.0.1:8000/quux/foo", HOUR_S, 0)),
         |e| matches!(e, MtError::ServerLimitExceeded { limit: 15 }),
         "6",
     );
     check(10, 15, "6");
-    ok(t.unmount(&root(), "10", ""), "unmount 10");
+    ok(block_on(t.unmount(&root(), "10", "")), "unmount 10");
     check(9, 14, "unmount 10");
-    ok(t.mount(&root(), "10", S, HOUR_S, 0), "mount 10");
+    ok(block_on(t.mount(&root(), "10", S, HOUR_S, 0)), "mount 10");
     check(10, 15, "mount 10");
     for i in 1..=10i64 {
-        ok(t.unmount(&root(), &i.to_string(), ""), "unmount");
+        ok(block_on(t.unmount(&root(), &i.to_string(), "")), "unmount");
         if i <= 5 {
             check(10 - i, 15 - 2 * i, "unmount");
         } else {
@@ -921,7 +985,10 @@ fn cell<'r>(row: &'r Row, family: &str, qualifier: &[u8]) -> Option<&'r rowkit_c
 pub fn layout(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(Timestamp(T0.0 + 123_456));
     let t = fresh(store, &clock, config(table), None);
-    let deadline = ok(t.mount(&root(), "foo", S, HOUR_S, MtFlagsBits::MT), "mount");
+    let deadline = ok(
+        block_on(t.mount(&root(), "foo", S, HOUR_S, MtFlagsBits::MT)),
+        "mount",
+    );
     assert_eq!(deadline, codec::mount_deadline(clock.now().0, HOUR_S));
     let rows = scan(store, table);
     let keys: Vec<&[u8]> = rows.iter().map(|r| r.key.as_slice()).collect();
@@ -987,8 +1054,8 @@ impl MtFlagsBits {
 /// A table written cell by cell in btmtd's layout (as with `cbt set`) resolves and globs.
 pub fn foreign_layout(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
-    let t = MountTable::new(store, &clock, config(table));
-    if let Err(e) = t.create_tables() {
+    let t = MountTable::new(SyncDriver::new(store, &clock), config(table));
+    if let Err(e) = block_on(t.create_tables()) {
         panic!("create tables: {e}");
     }
     let set = |key: &[u8], fam: &str, q: &[u8], ts: i64, v: &[u8]| {
@@ -1036,15 +1103,15 @@ pub fn foreign_layout(store: &dyn Store, table: &str) {
         T0.0 + 3_600_000_000,
         br#"{"leaf":true}"#,
     );
-    let e = ok(t.resolve(&alice(), "foo/bar"), "resolve");
+    let e = ok(block_on(t.resolve(&alice(), "foo/bar")), "resolve");
     assert_eq!(e.name, "bar");
     assert!(e.leaf && !e.mt);
     assert_eq!(e.servers[0].server, "/1.2.3.4:5");
     assert_eq!(
-        names(&ok(t.glob(&alice(), "", "*"), "glob")),
+        names(&ok(block_on(t.glob(&alice(), "", "*")), "glob")),
         set_of(&["foo"])
     );
-    ok(t.fsck(false, |_| {}), "fsck of a btmtd table");
+    ok(block_on(t.fsck(false, |_| {})), "fsck of a btmtd table");
 }
 
 /// Drives `machine` on `store`, dropping it right after the first executed request that
@@ -1146,12 +1213,15 @@ fn dangling_after_add(store: &dyn Store, table: &str, clock: &ManualClock) {
 pub fn crash_child_add(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), None);
-    let dirty = |t: &MountTable<'_, dyn Store + '_, ManualClock>| {
-        matches!(t.fsck(false, |_| {}), Err(MtError::FsckInconsistent(_)))
+    let dirty = |t: &Mt<'_>| {
+        matches!(
+            block_on(t.fsck(false, |_| {})),
+            Err(MtError::FsckInconsistent(_))
+        )
     };
-    let sticky = |t: &MountTable<'_, dyn Store + '_, ManualClock>| {
+    let sticky = |t: &Mt<'_>| {
         ok(
-            t.set_permissions(&root(), "p", codec::default_root_permissions(), ""),
+            block_on(t.set_permissions(&root(), "p", codec::default_root_permissions(), "")),
             "sticky p",
         );
     };
@@ -1162,24 +1232,24 @@ pub fn crash_child_add(store: &dyn Store, table: &str) {
     // A re-create removes same-name references only once they are older than the 1 h
     // second-half deadline (younger ones may still be in flight, §11.1 rowkit fix).
     ok(
-        t.mount(&root(), "p/c", S, HOUR_S, 0),
+        block_on(t.mount(&root(), "p/c", S, HOUR_S, 0)),
         "re-create while the reference is young",
     );
-    ok(t.unmount(&root(), "p/c", ""), "unmount");
+    ok(block_on(t.unmount(&root(), "p/c", "")), "unmount");
     assert!(dirty(&t), "a young dangling reference is left alone");
     clock.advance_to(clock.now().saturating_add_micros(3600 * SEC));
-    ok(t.mount(&root(), "p/c", S, HOUR_S, 0), "re-create");
-    ok(t.unmount(&root(), "p/c", ""), "unmount");
-    ok(t.fsck(false, |_| {}), "clean after re-create");
+    ok(block_on(t.mount(&root(), "p/c", S, HOUR_S, 0)), "re-create");
+    ok(block_on(t.unmount(&root(), "p/c", "")), "unmount");
+    ok(block_on(t.fsck(false, |_| {})), "clean after re-create");
     // Repair 2: forced (subtree) delete of the parent.
     dangling_after_add(store, table, &clock);
-    ok(t.delete(&root(), "p", true), "forced delete");
-    ok(t.fsck(false, |_| {}), "clean after forced delete");
+    ok(block_on(t.delete(&root(), "p", true)), "forced delete");
+    ok(block_on(t.fsck(false, |_| {})), "clean after forced delete");
     // Repair 3: fsck --fix.
     sticky(&t);
     dangling_after_add(store, table, &clock);
-    ok(t.fsck(true, |_| {}), "fsck --fix");
-    ok(t.fsck(false, |_| {}), "clean after fix");
+    ok(block_on(t.fsck(true, |_| {})), "fsck --fix");
+    ok(block_on(t.fsck(false, |_| {})), "clean after fix");
     assert_eq!(scan(store, table).len(), 2, "root and p");
 }
 
@@ -1188,12 +1258,12 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(T0);
     let t = fresh(store, &clock, config(table), None);
     let child_key = codec::row_key("p/c");
-    let crash = |t: &MountTable<'_, dyn Store + '_, ManualClock>| {
+    let crash = |t: &Mt<'_>| {
         ok(
-            t.set_permissions(&root(), "p", codec::default_root_permissions(), ""),
+            block_on(t.set_permissions(&root(), "p", codec::default_root_permissions(), "")),
             "sticky p",
         );
-        ok(t.mount(&root(), "p/c", S, HOUR_S, 0), "mount");
+        ok(block_on(t.mount(&root(), "p/c", S, HOUR_S, 0)), "mount");
         let m = mt::Delete::new(ctx_for(table, &clock), "p/c", true, clock.now(), 9);
         assert!(
             run_until_crash(store, &clock, m, |r| is_cam_on(r, &child_key)),
@@ -1202,7 +1272,10 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
         let rows = scan(store, table);
         assert!(rows.iter().all(|r| r.key != child_key), "child row gone");
         assert!(
-            matches!(t.fsck(false, |_| {}), Err(MtError::FsckInconsistent(_))),
+            matches!(
+                block_on(t.fsck(false, |_| {})),
+                Err(MtError::FsckInconsistent(_))
+            ),
             "dangling"
         );
     };
@@ -1210,17 +1283,17 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
     // than the 1 h second-half deadline).
     crash(&t);
     clock.advance_to(clock.now().saturating_add_micros(3600 * SEC));
-    ok(t.mount(&root(), "p/c", S, HOUR_S, 0), "re-create");
-    ok(t.delete(&root(), "p/c", true), "delete");
-    ok(t.fsck(false, |_| {}), "clean after re-create");
+    ok(block_on(t.mount(&root(), "p/c", S, HOUR_S, 0)), "re-create");
+    ok(block_on(t.delete(&root(), "p/c", true)), "delete");
+    ok(block_on(t.fsck(false, |_| {})), "clean after re-create");
     // Repair 2: forced delete of the parent.
     crash(&t);
-    ok(t.delete(&root(), "p", true), "forced delete");
-    ok(t.fsck(false, |_| {}), "clean after forced delete");
+    ok(block_on(t.delete(&root(), "p", true)), "forced delete");
+    ok(block_on(t.fsck(false, |_| {})), "clean after forced delete");
     // Repair 3: fsck --fix (also recomputes the counters the crash left stale).
     crash(&t);
-    ok(t.fsck(true, |_| {}), "fsck --fix");
-    ok(t.fsck(false, |_| {}), "clean after fix");
+    ok(block_on(t.fsck(true, |_| {})), "fsck --fix");
+    ok(block_on(t.fsck(false, |_| {})), "clean after fix");
     assert_eq!(counter(&t, codec::CounterKind::Servers, "root"), 0);
 }
 
@@ -1229,7 +1302,11 @@ fn concurrent_config(table: &str, seed: u64) -> MtConfig {
         // The manual clock is shared and every back-off advances it: give operations room.
         deadline_us: 100_000 * SEC,
         seed,
-        row_cache: std::env::var("ROWKIT_MT_NO_CACHE").is_err(),
+        row_cache_capacity: if std::env::var("ROWKIT_MT_NO_CACHE").is_ok() {
+            0
+        } else {
+            ROW_CACHE_CAPACITY
+        },
         ..config(table)
     }
 }
@@ -1248,18 +1325,18 @@ pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, 
                 for c in 0..cycles {
                     let name = pool[rng.below(pool.len() as u64) as usize];
                     let what = format!("thread {th} cycle {c} {name}");
-                    ok(t.mount(&root(), name, &server, 0, 0), &what);
-                    match t.resolve(&root(), name) {
+                    ok(block_on(t.mount(&root(), name, &server, 0, 0)), &what);
+                    match block_on(t.resolve(&root(), name)) {
                         Ok(e) => assert!(!e.servers.is_empty(), "{what}"),
                         Err(e) => panic!("{what}: resolve {e:?}"),
                     }
-                    ok(t.unmount(&root(), name, &server), &what);
+                    ok(block_on(t.unmount(&root(), name, &server)), &what);
                 }
             });
         }
     });
     assert!(
-        ok(t.glob(&root(), "", "*"), "glob").is_empty(),
+        ok(block_on(t.glob(&root(), "", "*")), "glob").is_empty(),
         "nothing mounted"
     );
     assert_only_root(store, table);
@@ -1280,7 +1357,7 @@ pub fn concurrent_mount_delete(store: &dyn Store, table: &str, threads: usize, c
     let clock = ManualClock::new(T0);
     let t = mount_delete_rounds(store, table, &clock, threads, cycles);
     assert_only_root(store, table);
-    ok(t.fsck(false, |_| {}), "clean fsck");
+    ok(block_on(t.fsck(false, |_| {})), "clean fsck");
 }
 
 /// The rounds of §22 22 and the two final deletes.
@@ -1290,7 +1367,7 @@ fn mount_delete_rounds<'a>(
     clock: &'a ManualClock,
     threads: usize,
     cycles: usize,
-) -> MountTable<'a, dyn Store + 'a, ManualClock> {
+) -> Mt<'a> {
     let t = fresh(store, clock, concurrent_config(table, 22), None);
     std::thread::scope(|s| {
         for th in 0..threads {
@@ -1302,21 +1379,21 @@ fn mount_delete_rounds<'a>(
                     let name = format!("{top}/{}/{}", rng.below(3), rng.below(3));
                     let what = format!("thread {th} cycle {c} {name}");
                     if rng.below(2) == 0 {
-                        ok(t.mount(&root(), &name, S, 0, 0), &what);
+                        ok(block_on(t.mount(&root(), &name, S, 0, 0)), &what);
                     } else {
                         let victim = if rng.below(2) == 0 {
                             top.to_string()
                         } else {
                             name.clone()
                         };
-                        ok(t.delete(&root(), &victim, true), &what);
+                        ok(block_on(t.delete(&root(), &victim, true)), &what);
                     }
                 }
             });
         }
     });
-    ok(t.delete(&root(), "a", true), "delete a");
-    ok(t.delete(&root(), "b", true), "delete b");
+    ok(block_on(t.delete(&root(), "a", true)), "delete a");
+    ok(block_on(t.delete(&root(), "b", true)), "delete b");
     t
 }
 
@@ -1327,7 +1404,7 @@ pub fn concurrent_expiry(store: &dyn Store, table: &str, threads: usize, _cycles
     let prefix = "l1/l2/l3/l4/l5/l6/l7/l8/l9/l10/l11/l12";
     let name = |i: usize| format!("{prefix}/m{}/leaf{i}", i % 4);
     for i in 0..100 {
-        ok(t.mount(&root(), &name(i), S, 60, 0), "mount");
+        ok(block_on(t.mount(&root(), &name(i), S, 60, 0)), "mount");
     }
     clock.advance_to(clock.now().saturating_add_micros(3600 * SEC));
     let threads = threads.max(1);
@@ -1338,7 +1415,7 @@ pub fn concurrent_expiry(store: &dyn Store, table: &str, threads: usize, _cycles
             s.spawn(move || {
                 for k in (th..200).step_by(threads) {
                     let n = name(k % 100);
-                    match t.resolve(&root(), &n) {
+                    match block_on(t.resolve(&root(), &n)) {
                         Err(MtError::NoSuchName { .. }) => {}
                         other => panic!("resolve {n}: {other:?}"),
                     }

@@ -20,9 +20,10 @@ use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
 use rowkit_statemachines::{ReadRowsRequest, Timestamp};
 
+use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::{ManualClock, run};
-use rowkit_embedded::objmeta::{ObjectMetadata, bucket_rows};
 
 use std::sync::Mutex;
 
@@ -35,6 +36,17 @@ use rowkit_statemachines::objmeta::{
 use rowkit_statemachines::{Code, Machine, Request, StoreError};
 
 use rowkit_embedded::{Reply, Response};
+
+/// Every row of a bucket's collection as Arsenal's JSON, read from `store`
+/// ([`rowkit_client::objmeta::bucket_rows`]).
+pub fn bucket_rows(store: &dyn Store, table: &str, collection: &str) -> Result<Vec<Json>, String> {
+    let clock = ManualClock::new(Timestamp(0));
+    block_on(rowkit_client::objmeta::bucket_rows(
+        &SyncDriver::new(store, &clock),
+        table,
+        collection,
+    ))
+}
 
 /// JSON equality with member order ignored (how the vectors compare documents).
 pub fn json_eq(a: &Json, b: &Json) -> bool {
@@ -88,7 +100,7 @@ fn parse_listing_values(mut result: Json) -> Json {
 
 /// Runs one operation of a trace; returns `(data, error id)`.
 fn run_op<S: Store + ?Sized>(
-    om: &mut ObjectMetadata<'_, S, ManualClock>,
+    om: &mut ObjectMetadata<SyncDriver<&S, &ManualClock>>,
     bucket: &str,
     op: &Json,
 ) -> Result<(Option<Json>, Option<String>), String> {
@@ -102,27 +114,23 @@ fn run_op<S: Store + ?Sized>(
     Ok(match name {
         "putObject" => {
             let value = op.get("value").cloned().unwrap_or_default();
-            split(
-                om.put_object(bucket, key, &value, params)
-                    .map(|r| r.map(Json::String)),
-            )
+            split(block_on(om.put_object(bucket, key, &value, params)).map(|r| r.map(Json::String)))
         }
         "getObject" => {
             let vid = params
                 .and_then(|p| p.get("versionId"))
                 .and_then(Json::as_str);
-            split(om.get_object(bucket, key, vid).map(Some))
+            split(block_on(om.get_object(bucket, key, vid)).map(Some))
         }
-        "deleteObject" => split(om.delete_object(bucket, key, params, None).map(|()| None)),
+        "deleteObject" => {
+            split(block_on(om.delete_object(bucket, key, params, None)).map(|()| None))
+        }
         "listObject" => {
             let lp = ListingParams::from_json(params.unwrap_or(&Json::Null));
-            split(
-                om.list_object(bucket, &lp)
-                    .map(|r| Some(parse_listing_values(r))),
-            )
+            split(block_on(om.list_object(bucket, &lp)).map(|r| Some(parse_listing_values(r))))
         }
         "runRepairs" => {
-            let n = om.run_all_repairs().len();
+            let n = block_on(om.run_all_repairs()).len();
             (Some(Json::Number(n as f64)), None)
         }
         other => return Err(format!("unknown op {other}")),
@@ -135,12 +143,11 @@ pub fn replay_scenario(store: &dyn Store, table: &str, scenario: &Json) -> Resul
     let vf = VFormat::parse(get_str(scenario, "vFormat")?).map_err(|e| e.to_string())?;
     let bucket = get_str(scenario, "bucket")?;
     let clock = ManualClock::new(Timestamp::from_millis(1_700_000_000_000));
-    let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, vf), 1);
-    om.setup().map_err(|e| e.to_string())?;
+    let mut om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf), 1);
+    block_on(om.setup()).map_err(|e| e.to_string())?;
     let md = Json::parse(&format!(r#"{{"name":"{bucket}","owner":"ownerid"}}"#))
         .map_err(|e| e.to_string())?;
-    om.create_bucket(bucket, &md)
-        .map_err(|e| format!("{name}: createBucket: {e}"))?;
+    block_on(om.create_bucket(bucket, &md)).map_err(|e| format!("{name}: createBucket: {e}"))?;
     let empty = Vec::new();
     let setup = match scenario.get("setup") {
         Some(Json::Array(s)) => s,
@@ -301,8 +308,12 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
     let v = vectors;
     let rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 1);
-    om.setup().unwrap();
+    let mut om = ObjectMetadata::new(
+        SyncDriver::new(&rec, &clock),
+        scenario_state(table, VFormat::V1),
+        1,
+    );
+    block_on(om.setup()).unwrap();
     // Every `metastore_rows` case (b, PENSIEVE, users..bucket) created with its own md, and
     // mpuShadowBucketb with b's md renamed.
     let cases = arr(v, "metastore_rows");
@@ -325,7 +336,11 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
             m.as_object_mut().unwrap().set("name", Json::str(bucket));
             m
         });
-        assert_eq!(om.create_bucket(bucket, &m).unwrap(), vf, "{bucket}");
+        assert_eq!(
+            block_on(om.create_bucket(bucket, &m)).unwrap(),
+            vf,
+            "{bucket}"
+        );
     }
     // Each vector row: the request wrote exactly the vector's cells, and the row is there.
     let writes = rec.take();
@@ -376,7 +391,7 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
     }
 
     // countItems.
-    let count = om.count_items().unwrap();
+    let count = block_on(om.count_items()).unwrap();
     let want = j(
         r#"{"objects":0,"versions":0,"buckets":1,"bucketList":[{"name":"b","location":null,"isVersioned":false,"ownerCanonicalId":"ownerid","ingestion":false}],"dataManaged":{"total":{"curr":0,"prev":0},"byLocation":{}},"stalled":0,"bucketWithQuotaCount":0}"#,
     );
@@ -384,17 +399,15 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
 
     // getObjects: argument errors, an empty list, found / missing / missing version.
     assert!(
-        matches!(om.get_objects("b", &j("{}")), Err(ObjmetaError::InternalError(m)) if m == "objects must be an array")
+        matches!(block_on(om.get_objects("b", &j("{}"))), Err(ObjmetaError::InternalError(m)) if m == "objects must be an array")
     );
-    assert_eq!(om.get_objects("b", &j("[]")).unwrap(), j("[]"));
-    om.put_object("b", "g", &j(r#"{"key":"g"}"#), Some(&j("{}")))
-        .unwrap();
-    let got = om
-        .get_objects(
-            "b",
-            &j(r#"[{"key":"g"},{"key":"h"},{"key":"g","params":{"versionId":"x"}}]"#),
-        )
-        .unwrap();
+    assert_eq!(block_on(om.get_objects("b", &j("[]"))).unwrap(), j("[]"));
+    block_on(om.put_object("b", "g", &j(r#"{"key":"g"}"#), Some(&j("{}")))).unwrap();
+    let got = block_on(om.get_objects(
+        "b",
+        &j(r#"[{"key":"g"},{"key":"h"},{"key":"g","params":{"versionId":"x"}}]"#),
+    ))
+    .unwrap();
     let want = j(
         r#"[{"err":null,"doc":{"key":"g"},"key":"\u007fMg"},{"err":"NoSuchKey","doc":null,"key":"\u007fMh"},{"err":"NoSuchKey","doc":null,"versionId":"x","key":"\u007fVg\u0000x"}]"#,
     );
@@ -402,17 +415,15 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
 
     // Capabilities: nested upsert, sub-field, removal, removal of nothing, upsert of a new row.
     rec.take();
-    om.put_bucket_capability(
+    block_on(om.put_bucket_capability(
         "b",
         "VeeamSOSApi",
         Some("CapacityInfo"),
         &j(r#"{"Capacity":1}"#),
-    )
+    ))
     .unwrap();
-    om.put_bucket_capability("b", "other", None, &j("true"))
-        .unwrap();
-    let caps = om
-        .get_bucket_attributes("b")
+    block_on(om.put_bucket_capability("b", "other", None, &j("true"))).unwrap();
+    let caps = block_on(om.get_bucket_attributes("b"))
         .unwrap()
         .get("capabilities")
         .cloned()
@@ -425,17 +436,15 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
         "{}",
         caps.stringify()
     );
-    om.delete_bucket_capability("b", "VeeamSOSApi", Some("CapacityInfo"))
-        .unwrap();
+    block_on(om.delete_bucket_capability("b", "VeeamSOSApi", Some("CapacityInfo"))).unwrap();
     rec.take();
-    om.delete_bucket_capability("b", "absent", None).unwrap();
+    block_on(om.delete_bucket_capability("b", "absent", None)).unwrap();
     assert_eq!(
         names(&rec.take()),
         ["ReadRows"],
         "removing nothing writes nothing"
     );
-    let caps = om
-        .get_bucket_attributes("b")
+    let caps = block_on(om.get_bucket_attributes("b"))
         .unwrap()
         .get("capabilities")
         .cloned()
@@ -445,32 +454,34 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
         "{}",
         caps.stringify()
     );
-    om.put_bucket_capability("fresh", "c", None, &j("1"))
-        .unwrap();
+    block_on(om.put_bucket_capability("fresh", "c", None, &j("1"))).unwrap();
     assert!(json_eq(
-        &om.get_bucket_attributes("fresh").unwrap(),
+        &block_on(om.get_bucket_attributes("fresh")).unwrap(),
         &j(r#"{"capabilities":{"c":1}}"#)
     ));
-    om.delete_bucket("fresh").unwrap();
+    block_on(om.delete_bucket("fresh")).unwrap();
 
     // getBucketAndObject, getBucketVFormat, read/updateCountItems.
-    let (bucket_value, obj) = om.get_bucket_and_object("b", "nothing", None).unwrap();
+    let (bucket_value, obj) = block_on(om.get_bucket_and_object("b", "nothing", None)).unwrap();
     assert_eq!(
         (bucket_value.get("name"), obj),
         (Some(&Json::str("b")), None)
     );
     assert_eq!(
-        om.get_bucket_and_object("nope", "k", None),
+        block_on(om.get_bucket_and_object("nope", "k", None)),
         Err(ObjmetaError::NoSuchBucket)
     );
-    assert_eq!(om.get_bucket_vformat("PENSIEVE").unwrap(), VFormat::V0);
     assert_eq!(
-        om.read_count_items().unwrap().get("buckets"),
+        block_on(om.get_bucket_vformat("PENSIEVE")).unwrap(),
+        VFormat::V0
+    );
+    assert_eq!(
+        block_on(om.read_count_items()).unwrap().get("buckets"),
         Some(&Json::Number(0.0))
     );
-    om.update_count_items(&j(r#"{"objects":5,"versions":0,"buckets":0,"bucketList":[],"dataManaged":{"total":{"curr":0,"prev":0},"byLocation":{}},"stalled":0}"#)).unwrap();
+    block_on(om.update_count_items(&j(r#"{"objects":5,"versions":0,"buckets":0,"bucketList":[],"dataManaged":{"total":{"curr":0,"prev":0},"byLocation":{}},"stalled":0}"#))).unwrap();
     assert_eq!(
-        om.count_items().unwrap().get("objects"),
+        block_on(om.count_items()).unwrap().get("objects"),
         Some(&Json::Number(5.0))
     );
 
@@ -478,9 +489,7 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
     let uuid_case = &arr(v, "infostore_get_uuid")[0];
     rec.take();
     for call in arr(uuid_case, "calls") {
-        let got = om
-            .get_uuid(call.get("candidate").unwrap().as_str())
-            .unwrap();
+        let got = block_on(om.get_uuid(call.get("candidate").unwrap().as_str())).unwrap();
         assert_eq!(Some(got.as_str()), call.get("result").unwrap().as_str());
     }
     assert_eq!(
@@ -523,12 +532,16 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
         let bucket = get_str(case, "bucket").unwrap();
         let want = VFormat::parse(get_str(case, "vFormat").unwrap()).unwrap();
         match get_str(case, "operation").unwrap() {
-            "createBucket" => assert_eq!(om.get_bucket_vformat(bucket).unwrap(), want),
+            "createBucket" => assert_eq!(block_on(om.get_bucket_vformat(bucket)).unwrap(), want),
             "getBucketVFormat" => {
                 assert_eq!(case.get("metastore_row"), Some(&Json::Null));
                 rec.take();
                 for _ in 0..2 {
-                    assert_eq!(om.get_bucket_vformat(bucket).unwrap(), want, "{bucket}");
+                    assert_eq!(
+                        block_on(om.get_bucket_vformat(bucket)).unwrap(),
+                        want,
+                        "{bucket}"
+                    );
                 }
                 let metastore_row = rowkit_codec::objmeta::keys::row_key("__metastore", bucket);
                 let reads: Vec<_> = rec
@@ -547,21 +560,20 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
 
     // vFormat of an unknown bucket is v0, read every time; deleteBucket is idempotent.
     assert_eq!(
-        om.get_object("nope", "k", None),
+        block_on(om.get_object("nope", "k", None)),
         Err(ObjmetaError::NoSuchKey)
     );
     assert_eq!(
-        om.get_object("nope", "k", None),
+        block_on(om.get_object("nope", "k", None)),
         Err(ObjmetaError::NoSuchKey)
     );
     let metastore_reads = rec.take().iter().filter(|r| matches!(r, Request::ReadRows(q) if q.rows.row_keys.first().is_some_and(|k| k.starts_with(b"__metastore")))).count();
     assert_eq!(metastore_reads, 2);
-    om.put_object("b", "k", &j(r#"{"key":"k"}"#), Some(&j("{}")))
-        .unwrap();
-    assert_eq!(om.delete_bucket("b").unwrap(), 2); // "g" and "k"
+    block_on(om.put_object("b", "k", &j(r#"{"key":"k"}"#), Some(&j("{}")))).unwrap();
+    assert_eq!(block_on(om.delete_bucket("b")).unwrap(), 2); // "g" and "k"
     assert!(bucket_rows(&rec, table, "b").unwrap().is_empty());
-    assert!(om.get_bucket_attributes("b").is_err());
-    assert_eq!(om.delete_bucket("b").unwrap(), 0);
+    assert!(block_on(om.get_bucket_attributes("b")).is_err());
+    assert_eq!(block_on(om.delete_bucket("b")).unwrap(), 0);
 }
 
 /// `putBucketAttributes` (`objmeta.md` 11): one `MutateRow` of the metastore row with
@@ -571,10 +583,13 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
 pub fn put_bucket_attributes(store: &dyn Store, table: &str) {
     let rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 1);
-    om.setup().unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b","owner":"ownerid"}"#))
-        .unwrap();
+    let mut om = ObjectMetadata::new(
+        SyncDriver::new(&rec, &clock),
+        scenario_state(table, VFormat::V1),
+        1,
+    );
+    block_on(om.setup()).unwrap();
+    block_on(om.create_bucket("b", &j(r#"{"name":"b","owner":"ownerid"}"#))).unwrap();
     om.take_events();
     let md = j(r#"{"owner":"o2","unknown":1,"name":"b","acl":{"Canned":"private"}}"#);
     let stored = r#"{"acl":{"Canned":"private"},"name":"b","owner":"o2"}"#;
@@ -583,7 +598,7 @@ pub fn put_bucket_attributes(store: &dyn Store, table: &str) {
         md.as_object_mut().unwrap().set("name", Json::str(bucket));
         let stored = stored.replace(r#""name":"b""#, &format!(r#""name":"{bucket}""#));
         rec.take();
-        om.put_bucket_attributes(bucket, &md).unwrap();
+        block_on(om.put_bucket_attributes(bucket, &md)).unwrap();
         let metastore_row = rowkit_codec::objmeta::keys::row_key("__metastore", bucket);
         let reqs = rec.take();
         let [Request::MutateRow(write)] = reqs.as_slice() else {
@@ -604,17 +619,27 @@ pub fn put_bucket_attributes(store: &dyn Store, table: &str) {
             }]
         );
         assert_eq!(
-            om.get_bucket_attributes(bucket).unwrap().stringify(),
+            block_on(om.get_bucket_attributes(bucket))
+                .unwrap()
+                .stringify(),
             stored
         );
         // Another process (no cache) reads the stored vFormat.
-        let mut fresh = ObjectMetadata::new(store, &clock, scenario_state(table, VFormat::V1), 2);
+        let mut fresh = ObjectMetadata::new(
+            SyncDriver::new(store, &clock),
+            scenario_state(table, VFormat::V1),
+            2,
+        );
         let want = if bucket == "b" {
             VFormat::V1
         } else {
             VFormat::V0
         };
-        assert_eq!(fresh.get_bucket_vformat(bucket).unwrap(), want, "{bucket}");
+        assert_eq!(
+            block_on(fresh.get_bucket_vformat(bucket)).unwrap(),
+            want,
+            "{bucket}"
+        );
     }
 }
 
@@ -623,27 +648,34 @@ pub fn put_bucket_attributes(store: &dyn Store, table: &str) {
 pub fn cache_behaviour(store: &dyn Store, table: &str) {
     let rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 1);
-    om.setup().unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
-    om.put_object("b", "k", &j(r#"{"key":"k"}"#), Some(&j("{}")))
-        .unwrap();
+    let mut om = ObjectMetadata::new(
+        SyncDriver::new(&rec, &clock),
+        scenario_state(table, VFormat::V1),
+        1,
+    );
+    block_on(om.setup()).unwrap();
+    block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
+    block_on(om.put_object("b", "k", &j(r#"{"key":"k"}"#), Some(&j("{}")))).unwrap();
     rec.take();
-    om.get_object("b", "k", None).unwrap();
-    om.get_object("b", "k", None).unwrap();
+    block_on(om.get_object("b", "k", None)).unwrap();
+    block_on(om.get_object("b", "k", None)).unwrap();
     assert_eq!(
         names(&rec.take()),
         ["ReadRows", "ReadRows"],
         "no metastore read after createBucket"
     );
     // A second state (another process) reads it once, then uses its cache.
-    let mut other = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 2);
-    other.get_object("b", "k", None).unwrap();
-    other.get_object("b", "k", None).unwrap();
+    let mut other = ObjectMetadata::new(
+        SyncDriver::new(&rec, &clock),
+        scenario_state(table, VFormat::V1),
+        2,
+    );
+    block_on(other.get_object("b", "k", None)).unwrap();
+    block_on(other.get_object("b", "k", None)).unwrap();
     assert_eq!(rec.take().len(), 3);
-    other.delete_bucket("b").unwrap();
+    block_on(other.delete_bucket("b")).unwrap();
     rec.take();
-    let _ = other.get_object("b", "k", None);
+    let _ = block_on(other.get_object("b", "k", None));
     assert!(
         matches!(&rec.take()[0], Request::ReadRows(q) if q.rows.row_keys == [b"__metastore\x00b".to_vec()])
     );
@@ -742,7 +774,7 @@ pub fn change_events(store: &dyn Store, table: &str, vf: VFormat) {
     s.put("k", &j(N1), &j("{}")).unwrap();
     assert_eq!(s.om.take_events(), [put_ev(&s.m("k"), &j(N1))]);
     s.tick();
-    s.om.delete_object("b", "k", Some(&j("{}")), None).unwrap();
+    block_on(s.om.delete_object("b", "k", Some(&j("{}")), None)).unwrap();
     assert_eq!(
         s.om.take_events(),
         [delete_ev(
@@ -757,7 +789,7 @@ pub fn change_events(store: &dyn Store, table: &str, vf: VFormat) {
     );
     s.state_is(&[]);
     s.tick();
-    s.om.delete_object("b", "k", Some(&j("{}")), None).unwrap();
+    block_on(s.om.delete_object("b", "k", Some(&j("{}")), None)).unwrap();
     assert_eq!(s.om.take_events(), [], "{}", s.at("second delete"));
     assert_eq!(s.get("k", None), Err(ObjmetaError::NoSuchKey));
 
@@ -778,7 +810,7 @@ pub fn change_events(store: &dyn Store, table: &str, vf: VFormat) {
     for round in ["existing row", "no row"] {
         rec.take();
         s.tick();
-        s.om.delete_object("b", "k", Some(&no_oplog), None).unwrap();
+        block_on(s.om.delete_object("b", "k", Some(&no_oplog), None)).unwrap();
         assert_eq!(
             rec.take(),
             std::slice::from_ref(&delete_request),
@@ -957,17 +989,25 @@ pub fn deadline(store: &dyn Store, table: &str) {
     let mut rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
     {
-        let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 1);
-        om.setup().unwrap();
-        om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+        let mut om = ObjectMetadata::new(
+            SyncDriver::new(&rec, &clock),
+            scenario_state(table, VFormat::V1),
+            1,
+        );
+        block_on(om.setup()).unwrap();
+        block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     }
     rec.fail_reads = true;
-    let mut om = ObjectMetadata::new(&rec, &clock, scenario_state(table, VFormat::V1), 1);
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    let mut om = ObjectMetadata::new(
+        SyncDriver::new(&rec, &clock),
+        scenario_state(table, VFormat::V1),
+        1,
+    );
+    block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     rec_take_writes(&rec);
     let start = clock_now(&clock);
     assert_eq!(
-        om.list_object("b", &ListingParams::default()),
+        block_on(om.list_object("b", &ListingParams::default())),
         Err(ObjmetaError::Aborted)
     );
     assert_eq!(clock_now(&clock), Timestamp(start.0 + 60_000_000));
@@ -1047,22 +1087,21 @@ fn list_row_by_row(
 /// b‖00‖\x7fN)`, read to its end (two masters).
 pub fn skip_streak(store: &dyn Store, table: &str, vf: VFormat) {
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, vf), 1);
-    om.setup().unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    let mut om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf), 1);
+    block_on(om.setup()).unwrap();
+    block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let ver = j(r#"{"versioning":true}"#);
     for n in 0..120 {
         clock.advance_to(Timestamp::from_millis(T0 + 1 + n));
-        om.put_object(
+        block_on(om.put_object(
             "b",
             "a",
             &j(&format!(r#"{{"key":"a","n":{n}}}"#)),
             Some(&ver),
-        )
+        ))
         .unwrap();
     }
-    om.put_object("b", "b", &j(r#"{"key":"b","n":1}"#), Some(&ver))
-        .unwrap();
+    block_on(om.put_object("b", "b", &j(r#"{"key":"b","n":1}"#), Some(&ver))).unwrap();
     let p = ListingParams {
         listing_type: ListingType::DelimiterMaster,
         ..Default::default()
@@ -1112,22 +1151,21 @@ pub fn skip_streak(store: &dyn Store, table: &str, vf: VFormat) {
 /// and both listings ignore `k`.
 pub fn deleted_flag_invisibility(store: &dyn Store, table: &str, vf: VFormat) {
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, vf), 1);
-    om.setup().unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    let mut om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf), 1);
+    block_on(om.setup()).unwrap();
+    block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let ver = j(r#"{"versioning":true}"#);
     for n in 1..=2 {
         clock.advance_to(Timestamp::from_millis(T0 + n));
-        om.put_object(
+        block_on(om.put_object(
             "b",
             "k",
             &j(&format!(r#"{{"key":"k","n":{n}}}"#)),
             Some(&ver),
-        )
+        ))
         .unwrap();
     }
-    om.put_object("b", "other", &j(r#"{"key":"other"}"#), Some(&ver))
-        .unwrap();
+    block_on(om.put_object("b", "other", &j(r#"{"key":"other"}"#), Some(&ver))).unwrap();
     for row in bucket_rows(store, table, "b").unwrap() {
         let key = row.get("key").and_then(Json::as_str).unwrap().to_string();
         if key.contains("other") {
@@ -1146,17 +1184,19 @@ pub fn deleted_flag_invisibility(store: &dyn Store, table: &str, vf: VFormat) {
         });
         store.execute(req, Timestamp(0)).unwrap();
     }
-    assert_eq!(om.get_object("b", "k", None), Err(ObjmetaError::NoSuchKey));
+    assert_eq!(
+        block_on(om.get_object("b", "k", None)),
+        Err(ObjmetaError::NoSuchKey)
+    );
     for lt in [ListingType::DelimiterMaster, ListingType::DelimiterVersions] {
-        let r = om
-            .list_object(
-                "b",
-                &ListingParams {
-                    listing_type: lt,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let r = block_on(om.list_object(
+            "b",
+            &ListingParams {
+                listing_type: lt,
+                ..Default::default()
+            },
+        ))
+        .unwrap();
         let list = arr(
             &r,
             if lt == ListingType::DelimiterVersions {
@@ -1218,7 +1258,7 @@ type Listed = (String, Option<String>, Json);
 /// One explicit scenario run on bucket `b` in one format: the facade, its clock (moved 1 ms
 /// forward before each step, `objmeta.md` 18) and the number of ids generated so far.
 struct Steps<'a> {
-    om: ObjectMetadata<'a, dyn Store + 'a, ManualClock>,
+    om: ObjectMetadata<SyncDriver<&'a dyn Store, &'a ManualClock>>,
     clock: &'a ManualClock,
     store: &'a dyn Store,
     table: &'a str,
@@ -1236,11 +1276,11 @@ impl<'a> Steps<'a> {
         vf: VFormat,
         name: &'static str,
     ) -> Self {
-        let mut om = ObjectMetadata::new(store, clock, scenario_state(table, vf), 1);
-        om.setup().unwrap();
+        let mut om =
+            ObjectMetadata::new(SyncDriver::new(store, clock), scenario_state(table, vf), 1);
+        block_on(om.setup()).unwrap();
         assert_eq!(
-            om.create_bucket("b", &j(r#"{"name":"b","owner":"ownerid"}"#))
-                .unwrap(),
+            block_on(om.create_bucket("b", &j(r#"{"name":"b","owner":"ownerid"}"#))).unwrap(),
             vf
         );
         om.take_events();
@@ -1292,7 +1332,7 @@ impl<'a> Steps<'a> {
         params: &Json,
     ) -> Result<Option<String>, ObjmetaError> {
         self.tick();
-        self.om.put_object("b", key, value, Some(params))
+        block_on(self.om.put_object("b", key, value, Some(params)))
     }
 
     /// A `{versioning: true}` put (Case1) of `value`: returns its id, the one the generator
@@ -1311,13 +1351,15 @@ impl<'a> Steps<'a> {
 
     fn del(&mut self, key: &str, vid: &str) -> Result<(), ObjmetaError> {
         self.tick();
-        self.om
-            .delete_object("b", key, Some(&vid_params(vid)), None)
+        block_on(
+            self.om
+                .delete_object("b", key, Some(&vid_params(vid)), None),
+        )
     }
 
     fn get(&mut self, key: &str, vid: Option<&str>) -> Result<Json, ObjmetaError> {
         self.tick();
-        self.om.get_object("b", key, vid)
+        block_on(self.om.get_object("b", key, vid))
     }
 
     /// Asserts that getObject of the latest version answers `want`.
@@ -1336,16 +1378,14 @@ impl<'a> Steps<'a> {
 
     fn list(&mut self, lt: ListingType) -> Vec<Listed> {
         self.tick();
-        let r = self
-            .om
-            .list_object(
-                "b",
-                &ListingParams {
-                    listing_type: lt,
-                    ..Default::default()
-                },
-            )
-            .unwrap();
+        let r = block_on(self.om.list_object(
+            "b",
+            &ListingParams {
+                listing_type: lt,
+                ..Default::default()
+            },
+        ))
+        .unwrap();
         let r = parse_listing_values(r);
         let items = arr(
             &r,
@@ -1399,8 +1439,7 @@ impl<'a> Steps<'a> {
     /// Runs every pending repair ("run repairs"), returns their outcomes.
     fn repairs(&mut self) -> Vec<RepairOutcome> {
         self.tick();
-        self.om
-            .run_all_repairs()
+        block_on(self.om.run_all_repairs())
             .into_iter()
             .map(|r| r.outcome)
             .collect()
@@ -1969,10 +2008,10 @@ fn run_until_cut<M: Machine>(store: &dyn Store, now: Timestamp, mut m: M, cut: u
 
 /// `n` of the visible object (None = NoSuchKey or a delete marker).
 fn visible<S: Store + ?Sized>(
-    om: &mut ObjectMetadata<'_, S, ManualClock>,
+    om: &mut ObjectMetadata<SyncDriver<&S, &ManualClock>>,
     key: &str,
 ) -> Option<i64> {
-    match om.get_object("b", key, None) {
+    match block_on(om.get_object("b", key, None)) {
         Ok(v) if !v.member_truthy("isDeleteMarker") => match v.get("n") {
             Some(Json::Number(n)) => Some(*n as i64),
             _ => None,
@@ -1982,14 +2021,14 @@ fn visible<S: Store + ?Sized>(
 }
 
 fn listed<S: Store + ?Sized>(
-    om: &mut ObjectMetadata<'_, S, ManualClock>,
+    om: &mut ObjectMetadata<SyncDriver<&S, &ManualClock>>,
     key: &str,
 ) -> Option<i64> {
     let p = ListingParams {
         listing_type: ListingType::DelimiterMaster,
         ..Default::default()
     };
-    let r = om.list_object("b", &p).unwrap();
+    let r = block_on(om.list_object("b", &p)).unwrap();
     let Some(Json::Array(items)) = r.get("Contents") else {
         panic!("no Contents")
     };
@@ -2100,9 +2139,9 @@ pub fn crash_case(
     cut: usize,
 ) -> CutOutcome {
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(store, &clock, scenario_state(table, vf), 1);
-    om.setup().unwrap();
-    om.create_bucket("b", &j(r#"{"name":"b"}"#)).unwrap();
+    let mut om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf), 1);
+    block_on(om.setup()).unwrap();
+    block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let versioning = j(r#"{"versioning":true}"#);
     let before_puts: &[&str] = match what {
         Crashing::PutSecondVersion | Crashing::DeleteOnlyVersion => &[N1],
@@ -2113,8 +2152,7 @@ pub fn crash_case(
     let mut ids = Vec::new();
     for (i, value) in before_puts.iter().enumerate() {
         clock.advance_to(Timestamp::from_millis(T0 + 1 + i as i64));
-        let r = om
-            .put_object("b", "k", &j(value), Some(&versioning))
+        let r = block_on(om.put_object("b", "k", &j(value), Some(&versioning)))
             .unwrap()
             .unwrap();
         ids.push(
@@ -2128,8 +2166,7 @@ pub fn crash_case(
     }
     if what == Crashing::DeleteWhilePlaceholder {
         clock.advance_to(Timestamp::from_millis(T0 + 5));
-        om.delete_object("b", "k", Some(&vid_params(&ids[2])), None)
-            .unwrap();
+        block_on(om.delete_object("b", "k", Some(&vid_params(&ids[2])), None)).unwrap();
         assert_eq!(om.drop_pending_repairs().len(), 1);
     }
     let before = visible(&mut om, "k");
@@ -2266,13 +2303,13 @@ pub fn crash_case(
     });
     let mut repaired = false;
     if let Some(p) = phd {
-        let report = om.run_repair(RepairTask {
+        let report = block_on(om.run_repair(RepairTask {
             bucket: "b".into(),
             key: "k".into(),
             phd_version_id: p,
             vformat: vf,
             due: Timestamp::from_millis(T0 + 20),
-        });
+        }));
         let rows = bucket_rows(store, table, "b").unwrap();
         let master = value_of(&rows, &|k| k == mk);
         let latest = value_of(&rows, &|k| k.starts_with(&version_prefix));

@@ -25,8 +25,9 @@ use rowkit_statemachines::{
     SplitMix64, StoreError,
 };
 
+use rowkit_client::tracestore::{TraceStore, setup_table};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::driver::{self, Clock, ManualClock};
-use rowkit_embedded::tracestore::TraceStore;
 use rowkit_embedded::{Reply, Store};
 
 /// The table the scenarios use.
@@ -123,25 +124,37 @@ fn entry(layout: Layout, device: &str, name: &str, digest: &str) -> PutEntry {
 
 /// A fresh table in `layout` on `store` (which must not hold [`TABLE`]).
 pub fn setup(store: &dyn Store, layout: Layout) {
-    TraceStore::<dyn Store, ManualClock>::setup(store, TABLE, layout).unwrap();
+    setup_on(store, TABLE, layout).unwrap();
+}
+
+/// `table` set up in `layout` on `store`.
+fn setup_on(store: &dyn Store, table: &str, layout: Layout) -> Result<(), TraceStoreError> {
+    let clock = ManualClock::new(Timestamp(T0));
+    block_on(setup_table(&SyncDriver::new(store, &clock), table, layout))
 }
 
 /// A facade over a scenario store.
-pub type Gold<'s> = TraceStore<'s, dyn Store + 's, ManualClock>;
+pub type Gold<'s> = TraceStore<SyncDriver<&'s dyn Store, &'s ManualClock>>;
 
 pub fn open<'s>(store: &'s dyn Store, clock: &'s ManualClock, seed: u64) -> Gold<'s> {
-    TraceStore::open(store, clock, TABLE, None, seed).unwrap()
+    block_on(TraceStore::open(
+        SyncDriver::new(store, clock),
+        TABLE,
+        None,
+        seed,
+    ))
+    .unwrap()
 }
 
 /// Puts every point separately at `commits`, the j-th with `ts = T0 + 7 s * j`.
 pub fn put_points(gold: &mut Gold<'_>, layout: Layout, commits: [u32; 3], ts_base: i64) {
     for (j, (c, d, n, digest)) in points().into_iter().enumerate() {
-        gold.put(
+        block_on(gold.put(
             i64::from(commits[c]),
             Some(Timestamp(COMMIT_TIMES[c])),
             vec![entry(layout, d, n, digest)],
             Timestamp(ts_base + 7_000_000 * j as i64),
-        )
+        ))
         .unwrap();
     }
 }
@@ -454,11 +467,11 @@ pub fn put_get(store: &dyn Store, layout: Layout, commits: [u32; 3]) {
     let mut gold = open(store, &clock, 8);
     let first = i64::from(commits[0]);
     let last = i64::from(commits[2]);
-    let empty = gold.read_range(first, last).unwrap();
+    let empty = block_on(gold.read_range(first, last)).unwrap();
     assert!(empty.traces.is_empty() && empty.paramset.is_empty());
     assert_eq!(empty.commits.len() as i64, last - first + 1);
     put_points(&mut gold, layout, commits, T0);
-    let tile = gold.read_range(first, last).unwrap();
+    let tile = block_on(gold.read_range(first, last)).unwrap();
     if last - first == 2 {
         assert_eq!(tile, expected_tile(layout, commits));
     } else {
@@ -466,7 +479,7 @@ pub fn put_get(store: &dyn Store, layout: Layout, commits: [u32; 3]) {
     }
     // A fresh instance reads the same.
     let mut reader = open(store, &clock, 9);
-    assert_eq!(reader.read_range(first, last).unwrap(), tile);
+    assert_eq!(block_on(reader.read_range(first, last)).unwrap(), tile);
 }
 
 fn check_sparse(tile: &Tile, layout: Layout, commits: [u32; 3]) {
@@ -487,24 +500,24 @@ pub fn override_by_timestamp(store: &dyn Store, layout: Layout) {
     let clock = ManualClock::new(Timestamp(T0));
     let mut gold = open(store, &clock, 9);
     let put = |g: &mut Gold<'_>, digest: &str, ts: i64| {
-        g.put(
+        block_on(g.put(
             0,
             Some(Timestamp(COMMIT_TIMES[0])),
             vec![entry(layout, "angler", "test_alpha", digest)],
             Timestamp(ts),
-        )
+        ))
         .unwrap();
     };
     let key = trace_id_text(&trace_params("angler", "test_alpha"));
     put(&mut gold, AP, T0);
     put(&mut gold, AU, 1_451_606_400_000_000);
     assert_eq!(
-        gold.read_range(0, 0).unwrap().traces[&key].digests,
+        block_on(gold.read_range(0, 0)).unwrap().traces[&key].digests,
         vec![AP]
     );
     put(&mut gold, AN, T0 + 7_000_000);
     assert_eq!(
-        gold.read_range(0, 0).unwrap().traces[&key].digests,
+        block_on(gold.read_range(0, 0)).unwrap().traces[&key].digests,
         vec![AN]
     );
 }
@@ -520,16 +533,16 @@ pub fn grouped_put(store: &dyn Store, layout: Layout) {
             .filter(|(_, _, d)| !d[c].is_empty())
             .map(|(d, n, digests)| entry(layout, d, n, digests[c]))
             .collect();
-        gold.put(
+        block_on(gold.put(
             c as i64,
             Some(Timestamp(COMMIT_TIMES[c])),
             entries,
             Timestamp(T0 + 7_000_000 * j as i64),
-        )
+        ))
         .unwrap();
     }
     assert_eq!(
-        gold.read_range(0, 2).unwrap(),
+        block_on(gold.read_range(0, 2)).unwrap(),
         expected_tile(layout, [0, 1, 2])
     );
 }
@@ -555,19 +568,24 @@ pub fn concurrent_writers(
             let clock = &clock;
             let writers_left = &writers_left;
             actors.push(Box::new(move |gate: &Gate<'_, '_>| {
-                let mut gold =
-                    TraceStore::open(gate, clock, TABLE, None, seed * 100 + w as u64).unwrap();
+                let mut gold = block_on(TraceStore::open(
+                    SyncDriver::new(gate as &dyn Store, clock),
+                    TABLE,
+                    None,
+                    seed * 100 + w as u64,
+                ))
+                .unwrap();
                 for c in (0..3).rev() {
                     if digests[c].is_empty() {
                         continue;
                     }
                     let ts = T0 + 7_000_000 * (w as i64 * 3 + (2 - c as i64));
-                    gold.put(
+                    block_on(gold.put(
                         c as i64,
                         Some(Timestamp(COMMIT_TIMES[c])),
                         vec![entry(layout, d, n, digests[c])],
                         Timestamp(ts),
-                    )
+                    ))
                     .unwrap_or_else(|e| panic!("seed {seed}: writer {w} failed: {e}"));
                 }
                 *writers_left.lock().unwrap() -= 1;
@@ -578,11 +596,15 @@ pub fn concurrent_writers(
             let writers_left = &writers_left;
             let final_tile = &final_tile;
             actors.push(Box::new(move |gate: &Gate<'_, '_>| {
-                let mut reader =
-                    TraceStore::open(gate, clock, TABLE, None, seed * 100 + 99).unwrap();
+                let mut reader = block_on(TraceStore::open(
+                    SyncDriver::new(gate as &dyn Store, clock),
+                    TABLE,
+                    None,
+                    seed * 100 + 99,
+                ))
+                .unwrap();
                 while *writers_left.lock().unwrap() > 0 {
-                    let tile = reader
-                        .read_range(0, 2)
+                    let tile = block_on(reader.read_range(0, 2))
                         .unwrap_or_else(|e| panic!("seed {seed}: read failed: {e}"));
                     for (id, t) in &tile.traces {
                         let want = &final_tile.traces[id];
@@ -598,7 +620,11 @@ pub fn concurrent_writers(
         }
         turnstile.run(seed, actors);
         let mut gold = open(&*store, &clock, 1);
-        assert_eq!(gold.read_range(0, 2).unwrap(), final_tile, "seed {seed}");
+        assert_eq!(
+            block_on(gold.read_range(0, 2)).unwrap(),
+            final_tile,
+            "seed {seed}"
+        );
         conflicts += hooked.lost_ops_swaps();
     }
     conflicts
@@ -615,17 +641,17 @@ pub fn overwrite(store: &dyn Store, layout: Layout) {
         if layout == Layout::Md5 {
             e.options = params_from([("should", "be overwritten")]);
         }
-        gold.put(
+        block_on(gold.put(
             c as i64,
             Some(Timestamp(COMMIT_TIMES[c] - 1_000_000)),
             vec![e],
             Timestamp(T0),
-        )
+        ))
         .unwrap();
     }
     put_points(&mut gold, layout, [0, 1, 2], T0 + 7_000_000);
     assert_eq!(
-        gold.read_range(0, 2).unwrap(),
+        block_on(gold.read_range(0, 2)).unwrap(),
         expected_tile(layout, [0, 1, 2])
     );
 }
@@ -646,7 +672,7 @@ pub fn dense(make_store: &dyn Fn() -> Box<dyn Store>, layout: Layout) {
         let mut gold = open(&*store, &clock, 14);
         put_points(&mut gold, layout, commits, T0);
         assert_eq!(
-            gold.read_dense(last, 3).unwrap(),
+            block_on(gold.read_dense(last, 3)).unwrap(),
             expected_tile(layout, commits),
             "{commits:?}"
         );
@@ -657,19 +683,19 @@ pub fn dense(make_store: &dyn Fn() -> Box<dyn Store>, layout: Layout) {
     let clock = ManualClock::new(Timestamp(T0));
     let mut gold = open(&*store, &clock, 14);
     assert_eq!(
-        gold.read_dense(1023, 3).unwrap(),
+        block_on(gold.read_dense(1023, 3)).unwrap(),
         Tile::default(),
         "empty table"
     );
     put_points(&mut gold, layout, [100, 200, 300], T0);
-    let tile = gold.read_dense(300, 2).unwrap();
+    let tile = block_on(gold.read_dense(300, 2)).unwrap();
     assert_eq!(tile.commits, vec![200, 300]);
     let full = expected_tile(layout, [100, 200, 300]);
     for (id, t) in &tile.traces {
         assert_eq!(t.digests, full.traces[id].digests[1..].to_vec());
     }
     assert_eq!(
-        gold.read_dense(300, 0).unwrap_err(),
+        block_on(gold.read_dense(300, 0)).unwrap_err(),
         TraceStoreError::BadArgument
     );
     // Sparse: only c0 at 10.
@@ -678,16 +704,16 @@ pub fn dense(make_store: &dyn Fn() -> Box<dyn Store>, layout: Layout) {
     let mut gold = open(&*store, &clock, 14);
     for (c, d, n, digest) in points() {
         if c == 0 {
-            gold.put(
+            block_on(gold.put(
                 10,
                 Some(Timestamp(COMMIT_TIMES[0])),
                 vec![entry(layout, d, n, digest)],
                 Timestamp(T0),
-            )
+            ))
             .unwrap();
         }
     }
-    assert_eq!(gold.read_dense(300, 3).unwrap().commits, vec![10]);
+    assert_eq!(block_on(gold.read_dense(300, 3)).unwrap().commits, vec![10]);
 }
 
 /// Scenario 29 (validation part) and 25: errors raised before any request.
@@ -698,32 +724,32 @@ pub fn validation(store: &dyn Store, layout: Layout) {
     let mut gold = open(&hooked, &clock, 29);
     let e = entry(layout, "angler", "test_alpha", AP);
     assert_eq!(
-        gold.put(
+        block_on(gold.put(
             2_147_483_648,
             Some(Timestamp(COMMIT_TIMES[0])),
             vec![e.clone()],
             Timestamp(T0)
-        ),
+        )),
         Err(TraceStoreError::BadRepoIndex)
     );
     assert_eq!(
-        gold.put(
+        block_on(gold.put(
             0,
             Some(Timestamp(COMMIT_TIMES[0])),
             vec![e.clone()],
             Timestamp(-1)
-        ),
+        )),
         Err(TraceStoreError::BadTimestamp)
     );
     assert_eq!(
-        gold.read_range(5, 4).unwrap_err(),
+        block_on(gold.read_range(5, 4)).unwrap_err(),
         TraceStoreError::BadRepoIndex
     );
     if layout == Layout::DigestId {
         let mut with_options = e;
         with_options.options = params_from([("ext", "png")]);
         assert_eq!(
-            gold.put(0, Some(Timestamp(0)), vec![with_options], Timestamp(T0)),
+            block_on(gold.put(0, Some(Timestamp(0)), vec![with_options], Timestamp(T0))),
             Err(TraceStoreError::OptionsNotSupported)
         );
     }
@@ -775,12 +801,12 @@ pub fn put_chunks(store: &dyn Store, layout: Layout) {
             digest: digests[i % digests.len()].to_string(),
         })
         .collect();
-    gold.put(
+    block_on(gold.put(
         0,
         Some(Timestamp(COMMIT_TIMES[0])),
         entries.clone(),
         Timestamp(T0),
-    )
+    ))
     .unwrap();
     let chunks = mutate_rows_keys(&hooked.take_log());
     let sizes: Vec<usize> = chunks.iter().map(Vec::len).collect();
@@ -832,7 +858,7 @@ pub fn put_chunks(store: &dyn Store, layout: Layout) {
         );
     }
     let mut reader = open(store, &clock, 33);
-    let tile = reader.read_range(0, 0).unwrap();
+    let tile = block_on(reader.read_range(0, 0)).unwrap();
     assert_eq!(tile.traces.len(), TRACES);
     for e in &entries {
         let t = &tile.traces[&trace_id_text(&e.params)];
@@ -852,12 +878,12 @@ pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
     let hooked = Hooked::new(store);
     let clock = ManualClock::new(Timestamp(T0));
     let mut gold = open(&hooked, &clock, 34);
-    gold.put(
+    block_on(gold.put(
         0,
         Some(Timestamp(COMMIT_TIMES[0])),
         vec![entry(layout, "angler", "test_alpha", AP)],
         Timestamp(T0),
-    )
+    ))
     .unwrap();
     // Everything but the OPS rows, which the failed Puts may update.
     let data_rows = || {
@@ -894,12 +920,12 @@ pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
             digest: BU.into(),
         };
         assert_eq!(
-            gold.put(
+            block_on(gold.put(
                 1,
                 Some(Timestamp(COMMIT_TIMES[1])),
                 batch(bad),
                 Timestamp(T0 + 7_000_000)
-            ),
+            )),
             Err(error.clone())
         );
         let ops_row = ops_row_name(tile_key(0));
@@ -921,14 +947,14 @@ pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
     // An invalid digest is stored as missing, with the rest of its batch.
     let mut entries = batch(entry(layout, "bullhead", "test_alpha", "NOPE"));
     entries[0].digest = AU.to_ascii_uppercase();
-    gold.put(
+    block_on(gold.put(
         1,
         Some(Timestamp(COMMIT_TIMES[1])),
         entries.clone(),
         Timestamp(T0 + 7_000_000),
-    )
+    ))
     .unwrap();
-    let tile = gold.read_range(1, 1).unwrap();
+    let tile = block_on(gold.read_range(1, 1)).unwrap();
     // The batch's traces and the first Put's (no digest at commit 1).
     assert_eq!(tile.traces.len(), entries.len() + 1);
     for e in &entries {
@@ -960,12 +986,12 @@ pub fn deadline_and_backoff(store: &dyn Store, layout: Layout) {
     let mut gold = open(&hooked, &clock, 29);
     gold.set_deadline(Some(1_000_000));
     assert_eq!(
-        gold.put(
+        block_on(gold.put(
             0,
             Some(Timestamp(COMMIT_TIMES[0])),
             vec![entry(layout, "angler", "test_alpha", AP)],
             Timestamp(T0),
-        ),
+        )),
         Err(TraceStoreError::Aborted)
     );
     assert_eq!(
@@ -1007,25 +1033,23 @@ pub fn ops_timestamps_never_go_back(store: &dyn Store, layout: Layout) {
     setup(store, layout);
     let later = ManualClock::new(Timestamp(T0 + 60_000_000));
     let mut first = open(store, &later, 30);
-    first
-        .put(
-            0,
-            Some(Timestamp(COMMIT_TIMES[0])),
-            vec![entry(layout, "angler", "test_alpha", AP)],
-            Timestamp(T0),
-        )
-        .unwrap();
+    block_on(first.put(
+        0,
+        Some(Timestamp(COMMIT_TIMES[0])),
+        vec![entry(layout, "angler", "test_alpha", AP)],
+        Timestamp(T0),
+    ))
+    .unwrap();
     let hooked = Hooked::new(store);
     let clock = ManualClock::new(Timestamp(T0));
     let mut behind = open(&hooked, &clock, 31);
-    behind
-        .put(
-            0,
-            Some(Timestamp(COMMIT_TIMES[0])),
-            vec![entry(layout, "bullhead", "test_alpha", AU)],
-            Timestamp(T0),
-        )
-        .unwrap();
+    block_on(behind.put(
+        0,
+        Some(Timestamp(COMMIT_TIMES[0])),
+        vec![entry(layout, "bullhead", "test_alpha", AU)],
+        Timestamp(T0),
+    ))
+    .unwrap();
     let cas = hooked
         .take_log()
         .into_iter()
@@ -1052,7 +1076,7 @@ pub fn ops_timestamps_never_go_back(store: &dyn Store, layout: Layout) {
             T0 + 59_001_000
         ]
     );
-    let tile = behind.read_range(0, 0).unwrap();
+    let tile = block_on(behind.read_range(0, 0)).unwrap();
     assert_eq!(
         tile.traces[&trace_id_text(&trace_params("bullhead", "test_alpha"))].digests,
         vec![AU]
@@ -1061,8 +1085,8 @@ pub fn ops_timestamps_never_go_back(store: &dyn Store, layout: Layout) {
 
 /// Scenario 16 and 28: setup, detection and mismatches (on a store without tables `a`, `b`).
 pub fn setup_and_detection(store: &dyn Store) {
-    TraceStore::<dyn Store, ManualClock>::setup(store, "a", Layout::DigestId).unwrap();
-    TraceStore::<dyn Store, ManualClock>::setup(store, "b", Layout::Md5).unwrap();
+    setup_on(store, "a", Layout::DigestId).unwrap();
+    setup_on(store, "b", Layout::Md5).unwrap();
     let fam = |t: &str| store.families(t).unwrap();
     let a = fam("a");
     let mut names: Vec<&str> = a.iter().map(|f| f.name.as_str()).collect();
@@ -1079,8 +1103,8 @@ pub fn setup_and_detection(store: &dyn Store) {
             .all(|f| f.gc_rule == Some(rowkit_codec::model::GcRule::MaxNumVersions(1)))
     );
     // Again: nothing changes.
-    TraceStore::<dyn Store, ManualClock>::setup(store, "a", Layout::DigestId).unwrap();
-    TraceStore::<dyn Store, ManualClock>::setup(store, "b", Layout::Md5).unwrap();
+    setup_on(store, "a", Layout::DigestId).unwrap();
+    setup_on(store, "b", Layout::Md5).unwrap();
     assert_eq!(fam("a"), a);
     assert_eq!(fam("b"), b);
     let rows = |table: &str| {
@@ -1095,23 +1119,45 @@ pub fn setup_and_detection(store: &dyn Store) {
     assert!(rows("b").is_empty(), "setup writes no rows");
     let clock = ManualClock::new(Timestamp(T0));
     assert_eq!(
-        TraceStore::open(store, &clock, "a", None, 1)
-            .unwrap()
-            .layout(),
+        block_on(TraceStore::open(
+            SyncDriver::new(store, &clock),
+            "a",
+            None,
+            1
+        ))
+        .unwrap()
+        .layout(),
         Layout::DigestId
     );
     assert_eq!(
-        TraceStore::open(store, &clock, "b", None, 1)
-            .unwrap()
-            .layout(),
+        block_on(TraceStore::open(
+            SyncDriver::new(store, &clock),
+            "b",
+            None,
+            1
+        ))
+        .unwrap()
+        .layout(),
         Layout::Md5
     );
     assert_eq!(
-        TraceStore::open(store, &clock, "a", Some(Layout::Md5), 1).unwrap_err(),
+        block_on(TraceStore::open(
+            SyncDriver::new(store, &clock),
+            "a",
+            Some(Layout::Md5),
+            1
+        ))
+        .unwrap_err(),
         TraceStoreError::LayoutMismatch
     );
     assert_eq!(
-        TraceStore::open(store, &clock, "b", Some(Layout::DigestId), 1).unwrap_err(),
+        block_on(TraceStore::open(
+            SyncDriver::new(store, &clock),
+            "b",
+            Some(Layout::DigestId),
+            1
+        ))
+        .unwrap_err(),
         TraceStoreError::LayoutMismatch
     );
     // Raw cells of one layout in the other's decoder.
@@ -1149,17 +1195,16 @@ pub fn setup_adds_missing_families(store: &dyn Store) {
         .create_table("c", &[one_version("T"), plain("O")])
         .unwrap();
     assert_eq!(
-        TraceStore::<dyn Store, ManualClock>::open(
-            store,
-            &ManualClock::new(Timestamp(T0)),
+        block_on(TraceStore::open(
+            SyncDriver::new(store, &ManualClock::new(Timestamp(T0))),
             "c",
             None,
             1
-        )
+        ))
         .unwrap_err(),
         TraceStoreError::AmbiguousLayout
     );
-    TraceStore::<dyn Store, ManualClock>::setup(store, "c", Layout::DigestId).unwrap();
+    setup_on(store, "c", Layout::DigestId).unwrap();
     assert_eq!(names("c"), ["D", "I", "O", "T"]);
     let families = store.families("c").unwrap();
     for f in &families {
@@ -1175,19 +1220,24 @@ pub fn setup_adds_missing_families(store: &dyn Store) {
     }
     let clock = ManualClock::new(Timestamp(T0));
     assert_eq!(
-        TraceStore::open(store, &clock, "c", None, 1)
-            .unwrap()
-            .layout(),
+        block_on(TraceStore::open(
+            SyncDriver::new(store, &clock),
+            "c",
+            None,
+            1
+        ))
+        .unwrap()
+        .layout(),
         Layout::DigestId
     );
     // Again: nothing changes.
-    TraceStore::<dyn Store, ManualClock>::setup(store, "c", Layout::DigestId).unwrap();
+    setup_on(store, "c", Layout::DigestId).unwrap();
     assert_eq!(store.families("c").unwrap(), families);
     // An md5 table with only O and T (v2, §16) is left as it is.
     store
         .create_table("d", &[one_version("O"), one_version("T")])
         .unwrap();
-    TraceStore::<dyn Store, ManualClock>::setup(store, "d", Layout::Md5).unwrap();
+    setup_on(store, "d", Layout::Md5).unwrap();
     assert_eq!(names("d"), ["O", "T"]);
 }
 
@@ -1287,7 +1337,7 @@ pub fn first_ids(store: &dyn Store) {
     let clock = ManualClock::new(Timestamp(T0));
     let mut gold = open(&hooked, &clock, 17);
     let digests: Vec<String> = (0..90).map(digest_of).collect();
-    let ids = gold.assign_digest_ids(digests.clone()).unwrap();
+    let ids = block_on(gold.assign_digest_ids(digests.clone())).unwrap();
     let mut sorted = digests.clone();
     sorted.sort();
     for (d, id) in digests.iter().zip(&ids) {
@@ -1305,7 +1355,10 @@ pub fn first_ids(store: &dyn Store) {
         (cache.len(), cache.id(""), cache.digest(0)),
         (90, Some(0), Some(""))
     );
-    assert_eq!(gold.allocate_digest_ids(3).unwrap(), vec![91, 92, 93]);
+    assert_eq!(
+        block_on(gold.allocate_digest_ids(3)).unwrap(),
+        vec![91, 92, 93]
+    );
     assert!(hooked.take_log().is_empty());
     let pool: Vec<u64> = gold.state().pool().collect();
     assert!(pool.contains(&94) && !pool.contains(&92) && !pool.contains(&93));
@@ -1313,7 +1366,7 @@ pub fn first_ids(store: &dyn Store) {
     let pool: Vec<u64> = gold.state().pool().collect();
     assert!(pool.contains(&93) && pool.contains(&94) && !pool.contains(&92));
     let more: Vec<String> = (80..100).map(digest_of).collect();
-    let ids = gold.assign_digest_ids(more.clone()).unwrap();
+    let ids = block_on(gold.assign_digest_ids(more.clone())).unwrap();
     let new_ids: BTreeSet<u64> = ids[10..].iter().copied().collect();
     assert_eq!(new_ids, (94..104).collect());
     assert_eq!(
@@ -1323,7 +1376,7 @@ pub fn first_ids(store: &dyn Store) {
     );
     assert_eq!(gold.state().digest_cache().len(), 100);
     // A fresh instance reads the whole map (its tile read finds an id it does not know).
-    gold.put(
+    block_on(gold.put(
         0,
         None,
         vec![entry(
@@ -1333,11 +1386,11 @@ pub fn first_ids(store: &dyn Store) {
             &digest_of(0),
         )],
         Timestamp(T0),
-    )
+    ))
     .unwrap();
     hooked.take_log();
     let mut fresh = open(&hooked, &clock, 18);
-    fresh.read_range(0, 0).unwrap();
+    block_on(fresh.read_range(0, 0)).unwrap();
     assert_one_full_map_read_last(&hooked.take_log());
     assert_eq!(fresh.state().digest_cache(), gold.state().digest_cache());
     for (batch, want) in FIRST_IDS_BATCHES.iter().enumerate() {
@@ -1345,7 +1398,7 @@ pub fn first_ids(store: &dyn Store) {
             .map(|i| digest_of(1000 + batch as u64 * 113 + i))
             .collect();
         let before = counter_value(store);
-        gold.assign_digest_ids(digests).unwrap();
+        block_on(gold.assign_digest_ids(digests)).unwrap();
         let sent = increments_sent(&hooked.take_log());
         match want {
             Some((increment, counter)) => {
@@ -1382,11 +1435,17 @@ pub fn concurrent_allocators(store: &dyn Store, lose_some: bool) {
         for t in 0..8u64 {
             let (hooked, clock, results) = (&hooked, &clock, &results);
             s.spawn(move || {
-                let mut gold = TraceStore::open(hooked, clock, TABLE, None, t).unwrap();
+                let mut gold = block_on(TraceStore::open(
+                    SyncDriver::new(hooked as &dyn Store, clock),
+                    TABLE,
+                    None,
+                    t,
+                ))
+                .unwrap();
                 let mut rng = SplitMix64::new(t + 1);
                 for _ in 0..200 {
                     let n = 1 + rng.below(300) as usize;
-                    match gold.allocate_digest_ids(n) {
+                    match block_on(gold.allocate_digest_ids(n)) {
                         Ok(ids) => {
                             assert_eq!(ids.len(), n);
                             results.lock().unwrap().extend(ids);
@@ -1414,7 +1473,13 @@ pub fn concurrent_inserts(store: &dyn Store) {
         for w in 0..6u64 {
             let clock = &clock;
             s.spawn(move || {
-                let mut gold = TraceStore::open(store, clock, TABLE, None, w).unwrap();
+                let mut gold = block_on(TraceStore::open(
+                    SyncDriver::new(store, clock),
+                    TABLE,
+                    None,
+                    w,
+                ))
+                .unwrap();
                 for step in 0..4u64 {
                     let entries = (0..10u64)
                         .map(|i| PutEntry {
@@ -1426,7 +1491,7 @@ pub fn concurrent_inserts(store: &dyn Store) {
                             digest: digest_of(step * 7 + i + w),
                         })
                         .collect();
-                    gold.put(step as i64, None, entries, Timestamp(T0)).unwrap();
+                    block_on(gold.put(step as i64, None, entries, Timestamp(T0))).unwrap();
                 }
             });
         }
@@ -1437,7 +1502,7 @@ pub fn concurrent_inserts(store: &dyn Store) {
     let ids: BTreeSet<u64> = cells.iter().map(|(_, i)| *i).collect();
     assert_eq!(ids.len(), cells.len(), "an id maps two digests");
     let mut reader = open(store, &clock, 99);
-    let tile = reader.read_range(0, 3).unwrap();
+    let tile = block_on(reader.read_range(0, 3)).unwrap();
     for w in 0..6u64 {
         for i in 0..10u64 {
             let id = trace_id_text(&params_from([
@@ -1459,7 +1524,7 @@ pub fn one_digest_two_writers(store: &dyn Store) {
     let mut a = open(store, &clock, 1);
     // B's insert finds A's cell: A runs in the hook, after B's lookup missed.
     let a_put = Mutex::new(Some(move || {
-        a.put(
+        block_on(a.put(
             0,
             None,
             vec![PutEntry {
@@ -1468,7 +1533,7 @@ pub fn one_digest_two_writers(store: &dyn Store) {
                 ..PutEntry::default()
             }],
             Timestamp(T0),
-        )
+        ))
         .unwrap();
         a.state().digest_cache().id(d).unwrap()
     }));
@@ -1483,7 +1548,7 @@ pub fn one_digest_two_writers(store: &dyn Store) {
         }
         HookAction::Pass
     });
-    b.put(
+    block_on(b.put(
         0,
         None,
         vec![PutEntry {
@@ -1492,7 +1557,7 @@ pub fn one_digest_two_writers(store: &dyn Store) {
             ..PutEntry::default()
         }],
         Timestamp(T0),
-    )
+    ))
     .unwrap();
     hooked.clear_hook();
     let a_id = *a_id.lock().unwrap();
@@ -1558,7 +1623,7 @@ pub fn one_digest_two_writers(store: &dyn Store) {
         assert_eq!(row.cells.len(), 1);
         assert_eq!(row.cells[0].value, encode_digest_id_cell(a_id));
     }
-    let tile = b.read_range(0, 0).unwrap();
+    let tile = block_on(b.read_range(0, 0)).unwrap();
     assert_eq!(tile.traces.len(), 2);
     assert!(
         tile.traces
@@ -1574,7 +1639,7 @@ pub fn missing_digest(store: &dyn Store) {
     let hooked = Hooked::new(store);
     let clock = ManualClock::new(Timestamp(T0));
     let mut gold = open(&hooked, &clock, 20);
-    gold.put(
+    block_on(gold.put(
         0,
         None,
         vec![
@@ -1582,7 +1647,7 @@ pub fn missing_digest(store: &dyn Store) {
             entry(Layout::DigestId, "angler", "test_beta", "NOPE"),
         ],
         Timestamp(T0),
-    )
+    ))
     .unwrap();
     let log = hooked.take_log();
     assert!(increments_sent(&log).is_empty(), "no increment");
@@ -1597,7 +1662,7 @@ pub fn missing_digest(store: &dyn Store) {
         assert_eq!(row.cells.len(), 1);
         assert_eq!(row.cells[0].value, [0]);
     }
-    let tile = gold.read_range(0, 0).unwrap();
+    let tile = block_on(gold.read_range(0, 0)).unwrap();
     assert_eq!(tile.traces.len(), 2);
     assert!(
         tile.traces
@@ -1621,7 +1686,7 @@ pub fn missing_digest(store: &dyn Store) {
             mutations: vec![set("T", &digest_id_trace_qualifier(1), T0, Vec::new())],
         }],
     );
-    let tile = gold.read_range(0, 1).unwrap();
+    let tile = block_on(gold.read_range(0, 1)).unwrap();
     assert_eq!(tile.traces.len(), 2);
     assert!(
         tile.traces
@@ -1639,7 +1704,7 @@ pub fn fresh_reader(store: &dyn Store) {
     let hooked = Hooked::new(store);
     let mut reader = open(&hooked, &clock, 22);
     let expected = expected_tile(Layout::DigestId, [0, 1, 2]);
-    assert_eq!(reader.read_range(0, 2).unwrap(), expected);
+    assert_eq!(block_on(reader.read_range(0, 2)).unwrap(), expected);
     let log = hooked.take_log();
     assert_one_full_map_read_last(&log);
     let trace_scans = (0..SHARDS)
@@ -1650,7 +1715,7 @@ pub fn fresh_reader(store: &dyn Store) {
         })
         .count();
     assert_eq!(trace_scans, 32, "every trace scan precedes the map read");
-    reader.read_range(0, 2).unwrap();
+    block_on(reader.read_range(0, 2)).unwrap();
     assert!(
         !hooked.take_log().iter().any(is_full_map_scan),
         "a second read sends no map read"
@@ -1694,12 +1759,12 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
     let clock = ManualClock::new(Timestamp(T0));
     fn trace_row<'s>(store: &'s dyn Store, clock: &'s ManualClock, value: Vec<u8>) -> Gold<'s> {
         let mut gold = open(store, clock, 22);
-        gold.put(
+        block_on(gold.put(
             0,
             None,
             vec![entry(Layout::DigestId, "angler", "test_alpha", "")],
             Timestamp(T0),
-        )
+        ))
         .unwrap();
         let row = raw_read(
             store,
@@ -1723,7 +1788,7 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
     let hooked = Hooked::new(&*store);
     let mut reader = open(&hooked, &clock, 23);
     assert_eq!(
-        reader.read_range(0, 0).unwrap_err(),
+        block_on(reader.read_range(0, 0)).unwrap_err(),
         TraceStoreError::UnknownDigestId(999)
     );
     assert_one_full_map_read_last(&hooked.take_log());
@@ -1731,7 +1796,7 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
     setup(&*store, Layout::DigestId);
     let mut gold = trace_row(&*store, &clock, digest_to_cell(AP));
     assert_eq!(
-        gold.read_range(0, 0).unwrap_err(),
+        block_on(gold.read_range(0, 0)).unwrap_err(),
         TraceStoreError::CorruptDigestIdCell
     );
     for bad in [&b"0"[..], b"-5"] {
@@ -1751,7 +1816,7 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
             }],
         );
         assert_eq!(
-            gold.read_range(0, 0).unwrap_err(),
+            block_on(gold.read_range(0, 0)).unwrap_err(),
             TraceStoreError::CorruptDigestMap
         );
     }
@@ -1783,9 +1848,7 @@ pub fn rows_per_lookup(store: &dyn Store, n_map: u64, n_lookup: u64) -> (usize, 
     let hooked = Hooked::new(store);
     let clock = ManualClock::new(Timestamp(T0));
     let mut gold = open(&hooked, &clock, 23);
-    let ids = gold
-        .assign_digest_ids((0..n_lookup).map(digest).collect())
-        .unwrap();
+    let ids = block_on(gold.assign_digest_ids((0..n_lookup).map(digest).collect())).unwrap();
     assert_eq!(ids, (1..=n_lookup).collect::<Vec<_>>());
     let log = hooked.take_log();
     assert_eq!(log.len(), 1, "one lookup, no increment, no insert");
@@ -1843,12 +1906,12 @@ pub fn put_request_sequence(store: &dyn Store) {
     let hooked = Hooked::new(store);
     let mut gold = open(&hooked, &clock, 24);
     let e = |d: &str, digest: &str| entry(Layout::DigestId, d, "test_alpha", digest);
-    gold.put(
+    block_on(gold.put(
         1000,
         None,
         vec![e("angler", x), e("bullhead", y), e("crosshatch", z)],
         Timestamp(T0),
-    )
+    ))
     .unwrap();
     let log = hooked.take_log();
     let t = |s: &str| s.as_bytes().to_vec();
@@ -1945,12 +2008,12 @@ pub fn versions_without_gc(store: &dyn Store) {
     let clock = ManualClock::new(Timestamp(T0));
     let mut gold = open(store, &clock, 26);
     let put = |g: &mut Gold<'_>, d: &str, ts: i64| {
-        g.put(
+        block_on(g.put(
             0,
             None,
             vec![entry(Layout::DigestId, "angler", "test_alpha", d)],
             Timestamp(ts),
-        )
+        ))
         .unwrap();
     };
     put(&mut gold, AP, T0);
@@ -1967,7 +2030,7 @@ pub fn versions_without_gc(store: &dyn Store) {
     assert_eq!(cells(), 1);
     put(&mut gold, AU, T0 - 7_000_000);
     assert_eq!(cells(), 2);
-    let tile = gold.read_range(0, 0).unwrap();
+    let tile = block_on(gold.read_range(0, 0)).unwrap();
     assert_eq!(
         tile.traces[&trace_id_text(&trace_params("angler", "test_alpha"))].digests,
         vec![AN]
@@ -1989,14 +2052,14 @@ pub fn insert_with_unknown_outcome(store: &dyn Store) {
     let mut gold = open(&hooked, &clock, 27);
     let e = vec![entry(Layout::DigestId, "angler", "test_alpha", AP)];
     assert!(matches!(
-        gold.put(0, None, e.clone(), Timestamp(T0)),
+        block_on(gold.put(0, None, e.clone(), Timestamp(T0))),
         Err(TraceStoreError::Store {
             code: Code::Unavailable,
             ..
         })
     ));
     hooked.clear_hook();
-    gold.put(0, None, e, Timestamp(T0)).unwrap();
+    block_on(gold.put(0, None, e, Timestamp(T0))).unwrap();
     let cells = map_cells(store);
     assert_eq!(cells.len(), 1);
     let written = cells[0].1;

@@ -14,9 +14,10 @@ use rowkit_statemachines::triples::{
     FilterField, FilterOperation, FilterOptions, LookupMethod, LookupOptions, TriplesError,
 };
 
+use rowkit_client::triples::{Graph, TripleStore};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::{self, ManualClock};
-use rowkit_embedded::triples::{Graph, TripleStore};
 
 /// The result of one scenario.
 pub type ScenarioResult = Result<(), String>;
@@ -88,19 +89,19 @@ fn clock() -> ManualClock {
     ManualClock::new(Timestamp::from_secs(1_700_000_000))
 }
 
-fn setup<'a>(
-    store: &'a dyn Store,
-    clock: &'a ManualClock,
-) -> Result<TripleStore<'a, dyn Store + 'a, ManualClock>, String> {
-    let ts = TripleStore::new(store, clock);
-    ts.setup().map_err(err)?;
+fn setup<'a>(store: &'a dyn Store, clock: &'a ManualClock) -> Result<Ts<'a>, String> {
+    let ts = TripleStore::new(SyncDriver::new(store, clock));
+    block_on(ts.setup()).map_err(err)?;
     Ok(ts)
 }
 
-type G<'s, 'a> = Graph<'s, 'a, dyn Store + 'a, ManualClock>;
+type G<'s, 'a> = Graph<'s, SyncDriver<&'a dyn Store, &'a ManualClock>>;
+
+/// The triple store over a scenario store.
+type Ts<'a> = TripleStore<SyncDriver<&'a dyn Store, &'a ManualClock>>;
 
 fn texts(g: &G<'_, '_>, m: LookupMethod, lo: LookupOptions) -> Result<Vec<String>, String> {
-    let found = g.lookup(m, lo).map_err(err)?;
+    let found = block_on(g.lookup(m, lo)).map_err(err)?;
     Ok(found
         .iter()
         .map(|f| String::from_utf8_lossy(&f.item().to_text()).into_owned())
@@ -133,14 +134,17 @@ fn all_rows(store: &dyn Store, clock: &ManualClock) -> Result<Vec<Row>, String> 
 pub fn scenario_2_graphs(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
-    ts.new_graph(b"test").map_err(err)?;
-    match ts.new_graph(b"test") {
+    block_on(ts.new_graph(b"test")).map_err(err)?;
+    match block_on(ts.new_graph(b"test")) {
         Err(e) => ensure!(e.to_string() == "graph \"test\" already exist", "{e}"),
         Ok(_) => return Err("second NewGraph succeeded".into()),
     }
-    ts.graph(b"test").map_err(err)?;
-    ts.delete_graph(b"test").map_err(err)?;
-    for r in [ts.graph(b"test").map(|_| ()), ts.delete_graph(b"test")] {
+    block_on(ts.graph(b"test")).map_err(err)?;
+    block_on(ts.delete_graph(b"test")).map_err(err)?;
+    for r in [
+        block_on(ts.graph(b"test")).map(|_| ()),
+        block_on(ts.delete_graph(b"test")),
+    ] {
         match r {
             Err(e) => ensure!(e.to_string() == "graph \"test\" does not exist", "{e}"),
             Ok(()) => return Err("graph still exists after DeleteGraph".into()),
@@ -150,19 +154,19 @@ pub fn scenario_2_graphs(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
         .map(|i| format!("?test_graph_{i}").into_bytes())
         .collect();
     for n in &names {
-        ts.new_graph(n).map_err(err)?;
+        block_on(ts.new_graph(n)).map_err(err)?;
     }
     ensure!(
-        ts.graph_names().map_err(err)? == names,
+        block_on(ts.graph_names()).map_err(err)? == names,
         "GraphNames of the 10 graphs"
     );
     // A graph literally named `graph` holding BT18, on a fresh table.
-    let ts2 = TripleStore::new(store, &c).with_table("badwolf_fresh");
-    ts2.setup().map_err(err)?;
-    let g = ts2.new_graph(b"graph").map_err(err)?;
-    g.add_triples(triples(bt18)?).map_err(err)?;
+    let ts2 = TripleStore::new(SyncDriver::new(store, &c)).with_table("badwolf_fresh");
+    block_on(ts2.setup()).map_err(err)?;
+    let g = block_on(ts2.new_graph(b"graph")).map_err(err)?;
+    block_on(g.add_triples(triples(bt18)?)).map_err(err)?;
     ensure!(
-        ts2.graph_names().map_err(err)? == vec![b"graph".to_vec()],
+        block_on(ts2.graph_names()).map_err(err)? == vec![b"graph".to_vec()],
         "GraphNames with a graph named graph"
     );
     Ok(())
@@ -172,22 +176,18 @@ pub fn scenario_2_graphs(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
 pub fn scenario_3_add_remove(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
-    let g = ts.new_graph(b"test").map_err(err)?;
+    let g = block_on(ts.new_graph(b"test")).map_err(err)?;
     let all = triples(bt18)?;
-    g.add_triples(all.clone()).map_err(err)?;
-    let found = g
-        .lookup(LookupMethod::Triples, LookupOptions::default())
-        .map_err(err)?;
+    block_on(g.add_triples(all.clone())).map_err(err)?;
+    let found = block_on(g.lookup(LookupMethod::Triples, LookupOptions::default())).map_err(err)?;
     ensure!(found.len() == 18, "Triples() returned {}", found.len());
     let mut got: Vec<_> = found.iter().map(|f| f.triple.uuid()).collect();
     let mut want: Vec<_> = all.iter().map(Triple::uuid).collect();
     got.sort();
     want.sort();
     ensure!(got == want, "UUID sets differ");
-    g.remove_triples(all).map_err(err)?;
-    let found = g
-        .lookup(LookupMethod::Triples, LookupOptions::default())
-        .map_err(err)?;
+    block_on(g.remove_triples(all)).map_err(err)?;
+    let found = block_on(g.lookup(LookupMethod::Triples, LookupOptions::default())).map_err(err)?;
     ensure!(found.is_empty(), "Triples() after removal: {}", found.len());
     let rows = all_rows(store, &c)?;
     let keys: Vec<&[u8]> = rows.iter().map(|r| r.key.as_slice()).collect();
@@ -199,12 +199,9 @@ pub fn scenario_3_add_remove(store: &dyn Store, bt18: &[String]) -> ScenarioResu
     Ok(())
 }
 
-fn bt18_graph<'s, 'a>(
-    ts: &'s TripleStore<'a, dyn Store + 'a, ManualClock>,
-    bt18: &[String],
-) -> Result<G<'s, 'a>, String> {
-    let g = ts.new_graph(b"test").map_err(err)?;
-    g.add_triples(triples(bt18)?).map_err(err)?;
+fn bt18_graph<'s, 'a>(ts: &'s Ts<'a>, bt18: &[String]) -> Result<G<'s, 'a>, String> {
+    let g = block_on(ts.new_graph(b"test")).map_err(err)?;
+    block_on(g.add_triples(triples(bt18)?)).map_err(err)?;
     Ok(g)
 }
 
@@ -234,8 +231,7 @@ pub fn scenario_4_methods(store: &dyn Store, bt18: &[String]) -> ScenarioResult 
         (M::Triples, 18),
     ];
     for (m, n) in cases {
-        let got = g
-            .lookup(m.clone(), LookupOptions::default())
+        let got = block_on(g.lookup(m.clone(), LookupOptions::default()))
             .map_err(err)?
             .len();
         ensure!(got == n, "{m:?}: {got} items, want {n}");
@@ -243,7 +239,7 @@ pub fn scenario_4_methods(store: &dyn Store, bt18: &[String]) -> ScenarioResult 
             max_elements: 1,
             ..Default::default()
         };
-        let got = g.lookup(m.clone(), one).map_err(err)?.len();
+        let got = block_on(g.lookup(m.clone(), one)).map_err(err)?.len();
         ensure!(got == 1, "{m:?} with MaxElements 1: {got}");
     }
     let preds = texts(
@@ -262,11 +258,11 @@ pub fn scenario_4_methods(store: &dyn Store, bt18: &[String]) -> ScenarioResult 
 pub fn scenario_5_exist(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
-    let g = ts.new_graph(b"test").map_err(err)?;
+    let g = block_on(ts.new_graph(b"test")).map_err(err)?;
     let all = triples(bt18)?;
-    g.add_triples(all[1..].to_vec()).map_err(err)?;
+    block_on(g.add_triples(all[1..].to_vec())).map_err(err)?;
     for (i, t) in all.iter().enumerate() {
-        let exists = g.exist(t).map_err(err)?;
+        let exists = block_on(g.exist(t)).map_err(err)?;
         ensure!(exists == (i != 0), "Exist(triple {i}) = {exists}");
     }
     Ok(())
@@ -278,9 +274,15 @@ pub fn scenario_6_targeted_removal(store: &dyn Store, bt18: &[String]) -> Scenar
     let ts = setup(store, &c)?;
     let g = bt18_graph(&ts, bt18)?;
     let all = triples(bt18)?;
-    g.remove_triples(vec![all[1].clone()]).map_err(err)?;
-    ensure!(g.exist(&all[0]).map_err(err)?, "triple 0 was removed too");
-    ensure!(!g.exist(&all[1]).map_err(err)?, "triple 1 still exists");
+    block_on(g.remove_triples(vec![all[1].clone()])).map_err(err)?;
+    ensure!(
+        block_on(g.exist(&all[0])).map_err(err)?,
+        "triple 0 was removed too"
+    );
+    ensure!(
+        !block_on(g.exist(&all[1])).map_err(err)?,
+        "triple 1 still exists"
+    );
     Ok(())
 }
 
@@ -296,12 +298,9 @@ fn p(x: &str) -> Result<Predicate, String> {
     pred(&format!("\"{x}\"@[]"))
 }
 
-fn graph_with<'s, 'a>(
-    ts: &'s TripleStore<'a, dyn Store + 'a, ManualClock>,
-    data: &[String],
-) -> Result<G<'s, 'a>, String> {
-    let g = ts.new_graph(b"test").map_err(err)?;
-    g.add_triples(triples(data)?).map_err(err)?;
+fn graph_with<'s, 'a>(ts: &'s Ts<'a>, data: &[String]) -> Result<G<'s, 'a>, String> {
+    let g = block_on(ts.new_graph(b"test")).map_err(err)?;
+    block_on(g.add_triples(triples(data)?)).map_err(err)?;
     Ok(g)
 }
 
@@ -348,11 +347,14 @@ pub fn scenario_7_f1(store: &dyn Store, _bt18: &[String]) -> ScenarioResult {
         (M::Triples, 6),
     ];
     for (m, n) in counts {
-        let got = g.lookup(m.clone(), d()).map_err(err)?.len();
+        let got = block_on(g.lookup(m.clone(), d())).map_err(err)?.len();
         ensure!(got == n, "{m:?}: {got}, want {n}");
     }
     for t in triples(&f1)? {
-        ensure!(g.exist(&t).map_err(err)?, "Exist false for a F1 triple");
+        ensure!(
+            block_on(g.exist(&t)).map_err(err)?,
+            "Exist false for a F1 triple"
+        );
     }
     Ok(())
 }
@@ -473,10 +475,10 @@ pub fn scenario_8_offset(store: &dyn Store, _bt18: &[String]) -> ScenarioResult 
     for (i, (m, data, want)) in cases.into_iter().enumerate() {
         let table = format!("badwolf_offset_{i}");
         let c = clock();
-        let ts = TripleStore::new(store, &c).with_table(&table);
-        ts.setup().map_err(err)?;
-        let g = ts.new_graph(b"test").map_err(err)?;
-        g.add_triples(triples(&data)?).map_err(err)?;
+        let ts = TripleStore::new(SyncDriver::new(store, &c)).with_table(&table);
+        block_on(ts.setup()).map_err(err)?;
+        let g = block_on(ts.new_graph(b"test")).map_err(err)?;
+        block_on(g.add_triples(triples(&data)?)).map_err(err)?;
         for offset in 0..=want.len() as i64 {
             let lo = LookupOptions {
                 max_elements: 1,
@@ -981,8 +983,7 @@ pub fn scenario_10_filters(store: &dyn Store, _bt18: &[String]) -> ScenarioResul
         );
     }
     // Option errors.
-    let e = g
-        .lookup(M::Triples, filt(lat, FilterField::SUBJECT))
+    let e = block_on(g.lookup(M::Triples, filt(lat, FilterField::SUBJECT)))
         .err()
         .map(|e| e.to_string());
     ensure!(
@@ -992,8 +993,7 @@ pub fn scenario_10_filters(store: &dyn Store, _bt18: &[String]) -> ScenarioResul
             ),
         "{e:?}"
     );
-    let e = g
-        .lookup(M::Triples, filt(FilterOperation(7), fp))
+    let e = block_on(g.lookup(M::Triples, filt(FilterOperation(7), fp)))
         .err()
         .map(|e| e.to_string());
     ensure!(
@@ -1005,7 +1005,7 @@ pub fn scenario_10_filters(store: &dyn Store, _bt18: &[String]) -> ScenarioResul
     );
     let mut both = filt(imm, fp);
     both.latest_anchor = true;
-    let e = g.lookup(M::Triples, both).err();
+    let e = block_on(g.lookup(M::Triples, both)).err();
     ensure!(matches!(e, Some(TriplesError::Options(_))), "{e:?}");
     Ok(())
 }
@@ -1038,12 +1038,11 @@ pub fn scenario_12_anchored(store: &dyn Store, bt18: &[String]) -> ScenarioResul
     let ts = setup(store, &c)?;
     let g = bt18_graph(&ts, bt18)?;
     let q = pred("\"foo\"@[1985-01-01T00:01:01.999999Z]")?;
-    let found = g
-        .lookup(
-            LookupMethod::TriplesForPredicate(q.clone()),
-            LookupOptions::default(),
-        )
-        .map_err(err)?;
+    let found = block_on(g.lookup(
+        LookupMethod::TriplesForPredicate(q.clone()),
+        LookupOptions::default(),
+    ))
+    .map_err(err)?;
     ensure!(found.len() == 17, "{} triples", found.len());
     let anchored = found
         .iter()
@@ -1076,13 +1075,13 @@ pub fn scenario_15_garbage_cell(store: &dyn Store, _bt18: &[String]) -> Scenario
         ..Default::default()
     });
     driver::run(store, &c, Unary::new(request), |_| {}).map_err(|e| format!("{e:?}"))?;
-    match g.lookup(LookupMethod::Triples, LookupOptions::default()) {
+    match block_on(g.lookup(LookupMethod::Triples, LookupOptions::default())) {
         Err(TriplesError::LookupParse { row_key, .. }) => {
             ensure!(row_key == row, "LookupParse names another row")
         }
         other => return Err(format!("lookup over garbage: {other:?}")),
     }
-    match g.exist(&t) {
+    match block_on(g.exist(&t)) {
         Err(TriplesError::LookupParse { .. }) => Ok(()),
         other => Err(format!("Exist over garbage: {other:?}")),
     }

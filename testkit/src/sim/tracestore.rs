@@ -38,9 +38,10 @@ use rowkit_statemachines::{
 };
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
+use rowkit_client::tracestore::{TraceStore, setup_table};
+use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::{self, ManualClock};
-use rowkit_embedded::tracestore::{TraceStore, setup_table};
 
 const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a
@@ -274,7 +275,13 @@ impl Workload for TraceStoreWorkload {
 
     fn setup(&mut self, store: &MemoryStore, _now: Timestamp, _seed: u64) -> Result<(), String> {
         self.pool.borrow_mut().clear();
-        setup_table(store, TABLE, self.layout).map_err(|e| e.to_string())
+        let clock = ManualClock::new(Timestamp(0));
+        block_on(setup_table(
+            &SyncDriver::new(store, &clock),
+            TABLE,
+            self.layout,
+        ))
+        .map_err(|e| e.to_string())
     }
 
     fn next_op(&mut self, rng: &mut SplitMix64) -> TraceStoreOp {
@@ -399,10 +406,14 @@ impl Workload for TraceStoreWorkload {
             }
         }
         let clock = ManualClock::new(now);
-        let mut fresh = TraceStore::open(store, &clock, TABLE, Some(self.layout), 1)
-            .map_err(|e| format!("open: {e}"))?;
-        let tile = fresh
-            .read_range(0, 2 * i64::from(TILE_SIZE) - 1)
+        let mut fresh = block_on(TraceStore::open(
+            SyncDriver::new(store, &clock),
+            TABLE,
+            Some(self.layout),
+            1,
+        ))
+        .map_err(|e| format!("open: {e}"))?;
+        let tile = block_on(fresh.read_range(0, 2 * i64::from(TILE_SIZE) - 1))
             .map_err(|e| format!("final read: {e}"))?;
         // 2. Decided cells read back their digest.
         for trace in 0..TRACES {
