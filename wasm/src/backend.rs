@@ -87,6 +87,13 @@ impl Driver for PageDriver {
         }
     }
 
+    fn blocking_waits(&self) -> bool {
+        match self {
+            PageDriver::Memory(d) => d.blocking_waits(),
+            PageDriver::Gateway(d) => d.blocking_waits(),
+        }
+    }
+
     fn create_table(
         &self,
         table: &str,

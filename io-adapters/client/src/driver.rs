@@ -40,6 +40,14 @@ pub trait Driver {
     /// Resolves once the driver's clock has reached `at` (a manual clock jumps there).
     fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()>;
 
+    /// Whether [`Driver::sleep_until`] blocks the thread or jumps a manual clock rather than
+    /// waiting alongside the driver's I/O. [`run`] then waits only when nothing is in flight:
+    /// a request waiting for another thread's answer (a coalesced row read) must not make a
+    /// shared manual clock jump to the machine's deadline, nor block past the answer.
+    fn blocking_waits(&self) -> bool {
+        false
+    }
+
     /// Creates `table` with `families` (`ALREADY_EXISTS` if it exists).
     fn create_table(
         &self,
@@ -79,6 +87,10 @@ impl<D: Driver + ?Sized> Driver for &D {
         (**self).sleep_until(at)
     }
 
+    fn blocking_waits(&self) -> bool {
+        (**self).blocking_waits()
+    }
+
     fn create_table(
         &self,
         table: &str,
@@ -115,6 +127,10 @@ impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
 
     fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
         (**self).sleep_until(at)
+    }
+
+    fn blocking_waits(&self) -> bool {
+        (**self).blocking_waits()
     }
 
     fn create_table(
@@ -214,6 +230,7 @@ where
 {
     let mut cancel = pin!(cancel);
     let mut cancelled = false;
+    let blocking_waits = driver.blocking_waits();
     // In tag order: tags increase, so pushing keeps it sorted.
     let mut inflight = Vec::new();
     let mut sleep = None;
@@ -246,6 +263,7 @@ where
                 }
             }
             if let Some((_, wait)) = sleep.as_mut()
+                && (inflight.is_empty() || !blocking_waits)
                 && Pin::as_mut(wait).poll(cx).is_ready()
             {
                 return Poll::Ready(Woke::Timer);

@@ -300,6 +300,10 @@ impl<D: Driver + ?Sized> Driver for AtTime<'_, D> {
         }
     }
 
+    fn blocking_waits(&self) -> bool {
+        self.inner.blocking_waits()
+    }
+
     fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
         // Decided at each poll (the loop polls a timer only once no answer is ready), so a
         // wait that began with a request in flight ends at once when it is answered.

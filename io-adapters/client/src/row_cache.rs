@@ -351,6 +351,10 @@ impl<D: Driver> Driver for RowCached<D> {
         self.inner.sleep_until(at)
     }
 
+    fn blocking_waits(&self) -> bool {
+        self.inner.blocking_waits()
+    }
+
     fn create_table(
         &self,
         table: &str,

@@ -121,6 +121,11 @@ where
         })
     }
 
+    /// The wait blocks the thread (or jumps a manual clock).
+    fn blocking_waits(&self) -> bool {
+        true
+    }
+
     fn create_table(
         &self,
         table: &str,
