@@ -8,7 +8,7 @@
 //!
 //! `ROWKIT_SCALE_SIZES=1000,10000,100000,1000000` (the default) sets the sizes;
 //! `ROWKIT_SCALE_SCHEMAS=mt,gold,s3,graph` (the default) the schemas;
-//! `ROWKIT_SCALE_STORE=emulator` runs the same operations, through the same sync facades, on
+//! `ROWKIT_SCALE_STORE=emulator` runs the same operations, through the same facades over the sync driver, on
 //! the Bigtable emulator (`rowkit_bigtable::BigtableStore`, gRPC over loopback) instead of
 //! RedbStore; the memory line then also gives the emulator process's resident memory. Tables grow in place from
 //! one size to the next through each schema's own write path (AddTriples, Put, PutObject);

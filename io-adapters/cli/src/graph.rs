@@ -1,5 +1,5 @@
 //! `rowkit graph …` and the `graph` schema of `rowkit key encode/decode`: BadWolf's triple
-//! store (`spec/triples.md` §11) through the sync facade of `rowkit_embedded::triples`.
+//! store (`spec/triples.md` §11) through `rowkit_client::triples` over the sync driver.
 
 use std::io::BufRead;
 

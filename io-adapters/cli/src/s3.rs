@@ -1,5 +1,5 @@
 //! `rowkit s3 …` and the s3 parts of `rowkit key`: Arsenal's object metadata
-//! (`objmeta.md` 17) through the sync facade.
+//! (`objmeta.md` 17) through `rowkit_client::objmeta` over the sync driver.
 
 use clap::{Args, Subcommand};
 use rowkit_client::objmeta::{ObjectMetadata, bucket_rows};

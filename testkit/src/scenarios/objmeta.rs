@@ -1,5 +1,5 @@
 //! The objmeta scenario traces of `vectors/objmeta.json` (`objmeta.md` 18) as functions over
-//! any [`Store`]: each scenario runs on its own table through the sync facade, and after every
+//! any [`Store`]: each scenario runs on its own table through `rowkit_client`'s facade over the sync driver, and after every
 //! step the result, the error, the pending repair count and the whole bucket (every row, in
 //! key order) are compared with the vector. The same functions serve MemoryStore, RedbStore
 //! and the emulator-backed store.
