@@ -15,6 +15,7 @@
 //! - it never retries: the machine decides.
 
 use core::future::Future;
+use core::ops::Deref;
 use core::pin::{Pin, pin};
 use core::task::{Context, Poll};
 
@@ -74,49 +75,49 @@ pub trait Driver {
     }
 }
 
-impl<D: Driver + ?Sized> Driver for &D {
-    fn now(&self) -> Timestamp {
-        (**self).now()
-    }
+/// The table administration and cancellation of a [`Driver`] that wraps another (`$inner`:
+/// how to reach it from `self`, e.g. `forward_admin!(self => self.inner)`), inside an `impl Driver` block: one definition for every
+/// decorator.
+macro_rules! forward_admin {
+    ($this:ident => $($inner:tt)+) => {
+        fn create_table(
+            &$this,
+            table: &str,
+            families: &[rowkit_codec::model::ColumnFamily],
+        ) -> impl core::future::Future<Output = Result<(), rowkit_statemachines::StoreError>> {
+            $($inner)+.create_table(table, families)
+        }
 
-    fn call(&self, request: Request) -> impl Stream<Item = Result<Response, StoreError>> {
-        (**self).call(request)
-    }
+        fn families(
+            &$this,
+            table: &str,
+        ) -> impl core::future::Future<
+            Output = Result<Vec<rowkit_codec::model::ColumnFamily>, rowkit_statemachines::StoreError>,
+        > {
+            $($inner)+.families(table)
+        }
 
-    fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
-        (**self).sleep_until(at)
-    }
+        fn set_family(
+            &$this,
+            table: &str,
+            family: &rowkit_codec::model::ColumnFamily,
+        ) -> impl core::future::Future<Output = Result<(), rowkit_statemachines::StoreError>> {
+            $($inner)+.set_family(table, family)
+        }
 
-    fn blocking_waits(&self) -> bool {
-        (**self).blocking_waits()
-    }
-
-    fn create_table(
-        &self,
-        table: &str,
-        families: &[ColumnFamily],
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        (**self).create_table(table, families)
-    }
-
-    fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
-        (**self).families(table)
-    }
-
-    fn set_family(
-        &self,
-        table: &str,
-        family: &ColumnFamily,
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        (**self).set_family(table, family)
-    }
-
-    fn cancelled(&self) -> impl Future<Output = ()> {
-        (**self).cancelled()
-    }
+        fn cancelled(&$this) -> impl core::future::Future<Output = ()> {
+            $($inner)+.cancelled()
+        }
+    };
 }
+pub(crate) use forward_admin;
 
-impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
+/// A pointer to a driver (`&D`, `Arc<D>`, `Rc<D>`, `Box<D>`) is that driver, so facades and
+/// tasks can share one.
+impl<P> Driver for P
+where
+    P: Deref<Target: Driver>,
+{
     fn now(&self) -> Timestamp {
         (**self).now()
     }
@@ -133,29 +134,7 @@ impl<D: Driver + ?Sized> Driver for std::sync::Arc<D> {
         (**self).blocking_waits()
     }
 
-    fn create_table(
-        &self,
-        table: &str,
-        families: &[ColumnFamily],
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        (**self).create_table(table, families)
-    }
-
-    fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
-        (**self).families(table)
-    }
-
-    fn set_family(
-        &self,
-        table: &str,
-        family: &ColumnFamily,
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        (**self).set_family(table, family)
-    }
-
-    fn cancelled(&self) -> impl Future<Output = ()> {
-        (**self).cancelled()
-    }
+    forward_admin!(self => (**self));
 }
 
 /// Creates `table` unless it exists.

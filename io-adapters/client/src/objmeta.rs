@@ -69,7 +69,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures_channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures_core::Stream;
 use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
-use rowkit_codec::model::{ColumnFamily, RowRange, RowSet};
+use rowkit_codec::model::{RowRange, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, families, filters};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
@@ -89,6 +89,7 @@ use rowkit_statemachines::{
     Machine, ReadRowsRequest, Request, Response, RetryPolicy, StoreError, Timestamp,
 };
 
+use crate::driver::forward_admin;
 use crate::{Driver, RunError, ensure_table, run};
 
 /// A finished repair.
@@ -324,25 +325,7 @@ impl<D: Driver + ?Sized> Driver for AtTime<'_, D> {
         })
     }
 
-    fn create_table(
-        &self,
-        table: &str,
-        families: &[ColumnFamily],
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        self.inner.create_table(table, families)
-    }
-
-    fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
-        self.inner.families(table)
-    }
-
-    fn set_family(
-        &self,
-        table: &str,
-        family: &ColumnFamily,
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        self.inner.set_family(table, family)
-    }
+    forward_admin!(self => self.inner);
 }
 
 /// Seeds, deadline and the explicitly driven repairs.

@@ -21,13 +21,14 @@ use std::sync::{Mutex, MutexGuard};
 use futures_core::Stream;
 use futures_util::StreamExt;
 use futures_util::future::Either;
-use rowkit_codec::model::{ColumnFamily, Row, RowFilter};
+use rowkit_codec::model::{Row, RowFilter};
 use rowkit_statemachines::mounttable::{Lookup, ROW_CACHE_TTL_US, RowCache, WaiterId};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Code, ReadRowsResponse, Request, Response, RetryPolicy, StoreError, Timestamp,
 };
 
+use crate::driver::forward_admin;
 use crate::{Driver, run};
 
 /// What a waiter of a coalesced read is told by the read it waited for.
@@ -355,29 +356,7 @@ impl<D: Driver> Driver for RowCached<D> {
         self.inner.blocking_waits()
     }
 
-    fn create_table(
-        &self,
-        table: &str,
-        families: &[ColumnFamily],
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        self.inner.create_table(table, families)
-    }
-
-    fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
-        self.inner.families(table)
-    }
-
-    fn set_family(
-        &self,
-        table: &str,
-        family: &ColumnFamily,
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        self.inner.set_family(table, family)
-    }
-
-    fn cancelled(&self) -> impl Future<Output = ()> {
-        self.inner.cancelled()
-    }
+    forward_admin!(self => self.inner);
 }
 
 #[cfg(test)]
