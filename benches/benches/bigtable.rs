@@ -1,15 +1,17 @@
-//! Requests per second through the Bigtable adapter and the Tokio driver against the emulator
-//! (started by `rowkit_bigtable::emulator`): ReadRow (a one-key ReadRows through the ReadRows
-//! machine), MutateRow and CheckAndMutateRow, with 1 and 16 requests in flight.
+//! Requests per second through the Bigtable adapter and rowkit-client's `TokioDriver` against
+//! the emulator (started by `rowkit_bigtable::emulator`): ReadRow (a one-key ReadRows through
+//! the ReadRows machine), MutateRow and CheckAndMutateRow, with 1 and 16 requests in flight.
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures_util::StreamExt;
+use rowkit_bigtable::BigtableConnection;
 use rowkit_bigtable::emulator::Emulator;
-use rowkit_bigtable::{BigtableConnection, driver};
+use rowkit_client::{TokioDriver, run};
 use rowkit_codec::model::{ColumnFamily, Mutation, RowFilter, RowSet, Timestamp};
+use rowkit_embedded::driver::{Clock, SystemClock};
 use rowkit_statemachines::raw::Unary;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
@@ -32,7 +34,7 @@ fn set(i: u64) -> Mutation {
     }
 }
 
-async fn one(conn: &BigtableConnection, op: &str, i: u64) {
+async fn one(conn: &TokioDriver, op: &str, i: u64) {
     match op {
         "ReadRow" => {
             let req = ReadRowsRequest {
@@ -40,8 +42,8 @@ async fn one(conn: &BigtableConnection, op: &str, i: u64) {
                 rows: RowSet::key(key(i)),
                 ..Default::default()
             };
-            let m = ReadRows::new(req, driver::now(), i, RetryPolicy::default());
-            let n = driver::run(conn, m, |_| {}).await.unwrap();
+            let m = ReadRows::new(req, SystemClock.now(), i, RetryPolicy::default());
+            let n = run(conn, m, |_| {}).await.unwrap();
             assert_eq!(n, 1);
         }
         "MutateRow" => {
@@ -51,7 +53,7 @@ async fn one(conn: &BigtableConnection, op: &str, i: u64) {
                 mutations: vec![set(i)],
                 ..Default::default()
             });
-            driver::run(conn, Unary::new(req), |_| {}).await.unwrap();
+            run(conn, Unary::new(req), |_| {}).await.unwrap();
         }
         _ => {
             let req = Request::CheckAndMutateRow(CheckAndMutateRowRequest {
@@ -62,7 +64,7 @@ async fn one(conn: &BigtableConnection, op: &str, i: u64) {
                 false_mutations: vec![],
                 ..Default::default()
             });
-            driver::run(conn, Unary::new(req), |_| {}).await.unwrap();
+            run(conn, Unary::new(req), |_| {}).await.unwrap();
         }
     }
 }
@@ -83,6 +85,7 @@ fn bench(c: &mut Criterion) {
         conn.create_table(TABLE, &[ColumnFamily::new("cf")])
             .await
             .unwrap();
+        let conn = TokioDriver::new(conn);
         for i in 0..ROWS {
             one(&conn, "MutateRow", i).await;
         }

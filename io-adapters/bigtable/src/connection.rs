@@ -403,7 +403,7 @@ impl BigtableConnection {
 
     /// Executes one request as a single stream of everything the machine must see: the unary
     /// response, or the parts then [`Response::StreamEnd`]; a failure is one `Err` item and
-    /// ends the stream. This is what the Tokio driver polls per tag.
+    /// ends the stream. This is what `rowkit-client`'s `TokioDriver` polls per tag.
     pub fn call(&self, request: Request) -> PartStream {
         enum State {
             Start(BigtableConnection, Request),

@@ -6,12 +6,12 @@
 //! - [`Target`]: `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`, `BIGTABLE_EMULATOR_HOST`.
 //! - [`BigtableConnection`]: async, one RPC per call, table admin; routing header, feature
 //!   flags and bearer tokens ([`TokenProvider`], [`adc::ApplicationDefaultCredentials`]).
-//! - [`driver`]: the Tokio driver that runs any machine with its requests in flight at once.
 //! - [`BigtableStore`]: the blocking `rowkit_embedded::Store`, so sync code runs unchanged.
 //! - [`emulator`]: the emulator as a test fixture.
 //!
-//! The typed API of the four schemas runs over a connection through `rowkit-client`'s
-//! `TokioDriver`.
+//! Async code runs machines over a connection with `rowkit-client`'s `TokioDriver` and its one
+//! driving loop (`rowkit_client::run`), which keeps every request of a machine in flight at
+//! once; the typed API of the four schemas runs the same way.
 //!
 //! ```
 //! use rowkit_bigtable::{Endpoint, Target};
@@ -25,7 +25,6 @@ pub mod adc;
 mod auth;
 mod connection;
 pub mod convert;
-pub mod driver;
 pub mod emulator;
 mod store;
 mod target;

@@ -5,8 +5,8 @@
 //! Each call blocks the calling thread on the store's Tokio runtime; streamed replies are
 //! blocking iterators that pull one gRPC message per `next()`, so a long scan is never
 //! buffered and dropping the iterator cancels the call. Do not call it from inside an async
-//! task (Tokio forbids `block_on` there); async code uses the connection and
-//! [`crate::driver`] directly.
+//! task (Tokio forbids `block_on` there); async code uses the connection
+//! through `rowkit-client`'s `TokioDriver` instead.
 
 use std::sync::Arc;
 

@@ -18,6 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Output};
 
 use rowkit_bigtable::emulator::{CBT_BIN, Emulator};
+use rowkit_embedded::driver::{Clock, SystemClock};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
@@ -1146,7 +1147,7 @@ mod mt {
             ],
         );
         let ms = 1_700_000_000_000_000i64;
-        let now = rowkit_bigtable::driver::now().truncate_to_millis().0;
+        let now = SystemClock.now().truncate_to_millis().0;
         let deadline = now + 3_600_000_000;
         let set = |row: &str, cells: &[(&str, &[u8], i64)]| {
             let mut args = vec![

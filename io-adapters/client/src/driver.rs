@@ -9,9 +9,12 @@
 //!   events, timeout, result; [`Machine`]);
 //! - every outstanding request is in flight at once; an abort drops that request's stream
 //!   (which cancels it where the transport can);
-//! - when several answers are ready it takes the oldest request's first (lowest tag), so a
-//!   driver whose answers are always ready (the sync driver) serves requests one at a time in
-//!   the order the machine emitted them, exactly as `rowkit_embedded::driver::run` does;
+//! - a driver whose waits block ([`Driver::blocking_waits`], the sync driver) has its ready
+//!   answers taken oldest request first (lowest tag), so it serves requests one at a time in
+//!   the order the machine emitted them, exactly as `rowkit_embedded::driver::run` does; any
+//!   other driver's are taken round-robin, so a stream whose parts are always ready (a long
+//!   scan read by a slow machine) cannot hold back the other requests' answers;
+//! - the caller's cancellation is checked before any answer, so it is never held back either;
 //! - it never retries: the machine decides.
 
 use core::future::Future;
@@ -213,6 +216,8 @@ where
     // In tag order: tags increase, so pushing keeps it sorted.
     let mut inflight = Vec::new();
     let mut sleep = None;
+    // Where the next round-robin poll of `inflight` starts (unused when waits block).
+    let mut next = 0;
     loop {
         while let Some((tag, request)) = machine.poll_request() {
             inflight.push((tag, Box::pin(driver.call(request))));
@@ -236,8 +241,18 @@ where
             (None, _) => sleep = None,
         }
         let woke = core::future::poll_fn(|cx: &mut Context<'_>| {
-            for (i, (_, call)) in inflight.iter_mut().enumerate() {
-                if let Poll::Ready(item) = call.as_mut().poll_next(cx) {
+            if !cancelled && cancel.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Woke::Cancel);
+            }
+            let n = inflight.len();
+            let start = if blocking_waits || n == 0 {
+                0
+            } else {
+                next % n
+            };
+            for k in 0..n {
+                let i = (start + k) % n;
+                if let Poll::Ready(item) = inflight[i].1.as_mut().poll_next(cx) {
                     return Poll::Ready(Woke::Part(i, item));
                 }
             }
@@ -247,23 +262,24 @@ where
             {
                 return Poll::Ready(Woke::Timer);
             }
-            if !cancelled && cancel.as_mut().poll(cx).is_ready() {
-                return Poll::Ready(Woke::Cancel);
-            }
             Poll::Pending
         })
         .await;
         match woke {
             Woke::Part(i, Some(item)) => {
                 let tag: Tag = inflight[i].0;
+                // The next poll starts after this request (at `i` once it is removed).
+                next = i + 1;
                 if item.is_err() || matches!(item, Ok(Response::StreamEnd)) {
                     drop(inflight.remove(i));
+                    next = i;
                 }
                 machine.handle_response(tag, item, driver.now());
             }
             // A unary call ends after its response.
             Woke::Part(i, None) => {
                 drop(inflight.remove(i));
+                next = i;
             }
             Woke::Timer => {
                 sleep = None;

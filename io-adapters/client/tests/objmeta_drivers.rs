@@ -18,7 +18,7 @@ use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_embedded::MemoryStore;
-use rowkit_embedded::driver::{Clock, ManualClock};
+use rowkit_embedded::driver::{Clock, ManualClock, SystemClock};
 use rowkit_statemachines::objmeta::{ObjmetaEvent, RepairOutcome, RepairTask};
 use rowkit_testkit::scenarios::objmeta::scenario_state;
 
@@ -31,7 +31,7 @@ async fn connect(emu: &Emulator) -> BigtableConnection {
 /// The wall clock now, whole milliseconds: the emulator stamps server-time cells with its
 /// own clock, so both runs stand near it (and at a millisecond, as Bigtable's timestamps).
 fn near_wall_clock() -> Timestamp {
-    rowkit_bigtable::driver::now().truncate_to_millis()
+    SystemClock.now().truncate_to_millis()
 }
 
 /// Two clocks at `t`: one for the sync run, one shared with the Tokio driver.
@@ -158,7 +158,7 @@ async fn objmeta_background_repair_runs_at_due() {
     assert_eq!(om.background_repairs(), std::slice::from_ref(&task));
     assert!(om.pending_repairs().is_empty());
     let phd = master_row(&conn, "b", "k").await.unwrap();
-    if rowkit_bigtable::driver::now() < task.due {
+    if SystemClock.now() < task.due {
         assert_eq!(
             phd.get("versionId").and_then(Json::as_str),
             Some(task.phd_version_id.as_str()),
@@ -171,7 +171,7 @@ async fn objmeta_background_repair_runs_at_due() {
         .expect("the repair never ran")
         .unwrap();
     assert!(
-        rowkit_bigtable::driver::now() >= task.due,
+        SystemClock.now() >= task.due,
         "the repair ran before its due time"
     );
     let want = j(&format!(

@@ -1,16 +1,20 @@
 #![allow(clippy::unwrap_used)]
-//! The Tokio driver against the emulator: requests in flight concurrently, aborts, timeouts,
-//! the event channel, and resume of a ReadRows stream cut by a loopback proxy that drops the
-//! TCP connection mid-stream.
+//! The Tokio driver ([`TokioDriver`] + [`rowkit_client::run`], the one driving loop) against
+//! the emulator: requests in flight concurrently, aborts, timeouts, events into a channel with
+//! cancellation when its receiver is dropped ([`rowkit_client::run_until`]), statuses, and
+//! resume of a ReadRows stream cut by a loopback proxy that drops the TCP connection
+//! mid-stream.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rowkit_bigtable::driver::{self, RunError};
 use rowkit_bigtable::emulator::Emulator;
 use rowkit_bigtable::{BigtableConnection, Target};
+use rowkit_client::Driver;
+use rowkit_client::{RunError, TokioDriver, run, run_until};
 use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowRange, RowSet, Timestamp};
+use rowkit_embedded::driver::{Clock, ManualClock, SystemClock};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Code, Machine, MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request,
@@ -28,13 +32,58 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Wall-clock now, the machines' `now`.
+fn now() -> Timestamp {
+    SystemClock.now()
+}
+
+/// A machine run on loan, so its counters (retries, aborted responses) can be read after
+/// [`run`], which takes the machine by value.
+struct Borrowed<'a, M>(&'a mut M);
+
+impl<M: Machine> Machine for Borrowed<'_, M> {
+    type Output = M::Output;
+    type Event = M::Event;
+    type Error = M::Error;
+    fn handle_response(
+        &mut self,
+        tag: Tag,
+        response: Result<Response, StoreError>,
+        now: Timestamp,
+    ) {
+        self.0.handle_response(tag, response, now);
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.0.handle_timeout(now);
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        self.0.cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        self.0.poll_request()
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.0.poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<M::Event> {
+        self.0.poll_event()
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.0.poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<M::Output, M::Error>> {
+        self.0.result()
+    }
+}
+
 fn key(i: usize) -> Vec<u8> {
     format!("row{i:06}").into_bytes()
 }
 
 /// A table of `rows` rows with one `value_len`-byte cell each, written with MutateRows.
-async fn fill(conn: &BigtableConnection, rows: usize, value_len: usize) {
-    conn.create_table(TABLE, &[ColumnFamily::new("cf")])
+async fn fill(conn: &TokioDriver, rows: usize, value_len: usize) {
+    conn.connection()
+        .create_table(TABLE, &[ColumnFamily::new("cf")])
         .await
         .unwrap();
     for chunk in (0..rows).collect::<Vec<_>>().chunks(500) {
@@ -55,7 +104,7 @@ async fn fill(conn: &BigtableConnection, rows: usize, value_len: usize) {
             entries,
             ..Default::default()
         });
-        let parts = driver::run(conn, rowkit_statemachines::raw::Collect::new(req), |_| {})
+        let parts = run(conn, rowkit_statemachines::raw::Collect::new(req), |_| {})
             .await
             .unwrap();
         for p in parts {
@@ -138,27 +187,33 @@ fn read_rows_resumes_after_the_connection_drops_mid_stream() {
     let rt = runtime();
     rt.block_on(async {
         let target = emu.fresh_target();
-        let direct = BigtableConnection::connect(target.clone(), None)
-            .await
-            .unwrap();
+        let direct = TokioDriver::new(
+            BigtableConnection::connect(target.clone(), None)
+                .await
+                .unwrap(),
+        );
         fill(&direct, ROWS, 1024).await;
         // ~3 MiB of responses; cut after 1 MiB on the first two connections.
         let proxy = cutting_proxy(emu.host().to_string(), 1 << 20, 2).await;
-        let via_proxy = BigtableConnection::connect(
-            Target::emulator(proxy.addr.clone(), &target.project, &target.instance),
-            None,
-        )
-        .await
-        .unwrap();
+        let via_proxy = TokioDriver::new(
+            BigtableConnection::connect(
+                Target::emulator(proxy.addr.clone(), &target.project, &target.instance),
+                None,
+            )
+            .await
+            .unwrap(),
+        );
         let policy = RetryPolicy {
             initial_backoff: 1_000,
             ..RetryPolicy::default()
         };
-        let mut machine = ReadRows::new(read_all(), driver::now(), 42, policy);
+        let mut machine = ReadRows::new(read_all(), now(), 42, policy);
         let mut keys = Vec::new();
-        let n = driver::run_mut(&via_proxy, &mut machine, |row: Row| keys.push(row.key))
-            .await
-            .unwrap();
+        let n = run(&via_proxy, Borrowed(&mut machine), |row: Row| {
+            keys.push(row.key)
+        })
+        .await
+        .unwrap();
         assert_eq!(
             proxy.cut.load(Ordering::SeqCst),
             2,
@@ -291,9 +346,11 @@ fn outstanding_requests_run_concurrently() {
     };
     let rt = runtime();
     rt.block_on(async {
-        let conn = BigtableConnection::connect(emu.fresh_target(), None)
-            .await
-            .unwrap();
+        let conn = TokioDriver::new(
+            BigtableConnection::connect(emu.fresh_target(), None)
+                .await
+                .unwrap(),
+        );
         fill(&conn, 2000, 4096).await;
         // Tag 1 = the scan, tag 0 = the write (popped last, so sent after the scan).
         // The write goes to a row the scan does not cover, so the scan's size is fixed.
@@ -302,7 +359,7 @@ fn outstanding_requests_run_concurrently() {
             ..read_all()
         };
         let m = Fanout::new(vec![mutate(b"zzz"), Request::ReadRows(scan)]);
-        let log = driver::run(&conn, m, |_| {}).await.unwrap();
+        let log = run(&conn, m, |_| {}).await.unwrap();
         let write_done = log.iter().position(|(t, _)| *t == Tag(0)).unwrap();
         let scan_end = log
             .iter()
@@ -319,9 +376,7 @@ fn outstanding_requests_run_concurrently() {
         let writes: Vec<Request> = (0..16)
             .map(|i| mutate(format!("w{i}").as_bytes()))
             .collect();
-        let log = driver::run(&conn, Fanout::new(writes), |_| {})
-            .await
-            .unwrap();
+        let log = run(&conn, Fanout::new(writes), |_| {}).await.unwrap();
         assert_eq!(log.len(), 16);
         assert!(log.iter().all(|(_, end)| *end));
     });
@@ -336,14 +391,16 @@ fn abort_drops_the_call() {
     };
     let rt = runtime();
     rt.block_on(async {
-        let conn = BigtableConnection::connect(emu.fresh_target(), None)
-            .await
-            .unwrap();
+        let conn = TokioDriver::new(
+            BigtableConnection::connect(emu.fresh_target(), None)
+                .await
+                .unwrap(),
+        );
         fill(&conn, 2000, 4096).await;
         let mut m = Fanout::new(vec![Request::ReadRows(read_all())]);
         // Abort the scan (tag 0) on its own first part.
         m.abort = Some((Tag(0), Tag(0)));
-        let log = driver::run_mut(&conn, &mut m, |_| {}).await.unwrap();
+        let log = run(&conn, Borrowed(&mut m), |_| {}).await.unwrap();
         assert_eq!(log, vec![(Tag(0), false)], "one part, then nothing");
         assert_eq!(m.late_for_aborted, 0);
     });
@@ -388,14 +445,27 @@ fn timeouts_fire() {
     };
     let rt = runtime();
     rt.block_on(async {
-        let conn = BigtableConnection::connect(emu.fresh_target(), None)
-            .await
-            .unwrap();
-        let at = driver::now().saturating_add_micros(20_000);
-        let fired = driver::run(&conn, Sleeper { at, fired: None }, |_| {})
+        let conn = TokioDriver::new(
+            BigtableConnection::connect(emu.fresh_target(), None)
+                .await
+                .unwrap(),
+        );
+        let at = now().saturating_add_micros(20_000);
+        let fired = run(&conn, Sleeper { at, fired: None }, |_| {})
             .await
             .unwrap();
         assert!(fired >= at);
+        // With an injected manual clock the driver waits on Tokio's timer, then moves the
+        // clock to the deadline: the machine sees exactly its deadline.
+        let t0 = now();
+        let manual =
+            TokioDriver::new(conn.connection().clone()).with_clock(Arc::new(ManualClock::new(t0)));
+        let at = t0.saturating_add_micros(20_000);
+        let fired = run(&manual, Sleeper { at, fired: None }, |_| {})
+            .await
+            .unwrap();
+        assert_eq!(fired, at);
+        assert_eq!(manual.now(), at);
         // A machine with nothing to do and no timer is reported, not awaited forever.
         struct Idle;
         impl Machine for Idle {
@@ -421,41 +491,55 @@ fn timeouts_fire() {
                 None
             }
         }
-        assert_eq!(
-            driver::run(&conn, Idle, |_| {}).await,
-            Err(RunError::Stalled)
-        );
+        assert_eq!(run(&conn, Idle, |_| {}).await, Err(RunError::Stalled));
     });
 }
 
-/// Events through a bounded channel (capacity 1: the consumer paces the scan); dropping the
-/// receiver cancels the machine.
+/// Events handed on through a channel, in order; dropping the receiver cancels the machine
+/// ([`run_until`] with the channel's `closed()` as the cancel future): its call is dropped and
+/// it ends with its own `CANCELLED` status.
 #[test]
-fn events_through_a_bounded_channel() {
-    let Some(emu) = Emulator::shared_or_skip("events_through_a_bounded_channel") else {
+fn events_through_a_channel_and_a_dropped_receiver_cancels() {
+    let Some(emu) = Emulator::shared_or_skip("events_through_a_channel") else {
         return;
     };
+    const ROWS: usize = 2000;
     let rt = runtime();
     rt.block_on(async {
-        let conn = BigtableConnection::connect(emu.fresh_target(), None)
-            .await
-            .unwrap();
-        fill(&conn, 300, 10).await;
-        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
-        let m = ReadRows::new(read_all(), driver::now(), 1, RetryPolicy::default());
-        let c = conn.clone();
-        let task = tokio::spawn(async move { driver::run_to_channel(&c, m, tx).await });
+        let conn = TokioDriver::new(
+            BigtableConnection::connect(emu.fresh_target(), None)
+                .await
+                .unwrap(),
+        );
+        // ~8 MiB: a scan far longer than the consumer takes to drop its receiver below.
+        fill(&conn, ROWS, 4096).await;
+        let run_to_channel = |conn: TokioDriver| {
+            let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Row>();
+            let m = ReadRows::new(read_all(), now(), 1, RetryPolicy::default());
+            let task = tokio::spawn(async move {
+                run_until(
+                    &conn,
+                    m,
+                    |row| {
+                        // A send fails only once the receiver is gone, which cancels below.
+                        let _ = tx.send(row);
+                    },
+                    tx.closed(),
+                )
+                .await
+            });
+            (task, rx)
+        };
+
+        let (task, mut rx) = run_to_channel(conn.clone());
         let mut keys = Vec::new();
         while let Some(row) = rx.recv().await {
             keys.push(row.key);
         }
-        assert_eq!(task.await.unwrap().unwrap(), 300);
-        assert_eq!(keys, (0..300).map(key).collect::<Vec<_>>());
+        assert_eq!(task.await.unwrap().unwrap(), ROWS as u64);
+        assert_eq!(keys, (0..ROWS).map(key).collect::<Vec<_>>());
 
-        let (tx, mut rx) = tokio::sync::mpsc::channel(1);
-        let m = ReadRows::new(read_all(), driver::now(), 1, RetryPolicy::default());
-        let c = conn.clone();
-        let task = tokio::spawn(async move { driver::run_to_channel(&c, m, tx).await });
+        let (task, mut rx) = run_to_channel(conn.clone());
         let first = rx.recv().await.unwrap();
         assert_eq!(first.key, key(0));
         drop(rx);
@@ -472,14 +556,13 @@ fn statuses_are_passed_through() {
     };
     let rt = runtime();
     rt.block_on(async {
-        let conn = BigtableConnection::connect(emu.fresh_target(), None)
-            .await
-            .unwrap();
-        let m = ReadRows::new(read_all(), driver::now(), 1, RetryPolicy::default());
-        let err = driver::run(&conn, m, |_| {})
-            .await
-            .unwrap_err()
-            .into_store_error();
+        let conn = TokioDriver::new(
+            BigtableConnection::connect(emu.fresh_target(), None)
+                .await
+                .unwrap(),
+        );
+        let m = ReadRows::new(read_all(), now(), 1, RetryPolicy::default());
+        let err = run(&conn, m, |_| {}).await.unwrap_err().into_store_error();
         assert_eq!(err.code, Code::NotFound);
     });
 }
