@@ -2,30 +2,35 @@
 //! The mounttable acceptance scenarios (`rowkit_embedded::mounttable_scenarios`) on the memory
 //! store and the redb store. The Bigtable emulator runs the same functions from
 //! `rowkit-bigtable`'s tests.
+//!
+//! Every scenario gets a fresh store: each starts its manual clock at the same instant, and a
+//! store's server time never goes back (`Store::execute`), so a scenario run after one that
+//! advanced the clock would find node creation times in its future (as on a server whose
+//! clock is ahead of the caller's).
 
 use rowkit_embedded::mounttable_scenarios::{CONCURRENCY, SCENARIOS};
 use rowkit_embedded::{MemoryStore, RedbStore, Store};
 
-fn run_all(store: &dyn Store, tag: &str) {
+#[test]
+fn scenarios_memory() {
     for (name, f) in SCENARIOS {
-        eprintln!("{tag}: {name}");
-        f(store, &format!("mt-{name}"));
+        eprintln!("memory: {name}");
+        f(&MemoryStore::new(), &format!("mt-{name}"));
     }
 }
 
 #[test]
-fn scenarios_memory() {
-    run_all(&MemoryStore::new(), "memory");
-}
-
-#[test]
 fn scenarios_redb() {
-    let dir = std::env::temp_dir().join(format!("rowkit-mt-{}.redb", std::process::id()));
-    let _ = std::fs::remove_file(&dir);
-    let store = RedbStore::open(&dir).unwrap();
-    run_all(&store, "redb");
-    drop(store);
-    let _ = std::fs::remove_file(&dir);
+    for (name, f) in SCENARIOS {
+        eprintln!("redb: {name}");
+        let path =
+            std::env::temp_dir().join(format!("rowkit-mt-{}-{name}.redb", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let store = RedbStore::open(&path).unwrap();
+        f(&store, &format!("mt-{name}"));
+        drop(store);
+        let _ = std::fs::remove_file(&path);
+    }
 }
 
 const THREADS: usize = 15;
@@ -33,19 +38,22 @@ const CYCLES: usize = 250;
 
 #[test]
 fn concurrency_memory() {
-    let store = MemoryStore::new();
     for (name, f) in CONCURRENCY {
         eprintln!("memory: {name}");
-        f(&store, &format!("mt-{name}"), THREADS, CYCLES);
+        f(&MemoryStore::new(), &format!("mt-{name}"), THREADS, CYCLES);
     }
 }
 
 #[test]
 fn concurrency_redb() {
-    let store = RedbStore::in_memory().unwrap();
     for (name, f) in CONCURRENCY {
         eprintln!("redb: {name}");
-        f(&store, &format!("mt-{name}"), THREADS, CYCLES);
+        f(
+            &RedbStore::in_memory().unwrap(),
+            &format!("mt-{name}"),
+            THREADS,
+            CYCLES,
+        );
     }
 }
 
@@ -183,10 +191,9 @@ fn the_row_cache_serves_no_row_older_than_an_applied_write() {
 /// `concurrency_with_latency_memory_full`.
 #[test]
 fn concurrency_with_latency_memory() {
-    let store = slow();
     for (name, f) in CONCURRENCY {
         eprintln!("slow memory: {name}");
-        f(&store, &format!("mt-{name}"), THREADS, 60);
+        f(&slow(), &format!("mt-{name}"), THREADS, 60);
     }
 }
 
@@ -194,9 +201,8 @@ fn concurrency_with_latency_memory() {
 #[test]
 #[ignore = "sleep-bound, about 5 minutes; the 15 x 250 counts run without latency above"]
 fn concurrency_with_latency_memory_full() {
-    let store = slow();
     for (name, f) in CONCURRENCY {
         eprintln!("slow memory: {name}");
-        f(&store, &format!("mt-{name}"), THREADS, CYCLES);
+        f(&slow(), &format!("mt-{name}"), THREADS, CYCLES);
     }
 }
