@@ -8,8 +8,9 @@
 //! (`ReadRow(node table, key, LatestN(1))`) is answered from the cache, or fetched once for all
 //! concurrent readers of that row (waiters park on a [`Notify`]); while a write to a node row
 //! is in flight, reads of that row bypass the cache and nothing is kept
-//! ([`rowkit_statemachines::mounttable::RowCache::begin_write`]). The machines never see it. Unlike the local stores, Bigtable stamps
-//! server-time cells when it applies them, so writes need no serialising here.
+//! ([`rowkit_statemachines::mounttable::RowCache::begin_write`]). The machines never see it.
+//! Bigtable stamps server-time cells when it applies them (as the local stores do inside the
+//! row's transaction), so writes need no serialising here.
 //!
 //! Futures of this facade are `!Send` while the mounttable machines are; nothing here holds
 //! them across threads, so they become `Send` with the machines.

@@ -237,24 +237,21 @@ impl MtCalls {
 
 /// The store as the machines see it: node reads through the cache, node writes invalidating.
 ///
-/// Writes are also serialised and stamped with the clock read *inside* that lock. The local
-/// stores stamp server time (`-1`) with the `now` they are handed; two threads that read the
-/// clock and then race to the store could otherwise apply a later `m:v` cell with an earlier
-/// timestamp, so `LatestN(1)` would still show the old version and a stale snapshot would pass
-/// the OCC check (Bigtable stamps at apply time, so it never sees this).
-struct CachedStore<'a, S: ?Sized, C: ?Sized> {
+/// Writes go to the store as they come, concurrently, with the driver's `now`: server time
+/// (`-1`, e.g. a node's new `m:v`) is stamped by the store when it applies the write, so a
+/// later version never hides behind an earlier one (Bigtable stamps at apply time; the local
+/// stores stamp inside the row's transaction, monotonic per store: `Store::execute`).
+struct CachedStore<'a, S: ?Sized> {
     store: &'a S,
-    clock: &'a C,
     node_table: &'a str,
     state: Option<&'a (Mutex<NodeRowCache>, Condvar)>,
-    writes: &'a Mutex<()>,
 }
 
 fn lock(m: &Mutex<NodeRowCache>) -> MutexGuard<'_, NodeRowCache> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
+impl<S: Store + ?Sized> CachedStore<'_, S> {
     fn fetch(&self, request: &Request, now: Timestamp) -> Result<Option<Row>, StoreError> {
         let Request::ReadRows(r) = request else {
             return Err(StoreError::new(Code::Internal, "not a read"));
@@ -296,29 +293,23 @@ impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> CachedStore<'_, S, C> {
     }
 }
 
-impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> Store for CachedStore<'_, S, C> {
+impl<S: Store + ?Sized> Store for CachedStore<'_, S> {
     fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
-        let is_write = is_write(&request);
         let Some(state) = self.state else {
-            if is_write {
-                let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
-                return self.store.execute(request, self.clock.now().max(now));
-            }
             return self.store.execute(request, now);
         };
         if let Some(key) = cached_node_read(&request, self.node_table) {
             let row = self.cached_read(state, &key, &request, now)?;
             return Ok(Reply::Stream(Box::new(cached_reply_parts(row).into_iter())));
         }
-        if !is_write {
+        if !is_write(&request) {
             return self.store.execute(request, now);
         }
         let write_key = node_write(&request, self.node_table);
         if let Some(key) = &write_key {
             lock(&state.0).begin_write(key);
         }
-        let _serial = self.writes.lock().unwrap_or_else(|p| p.into_inner());
-        let reply = self.store.execute(request, self.clock.now().max(now));
+        let reply = self.store.execute(request, now);
         if let Some(key) = write_key {
             lock(&state.0).end_write(&key);
         }
@@ -356,7 +347,6 @@ pub struct MountTable<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> {
     clock: &'a C,
     calls: MtCalls,
     cache: (Mutex<NodeRowCache>, Condvar),
-    writes: Mutex<()>,
 }
 
 impl<S: Store + ?Sized, C: Clock + Sync + ?Sized> core::fmt::Debug for MountTable<'_, S, C> {
@@ -384,7 +374,6 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
             clock,
             calls: MtCalls::new(config),
             cache: (Mutex::new(NodeRowCache::default()), Condvar::new()),
-            writes: Mutex::new(()),
         }
     }
 
@@ -408,10 +397,8 @@ impl<'a, S: Store + ?Sized, C: Clock + Sync + ?Sized> MountTable<'a, S, C> {
     {
         let store = CachedStore {
             store: self.store,
-            clock: self.clock,
             node_table: &self.calls.config().tables.node,
             state: self.calls.config().row_cache.then_some(&self.cache),
-            writes: &self.writes,
         };
         driver::run(&store, self.clock, machine, on_event).map_err(|e| match e {
             RunError::Machine(e) => e,
