@@ -71,6 +71,48 @@ impl Clock for ManualClock {
     }
 }
 
+/// The wall clock from a chosen start: it runs at real speed, waiting sleeps the thread (as
+/// with [`SystemClock`]), and [`RunningClock::advance_to`] jumps it ahead. For tests whose
+/// threads must really wait out their retry back-off (with a [`ManualClock`] a back-off costs
+/// no time, so contending threads retry at once and keep colliding), or whose store stamps
+/// server time with its own wall clock (the Bigtable emulator: started at the wall clock, this
+/// clock is never behind the server's stamps).
+#[derive(Debug)]
+pub struct RunningClock {
+    /// Added to the wall clock; only grows.
+    offset: AtomicI64,
+}
+
+impl RunningClock {
+    /// A clock standing at `start` now, and running from there.
+    pub fn starting_at(start: Timestamp) -> RunningClock {
+        RunningClock {
+            offset: AtomicI64::new(start.0.saturating_sub(SystemClock.now().0)),
+        }
+    }
+
+    /// Moves the clock to `t` if that is later than the current time.
+    pub fn advance_to(&self, t: Timestamp) {
+        self.offset
+            .fetch_max(t.0.saturating_sub(SystemClock.now().0), Ordering::SeqCst);
+    }
+}
+
+impl Clock for RunningClock {
+    fn now(&self) -> Timestamp {
+        SystemClock
+            .now()
+            .saturating_add_micros(self.offset.load(Ordering::SeqCst))
+    }
+
+    fn sleep_until(&self, t: Timestamp) {
+        let wait = t.0.saturating_sub(self.now().0);
+        if wait > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(wait.unsigned_abs()));
+        }
+    }
+}
+
 /// Why [`run`] did not return the machine's output.
 #[derive(Debug, PartialEq, thiserror::Error)]
 pub enum RunError<E> {

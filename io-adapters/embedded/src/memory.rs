@@ -17,7 +17,7 @@ use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp
 use rowkit_statemachines::{Code, SplitMix64, StoreError};
 
 use crate::semantics::validate_schema;
-use crate::{ChunkingOptions, RowWrite, TableStorage};
+use crate::{ChunkingOptions, RowWrite, ServerTime, TableStorage};
 
 /// A cell's place in its row: canonical order is the key order.
 type CellKey = (String, Vec<u8>, Reverse<i64>);
@@ -42,6 +42,8 @@ pub struct MemoryStore {
     seed: u64,
     requests: AtomicU64,
     chunking: ChunkingOptions,
+    /// Stamped under the tables' write lock (inside every row transaction).
+    server_time: ServerTime,
 }
 
 #[derive(Debug, Default)]
@@ -298,6 +300,10 @@ impl TableStorage for MemoryStore {
 
     fn chunking(&self) -> ChunkingOptions {
         self.chunking
+    }
+
+    fn server_time(&self) -> &ServerTime {
+        &self.server_time
     }
 
     fn next_request_seed(&self) -> u64 {

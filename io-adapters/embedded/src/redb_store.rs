@@ -36,7 +36,7 @@ use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp
 use rowkit_statemachines::{Code, SplitMix64, StoreError};
 
 use crate::semantics::validate_schema;
-use crate::{ChunkingOptions, RowWrite, TableStorage};
+use crate::{ChunkingOptions, RowWrite, ServerTime, TableStorage};
 
 /// Version of the on-disk layout described in the module docs; a file written with another
 /// layout is refused rather than misread.
@@ -89,6 +89,8 @@ pub struct RedbStore {
     seed: u64,
     requests: AtomicU64,
     chunking: ChunkingOptions,
+    /// Kept in memory only: a reopened file starts again from the caller's `now`.
+    server_time: ServerTime,
 }
 
 impl fmt::Debug for RedbStore {
@@ -156,6 +158,7 @@ impl RedbStore {
             seed: 0,
             requests: AtomicU64::new(0),
             chunking: ChunkingOptions::default(),
+            server_time: ServerTime::default(),
         };
         let op = "initialise";
         let txn = store.begin_write(op)?;
@@ -675,6 +678,10 @@ impl TableStorage for RedbStore {
 
     fn chunking(&self) -> ChunkingOptions {
         self.chunking
+    }
+
+    fn server_time(&self) -> &ServerTime {
+        &self.server_time
     }
 
     fn next_request_seed(&self) -> u64 {

@@ -10,7 +10,8 @@
 //! 2. The whole request is validated (section 4, 13), regexes compiled once, before any row is
 //!    read or written.
 //! 3. Writes run inside [`TableStorage::write_row`]; any error (row over 256 MiB, increment of a
-//!    non-8-byte cell) is returned from the closure so the row is left untouched.
+//!    non-8-byte cell) is returned from the closure so the row is left untouched. Server time is
+//!    chosen there too, per row transaction ([`RowTime`]).
 //! 4. Reads are lazy streams built on [`TableStorage::next_row`].
 
 mod filter;
@@ -33,7 +34,7 @@ pub use filter::CompiledFilter;
 pub use read::{SAMPLE_INTERVAL_BYTES, row_chunks};
 pub use validate::{validate_request, validate_schema};
 
-use crate::{Reply, RowWrite, Store, TableStorage};
+use crate::{Reply, RowWrite, ServerTime, Store, TableStorage};
 use read::{ReadStream, SampleStream};
 use validate::Schema;
 
@@ -41,14 +42,14 @@ impl<S: TableStorage> Store for S {
     fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
         let families = TableStorage::families(self, request.table())?;
         let schema = Schema::new(&families);
-        // `-1` timestamps and read-modify-write use one server time for the whole request.
-        let now_ms = Timestamp(now.truncate_to_millis().0.max(0));
+        // `now` only bounds server time from below: each row transaction picks its own
+        // (`RowTime`), as Bigtable stamps at apply time.
         match request {
             Request::ReadRows(r) => read_rows(self, r),
-            Request::MutateRow(r) => mutate_row(self, r, &schema, now_ms),
-            Request::MutateRows(r) => mutate_rows(self, r, &schema, now_ms),
-            Request::CheckAndMutateRow(r) => check_and_mutate(self, r, &schema, now_ms),
-            Request::ReadModifyWriteRow(r) => read_modify_write(self, r, &schema, now_ms),
+            Request::MutateRow(r) => mutate_row(self, r, &schema, now),
+            Request::MutateRows(r) => mutate_rows(self, r, &schema, now),
+            Request::CheckAndMutateRow(r) => check_and_mutate(self, r, &schema, now),
+            Request::ReadModifyWriteRow(r) => read_modify_write(self, r, &schema, now),
             Request::SampleRowKeys(r) => Ok(Reply::Stream(Box::new(SampleStream {
                 store: self,
                 table: r.table,
@@ -109,12 +110,42 @@ fn read_rows<S: TableStorage>(store: &S, req: ReadRowsRequest) -> Result<Reply<'
     })))
 }
 
+/// The server time of one row transaction (`Store::execute`): drawn from the store's
+/// [`ServerTime`] the first time a cell of the transaction needs it, so inside the transaction.
+/// A row's transactions run one at a time, so one that applies later draws later and gets a
+/// stamp at least as late, whatever `now` its caller read: a newer cell never hides behind an
+/// older one. Every server-time cell of the transaction gets the same stamp, and a transaction
+/// that needs none leaves the store's clock alone.
+struct RowTime<'s> {
+    server: &'s ServerTime,
+    now: Timestamp,
+    stamp: Option<Timestamp>,
+}
+
+impl<'s> RowTime<'s> {
+    /// Created inside the row's transaction; `now` is the request's lower bound.
+    fn new(server: &'s ServerTime, now: Timestamp) -> RowTime<'s> {
+        RowTime {
+            server,
+            now,
+            stamp: None,
+        }
+    }
+
+    /// The transaction's server time: `max(floor_ms(now), last stamp of the store)`.
+    fn get(&mut self) -> Timestamp {
+        *self
+            .stamp
+            .get_or_insert_with(|| self.server.stamp(self.now))
+    }
+}
+
 /// Applies mutations in order to one row inside its transaction. A write that makes the row
 /// larger than 256 MiB fails the whole list (the caller's transaction rolls back).
 fn apply_mutations<R: RowWrite + ?Sized>(
     row: &mut R,
     mutations: &[Mutation],
-    now_ms: Timestamp,
+    time: &mut RowTime<'_>,
 ) -> Result<(), StoreError> {
     for m in mutations {
         match m {
@@ -125,7 +156,7 @@ fn apply_mutations<R: RowWrite + ?Sized>(
                 value,
             } => {
                 let ts = if *timestamp == Timestamp::SERVER_TIME {
-                    now_ms
+                    time.get()
                 } else {
                     *timestamp
                 };
@@ -156,11 +187,12 @@ fn mutate_row<'s, S: TableStorage>(
     store: &'s S,
     req: MutateRowRequest,
     schema: &Schema,
-    now_ms: Timestamp,
+    now: Timestamp,
 ) -> Result<Reply<'s>, StoreError> {
     validate::check_row_mutations(&req.row_key, &req.mutations, schema)?;
     store.write_row(&req.table, &req.row_key, |row| {
-        apply_mutations(row, &req.mutations, now_ms)
+        let mut time = RowTime::new(store.server_time(), now);
+        apply_mutations(row, &req.mutations, &mut time)
     })?;
     Ok(Reply::Unary(Response::MutateRow))
 }
@@ -169,7 +201,7 @@ fn mutate_rows<'s, S: TableStorage>(
     store: &'s S,
     req: MutateRowsRequest,
     schema: &Schema,
-    now_ms: Timestamp,
+    now: Timestamp,
 ) -> Result<Reply<'s>, StoreError> {
     validate::check_batch(&req)?;
     // Entries apply eagerly, in index order, each atomically; the batch is one response part.
@@ -191,8 +223,10 @@ fn mutate_rows<'s, S: TableStorage>(
         .iter()
         .map(|&i| req.entries[i].row_key.as_slice())
         .collect();
+    // Each entry is its own row transaction with its own server time.
     let written = store.write_rows(&req.table, &keys, |k, row| {
-        apply_mutations(row, &req.entries[valid[k]].mutations, now_ms)
+        let mut time = RowTime::new(store.server_time(), now);
+        apply_mutations(row, &req.entries[valid[k]].mutations, &mut time)
     });
     for (&i, result) in valid.iter().zip(written) {
         results[i] = Some(result);
@@ -213,7 +247,7 @@ fn check_and_mutate<'s, S: TableStorage>(
     store: &'s S,
     req: CheckAndMutateRowRequest,
     schema: &Schema,
-    now_ms: Timestamp,
+    now: Timestamp,
 ) -> Result<Reply<'s>, StoreError> {
     let predicate = validate::check_conditional(&req, schema)?;
     let mut rng = SplitMix64::new(store.next_request_seed());
@@ -231,7 +265,8 @@ fn check_and_mutate<'s, S: TableStorage>(
         } else {
             &req.false_mutations
         };
-        apply_mutations(row, chosen, now_ms)?;
+        let mut time = RowTime::new(store.server_time(), now);
+        apply_mutations(row, chosen, &mut time)?;
         Ok(matched)
     })?;
     Ok(Reply::Unary(Response::CheckAndMutateRow {
@@ -279,16 +314,19 @@ fn read_modify_write<'s, S: TableStorage>(
     store: &'s S,
     req: ReadModifyWriteRowRequest,
     schema: &Schema,
-    now_ms: Timestamp,
+    now: Timestamp,
 ) -> Result<Reply<'s>, StoreError> {
     validate::check_rmw(&req, schema)?;
     let cells = store.write_row(&req.table, &req.row_key, |row| {
         // Keyed by column, so the reply is in canonical order with one cell per column.
         let mut modified: BTreeMap<Column<'_>, (Timestamp, Vec<u8>)> = BTreeMap::new();
+        let mut time = RowTime::new(store.server_time(), now);
         for rule in &req.rules {
             let latest = row.latest(&rule.family, &rule.qualifier)?;
             let value = modified_value(rule, latest.as_ref().map(|(_, v)| v.as_slice()))?;
-            let ts = latest.map_or(now_ms, |(ts, _)| ts.max(now_ms));
+            // "The greater of the existing timestamp or the current server time" (section 8).
+            let server = time.get();
+            let ts = latest.map_or(server, |(ts, _)| ts.max(server));
             row.put(&rule.family, &rule.qualifier, ts, &value)?;
             check_row_size(row)?;
             modified.insert((&rule.family, &rule.qualifier), (ts, value));

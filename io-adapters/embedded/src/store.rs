@@ -2,6 +2,8 @@
 //! atomic write per row), [`Store`] is what callers use (execute any request), and the blanket
 //! implementation between them is the one evaluator in [`crate::semantics`].
 
+use std::sync::atomic::{AtomicI64, Ordering};
+
 use rowkit_codec::model::{Cell, ColumnFamily, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Request, Response, StoreError};
 
@@ -33,6 +35,39 @@ pub struct ChunkingOptions {
     pub split_values_every: Option<usize>,
     /// Start a new response after this many chunks (`None`: one response per row).
     pub chunks_per_response: Option<usize>,
+}
+
+/// A local store's server clock: the server time it stamps on `-1` cells and read-modify-write
+/// cells (see [`Store::execute`]), kept per store and only moving forward.
+///
+/// Bigtable stamps a write when it applies it, so of two writes to one row the one applied later
+/// never has the earlier timestamp. A local store is handed `now` by its caller instead, and two
+/// callers that read their clocks and then race to the store could apply a later write with an
+/// earlier `now`: its cell would hide behind the older one (`LatestN(1)` shows the old version, an
+/// optimistic-concurrency check passes on a stale snapshot). So the evaluator draws each row
+/// transaction's server time from here, inside the transaction, as `max(now, last stamp)`.
+#[derive(Debug, Default)]
+pub struct ServerTime {
+    /// The greatest stamp handed out so far (0 before the first): a whole millisecond.
+    last: AtomicI64,
+}
+
+impl ServerTime {
+    /// The server time of a write arriving with `now`: `now` truncated to milliseconds (and
+    /// clamped to 0), or the last stamp if that is later; recorded as the last stamp. Call it
+    /// inside the row's write transaction, so that the stamps of one row's transactions follow
+    /// the order in which they apply.
+    pub fn stamp(&self, now: Timestamp) -> Timestamp {
+        let now_ms = now.truncate_to_millis().0.max(0);
+        // Every stored value is a whole millisecond, so the maximum is one too.
+        let last = self.last.fetch_max(now_ms, Ordering::AcqRel);
+        Timestamp(last.max(now_ms))
+    }
+
+    /// The last stamp handed out (`Timestamp(0)` before the first).
+    pub fn last(&self) -> Timestamp {
+        Timestamp(self.last.load(Ordering::Acquire))
+    }
 }
 
 /// One row inside a write transaction. Every method sees the effect of the earlier ones; the
@@ -132,6 +167,9 @@ pub trait TableStorage: Send + Sync {
 
     /// How ReadRows results are cut into chunks.
     fn chunking(&self) -> ChunkingOptions;
+    /// The store's server clock (one per store, shared by all its tables), read and advanced by
+    /// the evaluator inside [`TableStorage::write_row`] / [`TableStorage::write_rows`] closures.
+    fn server_time(&self) -> &ServerTime;
     /// A fresh seed for one request's random draws (`row_sample_filter`), deterministic from the
     /// store's own seed and the number of requests so far.
     fn next_request_seed(&self) -> u64;
@@ -140,7 +178,20 @@ pub trait TableStorage: Send + Sync {
 /// Executes any [`Request`] with exact Bigtable semantics (`spec/bigtable.md`). Implemented for
 /// every [`TableStorage`] by the shared evaluator.
 pub trait Store: Send + Sync {
-    /// Runs one request at time `now` (server time for `-1` timestamps and read-modify-write).
+    /// Runs one request at time `now`.
+    ///
+    /// Server time (the timestamp of a `SetCell` with `-1`, in `MutateRow`, `MutateRows` and
+    /// `CheckAndMutateRow`, and the lower bound of a `ReadModifyWriteRow` cell's timestamp,
+    /// `spec/bigtable.md` 3 and 8) is chosen at apply time. Bigtable uses its own clock; the
+    /// local stores choose it inside each row's write transaction ([`ServerTime`]) as
+    /// `max(floor_ms(now), the last server time this store stamped)`.
+    /// So for any one row a write applied later never gets an earlier stamp, whatever `now` the
+    /// racing callers read (callers need not serialise their writes to keep versions in
+    /// order). Every server-time cell of one row transaction (the row of a MutateRow,
+    /// CheckAndMutateRow or ReadModifyWriteRow, one MutateRows entry) gets the same stamp, and
+    /// sequential calls with non-decreasing `now` get exactly `floor_ms(now)`, so a manual
+    /// clock still determines every timestamp. `now` is a lower bound: a store never stamps
+    /// earlier than its caller's clock.
     fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError>;
     /// Creates a table with its families (`ALREADY_EXISTS` if it exists).
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError>;

@@ -24,7 +24,7 @@ use rowkit_statemachines::{
 
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_embedded::driver::{self, Clock, ManualClock};
+use rowkit_embedded::driver::{self, Clock, ManualClock, RunningClock};
 use rowkit_embedded::{Reply, Store};
 
 /// The scenario clock's start (§22).
@@ -66,6 +66,9 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
 ];
 
 /// Concurrency scenarios (§22 21–23): name and function taking (store, table, threads, cycles).
+/// Their clock is a [`RunningClock`] from [`T0`]: threads really wait out their OCC back-off,
+/// as with the wall clock (with a manual clock, losers retry at once and creators and
+/// collectors of the same nodes keep undoing each other's work).
 pub const CONCURRENCY: &[(&str, ConcurrencyScenario)] = &[
     ("concurrent_mount_unmount", concurrent_mount_unmount),
     ("concurrent_mount_delete", concurrent_mount_delete),
@@ -114,8 +117,8 @@ fn perms_file(json: &str) -> BTreeMap<String, Permissions> {
     }
 }
 
-/// The mount table over a store, on a manual clock.
-type Mt<'a> = MountTable<SyncDriver<&'a dyn Store, &'a ManualClock>>;
+/// The mount table over a store, on a manual clock (or another).
+type Mt<'a, C = ManualClock> = MountTable<SyncDriver<&'a dyn Store, &'a C>>;
 
 fn config(table: &str) -> MtConfig {
     MtConfig {
@@ -126,12 +129,12 @@ fn config(table: &str) -> MtConfig {
 }
 
 /// A fresh table set with its initial nodes, as §22's common setup.
-fn fresh<'a>(
+fn fresh<'a, C: Clock + Sync>(
     store: &'a dyn Store,
-    clock: &'a ManualClock,
+    clock: &'a C,
     config: MtConfig,
     file: Option<&str>,
-) -> Mt<'a> {
+) -> Mt<'a, C> {
     let t = MountTable::new(SyncDriver::new(store, clock), config);
     ok(block_on(t.setup(file.map(perms_file))), "setup");
     t
@@ -1299,7 +1302,7 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
 
 fn concurrent_config(table: &str, seed: u64) -> MtConfig {
     MtConfig {
-        // The manual clock is shared and every back-off advances it: give operations room.
+        // Operations may retry for long under contention: give them room.
         deadline_us: 100_000 * SEC,
         seed,
         row_cache_capacity: if std::env::var("ROWKIT_MT_NO_CACHE").is_ok() {
@@ -1313,7 +1316,7 @@ fn concurrent_config(table: &str, seed: u64) -> MtConfig {
 
 /// §22 21: threads × cycles of Mount/ResolveStep/Unmount on contended names.
 pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
-    let clock = ManualClock::new(T0);
+    let clock = RunningClock::starting_at(T0);
     let t = fresh(store, &clock, concurrent_config(table, 21), None);
     let pool = ["a", "a/b", "a/b/c", "a/d", "e/f", "e"];
     std::thread::scope(|s| {
@@ -1354,7 +1357,7 @@ pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, 
 /// `the_row_cache_serves_no_row_older_than_an_applied_write` in rowkit-embedded's
 /// `tests/mounttable.rs`).
 pub fn concurrent_mount_delete(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
-    let clock = ManualClock::new(T0);
+    let clock = RunningClock::starting_at(T0);
     let t = mount_delete_rounds(store, table, &clock, threads, cycles);
     assert_only_root(store, table);
     ok(block_on(t.fsck(false, |_| {})), "clean fsck");
@@ -1364,10 +1367,10 @@ pub fn concurrent_mount_delete(store: &dyn Store, table: &str, threads: usize, c
 fn mount_delete_rounds<'a>(
     store: &'a dyn Store,
     table: &str,
-    clock: &'a ManualClock,
+    clock: &'a RunningClock,
     threads: usize,
     cycles: usize,
-) -> Mt<'a> {
+) -> Mt<'a, RunningClock> {
     let t = fresh(store, clock, concurrent_config(table, 22), None);
     std::thread::scope(|s| {
         for th in 0..threads {
@@ -1399,7 +1402,7 @@ fn mount_delete_rounds<'a>(
 
 /// §22 23: 100 mounts at depth 14 expire; concurrent ResolveSteps collect them all.
 pub fn concurrent_expiry(store: &dyn Store, table: &str, threads: usize, _cycles: usize) {
-    let clock = ManualClock::new(T0);
+    let clock = RunningClock::starting_at(T0);
     let t = fresh(store, &clock, concurrent_config(table, 23), None);
     let prefix = "l1/l2/l3/l4/l5/l6/l7/l8/l9/l10/l11/l12";
     let name = |i: usize| format!("{prefix}/m{}/leaf{i}", i % 4);
