@@ -26,8 +26,40 @@ use crate::driver::{self, Clock, ManualClock, RunningClock};
 use crate::mounttable::{MountTable, MtConfig, server_caller};
 use crate::{Reply, Store};
 
-/// The scenario clock's start (§22).
+/// The scenario clock's start (§22), unless [`starting_at`] says otherwise.
 pub const T0: Timestamp = Timestamp(1_700_000_000_000_000);
+
+thread_local! {
+    static START: std::cell::Cell<Option<Timestamp>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with every scenario started on this thread starting its clock at `start` (a whole
+/// millisecond) instead of [`T0`]; restored afterwards, also if `f` panics.
+///
+/// For a store whose server time is its own wall clock (the Bigtable emulator): the machines
+/// compare server-stamped cells with their clock (a node's `m:c` time with the gc grace period,
+/// a child reference's age with the 1 h staleness limit, §11), so a scenario's clock must not
+/// stand behind the server's. Under such a start, [`layout`] only checks that `m:c` carries a
+/// whole millisecond not after the clock: the stamp is the server's, not the scenario's.
+pub fn starting_at<R>(start: Timestamp, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Timestamp>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            START.with(|s| s.set(self.0));
+        }
+    }
+    assert!(
+        start.is_valid_cell_timestamp(),
+        "start {start:?}: not a whole ms"
+    );
+    let _restore = Restore(START.with(|s| s.replace(Some(start))));
+    f()
+}
+
+/// This thread's scenario clock start: [`T0`] unless [`starting_at`] set another.
+fn t0() -> Timestamp {
+    START.with(|s| s.get()).unwrap_or(T0)
+}
 /// The server address most scenarios mount.
 pub const S: &str = "/127.0.0.1:8000/quux";
 /// `test.perms` of §22.
@@ -65,9 +97,9 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
 ];
 
 /// Concurrency scenarios (§22 21–23): name and function taking (store, table, threads, cycles).
-/// Their clock is a [`RunningClock`] from [`T0`]: threads really wait out their OCC back-off,
-/// as with the wall clock (with a manual clock, losers retry at once and creators and
-/// collectors of the same nodes keep undoing each other's work).
+/// Their clock is a [`RunningClock`] from [`T0`] (or [`starting_at`]'s start): threads really
+/// wait out their OCC back-off, as with the wall clock (with a manual clock, losers retry at
+/// once and creators and collectors of the same nodes keep undoing each other's work).
 pub const CONCURRENCY: &[(&str, ConcurrencyScenario)] = &[
     ("concurrent_mount_unmount", concurrent_mount_unmount),
     ("concurrent_mount_delete", concurrent_mount_delete),
@@ -153,7 +185,7 @@ fn describe_rows(store: &dyn Store, table: &str) -> String {
     let rows = scan(store, table);
     let left: Vec<String> = rows
         .iter()
-        .map(|r| match codec::decode_node(r, T0.0) {
+        .map(|r| match codec::decode_node(r, t0().0) {
             Ok(n) => format!(
                 "{:?} id {} version {} children {:?} servers {}",
                 n.name,
@@ -178,7 +210,7 @@ fn describe_rows(store: &dyn Store, table: &str) -> String {
 
 /// Every row of `table` (latest cell per column).
 pub fn scan(store: &dyn Store, table: &str) -> Vec<Row> {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let req = ReadRowsRequest {
         table: table.into(),
         rows: RowSet::all(),
@@ -221,7 +253,7 @@ fn node(t: &MountTable<'_, dyn Store + '_, ManualClock>, name: &str) -> codec::N
 
 /// §22 1: stale-snapshot OCC.
 pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let sc = server_caller();
     for i in 1..=100u64 {
@@ -288,7 +320,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
 
 /// §22 2: fsck finds and fixes orphans and dangling references, and recomputes counters.
 pub fn fsck(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let sc = server_caller();
     let root_perms = node(&t, "").permissions;
@@ -385,7 +417,7 @@ fn raw_mutate(
 
 /// §22 4–10 in order on one table set up with `test.perms`.
 pub fn perms_sequence(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     // 4. Mount/resolve.
     ok(t.mount(&root(), "stuff", S, HOUR_S, 0), "4 mount stuff");
@@ -393,7 +425,7 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
         name: "the/rain".into(),
         servers: vec![mt::MountedServer {
             server: S.into(),
-            deadline_us: codec::mount_deadline(T0.0, HOUR_S),
+            deadline_us: codec::mount_deadline(t0().0, HOUR_S),
         }],
         mt: false,
         leaf: false,
@@ -510,7 +542,7 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
 
 /// §22 11: glob patterns.
 pub fn glob(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     for n in ["one/bright/day", "in/the/middle", "of/the/night"] {
         ok(t.mount(&root(), n, S, HOUR_S, 0), "mount");
@@ -566,7 +598,7 @@ pub fn glob(store: &dyn Store, table: &str) {
 
 /// §22 12: `%%` templates.
 pub fn template(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     let denied = |e: &MtError| matches!(e, MtError::NoPermissions { .. });
     err(
@@ -604,7 +636,7 @@ pub fn template(store: &dyn Store, table: &str) {
 
 /// §22 13: glob with ACLs.
 pub fn glob_acls(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     ok(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0), "bob mount");
     ok(t.mount(&root(), "a/b/c", S, HOUR_S, 0), "root mount");
@@ -634,7 +666,7 @@ pub fn glob_acls(store: &dyn Store, table: &str) {
 
 /// §22 14: unmount collects empty nodes; sticky nodes stay.
 pub fn cleanup(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     ok(t.mount(&root(), "one/bright/day", S, HOUR_S, 0), "mount");
     ok(t.unmount(&root(), "one/bright/day", ""), "unmount");
@@ -662,7 +694,7 @@ pub fn cleanup(store: &dyn Store, table: &str) {
 
 /// §22 15: delete, with and without subtree and parent Admin.
 pub fn delete(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     ok(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0), "bob mount");
     ok(t.mount(&root(), "a/b/c", S, HOUR_S, 0), "root mount");
@@ -708,7 +740,7 @@ pub fn delete(store: &dyn Store, table: &str) {
 
 /// §22 16: server address validation (no request for a bad one).
 pub fn server_format(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     for s in [
         "/127.0.0.1:8000/life/on/the/mississippi",
@@ -720,7 +752,7 @@ pub fn server_format(store: &dyn Store, table: &str) {
     for s in ["/atrampabroad", "/@following the equator:8000@@@"] {
         let ctx = MtCtx {
             tables: Tables::new(table),
-            ..MtCtx::new(T0.saturating_add_micros(60 * SEC))
+            ..MtCtx::new(t0().saturating_add_micros(60 * SEC))
         };
         let mut m = mt::Mount::new(ctx, "x", s, HOUR_S, 0, clock.now(), 1);
         assert!(m.poll_request().is_none(), "{s}: no request");
@@ -733,21 +765,21 @@ pub fn server_format(store: &dyn Store, table: &str) {
 
 /// §22 17: expiry, driven by the clock.
 pub fn expiry(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     for n in ["a1/b1", "a1/b2", "a2/b1", "a2/b2/c"] {
         ok(t.mount(&root(), n, S, HOUR_S, 0), "mount");
     }
     let g = |p: &str| names(&ok(t.glob(&root(), "", p), p));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
-    clock.advance_to(T0.saturating_add_micros(1800 * SEC));
+    clock.advance_to(t0().saturating_add_micros(1800 * SEC));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
     assert_eq!(
         names(&ok(t.glob(&root(), "a2/b2", "*"), "a2/b2 *")),
         set_of(&["c"])
     );
     ok(t.mount(&root(), "a1/b1", S, HOUR_S, 0), "remount");
-    clock.advance_to(T0.saturating_add_micros(3604 * SEC));
+    clock.advance_to(t0().saturating_add_micros(3604 * SEC));
     let gone = |e: &MtError| matches!(e, MtError::NoSuchName { .. });
     err(t.resolve(&root(), "a2/b2/c"), gone, "a2/b2/c");
     err(t.resolve(&root(), "a2/b1"), gone, "a2/b1");
@@ -757,7 +789,7 @@ pub fn expiry(store: &dyn Store, table: &str) {
 
 /// §22 18: per-user counters.
 pub fn counters(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let tb = caller("test-blessing", true);
     let who = "test-blessing";
@@ -836,7 +868,7 @@ pub fn counters(store: &dyn Store, table: &str) {
 
 /// §22 19: intermediate nodes from a permissions file copy their parent's permissions.
 pub fn intermediate_nodes(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(INTERMEDIATE_PERMS));
     let root_perms = ok(t.get_permissions(&root(), ""), "root").perms;
     assert_eq!(ok(t.get_permissions(&root(), "x"), "x").perms, root_perms);
@@ -852,7 +884,7 @@ pub fn intermediate_nodes(store: &dyn Store, table: &str) {
 
 /// §22 20: node and server limits.
 pub fn limits(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let mut cfg = config(table);
     cfg.limits = mt::Limits {
         max_nodes_per_user: 10,
@@ -922,7 +954,7 @@ fn cell<'r>(row: &'r Row, family: &str, qualifier: &[u8]) -> Option<&'r rowkit_c
 
 /// btmtd's exact layout: what `cbt read` shows after a mount.
 pub fn layout(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(Timestamp(T0.0 + 123_456));
+    let clock = ManualClock::new(Timestamp(t0().0 + 123_456));
     let t = fresh(store, &clock, config(table), None);
     let deadline = ok(t.mount(&root(), "foo", S, HOUR_S, MtFlagsBits::MT), "mount");
     assert_eq!(deadline, codec::mount_deadline(clock.now().0, HOUR_S));
@@ -942,7 +974,16 @@ pub fn layout(store: &dyn Store, table: &str) {
         cell(root_row, "m", b"c").map(|c| c.value.clone()),
         Some(b"self:?:ServerUser".to_vec())
     );
-    assert_eq!(cell(root_row, "m", b"c").map(|c| c.timestamp), Some(now_ms));
+    let created = cell(root_row, "m", b"c").map(|c| c.timestamp);
+    if t0() == T0 {
+        assert_eq!(created, Some(now_ms), "m:c stamped with the clock's now");
+    } else {
+        // The server's own clock (see `starting_at`).
+        assert!(
+            created.is_some_and(|ts| ts.is_valid_cell_timestamp() && ts <= now_ms),
+            "m:c stamped {created:?}, clock {now_ms:?}"
+        );
+    }
     let foo_id = cell(foo_row, "m", b"i")
         .map(|c| c.value.clone())
         .unwrap_or_default();
@@ -989,7 +1030,7 @@ impl MtFlagsBits {
 
 /// A table written cell by cell in btmtd's layout (as with `cbt set`) resolves and globs.
 pub fn foreign_layout(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = MountTable::new(store, &clock, config(table));
     if let Err(e) = t.create_tables() {
         panic!("create tables: {e}");
@@ -1008,7 +1049,7 @@ pub fn foreign_layout(store: &dyn Store, table: &str) {
             clock.now(),
         )
     };
-    let ms = T0.0;
+    let ms = t0().0;
     let rk = b"050c5d30/";
     set(rk, "m", b"i", ms, b"ROOTNODE");
     set(rk, "m", b"c", ms, b"self:?:ServerUser");
@@ -1036,7 +1077,7 @@ pub fn foreign_layout(store: &dyn Store, table: &str) {
         fk,
         "s",
         b"/1.2.3.4:5",
-        T0.0 + 3_600_000_000,
+        t0().0 + 3_600_000_000,
         br#"{"leaf":true}"#,
     );
     let e = ok(t.resolve(&alice(), "foo/bar"), "resolve");
@@ -1147,7 +1188,7 @@ fn dangling_after_add(store: &dyn Store, table: &str, clock: &ManualClock) {
 
 /// Crash between the parent reference and the child row of a child add, then each repair.
 pub fn crash_child_add(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let dirty = |t: &MountTable<'_, dyn Store + '_, ManualClock>| {
         matches!(t.fsck(false, |_| {}), Err(MtError::FsckInconsistent(_)))
@@ -1188,7 +1229,7 @@ pub fn crash_child_add(store: &dyn Store, table: &str) {
 
 /// Crash between deleting a child row and removing its parent reference, then each repair.
 pub fn crash_child_delete(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let child_key = codec::row_key("p/c");
     let crash = |t: &MountTable<'_, dyn Store + '_, ManualClock>| {
@@ -1239,7 +1280,7 @@ fn concurrent_config(table: &str, seed: u64) -> MtConfig {
 
 /// §22 21: threads × cycles of Mount/ResolveStep/Unmount on contended names.
 pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
-    let clock = RunningClock::starting_at(T0);
+    let clock = RunningClock::starting_at(t0());
     let t = fresh(store, &clock, concurrent_config(table, 21), None);
     let pool = ["a", "a/b", "a/b/c", "a/d", "e/f", "e"];
     std::thread::scope(|s| {
@@ -1279,7 +1320,7 @@ pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, 
 /// of a row while a write to it is in flight (`RowCache::begin_write`; the regression test is
 /// `the_row_cache_serves_no_row_older_than_an_applied_write` in `tests/mounttable.rs`).
 pub fn concurrent_mount_delete(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
-    let clock = RunningClock::starting_at(T0);
+    let clock = RunningClock::starting_at(t0());
     let t = mount_delete_rounds(store, table, &clock, threads, cycles);
     assert_only_root(store, table);
     ok(t.fsck(false, |_| {}), "clean fsck");
@@ -1324,7 +1365,7 @@ fn mount_delete_rounds<'a>(
 
 /// §22 23: 100 mounts at depth 14 expire; concurrent ResolveSteps collect them all.
 pub fn concurrent_expiry(store: &dyn Store, table: &str, threads: usize, _cycles: usize) {
-    let clock = RunningClock::starting_at(T0);
+    let clock = RunningClock::starting_at(t0());
     let t = fresh(store, &clock, concurrent_config(table, 23), None);
     let prefix = "l1/l2/l3/l4/l5/l6/l7/l8/l9/l10/l11/l12";
     let name = |i: usize| format!("{prefix}/m{}/leaf{i}", i % 4);
