@@ -27,8 +27,40 @@ use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::driver::{self, Clock, ManualClock, RunningClock};
 use rowkit_embedded::{Reply, Store};
 
-/// The scenario clock's start (§22).
+/// The scenario clock's start (§22), unless [`starting_at`] says otherwise.
 pub const T0: Timestamp = Timestamp(1_700_000_000_000_000);
+
+thread_local! {
+    static START: std::cell::Cell<Option<Timestamp>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with every scenario started on this thread starting its clock at `start` (a whole
+/// millisecond) instead of [`T0`]; restored afterwards, also if `f` panics.
+///
+/// For a store whose server time is its own wall clock (the Bigtable emulator): the machines
+/// compare server-stamped cells with their clock (a node's `m:c` time with the gc grace period,
+/// a child reference's age with the 1 h staleness limit, §11), so a scenario's clock must not
+/// stand behind the server's. Under such a start, [`layout`] only checks that `m:c` carries a
+/// whole millisecond not after the clock: the stamp is the server's, not the scenario's.
+pub fn starting_at<R>(start: Timestamp, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Timestamp>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            START.with(|s| s.set(self.0));
+        }
+    }
+    assert!(
+        start.is_valid_cell_timestamp(),
+        "start {start:?}: not a whole ms"
+    );
+    let _restore = Restore(START.with(|s| s.replace(Some(start))));
+    f()
+}
+
+/// This thread's scenario clock start: [`T0`] unless [`starting_at`] set another.
+fn t0() -> Timestamp {
+    START.with(|s| s.get()).unwrap_or(T0)
+}
 /// The server address most scenarios mount.
 pub const S: &str = "/127.0.0.1:8000/quux";
 /// `test.perms` of §22.
@@ -66,9 +98,9 @@ pub const SCENARIOS: &[(&str, Scenario)] = &[
 ];
 
 /// Concurrency scenarios (§22 21–23): name and function taking (store, table, threads, cycles).
-/// Their clock is a [`RunningClock`] from [`T0`]: threads really wait out their OCC back-off,
-/// as with the wall clock (with a manual clock, losers retry at once and creators and
-/// collectors of the same nodes keep undoing each other's work).
+/// Their clock is a [`RunningClock`] from [`T0`] (or [`starting_at`]'s start): threads really
+/// wait out their OCC back-off, as with the wall clock (with a manual clock, losers retry at
+/// once and creators and collectors of the same nodes keep undoing each other's work).
 pub const CONCURRENCY: &[(&str, ConcurrencyScenario)] = &[
     ("concurrent_mount_unmount", concurrent_mount_unmount),
     ("concurrent_mount_delete", concurrent_mount_delete),
@@ -157,7 +189,7 @@ fn describe_rows(store: &dyn Store, table: &str) -> String {
     let rows = scan(store, table);
     let left: Vec<String> = rows
         .iter()
-        .map(|r| match codec::decode_node(r, T0.0) {
+        .map(|r| match codec::decode_node(r, t0().0) {
             Ok(n) => format!(
                 "{:?} id {} version {} children {:?} servers {}",
                 n.name,
@@ -182,7 +214,7 @@ fn describe_rows(store: &dyn Store, table: &str) -> String {
 
 /// Every row of `table` (latest cell per column).
 pub fn scan(store: &dyn Store, table: &str) -> Vec<Row> {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let req = ReadRowsRequest {
         table: table.into(),
         rows: RowSet::all(),
@@ -221,7 +253,7 @@ fn node(t: &Mt<'_>, name: &str) -> codec::NodeRow {
 
 /// §22 1: stale-snapshot OCC.
 pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let sc = server_caller();
     for i in 1..=100u64 {
@@ -288,7 +320,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
 
 /// §22 2: fsck finds and fixes orphans and dangling references, and recomputes counters.
 pub fn fsck(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let sc = server_caller();
     let root_perms = node(&t, "").permissions;
@@ -388,7 +420,7 @@ fn raw_mutate(
 
 /// §22 4–10 in order on one table set up with `test.perms`.
 pub fn perms_sequence(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     // 4. Mount/resolve.
     ok(
@@ -399,7 +431,7 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
         name: "the/rain".into(),
         servers: vec![mt::MountedServer {
             server: S.into(),
-            deadline_us: codec::mount_deadline(T0.0, HOUR_S),
+            deadline_us: codec::mount_deadline(t0().0, HOUR_S),
         }],
         mt: false,
         leaf: false,
@@ -534,7 +566,7 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
 
 /// §22 11: glob patterns.
 pub fn glob(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     for n in ["one/bright/day", "in/the/middle", "of/the/night"] {
         ok(block_on(t.mount(&root(), n, S, HOUR_S, 0)), "mount");
@@ -590,7 +622,7 @@ pub fn glob(store: &dyn Store, table: &str) {
 
 /// §22 12: `%%` templates.
 pub fn template(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     let denied = |e: &MtError| matches!(e, MtError::NoPermissions { .. });
     err(
@@ -631,7 +663,7 @@ pub fn template(store: &dyn Store, table: &str) {
 
 /// §22 13: glob with ACLs.
 pub fn glob_acls(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     ok(
         block_on(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0)),
@@ -667,7 +699,7 @@ pub fn glob_acls(store: &dyn Store, table: &str) {
 
 /// §22 14: unmount collects empty nodes; sticky nodes stay.
 pub fn cleanup(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     ok(
         block_on(t.mount(&root(), "one/bright/day", S, HOUR_S, 0)),
@@ -704,7 +736,7 @@ pub fn cleanup(store: &dyn Store, table: &str) {
 
 /// §22 15: delete, with and without subtree and parent Admin.
 pub fn delete(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     ok(
         block_on(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0)),
@@ -764,7 +796,7 @@ pub fn delete(store: &dyn Store, table: &str) {
 
 /// §22 16: server address validation (no request for a bad one).
 pub fn server_format(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     for s in [
         "/127.0.0.1:8000/life/on/the/mississippi",
@@ -776,7 +808,7 @@ pub fn server_format(store: &dyn Store, table: &str) {
     for s in ["/atrampabroad", "/@following the equator:8000@@@"] {
         let ctx = MtCtx {
             tables: Tables::new(table),
-            ..MtCtx::new(T0.saturating_add_micros(60 * SEC))
+            ..MtCtx::new(t0().saturating_add_micros(60 * SEC))
         };
         let mut m = mt::Mount::new(ctx, "x", s, HOUR_S, 0, clock.now(), 1);
         assert!(m.poll_request().is_none(), "{s}: no request");
@@ -789,21 +821,21 @@ pub fn server_format(store: &dyn Store, table: &str) {
 
 /// §22 17: expiry, driven by the clock.
 pub fn expiry(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     for n in ["a1/b1", "a1/b2", "a2/b1", "a2/b2/c"] {
         ok(block_on(t.mount(&root(), n, S, HOUR_S, 0)), "mount");
     }
     let g = |p: &str| names(&ok(block_on(t.glob(&root(), "", p)), p));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
-    clock.advance_to(T0.saturating_add_micros(1800 * SEC));
+    clock.advance_to(t0().saturating_add_micros(1800 * SEC));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
     assert_eq!(
         names(&ok(block_on(t.glob(&root(), "a2/b2", "*")), "a2/b2 *")),
         set_of(&["c"])
     );
     ok(block_on(t.mount(&root(), "a1/b1", S, HOUR_S, 0)), "remount");
-    clock.advance_to(T0.saturating_add_micros(3604 * SEC));
+    clock.advance_to(t0().saturating_add_micros(3604 * SEC));
     let gone = |e: &MtError| matches!(e, MtError::NoSuchName { .. });
     err(block_on(t.resolve(&root(), "a2/b2/c")), gone, "a2/b2/c");
     err(block_on(t.resolve(&root(), "a2/b1")), gone, "a2/b1");
@@ -813,7 +845,7 @@ pub fn expiry(store: &dyn Store, table: &str) {
 
 /// §22 18: per-user counters.
 pub fn counters(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let tb = caller("test-blessing", true);
     let who = "test-blessing";
@@ -892,7 +924,7 @@ pub fn counters(store: &dyn Store, table: &str) {
 
 /// §22 19: intermediate nodes from a permissions file copy their parent's permissions.
 pub fn intermediate_nodes(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(INTERMEDIATE_PERMS));
     let root_perms = ok(block_on(t.get_permissions(&root(), "")), "root").perms;
     assert_eq!(
@@ -913,7 +945,7 @@ pub fn intermediate_nodes(store: &dyn Store, table: &str) {
 
 /// §22 20: node and server limits.
 pub fn limits(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let mut cfg = config(table);
     cfg.limits = mt::Limits {
         max_nodes_per_user: 10,
@@ -986,7 +1018,7 @@ fn cell<'r>(row: &'r Row, family: &str, qualifier: &[u8]) -> Option<&'r rowkit_c
 
 /// btmtd's exact layout: what `cbt read` shows after a mount.
 pub fn layout(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(Timestamp(T0.0 + 123_456));
+    let clock = ManualClock::new(Timestamp(t0().0 + 123_456));
     let t = fresh(store, &clock, config(table), None);
     let deadline = ok(
         block_on(t.mount(&root(), "foo", S, HOUR_S, MtFlagsBits::MT)),
@@ -1009,7 +1041,16 @@ pub fn layout(store: &dyn Store, table: &str) {
         cell(root_row, "m", b"c").map(|c| c.value.clone()),
         Some(b"self:?:ServerUser".to_vec())
     );
-    assert_eq!(cell(root_row, "m", b"c").map(|c| c.timestamp), Some(now_ms));
+    let created = cell(root_row, "m", b"c").map(|c| c.timestamp);
+    if t0() == T0 {
+        assert_eq!(created, Some(now_ms), "m:c stamped with the clock's now");
+    } else {
+        // The server's own clock (see `starting_at`).
+        assert!(
+            created.is_some_and(|ts| ts.is_valid_cell_timestamp() && ts <= now_ms),
+            "m:c stamped {created:?}, clock {now_ms:?}"
+        );
+    }
     let foo_id = cell(foo_row, "m", b"i")
         .map(|c| c.value.clone())
         .unwrap_or_default();
@@ -1056,7 +1097,7 @@ impl MtFlagsBits {
 
 /// A table written cell by cell in btmtd's layout (as with `cbt set`) resolves and globs.
 pub fn foreign_layout(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = MountTable::new(SyncDriver::new(store, &clock), config(table));
     if let Err(e) = block_on(t.create_tables()) {
         panic!("create tables: {e}");
@@ -1075,7 +1116,7 @@ pub fn foreign_layout(store: &dyn Store, table: &str) {
             clock.now(),
         )
     };
-    let ms = T0.0;
+    let ms = t0().0;
     let rk = b"050c5d30/";
     set(rk, "m", b"i", ms, b"ROOTNODE");
     set(rk, "m", b"c", ms, b"self:?:ServerUser");
@@ -1103,7 +1144,7 @@ pub fn foreign_layout(store: &dyn Store, table: &str) {
         fk,
         "s",
         b"/1.2.3.4:5",
-        T0.0 + 3_600_000_000,
+        t0().0 + 3_600_000_000,
         br#"{"leaf":true}"#,
     );
     let e = ok(block_on(t.resolve(&alice(), "foo/bar")), "resolve");
@@ -1214,7 +1255,7 @@ fn dangling_after_add(store: &dyn Store, table: &str, clock: &ManualClock) {
 
 /// Crash between the parent reference and the child row of a child add, then each repair.
 pub fn crash_child_add(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let dirty = |t: &Mt<'_>| {
         matches!(
@@ -1258,7 +1299,7 @@ pub fn crash_child_add(store: &dyn Store, table: &str) {
 
 /// Crash between deleting a child row and removing its parent reference, then each repair.
 pub fn crash_child_delete(store: &dyn Store, table: &str) {
-    let clock = ManualClock::new(T0);
+    let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let child_key = codec::row_key("p/c");
     let crash = |t: &Mt<'_>| {
@@ -1316,7 +1357,7 @@ fn concurrent_config(table: &str, seed: u64) -> MtConfig {
 
 /// §22 21: threads × cycles of Mount/ResolveStep/Unmount on contended names.
 pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
-    let clock = RunningClock::starting_at(T0);
+    let clock = RunningClock::starting_at(t0());
     let t = fresh(store, &clock, concurrent_config(table, 21), None);
     let pool = ["a", "a/b", "a/b/c", "a/d", "e/f", "e"];
     std::thread::scope(|s| {
@@ -1357,7 +1398,7 @@ pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, 
 /// `the_row_cache_serves_no_row_older_than_an_applied_write` in rowkit-embedded's
 /// `tests/mounttable.rs`).
 pub fn concurrent_mount_delete(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
-    let clock = RunningClock::starting_at(T0);
+    let clock = RunningClock::starting_at(t0());
     let t = mount_delete_rounds(store, table, &clock, threads, cycles);
     assert_only_root(store, table);
     ok(block_on(t.fsck(false, |_| {})), "clean fsck");
@@ -1402,7 +1443,7 @@ fn mount_delete_rounds<'a>(
 
 /// §22 23: 100 mounts at depth 14 expire; concurrent ResolveSteps collect them all.
 pub fn concurrent_expiry(store: &dyn Store, table: &str, threads: usize, _cycles: usize) {
-    let clock = RunningClock::starting_at(T0);
+    let clock = RunningClock::starting_at(t0());
     let t = fresh(store, &clock, concurrent_config(table, 23), None);
     let prefix = "l1/l2/l3/l4/l5/l6/l7/l8/l9/l10/l11/l12";
     let name = |i: usize| format!("{prefix}/m{}/leaf{i}", i % 4);
