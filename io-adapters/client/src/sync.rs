@@ -73,27 +73,23 @@ where
 
     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let driver: &'a SyncDriver<S, C> = self.driver;
-        let state = core::mem::replace(&mut self.state, CallState::Done);
-        let item = match state {
+        let mut parts = match core::mem::replace(&mut self.state, CallState::Done) {
             CallState::Unsent(request) => match driver.store.execute(request, driver.clock.now()) {
-                Ok(Reply::Unary(response)) => Some(Ok(response)),
-                Ok(Reply::Stream(parts)) => {
-                    self.state = CallState::Parts(parts);
-                    return self.poll_next(&mut Context::from_waker(core::task::Waker::noop()));
-                }
-                Err(e) => Some(Err(e)),
+                Ok(Reply::Unary(response)) => return Poll::Ready(Some(Ok(response))),
+                Ok(Reply::Stream(parts)) => parts,
+                Err(e) => return Poll::Ready(Some(Err(e))),
             },
-            CallState::Parts(mut parts) => match parts.next() {
-                Some(Ok(part)) => {
-                    self.state = CallState::Parts(parts);
-                    Some(Ok(part))
-                }
-                Some(Err(e)) => Some(Err(e)),
-                None => Some(Ok(Response::StreamEnd)),
-            },
-            CallState::Done => None,
+            CallState::Parts(parts) => parts,
+            CallState::Done => return Poll::Ready(None),
         };
-        Poll::Ready(item)
+        Poll::Ready(Some(match parts.next() {
+            Some(Ok(part)) => {
+                self.state = CallState::Parts(parts);
+                Ok(part)
+            }
+            Some(Err(e)) => Err(e),
+            None => Ok(Response::StreamEnd),
+        }))
     }
 }
 
