@@ -36,6 +36,7 @@
 //! ```
 
 use alloc::collections::{BTreeMap, VecDeque};
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
@@ -75,8 +76,9 @@ macro_rules! each {
 /// What a finished child produced.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChildOutput {
-    /// A read's rows, in key order (those not already taken with [`Children::next_row`]).
-    Rows(Vec<Row>),
+    /// A read's rows, in key order (those not already taken with [`Children::next_row`]),
+    /// shared: a row a cache handed over arrives without a copy.
+    Rows(Vec<Arc<Row>>),
     /// A unary reply.
     Unary(Response),
     /// A `MutateRow` applied.
@@ -92,7 +94,7 @@ pub struct ChildId(pub u64);
 #[derive(Debug)]
 struct Running {
     machine: Child,
-    rows: VecDeque<Row>,
+    rows: VecDeque<Arc<Row>>,
 }
 
 /// The children of one parent operation (see the module doc).
@@ -144,7 +146,7 @@ impl Children {
         };
         let ends = !matches!(
             response,
-            Ok(Response::ReadRowsPart(_) | Response::MutateRowsPart(_))
+            Ok(Response::ReadRowsPart(_) | Response::Rows(_) | Response::MutateRowsPart(_))
         );
         if ends {
             self.routes.remove(&tag);
@@ -193,10 +195,12 @@ impl Children {
     /// The next row a reading child has produced so far, for parents that stream.
     pub fn next_row(&mut self, id: ChildId) -> Option<Row> {
         if let Some(child) = self.running.get_mut(&id) {
-            return child.rows.pop_front();
+            return child.rows.pop_front().map(Arc::unwrap_or_clone);
         }
         match self.finished.get_mut(&id) {
-            Some(Ok(ChildOutput::Rows(rows))) if !rows.is_empty() => Some(rows.remove(0)),
+            Some(Ok(ChildOutput::Rows(rows))) if !rows.is_empty() => {
+                Some(Arc::unwrap_or_clone(rows.remove(0)))
+            }
             _ => None,
         }
     }
@@ -282,7 +286,7 @@ impl Children {
             }
         }
         if let Child::Read(m) = &mut child.machine {
-            while let Some(row) = m.poll_event() {
+            while let Some(row) = m.poll_shared_row() {
                 child.rows.push_back(row);
             }
         }

@@ -4,6 +4,7 @@
 //! These are rowkit's own `no_std` types; adapters convert prost or JSON messages at the edge.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{
@@ -105,7 +106,8 @@ pub struct SampleRowKeysRequest {
 /// A request to a store: one Bigtable data RPC.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Request {
-    /// Streamed: [`Response::ReadRowsPart`]s, then [`Response::StreamEnd`].
+    /// Streamed: [`Response::ReadRowsPart`]s (or, from a store in the same process,
+    /// [`Response::Rows`]), then [`Response::StreamEnd`].
     ReadRows(ReadRowsRequest),
     /// Unary: [`Response::MutateRow`].
     MutateRow(MutateRowRequest),
@@ -228,6 +230,14 @@ pub struct SampleRowKeysResponse {
 pub enum Response {
     /// One message of a ReadRows stream.
     ReadRowsPart(ReadRowsResponse),
+    /// One message of a ReadRows stream as whole rows: each one committed, in scan order, as
+    /// [`ReadRowsPart`](Response::ReadRowsPart)'s chunks would have merged into. Only a store
+    /// or cache in the driver's own process sends it (a local store, the mount table's hot-row
+    /// cache): it has the rows already, and cutting them into chunks for a merger to join
+    /// again would only copy them twice. Rows are shared, so a cached row reaches the machine
+    /// without a copy. The gRPC and JSON paths never carry it; [`row_chunks`](crate::readrows::row_chunks)
+    /// turns it into chunks where a wire format needs them.
+    Rows(Vec<Arc<Row>>),
     /// One message of a MutateRows stream.
     MutateRowsPart(MutateRowsResponse),
     /// One message of a SampleRowKeys stream.

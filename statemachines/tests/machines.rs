@@ -3,7 +3,9 @@
 //! partial failure; MutateRow idempotence.
 #![allow(clippy::unwrap_used)]
 
-use rowkit_codec::model::{KeyBound, Mutation, Row, RowRange, RowSet, Timestamp};
+use std::sync::Arc;
+
+use rowkit_codec::model::{Cell, KeyBound, Mutation, Row, RowRange, RowSet, Timestamp};
 use rowkit_statemachines::raw::{MutateRow, MutateRows};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::testing::{Script, Step};
@@ -874,4 +876,102 @@ fn mutate_row_attempt_timeout_retries_idempotent_only() {
     assert_eq!(s.next_request().unwrap().0, Tag(1));
     s.respond(Tag(1), Response::MutateRow);
     assert_eq!(s.take_result(), Some(Ok(())));
+}
+
+/// Whole rows (`Response::Rows`, from a local store or the hot-row cache) in `keys` order.
+fn whole(keys: &[&[u8]]) -> Response {
+    Response::Rows(keys.iter().map(|k| Arc::new(whole_row(k))).collect())
+}
+
+fn whole_row(key: &[u8]) -> Row {
+    Row {
+        key: key.to_vec(),
+        cells: vec![Cell {
+            family: "f".into(),
+            qualifier: b"q".to_vec(),
+            timestamp: Timestamp(1000),
+            value: key.to_vec(),
+            labels: vec![],
+        }],
+    }
+}
+
+/// Whole rows pass through without the merger and count like merged ones: a retry after a
+/// partial answer resumes after the last whole row, with the limit reduced by what arrived;
+/// chunks and whole rows may follow one another.
+#[test]
+fn whole_rows_pass_through_and_resume_like_merged_ones() {
+    let original = read(RowSet::all(), 4, false);
+    let mut s = start(&original);
+    s.respond(Tag(0), whole(&[b"a"]));
+    s.respond(Tag(0), part(vec![row_chunk(b"b")]));
+    s.fail(Tag(0), err(Code::Unavailable));
+    s.fire_timeout();
+    s.expect_request(
+        Tag(1),
+        &Request::ReadRows(ReadRowsRequest {
+            rows: RowSet::range(range(open(b"b"), KeyBound::Unbounded)),
+            rows_limit: 2,
+            ..original.clone()
+        }),
+    );
+    s.respond(Tag(1), whole(&[b"c", b"d"]));
+    s.end_stream(Tag(1));
+    let rows = s.take_events();
+    assert_eq!(keys(&rows), vec![&b"a"[..], b"b", b"c", b"d"]);
+    assert_eq!(rows[0], whole_row(b"a"));
+    assert_eq!(s.take_result(), Some(Ok(4)));
+}
+
+/// Whole rows obey the merger's rules: order, `rows_limit`, never inside a chunked row, never
+/// empty. A violation is `INTERNAL`, rows before it are delivered.
+#[test]
+fn whole_rows_are_checked_like_merged_ones() {
+    let cases: [(ReadRowsRequest, Vec<Response>, usize); 5] = [
+        (read(RowSet::all(), 0, false), vec![whole(&[b"b", b"a"])], 1),
+        (
+            read(RowSet::all(), 0, false),
+            vec![whole(&[b"b"]), whole(&[b"b"])],
+            1,
+        ),
+        (read(RowSet::all(), 0, true), vec![whole(&[b"a", b"b"])], 1),
+        (read(RowSet::all(), 1, false), vec![whole(&[b"a", b"b"])], 1),
+        (
+            read(RowSet::all(), 0, false),
+            vec![part(split_row_chunks(b"a")[..1].to_vec()), whole(&[b"b"])],
+            0,
+        ),
+    ];
+    for (i, (request, responses, delivered)) in cases.into_iter().enumerate() {
+        let mut s = start(&request);
+        for r in responses {
+            s.respond(Tag(0), r);
+        }
+        assert_eq!(s.take_events().len(), delivered, "case {i}");
+        let e = s.take_result().unwrap().unwrap_err();
+        assert_eq!(e.code, Code::Internal, "case {i}: {e}");
+        s.expect_no_request();
+    }
+    let mut s = start(&read(RowSet::all(), 0, false));
+    s.respond(
+        Tag(0),
+        Response::Rows(vec![Arc::new(Row {
+            key: b"a".to_vec(),
+            cells: vec![],
+        })]),
+    );
+    assert_eq!(s.take_result().unwrap().unwrap_err().code, Code::Internal);
+}
+
+/// A whole row reaches the reader as the very row it was handed (shared, not copied).
+#[test]
+fn a_whole_row_is_handed_on_shared() {
+    let row = Arc::new(whole_row(b"k"));
+    let mut m = ReadRows::new(read(RowSet::all(), 0, false), Timestamp(0), SEED, policy());
+    let (tag, _) = m.poll_request().unwrap();
+    m.handle_response(tag, Ok(Response::Rows(vec![row.clone()])), Timestamp(1));
+    let got = m.poll_shared_row().unwrap();
+    assert!(Arc::ptr_eq(&got, &row));
+    m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(2));
+    assert_eq!(m.result(), Some(Ok(1)));
 }

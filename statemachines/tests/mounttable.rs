@@ -2,15 +2,18 @@
 //! Mounttable machines without a store: the row cache (spec/mounttable.md §22 scenario 3) and
 //! the machines' determinism and request shapes, driven by hand.
 
+use std::sync::{Arc, Mutex};
+
 use rowkit_codec::model::{Cell, Row, RowFilter, Timestamp};
-use rowkit_codec::mounttable::Caller;
+use rowkit_codec::mounttable::{self as codec, Caller, NodeRow};
 use rowkit_statemachines::mounttable::{
-    Lookup, Mount, MtCtx, MtError, ResolveStep, RowCache, WaiterId,
+    Lookup, Mount, MountEntry, MtCtx, MtError, NodeMemo, Nodes, ResolveStep, RowCache, SharedNodes,
+    WaiterId,
 };
 use rowkit_statemachines::{Code, Machine, Request, Response, StoreError};
 
-fn row(key: &str, version: &str) -> Row {
-    Row {
+fn row(key: &str, version: &str) -> Arc<Row> {
+    Arc::new(Row {
         key: key.as_bytes().to_vec(),
         cells: vec![Cell {
             family: "m".into(),
@@ -19,7 +22,7 @@ fn row(key: &str, version: &str) -> Row {
             value: version.as_bytes().to_vec(),
             labels: vec![],
         }],
-    }
+    })
 }
 
 fn version(r: &Row) -> String {
@@ -233,4 +236,127 @@ fn deadline_aborts_the_operation() {
     let mut m = Mount::new(c, "x", "/h:1", 0, 0, Timestamp(10), 1);
     assert!(m.poll_request().is_none());
     assert_eq!(m.result(), Some(Err(MtError::Aborted)));
+}
+
+/// A counting memo: what the machines were handed from it and what they asked it to keep.
+#[derive(Default)]
+struct CountingNodes {
+    memo: Mutex<Option<NodeMemo>>,
+    hits: Mutex<Vec<Arc<NodeRow>>>,
+    kept: Mutex<Vec<Arc<NodeRow>>>,
+}
+
+impl SharedNodes for CountingNodes {
+    fn get(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>> {
+        let mut memo = self.memo.lock().unwrap();
+        let node = memo.get_or_insert_with(|| NodeMemo::new(16)).get(row, now);
+        if let Some(n) = &node {
+            self.hits.lock().unwrap().push(n.clone());
+        }
+        node
+    }
+
+    fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>) {
+        let mut memo = self.memo.lock().unwrap();
+        memo.get_or_insert_with(|| NodeMemo::new(16))
+            .keep(row, node);
+        self.kept.lock().unwrap().push(node.clone());
+    }
+}
+
+/// A node row: an id, a version and the given servers (live until `deadline`).
+fn node_row(name: &str, servers: &[&str], deadline: i64) -> Arc<Row> {
+    let cell = |family: &str, qualifier: &[u8], ts: i64, value: Vec<u8>| Cell {
+        family: family.into(),
+        qualifier: qualifier.to_vec(),
+        timestamp: Timestamp(ts),
+        value,
+        labels: vec![],
+    };
+    let mut cells = vec![
+        cell(
+            codec::FAMILY_META,
+            codec::QUAL_ID,
+            1000,
+            b"12345678".to_vec(),
+        ),
+        cell(
+            codec::FAMILY_META,
+            codec::QUAL_VERSION,
+            1000,
+            b"0000abcd".to_vec(),
+        ),
+    ];
+    for s in servers {
+        let flags = codec::encode_flags(codec::MountFlags(0));
+        cells.push(cell(codec::FAMILY_SERVERS, s.as_bytes(), deadline, flags));
+    }
+    Arc::new(Row {
+        key: codec::row_key(name),
+        cells,
+    })
+}
+
+/// ResolveStep("a") answered with these rows (root, then `a`) as whole, shared rows.
+fn resolve_with(ctx: MtCtx, rows: &[&Arc<Row>], now: Timestamp) -> MountEntry {
+    let mut m = ResolveStep::new(ctx, "a", now, 1);
+    for row in rows {
+        let (tag, _) = m.poll_request().unwrap();
+        m.handle_response(tag, Ok(Response::Rows(vec![Arc::clone(row)])), now);
+        m.handle_response(tag, Ok(Response::StreamEnd), now);
+    }
+    assert!(m.poll_request().is_none());
+    m.result().unwrap().unwrap()
+}
+
+/// The decoded-node memo: a node read answered with a row the memo has seen (a hot-row cache
+/// hit hands out the same shared row) gets the node decoded from it before, the same `Arc`,
+/// not a fresh decoding; a row written since (the cache's new allocation) is decoded again;
+/// and the results are those of a machine without memo.
+#[test]
+fn a_shared_row_is_decoded_once() {
+    let memo = Arc::new(CountingNodes::default());
+    let ctx = MtCtx {
+        nodes: Nodes::shared(memo.clone()),
+        ..MtCtx::new(Timestamp(60_000_000))
+    };
+    let now = Timestamp(1_000_000);
+    let (root, a) = (node_row("", &[], 0), node_row("a", &["/h:1"], 9_000_000));
+    // The cache's references: a row nobody else holds is never kept.
+    let cached = [root.clone(), a.clone()];
+
+    let first = resolve_with(ctx.clone(), &[&root, &a], now);
+    assert_eq!(first.servers.len(), 1);
+    assert_eq!(memo.kept.lock().unwrap().len(), 2, "both rows decoded once");
+    assert!(memo.hits.lock().unwrap().is_empty());
+
+    let second = resolve_with(ctx.clone(), &[&root, &a], now);
+    assert_eq!(second, first);
+    let (hits, kept) = (memo.hits.lock().unwrap(), memo.kept.lock().unwrap());
+    assert_eq!(kept.len(), 2, "nothing decoded again");
+    assert_eq!(hits.len(), 2);
+    assert!(hits.iter().zip(kept.iter()).all(|(h, k)| Arc::ptr_eq(h, k)));
+    drop((hits, kept));
+
+    // `a` written: the cache drops its row and reads a new one.
+    let a2 = node_row("a", &["/h:1", "/h:2"], 9_000_000);
+    let _cached2 = a2.clone();
+    let third = resolve_with(ctx.clone(), &[&root, &a2], now);
+    assert_eq!(third.servers.len(), 2, "the write is seen");
+    assert_eq!(memo.kept.lock().unwrap().len(), 3, "the new row is decoded");
+    assert_eq!(
+        memo.hits.lock().unwrap().len(),
+        3,
+        "the root still comes from the memo"
+    );
+
+    // Behaviour-neutral: the same answers without a memo. (A kept node is used only at times
+    // its servers' expiry decodes the same: `NodeMemo`'s own tests.)
+    for (rows, entry) in [([&root, &a], &first), ([&root, &a2], &third)] {
+        assert_eq!(
+            &resolve_with(MtCtx::new(Timestamp(60_000_000)), &rows, now),
+            entry
+        );
+    }
+    drop(cached);
 }

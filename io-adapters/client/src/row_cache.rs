@@ -7,7 +7,9 @@
 //! cache, and concurrent reads of one row cost one store request (the others wait for its
 //! answer). From the moment a `MutateRow`/`CheckAndMutateRow` on a node row is sent until it
 //! is answered, reads of that row go to the store and nothing is kept
-//! ([`RowCache::begin_write`]). The pure cache ([`RowCache`]) decides; this module only adds
+//! ([`RowCache::begin_write`]). Answers are whole, shared rows ([`Response::Rows`]): a hit
+//! hands the machine the row the cache keeps, with no chunks to cut and merge again and no
+//! copy, whatever driver is underneath (a miss is merged once, by the read the cache sends). The pure cache ([`RowCache`]) decides; this module only adds
 //! the lock and the wake-ups, runtime-free (plain [`Waker`]s), so the same code serves threads
 //! blocked in [`crate::block_on`], Tokio tasks and a browser page.
 
@@ -16,7 +18,7 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures_core::Stream;
 use futures_util::StreamExt;
@@ -24,9 +26,7 @@ use futures_util::future::Either;
 use rowkit_codec::model::{Row, RowFilter};
 use rowkit_statemachines::mounttable::{Lookup, ROW_CACHE_TTL_US, RowCache, WaiterId};
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{
-    Code, ReadRowsResponse, Request, Response, RetryPolicy, StoreError, Timestamp,
-};
+use rowkit_statemachines::{Code, Request, Response, RetryPolicy, StoreError, Timestamp};
 
 use crate::driver::forward_admin;
 use crate::{Driver, run};
@@ -35,7 +35,7 @@ use crate::{Driver, run};
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Answer {
     /// The fetched row (`None`: no such row).
-    Row(Option<Row>),
+    Row(Option<Arc<Row>>),
     /// The fetch failed or found nothing cacheable: send your own read.
     Fetch,
 }
@@ -54,7 +54,7 @@ struct CacheState {
 
 impl CacheState {
     /// Records the end of fetch `id` of `key` and leaves an answer for every waiter it serves.
-    fn complete(&mut self, key: &[u8], id: WaiterId, row: Option<Row>, now: Timestamp) {
+    fn complete(&mut self, key: &[u8], id: WaiterId, row: Option<Arc<Row>>, now: Timestamp) {
         let done = self.cache.complete(key, id, row.clone(), now);
         for w in done.answered.iter().filter(|w| **w != id) {
             if !self.abandoned.remove(w) {
@@ -177,14 +177,12 @@ impl<D> RowCached<D> {
     }
 }
 
-/// A cached row as the parts of the read reply a store would give (none if missing).
-fn row_parts(row: Option<Row>) -> Vec<Result<Response, StoreError>> {
+/// A cached row as the read's reply: the row whole and shared (nothing if missing), then the
+/// end of the stream.
+fn row_parts(row: Option<Arc<Row>>) -> Vec<Result<Response, StoreError>> {
     let mut parts = Vec::with_capacity(2);
     if let Some(row) = row {
-        parts.push(Ok(Response::ReadRowsPart(ReadRowsResponse {
-            chunks: rowkit_embedded::semantics::row_chunks(&row, None),
-            last_scanned_row_key: Vec::new(),
-        })));
+        parts.push(Ok(Response::Rows(vec![row])));
     }
     parts.push(Ok(Response::StreamEnd));
     parts
@@ -238,7 +236,7 @@ struct FetchTurn<'a> {
 }
 
 impl FetchTurn<'_> {
-    fn complete(mut self, row: Option<Row>) {
+    fn complete(mut self, row: Option<Arc<Row>>) {
         self.done = true;
         self.cache.lock().complete(self.key, self.id, row, self.now);
     }
@@ -274,7 +272,7 @@ impl<D: Driver> RowCached<D> {
         cache: &SharedCache,
         key: Vec<u8>,
         request: Request,
-    ) -> Result<Option<Row>, StoreError> {
+    ) -> Result<Option<Arc<Row>>, StoreError> {
         let now = self.inner.now();
         let looked_up = cache.lock().cache.lookup(&key, now);
         let id = match looked_up {
@@ -309,7 +307,7 @@ impl<D: Driver> RowCached<D> {
         let machine = ReadRows::new(read, now, 0, RetryPolicy::default());
         let result = run(&self.inner, machine, |row| rows.push(row))
             .await
-            .map(|_| rows.into_iter().next())
+            .map(|_| rows.into_iter().next().map(Arc::new))
             .map_err(|e| e.into_store_error());
         turn.complete(result.as_ref().ok().cloned().flatten());
         result
@@ -400,10 +398,10 @@ mod tests {
         let b = waiting(&mut c, k, now);
         let w = waiting(&mut c, k, now);
         c.abandon(k, b, now);
-        let row = Row {
+        let row = Arc::new(Row {
             key: k.to_vec(),
             cells: Vec::new(),
-        };
+        });
         c.complete(k, a, Some(row.clone()), now);
         assert_eq!(c.answers.remove(&b), None);
         assert_eq!(c.answers.remove(&w), Some(Answer::Row(Some(row))));

@@ -74,11 +74,14 @@ where
     fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let driver: &'a SyncDriver<S, C> = self.driver;
         let mut parts = match core::mem::replace(&mut self.state, CallState::Done) {
-            CallState::Unsent(request) => match driver.store.execute(request, driver.clock.now()) {
-                Ok(Reply::Unary(response)) => return Poll::Ready(Some(Ok(response))),
-                Ok(Reply::Stream(parts)) => parts,
-                Err(e) => return Poll::Ready(Some(Err(e))),
-            },
+            // Local: whole rows where the store has them (no chunks for the machine to merge).
+            CallState::Unsent(request) => {
+                match driver.store.execute_local(request, driver.clock.now()) {
+                    Ok(Reply::Unary(response)) => return Poll::Ready(Some(Ok(response))),
+                    Ok(Reply::Stream(parts)) => parts,
+                    Err(e) => return Poll::Ready(Some(Err(e))),
+                }
+            }
             CallState::Parts(parts) => parts,
             CallState::Done => return Poll::Ready(None),
         };

@@ -2,16 +2,18 @@
 //! The hot-row cache over the sync driver, with threads: a read that waits for another
 //! thread's fetch of the same row neither moves a shared manual clock (the machine's
 //! deadline timers are not waited on while its request is in flight) nor sends a read of its
-//! own.
+//! own. And a hit hands the walk the cached row and the node decoded from it before.
 
-use std::sync::{Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_codec::model::{ColumnFamily, Timestamp};
+use rowkit_codec::model::{ColumnFamily, Row, Timestamp};
+use rowkit_codec::mounttable::NodeRow;
 use rowkit_embedded::driver::{Clock, ManualClock};
 use rowkit_embedded::{MemoryStore, Reply, Store};
+use rowkit_statemachines::mounttable::{MtCtx, NodeMemo, Nodes, ResolveStep, SharedNodes, Tables};
 use rowkit_statemachines::{Request, StoreError};
 
 /// A store whose reads of node rows stop at a gate while it is closed.
@@ -105,4 +107,83 @@ fn a_coalesced_read_waits_without_moving_the_clock() {
     });
     assert_eq!(clock.now(), before);
     assert!(mt.cache_fetches() > fetches);
+}
+
+/// A memo that records what the machines were handed from it and what they kept.
+#[derive(Default)]
+struct CountingNodes {
+    memo: Mutex<Option<NodeMemo>>,
+    hits: Mutex<Vec<Arc<NodeRow>>>,
+    kept: Mutex<Vec<Arc<NodeRow>>>,
+}
+
+impl SharedNodes for CountingNodes {
+    fn get(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>> {
+        let mut memo = self.memo.lock().unwrap();
+        let node = memo.get_or_insert_with(|| NodeMemo::new(16)).get(row, now);
+        if let Some(n) = &node {
+            self.hits.lock().unwrap().push(n.clone());
+        }
+        node
+    }
+
+    fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>) {
+        let mut memo = self.memo.lock().unwrap();
+        memo.get_or_insert_with(|| NodeMemo::new(16))
+            .keep(row, node);
+        self.kept.lock().unwrap().push(node.clone());
+    }
+}
+
+/// End to end over the sync driver: a resolve whose node reads hit the hot-row cache gets the
+/// cached rows themselves (whole and shared, through the ReadRows child) and the nodes decoded
+/// from them by the previous resolve, the same `Arc`s; a mount (a write) makes the cache drop
+/// the leaf, so the next resolve decodes the leaf's new row and sees the new server.
+#[test]
+fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
+    let store = MemoryStore::new();
+    let clock = ManualClock::new(Timestamp::from_secs(1_700_000_000));
+    let tables = Tables::new("mt");
+    let config = MtConfig {
+        tables: tables.clone(),
+        ..MtConfig::default()
+    };
+    let mt = MountTable::new(SyncDriver::new(&store, &clock), config);
+    let me = server_caller();
+    block_on(mt.setup(None)).unwrap();
+    block_on(mt.mount(&me, "a/b", "/h:1", 600, 0)).unwrap();
+    let memo = Arc::new(CountingNodes::default());
+    let resolve = || {
+        let ctx = MtCtx {
+            tables: tables.clone(),
+            nodes: Nodes::shared(memo.clone()),
+            ..MtCtx::new(clock.now().saturating_add_micros(60_000_000))
+        };
+        block_on(mt.run(ResolveStep::new(ctx, "a/b", clock.now(), 1), |_| {})).unwrap()
+    };
+    assert_eq!(resolve().servers.len(), 1);
+    let kept = memo.kept.lock().unwrap().clone();
+    assert_eq!(kept.len(), 3, "root, a, a/b decoded once");
+    let fetches = mt.cache_fetches();
+    assert_eq!(resolve().servers.len(), 1);
+    assert_eq!(mt.cache_fetches(), fetches, "every read a hit");
+    assert_eq!(memo.kept.lock().unwrap().len(), 3, "nothing decoded again");
+    let hits = memo.hits.lock().unwrap().clone();
+    assert_eq!(hits.len(), 3);
+    assert!(hits.iter().zip(&kept).all(|(h, k)| Arc::ptr_eq(h, k)));
+
+    block_on(mt.mount(&me, "a/b", "/h:2", 600, 0)).unwrap();
+    let entry = resolve();
+    let servers: Vec<&str> = entry.servers.iter().map(|s| s.server.as_str()).collect();
+    assert_eq!(servers, ["/h:1", "/h:2"]);
+    assert_eq!(
+        memo.kept.lock().unwrap().len(),
+        4,
+        "the written leaf decoded again"
+    );
+    assert_eq!(
+        memo.hits.lock().unwrap().len(),
+        5,
+        "root and a from the memo"
+    );
 }

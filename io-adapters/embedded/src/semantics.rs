@@ -31,34 +31,25 @@ use rowkit_statemachines::{
 };
 
 pub use filter::CompiledFilter;
-pub use read::{SAMPLE_INTERVAL_BYTES, row_chunks};
+pub use read::SAMPLE_INTERVAL_BYTES;
+/// Where the chunks of a row are cut: one function, in `rowkit-statemachines` beside the merger.
+pub use rowkit_statemachines::readrows::row_chunks;
 pub use validate::{validate_request, validate_schema};
 
-use crate::{Reply, RowWrite, ServerTime, Store, TableStorage};
+use crate::{ChunkingOptions, Reply, RowWrite, ServerTime, Store, TableStorage};
 use read::{ReadStream, SampleStream};
 use validate::Schema;
 
 impl<S: TableStorage> Store for S {
     fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
-        let families = TableStorage::families(self, request.table())?;
-        let schema = Schema::new(&families);
-        // `now` only bounds server time from below: each row transaction picks its own
-        // (`RowTime`), as Bigtable stamps at apply time.
-        match request {
-            Request::ReadRows(r) => read_rows(self, r),
-            Request::MutateRow(r) => mutate_row(self, r, &schema, now),
-            Request::MutateRows(r) => mutate_rows(self, r, &schema, now),
-            Request::CheckAndMutateRow(r) => check_and_mutate(self, r, &schema, now),
-            Request::ReadModifyWriteRow(r) => read_modify_write(self, r, &schema, now),
-            Request::SampleRowKeys(r) => Ok(Reply::Stream(Box::new(SampleStream {
-                store: self,
-                table: r.table,
-                after: None,
-                offset: 0,
-                last_sample: 0,
-                done: false,
-            }))),
-        }
+        execute(self, request, now, false)
+    }
+
+    /// Whole rows unless the store was told to cut them ([`ChunkingOptions`] other than the
+    /// default: tests that run the merger's split paths against a real store).
+    fn execute_local(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        let whole_rows = self.chunking() == ChunkingOptions::default();
+        execute(self, request, now, whole_rows)
     }
 
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
@@ -87,7 +78,40 @@ impl<S: TableStorage> Store for S {
     }
 }
 
-fn read_rows<S: TableStorage>(store: &S, req: ReadRowsRequest) -> Result<Reply<'_>, StoreError> {
+/// [`Store::execute`] (`whole_rows`: [`Store::execute_local`]).
+fn execute<S: TableStorage>(
+    store: &S,
+    request: Request,
+    now: Timestamp,
+    whole_rows: bool,
+) -> Result<Reply<'_>, StoreError> {
+    let families = TableStorage::families(store, request.table())?;
+    let schema = Schema::new(&families);
+    // `now` only bounds server time from below: each row transaction picks its own
+    // (`RowTime`), as Bigtable stamps at apply time.
+    match request {
+        Request::ReadRows(r) => read_rows(store, r, whole_rows),
+        Request::MutateRow(r) => mutate_row(store, r, &schema, now),
+        Request::MutateRows(r) => mutate_rows(store, r, &schema, now),
+        Request::CheckAndMutateRow(r) => check_and_mutate(store, r, &schema, now),
+        Request::ReadModifyWriteRow(r) => read_modify_write(store, r, &schema, now),
+        Request::SampleRowKeys(r) => Ok(Reply::Stream(Box::new(SampleStream {
+            store,
+            table: r.table,
+            after: None,
+            offset: 0,
+            last_sample: 0,
+            done: false,
+        }))),
+    }
+}
+
+/// ReadRows as a lazy stream: chunked per the store's [`ChunkingOptions`], or whole rows.
+fn read_rows<S: TableStorage>(
+    store: &S,
+    req: ReadRowsRequest,
+    whole_rows: bool,
+) -> Result<Reply<'_>, StoreError> {
     let filter = validate::check_read(&req)?;
     let mut ranges: VecDeque<RowRange> = req.rows.normalized_ranges().into();
     if req.reversed {
@@ -105,6 +129,7 @@ fn read_rows<S: TableStorage>(store: &S, req: ReadRowsRequest) -> Result<Reply<'
         rows_limit: u64::try_from(req.rows_limit).unwrap_or(0),
         rows_returned: 0,
         chunking: store.chunking(),
+        whole_rows,
         pending: VecDeque::new(),
         exhausted: false,
     })))

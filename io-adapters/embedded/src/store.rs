@@ -193,6 +193,15 @@ pub trait Store: Send + Sync {
     /// clock still determines every timestamp. `now` is a lower bound: a store never stamps
     /// earlier than its caller's clock.
     fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError>;
+    /// Runs one request as [`Store::execute`] does, for a driver in the same process: a read
+    /// may be answered with whole rows ([`Response::Rows`]) instead of chunks, since the rows
+    /// are at hand and cutting them up for a merger to join again would copy them twice. The
+    /// rows, their order and the stream's end are the same. What `execute` answers stays
+    /// wire-faithful (the gateway and the gRPC server send it on). Default: `execute` (stores
+    /// over a network, wrappers that inspect chunks).
+    fn execute_local(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        self.execute(request, now)
+    }
     /// Creates a table with its families (`ALREADY_EXISTS` if it exists).
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError>;
     /// Deletes a table.

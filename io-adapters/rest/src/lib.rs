@@ -351,6 +351,17 @@ pub fn encode_response(response: &Response) -> Result<Vec<u8>, RestError> {
     use convert::*;
     match response {
         Response::ReadRowsPart(r) => to_json("ReadRowsResponse", &read_rows_response_to_json(r)),
+        // Whole rows (a local store's answer) go on the wire as the chunks they stand for.
+        Response::Rows(rows) => to_json(
+            "ReadRowsResponse",
+            &read_rows_response_to_json(&rowkit_statemachines::ReadRowsResponse {
+                chunks: rows
+                    .iter()
+                    .flat_map(|row| rowkit_statemachines::readrows::row_chunks(row, None))
+                    .collect(),
+                last_scanned_row_key: Vec::new(),
+            }),
+        ),
         Response::MutateRowsPart(r) => {
             to_json("MutateRowsResponse", &mutate_rows_response_to_json(r)?)
         }

@@ -14,10 +14,10 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{Code, Mutation, Timestamp};
 use rowkit_codec::mounttable::{
     self as codec, CounterKind, FAMILY_CHILDREN, FAMILY_META, FAMILY_SERVERS, MARKER_VALUE,
-    MountFlags, NodeRow, Permissions, tags,
+    MountFlags, Permissions, tags,
 };
 
-use super::machine::{Call, Env, Half, Input, Step, Value};
+use super::machine::{Call, Env, Half, Input, Node, Step, Value};
 use super::operations::{
     CreateInitialNodes, DeleteAttempt, Fsck, FsckPass, GetPermissions, GlobOp, MountAttempt,
     PrimitiveFrame, ReadCounters, ResolveStep, Retry, SetPermsAttempt, UnmountAttempt,
@@ -113,7 +113,7 @@ pub(crate) fn delete_column(family: &str, qualifier: &[u8]) -> Mutation {
     }
 }
 
-pub(crate) fn entry_of(name: String, node: &NodeRow) -> MountEntry {
+pub(crate) fn entry_of(name: String, node: &Node) -> MountEntry {
     MountEntry {
         name,
         servers: node
@@ -150,7 +150,7 @@ pub(crate) fn authorize(
 }
 
 /// §11.6 `setPermissions` on a node snapshot (also makes it sticky): one OCC mutation.
-pub(crate) fn set_perms_call(node: &NodeRow, perms: &Permissions) -> Call {
+pub(crate) fn set_perms_call(node: &Node, perms: &Permissions) -> Call {
     let ts = Timestamp::SERVER_TIME;
     Call::Mutate {
         node: node.clone(),
@@ -168,7 +168,7 @@ pub(crate) fn set_perms_call(node: &NodeRow, perms: &Permissions) -> Call {
 }
 
 /// Whether `parent` references this incarnation of `child`.
-fn references(parent: &NodeRow, child: &NodeRow) -> bool {
+fn references(parent: &Node, child: &Node) -> bool {
     let name = codec::split(&child.name).1;
     parent
         .children
@@ -436,7 +436,7 @@ impl CreateRow {
 /// it is still linked.
 #[derive(Clone, Debug)]
 pub(crate) struct CreateChild {
-    parent: NodeRow,
+    parent: Node,
     child: String,
     perms: Permissions,
     creator: String,
@@ -447,7 +447,7 @@ pub(crate) struct CreateChild {
     /// reference goes, as in btmtd (the parent row and all its references go next anyway).
     repair: bool,
     error: Option<MtError>,
-    node: Option<NodeRow>,
+    node: Option<Node>,
     state: CreateChildState,
 }
 
@@ -464,7 +464,7 @@ enum CreateChildState {
 
 impl CreateChild {
     pub(crate) fn frame(
-        parent: &NodeRow,
+        parent: &Node,
         child: &str,
         perms: &Permissions,
         creator: &str,
@@ -606,9 +606,9 @@ pub(crate) struct EnsureLinked {
     parent_name: String,
     child: String,
     id: Vec<u8>,
-    node: NodeRow,
+    node: Node,
     /// The parent snapshot a relink is based on.
-    parent: Option<NodeRow>,
+    parent: Option<Node>,
     state: EnsureLinkedState,
 }
 
@@ -737,7 +737,7 @@ impl EnsureLinked {
 /// deleted like any other), then the row (OCC), the parent's reference, and the counts.
 #[derive(Clone, Debug)]
 pub(crate) struct Delete {
-    node: NodeRow,
+    node: Node,
     subtree: bool,
     /// Index of the child being deleted.
     next: usize,
@@ -757,7 +757,7 @@ enum DeleteState {
 }
 
 impl Delete {
-    pub(crate) fn frame(node: &NodeRow, subtree: bool) -> Frame {
+    pub(crate) fn frame(node: &Node, subtree: bool) -> Frame {
         Frame::Delete(Delete {
             node: node.clone(),
             subtree,
@@ -865,7 +865,7 @@ impl Delete {
 /// `deleteAndGC`: delete, then collect the parent if it became garbage.
 #[derive(Clone, Debug)]
 pub(crate) struct DeleteAndGc {
-    node: NodeRow,
+    node: Node,
     subtree: bool,
     state: DeleteAndGcState,
 }
@@ -879,7 +879,7 @@ enum DeleteAndGcState {
 }
 
 impl DeleteAndGc {
-    pub(crate) fn frame(node: NodeRow, subtree: bool) -> Frame {
+    pub(crate) fn frame(node: Node, subtree: bool) -> Frame {
         Frame::DeleteAndGc(DeleteAndGc {
             node,
             subtree,
@@ -918,7 +918,7 @@ impl DeleteAndGc {
 /// something, and how it ended (its errors are for the caller to weigh, not to propagate).
 #[derive(Clone, Debug)]
 pub(crate) struct Gc {
-    node: NodeRow,
+    node: Node,
     changed: bool,
     state: GcState,
 }
@@ -933,7 +933,7 @@ enum GcState {
 }
 
 impl Gc {
-    pub(crate) fn frame(node: NodeRow) -> Frame {
+    pub(crate) fn frame(node: Node) -> Frame {
         Frame::Gc(Gc {
             node,
             changed: false,
@@ -1025,7 +1025,7 @@ impl Gc {
 /// failure. Returns the deadline written ([`Value::Int`]).
 #[derive(Clone, Debug)]
 pub(crate) struct MountNode {
-    node: NodeRow,
+    node: Node,
     server: String,
     deadline: Option<i64>,
     ttl_s: u32,
@@ -1047,7 +1047,7 @@ enum MountNodeState {
 
 impl MountNode {
     pub(crate) fn frame(
-        node: &NodeRow,
+        node: &Node,
         server: &str,
         deadline: Option<i64>,
         ttl_s: u32,
@@ -1134,7 +1134,7 @@ impl MountNode {
 /// §11.5 on a node snapshot: remove the server(s) (OCC), collect the node, uncount.
 #[derive(Clone, Debug)]
 pub(crate) struct UnmountNode {
-    node: NodeRow,
+    node: Node,
     server: String,
     delta: i64,
     state: UnmountNodeState,
@@ -1150,7 +1150,7 @@ enum UnmountNodeState {
 }
 
 impl UnmountNode {
-    pub(crate) fn frame(node: &NodeRow, server: &str) -> Frame {
+    pub(crate) fn frame(node: &Node, server: &str) -> Frame {
         Frame::UnmountNode(UnmountNode {
             node: node.clone(),
             server: server.into(),
@@ -1223,11 +1223,11 @@ pub(crate) struct AccessNode {
     /// Index of the element being visited.
     at: usize,
     current: String,
-    parent: Option<NodeRow>,
+    parent: Option<Node>,
     /// The node GC is looking at.
-    found: Option<NodeRow>,
+    found: Option<Node>,
     /// The unreferenced node being adopted, and its reference's qualifier.
-    adopting: Option<(NodeRow, Vec<u8>)>,
+    adopting: Option<(Node, Vec<u8>)>,
     state: AccessState,
 }
 
@@ -1419,7 +1419,7 @@ impl AccessNode {
     }
 
     /// The element exists (or was created): authorize and go on.
-    fn visited(&mut self, env: &mut Env, node: NodeRow) -> Step {
+    fn visited(&mut self, env: &mut Env, node: Node) -> Step {
         tri!(authorize(
             &env.ctx,
             &node.permissions,

@@ -17,6 +17,7 @@
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::{String, ToString};
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 use core::marker::PhantomData;
@@ -25,7 +26,9 @@ use rowkit_codec::model::{Mutation, ReadModifyWriteRule, Row, RowFilter, RowSet,
 use rowkit_codec::mounttable::{self as codec, FAMILY_COUNTER, NodeRow, QUAL_COUNTER};
 
 use super::frames::Frame;
-use super::{FsckSummary, MountEntry, MtCtx, MtError, MtEvent, PermsAndVersion, PrimitiveOutput};
+use super::{
+    FsckSummary, MountEntry, MtCtx, MtError, MtEvent, Nodes, PermsAndVersion, PrimitiveOutput,
+};
 use crate::children::{Child, ChildId, ChildOutput, Children};
 use crate::raw::Unary;
 use crate::readrows::ReadRows;
@@ -45,6 +48,11 @@ pub(crate) enum Half {
     Second,
 }
 
+/// A decoded node, shared: frames pass and keep snapshots without copying them, and a node
+/// read answered from the hot-row cache hands over the node decoded from that row before
+/// ([`Nodes`]).
+pub(crate) type Node = Arc<NodeRow>;
+
 /// What a frame returns to the frame below it.
 #[derive(Debug)]
 pub(crate) enum Value {
@@ -57,9 +65,9 @@ pub(crate) enum Value {
     /// Rows of a scan.
     Rows(Vec<Row>),
     /// A node read (`None` = missing) or created.
-    Node(Option<NodeRow>),
+    Node(Option<Node>),
     /// `accessNode`: the node found and the unresolved rest.
-    Access(Option<NodeRow>, String),
+    Access(Option<Node>, String),
     /// GC: whether it deleted or changed something, and how it ended.
     Gc(bool, Result<(), MtError>),
     /// One fsck pass: inconsistencies counted, and the summary handed back.
@@ -88,14 +96,14 @@ pub(crate) fn mismatch(what: &'static str, got: &Value) -> MtError {
 }
 
 impl Value {
-    pub(crate) fn node(input: Input) -> Result<Option<NodeRow>, MtError> {
+    pub(crate) fn node(input: Input) -> Result<Option<Node>, MtError> {
         match input? {
             Value::Node(n) => Ok(n),
             v => Err(mismatch("a node", &v)),
         }
     }
 
-    pub(crate) fn access(input: Input) -> Result<(Option<NodeRow>, String), MtError> {
+    pub(crate) fn access(input: Input) -> Result<(Option<Node>, String), MtError> {
         match input? {
             Value::Access(n, rest) => Ok((n, rest)),
             v => Err(mismatch("an access result", &v)),
@@ -147,7 +155,7 @@ pub(crate) enum Call {
     /// §10.1 OCC mutation of a node snapshot → `Unit`, or `ConcurrentAccess` when the version
     /// moved. `delete` mutations do not bump the version.
     Mutate {
-        node: NodeRow,
+        node: Node,
         mutations: Vec<Mutation>,
         delete: bool,
     },
@@ -429,7 +437,13 @@ impl<T: Output> OpMachine<T> {
                     RowFilter::ValueRegex(literal_regex(&node.version)),
                 ]);
                 (
-                    cam(node_table, node.row_key, predicate, mutations, Vec::new()),
+                    cam(
+                        node_table,
+                        node.row_key.clone(),
+                        predicate,
+                        mutations,
+                        Vec::new(),
+                    ),
                     Reply::Occ,
                     Half::First,
                 )
@@ -500,7 +514,7 @@ impl<T: Output> OpMachine<T> {
             return;
         };
         self.wait = Wait::Idle;
-        let input = interpret(reply, outcome, self.env.now);
+        let input = interpret(reply, outcome, &self.env.ctx.nodes, self.env.now);
         self.advance(input);
     }
 }
@@ -535,11 +549,19 @@ fn literal_regex(v: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Turns a child's outcome into the value its caller expects.
-fn interpret(reply: Reply, outcome: Result<ChildOutput, StoreError>, now: Timestamp) -> Input {
+/// Turns a child's outcome into the value its caller expects. A node row is decoded once per
+/// shared row: `nodes` hands back what an earlier read decoded from the same row.
+fn interpret(
+    reply: Reply,
+    outcome: Result<ChildOutput, StoreError>,
+    nodes: &Nodes,
+    now: Timestamp,
+) -> Input {
     let output = outcome?;
     match (reply, output) {
-        (Reply::Rows, ChildOutput::Rows(rows)) => Ok(Value::Rows(rows)),
+        (Reply::Rows, ChildOutput::Rows(rows)) => Ok(Value::Rows(
+            rows.into_iter().map(Arc::unwrap_or_clone).collect(),
+        )),
         (Reply::Node, ChildOutput::Rows(rows)) => {
             let Some(row) = rows.into_iter().next() else {
                 return Ok(Value::Node(None));
@@ -547,7 +569,8 @@ fn interpret(reply: Reply, outcome: Result<ChildOutput, StoreError>, now: Timest
             if row.key.len() < 9 {
                 return Ok(Value::Node(None));
             }
-            codec::decode_node(&row, now.0)
+            nodes
+                .node(&row, now, |row| codec::decode_node(row, now.0))
                 .map(|n| Value::Node(Some(n)))
                 .map_err(|e| MtError::Internal {
                     what: alloc::format!("row {}: {e}", String::from_utf8_lossy(&row.key)),

@@ -4,7 +4,8 @@
 //! tests and repair tools drive directly, and the hot-row [`RowCache`].
 //!
 //! Every machine takes an [`MtCtx`] (tables, caller, global ACL, limits, gc grace, operation
-//! deadline), `now` and a `seed`, and reaches the store only through the requests it emits.
+//! deadline, the facade's shared memo of decoded [`Nodes`]), `now` and a `seed`, and reaches the
+//! store only through the requests it emits.
 //! OCC conflicts are retried with seeded jitter until the operation deadline, then the machine
 //! ends with [`MtError::Aborted`].
 
@@ -12,6 +13,7 @@ mod cache;
 mod frames;
 mod glob;
 mod machine;
+mod nodes;
 mod operations;
 
 use alloc::collections::BTreeMap;
@@ -20,6 +22,7 @@ use alloc::vec::Vec;
 
 pub use cache::{Completion, Lookup, ROW_CACHE_CAPACITY, ROW_CACHE_TTL_US, RowCache, WaiterId};
 pub use glob::{BadPattern, Glob as GlobPattern, path_match};
+pub use nodes::{NodeMemo, Nodes, SharedNodes};
 use rowkit_codec::mounttable::{AccessList, Caller, NodeRow, Permissions};
 
 use crate::{Machine, Request, Response, StoreError, Tag, Timestamp};
@@ -90,6 +93,9 @@ pub struct MtCtx {
     pub gc_grace_us: i64,
     /// Operation deadline.
     pub deadline: Timestamp,
+    /// Where node reads find the nodes already decoded from the rows a cache hands out again
+    /// (the facade's memo; behaviour-neutral).
+    pub nodes: Nodes,
 }
 
 impl MtCtx {
@@ -105,6 +111,7 @@ impl MtCtx {
             limits: Limits::default(),
             gc_grace_us: 60_000_000,
             deadline,
+            nodes: Nodes::none(),
         }
     }
 }

@@ -6,18 +6,19 @@
 use alloc::boxed::Box;
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::{String, ToString};
+use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
-use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, NodeRow, tags};
+use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, tags};
 
 use super::frames::{
     AccessNode, CreateChild, CreateRow, Delete, DeleteAndGc, Frame, Increment, MountNode,
     UnmountNode, authorize, back_off, delete_column, entry_of, set_perms_call, tri,
 };
 use super::glob::Glob;
-use super::machine::{Call, Env, Half, Input, Step, Value, mismatch};
+use super::machine::{Call, Env, Half, Input, Node, Step, Value, mismatch};
 use super::{
     FindingKind, FsckSummary, MountEntry, MtError, MtEvent, PermsAndVersion, Primitive,
     PrimitiveOutput,
@@ -179,7 +180,7 @@ impl UnmountAttempt {
 pub(crate) struct DeleteAttempt {
     pub(crate) suffix: String,
     pub(crate) subtree: bool,
-    pub(crate) node: Option<NodeRow>,
+    pub(crate) node: Option<Node>,
     pub(crate) denied: Option<MtError>,
     pub(crate) state: DeleteAttemptState,
 }
@@ -430,7 +431,7 @@ pub(crate) struct CreateInitialNodes {
     elems: Vec<String>,
     elem_at: usize,
     parent_name: String,
-    node: Option<NodeRow>,
+    node: Option<Node>,
     state: InitialState,
 }
 
@@ -581,7 +582,7 @@ impl CreateInitialNodes {
         }
     }
 
-    fn got(&mut self, _env: &mut Env, node: NodeRow) -> Step {
+    fn got(&mut self, _env: &mut Env, node: Node) -> Step {
         let elem = self.elems.get(self.elem_at).cloned().unwrap_or_default();
         self.parent_name = codec::join(&[&self.parent_name, &elem]);
         self.node = Some(node);
@@ -793,7 +794,7 @@ pub(crate) struct FsckPass {
     page: Vec<Row>,
     full: bool,
     at: usize,
-    node: Option<NodeRow>,
+    node: Option<Node>,
     child_at: usize,
     dangling: Vec<Vec<u8>>,
     store_error: bool,
@@ -963,7 +964,7 @@ impl FsckPass {
             };
             let root = node.name.is_empty();
             let parent = String::from(codec::split(&node.name).0);
-            self.node = Some(node);
+            self.node = Some(Node::new(node));
             if root {
                 return self.check_children(env);
             }
@@ -1080,10 +1081,16 @@ impl PrimitiveFrame {
                         limit,
                     } => {
                         self.state = PrimitiveState::Node;
-                        Step::Push(CreateChild::frame(&parent, &child, &perms, &creator, limit))
+                        Step::Push(CreateChild::frame(
+                            &Node::new(parent),
+                            &child,
+                            &perms,
+                            &creator,
+                            limit,
+                        ))
                     }
                     Primitive::Delete { node, subtree } => {
-                        Step::Push(Delete::frame(&node, subtree))
+                        Step::Push(Delete::frame(&Node::new(node), subtree))
                     }
                     Primitive::Mount {
                         node,
@@ -1092,7 +1099,7 @@ impl PrimitiveFrame {
                         flags,
                         limit,
                     } => Step::Push(MountNode::frame(
-                        &node,
+                        &Node::new(node),
                         &server,
                         Some(deadline_us),
                         0,
@@ -1100,14 +1107,14 @@ impl PrimitiveFrame {
                         limit,
                     )),
                     Primitive::SetPermissions { node, perms } => {
-                        Step::Await(set_perms_call(&node, &perms))
+                        Step::Await(set_perms_call(&Node::new(node), &perms))
                     }
                 }
             }
             PrimitiveState::Node => {
                 let node = tri!(Value::node(input));
                 Step::Return(Ok(Value::Primitive(PrimitiveOutput::Node(
-                    node.map(Box::new),
+                    node.map(|n| Box::new(Arc::unwrap_or_clone(n))),
                 ))))
             }
             PrimitiveState::Done => {

@@ -1,6 +1,8 @@
 //! The ReadRows machine: the merger plus retry with resume (`spec/sans-io.md` 3.1,
 //! `spec/bigtable.md` 15.6).
 
+use alloc::sync::Arc;
+
 use rowkit_codec::model::Row;
 
 use super::{ChunkMerger, next_attempt};
@@ -12,7 +14,9 @@ use crate::{
 /// Reads rows, delivering each committed row as an event and retrying retryable failures
 /// (`UNAVAILABLE`, `DEADLINE_EXCEEDED`, `ABORTED`) with a resumed request under a new tag.
 ///
-/// The output is the number of rows delivered. Protocol violations end the read with
+/// Whole rows ([`Response::Rows`], from a store or cache in the driver's process) pass
+/// through without the merger, under the same order and `rows_limit` checks, and count for
+/// resume like merged ones. The output is the number of rows delivered. Protocol violations end the read with
 /// `INTERNAL` and are never retried; so do non-retryable errors (with their own status). When
 /// the operation deadline leaves no room for another attempt, the read fails with the last
 /// error.
@@ -52,6 +56,12 @@ impl ReadRows {
     /// The merger: resume key, rows emitted, direction.
     pub fn merger(&self) -> &ChunkMerger {
         &self.merger
+    }
+
+    /// The next row, as shared: what [`Machine::poll_event`] hands out, without the copy
+    /// `poll_event` makes of a row someone else still holds (a cache's whole row).
+    pub fn poll_shared_row(&mut self) -> Option<Arc<Row>> {
+        self.merger.pop_shared_row()
     }
 
     /// Rows committed so far over all attempts.
@@ -108,6 +118,11 @@ impl Machine for ReadRows {
         match response {
             Ok(Response::ReadRowsPart(part)) => {
                 if let Err(e) = self.merger.push_response(part) {
+                    self.finish(Err(e.into()));
+                }
+            }
+            Ok(Response::Rows(rows)) => {
+                if let Err(e) = self.merger.push_rows(rows) {
                     self.finish(Err(e.into()));
                 }
             }

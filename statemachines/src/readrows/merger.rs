@@ -1,8 +1,12 @@
 //! The chunk merger: `ReadRowsResponse` chunks in, committed rows out (`spec/bigtable.md`
-//! 15.2-15.5).
+//! 15.2-15.5). Whole rows from a store in the same process ([`Response::Rows`]) join the same
+//! stream of committed rows, under the same order and limit rules, without being merged.
+//!
+//! [`Response::Rows`]: crate::Response::Rows
 
 use alloc::collections::VecDeque;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Cell, Code, Row, Timestamp, limits};
@@ -94,6 +98,12 @@ pub enum MergeError {
     /// The stream ended with OK while a row was open (case "invalid - no commit").
     #[error("stream ended inside a row")]
     UnexpectedEndOfStream,
+    /// Whole rows arrived while a chunked row was open.
+    #[error("whole rows inside a chunked row")]
+    RowsInsideRow,
+    /// A whole row without a key or without cells (stores never send one).
+    #[error("whole row without a key or without cells")]
+    EmptyRow,
 }
 
 impl From<MergeError> for StoreError {
@@ -119,8 +129,9 @@ pub enum MergeState {
 /// Merges `ReadRowsResponse` chunks into rows, exactly as `spec/bigtable.md` 15 prescribes,
 /// across the attempts of one read.
 ///
-/// Feed each response with [`push_response`](Self::push_response), take committed rows with
-/// [`pop_row`](Self::pop_row), and call [`end_of_stream`](Self::end_of_stream) when a stream
+/// Feed each response with [`push_response`](Self::push_response) (or whole rows with
+/// [`push_rows`](Self::push_rows)), take committed rows with [`pop_row`](Self::pop_row) (or
+/// [`pop_shared_row`](Self::pop_shared_row)), and call [`end_of_stream`](Self::end_of_stream) when a stream
 /// ends with OK or [`start_new_attempt`](Self::start_new_attempt) before feeding a retry. The
 /// first violation is sticky: every later call reports it again.
 ///
@@ -161,7 +172,9 @@ pub struct ChunkMerger {
     last_committed_key: Option<Vec<u8>>,
     last_scanned_key: Option<Vec<u8>>,
     rows_emitted: u64,
-    ready: VecDeque<Row>,
+    /// Committed rows not yet taken: shared, so a whole row handed over by a cache passes
+    /// through without a copy.
+    ready: VecDeque<Arc<Row>>,
     failed: Option<MergeError>,
     /// Size limits (`spec/bigtable.md` 4); fields so that tests can use small ones.
     max_value_bytes: usize,
@@ -208,6 +221,16 @@ impl ChunkMerger {
         self.record(result)
     }
 
+    /// Feeds whole, committed rows ([`Response::Rows`](crate::Response::Rows)): each must come
+    /// after the resume key in scan direction, have a key and a cell, and fit in `rows_limit`,
+    /// as a merged row must; none may arrive while a chunked row is open. Rows accepted before
+    /// a violation remain available.
+    pub fn push_rows(&mut self, rows: Vec<Arc<Row>>) -> Result<(), MergeError> {
+        self.check_failed()?;
+        let result = self.whole_rows(rows);
+        self.record(result)
+    }
+
     /// The stream ended with OK: no row may be open.
     pub fn end_of_stream(&mut self) -> Result<(), MergeError> {
         self.check_failed()?;
@@ -225,8 +248,14 @@ impl ChunkMerger {
         self.drop_row();
     }
 
-    /// The next committed row, in scan order.
+    /// The next committed row, in scan order (a copy only if someone else still shares it,
+    /// e.g. a cache that handed it over: see [`pop_shared_row`](Self::pop_shared_row)).
     pub fn pop_row(&mut self) -> Option<Row> {
+        self.ready.pop_front().map(Arc::unwrap_or_clone)
+    }
+
+    /// The next committed row, in scan order, as shared.
+    pub fn pop_shared_row(&mut self) -> Option<Arc<Row>> {
         self.ready.pop_front()
     }
 
@@ -318,6 +347,24 @@ impl ChunkMerger {
             return Err(MergeError::ScanMarkerOutOfOrder);
         }
         self.last_scanned_key = Some(key);
+        Ok(())
+    }
+
+    fn whole_rows(&mut self, rows: Vec<Arc<Row>>) -> Result<(), MergeError> {
+        if self.state != MergeState::NewRow {
+            return Err(MergeError::RowsInsideRow);
+        }
+        for row in rows {
+            if row.key.is_empty() || row.cells.is_empty() {
+                return Err(MergeError::EmptyRow);
+            }
+            if let Some(resume) = self.resume_key()
+                && !self.is_beyond(&row.key, resume)
+            {
+                return Err(MergeError::RowKeyOutOfOrder);
+            }
+            self.commit(row)?;
+        }
         Ok(())
     }
 
@@ -505,16 +552,21 @@ impl ChunkMerger {
             self.state = MergeState::RowInProgress;
             return Ok(());
         }
+        let row = core::mem::take(&mut self.row);
+        self.drop_row();
+        self.commit(Arc::new(row))
+    }
+
+    /// Hands over a complete row (merged or whole), counted against `rows_limit`.
+    fn commit(&mut self, row: Arc<Row>) -> Result<(), MergeError> {
         if self.rows_limit > 0 && self.rows_emitted >= self.rows_limit.unsigned_abs() {
             return Err(MergeError::RowsLimitExceeded {
                 rows_limit: self.rows_limit,
             });
         }
-        let row = core::mem::take(&mut self.row);
         self.last_committed_key = Some(row.key.clone());
         self.rows_emitted = self.rows_emitted.saturating_add(1);
         self.ready.push_back(row);
-        self.drop_row();
         Ok(())
     }
 

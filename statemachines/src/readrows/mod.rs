@@ -2,16 +2,20 @@
 //! machine that nests it with retry and resume.
 //!
 //! - [`ChunkMerger`] turns `ReadRowsResponse` chunks into committed
-//!   [`Row`](rowkit_codec::model::Row)s, checking every rule of the protocol.
+//!   [`Row`](rowkit_codec::model::Row)s, checking every rule of the protocol, and takes whole
+//!   rows ([`Response::Rows`](crate::Response::Rows)) from stores in the same process under the
+//!   same order and limit rules; [`row_chunks`] is its inverse.
 //! - [`resume_request`] / [`next_attempt`] build the request of the next attempt from the
 //!   original request and what was read.
 //! - [`ReadRows`] is the [`Machine`](crate::Machine) drivers run: rows as events, retries with
 //!   seeded back-off, resume under a new tag.
 
+mod chunks;
 mod machine;
 mod merger;
 mod resume;
 
+pub use chunks::row_chunks;
 pub use machine::ReadRows;
 pub use merger::{ChunkMerger, MergeError, MergeState};
 pub use resume::{next_attempt, resume_request};

@@ -3,6 +3,7 @@
 //! child outcomes turned into typed results.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Mutation, Row, RowFilter, RowSet, Timestamp};
@@ -65,7 +66,7 @@ pub(crate) fn rows_of(
     outcome: Result<ChildOutput, StoreError>,
 ) -> Result<Vec<Row>, TraceStoreError> {
     match outcome.map_err(store_error)? {
-        ChildOutput::Rows(rows) => Ok(rows),
+        ChildOutput::Rows(rows) => Ok(rows.into_iter().map(Arc::unwrap_or_clone).collect()),
         _ => Err(unexpected("ReadRows")),
     }
 }

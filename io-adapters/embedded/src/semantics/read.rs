@@ -1,10 +1,12 @@
 //! ReadRows and SampleRowKeys as lazy streams over [`TableStorage`] (`spec/bigtable.md` 9, 11).
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use rowkit_codec::model::{Row, RowRange};
+use rowkit_statemachines::readrows::row_chunks;
 use rowkit_statemachines::{
-    CellChunk, ReadRowsResponse, Response, RowStatus, SampleRowKeysResponse, SplitMix64, StoreError,
+    CellChunk, ReadRowsResponse, Response, SampleRowKeysResponse, SplitMix64, StoreError,
 };
 
 use super::filter::CompiledFilter;
@@ -13,77 +15,9 @@ use crate::{ChunkingOptions, TableStorage};
 /// Bytes of row data between two SampleRowKeys samples (the last one is always `""`).
 pub const SAMPLE_INTERVAL_BYTES: u64 = 16 * 1024 * 1024;
 
-/// The chunks of one row as a store sends them (`spec/bigtable.md` 9.3): row key on the first
-/// chunk, family and qualifier only when they change, timestamp and labels on every cell's first
-/// chunk, values cut into pieces of at most `split_values_every` bytes (non-final pieces carry
-/// `value_size`), and `commit_row` on the last chunk of the last cell. A row without cells
-/// gives no chunks (stores never send empty rows).
-///
-/// ```
-/// use rowkit_codec::model::{Cell, Row, Timestamp};
-/// use rowkit_embedded::semantics::row_chunks;
-/// use rowkit_statemachines::RowStatus;
-///
-/// let row = Row {
-///     key: b"r".to_vec(),
-///     cells: vec![Cell {
-///         family: "cf".into(),
-///         qualifier: b"q".to_vec(),
-///         timestamp: Timestamp::from_millis(1),
-///         value: b"hello".to_vec(),
-///         labels: vec![],
-///     }],
-/// };
-/// let chunks = row_chunks(&row, Some(2));
-/// assert_eq!(chunks.len(), 3);
-/// assert_eq!(chunks[0].value_size, 5);
-/// assert_eq!(chunks[2].row_status, RowStatus::Commit);
-/// ```
-pub fn row_chunks(row: &Row, split_values_every: Option<usize>) -> Vec<CellChunk> {
-    let split = split_values_every.filter(|&n| n > 0);
-    let mut chunks = Vec::with_capacity(row.cells.len());
-    for (i, cell) in row.cells.iter().enumerate() {
-        let mut first = CellChunk::default();
-        match i.checked_sub(1).and_then(|p| row.cells.get(p)) {
-            None => {
-                first.row_key = row.key.clone();
-                first.family_name = Some(cell.family.clone());
-                first.qualifier = Some(cell.qualifier.clone());
-            }
-            Some(prev) if prev.family != cell.family => {
-                first.family_name = Some(cell.family.clone());
-                first.qualifier = Some(cell.qualifier.clone());
-            }
-            Some(prev) if prev.qualifier != cell.qualifier => {
-                first.qualifier = Some(cell.qualifier.clone());
-            }
-            Some(_) => {}
-        }
-        first.timestamp_micros = cell.timestamp.0;
-        first.labels = cell.labels.clone();
-        let total = i32::try_from(cell.value.len()).unwrap_or(i32::MAX);
-        let pieces: Vec<&[u8]> = match split {
-            Some(n) if cell.value.len() > n => cell.value.chunks(n).collect(),
-            _ => vec![cell.value.as_slice()],
-        };
-        let last_cell = i + 1 == row.cells.len();
-        let mut first = Some(first);
-        for (j, piece) in pieces.iter().enumerate() {
-            let mut chunk = first.take().unwrap_or_default();
-            chunk.value = piece.to_vec();
-            if j + 1 < pieces.len() {
-                chunk.value_size = total;
-            } else if last_cell {
-                chunk.row_status = RowStatus::Commit;
-            }
-            chunks.push(chunk);
-        }
-    }
-    chunks
-}
-
 /// The rows of one ReadRows request, produced lazily: one `next_row` call per stored row,
-/// filtered, cut into responses per the store's [`ChunkingOptions`].
+/// filtered, cut into responses per the store's [`ChunkingOptions`], or handed over whole
+/// ([`Response::Rows`], one row per part) to a driver in the same process.
 pub(crate) struct ReadStream<'a, S: TableStorage> {
     pub(crate) store: &'a S,
     pub(crate) table: String,
@@ -98,6 +32,8 @@ pub(crate) struct ReadStream<'a, S: TableStorage> {
     pub(crate) rows_limit: u64,
     pub(crate) rows_returned: u64,
     pub(crate) chunking: ChunkingOptions,
+    /// Answer with whole rows instead of chunks (`Store::execute_local`).
+    pub(crate) whole_rows: bool,
     /// Chunks waiting to fill a response (only with `chunks_per_response`).
     pub(crate) pending: VecDeque<CellChunk>,
     /// No more rows to read (the scan ended or failed).
@@ -153,22 +89,28 @@ impl<S: TableStorage> Iterator for ReadStream<'_, S> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let split = self.chunking.split_values_every;
-        let Some(per_response) = self.chunking.chunks_per_response else {
-            // One response per row, like the service and the emulator.
-            if self.exhausted {
-                return None;
+        let per_response = match self.chunking.chunks_per_response {
+            Some(n) if !self.whole_rows => n,
+            // One response per row, like the service and the emulator, or one whole row.
+            _ => {
+                if self.exhausted {
+                    return None;
+                }
+                return match self.next_result_row() {
+                    Ok(Some(row)) if self.whole_rows => {
+                        Some(Ok(Response::Rows(vec![Arc::new(row)])))
+                    }
+                    Ok(Some(row)) => Some(Ok(Self::part(row_chunks(&row, split)))),
+                    Ok(None) => {
+                        self.exhausted = true;
+                        None
+                    }
+                    Err(e) => {
+                        self.exhausted = true;
+                        Some(Err(e))
+                    }
+                };
             }
-            return match self.next_result_row() {
-                Ok(Some(row)) => Some(Ok(Self::part(row_chunks(&row, split)))),
-                Ok(None) => {
-                    self.exhausted = true;
-                    None
-                }
-                Err(e) => {
-                    self.exhausted = true;
-                    Some(Err(e))
-                }
-            };
         };
         let per_response = per_response.max(1);
         while !self.exhausted && self.pending.len() < per_response {
