@@ -126,9 +126,10 @@ impl RowCache {
         let used = self.clock;
         let id = self.fresh_id();
         if let Some(entry) = self.entries.get_mut(key) {
-            self.lru.remove(&entry.used);
+            // Move the entry's LRU key to its new place (no new copy on a hit).
+            let lru_key = self.lru.remove(&entry.used).unwrap_or_else(|| key.to_vec());
             entry.used = used;
-            self.lru.insert(used, key.to_vec());
+            self.lru.insert(used, lru_key);
             if entry.writes > 0 {
                 // A read of its own, neither joined nor kept: the store may or may not have
                 // applied the write yet, and only the store knows.

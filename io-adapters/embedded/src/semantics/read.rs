@@ -3,7 +3,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use rowkit_codec::model::{Row, RowRange};
+use rowkit_codec::model::{KeyBound, Row, RowRange};
 use rowkit_statemachines::readrows::row_chunks;
 use rowkit_statemachines::{
     CellChunk, ReadRowsResponse, Response, SampleRowKeysResponse, SplitMix64, StoreError,
@@ -59,7 +59,14 @@ impl<S: TableStorage> ReadStream<'_, S> {
                 self.after = None;
                 continue;
             };
-            self.after = Some(row.key.clone());
+            if is_one_key(range) {
+                // Nothing follows the one key of a point range: skip the lookup that would
+                // only find its end (a node read is a point read).
+                self.ranges.pop_front();
+                self.after = None;
+            } else {
+                self.after = Some(row.key.clone());
+            }
             let cells = match &self.filter {
                 Some(f) => f.apply(&row.key, row.cells, &mut self.rng),
                 None => row.cells,
@@ -82,6 +89,11 @@ impl<S: TableStorage> ReadStream<'_, S> {
             last_scanned_row_key: Vec::new(),
         })
     }
+}
+
+/// Whether `range` holds a single key (`[k, k]`).
+fn is_one_key(range: &RowRange) -> bool {
+    matches!((&range.start, &range.end), (KeyBound::Closed(s), KeyBound::Closed(e)) if s == e)
 }
 
 impl<S: TableStorage> Iterator for ReadStream<'_, S> {
