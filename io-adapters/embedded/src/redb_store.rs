@@ -256,23 +256,20 @@ pub(crate) fn push_component(out: &mut Vec<u8>, bytes: &[u8]) {
 /// Splits one component off the front of `input`: the decoded bytes and the rest. `None` if the
 /// input is not a well-formed component.
 pub(crate) fn split_component(input: &[u8]) -> Option<(Vec<u8>, &[u8])> {
+    // Copied a run between escapes at a time (usually the whole component at once): every cell
+    // of a row read passes here twice.
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < input.len() {
-        let b = input[i];
-        if b != 0 {
-            out.push(b);
-            i += 1;
-            continue;
-        }
-        match input.get(i + 1) {
+    let mut rest = input;
+    loop {
+        let zero = rest.iter().position(|&b| b == 0)?;
+        out.extend_from_slice(&rest[..zero]);
+        match rest.get(zero + 1) {
             Some(0xff) => out.push(0),
-            Some(0x01) => return Some((out, &input[i + 2..])),
+            Some(0x01) => return Some((out, &rest[zero + 2..])),
             _ => return None,
         }
-        i += 2;
+        rest = &rest[zero + 2..];
     }
-    None
 }
 
 /// A timestamp as 8 bytes that sort in descending timestamp order.
