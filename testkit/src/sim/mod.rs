@@ -491,26 +491,7 @@ impl<W: Workload> Run<'_, W> {
         self.collect_garbage()?;
         self.trace.push(format!("{} c{c} send {kind}", self.now.0));
         let lose = self.roll(self.config.faults.lose_response);
-        let mut parts: Vec<Result<Response, StoreError>> =
-            match self.store.execute(request, self.now) {
-                Ok(Reply::Unary(response)) => vec![Ok(response)],
-                Ok(Reply::Stream(stream)) => {
-                    let mut parts = Vec::new();
-                    let mut failed = false;
-                    for part in stream {
-                        failed |= part.is_err();
-                        parts.push(part);
-                        if failed {
-                            break;
-                        }
-                    }
-                    if !failed {
-                        parts.push(Ok(Response::StreamEnd));
-                    }
-                    parts
-                }
-                Err(e) => vec![Err(e)],
-            };
+        let mut parts = self.answer(c, request);
         if lose {
             self.report.lost_responses += 1;
             let keep = (self.rng.next_u64() % parts.len() as u64) as usize;
@@ -525,6 +506,37 @@ impl<W: Workload> Run<'_, W> {
             self.queue(c, tag, part);
         }
         Ok(())
+    }
+
+    /// The store's answer to client `c`'s `request`, as the parts it receives (a stream ends
+    /// with `StreamEnd` or its error). Odd clients get whole rows (what a local store hands its
+    /// driver), even ones chunks for the merger, so both paths run under the same faults; either
+    /// way a read answers one part per row, so the draws and the trace do not depend on it.
+    fn answer(&self, c: usize, request: Request) -> Vec<Result<Response, StoreError>> {
+        let reply = if c % 2 == 1 {
+            self.store.execute_local(request, self.now)
+        } else {
+            self.store.execute(request, self.now)
+        };
+        match reply {
+            Ok(Reply::Unary(response)) => vec![Ok(response)],
+            Ok(Reply::Stream(stream)) => {
+                let mut parts = Vec::new();
+                let mut failed = false;
+                for part in stream {
+                    failed |= part.is_err();
+                    parts.push(part);
+                    if failed {
+                        break;
+                    }
+                }
+                if !failed {
+                    parts.push(Ok(Response::StreamEnd));
+                }
+                parts
+            }
+            Err(e) => vec![Err(e)],
+        }
     }
 
     /// Background GC, every `gc_every` requests (no draw from the scheduler's seed).
