@@ -7,8 +7,7 @@ use std::sync::{Arc, Mutex};
 use rowkit_codec::model::{Cell, Row, RowFilter, Timestamp};
 use rowkit_codec::mounttable::{self as codec, Caller, NodeRow};
 use rowkit_statemachines::mounttable::{
-    Lookup, Mount, MountEntry, MtCtx, MtError, NodeMemo, Nodes, ResolveStep, RowCache, SharedNodes,
-    WaiterId,
+    Lookup, Mount, MountEntry, MtCtx, MtError, Nodes, ResolveStep, RowCache, SharedNodes, WaiterId,
 };
 use rowkit_statemachines::{Code, Machine, Request, Response, StoreError};
 
@@ -238,18 +237,28 @@ fn deadline_aborts_the_operation() {
     assert_eq!(m.result(), Some(Err(MtError::Aborted)));
 }
 
-/// A counting memo: what the machines were handed from it and what they asked it to keep.
+/// A facade's cache as the machines see it: a [`RowCache`] holding the rows it hands out, and
+/// a record of the nodes the machines were handed from it and asked it to keep.
 #[derive(Default)]
 struct CountingNodes {
-    memo: Mutex<Option<NodeMemo>>,
+    cache: Mutex<RowCache>,
     hits: Mutex<Vec<Arc<NodeRow>>>,
     kept: Mutex<Vec<Arc<NodeRow>>>,
 }
 
+impl CountingNodes {
+    /// Puts `row` in the cache, as a fetch of it would.
+    fn cache(&self, row: &Arc<Row>, now: Timestamp) {
+        let mut cache = self.cache.lock().unwrap();
+        if let Lookup::Fetch(id) = cache.lookup(&row.key, now) {
+            cache.complete(&row.key, id, Some(row.clone()), now);
+        }
+    }
+}
+
 impl SharedNodes for CountingNodes {
     fn get(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>> {
-        let mut memo = self.memo.lock().unwrap();
-        let node = memo.get_or_insert_with(|| NodeMemo::new(16)).get(row, now);
+        let node = self.cache.lock().unwrap().node(row, now);
         if let Some(n) = &node {
             self.hits.lock().unwrap().push(n.clone());
         }
@@ -257,9 +266,7 @@ impl SharedNodes for CountingNodes {
     }
 
     fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>) {
-        let mut memo = self.memo.lock().unwrap();
-        memo.get_or_insert_with(|| NodeMemo::new(16))
-            .keep(row, node);
+        self.cache.lock().unwrap().keep_node(row, node.clone());
         self.kept.lock().unwrap().push(node.clone());
     }
 }
@@ -309,54 +316,103 @@ fn resolve_with(ctx: MtCtx, rows: &[&Arc<Row>], now: Timestamp) -> MountEntry {
     m.result().unwrap().unwrap()
 }
 
-/// The decoded-node memo: a node read answered with a row the memo has seen (a hot-row cache
+/// Decoded nodes kept beside cached rows: a node read answered with a row the cache holds (a
 /// hit hands out the same shared row) gets the node decoded from it before, the same `Arc`,
-/// not a fresh decoding; a row written since (the cache's new allocation) is decoded again;
-/// and the results are those of a machine without memo.
+/// not a fresh decoding; a row written since (the cache's new allocation) is decoded again; a
+/// row the cache does not hold is decoded and not kept; and the results are those of a machine
+/// without a cache.
 #[test]
-fn a_shared_row_is_decoded_once() {
-    let memo = Arc::new(CountingNodes::default());
+fn a_cached_row_is_decoded_once() {
+    let nodes = Arc::new(CountingNodes::default());
     let ctx = MtCtx {
-        nodes: Nodes::shared(memo.clone()),
+        nodes: Nodes::shared(nodes.clone()),
         ..MtCtx::new(Timestamp(60_000_000))
     };
     let now = Timestamp(1_000_000);
     let (root, a) = (node_row("", &[], 0), node_row("a", &["/h:1"], 9_000_000));
-    // The cache's references: a row nobody else holds is never kept.
-    let cached = [root.clone(), a.clone()];
+    nodes.cache(&root, now);
+    nodes.cache(&a, now);
 
     let first = resolve_with(ctx.clone(), &[&root, &a], now);
     assert_eq!(first.servers.len(), 1);
-    assert_eq!(memo.kept.lock().unwrap().len(), 2, "both rows decoded once");
-    assert!(memo.hits.lock().unwrap().is_empty());
+    assert_eq!(
+        nodes.kept.lock().unwrap().len(),
+        2,
+        "both rows decoded once"
+    );
+    assert!(nodes.hits.lock().unwrap().is_empty());
 
     let second = resolve_with(ctx.clone(), &[&root, &a], now);
     assert_eq!(second, first);
-    let (hits, kept) = (memo.hits.lock().unwrap(), memo.kept.lock().unwrap());
+    let (hits, kept) = (nodes.hits.lock().unwrap(), nodes.kept.lock().unwrap());
     assert_eq!(kept.len(), 2, "nothing decoded again");
     assert_eq!(hits.len(), 2);
     assert!(hits.iter().zip(kept.iter()).all(|(h, k)| Arc::ptr_eq(h, k)));
     drop((hits, kept));
 
-    // `a` written: the cache drops its row and reads a new one.
+    // `a` written: the cache drops its row (and node) and reads a new one.
+    nodes.cache.lock().unwrap().invalidate(&a.key);
     let a2 = node_row("a", &["/h:1", "/h:2"], 9_000_000);
-    let _cached2 = a2.clone();
+    nodes.cache(&a2, now);
     let third = resolve_with(ctx.clone(), &[&root, &a2], now);
     assert_eq!(third.servers.len(), 2, "the write is seen");
-    assert_eq!(memo.kept.lock().unwrap().len(), 3, "the new row is decoded");
     assert_eq!(
-        memo.hits.lock().unwrap().len(),
+        nodes.kept.lock().unwrap().len(),
         3,
-        "the root still comes from the memo"
+        "the new row is decoded"
     );
+    assert_eq!(
+        nodes.hits.lock().unwrap().len(),
+        3,
+        "the root's node is reused"
+    );
+    // The old row (a read that went around the cache) is decoded again, and not kept.
+    let stale = resolve_with(ctx.clone(), &[&root, &a], now);
+    assert_eq!(stale, first);
+    assert_eq!(nodes.kept.lock().unwrap().len(), 4);
+    let cache = nodes.cache.lock().unwrap();
+    assert!(cache.node(&a, now).is_none());
+    assert_eq!(cache.node(&a2, now).unwrap().servers.len(), 2);
+    drop(cache);
 
-    // Behaviour-neutral: the same answers without a memo. (A kept node is used only at times
-    // its servers' expiry decodes the same: `NodeMemo`'s own tests.)
+    // Behaviour-neutral: the same answers without a cache.
     for (rows, entry) in [([&root, &a], &first), ([&root, &a2], &third)] {
         assert_eq!(
             &resolve_with(MtCtx::new(Timestamp(60_000_000)), &rows, now),
             entry
         );
     }
-    drop(cached);
+}
+
+/// A kept node serves only while its servers stay on the same side of their deadlines (a
+/// node's decoding depends on time only through them), and goes with its row.
+#[test]
+fn a_kept_node_serves_only_the_times_it_decodes_the_same() {
+    let mut cache = RowCache::default();
+    let a = node_row("a", &["/h:1"], 5_000);
+    let decode = |now: i64| Arc::new(codec::decode_node(&a, now).unwrap());
+    let Lookup::Fetch(id) = cache.lookup(&a.key, Timestamp(1_000)) else {
+        panic!()
+    };
+    cache.complete(&a.key, id, Some(a.clone()), Timestamp(1_000));
+    let node = decode(1_000);
+    cache.keep_node(&a, node.clone());
+    // Live up to its deadline (`is_expired` is `deadline < now`).
+    assert!(Arc::ptr_eq(
+        &cache.node(&a, Timestamp(5_000)).unwrap(),
+        &node
+    ));
+    assert!(cache.node(&a, Timestamp(5_001)).is_none(), "expired since");
+    // Decoded after the deadline: later times, not earlier ones.
+    cache.keep_node(&a, decode(6_000));
+    assert_eq!(*cache.node(&a, Timestamp(9_000)).unwrap(), *decode(9_000));
+    assert!(cache.node(&a, Timestamp(4_000)).is_none());
+    // Equal bytes in another allocation are not the cached row: nothing found, nothing kept.
+    let copy = Arc::new((*a).clone());
+    assert!(cache.node(&copy, Timestamp(9_000)).is_none());
+    cache.keep_node(&copy, decode(9_000));
+    assert!(cache.node(&copy, Timestamp(9_000)).is_none());
+    // A write drops the row and its node.
+    cache.begin_write(&a.key);
+    assert!(cache.node(&a, Timestamp(9_000)).is_none());
 }

@@ -6,9 +6,9 @@
 //! SplitMix64 stream (`nth_output(seed, n)` for the n-th call, so a single-threaded sequence
 //! of calls is reproducible), and runs it with [`crate::run`]. Node reads go through the
 //! hot-row cache ([`RowCached`], §15) unless [`MtConfig::row_cache_capacity`] is 0; a hit
-//! hands the machine the cached row itself (shared), and the facade's memo of decoded nodes
-//! ([`NodeMemo`], one per facade like the cache) gives it back the node it decoded from that
-//! row before, so a walk through a hot directory neither copies nor decodes it again.
+//! hands the machine the cached row itself (shared), and the cache gives it back the node a
+//! machine decoded from that row before ([`MountTable::nodes`]), so a walk through a hot
+//! directory neither copies nor decodes it again.
 //!
 //! Writes are not serialised here: every store stamps server time (`-1`) when it applies a
 //! write, as Bigtable does, so concurrent writers from many threads or tasks are safe.
@@ -32,13 +32,12 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
-use rowkit_codec::model::{ColumnFamily, GcRule, Row, Timestamp};
+use rowkit_codec::model::{ColumnFamily, GcRule, Timestamp};
 use rowkit_codec::mounttable::{AccessList, Caller, NodeRow, Permissions};
 use rowkit_statemachines::mounttable::{
-    self as mt, FsckSummary, Limits, MountEntry, MtCtx, MtError, MtEvent, NodeMemo, Nodes,
-    PermsAndVersion, Primitive, PrimitiveOutput, ROW_CACHE_CAPACITY, SharedNodes, Tables,
+    self as mt, FsckSummary, Limits, MountEntry, MtCtx, MtError, MtEvent, Nodes, PermsAndVersion,
+    Primitive, PrimitiveOutput, ROW_CACHE_CAPACITY, Tables,
 };
 use rowkit_statemachines::{Machine, SplitMix64, StoreError};
 
@@ -60,11 +59,11 @@ pub struct MtConfig {
     pub deadline_us: i64,
     /// Base seed of every machine's randomness.
     pub seed: u64,
-    /// How many node rows the hot-row cache keeps, and how many decoded nodes the facade's
-    /// memo keeps beside them (0: neither). Size it so that the hot set of the walks fits: the
-    /// directories on the walked paths plus the leaves read between two visits of one
-    /// directory (default [`ROW_CACHE_CAPACITY`], 10,000). Memory grows with the rows kept: a
-    /// directory's row and its decoded node cost a few hundred bytes per child.
+    /// How many node rows the hot-row cache keeps, each with the node decoded from it (0: no
+    /// cache). Size it so that the hot set of the walks fits: the directories on the walked
+    /// paths plus the leaves read between two visits of one directory (default
+    /// [`ROW_CACHE_CAPACITY`], 10,000). Memory grows with the rows kept: a directory's row and
+    /// its decoded node cost a few hundred bytes per child.
     pub row_cache_capacity: usize,
 }
 
@@ -99,31 +98,9 @@ pub fn server_caller() -> Caller {
     }
 }
 
-/// The facade's memo of decoded nodes, shared by its calls and threads (the pure [`NodeMemo`]
-/// behind a lock).
-struct LockedNodes(Mutex<NodeMemo>);
-
-impl LockedNodes {
-    fn lock(&self) -> std::sync::MutexGuard<'_, NodeMemo> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-impl SharedNodes for LockedNodes {
-    fn get(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>> {
-        self.lock().get(row, now)
-    }
-
-    fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>) {
-        self.lock().keep(row, node);
-    }
-}
-
 /// The mount table over a driver (see the module doc).
 pub struct MountTable<D> {
     driver: RowCached<D>,
-    /// Decoded nodes of the rows the cache hands out (none without a cache: nothing is shared).
-    nodes: Nodes,
     config: MtConfig,
     calls: AtomicU64,
 }
@@ -139,13 +116,8 @@ impl<D> core::fmt::Debug for MountTable<D> {
 impl<D: Driver> MountTable<D> {
     /// A facade with `config` over `driver`.
     pub fn new(driver: D, config: MtConfig) -> MountTable<D> {
-        let nodes = match config.row_cache_capacity {
-            0 => Nodes::none(),
-            n => Nodes::shared(Arc::new(LockedNodes(Mutex::new(NodeMemo::new(n))))),
-        };
         MountTable {
             driver: RowCached::new(driver, &config.tables.node, config.row_cache_capacity),
-            nodes,
             config,
             calls: AtomicU64::new(0),
         }
@@ -167,6 +139,13 @@ impl<D: Driver> MountTable<D> {
         self.driver.fetches()
     }
 
+    /// Where machines find the nodes decoded from the rows the hot-row cache hands out: the
+    /// [`MtCtx::nodes`] of every call, and of machines given to [`MountTable::run`] that should
+    /// share them.
+    pub fn nodes(&self) -> Nodes {
+        self.driver.nodes()
+    }
+
     /// The context of a call by `caller` starting now (deadline `now + deadline_us`).
     fn ctx(&self, caller: &Caller) -> MtCtx {
         MtCtx {
@@ -179,7 +158,7 @@ impl<D: Driver> MountTable<D> {
                 .driver
                 .now()
                 .saturating_add_micros(self.config.deadline_us),
-            nodes: self.nodes.clone(),
+            nodes: self.nodes(),
         }
     }
 

@@ -9,7 +9,10 @@
 //! is answered, reads of that row go to the store and nothing is kept
 //! ([`RowCache::begin_write`]). Answers are whole, shared rows ([`Response::Rows`]): a hit
 //! hands the machine the row the cache keeps, with no chunks to cut and merge again and no
-//! copy, whatever driver is underneath (a miss is merged once, by the read the cache sends). The pure cache ([`RowCache`]) decides; this module only adds
+//! copy, whatever driver is underneath (a miss is merged once, by the read the cache sends).
+//! Beside each row the cache keeps the node a machine decoded from it: machines reach it
+//! through [`RowCached::nodes`] (the [`SharedNodes`] of their context), so a walk through a hot
+//! directory does not decode it again. The pure cache ([`RowCache`]) decides; this module only adds
 //! the lock and the wake-ups, runtime-free (plain [`Waker`]s), so the same code serves threads
 //! blocked in [`crate::block_on`], Tokio tasks and a browser page.
 
@@ -24,7 +27,10 @@ use futures_core::Stream;
 use futures_util::StreamExt;
 use futures_util::future::Either;
 use rowkit_codec::model::{Row, RowFilter};
-use rowkit_statemachines::mounttable::{Lookup, ROW_CACHE_TTL_US, RowCache, WaiterId};
+use rowkit_codec::mounttable::NodeRow;
+use rowkit_statemachines::mounttable::{
+    Lookup, Nodes, ROW_CACHE_TTL_US, RowCache, SharedNodes, WaiterId,
+};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{Code, Request, Response, RetryPolicy, StoreError, Timestamp};
 
@@ -112,13 +118,25 @@ impl SharedCache {
     }
 }
 
+/// The decoded nodes kept beside the cached rows ([`RowCache::node`], [`RowCache::keep_node`]).
+impl SharedNodes for SharedCache {
+    fn get(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>> {
+        self.lock().cache.node(row, now)
+    }
+
+    fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>) {
+        self.lock().cache.keep_node(row, node.clone());
+    }
+}
+
 /// A driver whose node reads go through the hot-row cache (see the module doc).
 #[derive(Debug)]
 pub struct RowCached<D> {
     inner: D,
     node_table: String,
-    /// `None`: the cache is off and every request goes straight to `inner`.
-    cache: Option<SharedCache>,
+    /// `None`: the cache is off and every request goes straight to `inner`. Shared with the
+    /// machines' [`Nodes`].
+    cache: Option<Arc<SharedCache>>,
 }
 
 impl<D> RowCached<D> {
@@ -128,13 +146,24 @@ impl<D> RowCached<D> {
         RowCached {
             inner,
             node_table: node_table.to_string(),
-            cache: (capacity > 0).then(|| SharedCache {
-                state: Mutex::new(CacheState {
-                    cache: RowCache::new(capacity, ROW_CACHE_TTL_US),
-                    ..CacheState::default()
-                }),
-                fetches: AtomicU64::new(0),
+            cache: (capacity > 0).then(|| {
+                Arc::new(SharedCache {
+                    state: Mutex::new(CacheState {
+                        cache: RowCache::new(capacity, ROW_CACHE_TTL_US),
+                        ..CacheState::default()
+                    }),
+                    fetches: AtomicU64::new(0),
+                })
             }),
+        }
+    }
+
+    /// Where machines find the nodes decoded from the rows this cache hands out, and leave the
+    /// ones they decode (none without a cache: nothing is handed out twice).
+    pub fn nodes(&self) -> Nodes {
+        match &self.cache {
+            Some(cache) => Nodes::shared(cache.clone()),
+            None => Nodes::none(),
         }
     }
 
@@ -320,7 +349,7 @@ impl<D: Driver> Driver for RowCached<D> {
     }
 
     fn call(&self, request: Request) -> impl Stream<Item = Result<Response, StoreError>> {
-        let Some(cache) = &self.cache else {
+        let Some(cache) = self.cache.as_deref() else {
             return Either::Left(self.inner.call(request));
         };
         if let Some(key) = self.cacheable_read(&request) {

@@ -13,7 +13,7 @@ use rowkit_codec::model::{ColumnFamily, Row, Timestamp};
 use rowkit_codec::mounttable::NodeRow;
 use rowkit_embedded::driver::{Clock, ManualClock};
 use rowkit_embedded::{MemoryStore, Reply, Store};
-use rowkit_statemachines::mounttable::{MtCtx, NodeMemo, Nodes, ResolveStep, SharedNodes, Tables};
+use rowkit_statemachines::mounttable::{MtCtx, Nodes, ResolveStep, SharedNodes, Tables};
 use rowkit_statemachines::{Request, StoreError};
 
 /// A store whose reads of node rows stop at a gate while it is closed.
@@ -109,18 +109,16 @@ fn a_coalesced_read_waits_without_moving_the_clock() {
     assert!(mt.cache_fetches() > fetches);
 }
 
-/// A memo that records what the machines were handed from it and what they kept.
-#[derive(Default)]
+/// The facade's nodes, recording what the machines were handed and what they asked to keep.
 struct CountingNodes {
-    memo: Mutex<Option<NodeMemo>>,
+    inner: Nodes,
     hits: Mutex<Vec<Arc<NodeRow>>>,
     kept: Mutex<Vec<Arc<NodeRow>>>,
 }
 
 impl SharedNodes for CountingNodes {
     fn get(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>> {
-        let mut memo = self.memo.lock().unwrap();
-        let node = memo.get_or_insert_with(|| NodeMemo::new(16)).get(row, now);
+        let node = self.inner.get(row, now);
         if let Some(n) = &node {
             self.hits.lock().unwrap().push(n.clone());
         }
@@ -128,17 +126,16 @@ impl SharedNodes for CountingNodes {
     }
 
     fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>) {
-        let mut memo = self.memo.lock().unwrap();
-        memo.get_or_insert_with(|| NodeMemo::new(16))
-            .keep(row, node);
+        self.inner.keep(row, node);
         self.kept.lock().unwrap().push(node.clone());
     }
 }
 
 /// End to end over the sync driver: a resolve whose node reads hit the hot-row cache gets the
 /// cached rows themselves (whole and shared, through the ReadRows child) and the nodes decoded
-/// from them by the previous resolve, the same `Arc`s; a mount (a write) makes the cache drop
-/// the leaf, so the next resolve decodes the leaf's new row and sees the new server.
+/// from them by the previous resolve, kept beside the rows: the same `Arc`s. A mount (a write)
+/// makes the cache drop the leaf, so the next resolve decodes the leaf's new row and sees the
+/// new server.
 #[test]
 fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
     let store = MemoryStore::new();
@@ -152,23 +149,29 @@ fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
     let me = server_caller();
     block_on(mt.setup(None)).unwrap();
     block_on(mt.mount(&me, "a/b", "/h:1", 600, 0)).unwrap();
-    let memo = Arc::new(CountingNodes::default());
+    // Past the cache's TTL: the first resolve below reads (and decodes) every row afresh.
+    clock.advance_to(clock.now().saturating_add_micros(2_000_000));
+    let nodes = Arc::new(CountingNodes {
+        inner: mt.nodes(),
+        hits: Mutex::default(),
+        kept: Mutex::default(),
+    });
     let resolve = || {
         let ctx = MtCtx {
             tables: tables.clone(),
-            nodes: Nodes::shared(memo.clone()),
+            nodes: Nodes::shared(nodes.clone()),
             ..MtCtx::new(clock.now().saturating_add_micros(60_000_000))
         };
         block_on(mt.run(ResolveStep::new(ctx, "a/b", clock.now(), 1), |_| {})).unwrap()
     };
     assert_eq!(resolve().servers.len(), 1);
-    let kept = memo.kept.lock().unwrap().clone();
+    let kept = nodes.kept.lock().unwrap().clone();
     assert_eq!(kept.len(), 3, "root, a, a/b decoded once");
     let fetches = mt.cache_fetches();
     assert_eq!(resolve().servers.len(), 1);
     assert_eq!(mt.cache_fetches(), fetches, "every read a hit");
-    assert_eq!(memo.kept.lock().unwrap().len(), 3, "nothing decoded again");
-    let hits = memo.hits.lock().unwrap().clone();
+    assert_eq!(nodes.kept.lock().unwrap().len(), 3, "nothing decoded again");
+    let hits = nodes.hits.lock().unwrap().clone();
     assert_eq!(hits.len(), 3);
     assert!(hits.iter().zip(&kept).all(|(h, k)| Arc::ptr_eq(h, k)));
 
@@ -177,13 +180,13 @@ fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
     let servers: Vec<&str> = entry.servers.iter().map(|s| s.server.as_str()).collect();
     assert_eq!(servers, ["/h:1", "/h:2"]);
     assert_eq!(
-        memo.kept.lock().unwrap().len(),
+        nodes.kept.lock().unwrap().len(),
         4,
         "the written leaf decoded again"
     );
     assert_eq!(
-        memo.hits.lock().unwrap().len(),
+        nodes.hits.lock().unwrap().len(),
         5,
-        "root and a from the memo"
+        "root and a: their kept nodes"
     );
 }

@@ -11,14 +11,18 @@
 //! exists, seeing a parent a subtree delete had just removed: an orphaned branch).
 //!
 //! Rows are kept shared ([`Arc`]): a hit hands out the kept row itself, never a copy, so a
-//! walk that reads a directory of a thousand children costs a reference count, and the
-//! machine's decoded-node memo ([`Nodes`](super::Nodes)) can recognise the row it decoded.
+//! walk that reads a directory of a thousand children costs a reference count. Beside each row
+//! the cache keeps the node a machine decoded from it ([`RowCache::node`],
+//! [`RowCache::keep_node`]; machines reach them through [`Nodes`](super::Nodes)), so the next
+//! walk gets that node instead of decoding the row again. The node lives exactly as long as its
+//! row in the cache: a write, a refresh or an eviction drops both.
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
+use rowkit_codec::mounttable::{NodeRow, is_expired};
 
 use crate::Timestamp;
 
@@ -65,6 +69,8 @@ struct Fetch {
 #[derive(Debug)]
 struct Entry {
     row: Option<Arc<Row>>,
+    /// The node decoded from `row` (that very allocation), once a machine has.
+    node: Option<Arc<NodeRow>>,
     updated: Option<Timestamp>,
     fetch: Option<Fetch>,
     used: u64,
@@ -165,6 +171,7 @@ impl RowCache {
             key.to_vec(),
             Entry {
                 row: None,
+                node: None,
                 updated: None,
                 fetch: Some(Fetch {
                     fetcher: Some(id),
@@ -216,6 +223,7 @@ impl RowCache {
         };
         if e.writes > 0 {
             e.row = None;
+            e.node = None;
             e.updated = None;
             let fetch = e.fetch.take();
             self.orphan(fetch);
@@ -235,6 +243,7 @@ impl RowCache {
         let used = self.clock;
         let entry = self.entries.entry(key.to_vec()).or_insert(Entry {
             row: None,
+            node: None,
             updated: None,
             fetch: None,
             used,
@@ -255,6 +264,32 @@ impl RowCache {
             if e.writes == 0 {
                 self.invalidate(key);
             }
+        }
+    }
+
+    /// The node decoded from this very `row` if the cache holds it (the row handed out by a
+    /// hit or kept by a fetch) and a machine kept its node ([`RowCache::keep_node`]), provided
+    /// it decodes the same at `now`: a node depends on time only through which servers have
+    /// expired, so it serves while every server stays on the same side of its deadline. Never
+    /// for another allocation with the same key: a row is never changed in place, a write or
+    /// refresh brings a new one.
+    pub fn node(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>> {
+        let entry = self.entries.get(&row.key)?;
+        let kept = entry.row.as_ref()?;
+        let node = entry.node.as_ref()?;
+        (Arc::ptr_eq(kept, row) && same_at(node, now)).then(|| node.clone())
+    }
+
+    /// Keeps `node`, decoded from `row`, beside it, if `row` is what the cache holds for its key
+    /// (a row read around the cache, or replaced since, is not kept).
+    pub fn keep_node(&mut self, row: &Arc<Row>, node: Arc<NodeRow>) {
+        if let Some(entry) = self.entries.get_mut(&row.key)
+            && entry
+                .row
+                .as_ref()
+                .is_some_and(|kept| Arc::ptr_eq(kept, row))
+        {
+            entry.node = Some(node);
         }
     }
 
@@ -283,6 +318,7 @@ impl RowCache {
             Some(row) => {
                 if store && let Some(e) = self.entries.get_mut(key) {
                     e.row = Some(row);
+                    e.node = None;
                     e.updated = Some(now);
                 }
                 let mut answered = alloc::vec![fetcher];
@@ -309,4 +345,16 @@ impl RowCache {
             }
         }
     }
+}
+
+/// Whether `node`, decoded at some time, decodes the same at `now`: every server still on the
+/// same side of its deadline.
+fn same_at(node: &NodeRow, now: Timestamp) -> bool {
+    node.servers
+        .iter()
+        .all(|s| !is_expired(s.deadline_us, now.0))
+        && node
+            .expired_servers
+            .iter()
+            .all(|s| is_expired(s.deadline_us, now.0))
 }

@@ -14,7 +14,7 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{Code, Mutation, Timestamp};
 use rowkit_codec::mounttable::{
     self as codec, CounterKind, FAMILY_CHILDREN, FAMILY_META, FAMILY_SERVERS, MARKER_VALUE,
-    MountFlags, Permissions, tags,
+    MountFlags, NodeRow, Permissions, tags,
 };
 
 use super::machine::{Call, Env, Half, Input, Node, Step, Value};
@@ -113,7 +113,7 @@ pub(crate) fn delete_column(family: &str, qualifier: &[u8]) -> Mutation {
     }
 }
 
-pub(crate) fn entry_of(name: String, node: &Node) -> MountEntry {
+pub(crate) fn entry_of(name: String, node: &NodeRow) -> MountEntry {
     MountEntry {
         name,
         servers: node
@@ -168,7 +168,7 @@ pub(crate) fn set_perms_call(node: &Node, perms: &Permissions) -> Call {
 }
 
 /// Whether `parent` references this incarnation of `child`.
-fn references(parent: &Node, child: &Node) -> bool {
+fn references(parent: &NodeRow, child: &NodeRow) -> bool {
     let name = codec::split(&child.name).1;
     let wanted = (child.id.as_slice(), name);
     // References come in qualifier order, i.e. by (8-byte id, name): a binary search finds one

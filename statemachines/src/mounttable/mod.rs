@@ -22,7 +22,7 @@ use alloc::vec::Vec;
 
 pub use cache::{Completion, Lookup, ROW_CACHE_CAPACITY, ROW_CACHE_TTL_US, RowCache, WaiterId};
 pub use glob::{BadPattern, Glob as GlobPattern, path_match};
-pub use nodes::{NodeMemo, Nodes, SharedNodes};
+pub use nodes::{Nodes, SharedNodes};
 use rowkit_codec::mounttable::{AccessList, Caller, NodeRow, Permissions};
 
 use crate::{Machine, Request, Response, StoreError, Tag, Timestamp};
