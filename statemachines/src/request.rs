@@ -235,8 +235,9 @@ pub enum Response {
     /// or cache in the driver's own process sends it (a local store, the mount table's hot-row
     /// cache): it has the rows already, and cutting them into chunks for a merger to join
     /// again would only copy them twice. Rows are shared, so a cached row reaches the machine
-    /// without a copy. The gRPC and JSON paths never carry it; [`row_chunks`](crate::readrows::row_chunks)
-    /// turns it into chunks where a wire format needs them.
+    /// without a copy. The gRPC and JSON paths never carry it;
+    /// [`row_chunks`](crate::readrows::row_chunks) turns it into chunks where a wire format
+    /// needs them.
     Rows(Vec<Arc<Row>>),
     /// One message of a MutateRows stream.
     MutateRowsPart(MutateRowsResponse),

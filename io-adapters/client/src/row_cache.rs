@@ -11,10 +11,10 @@
 //! hands the machine the row the cache keeps, with no chunks to cut and merge again and no
 //! copy, whatever driver is underneath (a miss is merged once, by the read the cache sends).
 //! Beside each row the cache keeps the node a machine decoded from it: machines reach it
-//! through [`RowCached::nodes`] (the [`SharedNodes`] of their context), so a walk through a hot
-//! directory does not decode it again. The pure cache ([`RowCache`]) decides; this module only adds
-//! the lock and the wake-ups, runtime-free (plain [`Waker`]s), so the same code serves threads
-//! blocked in [`crate::block_on`], Tokio tasks and a browser page.
+//! through [`RowCached::nodes`] (the [`SharedNodes`] of their context), so a walk through a
+//! hot directory does not decode it again. The pure cache ([`RowCache`]) decides; this module
+//! only adds the lock and the wake-ups, runtime-free (plain [`Waker`]s), so the same code
+//! serves threads blocked in [`crate::block_on`], Tokio tasks and a browser page.
 
 use core::future::Future;
 use core::pin::Pin;

@@ -131,9 +131,9 @@ pub enum MergeState {
 ///
 /// Feed each response with [`push_response`](Self::push_response) (or whole rows with
 /// [`push_rows`](Self::push_rows)), take committed rows with [`pop_row`](Self::pop_row) (or
-/// [`pop_shared_row`](Self::pop_shared_row)), and call [`end_of_stream`](Self::end_of_stream) when a stream
-/// ends with OK or [`start_new_attempt`](Self::start_new_attempt) before feeding a retry. The
-/// first violation is sticky: every later call reports it again.
+/// [`pop_shared_row`](Self::pop_shared_row)), and call [`end_of_stream`](Self::end_of_stream)
+/// when a stream ends with OK or [`start_new_attempt`](Self::start_new_attempt) before feeding
+/// a retry. The first violation is sticky: every later call reports it again.
 ///
 /// ```
 /// use rowkit_statemachines::readrows::ChunkMerger;
