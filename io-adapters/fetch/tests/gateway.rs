@@ -20,7 +20,7 @@ use rowkit_codec::tracestore::Layout;
 use rowkit_fetch::{Gateway, now};
 use rowkit_statemachines::raw::{MutateRows, Unary};
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::tracestore::{TraceStoreState, read_range};
+use rowkit_statemachines::tracestore::{ReadRange, TraceStoreState};
 use rowkit_statemachines::{
     Code, Machine, MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
     Request, RetryPolicy, StoreError,
