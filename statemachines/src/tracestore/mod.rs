@@ -2,15 +2,17 @@
 //! layouts: [`Put`], [`ReadRange`], [`ReadDense`], [`NewestTile`], and the digest-id layout's
 //! [`AssignDigestIds`] and [`AllocateDigestIds`] (public for tests).
 //!
-//! Every operation is an [`Operation`] of [`TraceStoreSchema`]: its constructor takes the
-//! instance's [`TraceStoreState`] exclusively — borrowed (`&mut state`), or moved into the
-//! machine (`state` by value, for a `'static` machine, taken back with
-//! [`Operation::take_context`]; see [`ContextArg`]) — then the operation's arguments, an
-//! optional deadline, the current time and a seed (back-off jitter only). The machine is
-//! `Send`, emits requests under increasing tags, runs every request in a child of
-//! [`crate::children::Children`] ([`crate::readrows::ReadRows`], [`crate::raw::MutateRows`],
-//! [`crate::raw::Unary`]) and emits no events. Each operation is an explicit state machine (a
-//! [`Flow`](crate::operation::Flow) with a phase enum); no async code is involved.
+//! Every operation is an [`Operation`](crate::operation::Operation) of
+//! [`TraceStoreSchema`]: its constructor takes the instance's [`TraceStoreState`] exclusively —
+//! borrowed (`&mut state`), or moved into the machine (`state` by value, for a `'static`
+//! machine, taken back with
+//! [`Operation::take_context`](crate::operation::Operation::take_context); see [`ContextArg`])
+//! — then the operation's arguments, an optional deadline, the current time and a seed
+//! (back-off jitter only). The machine is `Send`, emits requests under increasing tags, runs
+//! every request in a child of [`crate::children::Children`] ([`crate::readrows::ReadRows`],
+//! [`crate::raw::MutateRows`], [`crate::raw::Unary`]) and emits no events. Each operation is an
+//! explicit state machine (a [`Flow`](crate::operation::Flow) with a phase enum); no async code
+//! is involved.
 //!
 //! ```
 //! use rowkit_codec::tracestore::Layout;
@@ -55,8 +57,6 @@ pub use state::{CachedOps, DigestCache, TraceStoreState};
 #[allow(unused_imports)]
 use crate::Machine;
 use crate::Timestamp;
-#[allow(unused_imports)]
-use crate::operation::Operation;
 use crate::operation::{Budget, ContextArg, Schema};
 
 /// Default deadline of read machines: 4 minutes after `now`.
@@ -90,7 +90,7 @@ impl<'a> From<&'a mut TraceStoreState> for ContextArg<'a, TraceStoreState> {
 }
 
 /// `state` by value: the machine owns it (`'static`) and hands it back with
-/// [`Operation::take_context`] once it ended.
+/// [`Operation::take_context`](crate::operation::Operation::take_context) once it ended.
 impl From<TraceStoreState> for ContextArg<'static, TraceStoreState> {
     fn from(state: TraceStoreState) -> Self {
         ContextArg::owned(state)
@@ -141,6 +141,7 @@ fn budget(now: Timestamp, given: Option<Timestamp>, default: i64) -> Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operation::Operation;
 
     fn assert_send<T: Send>() {}
 

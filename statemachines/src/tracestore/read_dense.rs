@@ -44,7 +44,7 @@ impl<'a> ReadDense<'a> {
 }
 
 /// The flow of [`ReadDense`]: ranges stepping back one tile at a time (the first from `last`),
-/// at most [`MAX_DENSE_STEPS`].
+/// at most 50 (`MAX_DENSE_STEPS`).
 #[derive(Debug)]
 pub struct ReadDenseFlow {
     n: usize,
