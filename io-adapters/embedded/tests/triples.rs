@@ -145,7 +145,7 @@ fn faulty(faults: Vec<Vec<(usize, Code)>>) -> Faulty {
 fn add(store: &Faulty, triples: Vec<Triple>) -> Result<(), TriplesError> {
     let clock = ManualClock::new(Timestamp::from_secs(10));
     let config = OperationConfig::new("badwolf", Timestamp::from_secs(70));
-    let m = AddTriples::new(b"test", triples, config, Timestamp::from_secs(10), 3);
+    let m = AddTriples::new(config, b"test", triples, Timestamp::from_secs(10), 3);
     run(store, &clock, m, |_| {}).map_err(|e| match e {
         rowkit_embedded::driver::RunError::Machine(e) => e,
         other => panic!("{other:?}"),
@@ -211,7 +211,7 @@ fn delete_graph_pages_through_every_index_and_spares_other_graphs() {
         10
     );
     let config = OperationConfig::new("badwolf", Timestamp::from_secs(100));
-    let m = DeleteGraph::with_page_rows(b"t", 3, config, Timestamp::from_secs(10), 9);
+    let m = DeleteGraph::with_page_rows(config, b"t", 3, Timestamp::from_secs(10), 9);
     run(&store, &clock, m, |_| {}).unwrap();
     assert!(block_on(ts.graph(b"t")).is_err());
     assert_eq!(block_on(ts.graph_names()).unwrap(), [b"t:x".to_vec()]);

@@ -220,7 +220,7 @@ impl Workload for TriplesWorkload {
         driver::run(
             store,
             &clock,
-            NewGraph::new(GRAPH, config(now), now, 0),
+            NewGraph::new(config(now), GRAPH, now, 0),
             |_| {},
         )
         .map_err(|e| format!("{e}"))
@@ -252,16 +252,16 @@ impl Workload for TriplesWorkload {
         };
         match op {
             TriplesOp::Add(ix) => {
-                erase(AddTriples::new(GRAPH, pick(ix), config, now, seed), |()| {
+                erase(AddTriples::new(config, GRAPH, pick(ix), now, seed), |()| {
                     TriplesOutput::Written
                 })
             }
             TriplesOp::Remove(ix) => erase(
-                RemoveTriples::new(GRAPH, pick(ix), config, now, seed),
+                RemoveTriples::new(config, GRAPH, pick(ix), now, seed),
                 |()| TriplesOutput::Written,
             ),
             TriplesOp::Exist(i) => erase(
-                Exist::new(GRAPH, self.universe[*i].clone(), config, now, seed),
+                Exist::new(config, GRAPH, self.universe[*i].clone(), now, seed),
                 TriplesOutput::Exists,
             ),
         }
