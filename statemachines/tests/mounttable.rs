@@ -234,3 +234,24 @@ fn deadline_aborts_the_operation() {
     assert!(m.poll_request().is_none());
     assert_eq!(m.result(), Some(Err(MtError::Aborted)));
 }
+
+/// Cancel and the operation deadline end an operation as in every schema: `Aborted`, the
+/// request in flight given up (`poll_abort`), even while a request is out.
+#[test]
+fn cancel_and_a_deadline_mid_request_end_aborted() {
+    let mut m = ResolveStep::new(ctx(), "a", Timestamp(0), 1);
+    let (tag, _) = m.poll_request().unwrap();
+    m.cancel(Timestamp(1));
+    assert_eq!(m.poll_abort(), Some(tag));
+    assert_eq!(m.result(), Some(Err(MtError::Aborted)));
+
+    let mut m = Mount::new(ctx(), "x", "/h:1", 0, 0, Timestamp(0), 1);
+    let (tag, _) = m.poll_request().unwrap();
+    assert_eq!(m.poll_timeout(), Some(Timestamp(60_000_000)));
+    m.handle_timeout(Timestamp(60_000_000));
+    assert_eq!(m.poll_abort(), Some(tag));
+    assert_eq!(m.result(), Some(Err(MtError::Aborted)));
+    // A late answer is dropped.
+    m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(60_000_001));
+    assert_eq!(m.result(), None);
+}

@@ -279,13 +279,7 @@ impl Occ {
             RowFilter::CellsPerColumnLimit(1),
             RowFilter::ValueRegex(literal_regex(&node.version)),
         ]);
-        let request = cam_request(
-            ctx,
-            node.row_key.clone(),
-            predicate,
-            mutations,
-            Vec::new(),
-        );
+        let request = cam_request(ctx, node.row_key.clone(), predicate, mutations, Vec::new());
         Occ(Ok(Unary::send(io, request, Half::First)))
     }
 
@@ -372,13 +366,7 @@ impl Put {
 pub(super) struct Incr(Unary);
 
 impl Incr {
-    pub(super) fn start(
-        io: &mut MtIo,
-        ctx: &MtCtx,
-        key: Vec<u8>,
-        delta: i64,
-        half: Half,
-    ) -> Incr {
+    pub(super) fn start(io: &mut MtIo, ctx: &MtCtx, key: Vec<u8>, delta: i64, half: Half) -> Incr {
         let request = Request::ReadModifyWriteRow(ReadModifyWriteRowRequest {
             table: ctx.tables.counter.clone(),
             row_key: key,

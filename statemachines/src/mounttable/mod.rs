@@ -104,7 +104,8 @@ pub struct MtCtx {
     pub limits: Limits,
     /// GC grace period in µs (btmtd: 60 s).
     pub gc_grace_us: i64,
-    /// Operation deadline.
+    /// Operation deadline (the operation's [`Budget`] deadline): reaching it ends the
+    /// operation [`MtError::Aborted`], whatever it waits for.
     pub deadline: Timestamp,
 }
 

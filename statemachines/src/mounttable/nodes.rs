@@ -20,8 +20,8 @@ use rowkit_codec::mounttable::{
 };
 
 use super::calls::{
-    BackOff, Cam, Half, Incr, MtIo, NodeRead, Occ, Progress, Put, delete_column, ended, ready,
-    set, warn,
+    BackOff, Cam, Half, Incr, MtIo, NodeRead, Occ, Progress, Put, delete_column, ended, ready, set,
+    warn,
 };
 use super::{MountEntry, MountedServer, MtCtx, MtError};
 
@@ -290,7 +290,8 @@ impl CreateRow {
                         set(FAMILY_META, codec::QUAL_VERSION, ts, version.as_bytes()),
                     ];
                     let key = codec::row_key(&self.name);
-                    self.phase = P::Writing(Cam::start(io, ctx, key, predicate, mutations, self.half));
+                    self.phase =
+                        P::Writing(Cam::start(io, ctx, key, predicate, mutations, self.half));
                 }
                 P::Writing(mut cam) => {
                     let error = match ready!(self.phase => P::Writing(cam), cam.poll(io)) {
@@ -306,7 +307,8 @@ impl CreateRow {
                     self.phase = P::Uncounting { undo, error };
                 }
                 P::Uncounting { mut undo, error } => {
-                    let r = ready!(self.phase => P::Uncounting { undo, error }, undo.advance(io, ctx));
+                    let r =
+                        ready!(self.phase => P::Uncounting { undo, error }, undo.advance(io, ctx));
                     if let Err(w) = r {
                         warn(io, "undo node counter", w);
                     }
@@ -406,7 +408,8 @@ impl CreateChild {
                         Timestamp::SERVER_TIME,
                         MARKER_VALUE,
                     )];
-                    self.phase = P::Referencing(Occ::start(io, ctx, &self.parent, reference, false));
+                    self.phase =
+                        P::Referencing(Occ::start(io, ctx, &self.parent, reference, false));
                 }
                 P::Referencing(mut occ) => {
                     ready!(self.phase => P::Referencing(occ), occ.poll(io))?;
@@ -421,7 +424,8 @@ impl CreateChild {
                     ));
                 }
                 P::CreatingRow(mut row) => {
-                    if let Err(error) = ready!(self.phase => P::CreatingRow(row), row.advance(io, ctx))
+                    if let Err(error) =
+                        ready!(self.phase => P::CreatingRow(row), row.advance(io, ctx))
                     {
                         if outcome_unknown(&error) {
                             // rowkit fix: the child row may exist (the createRow answer was
@@ -445,7 +449,9 @@ impl CreateChild {
                     };
                 }
                 P::RollingBack { mut put, error } => {
-                    if let Err(w) = ready!(self.phase => P::RollingBack { put, error }, put.poll(io)) {
+                    if let Err(w) =
+                        ready!(self.phase => P::RollingBack { put, error }, put.poll(io))
+                    {
                         warn(io, "roll back child reference", w);
                     }
                     return Err(error);
@@ -537,7 +543,8 @@ impl EnsureLinked {
                     let Some(parent) = ready!(self.phase => P::ParentRead(read), read.poll(io))?
                     else {
                         let remove = vec![Mutation::DeleteFromRow];
-                        self.phase = P::RemovingOrphan(Occ::start(io, ctx, &self.node, remove, true));
+                        self.phase =
+                            P::RemovingOrphan(Occ::start(io, ctx, &self.node, remove, true));
                         continue;
                     };
                     if parent
@@ -569,11 +576,13 @@ impl EnsureLinked {
                     ));
                     self.phase = P::Relinking(Occ::start(io, ctx, &parent, mutations, false));
                 }
-                P::Relinking(mut occ) => match ready!(self.phase => P::Relinking(occ), occ.poll(io)) {
-                    Ok(()) => return Ok(Some(())),
-                    Err(MtError::ConcurrentAccess) => self.phase = P::Check,
-                    Err(e) => return Err(e),
-                },
+                P::Relinking(mut occ) => {
+                    match ready!(self.phase => P::Relinking(occ), occ.poll(io)) {
+                        Ok(()) => return Ok(Some(())),
+                        Err(MtError::ConcurrentAccess) => self.phase = P::Check,
+                        Err(e) => return Err(e),
+                    }
+                }
                 P::RemovingOrphan(mut occ) => {
                     if let Err(e) = ready!(self.phase => P::RemovingOrphan(occ), occ.poll(io)) {
                         warn(io, "remove orphaned new child", e);
@@ -587,7 +596,8 @@ impl EnsureLinked {
                     self.phase = P::UnreferencingOrphan(put);
                 }
                 P::UnreferencingOrphan(mut put) => {
-                    if let Err(e) = ready!(self.phase => P::UnreferencingOrphan(put), put.poll(io)) {
+                    if let Err(e) = ready!(self.phase => P::UnreferencingOrphan(put), put.poll(io))
+                    {
                         warn(io, "remove the reference of an orphaned new child", e);
                     }
                     let undo =
@@ -595,7 +605,8 @@ impl EnsureLinked {
                     self.phase = P::UncountingOrphan(undo);
                 }
                 P::UncountingOrphan(mut undo) => {
-                    if let Err(e) = ready!(self.phase => P::UncountingOrphan(undo), undo.advance(io, ctx))
+                    if let Err(e) =
+                        ready!(self.phase => P::UncountingOrphan(undo), undo.advance(io, ctx))
                     {
                         warn(io, "undo node counter", e);
                     }
@@ -672,7 +683,8 @@ impl Delete {
                         }
                         None => match self.node.children.get(at) {
                             Some(c) => {
-                                let create = Box::new(CreateChild::repair(self.node.clone(), &c.name));
+                                let create =
+                                    Box::new(CreateChild::repair(self.node.clone(), &c.name));
                                 self.phase = P::ChildCreated { at, create };
                             }
                             None => self.next_child(io, ctx, at),
@@ -680,8 +692,7 @@ impl Delete {
                     }
                 }
                 P::ChildCreated { at, mut create } => {
-                    let child =
-                        ready!(self.phase => P::ChildCreated { at, create }, create.advance(io, ctx))?;
+                    let child = ready!(self.phase => P::ChildCreated { at, create }, create.advance(io, ctx))?;
                     let delete = Box::new(Delete::new(child, true));
                     self.phase = P::ChildDeleted { at, delete };
                 }
@@ -864,7 +875,8 @@ impl Gc {
                     ));
                 }
                 P::UncountingExpired(mut undo) => {
-                    let outcome = ready!(self.phase => P::UncountingExpired(undo), undo.advance(io, ctx));
+                    let outcome =
+                        ready!(self.phase => P::UncountingExpired(undo), undo.advance(io, ctx));
                     if outcome.is_err() {
                         return self.done(outcome);
                     }
@@ -874,7 +886,9 @@ impl Gc {
                     }));
                 }
                 P::Deleting(mut delete) => {
-                    if let Err(e) = ready!(self.phase => P::Deleting(delete), delete.advance(io, ctx)) {
+                    if let Err(e) =
+                        ready!(self.phase => P::Deleting(delete), delete.advance(io, ctx))
+                    {
                         return self.done(Err(e));
                     }
                     self.changed = true;
@@ -884,14 +898,16 @@ impl Gc {
                     }
                     self.phase = P::ParentRead(NodeRead::start(io, ctx, &parent));
                 }
-                P::ParentRead(mut read) => match ready!(self.phase => P::ParentRead(read), read.poll(io)) {
-                    Err(e) => return self.done(Err(e)),
-                    Ok(None) => return self.done(Ok(())),
-                    Ok(Some(parent)) => {
-                        self.node = parent;
-                        self.phase = P::Check;
+                P::ParentRead(mut read) => {
+                    match ready!(self.phase => P::ParentRead(read), read.poll(io)) {
+                        Err(e) => return self.done(Err(e)),
+                        Ok(None) => return self.done(Ok(())),
+                        Ok(Some(parent)) => {
+                            self.node = parent;
+                            self.phase = P::Check;
+                        }
                     }
-                },
+                }
                 P::Done => return Err(ended()),
             }
         }
@@ -1033,21 +1049,25 @@ impl MountNode {
                     mut occ,
                     delta,
                     deadline,
-                } => match ready!(self.phase => P::Writing { occ, delta, deadline }, occ.poll(io)) {
-                    Ok(()) => return Ok(Some(deadline)),
-                    Err(error) => {
-                        let undo = Increment::new(
-                            CounterKind::Servers,
-                            &self.node.creator,
-                            -delta,
-                            0,
-                            Half::First,
-                        );
-                        self.phase = P::Uncounting { undo, error };
+                } => {
+                    match ready!(self.phase => P::Writing { occ, delta, deadline }, occ.poll(io)) {
+                        Ok(()) => return Ok(Some(deadline)),
+                        Err(error) => {
+                            let undo = Increment::new(
+                                CounterKind::Servers,
+                                &self.node.creator,
+                                -delta,
+                                0,
+                                Half::First,
+                            );
+                            self.phase = P::Uncounting { undo, error };
+                        }
                     }
-                },
+                }
                 P::Uncounting { mut undo, error } => {
-                    if let Err(w) = ready!(self.phase => P::Uncounting { undo, error }, undo.advance(io, ctx)) {
+                    if let Err(w) =
+                        ready!(self.phase => P::Uncounting { undo, error }, undo.advance(io, ctx))
+                    {
                         warn(io, "undo server counter", w);
                     }
                     return Err(error);
@@ -1121,7 +1141,8 @@ impl UnmountNode {
                     self.phase = P::Reread { read, delta };
                 }
                 P::Reread { mut read, delta } => {
-                    self.phase = match ready!(self.phase => P::Reread { read, delta }, read.poll(io)) {
+                    self.phase = match ready!(self.phase => P::Reread { read, delta }, read.poll(io))
+                    {
                         Ok(Some(n)) => P::Collecting {
                             gc: Gc::new(n),
                             delta,
@@ -1134,7 +1155,8 @@ impl UnmountNode {
                     self.phase = self.uncount(delta);
                 }
                 P::Uncounting(mut undo) => {
-                    return ready!(self.phase => P::Uncounting(undo), undo.advance(io, ctx)).map(Some);
+                    return ready!(self.phase => P::Uncounting(undo), undo.advance(io, ctx))
+                        .map(Some);
                 }
                 P::Done => return Err(ended()),
             }
@@ -1229,7 +1251,8 @@ impl Walk {
                     None
                 }
                 P::Collecting { mut gc, node } => {
-                    let collected = ready!(self.phase => P::Collecting { gc, node }, gc.advance(io, ctx))?;
+                    let collected =
+                        ready!(self.phase => P::Collecting { gc, node }, gc.advance(io, ctx))?;
                     match collected.outcome {
                         Err(MtError::ConcurrentAccess) => self.restart(io, ctx),
                         Ok(()) if collected.changed => self.restart(io, ctx),
@@ -1246,7 +1269,8 @@ impl Walk {
                     adopted,
                     qualifier,
                 } => {
-                    match ready!(self.phase => P::Adopting { occ, adopted, qualifier }, occ.poll(io)) {
+                    match ready!(self.phase => P::Adopting { occ, adopted, qualifier }, occ.poll(io))
+                    {
                         Ok(()) => {
                             let read = NodeRead::start(io, ctx, &adopted.name);
                             self.phase = P::CheckingAdoption {
@@ -1275,7 +1299,8 @@ impl Walk {
                         // already).
                         let parent = codec::split(&adopted.name).0;
                         let undo = vec![delete_column(FAMILY_CHILDREN, &qualifier)];
-                        self.phase = P::UndoingAdoption(Put::node(io, ctx, parent, undo, Half::First));
+                        self.phase =
+                            P::UndoingAdoption(Put::node(io, ctx, parent, undo, Half::First));
                         None
                     }
                 }

@@ -16,8 +16,8 @@ use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, Node
 use super::calls::{BackOff, Half, MtIo, NodeRead, Occ, Progress, Put, Scan, ended, ready};
 use super::glob::Glob as Pattern;
 use super::nodes::{
-    CreateChild, CreateRow, Delete, DeleteAndGc, Increment, MountNode, Reached, UnmountNode,
-    Walk, authorize, entry_of, set_perms,
+    CreateChild, CreateRow, Delete, DeleteAndGc, Increment, MountNode, Reached, UnmountNode, Walk,
+    authorize, entry_of, set_perms,
 };
 use super::{
     FindingKind, FsckSummary, MountEntry, MountTableSchema, MtCtx, MtError, MtEvent,
@@ -38,8 +38,12 @@ pub(super) trait Attempt: Default {
     type Output;
 
     /// Runs the round as far as it can.
-    fn advance(&mut self, args: &Self::Args, io: &mut MtIo, ctx: &mut MtCtx)
-    -> Progress<Self::Output>;
+    fn advance(
+        &mut self,
+        args: &Self::Args,
+        io: &mut MtIo,
+        ctx: &mut MtCtx,
+    ) -> Progress<Self::Output>;
 }
 
 /// §13 `op`, the loop of Mount, Unmount, Delete and SetPermissions: run a fresh attempt; on
@@ -134,7 +138,8 @@ impl Attempt for MountAttempt {
             match mem::replace(self, P::Done) {
                 P::Start => *self = P::Walking(Walk::new(&args.suffix, true, false)),
                 P::Walking(mut walk) => {
-                    let Reached { node, .. } = ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
+                    let Reached { node, .. } =
+                        ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
                     let node = node.ok_or(MtError::NoSuchNameRoot)?;
                     authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
                     let limit = ctx.limits.max_servers_per_user;
@@ -195,7 +200,8 @@ impl Attempt for UnmountAttempt {
             match mem::replace(self, P::Done) {
                 P::Start => *self = P::Walking(Walk::new(&args.suffix, false, false)),
                 P::Walking(mut walk) => {
-                    let Reached { node, .. } = ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
+                    let Reached { node, .. } =
+                        ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
                     let node = node.ok_or_else(|| MtError::NoSuchName {
                         name: args.suffix.clone(),
                     })?;
@@ -267,7 +273,11 @@ impl Attempt for DeleteAttempt {
                     *self = match authorize(ctx, &node.permissions, &[tags::ADMIN]) {
                         // The parent's admins may delete a child they cannot administer.
                         Err(denied) => P::WalkingToParent {
-                            walk: Walk::new(&codec::clean(codec::split(&args.suffix).0), false, false),
+                            walk: Walk::new(
+                                &codec::clean(codec::split(&args.suffix).0),
+                                false,
+                                false,
+                            ),
                             node,
                             denied,
                         },
@@ -348,10 +358,12 @@ impl Attempt for SetPermsAttempt {
             match mem::replace(self, P::Done) {
                 P::Start => *self = P::Walking(Walk::new(&args.suffix, true, false)),
                 P::Walking(mut walk) => {
-                    let Reached { node, .. } = ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
+                    let Reached { node, .. } =
+                        ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
                     let node = node.ok_or(MtError::NoSuchNameRoot)?;
                     authorize(ctx, &node.permissions, &[tags::ADMIN])?;
-                    if !args.version.is_empty() && args.version.as_bytes() != node.version.as_slice()
+                    if !args.version.is_empty()
+                        && args.version.as_bytes() != node.version.as_slice()
                     {
                         return Err(MtError::BadVersion);
                     }
@@ -535,7 +547,10 @@ impl Flow for GlobFlow {
                     pattern,
                 } => {
                     let reached = ready!(self.phase => P::Visiting { walk, name, pattern }, walk.advance(io, ctx));
-                    let Ok(Reached { node: Some(node), .. }) = reached else {
+                    let Ok(Reached {
+                        node: Some(node), ..
+                    }) = reached
+                    else {
                         if self.next() {
                             return Ok(Some(()));
                         }
@@ -555,8 +570,10 @@ impl Flow for GlobFlow {
                         if !pattern.is_empty() {
                             for c in &node.children {
                                 if pattern.head_matches(&c.name) {
-                                    self.queue
-                                        .push_back((codec::join(&[&name, &c.name]), pattern.tail()));
+                                    self.queue.push_back((
+                                        codec::join(&[&name, &c.name]),
+                                        pattern.tail(),
+                                    ));
                                 }
                             }
                         }
@@ -720,7 +737,8 @@ impl Flow for CreateInitialNodesFlow {
                 P::Path { mut path, wait } => {
                     let node = match wait {
                         PathWait::Element(mut read) => {
-                            match ready!(self.phase => P::Path { path, wait: PathWait::Element(read) }, read.poll(io))? {
+                            match ready!(self.phase => P::Path { path, wait: PathWait::Element(read) }, read.poll(io))?
+                            {
                                 Some(n) => n,
                                 None => {
                                     let read = NodeRead::start(io, ctx, &path.parent_name);
@@ -735,7 +753,8 @@ impl Flow for CreateInitialNodesFlow {
                                 .ok_or(MtError::NoSuchNameRoot)?;
                             let elem = path.elems.get(path.at).cloned().unwrap_or_default();
                             let perms = parent.permissions.clone();
-                            let wait = PathWait::Creating(CreateChild::new(parent, &elem, &perms, "", 0));
+                            let wait =
+                                PathWait::Creating(CreateChild::new(parent, &elem, &perms, "", 0));
                             self.phase = P::Path { path, wait };
                             continue;
                         }
@@ -859,7 +878,13 @@ impl FsckFlow {
         self.phase = match rows.get(at) {
             Some(row) => {
                 let table = ctx.tables.counter.clone();
-                let put = Put::start(io, table, row.key.clone(), vec![Mutation::DeleteFromRow], Half::First);
+                let put = Put::start(
+                    io,
+                    table,
+                    row.key.clone(),
+                    vec![Mutation::DeleteFromRow],
+                    Half::First,
+                );
                 FsckPhase::CounterDeleted { put, rows, at }
             }
             None => FsckPhase::NodesRead(Scan::start(
@@ -913,7 +938,8 @@ impl Flow for FsckFlow {
             match mem::replace(&mut self.phase, P::Done) {
                 P::Start => self.pass(),
                 P::Passing(mut pass) => {
-                    let (count, summary) = ready!(self.phase => P::Passing(pass), pass.advance(io, ctx))?;
+                    let (count, summary) =
+                        ready!(self.phase => P::Passing(pass), pass.advance(io, ctx))?;
                     self.summary = summary;
                     self.summary.inconsistent += count;
                     if self.fix && count > 0 {
@@ -953,7 +979,8 @@ impl Flow for FsckFlow {
                     creator,
                 } => {
                     ready!(self.phase => P::NodeCounted { count, rows, at, servers, creator }, count.advance(io, ctx))?;
-                    let count = Increment::new(CounterKind::Servers, &creator, servers, 0, Half::First);
+                    let count =
+                        Increment::new(CounterKind::Servers, &creator, servers, 0, Half::First);
                     self.phase = P::ServersCounted { count, rows, at };
                 }
                 P::ServersCounted {
@@ -1073,7 +1100,9 @@ impl FsckPass {
                             let base = codec::split(&node.name).1;
                             let orphan = match parent {
                                 None => true,
-                                Some(p) => !p.children.iter().any(|c| c.name == base && c.id == node.id),
+                                Some(p) => {
+                                    !p.children.iter().any(|c| c.name == base && c.id == node.id)
+                                }
                             };
                             if !orphan {
                                 self.check_children(io, ctx, node)
@@ -1109,16 +1138,15 @@ impl FsckPass {
                         match found {
                             Err(_) => check.store_error = true,
                             Ok(Some(child)) if child.id == c.id => {}
-                            Ok(_) => check
-                                .dangling
-                                .push(codec::child_qualifier(&c.id, &c.name)),
+                            Ok(_) => check.dangling.push(codec::child_qualifier(&c.id, &c.name)),
                         }
                     }
                     check.at += 1;
                     self.next_child(io, ctx, check)
                 }
                 P::DanglingFixed { mut occ, key } => {
-                    let fixed = ready!(self.phase => P::DanglingFixed { occ, key }, occ.poll(io)).is_ok();
+                    let fixed =
+                        ready!(self.phase => P::DanglingFixed { occ, key }, occ.poll(io)).is_ok();
                     if fixed {
                         self.summary.fixed.push(key.clone());
                     }
@@ -1287,8 +1315,12 @@ impl Flow for PrimitiveFlow {
                             perms,
                             creator,
                             limit,
-                        } => P::CreatingChild(CreateChild::new(parent, &child, &perms, &creator, limit)),
-                        Primitive::Delete { node, subtree } => P::Deleting(Delete::new(node, subtree)),
+                        } => P::CreatingChild(CreateChild::new(
+                            parent, &child, &perms, &creator, limit,
+                        )),
+                        Primitive::Delete { node, subtree } => {
+                            P::Deleting(Delete::new(node, subtree))
+                        }
                         Primitive::Mount {
                             node,
                             server,
