@@ -29,7 +29,7 @@ pub(super) type MtIo = Io<MtEvent>;
 /// The outcome of a nested step once it is ready; while it waits, puts the phase back into
 /// `$slot` and returns `Ok(None)` from the enclosing `advance`.
 macro_rules! ready {
-    ($slot:expr => $phase:expr, $poll:expr) => {
+    ($slot:expr, $phase:expr, $poll:expr) => {
         match $poll {
             Ok(Some(v)) => Ok(v),
             Ok(None) => {

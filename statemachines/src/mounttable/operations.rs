@@ -75,8 +75,11 @@ impl<A: Attempt> Retry<A> {
         loop {
             match mem::replace(&mut self.phase, P::Done) {
                 P::Attempting(mut attempt) => {
-                    match ready!(self.phase => P::Attempting(attempt), attempt.advance(&self.args, io, ctx))
-                    {
+                    match ready!(
+                        self.phase,
+                        P::Attempting(attempt),
+                        attempt.advance(&self.args, io, ctx)
+                    ) {
                         Err(MtError::ConcurrentAccess) => {
                             self.phase = P::BackingOff(BackOff::start(io));
                         }
@@ -84,7 +87,7 @@ impl<A: Attempt> Retry<A> {
                     }
                 }
                 P::BackingOff(mut wait) => {
-                    ready!(self.phase => P::BackingOff(wait), wait.poll(io))?;
+                    ready!(self.phase, P::BackingOff(wait), wait.poll(io))?;
                     self.phase = P::Attempting(A::default());
                 }
                 P::Done => return Err(ended()),
@@ -139,7 +142,7 @@ impl Attempt for MountAttempt {
                 P::Start => *self = P::Walking(Walk::new(&args.suffix, true, false)),
                 P::Walking(mut walk) => {
                     let Reached { node, .. } =
-                        ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
+                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
                     let node = node.ok_or(MtError::NoSuchNameRoot)?;
                     authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
                     let limit = ctx.limits.max_servers_per_user;
@@ -153,7 +156,7 @@ impl Attempt for MountAttempt {
                     ));
                 }
                 P::Mounting(mut mount) => {
-                    return ready!(*self => P::Mounting(mount), mount.advance(io, ctx)).map(Some);
+                    return ready!(*self, P::Mounting(mount), mount.advance(io, ctx)).map(Some);
                 }
                 P::Done => return Err(ended()),
             }
@@ -201,7 +204,7 @@ impl Attempt for UnmountAttempt {
                 P::Start => *self = P::Walking(Walk::new(&args.suffix, false, false)),
                 P::Walking(mut walk) => {
                     let Reached { node, .. } =
-                        ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
+                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
                     let node = node.ok_or_else(|| MtError::NoSuchName {
                         name: args.suffix.clone(),
                     })?;
@@ -209,7 +212,7 @@ impl Attempt for UnmountAttempt {
                     *self = P::Unmounting(UnmountNode::new(node, &args.server));
                 }
                 P::Unmounting(mut unmount) => {
-                    return ready!(*self => P::Unmounting(unmount), unmount.advance(io, ctx))
+                    return ready!(*self, P::Unmounting(unmount), unmount.advance(io, ctx))
                         .map(Some);
                 }
                 P::Done => return Err(ended()),
@@ -263,7 +266,7 @@ impl Attempt for DeleteAttempt {
             match mem::replace(self, P::Done) {
                 P::Start => *self = P::Walking(Walk::new(&args.suffix, false, false)),
                 P::Walking(mut walk) => {
-                    let node = match ready!(*self => P::Walking(walk), walk.advance(io, ctx)) {
+                    let node = match ready!(*self, P::Walking(walk), walk.advance(io, ctx)) {
                         Err(MtError::NoSuchName { .. }) | Ok(Reached { node: None, .. }) => {
                             return Ok(Some(()));
                         }
@@ -289,7 +292,11 @@ impl Attempt for DeleteAttempt {
                     node,
                     denied,
                 } => {
-                    let parent = ready!(*self => P::WalkingToParent { walk, node, denied }, walk.advance(io, ctx));
+                    let parent = ready!(
+                        *self,
+                        P::WalkingToParent { walk, node, denied },
+                        walk.advance(io, ctx)
+                    );
                     let allowed = matches!(
                         parent,
                         Ok(Reached { node: Some(p), .. })
@@ -301,7 +308,7 @@ impl Attempt for DeleteAttempt {
                     *self = P::Deleting(DeleteAndGc::new(node, args.subtree));
                 }
                 P::Deleting(mut delete) => {
-                    return ready!(*self => P::Deleting(delete), delete.advance(io, ctx)).map(Some);
+                    return ready!(*self, P::Deleting(delete), delete.advance(io, ctx)).map(Some);
                 }
                 P::Done => return Err(ended()),
             }
@@ -359,7 +366,7 @@ impl Attempt for SetPermsAttempt {
                 P::Start => *self = P::Walking(Walk::new(&args.suffix, true, false)),
                 P::Walking(mut walk) => {
                     let Reached { node, .. } =
-                        ready!(*self => P::Walking(walk), walk.advance(io, ctx))?;
+                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
                     let node = node.ok_or(MtError::NoSuchNameRoot)?;
                     authorize(ctx, &node.permissions, &[tags::ADMIN])?;
                     if !args.version.is_empty()
@@ -377,7 +384,7 @@ impl Attempt for SetPermsAttempt {
                     mut occ,
                     next_version,
                 } => {
-                    ready!(*self => P::Writing { occ, next_version }, occ.poll(io))?;
+                    ready!(*self, P::Writing { occ, next_version }, occ.poll(io))?;
                     return Ok(Some(PermsAndVersion {
                         perms: args.perms.clone(),
                         version: next_version,
@@ -531,7 +538,7 @@ impl Flow for GlobFlow {
         loop {
             match mem::replace(&mut self.phase, P::Done) {
                 P::Root(mut walk) => {
-                    let reached = ready!(self.phase => P::Root(walk), walk.advance(io, ctx))?;
+                    let reached = ready!(self.phase, P::Root(walk), walk.advance(io, ctx))?;
                     if let Some(n) = reached.node {
                         let mut entry = entry_of(String::new(), &n);
                         for s in &mut entry.servers {
@@ -546,7 +553,15 @@ impl Flow for GlobFlow {
                     name,
                     pattern,
                 } => {
-                    let reached = ready!(self.phase => P::Visiting { walk, name, pattern }, walk.advance(io, ctx));
+                    let reached = ready!(
+                        self.phase,
+                        P::Visiting {
+                            walk,
+                            name,
+                            pattern
+                        },
+                        walk.advance(io, ctx)
+                    );
                     let Ok(Reached {
                         node: Some(node), ..
                     }) = reached
@@ -706,7 +721,7 @@ impl Flow for CreateInitialNodesFlow {
         loop {
             match mem::replace(&mut self.phase, P::Done) {
                 P::DefaultRoot(mut root) => {
-                    return ready!(self.phase => P::DefaultRoot(root), root.advance(io, ctx))
+                    return ready!(self.phase, P::DefaultRoot(root), root.advance(io, ctx))
                         .map(Some);
                 }
                 P::NextNode => {
@@ -730,15 +745,21 @@ impl Flow for CreateInitialNodesFlow {
                     }
                 }
                 P::Root(mut root) => {
-                    ready!(self.phase => P::Root(root), root.advance(io, ctx))?;
+                    ready!(self.phase, P::Root(root), root.advance(io, ctx))?;
                     self.at += 1;
                     self.phase = P::NextNode;
                 }
                 P::Path { mut path, wait } => {
                     let node = match wait {
                         PathWait::Element(mut read) => {
-                            match ready!(self.phase => P::Path { path, wait: PathWait::Element(read) }, read.poll(io))?
-                            {
+                            match ready!(
+                                self.phase,
+                                P::Path {
+                                    path,
+                                    wait: PathWait::Element(read)
+                                },
+                                read.poll(io)
+                            )? {
                                 Some(n) => n,
                                 None => {
                                     let read = NodeRead::start(io, ctx, &path.parent_name);
@@ -749,8 +770,15 @@ impl Flow for CreateInitialNodesFlow {
                             }
                         }
                         PathWait::Parent(mut read) => {
-                            let parent = ready!(self.phase => P::Path { path, wait: PathWait::Parent(read) }, read.poll(io))?
-                                .ok_or(MtError::NoSuchNameRoot)?;
+                            let parent = ready!(
+                                self.phase,
+                                P::Path {
+                                    path,
+                                    wait: PathWait::Parent(read)
+                                },
+                                read.poll(io)
+                            )?
+                            .ok_or(MtError::NoSuchNameRoot)?;
                             let elem = path.elems.get(path.at).cloned().unwrap_or_default();
                             let perms = parent.permissions.clone();
                             let wait =
@@ -758,9 +786,14 @@ impl Flow for CreateInitialNodesFlow {
                             self.phase = P::Path { path, wait };
                             continue;
                         }
-                        PathWait::Creating(mut create) => {
-                            ready!(self.phase => P::Path { path, wait: PathWait::Creating(create) }, create.advance(io, ctx))?
-                        }
+                        PathWait::Creating(mut create) => ready!(
+                            self.phase,
+                            P::Path {
+                                path,
+                                wait: PathWait::Creating(create)
+                            },
+                            create.advance(io, ctx)
+                        )?,
                     };
                     let elem = path.elems.get(path.at).cloned().unwrap_or_default();
                     path.parent_name = codec::join(&[&path.parent_name, &elem]);
@@ -771,7 +804,7 @@ impl Flow for CreateInitialNodesFlow {
                     }
                 }
                 P::SettingPerms(mut occ) => {
-                    ready!(self.phase => P::SettingPerms(occ), occ.poll(io))?;
+                    ready!(self.phase, P::SettingPerms(occ), occ.poll(io))?;
                     self.at += 1;
                     self.phase = P::NextNode;
                 }
@@ -939,7 +972,7 @@ impl Flow for FsckFlow {
                 P::Start => self.pass(),
                 P::Passing(mut pass) => {
                     let (count, summary) =
-                        ready!(self.phase => P::Passing(pass), pass.advance(io, ctx))?;
+                        ready!(self.phase, P::Passing(pass), pass.advance(io, ctx))?;
                     self.summary = summary;
                     self.summary.inconsistent += count;
                     if self.fix && count > 0 {
@@ -958,15 +991,19 @@ impl Flow for FsckFlow {
                     ));
                 }
                 P::CountersRead(mut scan) => {
-                    let rows = ready!(self.phase => P::CountersRead(scan), scan.poll(io))?;
+                    let rows = ready!(self.phase, P::CountersRead(scan), scan.poll(io))?;
                     self.delete_counter(io, ctx, rows, 0);
                 }
                 P::CounterDeleted { mut put, rows, at } => {
-                    ready!(self.phase => P::CounterDeleted { put, rows, at }, put.poll(io))?;
+                    ready!(
+                        self.phase,
+                        P::CounterDeleted { put, rows, at },
+                        put.poll(io)
+                    )?;
                     self.delete_counter(io, ctx, rows, at + 1);
                 }
                 P::NodesRead(mut scan) => {
-                    let rows = ready!(self.phase => P::NodesRead(scan), scan.poll(io))?;
+                    let rows = ready!(self.phase, P::NodesRead(scan), scan.poll(io))?;
                     if self.count_node(io, rows, 0) {
                         return self.finish();
                     }
@@ -978,7 +1015,17 @@ impl Flow for FsckFlow {
                     servers,
                     creator,
                 } => {
-                    ready!(self.phase => P::NodeCounted { count, rows, at, servers, creator }, count.advance(io, ctx))?;
+                    ready!(
+                        self.phase,
+                        P::NodeCounted {
+                            count,
+                            rows,
+                            at,
+                            servers,
+                            creator
+                        },
+                        count.advance(io, ctx)
+                    )?;
                     let count =
                         Increment::new(CounterKind::Servers, &creator, servers, 0, Half::First);
                     self.phase = P::ServersCounted { count, rows, at };
@@ -988,7 +1035,11 @@ impl Flow for FsckFlow {
                     rows,
                     at,
                 } => {
-                    ready!(self.phase => P::ServersCounted { count, rows, at }, count.advance(io, ctx))?;
+                    ready!(
+                        self.phase,
+                        P::ServersCounted { count, rows, at },
+                        count.advance(io, ctx)
+                    )?;
                     if self.count_node(io, rows, at + 1) {
                         return self.finish();
                     }
@@ -1083,14 +1134,14 @@ impl FsckPass {
                     false
                 }
                 P::Paging(mut scan) => {
-                    self.page = ready!(self.phase => P::Paging(scan), scan.poll(io))?;
+                    self.page = ready!(self.phase, P::Paging(scan), scan.poll(io))?;
                     self.full = self.page.len() as i64 >= FSCK_PAGE;
                     self.start = self.page.last().map(|r| r.key.clone());
                     self.at = 0;
                     self.next_row(io, ctx)
                 }
                 P::ParentRead { mut read, node } => {
-                    match ready!(self.phase => P::ParentRead { read, node }, read.poll(io)) {
+                    match ready!(self.phase, P::ParentRead { read, node }, read.poll(io)) {
                         Err(_) => {
                             self.count += 1;
                             Self::finding(io, &node.row_key, FindingKind::StoreError, false);
@@ -1122,7 +1173,12 @@ impl FsckPass {
                     }
                 }
                 P::OrphanDeleted { mut delete, key } => {
-                    let fixed = ready!(self.phase => P::OrphanDeleted { delete, key }, delete.advance(io, ctx)).is_ok();
+                    let fixed = ready!(
+                        self.phase,
+                        P::OrphanDeleted { delete, key },
+                        delete.advance(io, ctx)
+                    )
+                    .is_ok();
                     if fixed {
                         self.summary.fixed.push(key.clone());
                     }
@@ -1133,7 +1189,7 @@ impl FsckPass {
                     mut read,
                     mut check,
                 } => {
-                    let found = ready!(self.phase => P::ChildRead { read, check }, read.poll(io));
+                    let found = ready!(self.phase, P::ChildRead { read, check }, read.poll(io));
                     if let Some(c) = check.node.children.get(check.at) {
                         match found {
                             Err(_) => check.store_error = true,
@@ -1146,7 +1202,7 @@ impl FsckPass {
                 }
                 P::DanglingFixed { mut occ, key } => {
                     let fixed =
-                        ready!(self.phase => P::DanglingFixed { occ, key }, occ.poll(io)).is_ok();
+                        ready!(self.phase, P::DanglingFixed { occ, key }, occ.poll(io)).is_ok();
                     if fixed {
                         self.summary.fixed.push(key.clone());
                     }
@@ -1341,27 +1397,27 @@ impl Flow for PrimitiveFlow {
                     };
                 }
                 P::GettingNode(mut read) => {
-                    let node = ready!(*phase => P::GettingNode(read), read.poll(io))?;
+                    let node = ready!(*phase, P::GettingNode(read), read.poll(io))?;
                     return Ok(Some(PrimitiveOutput::Node(node.map(Box::new))));
                 }
                 P::CreatingRow(mut create) => {
-                    ready!(*phase => P::CreatingRow(create), create.advance(io, ctx))?;
+                    ready!(*phase, P::CreatingRow(create), create.advance(io, ctx))?;
                     return Ok(Some(PrimitiveOutput::Done));
                 }
                 P::CreatingChild(mut create) => {
-                    let node = ready!(*phase => P::CreatingChild(create), create.advance(io, ctx))?;
+                    let node = ready!(*phase, P::CreatingChild(create), create.advance(io, ctx))?;
                     return Ok(Some(PrimitiveOutput::Node(Some(Box::new(node)))));
                 }
                 P::Deleting(mut delete) => {
-                    ready!(*phase => P::Deleting(delete), delete.advance(io, ctx))?;
+                    ready!(*phase, P::Deleting(delete), delete.advance(io, ctx))?;
                     return Ok(Some(PrimitiveOutput::Done));
                 }
                 P::Mounting(mut mount) => {
-                    ready!(*phase => P::Mounting(mount), mount.advance(io, ctx))?;
+                    ready!(*phase, P::Mounting(mount), mount.advance(io, ctx))?;
                     return Ok(Some(PrimitiveOutput::Done));
                 }
                 P::SettingPerms(mut occ) => {
-                    ready!(*phase => P::SettingPerms(occ), occ.poll(io))?;
+                    ready!(*phase, P::SettingPerms(occ), occ.poll(io))?;
                     return Ok(Some(PrimitiveOutput::Done));
                 }
                 P::Done => return Err(ended()),
