@@ -3,6 +3,11 @@
 //! `children.rs`) and turns its reply into what the flow needs (a node, rows, a predicate
 //! outcome, a counter value). A flow has at most one call in flight, so the same inputs and
 //! seed give the same requests and tags.
+//!
+//! Deadlines (§17): the operation deadline is checked at the points the spec names
+//! ([`check_deadline`]), never inside a node protocol, so that a detached second half always
+//! runs; each request carries its own deadline instead (`max(deadline, now + 60 s)`, 1 h for
+//! a second half): a read retries until then, a write is cut there with `DEADLINE_EXCEEDED`.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -57,14 +62,34 @@ pub(super) fn warn(io: &mut MtIo, step: &'static str, error: MtError) {
 
 const SECOND: i64 = 1_000_000;
 
+/// `Aborted` once the operation deadline has passed (§17: before each attempt, walk element,
+/// glob step, fsck pass and row, and after a back-off).
+pub(super) fn check_deadline(io: &MtIo, ctx: &MtCtx) -> Result<(), MtError> {
+    if io.now() >= ctx.deadline {
+        Err(MtError::Aborted)
+    } else {
+        Ok(())
+    }
+}
+
 /// Request deadline class (§17).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Half {
-    /// `max(operation deadline, now + 60 s)`: never before the operation's own deadline, so
-    /// the operation's end bounds it.
+    /// `max(operation deadline, now + 60 s)`: a request in flight is never cut before 60 s.
     First,
     /// The detached second half of a two-row operation: `now + 3600 s`.
     Second,
+}
+
+impl Half {
+    fn deadline(self, io: &MtIo, ctx: &MtCtx) -> Timestamp {
+        match self {
+            Half::First => ctx
+                .deadline
+                .max(io.now().saturating_add_micros(60 * SECOND)),
+            Half::Second => io.now().saturating_add_micros(3600 * SECOND),
+        }
+    }
 }
 
 pub(super) fn set(family: &str, qualifier: &[u8], timestamp: Timestamp, value: &[u8]) -> Mutation {
@@ -107,6 +132,12 @@ fn unexpected(output: ChildOutput) -> MtError {
     ))
 }
 
+/// Starts a read that retries until its request deadline.
+fn read(io: &mut MtIo, ctx: &MtCtx, request: ReadRowsRequest) -> ChildId {
+    let deadline = Half::First.deadline(io, ctx);
+    io.read_rows_until(request, deadline)
+}
+
 /// A read's rows once it has finished.
 fn rows(io: &mut MtIo, child: ChildId) -> Progress<Vec<Row>> {
     match io.take(child) {
@@ -124,18 +155,20 @@ pub(super) struct Scan(ChildId);
 impl Scan {
     pub(super) fn start(
         io: &mut MtIo,
+        ctx: &MtCtx,
         table: String,
         rows: RowSet,
         filter: Option<RowFilter>,
         limit: i64,
     ) -> Scan {
-        Scan(io.read_rows(ReadRowsRequest {
+        let request = ReadRowsRequest {
             table,
             rows,
             filter,
             rows_limit: limit,
             ..ReadRowsRequest::default()
-        }))
+        };
+        Scan(read(io, ctx, request))
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<Vec<Row>> {
@@ -149,12 +182,13 @@ pub(super) struct NodeRead(ChildId);
 
 impl NodeRead {
     pub(super) fn start(io: &mut MtIo, ctx: &MtCtx, name: &str) -> NodeRead {
-        NodeRead(io.read_rows(ReadRowsRequest {
+        let request = ReadRowsRequest {
             table: ctx.tables.node.clone(),
             rows: RowSet::key(codec::row_key(name)),
             filter: Some(RowFilter::CellsPerColumnLimit(1)),
             ..ReadRowsRequest::default()
-        }))
+        };
+        NodeRead(read(io, ctx, request))
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<Option<NodeRow>> {
@@ -165,35 +199,32 @@ impl NodeRead {
     }
 }
 
-/// A write in flight, sent once and never retried (§17). A second half whose 1 h request
-/// deadline comes before the operation's is cut there and fails with `DEADLINE_EXCEEDED`;
-/// every other request ends with the operation at the latest.
+/// A write in flight, sent once and never retried (§17), cut at its request deadline (the
+/// operation's timer is armed until then) with `DEADLINE_EXCEEDED`.
 #[derive(Debug)]
 struct Unary {
     child: ChildId,
-    deadline: Option<Timestamp>,
+    deadline: Timestamp,
 }
 
 impl Unary {
-    fn send(io: &mut MtIo, request: Request, half: Half) -> Unary {
+    fn send(io: &mut MtIo, ctx: &MtCtx, request: Request, half: Half) -> Unary {
+        let deadline = half.deadline(io, ctx);
         let child = io.unary(request);
-        let deadline = match half {
-            Half::First => None,
-            Half::Second => Some(io.now().saturating_add_micros(3600 * SECOND)),
-        }
-        .filter(|&at| at < io.deadline());
-        if let Some(at) = deadline {
-            io.sleep_until(at);
-        }
+        io.sleep_until(deadline);
         Unary { child, deadline }
     }
 
     fn poll(&mut self, io: &mut MtIo) -> Progress<Response> {
-        match io.take(self.child) {
+        let outcome = io.take(self.child);
+        if outcome.is_some() {
+            io.cancel_sleep();
+        }
+        match outcome {
             Some(Ok(ChildOutput::Unary(response))) => Ok(Some(response)),
             Some(Ok(other)) => Err(unexpected(other)),
             Some(Err(e)) => Err(e.into()),
-            None if self.deadline.is_some_and(|at| io.now() >= at) => {
+            None if io.now() >= self.deadline => {
                 io.abort(self.child);
                 Err(MtError::Store(StoreError::new(
                     Code::DeadlineExceeded,
@@ -236,7 +267,7 @@ impl Cam {
         half: Half,
     ) -> Cam {
         let request = cam_request(ctx, key, predicate, Vec::new(), false_mutations);
-        Cam(Unary::send(io, request, half))
+        Cam(Unary::send(io, ctx, request, half))
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<bool> {
@@ -280,7 +311,7 @@ impl Occ {
             RowFilter::ValueRegex(literal_regex(&node.version)),
         ]);
         let request = cam_request(ctx, node.row_key.clone(), predicate, mutations, Vec::new());
-        Occ(Ok(Unary::send(io, request, Half::First)))
+        Occ(Ok(Unary::send(io, ctx, request, Half::First)))
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<()> {
@@ -321,6 +352,7 @@ pub(super) struct Put(Unary);
 impl Put {
     pub(super) fn start(
         io: &mut MtIo,
+        ctx: &MtCtx,
         table: String,
         key: Vec<u8>,
         mutations: Vec<Mutation>,
@@ -332,7 +364,7 @@ impl Put {
             mutations,
             ..MutateRowRequest::default()
         });
-        Put(Unary::send(io, request, half))
+        Put(Unary::send(io, ctx, request, half))
     }
 
     /// A `MutateRow` of the node row of `name`.
@@ -345,6 +377,7 @@ impl Put {
     ) -> Put {
         Put::start(
             io,
+            ctx,
             ctx.tables.node.clone(),
             codec::row_key(name),
             mutations,
@@ -377,7 +410,7 @@ impl Incr {
             }],
             ..ReadModifyWriteRowRequest::default()
         });
-        Incr(Unary::send(io, request, half))
+        Incr(Unary::send(io, ctx, request, half))
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<i64> {
@@ -394,23 +427,26 @@ impl Incr {
 }
 
 /// The wait after an OCC conflict (§17): `(next_u64 % 50)` ms, bounded by the operation
-/// deadline (reaching which ends the operation `Aborted`).
+/// deadline; past the deadline once it ends, `Aborted`.
 #[derive(Debug)]
 pub(super) struct BackOff {
     until: Timestamp,
 }
 
 impl BackOff {
-    pub(super) fn start(io: &mut MtIo) -> BackOff {
+    pub(super) fn start(io: &mut MtIo, ctx: &MtCtx) -> BackOff {
         let jitter = (io.next_seed() % 50) as i64 * 1000;
-        let until = io.now().saturating_add_micros(jitter).min(io.deadline());
+        let until = io.now().saturating_add_micros(jitter).min(ctx.deadline);
         if until > io.now() {
             io.sleep_until(until);
         }
         BackOff { until }
     }
 
-    pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<()> {
-        Ok((io.now() >= self.until).then_some(()))
+    pub(super) fn poll(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Progress<()> {
+        if io.now() < self.until {
+            return Ok(None);
+        }
+        check_deadline(io, ctx).map(Some)
     }
 }

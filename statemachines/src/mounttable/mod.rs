@@ -8,8 +8,10 @@
 //! limits, gc grace, operation deadline) by value, and reaches the store only through the
 //! requests it emits. The node protocols they share (the walk that resolves and creates
 //! nodes, OCC writes, GC of expired servers, the subtree delete) are steps nested in their
-//! parents' phases. OCC conflicts are retried with seeded jitter; the operation deadline, like
-//! `cancel`, ends an operation with [`MtError::Aborted`].
+//! parents' phases. OCC conflicts are retried with seeded jitter. `cancel` ends an operation
+//! with [`MtError::Aborted`] at once; the operation deadline does so at the points §17 names
+//! (before each attempt, walk element, glob step, fsck pass and row), never inside a node
+//! protocol, whose requests carry deadlines of their own.
 //!
 //! ```
 //! use rowkit_statemachines::mounttable::{MtCtx, MtError, ResolveStep};
@@ -104,8 +106,9 @@ pub struct MtCtx {
     pub limits: Limits,
     /// GC grace period in µs (btmtd: 60 s).
     pub gc_grace_us: i64,
-    /// Operation deadline (the operation's [`Budget`] deadline): reaching it ends the
-    /// operation [`MtError::Aborted`], whatever it waits for.
+    /// Operation deadline (§17): checked before each attempt, walk element, glob step and
+    /// fsck pass and row (then [`MtError::Aborted`]); a request gets at least 60 s beyond it,
+    /// the detached second half of a two-row write 1 h.
     pub deadline: Timestamp,
 }
 
@@ -401,14 +404,19 @@ impl Schema for MountTableSchema {
     }
 }
 
-/// Starts `flow` on `ctx`, aborted at `ctx.deadline`.
+/// Starts `flow` on `ctx`.
+///
+/// The flows enforce `ctx.deadline` themselves (see [`MtCtx::deadline`]), so the operation's
+/// own [`Budget`] never cuts them: a deadline there would abort a node protocol halfway (a
+/// child referenced but never created, a row deleted but still referenced, a server counted
+/// but not mounted), which §17's detached second halves exist to prevent.
 fn start<F: Flow<Schema = MountTableSchema>>(
     ctx: MtCtx,
     now: Timestamp,
     seed: u64,
     flow: F,
 ) -> Operation<'static, F> {
-    let budget = Budget::until(ctx.deadline);
+    let budget = Budget::until(Timestamp::MAX);
     Operation::start(ContextArg::owned(ctx), now, seed, budget, flow)
 }
 

@@ -20,8 +20,8 @@ use rowkit_codec::mounttable::{
 };
 
 use super::calls::{
-    BackOff, Cam, Half, Incr, MtIo, NodeRead, Occ, Progress, Put, delete_column, ended, ready, set,
-    warn,
+    BackOff, Cam, Half, Incr, MtIo, NodeRead, Occ, Progress, Put, check_deadline, delete_column,
+    ended, ready, set, warn,
 };
 use super::{MountEntry, MountedServer, MtCtx, MtError};
 
@@ -540,7 +540,10 @@ impl EnsureLinked {
         use LinkPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
-                P::Check => self.phase = P::ParentRead(NodeRead::start(io, ctx, &self.parent_name)),
+                P::Check => {
+                    check_deadline(io, ctx)?;
+                    self.phase = P::ParentRead(NodeRead::start(io, ctx, &self.parent_name));
+                }
                 P::ParentRead(mut read) => {
                     let Some(parent) = ready!(self.phase, P::ParentRead(read), read.poll(io))?
                     else {
@@ -1271,7 +1274,7 @@ impl Walk {
         use WalkPhase as P;
         loop {
             let reached = match mem::replace(&mut self.phase, P::Done) {
-                P::Start => self.restart(io, ctx),
+                P::Start => self.restart(io, ctx)?,
                 P::Reading(mut read) => {
                     match ready!(self.phase, P::Reading(read), read.poll(io))? {
                         Some(node) => self.found(io, ctx, node),
@@ -1283,8 +1286,8 @@ impl Walk {
                     let collected =
                         ready!(self.phase, P::Collecting { gc, node }, gc.advance(io, ctx))?;
                     match collected.outcome {
-                        Err(MtError::ConcurrentAccess) => self.restart(io, ctx),
-                        Ok(()) if collected.changed => self.restart(io, ctx),
+                        Err(MtError::ConcurrentAccess) => self.restart(io, ctx)?,
+                        Ok(()) if collected.changed => self.restart(io, ctx)?,
                         Err(e) => return Err(e),
                         Ok(()) => self.visited(io, ctx, node)?,
                     }
@@ -1316,7 +1319,8 @@ impl Walk {
                             };
                         }
                         Err(MtError::ConcurrentAccess) => {
-                            self.phase = P::BackingOff(BackOff::start(io));
+                            check_deadline(io, ctx)?;
+                            self.phase = P::BackingOff(BackOff::start(io, ctx));
                         }
                         Err(e) => return Err(e),
                     }
@@ -1337,7 +1341,7 @@ impl Walk {
                         read.poll(io)
                     )?;
                     if now.is_some_and(|n| n.id == adopted.id) {
-                        self.restart(io, ctx)
+                        self.restart(io, ctx)?
                     } else {
                         // Deleted meanwhile (its deleter may have removed our reference
                         // already).
@@ -1352,11 +1356,11 @@ impl Walk {
                     if let Err(e) = ready!(self.phase, P::UndoingAdoption(put), put.poll(io)) {
                         warn(io, "take back the reference of a deleted node", e);
                     }
-                    self.restart(io, ctx)
+                    self.restart(io, ctx)?
                 }
                 P::BackingOff(mut wait) => {
-                    ready!(self.phase, P::BackingOff(wait), wait.poll(io))?;
-                    self.restart(io, ctx)
+                    ready!(self.phase, P::BackingOff(wait), wait.poll(io, ctx))?;
+                    self.restart(io, ctx)?
                 }
                 P::Done => return Err(ended()),
             };
@@ -1367,7 +1371,7 @@ impl Walk {
     }
 
     /// Starts the walk again from the root.
-    fn restart(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Option<Reached> {
+    fn restart(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<Option<Reached>, MtError> {
         self.current = String::new();
         self.parent = None;
         self.at = 0;
@@ -1375,21 +1379,22 @@ impl Walk {
     }
 
     /// Reads the element at `at`, or ends the walk past the last one.
-    fn visit(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Option<Reached> {
+    fn visit(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<Option<Reached>, MtError> {
         let Some(elem) = self.elems.get(self.at) else {
             let node = if self.with_servers {
                 None
             } else {
                 self.parent.take()
             };
-            return Some(Reached {
+            return Ok(Some(Reached {
                 node,
                 rest: String::new(),
-            });
+            }));
         };
+        check_deadline(io, ctx)?;
         self.current = codec::join(&[&self.current, elem]);
         self.phase = WalkPhase::Reading(NodeRead::start(io, ctx, &self.current));
-        None
+        Ok(None)
     }
 
     /// The element's node exists: adopt it, or let GC look at it first.
@@ -1483,6 +1488,6 @@ impl Walk {
         }
         self.parent = Some(node);
         self.at += 1;
-        Ok(self.visit(io, ctx))
+        self.visit(io, ctx)
     }
 }

@@ -13,7 +13,9 @@ use core::mem;
 use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
 use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, NodeRow, tags};
 
-use super::calls::{BackOff, Half, MtIo, NodeRead, Occ, Progress, Put, Scan, ended, ready};
+use super::calls::{
+    BackOff, Half, MtIo, NodeRead, Occ, Progress, Put, Scan, check_deadline, ended, ready,
+};
 use super::glob::Glob as Pattern;
 use super::nodes::{
     CreateChild, CreateRow, Delete, DeleteAndGc, Increment, MountNode, Reached, UnmountNode, Walk,
@@ -57,6 +59,8 @@ pub(super) struct Retry<A: Attempt> {
 
 #[derive(Debug)]
 enum RetryPhase<A> {
+    /// A round is to start (if the deadline allows).
+    Start,
     Attempting(A),
     BackingOff(BackOff),
     Done,
@@ -66,7 +70,7 @@ impl<A: Attempt> Retry<A> {
     fn new(args: A::Args) -> Retry<A> {
         Retry {
             args,
-            phase: RetryPhase::Attempting(A::default()),
+            phase: RetryPhase::Start,
         }
     }
 
@@ -74,6 +78,10 @@ impl<A: Attempt> Retry<A> {
         use RetryPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
+                P::Start => {
+                    check_deadline(io, ctx)?;
+                    self.phase = P::Attempting(A::default());
+                }
                 P::Attempting(mut attempt) => {
                     match ready!(
                         self.phase,
@@ -81,14 +89,14 @@ impl<A: Attempt> Retry<A> {
                         attempt.advance(&self.args, io, ctx)
                     ) {
                         Err(MtError::ConcurrentAccess) => {
-                            self.phase = P::BackingOff(BackOff::start(io));
+                            self.phase = P::BackingOff(BackOff::start(io, ctx));
                         }
                         other => return other.map(Some),
                     }
                 }
                 P::BackingOff(mut wait) => {
-                    ready!(self.phase, P::BackingOff(wait), wait.poll(io))?;
-                    self.phase = P::Attempting(A::default());
+                    ready!(self.phase, P::BackingOff(wait), wait.poll(io, ctx))?;
+                    self.phase = P::Start;
                 }
                 P::Done => return Err(ended()),
             }
@@ -515,17 +523,18 @@ impl GlobFlow {
     }
 
     /// Visits the next queued name; `true` once none is left.
-    fn next(&mut self) -> bool {
+    fn next(&mut self, io: &MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
         let Some((name, pattern)) = self.queue.pop_front() else {
-            return true;
+            return Ok(true);
         };
+        check_deadline(io, ctx)?;
         let walk = Walk::new(&codec::join(&[&self.suffix, &name]), false, false);
         self.phase = GlobPhase::Visiting {
             walk,
             name,
             pattern,
         };
-        false
+        Ok(false)
     }
 }
 
@@ -566,7 +575,7 @@ impl Flow for GlobFlow {
                         node: Some(node), ..
                     }) = reached
                     else {
-                        if self.next() {
+                        if self.next(io, ctx)? {
                             return Ok(Some(()));
                         }
                         continue;
@@ -596,7 +605,7 @@ impl Flow for GlobFlow {
                 }
                 P::Done => return Err(ended()),
             }
-            if self.next() {
+            if self.next(io, ctx)? {
                 return Ok(Some(()));
             }
         }
@@ -728,6 +737,7 @@ impl Flow for CreateInitialNodesFlow {
                     let Some((name, perms)) = self.nodes.get(self.at) else {
                         return Ok(Some(()));
                     };
+                    check_deadline(io, ctx)?;
                     if name.is_empty() {
                         let root = CreateRow::new("", perms, "", codec::ROOT_ID, 0, Half::First);
                         self.phase = P::Root(root);
@@ -832,6 +842,7 @@ impl Flow for ReadCountersFlow {
         let scan = self.0.get_or_insert_with(|| {
             Scan::start(
                 io,
+                ctx,
                 ctx.tables.counter.clone(),
                 RowSet::all(),
                 Some(RowFilter::CellsPerColumnLimit(1)),
@@ -900,10 +911,12 @@ impl FsckFlow {
         }
     }
 
-    fn pass(&mut self) {
+    fn pass(&mut self, io: &MtIo, ctx: &MtCtx) -> Result<(), MtError> {
+        check_deadline(io, ctx)?;
         self.summary.passes += 1;
         let summary = mem::take(&mut self.summary);
         self.phase = FsckPhase::Passing(FsckPass::new(self.fix, summary));
+        Ok(())
     }
 
     /// Deletes counter row `at`, or scans the nodes once all are gone.
@@ -913,6 +926,7 @@ impl FsckFlow {
                 let table = ctx.tables.counter.clone();
                 let put = Put::start(
                     io,
+                    ctx,
                     table,
                     row.key.clone(),
                     vec![Mutation::DeleteFromRow],
@@ -922,6 +936,7 @@ impl FsckFlow {
             }
             None => FsckPhase::NodesRead(Scan::start(
                 io,
+                ctx,
                 ctx.tables.node.clone(),
                 RowSet::all(),
                 Some(RowFilter::CellsPerColumnLimit(1)),
@@ -969,14 +984,14 @@ impl Flow for FsckFlow {
         use FsckPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
-                P::Start => self.pass(),
+                P::Start => self.pass(io, ctx)?,
                 P::Passing(mut pass) => {
                     let (count, summary) =
                         ready!(self.phase, P::Passing(pass), pass.advance(io, ctx))?;
                     self.summary = summary;
                     self.summary.inconsistent += count;
                     if self.fix && count > 0 {
-                        self.pass();
+                        self.pass(io, ctx)?;
                         continue;
                     }
                     if !self.fix {
@@ -984,6 +999,7 @@ impl Flow for FsckFlow {
                     }
                     self.phase = P::CountersRead(Scan::start(
                         io,
+                        ctx,
                         ctx.tables.counter.clone(),
                         RowSet::all(),
                         None,
@@ -1138,14 +1154,14 @@ impl FsckPass {
                     self.full = self.page.len() as i64 >= FSCK_PAGE;
                     self.start = self.page.last().map(|r| r.key.clone());
                     self.at = 0;
-                    self.next_row(io, ctx)
+                    self.next_row(io, ctx)?
                 }
                 P::ParentRead { mut read, node } => {
                     match ready!(self.phase, P::ParentRead { read, node }, read.poll(io)) {
                         Err(_) => {
                             self.count += 1;
                             Self::finding(io, &node.row_key, FindingKind::StoreError, false);
-                            self.row_done(io, ctx)
+                            self.row_done(io, ctx)?
                         }
                         Ok(parent) => {
                             let base = codec::split(&node.name).1;
@@ -1156,7 +1172,7 @@ impl FsckPass {
                                 }
                             };
                             if !orphan {
-                                self.check_children(io, ctx, node)
+                                self.check_children(io, ctx, node)?
                             } else {
                                 self.count += 1;
                                 if self.fix {
@@ -1166,7 +1182,7 @@ impl FsckPass {
                                     false
                                 } else {
                                     Self::finding(io, &node.row_key, FindingKind::Orphan, false);
-                                    self.row_done(io, ctx)
+                                    self.row_done(io, ctx)?
                                 }
                             }
                         }
@@ -1183,7 +1199,7 @@ impl FsckPass {
                         self.summary.fixed.push(key.clone());
                     }
                     Self::finding(io, &key, FindingKind::Orphan, fixed);
-                    self.row_done(io, ctx)
+                    self.row_done(io, ctx)?
                 }
                 P::ChildRead {
                     mut read,
@@ -1198,7 +1214,7 @@ impl FsckPass {
                         }
                     }
                     check.at += 1;
-                    self.next_child(io, ctx, check)
+                    self.next_child(io, ctx, check)?
                 }
                 P::DanglingFixed { mut occ, key } => {
                     let fixed =
@@ -1207,7 +1223,7 @@ impl FsckPass {
                         self.summary.fixed.push(key.clone());
                     }
                     Self::finding(io, &key, FindingKind::Dangling, fixed);
-                    self.row_done(io, ctx)
+                    self.row_done(io, ctx)?
                 }
                 P::Done => return Err(ended()),
             };
@@ -1227,6 +1243,7 @@ impl FsckPass {
         };
         self.phase = PassPhase::Paging(Scan::start(
             io,
+            ctx,
             ctx.tables.node.clone(),
             rows,
             Some(RowFilter::CellsPerColumnLimit(1)),
@@ -1234,22 +1251,23 @@ impl FsckPass {
         ));
     }
 
-    fn row_done(&mut self, io: &mut MtIo, ctx: &MtCtx) -> bool {
+    fn row_done(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
         self.at += 1;
         self.next_row(io, ctx)
     }
 
-    /// Checks the next row of the page; past the last, the next page. `true` once the pass
-    /// has ended.
-    fn next_row(&mut self, io: &mut MtIo, ctx: &MtCtx) -> bool {
+    /// Checks the next row of the page (if the deadline allows); past the last, the next page.
+    /// `true` once the pass has ended.
+    fn next_row(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
         loop {
             let Some(row) = self.page.get(self.at) else {
                 if !self.full {
-                    return true;
+                    return Ok(true);
                 }
                 self.scan_page(io, ctx);
-                return false;
+                return Ok(false);
             };
+            check_deadline(io, ctx)?;
             let node = match codec::decode_node(row, io.now().0) {
                 Ok(n) => n,
                 Err(_) => {
@@ -1267,12 +1285,17 @@ impl FsckPass {
             }
             let read = NodeRead::start(io, ctx, codec::split(&node.name).0);
             self.phase = PassPhase::ParentRead { read, node };
-            return false;
+            return Ok(false);
         }
     }
 
     /// Starts reading the node's children.
-    fn check_children(&mut self, io: &mut MtIo, ctx: &MtCtx, node: NodeRow) -> bool {
+    fn check_children(
+        &mut self,
+        io: &mut MtIo,
+        ctx: &MtCtx,
+        node: NodeRow,
+    ) -> Result<bool, MtError> {
         let check = ChildCheck {
             node,
             at: 0,
@@ -1283,12 +1306,17 @@ impl FsckPass {
     }
 
     /// Reads the next child of the node, or judges the node once all are read.
-    fn next_child(&mut self, io: &mut MtIo, ctx: &MtCtx, check: ChildCheck) -> bool {
+    fn next_child(
+        &mut self,
+        io: &mut MtIo,
+        ctx: &MtCtx,
+        check: ChildCheck,
+    ) -> Result<bool, MtError> {
         let node = &check.node;
         if let Some(c) = node.children.get(check.at) {
             let read = NodeRead::start(io, ctx, &codec::join(&[&node.name, &c.name]));
             self.phase = PassPhase::ChildRead { read, check };
-            return false;
+            return Ok(false);
         }
         let key = node.row_key.clone();
         if check.store_error {
@@ -1311,7 +1339,7 @@ impl FsckPass {
             .collect();
         let occ = Occ::start(io, ctx, node, mutations, false);
         self.phase = PassPhase::DanglingFixed { occ, key };
-        false
+        Ok(false)
     }
 }
 
