@@ -198,6 +198,19 @@ impl<E> Io<E> {
         self.children.spawn(Child::Read(machine))
     }
 
+    /// Starts a read like [`Io::read_rows`] whose retries end at `deadline` rather than at the
+    /// operation's: for a schema whose requests carry deadlines of their own (the mount table's
+    /// outlive its operation deadline, `spec/mounttable.md` §17).
+    pub fn read_rows_until(&mut self, request: ReadRowsRequest, deadline: Timestamp) -> ChildId {
+        let seed = self.rng.next_u64();
+        let policy = RetryPolicy {
+            operation_timeout: deadline.0.saturating_sub(self.now.0).max(0),
+            ..self.budget.retry
+        };
+        let machine = ReadRows::new(request, self.now, seed, policy);
+        self.children.spawn(Child::Read(machine))
+    }
+
     /// Sends a request once (never retried).
     pub fn unary(&mut self, request: Request) -> ChildId {
         self.children.spawn(Child::Unary(Unary::new(request)))
@@ -254,6 +267,11 @@ impl<E> Io<E> {
     /// Arms the operation's timer; [`Io::sleeping`] is true until `handle_timeout` reaches `at`.
     pub fn sleep_until(&mut self, at: Timestamp) {
         self.wake_at = Some(at);
+    }
+
+    /// Disarms the timer armed by [`Io::sleep_until`] (what it bounded ended first).
+    pub fn cancel_sleep(&mut self) {
+        self.wake_at = None;
     }
 
     /// Whether the timer armed by [`Io::sleep_until`] has not fired yet.

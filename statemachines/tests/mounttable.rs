@@ -7,7 +7,9 @@ use rowkit_codec::mounttable::Caller;
 use rowkit_statemachines::mounttable::{
     Lookup, Mount, MtCtx, MtError, ResolveStep, RowCache, WaiterId,
 };
-use rowkit_statemachines::{Code, Machine, Request, Response, StoreError};
+use rowkit_statemachines::{
+    CellChunk, Code, Machine, ReadRowsResponse, Request, Response, RowStatus, StoreError,
+};
 
 fn row(key: &str, version: &str) -> Row {
     Row {
@@ -232,5 +234,41 @@ fn deadline_aborts_the_operation() {
     c.deadline = Timestamp(10);
     let mut m = Mount::new(c, "x", "/h:1", 0, 0, Timestamp(10), 1);
     assert!(m.poll_request().is_none());
+    assert_eq!(m.result(), Some(Err(MtError::Aborted)));
+}
+
+/// §17: `cancel` ends an operation `Aborted` at once, giving up the request in flight. The
+/// operation deadline is checked between steps instead: a read sent before it keeps its own
+/// 60 s request deadline, and the walk ends `Aborted` before its next element.
+#[test]
+fn cancel_aborts_and_the_deadline_is_checked_between_steps() {
+    let mut m = ResolveStep::new(ctx(), "a", Timestamp(0), 1);
+    let (tag, _) = m.poll_request().unwrap();
+    m.cancel(Timestamp(1));
+    assert_eq!(m.poll_abort(), Some(tag));
+    assert_eq!(m.result(), Some(Err(MtError::Aborted)));
+    m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(2));
+    assert_eq!(m.result(), None, "a late answer is dropped");
+
+    let mut m = ResolveStep::new(MtCtx::new(Timestamp(10)), "a", Timestamp(0), 1);
+    let (tag, _) = m.poll_request().unwrap();
+    assert_eq!(m.poll_timeout(), Some(Timestamp(60_000_000)));
+    let root = ReadRowsResponse {
+        chunks: vec![CellChunk {
+            row_key: b"050c5d30/".to_vec(),
+            family_name: Some("m".into()),
+            qualifier: Some(b"v".to_vec()),
+            value: b"00000001".to_vec(),
+            row_status: RowStatus::Commit,
+            ..Default::default()
+        }],
+        last_scanned_row_key: vec![],
+    };
+    m.handle_response(tag, Ok(Response::ReadRowsPart(root)), Timestamp(20));
+    m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(20));
+    assert!(
+        m.poll_request().is_none(),
+        "no read of \"a\" past the deadline"
+    );
     assert_eq!(m.result(), Some(Err(MtError::Aborted)));
 }
