@@ -184,8 +184,13 @@ impl<E> Io<E> {
 
     /// Children retry within what is left of the operation's deadline.
     fn policy(&self) -> RetryPolicy {
+        self.policy_until(self.budget.deadline)
+    }
+
+    /// The children's retry policy with its timeout at `deadline`.
+    fn policy_until(&self, deadline: Timestamp) -> RetryPolicy {
         RetryPolicy {
-            operation_timeout: self.budget.deadline.0.saturating_sub(self.now.0).max(0),
+            operation_timeout: deadline.0.saturating_sub(self.now.0).max(0),
             ..self.budget.retry
         }
     }
@@ -193,9 +198,7 @@ impl<E> Io<E> {
     /// Starts a read (nested [`ReadRows`] with resume and back-off; its jitter seed is drawn
     /// from the operation's seed stream).
     pub fn read_rows(&mut self, request: ReadRowsRequest) -> ChildId {
-        let seed = self.rng.next_u64();
-        let machine = ReadRows::new(request, self.now, seed, self.policy());
-        self.children.spawn(Child::Read(machine))
+        self.read_rows_until(request, self.budget.deadline)
     }
 
     /// Starts a read like [`Io::read_rows`] whose retries end at `deadline` rather than at the
@@ -203,11 +206,7 @@ impl<E> Io<E> {
     /// outlive its operation deadline, `spec/mounttable.md` §17).
     pub fn read_rows_until(&mut self, request: ReadRowsRequest, deadline: Timestamp) -> ChildId {
         let seed = self.rng.next_u64();
-        let policy = RetryPolicy {
-            operation_timeout: deadline.0.saturating_sub(self.now.0).max(0),
-            ..self.budget.retry
-        };
-        let machine = ReadRows::new(request, self.now, seed, policy);
+        let machine = ReadRows::new(request, self.now, seed, self.policy_until(deadline));
         self.children.spawn(Child::Read(machine))
     }
 
