@@ -17,10 +17,9 @@ use super::requests::{
     delete_event, put_event,
 };
 use super::{
-    CountItems, CreateBucket, DeleteBucket, DeleteBucketAttributesCapability,
-    GetBucketAttributes, GetBucketVFormat, GetUuid, ListBuckets, ObjmetaError, ObjmetaSchema,
-    ObjmetaState, PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems,
-    UpdateCountItems, start,
+    CountItems, CreateBucket, DeleteBucket, DeleteBucketAttributesCapability, GetBucketAttributes,
+    GetBucketVFormat, GetUuid, ListBuckets, ObjmetaError, ObjmetaSchema, ObjmetaState,
+    PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems, UpdateCountItems, start,
 };
 use crate::operation::{ContextArg, Flow};
 use crate::{MutateRowsEntry, SplitMix64, Timestamp};
@@ -254,7 +253,9 @@ impl ReadPhase {
             match core::mem::replace(self, ReadPhase::Done) {
                 ReadPhase::Start(row) => *self = ReadPhase::Reading(ReadDoc::start(io, st, row)?),
                 ReadPhase::Reading(read) => {
-                    return Ok(Some(ready!(read.poll(io), *self => ReadPhase::Reading(read))));
+                    return Ok(Some(
+                        ready!(read.poll(io), *self => ReadPhase::Reading(read)),
+                    ));
                 }
                 ReadPhase::Done => return Ok(None),
             }
@@ -316,7 +317,13 @@ impl<'a> ReadCountItems<'a> {
         seed: u64,
     ) -> ReadCountItems<'a> {
         let row = row_key(INFOSTORE, COUNT_ITEMS_KEY);
-        start(ctx, ReadCountItemsFlow(ReadPhase::Start(row)), deadline, now, seed)
+        start(
+            ctx,
+            ReadCountItemsFlow(ReadPhase::Start(row)),
+            deadline,
+            now,
+            seed,
+        )
     }
 }
 
@@ -351,7 +358,10 @@ enum DeleteBucketPhase {
     Page(KeyBound),
     Reading(Read),
     /// The page's rows being deleted.
-    Deleting { rows: Vec<Row>, bulk: Bulk },
+    Deleting {
+        rows: Vec<Row>,
+        bulk: Bulk,
+    },
     /// The metastore row being deleted.
     Metastore(Write),
     Done,
@@ -411,13 +421,16 @@ impl Flow for DeleteBucketFlow {
                         end: KeyBound::Open(collection_end(&self.coll)),
                     };
                     // Row keys only: the first cell of each row, without its value.
-                    let filter =
-                        RowFilter::Chain(vec![RowFilter::CellsPerRowLimit(1), RowFilter::StripValue]);
+                    let filter = RowFilter::Chain(vec![
+                        RowFilter::CellsPerRowLimit(1),
+                        RowFilter::StripValue,
+                    ]);
                     let read = Read::start(io, st, RowSet::range(range), filter, DROP_PAGE);
                     self.phase = DeleteBucketPhase::Reading(read);
                 }
                 DeleteBucketPhase::Reading(read) => {
-                    let rows = ready!(read.poll(io), self.phase => DeleteBucketPhase::Reading(read));
+                    let rows =
+                        ready!(read.poll(io), self.phase => DeleteBucketPhase::Reading(read));
                     let rows = rows.map_err(ObjmetaError::internal)?;
                     if rows.is_empty() {
                         self.phase = self.next_page(io, st, &rows)?;
@@ -446,7 +459,8 @@ impl Flow for DeleteBucketFlow {
                     self.phase = self.next_page(io, st, &rows)?;
                 }
                 DeleteBucketPhase::Metastore(write) => {
-                    let r = ready!(write.poll(io), self.phase => DeleteBucketPhase::Metastore(write));
+                    let r =
+                        ready!(write.poll(io), self.phase => DeleteBucketPhase::Metastore(write));
                     r.map_err(ObjmetaError::internal)?;
                     delete_event(io, METASTORE, &self.bucket, None);
                     st.uncache_vformat(&self.bucket);
@@ -628,7 +642,13 @@ impl<'a> CountItems<'a> {
         now: Timestamp,
         seed: u64,
     ) -> CountItems<'a> {
-        start(ctx, CountItemsFlow(CountItemsPhase::Start), deadline, now, seed)
+        start(
+            ctx,
+            CountItemsFlow(CountItemsPhase::Start),
+            deadline,
+            now,
+            seed,
+        )
     }
 }
 

@@ -43,7 +43,10 @@ pub struct ListObjectFlow {
 enum ListPhase {
     Start(ListingParams),
     /// Reading the bucket's vFormat (not cached).
-    VFormat { params: ListingParams, read: ChildId },
+    VFormat {
+        params: ListingParams,
+        read: ChildId,
+    },
     /// Scanning, every decidable entry fed.
     Scanning(Scanner),
     /// A v1 placeholder master (`key`) waiting for its latest version; the scans go on
@@ -257,7 +260,12 @@ impl Scanner {
                     return None;
                 }
                 // Masters and versions merge by object key (the Arsenal key after its prefix).
-                let key = |r: &Row| arsenal_key(collection, r).chars().skip(2).collect::<String>();
+                let key = |r: &Row| {
+                    arsenal_key(collection, r)
+                        .chars()
+                        .skip(2)
+                        .collect::<String>()
+                };
                 let pick_b = match (a.buffer.front(), b.buffer.front()) {
                     (None, None) => return Some(None),
                     (Some(_), None) => false,

@@ -129,8 +129,7 @@ pub type CountItems<'a> = Operation<'a, CountItemsFlow>;
 /// `putBucketAttributesCapabilities` (read–merge–CAS).
 pub type PutBucketAttributesCapabilities<'a> = Operation<'a, PutBucketAttributesCapabilitiesFlow>;
 /// `deleteBucketAttributesCapability` (read–merge–CAS).
-pub type DeleteBucketAttributesCapability<'a> =
-    Operation<'a, DeleteBucketAttributesCapabilityFlow>;
+pub type DeleteBucketAttributesCapability<'a> = Operation<'a, DeleteBucketAttributesCapabilityFlow>;
 /// `getObjects`.
 pub type GetObjects<'a> = Operation<'a, GetObjectsFlow>;
 /// `getBucketVFormat`.
@@ -159,7 +158,13 @@ fn start<'a, F: Flow<Schema = ObjmetaSchema>>(
     now: Timestamp,
     seed: u64,
 ) -> Operation<'a, F> {
-    Operation::start(ctx.into(), now, seed ^ SEED_SALT, budget(deadline, now), flow)
+    Operation::start(
+        ctx.into(),
+        now,
+        seed ^ SEED_SALT,
+        budget(deadline, now),
+        flow,
+    )
 }
 
 /// Operation deadline when none is given: `now₀ + 60 s` (`objmeta.md` 16.3).

@@ -13,8 +13,8 @@ use rowkit_codec::objmeta::keys::{
 };
 
 use super::requests::{
-    BucketVFormat, Cas, Edit, InternalDelete, LatestVersion, Merge, OmIo, P, Read, ReadDoc,
-    Write, delete_event, doc_of, put_event,
+    BucketVFormat, Cas, Edit, InternalDelete, LatestVersion, Merge, OmIo, P, Read, ReadDoc, Write,
+    delete_event, doc_of, put_event,
 };
 use super::{
     AsyncRepair, DEFAULT_DEADLINE_US, DeleteObject, GetBucketAndObject, GetObject, GetObjects,
@@ -209,10 +209,10 @@ impl PutObjectFlow {
                 version_id,
                 repair: false,
             } => PutPhase::Explicit(Explicit::start(io, st, t, version_id, value, is_dm)?),
-            Strategy::Versioning => {
-                PutPhase::Versioned(Versioned::start(io, st, t, value, is_dm)?)
+            Strategy::Versioning => PutPhase::Versioned(Versioned::start(io, st, t, value, is_dm)?),
+            Strategy::OplogUpdate { origin } => {
+                PutPhase::Oplog(Oplog::start(io, st, t, value, origin)?)
             }
-            Strategy::OplogUpdate { origin } => PutPhase::Oplog(Oplog::start(io, st, t, value, origin)?),
         })
     }
 }
@@ -265,7 +265,9 @@ impl Flow for PutObjectFlow {
                         self.phase => PutPhase::RepairMaster(r))));
                 }
                 PutPhase::Oplog(mut o) => {
-                    return Ok(Some(ready!(o.poll(io, st), self.phase => PutPhase::Oplog(o))));
+                    return Ok(Some(
+                        ready!(o.poll(io, st), self.phase => PutPhase::Oplog(o)),
+                    ));
                 }
                 PutPhase::Done => return Ok(None),
             }
@@ -290,11 +292,17 @@ struct Versioned {
 #[derive(Debug)]
 enum VersionedPhase {
     /// The version inserted if absent (`vk` its Arsenal key).
-    Version { vk: String, cas: Cas },
+    Version {
+        vk: String,
+        cas: Cas,
+    },
     /// A v1 delete marker: the master dropped unless newer.
     DropMaster(Cas),
     /// The master replaced unless newer.
-    Master { inserted: bool, cas: Cas },
+    Master {
+        inserted: bool,
+        cas: Cas,
+    },
     Done,
 }
 
@@ -399,7 +407,10 @@ struct Explicit {
 #[derive(Debug)]
 enum ExplicitPhase {
     ReadMaster(ReadDoc),
-    ReadVersion { master: bool, read: ReadDoc },
+    ReadVersion {
+        master: bool,
+        read: ReadDoc,
+    },
     /// The version written (`existed`: it was there before).
     Write {
         master: bool,
@@ -479,7 +490,14 @@ impl Explicit {
                         ExplicitPhase::DropMaster(Cas::start(io, st, m_row, vid_eq, drop, vec![])?)
                     } else if master {
                         let rep = replace(&self.value, None);
-                        ExplicitPhase::ReplaceMaster(Cas::start(io, st, m_row, vid_eq, rep, vec![])?)
+                        ExplicitPhase::ReplaceMaster(Cas::start(
+                            io,
+                            st,
+                            m_row,
+                            vid_eq,
+                            rep,
+                            vec![],
+                        )?)
                     } else {
                         let rep = replace(&self.value, None);
                         let other = filters::exists_and_not(vid_eq);
@@ -568,8 +586,7 @@ impl RepairMaster {
         loop {
             match core::mem::replace(&mut self.phase, RepairMasterPhase::Done) {
                 RepairMasterPhase::Version(write) => {
-                    let r =
-                        ready!(write.poll(io), self.phase => RepairMasterPhase::Version(write));
+                    let r = ready!(write.poll(io), self.phase => RepairMasterPhase::Version(write));
                     r.map_err(internal)?;
                     put_event(io, &self.t.coll, &self.vk, &self.value);
                     let t = &self.t;
@@ -585,18 +602,17 @@ impl RepairMaster {
                     escape_tags(&mut latest);
                     let l = latest.get("versionId").and_then(Json::as_str).unwrap_or("");
                     let m_row = self.t.m_row.clone();
-                    self.phase = if self.t.vf == VFormat::V1
-                        && latest.member_truthy("isDeleteMarker")
-                    {
-                        let drop = vec![Mutation::DeleteFromRow];
-                        let cas = Cas::start(io, st, m_row, filters::vid_ge(l), drop, vec![])?;
-                        RepairMasterPhase::DropMaster(cas)
-                    } else {
-                        let newer = filters::exists_and_not(filters::vid_ge(l));
-                        let rep = replace(&latest, None);
-                        let cas = Cas::start(io, st, m_row, newer, vec![], rep)?;
-                        RepairMasterPhase::ReplaceMaster { cas, latest }
-                    };
+                    self.phase =
+                        if self.t.vf == VFormat::V1 && latest.member_truthy("isDeleteMarker") {
+                            let drop = vec![Mutation::DeleteFromRow];
+                            let cas = Cas::start(io, st, m_row, filters::vid_ge(l), drop, vec![])?;
+                            RepairMasterPhase::DropMaster(cas)
+                        } else {
+                            let newer = filters::exists_and_not(filters::vid_ge(l));
+                            let rep = replace(&latest, None);
+                            let cas = Cas::start(io, st, m_row, newer, vec![], rep)?;
+                            RepairMasterPhase::ReplaceMaster { cas, latest }
+                        };
                 }
                 RepairMasterPhase::DropMaster(cas) => {
                     let matched =
@@ -829,9 +845,15 @@ enum DeletePhase {
     /// No version id: the master deleted (found or not).
     Master(InternalDelete),
     /// Which version the master holds.
-    ReadMaster { t: Target, read: ReadDoc },
+    ReadMaster {
+        t: Target,
+        read: ReadDoc,
+    },
     /// No live master: the latest version stands for it.
-    MasterLatest { t: Target, read: LatestVersion },
+    MasterLatest {
+        t: Target,
+        read: LatestVersion,
+    },
     /// Not the current version: deleted on its own (it must exist).
     Version(InternalDelete),
     /// The current version: the master first becomes placeholder `phd`.
@@ -909,10 +931,17 @@ impl DeleteObjectFlow {
     }
 
     /// The master holds `mst`: delete the version on its own, or behind a placeholder.
-    fn decide(&self, io: &mut OmIo, st: &mut ObjmetaState, t: Target, mst: &Json, vid: &str) -> DeletePhase {
+    fn decide(
+        &self,
+        io: &mut OmIo,
+        st: &mut ObjmetaState,
+        t: Target,
+        mst: &Json,
+        vid: &str,
+    ) -> DeletePhase {
         let (vk, _) = t.version(vid);
-        let current = mst.member_truthy("isPHD")
-            || mst.get("versionId").and_then(Json::as_str) == Some(vid);
+        let current =
+            mst.member_truthy("isPHD") || mst.get("versionId").and_then(Json::as_str) == Some(vid);
         if !current {
             return DeletePhase::Version(self.delete(&vk, None));
         }
@@ -1064,7 +1093,11 @@ enum RepairPhase {
     /// Until `due`.
     Sleeping,
     Latest(LatestVersion),
-    Write { cas: Cas, mk: String, latest: Json },
+    Write {
+        cas: Cas,
+        mk: String,
+        latest: Json,
+    },
     Done,
 }
 
@@ -1091,7 +1124,13 @@ impl AsyncRepair {
             phase: RepairPhase::Sleeping,
         };
         let budget = Budget::until(deadline);
-        Operation::start(ContextArg::owned(state), now, seed ^ SEED_SALT, budget, flow)
+        Operation::start(
+            ContextArg::owned(state),
+            now,
+            seed ^ SEED_SALT,
+            budget,
+            flow,
+        )
     }
 }
 
@@ -1324,7 +1363,8 @@ impl Flow for GetObjectsFlow {
                             items.push(Json::Null, v);
                         }
                         _ => {
-                            let latest = LatestVersion::start(io, st, &items.coll, items.vf, &item.key);
+                            let latest =
+                                LatestVersion::start(io, st, &items.coll, items.vf, &item.key);
                             self.phase = GetObjectsPhase::Resolving { items, latest };
                             continue;
                         }

@@ -377,13 +377,18 @@ pub(super) struct InternalDelete {
 #[derive(Debug)]
 enum DeletePhase {
     /// Nothing sent yet.
-    Start { no_oplog: bool },
+    Start {
+        no_oplog: bool,
+    },
     /// The unconditional delete.
     Unlogged(Write),
     /// Reading the document.
     Reading(ReadDoc),
     /// Deleting it under its hash; `pre` is its value (the event's pre-image).
-    Deleting { cas: Cas, pre: Json },
+    Deleting {
+        cas: Cas,
+        pre: Json,
+    },
     Done,
 }
 
@@ -569,9 +574,15 @@ enum MergePhase {
     Start,
     Reading(ReadDoc),
     /// Replacing the read value under its hash.
-    Replacing { cas: Cas, merged: Json },
+    Replacing {
+        cas: Cas,
+        merged: Json,
+    },
     /// Creating the document where there was none.
-    Creating { cas: Cas, fresh: Json },
+    Creating {
+        cas: Cas,
+        fresh: Json,
+    },
     Done,
 }
 
@@ -675,8 +686,7 @@ impl MetastoreRows {
         let prefix_len = METASTORE.len() + 1;
         let mut out = Vec::new();
         for r in &rows {
-            let name =
-                String::from_utf8_lossy(r.key.get(prefix_len..).unwrap_or(&[])).into_owned();
+            let name = String::from_utf8_lossy(r.key.get(prefix_len..).unwrap_or(&[])).into_owned();
             if let Some(doc) = doc_of(Some(r))? {
                 out.push(BucketEntry {
                     special: is_special_bucket(&name),
