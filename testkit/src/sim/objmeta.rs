@@ -50,8 +50,8 @@ use rowkit_codec::objmeta::json::{Json, JsonObject};
 use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_statemachines::objmeta::{
-    AsyncRepairOp, CreateBucketOp, DeleteObjectOp, GetObjectOp, ListObject, ObjmetaConfig,
-    ObjmetaEvent, ObjmetaState, OpMachine, PutObjectOp, RepairOutcome, RepairTask,
+    AsyncRepair, CreateBucket, DeleteObject, GetObject, ListObject, ObjmetaConfig, ObjmetaEvent,
+    ObjmetaState, PutObject, RepairOutcome, RepairTask,
 };
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::{
@@ -479,12 +479,8 @@ impl ObjmetaWorkload {
         key: usize,
         version: Option<&str>,
     ) -> Result<Option<Json>, String> {
-        let op = GetObjectOp {
-            bucket: BUCKETS[bucket].0.into(),
-            key: KEYS[key].0.into(),
-            version_id: version.map(String::from),
-        };
-        let m = OpMachine::with_state(op, self.state(), now, 0, None);
+        let (b, k) = (BUCKETS[bucket].0, KEYS[key].0);
+        let m = GetObject::new(self.state(), b, k, version, None, now, 0);
         match driver::run(store, &ManualClock::new(now), m, |_| {}) {
             Ok(v) => Ok(Some(v)),
             Err(driver::RunError::Machine(
@@ -504,14 +500,8 @@ impl ObjmetaWorkload {
         bucket: usize,
         versions: bool,
     ) -> Result<Vec<(String, Option<String>, Json)>, String> {
-        let m = ListObject::with_state(
-            BUCKETS[bucket].0,
-            listing_params(versions),
-            self.state(),
-            now,
-            0,
-            None,
-        );
+        let params = listing_params(versions);
+        let m = ListObject::new(self.state(), BUCKETS[bucket].0, params, None, now, 0);
         let result = driver::run(store, &ManualClock::new(now), m, |_| {})
             .map_err(|e| format!("listing {}: {e:?}", BUCKETS[bucket].0))?;
         listing_entries(&result, versions)
@@ -770,11 +760,7 @@ impl Workload for ObjmetaWorkload {
             });
             let md = Json::parse(&format!("{{\"name\":\"{bucket}\",\"owner\":\"sim\"}}"))
                 .map_err(|e| e.to_string())?;
-            let op = CreateBucketOp {
-                bucket: bucket.into(),
-                md,
-            };
-            let m = OpMachine::new(op, &mut state, now, 0, None);
+            let m = CreateBucket::new(&mut state, bucket, &md, None, now, 0);
             driver::run(store, &clock, m, |_| {}).map_err(|e| format!("create bucket: {e:?}"))?;
         }
         Ok(())
@@ -880,15 +866,11 @@ impl Workload for ObjmetaWorkload {
                     PutKind::Version | PutKind::VersionDeleteMarker => "{\"versioning\":true}",
                     PutKind::Null | PutKind::NullDeleteMarker => "{\"versionId\":\"\"}",
                 };
-                let op = PutObjectOp {
-                    bucket: b,
-                    key: k,
-                    value: put_value(*key, *n, *kind),
-                    params: Json::parse(params).ok(),
-                };
+                let value = put_value(*key, *n, *kind);
+                let params = Json::parse(params).ok();
                 let shared = self.shared.clone();
                 let at = (*bucket, *key);
-                let m = OpMachine::with_state(op, self.state(), now, seed, None);
+                let m = PutObject::new(self.state(), &b, &k, value, params, None, now, seed);
                 erase(self.tap(m, None), move |out| {
                     if let Some(vid) = reported_vid(&out) {
                         shared
@@ -913,13 +895,8 @@ impl Workload for ObjmetaWorkload {
                     o.set("versionId", Json::str(v.clone()));
                     Json::Object(o)
                 });
-                let op = DeleteObjectOp {
-                    bucket: b,
-                    key: k,
-                    params,
-                    origin_op: None,
-                };
-                let m = OpMachine::with_state(op, self.state(), now, seed, None);
+                let state = self.state();
+                let m = DeleteObject::new(state, &b, &k, params.as_ref(), None, None, now, seed);
                 erase(self.tap(m, Some(*n)), |()| ObjmetaOutput::Deleted)
             }
             ObjmetaOp::Get {
@@ -928,34 +905,17 @@ impl Workload for ObjmetaWorkload {
                 version,
             } => {
                 let (b, k) = names(bucket, key);
-                let op = GetObjectOp {
-                    bucket: b,
-                    key: k,
-                    version_id: version.clone(),
-                };
-                let m = OpMachine::with_state(op, self.state(), now, seed, None);
+                let version = version.as_deref();
+                let m = GetObject::new(self.state(), &b, &k, version, None, now, seed);
                 erase(m, ObjmetaOutput::Got)
             }
             ObjmetaOp::List { bucket, versions } => {
-                let m = ListObject::with_state(
-                    BUCKETS[*bucket].0,
-                    listing_params(*versions),
-                    self.state(),
-                    now,
-                    seed,
-                    None,
-                );
+                let params = listing_params(*versions);
+                let m = ListObject::new(self.state(), BUCKETS[*bucket].0, params, None, now, seed);
                 erase(m, ObjmetaOutput::Listed)
             }
             ObjmetaOp::Repair(task) => {
-                let m = OpMachine::new_delayed(
-                    AsyncRepairOp { task: task.clone() },
-                    TABLE.into(),
-                    now,
-                    task.due,
-                    seed,
-                    None,
-                );
+                let m = AsyncRepair::new(TABLE, task.clone(), None, now, seed);
                 erase(m, ObjmetaOutput::Repaired)
             }
         }
