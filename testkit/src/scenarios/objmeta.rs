@@ -21,9 +21,10 @@ use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
 use rowkit_statemachines::{ReadRowsRequest, Timestamp};
 
 use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_client::run_blocking;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::Store;
-use rowkit_embedded::driver::{ManualClock, run};
+use rowkit_embedded::driver::ManualClock;
 
 use std::sync::Mutex;
 
@@ -506,7 +507,7 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
         Some(hex.as_str()),
         uuid_case.get("row_key_hex").and_then(Json::as_str)
     );
-    let rows = rowkit_embedded::driver::read_rows(
+    let rows = rowkit_client::read_rows_blocking(
         store,
         ReadRowsRequest {
             table: table.into(),
@@ -956,13 +957,13 @@ pub fn repair_machine(store: &dyn Store, table: &str, vf: VFormat) {
         ..Default::default()
     });
     let mut events = Vec::new();
-    let outcome = run(&rec, &ManualClock::new(task.due), m, |e| events.push(e)).unwrap();
+    let outcome = run_blocking(&rec, &ManualClock::new(task.due), m, |e| events.push(e)).unwrap();
     assert_eq!(outcome, RepairOutcome::Repaired, "{vf:?}");
     assert_eq!(rec.take(), [read.clone(), write.clone()], "{vf:?}");
     assert_eq!(events, [put_ev(&s.m("k"), &repaired)]);
     let before = bucket_rows(store, table, "b").unwrap();
     let mut events = Vec::new();
-    let outcome = run(&rec, &ManualClock::new(task.due), machine(task.due), |e| {
+    let outcome = run_blocking(&rec, &ManualClock::new(task.due), machine(task.due), |e| {
         events.push(e)
     })
     .unwrap();
@@ -1042,7 +1043,7 @@ fn list_row_by_row(
         let Request::ReadRows(q) = request else {
             panic!("a listing sends only ReadRows: {request:?}")
         };
-        let rows = rowkit_embedded::driver::read_rows(store, q.clone(), now).unwrap();
+        let rows = rowkit_client::read_rows_blocking(store, q.clone(), now).unwrap();
         let mut log = ScanLog {
             rows: q.rows,
             fed: 0,

@@ -59,7 +59,7 @@ use rowkit_statemachines::{
 };
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
 
 const TABLE: &str = "objmeta";
@@ -425,7 +425,8 @@ impl ObjmetaWorkload {
                 filter: Some(filters::latest()),
                 ..Default::default()
             };
-            let rows = driver::read_rows(store, request, now).map_err(|e| e.to_string())?;
+            let rows = rowkit_client::read_rows_blocking(store, request, now)
+                .map_err(|e| e.to_string())?;
             for row in rows {
                 let arsenal = String::from_utf8_lossy(&row.key[bucket.len() + 1..]).into_owned();
                 let Some(doc) = StoredDoc::from_row(&row).map_err(|e| e.to_string())? else {
@@ -481,9 +482,9 @@ impl ObjmetaWorkload {
     ) -> Result<Option<Json>, String> {
         let (b, k) = (BUCKETS[bucket].0, KEYS[key].0);
         let m = GetObject::new(self.state(), b, k, version, None, now, 0);
-        match driver::run(store, &ManualClock::new(now), m, |_| {}) {
+        match rowkit_client::run_blocking(store, &ManualClock::new(now), m, |_| {}) {
             Ok(v) => Ok(Some(v)),
-            Err(driver::RunError::Machine(
+            Err(rowkit_client::RunError::Machine(
                 rowkit_statemachines::objmeta::ObjmetaError::NoSuchKey,
             )) => Ok(None),
             Err(e) => Err(format!(
@@ -502,7 +503,7 @@ impl ObjmetaWorkload {
     ) -> Result<Vec<(String, Option<String>, Json)>, String> {
         let params = listing_params(versions);
         let m = ListObject::new(self.state(), BUCKETS[bucket].0, params, None, now, 0);
-        let result = driver::run(store, &ManualClock::new(now), m, |_| {})
+        let result = rowkit_client::run_blocking(store, &ManualClock::new(now), m, |_| {})
             .map_err(|e| format!("listing {}: {e:?}", BUCKETS[bucket].0))?;
         listing_entries(&result, versions)
     }
@@ -761,7 +762,8 @@ impl Workload for ObjmetaWorkload {
             let md = Json::parse(&format!("{{\"name\":\"{bucket}\",\"owner\":\"sim\"}}"))
                 .map_err(|e| e.to_string())?;
             let m = CreateBucket::new(&mut state, bucket, &md, None, now, 0);
-            driver::run(store, &clock, m, |_| {}).map_err(|e| format!("create bucket: {e:?}"))?;
+            rowkit_client::run_blocking(store, &clock, m, |_| {})
+                .map_err(|e| format!("create bucket: {e:?}"))?;
         }
         Ok(())
     }

@@ -44,7 +44,7 @@ use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::MemoryStore;
-use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::driver::ManualClock;
 
 const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a
@@ -256,7 +256,7 @@ fn read_all(
         filter: Some(RowFilter::PassAll),
         ..Default::default()
     };
-    driver::read_rows(store, request, now).map_err(|e| e.to_string())
+    rowkit_client::read_rows_blocking(store, request, now).map_err(|e| e.to_string())
 }
 
 /// A tile's final OPS param set (newest `O:OPS` cell).
