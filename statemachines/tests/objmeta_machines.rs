@@ -153,3 +153,29 @@ fn a_machine_with_its_own_state_sends_what_a_borrowing_one_sends() {
     let mut owned: ListObject<'static> = ListObject::new(state(), "b", params, None, NOW, 1);
     assert_eq!(borrowed.poll_request(), owned.poll_request());
 }
+
+#[test]
+fn a_repair_sleeps_until_due_and_ends_aborted_when_cancelled() {
+    use rowkit_statemachines::objmeta::{AsyncRepair, RepairTask};
+    let task = RepairTask {
+        bucket: "b".into(),
+        key: "k".into(),
+        phd_version_id: "p".into(),
+        vformat: VFormat::V1,
+        due: Timestamp(NOW.0 + 15_000_000),
+    };
+    let mut m = AsyncRepair::new("t", task.clone(), None, NOW, 1);
+    assert!(m.poll_request().is_none(), "nothing before due");
+    assert_eq!(m.poll_timeout(), Some(task.due));
+    m.handle_timeout(Timestamp(task.due.0 - 1));
+    assert!(m.poll_request().is_none());
+    m.handle_timeout(task.due);
+    let (_, r) = m.poll_request().unwrap();
+    let Request::ReadRows(q) = r else { panic!() };
+    assert_eq!(q.table, "t", "the repair's own table");
+    assert_eq!(q.rows_limit, 1, "getLatestVersion");
+    m.cancel(task.due);
+    assert!(m.poll_abort().is_some(), "the read in flight is aborted");
+    // Cancel and deadline end every objmeta operation the same way, repairs included.
+    assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
+}
