@@ -38,7 +38,7 @@ use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, ops_hash};
 use rowkit_codec::triples::Triple;
-use rowkit_embedded::driver::{self, Clock, ManualClock, SystemClock};
+use rowkit_embedded::driver::{Clock, ManualClock, SystemClock};
 use rowkit_embedded::{RedbStore, Reply, Request, Response, Store};
 use rowkit_statemachines::mounttable::Tables;
 use rowkit_statemachines::tracestore::PutEntry;
@@ -496,7 +496,7 @@ fn cells_of(row: &rowkit_codec::model::Row) -> Vec<Mutation> {
 }
 
 fn template_rows(store: &dyn Store) -> Template {
-    let rows = driver::read_rows(
+    let rows = rowkit_client::read_rows_blocking(
         store,
         ReadRowsRequest {
             table: "mt".into(),

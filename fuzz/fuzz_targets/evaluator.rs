@@ -11,7 +11,8 @@ use rowkit_codec::model::{
     Cell, ColumnFamily, KeyBound, Row, RowFilter, RowSet, Timestamp, TimestampRange,
     compare_canonical,
 };
-use rowkit_embedded::driver::{Clock, ManualClock, run};
+use rowkit_client::run_blocking;
+use rowkit_embedded::driver::{Clock, ManualClock};
 use rowkit_embedded::semantics::CompiledFilter;
 use rowkit_embedded::{ChunkingOptions, MemoryStore, Store};
 use rowkit_statemachines::readrows::ReadRows;
@@ -199,7 +200,7 @@ fuzz_target!(|input: Input| {
         row_key: input.key.clone(),
         mutations,
     });
-    run(&store, &clock, Unary::new(write), |_| {}).expect("write succeeds");
+    run_blocking(&store, &clock, Unary::new(write), |_| {}).expect("write succeeds");
     let read = ReadRowsRequest {
         table: "t".into(),
         rows: RowSet::key(input.key.clone()),
@@ -207,7 +208,7 @@ fuzz_target!(|input: Input| {
         ..ReadRowsRequest::default()
     };
     let mut rows: Vec<Row> = Vec::new();
-    run(
+    run_blocking(
         &store,
         &clock,
         ReadRows::new(read, clock.now(), 1, RetryPolicy::default()),

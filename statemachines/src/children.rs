@@ -87,6 +87,12 @@ pub enum ChildOutput {
     WroteRows(Vec<MutateRowsEntryResult>),
 }
 
+/// A read's rows out of their `Arc`s, for a parent that works on owned rows: free for the rows
+/// nobody else holds (merged or read for this child alone), a copy of those a cache shares.
+pub fn owned_rows(rows: Vec<Arc<Row>>) -> Vec<Row> {
+    rows.into_iter().map(Arc::unwrap_or_clone).collect()
+}
+
 /// Identifies one child of a [`Children`] set; ids increase in spawn order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct ChildId(pub u64);

@@ -35,6 +35,7 @@ pub mod children;
 mod machine;
 pub mod mounttable;
 pub mod objmeta;
+pub mod operation;
 pub mod planted;
 pub mod raw;
 pub mod readrows;

@@ -15,99 +15,73 @@ use crate::{
 /// Sends one unary request once and returns its reply. Never retries: `CheckAndMutateRow` and
 /// `ReadModifyWriteRow` must not be retried blindly, and callers that may retry decide so
 /// themselves.
-#[derive(Debug)]
-pub struct Unary {
-    request: Option<Request>,
-    tag: Tag,
-    outcome: Option<Result<Response, StoreError>>,
-    done: bool,
-}
-
-impl Unary {
-    /// A machine that will send `request`.
-    pub fn new(request: Request) -> Unary {
-        Unary {
-            request: Some(request),
-            tag: TagAllocator::default().next_tag(),
-            outcome: None,
-            done: false,
-        }
-    }
-}
-
-impl Machine for Unary {
-    type Output = Response;
-    type Event = ();
-    type Error = StoreError;
-
-    fn handle_response(
-        &mut self,
-        tag: Tag,
-        response: Result<Response, StoreError>,
-        _now: Timestamp,
-    ) {
-        if tag == self.tag && self.outcome.is_none() && !self.done {
-            self.outcome = Some(response);
-        }
-    }
-
-    fn handle_timeout(&mut self, _now: Timestamp) {}
-
-    fn cancel(&mut self, _now: Timestamp) {
-        if self.outcome.is_none() && !self.done {
-            self.request = None;
-            self.outcome = Some(Err(StoreError::new(crate::Code::Cancelled, "cancelled")));
-        }
-    }
-
-    fn poll_request(&mut self) -> Option<(Tag, Request)> {
-        self.request.take().map(|r| (self.tag, r))
-    }
-
-    fn poll_abort(&mut self) -> Option<Tag> {
-        None
-    }
-
-    fn poll_event(&mut self) -> Option<()> {
-        None
-    }
-
-    fn poll_timeout(&self) -> Option<Timestamp> {
-        None
-    }
-
-    fn result(&mut self) -> Option<Result<Response, StoreError>> {
-        let outcome = self.outcome.take()?;
-        self.done = true;
-        Some(outcome)
-    }
-}
+pub type Unary = SendOnce<Reply>;
 
 /// Sends one streaming request once and collects every part until the stream ends.
+pub type Collect = SendOnce<Parts>;
+
+/// A request sent once, never retried, whose answer `A` gathers ([`Unary`], [`Collect`]).
 #[derive(Debug)]
-pub struct Collect {
+pub struct SendOnce<A: Answer> {
     request: Option<Request>,
     tag: Tag,
-    parts: Vec<Response>,
-    outcome: Option<Result<Vec<Response>, StoreError>>,
+    answer: A,
+    outcome: Option<Result<A::Output, StoreError>>,
     done: bool,
 }
 
-impl Collect {
-    /// A machine that will send `request` (a streaming one: ReadRows, MutateRows, SampleRowKeys).
-    pub fn new(request: Request) -> Collect {
-        Collect {
+/// How a [`SendOnce`] gathers its answer from the parts it receives.
+pub trait Answer: Default {
+    /// The machine's output.
+    type Output;
+    /// Takes one part; `Some` once the answer is complete.
+    fn part(&mut self, part: Response) -> Option<Self::Output>;
+}
+
+/// A unary reply: the first part is the answer.
+#[derive(Debug, Default)]
+pub struct Reply;
+
+impl Answer for Reply {
+    type Output = Response;
+    fn part(&mut self, part: Response) -> Option<Response> {
+        Some(part)
+    }
+}
+
+/// A stream's parts, complete at its end.
+#[derive(Debug, Default)]
+pub struct Parts(Vec<Response>);
+
+impl Answer for Parts {
+    type Output = Vec<Response>;
+    fn part(&mut self, part: Response) -> Option<Vec<Response>> {
+        match part {
+            Response::StreamEnd => Some(core::mem::take(&mut self.0)),
+            part => {
+                self.0.push(part);
+                None
+            }
+        }
+    }
+}
+
+impl<A: Answer> SendOnce<A> {
+    /// A machine that will send `request` (for [`Collect`], a streaming one: ReadRows,
+    /// MutateRows, SampleRowKeys).
+    pub fn new(request: Request) -> Self {
+        SendOnce {
             request: Some(request),
             tag: TagAllocator::default().next_tag(),
-            parts: Vec::new(),
+            answer: A::default(),
             outcome: None,
             done: false,
         }
     }
 }
 
-impl Machine for Collect {
-    type Output = Vec<Response>;
+impl<A: Answer> Machine for SendOnce<A> {
+    type Output = A::Output;
     type Event = ();
     type Error = StoreError;
 
@@ -121,8 +95,7 @@ impl Machine for Collect {
             return;
         }
         match response {
-            Ok(Response::StreamEnd) => self.outcome = Some(Ok(core::mem::take(&mut self.parts))),
-            Ok(part) => self.parts.push(part),
+            Ok(part) => self.outcome = self.answer.part(part).map(Ok),
             Err(e) => self.outcome = Some(Err(e)),
         }
     }
@@ -152,7 +125,7 @@ impl Machine for Collect {
         None
     }
 
-    fn result(&mut self) -> Option<Result<Vec<Response>, StoreError>> {
+    fn result(&mut self) -> Option<Result<A::Output, StoreError>> {
         let outcome = self.outcome.take()?;
         self.done = true;
         Some(outcome)

@@ -9,7 +9,9 @@ use rowkit_codec::mounttable::{self as codec, Caller, NodeRow};
 use rowkit_statemachines::mounttable::{
     Lookup, Mount, MountEntry, MtCtx, MtError, Nodes, ResolveStep, RowCache, SharedNodes, WaiterId,
 };
-use rowkit_statemachines::{Code, Machine, Request, Response, StoreError};
+use rowkit_statemachines::{
+    CellChunk, Code, Machine, ReadRowsResponse, Request, Response, RowStatus, StoreError,
+};
 
 fn row(key: &str, version: &str) -> Arc<Row> {
     Arc::new(Row {
@@ -415,4 +417,40 @@ fn a_kept_node_serves_only_the_times_it_decodes_the_same() {
     // A write drops the row and its node.
     cache.begin_write(&a.key);
     assert!(cache.node(&a, Timestamp(9_000)).is_none());
+}
+
+/// §17: `cancel` ends an operation `Aborted` at once, giving up the request in flight. The
+/// operation deadline is checked between steps instead: a read sent before it keeps its own
+/// 60 s request deadline, and the walk ends `Aborted` before its next element.
+#[test]
+fn cancel_aborts_and_the_deadline_is_checked_between_steps() {
+    let mut m = ResolveStep::new(ctx(), "a", Timestamp(0), 1);
+    let (tag, _) = m.poll_request().unwrap();
+    m.cancel(Timestamp(1));
+    assert_eq!(m.poll_abort(), Some(tag));
+    assert_eq!(m.result(), Some(Err(MtError::Aborted)));
+    m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(2));
+    assert_eq!(m.result(), None, "a late answer is dropped");
+
+    let mut m = ResolveStep::new(MtCtx::new(Timestamp(10)), "a", Timestamp(0), 1);
+    let (tag, _) = m.poll_request().unwrap();
+    assert_eq!(m.poll_timeout(), Some(Timestamp(60_000_000)));
+    let root = ReadRowsResponse {
+        chunks: vec![CellChunk {
+            row_key: b"050c5d30/".to_vec(),
+            family_name: Some("m".into()),
+            qualifier: Some(b"v".to_vec()),
+            value: b"00000001".to_vec(),
+            row_status: RowStatus::Commit,
+            ..Default::default()
+        }],
+        last_scanned_row_key: vec![],
+    };
+    m.handle_response(tag, Ok(Response::ReadRowsPart(root)), Timestamp(20));
+    m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(20));
+    assert!(
+        m.poll_request().is_none(),
+        "no read of \"a\" past the deadline"
+    );
+    assert_eq!(m.result(), Some(Err(MtError::Aborted)));
 }

@@ -6,9 +6,9 @@ use rowkit_codec::model::{Mutation, RowFilter};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_statemachines::objmeta::{
-    GetObject, GetObjectOp, ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, PutObject,
-    PutObjectOp,
+    GetObject, ListObject, ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, PutObject,
 };
+use rowkit_statemachines::operation::ContextArg;
 use rowkit_statemachines::{Code, Machine, Request, Response, StoreError, Tag, Timestamp};
 
 fn state() -> ObjmetaState {
@@ -20,13 +20,13 @@ fn state() -> ObjmetaState {
     s
 }
 
-fn put_op(params: &str) -> PutObjectOp {
-    PutObjectOp {
-        bucket: "b".into(),
-        key: "k".into(),
-        value: Json::parse(r#"{"key":"k","n":1}"#).unwrap(),
-        params: Some(Json::parse(params).unwrap()),
-    }
+fn value() -> Json {
+    Json::parse(r#"{"key":"k","n":1}"#).unwrap()
+}
+
+fn put<'a>(st: impl Into<ContextArg<'a, ObjmetaState>>, params: &str) -> PutObject<'a> {
+    let params = Some(Json::parse(params).unwrap());
+    PutObject::new(st, "b", "k", value(), params, None, NOW, 1)
 }
 
 const NOW: Timestamp = Timestamp(1_700_000_000_001_000);
@@ -34,7 +34,7 @@ const NOW: Timestamp = Timestamp(1_700_000_000_001_000);
 #[test]
 fn versioned_put_sends_version_then_master_and_emits_both_puts() {
     let mut st = state();
-    let mut m = PutObject::new(put_op(r#"{"versioning":true}"#), &mut st, NOW, 1, None);
+    let mut m = put(&mut st, r#"{"versioning":true}"#);
     let (t1, r1) = m.poll_request().unwrap();
     let Request::CheckAndMutateRow(c) = r1 else {
         panic!()
@@ -94,7 +94,7 @@ fn versioned_put_sends_version_then_master_and_emits_both_puts() {
 #[test]
 fn unary_error_is_internal_at_once_and_emits_nothing() {
     let mut st = state();
-    let mut m = PutObject::new(put_op("{}"), &mut st, NOW, 1, None);
+    let mut m = put(&mut st, "{}");
     let (t, r) = m.poll_request().unwrap();
     assert!(matches!(r, Request::MutateRow(_)));
     m.handle_response(t, Err(StoreError::new(Code::Unavailable, "down")), NOW);
@@ -109,9 +109,8 @@ fn unary_error_is_internal_at_once_and_emits_nothing() {
 #[test]
 fn non_object_value_fails_before_any_request() {
     let mut st = state();
-    let mut op = put_op("{}");
-    op.value = Json::parse("[1]").unwrap();
-    let mut m = PutObject::new(op, &mut st, NOW, 1, None);
+    let array = Json::parse("[1]").unwrap();
+    let mut m = PutObject::new(&mut st, "b", "k", array, None, None, NOW, 1);
     assert!(m.poll_request().is_none());
     assert!(matches!(
         m.result(),
@@ -122,12 +121,8 @@ fn non_object_value_fails_before_any_request() {
 #[test]
 fn uncached_bucket_reads_the_metastore_first_then_deadline_and_cancel() {
     let mut st = ObjmetaState::default();
-    let op = GetObjectOp {
-        bucket: "b".into(),
-        key: "k".into(),
-        version_id: None,
-    };
-    let mut m = GetObject::new(op.clone(), &mut st, NOW, 1, Some(Timestamp(NOW.0 + 5_000)));
+    let deadline = Some(Timestamp(NOW.0 + 5_000));
+    let mut m = GetObject::new(&mut st, "b", "k", None, deadline, NOW, 1);
     let (_, r) = m.poll_request().unwrap();
     let Request::ReadRows(q) = r else { panic!() };
     assert_eq!(q.rows.row_keys, [b"__metastore\x00b".to_vec()]);
@@ -136,7 +131,7 @@ fn uncached_bucket_reads_the_metastore_first_then_deadline_and_cancel() {
     assert!(m.poll_abort().is_some(), "the outstanding read is aborted");
     assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
     let mut st = ObjmetaState::default();
-    let mut m = GetObject::new(op, &mut st, NOW, 1, None);
+    let mut m = GetObject::new(&mut st, "b", "k", None, None, NOW, 1);
     m.poll_request().unwrap();
     m.cancel(NOW);
     assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
@@ -145,14 +140,8 @@ fn uncached_bucket_reads_the_metastore_first_then_deadline_and_cancel() {
 #[test]
 fn a_machine_with_its_own_state_sends_what_a_borrowing_one_sends() {
     let mut st = state();
-    let mut borrowed = PutObject::new(put_op(r#"{"versioning":true}"#), &mut st, NOW, 1, None);
-    let mut owned = rowkit_statemachines::objmeta::OpMachine::with_state(
-        put_op(r#"{"versioning":true}"#),
-        state(),
-        NOW,
-        1,
-        None,
-    );
+    let mut borrowed = put(&mut st, r#"{"versioning":true}"#);
+    let mut owned: PutObject<'static> = put(state(), r#"{"versioning":true}"#);
     assert_eq!(borrowed.poll_request(), owned.poll_request());
     drop(borrowed);
     // The borrowed state moved on (an id was generated); the owned one is the machine's.
@@ -160,9 +149,33 @@ fn a_machine_with_its_own_state_sends_what_a_borrowing_one_sends() {
 
     let params = rowkit_codec::objmeta::listing::ListingParams::default();
     let mut st = state();
-    let mut borrowed =
-        rowkit_statemachines::objmeta::ListObject::new("b", params.clone(), &mut st, NOW, 1, None);
-    let mut owned =
-        rowkit_statemachines::objmeta::ListObject::with_state("b", params, state(), NOW, 1, None);
+    let mut borrowed = ListObject::new(&mut st, "b", params.clone(), None, NOW, 1);
+    let mut owned: ListObject<'static> = ListObject::new(state(), "b", params, None, NOW, 1);
     assert_eq!(borrowed.poll_request(), owned.poll_request());
+}
+
+#[test]
+fn a_repair_sleeps_until_due_and_ends_aborted_when_cancelled() {
+    use rowkit_statemachines::objmeta::{AsyncRepair, RepairTask};
+    let task = RepairTask {
+        bucket: "b".into(),
+        key: "k".into(),
+        phd_version_id: "p".into(),
+        vformat: VFormat::V1,
+        due: Timestamp(NOW.0 + 15_000_000),
+    };
+    let mut m = AsyncRepair::new("t", task.clone(), None, NOW, 1);
+    assert!(m.poll_request().is_none(), "nothing before due");
+    assert_eq!(m.poll_timeout(), Some(task.due));
+    m.handle_timeout(Timestamp(task.due.0 - 1));
+    assert!(m.poll_request().is_none());
+    m.handle_timeout(task.due);
+    let (_, r) = m.poll_request().unwrap();
+    let Request::ReadRows(q) = r else { panic!() };
+    assert_eq!(q.table, "t", "the repair's own table");
+    assert_eq!(q.rows_limit, 1, "getLatestVersion");
+    m.cancel(task.due);
+    assert!(m.poll_abort().is_some(), "the read in flight is aborted");
+    // Cancel and deadline end every objmeta operation the same way, repairs included.
+    assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
 }

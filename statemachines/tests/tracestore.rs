@@ -4,7 +4,7 @@
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, TraceStoreError};
 use rowkit_statemachines::testing::Script;
-use rowkit_statemachines::tracestore::{PutEntry, TraceStoreState, put, read_dense};
+use rowkit_statemachines::tracestore::{Put, PutEntry, ReadDense, TraceStoreState};
 use rowkit_statemachines::{Code, Request, StoreError, Timestamp};
 
 const T0: i64 = 1_557_018_184_000_000;
@@ -21,15 +21,15 @@ fn entry() -> PutEntry {
 fn backoff_run(layout: Layout, seed: u64) -> Vec<i64> {
     let mut state = TraceStoreState::new("gold", layout);
     let deadline = Timestamp(T0 + 1_000_000);
-    let m = put(
+    let m = Put::new(
         &mut state,
         0,
         None,
         vec![entry()],
         Timestamp(T0),
+        Some(deadline),
         Timestamp(T0),
         seed,
-        Some(deadline),
     );
     let mut s = Script::new(m, Timestamp(T0));
     let mut wakeups = Vec::new();
@@ -79,35 +79,35 @@ impl<M: rowkit_statemachines::Machine> PollTimeout for M {
 fn s29_validation_sends_nothing() {
     for layout in [Layout::Md5, Layout::DigestId] {
         let mut state = TraceStoreState::new("gold", layout);
-        let m = put(
+        let m = Put::new(
             &mut state,
             2_147_483_648,
             None,
             vec![entry()],
             Timestamp(T0),
+            None,
             Timestamp(T0),
             1,
-            None,
         );
         let mut s = Script::new(m, Timestamp(T0));
         s.expect_no_request();
         assert_eq!(s.take_result(), Some(Err(TraceStoreError::BadRepoIndex)));
         let mut state = TraceStoreState::new("gold", layout);
-        let m = put(
+        let m = Put::new(
             &mut state,
             0,
             None,
             vec![entry()],
             Timestamp(-1),
+            None,
             Timestamp(T0),
             1,
-            None,
         );
         let mut s = Script::new(m, Timestamp(T0));
         s.expect_no_request();
         assert_eq!(s.take_result(), Some(Err(TraceStoreError::BadTimestamp)));
         drop(s);
-        let m = read_dense(&mut state, 5, 0, Timestamp(T0), 1, None);
+        let m = ReadDense::new(&mut state, 5, 0, None, Timestamp(T0), 1);
         let mut s = Script::new(m, Timestamp(T0));
         s.expect_no_request();
         assert_eq!(s.take_result(), Some(Err(TraceStoreError::BadArgument)));
@@ -127,7 +127,8 @@ fn s29_backoff_until_deadline() {
 #[test]
 fn cancel_aborts_outstanding_reads() {
     let mut state = TraceStoreState::new("gold", Layout::Md5);
-    let m = rowkit_statemachines::tracestore::read_range(&mut state, 0, 2, Timestamp(T0), 1, None);
+    let m =
+        rowkit_statemachines::tracestore::ReadRange::new(&mut state, 0, 2, None, Timestamp(T0), 1);
     let mut s = Script::new(m, Timestamp(T0));
     let mut sent = 0;
     while s.next_request().is_some() {
@@ -153,11 +154,11 @@ fn digests_150() -> Vec<String> {
 /// "written", then ends the machine with `end` (cancel, deadline or drop); returns the pool.
 fn stopped_assignment(end: &str) -> Vec<u64> {
     use rowkit_statemachines::Response;
-    use rowkit_statemachines::tracestore::assign_digest_ids;
+    use rowkit_statemachines::tracestore::AssignDigestIds;
     let mut state = TraceStoreState::new("gold", Layout::DigestId);
     state.return_digest_ids(&(1..=150).collect::<Vec<_>>());
     let deadline = Timestamp(T0 + 1_000_000);
-    let m = assign_digest_ids(&mut state, digests_150(), Timestamp(T0), 3, Some(deadline));
+    let m = AssignDigestIds::new(&mut state, digests_150(), Some(deadline), Timestamp(T0), 3);
     let mut s = Script::new(m, Timestamp(T0));
     let (lookup, request) = s.next_request().unwrap();
     assert!(matches!(request, Request::ReadRows(_)), "{request:?}");

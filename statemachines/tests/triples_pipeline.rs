@@ -121,7 +121,7 @@ fn options_errors_need_no_data() {
 #[test]
 fn new_graph_is_one_check_and_mutate_and_rejects_long_ids() {
     let config = OperationConfig::new("badwolf", Timestamp::from_secs(60));
-    let mut m = NewGraph::new(b"g", config.clone(), Timestamp(0), 1);
+    let mut m = NewGraph::new(config.clone(), b"g", Timestamp(0), 1);
     let (tag, request) = m.poll_request().unwrap();
     let Request::CheckAndMutateRow(r) = request else {
         panic!("{request:?}")
@@ -140,11 +140,11 @@ fn new_graph_is_one_check_and_mutate_and_rejects_long_ids() {
         "graph \"g\" already exist"
     );
     let long = vec![b'x'; 3982];
-    let mut m = NewGraph::new(&long, config.clone(), Timestamp(0), 1);
+    let mut m = NewGraph::new(config.clone(), &long, Timestamp(0), 1);
     assert!(m.poll_request().is_none());
     assert!(matches!(m.result(), Some(Err(TriplesError::Key(_)))));
     assert!(
-        NewGraph::new(&long[..3981], config, Timestamp(0), 1)
+        NewGraph::new(config, &long[..3981], Timestamp(0), 1)
             .poll_request()
             .is_some()
     );

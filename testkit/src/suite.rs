@@ -31,7 +31,7 @@ use rowkit_statemachines::{
 };
 
 use rowkit_embedded::Store;
-use rowkit_embedded::driver::{self, Clock, ManualClock};
+use rowkit_embedded::driver::{Clock, ManualClock};
 
 /// The table every case creates and addresses.
 pub const TABLE: &str = "semantics";
@@ -2511,7 +2511,8 @@ fn read_through<S: Store + ?Sized>(
 ) -> Result<Vec<Row>, StoreError> {
     let mut rows = Vec::new();
     let machine = ReadRows::new(req, clock.now(), 7, RetryPolicy::default());
-    driver::run(store, clock, machine, |row| rows.push(row)).map_err(|e| e.into_store_error())?;
+    rowkit_client::run_blocking(store, clock, machine, |row| rows.push(row))
+        .map_err(|e| e.into_store_error())?;
     Ok(rows)
 }
 
@@ -2522,11 +2523,11 @@ fn execute<S: Store + ?Sized>(store: &S, clock: &ManualClock, request: Request) 
             Err(e) => Outcome::Error(e),
         },
         Request::MutateRows(_) | Request::SampleRowKeys(_) => Outcome::from_parts(
-            driver::run(store, clock, Collect::new(request), |_| {})
+            rowkit_client::run_blocking(store, clock, Collect::new(request), |_| {})
                 .map_err(|e| e.into_store_error()),
         ),
         _ => Outcome::from_unary(
-            driver::run(store, clock, Unary::new(request), |_| {})
+            rowkit_client::run_blocking(store, clock, Unary::new(request), |_| {})
                 .map_err(|e| e.into_store_error()),
         ),
     }

@@ -21,9 +21,13 @@ struct Inner {
     id: Vec<u8>,
 }
 
+/// A triple-store error as a JS error: `code` `aborted` for a deadline or cancel (as the
+/// other schemas' classes say it), else the store status it stands for.
 fn triples_error(e: TriplesError) -> JsValue {
-    let s = rowkit_statemachines::StoreError::from(e);
-    js::store_error(&s)
+    match e {
+        TriplesError::Aborted => js::error("aborted", &e.to_string()),
+        other => js::store_error(&rowkit_statemachines::StoreError::from(other)),
+    }
 }
 
 fn found_json(f: &Found) -> Value {

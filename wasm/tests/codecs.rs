@@ -13,7 +13,7 @@ mod harness;
 use harness::{js_at, json, vectors, vectors_js, wait};
 use rowkit_codec::model::{RowRange, RowSet};
 use rowkit_codec::tracestore::keys::{ops_row_name, tile_key};
-use rowkit_embedded::driver::{self, Clock};
+use rowkit_embedded::driver::Clock;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
 use rowkit_wasm::ObjectMetadata;
@@ -227,7 +227,7 @@ async fn objmeta_metastore_rows() {
         let mut rows = Vec::new();
         let clock = PageClock::default();
         let m = ReadRows::new(read, clock.now(), 1, RetryPolicy::default());
-        driver::run(&*page_store(), &clock, m, |row| rows.push(row)).unwrap();
+        rowkit_client::run_blocking(&*page_store(), &clock, m, |row| rows.push(row)).unwrap();
         assert_eq!(rows.len(), 1, "{bucket}");
         let mut cells = serde_json::Map::new();
         for cell in &rows[0].cells {

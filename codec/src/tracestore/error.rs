@@ -8,6 +8,7 @@ use crate::model::Code;
 /// Everything that can go wrong in the trace store. The `Display` text is the spec's message
 /// (the vectors' `error` fields); [`TraceStoreError::id`] is the stable id of the CLI.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TraceStoreError {
     /// A repo index outside `0 ..= 2147483647`, or `first > last`.
     #[error("bad repo index")]

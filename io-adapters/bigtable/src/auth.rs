@@ -2,7 +2,8 @@
 //! connection sends as `authorization: Bearer …` on every call. The emulator needs none.
 //!
 //! [`StaticToken`] serves a token obtained elsewhere (e.g. `gcloud auth print-access-token`);
-//! [`crate::adc::ApplicationDefaultCredentials`] reads the Application Default Credentials file.
+//! [`crate::credentials::GoogleCredentials`] gets them as Google's client libraries do (Application
+//! Default Credentials through `google-cloud-auth`).
 
 use std::future::Future;
 use std::pin::Pin;

@@ -5,7 +5,7 @@
 //! - [`convert`]: rowkit <-> prost at the edge, `tonic::Status` -> [`StoreError`].
 //! - [`Target`]: `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`, `BIGTABLE_EMULATOR_HOST`.
 //! - [`BigtableConnection`]: async, one RPC per call, table admin; routing header, feature
-//!   flags and bearer tokens ([`TokenProvider`], [`adc::ApplicationDefaultCredentials`]).
+//!   flags and bearer tokens ([`TokenProvider`], [`credentials::GoogleCredentials`]).
 //! - [`BigtableStore`]: the blocking `rowkit_embedded::Store`, so sync code runs unchanged.
 //! - [`emulator`]: the emulator as a test fixture.
 //!
@@ -21,10 +21,10 @@
 //! ```
 #![forbid(unsafe_code)]
 
-pub mod adc;
 mod auth;
 mod connection;
 pub mod convert;
+pub mod credentials;
 pub mod emulator;
 mod store;
 mod target;

@@ -66,7 +66,9 @@ impl BigtableStore {
                 Ok(token) if !token.is_empty() => {
                     Some(Arc::new(crate::auth::StaticToken::new(token)))
                 }
-                _ => Some(Arc::new(crate::adc::ApplicationDefaultCredentials::load()?)),
+                _ => Some(Arc::new(
+                    crate::credentials::GoogleCredentials::application_default()?,
+                )),
             },
         };
         BigtableStore::connect(target, tokens)

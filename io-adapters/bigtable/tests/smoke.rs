@@ -45,7 +45,7 @@ fn admin_and_a_round_trip() {
         mutations: vec![set],
         ..Default::default()
     });
-    driver::run(&store, &SystemClock, Unary::new(req), |_| {}).unwrap();
+    rowkit_client::run_blocking(&store, &SystemClock, Unary::new(req), |_| {}).unwrap();
     let mut rows = Vec::new();
     let read = ReadRowsRequest {
         table: "t".into(),
@@ -58,7 +58,7 @@ fn admin_and_a_round_trip() {
         1,
         RetryPolicy::default(),
     );
-    driver::run(&store, &SystemClock, m, |r| rows.push(r)).unwrap();
+    rowkit_client::run_blocking(&store, &SystemClock, m, |r| rows.push(r)).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].cells[0].value, b"v");
     store.delete_table("t").unwrap();

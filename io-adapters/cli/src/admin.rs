@@ -4,7 +4,6 @@ use std::io::Write;
 
 use rowkit_codec::escape::{self, escape};
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, Row, RowRange, RowSet, Timestamp};
-use rowkit_embedded::driver;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, raw};
 use serde_json::{Map, Value, json};
@@ -103,7 +102,7 @@ fn set(
         mutations,
     };
     let machine = raw::MutateRow::new(request, ctx.now(), ctx.seed, ctx.retry);
-    driver::run(&*ctx.store, &*ctx.clock, machine, |_| {})
+    rowkit_client::run_blocking(&*ctx.store, &*ctx.clock, machine, |_| {})
         .map_err(|e| CliError::Store(e.into_store_error()))?;
     if out.is_json() {
         let mut m = Map::new();
@@ -223,7 +222,7 @@ fn dump(ctx: &Context, table: &str, prefix: Option<&str>, out: &Output) -> Resul
         )
         .err();
     }
-    let result = driver::run(&*ctx.store, &*ctx.clock, machine, |row: Row| {
+    let result = rowkit_client::run_blocking(&*ctx.store, &*ctx.clock, machine, |row: Row| {
         progress.tick();
         if io_error.is_none() {
             io_error = write_row(&mut w, &row, out.is_json(), &mut first).err();

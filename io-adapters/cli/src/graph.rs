@@ -87,8 +87,17 @@ fn bad(e: impl std::fmt::Display) -> CliError {
     CliError::usage(e.to_string())
 }
 
+/// A triple-store error: `aborted` (deadline or cancel) under that id as the other schemas
+/// report it, anything else as the store status it stands for.
 fn triples_error(e: TriplesError) -> CliError {
-    CliError::Store(StoreError::from(e))
+    match e {
+        TriplesError::Aborted => CliError::Schema {
+            id: "aborted".into(),
+            message: e.to_string(),
+            exit: 1,
+        },
+        other => CliError::Store(StoreError::from(other)),
+    }
 }
 
 fn parse_triple(text: &str) -> Result<Triple, CliError> {

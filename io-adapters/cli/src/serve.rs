@@ -9,7 +9,8 @@ use std::sync::Arc;
 use clap::Args;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
-use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig};
+use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig, GatewayError};
+use rowkit_statemachines::{Code, StoreError};
 
 use crate::args::Context;
 use crate::error::CliError;
@@ -18,8 +19,9 @@ use crate::output::Output;
 /// `rowkit serve` options.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Address to listen on. Anything but loopback requires --token.
-    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR")]
+    /// Address to listen on (`IP:PORT` or `HOST:PORT`, e.g. `localhost:8080`). Anything but
+    /// loopback requires --token.
+    #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Bearer token every data request must carry (`Authorization: Bearer TOKEN`); the
     /// browser tool's files are served without it.
@@ -34,6 +36,34 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes.
     #[arg(long, default_value_t = DEFAULT_MAX_BODY_BYTES, value_name = "BYTES")]
     pub max_body_bytes: usize,
+    /// A host name requests may be addressed to (`NAME` or `NAME:PORT`; repeatable), besides IP
+    /// addresses and `localhost`: requests naming any other `Host` are refused, so a web page
+    /// cannot reach the gateway through DNS rebinding.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+}
+
+/// `IP:PORT`, or `HOST:PORT` resolved now (an IPv4 address first, as `localhost` usually
+/// means 127.0.0.1 to the clients that will call it).
+fn parse_listen(value: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = value.parse() {
+        return Ok(addr);
+    }
+    if value
+        .rsplit_once(':')
+        .is_none_or(|(_, port)| port.parse::<u16>().is_err())
+    {
+        return Err("expected IP:PORT or HOST:PORT".into());
+    }
+    let addrs: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(value)
+        .map_err(|e| format!("cannot resolve it: {e}"))?
+        .collect();
+    addrs
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or(addrs.first())
+        .copied()
+        .ok_or_else(|| "it resolves to no address".into())
 }
 
 /// `wasm/www` of the workspace this binary was built in, or of a workspace the binary sits in.
@@ -67,6 +97,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         cors_origins: args.cors_origins.clone(),
         www,
         max_body_bytes: args.max_body_bytes,
+        allowed_hosts: args.allowed_hosts.clone(),
     };
     // Kept here as well as in the server so the store (which may own a Tokio runtime of its
     // own, for Bigtable) is dropped after the server's runtime, outside any async context.
@@ -79,7 +110,13 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
     let result = runtime.block_on(async {
         let gateway = Gateway::bind(config.clone(), store.clone(), clock)
             .await
-            .map_err(|e| CliError::usage(e.to_string()))?;
+            .map_err(|e| match e {
+                // The address is well-formed but taken or not ours: the operation failed.
+                GatewayError::Bind { .. } => {
+                    CliError::Store(StoreError::new(Code::Unavailable, e.to_string()))
+                }
+                _ => CliError::usage(e.to_string()),
+            })?;
         let url = gateway
             .url()
             .map_err(|e| CliError::usage(format!("cannot read the bound address: {e}")))?;

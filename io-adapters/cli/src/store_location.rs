@@ -44,7 +44,7 @@ impl StoreLocation {
             StoreLocation::Memory => Ok(Box::new(MemoryStore::new())),
             StoreLocation::Embedded(path) => Ok(Box::new(RedbStore::open(path)?)),
             // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable
-            // with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials.
+            // with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials (google-cloud-auth).
             StoreLocation::Bigtable(url) => {
                 Ok(Box::new(rowkit_bigtable::BigtableStore::open(url)?))
             }

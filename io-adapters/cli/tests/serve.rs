@@ -298,3 +298,45 @@ fn serve_refuses_a_public_address_without_a_token() {
     assert!(stderr.contains("--token"), "{stderr}");
     assert!(out.stdout.is_empty());
 }
+
+/// `--listen` takes a host name (`localhost:PORT` listens on loopback); an address another
+/// process holds is an operation failure (1), a malformed one bad usage (2).
+#[test]
+fn serve_listens_on_localhost_and_reports_a_taken_port_as_a_failure() {
+    let (_server, addr) = serve("memory:", &["--listen", "localhost:0"]);
+    assert!(addr.starts_with("127.0.0.1:"), "{addr}");
+    let (status, _) = http(&addr, "GET", "/", "");
+    assert_eq!(status, 200);
+    let taken = rowkit("memory:", &["serve", "--listen", &addr]);
+    assert_eq!(taken.status.code(), Some(1), "{taken:?}");
+    let stderr = String::from_utf8_lossy(&taken.stderr);
+    assert!(stderr.contains(&addr), "{stderr}");
+    for bad in ["localhost", "nowhere.invalid:80", "1.2.3.4:http"] {
+        let out = rowkit("memory:", &["serve", "--listen", bad]);
+        assert_eq!(out.status.code(), Some(2), "{bad}: {out:?}");
+        assert!(out.stdout.is_empty(), "{bad}");
+    }
+}
+
+/// `--allow-host` adds a name requests may be addressed to; any other name is refused.
+#[test]
+fn serve_answers_only_allowed_host_names() {
+    let (_server, addr) = serve(
+        "memory:",
+        &["--listen", "127.0.0.1:0", "--allow-host", "tool.example"],
+    );
+    let status = |host: &str| {
+        let mut s = TcpStream::connect(&addr).unwrap();
+        write!(
+            s,
+            "GET / HTTP/1.1\r\nhost: {host}\r\nconnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).unwrap();
+        answer.split(' ').nth(1).unwrap_or("").to_string()
+    };
+    assert_eq!(status("tool.example"), "200");
+    assert_eq!(status(&addr), "200");
+    assert_eq!(status("evil.example"), "403");
+}

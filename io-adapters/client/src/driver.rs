@@ -11,7 +11,7 @@
 //!   (which cancels it where the transport can);
 //! - a driver whose waits block ([`Driver::blocking_waits`], the sync driver) has its ready
 //!   answers taken oldest request first (lowest tag), so it serves requests one at a time in
-//!   the order the machine emitted them, exactly as `rowkit_embedded::driver::run` does; any
+//!   the order the machine emitted them (deterministic for a store, clock and seed); any
 //!   other driver's are taken round-robin, so a stream whose parts are always ready (a long
 //!   scan read by a slow machine) cannot hold back the other requests' answers;
 //! - the caller's cancellation is checked before any answer, so it is never held back either;

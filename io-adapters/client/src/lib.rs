@@ -46,7 +46,7 @@ pub use fetch::FetchDriver;
 pub use mounttable::MountTable;
 pub use objmeta::ObjectMetadata;
 pub use row_cache::RowCached;
-pub use sync::{StoreCall, SyncDriver};
+pub use sync::{StoreCall, SyncDriver, read_rows_blocking, run_blocking};
 #[cfg(feature = "bigtable")]
 pub use tokio::TokioDriver;
 pub use tracestore::TraceStore;

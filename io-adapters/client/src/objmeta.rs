@@ -75,15 +75,15 @@ use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_embedded::driver::{Clock, ManualClock};
-use rowkit_statemachines::objmeta::engine::Op;
 use rowkit_statemachines::objmeta::{
-    AsyncRepair, AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp,
-    DeleteBucketAttributesCapabilityOp, DeleteBucketOp, DeleteObjectOp, GetBucketAndObjectOp,
-    GetBucketAttributesOp, GetBucketVFormatOp, GetObjectOp, GetObjectsOp, GetUuidOp, ListBucketsOp,
-    ListObject, ObjmetaError, ObjmetaEvent, ObjmetaState, OpMachine,
-    PutBucketAttributesCapabilitiesOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp,
-    RepairOutcome, RepairTask, UpdateCountItemsOp,
+    AsyncRepair, BucketEntry, CountItems, CreateBucket, DeleteBucket,
+    DeleteBucketAttributesCapability, DeleteObject, GetBucketAndObject, GetBucketAttributes,
+    GetBucketVFormat, GetObject, GetObjects, GetUuid, ListBuckets, ListObject, ObjmetaError,
+    ObjmetaEvent, ObjmetaSchema, ObjmetaState, PutBucketAttributes,
+    PutBucketAttributesCapabilities, PutObject, ReadCountItems, RepairOutcome, RepairTask,
+    UpdateCountItems,
 };
+use rowkit_statemachines::operation::{Flow, Operation};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Machine, ReadRowsRequest, Request, Response, RetryPolicy, StoreError, Timestamp,
@@ -363,14 +363,7 @@ impl Calls {
     /// background task can drive it without the facade.
     fn repair_machine(&mut self, table: &str, task: &RepairTask, start: Timestamp) -> AsyncRepair {
         let seed = self.next_seed();
-        OpMachine::new_delayed(
-            AsyncRepairOp { task: task.clone() },
-            table.to_string(),
-            start,
-            task.due,
-            seed,
-            None,
-        )
+        AsyncRepair::new(table, task.clone(), None, start, seed)
     }
 }
 
@@ -582,10 +575,14 @@ impl<D: Driver> ObjectMetadata<D> {
         spawn(&self.driver, job);
     }
 
-    async fn run_op<O: Op>(&mut self, op: O) -> Result<O::Output, ObjmetaError> {
+    /// Runs the operation `start(state, deadline, now, seed)` builds.
+    async fn run_op<F: Flow<Schema = ObjmetaSchema>>(
+        &mut self,
+        start: impl FnOnce(&mut ObjmetaState, Option<Timestamp>, Timestamp, u64) -> Operation<'_, F>,
+    ) -> Result<F::Output, ObjmetaError> {
         let now = self.driver.now();
         let (seed, deadline) = self.calls.begin(now);
-        let machine = OpMachine::new(op, &mut self.state, now, seed, deadline);
+        let machine = start(&mut self.state, deadline, now, seed);
         let (result, repairs) = Self::drive(&self.driver, &self.shared, machine).await;
         self.schedule(repairs);
         result.map_err(run_error)
@@ -597,11 +594,8 @@ impl<D: Driver> ObjectMetadata<D> {
         bucket: &str,
         md: &Json,
     ) -> Result<VFormat, ObjmetaError> {
-        self.run_op(CreateBucketOp {
-            bucket: bucket.into(),
-            md: md.clone(),
-        })
-        .await
+        self.run_op(|st, dl, now, seed| CreateBucket::new(st, bucket, md, dl, now, seed))
+            .await
     }
 
     /// `putBucketAttributes(b, md)`.
@@ -610,32 +604,26 @@ impl<D: Driver> ObjectMetadata<D> {
         bucket: &str,
         md: &Json,
     ) -> Result<(), ObjmetaError> {
-        self.run_op(PutBucketAttributesOp {
-            bucket: bucket.into(),
-            md: md.clone(),
-        })
-        .await
+        self.run_op(|st, dl, now, seed| PutBucketAttributes::new(st, bucket, md, dl, now, seed))
+            .await
     }
 
     /// `getBucketAttributes(b)`.
     pub async fn get_bucket_attributes(&mut self, bucket: &str) -> Result<Json, ObjmetaError> {
-        self.run_op(GetBucketAttributesOp {
-            bucket: bucket.into(),
-        })
-        .await
+        self.run_op(|st, dl, now, seed| GetBucketAttributes::new(st, bucket, dl, now, seed))
+            .await
     }
 
     /// `deleteBucket(b)` → rows deleted from the collection.
     pub async fn delete_bucket(&mut self, bucket: &str) -> Result<u64, ObjmetaError> {
-        self.run_op(DeleteBucketOp {
-            bucket: bucket.into(),
-        })
-        .await
+        self.run_op(|st, dl, now, seed| DeleteBucket::new(st, bucket, dl, now, seed))
+            .await
     }
 
     /// `listBuckets()`.
     pub async fn list_buckets(&mut self) -> Result<Vec<BucketEntry>, ObjmetaError> {
-        self.run_op(ListBucketsOp).await
+        self.run_op(|st, dl, now, seed| ListBuckets::new(st, dl, now, seed))
+            .await
     }
 
     /// `putObject(b, k, value, params)` → `{"versionId": "…"}` or `None`.
@@ -646,11 +634,9 @@ impl<D: Driver> ObjectMetadata<D> {
         value: &Json,
         params: Option<&Json>,
     ) -> Result<Option<String>, ObjmetaError> {
-        self.run_op(PutObjectOp {
-            bucket: bucket.into(),
-            key: key.into(),
-            value: value.clone(),
-            params: params.cloned(),
+        let (value, params) = (value.clone(), params.cloned());
+        self.run_op(|st, dl, now, seed| {
+            PutObject::new(st, bucket, key, value, params, dl, now, seed)
         })
         .await
     }
@@ -662,12 +648,8 @@ impl<D: Driver> ObjectMetadata<D> {
         key: &str,
         version_id: Option<&str>,
     ) -> Result<Json, ObjmetaError> {
-        self.run_op(GetObjectOp {
-            bucket: bucket.into(),
-            key: key.into(),
-            version_id: version_id.map(String::from),
-        })
-        .await
+        self.run_op(|st, dl, now, seed| GetObject::new(st, bucket, key, version_id, dl, now, seed))
+            .await
     }
 
     /// `deleteObject(b, k, params, originOp)`; deleting the current version schedules a
@@ -679,11 +661,8 @@ impl<D: Driver> ObjectMetadata<D> {
         params: Option<&Json>,
         origin_op: Option<&str>,
     ) -> Result<(), ObjmetaError> {
-        self.run_op(DeleteObjectOp {
-            bucket: bucket.into(),
-            key: key.into(),
-            params: params.cloned(),
-            origin_op: origin_op.map(String::from),
+        self.run_op(|st, dl, now, seed| {
+            DeleteObject::new(st, bucket, key, params, origin_op, dl, now, seed)
         })
         .await
     }
@@ -694,20 +673,15 @@ impl<D: Driver> ObjectMetadata<D> {
         bucket: &str,
         params: &ListingParams,
     ) -> Result<Json, ObjmetaError> {
-        let now = self.driver.now();
-        let (seed, deadline) = self.calls.begin(now);
-        let machine = ListObject::new(bucket, params.clone(), &mut self.state, now, seed, deadline);
-        let (result, repairs) = Self::drive(&self.driver, &self.shared, machine).await;
-        self.schedule(repairs);
-        result.map_err(run_error)
+        let params = params.clone();
+        self.run_op(|st, dl, now, seed| ListObject::new(st, bucket, params, dl, now, seed))
+            .await
     }
 
     /// `getBucketVFormat(b)`.
     pub async fn get_bucket_vformat(&mut self, bucket: &str) -> Result<VFormat, ObjmetaError> {
-        self.run_op(GetBucketVFormatOp {
-            bucket: bucket.into(),
-        })
-        .await
+        self.run_op(|st, dl, now, seed| GetBucketVFormat::new(st, bucket, dl, now, seed))
+            .await
     }
 
     /// `getBucketAndObject(b, k, {versionId})` → `(BucketInfo, object or None)`.
@@ -717,23 +691,16 @@ impl<D: Driver> ObjectMetadata<D> {
         key: &str,
         version_id: Option<&str>,
     ) -> Result<(Json, Option<Json>), ObjmetaError> {
-        self.run_op(GetBucketAndObjectOp {
-            get: GetObjectOp {
-                bucket: bucket.into(),
-                key: key.into(),
-                version_id: version_id.map(String::from),
-            },
+        self.run_op(|st, dl, now, seed| {
+            GetBucketAndObject::new(st, bucket, key, version_id, dl, now, seed)
         })
         .await
     }
 
     /// `getObjects(b, items)`.
     pub async fn get_objects(&mut self, bucket: &str, items: &Json) -> Result<Json, ObjmetaError> {
-        self.run_op(GetObjectsOp {
-            bucket: bucket.into(),
-            items: items.clone(),
-        })
-        .await
+        self.run_op(|st, dl, now, seed| GetObjects::new(st, bucket, items, dl, now, seed))
+            .await
     }
 
     /// `putBucketAttributesCapabilities(b, name, field?, cap)`.
@@ -744,11 +711,9 @@ impl<D: Driver> ObjectMetadata<D> {
         field: Option<&str>,
         capability: &Json,
     ) -> Result<(), ObjmetaError> {
-        self.run_op(PutBucketAttributesCapabilitiesOp {
-            bucket: bucket.into(),
-            name: name.into(),
-            field: field.map(String::from),
-            capability: capability.clone(),
+        let capability = capability.clone();
+        self.run_op(|st, dl, now, seed| {
+            PutBucketAttributesCapabilities::new(st, bucket, name, field, capability, dl, now, seed)
         })
         .await
     }
@@ -760,38 +725,35 @@ impl<D: Driver> ObjectMetadata<D> {
         name: &str,
         field: Option<&str>,
     ) -> Result<(), ObjmetaError> {
-        self.run_op(DeleteBucketAttributesCapabilityOp {
-            bucket: bucket.into(),
-            name: name.into(),
-            field: field.map(String::from),
+        self.run_op(|st, dl, now, seed| {
+            DeleteBucketAttributesCapability::new(st, bucket, name, field, dl, now, seed)
         })
         .await
     }
 
     /// `readCountItems()`.
     pub async fn read_count_items(&mut self) -> Result<Json, ObjmetaError> {
-        self.run_op(ReadCountItemsOp).await
+        self.run_op(|st, dl, now, seed| ReadCountItems::new(st, dl, now, seed))
+            .await
     }
 
     /// `updateCountItems(v)`.
     pub async fn update_count_items(&mut self, value: &Json) -> Result<(), ObjmetaError> {
-        self.run_op(UpdateCountItemsOp {
-            value: value.clone(),
-        })
-        .await
+        let value = value.clone();
+        self.run_op(|st, dl, now, seed| UpdateCountItems::new(st, value, dl, now, seed))
+            .await
     }
 
     /// `getUUID()`.
     pub async fn get_uuid(&mut self, candidate: Option<&str>) -> Result<String, ObjmetaError> {
-        self.run_op(GetUuidOp {
-            candidate: candidate.map(String::from),
-        })
-        .await
+        self.run_op(|st, dl, now, seed| GetUuid::new(st, candidate, dl, now, seed))
+            .await
     }
 
     /// `countItems()`.
     pub async fn count_items(&mut self) -> Result<Json, ObjmetaError> {
-        self.run_op(CountItemsOp).await
+        self.run_op(|st, dl, now, seed| CountItems::new(st, dl, now, seed))
+            .await
     }
 
     /// Runs one repair now, the machine's time standing at its `due` (the driver's clock is

@@ -145,3 +145,41 @@ where
         core::future::ready(self.store.set_family(table, family))
     }
 }
+
+/// Runs `machine` to its end on `store` at `clock`'s time, blocking the thread: the sync
+/// driver's one-call form, for tools and tests that hold a store rather than a facade. It is
+/// [`crate::run`] over a [`SyncDriver`], so requests are served one at a time in the order the
+/// machine emits them.
+pub fn run_blocking<M, S, C>(
+    store: &S,
+    clock: &C,
+    machine: M,
+    on_event: impl FnMut(M::Event),
+) -> Result<M::Output, crate::RunError<M::Error>>
+where
+    M: rowkit_statemachines::Machine,
+    S: Store + ?Sized,
+    C: Clock + ?Sized,
+{
+    crate::block_on(crate::run(
+        &SyncDriver::new(store, clock),
+        machine,
+        on_event,
+    ))
+}
+
+/// Reads every row `request` selects at `now` (a nested `ReadRows` machine with the default
+/// retry policy, run by [`run_blocking`]): the one-call read that checks, tools and tests use.
+pub fn read_rows_blocking<S: Store + ?Sized>(
+    store: &S,
+    request: rowkit_statemachines::ReadRowsRequest,
+    now: Timestamp,
+) -> Result<Vec<rowkit_codec::model::Row>, StoreError> {
+    let clock = rowkit_embedded::driver::ManualClock::new(now);
+    let machine =
+        rowkit_statemachines::readrows::ReadRows::new(request, now, 0, Default::default());
+    let mut rows = Vec::new();
+    run_blocking(store, &clock, machine, |row| rows.push(row))
+        .map_err(crate::RunError::into_store_error)?;
+    Ok(rows)
+}

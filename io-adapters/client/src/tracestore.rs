@@ -32,7 +32,11 @@
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_codec::tracestore::{Layout, SetupRequest, TraceStoreError, detect_layout};
-use rowkit_statemachines::tracestore::{self as machines, Op, PutEntry, Tile, TraceStoreState};
+use rowkit_statemachines::operation::{Flow, Operation};
+use rowkit_statemachines::tracestore::{
+    AllocateDigestIds, AssignDigestIds, NewestTile, Put, PutEntry, ReadDense, ReadRange, Tile,
+    TraceStoreSchema, TraceStoreState,
+};
 use rowkit_statemachines::{Code, SplitMix64, StoreError};
 
 use crate::{Driver, RunError, run};
@@ -169,7 +173,10 @@ impl<D: Driver> TraceStore<D> {
         (now, self.seeds.next_u64(), deadline)
     }
 
-    async fn run<T>(driver: &D, op: Op<'_, T>) -> Result<T, TraceStoreError> {
+    async fn run<F: Flow<Schema = TraceStoreSchema>>(
+        driver: &D,
+        op: Operation<'_, F>,
+    ) -> Result<F::Output, TraceStoreError> {
         run(driver, op, |()| {}).await.map_err(|e| match e {
             RunError::Machine(e) => e,
             RunError::Stalled => TraceStoreError::Store {
@@ -188,15 +195,15 @@ impl<D: Driver> TraceStore<D> {
         ts: Timestamp,
     ) -> Result<(), TraceStoreError> {
         let (now, seed, deadline) = self.begin();
-        let op = machines::put(
+        let op = Put::new(
             &mut self.state,
             repo_index,
             commit_time,
             entries,
             ts,
+            deadline,
             now,
             seed,
-            deadline,
         );
         Self::run(&self.driver, op).await
     }
@@ -204,21 +211,21 @@ impl<D: Driver> TraceStore<D> {
     /// `ReadRange(first, last)`.
     pub async fn read_range(&mut self, first: i64, last: i64) -> Result<Tile, TraceStoreError> {
         let (now, seed, deadline) = self.begin();
-        let op = machines::read_range(&mut self.state, first, last, now, seed, deadline);
+        let op = ReadRange::new(&mut self.state, first, last, deadline, now, seed);
         Self::run(&self.driver, op).await
     }
 
     /// `ReadDense(last, n)`.
     pub async fn read_dense(&mut self, last: i64, n: usize) -> Result<Tile, TraceStoreError> {
         let (now, seed, deadline) = self.begin();
-        let op = machines::read_dense(&mut self.state, last, n, now, seed, deadline);
+        let op = ReadDense::new(&mut self.state, last, n, deadline, now, seed);
         Self::run(&self.driver, op).await
     }
 
     /// `NewestTile`.
     pub async fn newest_tile(&mut self) -> Result<Option<u32>, TraceStoreError> {
         let (now, seed, deadline) = self.begin();
-        let op = machines::newest_tile(&mut self.state, now, seed, deadline);
+        let op = NewestTile::new(&mut self.state, deadline, now, seed);
         Self::run(&self.driver, op).await
     }
 
@@ -228,14 +235,14 @@ impl<D: Driver> TraceStore<D> {
         digests: Vec<String>,
     ) -> Result<Vec<u64>, TraceStoreError> {
         let (now, seed, deadline) = self.begin();
-        let op = machines::assign_digest_ids(&mut self.state, digests, now, seed, deadline);
+        let op = AssignDigestIds::new(&mut self.state, digests, deadline, now, seed);
         Self::run(&self.driver, op).await
     }
 
     /// `AllocateDigestIds` (digest-id layout).
     pub async fn allocate_digest_ids(&mut self, n: usize) -> Result<Vec<u64>, TraceStoreError> {
         let (now, seed, deadline) = self.begin();
-        let op = machines::allocate_digest_ids(&mut self.state, n, now, seed, deadline);
+        let op = AllocateDigestIds::new(&mut self.state, n, deadline, now, seed);
         Self::run(&self.driver, op).await
     }
 }

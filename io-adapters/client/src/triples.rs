@@ -159,7 +159,7 @@ impl<D: Driver> TripleStore<D> {
     /// `NewGraph(g)`.
     pub async fn new_graph(&self, id: &[u8]) -> Result<Graph<'_, D>, TriplesError> {
         let (config, now, seed) = self.config(DEFAULT_TIMEOUT_MICROS);
-        self.run(NewGraph::new(id, config, now, seed)).await?;
+        self.run(NewGraph::new(config, id, now, seed)).await?;
         Ok(Graph {
             owner: self,
             id: id.to_vec(),
@@ -169,7 +169,7 @@ impl<D: Driver> TripleStore<D> {
     /// `Graph(g)`: a handle if the graph exists.
     pub async fn graph(&self, id: &[u8]) -> Result<Graph<'_, D>, TriplesError> {
         let (config, now, seed) = self.config(DEFAULT_TIMEOUT_MICROS);
-        self.run(GraphExists::new(id, config, now, seed)).await?;
+        self.run(GraphExists::new(config, id, now, seed)).await?;
         Ok(Graph {
             owner: self,
             id: id.to_vec(),
@@ -188,7 +188,7 @@ impl<D: Driver> TripleStore<D> {
     /// `DeleteGraph(g)`.
     pub async fn delete_graph(&self, id: &[u8]) -> Result<(), TriplesError> {
         let (config, now, seed) = self.config(LONG_TIMEOUT_MICROS);
-        self.run(DeleteGraph::new(id, config, now, seed)).await
+        self.run(DeleteGraph::new(config, id, now, seed)).await
     }
 
     /// `GraphNames()`.
@@ -208,7 +208,7 @@ impl<D: Driver> Graph<'_, D> {
     pub async fn add_triples(&self, triples: Vec<Triple>) -> Result<(), TriplesError> {
         let (config, now, seed) = self.owner.config(LONG_TIMEOUT_MICROS);
         self.owner
-            .run(AddTriples::new(&self.id, triples, config, now, seed))
+            .run(AddTriples::new(config, &self.id, triples, now, seed))
             .await
     }
 
@@ -216,7 +216,7 @@ impl<D: Driver> Graph<'_, D> {
     pub async fn remove_triples(&self, triples: Vec<Triple>) -> Result<(), TriplesError> {
         let (config, now, seed) = self.owner.config(LONG_TIMEOUT_MICROS);
         self.owner
-            .run(RemoveTriples::new(&self.id, triples, config, now, seed))
+            .run(RemoveTriples::new(config, &self.id, triples, now, seed))
             .await
     }
 
@@ -224,7 +224,7 @@ impl<D: Driver> Graph<'_, D> {
     pub async fn exist(&self, triple: &Triple) -> Result<bool, TriplesError> {
         let (config, now, seed) = self.owner.config(DEFAULT_TIMEOUT_MICROS);
         self.owner
-            .run(Exist::new(&self.id, triple.clone(), config, now, seed))
+            .run(Exist::new(config, &self.id, triple.clone(), now, seed))
             .await
     }
 
@@ -236,7 +236,7 @@ impl<D: Driver> Graph<'_, D> {
     ) -> Result<Vec<Found>, TriplesError> {
         let (config, now, seed) = self.owner.config(DEFAULT_TIMEOUT_MICROS);
         self.owner
-            .run(Lookup::new(&self.id, method, options, config, now, seed))
+            .run(Lookup::new(config, &self.id, method, options, now, seed))
             .await
     }
 }

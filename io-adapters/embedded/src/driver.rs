@@ -1,16 +1,11 @@
-//! The sync driver: runs any [`Machine`] to completion against a [`Store`]
-//! (`spec/sans-io.md` 4.1).
-//!
-//! Requests are served one at a time in the order the machine emits them, so a run is fully
-//! deterministic for a given store state, clock and seed. Streamed replies are fed part by part;
-//! events and aborts are drained after every part, so a machine that has seen enough can stop
-//! a scan early.
+//! The clocks of the sync driver (`spec/sans-io.md` 4.1): the system clock, a manual clock for
+//! deterministic runs, and a running clock that only moves forward from the wall clock. The
+//! driver itself, with the one driving loop, is `rowkit_client::SyncDriver`
+//! (`rowkit_client::run_blocking` for a one-call run on a store).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use rowkit_statemachines::{Code, Machine, Response, StoreError, Timestamp};
-
-use crate::{Reply, Store};
+use rowkit_statemachines::Timestamp;
 
 /// The time source of a driver.
 pub trait Clock {
@@ -111,110 +106,4 @@ impl Clock for RunningClock {
             std::thread::sleep(std::time::Duration::from_micros(wait.unsigned_abs()));
         }
     }
-}
-
-/// Why [`run`] did not return the machine's output.
-#[derive(Debug, PartialEq, thiserror::Error)]
-pub enum RunError<E> {
-    /// The machine finished with an error.
-    #[error(transparent)]
-    Machine(E),
-    /// The machine had no request, no timeout and no result: a bug in the machine.
-    #[error("machine stalled: no request, no timeout and no result")]
-    Stalled,
-}
-
-impl<E: Into<StoreError>> RunError<E> {
-    /// The failure as a store status (a stall is `INTERNAL`).
-    pub fn into_store_error(self) -> StoreError {
-        match self {
-            RunError::Machine(e) => e.into(),
-            RunError::Stalled => StoreError::new(Code::Internal, "machine stalled"),
-        }
-    }
-}
-
-/// Runs `machine` against `store` until it has a result, handing every event to `on_event`.
-pub fn run<M, S, C>(
-    store: &S,
-    clock: &C,
-    mut machine: M,
-    mut on_event: impl FnMut(M::Event),
-) -> Result<M::Output, RunError<M::Error>>
-where
-    M: Machine,
-    S: Store + ?Sized,
-    C: Clock + ?Sized,
-{
-    loop {
-        while let Some((tag, request)) = machine.poll_request() {
-            match store.execute(request, clock.now()) {
-                Ok(Reply::Unary(response)) => {
-                    machine.handle_response(tag, Ok(response), clock.now())
-                }
-                Ok(Reply::Stream(parts)) => {
-                    let mut ended = false;
-                    for part in parts {
-                        let failed = part.is_err();
-                        machine.handle_response(tag, part, clock.now());
-                        let aborted = drain(&mut machine, &mut on_event, tag);
-                        if failed || aborted {
-                            ended = true;
-                            break;
-                        }
-                    }
-                    if !ended {
-                        machine.handle_response(tag, Ok(Response::StreamEnd), clock.now());
-                    }
-                }
-                Err(e) => machine.handle_response(tag, Err(e), clock.now()),
-            }
-        }
-        drain(
-            &mut machine,
-            &mut on_event,
-            rowkit_statemachines::Tag(u64::MAX),
-        );
-        if let Some(result) = machine.result() {
-            return result.map_err(RunError::Machine);
-        }
-        let Some(at) = machine.poll_timeout() else {
-            return Err(RunError::Stalled);
-        };
-        clock.sleep_until(at);
-        machine.handle_timeout(clock.now());
-    }
-}
-
-/// Drains aborts and events; returns whether `current` was aborted.
-fn drain<M: Machine>(
-    machine: &mut M,
-    on_event: &mut impl FnMut(M::Event),
-    current: rowkit_statemachines::Tag,
-) -> bool {
-    let mut aborted = false;
-    while let Some(tag) = machine.poll_abort() {
-        aborted |= tag == current;
-    }
-    while let Some(event) = machine.poll_event() {
-        on_event(event);
-    }
-    aborted
-}
-
-/// Reads every row `request` selects at `now` (nested [`ReadRows`] machine, default retry
-/// policy): the one-call read that checks, tools and tests use.
-///
-/// [`ReadRows`]: rowkit_statemachines::readrows::ReadRows
-pub fn read_rows<S: Store + ?Sized>(
-    store: &S,
-    request: rowkit_statemachines::ReadRowsRequest,
-    now: Timestamp,
-) -> Result<Vec<rowkit_codec::model::Row>, StoreError> {
-    let clock = ManualClock::new(now);
-    let machine =
-        rowkit_statemachines::readrows::ReadRows::new(request, now, 0, Default::default());
-    let mut rows = Vec::new();
-    run(store, &clock, machine, |row| rows.push(row)).map_err(RunError::into_store_error)?;
-    Ok(rows)
 }

@@ -1,5 +1,5 @@
-//! Local stores with exact Bigtable semantics, and the sync driver that runs rowkit machines
-//! against them.
+//! Local stores with exact Bigtable semantics, and the clocks the sync driver
+//! (`rowkit_client::SyncDriver`) runs machines against them with.
 //!
 //! - [`MemoryStore`]: a pure in-memory store, the reference every other store is tested
 //!   against; builds for wasm32.
@@ -12,8 +12,8 @@
 //!
 //! ```
 //! use rowkit_codec::model::{ColumnFamily, Mutation, Timestamp};
-//! use rowkit_embedded::{MemoryStore, Store, driver};
-//! use rowkit_statemachines::{MutateRowRequest, Request, raw::Unary};
+//! use rowkit_embedded::{MemoryStore, Reply, Store};
+//! use rowkit_statemachines::{MutateRowRequest, Request, Response};
 //!
 //! let store = MemoryStore::new();
 //! store.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
@@ -29,8 +29,8 @@
 //!     mutations: vec![set],
 //!     ..Default::default()
 //! });
-//! let clock = driver::ManualClock::new(Timestamp::from_secs(1));
-//! driver::run(&store, &clock, Unary::new(request), |_event| {}).unwrap();
+//! let reply = store.execute(request, Timestamp::from_secs(1)).unwrap();
+//! assert!(matches!(reply, Reply::Unary(Response::MutateRow)));
 //! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use rowkit_codec::model::{
     Cell, ColumnFamily, Mutation, ReadModifyWriteRule, Row, RowFilter, RowSet, RuleOp, Timestamp,
 };
-use rowkit_embedded::{MemoryStore, RedbStore, Reply, Response, Store, driver};
+use rowkit_embedded::{MemoryStore, RedbStore, Reply, Response, Store};
 use rowkit_statemachines::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsRequest,
     ReadModifyWriteRowRequest, ReadRowsRequest, Request, SplitMix64,
@@ -89,7 +89,7 @@ fn cells(store: &dyn Store, key: &str) -> Vec<Cell> {
         filter,
         ..Default::default()
     };
-    let rows = driver::read_rows(store, read(None), Timestamp(0)).unwrap();
+    let rows = rowkit_client::read_rows_blocking(store, read(None), Timestamp(0)).unwrap();
     rows.into_iter().flat_map(|r| r.cells).collect()
 }
 
@@ -351,7 +351,7 @@ fn version_cell_occ_never_passes_on_a_stale_snapshot() {
                             filter: Some(RowFilter::CellsPerColumnLimit(1)),
                             ..Default::default()
                         };
-                        let rows = driver::read_rows(store, read, now).unwrap();
+                        let rows = rowkit_client::read_rows_blocking(store, read, now).unwrap();
                         let seen = rows[0].cells[0].value.clone();
                         let n: u64 = String::from_utf8(seen.clone()).unwrap().parse().unwrap();
                         for _ in 0..rng.below(4) {

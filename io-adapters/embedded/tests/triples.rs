@@ -5,9 +5,10 @@
 
 use std::sync::Mutex;
 
+use rowkit_client::run_blocking;
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_codec::triples::Triple;
-use rowkit_embedded::driver::{ManualClock, run};
+use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, RedbStore, Reply, Store};
 use rowkit_statemachines::triples::{AddTriples, OperationConfig, TriplesError};
 use rowkit_statemachines::{
@@ -145,9 +146,9 @@ fn faulty(faults: Vec<Vec<(usize, Code)>>) -> Faulty {
 fn add(store: &Faulty, triples: Vec<Triple>) -> Result<(), TriplesError> {
     let clock = ManualClock::new(Timestamp::from_secs(10));
     let config = OperationConfig::new("badwolf", Timestamp::from_secs(70));
-    let m = AddTriples::new(b"test", triples, config, Timestamp::from_secs(10), 3);
-    run(store, &clock, m, |_| {}).map_err(|e| match e {
-        rowkit_embedded::driver::RunError::Machine(e) => e,
+    let m = AddTriples::new(config, b"test", triples, Timestamp::from_secs(10), 3);
+    run_blocking(store, &clock, m, |_| {}).map_err(|e| match e {
+        rowkit_client::RunError::Machine(e) => e,
         other => panic!("{other:?}"),
     })
 }
@@ -211,8 +212,8 @@ fn delete_graph_pages_through_every_index_and_spares_other_graphs() {
         10
     );
     let config = OperationConfig::new("badwolf", Timestamp::from_secs(100));
-    let m = DeleteGraph::with_page_rows(b"t", 3, config, Timestamp::from_secs(10), 9);
-    run(&store, &clock, m, |_| {}).unwrap();
+    let m = DeleteGraph::with_page_rows(config, b"t", 3, Timestamp::from_secs(10), 9);
+    run_blocking(&store, &clock, m, |_| {}).unwrap();
     assert!(block_on(ts.graph(b"t")).is_err());
     assert_eq!(block_on(ts.graph_names()).unwrap(), [b"t:x".to_vec()]);
     assert_eq!(

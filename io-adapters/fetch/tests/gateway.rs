@@ -20,7 +20,7 @@ use rowkit_codec::tracestore::Layout;
 use rowkit_fetch::{Gateway, now};
 use rowkit_statemachines::raw::{MutateRows, Unary};
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::tracestore::{TraceStoreState, read_range};
+use rowkit_statemachines::tracestore::{ReadRange, TraceStoreState};
 use rowkit_statemachines::{
     Code, Machine, MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
     Request, RetryPolicy, StoreError,
@@ -325,7 +325,7 @@ async fn a_tile_read_has_several_requests_in_flight_at_once() {
     let g = group("barrier");
     let gw = Gateway::new(&format!("{}/barrier/{TOGETHER}/{g}", proxy()));
     let mut state = TraceStoreState::new("gold", Layout::Md5);
-    let op = read_range(&mut state, 0, 255, now(), 7, None);
+    let op = ReadRange::new(&mut state, 0, 255, None, now(), 7);
     run(&gw, op, |()| {}, None).await.unwrap();
     let stats = proxy_stats(proxy(), &g).await;
     assert_eq!(stats["released"], "barrier", "{stats}");

@@ -109,6 +109,22 @@ async fn handle(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .or_else(|| uri.authority().map(|a| a.as_str()))
+        .unwrap_or("");
+    if !state.hosts.allows(host) {
+        let message = if host.is_empty() {
+            "the request names no Host".to_string()
+        } else {
+            format!(
+                "Host {host:?} is not this gateway's: address it by IP or localhost, or start it with --allow-host {}",
+                host.rsplit_once(':').map_or(host, |(name, _)| name)
+            )
+        };
+        return ApiError::new(Code::PermissionDenied, message).into_response();
+    }
     let path = uri.path();
     // Static files are public (see `www`); only the data API authenticates.
     if path != "/v2" && !path.starts_with("/v2/") {

@@ -2,8 +2,11 @@
 //! [`Store`]: the embedded redb store, the memory store, or Bigtable itself (gRPC, through
 //! `rowkit_bigtable::BigtableStore`). It also serves the browser tool's static files.
 //!
-//! - [`GatewayConfig`]: listen address, bearer token, CORS origins, body limit, static files.
-//!   A listen address other than loopback requires a token ([`GatewayError::TokenRequired`]).
+//! - [`GatewayConfig`]: listen address, bearer token, CORS origins, extra `Host` names, body
+//!   limit, static files. A listen address other than loopback requires a token
+//!   ([`GatewayError::TokenRequired`]). Every request must name an allowed `Host` (IP
+//!   addresses, `localhost` names and `allowed_hosts`; see `host.rs`), so a web page cannot
+//!   reach a loopback gateway through DNS rebinding.
 //! - [`Gateway::bind`] binds the socket (so `127.0.0.1:0` reports its real port through
 //!   [`Gateway::local_addr`]), [`Gateway::serve`] runs until the future given resolves.
 //! - [`router`] is the axum router alone, for embedding.
@@ -15,6 +18,7 @@
 
 mod api;
 mod cors;
+mod host;
 mod www;
 
 use std::future::Future;
@@ -27,6 +31,7 @@ use rowkit_embedded::driver::Clock;
 use tokio::net::TcpListener;
 
 pub use api::router;
+pub use host::AllowedHosts;
 pub use rowkit_statemachines::{Request, Response, StoreError};
 
 /// The default body limit: 400 MiB. A `MutateRow` may carry a 256 MiB row (`bigtable.md` 4),
@@ -46,8 +51,12 @@ pub struct GatewayConfig {
     pub cors_origins: Vec<String>,
     /// Directory of the browser tool's static files; `None` = the built-in index page.
     pub www: Option<PathBuf>,
-    /// Largest request body accepted, in bytes.
+    /// Largest request body accepted, in bytes: a larger declared `Content-Length` is refused
+    /// before the body is read, and a body streamed past it is cut off.
     pub max_body_bytes: usize,
+    /// Host names requests may be addressed to besides IP addresses and `localhost` names
+    /// (`name` or `name:port`), e.g. the machine's DNS name when it listens beyond loopback.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for GatewayConfig {
@@ -58,6 +67,7 @@ impl Default for GatewayConfig {
             cors_origins: Vec::new(),
             www: None,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -85,6 +95,14 @@ pub enum GatewayError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// The static files directory cannot be resolved.
+    #[error("--www {dir}: {source}")]
+    Www {
+        /// The directory given.
+        dir: PathBuf,
+        /// Why it cannot be used.
+        source: std::io::Error,
+    },
     /// The socket could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -106,8 +124,10 @@ pub struct AppState {
     pub token: Option<Arc<str>>,
     /// Largest request body accepted.
     pub max_body_bytes: usize,
-    /// Static files directory.
+    /// Static files directory, with every link resolved: files are served only from inside it.
     pub www: Option<Arc<PathBuf>>,
+    /// The `Host` allow-list.
+    pub hosts: Arc<AllowedHosts>,
 }
 
 /// A bound gateway, ready to serve.
@@ -132,12 +152,19 @@ impl Gateway {
             });
         }
         let cors = cors::layer(&config.cors_origins, config.token.is_some())?;
+        let www = match config.www {
+            Some(dir) => Some(Arc::new(
+                std::fs::canonicalize(&dir).map_err(|source| GatewayError::Www { dir, source })?,
+            )),
+            None => None,
+        };
         let state = AppState {
             store,
             clock,
             token: config.token.map(Arc::from),
             max_body_bytes: config.max_body_bytes,
-            www: config.www.map(Arc::new),
+            www,
+            hosts: Arc::new(AllowedHosts::new(&config.allowed_hosts)),
         };
         let app = router(state).layer(cors);
         let listener =

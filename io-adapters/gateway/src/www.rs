@@ -1,6 +1,8 @@
 //! Static files of the browser tool (`wasm/www`), served on every path outside `/v2/`. Without
 //! a directory, `/` is a built-in page saying how to build the tool. Paths are resolved inside
-//! the directory only: no `..`, no absolute or drive components, no hidden files. They are
+//! the directory only: no `..`, no absolute or drive components, no hidden files, and a file
+//! is served only if, with every link resolved, it still lies inside the (resolved) directory:
+//! a link inside `--www` to `/etc/passwd` is not followed. They are
 //! served without the bearer token, which guards the data API only: a browser loading the tool
 //! cannot send one, and the page sends the token the user types on its data calls.
 
@@ -60,6 +62,19 @@ fn resolve(root: &Path, url_path: &str) -> Option<PathBuf> {
     Some(out)
 }
 
+/// `path` with every link resolved, if it is a file still inside `root` (resolved too).
+async fn inside(root: &Path, path: &Path) -> Option<PathBuf> {
+    let root = tokio::fs::canonicalize(root).await.ok()?;
+    let real = tokio::fs::canonicalize(path).await.ok()?;
+    let hidden = real
+        .strip_prefix(&root)
+        .ok()?
+        .components()
+        .any(|c| c.as_os_str().to_string_lossy().starts_with('.'));
+    let file = tokio::fs::metadata(&real).await.ok()?.is_file();
+    (file && !hidden).then_some(real)
+}
+
 fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
@@ -88,6 +103,9 @@ pub(crate) async fn serve(root: Option<&Path>, url_path: &str) -> Response {
     if tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_dir()) {
         path.push("index.html");
     }
+    let Some(path) = inside(root, &path).await else {
+        return not_found();
+    };
     match tokio::fs::read(&path).await {
         Ok(bytes) => {
             let mut response = Body::from(bytes).into_response();

@@ -677,3 +677,176 @@ fn a_stream_failing_after_it_started_ends_with_an_error_element() {
         assert!(answer.text().contains(r#""status":"UNAVAILABLE""#));
     }
 }
+
+/// Sends `head` (a request line and headers, without the blank line) on a fresh connection
+/// and returns the status code of the answer.
+fn raw_status(addr: SocketAddr, head: &str) -> u16 {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    write!(s, "{head}\r\nconnection: close\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    let _ = s.read_to_string(&mut answer);
+    answer
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or(0)
+}
+
+/// DNS rebinding: a page on a name the attacker points at 127.0.0.1 sends its own name as
+/// `Host`; only IP addresses, `localhost` names and `--allow-host` names are served, for the
+/// data API and the static files alike.
+#[test]
+fn requests_for_a_host_not_allowed_are_refused() {
+    let rt = runtime();
+    let running = start(
+        &rt,
+        store_with_table(),
+        GatewayConfig {
+            allowed_hosts: vec!["tool.example".into()],
+            ..local()
+        },
+    );
+    let addr = running.addr;
+    let read = |host: &str| {
+        raw_status(
+            addr,
+            &format!(
+                "GET /v2/projects/p/instances/i/tables/t:sampleRowKeys HTTP/1.1\r\nhost: {host}"
+            ),
+        )
+    };
+    let page = |host: &str| raw_status(addr, &format!("GET / HTTP/1.1\r\nhost: {host}"));
+    for host in [
+        addr.to_string(),
+        format!("localhost:{}", addr.port()),
+        "app.localhost".into(),
+        "[::1]:1".into(),
+        "tool.example".into(),
+        "TOOL.example:8080".into(),
+    ] {
+        assert_eq!(read(&host), 200, "{host}");
+        assert_eq!(page(&host), 200, "{host}");
+    }
+    for host in [
+        "evil.example",
+        "evil.example:8080",
+        "localhost.evil.example",
+    ] {
+        assert_eq!(read(host), 403, "{host}");
+        assert_eq!(page(host), 403, "{host}");
+    }
+    // HTTP/1.0 may omit Host; such a request names no allowed host.
+    assert_eq!(
+        raw_status(
+            addr,
+            "GET /v2/projects/p/instances/i/tables/t:sampleRowKeys HTTP/1.0"
+        ),
+        403
+    );
+    // The refusal says what to do, as a google.rpc.Status.
+    let answer = send(
+        &rt,
+        hyper::Request::get(format!("http://{addr}/"))
+            .header("host", "evil.example")
+            .body(Full::new(Bytes::new()))
+            .unwrap(),
+    );
+    assert_eq!(answer.error().code, Code::PermissionDenied);
+    assert!(
+        answer.error().message.contains("--allow-host evil.example"),
+        "{}",
+        answer.error().message
+    );
+}
+
+/// A link inside `--www` that leads outside it (to a secret file, or a directory of them) is
+/// not followed; a link to a file inside it is.
+#[cfg(unix)]
+#[test]
+fn static_files_never_follow_links_out_of_the_www_directory() {
+    let rt = runtime();
+    let base = std::env::temp_dir().join(format!("rowkit-links-{}", std::process::id()));
+    let (www, outside) = (base.join("www"), base.join("secret"));
+    std::fs::create_dir_all(&www).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(www.join("index.html"), "tool").unwrap();
+    std::fs::write(outside.join("passwd"), "root:x:0:0").unwrap();
+    std::os::unix::fs::symlink(outside.join("passwd"), www.join("passwd")).unwrap();
+    std::os::unix::fs::symlink(&outside, www.join("etc")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", www.join("system")).unwrap();
+    std::os::unix::fs::symlink(www.join("index.html"), www.join("home.html")).unwrap();
+    let running = start(
+        &rt,
+        store_with_table(),
+        GatewayConfig {
+            www: Some(www.clone()),
+            token: Some("t0ken".into()),
+            ..local()
+        },
+    );
+    let get = |path: &str| {
+        send(
+            &rt,
+            hyper::Request::get(format!("http://{}{path}", running.addr))
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        )
+    };
+    for path in ["/passwd", "/etc/passwd", "/system"] {
+        let answer = get(path);
+        assert_eq!(answer.status, 404, "{path}");
+        assert!(!answer.text().contains("root:"), "{path}");
+    }
+    assert_eq!(get("/home.html").text(), "tool");
+    std::fs::remove_dir_all(&base).unwrap();
+}
+
+/// A body declared larger than the limit is refused from its headers alone (nothing of it is
+/// sent here), and one streamed without a length is cut off once it passes the limit: the
+/// gateway never reads a 200 MB body it will refuse.
+#[test]
+fn oversized_bodies_are_refused_before_they_are_read() {
+    use std::io::{Read, Write};
+    let rt = runtime();
+    let running = start(
+        &rt,
+        store_with_table(),
+        GatewayConfig {
+            max_body_bytes: 1 << 20,
+            ..local()
+        },
+    );
+    let head = |extra: &str| {
+        format!(
+            "POST {MUTATE} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n{extra}\r\n",
+            running.addr
+        )
+    };
+    assert_eq!(
+        raw_status(running.addr, head("content-length: 200000000").trim_end()),
+        400
+    );
+    // Chunked: keep writing 1 MiB chunks until the gateway answers and closes.
+    let mut s = std::net::TcpStream::connect(running.addr).unwrap();
+    s.set_write_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    s.write_all(head("transfer-encoding: chunked\r\n").as_bytes())
+        .unwrap();
+    let chunk = format!("{:x}\r\n{}\r\n", 1 << 20, " ".repeat(1 << 20));
+    let mut sent = 0usize;
+    while sent < 200 && s.write_all(chunk.as_bytes()).is_ok() {
+        sent += 1;
+    }
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("limit of 1048576 bytes"), "{answer}");
+    // What the socket buffers absorb aside, the upload stopped near the limit.
+    assert!(sent < 64, "{sent} MiB written before the gateway closed");
+}

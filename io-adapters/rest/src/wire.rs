@@ -460,142 +460,99 @@ pub struct RuleJson {
     pub increment_amount: Option<Int64>,
 }
 
-/// The fields every data request carries besides its own (`rest-json.md` 1).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TargetJson {
-    /// Optional; must equal the path's table.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "table_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub table_name: String,
-    /// Not served (`501`).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "authorized_view_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub authorized_view_name: String,
-    /// Not served (`501`).
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "materialized_view_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub materialized_view_name: String,
-    /// App profile.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "app_profile_id",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub app_profile_id: String,
+/// Declares a data request body: the target fields it carries (see [`TargetJson`]; each
+/// optional, `null` = absent, its snake_case name accepted), then its own fields. serde cannot
+/// `flatten` a shared struct in, because `flatten` and `deny_unknown_fields` do not mix.
+macro_rules! data_request {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident [$($target:ident = $alias:literal),* $(,)?] {
+            $($(#[$field_meta:meta])* pub $field:ident: $ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+        #[serde(rename_all = "camelCase", deny_unknown_fields)]
+        pub struct $name {
+            $(
+                #[doc = concat!("`", $alias, "`: see [`TargetJson`].")]
+                #[serde(
+                    default,
+                    deserialize_with = "nullable",
+                    alias = $alias,
+                    skip_serializing_if = "String::is_empty"
+                )]
+                pub $target: String,
+            )*
+            $($(#[$field_meta])* pub $field: $ty,)*
+        }
+    };
 }
 
-/// `ReadRowsRequest`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReadRowsRequestJson {
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "table_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub table_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "authorized_view_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub authorized_view_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "materialized_view_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub materialized_view_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "app_profile_id",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub app_profile_id: String,
-    /// Rows; absent = whole table.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rows: Option<RowSetJson>,
-    /// Filter; absent = every cell.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub filter: Option<RowFilterJson>,
-    /// Row limit; 0 = none.
-    #[serde(default, alias = "rows_limit", skip_serializing_if = "Int64::is_zero")]
-    pub rows_limit: Int64,
-    /// Enum (name or number); ignored.
-    #[serde(
-        default,
-        alias = "request_stats_view",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub request_stats_view: Option<serde_json::Value>,
-    /// Descending order.
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        skip_serializing_if = "is_false"
-    )]
-    pub reversed: bool,
+data_request! {
+    /// The fields every data request carries besides its own (`rest-json.md` 1).
+    ///
+    /// `tableName` is optional and must equal the path's table; `authorizedViewName` and
+    /// `materializedViewName` are not served (`501`); `appProfileId` picks the app profile.
+    pub struct TargetJson [
+        table_name = "table_name",
+        authorized_view_name = "authorized_view_name",
+        materialized_view_name = "materialized_view_name",
+        app_profile_id = "app_profile_id",
+    ] {}
 }
 
-/// `MutateRowRequest`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MutateRowRequestJson {
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "table_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub table_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "authorized_view_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub authorized_view_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "app_profile_id",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub app_profile_id: String,
-    /// The row.
-    #[serde(default, alias = "row_key", skip_serializing_if = "B64::is_empty")]
-    pub row_key: B64,
-    /// Mutations in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mutations: Option<Vec<MutationJson>>,
-    /// Idempotency token (newer protos); ignored.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idempotency: Option<serde_json::Value>,
+data_request! {
+    /// `ReadRowsRequest`.
+    pub struct ReadRowsRequestJson [
+        table_name = "table_name",
+        authorized_view_name = "authorized_view_name",
+        materialized_view_name = "materialized_view_name",
+        app_profile_id = "app_profile_id",
+    ] {
+        /// Rows; absent = whole table.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub rows: Option<RowSetJson>,
+        /// Filter; absent = every cell.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub filter: Option<RowFilterJson>,
+        /// Row limit; 0 = none.
+        #[serde(default, alias = "rows_limit", skip_serializing_if = "Int64::is_zero")]
+        pub rows_limit: Int64,
+        /// Enum (name or number); ignored.
+        #[serde(
+            default,
+            alias = "request_stats_view",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub request_stats_view: Option<serde_json::Value>,
+        /// Descending order.
+        #[serde(
+            default,
+            deserialize_with = "nullable",
+            skip_serializing_if = "is_false"
+        )]
+        pub reversed: bool,
+    }
+}
+
+data_request! {
+    /// `MutateRowRequest`.
+    pub struct MutateRowRequestJson [
+        table_name = "table_name",
+        authorized_view_name = "authorized_view_name",
+        app_profile_id = "app_profile_id",
+    ] {
+        /// The row.
+        #[serde(default, alias = "row_key", skip_serializing_if = "B64::is_empty")]
+        pub row_key: B64,
+        /// Mutations in order.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub mutations: Option<Vec<MutationJson>>,
+        /// Idempotency token (newer protos); ignored.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub idempotency: Option<serde_json::Value>,
+    }
 }
 
 /// One entry of a `MutateRowsRequest`.
@@ -613,127 +570,67 @@ pub struct MutateRowsEntryJson {
     pub idempotency: Option<serde_json::Value>,
 }
 
-/// `MutateRowsRequest`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct MutateRowsRequestJson {
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "table_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub table_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "authorized_view_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub authorized_view_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "app_profile_id",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub app_profile_id: String,
-    /// The rows.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub entries: Option<Vec<MutateRowsEntryJson>>,
+data_request! {
+    /// `MutateRowsRequest`.
+    pub struct MutateRowsRequestJson [
+        table_name = "table_name",
+        authorized_view_name = "authorized_view_name",
+        app_profile_id = "app_profile_id",
+    ] {
+        /// The rows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub entries: Option<Vec<MutateRowsEntryJson>>,
+    }
 }
 
-/// `CheckAndMutateRowRequest`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CheckAndMutateRowRequestJson {
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "table_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub table_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "authorized_view_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub authorized_view_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "app_profile_id",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub app_profile_id: String,
-    /// The row.
-    #[serde(default, alias = "row_key", skip_serializing_if = "B64::is_empty")]
-    pub row_key: B64,
-    /// The test; absent = "the row has any cell".
-    #[serde(
-        default,
-        alias = "predicate_filter",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub predicate_filter: Option<RowFilterJson>,
-    /// Applied when the test matches.
-    #[serde(
-        default,
-        alias = "true_mutations",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub true_mutations: Option<Vec<MutationJson>>,
-    /// Applied otherwise.
-    #[serde(
-        default,
-        alias = "false_mutations",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub false_mutations: Option<Vec<MutationJson>>,
+data_request! {
+    /// `CheckAndMutateRowRequest`.
+    pub struct CheckAndMutateRowRequestJson [
+        table_name = "table_name",
+        authorized_view_name = "authorized_view_name",
+        app_profile_id = "app_profile_id",
+    ] {
+        /// The row.
+        #[serde(default, alias = "row_key", skip_serializing_if = "B64::is_empty")]
+        pub row_key: B64,
+        /// The test; absent = "the row has any cell".
+        #[serde(
+            default,
+            alias = "predicate_filter",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub predicate_filter: Option<RowFilterJson>,
+        /// Applied when the test matches.
+        #[serde(
+            default,
+            alias = "true_mutations",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub true_mutations: Option<Vec<MutationJson>>,
+        /// Applied otherwise.
+        #[serde(
+            default,
+            alias = "false_mutations",
+            skip_serializing_if = "Option::is_none"
+        )]
+        pub false_mutations: Option<Vec<MutationJson>>,
+    }
 }
 
-/// `ReadModifyWriteRowRequest`.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ReadModifyWriteRowRequestJson {
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "table_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub table_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "authorized_view_name",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub authorized_view_name: String,
-    /// See [`TargetJson`].
-    #[serde(
-        default,
-        deserialize_with = "nullable",
-        alias = "app_profile_id",
-        skip_serializing_if = "String::is_empty"
-    )]
-    pub app_profile_id: String,
-    /// The row.
-    #[serde(default, alias = "row_key", skip_serializing_if = "B64::is_empty")]
-    pub row_key: B64,
-    /// Rules in order.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rules: Option<Vec<RuleJson>>,
+data_request! {
+    /// `ReadModifyWriteRowRequest`.
+    pub struct ReadModifyWriteRowRequestJson [
+        table_name = "table_name",
+        authorized_view_name = "authorized_view_name",
+        app_profile_id = "app_profile_id",
+    ] {
+        /// The row.
+        #[serde(default, alias = "row_key", skip_serializing_if = "B64::is_empty")]
+        pub row_key: B64,
+        /// Rules in order.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub rules: Option<Vec<RuleJson>>,
+    }
 }
 
 /// `SampleRowKeysRequest` (the `POST` body; `GET` has none).

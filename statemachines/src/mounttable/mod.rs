@@ -1,19 +1,39 @@
-//! The mount table protocols of Vanadium's btmtd (`spec/mounttable.md`): one machine per
-//! operation (Mount, Unmount, ResolveStep, Glob, Delete, GetPermissions, SetPermissions, Fsck,
-//! CreateInitialNodes, ReadCounters) plus [`PrimitiveOp`] for the internal node primitives that
-//! tests and repair tools drive directly, and the hot-row [`RowCache`].
+//! The mount table protocols of Vanadium's btmtd (`spec/mounttable.md`): one operation per
+//! service call (Mount, Unmount, ResolveStep, Glob, Delete, GetPermissions, SetPermissions,
+//! Fsck, CreateInitialNodes, ReadCounters) plus [`PrimitiveOp`] for the internal node
+//! primitives that tests and repair tools drive directly, and the hot-row [`RowCache`].
 //!
-//! Every machine takes an [`MtCtx`] (tables, caller, global ACL, limits, gc grace, operation
-//! deadline, the facade's shared memo of decoded [`Nodes`]), `now` and a `seed`, and reaches the
-//! store only through the requests it emits.
-//! OCC conflicts are retried with seeded jitter until the operation deadline, then the machine
-//! ends with [`MtError::Aborted`].
+//! Every operation is an [`Operation`] of [`MountTableSchema`] running a flow with explicit
+//! phases: `new(ctx, args.., now, seed)` takes an [`MtCtx`] (tables, caller, global ACL,
+//! limits, gc grace, operation deadline, where to find [`Nodes`] already decoded) by value,
+//! and reaches the store only through the requests it emits. The node protocols they share (the walk that resolves and creates
+//! nodes, OCC writes, GC of expired servers, the subtree delete) are steps nested in their
+//! parents' phases. OCC conflicts are retried with seeded jitter. `cancel` ends an operation
+//! with [`MtError::Aborted`] at once; the operation deadline does so at the points §17 names
+//! (before each attempt, walk element, glob step, fsck pass and row), never inside a node
+//! protocol, whose requests carry deadlines of their own.
+//!
+//! ```
+//! use rowkit_statemachines::mounttable::{MtCtx, MtError, ResolveStep};
+//! use rowkit_statemachines::{Machine, Request, Response, Timestamp};
+//!
+//! let mut m = ResolveStep::new(MtCtx::new(Timestamp(60_000_000)), "a/b", Timestamp(0), 7);
+//! // The walk starts at the root row.
+//! let (tag, request) = m.poll_request().unwrap();
+//! assert!(matches!(request, Request::ReadRows(_)));
+//! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
+//! assert_eq!(m.result(), Some(Err(MtError::NoSuchNameRoot)));
+//! ```
 
 mod cache;
-mod frames;
+mod calls;
+mod decoded;
 mod glob;
-mod machine;
+// Phase enums hold their nested steps inline (boxed only where rare and large, or
+// recursive): one allocation per operation rather than one per step.
+#[allow(clippy::large_enum_variant)]
 mod nodes;
+#[allow(clippy::large_enum_variant)]
 mod operations;
 
 use alloc::collections::BTreeMap;
@@ -21,19 +41,16 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 pub use cache::{Completion, Lookup, ROW_CACHE_CAPACITY, ROW_CACHE_TTL_US, RowCache, WaiterId};
+pub use decoded::{Nodes, SharedNodes};
 pub use glob::{BadPattern, Glob as GlobPattern, path_match};
-pub use nodes::{Nodes, SharedNodes};
-use rowkit_codec::mounttable::{AccessList, Caller, NodeRow, Permissions};
-
-use crate::{Machine, Request, Response, StoreError, Tag, Timestamp};
-use frames::Frame;
-use machine::OpMachine;
-use operations::{
-    CreateInitialNodes as InitialFrame, DeleteAttempt, DeleteAttemptState, Fsck as FsckFrame,
-    GetPermissions as GetPermsFrame, GlobOp, GlobState, MountAttempt, PrimitiveFrame,
-    ReadCounters as CountersFrame, ResolveStep as ResolveFrame, Retry, SetPermsAttempt,
-    UnmountAttempt, WalkState, fail,
+pub use operations::{
+    CreateInitialNodesFlow, DeleteFlow, FsckFlow, GetPermissionsFlow, GlobFlow, MountFlow,
+    PrimitiveFlow, ReadCountersFlow, ResolveStepFlow, SetPermissionsFlow, UnmountFlow,
 };
+use rowkit_codec::mounttable::{self as codec, AccessList, Caller, NodeRow, Permissions};
+
+use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
+use crate::{StoreError, Timestamp};
 
 /// Node and counter table names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -91,10 +108,12 @@ pub struct MtCtx {
     pub limits: Limits,
     /// GC grace period in µs (btmtd: 60 s).
     pub gc_grace_us: i64,
-    /// Operation deadline.
+    /// Operation deadline (§17): checked before each attempt, walk element, glob step and
+    /// fsck pass and row (then [`MtError::Aborted`]); a request gets at least 60 s beyond it,
+    /// the detached second half of a two-row write 1 h.
     pub deadline: Timestamp,
     /// Where node reads find the nodes already decoded from the rows a cache hands out again
-    /// (the facade's memo; behaviour-neutral).
+    /// (the facade's hot-row cache keeps them beside the rows; behaviour-neutral).
     pub nodes: Nodes,
 }
 
@@ -198,6 +217,7 @@ pub enum MtEvent {
 
 /// Errors of §18.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MtError {
     /// Missing node (without create), or nothing mounted on the path.
     #[error("name {name:?} doesn't exist")]
@@ -214,7 +234,7 @@ pub enum MtError {
     /// Delete of the root.
     #[error("no access")]
     NoAccess,
-    /// The operation deadline was reached.
+    /// The operation deadline was reached, or the operation was cancelled.
     #[error("aborted: operation deadline reached")]
     Aborted,
     /// Authorization failed.
@@ -375,94 +395,59 @@ pub enum PrimitiveOutput {
     Done,
 }
 
-macro_rules! machine {
-    ($(#[$meta:meta])* $name:ident, $out:ty) => {
-        $(#[$meta])*
-        #[derive(Debug)]
-        pub struct $name(OpMachine<$out>);
+/// The mount table's operations (see the module doc): their context is an [`MtCtx`], owned
+/// by the operation.
+#[derive(Debug)]
+pub struct MountTableSchema;
 
-        impl Machine for $name {
-            type Output = $out;
-            type Event = MtEvent;
-            type Error = MtError;
+impl Schema for MountTableSchema {
+    type Context = MtCtx;
+    type Event = MtEvent;
+    type Error = MtError;
 
-            fn handle_response(
-                &mut self,
-                tag: Tag,
-                response: Result<Response, StoreError>,
-                now: Timestamp,
-            ) {
-                self.0.handle_response(tag, response, now)
-            }
-            fn handle_timeout(&mut self, now: Timestamp) {
-                self.0.handle_timeout(now)
-            }
-            fn cancel(&mut self, now: Timestamp) {
-                self.0.cancel(now)
-            }
-            fn poll_request(&mut self) -> Option<(Tag, Request)> {
-                self.0.poll_request()
-            }
-            fn poll_abort(&mut self) -> Option<Tag> {
-                self.0.poll_abort()
-            }
-            fn poll_event(&mut self) -> Option<MtEvent> {
-                self.0.poll_event()
-            }
-            fn poll_timeout(&self) -> Option<Timestamp> {
-                self.0.poll_timeout()
-            }
-            fn result(&mut self) -> Option<Result<$out, MtError>> {
-                self.0.result()
-            }
-        }
-    };
+    fn aborted() -> MtError {
+        MtError::Aborted
+    }
 }
 
-machine!(
-    /// `Mount(name, server, ttl, flags)`: output is the deadline written (µs).
-    Mount, i64
-);
-machine!(
-    /// `Unmount(name, server)` (`""` = every server).
-    Unmount, ()
-);
-machine!(
-    /// `Delete(name, subtree)`.
-    Delete, ()
-);
-machine!(
-    /// `ResolveStep(name)`.
-    ResolveStep, MountEntry
-);
-machine!(
-    /// `Glob(name, pattern)`: entries arrive as [`MtEvent::GlobEntry`].
-    Glob, ()
-);
-machine!(
-    /// `GetPermissions(name)`.
-    GetPermissions, PermsAndVersion
-);
-machine!(
-    /// `SetPermissions(name, perms, version)` (`""` = any version).
-    SetPermissions, PermsAndVersion
-);
-machine!(
-    /// `Fsck(fix)`.
-    Fsck, FsckSummary
-);
-machine!(
-    /// `CreateInitialNodes(perms_file)`: the root (and the file's nodes).
-    CreateInitialNodes, ()
-);
-machine!(
-    /// Every counter row: row key → value.
-    ReadCounters, BTreeMap<Vec<u8>, i64>
-);
-machine!(
-    /// One internal primitive ([`Primitive`]).
-    PrimitiveOp, PrimitiveOutput
-);
+/// Starts `flow` on `ctx`.
+///
+/// The flows enforce `ctx.deadline` themselves (see [`MtCtx::deadline`]), so the operation's
+/// own [`Budget`] never cuts them: a deadline there would abort a node protocol halfway (a
+/// child referenced but never created, a row deleted but still referenced, a server counted
+/// but not mounted), which §17's detached second halves exist to prevent.
+fn start<F: Flow<Schema = MountTableSchema>>(
+    ctx: MtCtx,
+    now: Timestamp,
+    seed: u64,
+    flow: F,
+) -> Operation<'static, F> {
+    let budget = Budget::until(Timestamp::MAX);
+    Operation::start(ContextArg::owned(ctx), now, seed, budget, flow)
+}
+
+/// `Mount(name, server, ttl, flags)`: output is the deadline written (µs).
+pub type Mount = Operation<'static, MountFlow>;
+/// `Unmount(name, server)` (`""` = every server).
+pub type Unmount = Operation<'static, UnmountFlow>;
+/// `Delete(name, subtree)`.
+pub type Delete = Operation<'static, DeleteFlow>;
+/// `ResolveStep(name)`.
+pub type ResolveStep = Operation<'static, ResolveStepFlow>;
+/// `Glob(name, pattern)`: entries arrive as [`MtEvent::GlobEntry`].
+pub type Glob = Operation<'static, GlobFlow>;
+/// `GetPermissions(name)`.
+pub type GetPermissions = Operation<'static, GetPermissionsFlow>;
+/// `SetPermissions(name, perms, version)` (`""` = any version).
+pub type SetPermissions = Operation<'static, SetPermissionsFlow>;
+/// `Fsck(fix)`.
+pub type Fsck = Operation<'static, FsckFlow>;
+/// `CreateInitialNodes(perms_file)`: the root (and the file's nodes).
+pub type CreateInitialNodes = Operation<'static, CreateInitialNodesFlow>;
+/// Every counter row: row key → value.
+pub type ReadCounters = Operation<'static, ReadCountersFlow>;
+/// One internal primitive ([`Primitive`]).
+pub type PrimitiveOp = Operation<'static, PrimitiveFlow>;
 
 impl Mount {
     /// Mounts `server` on `name` for `ttl_s` seconds (0 = `u32::MAX`) with MountFlag bits.
@@ -475,87 +460,69 @@ impl Mount {
         now: Timestamp,
         seed: u64,
     ) -> Mount {
-        let frame = if rowkit_codec::mounttable::validate_server(server) {
-            Retry::frame(Frame::MountAttempt(MountAttempt {
-                suffix: rowkit_codec::mounttable::normalize_suffix(name),
-                server: String::from(server),
-                ttl_s,
-                flags,
-                state: WalkState::Start,
-            }))
-        } else {
-            fail(MtError::MalformedAddress {
+        if !codec::validate_server(server) {
+            let error = MtError::MalformedAddress {
                 server: server.into(),
-            })
-        };
-        Mount(OpMachine::start(ctx, now, seed, frame))
+            };
+            return Operation::failed(ContextArg::owned(ctx), error);
+        }
+        let flow = MountFlow::new(operations::MountArgs {
+            suffix: codec::normalize_suffix(name),
+            server: String::from(server),
+            ttl_s,
+            flags,
+        });
+        start(ctx, now, seed, flow)
     }
 }
 
 impl Unmount {
     /// Unmounts `server` (`""` = all) from `name`.
     pub fn new(ctx: MtCtx, name: &str, server: &str, now: Timestamp, seed: u64) -> Unmount {
-        let frame = Retry::frame(Frame::UnmountAttempt(UnmountAttempt {
-            suffix: rowkit_codec::mounttable::normalize_suffix(name),
+        let flow = UnmountFlow::new(operations::UnmountArgs {
+            suffix: codec::normalize_suffix(name),
             server: String::from(server),
-            state: WalkState::Start,
-        }));
-        Unmount(OpMachine::start(ctx, now, seed, frame))
+        });
+        start(ctx, now, seed, flow)
     }
 }
 
 impl Delete {
-    /// Deletes `name` (and its subtree when `subtree`).
+    /// Deletes `name` (and its subtree when `subtree`); the root may not be deleted.
     pub fn new(ctx: MtCtx, name: &str, subtree: bool, now: Timestamp, seed: u64) -> Delete {
-        let suffix = rowkit_codec::mounttable::normalize_suffix(name);
-        let frame = if suffix.is_empty() {
-            fail(MtError::NoAccess)
-        } else {
-            Retry::frame(Frame::DeleteAttempt(DeleteAttempt {
-                suffix,
-                subtree,
-                node: None,
-                denied: None,
-                state: DeleteAttemptState::Start,
-            }))
-        };
-        Delete(OpMachine::start(ctx, now, seed, frame))
+        let suffix = codec::normalize_suffix(name);
+        if suffix.is_empty() {
+            return Operation::failed(ContextArg::owned(ctx), MtError::NoAccess);
+        }
+        let flow = DeleteFlow::new(operations::DeleteArgs { suffix, subtree });
+        start(ctx, now, seed, flow)
     }
 }
 
 impl ResolveStep {
     /// Resolves one step of `name`.
     pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> ResolveStep {
-        let frame = Frame::ResolveStep(ResolveFrame {
-            suffix: rowkit_codec::mounttable::normalize_suffix(name),
-            state: WalkState::Start,
-        });
-        ResolveStep(OpMachine::start(ctx, now, seed, frame))
+        let flow = ResolveStepFlow::new(codec::normalize_suffix(name));
+        start(ctx, now, seed, flow)
     }
 }
 
 impl Glob {
-    /// Globs `pattern` under `name`.
+    /// Globs `pattern` under `name`; an invalid pattern fails before any request.
     pub fn new(ctx: MtCtx, name: &str, pattern: &str, now: Timestamp, seed: u64) -> Glob {
-        let frame = Frame::Glob(GlobOp {
-            suffix: rowkit_codec::mounttable::normalize_suffix(name),
-            pattern: String::from(pattern),
-            queue: alloc::collections::VecDeque::new(),
-            current: None,
-            state: GlobState::Start,
-        });
-        Glob(OpMachine::start(ctx, now, seed, frame))
+        let Ok(pattern) = GlobPattern::parse(pattern) else {
+            return Operation::failed(ContextArg::owned(ctx), MtError::BadPattern);
+        };
+        let flow = GlobFlow::new(codec::normalize_suffix(name), pattern);
+        start(ctx, now, seed, flow)
     }
 }
 
 impl GetPermissions {
     /// Reads the permissions of `name`.
     pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> GetPermissions {
-        let frame = Frame::GetPermissions(GetPermsFrame {
-            suffix: rowkit_codec::mounttable::normalize_suffix(name),
-            state: WalkState::Start,
-        });
-        GetPermissions(OpMachine::start(ctx, now, seed, frame))
+        let flow = GetPermissionsFlow::new(codec::normalize_suffix(name));
+        start(ctx, now, seed, flow)
     }
 }
 
@@ -570,27 +537,25 @@ impl SetPermissions {
         seed: u64,
     ) -> SetPermissions {
         // The caller keeps admin rights over what it sets.
-        if frames::authorize(&ctx, &perms, &[rowkit_codec::mounttable::tags::ADMIN]).is_err() {
+        if nodes::authorize(&ctx, &perms, &[codec::tags::ADMIN]).is_err() {
             for b in &ctx.caller.blessing_names {
-                perms.add(b, rowkit_codec::mounttable::tags::ADMIN);
+                perms.add(b, codec::tags::ADMIN);
             }
         }
         perms.normalize();
-        let frame = Retry::frame(Frame::SetPermsAttempt(SetPermsAttempt {
-            suffix: rowkit_codec::mounttable::normalize_suffix(name),
+        let flow = SetPermissionsFlow::new(operations::SetPermsArgs {
+            suffix: codec::normalize_suffix(name),
             perms,
             version: String::from(version),
-            next_version: String::new(),
-            state: WalkState::Start,
-        }));
-        SetPermissions(OpMachine::start(ctx, now, seed, frame))
+        });
+        start(ctx, now, seed, flow)
     }
 }
 
 impl Fsck {
     /// Checks (and with `fix`, repairs) the whole table.
     pub fn new(ctx: MtCtx, fix: bool, now: Timestamp, seed: u64) -> Fsck {
-        Fsck(OpMachine::start(ctx, now, seed, FsckFrame::frame(fix)))
+        start(ctx, now, seed, FsckFlow::new(fix))
     }
 }
 
@@ -602,24 +567,21 @@ impl CreateInitialNodes {
         now: Timestamp,
         seed: u64,
     ) -> CreateInitialNodes {
-        let frame = InitialFrame::frame(perms_file);
-        CreateInitialNodes(OpMachine::start(ctx, now, seed, frame))
+        start(ctx, now, seed, CreateInitialNodesFlow::new(perms_file))
     }
 }
 
 impl ReadCounters {
     /// Reads the counter table.
     pub fn new(ctx: MtCtx, now: Timestamp, seed: u64) -> ReadCounters {
-        let frame = Frame::ReadCounters(CountersFrame { scanned: false });
-        ReadCounters(OpMachine::start(ctx, now, seed, frame))
+        start(ctx, now, seed, ReadCountersFlow::new())
     }
 }
 
 impl PrimitiveOp {
     /// Runs one primitive.
     pub fn new(ctx: MtCtx, primitive: Primitive, now: Timestamp, seed: u64) -> PrimitiveOp {
-        let frame = PrimitiveFrame::frame(primitive);
-        PrimitiveOp(OpMachine::start(ctx, now, seed, frame))
+        start(ctx, now, seed, PrimitiveFlow::new(primitive))
     }
 }
 

@@ -1,5 +1,5 @@
-//! The service operations of `spec/mounttable.md` §13–§16 as frames over the node protocols
-//! of `frames`: the OCC retry loop with seeded back-off, Mount/Unmount/Delete/SetPermissions
+//! The service operations of `spec/mounttable.md` §13–§16 as flows over the node protocols of
+//! `nodes`: the OCC retry loop with seeded back-off, Mount/Unmount/Delete/SetPermissions
 //! attempts, ResolveStep, Glob, GetPermissions, the initial nodes, fsck, the counters and the
 //! internal primitives.
 
@@ -9,608 +9,851 @@ use alloc::string::{String, ToString};
 use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
+use core::mem;
 
 use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
 use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, tags};
 
-use super::frames::{
-    AccessNode, CreateChild, CreateRow, Delete, DeleteAndGc, Frame, Increment, MountNode,
-    UnmountNode, authorize, back_off, delete_column, entry_of, set_perms_call, tri,
+use super::calls::{
+    BackOff, Half, MtIo, Node, NodeRead, Occ, Progress, Put, Scan, check_deadline, ended, ready,
 };
-use super::glob::Glob;
-use super::machine::{Call, Env, Half, Input, Node, Step, Value, mismatch};
+use super::glob::Glob as Pattern;
+use super::nodes::{
+    CreateChild, CreateRow, Delete, DeleteAndGc, Increment, MountNode, Reached, UnmountNode, Walk,
+    authorize, entry_of, set_perms,
+};
 use super::{
-    FindingKind, FsckSummary, MountEntry, MtError, MtEvent, PermsAndVersion, Primitive,
-    PrimitiveOutput,
+    FindingKind, FsckSummary, MountEntry, MountTableSchema, MtCtx, MtError, MtEvent,
+    PermsAndVersion, Primitive, PrimitiveOutput,
 };
+use crate::operation::Flow;
 
 const FSCK_PAGE: i64 = 1000;
 
 // ---- the OCC retry loop -------------------------------------------------------------------------
 
-/// The operation loop of Mount, Unmount, Delete and SetPermissions: run a fresh copy of the
-/// attempt; on `ConcurrentAccess` wait `(next_u64 % 50)` ms (bounded by the operation
-/// deadline) and try again; past the deadline, `Aborted`.
-#[derive(Clone, Debug)]
-pub(crate) struct Retry {
-    attempt: Box<Frame>,
-    state: RetryState,
+/// One round of an operation that [`Retry`] runs again after a conflict. `Default` is a fresh
+/// round; what does not change between rounds is in `Args`.
+pub(super) trait Attempt: Default {
+    /// The operation's arguments.
+    type Args;
+    /// What a successful round gives.
+    type Output;
+
+    /// Runs the round as far as it can.
+    fn advance(
+        &mut self,
+        args: &Self::Args,
+        io: &mut MtIo,
+        ctx: &mut MtCtx,
+    ) -> Progress<Self::Output>;
 }
 
-#[derive(Clone, Copy, Debug)]
-enum RetryState {
+/// §13 `op`, the loop of Mount, Unmount, Delete and SetPermissions: run a fresh attempt; on
+/// `ConcurrentAccess` wait `(next_u64 % 50)` ms (bounded by the operation deadline, reaching
+/// which ends the operation `Aborted`) and try again.
+#[derive(Debug)]
+pub(super) struct Retry<A: Attempt> {
+    args: A::Args,
+    phase: RetryPhase<A>,
+}
+
+#[derive(Debug)]
+enum RetryPhase<A> {
+    /// A round is to start (if the deadline allows).
     Start,
-    Attempted,
-    BackedOff,
+    Attempting(A),
+    BackingOff(BackOff),
+    Done,
 }
 
-impl Retry {
-    pub(crate) fn frame(attempt: Frame) -> Frame {
-        Frame::Retry(Retry {
-            attempt: Box::new(attempt),
-            state: RetryState::Start,
-        })
-    }
-
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            RetryState::Start => self.attempt(env),
-            RetryState::Attempted => match input {
-                Err(MtError::ConcurrentAccess) => {
-                    self.state = RetryState::BackedOff;
-                    Step::Await(back_off(env))
-                }
-                other => Step::Return(other),
-            },
-            RetryState::BackedOff => {
-                tri!(input);
-                self.attempt(env)
-            }
+impl<A: Attempt> Retry<A> {
+    fn new(args: A::Args) -> Retry<A> {
+        Retry {
+            args,
+            phase: RetryPhase::Start,
         }
     }
 
-    fn attempt(&mut self, env: &mut Env) -> Step {
-        tri!(env.check_deadline());
-        self.state = RetryState::Attempted;
-        Step::Push((*self.attempt).clone())
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<A::Output> {
+        use RetryPhase as P;
+        loop {
+            match mem::replace(&mut self.phase, P::Done) {
+                P::Start => {
+                    check_deadline(io, ctx)?;
+                    self.phase = P::Attempting(A::default());
+                }
+                P::Attempting(mut attempt) => {
+                    match ready!(
+                        self.phase,
+                        P::Attempting(attempt),
+                        attempt.advance(&self.args, io, ctx)
+                    ) {
+                        Err(MtError::ConcurrentAccess) => {
+                            self.phase = P::BackingOff(BackOff::start(io, ctx));
+                        }
+                        other => return other.map(Some),
+                    }
+                }
+                P::BackingOff(mut wait) => {
+                    ready!(self.phase, P::BackingOff(wait), wait.poll(io, ctx))?;
+                    self.phase = P::Start;
+                }
+                P::Done => return Err(ended()),
+            }
+        }
     }
 }
 
-/// Fails at once (an argument rejected before any request).
-pub(crate) fn fail(error: MtError) -> Frame {
-    Frame::Primitive(PrimitiveFrame {
-        primitive: None,
-        failure: Some(error),
-        state: PrimitiveState::Start,
-    })
+/// Implements [`Flow`] for a public flow that wraps one step.
+macro_rules! flow {
+    ($flow:ident, $out:ty) => {
+        impl Flow for $flow {
+            type Schema = MountTableSchema;
+            type Output = $out;
+
+            fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<$out> {
+                self.0.advance(io, ctx)
+            }
+        }
+    };
 }
 
 // ---- §13 attempts -------------------------------------------------------------------------------
 
-/// Where a one-walk attempt (Mount, Unmount, SetPermissions, ResolveStep, GetPermissions)
-/// is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WalkState {
-    /// Not started.
-    Start,
-    /// The path walk returned.
-    Walked,
-    /// The node operation returned.
-    Done,
+/// Mount's arguments.
+#[derive(Debug)]
+pub(super) struct MountArgs {
+    pub(super) suffix: String,
+    pub(super) server: String,
+    pub(super) ttl_s: u32,
+    pub(super) flags: u32,
 }
 
 /// One Mount attempt: walk (creating), authorize, mount on the snapshot.
-#[derive(Clone, Debug)]
-pub(crate) struct MountAttempt {
-    pub(crate) suffix: String,
-    pub(crate) server: String,
-    pub(crate) ttl_s: u32,
-    pub(crate) flags: u32,
-    pub(crate) state: WalkState,
+#[derive(Debug, Default)]
+enum MountAttempt {
+    #[default]
+    Start,
+    Walking(Walk),
+    Mounting(MountNode),
+    Done,
 }
 
-impl MountAttempt {
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            WalkState::Start => {
-                self.state = WalkState::Walked;
-                Step::Push(AccessNode::frame(&self.suffix, true, false))
+impl Attempt for MountAttempt {
+    type Args = MountArgs;
+    type Output = i64;
+
+    fn advance(&mut self, args: &MountArgs, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<i64> {
+        use MountAttempt as P;
+        loop {
+            match mem::replace(self, P::Done) {
+                P::Start => *self = P::Walking(Walk::new(&args.suffix, true, false)),
+                P::Walking(mut walk) => {
+                    let Reached { node, .. } =
+                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
+                    let node = node.ok_or(MtError::NoSuchNameRoot)?;
+                    authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
+                    let limit = ctx.limits.max_servers_per_user;
+                    *self = P::Mounting(MountNode::new(
+                        node,
+                        &args.server,
+                        None,
+                        args.ttl_s,
+                        args.flags,
+                        limit,
+                    ));
+                }
+                P::Mounting(mut mount) => {
+                    return ready!(*self, P::Mounting(mount), mount.advance(io, ctx)).map(Some);
+                }
+                P::Done => return Err(ended()),
             }
-            WalkState::Walked => {
-                let Some(node) = tri!(Value::access(input)).0 else {
-                    return Step::Return(Err(MtError::NoSuchNameRoot));
-                };
-                tri!(authorize(
-                    &env.ctx,
-                    &node.permissions,
-                    &[tags::MOUNT, tags::ADMIN]
-                ));
-                self.state = WalkState::Done;
-                Step::Push(MountNode::frame(
-                    &node,
-                    &self.server,
-                    None,
-                    self.ttl_s,
-                    self.flags,
-                    env.ctx.limits.max_servers_per_user,
-                ))
-            }
-            WalkState::Done => Step::Return(input),
         }
     }
+}
+
+/// The flow of [`Mount`](super::Mount): walk (creating), authorize, mount; retried on
+/// conflicts. Gives the deadline written (µs).
+#[derive(Debug)]
+pub struct MountFlow(Retry<MountAttempt>);
+flow!(MountFlow, i64);
+
+impl MountFlow {
+    pub(super) fn new(args: MountArgs) -> MountFlow {
+        MountFlow(Retry::new(args))
+    }
+}
+
+/// Unmount's arguments.
+#[derive(Debug)]
+pub(super) struct UnmountArgs {
+    pub(super) suffix: String,
+    pub(super) server: String,
 }
 
 /// One Unmount attempt: walk, authorize, unmount on the snapshot.
-#[derive(Clone, Debug)]
-pub(crate) struct UnmountAttempt {
-    pub(crate) suffix: String,
-    pub(crate) server: String,
-    pub(crate) state: WalkState,
+#[derive(Debug, Default)]
+enum UnmountAttempt {
+    #[default]
+    Start,
+    Walking(Walk),
+    Unmounting(UnmountNode),
+    Done,
 }
 
-impl UnmountAttempt {
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            WalkState::Start => {
-                self.state = WalkState::Walked;
-                Step::Push(AccessNode::frame(&self.suffix, false, false))
+impl Attempt for UnmountAttempt {
+    type Args = UnmountArgs;
+    type Output = ();
+
+    fn advance(&mut self, args: &UnmountArgs, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+        use UnmountAttempt as P;
+        loop {
+            match mem::replace(self, P::Done) {
+                P::Start => *self = P::Walking(Walk::new(&args.suffix, false, false)),
+                P::Walking(mut walk) => {
+                    let Reached { node, .. } =
+                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
+                    let node = node.ok_or_else(|| MtError::NoSuchName {
+                        name: args.suffix.clone(),
+                    })?;
+                    authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
+                    *self = P::Unmounting(UnmountNode::new(node, &args.server));
+                }
+                P::Unmounting(mut unmount) => {
+                    return ready!(*self, P::Unmounting(unmount), unmount.advance(io, ctx))
+                        .map(Some);
+                }
+                P::Done => return Err(ended()),
             }
-            WalkState::Walked => {
-                let Some(node) = tri!(Value::access(input)).0 else {
-                    return Step::Return(Err(MtError::NoSuchName {
-                        name: self.suffix.clone(),
-                    }));
-                };
-                tri!(authorize(
-                    &env.ctx,
-                    &node.permissions,
-                    &[tags::MOUNT, tags::ADMIN]
-                ));
-                self.state = WalkState::Done;
-                Step::Push(UnmountNode::frame(&node, &self.server))
-            }
-            WalkState::Done => Step::Return(input),
         }
     }
+}
+
+/// The flow of [`Unmount`](super::Unmount): walk, authorize, unmount; retried on conflicts.
+#[derive(Debug)]
+pub struct UnmountFlow(Retry<UnmountAttempt>);
+flow!(UnmountFlow, ());
+
+impl UnmountFlow {
+    pub(super) fn new(args: UnmountArgs) -> UnmountFlow {
+        UnmountFlow(Retry::new(args))
+    }
+}
+
+/// Delete's arguments.
+#[derive(Debug)]
+pub(super) struct DeleteArgs {
+    pub(super) suffix: String,
+    pub(super) subtree: bool,
 }
 
 /// One Delete attempt: walk (a missing node is already deleted), authorize on the node or
 /// its parent, delete and collect.
-#[derive(Clone, Debug)]
-pub(crate) struct DeleteAttempt {
-    pub(crate) suffix: String,
-    pub(crate) subtree: bool,
-    pub(crate) node: Option<Node>,
-    pub(crate) denied: Option<MtError>,
-    pub(crate) state: DeleteAttemptState,
-}
-
-/// Where a [`DeleteAttempt`] is.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum DeleteAttemptState {
+#[derive(Debug, Default)]
+enum DeleteAttempt {
+    #[default]
     Start,
-    Walked,
-    ParentWalked,
-    Deleted,
+    Walking(Walk),
+    /// The caller may not administer `node` (`denied`): may it administer the parent?
+    WalkingToParent {
+        walk: Walk,
+        node: Node,
+        denied: MtError,
+    },
+    Deleting(DeleteAndGc),
+    Done,
 }
 
-impl DeleteAttempt {
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            DeleteAttemptState::Start => {
-                self.state = DeleteAttemptState::Walked;
-                Step::Push(AccessNode::frame(&self.suffix, false, false))
-            }
-            DeleteAttemptState::Walked => {
-                let node = match Value::access(input) {
-                    Err(MtError::NoSuchName { .. }) | Ok((None, _)) => {
-                        return Step::Return(Ok(Value::Unit));
-                    }
-                    Err(e) => return Step::Return(Err(e)),
-                    Ok((Some(n), _)) => n,
-                };
-                if let Err(first) = authorize(&env.ctx, &node.permissions, &[tags::ADMIN]) {
-                    // The parent's admins may delete a child they cannot administer.
-                    self.denied = Some(first);
-                    self.node = Some(node);
-                    self.state = DeleteAttemptState::ParentWalked;
-                    let parent = codec::clean(codec::split(&self.suffix).0);
-                    return Step::Push(AccessNode::frame(&parent, false, false));
+impl Attempt for DeleteAttempt {
+    type Args = DeleteArgs;
+    type Output = ();
+
+    fn advance(&mut self, args: &DeleteArgs, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+        use DeleteAttempt as P;
+        loop {
+            match mem::replace(self, P::Done) {
+                P::Start => *self = P::Walking(Walk::new(&args.suffix, false, false)),
+                P::Walking(mut walk) => {
+                    let node = match ready!(*self, P::Walking(walk), walk.advance(io, ctx)) {
+                        Err(MtError::NoSuchName { .. }) | Ok(Reached { node: None, .. }) => {
+                            return Ok(Some(()));
+                        }
+                        Err(e) => return Err(e),
+                        Ok(Reached { node: Some(n), .. }) => n,
+                    };
+                    *self = match authorize(ctx, &node.permissions, &[tags::ADMIN]) {
+                        // The parent's admins may delete a child they cannot administer.
+                        Err(denied) => P::WalkingToParent {
+                            walk: Walk::new(
+                                &codec::clean(codec::split(&args.suffix).0),
+                                false,
+                                false,
+                            ),
+                            node,
+                            denied,
+                        },
+                        Ok(()) => P::Deleting(DeleteAndGc::new(node, args.subtree)),
+                    };
                 }
-                self.state = DeleteAttemptState::Deleted;
-                Step::Push(DeleteAndGc::frame(node, self.subtree))
-            }
-            DeleteAttemptState::ParentWalked => {
-                let allowed = matches!(
-                    Value::access(input),
-                    Ok((Some(p), _)) if authorize(&env.ctx, &p.permissions, &[tags::ADMIN]).is_ok()
-                );
-                match (allowed, self.node.take()) {
-                    (true, Some(node)) => {
-                        self.state = DeleteAttemptState::Deleted;
-                        Step::Push(DeleteAndGc::frame(node, self.subtree))
+                P::WalkingToParent {
+                    mut walk,
+                    node,
+                    denied,
+                } => {
+                    let parent = ready!(
+                        *self,
+                        P::WalkingToParent { walk, node, denied },
+                        walk.advance(io, ctx)
+                    );
+                    let allowed = matches!(
+                        parent,
+                        Ok(Reached { node: Some(p), .. })
+                            if authorize(ctx, &p.permissions, &[tags::ADMIN]).is_ok()
+                    );
+                    if !allowed {
+                        return Err(denied);
                     }
-                    _ => Step::Return(Err(self
-                        .denied
-                        .take()
-                        .unwrap_or(MtError::NoPermissions { tag: tags::ADMIN }))),
+                    *self = P::Deleting(DeleteAndGc::new(node, args.subtree));
                 }
+                P::Deleting(mut delete) => {
+                    return ready!(*self, P::Deleting(delete), delete.advance(io, ctx)).map(Some);
+                }
+                P::Done => return Err(ended()),
             }
-            DeleteAttemptState::Deleted => Step::Return(input),
         }
     }
 }
 
-/// One SetPermissions attempt: walk (creating), authorize, check the version, write.
-#[derive(Clone, Debug)]
-pub(crate) struct SetPermsAttempt {
-    pub(crate) suffix: String,
-    pub(crate) perms: codec::Permissions,
-    pub(crate) version: String,
-    pub(crate) next_version: String,
-    pub(crate) state: WalkState,
+/// The flow of [`Delete`](super::Delete): walk, authorize, delete and collect; retried on
+/// conflicts.
+#[derive(Debug)]
+pub struct DeleteFlow(Retry<DeleteAttempt>);
+flow!(DeleteFlow, ());
+
+impl DeleteFlow {
+    pub(super) fn new(args: DeleteArgs) -> DeleteFlow {
+        DeleteFlow(Retry::new(args))
+    }
 }
 
-impl SetPermsAttempt {
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            WalkState::Start => {
-                self.state = WalkState::Walked;
-                Step::Push(AccessNode::frame(&self.suffix, true, false))
-            }
-            WalkState::Walked => {
-                let Some(node) = tri!(Value::access(input)).0 else {
-                    return Step::Return(Err(MtError::NoSuchNameRoot));
-                };
-                tri!(authorize(&env.ctx, &node.permissions, &[tags::ADMIN]));
-                if !self.version.is_empty() && self.version.as_bytes() != node.version.as_slice() {
-                    return Step::Return(Err(MtError::BadVersion));
+/// SetPermissions' arguments.
+#[derive(Debug)]
+pub(super) struct SetPermsArgs {
+    pub(super) suffix: String,
+    pub(super) perms: codec::Permissions,
+    pub(super) version: String,
+}
+
+/// One SetPermissions attempt: walk (creating), authorize, check the version, write.
+#[derive(Debug, Default)]
+enum SetPermsAttempt {
+    #[default]
+    Start,
+    Walking(Walk),
+    /// The write that moves the version to `next_version`.
+    Writing {
+        occ: Occ,
+        next_version: String,
+    },
+    Done,
+}
+
+impl Attempt for SetPermsAttempt {
+    type Args = SetPermsArgs;
+    type Output = PermsAndVersion;
+
+    fn advance(
+        &mut self,
+        args: &SetPermsArgs,
+        io: &mut MtIo,
+        ctx: &mut MtCtx,
+    ) -> Progress<PermsAndVersion> {
+        use SetPermsAttempt as P;
+        loop {
+            match mem::replace(self, P::Done) {
+                P::Start => *self = P::Walking(Walk::new(&args.suffix, true, false)),
+                P::Walking(mut walk) => {
+                    let Reached { node, .. } =
+                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
+                    let node = node.ok_or(MtError::NoSuchNameRoot)?;
+                    authorize(ctx, &node.permissions, &[tags::ADMIN])?;
+                    if !args.version.is_empty()
+                        && args.version.as_bytes() != node.version.as_slice()
+                    {
+                        return Err(MtError::BadVersion);
+                    }
+                    // The OCC write fails on the same bad stored version before sending
+                    // anything.
+                    let next_version = codec::next_version(&node.version)?;
+                    let occ = set_perms(io, ctx, &node, &args.perms);
+                    *self = P::Writing { occ, next_version };
                 }
-                // The OCC write fails on the same bad stored version before sending anything.
-                self.next_version = tri!(codec::next_version(&node.version).map_err(MtError::from));
-                self.state = WalkState::Done;
-                Step::Await(set_perms_call(&node, &self.perms))
-            }
-            WalkState::Done => {
-                tri!(input);
-                Step::Return(Ok(Value::Perms(PermsAndVersion {
-                    perms: self.perms.clone(),
-                    version: core::mem::take(&mut self.next_version),
-                })))
+                P::Writing {
+                    mut occ,
+                    next_version,
+                } => {
+                    ready!(*self, P::Writing { occ, next_version }, occ.poll(io))?;
+                    return Ok(Some(PermsAndVersion {
+                        perms: args.perms.clone(),
+                        version: next_version,
+                    }));
+                }
+                P::Done => return Err(ended()),
             }
         }
+    }
+}
+
+/// The flow of [`SetPermissions`](super::SetPermissions): walk (creating), authorize, check
+/// the version, write; retried on conflicts.
+#[derive(Debug)]
+pub struct SetPermissionsFlow(Retry<SetPermsAttempt>);
+flow!(SetPermissionsFlow, PermsAndVersion);
+
+impl SetPermissionsFlow {
+    pub(super) fn new(args: SetPermsArgs) -> SetPermissionsFlow {
+        SetPermissionsFlow(Retry::new(args))
     }
 }
 
 // ---- §14 ResolveStep, Glob, GetPermissions ------------------------------------------------------
 
-/// ResolveStep: walk to the first node with servers.
-#[derive(Clone, Debug)]
-pub(crate) struct ResolveStep {
-    pub(crate) suffix: String,
-    pub(crate) state: WalkState,
+/// The flow of [`ResolveStep`](super::ResolveStep): walk to the first node with servers.
+#[derive(Debug)]
+pub struct ResolveStepFlow {
+    suffix: String,
+    walk: Walk,
 }
 
-impl ResolveStep {
-    pub(crate) fn step(&mut self, _env: &mut Env, input: Input) -> Step {
-        if self.state == WalkState::Start {
-            self.state = WalkState::Walked;
-            return Step::Push(AccessNode::frame(&self.suffix, false, true));
-        }
-        match tri!(Value::access(input)) {
-            (Some(n), rest) => Step::Return(Ok(Value::Entry(entry_of(rest, &n)))),
-            (None, _) => Step::Return(Err(MtError::NoSuchName {
-                name: self.suffix.clone(),
-            })),
+impl ResolveStepFlow {
+    pub(super) fn new(suffix: String) -> ResolveStepFlow {
+        ResolveStepFlow {
+            walk: Walk::new(&suffix, false, true),
+            suffix,
         }
     }
 }
 
-/// GetPermissions: walk to an existing node.
-#[derive(Clone, Debug)]
-pub(crate) struct GetPermissions {
-    pub(crate) suffix: String,
-    pub(crate) state: WalkState,
+impl Flow for ResolveStepFlow {
+    type Schema = MountTableSchema;
+    type Output = MountEntry;
+
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<MountEntry> {
+        let Some(Reached { node, rest }) = self.walk.advance(io, ctx)? else {
+            return Ok(None);
+        };
+        match node {
+            Some(n) => Ok(Some(entry_of(rest, &n))),
+            None => Err(MtError::NoSuchName {
+                name: mem::take(&mut self.suffix),
+            }),
+        }
+    }
 }
 
-impl GetPermissions {
-    pub(crate) fn step(&mut self, _env: &mut Env, input: Input) -> Step {
-        if self.state == WalkState::Start {
-            self.state = WalkState::Walked;
-            return Step::Push(AccessNode::frame(&self.suffix, false, false));
+/// The flow of [`GetPermissions`](super::GetPermissions): walk to an existing node.
+#[derive(Debug)]
+pub struct GetPermissionsFlow {
+    suffix: String,
+    walk: Walk,
+}
+
+impl GetPermissionsFlow {
+    pub(super) fn new(suffix: String) -> GetPermissionsFlow {
+        GetPermissionsFlow {
+            walk: Walk::new(&suffix, false, false),
+            suffix,
         }
-        match tri!(Value::access(input)) {
-            (Some(node), _) => Step::Return(Ok(Value::Perms(PermsAndVersion {
-                perms: node.permissions.clone(),
+    }
+}
+
+impl Flow for GetPermissionsFlow {
+    type Schema = MountTableSchema;
+    type Output = PermsAndVersion;
+
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<PermsAndVersion> {
+        let Some(Reached { node, .. }) = self.walk.advance(io, ctx)? else {
+            return Ok(None);
+        };
+        match node {
+            Some(node) => Ok(Some(PermsAndVersion {
                 version: node.version_str(),
-            }))),
-            (None, _) => Step::Return(Err(MtError::NoSuchName {
-                name: self.suffix.clone(),
+                perms: node.permissions.clone(),
             })),
+            None => Err(MtError::NoSuchName {
+                name: mem::take(&mut self.suffix),
+            }),
         }
     }
 }
 
-/// Glob: if the walk reaches a mounted node, that is the one answer; otherwise a breadth-first
-/// walk of the matching children, skipping nodes that vanish or deny access.
-#[derive(Clone, Debug)]
-pub(crate) struct GlobOp {
-    pub(crate) suffix: String,
-    pub(crate) pattern: String,
-    pub(crate) queue: VecDeque<(String, Glob)>,
-    pub(crate) current: Option<(String, Glob)>,
-    pub(crate) state: GlobState,
+/// The flow of [`Glob`](super::Glob): if the walk reaches a mounted node, that is the one
+/// answer; otherwise a breadth-first walk of the matching children, skipping nodes that
+/// vanish or deny access. Entries go out as [`MtEvent::GlobEntry`].
+#[derive(Debug)]
+pub struct GlobFlow {
+    suffix: String,
+    /// Names (relative to `suffix`) still to visit, with the pattern left for each.
+    queue: VecDeque<(String, Pattern)>,
+    phase: GlobPhase,
 }
 
-/// Where a [`GlobOp`] is.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum GlobState {
-    Start,
-    RootWalked,
-    Visited,
+#[derive(Debug)]
+enum GlobPhase {
+    /// The walk to `suffix`, stopping at a mounted node.
+    Root(Walk),
+    /// The walk to one queued name.
+    Visiting {
+        walk: Walk,
+        name: String,
+        pattern: Pattern,
+    },
+    Done,
 }
 
-impl GlobOp {
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            GlobState::Start => {
-                let Ok(g) = Glob::parse(&self.pattern) else {
-                    return Step::Return(Err(MtError::BadPattern));
-                };
-                self.queue.push_back((String::new(), g));
-                self.state = GlobState::RootWalked;
-                Step::Push(AccessNode::frame(&self.suffix, false, true))
-            }
-            GlobState::RootWalked => {
-                if let (Some(n), rest) = tri!(Value::access(input)) {
-                    let mut entry = entry_of(String::new(), &n);
-                    for s in &mut entry.servers {
-                        s.server = codec::join(&[&s.server, &rest]);
+impl GlobFlow {
+    pub(super) fn new(suffix: String, pattern: Pattern) -> GlobFlow {
+        let mut queue = VecDeque::new();
+        queue.push_back((String::new(), pattern));
+        GlobFlow {
+            phase: GlobPhase::Root(Walk::new(&suffix, false, true)),
+            suffix,
+            queue,
+        }
+    }
+
+    /// Visits the next queued name; `true` once none is left.
+    fn next(&mut self, io: &MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
+        let Some((name, pattern)) = self.queue.pop_front() else {
+            return Ok(true);
+        };
+        check_deadline(io, ctx)?;
+        let walk = Walk::new(&codec::join(&[&self.suffix, &name]), false, false);
+        self.phase = GlobPhase::Visiting {
+            walk,
+            name,
+            pattern,
+        };
+        Ok(false)
+    }
+}
+
+impl Flow for GlobFlow {
+    type Schema = MountTableSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+        use GlobPhase as P;
+        loop {
+            match mem::replace(&mut self.phase, P::Done) {
+                P::Root(mut walk) => {
+                    let reached = ready!(self.phase, P::Root(walk), walk.advance(io, ctx))?;
+                    if let Some(n) = reached.node {
+                        let mut entry = entry_of(String::new(), &n);
+                        for s in &mut entry.servers {
+                            s.server = codec::join(&[&s.server, &reached.rest]);
+                        }
+                        io.emit(MtEvent::GlobEntry(entry));
+                        return Ok(Some(()));
                     }
-                    env.emit(MtEvent::GlobEntry(entry));
-                    return Step::Return(Ok(Value::Unit));
                 }
-                self.next(env)
-            }
-            GlobState::Visited => {
-                let Some((name, g)) = self.current.take() else {
-                    return self.next(env);
-                };
-                let node = match Value::access(input) {
-                    Ok((Some(n), _)) => n,
-                    _ => return self.next(env),
-                };
-                if !node.servers.is_empty() {
-                    env.emit(MtEvent::GlobEntry(entry_of(name, &node)));
-                    return self.next(env);
-                }
-                if g.elements() == 0 {
-                    env.emit(MtEvent::GlobEntry(MountEntry {
-                        name: name.clone(),
-                        servers: Vec::new(),
-                        mt: false,
-                        leaf: false,
-                    }));
-                }
-                if !g.is_empty() {
-                    for c in &node.children {
-                        if g.head_matches(&c.name) {
-                            self.queue
-                                .push_back((codec::join(&[&name, &c.name]), g.tail()));
+                P::Visiting {
+                    mut walk,
+                    name,
+                    pattern,
+                } => {
+                    let reached = ready!(
+                        self.phase,
+                        P::Visiting {
+                            walk,
+                            name,
+                            pattern
+                        },
+                        walk.advance(io, ctx)
+                    );
+                    let Ok(Reached {
+                        node: Some(node), ..
+                    }) = reached
+                    else {
+                        if self.next(io, ctx)? {
+                            return Ok(Some(()));
+                        }
+                        continue;
+                    };
+                    if !node.servers.is_empty() {
+                        io.emit(MtEvent::GlobEntry(entry_of(name, &node)));
+                    } else {
+                        if pattern.elements() == 0 {
+                            io.emit(MtEvent::GlobEntry(MountEntry {
+                                name: name.clone(),
+                                servers: Vec::new(),
+                                mt: false,
+                                leaf: false,
+                            }));
+                        }
+                        if !pattern.is_empty() {
+                            for c in &node.children {
+                                if pattern.head_matches(&c.name) {
+                                    self.queue.push_back((
+                                        codec::join(&[&name, &c.name]),
+                                        pattern.tail(),
+                                    ));
+                                }
+                            }
                         }
                     }
                 }
-                self.next(env)
+                P::Done => return Err(ended()),
+            }
+            if self.next(io, ctx)? {
+                return Ok(Some(()));
             }
         }
-    }
-
-    /// Visits the next queued name, or ends.
-    fn next(&mut self, env: &mut Env) -> Step {
-        let Some((name, g)) = self.queue.pop_front() else {
-            return Step::Return(Ok(Value::Unit));
-        };
-        tri!(env.check_deadline());
-        let walk = AccessNode::frame(&codec::join(&[&self.suffix, &name]), false, false);
-        self.current = Some((name, g));
-        self.state = GlobState::Visited;
-        Step::Push(walk)
     }
 }
 
 // ---- §16 initial nodes, counters, fsck ----------------------------------------------------------
 
-/// CreateInitialNodes: the root with default permissions, or every node of a permissions file
-/// in name order (creating intermediate nodes with their parent's permissions), each then
-/// given its permissions.
-#[derive(Clone, Debug)]
-pub(crate) struct CreateInitialNodes {
-    /// `None`: no file, only the default root.
-    nodes: Option<Vec<(String, codec::Permissions)>>,
+/// The flow of [`CreateInitialNodes`](super::CreateInitialNodes): the root with default
+/// permissions, or every node of a permissions file in name order (creating intermediate
+/// nodes with their parent's permissions), each then given its permissions.
+#[derive(Debug)]
+pub struct CreateInitialNodesFlow {
+    /// The file's nodes in name order.
+    nodes: Vec<(String, codec::Permissions)>,
+    /// Index of the node being created.
     at: usize,
+    phase: InitialPhase,
+}
+
+#[derive(Debug)]
+enum InitialPhase {
+    /// No file: the default root.
+    DefaultRoot(CreateRow),
+    /// The file's next node is to be created.
+    NextNode,
+    /// The file names the root.
+    Root(CreateRow),
+    /// Walking the current node's path.
+    Path {
+        path: PathStep,
+        wait: PathWait,
+    },
+    /// The current node is given its permissions.
+    SettingPerms(Occ),
+    Done,
+}
+
+/// Where the walk down one file node's path is.
+#[derive(Debug)]
+struct PathStep {
     elems: Vec<String>,
-    elem_at: usize,
+    /// Index of the element being read or created.
+    at: usize,
+    /// The name of the element's parent.
     parent_name: String,
+    /// The node of the last element passed.
     node: Option<Node>,
-    state: InitialState,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum InitialState {
-    Start,
-    Created,
-    ElemRead,
-    ParentRead,
-    ElemCreated,
-    PermsSet,
+#[derive(Debug)]
+enum PathWait {
+    Element(NodeRead),
+    /// The element is missing: its parent is read to create it.
+    Parent(NodeRead),
+    Creating(CreateChild),
 }
 
-impl CreateInitialNodes {
-    pub(crate) fn frame(perms_file: Option<BTreeMap<String, codec::Permissions>>) -> Frame {
-        let nodes = perms_file.map(|file| {
-            // Fold legacy `x/%%` entries into `x` as `%%/<tag>` tags.
-            let mut nodes: BTreeMap<String, codec::Permissions> = BTreeMap::new();
-            let mut templates: Vec<(String, codec::Permissions)> = Vec::new();
-            for (name, perms) in file {
-                match name.strip_suffix("/%%") {
-                    Some(x) => templates.push((x.into(), perms)),
-                    None => {
-                        nodes.insert(name, perms);
-                    }
-                }
-            }
-            for (x, perms) in templates {
-                let target = nodes.entry(x).or_default();
-                for (tag, acl) in perms.0 {
-                    target.0.insert(alloc::format!("%%/{tag}"), acl);
-                }
-            }
-            nodes.into_iter().collect()
-        });
-        Frame::CreateInitialNodes(CreateInitialNodes {
-            nodes,
-            at: 0,
-            elems: Vec::new(),
-            elem_at: 0,
-            parent_name: String::new(),
-            node: None,
-            state: InitialState::Start,
-        })
-    }
-
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            InitialState::Start => {
-                if self.nodes.is_none() {
-                    self.state = InitialState::Created;
-                    return Step::Push(CreateRow::frame(
-                        "",
-                        &codec::default_root_permissions(),
-                        "",
-                        codec::ROOT_ID,
-                        0,
-                        Half::First,
-                    ));
-                }
-                self.next_node(env)
-            }
-            InitialState::Created => {
-                tri!(input);
-                if self.nodes.is_none() {
-                    return Step::Return(Ok(Value::Unit));
-                }
-                self.at += 1;
-                self.next_node(env)
-            }
-            InitialState::ElemRead => match tri!(Value::node(input)) {
-                Some(n) => self.got(env, n),
-                None => {
-                    self.state = InitialState::ParentRead;
-                    Step::Await(Call::GetNode {
-                        name: self.parent_name.clone(),
-                    })
-                }
-            },
-            InitialState::ParentRead => {
-                let parent = tri!(tri!(Value::node(input)).ok_or(MtError::NoSuchNameRoot));
-                let elem = self.elems.get(self.elem_at).cloned().unwrap_or_default();
-                self.state = InitialState::ElemCreated;
-                Step::Push(CreateChild::frame(
-                    &parent,
-                    &elem,
-                    &parent.permissions,
-                    "",
-                    0,
-                ))
-            }
-            InitialState::ElemCreated => {
-                let n = tri!(tri!(Value::node(input)).ok_or(MtError::ConcurrentAccess));
-                self.got(env, n)
-            }
-            InitialState::PermsSet => {
-                tri!(input);
-                self.at += 1;
-                self.next_node(env)
-            }
-        }
-    }
-
-    fn perms(&self) -> Option<&(String, codec::Permissions)> {
-        self.nodes.as_ref().and_then(|n| n.get(self.at))
-    }
-
-    /// Starts the next node of the file, or ends.
-    fn next_node(&mut self, env: &mut Env) -> Step {
-        let Some((name, perms)) = self.perms().cloned() else {
-            return Step::Return(Ok(Value::Unit));
-        };
-        tri!(env.check_deadline());
-        if name.is_empty() {
-            self.state = InitialState::Created;
-            return Step::Push(CreateRow::frame(
+impl CreateInitialNodesFlow {
+    pub(super) fn new(perms_file: Option<BTreeMap<String, codec::Permissions>>) -> Self {
+        let Some(file) = perms_file else {
+            let root = CreateRow::new(
                 "",
-                &perms,
+                &codec::default_root_permissions(),
                 "",
                 codec::ROOT_ID,
                 0,
                 Half::First,
-            ));
-        }
-        self.elems = name.split('/').map(String::from).collect();
-        self.elem_at = 0;
-        self.parent_name = String::new();
-        self.node = None;
-        self.next_elem()
-    }
-
-    /// Reads the next element of the current node's path, or sets its permissions.
-    fn next_elem(&mut self) -> Step {
-        match self.elems.get(self.elem_at) {
-            Some(e) => {
-                let current = codec::join(&[&self.parent_name, e]);
-                self.state = InitialState::ElemRead;
-                Step::Await(Call::GetNode { name: current })
-            }
-            None => {
-                let (Some(node), Some((_, perms))) = (self.node.as_ref(), self.perms()) else {
-                    return Step::Return(Ok(Value::Unit));
-                };
-                let call = set_perms_call(node, perms);
-                self.state = InitialState::PermsSet;
-                Step::Await(call)
+            );
+            return CreateInitialNodesFlow {
+                nodes: Vec::new(),
+                at: 0,
+                phase: InitialPhase::DefaultRoot(root),
+            };
+        };
+        // Fold legacy `x/%%` entries into `x` as `%%/<tag>` tags.
+        let mut nodes: BTreeMap<String, codec::Permissions> = BTreeMap::new();
+        let mut templates: Vec<(String, codec::Permissions)> = Vec::new();
+        for (name, perms) in file {
+            match name.strip_suffix("/%%") {
+                Some(x) => templates.push((x.into(), perms)),
+                None => {
+                    nodes.insert(name, perms);
+                }
             }
         }
+        for (x, perms) in templates {
+            let target = nodes.entry(x).or_default();
+            for (tag, acl) in perms.0 {
+                target.0.insert(alloc::format!("%%/{tag}"), acl);
+            }
+        }
+        CreateInitialNodesFlow {
+            nodes: nodes.into_iter().collect(),
+            at: 0,
+            phase: InitialPhase::NextNode,
+        }
     }
 
-    fn got(&mut self, _env: &mut Env, node: Node) -> Step {
-        let elem = self.elems.get(self.elem_at).cloned().unwrap_or_default();
-        self.parent_name = codec::join(&[&self.parent_name, &elem]);
-        self.node = Some(node);
-        self.elem_at += 1;
-        self.next_elem()
+    /// Starts reading element `at` of the path, or sets the node's permissions past the last.
+    fn next_elem(&mut self, io: &mut MtIo, ctx: &MtCtx, path: PathStep) -> bool {
+        if let Some(e) = path.elems.get(path.at) {
+            let current = codec::join(&[&path.parent_name, e]);
+            let wait = PathWait::Element(NodeRead::start(io, ctx, &current));
+            self.phase = InitialPhase::Path { path, wait };
+            return false;
+        }
+        let (Some(node), Some((_, perms))) = (path.node.as_ref(), self.nodes.get(self.at)) else {
+            return true;
+        };
+        self.phase = InitialPhase::SettingPerms(set_perms(io, ctx, node, perms));
+        false
     }
 }
 
-/// Every counter row: row key → value.
-#[derive(Clone, Debug)]
-pub(crate) struct ReadCounters {
-    pub(crate) scanned: bool,
+impl Flow for CreateInitialNodesFlow {
+    type Schema = MountTableSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+        use InitialPhase as P;
+        loop {
+            match mem::replace(&mut self.phase, P::Done) {
+                P::DefaultRoot(mut root) => {
+                    return ready!(self.phase, P::DefaultRoot(root), root.advance(io, ctx))
+                        .map(Some);
+                }
+                P::NextNode => {
+                    let Some((name, perms)) = self.nodes.get(self.at) else {
+                        return Ok(Some(()));
+                    };
+                    check_deadline(io, ctx)?;
+                    if name.is_empty() {
+                        let root = CreateRow::new("", perms, "", codec::ROOT_ID, 0, Half::First);
+                        self.phase = P::Root(root);
+                        continue;
+                    }
+                    let elems: Vec<String> = name.split('/').map(String::from).collect();
+                    let path = PathStep {
+                        elems,
+                        at: 0,
+                        parent_name: String::new(),
+                        node: None,
+                    };
+                    if self.next_elem(io, ctx, path) {
+                        return Ok(Some(()));
+                    }
+                }
+                P::Root(mut root) => {
+                    ready!(self.phase, P::Root(root), root.advance(io, ctx))?;
+                    self.at += 1;
+                    self.phase = P::NextNode;
+                }
+                P::Path { mut path, wait } => {
+                    let node = match wait {
+                        PathWait::Element(mut read) => {
+                            match ready!(
+                                self.phase,
+                                P::Path {
+                                    path,
+                                    wait: PathWait::Element(read)
+                                },
+                                read.poll(io)
+                            )? {
+                                Some(n) => n,
+                                None => {
+                                    let read = NodeRead::start(io, ctx, &path.parent_name);
+                                    let wait = PathWait::Parent(read);
+                                    self.phase = P::Path { path, wait };
+                                    continue;
+                                }
+                            }
+                        }
+                        PathWait::Parent(mut read) => {
+                            let parent = ready!(
+                                self.phase,
+                                P::Path {
+                                    path,
+                                    wait: PathWait::Parent(read)
+                                },
+                                read.poll(io)
+                            )?
+                            .ok_or(MtError::NoSuchNameRoot)?;
+                            let elem = path.elems.get(path.at).cloned().unwrap_or_default();
+                            let perms = parent.permissions.clone();
+                            let wait =
+                                PathWait::Creating(CreateChild::new(parent, &elem, &perms, "", 0));
+                            self.phase = P::Path { path, wait };
+                            continue;
+                        }
+                        PathWait::Creating(mut create) => ready!(
+                            self.phase,
+                            P::Path {
+                                path,
+                                wait: PathWait::Creating(create)
+                            },
+                            create.advance(io, ctx)
+                        )?,
+                    };
+                    let elem = path.elems.get(path.at).cloned().unwrap_or_default();
+                    path.parent_name = codec::join(&[&path.parent_name, &elem]);
+                    path.node = Some(node);
+                    path.at += 1;
+                    if self.next_elem(io, ctx, path) {
+                        return Ok(Some(()));
+                    }
+                }
+                P::SettingPerms(mut occ) => {
+                    ready!(self.phase, P::SettingPerms(occ), occ.poll(io))?;
+                    self.at += 1;
+                    self.phase = P::NextNode;
+                }
+                P::Done => return Err(ended()),
+            }
+        }
+    }
 }
 
-impl ReadCounters {
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        if !self.scanned {
-            self.scanned = true;
-            return Step::Await(Call::Scan {
-                table: env.ctx.tables.counter.clone(),
-                rows: RowSet::all(),
-                filter: Some(RowFilter::CellsPerColumnLimit(1)),
-                limit: 0,
-            });
-        }
-        let rows = tri!(Value::rows(input));
-        let counters: Result<BTreeMap<Vec<u8>, i64>, MtError> = rows
-            .iter()
+/// The flow of [`ReadCounters`](super::ReadCounters): one scan of the counter table.
+#[derive(Debug)]
+pub struct ReadCountersFlow(Option<Scan>);
+
+impl ReadCountersFlow {
+    pub(super) fn new() -> ReadCountersFlow {
+        ReadCountersFlow(None)
+    }
+}
+
+impl Flow for ReadCountersFlow {
+    type Schema = MountTableSchema;
+    type Output = BTreeMap<Vec<u8>, i64>;
+
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<BTreeMap<Vec<u8>, i64>> {
+        let scan = self.0.get_or_insert_with(|| {
+            Scan::start(
+                io,
+                ctx,
+                ctx.tables.counter.clone(),
+                RowSet::all(),
+                Some(RowFilter::CellsPerColumnLimit(1)),
+                0,
+            )
+        });
+        let Some(rows) = scan.poll(io)? else {
+            return Ok(None);
+        };
+        rows.iter()
             .map(|r| {
                 codec::decode_counter_row(r)
                     .map(|v| (r.key.clone(), v))
@@ -618,202 +861,268 @@ impl ReadCounters {
                         what: e.to_string(),
                     })
             })
-            .collect();
-        Step::Return(counters.map(Value::Counters))
+            .collect::<Result<_, _>>()
+            .map(Some)
     }
 }
 
-/// §16 fsck: passes until clean (with `fix`), then with `fix` the counters rebuilt from the
-/// nodes.
-#[derive(Clone, Debug)]
-pub(crate) struct Fsck {
+/// The flow of [`Fsck`](super::Fsck): passes until clean (with `fix`), then with `fix` the
+/// counters rebuilt from the nodes (§16).
+#[derive(Debug)]
+pub struct FsckFlow {
     fix: bool,
     summary: FsckSummary,
-    rows: Vec<Row>,
-    at: usize,
-    /// Servers of the node being counted.
-    servers: i64,
-    creator: String,
-    state: FsckState,
+    phase: FsckPhase,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum FsckState {
+#[derive(Debug)]
+enum FsckPhase {
     Start,
-    Passed,
-    CountersRead,
-    CounterDeleted,
-    NodesRead,
-    NodeCounted,
-    ServersCounted,
+    Passing(FsckPass),
+    CountersRead(Scan),
+    /// Counter row `at` of `rows` is being deleted.
+    CounterDeleted {
+        put: Put,
+        rows: Vec<Row>,
+        at: usize,
+    },
+    NodesRead(Scan),
+    /// Node row `at` of `rows` is being counted, then its `servers` for its `creator`.
+    NodeCounted {
+        count: Increment,
+        rows: Vec<Row>,
+        at: usize,
+        servers: i64,
+        creator: String,
+    },
+    ServersCounted {
+        count: Increment,
+        rows: Vec<Row>,
+        at: usize,
+    },
+    Done,
 }
 
-impl Fsck {
-    pub(crate) fn frame(fix: bool) -> Frame {
-        Frame::Fsck(Fsck {
+impl FsckFlow {
+    pub(super) fn new(fix: bool) -> FsckFlow {
+        FsckFlow {
             fix,
             summary: FsckSummary::default(),
-            rows: Vec::new(),
-            at: 0,
-            servers: 0,
-            creator: String::new(),
-            state: FsckState::Start,
-        })
-    }
-
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            FsckState::Start => self.pass(env),
-            FsckState::Passed => {
-                let (count, summary) = match tri!(input) {
-                    Value::Pass(count, summary) => (count, summary),
-                    v => return Step::Return(Err(mismatch("an fsck pass", &v))),
-                };
-                self.summary = summary;
-                self.summary.inconsistent += count;
-                if self.fix && count > 0 {
-                    return self.pass(env);
-                }
-                if !self.fix {
-                    return self.finish();
-                }
-                self.state = FsckState::CountersRead;
-                Step::Await(Call::Scan {
-                    table: env.ctx.tables.counter.clone(),
-                    rows: RowSet::all(),
-                    filter: None,
-                    limit: 0,
-                })
-            }
-            FsckState::CountersRead => {
-                self.rows = tri!(Value::rows(input));
-                self.at = 0;
-                self.delete_counter(env)
-            }
-            FsckState::CounterDeleted => {
-                tri!(input);
-                self.at += 1;
-                self.delete_counter(env)
-            }
-            FsckState::NodesRead => {
-                self.rows = tri!(Value::rows(input));
-                self.at = 0;
-                self.count_node(env)
-            }
-            FsckState::NodeCounted => {
-                tri!(input);
-                self.state = FsckState::ServersCounted;
-                Step::Push(Increment::frame(
-                    CounterKind::Servers,
-                    &self.creator,
-                    self.servers,
-                    0,
-                    Half::First,
-                ))
-            }
-            FsckState::ServersCounted => {
-                tri!(input);
-                self.at += 1;
-                self.count_node(env)
-            }
+            phase: FsckPhase::Start,
         }
     }
 
-    fn pass(&mut self, env: &mut Env) -> Step {
-        tri!(env.check_deadline());
+    fn pass(&mut self, io: &MtIo, ctx: &MtCtx) -> Result<(), MtError> {
+        check_deadline(io, ctx)?;
         self.summary.passes += 1;
-        self.state = FsckState::Passed;
-        Step::Push(FsckPass::frame(
-            self.fix,
-            core::mem::take(&mut self.summary),
-        ))
+        let summary = mem::take(&mut self.summary);
+        self.phase = FsckPhase::Passing(FsckPass::new(self.fix, summary));
+        Ok(())
     }
 
-    /// Deletes the next counter row, or scans the nodes once all are gone.
-    fn delete_counter(&mut self, env: &mut Env) -> Step {
-        match self.rows.get(self.at) {
+    /// Deletes counter row `at`, or scans the nodes once all are gone.
+    fn delete_counter(&mut self, io: &mut MtIo, ctx: &MtCtx, rows: Vec<Row>, at: usize) {
+        self.phase = match rows.get(at) {
             Some(row) => {
-                self.state = FsckState::CounterDeleted;
-                Step::Await(Call::MutateRow {
-                    table: env.ctx.tables.counter.clone(),
-                    key: row.key.clone(),
-                    mutations: vec![Mutation::DeleteFromRow],
-                    half: Half::First,
-                })
+                let table = ctx.tables.counter.clone();
+                let put = Put::start(
+                    io,
+                    ctx,
+                    table,
+                    row.key.clone(),
+                    vec![Mutation::DeleteFromRow],
+                    Half::First,
+                );
+                FsckPhase::CounterDeleted { put, rows, at }
             }
-            None => {
-                self.state = FsckState::NodesRead;
-                Step::Await(Call::Scan {
-                    table: env.ctx.tables.node.clone(),
-                    rows: RowSet::all(),
-                    filter: Some(RowFilter::CellsPerColumnLimit(1)),
-                    limit: 0,
-                })
-            }
-        }
+            None => FsckPhase::NodesRead(Scan::start(
+                io,
+                ctx,
+                ctx.tables.node.clone(),
+                RowSet::all(),
+                Some(RowFilter::CellsPerColumnLimit(1)),
+                0,
+            )),
+        };
     }
 
-    /// Counts the next decodable node (and its servers), or ends.
-    fn count_node(&mut self, env: &mut Env) -> Step {
-        while let Some(row) = self.rows.get(self.at) {
-            let Ok(node) = codec::decode_node(row, env.now.0) else {
-                self.at += 1;
+    /// Counts the next decodable node from `at` (and its servers); `true` once past the last.
+    fn count_node(&mut self, io: &MtIo, rows: Vec<Row>, mut at: usize) -> bool {
+        while let Some(row) = rows.get(at) {
+            let Ok(node) = codec::decode_node(row, io.now().0) else {
+                at += 1;
                 continue;
             };
-            self.servers = (node.servers.len() + node.expired_servers.len()) as i64;
-            self.creator = node.creator;
-            self.state = FsckState::NodeCounted;
-            return Step::Push(Increment::frame(
-                CounterKind::Nodes,
-                &self.creator,
-                1,
-                0,
-                Half::First,
-            ));
+            let servers = (node.servers.len() + node.expired_servers.len()) as i64;
+            let creator = node.creator;
+            let count = Increment::new(CounterKind::Nodes, &creator, 1, 0, Half::First);
+            self.phase = FsckPhase::NodeCounted {
+                count,
+                rows,
+                at,
+                servers,
+                creator,
+            };
+            return false;
         }
-        self.finish()
+        true
     }
 
-    fn finish(&mut self) -> Step {
-        let summary = core::mem::take(&mut self.summary);
+    fn finish(&mut self) -> Progress<FsckSummary> {
+        let summary = mem::take(&mut self.summary);
         if (!self.fix && summary.inconsistent > 0) || !summary.undecodable.is_empty() {
-            return Step::Return(Err(MtError::FsckInconsistent(summary)));
+            return Err(MtError::FsckInconsistent(summary));
         }
-        Step::Return(Ok(Value::Summary(summary)))
+        Ok(Some(summary))
+    }
+}
+
+impl Flow for FsckFlow {
+    type Schema = MountTableSchema;
+    type Output = FsckSummary;
+
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<FsckSummary> {
+        use FsckPhase as P;
+        loop {
+            match mem::replace(&mut self.phase, P::Done) {
+                P::Start => self.pass(io, ctx)?,
+                P::Passing(mut pass) => {
+                    let (count, summary) =
+                        ready!(self.phase, P::Passing(pass), pass.advance(io, ctx))?;
+                    self.summary = summary;
+                    self.summary.inconsistent += count;
+                    if self.fix && count > 0 {
+                        self.pass(io, ctx)?;
+                        continue;
+                    }
+                    if !self.fix {
+                        return self.finish();
+                    }
+                    self.phase = P::CountersRead(Scan::start(
+                        io,
+                        ctx,
+                        ctx.tables.counter.clone(),
+                        RowSet::all(),
+                        None,
+                        0,
+                    ));
+                }
+                P::CountersRead(mut scan) => {
+                    let rows = ready!(self.phase, P::CountersRead(scan), scan.poll(io))?;
+                    self.delete_counter(io, ctx, rows, 0);
+                }
+                P::CounterDeleted { mut put, rows, at } => {
+                    ready!(
+                        self.phase,
+                        P::CounterDeleted { put, rows, at },
+                        put.poll(io)
+                    )?;
+                    self.delete_counter(io, ctx, rows, at + 1);
+                }
+                P::NodesRead(mut scan) => {
+                    let rows = ready!(self.phase, P::NodesRead(scan), scan.poll(io))?;
+                    if self.count_node(io, rows, 0) {
+                        return self.finish();
+                    }
+                }
+                P::NodeCounted {
+                    mut count,
+                    rows,
+                    at,
+                    servers,
+                    creator,
+                } => {
+                    ready!(
+                        self.phase,
+                        P::NodeCounted {
+                            count,
+                            rows,
+                            at,
+                            servers,
+                            creator
+                        },
+                        count.advance(io, ctx)
+                    )?;
+                    let count =
+                        Increment::new(CounterKind::Servers, &creator, servers, 0, Half::First);
+                    self.phase = P::ServersCounted { count, rows, at };
+                }
+                P::ServersCounted {
+                    mut count,
+                    rows,
+                    at,
+                } => {
+                    ready!(
+                        self.phase,
+                        P::ServersCounted { count, rows, at },
+                        count.advance(io, ctx)
+                    )?;
+                    if self.count_node(io, rows, at + 1) {
+                        return self.finish();
+                    }
+                }
+                P::Done => return Err(ended()),
+            }
+        }
     }
 }
 
 /// One fsck pass over the node table, page by page: orphans (deleted with `fix`), dangling
-/// child references (dropped with `fix`), undecodable rows. Returns [`Value::Pass`].
-#[derive(Clone, Debug)]
-pub(crate) struct FsckPass {
+/// child references (dropped with `fix`), undecodable rows. Gives the inconsistencies counted
+/// and the summary handed back.
+#[derive(Debug)]
+struct FsckPass {
     fix: bool,
     summary: FsckSummary,
     count: u64,
+    /// The last row key of the page before (`None`: the first page).
     start: Option<Vec<u8>>,
     page: Vec<Row>,
+    /// Whether the page was full (another may follow).
     full: bool,
+    /// Index of the page's row being checked.
     at: usize,
-    node: Option<Node>,
-    child_at: usize,
-    dangling: Vec<Vec<u8>>,
-    store_error: bool,
-    state: PassState,
+    phase: PassPhase,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum PassState {
+#[derive(Debug)]
+enum PassPhase {
     Start,
-    Paged,
-    ParentRead,
-    OrphanDeleted,
-    ChildRead,
-    DanglingFixed,
+    Paging(Scan),
+    /// Does the parent of `node` reference it?
+    ParentRead {
+        read: NodeRead,
+        node: Node,
+    },
+    OrphanDeleted {
+        delete: Box<Delete>,
+        key: Vec<u8>,
+    },
+    /// The node's children are being read one by one.
+    ChildRead {
+        read: NodeRead,
+        check: ChildCheck,
+    },
+    DanglingFixed {
+        occ: Occ,
+        key: Vec<u8>,
+    },
+    Done,
+}
+
+/// The children check of one node: which child is read, what was found so far.
+#[derive(Debug)]
+struct ChildCheck {
+    node: Node,
+    at: usize,
+    /// Qualifiers of references to missing nodes or other incarnations.
+    dangling: Vec<Vec<u8>>,
+    store_error: bool,
 }
 
 impl FsckPass {
-    fn frame(fix: bool, summary: FsckSummary) -> Frame {
-        Frame::FsckPass(FsckPass {
+    fn new(fix: bool, summary: FsckSummary) -> FsckPass {
+        FsckPass {
             fix,
             summary,
             count: 0,
@@ -821,103 +1130,111 @@ impl FsckPass {
             page: Vec::new(),
             full: false,
             at: 0,
-            node: None,
-            child_at: 0,
-            dangling: Vec::new(),
-            store_error: false,
-            state: PassState::Start,
-        })
+            phase: PassPhase::Start,
+        }
     }
 
-    fn finding(env: &mut Env, row_key: &[u8], kind: FindingKind, fixed: bool) {
-        env.emit(MtEvent::FsckFinding {
+    fn finding(io: &mut MtIo, row_key: &[u8], kind: FindingKind, fixed: bool) {
+        io.emit(MtEvent::FsckFinding {
             row_key: row_key.to_vec(),
             kind,
             fixed,
         });
     }
 
-    pub(crate) fn step(&mut self, env: &mut Env, input: Input) -> Step {
-        match self.state {
-            PassState::Start => self.scan_page(env),
-            PassState::Paged => {
-                self.page = tri!(Value::rows(input));
-                self.full = self.page.len() as i64 >= FSCK_PAGE;
-                self.start = self.page.last().map(|r| r.key.clone());
-                self.at = 0;
-                self.next_row(env)
-            }
-            PassState::ParentRead => {
-                let Some(node) = self.node.clone() else {
-                    return self.row_done(env);
-                };
-                let base = codec::split(&node.name).1;
-                let orphan = match Value::node(input) {
-                    Err(_) => {
-                        self.count += 1;
-                        Self::finding(env, &node.row_key, FindingKind::StoreError, false);
-                        return self.row_done(env);
-                    }
-                    Ok(None) => true,
-                    Ok(Some(p)) => !p.children.iter().any(|c| c.name == base && c.id == node.id),
-                };
-                if !orphan {
-                    return self.check_children(env);
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<(u64, FsckSummary)> {
+        use PassPhase as P;
+        loop {
+            let ended_pass = match mem::replace(&mut self.phase, P::Done) {
+                P::Start => {
+                    self.scan_page(io, ctx);
+                    false
                 }
-                self.count += 1;
-                if self.fix {
-                    self.state = PassState::OrphanDeleted;
-                    return Step::Push(Delete::frame(&node, true));
+                P::Paging(mut scan) => {
+                    self.page = ready!(self.phase, P::Paging(scan), scan.poll(io))?;
+                    self.full = self.page.len() as i64 >= FSCK_PAGE;
+                    self.start = self.page.last().map(|r| r.key.clone());
+                    self.at = 0;
+                    self.next_row(io, ctx)?
                 }
-                Self::finding(env, &node.row_key, FindingKind::Orphan, false);
-                self.row_done(env)
-            }
-            PassState::OrphanDeleted => {
-                let key = self.row_key();
-                let fixed = input.is_ok();
-                if fixed {
-                    self.summary.fixed.push(key.clone());
-                }
-                Self::finding(env, &key, FindingKind::Orphan, fixed);
-                self.row_done(env)
-            }
-            PassState::ChildRead => {
-                let expected = self
-                    .node
-                    .as_ref()
-                    .and_then(|n| n.children.get(self.child_at))
-                    .map(|c| (c.id.clone(), codec::child_qualifier(&c.id, &c.name)));
-                if let Some((id, qualifier)) = expected {
-                    match Value::node(input) {
-                        Err(_) => self.store_error = true,
-                        Ok(None) => self.dangling.push(qualifier),
-                        Ok(Some(ch)) if ch.id != id => self.dangling.push(qualifier),
-                        Ok(Some(_)) => {}
+                P::ParentRead { mut read, node } => {
+                    match ready!(self.phase, P::ParentRead { read, node }, read.poll(io)) {
+                        Err(_) => {
+                            self.count += 1;
+                            Self::finding(io, &node.row_key, FindingKind::StoreError, false);
+                            self.row_done(io, ctx)?
+                        }
+                        Ok(parent) => {
+                            let base = codec::split(&node.name).1;
+                            let orphan = match parent {
+                                None => true,
+                                Some(p) => {
+                                    !p.children.iter().any(|c| c.name == base && c.id == node.id)
+                                }
+                            };
+                            if !orphan {
+                                self.check_children(io, ctx, node)?
+                            } else {
+                                self.count += 1;
+                                if self.fix {
+                                    let key = node.row_key.clone();
+                                    let delete = Box::new(Delete::new(node, true));
+                                    self.phase = P::OrphanDeleted { delete, key };
+                                    false
+                                } else {
+                                    Self::finding(io, &node.row_key, FindingKind::Orphan, false);
+                                    self.row_done(io, ctx)?
+                                }
+                            }
+                        }
                     }
                 }
-                self.child_at += 1;
-                self.next_child(env)
-            }
-            PassState::DanglingFixed => {
-                let key = self.row_key();
-                let fixed = input.is_ok();
-                if fixed {
-                    self.summary.fixed.push(key.clone());
+                P::OrphanDeleted { mut delete, key } => {
+                    let fixed = ready!(
+                        self.phase,
+                        P::OrphanDeleted { delete, key },
+                        delete.advance(io, ctx)
+                    )
+                    .is_ok();
+                    if fixed {
+                        self.summary.fixed.push(key.clone());
+                    }
+                    Self::finding(io, &key, FindingKind::Orphan, fixed);
+                    self.row_done(io, ctx)?
                 }
-                Self::finding(env, &key, FindingKind::Dangling, fixed);
-                self.row_done(env)
+                P::ChildRead {
+                    mut read,
+                    mut check,
+                } => {
+                    let found = ready!(self.phase, P::ChildRead { read, check }, read.poll(io));
+                    if let Some(c) = check.node.children.get(check.at) {
+                        match found {
+                            Err(_) => check.store_error = true,
+                            Ok(Some(child)) if child.id == c.id => {}
+                            Ok(_) => check.dangling.push(codec::child_qualifier(&c.id, &c.name)),
+                        }
+                    }
+                    check.at += 1;
+                    self.next_child(io, ctx, check)?
+                }
+                P::DanglingFixed { mut occ, key } => {
+                    let fixed =
+                        ready!(self.phase, P::DanglingFixed { occ, key }, occ.poll(io)).is_ok();
+                    if fixed {
+                        self.summary.fixed.push(key.clone());
+                    }
+                    Self::finding(io, &key, FindingKind::Dangling, fixed);
+                    self.row_done(io, ctx)?
+                }
+                P::Done => return Err(ended()),
+            };
+            if ended_pass {
+                return Ok(Some((self.count, mem::take(&mut self.summary))));
             }
         }
     }
 
-    fn row_key(&self) -> Vec<u8> {
-        self.node
-            .as_ref()
-            .map(|n| n.row_key.clone())
-            .unwrap_or_default()
-    }
-
-    fn scan_page(&mut self, env: &mut Env) -> Step {
+    fn scan_page(&mut self, io: &mut MtIo, ctx: &MtCtx) {
         let rows = match &self.start {
             None => RowSet::all(),
             Some(k) => RowSet::range(RowRange {
@@ -925,201 +1242,216 @@ impl FsckPass {
                 end: KeyBound::Unbounded,
             }),
         };
-        self.state = PassState::Paged;
-        Step::Await(Call::Scan {
-            table: env.ctx.tables.node.clone(),
+        self.phase = PassPhase::Paging(Scan::start(
+            io,
+            ctx,
+            ctx.tables.node.clone(),
             rows,
-            filter: Some(RowFilter::CellsPerColumnLimit(1)),
-            limit: FSCK_PAGE,
-        })
+            Some(RowFilter::CellsPerColumnLimit(1)),
+            FSCK_PAGE,
+        ));
     }
 
-    fn row_done(&mut self, env: &mut Env) -> Step {
+    fn row_done(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
         self.at += 1;
-        self.next_row(env)
+        self.next_row(io, ctx)
     }
 
-    /// Checks the next row of the page; past the last, the next page or the end of the pass.
-    fn next_row(&mut self, env: &mut Env) -> Step {
+    /// Checks the next row of the page (if the deadline allows); past the last, the next page.
+    /// `true` once the pass has ended.
+    fn next_row(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
         loop {
             let Some(row) = self.page.get(self.at) else {
                 if !self.full {
-                    let summary = core::mem::take(&mut self.summary);
-                    return Step::Return(Ok(Value::Pass(self.count, summary)));
+                    return Ok(true);
                 }
-                return self.scan_page(env);
+                self.scan_page(io, ctx);
+                return Ok(false);
             };
-            tri!(env.check_deadline());
-            let node = match codec::decode_node(row, env.now.0) {
+            check_deadline(io, ctx)?;
+            let node = match codec::decode_node(row, io.now().0) {
                 Ok(n) => n,
                 Err(_) => {
                     let key = row.key.clone();
                     if !self.summary.undecodable.contains(&key) {
                         self.summary.undecodable.push(key.clone());
                     }
-                    Self::finding(env, &key, FindingKind::Undecodable, false);
+                    Self::finding(io, &key, FindingKind::Undecodable, false);
                     self.at += 1;
                     continue;
                 }
             };
-            let root = node.name.is_empty();
-            let parent = String::from(codec::split(&node.name).0);
-            self.node = Some(Node::new(node));
-            if root {
-                return self.check_children(env);
+            let node = Node::new(node);
+            if node.name.is_empty() {
+                return self.check_children(io, ctx, node);
             }
-            self.state = PassState::ParentRead;
-            return Step::Await(Call::GetNode { name: parent });
+            let read = NodeRead::start(io, ctx, codec::split(&node.name).0);
+            self.phase = PassPhase::ParentRead { read, node };
+            return Ok(false);
         }
     }
 
     /// Starts reading the node's children.
-    fn check_children(&mut self, env: &mut Env) -> Step {
-        self.child_at = 0;
-        self.dangling.clear();
-        self.store_error = false;
-        self.next_child(env)
+    fn check_children(&mut self, io: &mut MtIo, ctx: &MtCtx, node: Node) -> Result<bool, MtError> {
+        let check = ChildCheck {
+            node,
+            at: 0,
+            dangling: Vec::new(),
+            store_error: false,
+        };
+        self.next_child(io, ctx, check)
     }
 
     /// Reads the next child of the node, or judges the node once all are read.
-    fn next_child(&mut self, env: &mut Env) -> Step {
-        let Some(node) = self.node.as_ref() else {
-            return self.row_done(env);
-        };
-        if let Some(c) = node.children.get(self.child_at) {
-            self.state = PassState::ChildRead;
-            return Step::Await(Call::GetNode {
-                name: codec::join(&[&node.name, &c.name]),
-            });
+    fn next_child(
+        &mut self,
+        io: &mut MtIo,
+        ctx: &MtCtx,
+        check: ChildCheck,
+    ) -> Result<bool, MtError> {
+        let node = &check.node;
+        if let Some(c) = node.children.get(check.at) {
+            let read = NodeRead::start(io, ctx, &codec::join(&[&node.name, &c.name]));
+            self.phase = PassPhase::ChildRead { read, check };
+            return Ok(false);
         }
         let key = node.row_key.clone();
-        if self.store_error {
+        if check.store_error {
             self.count += 1;
-            Self::finding(env, &key, FindingKind::StoreError, false);
-            return self.row_done(env);
+            Self::finding(io, &key, FindingKind::StoreError, false);
+            return self.row_done(io, ctx);
         }
-        if self.dangling.is_empty() {
-            return self.row_done(env);
+        if check.dangling.is_empty() {
+            return self.row_done(io, ctx);
         }
         self.count += 1;
         if !self.fix {
-            Self::finding(env, &key, FindingKind::Dangling, false);
-            return self.row_done(env);
+            Self::finding(io, &key, FindingKind::Dangling, false);
+            return self.row_done(io, ctx);
         }
-        let mutations = self
+        let mutations = check
             .dangling
             .iter()
-            .map(|q| delete_column(FAMILY_CHILDREN, q))
+            .map(|q| super::calls::delete_column(FAMILY_CHILDREN, q))
             .collect();
-        self.state = PassState::DanglingFixed;
-        Step::Await(Call::Mutate {
-            node: node.clone(),
-            mutations,
-            delete: false,
-        })
+        let occ = Occ::start(io, ctx, node, mutations, false);
+        self.phase = PassPhase::DanglingFixed { occ, key };
+        Ok(false)
     }
 }
 
-/// One internal primitive (§10–§11), or an immediate failure.
-#[derive(Clone, Debug)]
-pub(crate) struct PrimitiveFrame {
-    primitive: Option<Primitive>,
-    failure: Option<MtError>,
-    state: PrimitiveState,
-}
+/// The flow of [`PrimitiveOp`](super::PrimitiveOp): one internal primitive (§10–§11).
+#[derive(Debug)]
+pub struct PrimitiveFlow(PrimitivePhase);
 
-#[derive(Clone, Copy, Debug)]
-enum PrimitiveState {
-    Start,
-    Node,
+#[derive(Debug)]
+enum PrimitivePhase {
+    Start(Primitive),
+    GettingNode(NodeRead),
+    CreatingRow(CreateRow),
+    CreatingChild(CreateChild),
+    Deleting(Delete),
+    Mounting(MountNode),
+    SettingPerms(Occ),
     Done,
 }
 
-impl PrimitiveFrame {
-    pub(crate) fn frame(primitive: Primitive) -> Frame {
-        Frame::Primitive(PrimitiveFrame {
-            primitive: Some(primitive),
-            failure: None,
-            state: PrimitiveState::Start,
-        })
+impl PrimitiveFlow {
+    pub(super) fn new(primitive: Primitive) -> PrimitiveFlow {
+        PrimitiveFlow(PrimitivePhase::Start(primitive))
     }
+}
 
-    pub(crate) fn step(&mut self, _env: &mut Env, input: Input) -> Step {
-        match self.state {
-            PrimitiveState::Start => {
-                if let Some(e) = self.failure.take() {
-                    return Step::Return(Err(e));
-                }
-                let Some(p) = self.primitive.take() else {
-                    return Step::Return(Ok(Value::Primitive(PrimitiveOutput::Done)));
-                };
-                self.state = PrimitiveState::Done;
-                match p {
-                    Primitive::GetNode { name } => {
-                        self.state = PrimitiveState::Node;
-                        Step::Await(Call::GetNode { name })
-                    }
-                    Primitive::CreateRow {
-                        name,
-                        perms,
-                        creator,
-                        id,
-                        limit,
-                    } => Step::Push(CreateRow::frame(
-                        &name,
-                        &perms,
-                        &creator,
-                        &id,
-                        limit,
-                        Half::First,
-                    )),
-                    Primitive::CreateChild {
-                        parent,
-                        child,
-                        perms,
-                        creator,
-                        limit,
-                    } => {
-                        self.state = PrimitiveState::Node;
-                        Step::Push(CreateChild::frame(
-                            &Node::new(parent),
+impl Flow for PrimitiveFlow {
+    type Schema = MountTableSchema;
+    type Output = PrimitiveOutput;
+
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<PrimitiveOutput> {
+        use PrimitivePhase as P;
+        let phase = &mut self.0;
+        loop {
+            match mem::replace(phase, P::Done) {
+                P::Start(p) => {
+                    *phase = match p {
+                        Primitive::GetNode { name } => {
+                            P::GettingNode(NodeRead::start(io, ctx, &name))
+                        }
+                        Primitive::CreateRow {
+                            name,
+                            perms,
+                            creator,
+                            id,
+                            limit,
+                        } => P::CreatingRow(CreateRow::new(
+                            &name,
+                            &perms,
+                            &creator,
+                            &id,
+                            limit,
+                            Half::First,
+                        )),
+                        Primitive::CreateChild {
+                            parent,
+                            child,
+                            perms,
+                            creator,
+                            limit,
+                        } => P::CreatingChild(CreateChild::new(
+                            Node::new(parent),
                             &child,
                             &perms,
                             &creator,
                             limit,
-                        ))
-                    }
-                    Primitive::Delete { node, subtree } => {
-                        Step::Push(Delete::frame(&Node::new(node), subtree))
-                    }
-                    Primitive::Mount {
-                        node,
-                        server,
-                        deadline_us,
-                        flags,
-                        limit,
-                    } => Step::Push(MountNode::frame(
-                        &Node::new(node),
-                        &server,
-                        Some(deadline_us),
-                        0,
-                        flags,
-                        limit,
-                    )),
-                    Primitive::SetPermissions { node, perms } => {
-                        Step::Await(set_perms_call(&Node::new(node), &perms))
-                    }
+                        )),
+                        Primitive::Delete { node, subtree } => {
+                            P::Deleting(Delete::new(Node::new(node), subtree))
+                        }
+                        Primitive::Mount {
+                            node,
+                            server,
+                            deadline_us,
+                            flags,
+                            limit,
+                        } => P::Mounting(MountNode::new(
+                            Node::new(node),
+                            &server,
+                            Some(deadline_us),
+                            0,
+                            flags,
+                            limit,
+                        )),
+                        Primitive::SetPermissions { node, perms } => {
+                            P::SettingPerms(set_perms(io, ctx, &node, &perms))
+                        }
+                    };
                 }
-            }
-            PrimitiveState::Node => {
-                let node = tri!(Value::node(input));
-                Step::Return(Ok(Value::Primitive(PrimitiveOutput::Node(
-                    node.map(|n| Box::new(Arc::unwrap_or_clone(n))),
-                ))))
-            }
-            PrimitiveState::Done => {
-                tri!(input);
-                Step::Return(Ok(Value::Primitive(PrimitiveOutput::Done)))
+                P::GettingNode(mut read) => {
+                    let node = ready!(*phase, P::GettingNode(read), read.poll(io))?;
+                    let node = node.map(|n| Box::new(Arc::unwrap_or_clone(n)));
+                    return Ok(Some(PrimitiveOutput::Node(node)));
+                }
+                P::CreatingRow(mut create) => {
+                    ready!(*phase, P::CreatingRow(create), create.advance(io, ctx))?;
+                    return Ok(Some(PrimitiveOutput::Done));
+                }
+                P::CreatingChild(mut create) => {
+                    let node = ready!(*phase, P::CreatingChild(create), create.advance(io, ctx))?;
+                    let node = Box::new(Arc::unwrap_or_clone(node));
+                    return Ok(Some(PrimitiveOutput::Node(Some(node))));
+                }
+                P::Deleting(mut delete) => {
+                    ready!(*phase, P::Deleting(delete), delete.advance(io, ctx))?;
+                    return Ok(Some(PrimitiveOutput::Done));
+                }
+                P::Mounting(mut mount) => {
+                    ready!(*phase, P::Mounting(mount), mount.advance(io, ctx))?;
+                    return Ok(Some(PrimitiveOutput::Done));
+                }
+                P::SettingPerms(mut occ) => {
+                    ready!(*phase, P::SettingPerms(occ), occ.poll(io))?;
+                    return Ok(Some(PrimitiveOutput::Done));
+                }
+                P::Done => return Err(ended()),
             }
         }
     }

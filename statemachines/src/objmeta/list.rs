@@ -1,15 +1,15 @@
-//! The `ListObject` machine (`objmeta.md` 10.1): rows stream from one scan (or a master /
+//! The `ListObject` flow (`objmeta.md` 10.1): rows stream from one scan (or a master /
 //! version pair merged by key) into the listing algorithm of
 //! [`rowkit_codec::objmeta::listing`]; v1 placeholder masters are resolved one at a time;
 //! a streak of 100 skipped entries restarts the scan(s) at the algorithm's `skipping()` key;
-//! `FILTER_END` aborts the open scans.
+//! `FILTER_END` ends the operation, which aborts the open scans.
 
 use alloc::collections::VecDeque;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
-use rowkit_codec::model::{Row, RowSet};
+use rowkit_codec::model::{Row, RowFilter, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, filters, unescape_tags};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{
@@ -20,247 +20,187 @@ use rowkit_codec::objmeta::listing::{
 };
 use rowkit_codec::objmeta::range::RangeParams;
 
-use super::engine::StateSlot;
-use super::ops::latest_version_range;
-use super::{DEFAULT_DEADLINE_US, ObjmetaError, ObjmetaEvent, ObjmetaState};
-use crate::readrows::ReadRows;
-use crate::{
-    Machine, ReadRowsRequest, Request, Response, RetryPolicy, SplitMix64, StoreError, Tag,
-    Timestamp,
-};
+use super::requests::{OmIo, P, latest_version_range, vformat_of};
+use super::{ListObject, ObjmetaError, ObjmetaSchema, ObjmetaState, budget};
+use crate::children::{ChildId, ChildOutput, owned_rows};
+use crate::operation::{ContextArg, Flow, Operation};
+use crate::{ReadRowsRequest, StoreError, Timestamp};
 
 /// Skipped entries in a row before the scan restarts at `skipping()`.
 const SKIP_STREAK: u32 = 100;
 
+/// The flow of [`ListObject`]: the bucket's vFormat, then the scans fed to the listing
+/// algorithm. Output: Arsenal's `result()` object, values as JSON text.
+#[derive(Debug)]
+pub struct ListObjectFlow {
+    bucket: String,
+    collection: String,
+    phase: ListPhase,
+}
+
+#[derive(Debug)]
+#[allow(clippy::large_enum_variant)] // one phase at a time; boxing buys nothing
+enum ListPhase {
+    Start(ListingParams),
+    /// Reading the bucket's vFormat (not cached).
+    VFormat {
+        params: ListingParams,
+        read: ChildId,
+    },
+    /// Scanning, every decidable entry fed.
+    Scanning(Scanner),
+    /// A v1 placeholder master (`key`) waiting for its latest version; the scans go on
+    /// buffering meanwhile.
+    Resolving {
+        scanner: Scanner,
+        key: String,
+        read: ChildId,
+    },
+    /// A read gave up because no retry fits before the deadline: the operation ends `Aborted`
+    /// there (`objmeta.md` 16.3).
+    Doomed,
+    Done,
+}
+
+/// An open scan.
 #[derive(Debug)]
 struct Scan {
-    slot: u64,
-    machine: ReadRows,
+    id: ChildId,
+    /// Rows received and not fed yet.
     buffer: VecDeque<Row>,
     ended: bool,
     range: RangeParams,
 }
 
+/// The listing algorithm and its scans.
 #[derive(Debug)]
-#[allow(clippy::large_enum_variant)]
-enum Phase {
-    /// Reading the bucket's vFormat (not cached).
-    VFormat {
-        slot: u64,
-        machine: ReadRows,
-        rows: Vec<Row>,
-    },
-    /// Scanning; `resolving` = a PHD entry waiting for its latest version.
-    Scanning,
-    Done,
-}
-
-#[derive(Debug)]
-struct Resolving {
-    slot: u64,
-    machine: ReadRows,
-    rows: Vec<Row>,
-    key: String,
-}
-
-/// Lists a bucket with `Delimiter`, `DelimiterMaster` or `DelimiterVersions`. Output:
-/// Arsenal's `result()` object, values as JSON text.
-#[derive(Debug)]
-pub struct ListObject<'a> {
-    state: StateSlot<'a>,
-    bucket: String,
-    collection: String,
-    params: ListingParams,
-    listing: Option<Listing>,
-    phase: Phase,
+struct Scanner {
+    listing: Listing,
     scans: Vec<Scan>,
-    resolving: Option<Resolving>,
+    /// Entries skipped in a row.
     streak: u32,
-    slot: u64,
-    rng: SplitMix64,
-    table: String,
-    last_now: Timestamp,
-    deadline: Timestamp,
-    scans_started: u64,
-    rows_scanned: u64,
-    aborts: VecDeque<Tag>,
-    doomed: bool,
-    outcome: Option<Result<Json, ObjmetaError>>,
 }
 
-impl ListObject<'static> {
-    /// Starts a listing of `bucket` at `now` with a state of its own (a host that runs
-    /// several operations at once, e.g. the fault simulator, gives each its own state).
-    pub fn with_state(
-        bucket: &str,
-        params: ListingParams,
-        state: ObjmetaState,
-        now: Timestamp,
-        seed: u64,
-        deadline: Option<Timestamp>,
-    ) -> ListObject<'static> {
-        ListObject::build(bucket, params, StateSlot::Owned(state), now, seed, deadline)
+/// Where feeding the scanned entries stopped.
+enum Fed {
+    /// Every decidable entry was fed; more rows are needed.
+    Wait,
+    /// The listing is complete.
+    Done(Json),
+    /// A placeholder master to resolve first.
+    Resolve { key: String, read: ChildId },
+}
+
+/// Why a read did not produce its rows.
+enum Stop {
+    /// No retry fits before the deadline.
+    Doomed,
+    Failed(ObjmetaError),
+}
+
+/// A finished read's rows, or why there are none.
+fn finished(io: &mut OmIo, id: ChildId) -> Option<Result<Vec<Row>, Stop>> {
+    Some(match io.take(id)? {
+        Ok(ChildOutput::Rows(rows)) => Ok(owned_rows(rows)),
+        Err(e) => Err(stop(e)),
+        Ok(other) => Err(Stop::Failed(ObjmetaError::internal(alloc::format!(
+            "unexpected reply {other:?}"
+        )))),
+    })
+}
+
+fn stop(e: StoreError) -> Stop {
+    if e.code.is_retryable() {
+        Stop::Doomed
+    } else {
+        Stop::Failed(ObjmetaError::internal(e))
     }
+}
+
+fn read(
+    io: &mut OmIo,
+    st: &ObjmetaState,
+    rows: RowSet,
+    filter: RowFilter,
+    rows_limit: i64,
+) -> ChildId {
+    io.read_rows(ReadRowsRequest {
+        table: st.config.table.clone(),
+        rows,
+        filter: Some(filter),
+        rows_limit,
+        ..Default::default()
+    })
 }
 
 impl<'a> ListObject<'a> {
-    /// Starts a listing of `bucket` at `now`.
+    /// Lists `bucket` with `params` (`Delimiter`, `DelimiterMaster` or `DelimiterVersions`).
     pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
         params: ListingParams,
-        state: &'a mut ObjmetaState,
+        deadline: Option<Timestamp>,
         now: Timestamp,
         seed: u64,
-        deadline: Option<Timestamp>,
     ) -> ListObject<'a> {
-        ListObject::build(
-            bucket,
-            params,
-            StateSlot::Borrowed(state),
-            now,
-            seed,
-            deadline,
-        )
-    }
-
-    fn build(
-        bucket: &str,
-        params: ListingParams,
-        mut state: StateSlot<'a>,
-        now: Timestamp,
-        seed: u64,
-        deadline: Option<Timestamp>,
-    ) -> ListObject<'a> {
-        let table = state.get().config.table.clone();
-        let mut m = ListObject {
+        let flow = ListObjectFlow {
             bucket: bucket.to_string(),
             collection: collection_for_bucket(bucket).to_string(),
-            params,
-            listing: None,
-            phase: Phase::Done,
-            scans: Vec::new(),
-            resolving: None,
-            streak: 0,
-            slot: 0,
-            rng: SplitMix64::new(seed),
-            table,
-            last_now: now,
-            deadline: deadline.unwrap_or(now.saturating_add_micros(DEFAULT_DEADLINE_US)),
-            scans_started: 0,
-            rows_scanned: 0,
-            aborts: VecDeque::new(),
-            doomed: false,
-            outcome: None,
-            state,
+            phase: ListPhase::Start(params),
         };
-        match m.state.get().cached_vformat(bucket) {
-            Some(vf) => m.start(vf),
-            None => {
-                let req = m.read_request(
-                    RowSet::key(row_key(METASTORE, bucket)),
-                    filters::latest(),
-                    0,
-                );
-                let (slot, machine) = m.child(req);
-                m.phase = Phase::VFormat {
-                    slot,
-                    machine,
-                    rows: Vec::new(),
-                };
-            }
-        }
-        m
+        // The listing's seed stream is its own seed, unsalted, as it always was.
+        Operation::start(ctx.into(), now, seed, budget(deadline, now), flow)
     }
+}
 
-    /// Scans started so far (a skip restart adds one per range).
-    pub fn scans_started(&self) -> u64 {
-        self.scans_started
-    }
-
-    /// Rows received from the scans (not counting PHD resolutions).
-    pub fn rows_scanned(&self) -> u64 {
-        self.rows_scanned
-    }
-
-    fn read_request(
+impl ListObjectFlow {
+    /// The listing at vFormat `vf`, its scans open.
+    fn scan(
         &self,
-        rows: RowSet,
-        filter: rowkit_codec::model::RowFilter,
-        limit: i64,
-    ) -> ReadRowsRequest {
-        ReadRowsRequest {
-            table: self.table.clone(),
-            rows,
-            filter: Some(filter),
-            rows_limit: limit,
-            ..Default::default()
-        }
-    }
-
-    fn child(&mut self, req: ReadRowsRequest) -> (u64, ReadRows) {
-        self.slot += 1;
-        let policy = RetryPolicy {
-            operation_timeout: self.deadline.0.saturating_sub(self.last_now.0).max(0),
-            ..RetryPolicy::default()
-        };
-        (
-            self.slot,
-            ReadRows::new(req, self.last_now, self.rng.next_u64(), policy),
-        )
-    }
-
-    fn finish(&mut self, outcome: Result<Json, ObjmetaError>) {
-        let now = self.last_now;
-        let stop = |slot: u64, m: &mut ReadRows, aborts: &mut VecDeque<Tag>| {
-            m.cancel(now);
-            while let Some(t) = m.poll_abort() {
-                aborts.push_back(Tag(slot << 32 | t.0));
-            }
-        };
-        for s in &mut self.scans {
-            if !s.ended {
-                stop(s.slot, &mut s.machine, &mut self.aborts);
-            }
-        }
-        self.scans.clear();
-        if let Some(mut r) = self.resolving.take() {
-            stop(r.slot, &mut r.machine, &mut self.aborts);
-        }
-        if let Phase::VFormat { slot, machine, .. } = &mut self.phase {
-            stop(*slot, machine, &mut self.aborts);
-        }
-        self.phase = Phase::Done;
-        self.outcome = Some(outcome);
-    }
-
-    fn start(&mut self, vf: VFormat) {
-        let listing = Listing::new(self.params.clone(), vf);
-        let md = match listing.gen_md_params() {
-            Ok(md) => md,
-            Err(e) => return self.finish(Err(ObjmetaError::internal(e))),
-        };
-        self.listing = Some(listing);
-        self.phase = Phase::Scanning;
+        io: &mut OmIo,
+        st: &ObjmetaState,
+        params: ListingParams,
+        vf: VFormat,
+    ) -> Result<Scanner, ObjmetaError> {
+        let listing = Listing::new(params, vf);
+        let md = listing.gen_md_params().map_err(ObjmetaError::internal)?;
         let ranges = match md {
             MdParams::Single(r) => alloc::vec![r],
             MdParams::Pair(m, v) => alloc::vec![m, v],
         };
-        self.open_scans(ranges);
-        self.pump();
+        let mut scanner = Scanner {
+            listing,
+            scans: Vec::new(),
+            streak: 0,
+        };
+        scanner.open(io, st, &self.collection, ranges);
+        Ok(scanner)
     }
 
-    fn open_scans(&mut self, ranges: Vec<RangeParams>) {
+    /// Ends the listing at the deadline: every read is stopped now.
+    fn doom(io: &mut OmIo, scanner: Option<&Scanner>, read: Option<ChildId>) -> ListPhase {
+        for scan in scanner.iter().flat_map(|s| &s.scans) {
+            io.abort(scan.id);
+        }
+        if let Some(id) = read {
+            io.abort(id);
+        }
+        ListPhase::Doomed
+    }
+}
+
+impl Scanner {
+    fn open(
+        &mut self,
+        io: &mut OmIo,
+        st: &ObjmetaState,
+        collection: &str,
+        ranges: Vec<RangeParams>,
+    ) {
         for range in ranges {
-            let req = self.read_request(
-                RowSet::range(range.to_row_range(&self.collection)),
-                filters::live_value(),
-                0,
-            );
-            let (slot, machine) = self.child(req);
-            self.scans_started += 1;
+            let rows = RowSet::range(range.to_row_range(collection));
             self.scans.push(Scan {
-                slot,
-                machine,
+                id: read(io, st, rows, filters::live_value(), 0),
                 buffer: VecDeque::new(),
                 ended: false,
                 range,
@@ -268,134 +208,129 @@ impl<'a> ListObject<'a> {
         }
     }
 
+    /// Moves what the scans produced into their buffers.
+    fn drain(&mut self, io: &mut OmIo) -> Result<(), Stop> {
+        for scan in self.scans.iter_mut().filter(|s| !s.ended) {
+            if io.is_running(scan.id) {
+                while let Some(row) = io.next_row(scan.id) {
+                    scan.buffer.push_back(row);
+                }
+                continue;
+            }
+            if let Some(rows) = finished(io, scan.id) {
+                scan.buffer.extend(rows?);
+                scan.ended = true;
+            }
+        }
+        Ok(())
+    }
+
     /// Restarts the scans at `skip`, keeping `gt` bounds.
-    fn restart(&mut self, skip: Skip) {
+    fn restart(&mut self, io: &mut OmIo, st: &ObjmetaState, collection: &str, skip: Skip) {
         let gtes = match skip {
             Skip::Single(s) => alloc::vec![s],
             Skip::Pair(m, v) => alloc::vec![m, v],
         };
         let mut ranges = Vec::new();
-        for (scan, gte) in self.scans.iter_mut().zip(gtes) {
-            if !scan.ended {
-                scan.machine.cancel(self.last_now);
-                while let Some(t) = scan.machine.poll_abort() {
-                    self.aborts.push_back(Tag(scan.slot << 32 | t.0));
-                }
-            }
+        for (scan, gte) in self.scans.iter().zip(gtes) {
             let mut r = scan.range.clone();
             r.gte = Some(gte);
             ranges.push(r);
         }
-        self.scans.clear();
-        self.streak = 0;
-        self.open_scans(ranges);
-    }
-
-    fn arsenal_key(&self, row: &Row) -> String {
-        let n = self.collection.len() + 1;
-        String::from_utf8_lossy(row.key.get(n..).unwrap_or(&[])).into_owned()
-    }
-
-    /// Value text of an entry: tags unescaped, top-level `location` removed.
-    fn entry_value(doc: StoredDoc) -> String {
-        let mut v = doc.value;
-        unescape_tags(&mut v);
-        if let Some(o) = v.as_object_mut() {
-            o.remove("location");
-        }
-        v.stringify()
-    }
-
-    /// Takes the next entry in key order, if one is decidable now.
-    fn next_row(&mut self) -> Option<Option<Row>> {
-        match self.scans.len() {
-            1 => {
-                let s = &mut self.scans[0];
-                match s.buffer.pop_front() {
-                    Some(r) => Some(Some(r)),
-                    None if s.ended => Some(None),
-                    None => None,
-                }
+        for scan in self.scans.drain(..) {
+            if !scan.ended {
+                io.abort(scan.id);
             }
-            2 => {
+        }
+        self.streak = 0;
+        self.open(io, st, collection, ranges);
+    }
+
+    /// The next entry in key order, if one is decidable now (`Some(None)`: none left).
+    fn next_row(&mut self, collection: &str) -> Option<Option<Row>> {
+        match self.scans.as_mut_slice() {
+            [s] => match s.buffer.pop_front() {
+                Some(r) => Some(Some(r)),
+                None if s.ended => Some(None),
+                None => None,
+            },
+            [a, b] => {
                 let ready = |s: &Scan| s.ended || !s.buffer.is_empty();
-                if !ready(&self.scans[0]) || !ready(&self.scans[1]) {
+                if !ready(a) || !ready(b) {
                     return None;
                 }
-                let key = |r: &Row, me: &ListObject<'_>| {
-                    let k = me.arsenal_key(r);
-                    k.chars().skip(2).collect::<String>()
+                // Masters and versions merge by object key (the Arsenal key after its prefix).
+                let key = |r: &Row| {
+                    arsenal_key(collection, r)
+                        .chars()
+                        .skip(2)
+                        .collect::<String>()
                 };
-                let pick = match (self.scans[0].buffer.front(), self.scans[1].buffer.front()) {
+                let pick_b = match (a.buffer.front(), b.buffer.front()) {
                     (None, None) => return Some(None),
-                    (Some(_), None) => 0,
-                    (None, Some(_)) => 1,
-                    (Some(a), Some(b)) => {
-                        if cmp_utf16(&key(a, self), &key(b, self)) == Ordering::Greater {
-                            1
-                        } else {
-                            0
-                        }
-                    }
+                    (Some(_), None) => false,
+                    (None, Some(_)) => true,
+                    (Some(x), Some(y)) => cmp_utf16(&key(x), &key(y)) == Ordering::Greater,
                 };
-                Some(self.scans[pick].buffer.pop_front())
+                Some(if pick_b {
+                    b.buffer.pop_front()
+                } else {
+                    a.buffer.pop_front()
+                })
             }
             _ => Some(None),
         }
     }
 
     /// Feeds every decidable entry to the algorithm.
-    fn pump(&mut self) {
-        while matches!(self.phase, Phase::Scanning) && self.resolving.is_none() {
-            let Some(next) = self.next_row() else { return };
+    fn pump(
+        &mut self,
+        io: &mut OmIo,
+        st: &ObjmetaState,
+        collection: &str,
+    ) -> Result<Fed, ObjmetaError> {
+        while let Some(next) = self.next_row(collection) {
             let Some(row) = next else {
-                let result = self
-                    .listing
-                    .as_ref()
-                    .map(Listing::result)
-                    .unwrap_or_default();
-                return self.finish(Ok(result));
+                return Ok(Fed::Done(self.listing.result()));
             };
-            let key = self.arsenal_key(&row);
-            let doc = match StoredDoc::from_row(&row) {
-                Ok(Some(d)) => d,
-                Ok(None) => continue,
-                Err(e) => return self.finish(Err(ObjmetaError::internal(e))),
+            let key = arsenal_key(collection, &row);
+            let Some(doc) = StoredDoc::from_row(&row).map_err(ObjmetaError::internal)? else {
+                continue;
             };
-            let vf = self.listing.as_ref().map_or(VFormat::V0, Listing::vformat);
+            let vf = self.listing.vformat();
             if vf == VFormat::V1 && self.scans.len() == 1 && doc.value.member_truthy("isPHD") {
-                let object_key = key.strip_prefix(MASTER_PREFIX).unwrap_or(&key).to_string();
-                let range = latest_version_range(&self.collection, vf, &object_key);
-                let req = self.read_request(RowSet::range(range), filters::live_value(), 1);
-                let (slot, machine) = self.child(req);
-                self.resolving = Some(Resolving {
-                    slot,
-                    machine,
-                    rows: Vec::new(),
-                    key,
-                });
-                return;
+                let object_key = key.strip_prefix(MASTER_PREFIX).unwrap_or(&key);
+                let range = latest_version_range(collection, vf, object_key);
+                let read = read(io, st, RowSet::range(range), filters::live_value(), 1);
+                return Ok(Fed::Resolve { key, read });
             }
-            let value = ListObject::entry_value(doc);
-            self.feed(&key, &value);
+            if let Some(result) = self.feed(io, st, collection, &key, &entry_value(doc)) {
+                return Ok(Fed::Done(result));
+            }
         }
+        Ok(Fed::Wait)
     }
 
-    fn feed(&mut self, key: &str, value: &str) {
-        let Some(listing) = self.listing.as_mut() else {
-            return;
-        };
-        let code = listing.filter(key, value);
-        let skip = listing.skipping();
+    /// Feeds one entry; the result once the algorithm says `FILTER_END`.
+    fn feed(
+        &mut self,
+        io: &mut OmIo,
+        st: &ObjmetaState,
+        collection: &str,
+        key: &str,
+        value: &str,
+    ) -> Option<Json> {
+        let code = self.listing.filter(key, value);
+        let skip = self.listing.skipping();
         if code == FILTER_END {
-            let result = listing.result();
-            return self.finish(Ok(result));
+            return Some(self.listing.result());
         }
         if code == FILTER_SKIP
             && let Some(skip) = skip
         {
             self.streak += 1;
             if self.streak >= SKIP_STREAK {
+                // Restarting where a single scan already starts would go nowhere.
                 let same = match (&skip, self.scans.first()) {
                     (Skip::Single(s), Some(scan)) => scan.range.gte.as_deref() == Some(s.as_str()),
                     _ => false,
@@ -403,233 +338,141 @@ impl<'a> ListObject<'a> {
                 if same {
                     self.streak = 1;
                 } else {
-                    self.restart(skip);
+                    self.restart(io, st, collection, skip);
                 }
             }
         } else {
             self.streak = 0;
         }
+        None
     }
+}
 
-    fn resolved(&mut self, result: Result<Vec<Row>, StoreError>) {
-        let Some(r) = self.resolving.take() else {
-            return;
-        };
-        let rows = match result {
-            Ok(rows) => rows,
-            Err(e) if e.code.is_retryable() => {
-                self.doomed = true;
-                return;
-            }
-            Err(e) => return self.finish(Err(ObjmetaError::internal(e))),
-        };
-        match rows.first().map(StoredDoc::from_row) {
-            None | Some(Ok(None)) => {}
-            Some(Err(e)) => return self.finish(Err(ObjmetaError::internal(e))),
-            Some(Ok(Some(doc))) => {
-                // Resolved entries keep `location` (quirk 11).
-                let mut v = doc.value;
-                unescape_tags(&mut v);
-                self.feed(&r.key, &v.stringify());
-            }
-        }
-        self.pump();
+fn arsenal_key(collection: &str, row: &Row) -> String {
+    let n = collection.len() + 1;
+    String::from_utf8_lossy(row.key.get(n..).unwrap_or(&[])).into_owned()
+}
+
+/// Value text of an entry: tags unescaped, top-level `location` removed.
+fn entry_value(doc: StoredDoc) -> String {
+    let mut v = doc.value;
+    unescape_tags(&mut v);
+    if let Some(o) = v.as_object_mut() {
+        o.remove("location");
     }
+    v.stringify()
+}
 
-    /// Drains a child after an input: rows, aborts, its end.
-    fn settle(&mut self, slot: u64) {
-        if self.doomed {
-            return;
-        }
-        if let Phase::VFormat {
-            slot: s,
-            machine,
-            rows,
-        } = &mut self.phase
-            && *s == slot
-        {
-            while let Some(r) = machine.poll_event() {
-                rows.push(r);
-            }
-            match machine.result() {
-                Some(Ok(_)) => {
+impl Flow for ListObjectFlow {
+    type Schema = ObjmetaSchema;
+    type Output = Json;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Json> {
+        loop {
+            match core::mem::replace(&mut self.phase, ListPhase::Done) {
+                ListPhase::Start(params) => {
+                    self.phase = match st.cached_vformat(&self.bucket) {
+                        Some(vf) => ListPhase::Scanning(self.scan(io, st, params, vf)?),
+                        None => {
+                            let rows = RowSet::key(row_key(METASTORE, &self.bucket));
+                            let read = read(io, st, rows, filters::latest(), 0);
+                            ListPhase::VFormat { params, read }
+                        }
+                    };
+                }
+                ListPhase::VFormat { params, read } => {
+                    let Some(rows) = finished(io, read) else {
+                        self.phase = ListPhase::VFormat { params, read };
+                        return Ok(None);
+                    };
+                    let rows = match rows {
+                        Ok(rows) => rows,
+                        Err(Stop::Doomed) => {
+                            self.phase = ListPhase::Doomed;
+                            continue;
+                        }
+                        Err(Stop::Failed(e)) => return Err(e),
+                    };
+                    // An unreadable metastore document lists as v0, as an absent one does.
                     let vf = match rows.first().map(StoredDoc::from_row) {
                         Some(Ok(Some(doc))) => {
-                            let vf = doc
-                                .vformat
-                                .as_ref()
-                                .and_then(Json::as_str)
-                                .map_or(VFormat::V0, VFormat::from_stored);
-                            self.state.get().cache_vformat(&self.bucket, vf);
+                            let vf = vformat_of(&doc);
+                            st.cache_vformat(&self.bucket, vf);
                             vf
                         }
                         _ => VFormat::V0,
                     };
-                    self.start(vf);
+                    self.phase = ListPhase::Scanning(self.scan(io, st, params, vf)?);
                 }
-                Some(Err(e)) if e.code.is_retryable() => self.doomed = true,
-                Some(Err(e)) => self.finish(Err(ObjmetaError::internal(e))),
-                None => {}
-            }
-            return;
-        }
-        if let Some(r) = self.resolving.as_mut()
-            && r.slot == slot
-        {
-            while let Some(row) = r.machine.poll_event() {
-                r.rows.push(row);
-            }
-            if let Some(result) = r.machine.result() {
-                let rows = core::mem::take(&mut r.rows);
-                self.resolved(result.map(|_| rows));
-            }
-            return;
-        }
-        let mut failed = None;
-        if let Some(scan) = self.scans.iter_mut().find(|s| s.slot == slot) {
-            while let Some(row) = scan.machine.poll_event() {
-                self.rows_scanned += 1;
-                scan.buffer.push_back(row);
-            }
-            match scan.machine.result() {
-                Some(Ok(_)) => scan.ended = true,
-                Some(Err(e)) => failed = Some(e),
-                None => {}
-            }
-        }
-        if let Some(e) = failed {
-            if e.code.is_retryable() {
-                // The nested read gave up because no retry fits before the deadline: the
-                // operation ends `Aborted` at the deadline (`objmeta.md` 16.3).
-                self.doomed = true;
-                return;
-            }
-            return self.finish(Err(ObjmetaError::internal(e)));
-        }
-        self.pump();
-    }
-
-    fn children(&mut self) -> Vec<(u64, &mut ReadRows)> {
-        let mut v: Vec<(u64, &mut ReadRows)> = Vec::new();
-        if let Phase::VFormat { slot, machine, .. } = &mut self.phase {
-            v.push((*slot, machine));
-        }
-        if let Some(r) = self.resolving.as_mut() {
-            v.push((r.slot, &mut r.machine));
-        }
-        for s in self.scans.iter_mut().filter(|s| !s.ended) {
-            v.push((s.slot, &mut s.machine));
-        }
-        v
-    }
-}
-
-impl Machine for ListObject<'_> {
-    type Output = Json;
-    type Event = ObjmetaEvent;
-    type Error = ObjmetaError;
-
-    fn handle_response(
-        &mut self,
-        tag: Tag,
-        response: Result<Response, StoreError>,
-        now: Timestamp,
-    ) {
-        self.last_now = self.last_now.max(now);
-        if self.outcome.is_some() || matches!(self.phase, Phase::Done) {
-            return;
-        }
-        let slot = tag.0 >> 32;
-        let inner = Tag(tag.0 & 0xffff_ffff);
-        let now = self.last_now;
-        let mut hit = false;
-        for (s, m) in self.children() {
-            if s == slot {
-                m.handle_response(inner, response.clone(), now);
-                hit = true;
+                ListPhase::Scanning(mut scanner) => {
+                    match scanner.drain(io) {
+                        Ok(()) => {}
+                        Err(Stop::Doomed) => {
+                            self.phase = Self::doom(io, Some(&scanner), None);
+                            continue;
+                        }
+                        Err(Stop::Failed(e)) => return Err(e),
+                    }
+                    match scanner.pump(io, st, &self.collection)? {
+                        Fed::Wait => {
+                            self.phase = ListPhase::Scanning(scanner);
+                            return Ok(None);
+                        }
+                        Fed::Done(result) => return Ok(Some(result)),
+                        Fed::Resolve { key, read } => {
+                            self.phase = ListPhase::Resolving { scanner, key, read };
+                        }
+                    }
+                }
+                ListPhase::Resolving {
+                    mut scanner,
+                    key,
+                    read,
+                } => {
+                    match scanner.drain(io) {
+                        Ok(()) => {}
+                        Err(Stop::Doomed) => {
+                            self.phase = Self::doom(io, Some(&scanner), Some(read));
+                            continue;
+                        }
+                        Err(Stop::Failed(e)) => return Err(e),
+                    }
+                    let Some(rows) = finished(io, read) else {
+                        self.phase = ListPhase::Resolving { scanner, key, read };
+                        return Ok(None);
+                    };
+                    let rows = match rows {
+                        Ok(rows) => rows,
+                        Err(Stop::Doomed) => {
+                            self.phase = Self::doom(io, Some(&scanner), None);
+                            continue;
+                        }
+                        Err(Stop::Failed(e)) => return Err(e),
+                    };
+                    if let Some(doc) = rows
+                        .first()
+                        .map(StoredDoc::from_row)
+                        .transpose()
+                        .map_err(ObjmetaError::internal)?
+                        .flatten()
+                    {
+                        // Resolved entries keep `location` (quirk 11).
+                        let mut v = doc.value;
+                        unescape_tags(&mut v);
+                        let value = v.stringify();
+                        let collection = &self.collection;
+                        if let Some(result) = scanner.feed(io, st, collection, &key, &value) {
+                            return Ok(Some(result));
+                        }
+                    }
+                    self.phase = ListPhase::Scanning(scanner);
+                }
+                ListPhase::Doomed => {
+                    self.phase = ListPhase::Doomed;
+                    return Ok(None);
+                }
+                ListPhase::Done => return Ok(None),
             }
         }
-        if hit {
-            self.settle(slot);
-        }
-    }
-
-    fn handle_timeout(&mut self, now: Timestamp) {
-        self.last_now = self.last_now.max(now);
-        if matches!(self.phase, Phase::Done) {
-            return;
-        }
-        if self.last_now >= self.deadline {
-            return self.finish(Err(ObjmetaError::Aborted));
-        }
-        let now = self.last_now;
-        let slots: Vec<u64> = self
-            .children()
-            .into_iter()
-            .map(|(s, m)| {
-                m.handle_timeout(now);
-                s
-            })
-            .collect();
-        for s in slots {
-            if !matches!(self.phase, Phase::Done) {
-                self.settle(s);
-            }
-        }
-    }
-
-    fn cancel(&mut self, now: Timestamp) {
-        self.last_now = self.last_now.max(now);
-        if !matches!(self.phase, Phase::Done) {
-            self.finish(Err(ObjmetaError::Aborted));
-        }
-    }
-
-    fn poll_request(&mut self) -> Option<(Tag, Request)> {
-        self.children()
-            .into_iter()
-            .find_map(|(s, m)| m.poll_request().map(|(t, r)| (Tag(s << 32 | t.0), r)))
-    }
-
-    fn poll_abort(&mut self) -> Option<Tag> {
-        if let Some(t) = self.aborts.pop_front() {
-            return Some(t);
-        }
-        self.children()
-            .into_iter()
-            .find_map(|(s, m)| m.poll_abort().map(|t| Tag(s << 32 | t.0)))
-    }
-
-    fn poll_event(&mut self) -> Option<ObjmetaEvent> {
-        None
-    }
-
-    fn poll_timeout(&self) -> Option<Timestamp> {
-        if matches!(self.phase, Phase::Done) {
-            return None;
-        }
-        let mut t = self.deadline;
-        if self.doomed {
-            return Some(t);
-        }
-        let mut consider = |m: &ReadRows| {
-            if let Some(x) = m.poll_timeout() {
-                t = t.min(x);
-            }
-        };
-        if let Phase::VFormat { machine, .. } = &self.phase {
-            consider(machine);
-        }
-        if let Some(r) = &self.resolving {
-            consider(&r.machine);
-        }
-        for s in self.scans.iter().filter(|s| !s.ended) {
-            consider(&s.machine);
-        }
-        Some(t)
-    }
-
-    fn result(&mut self) -> Option<Result<Json, ObjmetaError>> {
-        self.outcome.take()
     }
 }

@@ -1,21 +1,58 @@
 //! Scality Arsenal's object-metadata backend as sans-IO machines (`spec/objmeta.md` 16).
 //!
-//! Every operation is a [`Machine`](crate::Machine) created with `new(args, &mut state, now,
-//! seed, deadline)`: [`PutObject`], [`GetObject`], [`DeleteObject`], [`AsyncRepair`],
-//! [`ListObject`], [`CreateBucket`], [`PutBucketAttributes`], [`GetBucketAttributes`],
-//! [`DeleteBucket`], [`ListBuckets`], [`GetUuid`], [`CountItems`], [`GetObjects`],
-//! [`GetBucketAndObject`], [`GetBucketVFormat`], [`ReadCountItems`], [`UpdateCountItems`],
-//! [`PutBucketAttributesCapabilities`], [`DeleteBucketAttributesCapability`]. [`ObjmetaState`] is
-//! Arsenal's per-process state (version-id generator, vFormat cache), borrowed exclusively by
-//! one machine at a time. Change events ([`ObjmetaEvent`]) come out of `poll_event`; a
-//! `RepairScheduled` event asks the host to run an [`AsyncRepair`] at its `due` time.
+//! Every operation is an [`Operation`] of [`ObjmetaSchema`] created with `new(ctx, args…,
+//! deadline, now, seed)`: [`PutObject`], [`GetObject`], [`DeleteObject`], [`ListObject`],
+//! [`CreateBucket`], [`PutBucketAttributes`], [`GetBucketAttributes`], [`DeleteBucket`],
+//! [`ListBuckets`], [`GetUuid`], [`CountItems`], [`GetObjects`], [`GetBucketAndObject`],
+//! [`GetBucketVFormat`], [`ReadCountItems`], [`UpdateCountItems`],
+//! [`PutBucketAttributesCapabilities`], [`DeleteBucketAttributesCapability`], and the delayed
+//! [`AsyncRepair`]. The context is Arsenal's per-process [`ObjmetaState`] (version-id
+//! generator, vFormat cache), borrowed exclusively by one machine at a time (`&mut state`) or
+//! moved into it (`state` by value: a `'static` machine, e.g. one of several a simulator runs
+//! at once). Change events ([`ObjmetaEvent`]) come out of `poll_event` in the order the
+//! operation makes its changes; a `RepairScheduled` event asks the host to run an
+//! [`AsyncRepair`] at its `due` time. `cancel` and the deadline end every operation
+//! [`ObjmetaError::Aborted`].
 //!
-//! The single-request operations are written as straight-line code over a replayed log of
-//! replies (see [`engine`]); listings stream rows and have their own machine ([`list`]).
+//! Each operation is an explicit flow (a struct with a phase enum, `object.rs`, `bucket.rs`,
+//! `list.rs`) over the sub-flows and request handles of `requests.rs`; every request runs in a
+//! child of the operation's [`Io`](crate::operation::Io).
+//!
+//! ```
+//! use rowkit_codec::objmeta::json::Json;
+//! use rowkit_statemachines::objmeta::{GetObject, ObjmetaError, ObjmetaState};
+//! use rowkit_statemachines::{Machine, Request, Response, Timestamp};
+//!
+//! let mut state = ObjmetaState::default();
+//! let mut m = GetObject::new(&mut state, "b", "k", None, None, Timestamp(0), 1);
+//! // The bucket's vFormat is not cached: the metastore row is read first.
+//! let (tag, request) = m.poll_request().unwrap();
+//! assert!(matches!(request, Request::ReadRows(_)));
+//! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
+//! let (tag, _) = m.poll_request().unwrap();
+//! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(2));
+//! let (tag, _) = m.poll_request().unwrap(); // no master: the latest version
+//! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(3));
+//! assert_eq!(m.result(), Some(Err(ObjmetaError::NoSuchKey)));
+//! ```
 
-pub mod engine;
-pub mod list;
-mod ops;
+/// The value of a ready poll (`Ok(Some(v))`), or: the phase is put back and the flow waits.
+macro_rules! ready {
+    ($poll:expr, $slot:expr => $restore:expr) => {
+        match $poll? {
+            Some(v) => v,
+            None => {
+                $slot = $restore;
+                return Ok(None);
+            }
+        }
+    };
+}
+
+mod bucket;
+mod list;
+mod object;
+mod requests;
 
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -24,54 +61,111 @@ use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::version_id::VersionIdGenerator;
 
 use crate::Timestamp;
+use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
 
-pub use engine::OpMachine;
-pub use list::ListObject;
-
-pub use ops::{
-    AsyncRepairOp, BucketEntry, CountItemsOp, CreateBucketOp, DeleteBucketAttributesCapabilityOp,
-    DeleteBucketOp, DeleteObjectOp, GetBucketAndObjectOp, GetBucketAttributesOp,
-    GetBucketVFormatOp, GetObjectOp, GetObjectsOp, GetUuidOp, ListBucketsOp,
-    PutBucketAttributesCapabilitiesOp, PutBucketAttributesOp, PutObjectOp, ReadCountItemsOp,
-    RepairOutcome, UpdateCountItemsOp, bucket_info_value,
+pub use bucket::{
+    BucketEntry, CountItemsFlow, CreateBucketFlow, DeleteBucketAttributesCapabilityFlow,
+    DeleteBucketFlow, GetBucketAttributesFlow, GetBucketVFormatFlow, GetUuidFlow, ListBucketsFlow,
+    PutBucketAttributesCapabilitiesFlow, PutBucketAttributesFlow, ReadCountItemsFlow,
+    UpdateCountItemsFlow, bucket_info_value,
+};
+pub use list::ListObjectFlow;
+pub use object::{
+    AsyncRepairFlow, DeleteObjectFlow, GetBucketAndObjectFlow, GetObjectFlow, GetObjectsFlow,
+    PutObjectFlow, RepairOutcome,
 };
 
+/// The objmeta schema: operations run on an [`ObjmetaState`], emit [`ObjmetaEvent`]s and fail
+/// with [`ObjmetaError`].
+#[derive(Debug)]
+pub struct ObjmetaSchema;
+
+impl Schema for ObjmetaSchema {
+    type Context = ObjmetaState;
+    type Event = ObjmetaEvent;
+    type Error = ObjmetaError;
+
+    fn aborted() -> ObjmetaError {
+        ObjmetaError::Aborted
+    }
+}
+
+impl<'a> From<&'a mut ObjmetaState> for ContextArg<'a, ObjmetaState> {
+    fn from(state: &'a mut ObjmetaState) -> Self {
+        ContextArg::borrowed(state)
+    }
+}
+
+impl<'a> From<ObjmetaState> for ContextArg<'a, ObjmetaState> {
+    fn from(state: ObjmetaState) -> Self {
+        ContextArg::owned(state)
+    }
+}
+
 /// `PutObject`: the five write strategies of `objmeta.md` 7.
-pub type PutObject<'a> = OpMachine<'a, PutObjectOp>;
+pub type PutObject<'a> = Operation<'a, PutObjectFlow>;
 /// `GetObject`, with placeholder resolution (`objmeta.md` 9.2).
-pub type GetObject<'a> = OpMachine<'a, GetObjectOp>;
+pub type GetObject<'a> = Operation<'a, GetObjectFlow>;
 /// `DeleteObject` in every case (`objmeta.md` 8).
-pub type DeleteObject<'a> = OpMachine<'a, DeleteObjectOp>;
-/// The delayed placeholder repair (`objmeta.md` 8.4); takes no state.
-pub type AsyncRepair = OpMachine<'static, AsyncRepairOp>;
+pub type DeleteObject<'a> = Operation<'a, DeleteObjectFlow>;
+/// The delayed placeholder repair (`objmeta.md` 8.4); it owns its context (only the table).
+pub type AsyncRepair = Operation<'static, AsyncRepairFlow>;
+/// `listObject` with `Delimiter`, `DelimiterMaster` or `DelimiterVersions` (`objmeta.md` 10).
+pub type ListObject<'a> = Operation<'a, ListObjectFlow>;
 /// `createBucket`.
-pub type CreateBucket<'a> = OpMachine<'a, CreateBucketOp>;
+pub type CreateBucket<'a> = Operation<'a, CreateBucketFlow>;
 /// `putBucketAttributes`.
-pub type PutBucketAttributes<'a> = OpMachine<'a, PutBucketAttributesOp>;
+pub type PutBucketAttributes<'a> = Operation<'a, PutBucketAttributesFlow>;
 /// `getBucketAttributes`.
-pub type GetBucketAttributes<'a> = OpMachine<'a, GetBucketAttributesOp>;
+pub type GetBucketAttributes<'a> = Operation<'a, GetBucketAttributesFlow>;
 /// `deleteBucket`: drops the collection, then the metastore row.
-pub type DeleteBucket<'a> = OpMachine<'a, DeleteBucketOp>;
+pub type DeleteBucket<'a> = Operation<'a, DeleteBucketFlow>;
 /// `listBuckets` (project addition).
-pub type ListBuckets<'a> = OpMachine<'a, ListBucketsOp>;
+pub type ListBuckets<'a> = Operation<'a, ListBucketsFlow>;
 /// `getUUID`.
-pub type GetUuid<'a> = OpMachine<'a, GetUuidOp>;
+pub type GetUuid<'a> = Operation<'a, GetUuidFlow>;
 /// `countItems`.
-pub type CountItems<'a> = OpMachine<'a, CountItemsOp>;
+pub type CountItems<'a> = Operation<'a, CountItemsFlow>;
 /// `putBucketAttributesCapabilities` (read–merge–CAS).
-pub type PutBucketAttributesCapabilities<'a> = OpMachine<'a, PutBucketAttributesCapabilitiesOp>;
+pub type PutBucketAttributesCapabilities<'a> = Operation<'a, PutBucketAttributesCapabilitiesFlow>;
 /// `deleteBucketAttributesCapability` (read–merge–CAS).
-pub type DeleteBucketAttributesCapability<'a> = OpMachine<'a, DeleteBucketAttributesCapabilityOp>;
+pub type DeleteBucketAttributesCapability<'a> = Operation<'a, DeleteBucketAttributesCapabilityFlow>;
 /// `getObjects`.
-pub type GetObjects<'a> = OpMachine<'a, GetObjectsOp>;
+pub type GetObjects<'a> = Operation<'a, GetObjectsFlow>;
 /// `getBucketVFormat`.
-pub type GetBucketVFormat<'a> = OpMachine<'a, GetBucketVFormatOp>;
+pub type GetBucketVFormat<'a> = Operation<'a, GetBucketVFormatFlow>;
 /// `getBucketAndObject`.
-pub type GetBucketAndObject<'a> = OpMachine<'a, GetBucketAndObjectOp>;
+pub type GetBucketAndObject<'a> = Operation<'a, GetBucketAndObjectFlow>;
 /// `readCountItems`.
-pub type ReadCountItems<'a> = OpMachine<'a, ReadCountItemsOp>;
+pub type ReadCountItems<'a> = Operation<'a, ReadCountItemsFlow>;
 /// `updateCountItems`.
-pub type UpdateCountItems<'a> = OpMachine<'a, UpdateCountItemsOp>;
+pub type UpdateCountItems<'a> = Operation<'a, UpdateCountItemsFlow>;
+
+/// Mixed into the seed of every operation but the listing: the seed stream (one draw per
+/// request) and so every retry's jitter stay those of the machines before the flows.
+const SEED_SALT: u64 = 0x006f_626a_6d65_7461;
+
+/// The budget of an operation starting at `now`: `deadline`, or `now + 60 s`.
+fn budget(deadline: Option<Timestamp>, now: Timestamp) -> Budget {
+    Budget::until(deadline.unwrap_or(now.saturating_add_micros(DEFAULT_DEADLINE_US)))
+}
+
+/// Starts an object, bucket or infostore operation (seed salted, see [`SEED_SALT`]).
+fn start<'a, F: Flow<Schema = ObjmetaSchema>>(
+    ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+    flow: F,
+    deadline: Option<Timestamp>,
+    now: Timestamp,
+    seed: u64,
+) -> Operation<'a, F> {
+    Operation::start(
+        ctx.into(),
+        now,
+        seed ^ SEED_SALT,
+        budget(deadline, now),
+        flow,
+    )
+}
 
 /// Operation deadline when none is given: `now₀ + 60 s` (`objmeta.md` 16.3).
 pub const DEFAULT_DEADLINE_US: i64 = 60_000_000;
@@ -178,6 +272,7 @@ impl ObjmetaState {
 
 /// Errors of `objmeta.md` 14; [`ObjmetaError::id`] is the CLI error id.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ObjmetaError {
     /// Missing object or version.
     #[error("NoSuchKey")]

@@ -1,35 +1,43 @@
 //! Skia Gold's Bigtable trace store as sans-IO machines (`spec/tracestore.md` 9-12, 17), both
-//! layouts: [`put`], [`read_range`], [`read_dense`], [`newest_tile`], and the digest-id
-//! layout's [`assign_digest_ids`] and [`allocate_digest_ids`] (public for tests).
+//! layouts: [`Put`], [`ReadRange`], [`ReadDense`], [`NewestTile`], and the digest-id layout's
+//! [`AssignDigestIds`] and [`AllocateDigestIds`] (public for tests).
 //!
-//! Every constructor takes the instance's [`TraceStoreState`] exclusively — borrowed
-//! (`&mut state`), or moved into the machine (`state` by value, for a `'static` machine, taken
-//! back with [`Op::take_state`]; see [`StateArg`]) — the current time, a
-//! seed (back-off jitter only) and an optional deadline, and returns an [`Op`] — a `Send`
-//! [`Machine`] that emits requests under increasing tags, runs every request in a child of
-//! [`crate::children::Children`] ([`crate::readrows::ReadRows`], [`crate::raw::MutateRows`],
-//! [`crate::raw::Unary`]), and emits no events. Each operation is an explicit state machine
-//! (a struct with a phase enum, see `op.rs`); no async code is involved.
+//! Every operation is an [`Operation`](crate::operation::Operation) of
+//! [`TraceStoreSchema`]: its constructor takes the instance's [`TraceStoreState`] exclusively —
+//! borrowed (`&mut state`), or moved into the machine (`state` by value, for a `'static`
+//! machine, taken back with
+//! [`Operation::take_context`](crate::operation::Operation::take_context); see [`ContextArg`])
+//! — then the operation's arguments, an optional deadline, the current time and a seed
+//! (back-off jitter only). The machine is `Send`, emits requests under increasing tags, runs
+//! every request in a child of [`crate::children::Children`] ([`crate::readrows::ReadRows`],
+//! [`crate::raw::MutateRows`], [`crate::raw::Unary`]) and emits no events. Each operation is an
+//! explicit state machine (a [`Flow`](crate::operation::Flow) with a phase enum); no async code
+//! is involved.
 //!
 //! ```
 //! use rowkit_codec::tracestore::Layout;
-//! use rowkit_statemachines::tracestore::{TraceStoreState, newest_tile};
+//! use rowkit_statemachines::tracestore::{NewestTile, TraceStoreState};
 //! use rowkit_statemachines::{Machine, Request, Response, Timestamp};
 //!
 //! let mut state = TraceStoreState::new("gold", Layout::Md5);
-//! let mut m = newest_tile(&mut state, Timestamp(0), 1, None);
+//! let mut m = NewestTile::new(&mut state, None, Timestamp(0), 1);
 //! let (tag, request) = m.poll_request().unwrap();
 //! assert!(matches!(request, Request::ReadRows(_)));
 //! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
 //! assert_eq!(m.result(), Some(Ok(None)));
 //! ```
 
-mod digest_ids;
-mod op;
+mod allocate;
+mod assign;
+mod digest_map;
+mod newest_tile;
 mod put;
-mod read;
+mod range;
+mod read_dense;
+mod read_range;
 mod requests;
 mod state;
+mod tile;
 mod update_ops;
 
 use alloc::collections::BTreeMap;
@@ -38,12 +46,18 @@ use alloc::vec::Vec;
 
 use rowkit_codec::tracestore::{ParamSet, Params, TraceStoreError};
 
-pub use op::{Op, StateArg};
+pub use allocate::{AllocateDigestIds, AllocateDigestIdsFlow};
+pub use assign::{AssignDigestIds, AssignDigestIdsFlow};
+pub use newest_tile::{NewestTile, NewestTileFlow};
+pub use put::{Put, PutFlow};
+pub use read_dense::{ReadDense, ReadDenseFlow};
+pub use read_range::{ReadRange, ReadRangeFlow};
 pub use state::{CachedOps, DigestCache, TraceStoreState};
 
 #[allow(unused_imports)]
 use crate::Machine;
 use crate::Timestamp;
+use crate::operation::{Budget, ContextArg, Schema};
 
 /// Default deadline of read machines: 4 minutes after `now`.
 pub const READ_DEADLINE_MICROS: i64 = 4 * 60 * 1_000_000;
@@ -51,6 +65,37 @@ pub const READ_DEADLINE_MICROS: i64 = 4 * 60 * 1_000_000;
 pub const PUT_DEADLINE_MICROS: i64 = 10 * 60 * 1_000_000;
 /// Entries per `MutateRows` request of a Put.
 pub const PUT_CHUNK_ENTRIES: usize = put::PUT_CHUNK;
+
+/// The trace store's operations: they run on a [`TraceStoreState`], emit no events, fail with
+/// a [`TraceStoreError`] and end [`TraceStoreError::Aborted`] when cancelled or past their
+/// deadline.
+#[derive(Debug)]
+pub struct TraceStoreSchema;
+
+impl Schema for TraceStoreSchema {
+    type Context = TraceStoreState;
+    type Event = ();
+    type Error = TraceStoreError;
+
+    fn aborted() -> TraceStoreError {
+        TraceStoreError::Aborted
+    }
+}
+
+/// `&mut state`: the machine borrows the state for its life.
+impl<'a> From<&'a mut TraceStoreState> for ContextArg<'a, TraceStoreState> {
+    fn from(state: &'a mut TraceStoreState) -> Self {
+        ContextArg::borrowed(state)
+    }
+}
+
+/// `state` by value: the machine owns it (`'static`) and hands it back with
+/// [`Operation::take_context`](crate::operation::Operation::take_context) once it ended.
+impl From<TraceStoreState> for ContextArg<'static, TraceStoreState> {
+    fn from(state: TraceStoreState) -> Self {
+        ContextArg::owned(state)
+    }
+}
 
 /// One value of a Put: a trace's params, its options (md5 layout only) and its digest.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -85,120 +130,18 @@ pub struct Tile {
     pub paramset: ParamSet,
 }
 
-fn deadline(now: Timestamp, given: Option<Timestamp>, default: i64) -> Timestamp {
-    given.unwrap_or_else(|| now.saturating_add_micros(default))
-}
+/// What a trace store flow's step gives: `Ok(None)` while it waits.
+pub(crate) type Progress<T> = crate::operation::Progress<T, TraceStoreSchema>;
 
-/// `Put(commit, entries, ts)`: OPS update, (digest-id) id assignment, then `MutateRows` chunks.
-/// `bad repo index`, `bad timestamp` and `options not supported by the digest-id layout` are
-/// raised before any request.
-#[allow(clippy::too_many_arguments)]
-pub fn put<'a>(
-    state: impl Into<StateArg<'a>>,
-    repo_index: i64,
-    commit_time: Option<Timestamp>,
-    entries: Vec<PutEntry>,
-    ts: Timestamp,
-    now: Timestamp,
-    seed: u64,
-    deadline_at: Option<Timestamp>,
-) -> Op<'a, ()> {
-    let mut state = state.into();
-    if let Err(e) = state.get().map_or(Ok(()), |s| {
-        put::check_put(s, repo_index, commit_time, &entries, ts)
-    }) {
-        return Op::failed(state, e);
-    }
-    let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
-    let flow = put::Put::new(repo_index, commit_time, entries, ts);
-    Op::start(state, now, d, seed, flow)
-}
-
-/// `ReadRange(first, last)`: every trace of the commits `first ..= last`.
-pub fn read_range<'a>(
-    state: impl Into<StateArg<'a>>,
-    first: i64,
-    last: i64,
-    now: Timestamp,
-    seed: u64,
-    deadline_at: Option<Timestamp>,
-) -> Op<'a, Tile> {
-    let state = state.into();
-    if let Err(e) = read::check_range(first, last) {
-        return Op::failed(state, e);
-    }
-    let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
-    Op::start(state, now, d, seed, read::ReadRange::new(first, last))
-}
-
-/// `ReadDense(last, n)`: the newest `n` commits up to `last` that hold data.
-pub fn read_dense<'a>(
-    state: impl Into<StateArg<'a>>,
-    last: i64,
-    n: usize,
-    now: Timestamp,
-    seed: u64,
-    deadline_at: Option<Timestamp>,
-) -> Op<'a, Tile> {
-    let state = state.into();
-    if let Err(e) = rowkit_codec::tracestore::keys::repo_index_position(last) {
-        return Op::failed(state, e);
-    }
-    if n == 0 {
-        return Op::failed(state, TraceStoreError::BadArgument);
-    }
-    let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
-    Op::start(state, now, d, seed, read::ReadDense::new(last, n))
-}
-
-/// `NewestTile`: the index of the newest tile, `None` when the table has none.
-pub fn newest_tile<'a>(
-    state: impl Into<StateArg<'a>>,
-    now: Timestamp,
-    seed: u64,
-    deadline_at: Option<Timestamp>,
-) -> Op<'a, Option<u32>> {
-    let state = state.into();
-    let d = deadline(now, deadline_at, READ_DEADLINE_MICROS);
-    Op::start(state, now, d, seed, read::NewestTile::new())
-}
-
-/// `AssignDigestIds(digests)` (digest-id layout): the id of every input digest, in input
-/// order (`""` and invalid digests -> 0).
-pub fn assign_digest_ids<'a>(
-    state: impl Into<StateArg<'a>>,
-    digests: Vec<String>,
-    now: Timestamp,
-    seed: u64,
-    deadline_at: Option<Timestamp>,
-) -> Op<'a, Vec<u64>> {
-    let state = state.into();
-    let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
-    Op::start(
-        state,
-        now,
-        d,
-        seed,
-        digest_ids::AssignDigestIds::new(digests),
-    )
-}
-
-/// `AllocateDigestIds(n)` (digest-id layout): `n` distinct, never used ids.
-pub fn allocate_digest_ids<'a>(
-    state: impl Into<StateArg<'a>>,
-    n: usize,
-    now: Timestamp,
-    seed: u64,
-    deadline_at: Option<Timestamp>,
-) -> Op<'a, Vec<u64>> {
-    let state = state.into();
-    let d = deadline(now, deadline_at, PUT_DEADLINE_MICROS);
-    Op::start(state, now, d, seed, digest_ids::AllocateDigestIds::new(n))
+/// The budget of an operation started at `now`: the given deadline, or `default` µs later.
+fn budget(now: Timestamp, given: Option<Timestamp>, default: i64) -> Budget {
+    Budget::until(given.unwrap_or_else(|| now.saturating_add_micros(default)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::operation::Operation;
 
     fn assert_send<T: Send>() {}
 
@@ -206,20 +149,18 @@ mod tests {
     /// multi-threaded async driver can run it on any worker.
     #[test]
     fn every_machine_is_send() {
-        assert_send::<Op<'static, ()>>();
-        assert_send::<Op<'static, Tile>>();
-        assert_send::<Op<'static, Option<u32>>>();
-        assert_send::<Op<'static, Vec<u64>>>();
-        assert_send::<put::Put>();
+        assert_send::<Put<'static>>();
+        assert_send::<ReadRange<'static>>();
+        assert_send::<ReadDense<'static>>();
+        assert_send::<NewestTile<'static>>();
+        assert_send::<AssignDigestIds<'static>>();
+        assert_send::<AllocateDigestIds<'static>>();
         assert_send::<put::WriteChunks>();
         assert_send::<update_ops::UpdateOps>();
-        assert_send::<digest_ids::AllocateDigestIds>();
-        assert_send::<digest_ids::AssignDigestIds>();
-        assert_send::<digest_ids::LookupDigests>();
-        assert_send::<digest_ids::ReadFullMap>();
-        assert_send::<read::ReadRange>();
-        assert_send::<read::ReadDense>();
-        assert_send::<read::NewestTile>();
+        assert_send::<digest_map::LookupDigests>();
+        assert_send::<digest_map::ReadFullMap>();
+        assert_send::<tile::LoadTile>();
+        assert_send::<range::TracesInRange>();
         assert_send::<TraceStoreState>();
     }
 
@@ -230,6 +171,7 @@ mod tests {
         use rowkit_codec::tracestore::Layout;
         use rowkit_codec::tracestore::ops::params_from;
 
+        use crate::operation::Flow;
         use crate::{Machine, Response};
         let entry = PutEntry {
             params: params_from([("name", "a"), ("config", "8888")]),
@@ -238,9 +180,11 @@ mod tests {
         };
         // Drives a machine answering every read with an empty stream and every other request
         // with a non-retryable error (the put then ends); returns what it sent and its result.
-        fn drive<T: core::fmt::Debug>(
-            m: &mut Op<'_, T>,
-        ) -> (Vec<(crate::Tag, crate::Request)>, Option<String>) {
+        fn drive<F>(m: &mut Operation<'_, F>) -> (Vec<(crate::Tag, crate::Request)>, Option<String>)
+        where
+            F: Flow<Schema = TraceStoreSchema>,
+            F::Output: core::fmt::Debug,
+        {
             let mut sent = Vec::new();
             let mut now = Timestamp(10);
             for _ in 0..10_000 {
@@ -267,46 +211,46 @@ mod tests {
         }
         for layout in [Layout::Md5, Layout::DigestId] {
             let mut borrowed_state = TraceStoreState::new("gold", layout);
-            let mut borrowed = put(
+            let mut borrowed = Put::new(
                 &mut borrowed_state,
                 3,
                 None,
                 alloc::vec![entry.clone()],
                 Timestamp(5_000_000),
+                Some(Timestamp(2_000_000)),
                 Timestamp(1),
                 7,
-                Some(Timestamp(2_000_000)),
             );
-            let mut owned = put(
+            let mut owned = Put::new(
                 TraceStoreState::new("gold", layout),
                 3,
                 None,
                 alloc::vec![entry.clone()],
                 Timestamp(5_000_000),
+                Some(Timestamp(2_000_000)),
                 Timestamp(1),
                 7,
-                Some(Timestamp(2_000_000)),
             );
-            assert!(owned.take_state().is_none(), "taken while running");
+            assert!(owned.take_context().is_none(), "taken while running");
             let a = drive(&mut borrowed);
             let b = drive(&mut owned);
             assert!(!a.0.is_empty());
             assert_eq!(a, b);
             drop(borrowed);
-            let state = owned.take_state().unwrap();
+            let state = owned.take_context().unwrap();
             assert_eq!(state.layout(), layout);
             assert_eq!(state.pool, borrowed_state.pool);
-            assert!(owned.take_state().is_none(), "taken twice");
+            assert!(owned.take_context().is_none(), "taken twice");
         }
         let mut a = TraceStoreState::new("gold", Layout::DigestId);
-        let mut borrowed = read_range(&mut a, 0, 300, Timestamp(1), 3, None);
-        let mut owned = read_range(
+        let mut borrowed = ReadRange::new(&mut a, 0, 300, None, Timestamp(1), 3);
+        let mut owned = ReadRange::new(
             TraceStoreState::new("gold", Layout::DigestId),
             0,
             300,
+            None,
             Timestamp(1),
             3,
-            None,
         );
         assert_eq!(drive(&mut borrowed), drive(&mut owned));
     }
@@ -318,7 +262,7 @@ mod tests {
 
         use crate::{Machine, Response};
         let mut state = TraceStoreState::new("gold", Layout::Md5);
-        let mut m = newest_tile(&mut state, Timestamp(0), 1, None);
+        let mut m = NewestTile::new(&mut state, None, Timestamp(0), 1);
         let (tag, _) = m.poll_request().unwrap();
         let result = std::thread::scope(|s| {
             s.spawn(move || {

@@ -17,13 +17,13 @@ use rowkit_codec::tracestore::keys::{
 use rowkit_codec::tracestore::ops::{add_params, trace_id_text};
 use rowkit_codec::tracestore::{Layout, OrderedParamSet, ParamSet, TraceStoreError};
 
-use super::PutEntry;
-use super::digest_ids::AssignDigestIds;
-use super::op::{Flow, Io, Progress, WaitAll};
+use super::assign::AssignDigestIdsFlow;
 use super::requests::{set_cell, store_error, unexpected};
 use super::state::TraceStoreState;
 use super::update_ops::UpdateOps;
+use super::{PUT_DEADLINE_MICROS, Progress, PutEntry, TraceStoreSchema, budget};
 use crate::children::ChildOutput;
+use crate::operation::{ContextArg, Flow, Io, Operation, WaitAll};
 use crate::{MutateRowsEntry, MutateRowsRequest};
 
 /// Entries per `MutateRows` request.
@@ -51,7 +51,7 @@ fn validate_put(
 
 /// Validation that must fail before any request (`bad repo index`, `bad timestamp`,
 /// `options not supported by the digest-id layout`).
-pub(crate) fn check_put(
+fn check_put(
     state: &TraceStoreState,
     repo_index: i64,
     commit_time: Option<Timestamp>,
@@ -64,81 +64,105 @@ pub(crate) fn check_put(
     validate_put(state, repo_index, commit_time, entries, ts).map(|_| ())
 }
 
+/// `Put(commit, entries, ts)`: OPS update, (digest-id) id assignment, then `MutateRows`
+/// chunks. `bad repo index`, `bad timestamp` and `options not supported by the digest-id
+/// layout` are raised before any request.
+pub type Put<'a> = Operation<'a, PutFlow>;
+
+impl<'a> Put<'a> {
+    /// A Put of `entries` at commit `repo_index` with cell timestamp `ts` (options rows at
+    /// `commit_time`), aborted at `deadline` (default: [`PUT_DEADLINE_MICROS`] after `now`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        state: impl Into<ContextArg<'a, TraceStoreState>>,
+        repo_index: i64,
+        commit_time: Option<Timestamp>,
+        entries: Vec<PutEntry>,
+        ts: Timestamp,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> Self {
+        let mut state = state.into();
+        if let Some(Err(e)) = state
+            .get()
+            .map(|s| check_put(s, repo_index, commit_time, &entries, ts))
+        {
+            return Operation::failed(state, e);
+        }
+        let flow = PutFlow {
+            repo_index,
+            commit_time,
+            ts,
+            phase: Phase::Start(entries),
+        };
+        let budget = budget(now, deadline, PUT_DEADLINE_MICROS);
+        Operation::start(state, now, seed, budget, flow)
+    }
+}
+
 /// Where a Put stands.
 #[derive(Debug)]
 enum Phase {
     /// Nothing sent yet.
-    Start,
+    Start(Vec<PutEntry>),
     /// Adding the entries' params to the tile's OPS.
     UpdateOps {
         pos: TilePosition,
+        entries: Vec<PutEntry>,
         update: UpdateOps,
     },
     /// Digest-id layout: the entries' digests get their ids (encoded trace ids kept).
     AssignIds {
         pos: TilePosition,
         encoded: Vec<String>,
-        assign: AssignDigestIds,
+        assign: AssignDigestIdsFlow,
     },
     /// Every chunk is out.
     WriteChunks(WriteChunks),
+    /// Ended (a flow that ended is never advanced again).
+    Done,
 }
 
-/// The Put machine's flow.
+/// The flow of [`Put`]: the OPS update, (digest-id) id assignment, then every chunk at once.
 #[derive(Debug)]
-pub(crate) struct Put {
+pub struct PutFlow {
     repo_index: i64,
     commit_time: Option<Timestamp>,
-    entries: Vec<PutEntry>,
     ts: Timestamp,
     phase: Phase,
 }
 
-impl Put {
-    /// A Put of `entries` at `repo_index` with cell timestamp `ts`.
-    pub(crate) fn new(
-        repo_index: i64,
-        commit_time: Option<Timestamp>,
-        entries: Vec<PutEntry>,
-        ts: Timestamp,
-    ) -> Put {
-        Put {
-            repo_index,
-            commit_time,
-            entries,
-            ts,
-            phase: Phase::Start,
+/// Encodes every entry's params with the tile's OPS; an error or a trace row key over the
+/// limit aborts the Put before any map or trace cell is written.
+fn encode(
+    pos: &TilePosition,
+    ops: &OrderedParamSet,
+    entries: &[PutEntry],
+) -> Result<Vec<String>, TraceStoreError> {
+    let mut encoded = Vec::with_capacity(entries.len());
+    for e in entries {
+        let enc = ops.encode_params(&e.params)?;
+        if trace_row_name(pos.tile_key, enc.as_bytes()).len() > MAX_ROW_KEY_BYTES {
+            return Err(TraceStoreError::RowKeyTooLong);
         }
+        encoded.push(enc);
     }
+    Ok(encoded)
+}
 
-    /// Encodes every entry's params with the tile's OPS; an error or a trace row key over the
-    /// limit aborts the Put before any map or trace cell is written.
-    fn encode(
-        &self,
-        pos: &TilePosition,
-        ops: &OrderedParamSet,
-    ) -> Result<Vec<String>, TraceStoreError> {
-        let mut encoded = Vec::with_capacity(self.entries.len());
-        for e in &self.entries {
-            let enc = ops.encode_params(&e.params)?;
-            if trace_row_name(pos.tile_key, enc.as_bytes()).len() > MAX_ROW_KEY_BYTES {
-                return Err(TraceStoreError::RowKeyTooLong);
-            }
-            encoded.push(enc);
-        }
-        Ok(encoded)
-    }
-
+impl PutFlow {
     /// The md5 layout's row entries: trace rows, and options rows sharing their mutation.
     fn md5_rows(
         &self,
         pos: &TilePosition,
+        entries: &[PutEntry],
         encoded: &[String],
     ) -> Result<Vec<MutateRowsEntry>, TraceStoreError> {
         let ts = self.ts.truncate_to_millis();
         let qualifier = md5_trace_qualifier(pos.offset);
         let mut rows = Vec::new();
-        for (e, enc) in self.entries.iter().zip(encoded) {
+        for (e, enc) in entries.iter().zip(encoded) {
             let mut m = alloc::vec![set_cell(
                 FAMILY_TRACE,
                 &qualifier,
@@ -197,64 +221,84 @@ impl Put {
     }
 }
 
-impl Flow for Put {
+impl Flow for PutFlow {
+    type Schema = TraceStoreSchema;
     type Output = ();
 
-    fn advance(&mut self, io: &mut Io, state: &mut TraceStoreState) -> Progress<()> {
+    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<()> {
         loop {
-            match &mut self.phase {
-                Phase::Start => {
-                    if self.entries.is_empty() {
+            self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Start(entries) => {
+                    if entries.is_empty() {
                         return Ok(Some(()));
                     }
-                    let pos = validate_put(
-                        state,
-                        self.repo_index,
-                        self.commit_time,
-                        &self.entries,
-                        self.ts,
-                    )?;
+                    let pos =
+                        validate_put(state, self.repo_index, self.commit_time, &entries, self.ts)?;
                     let mut ps = ParamSet::new();
-                    for e in &self.entries {
+                    for e in &entries {
                         add_params(&mut ps, &e.params);
                     }
                     let update = UpdateOps::new(pos.tile_key, ps);
-                    self.phase = Phase::UpdateOps { pos, update };
+                    Phase::UpdateOps {
+                        pos,
+                        entries,
+                        update,
+                    }
                 }
-                Phase::UpdateOps { pos, update } => {
+                Phase::UpdateOps {
+                    pos,
+                    entries,
+                    mut update,
+                } => {
                     let Some(ops) = update.advance(io, state)? else {
+                        self.phase = Phase::UpdateOps {
+                            pos,
+                            entries,
+                            update,
+                        };
                         return Ok(None);
                     };
-                    let pos = *pos;
-                    let encoded = self.encode(&pos, &ops)?;
-                    self.phase = match state.layout {
+                    let encoded = encode(&pos, &ops, &entries)?;
+                    match state.layout {
                         Layout::Md5 => {
-                            let rows = self.md5_rows(&pos, &encoded)?;
+                            let rows = self.md5_rows(&pos, &entries, &encoded)?;
                             Phase::WriteChunks(WriteChunks::start(io, state, rows))
                         }
                         Layout::DigestId => {
-                            let digests = self.entries.iter().map(|e| e.digest.clone()).collect();
+                            let digests = entries.into_iter().map(|e| e.digest).collect();
                             Phase::AssignIds {
                                 pos,
                                 encoded,
-                                assign: AssignDigestIds::new(digests),
+                                assign: AssignDigestIdsFlow::new(digests),
                             }
                         }
-                    };
+                    }
                 }
                 Phase::AssignIds {
                     pos,
                     encoded,
-                    assign,
+                    mut assign,
                 } => {
+                    // The assignment gives back what it holds itself when it fails.
                     let Some(ids) = assign.advance(io, state)? else {
+                        self.phase = Phase::AssignIds {
+                            pos,
+                            encoded,
+                            assign,
+                        };
                         return Ok(None);
                     };
-                    let (pos, encoded) = (*pos, core::mem::take(encoded));
                     let rows = self.digest_id_rows(&pos, &encoded, ids);
-                    self.phase = Phase::WriteChunks(WriteChunks::start(io, state, rows));
+                    Phase::WriteChunks(WriteChunks::start(io, state, rows))
                 }
-                Phase::WriteChunks(write) => return write.advance(io, state),
+                Phase::WriteChunks(mut write) => {
+                    let done = write.advance(io, state)?;
+                    if done.is_none() {
+                        self.phase = Phase::WriteChunks(write);
+                    }
+                    return Ok(done);
+                }
+                Phase::Done => return Ok(None),
             }
         }
     }
@@ -277,7 +321,7 @@ pub(crate) struct WriteChunks {
 impl WriteChunks {
     /// Sends every chunk of `rows`.
     pub(crate) fn start(
-        io: &mut Io,
+        io: &mut Io<()>,
         state: &TraceStoreState,
         rows: Vec<MutateRowsEntry>,
     ) -> WriteChunks {
@@ -299,9 +343,10 @@ impl WriteChunks {
 }
 
 impl Flow for WriteChunks {
+    type Schema = TraceStoreSchema;
     type Output = ();
 
-    fn advance(&mut self, io: &mut Io, _state: &mut TraceStoreState) -> Progress<()> {
+    fn advance(&mut self, io: &mut Io<()>, _state: &mut TraceStoreState) -> Progress<()> {
         let Some(outcomes) = self.chunks.poll(io) else {
             return Ok(None);
         };

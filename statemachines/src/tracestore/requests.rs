@@ -3,7 +3,6 @@
 //! child outcomes turned into typed results.
 
 use alloc::string::String;
-use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Mutation, Row, RowFilter, RowSet, Timestamp};
@@ -15,7 +14,7 @@ use rowkit_codec::tracestore::keys::ops_row_name;
 use rowkit_codec::tracestore::{TraceStoreError, decode_ops_gob};
 
 use super::state::{CachedOps, DigestCache, TraceStoreState};
-use crate::children::ChildOutput;
+use crate::children::{ChildOutput, owned_rows};
 use crate::{ReadRowsRequest, Response, StoreError};
 
 /// A store error as the trace store reports it.
@@ -66,7 +65,7 @@ pub(crate) fn rows_of(
     outcome: Result<ChildOutput, StoreError>,
 ) -> Result<Vec<Row>, TraceStoreError> {
     match outcome.map_err(store_error)? {
-        ChildOutput::Rows(rows) => Ok(rows.into_iter().map(Arc::unwrap_or_clone).collect()),
+        ChildOutput::Rows(rows) => Ok(owned_rows(rows)),
         _ => Err(unexpected("ReadRows")),
     }
 }

@@ -9,16 +9,15 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{Mutation, RowFilter, Timestamp, TimestampRange};
 use rowkit_codec::tracestore::cells::{COLUMN_HASH, COLUMN_OPS, FAMILY_OPS};
 use rowkit_codec::tracestore::keys::ops_row_name;
-use rowkit_codec::tracestore::{
-    OrderedParamSet, ParamSet, TraceStoreError, encode_ops_gob, ops_hash,
-};
+use rowkit_codec::tracestore::{OrderedParamSet, ParamSet, encode_ops_gob, ops_hash};
 
-use super::op::{Flow, Io, Progress};
 use super::requests::{
     family, latest, matched_of, ops_read_request, rows_of, set_cell, store_error, take_ops_read,
 };
 use super::state::{CachedOps, TraceStoreState};
+use super::{Progress, TraceStoreSchema};
 use crate::children::ChildId;
+use crate::operation::{Flow, Io};
 use crate::{Backoff, CheckAndMutateRowRequest, Request};
 
 /// Where an OPS update stands.
@@ -28,16 +27,22 @@ enum Phase {
     Start,
     /// The OPS `ReadRow` is out.
     ReadOps(ChildId),
-    /// The compare-and-swap is out; on success `new` becomes the cached OPS.
-    Swap {
-        child: ChildId,
-        existed: bool,
-        new: OrderedParamSet,
-        hash: String,
-        ts: Timestamp,
-    },
+    /// The compare-and-swap is out.
+    Swap(Swap),
     /// Waiting one back-off delay after an RPC error of the new-row branch.
     Sleep,
+    /// Ended (a flow that ended is never advanced again).
+    Done,
+}
+
+/// A compare-and-swap in flight; on success `new` becomes the cached OPS.
+#[derive(Debug)]
+struct Swap {
+    child: ChildId,
+    existed: bool,
+    new: OrderedParamSet,
+    hash: String,
+    ts: Timestamp,
 }
 
 /// The OPS update of one tile (a sub-flow of Put); outputs the tile's OPS as written or found.
@@ -63,19 +68,14 @@ impl UpdateOps {
         }
     }
 
-    /// With the current OPS known: done if `ps` adds nothing, else send the compare-and-swap.
-    fn swap(
-        &mut self,
-        io: &mut Io,
+    /// Sends the compare-and-swap of `new` (`ps` added to the current OPS) over `current`.
+    fn send_swap(
+        &self,
+        io: &mut Io<()>,
         state: &TraceStoreState,
         current: Option<CachedOps>,
-    ) -> Option<OrderedParamSet> {
-        let ops = current.as_ref().map(|c| c.ops.clone()).unwrap_or_default();
-        if ops.delta(&self.ps).is_empty() {
-            return Some(ops);
-        }
-        let mut new = ops;
-        new.update(&self.ps);
+        new: OrderedParamSet,
+    ) -> Swap {
         let bytes = encode_ops_gob(&new);
         let hash = ops_hash(&bytes);
         // Never older than the stored cells, or LatestN(1) would hide the update (fix, §9).
@@ -127,51 +127,50 @@ impl UpdateOps {
                 request(predicate, Vec::new(), sets)
             }
         };
-        self.phase = Phase::Swap {
+        Swap {
             child: io.unary(swap),
             existed: current.is_some(),
             new,
             hash,
             ts,
-        };
-        None
+        }
     }
 }
 
 impl Flow for UpdateOps {
+    type Schema = TraceStoreSchema;
     type Output = OrderedParamSet;
 
-    fn advance(&mut self, io: &mut Io, state: &mut TraceStoreState) -> Progress<OrderedParamSet> {
+    fn advance(
+        &mut self,
+        io: &mut Io<()>,
+        state: &mut TraceStoreState,
+    ) -> Progress<OrderedParamSet> {
         loop {
-            match &self.phase {
+            // The tile's current OPS, once known (taken from the cache or read).
+            let current = match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Start => match state.ops_cache.get(&self.row).cloned() {
-                    Some(cached) => {
-                        if let Some(ops) = self.swap(io, state, Some(cached)) {
-                            return Ok(Some(ops));
-                        }
-                    }
+                    Some(cached) => Some(cached),
                     None => {
-                        self.phase =
-                            Phase::ReadOps(io.read_rows(ops_read_request(state, self.tile_key)));
+                        let read = io.read_rows(ops_read_request(state, self.tile_key));
+                        self.phase = Phase::ReadOps(read);
+                        continue;
                     }
                 },
                 Phase::ReadOps(child) => {
-                    let Some(outcome) = io.take(*child) else {
+                    let Some(outcome) = io.take(child) else {
+                        self.phase = Phase::ReadOps(child);
                         return Ok(None);
                     };
                     let rows = rows_of(outcome)?;
-                    let current = take_ops_read(state, self.tile_key, &rows)?;
-                    if let Some(ops) = self.swap(io, state, current) {
-                        return Ok(Some(ops));
-                    }
+                    take_ops_read(state, self.tile_key, &rows)?
                 }
-                Phase::Swap { child, existed, .. } => {
-                    let Some(outcome) = io.take(*child) else {
+                Phase::Swap(swap) => {
+                    let Some(outcome) = io.take(swap.child) else {
+                        self.phase = Phase::Swap(swap);
                         return Ok(None);
                     };
-                    let existed = *existed;
-                    let matched = matched_of(outcome);
-                    let retry = match (existed, matched) {
+                    let retry = match (swap.existed, matched_of(outcome)) {
                         // Existing row: an RPC error fails the Put (reproduce).
                         (true, Err(e)) => return Err(store_error(e)),
                         (true, Ok(matched)) => !matched,
@@ -194,28 +193,34 @@ impl Flow for UpdateOps {
                         self.phase = Phase::Start;
                         continue;
                     }
-                    let Phase::Swap { new, hash, ts, .. } =
-                        core::mem::replace(&mut self.phase, Phase::Start)
-                    else {
-                        return Err(TraceStoreError::Aborted);
-                    };
                     state.ops_cache.insert(
                         self.row.clone(),
                         CachedOps {
-                            ops: new.clone(),
-                            hash,
-                            ts_hash: ts,
+                            ops: swap.new.clone(),
+                            hash: swap.hash,
+                            ts_hash: swap.ts,
                         },
                     );
-                    return Ok(Some(new));
+                    return Ok(Some(swap.new));
                 }
                 Phase::Sleep => {
                     if io.sleeping() {
+                        self.phase = Phase::Sleep;
                         return Ok(None);
                     }
                     self.phase = Phase::Start;
+                    continue;
                 }
+                Phase::Done => return Ok(None),
+            };
+            // With the current OPS known: done if `ps` adds nothing, else compare-and-swap.
+            let ops = current.as_ref().map(|c| c.ops.clone()).unwrap_or_default();
+            if ops.delta(&self.ps).is_empty() {
+                return Ok(Some(ops));
             }
+            let mut new = ops;
+            new.update(&self.ps);
+            self.phase = Phase::Swap(self.send_swap(io, state, current, new));
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Lookups and `Exist` (spec §5): one prefix scan, every cell of both triple families parsed
+//! Lookups (spec §5): one prefix scan, every cell of both triple families parsed
 //! into the candidate set (first occurrence per triple UUID), then the memory driver's
 //! filtering pipeline, sort by triple text and paging.
 
@@ -12,8 +12,10 @@ use rowkit_codec::triples::gotext::quote;
 use rowkit_codec::triples::keys::{self, LookupPrefix};
 use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple, Uuid};
 
-use super::op::{Core, Done, Flow, Op, Step};
-use super::{OperationConfig, TriplesError};
+use super::requests::stream_rows;
+use super::{OperationConfig, Progress, TriplesError, TriplesSchema, failed, start};
+use crate::children::ChildId;
+use crate::operation::{Flow, Io, Operation};
 use crate::{ReadRowsRequest, Timestamp};
 
 /// A filter operation code (`Latest = 1`, `IsImmutable = 2`, `IsTemporal = 3`; any other
@@ -583,7 +585,7 @@ impl LookupMethod {
 }
 
 /// Parses the triple cells of one row into `out`, skipping UUIDs already in `seen`.
-fn collect_row(
+pub(super) fn collect_row(
     graph: &[u8],
     row: Row,
     seen: &mut BTreeSet<Uuid>,
@@ -607,144 +609,99 @@ fn collect_row(
     Ok(())
 }
 
-/// A lookup: scan, parse, filter, sort, page — each row's triples go through the
-/// [`Pipeline`] as they arrive.
+/// Runs one lookup method.
+pub type Lookup = Operation<'static, LookupFlow>;
+
+impl Lookup {
+    /// `method` on `graph` with `options`, at `now`; invalid options fail before any request
+    /// (spec §5.2: they occur even when the graph is empty).
+    pub fn new(
+        config: OperationConfig,
+        graph: &[u8],
+        method: LookupMethod,
+        options: LookupOptions,
+        now: Timestamp,
+        seed: u64,
+    ) -> Lookup {
+        match Pipeline::new(method.query_predicate(), &options) {
+            Ok(pipeline) => {
+                let flow = LookupFlow {
+                    graph: graph.to_vec(),
+                    method,
+                    phase: Phase::Start(pipeline),
+                };
+                start(config, now, seed, flow)
+            }
+            Err(e) => failed(config, e),
+        }
+    }
+}
+
+/// Where a lookup stands.
+#[derive(Debug)]
+enum Phase {
+    /// Nothing sent yet.
+    Start(Pipeline),
+    /// The prefix scan is out; its rows go through the pipeline as they come.
+    Read { read: ChildId, pipeline: Pipeline },
+    /// Ended (a flow that ended is never advanced again).
+    Done,
+}
+
+/// The flow of [`Lookup`]: scan, parse, filter, sort, page — each row's triples go through
+/// the [`Pipeline`] as they arrive.
 #[derive(Debug)]
 pub struct LookupFlow {
     graph: Vec<u8>,
     method: LookupMethod,
-    options: LookupOptions,
-    /// `None` until `start` has checked the options.
-    pipeline: Option<Pipeline>,
-}
-
-/// Runs one lookup method.
-pub type Lookup = Op<LookupFlow>;
-
-impl Op<LookupFlow> {
-    /// `method` on `graph` with `options`, at `now`.
-    pub fn new(
-        graph: &[u8],
-        method: LookupMethod,
-        options: LookupOptions,
-        config: OperationConfig,
-        now: Timestamp,
-        seed: u64,
-    ) -> Lookup {
-        let flow = LookupFlow {
-            graph: graph.to_vec(),
-            method,
-            options,
-            pipeline: None,
-        };
-        Op::start(flow, config, now, seed)
-    }
+    phase: Phase,
 }
 
 impl Flow for LookupFlow {
+    type Schema = TriplesSchema;
     type Output = Vec<Found>;
 
-    fn start(&mut self, core: &mut Core, now: Timestamp) -> Step<Vec<Found>> {
-        // Option errors need no data (spec §5.2: they occur even when C is empty).
-        match Pipeline::new(self.method.query_predicate(), &self.options) {
-            Ok(pipeline) => self.pipeline = Some(pipeline),
-            Err(e) => return Step::Finish(Err(e)),
-        }
-        let prefix = self.method.prefix().key(&self.graph);
-        let request = ReadRowsRequest {
-            table: core.config.table.clone(),
-            rows: RowSet::range(RowRange::prefix(&prefix)),
-            ..Default::default()
-        };
-        core.read(request, now).into()
-    }
-
-    fn row(&mut self, _core: &mut Core, row: Row) -> Result<(), TriplesError> {
-        // A triple lives in exactly one row of an index (its key holds S, P' and O), so
-        // "first occurrence per UUID" only ever repeats within a row: dedup per row.
-        let mut triples = Vec::new();
-        collect_row(&self.graph, row, &mut BTreeSet::new(), &mut triples)?;
-        if let Some(pipeline) = self.pipeline.as_mut() {
-            for t in triples {
-                pipeline.push(t);
+    fn advance(&mut self, io: &mut Io<()>, config: &mut OperationConfig) -> Progress<Vec<Found>> {
+        loop {
+            self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Start(pipeline) => {
+                    let prefix = self.method.prefix().key(&self.graph);
+                    let read = io.read_rows(ReadRowsRequest {
+                        table: config.table.clone(),
+                        rows: RowSet::range(RowRange::prefix(&prefix)),
+                        ..Default::default()
+                    });
+                    Phase::Read { read, pipeline }
+                }
+                Phase::Read { read, mut pipeline } => {
+                    let graph = &self.graph;
+                    let done = stream_rows(io, read, |row| {
+                        // A triple lives in exactly one row of an index (its key holds S, P'
+                        // and O), so "first occurrence per UUID" only ever repeats within a
+                        // row: dedup per row.
+                        let mut triples = Vec::new();
+                        collect_row(graph, row, &mut BTreeSet::new(), &mut triples)?;
+                        for t in triples {
+                            pipeline.push(t);
+                        }
+                        Ok(())
+                    })?;
+                    if done.is_none() {
+                        self.phase = Phase::Read { read, pipeline };
+                        return Ok(None);
+                    }
+                    let projection = self.method.projection();
+                    return Ok(Some(
+                        pipeline
+                            .finish()
+                            .into_iter()
+                            .map(|triple| Found { triple, projection })
+                            .collect(),
+                    ));
+                }
+                Phase::Done => return Ok(None),
             }
         }
-        Ok(())
-    }
-
-    fn done(&mut self, core: &mut Core, done: Done, now: Timestamp) -> Step<Vec<Found>> {
-        if let Done::Read(Err(e)) = done {
-            return Step::Finish(Err(core.store_error(e, now)));
-        }
-        let projection = self.method.projection();
-        let page = self
-            .pipeline
-            .take()
-            .map(Pipeline::finish)
-            .unwrap_or_default();
-        Step::Finish(Ok(page
-            .into_iter()
-            .map(|triple| Found { triple, projection })
-            .collect()))
-    }
-}
-
-/// `Exist(t)`: reads the POS row of `t` and looks for its UUID.
-#[derive(Debug)]
-pub struct ExistFlow {
-    graph: Vec<u8>,
-    triple: Triple,
-    uuid: Uuid,
-    found: bool,
-}
-
-/// Whether a triple is stored.
-pub type Exist = Op<ExistFlow>;
-
-impl Op<ExistFlow> {
-    /// `Exist(triple)` in `graph`, at `now`.
-    pub fn new(
-        graph: &[u8],
-        triple: Triple,
-        config: OperationConfig,
-        now: Timestamp,
-        seed: u64,
-    ) -> Exist {
-        let uuid = triple.uuid();
-        let flow = ExistFlow {
-            graph: graph.to_vec(),
-            triple,
-            uuid,
-            found: false,
-        };
-        Op::start(flow, config, now, seed)
-    }
-}
-
-impl Flow for ExistFlow {
-    type Output = bool;
-
-    fn start(&mut self, core: &mut Core, now: Timestamp) -> Step<bool> {
-        let request = ReadRowsRequest {
-            table: core.config.table.clone(),
-            rows: RowSet::key(keys::exist_row_key(&self.graph, &self.triple)),
-            ..Default::default()
-        };
-        core.read(request, now).into()
-    }
-
-    fn row(&mut self, _core: &mut Core, row: Row) -> Result<(), TriplesError> {
-        let mut parsed = Vec::new();
-        collect_row(&self.graph, row, &mut BTreeSet::new(), &mut parsed)?;
-        self.found |= parsed.iter().any(|t| t.uuid() == self.uuid);
-        Ok(())
-    }
-
-    fn done(&mut self, core: &mut Core, done: Done, now: Timestamp) -> Step<bool> {
-        Step::Finish(match done {
-            Done::Read(Err(e)) => Err(core.store_error(e, now)),
-            _ => Ok(self.found),
-        })
     }
 }
 

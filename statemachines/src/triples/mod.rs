@@ -1,7 +1,10 @@
 //! BadWolf's triple store on Bigtable (`spec/triples.md` §4–§6, §10): one machine per
-//! operation. Keys and parsing come from `rowkit_codec::triples`; reads nest
-//! [`crate::readrows::ReadRows`], batch writes nest [`crate::raw::MutateRows`] (through
-//! [`crate::children`]), and every nested machine gets its seed from the operation's PRNG.
+//! operation, each an [`Operation`] of [`TriplesSchema`] whose context is the operation's
+//! [`OperationConfig`] (moved into the machine). Keys and parsing come from
+//! `rowkit_codec::triples`; reads nest [`crate::readrows::ReadRows`], batch writes nest
+//! [`crate::raw::MutateRows`] (through [`crate::children`]), and every nested machine gets its
+//! seed from the operation's PRNG. Cancel and the deadline end an operation with
+//! [`TriplesError::Aborted`].
 //!
 //! ```
 //! use rowkit_codec::triples::Triple;
@@ -10,40 +13,87 @@
 //!
 //! let t = Triple::parse(b"/u<joe> \"parent_of\"@[] /u<mary>").unwrap();
 //! let config = OperationConfig::new("badwolf", Timestamp::from_secs(60));
-//! let mut m = AddTriples::new(b"test", vec![t], config, Timestamp(0), 1);
+//! let mut m = AddTriples::new(config, b"test", vec![t], Timestamp(0), 1);
 //! let (_tag, request) = m.poll_request().unwrap();
 //! let Request::MutateRows(batch) = request else { panic!() };
 //! assert_eq!(batch.entries.len(), 4);
 //! ```
 
-mod graph;
+mod delete_graph;
+mod exist;
+mod graph_exists;
+mod graph_names;
 mod lookup;
-mod op;
+mod new_graph;
+mod requests;
 mod write;
 
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use rowkit_codec::triples::gotext::quote;
 use rowkit_codec::triples::{KeyError, ParseError};
 
-pub use graph::{
-    DeleteGraph, DeleteGraphFlow, GraphExists, GraphExistsFlow, GraphNames, GraphNamesFlow,
-    NewGraph, NewGraphFlow,
-};
+pub use delete_graph::{DeleteGraph, DeleteGraphFlow};
+pub use exist::{Exist, ExistFlow};
+pub use graph_exists::{GraphExists, GraphExistsFlow};
+pub use graph_names::{GraphNames, GraphNamesFlow};
 pub use lookup::{
-    Exist, FilterField, FilterOperation, FilterOptions, Found, FoundText, Item, Lookup,
+    FilterField, FilterOperation, FilterOptions, Found, FoundText, Item, Lookup, LookupFlow,
     LookupMethod, LookupOptions, LookupParseError, Pipeline, Projection, filter_candidates,
 };
-pub use op::Op;
-pub use write::{AddFlow, AddTriples, RemoveFlow, RemoveTriples};
+pub use new_graph::{NewGraph, NewGraphFlow};
+pub use write::{AddTriples, AddTriplesFlow, RemoveTriples, RemoveTriplesFlow};
 
+use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
 use crate::{RetryPolicy, StoreError, Timestamp};
 
 /// Most entries one `MutateRows` batch carries (spec §4).
 pub const MAX_BATCH_ENTRIES: usize = 100_000;
 /// Rows per page when `DeleteGraph` lists an index (spec §4).
 pub const DELETE_PAGE_ROWS: i64 = 100_000;
+
+/// The triple store's operations: they run on their [`OperationConfig`], emit no events, fail
+/// with a [`TriplesError`] and end [`TriplesError::Aborted`] when cancelled or past their
+/// deadline.
+#[derive(Debug)]
+pub struct TriplesSchema;
+
+impl Schema for TriplesSchema {
+    type Context = OperationConfig;
+    type Event = ();
+    type Error = TriplesError;
+
+    fn aborted() -> TriplesError {
+        TriplesError::Aborted
+    }
+}
+
+/// What a triple-store flow's step gives: `Ok(None)` while it waits.
+pub(crate) type Progress<T> = crate::operation::Progress<T, TriplesSchema>;
+
+/// Starts `flow` on `config` (which the machine owns) at `now`, until `config.deadline`.
+fn start<F: Flow<Schema = TriplesSchema>>(
+    config: OperationConfig,
+    now: Timestamp,
+    seed: u64,
+    flow: F,
+) -> Operation<'static, F> {
+    let budget = Budget {
+        deadline: config.deadline,
+        retry: config.retry,
+    };
+    Operation::start(ContextArg::owned(config), now, seed, budget, flow)
+}
+
+/// An operation on `config` whose arguments were rejected: it ends with `error` and sends
+/// nothing.
+fn failed<F: Flow<Schema = TriplesSchema>>(
+    config: OperationConfig,
+    error: impl Into<TriplesError>,
+) -> Operation<'static, F> {
+    Operation::failed(ContextArg::owned(config), error.into())
+}
 
 /// Where and until when an operation runs.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,6 +124,7 @@ impl OperationConfig {
 
 /// Why a triple-store operation failed (spec §7).
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TriplesError {
     /// `NewGraph` on an existing graph.
     #[error("graph {} already exist", quote(.0))]
@@ -98,27 +149,32 @@ pub enum TriplesError {
     /// A store request failed after the retries of spec §6.
     #[error("store: {0}")]
     Store(StoreError),
-    /// The operation deadline was reached.
-    #[error("deadline exceeded")]
-    DeadlineExceeded,
+    /// The operation deadline passed or the operation was cancelled.
+    #[error("aborted (deadline exceeded or cancelled)")]
+    Aborted,
 }
 
-impl From<TriplesError> for StoreError {
-    fn from(e: TriplesError) -> StoreError {
+impl TriplesError {
+    /// The status code of the [`StoreError`] the error converts to.
+    fn status_code(&self) -> crate::Code {
         use crate::Code;
-        match e {
-            TriplesError::Store(s) => s,
-            TriplesError::AlreadyExists(_) => StoreError::new(Code::AlreadyExists, e.to_string()),
-            TriplesError::DoesNotExist(_) => StoreError::new(Code::NotFound, e.to_string()),
-            TriplesError::DeadlineExceeded => {
-                StoreError::new(Code::DeadlineExceeded, e.to_string())
-            }
-            TriplesError::Key(_) | TriplesError::Options(_) => {
-                StoreError::new(Code::InvalidArgument, e.to_string())
-            }
-            TriplesError::LookupParse { .. } => StoreError::new(Code::DataLoss, e.to_string()),
+        match self {
+            TriplesError::Store(s) => s.code,
+            TriplesError::AlreadyExists(_) => Code::AlreadyExists,
+            TriplesError::DoesNotExist(_) => Code::NotFound,
+            // Only a caller's own cancel aborts otherwise; callers without one see a deadline.
+            TriplesError::Aborted => Code::DeadlineExceeded,
+            TriplesError::Key(_) | TriplesError::Options(_) => Code::InvalidArgument,
+            TriplesError::LookupParse { .. } => Code::DataLoss,
         }
     }
 }
 
-use alloc::string::ToString;
+impl From<TriplesError> for StoreError {
+    fn from(e: TriplesError) -> StoreError {
+        match e {
+            TriplesError::Store(s) => s,
+            other => StoreError::new(other.status_code(), other.to_string()),
+        }
+    }
+}

@@ -5,13 +5,104 @@
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Mutation, TimestampRange};
-use rowkit_codec::triples::Triple;
 use rowkit_codec::triples::keys;
+use rowkit_codec::triples::{KeyError, Triple};
 
-use super::graph::batch_outcome;
-use super::op::{Core, Done, Flow, Op, Step};
-use super::{MAX_BATCH_ENTRIES, OperationConfig};
+use super::requests::write_outcome;
+use super::{MAX_BATCH_ENTRIES, OperationConfig, Progress, TriplesSchema, failed, start};
+use crate::children::ChildId;
+use crate::operation::{Flow, Io, Operation};
 use crate::{MutateRowsEntry, MutateRowsRequest, Timestamp};
+
+/// Writes triples (idempotent: cells have deterministic timestamps).
+pub type AddTriples = Operation<'static, AddTriplesFlow>;
+/// Removes exactly the given triples' cells (fix 9).
+pub type RemoveTriples = Operation<'static, RemoveTriplesFlow>;
+
+/// The flow of [`AddTriples`]: the triples' cells written batch after batch.
+#[derive(Debug)]
+pub struct AddTriplesFlow(Batches);
+
+/// The flow of [`RemoveTriples`]: the triples' cells deleted batch after batch.
+#[derive(Debug)]
+pub struct RemoveTriplesFlow(Batches);
+
+impl AddTriples {
+    /// `AddTriples(graph, triples)` at `now`; a graph id over the limit fails before any
+    /// request.
+    pub fn new(
+        config: OperationConfig,
+        graph: &[u8],
+        triples: Vec<Triple>,
+        now: Timestamp,
+        seed: u64,
+    ) -> AddTriples {
+        Self::with_batch_entries(config, graph, triples, MAX_BATCH_ENTRIES, now, seed)
+    }
+
+    /// As [`AddTriples::new`] with batches of at most `batch_entries` entries (rounded down to
+    /// whole triples; tests exercise batching with small values).
+    pub fn with_batch_entries(
+        config: OperationConfig,
+        graph: &[u8],
+        triples: Vec<Triple>,
+        batch_entries: usize,
+        now: Timestamp,
+        seed: u64,
+    ) -> AddTriples {
+        match Batches::new(Mode::Add, graph, triples, batch_entries) {
+            Ok(batches) => start(config, now, seed, AddTriplesFlow(batches)),
+            Err(e) => failed(config, e),
+        }
+    }
+}
+
+impl RemoveTriples {
+    /// `RemoveTriples(graph, triples)` at `now`; a graph id over the limit fails before any
+    /// request.
+    pub fn new(
+        config: OperationConfig,
+        graph: &[u8],
+        triples: Vec<Triple>,
+        now: Timestamp,
+        seed: u64,
+    ) -> RemoveTriples {
+        Self::with_batch_entries(config, graph, triples, MAX_BATCH_ENTRIES, now, seed)
+    }
+
+    /// As [`RemoveTriples::new`] with batches of at most `batch_entries` entries.
+    pub fn with_batch_entries(
+        config: OperationConfig,
+        graph: &[u8],
+        triples: Vec<Triple>,
+        batch_entries: usize,
+        now: Timestamp,
+        seed: u64,
+    ) -> RemoveTriples {
+        match Batches::new(Mode::Remove, graph, triples, batch_entries) {
+            Ok(batches) => start(config, now, seed, RemoveTriplesFlow(batches)),
+            Err(e) => failed(config, e),
+        }
+    }
+}
+
+impl Flow for AddTriplesFlow {
+    type Schema = TriplesSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut Io<()>, config: &mut OperationConfig) -> Progress<()> {
+        self.0.advance(io, config)
+    }
+}
+
+impl Flow for RemoveTriplesFlow {
+    type Schema = TriplesSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut Io<()>, config: &mut OperationConfig) -> Progress<()> {
+        self.0.advance(io, config)
+    }
+}
 
 /// Whether a batch writes or deletes the triples' cells.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -20,112 +111,46 @@ enum Mode {
     Remove,
 }
 
-/// The batch-writing flow shared by [`AddTriples`] and [`RemoveTriples`].
+/// Where the batches stand.
 #[derive(Debug)]
-struct BatchFlow {
+enum Phase {
+    /// The next batch (from triple `next`) is to be sent, or none is left.
+    Next,
+    /// A batch is out.
+    Write(ChildId),
+}
+
+/// The batch-writing flow shared by [`AddTriplesFlow`] and [`RemoveTriplesFlow`].
+#[derive(Debug)]
+struct Batches {
     mode: Mode,
     graph: Vec<u8>,
     triples: Vec<Triple>,
     /// The next triple to turn into entries.
     next: usize,
     batch_entries: usize,
+    phase: Phase,
 }
 
-/// The flow of [`AddTriples`].
-#[derive(Debug)]
-pub struct AddFlow(BatchFlow);
-/// The flow of [`RemoveTriples`].
-#[derive(Debug)]
-pub struct RemoveFlow(BatchFlow);
-
-/// Writes triples (idempotent: cells have deterministic timestamps).
-pub type AddTriples = Op<AddFlow>;
-/// Removes exactly the given triples' cells (fix 9).
-pub type RemoveTriples = Op<RemoveFlow>;
-
-fn batch_flow(mode: Mode, graph: &[u8], triples: Vec<Triple>, batch_entries: usize) -> BatchFlow {
-    BatchFlow {
-        mode,
-        graph: graph.to_vec(),
-        triples,
-        next: 0,
-        batch_entries: batch_entries.max(4) / 4 * 4,
-    }
-}
-
-impl Op<AddFlow> {
-    /// `AddTriples(graph, triples)` at `now`.
-    pub fn new(
-        graph: &[u8],
-        triples: Vec<Triple>,
-        config: OperationConfig,
-        now: Timestamp,
-        seed: u64,
-    ) -> AddTriples {
-        Self::with_batch_entries(graph, triples, MAX_BATCH_ENTRIES, config, now, seed)
-    }
-
-    /// As `new` with batches of at most `batch_entries` entries (rounded down to whole
-    /// triples; tests exercise batching with small values).
-    pub fn with_batch_entries(
+impl Batches {
+    /// The batches of `triples` in `graph`, or the graph id's error.
+    fn new(
+        mode: Mode,
         graph: &[u8],
         triples: Vec<Triple>,
         batch_entries: usize,
-        config: OperationConfig,
-        now: Timestamp,
-        seed: u64,
-    ) -> AddTriples {
-        let flow = AddFlow(batch_flow(Mode::Add, graph, triples, batch_entries));
-        Op::start(flow, config, now, seed)
-    }
-}
-
-impl Op<RemoveFlow> {
-    /// `RemoveTriples(graph, triples)` at `now`.
-    pub fn new(
-        graph: &[u8],
-        triples: Vec<Triple>,
-        config: OperationConfig,
-        now: Timestamp,
-        seed: u64,
-    ) -> RemoveTriples {
-        Self::with_batch_entries(graph, triples, MAX_BATCH_ENTRIES, config, now, seed)
+    ) -> Result<Batches, KeyError> {
+        keys::check_graph_id(graph)?;
+        Ok(Batches {
+            mode,
+            graph: graph.to_vec(),
+            triples,
+            next: 0,
+            batch_entries: batch_entries.max(4) / 4 * 4,
+            phase: Phase::Next,
+        })
     }
 
-    /// As `new` with batches of at most `batch_entries` entries.
-    pub fn with_batch_entries(
-        graph: &[u8],
-        triples: Vec<Triple>,
-        batch_entries: usize,
-        config: OperationConfig,
-        now: Timestamp,
-        seed: u64,
-    ) -> RemoveTriples {
-        let flow = RemoveFlow(batch_flow(Mode::Remove, graph, triples, batch_entries));
-        Op::start(flow, config, now, seed)
-    }
-}
-
-macro_rules! delegate_flow {
-    ($t:ty) => {
-        impl Flow for $t {
-            type Output = ();
-
-            fn start(&mut self, core: &mut Core, now: Timestamp) -> Step<()> {
-                self.0.start(core, now)
-            }
-
-            fn done(&mut self, core: &mut Core, done: Done, now: Timestamp) -> Step<()> {
-                self.0.done(core, done, now)
-            }
-        }
-    };
-}
-
-delegate_flow!(AddFlow);
-delegate_flow!(RemoveFlow);
-
-impl BatchFlow {
     fn entries_of(&self, triple: &Triple) -> [MutateRowsEntry; 4] {
         keys::triple_cells(&self.graph, triple).map(|cell| {
             let mutation = match self.mode {
@@ -151,9 +176,10 @@ impl BatchFlow {
         })
     }
 
-    fn send_next(&mut self, core: &mut Core, now: Timestamp) -> Step<()> {
+    /// The next batch's request (`None` once every triple was sent).
+    fn next_batch(&mut self, config: &OperationConfig) -> Option<MutateRowsRequest> {
         if self.next >= self.triples.len() {
-            return Step::Finish(Ok(()));
+            return None;
         }
         let per_batch = self.batch_entries / 4;
         let end = (self.next + per_batch).min(self.triples.len());
@@ -163,33 +189,34 @@ impl BatchFlow {
         }
         #[cfg(feature = "planted-bugs")]
         if self.mode == Mode::Remove
-            && core.config.planted == Some(crate::planted::PlantedBug::TriplesRemoveSkipsSpo)
+            && config.planted == Some(crate::planted::PlantedBug::TriplesRemoveSkipsSpo)
         {
             let spo = keys::index_prefix(&self.graph, keys::Index::Spo);
             entries.retain(|e| !e.row_key.starts_with(&spo));
         }
         self.next = end;
-        let request = MutateRowsRequest {
-            table: core.config.table.clone(),
+        Some(MutateRowsRequest {
+            table: config.table.clone(),
             app_profile_id: Default::default(),
             entries,
-        };
-        core.write(request, now).into()
-    }
-}
-
-impl BatchFlow {
-    fn start(&mut self, core: &mut Core, now: Timestamp) -> Step<()> {
-        if let Err(e) = keys::check_graph_id(&self.graph) {
-            return Step::Finish(Err(e.into()));
-        }
-        self.send_next(core, now)
+        })
     }
 
-    fn done(&mut self, core: &mut Core, done: Done, now: Timestamp) -> Step<()> {
-        match batch_outcome(core, done, now) {
-            Err(e) => Step::Finish(Err(e)),
-            Ok(()) => self.send_next(core, now),
+    fn advance(&mut self, io: &mut Io<()>, config: &OperationConfig) -> Progress<()> {
+        loop {
+            match self.phase {
+                Phase::Next => match self.next_batch(config) {
+                    Some(request) => self.phase = Phase::Write(io.mutate_rows(request)),
+                    None => return Ok(Some(())),
+                },
+                Phase::Write(write) => {
+                    let Some(outcome) = io.take(write) else {
+                        return Ok(None);
+                    };
+                    write_outcome(outcome)?;
+                    self.phase = Phase::Next;
+                }
+            }
         }
     }
 }

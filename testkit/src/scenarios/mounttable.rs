@@ -24,7 +24,7 @@ use rowkit_statemachines::{
 
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_embedded::driver::{self, Clock, ManualClock, RunningClock};
+use rowkit_embedded::driver::{Clock, ManualClock, RunningClock};
 use rowkit_embedded::{Reply, Store};
 
 /// The scenario clock's start (§22), unless [`starting_at`] says otherwise.
@@ -223,7 +223,7 @@ pub fn scan(store: &dyn Store, table: &str) -> Vec<Row> {
     };
     let mut rows = Vec::new();
     let m = ReadRows::new(req, clock.now(), 0, RetryPolicy::default());
-    if let Err(e) = driver::run(store, &clock, m, |r| rows.push(r)) {
+    if let Err(e) = rowkit_client::run_blocking(store, &clock, m, |r| rows.push(r)) {
         panic!("scan {table}: {e}");
     }
     rows

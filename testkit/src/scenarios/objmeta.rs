@@ -21,17 +21,18 @@ use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
 use rowkit_statemachines::{ReadRowsRequest, Timestamp};
 
 use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_client::run_blocking;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::Store;
-use rowkit_embedded::driver::{ManualClock, run};
+use rowkit_embedded::driver::ManualClock;
 
 use std::sync::Mutex;
 
 use rowkit_codec::model::{ColumnFamily, KeyBound};
 use rowkit_codec::objmeta::listing::ListingType;
 use rowkit_statemachines::objmeta::{
-    AsyncRepair, AsyncRepairOp, DeleteObjectOp, ListObject, ObjmetaError, ObjmetaEvent, OpMachine,
-    PutObjectOp, RepairOutcome, RepairTask,
+    AsyncRepair, DeleteObject, ListObject, ObjmetaError, ObjmetaEvent, PutObject, RepairOutcome,
+    RepairTask,
 };
 use rowkit_statemachines::{Code, Machine, Request, StoreError};
 
@@ -506,7 +507,7 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
         Some(hex.as_str()),
         uuid_case.get("row_key_hex").and_then(Json::as_str)
     );
-    let rows = rowkit_embedded::driver::read_rows(
+    let rows = rowkit_client::read_rows_blocking(
         store,
         ReadRowsRequest {
             table: table.into(),
@@ -919,16 +920,8 @@ pub fn repair_machine(store: &dyn Store, table: &str, vf: VFormat) {
     s.get_is("k", &v1v);
     s.masters_are(&[("k", &v1v)]);
     rec.take();
-    let machine = |start: Timestamp| -> AsyncRepair {
-        OpMachine::new_delayed(
-            AsyncRepairOp { task: task.clone() },
-            table.into(),
-            start,
-            task.due,
-            9,
-            None,
-        )
-    };
+    let machine =
+        |start: Timestamp| -> AsyncRepair { AsyncRepair::new(table, task.clone(), None, start, 9) };
     let mut m = machine(Timestamp::from_millis(T0 + 20));
     assert!(m.poll_request().is_none());
     assert_eq!(m.poll_timeout(), Some(task.due));
@@ -964,13 +957,13 @@ pub fn repair_machine(store: &dyn Store, table: &str, vf: VFormat) {
         ..Default::default()
     });
     let mut events = Vec::new();
-    let outcome = run(&rec, &ManualClock::new(task.due), m, |e| events.push(e)).unwrap();
+    let outcome = run_blocking(&rec, &ManualClock::new(task.due), m, |e| events.push(e)).unwrap();
     assert_eq!(outcome, RepairOutcome::Repaired, "{vf:?}");
     assert_eq!(rec.take(), [read.clone(), write.clone()], "{vf:?}");
     assert_eq!(events, [put_ev(&s.m("k"), &repaired)]);
     let before = bucket_rows(store, table, "b").unwrap();
     let mut events = Vec::new();
-    let outcome = run(&rec, &ManualClock::new(task.due), machine(task.due), |e| {
+    let outcome = run_blocking(&rec, &ManualClock::new(task.due), machine(task.due), |e| {
         events.push(e)
     })
     .unwrap();
@@ -1044,13 +1037,13 @@ fn list_row_by_row(
     now: Timestamp,
 ) -> (Json, Vec<ScanLog>) {
     use rowkit_statemachines::ReadRowsResponse;
-    let mut m = ListObject::new(bucket, params, state, now, 5, None);
+    let mut m = ListObject::new(state, bucket, params, None, now, 5);
     let mut scans = Vec::new();
     while let Some((tag, request)) = m.poll_request() {
         let Request::ReadRows(q) = request else {
             panic!("a listing sends only ReadRows: {request:?}")
         };
-        let rows = rowkit_embedded::driver::read_rows(store, q.clone(), now).unwrap();
+        let rows = rowkit_client::read_rows_blocking(store, q.clone(), now).unwrap();
         let mut log = ScanLog {
             rows: q.rows,
             fed: 0,
@@ -2172,50 +2165,38 @@ pub fn crash_case(
     let before = visible(&mut om, "k");
     clock.advance_to(Timestamp::from_millis(T0 + 10));
     let now = Timestamp::from_millis(T0 + 10);
-    let put = |value: &str, params: Json| PutObjectOp {
-        bucket: "b".into(),
-        key: "k".into(),
-        value: j(value),
-        params: Some(params),
-    };
-    let delete = |vid: &str| DeleteObjectOp {
-        bucket: "b".into(),
-        key: "k".into(),
-        params: Some(vid_params(vid)),
-        origin_op: None,
-    };
+    fn put<'a>(
+        st: &'a mut ObjmetaState,
+        now: Timestamp,
+        value: &str,
+        params: Json,
+    ) -> PutObject<'a> {
+        PutObject::new(st, "b", "k", j(value), Some(params), None, now, 7)
+    }
+    fn delete<'a>(st: &'a mut ObjmetaState, now: Timestamp, vid: &str) -> DeleteObject<'a> {
+        DeleteObject::new(st, "b", "k", Some(&vid_params(vid)), None, None, now, 7)
+    }
     // The machine borrows a copy of the facade's state, as a process that crashes would.
     let mut state: ObjmetaState = om.state().clone();
     let st = &mut state;
     let (finished, after) = match what {
         Crashing::PutSecondVersion => (
-            run_until_cut(
-                store,
-                now,
-                OpMachine::new(put(N2, versioning.clone()), st, now, 7, None),
-                cut,
-            ),
+            run_until_cut(store, now, put(st, now, N2, versioning.clone()), cut),
             Some(2),
         ),
         Crashing::PutDeleteMarker => (
-            run_until_cut(
-                store,
-                now,
-                OpMachine::new(put(DM0, versioning.clone()), st, now, 7, None),
-                cut,
-            ),
+            run_until_cut(store, now, put(st, now, DM0, versioning.clone()), cut),
             None,
         ),
         Crashing::SuspendedPut => (
             run_until_cut(
                 store,
                 now,
-                OpMachine::new(
-                    put(r#"{"key":"k","n":3,"isNull":true}"#, vid_params("")),
+                put(
                     st,
                     now,
-                    7,
-                    None,
+                    r#"{"key":"k","n":3,"isNull":true}"#,
+                    vid_params(""),
                 ),
                 cut,
             ),
@@ -2225,33 +2206,17 @@ pub fn crash_case(
             run_until_cut(
                 store,
                 now,
-                OpMachine::new(
-                    put(r#"{"key":"k","n":5}"#, vid_params(&ids[1])),
-                    st,
-                    now,
-                    7,
-                    None,
-                ),
+                put(st, now, r#"{"key":"k","n":5}"#, vid_params(&ids[1])),
                 cut,
             ),
             Some(5),
         ),
         Crashing::DeleteCurrentOfTwo | Crashing::DeleteDeleteMarker => (
-            run_until_cut(
-                store,
-                now,
-                OpMachine::new(delete(&ids[1]), st, now, 7, None),
-                cut,
-            ),
+            run_until_cut(store, now, delete(st, now, &ids[1]), cut),
             Some(1),
         ),
         Crashing::DeleteOnlyVersion | Crashing::DeleteNonCurrent => (
-            run_until_cut(
-                store,
-                now,
-                OpMachine::new(delete(&ids[0]), st, now, 7, None),
-                cut,
-            ),
+            run_until_cut(store, now, delete(st, now, &ids[0]), cut),
             if what == Crashing::DeleteOnlyVersion {
                 None
             } else {
@@ -2259,12 +2224,7 @@ pub fn crash_case(
             },
         ),
         Crashing::DeleteWhilePlaceholder => (
-            run_until_cut(
-                store,
-                now,
-                OpMachine::new(delete(&ids[0]), st, now, 7, None),
-                cut,
-            ),
+            run_until_cut(store, now, delete(st, now, &ids[0]), cut),
             Some(2),
         ),
     };

@@ -27,7 +27,7 @@ use rowkit_statemachines::{
 
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_embedded::driver::{self, Clock, ManualClock};
+use rowkit_embedded::driver::{Clock, ManualClock};
 use rowkit_embedded::{Reply, Store};
 
 /// The table the scenarios use.
@@ -169,7 +169,7 @@ pub fn raw_read(store: &dyn Store, rows: RowSet, filter: Option<RowFilter>) -> V
         ..ReadRowsRequest::default()
     };
     let mut out = Vec::new();
-    driver::run(
+    rowkit_client::run_blocking(
         store,
         &clock,
         ReadRows::new(request, clock.now(), 1, RetryPolicy::default()),
@@ -188,7 +188,7 @@ pub fn raw_write(store: &dyn Store, entries: Vec<MutateRowsEntry>) {
             entries: chunk.to_vec(),
             ..MutateRowsRequest::default()
         };
-        let results = driver::run(
+        let results = rowkit_client::run_blocking(
             store,
             &clock,
             MutateRows::new(request, clock.now(), 1, RetryPolicy::default()),
@@ -1113,7 +1113,7 @@ pub fn setup_and_detection(store: &dyn Store) {
             rows: RowSet::all(),
             ..ReadRowsRequest::default()
         };
-        driver::read_rows(store, request, Timestamp(T0)).unwrap()
+        rowkit_client::read_rows_blocking(store, request, Timestamp(T0)).unwrap()
     };
     assert!(rows("a").is_empty(), "setup writes no rows");
     assert!(rows("b").is_empty(), "setup writes no rows");

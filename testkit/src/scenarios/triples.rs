@@ -17,7 +17,7 @@ use rowkit_statemachines::triples::{
 use rowkit_client::triples::{Graph, TripleStore};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::Store;
-use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::driver::ManualClock;
 
 /// The result of one scenario.
 pub type ScenarioResult = Result<(), String>;
@@ -126,7 +126,7 @@ fn all_rows(store: &dyn Store, clock: &ManualClock) -> Result<Vec<Row>, String> 
         1,
         Default::default(),
     );
-    driver::run(store, clock, m, |r| rows.push(r)).map_err(|e| format!("{e:?}"))?;
+    rowkit_client::run_blocking(store, clock, m, |r| rows.push(r)).map_err(|e| format!("{e:?}"))?;
     Ok(rows)
 }
 
@@ -1074,7 +1074,8 @@ pub fn scenario_15_garbage_cell(store: &dyn Store, _bt18: &[String]) -> Scenario
         mutations: vec![set],
         ..Default::default()
     });
-    driver::run(store, &c, Unary::new(request), |_| {}).map_err(|e| format!("{e:?}"))?;
+    rowkit_client::run_blocking(store, &c, Unary::new(request), |_| {})
+        .map_err(|e| format!("{e:?}"))?;
     match block_on(g.lookup(LookupMethod::Triples, LookupOptions::default())) {
         Err(TriplesError::LookupParse { row_key, .. }) => {
             ensure!(row_key == row, "LookupParse names another row")

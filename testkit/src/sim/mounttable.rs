@@ -19,7 +19,7 @@ use rowkit_statemachines::mounttable::{self as mt, FsckSummary, MtCtx, Tables};
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
 
 /// Names of the tree (parents before children).
@@ -112,7 +112,7 @@ fn scan(
         rows: RowSet::all(),
         ..Default::default()
     };
-    driver::read_rows(store, request, now).map_err(|e| format!("scan {table}: {e}"))
+    rowkit_client::read_rows_blocking(store, request, now).map_err(|e| format!("scan {table}: {e}"))
 }
 
 fn run_quiet<M>(store: &MemoryStore, now: Timestamp, m: M) -> Result<M::Output, String>
@@ -121,8 +121,8 @@ where
     M::Error: std::fmt::Display,
 {
     let clock = ManualClock::new(now);
-    driver::run(store, &clock, m, |_| {}).map_err(|e| match e {
-        driver::RunError::Machine(e) => e.to_string(),
+    rowkit_client::run_blocking(store, &clock, m, |_| {}).map_err(|e| match e {
+        rowkit_client::RunError::Machine(e) => e.to_string(),
         other => other.to_string(),
     })
 }

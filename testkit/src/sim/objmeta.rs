@@ -50,8 +50,8 @@ use rowkit_codec::objmeta::json::{Json, JsonObject};
 use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_statemachines::objmeta::{
-    AsyncRepairOp, CreateBucketOp, DeleteObjectOp, GetObjectOp, ListObject, ObjmetaConfig,
-    ObjmetaEvent, ObjmetaState, OpMachine, PutObjectOp, RepairOutcome, RepairTask,
+    AsyncRepair, CreateBucket, DeleteObject, GetObject, ListObject, ObjmetaConfig, ObjmetaEvent,
+    ObjmetaState, PutObject, RepairOutcome, RepairTask,
 };
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::{
@@ -59,7 +59,7 @@ use rowkit_statemachines::{
 };
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
 
 const TABLE: &str = "objmeta";
@@ -425,7 +425,8 @@ impl ObjmetaWorkload {
                 filter: Some(filters::latest()),
                 ..Default::default()
             };
-            let rows = driver::read_rows(store, request, now).map_err(|e| e.to_string())?;
+            let rows = rowkit_client::read_rows_blocking(store, request, now)
+                .map_err(|e| e.to_string())?;
             for row in rows {
                 let arsenal = String::from_utf8_lossy(&row.key[bucket.len() + 1..]).into_owned();
                 let Some(doc) = StoredDoc::from_row(&row).map_err(|e| e.to_string())? else {
@@ -479,15 +480,11 @@ impl ObjmetaWorkload {
         key: usize,
         version: Option<&str>,
     ) -> Result<Option<Json>, String> {
-        let op = GetObjectOp {
-            bucket: BUCKETS[bucket].0.into(),
-            key: KEYS[key].0.into(),
-            version_id: version.map(String::from),
-        };
-        let m = OpMachine::with_state(op, self.state(), now, 0, None);
-        match driver::run(store, &ManualClock::new(now), m, |_| {}) {
+        let (b, k) = (BUCKETS[bucket].0, KEYS[key].0);
+        let m = GetObject::new(self.state(), b, k, version, None, now, 0);
+        match rowkit_client::run_blocking(store, &ManualClock::new(now), m, |_| {}) {
             Ok(v) => Ok(Some(v)),
-            Err(driver::RunError::Machine(
+            Err(rowkit_client::RunError::Machine(
                 rowkit_statemachines::objmeta::ObjmetaError::NoSuchKey,
             )) => Ok(None),
             Err(e) => Err(format!(
@@ -504,15 +501,9 @@ impl ObjmetaWorkload {
         bucket: usize,
         versions: bool,
     ) -> Result<Vec<(String, Option<String>, Json)>, String> {
-        let m = ListObject::with_state(
-            BUCKETS[bucket].0,
-            listing_params(versions),
-            self.state(),
-            now,
-            0,
-            None,
-        );
-        let result = driver::run(store, &ManualClock::new(now), m, |_| {})
+        let params = listing_params(versions);
+        let m = ListObject::new(self.state(), BUCKETS[bucket].0, params, None, now, 0);
+        let result = rowkit_client::run_blocking(store, &ManualClock::new(now), m, |_| {})
             .map_err(|e| format!("listing {}: {e:?}", BUCKETS[bucket].0))?;
         listing_entries(&result, versions)
     }
@@ -770,12 +761,9 @@ impl Workload for ObjmetaWorkload {
             });
             let md = Json::parse(&format!("{{\"name\":\"{bucket}\",\"owner\":\"sim\"}}"))
                 .map_err(|e| e.to_string())?;
-            let op = CreateBucketOp {
-                bucket: bucket.into(),
-                md,
-            };
-            let m = OpMachine::new(op, &mut state, now, 0, None);
-            driver::run(store, &clock, m, |_| {}).map_err(|e| format!("create bucket: {e:?}"))?;
+            let m = CreateBucket::new(&mut state, bucket, &md, None, now, 0);
+            rowkit_client::run_blocking(store, &clock, m, |_| {})
+                .map_err(|e| format!("create bucket: {e:?}"))?;
         }
         Ok(())
     }
@@ -880,15 +868,11 @@ impl Workload for ObjmetaWorkload {
                     PutKind::Version | PutKind::VersionDeleteMarker => "{\"versioning\":true}",
                     PutKind::Null | PutKind::NullDeleteMarker => "{\"versionId\":\"\"}",
                 };
-                let op = PutObjectOp {
-                    bucket: b,
-                    key: k,
-                    value: put_value(*key, *n, *kind),
-                    params: Json::parse(params).ok(),
-                };
+                let value = put_value(*key, *n, *kind);
+                let params = Json::parse(params).ok();
                 let shared = self.shared.clone();
                 let at = (*bucket, *key);
-                let m = OpMachine::with_state(op, self.state(), now, seed, None);
+                let m = PutObject::new(self.state(), &b, &k, value, params, None, now, seed);
                 erase(self.tap(m, None), move |out| {
                     if let Some(vid) = reported_vid(&out) {
                         shared
@@ -913,13 +897,8 @@ impl Workload for ObjmetaWorkload {
                     o.set("versionId", Json::str(v.clone()));
                     Json::Object(o)
                 });
-                let op = DeleteObjectOp {
-                    bucket: b,
-                    key: k,
-                    params,
-                    origin_op: None,
-                };
-                let m = OpMachine::with_state(op, self.state(), now, seed, None);
+                let state = self.state();
+                let m = DeleteObject::new(state, &b, &k, params.as_ref(), None, None, now, seed);
                 erase(self.tap(m, Some(*n)), |()| ObjmetaOutput::Deleted)
             }
             ObjmetaOp::Get {
@@ -928,34 +907,17 @@ impl Workload for ObjmetaWorkload {
                 version,
             } => {
                 let (b, k) = names(bucket, key);
-                let op = GetObjectOp {
-                    bucket: b,
-                    key: k,
-                    version_id: version.clone(),
-                };
-                let m = OpMachine::with_state(op, self.state(), now, seed, None);
+                let version = version.as_deref();
+                let m = GetObject::new(self.state(), &b, &k, version, None, now, seed);
                 erase(m, ObjmetaOutput::Got)
             }
             ObjmetaOp::List { bucket, versions } => {
-                let m = ListObject::with_state(
-                    BUCKETS[*bucket].0,
-                    listing_params(*versions),
-                    self.state(),
-                    now,
-                    seed,
-                    None,
-                );
+                let params = listing_params(*versions);
+                let m = ListObject::new(self.state(), BUCKETS[*bucket].0, params, None, now, seed);
                 erase(m, ObjmetaOutput::Listed)
             }
             ObjmetaOp::Repair(task) => {
-                let m = OpMachine::new_delayed(
-                    AsyncRepairOp { task: task.clone() },
-                    TABLE.into(),
-                    now,
-                    task.due,
-                    seed,
-                    None,
-                );
+                let m = AsyncRepair::new(TABLE, task.clone(), None, now, seed);
                 erase(m, ObjmetaOutput::Repaired)
             }
         }

@@ -14,7 +14,7 @@
 //!   and an acknowledged read's param set holds every value of an earlier acknowledged read
 //!   of the same range.
 //!
-//! Writers share nothing but the store; machines own their state ([`Op`] built from a
+//! Writers share nothing but the store; machines own their state (an [`Operation`] built from a
 //! `TraceStoreState` by value) and give it back to the writer pool when they end.
 
 use std::cell::RefCell;
@@ -31,8 +31,11 @@ use rowkit_codec::tracestore::keys::{
 };
 use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
 use rowkit_codec::tracestore::{Layout, ParamSet, Params, decode_ops_gob};
+use rowkit_statemachines::operation::{Flow, Operation};
 use rowkit_statemachines::planted::PlantedBug;
-use rowkit_statemachines::tracestore::{self as machines, Op, PutEntry, TraceStoreState};
+use rowkit_statemachines::tracestore::{
+    AssignDigestIds, Put, PutEntry, ReadRange, TraceStoreSchema, TraceStoreState,
+};
 use rowkit_statemachines::{
     Machine, ReadRowsRequest, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
 };
@@ -41,7 +44,7 @@ use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::MemoryStore;
-use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::driver::ManualClock;
 
 const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a
@@ -121,13 +124,13 @@ pub enum TraceStoreOutput {
 type WriterPool = Rc<RefCell<Vec<TraceStoreState>>>;
 
 /// A machine run by one writer: gives the state back to the pool when it ends.
-struct Writer<T: 'static> {
-    op: Op<'static, T>,
+struct Writer<F: Flow<Schema = TraceStoreSchema> + 'static> {
+    op: Operation<'static, F>,
     pool: WriterPool,
 }
 
-impl<T: 'static> Machine for Writer<T> {
-    type Output = T;
+impl<F: Flow<Schema = TraceStoreSchema> + 'static> Machine for Writer<F> {
+    type Output = F::Output;
     type Event = ();
     type Error = rowkit_codec::tracestore::TraceStoreError;
 
@@ -152,9 +155,9 @@ impl<T: 'static> Machine for Writer<T> {
     fn poll_timeout(&self) -> Option<Timestamp> {
         self.op.poll_timeout()
     }
-    fn result(&mut self) -> Option<Result<T, Self::Error>> {
+    fn result(&mut self) -> Option<Result<F::Output, Self::Error>> {
         let result = self.op.result()?;
-        if let Some(state) = self.op.take_state() {
+        if let Some(state) = self.op.take_context() {
             self.pool.borrow_mut().push(state);
         }
         Some(result)
@@ -198,7 +201,10 @@ impl TraceStoreWorkload {
         })
     }
 
-    fn run<T: 'static>(&self, op: Op<'static, T>) -> Writer<T> {
+    fn run<F: Flow<Schema = TraceStoreSchema> + 'static>(
+        &self,
+        op: Operation<'static, F>,
+    ) -> Writer<F> {
         Writer {
             op,
             pool: self.pool.clone(),
@@ -250,7 +256,7 @@ fn read_all(
         filter: Some(RowFilter::PassAll),
         ..Default::default()
     };
-    driver::read_rows(store, request, now).map_err(|e| e.to_string())
+    rowkit_client::read_rows_blocking(store, request, now).map_err(|e| e.to_string())
 }
 
 /// A tile's final OPS param set (newest `O:OPS` cell).
@@ -336,16 +342,16 @@ impl Workload for TraceStoreWorkload {
                     .collect();
                 // Later puts carry newer timestamps: they override earlier values.
                 let ts = now.truncate_to_millis();
-                let m = machines::put(state, *commit, None, entries, ts, now, seed, deadline);
+                let m = Put::new(state, *commit, None, entries, ts, deadline, now, seed);
                 erase(self.run(m), |()| TraceStoreOutput::Written)
             }
             TraceStoreOp::Read { first, last } => {
-                let m = machines::read_range(state, *first, *last, now, seed, deadline);
+                let m = ReadRange::new(state, *first, *last, deadline, now, seed);
                 erase(self.run(m), |tile| TraceStoreOutput::Read(tile.paramset))
             }
             TraceStoreOp::Assign(d) => {
                 let digests = d.iter().map(|&d| digest(d)).collect();
-                let m = machines::assign_digest_ids(state, digests, now, seed, deadline);
+                let m = AssignDigestIds::new(state, digests, deadline, now, seed);
                 erase(self.run(m), TraceStoreOutput::Ids)
             }
         }

@@ -17,7 +17,7 @@ use rowkit_statemachines::triples::{AddTriples, Exist, NewGraph, OperationConfig
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use rowkit_embedded::driver::{self, ManualClock};
+use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
 
 const GRAPH: &[u8] = b"sim";
@@ -149,7 +149,8 @@ impl TriplesWorkload {
                 rows: RowSet::key(cell.row_key.clone()),
                 ..Default::default()
             };
-            let rows = driver::read_rows(store, request, now).map_err(|e| e.to_string())?;
+            let rows = rowkit_client::read_rows_blocking(store, request, now)
+                .map_err(|e| e.to_string())?;
             present[n] = rows.iter().flat_map(|r| &r.cells).any(|c| {
                 c.family == cell.family
                     && c.qualifier == cell.qualifier
@@ -217,10 +218,10 @@ impl Workload for TriplesWorkload {
             .create_table(TABLE, &families)
             .map_err(|e| e.to_string())?;
         let clock = ManualClock::new(now);
-        driver::run(
+        rowkit_client::run_blocking(
             store,
             &clock,
-            NewGraph::new(GRAPH, config(now), now, 0),
+            NewGraph::new(config(now), GRAPH, now, 0),
             |_| {},
         )
         .map_err(|e| format!("{e}"))
@@ -252,16 +253,16 @@ impl Workload for TriplesWorkload {
         };
         match op {
             TriplesOp::Add(ix) => {
-                erase(AddTriples::new(GRAPH, pick(ix), config, now, seed), |()| {
+                erase(AddTriples::new(config, GRAPH, pick(ix), now, seed), |()| {
                     TriplesOutput::Written
                 })
             }
             TriplesOp::Remove(ix) => erase(
-                RemoveTriples::new(GRAPH, pick(ix), config, now, seed),
+                RemoveTriples::new(config, GRAPH, pick(ix), now, seed),
                 |()| TriplesOutput::Written,
             ),
             TriplesOp::Exist(i) => erase(
-                Exist::new(GRAPH, self.universe[*i].clone(), config, now, seed),
+                Exist::new(config, GRAPH, self.universe[*i].clone(), now, seed),
                 TriplesOutput::Exists,
             ),
         }

@@ -1,0 +1,829 @@
+//! The bucket and infostore operations of `objmeta.md` 11 as flows.
+
+use alloc::string::{String, ToString};
+use alloc::vec;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
+use rowkit_codec::objmeta::cells::{StoredDoc, filters, replace};
+use rowkit_codec::objmeta::json::{Json, JsonObject};
+use rowkit_codec::objmeta::keys::{
+    COUNT_ITEMS_KEY, INFOSTORE, METASTORE, UUID_KEY, VFormat, collection_end,
+    collection_for_bucket, collection_start, row_key,
+};
+
+use super::requests::{
+    BucketVFormat, Bulk, Cas, Edit, Merge, MetastoreRows, OmIo, P, Read, ReadDoc, Write,
+    delete_event, put_event,
+};
+use super::{
+    CountItems, CreateBucket, DeleteBucket, DeleteBucketAttributesCapability, GetBucketAttributes,
+    GetBucketVFormat, GetUuid, ListBuckets, ObjmetaError, ObjmetaSchema, ObjmetaState,
+    PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems, UpdateCountItems, start,
+};
+use crate::operation::{ContextArg, Flow};
+use crate::{MutateRowsEntry, SplitMix64, Timestamp};
+
+/// The members `BucketInfo` keeps, in order (`objmeta.md` 11).
+const BUCKET_INFO_MEMBERS: &[&str] = &[
+    "acl",
+    "name",
+    "owner",
+    "ownerDisplayName",
+    "creationDate",
+    "mdBucketModelVersion",
+    "transient",
+    "deleted",
+    "serverSideEncryption",
+    "versioningConfiguration",
+    "locationConstraint",
+    "readLocationConstraint",
+    "websiteConfiguration",
+    "cors",
+    "replicationConfiguration",
+    "lifecycleConfiguration",
+    "bucketPolicy",
+    "uid",
+    "isNFS",
+    "ingestion",
+    "azureInfo",
+    "objectLockEnabled",
+    "objectLockConfiguration",
+    "notificationConfiguration",
+    "tags",
+    "capabilities",
+    "quotaMax",
+];
+
+/// The stored bucket value: `md`'s BucketInfo members in order, others dropped.
+pub fn bucket_info_value(md: &Json) -> Json {
+    let o: JsonObject = BUCKET_INFO_MEMBERS
+        .iter()
+        .filter_map(|n| md.get(n).map(|v| (n.to_string(), v.clone())))
+        .collect();
+    Json::Object(o)
+}
+
+/// One bucket of `listBuckets`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketEntry {
+    /// Name (row key after the `00`).
+    pub name: String,
+    /// Its vFormat (`v0` when absent).
+    pub vformat: VFormat,
+    /// Whether it is a special bucket.
+    pub special: bool,
+    /// The stored BucketInfo.
+    pub value: Json,
+}
+
+/// One document replaced (with the metastore's vFormat cell when given), then its `Put`.
+#[derive(Debug)]
+struct PutDoc {
+    collection: &'static str,
+    key: String,
+    value: Json,
+    phase: PutDocPhase,
+}
+
+#[derive(Debug)]
+enum PutDocPhase {
+    Start { vformat: Option<VFormat> },
+    Writing(Write),
+    Done,
+}
+
+impl PutDoc {
+    fn new(collection: &'static str, key: &str, value: Json, vformat: Option<VFormat>) -> PutDoc {
+        PutDoc {
+            collection,
+            key: key.to_string(),
+            value,
+            phase: PutDocPhase::Start { vformat },
+        }
+    }
+
+    fn poll(&mut self, io: &mut OmIo, st: &ObjmetaState) -> P<()> {
+        loop {
+            match core::mem::replace(&mut self.phase, PutDocPhase::Done) {
+                PutDocPhase::Start { vformat } => {
+                    let row = row_key(self.collection, &self.key);
+                    let mutations = replace(&self.value, vformat.map(VFormat::as_str));
+                    self.phase = PutDocPhase::Writing(Write::start(io, st, row, mutations)?);
+                }
+                PutDocPhase::Writing(write) => {
+                    let r = ready!(write.poll(io), self.phase => PutDocPhase::Writing(write));
+                    r.map_err(ObjmetaError::internal)?;
+                    put_event(io, self.collection, &self.key, &self.value);
+                    return Ok(Some(()));
+                }
+                PutDocPhase::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The flow of [`CreateBucket`]: the metastore row written with the new bucket's vFormat,
+/// which is then cached.
+#[derive(Debug)]
+pub struct CreateBucketFlow {
+    bucket: String,
+    phase: CreateBucketPhase,
+}
+
+#[derive(Debug)]
+enum CreateBucketPhase {
+    Start(Json),
+    Writing { vf: VFormat, put: PutDoc },
+    Done,
+}
+
+impl<'a> CreateBucket<'a> {
+    /// `createBucket(bucket, md)` → the vFormat written (the config's default, `v0` for
+    /// special buckets).
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        md: &Json,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> CreateBucket<'a> {
+        let flow = CreateBucketFlow {
+            bucket: bucket.to_string(),
+            phase: CreateBucketPhase::Start(bucket_info_value(md)),
+        };
+        start(ctx, flow, deadline, now, seed)
+    }
+}
+
+impl Flow for CreateBucketFlow {
+    type Schema = ObjmetaSchema;
+    type Output = VFormat;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<VFormat> {
+        loop {
+            match core::mem::replace(&mut self.phase, CreateBucketPhase::Done) {
+                CreateBucketPhase::Start(value) => {
+                    let vf =
+                        VFormat::for_new_bucket(&self.bucket, st.config.default_bucket_key_format);
+                    let put = PutDoc::new(METASTORE, &self.bucket, value, Some(vf));
+                    self.phase = CreateBucketPhase::Writing { vf, put };
+                }
+                CreateBucketPhase::Writing { vf, mut put } => {
+                    ready!(put.poll(io, st),
+                        self.phase => CreateBucketPhase::Writing { vf, put });
+                    st.cache_vformat(&self.bucket, vf);
+                    return Ok(Some(vf));
+                }
+                CreateBucketPhase::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The flow of [`PutBucketAttributes`]: the metastore row replaced.
+#[derive(Debug)]
+pub struct PutBucketAttributesFlow(PutDoc);
+
+impl<'a> PutBucketAttributes<'a> {
+    /// `putBucketAttributes(bucket, md)`.
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        md: &Json,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> PutBucketAttributes<'a> {
+        let put = PutDoc::new(METASTORE, bucket, bucket_info_value(md), None);
+        start(ctx, PutBucketAttributesFlow(put), deadline, now, seed)
+    }
+}
+
+impl Flow for PutBucketAttributesFlow {
+    type Schema = ObjmetaSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
+        self.0.poll(io, st)
+    }
+}
+
+/// The flow of [`UpdateCountItems`]: the infostore's countItems document replaced.
+#[derive(Debug)]
+pub struct UpdateCountItemsFlow(PutDoc);
+
+impl<'a> UpdateCountItems<'a> {
+    /// `updateCountItems(value)`.
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        value: Json,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> UpdateCountItems<'a> {
+        let put = PutDoc::new(INFOSTORE, COUNT_ITEMS_KEY, value, None);
+        start(ctx, UpdateCountItemsFlow(put), deadline, now, seed)
+    }
+}
+
+impl Flow for UpdateCountItemsFlow {
+    type Schema = ObjmetaSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
+        self.0.poll(io, st)
+    }
+}
+
+/// One document read, the only request of a flow.
+#[derive(Debug)]
+enum ReadPhase {
+    /// The row to read.
+    Start(Vec<u8>),
+    Reading(ReadDoc),
+    Done,
+}
+
+impl ReadPhase {
+    /// The document once read.
+    fn poll(&mut self, io: &mut OmIo, st: &ObjmetaState) -> P<Option<StoredDoc>> {
+        loop {
+            match core::mem::replace(self, ReadPhase::Done) {
+                ReadPhase::Start(row) => *self = ReadPhase::Reading(ReadDoc::start(io, st, row)?),
+                ReadPhase::Reading(read) => {
+                    return Ok(Some(
+                        ready!(read.poll(io), *self => ReadPhase::Reading(read)),
+                    ));
+                }
+                ReadPhase::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The flow of [`GetBucketAttributes`]: the metastore row read.
+#[derive(Debug)]
+pub struct GetBucketAttributesFlow(ReadPhase);
+
+impl<'a> GetBucketAttributes<'a> {
+    /// `getBucketAttributes(bucket)` → the stored BucketInfo, or `NoSuchBucket`.
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> GetBucketAttributes<'a> {
+        let flow = GetBucketAttributesFlow(ReadPhase::Start(row_key(METASTORE, bucket)));
+        start(ctx, flow, deadline, now, seed)
+    }
+}
+
+impl Flow for GetBucketAttributesFlow {
+    type Schema = ObjmetaSchema;
+    type Output = Json;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Json> {
+        let Some(doc) = self.0.poll(io, st)? else {
+            return Ok(None);
+        };
+        doc.map(|d| Some(d.value)).ok_or(ObjmetaError::NoSuchBucket)
+    }
+}
+
+/// The countItems document when none is stored.
+const EMPTY_COUNT_ITEMS: &str = r#"{"objects":0,"versions":0,"buckets":0,"bucketList":[],"dataManaged":{"total":{"curr":0,"prev":0},"byLocation":{}},"stalled":0}"#;
+
+/// The stored countItems document, or the empty one.
+fn count_items_doc(doc: Option<StoredDoc>) -> Result<Json, ObjmetaError> {
+    match doc {
+        Some(d) => Ok(d.value),
+        None => Json::parse(EMPTY_COUNT_ITEMS).map_err(ObjmetaError::internal),
+    }
+}
+
+/// The flow of [`ReadCountItems`]: the infostore's countItems document read.
+#[derive(Debug)]
+pub struct ReadCountItemsFlow(ReadPhase);
+
+impl<'a> ReadCountItems<'a> {
+    /// `readCountItems()`.
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> ReadCountItems<'a> {
+        let row = row_key(INFOSTORE, COUNT_ITEMS_KEY);
+        start(
+            ctx,
+            ReadCountItemsFlow(ReadPhase::Start(row)),
+            deadline,
+            now,
+            seed,
+        )
+    }
+}
+
+impl Flow for ReadCountItemsFlow {
+    type Schema = ObjmetaSchema;
+    type Output = Json;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Json> {
+        let Some(doc) = self.0.poll(io, st)? else {
+            return Ok(None);
+        };
+        count_items_doc(doc).map(Some)
+    }
+}
+
+/// Rows per page of a collection drop.
+const DROP_PAGE: i64 = 10_000;
+
+/// The flow of [`DeleteBucket`]: the collection dropped a page at a time (a read of row keys,
+/// then one batch), then the metastore row. Output: the collection rows deleted.
+#[derive(Debug)]
+pub struct DeleteBucketFlow {
+    bucket: String,
+    coll: String,
+    deleted: u64,
+    phase: DeleteBucketPhase,
+}
+
+#[derive(Debug)]
+enum DeleteBucketPhase {
+    /// The next page starts at this bound.
+    Page(KeyBound),
+    Reading(Read),
+    /// The page's rows being deleted.
+    Deleting {
+        rows: Vec<Row>,
+        bulk: Bulk,
+    },
+    /// The metastore row being deleted.
+    Metastore(Write),
+    Done,
+}
+
+impl<'a> DeleteBucket<'a> {
+    /// `deleteBucket(bucket)` → rows deleted from the collection.
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> DeleteBucket<'a> {
+        let coll = collection_for_bucket(bucket).to_string();
+        let flow = DeleteBucketFlow {
+            bucket: bucket.to_string(),
+            phase: DeleteBucketPhase::Page(KeyBound::Closed(collection_start(&coll))),
+            coll,
+            deleted: 0,
+        };
+        start(ctx, flow, deadline, now, seed)
+    }
+}
+
+impl DeleteBucketFlow {
+    /// After a page of `rows`: the next page, or the metastore row once a page is short.
+    fn next_page(
+        &self,
+        io: &mut OmIo,
+        st: &ObjmetaState,
+        rows: &[Row],
+    ) -> Result<DeleteBucketPhase, ObjmetaError> {
+        Ok(match rows.last() {
+            Some(last) if rows.len() as i64 >= DROP_PAGE => {
+                DeleteBucketPhase::Page(KeyBound::Open(last.key.clone()))
+            }
+            _ => {
+                let row = row_key(METASTORE, &self.bucket);
+                let drop = vec![Mutation::DeleteFromRow];
+                DeleteBucketPhase::Metastore(Write::start(io, st, row, drop)?)
+            }
+        })
+    }
+}
+
+impl Flow for DeleteBucketFlow {
+    type Schema = ObjmetaSchema;
+    type Output = u64;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<u64> {
+        loop {
+            match core::mem::replace(&mut self.phase, DeleteBucketPhase::Done) {
+                DeleteBucketPhase::Page(start) => {
+                    let range = RowRange {
+                        start,
+                        end: KeyBound::Open(collection_end(&self.coll)),
+                    };
+                    // Row keys only: the first cell of each row, without its value.
+                    let filter = RowFilter::Chain(vec![
+                        RowFilter::CellsPerRowLimit(1),
+                        RowFilter::StripValue,
+                    ]);
+                    let read = Read::start(io, st, RowSet::range(range), filter, DROP_PAGE);
+                    self.phase = DeleteBucketPhase::Reading(read);
+                }
+                DeleteBucketPhase::Reading(read) => {
+                    let rows =
+                        ready!(read.poll(io), self.phase => DeleteBucketPhase::Reading(read));
+                    let rows = rows.map_err(ObjmetaError::internal)?;
+                    if rows.is_empty() {
+                        self.phase = self.next_page(io, st, &rows)?;
+                        continue;
+                    }
+                    let entries = rows
+                        .iter()
+                        .map(|r| MutateRowsEntry {
+                            row_key: r.key.clone(),
+                            mutations: vec![Mutation::DeleteFromRow],
+                        })
+                        .collect();
+                    let bulk = Bulk::start(io, st, entries);
+                    self.phase = DeleteBucketPhase::Deleting { rows, bulk };
+                }
+                DeleteBucketPhase::Deleting { rows, bulk } => {
+                    let r = ready!(bulk.poll(io),
+                        self.phase => DeleteBucketPhase::Deleting { rows, bulk });
+                    r.map_err(ObjmetaError::internal)?;
+                    let prefix_len = self.coll.len() + 1;
+                    for r in &rows {
+                        let key = String::from_utf8_lossy(r.key.get(prefix_len..).unwrap_or(&[]));
+                        delete_event(io, &self.coll, &key, None);
+                    }
+                    self.deleted += rows.len() as u64;
+                    self.phase = self.next_page(io, st, &rows)?;
+                }
+                DeleteBucketPhase::Metastore(write) => {
+                    let r =
+                        ready!(write.poll(io), self.phase => DeleteBucketPhase::Metastore(write));
+                    r.map_err(ObjmetaError::internal)?;
+                    delete_event(io, METASTORE, &self.bucket, None);
+                    st.uncache_vformat(&self.bucket);
+                    return Ok(Some(self.deleted));
+                }
+                DeleteBucketPhase::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The flow of [`ListBuckets`]: one metastore scan.
+#[derive(Debug)]
+pub struct ListBucketsFlow(Option<MetastoreRows>);
+
+impl<'a> ListBuckets<'a> {
+    /// `listBuckets()`: every bucket, in key order.
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> ListBuckets<'a> {
+        start(ctx, ListBucketsFlow(None), deadline, now, seed)
+    }
+}
+
+impl Flow for ListBucketsFlow {
+    type Schema = ObjmetaSchema;
+    type Output = Vec<BucketEntry>;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Vec<BucketEntry>> {
+        self.0
+            .get_or_insert_with(|| MetastoreRows::start(io, st))
+            .poll(io)
+    }
+}
+
+/// A version-4 UUID from 16 bytes of `rng`.
+fn uuid_v4(rng: &mut SplitMix64) -> String {
+    let mut b = [0u8; 16];
+    for chunk in b.chunks_mut(8) {
+        let bytes = rng.next_u64().to_be_bytes();
+        chunk.copy_from_slice(&bytes[..chunk.len()]);
+    }
+    b[6] = 0x40 | (b[6] & 0x0f);
+    b[8] = 0x80 | (b[8] & 0x3f);
+    let h = hex_lower(&b);
+    alloc::format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    )
+}
+
+fn hex_lower(b: &[u8]) -> String {
+    use core::fmt::Write;
+    let mut s = String::new();
+    for x in b {
+        let _ = write!(s, "{x:02x}");
+    }
+    s
+}
+
+/// The flow of [`GetUuid`]: the candidate created if absent, else the stored one read.
+#[derive(Debug)]
+pub struct GetUuidFlow {
+    candidate: Option<String>,
+    /// The operation's seed, unsalted: a random candidate is drawn from it.
+    seed: u64,
+    phase: GetUuidPhase,
+}
+
+#[derive(Debug)]
+enum GetUuidPhase {
+    Start,
+    Creating {
+        cas: Cas,
+        candidate: String,
+        value: Json,
+    },
+    Reading(ReadDoc),
+    Done,
+}
+
+impl<'a> GetUuid<'a> {
+    /// `getUUID()`; `candidate` overrides the config's `initial_instance_id` and the random
+    /// one (tests, vectors).
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        candidate: Option<&str>,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> GetUuid<'a> {
+        let flow = GetUuidFlow {
+            candidate: candidate.map(String::from),
+            seed,
+            phase: GetUuidPhase::Start,
+        };
+        start(ctx, flow, deadline, now, seed)
+    }
+}
+
+impl Flow for GetUuidFlow {
+    type Schema = ObjmetaSchema;
+    type Output = String;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<String> {
+        let rk = || row_key(INFOSTORE, UUID_KEY);
+        loop {
+            match core::mem::replace(&mut self.phase, GetUuidPhase::Done) {
+                GetUuidPhase::Start => {
+                    let candidate = match (&self.candidate, &st.config.initial_instance_id) {
+                        (Some(c), _) | (None, Some(c)) => c.clone(),
+                        (None, None) => uuid_v4(&mut SplitMix64::new(self.seed)),
+                    };
+                    let value = Json::str(candidate.as_str());
+                    let rep = replace(&value, None);
+                    let cas = Cas::start(io, st, rk(), filters::exists(), vec![], rep)?;
+                    self.phase = GetUuidPhase::Creating {
+                        cas,
+                        candidate,
+                        value,
+                    };
+                }
+                GetUuidPhase::Creating {
+                    cas,
+                    candidate,
+                    value,
+                } => {
+                    let matched = ready!(cas.poll(io),
+                        self.phase => GetUuidPhase::Creating { cas, candidate, value });
+                    if !matched.map_err(ObjmetaError::internal)? {
+                        put_event(io, INFOSTORE, UUID_KEY, &value);
+                        return Ok(Some(candidate));
+                    }
+                    self.phase = GetUuidPhase::Reading(ReadDoc::start(io, st, rk())?);
+                }
+                GetUuidPhase::Reading(read) => {
+                    let doc = ready!(read.poll(io), self.phase => GetUuidPhase::Reading(read));
+                    let d = doc.ok_or(ObjmetaError::NoSuchKey)?;
+                    return Ok(Some(
+                        d.value
+                            .as_str()
+                            .map_or_else(|| d.value.stringify(), String::from),
+                    ));
+                }
+                GetUuidPhase::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The flow of [`CountItems`]: the metastore scanned, then the stored countItems document,
+/// completed with the bucket list.
+#[derive(Debug)]
+pub struct CountItemsFlow(CountItemsPhase);
+
+#[derive(Debug)]
+enum CountItemsPhase {
+    Start,
+    Buckets(MetastoreRows),
+    Counts {
+        buckets: Vec<BucketEntry>,
+        read: ReadDoc,
+    },
+    Done,
+}
+
+impl<'a> CountItems<'a> {
+    /// `countItems()`.
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> CountItems<'a> {
+        start(
+            ctx,
+            CountItemsFlow(CountItemsPhase::Start),
+            deadline,
+            now,
+            seed,
+        )
+    }
+}
+
+/// The countItems document `doc` with the bucket list of the non-special `buckets`.
+fn with_buckets(mut doc: Json, buckets: &[BucketEntry]) -> Json {
+    let mut list = Vec::new();
+    let mut quota = 0u32;
+    for b in buckets.iter().filter(|b| !b.special) {
+        let v = &b.value;
+        let mut e = JsonObject::new();
+        if let Some(n) = v.get("name") {
+            e.set("name", n.clone());
+        }
+        if let Some(l) = v.get("locationConstraint") {
+            e.set("location", l.clone());
+        }
+        e.set(
+            "isVersioned",
+            Json::Bool(v.member_truthy("versioningConfiguration")),
+        );
+        if let Some(o) = v.get("owner") {
+            e.set("ownerCanonicalId", o.clone());
+        }
+        e.set("ingestion", Json::Bool(v.member_truthy("ingestion")));
+        if v.member_truthy("quotaMax") {
+            quota += 1;
+        }
+        list.push(Json::Object(e));
+    }
+    if let Some(o) = doc.as_object_mut() {
+        o.set("bucketList", Json::Array(list));
+        o.set(
+            "buckets",
+            Json::Number(f64::from(
+                buckets.iter().filter(|b| !b.special).count() as u32
+            )),
+        );
+        o.set("bucketWithQuotaCount", Json::Number(f64::from(quota)));
+    }
+    doc
+}
+
+impl Flow for CountItemsFlow {
+    type Schema = ObjmetaSchema;
+    type Output = Json;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Json> {
+        loop {
+            match core::mem::replace(&mut self.0, CountItemsPhase::Done) {
+                CountItemsPhase::Start => {
+                    self.0 = CountItemsPhase::Buckets(MetastoreRows::start(io, st));
+                }
+                CountItemsPhase::Buckets(scan) => {
+                    let buckets = ready!(scan.poll(io), self.0 => CountItemsPhase::Buckets(scan));
+                    let read = ReadDoc::start(io, st, row_key(INFOSTORE, COUNT_ITEMS_KEY))?;
+                    self.0 = CountItemsPhase::Counts { buckets, read };
+                }
+                CountItemsPhase::Counts { buckets, read } => {
+                    let doc = ready!(read.poll(io),
+                        self.0 => CountItemsPhase::Counts { buckets, read });
+                    return Ok(Some(with_buckets(count_items_doc(doc)?, &buckets)));
+                }
+                CountItemsPhase::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+/// The flow of [`GetBucketVFormat`]: the cached vFormat, or one metastore read.
+#[derive(Debug)]
+pub struct GetBucketVFormatFlow {
+    bucket: String,
+    lookup: BucketVFormat,
+}
+
+impl<'a> GetBucketVFormat<'a> {
+    /// `getBucketVFormat(bucket)` (`objmeta.md` 4.3): `v0` for a bucket without a row.
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> GetBucketVFormat<'a> {
+        let flow = GetBucketVFormatFlow {
+            bucket: bucket.to_string(),
+            lookup: BucketVFormat::Start,
+        };
+        start(ctx, flow, deadline, now, seed)
+    }
+}
+
+impl Flow for GetBucketVFormatFlow {
+    type Schema = ObjmetaSchema;
+    type Output = VFormat;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<VFormat> {
+        self.lookup.poll(io, st, &self.bucket)
+    }
+}
+
+fn capability_path(name: &str, field: Option<&str>) -> Vec<String> {
+    let mut p = vec!["capabilities".to_string(), name.to_string()];
+    p.extend(field.map(String::from));
+    p
+}
+
+/// The flow of [`PutBucketAttributesCapabilities`]: a read–merge–CAS of the metastore row.
+#[derive(Debug)]
+pub struct PutBucketAttributesCapabilitiesFlow(Merge);
+
+impl<'a> PutBucketAttributesCapabilities<'a> {
+    /// `putBucketAttributesCapabilities(bucket, name, field?, capability)`: upserts
+    /// `value.capabilities.<name>[.<field>] = capability`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        name: &str,
+        field: Option<&str>,
+        capability: Json,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> PutBucketAttributesCapabilities<'a> {
+        let edit = Edit::Path {
+            path: capability_path(name, field),
+            new: Some(capability),
+            upsert: true,
+        };
+        let flow = PutBucketAttributesCapabilitiesFlow(Merge::new(METASTORE, bucket, edit));
+        start(ctx, flow, deadline, now, seed)
+    }
+}
+
+impl Flow for PutBucketAttributesCapabilitiesFlow {
+    type Schema = ObjmetaSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
+        self.0.poll(io, st)
+    }
+}
+
+/// The flow of [`DeleteBucketAttributesCapability`]: a read–merge–CAS of the metastore row.
+#[derive(Debug)]
+pub struct DeleteBucketAttributesCapabilityFlow(Merge);
+
+impl<'a> DeleteBucketAttributesCapability<'a> {
+    /// `deleteBucketAttributesCapability(bucket, name, field?)`: removes that member (no write
+    /// when the row or the member is absent).
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        name: &str,
+        field: Option<&str>,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> DeleteBucketAttributesCapability<'a> {
+        let edit = Edit::Path {
+            path: capability_path(name, field),
+            new: None,
+            upsert: false,
+        };
+        let flow = DeleteBucketAttributesCapabilityFlow(Merge::new(METASTORE, bucket, edit));
+        start(ctx, flow, deadline, now, seed)
+    }
+}
+
+impl Flow for DeleteBucketAttributesCapabilityFlow {
+    type Schema = ObjmetaSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
+        self.0.poll(io, st)
+    }
+}

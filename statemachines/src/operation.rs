@@ -1,0 +1,648 @@
+//! The one shell every schema operation runs in: [`Operation`] is the [`Machine`], a [`Flow`]
+//! is the operation itself.
+//!
+//! A schema operation is a struct with an explicit phase enum (typed states: each phase holds
+//! exactly what it needs, and moving on consumes it). Its [`Flow::advance`] runs the phases as
+//! far as the finished children and the timer allow and returns `Ok(None)` while it waits.
+//! Sub-operations (the OPS update inside a trace-store Put, a walk inside a mount) are flows or
+//! plain phase structs too, nested as a phase's payload and advanced by their parent.
+//!
+//! Requests are never built ad hoc for the wire: every request runs in a child machine of one
+//! [`Children`] set ([`ReadRows`] with its merger and resume, [`MutateRows`] with the entry
+//! retry rule, [`MutateRow`] retried when idempotent, or [`Unary`] for requests that are
+//! never retried). [`Io`] is what a flow sees of its operation: the children, the clock (never
+//! decreasing: every input's `now` is clamped to the latest seen), the deadline, the seed
+//! stream, one back-off timer and the events it emits.
+//!
+//! Every schema ends the same way when stopped: `cancel` and the deadline both finish the
+//! operation with [`Schema::aborted`], abandon its children and release what the flow holds.
+//!
+//! ```
+//! use rowkit_codec::model::{Mutation, Timestamp};
+//! use rowkit_statemachines::operation::{Budget, ContextArg, Flow, Io, Operation, Schema};
+//! use rowkit_statemachines::children::ChildId;
+//! use rowkit_statemachines::{Machine, MutateRowRequest, Request, Response};
+//!
+//! /// A toy schema: its context counts the writes that succeeded.
+//! struct Counter;
+//! impl Schema for Counter {
+//!     type Context = u32;
+//!     type Event = ();
+//!     type Error = &'static str;
+//!     fn aborted() -> &'static str {
+//!         "aborted"
+//!     }
+//! }
+//!
+//! /// One write, sent once: `Start`, then `Wait` for its child.
+//! enum Write {
+//!     Start(Vec<u8>),
+//!     Wait(ChildId),
+//! }
+//! impl Flow for Write {
+//!     type Schema = Counter;
+//!     type Output = ();
+//!     fn advance(&mut self, io: &mut Io<()>, writes: &mut u32) -> Result<Option<()>, &'static str> {
+//!         if let Write::Start(row) = self {
+//!             let id = io.unary(Request::MutateRow(MutateRowRequest {
+//!                 table: "t".into(),
+//!                 app_profile_id: String::new(),
+//!                 row_key: core::mem::take(row),
+//!                 mutations: vec![Mutation::DeleteFromRow],
+//!             }));
+//!             *self = Write::Wait(id);
+//!         }
+//!         let Write::Wait(id) = self else { unreachable!() };
+//!         match io.take(*id) {
+//!             None => Ok(None),
+//!             Some(Ok(_)) => {
+//!                 *writes += 1;
+//!                 Ok(Some(()))
+//!             }
+//!             Some(Err(_)) => Err("write failed"),
+//!         }
+//!     }
+//! }
+//!
+//! let mut writes = 0;
+//! let budget = Budget::until(Timestamp(1_000_000));
+//! let mut m = Operation::start(ContextArg::borrowed(&mut writes), Timestamp(0), 7, budget, Write::Start(b"r".to_vec()));
+//! let (tag, _) = m.poll_request().unwrap();
+//! m.handle_response(tag, Ok(Response::MutateRow), Timestamp(1));
+//! assert_eq!(m.result(), Some(Ok(())));
+//! drop(m);
+//! assert_eq!(writes, 1);
+//! ```
+
+use alloc::collections::VecDeque;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::Row;
+
+use crate::children::{Child, ChildId, ChildOutput, Children};
+use crate::raw::{MutateRow, MutateRows, Unary};
+use crate::readrows::ReadRows;
+use crate::{
+    Backoff, Machine, MutateRowRequest, MutateRowsRequest, ReadRowsRequest, Request, Response,
+    RetryPolicy, SplitMix64, StoreError, Tag, Timestamp,
+};
+
+/// What one schema's operations share: the per-instance context they run on, the events they
+/// emit and their error.
+pub trait Schema {
+    /// Per-instance state an operation reads and updates (caches, allocators, the table).
+    type Context;
+    /// Events emitted along the way.
+    type Event;
+    /// Why an operation failed.
+    type Error;
+
+    /// The error of an operation stopped by `cancel` or by its deadline.
+    fn aborted() -> Self::Error;
+}
+
+/// What a flow's step gives: `Ok(None)` while it waits for children or its timer.
+pub type Progress<T, S> = Result<Option<T>, <S as Schema>::Error>;
+
+/// One schema operation as an explicit state machine (see the module doc).
+pub trait Flow: Send {
+    /// The schema whose context, events and error the flow uses.
+    type Schema: Schema;
+    /// What the operation produces.
+    type Output;
+
+    /// Runs the phases as far as finished children (and the timer) allow.
+    fn advance(
+        &mut self,
+        io: &mut Io<<Self::Schema as Schema>::Event>,
+        ctx: &mut <Self::Schema as Schema>::Context,
+    ) -> Progress<Self::Output, Self::Schema>;
+
+    /// Called once when the operation ends, however it ends (done, failed, deadline, `cancel`,
+    /// or the machine dropped): gives back to the context what the flow still holds for it,
+    /// e.g. ids offered to inserts never sent.
+    fn release(&mut self, _ctx: &mut <Self::Schema as Schema>::Context) {}
+}
+
+/// How long an operation may run and how its children retry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Budget {
+    /// The instant the operation is aborted at.
+    pub deadline: Timestamp,
+    /// The children's retry policy; its `operation_timeout` is replaced by the time left until
+    /// the deadline whenever a child starts.
+    pub retry: RetryPolicy,
+}
+
+impl Budget {
+    /// The default retry policy, up to `deadline`.
+    pub fn until(deadline: Timestamp) -> Budget {
+        Budget {
+            deadline,
+            retry: RetryPolicy::default(),
+        }
+    }
+}
+
+/// An operation's I/O: its children, clock, deadline, seed stream, back-off timer and events.
+#[derive(Debug)]
+pub struct Io<E> {
+    children: Children,
+    now: Timestamp,
+    budget: Budget,
+    rng: SplitMix64,
+    wake_at: Option<Timestamp>,
+    events: VecDeque<E>,
+}
+
+impl<E> Io<E> {
+    fn new(now: Timestamp, seed: u64, budget: Budget) -> Io<E> {
+        Io {
+            children: Children::new(),
+            now,
+            budget,
+            rng: SplitMix64::new(seed),
+            wake_at: None,
+            events: VecDeque::new(),
+        }
+    }
+
+    /// The operation's current time: the latest `now` of any input (never decreasing).
+    pub fn now(&self) -> Timestamp {
+        self.now
+    }
+
+    /// The instant the operation is aborted at.
+    pub fn deadline(&self) -> Timestamp {
+        self.budget.deadline
+    }
+
+    /// The next value of the operation's seed stream (for values the operation randomises).
+    pub fn next_seed(&mut self) -> u64 {
+        self.rng.next_u64()
+    }
+
+    /// Children retry within what is left of the operation's deadline.
+    fn policy(&self) -> RetryPolicy {
+        self.policy_until(self.budget.deadline)
+    }
+
+    /// The children's retry policy with its timeout at `deadline`.
+    fn policy_until(&self, deadline: Timestamp) -> RetryPolicy {
+        RetryPolicy {
+            operation_timeout: deadline.0.saturating_sub(self.now.0).max(0),
+            ..self.budget.retry
+        }
+    }
+
+    /// Starts a read (nested [`ReadRows`] with resume and back-off; its jitter seed is drawn
+    /// from the operation's seed stream).
+    pub fn read_rows(&mut self, request: ReadRowsRequest) -> ChildId {
+        self.read_rows_until(request, self.budget.deadline)
+    }
+
+    /// Starts a read like [`Io::read_rows`] whose retries end at `deadline` rather than at the
+    /// operation's: for a schema whose requests carry deadlines of their own (the mount table's
+    /// outlive its operation deadline, `spec/mounttable.md` §17).
+    pub fn read_rows_until(&mut self, request: ReadRowsRequest, deadline: Timestamp) -> ChildId {
+        let seed = self.rng.next_u64();
+        let machine = ReadRows::new(request, self.now, seed, self.policy_until(deadline));
+        self.children.spawn(Child::Read(machine))
+    }
+
+    /// Sends a request once (never retried).
+    pub fn unary(&mut self, request: Request) -> ChildId {
+        self.children.spawn(Child::Unary(Unary::new(request)))
+    }
+
+    /// Starts a single-row write (nested [`MutateRow`], retried only when idempotent).
+    pub fn mutate_row(&mut self, request: MutateRowRequest) -> ChildId {
+        let seed = self.rng.next_u64();
+        let machine = MutateRow::new(request, self.now, seed, self.policy());
+        self.children.spawn(Child::WriteRow(machine))
+    }
+
+    /// Starts a batch write (nested [`MutateRows`] with the entry retry rule).
+    pub fn mutate_rows(&mut self, request: MutateRowsRequest) -> ChildId {
+        let seed = self.rng.next_u64();
+        let machine = MutateRows::new(request, self.now, seed, self.policy());
+        self.children.spawn(Child::WriteRows(machine))
+    }
+
+    /// The outcome of `id` once it has finished.
+    pub fn take(&mut self, id: ChildId) -> Option<Result<ChildOutput, StoreError>> {
+        self.children.take(id)
+    }
+
+    /// The finished outcome with the lowest id among `ids`.
+    pub fn take_any(
+        &mut self,
+        ids: &[ChildId],
+    ) -> Option<(ChildId, Result<ChildOutput, StoreError>)> {
+        self.children.take_any(ids)
+    }
+
+    /// The next row a reading child has produced so far (for flows that stream).
+    pub fn next_row(&mut self, id: ChildId) -> Option<Row> {
+        self.children.next_row(id)
+    }
+
+    /// Whether `id` is still running.
+    pub fn is_running(&self, id: ChildId) -> bool {
+        self.children.is_running(id)
+    }
+
+    /// Stops child `id`; its late responses are dropped.
+    pub fn abort(&mut self, id: ChildId) {
+        self.children.abort(id);
+    }
+
+    /// A back-off schedule for a retry loop of this operation.
+    pub fn backoff(&mut self) -> Backoff {
+        let seed = self.rng.next_u64();
+        Backoff::new(self.policy(), self.now, seed)
+    }
+
+    /// Arms the operation's timer; [`Io::sleeping`] is true until `handle_timeout` reaches `at`.
+    pub fn sleep_until(&mut self, at: Timestamp) {
+        self.wake_at = Some(at);
+    }
+
+    /// Disarms the timer armed by [`Io::sleep_until`] (what it bounded ended first).
+    pub fn cancel_sleep(&mut self) {
+        self.wake_at = None;
+    }
+
+    /// Whether the timer armed by [`Io::sleep_until`] has not fired yet.
+    pub fn sleeping(&self) -> bool {
+        self.wake_at.is_some()
+    }
+
+    /// Emits an event; the driver drains it after the current input.
+    pub fn emit(&mut self, event: E) {
+        self.events.push_back(event);
+    }
+}
+
+/// Waits for every child of a fan-out; outcomes come back in spawn order.
+#[derive(Debug)]
+pub struct WaitAll {
+    ids: Vec<ChildId>,
+    outcomes: Vec<Option<Result<ChildOutput, StoreError>>>,
+}
+
+impl WaitAll {
+    /// Waits for `ids`.
+    pub fn new(ids: Vec<ChildId>) -> WaitAll {
+        let outcomes = ids.iter().map(|_| None).collect();
+        WaitAll { ids, outcomes }
+    }
+
+    /// All outcomes, in the order of the ids, once every child has finished.
+    pub fn poll<E>(&mut self, io: &mut Io<E>) -> Option<Vec<Result<ChildOutput, StoreError>>> {
+        for (id, slot) in self.ids.iter().zip(self.outcomes.iter_mut()) {
+            if slot.is_none() {
+                *slot = io.take(*id);
+            }
+        }
+        if self.outcomes.iter().any(Option::is_none) {
+            return None;
+        }
+        Some(self.outcomes.drain(..).flatten().collect())
+    }
+}
+
+/// The context an [`Operation`] runs on: borrowed from the caller for the machine's life, or
+/// owned by the machine (so it can be `'static`, e.g. boxed in a scheduler that runs many
+/// machines, and hand the context back with [`Operation::take_context`] once it finished).
+/// Both run the same flow and send the same requests.
+#[derive(Debug)]
+pub struct ContextArg<'a, C>(Slot<'a, C>);
+
+#[derive(Debug)]
+enum Slot<'a, C> {
+    Borrowed(&'a mut C),
+    Owned(C),
+    Empty,
+}
+
+impl<'a, C> ContextArg<'a, C> {
+    /// Borrows `ctx` for the machine's life.
+    pub fn borrowed(ctx: &'a mut C) -> Self {
+        ContextArg(Slot::Borrowed(ctx))
+    }
+
+    /// Moves `ctx` into the machine.
+    pub fn owned(ctx: C) -> ContextArg<'static, C> {
+        ContextArg(Slot::Owned(ctx))
+    }
+
+    /// The context, e.g. to validate arguments before the machine starts.
+    pub fn get(&mut self) -> Option<&mut C> {
+        match &mut self.0 {
+            Slot::Borrowed(c) => Some(c),
+            Slot::Owned(c) => Some(c),
+            Slot::Empty => None,
+        }
+    }
+}
+
+/// A schema operation as a [`Machine`] (see the module doc). `Send` whenever its flow, context
+/// reference, events and output are.
+pub struct Operation<'a, F: Flow> {
+    ctx: ContextArg<'a, <F::Schema as Schema>::Context>,
+    io: Io<<F::Schema as Schema>::Event>,
+    flow: Option<F>,
+    outcome: Option<Result<F::Output, <F::Schema as Schema>::Error>>,
+}
+
+impl<F: Flow> core::fmt::Debug for Operation<'_, F> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Operation")
+            .field("running", &self.flow.is_some())
+            .field("now", &self.io.now)
+            .field("budget", &self.io.budget)
+            .field("children", &self.io.children)
+            .finish_non_exhaustive()
+    }
+}
+
+type ErrorOf<F> = <<F as Flow>::Schema as Schema>::Error;
+
+impl<'a, F: Flow> Operation<'a, F> {
+    /// Starts `flow` on `ctx` at `now`; it runs until its first wait.
+    pub fn start(
+        ctx: ContextArg<'a, <F::Schema as Schema>::Context>,
+        now: Timestamp,
+        seed: u64,
+        budget: Budget,
+        flow: F,
+    ) -> Self {
+        let mut op = Operation {
+            ctx,
+            io: Io::new(now, seed, budget),
+            flow: Some(flow),
+            outcome: None,
+        };
+        op.step();
+        op
+    }
+
+    /// An operation that failed before sending anything (arguments rejected by validation).
+    pub fn failed(ctx: ContextArg<'a, <F::Schema as Schema>::Context>, error: ErrorOf<F>) -> Self {
+        Operation {
+            ctx,
+            io: Io::new(Timestamp(0), 0, Budget::until(Timestamp::MAX)),
+            flow: None,
+            outcome: Some(Err(error)),
+        }
+    }
+
+    /// The context the machine owns (it was built from [`ContextArg::owned`]) once the
+    /// operation has ended; `None` while it runs, for a borrowed context, or when taken before.
+    pub fn take_context(&mut self) -> Option<<F::Schema as Schema>::Context> {
+        if self.flow.is_some() {
+            return None;
+        }
+        match core::mem::replace(&mut self.ctx.0, Slot::Empty) {
+            Slot::Owned(ctx) => Some(ctx),
+            other => {
+                self.ctx.0 = other;
+                None
+            }
+        }
+    }
+
+    /// Responses dropped because they answered an abandoned request.
+    pub fn stale_responses(&self) -> u64 {
+        self.io.children.stale_responses()
+    }
+
+    fn clock(&mut self, now: Timestamp) {
+        if now > self.io.now {
+            self.io.now = now;
+        }
+    }
+
+    fn expired(&self) -> bool {
+        self.io.now >= self.io.budget.deadline
+    }
+
+    /// Advances the flow once after an input.
+    fn step(&mut self) {
+        if self.flow.is_none() {
+            return;
+        }
+        if self.expired() {
+            return self.finish(Err(F::Schema::aborted()));
+        }
+        let (Some(flow), Some(ctx)) = (self.flow.as_mut(), self.ctx.get()) else {
+            return;
+        };
+        match flow.advance(&mut self.io, ctx) {
+            Ok(None) => {}
+            Ok(Some(output)) => self.finish(Ok(output)),
+            Err(e) => self.finish(Err(e)),
+        }
+    }
+
+    /// Ends the flow (done, failed, deadline, cancel): it releases what it still holds, and
+    /// every child is abandoned.
+    fn finish(&mut self, outcome: Result<F::Output, ErrorOf<F>>) {
+        self.release();
+        self.io.children.abort_all();
+        self.io.wake_at = None;
+        self.outcome = Some(outcome);
+    }
+
+    /// Ends the flow, giving back what it holds for the context.
+    fn release(&mut self) {
+        if let (Some(mut flow), Some(ctx)) = (self.flow.take(), self.ctx.get()) {
+            flow.release(ctx);
+        }
+    }
+}
+
+impl<F: Flow> Drop for Operation<'_, F> {
+    /// A machine dropped while running gives back what its flow holds, as `cancel` would.
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+impl<F: Flow> Machine for Operation<'_, F> {
+    type Output = F::Output;
+    type Event = <F::Schema as Schema>::Event;
+    type Error = ErrorOf<F>;
+
+    fn handle_response(
+        &mut self,
+        tag: Tag,
+        response: Result<Response, StoreError>,
+        now: Timestamp,
+    ) {
+        self.clock(now);
+        if self.flow.is_none() {
+            return;
+        }
+        self.io.children.handle_response(tag, response, self.io.now);
+        self.step();
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.clock(now);
+        if self.flow.is_none() {
+            return;
+        }
+        if self.expired() {
+            return self.finish(Err(F::Schema::aborted()));
+        }
+        let now = self.io.now;
+        self.io.children.handle_timeout(now);
+        if self.io.wake_at.is_some_and(|t| t <= now) {
+            self.io.wake_at = None;
+        }
+        self.step();
+    }
+
+    fn cancel(&mut self, now: Timestamp) {
+        self.clock(now);
+        if self.flow.is_some() {
+            self.finish(Err(F::Schema::aborted()));
+        }
+    }
+
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        // Past the deadline nothing new leaves; the next input ends the machine aborted.
+        if self.flow.is_some() && self.expired() {
+            return None;
+        }
+        self.io.children.poll_request()
+    }
+
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.io.children.poll_abort()
+    }
+
+    fn poll_event(&mut self) -> Option<Self::Event> {
+        self.io.events.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.flow.as_ref()?;
+        let mut earliest = self.io.budget.deadline;
+        if let Some(t) = self.io.wake_at {
+            earliest = earliest.min(t);
+        }
+        if let Some(t) = self.io.children.poll_timeout() {
+            earliest = earliest.min(t);
+        }
+        Some(earliest)
+    }
+
+    fn result(&mut self) -> Option<Result<F::Output, ErrorOf<F>>> {
+        self.outcome.take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::String;
+    use alloc::vec;
+
+    use rowkit_codec::model::Mutation;
+
+    use super::*;
+
+    struct Toy;
+    impl Schema for Toy {
+        type Context = Vec<&'static str>;
+        type Event = u32;
+        type Error = &'static str;
+        fn aborted() -> &'static str {
+            "aborted"
+        }
+    }
+
+    /// Writes one row, emitting an event per step; records in the context when released.
+    struct Write(Option<ChildId>);
+    impl Flow for Write {
+        type Schema = Toy;
+        type Output = ();
+        fn advance(&mut self, io: &mut Io<u32>, _: &mut Vec<&'static str>) -> Progress<(), Toy> {
+            let id = *self.0.get_or_insert_with(|| {
+                io.emit(1);
+                io.unary(Request::MutateRow(MutateRowRequest {
+                    table: "t".into(),
+                    app_profile_id: String::new(),
+                    row_key: b"r".to_vec(),
+                    mutations: vec![Mutation::DeleteFromRow],
+                }))
+            });
+            Ok(io.take(id).map(drop))
+        }
+        fn release(&mut self, log: &mut Vec<&'static str>) {
+            log.push("released");
+        }
+    }
+
+    fn start<'a>(log: &'a mut Vec<&'static str>, deadline: i64) -> Operation<'a, Write> {
+        let budget = Budget::until(Timestamp(deadline));
+        Operation::start(
+            ContextArg::borrowed(log),
+            Timestamp(10),
+            1,
+            budget,
+            Write(None),
+        )
+    }
+
+    #[test]
+    fn cancel_and_deadline_end_aborted_and_release() {
+        let mut log = Vec::new();
+        let mut m = start(&mut log, 100);
+        let (tag, _) = m.poll_request().unwrap();
+        m.cancel(Timestamp(5));
+        assert_eq!(m.poll_abort(), Some(tag));
+        assert_eq!(m.result(), Some(Err("aborted")));
+        drop(m);
+        let mut m = start(&mut log, 100);
+        assert_eq!(m.poll_timeout(), Some(Timestamp(100)));
+        m.handle_timeout(Timestamp(100));
+        assert_eq!(m.result(), Some(Err("aborted")));
+        drop(m);
+        assert_eq!(log, ["released", "released"]);
+    }
+
+    #[test]
+    fn now_is_clamped_and_a_finished_flow_is_released_once() {
+        let mut log = Vec::new();
+        let mut m = start(&mut log, 100);
+        assert_eq!(m.poll_event(), Some(1));
+        let (tag, _) = m.poll_request().unwrap();
+        m.handle_response(tag, Ok(Response::MutateRow), Timestamp(3));
+        assert_eq!(
+            m.io.now(),
+            Timestamp(10),
+            "an earlier now does not move the clock back"
+        );
+        assert_eq!(m.result(), Some(Ok(())));
+        drop(m);
+        assert_eq!(log, ["released"]);
+    }
+
+    #[test]
+    fn an_owned_context_comes_back_once_finished() {
+        let budget = Budget::until(Timestamp(100));
+        let mut m = Operation::start(
+            ContextArg::owned(Vec::new()),
+            Timestamp(0),
+            1,
+            budget,
+            Write(None),
+        );
+        assert!(m.take_context().is_none(), "still running");
+        m.cancel(Timestamp(1));
+        assert_eq!(m.take_context(), Some(vec!["released"]));
+    }
+}

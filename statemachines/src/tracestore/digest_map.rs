@@ -1,0 +1,102 @@
+//! Reads of the digest-id layout's digest map (`spec/tracestore.md` 11.4): [`LookupDigests`]
+//! (one `ReadRows` of the map rows of some digests) and [`ReadFullMap`] (32 prefix scans),
+//! both merged into the state's digest cache.
+
+use alloc::collections::BTreeSet;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::RowSet;
+use rowkit_codec::tracestore::cells::digest_map_row;
+use rowkit_codec::tracestore::keys::{
+    GLOBAL_TILE_KEY, SHARDS, TYPE_DIGEST_MAP, shard_prefix_range,
+};
+
+use super::requests::{map_filter, merge_map_rows, read_request, rows_of};
+use super::state::TraceStoreState;
+use super::{Progress, TraceStoreSchema};
+use crate::children::ChildId;
+use crate::operation::{Flow, Io, WaitAll};
+
+/// Row lookup of a set of normalized digests: one `ReadRows` of their map rows (none when the
+/// set is empty), merged into the digest cache.
+#[derive(Debug)]
+pub(crate) struct LookupDigests {
+    child: Option<ChildId>,
+}
+
+impl LookupDigests {
+    /// Sends the lookup of `digests`.
+    pub(crate) fn start(
+        io: &mut Io<()>,
+        state: &TraceStoreState,
+        digests: &BTreeSet<String>,
+    ) -> LookupDigests {
+        let rows: BTreeSet<Vec<u8>> = digests.iter().filter_map(|d| digest_map_row(d)).collect();
+        if rows.is_empty() {
+            return LookupDigests { child: None };
+        }
+        let set = RowSet {
+            row_keys: rows.into_iter().collect(),
+            row_ranges: Vec::new(),
+        };
+        LookupDigests {
+            child: Some(io.read_rows(read_request(state, set, map_filter(), 0))),
+        }
+    }
+}
+
+impl Flow for LookupDigests {
+    type Schema = TraceStoreSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<()> {
+        let Some(child) = self.child else {
+            return Ok(Some(()));
+        };
+        let Some(outcome) = io.take(child) else {
+            return Ok(None);
+        };
+        let rows = rows_of(outcome)?;
+        merge_map_rows(&mut state.digests, &rows)?;
+        Ok(Some(()))
+    }
+}
+
+/// Full map read: 32 prefix scans together, merged in shard order after all completed.
+#[derive(Debug)]
+pub(crate) struct ReadFullMap {
+    scans: WaitAll,
+}
+
+impl ReadFullMap {
+    /// Sends the 32 scans.
+    pub(crate) fn start(io: &mut Io<()>, state: &TraceStoreState) -> ReadFullMap {
+        let ids = (0..SHARDS)
+            .map(|s| {
+                let range = shard_prefix_range(s, TYPE_DIGEST_MAP, GLOBAL_TILE_KEY);
+                io.read_rows(read_request(state, RowSet::range(range), map_filter(), 0))
+            })
+            .collect();
+        ReadFullMap {
+            scans: WaitAll::new(ids),
+        }
+    }
+}
+
+impl Flow for ReadFullMap {
+    type Schema = TraceStoreSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<()> {
+        let Some(outcomes) = self.scans.poll(io) else {
+            return Ok(None);
+        };
+        let mut all = Vec::new();
+        for outcome in outcomes {
+            all.extend(rows_of(outcome)?);
+        }
+        merge_map_rows(&mut state.digests, &all)?;
+        Ok(Some(()))
+    }
+}

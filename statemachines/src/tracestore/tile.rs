@@ -1,0 +1,225 @@
+//! One tile as read (`spec/tracestore.md` 12.1, 11.7): [`LoadTile`] sends the OPS read and
+//! the 32 trace scans, plus 32 options scans in the md5 layout, all together, and decodes them
+//! into a [`RawTile`].
+
+use alloc::collections::BTreeMap;
+use alloc::string::String;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::{Row, RowFilter, RowSet};
+use rowkit_codec::tracestore::cells::{
+    FAMILY_OPTIONS, FAMILY_TRACE, cell_to_digest, decode_digest_id_cell,
+};
+use rowkit_codec::tracestore::keys::{
+    SHARDS, TILE_SIZE, TYPE_OPTIONS, TYPE_TRACE, extract_subkey, parse_trace_qualifier,
+    shard_prefix_range,
+};
+use rowkit_codec::tracestore::ops::parse_options_text;
+use rowkit_codec::tracestore::{Layout, OrderedParamSet, Params, TraceStoreError};
+
+use super::requests::{family, latest, ops_read_request, read_request, rows_of, take_ops_read};
+use super::state::TraceStoreState;
+use super::{Progress, TraceStoreSchema};
+use crate::children::ChildId;
+use crate::operation::{Flow, Io, WaitAll};
+
+/// One slot of a trace in a tile as read: a digest (md5) or an id (digest-id).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) enum Slot {
+    Digest(String),
+    Id(u64),
+}
+
+impl Slot {
+    pub(super) fn missing(layout: Layout) -> Slot {
+        match layout {
+            Layout::Md5 => Slot::Digest(String::new()),
+            Layout::DigestId => Slot::Id(0),
+        }
+    }
+}
+
+/// One tile as read, before range assembly.
+#[derive(Debug)]
+pub(super) struct RawTile {
+    /// The tile's OPS (empty when it has none).
+    pub(super) ops: OrderedParamSet,
+    /// Encoded trace id -> one slot per commit of the tile.
+    pub(super) traces: Vec<(Vec<u8>, Vec<Slot>)>,
+    /// Encoded trace id -> options (md5 layout).
+    pub(super) options: BTreeMap<Vec<u8>, Params>,
+}
+
+/// Where a tile load stands. Outcomes are checked in this order, as the protocol waits: the
+/// OPS read first (its store error ends the load at once), then every trace scan, then every
+/// options scan.
+#[derive(Debug)]
+enum Phase {
+    /// Waiting for the OPS read.
+    Ops,
+    /// Waiting for the trace scans.
+    Traces { ops_rows: Vec<Row> },
+    /// Waiting for the options scans (none in the digest-id layout).
+    Options {
+        ops_rows: Vec<Row>,
+        trace_rows: Vec<Row>,
+    },
+    /// Ended (a flow that ended is never advanced again).
+    Done,
+}
+
+/// `loadTile(tk)`.
+#[derive(Debug)]
+pub(super) struct LoadTile {
+    tile_key: i32,
+    ops: ChildId,
+    traces: WaitAll,
+    options: WaitAll,
+    phase: Phase,
+}
+
+impl LoadTile {
+    /// Sends the tile's requests together: OPS read, 32 trace scans, (md5) 32 options scans.
+    pub(super) fn start(io: &mut Io<()>, state: &TraceStoreState, tile_key: i32) -> LoadTile {
+        let ops = io.read_rows(ops_read_request(state, tile_key));
+        let trace_filter = RowFilter::Chain(alloc::vec![
+            family(FAMILY_TRACE),
+            latest(),
+            RowFilter::CellsPerRowLimit(256)
+        ]);
+        let traces = (0..SHARDS)
+            .map(|s| {
+                io.read_rows(read_request(
+                    state,
+                    RowSet::range(shard_prefix_range(s, TYPE_TRACE, tile_key)),
+                    trace_filter.clone(),
+                    0,
+                ))
+            })
+            .collect();
+        let options = if state.layout == Layout::Md5 {
+            let filter = RowFilter::Chain(alloc::vec![
+                family(FAMILY_OPTIONS),
+                latest(),
+                RowFilter::CellsPerRowLimit(1)
+            ]);
+            (0..SHARDS)
+                .map(|s| {
+                    io.read_rows(read_request(
+                        state,
+                        RowSet::range(shard_prefix_range(s, TYPE_OPTIONS, tile_key)),
+                        filter.clone(),
+                        0,
+                    ))
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        LoadTile {
+            tile_key,
+            ops,
+            traces: WaitAll::new(traces),
+            options: WaitAll::new(options),
+            phase: Phase::Ops,
+        }
+    }
+
+    /// Decodes the tile once every read has completed.
+    fn decode(
+        &self,
+        state: &mut TraceStoreState,
+        ops_rows: &[Row],
+        trace_rows: &[Row],
+        options_rows: &[Row],
+    ) -> Result<RawTile, TraceStoreError> {
+        let layout = state.layout;
+        let ops = take_ops_read(state, self.tile_key, ops_rows)?
+            .map(|c| c.ops)
+            .unwrap_or_default();
+        let mut traces = Vec::with_capacity(trace_rows.len());
+        for row in trace_rows {
+            let mut slots = alloc::vec![Slot::missing(layout); TILE_SIZE as usize];
+            for cell in row.cells.iter().filter(|c| c.family == FAMILY_TRACE) {
+                let i = parse_trace_qualifier(&cell.qualifier)? as usize;
+                let slot = match layout {
+                    Layout::Md5 => Slot::Digest(cell_to_digest(&cell.value)),
+                    Layout::DigestId => Slot::Id(decode_digest_id_cell(&cell.value)?),
+                };
+                if let Some(s) = slots.get_mut(i) {
+                    *s = slot;
+                }
+            }
+            traces.push((extract_subkey(&row.key).to_vec(), slots));
+        }
+        let mut options = BTreeMap::new();
+        for row in options_rows {
+            if let Some(cell) = row.cells.iter().find(|c| c.family == FAMILY_OPTIONS) {
+                options.insert(
+                    extract_subkey(&row.key).to_vec(),
+                    parse_options_text(&cell.value)?,
+                );
+            }
+        }
+        Ok(RawTile {
+            ops,
+            traces,
+            options,
+        })
+    }
+}
+
+impl Flow for LoadTile {
+    type Schema = TraceStoreSchema;
+    type Output = RawTile;
+
+    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<RawTile> {
+        loop {
+            self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Ops => {
+                    let Some(outcome) = io.take(self.ops) else {
+                        self.phase = Phase::Ops;
+                        return Ok(None);
+                    };
+                    Phase::Traces {
+                        ops_rows: rows_of(outcome)?,
+                    }
+                }
+                Phase::Traces { ops_rows } => {
+                    let Some(outcomes) = self.traces.poll(io) else {
+                        self.phase = Phase::Traces { ops_rows };
+                        return Ok(None);
+                    };
+                    let mut trace_rows = Vec::new();
+                    for outcome in outcomes {
+                        trace_rows.extend(rows_of(outcome)?);
+                    }
+                    Phase::Options {
+                        ops_rows,
+                        trace_rows,
+                    }
+                }
+                Phase::Options {
+                    ops_rows,
+                    trace_rows,
+                } => {
+                    let Some(outcomes) = self.options.poll(io) else {
+                        self.phase = Phase::Options {
+                            ops_rows,
+                            trace_rows,
+                        };
+                        return Ok(None);
+                    };
+                    let mut options_rows = Vec::new();
+                    for outcome in outcomes {
+                        options_rows.extend(rows_of(outcome)?);
+                    }
+                    return self
+                        .decode(state, &ops_rows, &trace_rows, &options_rows)
+                        .map(Some);
+                }
+                Phase::Done => return Ok(None),
+            }
+        }
+    }
+}
