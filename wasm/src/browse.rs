@@ -38,7 +38,7 @@ pub fn scan_rows(
 ) -> Promise {
     future_to_promise(async move {
         let opts = ClientOptions::from_js(&options)?;
-        let prefix = if prefix.is_undefined() || prefix.is_null() {
+        let prefix = if js::is_absent(&prefix) {
             Vec::new()
         } else {
             js::key_bytes(&prefix)?

@@ -1,7 +1,9 @@
 //! Conversions at the JS boundary: JSON documents to JS values, errors to JS `Error`s with a
 //! stable `code`, and reading option objects.
 
-use js_sys::Reflect;
+use core::future::Future;
+
+use js_sys::{Promise, Reflect};
 use rowkit_statemachines::StoreError;
 use wasm_bindgen::prelude::*;
 
@@ -19,7 +21,7 @@ pub fn to_js(value: &serde_json::Value) -> JsValue {
 /// A JS value as JSON text (`JSON.stringify`, members in the object's order); `undefined` is
 /// `null`.
 pub fn stringify(value: &JsValue) -> Result<String, JsValue> {
-    if value.is_undefined() || value.is_null() {
+    if is_absent(value) {
         return Ok("null".into());
     }
     js_sys::JSON::stringify(value)
@@ -54,37 +56,44 @@ pub fn invalid(message: impl core::fmt::Display) -> JsValue {
     error("invalid_argument", &message.to_string())
 }
 
-/// The string property `name` of `obj`, if present.
-pub fn get_string(obj: &JsValue, name: &str) -> Result<Option<String>, JsValue> {
-    if obj.is_undefined() || obj.is_null() {
+/// Whether an optional argument was left out (`undefined` or `null`).
+pub fn is_absent(value: &JsValue) -> bool {
+    value.is_undefined() || value.is_null()
+}
+
+/// The property `name` of `obj` as a `T` (`as_t`; `kind` names the type for the error), if
+/// present.
+fn get_as<T>(
+    obj: &JsValue,
+    name: &str,
+    kind: &str,
+    as_t: impl FnOnce(&JsValue) -> Option<T>,
+) -> Result<Option<T>, JsValue> {
+    if is_absent(obj) {
         return Ok(None);
     }
     let v = Reflect::get(obj, &name.into()).map_err(|_| invalid(format!("option {name}")))?;
-    if v.is_undefined() || v.is_null() {
+    if is_absent(&v) {
         return Ok(None);
     }
-    v.as_string()
+    as_t(&v)
         .map(Some)
-        .ok_or_else(|| invalid(format!("option {name} must be a string")))
+        .ok_or_else(|| invalid(format!("option {name} must be {kind}")))
+}
+
+/// The string property `name` of `obj`, if present.
+pub fn get_string(obj: &JsValue, name: &str) -> Result<Option<String>, JsValue> {
+    get_as(obj, name, "a string", JsValue::as_string)
 }
 
 /// The number property `name` of `obj`, if present.
 pub fn get_number(obj: &JsValue, name: &str) -> Result<Option<f64>, JsValue> {
-    if obj.is_undefined() || obj.is_null() {
-        return Ok(None);
-    }
-    let v = Reflect::get(obj, &name.into()).map_err(|_| invalid(format!("option {name}")))?;
-    if v.is_undefined() || v.is_null() {
-        return Ok(None);
-    }
-    v.as_f64()
-        .map(Some)
-        .ok_or_else(|| invalid(format!("option {name} must be a number")))
+    get_as(obj, name, "a number", JsValue::as_f64)
 }
 
 /// The property `name` of `obj` (`undefined` when absent or when `obj` is not an object).
 pub fn get(obj: &JsValue, name: &str) -> JsValue {
-    if obj.is_undefined() || obj.is_null() {
+    if is_absent(obj) {
         return JsValue::UNDEFINED;
     }
     Reflect::get(obj, &name.into()).unwrap_or(JsValue::UNDEFINED)
@@ -120,4 +129,9 @@ pub fn to_i64(n: f64, what: &str) -> Result<i64, JsValue> {
     } else {
         Err(invalid(format!("{what} must be a whole number")))
     }
+}
+
+/// `work` as a JS promise that resolves to `undefined` (the methods that only write).
+pub fn promise_void(work: impl Future<Output = Result<(), JsValue>> + 'static) -> Promise {
+    wasm_bindgen_futures::future_to_promise(async move { work.await.map(|()| JsValue::UNDEFINED) })
 }

@@ -52,7 +52,7 @@ impl MountTable {
     pub fn new(options: JsValue) -> Result<MountTable, JsValue> {
         let opts = ClientOptions::from_js(&options)?;
         let caller = match js::get(&options, "as") {
-            v if v.is_undefined() || v.is_null() => Caller::new(&[], true),
+            v if js::is_absent(&v) => Caller::new(&[], true),
             v => {
                 let names: Vec<String> = js_sys::Array::from(&v)
                     .iter()
@@ -87,10 +87,7 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
-            inner.mt.setup(None).await.map_err(mt_error)?;
-            Ok(JsValue::UNDEFINED)
-        })
+        js::promise_void(async move { inner.mt.setup(None).await.map_err(mt_error) })
     }
 
     /// Mounts `server` on `name` for `ttlSeconds`; `flags`: 1 = replace, 2 = mount table,
@@ -124,13 +121,12 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn unmount(&self, name: String, server: Option<String>) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        js::promise_void(async move {
             inner
                 .mt
                 .unmount(&inner.caller, &name, server.as_deref().unwrap_or(""))
                 .await
-                .map_err(mt_error)?;
-            Ok(JsValue::UNDEFINED)
+                .map_err(mt_error)
         })
     }
 
@@ -172,13 +168,12 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn delete(&self, name: String, subtree: bool) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        js::promise_void(async move {
             inner
                 .mt
                 .delete(&inner.caller, &name, subtree)
                 .await
-                .map_err(mt_error)?;
-            Ok(JsValue::UNDEFINED)
+                .map_err(mt_error)
         })
     }
 }

@@ -33,6 +33,14 @@ fn to_arsenal(v: &JsValue, what: &str) -> Result<Json, JsValue> {
     Json::parse(&js::stringify(v)?).map_err(|e| js::invalid(format!("{what}: {e}")))
 }
 
+/// An optional JS argument (`undefined`/`null`: none) as Arsenal's JSON.
+fn optional_arsenal(v: &JsValue, what: &str) -> Result<Option<Json>, JsValue> {
+    if js::is_absent(v) {
+        return Ok(None);
+    }
+    to_arsenal(v, what).map(Some)
+}
+
 /// Arsenal's JSON as a JS value, members in the stored order.
 fn from_arsenal(j: &Json) -> JsValue {
     js::parse(&j.stringify())
@@ -66,10 +74,7 @@ impl ObjectMetadata {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
-            inner.om.lock().await.setup().await.map_err(objmeta_error)?;
-            Ok(JsValue::UNDEFINED)
-        })
+        js::promise_void(async move { inner.om.lock().await.setup().await.map_err(objmeta_error) })
     }
 
     /// `createBucket(bucket, md)`; `md` (the BucketInfo) defaults to `{name: bucket}`.
@@ -78,7 +83,7 @@ impl ObjectMetadata {
     pub fn create_bucket(&self, bucket: String, md: JsValue) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let md = if md.is_undefined() || md.is_null() {
+            let md = if js::is_absent(&md) {
                 Json::parse(&json!({ "name": bucket }).to_string()).map_err(js::invalid)?
             } else {
                 to_arsenal(&md, "md")?
@@ -149,11 +154,7 @@ impl ObjectMetadata {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let value = to_arsenal(&value, "value")?;
-            let params = if params.is_undefined() || params.is_null() {
-                None
-            } else {
-                Some(to_arsenal(&params, "params")?)
-            };
+            let params = optional_arsenal(&params, "params")?;
             let vid = inner
                 .om
                 .lock()
@@ -185,20 +186,15 @@ impl ObjectMetadata {
     #[wasm_bindgen(js_name = deleteObject, unchecked_return_type = "Promise<void>")]
     pub fn delete_object(&self, bucket: String, key: String, params: JsValue) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
-            let params = if params.is_undefined() || params.is_null() {
-                None
-            } else {
-                Some(to_arsenal(&params, "params")?)
-            };
+        js::promise_void(async move {
+            let params = optional_arsenal(&params, "params")?;
             inner
                 .om
                 .lock()
                 .await
                 .delete_object(&bucket, &key, params.as_ref(), None)
                 .await
-                .map_err(objmeta_error)?;
-            Ok(JsValue::UNDEFINED)
+                .map_err(objmeta_error)
         })
     }
 

@@ -120,7 +120,7 @@ impl TraceStore {
         ts_micros: Option<f64>,
     ) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        js::promise_void(async move {
             let repo_index = js::to_i64(repo_index, "repoIndex")?;
             let ts = match ts_micros {
                 Some(t) => Timestamp(js::to_i64(t, "tsMicros")?),
@@ -143,8 +143,7 @@ impl TraceStore {
             let mut gold = inner.gold.lock().await;
             gold.put(repo_index, None, entries, ts)
                 .await
-                .map_err(gold_error)?;
-            Ok(JsValue::UNDEFINED)
+                .map_err(gold_error)
         })
     }
 

@@ -40,6 +40,12 @@ fn parse_triples(list: Vec<String>) -> Result<Vec<Triple>, JsValue> {
         .collect()
 }
 
+/// What [`Graph::add`] and [`Graph::remove`] do with their triples.
+enum Change {
+    Add,
+    Remove,
+}
+
 /// One graph of the BadWolf triple store. `new Graph(id, options)` with the common client
 /// options (`gateway`, `token`, `table` default `badwolf`, `seed`, `signal`).
 #[wasm_bindgen]
@@ -71,23 +77,20 @@ impl Graph {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
-            inner.store.setup().await.map_err(|e| js::store_error(&e))?;
-            Ok(JsValue::UNDEFINED)
-        })
+        js::promise_void(async move { inner.store.setup().await.map_err(|e| js::store_error(&e)) })
     }
 
     /// `NewGraph`: creates the graph (fails if it exists).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn create(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        js::promise_void(async move {
             inner
                 .store
                 .new_graph(&inner.id)
                 .await
-                .map_err(triples_error)?;
-            Ok(JsValue::UNDEFINED)
+                .map(|_graph| ())
+                .map_err(triples_error)
         })
     }
 
@@ -95,46 +98,25 @@ impl Graph {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn drop(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        js::promise_void(async move {
             inner
                 .store
                 .delete_graph(&inner.id)
                 .await
-                .map_err(triples_error)?;
-            Ok(JsValue::UNDEFINED)
+                .map_err(triples_error)
         })
     }
 
     /// `AddTriples`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn add(&self, triples: Vec<String>) -> Promise {
-        let inner = self.inner.clone();
-        future_to_promise(async move {
-            let triples = parse_triples(triples)?;
-            inner
-                .store
-                .handle(&inner.id)
-                .add_triples(triples)
-                .await
-                .map_err(triples_error)?;
-            Ok(JsValue::UNDEFINED)
-        })
+        self.change(triples, Change::Add)
     }
 
     /// `RemoveTriples` (exactly these triples).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn remove(&self, triples: Vec<String>) -> Promise {
-        let inner = self.inner.clone();
-        future_to_promise(async move {
-            let triples = parse_triples(triples)?;
-            inner
-                .store
-                .handle(&inner.id)
-                .remove_triples(triples)
-                .await
-                .map_err(triples_error)?;
-            Ok(JsValue::UNDEFINED)
-        })
+        self.change(triples, Change::Remove)
     }
 
     /// `Exist`: whether the triple is in the graph.
@@ -174,6 +156,22 @@ impl Graph {
             Ok(js::to_js(&Value::Array(
                 found.iter().map(found_json).collect(),
             )))
+        })
+    }
+}
+
+impl Graph {
+    /// Parses `triples` (all of them, before anything is written) and adds or removes them.
+    fn change(&self, triples: Vec<String>, change: Change) -> Promise {
+        let inner = self.inner.clone();
+        js::promise_void(async move {
+            let triples = parse_triples(triples)?;
+            let graph = inner.store.handle(&inner.id);
+            match change {
+                Change::Add => graph.add_triples(triples).await,
+                Change::Remove => graph.remove_triples(triples).await,
+            }
+            .map_err(triples_error)
         })
     }
 }

@@ -15,7 +15,7 @@ use rowkit_codec::tracestore::keys::id_counter_row_name;
 
 use super::requests::{store_error, unexpected};
 use super::state::TraceStoreState;
-use super::{PUT_DEADLINE_MICROS, Progress, TraceStoreSchema, budget};
+use super::{PUT_DEADLINE_MICROS, Progress, TraceStoreSchema, start};
 use crate::children::{ChildId, ChildOutput};
 use crate::operation::{ContextArg, Flow, Io, Operation};
 use crate::{ReadModifyWriteRowRequest, Request, Response};
@@ -33,9 +33,8 @@ impl<'a> AllocateDigestIds<'a> {
         now: Timestamp,
         seed: u64,
     ) -> Self {
-        let budget = budget(now, deadline, PUT_DEADLINE_MICROS);
         let flow = AllocateDigestIdsFlow::new(n);
-        Operation::start(state.into(), now, seed, budget, flow)
+        start(state, Ok(flow), deadline, PUT_DEADLINE_MICROS, now, seed)
     }
 }
 

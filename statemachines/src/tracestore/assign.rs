@@ -22,7 +22,7 @@ use super::allocate::AllocateDigestIdsFlow;
 use super::digest_map::LookupDigests;
 use super::requests::{matched_of, set_cell, store_error};
 use super::state::TraceStoreState;
-use super::{PUT_DEADLINE_MICROS, Progress, TraceStoreSchema, budget};
+use super::{PUT_DEADLINE_MICROS, Progress, TraceStoreSchema, start};
 use crate::children::ChildId;
 use crate::operation::{ContextArg, Flow, Io, Operation};
 use crate::{CheckAndMutateRowRequest, Request, StoreError};
@@ -44,9 +44,8 @@ impl<'a> AssignDigestIds<'a> {
         now: Timestamp,
         seed: u64,
     ) -> Self {
-        let budget = budget(now, deadline, PUT_DEADLINE_MICROS);
         let flow = AssignDigestIdsFlow::new(digests);
-        Operation::start(state.into(), now, seed, budget, flow)
+        start(state, Ok(flow), deadline, PUT_DEADLINE_MICROS, now, seed)
     }
 }
 

@@ -57,7 +57,7 @@ pub use state::{CachedOps, DigestCache, TraceStoreState};
 #[allow(unused_imports)]
 use crate::Machine;
 use crate::Timestamp;
-use crate::operation::{Budget, ContextArg, Schema};
+use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
 
 /// Default deadline of read machines: 4 minutes after `now`.
 pub const READ_DEADLINE_MICROS: i64 = 4 * 60 * 1_000_000;
@@ -133,9 +133,25 @@ pub struct Tile {
 /// What a trace store flow's step gives: `Ok(None)` while it waits.
 pub(crate) type Progress<T> = crate::operation::Progress<T, TraceStoreSchema>;
 
-/// The budget of an operation started at `now`: the given deadline, or `default` µs later.
-fn budget(now: Timestamp, given: Option<Timestamp>, default: i64) -> Budget {
-    Budget::until(given.unwrap_or_else(|| now.saturating_add_micros(default)))
+/// Starts `flow` on `state` at `now`, aborted at `deadline` (default: `default_micros` after
+/// `now`); a flow whose arguments were rejected (`Err`) ends with that error before any
+/// request.
+fn start<'a, F: Flow<Schema = TraceStoreSchema>>(
+    state: impl Into<ContextArg<'a, TraceStoreState>>,
+    flow: Result<F, TraceStoreError>,
+    deadline: Option<Timestamp>,
+    default_micros: i64,
+    now: Timestamp,
+    seed: u64,
+) -> Operation<'a, F> {
+    let state = state.into();
+    match flow {
+        Ok(flow) => {
+            let deadline = deadline.unwrap_or_else(|| now.saturating_add_micros(default_micros));
+            Operation::start(state, now, seed, Budget::until(deadline), flow)
+        }
+        Err(e) => Operation::failed(state, e),
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use rowkit_codec::tracestore::keys::{OPS_ROWS_PREFIX, parse_ops_row_tile_key, ti
 
 use super::requests::{family, read_request, rows_of};
 use super::state::TraceStoreState;
-use super::{Progress, READ_DEADLINE_MICROS, TraceStoreSchema, budget};
+use super::{Progress, READ_DEADLINE_MICROS, TraceStoreSchema, start};
 use crate::Timestamp;
 use crate::children::ChildId;
 use crate::operation::{ContextArg, Flow, Io, Operation};
@@ -23,11 +23,10 @@ impl<'a> NewestTile<'a> {
         now: Timestamp,
         seed: u64,
     ) -> Self {
-        let budget = budget(now, deadline, READ_DEADLINE_MICROS);
         let flow = NewestTileFlow {
             phase: Phase::Start,
         };
-        Operation::start(state.into(), now, seed, budget, flow)
+        start(state, Ok(flow), deadline, READ_DEADLINE_MICROS, now, seed)
     }
 }
 

@@ -21,7 +21,7 @@ use super::assign::AssignDigestIdsFlow;
 use super::requests::{set_cell, store_error, unexpected};
 use super::state::TraceStoreState;
 use super::update_ops::UpdateOps;
-use super::{PUT_DEADLINE_MICROS, Progress, PutEntry, TraceStoreSchema, budget};
+use super::{PUT_DEADLINE_MICROS, Progress, PutEntry, TraceStoreSchema, start};
 use crate::children::ChildOutput;
 use crate::operation::{ContextArg, Flow, Io, Operation, WaitAll};
 use crate::{MutateRowsEntry, MutateRowsRequest};
@@ -84,20 +84,17 @@ impl<'a> Put<'a> {
         seed: u64,
     ) -> Self {
         let mut state = state.into();
-        if let Some(Err(e)) = state
-            .get()
-            .map(|s| check_put(s, repo_index, commit_time, &entries, ts))
-        {
-            return Operation::failed(state, e);
-        }
-        let flow = PutFlow {
+        let checked = match state.get() {
+            Some(s) => check_put(s, repo_index, commit_time, &entries, ts),
+            None => Ok(()),
+        };
+        let flow = checked.map(|()| PutFlow {
             repo_index,
             commit_time,
             ts,
             phase: Phase::Start(entries),
-        };
-        let budget = budget(now, deadline, PUT_DEADLINE_MICROS);
-        Operation::start(state, now, seed, budget, flow)
+        });
+        start(state, flow, deadline, PUT_DEADLINE_MICROS, now, seed)
     }
 }
 

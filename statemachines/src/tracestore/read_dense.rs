@@ -11,7 +11,7 @@ use rowkit_codec::tracestore::{ParamSet, TraceStoreError};
 
 use super::range::TracesInRange;
 use super::state::TraceStoreState;
-use super::{Progress, READ_DEADLINE_MICROS, Tile, Trace, TraceStoreSchema, budget};
+use super::{Progress, READ_DEADLINE_MICROS, Tile, Trace, TraceStoreSchema, start};
 use crate::Timestamp;
 use crate::operation::{ContextArg, Flow, Io, Operation};
 
@@ -32,14 +32,8 @@ impl<'a> ReadDense<'a> {
         now: Timestamp,
         seed: u64,
     ) -> Self {
-        let state = state.into();
-        match ReadDenseFlow::new(last, n) {
-            Ok(flow) => {
-                let budget = budget(now, deadline, READ_DEADLINE_MICROS);
-                Operation::start(state, now, seed, budget, flow)
-            }
-            Err(e) => Operation::failed(state, e),
-        }
+        let flow = ReadDenseFlow::new(last, n);
+        start(state, flow, deadline, READ_DEADLINE_MICROS, now, seed)
     }
 }
 

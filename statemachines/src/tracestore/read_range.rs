@@ -6,7 +6,7 @@ use rowkit_codec::tracestore::keys::{TilePosition, repo_index_position};
 
 use super::range::TracesInRange;
 use super::state::TraceStoreState;
-use super::{Progress, READ_DEADLINE_MICROS, Tile, TraceStoreSchema, budget};
+use super::{Progress, READ_DEADLINE_MICROS, Tile, TraceStoreSchema, start};
 use crate::Timestamp;
 use crate::operation::{ContextArg, Flow, Io, Operation};
 
@@ -24,17 +24,10 @@ impl<'a> ReadRange<'a> {
         now: Timestamp,
         seed: u64,
     ) -> Self {
-        let state = state.into();
-        let range = check_range(first, last)
-            .and_then(|(a, b)| TracesInRange::new(a.tile_key, b.tile_key, a.offset, b.offset));
-        match range {
-            Ok(range) => {
-                let flow = ReadRangeFlow { first, last, range };
-                let budget = budget(now, deadline, READ_DEADLINE_MICROS);
-                Operation::start(state, now, seed, budget, flow)
-            }
-            Err(e) => Operation::failed(state, e),
-        }
+        let flow = check_range(first, last)
+            .and_then(|(a, b)| TracesInRange::new(a.tile_key, b.tile_key, a.offset, b.offset))
+            .map(|range| ReadRangeFlow { first, last, range });
+        start(state, flow, deadline, READ_DEADLINE_MICROS, now, seed)
     }
 }
 

@@ -6,8 +6,8 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{KeyBound, Mutation, RowFilter, RowRange, RowSet, TimestampRange};
 use rowkit_codec::triples::keys::{self, Index};
 
-use super::requests::{graph_read, is_graph_cell, stream_rows, write_outcome};
-use super::{DELETE_PAGE_ROWS, OperationConfig, Progress, TriplesError, TriplesSchema, start};
+use super::requests::{GraphCheck, stream_rows, write_outcome};
+use super::{DELETE_PAGE_ROWS, OperationConfig, Progress, TriplesSchema, start};
 use crate::children::ChildId;
 use crate::operation::{Flow, Io, Operation};
 use crate::{MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Timestamp};
@@ -32,7 +32,7 @@ impl DeleteGraph {
         let flow = DeleteGraphFlow {
             graph: graph.to_vec(),
             page_rows: page_rows.max(1),
-            phase: Phase::Start,
+            phase: Phase::Check(GraphCheck::new(&config, graph)),
         };
         start(config, now, seed, flow)
     }
@@ -41,10 +41,8 @@ impl DeleteGraph {
 /// Where the deletion stands.
 #[derive(Debug)]
 enum Phase {
-    /// Nothing sent yet.
-    Start,
-    /// Reading the graph row; `found` once its graph cell came.
-    Check { read: ChildId, found: bool },
+    /// Checking that the graph exists.
+    Check(GraphCheck),
     /// Listing a page of index `Index::ALL[index]`: the keys of the graph's rows so far, how
     /// many rows came, and the last key (the next page starts after it).
     List {
@@ -154,23 +152,12 @@ impl Flow for DeleteGraphFlow {
     fn advance(&mut self, io: &mut Io<()>, config: &mut OperationConfig) -> Progress<()> {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
-                Phase::Start => Phase::Check {
-                    read: io.read_rows(graph_read(config, &self.graph)),
-                    found: false,
-                },
-                Phase::Check { read, mut found } => {
-                    let done = stream_rows(io, read, |row| {
-                        found |= is_graph_cell(&row);
-                        Ok(())
-                    })?;
-                    match done {
-                        None => {
-                            self.phase = Phase::Check { read, found };
-                            return Ok(None);
-                        }
-                        Some(()) if found => self.list(io, config, 0, None),
-                        Some(()) => return Err(TriplesError::DoesNotExist(self.graph.clone())),
+                Phase::Check(mut check) => {
+                    if check.advance(io)?.is_none() {
+                        self.phase = Phase::Check(check);
+                        return Ok(None);
                     }
+                    self.list(io, config, 0, None)
                 }
                 Phase::List {
                     index,

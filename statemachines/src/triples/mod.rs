@@ -43,7 +43,10 @@ pub use lookup::{
     LookupMethod, LookupOptions, LookupParseError, Pipeline, Projection, filter_candidates,
 };
 pub use new_graph::{NewGraph, NewGraphFlow};
-pub use write::{AddTriples, AddTriplesFlow, RemoveTriples, RemoveTriplesFlow};
+pub use write::{
+    AddTriples, AddTriplesFlow, CellBatches, CellChange, DeleteCells, RemoveTriples,
+    RemoveTriplesFlow, SetCells,
+};
 
 use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
 use crate::{RetryPolicy, StoreError, Timestamp};

@@ -1,6 +1,8 @@
 //! What the triple-store flows share: the graph row's read and filter, and child outcomes
 //! turned into the operation's results (rows streamed, batch results, store errors).
 
+use alloc::vec::Vec;
+
 use rowkit_codec::model::{Row, RowFilter, RowSet};
 use rowkit_codec::triples::keys;
 
@@ -18,14 +20,14 @@ pub(super) fn graph_cell_filter() -> RowFilter {
 }
 
 /// Whether `row` holds a graph cell.
-pub(super) fn is_graph_cell(row: &Row) -> bool {
+fn is_graph_cell(row: &Row) -> bool {
     row.cells
         .iter()
         .any(|c| c.family == keys::FAMILY_GRAPH && c.qualifier == keys::GRAPH_QUALIFIER)
 }
 
 /// `ReadRow(graph:<g>)`.
-pub(super) fn graph_read(config: &OperationConfig, graph: &[u8]) -> ReadRowsRequest {
+fn graph_read(config: &OperationConfig, graph: &[u8]) -> ReadRowsRequest {
     ReadRowsRequest {
         table: config.table.clone(),
         rows: RowSet::key(keys::graph_row_key(graph)),
@@ -69,5 +71,68 @@ pub(super) fn write_outcome(outcome: Result<ChildOutput, StoreError>) -> Result<
         }
         Ok(_) => Ok(()),
         Err(e) => Err(TriplesError::Store(e)),
+    }
+}
+
+/// A read whose rows are put to a test: whether any row passed (`Exist`'s POS row; the graph
+/// row of [`GraphCheck`]).
+#[derive(Debug)]
+pub(super) enum AnyRow {
+    /// Not sent yet.
+    Unsent(ReadRowsRequest),
+    /// Out; `found` once a row passed.
+    Reading { read: ChildId, found: bool },
+}
+
+impl AnyRow {
+    /// Sends the read if it is not out yet and tests the rows that came; `Some(found)` once
+    /// the read finished.
+    pub(super) fn advance(
+        &mut self,
+        io: &mut Io<()>,
+        mut test: impl FnMut(Row) -> Result<bool, TriplesError>,
+    ) -> Progress<bool> {
+        loop {
+            match self {
+                AnyRow::Unsent(request) => {
+                    let read = io.read_rows(core::mem::take(request));
+                    *self = AnyRow::Reading { read, found: false };
+                }
+                AnyRow::Reading { read, found } => {
+                    let done = stream_rows(io, *read, |row| {
+                        *found |= test(row)?;
+                        Ok(())
+                    })?;
+                    return Ok(done.map(|()| *found));
+                }
+            }
+        }
+    }
+}
+
+/// `Graph(g)`'s check, also the first step of `DeleteGraph`: the graph row is read, and the
+/// graph does not exist unless the row holds the graph cell.
+#[derive(Debug)]
+pub(super) struct GraphCheck {
+    graph: Vec<u8>,
+    read: AnyRow,
+}
+
+impl GraphCheck {
+    /// The check of `graph` in `config`'s table.
+    pub(super) fn new(config: &OperationConfig, graph: &[u8]) -> GraphCheck {
+        GraphCheck {
+            graph: graph.to_vec(),
+            read: AnyRow::Unsent(graph_read(config, graph)),
+        }
+    }
+
+    /// Runs the check; `Some(())` once the graph was found.
+    pub(super) fn advance(&mut self, io: &mut Io<()>) -> Progress<()> {
+        match self.read.advance(io, |row| Ok(is_graph_cell(&row)))? {
+            None => Ok(None),
+            Some(true) => Ok(Some(())),
+            Some(false) => Err(TriplesError::DoesNotExist(self.graph.clone())),
+        }
     }
 }

@@ -3,9 +3,10 @@
 //! are built per batch, so only one batch is held at a time.
 
 use alloc::vec::Vec;
+use core::marker::PhantomData;
 
 use rowkit_codec::model::{Mutation, TimestampRange};
-use rowkit_codec::triples::keys;
+use rowkit_codec::triples::keys::{self, TripleCell};
 use rowkit_codec::triples::{KeyError, Triple};
 
 use super::requests::write_outcome;
@@ -20,23 +21,20 @@ pub type AddTriples = Operation<'static, AddTriplesFlow>;
 pub type RemoveTriples = Operation<'static, RemoveTriplesFlow>;
 
 /// The flow of [`AddTriples`]: the triples' cells written batch after batch.
-#[derive(Debug)]
-pub struct AddTriplesFlow(Batches);
-
+pub type AddTriplesFlow = CellBatches<SetCells>;
 /// The flow of [`RemoveTriples`]: the triples' cells deleted batch after batch.
-#[derive(Debug)]
-pub struct RemoveTriplesFlow(Batches);
+pub type RemoveTriplesFlow = CellBatches<DeleteCells>;
 
-impl AddTriples {
-    /// `AddTriples(graph, triples)` at `now`; a graph id over the limit fails before any
-    /// request.
+impl<C: CellChange> Operation<'static, CellBatches<C>> {
+    /// `AddTriples(graph, triples)` or `RemoveTriples(graph, triples)` at `now`; a graph id
+    /// over the limit fails before any request.
     pub fn new(
         config: OperationConfig,
         graph: &[u8],
         triples: Vec<Triple>,
         now: Timestamp,
         seed: u64,
-    ) -> AddTriples {
+    ) -> Self {
         Self::with_batch_entries(config, graph, triples, MAX_BATCH_ENTRIES, now, seed)
     }
 
@@ -49,66 +47,65 @@ impl AddTriples {
         batch_entries: usize,
         now: Timestamp,
         seed: u64,
-    ) -> AddTriples {
-        match Batches::new(Mode::Add, graph, triples, batch_entries) {
-            Ok(batches) => start(config, now, seed, AddTriplesFlow(batches)),
+    ) -> Self {
+        match CellBatches::new(graph, triples, batch_entries) {
+            Ok(batches) => start(config, now, seed, batches),
             Err(e) => failed(config, e),
         }
     }
 }
 
-impl RemoveTriples {
-    /// `RemoveTriples(graph, triples)` at `now`; a graph id over the limit fails before any
-    /// request.
-    pub fn new(
-        config: OperationConfig,
-        graph: &[u8],
-        triples: Vec<Triple>,
-        now: Timestamp,
-        seed: u64,
-    ) -> RemoveTriples {
-        Self::with_batch_entries(config, graph, triples, MAX_BATCH_ENTRIES, now, seed)
-    }
+/// What a batch does with each of a triple's four cells: [`SetCells`] or [`DeleteCells`].
+pub trait CellChange: core::fmt::Debug + sealed::Sealed {
+    /// Whether the change deletes (the planted bug of the simulator's self-test drops the
+    /// SPO entries of deletes only).
+    const DELETES: bool;
 
-    /// As [`RemoveTriples::new`] with batches of at most `batch_entries` entries.
-    pub fn with_batch_entries(
-        config: OperationConfig,
-        graph: &[u8],
-        triples: Vec<Triple>,
-        batch_entries: usize,
-        now: Timestamp,
-        seed: u64,
-    ) -> RemoveTriples {
-        match Batches::new(Mode::Remove, graph, triples, batch_entries) {
-            Ok(batches) => start(config, now, seed, RemoveTriplesFlow(batches)),
-            Err(e) => failed(config, e),
+    /// The mutation of `cell` of `triple`.
+    fn mutation(cell: &TripleCell, triple: &Triple) -> Mutation;
+}
+
+mod sealed {
+    /// Keeps [`super::CellChange`] to the two changes the spec defines.
+    pub trait Sealed {}
+    impl Sealed for super::SetCells {}
+    impl Sealed for super::DeleteCells {}
+}
+
+/// [`AddTriples`]' change: each cell set to the triple's text.
+#[derive(Debug)]
+pub struct SetCells;
+
+impl CellChange for SetCells {
+    const DELETES: bool = false;
+
+    fn mutation(cell: &TripleCell, triple: &Triple) -> Mutation {
+        Mutation::SetCell {
+            family: cell.family.into(),
+            qualifier: cell.qualifier.to_vec(),
+            timestamp: cell.timestamp,
+            value: triple.to_text(),
         }
     }
 }
 
-impl Flow for AddTriplesFlow {
-    type Schema = TriplesSchema;
-    type Output = ();
+/// [`RemoveTriples`]' change: each cell deleted at exactly its timestamp's millisecond.
+#[derive(Debug)]
+pub struct DeleteCells;
 
-    fn advance(&mut self, io: &mut Io<()>, config: &mut OperationConfig) -> Progress<()> {
-        self.0.advance(io, config)
+impl CellChange for DeleteCells {
+    const DELETES: bool = true;
+
+    fn mutation(cell: &TripleCell, _triple: &Triple) -> Mutation {
+        Mutation::DeleteFromColumn {
+            family: cell.family.into(),
+            qualifier: cell.qualifier.to_vec(),
+            range: Some(TimestampRange {
+                start: cell.timestamp.0,
+                end: cell.timestamp.0 + 1000,
+            }),
+        }
     }
-}
-
-impl Flow for RemoveTriplesFlow {
-    type Schema = TriplesSchema;
-    type Output = ();
-
-    fn advance(&mut self, io: &mut Io<()>, config: &mut OperationConfig) -> Progress<()> {
-        self.0.advance(io, config)
-    }
-}
-
-/// Whether a batch writes or deletes the triples' cells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Add,
-    Remove,
 }
 
 /// Where the batches stand.
@@ -120,59 +117,37 @@ enum Phase {
     Write(ChildId),
 }
 
-/// The batch-writing flow shared by [`AddTriplesFlow`] and [`RemoveTriplesFlow`].
+/// The batch-writing flow of [`AddTriples`] and [`RemoveTriples`]; `C` says what happens to
+/// each cell.
 #[derive(Debug)]
-struct Batches {
-    mode: Mode,
+pub struct CellBatches<C> {
     graph: Vec<u8>,
     triples: Vec<Triple>,
     /// The next triple to turn into entries.
     next: usize,
     batch_entries: usize,
     phase: Phase,
+    change: PhantomData<fn() -> C>,
 }
 
-impl Batches {
+impl<C: CellChange> CellBatches<C> {
     /// The batches of `triples` in `graph`, or the graph id's error.
-    fn new(
-        mode: Mode,
-        graph: &[u8],
-        triples: Vec<Triple>,
-        batch_entries: usize,
-    ) -> Result<Batches, KeyError> {
+    fn new(graph: &[u8], triples: Vec<Triple>, batch_entries: usize) -> Result<Self, KeyError> {
         keys::check_graph_id(graph)?;
-        Ok(Batches {
-            mode,
+        Ok(CellBatches {
             graph: graph.to_vec(),
             triples,
             next: 0,
             batch_entries: batch_entries.max(4) / 4 * 4,
             phase: Phase::Next,
+            change: PhantomData,
         })
     }
 
     fn entries_of(&self, triple: &Triple) -> [MutateRowsEntry; 4] {
-        keys::triple_cells(&self.graph, triple).map(|cell| {
-            let mutation = match self.mode {
-                Mode::Add => Mutation::SetCell {
-                    family: cell.family.into(),
-                    qualifier: cell.qualifier.to_vec(),
-                    timestamp: cell.timestamp,
-                    value: triple.to_text(),
-                },
-                Mode::Remove => Mutation::DeleteFromColumn {
-                    family: cell.family.into(),
-                    qualifier: cell.qualifier.to_vec(),
-                    range: Some(TimestampRange {
-                        start: cell.timestamp.0,
-                        end: cell.timestamp.0 + 1000,
-                    }),
-                },
-            };
-            MutateRowsEntry {
-                row_key: cell.row_key,
-                mutations: alloc::vec![mutation],
-            }
+        keys::triple_cells(&self.graph, triple).map(|cell| MutateRowsEntry {
+            mutations: alloc::vec![C::mutation(&cell, triple)],
+            row_key: cell.row_key,
         })
     }
 
@@ -188,9 +163,7 @@ impl Batches {
             entries.extend(self.entries_of(triple));
         }
         #[cfg(feature = "planted-bugs")]
-        if self.mode == Mode::Remove
-            && config.planted == Some(crate::planted::PlantedBug::TriplesRemoveSkipsSpo)
-        {
+        if C::DELETES && config.planted == Some(crate::planted::PlantedBug::TriplesRemoveSkipsSpo) {
             let spo = keys::index_prefix(&self.graph, keys::Index::Spo);
             entries.retain(|e| !e.row_key.starts_with(&spo));
         }
@@ -201,8 +174,13 @@ impl Batches {
             entries,
         })
     }
+}
 
-    fn advance(&mut self, io: &mut Io<()>, config: &OperationConfig) -> Progress<()> {
+impl<C: CellChange> Flow for CellBatches<C> {
+    type Schema = TriplesSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut Io<()>, config: &mut OperationConfig) -> Progress<()> {
         loop {
             match self.phase {
                 Phase::Next => match self.next_batch(config) {
