@@ -23,9 +23,9 @@ pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliErr
             ctx.store.create_table(name, &families)?;
             if out.is_json() {
                 let fams: Vec<Value> = families.iter().map(family_json).collect();
-                println!("{}", json!({"table": name, "families": fams}));
+                outln!("{}", json!({"table": name, "families": fams}));
             } else {
-                println!("created table {name}");
+                outln!("created table {name}");
             }
             Ok(())
         }
@@ -39,10 +39,10 @@ pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliErr
                         json!({"table": t, "families": fams.iter().map(family_json).collect::<Vec<_>>()})
                     })
                     .collect();
-                println!("{}", json!({"tables": list}));
+                outln!("{}", json!({"tables": list}));
             } else {
                 for t in tables {
-                    println!("{t}");
+                    outln!("{t}");
                 }
             }
             Ok(())
@@ -50,9 +50,9 @@ pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliErr
         AdminCommand::DeleteTable { name } => {
             ctx.store.delete_table(name)?;
             if out.is_json() {
-                println!("{}", json!({"deleted": name}));
+                outln!("{}", json!({"deleted": name}));
             } else {
-                println!("deleted table {name}");
+                outln!("deleted table {name}");
             }
             Ok(())
         }
@@ -109,9 +109,9 @@ fn set(
         m.insert("table".into(), Value::String(table.to_string()));
         bytes_fields(&mut m, "row_key", &row_key);
         m.insert("cells".into(), Value::from(count));
-        println!("{}", Value::Object(m));
+        outln!("{}", Value::Object(m));
     } else {
-        println!("wrote {count} cell(s) to {}", escape(&row_key));
+        outln!("wrote {count} cell(s) to {}", escape(&row_key));
     }
     Ok(())
 }
@@ -234,12 +234,7 @@ fn dump(ctx: &Context, table: &str, prefix: Option<&str>, out: &Output) -> Resul
         io_error = io_error.or(writeln!(w, "],\"rows\":{rows}}}").err());
     }
     io_error = io_error.or(w.flush().err());
-    match io_error {
-        // A closed pipe (`rowkit admin dump t | head`) is not a failure of the dump.
-        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-        Some(e) => Err(CliError::usage(format!("writing output: {e}"))),
-        None => Ok(()),
-    }
+    io_error.map_or(Ok(()), |e| Err(CliError::Output(e)))
 }
 
 fn write_row(w: &mut impl Write, row: &Row, json: bool, first: &mut bool) -> std::io::Result<()> {

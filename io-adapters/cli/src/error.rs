@@ -12,6 +12,9 @@ pub enum CliError {
     /// Exit with this code after output was printed, with no error message (e.g. `exist`
     /// answering "absent").
     Exit(u8),
+    /// Writing the output failed. A closed pipe (`rowkit … | head`) ends the command quietly
+    /// with exit 0, as ripgrep does: the reader has all it wanted.
+    Output(std::io::Error),
     /// A schema operation's own error, with its stable id and exit code.
     Schema {
         /// Stable id (`bad_repo_index`, …).
@@ -36,7 +39,19 @@ impl CliError {
             CliError::Store(e) if matches!(e.code, Code::InvalidArgument | Code::OutOfRange) => 2,
             CliError::Store(_) => 1,
             CliError::Exit(code) => *code,
+            CliError::Output(e) if is_closed_pipe(e) => 0,
+            CliError::Output(_) => 1,
             CliError::Schema { exit, .. } => *exit,
+        }
+    }
+
+    /// Whether the command ends without a message (it already said what it had to, or its
+    /// reader went away).
+    pub fn is_silent(&self) -> bool {
+        match self {
+            CliError::Exit(_) => true,
+            CliError::Output(e) => is_closed_pipe(e),
+            _ => false,
         }
     }
 
@@ -46,6 +61,7 @@ impl CliError {
             CliError::Usage(_) => "usage".to_string(),
             CliError::Store(e) => e.code.name().to_ascii_lowercase(),
             CliError::Exit(_) => "exit".to_string(),
+            CliError::Output(_) => "output".to_string(),
             CliError::Schema { id, .. } => id.clone(),
         }
     }
@@ -56,6 +72,7 @@ impl CliError {
             CliError::Usage(m) => m.clone(),
             CliError::Store(e) => format!("{}: {}", e.code, e.message),
             CliError::Exit(_) => String::new(),
+            CliError::Output(e) => format!("writing output: {e}"),
             CliError::Schema { message, .. } => message.clone(),
         }
     }
@@ -65,4 +82,9 @@ impl From<StoreError> for CliError {
     fn from(e: StoreError) -> CliError {
         CliError::Store(e)
     }
+}
+
+/// Whether writing failed because the reader closed the pipe.
+fn is_closed_pipe(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::BrokenPipe
 }

@@ -186,12 +186,12 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             ))?;
             let families: Vec<String> = layout.families().into_iter().map(|f| f.name).collect();
             if out.is_json() {
-                println!(
+                outln!(
                     "{}",
                     json!({"table": args.table, "layout": layout.name(), "families": families})
                 );
             } else {
-                println!(
+                outln!(
                     "table {} set up in the {} layout",
                     args.table,
                     layout.name()
@@ -285,11 +285,11 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
                         }
                     }
                 }
-                println!("{}", Value::Object(m));
+                outln!("{}", Value::Object(m));
             } else {
                 match newest {
-                    Some(i) => println!("{i}"),
-                    None => println!("no tiles"),
+                    Some(i) => outln!("{i}"),
+                    None => outln!("no tiles"),
                 }
             }
             Ok(())
@@ -387,10 +387,10 @@ fn put_output(
             "rows".into(),
             Value::Array(rows.iter().map(|r| key_json(r)).collect()),
         );
-        println!("{}", Value::Object(m));
+        outln!("{}", Value::Object(m));
     } else {
         for r in &rows {
-            println!("{}", escape(r));
+            outln!("{}", escape(r));
         }
     }
     Ok(())
@@ -418,7 +418,7 @@ fn tile_json(layout: Layout, tile: &Tile) -> Map<String, Value> {
 
 fn print_tile(out: &Output, doc: Map<String, Value>, tile: &Tile) -> Result<(), CliError> {
     if out.is_json() {
-        println!("{}", Value::Object(doc));
+        outln!("{}", Value::Object(doc));
     } else {
         for (id, t) in &tile.traces {
             let digests: Vec<&str> = t
@@ -426,7 +426,7 @@ fn print_tile(out: &Output, doc: Map<String, Value>, tile: &Tile) -> Result<(), 
                 .iter()
                 .map(|d| if d.is_empty() { "-" } else { d.as_str() })
                 .collect();
-            println!("{id} {}", digests.join(" "));
+            outln!("{id} {}", digests.join(" "));
         }
     }
     Ok(())
@@ -505,9 +505,9 @@ fn import(ctx: &Context, args: &GoldArgs, file: &str, out: &Output) -> Result<()
     }
     progress.finish();
     if out.is_json() {
-        println!("{}", json!({"puts": puts, "entries": total}));
+        outln!("{}", json!({"puts": puts, "entries": total}));
     } else {
-        println!("imported {puts} puts, {total} entries");
+        outln!("imported {puts} puts, {total} entries");
     }
     Ok(())
 }
@@ -530,9 +530,9 @@ pub fn encode_key(cmd: &GoldKeyCommand, out: &Output) -> Result<(), CliError> {
         }
     };
     if out.is_json() {
-        println!("{}", Value::Object(doc));
+        outln!("{}", Value::Object(doc));
     } else {
-        println!("{}", doc["row_key"].as_str().unwrap_or_default());
+        outln!("{}", doc["row_key"].as_str().unwrap_or_default());
     }
     Ok(())
 }

@@ -173,9 +173,9 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
         GraphCommand::Setup => {
             block_on(ts.setup())?;
             if out.is_json() {
-                println!("{}", json!({"table": table}));
+                outln!("{}", json!({"table": table}));
             } else {
-                println!("table {table} ready");
+                outln!("table {table} ready");
             }
         }
         GraphCommand::Create { graph } => {
@@ -184,27 +184,27 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
                 let mut m = Map::new();
                 m.insert("graph".into(), json!(graph));
                 bytes_fields(&mut m, "row_key", &keys::graph_row_key(graph.as_bytes()));
-                println!("{}", Value::Object(m));
+                outln!("{}", Value::Object(m));
             } else {
-                println!("created graph {graph}");
+                outln!("created graph {graph}");
             }
         }
         GraphCommand::Drop { graph } => {
             block_on(ts.delete_graph(graph.as_bytes())).map_err(triples_error)?;
             if out.is_json() {
-                println!("{{}}");
+                outln!("{{}}");
             } else {
-                println!("dropped graph {graph}");
+                outln!("dropped graph {graph}");
             }
         }
         GraphCommand::List => {
             let names = block_on(ts.graph_names()).map_err(triples_error)?;
             if out.is_json() {
                 let list: Vec<String> = names.iter().map(|n| text(n)).collect();
-                println!("{}", json!(list));
+                outln!("{}", json!(list));
             } else {
                 for n in names {
-                    println!("{}", text(&n));
+                    outln!("{}", text(&n));
                 }
             }
         }
@@ -220,9 +220,9 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
                 ("removed", "removed")
             };
             if out.is_json() {
-                println!("{}", json!({ key: n }));
+                outln!("{}", json!({ key: n }));
             } else {
-                println!("{verb} {n} triples");
+                outln!("{verb} {n} triples");
             }
         }
         GraphCommand::Query {
@@ -251,7 +251,7 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
                 } else {
                     vec![]
                 };
-                print_found(&found, out);
+                print_found(&found, out)?;
                 if !exists {
                     return Err(CliError::Exit(1));
                 }
@@ -267,21 +267,22 @@ pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Resu
                 };
                 block_on(g.lookup(method_of(method, args)?, options)).map_err(triples_error)?
             };
-            print_found(&found, out);
+            print_found(&found, out)?;
         }
     }
     Ok(())
 }
 
-fn print_found(found: &[Found], out: &Output) {
+fn print_found(found: &[Found], out: &Output) -> Result<(), CliError> {
     if out.is_json() {
         let list: Vec<Value> = found.iter().map(found_json).collect();
-        println!("{}", Value::Array(list));
+        outln!("{}", Value::Array(list));
     } else {
         for f in found {
-            println!("{}", text(&f.item().to_text()));
+            outln!("{}", text(&f.item().to_text()));
         }
     }
+    Ok(())
 }
 
 /// `rowkit key encode graph G TRIPLE` (fields from `rowkit_codec::explain`).
@@ -292,16 +293,17 @@ pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
     keys::check_graph_id(graph.as_bytes()).map_err(bad)?;
     let t = parse_triple(triple)?;
     if out.is_json() {
-        println!("{}", Value::Object(explain::encode_graph_triple(graph, &t)));
+        outln!("{}", Value::Object(explain::encode_graph_triple(graph, &t)));
     } else {
         let cells = keys::triple_cells(graph.as_bytes(), &t);
-        println!("uuid {}", t.uuid());
-        println!(
+        outln!("uuid {}", t.uuid());
+        outln!(
             "family {} timestamp {}",
-            cells[0].family, cells[0].timestamp.0
+            cells[0].family,
+            cells[0].timestamp.0
         );
         for c in &cells {
-            println!(
+            outln!(
                 "{} {}",
                 rowkit_codec::escape::escape(&c.row_key),
                 text(c.qualifier)
@@ -315,11 +317,11 @@ pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
 pub fn decode(key: &[u8], out: &Output) -> Result<(), CliError> {
     let m = explain::decode_graph(key).map_err(bad)?;
     if out.is_json() {
-        println!("{}", Value::Object(m));
+        outln!("{}", Value::Object(m));
     } else {
         for (k, v) in m {
             if !k.ends_with("_hex") && k != "schema" {
-                println!("{k}: {}", v.as_str().unwrap_or_default());
+                outln!("{k}: {}", v.as_str().unwrap_or_default());
             }
         }
     }

@@ -107,10 +107,10 @@ fn print_gold(
         });
     };
     if out.is_json() {
-        println!("{}", Value::Object(doc));
+        outln!("{}", Value::Object(doc));
     } else {
         for (k, v) in doc {
-            println!("{k}: {v}");
+            outln!("{k}: {v}");
         }
     }
     Ok(())

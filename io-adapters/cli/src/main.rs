@@ -4,6 +4,10 @@
 //! Errors are one line on stderr; with `--json` also `{"error":{"id","message"}}` on stdout.
 #![forbid(unsafe_code)]
 
+// First: the other modules print with its `outln!`.
+#[macro_use]
+mod output;
+
 mod admin;
 mod args;
 mod clock;
@@ -12,7 +16,6 @@ mod gold;
 mod graph;
 mod key;
 mod mt;
-mod output;
 mod s3;
 mod serve;
 mod store_location;

@@ -197,10 +197,11 @@ pub fn run(
         config,
     );
     let who = caller(global);
-    let empty = || {
+    let empty = || -> Result<(), CliError> {
         if out.is_json() {
-            println!("{{}}");
+            outln!("{{}}");
         }
+        Ok(())
     };
     match cmd {
         MtCommand::Setup { perms_file } => {
@@ -216,9 +217,9 @@ pub fn run(
                 }
             };
             block_on(t.setup(file)).map_err(op_error)?;
-            empty();
+            empty()?;
             if !out.is_json() {
-                println!("mount table {} ready", global.table);
+                outln!("mount table {} ready", global.table);
             }
         }
         MtCommand::Mount {
@@ -248,9 +249,9 @@ pub fn run(
                 m.insert("server".into(), json!(server));
                 m.insert("deadline_us".into(), json!(deadline));
                 bytes_fields(&mut m, "row_key", &key);
-                println!("{}", Value::Object(m));
+                outln!("{}", Value::Object(m));
             } else {
-                println!(
+                outln!(
                     "mounted {server} on {name} until {deadline} us (row {})",
                     escape(&key)
                 );
@@ -258,33 +259,33 @@ pub fn run(
         }
         MtCommand::Unmount { name, server } => {
             block_on(t.unmount(&who, name, server.as_deref().unwrap_or(""))).map_err(op_error)?;
-            empty();
+            empty()?;
         }
         MtCommand::Resolve { name } => {
             let e = block_on(t.resolve(&who, name)).map_err(op_error)?;
             if out.is_json() {
-                println!("{}", entry_json(&e));
+                outln!("{}", entry_json(&e));
             } else {
-                println!("{}", entry_text(&e));
+                outln!("{}", entry_text(&e));
             }
         }
         MtCommand::Glob { pattern, at } => {
             let entries = block_on(t.glob(&who, at, pattern)).map_err(op_error)?;
             if out.is_json() {
-                println!("{}", Value::Array(entries.iter().map(entry_json).collect()));
+                outln!("{}", Value::Array(entries.iter().map(entry_json).collect()));
             } else {
                 for e in &entries {
-                    println!("{}", entry_text(e));
+                    outln!("{}", entry_text(e));
                 }
             }
         }
         MtCommand::Delete { name, subtree } => {
             block_on(t.delete(&who, name, *subtree)).map_err(op_error)?;
-            empty();
+            empty()?;
         }
         MtCommand::Perms(PermsCommand::Get { name }) => {
             let pv = block_on(t.get_permissions(&who, name)).map_err(op_error)?;
-            print_perms(out, &pv.perms, &pv.version);
+            print_perms(out, &pv.perms, &pv.version)?;
         }
         MtCommand::Perms(PermsCommand::Set {
             name,
@@ -294,14 +295,14 @@ pub fn run(
             let p = decode_permissions(perms.as_bytes())
                 .map_err(|e| CliError::usage(format!("bad permissions: {e}")))?;
             let pv = block_on(t.set_permissions(&who, name, p, version)).map_err(op_error)?;
-            print_perms(out, &pv.perms, &pv.version);
+            print_perms(out, &pv.perms, &pv.version)?;
         }
         MtCommand::Fsck { fix } => {
             let summary = match block_on(t.fsck(*fix, |_| {})) {
                 Ok(s) => s,
                 Err(MtError::FsckInconsistent(s)) => {
                     if !out.is_json() {
-                        println!(
+                        outln!(
                             "{} passes, {} inconsistencies, {} undecodable rows",
                             s.passes,
                             s.inconsistent,
@@ -313,13 +314,13 @@ pub fn run(
                 Err(e) => return Err(op_error(e)),
             };
             if out.is_json() {
-                println!(
+                outln!(
                     "{}",
                     json!({"passes": summary.passes, "inconsistent": summary.inconsistent,
                         "fixed": key_list(&summary.fixed), "undecodable": key_list(&summary.undecodable)})
                 );
             } else {
-                println!(
+                outln!(
                     "{} passes, {} inconsistencies, {} fixed",
                     summary.passes,
                     summary.inconsistent,
@@ -331,21 +332,22 @@ pub fn run(
     Ok(())
 }
 
-fn print_perms(out: &Output, p: &Permissions, version: &str) {
+fn print_perms(out: &Output, p: &Permissions, version: &str) -> Result<(), CliError> {
     if out.is_json() {
-        println!("{}", json!({"perms": perms_value(p), "version": version}));
+        outln!("{}", json!({"perms": perms_value(p), "version": version}));
     } else {
-        println!("{}\nversion {version}", encode_permissions_string(p));
+        outln!("{}\nversion {version}", encode_permissions_string(p));
     }
+    Ok(())
 }
 
 /// `rowkit key encode mt NAME` (fields from `rowkit_codec::explain`).
 pub fn key_encode(name: &str, out: &Output) -> Result<(), CliError> {
     let doc = explain::encode_mt(name);
     if out.is_json() {
-        println!("{}", Value::Object(doc));
+        outln!("{}", Value::Object(doc));
     } else {
-        println!("{}", doc["row_key"].as_str().unwrap_or_default());
+        outln!("{}", doc["row_key"].as_str().unwrap_or_default());
     }
     Ok(())
 }
@@ -354,15 +356,15 @@ pub fn key_encode(name: &str, out: &Output) -> Result<(), CliError> {
 pub fn key_decode(key: &[u8], out: &Output) -> Result<(), CliError> {
     let doc = explain::decode_mt(key).map_err(|e| CliError::usage(e.to_string()))?;
     if out.is_json() {
-        println!("{}", Value::Object(doc));
+        outln!("{}", Value::Object(doc));
     } else if doc["kind"] == "counter" {
-        println!(
+        outln!(
             "counter {} of {}",
             doc["counter"].as_str().unwrap_or_default(),
             doc["creator"].as_str().unwrap_or_default()
         );
     } else {
-        println!(
+        outln!(
             "node {:?} hash {} {}",
             doc["name"].as_str().unwrap_or_default(),
             doc["hash"].as_str().unwrap_or_default(),

@@ -26,17 +26,32 @@ impl Output {
 
     /// Reports a failed command: one line on stderr, plus the JSON error document on stdout.
     pub fn error(&self, e: &CliError) {
-        if matches!(e, CliError::Exit(_)) {
+        if e.is_silent() {
             return;
         }
-        eprintln!("rowkit: {}", e.message());
+        // Where stderr or stdout is closed too there is nobody left to tell.
+        let _ = writeln!(std::io::stderr(), "rowkit: {}", e.message());
         if self.json {
-            println!(
-                "{}",
-                json!({"error": {"id": e.id(), "message": e.message()}})
-            );
+            let doc = json!({"error": {"id": e.id(), "message": e.message()}});
+            let _ = writeln!(std::io::stdout(), "{doc}");
         }
     }
+}
+
+/// `println!` for a command's results: a closed stdout returns [`CliError::Output`] from the
+/// calling function (the command then ends quietly) where `println!` would panic.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::output::write_stdout(format_args!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
+/// Writes `text` to stdout (see [`outln!`]).
+pub fn write_stdout(text: std::fmt::Arguments<'_>) -> Result<(), CliError> {
+    std::io::stdout()
+        .lock()
+        .write_fmt(text)
+        .map_err(CliError::Output)
 }
 
 /// A key (or qualifier, or value) as JSON: escaped text and lowercase hex side by side, under
@@ -112,7 +127,7 @@ impl Progress {
     /// Clears the line if anything was drawn.
     pub fn finish(&mut self) {
         if self.enabled && self.drawn_at.take().is_some() {
-            eprint!("\r\x1b[2K");
+            let _ = write!(std::io::stderr(), "\r\x1b[2K");
         }
     }
 }

@@ -306,12 +306,13 @@ fn state(args: &S3Args) -> ObjmetaState {
     })
 }
 
-fn print(out: &Output, value: Value, plain: impl FnOnce() -> String) {
+fn print(out: &Output, value: Value, plain: impl FnOnce() -> String) -> Result<(), CliError> {
     if out.is_json() {
-        println!("{value}");
+        outln!("{value}");
     } else {
-        println!("{}", plain());
+        outln!("{}", plain());
     }
+    Ok(())
 }
 
 type Om<'a> = ObjectMetadata<SyncDriver<&'a dyn Store, &'a (dyn Clock + Send + Sync)>>;
@@ -331,7 +332,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 out,
                 json!({"table": args.table, "families": ["d", "f"]}),
                 || format!("table {} ready", args.table),
-            );
+            )?;
         }
         S3Command::Bucket(b) => bucket(ctx, &mut om, b, out)?,
         S3Command::Put {
@@ -416,7 +417,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             );
             print(out, Value::Object(m), || {
                 result.clone().unwrap_or_else(|| "ok".into())
-            });
+            })?;
         }
         S3Command::Get {
             bucket,
@@ -429,7 +430,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 out,
                 json!({"bucket": bucket, "key": key, "version_id": version_id, "value": to_value(&v)}),
                 || v.stringify(),
-            );
+            )?;
         }
         S3Command::Delete {
             bucket,
@@ -470,7 +471,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 out,
                 json!({"bucket": bucket, "key": key, "version_id": version_id, "events": events, "repairs": repairs}),
                 || "ok".into(),
-            );
+            )?;
         }
         S3Command::List {
             list,
@@ -502,7 +503,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             };
             let r = block_on(om.list_object(&list.bucket, &p)).map_err(op_error)?;
             let v = listing_json(&r, false);
-            print(out, v, || plain_listing(&r));
+            print(out, v, || plain_listing(&r))?;
         }
         S3Command::Versions {
             list,
@@ -519,15 +520,15 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 ..Default::default()
             };
             let r = block_on(om.list_object(&list.bucket, &p)).map_err(op_error)?;
-            print(out, listing_json(&r, true), || plain_listing(&r));
+            print(out, listing_json(&r, true), || plain_listing(&r))?;
         }
         S3Command::Uuid => {
             let u = block_on(om.get_uuid(None)).map_err(op_error)?;
-            print(out, json!({"uuid": u}), || u.clone());
+            print(out, json!({"uuid": u}), || u.clone())?;
         }
         S3Command::Count => {
             let c = block_on(om.count_items()).map_err(op_error)?;
-            print(out, to_value(&c), || c.stringify());
+            print(out, to_value(&c), || c.stringify())?;
         }
         S3Command::Repair { bucket, all } => {
             let buckets = match bucket {
@@ -557,7 +558,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 out,
                 json!({"buckets": buckets, "repairs": repairs, "events": events}),
                 || format!("{done} of {} placeholder masters repaired", repairs.len()),
-            );
+            )?;
         }
     }
     Ok(())
@@ -598,7 +599,7 @@ fn bucket(
             );
             print(out, Value::Object(m), || {
                 format!("created bucket {bucket} ({})", vf.as_str())
-            });
+            })?;
         }
         BucketCommand::Delete { bucket } => {
             let n = block_on(om.delete_bucket(bucket)).map_err(op_error)?;
@@ -607,7 +608,7 @@ fn bucket(
                 out,
                 json!({"bucket": bucket, "deleted_rows": n, "events": events}),
                 || format!("deleted bucket {bucket} ({n} rows)"),
-            );
+            )?;
         }
         BucketCommand::Get { bucket } => {
             let v = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
@@ -615,7 +616,7 @@ fn bucket(
                 out,
                 json!({"bucket": bucket, "value": to_value(&v)}),
                 || v.stringify(),
-            );
+            )?;
         }
         BucketCommand::PutAttributes { bucket, md } => {
             let md = parse_json("--md", md)?;
@@ -629,7 +630,7 @@ fn bucket(
                 "events".into(),
                 Value::Array(events_json(&om.take_events())),
             );
-            print(out, Value::Object(m), || value.stringify());
+            print(out, Value::Object(m), || value.stringify())?;
         }
         BucketCommand::List => {
             let list = block_on(om.list_buckets()).map_err(op_error)?;
@@ -649,7 +650,7 @@ fn bucket(
                     .map(|b| b.name.clone())
                     .collect::<Vec<_>>()
                     .join("\n")
-            });
+            })?;
         }
     }
     Ok(())
@@ -820,7 +821,7 @@ pub fn key_encode(a: &EncodeArgs, out: &Output) -> Result<(), CliError> {
     let doc = explain::encode_s3(&a.bucket, &a.key, a.version_id.as_deref(), &a.format)
         .map_err(|e| CliError::usage(e.to_string()))?;
     let row = doc["row_key"].as_str().unwrap_or_default().to_string();
-    print(out, Value::Object(doc), || row);
+    print(out, Value::Object(doc), || row)?;
     Ok(())
 }
 
@@ -839,6 +840,6 @@ pub fn key_decode(text: &str, out: &Output) -> Result<(), CliError> {
         doc["format"].as_str().unwrap_or("-"),
         escape(doc["object_key"].as_str().unwrap_or_default().as_bytes())
     );
-    print(out, Value::Object(doc), || plain);
+    print(out, Value::Object(doc), || plain)?;
     Ok(())
 }

@@ -2,6 +2,7 @@
 //! browser tool's static files. Prints the URL once the socket is bound (so callers can ask for
 //! port 0 and read the real one), then serves until Ctrl-C.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -120,16 +121,23 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         let url = gateway
             .url()
             .map_err(|e| CliError::usage(format!("cannot read the bound address: {e}")))?;
-        if out.is_json() {
-            println!("{}", serde_json::json!({ "url": url }));
+        // A server outlives its reader (`rowkit serve | head -1` takes the address and goes):
+        // what it says here is best effort, never a reason to stop serving.
+        let _ = if out.is_json() {
+            writeln!(std::io::stdout(), "{}", serde_json::json!({ "url": url }))
         } else {
-            println!("{url}");
-        }
-        match &config.www {
-            Some(dir) => eprintln!("rowkit serve: browser tool from {}", dir.display()),
-            None => eprintln!("rowkit serve: browser tool not built (wasm/www missing); serving a placeholder page"),
-        }
-        eprintln!(
+            writeln!(std::io::stdout(), "{url}")
+        };
+        let mut err = std::io::stderr();
+        let _ = match &config.www {
+            Some(dir) => writeln!(err, "rowkit serve: browser tool from {}", dir.display()),
+            None => writeln!(
+                err,
+                "rowkit serve: browser tool not built (wasm/www missing); serving a placeholder page"
+            ),
+        };
+        let _ = writeln!(
+            err,
             "rowkit serve: Bigtable v2 JSON API at {url}v2/projects/{{p}}/instances/{{i}}/tables/{{t}}:{{method}}{}; Ctrl-C stops",
             if config.token.is_some() { " (bearer token required)" } else { "" }
         );

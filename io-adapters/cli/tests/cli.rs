@@ -180,3 +180,87 @@ fn memory_store_and_env_default() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(stdout(&o), "");
 }
+
+/// A closed stdout (`rowkit … | head`) ends every command quietly (issue 17, point 2): the
+/// exit code it has when its output is read (0 here), nothing on stderr, no panic, with and
+/// without `--json`. Before the fix `println!` panicked: exit 101 and "failed printing to
+/// stdout: Broken pipe".
+#[test]
+fn closed_stdout_ends_quietly() {
+    let s = Scratch::new("closed-pipe");
+    let setup: [&[&str]; 10] = [
+        &["s3", "setup"],
+        &["s3", "bucket", "create", "b"],
+        &["s3", "put", "b", "k", "--value", r#"{"a":1}"#],
+        &["mt", "setup"],
+        &["mt", "mount", "a/b", "/srv:1", "--ttl", "600"],
+        &["gold", "setup"],
+        &["graph", "setup"],
+        &["graph", "create", "g"],
+        &["graph", "add", "g", "/u<joe>\t\"parent_of\"@[]\t/u<mary>"],
+        &["admin", "create-table", "t1", "--family", "f"],
+    ];
+    for args in setup {
+        let o = s.rowkit(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    }
+    let commands: [&[&str]; 17] = [
+        &["admin", "list-tables"],
+        &["admin", "dump", "objmeta"],
+        &["s3", "list", "b"],
+        &["s3", "versions", "b"],
+        &["s3", "get", "b", "k"],
+        &["s3", "bucket", "list"],
+        &["s3", "uuid"],
+        &["mt", "glob", "..."],
+        &["mt", "resolve", "a/b"],
+        &["mt", "fsck"],
+        &["gold", "newest"],
+        &["gold", "tile"],
+        &["graph", "list"],
+        &["graph", "query", "g", "triples"],
+        &["key", "encode", "mt", "a/b"],
+        &["s3", "count"],
+        &["--version"],
+    ];
+    for args in commands {
+        for json in [false, true] {
+            let mut cmd = Command::new(env!("CARGO_BIN_EXE_rowkit"));
+            cmd.arg("--store").arg(s.store()).env_remove("ROWKIT_STORE");
+            if json {
+                cmd.arg("--json");
+            }
+            // A pipe whose reader is gone: every write to it fails with EPIPE.
+            let (reader, writer) = std::io::pipe().unwrap();
+            drop(reader);
+            let o = cmd.args(args).stdout(writer).output().unwrap();
+            assert_eq!(o.status.code(), Some(0), "{args:?} json={json}: {o:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&o.stderr),
+                "",
+                "{args:?} json={json}"
+            );
+        }
+    }
+    // A failing command still says why on stderr and keeps its exit code.
+    for json in [false, true] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_rowkit"));
+        cmd.arg("--store").arg(s.store()).env_remove("ROWKIT_STORE");
+        if json {
+            cmd.arg("--json");
+        }
+        let o = cmd
+            .args(["key", "decode", "hex:00"])
+            .stdout(writer)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "json={json}: {o:?}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.starts_with("rowkit: ") && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+    }
+}
