@@ -1,6 +1,8 @@
 //! Command-line grammar (clap) and the context every command runs in.
 
-use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
+
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use rowkit_codec::model::Timestamp;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::{Clock, ManualClock, SystemClock};
@@ -20,6 +22,85 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+}
+
+impl Cli {
+    /// Parses the command line with options allowed anywhere on it (see
+    /// [`options_anywhere`]).
+    pub fn try_parse_anywhere(
+        argv: impl IntoIterator<Item = OsString>,
+    ) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(options_anywhere(argv.into_iter().collect()))
+    }
+}
+
+/// Moves the options written before the command group (`rowkit --pid 4242 s3 put …`,
+/// `rowkit --layout md5 gold newest`) to right after it, where clap looks for a group's own
+/// options, so that every option can go anywhere on the line as in ripgrep. Options of the
+/// top level stay where they are; nothing moves past `--`. A line without a known command
+/// group is returned as it is, for clap to report.
+pub fn options_anywhere(argv: Vec<OsString>) -> Vec<OsString> {
+    let cli = Cli::command();
+    // Which tokens before the command group belong to a group's option (and its value).
+    let mut group_option = vec![false; argv.len()];
+    let mut i = 1;
+    let group_at = loop {
+        let Some(token) = argv.get(i).and_then(|t| t.to_str()) else {
+            return argv; // no group, or a token that is not UTF-8: clap reports it
+        };
+        match token.strip_prefix("--") {
+            Some("") => return argv, // `--`: nothing moves past it
+            Some(long) => {
+                let (name, inline_value) = match long.split_once('=') {
+                    Some((name, _)) => (name, true),
+                    None => (long, false),
+                };
+                let span = 1 + usize::from(!inline_value && option_takes_value(&cli, name));
+                let end = (i + span).min(argv.len());
+                if !is_top_level(&cli, name) {
+                    group_option[i..end].fill(true);
+                }
+                i = end;
+            }
+            None if token.starts_with('-') && token != "-" => i += 1, // -h, -V
+            None if cli.find_subcommand(token).is_some() => break i,
+            None => return argv,
+        }
+    };
+    let mut before = Vec::new();
+    let mut moved = Vec::new();
+    let mut rest = argv.into_iter().enumerate();
+    for (at, token) in rest.by_ref().take(group_at) {
+        if group_option[at] {
+            moved.push(token);
+        } else {
+            before.push(token);
+        }
+    }
+    let group = rest.next().map(|(_, token)| token);
+    before
+        .into_iter()
+        .chain(group)
+        .chain(moved)
+        .chain(rest.map(|(_, token)| token))
+        .collect()
+}
+
+/// Whether `--name` is an option of the top level (or help/version).
+fn is_top_level(cli: &clap::Command, name: &str) -> bool {
+    name == "help" || name == "version" || cli.get_arguments().any(|a| a.get_long() == Some(name))
+}
+
+/// Whether `--name`, wherever it is defined, takes a value.
+fn option_takes_value(cmd: &clap::Command, name: &str) -> bool {
+    cmd.get_arguments()
+        .filter(|a| {
+            a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name))
+        })
+        .any(|a| a.get_action().takes_values())
+        || cmd
+            .get_subcommands()
+            .any(|sub| option_takes_value(sub, name))
 }
 
 /// Options shared by every command.
@@ -42,12 +123,6 @@ pub struct GlobalArgs {
     /// Seed for every random choice (retry jitter, generated versions).
     #[arg(long, global = true, default_value_t = 0)]
     pub seed: u64,
-    /// Node table of the mount table (`mt`); the counter table is `<table>-counters`.
-    #[arg(long, global = true, default_value = "mounttable")]
-    pub table: String,
-    /// The caller's blessing names, comma-separated (`mt`); default: the server itself.
-    #[arg(long = "as", global = true, value_name = "NAME[,NAME...]")]
-    pub as_names: Option<String>,
     /// Give up retrying after this many seconds.
     #[arg(long, global = true, default_value_t = 60, value_name = "SECS")]
     pub deadline: u64,
@@ -60,21 +135,13 @@ pub enum Command {
     #[command(subcommand)]
     Admin(AdminCommand),
     /// BadWolf triple store: graphs, triples, lookups.
-    Graph {
-        /// Table id.
-        #[arg(long, default_value = "badwolf")]
-        table: String,
-        /// The graph command.
-        #[command(subcommand)]
-        command: crate::graph::GraphCommand,
-    },
+    Graph(crate::graph::GraphArgs),
     /// The Skia Gold trace store.
     Gold(crate::gold::GoldArgs),
     /// Object metadata (Scality Arsenal): buckets, versioned objects, listings.
     S3(crate::s3::S3Args),
     /// The Vanadium mount table (btmtd layout).
-    #[command(subcommand)]
-    Mt(crate::mt::MtCommand),
+    Mt(crate::mt::MtArgs),
     /// Encode or decode row keys.
     #[command(subcommand)]
     Key(crate::key::KeyCommand),
@@ -165,5 +232,58 @@ impl Context {
     /// The current time on the command's clock.
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::options_anywhere;
+
+    fn moved(line: &str) -> String {
+        let argv = line.split(' ').map(Into::into).collect();
+        let out: Vec<String> = options_anywhere(argv)
+            .into_iter()
+            .map(|t| t.into_string().unwrap())
+            .collect();
+        out.join(" ")
+    }
+
+    #[test]
+    fn group_options_move_after_the_group() {
+        let cases = [
+            // (as typed, as clap gets it)
+            (
+                "rowkit --pid 4242 s3 put b k",
+                "rowkit s3 --pid 4242 put b k",
+            ),
+            (
+                "rowkit --json --pid=7 s3 list b",
+                "rowkit --json s3 --pid=7 list b",
+            ),
+            (
+                "rowkit --layout md5 --store memory: gold newest",
+                "rowkit --store memory: gold --layout md5 newest",
+            ),
+            // A value that names a group is still the option's value.
+            ("rowkit --table mt mt setup", "rowkit mt --table mt setup"),
+            (
+                "rowkit --as a,b --seed 3 mt glob x",
+                "rowkit --seed 3 mt --as a,b glob x",
+            ),
+            // Top-level options and lines already in order are left alone.
+            (
+                "rowkit --store memory: admin list-tables",
+                "rowkit --store memory: admin list-tables",
+            ),
+            ("rowkit s3 list b --pid 1", "rowkit s3 list b --pid 1"),
+            // Nothing moves past `--`, and a line without a group is clap's to report.
+            ("rowkit --pid 1 -- s3 list", "rowkit --pid 1 -- s3 list"),
+            ("rowkit --pid 1 frobnicate", "rowkit --pid 1 frobnicate"),
+            ("rowkit --pid", "rowkit --pid"),
+        ];
+        for (typed, expected) in cases {
+            assert_eq!(moved(typed), expected, "{typed}");
+        }
     }
 }

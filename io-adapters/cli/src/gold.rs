@@ -30,7 +30,8 @@ pub struct GoldArgs {
     /// Table id.
     #[arg(long, global = true, default_value = "gold")]
     pub table: String,
-    /// The table's layout: `md5` or `digest-id` (default: detected from its families).
+    /// The layout, `md5` or `digest-id`: the one `setup` creates (default md5); other
+    /// commands detect it from the table's families unless it is given.
     #[arg(long, global = true, value_name = "LAYOUT")]
     pub layout: Option<String>,
     /// The operation.

@@ -3,7 +3,7 @@
 
 use std::io::BufRead;
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::explain;
@@ -18,6 +18,17 @@ use serde_json::{Map, Value, json};
 use crate::args::Context;
 use crate::error::CliError;
 use crate::output::{Output, Progress, bytes_fields};
+
+/// `rowkit graph [--table T] …`.
+#[derive(Debug, Args)]
+pub struct GraphArgs {
+    /// Table id of the triple store.
+    #[arg(long, global = true, default_value = "badwolf")]
+    pub table: String,
+    /// The graph command.
+    #[command(subcommand)]
+    pub command: GraphCommand,
+}
 
 /// `rowkit graph …`.
 #[derive(Debug, Subcommand)]
@@ -165,7 +176,8 @@ fn anchor(text: &Option<String>) -> Result<Option<Anchor>, CliError> {
 }
 
 /// Runs one graph command on table `table`.
-pub fn run(ctx: &Context, table: &str, cmd: &GraphCommand, out: &Output) -> Result<(), CliError> {
+pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError> {
+    let (table, cmd) = (args.table.as_str(), &args.command);
     let ts = TripleStore::new(SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()))
         .with_table(table)
         .with_seed(ctx.seed);

@@ -22,20 +22,31 @@ mod store_location;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 use crate::args::{Cli, Command};
 use crate::error::CliError;
 use crate::output::Output;
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let json = argv
+        .iter()
+        .skip(1)
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--json");
+    let cli = match Cli::try_parse_anywhere(argv) {
         Ok(cli) => cli,
-        Err(e) => {
-            // clap prints help/version to stdout with exit 0 and usage errors to stderr.
-            let code = if e.use_stderr() { 2 } else { 0 };
+        Err(e) if !e.use_stderr() => {
+            // Help and version: stdout, exit 0 (a closed pipe is no failure).
             let _ = e.print();
-            return ExitCode::from(code);
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => {
+            let _ = e.print();
+            let usage = CliError::usage(clap_message(&e));
+            if json {
+                Output::new(true).error_document(&usage);
+            }
+            return ExitCode::from(usage.exit_code());
         }
     };
     let out = Output::new(cli.global.json);
@@ -60,11 +71,18 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     }
     match &cli.command {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
-        Command::Graph { table, command } => graph::run(&ctx, table, command, out),
+        Command::Graph(args) => graph::run(&ctx, args, out),
         Command::Gold(args) => gold::run(&ctx, args, out),
         Command::S3(cmd) => s3::run(&ctx, cmd, out),
-        Command::Mt(cmd) => mt::run(&ctx, &cli.global, cmd, out),
+        Command::Mt(args) => mt::run(&ctx, args, out),
         Command::Key(cmd) => key::run(cmd, out),
         Command::Serve(args) => serve::run(ctx, args, out),
     }
+}
+
+/// The first line of a clap error without its `error: ` prefix.
+fn clap_message(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let line = text.lines().next().unwrap_or_default();
+    line.strip_prefix("error: ").unwrap_or(line).to_string()
 }

@@ -1,6 +1,6 @@
 //! `rowkit mt …` (spec/mounttable.md §21) and the mount table's part of `rowkit key`.
 
-use clap::Subcommand;
+use clap::{Args, Subcommand};
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::escape::escape;
@@ -12,11 +12,25 @@ use rowkit_codec::mounttable::{
 use rowkit_statemachines::mounttable::{MountEntry, MtError, Tables};
 use serde_json::{Map, Value, json};
 
-use crate::args::{Context, GlobalArgs};
+use crate::args::Context;
 use crate::error::CliError;
 use crate::output::{Output, bytes_fields};
 
-/// `rowkit mt …`.
+/// `rowkit mt [--table T] [--as NAMES] …`.
+#[derive(Debug, Args)]
+pub struct MtArgs {
+    /// Node table of the mount table; the counter table is `<table>-counters`.
+    #[arg(long, global = true, default_value = "mounttable")]
+    pub table: String,
+    /// The caller's blessing names, comma-separated; default: the server itself.
+    #[arg(long = "as", global = true, value_name = "NAME[,NAME...]")]
+    pub as_names: Option<String>,
+    /// The operation.
+    #[command(subcommand)]
+    pub command: MtCommand,
+}
+
+/// `rowkit mt …` operations.
 #[derive(Debug, Subcommand)]
 pub enum MtCommand {
     /// Create the tables and the initial nodes (root, and the nodes of a permissions file).
@@ -124,8 +138,8 @@ fn op_error(e: MtError) -> CliError {
     }
 }
 
-fn caller(global: &GlobalArgs) -> Caller {
-    match &global.as_names {
+fn caller(args: &MtArgs) -> Caller {
+    match &args.as_names {
         None => server_caller(),
         Some(list) => Caller {
             blessing_names: list
@@ -178,17 +192,11 @@ fn key_list(keys: &[Vec<u8>]) -> Value {
 }
 
 /// Runs one `mt` command.
-pub fn run(
-    ctx: &Context,
-    global: &GlobalArgs,
-    cmd: &MtCommand,
-    out: &Output,
-) -> Result<(), CliError> {
+pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
+    let cmd = &args.command;
     let config = MtConfig {
-        tables: Tables::new(&global.table),
-        deadline_us: i64::try_from(global.deadline)
-            .unwrap_or(i64::MAX / 1_000_000)
-            .saturating_mul(1_000_000),
+        tables: Tables::new(&args.table),
+        deadline_us: ctx.retry.operation_timeout,
         seed: ctx.seed,
         ..MtConfig::default()
     };
@@ -196,7 +204,7 @@ pub fn run(
         SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
         config,
     );
-    let who = caller(global);
+    let who = caller(args);
     let empty = || -> Result<(), CliError> {
         if out.is_json() {
             outln!("{{}}");
@@ -219,7 +227,7 @@ pub fn run(
             block_on(t.setup(file)).map_err(op_error)?;
             empty()?;
             if !out.is_json() {
-                outln!("mount table {} ready", global.table);
+                outln!("mount table {} ready", args.table);
             }
         }
         MtCommand::Mount {

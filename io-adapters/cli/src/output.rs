@@ -32,9 +32,14 @@ impl Output {
         // Where stderr or stdout is closed too there is nobody left to tell.
         let _ = writeln!(std::io::stderr(), "rowkit: {}", e.message());
         if self.json {
-            let doc = json!({"error": {"id": e.id(), "message": e.message()}});
-            let _ = writeln!(std::io::stdout(), "{doc}");
+            self.error_document(e);
         }
+    }
+
+    /// The JSON error document on stdout: `{"error":{"id","message"}}`.
+    pub fn error_document(&self, e: &CliError) {
+        let doc = json!({"error": {"id": e.id(), "message": e.message()}});
+        let _ = writeln!(std::io::stdout(), "{doc}");
     }
 }
 

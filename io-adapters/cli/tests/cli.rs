@@ -264,3 +264,74 @@ fn closed_stdout_ends_quietly() {
         );
     }
 }
+
+/// Options go anywhere on the line (issue 17, point 3): a group's options before the group or
+/// after its operation, top-level options after the operation; each help page lists only the
+/// options that apply; usage errors also give the JSON error document with `--json`. Before:
+/// `--pid` before `s3`, `--layout` before `gold` and `graph list --table X` were usage errors,
+/// `--as`/`--table` of the mount table were on every help page, and `--json` usage errors
+/// printed nothing on stdout.
+#[test]
+fn options_anywhere_on_the_line() {
+    let s = Scratch::new("options");
+    for args in [
+        &["--layout", "digest-id", "gold", "setup"][..],
+        &["graph", "setup", "--table", "tri"],
+        &["--table", "names", "mt", "setup"],
+        &["s3", "setup"],
+        &["s3", "bucket", "create", "b", "--rg", "RG002"],
+        &["--pid", "4242", "s3", "put", "b", "k", "--value", "{}"],
+    ] {
+        let o = s.rowkit(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    }
+    let o = s.rowkit(&["admin", "list-tables", "--json"]);
+    let tables = json(&o)["tables"].as_array().unwrap().clone();
+    let table = |name: &str| {
+        tables
+            .iter()
+            .find(|t| t["table"] == name)
+            .unwrap_or_else(|| panic!("no table {name} in {tables:?}"))
+            .clone()
+    };
+    for t in ["tri", "names", "names-counters", "objmeta"] {
+        table(t);
+    }
+    // `--layout digest-id` before `gold`: the id counter family `I` is there.
+    let gold = table("gold");
+    assert!(
+        gold["families"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"] == "I"),
+        "{gold}"
+    );
+    let o = s.rowkit(&["gold", "newest", "--json", "--layout", "digest-id"]);
+    assert!(o.status.success(), "{o:?}");
+    let o = s.rowkit(&["graph", "list", "--table", "tri", "--json"]);
+    assert!(o.status.success(), "{o:?}");
+
+    for (page, absent) in [
+        (&["gold", "setup", "--help"][..], "--as"),
+        (&["s3", "--help"], "Node table"),
+        (&["admin", "dump", "--help"], "--table"),
+        (&["graph", "list", "--help"], "--pid"),
+    ] {
+        let o = s.rowkit(page);
+        assert!(o.status.success(), "{page:?}");
+        assert!(!stdout(&o).contains(absent), "{page:?} lists {absent}");
+    }
+    let o = s.rowkit(&["mt", "glob", "--help"]);
+    assert!(stdout(&o).contains("--as"));
+
+    let o = s.rowkit(&["--json", "s3", "list", "b", "--bogus"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(json(&o)["error"]["id"], "usage");
+    assert!(
+        json(&o)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("--bogus")
+    );
+}
