@@ -53,7 +53,7 @@ pub struct ListArgs {
     #[arg(long)]
     pub delimiter: Option<String>,
     /// Max keys (0 = 1000).
-    #[arg(long, allow_negative_numbers = true)]
+    #[arg(long, value_parser = clap::value_parser!(i64).range(0..))]
     pub max_keys: Option<i64>,
 }
 
@@ -124,17 +124,17 @@ pub enum S3Command {
         #[arg(long)]
         origin_op: Option<String>,
         /// Run scheduled repairs at their due time (`wait`) or leave the placeholder (`skip`).
-        #[arg(long, default_value = "wait")]
-        repair: String,
+        #[arg(long, value_enum, default_value = "wait")]
+        repair: RepairWhen,
     },
     /// ListObjects (DelimiterMaster by default).
     List {
         /// Common listing options.
         #[command(flatten)]
         list: ListArgs,
-        /// Algorithm: DelimiterMaster or Delimiter.
-        #[arg(long, default_value = "DelimiterMaster")]
-        algo: String,
+        /// Algorithm.
+        #[arg(long, value_enum, default_value = "DelimiterMaster")]
+        algo: Algo,
         /// S3 v1 marker.
         #[arg(long, conflicts_with_all = ["v2", "continuation_token", "start_after"])]
         marker: Option<String>,
@@ -174,6 +174,26 @@ pub enum S3Command {
         #[arg(long)]
         all: bool,
     },
+}
+
+/// `s3 delete --repair`: what happens to the repair a delete of the current version schedules.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum RepairWhen {
+    /// Sleep until it is due and run it.
+    Wait,
+    /// Leave the placeholder master (`s3 repair` mends it later).
+    Skip,
+}
+
+/// `s3 list --algo`: Arsenal's listing algorithm.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Algo {
+    /// Masters only (S3 ListObjects).
+    #[value(name = "DelimiterMaster")]
+    DelimiterMaster,
+    /// Every key as stored.
+    #[value(name = "Delimiter")]
+    Delimiter,
 }
 
 /// `s3 put --versioning [MODE]`: the params a caller sends in each bucket versioning state
@@ -255,8 +275,14 @@ fn op_error(e: ObjmetaError) -> CliError {
     }
 }
 
-fn parse_json(what: &str, text: &str) -> Result<Json, CliError> {
-    Json::parse(text).map_err(|e| CliError::usage(format!("{what}: {e}")))
+/// The option `what`'s JSON object (Arsenal's values, params and bucket metadata are objects:
+/// anything else is bad input, refused before any request).
+fn parse_json_object(what: &str, text: &str) -> Result<Json, CliError> {
+    let json = Json::parse(text).map_err(|e| CliError::usage(format!("{what}: {e}")))?;
+    if json.as_object().is_none() {
+        return Err(CliError::usage(format!("{what} must be a JSON object")));
+    }
+    Ok(json)
 }
 
 fn to_value(j: &Json) -> Value {
@@ -353,46 +379,48 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                     .map_err(|e| CliError::usage(format!("{}: {e}", f.display())))?,
                 (None, None) => return Err(CliError::usage("--value or --value-file is required")),
             };
-            let mut value = parse_json("--value", &text)?;
+            let mut value = parse_json_object("--value", &text)?;
             let Some(value_members) = value.as_object_mut() else {
                 return Err(CliError::usage("--value must be a JSON object"));
             };
             let mut p = match params {
-                Some(t) => parse_json("--params", t)?,
+                Some(t) => parse_json_object("--params", t)?,
                 None => Json::Object(Default::default()),
             };
-            if let Some(o) = p.as_object_mut() {
-                match versioning {
-                    Some(Versioning::Enabled) => o.set("versioning", Json::Bool(true)),
-                    Some(Versioning::Suspended) => {
-                        if version_id.is_some() {
-                            return Err(CliError::usage(
-                                "--versioning suspended puts the null version: no --version-id",
-                            ));
-                        }
-                        o.set("versionId", Json::str(""));
-                        if value_members.get("isNull").is_none() {
-                            value_members.set("isNull", Json::Bool(true));
-                        }
+            let Some(o) = p.as_object_mut() else {
+                return Err(CliError::usage("--params must be a JSON object"));
+            };
+            match versioning {
+                Some(Versioning::Enabled) => o.set("versioning", Json::Bool(true)),
+                Some(Versioning::Suspended) => {
+                    if version_id.is_some() {
+                        return Err(CliError::usage(
+                            "--versioning suspended puts the null version: no --version-id",
+                        ));
                     }
-                    Some(Versioning::Off) => {
-                        o.remove("versioning");
+                    o.set("versionId", Json::str(""));
+                    if value_members.get("isNull").is_none() {
+                        value_members.set("isNull", Json::Bool(true));
                     }
-                    None => {}
                 }
-                if let Some(v) = version_id {
-                    o.set("versionId", Json::str(v.clone()));
+                Some(Versioning::Off) => {
+                    o.remove("versioning");
                 }
-                if *repair_master {
-                    o.set("repairMaster", Json::Bool(true));
-                }
-                if *need_oplog_update {
-                    o.set("needOplogUpdate", Json::Bool(true));
-                }
-                if let Some(op) = origin_op {
-                    o.set("originOp", Json::str(op.clone()));
-                }
+                None => {}
             }
+            if let Some(v) = version_id {
+                o.set("versionId", Json::str(v.clone()));
+            }
+            if *repair_master {
+                o.set("repairMaster", Json::Bool(true));
+            }
+            if *need_oplog_update {
+                o.set("needOplogUpdate", Json::Bool(true));
+            }
+            if let Some(op) = origin_op {
+                o.set("originOp", Json::str(op.clone()));
+            }
+
             let result =
                 block_on(om.put_object(bucket, key, &value, Some(&p))).map_err(op_error)?;
             let vf = om.state_mut().cached_vformat(bucket).unwrap_or_default();
@@ -450,8 +478,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             block_on(om.delete_object(bucket, key, Some(&Json::Object(p)), origin_op.as_deref()))
                 .map_err(op_error)?;
             let mut repairs = Vec::new();
-            match repair.as_str() {
-                "wait" => {
+            match repair {
+                RepairWhen::Wait => {
                     let tasks: Vec<RepairTask> = om.drop_pending_repairs();
                     for t in tasks {
                         ctx.clock.sleep_until(t.due);
@@ -459,12 +487,11 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                         repairs.push(json!({"key": r.task.key, "phd_version_id": r.task.phd_version_id, "due": r.task.due.0, "outcome": r.outcome.as_str()}));
                     }
                 }
-                "skip" => {
+                RepairWhen::Skip => {
                     for t in om.drop_pending_repairs() {
                         repairs.push(json!({"key": t.key, "phd_version_id": t.phd_version_id, "due": t.due.0, "outcome": "skipped"}));
                     }
                 }
-                other => return Err(CliError::usage(format!("--repair {other:?}: wait or skip"))),
             }
             let events = events_json(&om.take_events());
             print(
@@ -481,14 +508,9 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             continuation_token,
             start_after,
         } => {
-            let listing_type = match algo.as_str() {
-                "DelimiterMaster" => ListingType::DelimiterMaster,
-                "Delimiter" => ListingType::Delimiter,
-                other => {
-                    return Err(CliError::usage(format!(
-                        "--algo {other:?}: DelimiterMaster or Delimiter"
-                    )));
-                }
+            let listing_type = match algo {
+                Algo::DelimiterMaster => ListingType::DelimiterMaster,
+                Algo::Delimiter => ListingType::Delimiter,
             };
             let p = ListingParams {
                 listing_type,
@@ -583,7 +605,7 @@ fn bucket(
                 om.state_mut().config.default_bucket_key_format = vf;
             }
             let md = match md {
-                Some(t) => parse_json("--md", t)?,
+                Some(t) => parse_json_object("--md", t)?,
                 None => default_md(ctx, bucket, owner, owner_display_name),
             };
             let vf = block_on(om.create_bucket(bucket, &md)).map_err(op_error)?;
@@ -619,7 +641,7 @@ fn bucket(
             )?;
         }
         BucketCommand::PutAttributes { bucket, md } => {
-            let md = parse_json("--md", md)?;
+            let md = parse_json_object("--md", md)?;
             block_on(om.put_bucket_attributes(bucket, &md)).map_err(op_error)?;
             let value = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
             let mut m = Map::new();
