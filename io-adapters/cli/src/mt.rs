@@ -1,5 +1,7 @@
 //! `rowkit mt …` (spec/mounttable.md §21) and the mount table's part of `rowkit key`.
 
+use std::io::Write;
+
 use clap::{Args, Subcommand};
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
@@ -9,7 +11,7 @@ use rowkit_codec::mounttable::{
     self as codec, Caller, Permissions, decode_permissions, decode_permissions_file,
     encode_permissions_string,
 };
-use rowkit_statemachines::mounttable::{MountEntry, MtError, Tables};
+use rowkit_statemachines::mounttable::{FindingKind, MountEntry, MtError, MtEvent, Tables};
 use serde_json::{Map, Value, json};
 
 use crate::args::Context;
@@ -200,10 +202,21 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
         seed: ctx.seed,
         ..MtConfig::default()
     };
+    let json_warnings = out.is_json();
     let t = MountTable::new(
         SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
         config,
-    );
+    )
+    // What btmtd only logs goes to stderr, so an operator sees it (a JSON line with --json).
+    .with_warning_sink(move |step, error| {
+        let mut err = std::io::stderr();
+        let _ = if json_warnings {
+            let doc = json!({"warning": {"step": step, "message": error.to_string()}});
+            writeln!(err, "{doc}")
+        } else {
+            writeln!(err, "rowkit: warning: {step}: {error}")
+        };
+    });
     let who = caller(args);
     let empty = || -> Result<(), CliError> {
         if out.is_json() {
@@ -306,26 +319,51 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             print_perms(out, &pv.perms, &pv.version)?;
         }
         MtCommand::Fsck { fix } => {
-            let summary = match block_on(t.fsck(*fix, |_| {})) {
-                Ok(s) => s,
-                Err(MtError::FsckInconsistent(s)) => {
-                    if !out.is_json() {
-                        outln!(
-                            "{} passes, {} inconsistencies, {} undecodable rows",
-                            s.passes,
-                            s.inconsistent,
-                            s.undecodable.len()
-                        );
-                    }
-                    return Err(op_error(MtError::FsckInconsistent(s)));
+            // Each finding on stderr as it comes, and all of them in the JSON summary.
+            let mut findings = Vec::new();
+            let on_event = |event: MtEvent| {
+                if let MtEvent::FsckFinding {
+                    row_key,
+                    kind,
+                    fixed,
+                } = event
+                {
+                    let kind = finding_kind_name(kind);
+                    let _ = writeln!(
+                        std::io::stderr(),
+                        "rowkit: fsck: {kind} row {}{}",
+                        escape(&row_key),
+                        if fixed { " (fixed)" } else { "" }
+                    );
+                    let mut m = Map::new();
+                    bytes_fields(&mut m, "row_key", &row_key);
+                    m.insert("kind".into(), json!(kind));
+                    m.insert("fixed".into(), json!(fixed));
+                    findings.push(Value::Object(m));
+                }
+            };
+            let (summary, failure) = match block_on(t.fsck(*fix, on_event)) {
+                Ok(summary) => (summary, None),
+                Err(MtError::FsckInconsistent(summary)) => {
+                    let failure = op_error(MtError::FsckInconsistent(summary.clone()));
+                    (summary, Some(failure))
                 }
                 Err(e) => return Err(op_error(e)),
             };
             if out.is_json() {
+                let mut doc = json!({"passes": summary.passes, "inconsistent": summary.inconsistent,
+                    "fixed": key_list(&summary.fixed), "undecodable": key_list(&summary.undecodable),
+                    "findings": findings});
+                if let Some(failure) = &failure {
+                    doc["error"] = json!({"id": failure.id(), "message": failure.message()});
+                }
+                outln!("{doc}");
+            } else if failure.is_some() {
                 outln!(
-                    "{}",
-                    json!({"passes": summary.passes, "inconsistent": summary.inconsistent,
-                        "fixed": key_list(&summary.fixed), "undecodable": key_list(&summary.undecodable)})
+                    "{} passes, {} inconsistencies, {} undecodable rows",
+                    summary.passes,
+                    summary.inconsistent,
+                    summary.undecodable.len()
                 );
             } else {
                 outln!(
@@ -334,6 +372,11 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                     summary.inconsistent,
                     summary.fixed.len()
                 );
+            }
+            if let Some(failure) = failure {
+                // The JSON document above already carries the error: only stderr's line is left.
+                let _ = writeln!(std::io::stderr(), "rowkit: {}", failure.message());
+                return Err(CliError::Exit(failure.exit_code()));
             }
         }
     }
@@ -384,4 +427,14 @@ pub fn key_decode(key: &[u8], out: &Output) -> Result<(), CliError> {
         );
     }
     Ok(())
+}
+
+/// A finding kind as the CLI names it (stderr lines and `--json`).
+fn finding_kind_name(kind: FindingKind) -> &'static str {
+    match kind {
+        FindingKind::Orphan => "orphan",
+        FindingKind::Dangling => "dangling",
+        FindingKind::Undecodable => "undecodable",
+        FindingKind::StoreError => "store_error",
+    }
 }

@@ -203,3 +203,38 @@ fn key_encode_decode() {
     let o = s.run(&["key", "decode", "--schema", "mt", "short"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// Fsck findings reach the operator (issue 17, point 6): each on stderr as it is found, all of
+/// them in the `--json` document beside the summary, and the failure's id there too. Before,
+/// the CLI dropped them: the JSON was only the error document.
+#[test]
+fn fsck_findings_on_stderr_and_in_json() {
+    let s = Scratch::new("fsck-findings");
+    s.json(&["mt", "setup"]);
+    s.json(&["mt", "mount", "a/b", S, "--ttl", "600"]);
+    // A node row for `zz` that the root does not reference: an orphan.
+    let key = s.json(&["key", "encode", "mt", "zz"])["row_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.json(&["admin", "set", "mounttable", &key, "m:x=1"]);
+
+    let o = s.run(&["mt", "fsck"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["error"]["id"], "rowkit.mounttable.FsckInconsistent");
+    assert_eq!(doc["inconsistent"], 1);
+    assert_eq!(
+        doc["findings"],
+        json!([{"row_key": key, "row_key_hex": hex::encode(&key), "kind": "orphan", "fixed": false}])
+    );
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        stderr.contains(&format!("rowkit: fsck: orphan row {key}\n")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("FsckInconsistent") || stderr.contains("inconsistencies"),
+        "{stderr}"
+    );
+}

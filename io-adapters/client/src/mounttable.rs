@@ -31,6 +31,7 @@
 //! ```
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rowkit_codec::model::{ColumnFamily, GcRule, Timestamp};
@@ -98,11 +99,16 @@ pub fn server_caller() -> Caller {
     }
 }
 
+/// What receives the warnings of a facade's operations ([`MtEvent::Warning`]: failures the
+/// original only logged), with the step that failed.
+pub type WarningSink = Arc<dyn Fn(&'static str, &MtError) + Send + Sync>;
+
 /// The mount table over a driver (see the module doc).
 pub struct MountTable<D> {
     driver: RowCached<D>,
     config: MtConfig,
     calls: AtomicU64,
+    warnings: Option<WarningSink>,
 }
 
 impl<D> core::fmt::Debug for MountTable<D> {
@@ -120,7 +126,18 @@ impl<D: Driver> MountTable<D> {
             driver: RowCached::new(driver, &config.tables.node, config.row_cache_capacity),
             config,
             calls: AtomicU64::new(0),
+            warnings: None,
         }
+    }
+
+    /// Sends every operation's warnings to `sink` as well (by default they reach only the
+    /// `on_event` of [`MountTable::run`] and [`MountTable::fsck`]).
+    pub fn with_warning_sink(
+        mut self,
+        sink: impl Fn(&'static str, &MtError) + Send + Sync + 'static,
+    ) -> MountTable<D> {
+        self.warnings = Some(Arc::new(sink));
+        self
     }
 
     /// The settings.
@@ -171,15 +188,23 @@ impl<D: Driver> MountTable<D> {
         self.driver.now()
     }
 
-    /// Drives `machine` through the cache, handing every event to `on_event`.
+    /// Drives `machine` through the cache, handing every event to `on_event` (and warnings to
+    /// the [warning sink](MountTable::with_warning_sink) too).
     pub async fn run<M>(
         &self,
         machine: M,
-        on_event: impl FnMut(MtEvent),
+        mut on_event: impl FnMut(MtEvent),
     ) -> Result<M::Output, MtError>
     where
         M: Machine<Event = MtEvent, Error = MtError>,
     {
+        let sink = self.warnings.clone();
+        let on_event = move |event: MtEvent| {
+            if let (Some(sink), MtEvent::Warning { step, error }) = (&sink, &event) {
+                sink(step, error);
+            }
+            on_event(event);
+        };
         run(&self.driver, machine, on_event)
             .await
             .map_err(|e| match e {
