@@ -1,12 +1,194 @@
 //! The retry skeleton shared by the retrying machines ([`crate::readrows::ReadRows`],
 //! [`crate::raw::MutateRows`], [`crate::raw::MutateRow`]): one attempt in flight at a time under
 //! a fresh tag, a back-off timer between attempts, attempt and operation deadlines, a clamped
-//! clock and stale-tag filtering (`spec/sans-io.md` 2 and 3.1). What to retry and with which
-//! request stays with each machine.
+//! clock and stale-tag filtering (`spec/sans-io.md` 2 and 3.1). [`Retrying`] is the one
+//! [`Machine`] they all are; what an answer means, what to retry and with which request stays
+//! with each machine's [`RetryRule`].
 
 use alloc::collections::VecDeque;
 
-use crate::{Backoff, Code, Request, RetryPolicy, StoreError, Tag, TagAllocator, Timestamp};
+use crate::{
+    Backoff, Code, Machine, Request, Response, RetryPolicy, StoreError, Tag, TagAllocator,
+    Timestamp,
+};
+
+/// A machine that sends one request and retries it by a [`RetryRule`]: the shell of
+/// [`ReadRows`](crate::readrows::ReadRows), [`MutateRow`](crate::raw::MutateRow) and
+/// [`MutateRows`](crate::raw::MutateRows). It clamps the clock, drops stale responses, runs the
+/// attempt and back-off timers, answers `cancel` and keeps the outcome; the rule decides what
+/// each answer means and what to send again.
+#[derive(Debug)]
+pub struct Retrying<R: RetryRule> {
+    rule: R,
+    run: Run<R::Output>,
+}
+
+/// The part of a [`Retrying`] machine that differs per request: what a part of an answer
+/// means, whether a failed attempt is sent again and as which request, and what giving up
+/// yields. It acts on the machine through [`Run`].
+pub trait RetryRule {
+    /// The machine's output.
+    type Output;
+    /// The machine's events.
+    type Event;
+    /// A part of the answer to the attempt in flight, at `now` (already clamped; stale parts
+    /// never arrive here). The rule ends the attempt when the part is its last.
+    fn on_part(&mut self, part: Response, now: Timestamp, run: &mut Run<Self::Output>);
+    /// The attempt in flight failed with `error` (an error answer, or DEADLINE_EXCEEDED when it
+    /// ran out of time) and is over: retry, or finish.
+    fn on_failure(&mut self, error: StoreError, now: Timestamp, run: &mut Run<Self::Output>);
+    /// The outcome when the operation deadline leaves no room for another attempt;
+    /// `last_error` is the error of the last attempt.
+    fn gave_up(&mut self, last_error: StoreError) -> Result<Self::Output, StoreError>;
+    /// The next event (none by default).
+    fn poll_event(&mut self) -> Option<Self::Event> {
+        None
+    }
+}
+
+/// Where a [`Retrying`] machine stands: its attempts and, once finished, its outcome.
+#[derive(Debug)]
+pub struct Run<T> {
+    attempts: Attempts,
+    outcome: Option<Result<T, StoreError>>,
+    finished: bool,
+}
+
+impl<T> Run<T> {
+    /// The attempt in flight is complete: nothing more will arrive under its tag.
+    pub(crate) fn attempt_ended(&mut self) {
+        self.attempts.attempt_ended();
+    }
+
+    /// After a retryable `error` at `now` (the attempt already ended), waits the next back-off
+    /// and then sends `request`; gives `error` back when the operation deadline leaves no room
+    /// for another attempt.
+    pub(crate) fn retry(
+        &mut self,
+        error: StoreError,
+        request: Request,
+        now: Timestamp,
+    ) -> Result<(), StoreError> {
+        self.attempts.retry(error, request, now)
+    }
+
+    /// Finishes with `outcome`: the attempt in flight (if any) is aborted, nothing more is
+    /// sent.
+    pub(crate) fn finish(&mut self, outcome: Result<T, StoreError>) {
+        self.attempts.stop();
+        self.outcome = Some(outcome);
+        self.finished = true;
+    }
+}
+
+impl<R: RetryRule> Retrying<R> {
+    /// Starts `rule`'s operation at `now` by sending `first`; `seed` drives the retry jitter.
+    pub(crate) fn start(
+        rule: R,
+        first: Request,
+        now: Timestamp,
+        seed: u64,
+        policy: RetryPolicy,
+    ) -> Self {
+        Retrying {
+            rule,
+            run: Run {
+                attempts: Attempts::start(first, now, seed, policy),
+                outcome: None,
+                finished: false,
+            },
+        }
+    }
+
+    /// The rule, with what it has gathered so far.
+    pub(crate) fn rule(&self) -> &R {
+        &self.rule
+    }
+
+    /// The rule, to take what it has gathered.
+    pub(crate) fn rule_mut(&mut self) -> &mut R {
+        &mut self.rule
+    }
+
+    /// Responses ignored because their tag was not the attempt in flight.
+    pub fn stale_responses(&self) -> u64 {
+        self.run.attempts.stale()
+    }
+
+    /// Retries scheduled so far.
+    pub fn retries(&self) -> u32 {
+        self.run.attempts.retries()
+    }
+}
+
+impl<R: RetryRule> Machine for Retrying<R> {
+    type Output = R::Output;
+    type Event = R::Event;
+    type Error = StoreError;
+
+    fn handle_response(
+        &mut self,
+        tag: Tag,
+        response: Result<Response, StoreError>,
+        now: Timestamp,
+    ) {
+        let now = self.run.attempts.clock(now);
+        if !self.run.attempts.accepts(tag) || self.run.finished {
+            return;
+        }
+        match response {
+            Ok(part) => self.rule.on_part(part, now, &mut self.run),
+            Err(e) => {
+                self.run.attempt_ended();
+                self.rule.on_failure(e, now, &mut self.run);
+            }
+        }
+    }
+
+    fn handle_timeout(&mut self, now: Timestamp) {
+        let now = self.run.attempts.clock(now);
+        if self.run.finished {
+            return;
+        }
+        match self.run.attempts.on_timeout(now) {
+            Fired::Nothing | Fired::Sent => {}
+            Fired::AttemptExpired => self
+                .rule
+                .on_failure(deadline_exceeded(), now, &mut self.run),
+            Fired::GaveUp(e) => {
+                let outcome = self.rule.gave_up(e);
+                self.run.finish(outcome);
+            }
+        }
+    }
+
+    fn cancel(&mut self, now: Timestamp) {
+        self.run.attempts.clock(now);
+        if !self.run.finished {
+            self.run.finish(Err(cancelled()));
+        }
+    }
+
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        self.run.attempts.poll_request()
+    }
+
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.run.attempts.poll_abort()
+    }
+
+    fn poll_event(&mut self) -> Option<R::Event> {
+        self.rule.poll_event()
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.run.attempts.poll_timeout()
+    }
+
+    fn result(&mut self) -> Option<Result<R::Output, StoreError>> {
+        self.run.outcome.take()
+    }
+}
 
 /// Where the operation stands between inputs.
 #[derive(Debug)]
@@ -21,7 +203,7 @@ enum Phase {
 
 /// What [`Attempts::on_timeout`] did.
 #[derive(Debug)]
-pub(crate) enum Fired {
+enum Fired {
     /// No timer was due.
     Nothing,
     /// The back-off ended and the next attempt was queued for sending.
@@ -34,7 +216,7 @@ pub(crate) enum Fired {
 
 /// One operation's attempts (see the module doc).
 #[derive(Debug)]
-pub(crate) struct Attempts {
+struct Attempts {
     backoff: Backoff,
     tags: TagAllocator,
     last_now: Timestamp,
@@ -48,7 +230,7 @@ pub(crate) struct Attempts {
 
 impl Attempts {
     /// Sends `first` at once, for an operation started at `now`.
-    pub(crate) fn start(first: Request, now: Timestamp, seed: u64, policy: RetryPolicy) -> Self {
+    fn start(first: Request, now: Timestamp, seed: u64, policy: RetryPolicy) -> Self {
         let mut attempts = Attempts {
             backoff: Backoff::new(policy, now, seed),
             tags: TagAllocator::default(),
@@ -65,14 +247,14 @@ impl Attempts {
     }
 
     /// Clamps a clock that went backwards: `max(now, last now seen)`.
-    pub(crate) fn clock(&mut self, now: Timestamp) -> Timestamp {
+    fn clock(&mut self, now: Timestamp) -> Timestamp {
         self.last_now = self.last_now.max(now);
         self.last_now
     }
 
     /// Whether `tag` is the attempt in flight; anything else is stale input, counted and
     /// ignored.
-    pub(crate) fn accepts(&mut self, tag: Tag) -> bool {
+    fn accepts(&mut self, tag: Tag) -> bool {
         let current = matches!(self.phase, Phase::InFlight { tag: t, .. } if t == tag);
         if !current {
             self.stale += 1;
@@ -81,12 +263,12 @@ impl Attempts {
     }
 
     /// The attempt's stream or reply is complete: nothing more will arrive under its tag.
-    pub(crate) fn attempt_ended(&mut self) {
+    fn attempt_ended(&mut self) {
         self.phase = Phase::Idle;
     }
 
     /// Stops everything: the attempt in flight (if any) is aborted, nothing more is sent.
-    pub(crate) fn stop(&mut self) {
+    fn stop(&mut self) {
         if let Phase::InFlight { tag, .. } = self.phase {
             self.aborts.push_back(tag);
         }
@@ -97,7 +279,7 @@ impl Attempts {
     /// After a retryable `error` at `now` (the attempt already ended or stopped), waits the
     /// next back-off and then sends `request`; gives `error` back when the operation deadline
     /// leaves no room for another attempt.
-    pub(crate) fn retry(
+    fn retry(
         &mut self,
         error: StoreError,
         request: Request,
@@ -116,7 +298,7 @@ impl Attempts {
     }
 
     /// Fires whatever timer is due at `now` (already clamped).
-    pub(crate) fn on_timeout(&mut self, now: Timestamp) -> Fired {
+    fn on_timeout(&mut self, now: Timestamp) -> Fired {
         match core::mem::replace(&mut self.phase, Phase::Idle) {
             Phase::BackingOff { .. } if now >= self.backoff.deadline() => {
                 Fired::GaveUp(self.last_error.clone().unwrap_or_else(deadline_exceeded))
@@ -137,18 +319,18 @@ impl Attempts {
     }
 
     /// The next request to send.
-    pub(crate) fn poll_request(&mut self) -> Option<(Tag, Request)> {
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
         self.outgoing.take()
     }
 
     /// The next tag whose responses the driver should stop delivering.
-    pub(crate) fn poll_abort(&mut self) -> Option<Tag> {
+    fn poll_abort(&mut self) -> Option<Tag> {
         self.aborts.pop_front()
     }
 
     /// The earliest timer: back-off end or attempt deadline (both bounded by the operation
     /// deadline).
-    pub(crate) fn poll_timeout(&self) -> Option<Timestamp> {
+    fn poll_timeout(&self) -> Option<Timestamp> {
         match &self.phase {
             Phase::InFlight { deadline, .. } => Some(*deadline),
             Phase::BackingOff { at, .. } => Some((*at).min(self.backoff.deadline())),
@@ -157,12 +339,12 @@ impl Attempts {
     }
 
     /// Responses ignored because their tag was not the attempt in flight.
-    pub(crate) fn stale(&self) -> u64 {
+    fn stale(&self) -> u64 {
         self.stale
     }
 
     /// Retries scheduled so far.
-    pub(crate) fn retries(&self) -> u32 {
+    fn retries(&self) -> u32 {
         self.retries
     }
 
@@ -177,11 +359,11 @@ impl Attempts {
 }
 
 /// The error an attempt that ran out of time counts as.
-pub(crate) fn deadline_exceeded() -> StoreError {
+fn deadline_exceeded() -> StoreError {
     StoreError::new(Code::DeadlineExceeded, "deadline exceeded")
 }
 
 /// The error a cancelled operation ends with.
-pub(crate) fn cancelled() -> StoreError {
+fn cancelled() -> StoreError {
     StoreError::new(Code::Cancelled, "cancelled")
 }

@@ -1,12 +1,13 @@
 //! Machines for raw Bigtable requests, used by drivers and tools that speak the store
 //! vocabulary directly (`rowkit admin`, tests): [`Unary`] and [`Collect`] send once;
-//! [`MutateRow`] and [`MutateRows`] apply the client retry rule of `spec/bigtable.md` 6.
+//! [`MutateRow`] and [`MutateRows`] apply the client retry rule of `spec/bigtable.md` 6, each a
+//! [`Retrying`] machine with its own [`RetryRule`].
 
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Mutation;
 
-use crate::attempt::{Attempts, Fired, cancelled, deadline_exceeded};
+pub use crate::attempt::{RetryRule, Retrying, Run};
 use crate::{
     Code, Machine, MutateRowRequest, MutateRowsEntryResult, MutateRowsRequest, MutateRowsResponse,
     Request, Response, RetryPolicy, StoreError, Tag, TagAllocator, Timestamp,
@@ -136,116 +137,52 @@ impl<A: Answer> Machine for SendOnce<A> {
 /// `DEADLINE_EXCEEDED`, `ABORTED`, or the attempt deadline) is retried with seeded back-off
 /// only when every mutation is idempotent (`spec/bigtable.md` 6); otherwise, and for any other
 /// error, the operation fails with that error.
+pub type MutateRow = Retrying<MutateRowRule>;
+
+/// The [`RetryRule`] of [`MutateRow`].
 #[derive(Debug)]
-pub struct MutateRow {
+pub struct MutateRowRule {
     request: MutateRowRequest,
     idempotent: bool,
-    attempts: Attempts,
-    outcome: Option<Result<(), StoreError>>,
-    finished: bool,
 }
 
 impl MutateRow {
     /// A write of `request` started at `now`; `seed` drives the retry jitter.
     pub fn new(request: MutateRowRequest, now: Timestamp, seed: u64, policy: RetryPolicy) -> Self {
         let idempotent = request.mutations.iter().all(Mutation::is_idempotent);
-        let attempts = Attempts::start(Request::MutateRow(request.clone()), now, seed, policy);
-        MutateRow {
+        let first = Request::MutateRow(request.clone());
+        let rule = MutateRowRule {
             request,
             idempotent,
-            attempts,
-            outcome: None,
-            finished: false,
-        }
-    }
-
-    /// Responses ignored because their tag was not the attempt in flight.
-    pub fn stale_responses(&self) -> u64 {
-        self.attempts.stale()
-    }
-
-    /// Retries scheduled so far.
-    pub fn retries(&self) -> u32 {
-        self.attempts.retries()
-    }
-
-    fn finish(&mut self, outcome: Result<(), StoreError>) {
-        self.attempts.stop();
-        self.outcome = Some(outcome);
-        self.finished = true;
-    }
-
-    fn failed(&mut self, error: StoreError, now: Timestamp) {
-        if !(self.idempotent && error.code.is_retryable()) {
-            return self.finish(Err(error));
-        }
-        let request = Request::MutateRow(self.request.clone());
-        if let Err(e) = self.attempts.retry(error, request, now) {
-            self.finish(Err(e));
-        }
+        };
+        Retrying::start(rule, first, now, seed, policy)
     }
 }
 
-impl Machine for MutateRow {
+impl RetryRule for MutateRowRule {
     type Output = ();
     type Event = ();
-    type Error = StoreError;
 
-    fn handle_response(
-        &mut self,
-        tag: Tag,
-        response: Result<Response, StoreError>,
-        now: Timestamp,
-    ) {
-        let now = self.attempts.clock(now);
-        if !self.attempts.accepts(tag) || self.finished {
-            return;
-        }
-        self.attempts.attempt_ended();
-        match response {
-            Ok(Response::MutateRow) => self.finish(Ok(())),
-            Ok(other) => self.finish(Err(unexpected("MutateRow", &other))),
-            Err(e) => self.failed(e, now),
+    fn on_part(&mut self, part: Response, _now: Timestamp, run: &mut Run<()>) {
+        run.attempt_ended();
+        match part {
+            Response::MutateRow => run.finish(Ok(())),
+            other => run.finish(Err(unexpected("MutateRow", &other))),
         }
     }
 
-    fn handle_timeout(&mut self, now: Timestamp) {
-        let now = self.attempts.clock(now);
-        if self.finished {
-            return;
+    fn on_failure(&mut self, error: StoreError, now: Timestamp, run: &mut Run<()>) {
+        if !(self.idempotent && error.code.is_retryable()) {
+            return run.finish(Err(error));
         }
-        match self.attempts.on_timeout(now) {
-            Fired::Nothing | Fired::Sent => {}
-            Fired::AttemptExpired => self.failed(deadline_exceeded(), now),
-            Fired::GaveUp(e) => self.finish(Err(e)),
+        let request = Request::MutateRow(self.request.clone());
+        if let Err(e) = run.retry(error, request, now) {
+            run.finish(self.gave_up(e));
         }
     }
 
-    fn cancel(&mut self, now: Timestamp) {
-        self.attempts.clock(now);
-        if !self.finished {
-            self.finish(Err(cancelled()));
-        }
-    }
-
-    fn poll_request(&mut self) -> Option<(Tag, Request)> {
-        self.attempts.poll_request()
-    }
-
-    fn poll_abort(&mut self) -> Option<Tag> {
-        self.attempts.poll_abort()
-    }
-
-    fn poll_event(&mut self) -> Option<()> {
-        None
-    }
-
-    fn poll_timeout(&self) -> Option<Timestamp> {
-        self.attempts.poll_timeout()
-    }
-
-    fn result(&mut self) -> Option<Result<(), StoreError>> {
-        self.outcome.take()
+    fn gave_up(&mut self, last_error: StoreError) -> Result<(), StoreError> {
+        Err(last_error)
     }
 }
 
@@ -260,8 +197,12 @@ impl Machine for MutateRow {
 /// protocol violation (`INTERNAL`: a wrong response type or an index outside the request), or
 /// a stream error for a request with no entries. An entry missing when a stream ends with OK
 /// gets `INTERNAL` and is not retried.
+pub type MutateRows = Retrying<MutateRowsRule>;
+
+/// The [`RetryRule`] of [`MutateRows`]: each entry's latest status, and which entries the
+/// attempt in flight carries.
 #[derive(Debug)]
-pub struct MutateRows {
+pub struct MutateRowsRule {
     request: MutateRowsRequest,
     /// Per original entry: its latest status.
     statuses: Vec<Option<Result<(), StoreError>>>,
@@ -269,36 +210,23 @@ pub struct MutateRows {
     sent: Vec<usize>,
     /// Per index of the attempt in flight: whether a status arrived.
     answered: Vec<bool>,
-    attempts: Attempts,
-    outcome: Option<Result<Vec<MutateRowsEntryResult>, StoreError>>,
-    finished: bool,
 }
 
 impl MutateRows {
     /// A batch write of `request` started at `now`; `seed` drives the retry jitter.
     pub fn new(request: MutateRowsRequest, now: Timestamp, seed: u64, policy: RetryPolicy) -> Self {
-        let attempts = Attempts::start(Request::MutateRows(request.clone()), now, seed, policy);
-        MutateRows {
+        let first = Request::MutateRows(request.clone());
+        let rule = MutateRowsRule {
             statuses: alloc::vec![None; request.entries.len()],
             sent: (0..request.entries.len()).collect(),
             answered: alloc::vec![false; request.entries.len()],
             request,
-            attempts,
-            outcome: None,
-            finished: false,
-        }
+        };
+        Retrying::start(rule, first, now, seed, policy)
     }
+}
 
-    /// Responses ignored because their tag was not the attempt in flight.
-    pub fn stale_responses(&self) -> u64 {
-        self.attempts.stale()
-    }
-
-    /// Retries scheduled so far.
-    pub fn retries(&self) -> u32 {
-        self.attempts.retries()
-    }
-
+impl MutateRowsRule {
     /// Records one streamed part; `Err` on an index outside the attempt's request.
     fn record(&mut self, part: MutateRowsResponse) -> Result<(), StoreError> {
         for entry in part.entries {
@@ -321,12 +249,17 @@ impl MutateRows {
 
     /// The attempt ended, cleanly (`broken == None`) or with an error: entries it did not
     /// answer get that error (or `INTERNAL` after a clean end); then retry what may be retried.
-    fn attempt_over(&mut self, broken: Option<StoreError>, now: Timestamp) {
+    fn attempt_over(
+        &mut self,
+        broken: Option<StoreError>,
+        now: Timestamp,
+        run: &mut Run<Vec<MutateRowsEntryResult>>,
+    ) {
         if self.request.entries.is_empty()
             && let Some(e) = broken
         {
             // No entry can carry a whole-request error: it is the operation's.
-            return self.finish(Err(e));
+            return run.finish(Err(e));
         }
         let missing = broken.unwrap_or_else(missing_result);
         let mut retry = Vec::new();
@@ -347,7 +280,7 @@ impl MutateRows {
             }
         }
         if retry.is_empty() {
-            return self.complete();
+            return run.finish(Ok(self.results()));
         }
         let request = MutateRowsRequest {
             entries: retry
@@ -356,108 +289,55 @@ impl MutateRows {
                 .collect(),
             ..self.request.clone()
         };
-        match self
-            .attempts
-            .retry(missing, Request::MutateRows(request), now)
-        {
+        match run.retry(missing, Request::MutateRows(request), now) {
             Ok(()) => {
                 self.answered = alloc::vec![false; retry.len()];
                 self.sent = retry;
             }
-            Err(_) => self.complete(),
+            Err(e) => run.finish(self.gave_up(e)),
         }
     }
 
-    /// Finishes with every entry's latest status.
-    fn complete(&mut self) {
-        let results = core::mem::take(&mut self.statuses)
+    /// Every entry's latest status, in index order.
+    fn results(&mut self) -> Vec<MutateRowsEntryResult> {
+        core::mem::take(&mut self.statuses)
             .into_iter()
             .enumerate()
             .map(|(index, status)| MutateRowsEntryResult {
                 index,
                 result: status.unwrap_or_else(|| Err(missing_result())),
             })
-            .collect();
-        self.finish(Ok(results));
-    }
-
-    fn finish(&mut self, outcome: Result<Vec<MutateRowsEntryResult>, StoreError>) {
-        self.attempts.stop();
-        self.outcome = Some(outcome);
-        self.finished = true;
+            .collect()
     }
 }
 
-impl Machine for MutateRows {
+impl RetryRule for MutateRowsRule {
     type Output = Vec<MutateRowsEntryResult>;
     type Event = ();
-    type Error = StoreError;
 
-    fn handle_response(
-        &mut self,
-        tag: Tag,
-        response: Result<Response, StoreError>,
-        now: Timestamp,
-    ) {
-        let now = self.attempts.clock(now);
-        if !self.attempts.accepts(tag) || self.finished {
-            return;
-        }
-        match response {
-            Ok(Response::MutateRowsPart(part)) => {
+    fn on_part(&mut self, part: Response, now: Timestamp, run: &mut Run<Self::Output>) {
+        match part {
+            Response::MutateRowsPart(part) => {
                 if let Err(e) = self.record(part) {
-                    self.finish(Err(e));
+                    run.finish(Err(e));
                 }
             }
-            Ok(Response::StreamEnd) => {
-                self.attempts.attempt_ended();
-                self.attempt_over(None, now);
+            Response::StreamEnd => {
+                run.attempt_ended();
+                self.attempt_over(None, now, run);
             }
-            Ok(other) => self.finish(Err(unexpected("MutateRows", &other))),
-            Err(e) => {
-                self.attempts.attempt_ended();
-                self.attempt_over(Some(e), now);
-            }
+            other => run.finish(Err(unexpected("MutateRows", &other))),
         }
     }
 
-    fn handle_timeout(&mut self, now: Timestamp) {
-        let now = self.attempts.clock(now);
-        if self.finished {
-            return;
-        }
-        match self.attempts.on_timeout(now) {
-            Fired::Nothing | Fired::Sent => {}
-            Fired::AttemptExpired => self.attempt_over(Some(deadline_exceeded()), now),
-            Fired::GaveUp(_) => self.complete(),
-        }
+    fn on_failure(&mut self, error: StoreError, now: Timestamp, run: &mut Run<Self::Output>) {
+        self.attempt_over(Some(error), now, run);
     }
 
-    fn cancel(&mut self, now: Timestamp) {
-        self.attempts.clock(now);
-        if !self.finished {
-            self.finish(Err(cancelled()));
-        }
-    }
-
-    fn poll_request(&mut self) -> Option<(Tag, Request)> {
-        self.attempts.poll_request()
-    }
-
-    fn poll_abort(&mut self) -> Option<Tag> {
-        self.attempts.poll_abort()
-    }
-
-    fn poll_event(&mut self) -> Option<()> {
-        None
-    }
-
-    fn poll_timeout(&self) -> Option<Timestamp> {
-        self.attempts.poll_timeout()
-    }
-
-    fn result(&mut self) -> Option<Result<Vec<MutateRowsEntryResult>, StoreError>> {
-        self.outcome.take()
+    /// Entries left over when the deadline passes keep their latest status: a result, not an
+    /// error.
+    fn gave_up(&mut self, _last_error: StoreError) -> Result<Self::Output, StoreError> {
+        Ok(self.results())
     }
 }
 

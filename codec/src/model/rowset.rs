@@ -252,27 +252,33 @@ impl RowSet {
 
 /// Orders starts: unbounded first, then by key, closed before open at the same key.
 fn compare_starts(a: &KeyBound, b: &KeyBound) -> Ordering {
-    match (a, b) {
-        (KeyBound::Unbounded, KeyBound::Unbounded) => Ordering::Equal,
-        (KeyBound::Unbounded, _) => Ordering::Less,
-        (_, KeyBound::Unbounded) => Ordering::Greater,
-        (x, y) => {
-            let rank = |b: &KeyBound| u8::from(matches!(b, KeyBound::Open(_)));
-            x.key().cmp(&y.key()).then(rank(x).cmp(&rank(y)))
-        }
-    }
+    compare_bounds(a, b, Ordering::Less, |b| matches!(b, KeyBound::Open(_)))
 }
 
 /// Orders ends: by key, open before closed at the same key, unbounded last.
 fn compare_ends(a: &KeyBound, b: &KeyBound) -> Ordering {
+    compare_bounds(a, b, Ordering::Greater, |b| {
+        matches!(b, KeyBound::Closed(_))
+    })
+}
+
+/// Orders bounds of one side of ranges: an unbounded one compares as `unbounded` (`Less`:
+/// first, `Greater`: last) to any other; the others go by key and, at the same key, the one
+/// that `comes_later` after the other.
+fn compare_bounds(
+    a: &KeyBound,
+    b: &KeyBound,
+    unbounded: Ordering,
+    comes_later: fn(&KeyBound) -> bool,
+) -> Ordering {
     match (a, b) {
         (KeyBound::Unbounded, KeyBound::Unbounded) => Ordering::Equal,
-        (KeyBound::Unbounded, _) => Ordering::Greater,
-        (_, KeyBound::Unbounded) => Ordering::Less,
-        (x, y) => {
-            let rank = |b: &KeyBound| u8::from(matches!(b, KeyBound::Closed(_)));
-            x.key().cmp(&y.key()).then(rank(x).cmp(&rank(y)))
-        }
+        (KeyBound::Unbounded, _) => unbounded,
+        (_, KeyBound::Unbounded) => unbounded.reverse(),
+        (x, y) => x
+            .key()
+            .cmp(&y.key())
+            .then(comes_later(x).cmp(&comes_later(y))),
     }
 }
 

@@ -79,13 +79,16 @@ impl ColumnFamily {
     }
 }
 
+/// Whether a byte may stand in a family name or table id: `[-_.a-zA-Z0-9]`.
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')
+}
+
 /// Checks a family name: `[-_.a-zA-Z0-9]+`, at most 64 characters.
 pub fn validate_family_name(name: &str) -> Result<(), ValidationError> {
     let ok = !name.is_empty()
         && name.len() <= limits::MAX_FAMILY_NAME_CHARS
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        && name.bytes().all(is_name_byte);
     if ok {
         Ok(())
     } else {
@@ -101,9 +104,7 @@ pub fn validate_table_name(name: &str) -> Result<(), ValidationError> {
     let ok = !bytes.is_empty()
         && bytes.len() <= limits::MAX_TABLE_NAME_CHARS
         && (bytes[0].is_ascii_alphanumeric() || bytes[0] == b'_')
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'));
+        && bytes.iter().all(|&b| is_name_byte(b));
     if ok {
         Ok(())
     } else {

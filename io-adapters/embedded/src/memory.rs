@@ -10,14 +10,13 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
-use rowkit_statemachines::{Code, SplitMix64, StoreError};
+use rowkit_statemachines::{Code, StoreError};
 
 use crate::semantics::validate_schema;
-use crate::{ChunkingOptions, RowWrite, ServerTime, TableStorage};
+use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
 /// A cell's place in its row: canonical order is the key order.
 type CellKey = (String, Vec<u8>, Reverse<i64>);
@@ -39,11 +38,8 @@ type CellKey = (String, Vec<u8>, Reverse<i64>);
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     tables: RwLock<BTreeMap<String, Table>>,
-    seed: u64,
-    requests: AtomicU64,
-    chunking: ChunkingOptions,
-    /// Stamped under the tables' write lock (inside every row transaction).
-    server_time: ServerTime,
+    /// Its server time is stamped under the tables' write lock (inside every row transaction).
+    state: EngineState,
 }
 
 #[derive(Debug, Default)]
@@ -99,15 +95,14 @@ impl MemoryStore {
 
     /// Sets the seed that per-request random draws (`row_sample_filter`) derive from.
     pub fn with_seed(mut self, seed: u64) -> MemoryStore {
-        self.seed = seed;
-        self.requests = AtomicU64::new(0);
+        self.state.set_seed(seed);
         self
     }
 
     /// Sets how ReadRows results are cut into chunks and responses (tests use this to run the
     /// merger's split-value and multi-response paths against a real store).
     pub fn with_chunking(mut self, chunking: ChunkingOptions) -> MemoryStore {
-        self.chunking = chunking;
+        self.state.set_chunking(chunking);
         self
     }
 
@@ -298,17 +293,8 @@ impl TableStorage for MemoryStore {
         result
     }
 
-    fn chunking(&self) -> ChunkingOptions {
-        self.chunking
-    }
-
-    fn server_time(&self) -> &ServerTime {
-        &self.server_time
-    }
-
-    fn next_request_seed(&self) -> u64 {
-        // One logical random stream per store, so both stores draw the same seeds.
-        SplitMix64::nth_output(self.seed, self.requests.fetch_add(1, Ordering::Relaxed))
+    fn state(&self) -> &EngineState {
+        &self.state
     }
 }
 
@@ -446,7 +432,7 @@ mod tests {
     use crate::{Reply, Store};
     use rowkit_codec::model::{GcRule, Mutation, RowFilter, RowSet};
     use rowkit_statemachines::{
-        CellChunk, MutateRowRequest, ReadRowsRequest, Request, Response, RowStatus,
+        CellChunk, MutateRowRequest, ReadRowsRequest, Request, Response, RowStatus, SplitMix64,
     };
 
     const NOW: Timestamp = Timestamp(1_700_000_123_456);

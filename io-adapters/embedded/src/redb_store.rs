@@ -26,17 +26,16 @@
 use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use redb::{
     Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
     WriteTransaction,
 };
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
-use rowkit_statemachines::{Code, SplitMix64, StoreError};
+use rowkit_statemachines::{Code, StoreError};
 
 use crate::semantics::validate_schema;
-use crate::{ChunkingOptions, RowWrite, ServerTime, TableStorage};
+use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
 /// Version of the on-disk layout described in the module docs; a file written with another
 /// layout is refused rather than misread.
@@ -72,6 +71,24 @@ impl TableNames {
     fn cells(&self) -> CellsDef<'_> {
         TableDefinition::new(&self.cells)
     }
+
+    /// Creates both tables in `txn`: opening a table in a write transaction creates it, so
+    /// readers can rely on them once it commits.
+    fn create_in(&self, txn: &WriteTransaction, op: &str) -> Result<(), StoreError> {
+        txn.open_table(self.rows()).map_err(|e| redb_error(op, e))?;
+        txn.open_table(self.cells())
+            .map_err(|e| redb_error(op, e))?;
+        Ok(())
+    }
+
+    /// Deletes both tables in `txn`.
+    fn delete_in(&self, txn: &WriteTransaction, op: &str) -> Result<(), StoreError> {
+        txn.delete_table(self.rows())
+            .map_err(|e| redb_error(op, e))?;
+        txn.delete_table(self.cells())
+            .map_err(|e| redb_error(op, e))?;
+        Ok(())
+    }
 }
 
 /// A persistent, crash-safe store in one redb file (`DESIGN.md` "Stores").
@@ -86,11 +103,9 @@ pub struct RedbStore {
     /// Where the file is (`None` in memory); for messages.
     path: Option<PathBuf>,
     durable: bool,
-    seed: u64,
-    requests: AtomicU64,
-    chunking: ChunkingOptions,
-    /// Kept in memory only: a reopened file starts again from the caller's `now`.
-    server_time: ServerTime,
+    /// Kept in memory only: a reopened file starts its server time again from the caller's
+    /// `now`, and its request seeds from the seed.
+    state: EngineState,
 }
 
 impl fmt::Debug for RedbStore {
@@ -98,8 +113,8 @@ impl fmt::Debug for RedbStore {
         f.debug_struct("RedbStore")
             .field("path", &self.path)
             .field("durable", &self.durable)
-            .field("seed", &self.seed)
-            .field("chunking", &self.chunking)
+            .field("seed", &self.state.seed())
+            .field("chunking", &self.state.chunking())
             .finish_non_exhaustive()
     }
 }
@@ -138,14 +153,13 @@ impl RedbStore {
     /// Sets the seed that [`TableStorage::next_request_seed`] derives request seeds from
     /// (default 0), and restarts the request count.
     pub fn with_seed(mut self, seed: u64) -> RedbStore {
-        self.seed = seed;
-        self.requests = AtomicU64::new(0);
+        self.state.set_seed(seed);
         self
     }
 
     /// Sets how ReadRows results are cut into chunks (default: whole rows).
     pub fn with_chunking(mut self, chunking: ChunkingOptions) -> RedbStore {
-        self.chunking = chunking;
+        self.state.set_chunking(chunking);
         self
     }
 
@@ -155,10 +169,7 @@ impl RedbStore {
             db,
             path,
             durable: true,
-            seed: 0,
-            requests: AtomicU64::new(0),
-            chunking: ChunkingOptions::default(),
-            server_time: ServerTime::default(),
+            state: EngineState::default(),
         };
         let op = "initialise";
         let txn = store.begin_write(op)?;
@@ -203,6 +214,15 @@ impl RedbStore {
         if !self.durable {
             txn.set_durability(Durability::None)
                 .map_err(|e| redb_error(op, e))?;
+        }
+        Ok(txn)
+    }
+
+    /// A write transaction on `table`, which must exist (`NOT_FOUND`).
+    fn begin_table_write(&self, table: &str, op: &str) -> Result<WriteTransaction, StoreError> {
+        let txn = self.begin_write(op)?;
+        if !exists_in_write(&txn, table, op)? {
+            return Err(table_not_found(table));
         }
         Ok(txn)
     }
@@ -440,6 +460,33 @@ fn exists_in_write(txn: &WriteTransaction, table: &str, op: &str) -> Result<bool
     Ok(found)
 }
 
+/// The first row of `range` strictly after `after` in scan direction, in a snapshot: its key and
+/// size, from the rows table (`NOT_FOUND` if `table` is missing).
+fn first_row(
+    txn: &ReadTransaction,
+    table: &str,
+    range: &RowRange,
+    after: Option<&[u8]>,
+    reversed: bool,
+    op: &str,
+) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
+    schema_in_read(txn, table)?;
+    let rows = txn
+        .open_table(TableNames::new(table).rows())
+        .map_err(|e| redb_error(op, e))?;
+    let (lower, upper) = scan_bounds(range, after, reversed);
+    let mut it = rows
+        .range::<&[u8]>((as_slice_bound(&lower), as_slice_bound(&upper)))
+        .map_err(|e| redb_error(op, e))?;
+    let entry = if reversed { it.next_back() } else { it.next() };
+    entry
+        .map(|entry| {
+            let (k, v) = entry.map_err(|e| redb_error(op, e))?;
+            Ok((k.value().to_vec(), v.value().0))
+        })
+        .transpose()
+}
+
 // ---------------------------------------------------------------------------------------------
 // TableStorage
 
@@ -466,12 +513,7 @@ impl TableStorage for RedbStore {
             schema
                 .insert(table, encoded.as_slice())
                 .map_err(|e| redb_error(op, e))?;
-            let names = TableNames::new(table);
-            // Opening in a write transaction creates the tables, so readers can rely on them.
-            txn.open_table(names.rows())
-                .map_err(|e| redb_error(op, e))?;
-            txn.open_table(names.cells())
-                .map_err(|e| redb_error(op, e))?;
+            TableNames::new(table).create_in(&txn, op)?;
         }
         txn.commit().map_err(|e| redb_error(op, e))
     }
@@ -489,11 +531,7 @@ impl TableStorage for RedbStore {
                 return Err(table_not_found(table));
             }
         }
-        let names = TableNames::new(table);
-        txn.delete_table(names.rows())
-            .map_err(|e| redb_error(op, e))?;
-        txn.delete_table(names.cells())
-            .map_err(|e| redb_error(op, e))?;
+        TableNames::new(table).delete_in(&txn, op)?;
         txn.commit().map_err(|e| redb_error(op, e))
     }
 
@@ -543,22 +581,11 @@ impl TableStorage for RedbStore {
         let op = "next_row";
         // One snapshot for the row lookup and its cells: the row is read whole.
         let txn = self.begin_read(op)?;
-        schema_in_read(&txn, table)?;
-        let names = TableNames::new(table);
-        let rows = txn
-            .open_table(names.rows())
-            .map_err(|e| redb_error(op, e))?;
-        let (lower, upper) = scan_bounds(range, after, reversed);
-        let mut it = rows
-            .range::<&[u8]>((as_slice_bound(&lower), as_slice_bound(&upper)))
-            .map_err(|e| redb_error(op, e))?;
-        let entry = if reversed { it.next_back() } else { it.next() };
-        let Some(entry) = entry else {
+        let Some((key, _size)) = first_row(&txn, table, range, after, reversed, op)? else {
             return Ok(None);
         };
-        let key = entry.map_err(|e| redb_error(op, e))?.0.value().to_vec();
         let cells_table = txn
-            .open_table(names.cells())
+            .open_table(TableNames::new(table).cells())
             .map_err(|e| redb_error(op, e))?;
         let mut prefix = Vec::with_capacity(key.len() + 2);
         push_component(&mut prefix, &key);
@@ -577,22 +604,7 @@ impl TableStorage for RedbStore {
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         let op = "next_row_size";
         let txn = self.begin_read(op)?;
-        schema_in_read(&txn, table)?;
-        let names = TableNames::new(table);
-        let rows = txn
-            .open_table(names.rows())
-            .map_err(|e| redb_error(op, e))?;
-        let (lower, upper) = scan_bounds(range, after, false);
-        let mut it = rows
-            .range::<&[u8]>((as_slice_bound(&lower), as_slice_bound(&upper)))
-            .map_err(|e| redb_error(op, e))?;
-        match it.next() {
-            None => Ok(None),
-            Some(entry) => {
-                let (k, v) = entry.map_err(|e| redb_error(op, e))?;
-                Ok(Some((k.value().to_vec(), v.value().0)))
-            }
-        }
+        first_row(&txn, table, range, after, false, op)
     }
 
     fn write_row<T>(
@@ -602,19 +614,10 @@ impl TableStorage for RedbStore {
         f: impl FnOnce(&mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let op = "write_row";
-        let txn = self.begin_write(op)?;
-        if !exists_in_write(&txn, table, op)? {
-            return Err(table_not_found(table));
-        }
+        let txn = self.begin_table_write(table, op)?;
         match write_in(&txn, table, key, f, op) {
-            // Nothing written (a read, or a predicate that chose no mutation): skip the commit
-            // and its fsync.
-            Ok((value, false)) => {
-                txn.abort().map_err(|e| redb_error(op, e))?;
-                Ok(value)
-            }
-            Ok((value, true)) => {
-                txn.commit().map_err(|e| redb_error(op, e))?;
+            Ok((value, dirty)) => {
+                end_write(txn, dirty, op)?;
                 Ok(value)
             }
             Err(e) => {
@@ -636,11 +639,8 @@ impl TableStorage for RedbStore {
         mut f: impl FnMut(usize, &mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Vec<Result<T, StoreError>> {
         let op = "write_rows";
-        let batched = (|| {
-            let txn = self.begin_write(op)?;
-            if !exists_in_write(&txn, table, op)? {
-                return Err(table_not_found(table));
-            }
+        let batched: Result<Option<Vec<_>>, StoreError> = (|| {
+            let txn = self.begin_table_write(table, op)?;
             let mut values = Vec::with_capacity(keys.len());
             let mut dirty = false;
             for (i, key) in keys.iter().enumerate() {
@@ -655,11 +655,7 @@ impl TableStorage for RedbStore {
                     }
                 }
             }
-            if dirty {
-                txn.commit().map_err(|e| redb_error(op, e))?;
-            } else {
-                txn.abort().map_err(|e| redb_error(op, e))?;
-            }
+            end_write(txn, dirty, op)?;
             Ok(Some(values))
         })();
         match batched {
@@ -673,17 +669,18 @@ impl TableStorage for RedbStore {
         }
     }
 
-    fn chunking(&self) -> ChunkingOptions {
-        self.chunking
+    fn state(&self) -> &EngineState {
+        &self.state
     }
+}
 
-    fn server_time(&self) -> &ServerTime {
-        &self.server_time
-    }
-
-    fn next_request_seed(&self) -> u64 {
-        // One logical random stream per store, so both stores draw the same seeds.
-        SplitMix64::nth_output(self.seed, self.requests.fetch_add(1, Ordering::Relaxed))
+/// Ends a row write transaction: commits it if anything was written, else aborts it (a read, or
+/// a predicate that chose no mutation: no commit and no fsync).
+fn end_write(txn: WriteTransaction, dirty: bool, op: &str) -> Result<(), StoreError> {
+    if dirty {
+        txn.commit().map_err(|e| redb_error(op, e))
+    } else {
+        txn.abort().map_err(|e| redb_error(op, e))
     }
 }
 
@@ -968,6 +965,7 @@ impl RowWrite for RedbRow<'_> {
 mod tests {
     use super::*;
     use rowkit_codec::model::{GcRule, compare_canonical, row_size};
+    use rowkit_statemachines::SplitMix64;
 
     // -----------------------------------------------------------------------------------------
     // Key encoding

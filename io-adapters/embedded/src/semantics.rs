@@ -86,15 +86,17 @@ fn execute<S: TableStorage>(
     whole_rows: bool,
 ) -> Result<Reply<'_>, StoreError> {
     let families = TableStorage::families(store, request.table())?;
-    let schema = Schema::new(&families);
-    // `now` only bounds server time from below: each row transaction picks its own
-    // (`RowTime`), as Bigtable stamps at apply time.
+    let writer = Writer {
+        store,
+        schema: Schema::new(&families),
+        now,
+    };
     match request {
         Request::ReadRows(r) => read_rows(store, r, whole_rows),
-        Request::MutateRow(r) => mutate_row(store, r, &schema, now),
-        Request::MutateRows(r) => mutate_rows(store, r, &schema, now),
-        Request::CheckAndMutateRow(r) => check_and_mutate(store, r, &schema, now),
-        Request::ReadModifyWriteRow(r) => read_modify_write(store, r, &schema, now),
+        Request::MutateRow(r) => writer.mutate_row(r),
+        Request::MutateRows(r) => writer.mutate_rows(r),
+        Request::CheckAndMutateRow(r) => writer.check_and_mutate(r),
+        Request::ReadModifyWriteRow(r) => writer.read_modify_write(r),
         Request::SampleRowKeys(r) => Ok(Reply::Stream(Box::new(SampleStream {
             store,
             table: r.table,
@@ -208,95 +210,134 @@ fn check_row_size<R: RowWrite + ?Sized>(row: &R) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn mutate_row<'s, S: TableStorage>(
+/// One write request's context: the store, the table's schema, and the caller's `now`, which
+/// only bounds server time from below: each row transaction picks its own ([`RowTime`]), as
+/// Bigtable stamps at apply time.
+struct Writer<'s, S> {
     store: &'s S,
-    req: MutateRowRequest,
-    schema: &Schema,
+    schema: Schema,
     now: Timestamp,
-) -> Result<Reply<'s>, StoreError> {
-    validate::check_row_mutations(&req.row_key, &req.mutations, schema)?;
-    store.write_row(&req.table, &req.row_key, |row| {
-        let mut time = RowTime::new(store.server_time(), now);
-        apply_mutations(row, &req.mutations, &mut time)
-    })?;
-    Ok(Reply::Unary(Response::MutateRow))
 }
 
-fn mutate_rows<'s, S: TableStorage>(
-    store: &'s S,
-    req: MutateRowsRequest,
-    schema: &Schema,
-    now: Timestamp,
-) -> Result<Reply<'s>, StoreError> {
-    validate::check_batch(&req)?;
-    // Entries apply eagerly, in index order, each atomically; the batch is one response part.
-    // Invalid entries fail alone, before the valid ones are written (as one batch where the
-    // storage can).
-    let mut results: Vec<Option<Result<(), StoreError>>> = req
-        .entries
-        .iter()
-        .map(|entry| {
-            validate::check_row_mutations(&entry.row_key, &entry.mutations, schema)
-                .err()
-                .map(|e| Err(StoreError::from(e)))
-        })
-        .collect();
-    let valid: Vec<usize> = (0..results.len())
-        .filter(|&i| results[i].is_none())
-        .collect();
-    let keys: Vec<&[u8]> = valid
-        .iter()
-        .map(|&i| req.entries[i].row_key.as_slice())
-        .collect();
-    // Each entry is its own row transaction with its own server time.
-    let written = store.write_rows(&req.table, &keys, |k, row| {
-        let mut time = RowTime::new(store.server_time(), now);
-        apply_mutations(row, &req.entries[valid[k]].mutations, &mut time)
-    });
-    for (&i, result) in valid.iter().zip(written) {
-        results[i] = Some(result);
+impl<'s, S: TableStorage> Writer<'s, S> {
+    /// The server time of one row transaction; call it inside the transaction.
+    fn row_time(&self) -> RowTime<'s> {
+        RowTime::new(self.store.server_time(), self.now)
     }
-    let entries = results
-        .into_iter()
-        .enumerate()
-        .map(|(index, result)| MutateRowsEntryResult {
-            index,
-            result: result.unwrap_or(Ok(())),
-        })
-        .collect();
-    let part = Response::MutateRowsPart(MutateRowsResponse { entries });
-    Ok(Reply::Stream(Box::new(std::iter::once(Ok(part)))))
-}
 
-fn check_and_mutate<'s, S: TableStorage>(
-    store: &'s S,
-    req: CheckAndMutateRowRequest,
-    schema: &Schema,
-    now: Timestamp,
-) -> Result<Reply<'s>, StoreError> {
-    let predicate = validate::check_conditional(&req, schema)?;
-    let mut rng = SplitMix64::new(store.next_request_seed());
-    let key = req.row_key.as_slice();
-    let predicate_matched = store.write_row(&req.table, key, |row| {
-        let cells = row.cells()?;
-        // Unset predicate: "the row contains any values at all". Otherwise any cell in the
-        // result, sink output included, is a match; transformers do not change that.
-        let matched = match &predicate {
-            None => !cells.is_empty(),
-            Some(f) => !f.apply(key, cells, &mut rng).is_empty(),
-        };
-        let chosen = if matched {
-            &req.true_mutations
-        } else {
-            &req.false_mutations
-        };
-        let mut time = RowTime::new(store.server_time(), now);
-        apply_mutations(row, chosen, &mut time)?;
-        Ok(matched)
-    })?;
-    Ok(Reply::Unary(Response::CheckAndMutateRow {
-        predicate_matched,
-    }))
+    /// MutateRow: the mutations in order, in one row transaction.
+    fn mutate_row(&self, req: MutateRowRequest) -> Result<Reply<'s>, StoreError> {
+        validate::check_row_mutations(&req.row_key, &req.mutations, &self.schema)?;
+        self.store.write_row(&req.table, &req.row_key, |row| {
+            let mut time = self.row_time();
+            apply_mutations(row, &req.mutations, &mut time)
+        })?;
+        Ok(Reply::Unary(Response::MutateRow))
+    }
+
+    /// MutateRows: each valid entry in its own row transaction, in index order.
+    fn mutate_rows(&self, req: MutateRowsRequest) -> Result<Reply<'s>, StoreError> {
+        validate::check_batch(&req)?;
+        // Entries apply eagerly, in index order, each atomically; the batch is one response part.
+        // Invalid entries fail alone, before the valid ones are written (as one batch where the
+        // storage can).
+        let mut results: Vec<Option<Result<(), StoreError>>> = req
+            .entries
+            .iter()
+            .map(|entry| {
+                validate::check_row_mutations(&entry.row_key, &entry.mutations, &self.schema)
+                    .err()
+                    .map(|e| Err(StoreError::from(e)))
+            })
+            .collect();
+        let valid: Vec<usize> = (0..results.len())
+            .filter(|&i| results[i].is_none())
+            .collect();
+        let keys: Vec<&[u8]> = valid
+            .iter()
+            .map(|&i| req.entries[i].row_key.as_slice())
+            .collect();
+        // Each entry is its own row transaction with its own server time.
+        let written = self.store.write_rows(&req.table, &keys, |k, row| {
+            let mut time = self.row_time();
+            apply_mutations(row, &req.entries[valid[k]].mutations, &mut time)
+        });
+        for (&i, result) in valid.iter().zip(written) {
+            results[i] = Some(result);
+        }
+        let entries = results
+            .into_iter()
+            .enumerate()
+            .map(|(index, result)| MutateRowsEntryResult {
+                index,
+                result: result.unwrap_or(Ok(())),
+            })
+            .collect();
+        let part = Response::MutateRowsPart(MutateRowsResponse { entries });
+        Ok(Reply::Stream(Box::new(std::iter::once(Ok(part)))))
+    }
+
+    /// CheckAndMutateRow: the predicate and the chosen mutations in one row transaction.
+    fn check_and_mutate(&self, req: CheckAndMutateRowRequest) -> Result<Reply<'s>, StoreError> {
+        let predicate = validate::check_conditional(&req, &self.schema)?;
+        let mut rng = SplitMix64::new(self.store.next_request_seed());
+        let key = req.row_key.as_slice();
+        let predicate_matched = self.store.write_row(&req.table, key, |row| {
+            let cells = row.cells()?;
+            // Unset predicate: "the row contains any values at all". Otherwise any cell in the
+            // result, sink output included, is a match; transformers do not change that.
+            let matched = match &predicate {
+                None => !cells.is_empty(),
+                Some(f) => !f.apply(key, cells, &mut rng).is_empty(),
+            };
+            let chosen = if matched {
+                &req.true_mutations
+            } else {
+                &req.false_mutations
+            };
+            let mut time = self.row_time();
+            apply_mutations(row, chosen, &mut time)?;
+            Ok(matched)
+        })?;
+        Ok(Reply::Unary(Response::CheckAndMutateRow {
+            predicate_matched,
+        }))
+    }
+
+    /// ReadModifyWriteRow: the rules in order, in one row transaction; the reply holds the
+    /// modified cells.
+    fn read_modify_write(&self, req: ReadModifyWriteRowRequest) -> Result<Reply<'s>, StoreError> {
+        validate::check_rmw(&req, &self.schema)?;
+        let cells = self.store.write_row(&req.table, &req.row_key, |row| {
+            // Keyed by column, so the reply is in canonical order with one cell per column.
+            let mut modified: BTreeMap<Column<'_>, (Timestamp, Vec<u8>)> = BTreeMap::new();
+            let mut time = self.row_time();
+            for rule in &req.rules {
+                let latest = row.latest(&rule.family, &rule.qualifier)?;
+                let value = modified_value(rule, latest.as_ref().map(|(_, v)| v.as_slice()))?;
+                // "The greater of the existing timestamp or the current server time" (section 8).
+                let server = time.get();
+                let ts = latest.map_or(server, |(ts, _)| ts.max(server));
+                row.put(&rule.family, &rule.qualifier, ts, &value)?;
+                check_row_size(row)?;
+                modified.insert((&rule.family, &rule.qualifier), (ts, value));
+            }
+            Ok(modified
+                .into_iter()
+                .map(|((family, qualifier), (timestamp, value))| Cell {
+                    family: family.to_string(),
+                    qualifier: qualifier.to_vec(),
+                    timestamp,
+                    value,
+                    labels: Vec::new(),
+                })
+                .collect())
+        })?;
+        Ok(Reply::Unary(Response::ReadModifyWriteRow(Row {
+            key: req.row_key,
+            cells,
+        })))
+    }
 }
 
 /// The new value of one read-modify-write rule given the column's latest value.
@@ -334,44 +375,6 @@ fn modified_value(
 
 /// A column named by a request: `(family, qualifier)`.
 type Column<'r> = (&'r str, &'r [u8]);
-
-fn read_modify_write<'s, S: TableStorage>(
-    store: &'s S,
-    req: ReadModifyWriteRowRequest,
-    schema: &Schema,
-    now: Timestamp,
-) -> Result<Reply<'s>, StoreError> {
-    validate::check_rmw(&req, schema)?;
-    let cells = store.write_row(&req.table, &req.row_key, |row| {
-        // Keyed by column, so the reply is in canonical order with one cell per column.
-        let mut modified: BTreeMap<Column<'_>, (Timestamp, Vec<u8>)> = BTreeMap::new();
-        let mut time = RowTime::new(store.server_time(), now);
-        for rule in &req.rules {
-            let latest = row.latest(&rule.family, &rule.qualifier)?;
-            let value = modified_value(rule, latest.as_ref().map(|(_, v)| v.as_slice()))?;
-            // "The greater of the existing timestamp or the current server time" (section 8).
-            let server = time.get();
-            let ts = latest.map_or(server, |(ts, _)| ts.max(server));
-            row.put(&rule.family, &rule.qualifier, ts, &value)?;
-            check_row_size(row)?;
-            modified.insert((&rule.family, &rule.qualifier), (ts, value));
-        }
-        Ok(modified
-            .into_iter()
-            .map(|((family, qualifier), (timestamp, value))| Cell {
-                family: family.to_string(),
-                qualifier: qualifier.to_vec(),
-                timestamp,
-                value,
-                labels: Vec::new(),
-            })
-            .collect())
-    })?;
-    Ok(Reply::Unary(Response::ReadModifyWriteRow(Row {
-        key: req.row_key,
-        cells,
-    })))
-}
 
 /// The cells of a row (canonical order) that the families' GC rules collect at `now`: each
 /// column's cells are indexed from 0 = newest.

@@ -2,10 +2,10 @@
 //! atomic write per row), [`Store`] is what callers use (execute any request), and the blanket
 //! implementation between them is the one evaluator in [`crate::semantics`].
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use rowkit_codec::model::{Cell, ColumnFamily, Row, RowRange, Timestamp, TimestampRange};
-use rowkit_statemachines::{Request, Response, StoreError};
+use rowkit_statemachines::{Request, Response, SplitMix64, StoreError};
 
 /// The answer to one request: a unary reply, or the parts of a stream produced lazily (a long
 /// scan is never materialised). A stream's items are parts; an `Err` item ends it with that
@@ -67,6 +67,53 @@ impl ServerTime {
     /// The last stamp handed out (`Timestamp(0)` before the first).
     pub fn last(&self) -> Timestamp {
         Timestamp(self.last.load(Ordering::Acquire))
+    }
+}
+
+/// What a local storage engine keeps besides its rows, the same for every engine: the seed its
+/// requests' random draws come from, its [`ChunkingOptions`] and its [`ServerTime`]. Each store
+/// holds one and shows it to the evaluator through [`TableStorage::state`].
+#[derive(Debug, Default)]
+pub struct EngineState {
+    seed: u64,
+    /// Requests that drew a seed so far.
+    requests: AtomicU64,
+    chunking: ChunkingOptions,
+    server_time: ServerTime,
+}
+
+impl EngineState {
+    /// Sets the seed that [`EngineState::next_request_seed`] derives request seeds from, and
+    /// restarts the request count.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+        self.requests = AtomicU64::new(0);
+    }
+
+    /// Sets how ReadRows results are cut into chunks and responses.
+    pub fn set_chunking(&mut self, chunking: ChunkingOptions) {
+        self.chunking = chunking;
+    }
+
+    /// The seed set by [`EngineState::set_seed`] (0 by default).
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// How ReadRows results are cut into chunks.
+    pub fn chunking(&self) -> ChunkingOptions {
+        self.chunking
+    }
+
+    /// The store's server clock.
+    pub fn server_time(&self) -> &ServerTime {
+        &self.server_time
+    }
+
+    /// A fresh seed for one request's random draws: the next output of one logical random
+    /// stream per store, so two stores with the same seed draw the same seeds.
+    pub fn next_request_seed(&self) -> u64 {
+        SplitMix64::nth_output(self.seed, self.requests.fetch_add(1, Ordering::Relaxed))
     }
 }
 
@@ -165,14 +212,22 @@ pub trait TableStorage: Send + Sync {
             .collect()
     }
 
+    /// The store's seed, chunking and server clock (one per store, shared by all its tables).
+    fn state(&self) -> &EngineState;
     /// How ReadRows results are cut into chunks.
-    fn chunking(&self) -> ChunkingOptions;
+    fn chunking(&self) -> ChunkingOptions {
+        self.state().chunking()
+    }
     /// The store's server clock (one per store, shared by all its tables), read and advanced by
     /// the evaluator inside [`TableStorage::write_row`] / [`TableStorage::write_rows`] closures.
-    fn server_time(&self) -> &ServerTime;
+    fn server_time(&self) -> &ServerTime {
+        self.state().server_time()
+    }
     /// A fresh seed for one request's random draws (`row_sample_filter`), deterministic from the
     /// store's own seed and the number of requests so far.
-    fn next_request_seed(&self) -> u64;
+    fn next_request_seed(&self) -> u64 {
+        self.state().next_request_seed()
+    }
 }
 
 /// Executes any [`Request`] with exact Bigtable semantics (`spec/bigtable.md`). Implemented for

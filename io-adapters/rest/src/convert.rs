@@ -643,26 +643,21 @@ pub fn rule_from_json(r: RuleJson) -> Result<ReadModifyWriteRule, RestError> {
 // --- requests ------------------------------------------------------------------------------
 
 /// Checks the fields every request shares against the URL's table (`rest-json.md` 1).
-pub(crate) fn check_target(
-    expected: &str,
-    table_name: &str,
-    authorized_view_name: &str,
-    materialized_view_name: &str,
-) -> Result<(), RestError> {
-    if !authorized_view_name.is_empty() {
+pub(crate) fn check_target(expected: &str, target: Target<'_>) -> Result<(), RestError> {
+    if !target.authorized_view_name.is_empty() {
         return Err(RestError::Unimplemented {
             field: "authorizedViewName",
         });
     }
-    if !materialized_view_name.is_empty() {
+    if !target.materialized_view_name.is_empty() {
         return Err(RestError::Unimplemented {
             field: "materializedViewName",
         });
     }
-    if !table_name.is_empty() && table_name != expected {
+    if !target.table_name.is_empty() && target.table_name != expected {
         return Err(RestError::TableMismatch {
             expected: expected.to_owned(),
-            found: table_name.to_owned(),
+            found: target.table_name.to_owned(),
         });
     }
     Ok(())

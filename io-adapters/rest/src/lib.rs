@@ -290,59 +290,71 @@ pub fn decode_request(
     body: &[u8],
 ) -> Result<Request, RestError> {
     use convert::*;
-    let what = method.request_message();
-    let expected = table.resource_name();
-    let id = table.table.clone();
+    let body = DataBody {
+        what: method.request_message(),
+        bytes: body,
+        expected: table.resource_name(),
+        table: table.table.clone(),
+    };
     Ok(match method {
-        Method::ReadRows => {
-            let r: wire::ReadRowsRequestJson = parse(what, body)?;
-            check_target(
-                &expected,
-                &r.table_name,
-                &r.authorized_view_name,
-                &r.materialized_view_name,
-            )?;
-            Request::ReadRows(read_rows_from_json(r, id)?)
-        }
-        Method::MutateRow => {
-            let r: wire::MutateRowRequestJson = parse(what, body)?;
-            check_target(&expected, &r.table_name, &r.authorized_view_name, "")?;
-            Request::MutateRow(mutate_row_from_json(r, id)?)
-        }
-        Method::MutateRows => {
-            let r: wire::MutateRowsRequestJson = parse(what, body)?;
-            check_target(&expected, &r.table_name, &r.authorized_view_name, "")?;
-            Request::MutateRows(mutate_rows_from_json(r, id)?)
-        }
+        Method::ReadRows => Request::ReadRows(body.decode(read_rows_from_json)?),
+        Method::MutateRow => Request::MutateRow(body.decode(mutate_row_from_json)?),
+        Method::MutateRows => Request::MutateRows(body.decode(mutate_rows_from_json)?),
         Method::CheckAndMutateRow => {
-            let r: wire::CheckAndMutateRowRequestJson = parse(what, body)?;
-            check_target(&expected, &r.table_name, &r.authorized_view_name, "")?;
-            Request::CheckAndMutateRow(check_and_mutate_from_json(r, id)?)
+            Request::CheckAndMutateRow(body.decode(check_and_mutate_from_json)?)
         }
         Method::ReadModifyWriteRow => {
-            let r: wire::ReadModifyWriteRowRequestJson = parse(what, body)?;
-            check_target(&expected, &r.table_name, &r.authorized_view_name, "")?;
-            Request::ReadModifyWriteRow(read_modify_write_from_json(r, id)?)
+            Request::ReadModifyWriteRow(body.decode(read_modify_write_from_json)?)
         }
         Method::SampleRowKeys => {
-            let empty = body.iter().all(|b| b.is_ascii_whitespace());
-            let r: wire::SampleRowKeysRequestJson = if empty {
+            let r: wire::SampleRowKeysRequestJson = if body.is_empty() {
                 Default::default()
             } else {
-                parse(what, body)?
+                body.parse()?
             };
-            check_target(
-                &expected,
-                &r.table_name,
-                &r.authorized_view_name,
-                &r.materialized_view_name,
-            )?;
             Request::SampleRowKeys(rowkit_statemachines::SampleRowKeysRequest {
-                table: id,
+                table: body.table,
                 app_profile_id: r.app_profile_id,
             })
         }
     })
+}
+
+/// The body of a data request sent to `table`, to decode: `what` names its message in errors,
+/// `expected` is the table's resource name its `tableName` must match.
+struct DataBody<'b> {
+    what: &'static str,
+    bytes: &'b [u8],
+    expected: String,
+    table: String,
+}
+
+impl DataBody<'_> {
+    /// Whether the body is empty (white space only).
+    fn is_empty(&self) -> bool {
+        self.bytes.iter().all(|b| b.is_ascii_whitespace())
+    }
+
+    /// Parses the body as `J` and checks its target fields against the URL's table.
+    fn parse<J: serde::de::DeserializeOwned + wire::DataRequestJson>(
+        &self,
+    ) -> Result<J, RestError> {
+        let r: J = convert::parse(self.what, self.bytes)?;
+        convert::check_target(&self.expected, r.target())?;
+        Ok(r)
+    }
+
+    /// Parses and checks the body, then converts it for the table with `convert`.
+    fn decode<J, T>(
+        self,
+        convert: impl FnOnce(J, String) -> Result<T, RestError>,
+    ) -> Result<T, RestError>
+    where
+        J: serde::de::DeserializeOwned + wire::DataRequestJson,
+    {
+        let r = self.parse()?;
+        convert(r, self.table)
+    }
 }
 
 /// The JSON of one response: a unary body, or one element of a streamed array.

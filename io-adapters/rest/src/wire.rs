@@ -461,7 +461,8 @@ pub struct RuleJson {
 }
 
 /// Declares a data request body: the target fields it carries (see [`TargetJson`]; each
-/// optional, `null` = absent, its snake_case name accepted), then its own fields. serde cannot
+/// optional, `null` = absent, its snake_case name accepted), then its own fields; and its
+/// [`DataRequestJson`] view of those target fields. serde cannot
 /// `flatten` a shared struct in, because `flatten` and `deny_unknown_fields` do not mix.
 macro_rules! data_request {
     (
@@ -486,7 +487,38 @@ macro_rules! data_request {
             )*
             $($(#[$field_meta])* pub $field: $ty,)*
         }
+
+        impl DataRequestJson for $name {
+            // A message with all four target fields sets every field of `Target` by name.
+            #[allow(clippy::needless_update)]
+            fn target(&self) -> Target<'_> {
+                Target {
+                    $($target: &self.$target,)*
+                    ..Target::default()
+                }
+            }
+        }
     };
+}
+
+/// The target fields of a data request body, borrowed (see [`TargetJson`]); a field the
+/// message does not have is empty, as an absent one is.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Target<'a> {
+    /// `tableName`.
+    pub table_name: &'a str,
+    /// `authorizedViewName`.
+    pub authorized_view_name: &'a str,
+    /// `materializedViewName`.
+    pub materialized_view_name: &'a str,
+    /// `appProfileId`.
+    pub app_profile_id: &'a str,
+}
+
+/// A data request body (declared by `data_request!`): the target fields it carries.
+pub trait DataRequestJson {
+    /// The target fields of this body.
+    fn target(&self) -> Target<'_>;
 }
 
 data_request! {

@@ -16,6 +16,6 @@ mod merger;
 mod resume;
 
 pub use chunks::row_chunks;
-pub use machine::ReadRows;
+pub use machine::{ReadRows, ReadRowsRule};
 pub use merger::{ChunkMerger, MergeError, MergeState};
 pub use resume::{next_attempt, resume_request};
