@@ -402,19 +402,44 @@ retry_flow! {
 
 // ---- §14 ResolveStep, Glob, GetPermissions ------------------------------------------------------
 
-/// The flow of [`ResolveStep`](super::ResolveStep): walk to the first node with servers.
+/// A walk to a node that must exist: it ends `NoSuchName` (the name asked for) when the node
+/// does not.
 #[derive(Debug)]
-pub struct ResolveStepFlow {
+struct WalkToNode {
     suffix: String,
     walk: Walk,
 }
 
-impl ResolveStepFlow {
-    pub(super) fn new(suffix: String) -> ResolveStepFlow {
-        ResolveStepFlow {
-            walk: Walk::new(&suffix, false, true),
+impl WalkToNode {
+    /// A walk to `suffix` or, `with_servers`, to the first node on the way with live servers.
+    fn new(suffix: String, with_servers: bool) -> WalkToNode {
+        WalkToNode {
+            walk: Walk::new(&suffix, false, with_servers),
             suffix,
         }
+    }
+
+    /// The node reached and the unresolved rest of the name.
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<(Node, String)> {
+        let Some(Reached { node, rest }) = self.walk.advance(io, ctx)? else {
+            return Ok(None);
+        };
+        match node {
+            Some(n) => Ok(Some((n, rest))),
+            None => Err(MtError::NoSuchName {
+                name: mem::take(&mut self.suffix),
+            }),
+        }
+    }
+}
+
+/// The flow of [`ResolveStep`](super::ResolveStep): walk to the first node with servers.
+#[derive(Debug)]
+pub struct ResolveStepFlow(WalkToNode);
+
+impl ResolveStepFlow {
+    pub(super) fn new(suffix: String) -> ResolveStepFlow {
+        ResolveStepFlow(WalkToNode::new(suffix, true))
     }
 }
 
@@ -423,31 +448,17 @@ impl Flow for ResolveStepFlow {
     type Output = MountEntry;
 
     fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<MountEntry> {
-        let Some(Reached { node, rest }) = self.walk.advance(io, ctx)? else {
-            return Ok(None);
-        };
-        match node {
-            Some(n) => Ok(Some(entry_of(rest, &n))),
-            None => Err(MtError::NoSuchName {
-                name: mem::take(&mut self.suffix),
-            }),
-        }
+        Ok(self.0.advance(io, ctx)?.map(|(n, rest)| entry_of(rest, &n)))
     }
 }
 
 /// The flow of [`GetPermissions`](super::GetPermissions): walk to an existing node.
 #[derive(Debug)]
-pub struct GetPermissionsFlow {
-    suffix: String,
-    walk: Walk,
-}
+pub struct GetPermissionsFlow(WalkToNode);
 
 impl GetPermissionsFlow {
     pub(super) fn new(suffix: String) -> GetPermissionsFlow {
-        GetPermissionsFlow {
-            walk: Walk::new(&suffix, false, false),
-            suffix,
-        }
+        GetPermissionsFlow(WalkToNode::new(suffix, false))
     }
 }
 
@@ -456,18 +467,10 @@ impl Flow for GetPermissionsFlow {
     type Output = PermsAndVersion;
 
     fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<PermsAndVersion> {
-        let Some(Reached { node, .. }) = self.walk.advance(io, ctx)? else {
-            return Ok(None);
-        };
-        match node {
-            Some(node) => Ok(Some(PermsAndVersion {
-                version: node.version_str(),
-                perms: node.permissions.clone(),
-            })),
-            None => Err(MtError::NoSuchName {
-                name: mem::take(&mut self.suffix),
-            }),
-        }
+        Ok(self.0.advance(io, ctx)?.map(|(node, _)| PermsAndVersion {
+            version: node.version_str(),
+            perms: node.permissions.clone(),
+        }))
     }
 }
 
