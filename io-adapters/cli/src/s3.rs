@@ -735,7 +735,7 @@ fn default_md(ctx: &Context, bucket: &str, owner: &str, display: &str) -> Json {
     let secs = now.0.div_euclid(1_000_000);
     let millis = now.0.div_euclid(1000).rem_euclid(1000);
     let date = crate::clock::format_rfc3339_millis(secs, millis);
-    let uid = uuid_from_seed(ctx.seed);
+    let uid = rowkit_statemachines::objmeta::uuid_v4(ctx.seed);
     let text = json!({
         "acl": {"Canned": "private", "FULL_CONTROL": [], "WRITE": [], "WRITE_ACP": [], "READ": [], "READ_ACP": []},
         "name": bucket, "owner": owner, "ownerDisplayName": display, "creationDate": date,
@@ -747,25 +747,6 @@ fn default_md(ctx: &Context, bucket: &str, owner: &str, display: &str) -> Json {
     })
     .to_string();
     Json::parse(&text).unwrap_or_default()
-}
-
-fn uuid_from_seed(seed: u64) -> String {
-    let mut rng = rowkit_statemachines::SplitMix64::new(seed);
-    let mut b = [0u8; 16];
-    for chunk in b.chunks_mut(8) {
-        chunk.copy_from_slice(&rng.next_u64().to_be_bytes());
-    }
-    b[6] = 0x40 | (b[6] & 0x0f);
-    b[8] = 0x80 | (b[8] & 0x3f);
-    let h = hex::encode(b);
-    format!(
-        "{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
 }
 
 /// Arsenal's listing result as JSON with parsed values; versions split into delete markers.

@@ -32,43 +32,60 @@ const FSCK_PAGE: i64 = 1000;
 
 // ---- the OCC retry loop -------------------------------------------------------------------------
 
-/// One round of an operation that [`Retry`] runs again after a conflict. `Default` is a fresh
-/// round; what does not change between rounds is in `Args`.
-pub(super) trait Attempt: Default {
-    /// The operation's arguments.
-    type Args;
+/// What one round of an operation that [`Retry`] runs does, implemented by the operation's
+/// arguments (the same in every round): a walk to the operation's node, then the step the node
+/// allows.
+trait Attempt {
+    /// What runs once the walk has reached the node (a node protocol or a write).
+    type Step: core::fmt::Debug;
     /// What a successful round gives.
     type Output;
 
-    /// Runs the round as far as it can.
-    fn advance(
-        &mut self,
-        args: &Self::Args,
+    /// The walk that starts a round.
+    fn walk(&self) -> Walk;
+
+    /// What the walk's outcome leads to: the step, or the round's output at once.
+    fn reached(
+        &self,
         io: &mut MtIo,
         ctx: &mut MtCtx,
-    ) -> Progress<Self::Output>;
+        reached: Result<Reached, MtError>,
+    ) -> Result<Next<Self::Step, Self::Output>, MtError>;
+
+    /// Runs the step as far as it can.
+    fn step(&self, step: &mut Self::Step, io: &mut MtIo, ctx: &mut MtCtx)
+    -> Progress<Self::Output>;
 }
 
-/// §13 `op`, the loop of Mount, Unmount, Delete and SetPermissions: run a fresh attempt; on
-/// `ConcurrentAccess` wait `(next_u64 % 50)` ms (bounded by the operation deadline, reaching
-/// which ends the operation `Aborted`) and try again.
+/// Where a round goes once its walk has ended.
+enum Next<S, O> {
+    /// On to the step.
+    Step(S),
+    /// The round is over: nothing (more) to do.
+    Done(O),
+}
+
+/// §13 `op`, the loop of Mount, Unmount, Delete and SetPermissions: run a fresh round (walk,
+/// then step); on `ConcurrentAccess` wait `(next_u64 % 50)` ms (bounded by the operation
+/// deadline, reaching which ends the operation `Aborted`) and try again.
 #[derive(Debug)]
-pub(super) struct Retry<A: Attempt> {
-    args: A::Args,
-    phase: RetryPhase<A>,
+struct Retry<A: Attempt> {
+    args: A,
+    phase: RetryPhase<A::Step>,
 }
 
 #[derive(Debug)]
-enum RetryPhase<A> {
+enum RetryPhase<S> {
     /// A round is to start (if the deadline allows).
     Start,
-    Attempting(A),
+    Walking(Walk),
+    Stepping(S),
     BackingOff(BackOff),
     Done,
 }
 
 impl<A: Attempt> Retry<A> {
-    fn new(args: A::Args) -> Retry<A> {
+    fn new(args: A) -> Retry<A> {
         Retry {
             args,
             phase: RetryPhase::Start,
@@ -78,36 +95,62 @@ impl<A: Attempt> Retry<A> {
     fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<A::Output> {
         use RetryPhase as P;
         loop {
-            match mem::replace(&mut self.phase, P::Done) {
+            let failed = match mem::replace(&mut self.phase, P::Done) {
                 P::Start => {
                     check_deadline(io, ctx)?;
-                    self.phase = P::Attempting(A::default());
+                    self.phase = P::Walking(self.args.walk());
+                    continue;
                 }
-                P::Attempting(mut attempt) => {
+                P::Walking(mut walk) => {
+                    let reached = ready!(self.phase, P::Walking(walk), walk.advance(io, ctx));
+                    match self.args.reached(io, ctx, reached) {
+                        Ok(Next::Step(step)) => {
+                            self.phase = P::Stepping(step);
+                            continue;
+                        }
+                        Ok(Next::Done(output)) => return Ok(Some(output)),
+                        Err(e) => e,
+                    }
+                }
+                P::Stepping(mut step) => {
                     match ready!(
                         self.phase,
-                        P::Attempting(attempt),
-                        attempt.advance(&self.args, io, ctx)
+                        P::Stepping(step),
+                        self.args.step(&mut step, io, ctx)
                     ) {
-                        Err(MtError::ConcurrentAccess) => {
-                            self.phase = P::BackingOff(BackOff::start(io, ctx));
-                        }
-                        other => return other.map(Some),
+                        Ok(output) => return Ok(Some(output)),
+                        Err(e) => e,
                     }
                 }
                 P::BackingOff(mut wait) => {
                     ready!(self.phase, P::BackingOff(wait), wait.poll(io, ctx))?;
                     self.phase = P::Start;
+                    continue;
                 }
                 P::Done => return Err(ended()),
+            };
+            if !matches!(failed, MtError::ConcurrentAccess) {
+                return Err(failed);
             }
+            self.phase = P::BackingOff(BackOff::start(io, ctx));
         }
     }
 }
 
-/// Implements [`Flow`] for a public flow that wraps one step.
-macro_rules! flow {
-    ($flow:ident, $out:ty) => {
+/// Declares the public flow of a §13 operation: `$flow` runs the rounds of `$args` (its
+/// [`Attempt`]) in a [`Retry`] loop, is built from those arguments and gives `$out`.
+macro_rules! retry_flow {
+    ($(#[$doc:meta])* $flow:ident($args:ident) -> $out:ty) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $flow(Retry<$args>);
+
+        impl $flow {
+            pub(super) fn new(args: $args) -> $flow {
+                $flow(Retry::new(args))
+            }
+        }
+
         impl Flow for $flow {
             type Schema = MountTableSchema;
             type Output = $out;
@@ -130,59 +173,37 @@ pub(super) struct MountArgs {
     pub(super) flags: u32,
 }
 
-/// One Mount attempt: walk (creating), authorize, mount on the snapshot.
-#[derive(Debug, Default)]
-enum MountAttempt {
-    #[default]
-    Start,
-    Walking(Walk),
-    Mounting(MountNode),
-    Done,
-}
-
-impl Attempt for MountAttempt {
-    type Args = MountArgs;
+/// One Mount round: walk (creating), authorize, mount on the snapshot.
+impl Attempt for MountArgs {
+    type Step = MountNode;
     type Output = i64;
 
-    fn advance(&mut self, args: &MountArgs, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<i64> {
-        use MountAttempt as P;
-        loop {
-            match mem::replace(self, P::Done) {
-                P::Start => *self = P::Walking(Walk::new(&args.suffix, true, false)),
-                P::Walking(mut walk) => {
-                    let Reached { node, .. } =
-                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
-                    let node = node.ok_or(MtError::NoSuchNameRoot)?;
-                    authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
-                    let limit = ctx.limits.max_servers_per_user;
-                    *self = P::Mounting(MountNode::new(
-                        node,
-                        &args.server,
-                        None,
-                        args.ttl_s,
-                        args.flags,
-                        limit,
-                    ));
-                }
-                P::Mounting(mut mount) => {
-                    return ready!(*self, P::Mounting(mount), mount.advance(io, ctx)).map(Some);
-                }
-                P::Done => return Err(ended()),
-            }
-        }
+    fn walk(&self) -> Walk {
+        Walk::new(&self.suffix, true, false)
+    }
+
+    fn reached(
+        &self,
+        _: &mut MtIo,
+        ctx: &mut MtCtx,
+        reached: Result<Reached, MtError>,
+    ) -> Result<Next<MountNode, i64>, MtError> {
+        let node = reached?.node.ok_or(MtError::NoSuchNameRoot)?;
+        authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
+        let limit = ctx.limits.max_servers_per_user;
+        let mount = MountNode::new(node, &self.server, None, self.ttl_s, self.flags, limit);
+        Ok(Next::Step(mount))
+    }
+
+    fn step(&self, mount: &mut MountNode, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<i64> {
+        mount.advance(io, ctx)
     }
 }
 
-/// The flow of [`Mount`](super::Mount): walk (creating), authorize, mount; retried on
-/// conflicts. Gives the deadline written (µs).
-#[derive(Debug)]
-pub struct MountFlow(Retry<MountAttempt>);
-flow!(MountFlow, i64);
-
-impl MountFlow {
-    pub(super) fn new(args: MountArgs) -> MountFlow {
-        MountFlow(Retry::new(args))
-    }
+retry_flow! {
+    /// The flow of [`Mount`](super::Mount): walk (creating), authorize, mount; retried on
+    /// conflicts. Gives the deadline written (µs).
+    MountFlow(MountArgs) -> i64
 }
 
 /// Unmount's arguments.
@@ -192,53 +213,36 @@ pub(super) struct UnmountArgs {
     pub(super) server: String,
 }
 
-/// One Unmount attempt: walk, authorize, unmount on the snapshot.
-#[derive(Debug, Default)]
-enum UnmountAttempt {
-    #[default]
-    Start,
-    Walking(Walk),
-    Unmounting(UnmountNode),
-    Done,
-}
-
-impl Attempt for UnmountAttempt {
-    type Args = UnmountArgs;
+/// One Unmount round: walk, authorize, unmount on the snapshot.
+impl Attempt for UnmountArgs {
+    type Step = UnmountNode;
     type Output = ();
 
-    fn advance(&mut self, args: &UnmountArgs, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
-        use UnmountAttempt as P;
-        loop {
-            match mem::replace(self, P::Done) {
-                P::Start => *self = P::Walking(Walk::new(&args.suffix, false, false)),
-                P::Walking(mut walk) => {
-                    let Reached { node, .. } =
-                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
-                    let node = node.ok_or_else(|| MtError::NoSuchName {
-                        name: args.suffix.clone(),
-                    })?;
-                    authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
-                    *self = P::Unmounting(UnmountNode::new(node, &args.server));
-                }
-                P::Unmounting(mut unmount) => {
-                    return ready!(*self, P::Unmounting(unmount), unmount.advance(io, ctx))
-                        .map(Some);
-                }
-                P::Done => return Err(ended()),
-            }
-        }
+    fn walk(&self) -> Walk {
+        Walk::new(&self.suffix, false, false)
+    }
+
+    fn reached(
+        &self,
+        _: &mut MtIo,
+        ctx: &mut MtCtx,
+        reached: Result<Reached, MtError>,
+    ) -> Result<Next<UnmountNode, ()>, MtError> {
+        let node = reached?.node.ok_or_else(|| MtError::NoSuchName {
+            name: self.suffix.clone(),
+        })?;
+        authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
+        Ok(Next::Step(UnmountNode::new(node, &self.server)))
+    }
+
+    fn step(&self, unmount: &mut UnmountNode, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+        unmount.advance(io, ctx)
     }
 }
 
-/// The flow of [`Unmount`](super::Unmount): walk, authorize, unmount; retried on conflicts.
-#[derive(Debug)]
-pub struct UnmountFlow(Retry<UnmountAttempt>);
-flow!(UnmountFlow, ());
-
-impl UnmountFlow {
-    pub(super) fn new(args: UnmountArgs) -> UnmountFlow {
-        UnmountFlow(Retry::new(args))
-    }
+retry_flow! {
+    /// The flow of [`Unmount`](super::Unmount): walk, authorize, unmount; retried on conflicts.
+    UnmountFlow(UnmountArgs) -> ()
 }
 
 /// Delete's arguments.
@@ -248,13 +252,9 @@ pub(super) struct DeleteArgs {
     pub(super) subtree: bool,
 }
 
-/// One Delete attempt: walk (a missing node is already deleted), authorize on the node or
-/// its parent, delete and collect.
-#[derive(Debug, Default)]
-enum DeleteAttempt {
-    #[default]
-    Start,
-    Walking(Walk),
+/// What a Delete round does once its walk found the node.
+#[derive(Debug)]
+enum DeleteStep {
     /// The caller may not administer `node` (`denied`): may it administer the parent?
     WalkingToParent {
         walk: Walk,
@@ -265,44 +265,53 @@ enum DeleteAttempt {
     Done,
 }
 
-impl Attempt for DeleteAttempt {
-    type Args = DeleteArgs;
+/// One Delete round: walk (a missing node is already deleted), authorize on the node or its
+/// parent, delete and collect.
+impl Attempt for DeleteArgs {
+    type Step = DeleteStep;
     type Output = ();
 
-    fn advance(&mut self, args: &DeleteArgs, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
-        use DeleteAttempt as P;
+    fn walk(&self) -> Walk {
+        Walk::new(&self.suffix, false, false)
+    }
+
+    fn reached(
+        &self,
+        _: &mut MtIo,
+        ctx: &mut MtCtx,
+        reached: Result<Reached, MtError>,
+    ) -> Result<Next<DeleteStep, ()>, MtError> {
+        let node = match reached {
+            Err(MtError::NoSuchName { .. }) | Ok(Reached { node: None, .. }) => {
+                return Ok(Next::Done(()));
+            }
+            Err(e) => return Err(e),
+            Ok(Reached { node: Some(n), .. }) => n,
+        };
+        Ok(Next::Step(
+            match authorize(ctx, &node.permissions, &[tags::ADMIN]) {
+                // The parent's admins may delete a child they cannot administer.
+                Err(denied) => DeleteStep::WalkingToParent {
+                    walk: Walk::new(&codec::clean(codec::split(&self.suffix).0), false, false),
+                    node,
+                    denied,
+                },
+                Ok(()) => DeleteStep::Deleting(DeleteAndGc::new(node, self.subtree)),
+            },
+        ))
+    }
+
+    fn step(&self, step: &mut DeleteStep, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+        use DeleteStep as P;
         loop {
-            match mem::replace(self, P::Done) {
-                P::Start => *self = P::Walking(Walk::new(&args.suffix, false, false)),
-                P::Walking(mut walk) => {
-                    let node = match ready!(*self, P::Walking(walk), walk.advance(io, ctx)) {
-                        Err(MtError::NoSuchName { .. }) | Ok(Reached { node: None, .. }) => {
-                            return Ok(Some(()));
-                        }
-                        Err(e) => return Err(e),
-                        Ok(Reached { node: Some(n), .. }) => n,
-                    };
-                    *self = match authorize(ctx, &node.permissions, &[tags::ADMIN]) {
-                        // The parent's admins may delete a child they cannot administer.
-                        Err(denied) => P::WalkingToParent {
-                            walk: Walk::new(
-                                &codec::clean(codec::split(&args.suffix).0),
-                                false,
-                                false,
-                            ),
-                            node,
-                            denied,
-                        },
-                        Ok(()) => P::Deleting(DeleteAndGc::new(node, args.subtree)),
-                    };
-                }
+            match mem::replace(step, P::Done) {
                 P::WalkingToParent {
                     mut walk,
                     node,
                     denied,
                 } => {
                     let parent = ready!(
-                        *self,
+                        *step,
                         P::WalkingToParent { walk, node, denied },
                         walk.advance(io, ctx)
                     );
@@ -314,10 +323,10 @@ impl Attempt for DeleteAttempt {
                     if !allowed {
                         return Err(denied);
                     }
-                    *self = P::Deleting(DeleteAndGc::new(node, args.subtree));
+                    *step = P::Deleting(DeleteAndGc::new(node, self.subtree));
                 }
                 P::Deleting(mut delete) => {
-                    return ready!(*self, P::Deleting(delete), delete.advance(io, ctx)).map(Some);
+                    return ready!(*step, P::Deleting(delete), delete.advance(io, ctx)).map(Some);
                 }
                 P::Done => return Err(ended()),
             }
@@ -325,16 +334,10 @@ impl Attempt for DeleteAttempt {
     }
 }
 
-/// The flow of [`Delete`](super::Delete): walk, authorize, delete and collect; retried on
-/// conflicts.
-#[derive(Debug)]
-pub struct DeleteFlow(Retry<DeleteAttempt>);
-flow!(DeleteFlow, ());
-
-impl DeleteFlow {
-    pub(super) fn new(args: DeleteArgs) -> DeleteFlow {
-        DeleteFlow(Retry::new(args))
-    }
+retry_flow! {
+    /// The flow of [`Delete`](super::Delete): walk, authorize, delete and collect; retried on
+    /// conflicts.
+    DeleteFlow(DeleteArgs) -> ()
 }
 
 /// SetPermissions' arguments.
@@ -345,93 +348,98 @@ pub(super) struct SetPermsArgs {
     pub(super) version: String,
 }
 
-/// One SetPermissions attempt: walk (creating), authorize, check the version, write.
-#[derive(Debug, Default)]
-enum SetPermsAttempt {
-    #[default]
-    Start,
-    Walking(Walk),
-    /// The write that moves the version to `next_version`.
-    Writing {
-        occ: Occ,
-        next_version: String,
-    },
-    Done,
+/// The write of a SetPermissions round, which moves the version to `next_version`.
+#[derive(Debug)]
+struct PermsWrite {
+    occ: Occ,
+    next_version: String,
 }
 
-impl Attempt for SetPermsAttempt {
-    type Args = SetPermsArgs;
+/// One SetPermissions round: walk (creating), authorize, check the version, write.
+impl Attempt for SetPermsArgs {
+    type Step = PermsWrite;
     type Output = PermsAndVersion;
 
-    fn advance(
-        &mut self,
-        args: &SetPermsArgs,
+    fn walk(&self) -> Walk {
+        Walk::new(&self.suffix, true, false)
+    }
+
+    fn reached(
+        &self,
         io: &mut MtIo,
         ctx: &mut MtCtx,
-    ) -> Progress<PermsAndVersion> {
-        use SetPermsAttempt as P;
-        loop {
-            match mem::replace(self, P::Done) {
-                P::Start => *self = P::Walking(Walk::new(&args.suffix, true, false)),
-                P::Walking(mut walk) => {
-                    let Reached { node, .. } =
-                        ready!(*self, P::Walking(walk), walk.advance(io, ctx))?;
-                    let node = node.ok_or(MtError::NoSuchNameRoot)?;
-                    authorize(ctx, &node.permissions, &[tags::ADMIN])?;
-                    if !args.version.is_empty()
-                        && args.version.as_bytes() != node.version.as_slice()
-                    {
-                        return Err(MtError::BadVersion);
-                    }
-                    // The OCC write fails on the same bad stored version before sending
-                    // anything.
-                    let next_version = codec::next_version(&node.version)?;
-                    let occ = set_perms(io, ctx, &node, &args.perms);
-                    *self = P::Writing { occ, next_version };
-                }
-                P::Writing {
-                    mut occ,
-                    next_version,
-                } => {
-                    ready!(*self, P::Writing { occ, next_version }, occ.poll(io))?;
-                    return Ok(Some(PermsAndVersion {
-                        perms: args.perms.clone(),
-                        version: next_version,
-                    }));
-                }
-                P::Done => return Err(ended()),
-            }
+        reached: Result<Reached, MtError>,
+    ) -> Result<Next<PermsWrite, PermsAndVersion>, MtError> {
+        let node = reached?.node.ok_or(MtError::NoSuchNameRoot)?;
+        authorize(ctx, &node.permissions, &[tags::ADMIN])?;
+        if !self.version.is_empty() && self.version.as_bytes() != node.version.as_slice() {
+            return Err(MtError::BadVersion);
         }
+        // The OCC write fails on the same bad stored version before sending anything.
+        let next_version = codec::next_version(&node.version)?;
+        let occ = set_perms(io, ctx, &node, &self.perms);
+        Ok(Next::Step(PermsWrite { occ, next_version }))
+    }
+
+    fn step(
+        &self,
+        write: &mut PermsWrite,
+        io: &mut MtIo,
+        _: &mut MtCtx,
+    ) -> Progress<PermsAndVersion> {
+        Ok(write.occ.poll(io)?.map(|()| PermsAndVersion {
+            perms: self.perms.clone(),
+            version: mem::take(&mut write.next_version),
+        }))
     }
 }
 
-/// The flow of [`SetPermissions`](super::SetPermissions): walk (creating), authorize, check
-/// the version, write; retried on conflicts.
-#[derive(Debug)]
-pub struct SetPermissionsFlow(Retry<SetPermsAttempt>);
-flow!(SetPermissionsFlow, PermsAndVersion);
-
-impl SetPermissionsFlow {
-    pub(super) fn new(args: SetPermsArgs) -> SetPermissionsFlow {
-        SetPermissionsFlow(Retry::new(args))
-    }
+retry_flow! {
+    /// The flow of [`SetPermissions`](super::SetPermissions): walk (creating), authorize, check
+    /// the version, write; retried on conflicts.
+    SetPermissionsFlow(SetPermsArgs) -> PermsAndVersion
 }
 
 // ---- §14 ResolveStep, Glob, GetPermissions ------------------------------------------------------
 
-/// The flow of [`ResolveStep`](super::ResolveStep): walk to the first node with servers.
+/// A walk to a node that must exist: it ends `NoSuchName` (the name asked for) when the node
+/// does not.
 #[derive(Debug)]
-pub struct ResolveStepFlow {
+struct WalkToNode {
     suffix: String,
     walk: Walk,
 }
 
-impl ResolveStepFlow {
-    pub(super) fn new(suffix: String) -> ResolveStepFlow {
-        ResolveStepFlow {
-            walk: Walk::new(&suffix, false, true),
+impl WalkToNode {
+    /// A walk to `suffix` or, `with_servers`, to the first node on the way with live servers.
+    fn new(suffix: String, with_servers: bool) -> WalkToNode {
+        WalkToNode {
+            walk: Walk::new(&suffix, false, with_servers),
             suffix,
         }
+    }
+
+    /// The node reached and the unresolved rest of the name.
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<(Node, String)> {
+        let Some(Reached { node, rest }) = self.walk.advance(io, ctx)? else {
+            return Ok(None);
+        };
+        match node {
+            Some(n) => Ok(Some((n, rest))),
+            None => Err(MtError::NoSuchName {
+                name: mem::take(&mut self.suffix),
+            }),
+        }
+    }
+}
+
+/// The flow of [`ResolveStep`](super::ResolveStep): walk to the first node with servers.
+#[derive(Debug)]
+pub struct ResolveStepFlow(WalkToNode);
+
+impl ResolveStepFlow {
+    pub(super) fn new(suffix: String) -> ResolveStepFlow {
+        ResolveStepFlow(WalkToNode::new(suffix, true))
     }
 }
 
@@ -440,31 +448,17 @@ impl Flow for ResolveStepFlow {
     type Output = MountEntry;
 
     fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<MountEntry> {
-        let Some(Reached { node, rest }) = self.walk.advance(io, ctx)? else {
-            return Ok(None);
-        };
-        match node {
-            Some(n) => Ok(Some(entry_of(rest, &n))),
-            None => Err(MtError::NoSuchName {
-                name: mem::take(&mut self.suffix),
-            }),
-        }
+        Ok(self.0.advance(io, ctx)?.map(|(n, rest)| entry_of(rest, &n)))
     }
 }
 
 /// The flow of [`GetPermissions`](super::GetPermissions): walk to an existing node.
 #[derive(Debug)]
-pub struct GetPermissionsFlow {
-    suffix: String,
-    walk: Walk,
-}
+pub struct GetPermissionsFlow(WalkToNode);
 
 impl GetPermissionsFlow {
     pub(super) fn new(suffix: String) -> GetPermissionsFlow {
-        GetPermissionsFlow {
-            walk: Walk::new(&suffix, false, false),
-            suffix,
-        }
+        GetPermissionsFlow(WalkToNode::new(suffix, false))
     }
 }
 
@@ -473,18 +467,10 @@ impl Flow for GetPermissionsFlow {
     type Output = PermsAndVersion;
 
     fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<PermsAndVersion> {
-        let Some(Reached { node, .. }) = self.walk.advance(io, ctx)? else {
-            return Ok(None);
-        };
-        match node {
-            Some(node) => Ok(Some(PermsAndVersion {
-                version: node.version_str(),
-                perms: node.permissions.clone(),
-            })),
-            None => Err(MtError::NoSuchName {
-                name: mem::take(&mut self.suffix),
-            }),
-        }
+        Ok(self.0.advance(io, ctx)?.map(|(node, _)| PermsAndVersion {
+            version: node.version_str(),
+            perms: node.permissions.clone(),
+        }))
     }
 }
 

@@ -24,6 +24,21 @@ use super::{
 use crate::operation::{ContextArg, Flow};
 use crate::{MutateRowsEntry, SplitMix64, Timestamp};
 
+/// Implements [`Flow`] for a flow that is one write sub-flow ([`PutDoc`], [`Merge`]): advancing
+/// the flow polls the sub-flow.
+macro_rules! write_flow {
+    ($flow:ident) => {
+        impl Flow for $flow {
+            type Schema = ObjmetaSchema;
+            type Output = ();
+
+            fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
+                self.0.poll(io, st)
+            }
+        }
+    };
+}
+
 /// The members `BucketInfo` keeps, in order (`objmeta.md` 11).
 const BUCKET_INFO_MEMBERS: &[&str] = &[
     "acl",
@@ -185,6 +200,7 @@ impl Flow for CreateBucketFlow {
 /// The flow of [`PutBucketAttributes`]: the metastore row replaced.
 #[derive(Debug)]
 pub struct PutBucketAttributesFlow(PutDoc);
+write_flow!(PutBucketAttributesFlow);
 
 impl<'a> PutBucketAttributes<'a> {
     /// `putBucketAttributes(bucket, md)`.
@@ -201,18 +217,10 @@ impl<'a> PutBucketAttributes<'a> {
     }
 }
 
-impl Flow for PutBucketAttributesFlow {
-    type Schema = ObjmetaSchema;
-    type Output = ();
-
-    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
-        self.0.poll(io, st)
-    }
-}
-
 /// The flow of [`UpdateCountItems`]: the infostore's countItems document replaced.
 #[derive(Debug)]
 pub struct UpdateCountItemsFlow(PutDoc);
+write_flow!(UpdateCountItemsFlow);
 
 impl<'a> UpdateCountItems<'a> {
     /// `updateCountItems(value)`.
@@ -228,15 +236,6 @@ impl<'a> UpdateCountItems<'a> {
     }
 }
 
-impl Flow for UpdateCountItemsFlow {
-    type Schema = ObjmetaSchema;
-    type Output = ();
-
-    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
-        self.0.poll(io, st)
-    }
-}
-
 /// One document read, the only request of a flow.
 #[derive(Debug)]
 enum ReadPhase {
@@ -247,15 +246,19 @@ enum ReadPhase {
 }
 
 impl ReadPhase {
-    /// The document once read.
-    fn poll(&mut self, io: &mut OmIo, st: &ObjmetaState) -> P<Option<StoredDoc>> {
+    /// What `value` makes of the document (`None`: no row) once read.
+    fn poll<T>(
+        &mut self,
+        io: &mut OmIo,
+        st: &ObjmetaState,
+        value: impl FnOnce(Option<StoredDoc>) -> Result<T, ObjmetaError>,
+    ) -> P<T> {
         loop {
             match core::mem::replace(self, ReadPhase::Done) {
                 ReadPhase::Start(row) => *self = ReadPhase::Reading(ReadDoc::start(io, st, row)?),
                 ReadPhase::Reading(read) => {
-                    return Ok(Some(
-                        ready!(read.poll(io), *self => ReadPhase::Reading(read)),
-                    ));
+                    let doc = ready!(read.poll(io), *self => ReadPhase::Reading(read));
+                    return value(doc).map(Some);
                 }
                 ReadPhase::Done => return Ok(None),
             }
@@ -286,10 +289,9 @@ impl Flow for GetBucketAttributesFlow {
     type Output = Json;
 
     fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Json> {
-        let Some(doc) = self.0.poll(io, st)? else {
-            return Ok(None);
-        };
-        doc.map(|d| Some(d.value)).ok_or(ObjmetaError::NoSuchBucket)
+        self.0.poll(io, st, |doc| {
+            doc.map(|d| d.value).ok_or(ObjmetaError::NoSuchBucket)
+        })
     }
 }
 
@@ -332,10 +334,7 @@ impl Flow for ReadCountItemsFlow {
     type Output = Json;
 
     fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Json> {
-        let Some(doc) = self.0.poll(io, st)? else {
-            return Ok(None);
-        };
-        count_items_doc(doc).map(Some)
+        self.0.poll(io, st, count_items_doc)
     }
 }
 
@@ -499,8 +498,10 @@ impl Flow for ListBucketsFlow {
     }
 }
 
-/// A version-4 UUID from 16 bytes of `rng`.
-fn uuid_v4(rng: &mut SplitMix64) -> String {
+/// A version-4 UUID from 16 bytes of [`SplitMix64`] seeded with `seed`: `getUUID`'s random
+/// candidate, and the `uid` the CLI gives a bucket it creates.
+pub fn uuid_v4(seed: u64) -> String {
+    let mut rng = SplitMix64::new(seed);
     let mut b = [0u8; 16];
     for chunk in b.chunks_mut(8) {
         let bytes = rng.next_u64().to_be_bytes();
@@ -579,7 +580,7 @@ impl Flow for GetUuidFlow {
                 GetUuidPhase::Start => {
                     let candidate = match (&self.candidate, &st.config.initial_instance_id) {
                         (Some(c), _) | (None, Some(c)) => c.clone(),
-                        (None, None) => uuid_v4(&mut SplitMix64::new(self.seed)),
+                        (None, None) => uuid_v4(self.seed),
                     };
                     let value = Json::str(candidate.as_str());
                     let rep = replace(&value, None);
@@ -750,15 +751,19 @@ impl Flow for GetBucketVFormatFlow {
     }
 }
 
-fn capability_path(name: &str, field: Option<&str>) -> Vec<String> {
-    let mut p = vec!["capabilities".to_string(), name.to_string()];
-    p.extend(field.map(String::from));
-    p
+/// The read–merge–CAS of `bucket`'s metastore row that sets (`Some`, creating the row if need
+/// be) or removes (`None`) the member `capabilities.<name>[.<field>]`.
+fn capability_merge(bucket: &str, name: &str, field: Option<&str>, new: Option<Json>) -> Merge {
+    let mut path = vec!["capabilities".to_string(), name.to_string()];
+    path.extend(field.map(String::from));
+    let upsert = new.is_some();
+    Merge::new(METASTORE, bucket, Edit::Path { path, new, upsert })
 }
 
 /// The flow of [`PutBucketAttributesCapabilities`]: a read–merge–CAS of the metastore row.
 #[derive(Debug)]
 pub struct PutBucketAttributesCapabilitiesFlow(Merge);
+write_flow!(PutBucketAttributesCapabilitiesFlow);
 
 impl<'a> PutBucketAttributesCapabilities<'a> {
     /// `putBucketAttributesCapabilities(bucket, name, field?, capability)`: upserts
@@ -774,28 +779,21 @@ impl<'a> PutBucketAttributesCapabilities<'a> {
         now: Timestamp,
         seed: u64,
     ) -> PutBucketAttributesCapabilities<'a> {
-        let edit = Edit::Path {
-            path: capability_path(name, field),
-            new: Some(capability),
-            upsert: true,
-        };
-        let flow = PutBucketAttributesCapabilitiesFlow(Merge::new(METASTORE, bucket, edit));
-        start(ctx, flow, deadline, now, seed)
-    }
-}
-
-impl Flow for PutBucketAttributesCapabilitiesFlow {
-    type Schema = ObjmetaSchema;
-    type Output = ();
-
-    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
-        self.0.poll(io, st)
+        let merge = capability_merge(bucket, name, field, Some(capability));
+        start(
+            ctx,
+            PutBucketAttributesCapabilitiesFlow(merge),
+            deadline,
+            now,
+            seed,
+        )
     }
 }
 
 /// The flow of [`DeleteBucketAttributesCapability`]: a read–merge–CAS of the metastore row.
 #[derive(Debug)]
 pub struct DeleteBucketAttributesCapabilityFlow(Merge);
+write_flow!(DeleteBucketAttributesCapabilityFlow);
 
 impl<'a> DeleteBucketAttributesCapability<'a> {
     /// `deleteBucketAttributesCapability(bucket, name, field?)`: removes that member (no write
@@ -809,21 +807,13 @@ impl<'a> DeleteBucketAttributesCapability<'a> {
         now: Timestamp,
         seed: u64,
     ) -> DeleteBucketAttributesCapability<'a> {
-        let edit = Edit::Path {
-            path: capability_path(name, field),
-            new: None,
-            upsert: false,
-        };
-        let flow = DeleteBucketAttributesCapabilityFlow(Merge::new(METASTORE, bucket, edit));
-        start(ctx, flow, deadline, now, seed)
-    }
-}
-
-impl Flow for DeleteBucketAttributesCapabilityFlow {
-    type Schema = ObjmetaSchema;
-    type Output = ();
-
-    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
-        self.0.poll(io, st)
+        let merge = capability_merge(bucket, name, field, None);
+        start(
+            ctx,
+            DeleteBucketAttributesCapabilityFlow(merge),
+            deadline,
+            now,
+            seed,
+        )
     }
 }

@@ -9,7 +9,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::cmp::Ordering;
 
-use rowkit_codec::model::{Row, RowFilter, RowSet};
+use rowkit_codec::model::{Row, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, filters, unescape_tags};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{
@@ -20,11 +20,11 @@ use rowkit_codec::objmeta::listing::{
 };
 use rowkit_codec::objmeta::range::RangeParams;
 
-use super::requests::{OmIo, P, latest_version_range, vformat_of};
+use super::requests::{OmIo, P, latest_version_range, start_read, vformat_of};
 use super::{ListObject, ObjmetaError, ObjmetaSchema, ObjmetaState, budget};
 use crate::children::{ChildId, ChildOutput, owned_rows};
 use crate::operation::{ContextArg, Flow, Operation};
-use crate::{ReadRowsRequest, StoreError, Timestamp};
+use crate::{StoreError, Timestamp};
 
 /// Skipped entries in a row before the scan restarts at `skipping()`.
 const SKIP_STREAK: u32 = 100;
@@ -117,22 +117,6 @@ fn stop(e: StoreError) -> Stop {
     }
 }
 
-fn read(
-    io: &mut OmIo,
-    st: &ObjmetaState,
-    rows: RowSet,
-    filter: RowFilter,
-    rows_limit: i64,
-) -> ChildId {
-    io.read_rows(ReadRowsRequest {
-        table: st.config.table.clone(),
-        rows,
-        filter: Some(filter),
-        rows_limit,
-        ..Default::default()
-    })
-}
-
 impl<'a> ListObject<'a> {
     /// Lists `bucket` with `params` (`Delimiter`, `DelimiterMaster` or `DelimiterVersions`).
     pub fn new(
@@ -200,7 +184,7 @@ impl Scanner {
         for range in ranges {
             let rows = RowSet::range(range.to_row_range(collection));
             self.scans.push(Scan {
-                id: read(io, st, rows, filters::live_value(), 0),
+                id: start_read(io, st, rows, filters::live_value(), 0),
                 buffer: VecDeque::new(),
                 ended: false,
                 range,
@@ -301,7 +285,7 @@ impl Scanner {
             if vf == VFormat::V1 && self.scans.len() == 1 && doc.value.member_truthy("isPHD") {
                 let object_key = key.strip_prefix(MASTER_PREFIX).unwrap_or(&key);
                 let range = latest_version_range(collection, vf, object_key);
-                let read = read(io, st, RowSet::range(range), filters::live_value(), 1);
+                let read = start_read(io, st, RowSet::range(range), filters::live_value(), 1);
                 return Ok(Fed::Resolve { key, read });
             }
             if let Some(result) = self.feed(io, st, collection, &key, &entry_value(doc)) {
@@ -375,7 +359,7 @@ impl Flow for ListObjectFlow {
                         Some(vf) => ListPhase::Scanning(self.scan(io, st, params, vf)?),
                         None => {
                             let rows = RowSet::key(row_key(METASTORE, &self.bucket));
-                            let read = read(io, st, rows, filters::latest(), 0);
+                            let read = start_read(io, st, rows, filters::latest(), 0);
                             ListPhase::VFormat { params, read }
                         }
                     };

@@ -67,7 +67,7 @@ pub use bucket::{
     BucketEntry, CountItemsFlow, CreateBucketFlow, DeleteBucketAttributesCapabilityFlow,
     DeleteBucketFlow, GetBucketAttributesFlow, GetBucketVFormatFlow, GetUuidFlow, ListBucketsFlow,
     PutBucketAttributesCapabilitiesFlow, PutBucketAttributesFlow, ReadCountItemsFlow,
-    UpdateCountItemsFlow, bucket_info_value,
+    UpdateCountItemsFlow, bucket_info_value, uuid_v4,
 };
 pub use list::ListObjectFlow;
 pub use object::{

@@ -678,15 +678,9 @@ impl Oplog {
                     let Some(doc) = doc.filter(|d| !d.deleted) else {
                         return Err(ObjmetaError::internal("NoSuchKey"));
                     };
-                    let hash = doc.hash.unwrap_or_default();
-                    let cas = Cas::start(
-                        io,
-                        st,
-                        self.t.m_row.clone(),
-                        filters::hash_eq(&hash),
-                        replace(&self.value, None),
-                        vec![],
-                    )?;
+                    let rep = replace(&self.value, None);
+                    let cas =
+                        Cas::unchanged(io, st, self.t.m_row.clone(), doc.hash.as_deref(), rep)?;
                     self.phase = OplogPhase::Replacing {
                         cas,
                         pre: doc.value,

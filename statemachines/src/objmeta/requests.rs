@@ -67,7 +67,55 @@ fn unary(io: &mut OmIo, request: Request) -> ChildId {
     io.unary(request)
 }
 
-/// A `ReadRows` in flight (merge, resume and retries in its child).
+/// The outcome of child `id` once it has finished (`Ok(None)` while it runs): `reply` reads
+/// the reply the handle expects (handing back one of another kind, an internal error), a store
+/// error is handed back for the caller to map.
+fn outcome<T>(
+    io: &mut OmIo,
+    id: ChildId,
+    reply: impl FnOnce(ChildOutput) -> Result<T, ChildOutput>,
+) -> P<Result<T, StoreError>> {
+    match io.take(id) {
+        None => Ok(None),
+        Some(Err(e)) => Ok(Some(Err(e))),
+        Some(Ok(output)) => reply(output)
+            .map(|v| Some(Ok(v)))
+            .map_err(|other| unexpected(&other)),
+    }
+}
+
+/// [`outcome`] for a child that retries on its own: a retryable error it ends with means no
+/// retry fits before the deadline, so the flow waits for the deadline to end the operation
+/// `Aborted` (`objmeta.md` 16.3).
+fn outcome_unless_retryable<T>(
+    io: &mut OmIo,
+    id: ChildId,
+    reply: impl FnOnce(ChildOutput) -> Result<T, ChildOutput>,
+) -> P<Result<T, StoreError>> {
+    match outcome(io, id, reply)? {
+        Some(Err(e)) if e.code.is_retryable() => Ok(None),
+        other => Ok(other),
+    }
+}
+
+/// Starts a `ReadRows` of `rows` on the table (merge, resume and retries in its child).
+pub(super) fn start_read(
+    io: &mut OmIo,
+    st: &ObjmetaState,
+    rows: RowSet,
+    filter: RowFilter,
+    rows_limit: i64,
+) -> ChildId {
+    io.read_rows(ReadRowsRequest {
+        table: st.config.table.clone(),
+        rows,
+        filter: Some(filter),
+        rows_limit,
+        ..Default::default()
+    })
+}
+
+/// A `ReadRows` in flight.
 #[derive(Debug)]
 pub(super) struct Read(ChildId);
 
@@ -79,26 +127,29 @@ impl Read {
         filter: RowFilter,
         rows_limit: i64,
     ) -> Read {
-        Read(io.read_rows(ReadRowsRequest {
-            table: st.config.table.clone(),
-            rows,
-            filter: Some(filter),
-            rows_limit,
-            ..Default::default()
-        }))
+        Read(start_read(io, st, rows, filter, rows_limit))
     }
 
-    /// Every row, or the store's error, once the read has finished. A retryable error means
-    /// no retry fits before the deadline: the read never finishes, and the deadline ends the
-    /// operation `Aborted` (`objmeta.md` 16.3).
+    /// Every row, or the store's error, once the read has finished; a retryable error waits
+    /// for the deadline (see [`outcome_unless_retryable`]).
     pub(super) fn poll(&self, io: &mut OmIo) -> P<Result<Vec<Row>, StoreError>> {
-        match io.take(self.0) {
-            None => Ok(None),
-            Some(Ok(ChildOutput::Rows(rows))) => Ok(Some(Ok(owned_rows(rows)))),
-            Some(Err(e)) if e.code.is_retryable() => Ok(None),
-            Some(Err(e)) => Ok(Some(Err(e))),
-            Some(Ok(other)) => Err(unexpected(&other)),
-        }
+        outcome_unless_retryable(io, self.0, |output| match output {
+            ChildOutput::Rows(rows) => Ok(owned_rows(rows)),
+            other => Err(other),
+        })
+    }
+
+    /// What `value` makes of every row once the read has finished; a store error is an
+    /// `InternalError`.
+    pub(super) fn rows<T>(
+        &self,
+        io: &mut OmIo,
+        value: impl FnOnce(Vec<Row>) -> Result<T, ObjmetaError>,
+    ) -> P<T> {
+        let Some(rows) = self.poll(io)? else {
+            return Ok(None);
+        };
+        value(rows.map_err(ObjmetaError::internal)?).map(Some)
     }
 }
 
@@ -128,12 +179,10 @@ impl Write {
 
     /// `Ok(())` or the store's error (for the caller to map) once answered.
     pub(super) fn poll(&self, io: &mut OmIo) -> P<Result<(), StoreError>> {
-        match io.take(self.0) {
-            None => Ok(None),
-            Some(Ok(ChildOutput::Unary(Response::MutateRow))) => Ok(Some(Ok(()))),
-            Some(Err(e)) => Ok(Some(Err(e))),
-            Some(Ok(other)) => Err(unexpected(&other)),
-        }
+        outcome(io, self.0, |output| match output {
+            ChildOutput::Unary(Response::MutateRow) => Ok(()),
+            other => Err(other),
+        })
     }
 }
 
@@ -166,16 +215,27 @@ impl Cas {
         )))
     }
 
+    /// A CAS that applies `mutations` only while the row's document is still the one read,
+    /// whose hash was `hash` (none: empty); matched = applied.
+    pub(super) fn unchanged(
+        io: &mut OmIo,
+        st: &ObjmetaState,
+        row_key: Vec<u8>,
+        hash: Option<&[u8]>,
+        mutations: Vec<Mutation>,
+    ) -> Result<Cas, ObjmetaError> {
+        let predicate = filters::hash_eq(hash.unwrap_or_default());
+        Cas::start(io, st, row_key, predicate, mutations, vec![])
+    }
+
     /// `predicate_matched`, or the store's error (for the caller to map), once answered.
     pub(super) fn poll(&self, io: &mut OmIo) -> P<Result<bool, StoreError>> {
-        match io.take(self.0) {
-            None => Ok(None),
-            Some(Ok(ChildOutput::Unary(Response::CheckAndMutateRow { predicate_matched }))) => {
-                Ok(Some(Ok(predicate_matched)))
+        outcome(io, self.0, |output| match output {
+            ChildOutput::Unary(Response::CheckAndMutateRow { predicate_matched }) => {
+                Ok(predicate_matched)
             }
-            Some(Err(e)) => Ok(Some(Err(e))),
-            Some(Ok(other)) => Err(unexpected(&other)),
-        }
+            other => Err(other),
+        })
     }
 }
 
@@ -192,21 +252,22 @@ impl Bulk {
         }))
     }
 
-    /// `Ok(())`, or the error of the first failed entry (or of the batch), once finished; a
-    /// retryable batch error waits for the deadline as [`Read::poll`] does.
+    /// `Ok(())`, or the error of the batch (or else of its first failed entry), once
+    /// finished; a retryable batch error waits for the deadline as [`Read::poll`] does.
     pub(super) fn poll(&self, io: &mut OmIo) -> P<Result<(), StoreError>> {
-        match io.take(self.0) {
-            None => Ok(None),
-            Some(Ok(ChildOutput::WroteRows(results))) => Ok(Some(
-                match results.into_iter().find_map(|r| r.result.err()) {
-                    Some(e) => Err(e),
-                    None => Ok(()),
-                },
-            )),
-            Some(Err(e)) if e.code.is_retryable() => Ok(None),
-            Some(Err(e)) => Ok(Some(Err(e))),
-            Some(Ok(other)) => Err(unexpected(&other)),
-        }
+        let Some(batch) = outcome_unless_retryable(io, self.0, |output| match output {
+            ChildOutput::WroteRows(results) => Ok(results),
+            other => Err(other),
+        })?
+        else {
+            return Ok(None);
+        };
+        Ok(Some(batch.and_then(|results| {
+            results
+                .into_iter()
+                .find_map(|r| r.result.err())
+                .map_or(Ok(()), Err)
+        })))
     }
 }
 
@@ -265,11 +326,8 @@ impl ReadDoc {
 
     /// The document (`None`: no row, or a row without one) once read.
     pub(super) fn poll(&self, io: &mut OmIo) -> P<Option<StoredDoc>> {
-        let Some(rows) = self.read.poll(io)? else {
-            return Ok(None);
-        };
-        let rows = rows.map_err(ObjmetaError::internal)?;
-        Ok(Some(doc_of(rows.iter().find(|r| r.key == self.key))?))
+        self.read
+            .rows(io, |rows| doc_of(rows.iter().find(|r| r.key == self.key)))
     }
 }
 
@@ -335,28 +393,19 @@ impl LatestVersion {
         vf: VFormat,
         key: &str,
     ) -> LatestVersion {
-        let range = latest_version_range(collection, vf, key);
-        LatestVersion(Read::start(
-            io,
-            st,
-            RowSet::range(range),
-            filters::live_value(),
-            1,
-        ))
+        let rows = RowSet::range(latest_version_range(collection, vf, key));
+        LatestVersion(Read::start(io, st, rows, filters::live_value(), 1))
     }
 
     /// The version (`None` = NoSuchKey) once read; any failure is an error.
     pub(super) fn poll(&self, io: &mut OmIo) -> P<Option<Json>> {
-        let Some(rows) = self.0.poll(io)? else {
-            return Ok(None);
-        };
-        let rows = rows.map_err(ObjmetaError::internal)?;
-        let Some(doc) = doc_of(rows.first())? else {
-            return Ok(Some(None));
-        };
-        let mut v = doc.value;
-        unescape_tags(&mut v);
-        Ok(Some(Some(v)))
+        self.0.rows(io, |rows| {
+            Ok(doc_of(rows.first())?.map(|doc| {
+                let mut v = doc.value;
+                unescape_tags(&mut v);
+                v
+            }))
+        })
     }
 }
 
@@ -439,15 +488,8 @@ impl InternalDelete {
                             return Ok(Some(false));
                         }
                     }
-                    let hash = doc.hash.unwrap_or_default();
-                    let cas = Cas::start(
-                        io,
-                        st,
-                        self.row.clone(),
-                        filters::hash_eq(&hash),
-                        vec![Mutation::DeleteFromRow],
-                        vec![],
-                    )?;
+                    let drop = vec![Mutation::DeleteFromRow];
+                    let cas = Cas::unchanged(io, st, self.row.clone(), doc.hash.as_deref(), drop)?;
                     self.phase = DeletePhase::Deleting {
                         cas,
                         pre: doc.value,
@@ -611,15 +653,9 @@ impl Merge {
                             if !self.edit.apply(&mut merged)? || merged.stringify() == doc.text {
                                 return Ok(Some(()));
                             }
-                            let hash = doc.hash.unwrap_or_default();
-                            let cas = Cas::start(
-                                io,
-                                st,
-                                self.row.clone(),
-                                filters::hash_eq(&hash),
-                                replace(&merged, None),
-                                vec![],
-                            )?;
+                            let rep = replace(&merged, None);
+                            let cas =
+                                Cas::unchanged(io, st, self.row.clone(), doc.hash.as_deref(), rep)?;
                             self.phase = MergePhase::Replacing { cas, merged };
                         }
                         None => {
@@ -679,23 +715,22 @@ impl MetastoreRows {
     }
 
     pub(super) fn poll(&self, io: &mut OmIo) -> P<Vec<BucketEntry>> {
-        let Some(rows) = self.0.poll(io)? else {
-            return Ok(None);
-        };
-        let rows = rows.map_err(ObjmetaError::internal)?;
-        let prefix_len = METASTORE.len() + 1;
-        let mut out = Vec::new();
-        for r in &rows {
-            let name = String::from_utf8_lossy(r.key.get(prefix_len..).unwrap_or(&[])).into_owned();
-            if let Some(doc) = doc_of(Some(r))? {
-                out.push(BucketEntry {
-                    special: is_special_bucket(&name),
-                    name,
-                    vformat: vformat_of(&doc),
-                    value: doc.value,
-                });
+        self.0.rows(io, |rows| {
+            let prefix_len = METASTORE.len() + 1;
+            let mut out = Vec::new();
+            for r in &rows {
+                let key = r.key.get(prefix_len..).unwrap_or(&[]);
+                let name = String::from_utf8_lossy(key).into_owned();
+                if let Some(doc) = doc_of(Some(r))? {
+                    out.push(BucketEntry {
+                        special: is_special_bucket(&name),
+                        name,
+                        vformat: vformat_of(&doc),
+                        value: doc.value,
+                    });
+                }
             }
-        }
-        Ok(Some(out))
+            Ok(out)
+        })
     }
 }
