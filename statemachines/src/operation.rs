@@ -326,6 +326,21 @@ enum Slot<'a, C> {
     Empty,
 }
 
+/// `&mut ctx`: the machine borrows the context for its life.
+impl<'a, C> From<&'a mut C> for ContextArg<'a, C> {
+    fn from(ctx: &'a mut C) -> Self {
+        ContextArg::borrowed(ctx)
+    }
+}
+
+/// `ctx` by value: the machine owns it and hands it back with
+/// [`Operation::take_context`] once it ended.
+impl<'a, C> From<C> for ContextArg<'a, C> {
+    fn from(ctx: C) -> Self {
+        ContextArg(Slot::Owned(ctx))
+    }
+}
+
 impl<'a, C> ContextArg<'a, C> {
     /// Borrows `ctx` for the machine's life.
     pub fn borrowed(ctx: &'a mut C) -> Self {

@@ -90,18 +90,6 @@ impl Schema for ObjmetaSchema {
     }
 }
 
-impl<'a> From<&'a mut ObjmetaState> for ContextArg<'a, ObjmetaState> {
-    fn from(state: &'a mut ObjmetaState) -> Self {
-        ContextArg::borrowed(state)
-    }
-}
-
-impl<'a> From<ObjmetaState> for ContextArg<'a, ObjmetaState> {
-    fn from(state: ObjmetaState) -> Self {
-        ContextArg::owned(state)
-    }
-}
-
 /// `PutObject`: the five write strategies of `objmeta.md` 7.
 pub type PutObject<'a> = Operation<'a, PutObjectFlow>;
 /// `GetObject`, with placeholder resolution (`objmeta.md` 9.2).

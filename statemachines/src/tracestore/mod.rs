@@ -82,21 +82,6 @@ impl Schema for TraceStoreSchema {
     }
 }
 
-/// `&mut state`: the machine borrows the state for its life.
-impl<'a> From<&'a mut TraceStoreState> for ContextArg<'a, TraceStoreState> {
-    fn from(state: &'a mut TraceStoreState) -> Self {
-        ContextArg::borrowed(state)
-    }
-}
-
-/// `state` by value: the machine owns it (`'static`) and hands it back with
-/// [`Operation::take_context`](crate::operation::Operation::take_context) once it ended.
-impl From<TraceStoreState> for ContextArg<'static, TraceStoreState> {
-    fn from(state: TraceStoreState) -> Self {
-        ContextArg::owned(state)
-    }
-}
-
 /// One value of a Put: a trace's params, its options (md5 layout only) and its digest.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PutEntry {
