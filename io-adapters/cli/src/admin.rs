@@ -5,7 +5,7 @@ use std::io::Write;
 use rowkit_codec::escape::{self, escape};
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, Row, RowRange, RowSet, Timestamp};
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, raw};
+use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, StoreError, raw};
 use serde_json::{Map, Value, json};
 
 use crate::args::{AdminCommand, Context};
@@ -20,6 +20,8 @@ pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliErr
                 .iter()
                 .map(|f| parse_family(f))
                 .collect::<Result<Vec<_>, _>>()?;
+            // Bigtable's rules, checked before the store is opened (bad input changes nothing).
+            rowkit_embedded::semantics::validate_schema(name, &families)?;
             ctx.store.create_table(name, &families)?;
             if out.is_json() {
                 let fams: Vec<Value> = families.iter().map(family_json).collect();
@@ -76,6 +78,15 @@ fn set(
     out: &Output,
 ) -> Result<(), CliError> {
     let row_key = escape::parse(row).map_err(|e| CliError::usage(format!("row {row:?}: {e}")))?;
+    // Checked here, as the store would, so that bad input never reaches (or opens) the store.
+    if let Some(t) = timestamp.filter(|t| *t != -1 && (*t < 0 || t % 1000 != 0)) {
+        return Err(CliError::Store(StoreError::new(
+            Code::InvalidArgument,
+            format!(
+                "--timestamp {t}: a cell timestamp is -1 (server time) or a multiple of 1000 us"
+            ),
+        )));
+    }
     let timestamp = timestamp.map_or(Timestamp::SERVER_TIME, Timestamp);
     let mutations = cells
         .iter()

@@ -9,7 +9,7 @@ use rowkit_embedded::driver::{Clock, ManualClock, SystemClock};
 use rowkit_statemachines::RetryPolicy;
 
 use crate::error::CliError;
-use crate::store_location::StoreLocation;
+use crate::store_location::{StoreLocation, StoreOnFirstUse};
 
 /// rowkit: the row layouts of real Bigtable-backed systems, on an embedded store, Cloud
 /// Bigtable, or in memory.
@@ -191,6 +191,37 @@ pub enum AdminCommand {
     },
 }
 
+impl Command {
+    /// Whether the command only reads: an embedded store is then opened read-only, so it
+    /// never creates, grows or changes a file (the mount table's reads are not: a resolve or
+    /// glob collects expired servers, as btmtd's do).
+    pub fn only_reads(&self) -> bool {
+        match self {
+            Command::Admin(cmd) => {
+                matches!(cmd, AdminCommand::ListTables | AdminCommand::Dump { .. })
+            }
+            Command::Graph(args) => args.command.only_reads(),
+            Command::Gold(args) => args.command.only_reads(),
+            Command::S3(args) => args.command.only_reads(),
+            Command::Mt(_) | Command::Serve(_) => false,
+            Command::Key(_) => true,
+        }
+    }
+}
+
+/// When and how a command's store is opened.
+#[derive(Clone, Copy, Debug)]
+pub enum Opening {
+    /// Before the command starts (a server: a store that cannot open fails at once).
+    Now,
+    /// At the command's first request, after it checked its input; read-only for commands
+    /// that only read.
+    OnFirstUse {
+        /// Whether the command only reads.
+        read_only: bool,
+    },
+}
+
 /// Everything a command needs from the global options, resolved once.
 pub struct Context {
     /// The opened store.
@@ -204,13 +235,19 @@ pub struct Context {
 }
 
 impl Context {
-    /// Opens the store and sets up the clock from the global options.
-    pub fn from_global(global: &GlobalArgs) -> Result<Context, CliError> {
+    /// Sets up the store (opened as `opening` says) and the clock from the global options.
+    pub fn from_global(global: &GlobalArgs, opening: Opening) -> Result<Context, CliError> {
         let clock: Box<dyn Clock + Send + Sync> = match &global.now {
             Some(text) => Box::new(ManualClock::new(crate::clock::parse_time(text)?)),
             None => Box::new(SystemClock),
         };
-        let store = StoreLocation::parse(&global.store)?.open()?;
+        let location = StoreLocation::parse(&global.store)?;
+        let store: Box<dyn Store> = match opening {
+            Opening::Now => location.open(false)?,
+            Opening::OnFirstUse { read_only } => {
+                Box::new(StoreOnFirstUse::new(location, read_only))
+            }
+        };
         let deadline = i64::try_from(global.deadline)
             .ok()
             .and_then(|s| s.checked_mul(1_000_000))

@@ -107,6 +107,16 @@ pub enum GoldCommand {
     },
 }
 
+impl GoldCommand {
+    /// Whether the command only reads (the store is then opened read-only).
+    pub fn only_reads(&self) -> bool {
+        matches!(
+            self,
+            GoldCommand::Tile { .. } | GoldCommand::Traces { .. } | GoldCommand::Newest
+        )
+    }
+}
+
 /// `rowkit key encode gold …`.
 #[derive(Debug, Subcommand)]
 pub enum GoldKeyCommand {

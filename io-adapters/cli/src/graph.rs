@@ -94,6 +94,13 @@ pub enum GraphCommand {
     },
 }
 
+impl GraphCommand {
+    /// Whether the command only reads (the store is then opened read-only).
+    pub fn only_reads(&self) -> bool {
+        matches!(self, GraphCommand::List | GraphCommand::Query { .. })
+    }
+}
+
 fn bad(e: impl std::fmt::Display) -> CliError {
     CliError::usage(e.to_string())
 }
@@ -221,8 +228,8 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
             }
         }
         GraphCommand::Add { graph, triples } | GraphCommand::Remove { graph, triples } => {
-            let g = block_on(ts.graph(graph.as_bytes())).map_err(triples_error)?;
             let list = read_triples(triples)?;
+            let g = block_on(ts.graph(graph.as_bytes())).map_err(triples_error)?;
             let n = list.len();
             let (verb, key) = if matches!(cmd, GraphCommand::Add { .. }) {
                 block_on(g.add_triples(list)).map_err(triples_error)?;
@@ -248,41 +255,54 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
             latest,
             filter,
         } => {
+            // Every argument is checked before the graph is read.
+            let query = match (method.as_str(), args.as_slice()) {
+                ("exist", [t]) => Query::Exist(parse_triple(t)?),
+                ("exist", _) => return Err(CliError::usage("exist takes 1 argument (a triple)")),
+                _ => Query::Lookup(
+                    method_of(method, args)?,
+                    LookupOptions {
+                        max_elements: *max,
+                        lower_anchor: anchor(lower)?,
+                        upper_anchor: anchor(upper)?,
+                        latest_anchor: *latest,
+                        filter_options: filter.as_deref().map(parse_filter).transpose()?,
+                        offset: *offset,
+                    },
+                ),
+            };
             let g = block_on(ts.graph(graph.as_bytes())).map_err(triples_error)?;
-            let found = if method == "exist" {
-                let [t] = args.as_slice() else {
-                    return Err(CliError::usage("exist takes 1 argument (a triple)"));
-                };
-                let t = parse_triple(t)?;
-                let exists = block_on(g.exist(&t)).map_err(triples_error)?;
-                let found: Vec<Found> = if exists {
-                    vec![Found {
-                        triple: t,
-                        projection: rowkit_statemachines::triples::Projection::Triple,
-                    }]
-                } else {
-                    vec![]
-                };
-                print_found(&found, out)?;
-                if !exists {
-                    return Err(CliError::Exit(1));
+            let found = match query {
+                Query::Exist(t) => {
+                    let exists = block_on(g.exist(&t)).map_err(triples_error)?;
+                    let found: Vec<Found> = if exists {
+                        vec![Found {
+                            triple: t,
+                            projection: rowkit_statemachines::triples::Projection::Triple,
+                        }]
+                    } else {
+                        vec![]
+                    };
+                    print_found(&found, out)?;
+                    if !exists {
+                        return Err(CliError::Exit(1));
+                    }
+                    return Ok(());
                 }
-                return Ok(());
-            } else {
-                let options = LookupOptions {
-                    max_elements: *max,
-                    lower_anchor: anchor(lower)?,
-                    upper_anchor: anchor(upper)?,
-                    latest_anchor: *latest,
-                    filter_options: filter.as_deref().map(parse_filter).transpose()?,
-                    offset: *offset,
-                };
-                block_on(g.lookup(method_of(method, args)?, options)).map_err(triples_error)?
+                Query::Lookup(method, options) => {
+                    block_on(g.lookup(method, options)).map_err(triples_error)?
+                }
             };
             print_found(&found, out)?;
         }
     }
     Ok(())
+}
+
+/// A `graph query`, its arguments checked.
+enum Query {
+    Exist(Triple),
+    Lookup(LookupMethod, LookupOptions),
 }
 
 fn print_found(found: &[Found], out: &Output) -> Result<(), CliError> {

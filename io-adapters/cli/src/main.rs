@@ -22,7 +22,7 @@ mod store_location;
 
 use std::process::ExitCode;
 
-use crate::args::{Cli, Command};
+use crate::args::{Cli, Command, Opening};
 use crate::error::CliError;
 use crate::output::Output;
 
@@ -64,11 +64,15 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     if let Command::Key(cmd) = &cli.command {
         return key::run(cmd, out);
     }
-    let ctx = args::Context::from_global(&cli.global)?;
-    // The server owns the store for as long as it runs.
+    // The server owns the store for as long as it runs, opened before it listens.
     if let Command::Serve(args) = &cli.command {
+        let ctx = args::Context::from_global(&cli.global, Opening::Now)?;
         return serve::run(ctx, args, out);
     }
+    let opening = Opening::OnFirstUse {
+        read_only: cli.command.only_reads(),
+    };
+    let ctx = args::Context::from_global(&cli.global, opening)?;
     match &cli.command {
         Command::Admin(cmd) => admin::run(&ctx, cmd, out),
         Command::Graph(args) => graph::run(&ctx, args, out),

@@ -176,6 +176,20 @@ pub enum S3Command {
     },
 }
 
+impl S3Command {
+    /// Whether the command only reads (the store is then opened read-only). `uuid` and
+    /// `count` are not: Arsenal writes the uuid and count documents when they are missing.
+    pub fn only_reads(&self) -> bool {
+        matches!(
+            self,
+            S3Command::Get { .. }
+                | S3Command::List { .. }
+                | S3Command::Versions { .. }
+                | S3Command::Bucket(BucketCommand::Get { .. } | BucketCommand::List)
+        )
+    }
+}
+
 /// `s3 delete --repair`: what happens to the repair a delete of the current version schedules.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum RepairWhen {

@@ -1,8 +1,11 @@
 //! `--store` values: where the tables live.
 
 use std::path::PathBuf;
+use std::sync::OnceLock;
 
-use rowkit_embedded::{MemoryStore, RedbStore, Store};
+use rowkit_codec::model::{ColumnFamily, Timestamp};
+use rowkit_embedded::{MemoryStore, RedbStore, Reply, Store};
+use rowkit_statemachines::{Request, StoreError};
 
 use crate::error::CliError;
 
@@ -38,10 +41,13 @@ impl StoreLocation {
         }
     }
 
-    /// Opens the store.
-    pub fn open(&self) -> Result<Box<dyn Store>, CliError> {
+    /// Opens the store; an embedded file `read_only` (never created or written).
+    pub fn open(&self, read_only: bool) -> Result<Box<dyn Store>, StoreError> {
         match self {
             StoreLocation::Memory => Ok(Box::new(MemoryStore::new())),
+            StoreLocation::Embedded(path) if read_only => {
+                Ok(Box::new(RedbStore::open_read_only(path)?))
+            }
             StoreLocation::Embedded(path) => Ok(Box::new(RedbStore::open(path)?)),
             // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable
             // with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials (google-cloud-auth).
@@ -49,5 +55,69 @@ impl StoreLocation {
                 Ok(Box::new(rowkit_bigtable::BigtableStore::open(url)?))
             }
         }
+    }
+}
+
+/// A store opened by its first request, not before: a command checks all of its input first,
+/// so one refused for bad input has not even opened (let alone created or changed) the file.
+pub struct StoreOnFirstUse {
+    location: StoreLocation,
+    read_only: bool,
+    store: OnceLock<Result<Box<dyn Store>, StoreError>>,
+}
+
+impl StoreOnFirstUse {
+    /// The store at `location`, to be opened `read_only` or not.
+    pub fn new(location: StoreLocation, read_only: bool) -> StoreOnFirstUse {
+        StoreOnFirstUse {
+            location,
+            read_only,
+            store: OnceLock::new(),
+        }
+    }
+
+    /// The open store, or why it did not open (each use reports the same error).
+    fn get(&self) -> Result<&dyn Store, StoreError> {
+        match self
+            .store
+            .get_or_init(|| self.location.open(self.read_only))
+        {
+            Ok(store) => Ok(store.as_ref()),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+impl Store for StoreOnFirstUse {
+    fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        self.get()?.execute(request, now)
+    }
+
+    fn execute_local(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
+        self.get()?.execute_local(request, now)
+    }
+
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.get()?.create_table(table, families)
+    }
+
+    fn delete_table(&self, table: &str) -> Result<(), StoreError> {
+        self.get()?.delete_table(table)
+    }
+
+    fn list_tables(&self) -> Result<Vec<String>, StoreError> {
+        self.get()?.list_tables()
+    }
+
+    fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        self.get()?.families(table)
+    }
+
+    fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        self.get()?.set_family(table, family)
+    }
+
+    fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+        self.get()?.gc(table, now)
     }
 }

@@ -335,3 +335,190 @@ fn options_anywhere_on_the_line() {
             .contains("--bogus")
     );
 }
+
+/// Every command checks all of its input before its first request (issue 17, point 1): each
+/// invalid input below is refused (exit 2, one line on stderr) and the store file is byte for
+/// byte what it was; a read-only command neither creates a missing file nor touches an
+/// existing one (point 4). Before: `s3 delete b k --repair bogus` deleted the object and then
+/// refused the option, a non-object `--params` and a negative `--max-keys` were accepted, and
+/// every command opened the file read-write (a read created it, or grew an empty one).
+#[test]
+fn rejected_input_leaves_the_store_untouched() {
+    let s = Scratch::new("rejected");
+    for args in [
+        &["s3", "setup"][..],
+        &["s3", "bucket", "create", "b"],
+        &["s3", "put", "b", "k", "--value", r#"{"a":1}"#],
+        &["gold", "setup"],
+        &["graph", "setup"],
+        &["graph", "create", "g"],
+        &["mt", "setup"],
+        &["admin", "create-table", "t", "--family", "cf"],
+    ] {
+        let o = s.rowkit(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    }
+    let file = s.0.join("t.redb");
+    let before = std::fs::read(&file).unwrap();
+    let rejected: &[&[&str]] = &[
+        // admin
+        &["admin", "create-table", "u", "--family", "b@d"],
+        &["admin", "create-table", "-bad", "--family", "f"],
+        &["admin", "create-table", "u", "--family", "f:maxversions=0"],
+        &[
+            "admin",
+            "create-table",
+            "u",
+            "--family",
+            "f",
+            "--family",
+            "f",
+        ],
+        &["admin", "set", "t", "r", "nocolon"],
+        &["admin", "set", "t", "r", "cf:q=v", "--timestamp", "1234"],
+        &["admin", "set", "t", "r", "cf:q=v", "--timestamp", "-5000"],
+        &["admin", "set", "t", "\\q", "cf:q=v"],
+        &["admin", "dump", "t", "--prefix", "\\q"],
+        // s3
+        &["s3", "delete", "b", "k", "--repair", "bogus"],
+        &["s3", "put", "b", "k", "--value", "[1]"],
+        &["s3", "put", "b", "k", "--value", "{"],
+        &["s3", "put", "b", "k", "--value", "{}", "--params", "[]"],
+        &["s3", "put", "b", "k", "--value", "{}", "--params", "7"],
+        &[
+            "s3",
+            "put",
+            "b",
+            "k",
+            "--value",
+            "{}",
+            "--versioning",
+            "bogus",
+        ],
+        &["s3", "put", "b", "k"],
+        &["s3", "put", "b", "k", "--value-file", "/nonexistent/v.json"],
+        &[
+            "s3",
+            "put",
+            "b",
+            "k",
+            "--value",
+            "{}",
+            "--versioning",
+            "suspended",
+            "--version-id",
+            "x",
+        ],
+        &["s3", "list", "b", "--max-keys", "-1"],
+        &["s3", "list", "b", "--algo", "Bogus"],
+        &["s3", "versions", "b", "--version-id-marker", "x"],
+        &["s3", "bucket", "create", "c", "--md", "[]"],
+        &["s3", "bucket", "create", "c", "--vformat", "v9"],
+        &["s3", "bucket", "put-attributes", "b", "--md", "x"],
+        // gold
+        &["gold", "setup", "--layout", "bogus"],
+        &[
+            "gold",
+            "put",
+            "--commit",
+            "1",
+            "--params",
+            "a=b",
+            "--digest",
+            "x",
+            "--entries",
+            "f",
+        ],
+        &[
+            "gold",
+            "put",
+            "--commit",
+            "1",
+            "--entries",
+            "/nonexistent/e.json",
+        ],
+        &[
+            "gold", "put", "--commit", "1", "--params", "novalue", "--digest", "0",
+        ],
+        &["gold", "traces", "--first", "x"],
+        &["gold", "tile", "--layout", "bogus"],
+        // graph
+        &["graph", "add", "g", "not a triple"],
+        &["graph", "remove", "g", "/u<a>"],
+        &["graph", "query", "g", "bogus-method"],
+        &["graph", "query", "g", "objects"],
+        // mount table
+        &["mt", "mount", "a/b", "/srv:1", "--ttl", "-5"],
+        &["mt", "mount", "a/b", "/srv:1", "--flags", "bogus"],
+        &["mt", "perms", "set", "a", "notjson"],
+        &["mt", "setup", "--perms-file", "/nonexistent/p.json"],
+        // global options
+        &["--now", "soon", "s3", "put", "b", "k2", "--value", "{}"],
+        &["--deadline", "99999999999999999999", "admin", "list-tables"],
+        &["--seed", "-1", "admin", "list-tables"],
+        &["--store", "floppy:", "admin", "list-tables"],
+        &["frobnicate"],
+    ];
+    for args in rejected {
+        for with_json in [false, true] {
+            let mut line = Vec::from(*args);
+            if with_json {
+                line.insert(0, "--json");
+            }
+            let o = s.rowkit(&line);
+            assert_eq!(o.status.code(), Some(2), "{line:?}: {o:?}");
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(!stderr.contains("panicked"), "{line:?}: {stderr}");
+            if with_json {
+                assert!(json(&o)["error"]["id"].is_string(), "{line:?}: {o:?}");
+            }
+            assert!(
+                std::fs::read(&file).unwrap() == before,
+                "{line:?} changed the store file"
+            );
+        }
+    }
+
+    // Reads: a missing file is not created, an existing one not touched.
+    for args in [
+        &["admin", "list-tables"][..],
+        &["admin", "dump", "objmeta"],
+        &["s3", "get", "b", "k"],
+        &["s3", "list", "b"],
+        &["s3", "versions", "b"],
+        &["s3", "bucket", "list"],
+        &["gold", "newest"],
+        &["graph", "list"],
+        &["graph", "query", "g", "triples"],
+    ] {
+        let o = s.rowkit(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        assert!(
+            std::fs::read(&file).unwrap() == before,
+            "{args:?} changed the store file"
+        );
+    }
+    let missing = s.0.join("missing.redb");
+    let o = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .arg("--store")
+        .arg(format!("embedded:{}", missing.display()))
+        .args(["--json", "s3", "list", "b"])
+        .env_remove("ROWKIT_STORE")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let message = json(&o)["error"]["message"].as_str().unwrap().to_string();
+    assert!(message.contains("no store at"), "{message}");
+    assert!(!missing.exists());
+    let empty = s.0.join("empty.redb");
+    std::fs::write(&empty, b"").unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .arg("--store")
+        .arg(format!("embedded:{}", empty.display()))
+        .args(["admin", "list-tables"])
+        .env_remove("ROWKIT_STORE")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
+}

@@ -28,8 +28,8 @@ use std::ops::Bound;
 use std::path::{Path, PathBuf};
 
 use redb::{
-    Database, Durability, ReadTransaction, ReadableDatabase, ReadableTable, TableDefinition,
-    WriteTransaction,
+    Database, Durability, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
+    TableDefinition, WriteTransaction,
 };
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
@@ -99,7 +99,7 @@ impl TableNames {
 /// MVCC snapshots, so the store is safe to share between threads and a reader always sees whole
 /// rows. Only one process may open a file at a time (a second gets `UNAVAILABLE`).
 pub struct RedbStore {
-    db: Database,
+    db: Db,
     /// Where the file is (`None` in memory); for messages.
     path: Option<PathBuf>,
     durable: bool,
@@ -108,11 +108,19 @@ pub struct RedbStore {
     state: EngineState,
 }
 
+/// The open file: read-write, or read-only for callers that only read (several readers may
+/// share a file, and a file they may not write to still opens).
+enum Db {
+    Writable(Database),
+    ReadOnly(ReadOnlyDatabase),
+}
+
 impl fmt::Debug for RedbStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedbStore")
             .field("path", &self.path)
             .field("durable", &self.durable)
+            .field("read_only", &matches!(self.db, Db::ReadOnly(_)))
             .field("seed", &self.state.seed())
             .field("chunking", &self.state.chunking())
             .finish_non_exhaustive()
@@ -131,7 +139,39 @@ impl RedbStore {
         let db = Database::builder()
             .create(path)
             .map_err(|e| redb_error(&format!("open {}", path.display()), e))?;
-        RedbStore::init(db, Some(path.to_path_buf()))
+        RedbStore::init(Db::Writable(db), Some(path.to_path_buf()))
+    }
+
+    /// Opens the existing redb file at `path` without ever writing to it (the file is opened
+    /// read-only, so a file without write permission opens too). Writes fail with
+    /// `FAILED_PRECONDITION`.
+    ///
+    /// Fails with `NOT_FOUND` if there is no file (none is created), `UNAVAILABLE` while a
+    /// writer has it open, `FAILED_PRECONDITION` if it is not a rowkit store (an empty file
+    /// included) or holds another layout version or needs the recovery a writer's open does,
+    /// `INTERNAL` if it cannot be read.
+    pub fn open_read_only(path: impl AsRef<Path>) -> Result<RedbStore, StoreError> {
+        let path = path.as_ref();
+        let op = format!("open {} read-only", path.display());
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(StoreError::new(
+                    Code::NotFound,
+                    format!("no store at {}", path.display()),
+                ));
+            }
+            Ok(m) if m.len() == 0 => {
+                return Err(StoreError::new(
+                    Code::FailedPrecondition,
+                    format!("{} is empty, not a rowkit store", path.display()),
+                ));
+            }
+            _ => {}
+        }
+        let db = Database::builder()
+            .open_read_only(path)
+            .map_err(|e| redb_error(&op, e))?;
+        RedbStore::init(Db::ReadOnly(db), Some(path.to_path_buf()))
     }
 
     /// A fresh store held in memory (redb's `InMemoryBackend`), for tests.
@@ -139,7 +179,7 @@ impl RedbStore {
         let db = Database::builder()
             .create_with_backend(redb::backends::InMemoryBackend::new())
             .map_err(|e| redb_error("open in-memory database", e))?;
-        RedbStore::init(db, None)
+        RedbStore::init(Db::Writable(db), None)
     }
 
     /// Whether commits wait for the disk (default `true`). With `false` (`Durability::None`)
@@ -163,8 +203,9 @@ impl RedbStore {
         self
     }
 
-    /// Creates the fixed tables and checks the layout version.
-    fn init(db: Database, path: Option<PathBuf>) -> Result<RedbStore, StoreError> {
+    /// Checks the layout version, and on a writable file creates the fixed tables if they
+    /// are missing. A file that has them is not written to (opening changes no byte of it).
+    fn init(db: Db, path: Option<PathBuf>) -> Result<RedbStore, StoreError> {
         let store = RedbStore {
             db,
             path,
@@ -172,33 +213,48 @@ impl RedbStore {
             state: EngineState::default(),
         };
         let op = "initialise";
-        let txn = store.begin_write(op)?;
-        {
-            let mut meta = txn.open_table(META).map_err(|e| redb_error(op, e))?;
-            let found = meta
-                .get(FORMAT_KEY)
-                .map_err(|e| redb_error(op, e))?
-                .map(|v| v.value());
-            match found {
-                None => {
+        let found = {
+            let txn = store.begin_read(op)?;
+            let version = match txn.open_table(META) {
+                Ok(meta) => meta
+                    .get(FORMAT_KEY)
+                    .map_err(|e| redb_error(op, e))?
+                    .map(|v| v.value()),
+                Err(redb::TableError::TableDoesNotExist(_)) => None,
+                Err(e) => return Err(redb_error(op, e)),
+            };
+            let schema = match txn.open_table(SCHEMA) {
+                Ok(_) => true,
+                Err(redb::TableError::TableDoesNotExist(_)) => false,
+                Err(e) => return Err(redb_error(op, e)),
+            };
+            version.filter(|_| schema)
+        };
+        match found {
+            Some(FORMAT_VERSION) => Ok(store),
+            Some(other) => Err(StoreError::new(
+                Code::FailedPrecondition,
+                format!(
+                    "{}: rowkit layout version {other}, this build reads {FORMAT_VERSION}",
+                    store.describe()
+                ),
+            )),
+            None if matches!(store.db, Db::ReadOnly(_)) => Err(StoreError::new(
+                Code::FailedPrecondition,
+                format!("{} is not a rowkit store", store.describe()),
+            )),
+            None => {
+                let txn = store.begin_write(op)?;
+                {
+                    let mut meta = txn.open_table(META).map_err(|e| redb_error(op, e))?;
                     meta.insert(FORMAT_KEY, FORMAT_VERSION)
                         .map_err(|e| redb_error(op, e))?;
+                    txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
                 }
-                Some(FORMAT_VERSION) => {}
-                Some(other) => {
-                    return Err(StoreError::new(
-                        Code::FailedPrecondition,
-                        format!(
-                            "{}: rowkit layout version {other}, this build reads {FORMAT_VERSION}",
-                            store.describe()
-                        ),
-                    ));
-                }
+                txn.commit().map_err(|e| redb_error(op, e))?;
+                Ok(store)
             }
-            txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
         }
-        txn.commit().map_err(|e| redb_error(op, e))?;
-        Ok(store)
     }
 
     fn describe(&self) -> String {
@@ -209,7 +265,16 @@ impl RedbStore {
     }
 
     fn begin_write(&self, op: &str) -> Result<WriteTransaction, StoreError> {
-        let mut txn = self.db.begin_write().map_err(|e| redb_error(op, e))?;
+        let db = match &self.db {
+            Db::Writable(db) => db,
+            Db::ReadOnly(_) => {
+                return Err(StoreError::new(
+                    Code::FailedPrecondition,
+                    format!("{}: opened read-only, cannot {op}", self.describe()),
+                ));
+            }
+        };
+        let mut txn = db.begin_write().map_err(|e| redb_error(op, e))?;
         // Durability::Immediate is redb's default; only the test setting needs a call.
         if !self.durable {
             txn.set_durability(Durability::None)
@@ -228,7 +293,11 @@ impl RedbStore {
     }
 
     fn begin_read(&self, op: &str) -> Result<ReadTransaction, StoreError> {
-        self.db.begin_read().map_err(|e| redb_error(op, e))
+        match &self.db {
+            Db::Writable(db) => db.begin_read(),
+            Db::ReadOnly(db) => db.begin_read(),
+        }
+        .map_err(|e| redb_error(op, e))
     }
 }
 
@@ -1546,11 +1615,50 @@ mod tests {
     }
 
     #[test]
+    fn read_only_reads_and_never_writes() {
+        let dir = std::env::temp_dir().join(format!("rowkit-redb-ro-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.redb");
+
+        let err = RedbStore::open_read_only(&path).unwrap_err();
+        assert_eq!(err.code, Code::NotFound);
+        assert!(!path.exists());
+        std::fs::write(&path, b"").unwrap();
+        let err = RedbStore::open_read_only(&path).unwrap_err();
+        assert_eq!(err.code, Code::FailedPrecondition);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+        std::fs::remove_file(&path).unwrap();
+
+        {
+            let s = RedbStore::open(&path).unwrap();
+            s.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
+            put(&s, b"r", "cf", b"q", 1, b"v");
+        }
+        let before = std::fs::read(&path).unwrap();
+        {
+            let s = RedbStore::open_read_only(&path).unwrap();
+            assert_eq!(s.list_tables().unwrap(), vec!["t".to_string()]);
+            let row = s
+                .next_row("t", &RowRange::all(), None, false)
+                .unwrap()
+                .unwrap();
+            assert_eq!(row.key, b"r".to_vec());
+            let err = s.write_row("t", b"r", |r| r.delete_row()).unwrap_err();
+            assert_eq!(err.code, Code::FailedPrecondition);
+            let err = s.create_table("u", &[ColumnFamily::new("cf")]).unwrap_err();
+            assert_eq!(err.code, Code::FailedPrecondition);
+        }
+        assert!(std::fs::read(&path).unwrap() == before);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn corrupt_cell_key_is_internal_not_panic() {
         let s = store();
         put(&s, b"r", "cf", b"q", 1, b"v");
         // Plant a key under row "r" that is not a valid cell key.
-        let txn = s.db.begin_write().unwrap();
+        let txn = s.begin_write("plant a bad key").unwrap();
         {
             let names = TableNames::new("t");
             let mut cells = txn.open_table(names.cells()).unwrap();
