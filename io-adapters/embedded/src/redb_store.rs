@@ -142,14 +142,15 @@ impl RedbStore {
         RedbStore::init(Db::Writable(db), Some(path.to_path_buf()))
     }
 
-    /// Opens the existing redb file at `path` without ever writing to it (the file is opened
-    /// read-only, so a file without write permission opens too). Writes fail with
-    /// `FAILED_PRECONDITION`.
+    /// Opens the existing redb file at `path` to read it: the file is opened read-only (one
+    /// without write permission opens too) and never written, except that a file a writer left
+    /// without closing it (a crash) is first recovered as any read-write open would. Writes
+    /// fail with `FAILED_PRECONDITION`.
     ///
     /// Fails with `NOT_FOUND` if there is no file (none is created), `UNAVAILABLE` while a
     /// writer has it open, `FAILED_PRECONDITION` if it is not a rowkit store (an empty file
-    /// included) or holds another layout version or needs the recovery a writer's open does,
-    /// `INTERNAL` if it cannot be read.
+    /// included) or holds another layout version, `INTERNAL` if it cannot be read (or needs
+    /// recovery and cannot be written).
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<RedbStore, StoreError> {
         let path = path.as_ref();
         let op = format!("open {} read-only", path.display());
@@ -168,9 +169,21 @@ impl RedbStore {
             }
             _ => {}
         }
-        let db = Database::builder()
-            .open_read_only(path)
-            .map_err(|e| redb_error(&op, e))?;
+        let db = match Database::builder().open_read_only(path) {
+            // A writer stopped without closing the file (a crash, a killed server): redb
+            // recovers it on a read-write open, losing nothing committed, and a read-only
+            // open cannot. Recover once, then read.
+            Err(redb::DatabaseError::RepairAborted) => {
+                drop(
+                    Database::builder()
+                        .open(path)
+                        .map_err(|e| redb_error(&format!("recover {}", path.display()), e))?,
+                );
+                Database::builder().open_read_only(path)
+            }
+            other => other,
+        }
+        .map_err(|e| redb_error(&op, e))?;
         RedbStore::init(Db::ReadOnly(db), Some(path.to_path_buf()))
     }
 
