@@ -238,3 +238,27 @@ fn fsck_findings_on_stderr_and_in_json() {
         "{stderr}"
     );
 }
+
+/// Mount and SetPermissions on the root name `""` (its walk visits the root twice, §12.1).
+/// Before, the creating walk took the root for an unreferenced child of itself and tried to
+/// adopt it until the deadline ran out (exit 1, "aborted", a minute of CPU).
+#[test]
+fn mount_and_set_permissions_on_the_root() {
+    let s = Scratch::new("root");
+    s.json(&["mt", "setup"]);
+    let m = s.json(&["--deadline", "5", "mt", "mount", "", S, "--ttl", "600"]);
+    assert_eq!(m["name"], "");
+    let r = s.json(&["mt", "resolve", ""]);
+    assert_eq!(r["servers"][0]["server"], S);
+    let p = s.json(&[
+        "--deadline",
+        "5",
+        "mt",
+        "perms",
+        "set",
+        "",
+        r#"{"Admin":{"In":["..."]}}"#,
+    ]);
+    assert_eq!(p["perms"]["Admin"]["In"], json!(["..."]));
+    assert_eq!(s.json(&["mt", "fsck"])["inconsistent"], 0);
+}

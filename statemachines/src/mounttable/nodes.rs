@@ -1412,8 +1412,12 @@ impl Walk {
         // what is then mounted or created under it is out of reach of the parent's deletes,
         // an orphaned branch. A walk that creates adopts such a node (OCC on the parent),
         // checks that the node still exists (else takes the reference back) and walks again.
+        // The root is its own "parent" on the second visit of `name == ""` (§12.1): nothing to
+        // adopt there (adopting it looped until the deadline).
         match &self.parent {
-            Some(parent) if self.create && !references(parent, &node) => {
+            Some(parent)
+                if self.create && parent.row_key != node.row_key && !references(parent, &node) =>
+            {
                 let qualifier = codec::child_qualifier(&node.id, codec::split(&node.name).1);
                 let reference = vec![set(
                     FAMILY_CHILDREN,
