@@ -109,7 +109,9 @@ if [ "$mode" = browser ] || [ "$mode" = all ]; then
 fi
 if [ "$mode" = e2e ] || [ "$mode" = all ]; then
   echo "=== browser tool end to end (headless Chromium via chromedriver)"
-  wasm/build.sh
+  # The page drives the same machines in either build; the unoptimised one builds on what the
+  # suites above compiled.
+  ROWKIT_WASM_PROFILE="${ROWKIT_WASM_PROFILE:-dev}" wasm/build.sh
   CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
     node wasm/tests/e2e/e2e.mjs "$rowkit" wasm/www "$target_dir/e2e"
 fi
