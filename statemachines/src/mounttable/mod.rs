@@ -45,7 +45,8 @@ pub use decoded::{Nodes, SharedNodes};
 pub use glob::{BadPattern, Glob as GlobPattern, path_match};
 pub use operations::{
     CreateInitialNodesFlow, DeleteFlow, FsckFlow, GetPermissionsFlow, GlobFlow, MountFlow,
-    PrimitiveFlow, ReadCountersFlow, ResolveStepFlow, SetPermissionsFlow, UnmountFlow,
+    NodeLookupFlow, PrimitiveFlow, ReadCountersFlow, ResolveStepFlow, SetPermissionsFlow,
+    UnmountFlow,
 };
 use rowkit_codec::mounttable::{self as codec, AccessList, Caller, NodeRow, Permissions};
 
@@ -502,7 +503,7 @@ impl Delete {
 impl ResolveStep {
     /// Resolves one step of `name`.
     pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> ResolveStep {
-        let flow = ResolveStepFlow::new(codec::normalize_suffix(name));
+        let flow = ResolveStepFlow::resolve(codec::normalize_suffix(name));
         start(ctx, now, seed, flow)
     }
 }
@@ -521,7 +522,7 @@ impl Glob {
 impl GetPermissions {
     /// Reads the permissions of `name`.
     pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> GetPermissions {
-        let flow = GetPermissionsFlow::new(codec::normalize_suffix(name));
+        let flow = GetPermissionsFlow::permissions(codec::normalize_suffix(name));
         start(ctx, now, seed, flow)
     }
 }

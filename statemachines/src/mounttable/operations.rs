@@ -402,75 +402,70 @@ retry_flow! {
 
 // ---- §14 ResolveStep, Glob, GetPermissions ------------------------------------------------------
 
-/// A walk to a node that must exist: it ends `NoSuchName` (the name asked for) when the node
-/// does not.
-#[derive(Debug)]
-struct WalkToNode {
+/// The flow of the read-only lookups, [`ResolveStep`](super::ResolveStep) and
+/// [`GetPermissions`](super::GetPermissions): a walk to a node that must exist (else
+/// `NoSuchName`, the name asked for), then what the lookup reads from it.
+pub struct NodeLookupFlow<O> {
     suffix: String,
     walk: Walk,
+    /// What the lookup gives for the node reached and the unresolved rest of the name.
+    read: fn(&Node, String) -> O,
 }
 
-impl WalkToNode {
-    /// A walk to `suffix` or, `with_servers`, to the first node on the way with live servers.
-    fn new(suffix: String, with_servers: bool) -> WalkToNode {
-        WalkToNode {
-            walk: Walk::new(&suffix, false, with_servers),
-            suffix,
-        }
-    }
-
-    /// The node reached and the unresolved rest of the name.
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<(Node, String)> {
-        let Some(Reached { node, rest }) = self.walk.advance(io, ctx)? else {
-            return Ok(None);
-        };
-        match node {
-            Some(n) => Ok(Some((n, rest))),
-            None => Err(MtError::NoSuchName {
-                name: mem::take(&mut self.suffix),
-            }),
-        }
+impl<O> core::fmt::Debug for NodeLookupFlow<O> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("NodeLookupFlow")
+            .field("suffix", &self.suffix)
+            .field("walk", &self.walk)
+            .finish_non_exhaustive()
     }
 }
 
 /// The flow of [`ResolveStep`](super::ResolveStep): walk to the first node with servers.
-#[derive(Debug)]
-pub struct ResolveStepFlow(WalkToNode);
+pub type ResolveStepFlow = NodeLookupFlow<MountEntry>;
+/// The flow of [`GetPermissions`](super::GetPermissions): walk to an existing node.
+pub type GetPermissionsFlow = NodeLookupFlow<PermsAndVersion>;
 
 impl ResolveStepFlow {
-    pub(super) fn new(suffix: String) -> ResolveStepFlow {
-        ResolveStepFlow(WalkToNode::new(suffix, true))
+    pub(super) fn resolve(suffix: String) -> ResolveStepFlow {
+        NodeLookupFlow::new(suffix, true, |node, rest| entry_of(rest, node))
     }
 }
-
-impl Flow for ResolveStepFlow {
-    type Schema = MountTableSchema;
-    type Output = MountEntry;
-
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<MountEntry> {
-        Ok(self.0.advance(io, ctx)?.map(|(n, rest)| entry_of(rest, &n)))
-    }
-}
-
-/// The flow of [`GetPermissions`](super::GetPermissions): walk to an existing node.
-#[derive(Debug)]
-pub struct GetPermissionsFlow(WalkToNode);
 
 impl GetPermissionsFlow {
-    pub(super) fn new(suffix: String) -> GetPermissionsFlow {
-        GetPermissionsFlow(WalkToNode::new(suffix, false))
+    pub(super) fn permissions(suffix: String) -> GetPermissionsFlow {
+        NodeLookupFlow::new(suffix, false, |node, _| PermsAndVersion {
+            version: node.version_str(),
+            perms: node.permissions.clone(),
+        })
     }
 }
 
-impl Flow for GetPermissionsFlow {
-    type Schema = MountTableSchema;
-    type Output = PermsAndVersion;
+impl<O> NodeLookupFlow<O> {
+    /// A walk to `suffix` or, `with_servers`, to the first node on the way with live servers.
+    fn new(suffix: String, with_servers: bool, read: fn(&Node, String) -> O) -> Self {
+        NodeLookupFlow {
+            walk: Walk::new(&suffix, false, with_servers),
+            suffix,
+            read,
+        }
+    }
+}
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<PermsAndVersion> {
-        Ok(self.0.advance(io, ctx)?.map(|(node, _)| PermsAndVersion {
-            version: node.version_str(),
-            perms: node.permissions.clone(),
-        }))
+impl<O> Flow for NodeLookupFlow<O> {
+    type Schema = MountTableSchema;
+    type Output = O;
+
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<O> {
+        let Some(Reached { node, rest }) = self.walk.advance(io, ctx)? else {
+            return Ok(None);
+        };
+        match node {
+            Some(n) => Ok(Some((self.read)(&n, rest))),
+            None => Err(MtError::NoSuchName {
+                name: mem::take(&mut self.suffix),
+            }),
+        }
     }
 }
 
