@@ -112,22 +112,27 @@ impl RowFilter {
         }
     }
 
-    fn contains(&self, pred: &dyn Fn(&RowFilter) -> bool) -> bool {
-        pred(self)
-            || match self {
-                RowFilter::Chain(fs) | RowFilter::Interleave(fs) => {
-                    fs.iter().any(|f| f.contains(pred))
-                }
-                RowFilter::Condition {
-                    predicate,
-                    true_filter,
-                    false_filter,
-                } => [predicate, true_filter, false_filter]
+    /// The filters this one is made of: a chain's or interleave's members, a condition's
+    /// predicate and branches (none for the other filters).
+    pub fn children(&self) -> alloc::boxed::Box<dyn Iterator<Item = &RowFilter> + '_> {
+        match self {
+            RowFilter::Chain(fs) | RowFilter::Interleave(fs) => alloc::boxed::Box::new(fs.iter()),
+            RowFilter::Condition {
+                predicate,
+                true_filter,
+                false_filter,
+            } => alloc::boxed::Box::new(
+                [predicate, true_filter, false_filter]
                     .into_iter()
                     .flatten()
-                    .any(|f| f.contains(pred)),
-                _ => false,
-            }
+                    .map(|f| &**f),
+            ),
+            _ => alloc::boxed::Box::new(core::iter::empty()),
+        }
+    }
+
+    fn contains(&self, pred: &dyn Fn(&RowFilter) -> bool) -> bool {
+        pred(self) || self.children().any(|f| f.contains(pred))
     }
 }
 

@@ -43,20 +43,7 @@ fn suite_requests() -> Vec<Request> {
 
 fn filter_kinds(f: &RowFilter, out: &mut BTreeSet<&'static str>) {
     out.insert(f.field_name());
-    match f {
-        RowFilter::Chain(fs) | RowFilter::Interleave(fs) => {
-            fs.iter().for_each(|f| filter_kinds(f, out))
-        }
-        RowFilter::Condition {
-            predicate,
-            true_filter,
-            false_filter,
-        } => [predicate, true_filter, false_filter]
-            .into_iter()
-            .flatten()
-            .for_each(|f| filter_kinds(f, out)),
-        _ => {}
-    }
+    f.children().for_each(|f| filter_kinds(f, out));
 }
 
 #[test]
