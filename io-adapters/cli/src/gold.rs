@@ -227,9 +227,12 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
                     digest: digest.clone().unwrap_or_default(),
                 }],
             };
-            let mut gold = open(ctx, args)?;
             let ts = time_arg(ts)?.unwrap_or_else(|| ctx.now());
-            block_on(gold.put(*commit, time_arg(commit_time)?, entries.clone(), ts))?;
+            let commit_time = time_arg(commit_time)?;
+            // The commit's range is checked before the table is read for its layout.
+            rowkit_codec::tracestore::keys::repo_index_position(*commit)?;
+            let mut gold = open(ctx, args)?;
+            block_on(gold.put(*commit, commit_time, entries.clone(), ts))?;
             put_output(&gold, *commit, &entries, out)
         }
         GoldCommand::Tile { index, dense } => {
@@ -493,23 +496,30 @@ fn import(ctx: &Context, args: &GoldArgs, file: &str, out: &Output) -> Result<()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(n, l)| (n + 1, l))
         .collect();
+    // The spec's rule for import: any failure exits 1 and names the line. Every line is
+    // parsed before the first Put, so a malformed file writes nothing.
+    let failed = |line_no: usize, id: String, message: String| CliError::Schema {
+        id,
+        message: format!("{file}:{line_no}: {message}"),
+        exit: 1,
+    };
+    let puts_to_do = lines
+        .into_iter()
+        .map(|(line_no, line)| {
+            import_line(line)
+                .map(|put| (line_no, put))
+                .map_err(|e| failed(line_no, "bad_import_line".into(), e))
+        })
+        .collect::<Result<Vec<_>, CliError>>()?;
     let mut gold = open(ctx, args)?;
-    let mut progress = Progress::with_total("puts", lines.len() as u64);
+    let mut progress = Progress::with_total("puts", puts_to_do.len() as u64);
     let (mut puts, mut total) = (0u64, 0u64);
-    for (line_no, line) in lines {
-        // The spec's rule for import: any failure exits 1 and names the line.
-        let failed = |id: String, message: String| CliError::Schema {
-            id,
-            message: format!("{file}:{line_no}: {message}"),
-            exit: 1,
-        };
-        let (commit, commit_time, entries, ts) =
-            import_line(line).map_err(|e| failed("bad_import_line".into(), e))?;
+    for (line_no, (commit, commit_time, entries, ts)) in puts_to_do {
         let count = entries.len() as u64;
         let ts = ts.unwrap_or_else(|| ctx.now());
         // (The bar, if any, is cleared when `progress` drops.)
         block_on(gold.put(commit, commit_time, entries, ts))
-            .map_err(|e| failed(e.id().to_string(), e.to_string()))?;
+            .map_err(|e| failed(line_no, e.id().to_string(), e.to_string()))?;
         total += count;
         puts += 1;
         progress.tick();

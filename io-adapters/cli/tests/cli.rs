@@ -479,6 +479,24 @@ fn rejected_input_leaves_the_store_untouched() {
         }
     }
 
+    // An import file is parsed whole before its first Put: a bad second line writes nothing.
+    let import = s.0.join("import.jsonl");
+    std::fs::write(
+        &import,
+        "{\"commit\": 1, \"ts\": 1000, \"params\": {\"a\": \"b\"}, \"digest\": \"\"}\nnot json\n",
+    )
+    .unwrap();
+    let o = s.rowkit(&["gold", "import", import.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("import.jsonl:2:"),
+        "{o:?}"
+    );
+    assert!(
+        std::fs::read(&file).unwrap() == before,
+        "a failed import changed the store"
+    );
+
     // Reads: a missing file is not created, an existing one not touched.
     for args in [
         &["admin", "list-tables"][..],

@@ -427,6 +427,26 @@ fn start<F: Flow<Schema = MountTableSchema>>(
     Operation::start(ContextArg::owned(ctx), now, seed, budget, flow)
 }
 
+/// Starts the flow `flow()` on the node `suffix`, or, when that node's row key is over
+/// Bigtable's limit, ends the operation before any request with the error the store would give
+/// (`INVALID_ARGUMENT`; every node on the way has a shorter key).
+fn start_at_name<F: Flow<Schema = MountTableSchema>>(
+    ctx: MtCtx,
+    suffix: String,
+    now: Timestamp,
+    seed: u64,
+    flow: impl FnOnce(String) -> F,
+) -> Operation<'static, F> {
+    if let Err(e) = rowkit_codec::model::validate_row_key(&codec::row_key(&suffix)) {
+        let error = MtError::Store(StoreError::new(
+            crate::Code::InvalidArgument,
+            alloc::string::ToString::to_string(&e),
+        ));
+        return Operation::failed(ContextArg::owned(ctx), error);
+    }
+    start(ctx, now, seed, flow(suffix))
+}
+
 /// `Mount(name, server, ttl, flags)`: output is the deadline written (µs).
 pub type Mount = Operation<'static, MountFlow>;
 /// `Unmount(name, server)` (`""` = every server).
@@ -467,24 +487,28 @@ impl Mount {
             };
             return Operation::failed(ContextArg::owned(ctx), error);
         }
-        let flow = MountFlow::new(operations::MountArgs {
-            suffix: codec::normalize_suffix(name),
-            server: String::from(server),
-            ttl_s,
-            flags,
-        });
-        start(ctx, now, seed, flow)
+        let suffix = codec::normalize_suffix(name);
+        start_at_name(ctx, suffix, now, seed, |suffix| {
+            MountFlow::new(operations::MountArgs {
+                suffix,
+                server: String::from(server),
+                ttl_s,
+                flags,
+            })
+        })
     }
 }
 
 impl Unmount {
     /// Unmounts `server` (`""` = all) from `name`.
     pub fn new(ctx: MtCtx, name: &str, server: &str, now: Timestamp, seed: u64) -> Unmount {
-        let flow = UnmountFlow::new(operations::UnmountArgs {
-            suffix: codec::normalize_suffix(name),
-            server: String::from(server),
-        });
-        start(ctx, now, seed, flow)
+        let suffix = codec::normalize_suffix(name);
+        start_at_name(ctx, suffix, now, seed, |suffix| {
+            UnmountFlow::new(operations::UnmountArgs {
+                suffix,
+                server: String::from(server),
+            })
+        })
     }
 }
 
@@ -495,16 +519,22 @@ impl Delete {
         if suffix.is_empty() {
             return Operation::failed(ContextArg::owned(ctx), MtError::NoAccess);
         }
-        let flow = DeleteFlow::new(operations::DeleteArgs { suffix, subtree });
-        start(ctx, now, seed, flow)
+        start_at_name(ctx, suffix, now, seed, |suffix| {
+            DeleteFlow::new(operations::DeleteArgs { suffix, subtree })
+        })
     }
 }
 
 impl ResolveStep {
     /// Resolves one step of `name`.
     pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> ResolveStep {
-        let flow = ResolveStepFlow::resolve(codec::normalize_suffix(name));
-        start(ctx, now, seed, flow)
+        start_at_name(
+            ctx,
+            codec::normalize_suffix(name),
+            now,
+            seed,
+            ResolveStepFlow::resolve,
+        )
     }
 }
 
@@ -514,16 +544,23 @@ impl Glob {
         let Ok(pattern) = GlobPattern::parse(pattern) else {
             return Operation::failed(ContextArg::owned(ctx), MtError::BadPattern);
         };
-        let flow = GlobFlow::new(codec::normalize_suffix(name), pattern);
-        start(ctx, now, seed, flow)
+        let suffix = codec::normalize_suffix(name);
+        start_at_name(ctx, suffix, now, seed, |suffix| {
+            GlobFlow::new(suffix, pattern)
+        })
     }
 }
 
 impl GetPermissions {
     /// Reads the permissions of `name`.
     pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> GetPermissions {
-        let flow = GetPermissionsFlow::permissions(codec::normalize_suffix(name));
-        start(ctx, now, seed, flow)
+        start_at_name(
+            ctx,
+            codec::normalize_suffix(name),
+            now,
+            seed,
+            GetPermissionsFlow::permissions,
+        )
     }
 }
 
@@ -544,12 +581,14 @@ impl SetPermissions {
             }
         }
         perms.normalize();
-        let flow = SetPermissionsFlow::new(operations::SetPermsArgs {
-            suffix: codec::normalize_suffix(name),
-            perms,
-            version: String::from(version),
-        });
-        start(ctx, now, seed, flow)
+        let suffix = codec::normalize_suffix(name);
+        start_at_name(ctx, suffix, now, seed, |suffix| {
+            SetPermissionsFlow::new(operations::SetPermsArgs {
+                suffix,
+                perms,
+                version: String::from(version),
+            })
+        })
     }
 }
 
