@@ -540,3 +540,179 @@ fn rejected_input_leaves_the_store_untouched() {
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     assert_eq!(std::fs::metadata(&empty).unwrap().len(), 0);
 }
+
+/// Hostile input, as a matrix (issue 17): every value-taking option of every command and the
+/// positional slots of the commands that take names, keys, triples or JSON, each given a set
+/// of malformed values. No run may panic, hang or fail without a message, and no refused run
+/// (exit 2) may change the store file.
+#[test]
+fn hostile_values_never_panic_hang_or_write() {
+    let s = Scratch::new("hostile");
+    for args in [
+        &["s3", "setup"][..],
+        &["s3", "bucket", "create", "b"],
+        &["s3", "put", "b", "k", "--value", r#"{"a":1}"#],
+        &["gold", "setup"],
+        &["graph", "setup"],
+        &["graph", "create", "g"],
+        &["mt", "setup"],
+        &["admin", "create-table", "t", "--family", "cf"],
+    ] {
+        assert!(s.rowkit(args).status.success(), "{args:?}");
+    }
+    let long = "x".repeat(5000);
+    let values = [
+        "",
+        "-1",
+        "99999999999999999999",
+        "[]",
+        "null",
+        "\u{e9}\u{2603}",
+        &long,
+        "hex:zz",
+        "{\"a\":",
+    ];
+    // (command, its value-taking options); the command must be complete without them.
+    let with_options: &[(&[&str], &[&str])] = &[
+        (&["admin", "create-table", "u"], &["--family"]),
+        (&["admin", "set", "t", "r", "cf:q=v"], &["--timestamp"]),
+        (&["admin", "dump", "t"], &["--prefix"]),
+        (
+            &["s3", "put", "b", "k", "--value", "{}"],
+            &["--params", "--versioning", "--version-id", "--origin-op"],
+        ),
+        (&["s3", "put", "b", "k"], &["--value", "--value-file"]),
+        (&["s3", "get", "b", "k"], &["--version-id"]),
+        (
+            &["s3", "delete", "b", "k"],
+            &["--version-id", "--origin-op", "--repair"],
+        ),
+        (
+            &["s3", "list", "b"],
+            &[
+                "--prefix",
+                "--delimiter",
+                "--max-keys",
+                "--marker",
+                "--algo",
+                "--start-after",
+            ],
+        ),
+        (&["s3", "versions", "b"], &["--key-marker", "--max-keys"]),
+        (
+            &["s3", "bucket", "create", "c"],
+            &["--md", "--vformat", "--owner"],
+        ),
+        (&["s3", "bucket", "put-attributes", "b"], &["--md"]),
+        (
+            &[
+                "gold", "put", "--commit", "1", "--params", "a=b", "--digest", "0",
+            ],
+            &["--commit-time", "--ts", "--options"],
+        ),
+        (
+            &["gold", "put", "--params", "a=b", "--digest", "0"],
+            &["--commit"],
+        ),
+        (&["gold", "tile"], &["--index"]),
+        (&["gold", "newest"], &["--layout", "--table"]),
+        (
+            &["graph", "query", "g", "triples"],
+            &["--max", "--offset", "--lower", "--upper", "--filter"],
+        ),
+        (&["graph", "list"], &["--table"]),
+        (&["mt", "mount", "a/b", "/srv:1"], &["--ttl", "--flags"]),
+        (&["mt", "perms", "set", "a", "{}"], &["--version"]),
+        (&["mt", "setup"], &["--perms-file"]),
+        (&["mt", "glob", "..."], &["--table", "--as"]),
+        (
+            &["admin", "list-tables"],
+            &["--now", "--seed", "--deadline", "--store"],
+        ),
+    ];
+    // Commands whose last argument is a name, key, triple or document.
+    let with_positional: &[&[&str]] = &[
+        &["s3", "get", "b"],
+        &["s3", "put", "b"],
+        &["graph", "add", "g"],
+        &["graph", "query", "g"],
+        &["graph", "create"],
+        &["mt", "mount", "a"],
+        &["mt", "glob"],
+        &["mt", "resolve"],
+        &["mt", "perms", "set", "a"],
+        &["key", "decode"],
+        &["key", "encode", "mt"],
+        &["admin", "set", "t", "r"],
+    ];
+    let mut lines: Vec<Vec<&str>> = Vec::new();
+    for (command, options) in with_options {
+        for option in *options {
+            for value in &values {
+                let mut line = command.to_vec();
+                line.extend([*option, *value]);
+                lines.push(line);
+            }
+        }
+    }
+    for command in with_positional {
+        for value in &values {
+            let mut line = command.to_vec();
+            line.push(value);
+            lines.push(line);
+        }
+    }
+    let file = s.0.join("t.redb");
+    for line in &lines {
+        let before = std::fs::read(&file).unwrap();
+        // A fixed clock: a delete's repair then comes due at once instead of in 15 s.
+        let clock: &[&str] = if line.contains(&"--now") {
+            &[]
+        } else {
+            &["--now", "2026-01-01T00:00:00Z"]
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .arg("--store")
+            .arg(s.store())
+            .args(clock)
+            .args(line)
+            .env_remove("ROWKIT_STORE")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let started = std::time::Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            // Far above any of these runs (milliseconds); a run this long is a hang.
+            assert!(
+                started.elapsed() < std::time::Duration::from_secs(60),
+                "{line:?} hangs"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        let code = status.code();
+        assert!(
+            matches!(code, Some(0..=2)),
+            "{line:?}: exit {code:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{line:?}: {stderr}");
+        if code != Some(0) {
+            assert!(
+                stderr.starts_with("rowkit: ") || stderr.starts_with("error: "),
+                "{line:?}: {stderr}"
+            );
+        }
+        if code == Some(2) {
+            assert!(
+                std::fs::read(&file).unwrap() == before,
+                "{line:?} changed the store"
+            );
+        }
+    }
+}
