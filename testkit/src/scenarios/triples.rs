@@ -227,16 +227,18 @@ pub fn scenario_3_add_remove(store: &dyn Store, bt18: &[FixtureTriple]) -> Scena
     let all = fixture_triples(bt18)?;
     block_on(g.add_triples(all.clone())).map_err(err)?;
     let found = block_on(g.lookup(LookupMethod::Triples, LookupOptions::default())).map_err(err)?;
+    // The UUID set is the fixture's `triple_uuid` set (the vectors', not computed here), one
+    // item per distinct triple.
+    let want: std::collections::BTreeSet<&str> =
+        bt18.iter().map(|t| t.triple_uuid.as_str()).collect();
     ensure!(
-        found.len() == bt18.len(),
+        found.len() == want.len(),
         "Triples() returned {}",
         found.len()
     );
-    // The UUID set is the fixture's `triple_uuid` set (the vectors', not computed here).
-    let mut got: Vec<String> = found.iter().map(|f| f.triple.uuid().to_text()).collect();
-    let mut want: Vec<String> = bt18.iter().map(|t| t.triple_uuid.clone()).collect();
-    got.sort();
-    want.sort();
+    let got: std::collections::BTreeSet<String> =
+        found.iter().map(|f| f.triple.uuid().to_text()).collect();
+    let got: std::collections::BTreeSet<&str> = got.iter().map(String::as_str).collect();
     ensure!(got == want, "UUID sets differ: {got:?} vs {want:?}");
     block_on(g.remove_triples(all)).map_err(err)?;
     let found = block_on(g.lookup(LookupMethod::Triples, LookupOptions::default())).map_err(err)?;
