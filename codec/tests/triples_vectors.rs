@@ -1,100 +1,227 @@
 #![allow(clippy::unwrap_used)]
 //! Every case of `$ROWKIT_SHARED/vectors/triples.json` (spec `triples.md` §12 scenario 1) and
-//! the text-form cases of scenario 14.
+//! the text-form cases of scenario 14. The file is read at run time into strict structs
+//! (`common`): every field of every case is checked, and a case kind or a field this file does
+//! not know fails the test.
 
+mod common;
+
+use common::{Cases, check_meta, hex, load};
 use rowkit_codec::triples::keys::{self, DecodedKey, Index};
 use rowkit_codec::triples::{
     Literal, Node, Object, Predicate, Reason, Triple, put_varint, varint16,
 };
+use serde::Deserialize;
 use serde_json::Value;
 
-fn vectors() -> Value {
-    let dir = std::env::var("ROWKIT_SHARED")
-        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared").to_string());
-    let path = format!("{dir}/vectors/triples.json");
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("vector file {path} is required: {e}"));
-    serde_json::from_str(&text).unwrap()
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    meta: Value,
+    node_uuids: Cases<NodeUuid>,
+    predicates: Cases<PredicateCase>,
+    literals: Cases<LiteralCase>,
+    int64_literal_out_of_range: Cases<OutOfRange>,
+    correct_timestamp: Cases<CorrectTimestamp>,
+    triples: Cases<TripleCase>,
+    graph_rows: Cases<GraphRow>,
+    bt_fixture: Cases<FixtureCase>,
 }
 
-fn s(v: &Value) -> &str {
-    v.as_str().unwrap()
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NodeUuid {
+    text: String,
+    #[serde(rename = "type")]
+    node_type: String,
+    id: String,
+    uuid_input_hex: String,
+    uuid: String,
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PredicateCase {
+    input: String,
+    text: String,
+    id: String,
+    immutable: bool,
+    uuid: String,
+    partial_uuid: String,
+    /// The three anchor fields: present exactly for a temporal predicate.
+    anchor_unix_nanos: Option<i64>,
+    anchor_varint16_hex: Option<String>,
+    cell_timestamp_micros: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LiteralCase {
+    input: String,
+    text: String,
+    #[serde(rename = "type")]
+    type_name: String,
+    uuid_input_hex: String,
+    uuid: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutOfRange {
+    input: String,
+    note: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CorrectTimestamp {
+    input: i64,
+    output: i64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CellCase {
+    row: String,
+    column: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TripleCase {
+    input: String,
+    text: String,
+    graph: String,
+    subject_uuid: String,
+    predicate_uuid: String,
+    predicate_partial_uuid: String,
+    object_uuid: String,
+    triple_uuid: String,
+    family: String,
+    timestamp_micros: i64,
+    cells: Vec<CellCase>,
+    sha256_of_text: Option<String>,
+    /// Where the case comes from (descriptive; named in failure messages).
+    source: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GraphRow {
+    graph: String,
+    row: String,
+    column: String,
+    timestamp_micros: i64,
+    value: String,
+}
+
+/// A `bt_fixture` entry: graph `test`; `timestamp_micros` and `cells` are left out of some
+/// entries (spec §8: tests derive them like every other entry).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FixtureCase {
+    index: usize,
+    input: String,
+    text: String,
+    triple_uuid: String,
+    family: String,
+    timestamp_micros: Option<i64>,
+    cells: Option<Vec<CellCase>>,
+}
+
+fn vectors() -> File {
+    let f: File = load("triples.json");
+    check_meta(&f.meta, "triples.md");
+    f
 }
 
 #[test]
 fn node_uuids() {
     let v = vectors();
-    let cases = v["node_uuids"].as_array().unwrap();
-    assert!(!cases.is_empty());
-    for c in cases {
-        let n = Node::parse(s(&c["text"]).as_bytes()).unwrap();
-        assert_eq!(n.node_type(), s(&c["type"]).as_bytes());
-        assert_eq!(n.id(), s(&c["id"]).as_bytes());
-        assert_eq!(n.to_text(), s(&c["text"]).as_bytes());
+    for c in v.node_uuids.non_empty("node_uuids") {
+        let n = Node::parse(c.text.as_bytes()).unwrap();
+        assert_eq!(n.node_type(), c.node_type.as_bytes(), "{c:?}");
+        assert_eq!(n.id(), c.id.as_bytes(), "{c:?}");
+        assert_eq!(n.to_text(), c.text.as_bytes(), "{c:?}");
         assert_eq!(
             hex(&[n.node_type(), n.id()].concat()),
-            s(&c["uuid_input_hex"])
+            c.uuid_input_hex,
+            "{c:?}"
         );
-        assert_eq!(n.uuid().to_text(), s(&c["uuid"]), "{c}");
+        assert_eq!(n.uuid().to_text(), c.uuid, "{c:?}");
     }
 }
 
 #[test]
 fn predicates() {
     let v = vectors();
-    let cases = v["predicates"].as_array().unwrap();
-    assert!(!cases.is_empty());
-    for c in cases {
-        let p = Predicate::parse(s(&c["input"]).as_bytes()).unwrap();
-        assert_eq!(p.to_text(), s(&c["text"]).as_bytes(), "{c}");
-        assert_eq!(p.id(), s(&c["id"]).as_bytes());
-        assert_eq!(p.is_immutable(), c["immutable"].as_bool().unwrap());
-        assert_eq!(p.uuid().to_text(), s(&c["uuid"]), "{c}");
-        assert_eq!(p.partial_uuid().to_text(), s(&c["partial_uuid"]));
-        if let Some(a) = p.anchor() {
-            assert_eq!(
-                a.unix_nano_wrapping(),
-                c["anchor_unix_nanos"].as_i64().unwrap()
-            );
-            assert_eq!(
-                hex(&varint16(a.unix_nano_wrapping())),
-                s(&c["anchor_varint16_hex"])
-            );
-            let t = Triple {
-                subject: Node::parse(b"/u<x>").unwrap(),
-                predicate: p.clone(),
-                object: Object::parse(b"/u<y>").unwrap(),
-            };
-            assert_eq!(
-                keys::cell_timestamp(&t).0,
-                c["cell_timestamp_micros"].as_i64().unwrap()
-            );
+    for c in v.predicates.non_empty("predicates") {
+        let p = Predicate::parse(c.input.as_bytes()).unwrap();
+        assert_eq!(p.to_text(), c.text.as_bytes(), "{c:?}");
+        assert_eq!(p.id(), c.id.as_bytes(), "{c:?}");
+        assert_eq!(p.is_immutable(), c.immutable, "{c:?}");
+        assert_eq!(p.uuid().to_text(), c.uuid, "{c:?}");
+        assert_eq!(p.partial_uuid().to_text(), c.partial_uuid, "{c:?}");
+        // The vector, not the parser, says whether there is an anchor.
+        match (
+            c.anchor_unix_nanos,
+            &c.anchor_varint16_hex,
+            c.cell_timestamp_micros,
+        ) {
+            (Some(nanos), Some(varint_hex), Some(cell_ts)) => {
+                assert!(!c.immutable, "{c:?}: anchored but immutable");
+                let a = p
+                    .anchor()
+                    .unwrap_or_else(|| panic!("{c:?}: the parser found no anchor"));
+                assert_eq!(a.unix_nano_wrapping(), nanos, "{c:?}");
+                assert_eq!(hex(&varint16(a.unix_nano_wrapping())), *varint_hex, "{c:?}");
+                let t = Triple {
+                    subject: Node::parse(b"/u<x>").unwrap(),
+                    predicate: p.clone(),
+                    object: Object::parse(b"/u<y>").unwrap(),
+                };
+                assert_eq!(keys::cell_timestamp(&t).0, cell_ts, "{c:?}");
+            }
+            (None, None, None) => {
+                assert!(c.immutable, "{c:?}: no anchor fields but not immutable");
+                assert!(p.anchor().is_none(), "{c:?}: the parser found an anchor");
+            }
+            _ => panic!(
+                "{c:?}: anchor_unix_nanos, anchor_varint16_hex and cell_timestamp_micros go together"
+            ),
         }
         // The text form round-trips.
-        assert_eq!(Predicate::parse(&p.to_text()).unwrap(), p);
+        assert_eq!(Predicate::parse(c.text.as_bytes()).unwrap(), p, "{c:?}");
     }
 }
 
 #[test]
 fn literals() {
     let v = vectors();
-    let cases = v["literals"].as_array().unwrap();
-    assert!(!cases.is_empty());
-    for c in cases {
-        let l = Literal::parse(s(&c["input"]).as_bytes()).unwrap();
-        assert_eq!(l.to_text(), s(&c["text"]).as_bytes(), "{c}");
-        assert_eq!(l.type_name(), s(&c["type"]));
-        assert_eq!(hex(&l.uuid_input()), s(&c["uuid_input_hex"]), "{c}");
-        assert_eq!(l.uuid().to_text(), s(&c["uuid"]), "{c}");
-        assert_eq!(Literal::parse(&l.to_text()).unwrap().to_text(), l.to_text());
+    for c in v.literals.non_empty("literals") {
+        let l = Literal::parse(c.input.as_bytes()).unwrap();
+        assert_eq!(l.to_text(), c.text.as_bytes(), "{c:?}");
+        assert_eq!(l.type_name(), c.type_name, "{c:?}");
+        assert_eq!(hex(&l.uuid_input()), c.uuid_input_hex, "{c:?}");
+        assert_eq!(l.uuid().to_text(), c.uuid, "{c:?}");
+        // The canonical text parses to itself.
+        assert_eq!(
+            Literal::parse(c.text.as_bytes()).unwrap().to_text(),
+            c.text.as_bytes(),
+            "{c:?}"
+        );
     }
-    for c in v["int64_literal_out_of_range"].as_array().unwrap() {
-        let e = Literal::parse(s(&c["input"]).as_bytes()).unwrap_err();
-        assert!(matches!(e.reason, Reason::Int64OutOfRange(_)), "{e}");
+    for c in v
+        .int64_literal_out_of_range
+        .non_empty("int64_literal_out_of_range")
+    {
+        let e = Literal::parse(c.input.as_bytes()).unwrap_err();
+        assert!(
+            matches!(e.reason, Reason::Int64OutOfRange(_)),
+            "{} ({}): {e}",
+            c.input,
+            c.note
+        );
     }
     // The range edges.
     assert!(Literal::parse(b"\"36028797018963967\"^^type:int64").is_ok());
@@ -106,131 +233,199 @@ fn literals() {
 #[test]
 fn correct_timestamps() {
     let v = vectors();
-    let cases = v["correct_timestamp"].as_array().unwrap();
-    assert!(!cases.is_empty());
-    for c in cases {
-        assert_eq!(
-            keys::correct_timestamp(c["input"].as_i64().unwrap()),
-            c["output"].as_i64().unwrap(),
-            "{c}"
-        );
+    for c in v.correct_timestamp.non_empty("correct_timestamp") {
+        assert_eq!(keys::correct_timestamp(c.input), c.output, "{c:?}");
     }
 }
 
-fn check_triple(c: &Value, graph: &str) {
-    let t = Triple::parse(s(&c["input"]).as_bytes()).unwrap();
-    assert_eq!(t.to_text(), s(&c["text"]).as_bytes(), "{c}");
-    assert_eq!(t.uuid().to_text(), s(&c["triple_uuid"]), "{c}");
-    if let Some(u) = c.get("subject_uuid") {
-        assert_eq!(t.subject.uuid().to_text(), s(u));
-        assert_eq!(t.predicate.uuid().to_text(), s(&c["predicate_uuid"]));
-        assert_eq!(
-            t.predicate.partial_uuid().to_text(),
-            s(&c["predicate_partial_uuid"])
-        );
-        assert_eq!(t.object.uuid().to_text(), s(&c["object_uuid"]));
-    }
-    if let Some(h) = c.get("sha256_of_text") {
-        use sha2::Digest;
-        assert_eq!(hex(&sha2::Sha256::digest(t.to_text())), s(h));
-    }
+/// What every triple case gives; the optional parts are checked when present.
+struct Expected<'a> {
+    what: String,
+    input: &'a str,
+    text: &'a str,
+    graph: &'a str,
+    triple_uuid: &'a str,
+    family: &'a str,
+    timestamp_micros: Option<i64>,
+    cells: Option<&'a [CellCase]>,
+}
+
+fn check_triple(e: &Expected<'_>) -> Triple {
+    let what = &e.what;
+    let graph = e.graph;
+    let t = Triple::parse(e.input.as_bytes()).unwrap();
+    assert_eq!(t.to_text(), e.text.as_bytes(), "{what}");
+    assert_eq!(Triple::parse(e.text.as_bytes()).unwrap(), t, "{what}");
+    assert_eq!(t.uuid().to_text(), e.triple_uuid, "{what}");
     let cells = keys::triple_cells(graph.as_bytes(), &t);
-    assert_eq!(cells[0].family, s(&c["family"]));
-    if let Some(ts) = c.get("timestamp_micros") {
-        assert_eq!(cells[0].timestamp.0, ts.as_i64().unwrap(), "{c}");
+    for cell in &cells {
+        assert_eq!(cell.family, e.family, "{what}");
     }
-    if let Some(expected) = c.get("cells") {
-        let expected = expected.as_array().unwrap();
-        assert_eq!(expected.len(), 4);
-        for (cell, e) in cells.iter().zip(expected) {
-            assert_eq!(cell.row_key, s(&e["row"]).as_bytes(), "{c}");
-            let column = format!(
-                "{}:{}",
-                cell.family,
-                std::str::from_utf8(cell.qualifier).unwrap()
-            );
-            assert_eq!(column, s(&e["column"]));
+    if let Some(ts) = e.timestamp_micros {
+        for cell in &cells {
+            assert_eq!(cell.timestamp.0, ts, "{what}");
         }
     }
+    if let Some(expected) = e.cells {
+        let got: Vec<(String, String)> = cells
+            .iter()
+            .map(|cell| {
+                (
+                    String::from_utf8(cell.row_key.clone()).unwrap(),
+                    format!(
+                        "{}:{}",
+                        cell.family,
+                        std::str::from_utf8(cell.qualifier).unwrap()
+                    ),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String)> = expected
+            .iter()
+            .map(|c| (c.row.clone(), c.column.clone()))
+            .collect();
+        assert_eq!(got, want, "{what}");
+    }
     for cell in &cells {
-        assert_eq!(cell.row_key.len(), graph.len() + 115);
+        assert_eq!(cell.row_key.len(), graph.len() + 115, "{what}");
         match keys::decode_row_key(&cell.row_key).unwrap() {
             DecodedKey::Triple {
                 graph: g,
                 index,
                 uuids,
             } => {
-                assert_eq!(g, graph.as_bytes());
-                assert_eq!(index, cell.index);
-                assert_eq!(uuids, keys::KeyUuids::of(&t));
+                assert_eq!(g, graph.as_bytes(), "{what}");
+                assert_eq!(index, cell.index, "{what}");
+                assert_eq!(uuids, keys::KeyUuids::of(&t), "{what}");
             }
-            other => panic!("{other:?}"),
+            other => panic!("{what}: {other:?}"),
         }
     }
+    // The vector's row keys decode to the graph, their index and the triple's UUIDs.
+    for c in e.cells.unwrap_or_default() {
+        match keys::decode_row_key(c.row.as_bytes()) {
+            Ok(DecodedKey::Triple {
+                graph: g, uuids, ..
+            }) => {
+                assert_eq!(g, graph.as_bytes(), "{what}");
+                assert_eq!(uuids, keys::KeyUuids::of(&t), "{what}");
+            }
+            other => panic!("{what}: {} decodes to {other:?}", c.row),
+        }
+    }
+    t
 }
 
 #[test]
 fn triples_and_row_keys() {
     let v = vectors();
-    let cases = v["triples"].as_array().unwrap();
-    assert!(!cases.is_empty());
-    for c in cases {
-        check_triple(c, s(&c["graph"]));
+    for c in v.triples.non_empty("triples") {
+        let what = format!("{} ({c:?})", c.source);
+        let t = check_triple(&Expected {
+            what: what.clone(),
+            input: &c.input,
+            text: &c.text,
+            graph: &c.graph,
+            triple_uuid: &c.triple_uuid,
+            family: &c.family,
+            timestamp_micros: Some(c.timestamp_micros),
+            cells: Some(&c.cells),
+        });
+        assert_eq!(t.subject.uuid().to_text(), c.subject_uuid, "{what}");
+        assert_eq!(t.predicate.uuid().to_text(), c.predicate_uuid, "{what}");
+        assert_eq!(
+            t.predicate.partial_uuid().to_text(),
+            c.predicate_partial_uuid,
+            "{what}"
+        );
+        assert_eq!(t.object.uuid().to_text(), c.object_uuid, "{what}");
+        if let Some(h) = &c.sha256_of_text {
+            use sha2::Digest;
+            assert_eq!(hex(&sha2::Sha256::digest(c.text.as_bytes())), *h, "{what}");
+            assert_eq!(hex(&sha2::Sha256::digest(t.to_text())), *h, "{what}");
+        }
     }
 }
 
 #[test]
 fn bt_fixture() {
     let v = vectors();
-    let cases = v["bt_fixture"].as_array().unwrap();
-    assert_eq!(cases.len(), 18);
-    for c in cases {
-        check_triple(c, "test");
+    for (i, c) in v.bt_fixture.non_empty("bt_fixture").iter().enumerate() {
+        assert_eq!(c.index, i, "bt_fixture entries are listed by index: {c:?}");
+        assert_eq!(
+            c.timestamp_micros.is_some(),
+            c.cells.is_some(),
+            "{c:?}: timestamp_micros and cells go together (spec §8)"
+        );
+        check_triple(&Expected {
+            what: format!("bt_fixture {c:?}"),
+            input: &c.input,
+            text: &c.text,
+            graph: "test",
+            triple_uuid: &c.triple_uuid,
+            family: &c.family,
+            timestamp_micros: c.timestamp_micros,
+            cells: c.cells.as_deref(),
+        });
     }
-    // Spec §8: the derived timestamps of the entries without `timestamp_micros`.
-    let derived: Vec<i64> = [2, 4, 8, 11, 14, 17]
-        .iter()
-        .map(|&i| {
-            let t = Triple::parse(s(&cases[i]["input"]).as_bytes()).unwrap();
-            keys::cell_timestamp(&t).0
-        })
-        .collect();
-    assert_eq!(
-        derived,
-        [
-            111000000,
+}
+
+/// Spec §8: the derived timestamps of the `bt_fixture` entries that carry no
+/// `timestamp_micros` (the spec lists them with their triples, so the check does not depend
+/// on the file's entry numbers).
+#[test]
+fn derived_fixture_timestamps_of_section_8() {
+    for (text, ts) in [
+        ("/some/type<some id>\t\"foo\"@[]\t\"bar\"@[]", 111000000),
+        (
+            "/some/type<some id>\t\"foo\"@[]\t\"true\"^^type:bool",
             382000000,
+        ),
+        (
+            "/some/type<some id>\t\"foo\"@[]\t\"[0 0 0]\"^^type:blob",
             410852000000,
+        ),
+        (
+            "/some/type<some other id>\t\"foo\"@[]\t\"bar\"@[]",
             8799000000,
+        ),
+        (
+            "/some/type<some other id>\t\"foo\"@[]\t\"1\"^^type:int64",
             76000000,
-            14702000000
-        ]
-    );
+        ),
+        (
+            "/some/type<some other id>\t\"foo\"@[]\t\"[0 0 0]\"^^type:blob",
+            14702000000,
+        ),
+    ] {
+        let t = Triple::parse(text.as_bytes()).unwrap();
+        assert_eq!(keys::cell_timestamp(&t).0, ts, "{text}");
+    }
 }
 
 #[test]
 fn graph_rows() {
     let v = vectors();
-    let cases = v["graph_rows"].as_array().unwrap();
-    assert!(!cases.is_empty());
-    for c in cases {
-        let g = s(&c["graph"]).as_bytes();
-        assert_eq!(keys::graph_row_key(g), s(&c["row"]).as_bytes());
+    for c in v.graph_rows.non_empty("graph_rows") {
+        let g = c.graph.as_bytes();
+        assert_eq!(keys::graph_row_key(g), c.row.as_bytes(), "{c:?}");
         assert_eq!(
             format!(
                 "{}:{}",
                 keys::FAMILY_GRAPH,
                 std::str::from_utf8(keys::GRAPH_QUALIFIER).unwrap()
             ),
-            s(&c["column"])
+            c.column,
+            "{c:?}"
         );
+        assert_eq!(keys::GRAPH_CELL_TIMESTAMP.0, c.timestamp_micros, "{c:?}");
+        // The cell value is the graph id (§3.4); the NewGraph machine writes it
+        // (rowkit-statemachines `tests/triples_vectors.rs`).
+        assert_eq!(c.value, c.graph, "{c:?}");
         assert_eq!(
-            keys::GRAPH_CELL_TIMESTAMP.0,
-            c["timestamp_micros"].as_i64().unwrap()
-        );
-        assert_eq!(
-            keys::decode_row_key(&keys::graph_row_key(g)).unwrap(),
-            DecodedKey::Graph { graph: g.to_vec() }
+            keys::decode_row_key(c.row.as_bytes()).unwrap(),
+            DecodedKey::Graph { graph: g.to_vec() },
+            "{c:?}"
         );
     }
 }

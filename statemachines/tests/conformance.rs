@@ -4,13 +4,10 @@
 #![allow(clippy::unwrap_used)]
 
 use base64::Engine;
-use base64::engine::general_purpose::STANDARD as BASE64;
 use rowkit_statemachines::readrows::ChunkMerger;
 use rowkit_statemachines::{CellChunk, ReadRowsResponse, RowStatus, SplitMix64};
 use serde_json::Value;
 
-/// Number of cases in the file (`spec/bigtable.md` 15.7).
-const CASES: usize = 48;
 /// Random re-splits per case.
 const SPLITS_PER_CASE: u64 = 100;
 
@@ -51,29 +48,55 @@ fn shared_dir() -> String {
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared").to_string())
 }
 
+/// Every case of the file, in order. The file follows `bigtable-readrows-tests.proto` in
+/// proto3 JSON: a member it does not define fails the load, naming the case.
 fn load_cases() -> Vec<Case> {
     let path = format!("{}/conformance/bigtable-readrows.json", shared_dir());
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("conformance file {path} is required: {e}"));
     let file: Value = serde_json::from_str(&text).unwrap();
-    file["readRowsTests"]
-        .as_array()
-        .unwrap()
+    let mut tests = None;
+    for (key, value) in file.as_object().expect("the file is a TestFile object") {
+        match key.as_str() {
+            "readRowsTests" | "read_rows_tests" => tests = Some(value),
+            other => panic!("{path}: unknown TestFile field {other}"),
+        }
+    }
+    let cases: Vec<Case> = tests
+        .and_then(Value::as_array)
+        .expect("readRowsTests is a list")
         .iter()
-        .map(parse_case)
-        .collect()
+        .enumerate()
+        .map(|(i, c)| parse_case(i, c))
+        .collect();
+    assert!(!cases.is_empty(), "{path}: no cases");
+    cases
 }
 
-fn parse_case(case: &Value) -> Case {
-    let description = case["description"].as_str().unwrap().to_string();
-    let chunks = case["chunks"]
-        .as_array()
-        .map(|cs| cs.iter().map(|c| parse_chunk(&description, c)).collect())
-        .unwrap_or_default();
-    let expected = case["results"]
-        .as_array()
-        .map(|rs| rs.iter().map(|r| parse_result(&description, r)).collect())
-        .unwrap_or_default();
+fn parse_case(index: usize, case: &Value) -> Case {
+    let mut description = None;
+    let mut chunks = Vec::new();
+    let mut results = Vec::new();
+    for (key, value) in case
+        .as_object()
+        .unwrap_or_else(|| panic!("case {index} is not an object"))
+    {
+        match key.as_str() {
+            "description" => description = Some(value.as_str().unwrap().to_string()),
+            "chunks" => chunks = list(value),
+            "results" => results = list(value),
+            other => panic!("case {index} ({case}): unknown ReadRowsTest field {other}"),
+        }
+    }
+    let description = description.unwrap_or_else(|| format!("case {index}"));
+    let chunks = chunks
+        .iter()
+        .map(|c| parse_chunk(&description, c))
+        .collect();
+    let expected = results
+        .iter()
+        .map(|r| parse_result(&description, r))
+        .collect();
     Case {
         description,
         chunks,
@@ -81,11 +104,30 @@ fn parse_case(case: &Value) -> Case {
     }
 }
 
-fn base64(v: &Value) -> Vec<u8> {
-    BASE64.decode(v.as_str().unwrap()).unwrap()
+/// A repeated field: absent or `null` is empty.
+fn list(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Null => Vec::new(),
+        other => other
+            .as_array()
+            .expect("a repeated field is a list")
+            .clone(),
+    }
 }
 
-/// A decimal string (proto3 JSON int64) or a plain number.
+/// proto3 JSON bytes: standard or URL-safe base64, with or without padding.
+fn base64(v: &Value) -> Vec<u8> {
+    use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
+    let config =
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent);
+    let text = v.as_str().unwrap();
+    GeneralPurpose::new(&base64::alphabet::STANDARD, config)
+        .decode(text)
+        .or_else(|_| GeneralPurpose::new(&base64::alphabet::URL_SAFE, config).decode(text))
+        .unwrap_or_else(|e| panic!("bytes {text:?}: {e}"))
+}
+
+/// A decimal string or a plain integer number (proto3 JSON int64 and int32).
 fn int64(v: &Value) -> i64 {
     match v {
         Value::String(s) => s.parse().unwrap(),
@@ -93,29 +135,32 @@ fn int64(v: &Value) -> i64 {
     }
 }
 
-/// A chunk in proto3 JSON; `familyName` / `qualifier` presence is kept as `Some`.
+/// A chunk in proto3 JSON (both field-name forms); `familyName` / `qualifier` presence is kept
+/// as `Some` (`null`: absent).
 fn parse_chunk(case: &str, v: &Value) -> CellChunk {
     let mut chunk = CellChunk::default();
     let mut commit = false;
     let mut reset = false;
     for (key, value) in v.as_object().unwrap() {
         match key.as_str() {
-            "rowKey" => chunk.row_key = base64(value),
-            "familyName" => chunk.family_name = Some(value.as_str().unwrap().to_string()),
+            "rowKey" | "row_key" => chunk.row_key = base64(value),
+            _ if value.is_null()
+                && ["familyName", "family_name", "qualifier"].contains(&key.as_str()) => {}
+            "familyName" | "family_name" => {
+                chunk.family_name = Some(value.as_str().unwrap().to_string())
+            }
             "qualifier" => chunk.qualifier = Some(base64(value)),
-            "timestampMicros" => chunk.timestamp_micros = int64(value),
+            "timestampMicros" | "timestamp_micros" => chunk.timestamp_micros = int64(value),
             "labels" => {
-                chunk.labels = value
-                    .as_array()
-                    .unwrap()
+                chunk.labels = list(value)
                     .iter()
                     .map(|l| l.as_str().unwrap().to_string())
                     .collect()
             }
             "value" => chunk.value = base64(value),
-            "valueSize" => chunk.value_size = i32::try_from(int64(value)).unwrap(),
-            "commitRow" => commit = value.as_bool().unwrap(),
-            "resetRow" => reset = value.as_bool().unwrap(),
+            "valueSize" | "value_size" => chunk.value_size = i32::try_from(int64(value)).unwrap(),
+            "commitRow" | "commit_row" => commit = value.as_bool().unwrap(),
+            "resetRow" | "reset_row" => reset = value.as_bool().unwrap(),
             other => panic!("{case}: unknown chunk field {other}"),
         }
     }
@@ -131,33 +176,31 @@ fn parse_chunk(case: &str, v: &Value) -> CellChunk {
     chunk
 }
 
-/// An expected result: plain strings, missing fields empty / 0.
+/// An expected result: plain strings, missing fields empty / 0 (both field-name forms).
 fn parse_result(case: &str, v: &Value) -> Line {
-    let text = |key: &str| v.get(key).map_or("", |s| s.as_str().unwrap()).to_string();
-    for key in v.as_object().unwrap().keys() {
-        assert!(
-            [
-                "rowKey",
-                "familyName",
-                "qualifier",
-                "timestampMicros",
-                "value",
-                "label",
-                "error"
-            ]
-            .contains(&key.as_str()),
-            "{case}: unknown result field {key}"
-        );
+    let mut line = Line {
+        row_key: vec![],
+        family: String::new(),
+        qualifier: vec![],
+        timestamp: 0,
+        value: vec![],
+        label: String::new(),
+        error: false,
+    };
+    let text = |value: &Value| value.as_str().unwrap().to_string();
+    for (key, value) in v.as_object().unwrap() {
+        match key.as_str() {
+            "rowKey" | "row_key" => line.row_key = text(value).into_bytes(),
+            "familyName" | "family_name" => line.family = text(value),
+            "qualifier" => line.qualifier = text(value).into_bytes(),
+            "timestampMicros" | "timestamp_micros" => line.timestamp = int64(value),
+            "value" => line.value = text(value).into_bytes(),
+            "label" => line.label = text(value),
+            "error" => line.error = value.as_bool().unwrap(),
+            other => panic!("{case}: unknown result field {other}"),
+        }
     }
-    Line {
-        row_key: text("rowKey").into_bytes(),
-        family: text("familyName"),
-        qualifier: text("qualifier").into_bytes(),
-        timestamp: v.get("timestampMicros").map_or(0, int64),
-        value: text("value").into_bytes(),
-        label: text("label"),
-        error: v.get("error").is_some_and(|e| e.as_bool().unwrap()),
-    }
+    line
 }
 
 /// Feeds `responses` then end-of-stream; the cells of every committed row, then
@@ -226,9 +269,11 @@ fn random_split(chunks: &[CellChunk], rng: &mut SplitMix64) -> Vec<ReadRowsRespo
     responses
 }
 
+/// The file loads (every member known, at least one case); how many cases it has is the
+/// file's business (`spec/bigtable.md` 15.7 names the public file's 48).
 #[test]
-fn conformance_file_has_48_cases() {
-    assert_eq!(load_cases().len(), CASES);
+fn conformance_file_loads() {
+    load_cases();
 }
 
 #[test]

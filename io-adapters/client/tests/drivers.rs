@@ -444,14 +444,16 @@ mod triples {
     }
 
     /// Graphs (create, list, drop), AddTriples (twice: idempotent), every lookup method with
-    /// and without `max`, Exist, RemoveTriples of one triple, on the 18-triple fixture.
+    /// and without `max`, Exist, RemoveTriples of one triple, on the BT18 fixture of the vectors.
     #[tokio::test]
     async fn graph_flow_is_the_same_on_both_drivers() {
         let Some(emu) = Emulator::shared_or_skip("graph_flow_is_the_same_on_both_drivers") else {
             return;
         };
         let triples = fixture();
-        assert_eq!(triples.len(), 18);
+        assert!(!triples.is_empty(), "no bt_fixture triples");
+        let distinct: std::collections::BTreeSet<Vec<u8>> =
+            triples.iter().map(Triple::to_text).collect();
         let (sync_clock, async_clock) = clocks(near_wall_clock());
         let store = MemoryStore::new();
         let sync_ts = TripleStore::new(SyncDriver::new(&store, &sync_clock)).with_seed(4);
@@ -478,7 +480,7 @@ mod triples {
             );
         }
         let t = &triples[0];
-        let u = &triples[5];
+        let u = triples.get(5).unwrap_or(t);
         let methods = [
             LookupMethod::Triples,
             LookupMethod::Objects(t.subject.clone(), t.predicate.clone()),
@@ -511,7 +513,7 @@ mod triples {
             .lookup(LookupMethod::Triples, LookupOptions::default())
             .await
             .unwrap();
-        assert_eq!(all.len(), 18);
+        assert_eq!(all.len(), distinct.len());
         same("exist", block_on(sg.exist(t)), tg.exist(t).await);
         same(
             "remove one",

@@ -16,21 +16,13 @@ use rowkit_statemachines::{
 };
 use rowkit_testkit::scenarios::triples::{self as triples_scenarios, shorthand};
 
-fn bt18() -> Vec<String> {
+fn bt18() -> Vec<triples_scenarios::FixtureTriple> {
     let dir = std::env::var("ROWKIT_SHARED")
         .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared").to_string());
     let path = format!("{dir}/vectors/triples.json");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("vector file {path} is required: {e}"));
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let fixture: Vec<String> = v["bt_fixture"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["input"].as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(fixture.len(), 18);
-    fixture
+    triples_scenarios::bt18_from_vectors(&text)
 }
 
 fn run_all(make: &dyn Fn() -> Box<dyn Store>) {

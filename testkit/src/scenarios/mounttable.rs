@@ -69,6 +69,24 @@ pub const TEST_PERMS: &str = r#"{"":{"Read":{"In":["..."]},"Admin":{"In":["root"
 pub const INTERMEDIATE_PERMS: &str = r#"{"":{"Read":{"In":["..."]},"Admin":{"In":["root"]}},"x/y/z":{"Read":{"In":["bob","root"]},"Mount":{"In":["root"]}}}"#;
 
 const HOUR_S: u32 = 3600;
+
+/// A mount's deadline by the rule of `spec/mounttable.md` 8, written out here so the
+/// scenarios' expected values do not come from the code under test: `floor_ms(now + ttl s)`,
+/// `ttl = 0` meaning 4294967295 s. (`tests` below checks it on the vectors' `deadlines`.)
+pub fn spec_deadline(now_us: i64, ttl_s: u32) -> i64 {
+    let ttl = if ttl_s == 0 { u32::MAX } else { ttl_s };
+    let d = now_us + i64::from(ttl) * 1_000_000;
+    d - d.rem_euclid(1000)
+}
+
+/// The version after `version` by the rule of `spec/mounttable.md` 7.1, written out here:
+/// `"%08x"((parse_hex(v) + 1) mod 2^32)`. (`tests` below checks it on the vectors'
+/// `version_increment`.)
+pub fn spec_next_version(version: &str) -> String {
+    let v = u32::from_str_radix(version, 16)
+        .unwrap_or_else(|e| panic!("version {version:?} is not hex: {e}"));
+    format!("{:08x}", v.wrapping_add(1))
+}
 const SEC: i64 = 1_000_000;
 
 /// A scenario: (store, table).
@@ -431,7 +449,7 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
         name: "the/rain".into(),
         servers: vec![mt::MountedServer {
             server: S.into(),
-            deadline_us: codec::mount_deadline(t0().0, HOUR_S),
+            deadline_us: spec_deadline(t0().0, HOUR_S),
         }],
         mt: false,
         leaf: false,
@@ -481,10 +499,7 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
         block_on(t.set_permissions(&root(), "stuff", pv.perms.clone(), &pv.version)),
         "6 set",
     );
-    let next = ok(
-        codec::next_version(pv.version.as_bytes()).map_err(MtError::from),
-        "6 next",
-    );
+    let next = spec_next_version(&pv.version);
     assert_eq!(set.version, next);
     assert_eq!(
         ok(block_on(t.get_permissions(&root(), "stuff")), "6 get2").version,
@@ -1024,7 +1039,7 @@ pub fn layout(store: &dyn Store, table: &str) {
         block_on(t.mount(&root(), "foo", S, HOUR_S, MtFlagsBits::MT)),
         "mount",
     );
-    assert_eq!(deadline, codec::mount_deadline(clock.now().0, HOUR_S));
+    assert_eq!(deadline, spec_deadline(clock.now().0, HOUR_S));
     let rows = scan(store, table);
     let keys: Vec<&[u8]> = rows.iter().map(|r| r.key.as_slice()).collect();
     assert_eq!(keys, vec![&b"050c5d30/"[..], &b"88e481b8/foo"[..]]);
@@ -1480,5 +1495,49 @@ pub fn primitive_node(out: PrimitiveOutput) -> Option<codec::NodeRow> {
     match out {
         PrimitiveOutput::Node(n) => n.map(|b| *b),
         PrimitiveOutput::Done => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    //! The scenarios' own rules agree with the vectors (read at run time).
+    use super::{spec_deadline, spec_next_version};
+    use serde_json::Value;
+
+    fn cases(kind: &str) -> Vec<Value> {
+        let dir = std::env::var("ROWKIT_SHARED")
+            .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared").to_string());
+        let path = format!("{dir}/vectors/mounttable.json");
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("vector file {path} is required: {e}"));
+        let v: Value = serde_json::from_str(&text).unwrap();
+        let cases = v[kind].as_array().cloned().unwrap_or_default();
+        assert!(!cases.is_empty(), "no cases in {kind}");
+        cases
+    }
+
+    #[test]
+    fn spec_deadline_is_the_vectors() {
+        for c in cases("deadlines") {
+            let ns = c["now_unix_nanos"].as_i64().unwrap();
+            let ttl = u32::try_from(c["ttl_seconds"].as_u64().unwrap()).unwrap();
+            assert_eq!(
+                spec_deadline(ns.div_euclid(1000), ttl),
+                c["deadline_micros"].as_i64().unwrap(),
+                "{c}"
+            );
+        }
+    }
+
+    #[test]
+    fn spec_next_version_is_the_vectors() {
+        for c in cases("version_increment") {
+            assert_eq!(
+                spec_next_version(c["version"].as_str().unwrap()),
+                c["next"].as_str().unwrap(),
+                "{c}"
+            );
+        }
     }
 }

@@ -3,8 +3,8 @@
 //! Bigtable emulator. Each scenario expects a store without a `badwolf` table (a fresh store),
 //! creates it, and returns `Err(description)` on the first mismatch.
 //!
-//! `bt18` is the `bt_fixture` of `vectors/triples.json` (the `input` texts, in order); runners
-//! read it from the vector file.
+//! `bt18` is the `bt_fixture` of `vectors/triples.json` ([`FixtureTriple`]s, in order);
+//! runners read it from the vector file with [`bt18_from_vectors`].
 
 use rowkit_codec::model::{Row, RowSet, Timestamp};
 use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple};
@@ -22,8 +22,50 @@ use rowkit_embedded::driver::ManualClock;
 /// The result of one scenario.
 pub type ScenarioResult = Result<(), String>;
 
-/// A scenario: runs on a fresh store with the BT18 fixture texts.
-pub type Scenario = fn(&dyn Store, &[String]) -> ScenarioResult;
+/// A scenario: runs on a fresh store with the BT18 fixture.
+pub type Scenario = fn(&dyn Store, &[FixtureTriple]) -> ScenarioResult;
+
+/// One triple of the BT18 fixture: the `input` text and the `triple_uuid` of a `bt_fixture`
+/// case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FixtureTriple {
+    /// The parser input.
+    pub input: String,
+    /// The triple's UUID, as the vectors give it.
+    pub triple_uuid: String,
+}
+
+/// The `bt_fixture` of the text of `vectors/triples.json`, in order (each entry's `index` must
+/// be its position). Panics on a malformed file.
+pub fn bt18_from_vectors(text: &str) -> Vec<FixtureTriple> {
+    use rowkit_codec::objmeta::json::Json;
+    let file = Json::parse(text).unwrap_or_else(|e| panic!("triples.json: {e}"));
+    let Some(Json::Array(cases)) = file.get("bt_fixture") else {
+        panic!("triples.json has no bt_fixture list")
+    };
+    assert!(!cases.is_empty(), "bt_fixture is empty");
+    cases
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let text = |name: &str| {
+                c.get(name)
+                    .and_then(Json::as_str)
+                    .unwrap_or_else(|| panic!("bt_fixture {i}: no {name}"))
+                    .to_string()
+            };
+            assert_eq!(
+                c.get("index"),
+                Some(&Json::Number(i as f64)),
+                "bt_fixture {i}: index"
+            );
+            FixtureTriple {
+                input: text("input"),
+                triple_uuid: text("triple_uuid"),
+            }
+        })
+        .collect()
+}
 
 /// Every scenario with its name, for runners.
 pub fn all() -> Vec<(&'static str, Scenario)> {
@@ -67,6 +109,11 @@ fn triple(text: &str) -> Result<Triple, String> {
 
 fn triples(texts: &[String]) -> Result<Vec<Triple>, String> {
     texts.iter().map(|t| triple(t)).collect()
+}
+
+/// The fixture's triples, parsed.
+fn fixture_triples(fixture: &[FixtureTriple]) -> Result<Vec<Triple>, String> {
+    fixture.iter().map(|t| triple(&t.input)).collect()
 }
 
 fn node(text: &str) -> Result<Node, String> {
@@ -131,7 +178,7 @@ fn all_rows(store: &dyn Store, clock: &ManualClock) -> Result<Vec<Row>, String> 
 }
 
 /// Scenario 2: graph creation, existence, deletion and listing.
-pub fn scenario_2_graphs(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
+pub fn scenario_2_graphs(store: &dyn Store, bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     block_on(ts.new_graph(b"test")).map_err(err)?;
@@ -164,7 +211,7 @@ pub fn scenario_2_graphs(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
     let ts2 = TripleStore::new(SyncDriver::new(store, &c)).with_table("badwolf_fresh");
     block_on(ts2.setup()).map_err(err)?;
     let g = block_on(ts2.new_graph(b"graph")).map_err(err)?;
-    block_on(g.add_triples(triples(bt18)?)).map_err(err)?;
+    block_on(g.add_triples(fixture_triples(bt18)?)).map_err(err)?;
     ensure!(
         block_on(ts2.graph_names()).map_err(err)? == vec![b"graph".to_vec()],
         "GraphNames with a graph named graph"
@@ -173,19 +220,26 @@ pub fn scenario_2_graphs(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
 }
 
 /// Scenario 3: AddTriples(BT18), Triples(), RemoveTriples(all) leaves only the graph row.
-pub fn scenario_3_add_remove(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
+pub fn scenario_3_add_remove(store: &dyn Store, bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let g = block_on(ts.new_graph(b"test")).map_err(err)?;
-    let all = triples(bt18)?;
+    let all = fixture_triples(bt18)?;
     block_on(g.add_triples(all.clone())).map_err(err)?;
     let found = block_on(g.lookup(LookupMethod::Triples, LookupOptions::default())).map_err(err)?;
-    ensure!(found.len() == 18, "Triples() returned {}", found.len());
-    let mut got: Vec<_> = found.iter().map(|f| f.triple.uuid()).collect();
-    let mut want: Vec<_> = all.iter().map(Triple::uuid).collect();
-    got.sort();
-    want.sort();
-    ensure!(got == want, "UUID sets differ");
+    // The UUID set is the fixture's `triple_uuid` set (the vectors', not computed here), one
+    // item per distinct triple.
+    let want: std::collections::BTreeSet<&str> =
+        bt18.iter().map(|t| t.triple_uuid.as_str()).collect();
+    ensure!(
+        found.len() == want.len(),
+        "Triples() returned {}",
+        found.len()
+    );
+    let got: std::collections::BTreeSet<String> =
+        found.iter().map(|f| f.triple.uuid().to_text()).collect();
+    let got: std::collections::BTreeSet<&str> = got.iter().map(String::as_str).collect();
+    ensure!(got == want, "UUID sets differ: {got:?} vs {want:?}");
     block_on(g.remove_triples(all)).map_err(err)?;
     let found = block_on(g.lookup(LookupMethod::Triples, LookupOptions::default())).map_err(err)?;
     ensure!(found.is_empty(), "Triples() after removal: {}", found.len());
@@ -199,18 +253,18 @@ pub fn scenario_3_add_remove(store: &dyn Store, bt18: &[String]) -> ScenarioResu
     Ok(())
 }
 
-fn bt18_graph<'s, 'a>(ts: &'s Ts<'a>, bt18: &[String]) -> Result<G<'s, 'a>, String> {
+fn bt18_graph<'s, 'a>(ts: &'s Ts<'a>, bt18: &[FixtureTriple]) -> Result<G<'s, 'a>, String> {
     let g = block_on(ts.new_graph(b"test")).map_err(err)?;
-    block_on(g.add_triples(triples(bt18)?)).map_err(err)?;
+    block_on(g.add_triples(fixture_triples(bt18)?)).map_err(err)?;
     Ok(g)
 }
 
 /// Scenario 4: result counts of every method on BT18, and `MaxElements = 1`.
-pub fn scenario_4_methods(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
+pub fn scenario_4_methods(store: &dyn Store, bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let g = bt18_graph(&ts, bt18)?;
-    let q = triple(&bt18[0])?;
+    let q = triple(&bt18[0].input)?;
     let (s, o) = (q.subject.clone(), q.object.clone());
     let foo_p = pred("\"foo\"@[]")?;
     use LookupMethod as M;
@@ -255,11 +309,11 @@ pub fn scenario_4_methods(store: &dyn Store, bt18: &[String]) -> ScenarioResult 
 }
 
 /// Scenario 5: Exist for BT18 without triple 0 (which shares its POS row with triple 1).
-pub fn scenario_5_exist(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
+pub fn scenario_5_exist(store: &dyn Store, bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let g = block_on(ts.new_graph(b"test")).map_err(err)?;
-    let all = triples(bt18)?;
+    let all = fixture_triples(bt18)?;
     block_on(g.add_triples(all[1..].to_vec())).map_err(err)?;
     for (i, t) in all.iter().enumerate() {
         let exists = block_on(g.exist(t)).map_err(err)?;
@@ -269,11 +323,11 @@ pub fn scenario_5_exist(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
 }
 
 /// Scenario 6: removing triple 1 keeps triple 0 (same rows, immutable).
-pub fn scenario_6_targeted_removal(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
+pub fn scenario_6_targeted_removal(store: &dyn Store, bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let g = bt18_graph(&ts, bt18)?;
-    let all = triples(bt18)?;
+    let all = fixture_triples(bt18)?;
     block_on(g.remove_triples(vec![all[1].clone()])).map_err(err)?;
     ensure!(
         block_on(g.exist(&all[0])).map_err(err)?,
@@ -305,7 +359,7 @@ fn graph_with<'s, 'a>(ts: &'s Ts<'a>, data: &[String]) -> Result<G<'s, 'a>, Stri
 }
 
 /// Scenario 7: F1 lookups.
-pub fn scenario_7_f1(store: &dyn Store, _bt18: &[String]) -> ScenarioResult {
+pub fn scenario_7_f1(store: &dyn Store, _bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let f1: Vec<String> = [
@@ -360,7 +414,7 @@ pub fn scenario_7_f1(store: &dyn Store, _bt18: &[String]) -> ScenarioResult {
 }
 
 /// Scenario 8: `{MaxElements: 1, Offset: i}` pages through each method.
-pub fn scenario_8_offset(store: &dyn Store, _bt18: &[String]) -> ScenarioResult {
+pub fn scenario_8_offset(store: &dyn Store, _bt18: &[FixtureTriple]) -> ScenarioResult {
     use LookupMethod as M;
     let sh = |v: &[&str]| -> Vec<String> { v.iter().map(|s| shorthand(s)).collect() };
     let pt = |x: &str| format!("\"{x}\"@[]");
@@ -505,7 +559,7 @@ fn meet(year: u32) -> Result<Predicate, String> {
 }
 
 /// Scenario 9: `LatestAnchor` on F2.
-pub fn scenario_9_latest(store: &dyn Store, _bt18: &[String]) -> ScenarioResult {
+pub fn scenario_9_latest(store: &dyn Store, _bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let f2: Vec<String> = (2010..=2019)
@@ -548,7 +602,7 @@ pub fn scenario_9_latest(store: &dyn Store, _bt18: &[String]) -> ScenarioResult 
 }
 
 /// Scenario 10: `FilterOptions` on F3, and the option errors.
-pub fn scenario_10_filters(store: &dyn Store, _bt18: &[String]) -> ScenarioResult {
+pub fn scenario_10_filters(store: &dyn Store, _bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let jm = |y: u32| format!("/u<john>\t{}\t/u<mary>", meet_text(y));
@@ -1011,7 +1065,7 @@ pub fn scenario_10_filters(store: &dyn Store, _bt18: &[String]) -> ScenarioResul
 }
 
 /// Scenario 11: `MaxElements` together with inclusive anchor bounds.
-pub fn scenario_11_limit_anchors(store: &dyn Store, _bt18: &[String]) -> ScenarioResult {
+pub fn scenario_11_limit_anchors(store: &dyn Store, _bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let kissed = |m: u32| format!("/u<bob>\t\"kissed\"@[2015-0{m}-01T00:00:00-09:00]\t/u<mary>");
@@ -1033,7 +1087,7 @@ pub fn scenario_11_limit_anchors(store: &dyn Store, _bt18: &[String]) -> Scenari
 }
 
 /// Scenario 12: an anchored query predicate matches its exact anchor plus immutables.
-pub fn scenario_12_anchored(store: &dyn Store, bt18: &[String]) -> ScenarioResult {
+pub fn scenario_12_anchored(store: &dyn Store, bt18: &[FixtureTriple]) -> ScenarioResult {
     let c = clock();
     let ts = setup(store, &c)?;
     let g = bt18_graph(&ts, bt18)?;
@@ -1053,7 +1107,7 @@ pub fn scenario_12_anchored(store: &dyn Store, bt18: &[String]) -> ScenarioResul
 }
 
 /// Scenario 15 (last part): a lookup meeting a cell value `garbage` fails naming the row.
-pub fn scenario_15_garbage_cell(store: &dyn Store, _bt18: &[String]) -> ScenarioResult {
+pub fn scenario_15_garbage_cell(store: &dyn Store, _bt18: &[FixtureTriple]) -> ScenarioResult {
     use rowkit_codec::model::Mutation;
     use rowkit_codec::triples::keys;
     use rowkit_statemachines::{MutateRowRequest, Request, raw::Unary};
