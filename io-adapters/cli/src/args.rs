@@ -106,6 +106,15 @@ fn option_takes_value(cmd: &clap::Command, name: &str) -> bool {
 /// Options shared by every command.
 #[derive(Debug, Args)]
 pub struct GlobalArgs {
+    /// Print one JSON document instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// The options of every command group that works on a store (all but `key`): where the
+/// store is, and the clock, seed and deadline its machines run with.
+#[derive(Debug, Args)]
+pub struct StoreArgs {
     /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`.
     #[arg(
         long,
@@ -114,9 +123,6 @@ pub struct GlobalArgs {
         default_value = "embedded:./rowkit.redb"
     )]
     pub store: String,
-    /// Print one JSON document instead of text.
-    #[arg(long, global = true)]
-    pub json: bool,
     /// Fix the clock: microseconds since the epoch, or RFC 3339 (`2024-01-02T03:04:05Z`).
     #[arg(long, global = true, value_name = "TIME")]
     pub now: Option<String>,
@@ -132,8 +138,7 @@ pub struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Tables: create, list, delete, dump.
-    #[command(subcommand)]
-    Admin(AdminCommand),
+    Admin(AdminArgs),
     /// BadWolf triple store: graphs, triples, lookups.
     Graph(crate::graph::GraphArgs),
     /// The Skia Gold trace store.
@@ -143,13 +148,48 @@ pub enum Command {
     /// The Vanadium mount table (btmtd layout).
     Mt(crate::mt::MtArgs),
     /// Encode or decode row keys.
-    #[command(subcommand)]
-    Key(crate::key::KeyCommand),
+    Key(KeyArgs),
     /// Serve the Bigtable v2 JSON API and the browser tool over the store.
     Serve(crate::serve::ServeArgs),
 }
 
+/// `rowkit key …`: pure, no store.
+#[derive(Debug, Args)]
+pub struct KeyArgs {
+    /// The store options, accepted so that a line written for every command still runs, and
+    /// ignored (hidden from help: they do not apply).
+    #[command(flatten)]
+    pub ignored: IgnoredStoreArgs,
+    /// The operation.
+    #[command(subcommand)]
+    pub command: crate::key::KeyCommand,
+}
+
+/// [`StoreArgs`] as a group without a store takes them: hidden, unused.
+#[derive(Debug, Args)]
+pub struct IgnoredStoreArgs {
+    #[arg(long, global = true, hide = true)]
+    store: Option<String>,
+    #[arg(long, global = true, hide = true)]
+    now: Option<String>,
+    #[arg(long, global = true, hide = true)]
+    seed: Option<String>,
+    #[arg(long, global = true, hide = true)]
+    deadline: Option<String>,
+}
+
 /// `rowkit admin …`.
+#[derive(Debug, Args)]
+pub struct AdminArgs {
+    /// The store and its clock.
+    #[command(flatten)]
+    pub store: StoreArgs,
+    /// The operation.
+    #[command(subcommand)]
+    pub command: AdminCommand,
+}
+
+/// `rowkit admin …` operations.
 #[derive(Debug, Subcommand)]
 pub enum AdminCommand {
     /// Create a table with column families.
@@ -195,11 +235,25 @@ impl Command {
     /// Whether the command only reads: an embedded store is then opened read-only, so it
     /// never creates, grows or changes a file (the mount table's reads are not: a resolve or
     /// glob collects expired servers, as btmtd's do).
+    /// The store options of the command's group (`None` for `key`, which needs no store).
+    pub fn store_args(&self) -> Option<&StoreArgs> {
+        match self {
+            Command::Admin(args) => Some(&args.store),
+            Command::Graph(args) => Some(&args.store),
+            Command::Gold(args) => Some(&args.store),
+            Command::S3(args) => Some(&args.store),
+            Command::Mt(args) => Some(&args.store),
+            Command::Serve(args) => Some(&args.store),
+            Command::Key(_) => None,
+        }
+    }
+
     pub fn only_reads(&self) -> bool {
         match self {
-            Command::Admin(cmd) => {
-                matches!(cmd, AdminCommand::ListTables | AdminCommand::Dump { .. })
-            }
+            Command::Admin(args) => matches!(
+                args.command,
+                AdminCommand::ListTables | AdminCommand::Dump { .. }
+            ),
             Command::Graph(args) => args.command.only_reads(),
             Command::Gold(args) => args.command.only_reads(),
             Command::S3(args) => args.command.only_reads(),
@@ -235,8 +289,8 @@ pub struct Context {
 }
 
 impl Context {
-    /// Sets up the store (opened as `opening` says) and the clock from the global options.
-    pub fn from_global(global: &GlobalArgs, opening: Opening) -> Result<Context, CliError> {
+    /// Sets up the store (opened as `opening` says) and the clock from the store options.
+    pub fn from_options(global: &StoreArgs, opening: Opening) -> Result<Context, CliError> {
         let clock: Box<dyn Clock + Send + Sync> = match &global.now {
             Some(text) => Box::new(ManualClock::new(crate::clock::parse_time(text)?)),
             None => Box::new(SystemClock),
@@ -300,18 +354,18 @@ mod tests {
             ),
             (
                 "rowkit --layout md5 --store memory: gold newest",
-                "rowkit --store memory: gold --layout md5 newest",
+                "rowkit gold --layout md5 --store memory: newest",
             ),
             // A value that names a group is still the option's value.
             ("rowkit --table mt mt setup", "rowkit mt --table mt setup"),
             (
-                "rowkit --as a,b --seed 3 mt glob x",
-                "rowkit --seed 3 mt --as a,b glob x",
+                "rowkit --as a,b --json --seed 3 mt glob x",
+                "rowkit --json mt --as a,b --seed 3 glob x",
             ),
-            // Top-level options and lines already in order are left alone.
+            // Top-level options (`--json`) and lines already in order are left alone.
             (
                 "rowkit --store memory: admin list-tables",
-                "rowkit --store memory: admin list-tables",
+                "rowkit admin --store memory: list-tables",
             ),
             ("rowkit s3 list b --pid 1", "rowkit s3 list b --pid 1"),
             // Nothing moves past `--`, and a line without a group is clap's to report.

@@ -27,6 +27,9 @@ const MAX_TRACES_COMMITS: i64 = 12_800;
 /// `rowkit gold …`.
 #[derive(Debug, Args)]
 pub struct GoldArgs {
+    /// The store and its clock.
+    #[command(flatten)]
+    pub store: crate::args::StoreArgs,
     /// Table id.
     #[arg(long, global = true, default_value = "gold")]
     pub table: String,

@@ -22,6 +22,9 @@ use crate::output::{Output, Progress, bytes_fields};
 /// `rowkit graph [--table T] …`.
 #[derive(Debug, Args)]
 pub struct GraphArgs {
+    /// The store and its clock.
+    #[command(flatten)]
+    pub store: crate::args::StoreArgs,
     /// Table id of the triple store.
     #[arg(long, global = true, default_value = "badwolf")]
     pub table: String,

@@ -61,25 +61,28 @@ fn main() -> ExitCode {
 
 fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     // Key commands are pure: they need no store (and must not create one).
-    if let Command::Key(cmd) = &cli.command {
-        return key::run(cmd, out);
+    if let Command::Key(args) = &cli.command {
+        return key::run(&args.command, out);
     }
     // The server owns the store for as long as it runs, opened before it listens.
     if let Command::Serve(args) = &cli.command {
-        let ctx = args::Context::from_global(&cli.global, Opening::Now)?;
+        let ctx = args::Context::from_options(&args.store, Opening::Now)?;
         return serve::run(ctx, args, out);
     }
+    let Some(store) = cli.command.store_args() else {
+        return Err(CliError::usage("this command takes no store"));
+    };
     let opening = Opening::OnFirstUse {
         read_only: cli.command.only_reads(),
     };
-    let ctx = args::Context::from_global(&cli.global, opening)?;
+    let ctx = args::Context::from_options(store, opening)?;
     match &cli.command {
-        Command::Admin(cmd) => admin::run(&ctx, cmd, out),
+        Command::Admin(args) => admin::run(&ctx, &args.command, out),
         Command::Graph(args) => graph::run(&ctx, args, out),
         Command::Gold(args) => gold::run(&ctx, args, out),
         Command::S3(cmd) => s3::run(&ctx, cmd, out),
         Command::Mt(args) => mt::run(&ctx, args, out),
-        Command::Key(cmd) => key::run(cmd, out),
+        Command::Key(args) => key::run(&args.command, out),
         Command::Serve(args) => serve::run(ctx, args, out),
     }
 }

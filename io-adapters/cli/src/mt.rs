@@ -21,6 +21,9 @@ use crate::output::{Output, bytes_fields};
 /// `rowkit mt [--table T] [--as NAMES] …`.
 #[derive(Debug, Args)]
 pub struct MtArgs {
+    /// The store and its clock.
+    #[command(flatten)]
+    pub store: crate::args::StoreArgs,
     /// Node table of the mount table; the counter table is `<table>-counters`.
     #[arg(long, global = true, default_value = "mounttable")]
     pub table: String,

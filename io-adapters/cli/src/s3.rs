@@ -27,6 +27,9 @@ use crate::output::{Output, bytes_fields};
 /// `rowkit s3 [--table T] [--pid N] [--rg ID] …`.
 #[derive(Debug, Args)]
 pub struct S3Args {
+    /// The store and its clock.
+    #[command(flatten)]
+    pub store: crate::args::StoreArgs,
     /// Table.
     #[arg(long, global = true, default_value = "objmeta")]
     pub table: String,

@@ -20,6 +20,9 @@ use crate::output::Output;
 /// `rowkit serve` options.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
+    /// The store and its clock.
+    #[command(flatten)]
+    pub store: crate::args::StoreArgs,
     /// Address to listen on (`IP:PORT` or `HOST:PORT`, e.g. `localhost:8080`). Anything but
     /// loopback requires --token.
     #[arg(long, default_value = "127.0.0.1:8080", value_name = "ADDR", value_parser = parse_listen)]
