@@ -31,6 +31,26 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Every schema's tables, with bucket `b` holding object `k`, graph `g`, and table `t`
+    /// with family `cf`.
+    fn set_up_every_schema(&self) {
+        for args in [
+            &["s3", "setup"][..],
+            &["s3", "bucket", "create", "b"],
+            &["s3", "put", "b", "k", "--value", r#"{"a":1}"#],
+            &["gold", "setup"],
+            &["graph", "setup"],
+            &["graph", "create", "g"],
+            &["mt", "setup"],
+            &["admin", "create-table", "t", "--family", "cf"],
+        ] {
+            let o = self.rowkit(args);
+            assert!(o.status.success(), "{args:?}: {o:?}");
+        }
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
@@ -366,19 +386,7 @@ fn options_anywhere_on_the_line() {
 #[test]
 fn rejected_input_leaves_the_store_untouched() {
     let s = Scratch::new("rejected");
-    for args in [
-        &["s3", "setup"][..],
-        &["s3", "bucket", "create", "b"],
-        &["s3", "put", "b", "k", "--value", r#"{"a":1}"#],
-        &["gold", "setup"],
-        &["graph", "setup"],
-        &["graph", "create", "g"],
-        &["mt", "setup"],
-        &["admin", "create-table", "t", "--family", "cf"],
-    ] {
-        let o = s.rowkit(args);
-        assert!(o.status.success(), "{args:?}: {o:?}");
-    }
+    s.set_up_every_schema();
     let file = s.0.join("t.redb");
     let before = std::fs::read(&file).unwrap();
     let rejected: &[&[&str]] = &[
@@ -569,18 +577,7 @@ fn rejected_input_leaves_the_store_untouched() {
 #[test]
 fn hostile_values_never_panic_hang_or_write() {
     let s = Scratch::new("hostile");
-    for args in [
-        &["s3", "setup"][..],
-        &["s3", "bucket", "create", "b"],
-        &["s3", "put", "b", "k", "--value", r#"{"a":1}"#],
-        &["gold", "setup"],
-        &["graph", "setup"],
-        &["graph", "create", "g"],
-        &["mt", "setup"],
-        &["admin", "create-table", "t", "--family", "cf"],
-    ] {
-        assert!(s.rowkit(args).status.success(), "{args:?}");
-    }
+    s.set_up_every_schema();
     let long = "x".repeat(5000);
     let values = [
         "",
