@@ -114,21 +114,20 @@ impl RowFilter {
 
     /// The filters this one is made of: a chain's or interleave's members, a condition's
     /// predicate and branches (none for the other filters).
-    pub fn children(&self) -> alloc::boxed::Box<dyn Iterator<Item = &RowFilter> + '_> {
-        match self {
-            RowFilter::Chain(fs) | RowFilter::Interleave(fs) => alloc::boxed::Box::new(fs.iter()),
+    pub fn children(&self) -> impl Iterator<Item = &RowFilter> {
+        let (members, condition): (&[RowFilter], [Option<&RowFilter>; 3]) = match self {
+            RowFilter::Chain(fs) | RowFilter::Interleave(fs) => (fs, [None; 3]),
             RowFilter::Condition {
                 predicate,
                 true_filter,
                 false_filter,
-            } => alloc::boxed::Box::new(
-                [predicate, true_filter, false_filter]
-                    .into_iter()
-                    .flatten()
-                    .map(|f| &**f),
+            } => (
+                &[],
+                [predicate, true_filter, false_filter].map(|f| f.as_deref()),
             ),
-            _ => alloc::boxed::Box::new(core::iter::empty()),
-        }
+            _ => (&[], [None; 3]),
+        };
+        members.iter().chain(condition.into_iter().flatten())
     }
 
     fn contains(&self, pred: &dyn Fn(&RowFilter) -> bool) -> bool {
