@@ -31,6 +31,7 @@ extern crate alloc;
 extern crate std;
 
 mod attempt;
+pub mod check;
 pub mod children;
 mod machine;
 pub mod mounttable;

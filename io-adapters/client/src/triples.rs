@@ -27,8 +27,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rowkit_codec::model::ColumnFamily;
 use rowkit_codec::triples::Triple;
 use rowkit_codec::triples::keys;
+use rowkit_statemachines::check::{CheckError, CheckEvent, CheckOptions, CheckSummary};
 use rowkit_statemachines::triples::{
-    AddTriples, DeleteGraph, Exist, Found, GraphExists, GraphNames, Lookup, LookupMethod,
+    AddTriples, Check, DeleteGraph, Exist, Found, GraphExists, GraphNames, Lookup, LookupMethod,
     LookupOptions, NewGraph, OperationConfig, RemoveTriples, TriplesError,
 };
 use rowkit_statemachines::{Code, Machine, SplitMix64, StoreError, Timestamp};
@@ -195,6 +196,25 @@ impl<D: Driver> TripleStore<D> {
     pub async fn graph_names(&self) -> Result<Vec<Vec<u8>>, TriplesError> {
         let (config, now, seed) = self.config(DEFAULT_TIMEOUT_MICROS);
         self.run(GraphNames::new(config, now, seed)).await
+    }
+
+    /// Checks the table, or one graph (`spec/check.md` §4), repairing with `options.fix`;
+    /// findings and progress go to `on_event`. Runs until `timeout` µs from now.
+    pub async fn check(
+        &self,
+        graph: Option<&[u8]>,
+        options: CheckOptions,
+        timeout: i64,
+        on_event: impl FnMut(CheckEvent),
+    ) -> Result<CheckSummary, CheckError> {
+        let (config, now, seed) = self.config(timeout);
+        let m = Check::new(config, graph, options, now, seed);
+        run(&self.driver, m, on_event).await.map_err(|e| match e {
+            RunError::Machine(e) => e,
+            RunError::Stalled => {
+                CheckError::Store(StoreError::new(Code::Internal, "machine stalled"))
+            }
+        })
     }
 }
 

@@ -19,6 +19,7 @@
 //! assert_eq!(batch.entries.len(), 4);
 //! ```
 
+mod check;
 mod delete_graph;
 mod exist;
 mod graph_exists;
@@ -34,6 +35,7 @@ use alloc::vec::Vec;
 use rowkit_codec::triples::gotext::quote;
 use rowkit_codec::triples::{KeyError, ParseError};
 
+pub use check::{Check, CheckFlow};
 pub use delete_graph::{DeleteGraph, DeleteGraphFlow};
 pub use exist::{Exist, ExistFlow};
 pub use graph_exists::{GraphExists, GraphExistsFlow};

@@ -82,6 +82,8 @@ pub fn all() -> Vec<(&'static str, Scenario)> {
         ("11 limit with anchors", scenario_11_limit_anchors),
         ("12 anchored query predicate", scenario_12_anchored),
         ("15 garbage cell", scenario_15_garbage_cell),
+        ("check: every finding kind", scenario_check_corrupted),
+        ("check: paged, bounded", scenario_check_paged),
     ]
 }
 
@@ -1140,4 +1142,304 @@ pub fn scenario_15_garbage_cell(store: &dyn Store, _bt18: &[FixtureTriple]) -> S
         Err(TriplesError::LookupParse { .. }) => Ok(()),
         other => Err(format!("Exist over garbage: {other:?}")),
     }
+}
+
+// ---- check (spec/check.md §4 and §6) ------------------------------------------------------
+
+use rowkit_codec::escape::escape;
+
+/// Writes `mutations` to `row` of the triple table as they are (as a failed or buggy writer
+/// would have left it).
+fn raw_write(
+    store: &dyn Store,
+    clock: &ManualClock,
+    row: &[u8],
+    mutations: Vec<rowkit_codec::model::Mutation>,
+) -> ScenarioResult {
+    use rowkit_statemachines::{MutateRowRequest, Request, raw::Unary};
+    let request = Request::MutateRow(MutateRowRequest {
+        table: "badwolf".into(),
+        row_key: row.to_vec(),
+        mutations,
+        ..Default::default()
+    });
+    rowkit_client::run_blocking(store, clock, Unary::new(request), |_| {})
+        .map(|_| ())
+        .map_err(|e| format!("{e:?}"))
+}
+
+/// A cell write.
+fn set_cell(
+    family: &str,
+    qualifier: &[u8],
+    ts: Timestamp,
+    value: &[u8],
+) -> rowkit_codec::model::Mutation {
+    rowkit_codec::model::Mutation::SetCell {
+        family: family.into(),
+        qualifier: qualifier.to_vec(),
+        timestamp: ts,
+        value: value.to_vec(),
+    }
+}
+
+/// Each finding's (kind, row key), sorted, from a check of the whole table.
+type Reported = Vec<(String, String)>;
+
+fn run_check(
+    ts: &Ts<'_>,
+    options: rowkit_statemachines::check::CheckOptions,
+) -> Result<(Reported, rowkit_statemachines::check::CheckSummary), String> {
+    use rowkit_statemachines::check::CheckEvent;
+    let mut found = Vec::new();
+    let summary = block_on(ts.check(None, options, 3_600_000_000, |e| {
+        if let CheckEvent::Finding(f) = e {
+            found.push((f.kind.to_string(), f.row_key, f.repaired));
+        }
+    }))
+    .map_err(err)?;
+    let repaired = found.iter().filter(|f| f.2).count() as u64;
+    ensure!(
+        summary.repaired == repaired && summary.left == found.len() as u64 - repaired,
+        "summary {summary:?} against {} findings, {repaired} repaired",
+        found.len()
+    );
+    let mut reported: Reported = found.into_iter().map(|(k, r, _)| (k, escape(&r))).collect();
+    reported.sort();
+    Ok((reported, summary))
+}
+
+/// A table with one instance of every finding kind of spec/check.md §4 beside clean data,
+/// written with raw mutations; returns what a check must report (kind, row key), sorted, and
+/// which of those are repairable.
+fn corrupt_triple_table(
+    store: &dyn Store,
+    c: &ManualClock,
+) -> Result<(Reported, Reported), String> {
+    use rowkit_codec::model::{Mutation, TimestampRange};
+    use rowkit_codec::triples::keys::{self, Index};
+    let ts = setup(store, c)?;
+    let clean: Vec<String> = ["a knows b", "b knows c", "g knows h", "i knows j"]
+        .iter()
+        .map(|t| shorthand(t))
+        .chain([
+            "/u<a>\t\"met\"@[2016-01-01T00:00:00-08:00]\t/u<b>".to_string(),
+            "/u<a>\t\"met\"@[2017-01-01T00:00:00-08:00]\t/u<b>".to_string(),
+        ])
+        .collect();
+    graph_with(&ts, &clean)?;
+    block_on(ts.new_graph(b"empty")).map_err(err)?;
+    let cells_of = |graph: &[u8], text: &str| -> Result<_, String> {
+        Ok(keys::triple_cells(graph, &triple(text)?))
+    };
+    let mut expect: Reported = Vec::new();
+    let mut repairable: Reported = Vec::new();
+    // undecodable_key: a row of the triple families whose key is no layout's.
+    raw_write(
+        store,
+        c,
+        b"test:XYZ:junk",
+        vec![set_cell(
+            keys::FAMILY_IMMUTABLE,
+            b"SP",
+            Timestamp(1000),
+            b"x",
+        )],
+    )?;
+    expect.push(("undecodable_key".into(), "test:XYZ:junk".into()));
+    // undecodable_cell: garbage beside a sound cell in a POS row.
+    let ab = cells_of(b"test", &shorthand("a knows b"))?;
+    raw_write(
+        store,
+        c,
+        &ab[1].row_key,
+        vec![set_cell(
+            keys::FAMILY_IMMUTABLE,
+            b"OS",
+            Timestamp(1000),
+            b"garbage",
+        )],
+    )?;
+    expect.push(("undecodable_cell".into(), escape(&ab[1].row_key)));
+    // cell_mismatch: another triple's text in a SPO row.
+    let cd = shorthand("c knows d");
+    let cd_ts = keys::cell_timestamp(&triple(&cd)?);
+    raw_write(
+        store,
+        c,
+        &ab[3].row_key,
+        vec![set_cell(
+            keys::FAMILY_IMMUTABLE,
+            b"PO",
+            cd_ts,
+            cd.as_bytes(),
+        )],
+    )?;
+    expect.push(("cell_mismatch".into(), escape(&ab[3].row_key)));
+    // wrong_timestamp: a triple's four cells one millisecond off.
+    let ef = shorthand("e knows f");
+    for cell in cells_of(b"test", &ef)? {
+        let wrong = Timestamp(cell.timestamp.0 + 1000);
+        raw_write(
+            store,
+            c,
+            &cell.row_key,
+            vec![set_cell(cell.family, cell.qualifier, wrong, ef.as_bytes())],
+        )?;
+        expect.push(("wrong_timestamp".into(), escape(&cell.row_key)));
+    }
+    // missing_index: one triple lost its POS cell, another its SPO cell (reported by OSP).
+    for (text, lost) in [("g knows h", Index::Pos), ("i knows j", Index::Spo)] {
+        let cells = cells_of(b"test", &shorthand(text))?;
+        let Some(cell) = cells.iter().find(|x| x.index == lost) else {
+            return Err("no such index".into());
+        };
+        raw_write(
+            store,
+            c,
+            &cell.row_key,
+            vec![Mutation::DeleteFromColumn {
+                family: cell.family.into(),
+                qualifier: cell.qualifier.to_vec(),
+                range: Some(TimestampRange {
+                    start: cell.timestamp.0,
+                    end: cell.timestamp.0 + 1000,
+                }),
+            }],
+        )?;
+        expect.push(("missing_index".into(), escape(&cell.row_key)));
+        repairable.push(("missing_index".into(), escape(&cell.row_key)));
+    }
+    // graph_without_metadata: the four rows of a triple in a graph that was never created.
+    let kl = shorthand("k knows l");
+    for cell in cells_of(b"orphan", &kl)? {
+        raw_write(
+            store,
+            c,
+            &cell.row_key,
+            vec![set_cell(
+                cell.family,
+                cell.qualifier,
+                cell.timestamp,
+                kl.as_bytes(),
+            )],
+        )?;
+    }
+    expect.push(("graph_without_metadata".into(), "graph:orphan".into()));
+    repairable.push(("graph_without_metadata".into(), "graph:orphan".into()));
+    // metadata_mismatch: a graph row naming another graph.
+    raw_write(
+        store,
+        c,
+        b"graph:bad",
+        vec![set_cell(
+            keys::FAMILY_GRAPH,
+            keys::GRAPH_QUALIFIER,
+            keys::GRAPH_CELL_TIMESTAMP,
+            b"other",
+        )],
+    )?;
+    expect.push(("metadata_mismatch".into(), "graph:bad".into()));
+    expect.sort();
+    repairable.sort();
+    Ok((expect, repairable))
+}
+
+/// Check acceptance (spec/check.md §6): every finding kind reported exactly, `fix` repairs
+/// exactly the repairable ones (the repaired triples answer `Exist` again), and a second check
+/// reports only the report-only kinds.
+pub fn scenario_check_corrupted(store: &dyn Store, _bt18: &[FixtureTriple]) -> ScenarioResult {
+    use rowkit_statemachines::check::CheckOptions;
+    let c = clock();
+    let (expect, repairable) = corrupt_triple_table(store, &c)?;
+    let ts = setup(store, &c)?;
+    let (reported, summary) = run_check(&ts, CheckOptions::default())?;
+    ensure!(
+        reported == expect,
+        "check reported\n{reported:?}\nexpected\n{expect:?}"
+    );
+    ensure!(
+        summary.repaired == 0,
+        "a check without fix repaired {summary:?}"
+    );
+    let fix = CheckOptions {
+        fix: true,
+        ..CheckOptions::default()
+    };
+    let (fixed, summary) = run_check(&ts, fix)?;
+    ensure!(fixed == expect, "check --fix reported {fixed:?}");
+    ensure!(
+        summary.repaired == repairable.len() as u64,
+        "repaired {} of {repairable:?}",
+        summary.repaired
+    );
+    let left: Reported = expect
+        .iter()
+        .filter(|f| !repairable.contains(f))
+        .cloned()
+        .collect();
+    let (after, summary) = run_check(&ts, CheckOptions::default())?;
+    ensure!(after == left, "after the fix: {after:?}, expected {left:?}");
+    ensure!(
+        !summary.findings_by_kind.contains_key("missing_index"),
+        "{summary:?}"
+    );
+    let g = ts.handle(b"test");
+    for text in ["g knows h", "i knows j"] {
+        ensure!(
+            block_on(g.exist(&triple(&shorthand(text))?)).map_err(err)?,
+            "{text} not repaired"
+        );
+    }
+    let repaired_graph = block_on(ts.graph(b"orphan")).map_err(err)?;
+    ensure!(
+        block_on(repaired_graph.exist(&triple(&shorthand("k knows l"))?)).map_err(err)?,
+        "orphan graph's triple"
+    );
+    Ok(())
+}
+
+/// The same table checked one row a page with at most one suspect held (the scan waits for it
+/// to come due): the same findings; and a check of one graph reports that graph's only.
+pub fn scenario_check_paged(store: &dyn Store, _bt18: &[FixtureTriple]) -> ScenarioResult {
+    use rowkit_statemachines::check::{CheckEvent, CheckOptions};
+    let c = clock();
+    let (expect, _) = corrupt_triple_table(store, &c)?;
+    let ts = setup(store, &c)?;
+    let small = CheckOptions {
+        page_rows: 1,
+        max_pending: 1,
+        ..CheckOptions::default()
+    };
+    let (reported, summary) = run_check(&ts, small)?;
+    ensure!(
+        reported == expect,
+        "paged check reported\n{reported:?}\nexpected\n{expect:?}"
+    );
+    let rows = all_rows(store, &c)?.len() as u64;
+    ensure!(
+        summary.rows_scanned == rows,
+        "scanned {} of {rows} rows",
+        summary.rows_scanned
+    );
+    let mut one = Vec::new();
+    block_on(ts.check(
+        Some(b"orphan"),
+        CheckOptions::default(),
+        3_600_000_000,
+        |e| {
+            if let CheckEvent::Finding(f) = e {
+                one.push((f.kind.to_string(), escape(&f.row_key)));
+            }
+        },
+    ))
+    .map_err(err)?;
+    ensure!(
+        one == vec![(
+            "graph_without_metadata".to_string(),
+            "graph:orphan".to_string()
+        )],
+        "check of graph orphan: {one:?}"
+    );
+    Ok(())
 }

@@ -1,0 +1,689 @@
+//! `Check` of a triple table (`spec/check.md` §4): every row scanned page by page, each cell
+//! parsed and put against the row it is in, and every triple's four index rows and its graph
+//! row looked up by key in one batch per page.
+//!
+//! A triple missing from some of its rows is reported once, by the row that would be read
+//! first when it is complete: its SPO row if present (the spec's "scan the SPO rows and read
+//! the three others"), else the first of OSP, POS, SOP that holds it (the "triples whose SPO row
+//! is missing"). Missing rows and missing graph rows are what a concurrent `AddTriples`,
+//! `RemoveTriples` or `NewGraph` passes through, so they wait out the grace period and are
+//! re-read before they are reported; the repairs write exactly the cells the original would
+//! have written, each conditional on its column being absent at that timestamp.
+
+use alloc::collections::BTreeSet;
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use rowkit_codec::escape::escape;
+use rowkit_codec::model::{Mutation, Row, RowFilter, RowRange, RowSet, TimestampRange};
+use rowkit_codec::triples::keys::{self, DecodedKey, Index, TripleCell};
+use rowkit_codec::triples::{Triple, gotext::quote};
+
+use super::OperationConfig;
+use super::requests::graph_cell_filter;
+use crate::check::{
+    CheckError, CheckEvent, CheckOptions, CheckProgress, CheckSummary, Checking, Finding,
+    PagedScan, Pending, PointReads, Report, RowsByKey,
+};
+use crate::children::ChildOutput;
+use crate::operation::{Budget, ContextArg, Flow, Io, Operation, WaitAll};
+use crate::{CheckAndMutateRowRequest, Request, Response, Timestamp};
+
+/// The schema name in findings.
+const SCHEMA: &str = "graph";
+/// Graphs remembered as having their graph row, before the set is cleared (bounded memory).
+const KNOWN_GRAPHS: usize = 4_096;
+
+/// A check of the triple table (or of one graph in it).
+pub type Check = Operation<'static, CheckFlow>;
+
+impl Check {
+    /// Checks `config.table`, or only `graph` (its graph row and four indices) if given, at
+    /// `now`. A graph id over the limit fails without a request.
+    pub fn new(
+        config: OperationConfig,
+        graph: Option<&[u8]>,
+        options: CheckOptions,
+        now: Timestamp,
+        seed: u64,
+    ) -> Check {
+        if let Some(g) = graph
+            && let Err(e) = keys::check_graph_id(g)
+        {
+            return Operation::failed(
+                ContextArg::owned(config),
+                CheckError::Invalid(e.to_string()),
+            );
+        }
+        let rows = match graph {
+            None => RowSet::all(),
+            Some(g) => RowSet {
+                row_keys: alloc::vec![keys::graph_row_key(g)],
+                row_ranges: Index::ALL
+                    .iter()
+                    .map(|&i| RowRange::prefix(&keys::index_prefix(g, i)))
+                    .collect(),
+            },
+        };
+        let flow = CheckFlow {
+            graph: graph.map(<[u8]>::to_vec),
+            options,
+            scan: PagedScan::new(&config.table, rows, None, options.page_rows),
+            report: Report::default(),
+            pending: Pending::new(options.max_pending),
+            known_graphs: BTreeSet::new(),
+            suspected_graphs: BTreeSet::new(),
+            phase: Phase::Scan,
+        };
+        let budget = Budget {
+            deadline: config.deadline,
+            retry: config.retry,
+        };
+        Operation::start(ContextArg::owned(config), now, seed, budget, flow)
+    }
+}
+
+/// A finding that waits out the grace period before it is re-read.
+#[derive(Debug)]
+enum Suspect {
+    /// A triple found in row `seen` but not in every one of its four `cells`.
+    Index {
+        text: Vec<u8>,
+        cells: [TripleCell; 4],
+        seen: Index,
+    },
+    /// Triple rows of `graph` (row `seen`, holding cell `family:qualifier@ts = value`) without
+    /// the graph row.
+    Graph {
+        graph: Vec<u8>,
+        seen: Vec<u8>,
+        family: String,
+        qualifier: Vec<u8>,
+        timestamp: Timestamp,
+        value: Vec<u8>,
+    },
+}
+
+impl Suspect {
+    /// The rows its verdict needs.
+    fn keys(&self, out: &mut Vec<Vec<u8>>) {
+        match self {
+            Suspect::Index { cells, .. } => out.extend(cells.iter().map(|c| c.row_key.clone())),
+            Suspect::Graph { graph, seen, .. } => {
+                out.push(keys::graph_row_key(graph));
+                out.push(seen.clone());
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Reading the next page (or, with suspects due, re-reading them first).
+    Scan,
+    /// The page's candidates, their companion rows being read.
+    Companions {
+        reads: PointReads,
+        candidates: Vec<Suspect>,
+        rows: usize,
+    },
+    /// Waiting for the oldest suspect's grace period.
+    Waiting,
+    /// Due suspects, their rows being re-read.
+    Reverify {
+        reads: PointReads,
+        suspects: Vec<Suspect>,
+    },
+    /// Conditional writes repairing `findings` (in the same order).
+    Repair {
+        writes: WaitAll,
+        findings: Vec<Finding>,
+    },
+    Done,
+}
+
+/// The flow of [`Check`].
+#[derive(Debug)]
+pub struct CheckFlow {
+    graph: Option<Vec<u8>>,
+    options: CheckOptions,
+    scan: PagedScan,
+    report: Report,
+    pending: Pending<Suspect>,
+    /// Graphs whose graph row was seen, or judged missing and reported (bounded).
+    known_graphs: BTreeSet<Vec<u8>>,
+    /// Graphs whose missing graph row is pending (each reported once).
+    suspected_graphs: BTreeSet<Vec<u8>>,
+    phase: Phase,
+}
+
+impl Flow for CheckFlow {
+    type Schema = Checking<OperationConfig>;
+    type Output = CheckSummary;
+
+    fn advance(
+        &mut self,
+        io: &mut Io<CheckEvent>,
+        config: &mut OperationConfig,
+    ) -> CheckProgress<CheckSummary> {
+        loop {
+            match core::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Scan => {
+                    let due = self.pending.take_due(io.now(), page_len(&self.options));
+                    if !due.is_empty() {
+                        let mut keys = Vec::new();
+                        due.iter().for_each(|s| s.keys(&mut keys));
+                        let reads = PointReads::start(io, &config.table, keys);
+                        self.phase = Phase::Reverify {
+                            reads,
+                            suspects: due,
+                        };
+                        continue;
+                    }
+                    if self.pending.is_full() || (self.scan.is_done() && !self.pending.is_empty()) {
+                        if let Some(at) = self.pending.next_due() {
+                            io.sleep_until(at);
+                        }
+                        self.phase = Phase::Waiting;
+                        continue;
+                    }
+                    if self.scan.is_done() {
+                        return Ok(Some(self.report.finish()));
+                    }
+                    let Some(page) = self.scan.poll(io)? else {
+                        self.phase = Phase::Scan;
+                        return Ok(None);
+                    };
+                    let rows = page.len();
+                    let candidates = self.check_page(io, page);
+                    let mut keys = Vec::new();
+                    candidates.iter().for_each(|s| companion_keys(s, &mut keys));
+                    let reads = PointReads::start(io, &config.table, keys);
+                    self.phase = Phase::Companions {
+                        reads,
+                        candidates,
+                        rows,
+                    };
+                }
+                Phase::Companions {
+                    mut reads,
+                    candidates,
+                    rows,
+                } => {
+                    let Some(found) = reads.poll(io)? else {
+                        self.phase = Phase::Companions {
+                            reads,
+                            candidates,
+                            rows,
+                        };
+                        return Ok(None);
+                    };
+                    let due = Timestamp(io.now().0.saturating_add(self.options.grace_micros));
+                    for suspect in candidates {
+                        if self.still_suspect(&suspect, &found, false) {
+                            if let Suspect::Graph { graph, .. } = &suspect {
+                                self.suspected_graphs.insert(graph.clone());
+                            }
+                            self.pending.push(due, suspect);
+                        }
+                    }
+                    self.report.scanned(io, rows);
+                    self.phase = Phase::Scan;
+                }
+                Phase::Waiting => {
+                    if io.sleeping() {
+                        self.phase = Phase::Waiting;
+                        return Ok(None);
+                    }
+                    self.phase = Phase::Scan;
+                }
+                Phase::Reverify {
+                    mut reads,
+                    suspects,
+                } => {
+                    let Some(found) = reads.poll(io)? else {
+                        self.phase = Phase::Reverify { reads, suspects };
+                        return Ok(None);
+                    };
+                    let mut repairs = Vec::new();
+                    for suspect in suspects {
+                        // Once judged, a graph is settled: its other rows do not ask again.
+                        if let Suspect::Graph { graph, .. } = &suspect {
+                            self.suspected_graphs.remove(graph);
+                            self.know_graph(graph);
+                        }
+                        if self.still_suspect(&suspect, &found, true) {
+                            confirmed(&config.table, &suspect, &found, &mut repairs);
+                        }
+                    }
+                    if !self.options.fix {
+                        for (f, _) in repairs {
+                            self.report.finding(io, f);
+                        }
+                        self.phase = Phase::Scan;
+                        continue;
+                    }
+                    let (findings, requests): (Vec<_>, Vec<_>) = repairs.into_iter().unzip();
+                    let ids = requests.into_iter().map(|r| io.unary(r)).collect();
+                    self.phase = Phase::Repair {
+                        writes: WaitAll::new(ids),
+                        findings,
+                    };
+                }
+                Phase::Repair {
+                    mut writes,
+                    findings,
+                } => {
+                    let Some(outcomes) = writes.poll(io) else {
+                        self.phase = Phase::Repair { writes, findings };
+                        return Ok(None);
+                    };
+                    for (mut f, outcome) in findings.into_iter().zip(outcomes) {
+                        match outcome {
+                            Ok(ChildOutput::Unary(Response::CheckAndMutateRow {
+                                predicate_matched: false,
+                            })) => f.repaired = true,
+                            // The cell was written meanwhile: nothing is missing any more.
+                            Ok(ChildOutput::Unary(Response::CheckAndMutateRow {
+                                predicate_matched: true,
+                            })) => continue,
+                            Ok(other) => {
+                                f.detail =
+                                    format!("{}; repair: unexpected reply {other:?}", f.detail)
+                            }
+                            Err(e) => f.detail = format!("{}; repair failed: {e}", f.detail),
+                        }
+                        self.report.finding(io, f);
+                    }
+                    self.phase = Phase::Scan;
+                }
+                Phase::Done => return Err(CheckError::Aborted),
+            }
+        }
+    }
+}
+
+/// Rows re-read at once: a page's worth.
+fn page_len(options: &CheckOptions) -> usize {
+    usize::try_from(options.page_rows).unwrap_or(1).max(1)
+}
+
+impl CheckFlow {
+    /// Checks each row of `page` on its own (keys, cells, timestamps, graph rows) and gives the
+    /// candidates whose companion rows must be read.
+    fn check_page(&mut self, io: &mut Io<CheckEvent>, page: Vec<Row>) -> Vec<Suspect> {
+        let mut candidates = Vec::new();
+        let mut graphs_asked = BTreeSet::new();
+        for row in page {
+            match keys::decode_row_key(&row.key) {
+                Err(_) => self.report.finding(
+                    io,
+                    finding(
+                        "undecodable_key",
+                        &row.key,
+                        "not a triple row g:IDX:<uuid>:<uuid>:<uuid> nor a graph row graph:<g>",
+                    ),
+                ),
+                Ok(DecodedKey::Graph { graph }) => {
+                    if self.graph.as_ref().is_none_or(|g| *g == graph) {
+                        self.check_graph_row(io, &graph, &row);
+                    }
+                }
+                Ok(DecodedKey::Triple { graph, index, .. }) => {
+                    if self.graph.as_ref().is_some_and(|g| *g != graph) {
+                        continue;
+                    }
+                    let before = candidates.len();
+                    self.check_triple_row(io, &graph, index, &row, &mut candidates);
+                    // The graph row is looked up once per page for a graph with a sound cell.
+                    let first = match candidates.get(before) {
+                        Some(Suspect::Index { text, cells, seen }) => {
+                            Some((text.clone(), cells[position(*seen)].clone()))
+                        }
+                        _ => None,
+                    };
+                    if let Some((value, cell)) = first
+                        && !self.known_graphs.contains(&graph)
+                        && !self.suspected_graphs.contains(&graph)
+                        && graphs_asked.insert(graph.clone())
+                    {
+                        candidates.push(Suspect::Graph {
+                            graph,
+                            seen: cell.row_key,
+                            family: cell.family.into(),
+                            qualifier: cell.qualifier.to_vec(),
+                            timestamp: cell.timestamp,
+                            value,
+                        });
+                    }
+                }
+            }
+        }
+        candidates
+    }
+
+    /// `metadata_mismatch` unless the row is exactly `graph:metadata@1714000 = g`.
+    fn check_graph_row(&mut self, io: &mut Io<CheckEvent>, graph: &[u8], row: &Row) {
+        let ok = matches!(row.cells.as_slice(), [c] if c.family == keys::FAMILY_GRAPH
+            && c.qualifier == keys::GRAPH_QUALIFIER
+            && c.timestamp == keys::GRAPH_CELL_TIMESTAMP
+            && c.value == graph);
+        if ok {
+            self.know_graph(graph);
+            return;
+        }
+        let cells: Vec<String> = row
+            .cells
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}:{}@{} = {}",
+                    c.family,
+                    escape(&c.qualifier),
+                    c.timestamp.0,
+                    escape(&c.value)
+                )
+            })
+            .collect();
+        let detail = format!(
+            "graph row of {} holds [{}], not graph:metadata@{} = the graph id",
+            quote(graph),
+            cells.join(", "),
+            keys::GRAPH_CELL_TIMESTAMP.0
+        );
+        self.report
+            .finding(io, finding("metadata_mismatch", &row.key, &detail));
+    }
+
+    fn know_graph(&mut self, graph: &[u8]) {
+        if self.known_graphs.len() >= KNOWN_GRAPHS {
+            self.known_graphs.clear();
+        }
+        self.known_graphs.insert(graph.to_vec());
+    }
+
+    /// Each cell of a triple row: parsed, and put against the row, family, qualifier and
+    /// timestamp its triple implies; a cell that passes becomes a candidate for the index check.
+    fn check_triple_row(
+        &mut self,
+        io: &mut Io<CheckEvent>,
+        graph: &[u8],
+        index: Index,
+        row: &Row,
+        candidates: &mut Vec<Suspect>,
+    ) {
+        for cell in &row.cells {
+            let at = format!(
+                "cell {}:{}@{}",
+                cell.family,
+                escape(&cell.qualifier),
+                cell.timestamp.0
+            );
+            if cell.family != keys::FAMILY_IMMUTABLE && cell.family != keys::FAMILY_TEMPORAL {
+                let detail = format!("{at}: family {} is not a triple family", cell.family);
+                self.report
+                    .finding(io, finding("cell_mismatch", &row.key, &detail));
+                continue;
+            }
+            let triple = match Triple::parse(&cell.value) {
+                Ok(t) => t,
+                Err(e) => {
+                    let detail = format!("{at}: {} does not parse: {e}", quote(&cell.value));
+                    self.report
+                        .finding(io, finding("undecodable_cell", &row.key, &detail));
+                    continue;
+                }
+            };
+            let cells = keys::triple_cells(graph, &triple);
+            let Some(own) = cells.iter().find(|c| c.index == index) else {
+                continue;
+            };
+            let text = quote(&cell.value);
+            let mismatch = if own.row_key != row.key {
+                Some(format!(
+                    "{at}: triple {text} belongs in row {}",
+                    escape(&own.row_key)
+                ))
+            } else if own.family != cell.family {
+                Some(format!(
+                    "{at}: triple {text} belongs in family {}",
+                    own.family
+                ))
+            } else if own.qualifier != cell.qualifier.as_slice() {
+                Some(format!(
+                    "{at}: triple {text} belongs in column {}:{}",
+                    own.family,
+                    escape(own.qualifier)
+                ))
+            } else {
+                None
+            };
+            if let Some(detail) = mismatch {
+                self.report
+                    .finding(io, finding("cell_mismatch", &row.key, &detail));
+                continue;
+            }
+            if own.timestamp != cell.timestamp {
+                let detail = format!("{at}: triple {text} has cell timestamp {}", own.timestamp.0);
+                self.report
+                    .finding(io, finding("wrong_timestamp", &row.key, &detail));
+                continue;
+            }
+            candidates.push(Suspect::Index {
+                text: cell.value.clone(),
+                cells,
+                seen: index,
+            });
+        }
+    }
+
+    /// Whether `suspect` still holds given the rows `found`. At the first look (`recheck`
+    /// false) the row it was seen in is the page's and counts as present; a re-read requires
+    /// it still there (a concurrent remove takes the finding away).
+    fn still_suspect(&mut self, suspect: &Suspect, found: &RowsByKey, recheck: bool) -> bool {
+        match suspect {
+            Suspect::Index { text, cells, seen } => {
+                let present = presence(cells, text, found, (!recheck).then_some(*seen));
+                let own = present[position(*seen)];
+                own && reporter(&present) == Some(*seen) && present.iter().any(|p| !p)
+            }
+            Suspect::Graph {
+                graph,
+                seen,
+                family,
+                qualifier,
+                timestamp,
+                value,
+            } => {
+                let has_graph_row = found
+                    .get(&keys::graph_row_key(graph))
+                    .is_some_and(has_graph_cell);
+                if has_graph_row {
+                    self.know_graph(graph);
+                    return false;
+                }
+                !recheck || holds(found.get(seen), family, qualifier, *timestamp, value)
+            }
+        }
+    }
+}
+
+/// The rows a candidate's first verdict needs (the row it was seen in is the page's).
+fn companion_keys(suspect: &Suspect, out: &mut Vec<Vec<u8>>) {
+    match suspect {
+        Suspect::Index { cells, seen, .. } => out.extend(
+            cells
+                .iter()
+                .filter(|c| c.index != *seen)
+                .map(|c| c.row_key.clone()),
+        ),
+        Suspect::Graph { graph, .. } => out.push(keys::graph_row_key(graph)),
+    }
+}
+
+/// Position of `index` in write order (OSP, POS, SOP, SPO).
+fn position(index: Index) -> usize {
+    Index::ALL.iter().position(|&i| i == index).unwrap_or(0)
+}
+
+/// Which of the four rows hold the triple's cell; `assume` counts as present unread.
+fn presence(
+    cells: &[TripleCell; 4],
+    text: &[u8],
+    found: &RowsByKey,
+    assume: Option<Index>,
+) -> [bool; 4] {
+    cells.each_ref().map(|c| {
+        assume == Some(c.index)
+            || holds(
+                found.get(&c.row_key),
+                c.family,
+                c.qualifier,
+                c.timestamp,
+                text,
+            )
+    })
+}
+
+/// The row that reports a triple missing from others: SPO if it holds it, else the first of
+/// OSP, POS, SOP that does.
+fn reporter(present: &[bool; 4]) -> Option<Index> {
+    if present[position(Index::Spo)] {
+        return Some(Index::Spo);
+    }
+    Index::ALL
+        .into_iter()
+        .find(|&i| i != Index::Spo && present[position(i)])
+}
+
+/// Whether `row` holds the cell `family:qualifier@timestamp = value`.
+fn holds(
+    row: Option<&Row>,
+    family: &str,
+    qualifier: &[u8],
+    timestamp: Timestamp,
+    value: &[u8],
+) -> bool {
+    row.is_some_and(|r| {
+        r.cells.iter().any(|c| {
+            c.family == family
+                && c.qualifier == qualifier
+                && c.timestamp == timestamp
+                && c.value == value
+        })
+    })
+}
+
+fn has_graph_cell(row: &Row) -> bool {
+    row.cells
+        .iter()
+        .any(|c| c.family == keys::FAMILY_GRAPH && c.qualifier == keys::GRAPH_QUALIFIER)
+}
+
+/// A report-only finding.
+fn finding(kind: &'static str, row_key: &[u8], detail: &str) -> Finding {
+    Finding {
+        schema: SCHEMA,
+        kind,
+        row_key: row_key.to_vec(),
+        detail: detail.into(),
+        repair: None,
+        repaired: false,
+    }
+}
+
+/// The findings of a suspect confirmed on re-read, each with the conditional write that
+/// repairs it: one per missing index row (its cell, written only if its column holds nothing at
+/// that timestamp), or the missing graph row (written only if it holds no graph cell).
+fn confirmed(table: &str, suspect: &Suspect, found: &RowsByKey, out: &mut Vec<(Finding, Request)>) {
+    match suspect {
+        Suspect::Index { text, cells, .. } => {
+            let present = presence(cells, text, found, None);
+            let held: Vec<&str> = cells
+                .iter()
+                .zip(present)
+                .filter(|(_, p)| *p)
+                .map(|(c, _)| c.index.name())
+                .collect();
+            for (c, p) in cells.iter().zip(present) {
+                if p {
+                    continue;
+                }
+                let finding = Finding {
+                    schema: SCHEMA,
+                    kind: "missing_index",
+                    row_key: c.row_key.clone(),
+                    detail: format!(
+                        "triple {} is in its {} row(s) but not in its {} row",
+                        quote(text),
+                        held.join(", "),
+                        c.index.name()
+                    ),
+                    repair: Some(format!(
+                        "write {}:{}@{} = the triple, if that cell is absent",
+                        c.family,
+                        escape(c.qualifier),
+                        c.timestamp.0
+                    )),
+                    repaired: false,
+                };
+                let predicate = RowFilter::Chain(alloc::vec![
+                    RowFilter::FamilyNameRegex(c.family.into()),
+                    RowFilter::ColumnQualifierRegex(c.qualifier.to_vec()),
+                    RowFilter::TimestampRange(TimestampRange {
+                        start: c.timestamp.0,
+                        end: c.timestamp.0.saturating_add(1),
+                    }),
+                ]);
+                let cell = Mutation::SetCell {
+                    family: c.family.into(),
+                    qualifier: c.qualifier.to_vec(),
+                    timestamp: c.timestamp,
+                    value: text.clone(),
+                };
+                let repair = write_if_absent(table, &c.row_key, predicate, cell);
+                out.push((finding, repair));
+            }
+        }
+        Suspect::Graph { graph, seen, .. } => {
+            let row_key = keys::graph_row_key(graph);
+            let finding = Finding {
+                schema: SCHEMA,
+                kind: "graph_without_metadata",
+                row_key: row_key.clone(),
+                detail: format!(
+                    "graph {} has triple rows (e.g. {}) but no graph row",
+                    quote(graph),
+                    escape(seen)
+                ),
+                repair: Some(format!(
+                    "write graph:metadata@{} = the graph id, if the graph row is absent",
+                    keys::GRAPH_CELL_TIMESTAMP.0
+                )),
+                repaired: false,
+            };
+            let cell = Mutation::SetCell {
+                family: keys::FAMILY_GRAPH.into(),
+                qualifier: keys::GRAPH_QUALIFIER.to_vec(),
+                timestamp: keys::GRAPH_CELL_TIMESTAMP,
+                value: graph.clone(),
+            };
+            let repair = write_if_absent(table, &row_key, graph_cell_filter(), cell);
+            out.push((finding, repair));
+        }
+    }
+}
+
+/// `CheckAndMutateRow(row, predicate, false: [cell])`: the cell is written only if the
+/// predicate finds nothing.
+fn write_if_absent(table: &str, row_key: &[u8], predicate: RowFilter, cell: Mutation) -> Request {
+    Request::CheckAndMutateRow(CheckAndMutateRowRequest {
+        table: table.into(),
+        app_profile_id: String::new(),
+        row_key: row_key.to_vec(),
+        predicate: Some(predicate),
+        true_mutations: Vec::new(),
+        false_mutations: alloc::vec![cell],
+    })
+}
