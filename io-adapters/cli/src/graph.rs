@@ -10,12 +10,14 @@ use rowkit_codec::explain;
 use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Anchor, Triple};
 use rowkit_statemachines::StoreError;
+use rowkit_statemachines::check::{CheckError, CheckOptions};
 use rowkit_statemachines::triples::{
     FilterField, FilterOperation, FilterOptions, Found, LookupMethod, LookupOptions, TriplesError,
 };
 use serde_json::{Map, Value, json};
 
 use crate::args::Context;
+use crate::check::{CHECK_TIMEOUT_MICROS, CheckOutput};
 use crate::error::CliError;
 use crate::output::{Output, Progress, bytes_fields};
 
@@ -95,12 +97,31 @@ pub enum GraphCommand {
         #[arg(long)]
         filter: Option<String>,
     },
+    /// Check the table (or one graph) for what failed writes leave behind: undecodable keys
+    /// and cells, cells in the wrong row or at the wrong timestamp, triples missing from some
+    /// of their four index rows, graphs without their graph row. Exit 1 if problems are left.
+    Check {
+        /// Only this graph (its graph row and its four indices).
+        graph: Option<String>,
+        /// Repair what can be repaired: write missing index cells and missing graph rows,
+        /// each only if still absent.
+        #[arg(long)]
+        fix: bool,
+        /// Seconds a possible in-flight write is given before it is re-read and reported.
+        #[arg(long, default_value_t = 10, value_name = "SECS")]
+        grace: u32,
+    },
 }
 
 impl GraphCommand {
     /// Whether the command only reads (the store is then opened read-only).
     pub fn only_reads(&self) -> bool {
-        matches!(self, GraphCommand::List | GraphCommand::Query { .. })
+        matches!(
+            self,
+            GraphCommand::List
+                | GraphCommand::Query { .. }
+                | GraphCommand::Check { fix: false, .. }
+        )
     }
 }
 
@@ -117,6 +138,19 @@ fn triples_error(e: TriplesError) -> CliError {
             message: e.to_string(),
             exit: 1,
         },
+        other => CliError::Store(StoreError::from(other)),
+    }
+}
+
+/// A check's error: `aborted` as the other commands report it, bad arguments as usage.
+fn check_error(e: CheckError) -> CliError {
+    match e {
+        CheckError::Aborted => CliError::Schema {
+            id: "aborted".into(),
+            message: e.to_string(),
+            exit: 1,
+        },
+        CheckError::Invalid(m) => CliError::usage(m),
         other => CliError::Store(StoreError::from(other)),
     }
 }
@@ -192,6 +226,19 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
         .with_table(table)
         .with_seed(ctx.seed);
     match cmd {
+        GraphCommand::Check { graph, fix, grace } => {
+            let options = CheckOptions {
+                fix: *fix,
+                grace_micros: i64::from(*grace) * 1_000_000,
+                ..CheckOptions::default()
+            };
+            let timeout = CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
+            let mut output = CheckOutput::new(out, "graph");
+            let graph = graph.as_ref().map(String::as_bytes);
+            let summary = block_on(ts.check(graph, options, timeout, |e| output.event(e)))
+                .map_err(check_error)?;
+            output.finish(&summary)?;
+        }
         GraphCommand::Setup => {
             block_on(ts.setup())?;
             if out.is_json() {

@@ -10,6 +10,7 @@ mod output;
 
 mod admin;
 mod args;
+mod check;
 mod clock;
 mod error;
 mod gold;

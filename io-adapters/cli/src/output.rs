@@ -129,6 +129,19 @@ impl Progress {
         let _ = err.flush();
     }
 
+    /// Shows `count` items and a `note` (e.g. "3 problems"), counted elsewhere (a machine's
+    /// progress events), redrawn at most every [`BAR_REDRAW`].
+    pub fn show(&mut self, count: u64, note: &str) {
+        self.count = count;
+        if !self.enabled || self.drawn_at.is_some_and(|at| at.elapsed() < BAR_REDRAW) {
+            return;
+        }
+        self.drawn_at = Some(Instant::now());
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{count} {}, {note}", self.label);
+        let _ = err.flush();
+    }
+
     /// Clears the line if anything was drawn.
     pub fn finish(&mut self) {
         if self.enabled && self.drawn_at.take().is_some() {

@@ -139,3 +139,105 @@ fn key_encode_and_decode() {
     let bad = s.rowkit(&["key", "decode", "--schema", "graph", "nope"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `graph check`: a clean graph exits 0; a stray key and a triple written to one of its four
+/// rows only (in a graph never created) are reported (text on stdout, one JSON entry per
+/// finding), exit 1; `--fix` repairs the index and graph rows, after which only the
+/// report-only finding is left; a check without `--fix` opens the file read-only.
+#[test]
+fn check_reports_fixes_and_exits_by_what_is_left() {
+    let s = Scratch::new("check");
+    let ok = |args: &[&str]| {
+        let o = s.rowkit(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        o
+    };
+    ok(&["graph", "setup"]);
+    ok(&["graph", "create", "test"]);
+    ok(&["graph", "add", "test", "/u<a> \"knows\"@[] /u<b>"]);
+    let clean = ok(&["graph", "check"]);
+    assert_eq!(
+        String::from_utf8_lossy(&clean.stdout),
+        "graph: 5 rows scanned, 0 findings, 0 repaired, 0 left\n"
+    );
+
+    let osp = "orphan:OSP:ab0e8971-e7d9-549d-9124-d50759a18131:b6e62536-564c-5b86-bc87-30bf8543d607:d12508a9-abfd-5a33-ba63-c8d86584d929";
+    let cell = "immutable_triple:SP=/u<a>\\x09\"knows\"@[]\\x09/u<b>";
+    ok(&[
+        "admin",
+        "set",
+        "badwolf",
+        osp,
+        cell,
+        "--timestamp",
+        "1000000",
+    ]);
+    ok(&[
+        "admin",
+        "set",
+        "badwolf",
+        "test:XYZ:junk",
+        "immutable_triple:SP=x",
+    ]);
+
+    let o = s.rowkit(&["--json", "graph", "check", "--grace", "0"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["schema"], "graph");
+    assert_eq!(doc["rows_scanned"], 7);
+    assert_eq!(
+        doc["findings_by_kind"],
+        serde_json::json!({"graph_without_metadata": 1, "missing_index": 3, "undecodable_key": 1})
+    );
+    assert_eq!(
+        (doc["repaired"].as_u64(), doc["left"].as_u64()),
+        (Some(0), Some(5))
+    );
+    let findings = doc["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 5);
+    let rows: Vec<&str> = findings
+        .iter()
+        .map(|f| f["row_key"].as_str().unwrap())
+        .collect();
+    assert!(
+        rows.contains(&"graph:orphan") && rows.contains(&"test:XYZ:junk"),
+        "{rows:?}"
+    );
+    for f in findings {
+        let repairable = f["kind"] != "undecodable_key";
+        assert_eq!(f["repair"] != "none", repairable, "{f}");
+        assert_eq!(f["repaired"], false);
+        assert_eq!(f["row_key_hex"], hex_of(f["row_key"].as_str().unwrap()));
+    }
+
+    let fixed = s.rowkit(&["graph", "check", "--fix", "--grace", "0"]);
+    assert_eq!(fixed.status.code(), Some(1), "{fixed:?}");
+    let text = String::from_utf8_lossy(&fixed.stdout);
+    assert_eq!(text.matches("(repaired: ").count(), 4, "{text}");
+    assert!(text.ends_with("4 repaired, 1 left\n"), "{text}");
+
+    let after = s.rowkit(&["graph", "check", "--grace", "0"]);
+    assert_eq!(after.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&after.stdout),
+        "undecodable_key\ttest:XYZ:junk\tnot a triple row g:IDX:<uuid>:<uuid>:<uuid> nor a graph row graph:<g>\n\
+         graph: 11 rows scanned, 1 findings (undecodable_key 1), 0 repaired, 1 left\n"
+    );
+    let exist = ok(&[
+        "graph",
+        "query",
+        "orphan",
+        "exist",
+        "/u<a> \"knows\"@[] /u<b>",
+    ]);
+    assert_eq!(
+        String::from_utf8_lossy(&exist.stdout),
+        "/u<a>\t\"knows\"@[]\t/u<b>\n"
+    );
+    let bad = s.rowkit(&["graph", "check", "--grace", "x"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+fn hex_of(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
