@@ -35,7 +35,7 @@ use rowkit_codec::model::{Row, RowFilter, RowSet};
 use crate::children::{ChildId, ChildOutput, owned_rows};
 use crate::operation::{Io, Schema};
 use crate::readrows::resume_request;
-use crate::{Code, ReadRowsRequest, StoreError, Timestamp};
+use crate::{Code, ReadRowsRequest, RetryPolicy, StoreError, Timestamp};
 
 /// Default grace period before a suspected finding is re-read: 10 s of the machine's clock
 /// (rule 1.2).
@@ -162,6 +162,29 @@ impl From<CheckError> for StoreError {
             CheckError::Store(s) => s,
             CheckError::Invalid(m) => StoreError::new(Code::InvalidArgument, m),
             CheckError::Aborted => StoreError::new(Code::DeadlineExceeded, e.to_string()),
+        }
+    }
+}
+
+/// The table a check reads, until when, and how its reads retry: the context of a check whose
+/// schema needs nothing else.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckTarget {
+    /// The table id.
+    pub table: String,
+    /// The check's deadline.
+    pub deadline: Timestamp,
+    /// Back-off of its reads (`operation_timeout` is replaced by the time left).
+    pub retry: RetryPolicy,
+}
+
+impl CheckTarget {
+    /// `table` until `deadline`, default back-off.
+    pub fn new(table: &str, deadline: Timestamp) -> CheckTarget {
+        CheckTarget {
+            table: table.into(),
+            deadline,
+            retry: RetryPolicy::default(),
         }
     }
 }

@@ -226,6 +226,12 @@ mod tracestore {
     }
 
     #[test]
+    fn ts_check_reports_every_finding_kind() {
+        each("ts_check_reports_every_finding_kind", sc::check_corrupted);
+        each_store("ts_check_counter_bad", sc::check_counter_bad);
+    }
+
+    #[test]
     fn ts_s08_put_get() {
         each("ts_s08_put_get", |s, l| sc::put_get(s, l, [0, 1, 2]));
     }

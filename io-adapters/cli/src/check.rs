@@ -6,7 +6,8 @@
 use std::io::Write;
 
 use rowkit_codec::escape::escape;
-use rowkit_statemachines::check::{CheckEvent, CheckSummary, Finding};
+use rowkit_statemachines::StoreError;
+use rowkit_statemachines::check::{CheckError, CheckEvent, CheckSummary, Finding};
 use serde_json::{Map, Value, json};
 
 use crate::error::CliError;
@@ -14,6 +15,19 @@ use crate::output::{Output, Progress, bytes_fields};
 
 /// A check's deadline: as long as `mt fsck`'s (1 h), or the `--deadline` given if longer.
 pub const CHECK_TIMEOUT_MICROS: i64 = 3_600_000_000;
+
+/// A check's error: `aborted` as the other commands report it, bad arguments as usage.
+pub fn check_error(e: CheckError) -> CliError {
+    match e {
+        CheckError::Aborted => CliError::Schema {
+            id: "aborted".into(),
+            message: e.to_string(),
+            exit: 1,
+        },
+        CheckError::Invalid(m) => CliError::usage(m),
+        other => CliError::Store(StoreError::from(other)),
+    }
+}
 
 /// The output of one schema's check while it runs.
 pub struct CheckOutput<'o> {

@@ -1,6 +1,7 @@
 //! `rowkit gold …` and the gold part of `rowkit key …` (`spec/tracestore.md` 19): the Skia
 //! Gold trace store over the sync [`TraceStore`] facade.
 
+use crate::check::{CHECK_TIMEOUT_MICROS, CheckOutput, check_error};
 use clap::{Args, Subcommand};
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
@@ -14,6 +15,7 @@ use rowkit_codec::tracestore::keys::{
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
+use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::tracestore::{PutEntry, Tile};
 use serde_json::{Map, Value, json};
 
@@ -47,6 +49,15 @@ pub struct GoldArgs {
 pub enum GoldCommand {
     /// Create the table in a layout (`--layout`, default md5).
     Setup,
+    /// Check the table: row keys, shards, OPS rows, trace rows against their tile's OPS,
+    /// trace and options cells, and (digest-id layout) ids against the digest map and the id
+    /// counter. Exit 1 if problems are found. Nothing in a trace store is repairable, so
+    /// `--fix` (accepted like every check's) changes nothing.
+    Check {
+        /// Repair what can be repaired (nothing, in a trace store).
+        #[arg(long)]
+        fix: bool,
+    },
     /// Write digests at one commit.
     Put {
         /// Repo index of the commit.
@@ -115,7 +126,10 @@ impl GoldCommand {
     pub fn only_reads(&self) -> bool {
         matches!(
             self,
-            GoldCommand::Tile { .. } | GoldCommand::Traces { .. } | GoldCommand::Newest
+            GoldCommand::Tile { .. }
+                | GoldCommand::Traces { .. }
+                | GoldCommand::Newest
+                | GoldCommand::Check { .. }
         )
     }
 }
@@ -271,6 +285,18 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
                 .retain(|_, t| wanted.iter().all(|(k, v)| t.params.get(k) == Some(v)));
             let doc = tile_json(gold.layout(), &tile);
             print_tile(out, doc, &tile)
+        }
+        GoldCommand::Check { fix } => {
+            let mut gold = open(ctx, args)?;
+            let options = CheckOptions {
+                fix: *fix,
+                ..CheckOptions::default()
+            };
+            let timeout = CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
+            let mut output = CheckOutput::new(out, "gold");
+            let summary =
+                block_on(gold.check(options, timeout, |e| output.event(e))).map_err(check_error)?;
+            output.finish(&summary)
         }
         GoldCommand::Newest => {
             let mut gold = open(ctx, args)?;

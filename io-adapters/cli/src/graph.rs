@@ -10,14 +10,14 @@ use rowkit_codec::explain;
 use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Anchor, Triple};
 use rowkit_statemachines::StoreError;
-use rowkit_statemachines::check::{CheckError, CheckOptions};
+use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::triples::{
     FilterField, FilterOperation, FilterOptions, Found, LookupMethod, LookupOptions, TriplesError,
 };
 use serde_json::{Map, Value, json};
 
 use crate::args::Context;
-use crate::check::{CHECK_TIMEOUT_MICROS, CheckOutput};
+use crate::check::{CHECK_TIMEOUT_MICROS, CheckOutput, check_error};
 use crate::error::CliError;
 use crate::output::{Output, Progress, bytes_fields};
 
@@ -138,19 +138,6 @@ fn triples_error(e: TriplesError) -> CliError {
             message: e.to_string(),
             exit: 1,
         },
-        other => CliError::Store(StoreError::from(other)),
-    }
-}
-
-/// A check's error: `aborted` as the other commands report it, bad arguments as usage.
-fn check_error(e: CheckError) -> CliError {
-    match e {
-        CheckError::Aborted => CliError::Schema {
-            id: "aborted".into(),
-            message: e.to_string(),
-            exit: 1,
-        },
-        CheckError::Invalid(m) => CliError::usage(m),
         other => CliError::Store(StoreError::from(other)),
     }
 }

@@ -574,3 +574,55 @@ fn import_progress_only_on_a_terminal() {
     );
     assert!(shown.contains("imported 3 puts, 3 entries"), "{shown:?}");
 }
+
+/// `gold check`: a clean digest-id table exits 0; a stray key and an OPS row whose gob does
+/// not decode are reported by kind and row (JSON), exit 1; `--fix` repairs nothing; the check
+/// opens the file read-only (it never writes).
+#[test]
+fn check_reports_and_exits_by_what_is_left() {
+    let s = Scratch::new("check");
+    s.json(&["gold", "setup", "--layout", "digest-id"]);
+    let digest = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa";
+    s.json(&[
+        "gold", "put", "--commit", "3", "--params", "name=foo", "--digest", digest,
+    ]);
+    let clean = s.json(&["gold", "check"]);
+    assert_eq!(
+        (
+            clean["left"].as_u64(),
+            clean["findings"].as_array().map(Vec::len)
+        ),
+        (Some(0), Some(0))
+    );
+    assert!(clean["rows_scanned"].as_u64().unwrap() >= 3, "{clean}");
+
+    s.json(&["admin", "set", "gold", "zz:junk", "T:0=x"]);
+    s.json(&["admin", "set", "gold", ":ts:o:2147483640:", "O:OPS=garbage"]);
+    for fix in [false, true] {
+        let mut args = vec!["--json", "gold", "check"];
+        if fix {
+            args.push("--fix");
+        }
+        let o = s.rowkit(&args);
+        assert_eq!(o.status.code(), Some(1), "{o:?}");
+        let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+        let found: Vec<(&str, &str)> = doc["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| (f["kind"].as_str().unwrap(), f["row_key"].as_str().unwrap()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                ("ops_incomplete", ":ts:o:2147483640:"),
+                ("ops_undecodable", ":ts:o:2147483640:"),
+                ("undecodable_key", "zz:junk"),
+            ]
+        );
+        assert_eq!(
+            (doc["repaired"].as_u64(), doc["left"].as_u64()),
+            (Some(0), Some(3))
+        );
+    }
+}

@@ -32,10 +32,13 @@
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_codec::tracestore::{Layout, SetupRequest, TraceStoreError, detect_layout};
+use rowkit_statemachines::check::{
+    CheckError, CheckEvent, CheckOptions, CheckSummary, CheckTarget,
+};
 use rowkit_statemachines::operation::{Flow, Operation};
 use rowkit_statemachines::tracestore::{
-    AllocateDigestIds, AssignDigestIds, NewestTile, Put, PutEntry, ReadDense, ReadRange, Tile,
-    TraceStoreSchema, TraceStoreState,
+    AllocateDigestIds, AssignDigestIds, Check, NewestTile, Put, PutEntry, ReadDense, ReadRange,
+    Tile, TraceStoreSchema, TraceStoreState,
 };
 use rowkit_statemachines::{Code, SplitMix64, StoreError};
 
@@ -183,6 +186,26 @@ impl<D: Driver> TraceStore<D> {
                 code: Code::Internal,
                 message: "machine stalled".into(),
             },
+        })
+    }
+
+    /// Checks the table (`spec/check.md` §2) until `timeout` µs from now; findings and
+    /// progress go to `on_event`. Nothing in a trace store is repairable: `options.fix`
+    /// changes nothing.
+    pub async fn check(
+        &mut self,
+        options: CheckOptions,
+        timeout: i64,
+        on_event: impl FnMut(CheckEvent),
+    ) -> Result<CheckSummary, CheckError> {
+        let (now, seed, _) = self.begin();
+        let target = CheckTarget::new(self.state.table(), now.saturating_add_micros(timeout));
+        let m = Check::new(target, self.layout(), options, now, seed);
+        run(&self.driver, m, on_event).await.map_err(|e| match e {
+            RunError::Machine(e) => e,
+            RunError::Stalled => {
+                CheckError::Store(StoreError::new(Code::Internal, "machine stalled"))
+            }
         })
     }
 

@@ -172,3 +172,9 @@ fn s27_insert_with_unknown_outcome() {
 fn s30_ops_timestamps_never_go_back() {
     each(sc::ops_timestamps_never_go_back);
 }
+
+#[test]
+fn check_reports_every_finding_kind() {
+    each(sc::check_corrupted);
+    each_store(sc::check_counter_bad);
+}

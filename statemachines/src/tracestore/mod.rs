@@ -29,6 +29,7 @@
 
 mod allocate;
 mod assign;
+mod check;
 mod digest_map;
 mod newest_tile;
 mod put;
@@ -48,6 +49,7 @@ use rowkit_codec::tracestore::{ParamSet, Params, TraceStoreError};
 
 pub use allocate::{AllocateDigestIds, AllocateDigestIdsFlow};
 pub use assign::{AssignDigestIds, AssignDigestIdsFlow};
+pub use check::{Check, CheckFlow, MAX_ID_BITS};
 pub use newest_tile::{NewestTile, NewestTileFlow};
 pub use put::{Put, PutFlow};
 pub use read_dense::{ReadDense, ReadDenseFlow};

@@ -2066,3 +2066,267 @@ pub fn insert_with_unknown_outcome(store: &dyn Store) {
     assert_eq!(gold.state().digest_cache().id(AP), Some(written));
     assert!(!gold.state().pool().any(|i| i == written));
 }
+
+// ------------------------------------------------------------------ check (spec/check.md §2)
+
+/// Each finding's (kind, escaped row key), sorted, and the summary, of a check of [`TABLE`].
+fn check_findings(
+    store: &dyn Store,
+    fix: bool,
+) -> (
+    Vec<(String, String)>,
+    rowkit_statemachines::check::CheckSummary,
+) {
+    use rowkit_codec::escape::escape;
+    use rowkit_statemachines::check::{CheckEvent, CheckOptions};
+    let clock = ManualClock::new(Timestamp(T0 + 3_600_000_000));
+    let mut gold = open(store, &clock, 9);
+    let mut found = Vec::new();
+    let options = CheckOptions {
+        fix,
+        page_rows: 7,
+        ..CheckOptions::default()
+    };
+    let summary = block_on(gold.check(options, 3_600_000_000, |e| {
+        if let CheckEvent::Finding(f) = e {
+            assert!(
+                f.repair.is_none() && !f.repaired,
+                "a trace store finding is report-only: {f:?}"
+            );
+            found.push((f.kind.to_string(), escape(&f.row_key)));
+        }
+    }))
+    .unwrap();
+    found.sort();
+    assert_eq!(summary.left, found.len() as u64, "{summary:?}");
+    (found, summary)
+}
+
+fn entry_on(row: Vec<u8>, mutations: Vec<Mutation>) -> MutateRowsEntry {
+    MutateRowsEntry {
+        row_key: row,
+        mutations,
+    }
+}
+
+/// Check acceptance (spec/check.md §2, §6): a table of `layout` with clean data and one
+/// instance of every finding kind of its layout (but `counter_bad`, see
+/// [`check_counter_bad`]), written raw, is reported exactly, by kind and row key; `fix`
+/// repairs nothing (no trace store finding is repairable); a clean table checks clean.
+pub fn check_corrupted(store: &dyn Store, layout: Layout) {
+    use rowkit_codec::escape::escape;
+    use rowkit_codec::tracestore::gob::{encode_ops_gob, ops_hash};
+    use rowkit_codec::tracestore::ops::OrderedParamSet;
+    setup(store, layout);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(store, &clock, 1);
+    put_points(&mut gold, layout, [0, 1, 2], T0);
+    let (clean, summary) = check_findings(store, false);
+    assert_eq!(
+        clean,
+        Vec::<(String, String)>::new(),
+        "clean table: {summary:?}"
+    );
+    assert!(summary.rows_scanned > 0);
+
+    let late = T0 + 1_000_000_000;
+    let tile0 = tile_key(0);
+    // Rows the Puts wrote (their subkeys are OPS-encoded params).
+    let traces: Vec<Vec<u8>> = raw_read(store, RowSet::all(), None)
+        .into_iter()
+        .map(|r| r.key)
+        .filter(|k| {
+            decode_row_key(k).is_ok_and(|d| d.row_type == RowType::Trace && d.tile_key == tile0)
+        })
+        .collect();
+    assert!(traces.len() >= 3, "{traces:?}");
+    let sound_trace = traces[0].clone();
+    let qualifier = |offset: u32| match layout {
+        Layout::Md5 => md5_trace_qualifier(offset),
+        Layout::DigestId => digest_id_trace_qualifier(offset),
+    };
+    let good_value = match layout {
+        Layout::Md5 => digest_to_cell(AP),
+        Layout::DigestId => encode_digest_id_cell(0),
+    };
+    let mut ops = OrderedParamSet::new();
+    ops.update(
+        &[("device".to_string(), vec!["angler".to_string()])]
+            .into_iter()
+            .collect(),
+    );
+    let gob = encode_ops_gob(&ops);
+    let mut entries = Vec::new();
+    let mut expect = Vec::new();
+    let mut conflict_row = None;
+    let mut push = |kind: &str, row: Vec<u8>, mutations: Vec<Mutation>| {
+        if !kind.is_empty() {
+            expect.push((kind.to_string(), escape(&row)));
+        }
+        entries.push(entry_on(row, mutations));
+    };
+    push(
+        "undecodable_key",
+        b"zz:junk".to_vec(),
+        vec![set(FAMILY_TRACE, b"0", late, vec![1])],
+    );
+    let mut wrong = sound_trace.clone();
+    wrong[1] = if wrong[1] == b'0' { b'1' } else { b'0' };
+    push(
+        "wrong_shard",
+        wrong,
+        vec![set(FAMILY_TRACE, &qualifier(3), late, good_value.clone())],
+    );
+    // Tiles 5, 6, 7: OPS rows missing H, with a wrong H, with a gob that does not decode.
+    push(
+        "ops_incomplete",
+        ops_row_name(tile_key(5)),
+        vec![set(FAMILY_OPS, COLUMN_OPS, late, gob.clone())],
+    );
+    push(
+        "ops_hash_mismatch",
+        ops_row_name(tile_key(6)),
+        vec![
+            set(FAMILY_OPS, COLUMN_OPS, late, gob.clone()),
+            set(FAMILY_OPS, COLUMN_HASH, late, vec![b'0'; 32]),
+        ],
+    );
+    let junk = b"not a gob".to_vec();
+    push(
+        "ops_undecodable",
+        ops_row_name(tile_key(7)),
+        vec![
+            set(FAMILY_OPS, COLUMN_OPS, late, junk.clone()),
+            set(FAMILY_OPS, COLUMN_HASH, late, ops_hash(&junk).into_bytes()),
+        ],
+    );
+    push(
+        "trace_without_ops",
+        trace_row_name(tile_key(8), b",0=0,"),
+        vec![set(FAMILY_TRACE, &qualifier(0), late, good_value.clone())],
+    );
+    push(
+        "trace_params_not_in_ops",
+        trace_row_name(tile0, b",0=99,"),
+        vec![set(FAMILY_TRACE, &qualifier(0), late, good_value.clone())],
+    );
+    let bad_cell = match layout {
+        Layout::Md5 => vec![1, 2, 3],
+        Layout::DigestId => vec![0x80],
+    };
+    push(
+        "bad_trace_cell",
+        sound_trace.clone(),
+        vec![set(FAMILY_TRACE, &qualifier(9), late, bad_cell)],
+    );
+    match layout {
+        Layout::Md5 => push(
+            "bad_options_cell",
+            options_row_name(tile0, b",0=0,"),
+            vec![set(
+                FAMILY_OPTIONS,
+                COLUMN_OPTIONS,
+                late,
+                b",nokv,".to_vec(),
+            )],
+        ),
+        Layout::DigestId => {
+            let counter = u64::try_from(counter_value(store)).unwrap();
+            let cells = map_cells(store);
+            let used: Vec<u64> = cells.iter().map(|(_, id)| *id).collect();
+            assert!(
+                counter > 10 && !used.contains(&(counter - 1)),
+                "{counter} {used:?}"
+            );
+            let cell = |offset, id| {
+                vec![set(
+                    FAMILY_TRACE,
+                    &qualifier(offset),
+                    late,
+                    encode_digest_id_cell(id),
+                )]
+            };
+            push("id_unknown", traces[1].clone(), cell(20, counter - 1));
+            push("id_above_counter", traces[2].clone(), cell(21, counter + 5));
+            let map = |digest: &str| {
+                (
+                    digest_map_row(digest).unwrap(),
+                    digest_map_qualifier(digest).unwrap(),
+                )
+            };
+            let (row, q) = map("fff00000000000000000000000000001");
+            push(
+                "map_bad_value",
+                row,
+                vec![set(FAMILY_DIGEST_MAP, &q, late, b"0".to_vec())],
+            );
+            let (row, q) = map("eee00000000000000000000000000002");
+            push(
+                "map_conflict",
+                row,
+                vec![
+                    set(
+                        FAMILY_DIGEST_MAP,
+                        &q,
+                        late,
+                        encode_digest_map_value(counter - 2),
+                    ),
+                    set(
+                        FAMILY_DIGEST_MAP,
+                        &q,
+                        late + 1000,
+                        encode_digest_map_value(counter - 3),
+                    ),
+                ],
+            );
+            // An id given to a second digest: reported on whichever of the two map rows the
+            // scan reaches second.
+            let (row, q) = map("ddd00000000000000000000000000003");
+            let first = digest_map_row(&cells[0].0).unwrap();
+            let value = encode_digest_map_value(used[0]);
+            let later = row.clone().max(first);
+            conflict_row = Some(later);
+            push("", row, vec![set(FAMILY_DIGEST_MAP, &q, late, value)]);
+        }
+    }
+    raw_write(store, entries);
+    expect.extend(conflict_row.map(|r| ("map_conflict".to_string(), escape(&r))));
+    expect.sort();
+    let (found, _) = check_findings(store, false);
+    assert_eq!(found, expect, "{layout:?}");
+    let (fixed, summary) = check_findings(store, true);
+    assert_eq!(
+        (fixed, summary.repaired),
+        (expect, 0),
+        "{layout:?} with fix"
+    );
+}
+
+/// `counter_bad`: an id counter cell that is not 8 bytes is reported, and the id checks that
+/// need the counter are skipped rather than guessed (the digest map still tells which ids
+/// exist).
+pub fn check_counter_bad(store: &dyn Store) {
+    use rowkit_codec::escape::escape;
+    setup(store, Layout::DigestId);
+    let clock = ManualClock::new(Timestamp(T0));
+    let mut gold = open(store, &clock, 1);
+    put_points(&mut gold, Layout::DigestId, [0, 1, 2], T0);
+    let counter = id_counter_row_name();
+    raw_write(
+        store,
+        vec![entry_on(
+            counter.clone(),
+            vec![
+                // The increments' cells carry server times: replace them all.
+                Mutation::DeleteFromColumn {
+                    family: FAMILY_ID_COUNTER.into(),
+                    qualifier: COLUMN_ID_COUNTER.to_vec(),
+                    range: None,
+                },
+                set(FAMILY_ID_COUNTER, COLUMN_ID_COUNTER, T0, vec![1, 2, 3]),
+            ],
+        )],
+    );
+    let (found, _) = check_findings(store, false);
+    assert_eq!(found, vec![("counter_bad".to_string(), escape(&counter))]);
+}
