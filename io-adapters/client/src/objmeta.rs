@@ -75,6 +75,10 @@ use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_embedded::driver::{Clock, ManualClock};
+use rowkit_statemachines::check::{
+    CheckError, CheckEvent, CheckOptions, CheckSummary, CheckTarget,
+};
+use rowkit_statemachines::objmeta;
 use rowkit_statemachines::objmeta::{
     AsyncRepair, BucketEntry, CountItems, CreateBucket, DeleteBucket,
     DeleteBucketAttributesCapability, DeleteObject, GetBucketAndObject, GetBucketAttributes,
@@ -586,6 +590,30 @@ impl<D: Driver> ObjectMetadata<D> {
         let (result, repairs) = Self::drive(&self.driver, &self.shared, machine).await;
         self.schedule(repairs);
         result.map_err(run_error)
+    }
+
+    /// Checks the table, or one bucket's collection (`spec/check.md` §3), repairing with
+    /// `options.fix`; findings and progress go to `on_event`. Runs until `timeout` µs from now.
+    pub async fn check(
+        &mut self,
+        bucket: Option<&str>,
+        options: CheckOptions,
+        timeout: i64,
+        on_event: impl FnMut(CheckEvent),
+    ) -> Result<CheckSummary, CheckError> {
+        let now = self.driver.now();
+        let (seed, _) = self.calls.begin(now);
+        let target = CheckTarget::new(&self.state.config.table, now.saturating_add_micros(timeout));
+        let m = objmeta::Check::new(target, bucket, options, now, seed);
+        crate::run(&self.driver, m, on_event)
+            .await
+            .map_err(|e| match e {
+                RunError::Machine(e) => e,
+                RunError::Stalled => CheckError::Store(StoreError::new(
+                    rowkit_statemachines::Code::Internal,
+                    "machine stalled",
+                )),
+            })
     }
 
     /// `createBucket(b, md)` → the vFormat written.

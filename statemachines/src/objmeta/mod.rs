@@ -50,6 +50,7 @@ macro_rules! ready {
 }
 
 mod bucket;
+mod check;
 mod list;
 mod object;
 mod requests;
@@ -69,6 +70,7 @@ pub use bucket::{
     PutBucketAttributesCapabilitiesFlow, PutBucketAttributesFlow, ReadCountItemsFlow,
     UpdateCountItemsFlow, bucket_info_value, uuid_v4,
 };
+pub use check::{Check, CheckFlow};
 pub use list::ListObjectFlow;
 pub use object::{
     AsyncRepairFlow, DeleteObjectFlow, GetBucketAndObjectFlow, GetObjectFlow, GetObjectsFlow,

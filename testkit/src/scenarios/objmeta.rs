@@ -2328,6 +2328,12 @@ pub const ACCEPTANCE: &[(&str, AcceptanceScenario)] = &[
         repair_machine(s, t, VFormat::V1)
     }),
     ("deadline", |s, t, _| deadline(s, t)),
+    ("check_corrupted_v0", |s, t, _| {
+        check_corrupted(s, t, VFormat::V0)
+    }),
+    ("check_corrupted_v1", |s, t, _| {
+        check_corrupted(s, t, VFormat::V1)
+    }),
     ("skip_streak_v0", |s, t, _| skip_streak(s, t, VFormat::V0)),
     ("skip_streak_v1", |s, t, _| skip_streak(s, t, VFormat::V1)),
     ("other_format_traces", other_format_traces),
@@ -2751,4 +2757,205 @@ pub fn crash_at_every_cut(store: &dyn Store) -> usize {
     assert_eq!(cases, CRASH_CASES);
     assert!(repaired_total > 0);
     cases
+}
+
+// ---- check (spec/check.md §3 and §6) -----------------------------------------------------
+
+/// Writes `mutations` to `row` as they are (as a crashed or buggy writer would have left it).
+fn raw_row(
+    store: &dyn Store,
+    table: &str,
+    row: Vec<u8>,
+    mutations: Vec<rowkit_codec::model::Mutation>,
+) {
+    let req = Request::MutateRow(rowkit_statemachines::MutateRowRequest {
+        table: table.into(),
+        row_key: row,
+        mutations,
+        ..Default::default()
+    });
+    store.execute(req, Timestamp(0)).unwrap();
+}
+
+/// Each finding's (kind, escaped row key), sorted, and the summary, of a check at `clock`.
+fn check_findings(
+    om: &mut ObjectMetadata<SyncDriver<&dyn Store, &ManualClock>>,
+    fix: bool,
+) -> (
+    Vec<(String, String)>,
+    rowkit_statemachines::check::CheckSummary,
+) {
+    use rowkit_statemachines::check::{CheckEvent, CheckOptions};
+    let options = CheckOptions {
+        fix,
+        page_rows: 5,
+        ..CheckOptions::default()
+    };
+    let mut found = Vec::new();
+    let summary = block_on(om.check(None, options, 3_600_000_000, |e| {
+        if let CheckEvent::Finding(f) = e {
+            found.push((
+                f.kind.to_string(),
+                rowkit_codec::escape::escape(&f.row_key),
+                f.repaired,
+            ));
+        }
+    }))
+    .unwrap();
+    let repaired = found.iter().filter(|f| f.2).count() as u64;
+    assert_eq!(
+        (summary.repaired, summary.left),
+        (repaired, found.len() as u64 - repaired)
+    );
+    let mut found: Vec<(String, String)> = found.into_iter().map(|(k, r, _)| (k, r)).collect();
+    found.sort();
+    (found, summary)
+}
+
+/// Check acceptance (spec/check.md §3, §6) in `vf`: beside clean data and the legitimate
+/// states that look odd (a delete marker as latest version, a pending placeholder, a master
+/// without a version id), one instance of every finding kind, written raw, is reported exactly;
+/// `fix` repairs exactly the repairable ones (the objects read back as their latest version);
+/// then only the report-only kinds are left.
+pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
+    use rowkit_codec::objmeta::cells::replace;
+    use rowkit_codec::objmeta::keys::row_key;
+    let esc = |c: &str, k: &str| rowkit_codec::escape::escape(&row_key(c, k));
+    let clock = ManualClock::new(Timestamp::from_millis(T0));
+    let mut s = Steps::new(store, &clock, table, vf, "check");
+    s.vput("clean", N1);
+    s.vput("clean", N2);
+    s.vput("dm", N1);
+    let dm = s.put(
+        "dm",
+        &j(r#"{"isDeleteMarker":true}"#),
+        &j(r#"{"versioning":true}"#),
+    );
+    assert!(dm.is_ok(), "{dm:?}");
+    s.next_id();
+    s.put("nover", &j(N1), &j("{}")).unwrap();
+    let phd_v1 = s.vput("phd", N1);
+    let phd_v2 = s.vput("phd", N2);
+    s.del("phd", &phd_v2).unwrap();
+    s.next_id();
+    let _ = s.om.drop_pending_repairs();
+    s.vput("orph", N1);
+    s.vput("orph", N2);
+    let lag1 = s.vput("lag", N1);
+    s.vput("lag", N2);
+    // Before the placeholder's repair is due nothing is wrong.
+    let (found, _) = check_findings(&mut s.om, false);
+    assert_eq!(found, Vec::<(String, String)>::new(), "{vf:?}: clean table");
+
+    let doc = |v: &str| j(v);
+    let mut expect = vec![
+        ("undecodable_key".to_string(), "nosep".to_string()),
+        ("bucket_without_metastore".to_string(), esc("ghost", "obj")),
+    ];
+    raw_row(store, table, b"nosep".to_vec(), replace(&doc("{}"), None));
+    raw_row(
+        store,
+        table,
+        row_key("ghost", "obj"),
+        replace(&doc("{}"), None),
+    );
+    let wrong = match vf {
+        VFormat::V0 => "\x7fMwrong".to_string(),
+        VFormat::V1 => "wrong".to_string(),
+    };
+    raw_row(
+        store,
+        table,
+        row_key("b", &wrong),
+        replace(&doc("{}"), None),
+    );
+    expect.push(("wrong_format_key".into(), esc("b", &wrong)));
+    let mut bad = replace(&doc("{}"), None);
+    bad[1] = rowkit_codec::model::Mutation::SetCell {
+        family: "d".into(),
+        qualifier: b"value".to_vec(),
+        timestamp: Timestamp(0),
+        value: b"[1]".to_vec(),
+    };
+    raw_row(store, table, row_key("b", &s.m("bad")), bad);
+    expect.push(("bad_document".into(), esc("b", &s.m("bad"))));
+    let mut stale = replace(&doc(r#"{"a":1}"#), None);
+    stale.push(rowkit_codec::model::Mutation::SetCell {
+        family: "f".into(),
+        qualifier: b"isPHD".to_vec(),
+        timestamp: Timestamp(0),
+        value: vec![1],
+    });
+    raw_row(store, table, row_key("b", &s.m("stale")), stale);
+    expect.push(("derived_stale".into(), esc("b", &s.m("stale"))));
+    let dangling = scenario_vid(1, 99);
+    let master = j(&format!(r#"{{"key":"dang","versionId":"{dangling}"}}"#));
+    raw_row(
+        store,
+        table,
+        row_key("b", &s.m("dang")),
+        replace(&master, None),
+    );
+    expect.push(("master_dangling".into(), esc("b", &s.m("dang"))));
+    raw_row(
+        store,
+        table,
+        row_key("b", &s.m("orph")),
+        vec![rowkit_codec::model::Mutation::DeleteFromRow],
+    );
+    expect.push(("versions_without_master".into(), esc("b", &s.m("orph"))));
+    let lagging = with_vid(N1, &lag1);
+    raw_row(
+        store,
+        table,
+        row_key("b", &s.m("lag")),
+        replace(&lagging, None),
+    );
+    expect.push(("master_behind".into(), esc("b", &s.m("lag"))));
+    // The placeholder's repair is due 15 s after its id's time.
+    clock.advance_to(Timestamp::from_millis(T0 + 60_000));
+    expect.push(("placeholder_due".into(), esc("b", &s.m("phd"))));
+    expect.sort();
+
+    let (found, summary) = check_findings(&mut s.om, false);
+    assert_eq!(found, expect, "{vf:?}");
+    assert_eq!(summary.repaired, 0);
+    let repairable = [
+        "derived_stale",
+        "versions_without_master",
+        "master_behind",
+        "placeholder_due",
+    ];
+    let (fixed, summary) = check_findings(&mut s.om, true);
+    assert_eq!(fixed, expect, "{vf:?} with fix");
+    assert_eq!(
+        summary.repaired,
+        repairable.len() as u64,
+        "{vf:?}: {summary:?}"
+    );
+    let left: Vec<(String, String)> = expect
+        .iter()
+        .filter(|(k, _)| !repairable.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    let (after, _) = check_findings(&mut s.om, false);
+    assert_eq!(after, left, "{vf:?} after the fix");
+    let get =
+        |om: &mut ObjectMetadata<_>, key: &str| block_on(om.get_object("b", key, None)).unwrap();
+    assert_eq!(
+        get(&mut s.om, "orph").get("n"),
+        Some(&Json::Number(2.0)),
+        "{vf:?}"
+    );
+    assert_eq!(
+        get(&mut s.om, "lag").get("n"),
+        Some(&Json::Number(2.0)),
+        "{vf:?}"
+    );
+    let phd = get(&mut s.om, "phd");
+    assert_eq!(
+        phd.get("versionId").and_then(Json::as_str),
+        Some(phd_v1.as_str()),
+        "{vf:?}"
+    );
 }

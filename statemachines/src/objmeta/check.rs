@@ -1,0 +1,890 @@
+//! `Check` of an object-metadata table (`spec/check.md` §3).
+//!
+//! The metastore is read first (each bucket's vFormat and versioning state); then every row is
+//! scanned page by page. Each row is checked on its own (key, document, derived cells, key
+//! format); and each object key met in a page is judged as a whole from its master and all its
+//! version rows, read by key after the page: a dangling or lagging master, a placeholder whose
+//! repair is due, versions without a master. Those findings are
+//! what a put or delete in flight passes through, so a judged key waits out the grace period,
+//! is read and judged again, and only what still holds is reported (and repaired with `fix`:
+//! each repair a `CheckAndMutateRow` on the master or row exactly as it was read).
+
+use alloc::collections::{BTreeMap, BTreeSet};
+use alloc::format;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use rowkit_codec::escape::escape;
+use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
+use rowkit_codec::objmeta::cells::{DOC_FAMILY, FLAG_FAMILY, StoredDoc, filters, replace};
+use rowkit_codec::objmeta::json::Json;
+use rowkit_codec::objmeta::keys::{
+    DecodedRowKey, INFOSTORE, KeyKind, METASTORE, USERS_BUCKET, USERS_BUCKET_COLLECTION, VFormat,
+    collection_end, collection_start, decode_row_key, master_key, row_key,
+};
+use rowkit_codec::objmeta::version_id::generated_at_ms;
+
+use super::REPAIR_DELAY_US;
+use super::requests::latest_version_range;
+use crate::check::{
+    CheckError, CheckEvent, CheckOptions, CheckProgress, CheckSummary, CheckTarget, Checking,
+    Finding, PagedScan, Pending, Report,
+};
+use crate::children::{ChildId, ChildOutput, owned_rows};
+use crate::operation::{Budget, ContextArg, Flow, Io, Operation, WaitAll};
+use crate::{CheckAndMutateRowRequest, ReadRowsRequest, Request, Response, Timestamp};
+
+/// The schema name in findings.
+const SCHEMA: &str = "s3";
+/// The `originOp` a placeholder repair stores (`objmeta.md` §8.4 step 2).
+const REPAIR_ORIGIN_OP: &str = "s3:ObjectRemoved:Delete";
+/// Most version rows of one key read to judge it.
+const MAX_VERSIONS_READ: i64 = 10_000;
+
+/// A check of the object-metadata table, or of one bucket.
+pub type Check = Operation<'static, CheckFlow>;
+
+impl Check {
+    /// Checks `target.table` (or only `bucket`'s collection and metastore row) at `now`.
+    pub fn new(
+        target: CheckTarget,
+        bucket: Option<&str>,
+        options: CheckOptions,
+        now: Timestamp,
+        seed: u64,
+    ) -> Check {
+        let rows = match bucket {
+            None => RowSet::all(),
+            Some(b) => {
+                let c = collection_of(b);
+                RowSet {
+                    row_keys: alloc::vec![row_key(METASTORE, b)],
+                    row_ranges: alloc::vec![RowRange {
+                        start: KeyBound::Closed(collection_start(c)),
+                        end: KeyBound::Open(collection_end(c)),
+                    }],
+                }
+            }
+        };
+        let metastore = PagedScan::new(
+            &target.table,
+            RowSet::range(RowRange {
+                start: KeyBound::Closed(collection_start(METASTORE)),
+                end: KeyBound::Open(collection_end(METASTORE)),
+            }),
+            Some(filters::latest()),
+            options.page_rows,
+        );
+        let flow = CheckFlow {
+            options,
+            scan: PagedScan::new(
+                &target.table,
+                rows,
+                Some(filters::latest()),
+                options.page_rows,
+            ),
+            report: Report::default(),
+            buckets: BTreeMap::new(),
+            last_key: None,
+            asked_buckets: BTreeSet::new(),
+            pending: Pending::new(options.max_pending),
+            phase: Phase::Metastore(metastore),
+        };
+        let budget = Budget {
+            deadline: target.deadline,
+            retry: target.retry,
+        };
+        Operation::start(ContextArg::owned(target), now, seed, budget, flow)
+    }
+}
+
+/// The collection of bucket `b` (`users..bucket` lives in `__usersbucket`).
+fn collection_of(b: &str) -> &str {
+    if b == USERS_BUCKET {
+        USERS_BUCKET_COLLECTION
+    } else {
+        b
+    }
+}
+
+/// The bucket a collection holds.
+fn bucket_of(collection: &str) -> &str {
+    if collection == USERS_BUCKET_COLLECTION {
+        USERS_BUCKET
+    } else {
+        collection
+    }
+}
+
+/// What the metastore says of a bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BucketInfo {
+    vformat: VFormat,
+    /// Versioning suspended: its null masters have no version row.
+    suspended: bool,
+}
+
+/// How a key came to be judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Seen {
+    /// From its master row: every versioned finding applies.
+    Master,
+    /// From its version rows: only "versions without a master" (a key with a master is judged
+    /// from it).
+    Versions,
+}
+
+/// An object key to judge from its master and versions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct KeyCheck {
+    collection: String,
+    key: String,
+    bucket: BucketInfo,
+    seen: Seen,
+}
+
+impl KeyCheck {
+    fn master_row(&self) -> Vec<u8> {
+        row_key(
+            &self.collection,
+            &master_key(self.bucket.vformat, &self.key),
+        )
+    }
+
+    fn versions(&self) -> RowRange {
+        latest_version_range(&self.collection, self.bucket.vformat, &self.key)
+    }
+}
+
+/// A conditional write repairing a finding, and which answer means it was applied.
+#[derive(Debug)]
+struct Repair {
+    request: Request,
+    /// The write is the `true` branch (a condition on the row as read) rather than the
+    /// `false` one (a condition that the row is still absent or not replaced).
+    when_matched: bool,
+}
+
+/// A suspected finding waiting out the grace period.
+#[derive(Debug)]
+enum Suspect {
+    Key(KeyCheck),
+    /// Rows of `collection` (first row `row`) whose bucket has no metastore row.
+    Bucket {
+        collection: String,
+        row: Vec<u8>,
+    },
+}
+
+/// The rows read for a batch of suspects: masters and metastore rows by key, the version rows
+/// of each key in order.
+#[derive(Debug, Default)]
+struct Reads {
+    rows: BTreeMap<Vec<u8>, Row>,
+}
+
+impl Reads {
+    /// The version rows of `k`, newest first.
+    fn versions(&self, k: &KeyCheck) -> Vec<&Row> {
+        let range = k.versions();
+        self.rows
+            .range(range.start.key().unwrap_or_default().to_vec()..)
+            .map(|(_, r)| r)
+            .skip_while(|r| !range.contains(&r.key))
+            .take_while(|r| range.contains(&r.key))
+            .collect()
+    }
+}
+
+/// One `ReadRows` for every suspect's rows: masters and metastore rows by key, and version
+/// ranges (at most [`MAX_VERSIONS_READ`] rows a suspect, in all).
+fn read_for(io: &mut Io<CheckEvent>, table: &str, suspects: &[Suspect]) -> Option<ChildId> {
+    let mut set = RowSet::default();
+    for s in suspects {
+        match s {
+            Suspect::Key(k) => {
+                set.row_keys.push(k.master_row());
+                set.row_ranges.push(k.versions());
+            }
+            Suspect::Bucket { collection, .. } => {
+                set.row_keys.push(row_key(METASTORE, bucket_of(collection)));
+            }
+        }
+    }
+    if set.row_keys.is_empty() && set.row_ranges.is_empty() {
+        return None;
+    }
+    set.row_keys.sort_unstable();
+    set.row_keys.dedup();
+    Some(io.read_rows(ReadRowsRequest {
+        table: table.into(),
+        rows: set,
+        filter: Some(filters::latest()),
+        rows_limit: MAX_VERSIONS_READ.saturating_mul(suspects.len() as i64 + 1),
+        ..Default::default()
+    }))
+}
+
+#[derive(Debug)]
+enum Phase {
+    /// Reading the metastore.
+    Metastore(PagedScan),
+    /// Reading the next page (or re-reading due suspects first).
+    Scan,
+    /// The page's keys and unknown buckets being read for a first judgement.
+    First {
+        read: Option<ChildId>,
+        suspects: Vec<Suspect>,
+        rows: usize,
+    },
+    /// Waiting for the oldest suspect's grace period.
+    Waiting,
+    /// Due suspects being read again.
+    Again {
+        read: Option<ChildId>,
+        suspects: Vec<Suspect>,
+    },
+    /// Conditional writes repairing `findings` (with whether each applies when its predicate
+    /// matches), then `then`.
+    Repair {
+        writes: WaitAll,
+        findings: Vec<(Finding, bool)>,
+        then: alloc::boxed::Box<Phase>,
+    },
+    Done,
+}
+
+/// The flow of [`Check`].
+#[derive(Debug)]
+pub struct CheckFlow {
+    options: CheckOptions,
+    scan: PagedScan,
+    report: Report,
+    buckets: BTreeMap<String, BucketInfo>,
+    /// The last (collection, key) of a row seen, so a key's other rows are skipped.
+    last_key: Option<(String, String)>,
+    /// Collections whose missing metastore row was looked for (each reported once).
+    asked_buckets: BTreeSet<String>,
+    pending: Pending<Suspect>,
+    phase: Phase,
+}
+
+impl Flow for CheckFlow {
+    type Schema = Checking<CheckTarget>;
+    type Output = CheckSummary;
+
+    fn advance(
+        &mut self,
+        io: &mut Io<CheckEvent>,
+        target: &mut CheckTarget,
+    ) -> CheckProgress<CheckSummary> {
+        loop {
+            match core::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Metastore(mut scan) => {
+                    let Some(page) = scan.poll(io)? else {
+                        self.phase = Phase::Metastore(scan);
+                        return Ok(None);
+                    };
+                    for row in &page {
+                        self.know_bucket(row);
+                    }
+                    self.phase = if scan.is_done() {
+                        Phase::Scan
+                    } else {
+                        Phase::Metastore(scan)
+                    };
+                }
+                Phase::Scan => {
+                    let due = self.pending.take_due(io.now(), page_len(&self.options));
+                    if !due.is_empty() {
+                        let read = read_for(io, &target.table, &due);
+                        self.phase = Phase::Again {
+                            read,
+                            suspects: due,
+                        };
+                        continue;
+                    }
+                    if self.pending.is_full() || (self.scan.is_done() && !self.pending.is_empty()) {
+                        if let Some(at) = self.pending.next_due() {
+                            io.sleep_until(at);
+                        }
+                        self.phase = Phase::Waiting;
+                        continue;
+                    }
+                    if self.scan.is_done() {
+                        return Ok(Some(self.report.finish()));
+                    }
+                    let Some(page) = self.scan.poll(io)? else {
+                        self.phase = Phase::Scan;
+                        return Ok(None);
+                    };
+                    let rows = page.len();
+                    let (suspects, repairs) = self.check_page(io, &target.table, page);
+                    let read = read_for(io, &target.table, &suspects);
+                    let first = Phase::First {
+                        read,
+                        suspects,
+                        rows,
+                    };
+                    self.phase = self.repair_then(io, repairs, first);
+                }
+                Phase::First {
+                    read,
+                    suspects,
+                    rows,
+                } => {
+                    let Some(found) = take_rows(io, read)? else {
+                        self.phase = Phase::First {
+                            read,
+                            suspects,
+                            rows,
+                        };
+                        return Ok(None);
+                    };
+                    let due = Timestamp(io.now().0.saturating_add(self.options.grace_micros));
+                    for s in suspects {
+                        if let Suspect::Bucket { collection, .. } = &s
+                            && let Some(row) =
+                                found.rows.get(&row_key(METASTORE, bucket_of(collection)))
+                        {
+                            self.know_bucket(row);
+                        }
+                        if !judge(&target.table, &s, &found, io.now()).is_empty() {
+                            self.pending.push(due, s);
+                        }
+                    }
+                    self.report.scanned(io, rows);
+                    self.phase = Phase::Scan;
+                }
+                Phase::Waiting => {
+                    if io.sleeping() {
+                        self.phase = Phase::Waiting;
+                        return Ok(None);
+                    }
+                    self.phase = Phase::Scan;
+                }
+                Phase::Again { read, suspects } => {
+                    let Some(found) = take_rows(io, read)? else {
+                        self.phase = Phase::Again { read, suspects };
+                        return Ok(None);
+                    };
+                    let mut repairs = Vec::new();
+                    for s in &suspects {
+                        for (f, repair) in judge(&target.table, s, &found, io.now()) {
+                            match repair {
+                                Some(r) if self.options.fix => repairs.push((f, r)),
+                                _ => self.report.finding(io, f),
+                            }
+                        }
+                    }
+                    self.phase = self.repair_then(io, repairs, Phase::Scan);
+                }
+                Phase::Repair {
+                    mut writes,
+                    findings,
+                    then,
+                } => {
+                    let Some(outcomes) = writes.poll(io) else {
+                        self.phase = Phase::Repair {
+                            writes,
+                            findings,
+                            then,
+                        };
+                        return Ok(None);
+                    };
+                    for ((f, when_matched), outcome) in findings.into_iter().zip(outcomes) {
+                        self.repaired(io, f, when_matched, outcome);
+                    }
+                    self.phase = *then;
+                }
+                Phase::Done => return Err(CheckError::Aborted),
+            }
+        }
+    }
+}
+
+/// Rows re-read at once: a page's worth.
+fn page_len(options: &CheckOptions) -> usize {
+    usize::try_from(options.page_rows).unwrap_or(1).max(1)
+}
+
+/// The rows of a finished read by key (`None` while it runs; no read: nothing).
+fn take_rows(io: &mut Io<CheckEvent>, read: Option<ChildId>) -> CheckProgress<Reads> {
+    let Some(read) = read else {
+        return Ok(Some(Reads::default()));
+    };
+    match io.take(read) {
+        None => Ok(None),
+        Some(Ok(ChildOutput::Rows(rows))) => Ok(Some(Reads {
+            rows: owned_rows(rows)
+                .into_iter()
+                .map(|r| (r.key.clone(), r))
+                .collect(),
+        })),
+        Some(Ok(_)) => Ok(Some(Reads::default())),
+        Some(Err(e)) => Err(CheckError::Store(e)),
+    }
+}
+
+impl CheckFlow {
+    /// Records a metastore row's bucket.
+    fn know_bucket(&mut self, row: &Row) {
+        let Ok(key) = decode_row_key(&row.key) else {
+            return;
+        };
+        if key.kind != KeyKind::Metastore {
+            return;
+        }
+        if let Some(info) = bucket_info(row) {
+            self.buckets.insert(key.arsenal_key, info);
+        }
+    }
+
+    /// Sends `repairs` and goes on with `then` once they are answered (at once without any).
+    fn repair_then(
+        &mut self,
+        io: &mut Io<CheckEvent>,
+        repairs: Vec<(Finding, Repair)>,
+        then: Phase,
+    ) -> Phase {
+        if repairs.is_empty() {
+            return then;
+        }
+        let mut ids = Vec::new();
+        let mut findings = Vec::new();
+        for (f, r) in repairs {
+            ids.push(io.unary(r.request));
+            findings.push((f, r.when_matched));
+        }
+        Phase::Repair {
+            writes: WaitAll::new(ids),
+            findings,
+            then: alloc::boxed::Box::new(then),
+        }
+    }
+
+    /// Reports `f` with its repair's outcome: applied; not applied (the row changed since it
+    /// was read: left for the next check); or failed.
+    fn repaired(
+        &mut self,
+        io: &mut Io<CheckEvent>,
+        mut f: Finding,
+        when_matched: bool,
+        outcome: Result<ChildOutput, crate::StoreError>,
+    ) {
+        match outcome {
+            Ok(ChildOutput::Unary(Response::CheckAndMutateRow { predicate_matched }))
+                if predicate_matched == when_matched =>
+            {
+                f.repaired = true
+            }
+            Ok(ChildOutput::Unary(Response::CheckAndMutateRow { .. })) => {
+                f.detail = format!(
+                    "{}; not repaired: the row changed since it was read",
+                    f.detail
+                )
+            }
+            Ok(other) => f.detail = format!("{}; repair: unexpected reply {other:?}", f.detail),
+            Err(e) => f.detail = format!("{}; repair failed: {e}", f.detail),
+        }
+        self.report.finding(io, f);
+    }
+
+    /// Checks each row of a page on its own; gives the keys and buckets to judge.
+    fn check_page(
+        &mut self,
+        io: &mut Io<CheckEvent>,
+        table: &str,
+        page: Vec<Row>,
+    ) -> (Vec<Suspect>, Vec<(Finding, Repair)>) {
+        let mut suspects = Vec::new();
+        let mut repairs = Vec::new();
+        for row in page {
+            let key = match decode_row_key(&row.key) {
+                Ok(k) => k,
+                Err(e) => {
+                    self.report
+                        .finding(io, finding("undecodable_key", &row.key, e.to_string()));
+                    continue;
+                }
+            };
+            let doc = self.document(io, table, &row, &key, &mut repairs);
+            if matches!(key.kind, KeyKind::Metastore | KeyKind::Infostore) {
+                continue;
+            }
+            let Some(bucket) = self.buckets.get(bucket_of(&key.collection)).copied() else {
+                if self.asked_buckets.insert(key.collection.clone()) {
+                    suspects.push(Suspect::Bucket {
+                        collection: key.collection.clone(),
+                        row: row.key.clone(),
+                    });
+                }
+                continue;
+            };
+            let v1_key = matches!(key.kind, KeyKind::Master | KeyKind::Version)
+                && key.format == Some(VFormat::V1);
+            if (bucket.vformat == VFormat::V1) != v1_key {
+                let detail = format!(
+                    "the bucket's vFormat is {}, the key is {}",
+                    bucket.vformat.as_str(),
+                    if v1_key { "v1" } else { "not v1" }
+                );
+                self.report
+                    .finding(io, finding("wrong_format_key", &row.key, detail));
+                continue;
+            }
+            if doc.is_none() {
+                continue;
+            }
+            let this = (key.collection.clone(), key.object_key.clone());
+            if self.last_key.as_ref() == Some(&this) {
+                continue;
+            }
+            self.last_key = Some(this);
+            // A key met at its master is judged whole; met at its versions (v1 keeps them
+            // apart; v0 when it has no master) only a missing master counts, so no finding is
+            // reported twice and nothing is remembered beyond the last key.
+            let seen = match key.kind {
+                KeyKind::Master => Seen::Master,
+                _ => Seen::Versions,
+            };
+            suspects.push(Suspect::Key(KeyCheck {
+                collection: key.collection,
+                key: key.object_key,
+                bucket,
+                seen,
+            }));
+        }
+        (suspects, repairs)
+    }
+
+    /// The row's document, after `bad_document` and `derived_stale` are reported (the latter
+    /// with its repair in `repairs` under `fix`: conditional on the row as read, it needs no
+    /// grace period).
+    fn document(
+        &mut self,
+        io: &mut Io<CheckEvent>,
+        table: &str,
+        row: &Row,
+        key: &DecodedRowKey,
+        repairs: &mut Vec<(Finding, Repair)>,
+    ) -> Option<StoredDoc> {
+        let object_expected = key.collection != INFOSTORE;
+        let doc = match StoredDoc::from_row(row) {
+            Ok(Some(doc)) if !object_expected || doc.value.as_object().is_some() => doc,
+            Ok(Some(doc)) => {
+                let detail = format!("d:value {} is not a JSON object", short(&doc.text));
+                self.report
+                    .finding(io, finding("bad_document", &row.key, detail));
+                return None;
+            }
+            Ok(None) => {
+                self.report.finding(
+                    io,
+                    finding("bad_document", &row.key, "no d:value cell".into()),
+                );
+                return None;
+            }
+            Err(e) => {
+                let detail = format!("d:value does not parse: {e}");
+                self.report
+                    .finding(io, finding("bad_document", &row.key, detail));
+                return None;
+            }
+        };
+        if let Some(stale) = derived_stale(row, &doc) {
+            let mut f = finding("derived_stale", &row.key, stale);
+            f.repair = Some("rewrite the f family from d:value, if both are as read".into());
+            if self.options.fix {
+                let request = cam(
+                    table,
+                    &row.key,
+                    unchanged(&doc),
+                    replace(&doc.value, None),
+                    Vec::new(),
+                );
+                let repair = Repair {
+                    request,
+                    when_matched: true,
+                };
+                repairs.push((f, repair));
+            } else {
+                self.report.finding(io, f);
+            }
+        }
+        Some(doc)
+    }
+}
+
+/// A report-only finding.
+fn finding(kind: &'static str, row_key: &[u8], detail: String) -> Finding {
+    Finding {
+        schema: SCHEMA,
+        kind,
+        row_key: row_key.to_vec(),
+        detail,
+        repair: None,
+        repaired: false,
+    }
+}
+
+/// At most 80 characters of a document, for details.
+fn short(text: &str) -> String {
+    match text.char_indices().nth(80) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.into(),
+    }
+}
+
+/// A metastore row's vFormat and versioning state.
+fn bucket_info(row: &Row) -> Option<BucketInfo> {
+    let doc = StoredDoc::from_row(row).ok()??;
+    let vformat = doc
+        .vformat
+        .as_ref()
+        .and_then(Json::as_str)
+        .map_or(VFormat::V0, VFormat::from_stored);
+    let suspended = doc
+        .value
+        .get("versioningConfiguration")
+        .and_then(|v| v.get("Status"))
+        .and_then(Json::as_str)
+        == Some("Suspended");
+    Some(BucketInfo { vformat, suspended })
+}
+
+/// What is stale in the row's `f` family against its `d:value`, if anything.
+fn derived_stale(row: &Row, doc: &StoredDoc) -> Option<String> {
+    let want: BTreeMap<Vec<u8>, Vec<u8>> = replace(&doc.value, None)
+        .into_iter()
+        .filter_map(|m| match m {
+            Mutation::SetCell {
+                family,
+                qualifier,
+                value,
+                ..
+            } if family == FLAG_FAMILY => Some((qualifier, value)),
+            _ => None,
+        })
+        .collect();
+    let have: BTreeMap<Vec<u8>, Vec<u8>> = row
+        .cells
+        .iter()
+        .filter(|c| c.family == FLAG_FAMILY)
+        .map(|c| (c.qualifier.clone(), c.value.clone()))
+        .collect();
+    if want == have {
+        return None;
+    }
+    let names =
+        |m: &BTreeMap<Vec<u8>, Vec<u8>>| m.keys().map(|q| escape(q)).collect::<Vec<_>>().join(", ");
+    let wrong: Vec<String> = want
+        .iter()
+        .filter(|(q, v)| have.get(*q).is_some_and(|h| h != *v))
+        .map(|(q, _)| format!("f:{}", escape(q)))
+        .collect();
+    Some(format!(
+        "f cells [{}] are not those of d:value [{}]{}",
+        names(&have),
+        names(&want),
+        if wrong.is_empty() {
+            String::new()
+        } else {
+            format!("; wrong values: {}", wrong.join(", "))
+        }
+    ))
+}
+
+/// Matches iff the row's `d:value` and `f:hash` are exactly as in `doc` (an absent hash must
+/// still be absent).
+fn unchanged(doc: &StoredDoc) -> RowFilter {
+    let value = RowFilter::Chain(alloc::vec![
+        RowFilter::FamilyNameRegex(DOC_FAMILY.into()),
+        RowFilter::ColumnQualifierRegex(b"value".to_vec()),
+        RowFilter::ValueRange {
+            start: KeyBound::Closed(doc.text.as_bytes().to_vec()),
+            end: KeyBound::Closed(doc.text.as_bytes().to_vec()),
+        },
+    ]);
+    let hash = match &doc.hash {
+        Some(h) => filters::hash_eq(h),
+        None => RowFilter::Condition {
+            predicate: Some(alloc::boxed::Box::new(filters::flag("hash"))),
+            true_filter: Some(alloc::boxed::Box::new(RowFilter::BlockAll)),
+            false_filter: Some(alloc::boxed::Box::new(filters::exists())),
+        },
+    };
+    filters::and(value, hash)
+}
+
+fn cam(
+    table: &str,
+    row: &[u8],
+    predicate: RowFilter,
+    true_mutations: Vec<Mutation>,
+    false_mutations: Vec<Mutation>,
+) -> Request {
+    Request::CheckAndMutateRow(CheckAndMutateRowRequest {
+        table: table.into(),
+        app_profile_id: String::new(),
+        row_key: row.to_vec(),
+        predicate: Some(predicate),
+        true_mutations,
+        false_mutations,
+    })
+}
+
+/// A document of a row that exists and is not flagged deleted.
+fn live(row: &Row) -> Option<StoredDoc> {
+    StoredDoc::from_row(row)
+        .ok()
+        .flatten()
+        .filter(|d| !d.deleted)
+}
+
+fn flag(doc: &StoredDoc, name: &str) -> bool {
+    doc.value.get(name) == Some(&Json::Bool(true))
+}
+
+fn vid(doc: &StoredDoc) -> Option<&str> {
+    doc.value.get("versionId").and_then(Json::as_str)
+}
+
+/// The findings a suspect's rows show now, each with its repair request (if one is allowed).
+fn judge(
+    table: &str,
+    s: &Suspect,
+    found: &Reads,
+    now: Timestamp,
+) -> Vec<(Finding, Option<Repair>)> {
+    match s {
+        Suspect::Bucket { collection, row } => {
+            if found
+                .rows
+                .contains_key(&row_key(METASTORE, bucket_of(collection)))
+            {
+                return Vec::new();
+            }
+            let detail = format!(
+                "collection {} has rows but bucket {} has no __metastore row",
+                escape(collection.as_bytes()),
+                escape(bucket_of(collection).as_bytes())
+            );
+            alloc::vec![(finding("bucket_without_metastore", row, detail), None)]
+        }
+        Suspect::Key(k) => judge_key(table, k, found, now),
+    }
+}
+
+fn judge_key(
+    table: &str,
+    k: &KeyCheck,
+    found: &Reads,
+    now: Timestamp,
+) -> Vec<(Finding, Option<Repair>)> {
+    let master_key = k.master_row();
+    let master_row = found.rows.get(&master_key);
+    let master = master_row.and_then(|r| StoredDoc::from_row(r).ok().flatten());
+    let versions: Vec<(&Row, StoredDoc)> = found
+        .versions(k)
+        .into_iter()
+        .filter_map(|r| live(r).map(|d| (r, d)))
+        .collect();
+    let latest = versions.first();
+    // The §8.4 repair: the master becomes the newest live version.
+    let becomes_latest = |predicate: RowFilter, when_matched: bool| -> Option<Repair> {
+        let (_, doc) = latest?;
+        let mutations = replace(&doc.value, None);
+        let request = if when_matched {
+            cam(table, &master_key, predicate, mutations, Vec::new())
+        } else {
+            cam(table, &master_key, predicate, Vec::new(), mutations)
+        };
+        Some(Repair {
+            request,
+            when_matched,
+        })
+    };
+    let mut out = Vec::new();
+    let Some(master) = master else {
+        // v1: the master disappears under a delete marker; v0 never lacks one legitimately.
+        if let Some((row, doc)) = latest
+            && !flag(doc, "isDeleteMarker")
+        {
+            let detail = format!(
+                "{} version row(s), the newest {} not a delete marker, and no master",
+                versions.len(),
+                escape(&row.key)
+            );
+            let mut f = finding("versions_without_master", &master_key, detail);
+            f.repair =
+                Some("write the newest version as master, if the master is still absent".into());
+            out.push((f, becomes_latest(filters::exists(), false)));
+        }
+        return out;
+    };
+    if k.seen == Seen::Versions {
+        return out;
+    }
+    let Some(mvid) = vid(&master) else {
+        return out;
+    };
+    if flag(&master, "isPHD") {
+        let due =
+            generated_at_ms(mvid).map(|ms| ms.saturating_mul(1000).saturating_add(REPAIR_DELAY_US));
+        if due.is_some_and(|d| d <= now.0) {
+            let detail = format!(
+                "placeholder master {} whose repair was due at {} µs",
+                escape(mvid.as_bytes()),
+                due.unwrap_or(0)
+            );
+            let mut f = finding("placeholder_due", &master_key, detail);
+            f.repair = Some("the delayed repair (objmeta.md §8.4): the newest version becomes master, if the placeholder is still there".into());
+            let repair = latest.map(|(_, doc)| {
+                let mut value = doc.value.clone();
+                if let Some(obj) = value.as_object_mut() {
+                    obj.set("originOp", Json::str(REPAIR_ORIGIN_OP));
+                }
+                let predicate = filters::exists_and_not(filters::phd_is(mvid));
+                Repair {
+                    request: cam(
+                        table,
+                        &master_key,
+                        predicate,
+                        Vec::new(),
+                        replace(&value, None),
+                    ),
+                    when_matched: false,
+                }
+            });
+            out.push((f, repair));
+        }
+        return out;
+    }
+    if flag(&master, "isDeleteMarker") || k.bucket.suspended || flag(&master, "isNull") {
+        return out;
+    }
+    if !versions.iter().any(|(_, d)| vid(d) == Some(mvid)) {
+        let detail = format!(
+            "the master names version {}, which has no version row",
+            escape(mvid.as_bytes())
+        );
+        out.push((finding("master_dangling", &master_key, detail), None));
+        return out;
+    }
+    // Ids sort newest first: a master id above the newest non-delete-marker version's is older.
+    if let Some((row, newest)) = versions.iter().find(|(_, d)| !flag(d, "isDeleteMarker"))
+        && vid(newest).is_some_and(|v| mvid > v)
+    {
+        let detail = format!(
+            "the master names version {}, older than version row {}",
+            escape(mvid.as_bytes()),
+            escape(&row.key)
+        );
+        let mut f = finding("master_behind", &master_key, detail);
+        f.repair = Some("the newest version becomes master, if the master is as read".into());
+        let hash = master.hash.clone().unwrap_or_default();
+        out.push((f, becomes_latest(filters::hash_eq(&hash), true)));
+    }
+    out
+}
