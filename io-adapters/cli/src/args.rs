@@ -151,6 +151,9 @@ pub enum Command {
     Key(KeyArgs),
     /// Serve the Bigtable v2 JSON API and the browser tool over the store.
     Serve(crate::serve::ServeArgs),
+    /// Check every schema table of the store (graph, gold, s3, and the mount table's fsck);
+    /// exit 1 if problems are left.
+    Check(crate::check::CheckArgs),
 }
 
 /// `rowkit key …`: pure, no store.
@@ -244,6 +247,7 @@ impl Command {
             Command::S3(args) => Some(&args.store),
             Command::Mt(args) => Some(&args.store),
             Command::Serve(args) => Some(&args.store),
+            Command::Check(args) => Some(&args.store),
             Command::Key(_) => None,
         }
     }
@@ -257,6 +261,7 @@ impl Command {
             Command::Graph(args) => args.command.only_reads(),
             Command::Gold(args) => args.command.only_reads(),
             Command::S3(args) => args.command.only_reads(),
+            Command::Check(args) => !args.fix,
             Command::Mt(_) | Command::Serve(_) => false,
             Command::Key(_) => true,
         }

@@ -10,6 +10,19 @@ use rowkit_statemachines::StoreError;
 use rowkit_statemachines::check::{CheckError, CheckEvent, CheckSummary, Finding};
 use serde_json::{Map, Value, json};
 
+use rowkit_client::mounttable::{MountTable, MtConfig};
+use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_client::tracestore::TraceStore;
+use rowkit_client::triples::TripleStore;
+use rowkit_client::{SyncDriver, block_on};
+use rowkit_codec::tracestore::detect_layout;
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::Clock;
+use rowkit_statemachines::check::CheckOptions;
+use rowkit_statemachines::mounttable::{FindingKind, MtError, MtEvent, Tables};
+use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
+
+use crate::args::Context;
 use crate::error::CliError;
 use crate::output::{Output, Progress, bytes_fields};
 
@@ -33,6 +46,8 @@ pub fn check_error(e: CheckError) -> CliError {
 pub struct CheckOutput<'o> {
     out: &'o Output,
     schema: &'static str,
+    /// The table, named in the summary when several are checked.
+    table: Option<String>,
     progress: Progress,
     /// With `--json`: every finding, for the document at the end.
     findings: Vec<Value>,
@@ -46,6 +61,7 @@ impl<'o> CheckOutput<'o> {
         CheckOutput {
             out,
             schema,
+            table: None,
             progress: Progress::new("rows scanned"),
             findings: Vec::new(),
             write_error: None,
@@ -74,28 +90,46 @@ impl<'o> CheckOutput<'o> {
         }
     }
 
+    /// Names the table in the summary (`rowkit check` checks several).
+    pub fn with_table(mut self, table: &str) -> Self {
+        self.table = Some(table.into());
+        self
+    }
+
     /// Prints the summary (or the JSON document) of a finished check; `Err(Exit(1))` when
     /// findings are left.
-    pub fn finish(mut self, summary: &CheckSummary) -> Result<(), CliError> {
-        self.progress.finish();
-        if let Some(e) = self.write_error.take() {
-            return Err(e);
-        }
-        if self.out.is_json() {
-            let mut doc = summary_json(self.schema, summary);
-            doc.insert(
-                "findings".into(),
-                Value::Array(std::mem::take(&mut self.findings)),
-            );
-            outln!("{}", Value::Object(doc));
-        } else {
-            outln!("{}", summary_line(self.schema, summary));
+    pub fn finish(self, summary: &CheckSummary) -> Result<(), CliError> {
+        if let Some(doc) = self.report(summary)? {
+            outln!("{doc}");
         }
         if summary.is_clean() {
             Ok(())
         } else {
             Err(CliError::Exit(1))
         }
+    }
+
+    /// Ends the check: the summary line is printed (text), or the JSON document given back.
+    pub fn report(mut self, summary: &CheckSummary) -> Result<Option<Value>, CliError> {
+        self.progress.finish();
+        if let Some(e) = self.write_error.take() {
+            return Err(e);
+        }
+        if self.out.is_json() {
+            let mut doc = summary_json(self.schema, summary);
+            if let Some(table) = &self.table {
+                doc.insert("table".into(), json!(table));
+            }
+            let findings = std::mem::take(&mut self.findings);
+            doc.insert("findings".into(), Value::Array(findings));
+            return Ok(Some(Value::Object(doc)));
+        }
+        let label = match &self.table {
+            Some(t) => format!("{} (table {t})", self.schema),
+            None => self.schema.to_string(),
+        };
+        outln!("{}", summary_line(&label, summary));
+        Ok(None)
     }
 }
 
@@ -189,4 +223,150 @@ mod tests {
             "graph: 12 rows scanned, 2 findings (missing_index 1, undecodable_key 1), 1 repaired, 1 left"
         );
     }
+}
+
+/// `rowkit check [--fix] [--grace SECS]`: every schema table of the store, each found by its
+/// families, checked with its schema's check (the mount table's is `fsck`); exit 1 if any
+/// table has findings left.
+pub fn run_all(ctx: &Context, args: &CheckArgs, out: &Output) -> Result<(), CliError> {
+    let options = CheckOptions {
+        fix: args.fix,
+        grace_micros: i64::from(args.grace) * 1_000_000,
+        ..CheckOptions::default()
+    };
+    let timeout = CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
+    let driver = SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref());
+    let mut tables = ctx.store.list_tables()?;
+    tables.sort();
+    let mut docs = Vec::new();
+    let mut skipped = Vec::new();
+    let mut left = false;
+    for table in &tables {
+        let families: Vec<String> = ctx
+            .store
+            .families(table)?
+            .into_iter()
+            .map(|f| f.name)
+            .collect();
+        let exactly = |names: &[&str]| {
+            let mut want: Vec<&str> = names.to_vec();
+            let mut got: Vec<&str> = families.iter().map(String::as_str).collect();
+            want.sort_unstable();
+            got.sort_unstable();
+            want == got
+        };
+        let summary = if exactly(&["graph", "immutable_triple", "temporal_triple"]) {
+            let mut output = CheckOutput::new(out, "graph").with_table(table);
+            let ts = TripleStore::new(&driver)
+                .with_table(table)
+                .with_seed(ctx.seed);
+            let s = block_on(ts.check(None, options, timeout, |e| output.event(e)))
+                .map_err(check_error)?;
+            docs.extend(output.report(&s)?);
+            s
+        } else if exactly(&["d", "f"]) {
+            let mut output = CheckOutput::new(out, "s3").with_table(table);
+            let config = ObjmetaConfig {
+                table: table.clone(),
+                ..ObjmetaConfig::default()
+            };
+            let mut om = ObjectMetadata::new(&driver, ObjmetaState::new(config), ctx.seed);
+            let s = block_on(om.check(None, options, timeout, |e| output.event(e)))
+                .map_err(check_error)?;
+            docs.extend(output.report(&s)?);
+            s
+        } else if exactly(&["m", "s", "c"]) && tables.contains(&format!("{table}-counters")) {
+            let (s, doc) = fsck(ctx, &driver, table, args.fix, out)?;
+            docs.extend(doc);
+            s
+        } else if let Ok(layout) = detect_layout(&families, None) {
+            let mut output = CheckOutput::new(out, "gold").with_table(table);
+            let mut gold = TraceStore::with_layout(&driver, table, layout, ctx.seed);
+            let s =
+                block_on(gold.check(options, timeout, |e| output.event(e))).map_err(check_error)?;
+            docs.extend(output.report(&s)?);
+            s
+        } else {
+            if !table.ends_with("-counters") {
+                skipped.push(table.clone());
+            }
+            continue;
+        };
+        left |= !summary.is_clean();
+    }
+    if out.is_json() {
+        outln!("{}", json!({"checks": docs, "skipped": skipped}));
+    } else if !skipped.is_empty() {
+        outln!("not a schema table, not checked: {}", skipped.join(", "));
+    }
+    if left { Err(CliError::Exit(1)) } else { Ok(()) }
+}
+
+/// The driver `rowkit` commands run on.
+type Driver<'c> = SyncDriver<&'c dyn Store, &'c (dyn Clock + Send + Sync)>;
+
+/// The mount table's check is its fsck (`spec/check.md` §1: not restated), reported like the
+/// others: its findings by kind, repaired when `fix` fixed them.
+fn fsck(
+    ctx: &Context,
+    driver: &Driver<'_>,
+    table: &str,
+    fix: bool,
+    out: &Output,
+) -> Result<(CheckSummary, Option<Value>), CliError> {
+    let config = MtConfig {
+        tables: Tables::new(table),
+        deadline_us: ctx.retry.operation_timeout,
+        seed: ctx.seed,
+        ..MtConfig::default()
+    };
+    let t = MountTable::new(driver, config);
+    let mut output = CheckOutput::new(out, "mt").with_table(table);
+    let mut summary = CheckSummary::default();
+    let outcome = block_on(t.fsck(fix, |event| {
+        if let MtEvent::FsckFinding {
+            row_key,
+            kind,
+            fixed,
+        } = event
+        {
+            let finding = Finding {
+                schema: "mt",
+                kind: crate::mt::finding_kind_name(kind),
+                row_key,
+                detail: "fsck (mounttable.md §16)".into(),
+                repair: match kind {
+                    FindingKind::Orphan => Some("delete the orphan node".into()),
+                    FindingKind::Dangling => Some("drop the dangling child references".into()),
+                    _ => None,
+                },
+                repaired: fixed,
+            };
+            summary.record(&finding);
+            output.event(CheckEvent::Finding(finding));
+        }
+    }));
+    match outcome {
+        Ok(_) | Err(MtError::FsckInconsistent(_)) => {}
+        Err(e) => return Err(crate::mt::op_error(e)),
+    }
+    summary
+        .notes
+        .push("fsck does not count the rows it reads".into());
+    let doc = output.report(&summary)?;
+    Ok((summary, doc))
+}
+
+/// `rowkit check`.
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// The store and its clock.
+    #[command(flatten)]
+    pub store: crate::args::StoreArgs,
+    /// Repair what each schema's check may repair (the mount table: `fsck --fix`).
+    #[arg(long)]
+    pub fix: bool,
+    /// Seconds a possible in-flight write is given before it is re-read and reported.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub grace: u32,
 }

@@ -85,6 +85,7 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
         Command::Mt(args) => mt::run(&ctx, args, out),
         Command::Key(args) => key::run(&args.command, out),
         Command::Serve(args) => serve::run(ctx, args, out),
+        Command::Check(args) => check::run_all(&ctx, args, out),
     }
 }
 

@@ -125,7 +125,8 @@ pub enum PermsCommand {
     },
 }
 
-fn op_error(e: MtError) -> CliError {
+/// A mount-table error as the CLI reports it.
+pub fn op_error(e: MtError) -> CliError {
     match e {
         MtError::Store(s) => CliError::Store(s),
         other => CliError::Schema {
@@ -433,7 +434,8 @@ pub fn key_decode(key: &[u8], out: &Output) -> Result<(), CliError> {
 }
 
 /// A finding kind as the CLI names it (stderr lines and `--json`).
-fn finding_kind_name(kind: FindingKind) -> &'static str {
+/// The stable name of an fsck finding kind.
+pub fn finding_kind_name(kind: FindingKind) -> &'static str {
     match kind {
         FindingKind::Orphan => "orphan",
         FindingKind::Dangling => "dangling",
