@@ -788,5 +788,8 @@ fn check_every_schema_table() {
     // One bucket's check reads its collection and metastore row only: `nosep` is not in it.
     let o = s.rowkit(&["s3", "check", "b", "--grace", "0"]);
     assert_eq!(o.status.code(), Some(0), "{o:?}");
-    assert_eq!(stdout(&o), "s3: 2 rows scanned, 0 findings, 0 repaired, 0 left\n");
+    assert_eq!(
+        stdout(&o),
+        "s3: 2 rows scanned, 0 findings, 0 repaired, 0 left\n"
+    );
 }
