@@ -30,10 +30,12 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::marker::PhantomData;
 
+use rowkit_codec::escape::escape;
 use rowkit_codec::model::{Row, RowFilter, RowSet};
+use serde::Serialize;
 
 use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::{Io, Schema};
+use crate::operation::{Io, Schema, WaitAll};
 use crate::readrows::resume_request;
 use crate::{Code, ReadRowsRequest, RetryPolicy, StoreError, Timestamp};
 
@@ -87,6 +89,39 @@ pub struct Finding {
     pub repaired: bool,
 }
 
+/// The JSON form (rule 1.4): `{schema, kind, row_key, row_key_hex, detail, repair,
+/// repaired}`, the row key as escaped text and as hex, `repair` `"none"` when report-only.
+impl Serialize for Finding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut m = s.serialize_struct("Finding", 7)?;
+        m.serialize_field("schema", self.schema)?;
+        m.serialize_field("kind", self.kind)?;
+        m.serialize_field("row_key", &escape(&self.row_key))?;
+        m.serialize_field("row_key_hex", &hex::encode(&self.row_key))?;
+        m.serialize_field("detail", &self.detail)?;
+        m.serialize_field("repair", self.repair.as_deref().unwrap_or("none"))?;
+        m.serialize_field("repaired", &self.repaired)?;
+        m.end()
+    }
+}
+
+/// One check's report as a document: the summary's fields, the schema and table checked, and
+/// every finding (what `--json` prints and the browser tool receives).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CheckReport {
+    /// The schema checked.
+    pub schema: &'static str,
+    /// The table, when it is named.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+    /// The summary.
+    #[serde(flatten)]
+    pub summary: CheckSummary,
+    /// Every finding, in the order reported.
+    pub findings: Vec<Finding>,
+}
+
 /// What a check emits along the way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CheckEvent {
@@ -102,7 +137,7 @@ pub enum CheckEvent {
 }
 
 /// What a check found (rule 1.5).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CheckSummary {
     /// Rows the scan read.
     pub rows_scanned: u64,
@@ -360,6 +395,139 @@ impl<T> Pending<T> {
             }
         }
         due
+    }
+}
+
+/// What a scanning check does next ([`Scanner::next`]).
+#[derive(Debug)]
+pub enum Step<T> {
+    /// Read these suspects again: their grace period has passed.
+    Recheck(Vec<T>),
+    /// Check this page.
+    Page(Vec<Row>),
+    /// The scan is over and nothing is held: the summary.
+    Done(CheckSummary),
+}
+
+/// The loop every check that holds suspects runs (rule 1.2): suspects whose grace period has
+/// passed are re-read first, a page's worth at a time; a full queue, or the end of the scan
+/// with suspects left, waits for the oldest; otherwise the next page is read.
+#[derive(Debug)]
+pub struct Scanner<T> {
+    scan: PagedScan,
+    pending: Pending<T>,
+    report: Report,
+    options: CheckOptions,
+}
+
+impl<T> Scanner<T> {
+    /// Scans with `scan` under `options`.
+    pub fn new(scan: PagedScan, options: CheckOptions) -> Scanner<T> {
+        Scanner {
+            scan,
+            pending: Pending::new(options.max_pending),
+            report: Report::default(),
+            options,
+        }
+    }
+
+    /// The next step; `Ok(None)` while a page is read or the timer runs.
+    pub fn next(&mut self, io: &mut Io<CheckEvent>) -> CheckProgress<Step<T>> {
+        if io.sleeping() {
+            return Ok(None);
+        }
+        let batch = usize::try_from(self.options.page_rows).unwrap_or(1).max(1);
+        let due = self.pending.take_due(io.now(), batch);
+        if !due.is_empty() {
+            return Ok(Some(Step::Recheck(due)));
+        }
+        if self.pending.is_full() || (self.scan.is_done() && !self.pending.is_empty()) {
+            if let Some(at) = self.pending.next_due() {
+                io.sleep_until(at);
+            }
+            return Ok(None);
+        }
+        if self.scan.is_done() {
+            return Ok(Some(Step::Done(self.report.finish())));
+        }
+        Ok(self.scan.poll(io)?.map(Step::Page))
+    }
+
+    /// Holds `suspect` for the grace period from now.
+    pub fn hold(&mut self, io: &Io<CheckEvent>, suspect: T) {
+        let due = Timestamp(io.now().0.saturating_add(self.options.grace_micros));
+        self.pending.push(due, suspect);
+    }
+
+    /// The findings reported so far.
+    pub fn report(&mut self) -> &mut Report {
+        &mut self.report
+    }
+
+    /// The check's options.
+    pub fn options(&self) -> &CheckOptions {
+        &self.options
+    }
+}
+
+/// A conditional write repairing a finding (rule 1.3), and which answer means it was applied.
+#[derive(Debug)]
+pub struct Repair {
+    /// The `CheckAndMutateRow`.
+    pub request: crate::Request,
+    /// The write is the `true` branch (a condition on the row as read) rather than the
+    /// `false` one (a condition that what is missing is still missing).
+    pub when_matched: bool,
+}
+
+/// Repairs in flight, each with its finding.
+#[derive(Debug)]
+pub struct Repairs {
+    writes: WaitAll,
+    findings: Vec<(Finding, bool)>,
+}
+
+impl Repairs {
+    /// Sends every repair at once.
+    pub fn start(io: &mut Io<CheckEvent>, repairs: Vec<(Finding, Repair)>) -> Repairs {
+        let mut ids = Vec::new();
+        let mut findings = Vec::new();
+        for (f, r) in repairs {
+            ids.push(io.unary(r.request));
+            findings.push((f, r.when_matched));
+        }
+        Repairs {
+            writes: WaitAll::new(ids),
+            findings,
+        }
+    }
+
+    /// Once every repair is answered, reports each finding: repaired when its write applied;
+    /// dropped when it did not (the row changed since it was read, so what was found no longer
+    /// holds, and the next check judges the new state); with the error when the write failed.
+    pub fn poll(&mut self, io: &mut Io<CheckEvent>, report: &mut Report) -> Option<()> {
+        let outcomes = self.writes.poll(io)?;
+        for ((mut f, when_matched), outcome) in core::mem::take(&mut self.findings)
+            .into_iter()
+            .zip(outcomes)
+        {
+            match outcome {
+                Ok(ChildOutput::Unary(crate::Response::CheckAndMutateRow {
+                    predicate_matched,
+                })) => {
+                    if predicate_matched != when_matched {
+                        continue;
+                    }
+                    f.repaired = true;
+                }
+                Ok(other) => {
+                    f.detail = alloc::format!("{}; repair: unexpected reply {other:?}", f.detail)
+                }
+                Err(e) => f.detail = alloc::format!("{}; repair failed: {e}", f.detail),
+            }
+            report.finding(io, f);
+        }
+        Some(())
     }
 }
 

@@ -2,6 +2,7 @@
 //! stable `code`, and reading option objects.
 
 use core::future::Future;
+use rowkit_statemachines::check::{CheckError, CheckEvent, CheckReport, CheckSummary, Finding};
 
 use js_sys::{Promise, Reflect};
 use rowkit_statemachines::StoreError;
@@ -49,6 +50,42 @@ pub fn store_error(e: &StoreError) -> JsValue {
         &e.code.name().to_ascii_lowercase(),
         &format!("{}: {}", e.code, e.message),
     )
+}
+
+/// A check's error: `aborted` for a deadline or cancel, else its store status.
+pub fn check_error(e: CheckError) -> JsValue {
+    match e {
+        CheckError::Aborted => error("aborted", &e.to_string()),
+        CheckError::Invalid(m) => invalid(m),
+        other => store_error(&StoreError::from(other)),
+    }
+}
+
+/// How long a check from the page may run: an hour, as the CLI's.
+pub const CHECK_TIMEOUT_MICROS: i64 = 3_600_000_000;
+
+/// Keeps the findings of a check's events (progress is not shown through a promise).
+pub fn keep_finding(findings: &mut Vec<Finding>, event: CheckEvent) {
+    if let CheckEvent::Finding(f) = event {
+        findings.push(f);
+    }
+}
+
+/// A finished check as the JS object of its report: the summary's fields, `schema` and every
+/// finding (`{schema, kind, row_key, row_key_hex, detail, repair, repaired}`), as `--json`
+/// prints it.
+pub fn check_report(
+    schema: &'static str,
+    summary: CheckSummary,
+    findings: Vec<Finding>,
+) -> JsValue {
+    let report = CheckReport {
+        schema,
+        table: None,
+        summary,
+        findings,
+    };
+    to_js(&serde_json::to_value(report).unwrap_or(serde_json::Value::Null))
 }
 
 /// Bad input from the caller.

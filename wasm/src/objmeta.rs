@@ -3,6 +3,7 @@
 //! converted to and from Arsenal's JSON. Placeholder repairs the machines schedule are not run
 //! by this client (they are `rowkit s3 repair`'s job); a read still repairs what it must.
 
+use rowkit_statemachines::check::CheckOptions;
 use std::rc::Rc;
 
 use futures_util::lock::Mutex;
@@ -112,6 +113,32 @@ impl ObjectMetadata {
                 .await
                 .map_err(objmeta_error)?;
             Ok(JsValue::from_f64(n as f64))
+        })
+    }
+
+    /// Checks the table, or one bucket (`spec/check.md` §3), repairing with `fix` what may be
+    /// repaired (derived cells, masters set to their newest version), each only if the rows
+    /// are as read. Resolves to the report: `{schema, rows_scanned, findings_by_kind,
+    /// repaired, left, notes, findings}`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<object>")]
+    pub fn check(&self, bucket: Option<String>, fix: bool) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let options = CheckOptions {
+                fix,
+                ..CheckOptions::default()
+            };
+            let mut findings = Vec::new();
+            let summary = inner
+                .om
+                .lock()
+                .await
+                .check(bucket.as_deref(), options, js::CHECK_TIMEOUT_MICROS, |e| {
+                    js::keep_finding(&mut findings, e)
+                })
+                .await
+                .map_err(js::check_error)?;
+            Ok(js::check_report("s3", summary, findings))
         })
     }
 

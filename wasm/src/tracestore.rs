@@ -3,6 +3,7 @@
 //! facade (its OPS cache and digest-id pool) lives behind an async lock, so overlapping calls
 //! from JS run one after the other.
 
+use rowkit_statemachines::check::CheckOptions;
 use std::rc::Rc;
 
 use futures_util::lock::Mutex;
@@ -184,6 +185,27 @@ impl TraceStore {
             let mut doc = tile_json(inner.layout, &tile);
             doc["tileIndex"] = Value::from(index);
             Ok(js::to_js(&doc))
+        })
+    }
+
+    /// Checks the table (`spec/check.md` §2; nothing in a trace store is repairable).
+    /// Resolves to the report: `{schema, rows_scanned, findings_by_kind, repaired, left,
+    /// notes, findings}`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<object>")]
+    pub fn check(&self) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let mut findings = Vec::new();
+            let summary = inner
+                .gold
+                .lock()
+                .await
+                .check(CheckOptions::default(), js::CHECK_TIMEOUT_MICROS, |e| {
+                    js::keep_finding(&mut findings, e)
+                })
+                .await
+                .map_err(js::check_error)?;
+            Ok(js::check_report("gold", summary, findings))
         })
     }
 

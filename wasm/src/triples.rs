@@ -8,6 +8,7 @@ use js_sys::Promise;
 use rowkit_client::triples::TripleStore;
 use rowkit_codec::triples::Triple;
 use rowkit_codec::triples::keys;
+use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::triples::{Found, LookupMethod, LookupOptions, TriplesError};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
@@ -132,6 +133,30 @@ impl Graph {
                 .await
                 .map_err(triples_error)?;
             Ok(JsValue::from_bool(found))
+        })
+    }
+
+    /// Checks the graph (`spec/check.md` §4: its graph row and four indices), repairing with
+    /// `fix` what may be repaired (missing index cells and graph rows, each only if still
+    /// absent). Resolves to the report: `{schema, rows_scanned, findings_by_kind, repaired,
+    /// left, notes, findings}`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<object>")]
+    pub fn check(&self, fix: bool) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let options = CheckOptions {
+                fix,
+                ..CheckOptions::default()
+            };
+            let mut findings = Vec::new();
+            let summary = inner
+                .store
+                .check(Some(&inner.id), options, js::CHECK_TIMEOUT_MICROS, |e| {
+                    js::keep_finding(&mut findings, e)
+                })
+                .await
+                .map_err(js::check_error)?;
+            Ok(js::check_report("graph", summary, findings))
         })
     }
 

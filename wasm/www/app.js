@@ -147,6 +147,8 @@ function panels() {
       const at = t.commits.indexOf(Number($('gold-commit').value));
       return { tileIndex: t.tileIndex, traces: t.traces.map((tr) => ({ id: tr.id, digest: tr.digests[at] ?? '' })) };
     },
+    // The table's check (spec/check.md): findings by kind, and each finding with its row.
+    check: () => gold().check(),
   });
 
   const s3 = () => new rowkit.ObjectMetadata(options());
@@ -156,6 +158,7 @@ function panels() {
     put: () => s3().putObject($('s3-bucket').value, $('s3-key').value, JSON.parse($('s3-value').value)),
     get: () => s3().getObject($('s3-bucket').value, $('s3-key').value),
     list: () => s3().listObjects($('s3-bucket').value, { delimiter: $('s3-delimiter').value }),
+    check: () => s3().check($('s3-bucket').value || undefined, false),
   });
 
   const methods = ['triples', 'objects', 'subjects', 'triples-for-subject', 'triples-for-predicate',
@@ -171,6 +174,7 @@ function panels() {
     remove: () => graph().remove([triple()]),
     query: async () => (await graph().query($('graph-method').value,
       $('graph-args').value.split('\n').map((s) => s.trim()).filter(Boolean))).map((f) => f.item),
+    check: () => graph().check(false),
   });
 }
 

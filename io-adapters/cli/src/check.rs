@@ -7,8 +7,8 @@ use std::io::Write;
 
 use rowkit_codec::escape::escape;
 use rowkit_statemachines::StoreError;
-use rowkit_statemachines::check::{CheckError, CheckEvent, CheckSummary, Finding};
-use serde_json::{Map, Value, json};
+use rowkit_statemachines::check::{CheckError, CheckEvent, CheckReport, CheckSummary, Finding};
+use serde_json::{Value, json};
 
 use rowkit_client::mounttable::{MountTable, MtConfig};
 use rowkit_client::objmeta::ObjectMetadata;
@@ -24,7 +24,7 @@ use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
 
 use crate::args::Context;
 use crate::error::CliError;
-use crate::output::{Output, Progress, bytes_fields};
+use crate::output::{Output, Progress};
 
 /// A check's deadline: as long as `mt fsck`'s (1 h), or the `--deadline` given if longer.
 pub const CHECK_TIMEOUT_MICROS: i64 = 3_600_000_000;
@@ -50,7 +50,7 @@ pub struct CheckOutput<'o> {
     table: Option<String>,
     progress: Progress,
     /// With `--json`: every finding, for the document at the end.
-    findings: Vec<Value>,
+    findings: Vec<Finding>,
     /// A failed write of a finding line (a closed pipe): the check goes on, quietly.
     write_error: Option<CliError>,
 }
@@ -77,7 +77,7 @@ impl<'o> CheckOutput<'o> {
             } => self
                 .progress
                 .show(rows_scanned, &format!("{findings} problems")),
-            CheckEvent::Finding(f) if self.out.is_json() => self.findings.push(finding_json(&f)),
+            CheckEvent::Finding(f) if self.out.is_json() => self.findings.push(f),
             CheckEvent::Finding(f) => {
                 if self.write_error.is_some() {
                     return;
@@ -116,13 +116,13 @@ impl<'o> CheckOutput<'o> {
             return Err(e);
         }
         if self.out.is_json() {
-            let mut doc = summary_json(self.schema, summary);
-            if let Some(table) = &self.table {
-                doc.insert("table".into(), json!(table));
-            }
-            let findings = std::mem::take(&mut self.findings);
-            doc.insert("findings".into(), Value::Array(findings));
-            return Ok(Some(Value::Object(doc)));
+            let report = CheckReport {
+                schema: self.schema,
+                table: self.table.take(),
+                summary: summary.clone(),
+                findings: std::mem::take(&mut self.findings),
+            };
+            return Ok(Some(json!(report)));
         }
         let label = match &self.table {
             Some(t) => format!("{} (table {t})", self.schema),
@@ -147,33 +147,6 @@ fn write_finding(f: &Finding) -> std::io::Result<()> {
         escape(&f.row_key),
         f.detail
     )
-}
-
-/// One finding as JSON: `{schema, kind, row_key, row_key_hex, detail, repair, repaired}`.
-fn finding_json(f: &Finding) -> Value {
-    let mut m = Map::new();
-    m.insert("schema".into(), json!(f.schema));
-    m.insert("kind".into(), json!(f.kind));
-    bytes_fields(&mut m, "row_key", &f.row_key);
-    m.insert("detail".into(), json!(f.detail));
-    m.insert(
-        "repair".into(),
-        json!(f.repair.as_deref().unwrap_or("none")),
-    );
-    m.insert("repaired".into(), json!(f.repaired));
-    Value::Object(m)
-}
-
-/// `{schema, rows_scanned, findings_by_kind, repaired, left, notes}`.
-fn summary_json(schema: &str, s: &CheckSummary) -> Map<String, Value> {
-    let mut m = Map::new();
-    m.insert("schema".into(), json!(schema));
-    m.insert("rows_scanned".into(), json!(s.rows_scanned));
-    m.insert("findings_by_kind".into(), json!(s.findings_by_kind));
-    m.insert("repaired".into(), json!(s.repaired));
-    m.insert("left".into(), json!(s.left));
-    m.insert("notes".into(), json!(s.notes));
-    m
 }
 
 /// `graph: 120 rows scanned, 11 findings (cell_mismatch 1, …), 3 repaired, 8 left`.

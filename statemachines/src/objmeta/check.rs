@@ -28,11 +28,11 @@ use super::REPAIR_DELAY_US;
 use super::requests::latest_version_range;
 use crate::check::{
     CheckError, CheckEvent, CheckOptions, CheckProgress, CheckSummary, CheckTarget, Checking,
-    Finding, PagedScan, Pending, Report,
+    Finding, PagedScan, Repair, Repairs, Scanner, Step,
 };
 use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::{Budget, ContextArg, Flow, Io, Operation, WaitAll};
-use crate::{CheckAndMutateRowRequest, ReadRowsRequest, Request, Response, Timestamp};
+use crate::operation::{Budget, ContextArg, Flow, Io, Operation};
+use crate::{CheckAndMutateRowRequest, ReadRowsRequest, Request, Timestamp};
 
 /// The schema name in findings.
 const SCHEMA: &str = "s3";
@@ -75,19 +75,17 @@ impl Check {
             Some(filters::latest()),
             options.page_rows,
         );
+        let scan = PagedScan::new(
+            &target.table,
+            rows,
+            Some(filters::latest()),
+            options.page_rows,
+        );
         let flow = CheckFlow {
-            options,
-            scan: PagedScan::new(
-                &target.table,
-                rows,
-                Some(filters::latest()),
-                options.page_rows,
-            ),
-            report: Report::default(),
+            scanner: Scanner::new(scan, options),
             buckets: BTreeMap::new(),
             last_key: None,
             asked_buckets: BTreeSet::new(),
-            pending: Pending::new(options.max_pending),
             phase: Phase::Metastore(metastore),
         };
         let budget = Budget {
@@ -156,15 +154,6 @@ impl KeyCheck {
     }
 }
 
-/// A conditional write repairing a finding, and which answer means it was applied.
-#[derive(Debug)]
-struct Repair {
-    request: Request,
-    /// The write is the `true` branch (a condition on the row as read) rather than the
-    /// `false` one (a condition that the row is still absent or not replaced).
-    when_matched: bool,
-}
-
 /// A suspected finding waiting out the grace period.
 #[derive(Debug)]
 enum Suspect {
@@ -229,43 +218,35 @@ fn read_for(io: &mut Io<CheckEvent>, table: &str, suspects: &[Suspect]) -> Optio
 enum Phase {
     /// Reading the metastore.
     Metastore(PagedScan),
-    /// Reading the next page (or re-reading due suspects first).
+    /// Scanning: the next page, or suspects due again.
     Scan,
+    /// Repairs of the page's `derived_stale` rows, then its keys' first judgement.
+    PageRepairs(Repairs, alloc::boxed::Box<Phase>),
     /// The page's keys and unknown buckets being read for a first judgement.
     First {
         read: Option<ChildId>,
         suspects: Vec<Suspect>,
         rows: usize,
     },
-    /// Waiting for the oldest suspect's grace period.
-    Waiting,
     /// Due suspects being read again.
     Again {
         read: Option<ChildId>,
         suspects: Vec<Suspect>,
     },
-    /// Conditional writes repairing `findings` (with whether each applies when its predicate
-    /// matches), then `then`.
-    Repair {
-        writes: WaitAll,
-        findings: Vec<(Finding, bool)>,
-        then: alloc::boxed::Box<Phase>,
-    },
+    /// Repairs of confirmed findings.
+    Repair(Repairs),
     Done,
 }
 
 /// The flow of [`Check`].
 #[derive(Debug)]
 pub struct CheckFlow {
-    options: CheckOptions,
-    scan: PagedScan,
-    report: Report,
+    scanner: Scanner<Suspect>,
     buckets: BTreeMap<String, BucketInfo>,
     /// The last (collection, key) of a row seen, so a key's other rows are skipped.
     last_key: Option<(String, String)>,
     /// Collections whose missing metastore row was looked for (each reported once).
     asked_buckets: BTreeSet<String>,
-    pending: Pending<Suspect>,
     phase: Phase,
 }
 
@@ -294,39 +275,41 @@ impl Flow for CheckFlow {
                         Phase::Metastore(scan)
                     };
                 }
-                Phase::Scan => {
-                    let due = self.pending.take_due(io.now(), page_len(&self.options));
-                    if !due.is_empty() {
-                        let read = read_for(io, &target.table, &due);
-                        self.phase = Phase::Again {
-                            read,
-                            suspects: due,
-                        };
-                        continue;
-                    }
-                    if self.pending.is_full() || (self.scan.is_done() && !self.pending.is_empty()) {
-                        if let Some(at) = self.pending.next_due() {
-                            io.sleep_until(at);
-                        }
-                        self.phase = Phase::Waiting;
-                        continue;
-                    }
-                    if self.scan.is_done() {
-                        return Ok(Some(self.report.finish()));
-                    }
-                    let Some(page) = self.scan.poll(io)? else {
+                Phase::Scan => match self.scanner.next(io)? {
+                    None => {
                         self.phase = Phase::Scan;
                         return Ok(None);
-                    };
-                    let rows = page.len();
-                    let (suspects, repairs) = self.check_page(io, &target.table, page);
-                    let read = read_for(io, &target.table, &suspects);
-                    let first = Phase::First {
-                        read,
-                        suspects,
-                        rows,
-                    };
-                    self.phase = self.repair_then(io, repairs, first);
+                    }
+                    Some(Step::Done(summary)) => return Ok(Some(summary)),
+                    Some(Step::Recheck(suspects)) => {
+                        let read = read_for(io, &target.table, &suspects);
+                        self.phase = Phase::Again { read, suspects };
+                    }
+                    Some(Step::Page(page)) => {
+                        let rows = page.len();
+                        let (suspects, repairs) = self.check_page(io, &target.table, page);
+                        let read = read_for(io, &target.table, &suspects);
+                        let first = Phase::First {
+                            read,
+                            suspects,
+                            rows,
+                        };
+                        self.phase = if repairs.is_empty() {
+                            first
+                        } else {
+                            Phase::PageRepairs(
+                                Repairs::start(io, repairs),
+                                alloc::boxed::Box::new(first),
+                            )
+                        };
+                    }
+                },
+                Phase::PageRepairs(mut repairs, then) => {
+                    if repairs.poll(io, self.scanner.report()).is_none() {
+                        self.phase = Phase::PageRepairs(repairs, then);
+                        return Ok(None);
+                    }
+                    self.phase = *then;
                 }
                 Phase::First {
                     read,
@@ -341,7 +324,6 @@ impl Flow for CheckFlow {
                         };
                         return Ok(None);
                     };
-                    let due = Timestamp(io.now().0.saturating_add(self.options.grace_micros));
                     for s in suspects {
                         if let Suspect::Bucket { collection, .. } = &s
                             && let Some(row) =
@@ -350,17 +332,10 @@ impl Flow for CheckFlow {
                             self.know_bucket(row);
                         }
                         if !judge(&target.table, &s, &found, io.now()).is_empty() {
-                            self.pending.push(due, s);
+                            self.scanner.hold(io, s);
                         }
                     }
-                    self.report.scanned(io, rows);
-                    self.phase = Phase::Scan;
-                }
-                Phase::Waiting => {
-                    if io.sleeping() {
-                        self.phase = Phase::Waiting;
-                        return Ok(None);
-                    }
+                    self.scanner.report().scanned(io, rows);
                     self.phase = Phase::Scan;
                 }
                 Phase::Again { read, suspects } => {
@@ -368,44 +343,29 @@ impl Flow for CheckFlow {
                         self.phase = Phase::Again { read, suspects };
                         return Ok(None);
                     };
+                    let fix = self.scanner.options().fix;
                     let mut repairs = Vec::new();
                     for s in &suspects {
                         for (f, repair) in judge(&target.table, s, &found, io.now()) {
                             match repair {
-                                Some(r) if self.options.fix => repairs.push((f, r)),
-                                _ => self.report.finding(io, f),
+                                Some(r) if fix => repairs.push((f, r)),
+                                _ => self.scanner.report().finding(io, f),
                             }
                         }
                     }
-                    self.phase = self.repair_then(io, repairs, Phase::Scan);
+                    self.phase = Phase::Repair(Repairs::start(io, repairs));
                 }
-                Phase::Repair {
-                    mut writes,
-                    findings,
-                    then,
-                } => {
-                    let Some(outcomes) = writes.poll(io) else {
-                        self.phase = Phase::Repair {
-                            writes,
-                            findings,
-                            then,
-                        };
+                Phase::Repair(mut repairs) => {
+                    if repairs.poll(io, self.scanner.report()).is_none() {
+                        self.phase = Phase::Repair(repairs);
                         return Ok(None);
-                    };
-                    for ((f, when_matched), outcome) in findings.into_iter().zip(outcomes) {
-                        self.repaired(io, f, when_matched, outcome);
                     }
-                    self.phase = *then;
+                    self.phase = Phase::Scan;
                 }
                 Phase::Done => return Err(CheckError::Aborted),
             }
         }
     }
-}
-
-/// Rows re-read at once: a page's worth.
-fn page_len(options: &CheckOptions) -> usize {
-    usize::try_from(options.page_rows).unwrap_or(1).max(1)
 }
 
 /// The rows of a finished read by key (`None` while it runs; no read: nothing).
@@ -440,56 +400,6 @@ impl CheckFlow {
         }
     }
 
-    /// Sends `repairs` and goes on with `then` once they are answered (at once without any).
-    fn repair_then(
-        &mut self,
-        io: &mut Io<CheckEvent>,
-        repairs: Vec<(Finding, Repair)>,
-        then: Phase,
-    ) -> Phase {
-        if repairs.is_empty() {
-            return then;
-        }
-        let mut ids = Vec::new();
-        let mut findings = Vec::new();
-        for (f, r) in repairs {
-            ids.push(io.unary(r.request));
-            findings.push((f, r.when_matched));
-        }
-        Phase::Repair {
-            writes: WaitAll::new(ids),
-            findings,
-            then: alloc::boxed::Box::new(then),
-        }
-    }
-
-    /// Reports `f` with its repair's outcome: applied; not applied (the row changed since it
-    /// was read: left for the next check); or failed.
-    fn repaired(
-        &mut self,
-        io: &mut Io<CheckEvent>,
-        mut f: Finding,
-        when_matched: bool,
-        outcome: Result<ChildOutput, crate::StoreError>,
-    ) {
-        match outcome {
-            Ok(ChildOutput::Unary(Response::CheckAndMutateRow { predicate_matched }))
-                if predicate_matched == when_matched =>
-            {
-                f.repaired = true
-            }
-            Ok(ChildOutput::Unary(Response::CheckAndMutateRow { .. })) => {
-                f.detail = format!(
-                    "{}; not repaired: the row changed since it was read",
-                    f.detail
-                )
-            }
-            Ok(other) => f.detail = format!("{}; repair: unexpected reply {other:?}", f.detail),
-            Err(e) => f.detail = format!("{}; repair failed: {e}", f.detail),
-        }
-        self.report.finding(io, f);
-    }
-
     /// Checks each row of a page on its own; gives the keys and buckets to judge.
     fn check_page(
         &mut self,
@@ -503,7 +413,8 @@ impl CheckFlow {
             let key = match decode_row_key(&row.key) {
                 Ok(k) => k,
                 Err(e) => {
-                    self.report
+                    self.scanner
+                        .report()
                         .finding(io, finding("undecodable_key", &row.key, e.to_string()));
                     continue;
                 }
@@ -529,7 +440,8 @@ impl CheckFlow {
                     bucket.vformat.as_str(),
                     if v1_key { "v1" } else { "not v1" }
                 );
-                self.report
+                self.scanner
+                    .report()
                     .finding(io, finding("wrong_format_key", &row.key, detail));
                 continue;
             }
@@ -574,12 +486,13 @@ impl CheckFlow {
             Ok(Some(doc)) if !object_expected || doc.value.as_object().is_some() => doc,
             Ok(Some(doc)) => {
                 let detail = format!("d:value {} is not a JSON object", short(&doc.text));
-                self.report
+                self.scanner
+                    .report()
                     .finding(io, finding("bad_document", &row.key, detail));
                 return None;
             }
             Ok(None) => {
-                self.report.finding(
+                self.scanner.report().finding(
                     io,
                     finding("bad_document", &row.key, "no d:value cell".into()),
                 );
@@ -587,7 +500,8 @@ impl CheckFlow {
             }
             Err(e) => {
                 let detail = format!("d:value does not parse: {e}");
-                self.report
+                self.scanner
+                    .report()
                     .finding(io, finding("bad_document", &row.key, detail));
                 return None;
             }
@@ -595,7 +509,7 @@ impl CheckFlow {
         if let Some(stale) = derived_stale(row, &doc) {
             let mut f = finding("derived_stale", &row.key, stale);
             f.repair = Some("rewrite the f family from d:value, if both are as read".into());
-            if self.options.fix {
+            if self.scanner.options().fix {
                 let request = cam(
                     table,
                     &row.key,
@@ -609,7 +523,7 @@ impl CheckFlow {
                 };
                 repairs.push((f, repair));
             } else {
-                self.report.finding(io, f);
+                self.scanner.report().finding(io, f);
             }
         }
         Some(doc)

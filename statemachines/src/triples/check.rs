@@ -24,11 +24,10 @@ use super::OperationConfig;
 use super::requests::graph_cell_filter;
 use crate::check::{
     CheckError, CheckEvent, CheckOptions, CheckProgress, CheckSummary, Checking, Finding,
-    PagedScan, Pending, PointReads, Report, RowsByKey,
+    PagedScan, PointReads, Repair, Repairs, RowsByKey, Scanner, Step,
 };
-use crate::children::ChildOutput;
-use crate::operation::{Budget, ContextArg, Flow, Io, Operation, WaitAll};
-use crate::{CheckAndMutateRowRequest, Request, Response, Timestamp};
+use crate::operation::{Budget, ContextArg, Flow, Io, Operation};
+use crate::{CheckAndMutateRowRequest, Request, Timestamp};
 
 /// The schema name in findings.
 const SCHEMA: &str = "graph";
@@ -68,10 +67,10 @@ impl Check {
         };
         let flow = CheckFlow {
             graph: graph.map(<[u8]>::to_vec),
-            options,
-            scan: PagedScan::new(&config.table, rows, None, options.page_rows),
-            report: Report::default(),
-            pending: Pending::new(options.max_pending),
+            scanner: Scanner::new(
+                PagedScan::new(&config.table, rows, None, options.page_rows),
+                options,
+            ),
             known_graphs: BTreeSet::new(),
             suspected_graphs: BTreeSet::new(),
             phase: Phase::Scan,
@@ -120,7 +119,7 @@ impl Suspect {
 
 #[derive(Debug)]
 enum Phase {
-    /// Reading the next page (or, with suspects due, re-reading them first).
+    /// Scanning: the next page, or suspects due again.
     Scan,
     /// The page's candidates, their companion rows being read.
     Companions {
@@ -128,18 +127,13 @@ enum Phase {
         candidates: Vec<Suspect>,
         rows: usize,
     },
-    /// Waiting for the oldest suspect's grace period.
-    Waiting,
     /// Due suspects, their rows being re-read.
     Reverify {
         reads: PointReads,
         suspects: Vec<Suspect>,
     },
-    /// Conditional writes repairing `findings` (in the same order).
-    Repair {
-        writes: WaitAll,
-        findings: Vec<Finding>,
-    },
+    /// Repairs of confirmed findings.
+    Repair(Repairs),
     Done,
 }
 
@@ -147,10 +141,7 @@ enum Phase {
 #[derive(Debug)]
 pub struct CheckFlow {
     graph: Option<Vec<u8>>,
-    options: CheckOptions,
-    scan: PagedScan,
-    report: Report,
-    pending: Pending<Suspect>,
+    scanner: Scanner<Suspect>,
     /// Graphs whose graph row was seen, or judged missing and reported (bounded).
     known_graphs: BTreeSet<Vec<u8>>,
     /// Graphs whose missing graph row is pending (each reported once).
@@ -169,43 +160,31 @@ impl Flow for CheckFlow {
     ) -> CheckProgress<CheckSummary> {
         loop {
             match core::mem::replace(&mut self.phase, Phase::Done) {
-                Phase::Scan => {
-                    let due = self.pending.take_due(io.now(), page_len(&self.options));
-                    if !due.is_empty() {
-                        let mut keys = Vec::new();
-                        due.iter().for_each(|s| s.keys(&mut keys));
-                        let reads = PointReads::start(io, &config.table, keys);
-                        self.phase = Phase::Reverify {
-                            reads,
-                            suspects: due,
-                        };
-                        continue;
-                    }
-                    if self.pending.is_full() || (self.scan.is_done() && !self.pending.is_empty()) {
-                        if let Some(at) = self.pending.next_due() {
-                            io.sleep_until(at);
-                        }
-                        self.phase = Phase::Waiting;
-                        continue;
-                    }
-                    if self.scan.is_done() {
-                        return Ok(Some(self.report.finish()));
-                    }
-                    let Some(page) = self.scan.poll(io)? else {
+                Phase::Scan => match self.scanner.next(io)? {
+                    None => {
                         self.phase = Phase::Scan;
                         return Ok(None);
-                    };
-                    let rows = page.len();
-                    let candidates = self.check_page(io, page);
-                    let mut keys = Vec::new();
-                    candidates.iter().for_each(|s| companion_keys(s, &mut keys));
-                    let reads = PointReads::start(io, &config.table, keys);
-                    self.phase = Phase::Companions {
-                        reads,
-                        candidates,
-                        rows,
-                    };
-                }
+                    }
+                    Some(Step::Done(summary)) => return Ok(Some(summary)),
+                    Some(Step::Recheck(suspects)) => {
+                        let mut keys = Vec::new();
+                        suspects.iter().for_each(|s| s.keys(&mut keys));
+                        let reads = PointReads::start(io, &config.table, keys);
+                        self.phase = Phase::Reverify { reads, suspects };
+                    }
+                    Some(Step::Page(page)) => {
+                        let rows = page.len();
+                        let candidates = self.check_page(io, page);
+                        let mut keys = Vec::new();
+                        candidates.iter().for_each(|s| companion_keys(s, &mut keys));
+                        let reads = PointReads::start(io, &config.table, keys);
+                        self.phase = Phase::Companions {
+                            reads,
+                            candidates,
+                            rows,
+                        };
+                    }
+                },
                 Phase::Companions {
                     mut reads,
                     candidates,
@@ -219,23 +198,15 @@ impl Flow for CheckFlow {
                         };
                         return Ok(None);
                     };
-                    let due = Timestamp(io.now().0.saturating_add(self.options.grace_micros));
                     for suspect in candidates {
                         if self.still_suspect(&suspect, &found, false) {
                             if let Suspect::Graph { graph, .. } = &suspect {
                                 self.suspected_graphs.insert(graph.clone());
                             }
-                            self.pending.push(due, suspect);
+                            self.scanner.hold(io, suspect);
                         }
                     }
-                    self.report.scanned(io, rows);
-                    self.phase = Phase::Scan;
-                }
-                Phase::Waiting => {
-                    if io.sleeping() {
-                        self.phase = Phase::Waiting;
-                        return Ok(None);
-                    }
+                    self.scanner.report().scanned(io, rows);
                     self.phase = Phase::Scan;
                 }
                 Phase::Reverify {
@@ -257,44 +228,19 @@ impl Flow for CheckFlow {
                             confirmed(&config.table, &suspect, &found, &mut repairs);
                         }
                     }
-                    if !self.options.fix {
+                    self.phase = if self.scanner.options().fix {
+                        Phase::Repair(Repairs::start(io, repairs))
+                    } else {
                         for (f, _) in repairs {
-                            self.report.finding(io, f);
+                            self.scanner.report().finding(io, f);
                         }
-                        self.phase = Phase::Scan;
-                        continue;
-                    }
-                    let (findings, requests): (Vec<_>, Vec<_>) = repairs.into_iter().unzip();
-                    let ids = requests.into_iter().map(|r| io.unary(r)).collect();
-                    self.phase = Phase::Repair {
-                        writes: WaitAll::new(ids),
-                        findings,
+                        Phase::Scan
                     };
                 }
-                Phase::Repair {
-                    mut writes,
-                    findings,
-                } => {
-                    let Some(outcomes) = writes.poll(io) else {
-                        self.phase = Phase::Repair { writes, findings };
+                Phase::Repair(mut repairs) => {
+                    if repairs.poll(io, self.scanner.report()).is_none() {
+                        self.phase = Phase::Repair(repairs);
                         return Ok(None);
-                    };
-                    for (mut f, outcome) in findings.into_iter().zip(outcomes) {
-                        match outcome {
-                            Ok(ChildOutput::Unary(Response::CheckAndMutateRow {
-                                predicate_matched: false,
-                            })) => f.repaired = true,
-                            // The cell was written meanwhile: nothing is missing any more.
-                            Ok(ChildOutput::Unary(Response::CheckAndMutateRow {
-                                predicate_matched: true,
-                            })) => continue,
-                            Ok(other) => {
-                                f.detail =
-                                    format!("{}; repair: unexpected reply {other:?}", f.detail)
-                            }
-                            Err(e) => f.detail = format!("{}; repair failed: {e}", f.detail),
-                        }
-                        self.report.finding(io, f);
                     }
                     self.phase = Phase::Scan;
                 }
@@ -302,11 +248,6 @@ impl Flow for CheckFlow {
             }
         }
     }
-}
-
-/// Rows re-read at once: a page's worth.
-fn page_len(options: &CheckOptions) -> usize {
-    usize::try_from(options.page_rows).unwrap_or(1).max(1)
 }
 
 impl CheckFlow {
@@ -317,7 +258,7 @@ impl CheckFlow {
         let mut graphs_asked = BTreeSet::new();
         for row in page {
             match keys::decode_row_key(&row.key) {
-                Err(_) => self.report.finding(
+                Err(_) => self.scanner.report().finding(
                     io,
                     finding(
                         "undecodable_key",
@@ -392,7 +333,8 @@ impl CheckFlow {
             cells.join(", "),
             keys::GRAPH_CELL_TIMESTAMP.0
         );
-        self.report
+        self.scanner
+            .report()
             .finding(io, finding("metadata_mismatch", &row.key, &detail));
     }
 
@@ -422,7 +364,8 @@ impl CheckFlow {
             );
             if cell.family != keys::FAMILY_IMMUTABLE && cell.family != keys::FAMILY_TEMPORAL {
                 let detail = format!("{at}: family {} is not a triple family", cell.family);
-                self.report
+                self.scanner
+                    .report()
                     .finding(io, finding("cell_mismatch", &row.key, &detail));
                 continue;
             }
@@ -430,7 +373,8 @@ impl CheckFlow {
                 Ok(t) => t,
                 Err(e) => {
                     let detail = format!("{at}: {} does not parse: {e}", quote(&cell.value));
-                    self.report
+                    self.scanner
+                        .report()
                         .finding(io, finding("undecodable_cell", &row.key, &detail));
                     continue;
                 }
@@ -460,13 +404,15 @@ impl CheckFlow {
                 None
             };
             if let Some(detail) = mismatch {
-                self.report
+                self.scanner
+                    .report()
                     .finding(io, finding("cell_mismatch", &row.key, &detail));
                 continue;
             }
             if own.timestamp != cell.timestamp {
                 let detail = format!("{at}: triple {text} has cell timestamp {}", own.timestamp.0);
-                self.report
+                self.scanner
+                    .report()
                     .finding(io, finding("wrong_timestamp", &row.key, &detail));
                 continue;
             }
@@ -596,7 +542,7 @@ fn finding(kind: &'static str, row_key: &[u8], detail: &str) -> Finding {
 /// The findings of a suspect confirmed on re-read, each with the conditional write that
 /// repairs it: one per missing index row (its cell, written only if its column holds nothing at
 /// that timestamp), or the missing graph row (written only if it holds no graph cell).
-fn confirmed(table: &str, suspect: &Suspect, found: &RowsByKey, out: &mut Vec<(Finding, Request)>) {
+fn confirmed(table: &str, suspect: &Suspect, found: &RowsByKey, out: &mut Vec<(Finding, Repair)>) {
     match suspect {
         Suspect::Index { text, cells, .. } => {
             let present = presence(cells, text, found, None);
@@ -677,13 +623,17 @@ fn confirmed(table: &str, suspect: &Suspect, found: &RowsByKey, out: &mut Vec<(F
 
 /// `CheckAndMutateRow(row, predicate, false: [cell])`: the cell is written only if the
 /// predicate finds nothing.
-fn write_if_absent(table: &str, row_key: &[u8], predicate: RowFilter, cell: Mutation) -> Request {
-    Request::CheckAndMutateRow(CheckAndMutateRowRequest {
+fn write_if_absent(table: &str, row_key: &[u8], predicate: RowFilter, cell: Mutation) -> Repair {
+    let request = Request::CheckAndMutateRow(CheckAndMutateRowRequest {
         table: table.into(),
         app_profile_id: String::new(),
         row_key: row_key.to_vec(),
         predicate: Some(predicate),
         true_mutations: Vec::new(),
         false_mutations: alloc::vec![cell],
-    })
+    });
+    Repair {
+        request,
+        when_matched: false,
+    }
 }

@@ -182,6 +182,10 @@ try {
   await op('gold', 'put');
   results.tile = JSON.parse(await op('gold', 'tile'));
   check(results.tile.traces.some((t) => t.digest === '8db9913366b07bd14df9a68459e2958b'), 'the tile has the digest put');
+  // Each schema panel's Check runs that schema's check machine over the gateway.
+  results.goldCheck = JSON.parse(await op('gold', 'check'));
+  check(results.goldCheck.schema === 'gold' && results.goldCheck.left === 0 && results.goldCheck.rows_scanned >= 2,
+    `gold check: ${JSON.stringify(results.goldCheck)}`);
   await screenshot('gold');
 
   await type('s3-bucket', 'e2e-bucket');
@@ -189,6 +193,8 @@ try {
   await op('s3', 'put');
   results.list = JSON.parse(await op('s3', 'list'));
   check(JSON.stringify(results.list.CommonPrefixes) === '["photos/"]', 'the listing groups photos/');
+  results.s3Check = JSON.parse(await op('s3', 'check'));
+  check(results.s3Check.left === 0 && results.s3Check.rows_scanned >= 2, `s3 check: ${JSON.stringify(results.s3Check)}`);
   await screenshot('s3');
 
   await type('graph-id', 'e2e');
@@ -196,6 +202,9 @@ try {
   await op('graph', 'add');
   results.query = JSON.parse(await op('graph', 'query'));
   check(results.query.length === 1, 'the graph has one triple');
+  results.graphCheck = JSON.parse(await op('graph', 'check'));
+  check(results.graphCheck.left === 0 && results.graphCheck.rows_scanned === 5,
+    `graph check of e2e (its graph row and four index rows): ${JSON.stringify(results.graphCheck)}`);
   await screenshot('graph');
 
   await type('key-input', 'e2e-bucket\\x00\\x7fMphotos/cat.jpg');
