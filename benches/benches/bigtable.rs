@@ -21,7 +21,8 @@
 //! cargo bench -p rowkit-benches --bench bigtable -- --criterion      # + criterion latency
 //! ```
 //!
-//! Other flags: `--duration S`, `--warmup S` (seconds, fractions allowed), `--conc 1,16`.
+//! Other flags: `--duration S`, `--warmup S` (seconds, fractions allowed), `--conc 1,16`,
+//! `--ops ReadRow,MutateRow,CheckAndMutateRow`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -217,6 +218,7 @@ struct Flags {
     duration: Duration,
     warmup: Duration,
     conc: Vec<usize>,
+    ops: Vec<Op>,
     multi_thread: bool,
     criterion: bool,
 }
@@ -226,6 +228,7 @@ fn flags() -> Flags {
         duration: Duration::from_secs(5),
         warmup: Duration::from_millis(500),
         conc: vec![1, 16],
+        ops: Op::ALL.to_vec(),
         multi_thread: false,
         criterion: false,
     };
@@ -243,6 +246,13 @@ fn flags() -> Flags {
                     .map(|n| n.trim().parse().unwrap())
                     .collect();
                 assert!(f.conc.iter().all(|&n| (1..=256).contains(&n)), "bad --conc");
+            }
+            "--ops" => {
+                let names = args.next().unwrap();
+                f.ops = Op::ALL
+                    .into_iter()
+                    .filter(|op| names.split(',').any(|n| n == op.name()))
+                    .collect();
             }
             "--runtime" => {
                 f.multi_thread = match args.next().as_deref() {
@@ -327,7 +337,7 @@ fn main() {
         "# {:?} per figure after {:?} warm-up",
         f.duration, f.warmup
     );
-    for op in Op::ALL {
+    for &op in &f.ops {
         for &n in &f.conc {
             rt.block_on(drive(&load, op, n, f.warmup));
             let mut res = rt.block_on(drive(&load, op, n, f.duration));
@@ -353,7 +363,7 @@ fn main() {
             .measurement_time(f.duration);
         let mut group = c.benchmark_group("bigtable-emulator");
         group.throughput(criterion::Throughput::Elements(1));
-        for op in Op::ALL {
+        for &op in &f.ops {
             group.bench_function(format!("{}/1 in flight", op.name()), |b| {
                 b.iter_custom(|iters| {
                     rt.block_on(async {

@@ -17,9 +17,10 @@ shift || true
 out="${OUT:-$(mktemp -d)}"
 mkdir -p "$out"
 
-# Build the rowkit bench once and run its binary directly, so cargo is not timed alongside.
-bin="$(cd "$root" && cargo bench -p rowkit-benches --bench bigtable --no-run 2>&1 |
-  sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)"
+# Build the rowkit bench once and run its binary directly, so cargo is not timed alongside
+# ($ROWKIT_BENCH_BIN: an already built one).
+bin="${ROWKIT_BENCH_BIN:-$(cd "$root" && cargo bench -p rowkit-benches --bench bigtable --no-run 2>&1 |
+  sed -n 's/.*Executable .*(\(.*\))$/\1/p' | tail -1)}"
 [ -x "$bin" ] || { echo "could not build the rowkit bench" >&2; exit 1; }
 case "$bin" in /*) ;; *) bin="$root/$bin" ;; esac
 
