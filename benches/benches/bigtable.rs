@@ -49,6 +49,7 @@ const CELL_TS: Timestamp = Timestamp(1000);
 
 /// The three RPCs, in the Go program's order.
 #[derive(Clone, Copy, Debug)]
+#[allow(clippy::enum_variant_names)] // the RPCs' own names
 enum Op {
     ReadRow,
     MutateRow,
@@ -302,7 +303,11 @@ async fn setup(emu: &Emulator, workers: usize) -> Workload {
     let mut rows = vec![seed(READ_ROW, b"c", load.value.clone())];
     for w in 0..workers {
         let v = load.versions[w].load(Ordering::Relaxed);
-        rows.push(seed(&load.cam_rows[w], b"v", format!("{v:08x}").into_bytes()));
+        rows.push(seed(
+            &load.cam_rows[w],
+            b"v",
+            format!("{v:08x}").into_bytes(),
+        ));
     }
     for req in rows {
         let m = MutateRow::new(req, d.now(), 0, RetryPolicy::default());
@@ -333,10 +338,7 @@ fn main() {
         },
         emu.host()
     );
-    println!(
-        "# {:?} per figure after {:?} warm-up",
-        f.duration, f.warmup
-    );
+    println!("# {:?} per figure after {:?} warm-up", f.duration, f.warmup);
     for &op in &f.ops {
         for &n in &f.conc {
             rt.block_on(drive(&load, op, n, f.warmup));

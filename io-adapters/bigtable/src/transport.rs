@@ -153,27 +153,23 @@ impl Direct {
     /// One call: HEADERS and the whole body handed to `h2` together, then the response.
     async fn send(self, request: http::Request<Body>) -> Result<http::Response<Body>, StdError> {
         let (generation, send) = self.sender().await?;
-        let mut send = send.ready().await.map_err(|e| {
-            self.forget(generation);
-            e
-        })?;
+        let mut send = send
+            .ready()
+            .await
+            .inspect_err(|_| self.forget(generation))?;
         let (parts, body) = request.into_parts();
         let data = collect(body).await?;
         let (response, mut stream) = send
             .send_request(http::Request::from_parts(parts, ()), data.is_empty())
-            .map_err(|e| {
-                self.forget(generation);
-                e
-            })?;
+            .inspect_err(|_| self.forget(generation))?;
         if !data.is_empty() {
             stream.send_data(data, true)?;
         }
-        let response = response.await.map_err(|e| {
+        let response = response.await.inspect_err(|e| {
             // The connection failed (not just this stream): the next call reconnects.
             if e.is_io() || e.is_go_away() || e.reason().is_none() {
                 self.forget(generation);
             }
-            e
         })?;
         Ok(response.map(|recv| {
             Body::new(Incoming {
@@ -262,11 +258,14 @@ mod tests {
 
     /// A server that answers one request per connection (an OK gRPC status in the headers)
     /// and then closes that connection.
-    async fn serve_one_per_connection(listener: tokio::net::TcpListener, accepted: Arc<AtomicUsize>) {
+    async fn serve_one_per_connection(
+        listener: tokio::net::TcpListener,
+        accepted: Arc<AtomicUsize>,
+    ) {
         loop {
             let (tcp, _) = listener.accept().await.unwrap();
             accepted.fetch_add(1, Ordering::SeqCst);
-            let mut conn = h2::server::handshake::<_, Bytes>(tcp).await.unwrap();
+            let mut conn = h2::server::handshake(tcp).await.unwrap();
             if let Some(Ok((_request, mut respond))) = conn.accept().await {
                 let response = http::Response::builder()
                     .status(200)
