@@ -1,6 +1,7 @@
-//! The async connection: one tonic channel (plus one to the admin endpoint on Cloud
-//! Bigtable), rowkit requests in, rowkit responses out. It executes exactly one RPC per call
-//! and never retries: retry and resume decisions belong to the machines.
+//! The async connection: one HTTP/2 connection to the emulator, or two TLS tonic channels
+//! (data and admin endpoints) to Cloud Bigtable (`crate::transport`), rowkit requests in,
+//! rowkit responses out. It executes exactly one RPC per call and never retries: retry and
+//! resume decisions belong to the machines.
 //!
 //! Every RPC, data or admin, unary or streaming, takes one path, `BigtableConnection::send`
 //! (metadata, the call, status mapping). What differs per RPC is data: the `rpcs!` table
@@ -23,6 +24,8 @@ use rowkit_statemachines::{Request, Response, StoreError};
 use tonic::Streaming;
 use tonic::metadata::{Ascii, MetadataValue};
 use tonic::transport::{Channel, ClientTlsConfig};
+
+use crate::transport::{Direct, Transport};
 
 use crate::auth::TokenProvider;
 use crate::convert;
@@ -149,8 +152,8 @@ fn parts<M: Send + 'static>(
 
 /// What the clones of a connection share.
 struct Shared {
-    data: BigtableClient<Channel>,
-    admin: BigtableTableAdminClient<Channel>,
+    data: BigtableClient<Transport>,
+    admin: BigtableTableAdminClient<Transport>,
     target: Target,
     /// `projects/P/instances/I`, built once per connection.
     instance: String,
@@ -179,18 +182,15 @@ fn transport_error(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::new(Code::Unavailable, format!("{what}: {e}"))
 }
 
-async fn channel(uri: String, tls: bool) -> Result<Channel, StoreError> {
-    let mut endpoint = Channel::from_shared(uri.clone())
+/// A TLS channel to a Cloud Bigtable endpoint.
+async fn cloud_channel(uri: String) -> Result<Channel, StoreError> {
+    Channel::from_shared(uri.clone())
         .map_err(|e| StoreError::new(Code::InvalidArgument, format!("endpoint {uri}: {e}")))?
         .tcp_nodelay(true)
         .http2_keep_alive_interval(std::time::Duration::from_secs(30))
-        .keep_alive_while_idle(true);
-    if tls {
-        endpoint = endpoint
-            .tls_config(ClientTlsConfig::new().with_native_roots())
-            .map_err(|e| transport_error("TLS configuration", e))?;
-    }
-    endpoint
+        .keep_alive_while_idle(true)
+        .tls_config(ClientTlsConfig::new().with_native_roots())
+        .map_err(|e| transport_error("TLS configuration", e))?
         .connect()
         .await
         .map_err(|e| transport_error(&format!("connecting to {uri}"), e))
@@ -205,8 +205,18 @@ impl BigtableConnection {
     ) -> Result<BigtableConnection, StoreError> {
         let (data, admin) = match &target.endpoint {
             Endpoint::Emulator(host) => {
-                let ch = channel(format!("http://{host}"), false).await?;
-                (ch.clone(), ch)
+                let origin = format!("http://{host}");
+                let origin = tonic::codegen::http::Uri::try_from(origin.as_str()).map_err(|e| {
+                    StoreError::new(Code::InvalidArgument, format!("endpoint {origin}: {e}"))
+                })?;
+                let direct = Direct::connect(host)
+                    .await
+                    .map_err(|s| StoreError::new(Code::Unavailable, s.message()))?;
+                let t = Transport::Direct(direct);
+                (
+                    BigtableClient::with_origin(t.clone(), origin.clone()),
+                    BigtableTableAdminClient::with_origin(t, origin),
+                )
             }
             Endpoint::Cloud => {
                 if tokens.is_none() {
@@ -215,26 +225,26 @@ impl BigtableConnection {
                         "Cloud Bigtable needs credentials (a TokenProvider); for the emulator use ?emulator=HOST:PORT or BIGTABLE_EMULATOR_HOST",
                     ));
                 }
+                let data = cloud_channel(CLOUD_DATA_ENDPOINT.to_string()).await?;
+                let admin = cloud_channel(CLOUD_ADMIN_ENDPOINT.to_string()).await?;
                 (
-                    channel(CLOUD_DATA_ENDPOINT.to_string(), true).await?,
-                    channel(CLOUD_ADMIN_ENDPOINT.to_string(), true).await?,
+                    BigtableClient::new(Transport::Channel(data)),
+                    BigtableTableAdminClient::new(Transport::Channel(admin)),
                 )
             }
         };
         Ok(BigtableConnection::new(
-            BigtableClient::new(data)
-                .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE)
+            data.max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE)
                 .max_encoding_message_size(MAX_ENCODING_MESSAGE_SIZE),
-            BigtableTableAdminClient::new(admin)
-                .max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE),
+            admin.max_decoding_message_size(MAX_DECODING_MESSAGE_SIZE),
             target,
             tokens,
         ))
     }
 
     fn new(
-        data: BigtableClient<Channel>,
-        admin: BigtableTableAdminClient<Channel>,
+        data: BigtableClient<Transport>,
+        admin: BigtableTableAdminClient<Transport>,
         target: Target,
         tokens: Option<Arc<dyn TokenProvider>>,
     ) -> BigtableConnection {
@@ -570,8 +580,8 @@ mod tests {
             let ch = Channel::from_static("http://127.0.0.1:1").connect_lazy();
             let tokens: Arc<dyn TokenProvider> = Arc::new(crate::StaticToken::new("tok"));
             let conn = BigtableConnection::new(
-                BigtableClient::new(ch.clone()),
-                BigtableTableAdminClient::new(ch),
+                BigtableClient::new(Transport::Channel(ch.clone())),
+                BigtableTableAdminClient::new(Transport::Channel(ch)),
                 Target::cloud("p", "i"),
                 Some(tokens),
             );
@@ -618,8 +628,8 @@ mod tests {
         let ch = Channel::from_static("http://127.0.0.1:1").connect_lazy();
         let mut target = Target::emulator("127.0.0.1:1", "p", "i");
         let conn = BigtableConnection::new(
-            BigtableClient::new(ch.clone()),
-            BigtableTableAdminClient::new(ch),
+            BigtableClient::new(Transport::Channel(ch.clone())),
+            BigtableTableAdminClient::new(Transport::Channel(ch)),
             target.clone(),
             None,
         );

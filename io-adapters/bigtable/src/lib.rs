@@ -28,6 +28,7 @@ pub mod credentials;
 pub mod emulator;
 mod store;
 mod target;
+mod transport;
 
 pub use auth::{StaticToken, TokenFuture, TokenProvider};
 pub use connection::{
