@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 //! Scale: how each schema's operations behave as its table grows from 1 k to 1 M rows
 //! (mount table nodes, trace values, objects, triples) on a RedbStore file with non-durable
-//! commits. At each size, criterion measures every operation's mean; the bench also records
+//! commits (`ROWKIT_SCALE_DURABLE=1`: durable ones, each commit fsynced). At each size, criterion measures every operation's mean; the bench also records
 //! each operation's own latency to print p50 / p99, and the process's resident memory and the
 //! file size. One line per (schema, operation, size) starts with `scale ` (see
 //! benches/README.md, "Scale").
@@ -95,8 +95,14 @@ fn on_emulator() -> bool {
     std::env::var("ROWKIT_SCALE_STORE").is_ok_and(|s| s == "emulator")
 }
 
+/// Whether RedbStore commits wait for the disk (`ROWKIT_SCALE_DURABLE=1`); the default skips
+/// the fsync.
+fn durable() -> bool {
+    std::env::var("ROWKIT_SCALE_DURABLE").is_ok_and(|s| s == "1")
+}
+
 /// A fresh backend for `schema` if `ROWKIT_SCALE_SCHEMAS` wants it: a RedbStore file with
-/// non-durable commits, or a fresh emulator instance.
+/// non-durable commits (durable with `ROWKIT_SCALE_DURABLE=1`), or a fresh emulator instance.
 fn backend(schema: &str) -> Option<Backend> {
     if !wanted(schema) {
         return None;
@@ -111,7 +117,9 @@ fn backend(schema: &str) -> Option<Backend> {
     let path =
         std::env::temp_dir().join(format!("rowkit-scale-{schema}-{}.redb", std::process::id()));
     let _ = std::fs::remove_file(&path);
-    let store = RedbStore::open(&path).unwrap().with_durable_commits(false);
+    let store = RedbStore::open(&path)
+        .unwrap()
+        .with_durable_commits(durable());
     Some(Backend {
         store: Box::new(store),
         path: Some(path),
@@ -211,10 +219,10 @@ fn measure(
     let mean = s.iter().sum::<Duration>() / s.len() as u32;
     println!(
         "scale {}{schema} {name} rows={size}: {:.0} ops/s mean {:.1?} p50 {:.1?} p99 {:.1?} ({} ops) {}",
-        if backend.path.is_some() {
-            ""
-        } else {
-            "emulator "
+        match (&backend.path, durable()) {
+            (None, _) => "emulator ",
+            (Some(_), true) => "durable ",
+            (Some(_), false) => "",
         },
         1.0 / mean.as_secs_f64(),
         mean,

@@ -10,7 +10,7 @@
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
 use std::ops::Bound;
-use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
@@ -44,7 +44,8 @@ pub struct MemoryStore {
 
 #[derive(Debug, Default)]
 struct Table {
-    families: BTreeMap<String, ColumnFamily>,
+    /// Ascending by name; shared with the evaluator's requests ([`TableStorage::schema`]).
+    families: Arc<[ColumnFamily]>,
     rows: BTreeMap<Vec<u8>, StoredRow>,
 }
 
@@ -195,10 +196,9 @@ impl TableStorage for MemoryStore {
                 format!("table \"{table}\" already exists"),
             ));
         }
-        let families = families
-            .iter()
-            .map(|f| (f.name.clone(), f.clone()))
-            .collect();
+        let mut families = families.to_vec();
+        families.sort_by(|a, b| a.name.cmp(&b.name));
+        let families = families.into();
         tables.insert(
             table.to_string(),
             Table {
@@ -221,12 +221,12 @@ impl TableStorage for MemoryStore {
     }
 
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        Ok(self.schema(table)?.to_vec())
+    }
+
+    fn schema(&self, table: &str) -> Result<Arc<[ColumnFamily]>, StoreError> {
         let tables = self.read()?;
-        Ok(get_table(&tables, table)?
-            .families
-            .values()
-            .cloned()
-            .collect())
+        Ok(Arc::clone(&get_table(&tables, table)?.families))
     }
 
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
@@ -234,11 +234,12 @@ impl TableStorage for MemoryStore {
         let t = tables
             .get_mut(table)
             .ok_or_else(|| table_not_found(table))?;
-        let mut all: Vec<ColumnFamily> = t.families.values().cloned().collect();
+        let mut all: Vec<ColumnFamily> = t.families.to_vec();
         all.retain(|f| f.name != family.name);
         all.push(family.clone());
         validate_schema(table, &all)?;
-        t.families.insert(family.name.clone(), family.clone());
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        t.families = all.into();
         Ok(())
     }
 

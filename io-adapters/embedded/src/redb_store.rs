@@ -23,13 +23,15 @@
 //!
 //! [`row_size`]: rowkit_codec::model::row_size
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use redb::{
-    Database, Durability, ReadOnlyDatabase, ReadTransaction, ReadableDatabase, ReadableTable,
-    TableDefinition, WriteTransaction,
+    Database, Durability, ReadOnlyDatabase, ReadOnlyTable, ReadTransaction, ReadableDatabase,
+    ReadableTable, Table, TableDefinition, WriteTransaction,
 };
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
@@ -51,6 +53,7 @@ type RowsDef<'n> = TableDefinition<'n, &'static [u8], (u64, u64)>;
 type CellsDef<'n> = TableDefinition<'n, &'static [u8], &'static [u8]>;
 
 /// The redb table names of one rowkit table.
+#[derive(Debug)]
 struct TableNames {
     rows: String,
     cells: String,
@@ -91,6 +94,51 @@ impl TableNames {
     }
 }
 
+/// One table as the store keeps it in memory: its families and redb table names, so that a
+/// request neither reads and decodes `rowkit/schema` nor formats the names again.
+#[derive(Debug)]
+struct TableInfo {
+    /// Ascending by name, as stored.
+    families: Arc<[ColumnFamily]>,
+    names: TableNames,
+}
+
+impl TableInfo {
+    fn new(table: &str, families: Vec<ColumnFamily>) -> Arc<TableInfo> {
+        Arc::new(TableInfo {
+            families: families.into(),
+            names: TableNames::new(table),
+        })
+    }
+}
+
+/// `rowkit/schema` in memory: every table's [`TableInfo`], or the error its stored schema gives
+/// (a corrupt schema fails that table's requests, not the whole file).
+type Catalog = BTreeMap<String, Result<Arc<TableInfo>, StoreError>>;
+
+/// Reads `rowkit/schema` whole, in the snapshot `txn`.
+fn load_catalog(txn: &ReadTransaction) -> Result<Catalog, StoreError> {
+    let op = "read schema";
+    let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+    let mut catalog = Catalog::new();
+    for entry in schema.iter().map_err(|e| redb_error(op, e))? {
+        let (k, v) = entry.map_err(|e| redb_error(op, e))?;
+        let table = k.value();
+        let info = decode_families(table, v.value()).map(|f| TableInfo::new(table, f));
+        catalog.insert(table.to_string(), info);
+    }
+    Ok(catalog)
+}
+
+/// The entry of `table` in `catalog` (`NOT_FOUND` if there is none).
+fn lookup(catalog: &Catalog, table: &str) -> Result<Arc<TableInfo>, StoreError> {
+    match catalog.get(table) {
+        Some(Ok(info)) => Ok(Arc::clone(info)),
+        Some(Err(e)) => Err(e.clone()),
+        None => Err(table_not_found(table)),
+    }
+}
+
 /// A persistent, crash-safe store in one redb file (`DESIGN.md` "Stores").
 ///
 /// Each [`TableStorage::write_row`] is exactly one redb write transaction, committed only when
@@ -106,6 +154,12 @@ pub struct RedbStore {
     /// Kept in memory only: a reopened file starts its server time again from the caller's
     /// `now`, and its request seeds from the seed.
     state: EngineState,
+    /// `rowkit/schema` as of the last commit, read when the file opens: only this process can
+    /// write the file. The admin operations hold the write lock across their transaction and
+    /// update it before letting go; a row write holds the read lock across its own, so its
+    /// table cannot be deleted (nor its tables re-created by the write) under it. Lock order:
+    /// this lock, then redb's writer.
+    catalog: RwLock<Catalog>,
 }
 
 /// The open file: read-write, or read-only for callers that only read (several readers may
@@ -219,11 +273,12 @@ impl RedbStore {
     /// Checks the layout version, and on a writable file creates the fixed tables if they
     /// are missing. A file that has them is not written to (opening changes no byte of it).
     fn init(db: Db, path: Option<PathBuf>) -> Result<RedbStore, StoreError> {
-        let store = RedbStore {
+        let mut store = RedbStore {
             db,
             path,
             durable: true,
             state: EngineState::default(),
+            catalog: RwLock::new(Catalog::new()),
         };
         let op = "initialise";
         let found = {
@@ -244,7 +299,11 @@ impl RedbStore {
             version.filter(|_| schema)
         };
         match found {
-            Some(FORMAT_VERSION) => Ok(store),
+            Some(FORMAT_VERSION) => {
+                let catalog = load_catalog(&store.begin_read(op)?)?;
+                store.catalog = RwLock::new(catalog);
+                Ok(store)
+            }
             Some(other) => Err(StoreError::new(
                 Code::FailedPrecondition,
                 format!(
@@ -296,13 +355,20 @@ impl RedbStore {
         Ok(txn)
     }
 
-    /// A write transaction on `table`, which must exist (`NOT_FOUND`).
-    fn begin_table_write(&self, table: &str, op: &str) -> Result<WriteTransaction, StoreError> {
-        let txn = self.begin_write(op)?;
-        if !exists_in_write(&txn, table, op)? {
-            return Err(table_not_found(table));
-        }
-        Ok(txn)
+    /// The catalog, to read (a panic while an admin operation held it may have left it
+    /// behind the file: refuse to go on).
+    fn catalog(&self) -> Result<RwLockReadGuard<'_, Catalog>, StoreError> {
+        self.catalog.read().map_err(|_| catalog_poisoned())
+    }
+
+    /// The catalog, for an admin operation to hold across its transaction.
+    fn catalog_mut(&self) -> Result<RwLockWriteGuard<'_, Catalog>, StoreError> {
+        self.catalog.write().map_err(|_| catalog_poisoned())
+    }
+
+    /// What the store knows of `table` (`NOT_FOUND` if it does not exist).
+    fn table_info(&self, table: &str) -> Result<Arc<TableInfo>, StoreError> {
+        lookup(&*self.catalog()?, table)
     }
 
     fn begin_read(&self, op: &str) -> Result<ReadTransaction, StoreError> {
@@ -327,6 +393,13 @@ fn redb_error(op: &str, e: impl Into<redb::Error>) -> StoreError {
         _ => Code::Internal,
     };
     StoreError::new(code, format!("redb store: {op}: {e}"))
+}
+
+fn catalog_poisoned() -> StoreError {
+    StoreError::new(
+        Code::Internal,
+        "redb store: schema cache poisoned by an earlier panic",
+    )
 }
 
 fn table_not_found(table: &str) -> StoreError {
@@ -524,38 +597,29 @@ fn upsert_family(families: &mut Vec<ColumnFamily>, family: &ColumnFamily) {
     }
 }
 
-/// The schema of `table` in a snapshot, or `NOT_FOUND`.
-fn schema_in_read(txn: &ReadTransaction, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
-    let op = "read schema";
-    let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
-    let bytes = schema.get(table).map_err(|e| redb_error(op, e))?;
-    match bytes {
-        Some(b) => decode_families(table, b.value()),
-        None => Err(table_not_found(table)),
-    }
-}
-
-/// Whether `table` exists, inside a write transaction.
-fn exists_in_write(txn: &WriteTransaction, table: &str, op: &str) -> Result<bool, StoreError> {
-    let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
-    let found = schema.get(table).map_err(|e| redb_error(op, e))?.is_some();
-    Ok(found)
-}
-
-/// The first row of `range` strictly after `after` in scan direction, in a snapshot: its key and
-/// size, from the rows table (`NOT_FOUND` if `table` is missing).
-fn first_row(
+/// Opens one of a rowkit table's redb tables in a snapshot: one deleted after the catalog was
+/// read is `NOT_FOUND`, as if the request had come after the deletion.
+fn open_read<K: redb::Key + 'static, V: redb::Value + 'static>(
     txn: &ReadTransaction,
+    definition: TableDefinition<'_, K, V>,
     table: &str,
+    op: &str,
+) -> Result<ReadOnlyTable<K, V>, StoreError> {
+    txn.open_table(definition).map_err(|e| match e {
+        redb::TableError::TableDoesNotExist(_) => table_not_found(table),
+        e => redb_error(op, e),
+    })
+}
+
+/// The first row of `range` strictly after `after` in scan direction: its key and size, from
+/// the rows table.
+fn first_row(
+    rows: &ReadOnlyTable<&'static [u8], (u64, u64)>,
     range: &RowRange,
     after: Option<&[u8]>,
     reversed: bool,
     op: &str,
 ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
-    schema_in_read(txn, table)?;
-    let rows = txn
-        .open_table(TableNames::new(table).rows())
-        .map_err(|e| redb_error(op, e))?;
     let (lower, upper) = scan_bounds(range, after, reversed);
     let mut it = rows
         .range::<&[u8]>((as_slice_bound(&lower), as_slice_bound(&upper)))
@@ -567,6 +631,15 @@ fn first_row(
             Ok((k.value().to_vec(), v.value().0))
         })
         .transpose()
+}
+
+/// The key of a range that holds exactly one row key (`[k, k]`, `k` not empty: an empty end
+/// key means "no end").
+fn single_key(range: &RowRange) -> Option<&[u8]> {
+    match (&range.start, &range.end) {
+        (KeyBound::Closed(s), KeyBound::Closed(e)) if s == e && !s.is_empty() => Some(s),
+        _ => None,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -583,6 +656,7 @@ impl TableStorage for RedbStore {
         let encoded = encode_families(table, &sorted)?;
 
         let op = "create_table";
+        let mut catalog = self.catalog_mut()?;
         let txn = self.begin_write(op)?;
         {
             let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
@@ -597,11 +671,14 @@ impl TableStorage for RedbStore {
                 .map_err(|e| redb_error(op, e))?;
             TableNames::new(table).create_in(&txn, op)?;
         }
-        txn.commit().map_err(|e| redb_error(op, e))
+        txn.commit().map_err(|e| redb_error(op, e))?;
+        catalog.insert(table.to_string(), Ok(TableInfo::new(table, sorted)));
+        Ok(())
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
         let op = "delete_table";
+        let mut catalog = self.catalog_mut()?;
         let txn = self.begin_write(op)?;
         {
             let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
@@ -614,30 +691,28 @@ impl TableStorage for RedbStore {
             }
         }
         TableNames::new(table).delete_in(&txn, op)?;
-        txn.commit().map_err(|e| redb_error(op, e))
+        txn.commit().map_err(|e| redb_error(op, e))?;
+        catalog.remove(table);
+        Ok(())
     }
 
     fn list_tables(&self) -> Result<Vec<String>, StoreError> {
-        let op = "list_tables";
-        let txn = self.begin_read(op)?;
-        let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
-        let mut out = Vec::new();
-        for entry in schema.iter().map_err(|e| redb_error(op, e))? {
-            let (k, _) = entry.map_err(|e| redb_error(op, e))?;
-            out.push(k.value().to_string());
-        }
-        Ok(out)
+        Ok(self.catalog()?.keys().cloned().collect())
     }
 
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
-        let txn = self.begin_read("families")?;
-        schema_in_read(&txn, table)
+        Ok(self.table_info(table)?.families.to_vec())
+    }
+
+    fn schema(&self, table: &str) -> Result<Arc<[ColumnFamily]>, StoreError> {
+        Ok(Arc::clone(&self.table_info(table)?.families))
     }
 
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
         let op = "set_family";
+        let mut catalog = self.catalog_mut()?;
         let txn = self.begin_write(op)?;
-        {
+        let families = {
             let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
             let mut families = match schema.get(table).map_err(|e| redb_error(op, e))? {
                 Some(bytes) => decode_families(table, bytes.value())?,
@@ -649,8 +724,11 @@ impl TableStorage for RedbStore {
             schema
                 .insert(table, encoded.as_slice())
                 .map_err(|e| redb_error(op, e))?;
-        }
-        txn.commit().map_err(|e| redb_error(op, e))
+            families
+        };
+        txn.commit().map_err(|e| redb_error(op, e))?;
+        catalog.insert(table.to_string(), Ok(TableInfo::new(table, families)));
+        Ok(())
     }
 
     fn next_row(
@@ -661,19 +739,30 @@ impl TableStorage for RedbStore {
         reversed: bool,
     ) -> Result<Option<Row>, StoreError> {
         let op = "next_row";
+        let info = self.table_info(table)?;
         // One snapshot for the row lookup and its cells: the row is read whole.
         let txn = self.begin_read(op)?;
-        let Some((key, _size)) = first_row(&txn, table, range, after, reversed, op)? else {
-            return Ok(None);
+        let point = single_key(range).filter(|_| after.is_none());
+        let key = match point {
+            // A row exists iff it has a cell: a point read goes straight to the cells.
+            Some(key) => key.to_vec(),
+            None => {
+                let rows = open_read(&txn, info.names.rows(), table, op)?;
+                match first_row(&rows, range, after, reversed, op)? {
+                    Some((key, _size)) => key,
+                    None => return Ok(None),
+                }
+            }
         };
-        let cells_table = txn
-            .open_table(TableNames::new(table).cells())
-            .map_err(|e| redb_error(op, e))?;
+        let cells_table = open_read(&txn, info.names.cells(), table, op)?;
         let mut prefix = Vec::with_capacity(key.len() + 2);
         push_component(&mut prefix, &key);
         let cells = read_cells(&cells_table, table, &prefix)?;
         if cells.is_empty() {
-            return Err(corrupt(table, "row entry without cells"));
+            return match point {
+                Some(_) => Ok(None),
+                None => Err(corrupt(table, "row entry without cells")),
+            };
         }
         Ok(Some(Row { key, cells }))
     }
@@ -685,8 +774,10 @@ impl TableStorage for RedbStore {
         after: Option<&[u8]>,
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         let op = "next_row_size";
+        let info = self.table_info(table)?;
         let txn = self.begin_read(op)?;
-        first_row(&txn, table, range, after, false, op)
+        let rows = open_read(&txn, info.names.rows(), table, op)?;
+        first_row(&rows, range, after, false, op)
     }
 
     fn write_row<T>(
@@ -696,18 +787,7 @@ impl TableStorage for RedbStore {
         f: impl FnOnce(&mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let op = "write_row";
-        let txn = self.begin_table_write(table, op)?;
-        match write_in(&txn, table, key, f, op) {
-            Ok((value, dirty)) => {
-                end_write(txn, dirty, op)?;
-                Ok(value)
-            }
-            Err(e) => {
-                // The closure's error is the answer; a failed abort changes nothing on disk.
-                let _ = txn.abort();
-                Err(e)
-            }
-        }
+        self.in_write(table, op, |rows, row| write_in(rows, row, key, f, op))
     }
 
     /// The whole batch in one write transaction (one commit, one fsync, instead of one per
@@ -721,29 +801,36 @@ impl TableStorage for RedbStore {
         mut f: impl FnMut(usize, &mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Vec<Result<T, StoreError>> {
         let op = "write_rows";
-        let batched: Result<Option<Vec<_>>, StoreError> = (|| {
-            let txn = self.begin_table_write(table, op)?;
+        /// Why the batch did not commit.
+        enum Failed {
+            /// A row's closure failed: redo row by row.
+            Row,
+            /// The transaction itself failed: every row gets this error.
+            Store(StoreError),
+        }
+        impl From<StoreError> for Failed {
+            fn from(e: StoreError) -> Failed {
+                Failed::Store(e)
+            }
+        }
+        let batched = self.in_write(table, op, |rows, row| {
             let mut values = Vec::with_capacity(keys.len());
             let mut dirty = false;
             for (i, key) in keys.iter().enumerate() {
-                match write_in(&txn, table, key, |row| f(i, row), op) {
+                match write_in(rows, row, key, |row| f(i, row), op) {
                     Ok((value, wrote)) => {
                         dirty |= wrote;
                         values.push(Ok(value));
                     }
-                    Err(_) => {
-                        let _ = txn.abort();
-                        return Ok(None);
-                    }
+                    Err(_) => return Err(Failed::Row),
                 }
             }
-            end_write(txn, dirty, op)?;
-            Ok(Some(values))
-        })();
+            Ok((values, dirty))
+        });
         match batched {
-            Ok(Some(values)) => values,
-            Err(e) => keys.iter().map(|_| Err(e.clone())).collect(),
-            Ok(None) => keys
+            Ok(values) => values,
+            Err(Failed::Store(e)) => keys.iter().map(|_| Err(e.clone())).collect(),
+            Err(Failed::Row) => keys
                 .iter()
                 .enumerate()
                 .map(|(i, key)| self.write_row(table, key, |row| f(i, row)))
@@ -756,71 +843,78 @@ impl TableStorage for RedbStore {
     }
 }
 
-/// Ends a row write transaction: commits it if anything was written, else aborts it (a read, or
-/// a predicate that chose no mutation: no commit and no fsync).
-fn end_write(txn: WriteTransaction, dirty: bool, op: &str) -> Result<(), StoreError> {
-    if dirty {
-        txn.commit().map_err(|e| redb_error(op, e))
-    } else {
-        txn.abort().map_err(|e| redb_error(op, e))
+/// The rows table of a rowkit table, open in a write transaction.
+type RowsTable<'t> = Table<'t, &'static [u8], (u64, u64)>;
+
+impl RedbStore {
+    /// Runs `body` in one write transaction on `table`'s redb tables (`NOT_FOUND` if the table
+    /// does not exist), each opened once for the whole transaction. Commits if `body` returns
+    /// `Ok` having written something, else aborts (a read, or a predicate that chose no
+    /// mutation: no commit and no fsync).
+    fn in_write<R, E: From<StoreError>>(
+        &self,
+        table: &str,
+        op: &str,
+        body: impl for<'t> FnOnce(&mut RowsTable<'t>, &mut RedbRow<'t>) -> Result<(R, bool), E>,
+    ) -> Result<R, E> {
+        // Held until the commit: the table cannot be deleted under the transaction.
+        let catalog = self.catalog()?;
+        let info = lookup(&catalog, table)?;
+        let txn = self.begin_write(op)?;
+        let result = (|| {
+            let mut rows = txn
+                .open_table(info.names.rows())
+                .map_err(|e| redb_error(op, e))?;
+            let cells = txn
+                .open_table(info.names.cells())
+                .map_err(|e| redb_error(op, e))?;
+            let mut row = RedbRow::new(table, cells);
+            body(&mut rows, &mut row)
+        })();
+        match result {
+            Ok((value, dirty)) => {
+                if dirty {
+                    txn.commit().map_err(|e| redb_error(op, e))?;
+                } else {
+                    txn.abort().map_err(|e| redb_error(op, e))?;
+                }
+                drop(catalog);
+                Ok(value)
+            }
+            Err(e) => {
+                // The body's error is the answer; a failed abort changes nothing on disk.
+                let _ = txn.abort();
+                Err(e)
+            }
+        }
     }
 }
 
-/// Runs `f` on one row inside `txn` and stores the row's new size and cell count; returns
-/// `f`'s value and whether anything was written. On `Err` the transaction holds partial writes
-/// of this row and must be aborted.
-fn write_in<T>(
-    txn: &WriteTransaction,
-    table: &str,
+/// Runs `f` on row `key` through `row` (the transaction's cells) and stores the row's new size
+/// and cell count in `rows`; returns `f`'s value and whether anything was written. On `Err`
+/// the transaction holds partial writes of this row and must be aborted.
+fn write_in<'t, T>(
+    rows: &mut RowsTable<'t>,
+    row: &mut RedbRow<'t>,
     key: &[u8],
-    f: impl FnOnce(&mut RedbRow<'_>) -> Result<T, StoreError>,
+    f: impl FnOnce(&mut RedbRow<'t>) -> Result<T, StoreError>,
     op: &str,
 ) -> Result<(T, bool), StoreError> {
-    let names = TableNames::new(table);
-    let (size, count) = {
-        let rows = txn
-            .open_table(names.rows())
-            .map_err(|e| redb_error(op, e))?;
-        let found = rows.get(key).map_err(|e| redb_error(op, e))?;
-        found.map(|v| v.value()).unwrap_or((0, 0))
-    };
-    let cell_bytes = if count == 0 {
-        0
-    } else {
-        size.checked_sub(key.len() as u64)
-            .ok_or_else(|| corrupt(table, "row size below key length"))?
-    };
-    let (value, dirty, count, cell_bytes) = {
-        let cells = txn
-            .open_table(names.cells())
-            .map_err(|e| redb_error(op, e))?;
-        let mut prefix = Vec::with_capacity(key.len() + 2);
-        push_component(&mut prefix, key);
-        let mut row = RedbRow {
-            table,
-            cells,
-            key_len: key.len() as u64,
-            prefix,
-            count,
-            cell_bytes,
-            dirty: false,
-        };
-        let value = f(&mut row)?;
-        (value, row.dirty, row.count, row.cell_bytes)
-    };
-    if dirty {
-        let mut rows = txn
-            .open_table(names.rows())
-            .map_err(|e| redb_error(op, e))?;
-        if count == 0 {
+    let (size, count) = rows
+        .get(key)
+        .map_err(|e| redb_error(op, e))?
+        .map_or((0, 0), |v| v.value());
+    row.start(key, size, count)?;
+    let value = f(row)?;
+    if row.dirty {
+        if row.count == 0 {
             rows.remove(key).map_err(|e| redb_error(op, e))?;
         } else {
-            let size = key.len() as u64 + cell_bytes;
-            rows.insert(key, (size, count))
+            rows.insert(key, (row.key_len + row.cell_bytes, row.count))
                 .map_err(|e| redb_error(op, e))?;
         }
     }
-    Ok((value, dirty))
+    Ok((value, row.dirty))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -828,13 +922,16 @@ fn write_in<T>(
 
 /// One row inside a redb write transaction: the handle [`TableStorage::write_row`] gives its
 /// closure. Writes go straight to the transaction's cells table; the row's size and cell count
-/// are tracked here and stored when the transaction commits.
+/// are tracked here and stored when the transaction commits. One handle serves every row of a
+/// batch in turn ([`RedbRow::start`]), so the cells table is opened once per transaction.
 pub struct RedbRow<'t> {
     table: &'t str,
     cells: redb::Table<'t, &'static [u8], &'static [u8]>,
     key_len: u64,
     /// The encoded row key: the common prefix of all the row's cell keys.
     prefix: Vec<u8>,
+    /// The key of the cell [`RowWrite::put`] writes, kept to reuse its allocation.
+    key: Vec<u8>,
     count: u64,
     /// Σ over cells of `len(family) + len(qualifier) + 8 + len(value)`.
     cell_bytes: u64,
@@ -853,6 +950,38 @@ impl fmt::Debug for RedbRow<'_> {
 
 fn cell_size(family: usize, qualifier: usize, value: usize) -> u64 {
     (family + qualifier + 8 + value) as u64
+}
+
+impl<'t> RedbRow<'t> {
+    /// A handle on the cells of `table` in a write transaction, pointing at no row yet.
+    fn new(table: &'t str, cells: redb::Table<'t, &'static [u8], &'static [u8]>) -> RedbRow<'t> {
+        RedbRow {
+            table,
+            cells,
+            key_len: 0,
+            prefix: Vec::new(),
+            key: Vec::new(),
+            count: 0,
+            cell_bytes: 0,
+            dirty: false,
+        }
+    }
+
+    /// Points the handle at row `key`, whose rows-table entry says `size` and `count`.
+    fn start(&mut self, key: &[u8], size: u64, count: u64) -> Result<(), StoreError> {
+        self.cell_bytes = if count == 0 {
+            0
+        } else {
+            size.checked_sub(key.len() as u64)
+                .ok_or_else(|| corrupt(self.table, "row size below key length"))?
+        };
+        self.key_len = key.len() as u64;
+        self.count = count;
+        self.dirty = false;
+        self.prefix.clear();
+        push_component(&mut self.prefix, key);
+        Ok(())
+    }
 }
 
 impl RedbRow<'_> {
@@ -961,16 +1090,19 @@ impl RowWrite for RedbRow<'_> {
         timestamp: Timestamp,
         value: &[u8],
     ) -> Result<(), StoreError> {
-        let key = {
-            let mut k = self.column_prefix(family, qualifier);
-            k.extend_from_slice(&encode_ts(timestamp));
-            k
-        };
-        let old_len = self
+        // The key is built in the handle's buffer: a batch writes many cells through one handle.
+        let mut key = std::mem::take(&mut self.key);
+        key.clear();
+        key.extend_from_slice(&self.prefix);
+        push_component(&mut key, family.as_bytes());
+        push_component(&mut key, qualifier);
+        key.extend_from_slice(&encode_ts(timestamp));
+        let inserted = self
             .cells
             .insert(key.as_slice(), value)
-            .map_err(|e| redb_error("put cell", e))?
-            .map(|old| old.value().len());
+            .map(|old| old.map(|old| old.value().len()));
+        self.key = key;
+        let old_len = inserted.map_err(|e| redb_error("put cell", e))?;
         self.dirty = true;
         match old_len {
             Some(old) => {
@@ -1194,6 +1326,90 @@ mod tests {
 
     fn k(keys: &[&str]) -> Vec<Vec<u8>> {
         keys.iter().map(|k| k.as_bytes().to_vec()).collect()
+    }
+
+    /// The schema kept in memory follows every admin change at once: a family added is
+    /// accepted by the next request, a deleted table is gone for reads and writes (and a write
+    /// does not bring its redb tables back), a re-created one starts empty.
+    #[test]
+    fn schema_changes_reach_the_next_request() {
+        use crate::Store;
+        use rowkit_statemachines::{MutateRowRequest, Request};
+        let s = store();
+        let set = |family: &str| {
+            Request::MutateRow(MutateRowRequest {
+                table: "t".into(),
+                row_key: b"r".to_vec(),
+                mutations: vec![rowkit_codec::model::Mutation::SetCell {
+                    family: family.into(),
+                    qualifier: b"q".to_vec(),
+                    timestamp: Timestamp::from_millis(1),
+                    value: b"v".to_vec(),
+                }],
+                ..Default::default()
+            })
+        };
+        let now = Timestamp::from_secs(1);
+        let err = Store::execute(&s, set("new"), now).unwrap_err();
+        assert_eq!(err.code, Code::NotFound);
+        TableStorage::set_family(&s, "t", &ColumnFamily::new("new")).unwrap();
+        Store::execute(&s, set("new"), now).unwrap();
+        let point = RowRange {
+            start: KeyBound::Closed(b"r".to_vec()),
+            end: KeyBound::Closed(b"r".to_vec()),
+        };
+        let row = s.next_row("t", &point, None, false).unwrap().unwrap();
+        assert_eq!(row.cells.len(), 1);
+        assert_eq!(row.cells[0].family, "new");
+
+        TableStorage::delete_table(&s, "t").unwrap();
+        for range in [&point, &RowRange::all()] {
+            let err = s.next_row("t", range, None, false).unwrap_err();
+            assert_eq!(err.code, Code::NotFound);
+        }
+        let err = s.write_row("t", b"r", |r| r.delete_row()).unwrap_err();
+        assert_eq!(err.code, Code::NotFound);
+        let err = Store::execute(&s, set("cf"), now).unwrap_err();
+        assert_eq!(err.code, Code::NotFound);
+        assert_eq!(TableStorage::list_tables(&s).unwrap(), Vec::<String>::new());
+
+        TableStorage::create_table(&s, "t", &[ColumnFamily::new("cf")]).unwrap();
+        assert_eq!(s.next_row("t", &point, None, false).unwrap(), None);
+        assert_eq!(
+            s.next_row("t", &RowRange::all(), None, false).unwrap(),
+            None
+        );
+        let err = Store::execute(&s, set("new"), now).unwrap_err();
+        assert_eq!(err.code, Code::NotFound);
+        Store::execute(&s, set("cf"), now).unwrap();
+        let row = s.next_row("t", &point, None, false).unwrap().unwrap();
+        assert_eq!(row.cells[0].family, "cf");
+    }
+
+    /// A point read (no rows-table lookup) finds exactly what a scan over the same key finds.
+    #[test]
+    fn point_reads_match_scans() {
+        let s = store();
+        put(&s, b"a", "cf", b"q", 1, b"1");
+        put(&s, b"a\0", "cf", b"q", 1, b"2");
+        put(&s, b"b", "a", b"q", 2, b"3");
+        for key in [&b"a"[..], b"a\0", b"a\x01", b"b", b"c", b"\0"] {
+            let point = RowRange {
+                start: KeyBound::Closed(key.to_vec()),
+                end: KeyBound::Closed(key.to_vec()),
+            };
+            let through = RowRange {
+                start: KeyBound::Closed(key.to_vec()),
+                end: KeyBound::Open([key, &b"\0"[..]].concat()),
+            };
+            for reversed in [false, true] {
+                assert_eq!(
+                    s.next_row("t", &point, None, reversed).unwrap(),
+                    s.next_row("t", &through, None, reversed).unwrap(),
+                    "{key:?}"
+                );
+            }
+        }
     }
 
     #[test]

@@ -85,7 +85,7 @@ fn execute<S: TableStorage>(
     now: Timestamp,
     whole_rows: bool,
 ) -> Result<Reply<'_>, StoreError> {
-    let families = TableStorage::families(store, request.table())?;
+    let families = store.schema(request.table())?;
     let writer = Writer {
         store,
         schema: Schema::new(&families),
@@ -213,13 +213,13 @@ fn check_row_size<R: RowWrite + ?Sized>(row: &R) -> Result<(), StoreError> {
 /// One write request's context: the store, the table's schema, and the caller's `now`, which
 /// only bounds server time from below: each row transaction picks its own ([`RowTime`]), as
 /// Bigtable stamps at apply time.
-struct Writer<'s, S> {
+struct Writer<'s, 'f, S> {
     store: &'s S,
-    schema: Schema,
+    schema: Schema<'f>,
     now: Timestamp,
 }
 
-impl<'s, S: TableStorage> Writer<'s, S> {
+impl<'s, S: TableStorage> Writer<'s, '_, S> {
     /// The server time of one row transaction; call it inside the transaction.
     fn row_time(&self) -> RowTime<'s> {
         RowTime::new(self.store.server_time(), self.now)

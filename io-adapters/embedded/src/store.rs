@@ -2,6 +2,7 @@
 //! atomic write per row), [`Store`] is what callers use (execute any request), and the blanket
 //! implementation between them is the one evaluator in [`crate::semantics`].
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use rowkit_codec::model::{Cell, ColumnFamily, Row, RowRange, Timestamp, TimestampRange};
@@ -168,6 +169,12 @@ pub trait TableStorage: Send + Sync {
     fn list_tables(&self) -> Result<Vec<String>, StoreError>;
     /// The families of a table (`NOT_FOUND` if missing), ascending by name.
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError>;
+    /// [`TableStorage::families`] as the evaluator reads them, once per request: shared, so an
+    /// engine that keeps its schemas in memory hands them out without a copy. Default: a copy
+    /// of `families`.
+    fn schema(&self, table: &str) -> Result<Arc<[ColumnFamily]>, StoreError> {
+        self.families(table).map(Arc::from)
+    }
     /// Adds or replaces a family (its GC rule) in an existing table.
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError>;
 

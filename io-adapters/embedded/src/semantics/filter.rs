@@ -324,19 +324,20 @@ impl Eval<'_> {
                 input.truncate(*n);
                 input
             }
+            Node::CellsPerColumnLimit(0) => Vec::new(),
             Node::CellsPerColumnLimit(n) => {
-                let mut seen = 0usize;
-                let mut prev: Option<(String, Vec<u8>)> = None;
-                input.retain(|c| {
-                    let same = prev
-                        .as_ref()
-                        .is_some_and(|(f, q)| *f == c.family && *q == c.qualifier);
-                    if !same {
-                        prev = Some((c.family.clone(), c.qualifier.clone()));
-                        seen = 0;
+                // A column's cells are adjacent and its first is always kept (n >= 1), so the
+                // last cell kept is of the same column exactly when the previous cell was:
+                // `dedup_by` compares with it, in place, copying no names.
+                let mut seen = 1usize;
+                input.dedup_by(|c, kept| {
+                    if c.family == kept.family && c.qualifier == kept.qualifier {
+                        seen += 1;
+                        seen > *n
+                    } else {
+                        seen = 1;
+                        false
                     }
-                    seen += 1;
-                    seen <= *n
                 });
                 input
             }
@@ -399,5 +400,42 @@ mod tests {
             compile_regex(b"a.c", "value_regex_filter").unwrap(),
             Pattern::Regex(_)
         ));
+    }
+
+    /// `CellsPerColumnLimit(n)` keeps the first `n` cells of each column, duplicates counted,
+    /// on rows drawn with few columns, repeated timestamps and duplicate cells.
+    #[test]
+    fn cells_per_column_limit_keeps_the_first_n_of_each_column() {
+        use rowkit_codec::model::Timestamp;
+        let mut rng = SplitMix64::new(11);
+        let families = ["a", "b"];
+        let qualifiers: [&[u8]; 3] = [b"", b"q", b"q\0"];
+        for _ in 0..500 {
+            let mut cells: Vec<Cell> = (0..rng.below(12))
+                .map(|_| Cell {
+                    family: families[rng.below(2) as usize].into(),
+                    qualifier: qualifiers[rng.below(3) as usize].to_vec(),
+                    timestamp: Timestamp::from_millis(rng.below(3) as i64),
+                    value: vec![rng.below(4) as u8],
+                    labels: vec![],
+                })
+                .collect();
+            cells.sort_by(compare_canonical);
+            for n in 1..4 {
+                let mut expected = Vec::new();
+                for (i, cell) in cells.iter().enumerate() {
+                    let before = cells[..i]
+                        .iter()
+                        .filter(|c| c.family == cell.family && c.qualifier == cell.qualifier)
+                        .count();
+                    if before < n {
+                        expected.push(cell.clone());
+                    }
+                }
+                let f = CompiledFilter::new(&RowFilter::CellsPerColumnLimit(n as i32)).unwrap();
+                let found = f.apply(b"r", cells.clone(), &mut SplitMix64::new(0));
+                assert_eq!(found, expected, "n = {n}, {cells:?}");
+            }
+        }
     }
 }

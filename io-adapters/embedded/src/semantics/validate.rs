@@ -14,20 +14,19 @@ use rowkit_statemachines::{
 
 use super::filter::CompiledFilter;
 
-/// The family names a table declares.
-pub(crate) struct Schema {
-    names: BTreeSet<String>,
+/// The families a table declares (a handful: a scan costs less than building a set per
+/// request).
+pub(crate) struct Schema<'f> {
+    families: &'f [ColumnFamily],
 }
 
-impl Schema {
-    pub(crate) fn new(families: &[ColumnFamily]) -> Schema {
-        Schema {
-            names: families.iter().map(|f| f.name.clone()).collect(),
-        }
+impl<'f> Schema<'f> {
+    pub(crate) fn new(families: &'f [ColumnFamily]) -> Schema<'f> {
+        Schema { families }
     }
 
     fn check_family(&self, family: &str) -> Result<(), ValidationError> {
-        if self.names.contains(family) {
+        if self.families.iter().any(|f| f.name == family) {
             Ok(())
         } else {
             Err(ValidationError::FamilyNotFound {
@@ -64,7 +63,7 @@ pub fn validate_schema(table: &str, families: &[ColumnFamily]) -> Result<(), Sto
 }
 
 /// Validates mutations on their own and against the schema (unknown family -> `NOT_FOUND`).
-fn check_mutations(mutations: &[Mutation], schema: &Schema) -> Result<(), ValidationError> {
+fn check_mutations(mutations: &[Mutation], schema: &Schema<'_>) -> Result<(), ValidationError> {
     for m in mutations {
         validate_mutation(m)?;
         if let Some(family) = m.family() {
@@ -78,7 +77,7 @@ fn check_mutations(mutations: &[Mutation], schema: &Schema) -> Result<(), Valida
 pub(crate) fn check_row_mutations(
     key: &[u8],
     mutations: &[Mutation],
-    schema: &Schema,
+    schema: &Schema<'_>,
 ) -> Result<(), ValidationError> {
     validate_row_key(key)?;
     if mutations.is_empty() {
@@ -121,7 +120,7 @@ pub(crate) fn check_batch(req: &MutateRowsRequest) -> Result<(), ValidationError
 /// valid whichever branch runs), predicate. Returns the compiled predicate.
 pub(crate) fn check_conditional(
     req: &CheckAndMutateRowRequest,
-    schema: &Schema,
+    schema: &Schema<'_>,
 ) -> Result<Option<CompiledFilter>, StoreError> {
     validate_row_key(&req.row_key)?;
     if req.true_mutations.is_empty() && req.false_mutations.is_empty() {
@@ -139,7 +138,7 @@ pub(crate) fn check_conditional(
 /// ReadModifyWriteRow: key, 1..=100 000 rules, each valid with a declared family.
 pub(crate) fn check_rmw(
     req: &ReadModifyWriteRowRequest,
-    schema: &Schema,
+    schema: &Schema<'_>,
 ) -> Result<(), ValidationError> {
     validate_row_key(&req.row_key)?;
     if req.rules.is_empty() {
