@@ -223,6 +223,10 @@ fn measure_prepared<I>(
     });
     g.finish();
     let mut s = samples.into_inner();
+    if s.is_empty() {
+        // Filtered out on the command line: nothing ran.
+        return;
+    }
     s.sort_unstable();
     let at = |q: f64| s[((s.len() as f64 * q) as usize).min(s.len() - 1)];
     let mean = s.iter().sum::<Duration>() / s.len() as u32;
@@ -395,8 +399,7 @@ fn gold(c: &mut Criterion) {
                 (column, entries(0..INGEST_TRACES, ingests))
             },
             |(column, batch)| {
-                block_on(ts.put(INGEST_FIRST + column as i64, None, batch, Timestamp(T0)))
-                    .unwrap();
+                block_on(ts.put(INGEST_FIRST + column as i64, None, batch, Timestamp(T0))).unwrap();
             },
         );
         measure(

@@ -147,7 +147,10 @@ fn s07_ops_codec() {
         ]
         .into(),
     );
-    assert_eq!(ops.key_order(), strings(&["config", "name", "arch", "srgb"]));
+    assert_eq!(
+        ops.key_order(),
+        strings(&["config", "name", "arch", "srgb"])
+    );
     assert_eq!(
         ops.param_set()["config"],
         strings(&["8888", "565", "gpu", "gles"])

@@ -353,3 +353,98 @@ pub fn params_from<K: ToString, V: ToString>(pairs: impl IntoIterator<Item = (K,
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn tile_ops() -> OrderedParamSet {
+        // `name` lists `b` twice: a stored OPS may, and the first position is the index.
+        OrderedParamSet::from_parts(
+            strings(&["name", "arch", "name"]),
+            [
+                ("name".to_string(), strings(&["a", "b", "c", "b"])),
+                ("arch".to_string(), strings(&["x86", "arm"])),
+                ("os".to_string(), strings(&["linux"])),
+            ]
+            .into(),
+        )
+    }
+
+    #[test]
+    fn known_params_encode_like_encode_params() {
+        let ops = tile_ops();
+        let p = params_from([("name", "b"), ("arch", "arm")]);
+        // The key listed twice is encoded twice, as Go's loop over KeyOrder does.
+        assert_eq!(ops.encode_params(&p).unwrap(), ",0=1,1=1,2=1,");
+        assert_eq!(ops.encode_known_params(&p).unwrap(), ",0=1,1=1,2=1,");
+    }
+
+    #[test]
+    fn params_new_to_the_ops_are_not_known() {
+        let ops = tile_ops();
+        // A new value.
+        assert_eq!(ops.encode_known_params(&params_from([("name", "d")])), None);
+        // A key outside the KeyOrder: encode_params ignores it, an update would add it.
+        let p = params_from([("name", "a"), ("gpu", "none")]);
+        assert_eq!(ops.encode_params(&p).unwrap(), ",0=0,2=0,");
+        assert_eq!(ops.encode_known_params(&p), None);
+        // A key of the ParamSet outside the KeyOrder.
+        assert_eq!(
+            ops.encode_known_params(&params_from([("arch", "x86"), ("os", "linux")])),
+            None
+        );
+        // Nothing to encode.
+        assert_eq!(ops.encode_known_params(&Params::new()), None);
+    }
+
+    #[test]
+    fn update_keeps_first_positions_and_appends_in_order() {
+        let mut ops = tile_ops();
+        let ps: ParamSet = [
+            ("name".to_string(), strings(&["b", "e", "d", "e"])),
+            ("gpu".to_string(), strings(&["none"])),
+        ]
+        .into();
+        assert_eq!(
+            ops.delta(&ps),
+            [
+                ("name".to_string(), strings(&["e", "d"])),
+                ("gpu".to_string(), strings(&["none"])),
+            ]
+            .into()
+        );
+        ops.update(&ps);
+        assert_eq!(ops.key_order(), strings(&["name", "arch", "name", "gpu"]));
+        assert_eq!(
+            ops.param_set()["name"],
+            strings(&["a", "b", "c", "b", "e", "d"])
+        );
+        let p = params_from([("name", "d"), ("gpu", "none")]);
+        assert_eq!(ops.encode_known_params(&p).unwrap(), ",0=5,2=5,3=0,");
+        assert!(ops.delta(&ps).is_empty());
+    }
+
+    #[test]
+    fn a_param_set_keeps_the_order_of_first_appearance() {
+        let mut b = ParamSetBuilder::new();
+        b.add(&params_from([("name", "z"), ("arch", "arm")]));
+        b.add(&params_from([("name", "a"), ("arch", "arm")]));
+        b.add(&params_from([("name", "z")]));
+        let sorted = b.clone().finish_sorted();
+        assert_eq!(
+            b.finish(),
+            [
+                ("arch".to_string(), vec!["arm".to_string()]),
+                ("name".to_string(), strings(&["z", "a"])),
+            ]
+            .into()
+        );
+        assert_eq!(sorted["name"], strings(&["a", "z"]));
+    }
+}

@@ -387,7 +387,12 @@ impl Versioned {
                     let matched = ready!(cas.poll(io),
                         self.phase => VersionedPhase::Master { inserted, cas });
                     if !matched.map_err(internal)? {
-                        put_event_text(io, &self.t.coll, &self.t.mk, core::mem::take(&mut self.text));
+                        put_event_text(
+                            io,
+                            &self.t.coll,
+                            &self.t.mk,
+                            core::mem::take(&mut self.text),
+                        );
                         return Ok(Some(Some(version_result(&self.vid))));
                     }
                     if inserted {

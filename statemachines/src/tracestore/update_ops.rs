@@ -216,7 +216,10 @@ impl Flow for UpdateOps {
                 Phase::Done => return Ok(None),
             };
             // With the current OPS known: done if `ps` adds nothing, else compare-and-swap.
-            let ops = current.as_ref().map(|c| Arc::clone(&c.ops)).unwrap_or_default();
+            let ops = current
+                .as_ref()
+                .map(|c| Arc::clone(&c.ops))
+                .unwrap_or_default();
             if ops.delta(&self.ps).is_empty() {
                 return Ok(Some(ops));
             }
