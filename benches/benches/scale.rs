@@ -188,22 +188,39 @@ fn measure(
     name: &str,
     size: u64,
     backend: &Backend,
-    mut op: impl FnMut(u64),
+    op: impl FnMut(u64),
+) {
+    measure_prepared(c, schema, name, size, backend, 1, |i| i, op);
+}
+
+/// [`measure`] of an operation on `elements` values whose input `prepare(i)` builds outside
+/// the timed part (the line then also gives values/s).
+#[allow(clippy::too_many_arguments)]
+fn measure_prepared<I>(
+    c: &mut Criterion,
+    schema: &str,
+    name: &str,
+    size: u64,
+    backend: &Backend,
+    elements: u64,
+    mut prepare: impl FnMut(u64) -> I,
+    mut op: impl FnMut(I),
 ) {
     let samples = RefCell::new(Vec::<Duration>::new());
     let mut g = c.benchmark_group(format!("scale_{schema}"));
     g.sample_size(10)
         .warm_up_time(Duration::from_millis(500))
         .measurement_time(Duration::from_secs(3))
-        .throughput(Throughput::Elements(1));
+        .throughput(Throughput::Elements(elements));
     let mut next = 0u64;
     g.bench_with_input(BenchmarkId::new(name, size), &size, |b, _| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             let mut s = samples.borrow_mut();
             for _ in 0..iters {
+                let input = prepare(next);
                 let started = Instant::now();
-                op(next);
+                op(input);
                 let took = started.elapsed();
                 next += 1;
                 total += took;
@@ -214,11 +231,23 @@ fn measure(
     });
     g.finish();
     let mut s = samples.into_inner();
+    if s.is_empty() {
+        // Filtered out on the command line: nothing ran.
+        return;
+    }
     s.sort_unstable();
     let at = |q: f64| s[((s.len() as f64 * q) as usize).min(s.len() - 1)];
     let mean = s.iter().sum::<Duration>() / s.len() as u32;
+    let values = if elements > 1 {
+        format!(
+            " ({:.0} values/s)",
+            elements as f64 / mean.as_secs_f64().max(1e-12)
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "scale {}{schema} {name} rows={size}: {:.0} ops/s mean {:.1?} p50 {:.1?} p99 {:.1?} ({} ops) {}",
+        "scale {}{schema} {name} rows={size}: {:.0} ops/s{values} mean {:.1?} p50 {:.1?} p99 {:.1?} ({} ops) {}",
         match (&backend.path, durable()) {
             (None, _) => "emulator ",
             (Some(_), true) => "durable ",
@@ -294,6 +323,14 @@ fn graph(c: &mut Criterion) {
 /// Traces per commit: the table grows by commits of this many values.
 const TRACES: u64 = 1_000;
 
+/// Traces of the ingest tile: each measured Put writes one commit of this many values into
+/// a tile that already holds them all (issue 16's "10 000-trace tile").
+const INGEST_TRACES: u64 = 10_000;
+
+/// The ingest tile's first commit: a tile of its own (tile 4096), past every commit the
+/// growth reaches.
+const INGEST_FIRST: i64 = 4096 * rowkit_codec::tracestore::keys::TILE_SIZE as i64;
+
 fn entries(traces: std::ops::Range<u64>, commit: u64) -> Vec<PutEntry> {
     traces
         .map(|t| PutEntry {
@@ -326,6 +363,15 @@ fn gold(c: &mut Criterion) {
         1,
     ))
     .unwrap();
+    // The ingest tile gets its 10 000 traces once (its first commit), outside any figure.
+    block_on(ts.put(
+        INGEST_FIRST,
+        None,
+        entries(0..INGEST_TRACES, 0),
+        Timestamp(T0),
+    ))
+    .unwrap();
+    let mut ingests = 0u64;
     let mut commits = 0u64;
     let mut growing = Duration::ZERO;
     for size in sizes() {
@@ -347,6 +393,23 @@ fn gold(c: &mut Criterion) {
             let t = i % TRACES;
             block_on(ts.put(last, None, entries(t..t + 1, i), Timestamp(T0))).unwrap();
         });
+        // Later commits of the ingest tile (its other 255 columns, round and round).
+        measure_prepared(
+            c,
+            "gold",
+            "ingest 10 000-trace tile",
+            size,
+            &backend,
+            INGEST_TRACES,
+            |_| {
+                ingests += 1;
+                let column = 1 + ingests % (rowkit_codec::tracestore::keys::TILE_SIZE as u64 - 1);
+                (column, entries(0..INGEST_TRACES, ingests))
+            },
+            |(column, batch)| {
+                block_on(ts.put(INGEST_FIRST + column as i64, None, batch, Timestamp(T0))).unwrap();
+            },
+        );
         measure(
             c,
             "gold",
@@ -382,6 +445,7 @@ fn s3(c: &mut Criterion) {
         r#"{"content-length":1024,"owner-id":"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be","tags":{}}"#,
     );
     let plain = j("{}");
+    let versioning = j(r#"{"versioning":true}"#);
     let key = |i: u64| format!("dir{:03}/obj{i:08}", i % 1000);
     let mut have = 0u64;
     let mut growing = Duration::ZERO;
@@ -403,6 +467,12 @@ fn s3(c: &mut Criterion) {
         });
         measure(c, "s3", "put (overwrite)", size, &backend, |i| {
             block_on(om.put_object("b", &key(pick(i)), &value, Some(&plain))).unwrap();
+        });
+        om.take_events();
+        // A new version of an existing object (params `versioning`): the version row and the
+        // master, each a conditional write.
+        measure(c, "s3", "put (versioned)", size, &backend, |i| {
+            block_on(om.put_object("b", &key(pick(i)), &value, Some(&versioning))).unwrap();
         });
         om.take_events();
         measure(c, "s3", "list 100 from a marker", size, &backend, |i| {

@@ -115,24 +115,29 @@ fn s07_ops_codec() {
         ops.encode_params(&params_from([("arch", "arm")])).unwrap(),
         ",0=1,"
     );
-    let mut ops = OrderedParamSet::new();
-    ops.key_order = strings(&["arch", "config"]);
-    ops.param_set.insert("arch".into(), strings(&["riscv"]));
-    ops.param_set
-        .insert("config".into(), strings(&["8888", "565", "gpu"]));
+    let ops = OrderedParamSet::from_parts(
+        strings(&["arch", "config"]),
+        [
+            ("arch".into(), strings(&["riscv"])),
+            ("config".into(), strings(&["8888", "565", "gpu"])),
+        ]
+        .into(),
+    );
     assert_eq!(
         ops.encode_params(&params_from([("arch", "riscv"), ("config", "gpu")]))
             .unwrap(),
         ",0=0,1=2,"
     );
     let names: Vec<String> = (0..100).map(|i| format!("test{i:02}")).collect();
-    let mut ops = OrderedParamSet::new();
-    ops.key_order = strings(&["config", "name", "arch"]);
-    ops.param_set
-        .insert("config".into(), strings(&["8888", "565", "gpu"]));
-    ops.param_set.insert("name".into(), names);
-    ops.param_set
-        .insert("arch".into(), strings(&["x86", "arm", "riscv"]));
+    let mut ops = OrderedParamSet::from_parts(
+        strings(&["config", "name", "arch"]),
+        [
+            ("config".into(), strings(&["8888", "565", "gpu"])),
+            ("name".into(), names),
+            ("arch".into(), strings(&["x86", "arm", "riscv"])),
+        ]
+        .into(),
+    );
     // The update of scenario 7.
     ops.update(
         &[
@@ -142,9 +147,12 @@ fn s07_ops_codec() {
         ]
         .into(),
     );
-    assert_eq!(ops.key_order, strings(&["config", "name", "arch", "srgb"]));
     assert_eq!(
-        ops.param_set["config"],
+        ops.key_order(),
+        strings(&["config", "name", "arch", "srgb"])
+    );
+    assert_eq!(
+        ops.param_set()["config"],
         strings(&["8888", "565", "gpu", "gles"])
     );
     let enc = |p: &[(&str, &str)]| ops.encode_params(&params_from(p.iter().copied()));

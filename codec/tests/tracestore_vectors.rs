@@ -496,10 +496,7 @@ fn type_char(t: &str) -> char {
 }
 
 fn ops(key_order: &[String], param_set: &ParamSet) -> OrderedParamSet {
-    OrderedParamSet {
-        key_order: key_order.to_vec(),
-        param_set: param_set.clone(),
-    }
+    OrderedParamSet::from_parts(key_order.to_vec(), param_set.clone())
 }
 
 /// Exactly one of a case's `ok` / `error` fields.
@@ -609,8 +606,10 @@ fn ops_encode_decode_update() {
         assert_eq!(delta, c.delta, "{c:?}");
         assert_eq!(!delta.is_empty(), c.write_needed, "{c:?}");
         o.update(&c.input_param_set);
-        assert_eq!(o.key_order, c.new_key_order, "{c:?}");
-        assert_eq!(o.param_set, c.new_param_set, "{c:?}");
+        assert_eq!(o.key_order(), c.new_key_order, "{c:?}");
+        assert_eq!(*o.param_set(), c.new_param_set, "{c:?}");
+        // The indices the update kept are those of the lists it left.
+        assert_eq!(o, ops(&c.new_key_order, &c.new_param_set), "{c:?}");
     }
 }
 

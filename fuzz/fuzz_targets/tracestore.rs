@@ -45,10 +45,10 @@ fuzz_target!(|data: &[u8]| {
                 let again = decode_ops_gob(&encode_ops_gob(&ops)).expect("re-encoded gob decodes");
                 assert_eq!(again, ops);
                 // Every trace id the OPS can express decodes back to its params.
-                for (i, key) in ops.key_order.iter().enumerate().take(8) {
-                    if let Some(value) = ops.param_set.get(key).and_then(|v| v.first()) {
+                for (i, key) in ops.key_order().iter().enumerate().take(8) {
+                    if let Some(value) = ops.param_set().get(key).and_then(|v| v.first()) {
                         let enc = format!(",{i}=0,");
-                        if ops.key_order.iter().position(|k| k == key) == Some(i) {
+                        if ops.key_order().iter().position(|k| k == key) == Some(i) {
                             let params = ops.decode_params(enc.as_bytes()).expect("canonical id");
                             assert_eq!(params.get(key), Some(value));
                         }
@@ -86,12 +86,12 @@ fuzz_target!(|data: &[u8]| {
             // Params drawn from the OPS (a value per key unless the byte's high bit is set)
             // encode and decode back.
             let drawn: Params = ops
-                .key_order
+                .key_order()
                 .iter()
                 .zip(text)
                 .filter(|(_, b)| **b < 0x80)
                 .map(|(k, &b)| {
-                    let values = &ops.param_set[k];
+                    let values = &ops.param_set()[k];
                     (k.clone(), values[usize::from(b) % values.len()].clone())
                 })
                 .collect();

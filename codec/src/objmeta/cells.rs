@@ -45,12 +45,17 @@ pub fn value_hash(text: &str) -> Vec<u8> {
 /// `REPLACE(value[, vFormat])`: the mutation list that stores a document's value (and the
 /// metastore's vFormat) with its derived `f:` cells. `text` is the value's JSON text.
 pub fn replace(value: &Json, vformat: Option<&str>) -> Vec<Mutation> {
-    let text = value.stringify();
+    replace_text(value, &value.stringify(), vformat)
+}
+
+/// [`replace`] of a value whose JSON text `text` (`value.stringify()`) the caller has made
+/// already, for a change event or a second write of the same document.
+pub fn replace_text(value: &Json, text: &str, vformat: Option<&str>) -> Vec<Mutation> {
     let mut m = vec![
         Mutation::DeleteFromFamily {
             family: FLAG_FAMILY.to_string(),
         },
-        set(DOC_FAMILY, "value", text.clone().into_bytes()),
+        set(DOC_FAMILY, "value", text.as_bytes().to_vec()),
     ];
     if let Some(vf) = vformat {
         m.push(set(
@@ -59,7 +64,7 @@ pub fn replace(value: &Json, vformat: Option<&str>) -> Vec<Mutation> {
             Json::str(vf).stringify().into_bytes(),
         ));
     }
-    m.push(set(FLAG_FAMILY, "hash", value_hash(&text)));
+    m.push(set(FLAG_FAMILY, "hash", value_hash(text)));
     if let Some(Json::String(vid)) = value.get("versionId") {
         m.push(set(FLAG_FAMILY, "versionId", vid.as_bytes().to_vec()));
     }

@@ -36,9 +36,11 @@ pub const RESERVED_IDS: u64 = 256;
 /// md5 layout `toBytes`: the 16 bytes of a 32-hex-character digest (either case), else the
 /// empty value (missing or invalid digests are stored as missing).
 pub fn digest_to_cell(digest: &str) -> Vec<u8> {
-    match hex::decode(digest) {
-        Ok(bytes) if bytes.len() == 16 => bytes,
-        _ => Vec::new(),
+    // Into a fixed buffer: a Put converts one digest per trace.
+    let mut bytes = [0u8; 16];
+    match hex::decode_to_slice(digest, &mut bytes) {
+        Ok(()) => bytes.to_vec(),
+        Err(_) => Vec::new(),
     }
 }
 

@@ -2,11 +2,11 @@
 //! (`spec/tracestore.md` 7): a writer that produces exactly Go's bytes and a reader for every
 //! layout Go can produce (any type ids, any map order), rejecting everything else.
 
-use alloc::collections::BTreeMap;
+use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{OrderedParamSet, TraceStoreError};
+use super::{OrderedParamSet, ParamSet, TraceStoreError};
 
 /// The type definitions Go's fresh encoder sends before an OrderedParamSet (type ids 65-67).
 const TYPEDEFS: &[u8] = b"\x39\xff\x81\x03\x01\x01\x0fOrderedParamSet\x01\xff\x82\x00\x01\x02\x01\x08KeyOrder\x01\xff\x84\x00\x01\x08ParamSet\x01\xff\x86\x00\x00\x00\x16\xff\x83\x02\x01\x01\x08[]string\x01\xff\x84\x00\x01\x0c\x00\x00\x19\xff\x85\x04\x01\x01\x08ParamSet\x01\xff\x86\x00\x01\x0c\x01\xff\x84\x00\x00";
@@ -55,27 +55,27 @@ pub fn encode_ops_gob(ops: &OrderedParamSet) -> Vec<u8> {
     let mut payload = Vec::new();
     put_int(&mut payload, OPS_TYPE_ID);
     let mut delta = 1;
-    if !ops.key_order.is_empty() {
+    if !ops.key_order().is_empty() {
         put_uint(&mut payload, 1);
-        put_strings(&mut payload, &ops.key_order);
+        put_strings(&mut payload, ops.key_order());
     } else {
         delta = 2;
     }
     put_uint(&mut payload, delta);
-    put_uint(&mut payload, ops.param_set.len() as u64);
-    let mut written: Vec<&str> = Vec::new();
-    for key in &ops.key_order {
-        if written.contains(&key.as_str()) {
+    put_uint(&mut payload, ops.param_set().len() as u64);
+    let mut written: BTreeSet<&str> = BTreeSet::new();
+    for key in ops.key_order() {
+        if written.contains(key.as_str()) {
             continue;
         }
-        if let Some(values) = ops.param_set.get(key) {
+        if let Some(values) = ops.param_set().get(key) {
             put_string(&mut payload, key);
             put_strings(&mut payload, values);
-            written.push(key);
+            written.insert(key);
         }
     }
-    for (key, values) in &ops.param_set {
-        if !written.contains(&key.as_str()) {
+    for (key, values) in ops.param_set() {
+        if !written.contains(key.as_str()) {
             put_string(&mut payload, key);
             put_strings(&mut payload, values);
         }
@@ -408,27 +408,28 @@ fn decode_value(
         };
         kinds.push(kind);
     }
-    let mut ops = OrderedParamSet::new();
+    let mut key_order = Vec::new();
+    let mut param_set = ParamSet::new();
     r.fields(kinds.len() as u64, |r, f| {
         let kind = kinds
             .get(f as usize)
             .copied()
             .ok_or_else(|| r.err("field number out of range"))?;
         match kind {
-            FieldKind::KeyOrder => ops.key_order = r.strings()?,
+            FieldKind::KeyOrder => key_order = r.strings()?,
             FieldKind::ParamSet => {
                 let n = r.count()?;
                 for _ in 0..n {
                     let key = r.string()?;
                     let values = r.strings()?;
-                    ops.param_set.insert(key, values);
+                    param_set.insert(key, values);
                 }
             }
         }
         Ok(())
     })?;
     // A KeyOrder key with no map entry keeps no entry: lookups treat it as an empty list.
-    Ok(ops)
+    Ok(OrderedParamSet::from_parts(key_order, param_set))
 }
 
 #[cfg(test)]

@@ -2,7 +2,6 @@
 //! params into the compact trace subkey `,0=1,4=2,` and back.
 
 use alloc::collections::{BTreeMap, BTreeSet};
-use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
@@ -16,12 +15,39 @@ pub type ParamSet = BTreeMap<String, Vec<String>>;
 
 /// Go's `paramtools.OrderedParamSet`: `KeyOrder` gives key indices, the position of a value in
 /// `ParamSet[key]` its value index. Lists only grow.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// The lists are private so that the value -> index maps kept beside them always agree with
+/// them: encoding a trace id and finding what a Put adds are lookups, not scans of lists that
+/// hold every trace name of the tile.
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct OrderedParamSet {
     /// Keys in index order.
-    pub key_order: Vec<String>,
+    key_order: Vec<String>,
     /// Values of each key in index order.
-    pub param_set: ParamSet,
+    param_set: ParamSet,
+    /// Key -> its first position in `key_order`.
+    key_index: BTreeMap<String, usize>,
+    /// Key of `param_set` -> value -> its first position in the key's list.
+    value_index: BTreeMap<String, BTreeMap<String, usize>>,
+}
+
+impl core::fmt::Debug for OrderedParamSet {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        // The indices say nothing the lists do not.
+        f.debug_struct("OrderedParamSet")
+            .field("key_order", &self.key_order)
+            .field("param_set", &self.param_set)
+            .finish()
+    }
+}
+
+/// `value -> first position` of a value list.
+fn index_of_values(values: &[String]) -> BTreeMap<String, usize> {
+    let mut index = BTreeMap::new();
+    for (j, v) in values.iter().enumerate() {
+        index.entry(v.clone()).or_insert(j);
+    }
+    index
 }
 
 impl OrderedParamSet {
@@ -30,28 +56,89 @@ impl OrderedParamSet {
         OrderedParamSet::default()
     }
 
+    /// An OPS with these lists as they are (duplicates included, as a stored OPS may hold
+    /// them: the first occurrence is the one an encoding uses).
+    pub fn from_parts(key_order: Vec<String>, param_set: ParamSet) -> OrderedParamSet {
+        let mut key_index = BTreeMap::new();
+        for (i, k) in key_order.iter().enumerate() {
+            key_index.entry(k.clone()).or_insert(i);
+        }
+        let value_index = param_set
+            .iter()
+            .map(|(k, values)| (k.clone(), index_of_values(values)))
+            .collect();
+        OrderedParamSet {
+            key_order,
+            param_set,
+            key_index,
+            value_index,
+        }
+    }
+
+    /// Keys in index order.
+    pub fn key_order(&self) -> &[String] {
+        &self.key_order
+    }
+
+    /// Values of each key in index order.
+    pub fn param_set(&self) -> &ParamSet {
+        &self.param_set
+    }
+
+    /// The key order and the param set.
+    pub fn into_parts(self) -> (Vec<String>, ParamSet) {
+        (self.key_order, self.param_set)
+    }
+
     /// `EncodeParamsAsString`: `,i=j,` for every key of `params` in the KeyOrder, in key-index
     /// order. Keys the OPS does not know are ignored (reproduced); an unknown value is
     /// `Unknown value`; nothing encoded is `No params encoded.`
     pub fn encode_params(&self, params: &Params) -> Result<String, TraceStoreError> {
-        let mut out = String::from(",");
+        self.encode(params).map(|(encoded, _)| encoded)
+    }
+
+    /// The encoding of `params` when the OPS already holds every key and value of it (so
+    /// that updating the OPS with `params` would change nothing); `None` otherwise, and when
+    /// `params` does not encode.
+    pub fn encode_known_params(&self, params: &Params) -> Option<String> {
+        match self.encode(params) {
+            Ok((encoded, true)) => Some(encoded),
+            _ => None,
+        }
+    }
+
+    /// The encoding, and whether every key of `params` is in the KeyOrder.
+    fn encode(&self, params: &Params) -> Result<(String, bool), TraceStoreError> {
+        // Most ids are short: `,` and a few `i=j,` pieces.
+        let mut out = String::with_capacity(1 + 6 * params.len());
+        out.push(',');
+        let distinct_keys = self.key_index.len() == self.key_order.len();
         let mut any = false;
+        let mut keys_found = 0;
         for (i, key) in self.key_order.iter().enumerate() {
             let Some(value) = params.get(key) else {
                 continue;
             };
             let j = self
-                .param_set
+                .value_index
                 .get(key)
-                .and_then(|values| values.iter().position(|v| v == value))
+                .and_then(|values| values.get(value))
+                .copied()
                 .ok_or(TraceStoreError::UnknownValue)?;
-            out.push_str(&format!("{i}={j},"));
+            push_decimal(&mut out, i);
+            out.push('=');
+            push_decimal(&mut out, j);
+            out.push(',');
             any = true;
+            // A key listed twice counts once.
+            if distinct_keys || self.key_index.get(key) == Some(&i) {
+                keys_found += 1;
+            }
         }
         if !any {
             return Err(TraceStoreError::NoParamsEncoded);
         }
-        Ok(out)
+        Ok((out, keys_found == params.len()))
     }
 
     /// `DecodeParamsFromString`: pieces split on `,` (empty ones skipped), each `i=j` with `i`
@@ -77,7 +164,12 @@ impl OrderedParamSet {
             let value = exact_index(&piece[eq + 1..])
                 .and_then(|j| self.param_set.get(key).and_then(|vs| vs.get(j)))
                 .ok_or_else(|| bad("failed to find value"))?;
-            params.insert(key.clone(), value.clone());
+            match params.get_mut(key) {
+                Some(v) => v.clone_from(value),
+                None => {
+                    params.insert(key.clone(), value.clone());
+                }
+            }
         }
         Ok(params)
     }
@@ -87,15 +179,16 @@ impl OrderedParamSet {
     pub fn delta(&self, ps: &ParamSet) -> ParamSet {
         let mut out = ParamSet::new();
         for (key, values) in ps {
-            let known = self.param_set.get(key);
+            let known = self.value_index.get(key);
             let mut missing: Vec<String> = Vec::new();
+            let mut seen: BTreeSet<&str> = BTreeSet::new();
             for v in values {
-                let present = known.is_some_and(|k| k.contains(v)) || missing.contains(v);
-                if !present {
+                let present = known.is_some_and(|k| k.contains_key(v));
+                if !present && seen.insert(v.as_str()) {
                     missing.push(v.clone());
                 }
             }
-            if !missing.is_empty() || (known.is_none() && !self.key_order.contains(key)) {
+            if !missing.is_empty() || (known.is_none() && !self.key_index.contains_key(key)) {
                 out.insert(key.clone(), missing);
             }
         }
@@ -107,20 +200,44 @@ impl OrderedParamSet {
     pub fn update(&mut self, ps: &ParamSet) {
         // A BTreeMap iterates in ascending byte order of the keys.
         for key in ps.keys() {
-            if !self.key_order.contains(key) {
+            if !self.key_index.contains_key(key) {
+                self.key_index.insert(key.clone(), self.key_order.len());
                 self.key_order.push(key.clone());
             }
-            self.param_set.entry(key.clone()).or_default();
         }
         for (key, values) in ps {
-            let list = self.param_set.entry(key.clone()).or_default();
+            if !self.param_set.contains_key(key) {
+                self.param_set.insert(key.clone(), Vec::new());
+                self.value_index.insert(key.clone(), BTreeMap::new());
+            }
+            let (Some(list), Some(index)) =
+                (self.param_set.get_mut(key), self.value_index.get_mut(key))
+            else {
+                continue;
+            };
             for v in values {
-                if !list.contains(v) {
+                if !index.contains_key(v) {
+                    index.insert(v.clone(), list.len());
                     list.push(v.clone());
                 }
             }
         }
     }
+}
+
+/// Appends `n` in decimal (what `strconv.Itoa` writes).
+fn push_decimal(out: &mut String, mut n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
 
 /// An index written as `strconv.Itoa` writes it: `0`, or digits without a leading zero.
@@ -137,13 +254,48 @@ fn exact_index(text: &[u8]) -> Option<usize> {
     )
 }
 
-/// Adds every pair of `params` to `ps` (values in order of first appearance).
-pub fn add_params(ps: &mut ParamSet, params: &Params) {
-    for (k, v) in params {
-        let list = ps.entry(k.clone()).or_default();
-        if !list.contains(v) {
-            list.push(v.clone());
+/// A [`ParamSet`] gathered from many [`Params`] (Go's `ps.AddParams` over each): values in
+/// order of first appearance, each new value found by a lookup, not a scan of its list.
+#[derive(Clone, Debug, Default)]
+pub struct ParamSetBuilder {
+    ps: ParamSet,
+    seen: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl ParamSetBuilder {
+    /// An empty param set.
+    pub fn new() -> ParamSetBuilder {
+        ParamSetBuilder::default()
+    }
+
+    /// Adds every pair of `params`.
+    pub fn add(&mut self, params: &Params) {
+        for (k, v) in params {
+            if !self.seen.contains_key(k) {
+                self.seen.insert(k.clone(), BTreeSet::new());
+                self.ps.insert(k.clone(), Vec::new());
+            }
+            let (Some(seen), Some(list)) = (self.seen.get_mut(k), self.ps.get_mut(k)) else {
+                continue;
+            };
+            if !seen.contains(v) {
+                seen.insert(v.clone());
+                list.push(v.clone());
+            }
         }
+    }
+
+    /// The param set, values in order of first appearance.
+    pub fn finish(self) -> ParamSet {
+        self.ps
+    }
+
+    /// The param set with every value list sorted (what [`normalize_param_set`] gives).
+    pub fn finish_sorted(self) -> ParamSet {
+        self.seen
+            .into_iter()
+            .map(|(k, values)| (k, values.into_iter().collect()))
+            .collect()
     }
 }
 
@@ -200,4 +352,99 @@ pub fn params_from<K: ToString, V: ToString>(pairs: impl IntoIterator<Item = (K,
         .into_iter()
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    fn tile_ops() -> OrderedParamSet {
+        // `name` lists `b` twice: a stored OPS may, and the first position is the index.
+        OrderedParamSet::from_parts(
+            strings(&["name", "arch", "name"]),
+            [
+                ("name".to_string(), strings(&["a", "b", "c", "b"])),
+                ("arch".to_string(), strings(&["x86", "arm"])),
+                ("os".to_string(), strings(&["linux"])),
+            ]
+            .into(),
+        )
+    }
+
+    #[test]
+    fn known_params_encode_like_encode_params() {
+        let ops = tile_ops();
+        let p = params_from([("name", "b"), ("arch", "arm")]);
+        // The key listed twice is encoded twice, as Go's loop over KeyOrder does.
+        assert_eq!(ops.encode_params(&p).unwrap(), ",0=1,1=1,2=1,");
+        assert_eq!(ops.encode_known_params(&p).unwrap(), ",0=1,1=1,2=1,");
+    }
+
+    #[test]
+    fn params_new_to_the_ops_are_not_known() {
+        let ops = tile_ops();
+        // A new value.
+        assert_eq!(ops.encode_known_params(&params_from([("name", "d")])), None);
+        // A key outside the KeyOrder: encode_params ignores it, an update would add it.
+        let p = params_from([("name", "a"), ("gpu", "none")]);
+        assert_eq!(ops.encode_params(&p).unwrap(), ",0=0,2=0,");
+        assert_eq!(ops.encode_known_params(&p), None);
+        // A key of the ParamSet outside the KeyOrder.
+        assert_eq!(
+            ops.encode_known_params(&params_from([("arch", "x86"), ("os", "linux")])),
+            None
+        );
+        // Nothing to encode.
+        assert_eq!(ops.encode_known_params(&Params::new()), None);
+    }
+
+    #[test]
+    fn update_keeps_first_positions_and_appends_in_order() {
+        let mut ops = tile_ops();
+        let ps: ParamSet = [
+            ("name".to_string(), strings(&["b", "e", "d", "e"])),
+            ("gpu".to_string(), strings(&["none"])),
+        ]
+        .into();
+        assert_eq!(
+            ops.delta(&ps),
+            [
+                ("name".to_string(), strings(&["e", "d"])),
+                ("gpu".to_string(), strings(&["none"])),
+            ]
+            .into()
+        );
+        ops.update(&ps);
+        assert_eq!(ops.key_order(), strings(&["name", "arch", "name", "gpu"]));
+        assert_eq!(
+            ops.param_set()["name"],
+            strings(&["a", "b", "c", "b", "e", "d"])
+        );
+        let p = params_from([("name", "d"), ("gpu", "none")]);
+        assert_eq!(ops.encode_known_params(&p).unwrap(), ",0=5,2=5,3=0,");
+        assert!(ops.delta(&ps).is_empty());
+    }
+
+    #[test]
+    fn a_param_set_keeps_the_order_of_first_appearance() {
+        let mut b = ParamSetBuilder::new();
+        b.add(&params_from([("name", "z"), ("arch", "arm")]));
+        b.add(&params_from([("name", "a"), ("arch", "arm")]));
+        b.add(&params_from([("name", "z")]));
+        let sorted = b.clone().finish_sorted();
+        assert_eq!(
+            b.finish(),
+            [
+                ("arch".to_string(), vec!["arm".to_string()]),
+                ("name".to_string(), strings(&["z", "a"])),
+            ]
+            .into()
+        );
+        assert_eq!(sorted["name"], strings(&["a", "z"]));
+    }
 }

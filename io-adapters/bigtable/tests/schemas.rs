@@ -646,14 +646,15 @@ fn cbt_set_tile_reads_back() {
     let instance = target.instance.clone();
     let store = rowkit_bigtable::BigtableStore::connect(target, None).unwrap();
     sc::setup(&store, Layout::DigestId);
-    let mut ops = OrderedParamSet::new();
-    ops.key_order = vec!["device".into(), "name".into(), "source_type".into()];
-    ops.param_set
-        .insert("device".into(), vec!["angler".into(), "bullhead".into()]);
-    ops.param_set
-        .insert("name".into(), vec!["test_alpha".into(), "test_beta".into()]);
-    ops.param_set
-        .insert("source_type".into(), vec!["gm".into()]);
+    let ops = OrderedParamSet::from_parts(
+        vec!["device".into(), "name".into(), "source_type".into()],
+        [
+            ("device".into(), vec!["angler".into(), "bullhead".into()]),
+            ("name".into(), vec!["test_alpha".into(), "test_beta".into()]),
+            ("source_type".into(), vec!["gm".into()]),
+        ]
+        .into(),
+    );
     let gob = encode_ops_gob(&ops);
     let set = |q: &[u8], v: Vec<u8>| Mutation::SetCell {
         family: "O".into(),

@@ -6,7 +6,7 @@ use alloc::vec;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Mutation, Row, RowSet};
-use rowkit_codec::objmeta::cells::{escape_tags, filters, replace, unescape_tags};
+use rowkit_codec::objmeta::cells::{escape_tags, filters, replace, replace_text, unescape_tags};
 use rowkit_codec::objmeta::json::{Json, JsonObject};
 use rowkit_codec::objmeta::keys::{
     METASTORE, VFormat, collection_for_bucket, master_key, row_key, version_key,
@@ -14,7 +14,7 @@ use rowkit_codec::objmeta::keys::{
 
 use super::requests::{
     BucketVFormat, Cas, Edit, InternalDelete, LatestVersion, Merge, OmIo, P, Read, ReadDoc, Write,
-    delete_event, doc_of, put_event,
+    delete_event, doc_of, put_event, put_event_text,
 };
 use super::{
     AsyncRepair, DEFAULT_DEADLINE_US, DeleteObject, GetBucketAndObject, GetObject, GetObjects,
@@ -126,11 +126,12 @@ enum PutPhase {
         value: Json,
         strategy: Strategy,
     },
-    /// No version, or the null version: one replace of the master.
+    /// No version, or the null version: one replace of the master (`text`: the value's JSON
+    /// text, for the change event).
     Master {
         write: Write,
         t: Target,
-        value: Json,
+        text: String,
         output: Option<String>,
     },
     Versioned(Versioned),
@@ -185,19 +186,25 @@ impl PutObjectFlow {
     ) -> Result<PutPhase, ObjmetaError> {
         let is_dm = value.member_truthy("isDeleteMarker");
         Ok(match strategy {
-            Strategy::NoVersion => PutPhase::Master {
-                write: Write::start(io, st, t.m_row.clone(), replace(&value, None))?,
-                t,
-                value,
-                output: None,
-            },
+            Strategy::NoVersion => {
+                let text = value.stringify();
+                let rep = replace_text(&value, &text, None);
+                PutPhase::Master {
+                    write: Write::start(io, st, t.m_row.clone(), rep)?,
+                    t,
+                    text,
+                    output: None,
+                }
+            }
             Strategy::NullVersion => {
                 let vid = st.generate_version_id(io.now());
                 set_version_id(&mut value, &vid);
+                let text = value.stringify();
+                let rep = replace_text(&value, &text, None);
                 PutPhase::Master {
-                    write: Write::start(io, st, t.m_row.clone(), replace(&value, None))?,
+                    write: Write::start(io, st, t.m_row.clone(), rep)?,
                     t,
-                    value,
+                    text,
                     output: Some(version_result(&vid)),
                 }
             }
@@ -243,13 +250,13 @@ impl Flow for PutObjectFlow {
                 PutPhase::Master {
                     write,
                     t,
-                    value,
+                    text,
                     output,
                 } => {
                     let r = ready!(write.poll(io),
-                        self.phase => PutPhase::Master { write, t, value, output });
+                        self.phase => PutPhase::Master { write, t, text, output });
                     r.map_err(ObjmetaError::internal)?;
-                    put_event(io, &t.coll, &t.mk, &value);
+                    put_event_text(io, &t.coll, &t.mk, text);
                     return Ok(Some(output));
                 }
                 PutPhase::Versioned(mut v) => {
@@ -282,6 +289,10 @@ impl Flow for PutObjectFlow {
 struct Versioned {
     t: Target,
     value: Json,
+    /// The value's JSON text and its `REPLACE` mutations, made once per version id: the
+    /// version, the master and both change events carry the same document.
+    text: String,
+    rep: Vec<Mutation>,
     is_dm: bool,
     /// 0, or 1 for the retry after a collision.
     attempt: u32,
@@ -317,6 +328,8 @@ impl Versioned {
         let mut v = Versioned {
             t,
             value,
+            text: String::new(),
+            rep: Vec::new(),
             is_dm,
             attempt: 0,
             vid: String::new(),
@@ -335,7 +348,9 @@ impl Versioned {
         self.vid = st.generate_version_id(io.now());
         set_version_id(&mut self.value, &self.vid);
         let (vk, v_row) = self.t.version(&self.vid);
-        let rep = replace(&self.value, None);
+        self.text = self.value.stringify();
+        self.rep = replace_text(&self.value, &self.text, None);
+        let rep = self.rep.clone();
         let cas = Cas::start(io, st, v_row, filters::exists(), rep.clone(), rep)?;
         Ok(VersionedPhase::Version { vk, cas })
     }
@@ -348,14 +363,14 @@ impl Versioned {
                     let matched = ready!(cas.poll(io),
                         self.phase => VersionedPhase::Version { vk, cas });
                     let inserted = !matched.map_err(internal)?;
-                    put_event(io, &self.t.coll, &vk, &self.value);
+                    put_event_text(io, &self.t.coll, &vk, self.text.clone());
                     let m_row = self.t.m_row.clone();
                     let vid_le = filters::vid_le(&self.vid);
                     self.phase = if self.t.vf == VFormat::V1 && self.is_dm {
                         let drop = vec![Mutation::DeleteFromRow];
                         VersionedPhase::DropMaster(Cas::start(io, st, m_row, vid_le, vec![], drop)?)
                     } else {
-                        let rep = replace(&self.value, None);
+                        let rep = core::mem::take(&mut self.rep);
                         let cas = Cas::start(io, st, m_row, vid_le, vec![], rep)?;
                         VersionedPhase::Master { inserted, cas }
                     };
@@ -372,7 +387,12 @@ impl Versioned {
                     let matched = ready!(cas.poll(io),
                         self.phase => VersionedPhase::Master { inserted, cas });
                     if !matched.map_err(internal)? {
-                        put_event(io, &self.t.coll, &self.t.mk, &self.value);
+                        put_event_text(
+                            io,
+                            &self.t.coll,
+                            &self.t.mk,
+                            core::mem::take(&mut self.text),
+                        );
                         return Ok(Some(Some(version_result(&self.vid))));
                     }
                     if inserted {

@@ -273,10 +273,15 @@ impl Bulk {
 
 /// Emits the `Put` of a document.
 pub(super) fn put_event(io: &mut OmIo, collection: &str, key: &str, value: &Json) {
+    put_event_text(io, collection, key, value.stringify());
+}
+
+/// Emits the `Put` of a document whose JSON text the caller has made already.
+pub(super) fn put_event_text(io: &mut OmIo, collection: &str, key: &str, text: String) {
     io.emit(ObjmetaEvent::Put {
         collection: collection.to_string(),
         key: key.to_string(),
-        value: value.stringify(),
+        value: text,
     });
 }
 

@@ -3,6 +3,7 @@
 //! once.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Timestamp;
@@ -11,11 +12,11 @@ use rowkit_codec::tracestore::cells::{
     COLUMN_OPTIONS, FAMILY_OPTIONS, FAMILY_TRACE, digest_id_trace_mutations, digest_to_cell,
 };
 use rowkit_codec::tracestore::keys::{
-    TilePosition, digest_id_trace_qualifier, md5_trace_qualifier, options_row_name,
-    repo_index_position, trace_row_name,
+    TilePosition, digest_id_trace_qualifier, extract_subkey, md5_trace_qualifier, ops_row_name,
+    options_row_name, repo_index_position, trace_row_name,
 };
-use rowkit_codec::tracestore::ops::{add_params, trace_id_text};
-use rowkit_codec::tracestore::{Layout, OrderedParamSet, ParamSet, TraceStoreError};
+use rowkit_codec::tracestore::ops::{ParamSetBuilder, trace_id_text};
+use rowkit_codec::tracestore::{Layout, OrderedParamSet, TraceStoreError};
 
 use super::assign::AssignDigestIdsFlow;
 use super::requests::{set_cell, store_error, unexpected};
@@ -109,10 +110,10 @@ enum Phase {
         entries: Vec<PutEntry>,
         update: UpdateOps,
     },
-    /// Digest-id layout: the entries' digests get their ids (encoded trace ids kept).
+    /// Digest-id layout: the entries' digests get their ids (trace row names kept).
     AssignIds {
         pos: TilePosition,
-        encoded: Vec<String>,
+        trace_rows: Vec<Vec<u8>>,
         assign: AssignDigestIdsFlow,
     },
     /// Every chunk is out.
@@ -130,22 +131,46 @@ pub struct PutFlow {
     phase: Phase,
 }
 
-/// Encodes every entry's params with the tile's OPS; an error or a trace row key over the
-/// limit aborts the Put before any map or trace cell is written.
+/// The trace row of every entry from its encoded params, in entry order; the first failure (an
+/// encoding error, or a trace row key over the limit) aborts the Put before any map or trace
+/// cell is written.
+fn trace_rows(
+    pos: &TilePosition,
+    encodings: impl ExactSizeIterator<Item = Result<String, TraceStoreError>>,
+) -> Result<Vec<Vec<u8>>, TraceStoreError> {
+    let mut rows = Vec::with_capacity(encodings.len());
+    for enc in encodings {
+        let row = trace_row_name(pos.tile_key, enc?.as_bytes());
+        if row.len() > MAX_ROW_KEY_BYTES {
+            return Err(TraceStoreError::RowKeyTooLong);
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// The trace rows of `entries` encoded with `ops`.
 fn encode(
     pos: &TilePosition,
     ops: &OrderedParamSet,
     entries: &[PutEntry],
-) -> Result<Vec<String>, TraceStoreError> {
-    let mut encoded = Vec::with_capacity(entries.len());
-    for e in entries {
-        let enc = ops.encode_params(&e.params)?;
-        if trace_row_name(pos.tile_key, enc.as_bytes()).len() > MAX_ROW_KEY_BYTES {
-            return Err(TraceStoreError::RowKeyTooLong);
-        }
-        encoded.push(enc);
-    }
-    Ok(encoded)
+) -> Result<Vec<Vec<u8>>, TraceStoreError> {
+    trace_rows(pos, entries.iter().map(|e| ops.encode_params(&e.params)))
+}
+
+/// The trace rows of `entries` when `ops` (the tile's cached OPS) holds every key and value
+/// of them: the OPS update would then send nothing and return `ops`, so the Put goes straight
+/// to its writes. `None` when some param is new to `ops` (or does not encode).
+fn encode_known(
+    pos: &TilePosition,
+    ops: &OrderedParamSet,
+    entries: &[PutEntry],
+) -> Option<Result<Vec<Vec<u8>>, TraceStoreError>> {
+    let encoded: Option<Vec<String>> = entries
+        .iter()
+        .map(|e| ops.encode_known_params(&e.params))
+        .collect();
+    Some(trace_rows(pos, encoded?.into_iter().map(Ok)))
 }
 
 impl PutFlow {
@@ -154,19 +179,18 @@ impl PutFlow {
         &self,
         pos: &TilePosition,
         entries: &[PutEntry],
-        encoded: &[String],
+        trace_rows: Vec<Vec<u8>>,
     ) -> Result<Vec<MutateRowsEntry>, TraceStoreError> {
         let ts = self.ts.truncate_to_millis();
         let qualifier = md5_trace_qualifier(pos.offset);
-        let mut rows = Vec::new();
-        for (e, enc) in entries.iter().zip(encoded) {
+        let mut rows = Vec::with_capacity(entries.len());
+        for (e, trace_row) in entries.iter().zip(trace_rows) {
             let mut m = alloc::vec![set_cell(
                 FAMILY_TRACE,
                 &qualifier,
                 ts,
                 digest_to_cell(&e.digest)
             )];
-            let trace_row = trace_row_name(pos.tile_key, enc.as_bytes());
             if e.options.is_empty() {
                 rows.push(MutateRowsEntry {
                     row_key: trace_row,
@@ -174,7 +198,8 @@ impl PutFlow {
                 });
                 continue;
             }
-            let options_row = options_row_name(pos.tile_key, enc.as_bytes());
+            // The subkey of a trace row is its encoded params.
+            let options_row = options_row_name(pos.tile_key, extract_subkey(&trace_row));
             if options_row.len() > MAX_ROW_KEY_BYTES {
                 return Err(TraceStoreError::RowKeyTooLong);
             }
@@ -202,19 +227,44 @@ impl PutFlow {
     fn digest_id_rows(
         &self,
         pos: &TilePosition,
-        encoded: &[String],
+        trace_rows: Vec<Vec<u8>>,
         ids: Vec<u64>,
     ) -> Vec<MutateRowsEntry> {
         let ts = self.ts.truncate_to_millis();
         let qualifier = digest_id_trace_qualifier(pos.offset);
-        encoded
-            .iter()
+        trace_rows
+            .into_iter()
             .zip(ids)
-            .map(|(enc, id)| MutateRowsEntry {
-                row_key: trace_row_name(pos.tile_key, enc.as_bytes()),
+            .map(|(row_key, id)| MutateRowsEntry {
+                row_key,
                 mutations: digest_id_trace_mutations(&qualifier, ts, id),
             })
             .collect()
+    }
+
+    /// The phase after the OPS: the writes (md5), or the id assignment (digest-id).
+    fn after_ops(
+        &self,
+        io: &mut Io<()>,
+        state: &TraceStoreState,
+        pos: TilePosition,
+        entries: Vec<PutEntry>,
+        trace_rows: Vec<Vec<u8>>,
+    ) -> Result<Phase, TraceStoreError> {
+        Ok(match state.layout {
+            Layout::Md5 => {
+                let rows = self.md5_rows(&pos, &entries, trace_rows)?;
+                Phase::WriteChunks(WriteChunks::start(io, state, rows))
+            }
+            Layout::DigestId => {
+                let digests = entries.into_iter().map(|e| e.digest).collect();
+                Phase::AssignIds {
+                    pos,
+                    trace_rows,
+                    assign: AssignDigestIdsFlow::new(digests),
+                }
+            }
+        })
     }
 }
 
@@ -231,15 +281,23 @@ impl Flow for PutFlow {
                     }
                     let pos =
                         validate_put(state, self.repo_index, self.commit_time, &entries, self.ts)?;
-                    let mut ps = ParamSet::new();
-                    for e in &entries {
-                        add_params(&mut ps, &e.params);
-                    }
-                    let update = UpdateOps::new(pos.tile_key, ps);
-                    Phase::UpdateOps {
-                        pos,
-                        entries,
-                        update,
+                    let cached = state
+                        .ops_cache
+                        .get(&ops_row_name(pos.tile_key))
+                        .map(|c| Arc::clone(&c.ops));
+                    if let Some(known) = cached.and_then(|ops| encode_known(&pos, &ops, &entries)) {
+                        self.after_ops(io, state, pos, entries, known?)?
+                    } else {
+                        let mut ps = ParamSetBuilder::new();
+                        for e in &entries {
+                            ps.add(&e.params);
+                        }
+                        let update = UpdateOps::new(pos.tile_key, ps.finish());
+                        Phase::UpdateOps {
+                            pos,
+                            entries,
+                            update,
+                        }
                     }
                 }
                 Phase::UpdateOps {
@@ -255,37 +313,24 @@ impl Flow for PutFlow {
                         };
                         return Ok(None);
                     };
-                    let encoded = encode(&pos, &ops, &entries)?;
-                    match state.layout {
-                        Layout::Md5 => {
-                            let rows = self.md5_rows(&pos, &entries, &encoded)?;
-                            Phase::WriteChunks(WriteChunks::start(io, state, rows))
-                        }
-                        Layout::DigestId => {
-                            let digests = entries.into_iter().map(|e| e.digest).collect();
-                            Phase::AssignIds {
-                                pos,
-                                encoded,
-                                assign: AssignDigestIdsFlow::new(digests),
-                            }
-                        }
-                    }
+                    let trace_rows = encode(&pos, &ops, &entries)?;
+                    self.after_ops(io, state, pos, entries, trace_rows)?
                 }
                 Phase::AssignIds {
                     pos,
-                    encoded,
+                    trace_rows,
                     mut assign,
                 } => {
                     // The assignment gives back what it holds itself when it fails.
                     let Some(ids) = assign.advance(io, state)? else {
                         self.phase = Phase::AssignIds {
                             pos,
-                            encoded,
+                            trace_rows,
                             assign,
                         };
                         return Ok(None);
                     };
-                    let rows = self.digest_id_rows(&pos, &encoded, ids);
+                    let rows = self.digest_id_rows(&pos, trace_rows, ids);
                     Phase::WriteChunks(WriteChunks::start(io, state, rows))
                 }
                 Phase::WriteChunks(mut write) => {

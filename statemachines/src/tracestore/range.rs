@@ -6,7 +6,7 @@ use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use rowkit_codec::tracestore::ops::{add_params, normalize_param_set, trace_id_text};
+use rowkit_codec::tracestore::ops::{ParamSetBuilder, trace_id_text};
 use rowkit_codec::tracestore::{Layout, ParamSet, Params, TraceStoreError};
 
 use super::digest_map::ReadFullMap;
@@ -88,6 +88,7 @@ impl TracesInRange {
             traces: BTreeMap::new(),
             paramset: ParamSet::new(),
         };
+        let mut paramset = ParamSetBuilder::new();
         let mut pos = n_commits;
         for idx in (0..n_tiles).rev() {
             let a = if idx == 0 { self.start_off } else { 0 } as usize;
@@ -114,8 +115,8 @@ impl TracesInRange {
                 let key = trace_id_text(&params);
                 let options = tile.options.get(subkey).cloned().unwrap_or_default();
                 let entry = out.traces.entry(key).or_insert_with(|| {
-                    add_params(&mut out.paramset, &params);
-                    add_params(&mut out.paramset, &options);
+                    paramset.add(&params);
+                    paramset.add(&options);
                     (
                         params.clone(),
                         options.clone(),
@@ -125,7 +126,7 @@ impl TracesInRange {
                 entry.2[pos..pos + len].clone_from_slice(&slots[a..a + len]);
             }
         }
-        normalize_param_set(&mut out.paramset);
+        out.paramset = paramset.finish_sorted();
         Ok(out)
     }
 }

@@ -3,6 +3,7 @@
 //! child outcomes turned into typed results.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Mutation, Row, RowFilter, RowSet, Timestamp};
@@ -119,7 +120,7 @@ fn decode_ops_row(row: &Row) -> Result<CachedOps, TraceStoreError> {
         });
     }
     Ok(CachedOps {
-        ops: decode_ops_gob(&ops.value)?,
+        ops: Arc::new(decode_ops_gob(&ops.value)?),
         hash: String::from_utf8_lossy(&hash.value).into_owned(),
         ts_hash: hash.timestamp,
     })

@@ -4,6 +4,7 @@
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Timestamp;
@@ -12,8 +13,8 @@ use rowkit_codec::tracestore::{Layout, OrderedParamSet, TraceStoreError};
 /// A tile's OPS as last read or written: the compare-and-swap token and its cell timestamp.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CachedOps {
-    /// The OrderedParamSet.
-    pub ops: OrderedParamSet,
+    /// The OrderedParamSet (shared: a Put reads it without copying every trace's params).
+    pub ops: Arc<OrderedParamSet>,
     /// The `O:H` value.
     pub hash: String,
     /// The timestamp of the `O:H` cell.

@@ -4,6 +4,7 @@
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Row, RowFilter, RowSet};
@@ -42,8 +43,8 @@ impl Slot {
 /// One tile as read, before range assembly.
 #[derive(Debug)]
 pub(super) struct RawTile {
-    /// The tile's OPS (empty when it has none).
-    pub(super) ops: OrderedParamSet,
+    /// The tile's OPS (empty when it has none), shared with the cache.
+    pub(super) ops: Arc<OrderedParamSet>,
     /// Encoded trace id -> one slot per commit of the tile.
     pub(super) traces: Vec<(Vec<u8>, Vec<Slot>)>,
     /// Encoded trace id -> options (md5 layout).

@@ -4,6 +4,7 @@
 //! new-row branch, bounded only by the operation deadline.
 
 use alloc::string::String;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Mutation, RowFilter, Timestamp, TimestampRange};
@@ -40,12 +41,13 @@ enum Phase {
 struct Swap {
     child: ChildId,
     existed: bool,
-    new: OrderedParamSet,
+    new: Arc<OrderedParamSet>,
     hash: String,
     ts: Timestamp,
 }
 
-/// The OPS update of one tile (a sub-flow of Put); outputs the tile's OPS as written or found.
+/// The OPS update of one tile (a sub-flow of Put); outputs the tile's OPS as written or found
+/// (shared with the cache: a tile's OPS holds every trace's params, too much to copy per Put).
 #[derive(Debug)]
 pub(crate) struct UpdateOps {
     tile_key: i32,
@@ -74,7 +76,7 @@ impl UpdateOps {
         io: &mut Io<()>,
         state: &TraceStoreState,
         current: Option<CachedOps>,
-        new: OrderedParamSet,
+        new: Arc<OrderedParamSet>,
     ) -> Swap {
         let bytes = encode_ops_gob(&new);
         let hash = ops_hash(&bytes);
@@ -139,13 +141,13 @@ impl UpdateOps {
 
 impl Flow for UpdateOps {
     type Schema = TraceStoreSchema;
-    type Output = OrderedParamSet;
+    type Output = Arc<OrderedParamSet>;
 
     fn advance(
         &mut self,
         io: &mut Io<()>,
         state: &mut TraceStoreState,
-    ) -> Progress<OrderedParamSet> {
+    ) -> Progress<Arc<OrderedParamSet>> {
         loop {
             // The tile's current OPS, once known (taken from the cache or read).
             let current = match core::mem::replace(&mut self.phase, Phase::Done) {
@@ -196,7 +198,7 @@ impl Flow for UpdateOps {
                     state.ops_cache.insert(
                         self.row.clone(),
                         CachedOps {
-                            ops: swap.new.clone(),
+                            ops: Arc::clone(&swap.new),
                             hash: swap.hash,
                             ts_hash: swap.ts,
                         },
@@ -214,13 +216,17 @@ impl Flow for UpdateOps {
                 Phase::Done => return Ok(None),
             };
             // With the current OPS known: done if `ps` adds nothing, else compare-and-swap.
-            let ops = current.as_ref().map(|c| c.ops.clone()).unwrap_or_default();
+            let ops = current
+                .as_ref()
+                .map(|c| Arc::clone(&c.ops))
+                .unwrap_or_default();
             if ops.delta(&self.ps).is_empty() {
                 return Ok(Some(ops));
             }
-            let mut new = ops;
+            // The cache keeps the current OPS until the swap succeeds.
+            let mut new = Arc::unwrap_or_clone(ops);
             new.update(&self.ps);
-            self.phase = Phase::Swap(self.send_swap(io, state, current, new));
+            self.phase = Phase::Swap(self.send_swap(io, state, current, Arc::new(new)));
         }
     }
 }

@@ -1863,16 +1863,18 @@ pub fn put_request_sequence(store: &dyn Store) {
     setup(store, Layout::DigestId);
     let clock = ManualClock::new(Timestamp(T0));
     // Tile 3's OPS, the map entry x -> 1 and the counter at 257.
-    let mut ops = rowkit_codec::tracestore::OrderedParamSet::new();
-    ops.key_order = vec!["device".into(), "name".into(), "source_type".into()];
-    ops.param_set.insert(
-        "device".into(),
-        vec!["angler".into(), "bullhead".into(), "crosshatch".into()],
+    let ops = rowkit_codec::tracestore::OrderedParamSet::from_parts(
+        vec!["device".into(), "name".into(), "source_type".into()],
+        [
+            (
+                "device".into(),
+                vec!["angler".into(), "bullhead".into(), "crosshatch".into()],
+            ),
+            ("name".into(), vec!["test_alpha".into(), "test_beta".into()]),
+            ("source_type".into(), vec!["gm".into()]),
+        ]
+        .into(),
     );
-    ops.param_set
-        .insert("name".into(), vec!["test_alpha".into(), "test_beta".into()]);
-    ops.param_set
-        .insert("source_type".into(), vec!["gm".into()]);
     let bytes = rowkit_codec::tracestore::encode_ops_gob(&ops);
     let hash = rowkit_codec::tracestore::ops_hash(&bytes);
     let x = "9e1d402515193304cafbdf02b8fd751b";

@@ -270,7 +270,7 @@ fn final_ops(store: &MemoryStore, tile: i64, now: Timestamp) -> Result<ParamSet,
     match newest {
         None => Ok(ParamSet::new()),
         Some(c) => decode_ops_gob(&c.value)
-            .map(|ops| ops.param_set)
+            .map(|ops| ops.into_parts().1)
             .map_err(|e| format!("tile {tile}: OPS does not decode: {e}")),
     }
 }
