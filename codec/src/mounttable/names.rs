@@ -7,22 +7,30 @@ use alloc::vec::Vec;
 /// `naming.Clean`: collapse every `//` into `/`; remove one trailing `/` unless the result is `/`.
 pub fn clean(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut prev_slash = false;
-    for ch in s.chars() {
-        if ch == '/' {
-            if prev_slash {
-                continue;
+    push_clean(&mut out, "", s);
+    out
+}
+
+/// Appends `clean(prefix ‖ s)` to `out` without building `prefix ‖ s` (the row key cleans
+/// `"/" + name` straight into the key). `/` is ASCII, so whole runs between slashes are copied.
+pub(crate) fn push_clean(out: &mut String, prefix: &str, s: &str) {
+    let start = out.len();
+    for part in [prefix, s] {
+        let mut run = 0;
+        for (i, &b) in part.as_bytes().iter().enumerate() {
+            if b == b'/' {
+                out.push_str(&part[run..i]);
+                if !out[start..].ends_with('/') {
+                    out.push('/');
+                }
+                run = i + 1;
             }
-            prev_slash = true;
-        } else {
-            prev_slash = false;
         }
-        out.push(ch);
+        out.push_str(&part[run..]);
     }
-    if out != "/" && out.ends_with('/') {
+    if out.len() - start > 1 && out[start..].ends_with('/') {
         out.pop();
     }
-    out
 }
 
 /// `naming.Join`: drop leading empty elements, join the rest with `/`, then [`clean`].

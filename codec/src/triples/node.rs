@@ -100,8 +100,6 @@ impl Node {
 
     /// The UUID: v5 of `type ‖ id`.
     pub fn uuid(&self) -> Uuid {
-        let mut data = self.node_type.clone();
-        data.extend_from_slice(&self.id);
-        Uuid::v5(&data)
+        Uuid::v5_of(&[&self.node_type, &self.id])
     }
 }

@@ -126,10 +126,10 @@ impl Triple {
 
     /// The triple UUID: v5 of `S.uuid ‖ P.full_uuid ‖ O.uuid`.
     pub fn uuid(&self) -> Uuid {
-        let mut data = Vec::with_capacity(48);
-        data.extend_from_slice(self.subject.uuid().as_bytes());
-        data.extend_from_slice(self.predicate.uuid().as_bytes());
-        data.extend_from_slice(self.object.uuid().as_bytes());
-        Uuid::v5(&data)
+        Uuid::v5_of(&[
+            self.subject.uuid().as_bytes(),
+            self.predicate.uuid().as_bytes(),
+            self.object.uuid().as_bytes(),
+        ])
     }
 }

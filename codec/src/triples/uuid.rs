@@ -4,7 +4,7 @@
 use alloc::string::String;
 use core::fmt;
 
-use super::sha1::sha1;
+use super::sha1::Sha1;
 
 /// A 16-byte UUID; its text form is lowercase `8-4-4-4-12`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -14,9 +14,17 @@ impl Uuid {
     /// The v5 UUID of `data` in the nil namespace: `sha1(16 zero bytes ‖ data)[0..16]` with the
     /// version and variant bits set.
     pub fn v5(data: &[u8]) -> Uuid {
-        let mut input = alloc::vec![0u8; 16];
-        input.extend_from_slice(data);
-        let digest = sha1(&input);
+        Uuid::v5_of(&[data])
+    }
+
+    /// [`Uuid::v5`] of the concatenation of `parts`, hashed part by part without joining them.
+    pub(crate) fn v5_of(parts: &[&[u8]]) -> Uuid {
+        let mut h = Sha1::new();
+        h.update(&[0u8; 16]);
+        for part in parts {
+            h.update(part);
+        }
+        let digest = h.finish();
         let mut b = [0u8; 16];
         b.copy_from_slice(&digest[..16]);
         b[6] = (b[6] & 0x0f) | 0x50;
