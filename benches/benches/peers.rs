@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use rowkit_codec::mounttable::key::row_key;
+use rowkit_codec::mounttable::row_key;
 use rowkit_codec::objmeta::keys::{VFormat, master_key, version_key};
 use rowkit_codec::objmeta::version_id::VersionIdGenerator;
 use rowkit_codec::tracestore::keys::{TYPE_TRACE, calc_sharded_row_name};

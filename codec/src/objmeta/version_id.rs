@@ -50,9 +50,9 @@ impl VersionIdGenerator {
     ) -> String {
         let mut id = self.next_id_head(now_us, replication_group_id, info.len());
         if keeps_info(encoding_type) {
-            id.push_str(info);
+            id.extend_from_slice(info.as_bytes());
         }
-        id
+        into_string(id)
     }
 
     /// The backend wrapper: info = `"<pid>.<uidCounter>"`, then `uidCounter += 1` (also when
@@ -70,16 +70,21 @@ impl VersionIdGenerator {
         let mut id = self.next_id_head(now_us, replication_group_id, 41);
         if keeps_info(encoding_type) {
             let mut buf = [0u8; 20];
-            id.push_str(decimal_str(pid, &mut buf));
-            id.push('.');
-            id.push_str(decimal_str(counter, &mut buf));
+            id.extend_from_slice(decimal(pid, &mut buf));
+            id.push(b'.');
+            id.extend_from_slice(decimal(counter, &mut buf));
         }
-        id
+        into_string(id)
     }
 
-    /// Advances `last_timestamp` / `last_seq` to `now_us` and returns `ts14 ‖ seq6 ‖ rg7` in a
-    /// string with room for `info_len` more bytes.
-    fn next_id_head(&mut self, now_us: i64, replication_group_id: &str, info_len: usize) -> String {
+    /// Advances `last_timestamp` / `last_seq` to `now_us` and returns the bytes of
+    /// `ts14 ‖ seq6 ‖ rg7` with room for `info_len` more.
+    fn next_id_head(
+        &mut self,
+        now_us: i64,
+        replication_group_id: &str,
+        info_len: usize,
+    ) -> Vec<u8> {
         let t = now_us.div_euclid(1000);
         self.last_seq = if self.last_timestamp == t {
             self.last_seq.wrapping_add(1)
@@ -87,12 +92,12 @@ impl VersionIdGenerator {
             0
         };
         self.last_timestamp = t;
-        let mut id = String::with_capacity(27 + info_len);
+        let mut id = Vec::with_capacity(27 + info_len);
         let mut buf = [0u8; 21];
-        push_pad_left(&mut id, i64_str(TS_MAX.wrapping_sub(t), &mut buf), 14);
+        push_pad_left(&mut id, i64_text(TS_MAX.wrapping_sub(t), &mut buf), 14);
         push_pad_left(
             &mut id,
-            i64_str(SEQ_MAX.wrapping_sub(self.last_seq), &mut buf),
+            i64_text(SEQ_MAX.wrapping_sub(self.last_seq), &mut buf),
             6,
         );
         push_pad_right_spaces(&mut id, replication_group_id, 7);
@@ -105,14 +110,14 @@ fn keeps_info(encoding_type: Option<&str>) -> bool {
     matches!(encoding_type, None | Some("hex"))
 }
 
-/// The decimal text of `v` (what `to_string` gives, without allocating).
-fn decimal_str(v: u64, buf: &mut [u8; 20]) -> &str {
-    // The digits are ASCII, so the conversion cannot fail.
-    core::str::from_utf8(decimal(v, buf)).unwrap_or_default()
+/// The id built as bytes: ASCII digits and spaces around UTF-8 taken from `&str`s, so it is
+/// UTF-8 (checked once here rather than per part).
+fn into_string(id: Vec<u8>) -> String {
+    String::from_utf8(id).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 /// The decimal text of a signed `v` (a `-` before the digits when negative).
-fn i64_str(v: i64, buf: &mut [u8; 21]) -> &str {
+fn i64_text(v: i64, buf: &mut [u8; 21]) -> &[u8] {
     let mut digits = [0u8; 20];
     let d = decimal(v.unsigned_abs(), &mut digits);
     let end = buf.len();
@@ -121,7 +126,7 @@ fn i64_str(v: i64, buf: &mut [u8; 21]) -> &str {
     if v < 0 {
         buf[start] = b'-';
     }
-    core::str::from_utf8(&buf[start..]).unwrap_or_default()
+    &buf[start..]
 }
 
 /// The ms time a raw id was generated at: `99999999999999 − ts14` (`objmeta.md` 3.1), or
@@ -143,43 +148,42 @@ pub fn generated_at_ms(raw: &str) -> Option<i64> {
 
 /// `getInfVid(rg)`: the greatest possible id for a replication group.
 pub fn inf_vid(replication_group_id: &str) -> String {
-    let mut id = String::from("99999999999999999999");
+    let mut id = b"99999999999999999999".to_vec();
     push_pad_right_spaces(&mut id, replication_group_id, 7);
-    id
+    into_string(id)
 }
 
-/// `(c × n ‖ v).slice(−n)` with `c = '0'`.
+/// `(c × n ‖ v).slice(−n)` with `c = '0'`, for an ASCII `v`.
 fn pad_left(v: &str, n: usize) -> String {
-    let mut s = String::with_capacity(n);
-    push_pad_left(&mut s, v, n);
-    s
+    let mut s = Vec::with_capacity(n);
+    push_pad_left(&mut s, v.as_bytes(), n);
+    into_string(s)
 }
 
-/// Appends `(c × n ‖ v).slice(−n)` with `c = '0'`: the last `n` characters (the inputs here are
-/// ASCII digits, `-` and the alphabet, where characters are UTF-16 units).
-fn push_pad_left(out: &mut String, v: &str, n: usize) {
-    let count = v.chars().count();
-    if count < n {
-        out.extend(core::iter::repeat_n('0', n - count));
-        out.push_str(v);
+/// Appends `(c × n ‖ v).slice(−n)` with `c = '0'`: the last `n` characters. `v` is ASCII
+/// (digits, `-` and the base62 alphabet), one byte per UTF-16 unit.
+fn push_pad_left(out: &mut Vec<u8>, v: &[u8], n: usize) {
+    if v.len() < n {
+        out.extend(core::iter::repeat_n(b'0', n - v.len()));
+        out.extend_from_slice(v);
     } else {
-        out.extend(v.chars().skip(count - n));
+        out.extend_from_slice(&v[v.len() - n..]);
     }
 }
 
 /// Appends `(v ‖ ' ' × n).slice(0, n)` in UTF-16 code units.
-fn push_pad_right_spaces(out: &mut String, v: &str, n: usize) {
+fn push_pad_right_spaces(out: &mut Vec<u8>, v: &str, n: usize) {
     if v.is_ascii() {
         // One byte per UTF-16 unit: no pair can be split.
-        let kept = &v[..v.len().min(n)];
-        out.push_str(kept);
-        out.extend(core::iter::repeat_n(' ', n - kept.len()));
+        let kept = &v.as_bytes()[..v.len().min(n)];
+        out.extend_from_slice(kept);
+        out.extend(core::iter::repeat_n(b' ', n - kept.len()));
         return;
     }
     let mut units: Vec<u16> = v.encode_utf16().collect();
     units.extend(core::iter::repeat_n(u16::from(b' '), n));
     units.truncate(n);
-    out.push_str(&String::from_utf16_lossy(&units));
+    out.extend_from_slice(String::from_utf16_lossy(&units).as_bytes());
 }
 
 /// The external form of a raw id: base62 for 27-unit ids, else lowercase hex of its UTF-8.

@@ -338,8 +338,7 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
         Some(b'+') => (false, &b[1..]),
         _ => (false, b),
     };
-    let lower: Vec<u8> = unsigned.iter().map(u8::to_ascii_lowercase).collect();
-    if lower == b"inf" || lower == b"infinity" {
+    if unsigned.eq_ignore_ascii_case(b"inf") || unsigned.eq_ignore_ascii_case(b"infinity") {
         return Some(if neg {
             f64::NEG_INFINITY
         } else {
@@ -352,7 +351,14 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     if b.contains(&b'_') && !underscore_ok(b) {
         return None;
     }
-    let clean: Vec<u8> = unsigned.iter().copied().filter(|&c| c != b'_').collect();
+    // Copied only when there are underscores to drop.
+    let without_underscores: Vec<u8>;
+    let clean: &[u8] = if unsigned.contains(&b'_') {
+        without_underscores = unsigned.iter().copied().filter(|&c| c != b'_').collect();
+        &without_underscores
+    } else {
+        unsigned
+    };
     if clean.len() > 2 && clean[0] == b'0' && clean[1] | 0x20 == b'x' {
         return parse_hex_f64(&clean[2..], neg);
     }
@@ -365,7 +371,7 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     {
         return None;
     }
-    let f: f64 = core::str::from_utf8(&clean).ok()?.parse().ok()?;
+    let f: f64 = core::str::from_utf8(clean).ok()?.parse().ok()?;
     if f.is_infinite() {
         return None;
     }

@@ -23,11 +23,20 @@ pub enum Object {
 impl Object {
     /// Tries node, then literal, then predicate; if all fail, the predicate error.
     pub fn parse(text: &[u8]) -> Result<Object, ParseError> {
-        if let Ok(n) = Node::parse(text) {
-            return Ok(Object::Node(n));
-        }
-        if let Ok(l) = Literal::parse(text) {
-            return Ok(Object::Literal(l));
+        // Each form rejects any other first byte (after the same trimming) as `BadStart`, so
+        // only the forms that can succeed are tried: a failed attempt builds an error.
+        match trim_space(text).first() {
+            Some(b'/' | b'_') => {
+                if let Ok(n) = Node::parse(text) {
+                    return Ok(Object::Node(n));
+                }
+            }
+            Some(b'"') => {
+                if let Ok(l) = Literal::parse(text) {
+                    return Ok(Object::Literal(l));
+                }
+            }
+            _ => {}
         }
         Predicate::parse(text).map(Object::Predicate)
     }

@@ -45,15 +45,12 @@ impl Uuid {
     /// The canonical text as ASCII bytes (no allocation; row keys are built from these).
     pub fn text_bytes(&self) -> [u8; 36] {
         const HEX: &[u8; 16] = b"0123456789abcdef";
+        /// Where the text of each byte starts (the dashes sit at 8, 13, 18 and 23).
+        const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
         let mut out = [b'-'; 36];
-        let mut j = 0;
-        for (i, b) in self.0.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                j += 1;
-            }
-            out[j] = HEX[usize::from(b >> 4)];
-            out[j + 1] = HEX[usize::from(b & 0x0f)];
-            j += 2;
+        for (b, at) in self.0.iter().zip(AT) {
+            out[at] = HEX[usize::from(b >> 4)];
+            out[at + 1] = HEX[usize::from(b & 0x0f)];
         }
         out
     }
