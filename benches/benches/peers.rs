@@ -19,7 +19,7 @@ use rowkit_codec::objmeta::version_id::VersionIdGenerator;
 use rowkit_codec::tracestore::keys::{TYPE_TRACE, calc_sharded_row_name};
 use rowkit_codec::tracestore::ops::{OrderedParamSet, Params};
 use rowkit_codec::triples::Triple;
-use rowkit_codec::triples::keys::{Index, KeyUuids, family};
+use rowkit_codec::triples::keys::{KeyUuids, family};
 use serde_json::Value;
 
 /// `shared/vectors`: `$ROWKIT_VECTORS_DIR`, else `../shared/vectors` beside the workspace (as
@@ -303,9 +303,9 @@ type RowCell = (Vec<u8>, &'static str, &'static [u8]);
 /// Go's `ParseTripleRowKeys`: parse the line, then the four cells OSP, POS, SOP, SPO.
 fn parse_triple_row_keys(graph: &[u8], line: &[u8]) -> Option<[RowCell; 4]> {
     let triple = Triple::parse(line).ok()?;
-    let uuids = KeyUuids::of(&triple);
     let fam = family(&triple.predicate);
-    Some(Index::ALL.map(|index| (uuids.row_key(graph, index), fam, index.qualifier())))
+    let keys = KeyUuids::of(&triple).row_keys(graph);
+    Some(keys.map(|(index, key)| (key, fam, index.qualifier())))
 }
 
 fn check_triples(vectors: &Value) {

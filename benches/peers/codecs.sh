@@ -8,7 +8,9 @@
 #   benches/peers/codecs.sh [ROUNDS]          # from anywhere; raw outputs kept in $OUT
 #
 # Environment: OUT (default: a new temp dir), CARGO_TARGET_DIR (as for any cargo command),
-# CRITERION_ARGS (extra arguments after `--`, e.g. "--measurement-time 3").
+# CRITERION_ARGS (extra arguments after `--`, e.g. "--measurement-time 3"), BASELINE_BIN (a
+# peers bench binary built from another commit, e.g. a copy of target/release/deps/peers-*:
+# run in each round too, after rowkit, and shown as two more columns).
 set -euo pipefail
 
 rounds="${1:-3}"
@@ -18,6 +20,10 @@ out="${OUT:-$(mktemp -d /tmp/rowkit-peers.XXXXXX)}"
 mkdir -p "$out"
 [ -d "$go_dir" ] || { echo "missing $go_dir (the shared directory sits beside the project)" >&2; exit 1; }
 
+run_baseline() {
+  # shellcheck disable=SC2086
+  "$BASELINE_BIN" --bench ${CRITERION_ARGS:-} > "$out/baseline-$1.txt" 2> "$out/baseline-$1.err"
+}
 run_go() {
   (cd "$go_dir" && GOFLAGS=-mod=mod go test -bench . -benchmem -count 1) > "$out/go-$1.txt"
 }
@@ -35,12 +41,13 @@ echo "building the peers bench ..." >&2
 for r in $(seq 1 "$rounds"); do
   echo "round $r/$rounds ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   if [ $((r % 2)) -eq 1 ]; then run_go "$r"; run_rowkit "$r"; else run_rowkit "$r"; run_go "$r"; fi
+  if [ -n "${BASELINE_BIN:-}" ]; then run_baseline "$r"; fi
 done
 
-python3 - "$out" "$rounds" <<'PY'
+python3 - "$out" "$rounds" "${BASELINE_BIN:+1}" <<'PY'
 import math, re, statistics, sys
 
-out, rounds = sys.argv[1], int(sys.argv[2])
+out, rounds, with_base = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 units = {"ps": 1e-3, "ns": 1.0, "µs": 1e3, "us": 1e3, "ms": 1e6, "s": 1e9}
 
 def go_round(path):
@@ -66,20 +73,30 @@ def rowkit_round(path):
 
 go = [go_round(f"{out}/go-{r}.txt") for r in range(1, rounds + 1)]
 rk = [rowkit_round(f"{out}/rowkit-{r}.txt") for r in range(1, rounds + 1)]
+base = [rowkit_round(f"{out}/baseline-{r}.txt") for r in range(1, rounds + 1)] if with_base else []
 cases = list(go[0])
-missing = [c for c in cases if any(c not in x for x in rk + go)]
+missing = [c for c in cases if any(c not in x for x in rk + go + base)]
 if missing:
     sys.exit(f"cases missing from some round: {missing} (raw outputs in {out})")
-print(f"| case | Go ns/op | rowkit ns | Go/rowkit |")
-print(f"|---|---:|---:|---:|")
-logs, worst = [], None
+extra = " baseline ns | Go/baseline |" if with_base else ""
+print(f"| case | Go ns/op | rowkit ns | Go/rowkit |{extra}")
+print("|---|---:|---:|---:|" + ("---:|---:|" if with_base else ""))
+logs, base_logs, worst = [], [], None
 for c in cases:
     g = statistics.median(x[c] for x in go)
     k = statistics.median(x[c] for x in rk)
     ratio = g / k
     logs.append(math.log(ratio))
     worst = min(worst or (ratio, c), (ratio, c))
-    print(f"| `{c}` | {g:,.1f} | {k:,.1f} | {ratio:.2f} |")
-print(f"\ngeometric mean of Go/rowkit over {len(cases)} cases: {math.exp(sum(logs) / len(logs)):.2f}"
+    row = f"| `{c}` | {g:,.1f} | {k:,.1f} | {ratio:.2f} |"
+    if with_base:
+        b = statistics.median(x[c] for x in base)
+        base_logs.append(math.log(g / b))
+        row += f" {b:,.1f} | {g / b:.2f} |"
+    print(row)
+gm = lambda xs: math.exp(sum(xs) / len(xs))
+print(f"\ngeometric mean of Go/rowkit over {len(cases)} cases: {gm(logs):.2f}"
       f"; lowest: {worst[1]} {worst[0]:.2f} (medians of {rounds} interleaved rounds; raw in {out})")
+if with_base:
+    print(f"geometric mean of Go/baseline: {gm(base_logs):.2f}")
 PY

@@ -74,14 +74,18 @@ impl Literal {
             .windows(marker.len())
             .position(|w| w == marker)
             .filter(|&i| i > 0)
-            .ok_or(err(Reason::MissingType))?;
+            .ok_or_else(|| err(Reason::MissingType))?;
         let v = &raw[1..i];
         let t = &raw[i + marker.len()..];
         let value = match t {
-            b"bool" => LiteralValue::Bool(parse_bool(v).ok_or(err(Reason::BadValue("bool")))?),
-            b"int64" => LiteralValue::Int64(parse_i64(v).ok_or(err(Reason::BadValue("int64")))?),
+            b"bool" => {
+                LiteralValue::Bool(parse_bool(v).ok_or_else(|| err(Reason::BadValue("bool")))?)
+            }
+            b"int64" => {
+                LiteralValue::Int64(parse_i64(v).ok_or_else(|| err(Reason::BadValue("int64")))?)
+            }
             b"float64" => {
-                LiteralValue::Float64(parse_f64(v).ok_or(err(Reason::BadValue("float64")))?)
+                LiteralValue::Float64(parse_f64(v).ok_or_else(|| err(Reason::BadValue("float64")))?)
             }
             b"text" => LiteralValue::Text(v.to_vec()),
             b"blob" => {
@@ -92,7 +96,7 @@ impl Literal {
                 let mut bytes = Vec::new();
                 if !inner.is_empty() {
                     for part in inner.split(|&c| c == b' ') {
-                        bytes.push(parse_u8(part).ok_or(err(Reason::BadValue("blob")))?);
+                        bytes.push(parse_u8(part).ok_or_else(|| err(Reason::BadValue("blob")))?);
                     }
                 }
                 LiteralValue::Blob(bytes)

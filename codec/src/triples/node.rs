@@ -48,7 +48,7 @@ impl Node {
                 let i = raw
                     .iter()
                     .position(|&c| c == b'<')
-                    .ok_or(err(Reason::MissingId))?;
+                    .ok_or_else(|| err(Reason::MissingId))?;
                 if !valid_type(&raw[..i]) {
                     return Err(err(Reason::InvalidType));
                 }
@@ -65,7 +65,7 @@ impl Node {
                 })
             }
             Some(b'_') => {
-                let id = raw.get(2..).ok_or(err(Reason::BlankTooShort))?;
+                let id = raw.get(2..).ok_or_else(|| err(Reason::BlankTooShort))?;
                 if !valid_id(id) {
                     return Err(err(Reason::InvalidId));
                 }

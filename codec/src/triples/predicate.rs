@@ -44,7 +44,7 @@ impl Predicate {
             Some(b'"') => {}
             Some(_) => return Err(err(Reason::BadStart)),
         }
-        let i = find(raw, b"\"@[").ok_or(err(Reason::MissingAnchorMarker))?;
+        let i = find(raw, b"\"@[").ok_or_else(|| err(Reason::MissingAnchorMarker))?;
         if raw.len() < i + 4 {
             return Err(err(Reason::Truncated));
         }

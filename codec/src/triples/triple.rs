@@ -107,8 +107,10 @@ impl Triple {
         let raw = trim_space(text);
         let err = |reason| ParseError::new(Part::Triple, reason, raw);
         let inner = |e: ParseError| err(Reason::Inner(alloc::boxed::Box::new(e)));
-        let (p0, p1) = find_split(raw, b'>', b"\"").ok_or(err(Reason::MissingPredicateSplit))?;
-        let (o0, o1) = find_split(raw, b']', b"/\"").ok_or(err(Reason::MissingObjectSplit))?;
+        let (p0, p1) =
+            find_split(raw, b'>', b"\"").ok_or_else(|| err(Reason::MissingPredicateSplit))?;
+        let (o0, o1) =
+            find_split(raw, b']', b"/\"").ok_or_else(|| err(Reason::MissingObjectSplit))?;
         let p_start = p1 - 1;
         if o0 < p_start {
             return Err(err(Reason::SplitOrder));
