@@ -10,7 +10,8 @@
 # Environment: OUT (default: a new temp dir), CARGO_TARGET_DIR (as for any cargo command),
 # CRITERION_ARGS (extra arguments after `--`, e.g. "--measurement-time 3"), BASELINE_BIN (a
 # peers bench binary built from another commit, e.g. a copy of target/release/deps/peers-*:
-# run in each round too, after rowkit, and shown as two more columns).
+# run in each round too, after rowkit, and shown as two more columns), ROWKIT_BIN (run this
+# prebuilt peers bench binary instead of `cargo bench`, e.g. while the tree is being rebuilt).
 set -euo pipefail
 
 rounds="${1:-3}"
@@ -29,13 +30,19 @@ run_go() {
 }
 run_rowkit() {
   # shellcheck disable=SC2086 # CRITERION_ARGS is a list of words
-  (cd "$root" && cargo bench -q -p rowkit-benches --bench peers -- ${CRITERION_ARGS:-}) \
-    > "$out/rowkit-$1.txt" 2> "$out/rowkit-$1.err"
+  if [ -n "${ROWKIT_BIN:-}" ]; then
+    "$ROWKIT_BIN" --bench ${CRITERION_ARGS:-} > "$out/rowkit-$1.txt" 2> "$out/rowkit-$1.err"
+  else
+    (cd "$root" && cargo bench -q -p rowkit-benches --bench peers -- ${CRITERION_ARGS:-}) \
+      > "$out/rowkit-$1.txt" 2> "$out/rowkit-$1.err"
+  fi
 }
 
-echo "building the peers bench ..." >&2
-(cd "$root" && cargo bench -q -p rowkit-benches --bench peers --no-run) 2> "$out/build.err" \
-  || { cat "$out/build.err" >&2; exit 1; }
+if [ -z "${ROWKIT_BIN:-}" ]; then
+  echo "building the peers bench ..." >&2
+  (cd "$root" && cargo bench -q -p rowkit-benches --bench peers --no-run) 2> "$out/build.err" \
+    || { cat "$out/build.err" >&2; exit 1; }
+fi
 (cd "$go_dir" && go test -c -o /dev/null .) || exit 1
 
 for r in $(seq 1 "$rounds"); do
