@@ -91,10 +91,7 @@ fn bench_ops() -> OrderedParamSet {
         list(&["gm", "image", "svg", "colorImage"]),
     );
     param_set.insert("style".into(), list(&["default", "dark"]));
-    OrderedParamSet {
-        key_order,
-        param_set,
-    }
+    OrderedParamSet::from_parts(key_order, param_set)
 }
 
 /// `benchParams`: one trace's 10-key Params map.
@@ -130,14 +127,14 @@ fn params_of(v: &Value) -> Params {
 }
 
 fn ops_of(case: &Value) -> OrderedParamSet {
-    OrderedParamSet {
-        key_order: case["key_order"]
+    OrderedParamSet::from_parts(
+        case["key_order"]
             .as_array()
             .unwrap()
             .iter()
             .map(|k| s(k).to_string())
             .collect(),
-        param_set: case["param_set"]
+        case["param_set"]
             .as_object()
             .unwrap()
             .iter()
@@ -146,7 +143,7 @@ fn ops_of(case: &Value) -> OrderedParamSet {
                 (k.clone(), values.collect())
             })
             .collect(),
-    }
+    )
 }
 
 // ---- (1) mounttable -------------------------------------------------------------------------
