@@ -32,6 +32,7 @@ extern crate alloc;
 extern crate std;
 
 pub mod civil;
+mod digits;
 pub mod escape;
 pub mod explain;
 pub mod model;

@@ -3,7 +3,8 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::names::clean;
+use super::names::push_clean;
+use crate::digits::hex8;
 
 /// FNV-1 (not 1a) 32-bit hash.
 pub fn fnv1_32(data: &[u8]) -> u32 {
@@ -18,12 +19,20 @@ pub fn fnv1_32(data: &[u8]) -> u32 {
 /// The row key of node `name` (relative to the root, root = `""`): hex FNV-1 of
 /// `Clean("/" + name)` followed by that cleaned name.
 pub fn row_key(name: &str) -> Vec<u8> {
-    row_key_for_cleaned(&clean(&alloc::format!("/{name}")))
+    // The cleaned name is written once, after 8 placeholder bytes that become its hash.
+    let mut key = String::with_capacity(9 + name.len());
+    key.push_str("00000000");
+    push_clean(&mut key, "/", name);
+    let hash = hex8(fnv1_32(&key.as_bytes()[8..]));
+    let mut key = key.into_bytes();
+    key[..8].copy_from_slice(&hash);
+    key
 }
 
 /// The row key for an already cleaned, rooted name (`/a/b`).
 pub fn row_key_for_cleaned(cleaned: &str) -> Vec<u8> {
-    let mut key = alloc::format!("{:08x}", fnv1_32(cleaned.as_bytes())).into_bytes();
+    let mut key = Vec::with_capacity(8 + cleaned.len());
+    key.extend_from_slice(&hex8(fnv1_32(cleaned.as_bytes())));
     key.extend_from_slice(cleaned.as_bytes());
     key
 }
@@ -119,7 +128,7 @@ pub fn parse_version(v: &[u8]) -> Result<u32, VersionError> {
 
 /// `%08x` of a version.
 pub fn format_version(v: u32) -> String {
-    alloc::format!("{v:08x}")
+    hex8(v).iter().map(|&d| char::from(d)).collect()
 }
 
 /// The version an OCC mutation writes: `(parse(v) + 1) mod 2^32` as `%08x`.

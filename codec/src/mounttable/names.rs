@@ -7,22 +7,41 @@ use alloc::vec::Vec;
 /// `naming.Clean`: collapse every `//` into `/`; remove one trailing `/` unless the result is `/`.
 pub fn clean(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
-    let mut prev_slash = false;
-    for ch in s.chars() {
-        if ch == '/' {
-            if prev_slash {
-                continue;
+    push_clean(&mut out, "", s);
+    out
+}
+
+/// Appends `clean(prefix ‖ s)` to `out` without building `prefix ‖ s` (the row key cleans
+/// `"/" + name` straight into the key). `/` is ASCII, so whole runs between slashes are copied.
+pub(crate) fn push_clean(out: &mut String, prefix: &str, s: &str) {
+    let start = out.len();
+    let joint_doubles = prefix.ends_with('/') && s.starts_with('/');
+    if !joint_doubles && !has_double_slash(prefix) && !has_double_slash(s) {
+        // Nothing to collapse (the usual case): copy both whole.
+        out.push_str(prefix);
+        out.push_str(s);
+    } else {
+        for part in [prefix, s] {
+            let mut run = 0;
+            for (i, &b) in part.as_bytes().iter().enumerate() {
+                if b == b'/' {
+                    out.push_str(&part[run..i]);
+                    if !out[start..].ends_with('/') {
+                        out.push('/');
+                    }
+                    run = i + 1;
+                }
             }
-            prev_slash = true;
-        } else {
-            prev_slash = false;
+            out.push_str(&part[run..]);
         }
-        out.push(ch);
     }
-    if out != "/" && out.ends_with('/') {
+    if out.len() - start > 1 && out[start..].ends_with('/') {
         out.pop();
     }
-    out
+}
+
+fn has_double_slash(s: &str) -> bool {
+    s.as_bytes().windows(2).any(|w| w == b"//")
 }
 
 /// `naming.Join`: drop leading empty elements, join the rest with `/`, then [`clean`].
@@ -86,6 +105,47 @@ pub fn normalize_suffix(name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `naming.Clean` char by char, as the spec words it: the reference for [`push_clean`].
+    fn clean_reference(s: &str) -> String {
+        let mut out = String::new();
+        let mut prev_slash = false;
+        for ch in s.chars() {
+            if ch == '/' && prev_slash {
+                continue;
+            }
+            prev_slash = ch == '/';
+            out.push(ch);
+        }
+        if out != "/" && out.ends_with('/') {
+            out.pop();
+        }
+        out
+    }
+
+    #[test]
+    fn push_clean_equals_reference() {
+        // Every string of up to 5 symbols over {/, a, é}, with and without the "/" prefix.
+        let symbols = ["/", "a", "é"];
+        let mut inputs = alloc::vec![String::new()];
+        let mut frontier = inputs.clone();
+        for _ in 0..5 {
+            frontier = frontier
+                .iter()
+                .flat_map(|s| symbols.iter().map(move |c| alloc::format!("{s}{c}")))
+                .collect();
+            inputs.extend(frontier.iter().cloned());
+        }
+        for s in &inputs {
+            assert_eq!(clean(s), clean_reference(s), "{s:?}");
+            for prefix in ["", "/", "x", "x/"] {
+                let mut out = String::from("00000000");
+                push_clean(&mut out, prefix, s);
+                let want = clean_reference(&alloc::format!("{prefix}{s}"));
+                assert_eq!(out, alloc::format!("00000000{want}"), "{prefix:?} {s:?}");
+            }
+        }
+    }
 
     #[test]
     fn go_path_behaviour() {

@@ -20,6 +20,11 @@ use super::error::ObjmetaCodecError;
 
 /// `VersionId.Separator`: between an object key and a version id.
 pub const SEPARATOR: char = '\0';
+/// [`SEPARATOR`] as a one-byte string, for concatenation.
+const SEPARATOR_STR: &str = match core::str::from_utf8(&[SEPARATOR as u8]) {
+    Ok(s) => s,
+    Err(_) => panic!("the separator is ASCII"),
+};
 /// `DbPrefixes.Master`.
 pub const MASTER_PREFIX: &str = "\x7fM";
 /// `DbPrefixes.Version`.
@@ -87,16 +92,25 @@ impl VFormat {
 pub fn master_key(vf: VFormat, key: &str) -> String {
     match vf {
         VFormat::V0 => key.to_string(),
-        VFormat::V1 => alloc::format!("{MASTER_PREFIX}{key}"),
+        VFormat::V1 => concat(&[MASTER_PREFIX, key]),
     }
 }
 
 /// `V(k, x)`.
 pub fn version_key(vf: VFormat, key: &str, version_id: &str) -> String {
     match vf {
-        VFormat::V0 => alloc::format!("{key}{SEPARATOR}{version_id}"),
-        VFormat::V1 => alloc::format!("{VERSION_PREFIX}{key}{SEPARATOR}{version_id}"),
+        VFormat::V0 => concat(&[key, SEPARATOR_STR, version_id]),
+        VFormat::V1 => concat(&[VERSION_PREFIX, key, SEPARATOR_STR, version_id]),
     }
+}
+
+/// The parts in one exactly sized allocation (keys are built on every request).
+fn concat(parts: &[&str]) -> String {
+    let mut out = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+    for p in parts {
+        out.push_str(p);
+    }
+    out
 }
 
 /// The collection holding a bucket's objects.

@@ -12,11 +12,11 @@
 //! assert_eq!(decode("aJfG35aUGMFx00000000001I4j3QKItW").unwrap(), short);
 //! ```
 
-use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use super::error::ObjmetaCodecError;
+use crate::digits::decimal;
 
 /// The base62 alphabet of both Arsenal encoders: `0-9a-zA-Z`.
 const ALPHABET: &[u8; 62] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
@@ -48,19 +48,11 @@ impl VersionIdGenerator {
         replication_group_id: &str,
         encoding_type: Option<&str>,
     ) -> String {
-        let t = now_us.div_euclid(1000);
-        self.last_seq = if self.last_timestamp == t {
-            self.last_seq.wrapping_add(1)
-        } else {
-            0
-        };
-        self.last_timestamp = t;
-        let ts = pad_left(&TS_MAX.wrapping_sub(t).to_string(), 14);
-        let seq = pad_left(&SEQ_MAX.wrapping_sub(self.last_seq).to_string(), 6);
-        let rg = pad_right_spaces(replication_group_id, 7);
-        let keep_info = matches!(encoding_type, None | Some("hex"));
-        let info = if keep_info { info } else { "" };
-        format!("{ts}{seq}{rg}{info}")
+        let mut id = self.next_id_head(now_us, replication_group_id, info.len());
+        if keeps_info(encoding_type) {
+            id.extend_from_slice(info.as_bytes());
+        }
+        into_string(id)
     }
 
     /// The backend wrapper: info = `"<pid>.<uidCounter>"`, then `uidCounter += 1` (also when
@@ -72,10 +64,69 @@ impl VersionIdGenerator {
         replication_group_id: &str,
         encoding_type: Option<&str>,
     ) -> String {
-        let info = format!("{pid}.{}", self.uid_counter);
+        let counter = self.uid_counter;
         self.uid_counter = self.uid_counter.wrapping_add(1);
-        self.generate_with_info(now_us, &info, replication_group_id, encoding_type)
+        // The info is written straight into the id: up to 20 digits, '.', 20 digits.
+        let mut id = self.next_id_head(now_us, replication_group_id, 41);
+        if keeps_info(encoding_type) {
+            let mut buf = [0u8; 20];
+            id.extend_from_slice(decimal(pid, &mut buf));
+            id.push(b'.');
+            id.extend_from_slice(decimal(counter, &mut buf));
+        }
+        into_string(id)
     }
+
+    /// Advances `last_timestamp` / `last_seq` to `now_us` and returns the bytes of
+    /// `ts14 ‖ seq6 ‖ rg7` with room for `info_len` more.
+    fn next_id_head(
+        &mut self,
+        now_us: i64,
+        replication_group_id: &str,
+        info_len: usize,
+    ) -> Vec<u8> {
+        let t = now_us.div_euclid(1000);
+        self.last_seq = if self.last_timestamp == t {
+            self.last_seq.wrapping_add(1)
+        } else {
+            0
+        };
+        self.last_timestamp = t;
+        let mut id = Vec::with_capacity(27 + info_len);
+        let mut buf = [0u8; 21];
+        push_pad_left(&mut id, i64_text(TS_MAX.wrapping_sub(t), &mut buf), 14);
+        push_pad_left(
+            &mut id,
+            i64_text(SEQ_MAX.wrapping_sub(self.last_seq), &mut buf),
+            6,
+        );
+        push_pad_right_spaces(&mut id, replication_group_id, 7);
+        id
+    }
+}
+
+/// Whether the info is kept for `S3_VERSION_ID_ENCODING_TYPE`: when it is unset or `hex`.
+fn keeps_info(encoding_type: Option<&str>) -> bool {
+    matches!(encoding_type, None | Some("hex"))
+}
+
+/// The id built as bytes: ASCII digits and spaces around UTF-8 taken from `&str`s, so it is
+/// UTF-8 (checked once here rather than per part).
+fn into_string(id: Vec<u8>) -> String {
+    String::from_utf8(id).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// The decimal text of a signed `v` (a `-` before the digits when negative).
+fn i64_text(v: i64, buf: &mut [u8; 21]) -> &[u8] {
+    let mut digits = [0u8; 20];
+    let d = decimal(v.unsigned_abs(), &mut digits);
+    let end = buf.len();
+    let start = end - d.len() - usize::from(v < 0);
+    buf[end - d.len()..].copy_from_slice(d);
+    if v < 0 {
+        buf[start] = b'-';
+    }
+    &buf[start..]
 }
 
 /// The ms time a raw id was generated at: `99999999999999 − ts14` (`objmeta.md` 3.1), or
@@ -97,31 +148,42 @@ pub fn generated_at_ms(raw: &str) -> Option<i64> {
 
 /// `getInfVid(rg)`: the greatest possible id for a replication group.
 pub fn inf_vid(replication_group_id: &str) -> String {
-    format!(
-        "99999999999999999999{}",
-        pad_right_spaces(replication_group_id, 7)
-    )
+    let mut id = b"99999999999999999999".to_vec();
+    push_pad_right_spaces(&mut id, replication_group_id, 7);
+    into_string(id)
 }
 
-/// `(c × n ‖ v).slice(−n)` with `c = '0'`.
+/// `(c × n ‖ v).slice(−n)` with `c = '0'`, for an ASCII `v`.
 fn pad_left(v: &str, n: usize) -> String {
-    let mut s = "0".repeat(n);
-    s.push_str(v);
-    last_chars(&s, n)
+    let mut s = Vec::with_capacity(n);
+    push_pad_left(&mut s, v.as_bytes(), n);
+    into_string(s)
 }
 
-/// The last `n` characters (the inputs here are ASCII digits, `-` and the alphabet).
-fn last_chars(s: &str, n: usize) -> String {
-    let count = s.chars().count();
-    s.chars().skip(count.saturating_sub(n)).collect()
+/// Appends `(c × n ‖ v).slice(−n)` with `c = '0'`: the last `n` characters. `v` is ASCII
+/// (digits, `-` and the base62 alphabet), one byte per UTF-16 unit.
+fn push_pad_left(out: &mut Vec<u8>, v: &[u8], n: usize) {
+    if v.len() < n {
+        out.extend(core::iter::repeat_n(b'0', n - v.len()));
+        out.extend_from_slice(v);
+    } else {
+        out.extend_from_slice(&v[v.len() - n..]);
+    }
 }
 
-/// `(v ‖ ' ' × n).slice(0, n)` in UTF-16 code units.
-fn pad_right_spaces(v: &str, n: usize) -> String {
+/// Appends `(v ‖ ' ' × n).slice(0, n)` in UTF-16 code units.
+fn push_pad_right_spaces(out: &mut Vec<u8>, v: &str, n: usize) {
+    if v.is_ascii() {
+        // One byte per UTF-16 unit: no pair can be split.
+        let kept = &v.as_bytes()[..v.len().min(n)];
+        out.extend_from_slice(kept);
+        out.extend(core::iter::repeat_n(b' ', n - kept.len()));
+        return;
+    }
     let mut units: Vec<u16> = v.encode_utf16().collect();
     units.extend(core::iter::repeat_n(u16::from(b' '), n));
     units.truncate(n);
-    String::from_utf16_lossy(&units)
+    out.extend_from_slice(String::from_utf16_lossy(&units).as_bytes());
 }
 
 /// The external form of a raw id: base62 for 27-unit ids, else lowercase hex of its UTF-8.
@@ -304,6 +366,80 @@ mod tests {
             decode("6e756c6c"),
             Err(ObjmetaCodecError::CannotDecodeStr { len: 8 })
         );
+    }
+
+    /// The JS rules of `objmeta.md` 3.1 written out with `format!` and UTF-16 slices: the
+    /// reference the allocation-free generator must equal.
+    fn reference_id(t: i64, seq: i64, rg: &str, info: &str) -> String {
+        let last = |s: String, n: usize| {
+            let units: Vec<u16> = s.encode_utf16().collect();
+            String::from_utf16_lossy(&units[units.len().saturating_sub(n)..])
+        };
+        let ts = last(
+            alloc::format!("{}{}", "0".repeat(14), TS_MAX.wrapping_sub(t)),
+            14,
+        );
+        let sq = last(
+            alloc::format!("{}{}", "0".repeat(6), SEQ_MAX.wrapping_sub(seq)),
+            6,
+        );
+        let rg_units: Vec<u16> = alloc::format!("{rg}       ")
+            .encode_utf16()
+            .take(7)
+            .collect();
+        alloc::format!("{ts}{sq}{}{info}", String::from_utf16_lossy(&rg_units))
+    }
+
+    #[test]
+    fn generation_matches_js_padding_rules() {
+        let times_ms = [
+            0,
+            1,
+            1_700_000_000_000,
+            TS_MAX,
+            TS_MAX + 5,
+            -1,
+            -1_000_000_000_000_000,
+        ];
+        let rgs = [
+            "RG001",
+            "",
+            "RG",
+            "LONGER-THAN-SEVEN",
+            "é",
+            "aaaaaa\u{1F600}",
+            "ab\u{1F600}",
+        ];
+        for t in times_ms {
+            for rg in rgs {
+                for seq_before in [0, 5, SEQ_MAX, SEQ_MAX + 3] {
+                    for encoding in [None, Some("hex"), Some("base62")] {
+                        let mut g = VersionIdGenerator {
+                            last_timestamp: t,
+                            last_seq: seq_before,
+                            uid_counter: 41,
+                        };
+                        let seq = seq_before + 1;
+                        let id = g.generate(t * 1000 + 999, 4242, rg, encoding);
+                        let info = if encoding == Some("base62") {
+                            ""
+                        } else {
+                            "4242.41"
+                        };
+                        assert_eq!(id, reference_id(t, seq, rg, info), "{t} {rg:?} {seq}");
+                        assert_eq!((g.last_timestamp, g.last_seq, g.uid_counter), (t, seq, 42));
+                        let id = g.generate_with_info(t * 1000 + 1000, "i.1", rg, encoding);
+                        let info = if encoding == Some("base62") {
+                            ""
+                        } else {
+                            "i.1"
+                        };
+                        assert_eq!(id, reference_id(t + 1, 0, rg, info));
+                    }
+                }
+            }
+        }
+        assert_eq!(inf_vid("RG1234567"), "99999999999999999999RG12345");
     }
 
     #[test]

@@ -4,11 +4,10 @@
 //!
 //! This module is the only place that builds or parses these keys.
 
-use alloc::format;
-use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::TraceStoreError;
+use crate::digits::push_decimal_padded;
 use crate::model::RowRange;
 
 /// Commits per tile.
@@ -30,19 +29,61 @@ pub const TYPE_DIGEST_MAP: char = 'd';
 /// Row type of the id counter row (digest-id layout).
 pub const TYPE_ID_COUNTER: char = 'i';
 
-/// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320, as zlib and Go's `crc32.ChecksumIEEE`).
-/// Bitwise rather than table-driven: keys are short and this keeps the crate free of a table
-/// dependency.
+/// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320, as zlib and Go's `crc32.ChecksumIEEE`),
+/// slicing-by-8: eight bytes per step through [`CRC_TABLES`], the bytewise table for the rest.
 pub fn crc32_ieee(bytes: &[u8]) -> u32 {
+    let t = &CRC_TABLES;
     let mut crc = !0u32;
-    for &b in bytes {
-        crc ^= u32::from(b);
-        for _ in 0..8 {
-            let mask = (crc & 1).wrapping_neg();
-            crc = (crc >> 1) ^ (0xEDB8_8320 & mask);
-        }
+    let mut chunks = bytes.chunks_exact(8);
+    for c in &mut chunks {
+        let lo = crc ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+        crc = t[7][(lo & 0xff) as usize]
+            ^ t[6][((lo >> 8) & 0xff) as usize]
+            ^ t[5][((lo >> 16) & 0xff) as usize]
+            ^ t[4][(lo >> 24) as usize]
+            ^ t[3][usize::from(c[4])]
+            ^ t[2][usize::from(c[5])]
+            ^ t[1][usize::from(c[6])]
+            ^ t[0][usize::from(c[7])];
+    }
+    for &b in chunks.remainder() {
+        crc = t[0][((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
     }
     !crc
+}
+
+/// `CRC_TABLES[0][b]` is the CRC of byte `b` (bitwise, reflected); `CRC_TABLES[k][b]` is that
+/// of `b` followed by `k` zero bytes. Built at compile time (8 KiB).
+static CRC_TABLES: [[u32; 256]; 8] = crc_tables();
+
+const fn crc_tables() -> [[u32; 256]; 8] {
+    let mut t = [[0u32; 256]; 8];
+    let mut b = 0;
+    while b < 256 {
+        let mut crc = b as u32;
+        let mut bit = 0;
+        while bit < 8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+            bit += 1;
+        }
+        t[0][b] = crc;
+        b += 1;
+    }
+    let mut k = 1;
+    while k < 8 {
+        let mut b = 0;
+        while b < 256 {
+            let prev = t[k - 1][b];
+            t[k][b] = (prev >> 8) ^ t[0][(prev & 0xff) as usize];
+            b += 1;
+        }
+        k += 1;
+    }
+    t
 }
 
 /// The shard of a subkey: `crc32_ieee(subkey) mod 32`.
@@ -92,12 +133,16 @@ pub fn repo_index_position(repo_index: i64) -> Result<TilePosition, TraceStoreEr
 
 /// The md5 layout's trace qualifier: `%03d` of the offset.
 pub fn md5_trace_qualifier(offset: u32) -> Vec<u8> {
-    format!("{offset:03}").into_bytes()
+    let mut out = Vec::with_capacity(3);
+    push_decimal_padded(&mut out, u64::from(offset), 3);
+    out
 }
 
 /// The digest-id layout's trace qualifier: the offset as unpadded decimal.
 pub fn digest_id_trace_qualifier(offset: u32) -> Vec<u8> {
-    format!("{offset}").into_bytes()
+    let mut out = Vec::with_capacity(3);
+    push_decimal_padded(&mut out, u64::from(offset), 1);
+    out
 }
 
 /// Parses a trace qualifier as Go `strconv.Atoi` does (optional sign, one or more ASCII
@@ -126,7 +171,14 @@ pub fn parse_trace_qualifier(qualifier: &[u8]) -> Result<u32, TraceStoreError> {
 
 /// `"%02d:ts:%c:%010d:%s"`: a sharded row name with an explicit shard.
 pub fn sharded_row_name(shard: u32, row_type: char, tile_key: i32, subkey: &[u8]) -> Vec<u8> {
-    let mut out = format!("{shard:02}:ts:{row_type}:{}:", pad_tile_key(tile_key)).into_bytes();
+    // 2 shard digits (more only past 99), 4 for `:ts:`, the type, 1 + 10 + 1 for the tile key.
+    let mut out = Vec::with_capacity(18 + row_type.len_utf8() + subkey.len());
+    push_decimal_padded(&mut out, u64::from(shard), 2);
+    out.extend_from_slice(b":ts:");
+    push_row_type(&mut out, row_type);
+    out.push(b':');
+    push_tile_key(&mut out, tile_key);
+    out.push(b':');
     out.extend_from_slice(subkey);
     out
 }
@@ -136,23 +188,41 @@ pub fn calc_sharded_row_name(tile_key: i32, row_type: char, subkey: &[u8]) -> Ve
     sharded_row_name(shard_of(subkey), row_type, tile_key, subkey)
 }
 
+/// The UTF-8 of a row type (`%c`).
+fn push_row_type(out: &mut Vec<u8>, row_type: char) {
+    let mut buf = [0u8; 4];
+    out.extend_from_slice(row_type.encode_utf8(&mut buf).as_bytes());
+}
+
 /// `%010d` of an int32 (Go pads negatives after the sign: `-000000001`).
-fn pad_tile_key(tile_key: i32) -> String {
+fn push_tile_key(out: &mut Vec<u8>, tile_key: i32) {
     if tile_key < 0 {
-        format!("-{:09}", i64::from(tile_key).unsigned_abs())
+        out.push(b'-');
+        push_decimal_padded(out, u64::from(tile_key.unsigned_abs()), 9);
     } else {
-        format!("{tile_key:010}")
+        push_decimal_padded(out, u64::from(tile_key.unsigned_abs()), 10);
     }
+}
+
+/// `:ts:<type>:%010d:`: the unsharded rows (OPS, id counter).
+fn unsharded_row_name(row_type: char, tile_key: i32) -> Vec<u8> {
+    let mut out = Vec::with_capacity(17);
+    out.extend_from_slice(b":ts:");
+    push_row_type(&mut out, row_type);
+    out.push(b':');
+    push_tile_key(&mut out, tile_key);
+    out.push(b':');
+    out
 }
 
 /// The OPS row of a tile: `:ts:o:%010d:`.
 pub fn ops_row_name(tile_key: i32) -> Vec<u8> {
-    format!(":ts:o:{}:", pad_tile_key(tile_key)).into_bytes()
+    unsharded_row_name(TYPE_OPS, tile_key)
 }
 
 /// The id counter row: `:ts:i:0000000000:`.
 pub fn id_counter_row_name() -> Vec<u8> {
-    format!(":ts:i:{}:", pad_tile_key(GLOBAL_TILE_KEY)).into_bytes()
+    unsharded_row_name(TYPE_ID_COUNTER, GLOBAL_TILE_KEY)
 }
 
 /// The trace row of an encoded trace id in a tile.
@@ -344,6 +414,58 @@ mod tests {
     fn crc_check_value() {
         // The standard CRC-32 check value.
         assert_eq!(crc32_ieee(b"123456789"), 0xCBF4_3926);
+    }
+
+    /// The bitwise CRC the tables are built from, as the reference for every length.
+    fn crc32_bitwise(bytes: &[u8]) -> u32 {
+        let mut crc = !0u32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                let mask = (crc & 1).wrapping_neg();
+                crc = (crc >> 1) ^ (0xEDB8_8320 & mask);
+            }
+        }
+        !crc
+    }
+
+    #[test]
+    fn sliced_crc_equals_bitwise_crc() {
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7919 % 251) as u8).collect();
+        for start in 0..9 {
+            for end in start..data.len() {
+                let s = &data[start..end];
+                assert_eq!(crc32_ieee(s), crc32_bitwise(s), "{start}..{end}");
+            }
+        }
+    }
+
+    #[test]
+    fn row_names_equal_go_format() {
+        for shard in [0, 7, 31, 99, 100, 12345] {
+            for tile in [0, 1, 255, 2_147_483_647, -1, -123, i32::MIN] {
+                let padded = if tile < 0 {
+                    alloc::format!("-{:09}", i64::from(tile).unsigned_abs())
+                } else {
+                    alloc::format!("{tile:010}")
+                };
+                for ty in ['t', 'p', 'd', 'é'] {
+                    let want = alloc::format!("{shard:02}:ts:{ty}:{padded}:,0=1,");
+                    assert_eq!(sharded_row_name(shard, ty, tile, b",0=1,"), want.as_bytes());
+                }
+                let want = alloc::format!(":ts:o:{padded}:");
+                assert_eq!(ops_row_name(tile), want.as_bytes());
+            }
+        }
+        assert_eq!(id_counter_row_name(), b":ts:i:0000000000:".to_vec());
+        for offset in [0, 5, 42, 255, 1000] {
+            assert_eq!(
+                md5_trace_qualifier(offset),
+                alloc::format!("{offset:03}").into_bytes()
+            );
+            let plain = alloc::format!("{offset}").into_bytes();
+            assert_eq!(digest_id_trace_qualifier(offset), plain);
+        }
     }
 
     #[test]

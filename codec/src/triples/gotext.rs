@@ -34,8 +34,17 @@ fn decode_last(b: &[u8]) -> Option<(char, usize)> {
 /// Go `strings.TrimSpace`: removes leading and trailing Unicode White_Space (invalid UTF-8 is
 /// never space).
 pub fn trim_space(b: &[u8]) -> &[u8] {
+    // An ASCII byte is a whole scalar: it is tested without decoding (the usual case).
     let mut start = 0;
-    while let Some((c, n)) = decode_first(&b[start..]) {
+    while let Some(&first) = b.get(start) {
+        let (c, n) = if first.is_ascii() {
+            (char::from(first), 1)
+        } else {
+            match decode_first(&b[start..]) {
+                Some(decoded) => decoded,
+                None => break,
+            }
+        };
         if !c.is_whitespace() {
             break;
         }
@@ -43,10 +52,19 @@ pub fn trim_space(b: &[u8]) -> &[u8] {
     }
     let mut end = b.len();
     while end > start {
-        match decode_last(&b[start..end]) {
-            Some((c, n)) if c.is_whitespace() => end -= n,
-            _ => break,
+        let last = b[end - 1];
+        let (c, n) = if last.is_ascii() {
+            (char::from(last), 1)
+        } else {
+            match decode_last(&b[start..end]) {
+                Some(decoded) => decoded,
+                None => break,
+            }
+        };
+        if !c.is_whitespace() {
+            break;
         }
+        end -= n;
     }
     &b[start..end]
 }
@@ -338,8 +356,7 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
         Some(b'+') => (false, &b[1..]),
         _ => (false, b),
     };
-    let lower: Vec<u8> = unsigned.iter().map(u8::to_ascii_lowercase).collect();
-    if lower == b"inf" || lower == b"infinity" {
+    if unsigned.eq_ignore_ascii_case(b"inf") || unsigned.eq_ignore_ascii_case(b"infinity") {
         return Some(if neg {
             f64::NEG_INFINITY
         } else {
@@ -352,7 +369,14 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     if b.contains(&b'_') && !underscore_ok(b) {
         return None;
     }
-    let clean: Vec<u8> = unsigned.iter().copied().filter(|&c| c != b'_').collect();
+    // Copied only when there are underscores to drop.
+    let without_underscores: Vec<u8>;
+    let clean: &[u8] = if unsigned.contains(&b'_') {
+        without_underscores = unsigned.iter().copied().filter(|&c| c != b'_').collect();
+        &without_underscores
+    } else {
+        unsigned
+    };
     if clean.len() > 2 && clean[0] == b'0' && clean[1] | 0x20 == b'x' {
         return parse_hex_f64(&clean[2..], neg);
     }
@@ -365,7 +389,7 @@ pub fn parse_f64(b: &[u8]) -> Option<f64> {
     {
         return None;
     }
-    let f: f64 = core::str::from_utf8(&clean).ok()?.parse().ok()?;
+    let f: f64 = core::str::from_utf8(clean).ok()?.parse().ok()?;
     if f.is_infinite() {
         return None;
     }
@@ -553,6 +577,54 @@ mod tests {
         assert_eq!(unquote(b"\"\\ud800\""), Err(UnquoteError::BadEscape));
         assert_eq!(unquote(b"\"\xff\"").unwrap(), "\u{FFFD}".as_bytes());
         assert_eq!(trim_space(" \u{a0}x y\t\n".as_bytes()), b"x y");
+    }
+
+    /// Go's `TrimSpace` with every scalar decoded: the reference for the ASCII fast path.
+    fn trim_space_reference(b: &[u8]) -> &[u8] {
+        let mut start = 0;
+        while let Some((c, n)) = decode_first(&b[start..]) {
+            if !c.is_whitespace() {
+                break;
+            }
+            start += n;
+        }
+        let mut end = b.len();
+        while end > start {
+            match decode_last(&b[start..end]) {
+                Some((c, n)) if c.is_whitespace() => end -= n,
+                _ => break,
+            }
+        }
+        &b[start..end]
+    }
+
+    #[test]
+    fn trim_space_equals_reference() {
+        // Spaces (ASCII, U+0085, U+00A0, U+3000), non-spaces (0x1c, 'x', 'é') and invalid
+        // bytes, in every sequence of up to 4 of them.
+        let pieces: [&[u8]; 9] = [
+            b" ",
+            b"\t",
+            b"\x0b",
+            "\u{85}".as_bytes(),
+            "\u{a0}".as_bytes(),
+            "\u{3000}".as_bytes(),
+            b"\x1c",
+            "x\u{e9}".as_bytes(),
+            b"\xff\x80",
+        ];
+        let mut inputs: Vec<Vec<u8>> = alloc::vec![Vec::new()];
+        let mut frontier = inputs.clone();
+        for _ in 0..4 {
+            frontier = frontier
+                .iter()
+                .flat_map(|s| pieces.iter().map(move |p| [s.as_slice(), p].concat()))
+                .collect();
+            inputs.extend(frontier.iter().cloned());
+        }
+        for s in &inputs {
+            assert_eq!(trim_space(s), trim_space_reference(s), "{s:?}");
+        }
     }
 
     #[test]

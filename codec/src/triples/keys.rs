@@ -149,18 +149,16 @@ pub fn family(predicate: &Predicate) -> &'static str {
     }
 }
 
-fn push_uuid(key: &mut Vec<u8>, u: &Uuid) {
-    key.push(b':');
-    key.extend_from_slice(&u.text_bytes());
-}
-
-fn key_of(graph: &[u8], index: Index, parts: &[Uuid]) -> Vec<u8> {
-    let mut key = Vec::with_capacity(graph.len() + TRIPLE_KEY_OVERHEAD);
+/// `<g>:<INDEX>:<u1>:<u2>…` from the texts of the UUIDs, in one exactly sized buffer.
+fn key_of(graph: &[u8], index: Index, parts: &[[u8; 36]]) -> Vec<u8> {
+    // One byte more for the ':' a lookup prefix ends with.
+    let mut key = Vec::with_capacity(graph.len() + 5 + 37 * parts.len());
     key.extend_from_slice(graph);
     key.push(b':');
     key.extend_from_slice(index.name().as_bytes());
-    for u in parts {
-        push_uuid(&mut key, u);
+    for text in parts {
+        key.push(b':');
+        key.extend_from_slice(text);
     }
     key
 }
@@ -203,6 +201,35 @@ impl KeyUuids {
 
     /// The row key of `index` in graph `graph`.
     pub fn row_key(&self, graph: &[u8], index: Index) -> Vec<u8> {
+        self.texts().row_key(graph, index)
+    }
+
+    /// The four row keys in graph `graph`, in write order OSP, POS, SOP, SPO (each UUID's text
+    /// is computed once for all four).
+    pub fn row_keys(&self, graph: &[u8]) -> [(Index, Vec<u8>); 4] {
+        let texts = self.texts();
+        Index::ALL.map(|index| (index, texts.row_key(graph, index)))
+    }
+
+    fn texts(&self) -> UuidTexts {
+        UuidTexts {
+            s: self.s.text_bytes(),
+            p: self.p.text_bytes(),
+            o: self.o.text_bytes(),
+        }
+    }
+}
+
+/// The canonical texts of a triple's key UUIDs.
+struct UuidTexts {
+    s: [u8; 36],
+    p: [u8; 36],
+    o: [u8; 36],
+}
+
+impl UuidTexts {
+    /// The one place that orders the parts of each index's row key.
+    fn row_key(&self, graph: &[u8], index: Index) -> Vec<u8> {
         let (s, p, o) = (self.s, self.p, self.o);
         match index {
             Index::Osp => key_of(graph, index, &[o, s, p]),
@@ -215,16 +242,17 @@ impl KeyUuids {
 
 /// The four cells of `triple` in graph `graph`, in write order OSP, POS, SOP, SPO.
 pub fn triple_cells(graph: &[u8], triple: &Triple) -> [TripleCell; 4] {
-    let uuids = KeyUuids::of(triple);
     let family = family(&triple.predicate);
     let timestamp = cell_timestamp(triple);
-    Index::ALL.map(|index| TripleCell {
-        index,
-        row_key: uuids.row_key(graph, index),
-        family,
-        qualifier: index.qualifier(),
-        timestamp,
-    })
+    KeyUuids::of(triple)
+        .row_keys(graph)
+        .map(|(index, row_key)| TripleCell {
+            index,
+            row_key,
+            family,
+            qualifier: index.qualifier(),
+            timestamp,
+        })
 }
 
 /// The row `Exist` reads: `g:POS:<P'>:<O>:<S>`.
@@ -255,16 +283,26 @@ impl LookupPrefix<'_> {
     /// The prefix bytes in graph `graph`.
     pub fn key(&self, graph: &[u8]) -> Vec<u8> {
         let mut key = match self {
-            LookupPrefix::SubjectPredicate(s, p) => {
-                key_of(graph, Index::Spo, &[s.uuid(), p.partial_uuid()])
+            LookupPrefix::SubjectPredicate(s, p) => key_of(
+                graph,
+                Index::Spo,
+                &[s.uuid().text_bytes(), p.partial_uuid().text_bytes()],
+            ),
+            LookupPrefix::PredicateObject(p, o) => key_of(
+                graph,
+                Index::Pos,
+                &[p.partial_uuid().text_bytes(), o.uuid().text_bytes()],
+            ),
+            LookupPrefix::Subject(s) => key_of(graph, Index::Spo, &[s.uuid().text_bytes()]),
+            LookupPrefix::Object(o) => key_of(graph, Index::Osp, &[o.uuid().text_bytes()]),
+            LookupPrefix::SubjectObject(s, o) => key_of(
+                graph,
+                Index::Sop,
+                &[s.uuid().text_bytes(), o.uuid().text_bytes()],
+            ),
+            LookupPrefix::Predicate(p) => {
+                key_of(graph, Index::Pos, &[p.partial_uuid().text_bytes()])
             }
-            LookupPrefix::PredicateObject(p, o) => {
-                key_of(graph, Index::Pos, &[p.partial_uuid(), o.uuid()])
-            }
-            LookupPrefix::Subject(s) => key_of(graph, Index::Spo, &[s.uuid()]),
-            LookupPrefix::Object(o) => key_of(graph, Index::Osp, &[o.uuid()]),
-            LookupPrefix::SubjectObject(s, o) => key_of(graph, Index::Sop, &[s.uuid(), o.uuid()]),
-            LookupPrefix::Predicate(p) => key_of(graph, Index::Pos, &[p.partial_uuid()]),
             LookupPrefix::All => key_of(graph, Index::Pos, &[]),
         };
         key.push(b':');

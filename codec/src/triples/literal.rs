@@ -74,14 +74,18 @@ impl Literal {
             .windows(marker.len())
             .position(|w| w == marker)
             .filter(|&i| i > 0)
-            .ok_or(err(Reason::MissingType))?;
+            .ok_or_else(|| err(Reason::MissingType))?;
         let v = &raw[1..i];
         let t = &raw[i + marker.len()..];
         let value = match t {
-            b"bool" => LiteralValue::Bool(parse_bool(v).ok_or(err(Reason::BadValue("bool")))?),
-            b"int64" => LiteralValue::Int64(parse_i64(v).ok_or(err(Reason::BadValue("int64")))?),
+            b"bool" => {
+                LiteralValue::Bool(parse_bool(v).ok_or_else(|| err(Reason::BadValue("bool")))?)
+            }
+            b"int64" => {
+                LiteralValue::Int64(parse_i64(v).ok_or_else(|| err(Reason::BadValue("int64")))?)
+            }
             b"float64" => {
-                LiteralValue::Float64(parse_f64(v).ok_or(err(Reason::BadValue("float64")))?)
+                LiteralValue::Float64(parse_f64(v).ok_or_else(|| err(Reason::BadValue("float64")))?)
             }
             b"text" => LiteralValue::Text(v.to_vec()),
             b"blob" => {
@@ -92,7 +96,7 @@ impl Literal {
                 let mut bytes = Vec::new();
                 if !inner.is_empty() {
                     for part in inner.split(|&c| c == b' ') {
-                        bytes.push(parse_u8(part).ok_or(err(Reason::BadValue("blob")))?);
+                        bytes.push(parse_u8(part).ok_or_else(|| err(Reason::BadValue("blob")))?);
                     }
                 }
                 LiteralValue::Blob(bytes)
@@ -132,16 +136,21 @@ impl Literal {
 
     /// The bytes the UUID hashes (the type is not part of them, quirk 5).
     pub fn uuid_input(&self) -> Vec<u8> {
+        self.with_uuid_input(<[u8]>::to_vec)
+    }
+
+    /// Calls `f` with the bytes the UUID hashes, borrowed or on the stack.
+    fn with_uuid_input<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match &self.0 {
-            LiteralValue::Bool(b) => if *b { "true" } else { "false" }.into(),
-            LiteralValue::Int64(v) => put_varint::<8>(*v).unwrap_or([0; 8]).to_vec(),
-            LiteralValue::Float64(f) => f.to_bits().to_le_bytes().to_vec(),
-            LiteralValue::Text(t) | LiteralValue::Blob(t) => t.clone(),
+            LiteralValue::Bool(b) => f(if *b { b"true" } else { b"false" }),
+            LiteralValue::Int64(v) => f(&put_varint::<8>(*v).unwrap_or([0; 8])),
+            LiteralValue::Float64(x) => f(&x.to_bits().to_le_bytes()),
+            LiteralValue::Text(t) | LiteralValue::Blob(t) => f(t),
         }
     }
 
     /// The UUID.
     pub fn uuid(&self) -> Uuid {
-        Uuid::v5(&self.uuid_input())
+        self.with_uuid_input(Uuid::v5)
     }
 }

@@ -48,7 +48,7 @@ impl Node {
                 let i = raw
                     .iter()
                     .position(|&c| c == b'<')
-                    .ok_or(err(Reason::MissingId))?;
+                    .ok_or_else(|| err(Reason::MissingId))?;
                 if !valid_type(&raw[..i]) {
                     return Err(err(Reason::InvalidType));
                 }
@@ -65,7 +65,7 @@ impl Node {
                 })
             }
             Some(b'_') => {
-                let id = raw.get(2..).ok_or(err(Reason::BlankTooShort))?;
+                let id = raw.get(2..).ok_or_else(|| err(Reason::BlankTooShort))?;
                 if !valid_id(id) {
                     return Err(err(Reason::InvalidId));
                 }
@@ -100,8 +100,6 @@ impl Node {
 
     /// The UUID: v5 of `type ‖ id`.
     pub fn uuid(&self) -> Uuid {
-        let mut data = self.node_type.clone();
-        data.extend_from_slice(&self.id);
-        Uuid::v5(&data)
+        Uuid::v5_of(&[&self.node_type, &self.id])
     }
 }

@@ -44,7 +44,7 @@ impl Predicate {
             Some(b'"') => {}
             Some(_) => return Err(err(Reason::BadStart)),
         }
-        let i = find(raw, b"\"@[").ok_or(err(Reason::MissingAnchorMarker))?;
+        let i = find(raw, b"\"@[").ok_or_else(|| err(Reason::MissingAnchorMarker))?;
         if raw.len() < i + 4 {
             return Err(err(Reason::Truncated));
         }
@@ -98,12 +98,10 @@ impl Predicate {
 
     /// The full UUID: id ‖ `immutable`, or id ‖ the 16-byte varint buffer of `UnixNano`.
     pub fn uuid(&self) -> Uuid {
-        let mut data = self.id.clone();
         match &self.anchor {
-            None => data.extend_from_slice(b"immutable"),
-            Some(a) => data.extend_from_slice(&varint16(a.unix_nano_wrapping())),
+            None => Uuid::v5_of(&[&self.id, b"immutable"]),
+            Some(a) => Uuid::v5_of(&[&self.id, &varint16(a.unix_nano_wrapping())]),
         }
-        Uuid::v5(&data)
     }
 
     /// The partial UUID: v5 of the id alone (used in row keys).

@@ -23,11 +23,20 @@ pub enum Object {
 impl Object {
     /// Tries node, then literal, then predicate; if all fail, the predicate error.
     pub fn parse(text: &[u8]) -> Result<Object, ParseError> {
-        if let Ok(n) = Node::parse(text) {
-            return Ok(Object::Node(n));
-        }
-        if let Ok(l) = Literal::parse(text) {
-            return Ok(Object::Literal(l));
+        // Each form rejects any other first byte (after the same trimming) as `BadStart`, so
+        // only the forms that can succeed are tried: a failed attempt builds an error.
+        match trim_space(text).first() {
+            Some(b'/' | b'_') => {
+                if let Ok(n) = Node::parse(text) {
+                    return Ok(Object::Node(n));
+                }
+            }
+            Some(b'"') => {
+                if let Ok(l) = Literal::parse(text) {
+                    return Ok(Object::Literal(l));
+                }
+            }
+            _ => {}
         }
         Predicate::parse(text).map(Object::Predicate)
     }
@@ -98,8 +107,10 @@ impl Triple {
         let raw = trim_space(text);
         let err = |reason| ParseError::new(Part::Triple, reason, raw);
         let inner = |e: ParseError| err(Reason::Inner(alloc::boxed::Box::new(e)));
-        let (p0, p1) = find_split(raw, b'>', b"\"").ok_or(err(Reason::MissingPredicateSplit))?;
-        let (o0, o1) = find_split(raw, b']', b"/\"").ok_or(err(Reason::MissingObjectSplit))?;
+        let (p0, p1) =
+            find_split(raw, b'>', b"\"").ok_or_else(|| err(Reason::MissingPredicateSplit))?;
+        let (o0, o1) =
+            find_split(raw, b']', b"/\"").ok_or_else(|| err(Reason::MissingObjectSplit))?;
         let p_start = p1 - 1;
         if o0 < p_start {
             return Err(err(Reason::SplitOrder));
@@ -126,10 +137,10 @@ impl Triple {
 
     /// The triple UUID: v5 of `S.uuid ‖ P.full_uuid ‖ O.uuid`.
     pub fn uuid(&self) -> Uuid {
-        let mut data = Vec::with_capacity(48);
-        data.extend_from_slice(self.subject.uuid().as_bytes());
-        data.extend_from_slice(self.predicate.uuid().as_bytes());
-        data.extend_from_slice(self.object.uuid().as_bytes());
-        Uuid::v5(&data)
+        Uuid::v5_of(&[
+            self.subject.uuid().as_bytes(),
+            self.predicate.uuid().as_bytes(),
+            self.object.uuid().as_bytes(),
+        ])
     }
 }

@@ -4,7 +4,7 @@
 use alloc::string::String;
 use core::fmt;
 
-use super::sha1::sha1;
+use super::sha1::Sha1;
 
 /// A 16-byte UUID; its text form is lowercase `8-4-4-4-12`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -14,9 +14,17 @@ impl Uuid {
     /// The v5 UUID of `data` in the nil namespace: `sha1(16 zero bytes ‖ data)[0..16]` with the
     /// version and variant bits set.
     pub fn v5(data: &[u8]) -> Uuid {
-        let mut input = alloc::vec![0u8; 16];
-        input.extend_from_slice(data);
-        let digest = sha1(&input);
+        Uuid::v5_of(&[data])
+    }
+
+    /// [`Uuid::v5`] of the concatenation of `parts`, hashed part by part without joining them.
+    pub(crate) fn v5_of(parts: &[&[u8]]) -> Uuid {
+        let mut h = Sha1::new();
+        h.update(&[0u8; 16]);
+        for part in parts {
+            h.update(part);
+        }
+        let digest = h.finish();
         let mut b = [0u8; 16];
         b.copy_from_slice(&digest[..16]);
         b[6] = (b[6] & 0x0f) | 0x50;
@@ -37,15 +45,12 @@ impl Uuid {
     /// The canonical text as ASCII bytes (no allocation; row keys are built from these).
     pub fn text_bytes(&self) -> [u8; 36] {
         const HEX: &[u8; 16] = b"0123456789abcdef";
+        /// Where the text of each byte starts (the dashes sit at 8, 13, 18 and 23).
+        const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
         let mut out = [b'-'; 36];
-        let mut j = 0;
-        for (i, b) in self.0.iter().enumerate() {
-            if matches!(i, 4 | 6 | 8 | 10) {
-                j += 1;
-            }
-            out[j] = HEX[usize::from(b >> 4)];
-            out[j + 1] = HEX[usize::from(b & 0x0f)];
-            j += 2;
+        for (b, at) in self.0.iter().zip(AT) {
+            out[at] = HEX[usize::from(b >> 4)];
+            out[at + 1] = HEX[usize::from(b & 0x0f)];
         }
         out
     }

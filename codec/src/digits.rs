@@ -1,0 +1,86 @@
+//! Hand-rolled hex and decimal digits for the row-key codecs: they write straight into the key
+//! being built, where `format!` would go through `core::fmt` and an intermediate `String`.
+
+/// Lowercase hex digits.
+pub(crate) const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
+
+/// `%08x`: the 8 lowercase hex digits of `v`, most significant first.
+pub(crate) fn hex8(v: u32) -> [u8; 8] {
+    let mut out = [0u8; 8];
+    for (i, d) in out.iter_mut().enumerate() {
+        *d = HEX_LOWER[((v >> (28 - 4 * i)) & 0xf) as usize];
+    }
+    out
+}
+
+/// "00".."99": two decimal digits per table lookup halve the divisions.
+const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+2021222324252627282930313233343536373839\
+4041424344454647484950515253545556575859\
+6061626364656667686970717273747576777879\
+8081828384858687888990919293949596979899";
+
+/// The decimal digits of `v`, written at the end of `buf`; returns them (`"0"` for 0).
+pub(crate) fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut i = buf.len();
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        i -= 2;
+        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        i -= 1;
+        buf[i] = b'0' + v as u8;
+    }
+    &buf[i..]
+}
+
+/// Appends the decimal digits of `v`, left-padded with `0` to at least `width` (`%0<width>d` of
+/// a non-negative value).
+pub(crate) fn push_decimal_padded(out: &mut alloc::vec::Vec<u8>, v: u64, width: usize) {
+    let mut buf = [0u8; 20];
+    let digits = decimal(v, &mut buf);
+    out.extend(core::iter::repeat_n(
+        b'0',
+        width.saturating_sub(digits.len()),
+    ));
+    out.extend_from_slice(digits);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::format;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn digits_match_core_fmt() {
+        let mut values: Vec<u64> = (0..1200).collect();
+        values.extend([
+            9,
+            10,
+            99,
+            100,
+            999_999,
+            1_000_000,
+            u64::from(u32::MAX),
+            u64::MAX,
+        ]);
+        values.extend((0..64).map(|s| 1u64 << s));
+        values.extend((1..20).map(|p| 10u64.pow(p) - 1));
+        for v in values {
+            let mut buf = [0u8; 20];
+            assert_eq!(decimal(v, &mut buf), format!("{v}").as_bytes());
+            let mut out = b"x".to_vec();
+            push_decimal_padded(&mut out, v, 10);
+            assert_eq!(out, format!("x{v:010}").into_bytes());
+            let h = v as u32;
+            assert_eq!(&hex8(h), format!("{h:08x}").as_bytes());
+        }
+    }
+}
