@@ -269,11 +269,6 @@ impl Report {
         self.summary.notes.push(note);
     }
 
-    /// The summary so far.
-    pub fn summary(&self) -> &CheckSummary {
-        &self.summary
-    }
-
     /// The final summary.
     pub fn finish(&mut self) -> CheckSummary {
         core::mem::take(&mut self.summary)

@@ -261,7 +261,7 @@ impl Command {
             Command::Graph(args) => args.command.only_reads(),
             Command::Gold(args) => args.command.only_reads(),
             Command::S3(args) => args.command.only_reads(),
-            Command::Check(args) => !args.fix,
+            Command::Check(args) => !args.flags.fix,
             Command::Mt(_) | Command::Serve(_) => false,
             Command::Key(_) => true,
         }

@@ -29,6 +29,34 @@ use crate::output::{Output, Progress};
 /// A check's deadline: as long as `mt fsck`'s (1 h), or the `--deadline` given if longer.
 pub const CHECK_TIMEOUT_MICROS: i64 = 3_600_000_000;
 
+/// The deadline of a check run with `ctx`'s options, in µs from its start.
+pub fn check_timeout(ctx: &Context) -> i64 {
+    CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout)
+}
+
+/// `--fix` and `--grace SECS`: the options of every check that may repair.
+#[derive(Debug, clap::Args)]
+pub struct CheckFlags {
+    /// Repair what the check may repair, each repair only if the rows are still as the check
+    /// read them (without it the store is opened read-only).
+    #[arg(long)]
+    pub fix: bool,
+    /// Seconds a possible in-flight write is given before it is re-read and reported.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub grace: u32,
+}
+
+impl CheckFlags {
+    /// The check's options.
+    pub fn options(&self) -> CheckOptions {
+        CheckOptions {
+            fix: self.fix,
+            grace_micros: i64::from(self.grace) * 1_000_000,
+            ..CheckOptions::default()
+        }
+    }
+}
+
 /// A check's error: `aborted` as the other commands report it, bad arguments as usage.
 pub fn check_error(e: CheckError) -> CliError {
     match e {
@@ -202,12 +230,7 @@ mod tests {
 /// families, checked with its schema's check (the mount table's is `fsck`); exit 1 if any
 /// table has findings left.
 pub fn run_all(ctx: &Context, args: &CheckArgs, out: &Output) -> Result<(), CliError> {
-    let options = CheckOptions {
-        fix: args.fix,
-        grace_micros: i64::from(args.grace) * 1_000_000,
-        ..CheckOptions::default()
-    };
-    let timeout = CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
+    let (options, timeout) = (args.flags.options(), check_timeout(ctx));
     let driver = SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref());
     let mut tables = ctx.store.list_tables()?;
     tables.sort();
@@ -249,7 +272,7 @@ pub fn run_all(ctx: &Context, args: &CheckArgs, out: &Output) -> Result<(), CliE
             docs.extend(output.report(&s)?);
             s
         } else if exactly(&["m", "s", "c"]) && tables.contains(&format!("{table}-counters")) {
-            let (s, doc) = fsck(ctx, &driver, table, args.fix, out)?;
+            let (s, doc) = fsck(ctx, &driver, table, args.flags.fix, out)?;
             docs.extend(doc);
             s
         } else if let Ok(layout) = detect_layout(&families, None) {
@@ -336,10 +359,7 @@ pub struct CheckArgs {
     /// The store and its clock.
     #[command(flatten)]
     pub store: crate::args::StoreArgs,
-    /// Repair what each schema's check may repair (the mount table: `fsck --fix`).
-    #[arg(long)]
-    pub fix: bool,
-    /// Seconds a possible in-flight write is given before it is re-read and reported.
-    #[arg(long, default_value_t = 10, value_name = "SECS")]
-    pub grace: u32,
+    /// `--fix` (the mount table: `fsck --fix`), `--grace`.
+    #[command(flatten)]
+    pub flags: CheckFlags,
 }

@@ -1,7 +1,7 @@
 //! `rowkit gold …` and the gold part of `rowkit key …` (`spec/tracestore.md` 19): the Skia
 //! Gold trace store over the sync [`TraceStore`] facade.
 
-use crate::check::{CHECK_TIMEOUT_MICROS, CheckOutput, check_error};
+use crate::check::{CheckOutput, check_error, check_timeout};
 use clap::{Args, Subcommand};
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
@@ -292,7 +292,7 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
                 fix: *fix,
                 ..CheckOptions::default()
             };
-            let timeout = CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
+            let timeout = check_timeout(ctx);
             let mut output = CheckOutput::new(out, "gold");
             let summary =
                 block_on(gold.check(options, timeout, |e| output.event(e))).map_err(check_error)?;

@@ -10,14 +10,13 @@ use rowkit_codec::explain;
 use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Anchor, Triple};
 use rowkit_statemachines::StoreError;
-use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::triples::{
     FilterField, FilterOperation, FilterOptions, Found, LookupMethod, LookupOptions, TriplesError,
 };
 use serde_json::{Map, Value, json};
 
 use crate::args::Context;
-use crate::check::{CHECK_TIMEOUT_MICROS, CheckOutput, check_error};
+use crate::check::{CheckFlags, CheckOutput, check_error, check_timeout};
 use crate::error::CliError;
 use crate::output::{Output, Progress, bytes_fields};
 
@@ -99,17 +98,14 @@ pub enum GraphCommand {
     },
     /// Check the table (or one graph) for what failed writes leave behind: undecodable keys
     /// and cells, cells in the wrong row or at the wrong timestamp, triples missing from some
-    /// of their four index rows, graphs without their graph row. Exit 1 if problems are left.
+    /// of their four index rows, graphs without their graph row. `--fix` writes missing
+    /// index cells and graph rows. Exit 1 if problems are left.
     Check {
         /// Only this graph (its graph row and its four indices).
         graph: Option<String>,
-        /// Repair what can be repaired: write missing index cells and missing graph rows,
-        /// each only if still absent.
-        #[arg(long)]
-        fix: bool,
-        /// Seconds a possible in-flight write is given before it is re-read and reported.
-        #[arg(long, default_value_t = 10, value_name = "SECS")]
-        grace: u32,
+        /// `--fix`, `--grace`.
+        #[command(flatten)]
+        flags: CheckFlags,
     },
 }
 
@@ -120,7 +116,10 @@ impl GraphCommand {
             self,
             GraphCommand::List
                 | GraphCommand::Query { .. }
-                | GraphCommand::Check { fix: false, .. }
+                | GraphCommand::Check {
+                    flags: CheckFlags { fix: false, .. },
+                    ..
+                }
         )
     }
 }
@@ -213,13 +212,8 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
         .with_table(table)
         .with_seed(ctx.seed);
     match cmd {
-        GraphCommand::Check { graph, fix, grace } => {
-            let options = CheckOptions {
-                fix: *fix,
-                grace_micros: i64::from(*grace) * 1_000_000,
-                ..CheckOptions::default()
-            };
-            let timeout = CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
+        GraphCommand::Check { graph, flags } => {
+            let (options, timeout) = (flags.options(), check_timeout(ctx));
             let mut output = CheckOutput::new(out, "graph");
             let graph = graph.as_ref().map(String::as_bytes);
             let summary = block_on(ts.check(graph, options, timeout, |e| output.event(e)))

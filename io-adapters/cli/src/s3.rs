@@ -1,7 +1,7 @@
 //! `rowkit s3 …` and the s3 parts of `rowkit key`: Arsenal's object metadata
 //! (`objmeta.md` 17) through `rowkit_client::objmeta` over the sync driver.
 
-use crate::check::{CHECK_TIMEOUT_MICROS, CheckOutput, check_error};
+use crate::check::{CheckFlags, CheckOutput, check_error, check_timeout};
 use clap::{Args, Subcommand};
 use rowkit_client::objmeta::{ObjectMetadata, bucket_rows};
 use rowkit_client::{SyncDriver, block_on};
@@ -16,7 +16,6 @@ use rowkit_codec::objmeta::version_id::generated_at_ms;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
 use rowkit_statemachines::Timestamp;
-use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::objmeta::{
     ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, REPAIR_DELAY_US, RepairTask,
 };
@@ -171,18 +170,14 @@ pub enum S3Command {
     Count,
     /// Check the table (or one bucket): keys, documents, derived cells, key formats, masters
     /// against their versions (dangling, behind, missing, placeholders whose repair is due).
-    /// Exit 1 if problems are left.
+    /// `--fix` rewrites derived cells from the document and sets masters to their newest
+    /// version (due placeholders, lagging or missing masters). Exit 1 if problems are left.
     Check {
         /// Only this bucket (its collection and metastore row).
         bucket: Option<String>,
-        /// Repair what can be repaired: derived cells rewritten from the document, the master
-        /// set to the newest version (due placeholders, lagging or missing masters), each only
-        /// if the rows are still as the check read them.
-        #[arg(long)]
-        fix: bool,
-        /// Seconds a possible in-flight write is given before it is re-read and reported.
-        #[arg(long, default_value_t = 10, value_name = "SECS")]
-        grace: u32,
+        /// `--fix`, `--grace`.
+        #[command(flatten)]
+        flags: CheckFlags,
     },
     /// Run the due placeholder repairs now: every placeholder master of the bucket (default:
     /// of every bucket of the metastore) whose repair was due (its id's time + 15 s ≤ now) and
@@ -206,7 +201,10 @@ impl S3Command {
                 | S3Command::List { .. }
                 | S3Command::Versions { .. }
                 | S3Command::Bucket(BucketCommand::Get { .. } | BucketCommand::List)
-                | S3Command::Check { fix: false, .. }
+                | S3Command::Check {
+                    flags: CheckFlags { fix: false, .. },
+                    ..
+                }
         )
     }
 }
@@ -396,13 +394,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             )?;
         }
         S3Command::Bucket(b) => bucket(ctx, &mut om, b, out)?,
-        S3Command::Check { bucket, fix, grace } => {
-            let options = CheckOptions {
-                fix: *fix,
-                grace_micros: i64::from(*grace) * 1_000_000,
-                ..CheckOptions::default()
-            };
-            let timeout = CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
+        S3Command::Check { bucket, flags } => {
+            let (options, timeout) = (flags.options(), check_timeout(ctx));
             let mut output = CheckOutput::new(out, "s3");
             let summary =
                 block_on(om.check(bucket.as_deref(), options, timeout, |e| output.event(e)))

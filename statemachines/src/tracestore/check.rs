@@ -224,12 +224,11 @@ impl Flow for CheckFlow {
                     };
                     self.report.scanned(io, page.len());
                     let traces = self.check_page(io, page);
-                    let mut tiles: Vec<Vec<u8>> = traces
+                    let tiles: Vec<Vec<u8>> = traces
                         .iter()
                         .filter_map(|r| decode_row_key(&r.key).ok())
                         .map(|k| keys::ops_row_name(k.tile_key))
                         .collect();
-                    tiles.dedup();
                     let reads = PointReads::start(io, &target.table, tiles);
                     self.phase = Phase::Ops { reads, traces };
                 }
