@@ -1,15 +1,11 @@
-//! Hand-rolled hex and decimal digits for the row-key codecs: they write straight into the key
+//! Hex and hand-rolled decimal digits for the row-key codecs: they write straight into the key
 //! being built, where `format!` would go through `core::fmt` and an intermediate `String`.
-
-/// Lowercase hex digits.
-pub(crate) const HEX_LOWER: &[u8; 16] = b"0123456789abcdef";
 
 /// `%08x`: the 8 lowercase hex digits of `v`, most significant first.
 pub(crate) fn hex8(v: u32) -> [u8; 8] {
     let mut out = [0u8; 8];
-    for (i, d) in out.iter_mut().enumerate() {
-        *d = HEX_LOWER[((v >> (28 - 4 * i)) & 0xf) as usize];
-    }
+    // Four bytes always fill eight digits exactly: the length check cannot fail.
+    let _ = hex::encode_to_slice(v.to_be_bytes(), &mut out);
     out
 }
 

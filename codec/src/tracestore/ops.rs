@@ -1,6 +1,7 @@
 //! The OrderedParamSet (`spec/tracestore.md` 6): the per-tile dictionary that turns trace
 //! params into the compact trace subkey `,0=1,4=2,` and back.
 
+use crate::digits::decimal;
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
@@ -226,18 +227,9 @@ impl OrderedParamSet {
 }
 
 /// Appends `n` in decimal (what `strconv.Itoa` writes).
-fn push_decimal(out: &mut String, mut n: usize) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend(digits[at..].iter().map(|&d| char::from(d)));
+fn push_decimal(out: &mut String, n: usize) {
+    let mut buf = [0u8; 20];
+    out.extend(decimal(n as u64, &mut buf).iter().map(|&d| char::from(d)));
 }
 
 /// An index written as `strconv.Itoa` writes it: `0`, or digits without a leading zero.
