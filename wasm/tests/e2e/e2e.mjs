@@ -12,7 +12,8 @@
 // session helpers of webdriver.mjs plus `url`, `open(name)` and `shot(name)`), and optionally
 // `after(cli)`.
 //
-// Usage: node e2e.mjs ROWKIT_BIN WWW_DIR OUT_DIR   (CHROMEDRIVER: chromedriver path)
+// Usage: node e2e.mjs ROWKIT_BIN WWW_DIR|embedded OUT_DIR   (CHROMEDRIVER: chromedriver path;
+// `embedded` serves the tool built into ROWKIT_BIN)
 // Exit 0 when every check passes; any failure throws (exit 1) with what was expected.
 import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -27,7 +28,9 @@ const VIEWS = ['tracestore', 'mounttable', 'bucket', 'graph', 'keys', 'tables'];
 
 const [rowkit, www, outDir] = process.argv.slice(2);
 if (!rowkit || !www || !outDir) throw new Error('usage: node e2e.mjs ROWKIT_BIN WWW_DIR OUT_DIR');
-if (!fs.existsSync(path.join(www, 'pkg', 'rowkit.js'))) throw new Error(`${www}/pkg missing: run wasm/build.sh`);
+// `embedded`: the tool built into rowkit (no --www).
+const embedded = www === 'embedded';
+if (!embedded && !fs.existsSync(path.join(www, 'pkg', 'rowkit.js'))) throw new Error(`${www}/pkg missing: run wasm/build.sh`);
 fs.mkdirSync(outDir, { recursive: true });
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'rowkit-e2e-'));
 const store = `embedded:${path.join(work, 'e2e.redb')}`;
@@ -71,7 +74,7 @@ const gateway = serveCmd
   ? await startAndFindAddress(serveCmd, [store.slice('embedded:'.length), www], 'gateway',
     { ...process.env, ROWKIT_GATEWAY_TOKEN: token })
   : await startAndFindAddress(rowkit,
-    ['--store', store, 'serve', '--listen', '127.0.0.1:0', '--www', www, '--token', token], 'rowkit serve');
+    ['--store', store, 'serve', '--listen', '127.0.0.1:0', ...(embedded ? [] : ['--www', www]), '--token', token], 'rowkit serve');
 
 const session = await openSession(children);
 const page = {

@@ -104,9 +104,17 @@ export async function openSession(children, { width = 1280, height = 1400 } = {}
     const png = await call('GET', `${s}/element/${await find(css)}/screenshot`);
     fs.writeFileSync(file, Buffer.from(png, 'base64'));
   }
+  /** Moves the mouse to (`x`, `y`) CSS pixels from the top left corner of the element `css`. */
+  async function pointAt(css, x, y) {
+    const [w, h] = await js(`const r = document.querySelector(arguments[0]).getBoundingClientRect(); return [r.width, r.height]`, css);
+    // W3C actions measure from the element's centre.
+    const origin = { [ELEMENT]: await find(css) };
+    await call('POST', `${s}/actions`, { actions: [{ type: 'pointer', id: 'mouse', parameters: { pointerType: 'mouse' },
+      actions: [{ type: 'pointerMove', duration: 0, origin, x: Math.round(x - w / 2), y: Math.round(y - h / 2) }] }] });
+  }
   /** Loads `url` in the session's tab. */
   const navigate = (url) => call('POST', `${s}/url`, { url });
   /** Ends the session (errors ignored: the browser may be gone). */
   const close = () => call('DELETE', s).catch(() => {});
-  return { call, js, find, type, keys, click, until, outcome, screenshot, navigate, close };
+  return { call, js, find, type, keys, click, until, outcome, screenshot, pointAt, navigate, close };
 }
