@@ -6,8 +6,9 @@
 # Both from one build of rowkit-wasm in the `wasm-release` profile (Cargo.toml: small over
 # fast), reproducible: paths are remapped, so the same sources and toolchain give the same bytes.
 # Then wasm/www/pkg/SOURCES records the sha256 of the sources it was built from (the
-# `package_fingerprint` example of rowkit-wasm); `cargo test -p rowkit-wasm --test package`
-# fails when they changed since: run this script again and commit wasm/www/pkg.
+# `package_fingerprint` example of rowkit-wasm) and the rustc that built it; `cargo test -p
+# rowkit-wasm --test package` fails when the sources changed since: run this script again and
+# commit wasm/www/pkg.
 #
 #   wasm/build.sh                 the committed package (as above)
 #   wasm/build.sh --out DIR       the web package only, into DIR (nothing committed changes);
@@ -50,5 +51,5 @@ echo "build.sh: $(wc -c < "$web/rowkit_bg.wasm") bytes $web/rowkit_bg.wasm"
 wasm-bindgen --target nodejs --out-dir wasm/pkg-node --out-name rowkit "$wasm"
 # The nodejs output is CommonJS while the package is "type": "module".
 echo '{"type": "commonjs"}' > wasm/pkg-node/package.json
-cargo run --quiet -p rowkit-wasm --example package_fingerprint > wasm/www/pkg/SOURCES
+{ cargo run --quiet -p rowkit-wasm --example package_fingerprint; rustc --version; } > wasm/www/pkg/SOURCES
 echo "build.sh: wasm/www/pkg/SOURCES $(grep '^sha256' wasm/www/pkg/SOURCES)"

@@ -1,5 +1,6 @@
 //! Skia Gold's Bigtable trace store as sans-IO machines (`spec/tracestore.md` 9-12, 17), both
-//! layouts: [`Put`], [`ReadRange`], [`ReadDense`], [`NewestTile`], and the digest-id layout's
+//! layouts: [`Put`], [`ReadRange`], [`ReadDense`], [`NewestTile`], [`StreamTile`] (a tile's
+//! traces handed over as they arrive, for viewers), and the digest-id layout's
 //! [`AssignDigestIds`] and [`AllocateDigestIds`] (public for tests).
 //!
 //! Every operation is an [`Operation`](crate::operation::Operation) of
@@ -10,9 +11,9 @@
 //! — then the operation's arguments, an optional deadline, the current time and a seed
 //! (back-off jitter only). The machine is `Send`, emits requests under increasing tags, runs
 //! every request in a child of [`crate::children::Children`] ([`crate::readrows::ReadRows`],
-//! [`crate::raw::MutateRows`], [`crate::raw::Unary`]) and emits no events. Each operation is an
-//! explicit state machine (a [`Flow`](crate::operation::Flow) with a phase enum); no async code
-//! is involved.
+//! [`crate::raw::MutateRows`], [`crate::raw::Unary`]); only [`StreamTile`] emits events. Each
+//! operation is an explicit state machine (a [`Flow`](crate::operation::Flow) with a phase
+//! enum); no async code is involved.
 //!
 //! ```
 //! use rowkit_codec::tracestore::Layout;

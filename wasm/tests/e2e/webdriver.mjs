@@ -73,15 +73,17 @@ export async function openSession(children, { width = 1280, height = 1400 } = {}
   const keys = async (id, text) => call('POST', `${s}/element/${await find(`#${id}`)}/value`, { text });
   /** Clicks the first element matching `css`. */
   const click = async (css) => call('POST', `${s}/element/${await find(css)}/click`, {});
-  /** Waits (up to `tries` × 100 ms) until `script` returns something truthy, and returns it. */
-  async function until(script, what, ...args) {
-    for (let i = 0; i < 300; i++) {
+  /** Waits up to `ms` until `script` returns something truthy, and returns it. */
+  async function waitFor(ms, script, what, ...args) {
+    for (const end = Date.now() + ms; Date.now() < end;) {
       const v = await js(script, ...args);
       if (v) return v;
       await sleep(100);
     }
     throw new Error(`timed out waiting for ${what}`);
   }
+  /** Waits up to 30 s until `script` returns something truthy, and returns it. */
+  const until = (script, what, ...args) => waitFor(30_000, script, what, ...args);
   /**
    * Runs `act` (which starts something that writes to the element `#outId`) and returns the
    * output once it has changed and is no longer busy: its text and, for an error, the text of
@@ -116,5 +118,5 @@ export async function openSession(children, { width = 1280, height = 1400 } = {}
   const navigate = (url) => call('POST', `${s}/url`, { url });
   /** Ends the session (errors ignored: the browser may be gone). */
   const close = () => call('DELETE', s).catch(() => {});
-  return { call, js, find, type, keys, click, until, outcome, screenshot, pointAt, navigate, close };
+  return { call, js, find, type, keys, click, until, waitFor, outcome, screenshot, pointAt, navigate, close };
 }

@@ -49,10 +49,10 @@ function legend(doc) {
       el('td', null, s.meaning)))));
 }
 
-/** A decoded key's other fields as a two-column table (segments shown apart). */
-export function fieldsTable(doc) {
+/** A decoded key's fields as a two-column table, but those in `omit` (segments shown apart). */
+export function fieldsTable(doc, omit = ['segments']) {
   return el('table', { class: 'fields' }, el('tbody', null,
-    Object.entries(doc).filter(([k]) => k !== 'segments').map(([k, v]) => el('tr', null,
+    Object.entries(doc).filter(([k]) => !omit.includes(k)).map(([k, v]) => el('tr', null,
       el('th', { scope: 'row' }, k),
       el('td', { class: 'k' }, typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v))))));
 }

@@ -21,7 +21,8 @@ function rowsTable(rows, caption) {
       const ok = row.decoded && !row.decoded.error;
       return el('tr', null,
         el('td', { class: 'k' }, ok ? segmentedKey(row.decoded) : keyText(row.row_key)),
-        el('td', null, row.decoded ? fieldsTable(row.decoded) : null),
+        // The key itself is in the first column.
+        el('td', null, row.decoded ? fieldsTable(row.decoded, ['segments', 'row_key', 'row_key_hex']) : null),
         el('td', { class: 'k cells' }, cellsText(row)));
     })));
 }
