@@ -11,7 +11,7 @@ use rowkit_codec::model::Timestamp;
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_embedded::MemoryStore;
-use rowkit_embedded::driver::ManualClock;
+use rowkit_embedded::driver::{Clock, ManualClock};
 use rowkit_statemachines::tracestore::{PutEntry, Trace};
 
 fn digest(n: usize) -> String {
