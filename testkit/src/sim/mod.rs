@@ -45,7 +45,7 @@ use std::fmt::{self, Debug, Display};
 use std::rc::Rc;
 
 use rowkit_codec::model::Mutation;
-use rowkit_statemachines::check::{CheckEvent, CheckSummary, Finding};
+use rowkit_statemachines::check::{CheckEvent, CheckOptions, CheckSummary, Finding};
 use rowkit_statemachines::{
     Code, Machine, MutateRowsEntryResult, MutateRowsResponse, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
 };
@@ -426,6 +426,11 @@ impl RepairLog {
         }
     }
 
+    /// Whether check `id` sent any write.
+    pub fn wrote_any(&self, id: u64) -> bool {
+        self.0.borrow().get(&id).is_some_and(|c| !c.is_empty())
+    }
+
     /// Whether check `id` may have written the cell column `family:qualifier` of `row_key`.
     pub fn wrote(&self, id: u64, row_key: &[u8], family: &str, qualifier: &[u8]) -> bool {
         self.0.borrow().get(&id).is_some_and(|columns| {
@@ -435,6 +440,19 @@ impl RepairLog {
                     && c.qualifier.as_deref().is_none_or(|q| q == qualifier)
             })
         })
+    }
+}
+
+/// Workloads start one check in this many operations.
+pub const CHECK_EVERY: u64 = 40;
+
+/// A check's options in the simulator: a short grace period (`spec/check.md` rule 1.2), so
+/// that checks finish among the writers (simulated time moves ~0.35 ms a step).
+pub fn check_options(fix: bool) -> CheckOptions {
+    CheckOptions {
+        fix,
+        grace_micros: 200_000,
+        ..CheckOptions::default()
     }
 }
 

@@ -20,15 +20,14 @@ use std::fmt;
 
 use rowkit_codec::model::{ColumnFamily, RowSet};
 use rowkit_codec::triples::{Triple, keys};
-use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::triples::{
     AddTriples, Check, Exist, NewGraph, OperationConfig, RemoveTriples,
 };
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{
-    CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
-    check_settled, erase,
+    CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload,
+    check_op, check_options, check_settled, erase,
 };
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
@@ -98,11 +97,6 @@ impl Default for TriplesWorkload {
     }
 }
 
-/// One check in this many operations.
-const CHECK_EVERY: u64 = 40;
-/// The checks' grace period (`spec/check.md` rule 1.2): short, so that checks finish among
-/// the writers (simulated time moves ~0.35 ms a step).
-const CHECK_GRACE_US: i64 = 200_000;
 /// The finding a concurrent check may report: what a failed or crashed write leaves.
 const CONCURRENT_KINDS: [&str; 1] = ["missing_index"];
 
@@ -167,12 +161,7 @@ impl TriplesWorkload {
     }
 
     fn check_machine(now: Timestamp, fix: bool, seed: u64) -> Check {
-        let options = CheckOptions {
-            fix,
-            grace_micros: CHECK_GRACE_US,
-            ..CheckOptions::default()
-        };
-        Check::new(config(now), Some(GRAPH), options, now, seed)
+        Check::new(config(now), Some(GRAPH), check_options(fix), now, seed)
     }
 
     /// Once the writers have settled: a check with `--fix` leaves nothing, and a second one
