@@ -14,7 +14,14 @@
 //! - **clock jump**: time leaps forward (up to 10 s), firing back-offs and expiries;
 //! - **delayed request**: the request reaches the store late, after many steps of other
 //!   clients (a slow path through the network); its client waits for it. This is how a
-//!   write lands after everything its sender read has changed.
+//!   write lands after everything its sender read has changed;
+//! - **failed entries**: some entries of a MutateRows fail, the others apply (Bigtable's
+//!   MutateRows is not atomic across rows). This is how a triple loses an index row.
+//!
+//! The workloads also run their schema's table check (`spec/check.md`, with `--fix`) as an
+//! operation among the writers ([`check_op`]): what it may report there, and that its repairs
+//! never undo a decided write, is part of each workload's invariants, as is a check run once
+//! the writers have settled, which must leave nothing ([`check_settled`]).
 //!
 //! After the operation budget, clients finish without faults, the workload's repairs run
 //! (fsck, placeholder repair...), and [`Workload::check`] verifies the invariants against
@@ -47,7 +54,8 @@ use std::rc::Rc;
 use rowkit_codec::model::Mutation;
 use rowkit_statemachines::check::{CheckEvent, CheckOptions, CheckSummary, Finding};
 use rowkit_statemachines::{
-    Code, Machine, MutateRowsEntryResult, MutateRowsResponse, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
+    Code, Machine, MutateRowsEntryResult, MutateRowsResponse, Request, Response, SplitMix64,
+    StoreError, Tag, Timestamp,
 };
 
 use rowkit_embedded::{MemoryStore, Reply, Store};
@@ -384,6 +392,15 @@ struct WrittenColumn {
     qualifier: Option<Vec<u8>>,
 }
 
+/// One log is equal only to itself (operations holding it compare by identity).
+impl PartialEq for RepairLog {
+    fn eq(&self, other: &RepairLog) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for RepairLog {}
+
 impl RepairLog {
     /// Forgets every check (a new run).
     pub fn clear(&self) {
@@ -424,6 +441,16 @@ impl RepairLog {
         if !written.is_empty() {
             self.0.borrow_mut().entry(id).or_default().extend(written);
         }
+    }
+
+    /// The rows check `id` may have written.
+    pub fn rows(&self, id: u64) -> BTreeSet<Vec<u8>> {
+        self.0
+            .borrow()
+            .get(&id)
+            .map_or_else(BTreeSet::new, |columns| {
+                columns.iter().map(|c| c.row_key.clone()).collect()
+            })
     }
 
     /// Whether check `id` sent any write.
@@ -568,7 +595,11 @@ where
 
 /// Runs a check machine alone against `store` to completion, time moving to its timers (the
 /// grace period passes), as an operator runs `rowkit check` once the writers have settled.
-pub fn check_settled<M>(store: &MemoryStore, now: Timestamp, machine: M) -> Result<CheckOutcome, String>
+pub fn check_settled<M>(
+    store: &MemoryStore,
+    now: Timestamp,
+    machine: M,
+) -> Result<CheckOutcome, String>
 where
     M: Machine<Output = CheckSummary, Event = CheckEvent>,
     M::Error: Display,
@@ -806,7 +837,9 @@ impl<W: Workload> Run<'_, W> {
             return None;
         }
         let n = r.entries.len();
-        let mut failing: Vec<usize> = (0..n).filter(|_| self.rng.next_u64() % 2 == 0).collect();
+        let mut failing: Vec<usize> = (0..n)
+            .filter(|_| self.rng.next_u64().is_multiple_of(2))
+            .collect();
         if failing.is_empty() || failing.len() == n {
             failing = vec![(self.rng.next_u64() % n as u64) as usize];
         }

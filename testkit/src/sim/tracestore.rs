@@ -44,15 +44,15 @@ use rowkit_statemachines::{
 };
 
 use super::{
-    CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload,
-    check_op, check_options, check_settled, erase,
+    CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
+    check_options, check_settled, erase,
 };
-use rowkit_statemachines::check::CheckTarget;
-use rowkit_statemachines::tracestore::Check;
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::ManualClock;
+use rowkit_statemachines::check::CheckTarget;
+use rowkit_statemachines::tracestore::Check;
 
 const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a

@@ -26,8 +26,8 @@ use rowkit_statemachines::triples::{
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{
-    CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload,
-    check_op, check_options, check_settled, erase,
+    CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
+    check_options, check_settled, erase,
 };
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
@@ -61,7 +61,6 @@ impl fmt::Debug for TriplesOp {
         }
     }
 }
-
 
 /// What an operation returned.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -156,7 +155,7 @@ impl TriplesWorkload {
             TriplesOp::Exist(_) => false,
             TriplesOp::Check(n) => keys::triple_cells(GRAPH, &self.universe[i])
                 .iter()
-                .any(|c| self.repairs.wrote(*n, &c.row_key, c.family, &c.qualifier)),
+                .any(|c| self.repairs.wrote(*n, &c.row_key, c.family, c.qualifier)),
         }
     }
 
