@@ -2,6 +2,8 @@
 //! reports a finding a writer's next request resolves and never repairs away an acknowledged
 //! write; once the writers have settled a check reports nothing, and the data is what the
 //! writers last acknowledged. Run on the memory store, redb and the Bigtable emulator.
+// Scenarios: a failure is a panic with what was expected.
+#![allow(clippy::unwrap_used)]
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
