@@ -714,7 +714,8 @@ fn checks_beside_writers_on_the_emulator() {
     let Some(emu) = Emulator::shared_or_skip("checks_beside_writers_on_the_emulator") else {
         return;
     };
-    let scenarios: [(&str, fn(&dyn Store)); 3] = [
+    type Scenario = fn(&dyn Store);
+    let scenarios: [(&str, Scenario); 3] = [
         ("triples", check_beside_writers::triples),
         ("objmeta", check_beside_writers::objmeta),
         ("tracestore", check_beside_writers::tracestore),
