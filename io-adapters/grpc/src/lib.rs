@@ -22,6 +22,7 @@
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod admin;
+pub mod background;
 mod data;
 mod names;
 
@@ -51,10 +52,10 @@ pub mod generated {
     }
 }
 
-/// Largest message accepted or sent: 256 MiB, production's limit (a row may hold 256 MiB,
-/// `spec/bigtable.md` 4; Google's Go client sets its send and receive limits to the same),
-/// not gRPC's 4 MiB default.
-pub const MAX_MESSAGE_BYTES: usize = 256 << 20;
+/// Largest message accepted or sent, instead of gRPC's 4 MiB default: what rowkit's client
+/// sends at most (a MutateRow writing a whole 256 MiB row, `spec/bigtable.md` 4, with its
+/// framing).
+pub const MAX_MESSAGE_BYTES: usize = rowkit_bigtable::MAX_ENCODING_MESSAGE_SIZE;
 
 /// Values longer than this are split over several chunks (`value_size` on all but the last).
 pub const VALUE_CHUNK_BYTES: usize = 1 << 20;
