@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used)]
 //! Round trips through the blocking store against the emulator: admin, every request kind.
 
+mod backends;
+
 use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, RowSet, Timestamp};
 use rowkit_embedded::Store;
@@ -11,7 +13,7 @@ use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, Request, Ret
 
 #[test]
 fn admin_and_a_round_trip() {
-    let Some(emu) = Emulator::shared_or_skip("admin_and_a_round_trip") else {
+    let Some(emu) = backends::selected("admin_and_a_round_trip") else {
         return;
     };
     let store = emu.fresh_store();
@@ -63,4 +65,14 @@ fn admin_and_a_round_trip() {
     assert_eq!(rows[0].cells[0].value, b"v");
     store.delete_table("t").unwrap();
     assert!(store.list_tables().unwrap().is_empty());
+}
+
+#[test]
+fn every_test_on_rowkit_grpc_over_memory() {
+    backends::rerun_all_on("rowkit-memory", "on_rowkit_grpc");
+}
+
+#[test]
+fn every_test_on_rowkit_grpc_over_embedded() {
+    backends::rerun_all_on("rowkit-embedded", "on_rowkit_grpc");
 }

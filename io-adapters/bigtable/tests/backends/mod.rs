@@ -44,3 +44,46 @@ pub fn rowkit_embedded() -> &'static Emulator {
         Ok(Arc::new(RedbStore::open(&path).map_err(|e| e.to_string())?))
     })
 }
+
+/// Selects the server a test binary's emulator tests run on: unset or `cbtemulator` = the
+/// emulator, `rowkit-memory` / `rowkit-embedded` = [`rowkit_memory`] / [`rowkit_embedded`].
+pub const SERVER_ENV: &str = "ROWKIT_BIGTABLE_SERVER";
+
+/// The server [`SERVER_ENV`] selects for `test`; `None` when that is the emulator and it is
+/// not installed (see [`Emulator::shared_or_skip`]).
+#[allow(dead_code)]
+pub fn selected(test: &str) -> Option<&'static Emulator> {
+    match std::env::var(SERVER_ENV).as_deref() {
+        Ok("rowkit-memory") => Some(rowkit_memory()),
+        Ok("rowkit-embedded") => Some(rowkit_embedded()),
+        Ok("cbtemulator") | Err(_) => Emulator::shared_or_skip(test),
+        Ok(other) => panic!("{SERVER_ENV}={other}: expected cbtemulator, rowkit-memory or rowkit-embedded"),
+    }
+}
+
+/// Whether [`SERVER_ENV`] selects a rowkit server (no emulator deviation is tolerated).
+#[allow(dead_code)]
+pub fn selected_is_rowkit() -> bool {
+    std::env::var(SERVER_ENV).is_ok_and(|s| s.starts_with("rowkit-"))
+}
+
+/// Runs every other test of this binary again in a child process with [`SERVER_ENV`] =
+/// `server`, and fails if any of them fails (its output is shown). Tests whose name contains
+/// `skip` are left out (the ones calling this).
+#[allow(dead_code)]
+pub fn rerun_all_on(server: &str, skip: &str) {
+    let exe = std::env::current_exe().unwrap_or_else(|e| panic!("the test binary: {e}"));
+    let output = std::process::Command::new(exe)
+        .args(["--skip", skip])
+        .env(SERVER_ENV, server)
+        .output()
+        .unwrap_or_else(|e| panic!("running the tests on {server}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    println!("{text}");
+    assert!(output.status.success(), "tests failed on {server}");
+    assert!(text.contains("test result: ok"), "no test ran on {server}");
+}
