@@ -714,12 +714,4 @@ fn cbt_set_tile_reads_back() {
     assert_eq!(digests("bullhead", "test_beta"), ["", sc::BP]);
 }
 
-#[test]
-fn every_test_on_rowkit_grpc_over_memory() {
-    backends::rerun_all_on("rowkit-memory", "on_rowkit_grpc");
-}
-
-#[test]
-fn every_test_on_rowkit_grpc_over_embedded() {
-    backends::rerun_all_on("rowkit-embedded", "on_rowkit_grpc");
-}
+crate::every_test_on_rowkit_grpc!();

@@ -67,12 +67,4 @@ fn admin_and_a_round_trip() {
     assert!(store.list_tables().unwrap().is_empty());
 }
 
-#[test]
-fn every_test_on_rowkit_grpc_over_memory() {
-    backends::rerun_all_on("rowkit-memory", "on_rowkit_grpc");
-}
-
-#[test]
-fn every_test_on_rowkit_grpc_over_embedded() {
-    backends::rerun_all_on("rowkit-embedded", "on_rowkit_grpc");
-}
+crate::every_test_on_rowkit_grpc!();

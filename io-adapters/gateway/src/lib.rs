@@ -161,13 +161,7 @@ impl Gateway {
             hosts: Arc::new(AllowedHosts::new(&config.allowed_hosts)),
         };
         let app = router(state).layer(cors);
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| GatewayError::Bind {
-                    addr: config.listen,
-                    source,
-                })?;
+        let listener = serving::listen(config.listen).await?;
         Ok(Gateway { listener, app })
     }
 

@@ -28,6 +28,13 @@ pub fn check_exposure(listen: SocketAddr, token: Option<&str>) -> Result<(), Gat
     Ok(())
 }
 
+/// Binds the server's socket ([`GatewayError::Bind`] when the address is taken or not ours).
+pub async fn listen(addr: SocketAddr) -> Result<tokio::net::TcpListener, GatewayError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| GatewayError::Bind { addr, source })
+}
+
 /// Compares without stopping at the first difference, so response timing does not reveal
 /// how much of a guessed token is right.
 fn same_secret(a: &[u8], b: &[u8]) -> bool {

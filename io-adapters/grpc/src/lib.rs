@@ -98,13 +98,7 @@ impl GrpcServer {
         clock: Arc<dyn Clock + Send + Sync>,
     ) -> Result<GrpcServer, GatewayError> {
         rowkit_gateway::serving::check_exposure(config.listen, config.token.as_deref())?;
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| GatewayError::Bind {
-                    addr: config.listen,
-                    source,
-                })?;
+        let listener = rowkit_gateway::serving::listen(config.listen).await?;
         Ok(GrpcServer {
             listener,
             shared: Shared { store, clock },

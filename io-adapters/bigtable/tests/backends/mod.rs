@@ -87,3 +87,20 @@ pub fn rerun_all_on(server: &str, skip: &str) {
     assert!(output.status.success(), "tests failed on {server}");
     assert!(text.contains("test result: ok"), "no test ran on {server}");
 }
+
+/// Two tests that rerun every other test of the binary on rowkit's server over memory: and
+/// embedded: ([`rerun_all_on`]).
+#[macro_export]
+macro_rules! every_test_on_rowkit_grpc {
+    () => {
+        #[test]
+        fn every_test_on_rowkit_grpc_over_memory() {
+            backends::rerun_all_on("rowkit-memory", "on_rowkit_grpc");
+        }
+
+        #[test]
+        fn every_test_on_rowkit_grpc_over_embedded() {
+            backends::rerun_all_on("rowkit-embedded", "on_rowkit_grpc");
+        }
+    };
+}
