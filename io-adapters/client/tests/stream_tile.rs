@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! `TraceStore::stream_tile` hands over the traces `read_range` reads for the same tile (params
 //! and one digest per commit, missing points included), in batches, each trace once, in both
 //! layouts — in the digest-id layout also from a fresh reader whose id cache is empty (the
