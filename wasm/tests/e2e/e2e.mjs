@@ -2,7 +2,8 @@
 // fresh embedded store (set up with `rowkit <schema> setup`, then filled by each view's
 // `populate`), headless Chromium driven through chromedriver's W3C WebDriver HTTP API
 // (webdriver.mjs). The page itself loads without the token (a navigation cannot send a bearer
-// header); a scan before the token is typed in fails with an alert. Then each view's `check`
+// header); a scan before the token is typed in fails with an alert, and a tool directory without
+// its package gets a page saying so. Then each view's `check`
 // (views/<name>.mjs) drives its view and asserts what is on screen, with a screenshot of each
 // view in OUT_DIR. Then the gateway is stopped (the redb file has one owner at a time) and each
 // view's optional `after` checks the store from outside with the CLI.
@@ -19,6 +20,7 @@ import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
 import { assert, openSession, sleep } from './webdriver.mjs';
@@ -117,6 +119,22 @@ try {
   assert(focused === `nav-${VIEWS[1]}`, `ArrowRight moves to the next view's link, focus on ${focused}`);
   await session.keys(`nav-${VIEWS[1]}`, '\uE007');
   await session.until(`return document.body.dataset.view === arguments[0]`, 'Enter on a link shows its view', VIEWS[1]);
+
+  // A tool directory without its built package (a checkout before wasm/build.sh): the page
+  // says why, as an alert, instead of waiting forever.
+  const source = fileURLToPath(new URL('../../www', import.meta.url));
+  const bare = path.join(work, 'bare-www');
+  fs.cpSync(source, bare, { recursive: true, filter: (src) => path.relative(source, src).split(path.sep)[0] !== 'pkg' });
+  const bareGateway = await startAndFindAddress(rowkit,
+    ['--store', 'memory:', 'serve', '--listen', '127.0.0.1:0', '--www', bare], 'rowkit serve --www (no package)');
+  await session.navigate(`${bareGateway.url}/`);
+  await session.until(`return document.body.dataset.ready === 'failed'`, 'the page without its package to give up');
+  const [role, said] = await session.js(`const s = document.getElementById('status'); return [s.getAttribute('role'), s.textContent]`);
+  assert(role === 'alert' && said.includes('/pkg/rowkit.js is not served (HTTP 404)') && said.includes('wasm/build.sh'),
+    `the page says why the tool cannot start: ${role} ${said}`);
+  bareGateway.child.kill();
+  await session.navigate(`${gateway.url}/`);
+  await session.until(`return document.body.dataset.ready === 'true'`, 'the page again');
 
   await page.open('tables');
   const denied = await session.outcome('browse-out', 'a scan without the token', () => session.click('#browse-form button'));
