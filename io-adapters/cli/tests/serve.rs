@@ -334,3 +334,36 @@ fn serve_answers_only_allowed_host_names() {
     assert_eq!(status(&addr), 200);
     assert_eq!(status("evil.example"), 403);
 }
+
+/// Without `--www` the browser tool built into the binary is served: the page, its view
+/// modules and the committed wasm package, wherever rowkit runs from.
+#[test]
+fn serve_without_www_serves_the_tool_built_into_rowkit() {
+    let dir = temp_dir("serve-built-in");
+    let store = store_with_table(&dir);
+    let (_server, addr) = serve(&store, &["--listen", "127.0.0.1:0"]);
+    let page = http_with(&addr, "GET", "/", &[], "");
+    assert_eq!(page.status, 200, "{}", page.head);
+    assert!(
+        page.body.contains(r#"<nav aria-label="Views">"#),
+        "{}",
+        page.body
+    );
+    for (path, content_type) in [
+        ("/app.js", "text/javascript"),
+        ("/views/tracestore.js", "text/javascript"),
+        ("/pkg/rowkit.js", "text/javascript"),
+        ("/pkg/rowkit_bg.wasm", "application/wasm"),
+    ] {
+        let file = http_with(&addr, "HEAD", path, &[], "");
+        assert_eq!(file.status, 200, "{path}: {}", file.head);
+        assert!(
+            file.head
+                .to_ascii_lowercase()
+                .contains(&format!("content-type: {content_type}")),
+            "{path}: {}",
+            file.head
+        );
+    }
+    assert_eq!(http_with(&addr, "GET", "/pkg/nope.js", &[], "").status, 404);
+}
