@@ -38,12 +38,12 @@ trap stop_server EXIT
 # rowkit serve --grpc on STORE; the gRPC address is the second line it prints.
 rowkit_run() {
   local name="$1" store="$2"
-  local fifo="$out/serve-$name-$r.out"
-  "$rowkit" --store "$store" serve --listen 127.0.0.1:0 --grpc 127.0.0.1:0 >"$fifo" 2>/dev/null &
+  local lines="$out/serve-$name-$r.out"
+  "$rowkit" --store "$store" serve --listen 127.0.0.1:0 --grpc 127.0.0.1:0 >"$lines" 2>/dev/null &
   server_pid=$!
-  for _ in $(seq 200); do [ "$(wc -l <"$fifo")" -ge 2 ] && break; sleep 0.05; done
+  for _ in $(seq 200); do [ -f "$lines" ] && [ "$(wc -l <"$lines")" -ge 2 ] && break; sleep 0.05; done
   local host
-  host="$(sed -n 2p "$fifo")"
+  host="$(sed -n 2p "$lines")"
   BIGTABLE_EMULATOR_HOST="$host" "$go_bin" "$@" >"$out/$name-$r.txt"
   stop_server
 }
