@@ -713,4 +713,32 @@ fn cbt_set_tile_reads_back() {
     assert_eq!(digests("bullhead", "test_beta"), ["", sc::BP]);
 }
 
+// ---------------------------------------------------------------------------------------------
+// checks beside writers (`spec/check.md` §6)
+
+/// A check with `fix` beside writers on the real clock, then a settled check, for each schema
+/// with a table check (the mount table's fsck has its own concurrency scenarios), each on a
+/// fresh instance.
+#[test]
+fn checks_beside_writers_on_the_emulator() {
+    use rowkit_testkit::scenarios::check_beside_writers;
+    let Some(emu) = Emulator::shared_or_skip("checks_beside_writers_on_the_emulator") else {
+        return;
+    };
+    type Scenario = fn(&dyn Store);
+    let scenarios: [(&str, Scenario); 3] = [
+        ("triples", check_beside_writers::triples),
+        ("objmeta", check_beside_writers::objmeta),
+        ("tracestore", check_beside_writers::tracestore),
+    ];
+    let results = scenarios
+        .into_iter()
+        .map(|(name, scenario)| {
+            let store = fresh(emu);
+            (name.to_string(), attempt(|| scenario(store.as_ref())))
+        })
+        .collect();
+    judge("check beside writers", results, &[]);
+}
+
 crate::every_test_on_rowkit_grpc!();

@@ -320,7 +320,13 @@ fn fsck(
     let mut output = CheckOutput::new(out, "mt").with_table(table);
     let mut summary = CheckSummary::default();
     let outcome = block_on(t.fsck(fix, |event| {
-        if let MtEvent::FsckFinding {
+        if let MtEvent::FsckPage { rows } = event {
+            summary.rows_scanned += rows;
+            output.event(CheckEvent::Progress {
+                rows_scanned: summary.rows_scanned,
+                findings: summary.findings(),
+            });
+        } else if let MtEvent::FsckFinding {
             row_key,
             kind,
             fixed,
@@ -346,9 +352,6 @@ fn fsck(
         Ok(_) | Err(MtError::FsckInconsistent(_)) => {}
         Err(e) => return Err(crate::mt::op_error(e)),
     }
-    summary
-        .notes
-        .push("fsck does not count the rows it reads".into());
     let doc = output.report(&summary)?;
     Ok((summary, doc))
 }
