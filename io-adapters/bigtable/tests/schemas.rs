@@ -722,7 +722,7 @@ fn cbt_set_tile_reads_back() {
 #[test]
 fn checks_beside_writers_on_the_emulator() {
     use rowkit_testkit::scenarios::check_beside_writers;
-    let Some(emu) = Emulator::shared_or_skip("checks_beside_writers_on_the_emulator") else {
+    let Some(emu) = backends::selected("checks_beside_writers_on_the_emulator") else {
         return;
     };
     type Scenario = fn(&dyn Store);
