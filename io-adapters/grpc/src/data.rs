@@ -129,15 +129,7 @@ impl Bigtable for DataService {
             ));
         }
         let read = convert::read_rows_request_from_pb(&r, table).map_err(bad_request)?;
-        let now = self.0.clock.now();
-        let rx = serving::stream(
-            self.0.store.clone(),
-            Request::ReadRows(read),
-            now,
-            Execution::Rows,
-            read_rows_messages,
-        );
-        Ok(GrpcResponse::new(reply_stream(rx)))
+        Ok(self.stream(Request::ReadRows(read), Execution::Rows, read_rows_messages))
     }
 
     async fn sample_row_keys(
@@ -153,18 +145,14 @@ impl Bigtable for DataService {
             table,
             app_profile_id: r.app_profile_id,
         };
-        let now = self.0.clock.now();
-        let rx = serving::stream(
-            self.0.store.clone(),
+        Ok(self.stream(
             Request::SampleRowKeys(sample),
-            now,
             Execution::Wire,
             |part| match part {
                 Response::SampleRowKeysPart(p) => Ok(vec![convert::sample_to_pb(p)]),
                 _ => Err(unexpected("SampleRowKeys")),
             },
-        );
-        Ok(GrpcResponse::new(reply_stream(rx)))
+        ))
     }
 
     async fn mutate_row(
@@ -187,18 +175,14 @@ impl Bigtable for DataService {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
         let req = convert::mutate_rows_request_from_pb(&r, table).map_err(bad_request)?;
-        let now = self.0.clock.now();
-        let rx = serving::stream(
-            self.0.store.clone(),
+        Ok(self.stream(
             Request::MutateRows(req),
-            now,
             Execution::Wire,
             |part| match part {
                 Response::MutateRowsPart(p) => Ok(vec![convert::mutate_rows_response_to_pb(&p)]),
                 _ => Err(unexpected("MutateRows")),
             },
-        );
-        Ok(GrpcResponse::new(reply_stream(rx)))
+        ))
     }
 
     async fn check_and_mutate_row(
@@ -245,6 +229,18 @@ impl Bigtable for DataService {
 }
 
 impl DataService {
+    /// Runs a streamed request; `encode` makes each store part the wire messages it becomes.
+    fn stream<T: Send + 'static>(
+        &self,
+        request: Request,
+        execution: Execution,
+        encode: impl FnMut(Response) -> Result<Vec<T>, StoreError> + Send + 'static,
+    ) -> GrpcResponse<ReplyStream<T>> {
+        let now = self.0.clock.now();
+        let rx = serving::stream(self.0.store.clone(), request, now, execution, encode);
+        GrpcResponse::new(reply_stream(rx))
+    }
+
     async fn unary(&self, request: Request) -> Result<Response, Status> {
         let now = self.0.clock.now();
         serving::unary(self.0.store.clone(), request, now)
