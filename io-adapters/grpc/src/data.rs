@@ -128,7 +128,7 @@ impl Bigtable for DataService {
                 "Client doesn't support reverse scans yet",
             ));
         }
-        let read = convert::read_rows_request_from_pb(&r, table).map_err(bad_request)?;
+        let read = convert::read_rows_request_from_pb(r, table).map_err(bad_request)?;
         Ok(self.stream(Request::ReadRows(read), Execution::Rows, read_rows_messages))
     }
 
@@ -161,7 +161,7 @@ impl Bigtable for DataService {
     ) -> Result<GrpcResponse<pb::MutateRowResponse>, Status> {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
-        let req = convert::mutate_row_request_from_pb(&r, table).map_err(bad_request)?;
+        let req = convert::mutate_row_request_from_pb(r, table).map_err(bad_request)?;
         match self.unary(Request::MutateRow(req)).await? {
             Response::MutateRow => Ok(GrpcResponse::new(pb::MutateRowResponse {})),
             _ => Err(status(unexpected("MutateRow"))),
@@ -174,7 +174,7 @@ impl Bigtable for DataService {
     ) -> Result<GrpcResponse<ReplyStream<pb::MutateRowsResponse>>, Status> {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
-        let req = convert::mutate_rows_request_from_pb(&r, table).map_err(bad_request)?;
+        let req = convert::mutate_rows_request_from_pb(r, table).map_err(bad_request)?;
         Ok(self.stream(
             Request::MutateRows(req),
             Execution::Wire,
@@ -191,7 +191,7 @@ impl Bigtable for DataService {
     ) -> Result<GrpcResponse<pb::CheckAndMutateRowResponse>, Status> {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
-        let req = convert::check_and_mutate_request_from_pb(&r, table).map_err(bad_request)?;
+        let req = convert::check_and_mutate_request_from_pb(r, table).map_err(bad_request)?;
         match self.unary(Request::CheckAndMutateRow(req)).await? {
             Response::CheckAndMutateRow { predicate_matched } => {
                 Ok(GrpcResponse::new(pb::CheckAndMutateRowResponse {
@@ -216,7 +216,7 @@ impl Bigtable for DataService {
     ) -> Result<GrpcResponse<pb::ReadModifyWriteRowResponse>, Status> {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
-        let req = convert::read_modify_write_request_from_pb(&r, table).map_err(bad_request)?;
+        let req = convert::read_modify_write_request_from_pb(r, table).map_err(bad_request)?;
         match self.unary(Request::ReadModifyWriteRow(req)).await? {
             Response::ReadModifyWriteRow(row) => {
                 Ok(GrpcResponse::new(pb::ReadModifyWriteRowResponse {
