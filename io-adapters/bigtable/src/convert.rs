@@ -16,9 +16,9 @@ use rowkit_codec::model::{
     RowRange, RowSet, RuleOp, Timestamp, TimestampRange,
 };
 use rowkit_statemachines::{
-    CellChunk, CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry,
-    MutateRowsEntryResult, MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest,
-    ReadRowsRequest, ReadRowsResponse, RowStatus, SampleRowKeysResponse, StoreError,
+    CellChunk, CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsEntryResult,
+    MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowsRequest,
+    ReadRowsResponse, RowStatus, SampleRowKeysResponse, StoreError,
 };
 
 /// A prost message rowkit cannot represent.
@@ -379,31 +379,28 @@ pub fn mutations_to_pb(ms: Vec<Mutation>) -> Vec<pb::Mutation> {
     ms.into_iter().map(mutation_to_pb).collect()
 }
 
-/// A prost mutation as rowkit's (aggregate mutations are unsupported).
-pub fn mutation_from_pb(m: &pb::Mutation) -> Result<Mutation, ConvertError> {
+/// A prost mutation as rowkit's, by value (a value moves; aggregate mutations are
+/// unsupported).
+pub fn mutation_from_pb(m: pb::Mutation) -> Result<Mutation, ConvertError> {
     use pb::mutation as pm;
     Ok(
-        match m
-            .mutation
-            .as_ref()
-            .ok_or(ConvertError::Unset { what: "Mutation" })?
-        {
+        match m.mutation.ok_or(ConvertError::Unset { what: "Mutation" })? {
             pm::Mutation::SetCell(s) => Mutation::SetCell {
-                family: s.family_name.clone(),
-                qualifier: s.column_qualifier.clone(),
+                family: s.family_name,
+                qualifier: s.column_qualifier,
                 timestamp: Timestamp(s.timestamp_micros),
-                value: s.value.clone(),
+                value: s.value,
             },
             pm::Mutation::DeleteFromColumn(d) => Mutation::DeleteFromColumn {
-                family: d.family_name.clone(),
-                qualifier: d.column_qualifier.clone(),
+                family: d.family_name,
+                qualifier: d.column_qualifier,
                 range: d.time_range.map(|r| TimestampRange {
                     start: r.start_timestamp_micros,
                     end: r.end_timestamp_micros,
                 }),
             },
             pm::Mutation::DeleteFromFamily(d) => Mutation::DeleteFromFamily {
-                family: d.family_name.clone(),
+                family: d.family_name,
             },
             pm::Mutation::DeleteFromRow(_) => Mutation::DeleteFromRow,
             pm::Mutation::AddToCell(_) => {
@@ -432,37 +429,38 @@ pub fn rule_to_pb(r: ReadModifyWriteRule) -> pb::ReadModifyWriteRule {
 }
 
 /// A prost read-modify-write rule as rowkit's.
-pub fn rule_from_pb(r: &pb::ReadModifyWriteRule) -> Result<ReadModifyWriteRule, ConvertError> {
+pub fn rule_from_pb(r: pb::ReadModifyWriteRule) -> Result<ReadModifyWriteRule, ConvertError> {
     use pb::read_modify_write_rule::Rule;
     Ok(ReadModifyWriteRule {
-        family: r.family_name.clone(),
-        qualifier: r.column_qualifier.clone(),
-        op: match r.rule.as_ref().ok_or(ConvertError::Unset {
+        family: r.family_name,
+        qualifier: r.column_qualifier,
+        op: match r.rule.ok_or(ConvertError::Unset {
             what: "ReadModifyWriteRule",
         })? {
-            Rule::AppendValue(v) => RuleOp::AppendValue(v.clone()),
-            Rule::IncrementAmount(n) => RuleOp::IncrementAmount(*n),
+            Rule::AppendValue(v) => RuleOp::AppendValue(v),
+            Rule::IncrementAmount(n) => RuleOp::IncrementAmount(n),
         },
     })
 }
 
-fn mutations_from_pb(ms: &[pb::Mutation]) -> Result<Vec<Mutation>, ConvertError> {
-    ms.iter().map(mutation_from_pb).collect()
+fn mutations_from_pb(ms: Vec<pb::Mutation>) -> Result<Vec<Mutation>, ConvertError> {
+    ms.into_iter().map(mutation_from_pb).collect()
 }
 
 // --- requests, server side -------------------------------------------------------------------
 //
 // A server receives prost requests and hands rowkit requests to a store; `table` is the table id
-// the server took from the request's `table_name`.
+// the server took from the request's `table_name`. Requests move (values up to 100 MiB are not
+// copied).
 
 /// A ReadRows request as rowkit's.
 pub fn read_rows_request_from_pb(
-    r: &pb::ReadRowsRequest,
+    r: pb::ReadRowsRequest,
     table: String,
 ) -> Result<ReadRowsRequest, ConvertError> {
     Ok(ReadRowsRequest {
         table,
-        app_profile_id: r.app_profile_id.clone(),
+        app_profile_id: r.app_profile_id,
         rows: r.rows.as_ref().map(row_set_from_pb).unwrap_or_default(),
         filter: r.filter.as_ref().map(filter_from_pb).transpose()?,
         rows_limit: r.rows_limit,
@@ -472,32 +470,32 @@ pub fn read_rows_request_from_pb(
 
 /// A MutateRow request as rowkit's.
 pub fn mutate_row_request_from_pb(
-    r: &pb::MutateRowRequest,
+    r: pb::MutateRowRequest,
     table: String,
 ) -> Result<MutateRowRequest, ConvertError> {
     Ok(MutateRowRequest {
         table,
-        app_profile_id: r.app_profile_id.clone(),
-        row_key: r.row_key.clone(),
-        mutations: mutations_from_pb(&r.mutations)?,
+        app_profile_id: r.app_profile_id,
+        row_key: r.row_key,
+        mutations: mutations_from_pb(r.mutations)?,
     })
 }
 
 /// A MutateRows request as rowkit's.
 pub fn mutate_rows_request_from_pb(
-    r: &pb::MutateRowsRequest,
+    r: pb::MutateRowsRequest,
     table: String,
 ) -> Result<MutateRowsRequest, ConvertError> {
     Ok(MutateRowsRequest {
         table,
-        app_profile_id: r.app_profile_id.clone(),
+        app_profile_id: r.app_profile_id,
         entries: r
             .entries
-            .iter()
+            .into_iter()
             .map(|e| {
                 Ok(MutateRowsEntry {
-                    row_key: e.row_key.clone(),
-                    mutations: mutations_from_pb(&e.mutations)?,
+                    row_key: e.row_key,
+                    mutations: mutations_from_pb(e.mutations)?,
                 })
             })
             .collect::<Result<_, ConvertError>>()?,
@@ -506,29 +504,37 @@ pub fn mutate_rows_request_from_pb(
 
 /// A CheckAndMutateRow request as rowkit's.
 pub fn check_and_mutate_request_from_pb(
-    r: &pb::CheckAndMutateRowRequest,
+    r: pb::CheckAndMutateRowRequest,
     table: String,
 ) -> Result<CheckAndMutateRowRequest, ConvertError> {
     Ok(CheckAndMutateRowRequest {
         table,
-        app_profile_id: r.app_profile_id.clone(),
-        row_key: r.row_key.clone(),
-        predicate: r.predicate_filter.as_ref().map(filter_from_pb).transpose()?,
-        true_mutations: mutations_from_pb(&r.true_mutations)?,
-        false_mutations: mutations_from_pb(&r.false_mutations)?,
+        app_profile_id: r.app_profile_id,
+        row_key: r.row_key,
+        predicate: r
+            .predicate_filter
+            .as_ref()
+            .map(filter_from_pb)
+            .transpose()?,
+        true_mutations: mutations_from_pb(r.true_mutations)?,
+        false_mutations: mutations_from_pb(r.false_mutations)?,
     })
 }
 
 /// A ReadModifyWriteRow request as rowkit's.
 pub fn read_modify_write_request_from_pb(
-    r: &pb::ReadModifyWriteRowRequest,
+    r: pb::ReadModifyWriteRowRequest,
     table: String,
 ) -> Result<ReadModifyWriteRowRequest, ConvertError> {
     Ok(ReadModifyWriteRowRequest {
         table,
-        app_profile_id: r.app_profile_id.clone(),
-        row_key: r.row_key.clone(),
-        rules: r.rules.iter().map(rule_from_pb).collect::<Result<_, _>>()?,
+        app_profile_id: r.app_profile_id,
+        row_key: r.row_key,
+        rules: r
+            .rules
+            .into_iter()
+            .map(rule_from_pb)
+            .collect::<Result<_, _>>()?,
     })
 }
 
@@ -850,7 +856,7 @@ mod tests {
             Mutation::DeleteFromRow,
         ];
         for m in ms {
-            assert_eq!(mutation_from_pb(&mutation_to_pb(m.clone())).unwrap(), m);
+            assert_eq!(mutation_from_pb(mutation_to_pb(m.clone())).unwrap(), m);
         }
     }
 

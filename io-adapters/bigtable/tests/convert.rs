@@ -149,7 +149,6 @@ fn row_sets_and_mutations_round_trip_through_the_wire() {
         value: vec![9; 200],
     };
     let wire = convert::mutation_to_pb(m.clone()).encode_to_vec();
-    let back =
-        convert::mutation_from_pb(&prost::Message::decode(wire.as_slice()).unwrap()).unwrap();
+    let back = convert::mutation_from_pb(prost::Message::decode(wire.as_slice()).unwrap()).unwrap();
     assert_eq!(back, m);
 }

@@ -181,8 +181,7 @@ mod objmeta {
     /// keeps it.
     #[test]
     fn objmeta_crash_at_every_cut_on_the_emulator() {
-        let Some(emu) = backends::selected("objmeta_crash_at_every_cut_on_the_emulator")
-        else {
+        let Some(emu) = backends::selected("objmeta_crash_at_every_cut_on_the_emulator") else {
             return;
         };
         let cases = crash_at_every_cut(&emu.fresh_store());
@@ -723,7 +722,7 @@ fn cbt_set_tile_reads_back() {
 #[test]
 fn checks_beside_writers_on_the_emulator() {
     use rowkit_testkit::scenarios::check_beside_writers;
-    let Some(emu) = Emulator::shared_or_skip("checks_beside_writers_on_the_emulator") else {
+    let Some(emu) = backends::selected("checks_beside_writers_on_the_emulator") else {
         return;
     };
     type Scenario = fn(&dyn Store);

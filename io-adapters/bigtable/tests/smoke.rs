@@ -3,7 +3,6 @@
 
 mod backends;
 
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, RowSet, Timestamp};
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::{self, SystemClock};

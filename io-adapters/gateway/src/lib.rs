@@ -10,6 +10,8 @@
 //! - [`Gateway::bind`] binds the socket (so `127.0.0.1:0` reports its real port through
 //!   [`Gateway::local_addr`]), [`Gateway::serve`] runs until the future given resolves.
 //! - [`router`] is the axum router alone, for embedding.
+//! - [`serving`]: the serving core this gateway shares with the gRPC server (`rowkit-grpc`):
+//!   the address/token rule, the bearer check, store calls off the runtime.
 //!
 //! Stores are blocking: every call runs in `tokio::task::spawn_blocking`, and streamed replies
 //! are pumped from the blocking thread through a bounded channel, so a slow client applies

@@ -43,7 +43,10 @@ fn target_table(table_name: &str, views: &[&str]) -> Result<String, Status> {
 /// Whether the client declared reverse-scan support: metadata `bigtable-features` = web-safe
 /// base64 of a `FeatureFlags` message with `reverse_scans` (`spec/bigtable.md` 9.2).
 fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
-    let Some(value) = metadata.get("bigtable-features").and_then(|v| v.to_str().ok()) else {
+    let Some(value) = metadata
+        .get("bigtable-features")
+        .and_then(|v| v.to_str().ok())
+    else {
         return false;
     };
     let trimmed = value.trim_end_matches('=');
@@ -125,16 +128,8 @@ impl Bigtable for DataService {
                 "Client doesn't support reverse scans yet",
             ));
         }
-        let read = convert::read_rows_request_from_pb(&r, table).map_err(bad_request)?;
-        let now = self.0.clock.now();
-        let rx = serving::stream(
-            self.0.store.clone(),
-            Request::ReadRows(read),
-            now,
-            Execution::Rows,
-            read_rows_messages,
-        );
-        Ok(GrpcResponse::new(reply_stream(rx)))
+        let read = convert::read_rows_request_from_pb(r, table).map_err(bad_request)?;
+        Ok(self.stream(Request::ReadRows(read), Execution::Rows, read_rows_messages))
     }
 
     async fn sample_row_keys(
@@ -150,18 +145,14 @@ impl Bigtable for DataService {
             table,
             app_profile_id: r.app_profile_id,
         };
-        let now = self.0.clock.now();
-        let rx = serving::stream(
-            self.0.store.clone(),
+        Ok(self.stream(
             Request::SampleRowKeys(sample),
-            now,
             Execution::Wire,
             |part| match part {
                 Response::SampleRowKeysPart(p) => Ok(vec![convert::sample_to_pb(p)]),
                 _ => Err(unexpected("SampleRowKeys")),
             },
-        );
-        Ok(GrpcResponse::new(reply_stream(rx)))
+        ))
     }
 
     async fn mutate_row(
@@ -170,7 +161,7 @@ impl Bigtable for DataService {
     ) -> Result<GrpcResponse<pb::MutateRowResponse>, Status> {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
-        let req = convert::mutate_row_request_from_pb(&r, table).map_err(bad_request)?;
+        let req = convert::mutate_row_request_from_pb(r, table).map_err(bad_request)?;
         match self.unary(Request::MutateRow(req)).await? {
             Response::MutateRow => Ok(GrpcResponse::new(pb::MutateRowResponse {})),
             _ => Err(status(unexpected("MutateRow"))),
@@ -183,19 +174,15 @@ impl Bigtable for DataService {
     ) -> Result<GrpcResponse<ReplyStream<pb::MutateRowsResponse>>, Status> {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
-        let req = convert::mutate_rows_request_from_pb(&r, table).map_err(bad_request)?;
-        let now = self.0.clock.now();
-        let rx = serving::stream(
-            self.0.store.clone(),
+        let req = convert::mutate_rows_request_from_pb(r, table).map_err(bad_request)?;
+        Ok(self.stream(
             Request::MutateRows(req),
-            now,
             Execution::Wire,
             |part| match part {
                 Response::MutateRowsPart(p) => Ok(vec![convert::mutate_rows_response_to_pb(&p)]),
                 _ => Err(unexpected("MutateRows")),
             },
-        );
-        Ok(GrpcResponse::new(reply_stream(rx)))
+        ))
     }
 
     async fn check_and_mutate_row(
@@ -204,7 +191,7 @@ impl Bigtable for DataService {
     ) -> Result<GrpcResponse<pb::CheckAndMutateRowResponse>, Status> {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
-        let req = convert::check_and_mutate_request_from_pb(&r, table).map_err(bad_request)?;
+        let req = convert::check_and_mutate_request_from_pb(r, table).map_err(bad_request)?;
         match self.unary(Request::CheckAndMutateRow(req)).await? {
             Response::CheckAndMutateRow { predicate_matched } => {
                 Ok(GrpcResponse::new(pb::CheckAndMutateRowResponse {
@@ -229,7 +216,7 @@ impl Bigtable for DataService {
     ) -> Result<GrpcResponse<pb::ReadModifyWriteRowResponse>, Status> {
         let r = request.into_inner();
         let table = target_table(&r.table_name, &[&r.authorized_view_name])?;
-        let req = convert::read_modify_write_request_from_pb(&r, table).map_err(bad_request)?;
+        let req = convert::read_modify_write_request_from_pb(r, table).map_err(bad_request)?;
         match self.unary(Request::ReadModifyWriteRow(req)).await? {
             Response::ReadModifyWriteRow(row) => {
                 Ok(GrpcResponse::new(pb::ReadModifyWriteRowResponse {
@@ -242,6 +229,18 @@ impl Bigtable for DataService {
 }
 
 impl DataService {
+    /// Runs a streamed request; `encode` makes each store part the wire messages it becomes.
+    fn stream<T: Send + 'static>(
+        &self,
+        request: Request,
+        execution: Execution,
+        encode: impl FnMut(Response) -> Result<Vec<T>, StoreError> + Send + 'static,
+    ) -> GrpcResponse<ReplyStream<T>> {
+        let now = self.0.clock.now();
+        let rx = serving::stream(self.0.store.clone(), request, now, execution, encode);
+        GrpcResponse::new(reply_stream(rx))
+    }
+
     async fn unary(&self, request: Request) -> Result<Response, Status> {
         let now = self.0.clock.now();
         serving::unary(self.0.store.clone(), request, now)
@@ -289,7 +288,10 @@ mod tests {
             read_rows_messages(Response::Rows(vec![Arc::new(big), Arc::new(small)])).unwrap();
         // 1 MiB, 1 MiB, then the 5-byte tail, the small cell and the second row.
         assert_eq!(messages.len(), 3);
-        assert_eq!(messages[0].chunks[0].value_size as usize, VALUE_CHUNK_BYTES * 2 + 5);
+        assert_eq!(
+            messages[0].chunks[0].value_size as usize,
+            VALUE_CHUNK_BYTES * 2 + 5
+        );
         assert_eq!(messages[2].chunks.len(), 3);
         let merged: Vec<u8> = messages
             .iter()
