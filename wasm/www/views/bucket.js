@@ -29,18 +29,18 @@ function parseValue(text) {
 export function mount(section, ctx) {
   section.classList.add('view-bucket');
   const client = cachedClient(ctx.options, (o) => new ctx.rowkit.ObjectMetadata(o));
-  const out = el('div', { class: 'out', 'aria-live': 'polite' });
-  const listing = el('div', { class: 'bucket-listing', 'aria-live': 'polite' });
-  const details = el('div', { class: 'bucket-details', 'aria-live': 'polite' });
-  const bucketsOut = el('div', { class: 'bucket-list' });
+  const out = el('div', { id: 's3-out', class: 'out', 'aria-live': 'polite' });
+  const listing = el('div', { id: 's3-listing', class: 'bucket-listing', 'aria-live': 'polite' });
+  const details = el('div', { id: 's3-details', class: 'bucket-details', 'aria-live': 'polite' });
+  const bucketsOut = el('div', { id: 's3-buckets', class: 'bucket-list' });
 
   // --- the listing's parameters ----------------------------------------------------------------
   const bucketNames = el('datalist', { id: uniqueId('buckets') });
-  const bucket = el('input', { name: 'bucket', size: 14, value: 'demo', required: true, list: bucketNames.id });
-  const prefix = el('input', { name: 'prefix', size: 18 });
-  const delimiter = el('input', { name: 'delimiter', size: 2, value: '/' });
-  const pageSize = el('input', { name: 'maxKeys', type: 'number', min: 1, size: 4, value: 20 });
-  const paging = el('select', { name: 'paging' },
+  const bucket = el('input', { id: 's3-bucket', name: 'bucket', size: 14, value: 'demo', required: true, list: bucketNames.id });
+  const prefix = el('input', { id: 's3-prefix', name: 'prefix', size: 18 });
+  const delimiter = el('input', { id: 's3-delimiter', name: 'delimiter', size: 2, value: '/' });
+  const pageSize = el('input', { id: 's3-page-size', name: 'maxKeys', type: 'number', min: 1, size: 4, value: 20 });
+  const paging = el('select', { id: 's3-paging', name: 'paging' },
     el('option', { value: 'v2' }, 'continuation token (v2)'),
     el('option', { value: 'v1' }, 'marker (v1)'));
   const showName = uniqueId('show');
@@ -184,7 +184,7 @@ export function mount(section, ctx) {
   }
 
   // --- the forms -------------------------------------------------------------------------------
-  const listForm = el('form', { 'aria-label': 'Listing' },
+  const listForm = el('form', { id: 's3-list-form', 'aria-label': 'Listing' },
     field('Bucket', bucket), bucketNames, field('Prefix', prefix), field('Delimiter', delimiter),
     field('Page size', pageSize), field('Paging', paging), showSet,
     el('button', null, 'List'),
@@ -195,11 +195,11 @@ export function mount(section, ctx) {
   listForm.addEventListener('submit', (ev) => { ev.preventDefault(); goTo(prefix.value); });
   showSet.addEventListener('change', () => goTo(prefix.value));
 
-  const objKey = el('input', { name: 'key', size: 20, value: 'photos/cat.jpg', required: true });
-  const objValue = el('input', { name: 'value', size: 26, value: '{"content-length": 3}' });
-  const objVersioned = el('input', { type: 'checkbox', name: 'versioning' });
-  const objVersion = el('input', { name: 'versionId', size: 18, placeholder: 'latest' });
-  const objForm = el('form', { 'aria-label': 'Object' },
+  const objKey = el('input', { id: 's3-key', name: 'key', size: 20, value: 'photos/cat.jpg', required: true });
+  const objValue = el('input', { id: 's3-value', name: 'value', size: 26, value: '{"content-length": 3}' });
+  const objVersioned = el('input', { id: 's3-versioned', type: 'checkbox', name: 'versioning' });
+  const objVersion = el('input', { id: 's3-version', name: 'versionId', size: 18, placeholder: 'latest' });
+  const objForm = el('form', { id: 's3-object-form', 'aria-label': 'Object' },
     field('Key', objKey), field('Value (JSON)', objValue),
     el('label', null, objVersioned, ' versioned'), field('Version id', objVersion),
     el('button', { dataset: { op: 'put' } }, 'Put'),

@@ -163,14 +163,14 @@ export function mount(section, ctx) {
   section.classList.add('view-graph');
   const methods = ctx.rowkit.lookupMethods();
   const graphNames = el('datalist', { id: uniqueId('graphs') });
-  const graphId = el('input', { name: 'graph', size: 12, value: 'demo', required: true, list: graphNames.id });
+  const graphId = el('input', { id: 'graph-id', name: 'graph', size: 12, value: 'demo', required: true, list: graphNames.id });
   const client = cachedClient(() => ({ ...ctx.options(), graph: graphId.value }),
     ({ graph, ...o }) => new ctx.rowkit.Graph(graph, o));
-  const out = el('div', { class: 'out', 'aria-live': 'polite' });
-  const result = el('div', { class: 'graph-result', 'aria-live': 'polite' });
+  const out = el('div', { id: 'graph-out', class: 'out', 'aria-live': 'polite' });
+  const result = el('div', { id: 'graph-result', class: 'graph-result', 'aria-live': 'polite' });
 
   // --- the query builder: one field per argument of the chosen method -------------------------
-  const method = el('select', { name: 'method' }, methods.map((m) => el('option', { value: m.method }, m.method)));
+  const method = el('select', { id: 'graph-method', name: 'method' }, methods.map((m) => el('option', { value: m.method }, m.method)));
   method.value = 'triples';
   const argFields = el('div', { class: 'graph-args' });
   let argInputs = [];
@@ -179,7 +179,7 @@ export function mount(section, ctx) {
     const m = methods.find((x) => x.method === method.value);
     argInputs = m.arguments.map((kind) => {
       const [label, hint] = ARGUMENT_LABELS[kind];
-      const input = el('input', { name: kind, size: 30, placeholder: hint, value: kept[kind] ?? '', required: true,
+      const input = el('input', { id: `graph-${kind}`, name: kind, size: 30, placeholder: hint, value: kept[kind] ?? '', required: true,
         oninput: () => { kept[kind] = input.value; } });
       return input;
     });
@@ -241,7 +241,7 @@ export function mount(section, ctx) {
     }
   }
 
-  const queryForm = el('form', { 'aria-label': 'Query' },
+  const queryForm = el('form', { id: 'graph-query-form', 'aria-label': 'Query' },
     field('Graph', graphId), graphNames, field('Lookup', method), argFields,
     el('button', null, 'Query'),
     el('button', { type: 'button', onclick: listGraphs }, 'Graphs'),
@@ -249,10 +249,10 @@ export function mount(section, ctx) {
     el('button', { type: 'button', onclick: () => run('set up', (g) => g.setup()) }, 'Set up'));
   queryForm.addEventListener('submit', (ev) => { ev.preventDefault(); query(); });
 
-  const triples = el('textarea', { name: 'triples', rows: 3, cols: 60,
+  const triples = el('textarea', { id: 'graph-triples', name: 'triples', rows: 3, cols: 60,
     placeholder: '/u<joe>\t"parent_of"@[]\t/u<mary>' }, '/u<joe> "parent_of"@[] /u<mary>');
   const lines = () => triples.value.split('\n').map((s) => s.trim()).filter(Boolean);
-  const editForm = el('form', { 'aria-label': 'Triples' },
+  const editForm = el('form', { id: 'graph-edit-form', 'aria-label': 'Triples' },
     field('Triples (one per line)', triples),
     el('button', null, 'Add triples'),
     el('button', { type: 'button', onclick: () => run('removed', (g) => g.remove(lines()), query) }, 'Remove triples'),

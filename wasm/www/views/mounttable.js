@@ -30,16 +30,16 @@ function permsLine(perms) {
 
 export function mount(section, ctx) {
   section.classList.add('view-mounttable');
-  const as = el('input', { name: 'as', size: 28, placeholder: 'the server itself',
+  const as = el('input', { id: 'mt-as', name: 'as', size: 28, placeholder: 'the server itself',
     'aria-describedby': 'mt-as-help' });
   const client = cachedClient(() => {
     const names = as.value.split(',').map((s) => s.trim()).filter(Boolean);
     return names.length ? { ...ctx.options(), as: names } : ctx.options();
   }, (o) => new ctx.rowkit.MountTable(o));
 
-  const tree = el('ul', { role: 'tree', 'aria-label': 'Mount table names', class: 'mt-tree' });
-  const details = el('div', { class: 'mt-details', 'aria-live': 'polite' });
-  const out = el('div', { class: 'out', 'aria-live': 'polite' });
+  const tree = el('ul', { id: 'mt-tree', role: 'tree', 'aria-label': 'Mount table names', class: 'mt-tree' });
+  const details = el('div', { id: 'mt-details', class: 'mt-details', 'aria-live': 'polite' });
+  const out = el('div', { id: 'mt-out', class: 'out', 'aria-live': 'polite' });
   let selected = null; // the selected node's record
 
   // --- one node of the tree ------------------------------------------------------------------
@@ -216,9 +216,9 @@ export function mount(section, ctx) {
   }
 
   // --- the forms -------------------------------------------------------------------------------
-  const name = el('input', { name: 'name', size: 24, value: 'demo/svc', required: true });
-  const server = el('input', { name: 'server', size: 24, value: '/127.0.0.1:8101' });
-  const ttl = el('input', { name: 'ttl', type: 'number', min: 0, size: 6, value: 3600 });
+  const name = el('input', { id: 'mt-name', name: 'name', size: 24, value: 'demo/svc', required: true });
+  const server = el('input', { id: 'mt-server', name: 'server', size: 24, value: '/127.0.0.1:8101' });
+  const ttl = el('input', { id: 'mt-ttl', name: 'ttl', type: 'number', min: 0, size: 6, value: 3600 });
   const flag = (label, bit) => {
     const box = el('input', { type: 'checkbox', name: label, dataset: { bit: String(bit) } });
     return { box, label: el('label', null, box, ` ${label}`) };
@@ -226,7 +226,7 @@ export function mount(section, ctx) {
   const flagMt = flag('mount table', 2);
   const flagLeaf = flag('leaf', 4);
   const flagReplace = flag('replace', 1);
-  const form = el('form', { 'aria-label': 'Mount' },
+  const form = el('form', { id: 'mt-form', 'aria-label': 'Mount' },
     field('Name', name), field('Server', server), field('TTL (s)', ttl),
     el('fieldset', { class: 'mt-flagset' }, el('legend', null, 'Flags'), flagMt.label, flagLeaf.label, flagReplace.label),
     el('button', null, 'Mount'),
@@ -272,7 +272,7 @@ export function mount(section, ctx) {
     onclick: () => expand(root).catch((e) => ctx.fail(out, e)) }, 'Read tree');
   section.append(
     el('h2', null, title),
-    el('form', { class: 'mt-identity', 'aria-label': 'Caller', onsubmit: (ev) => { ev.preventDefault(); reload.click(); } },
+    el('form', { id: 'mt-identity', class: 'mt-identity', 'aria-label': 'Caller', onsubmit: (ev) => { ev.preventDefault(); reload.click(); } },
       field('Act as (blessing names, comma-separated)', as),
       el('span', { id: 'mt-as-help', class: 'help' }, 'empty: the server itself, which may do anything'),
       reload),
