@@ -1,10 +1,28 @@
-// The rowkit browser tool: key inspector, table browser and one panel per schema, all running
-// rowkit's wasm package (the same codecs and state machines as the CLI). Requests go through
-// the gateway that serves this page (or the URL typed in), or to an in-page memory store.
-import init, * as rowkit from './pkg/rowkit.js';
+// The rowkit browser tool's shell: connection settings, the navigation between the views, one
+// <section> per view module (views/<name>.js, see their `mount`), status and readable errors.
+// Every view runs rowkit's wasm package (the same codecs and state machines as the CLI); its
+// requests go to the gateway that serves this page (or the URL typed in), or to the page's
+// in-memory store.
+
+/** The views, in navigation order: each is `views/<name>.js` exporting `title` and `mount`. */
+const VIEWS = ['tracestore', 'mounttable', 'bucket', 'graph', 'keys', 'tables'];
 
 const $ = (id) => document.getElementById(id);
 
+/** An error as one readable line: its stable `code` (rowkit's errors carry one) and message. */
+function describe(e) {
+  return `${e?.code ? `${e.code}: ` : ''}${e?.message ?? e}`;
+}
+
+/** Shows `text` as the page's status; an error is also announced at once (role="alert"). */
+function setStatus(text, error = false) {
+  const status = $('status');
+  status.textContent = text;
+  status.classList.toggle('error', error);
+  status.setAttribute('role', error ? 'alert' : 'status');
+}
+
+/** The connection options the wasm classes take: `{}` = the page's memory store. */
 function options() {
   if ($('offline').checked) return {};
   const gateway = $('gateway').value.trim() || location.origin;
@@ -12,175 +30,136 @@ function options() {
   return token ? { gateway, token } : { gateway };
 }
 
-function show(out, value) {
-  out.classList.remove('error');
-  out.textContent = typeof value === 'string' ? value : JSON.stringify(value, null, 2);
-}
-
-// An error replaces the output as an alert, so assistive technology announces it at once.
-function fail(out, e) {
-  const alert = document.createElement('span');
+/** Replaces `el`'s content with the error as an alert, so assistive technology announces it. */
+function fail(el, e) {
+  const alert = document.createElement('p');
+  alert.className = 'error';
   alert.setAttribute('role', 'alert');
-  alert.textContent = `${e.code ? e.code + ': ' : ''}${e.message ?? e}`;
-  out.classList.add('error');
-  out.replaceChildren(alert);
+  alert.textContent = describe(e);
+  el.replaceChildren(alert);
 }
 
-// Runs a panel's operations, showing each result (or error) in `out`. A submit (a click on an
-// operation button, or Enter in a field) runs the button's operation; Enter runs the form's
-// default button, the first submit button, which is the panel's main operation. `Set up` is a
-// plain button (`type="button"`) so that it only ever runs when clicked.
-function wire(formId, outId, ops) {
-  const form = $(formId);
-  const out = $(outId);
-  const run = async (op) => {
-    out.setAttribute('aria-busy', 'true');
-    try {
-      show(out, (await ops[op]()) ?? 'ok');
-    } catch (e) {
-      fail(out, e);
-    } finally {
-      out.removeAttribute('aria-busy');
-    }
-  };
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
-    const button = ev.submitter ?? form.querySelector('button:not([type="button"])');
-    run(button.dataset.op);
-  });
-  for (const button of form.querySelectorAll('button[type="button"][data-op]')) {
-    button.addEventListener('click', () => run(button.dataset.op));
+/** Marks `el` busy (aria-busy) while `promise` runs; resolves (or rejects) as it does. */
+async function busy(el, promise) {
+  el.setAttribute('aria-busy', 'true');
+  try {
+    return await promise;
+  } finally {
+    el.removeAttribute('aria-busy');
   }
 }
 
-function fieldsTable(doc) {
-  const t = document.createElement('table');
-  const body = t.createTBody();
-  const add = (k, v) => {
-    const r = body.insertRow();
-    const th = document.createElement('th');
-    th.scope = 'row';
-    th.textContent = k;
-    r.append(th);
-    const td = r.insertCell();
-    td.className = 'k';
-    td.textContent = typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v);
-  };
-  for (const [k, v] of Object.entries(doc)) add(k, v);
-  return t;
+function connectionText() {
+  const o = options();
+  if (!o.gateway) return 'in-page memory store';
+  return `gateway ${o.gateway}${o.token ? ' (with token)' : ''}`;
 }
 
-function keyInspector() {
-  $('key-form').addEventListener('submit', (ev) => {
+/**
+ * Loads the wasm package. A 404 on pkg/rowkit.js means the served directory was never built:
+ * that is said in words, as is a package that fails to compile or instantiate.
+ */
+async function loadPackage() {
+  const url = new URL('pkg/rowkit.js', location.href);
+  let probe;
+  try {
+    probe = await fetch(url, { method: 'HEAD', cache: 'no-store' });
+  } catch (e) {
+    throw new Error(`cannot reach ${url}: ${describe(e)}`);
+  }
+  if (!probe.ok) {
+    throw new Error(`${url.pathname} is not served (HTTP ${probe.status}): the directory this page `
+      + 'comes from has no built wasm package. Build it with wasm/build.sh, or run rowkit serve '
+      + 'without --www to use the tool built into rowkit.');
+  }
+  const rowkit = await import('./pkg/rowkit.js');
+  try {
+    await rowkit.default();
+  } catch (e) {
+    throw new Error(`the wasm package did not start: ${describe(e)}`);
+  }
+  return rowkit;
+}
+
+/** The navigation: one link per view; the current one carries aria-current="page". */
+function navigation(views) {
+  const list = $('nav');
+  for (const v of views) {
+    const a = document.createElement('a');
+    a.href = `#${v.name}`;
+    a.id = `nav-${v.name}`;
+    a.textContent = v.title;
+    const li = document.createElement('li');
+    li.append(a);
+    list.append(li);
+  }
+  // Left/Right (and Home/End) move between the links, as in a menu bar; Tab still leaves.
+  list.addEventListener('keydown', (ev) => {
+    const links = [...list.querySelectorAll('a')];
+    const at = links.indexOf(document.activeElement);
+    if (at < 0) return;
+    const to = { ArrowRight: at + 1, ArrowLeft: at - 1, Home: 0, End: links.length - 1 }[ev.key];
+    if (to === undefined) return;
     ev.preventDefault();
-    const out = $('key-out');
-    out.replaceChildren();
+    links[(to + links.length) % links.length].focus();
+  });
+}
+
+/** Shows the view named in the URL's fragment (default: the first) and hides the others. */
+function route(views, moveFocus) {
+  const wanted = location.hash.slice(1);
+  const current = views.find((v) => v.name === wanted) ?? views[0];
+  for (const v of views) {
+    const on = v === current;
+    v.section.hidden = !on;
+    const link = $(`nav-${v.name}`);
+    if (on) link.setAttribute('aria-current', 'page');
+    else link.removeAttribute('aria-current');
+  }
+  document.title = `${current.title} · rowkit`;
+  if (moveFocus) current.section.focus();
+  document.body.dataset.view = current.name;
+}
+
+async function main() {
+  $('conn').addEventListener('submit', (ev) => ev.preventDefault());
+  let rowkit;
+  try {
+    rowkit = await loadPackage();
+  } catch (e) {
+    setStatus(`The browser tool cannot start: ${describe(e)}`, true);
+    document.body.dataset.ready = 'failed';
+    return;
+  }
+  const ctx = { rowkit, options, fail, busy };
+  // A view whose module fails to load or mount shows why in its own section; the others work.
+  const views = await Promise.all(VIEWS.map(async (name) => {
+    const section = document.createElement('section');
+    section.id = `view-${name}`;
+    section.className = `view view-${name}`;
+    section.tabIndex = -1;
+    section.hidden = true;
+    $('views').append(section);
     try {
-      const doc = rowkit.decodeKey($('key-schema').value, $('key-input').value);
-      const t = fieldsTable(doc);
-      t.createCaption().textContent = `Row key decoded as ${doc.schema}${doc.kind ? ` (${doc.kind})` : ''}`;
-      out.classList.remove('error');
-      out.append(t);
+      const module = await import(`./views/${name}.js`);
+      section.setAttribute('aria-label', module.title);
+      module.mount(section, ctx);
+      return { name, title: module.title, section };
     } catch (e) {
-      fail(out, e);
+      section.setAttribute('aria-label', name);
+      fail(section, new Error(`the ${name} view did not load: ${describe(e)}`));
+      return { name, title: name, section };
     }
-  });
+  }));
+  navigation(views);
+  route(views, false);
+  window.addEventListener('hashchange', () => route(views, true));
+  const showConnection = () => setStatus(`ready · ${connectionText()}`);
+  for (const id of ['gateway', 'token', 'offline']) $(id).addEventListener('change', showConnection);
+  showConnection();
+  document.body.dataset.ready = 'true';
 }
 
-function tableBrowser() {
-  $('browse-form').addEventListener('submit', async (ev) => {
-    ev.preventDefault();
-    const out = $('browse-out');
-    out.setAttribute('aria-busy', 'true');
-    try {
-      const rows = await rowkit.scanRows(options(), $('browse-table').value,
-        $('browse-prefix').value, Number($('browse-limit').value) || 0, $('browse-schema').value);
-      const t = document.createElement('table');
-      t.createCaption().textContent = `${rows.length} row(s)`;
-      const head = t.createTHead().insertRow();
-      for (const h of ['Row key', 'Decoded', 'Cells']) {
-        const th = document.createElement('th');
-        th.scope = 'col';
-        th.textContent = h;
-        head.append(th);
-      }
-      const body = t.createTBody();
-      for (const row of rows) {
-        const r = body.insertRow();
-        r.insertCell().textContent = row.row_key;
-        r.cells[0].className = 'k';
-        const dec = r.insertCell();
-        if (row.decoded) dec.append(fieldsTable(row.decoded));
-        const cells = r.insertCell();
-        cells.className = 'k';
-        cells.textContent = row.cells
-          .map((c) => `${c.family}:${c.qualifier} @${c.timestampMicros} = ${c.value}`)
-          .join('\n');
-      }
-      out.classList.remove('error');
-      out.replaceChildren(t);
-    } catch (e) {
-      fail(out, e);
-    } finally {
-      out.removeAttribute('aria-busy');
-    }
-  });
-}
-
-function panels() {
-  const mt = () => new rowkit.MountTable(options());
-  wire('mt-form', 'mt-out', {
-    setup: () => mt().setup(),
-    mount: async () => ({ deadlineUs: await mt().mount($('mt-name').value, $('mt-server').value, Number($('mt-ttl').value), 0) }),
-    resolve: () => mt().resolve($('mt-name').value),
-    glob: () => mt().glob('', $('mt-pattern').value),
-    unmount: () => mt().unmount($('mt-name').value, $('mt-server').value),
-  });
-
-  const gold = () => new rowkit.TraceStore(options());
-  const params = () => Object.fromEntries($('gold-params').value.split(',').filter(Boolean).map((p) => p.split('=')));
-  wire('gold-form', 'gold-out', {
-    setup: () => gold().setup(),
-    put: () => gold().put(Number($('gold-commit').value), [{ params: params(), digest: $('gold-digest').value }]),
-    tile: async () => {
-      const t = await gold().tile(Math.floor(Number($('gold-commit').value) / 256));
-      const at = t.commits.indexOf(Number($('gold-commit').value));
-      return { tileIndex: t.tileIndex, traces: t.traces.map((tr) => ({ id: tr.id, digest: tr.digests[at] ?? '' })) };
-    },
-    // The table's check (spec/check.md): findings by kind, and each finding with its row.
-    check: () => gold().check(),
-  });
-
-  const s3 = () => new rowkit.ObjectMetadata(options());
-  wire('s3-form', 's3-out', {
-    setup: () => s3().setup(),
-    bucket: () => s3().createBucket($('s3-bucket').value),
-    put: () => s3().putObject($('s3-bucket').value, $('s3-key').value, JSON.parse($('s3-value').value)),
-    get: () => s3().getObject($('s3-bucket').value, $('s3-key').value),
-    list: () => s3().listObjects($('s3-bucket').value, { delimiter: $('s3-delimiter').value }),
-    check: () => s3().check($('s3-bucket').value || undefined, false),
-  });
-
-  const methods = ['triples', 'objects', 'subjects', 'triples-for-subject', 'triples-for-predicate',
-    'triples-for-object', 'predicates-for-subject', 'predicates-for-object',
-    'predicates-for-subject-and-object', 'triples-for-subject-and-predicate', 'triples-for-predicate-and-object'];
-  $('graph-method').append(...methods.map((m) => new Option(m, m)));
-  const graph = () => new rowkit.Graph($('graph-id').value, options());
-  const triple = () => $('graph-triple').value;
-  wire('graph-form', 'graph-out', {
-    setup: () => graph().setup(),
-    create: () => graph().create(),
-    add: () => graph().add([triple()]),
-    remove: () => graph().remove([triple()]),
-    query: async () => (await graph().query($('graph-method').value,
-      $('graph-args').value.split('\n').map((s) => s.trim()).filter(Boolean))).map((f) => f.item),
-    check: () => graph().check(false),
-  });
-}
-
-await init();
-keyInspector();
-tableBrowser();
-panels();
-$('status').textContent = 'ready';
-document.body.dataset.ready = 'true';
+// Anything a view did not catch still reaches the user.
+window.addEventListener('unhandledrejection', (ev) => setStatus(`error: ${describe(ev.reason)}`, true));
+main();

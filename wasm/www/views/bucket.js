@@ -187,11 +187,11 @@ export function mount(section, ctx) {
   const listForm = el('form', { id: 's3-list-form', 'aria-label': 'Listing' },
     field('Bucket', bucket), bucketNames, field('Prefix', prefix), field('Delimiter', delimiter),
     field('Page size', pageSize), field('Paging', paging), showSet,
-    el('button', null, 'List'),
-    el('button', { type: 'button', onclick: listBuckets }, 'Buckets'),
-    el('button', { type: 'button', onclick: () => run(`created bucket ${bucket.value}, key format`, (c) => c.createBucket(bucket.value), listBuckets) }, 'Create bucket'),
-    el('button', { type: 'button', onclick: () => run('check', (c) => c.check(bucket.value || undefined, false)) }, 'Check'),
-    el('button', { type: 'button', onclick: () => run('set up', (c) => c.setup()) }, 'Set up'));
+    el('button', { dataset: { op: 'list' } }, 'List'),
+    el('button', { type: 'button', dataset: { op: 'buckets' }, onclick: listBuckets }, 'Buckets'),
+    el('button', { type: 'button', dataset: { op: 'create-bucket' }, onclick: () => run(`created bucket ${bucket.value}, key format`, (c) => c.createBucket(bucket.value), listBuckets) }, 'Create bucket'),
+    el('button', { type: 'button', dataset: { op: 'check' }, onclick: () => run('check', (c) => c.check(bucket.value || undefined, false)) }, 'Check'),
+    el('button', { type: 'button', dataset: { op: 'setup' }, onclick: () => run('set up', (c) => c.setup()) }, 'Set up'));
   listForm.addEventListener('submit', (ev) => { ev.preventDefault(); goTo(prefix.value); });
   showSet.addEventListener('change', () => goTo(prefix.value));
 
@@ -203,8 +203,8 @@ export function mount(section, ctx) {
     field('Key', objKey), field('Value (JSON)', objValue),
     el('label', null, objVersioned, ' versioned'), field('Version id', objVersion),
     el('button', { dataset: { op: 'put' } }, 'Put'),
-    el('button', { type: 'button', onclick: () => showObject(objKey.value, objVersion.value || undefined) }, 'Get'),
-    el('button', { type: 'button', onclick: () => run(`deleted ${objKey.value}`,
+    el('button', { type: 'button', dataset: { op: 'get' }, onclick: () => showObject(objKey.value, objVersion.value || undefined) }, 'Get'),
+    el('button', { type: 'button', dataset: { op: 'delete' }, onclick: () => run(`deleted ${objKey.value}`,
       (c) => c.deleteObject(bucket.value, objKey.value, objVersion.value ? { versionId: objVersion.value } : undefined),
       () => list()) }, 'Delete'));
   objForm.addEventListener('submit', (ev) => {

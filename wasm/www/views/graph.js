@@ -243,10 +243,10 @@ export function mount(section, ctx) {
 
   const queryForm = el('form', { id: 'graph-query-form', 'aria-label': 'Query' },
     field('Graph', graphId), graphNames, field('Lookup', method), argFields,
-    el('button', null, 'Query'),
-    el('button', { type: 'button', onclick: listGraphs }, 'Graphs'),
-    el('button', { type: 'button', onclick: () => run('check', (g) => g.check(false)) }, 'Check'),
-    el('button', { type: 'button', onclick: () => run('set up', (g) => g.setup()) }, 'Set up'));
+    el('button', { dataset: { op: 'query' } }, 'Query'),
+    el('button', { type: 'button', dataset: { op: 'graphs' }, onclick: listGraphs }, 'Graphs'),
+    el('button', { type: 'button', dataset: { op: 'check' }, onclick: () => run('check', (g) => g.check(false)) }, 'Check'),
+    el('button', { type: 'button', dataset: { op: 'setup' }, onclick: () => run('set up', (g) => g.setup()) }, 'Set up'));
   queryForm.addEventListener('submit', (ev) => { ev.preventDefault(); query(); });
 
   const triples = el('textarea', { id: 'graph-triples', name: 'triples', rows: 3, cols: 60,
@@ -254,9 +254,9 @@ export function mount(section, ctx) {
   const lines = () => triples.value.split('\n').map((s) => s.trim()).filter(Boolean);
   const editForm = el('form', { id: 'graph-edit-form', 'aria-label': 'Triples' },
     field('Triples (one per line)', triples),
-    el('button', null, 'Add triples'),
-    el('button', { type: 'button', onclick: () => run('removed', (g) => g.remove(lines()), query) }, 'Remove triples'),
-    el('button', { type: 'button', onclick: () => run(`created graph ${graphId.value}`, (g) => g.create()) }, 'Create graph'));
+    el('button', { dataset: { op: 'add' } }, 'Add triples'),
+    el('button', { type: 'button', dataset: { op: 'remove' }, onclick: () => run('removed', (g) => g.remove(lines()), query) }, 'Remove triples'),
+    el('button', { type: 'button', dataset: { op: 'create' }, onclick: () => run(`created graph ${graphId.value}`, (g) => g.create()) }, 'Create graph'));
   editForm.addEventListener('submit', (ev) => { ev.preventDefault(); run(`added ${lines().length} triple(s)`, (g) => g.add(lines()), query); });
 
   section.append(el('h2', null, title), queryForm, editForm, out, result);

@@ -3,7 +3,7 @@
 // flags and permissions; mount, unmount and delete from the tree as the caller named in the
 // view (the CLI's `--as`). The tree follows the WAI-ARIA tree pattern: one tab stop, arrow keys
 // move, Right/Left expand and collapse, Enter/Space select.
-import { cachedClient, checkReport, el, field, table } from './dom.js';
+import { cachedClient, checkReport, el, field, table, uniqueId } from './dom.js';
 
 export const title = 'Mount table';
 
@@ -58,7 +58,7 @@ export function mount(section, ctx) {
     // A node with live servers is a mount point: glob does not descend below it.
     const expandable = entry.servers.length === 0;
     const li = el('li', {
-      role: 'treeitem', 'aria-level': level, 'aria-selected': 'false', tabindex: -1,
+      id: uniqueId('mt-node'), role: 'treeitem', 'aria-level': level, 'aria-selected': 'false', tabindex: -1,
       'aria-expanded': expandable ? 'false' : null, dataset: { name },
     }, el('div', { class: 'mt-row' },
       el('span', { class: 'mt-toggle', 'aria-hidden': 'true' }, expandable ? '▸' : '·'),
@@ -186,8 +186,8 @@ export function mount(section, ctx) {
             [tag, (acl.In ?? []).join(', '), (acl.NotIn ?? []).join(', ')])), `version ${node.permsDoc.version}`]
           : node.perms.textContent)),
       node.name ? el('div', { class: 'mt-actions' },
-        el('button', { type: 'button', onclick: () => act(`deleted ${node.name}`, (mt) => mt.delete(node.name, false), parentOf(node)) }, 'Delete'),
-        el('button', { type: 'button', onclick: () => act(`deleted ${node.name} and its subtree`, (mt) => mt.delete(node.name, true), parentOf(node)) }, 'Delete subtree'))
+        el('button', { type: 'button', dataset: { op: 'delete' }, onclick: () => act(`deleted ${node.name}`, (mt) => mt.delete(node.name, false), parentOf(node)) }, 'Delete'),
+        el('button', { type: 'button', dataset: { op: 'delete-subtree' }, onclick: () => act(`deleted ${node.name} and its subtree`, (mt) => mt.delete(node.name, true), parentOf(node)) }, 'Delete subtree'))
         : null);
   }
 
@@ -229,9 +229,9 @@ export function mount(section, ctx) {
   const form = el('form', { id: 'mt-form', 'aria-label': 'Mount' },
     field('Name', name), field('Server', server), field('TTL (s)', ttl),
     el('fieldset', { class: 'mt-flagset' }, el('legend', null, 'Flags'), flagMt.label, flagLeaf.label, flagReplace.label),
-    el('button', null, 'Mount'),
-    el('button', { type: 'button', onclick: () => run('check', () => client().check(false)) }, 'Check'),
-    el('button', { type: 'button', onclick: () => run('setup', () => client().setup()) }, 'Set up'));
+    el('button', { dataset: { op: 'mount' } }, 'Mount'),
+    el('button', { type: 'button', dataset: { op: 'check' }, onclick: () => run('check', () => client().check(false)) }, 'Check'),
+    el('button', { type: 'button', dataset: { op: 'setup' }, onclick: () => run('setup', () => client().setup()) }, 'Set up'));
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     const flags = [flagMt, flagLeaf, flagReplace].reduce((f, x) => f | (x.box.checked ? Number(x.box.dataset.bit) : 0), 0);

@@ -1,0 +1,112 @@
+// WebDriver helpers of the browser tool's end-to-end test: chromedriver started on a free port,
+// one headless Chromium session, and the few W3C WebDriver calls the view checks use (run a
+// script, find, type, click, wait, screenshot), each throwing with what was expected.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** Throws `check failed: what` unless `cond`. */
+export const assert = (cond, what) => { if (!cond) throw new Error(`check failed: ${what}`); };
+
+async function freePort() {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+const ELEMENT = 'element-6066-11e4-a52e-4f735466cecf';
+
+/**
+ * Starts chromedriver (CHROMEDRIVER, default `chromedriver`) and a headless Chromium session.
+ * `children` collects the process so the runner can stop it. Resolves to the session helpers.
+ */
+export async function openSession(children, { width = 1280, height = 1400 } = {}) {
+  const port = await freePort();
+  const driver = spawn(process.env.CHROMEDRIVER || 'chromedriver', [`--port=${port}`], { stdio: 'ignore' });
+  children.push(driver);
+  const wd = `http://127.0.0.1:${port}`;
+  async function call(method, p, body) {
+    for (let i = 0; ; i++) {
+      try {
+        const r = await fetch(wd + p, {
+          method,
+          headers: { 'content-type': 'application/json' },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        });
+        const j = await r.json();
+        if (!r.ok) throw new Error(`${method} ${p}: ${JSON.stringify(j.value)}`);
+        return j.value;
+      } catch (e) {
+        if (i > 50 || !String(e).includes('fetch failed')) throw e;
+        await sleep(100); // chromedriver still starting
+      }
+    }
+  }
+  const session = await call('POST', '/session', {
+    capabilities: { alwaysMatch: { browserName: 'chrome', 'goog:chromeOptions': {
+      args: ['--headless=new', '--no-sandbox', '--disable-dev-shm-usage', `--window-size=${width},${height}`],
+    } } },
+  });
+  const s = `/session/${session.sessionId}`;
+
+  /** Runs `script` in the page (its `arguments` are `args`) and returns its result. */
+  const js = (script, ...args) => call('POST', `${s}/execute/sync`, { script, args });
+  /** The WebDriver id of the first element matching `css`. */
+  const find = async (css) => {
+    const v = await call('POST', `${s}/element`, { using: 'css selector', value: css });
+    const id = v[ELEMENT];
+    if (!id) throw new Error(`no element id for ${css}: ${JSON.stringify(v)}`);
+    return id;
+  };
+  /** Types `text` into the element `#id` after clearing it. */
+  async function type(id, text) {
+    const e = await find(`#${id}`);
+    await call('POST', `${s}/element/${e}/clear`, {});
+    await call('POST', `${s}/element/${e}/value`, { text });
+  }
+  /** Sends keys to `#id` without clearing it (`\uE007` is Enter). */
+  const keys = async (id, text) => call('POST', `${s}/element/${await find(`#${id}`)}/value`, { text });
+  /** Clicks the first element matching `css`. */
+  const click = async (css) => call('POST', `${s}/element/${await find(css)}/click`, {});
+  /** Waits (up to `tries` × 100 ms) until `script` returns something truthy, and returns it. */
+  async function until(script, what, ...args) {
+    for (let i = 0; i < 300; i++) {
+      const v = await js(script, ...args);
+      if (v) return v;
+      await sleep(100);
+    }
+    throw new Error(`timed out waiting for ${what}`);
+  }
+  /**
+   * Runs `act` (which starts something that writes to the element `#outId`) and returns the
+   * output once it has changed and is no longer busy: its text and, for an error, the text of
+   * its role="alert" element (an error, and only an error, is shown as an alert).
+   */
+  async function outcome(outId, what, act) {
+    await js(`document.getElementById(arguments[0]).textContent = ''`, outId);
+    await act();
+    await until(`const o = document.getElementById(arguments[0]);
+      return o.textContent !== '' && !o.hasAttribute('aria-busy');`, what, outId);
+    const [text, failed, alert] = await js(`const o = document.getElementById(arguments[0]);
+      return [o.textContent, o.querySelector('.error') !== null, o.querySelector('[role="alert"]')?.textContent ?? null];`, outId);
+    assert(failed === (alert !== null), `${what}: an error (and only an error) is shown as an alert`);
+    return { text, alert };
+  }
+  /** Writes a PNG of the element matching `css` (scrolled to the top of the viewport) to `file`. */
+  async function screenshot(css, file) {
+    // Top-aligned first: chromedriver's own scrolling can leave an element cut at the viewport's edge.
+    await js(`document.querySelector(arguments[0]).scrollIntoView({ block: 'start' })`, css);
+    const png = await call('GET', `${s}/element/${await find(css)}/screenshot`);
+    fs.writeFileSync(file, Buffer.from(png, 'base64'));
+  }
+  /** Loads `url` in the session's tab. */
+  const navigate = (url) => call('POST', `${s}/url`, { url });
+  /** Ends the session (errors ignored: the browser may be gone). */
+  const close = () => call('DELETE', s).catch(() => {});
+  return { call, js, find, type, keys, click, until, outcome, screenshot, navigate, close };
+}
