@@ -239,6 +239,37 @@ fn fsck_findings_on_stderr_and_in_json() {
     );
 }
 
+/// `rowkit check` reports the mount table's fsck findings as check findings (kind, row, what a
+/// repair does), left without `--fix` (rowkit-client's `MountTable::check`, which the browser
+/// tool's Check runs too).
+#[test]
+fn check_reports_an_orphan() {
+    let s = Scratch::new("check-orphan");
+    s.json(&["mt", "setup"]);
+    s.json(&["mt", "mount", "a/b", S, "--ttl", "600"]);
+    let key = s.json(&["key", "encode", "mt", "zz"])["row_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.json(&["admin", "set", "mounttable", &key, "m:x=1"]);
+
+    let o = s.run(&["check"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mt = &doc["checks"][0];
+    assert_eq!(mt["schema"], "mt");
+    assert_eq!(mt["findings_by_kind"], json!({"orphan": 1}));
+    assert_eq!(
+        (mt["repaired"].clone(), mt["left"].clone()),
+        (json!(0), json!(1))
+    );
+    assert_eq!(
+        mt["findings"],
+        json!([{"schema": "mt", "kind": "orphan", "row_key": key, "row_key_hex": hex::encode(&key),
+            "detail": "fsck (mounttable.md §16)", "repair": "delete the orphan node", "repaired": false}])
+    );
+}
+
 /// Mount and SetPermissions on the root name `""` (its walk visits the root twice, §12.1).
 /// Before, the creating walk took the root for an unreferenced child of itself and tried to
 /// adopt it until the deadline ran out (exit 1, "aborted", a minute of CPU).

@@ -72,7 +72,8 @@ export function mount(section, ctx) {
       if (node.expandable && ev.target.closest('.mt-toggle')) toggle(node);
     });
     li.addEventListener('dblclick', (ev) => { ev.stopPropagation(); if (node.expandable) toggle(node); });
-    loadPerms(node);
+    // The root's permissions are read with its children (the page may not have its token yet).
+    if (name) loadPerms(node);
     return node;
   }
 
@@ -92,6 +93,7 @@ export function mount(section, ctx) {
   // Reads the children of `node` (glob `*` under its name) and shows them under it.
   async function expand(node) {
     const entries = await ctx.busy(node.li, client().glob(node.name, '*'));
+    loadPerms(node);
     const ul = el('ul', { role: 'group' });
     const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     for (const e of sorted) ul.append(nodeItem(join(node.name, e.name), e, node.level + 1).li);
