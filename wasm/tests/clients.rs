@@ -55,7 +55,7 @@ async fn mounttable(gateway: bool) {
         .await
         .unwrap();
     wait(mt.delete(format!("{base}/x"), true)).await.unwrap();
-    let g = json(&wait(mt.glob(base, "...".into())).await.unwrap());
+    let g = json(&wait(mt.glob(base.clone(), "...".into())).await.unwrap());
     let names: Vec<&str> = g
         .as_array()
         .unwrap()
@@ -67,7 +67,7 @@ async fn mounttable(gateway: bool) {
         "{g}"
     );
     // Permissions as the tree shows them: the stored JSON object and its version.
-    let p = json(&wait(mt.permissions(base.clone())).await.unwrap());
+    let p = json(&wait(mt.permissions(base)).await.unwrap());
     assert!(p["perms"]["Admin"]["In"].is_array(), "{p}");
     assert!(!p["version"].as_str().unwrap().is_empty(), "{p}");
     // The check is fsck's, as a report (other tests may write to the gateway's tables while it
