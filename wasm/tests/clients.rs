@@ -200,25 +200,16 @@ async fn triples(gateway: bool) {
     // object's kind.
     let met = "/u<joe>\t\"met\"@[2001-05-04T10:00:00Z]\t\"3\"^^type:int64".to_string();
     wait(g.add(vec![met.clone()])).await.unwrap();
+    let by_predicate = |p: &str| wait(g.query("triples-for-predicate".into(), vec![p.into()]));
     let found = json(
-        &wait(g.query(
-            "triples-for-predicate".into(),
-            vec!["\"met\"@[2001-05-04T10:00:00Z]".into()],
-        ))
-        .await
-        .unwrap(),
+        &by_predicate("\"met\"@[2001-05-04T10:00:00Z]")
+            .await
+            .unwrap(),
     );
     assert_eq!(found[0]["predicateId"], "met", "{found}");
     assert_eq!(found[0]["anchor"], "2001-05-04T10:00:00Z", "{found}");
     assert_eq!(found[0]["objectKind"], "literal", "{found}");
-    let parents = json(
-        &wait(g.query(
-            "triples-for-predicate".into(),
-            vec!["\"parent_of\"@[]".into()],
-        ))
-        .await
-        .unwrap(),
-    );
+    let parents = json(&by_predicate("\"parent_of\"@[]").await.unwrap());
     assert_eq!(parents[0]["anchor"], serde_json::Value::Null, "{parents}");
     assert_eq!(parents[0]["objectKind"], "node", "{parents}");
     wait(g.remove(vec![met])).await.unwrap();

@@ -204,20 +204,26 @@ fn key_encode_decode() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// Sets up the tables with `a/b` mounted and a node row for `zz` that the root does not
+/// reference (an orphan); returns the orphan's row key (escaped text).
+fn with_orphan(s: &Scratch) -> String {
+    s.json(&["mt", "setup"]);
+    s.json(&["mt", "mount", "a/b", S, "--ttl", "600"]);
+    let key = s.json(&["key", "encode", "mt", "zz"])["row_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.json(&["admin", "set", "mounttable", &key, "m:x=1"]);
+    key
+}
+
 /// Fsck findings reach the operator (issue 17, point 6): each on stderr as it is found, all of
 /// them in the `--json` document beside the summary, and the failure's id there too. Before,
 /// the CLI dropped them: the JSON was only the error document.
 #[test]
 fn fsck_findings_on_stderr_and_in_json() {
     let s = Scratch::new("fsck-findings");
-    s.json(&["mt", "setup"]);
-    s.json(&["mt", "mount", "a/b", S, "--ttl", "600"]);
-    // A node row for `zz` that the root does not reference: an orphan.
-    let key = s.json(&["key", "encode", "mt", "zz"])["row_key"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    s.json(&["admin", "set", "mounttable", &key, "m:x=1"]);
+    let key = with_orphan(&s);
 
     let o = s.run(&["mt", "fsck"]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
@@ -245,13 +251,7 @@ fn fsck_findings_on_stderr_and_in_json() {
 #[test]
 fn check_reports_an_orphan() {
     let s = Scratch::new("check-orphan");
-    s.json(&["mt", "setup"]);
-    s.json(&["mt", "mount", "a/b", S, "--ttl", "600"]);
-    let key = s.json(&["key", "encode", "mt", "zz"])["row_key"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    s.json(&["admin", "set", "mounttable", &key, "m:x=1"]);
+    let key = with_orphan(&s);
 
     let o = s.run(&["check"]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
