@@ -17,8 +17,9 @@
 #
 # Usage: wasm/test.sh [node|browser|e2e|all]   (default all). Needs node, wasm-bindgen-cli
 # 0.2.130, and for the browser chromium + chromedriver (CHROMEDRIVER, default
-# /usr/bin/chromedriver). `e2e` builds the package (wasm/build.sh) and drives the browser tool
-# (wasm/tests/e2e/e2e.mjs; screenshots in e2e/ of cargo's target directory).
+# /usr/bin/chromedriver). `e2e` builds the package (wasm/build.sh --out, into a copy of wasm/www)
+# and drives the browser tool (wasm/tests/e2e/e2e.mjs; screenshots in ROWKIT_E2E_OUT, default
+# e2e/ of cargo's target directory); ROWKIT_E2E_TOOL=embedded drives the tool built into rowkit.
 # Cargo's target directory is honoured wherever it is (CARGO_TARGET_DIR or cargo config).
 # ROWKIT_SERVE_CMD, if set, is run as `CMD STORE_FILE WWW_DIR` instead of `rowkit serve` (another
 # gateway build); it must print its 127.0.0.1:PORT and require the bearer token
@@ -109,10 +110,19 @@ if [ "$mode" = browser ] || [ "$mode" = all ]; then
 fi
 if [ "$mode" = e2e ] || [ "$mode" = all ]; then
   echo "=== browser tool end to end (headless Chromium via chromedriver)"
-  # The page drives the same machines in either build; the unoptimised one builds on what the
-  # suites above compiled.
-  ROWKIT_WASM_PROFILE="${ROWKIT_WASM_PROFILE:-dev}" wasm/build.sh
+  # ROWKIT_E2E_TOOL=embedded drives the tool built into rowkit (the committed package, as a
+  # fresh clone serves it); otherwise the page is served from a copy of wasm/www with a package
+  # built now (the committed one stays as it is). The page drives the same machines in either
+  # build; the unoptimised one builds on what the suites above compiled.
+  if [ "${ROWKIT_E2E_TOOL:-}" = embedded ]; then
+    www=embedded
+  else
+    www="$work/www"
+    cp -r wasm/www "$www"
+    rm -rf "$www/pkg"
+    ROWKIT_WASM_PROFILE="${ROWKIT_WASM_PROFILE:-dev}" wasm/build.sh --out "$www/pkg"
+  fi
   CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
-    node wasm/tests/e2e/e2e.mjs "$rowkit" wasm/www "$target_dir/e2e"
+    node wasm/tests/e2e/e2e.mjs "$rowkit" "$www" "${ROWKIT_E2E_OUT:-$target_dir/e2e}"
 fi
 echo "test.sh: $mode done in ${SECONDS}s"

@@ -159,6 +159,55 @@ pub fn decode_auto(key: &[u8]) -> Result<(Schema, Doc), ExplainError> {
         .ok_or_else(|| ExplainError::UnknownKey { key: escape(key) })
 }
 
+/// The byte runs of `key` as a row key of `schema`, from the schema's codec (`row_key_segments`
+/// next to each key decoder): `[{start, end, field, meaning, bytes, bytes_hex}]`, covering the
+/// whole key in order. The key inspector colours a key by them.
+pub fn segments(schema: Schema, key: &[u8]) -> Result<Value, ExplainError> {
+    let list = match schema {
+        Schema::Mt => mounttable::counter_row_key_segments(key)
+            .or_else(|| mounttable::row_key_segments(key))
+            .ok_or_else(|| {
+                not_a_key(
+                    schema,
+                    key,
+                    format!("{} bytes, at least 9 needed", key.len()),
+                )
+            })?,
+        Schema::Gold => gold_keys::row_key_segments(key).map_err(|e| not_a_key(schema, key, e))?,
+        Schema::S3 => objmeta_keys::row_key_segments(key).map_err(|e| not_a_key(schema, key, e))?,
+        Schema::Graph => {
+            triple_keys::row_key_segments(key).map_err(|e| not_a_key(schema, key, e))?
+        }
+    };
+    Ok(Value::Array(
+        list.iter()
+            .map(|g| {
+                let mut m = Map::new();
+                m.insert("start".into(), Value::from(g.start));
+                m.insert("end".into(), Value::from(g.end));
+                m.insert("field".into(), Value::from(g.field));
+                m.insert("meaning".into(), Value::from(g.meaning));
+                bytes_fields(&mut m, "bytes", key.get(g.start..g.end).unwrap_or_default());
+                Value::Object(m)
+            })
+            .collect(),
+    ))
+}
+
+/// [`decode`] with the key's [`segments`] under `segments`.
+pub fn decode_segmented(schema: Schema, key: &[u8]) -> Result<Doc, ExplainError> {
+    let mut doc = decode(schema, key)?;
+    doc.insert("segments".into(), segments(schema, key)?);
+    Ok(doc)
+}
+
+/// [`decode_auto`] with the key's [`segments`] under `segments`.
+pub fn decode_auto_segmented(key: &[u8]) -> Result<(Schema, Doc), ExplainError> {
+    let (schema, mut doc) = decode_auto(key)?;
+    doc.insert("segments".into(), segments(schema, key)?);
+    Ok((schema, doc))
+}
+
 /// A mount table key: a counter row (`kind: counter`) or a node row (`kind: node`, with the
 /// name and whether its FNV-1 hash prefix matches).
 pub fn decode_mt(key: &[u8]) -> Result<Doc, ExplainError> {
@@ -436,6 +485,107 @@ mod tests {
         let g = encode_graph("g", "/u<a>\t\"p\"@[]\t/u<b>").unwrap();
         let key = hex::decode(g["rows"][0]["row_key_hex"].as_str().unwrap()).unwrap();
         assert_eq!(decode_auto(&key).unwrap().0, Schema::Graph);
+    }
+
+    /// Every key's segments cover it byte for byte, in order, and name the fields the decoder
+    /// reads from the same bytes.
+    #[test]
+    fn segments_cover_every_key_and_match_the_decoded_fields() {
+        let hex_key = |doc: &Doc, name: &str| hex::decode(doc[name].as_str().unwrap()).unwrap();
+        let s3_version = encode_s3(
+            "bkt",
+            "photos/cat.jpg",
+            Some("98500000000000999999RG001"),
+            "v1",
+        )
+        .unwrap();
+        let graph = encode_graph("g", "/u<a>\t\"p\"@[]\t/u<b>").unwrap();
+        let cases: Vec<(Schema, Vec<u8>)> = alloc::vec![
+            (Schema::Mt, hex_key(&encode_mt("/a/bc/d"), "row_key_hex")),
+            (Schema::Mt, b"num-nodes-per-user:dev.v.io:u:joe".to_vec()),
+            (
+                Schema::Gold,
+                hex_key(&encode_gold_trace(1000, ",0=1,").unwrap(), "row_key_hex"),
+            ),
+            (Schema::Gold, ops_row_name(2_147_483_644)),
+            (Schema::S3, hex_key(&s3_version, "row_key_hex")),
+            (
+                Schema::S3,
+                hex_key(&encode_s3("bkt", "k", None, "v0").unwrap(), "row_key_hex"),
+            ),
+            (Schema::S3, b"__metastore\0bkt".to_vec()),
+            (
+                Schema::Graph,
+                hex::decode(graph["rows"][1]["row_key_hex"].as_str().unwrap()).unwrap(),
+            ),
+            (
+                Schema::Graph,
+                hex_key(graph["graph_row"].as_object().unwrap(), "row_key_hex"),
+            ),
+        ];
+        for (schema, key) in cases {
+            let segs = segments(schema, &key).unwrap();
+            let segs = segs.as_array().unwrap();
+            let mut at = 0;
+            for g in segs {
+                assert_eq!(g["start"], at, "{schema:?} {}: {segs:?}", escape(&key));
+                at = g["end"].as_u64().unwrap();
+            }
+            assert_eq!(
+                at as usize,
+                key.len(),
+                "{schema:?} {}: {segs:?}",
+                escape(&key)
+            );
+            let doc = decode(schema, &key).unwrap();
+            let field = |f: &str| -> Vec<&str> {
+                segs.iter()
+                    .filter(|g| g["field"] == f)
+                    .map(|g| g["bytes"].as_str().unwrap())
+                    .collect()
+            };
+            match schema {
+                Schema::Mt if doc["kind"] == "node" => {
+                    assert_eq!(field("name").join("/"), doc["name"].as_str().unwrap());
+                    assert_eq!(field("hash"), [doc["hash"].as_str().unwrap()]);
+                }
+                Schema::Mt => assert_eq!(field("creator"), [doc["creator"].as_str().unwrap()]),
+                Schema::Gold => {
+                    let tile = field("tile key");
+                    assert_eq!(
+                        tile[0].parse::<i64>().unwrap(),
+                        doc["tile_key"].as_i64().unwrap()
+                    );
+                    assert_eq!(field("subkey").concat(), doc["subkey"].as_str().unwrap());
+                }
+                Schema::S3 if doc["kind"] == "metastore" => {
+                    assert_eq!(
+                        field("internal key"),
+                        [doc["arsenal_key"].as_str().unwrap()]
+                    );
+                }
+                Schema::S3 => {
+                    assert_eq!(field("collection"), [doc["collection"].as_str().unwrap()]);
+                    assert_eq!(field("object key"), [doc["object_key"].as_str().unwrap()]);
+                    let version: Vec<&str> = doc["version_id"].as_str().into_iter().collect();
+                    assert_eq!(field("version id"), version);
+                }
+                Schema::Graph if doc["kind"] == "triple" => {
+                    for f in ["s", "p", "o"] {
+                        let name = match f {
+                            "s" => "subject",
+                            "p" => "predicate",
+                            _ => "object",
+                        };
+                        assert_eq!(field(name), [doc[f].as_str().unwrap()], "{f}");
+                    }
+                    assert_eq!(field("index"), [doc["index"].as_str().unwrap()]);
+                }
+                Schema::Graph => assert_eq!(field("graph"), [doc["graph"].as_str().unwrap()]),
+            }
+        }
+        assert!(segments(Schema::Gold, b"nope").is_err());
+        assert!(segments(Schema::Mt, b"short").is_err());
     }
 
     #[test]

@@ -38,5 +38,6 @@ pub mod explain;
 pub mod model;
 pub mod mounttable;
 pub mod objmeta;
+pub mod segment;
 pub mod tracestore;
 pub mod triples;

@@ -5,7 +5,7 @@
 use js_sys::Promise;
 use rowkit_codec::escape::escape;
 use rowkit_codec::explain::{self, Schema};
-use rowkit_codec::model::{RowRange, RowSet};
+use rowkit_codec::model::{KeyBound, RowRange, RowSet};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
 use serde_json::{Value, json};
@@ -23,11 +23,12 @@ const SHOWN_VALUE_BYTES: usize = 512;
 
 /// Scans `table` for rows whose key starts with `prefix` (a `Uint8Array`, escaped key text or
 /// `hex:…`; empty = the whole table), at most `limit` rows (0 = no limit). `schema` (`auto`,
-/// `mt`, `gold`, `s3`, `graph`, or `none`) says how to explain each key. Options are the
-/// common client options (`gateway`, `token`, …). Resolves to
-/// `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex, timestampMicros,
-/// value, value_hex, valueSize}]}]`; `decoded` is the key's document, or `{error}` when the key
-/// is not one of the schema's.
+/// `mt`, `gold`, `s3`, `graph`, or `none`) says how to explain each key. `after` (a key, as
+/// `prefix`) pages: only rows after it are read, so the next page starts after the last key
+/// of the previous one. Options are the common client options (`gateway`, `token`, …).
+/// Resolves to `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex,
+/// timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
+/// its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
 #[wasm_bindgen(js_name = scanRows, unchecked_return_type = "Promise<Record<string, unknown>[]>")]
 pub fn scan_rows(
     options: JsValue,
@@ -35,6 +36,7 @@ pub fn scan_rows(
     #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] prefix: JsValue,
     limit: u32,
     schema: Option<String>,
+    #[wasm_bindgen(unchecked_param_type = "Uint8Array | string | undefined")] after: JsValue,
 ) -> Promise {
     future_to_promise(async move {
         let opts = ClientOptions::from_js(&options)?;
@@ -43,6 +45,13 @@ pub fn scan_rows(
         } else {
             js::key_bytes(&prefix)?
         };
+        let mut range = RowRange::prefix(&prefix);
+        if !js::is_absent(&after) {
+            let after = js::key_bytes(&after)?;
+            if range.start.admits_from_below(&after) {
+                range.start = KeyBound::Open(after);
+            }
+        }
         let schema = schema.unwrap_or_else(|| "auto".into());
         let explain_as = match schema.as_str() {
             "auto" | "none" => None,
@@ -54,7 +63,7 @@ pub fn scan_rows(
             table,
             rows: RowSet {
                 row_keys: Vec::new(),
-                row_ranges: vec![RowRange::prefix(&prefix)],
+                row_ranges: vec![range],
             },
             rows_limit: i64::from(limit),
             ..Default::default()
@@ -69,10 +78,10 @@ pub fn scan_rows(
         rowkit_client::run(&opts.driver, m, |row| {
             let decoded = match (schema.as_str(), explain_as) {
                 ("none", _) => Value::Null,
-                (_, Some(s)) => explain::decode(s, &row.key)
+                (_, Some(s)) => explain::decode_segmented(s, &row.key)
                     .map(Value::Object)
                     .unwrap_or_else(|e| json!({"error": e.to_string()})),
-                (_, None) => explain::decode_auto(&row.key)
+                (_, None) => explain::decode_auto_segmented(&row.key)
                     .map(|(_, d)| Value::Object(d))
                     .unwrap_or_else(|e| json!({"error": e.to_string()})),
             };

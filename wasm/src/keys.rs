@@ -23,7 +23,8 @@ fn explain_error(e: ExplainError) -> JsValue {
 /// Decodes a row key. `schema` is `"auto"` (try every schema: gold, s3, graph, then mt) or one
 /// of `"mt"`, `"gold"`, `"s3"`, `"graph"` (`mounttable`, `tracestore`, `objmeta`, `triples`
 /// also accepted). `key` is a `Uint8Array` or escaped key text (`\xHH`) or `hex:…`. Returns an
-/// object with `schema`, `row_key`, `row_key_hex` and the schema's fields; throws an `Error`
+/// object with `schema`, `row_key`, `row_key_hex`, the schema's fields and `segments` (the
+/// key's byte runs from its codec: `[{start, end, field, meaning, bytes, bytes_hex}]`); throws an `Error`
 /// whose `code` is `not_a_row_key` / `unknown_row_key` / `invalid_argument`.
 #[wasm_bindgen(js_name = decodeKey, unchecked_return_type = "Record<string, unknown>")]
 pub fn decode_key(
@@ -32,7 +33,7 @@ pub fn decode_key(
 ) -> Result<JsValue, JsValue> {
     let bytes = js::key_bytes(&key)?;
     if schema == "auto" {
-        return explain::decode_auto(&bytes)
+        return explain::decode_auto_segmented(&bytes)
             .map(|(_, d)| doc(d))
             .map_err(explain_error);
     }
@@ -41,7 +42,9 @@ pub fn decode_key(
             "unknown schema {schema:?} (auto, mt, gold, s3, graph)"
         ))
     })?;
-    explain::decode(s, &bytes).map(doc).map_err(explain_error)
+    explain::decode_segmented(s, &bytes)
+        .map(doc)
+        .map_err(explain_error)
 }
 
 /// The node row key of a mount table name: `{schema, name, row_key, row_key_hex}`.

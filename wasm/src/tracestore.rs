@@ -8,12 +8,15 @@ use std::rc::Rc;
 
 use futures_util::lock::Mutex;
 use js_sys::Promise;
+use js_sys::Reflect;
 use rowkit_client::tracestore::{TraceStore as Facade, setup_table};
 use rowkit_client::{Driver, ensure_table};
+use rowkit_codec::tracestore::keys::TILE_SIZE;
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
 use rowkit_statemachines::Timestamp;
-use rowkit_statemachines::tracestore::{PutEntry, Tile};
+use rowkit_statemachines::tracestore::{PutEntry, Tile, TraceBatch};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::future_to_promise;
 
@@ -43,6 +46,44 @@ fn tile_json(layout: Layout, tile: &Tile) -> Value {
         "paramset": tile.paramset,
         "traces": traces,
     })
+}
+
+/// A streamed tile's digests numbered in order of first appearance, so each batch carries its
+/// new digests once and its cells as small numbers (a 10 000 × 256 tile as 32-character strings
+/// would be 80 MB of JS strings).
+#[derive(Default)]
+struct DigestNumbering {
+    numbers: HashMap<String, u32>,
+}
+
+impl DigestNumbering {
+    /// A batch as the JS object `streamTile` hands over.
+    fn batch_js(&mut self, batch: TraceBatch) -> JsValue {
+        let mut new_digests = Vec::new();
+        let mut cells = Vec::with_capacity(batch.traces.len() * TILE_SIZE as usize);
+        let mut traces = Vec::with_capacity(batch.traces.len());
+        for (id, trace) in batch.traces {
+            cells.extend(trace.digests.into_iter().map(|d| {
+                if d.is_empty() {
+                    return 0;
+                }
+                let next = self.numbers.len() as u32 + 1;
+                *self.numbers.entry(d).or_insert_with_key(|d| {
+                    new_digests.push(Value::from(d.as_str()));
+                    next
+                })
+            }));
+            traces.push(json!({"id": id, "params": trace.params}));
+        }
+        let page = js_sys::Object::new();
+        let set = |k: &str, v: &JsValue| Reflect::set(&page, &JsValue::from_str(k), v);
+        // Setting a member of a fresh plain object cannot fail.
+        let _ = set("traces", &js::to_js(&Value::Array(traces)));
+        let _ = set("newDigests", &js::to_js(&Value::Array(new_digests)));
+        let _ = set("cells", &js_sys::Uint32Array::from(&cells[..]).into());
+        let _ = set("shardsDone", &JsValue::from(batch.shards_done));
+        page.into()
+    }
 }
 
 fn params(v: &Value, what: &str) -> Result<Params, JsValue> {
@@ -185,6 +226,45 @@ impl TraceStore {
             let mut doc = tile_json(inner.layout, &tile);
             doc["tileIndex"] = Value::from(index);
             Ok(js::to_js(&doc))
+        })
+    }
+
+    /// Streams tile `index` to `onBatch`, called with each batch of traces as it arrives (a
+    /// viewer draws a 10 000-trace tile while it streams in; options are not read):
+    /// `{traces: [{id, params}], newDigests: [string], cells: Uint32Array, shardsDone}`, where
+    /// `cells[t * 256 + c]` is trace `t`'s digest at the tile's commit `c` as 1 + its index in
+    /// the stream's digest list (the `newDigests` of every batch so far, in order), 0 = missing.
+    /// Resolves to the number of traces. An error thrown by `onBatch` ends the stream with it.
+    #[wasm_bindgen(js_name = streamTile, unchecked_return_type = "Promise<number>")]
+    pub fn stream_tile(
+        &self,
+        index: u32,
+        #[wasm_bindgen(
+            unchecked_param_type = "(batch: {traces: {id: string, params: Record<string, string>}[], newDigests: string[], cells: Uint32Array, shardsDone: number}) => void"
+        )]
+        on_batch: js_sys::Function,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let mut gold = inner.gold.lock().await;
+            let mut numbering = DigestNumbering::default();
+            let mut thrown = None;
+            let n = gold
+                .stream_tile(index, |batch| {
+                    if thrown.is_some() {
+                        return;
+                    }
+                    let page = numbering.batch_js(batch);
+                    if let Err(e) = on_batch.call1(&JsValue::NULL, &page) {
+                        thrown = Some(e);
+                    }
+                })
+                .await
+                .map_err(gold_error)?;
+            match thrown {
+                Some(e) => Err(e),
+                None => Ok(JsValue::from(n as f64)),
+            }
         })
     }
 

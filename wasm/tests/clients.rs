@@ -287,6 +287,7 @@ async fn objmeta_through_a_token_gateway() {
             JsValue::UNDEFINED,
             1,
             None,
+            JsValue::UNDEFINED,
         ))
         .await
         .unwrap_err();
@@ -307,28 +308,52 @@ async fn triples_gateway() {
 #[wasm_bindgen_test]
 async fn scan_rows_decodes_every_key() {
     for gateway in [false, true] {
-        let g = Graph::new(format!("scan{}", unique()), options(gateway, None)).unwrap();
+        let id = format!("scan{}", unique());
+        let g = Graph::new(id.clone(), options(gateway, None)).unwrap();
         wait(g.setup()).await.unwrap();
         wait(g.create()).await.unwrap();
         wait(g.add(vec!["/u<a>\t\"p\"@[]\t/u<b>".into()]))
             .await
             .unwrap();
-        let rows = json(
-            &wait(rowkit_wasm::browse::scan_rows(
-                options(gateway, None),
-                "badwolf".into(),
-                JsValue::from_str("scan"),
-                0,
-                None,
-            ))
-            .await
-            .unwrap(),
-        );
-        let rows = rows.as_array().unwrap();
-        assert!(rows.len() >= 4, "{rows:?}");
-        for r in rows {
+        let prefix = format!("{id}:");
+        let scan = |limit: u32, after: JsValue| {
+            let prefix = prefix.clone();
+            async move {
+                let rows = wait(rowkit_wasm::browse::scan_rows(
+                    options(gateway, None),
+                    "badwolf".into(),
+                    JsValue::from_str(&prefix),
+                    limit,
+                    None,
+                    after,
+                ))
+                .await
+                .unwrap();
+                json(&rows).as_array().unwrap().clone()
+            }
+        };
+        let rows = scan(0, JsValue::UNDEFINED).await;
+        assert_eq!(rows.len(), 4, "{rows:?}");
+        for r in &rows {
             assert_eq!(r["decoded"]["schema"], "graph", "{r}");
+            // The key's segments, from the codec, cover it byte for byte.
+            let segments = r["decoded"]["segments"].as_array().unwrap();
+            let hex: String = segments
+                .iter()
+                .map(|g| g["bytes_hex"].as_str().unwrap())
+                .collect();
+            assert_eq!(hex, r["row_key_hex"].as_str().unwrap(), "{r}");
         }
+        // Pages of 3: the second starts after the first's last key and holds the rest.
+        let first = scan(3, JsValue::UNDEFINED).await;
+        let last = first[2]["row_key"].as_str().unwrap();
+        let second = scan(3, JsValue::from_str(last)).await;
+        let keys = |rows: &[serde_json::Value]| -> Vec<String> {
+            rows.iter()
+                .map(|r| r["row_key"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!([keys(&first), keys(&second)].concat(), keys(&rows));
         wait(g.drop()).await.unwrap();
     }
 }

@@ -1,6 +1,7 @@
 //! Counter rows (§7.5): `num-nodes-per-user:<creator>` / `num-servers-per-user:<creator>` with
 //! one 8-byte big-endian `i64` cell `m:c`.
 
+use crate::segment::{KeySegment, Segments};
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -43,6 +44,24 @@ pub fn decode_counter_row_key(key: &[u8]) -> Option<(CounterKind, &[u8])> {
     [CounterKind::Nodes, CounterKind::Servers]
         .into_iter()
         .find_map(|k| key.strip_prefix(k.prefix().as_bytes()).map(|c| (k, c)))
+}
+
+/// The segments of a counter row key: its kind's prefix, then the creator. `None` if it has
+/// neither prefix.
+pub fn counter_row_key_segments(key: &[u8]) -> Option<Vec<KeySegment>> {
+    let (kind, creator) = decode_counter_row_key(key)?;
+    let mut s = Segments::new();
+    s.push(
+        kind.prefix().len(),
+        "counter",
+        "which per-creator counter: num-nodes-per-user or num-servers-per-user",
+    );
+    s.push(
+        creator.len(),
+        "creator",
+        "the creator (blessing) whose nodes or servers are counted",
+    );
+    Some(s.finish())
 }
 
 /// Why a counter did not decode.

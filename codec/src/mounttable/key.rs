@@ -5,6 +5,7 @@ use alloc::vec::Vec;
 
 use super::names::push_clean;
 use crate::digits::hex8;
+use crate::segment::{KeySegment, Segments};
 
 /// FNV-1 (not 1a) 32-bit hash.
 pub fn fnv1_32(data: &[u8]) -> u32 {
@@ -40,6 +41,27 @@ pub fn row_key_for_cleaned(cleaned: &str) -> Vec<u8> {
 /// The node name of a row key (`key[9..]`), or `None` when the key is shorter than 9 bytes.
 pub fn decode_row_key(key: &[u8]) -> Option<&[u8]> {
     key.get(9..)
+}
+
+/// The segments of a node row key (as [`decode_row_key`] reads it): the hash, the root `/`,
+/// then the name's elements and the `/` between them. `None` when the key is shorter than
+/// 9 bytes.
+pub fn row_key_segments(key: &[u8]) -> Option<Vec<KeySegment>> {
+    let name = decode_row_key(key)?;
+    let mut s = Segments::new();
+    s.push(
+        8,
+        "hash",
+        "FNV-1 32-bit hash of the cleaned rooted name, 8 hex digits: spreads names over the table",
+    );
+    s.push(1, "separator", "'/': the root; the name follows");
+    for (i, element) in name.split(|&b| b == b'/').enumerate() {
+        if i > 0 {
+            s.push(1, "separator", "'/' between name elements");
+        }
+        s.push(element.len(), "name", "one element of the node's name");
+    }
+    Some(s.finish())
 }
 
 /// A child reference decoded from a `c:` qualifier.

@@ -20,14 +20,14 @@ mod perms;
 pub use address::validate_server;
 pub use caller::{Caller, creator_of};
 pub use counter::{
-    CounterDecodeError, CounterKind, counter_row_key, decode_counter_row, decode_counter_row_key,
-    decode_counter_value, encode_counter_value,
+    CounterDecodeError, CounterKind, counter_row_key, counter_row_key_segments, decode_counter_row,
+    decode_counter_row_key, decode_counter_value, encode_counter_value,
 };
 pub use flags::{FlagsDecodeError, MountFlags, decode_flags_into, encode_flags};
 pub use key::{
     ChildRef, QualifierDecodeError, VersionError, child_qualifier, decode_child_qualifier,
     decode_row_key, fnv1_32, format_version, next_version, parse_version, row_key,
-    row_key_for_cleaned,
+    row_key_for_cleaned, row_key_segments,
 };
 pub use names::{clean, dir, join, normalize_suffix, path_clean, split};
 pub use node::{NodeDecodeError, NodeRow, ServerEntry, decode_node};

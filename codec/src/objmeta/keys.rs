@@ -17,6 +17,7 @@ use core::cmp::Ordering;
 use serde::{Deserialize, Serialize};
 
 use super::error::ObjmetaCodecError;
+use crate::segment::{KeySegment, Segments};
 
 /// `VersionId.Separator`: between an object key and a version id.
 pub const SEPARATOR: char = '\0';
@@ -305,6 +306,49 @@ pub fn decode_row_key(key: &[u8]) -> Result<DecodedRowKey, ObjmetaCodecError> {
         version_id,
         arsenal_key,
     })
+}
+
+/// The segments of an object metadata row key (as [`decode_row_key`] reads it): collection,
+/// `00`, then the Arsenal key: the v1 kind prefix, the object key, and for a version `00` and
+/// the version id.
+pub fn row_key_segments(key: &[u8]) -> Result<Vec<KeySegment>, ObjmetaCodecError> {
+    let d = decode_row_key(key)?;
+    let mut s = Segments::new();
+    s.push(
+        d.collection.len(),
+        "collection",
+        "collection: the bucket's name (or an internal collection)",
+    );
+    s.push(
+        1,
+        "separator",
+        "00: ends the collection; the Arsenal key follows",
+    );
+    if d.format.is_none() {
+        s.push(
+            d.arsenal_key.len(),
+            "internal key",
+            "a key of the internal collection (bucket attributes, counters)",
+        );
+        return Ok(s.finish());
+    }
+    if d.format == Some(VFormat::V1) {
+        s.push(
+            MASTER_PREFIX.len(),
+            "kind prefix",
+            "v1 key format: \\x7fM master, \\x7fV version, \\x7fR replay",
+        );
+    }
+    s.push(d.object_key.len(), "object key", "the object's key");
+    if let Some(version_id) = &d.version_id {
+        s.push(1, "separator", "00: the version id follows");
+        s.push(
+            version_id.len(),
+            "version id",
+            "version id: smaller for newer versions, so a key's versions list newest first",
+        );
+    }
+    Ok(s.finish())
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 use super::TraceStoreError;
 use crate::digits::push_decimal_padded;
 use crate::model::RowRange;
+use crate::segment::{KeySegment, Segments};
 
 /// Commits per tile.
 pub const TILE_SIZE: u32 = 256;
@@ -404,6 +405,46 @@ pub fn decode_row_key(key: &[u8]) -> Result<DecodedRowKey, RowKeyError> {
         tile_key,
         subkey: subkey.to_vec(),
     })
+}
+
+/// The segments of a trace store row key (as [`decode_row_key`] reads it): shard, namespace,
+/// row type, tile key and subkey, with the `:` separators.
+pub fn row_key_segments(key: &[u8]) -> Result<Vec<KeySegment>, RowKeyError> {
+    let d = decode_row_key(key)?;
+    let mut s = Segments::new();
+    if d.shard.is_some() {
+        s.push(
+            2,
+            "shard",
+            "shard: CRC-32 of the subkey mod 32, two digits (spreads a tile's rows)",
+        );
+    }
+    s.push(1, "separator", "':'");
+    s.push(2, "namespace", "'ts': the trace store's namespace");
+    s.push(1, "separator", "':'");
+    s.push(
+        1,
+        "row type",
+        "row type: t trace, p options, d digest map, o OPS (a tile's param sets), i id counter",
+    );
+    s.push(1, "separator", "':'");
+    s.push(
+        10,
+        "tile key",
+        "tile key: 2147483647 − tile index, ten digits, so the newest tile sorts first (0 for d and i rows)",
+    );
+    s.push(1, "separator", "':'");
+    s.push(
+        d.subkey.len(),
+        "subkey",
+        match d.row_type {
+            RowType::Trace | RowType::Options => {
+                "trace id: the params as ,key=value, indices into the tile's OPS"
+            }
+            _ => "the digest's first 3 hex characters (its columns hold the other 29)",
+        },
+    );
+    Ok(s.finish())
 }
 
 #[cfg(test)]

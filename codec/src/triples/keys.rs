@@ -13,6 +13,7 @@ use super::predicate::Predicate;
 use super::triple::{Object, Triple};
 use super::uuid::Uuid;
 use crate::model::Timestamp;
+use crate::segment::{KeySegment, Segments};
 
 /// Family of triples with an immutable predicate.
 pub const FAMILY_IMMUTABLE: &str = "immutable_triple";
@@ -376,6 +377,50 @@ pub fn decode_row_key(key: &[u8]) -> Result<DecodedKey, KeyError> {
     }
     Err(KeyError::NotAKey(crate::escape::escape(key)))
 }
+
+/// The segments of a triple store row key (as [`decode_row_key`] reads it): a triple row's
+/// graph id, index and three UUIDs in the index's order, or a graph row's prefix and graph id.
+pub fn row_key_segments(key: &[u8]) -> Result<Vec<KeySegment>, KeyError> {
+    let mut s = Segments::new();
+    match decode_row_key(key)? {
+        DecodedKey::Triple { graph, index, .. } => {
+            s.push(graph.len(), "graph", "the graph id");
+            s.push(1, "separator", "':'");
+            s.push(
+                3,
+                "index",
+                "index: the order of the three UUIDs (OSP, POS, SOP or SPO)",
+            );
+            let [a, b, c] = match index {
+                Index::Osp => [OBJECT, SUBJECT, PREDICATE],
+                Index::Pos => [PREDICATE, OBJECT, SUBJECT],
+                Index::Sop => [SUBJECT, OBJECT, PREDICATE],
+                Index::Spo => [SUBJECT, PREDICATE, OBJECT],
+            };
+            for (field, meaning) in [a, b, c] {
+                s.push(1, "separator", "':'");
+                s.push(36, field, meaning);
+            }
+        }
+        DecodedKey::Graph { graph } => {
+            s.push(
+                GRAPH_ROW_PREFIX.len(),
+                "namespace",
+                "'graph:': a graph's row",
+            );
+            s.push(graph.len(), "graph", "the graph id");
+        }
+    }
+    Ok(s.finish())
+}
+
+/// The UUID segments' fields and meanings.
+const SUBJECT: (&str, &str) = ("subject", "UUID of the subject node");
+const PREDICATE: (&str, &str) = (
+    "predicate",
+    "UUID of the predicate's id (without its time anchor: the partial predicate)",
+);
+const OBJECT: (&str, &str) = ("object", "UUID of the object (node, literal or predicate)");
 
 /// The graph id as text for messages (lossy UTF-8).
 pub fn graph_display(graph: &[u8]) -> String {

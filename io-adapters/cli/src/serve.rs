@@ -1,10 +1,11 @@
 //! `rowkit serve`: the Bigtable v2 JSON gateway (`rowkit-gateway`) over the `--store`, plus the
-//! browser tool's static files. Prints the URL once the socket is bound (so callers can ask for
-//! port 0 and read the real one), then serves until Ctrl-C.
+//! browser tool: built into the binary (`build.rs` embeds `wasm/www` with its committed wasm
+//! package), or a directory given with `--www` (development). Prints the URL once the socket
+//! is bound (so callers can ask for port 0 and read the real one), then serves until Ctrl-C.
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use clap::Args;
@@ -34,7 +35,8 @@ pub struct ServeArgs {
     /// Origin allowed to call the API from a browser (repeatable); default: loopback origins.
     #[arg(long = "cors-origin", value_name = "ORIGIN")]
     pub cors_origins: Vec<String>,
-    /// Directory of the browser tool; default: wasm/www of rowkit's workspace if built.
+    /// Directory of the browser tool, read per request (for development); default: the tool
+    /// built into rowkit.
     #[arg(long, value_name = "DIR")]
     pub www: Option<PathBuf>,
     /// Largest request body accepted, in bytes.
@@ -70,18 +72,8 @@ fn parse_listen(value: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| "it resolves to no address".into())
 }
 
-/// `wasm/www` of the workspace this binary was built in, or of a workspace the binary sits in.
-fn default_www() -> Option<PathBuf> {
-    let built_in = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../wasm/www");
-    let beside_exe = std::env::current_exe().ok().and_then(|exe| {
-        exe.ancestors()
-            .map(|dir| dir.join("wasm/www"))
-            .find(|dir| dir.join("index.html").is_file())
-    });
-    std::iter::once(built_in)
-        .chain(beside_exe)
-        .find(|dir| dir.join("index.html").is_file())
-}
+// `WWW_FILES`: the browser tool's files, from build.rs.
+include!(concat!(env!("OUT_DIR"), "/www_files.rs"));
 
 /// Runs the gateway until Ctrl-C.
 pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError> {
@@ -92,14 +84,14 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                 dir.display()
             )));
         }
-        Some(dir) => Some(dir.clone()),
-        None => default_www(),
+        dir => dir.clone(),
     };
     let config = GatewayConfig {
         listen: args.listen,
         token: args.token.clone(),
         cors_origins: args.cors_origins.clone(),
         www,
+        www_files: WWW_FILES,
         max_body_bytes: args.max_body_bytes,
         allowed_hosts: args.allowed_hosts.clone(),
     };
@@ -133,11 +125,17 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         };
         let mut err = std::io::stderr();
         let _ = match &config.www {
-            Some(dir) => writeln!(err, "rowkit serve: browser tool from {}", dir.display()),
-            None => writeln!(
+            Some(dir) if !dir.join("index.html").is_file() => writeln!(
                 err,
-                "rowkit serve: browser tool not built (wasm/www missing); serving a placeholder page"
+                "rowkit serve: --www {} has no index.html; the page says so",
+                dir.display()
             ),
+            Some(dir) => writeln!(err, "rowkit serve: browser tool from {}", dir.display()),
+            None if WWW_FILES.is_empty() => writeln!(
+                err,
+                "rowkit serve: this rowkit was built without the browser tool; the page says so"
+            ),
+            None => writeln!(err, "rowkit serve: browser tool built into rowkit"),
         };
         let _ = writeln!(
             err,

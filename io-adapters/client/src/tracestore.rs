@@ -38,7 +38,7 @@ use rowkit_statemachines::check::{
 use rowkit_statemachines::operation::{Flow, Operation};
 use rowkit_statemachines::tracestore::{
     AllocateDigestIds, AssignDigestIds, Check, NewestTile, Put, PutEntry, ReadDense, ReadRange,
-    Tile, TraceStoreSchema, TraceStoreState,
+    StreamTile, Tile, TraceBatch, TraceStoreEvent, TraceStoreSchema, TraceStoreState,
 };
 use rowkit_statemachines::{Code, SplitMix64, StoreError};
 
@@ -180,7 +180,16 @@ impl<D: Driver> TraceStore<D> {
         driver: &D,
         op: Operation<'_, F>,
     ) -> Result<F::Output, TraceStoreError> {
-        run(driver, op, |()| {}).await.map_err(|e| match e {
+        Self::run_with_events(driver, op, |_| {}).await
+    }
+
+    /// Runs `op`, handing its events to `on_event`.
+    async fn run_with_events<F: Flow<Schema = TraceStoreSchema>>(
+        driver: &D,
+        op: Operation<'_, F>,
+        on_event: impl FnMut(TraceStoreEvent),
+    ) -> Result<F::Output, TraceStoreError> {
+        run(driver, op, on_event).await.map_err(|e| match e {
             RunError::Machine(e) => e,
             RunError::Stalled => TraceStoreError::Store {
                 code: Code::Internal,
@@ -236,6 +245,21 @@ impl<D: Driver> TraceStore<D> {
         let (now, seed, deadline) = self.begin();
         let op = ReadRange::new(&mut self.state, first, last, deadline, now, seed);
         Self::run(&self.driver, op).await
+    }
+
+    /// `StreamTile(index)`: the tile's traces handed to `on_batch` as they arrive (options are
+    /// not read); resolves to how many traces were handed over.
+    pub async fn stream_tile(
+        &mut self,
+        index: u32,
+        mut on_batch: impl FnMut(TraceBatch),
+    ) -> Result<usize, TraceStoreError> {
+        let (now, seed, deadline) = self.begin();
+        let op = StreamTile::new(&mut self.state, index, deadline, now, seed);
+        Self::run_with_events(&self.driver, op, |e| match e {
+            TraceStoreEvent::Traces(batch) => on_batch(batch),
+        })
+        .await
     }
 
     /// `ReadDense(last, n)`.

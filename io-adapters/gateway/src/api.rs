@@ -135,7 +135,10 @@ async fn handle(
             )
                 .into_response();
         }
-        return crate::www::serve(state.www.as_deref().map(|p| p.as_path()), path).await;
+        return match state.www.as_deref() {
+            Some(dir) => crate::www::serve(dir, path).await,
+            None => crate::www::serve_embedded(state.www_files, path),
+        };
     }
     match data_call(&state, &method, &uri, &headers, body).await {
         Ok(response) => response,

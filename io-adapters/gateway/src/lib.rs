@@ -38,6 +38,10 @@ pub use rowkit_statemachines::{Request, Response, StoreError};
 /// which base64 grows by a third; larger bodies cannot be valid.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 400 << 20;
 
+/// Files built into a binary (path relative to the tool's root, `/`-separated; bytes), e.g.
+/// with `include_bytes!`: the browser tool served without a directory.
+pub type EmbeddedFiles = &'static [(&'static str, &'static [u8])];
+
 /// How the gateway is exposed.
 #[derive(Clone, Debug)]
 pub struct GatewayConfig {
@@ -49,8 +53,12 @@ pub struct GatewayConfig {
     /// Origins allowed by CORS (`http://127.0.0.1:8000`); empty = any loopback origin.
     /// `*` allows every origin, only on an open (token-less) gateway.
     pub cors_origins: Vec<String>,
-    /// Directory of the browser tool's static files; `None` = the built-in index page.
+    /// Directory of the browser tool's static files, read per request (`--www DIR`, for
+    /// development); when `None`, `www_files` are served.
     pub www: Option<PathBuf>,
+    /// The browser tool built into the binary, served when `www` is `None`; empty = a built-in
+    /// page saying the tool is missing.
+    pub www_files: EmbeddedFiles,
     /// Largest request body accepted, in bytes: a larger declared `Content-Length` is refused
     /// before the body is read, and a body streamed past it is cut off.
     pub max_body_bytes: usize,
@@ -66,6 +74,7 @@ impl Default for GatewayConfig {
             token: None,
             cors_origins: Vec::new(),
             www: None,
+            www_files: &[],
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
         }
@@ -126,6 +135,8 @@ pub struct AppState {
     pub max_body_bytes: usize,
     /// Static files directory, with every link resolved: files are served only from inside it.
     pub www: Option<Arc<PathBuf>>,
+    /// The files served when there is no directory.
+    pub www_files: EmbeddedFiles,
     /// The `Host` allow-list.
     pub hosts: Arc<AllowedHosts>,
 }
@@ -164,6 +175,7 @@ impl Gateway {
             token: config.token.map(Arc::from),
             max_body_bytes: config.max_body_bytes,
             www,
+            www_files: config.www_files,
             hosts: Arc::new(AllowedHosts::new(&config.allowed_hosts)),
         };
         let app = router(state).layer(cors);

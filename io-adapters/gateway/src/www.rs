@@ -1,6 +1,7 @@
-//! Static files of the browser tool (`wasm/www`), served on every path outside `/v2/`. Without
-//! a directory, `/` is a built-in page saying how to build the tool. Paths are resolved inside
-//! the directory only: no `..`, no absolute or drive components, no hidden files, and a file
+//! Static files of the browser tool (`wasm/www`), served on every path outside `/v2/`: from the
+//! files built into the binary, or from a directory (`--www DIR`, for development). When the
+//! tool is not there (no files built in, or a directory without `index.html`), `/` is a
+//! built-in page saying why. Paths are resolved inside the directory only: no `..`, no absolute or drive components, no hidden files, and a file
 //! is served only if, with every link resolved, it still lies inside the (resolved) directory:
 //! a link inside `--www` to `/etc/passwd` is not followed. They are
 //! served without the bearer token, which guards the data API only: a browser loading the tool
@@ -12,7 +13,9 @@ use axum::body::Body;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-/// The page served at `/` when no `--www` directory is available.
+use crate::EmbeddedFiles;
+
+/// The page served at `/` when the browser tool is not there; `{why}` says why.
 const BUILT_IN_INDEX: &str = r#"<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>rowkit gateway</title></head>
@@ -22,9 +25,10 @@ const BUILT_IN_INDEX: &str = r#"<!doctype html>
 <code>/v2/projects/{project}/instances/{instance}/tables/{table}:{method}</code>
 (<code>readRows</code>, <code>mutateRow</code>, <code>mutateRows</code>,
 <code>checkAndMutateRow</code>, <code>readModifyWriteRow</code>, <code>sampleRowKeys</code>).</p>
-<p>The browser tool is not built. Build it (see <code>wasm/README.md</code>) so that
-<code>wasm/www/</code> exists, then restart <code>rowkit serve</code> from the workspace, or pass
-<code>--www DIR</code>.</p>
+<p>The browser tool is not here: {why}. <code>rowkit serve</code> without <code>--www</code>
+serves the tool built into rowkit (<code>wasm/www</code> of the workspace it was built from,
+with its committed wasm package); <code>--www DIR</code> serves a directory holding the tool's
+<code>index.html</code> and its package <code>pkg/</code> (built by <code>wasm/build.sh</code>).</p>
 </body>
 </html>
 "#;
@@ -44,15 +48,16 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-/// The file under `root` that `url_path` names, if the path is safe.
-fn resolve(root: &Path, url_path: &str) -> Option<PathBuf> {
+/// The path relative to the tool's root that `url_path` names (`index.html` for a directory),
+/// if it is safe: plain names only, none hidden.
+fn relative(url_path: &str) -> Option<PathBuf> {
     let relative = url_path.trim_start_matches('/');
     let relative = if relative.is_empty() || relative.ends_with('/') {
         format!("{relative}index.html")
     } else {
         relative.to_string()
     };
-    let mut out = root.to_path_buf();
+    let mut out = PathBuf::new();
     for c in Path::new(&relative).components() {
         match c {
             Component::Normal(part) if !part.to_string_lossy().starts_with('.') => out.push(part),
@@ -60,6 +65,11 @@ fn resolve(root: &Path, url_path: &str) -> Option<PathBuf> {
         }
     }
     Some(out)
+}
+
+/// The file under `root` that `url_path` names, if the path is safe.
+fn resolve(root: &Path, url_path: &str) -> Option<PathBuf> {
+    relative(url_path).map(|r| root.join(r))
 }
 
 /// `path` with every link resolved, if it is a file still inside `root` (resolved too).
@@ -84,19 +94,56 @@ fn not_found() -> Response {
         .into_response()
 }
 
-/// Serves `url_path` from `root`, or the built-in page.
-pub(crate) async fn serve(root: Option<&Path>, url_path: &str) -> Response {
-    let Some(root) = root else {
-        return if url_path == "/" || url_path == "/index.html" {
-            (
-                [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
-                BUILT_IN_INDEX,
-            )
-                .into_response()
-        } else {
-            not_found()
-        };
+/// The built-in page at `/` (saying `why` the tool is missing), 404 elsewhere.
+fn missing_tool(url_path: &str, why: &str) -> Response {
+    if url_path == "/" || url_path == "/index.html" {
+        (
+            [(header::CONTENT_TYPE, "text/html; charset=utf-8")],
+            BUILT_IN_INDEX.replace("{why}", why),
+        )
+            .into_response()
+    } else {
+        not_found()
+    }
+}
+
+fn file(path: &Path, bytes: impl Into<Body>) -> Response {
+    let mut response = bytes.into().into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type(path)),
+    );
+    response
+}
+
+/// Serves `url_path` from the files built into the binary, or the built-in page when there
+/// are none.
+pub(crate) fn serve_embedded(files: EmbeddedFiles, url_path: &str) -> Response {
+    if files.is_empty() {
+        return missing_tool(url_path, "this rowkit was built without it");
+    }
+    let Some(path) = relative(url_path) else {
+        return not_found();
     };
+    let find = |p: &Path| {
+        files
+            .iter()
+            .find(|(name, _)| Path::new(name) == p)
+            .map(|&(_, bytes)| bytes)
+    };
+    // A directory's name without the slash names its index page, as it does in a directory.
+    let index = path.join("index.html");
+    match find(&path)
+        .map(|b| (path.as_path(), b))
+        .or_else(|| find(&index).map(|b| (index.as_path(), b)))
+    {
+        Some((p, bytes)) => file(p, bytes),
+        None => not_found(),
+    }
+}
+
+/// Serves `url_path` from `root`; the built-in page at `/` when `root` has no `index.html`.
+pub(crate) async fn serve(root: &Path, url_path: &str) -> Response {
     let Some(mut path) = resolve(root, url_path) else {
         return not_found();
     };
@@ -104,17 +151,16 @@ pub(crate) async fn serve(root: Option<&Path>, url_path: &str) -> Response {
         path.push("index.html");
     }
     let Some(path) = inside(root, &path).await else {
+        if !tokio::fs::try_exists(root.join("index.html"))
+            .await
+            .unwrap_or(false)
+        {
+            return missing_tool(url_path, "the directory given with --www has no index.html");
+        }
         return not_found();
     };
     match tokio::fs::read(&path).await {
-        Ok(bytes) => {
-            let mut response = Body::from(bytes).into_response();
-            response.headers_mut().insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(content_type(&path)),
-            );
-            response
-        }
+        Ok(bytes) => file(&path, bytes),
         Err(_) => not_found(),
     }
 }
@@ -147,5 +193,25 @@ mod tests {
             assert_eq!(resolve(root, bad), None, "{bad}");
         }
         assert_eq!(content_type(Path::new("x.wasm")), "application/wasm");
+    }
+
+    #[test]
+    fn embedded_files_are_found_by_their_path() {
+        let files: EmbeddedFiles = &[("index.html", b"<h1>tool</h1>"), ("pkg/rowkit.js", b"js")];
+        let status = |p: &str| serve_embedded(files, p).status();
+        assert_eq!(status("/"), StatusCode::OK);
+        assert_eq!(status("/pkg/rowkit.js"), StatusCode::OK);
+        assert_eq!(
+            serve_embedded(files, "/pkg/rowkit.js").headers()[header::CONTENT_TYPE],
+            "text/javascript; charset=utf-8"
+        );
+        for missing in ["/pkg/", "/nope.js", "/../index.html", "/.hidden"] {
+            assert_eq!(status(missing), StatusCode::NOT_FOUND, "{missing}");
+        }
+        assert_eq!(serve_embedded(&[], "/").status(), StatusCode::OK);
+        assert_eq!(
+            serve_embedded(&[], "/app.js").status(),
+            StatusCode::NOT_FOUND
+        );
     }
 }

@@ -508,6 +508,42 @@ fn static_files_come_from_the_www_directory() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// Without a directory the files built into the binary are served; a directory without
+/// `index.html`, like a binary built without the tool, gets a page at `/` saying why (never a
+/// page that waits forever).
+#[test]
+fn the_built_in_tool_and_pages_saying_why_it_is_missing() {
+    let rt = runtime();
+    let files: rowkit_gateway::EmbeddedFiles =
+        &[("index.html", b"<h1>built in</h1>"), ("pkg/rowkit.js", b"export {}")];
+    let built_in = start(&rt, store_with_table(), GatewayConfig { www_files: files, ..local() });
+    let get = |addr: SocketAddr, path: &str| {
+        send(
+            &rt,
+            hyper::Request::get(format!("http://{addr}{path}"))
+                .body(Full::new(Bytes::new()))
+                .unwrap(),
+        )
+    };
+    assert_eq!(get(built_in.addr, "/").text(), "<h1>built in</h1>");
+    let js = get(built_in.addr, "/pkg/rowkit.js");
+    assert_eq!(js.status, 200);
+    assert_eq!(js.headers["content-type"], "text/javascript; charset=utf-8");
+    assert_eq!(get(built_in.addr, "/pkg/rowkit_bg.wasm").status, 404);
+
+    let dir = std::env::temp_dir().join(format!("rowkit-www-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = start(&rt, store_with_table(), GatewayConfig { www: Some(dir.clone()), www_files: files, ..local() });
+    let page = get(empty.addr, "/");
+    assert_eq!(page.status, 200);
+    assert!(page.text().contains("has no index.html"), "{}", page.text());
+    assert_eq!(get(empty.addr, "/app.js").status, 404);
+    std::fs::remove_dir_all(&dir).unwrap();
+
+    let without = start(&rt, store_with_table(), local());
+    assert!(get(without.addr, "/").text().contains("built without it"));
+}
+
 /// Random, truncated and mutated bodies on every endpoint: every answer is a well-formed
 /// status, and the server keeps serving correct answers afterwards.
 #[test]

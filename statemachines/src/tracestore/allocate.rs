@@ -13,6 +13,7 @@ use rowkit_codec::tracestore::cells::{
 };
 use rowkit_codec::tracestore::keys::id_counter_row_name;
 
+use super::TraceStoreEvent;
 use super::requests::{store_error, unexpected};
 use super::state::TraceStoreState;
 use super::{PUT_DEADLINE_MICROS, Progress, TraceStoreSchema, start};
@@ -73,7 +74,11 @@ impl Flow for AllocateDigestIdsFlow {
     type Schema = TraceStoreSchema;
     type Output = Vec<u64>;
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<Vec<u64>> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<Vec<u64>> {
         match core::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Start { n } => {
                 let pooled = n.min(state.pool.len());

@@ -18,6 +18,7 @@ use rowkit_codec::tracestore::cells::{
     normalize_digest,
 };
 
+use super::TraceStoreEvent;
 use super::allocate::AllocateDigestIdsFlow;
 use super::digest_map::LookupDigests;
 use super::requests::{matched_of, set_cell, store_error};
@@ -84,7 +85,11 @@ impl Inserts {
     }
 
     /// Emits inserts up to the window.
-    fn emit(&mut self, io: &mut Io<()>, state: &TraceStoreState) -> Result<(), TraceStoreError> {
+    fn emit(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &TraceStoreState,
+    ) -> Result<(), TraceStoreError> {
         while self.failure.is_none()
             && self.next < self.new.len()
             && self.pending.len() < INSERT_WINDOW
@@ -120,7 +125,7 @@ impl Inserts {
     /// Runs the window until every emitted insert answered: `Ok(true)` then.
     fn advance(
         &mut self,
-        io: &mut Io<()>,
+        io: &mut Io<TraceStoreEvent>,
         state: &mut TraceStoreState,
     ) -> Result<bool, TraceStoreError> {
         loop {
@@ -205,7 +210,11 @@ impl Flow for AssignDigestIdsFlow {
     type Schema = TraceStoreSchema;
     type Output = Vec<u64>;
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<Vec<u64>> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<Vec<u64>> {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Start => {

@@ -12,6 +12,7 @@ use rowkit_codec::tracestore::keys::{
     GLOBAL_TILE_KEY, SHARDS, TYPE_DIGEST_MAP, shard_prefix_range,
 };
 
+use super::TraceStoreEvent;
 use super::requests::{map_filter, merge_map_rows, read_request, rows_of};
 use super::state::TraceStoreState;
 use super::{Progress, TraceStoreSchema};
@@ -28,7 +29,7 @@ pub(crate) struct LookupDigests {
 impl LookupDigests {
     /// Sends the lookup of `digests`.
     pub(crate) fn start(
-        io: &mut Io<()>,
+        io: &mut Io<TraceStoreEvent>,
         state: &TraceStoreState,
         digests: &BTreeSet<String>,
     ) -> LookupDigests {
@@ -50,7 +51,11 @@ impl Flow for LookupDigests {
     type Schema = TraceStoreSchema;
     type Output = ();
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<()> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<()> {
         let Some(child) = self.child else {
             return Ok(Some(()));
         };
@@ -71,7 +76,7 @@ pub(crate) struct ReadFullMap {
 
 impl ReadFullMap {
     /// Sends the 32 scans.
-    pub(crate) fn start(io: &mut Io<()>, state: &TraceStoreState) -> ReadFullMap {
+    pub(crate) fn start(io: &mut Io<TraceStoreEvent>, state: &TraceStoreState) -> ReadFullMap {
         let ids = (0..SHARDS)
             .map(|s| {
                 let range = shard_prefix_range(s, TYPE_DIGEST_MAP, GLOBAL_TILE_KEY);
@@ -88,7 +93,11 @@ impl Flow for ReadFullMap {
     type Schema = TraceStoreSchema;
     type Output = ();
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<()> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<()> {
         let Some(outcomes) = self.scans.poll(io) else {
             return Ok(None);
         };

@@ -1,5 +1,6 @@
 //! Skia Gold's Bigtable trace store as sans-IO machines (`spec/tracestore.md` 9-12, 17), both
-//! layouts: [`Put`], [`ReadRange`], [`ReadDense`], [`NewestTile`], and the digest-id layout's
+//! layouts: [`Put`], [`ReadRange`], [`ReadDense`], [`NewestTile`], [`StreamTile`] (a tile's
+//! traces handed over as they arrive, for viewers), and the digest-id layout's
 //! [`AssignDigestIds`] and [`AllocateDigestIds`] (public for tests).
 //!
 //! Every operation is an [`Operation`](crate::operation::Operation) of
@@ -10,9 +11,9 @@
 //! — then the operation's arguments, an optional deadline, the current time and a seed
 //! (back-off jitter only). The machine is `Send`, emits requests under increasing tags, runs
 //! every request in a child of [`crate::children::Children`] ([`crate::readrows::ReadRows`],
-//! [`crate::raw::MutateRows`], [`crate::raw::Unary`]) and emits no events. Each operation is an
-//! explicit state machine (a [`Flow`](crate::operation::Flow) with a phase enum); no async code
-//! is involved.
+//! [`crate::raw::MutateRows`], [`crate::raw::Unary`]); only [`StreamTile`] emits events. Each
+//! operation is an explicit state machine (a [`Flow`](crate::operation::Flow) with a phase
+//! enum); no async code is involved.
 //!
 //! ```
 //! use rowkit_codec::tracestore::Layout;
@@ -38,6 +39,7 @@ mod read_dense;
 mod read_range;
 mod requests;
 mod state;
+mod stream_tile;
 mod tile;
 mod update_ops;
 
@@ -55,6 +57,7 @@ pub use put::{Put, PutFlow};
 pub use read_dense::{ReadDense, ReadDenseFlow};
 pub use read_range::{ReadRange, ReadRangeFlow};
 pub use state::{CachedOps, DigestCache, TraceStoreState};
+pub use stream_tile::{StreamTile, StreamTileFlow};
 
 #[allow(unused_imports)]
 use crate::Machine;
@@ -68,20 +71,37 @@ pub const PUT_DEADLINE_MICROS: i64 = 10 * 60 * 1_000_000;
 /// Entries per `MutateRows` request of a Put.
 pub const PUT_CHUNK_ENTRIES: usize = put::PUT_CHUNK;
 
-/// The trace store's operations: they run on a [`TraceStoreState`], emit no events, fail with
-/// a [`TraceStoreError`] and end [`TraceStoreError::Aborted`] when cancelled or past their
-/// deadline.
+/// The trace store's operations: they run on a [`TraceStoreState`], emit
+/// [`TraceStoreEvent`]s (only [`StreamTile`] does), fail with a [`TraceStoreError`] and end
+/// [`TraceStoreError::Aborted`] when cancelled or past their deadline.
 #[derive(Debug)]
 pub struct TraceStoreSchema;
 
 impl Schema for TraceStoreSchema {
     type Context = TraceStoreState;
-    type Event = ();
+    type Event = TraceStoreEvent;
     type Error = TraceStoreError;
 
     fn aborted() -> TraceStoreError {
         TraceStoreError::Aborted
     }
+}
+
+/// What a trace store operation reports along the way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TraceStoreEvent {
+    /// [`StreamTile`]: traces of the tile as they arrived.
+    Traces(TraceBatch),
+}
+
+/// A batch of a streamed tile's traces.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TraceBatch {
+    /// Trace id text and trace: params, and one digest per commit of the tile (`""` =
+    /// missing); options are not read.
+    pub traces: Vec<(String, Trace)>,
+    /// How many of the tile's 32 shard scans have ended so far.
+    pub shards_done: u32,
 }
 
 /// One value of a Put: a trace's params, its options (md5 layout only) and its digest.
@@ -156,6 +176,7 @@ mod tests {
         assert_send::<ReadRange<'static>>();
         assert_send::<ReadDense<'static>>();
         assert_send::<NewestTile<'static>>();
+        assert_send::<StreamTile<'static>>();
         assert_send::<AssignDigestIds<'static>>();
         assert_send::<AllocateDigestIds<'static>>();
         assert_send::<put::WriteChunks>();

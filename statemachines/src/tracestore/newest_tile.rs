@@ -4,6 +4,7 @@ use rowkit_codec::model::{RowFilter, RowSet};
 use rowkit_codec::tracestore::cells::{COLUMN_HASH, FAMILY_OPS};
 use rowkit_codec::tracestore::keys::{OPS_ROWS_PREFIX, parse_ops_row_tile_key, tile_index_of_key};
 
+use super::TraceStoreEvent;
 use super::requests::{family, read_request, rows_of};
 use super::state::TraceStoreState;
 use super::{Progress, READ_DEADLINE_MICROS, TraceStoreSchema, start};
@@ -49,7 +50,11 @@ impl Flow for NewestTileFlow {
     type Schema = TraceStoreSchema;
     type Output = Option<u32>;
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<Option<u32>> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<Option<u32>> {
         let child = match self.phase {
             Phase::Read(child) => child,
             Phase::Start => {

@@ -18,6 +18,7 @@ use rowkit_codec::tracestore::keys::{
 use rowkit_codec::tracestore::ops::{ParamSetBuilder, trace_id_text};
 use rowkit_codec::tracestore::{Layout, OrderedParamSet, TraceStoreError};
 
+use super::TraceStoreEvent;
 use super::assign::AssignDigestIdsFlow;
 use super::requests::{set_cell, store_error, unexpected};
 use super::state::TraceStoreState;
@@ -245,7 +246,7 @@ impl PutFlow {
     /// The phase after the OPS: the writes (md5), or the id assignment (digest-id).
     fn after_ops(
         &self,
-        io: &mut Io<()>,
+        io: &mut Io<TraceStoreEvent>,
         state: &TraceStoreState,
         pos: TilePosition,
         entries: Vec<PutEntry>,
@@ -272,7 +273,11 @@ impl Flow for PutFlow {
     type Schema = TraceStoreSchema;
     type Output = ();
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<()> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<()> {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Start(entries) => {
@@ -363,7 +368,7 @@ pub(crate) struct WriteChunks {
 impl WriteChunks {
     /// Sends every chunk of `rows`.
     pub(crate) fn start(
-        io: &mut Io<()>,
+        io: &mut Io<TraceStoreEvent>,
         state: &TraceStoreState,
         rows: Vec<MutateRowsEntry>,
     ) -> WriteChunks {
@@ -388,7 +393,11 @@ impl Flow for WriteChunks {
     type Schema = TraceStoreSchema;
     type Output = ();
 
-    fn advance(&mut self, io: &mut Io<()>, _state: &mut TraceStoreState) -> Progress<()> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        _state: &mut TraceStoreState,
+    ) -> Progress<()> {
         let Some(outcomes) = self.chunks.poll(io) else {
             return Ok(None);
         };

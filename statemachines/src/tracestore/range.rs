@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 use rowkit_codec::tracestore::ops::{ParamSetBuilder, trace_id_text};
 use rowkit_codec::tracestore::{Layout, ParamSet, Params, TraceStoreError};
 
+use super::TraceStoreEvent;
 use super::digest_map::ReadFullMap;
 use super::state::TraceStoreState;
 use super::tile::{LoadTile, RawTile, Slot};
@@ -158,10 +159,7 @@ fn resolved(state: &TraceStoreState, assembled: Assembled) -> Result<Tile, Trace
         .map(|(key, (params, options, slots))| {
             let digests = slots
                 .into_iter()
-                .map(|s| match s {
-                    Slot::Digest(d) => d,
-                    Slot::Id(id) => String::from(state.digests.digest(id).unwrap_or_default()),
-                })
+                .map(|s| s.into_digest(&state.digests))
                 .collect();
             (
                 key,
@@ -184,7 +182,11 @@ impl Flow for TracesInRange {
     type Schema = TraceStoreSchema;
     type Output = Tile;
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<Tile> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<Tile> {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Next => {

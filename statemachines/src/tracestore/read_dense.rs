@@ -9,6 +9,7 @@ use rowkit_codec::tracestore::keys::{TILE_SIZE, repo_index_position, tile_index_
 use rowkit_codec::tracestore::ops::normalize_param_set;
 use rowkit_codec::tracestore::{ParamSet, TraceStoreError};
 
+use super::TraceStoreEvent;
 use super::range::TracesInRange;
 use super::state::TraceStoreState;
 use super::{Progress, READ_DEADLINE_MICROS, Tile, Trace, TraceStoreSchema, start};
@@ -151,7 +152,11 @@ impl Flow for ReadDenseFlow {
     type Schema = TraceStoreSchema;
     type Output = Tile;
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<Tile> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<Tile> {
         loop {
             let Some(tile) = self.range.advance(io, state)? else {
                 return Ok(None);

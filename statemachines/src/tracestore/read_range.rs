@@ -4,6 +4,7 @@
 use rowkit_codec::tracestore::TraceStoreError;
 use rowkit_codec::tracestore::keys::{TilePosition, repo_index_position};
 
+use super::TraceStoreEvent;
 use super::range::TracesInRange;
 use super::state::TraceStoreState;
 use super::{Progress, READ_DEADLINE_MICROS, Tile, TraceStoreSchema, start};
@@ -53,7 +54,11 @@ impl Flow for ReadRangeFlow {
     type Schema = TraceStoreSchema;
     type Output = Tile;
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<Tile> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<Tile> {
         let Some(mut tile) = self.range.advance(io, state)? else {
             return Ok(None);
         };

@@ -18,9 +18,11 @@ use rowkit_codec::tracestore::keys::{
 use rowkit_codec::tracestore::ops::parse_options_text;
 use rowkit_codec::tracestore::{Layout, OrderedParamSet, Params, TraceStoreError};
 
+use super::TraceStoreEvent;
 use super::requests::{family, latest, ops_read_request, read_request, rows_of, take_ops_read};
-use super::state::TraceStoreState;
+use super::state::{DigestCache, TraceStoreState};
 use super::{Progress, TraceStoreSchema};
+use crate::ReadRowsRequest;
 use crate::children::ChildId;
 use crate::operation::{Flow, Io, WaitAll};
 
@@ -38,6 +40,59 @@ impl Slot {
             Layout::DigestId => Slot::Id(0),
         }
     }
+
+    /// The digest id this slot holds that `digests` cannot resolve (0 is missing, not unknown).
+    pub(super) fn unknown_id(&self, digests: &DigestCache) -> Option<u64> {
+        match self {
+            Slot::Id(id) if *id != 0 && digests.digest(*id).is_none() => Some(*id),
+            _ => None,
+        }
+    }
+
+    /// The slot's digest (`""` = missing), an id resolved by `digests` (an id it does not know
+    /// reads as missing: callers check [`Slot::unknown_id`] first).
+    pub(super) fn into_digest(self, digests: &DigestCache) -> String {
+        match self {
+            Slot::Digest(d) => d,
+            Slot::Id(id) => String::from(digests.digest(id).unwrap_or_default()),
+        }
+    }
+}
+
+/// The scan of shard `shard`'s trace rows of a tile: the latest cell of each of the 256
+/// commit columns.
+pub(super) fn trace_scan(state: &TraceStoreState, shard: u32, tile_key: i32) -> ReadRowsRequest {
+    let filter = RowFilter::Chain(alloc::vec![
+        family(FAMILY_TRACE),
+        latest(),
+        RowFilter::CellsPerRowLimit(256)
+    ]);
+    read_request(
+        state,
+        RowSet::range(shard_prefix_range(shard, TYPE_TRACE, tile_key)),
+        filter,
+        0,
+    )
+}
+
+/// A trace row of a tile: its subkey (the encoded trace id) and one slot per commit of the
+/// tile, missing where the row has no cell.
+pub(super) fn decode_trace_row(
+    layout: Layout,
+    row: &Row,
+) -> Result<(Vec<u8>, Vec<Slot>), TraceStoreError> {
+    let mut slots = alloc::vec![Slot::missing(layout); TILE_SIZE as usize];
+    for cell in row.cells.iter().filter(|c| c.family == FAMILY_TRACE) {
+        let i = parse_trace_qualifier(&cell.qualifier)? as usize;
+        let slot = match layout {
+            Layout::Md5 => Slot::Digest(cell_to_digest(&cell.value)),
+            Layout::DigestId => Slot::Id(decode_digest_id_cell(&cell.value)?),
+        };
+        if let Some(s) = slots.get_mut(i) {
+            *s = slot;
+        }
+    }
+    Ok((extract_subkey(&row.key).to_vec(), slots))
 }
 
 /// One tile as read, before range assembly.
@@ -81,22 +136,14 @@ pub(super) struct LoadTile {
 
 impl LoadTile {
     /// Sends the tile's requests together: OPS read, 32 trace scans, (md5) 32 options scans.
-    pub(super) fn start(io: &mut Io<()>, state: &TraceStoreState, tile_key: i32) -> LoadTile {
+    pub(super) fn start(
+        io: &mut Io<TraceStoreEvent>,
+        state: &TraceStoreState,
+        tile_key: i32,
+    ) -> LoadTile {
         let ops = io.read_rows(ops_read_request(state, tile_key));
-        let trace_filter = RowFilter::Chain(alloc::vec![
-            family(FAMILY_TRACE),
-            latest(),
-            RowFilter::CellsPerRowLimit(256)
-        ]);
         let traces = (0..SHARDS)
-            .map(|s| {
-                io.read_rows(read_request(
-                    state,
-                    RowSet::range(shard_prefix_range(s, TYPE_TRACE, tile_key)),
-                    trace_filter.clone(),
-                    0,
-                ))
-            })
+            .map(|s| io.read_rows(trace_scan(state, s, tile_key)))
             .collect();
         let options = if state.layout == Layout::Md5 {
             let filter = RowFilter::Chain(alloc::vec![
@@ -138,21 +185,10 @@ impl LoadTile {
         let ops = take_ops_read(state, self.tile_key, ops_rows)?
             .map(|c| c.ops)
             .unwrap_or_default();
-        let mut traces = Vec::with_capacity(trace_rows.len());
-        for row in trace_rows {
-            let mut slots = alloc::vec![Slot::missing(layout); TILE_SIZE as usize];
-            for cell in row.cells.iter().filter(|c| c.family == FAMILY_TRACE) {
-                let i = parse_trace_qualifier(&cell.qualifier)? as usize;
-                let slot = match layout {
-                    Layout::Md5 => Slot::Digest(cell_to_digest(&cell.value)),
-                    Layout::DigestId => Slot::Id(decode_digest_id_cell(&cell.value)?),
-                };
-                if let Some(s) = slots.get_mut(i) {
-                    *s = slot;
-                }
-            }
-            traces.push((extract_subkey(&row.key).to_vec(), slots));
-        }
+        let traces = trace_rows
+            .iter()
+            .map(|row| decode_trace_row(layout, row))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut options = BTreeMap::new();
         for row in options_rows {
             if let Some(cell) = row.cells.iter().find(|c| c.family == FAMILY_OPTIONS) {
@@ -174,7 +210,11 @@ impl Flow for LoadTile {
     type Schema = TraceStoreSchema;
     type Output = RawTile;
 
-    fn advance(&mut self, io: &mut Io<()>, state: &mut TraceStoreState) -> Progress<RawTile> {
+    fn advance(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        state: &mut TraceStoreState,
+    ) -> Progress<RawTile> {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Ops => {

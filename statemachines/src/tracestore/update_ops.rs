@@ -12,6 +12,7 @@ use rowkit_codec::tracestore::cells::{COLUMN_HASH, COLUMN_OPS, FAMILY_OPS};
 use rowkit_codec::tracestore::keys::ops_row_name;
 use rowkit_codec::tracestore::{OrderedParamSet, ParamSet, encode_ops_gob, ops_hash};
 
+use super::TraceStoreEvent;
 use super::requests::{
     family, latest, matched_of, ops_read_request, rows_of, set_cell, store_error, take_ops_read,
 };
@@ -73,7 +74,7 @@ impl UpdateOps {
     /// Sends the compare-and-swap of `new` (`ps` added to the current OPS) over `current`.
     fn send_swap(
         &self,
-        io: &mut Io<()>,
+        io: &mut Io<TraceStoreEvent>,
         state: &TraceStoreState,
         current: Option<CachedOps>,
         new: Arc<OrderedParamSet>,
@@ -145,7 +146,7 @@ impl Flow for UpdateOps {
 
     fn advance(
         &mut self,
-        io: &mut Io<()>,
+        io: &mut Io<TraceStoreEvent>,
         state: &mut TraceStoreState,
     ) -> Progress<Arc<OrderedParamSet>> {
         loop {

@@ -150,7 +150,8 @@ impl<F: Flow<Schema = TraceStoreSchema> + 'static> Machine for Writer<F> {
         self.op.poll_abort()
     }
     fn poll_event(&mut self) -> Option<()> {
-        self.op.poll_event()
+        // Only StreamTile emits events, and the workload never runs it.
+        self.op.poll_event().map(drop)
     }
     fn poll_timeout(&self) -> Option<Timestamp> {
         self.op.poll_timeout()

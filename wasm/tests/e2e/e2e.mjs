@@ -12,7 +12,8 @@
 // session helpers of webdriver.mjs plus `url`, `open(name)` and `shot(name)`), and optionally
 // `after(cli)`.
 //
-// Usage: node e2e.mjs ROWKIT_BIN WWW_DIR OUT_DIR   (CHROMEDRIVER: chromedriver path)
+// Usage: node e2e.mjs ROWKIT_BIN WWW_DIR|embedded OUT_DIR   (CHROMEDRIVER: chromedriver path;
+// `embedded` serves the tool built into ROWKIT_BIN; ROWKIT_E2E_STORE: see `store` below)
 // Exit 0 when every check passes; any failure throws (exit 1) with what was expected.
 import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -27,10 +28,14 @@ const VIEWS = ['tracestore', 'mounttable', 'bucket', 'graph', 'keys', 'tables'];
 
 const [rowkit, www, outDir] = process.argv.slice(2);
 if (!rowkit || !www || !outDir) throw new Error('usage: node e2e.mjs ROWKIT_BIN WWW_DIR OUT_DIR');
-if (!fs.existsSync(path.join(www, 'pkg', 'rowkit.js'))) throw new Error(`${www}/pkg missing: run wasm/build.sh`);
+// `embedded`: the tool built into rowkit (no --www).
+const embedded = www === 'embedded';
+if (!embedded && !fs.existsSync(path.join(www, 'pkg', 'rowkit.js'))) throw new Error(`${www}/pkg missing: run wasm/build.sh`);
 fs.mkdirSync(outDir, { recursive: true });
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'rowkit-e2e-'));
-const store = `embedded:${path.join(work, 'e2e.redb')}`;
+// ROWKIT_E2E_STORE: another store for the CLI and the gateway alike, e.g. a Bigtable emulator
+// (`bigtable://p/i?emulator=127.0.0.1:8086`, whose tables must not exist yet).
+const store = process.env.ROWKIT_E2E_STORE || `embedded:${path.join(work, 'e2e.redb')}`;
 const children = [];
 const cleanup = () => {
   for (const c of children) c.kill();
@@ -68,10 +73,10 @@ const token = `e2e-${crypto.randomUUID()}`;
 // Override for local runs without `rowkit serve`; it reads the token from ROWKIT_GATEWAY_TOKEN.
 const serveCmd = process.env.ROWKIT_SERVE_CMD;
 const gateway = serveCmd
-  ? await startAndFindAddress(serveCmd, [store.slice('embedded:'.length), www], 'gateway',
+  ? await startAndFindAddress(serveCmd, [store.replace(/^embedded:/, ''), www], 'gateway',
     { ...process.env, ROWKIT_GATEWAY_TOKEN: token })
   : await startAndFindAddress(rowkit,
-    ['--store', store, 'serve', '--listen', '127.0.0.1:0', '--www', www, '--token', token], 'rowkit serve');
+    ['--store', store, 'serve', '--listen', '127.0.0.1:0', ...(embedded ? [] : ['--www', www]), '--token', token], 'rowkit serve');
 
 const session = await openSession(children);
 const page = {

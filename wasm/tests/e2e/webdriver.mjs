@@ -73,15 +73,17 @@ export async function openSession(children, { width = 1280, height = 1400 } = {}
   const keys = async (id, text) => call('POST', `${s}/element/${await find(`#${id}`)}/value`, { text });
   /** Clicks the first element matching `css`. */
   const click = async (css) => call('POST', `${s}/element/${await find(css)}/click`, {});
-  /** Waits (up to `tries` × 100 ms) until `script` returns something truthy, and returns it. */
-  async function until(script, what, ...args) {
-    for (let i = 0; i < 300; i++) {
+  /** Waits up to `ms` until `script` returns something truthy, and returns it. */
+  async function waitFor(ms, script, what, ...args) {
+    for (const end = Date.now() + ms; Date.now() < end;) {
       const v = await js(script, ...args);
       if (v) return v;
       await sleep(100);
     }
     throw new Error(`timed out waiting for ${what}`);
   }
+  /** Waits up to 30 s until `script` returns something truthy, and returns it. */
+  const until = (script, what, ...args) => waitFor(30_000, script, what, ...args);
   /**
    * Runs `act` (which starts something that writes to the element `#outId`) and returns the
    * output once it has changed and is no longer busy: its text and, for an error, the text of
@@ -104,9 +106,17 @@ export async function openSession(children, { width = 1280, height = 1400 } = {}
     const png = await call('GET', `${s}/element/${await find(css)}/screenshot`);
     fs.writeFileSync(file, Buffer.from(png, 'base64'));
   }
+  /** Moves the mouse to (`x`, `y`) CSS pixels from the top left corner of the element `css`. */
+  async function pointAt(css, x, y) {
+    const [w, h] = await js(`const r = document.querySelector(arguments[0]).getBoundingClientRect(); return [r.width, r.height]`, css);
+    // W3C actions measure from the element's centre.
+    const origin = { [ELEMENT]: await find(css) };
+    await call('POST', `${s}/actions`, { actions: [{ type: 'pointer', id: 'mouse', parameters: { pointerType: 'mouse' },
+      actions: [{ type: 'pointerMove', duration: 0, origin, x: Math.round(x - w / 2), y: Math.round(y - h / 2) }] }] });
+  }
   /** Loads `url` in the session's tab. */
   const navigate = (url) => call('POST', `${s}/url`, { url });
   /** Ends the session (errors ignored: the browser may be gone). */
   const close = () => call('DELETE', s).catch(() => {});
-  return { call, js, find, type, keys, click, until, outcome, screenshot, navigate, close };
+  return { call, js, find, type, keys, click, until, waitFor, outcome, screenshot, pointAt, navigate, close };
 }

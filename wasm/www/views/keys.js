@@ -1,48 +1,80 @@
-// Key inspector: a row key of any schema decoded by rowkit's codecs.
+// Key inspector: a row key of any schema decoded by rowkit's codecs and shown as coloured byte
+// segments, each named with its meaning. The segments come from the codec that owns the key's
+// layout (`segments` of `decodeKey`); this view only draws them.
+import { el, field, keyText } from './dom.js';
 
 export const title = 'Key inspector';
 
-/** A decoded key's fields as a two-column table. */
-export function fieldsTable(doc) {
-  const t = document.createElement('table');
-  const body = t.createTBody();
-  for (const [k, v] of Object.entries(doc)) {
-    const r = body.insertRow();
-    const th = document.createElement('th');
-    th.scope = 'row';
-    th.textContent = k;
-    r.append(th);
-    const td = r.insertCell();
-    td.className = 'k';
-    td.textContent = typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v);
-  }
-  return t;
+/** Colours of the fields (background; text stays dark), by field name; others get a hashed one. */
+const FIELD_COLOURS = {
+  separator: '#e4e4e4', hash: '#f6c28b', name: '#a8d5a2', counter: '#f6c28b', creator: '#a8d5a2',
+  shard: '#f6c28b', namespace: '#d7c4ec', 'row type': '#f4a6a6', 'tile key': '#9fc9ef', subkey: '#a8d5a2',
+  collection: '#9fc9ef', 'kind prefix': '#f4a6a6', 'object key': '#a8d5a2', 'version id': '#f6c28b',
+  'internal key': '#a8d5a2', graph: '#9fc9ef', index: '#f4a6a6', subject: '#a8d5a2',
+  predicate: '#f6c28b', object: '#d7c4ec',
+};
+
+/** A stable colour for a field (FIELD_COLOURS, else a light hue from its name's hash). */
+export function fieldColour(name) {
+  if (FIELD_COLOURS[name]) return FIELD_COLOURS[name];
+  let h = 0;
+  for (const c of name) h = (h * 31 + c.codePointAt(0)) >>> 0;
+  return `hsl(${h % 360} 70% 80%)`;
+}
+
+/**
+ * A decoded key's bytes as coloured segments: each a `<span>` titled with its field and
+ * meaning, in order, so the key reads as it is stored. A text alternative names the fields.
+ */
+export function segmentedKey(doc) {
+  const segments = doc.segments ?? [];
+  const label = segments.map((s) => `${s.field} ${s.bytes}`).join(', ');
+  return el('code', { class: 'segments', 'aria-label': `Row key: ${label}` },
+    segments.map((s) => el('span', {
+      class: 'segment', dataset: { field: s.field }, title: `${s.field} (bytes ${s.start}–${s.end - 1}): ${s.meaning}`,
+      style: `background: ${fieldColour(s.field)}`,
+    }, keyText(s.bytes))));
+}
+
+/** The legend of a key's segments: bytes, field, value and meaning, one row per segment. */
+function legend(doc) {
+  const rows = (doc.segments ?? []).filter((s) => s.field !== 'separator');
+  return el('table', { class: 'legend' },
+    el('caption', null, `Segments of the ${doc.schema} key`),
+    el('thead', null, el('tr', null, ['Bytes', 'Field', 'Value', 'Meaning'].map((h) => el('th', { scope: 'col' }, h)))),
+    el('tbody', null, rows.map((s) => el('tr', { dataset: { field: s.field } },
+      el('td', null, `${s.start}–${s.end - 1}`),
+      el('td', null, el('span', { class: 'swatch', style: `background: ${fieldColour(s.field)}`, 'aria-hidden': 'true' }), ` ${s.field}`),
+      el('td', null, keyText(s.bytes)),
+      el('td', null, s.meaning)))));
+}
+
+/** A decoded key's fields as a two-column table, but those in `omit` (segments shown apart). */
+export function fieldsTable(doc, omit = ['segments']) {
+  return el('table', { class: 'fields' }, el('tbody', null,
+    Object.entries(doc).filter(([k]) => !omit.includes(k)).map(([k, v]) => el('tr', null,
+      el('th', { scope: 'row' }, k),
+      el('td', { class: 'k' }, typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v))))));
 }
 
 export function mount(section, ctx) {
-  section.innerHTML = `
-  <h2 id="keys-h">Key inspector</h2>
-  <form id="key-form">
-    <label><span>Row key (escaped text, <code>\\xHH</code>, or <code>hex:…</code>)</span>
-      <input id="key-input" name="key" size="60" required></label>
-    <label>Schema
-      <select id="key-schema" name="schema">
-        <option value="auto">auto</option><option value="mt">mt (mount table)</option>
-        <option value="gold">gold (trace store)</option><option value="s3">s3 (object metadata)</option>
-        <option value="graph">graph (triples)</option>
-      </select></label>
-    <button>Decode</button>
-  </form>
-  <div id="key-out" class="out" aria-live="polite"></div>`;
-  const $ = (id) => section.querySelector(`#${id}`);
-  $('key-form').addEventListener('submit', (ev) => {
+  const input = el('input', { id: 'key-input', name: 'key', size: 60, required: true });
+  const schema = el('select', { id: 'key-schema', name: 'schema' },
+    [['auto', 'auto'], ['mt', 'mt (mount table)'], ['gold', 'gold (trace store)'], ['s3', 's3 (object metadata)'],
+      ['graph', 'graph (triples)']].map(([v, t]) => el('option', { value: v }, t)));
+  const out = el('div', { id: 'key-out', class: 'out', 'aria-live': 'polite' });
+  const form = el('form', { id: 'key-form' },
+    field(el('span', null, 'Row key (escaped text, ', el('code', null, '\\xHH'), ', or ', el('code', null, 'hex:…'), ')'), input),
+    field('Schema', schema),
+    el('button', null, 'Decode'));
+  section.append(el('h2', null, title), form, out);
+  form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    const out = $('key-out');
     try {
-      const doc = ctx.rowkit.decodeKey($('key-schema').value, $('key-input').value);
-      const t = fieldsTable(doc);
-      t.createCaption().textContent = `Row key decoded as ${doc.schema}${doc.kind ? ` (${doc.kind})` : ''}`;
-      out.replaceChildren(t);
+      const doc = ctx.rowkit.decodeKey(schema.value, input.value);
+      const fields = fieldsTable(doc);
+      fields.prepend(el('caption', null, `Row key decoded as ${doc.schema}${doc.kind ? ` (${doc.kind})` : ''}`));
+      out.replaceChildren(segmentedKey(doc), legend(doc), fields);
     } catch (e) {
       ctx.fail(out, e);
     }
