@@ -20,22 +20,23 @@ const ARGUMENT_LABELS = {
 };
 
 /**
- * The graph of `found` (the query's results): its nodes (subjects and objects, by text, sorted)
- * and edges (one per triple, `{from, to, label, anchor}`).
+ * The graph of `found` (the query's results): its nodes (subjects and objects, by text, sorted),
+ * the kind of each (`node`, `predicate`, `literal`) and its edges (one per triple, `{from, to,
+ * label, anchor}`).
  */
 export function graphOf(found) {
-  const names = new Set();
+  const kinds = new Map();
   const edges = [];
   const seen = new Set();
   for (const f of found) {
     // A projection may repeat a triple (no deduplication in the lookups): draw it once.
     if (seen.has(f.triple)) continue;
     seen.add(f.triple);
-    names.add(f.subject);
-    names.add(f.object);
-    edges.push({ from: f.subject, to: f.object, label: f.predicateId, anchor: f.anchor, objectKind: f.objectKind });
+    kinds.set(f.subject, 'node');
+    if (!kinds.has(f.object)) kinds.set(f.object, f.objectKind);
+    edges.push({ from: f.subject, to: f.object, label: f.predicateId, anchor: f.anchor });
   }
-  return { nodes: [...names].sort(), edges };
+  return { nodes: [...kinds.keys()].sort(), kinds, edges };
 }
 
 /** Positions `{x, y}` for `nodes` (Fruchterman–Reingold from a circle, fixed steps). */
@@ -142,8 +143,9 @@ export function draw(graph, caption) {
   });
   const nodeEls = nodes.map((name) => {
     const p = at.get(name);
-    const literal = name.startsWith('"');
-    return svg('g', { class: literal ? 'node literal' : 'node', dataset: { name }, transform: `translate(${p.x} ${p.y})` },
+    const kind = graph.kinds.get(name);
+    const literal = kind === 'literal';
+    return svg('g', { class: `node ${kind}`, dataset: { name }, transform: `translate(${p.x} ${p.y})` },
       svg('title', null, name),
       literal
         ? svg('rect', { x: -RADIUS, y: -RADIUS * 0.7, width: RADIUS * 2, height: RADIUS * 1.4, rx: 4 })
