@@ -1,7 +1,8 @@
 // Mount-table view: a tree of names three levels deep (written with the CLI) is read level by
 // level, by mouse and by arrow keys; servers, flags, permissions and TTLs counting down are on
-// screen; a mount from the form (Enter) shows up in its level; a delete is refused to a caller
-// without the right (the view's "act as" field) and done as the server.
+// screen; a mount from the form (Enter) shows up in its level, an unmount from the details
+// takes the server away; a delete is refused to a caller without the right (the view's "act as"
+// field) and done as the server; the schema's check runs.
 import { assert } from '../webdriver.mjs';
 import { dump } from './panel.mjs';
 
@@ -103,6 +104,14 @@ export async function check(page) {
   await shown(page, 'apps/web/e2e', 'the new mount in its level');
   assert(JSON.stringify((await node(page, 'apps/web/e2e')).servers) === '["/127.0.0.1:8999"]', 'the new mount shows its server');
 
+  // Unmount one server from the selected node's details: the node no longer shows it.
+  await page.click(`${item('apps/web/api')} .mt-name`);
+  const unmounted = await page.outcome('mt-out', 'unmount api', () =>
+    page.click('#mt-details button[aria-label="Unmount /127.0.0.1:8102 from apps/web/api"]'));
+  assert(unmounted.alert === null && unmounted.text === 'unmounted /127.0.0.1:8102', `unmount: ${unmounted.text}`);
+  await page.until(`const n = document.querySelector(arguments[0]);
+    return n === null || n.querySelector('.mt-server') === null`, 'api without its server', item('apps/web/api'));
+
   // Delete as bob: refused (alice administers users/alice/home); as the server: done.
   await page.click(`${item('users/alice')} .mt-toggle`);
   await shown(page, 'users/alice/home', 'users/alice/home');
@@ -125,4 +134,5 @@ export async function after(cli) {
   const cells = await dump(cli, 'mounttable');
   assert(cells.some((c) => c.row_key.endsWith('/apps/web/e2e') && c.qualifier === '/127.0.0.1:8999'), 'mounttable has the mount made in the page');
   assert(!cells.some((c) => c.row_key.endsWith('/users/alice/home')), 'users/alice/home was deleted');
+  assert(!cells.some((c) => c.qualifier === '/127.0.0.1:8102'), 'api\'s server was unmounted');
 }
