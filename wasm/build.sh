@@ -51,5 +51,6 @@ echo "build.sh: $(wc -c < "$web/rowkit_bg.wasm") bytes $web/rowkit_bg.wasm"
 wasm-bindgen --target nodejs --out-dir wasm/pkg-node --out-name rowkit "$wasm"
 # The nodejs output is CommonJS while the package is "type": "module".
 echo '{"type": "commonjs"}' > wasm/pkg-node/package.json
-{ cargo run --quiet -p rowkit-wasm --example package_fingerprint; rustc --version; } > wasm/www/pkg/SOURCES
+cargo run --quiet -p rowkit-wasm --example package_fingerprint
+rustc --version >> wasm/www/pkg/SOURCES
 echo "build.sh: wasm/www/pkg/SOURCES $(grep '^sha256' wasm/www/pkg/SOURCES)"

@@ -1,13 +1,12 @@
-//! Prints `wasm/www/pkg/SOURCES` for the sources as they are now: wasm/build.sh writes it next
-//! to the package it built (see `tests/fingerprint`).
+//! Writes `wasm/www/pkg/SOURCES` for the sources as they are now: wasm/build.sh runs it after
+//! building the package (see `tests/fingerprint`).
 
 #[path = "../tests/fingerprint/mod.rs"]
 mod fingerprint;
 
 fn main() -> Result<(), String> {
-    print!(
-        "{}",
-        fingerprint::sources_file(&fingerprint::workspace_root())?
-    );
-    Ok(())
+    let root = fingerprint::workspace_root();
+    let file = root.join(fingerprint::SOURCES_FILE);
+    std::fs::write(&file, fingerprint::sources_file(&root)?)
+        .map_err(|e| format!("{}: {e}", file.display()))
 }

@@ -234,7 +234,8 @@ impl TraceStore {
     /// `{traces: [{id, params}], newDigests: [string], cells: Uint32Array, shardsDone}`, where
     /// `cells[t * 256 + c]` is trace `t`'s digest at the tile's commit `c` as 1 + its index in
     /// the stream's digest list (the `newDigests` of every batch so far, in order), 0 = missing.
-    /// Resolves to the number of traces. An error thrown by `onBatch` ends the stream with it.
+    /// Resolves to the number of traces. After an error thrown by `onBatch` no batch is handed
+    /// over; the read runs to its end and the promise rejects with that error.
     #[wasm_bindgen(js_name = streamTile, unchecked_return_type = "Promise<number>")]
     pub fn stream_tile(
         &self,

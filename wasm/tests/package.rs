@@ -2,6 +2,7 @@
 //! was built from the sources as they are: its `SOURCES` fingerprint matches (a plain `cargo
 //! test` catches a change to rowkit-wasm or a crate it depends on without a rebuild).
 #![cfg(not(target_arch = "wasm32"))]
+#![allow(clippy::unwrap_used)]
 
 #[path = "fingerprint/mod.rs"]
 mod fingerprint;

@@ -34,8 +34,10 @@ use crate::target::{CLOUD_ADMIN_ENDPOINT, CLOUD_DATA_ENDPOINT, Endpoint, Target}
 /// Largest gRPC message accepted: a response carries a whole row with unsplit values (up to
 /// 100 MiB per cell), far above tonic's 4 MiB default.
 pub const MAX_DECODING_MESSAGE_SIZE: usize = 256 << 20;
-/// Largest gRPC message sent (a MutateRow with a 100 MiB value and its overhead).
-pub const MAX_ENCODING_MESSAGE_SIZE: usize = 256 << 20;
+/// Largest gRPC message sent: a MutateRow writing a whole 256 MiB row (`spec/bigtable.md` 4)
+/// plus its framing, a few bytes per mutation for at most 100 000 mutations, hence 4 MiB over
+/// 256 MiB. rowkit's gRPC server accepts the same.
+pub const MAX_ENCODING_MESSAGE_SIZE: usize = (256 + 4) << 20;
 /// `bigtable-features` metadata: `FeatureFlags { reverse_scans: true }`, websafe base64
 /// (`spec/bigtable.md` 9.2). Without it the server refuses reversed reads.
 pub const FEATURE_FLAGS: &str = "CAE=";

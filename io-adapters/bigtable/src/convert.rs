@@ -2,10 +2,11 @@
 //! module that touches both: everything above the edge (machines, merger, stores) sees rowkit
 //! types, everything below it (tonic calls) sees prost types.
 //!
-//! Directions: requests and their parts (filters, mutations, row sets, rules, GC rules) go
-//! rowkit -> prost; responses, statuses and schemas come back prost -> rowkit. The reverse of
-//! each request part also exists so tests can check that a round trip is lossless; it fails with
-//! [`ConvertError`] on proto features rowkit does not model (aggregates, unset oneofs).
+//! Directions: for the client, requests and their parts (filters, mutations, row sets, rules,
+//! GC rules) go rowkit -> prost; responses, statuses and schemas come back prost -> rowkit. The
+//! server (`rowkit-grpc`) uses the reverse of each: requests prost -> rowkit (failing with
+//! [`ConvertError`] on proto features rowkit does not model: aggregates, unset oneofs), and
+//! responses, statuses and schemas rowkit -> prost.
 
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
@@ -15,8 +16,9 @@ use rowkit_codec::model::{
     RowRange, RowSet, RuleOp, Timestamp, TimestampRange,
 };
 use rowkit_statemachines::{
-    CellChunk, MutateRowsEntryResult, MutateRowsResponse, ReadRowsResponse, RowStatus,
-    SampleRowKeysResponse, StoreError,
+    CellChunk, CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry,
+    MutateRowsEntryResult, MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest,
+    ReadRowsRequest, ReadRowsResponse, RowStatus, SampleRowKeysResponse, StoreError,
 };
 
 /// A prost message rowkit cannot represent.
@@ -34,6 +36,12 @@ pub enum ConvertError {
         /// The feature.
         what: &'static str,
     },
+    /// A boolean filter leaf set to `false`, which the proto calls invalid.
+    #[error("{what} must be true when set")]
+    False {
+        /// The filter field.
+        what: &'static str,
+    },
     /// A number outside the range rowkit accepts.
     #[error("{what}: value {value} out of range")]
     OutOfRange {
@@ -48,9 +56,23 @@ impl From<ConvertError> for StoreError {
     fn from(e: ConvertError) -> StoreError {
         let code = match e {
             ConvertError::Unsupported { .. } => Code::Unimplemented,
+            ConvertError::False { .. } => Code::InvalidArgument,
             ConvertError::Unset { .. } | ConvertError::OutOfRange { .. } => Code::Internal,
         };
         StoreError::new(code, e.to_string())
+    }
+}
+
+impl ConvertError {
+    /// The error a server answers for a request it cannot convert: `UNIMPLEMENTED` for a
+    /// feature rowkit does not model, `INVALID_ARGUMENT` for an unset oneof, a `false` leaf or
+    /// a number out of range (`spec/bigtable.md` 5, 10.3).
+    pub fn into_request_error(self) -> StoreError {
+        let code = match self {
+            ConvertError::Unsupported { .. } => Code::Unimplemented,
+            _ => Code::InvalidArgument,
+        };
+        StoreError::new(code, self.to_string())
     }
 }
 
@@ -237,7 +259,7 @@ pub fn filter_from_pb(f: &pb::RowFilter) -> Result<RowFilter, ConvertError> {
         if set {
             Ok(f)
         } else {
-            Err(ConvertError::Unsupported { what })
+            Err(ConvertError::False { what })
         }
     };
     Ok(match f.filter.as_ref().ok_or(unset)? {
@@ -409,6 +431,210 @@ pub fn rule_to_pb(r: ReadModifyWriteRule) -> pb::ReadModifyWriteRule {
     }
 }
 
+/// A prost read-modify-write rule as rowkit's.
+pub fn rule_from_pb(r: &pb::ReadModifyWriteRule) -> Result<ReadModifyWriteRule, ConvertError> {
+    use pb::read_modify_write_rule::Rule;
+    Ok(ReadModifyWriteRule {
+        family: r.family_name.clone(),
+        qualifier: r.column_qualifier.clone(),
+        op: match r.rule.as_ref().ok_or(ConvertError::Unset {
+            what: "ReadModifyWriteRule",
+        })? {
+            Rule::AppendValue(v) => RuleOp::AppendValue(v.clone()),
+            Rule::IncrementAmount(n) => RuleOp::IncrementAmount(*n),
+        },
+    })
+}
+
+fn mutations_from_pb(ms: &[pb::Mutation]) -> Result<Vec<Mutation>, ConvertError> {
+    ms.iter().map(mutation_from_pb).collect()
+}
+
+// --- requests, server side -------------------------------------------------------------------
+//
+// A server receives prost requests and hands rowkit requests to a store; `table` is the table id
+// the server took from the request's `table_name`.
+
+/// A ReadRows request as rowkit's.
+pub fn read_rows_request_from_pb(
+    r: &pb::ReadRowsRequest,
+    table: String,
+) -> Result<ReadRowsRequest, ConvertError> {
+    Ok(ReadRowsRequest {
+        table,
+        app_profile_id: r.app_profile_id.clone(),
+        rows: r.rows.as_ref().map(row_set_from_pb).unwrap_or_default(),
+        filter: r.filter.as_ref().map(filter_from_pb).transpose()?,
+        rows_limit: r.rows_limit,
+        reversed: r.reversed,
+    })
+}
+
+/// A MutateRow request as rowkit's.
+pub fn mutate_row_request_from_pb(
+    r: &pb::MutateRowRequest,
+    table: String,
+) -> Result<MutateRowRequest, ConvertError> {
+    Ok(MutateRowRequest {
+        table,
+        app_profile_id: r.app_profile_id.clone(),
+        row_key: r.row_key.clone(),
+        mutations: mutations_from_pb(&r.mutations)?,
+    })
+}
+
+/// A MutateRows request as rowkit's.
+pub fn mutate_rows_request_from_pb(
+    r: &pb::MutateRowsRequest,
+    table: String,
+) -> Result<MutateRowsRequest, ConvertError> {
+    Ok(MutateRowsRequest {
+        table,
+        app_profile_id: r.app_profile_id.clone(),
+        entries: r
+            .entries
+            .iter()
+            .map(|e| {
+                Ok(MutateRowsEntry {
+                    row_key: e.row_key.clone(),
+                    mutations: mutations_from_pb(&e.mutations)?,
+                })
+            })
+            .collect::<Result<_, ConvertError>>()?,
+    })
+}
+
+/// A CheckAndMutateRow request as rowkit's.
+pub fn check_and_mutate_request_from_pb(
+    r: &pb::CheckAndMutateRowRequest,
+    table: String,
+) -> Result<CheckAndMutateRowRequest, ConvertError> {
+    Ok(CheckAndMutateRowRequest {
+        table,
+        app_profile_id: r.app_profile_id.clone(),
+        row_key: r.row_key.clone(),
+        predicate: r.predicate_filter.as_ref().map(filter_from_pb).transpose()?,
+        true_mutations: mutations_from_pb(&r.true_mutations)?,
+        false_mutations: mutations_from_pb(&r.false_mutations)?,
+    })
+}
+
+/// A ReadModifyWriteRow request as rowkit's.
+pub fn read_modify_write_request_from_pb(
+    r: &pb::ReadModifyWriteRowRequest,
+    table: String,
+) -> Result<ReadModifyWriteRowRequest, ConvertError> {
+    Ok(ReadModifyWriteRowRequest {
+        table,
+        app_profile_id: r.app_profile_id.clone(),
+        row_key: r.row_key.clone(),
+        rules: r.rules.iter().map(rule_from_pb).collect::<Result<_, _>>()?,
+    })
+}
+
+// --- responses, server side ----------------------------------------------------------------
+
+/// A [`StoreError`] as the gRPC status a server answers: same code, same message.
+pub fn error_to_status(e: &StoreError) -> tonic::Status {
+    tonic::Status::new(tonic::Code::from_i32(e.code.as_i32()), e.message.clone())
+}
+
+/// A result as the `google.rpc.Status` of a MutateRows entry (`code` 0 = OK).
+pub fn result_to_rpc_status(result: &Result<(), StoreError>) -> pb_rpc::Status {
+    match result {
+        Ok(()) => pb_rpc::Status::default(),
+        Err(e) => pb_rpc::Status {
+            code: e.code.as_i32(),
+            message: e.message.clone(),
+            details: Vec::new(),
+        },
+    }
+}
+
+/// One ReadRows response to prost, by value.
+pub fn read_rows_response_to_pb(r: ReadRowsResponse) -> pb::ReadRowsResponse {
+    pb::ReadRowsResponse {
+        chunks: r.chunks.into_iter().map(chunk_to_pb).collect(),
+        last_scanned_row_key: r.last_scanned_row_key,
+        ..Default::default()
+    }
+}
+
+/// One chunk to prost, by value.
+pub fn chunk_to_pb(c: CellChunk) -> pb::read_rows_response::CellChunk {
+    use pb::read_rows_response::cell_chunk::RowStatus as PbStatus;
+    pb::read_rows_response::CellChunk {
+        row_key: c.row_key,
+        family_name: c.family_name,
+        qualifier: c.qualifier,
+        timestamp_micros: c.timestamp_micros,
+        labels: c.labels,
+        value: c.value,
+        value_size: c.value_size,
+        row_status: match c.row_status {
+            RowStatus::None => None,
+            RowStatus::Reset => Some(PbStatus::ResetRow(true)),
+            RowStatus::Commit => Some(PbStatus::CommitRow(true)),
+        },
+    }
+}
+
+/// One MutateRows response to prost.
+pub fn mutate_rows_response_to_pb(r: &MutateRowsResponse) -> pb::MutateRowsResponse {
+    pb::MutateRowsResponse {
+        entries: r
+            .entries
+            .iter()
+            .map(|e| pb::mutate_rows_response::Entry {
+                index: i64::try_from(e.index).unwrap_or(i64::MAX),
+                status: Some(result_to_rpc_status(&e.result)),
+            })
+            .collect(),
+        rate_limit_info: None,
+    }
+}
+
+/// One SampleRowKeys response to prost, by value.
+pub fn sample_to_pb(r: SampleRowKeysResponse) -> pb::SampleRowKeysResponse {
+    pb::SampleRowKeysResponse {
+        row_key: r.row_key,
+        offset_bytes: r.offset_bytes,
+    }
+}
+
+/// A row (cells in canonical order) as prost's nested families/columns/cells: a family or
+/// column starts wherever it differs from the previous cell's.
+pub fn row_to_pb(row: Row) -> pb::Row {
+    let mut families: Vec<pb::Family> = Vec::new();
+    for cell in row.cells {
+        let cell_pb = pb::Cell {
+            timestamp_micros: cell.timestamp.0,
+            value: cell.value,
+            labels: cell.labels,
+        };
+        match families.last_mut() {
+            Some(f) if f.name == cell.family => match f.columns.last_mut() {
+                Some(c) if c.qualifier == cell.qualifier => c.cells.push(cell_pb),
+                _ => f.columns.push(pb::Column {
+                    qualifier: cell.qualifier,
+                    cells: vec![cell_pb],
+                }),
+            },
+            _ => families.push(pb::Family {
+                name: cell.family,
+                columns: vec![pb::Column {
+                    qualifier: cell.qualifier,
+                    cells: vec![cell_pb],
+                }],
+            }),
+        }
+    }
+    pb::Row {
+        key: row.key,
+        families,
+    }
+}
+
 // --- responses -----------------------------------------------------------------------------
 
 /// One streamed ReadRows response as rowkit's (the merger consumes it).
@@ -551,6 +777,20 @@ pub fn family_to_pb(f: &ColumnFamily) -> admin::ColumnFamily {
     admin::ColumnFamily {
         gc_rule: f.gc_rule.as_ref().map(gc_rule_to_pb),
         value_type: None,
+    }
+}
+
+/// A table's schema as the admin proto's `Table` named `name` (the full resource name), with
+/// millisecond granularity (the only one rowkit tables have, `spec/bigtable.md` 3).
+pub fn table_to_pb(name: String, families: &[ColumnFamily]) -> admin::Table {
+    admin::Table {
+        name,
+        column_families: families
+            .iter()
+            .map(|f| (f.name.clone(), family_to_pb(f)))
+            .collect(),
+        granularity: admin::table::TimestampGranularity::Millis as i32,
+        ..Default::default()
     }
 }
 

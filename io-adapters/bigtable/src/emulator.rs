@@ -1,6 +1,12 @@
 //! The Cloud Bigtable emulator as a test fixture, for this crate's tests and any other
 //! crate's (the schema suites run their `&dyn Store` scenarios on [`Emulator::fresh_store`]).
 //!
+//! The same fixture also fronts rowkit's own gRPC server ([`Emulator::rowkit`]), so the suites
+//! written for the emulator run unchanged against `rowkit-grpc` over a memory or redb store:
+//! there every fresh instance is a fresh server over a fresh store (rowkit serves one store as
+//! one instance), and [`Emulator::is_rowkit`] tells a suite to hold it to production's
+//! behaviour, without the emulator's deviation lists.
+//!
 //! ```no_run
 //! use rowkit_bigtable::emulator::Emulator;
 //! # fn scenario(_: &dyn rowkit_embedded::Store) {}
@@ -20,6 +26,7 @@ use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
@@ -49,13 +56,26 @@ pub enum EmulatorError {
     NoAddress(String),
 }
 
-/// A running emulator on 127.0.0.1 and a free port.
+/// Starts a rowkit gRPC server over a fresh, empty store and returns its `HOST:PORT`.
+pub type StartServer = Box<dyn Fn() -> Result<String, String> + Send + Sync>;
+
+/// A rowkit server fixture: one server per instance.
+struct RowkitServers {
+    /// Names the backend in messages (`rowkit-grpc over memory:`).
+    name: String,
+    start: StartServer,
+    /// `HOST:PORT` of each instance handed out.
+    hosts: Mutex<HashMap<String, String>>,
+}
+
+/// A running emulator on 127.0.0.1 and a free port (or rowkit servers standing in for it).
 pub struct Emulator {
     host: String,
     child: Mutex<Option<Child>>,
     stdin: Mutex<Option<ChildStdin>>,
     base: OnceLock<Result<BigtableStore, String>>,
     instances: AtomicU64,
+    rowkit: Option<RowkitServers>,
 }
 
 impl std::fmt::Debug for Emulator {
@@ -137,7 +157,52 @@ wait $pid 2>/dev/null"#;
             stdin: Mutex::new(stdin),
             base: OnceLock::new(),
             instances: AtomicU64::new(0),
+            rowkit: None,
         })
+    }
+
+    /// rowkit gRPC servers in the emulator's place: `start` serves a fresh store and returns
+    /// its address; it runs once now (the fixture's own [`Emulator::host`]) and once per
+    /// fresh instance. `name` says which backend it is in messages.
+    pub fn rowkit(name: &str, start: StartServer) -> Result<Emulator, String> {
+        let host = start()?;
+        Ok(Emulator {
+            host,
+            child: Mutex::new(None),
+            stdin: Mutex::new(None),
+            base: OnceLock::new(),
+            instances: AtomicU64::new(0),
+            rowkit: Some(RowkitServers {
+                name: name.to_string(),
+                start,
+                hosts: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Whether this fixture is rowkit's own server (held to production's behaviour: suites
+    /// apply no emulator deviation list to it).
+    pub fn is_rowkit(&self) -> bool {
+        self.rowkit.is_some()
+    }
+
+    /// What the fixture runs: `cbtemulator`, or the name given to [`Emulator::rowkit`].
+    pub fn name(&self) -> &str {
+        self.rowkit.as_ref().map_or("cbtemulator", |r| &r.name)
+    }
+
+    /// The emulator deviations a suite tolerates here: `listed` on the emulator, none on
+    /// rowkit.
+    pub fn deviations<'a, T>(&self, listed: &'a [T]) -> &'a [T] {
+        if self.is_rowkit() { &[] } else { listed }
+    }
+
+    /// `HOST:PORT` serving `instance` (the one emulator, or that instance's rowkit server).
+    pub fn host_for(&self, instance: &str) -> String {
+        self.rowkit
+            .as_ref()
+            .and_then(|r| r.hosts.lock().ok()?.get(instance).cloned())
+            .unwrap_or_else(|| self.host.clone())
     }
 
     /// The emulator shared by the whole test binary, started on first use. `None` when the
@@ -167,17 +232,38 @@ wait $pid 2>/dev/null"#;
     /// each one is an empty namespace).
     pub fn fresh_target(&self) -> Target {
         let n = self.instances.fetch_add(1, Ordering::SeqCst);
-        Target::emulator(self.host.clone(), PROJECT, &format!("i{n}"))
+        let instance = format!("i{n}");
+        let host = match &self.rowkit {
+            None => self.host.clone(),
+            Some(r) => {
+                let host = (r.start)()
+                    .unwrap_or_else(|e| panic!("starting {} for {instance}: {e}", r.name));
+                if let Ok(mut hosts) = r.hosts.lock() {
+                    hosts.insert(instance.clone(), host.clone());
+                }
+                host
+            }
+        };
+        Target::emulator(host, PROJECT, &instance)
     }
 
     /// `bigtable://PROJECT/INSTANCE?emulator=HOST:PORT` for `target`'s instance.
     pub fn url(&self, instance: &str) -> String {
-        format!("bigtable://{PROJECT}/{instance}?emulator={}", self.host)
+        format!(
+            "bigtable://{PROJECT}/{instance}?emulator={}",
+            self.host_for(instance)
+        )
     }
 
-    /// A blocking store on a fresh instance. All stores of one emulator share one runtime
+    /// A blocking store on a fresh instance (on a rowkit fixture: a new server, a new
+    /// connection). All stores of one emulator share one runtime
     /// and one HTTP/2 connection.
     pub fn fresh_store(&self) -> BigtableStore {
+        if let Some(r) = &self.rowkit {
+            let target = self.fresh_target();
+            return BigtableStore::connect(target, None)
+                .unwrap_or_else(|e| panic!("connecting to {}: {e}", r.name));
+        }
         let base = self.base.get_or_init(|| {
             BigtableStore::connect(Target::emulator(self.host.clone(), PROJECT, "base"), None)
                 .map_err(|e| e.to_string())
@@ -192,7 +278,7 @@ wait $pid 2>/dev/null"#;
     /// Runs `cbt -project PROJECT -instance INSTANCE ARGS…` against this emulator.
     pub fn cbt(&self, instance: &str, args: &[&str]) -> std::io::Result<std::process::Output> {
         Command::new(CBT_BIN)
-            .env("BIGTABLE_EMULATOR_HOST", &self.host)
+            .env("BIGTABLE_EMULATOR_HOST", self.host_for(instance))
             // The emulator needs no credentials; without a file cbt asks gcloud for them,
             // which costs about 2 s per call.
             .args(["-creds", "/dev/null"])

@@ -32,7 +32,8 @@ mod transport;
 
 pub use auth::{StaticToken, TokenFuture, TokenProvider};
 pub use connection::{
-    AsyncReply, BigtableConnection, FEATURE_FLAGS, MAX_DECODING_MESSAGE_SIZE, PartStream,
+    AsyncReply, BigtableConnection, FEATURE_FLAGS, MAX_DECODING_MESSAGE_SIZE,
+    MAX_ENCODING_MESSAGE_SIZE, PartStream,
     percent_encode,
 };
 pub use rowkit_statemachines::{Request, Response, StoreError};

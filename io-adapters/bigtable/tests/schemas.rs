@@ -6,6 +6,12 @@
 //! A scenario the emulator cannot pass because of a documented deviation (`bigtable.md` 14) is
 //! listed in a `DEVIATIONS` table with the reason: it is still run, and its outcome is printed
 //! (never silently skipped); only an unlisted failure fails the test.
+//!
+//! Every test also runs against rowkit's own gRPC server over memory: and embedded:
+//! (`every_test_on_rowkit_grpc_*` rerun this binary with `ROWKIT_BIGTABLE_SERVER`), there with
+//! no deviation tolerated.
+
+mod backends;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -84,6 +90,12 @@ fn attempt(f: impl FnOnce()) -> Result<(), String> {
 /// Sorts the results of named scenario runs: failures of listed deviations are printed with
 /// their reason, any other failure fails the test.
 fn judge(schema: &str, results: Vec<(String, Result<(), String>)>, deviations: &[(&str, &str)]) {
+    // rowkit's server is held to production's behaviour: no deviation is tolerated.
+    let deviations = if backends::selected_is_rowkit() {
+        &[]
+    } else {
+        deviations
+    };
     let mut failures = Vec::new();
     for (name, result) in results {
         let listed = deviations.iter().find(|(n, _)| *n == name);
@@ -116,7 +128,7 @@ mod triples {
 
     #[test]
     fn triples_scenarios_on_the_emulator() {
-        let Some(emu) = Emulator::shared_or_skip("triples_scenarios_on_the_emulator") else {
+        let Some(emu) = backends::selected("triples_scenarios_on_the_emulator") else {
             return;
         };
         let fixture = bt18();
@@ -148,7 +160,7 @@ mod objmeta {
     /// fresh instance.
     #[test]
     fn objmeta_acceptance_on_the_emulator() {
-        let Some(emu) = Emulator::shared_or_skip("objmeta_acceptance_on_the_emulator") else {
+        let Some(emu) = backends::selected("objmeta_acceptance_on_the_emulator") else {
             return;
         };
         let vectors = Json::parse(&vector_text("objmeta.json")).unwrap();
@@ -169,7 +181,7 @@ mod objmeta {
     /// keeps it.
     #[test]
     fn objmeta_crash_at_every_cut_on_the_emulator() {
-        let Some(emu) = Emulator::shared_or_skip("objmeta_crash_at_every_cut_on_the_emulator")
+        let Some(emu) = backends::selected("objmeta_crash_at_every_cut_on_the_emulator")
         else {
             return;
         };
@@ -180,7 +192,7 @@ mod objmeta {
 
     #[test]
     fn objmeta_scenario_traces_on_the_emulator() {
-        let Some(emu) = Emulator::shared_or_skip("objmeta_scenario_traces_on_the_emulator") else {
+        let Some(emu) = backends::selected("objmeta_scenario_traces_on_the_emulator") else {
             return;
         };
         let vectors = Json::parse(&vector_text("objmeta.json")).unwrap();
@@ -210,7 +222,7 @@ mod tracestore {
     const LAYOUTS: [Layout; 2] = [Layout::Md5, Layout::DigestId];
 
     fn emu(test: &str) -> Option<&'static Emulator> {
-        Emulator::shared_or_skip(test)
+        backends::selected(test)
     }
 
     fn each(test: &str, f: impl Fn(&dyn Store, Layout)) {
@@ -408,7 +420,7 @@ mod mounttable {
     /// Every scenario on the bare emulator, with its own server time: all must pass.
     #[test]
     fn mounttable_scenarios_on_the_emulator() {
-        let Some(emu) = Emulator::shared_or_skip("mounttable_scenarios_on_the_emulator") else {
+        let Some(emu) = backends::selected("mounttable_scenarios_on_the_emulator") else {
             return;
         };
         let mut results = Vec::new();
@@ -442,7 +454,7 @@ mod mounttable {
     }
 
     fn concurrency(test: &str, threads: usize, cycles: usize) {
-        let Some(emu) = Emulator::shared_or_skip(test) else {
+        let Some(emu) = backends::selected(test) else {
             return;
         };
         start_emulator_gc(emu);
@@ -500,7 +512,7 @@ mod mounttable {
 /// emulator's server time; `layout` checks it against the clock).
 #[test]
 fn cbt_reads_the_mounttable_layout() {
-    let Some(emu) = Emulator::shared_or_skip("cbt_reads_the_mounttable_layout") else {
+    let Some(emu) = backends::selected("cbt_reads_the_mounttable_layout") else {
         return;
     };
     if !std::path::Path::new(rowkit_bigtable::emulator::CBT_BIN).is_file() {
@@ -558,7 +570,7 @@ fn cbt_reads_the_mounttable_layout() {
 // `cbt` and the trace store (Gold's exact layout, both directions)
 
 fn cbt_or_skip(test: &str) -> Option<&'static Emulator> {
-    let emu = Emulator::shared_or_skip(test)?;
+    let emu = backends::selected(test)?;
     if !std::path::Path::new(rowkit_bigtable::emulator::CBT_BIN).is_file() {
         assert_ne!(
             std::env::var("CI").as_deref(),
@@ -701,3 +713,33 @@ fn cbt_set_tile_reads_back() {
     assert_eq!(digests("angler", "test_alpha"), [sc::AN, sc::BP]);
     assert_eq!(digests("bullhead", "test_beta"), ["", sc::BP]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// checks beside writers (`spec/check.md` §6)
+
+/// A check with `fix` beside writers on the real clock, then a settled check, for each schema
+/// with a table check (the mount table's fsck has its own concurrency scenarios), each on a
+/// fresh instance.
+#[test]
+fn checks_beside_writers_on_the_emulator() {
+    use rowkit_testkit::scenarios::check_beside_writers;
+    let Some(emu) = Emulator::shared_or_skip("checks_beside_writers_on_the_emulator") else {
+        return;
+    };
+    type Scenario = fn(&dyn Store);
+    let scenarios: [(&str, Scenario); 3] = [
+        ("triples", check_beside_writers::triples),
+        ("objmeta", check_beside_writers::objmeta),
+        ("tracestore", check_beside_writers::tracestore),
+    ];
+    let results = scenarios
+        .into_iter()
+        .map(|(name, scenario)| {
+            let store = fresh(emu);
+            (name.to_string(), attempt(|| scenario(store.as_ref())))
+        })
+        .collect();
+    judge("check beside writers", results, &[]);
+}
+
+crate::every_test_on_rowkit_grpc!();

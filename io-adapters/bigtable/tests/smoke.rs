@@ -1,6 +1,8 @@
 #![allow(clippy::unwrap_used)]
 //! Round trips through the blocking store against the emulator: admin, every request kind.
 
+mod backends;
+
 use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, RowSet, Timestamp};
 use rowkit_embedded::Store;
@@ -11,7 +13,7 @@ use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, Request, Ret
 
 #[test]
 fn admin_and_a_round_trip() {
-    let Some(emu) = Emulator::shared_or_skip("admin_and_a_round_trip") else {
+    let Some(emu) = backends::selected("admin_and_a_round_trip") else {
         return;
     };
     let store = emu.fresh_store();
@@ -64,3 +66,5 @@ fn admin_and_a_round_trip() {
     store.delete_table("t").unwrap();
     assert!(store.list_tables().unwrap().is_empty());
 }
+
+crate::every_test_on_rowkit_grpc!();

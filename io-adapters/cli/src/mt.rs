@@ -323,15 +323,22 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             print_perms(out, &pv.perms, &pv.version)?;
         }
         MtCommand::Fsck { fix } => {
-            // Each finding on stderr as it comes, and all of them in the JSON summary.
+            // Each finding on stderr as it comes, and all of them in the JSON summary; rows
+            // read so far on a terminal.
             let mut findings = Vec::new();
+            let mut progress = crate::output::Progress::new("rows read");
+            let mut rows_read = 0;
             let on_event = |event: MtEvent| {
-                if let MtEvent::FsckFinding {
+                if let MtEvent::FsckPage { rows } = event {
+                    rows_read += rows;
+                    progress.show(rows_read, &format!("{} problems", findings.len()));
+                } else if let MtEvent::FsckFinding {
                     row_key,
                     kind,
                     fixed,
                 } = event
                 {
+                    progress.finish();
                     let kind = kind.name();
                     let _ = writeln!(
                         std::io::stderr(),

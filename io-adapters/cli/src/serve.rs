@@ -1,7 +1,9 @@
 //! `rowkit serve`: the Bigtable v2 JSON gateway (`rowkit-gateway`) over the `--store`, plus the
-//! browser tool: built into the binary (`build.rs` embeds `wasm/www` with its committed wasm
-//! package), or a directory given with `--www` (development). Prints the URL once the socket
-//! is bound (so callers can ask for port 0 and read the real one), then serves until Ctrl-C.
+//! browser tool — built into the binary (`build.rs` embeds `wasm/www` with its committed wasm
+//! package), or a directory given with `--www` (development) — and with `--grpc` the Bigtable
+//! v2 gRPC server (`rowkit-grpc`) over the same store in the same process. Prints the URL (then
+//! the gRPC address) once the sockets are bound (so callers can ask for port 0 and read the
+//! real one), then serves until Ctrl-C.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -47,6 +49,13 @@ pub struct ServeArgs {
     /// cannot reach the gateway through DNS rebinding.
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
+    /// Also serve the Bigtable v2 gRPC API (data and table admin) on ADDR (default
+    /// 127.0.0.1:8086), beside the JSON gateway, over the same store: `cbt` and the official
+    /// clients reach it with BIGTABLE_EMULATOR_HOST=ADDR. Same token rule as the gateway
+    /// (--token, sent as `authorization: Bearer TOKEN` metadata). Its address (HOST:PORT) is
+    /// printed on the line after the URL.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = rowkit_grpc::DEFAULT_LISTEN, value_parser = parse_listen)]
+    pub grpc: Option<SocketAddr>,
 }
 
 /// `IP:PORT`, or `HOST:PORT` resolved now (an IPv4 address first, as `localhost` usually
@@ -104,6 +113,25 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         .build()
         .map_err(|e| CliError::usage(format!("cannot start the server runtime: {e}")))?;
     let result = runtime.block_on(async {
+        let grpc = match args.grpc {
+            Some(listen) => {
+                let grpc_config = rowkit_grpc::GrpcConfig {
+                    listen,
+                    token: config.token.clone(),
+                };
+                Some(
+                    rowkit_grpc::GrpcServer::bind(grpc_config, store.clone(), clock.clone())
+                        .await
+                        .map_err(|e| match e {
+                            GatewayError::Bind { .. } => {
+                                CliError::Store(StoreError::new(Code::Unavailable, e.to_string()))
+                            }
+                            _ => CliError::usage(e.to_string()),
+                        })?,
+                )
+            }
+            None => None,
+        };
         let gateway = Gateway::bind(config.clone(), store.clone(), clock)
             .await
             .map_err(|e| match e {
@@ -142,12 +170,41 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
             "rowkit serve: Bigtable v2 JSON API at {url}v2/projects/{{p}}/instances/{{i}}/tables/{{t}}:{{method}}{}; Ctrl-C stops",
             if config.token.is_some() { " (bearer token required)" } else { "" }
         );
-        gateway
+        let grpc = match grpc {
+            Some(server) => {
+                let addr = server
+                    .local_addr()
+                    .map_err(|e| CliError::usage(format!("cannot read the bound address: {e}")))?;
+                let _ = if out.is_json() {
+                    writeln!(std::io::stdout(), "{}", serde_json::json!({ "grpc": addr.to_string() }))
+                } else {
+                    writeln!(std::io::stdout(), "{addr}")
+                };
+                let _ = writeln!(
+                    err,
+                    "rowkit serve: Bigtable v2 gRPC API at {addr} (BIGTABLE_EMULATOR_HOST={addr}){}",
+                    if config.token.is_some() { " (bearer token required)" } else { "" }
+                );
+                Some(tokio::spawn(server.serve(async {
+                    let _ = tokio::signal::ctrl_c().await;
+                })))
+            }
+            None => None,
+        };
+        let served = gateway
             .serve(async {
                 let _ = tokio::signal::ctrl_c().await;
             })
             .await
-            .map_err(|e| CliError::usage(format!("server failed: {e}")))
+            .map_err(|e| CliError::usage(format!("server failed: {e}")));
+        if let Some(grpc) = grpc {
+            match grpc.await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => return Err(CliError::usage(format!("gRPC server failed: {e}"))),
+                Err(e) => return Err(CliError::usage(format!("gRPC server failed: {e}"))),
+            }
+        }
+        served
     });
     drop(runtime);
     drop(store);

@@ -10,7 +10,14 @@
 //!
 //! `cbt read` prints row keys raw, `family:qualifier` raw, the timestamp as
 //! `2006/01/02-15:04:05.000000` in local time (run with `TZ=UTC`) and values Go-quoted (`%q`).
+//!
+//! Every test also runs against rowkit's own gRPC server over memory: and embedded:
+//! (`every_test_on_rowkit_grpc_*`, the Bigtable adapter's backends).
 #![allow(clippy::unwrap_used)]
+
+// The Bigtable adapter's test backends (rowkit-grpc fixtures), shared rather than copied.
+#[path = "../../bigtable/tests/backends/mod.rs"]
+mod backends;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
@@ -39,7 +46,7 @@ fn vectors(name: &str) -> Value {
 /// The emulator and a fresh instance, or `None` (printed) when the emulator or `cbt` is not
 /// installed outside CI.
 fn setup(test: &str) -> Option<(&'static Emulator, String)> {
-    let emu = Emulator::shared_or_skip(test)?;
+    let emu = backends::selected(test)?;
     if !std::path::Path::new(CBT_BIN).is_file() {
         assert_ne!(
             std::env::var("CI").as_deref(),
@@ -83,7 +90,7 @@ fn rowkit_json(emu: &Emulator, instance: &str, args: &[&str]) -> Value {
 /// `cbt ARGS` on `instance`, in UTC; arguments are raw bytes (any byte but NUL).
 fn cbt<A: AsRef<[u8]>>(emu: &Emulator, instance: &str, args: &[A]) -> Vec<u8> {
     let out = Command::new(CBT_BIN)
-        .env("BIGTABLE_EMULATOR_HOST", emu.host())
+        .env("BIGTABLE_EMULATOR_HOST", emu.host_for(instance))
         .env("TZ", "UTC")
         // No credentials file: cbt otherwise asks gcloud for one (about 2 s per call).
         .args(["-creds", "/dev/null"])
@@ -1206,3 +1213,5 @@ mod mt {
         assert_eq!(g.as_array().unwrap().len(), 2, "{g}");
     }
 }
+
+crate::every_test_on_rowkit_grpc!();

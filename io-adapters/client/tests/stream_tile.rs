@@ -1,3 +1,4 @@
+#![allow(clippy::unwrap_used)]
 //! `TraceStore::stream_tile` hands over the traces `read_range` reads for the same tile (params
 //! and one digest per commit, missing points included), in batches, each trace once, in both
 //! layouts — in the digest-id layout also from a fresh reader whose id cache is empty (the
@@ -11,7 +12,7 @@ use rowkit_codec::model::Timestamp;
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_embedded::MemoryStore;
-use rowkit_embedded::driver::ManualClock;
+use rowkit_embedded::driver::{Clock, ManualClock};
 use rowkit_statemachines::tracestore::{PutEntry, Trace};
 
 fn digest(n: usize) -> String {

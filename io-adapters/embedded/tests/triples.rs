@@ -14,6 +14,7 @@ use rowkit_statemachines::triples::{AddTriples, OperationConfig, TriplesError};
 use rowkit_statemachines::{
     Code, MutateRowsEntryResult, MutateRowsResponse, Request, Response, StoreError,
 };
+use rowkit_testkit::scenarios::check_beside_writers;
 use rowkit_testkit::scenarios::triples::{self as triples_scenarios, shorthand};
 
 fn bt18() -> Vec<triples_scenarios::FixtureTriple> {
@@ -223,119 +224,12 @@ fn delete_graph_pages_through_every_index_and_spares_other_graphs() {
     );
 }
 
-/// spec/check.md §6: a check with `fix` running beside writers (two threads adding and
-/// removing triples on the real clock) never repairs away an acknowledged write, and once the
-/// writers have settled a check reports nothing: the graph holds exactly the triples the
-/// writers last acknowledged.
-fn check_beside_writers(store: &dyn Store) {
-    use rowkit_client::triples::TripleStore;
-    use rowkit_client::{SyncDriver, block_on};
-    use rowkit_embedded::driver::SystemClock;
-    use rowkit_statemachines::check::{CheckEvent, CheckOptions};
-    use std::collections::BTreeSet;
-    use std::sync::atomic::{AtomicBool, Ordering};
-
-    let clock = SystemClock;
-    let ts = TripleStore::new(SyncDriver::new(store, &clock));
-    block_on(ts.setup()).unwrap();
-    block_on(ts.new_graph(b"live")).unwrap();
-    let options = CheckOptions {
-        fix: true,
-        grace_micros: 100_000,
-        page_rows: 50,
-        ..CheckOptions::default()
-    };
-    let done = AtomicBool::new(false);
-    let live: Vec<BTreeSet<String>> = std::thread::scope(|s| {
-        let writers: Vec<_> = (0..2)
-            .map(|w| {
-                let ts = &ts;
-                s.spawn(move || {
-                    let g = ts.handle(b"live");
-                    let mut live = BTreeSet::new();
-                    for round in 0..60 {
-                        let added: Vec<String> = (0..8)
-                            .map(|i| shorthand(&format!("w{w}r{round}i{i} knows x{}", i % 3)))
-                            .collect();
-                        let parsed = added.iter().map(|t| Triple::parse(t.as_bytes()).unwrap());
-                        block_on(g.add_triples(parsed.collect())).unwrap();
-                        live.extend(added.iter().cloned());
-                        // Remove half of the round before.
-                        let gone: Vec<String> = live
-                            .iter()
-                            .filter(|t| t.contains(&format!("w{w}r{}i", round.max(1) - 1)))
-                            .take(4)
-                            .cloned()
-                            .collect();
-                        let parsed = gone.iter().map(|t| Triple::parse(t.as_bytes()).unwrap());
-                        block_on(g.remove_triples(parsed.collect())).unwrap();
-                        for t in &gone {
-                            live.remove(t);
-                        }
-                    }
-                    live
-                })
-            })
-            .collect();
-        let checker = s.spawn(|| {
-            let mut checks = 0;
-            while !done.load(Ordering::Relaxed) {
-                block_on(ts.check(None, options, 600_000_000, |_| {})).unwrap();
-                checks += 1;
-            }
-            checks
-        });
-        let live = writers.into_iter().map(|w| w.join().unwrap()).collect();
-        done.store(true, Ordering::Relaxed);
-        assert!(checker.join().unwrap() >= 1);
-        live
-    });
-    std::thread::sleep(std::time::Duration::from_millis(150));
-    let mut findings = Vec::new();
-    let summary = block_on(ts.check(
-        None,
-        CheckOptions {
-            grace_micros: 100_000,
-            ..CheckOptions::default()
-        },
-        600_000_000,
-        |e| {
-            if let CheckEvent::Finding(f) = e {
-                findings.push(f);
-            }
-        },
-    ))
-    .unwrap();
-    assert!(
-        findings.is_empty(),
-        "after the writers settled: {findings:?}"
-    );
-    assert!(
-        summary.is_clean() && summary.rows_scanned > 0,
-        "{summary:?}"
-    );
-    let g = ts.handle(b"live");
-    let found: BTreeSet<String> = block_on(g.lookup(
-        rowkit_statemachines::triples::LookupMethod::Triples,
-        Default::default(),
-    ))
-    .unwrap()
-    .iter()
-    .map(|f| String::from_utf8_lossy(&f.item().to_text()).into_owned())
-    .collect();
-    let expected: BTreeSet<String> = live.into_iter().flatten().collect();
-    assert_eq!(
-        found, expected,
-        "the graph holds what the writers acknowledged"
-    );
-}
-
 #[test]
 fn check_beside_writers_on_memory_store() {
-    check_beside_writers(&MemoryStore::new());
+    check_beside_writers::triples(&MemoryStore::new());
 }
 
 #[test]
 fn check_beside_writers_on_redb_store() {
-    check_beside_writers(&RedbStore::in_memory().unwrap());
+    check_beside_writers::triples(&RedbStore::in_memory().unwrap());
 }

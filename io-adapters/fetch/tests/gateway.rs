@@ -326,7 +326,7 @@ async fn a_tile_read_has_several_requests_in_flight_at_once() {
     let gw = Gateway::new(&format!("{}/barrier/{TOGETHER}/{g}", proxy()));
     let mut state = TraceStoreState::new("gold", Layout::Md5);
     let op = ReadRange::new(&mut state, 0, 255, None, now(), 7);
-    run(&gw, op, |()| {}, None).await.unwrap();
+    run(&gw, op, |_| {}, None).await.unwrap();
     let stats = proxy_stats(proxy(), &g).await;
     assert_eq!(stats["released"], "barrier", "{stats}");
     assert!(stats["maxOpen"].as_u64().unwrap() >= TOGETHER, "{stats}");

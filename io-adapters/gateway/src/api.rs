@@ -10,17 +10,14 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use rowkit_embedded::{Reply, Store};
+use rowkit_embedded::Store;
 use rowkit_rest::proto3::Int32;
 use rowkit_rest::wire::{ErrorBodyJson, ErrorJson};
 use rowkit_rest::{Method, TableName, decode_request, encode_error, encode_response, http_status};
 use rowkit_statemachines::{Code, Request, Response as StoreResponse, StoreError, Timestamp};
-use tokio::sync::mpsc;
 
 use crate::AppState;
-
-/// Elements buffered between the store's blocking thread and the HTTP body.
-const STREAM_BUFFER: usize = 16;
+use crate::serving::{self, Execution, StreamMsg};
 
 /// The gateway's routes: data calls under `/v2/`, static files elsewhere.
 pub fn router(state: AppState) -> Router {
@@ -146,34 +143,14 @@ async fn handle(
     }
 }
 
-/// Compares without stopping at the first difference, so response timing does not reveal
-/// how much of a guessed token is right.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
 fn authenticate(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = &state.token else {
         return Ok(());
     };
     let given = headers
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, rest) = v.split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
-        });
-    match given {
-        Some(given) if same_secret(given.as_bytes(), token.as_bytes()) => Ok(()),
-        Some(_) => Err(ApiError::new(
-            Code::Unauthenticated,
-            "the bearer token is not this gateway's token",
-        )),
-        None => Err(ApiError::new(
-            Code::Unauthenticated,
-            "this gateway requires `Authorization: Bearer <token>` (the token given to rowkit serve --token)",
-        )),
-    }
+        .and_then(|v| v.to_str().ok());
+    Ok(serving::check_bearer(given, token, "gateway")?)
 }
 
 fn percent_decode(s: &str) -> String {
@@ -321,65 +298,21 @@ async fn data_call(
     }
 }
 
-fn task_failed(e: tokio::task::JoinError) -> ApiError {
-    ApiError::new(Code::Internal, format!("store task failed: {e}"))
-}
-
 async fn unary_call(
     store: Arc<dyn Store>,
     request: Request,
     now: Timestamp,
 ) -> Result<Response, ApiError> {
-    let reply = tokio::task::spawn_blocking(move || match store.execute(request, now)? {
-        Reply::Unary(r) => Ok(r),
-        Reply::Stream(_) => Err(StoreError::new(
-            Code::Internal,
-            "the store answered a unary call with a stream",
-        )),
-    })
-    .await
-    .map_err(task_failed)??;
+    let reply = serving::unary(store, request, now).await?;
     let body = encode_response(&reply).map_err(|e| ApiError::new(Code::Internal, e.to_string()))?;
     Ok(json_response(StatusCode::OK, body))
 }
 
-/// What the blocking thread hands to the body stream.
-enum Msg {
-    /// One encoded element.
-    Part(Vec<u8>),
-    /// The call failed; nothing follows.
-    Failed(StoreError),
-    /// The stream ended with OK.
-    End,
-}
-
-/// Runs the store call on a blocking thread, sending each part as soon as it exists. Stops
-/// when the receiver is gone (client disconnected: the scan is abandoned).
-fn pump(store: &dyn Store, request: Request, now: Timestamp, tx: &mpsc::Sender<Msg>) {
-    let parts: Box<dyn Iterator<Item = Result<StoreResponse, StoreError>> + '_> =
-        match store.execute(request, now) {
-            Ok(Reply::Stream(parts)) => parts,
-            Ok(Reply::Unary(r)) => Box::new(std::iter::once(Ok(r))),
-            Err(e) => {
-                let _ = tx.blocking_send(Msg::Failed(e));
-                return;
-            }
-        };
-    for part in parts {
-        let msg = match part {
-            Ok(StoreResponse::StreamEnd) => break,
-            Ok(p) => match encode_response(&p) {
-                Ok(bytes) => Msg::Part(bytes),
-                Err(e) => Msg::Failed(StoreError::new(Code::Internal, e.to_string())),
-            },
-            Err(e) => Msg::Failed(e),
-        };
-        let last = matches!(msg, Msg::Failed(_));
-        if tx.blocking_send(msg).is_err() || last {
-            return;
-        }
-    }
-    let _ = tx.blocking_send(Msg::End);
+/// Each part as its JSON element.
+fn encode_part(part: StoreResponse) -> Result<Vec<Vec<u8>>, StoreError> {
+    encode_response(&part)
+        .map(|bytes| vec![bytes])
+        .map_err(|e| StoreError::new(Code::Internal, e.to_string()))
 }
 
 async fn stream_call(
@@ -387,18 +320,17 @@ async fn stream_call(
     request: Request,
     now: Timestamp,
 ) -> Result<Response, ApiError> {
-    let (tx, mut rx) = mpsc::channel(STREAM_BUFFER);
-    tokio::task::spawn_blocking(move || pump(store.as_ref(), request, now, &tx));
+    let mut rx = serving::stream(store, request, now, Execution::Wire, encode_part);
     // Errors before the first element are ordinary error responses (`rest-json.md` 5.1).
     let first = match rx.recv().await {
-        Some(Msg::Failed(e)) => return Err(e.into()),
-        Some(Msg::Part(bytes)) => {
+        Some(StreamMsg::Failed(e)) => return Err(e.into()),
+        Some(StreamMsg::Part(bytes)) => {
             let mut chunk = Vec::with_capacity(bytes.len() + 1);
             chunk.push(b'[');
             chunk.extend_from_slice(&bytes);
             chunk
         }
-        Some(Msg::End) => {
+        Some(StreamMsg::End) => {
             // Still a stream: streamed responses never carry Content-Length (`rest-json.md` 2).
             let empty = futures_util::stream::once(async {
                 Ok::<_, std::io::Error>(Bytes::from_static(b"[]"))
@@ -418,19 +350,19 @@ async fn stream_call(
     let rest = futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
         let chunk = match rx.recv().await {
-            Some(Msg::Part(bytes)) => {
+            Some(StreamMsg::Part(bytes)) => {
                 let mut chunk = Vec::with_capacity(bytes.len() + 2);
                 chunk.extend_from_slice(b"\n,");
                 chunk.extend_from_slice(&bytes);
                 return Some((Ok(Bytes::from(chunk)), Some(rx)));
             }
-            Some(Msg::Failed(e)) => {
+            Some(StreamMsg::Failed(e)) => {
                 let mut chunk = b"\n,".to_vec();
                 chunk.extend_from_slice(&encode_error(&e));
                 chunk.extend_from_slice(b"]");
                 Ok(Bytes::from(chunk))
             }
-            Some(Msg::End) => Ok(Bytes::from_static(b"\n]")),
+            Some(StreamMsg::End) => Ok(Bytes::from_static(b"\n]")),
             None => Err(std::io::Error::other("the store task ended mid-stream")),
         };
         Some((chunk, None))
@@ -447,13 +379,6 @@ async fn stream_call(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn secrets_compare_whole() {
-        assert!(same_secret(b"abc", b"abc"));
-        assert!(!same_secret(b"abc", b"abd"));
-        assert!(!same_secret(b"abc", b"ab"));
-    }
 
     #[test]
     fn query_alt_and_profile() {

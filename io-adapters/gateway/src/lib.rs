@@ -19,6 +19,7 @@
 mod api;
 mod cors;
 mod host;
+pub mod serving;
 mod www;
 
 use std::future::Future;
@@ -154,14 +155,7 @@ impl Gateway {
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock + Send + Sync>,
     ) -> Result<Gateway, GatewayError> {
-        if config.token.as_deref() == Some("") {
-            return Err(GatewayError::EmptyToken);
-        }
-        if !config.listen.ip().is_loopback() && config.token.is_none() {
-            return Err(GatewayError::TokenRequired {
-                addr: config.listen,
-            });
-        }
+        serving::check_exposure(config.listen, config.token.as_deref())?;
         let cors = cors::layer(&config.cors_origins, config.token.is_some())?;
         let www = match config.www {
             Some(dir) => Some(Arc::new(
@@ -179,13 +173,7 @@ impl Gateway {
             hosts: Arc::new(AllowedHosts::new(&config.allowed_hosts)),
         };
         let app = router(state).layer(cors);
-        let listener =
-            TcpListener::bind(config.listen)
-                .await
-                .map_err(|source| GatewayError::Bind {
-                    addr: config.listen,
-                    source,
-                })?;
+        let listener = serving::listen(config.listen).await?;
         Ok(Gateway { listener, app })
     }
 

@@ -235,6 +235,11 @@ pub enum MtEvent {
         /// Whether it was fixed.
         fixed: bool,
     },
+    /// An fsck pass read another page of node rows (for progress: rows read so far).
+    FsckPage {
+        /// Rows in the page.
+        rows: u64,
+    },
 }
 
 /// Errors of §18.

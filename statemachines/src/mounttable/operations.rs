@@ -1133,6 +1133,9 @@ impl FsckPass {
                 }
                 P::Paging(mut scan) => {
                     self.page = ready!(self.phase, P::Paging(scan), scan.poll(io))?;
+                    io.emit(MtEvent::FsckPage {
+                        rows: self.page.len() as u64,
+                    });
                     self.full = self.page.len() as i64 >= FSCK_PAGE;
                     self.start = self.page.last().map(|r| r.key.clone());
                     self.at = 0;

@@ -9,6 +9,12 @@
 //! `RemoveTriples` or `NewGraph` passes through, so they wait out the grace period and are
 //! re-read before they are reported; the repairs write exactly the cells the original would
 //! have written, each conditional on its column being absent at that timestamp.
+//!
+//! Such a repair is the write of the triple's add, and races like one: the predicate protects
+//! the cells a writer put there, not an absence, so a `RemoveTriples` of that triple that runs
+//! between the re-read and the repair is followed by the repaired cell (one row, which the next
+//! check reports again), as it would be by an add in flight. The fault simulator models a
+//! repair that way: as a write of the triple for the whole check (`rowkit-testkit`, `sim`).
 
 use alloc::collections::BTreeSet;
 use alloc::format;

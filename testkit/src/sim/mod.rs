@@ -14,7 +14,14 @@
 //! - **clock jump**: time leaps forward (up to 10 s), firing back-offs and expiries;
 //! - **delayed request**: the request reaches the store late, after many steps of other
 //!   clients (a slow path through the network); its client waits for it. This is how a
-//!   write lands after everything its sender read has changed.
+//!   write lands after everything its sender read has changed;
+//! - **failed entries**: some entries of a MutateRows fail, the others apply (Bigtable's
+//!   MutateRows is not atomic across rows). This is how a triple loses an index row.
+//!
+//! The workloads also run their schema's table check (`spec/check.md`, with `--fix`) as an
+//! operation among the writers ([`check_op`]): what it may report there, and that its repairs
+//! never undo a decided write, is part of each workload's invariants, as is a check run once
+//! the writers have settled, which must leave nothing ([`check_settled`]).
 //!
 //! After the operation budget, clients finish without faults, the workload's repairs run
 //! (fsck, placeholder repair...), and [`Workload::check`] verifies the invariants against
@@ -39,11 +46,16 @@ pub mod objmeta;
 pub mod tracestore;
 pub mod triples;
 
-use std::collections::VecDeque;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt::{self, Debug, Display};
+use std::rc::Rc;
 
+use rowkit_codec::model::Mutation;
+use rowkit_statemachines::check::{CheckEvent, CheckOptions, CheckSummary, Finding};
 use rowkit_statemachines::{
-    Code, Machine, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
+    Code, Machine, MutateRowsEntryResult, MutateRowsResponse, Request, Response, SplitMix64,
+    StoreError, Tag, Timestamp,
 };
 
 use rowkit_embedded::{MemoryStore, Reply, Store};
@@ -64,6 +76,10 @@ pub struct FaultRates {
     /// 0 by default: the rates above were tuned without it, and a non-zero rate changes every
     /// seed's schedule.
     pub delay_request: u32,
+    /// Per MutateRows request of two entries or more: some of its entries fail (`UNAVAILABLE`
+    /// in their status) and the others apply, as Bigtable's MutateRows may answer. 0 by
+    /// default, for the same reason as `delay_request`.
+    pub fail_entries: u32,
 }
 
 impl Default for FaultRates {
@@ -74,6 +90,7 @@ impl Default for FaultRates {
             crash: 40,
             clock_jump: 20,
             delay_request: 0,
+            fail_entries: 0,
         }
     }
 }
@@ -185,6 +202,19 @@ pub struct Checked {
     pub decided: u64,
     /// Facts the history leaves open (e.g. concurrent add and remove of one triple).
     pub undecided: u64,
+    /// Checks (`spec/check.md`) whose findings were verified: those run among the writers
+    /// and those run once they had settled.
+    pub checks: u64,
+    /// Findings those checks repaired.
+    pub check_repairs: u64,
+}
+
+impl Checked {
+    /// Counts a verified check's outcome.
+    pub fn check(&mut self, outcome: &CheckOutcome) {
+        self.checks += 1;
+        self.check_repairs += outcome.summary.repaired;
+    }
 }
 
 /// Counters of one or more runs.
@@ -206,6 +236,8 @@ pub struct SimReport {
     pub clock_jumps: u64,
     /// Requests that reached the store late.
     pub delayed_requests: u64,
+    /// MutateRows requests of which some entries failed.
+    pub failed_entries: u64,
     /// What the checks verified.
     pub checked: Checked,
 }
@@ -218,6 +250,7 @@ impl SimReport {
             + self.crashes
             + self.clock_jumps
             + self.delayed_requests
+            + self.failed_entries
     }
 
     /// Adds another run's counters.
@@ -230,8 +263,11 @@ impl SimReport {
         self.crashes += other.crashes;
         self.clock_jumps += other.clock_jumps;
         self.delayed_requests += other.delayed_requests;
+        self.failed_entries += other.failed_entries;
         self.checked.decided += other.checked.decided;
         self.checked.undecided += other.checked.undecided;
+        self.checked.checks += other.checked.checks;
+        self.checked.check_repairs += other.checked.check_repairs;
     }
 }
 
@@ -239,7 +275,7 @@ impl Display for SimReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} operations ({} acknowledged), {} requests, {} faults ({} failed requests, {} lost responses, {} crashes, {} clock jumps, {} delayed requests), {} facts checked ({} left open by concurrency)",
+            "{} operations ({} acknowledged), {} requests, {} faults ({} failed requests, {} lost responses, {} crashes, {} clock jumps, {} delayed requests, {} partly failed MutateRows), {} facts checked ({} left open by concurrency), {} table checks verified ({} findings repaired)",
             self.operations,
             self.acknowledged,
             self.requests,
@@ -249,8 +285,11 @@ impl Display for SimReport {
             self.crashes,
             self.clock_jumps,
             self.delayed_requests,
+            self.failed_entries,
             self.checked.decided,
-            self.checked.undecided
+            self.checked.undecided,
+            self.checked.checks,
+            self.checked.check_repairs
         )
     }
 }
@@ -336,6 +375,244 @@ where
     O: 'static,
 {
     Box::new(Erased { machine, map })
+}
+
+/// The columns each check operation of a run may have written (its repairs), by the check's
+/// number: filled as its machine emits requests, so a check that crashes or whose answer is
+/// lost still counts every repair it sent. The workloads treat such a repair as a write of
+/// those columns that runs for the whole check (its exact instant is not in the history).
+#[derive(Clone, Debug, Default)]
+pub struct RepairLog(Rc<RefCell<BTreeMap<u64, BTreeSet<WrittenColumn>>>>);
+
+/// A column a request may write: `family`/`qualifier` `None` when it may write any of them.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct WrittenColumn {
+    row_key: Vec<u8>,
+    family: Option<String>,
+    qualifier: Option<Vec<u8>>,
+}
+
+/// One log is equal only to itself (operations holding it compare by identity).
+impl PartialEq for RepairLog {
+    fn eq(&self, other: &RepairLog) -> bool {
+        Rc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for RepairLog {}
+
+impl RepairLog {
+    /// Forgets every check (a new run).
+    pub fn clear(&self) {
+        self.0.borrow_mut().clear();
+    }
+
+    /// Records what `request`, sent by check `id`, may write.
+    fn record(&self, id: u64, request: &Request) {
+        let column = |row_key: &[u8], m: &Mutation| WrittenColumn {
+            row_key: row_key.to_vec(),
+            family: m.family().map(str::to_string),
+            qualifier: match m {
+                Mutation::SetCell { qualifier, .. }
+                | Mutation::DeleteFromColumn { qualifier, .. } => Some(qualifier.clone()),
+                Mutation::DeleteFromFamily { .. } | Mutation::DeleteFromRow => None,
+            },
+        };
+        let written: Vec<WrittenColumn> = match request {
+            Request::MutateRow(r) => r.mutations.iter().map(|m| column(&r.row_key, m)).collect(),
+            Request::CheckAndMutateRow(r) => r
+                .true_mutations
+                .iter()
+                .chain(&r.false_mutations)
+                .map(|m| column(&r.row_key, m))
+                .collect(),
+            Request::MutateRows(r) => r
+                .entries
+                .iter()
+                .flat_map(|e| e.mutations.iter().map(|m| column(&e.row_key, m)))
+                .collect(),
+            Request::ReadModifyWriteRow(r) => vec![WrittenColumn {
+                row_key: r.row_key.clone(),
+                family: None,
+                qualifier: None,
+            }],
+            Request::ReadRows(_) | Request::SampleRowKeys(_) => Vec::new(),
+        };
+        if !written.is_empty() {
+            self.0.borrow_mut().entry(id).or_default().extend(written);
+        }
+    }
+
+    /// The rows check `id` may have written.
+    pub fn rows(&self, id: u64) -> BTreeSet<Vec<u8>> {
+        self.0
+            .borrow()
+            .get(&id)
+            .map_or_else(BTreeSet::new, |columns| {
+                columns.iter().map(|c| c.row_key.clone()).collect()
+            })
+    }
+
+    /// Whether check `id` sent any write.
+    pub fn wrote_any(&self, id: u64) -> bool {
+        self.0.borrow().get(&id).is_some_and(|c| !c.is_empty())
+    }
+
+    /// Whether check `id` may have written the cell column `family:qualifier` of `row_key`.
+    pub fn wrote(&self, id: u64, row_key: &[u8], family: &str, qualifier: &[u8]) -> bool {
+        self.0.borrow().get(&id).is_some_and(|columns| {
+            columns.iter().any(|c| {
+                c.row_key == row_key
+                    && c.family.as_deref().is_none_or(|f| f == family)
+                    && c.qualifier.as_deref().is_none_or(|q| q == qualifier)
+            })
+        })
+    }
+}
+
+/// Workloads start one check in this many operations.
+pub const CHECK_EVERY: u64 = 40;
+
+/// A check's options in the simulator: a short grace period (`spec/check.md` rule 1.2), so
+/// that checks finish among the writers (simulated time moves ~0.35 ms a step).
+pub fn check_options(fix: bool) -> CheckOptions {
+    CheckOptions {
+        fix,
+        grace_micros: 200_000,
+        ..CheckOptions::default()
+    }
+}
+
+/// What a check operation returned: its summary and every finding it reported.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckOutcome {
+    /// The summary (rows scanned, findings by kind, repaired, left).
+    pub summary: CheckSummary,
+    /// The findings, in the order reported.
+    pub findings: Vec<Finding>,
+}
+
+impl CheckOutcome {
+    /// The findings as one line each, for failure messages.
+    pub fn describe(&self) -> String {
+        self.findings
+            .iter()
+            .map(|f| {
+                format!(
+                    "{} {} ({}){}",
+                    f.kind,
+                    rowkit_codec::escape::escape(&f.row_key),
+                    f.detail,
+                    if f.repaired { " repaired" } else { "" }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// A check machine under the simulator: findings collected into its output, every write it
+/// sends logged in a [`RepairLog`] under `id`.
+struct CheckRun<M> {
+    machine: M,
+    id: u64,
+    log: RepairLog,
+    findings: Vec<Finding>,
+}
+
+impl<M> Machine for CheckRun<M>
+where
+    M: Machine<Output = CheckSummary, Event = CheckEvent>,
+    M::Error: Display,
+{
+    type Output = CheckOutcome;
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
+        self.machine.handle_response(tag, r, now);
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.machine.handle_timeout(now);
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        self.machine.cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        let (tag, request) = self.machine.poll_request()?;
+        self.log.record(self.id, &request);
+        Some((tag, request))
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.machine.poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        match self.machine.poll_event()? {
+            CheckEvent::Finding(f) => self.findings.push(f),
+            CheckEvent::Progress { .. } => {}
+        }
+        Some(())
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.machine.poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<CheckOutcome, String>> {
+        let result = self.machine.result()?;
+        Some(
+            result
+                .map(|summary| CheckOutcome {
+                    summary,
+                    findings: std::mem::take(&mut self.findings),
+                })
+                .map_err(|e| e.to_string()),
+        )
+    }
+}
+
+/// A check machine as a simulated operation numbered `id` (see [`RepairLog`]), its outcome
+/// mapped by `map`.
+pub fn check_op<M, O>(
+    machine: M,
+    id: u64,
+    log: &RepairLog,
+    map: impl FnMut(CheckOutcome) -> O + 'static,
+) -> SimMachine<O>
+where
+    M: Machine<Output = CheckSummary, Event = CheckEvent> + 'static,
+    M::Error: Display,
+    O: 'static,
+{
+    erase(
+        CheckRun {
+            machine,
+            id,
+            log: log.clone(),
+            findings: Vec::new(),
+        },
+        map,
+    )
+}
+
+/// Runs a check machine alone against `store` to completion, time moving to its timers (the
+/// grace period passes), as an operator runs `rowkit check` once the writers have settled.
+pub fn check_settled<M>(
+    store: &MemoryStore,
+    now: Timestamp,
+    machine: M,
+) -> Result<CheckOutcome, String>
+where
+    M: Machine<Output = CheckSummary, Event = CheckEvent>,
+    M::Error: Display,
+{
+    let clock = rowkit_embedded::driver::ManualClock::new(now);
+    let mut findings = Vec::new();
+    let summary = rowkit_client::run_blocking(store, &clock, machine, |event| {
+        if let CheckEvent::Finding(f) = event {
+            findings.push(f);
+        }
+    })
+    .map_err(|e| format!("check: {e}"))?;
+    Ok(CheckOutcome { summary, findings })
 }
 
 /// A client: at most one operation at a time.
@@ -491,7 +768,17 @@ impl<W: Workload> Run<'_, W> {
         self.collect_garbage()?;
         self.trace.push(format!("{} c{c} send {kind}", self.now.0));
         let lose = self.roll(self.config.faults.lose_response);
-        let mut parts = self.answer(c, request);
+        let mut parts = match self.fail_some_entries(&request) {
+            Some(failing) => {
+                self.report.failed_entries += 1;
+                self.trace.push(format!(
+                    "{} c{c} FAULT {kind}: entries {failing:?} fail, the others apply",
+                    self.now.0
+                ));
+                self.answer_partly(c, request, &failing)
+            }
+            None => self.answer(c, request),
+        };
         if lose {
             self.report.lost_responses += 1;
             let keep = (self.rng.next_u64() % parts.len() as u64) as usize;
@@ -537,6 +824,73 @@ impl<W: Workload> Run<'_, W> {
             }
             Err(e) => vec![Err(e)],
         }
+    }
+
+    /// The entries of a MutateRows request to fail (sorted, some but not all), if the fault
+    /// strikes it.
+    fn fail_some_entries(&mut self, request: &Request) -> Option<Vec<usize>> {
+        let Request::MutateRows(r) = request else {
+            return None;
+        };
+        let rate = self.config.faults.fail_entries;
+        if r.entries.len() < 2 || rate == 0 || !self.roll(rate) {
+            return None;
+        }
+        let n = r.entries.len();
+        let mut failing: Vec<usize> = (0..n)
+            .filter(|_| self.rng.next_u64().is_multiple_of(2))
+            .collect();
+        if failing.is_empty() || failing.len() == n {
+            failing = vec![(self.rng.next_u64() % n as u64) as usize];
+        }
+        Some(failing)
+    }
+
+    /// The answer to a MutateRows `request` whose `failing` entries fail before the store: the
+    /// others are applied (one request) and every entry's status is reported by its index in
+    /// `request`.
+    fn answer_partly(
+        &self,
+        c: usize,
+        request: Request,
+        failing: &[usize],
+    ) -> Vec<Result<Response, StoreError>> {
+        let Request::MutateRows(mut r) = request else {
+            return self.answer(c, request);
+        };
+        let mut kept = Vec::new();
+        let mut original = Vec::new();
+        for (i, entry) in std::mem::take(&mut r.entries).into_iter().enumerate() {
+            if !failing.contains(&i) {
+                original.push(i);
+                kept.push(entry);
+            }
+        }
+        r.entries = kept;
+        let mut parts = self.answer(c, Request::MutateRows(r));
+        for part in &mut parts {
+            if let Ok(Response::MutateRowsPart(p)) = part {
+                for e in &mut p.entries {
+                    e.index = original.get(e.index).copied().unwrap_or(e.index);
+                }
+            }
+        }
+        if !matches!(parts.last(), Some(Ok(Response::StreamEnd))) {
+            // The whole request failed (e.g. invalid): no entry statuses to add.
+            return parts;
+        }
+        let end = parts.pop();
+        parts.push(Ok(Response::MutateRowsPart(MutateRowsResponse {
+            entries: failing
+                .iter()
+                .map(|&index| MutateRowsEntryResult {
+                    index,
+                    result: Err(unavailable("entry failed")),
+                })
+                .collect(),
+        })));
+        parts.extend(end);
+        parts
     }
 
     /// Background GC, every `gc_every` requests (no draw from the scheduler's seed).

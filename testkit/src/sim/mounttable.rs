@@ -408,7 +408,7 @@ impl Workload for MountDeleteWorkload {
         }
         Ok(Checked {
             decided: 2,
-            undecided: 0,
+            ..Checked::default()
         })
     }
 }

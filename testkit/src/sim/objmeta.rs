@@ -47,8 +47,10 @@ use std::rc::Rc;
 use rowkit_codec::model::{RowRange, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, families, filters};
 use rowkit_codec::objmeta::json::{Json, JsonObject};
-use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
+use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start, decode_row_key};
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
+use rowkit_statemachines::check::CheckTarget;
+use rowkit_statemachines::objmeta::Check;
 use rowkit_statemachines::objmeta::{
     AsyncRepair, CreateBucket, DeleteObject, GetObject, ListObject, ObjmetaConfig, ObjmetaEvent,
     ObjmetaState, PutObject, RepairOutcome, RepairTask,
@@ -58,7 +60,10 @@ use rowkit_statemachines::{
     Machine, ReadRowsRequest, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
 };
 
-use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
+use super::{
+    CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
+    check_options, check_settled, erase,
+};
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
 
@@ -156,6 +161,13 @@ pub enum ObjmetaOp {
     },
     /// `AsyncRepair` of a scheduled (or found) placeholder.
     Repair(RepairTask),
+    /// A check of the table with `--fix`: its number in `log`, where its writes are.
+    Check {
+        /// The check's number.
+        n: u64,
+        /// The run's log of check writes.
+        log: RepairLog,
+    },
 }
 
 impl fmt::Debug for ObjmetaOp {
@@ -196,24 +208,31 @@ impl fmt::Debug for ObjmetaOp {
                 "Repair {}/{} phd={} due={}",
                 t.bucket, t.key, t.phd_version_id, t.due.0
             ),
+            ObjmetaOp::Check { n, .. } => write!(f, "Check#{n} --fix"),
         }
     }
 }
 
 impl ObjmetaOp {
-    /// The (bucket, key) it writes, if it writes.
-    fn writes(&self) -> Option<(usize, usize)> {
+    /// Whether it writes (a check: may have repaired) the key `k` of bucket `b`.
+    fn writes(&self, b: usize, k: usize) -> bool {
         match self {
             ObjmetaOp::Put { bucket, key, .. } | ObjmetaOp::Delete { bucket, key, .. } => {
-                Some((*bucket, *key))
+                (*bucket, *key) == (b, k)
             }
-            ObjmetaOp::Repair(t) => {
-                let b = BUCKETS.iter().position(|(n, _)| *n == t.bucket)?;
-                let k = KEYS.iter().position(|(n, _)| *n == t.key)?;
-                Some((b, k))
-            }
-            _ => None,
+            ObjmetaOp::Repair(t) => t.bucket == BUCKETS[b].0 && t.key == KEYS[k].0,
+            ObjmetaOp::Check { n, log } => log.rows(*n).iter().any(|row| {
+                decode_row_key(row).is_ok_and(|d| {
+                    d.bucket.as_deref() == Some(BUCKETS[b].0) && d.object_key == KEYS[k].0
+                })
+            }),
+            ObjmetaOp::Get { .. } | ObjmetaOp::List { .. } => false,
         }
+    }
+
+    /// Whether it is a check.
+    fn is_check(&self) -> bool {
+        matches!(self, ObjmetaOp::Check { .. })
     }
 }
 
@@ -230,6 +249,8 @@ pub enum ObjmetaOutput {
     Listed(Json),
     /// A repair's outcome.
     Repaired(RepairOutcome),
+    /// A check's findings.
+    Checked(CheckOutcome),
 }
 
 type History = [Record<ObjmetaOp, ObjmetaOutput>];
@@ -255,6 +276,9 @@ pub struct ObjmetaWorkload {
     shared: Rc<RefCell<Shared>>,
     next_n: u64,
     next_pid: Cell<u64>,
+    /// What each check of the run wrote.
+    check_writes: RepairLog,
+    checks: u64,
 }
 
 impl Default for ObjmetaWorkload {
@@ -264,8 +288,26 @@ impl Default for ObjmetaWorkload {
             shared: Rc::default(),
             next_n: 0,
             next_pid: Cell::new(FIRST_PID),
+            check_writes: RepairLog::default(),
+            checks: 0,
         }
     }
+}
+
+/// What a check among the writers may find (`spec/check.md` §3): the states a write in flight
+/// or one that crashed leaves until its repair runs.
+const CONCURRENT_KINDS: [&str; 3] = [
+    "placeholder_due",
+    "versions_without_master",
+    "master_behind",
+];
+
+/// A check's deadline (the other operations have none: they run until done).
+const CHECK_DEADLINE_US: i64 = 60_000_000;
+
+fn check_machine(now: Timestamp, fix: bool, seed: u64) -> Check {
+    let target = CheckTarget::new(TABLE, Timestamp(now.0.saturating_add(CHECK_DEADLINE_US)));
+    Check::new(target, None, check_options(fix), now, seed)
 }
 
 /// The stored value a put writes (before the version id is set).
@@ -589,9 +631,7 @@ fn overlap(a: &Rec, b: &Rec) -> bool {
 }
 
 fn writes_of(history: &History, b: usize, k: usize) -> impl Iterator<Item = &Rec> {
-    history
-        .iter()
-        .filter(move |r| r.op.writes() == Some((b, k)))
+    history.iter().filter(move |r| r.op.writes(b, k))
 }
 
 fn deletes_of<'h>(history: &'h History, b: usize, k: usize, vid: &str) -> Vec<&'h Rec> {
@@ -639,7 +679,9 @@ fn plain_master(history: &History, b: usize, k: usize, at: Timestamp) -> Option<
     let Some(last) = writes.iter().max_by_key(|r| r.start) else {
         return Some(None);
     };
+    // A check's repair keeps the key open, never decides it.
     let decided = last.acknowledged()
+        && !last.op.is_check()
         && last.end <= at
         && writes
             .iter()
@@ -678,10 +720,9 @@ fn last_put_current(history: &History, b: usize, k: usize, at: Timestamp) -> Opt
 /// Whether every write of the key was acknowledged and none overlapped another.
 fn sequential(history: &History, b: usize, k: usize) -> bool {
     let writes: Vec<&Rec> = writes_of(history, b, k).collect();
-    writes
-        .iter()
-        .enumerate()
-        .all(|(i, w)| w.acknowledged() && writes[..i].iter().all(|p| !overlap(p, w)))
+    writes.iter().enumerate().all(|(i, w)| {
+        w.acknowledged() && !w.op.is_check() && writes[..i].iter().all(|p| !overlap(p, w))
+    })
 }
 
 /// Versioned and suspended keys: the current object at `at` when every write of the key
@@ -696,7 +737,7 @@ fn sequential_current(
     let writes: Vec<&Rec> = writes_of(history, b, k).filter(|r| r.start <= at).collect();
     for (i, w) in writes.iter().enumerate() {
         let clean = match &w.outcome {
-            Outcome::Done(Ok(_)) => true,
+            Outcome::Done(Ok(_)) => !w.op.is_check(),
             Outcome::Done(Err(e)) => matches!(w.op, ObjmetaOp::Delete { .. }) && e == "NoSuchKey",
             Outcome::Crashed => false,
         };
@@ -748,6 +789,8 @@ impl Workload for ObjmetaWorkload {
     fn setup(&mut self, store: &MemoryStore, now: Timestamp, _seed: u64) -> Result<(), String> {
         self.shared = Rc::default();
         self.next_n = 0;
+        self.check_writes.clear();
+        self.checks = 0;
         self.next_pid.set(FIRST_PID);
         store
             .create_table(TABLE, &families())
@@ -769,6 +812,13 @@ impl Workload for ObjmetaWorkload {
     }
 
     fn next_op(&mut self, rng: &mut SplitMix64) -> ObjmetaOp {
+        if rng.next_u64().is_multiple_of(CHECK_EVERY) {
+            self.checks += 1;
+            return ObjmetaOp::Check {
+                n: self.checks,
+                log: self.check_writes.clone(),
+            };
+        }
         let mut pick = |n: usize| (rng.next_u64() % n as u64) as usize;
         let bucket = pick(BUCKETS.len());
         let roll = pick(40);
@@ -920,6 +970,12 @@ impl Workload for ObjmetaWorkload {
                 let m = AsyncRepair::new(TABLE, task.clone(), None, now, seed);
                 erase(m, ObjmetaOutput::Repaired)
             }
+            ObjmetaOp::Check { n, log } => check_op(
+                check_machine(now, true, seed),
+                *n,
+                log,
+                ObjmetaOutput::Checked,
+            ),
         }
     }
 
@@ -964,6 +1020,40 @@ impl Workload for ObjmetaWorkload {
         history: &History,
     ) -> Result<Checked, String> {
         let mut checked = Checked::default();
+        for r in history {
+            let Outcome::Done(Ok(ObjmetaOutput::Checked(outcome))) = &r.outcome else {
+                continue;
+            };
+            if let Some(f) = outcome
+                .findings
+                .iter()
+                .find(|f| !CONCURRENT_KINDS.contains(&f.kind))
+            {
+                return Err(format!(
+                    "{:?} reported {} {}, which no write in flight leaves: {}",
+                    r.op,
+                    f.kind,
+                    rowkit_codec::escape::escape(&f.row_key),
+                    outcome.describe()
+                ));
+            }
+            checked.check(outcome);
+        }
+        // Once the writers and their repairs are done, a check with --fix leaves nothing and a
+        // second finds nothing; the invariants below then hold on the repaired table.
+        let fixed = check_settled(store, now, check_machine(now, true, 1))?;
+        if fixed.summary.left > 0 {
+            return Err(format!("settled check --fix left: {}", fixed.describe()));
+        }
+        let again = check_settled(store, now, check_machine(now, false, 2))?;
+        if !again.findings.is_empty() {
+            return Err(format!(
+                "check after the settled --fix found: {}",
+                again.describe()
+            ));
+        }
+        checked.check(&fixed);
+        checked.check(&again);
         let rows = self.store_rows(store, now)?;
         let empty = KeyRows::default();
         let puts = Puts::new(history);

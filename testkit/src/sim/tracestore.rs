@@ -14,6 +14,9 @@
 //!   and an acknowledged read's param set holds every value of an earlier acknowledged read
 //!   of the same range.
 //!
+//! Checks (`spec/check.md` §2, report-only) run among the writers and once more after them:
+//! none may report a finding or send a write.
+//!
 //! Writers share nothing but the store; machines own their state (an [`Operation`] built from a
 //! `TraceStoreState` by value) and give it back to the writer pool when they end.
 
@@ -40,11 +43,16 @@ use rowkit_statemachines::{
     Machine, ReadRowsRequest, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
 };
 
-use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
+use super::{
+    CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
+    check_options, check_settled, erase,
+};
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::ManualClock;
+use rowkit_statemachines::check::CheckTarget;
+use rowkit_statemachines::tracestore::Check;
 
 const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a
@@ -89,6 +97,8 @@ pub enum TraceStoreOp {
     },
     /// `AssignDigestIds` (digest-id layout).
     Assign(Vec<usize>),
+    /// A check of the table with `--fix` (its number in the run's [`RepairLog`]).
+    Check(u64),
 }
 
 impl fmt::Debug for TraceStoreOp {
@@ -97,6 +107,7 @@ impl fmt::Debug for TraceStoreOp {
             TraceStoreOp::Put { commit, values } => write!(f, "Put@{commit}{values:?}"),
             TraceStoreOp::Read { first, last } => write!(f, "ReadRange[{first}..={last}]"),
             TraceStoreOp::Assign(d) => write!(f, "AssignDigestIds{d:?}"),
+            TraceStoreOp::Check(n) => write!(f, "Check#{n} --fix"),
         }
     }
 }
@@ -117,6 +128,8 @@ pub enum TraceStoreOutput {
     Read(ParamSet),
     /// The ids assigned, in input order.
     Ids(Vec<u64>),
+    /// A check's findings.
+    Checked(CheckOutcome),
 }
 
 /// Writer states not running an operation; a crashed writer's state is gone (a new process
@@ -173,6 +186,9 @@ pub struct TraceStoreWorkload {
     /// A bug planted in every writer's state (the simulator's self-test; honoured only with
     /// this crate's `planted-bugs` feature).
     pub planted: Option<PlantedBug>,
+    /// What each check of the run sent as writes (none may).
+    check_writes: RepairLog,
+    checks: u64,
 }
 
 impl TraceStoreWorkload {
@@ -182,7 +198,14 @@ impl TraceStoreWorkload {
             layout,
             pool: Rc::default(),
             planted: None,
+            check_writes: RepairLog::default(),
+            checks: 0,
         }
+    }
+
+    fn check_machine(&self, now: Timestamp, seed: u64) -> Check {
+        let target = CheckTarget::new(TABLE, now.saturating_add_micros(DEADLINE_US));
+        Check::new(target, self.layout, check_options(true), now, seed)
     }
 
     /// The digest-id layout workload with `bug` planted in every writer.
@@ -282,6 +305,8 @@ impl Workload for TraceStoreWorkload {
 
     fn setup(&mut self, store: &MemoryStore, _now: Timestamp, _seed: u64) -> Result<(), String> {
         self.pool.borrow_mut().clear();
+        self.check_writes.clear();
+        self.checks = 0;
         let clock = ManualClock::new(Timestamp(0));
         block_on(setup_table(
             &SyncDriver::new(store, &clock),
@@ -300,6 +325,10 @@ impl Workload for TraceStoreWorkload {
         } else {
             7
         };
+        if rng.next_u64().is_multiple_of(CHECK_EVERY) {
+            self.checks += 1;
+            return TraceStoreOp::Check(self.checks);
+        }
         match rng.next_u64() % kinds {
             0..=5 => {
                 let commit = COMMITS[pick(rng, COMMITS.len())];
@@ -355,6 +384,12 @@ impl Workload for TraceStoreWorkload {
                 let m = AssignDigestIds::new(state, digests, deadline, now, seed);
                 erase(self.run(m), TraceStoreOutput::Ids)
             }
+            TraceStoreOp::Check(n) => check_op(
+                self.check_machine(now, seed),
+                *n,
+                &self.check_writes,
+                TraceStoreOutput::Checked,
+            ),
         }
     }
 
@@ -500,6 +535,30 @@ impl Workload for TraceStoreWorkload {
             }
             checked.decided += 1;
         }
+        // Last, once the invariants hold: checks are report-only, and find nothing among the
+        // writers or after them.
+        for r in history {
+            let TraceStoreOp::Check(n) = r.op else {
+                continue;
+            };
+            if let Outcome::Done(Ok(TraceStoreOutput::Checked(outcome))) = &r.outcome {
+                if !outcome.findings.is_empty() {
+                    return Err(format!("{:?} reported: {}", r.op, outcome.describe()));
+                }
+                checked.check(outcome);
+            }
+            if self.check_writes.wrote_any(n) {
+                return Err(format!("{:?} sent a write", r.op));
+            }
+        }
+        let settled = check_settled(store, now, self.check_machine(now, 1))?;
+        if !settled.findings.is_empty() {
+            return Err(format!(
+                "check after the writers settled: {}",
+                settled.describe()
+            ));
+        }
+        checked.check(&settled);
         Ok(checked)
     }
 }

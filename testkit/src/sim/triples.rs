@@ -8,15 +8,27 @@
 //!
 //! Writes that failed or crashed may have applied any prefix of their cells; a later
 //! acknowledged write of the same triple decides it again.
+//!
+//! Checks (`spec/check.md` §4, with `--fix`) run among the writers. A check's repair writes
+//! a triple's missing index cells, the write the triple's add would have made, so it counts as a
+//! write of that triple for the whole check. Concurrent checks may only report what failed
+//! writes leave (`missing_index`); once the writers have settled, a check with `--fix` leaves
+//! nothing and a second check finds nothing, before the invariants above are checked (so the
+//! repairs never undo a decided write).
 
 use std::fmt;
 
 use rowkit_codec::model::{ColumnFamily, RowSet};
 use rowkit_codec::triples::{Triple, keys};
-use rowkit_statemachines::triples::{AddTriples, Exist, NewGraph, OperationConfig, RemoveTriples};
+use rowkit_statemachines::triples::{
+    AddTriples, Check, Exist, NewGraph, OperationConfig, RemoveTriples,
+};
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
-use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
+use super::{
+    CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
+    check_options, check_settled, erase,
+};
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
 
@@ -35,6 +47,8 @@ pub enum TriplesOp {
     Remove(Vec<usize>),
     /// `Exist`.
     Exist(usize),
+    /// A check of the graph with `--fix` (its number in the run's [`RepairLog`]).
+    Check(u64),
 }
 
 impl fmt::Debug for TriplesOp {
@@ -43,16 +57,7 @@ impl fmt::Debug for TriplesOp {
             TriplesOp::Add(t) => write!(f, "AddTriples{t:?}"),
             TriplesOp::Remove(t) => write!(f, "RemoveTriples{t:?}"),
             TriplesOp::Exist(t) => write!(f, "Exist[{t}]"),
-        }
-    }
-}
-
-impl TriplesOp {
-    /// The triples it writes (none for `Exist`).
-    fn writes(&self) -> &[usize] {
-        match self {
-            TriplesOp::Add(t) | TriplesOp::Remove(t) => t,
-            TriplesOp::Exist(_) => &[],
+            TriplesOp::Check(n) => write!(f, "Check#{n} --fix"),
         }
     }
 }
@@ -64,6 +69,8 @@ pub enum TriplesOutput {
     Written,
     /// `Exist`'s answer.
     Exists(bool),
+    /// A check's findings.
+    Checked(CheckOutcome),
 }
 
 /// The triple store workload (see the module doc).
@@ -73,6 +80,9 @@ pub struct TriplesWorkload {
     /// A bug planted in every machine this workload starts (the simulator's self-test;
     /// honoured only with this crate's `planted-bugs` feature).
     pub planted: Option<rowkit_statemachines::planted::PlantedBug>,
+    /// The rows each check of the run wrote.
+    repairs: RepairLog,
+    checks: u64,
 }
 
 impl Default for TriplesWorkload {
@@ -80,9 +90,14 @@ impl Default for TriplesWorkload {
         TriplesWorkload {
             universe: universe(),
             planted: None,
+            repairs: RepairLog::default(),
+            checks: 0,
         }
     }
 }
+
+/// The finding a concurrent check may report: what a failed or crashed write leaves.
+const CONCURRENT_KINDS: [&str; 1] = ["missing_index"];
 
 /// Triples over a few subjects, predicates (immutable and temporal) and objects, none of
 /// which share a cell (`spec/triples.md` §3.3 cell sharing would blur the check).
@@ -133,6 +148,48 @@ impl TriplesWorkload {
         self.universe.len()
     }
 
+    /// Whether `op` writes (or, a check, may have repaired) triple `i`.
+    fn writes(&self, op: &TriplesOp, i: usize) -> bool {
+        match op {
+            TriplesOp::Add(t) | TriplesOp::Remove(t) => t.contains(&i),
+            TriplesOp::Exist(_) => false,
+            TriplesOp::Check(n) => keys::triple_cells(GRAPH, &self.universe[i])
+                .iter()
+                .any(|c| self.repairs.wrote(*n, &c.row_key, c.family, c.qualifier)),
+        }
+    }
+
+    fn check_machine(now: Timestamp, fix: bool, seed: u64) -> Check {
+        Check::new(config(now), Some(GRAPH), check_options(fix), now, seed)
+    }
+
+    /// Once the writers have settled: a check with `--fix` leaves nothing, and a second one
+    /// finds nothing.
+    fn check_settled(
+        store: &MemoryStore,
+        now: Timestamp,
+        checked: &mut Checked,
+    ) -> Result<(), String> {
+        let fixed = check_settled(store, now, Self::check_machine(now, true, 1))?;
+        if let Some(f) = fixed.findings.iter().find(|f| !f.repaired) {
+            return Err(format!(
+                "settled check --fix left {} {}: {}",
+                f.kind,
+                rowkit_codec::escape::escape(&f.row_key),
+                fixed.describe()
+            ));
+        }
+        let again = check_settled(store, now, Self::check_machine(now, false, 2))?;
+        if !again.findings.is_empty() {
+            return Err(format!(
+                "check after the settled --fix found: {}",
+                again.describe()
+            ));
+        }
+        checked.check(&fixed);
+        checked.check(&again);
+        Ok(())
+    }
     /// Which of a triple's four cells hold its text.
     fn cells_present(
         &self,
@@ -184,15 +241,23 @@ impl Decided<'_> {
     }
 }
 
-fn decide(history: &[Record<TriplesOp, TriplesOutput>], i: usize, at: Timestamp) -> Decided<'_> {
+fn decide<'h>(
+    workload: &TriplesWorkload,
+    history: &'h [Record<TriplesOp, TriplesOutput>],
+    i: usize,
+    at: Timestamp,
+) -> Decided<'h> {
     let writes: Vec<_> = history
         .iter()
-        .filter(|r| r.op.writes().contains(&i) && r.start <= at)
+        .filter(|r| workload.writes(&r.op, i) && r.start <= at)
         .collect();
     let Some(last) = writes.iter().max_by_key(|r| r.start) else {
         return Decided::Untouched;
     };
+    // A check's repair is an add of the triple when the check saw it partly written: it keeps
+    // the triple open, never decides it.
     let decided = last.acknowledged()
+        && !matches!(last.op, TriplesOp::Check(_))
         && last.end <= at
         && writes
             .iter()
@@ -209,6 +274,8 @@ impl Workload for TriplesWorkload {
     type Output = TriplesOutput;
 
     fn setup(&mut self, store: &MemoryStore, now: Timestamp, _seed: u64) -> Result<(), String> {
+        self.repairs.clear();
+        self.checks = 0;
         let families = [
             ColumnFamily::new(keys::FAMILY_GRAPH),
             ColumnFamily::new(keys::FAMILY_IMMUTABLE),
@@ -236,6 +303,10 @@ impl Workload for TriplesWorkload {
             b.dedup();
             b
         };
+        if rng.next_u64().is_multiple_of(CHECK_EVERY) {
+            self.checks += 1;
+            return TriplesOp::Check(self.checks);
+        }
         match rng.next_u64() % 5 {
             0 | 1 => TriplesOp::Add(batch(rng)),
             2 | 3 => TriplesOp::Remove(batch(rng)),
@@ -265,6 +336,12 @@ impl Workload for TriplesWorkload {
                 Exist::new(config, GRAPH, self.universe[*i].clone(), now, seed),
                 TriplesOutput::Exists,
             ),
+            TriplesOp::Check(n) => check_op(
+                Self::check_machine(now, true, seed),
+                *n,
+                &self.repairs,
+                TriplesOutput::Checked,
+            ),
         }
     }
 
@@ -275,8 +352,28 @@ impl Workload for TriplesWorkload {
         history: &[Record<TriplesOp, TriplesOutput>],
     ) -> Result<Checked, String> {
         let mut checked = Checked::default();
+        for r in history {
+            let Outcome::Done(Ok(TriplesOutput::Checked(outcome))) = &r.outcome else {
+                continue;
+            };
+            if let Some(f) = outcome
+                .findings
+                .iter()
+                .find(|f| !CONCURRENT_KINDS.contains(&f.kind))
+            {
+                return Err(format!(
+                    "{:?} reported {} {}, which no failed write leaves: {}",
+                    r.op,
+                    f.kind,
+                    rowkit_codec::escape::escape(&f.row_key),
+                    outcome.describe()
+                ));
+            }
+            checked.check(outcome);
+        }
+        Self::check_settled(store, now, &mut checked)?;
         for i in 0..self.universe.len() {
-            let Some(want) = decide(history, i, now).present() else {
+            let Some(want) = decide(self, history, i, now).present() else {
                 checked.undecided += 1;
                 continue;
             };
@@ -299,11 +396,11 @@ impl Workload for TriplesWorkload {
             // Decided only when no write of the triple overlaps the Exist.
             let overlapping = history
                 .iter()
-                .any(|w| w.op.writes().contains(i) && w.start <= r.end && w.end >= r.start);
+                .any(|w| self.writes(&w.op, *i) && w.start <= r.end && w.end >= r.start);
             let want = if overlapping {
                 None
             } else {
-                decide(history, *i, r.start).present()
+                decide(self, history, *i, r.start).present()
             };
             match want {
                 Some(want) if want != *answer => {

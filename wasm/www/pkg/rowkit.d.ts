@@ -250,7 +250,8 @@ export class TraceStore {
      * `{traces: [{id, params}], newDigests: [string], cells: Uint32Array, shardsDone}`, where
      * `cells[t * 256 + c]` is trace `t`'s digest at the tile's commit `c` as 1 + its index in
      * the stream's digest list (the `newDigests` of every batch so far, in order), 0 = missing.
-     * Resolves to the number of traces. An error thrown by `onBatch` ends the stream with it.
+     * Resolves to the number of traces. After an error thrown by `onBatch` no batch is handed
+     * over; the read runs to its end and the promise rejects with that error.
      */
     streamTile(index: number, on_batch: (batch: {traces: {id: string, params: Record<string, string>}[], newDigests: string[], cells: Uint32Array, shardsDone: number}) => void): Promise<number>;
     /**

@@ -52,7 +52,8 @@ class TileData {
   }
 
   add(batch) {
-    this.digests.push(...batch.newDigests);
+    // Loops, not push(...a): a spread of a large batch exceeds the engine's argument limit.
+    for (const d of batch.newDigests) this.digests.push(d);
     const need = (this.traces.length + batch.traces.length) * COMMITS;
     if (need > this.cells.length) {
       const grown = new Uint32Array(Math.max(need, this.cells.length * 2));
@@ -61,7 +62,7 @@ class TileData {
     }
     this.cells.set(batch.cells, this.traces.length * COMMITS);
     for (const c of batch.cells) if (c === 0) this.missing += 1;
-    this.traces.push(...batch.traces);
+    for (const t of batch.traces) this.traces.push(t);
     this.shardsDone = batch.shardsDone;
   }
 

@@ -1,0 +1,200 @@
+//! The serving core every rowkit server shares (this JSON gateway and the gRPC server of
+//! `rowkit-grpc`): who may listen where, the bearer-token check, and how a store call runs off
+//! the async runtime — unary calls in a blocking task, streamed ones pumped from a blocking
+//! thread through a bounded channel, so a slow client applies back-pressure to the scan (the
+//! store reads the next rows only when there is room) and a disconnected one stops it.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rowkit_embedded::{Reply, Store};
+use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
+use tokio::sync::mpsc;
+
+use crate::GatewayError;
+
+/// Encoded parts buffered between the store's blocking thread and the client.
+pub const STREAM_BUFFER: usize = 16;
+
+/// The address/token rule of every rowkit server: loopback may go without a token, any other
+/// address requires one, and a token is never empty.
+pub fn check_exposure(listen: SocketAddr, token: Option<&str>) -> Result<(), GatewayError> {
+    if token == Some("") {
+        return Err(GatewayError::EmptyToken);
+    }
+    if !listen.ip().is_loopback() && token.is_none() {
+        return Err(GatewayError::TokenRequired { addr: listen });
+    }
+    Ok(())
+}
+
+/// Binds the server's socket ([`GatewayError::Bind`] when the address is taken or not ours).
+pub async fn listen(addr: SocketAddr) -> Result<tokio::net::TcpListener, GatewayError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|source| GatewayError::Bind { addr, source })
+}
+
+/// Compares without stopping at the first difference, so response timing does not reveal
+/// how much of a guessed token is right.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Checks an `authorization` value (`Bearer TOKEN`, scheme in any case) against `token`;
+/// `UNAUTHENTICATED` when it is missing or wrong, with a message naming the server as `who`
+/// (`gateway`, `gRPC server`).
+pub fn check_bearer(authorization: Option<&str>, token: &str, who: &str) -> Result<(), StoreError> {
+    let given = authorization.and_then(|v| {
+        let (scheme, rest) = v.split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
+    });
+    match given {
+        Some(given) if same_secret(given.as_bytes(), token.as_bytes()) => Ok(()),
+        Some(_) => Err(StoreError::new(
+            Code::Unauthenticated,
+            format!("the bearer token is not this {who}'s token"),
+        )),
+        None => Err(StoreError::new(
+            Code::Unauthenticated,
+            format!("this {who} requires `Authorization: Bearer <token>` (the token given to rowkit serve --token)"),
+        )),
+    }
+}
+
+fn task_failed(e: tokio::task::JoinError) -> StoreError {
+    StoreError::new(Code::Internal, format!("store task failed: {e}"))
+}
+
+/// Runs a unary request on a blocking thread.
+pub async fn unary(
+    store: Arc<dyn Store>,
+    request: Request,
+    now: Timestamp,
+) -> Result<Response, StoreError> {
+    tokio::task::spawn_blocking(move || match store.execute(request, now)? {
+        Reply::Unary(r) => Ok(r),
+        Reply::Stream(_) => Err(StoreError::new(
+            Code::Internal,
+            "the store answered a unary call with a stream",
+        )),
+    })
+    .await
+    .map_err(task_failed)?
+}
+
+/// Runs a blocking store call (an admin call) off the runtime.
+pub async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, StoreError> + Send + 'static,
+) -> Result<T, StoreError> {
+    tokio::task::spawn_blocking(f).await.map_err(task_failed)?
+}
+
+/// What the blocking thread of [`stream`] hands over.
+#[derive(Debug)]
+pub enum StreamMsg<T> {
+    /// One encoded part.
+    Part(T),
+    /// The call failed; nothing follows.
+    Failed(StoreError),
+    /// The stream ended with OK.
+    End,
+}
+
+/// How [`stream`] asks the store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Execution {
+    /// [`Store::execute`]: parts exactly as the store cuts them.
+    Wire,
+    /// [`Store::execute_local`]: a read may come as whole rows ([`Response::Rows`]), for a
+    /// server that cuts rows into its own wire messages.
+    Rows,
+}
+
+/// Runs a streamed request on a blocking thread and returns the receiving end: each store part
+/// becomes the parts `encode` makes of it (encoded on that thread), then [`StreamMsg::End`] or
+/// [`StreamMsg::Failed`]. The scan waits while the channel is full and stops when the receiver
+/// is dropped. A channel that closes without `End` or `Failed` means the task died.
+pub fn stream<T: Send + 'static>(
+    store: Arc<dyn Store>,
+    request: Request,
+    now: Timestamp,
+    execution: Execution,
+    mut encode: impl FnMut(Response) -> Result<Vec<T>, StoreError> + Send + 'static,
+) -> mpsc::Receiver<StreamMsg<T>> {
+    let (tx, rx) = mpsc::channel(STREAM_BUFFER);
+    tokio::task::spawn_blocking(move || {
+        let reply = match execution {
+            Execution::Wire => store.execute(request, now),
+            Execution::Rows => store.execute_local(request, now),
+        };
+        let parts: Box<dyn Iterator<Item = Result<Response, StoreError>> + '_> = match reply {
+            Ok(Reply::Stream(parts)) => parts,
+            Ok(Reply::Unary(r)) => Box::new(std::iter::once(Ok(r))),
+            Err(e) => {
+                let _ = tx.blocking_send(StreamMsg::Failed(e));
+                return;
+            }
+        };
+        for part in parts {
+            let encoded = match part {
+                Ok(Response::StreamEnd) => break,
+                Ok(p) => encode(p),
+                Err(e) => Err(e),
+            };
+            match encoded {
+                Ok(messages) => {
+                    for m in messages {
+                        if tx.blocking_send(StreamMsg::Part(m)).is_err() {
+                            return;
+                        }
+                    }
+                }
+                Err(e) => {
+                    let _ = tx.blocking_send(StreamMsg::Failed(e));
+                    return;
+                }
+            }
+        }
+        let _ = tx.blocking_send(StreamMsg::End);
+    });
+    rx
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_compare_whole() {
+        assert!(same_secret(b"abc", b"abc"));
+        assert!(!same_secret(b"abc", b"abd"));
+        assert!(!same_secret(b"abc", b"ab"));
+    }
+
+    #[test]
+    fn bearer_values() {
+        assert!(check_bearer(Some("Bearer t1"), "t1", "x").is_ok());
+        assert!(check_bearer(Some("bearer  t1 "), "t1", "x").is_ok());
+        let code = |v| check_bearer(v, "t1", "x").map_err(|e| e.code);
+        assert_eq!(code(Some("Bearer t2")), Err(Code::Unauthenticated));
+        assert_eq!(code(Some("Basic t1")), Err(Code::Unauthenticated));
+        assert_eq!(code(None), Err(Code::Unauthenticated));
+    }
+
+    #[test]
+    fn exposure_rule() {
+        let lo: SocketAddr = ([127, 0, 0, 1], 1).into();
+        let any: SocketAddr = ([0, 0, 0, 0], 1).into();
+        assert!(check_exposure(lo, None).is_ok());
+        assert!(check_exposure(any, Some("t")).is_ok());
+        assert!(matches!(
+            check_exposure(any, None),
+            Err(GatewayError::TokenRequired { .. })
+        ));
+        assert!(matches!(
+            check_exposure(lo, Some("")),
+            Err(GatewayError::EmptyToken)
+        ));
+    }
+}

@@ -1,0 +1,153 @@
+//! Bigtable v2 gRPC server over any rowkit [`Store`]: `google.bigtable.v2.Bigtable` (ReadRows,
+//! SampleRowKeys, MutateRow, MutateRows, CheckAndMutateRow, ReadModifyWriteRow, PingAndWarm)
+//! and the table-admin calls clients and `cbt` use (`google.bigtable.admin.v2.BigtableTableAdmin`:
+//! CreateTable, ListTables, GetTable, DeleteTable, ModifyColumnFamilies, DropRowRange). Every
+//! other RPC answers `UNIMPLEMENTED`. Clients reach it as any emulator:
+//! `BIGTABLE_EMULATOR_HOST=ADDR`.
+//!
+//! - Semantics: every data call runs through the store's one evaluator
+//!   (`rowkit_embedded::semantics`), so the server is as production-faithful as the stores
+//!   (`spec/bigtable.md` 14: production's limits, codes and filters, not the emulator's).
+//! - Wire: the service traits are generated at build time from Google's protos (vendored in
+//!   `proto/`, compiled by protox, no `protoc`); the messages are the `googleapis-tonic-*` types
+//!   the client side uses, converted by `rowkit_bigtable::convert`.
+//! - ReadRows streams from the store row by row through a bounded channel (no whole-table
+//!   buffering; a slow reader holds no lock and blocks no writer), cuts values into
+//!   [`VALUE_CHUNK_BYTES`] chunks and rows into responses of about [`RESPONSE_BYTES`], as
+//!   production does. Messages of up to [`MAX_MESSAGE_BYTES`] are accepted and sent.
+//! - Exposure: the JSON gateway's rule (`rowkit_gateway::serving`): loopback without a token,
+//!   any other address only with one, checked as `authorization: Bearer TOKEN` metadata.
+//! - Project and instance in resource names are not checked: the store is one instance.
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
+
+mod admin;
+pub mod background;
+mod data;
+mod names;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rowkit_embedded::Store;
+use rowkit_embedded::driver::Clock;
+use rowkit_gateway::GatewayError;
+use tokio::net::TcpListener;
+
+pub use names::table_id;
+
+/// Service traits generated from Google's protos (server side only; messages come from the
+/// `googleapis-tonic-*` crates).
+pub mod generated {
+    /// `google.bigtable.v2.Bigtable`.
+    #[allow(missing_docs, clippy::all)]
+    pub mod bigtable {
+        include!(concat!(env!("OUT_DIR"), "/google.bigtable.v2.rs"));
+    }
+    /// `google.bigtable.admin.v2.BigtableTableAdmin` (and the instance admin, unused).
+    #[allow(missing_docs, clippy::all)]
+    pub mod admin {
+        include!(concat!(env!("OUT_DIR"), "/google.bigtable.admin.v2.rs"));
+    }
+}
+
+/// Largest message accepted or sent, instead of gRPC's 4 MiB default: what rowkit's client
+/// sends at most (a MutateRow writing a whole 256 MiB row, `spec/bigtable.md` 4, with its
+/// framing).
+pub const MAX_MESSAGE_BYTES: usize = rowkit_bigtable::MAX_ENCODING_MESSAGE_SIZE;
+
+/// Values longer than this are split over several chunks (`value_size` on all but the last).
+pub const VALUE_CHUNK_BYTES: usize = 1 << 20;
+
+/// A ReadRows response is closed once its chunks carry this many value bytes; a row larger
+/// than that spreads over several responses.
+pub const RESPONSE_BYTES: usize = 1 << 20;
+
+/// The default address of `rowkit serve --grpc`.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8086";
+
+/// How the server is exposed.
+#[derive(Clone, Debug)]
+pub struct GrpcConfig {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Bearer token every call must carry; required unless `listen` is loopback.
+    pub token: Option<String>,
+}
+
+/// What every call shares.
+#[derive(Clone)]
+pub(crate) struct Shared {
+    pub(crate) store: Arc<dyn Store>,
+    pub(crate) clock: Arc<dyn Clock + Send + Sync>,
+}
+
+/// A bound gRPC server, ready to serve.
+pub struct GrpcServer {
+    listener: TcpListener,
+    shared: Shared,
+    token: Option<Arc<str>>,
+}
+
+impl GrpcServer {
+    /// Checks the exposure rule and binds the socket.
+    pub async fn bind(
+        config: GrpcConfig,
+        store: Arc<dyn Store>,
+        clock: Arc<dyn Clock + Send + Sync>,
+    ) -> Result<GrpcServer, GatewayError> {
+        rowkit_gateway::serving::check_exposure(config.listen, config.token.as_deref())?;
+        let listener = rowkit_gateway::serving::listen(config.listen).await?;
+        Ok(GrpcServer {
+            listener,
+            shared: Shared { store, clock },
+            token: config.token.map(Arc::from),
+        })
+    }
+
+    /// The address actually bound (the real port when asked for port 0).
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` resolves (then lets calls in flight finish).
+    pub async fn serve(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), tonic::transport::Error> {
+        use generated::admin::bigtable_table_admin_server::BigtableTableAdminServer;
+        use generated::bigtable::bigtable_server::BigtableServer;
+        let token = self.token;
+        let auth = move |request: tonic::Request<()>| -> Result<tonic::Request<()>, tonic::Status> {
+            if let Some(token) = &token {
+                let given = request
+                    .metadata()
+                    .get("authorization")
+                    .and_then(|v| v.to_str().ok());
+                rowkit_gateway::serving::check_bearer(given, token, "gRPC server")
+                    .map_err(|e| rowkit_bigtable::convert::error_to_status(&e))?;
+            }
+            Ok(request)
+        };
+        let data = BigtableServer::new(data::DataService(self.shared.clone()))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        let admin = BigtableTableAdminServer::new(admin::AdminService(self.shared))
+            .max_decoding_message_size(MAX_MESSAGE_BYTES)
+            .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        // Without TCP_NODELAY a small reply waits for the client's delayed ACK (~40 ms).
+        let incoming =
+            tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
+        tonic::transport::Server::builder()
+            .add_service(tonic::service::interceptor::InterceptedService::new(
+                data,
+                auth.clone(),
+            ))
+            .add_service(tonic::service::interceptor::InterceptedService::new(
+                admin, auth,
+            ))
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await
+    }
+}
