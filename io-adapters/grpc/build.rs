@@ -21,7 +21,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         // Calls rowkit does not serve (change streams, SQL, backups, …) answer UNIMPLEMENTED.
         .generate_default_stubs(true)
         .extern_path(".google.bigtable.v2", format!("{DATA}::bigtable::v2"))
-        .extern_path(".google.bigtable.admin.v2", format!("{ADMIN}::bigtable::admin::v2"))
+        .extern_path(
+            ".google.bigtable.admin.v2",
+            format!("{ADMIN}::bigtable::admin::v2"),
+        )
         .extern_path(".google.rpc", format!("{DATA}::rpc"))
         .extern_path(".google.api", format!("{DATA}::api"))
         .extern_path(".google.type", format!("{ADMIN}::r#type"))

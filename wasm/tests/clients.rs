@@ -113,25 +113,46 @@ async fn tracestore(gateway: bool) {
     let batches = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
     let keep = batches.clone();
     let on_batch = Closure::<dyn FnMut(JsValue)>::new(move |b: JsValue| keep.borrow_mut().push(b));
-    let n = wait(ts.stream_tile((commit / 256) as u32, on_batch.as_ref().unchecked_ref::<js_sys::Function>().clone()))
-        .await
-        .unwrap();
+    let n = wait(
+        ts.stream_tile(
+            (commit / 256) as u32,
+            on_batch
+                .as_ref()
+                .unchecked_ref::<js_sys::Function>()
+                .clone(),
+        ),
+    )
+    .await
+    .unwrap();
     assert_eq!(n.as_f64(), Some(2.0));
     let (mut digests, mut seen) = (Vec::new(), Vec::new());
     for b in batches.borrow().iter() {
-        digests.extend(json(&js_sys::Reflect::get(b, &"newDigests".into()).unwrap()).as_array().unwrap().clone());
-        let cells = js_sys::Uint32Array::from(js_sys::Reflect::get(b, &"cells".into()).unwrap()).to_vec();
+        digests.extend(
+            json(&js_sys::Reflect::get(b, &"newDigests".into()).unwrap())
+                .as_array()
+                .unwrap()
+                .clone(),
+        );
+        let cells =
+            js_sys::Uint32Array::from(js_sys::Reflect::get(b, &"cells".into()).unwrap()).to_vec();
         let traces = json(&js_sys::Reflect::get(b, &"traces".into()).unwrap());
         for (t, trace) in traces.as_array().unwrap().iter().enumerate() {
             let at = cells[t * 256 + (commit % 256) as usize] as usize;
             seen.push((trace["params"]["name"].clone(), digests[at - 1].clone()));
-            assert_eq!(cells[t * 256 + (commit % 256) as usize - 1], 0, "a missing point is 0");
+            assert_eq!(
+                cells[t * 256 + (commit % 256) as usize - 1],
+                0,
+                "a missing point is 0"
+            );
         }
     }
     seen.sort_by_key(|(name, _)| name.to_string());
     assert_eq!(
         serde_json::to_value(seen).unwrap(),
-        json!([["t1", "8db9913366b07bd14df9a68459e2958b"], ["t2", "9e1d402515193304cafbdf02b8fd751b"]])
+        json!([
+            ["t1", "8db9913366b07bd14df9a68459e2958b"],
+            ["t2", "9e1d402515193304cafbdf02b8fd751b"]
+        ])
     );
     let e = wait(ts.read_range(-1.0, 3.0)).await.unwrap_err();
     assert_eq!(code(&e), "bad_repo_index");

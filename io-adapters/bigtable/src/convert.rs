@@ -16,9 +16,9 @@ use rowkit_codec::model::{
     RowRange, RowSet, RuleOp, Timestamp, TimestampRange,
 };
 use rowkit_statemachines::{
-    CellChunk, CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry,
-    MutateRowsEntryResult, MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest,
-    ReadRowsRequest, ReadRowsResponse, RowStatus, SampleRowKeysResponse, StoreError,
+    CellChunk, CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsEntryResult,
+    MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowsRequest,
+    ReadRowsResponse, RowStatus, SampleRowKeysResponse, StoreError,
 };
 
 /// A prost message rowkit cannot represent.
@@ -513,7 +513,11 @@ pub fn check_and_mutate_request_from_pb(
         table,
         app_profile_id: r.app_profile_id.clone(),
         row_key: r.row_key.clone(),
-        predicate: r.predicate_filter.as_ref().map(filter_from_pb).transpose()?,
+        predicate: r
+            .predicate_filter
+            .as_ref()
+            .map(filter_from_pb)
+            .transpose()?,
         true_mutations: mutations_from_pb(&r.true_mutations)?,
         false_mutations: mutations_from_pb(&r.false_mutations)?,
     })

@@ -22,11 +22,11 @@
 //! closes the pipe when the test process exits, however it exits. [`Drop`] does the same
 //! earlier for an owned [`Emulator`].
 
+use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 

@@ -33,8 +33,7 @@ mod transport;
 pub use auth::{StaticToken, TokenFuture, TokenProvider};
 pub use connection::{
     AsyncReply, BigtableConnection, FEATURE_FLAGS, MAX_DECODING_MESSAGE_SIZE,
-    MAX_ENCODING_MESSAGE_SIZE, PartStream,
-    percent_encode,
+    MAX_ENCODING_MESSAGE_SIZE, PartStream, percent_encode,
 };
 pub use rowkit_statemachines::{Request, Response, StoreError};
 pub use store::{BigtableStore, TOKEN_ENV, new_runtime};

@@ -181,8 +181,7 @@ mod objmeta {
     /// keeps it.
     #[test]
     fn objmeta_crash_at_every_cut_on_the_emulator() {
-        let Some(emu) = backends::selected("objmeta_crash_at_every_cut_on_the_emulator")
-        else {
+        let Some(emu) = backends::selected("objmeta_crash_at_every_cut_on_the_emulator") else {
             return;
         };
         let cases = crash_at_every_cut(&emu.fresh_store());

@@ -42,7 +42,10 @@ fn serve_grpc(store: &str) -> (Server, String) {
     let url = lines.next().unwrap().unwrap();
     assert!(url.starts_with("http://127.0.0.1:"), "{url}");
     let grpc = lines.next().unwrap().unwrap();
-    assert!(grpc.starts_with("127.0.0.1:") && !grpc.ends_with(":0"), "{grpc}");
+    assert!(
+        grpc.starts_with("127.0.0.1:") && !grpc.ends_with(":0"),
+        "{grpc}"
+    );
     (server, grpc)
 }
 
@@ -94,10 +97,23 @@ fn cbt_commands(store: &str) {
     cbt_ok(&host, &["createtable", "t2"]);
     assert_eq!(cbt_ok(&host, &["ls"]).trim(), "t1\nt2");
     cbt_ok(&host, &["createfamily", "t2", "cg"]);
-    cbt_ok(&host, &["setgcpolicy", "t2", "cg", "maxage=1d", "or", "maxversions=2"]);
+    cbt_ok(
+        &host,
+        &[
+            "setgcpolicy",
+            "t2",
+            "cg",
+            "maxage=1d",
+            "or",
+            "maxversions=2",
+        ],
+    );
     let families = cbt_ok(&host, &["ls", "t2"]);
     assert!(families.contains("cg"), "{families}");
-    assert!(families.contains("age() > 1d || versions() > 2"), "{families}");
+    assert!(
+        families.contains("age() > 1d || versions() > 2"),
+        "{families}"
+    );
     let families = cbt_ok(&host, &["ls", "t1"]);
     assert!(families.contains("versions() > 3"), "{families}");
     // A family the table does not have: production's NOT_FOUND reaches cbt.
@@ -112,14 +128,22 @@ fn cbt_commands(store: &str) {
     }
     cbt_ok(&host, &["set", "t2", "r1", "cg:q=v1b", "cg:p=p1"]);
     let read = cbt_ok(&host, &["read", "t2"]);
-    for text in ["r1", "r2", "r3", "cg:q", "\"v1b\"", "\"v1\"", "cg:p", "\"p1\""] {
+    for text in [
+        "r1", "r2", "r3", "cg:q", "\"v1b\"", "\"v1\"", "cg:p", "\"p1\"",
+    ] {
         assert!(read.contains(text), "{text} not in\n{read}");
     }
     let latest = cbt_ok(&host, &["read", "t2", "cells-per-column=1", "prefix=r1"]);
-    assert!(latest.contains("\"v1b\"") && !latest.contains("\"v1\""), "{latest}");
+    assert!(
+        latest.contains("\"v1b\"") && !latest.contains("\"v1\""),
+        "{latest}"
+    );
     assert!(!latest.contains("r2"), "{latest}");
     let one = cbt_ok(&host, &["lookup", "t2", "r2"]);
-    assert!(one.contains("r2") && one.contains("\"v2\"") && !one.contains("r1"), "{one}");
+    assert!(
+        one.contains("r2") && one.contains("\"v2\"") && !one.contains("r1"),
+        "{one}"
+    );
     assert_eq!(cbt_ok(&host, &["count", "t2"]).trim(), "3");
     cbt_ok(&host, &["deleterow", "t2", "r2"]);
     assert_eq!(cbt_ok(&host, &["count", "t2"]).trim(), "2");

@@ -32,7 +32,10 @@ fn a_streamed_tile_holds_what_a_range_read_holds() {
             let entries = (0..300)
                 .filter(|i| (i + k) % 7 != 0)
                 .map(|i| PutEntry {
-                    params: params_from([("name", format!("t{i}").as_str()), ("os", ["a", "b"][i % 2])]),
+                    params: params_from([
+                        ("name", format!("t{i}").as_str()),
+                        ("os", ["a", "b"][i % 2]),
+                    ]),
                     digest: digest(1 + (i * 3 + k) % 11),
                     ..PutEntry::default()
                 })
@@ -48,10 +51,16 @@ fn a_streamed_tile_holds_what_a_range_read_holds() {
         let mut last_shards_done = 0;
         let n = block_on(reader.stream_tile(1, |batch| {
             batches += 1;
-            assert!(batch.shards_done >= last_shards_done, "shards only ever finish");
+            assert!(
+                batch.shards_done >= last_shards_done,
+                "shards only ever finish"
+            );
             last_shards_done = batch.shards_done;
             for (id, trace) in batch.traces {
-                assert!(streamed.insert(id.clone(), trace).is_none(), "{id} handed over twice");
+                assert!(
+                    streamed.insert(id.clone(), trace).is_none(),
+                    "{id} handed over twice"
+                );
             }
         }))
         .unwrap();
@@ -59,13 +68,24 @@ fn a_streamed_tile_holds_what_a_range_read_holds() {
         let read: BTreeMap<String, Trace> = tile
             .traces
             .into_iter()
-            .map(|(id, t)| (id, Trace { options: Default::default(), ..t }))
+            .map(|(id, t)| {
+                (
+                    id,
+                    Trace {
+                        options: Default::default(),
+                        ..t
+                    },
+                )
+            })
             .collect();
         assert_eq!(streamed, read, "{layout:?}");
         assert!(batches >= 1, "{layout:?}");
         // An empty tile streams nothing and says it is done.
         let mut empty = 0;
-        assert_eq!(block_on(reader.stream_tile(5, |b| empty += b.traces.len())).unwrap(), 0);
+        assert_eq!(
+            block_on(reader.stream_tile(5, |b| empty += b.traces.len())).unwrap(),
+            0
+        );
         assert_eq!(empty, 0);
     }
 }

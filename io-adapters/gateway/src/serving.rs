@@ -57,7 +57,9 @@ pub fn check_bearer(authorization: Option<&str>, token: &str, who: &str) -> Resu
         )),
         None => Err(StoreError::new(
             Code::Unauthenticated,
-            format!("this {who} requires `Authorization: Bearer <token>` (the token given to rowkit serve --token)"),
+            format!(
+                "this {who} requires `Authorization: Bearer <token>` (the token given to rowkit serve --token)"
+            ),
         )),
     }
 }

@@ -514,9 +514,18 @@ fn static_files_come_from_the_www_directory() {
 #[test]
 fn the_built_in_tool_and_pages_saying_why_it_is_missing() {
     let rt = runtime();
-    let files: rowkit_gateway::EmbeddedFiles =
-        &[("index.html", b"<h1>built in</h1>"), ("pkg/rowkit.js", b"export {}")];
-    let built_in = start(&rt, store_with_table(), GatewayConfig { www_files: files, ..local() });
+    let files: rowkit_gateway::EmbeddedFiles = &[
+        ("index.html", b"<h1>built in</h1>"),
+        ("pkg/rowkit.js", b"export {}"),
+    ];
+    let built_in = start(
+        &rt,
+        store_with_table(),
+        GatewayConfig {
+            www_files: files,
+            ..local()
+        },
+    );
     let get = |addr: SocketAddr, path: &str| {
         send(
             &rt,
@@ -533,7 +542,15 @@ fn the_built_in_tool_and_pages_saying_why_it_is_missing() {
 
     let dir = std::env::temp_dir().join(format!("rowkit-www-empty-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let empty = start(&rt, store_with_table(), GatewayConfig { www: Some(dir.clone()), www_files: files, ..local() });
+    let empty = start(
+        &rt,
+        store_with_table(),
+        GatewayConfig {
+            www: Some(dir.clone()),
+            www_files: files,
+            ..local()
+        },
+    );
     let page = get(empty.addr, "/");
     assert_eq!(page.status, 200);
     assert!(page.text().contains("has no index.html"), "{}", page.text());

@@ -32,8 +32,7 @@ fn invalid(message: impl Into<String>) -> Status {
 /// A family of a request (its GC rule converted); an unset rule keeps everything.
 fn family_from_pb(name: &str, family: &admin::ColumnFamily) -> Result<ColumnFamily, Status> {
     let gc_rule = match &family.gc_rule {
-        Some(rule) => convert::gc_rule_from_pb(rule)
-            .map_err(|e| status(e.into_request_error()))?,
+        Some(rule) => convert::gc_rule_from_pb(rule).map_err(|e| status(e.into_request_error()))?,
         None => None,
     };
     Ok(ColumnFamily {
@@ -50,7 +49,12 @@ fn table_pb(store: &dyn Store, table: &str, name: String) -> Result<admin::Table
 /// Deletes every row of `range`, a page at a time, through ordinary requests: a key-only read
 /// (first cell, value stripped) and a MutateRows of `DeleteFromRow`s. Not atomic, as in
 /// production; rows written meanwhile may survive.
-fn drop_rows(store: &dyn Store, table: &str, range: RowRange, now: Timestamp) -> Result<(), StoreError> {
+fn drop_rows(
+    store: &dyn Store,
+    table: &str,
+    range: RowRange,
+    now: Timestamp,
+) -> Result<(), StoreError> {
     loop {
         let read = ReadRowsRequest {
             table: table.to_string(),
@@ -183,10 +187,17 @@ impl BigtableTableAdmin for AdminService {
                 Some(Mod::Drop(_)) => {
                     return Err(status(StoreError::new(
                         Code::Unimplemented,
-                        format!("dropping family {:?}: rowkit stores cannot drop a column family", m.id),
+                        format!(
+                            "dropping family {:?}: rowkit stores cannot drop a column family",
+                            m.id
+                        ),
                     )));
                 }
-                None => return Err(invalid("a column family modification has no create, update or drop")),
+                None => {
+                    return Err(invalid(
+                        "a column family modification has no create, update or drop",
+                    ));
+                }
             }
         }
         let store = self.0.store.clone();
@@ -198,7 +209,10 @@ impl BigtableTableAdmin for AdminService {
                 if *create && exists {
                     return Err(StoreError::new(
                         Code::AlreadyExists,
-                        format!("column family {:?} already exists in table {id:?}", family.name),
+                        format!(
+                            "column family {:?} already exists in table {id:?}",
+                            family.name
+                        ),
                     ));
                 }
                 if !*create && !exists {

@@ -43,7 +43,10 @@ fn target_table(table_name: &str, views: &[&str]) -> Result<String, Status> {
 /// Whether the client declared reverse-scan support: metadata `bigtable-features` = web-safe
 /// base64 of a `FeatureFlags` message with `reverse_scans` (`spec/bigtable.md` 9.2).
 fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
-    let Some(value) = metadata.get("bigtable-features").and_then(|v| v.to_str().ok()) else {
+    let Some(value) = metadata
+        .get("bigtable-features")
+        .and_then(|v| v.to_str().ok())
+    else {
         return false;
     };
     let trimmed = value.trim_end_matches('=');
@@ -289,7 +292,10 @@ mod tests {
             read_rows_messages(Response::Rows(vec![Arc::new(big), Arc::new(small)])).unwrap();
         // 1 MiB, 1 MiB, then the 5-byte tail, the small cell and the second row.
         assert_eq!(messages.len(), 3);
-        assert_eq!(messages[0].chunks[0].value_size as usize, VALUE_CHUNK_BYTES * 2 + 5);
+        assert_eq!(
+            messages[0].chunks[0].value_size as usize,
+            VALUE_CHUNK_BYTES * 2 + 5
+        );
         assert_eq!(messages[2].chunks.len(), 3);
         let merged: Vec<u8> = messages
             .iter()

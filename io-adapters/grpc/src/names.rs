@@ -41,8 +41,16 @@ mod tests {
     #[test]
     fn table_names() {
         assert_eq!(table_id("projects/p/instances/i/tables/t").unwrap(), "t");
-        for bad in ["t", "projects/p/instances/i/tables/", "projects/p/instances/i/tables/t/x"] {
-            assert_eq!(table_id(bad).unwrap_err().code, Code::InvalidArgument, "{bad}");
+        for bad in [
+            "t",
+            "projects/p/instances/i/tables/",
+            "projects/p/instances/i/tables/t/x",
+        ] {
+            assert_eq!(
+                table_id(bad).unwrap_err().code,
+                Code::InvalidArgument,
+                "{bad}"
+            );
         }
         assert!(check_instance("projects/p/instances/i").is_ok());
         assert!(check_instance("projects/p").is_err());

@@ -94,7 +94,10 @@ async fn read_rows(
 async fn a_token_is_checked_as_bearer_metadata() {
     let (addr, _store) = start(Some("s3cret")).await;
     let mut c = client(addr).await;
-    let e = c.mutate_row(set(b"r", b"q", b"v".to_vec())).await.unwrap_err();
+    let e = c
+        .mutate_row(set(b"r", b"q", b"v".to_vec()))
+        .await
+        .unwrap_err();
     assert_eq!(e.code(), tonic::Code::Unauthenticated);
     let mut wrong = tonic::Request::new(set(b"r", b"q", b"v".to_vec()));
     wrong
@@ -137,7 +140,9 @@ async fn large_values_are_split_and_rows_spread_over_responses() {
     let mut c = client(addr).await;
     let big: Vec<u8> = (0..VALUE_CHUNK_BYTES * 5 + 123).map(|i| i as u8).collect();
     c.mutate_row(set(b"big", b"q", big.clone())).await.unwrap();
-    c.mutate_row(set(b"small", b"q", b"v".to_vec())).await.unwrap();
+    c.mutate_row(set(b"small", b"q", b"v".to_vec()))
+        .await
+        .unwrap();
     let (rows, responses) = read_rows(&mut c, tonic::Request::new(read_all(false)))
         .await
         .unwrap();

@@ -57,7 +57,9 @@ pub fn selected(test: &str) -> Option<&'static Emulator> {
         Ok("rowkit-memory") => Some(rowkit_memory()),
         Ok("rowkit-embedded") => Some(rowkit_embedded()),
         Ok("cbtemulator") | Err(_) => Emulator::shared_or_skip(test),
-        Ok(other) => panic!("{SERVER_ENV}={other}: expected cbtemulator, rowkit-memory or rowkit-embedded"),
+        Ok(other) => {
+            panic!("{SERVER_ENV}={other}: expected cbtemulator, rowkit-memory or rowkit-embedded")
+        }
     }
 }
 
