@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use js_sys::Promise;
 use rowkit_client::mounttable::{MountTable as Facade, MtConfig};
-use rowkit_codec::mounttable::Caller;
+use rowkit_codec::mounttable::{Caller, encode_permissions_string};
 use rowkit_statemachines::mounttable::{MountEntry, MtError, Tables};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -161,6 +161,47 @@ impl MountTable {
                 .map_err(mt_error)?;
             let entries = entries.iter().map(entry_json).collect();
             Ok(js::to_js(&serde_json::Value::Array(entries)))
+        })
+    }
+
+    /// The permissions of `name` as the caller may read them: `{perms, version}`, `perms` the
+    /// stored JSON object (`{"Admin": {"In": [...], "NotIn": null}, ...}`, spec §7.3).
+    #[wasm_bindgen(
+        unchecked_return_type = "Promise<{perms: Record<string, {In: string[] | null, NotIn: string[] | null}>, version: string}>"
+    )]
+    pub fn permissions(&self, name: String) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let pv = inner
+                .mt
+                .get_permissions(&inner.caller, &name)
+                .await
+                .map_err(mt_error)?;
+            let doc = js_sys::Object::new();
+            js_sys::Reflect::set(
+                &doc,
+                &"perms".into(),
+                &js::parse(&encode_permissions_string(&pv.perms)),
+            )?;
+            js_sys::Reflect::set(&doc, &"version".into(), &pv.version.into())?;
+            Ok(doc.into())
+        })
+    }
+
+    /// Checks the tables (the mount table's check is its fsck, `spec/check.md` §1), repairing
+    /// with `fix` what fsck may repair. Resolves to the report: `{schema, rows_scanned,
+    /// findings_by_kind, repaired, left, notes, findings}`.
+    #[wasm_bindgen(unchecked_return_type = "Promise<object>")]
+    pub fn check(&self, fix: bool) -> Promise {
+        let inner = self.inner.clone();
+        future_to_promise(async move {
+            let mut findings = Vec::new();
+            let summary = inner
+                .mt
+                .check(fix, |e| js::keep_finding(&mut findings, e))
+                .await
+                .map_err(mt_error)?;
+            Ok(js::check_report("mt", summary, findings))
         })
     }
 

@@ -6,8 +6,8 @@ use std::rc::Rc;
 
 use js_sys::Promise;
 use rowkit_client::triples::TripleStore;
-use rowkit_codec::triples::Triple;
 use rowkit_codec::triples::keys;
+use rowkit_codec::triples::{Object, Triple};
 use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::triples::{Found, LookupMethod, LookupOptions, TriplesError};
 use serde_json::Value;
@@ -31,8 +31,22 @@ fn triples_error(e: TriplesError) -> JsValue {
     }
 }
 
+/// A result as JS: the text of every part (`Found::to_text`) and, for the graph view, the
+/// predicate's id and time anchor (`null` when immutable) and the object's kind (`node`,
+/// `predicate` or `literal`).
 fn found_json(f: &Found) -> Value {
-    serde_json::to_value(f.to_text()).unwrap_or(Value::Null)
+    let mut doc = serde_json::to_value(f.to_text()).unwrap_or(Value::Null);
+    let predicate = &f.triple.predicate;
+    doc["predicateId"] = Value::from(String::from_utf8_lossy(predicate.id()).into_owned());
+    doc["anchor"] = predicate
+        .anchor()
+        .map_or(Value::Null, |a| Value::from(a.to_text()));
+    doc["objectKind"] = Value::from(match &f.triple.object {
+        Object::Node(_) => "node",
+        Object::Predicate(_) => "predicate",
+        Object::Literal(_) => "literal",
+    });
+    doc
 }
 
 fn parse_triples(list: Vec<String>) -> Result<Vec<Triple>, JsValue> {
@@ -45,6 +59,25 @@ fn parse_triples(list: Vec<String>) -> Result<Vec<Triple>, JsValue> {
 enum Change {
     Add,
     Remove,
+}
+
+/// Every lookup method the graph's `query` runs, with its arguments in order:
+/// `[{method, arguments: ["subject" | "predicate" | "object", ...]}]` (the query builder's
+/// fields).
+#[wasm_bindgen(
+    js_name = lookupMethods,
+    unchecked_return_type = "{method: string, arguments: ('subject' | 'predicate' | 'object')[]}[]"
+)]
+pub fn lookup_methods() -> JsValue {
+    js::to_js(&Value::Array(
+        LookupMethod::NAMES
+            .iter()
+            .zip(LookupMethod::ARGUMENTS)
+            .map(
+                |(method, arguments)| serde_json::json!({"method": method, "arguments": arguments}),
+            )
+            .collect(),
+    ))
 }
 
 /// One graph of the BadWolf triple store. `new Graph(id, options)` with the common client
@@ -71,6 +104,23 @@ impl Graph {
                 id: id.into_bytes(),
             }),
         })
+    }
+
+    /// `GraphNames`: the ids of every graph in the table (`Graph.names(options)`, options as
+    /// the constructor's).
+    #[wasm_bindgen(unchecked_return_type = "Promise<string[]>")]
+    pub fn names(options: JsValue) -> Result<Promise, JsValue> {
+        let opts = ClientOptions::from_js(&options)?;
+        let table = opts.table.as_deref().unwrap_or(keys::DEFAULT_TABLE);
+        let store = TripleStore::new(opts.driver).with_table(table);
+        Ok(future_to_promise(async move {
+            let names = store.graph_names().await.map_err(triples_error)?;
+            let names = names
+                .iter()
+                .map(|n| Value::from(String::from_utf8_lossy(n).into_owned()))
+                .collect();
+            Ok(js::to_js(&Value::Array(names)))
+        }))
     }
 
     /// Creates the table with its three families (offline mode; on a gateway run
@@ -163,9 +213,10 @@ impl Graph {
     /// A lookup by method name (`objects`, `subjects`, `triples-for-subject`, …, `triples`;
     /// the CLI's `graph query` names) with its arguments as BadWolf text. Resolves to
     /// `[{triple, subject, predicate, object, uuid, item}]`, `item` being what the method
-    /// projects.
+    /// projects, with `predicateId`, `anchor` (the temporal predicate's time, or `null`) and
+    /// `objectKind` (`node`, `predicate`, `literal`).
     #[wasm_bindgen(
-        unchecked_return_type = "Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string}[]>"
+        unchecked_return_type = "Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string, predicateId: string, anchor: string | null, objectKind: 'node' | 'predicate' | 'literal'}[]>"
     )]
     pub fn query(&self, method: String, args: Vec<String>) -> Promise {
         let inner = self.inner.clone();

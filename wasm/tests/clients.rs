@@ -56,7 +56,7 @@ async fn mounttable(gateway: bool) {
         .await
         .unwrap();
     wait(mt.delete(format!("{base}/x"), true)).await.unwrap();
-    let g = json(&wait(mt.glob(base, "...".into())).await.unwrap());
+    let g = json(&wait(mt.glob(base.clone(), "...".into())).await.unwrap());
     let names: Vec<&str> = g
         .as_array()
         .unwrap()
@@ -66,6 +66,18 @@ async fn mounttable(gateway: bool) {
     assert!(
         names.contains(&"c") && !names.iter().any(|n| n.starts_with('x')),
         "{g}"
+    );
+    // Permissions as the tree shows them: the stored JSON object and its version.
+    let p = json(&wait(mt.permissions(base)).await.unwrap());
+    assert!(p["perms"]["Admin"]["In"].is_array(), "{p}");
+    assert!(!p["version"].as_str().unwrap().is_empty(), "{p}");
+    // The check is fsck's, as a report (other tests may write to the gateway's tables while it
+    // runs: only its shape is asserted).
+    let report = json(&wait(mt.check(false)).await.unwrap());
+    assert_eq!(report["schema"], "mt", "{report}");
+    assert!(
+        report["left"].is_u64() && report["findings"].is_array(),
+        "{report}"
     );
 }
 
@@ -208,7 +220,8 @@ async fn objmeta_with(options: JsValue) {
 }
 
 async fn triples(gateway: bool) {
-    let g = Graph::new(format!("wasm{}", unique()), options(gateway, None)).unwrap();
+    let id = format!("wasm{}", unique());
+    let g = Graph::new(id.clone(), options(gateway, None)).unwrap();
     wait(g.setup()).await.unwrap();
     wait(g.create()).await.unwrap();
     let t1 = "/u<joe>\t\"parent_of\"@[]\t/u<mary>".to_string();
@@ -230,6 +243,43 @@ async fn triples(gateway: bool) {
         .collect();
     items.sort_unstable();
     assert_eq!(items, ["/u<mary>", "/u<peter>"], "{found}");
+    // What the graph view draws: the predicate's id, a temporal predicate's anchor, the
+    // object's kind.
+    let met = "/u<joe>\t\"met\"@[2001-05-04T10:00:00Z]\t\"3\"^^type:int64".to_string();
+    wait(g.add(vec![met.clone()])).await.unwrap();
+    let by_predicate = |p: &str| wait(g.query("triples-for-predicate".into(), vec![p.into()]));
+    let found = json(
+        &by_predicate("\"met\"@[2001-05-04T10:00:00Z]")
+            .await
+            .unwrap(),
+    );
+    assert_eq!(found[0]["predicateId"], "met", "{found}");
+    assert_eq!(found[0]["anchor"], "2001-05-04T10:00:00Z", "{found}");
+    assert_eq!(found[0]["objectKind"], "literal", "{found}");
+    let parents = json(&by_predicate("\"parent_of\"@[]").await.unwrap());
+    assert_eq!(parents[0]["anchor"], serde_json::Value::Null, "{parents}");
+    assert_eq!(parents[0]["objectKind"], "node", "{parents}");
+    wait(g.remove(vec![met])).await.unwrap();
+    let names = json(
+        &wait(Graph::names(options(gateway, None)).unwrap())
+            .await
+            .unwrap(),
+    );
+    assert!(
+        names
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n.as_str() == Some(id.as_str())),
+        "{names}"
+    );
+    // The query builder's fields: every method with its arguments, in order.
+    let methods = json(&rowkit_wasm::triples::lookup_methods());
+    assert_eq!(methods.as_array().unwrap().len(), 11, "{methods}");
+    assert_eq!(
+        methods[0],
+        json!({"method": "objects", "arguments": ["subject", "predicate"]})
+    );
     wait(g.remove(vec![t1.clone()])).await.unwrap();
     assert_eq!(wait(g.exist(t1)).await.unwrap(), JsValue::FALSE);
     assert_eq!(wait(g.exist(t2)).await.unwrap(), JsValue::TRUE);

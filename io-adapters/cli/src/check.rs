@@ -19,7 +19,7 @@ use rowkit_codec::tracestore::detect_layout;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
 use rowkit_statemachines::check::CheckOptions;
-use rowkit_statemachines::mounttable::{FindingKind, MtError, MtEvent, Tables};
+use rowkit_statemachines::mounttable::Tables;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
 
 use crate::args::Context;
@@ -318,40 +318,8 @@ fn fsck(
     };
     let t = MountTable::new(driver, config);
     let mut output = CheckOutput::new(out, "mt").with_table(table);
-    let mut summary = CheckSummary::default();
-    let outcome = block_on(t.fsck(fix, |event| {
-        if let MtEvent::FsckPage { rows } = event {
-            summary.rows_scanned += rows;
-            output.event(CheckEvent::Progress {
-                rows_scanned: summary.rows_scanned,
-                findings: summary.findings(),
-            });
-        } else if let MtEvent::FsckFinding {
-            row_key,
-            kind,
-            fixed,
-        } = event
-        {
-            let finding = Finding {
-                schema: "mt",
-                kind: crate::mt::finding_kind_name(kind),
-                row_key,
-                detail: "fsck (mounttable.md §16)".into(),
-                repair: match kind {
-                    FindingKind::Orphan => Some("delete the orphan node".into()),
-                    FindingKind::Dangling => Some("drop the dangling child references".into()),
-                    _ => None,
-                },
-                repaired: fixed,
-            };
-            summary.record(&finding);
-            output.event(CheckEvent::Finding(finding));
-        }
-    }));
-    match outcome {
-        Ok(_) | Err(MtError::FsckInconsistent(_)) => {}
-        Err(e) => return Err(crate::mt::op_error(e)),
-    }
+    let summary =
+        block_on(t.check(fix, |event| output.event(event))).map_err(crate::mt::op_error)?;
     let doc = output.report(&summary)?;
     Ok((summary, doc))
 }

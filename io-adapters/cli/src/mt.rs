@@ -11,7 +11,7 @@ use rowkit_codec::mounttable::{
     self as codec, Caller, Permissions, decode_permissions, decode_permissions_file,
     encode_permissions_string,
 };
-use rowkit_statemachines::mounttable::{FindingKind, MountEntry, MtError, MtEvent, Tables};
+use rowkit_statemachines::mounttable::{MountEntry, MtError, MtEvent, Tables};
 use serde_json::{Map, Value, json};
 
 use crate::args::Context;
@@ -339,7 +339,7 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                 } = event
                 {
                     progress.finish();
-                    let kind = finding_kind_name(kind);
+                    let kind = kind.name();
                     let _ = writeln!(
                         std::io::stderr(),
                         "rowkit: fsck: {kind} row {}{}",
@@ -438,15 +438,4 @@ pub fn key_decode(key: &[u8], out: &Output) -> Result<(), CliError> {
         );
     }
     Ok(())
-}
-
-/// A finding kind as the CLI names it (stderr lines and `--json`).
-/// The stable name of an fsck finding kind.
-pub fn finding_kind_name(kind: FindingKind) -> &'static str {
-    match kind {
-        FindingKind::Orphan => "orphan",
-        FindingKind::Dangling => "dangling",
-        FindingKind::Undecodable => "undecodable",
-        FindingKind::StoreError => "store_error",
-    }
 }

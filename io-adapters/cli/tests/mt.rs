@@ -204,20 +204,26 @@ fn key_encode_decode() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// Sets up the tables with `a/b` mounted and a node row for `zz` that the root does not
+/// reference (an orphan); returns the orphan's row key (escaped text).
+fn with_orphan(s: &Scratch) -> String {
+    s.json(&["mt", "setup"]);
+    s.json(&["mt", "mount", "a/b", S, "--ttl", "600"]);
+    let key = s.json(&["key", "encode", "mt", "zz"])["row_key"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.json(&["admin", "set", "mounttable", &key, "m:x=1"]);
+    key
+}
+
 /// Fsck findings reach the operator (issue 17, point 6): each on stderr as it is found, all of
 /// them in the `--json` document beside the summary, and the failure's id there too. Before,
 /// the CLI dropped them: the JSON was only the error document.
 #[test]
 fn fsck_findings_on_stderr_and_in_json() {
     let s = Scratch::new("fsck-findings");
-    s.json(&["mt", "setup"]);
-    s.json(&["mt", "mount", "a/b", S, "--ttl", "600"]);
-    // A node row for `zz` that the root does not reference: an orphan.
-    let key = s.json(&["key", "encode", "mt", "zz"])["row_key"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    s.json(&["admin", "set", "mounttable", &key, "m:x=1"]);
+    let key = with_orphan(&s);
 
     let o = s.run(&["mt", "fsck"]);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
@@ -236,6 +242,31 @@ fn fsck_findings_on_stderr_and_in_json() {
     assert!(
         stderr.contains("FsckInconsistent") || stderr.contains("inconsistencies"),
         "{stderr}"
+    );
+}
+
+/// `rowkit check` reports the mount table's fsck findings as check findings (kind, row, what a
+/// repair does), left without `--fix` (rowkit-client's `MountTable::check`, which the browser
+/// tool's Check runs too).
+#[test]
+fn check_reports_an_orphan() {
+    let s = Scratch::new("check-orphan");
+    let key = with_orphan(&s);
+
+    let o = s.run(&["check"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let mt = &doc["checks"][0];
+    assert_eq!(mt["schema"], "mt");
+    assert_eq!(mt["findings_by_kind"], json!({"orphan": 1}));
+    assert_eq!(
+        (mt["repaired"].clone(), mt["left"].clone()),
+        (json!(0), json!(1))
+    );
+    assert_eq!(
+        mt["findings"],
+        json!([{"schema": "mt", "kind": "orphan", "row_key": key, "row_key_hex": hex::encode(&key),
+            "detail": "fsck (mounttable.md §16)", "repair": "delete the orphan node", "repaired": false}])
     );
 }
 

@@ -36,6 +36,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rowkit_codec::model::{ColumnFamily, GcRule, Timestamp};
 use rowkit_codec::mounttable::{AccessList, Caller, NodeRow, Permissions};
+use rowkit_statemachines::check::{CheckEvent, CheckSummary, Finding};
 use rowkit_statemachines::mounttable::{
     self as mt, FsckSummary, Limits, MountEntry, MtCtx, MtError, MtEvent, Nodes, PermsAndVersion,
     Primitive, PrimitiveOutput, ROW_CACHE_CAPACITY, Tables,
@@ -341,6 +342,49 @@ impl<D: Driver> MountTable<D> {
         ctx.deadline = self.now().saturating_add_micros(3_600_000_000);
         let m = mt::Fsck::new(ctx, fix, self.now(), self.seed());
         self.run(m, on_event).await
+    }
+
+    /// The mount table's check (`spec/check.md` §1): fsck as the server, each finding as a
+    /// check [`Finding`] to `on_event`, repaired when `fix` fixed it, and the rows read so far
+    /// after each page as progress. Inconsistencies are findings, not an error.
+    pub async fn check(
+        &self,
+        fix: bool,
+        mut on_event: impl FnMut(CheckEvent),
+    ) -> Result<CheckSummary, MtError> {
+        let mut summary = CheckSummary::default();
+        let outcome = self
+            .fsck(fix, |event| {
+                if let MtEvent::FsckPage { rows } = event {
+                    summary.rows_scanned += rows;
+                    on_event(CheckEvent::Progress {
+                        rows_scanned: summary.rows_scanned,
+                        findings: summary.findings(),
+                    });
+                } else if let MtEvent::FsckFinding {
+                    row_key,
+                    kind,
+                    fixed,
+                } = event
+                {
+                    let finding = Finding {
+                        schema: "mt",
+                        kind: kind.name(),
+                        row_key,
+                        detail: "fsck (mounttable.md §16)".into(),
+                        repair: kind.repair().map(String::from),
+                        repaired: fixed,
+                    };
+                    summary.record(&finding);
+                    on_event(CheckEvent::Finding(finding));
+                }
+            })
+            .await;
+        match outcome {
+            Ok(_) | Err(MtError::FsckInconsistent(_)) => {}
+            Err(e) => return Err(e),
+        }
+        Ok(summary)
     }
 
     /// Every counter row.

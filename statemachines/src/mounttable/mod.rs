@@ -193,6 +193,27 @@ pub enum FindingKind {
     StoreError,
 }
 
+impl FindingKind {
+    /// The stable name of the kind (the CLI's fsck lines, `--json` and check reports).
+    pub fn name(self) -> &'static str {
+        match self {
+            FindingKind::Orphan => "orphan",
+            FindingKind::Dangling => "dangling",
+            FindingKind::Undecodable => "undecodable",
+            FindingKind::StoreError => "store_error",
+        }
+    }
+
+    /// What `fsck --fix` does about a finding of this kind; `None` when it is report-only.
+    pub fn repair(self) -> Option<&'static str> {
+        match self {
+            FindingKind::Orphan => Some("delete the orphan node"),
+            FindingKind::Dangling => Some("drop the dangling child references"),
+            FindingKind::Undecodable | FindingKind::StoreError => None,
+        }
+    }
+}
+
 /// Events of mounttable machines.
 #[derive(Clone, Debug, PartialEq)]
 pub enum MtEvent {

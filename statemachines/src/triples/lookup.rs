@@ -369,6 +369,23 @@ impl LookupMethod {
         "triples",
     ];
 
+    /// The arguments of each method of [`LookupMethod::NAMES`] (same order), each named by
+    /// what it is: `subject` (a node), `predicate`, `object` (a node, predicate or literal);
+    /// for callers that build a query field by field (the browser tool's query builder).
+    pub const ARGUMENTS: [&'static [&'static str]; 11] = [
+        &["subject", "predicate"],
+        &["predicate", "object"],
+        &["subject"],
+        &["object"],
+        &["subject", "object"],
+        &["subject"],
+        &["predicate"],
+        &["object"],
+        &["subject", "predicate"],
+        &["predicate", "object"],
+        &[],
+    ];
+
     /// A method from its name (`objects`, `triples-for-subject`, …; see
     /// [`LookupMethod::NAMES`]) and its arguments as BadWolf text (node, predicate, object in
     /// the order of the name).
@@ -745,6 +762,20 @@ mod tests {
         for ((name, args), listed) in cases.iter().zip(LookupMethod::NAMES) {
             assert_eq!(*name, listed);
             assert!(LookupMethod::parse(name, args).is_ok(), "{name} {args:?}");
+        }
+        // ARGUMENTS says what each argument is: built from it, every query parses, and a
+        // literal object is accepted exactly where an object is asked for.
+        for (name, kinds) in LookupMethod::NAMES.iter().zip(LookupMethod::ARGUMENTS) {
+            let args: Vec<&str> = kinds
+                .iter()
+                .map(|k| match *k {
+                    "subject" => s,
+                    "predicate" => p,
+                    "object" => "\"3\"^^type:int64",
+                    other => panic!("unknown argument kind {other}"),
+                })
+                .collect();
+            assert!(LookupMethod::parse(name, &args).is_ok(), "{name} {args:?}");
         }
         assert!(matches!(
             LookupMethod::parse("nope", &[]),

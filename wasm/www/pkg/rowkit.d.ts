@@ -39,6 +39,11 @@ export class Graph {
      */
     exist(triple: string): Promise<boolean>;
     /**
+     * `GraphNames`: the ids of every graph in the table (`Graph.names(options)`, options as
+     * the constructor's).
+     */
+    static names(options: any): Promise<string[]>;
+    /**
      * A handle on graph `id` (nothing is read or written until a method runs).
      */
     constructor(id: string, options: any);
@@ -46,9 +51,10 @@ export class Graph {
      * A lookup by method name (`objects`, `subjects`, `triples-for-subject`, …, `triples`;
      * the CLI's `graph query` names) with its arguments as BadWolf text. Resolves to
      * `[{triple, subject, predicate, object, uuid, item}]`, `item` being what the method
-     * projects.
+     * projects, with `predicateId`, `anchor` (the temporal predicate's time, or `null`) and
+     * `objectKind` (`node`, `predicate`, `literal`).
      */
-    query(method: string, args: string[]): Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string}[]>;
+    query(method: string, args: string[]): Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string, predicateId: string, anchor: string | null, objectKind: 'node' | 'predicate' | 'literal'}[]>;
     /**
      * `RemoveTriples` (exactly these triples).
      */
@@ -100,6 +106,12 @@ export class MountTable {
     free(): void;
     [Symbol.dispose](): void;
     /**
+     * Checks the tables (the mount table's check is its fsck, `spec/check.md` §1), repairing
+     * with `fix` what fsck may repair. Resolves to the report: `{schema, rows_scanned,
+     * findings_by_kind, repaired, left, notes, findings}`.
+     */
+    check(fix: boolean): Promise<object>;
+    /**
      * Deletes `name` (with its children when `subtree`).
      */
     delete(name: string, subtree: boolean): Promise<void>;
@@ -116,6 +128,11 @@ export class MountTable {
      * A client; see the type's docs for `options`.
      */
     constructor(options: any);
+    /**
+     * The permissions of `name` as the caller may read them: `{perms, version}`, `perms` the
+     * stored JSON object (`{"Admin": {"In": [...], "NotIn": null}, ...}`, spec §7.3).
+     */
+    permissions(name: string): Promise<{perms: Record<string, {In: string[] | null, NotIn: string[] | null}>, version: string}>;
     /**
      * Resolves one step of `name`: `{name, servers: [{server, deadlineUs}], mt, leaf}` where
      * `name` is the unresolved rest.
@@ -288,6 +305,13 @@ export function encodeS3Key(bucket: string, key: string, version_id?: string | n
 export function escapeKey(bytes: Uint8Array | number[]): string;
 
 /**
+ * Every lookup method the graph's `query` runs, with its arguments in order:
+ * `[{method, arguments: ["subject" | "predicate" | "object", ...]}]` (the query builder's
+ * fields).
+ */
+export function lookupMethods(): {method: string, arguments: ('subject' | 'predicate' | 'object')[]}[];
+
+/**
  * Parses escaped key text (`\xHH`, `\\`) or `hex:…` into bytes.
  */
 export function parseKey(text: string): Uint8Array;
@@ -327,6 +351,7 @@ export interface InitOutput {
     readonly graph_create: (a: number) => any;
     readonly graph_drop: (a: number) => any;
     readonly graph_exist: (a: number, b: number, c: number) => any;
+    readonly graph_names: (a: any) => [number, number, number];
     readonly graph_new: (a: number, b: number, c: any) => [number, number, number];
     readonly graph_query: (a: number, b: number, c: number, d: number, e: number) => any;
     readonly graph_remove: (a: number, b: number, c: number) => any;
@@ -341,10 +366,13 @@ export interface InitOutput {
     readonly intounderlyingsink_write: (a: number, b: any) => any;
     readonly intounderlyingsource_cancel: (a: number) => void;
     readonly intounderlyingsource_pull: (a: number, b: any) => any;
+    readonly lookupMethods: () => any;
+    readonly mounttable_check: (a: number, b: number) => any;
     readonly mounttable_delete: (a: number, b: number, c: number, d: number) => any;
     readonly mounttable_glob: (a: number, b: number, c: number, d: number, e: number) => any;
     readonly mounttable_mount: (a: number, b: number, c: number, d: number, e: number, f: number, g: number) => any;
     readonly mounttable_new: (a: any) => [number, number, number];
+    readonly mounttable_permissions: (a: number, b: number, c: number) => any;
     readonly mounttable_resolve: (a: number, b: number, c: number) => any;
     readonly mounttable_setup: (a: number) => any;
     readonly mounttable_unmount: (a: number, b: number, c: number, d: number, e: number) => any;

@@ -66,6 +66,19 @@ export class Graph {
         return ret;
     }
     /**
+     * `GraphNames`: the ids of every graph in the table (`Graph.names(options)`, options as
+     * the constructor's).
+     * @param {any} options
+     * @returns {Promise<string[]>}
+     */
+    static names(options) {
+        const ret = wasm.graph_names(options);
+        if (ret[2]) {
+            throw takeFromExternrefTable0(ret[1]);
+        }
+        return takeFromExternrefTable0(ret[0]);
+    }
+    /**
      * A handle on graph `id` (nothing is read or written until a method runs).
      * @param {string} id
      * @param {any} options
@@ -85,10 +98,11 @@ export class Graph {
      * A lookup by method name (`objects`, `subjects`, `triples-for-subject`, …, `triples`;
      * the CLI's `graph query` names) with its arguments as BadWolf text. Resolves to
      * `[{triple, subject, predicate, object, uuid, item}]`, `item` being what the method
-     * projects.
+     * projects, with `predicateId`, `anchor` (the temporal predicate's time, or `null`) and
+     * `objectKind` (`node`, `predicate`, `literal`).
      * @param {string} method
      * @param {string[]} args
-     * @returns {Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string}[]>}
+     * @returns {Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string, predicateId: string, anchor: string | null, objectKind: 'node' | 'predicate' | 'literal'}[]>}
      */
     query(method, args) {
         let ptr0, len0, ptr1, len1;
@@ -256,6 +270,17 @@ export class MountTable {
         wasm.__wbg_mounttable_free(ptr, 0);
     }
     /**
+     * Checks the tables (the mount table's check is its fsck, `spec/check.md` §1), repairing
+     * with `fix` what fsck may repair. Resolves to the report: `{schema, rows_scanned,
+     * findings_by_kind, repaired, left, notes, findings}`.
+     * @param {boolean} fix
+     * @returns {Promise<object>}
+     */
+    check(fix) {
+        const ret = wasm.mounttable_check(this.__wbg_ptr, fix);
+        return ret;
+    }
+    /**
      * Deletes `name` (with its children when `subtree`).
      * @param {string} name
      * @param {boolean} subtree
@@ -327,6 +352,18 @@ export class MountTable {
         this.__wbg_ptr = ret[0];
         MountTableFinalization.register(this, this.__wbg_ptr, this);
         return this;
+    }
+    /**
+     * The permissions of `name` as the caller may read them: `{perms, version}`, `perms` the
+     * stored JSON object (`{"Admin": {"In": [...], "NotIn": null}, ...}`, spec §7.3).
+     * @param {string} name
+     * @returns {Promise<{perms: Record<string, {In: string[] | null, NotIn: string[] | null}>, version: string}>}
+     */
+    permissions(name) {
+        const ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.mounttable_permissions(this.__wbg_ptr, ptr0, len0);
+        return ret;
     }
     /**
      * Resolves one step of `name`: `{name, servers: [{server, deadlineUs}], mt, leaf}` where
@@ -802,6 +839,17 @@ export function escapeKey(bytes) {
 }
 
 /**
+ * Every lookup method the graph's `query` runs, with its arguments in order:
+ * `[{method, arguments: ["subject" | "predicate" | "object", ...]}]` (the query builder's
+ * fields).
+ * @returns {{method: string, arguments: ('subject' | 'predicate' | 'object')[]}[]}
+ */
+export function lookupMethods() {
+    const ret = wasm.lookupMethods();
+    return ret;
+}
+
+/**
  * Parses escaped key text (`\xHH`, `\\`) or `hex:…` into bytes.
  * @param {string} text
  * @returns {Uint8Array}
@@ -1224,12 +1272,12 @@ function __wbg_get_imports() {
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 772, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 787, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__he7d593d6bcf9c188);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 862, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 877, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h514af67fce4b0c9e);
             return ret;
         },

@@ -101,3 +101,46 @@ export function keyText(escaped) {
 export function pretty(value) {
   return el('pre', { class: 'json' }, JSON.stringify(value, null, 2));
 }
+
+/**
+ * A check report (`{schema, rows_scanned, findings_by_kind, repaired, left, notes, findings}`,
+ * as every wasm class's `check` resolves) as a summary list and a table of its findings.
+ */
+export function checkReport(report) {
+  const kinds = Object.entries(report.findings_by_kind ?? {});
+  const summary = el('dl', { class: 'check-summary' },
+    el('dt', null, 'Schema'), el('dd', null, report.schema),
+    el('dt', null, 'Rows scanned'), el('dd', null, report.rows_scanned),
+    el('dt', null, 'Findings'), el('dd', null,
+      kinds.length ? kinds.map(([k, n]) => `${k}: ${n}`).join(', ') : 'none'),
+    el('dt', null, 'Repaired'), el('dd', null, report.repaired),
+    el('dt', null, 'Left'), el('dd', null, report.left),
+    (report.notes ?? []).length ? [el('dt', null, 'Notes'), el('dd', null, report.notes.join('; '))] : null);
+  const findings = report.findings ?? [];
+  return el('div', { class: 'check-report' },
+    summary,
+    findings.length
+      ? table(`${findings.length} finding(s)`, ['Kind', 'Row', 'Detail', 'Repair', 'Repaired'],
+        findings.map((f) => [f.kind, keyText(f.row_key), f.detail, f.repair, f.repaired ? 'yes' : 'no']))
+      : null);
+}
+
+/**
+ * A client of the view, made again only when its options change: `const client =
+ * cachedClient(() => ctx.options(), (o) => new rowkit.MountTable(o))`. One client per set of
+ * options keeps its call counter (the machines' seeds advance from call to call, as in one
+ * CLI process) instead of starting each operation from the same seed.
+ */
+export function cachedClient(options, make) {
+  let key = null;
+  let client = null;
+  return () => {
+    const o = options();
+    const k = JSON.stringify(o);
+    if (k !== key) {
+      client = make(o);
+      key = k;
+    }
+    return client;
+  };
+}

@@ -1,30 +1,291 @@
-// Mount table: today's operation panel (mount, resolve, glob, unmount, set up).
-import { panel, wire } from './panel.js';
+// The mount table as a tree of names: each level read when it is expanded (a glob of `name/*`,
+// one level at a time), each node with its servers, their remaining TTL counting down, its
+// flags and permissions; mount, unmount and delete from the tree as the caller named in the
+// view (the CLI's `--as`). The tree follows the WAI-ARIA tree pattern: one tab stop, arrow keys
+// move, Right/Left expand and collapse, Enter/Space select.
+import { cachedClient, checkReport, el, field, table, uniqueId } from './dom.js';
 
 export const title = 'Mount table';
 
+/** `a` joined with the child name `b` (the root is the empty name). */
+const join = (a, b) => (a && b ? `${a}/${b}` : a || b);
+
+/** Remaining time of a deadline (µs since the epoch) from now, as `1h 02m 03s` or `expired`. */
+export function remaining(deadlineUs, nowMs = Date.now()) {
+  const s = Math.floor((deadlineUs / 1000 - nowMs) / 1000);
+  if (s <= 0) return 'expired';
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  const two = (n) => String(n).padStart(2, '0');
+  return h ? `${h}h ${two(m)}m ${two(sec)}s` : m ? `${m}m ${two(sec)}s` : `${sec}s`;
+}
+
+/** A permissions object (`{Tag: {In, NotIn}}`) as one line: `Admin: ... · Read: alice, !bob`. */
+function permsLine(perms) {
+  return Object.entries(perms).map(([tag, acl]) =>
+    `${tag}: ${[...(acl.In ?? []), ...(acl.NotIn ?? []).map((n) => `!${n}`)].join(', ') || '(none)'}`)
+    .join(' · ') || '(no tags)';
+}
+
 export function mount(section, ctx) {
-  panel(section, `
-  <h2 id="mt-h">Mount table</h2>
-  <form id="mt-form" class="panel">
-    <label>Name <input id="mt-name" name="name" value="demo/svc" size="24"></label>
-    <label>Server <input id="mt-server" name="server" value="/127.0.0.1:8101" size="24"></label>
-    <label>TTL (s) <input id="mt-ttl" name="ttl" type="number" value="3600" size="6"></label>
-    <label>Glob pattern <input id="mt-pattern" name="pattern" value="..." size="8"></label>
-    <button data-op="mount">Mount</button>
-    <button data-op="resolve">Resolve</button>
-    <button data-op="glob">Glob</button>
-    <button data-op="unmount">Unmount</button>
-    <button type="button" data-op="setup">Set up</button>
-  </form>
-  <pre id="mt-out" class="out" aria-live="polite"></pre>`);
-  const $ = (id) => section.querySelector(`#${id}`);
-  const mt = () => new ctx.rowkit.MountTable(ctx.options());
-  wire($('mt-form'), $('mt-out'), {
-    setup: () => mt().setup(),
-    mount: async () => ({ deadlineUs: await mt().mount($('mt-name').value, $('mt-server').value, Number($('mt-ttl').value), 0) }),
-    resolve: () => mt().resolve($('mt-name').value),
-    glob: () => mt().glob('', $('mt-pattern').value),
-    unmount: () => mt().unmount($('mt-name').value, $('mt-server').value),
-  }, ctx);
+  section.classList.add('view-mounttable');
+  const as = el('input', { id: 'mt-as', name: 'as', size: 28, placeholder: 'the server itself',
+    'aria-describedby': 'mt-as-help' });
+  const client = cachedClient(() => {
+    const names = as.value.split(',').map((s) => s.trim()).filter(Boolean);
+    return names.length ? { ...ctx.options(), as: names } : ctx.options();
+  }, (o) => new ctx.rowkit.MountTable(o));
+
+  const tree = el('ul', { id: 'mt-tree', role: 'tree', 'aria-label': 'Mount table names', class: 'mt-tree' });
+  const details = el('div', { id: 'mt-details', class: 'mt-details', 'aria-live': 'polite' });
+  const out = el('div', { id: 'mt-out', class: 'out', 'aria-live': 'polite' });
+  let selected = null; // the selected node's record
+
+  // --- one node of the tree ------------------------------------------------------------------
+  // A record per shown node: its entry (servers, flags), its <li>, its child <ul> once read.
+  function nodeItem(name, entry, level) {
+    const label = el('span', { class: 'mt-name' }, name ? name.split('/').pop() : '(root)');
+    const servers = el('span', { class: 'mt-servers' }, entry.servers.map((s) =>
+      el('span', { class: 'mt-server' }, el('code', null, s.server), ' ',
+        el('span', { class: 'mt-ttl', dataset: { deadlineUs: String(s.deadlineUs) },
+          title: `deadline ${new Date(s.deadlineUs / 1000).toISOString()}` }, remaining(s.deadlineUs)))));
+    const flags = el('span', { class: 'mt-flags' },
+      entry.mt ? el('span', { class: 'badge', title: 'the server is a mount table' }, 'MT') : null,
+      entry.leaf ? el('span', { class: 'badge', title: 'the server is a leaf' }, 'leaf') : null,
+      entry.servers.length ? null : el('span', { class: 'badge dir' }, 'dir'));
+    const perms = el('span', { class: 'mt-perms' }, '…');
+    // A node with live servers is a mount point: glob does not descend below it.
+    const expandable = entry.servers.length === 0;
+    const li = el('li', {
+      id: uniqueId('mt-node'), role: 'treeitem', 'aria-level': level, 'aria-selected': 'false', tabindex: -1,
+      'aria-expanded': expandable ? 'false' : null, dataset: { name },
+    }, el('div', { class: 'mt-row' },
+      el('span', { class: 'mt-toggle', 'aria-hidden': 'true' }, expandable ? '▸' : '·'),
+      label, flags, servers, perms));
+    const node = { name, entry, li, level, expandable, children: null, perms };
+    li.rowkitNode = node;
+    li.addEventListener('click', (ev) => {
+      ev.stopPropagation();
+      focusNode(node);
+      select(node);
+      if (node.expandable && ev.target.closest('.mt-toggle')) toggle(node);
+    });
+    li.addEventListener('dblclick', (ev) => { ev.stopPropagation(); if (node.expandable) toggle(node); });
+    // The root's permissions are read with its children (the page may not have its token yet).
+    if (name) loadPerms(node);
+    return node;
+  }
+
+  async function loadPerms(node) {
+    try {
+      const pv = await client().permissions(node.name);
+      node.permsDoc = pv;
+      node.perms.textContent = permsLine(pv.perms);
+      node.perms.title = `permissions version ${pv.version}`;
+    } catch (e) {
+      node.perms.textContent = `permissions: ${e.code ?? 'error'}`;
+      node.perms.title = e.message ?? String(e);
+    }
+    if (selected === node) showDetails(node);
+  }
+
+  // Reads the children of `node` (glob `*` under its name) and shows them under it.
+  async function expand(node) {
+    const entries = await ctx.busy(node.li, client().glob(node.name, '*'));
+    loadPerms(node);
+    const ul = el('ul', { role: 'group' });
+    const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    for (const e of sorted) ul.append(nodeItem(join(node.name, e.name), e, node.level + 1).li);
+    if (sorted.length === 0) ul.append(el('li', { role: 'none', class: 'mt-empty' }, '(no children)'));
+    node.children?.remove();
+    node.children = ul;
+    node.li.append(ul);
+    node.li.setAttribute('aria-expanded', 'true');
+    node.li.querySelector('.mt-toggle').textContent = '▾';
+  }
+
+  function collapse(node) {
+    node.children?.remove();
+    node.children = null;
+    node.li.setAttribute('aria-expanded', 'false');
+    node.li.querySelector('.mt-toggle').textContent = '▸';
+  }
+
+  async function toggle(node) {
+    try {
+      if (node.children) collapse(node); else await expand(node);
+    } catch (e) {
+      ctx.fail(out, e);
+    }
+  }
+
+  // --- keyboard: the roving tabindex of the tree pattern ---------------------------------------
+  const visible = () => [...tree.querySelectorAll('[role="treeitem"]')]
+    .filter((li) => !li.parentElement.closest('[aria-expanded="false"]'));
+  function focusNode(node) {
+    for (const li of tree.querySelectorAll('[role="treeitem"][tabindex="0"]')) li.tabIndex = -1;
+    node.li.tabIndex = 0;
+    node.li.focus();
+  }
+  tree.addEventListener('keydown', (ev) => {
+    const li = ev.target.closest('[role="treeitem"]');
+    if (!li) return;
+    const node = li.rowkitNode;
+    const items = visible();
+    const at = items.indexOf(li);
+    const go = (i) => { if (items[i]) focusNode(items[i].rowkitNode); };
+    switch (ev.key) {
+      case 'ArrowDown': go(at + 1); break;
+      case 'ArrowUp': go(at - 1); break;
+      case 'Home': go(0); break;
+      case 'End': go(items.length - 1); break;
+      case 'ArrowRight':
+        if (node.expandable && !node.children) toggle(node);
+        else if (node.children) go(at + 1);
+        break;
+      case 'ArrowLeft':
+        if (node.children) collapse(node);
+        else {
+          const parent = li.parentElement.closest('[role="treeitem"]');
+          if (parent) focusNode(parent.rowkitNode);
+        }
+        break;
+      case 'Enter': case ' ': select(node); break;
+      default: return;
+    }
+    ev.preventDefault();
+  });
+
+  // --- the selected node: details and the actions on it ---------------------------------------
+  function select(node) {
+    if (selected) selected.li.setAttribute('aria-selected', 'false');
+    selected = node;
+    node.li.setAttribute('aria-selected', 'true');
+    name.value = node.name;
+    showDetails(node);
+  }
+
+  function showDetails(node) {
+    const { entry } = node;
+    const unmountOne = (server) => el('button', { type: 'button',
+      'aria-label': `Unmount ${server} from ${node.name || 'the root'}`,
+      onclick: () => act(`unmounted ${server}`, (mt) => mt.unmount(node.name, server), parentOf(node)) }, 'Unmount');
+    details.replaceChildren(
+      el('h3', null, node.name || '(root)'),
+      el('dl', null,
+        el('dt', null, 'Servers'),
+        el('dd', null, entry.servers.length
+          ? el('ul', null, entry.servers.map((s) => el('li', null, el('code', null, s.server), ' — TTL ',
+            el('span', { class: 'mt-ttl', dataset: { deadlineUs: String(s.deadlineUs) } }, remaining(s.deadlineUs)),
+            ' ', unmountOne(s.server))))
+          : 'none (a directory)'),
+        el('dt', null, 'Flags'),
+        el('dd', null, [entry.mt ? 'mount table' : null, entry.leaf ? 'leaf' : null].filter(Boolean).join(', ') || 'none'),
+        el('dt', null, 'Permissions'),
+        el('dd', null, node.permsDoc
+          ? [table(null, ['Tag', 'In', 'Not in'], Object.entries(node.permsDoc.perms).map(([tag, acl]) =>
+            [tag, (acl.In ?? []).join(', '), (acl.NotIn ?? []).join(', ')])), `version ${node.permsDoc.version}`]
+          : node.perms.textContent)),
+      node.name ? el('div', { class: 'mt-actions' },
+        el('button', { type: 'button', dataset: { op: 'delete' }, onclick: () => act(`deleted ${node.name}`, (mt) => mt.delete(node.name, false), parentOf(node)) }, 'Delete'),
+        el('button', { type: 'button', dataset: { op: 'delete-subtree' }, onclick: () => act(`deleted ${node.name} and its subtree`, (mt) => mt.delete(node.name, true), parentOf(node)) }, 'Delete subtree'))
+        : null);
+  }
+
+  const parentOf = (node) => node.li.parentElement.closest('[role="treeitem"]')?.rowkitNode ?? root;
+
+  // Runs a change as the caller, then re-reads the level it changed (`refresh`, a node).
+  async function act(what, change, refresh) {
+    try {
+      await ctx.busy(out, change(client()));
+      out.classList.remove('error');
+      out.replaceChildren(what);
+      await refreshLevel(refresh);
+    } catch (e) {
+      ctx.fail(out, e);
+    }
+  }
+
+  // Re-reads `node`'s children if they are shown (re-expanding them), keeping the focus.
+  async function refreshLevel(node) {
+    if (!node) return;
+    if (node === root) {
+      await expand(root);
+    } else if (node.children) {
+      await expand(node);
+    }
+  }
+
+  // --- the forms -------------------------------------------------------------------------------
+  const name = el('input', { id: 'mt-name', name: 'name', size: 24, value: 'demo/svc', required: true });
+  const server = el('input', { id: 'mt-server', name: 'server', size: 24, value: '/127.0.0.1:8101' });
+  const ttl = el('input', { id: 'mt-ttl', name: 'ttl', type: 'number', min: 0, size: 6, value: 3600 });
+  const flag = (label, bit) => {
+    const box = el('input', { type: 'checkbox', name: label, dataset: { bit: String(bit) } });
+    return { box, label: el('label', null, box, ` ${label}`) };
+  };
+  const flagMt = flag('mount table', 2);
+  const flagLeaf = flag('leaf', 4);
+  const flagReplace = flag('replace', 1);
+  const form = el('form', { id: 'mt-form', 'aria-label': 'Mount' },
+    field('Name', name), field('Server', server), field('TTL (s)', ttl),
+    el('fieldset', { class: 'mt-flagset' }, el('legend', null, 'Flags'), flagMt.label, flagLeaf.label, flagReplace.label),
+    el('button', { dataset: { op: 'mount' } }, 'Mount'),
+    el('button', { type: 'button', dataset: { op: 'check' }, onclick: () => run('check', () => client().check(false)) }, 'Check'),
+    el('button', { type: 'button', dataset: { op: 'setup' }, onclick: () => run('setup', () => client().setup()) }, 'Set up'));
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const flags = [flagMt, flagLeaf, flagReplace].reduce((f, x) => f | (x.box.checked ? Number(x.box.dataset.bit) : 0), 0);
+    const target = name.value.trim();
+    act(`mounted ${server.value} on ${target}`,
+      (mt) => mt.mount(target, server.value, Number(ttl.value) || 0, flags),
+      deepestShown(target));
+  });
+
+  // The deepest shown node on the path of `target` (the level a mount there changes).
+  function deepestShown(target) {
+    let best = root;
+    for (const li of tree.querySelectorAll('[role="treeitem"]')) {
+      const n = li.rowkitNode;
+      if (n.children && (target === n.name || target.startsWith(`${n.name}/`)) && n.name.length >= best.name.length) best = n;
+    }
+    return best;
+  }
+
+  async function run(what, op) {
+    try {
+      const result = await ctx.busy(out, op());
+      out.classList.remove('error');
+      out.replaceChildren(what === 'check' ? checkReport(result) : `${what}: ok`);
+      if (what === 'setup') await expand(root);
+    } catch (e) {
+      ctx.fail(out, e);
+    }
+  }
+
+  const root = nodeItem('', { name: '', servers: [], mt: false, leaf: false }, 1);
+  root.li.tabIndex = 0;
+  tree.append(root.li);
+
+  // The tree is read when asked (expanding the root, or this button), not when the page loads:
+  // a gateway with a token answers only once the token is typed in.
+  const reload = el('button', { type: 'button',
+    onclick: () => expand(root).catch((e) => ctx.fail(out, e)) }, 'Read tree');
+  section.append(
+    el('h2', null, title),
+    el('form', { id: 'mt-identity', class: 'mt-identity', 'aria-label': 'Caller', onsubmit: (ev) => { ev.preventDefault(); reload.click(); } },
+      field('Act as (blessing names, comma-separated)', as),
+      el('span', { id: 'mt-as-help', class: 'help' }, 'empty: the server itself, which may do anything'),
+      reload),
+    form,
+    out,
+    el('div', { class: 'mt-panes' }, tree, details));
+
+  // The TTLs count down: every second each shown deadline is rewritten.
+  const timer = setInterval(() => {
+    if (!section.isConnected) { clearInterval(timer); return; }
+    const now = Date.now();
+    for (const span of section.querySelectorAll('.mt-ttl')) span.textContent = remaining(Number(span.dataset.deadlineUs), now);
+  }, 1000);
 }
