@@ -615,6 +615,55 @@ where
     Ok(CheckOutcome { summary, findings })
 }
 
+/// Verifies the checks that ran among the writers (each given with its operation, for the
+/// message): they may only report the `allowed` kinds, what a write in flight leaves.
+pub fn verify_concurrent_checks<'h, Op: Debug + 'h>(
+    checks: impl IntoIterator<Item = (&'h Op, &'h CheckOutcome)>,
+    allowed: &[&str],
+    checked: &mut Checked,
+) -> Result<(), String> {
+    for (op, outcome) in checks {
+        if let Some(f) = outcome.findings.iter().find(|f| !allowed.contains(&f.kind)) {
+            return Err(format!(
+                "{op:?} reported {} {}, which no write in flight leaves: {}",
+                f.kind,
+                rowkit_codec::escape::escape(&f.row_key),
+                outcome.describe()
+            ));
+        }
+        checked.check(outcome);
+    }
+    Ok(())
+}
+
+/// Once the writers (and their repairs) are done: a check with `--fix` leaves nothing, and a
+/// second one finds nothing. `check(fix, seed)` builds the schema's check machine.
+pub fn verify_settled_checks<M>(
+    store: &MemoryStore,
+    now: Timestamp,
+    check: impl Fn(bool, u64) -> M,
+    checked: &mut Checked,
+) -> Result<(), String>
+where
+    M: Machine<Output = CheckSummary, Event = CheckEvent>,
+    M::Error: Display,
+{
+    let fixed = check_settled(store, now, check(true, 1))?;
+    if fixed.summary.left > 0 {
+        return Err(format!("settled check --fix left: {}", fixed.describe()));
+    }
+    let again = check_settled(store, now, check(false, 2))?;
+    if !again.findings.is_empty() {
+        return Err(format!(
+            "check after the settled --fix found: {}",
+            again.describe()
+        ));
+    }
+    checked.check(&fixed);
+    checked.check(&again);
+    Ok(())
+}
+
 /// A client: at most one operation at a time.
 struct Client<Op, O> {
     running: Option<Running<Op, O>>,

@@ -62,7 +62,7 @@ use rowkit_statemachines::{
 
 use super::{
     CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
-    check_options, check_settled, erase,
+    check_options, erase, verify_concurrent_checks, verify_settled_checks,
 };
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
@@ -1020,40 +1020,18 @@ impl Workload for ObjmetaWorkload {
         history: &History,
     ) -> Result<Checked, String> {
         let mut checked = Checked::default();
-        for r in history {
-            let Outcome::Done(Ok(ObjmetaOutput::Checked(outcome))) = &r.outcome else {
-                continue;
-            };
-            if let Some(f) = outcome
-                .findings
-                .iter()
-                .find(|f| !CONCURRENT_KINDS.contains(&f.kind))
-            {
-                return Err(format!(
-                    "{:?} reported {} {}, which no write in flight leaves: {}",
-                    r.op,
-                    f.kind,
-                    rowkit_codec::escape::escape(&f.row_key),
-                    outcome.describe()
-                ));
-            }
-            checked.check(outcome);
-        }
-        // Once the writers and their repairs are done, a check with --fix leaves nothing and a
-        // second finds nothing; the invariants below then hold on the repaired table.
-        let fixed = check_settled(store, now, check_machine(now, true, 1))?;
-        if fixed.summary.left > 0 {
-            return Err(format!("settled check --fix left: {}", fixed.describe()));
-        }
-        let again = check_settled(store, now, check_machine(now, false, 2))?;
-        if !again.findings.is_empty() {
-            return Err(format!(
-                "check after the settled --fix found: {}",
-                again.describe()
-            ));
-        }
-        checked.check(&fixed);
-        checked.check(&again);
+        let checks = history.iter().filter_map(|r| match &r.outcome {
+            Outcome::Done(Ok(ObjmetaOutput::Checked(outcome))) => Some((&r.op, outcome)),
+            _ => None,
+        });
+        verify_concurrent_checks(checks, &CONCURRENT_KINDS, &mut checked)?;
+        // The invariants below then hold on the repaired table.
+        verify_settled_checks(
+            store,
+            now,
+            |fix, seed| check_machine(now, fix, seed),
+            &mut checked,
+        )?;
         let rows = self.store_rows(store, now)?;
         let empty = KeyRows::default();
         let puts = Puts::new(history);

@@ -45,7 +45,7 @@ use rowkit_statemachines::{
 
 use super::{
     CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
-    check_options, check_settled, erase,
+    check_options, erase, verify_concurrent_checks, verify_settled_checks,
 };
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
@@ -203,9 +203,9 @@ impl TraceStoreWorkload {
         }
     }
 
-    fn check_machine(&self, now: Timestamp, seed: u64) -> Check {
+    fn check_machine(&self, now: Timestamp, fix: bool, seed: u64) -> Check {
         let target = CheckTarget::new(TABLE, now.saturating_add_micros(DEADLINE_US));
-        Check::new(target, self.layout, check_options(true), now, seed)
+        Check::new(target, self.layout, check_options(fix), now, seed)
     }
 
     /// The digest-id layout workload with `bug` planted in every writer.
@@ -385,7 +385,7 @@ impl Workload for TraceStoreWorkload {
                 erase(self.run(m), TraceStoreOutput::Ids)
             }
             TraceStoreOp::Check(n) => check_op(
-                self.check_machine(now, seed),
+                self.check_machine(now, true, seed),
                 *n,
                 &self.check_writes,
                 TraceStoreOutput::Checked,
@@ -537,28 +537,23 @@ impl Workload for TraceStoreWorkload {
         }
         // Last, once the invariants hold: checks are report-only, and find nothing among the
         // writers or after them.
-        for r in history {
-            let TraceStoreOp::Check(n) = r.op else {
-                continue;
-            };
-            if let Outcome::Done(Ok(TraceStoreOutput::Checked(outcome))) = &r.outcome {
-                if !outcome.findings.is_empty() {
-                    return Err(format!("{:?} reported: {}", r.op, outcome.describe()));
-                }
-                checked.check(outcome);
-            }
-            if self.check_writes.wrote_any(n) {
-                return Err(format!("{:?} sent a write", r.op));
-            }
+        if let Some(r) = history
+            .iter()
+            .find(|r| matches!(r.op, TraceStoreOp::Check(n) if self.check_writes.wrote_any(n)))
+        {
+            return Err(format!("{:?} sent a write", r.op));
         }
-        let settled = check_settled(store, now, self.check_machine(now, 1))?;
-        if !settled.findings.is_empty() {
-            return Err(format!(
-                "check after the writers settled: {}",
-                settled.describe()
-            ));
-        }
-        checked.check(&settled);
+        let checks = history.iter().filter_map(|r| match &r.outcome {
+            Outcome::Done(Ok(TraceStoreOutput::Checked(outcome))) => Some((&r.op, outcome)),
+            _ => None,
+        });
+        verify_concurrent_checks(checks, &[], &mut checked)?;
+        verify_settled_checks(
+            store,
+            now,
+            |fix, seed| self.check_machine(now, fix, seed),
+            &mut checked,
+        )?;
         Ok(checked)
     }
 }

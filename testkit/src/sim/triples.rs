@@ -27,7 +27,7 @@ use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{
     CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
-    check_options, check_settled, erase,
+    check_options, erase, verify_concurrent_checks, verify_settled_checks,
 };
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, Store};
@@ -163,33 +163,6 @@ impl TriplesWorkload {
         Check::new(config(now), Some(GRAPH), check_options(fix), now, seed)
     }
 
-    /// Once the writers have settled: a check with `--fix` leaves nothing, and a second one
-    /// finds nothing.
-    fn check_settled(
-        store: &MemoryStore,
-        now: Timestamp,
-        checked: &mut Checked,
-    ) -> Result<(), String> {
-        let fixed = check_settled(store, now, Self::check_machine(now, true, 1))?;
-        if let Some(f) = fixed.findings.iter().find(|f| !f.repaired) {
-            return Err(format!(
-                "settled check --fix left {} {}: {}",
-                f.kind,
-                rowkit_codec::escape::escape(&f.row_key),
-                fixed.describe()
-            ));
-        }
-        let again = check_settled(store, now, Self::check_machine(now, false, 2))?;
-        if !again.findings.is_empty() {
-            return Err(format!(
-                "check after the settled --fix found: {}",
-                again.describe()
-            ));
-        }
-        checked.check(&fixed);
-        checked.check(&again);
-        Ok(())
-    }
     /// Which of a triple's four cells hold its text.
     fn cells_present(
         &self,
@@ -352,26 +325,18 @@ impl Workload for TriplesWorkload {
         history: &[Record<TriplesOp, TriplesOutput>],
     ) -> Result<Checked, String> {
         let mut checked = Checked::default();
-        for r in history {
-            let Outcome::Done(Ok(TriplesOutput::Checked(outcome))) = &r.outcome else {
-                continue;
-            };
-            if let Some(f) = outcome
-                .findings
-                .iter()
-                .find(|f| !CONCURRENT_KINDS.contains(&f.kind))
-            {
-                return Err(format!(
-                    "{:?} reported {} {}, which no failed write leaves: {}",
-                    r.op,
-                    f.kind,
-                    rowkit_codec::escape::escape(&f.row_key),
-                    outcome.describe()
-                ));
-            }
-            checked.check(outcome);
-        }
-        Self::check_settled(store, now, &mut checked)?;
+        let checks = history.iter().filter_map(|r| match &r.outcome {
+            Outcome::Done(Ok(TriplesOutput::Checked(outcome))) => Some((&r.op, outcome)),
+            _ => None,
+        });
+        verify_concurrent_checks(checks, &CONCURRENT_KINDS, &mut checked)?;
+        // Before the invariants: they must hold on the repaired table.
+        verify_settled_checks(
+            store,
+            now,
+            |fix, seed| Self::check_machine(now, fix, seed),
+            &mut checked,
+        )?;
         for i in 0..self.universe.len() {
             let Some(want) = decide(self, history, i, now).present() else {
                 checked.undecided += 1;
