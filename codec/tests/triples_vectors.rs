@@ -481,3 +481,40 @@ fn scenario_14_text_forms() {
     // Key decoding rejects non-keys.
     assert!(keys::decode_row_key(b"nonsense").is_err());
 }
+
+/// `Triple::same_uuid` answers exactly `a.uuid() == b.uuid()`: for every pair of the vectors'
+/// triples, and for pairs that differ as values but hash the same bytes (a node type and id
+/// split differently, a `bool` literal and the text `"true"`), where the shortcut must say
+/// "same" as the UUIDs do.
+#[test]
+fn same_uuid_is_uuid_equality() {
+    let v = vectors();
+    let mut triples: Vec<Triple> = v
+        .triples
+        .non_empty("triples")
+        .iter()
+        .map(|c| Triple::parse(c.input.as_bytes()).unwrap())
+        .collect();
+    let colliding = [
+        ("/u<ab>\t\"p\"@[]\t/u<o>", "/ua<b>\t\"p\"@[]\t/u<o>"),
+        (
+            "/u<s>\t\"p\"@[]\t\"true\"^^type:bool",
+            "/u<s>\t\"p\"@[]\t\"true\"^^type:text",
+        ),
+    ];
+    for (a, b) in colliding {
+        let (a, b) = (Triple::parse(a.as_bytes()).unwrap(), Triple::parse(b.as_bytes()).unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a.uuid(), b.uuid());
+        triples.extend([a, b]);
+    }
+    let mut same = 0;
+    for a in &triples {
+        for b in &triples {
+            let expected = a.uuid() == b.uuid();
+            assert_eq!(a.same_uuid(b, || b.uuid()), expected, "{a:?} {b:?}");
+            same += usize::from(expected);
+        }
+    }
+    assert!(same > triples.len(), "some pairs of different triples share a UUID");
+}

@@ -136,21 +136,21 @@ impl Literal {
 
     /// The bytes the UUID hashes (the type is not part of them, quirk 5).
     pub fn uuid_input(&self) -> Vec<u8> {
-        self.with_uuid_input(<[u8]>::to_vec)
+        self.with_uuid_input(|parts| parts.concat())
     }
 
-    /// Calls `f` with the bytes the UUID hashes, borrowed or on the stack.
-    fn with_uuid_input<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+    /// Calls `f` with the bytes the UUID hashes (one part), borrowed or on the stack.
+    pub(crate) fn with_uuid_input<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> R {
         match &self.0 {
-            LiteralValue::Bool(b) => f(if *b { b"true" } else { b"false" }),
-            LiteralValue::Int64(v) => f(&put_varint::<8>(*v).unwrap_or([0; 8])),
-            LiteralValue::Float64(x) => f(&x.to_bits().to_le_bytes()),
-            LiteralValue::Text(t) | LiteralValue::Blob(t) => f(t),
+            LiteralValue::Bool(b) => f(&[if *b { b"true" } else { b"false" }]),
+            LiteralValue::Int64(v) => f(&[&put_varint::<8>(*v).unwrap_or([0; 8])]),
+            LiteralValue::Float64(x) => f(&[&x.to_bits().to_le_bytes()]),
+            LiteralValue::Text(t) | LiteralValue::Blob(t) => f(&[t]),
         }
     }
 
     /// The UUID.
     pub fn uuid(&self) -> Uuid {
-        self.with_uuid_input(Uuid::v5)
+        self.with_uuid_input(Uuid::v5_of)
     }
 }

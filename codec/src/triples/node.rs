@@ -100,6 +100,11 @@ impl Node {
 
     /// The UUID: v5 of `type ‖ id`.
     pub fn uuid(&self) -> Uuid {
-        Uuid::v5_of(&[&self.node_type, &self.id])
+        self.with_uuid_input(Uuid::v5_of)
+    }
+
+    /// Calls `f` with the parts of the bytes the UUID hashes.
+    pub(crate) fn with_uuid_input<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> R {
+        f(&[&self.node_type, &self.id])
     }
 }

@@ -98,9 +98,14 @@ impl Predicate {
 
     /// The full UUID: id ‖ `immutable`, or id ‖ the 16-byte varint buffer of `UnixNano`.
     pub fn uuid(&self) -> Uuid {
+        self.with_uuid_input(Uuid::v5_of)
+    }
+
+    /// Calls `f` with the parts of the bytes the full UUID hashes.
+    pub(crate) fn with_uuid_input<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> R {
         match &self.anchor {
-            None => Uuid::v5_of(&[&self.id, b"immutable"]),
-            Some(a) => Uuid::v5_of(&[&self.id, &varint16(a.unix_nano_wrapping())]),
+            None => f(&[&self.id, b"immutable"]),
+            Some(a) => f(&[&self.id, &varint16(a.unix_nano_wrapping())]),
         }
     }
 

@@ -52,10 +52,15 @@ impl Object {
 
     /// The UUID (the full UUID for a predicate).
     pub fn uuid(&self) -> Uuid {
+        self.with_uuid_input(Uuid::v5_of)
+    }
+
+    /// Calls `f` with the parts of the bytes the UUID hashes.
+    fn with_uuid_input<R>(&self, f: impl FnOnce(&[&[u8]]) -> R) -> R {
         match self {
-            Object::Node(n) => n.uuid(),
-            Object::Predicate(p) => p.uuid(),
-            Object::Literal(l) => l.uuid(),
+            Object::Node(n) => n.with_uuid_input(f),
+            Object::Predicate(p) => p.with_uuid_input(f),
+            Object::Literal(l) => l.with_uuid_input(f),
         }
     }
 
@@ -142,5 +147,21 @@ impl Triple {
             self.predicate.uuid().as_bytes(),
             self.object.uuid().as_bytes(),
         ])
+    }
+
+    /// Whether `self` has the UUID of `other`, which is `other_uuid()`: exactly
+    /// `self.uuid() == other_uuid()`, but when subject, predicate and object each hash the
+    /// same bytes as `other`'s, their UUIDs and so the triples' are equal without hashing
+    /// anything (the common answer of `Exist`, which reads the triple back); only otherwise
+    /// are both hashed.
+    pub fn same_uuid(&self, other: &Triple, other_uuid: impl FnOnce() -> Uuid) -> bool {
+        let same_inputs = self.subject.with_uuid_input(|a| {
+            other.subject.with_uuid_input(|b| Uuid::same_input(a, b))
+        }) && self.predicate.with_uuid_input(|a| {
+            other.predicate.with_uuid_input(|b| Uuid::same_input(a, b))
+        }) && self
+            .object
+            .with_uuid_input(|a| other.object.with_uuid_input(|b| Uuid::same_input(a, b)));
+        same_inputs || self.uuid() == other_uuid()
     }
 }

@@ -32,6 +32,14 @@ impl Uuid {
         Uuid(b)
     }
 
+    /// Whether the v5 inputs `a` and `b` (each the concatenation of its parts) are the same
+    /// bytes: then their UUIDs are equal without hashing either. Different inputs say nothing
+    /// by themselves (only the hashes can), so a caller hashes when this is `false`.
+    pub(crate) fn same_input(a: &[&[u8]], b: &[&[u8]]) -> bool {
+        let len = |parts: &[&[u8]]| parts.iter().map(|p| p.len()).sum::<usize>();
+        len(a) == len(b) && a.iter().copied().flatten().eq(b.iter().copied().flatten())
+    }
+
     /// The raw bytes.
     pub fn as_bytes(&self) -> &[u8; 16] {
         &self.0

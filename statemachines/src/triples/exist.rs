@@ -1,13 +1,12 @@
 //! `Exist(t)` (spec §5): reads the POS row of `t` and looks for its UUID.
 
-use alloc::collections::BTreeSet;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::RowSet;
 use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Triple, Uuid};
 
-use super::lookup::collect_row;
+use super::lookup::row_triples;
 use super::requests::AnyRow;
 use super::{OperationConfig, Progress, TriplesSchema, start};
 use crate::operation::{Flow, Io, Operation};
@@ -27,12 +26,13 @@ impl Exist {
     ) -> Exist {
         let flow = ExistFlow {
             graph: graph.to_vec(),
-            uuid: triple.uuid(),
             read: AnyRow::Unsent(ReadRowsRequest {
                 table: config.table.clone(),
                 rows: RowSet::key(keys::exist_row_key(graph, &triple)),
                 ..Default::default()
             }),
+            triple,
+            uuid: None,
         };
         start(config, now, seed, flow)
     }
@@ -42,8 +42,10 @@ impl Exist {
 #[derive(Debug)]
 pub struct ExistFlow {
     graph: Vec<u8>,
-    uuid: Uuid,
     read: AnyRow,
+    triple: Triple,
+    /// The triple's UUID, once a cell needed it ([`Triple::same_uuid`]).
+    uuid: Option<Uuid>,
 }
 
 impl Flow for ExistFlow {
@@ -51,11 +53,14 @@ impl Flow for ExistFlow {
     type Output = bool;
 
     fn advance(&mut self, io: &mut Io<()>, _config: &mut OperationConfig) -> Progress<bool> {
-        let (graph, uuid) = (&self.graph, self.uuid);
+        let (graph, triple, uuid) = (&self.graph, &self.triple, &mut self.uuid);
+        // Every cell is parsed (one that does not parse fails the Exist, spec §5), and a
+        // cell matches when its triple has the UUID of the one asked for.
         self.read.advance(io, |row| {
-            let mut parsed = Vec::new();
-            collect_row(graph, row, &mut BTreeSet::new(), &mut parsed)?;
-            Ok(parsed.iter().any(|t| t.uuid() == uuid))
+            let parsed = row_triples(graph, row)?;
+            Ok(parsed
+                .iter()
+                .any(|t| t.same_uuid(triple, || *uuid.get_or_insert_with(|| triple.uuid()))))
         })
     }
 }

@@ -601,17 +601,14 @@ impl LookupMethod {
     }
 }
 
-/// Parses the triple cells of one row into `out`, skipping UUIDs already in `seen`.
-pub(super) fn collect_row(
-    graph: &[u8],
-    row: Row,
-    seen: &mut BTreeSet<Uuid>,
-    out: &mut Vec<Triple>,
-) -> Result<(), TriplesError> {
+/// The triples of the triple cells of one row of `graph`, in cell order (none if the row is
+/// not a triple row of it); a cell that does not parse fails the row.
+pub(super) fn row_triples(graph: &[u8], row: Row) -> Result<Vec<Triple>, TriplesError> {
     if !keys::is_triple_row_of(graph, &row.key) {
-        return Ok(());
+        return Ok(Vec::new());
     }
-    for cell in row.cells {
+    let mut out = Vec::new();
+    for cell in &row.cells {
         if cell.family != keys::FAMILY_IMMUTABLE && cell.family != keys::FAMILY_TEMPORAL {
             continue;
         }
@@ -619,11 +616,21 @@ pub(super) fn collect_row(
             row_key: row.key.clone(),
             error,
         })?;
-        if seen.insert(triple.uuid()) {
-            out.push(triple);
-        }
+        out.push(triple);
     }
-    Ok(())
+    Ok(out)
+}
+
+/// [`row_triples`], first occurrence per UUID. A triple lives in exactly one row of an index
+/// (its key holds S, P' and O), so "first occurrence per UUID" only ever repeats within a
+/// row; a row of one triple (the usual case) is not hashed at all.
+fn distinct_row_triples(graph: &[u8], row: Row) -> Result<Vec<Triple>, TriplesError> {
+    let mut triples = row_triples(graph, row)?;
+    if triples.len() > 1 {
+        let mut seen = BTreeSet::new();
+        triples.retain(|t| seen.insert(t.uuid()));
+    }
+    Ok(triples)
 }
 
 /// Runs one lookup method.
@@ -693,12 +700,7 @@ impl Flow for LookupFlow {
                 Phase::Read { read, mut pipeline } => {
                     let graph = &self.graph;
                     let done = stream_rows(io, read, |row| {
-                        // A triple lives in exactly one row of an index (its key holds S, P'
-                        // and O), so "first occurrence per UUID" only ever repeats within a
-                        // row: dedup per row.
-                        let mut triples = Vec::new();
-                        collect_row(graph, row, &mut BTreeSet::new(), &mut triples)?;
-                        for t in triples {
+                        for t in distinct_row_triples(graph, row)? {
                             pipeline.push(t);
                         }
                         Ok(())
