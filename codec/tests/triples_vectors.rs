@@ -503,7 +503,10 @@ fn same_uuid_is_uuid_equality() {
         ),
     ];
     for (a, b) in colliding {
-        let (a, b) = (Triple::parse(a.as_bytes()).unwrap(), Triple::parse(b.as_bytes()).unwrap());
+        let (a, b) = (
+            Triple::parse(a.as_bytes()).unwrap(),
+            Triple::parse(b.as_bytes()).unwrap(),
+        );
         assert_ne!(a, b);
         assert_eq!(a.uuid(), b.uuid());
         triples.extend([a, b]);
@@ -516,5 +519,8 @@ fn same_uuid_is_uuid_equality() {
             same += usize::from(expected);
         }
     }
-    assert!(same > triples.len(), "some pairs of different triples share a UUID");
+    assert!(
+        same > triples.len(),
+        "some pairs of different triples share a UUID"
+    );
 }

@@ -155,13 +155,15 @@ impl Triple {
     /// anything (the common answer of `Exist`, which reads the triple back); only otherwise
     /// are both hashed.
     pub fn same_uuid(&self, other: &Triple, other_uuid: impl FnOnce() -> Uuid) -> bool {
-        let same_inputs = self.subject.with_uuid_input(|a| {
-            other.subject.with_uuid_input(|b| Uuid::same_input(a, b))
-        }) && self.predicate.with_uuid_input(|a| {
-            other.predicate.with_uuid_input(|b| Uuid::same_input(a, b))
-        }) && self
-            .object
-            .with_uuid_input(|a| other.object.with_uuid_input(|b| Uuid::same_input(a, b)));
+        let same_inputs = self
+            .subject
+            .with_uuid_input(|a| other.subject.with_uuid_input(|b| Uuid::same_input(a, b)))
+            && self
+                .predicate
+                .with_uuid_input(|a| other.predicate.with_uuid_input(|b| Uuid::same_input(a, b)))
+            && self
+                .object
+                .with_uuid_input(|a| other.object.with_uuid_input(|b| Uuid::same_input(a, b)));
         same_inputs || self.uuid() == other_uuid()
     }
 }
