@@ -214,13 +214,13 @@ fn races_only() -> FaultRates {
     }
 }
 
-/// The default faults, and failed MutateRows entries (3 % of multi-entry MutateRows): how a
+/// The default faults, and failed MutateRows entries (30 % of multi-entry MutateRows): how a
 /// triple comes to miss an index row (`spec/check.md` §4, `missing_index`).
 fn with_failed_entries(seed: u64) -> SimConfig {
     let quick = SimConfig::quick(seed);
     SimConfig {
         faults: FaultRates {
-            fail_entries: 300,
+            fail_entries: 3_000,
             ..quick.faults
         },
         ..quick
