@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use redb::{
@@ -150,7 +151,8 @@ pub struct RedbStore {
     db: Db,
     /// Where the file is (`None` in memory); for messages.
     path: Option<PathBuf>,
-    durable: bool,
+    /// Whether the next write transactions commit durably ([`RedbStore::set_durable_commits`]).
+    durable: AtomicBool,
     /// Kept in memory only: a reopened file starts its server time again from the caller's
     /// `now`, and its request seeds from the seed.
     state: EngineState,
@@ -173,7 +175,7 @@ impl fmt::Debug for RedbStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedbStore")
             .field("path", &self.path)
-            .field("durable", &self.durable)
+            .field("durable", &self.durable.load(Ordering::Relaxed))
             .field("read_only", &matches!(self.db, Db::ReadOnly(_)))
             .field("seed", &self.state.seed())
             .field("chunking", &self.state.chunking())
@@ -252,9 +254,15 @@ impl RedbStore {
     /// Whether commits wait for the disk (default `true`). With `false` (`Durability::None`)
     /// commits skip the fsync: much faster, for tests. A crash may then lose recent commits, but
     /// never tears a row or corrupts the file; closing the store makes them durable.
-    pub fn with_durable_commits(mut self, durable: bool) -> RedbStore {
-        self.durable = durable;
+    pub fn with_durable_commits(self, durable: bool) -> RedbStore {
+        self.set_durable_commits(durable);
         self
+    }
+
+    /// [`RedbStore::with_durable_commits`] on a store in use: write transactions that begin
+    /// after the call commit with the new setting (e.g. load a file fast, then serve durably).
+    pub fn set_durable_commits(&self, durable: bool) {
+        self.durable.store(durable, Ordering::Relaxed);
     }
 
     /// Sets the seed that [`TableStorage::next_request_seed`] derives request seeds from
@@ -276,7 +284,7 @@ impl RedbStore {
         let mut store = RedbStore {
             db,
             path,
-            durable: true,
+            durable: AtomicBool::new(true),
             state: EngineState::default(),
             catalog: RwLock::new(Catalog::new()),
         };
@@ -348,7 +356,7 @@ impl RedbStore {
         };
         let mut txn = db.begin_write().map_err(|e| redb_error(op, e))?;
         // Durability::Immediate is redb's default; only the test setting needs a call.
-        if !self.durable {
+        if !self.durable.load(Ordering::Relaxed) {
             txn.set_durability(Durability::None)
                 .map_err(|e| redb_error(op, e))?;
         }
