@@ -23,12 +23,12 @@
 //!
 //! [`row_size`]: rowkit_codec::model::row_size
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use redb::{
     Database, Durability, ReadOnlyDatabase, ReadOnlyTable, ReadTransaction, ReadableDatabase,
@@ -162,6 +162,28 @@ pub struct RedbStore {
     /// table cannot be deleted (nor its tables re-created by the write) under it. Lock order:
     /// this lock, then redb's writer.
     catalog: RwLock<Catalog>,
+    /// Read snapshots of the tables as of the last commit ([`Snapshots`]).
+    snapshots: Mutex<Snapshots>,
+}
+
+/// One table's redb tables, open in a read snapshot. Beginning a read transaction and opening
+/// a table (which checks its stored key and value types, allocating their names) cost more than
+/// a point read of a million-row table, so reads share one snapshot until the next commit.
+struct TableSnapshot {
+    rows: ReadOnlyTable<&'static [u8], (u64, u64)>,
+    cells: ReadOnlyTable<&'static [u8], &'static [u8]>,
+}
+
+/// The read snapshots reads share: each table's as of the last commit, opened by the first
+/// read after it. Only this process writes the file, so a snapshot stays current until one of
+/// its own commits, after which [`RedbStore::commit`] drops them all (so they pin no pages
+/// the writer frees). A snapshot begun before a commit but opened after it must not be kept:
+/// a read installs its snapshot only if no commit happened since it looked.
+#[derive(Default)]
+struct Snapshots {
+    /// Commits so far, counted after each.
+    commits: u64,
+    tables: HashMap<String, Arc<TableSnapshot>>,
 }
 
 /// The open file: read-write, or read-only for callers that only read (several readers may
@@ -287,6 +309,7 @@ impl RedbStore {
             durable: AtomicBool::new(true),
             state: EngineState::default(),
             catalog: RwLock::new(Catalog::new()),
+            snapshots: Mutex::new(Snapshots::default()),
         };
         let op = "initialise";
         let found = {
@@ -385,6 +408,55 @@ impl RedbStore {
             Db::ReadOnly(db) => db.begin_read(),
         }
         .map_err(|e| redb_error(op, e))
+    }
+
+    /// The shared snapshots; a panic while one held the lock left them whole (each change is
+    /// one insert or one clear), so a poisoned lock is still used.
+    fn snapshots(&self) -> std::sync::MutexGuard<'_, Snapshots> {
+        self.snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A read snapshot of `table` as of the last commit: the shared one, or a new one (kept
+    /// for the next reads unless a commit came first).
+    fn snapshot(
+        &self,
+        table: &str,
+        info: &TableInfo,
+        op: &str,
+    ) -> Result<Arc<TableSnapshot>, StoreError> {
+        let seen = {
+            let snapshots = self.snapshots();
+            if let Some(snapshot) = snapshots.tables.get(table) {
+                return Ok(Arc::clone(snapshot));
+            }
+            snapshots.commits
+        };
+        let txn = self.begin_read(op)?;
+        let snapshot = Arc::new(TableSnapshot {
+            rows: open_read(&txn, info.names.rows(), table, op)?,
+            cells: open_read(&txn, info.names.cells(), table, op)?,
+        });
+        let mut snapshots = self.snapshots();
+        if snapshots.commits == seen {
+            snapshots
+                .tables
+                .insert(table.to_string(), Arc::clone(&snapshot));
+        }
+        Ok(snapshot)
+    }
+
+    /// Commits `txn`; then, before the write returns, drops the shared snapshots so that
+    /// later reads see it (also when the commit failed: whether it reached the file is then
+    /// unknown).
+    fn commit(&self, txn: WriteTransaction, op: &str) -> Result<(), StoreError> {
+        let committed = txn.commit();
+        let mut snapshots = self.snapshots();
+        snapshots.commits += 1;
+        snapshots.tables.clear();
+        drop(snapshots);
+        committed.map_err(|e| redb_error(op, e))
     }
 }
 
@@ -679,7 +751,7 @@ impl TableStorage for RedbStore {
                 .map_err(|e| redb_error(op, e))?;
             TableNames::new(table).create_in(&txn, op)?;
         }
-        txn.commit().map_err(|e| redb_error(op, e))?;
+        self.commit(txn, op)?;
         catalog.insert(table.to_string(), Ok(TableInfo::new(table, sorted)));
         Ok(())
     }
@@ -699,7 +771,7 @@ impl TableStorage for RedbStore {
             }
         }
         TableNames::new(table).delete_in(&txn, op)?;
-        txn.commit().map_err(|e| redb_error(op, e))?;
+        self.commit(txn, op)?;
         catalog.remove(table);
         Ok(())
     }
@@ -734,7 +806,7 @@ impl TableStorage for RedbStore {
                 .map_err(|e| redb_error(op, e))?;
             families
         };
-        txn.commit().map_err(|e| redb_error(op, e))?;
+        self.commit(txn, op)?;
         catalog.insert(table.to_string(), Ok(TableInfo::new(table, families)));
         Ok(())
     }
@@ -749,23 +821,19 @@ impl TableStorage for RedbStore {
         let op = "next_row";
         let info = self.table_info(table)?;
         // One snapshot for the row lookup and its cells: the row is read whole.
-        let txn = self.begin_read(op)?;
+        let snapshot = self.snapshot(table, &info, op)?;
         let point = single_key(range).filter(|_| after.is_none());
         let key = match point {
             // A row exists iff it has a cell: a point read goes straight to the cells.
             Some(key) => key.to_vec(),
-            None => {
-                let rows = open_read(&txn, info.names.rows(), table, op)?;
-                match first_row(&rows, range, after, reversed, op)? {
-                    Some((key, _size)) => key,
-                    None => return Ok(None),
-                }
-            }
+            None => match first_row(&snapshot.rows, range, after, reversed, op)? {
+                Some((key, _size)) => key,
+                None => return Ok(None),
+            },
         };
-        let cells_table = open_read(&txn, info.names.cells(), table, op)?;
         let mut prefix = Vec::with_capacity(key.len() + 2);
         push_component(&mut prefix, &key);
-        let cells = read_cells(&cells_table, table, &prefix)?;
+        let cells = read_cells(&snapshot.cells, table, &prefix)?;
         if cells.is_empty() {
             return match point {
                 Some(_) => Ok(None),
@@ -783,9 +851,13 @@ impl TableStorage for RedbStore {
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         let op = "next_row_size";
         let info = self.table_info(table)?;
-        let txn = self.begin_read(op)?;
-        let rows = open_read(&txn, info.names.rows(), table, op)?;
-        first_row(&rows, range, after, false, op)
+        first_row(
+            &self.snapshot(table, &info, op)?.rows,
+            range,
+            after,
+            false,
+            op,
+        )
     }
 
     fn write_row<T>(
@@ -882,7 +954,7 @@ impl RedbStore {
         match result {
             Ok((value, dirty)) => {
                 if dirty {
-                    txn.commit().map_err(|e| redb_error(op, e))?;
+                    self.commit(txn, op)?;
                 } else {
                     txn.abort().map_err(|e| redb_error(op, e))?;
                 }
@@ -1890,6 +1962,41 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Reads share a snapshot until the next commit: a read that starts after a write returned
+    /// sees it, on any thread, however reads and commits interleave (a snapshot begun before a
+    /// commit and installed after it would show an older value).
+    #[test]
+    fn a_read_after_a_write_returned_sees_it() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        let s = store();
+        put(&s, b"r", "cf", b"q", 1, &0u64.to_be_bytes());
+        let written = AtomicU64::new(0);
+        let value = |s: &RedbStore| {
+            let point = RowRange {
+                start: KeyBound::Closed(b"r".to_vec()),
+                end: KeyBound::Closed(b"r".to_vec()),
+            };
+            let row = s.next_row("t", &point, None, false);
+            let cells = row.unwrap().unwrap().cells;
+            u64::from_be_bytes(cells[0].value.as_slice().try_into().unwrap())
+        };
+        std::thread::scope(|scope| {
+            for _ in 0..2 {
+                scope.spawn(|| {
+                    while written.load(Ordering::Acquire) < 2_000 {
+                        let before = written.load(Ordering::Acquire);
+                        assert!(value(&s) >= before, "a read missed a returned write");
+                    }
+                });
+            }
+            for n in 1..=2_000u64 {
+                put(&s, b"r", "cf", b"q", 1, &n.to_be_bytes());
+                written.store(n, Ordering::Release);
+                assert_eq!(value(&s), n);
+            }
+        });
+    }
+
     #[test]
     fn corrupt_cell_key_is_internal_not_panic() {
         let s = store();
@@ -1904,7 +2011,7 @@ mod tests {
             bad.extend_from_slice(b"cf\0\x01q\0\x01bad");
             cells.insert(bad.as_slice(), b"x".as_slice()).unwrap();
         }
-        txn.commit().unwrap();
+        s.commit(txn, "plant a bad key").unwrap();
         let err = s.next_row("t", &RowRange::all(), None, false).unwrap_err();
         assert_eq!(err.code, Code::Internal);
         let err = s.write_row("t", b"r", |r| r.delete_row()).unwrap_err();
