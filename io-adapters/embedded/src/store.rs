@@ -204,9 +204,11 @@ pub trait TableStorage: Send + Sync {
         f: impl FnOnce(&mut Self::Row<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError>;
 
-    /// Runs `f(i, row)` on the row of each `keys[i]`, in order, each row atomically as
-    /// [`TableStorage::write_row`] does (MutateRows); returns each row's result. Engines with a
-    /// per-transaction cost may commit the batch at once; the default writes row by row.
+    /// Runs `f(i, row)` on the row of each `keys[i]`, each row atomically as
+    /// [`TableStorage::write_row`] does (MutateRows); returns each row's result, by index.
+    /// The default writes row by row in index order. Engines with a per-transaction cost may
+    /// commit the batch at once, and then may visit its rows in another order (nothing can
+    /// observe it before the commit), keeping the entries of one key in index order.
     fn write_rows<T>(
         &self,
         table: &str,
