@@ -83,9 +83,14 @@ impl Backend {
         }
     }
 
-    /// Makes RedbStore commits durable (or not) from here on.
+    /// Makes RedbStore commits durable (or not) from here on; before the first durable one,
+    /// writes out what the growth's non-durable commits left (else the first measured write
+    /// would pay for all of them).
     fn durable_commits(&self, durable: bool) {
         if let Some(redb) = &self.redb {
+            if durable {
+                redb.sync().unwrap();
+            }
             redb.set_durable_commits(durable);
         }
     }

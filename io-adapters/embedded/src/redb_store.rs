@@ -287,6 +287,17 @@ impl RedbStore {
         self.durable.store(durable, Ordering::Relaxed);
     }
 
+    /// Makes every commit so far durable: one empty commit that waits for the disk (redb
+    /// writes out what non-durable commits left behind with the next durable one). After a
+    /// load with non-durable commits, so that the first durable write does not pay for it.
+    pub fn sync(&self) -> Result<(), StoreError> {
+        let op = "sync";
+        let mut txn = self.begin_write(op)?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| redb_error(op, e))?;
+        self.commit(txn, op)
+    }
+
     /// Sets the seed that [`TableStorage::next_request_seed`] derives request seeds from
     /// (default 0), and restarts the request count.
     pub fn with_seed(mut self, seed: u64) -> RedbStore {
@@ -1995,6 +2006,7 @@ mod tests {
             assert_eq!(err.code, Code::FailedPrecondition);
             let err = s.create_table("u", &[ColumnFamily::new("cf")]).unwrap_err();
             assert_eq!(err.code, Code::FailedPrecondition);
+            assert_eq!(s.sync().unwrap_err().code, Code::FailedPrecondition);
         }
         assert!(std::fs::read(&path).unwrap() == before);
         let _ = std::fs::remove_dir_all(&dir);
@@ -2205,6 +2217,11 @@ mod tests {
             );
             assert_eq!(keys(&s, &RowRange::all(), None, false), k(&["r1", "r2"]));
             put(&s, b"r3", "cf", b"q", 3, b"v3");
+            s.sync().unwrap();
+            assert_eq!(
+                keys(&s, &RowRange::all(), None, false),
+                k(&["r1", "r2", "r3"])
+            );
         }
         {
             // Non-durable commits are made durable when the store closes.
