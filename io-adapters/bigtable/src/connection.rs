@@ -532,6 +532,29 @@ impl BigtableConnection {
         self.send(msg).await?;
         Ok(())
     }
+
+    /// Drops a family and all its cells from a table (`NOT_FOUND` if the table or the family is
+    /// missing: checked here first, as the emulator answers a missing family with `UNKNOWN`).
+    pub async fn drop_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        use admin::modify_column_families_request::{Modification, modification::Mod};
+        if !self.families(table).await?.iter().any(|f| f.name == family) {
+            return Err(StoreError::new(
+                Code::NotFound,
+                format!("column family {family:?} not found in table {table:?}"),
+            ));
+        }
+        let msg = admin::ModifyColumnFamiliesRequest {
+            name: self.table_name(table),
+            modifications: vec![Modification {
+                id: family.to_string(),
+                update_mask: None,
+                r#mod: Some(Mod::Drop(true)),
+            }],
+            ignore_warnings: false,
+        };
+        self.send(msg).await?;
+        Ok(())
+    }
 }
 
 /// Percent-encodes everything but RFC 3986 unreserved characters, as the routing header

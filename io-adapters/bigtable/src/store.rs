@@ -153,6 +153,10 @@ impl Store for BigtableStore {
         self.runtime.block_on(self.conn.set_family(table, family))
     }
 
+    fn drop_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        self.runtime.block_on(self.conn.drop_family(table, family))
+    }
+
     /// Garbage collection on Bigtable is done by the server, asynchronously and on its own
     /// schedule (up to a week in production, about every second on the emulator), and there
     /// is no RPC to trigger it. So this only checks that the table exists and returns 0: no

@@ -66,4 +66,12 @@ fn admin_and_a_round_trip() {
     assert!(store.list_tables().unwrap().is_empty());
 }
 
+#[test]
+fn dropping_a_family_deletes_its_cells() {
+    let Some(emu) = backends::selected("dropping_a_family_deletes_its_cells") else {
+        return;
+    };
+    rowkit_testkit::scenarios::admin::drop_family(&emu.fresh_store(), "drop-family");
+}
+
 crate::every_test_on_rowkit_grpc!();

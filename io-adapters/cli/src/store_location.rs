@@ -117,6 +117,10 @@ impl Store for StoreOnFirstUse {
         self.get()?.set_family(table, family)
     }
 
+    fn drop_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        self.get()?.drop_family(table, family)
+    }
+
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.get()?.gc(table, now)
     }

@@ -145,6 +145,17 @@ fn cbt_commands(store: &str) {
         "{one}"
     );
     assert_eq!(cbt_ok(&host, &["count", "t2"]).trim(), "3");
+    // deletefamily: the family and its cells go, the other family's stay.
+    cbt_ok(&host, &["createfamily", "t2", "gone"]);
+    cbt_ok(&host, &["set", "t2", "r1", "gone:q=doomed"]);
+    cbt_ok(&host, &["set", "t2", "r9", "gone:q=doomed"]);
+    assert_eq!(cbt_ok(&host, &["count", "t2"]).trim(), "4");
+    cbt_ok(&host, &["deletefamily", "t2", "gone"]);
+    assert!(!cbt_ok(&host, &["ls", "t2"]).contains("gone"));
+    let read = cbt_ok(&host, &["read", "t2"]);
+    assert!(!read.contains("doomed") && !read.contains("r9"), "{read}");
+    assert!(read.contains("\"v1b\""), "{read}");
+    assert_eq!(cbt_ok(&host, &["count", "t2"]).trim(), "3");
     cbt_ok(&host, &["deleterow", "t2", "r2"]);
     assert_eq!(cbt_ok(&host, &["count", "t2"]).trim(), "2");
     assert!(!cbt_ok(&host, &["lookup", "t2", "r2"]).contains("\"v2\""));

@@ -15,7 +15,7 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
 
-use crate::semantics::validate_schema;
+use crate::semantics::{remove_from_schema, validate_schema};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
 /// A cell's place in its row: canonical order is the key order.
@@ -240,6 +240,15 @@ impl TableStorage for MemoryStore {
         validate_schema(table, &all)?;
         all.sort_by(|a, b| a.name.cmp(&b.name));
         t.families = all.into();
+        Ok(())
+    }
+
+    fn remove_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        let mut tables = self.write()?;
+        let t = tables
+            .get_mut(table)
+            .ok_or_else(|| table_not_found(table))?;
+        t.families = remove_from_schema(table, &t.families, family)?.into();
         Ok(())
     }
 

@@ -37,7 +37,7 @@ use redb::{
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
 
-use crate::semantics::validate_schema;
+use crate::semantics::{remove_from_schema, validate_schema};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
 /// Version of the on-disk layout described in the module docs; a file written with another
@@ -458,6 +458,33 @@ impl RedbStore {
         Ok(snapshot)
     }
 
+    /// Replaces `table`'s stored families with `change(families)` in one write transaction,
+    /// holding the catalog until it is updated (`NOT_FOUND` if the table is missing).
+    fn change_schema(
+        &self,
+        table: &str,
+        op: &str,
+        change: impl FnOnce(Vec<ColumnFamily>) -> Result<Vec<ColumnFamily>, StoreError>,
+    ) -> Result<(), StoreError> {
+        let mut catalog = self.catalog_mut()?;
+        let txn = self.begin_write(op)?;
+        let families = {
+            let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+            let families = match schema.get(table).map_err(|e| redb_error(op, e))? {
+                Some(bytes) => change(decode_families(table, bytes.value())?)?,
+                None => return Err(table_not_found(table)),
+            };
+            let encoded = encode_families(table, &families)?;
+            schema
+                .insert(table, encoded.as_slice())
+                .map_err(|e| redb_error(op, e))?;
+            families
+        };
+        self.commit(txn, op)?;
+        catalog.insert(table.to_string(), Ok(TableInfo::new(table, families)));
+        Ok(())
+    }
+
     /// Commits `txn`; then, before the write returns, drops the shared snapshots so that
     /// later reads see it (also when the commit failed: whether it reached the file is then
     /// unknown).
@@ -805,26 +832,17 @@ impl TableStorage for RedbStore {
     }
 
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
-        let op = "set_family";
-        let mut catalog = self.catalog_mut()?;
-        let txn = self.begin_write(op)?;
-        let families = {
-            let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
-            let mut families = match schema.get(table).map_err(|e| redb_error(op, e))? {
-                Some(bytes) => decode_families(table, bytes.value())?,
-                None => return Err(table_not_found(table)),
-            };
+        self.change_schema(table, "set_family", |mut families| {
             upsert_family(&mut families, family);
             validate_schema(table, &families)?;
-            let encoded = encode_families(table, &families)?;
-            schema
-                .insert(table, encoded.as_slice())
-                .map_err(|e| redb_error(op, e))?;
-            families
-        };
-        self.commit(txn, op)?;
-        catalog.insert(table.to_string(), Ok(TableInfo::new(table, families)));
-        Ok(())
+            Ok(families)
+        })
+    }
+
+    fn remove_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        self.change_schema(table, "remove_family", |families| {
+            remove_from_schema(table, &families, family)
+        })
     }
 
     fn next_row(

@@ -34,6 +34,7 @@ pub use filter::CompiledFilter;
 pub use read::SAMPLE_INTERVAL_BYTES;
 /// Where the chunks of a row are cut: one function, in `rowkit-statemachines` beside the merger.
 pub use rowkit_statemachines::readrows::row_chunks;
+pub(crate) use validate::remove_from_schema;
 pub use validate::{validate_request, validate_schema};
 
 use crate::{ChunkingOptions, Reply, RowWrite, ServerTime, Store, TableStorage};
@@ -71,6 +72,10 @@ impl<S: TableStorage> Store for S {
 
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
         TableStorage::set_family(self, table, family)
+    }
+
+    fn drop_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        drop_family(self, table, family)
     }
 
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
@@ -403,6 +408,38 @@ fn collectible<'c>(
 /// Garbage collection (`spec/bigtable.md` 12): every row is scanned, and rows with collectible
 /// cells are rewritten in their own transaction, recomputing the victims there so a concurrent
 /// write is never lost.
+/// Rows whose cells [`drop_family`] deletes per batch (one engine transaction each).
+const DROP_BATCH_ROWS: usize = 1_000;
+
+/// [`Store::drop_family`]: the family leaves the schema, then every row holding its cells loses
+/// them, [`DROP_BATCH_ROWS`] rows per [`TableStorage::write_rows`].
+fn drop_family<S: TableStorage>(store: &S, table: &str, family: &str) -> Result<(), StoreError> {
+    store.remove_family(table, family)?;
+    let all = RowRange::all();
+    let mut after: Option<Vec<u8>> = None;
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let row = store.next_row(table, &all, after.as_deref(), false)?;
+        let end = row.is_none();
+        if let Some(row) = row {
+            if row.cells.iter().any(|c| c.family == family) {
+                batch.push(row.key.clone());
+            }
+            after = Some(row.key);
+        }
+        if batch.len() == DROP_BATCH_ROWS || (end && !batch.is_empty()) {
+            let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+            for result in store.write_rows(table, &keys, |_, row| row.delete_family(family)) {
+                result?;
+            }
+            batch.clear();
+        }
+        if end {
+            return Ok(());
+        }
+    }
+}
+
 fn gc<S: TableStorage>(store: &S, table: &str, now: Timestamp) -> Result<u64, StoreError> {
     let rules: BTreeMap<String, GcRule> = TableStorage::families(store, table)?
         .into_iter()

@@ -177,6 +177,9 @@ pub trait TableStorage: Send + Sync {
     }
     /// Adds or replaces a family (its GC rule) in an existing table.
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError>;
+    /// Removes a family from a table's schema (`NOT_FOUND` if the table or the family is
+    /// missing); its cells are left for the evaluator to delete ([`Store::drop_family`]).
+    fn remove_family(&self, table: &str, family: &str) -> Result<(), StoreError>;
 
     /// The first row of `range` strictly after `after` in scan direction (ascending, or
     /// descending when `reversed`), with all its cells in canonical order.
@@ -286,6 +289,17 @@ pub trait Store: Send + Sync {
                 "this store cannot add family {} to table {table}",
                 family.name
             ),
+        ))
+    }
+    /// Deletes a family and all its cells from a table: the admin `ModifyColumnFamilies` with
+    /// one `drop` (`NOT_FOUND` if the table or the family is missing). A row left without a
+    /// cell stops existing. The family leaves the schema first, so requests that start after
+    /// the call began are refused; a write already past its schema check may still land its
+    /// cells, as on the emulator. The default answers `UNIMPLEMENTED`; wrappers forward it.
+    fn drop_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        Err(StoreError::new(
+            rowkit_statemachines::Code::Unimplemented,
+            format!("this store cannot drop family {family} of table {table}"),
         ))
     }
     /// Runs garbage collection on a table per its families' GC rules; returns the number of

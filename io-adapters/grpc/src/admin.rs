@@ -1,6 +1,7 @@
 //! `google.bigtable.admin.v2.BigtableTableAdmin`: the table calls clients and `cbt` use, over
 //! the store's schema calls. Table data is only ever touched through the store's evaluator
-//! (DropRowRange deletes rows with ordinary MutateRows requests).
+//! (DropRowRange deletes rows with ordinary MutateRows requests; a dropped family goes through
+//! the store's `drop_family`).
 
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
 use rowkit_bigtable::convert;
@@ -14,6 +15,24 @@ use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
 use crate::generated::admin::bigtable_table_admin_server::BigtableTableAdmin;
 use crate::{Shared, names};
+
+/// One modification of a ModifyColumnFamilies request, checked.
+enum FamilyChange {
+    Create(ColumnFamily),
+    Update(ColumnFamily),
+    /// The family's name.
+    Drop(String),
+}
+
+impl FamilyChange {
+    /// The name of the family it changes.
+    fn family(&self) -> &str {
+        match self {
+            FamilyChange::Create(f) | FamilyChange::Update(f) => &f.name,
+            FamilyChange::Drop(name) => name,
+        }
+    }
+}
 
 /// Rows deleted per MutateRows request by DropRowRange.
 const DROP_PAGE_ROWS: i64 = 1000;
@@ -181,16 +200,14 @@ impl BigtableTableAdmin for AdminService {
         // Every modification is checked before any is applied.
         let mut changes = Vec::new();
         for m in &r.modifications {
-            match &m.r#mod {
-                Some(Mod::Create(f)) => changes.push((true, family_from_pb(&m.id, f)?)),
-                Some(Mod::Update(f)) => changes.push((false, family_from_pb(&m.id, f)?)),
-                Some(Mod::Drop(_)) => {
-                    return Err(status(StoreError::new(
-                        Code::Unimplemented,
-                        format!(
-                            "dropping family {:?}: rowkit stores cannot drop a column family",
-                            m.id
-                        ),
+            changes.push(match &m.r#mod {
+                Some(Mod::Create(f)) => FamilyChange::Create(family_from_pb(&m.id, f)?),
+                Some(Mod::Update(f)) => FamilyChange::Update(family_from_pb(&m.id, f)?),
+                Some(Mod::Drop(true)) => FamilyChange::Drop(m.id.clone()),
+                Some(Mod::Drop(false)) => {
+                    return Err(invalid(format!(
+                        "the modification of column family {:?} is a drop set to false",
+                        m.id
                     )));
                 }
                 None => {
@@ -198,33 +215,41 @@ impl BigtableTableAdmin for AdminService {
                         "a column family modification has no create, update or drop",
                     ));
                 }
-            }
+            });
         }
         let store = self.0.store.clone();
         let table = serving::blocking(move || {
             let mut existing: Vec<String> =
                 store.families(&id)?.into_iter().map(|f| f.name).collect();
-            for (create, family) in &changes {
-                let exists = existing.contains(&family.name);
-                if *create && exists {
-                    return Err(StoreError::new(
-                        Code::AlreadyExists,
-                        format!(
-                            "column family {:?} already exists in table {id:?}",
-                            family.name
-                        ),
-                    ));
+            for change in &changes {
+                let name = change.family();
+                let exists = existing.iter().any(|f| f == name);
+                match change {
+                    FamilyChange::Create(_) if exists => {
+                        return Err(StoreError::new(
+                            Code::AlreadyExists,
+                            format!("column family {name:?} already exists in table {id:?}"),
+                        ));
+                    }
+                    FamilyChange::Update(_) | FamilyChange::Drop(_) if !exists => {
+                        return Err(StoreError::new(
+                            Code::NotFound,
+                            format!("column family {name:?} not found in table {id:?}"),
+                        ));
+                    }
+                    FamilyChange::Drop(_) => existing.retain(|f| f != name),
+                    FamilyChange::Create(_) | FamilyChange::Update(_) => {
+                        existing.push(name.to_string())
+                    }
                 }
-                if !*create && !exists {
-                    return Err(StoreError::new(
-                        Code::NotFound,
-                        format!("column family {:?} not found in table {id:?}", family.name),
-                    ));
-                }
-                existing.push(family.name.clone());
             }
-            for (_, family) in &changes {
-                store.set_family(&id, family)?;
+            for change in &changes {
+                match change {
+                    FamilyChange::Create(family) | FamilyChange::Update(family) => {
+                        store.set_family(&id, family)?
+                    }
+                    FamilyChange::Drop(name) => store.drop_family(&id, name)?,
+                }
             }
             table_pb(store.as_ref(), &id, r.name)
         })

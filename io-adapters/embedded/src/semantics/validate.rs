@@ -62,6 +62,26 @@ pub fn validate_schema(table: &str, families: &[ColumnFamily]) -> Result<(), Sto
     Ok(())
 }
 
+/// `families` without `family`, for an engine's [`crate::TableStorage::remove_family`]
+/// (`NOT_FOUND` if the table has no such family).
+pub(crate) fn remove_from_schema(
+    table: &str,
+    families: &[ColumnFamily],
+    family: &str,
+) -> Result<Vec<ColumnFamily>, StoreError> {
+    if !families.iter().any(|f| f.name == family) {
+        return Err(StoreError::new(
+            Code::NotFound,
+            format!("column family {family:?} not found in table {table:?}"),
+        ));
+    }
+    Ok(families
+        .iter()
+        .filter(|f| f.name != family)
+        .cloned()
+        .collect())
+}
+
 /// Validates mutations on their own and against the schema (unknown family -> `NOT_FOUND`).
 fn check_mutations(mutations: &[Mutation], schema: &Schema<'_>) -> Result<(), ValidationError> {
     for m in mutations {
