@@ -97,6 +97,14 @@ impl Store for StoreOnFirstUse {
         self.get()?.execute_local(request, now)
     }
 
+    /// `false` until the store is open: opening may block (a file lock, a connection), so the
+    /// first call goes to a blocking thread, which opens it.
+    fn in_process(&self) -> bool {
+        self.store
+            .get()
+            .is_some_and(|opened| opened.as_ref().is_ok_and(|store| store.in_process()))
+    }
+
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
         self.get()?.create_table(table, families)
     }

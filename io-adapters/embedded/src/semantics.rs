@@ -53,6 +53,10 @@ impl<S: TableStorage> Store for S {
         execute(self, request, now, whole_rows)
     }
 
+    fn in_process(&self) -> bool {
+        true
+    }
+
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
         validate_schema(table, families)?;
         TableStorage::create_table(self, table, families)

@@ -269,6 +269,13 @@ pub trait Store: Send + Sync {
     fn execute_local(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
         self.execute(request, now)
     }
+    /// Whether calls are answered from this process's own memory and files (the memory and
+    /// redb stores) rather than over a network, so that a point read costs microseconds and
+    /// never waits on another runtime: servers then answer small reads on their async threads
+    /// instead of handing them to a blocking thread. Default `false`; wrappers forward it.
+    fn in_process(&self) -> bool {
+        false
+    }
     /// Creates a table with its families (`ALREADY_EXISTS` if it exists).
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError>;
     /// Deletes a table.

@@ -2,7 +2,8 @@
 //! `rowkit-grpc`): who may listen where, the bearer-token check, and how a store call runs off
 //! the async runtime — unary calls in a blocking task, streamed ones pumped from a blocking
 //! thread through a bounded channel, so a slow client applies back-pressure to the scan (the
-//! store reads the next rows only when there is room) and a disconnected one stops it.
+//! store reads the next rows only when there is room) and a disconnected one stops it; a read
+//! of a few row keys is answered on the runtime thread, as it costs less than the hop.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -113,54 +114,122 @@ pub enum Execution {
     Rows,
 }
 
-/// Runs a streamed request on a blocking thread and returns the receiving end: each store part
-/// becomes the parts `encode` makes of it (encoded on that thread), then [`StreamMsg::End`] or
-/// [`StreamMsg::Failed`]. The scan waits while the channel is full and stops when the receiver
-/// is dropped. A channel that closes without `End` or `Failed` means the task died.
+/// Row keys a ReadRows may name, with no range, and still be answered on the calling runtime
+/// thread ([`stream`]).
+pub const INLINE_ROW_KEYS: usize = 16;
+
+/// Whether [`stream`] answers `request` on the calling thread: on an in-process store
+/// ([`Store::in_process`]), a ReadRows of at most [`INLINE_ROW_KEYS`] row keys and no range is
+/// that many point reads, which cost less than the hop to a blocking thread and back (the hop
+/// was most of a `ReadRow`'s time on the server). A scan, a write (a durable commit waits for
+/// the disk), any call on a network store (it blocks on its own runtime) go to a blocking
+/// thread.
+fn answered_inline(store: &dyn Store, request: &Request) -> bool {
+    store.in_process()
+        && match request {
+            Request::ReadRows(r) => {
+                r.rows.row_ranges.is_empty()
+                    && !r.rows.row_keys.is_empty()
+                    && r.rows.row_keys.len() <= INLINE_ROW_KEYS
+            }
+            _ => false,
+        }
+}
+
+/// The messages of a streamed request, from [`stream`]: all at hand, or arriving from a
+/// blocking thread.
+#[derive(Debug)]
+pub enum StoreStream<T> {
+    /// Answered on the calling thread; ends with [`StreamMsg::End`] or [`StreamMsg::Failed`].
+    Ready(std::vec::IntoIter<StreamMsg<T>>),
+    /// Sent by the blocking thread running the request.
+    Channel(mpsc::Receiver<StreamMsg<T>>),
+}
+
+impl<T> StoreStream<T> {
+    /// The next message; `None` once a blocking thread's channel closed (after `End` or
+    /// `Failed`, or because the task died).
+    pub async fn recv(&mut self) -> Option<StreamMsg<T>> {
+        match self {
+            StoreStream::Ready(messages) => messages.next(),
+            StoreStream::Channel(rx) => rx.recv().await,
+        }
+    }
+}
+
+/// Runs a streamed request and returns its messages: each store part becomes the parts
+/// `encode` makes of it, then [`StreamMsg::End`] or [`StreamMsg::Failed`]. A few point reads
+/// are answered on the calling thread; anything else runs on a blocking thread (encoding
+/// there too) behind a bounded channel, so the scan waits while the channel is full and stops
+/// when the receiver is dropped. A channel that closes without `End` or `Failed` means the
+/// task died.
 pub fn stream<T: Send + 'static>(
     store: Arc<dyn Store>,
     request: Request,
     now: Timestamp,
     execution: Execution,
     mut encode: impl FnMut(Response) -> Result<Vec<T>, StoreError> + Send + 'static,
-) -> mpsc::Receiver<StreamMsg<T>> {
+) -> StoreStream<T> {
+    if answered_inline(store.as_ref(), &request) {
+        let mut messages = Vec::new();
+        run_stream(store.as_ref(), request, now, execution, &mut encode, |m| {
+            messages.push(m);
+            true
+        });
+        return StoreStream::Ready(messages.into_iter());
+    }
     let (tx, rx) = mpsc::channel(STREAM_BUFFER);
     tokio::task::spawn_blocking(move || {
-        let reply = match execution {
-            Execution::Wire => store.execute(request, now),
-            Execution::Rows => store.execute_local(request, now),
+        run_stream(store.as_ref(), request, now, execution, &mut encode, |m| {
+            tx.blocking_send(m).is_ok()
+        });
+    });
+    StoreStream::Channel(rx)
+}
+
+/// Executes `request` and hands `send` each encoded part, then `End` or `Failed`; stops as
+/// soon as `send` says the receiver is gone.
+fn run_stream<T>(
+    store: &dyn Store,
+    request: Request,
+    now: Timestamp,
+    execution: Execution,
+    encode: &mut impl FnMut(Response) -> Result<Vec<T>, StoreError>,
+    mut send: impl FnMut(StreamMsg<T>) -> bool,
+) {
+    let reply = match execution {
+        Execution::Wire => store.execute(request, now),
+        Execution::Rows => store.execute_local(request, now),
+    };
+    let parts: Box<dyn Iterator<Item = Result<Response, StoreError>> + '_> = match reply {
+        Ok(Reply::Stream(parts)) => parts,
+        Ok(Reply::Unary(r)) => Box::new(std::iter::once(Ok(r))),
+        Err(e) => {
+            send(StreamMsg::Failed(e));
+            return;
+        }
+    };
+    for part in parts {
+        let encoded = match part {
+            Ok(Response::StreamEnd) => break,
+            Ok(p) => encode(p),
+            Err(e) => Err(e),
         };
-        let parts: Box<dyn Iterator<Item = Result<Response, StoreError>> + '_> = match reply {
-            Ok(Reply::Stream(parts)) => parts,
-            Ok(Reply::Unary(r)) => Box::new(std::iter::once(Ok(r))),
-            Err(e) => {
-                let _ = tx.blocking_send(StreamMsg::Failed(e));
-                return;
-            }
-        };
-        for part in parts {
-            let encoded = match part {
-                Ok(Response::StreamEnd) => break,
-                Ok(p) => encode(p),
-                Err(e) => Err(e),
-            };
-            match encoded {
-                Ok(messages) => {
-                    for m in messages {
-                        if tx.blocking_send(StreamMsg::Part(m)).is_err() {
-                            return;
-                        }
+        match encoded {
+            Ok(messages) => {
+                for m in messages {
+                    if !send(StreamMsg::Part(m)) {
+                        return;
                     }
                 }
-                Err(e) => {
-                    let _ = tx.blocking_send(StreamMsg::Failed(e));
-                    return;
-                }
+            }
+            Err(e) => {
+                send(StreamMsg::Failed(e));
+                return;
             }
         }
-        let _ = tx.blocking_send(StreamMsg::End);
-    });
-    rx
+    }
+    send(StreamMsg::End);
 }
 
 #[cfg(test)]

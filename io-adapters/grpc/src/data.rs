@@ -5,10 +5,9 @@ use base64::Engine as _;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use prost::Message as _;
 use rowkit_bigtable::convert::{self, ConvertError};
-use rowkit_gateway::serving::{self, Execution, StreamMsg};
+use rowkit_gateway::serving::{self, Execution, StoreStream, StreamMsg};
 use rowkit_statemachines::readrows::row_chunks;
 use rowkit_statemachines::{Code, Request, Response, StoreError};
-use tokio::sync::mpsc;
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
 use crate::generated::bigtable::bigtable_server::Bigtable;
@@ -60,7 +59,7 @@ fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
 
 /// Turns the serving channel into a gRPC response stream: parts, then OK or the error status;
 /// a channel closed without either is `INTERNAL`.
-fn reply_stream<T: Send + 'static>(rx: mpsc::Receiver<StreamMsg<T>>) -> ReplyStream<T> {
+fn reply_stream<T: Send + 'static>(rx: StoreStream<T>) -> ReplyStream<T> {
     Box::pin(futures_util::stream::unfold(Some(rx), |rx| async move {
         let mut rx = rx?;
         match rx.recv().await {
