@@ -512,17 +512,19 @@ fn s3(c: &mut Criterion) {
         growing += started.elapsed();
         grown("s3 objects", have, growing);
         let pick = |i: u64| (i * 7919) % have;
-        measure(c, "s3", "get", size, &backend, |i| {
-            block_on(om.get_object("b", &key(pick(i)), None)).unwrap();
+        // Object keys are formatted outside the timed part.
+        let picked = |i| key(pick(i));
+        measure_prepared(c, "s3", "get", size, &backend, 1, picked, |k| {
+            block_on(om.get_object("b", &k, None)).unwrap();
         });
-        measure(c, "s3", "put (overwrite)", size, &backend, |i| {
-            block_on(om.put_object("b", &key(pick(i)), &value, Some(&plain))).unwrap();
+        measure_prepared(c, "s3", "put (overwrite)", size, &backend, 1, picked, |k| {
+            block_on(om.put_object("b", &k, &value, Some(&plain))).unwrap();
         });
         om.take_events();
         // A new version of an existing object (params `versioning`): the version row and the
         // master, each a conditional write.
-        measure(c, "s3", "put (versioned)", size, &backend, |i| {
-            block_on(om.put_object("b", &key(pick(i)), &value, Some(&versioning))).unwrap();
+        measure_prepared(c, "s3", "put (versioned)", size, &backend, 1, picked, |k| {
+            block_on(om.put_object("b", &k, &value, Some(&versioning))).unwrap();
         });
         om.take_events();
         measure(c, "s3", "list 100 from a marker", size, &backend, |i| {
