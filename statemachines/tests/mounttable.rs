@@ -249,12 +249,14 @@ struct CountingNodes {
 }
 
 impl CountingNodes {
-    /// Puts `row` in the cache, as a fetch of it would.
+    /// Puts `row` in the cache, as a fetch of it would, and has a hit hand it out once (a
+    /// childless node is kept only for a row read again).
     fn cache(&self, row: &Arc<Row>, now: Timestamp) {
         let mut cache = self.cache.lock().unwrap();
         if let Lookup::Fetch(id) = cache.lookup(&row.key, now) {
             cache.complete(&row.key, id, Some(row.clone()), now);
         }
+        assert!(matches!(cache.lookup(&row.key, now), Lookup::Hit(r) if Arc::ptr_eq(&r, row)));
     }
 }
 
@@ -398,6 +400,14 @@ fn a_kept_node_serves_only_the_times_it_decodes_the_same() {
     };
     cache.complete(&a.key, id, Some(a.clone()), Timestamp(1_000));
     let node = decode(1_000);
+    // Only fetched, a childless node is not worth keeping (read once, it would only be freed
+    // at eviction); read again (a hit), it is.
+    cache.keep_node(&a, node.clone());
+    assert!(cache.node(&a, Timestamp(1_000)).is_none());
+    assert!(matches!(
+        cache.lookup(&a.key, Timestamp(1_000)),
+        Lookup::Hit(_)
+    ));
     cache.keep_node(&a, node.clone());
     // Live up to its deadline (`is_expired` is `deadline < now`).
     assert!(Arc::ptr_eq(
@@ -417,6 +427,28 @@ fn a_kept_node_serves_only_the_times_it_decodes_the_same() {
     // A write drops the row and its node.
     cache.begin_write(&a.key);
     assert!(cache.node(&a, Timestamp(9_000)).is_none());
+
+    // A directory's node (child references) is kept from its fetch on.
+    let mut dir = (*node_row("d", &[], 0)).clone();
+    dir.cells.push(Cell {
+        family: codec::FAMILY_CHILDREN.into(),
+        qualifier: b"87654321x".to_vec(),
+        timestamp: Timestamp(1_000),
+        value: codec::MARKER_VALUE.to_vec(),
+        labels: vec![],
+    });
+    let dir = Arc::new(dir);
+    let Lookup::Fetch(id) = cache.lookup(&dir.key, Timestamp(1_000)) else {
+        panic!()
+    };
+    cache.complete(&dir.key, id, Some(dir.clone()), Timestamp(1_000));
+    let node = Arc::new(codec::decode_node(&dir, 1_000).unwrap());
+    assert_eq!(node.children.len(), 1);
+    cache.keep_node(&dir, node.clone());
+    assert!(Arc::ptr_eq(
+        &cache.node(&dir, Timestamp(1_000)).unwrap(),
+        &node
+    ));
 }
 
 /// §17: `cancel` ends an operation `Aborted` at once, giving up the request in flight. The

@@ -133,7 +133,8 @@ impl SharedNodes for CountingNodes {
 
 /// End to end over the sync driver: a resolve whose node reads hit the hot-row cache gets the
 /// cached rows themselves (whole and shared, through the ReadRows child) and the nodes decoded
-/// from them by the previous resolve, kept beside the rows: the same `Arc`s. A mount (a write)
+/// from them by a previous resolve, kept beside the rows: the same `Arc`s (a directory's from
+/// its fetch, a leaf's from its row's first hit). A mount (a write)
 /// makes the cache drop the leaf, so the next resolve decodes the leaf's new row and sees the
 /// new server.
 #[test]
@@ -170,10 +171,19 @@ fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
     let fetches = mt.cache_fetches();
     assert_eq!(resolve().servers.len(), 1);
     assert_eq!(mt.cache_fetches(), fetches, "every read a hit");
-    assert_eq!(nodes.kept.lock().unwrap().len(), 3, "nothing decoded again");
+    // The directories' nodes were kept from their fetch; the leaf's (no children) is kept
+    // from its row's first hit on, so it is decoded once more now.
+    assert_eq!(
+        nodes.kept.lock().unwrap().len(),
+        4,
+        "only the leaf decoded again"
+    );
     let hits = nodes.hits.lock().unwrap().clone();
-    assert_eq!(hits.len(), 3);
+    assert_eq!(hits.len(), 2);
     assert!(hits.iter().zip(&kept).all(|(h, k)| Arc::ptr_eq(h, k)));
+    assert_eq!(resolve().servers.len(), 1);
+    assert_eq!(nodes.kept.lock().unwrap().len(), 4, "nothing decoded again");
+    assert_eq!(nodes.hits.lock().unwrap().len(), 5);
 
     block_on(mt.mount(&me, "a/b", "/h:2", 600, 0)).unwrap();
     let entry = resolve();
@@ -181,12 +191,12 @@ fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
     assert_eq!(servers, ["/h:1", "/h:2"]);
     assert_eq!(
         nodes.kept.lock().unwrap().len(),
-        4,
+        5,
         "the written leaf decoded again"
     );
     assert_eq!(
         nodes.hits.lock().unwrap().len(),
-        5,
+        7,
         "root and a: their kept nodes"
     );
 }

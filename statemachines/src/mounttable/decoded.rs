@@ -36,7 +36,10 @@ use crate::Timestamp;
 pub trait SharedNodes: Send + Sync {
     /// The node decoded from this very `row`, if kept and decoded the same way at `now`.
     fn get(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>>;
-    /// Keeps `node`, decoded from `row`, if `row` is one the cache may hand out again.
+    /// Keeps `node`, decoded from `row`, if `row` is one the cache may hand out again and the
+    /// cache finds the node worth keeping ([`RowCache::keep_node`]).
+    ///
+    /// [`RowCache::keep_node`]: super::RowCache::keep_node
     fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>);
 }
 
