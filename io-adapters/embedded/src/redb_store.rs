@@ -21,6 +21,10 @@
 //! kept in the same transaction as the cells, and a row's entry is removed with its last cell
 //! (`spec/bigtable.md` 1: a row exists iff it has a cell).
 //!
+//! Reads share one read snapshot per table until the store's next commit (only this process
+//! writes the file), so a point read is a B-tree lookup rather than a new transaction and two
+//! table opens; a batch of rows is written in key order, so its inserts walk the tree once.
+//!
 //! [`row_size`]: rowkit_codec::model::row_size
 
 use std::collections::{BTreeMap, HashMap};

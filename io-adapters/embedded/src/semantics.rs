@@ -11,7 +11,7 @@
 //!    read or written.
 //! 3. Writes run inside [`TableStorage::write_row`]; any error (row over 256 MiB, increment of a
 //!    non-8-byte cell) is returned from the closure so the row is left untouched. Server time is
-//!    chosen there too, per row transaction ([`RowTime`]).
+//!    chosen there too, per row transaction (`RowTime`).
 //! 4. Reads are lazy streams built on [`TableStorage::next_row`].
 
 mod filter;
