@@ -32,7 +32,7 @@ use std::fmt;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use redb::{
     Database, Durability, ReadOnlyDatabase, ReadOnlyTable, ReadTransaction, ReadableDatabase,
@@ -174,8 +174,27 @@ pub struct RedbStore {
 /// a table (which checks its stored key and value types, allocating their names) cost more than
 /// a point read of a million-row table, so reads share one snapshot until the next commit.
 struct TableSnapshot {
-    rows: ReadOnlyTable<&'static [u8], (u64, u64)>,
+    /// Kept to open the rows table: a point read needs only the cells.
+    txn: ReadTransaction,
+    rows: OnceLock<ReadOnlyTable<&'static [u8], (u64, u64)>>,
     cells: ReadOnlyTable<&'static [u8], &'static [u8]>,
+}
+
+impl TableSnapshot {
+    /// The rows table of the snapshot, opened by the first call that needs it.
+    fn rows(
+        &self,
+        info: &TableInfo,
+        table: &str,
+        op: &str,
+    ) -> Result<&ReadOnlyTable<&'static [u8], (u64, u64)>, StoreError> {
+        if let Some(rows) = self.rows.get() {
+            return Ok(rows);
+        }
+        let rows = open_read(&self.txn, info.names.rows(), table, op)?;
+        // A racing first call may have set it: either table is the same snapshot's.
+        Ok(self.rows.get_or_init(|| rows))
+    }
 }
 
 /// The read snapshots reads share: each table's as of the last commit, opened by the first
@@ -450,8 +469,9 @@ impl RedbStore {
         };
         let txn = self.begin_read(op)?;
         let snapshot = Arc::new(TableSnapshot {
-            rows: open_read(&txn, info.names.rows(), table, op)?,
             cells: open_read(&txn, info.names.cells(), table, op)?,
+            rows: OnceLock::new(),
+            txn,
         });
         let mut snapshots = self.snapshots();
         if snapshots.commits == seen {
@@ -864,10 +884,12 @@ impl TableStorage for RedbStore {
         let key = match point {
             // A row exists iff it has a cell: a point read goes straight to the cells.
             Some(key) => key.to_vec(),
-            None => match first_row(&snapshot.rows, range, after, reversed, op)? {
-                Some((key, _size)) => key,
-                None => return Ok(None),
-            },
+            None => {
+                match first_row(snapshot.rows(&info, table, op)?, range, after, reversed, op)? {
+                    Some((key, _size)) => key,
+                    None => return Ok(None),
+                }
+            }
         };
         let mut prefix = Vec::with_capacity(key.len() + 2);
         push_component(&mut prefix, &key);
@@ -889,13 +911,8 @@ impl TableStorage for RedbStore {
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         let op = "next_row_size";
         let info = self.table_info(table)?;
-        first_row(
-            &self.snapshot(table, &info, op)?.rows,
-            range,
-            after,
-            false,
-            op,
-        )
+        let snapshot = self.snapshot(table, &info, op)?;
+        first_row(snapshot.rows(&info, table, op)?, range, after, false, op)
     }
 
     fn write_row<T>(
