@@ -537,11 +537,6 @@ fn redb_error(op: &str, e: impl Into<redb::Error>) -> StoreError {
     StoreError::new(code, format!("redb store: {op}: {e}"))
 }
 
-/// A batch slot left unfilled: unreachable, as each index of a batch is written exactly once.
-fn batch_slot_empty() -> StoreError {
-    StoreError::new(Code::Internal, "write_rows left an entry without a result")
-}
-
 fn catalog_poisoned() -> StoreError {
     StoreError::new(
         Code::Internal,
@@ -955,14 +950,13 @@ impl TableStorage for RedbStore {
         let mut order: Vec<usize> = (0..keys.len()).collect();
         order.sort_by_key(|&i| keys[i]);
         let batched = self.in_write(table, op, |rows, row| {
-            let mut values: Vec<Option<T>> =
-                std::iter::repeat_with(|| None).take(keys.len()).collect();
+            let mut values = Vec::with_capacity(keys.len());
             let mut dirty = false;
             for &i in &order {
                 match write_in(rows, row, keys[i], |row| f(i, row), op) {
                     Ok((value, wrote)) => {
                         dirty |= wrote;
-                        values[i] = Some(value);
+                        values.push((i, value));
                     }
                     Err(_) => return Err(Failed::Row),
                 }
@@ -970,11 +964,11 @@ impl TableStorage for RedbStore {
             Ok((values, dirty))
         });
         match batched {
-            // Every index was written once.
-            Ok(values) => values
-                .into_iter()
-                .map(|v| v.ok_or_else(batch_slot_empty))
-                .collect(),
+            // Back in index order.
+            Ok(mut values) => {
+                values.sort_unstable_by_key(|&(i, _)| i);
+                values.into_iter().map(|(_, value)| Ok(value)).collect()
+            }
             Err(Failed::Store(e)) => keys.iter().map(|_| Err(e.clone())).collect(),
             Err(Failed::Row) => keys
                 .iter()

@@ -409,9 +409,6 @@ fn collectible<'c>(
     out
 }
 
-/// Garbage collection (`spec/bigtable.md` 12): every row is scanned, and rows with collectible
-/// cells are rewritten in their own transaction, recomputing the victims there so a concurrent
-/// write is never lost.
 /// Rows whose cells [`drop_family`] deletes per batch (one engine transaction each).
 const DROP_BATCH_ROWS: usize = 1_000;
 
@@ -419,31 +416,35 @@ const DROP_BATCH_ROWS: usize = 1_000;
 /// them, [`DROP_BATCH_ROWS`] rows per [`TableStorage::write_rows`].
 fn drop_family<S: TableStorage>(store: &S, table: &str, family: &str) -> Result<(), StoreError> {
     store.remove_family(table, family)?;
+    let delete = |batch: &[Vec<u8>]| -> Result<(), StoreError> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
+        store
+            .write_rows(table, &keys, |_, row| row.delete_family(family))
+            .into_iter()
+            .collect()
+    };
     let all = RowRange::all();
     let mut after: Option<Vec<u8>> = None;
     let mut batch: Vec<Vec<u8>> = Vec::new();
-    loop {
-        let row = store.next_row(table, &all, after.as_deref(), false)?;
-        let end = row.is_none();
-        if let Some(row) = row {
-            if row.cells.iter().any(|c| c.family == family) {
-                batch.push(row.key.clone());
-            }
-            after = Some(row.key);
+    while let Some(row) = store.next_row(table, &all, after.as_deref(), false)? {
+        if row.cells.iter().any(|c| c.family == family) {
+            batch.push(row.key.clone());
         }
-        if batch.len() == DROP_BATCH_ROWS || (end && !batch.is_empty()) {
-            let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
-            for result in store.write_rows(table, &keys, |_, row| row.delete_family(family)) {
-                result?;
-            }
+        if batch.len() == DROP_BATCH_ROWS {
+            delete(&batch)?;
             batch.clear();
         }
-        if end {
-            return Ok(());
-        }
+        after = Some(row.key);
     }
+    delete(&batch)
 }
 
+/// Garbage collection (`spec/bigtable.md` 12): every row is scanned, and rows with collectible
+/// cells are rewritten in their own transaction, recomputing the victims there so a concurrent
+/// write is never lost.
 fn gc<S: TableStorage>(store: &S, table: &str, now: Timestamp) -> Result<u64, StoreError> {
     let rules: BTreeMap<String, GcRule> = TableStorage::families(store, table)?
         .into_iter()

@@ -13,9 +13,10 @@
 //! - [`serving`]: the serving core this gateway shares with the gRPC server (`rowkit-grpc`):
 //!   the address/token rule, the bearer check, store calls off the runtime.
 //!
-//! Stores are blocking: every call runs in `tokio::task::spawn_blocking`, and streamed replies
-//! are pumped from the blocking thread through a bounded channel, so a slow client applies
-//! back-pressure and a disconnected one stops the scan.
+//! Stores are blocking: calls run in `tokio::task::spawn_blocking`, and streamed replies are
+//! pumped from the blocking thread through a bounded channel, so a slow client applies
+//! back-pressure and a disconnected one stops the scan. The one exception is a read of a few
+//! row keys on an in-process store, answered on the runtime thread ([`serving::stream`]).
 #![forbid(unsafe_code)]
 
 mod api;
