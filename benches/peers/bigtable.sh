@@ -8,14 +8,8 @@
 # build; the order alternates between rounds. Then one table: per cell, the Go and rowkit
 # req/s of each round, their medians and rowkit/Go. Raw outputs stay in $OUT (default: a
 # new temporary directory, printed).
-set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-peer="${PEER_DIR:-$root/../shared/peers/go-bigtable-bench}"
-rounds="${1:-3}"
-shift || true
-[ "${1:-}" = "--" ] && shift
-out="${OUT:-$(mktemp -d)}"
-mkdir -p "$out"
+# shellcheck source=go-bigtable-bench-args.sh
+. "$(dirname "$0")/go-bigtable-bench-args.sh"
 
 # Build the rowkit bench once and run its binary directly, so cargo is not timed alongside
 # ($ROWKIT_BENCH_BIN: an already built one).

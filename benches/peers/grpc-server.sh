@@ -9,14 +9,8 @@
 # here, the embedded store on a fresh redb file); the order rotates between rounds. Then one
 # table: per figure, the req/s of each round and their median per server. Raw outputs stay in
 # $OUT (default: a new temporary directory, printed).
-set -euo pipefail
-root="$(cd "$(dirname "$0")/../.." && pwd)"
-peer="${PEER_DIR:-$root/../shared/peers/go-bigtable-bench}"
-rounds="${1:-3}"
-shift || true
-[ "${1:-}" = "--" ] && shift
-out="${OUT:-$(mktemp -d)}"
-mkdir -p "$out"
+# shellcheck source=go-bigtable-bench-args.sh
+. "$(dirname "$0")/go-bigtable-bench-args.sh"
 
 go_bin="$out/go-bigtable-bench"
 (cd "$peer" && env -u GOFLAGS GOPATH=/usr/share/gocode GO111MODULE=off GOPROXY=off \
