@@ -179,13 +179,18 @@ make_credentials() {
   local waited=0
   while [ ! -s "$d/token.port" ] && [ $waited -lt 100 ]; do sleep 0.1; waited=$((waited + 1)); done
   [ -s "$d/token.port" ] || { echo "clients: the token endpoint did not start" >&2; return 1; }
-  python3 - "$d/sa.key" "$email" "http://127.0.0.1:$(cat "$d/token.port")/token" "$project" >"$d/sa.json" <<'EOF'
+  local endpoint name
+  # sa.json is granted the token rowkit expects; stranger.json (same key) another one.
+  endpoint="http://127.0.0.1:$(cat "$d/token.port")"
+  for name in sa:/token stranger:/stranger/token; do
+    python3 - "$d/sa.key" "$email" "$endpoint${name#*:}" "$project" >"$d/${name%%:*}.json" <<'EOF' || return 1
 import json, sys
 key, email, token_uri, project = sys.argv[1:5]
 print(json.dumps({"type": "service_account", "project_id": project, "private_key_id": "rowkit-clients",
                   "private_key": open(key).read(), "client_email": email, "client_id": "1",
                   "token_uri": token_uri}))
 EOF
+  done
 }
 
 # ---- clients -----------------------------------------------------------------------------------
@@ -255,8 +260,28 @@ run_go_prod() {
       --token "$access_token" || { record go-prod "$store" FAIL "TLS server did not start"; return; }
     go_env=(-u BIGTABLE_EMULATOR_HOST GOOGLE_APPLICATION_CREDENTIALS="$d/sa.json" SSL_CERT_FILE="$d/ca.pem")
   fi
+  local grants_before
+  grants_before=$(grep -c '"POST /token HTTP/1.1" 200' "$run/token_server.err")
   go_tests go-prod "$store" -it.use-prod -it.project $project -it.instance $instance \
     -it.cluster "$cluster" -it.admin-endpoint "$addr" -it.data-endpoint "$addr"
+  # The bearer rowkit accepted must have come from Google's OAuth flow, not from anywhere else.
+  if [ "${go_env[0]}" = -u ] &&
+    [ "$(grep -c '"POST /token HTTP/1.1" 200' "$run/token_server.err")" -le "$grants_before" ]; then
+    record go-prod "$store" FAIL "the clients never fetched a token from the service account's token endpoint"
+  fi
+  # Control: the same test with a token rowkit does not hold must be refused.
+  if [ "${go_env[0]}" = -u ]; then
+    local log="$run/go-prod-$store-stranger.log"
+    (cd "$gosrc" && env -u BIGTABLE_EMULATOR_HOST GOOGLE_APPLICATION_CREDENTIALS="$d/stranger.json" \
+      SSL_CERT_FILE="$d/ca.pem" timeout 120 "$work/go/bigtable.test" -test.run '^TestIntegration_ReadRowList$' \
+      -it.use-prod -it.project $project -it.instance $instance -it.cluster "$cluster" -it.table stranger \
+      -it.admin-endpoint "$addr" -it.data-endpoint "$addr" >"$log" 2>&1)
+    if grep -q 'code = Unauthenticated' "$log"; then
+      record go-prod "$store" ok "control: a bearer from another token is refused (Unauthenticated)"
+    else
+      record go-prod "$store" FAIL "control: a bearer from another token was not refused: $(test_lines "$log" | head -n 1)"
+    fi
+  fi
 }
 
 run_go_bigrows() {

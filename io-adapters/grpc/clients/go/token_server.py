@@ -5,7 +5,8 @@ client (golang.org/x/oauth2/jwt) signs a JWT with the key and posts it here, as 
 oauth2.googleapis.com. The grant is checked (grant type, issuer, audience, expiry, and the RS256
 signature against the key's public half, with openssl) before the fixed access token is handed
 out; rowkit then checks that token on every call (`serve --token`), so the bearer travels end to
-end. Writes its port to PORT_FILE once listening.
+end. POSTs to /stranger/token get another well-formed token, which rowkit must refuse: run.sh's
+control that the check is real. Writes its port to PORT_FILE once listening.
 
 Usage: token_server.py PORT_FILE PUBLIC_KEY_PEM CLIENT_EMAIL ACCESS_TOKEN
 """
@@ -66,7 +67,8 @@ class TokenHandler(BaseHTTPRequestHandler):
         if problem:
             self.reply(400, {"error": "invalid_grant", "error_description": problem})
         else:
-            self.reply(200, {"access_token": ACCESS_TOKEN, "token_type": "Bearer", "expires_in": 3600})
+            token = "stranger-" + ACCESS_TOKEN if self.path.startswith("/stranger/") else ACCESS_TOKEN
+            self.reply(200, {"access_token": token, "token_type": "Bearer", "expires_in": 3600})
 
     def reply(self, status, doc):
         payload = json.dumps(doc).encode()
