@@ -18,9 +18,15 @@
 # Usage: run.sh ROWKIT_BINARY
 #   ROWKIT_CLIENTS_STORES  stores to run on (default "memory embedded")
 #   ROWKIT_CLIENTS_ONLY    clients to run (default "go-emulator go-prod go-bigrows python node")
+# The test programs pass against Google's emulator (cbtemulator) too, which is how they were
+# checked: ROWKIT_GRPC_ADDR=EMULATOR target/clients/go/bigtable.test -test.run TestIntegration_
+# (from the package's source folder), BIGTABLE_EMULATOR_HOST=EMULATOR for the others.
 set -uo pipefail
 
-[ $# -eq 1 ] && [ -x "$1" ] || { echo "usage: $0 ROWKIT_BINARY" >&2; exit 2; }
+if [ $# -ne 1 ] || [ ! -x "$1" ]; then
+  echo "usage: $0 ROWKIT_BINARY" >&2
+  exit 2
+fi
 rowkit=$(realpath "$1")
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
@@ -232,7 +238,7 @@ go_tests() {
 }
 
 run_go_emulator() {
-  go_test_names=($("$work/go/bigtable.test" -test.list '^TestIntegration_'))
+  mapfile -t go_test_names < <("$work/go/bigtable.test" -test.list '^TestIntegration_')
   go_env=(-u BIGTABLE_EMULATOR_HOST ROWKIT_GRPC_ADDR="$1")
   go_tests go-emulator "$2"
 }
