@@ -276,6 +276,22 @@ def step_sample_row_keys():
     assert classic_samples, "classic client: no samples"
 
 
+def step_initial_splits():
+    # Production's samples are its tablet boundaries, so a table created pre-split at g and p
+    # samples at least there.
+    table = instance.table(f"{PREFIX}_splits")
+    table.create(initial_split_keys=[b"g", b"p"], column_families={"cf": None})
+    try:
+        data_table = data.get_table(INSTANCE, f"{PREFIX}_splits")
+        data_table.bulk_mutate_rows(
+            [RowMutationEntry(k, [SetCell("cf", b"q", b"1", T1)]) for k in (b"a", b"h", b"q", b"z")]
+        )
+        keys = [k for k, _ in data_table.sample_row_keys()]
+        assert b"g" in keys and b"p" in keys, f"initial splits g and p not among the samples {keys}"
+    finally:
+        table.delete()
+
+
 def step_big_rows():
     table = data.get_table(INSTANCE, DATA_TABLE)
     big = pattern("big", 2 << 20)
@@ -301,6 +317,7 @@ STEPS = [
     ("data client: writes, check-and-mutate, read-modify-write, bulk", step_data_writes_conditional_rmw),
     ("data client: filtered reads", step_data_filtered_reads),
     ("sample row keys", step_sample_row_keys),
+    ("sample row keys: a table's initial splits", step_initial_splits),
     ("2 MiB cell and a row of 1 500 cells of 1 KiB", step_big_rows),
 ]
 
