@@ -38,6 +38,8 @@
 pub mod driver;
 mod memory;
 #[cfg(feature = "redb")]
+mod redb_guard;
+#[cfg(feature = "redb")]
 mod redb_store;
 pub mod semantics;
 mod store;

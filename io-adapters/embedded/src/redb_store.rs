@@ -41,6 +41,7 @@ use redb::{
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
 
+use crate::redb_guard::{Forgettable, contain};
 use crate::semantics::{remove_from_schema, validate_schema};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
@@ -152,7 +153,8 @@ fn lookup(catalog: &Catalog, table: &str) -> Result<Arc<TableInfo>, StoreError> 
 /// MVCC snapshots, so the store is safe to share between threads and a reader always sees whole
 /// rows. Only one process may open a file at a time (a second gets `UNAVAILABLE`).
 pub struct RedbStore {
-    db: Db,
+    /// Forgotten, not closed, once redb panicked on the file ([`Forgettable`]).
+    db: Forgettable<Db>,
     /// Where the file is (`None` in memory); for messages.
     path: Option<PathBuf>,
     /// Whether the next write transactions commit durably ([`RedbStore::set_durable_commits`]).
@@ -168,6 +170,69 @@ pub struct RedbStore {
     catalog: RwLock<Catalog>,
     /// Read snapshots of the tables as of the last commit ([`Snapshots`]).
     snapshots: Mutex<Snapshots>,
+    /// What redb panicked on so far ([`Damage`]): such calls fail at once from then on.
+    damage: Mutex<Damage>,
+}
+
+/// The parts of a damaged file that made redb panic (`redb_guard`), each with the `DATA_LOSS`
+/// its calls now fail with at once, before touching redb's state again.
+#[derive(Default)]
+struct Damage {
+    /// Set by a panic inside a write transaction: redb skipped that transaction's abort and
+    /// its writer state is unknown, so every later write fails. Reads go on: they use their
+    /// own read transactions, and those of undamaged tables still work.
+    writes: Option<StoreError>,
+    /// Tables whose pages made redb panic: their reads and writes fail.
+    tables: HashMap<String, StoreError>,
+}
+
+/// What one call into redb touches, for [`Damage`].
+#[derive(Clone, Copy, Debug)]
+enum Scope<'a> {
+    /// Reads of one table, in a read snapshot.
+    Read(&'a str),
+    /// A write transaction on one table's rows.
+    Write(&'a str),
+    /// A write transaction on the schema (an admin call) or the file as a whole.
+    Admin,
+}
+
+impl Damage {
+    /// The error a call in `scope` fails with at once, if what it touches is damaged.
+    fn check(&self, scope: Scope<'_>) -> Result<(), StoreError> {
+        let table = match scope {
+            Scope::Read(table) | Scope::Write(table) => self.tables.get(table),
+            Scope::Admin => None,
+        };
+        let writes = match scope {
+            Scope::Read(_) => None,
+            Scope::Write(_) | Scope::Admin => self.writes.as_ref(),
+        };
+        match table.or(writes) {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Records that a call in `scope` panicked with `error`.
+    fn record(&mut self, scope: Scope<'_>, error: &StoreError) {
+        match scope {
+            Scope::Read(table) => {
+                self.tables
+                    .entry(table.to_string())
+                    .or_insert(error.clone());
+            }
+            Scope::Write(table) => {
+                self.tables
+                    .entry(table.to_string())
+                    .or_insert(error.clone());
+                self.writes.get_or_insert(error.clone());
+            }
+            Scope::Admin => {
+                self.writes.get_or_insert(error.clone());
+            }
+        }
+    }
 }
 
 /// One table's redb tables, open in a read snapshot. Beginning a read transaction and opening
@@ -221,10 +286,30 @@ impl fmt::Debug for RedbStore {
         f.debug_struct("RedbStore")
             .field("path", &self.path)
             .field("durable", &self.durable.load(Ordering::Relaxed))
-            .field("read_only", &matches!(self.db, Db::ReadOnly(_)))
+            .field("read_only", &matches!(*self.db, Db::ReadOnly(_)))
             .field("seed", &self.state.seed())
             .field("chunking", &self.state.chunking())
             .finish_non_exhaustive()
+    }
+}
+
+impl Drop for RedbStore {
+    /// Closes the file, unless redb panicked on it: closing writes the allocator state through
+    /// locks the panic may have poisoned (a second panic, outside any containment: exit 101).
+    /// The database is then forgotten ([`Forgettable`]); if writes still work, commits are
+    /// first made durable (a sync), as closing would have made them.
+    fn drop(&mut self) {
+        let damage = self.damage();
+        if damage.writes.is_none() && damage.tables.is_empty() {
+            return;
+        }
+        let writes_work = damage.writes.is_none();
+        drop(damage);
+        if writes_work {
+            // Its failure changes nothing here: the file is damaged and says so.
+            let _ = self.sync();
+        }
+        self.db.forget();
     }
 }
 
@@ -237,10 +322,12 @@ impl RedbStore {
     /// read.
     pub fn open(path: impl AsRef<Path>) -> Result<RedbStore, StoreError> {
         let path = path.as_ref();
-        let db = Database::builder()
-            .create(path)
-            .map_err(|e| redb_error(&format!("open {}", path.display()), e))?;
-        RedbStore::init(Db::Writable(db), Some(path.to_path_buf()))
+        open_contained(path, || {
+            let db = Database::builder()
+                .create(path)
+                .map_err(|e| redb_error(&format!("open {}", path.display()), e))?;
+            RedbStore::init(Db::Writable(db), Some(path.to_path_buf()))
+        })
     }
 
     /// Opens the existing redb file at `path` to read it: the file is opened read-only (one
@@ -270,22 +357,24 @@ impl RedbStore {
             }
             _ => {}
         }
-        let db = match Database::builder().open_read_only(path) {
-            // A writer stopped without closing the file (a crash, a killed server): redb
-            // recovers it on a read-write open, losing nothing committed, and a read-only
-            // open cannot. Recover once, then read.
-            Err(redb::DatabaseError::RepairAborted) => {
-                drop(
-                    Database::builder()
-                        .open(path)
-                        .map_err(|e| redb_error(&format!("recover {}", path.display()), e))?,
-                );
-                Database::builder().open_read_only(path)
+        open_contained(path, || {
+            let db = match Database::builder().open_read_only(path) {
+                // A writer stopped without closing the file (a crash, a killed server): redb
+                // recovers it on a read-write open, losing nothing committed, and a read-only
+                // open cannot. Recover once, then read.
+                Err(redb::DatabaseError::RepairAborted) => {
+                    drop(
+                        Database::builder()
+                            .open(path)
+                            .map_err(|e| redb_error(&format!("recover {}", path.display()), e))?,
+                    );
+                    Database::builder().open_read_only(path)
+                }
+                other => other,
             }
-            other => other,
-        }
-        .map_err(|e| redb_error(&op, e))?;
-        RedbStore::init(Db::ReadOnly(db), Some(path.to_path_buf()))
+            .map_err(|e| redb_error(&op, e))?;
+            RedbStore::init(Db::ReadOnly(db), Some(path.to_path_buf()))
+        })
     }
 
     /// A fresh store held in memory (redb's `InMemoryBackend`), for tests.
@@ -315,10 +404,12 @@ impl RedbStore {
     /// load with non-durable commits, so that the first durable write does not pay for it.
     pub fn sync(&self) -> Result<(), StoreError> {
         let op = "sync";
-        let mut txn = self.begin_write(op)?;
-        txn.set_durability(Durability::Immediate)
-            .map_err(|e| redb_error(op, e))?;
-        self.commit(txn, op)
+        self.guarded(Scope::Admin, op, || {
+            let mut txn = self.begin_write(op)?;
+            txn.set_durability(Durability::Immediate)
+                .map_err(|e| redb_error(op, e))?;
+            self.commit(txn, op)
+        })
     }
 
     /// Sets the seed that [`TableStorage::next_request_seed`] derives request seeds from
@@ -338,12 +429,13 @@ impl RedbStore {
     /// are missing. A file that has them is not written to (opening changes no byte of it).
     fn init(db: Db, path: Option<PathBuf>) -> Result<RedbStore, StoreError> {
         let mut store = RedbStore {
-            db,
+            db: Forgettable::new(db),
             path,
             durable: AtomicBool::new(true),
             state: EngineState::default(),
             catalog: RwLock::new(Catalog::new()),
             snapshots: Mutex::new(Snapshots::default()),
+            damage: Mutex::new(Damage::default()),
         };
         let op = "initialise";
         let found = {
@@ -376,19 +468,19 @@ impl RedbStore {
                     store.describe()
                 ),
             )),
-            None if matches!(store.db, Db::ReadOnly(_)) => Err(StoreError::new(
+            None if matches!(*store.db, Db::ReadOnly(_)) => Err(StoreError::new(
                 Code::FailedPrecondition,
                 format!("{} is not a rowkit store", store.describe()),
             )),
             None => {
                 let txn = store.begin_write(op)?;
                 {
-                    let mut meta = txn.open_table(META).map_err(|e| redb_error(op, e))?;
+                    let mut meta = open_write(&txn, META, op)?;
                     meta.insert(FORMAT_KEY, FORMAT_VERSION)
                         .map_err(|e| redb_error(op, e))?;
                     txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
                 }
-                txn.commit().map_err(|e| redb_error(op, e))?;
+                txn.into_inner().commit().map_err(|e| redb_error(op, e))?;
                 Ok(store)
             }
         }
@@ -401,8 +493,9 @@ impl RedbStore {
         }
     }
 
-    fn begin_write(&self, op: &str) -> Result<WriteTransaction, StoreError> {
-        let db = match &self.db {
+    /// A write transaction, forgotten rather than dropped if redb panics in it ([`Forgettable`]).
+    fn begin_write(&self, op: &str) -> Result<Forgettable<WriteTransaction>, StoreError> {
+        let db = match &*self.db {
             Db::Writable(db) => db,
             Db::ReadOnly(_) => {
                 return Err(StoreError::new(
@@ -411,7 +504,7 @@ impl RedbStore {
                 ));
             }
         };
-        let mut txn = db.begin_write().map_err(|e| redb_error(op, e))?;
+        let mut txn = Forgettable::new(db.begin_write().map_err(|e| redb_error(op, e))?);
         // Durability::Immediate is redb's default; only the test setting needs a call.
         if !self.durable.load(Ordering::Relaxed) {
             txn.set_durability(Durability::None)
@@ -420,15 +513,17 @@ impl RedbStore {
         Ok(txn)
     }
 
-    /// The catalog, to read (a panic while an admin operation held it may have left it
-    /// behind the file: refuse to go on).
+    /// The catalog, to read. A poisoned lock is still used: an admin operation changes the
+    /// catalog only after its commit returned, so one that panicked (redb on a damaged file,
+    /// contained and recorded in [`Damage`]) left it as of the last commit.
     fn catalog(&self) -> Result<RwLockReadGuard<'_, Catalog>, StoreError> {
-        self.catalog.read().map_err(|_| catalog_poisoned())
+        Ok(self.catalog.read().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// The catalog, for an admin operation to hold across its transaction.
+    /// The catalog, for an admin operation to hold across its transaction (poisoning as in
+    /// [`RedbStore::catalog`]).
     fn catalog_mut(&self) -> Result<RwLockWriteGuard<'_, Catalog>, StoreError> {
-        self.catalog.write().map_err(|_| catalog_poisoned())
+        Ok(self.catalog.write().unwrap_or_else(PoisonError::into_inner))
     }
 
     /// What the store knows of `table` (`NOT_FOUND` if it does not exist).
@@ -437,7 +532,7 @@ impl RedbStore {
     }
 
     fn begin_read(&self, op: &str) -> Result<ReadTransaction, StoreError> {
-        match &self.db {
+        match &*self.db {
             Db::Writable(db) => db.begin_read(),
             Db::ReadOnly(db) => db.begin_read(),
         }
@@ -490,30 +585,81 @@ impl RedbStore {
         op: &str,
         change: impl FnOnce(Vec<ColumnFamily>) -> Result<Vec<ColumnFamily>, StoreError>,
     ) -> Result<(), StoreError> {
-        let mut catalog = self.catalog_mut()?;
-        let txn = self.begin_write(op)?;
-        let families = {
-            let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
-            let families = match schema.get(table).map_err(|e| redb_error(op, e))? {
-                Some(bytes) => change(decode_families(table, bytes.value())?)?,
-                None => return Err(table_not_found(table)),
+        self.guarded(Scope::Admin, op, || {
+            let mut catalog = self.catalog_mut()?;
+            let txn = self.begin_write(op)?;
+            let families = {
+                let mut schema = open_write(&txn, SCHEMA, op)?;
+                let families = match schema.get(table).map_err(|e| redb_error(op, e))? {
+                    Some(bytes) => change(decode_families(table, bytes.value())?)?,
+                    None => return Err(table_not_found(table)),
+                };
+                let encoded = encode_families(table, &families)?;
+                schema
+                    .insert(table, encoded.as_slice())
+                    .map_err(|e| redb_error(op, e))?;
+                families
             };
-            let encoded = encode_families(table, &families)?;
-            schema
-                .insert(table, encoded.as_slice())
-                .map_err(|e| redb_error(op, e))?;
-            families
-        };
-        self.commit(txn, op)?;
-        catalog.insert(table.to_string(), Ok(TableInfo::new(table, families)));
-        Ok(())
+            self.commit(txn, op)?;
+            catalog.insert(table.to_string(), Ok(TableInfo::new(table, families)));
+            Ok(())
+        })
+    }
+
+    /// Runs `call`, a call into redb in `scope`, at the store boundary: fails at once with the
+    /// recorded `DATA_LOSS` if what it touches is known damaged; a panic inside redb becomes
+    /// `DATA_LOSS` naming the file and is recorded ([`Damage`]), so no later call touches the
+    /// state it left; a corruption redb reports as an error names the file too. Every
+    /// [`TableStorage`] call that reaches redb goes through here (or [`RedbStore::contained`]).
+    fn guarded<R>(
+        &self,
+        scope: Scope<'_>,
+        op: &str,
+        call: impl FnOnce() -> Result<R, StoreError>,
+    ) -> Result<R, StoreError> {
+        self.contained(scope, op, call)?
+            .map_err(|e| damaged_file(e, &self.describe()))
+    }
+
+    /// [`RedbStore::guarded`] for a call whose errors are not one `Result` (a batch): only the
+    /// damage check and the containment.
+    fn contained<R>(
+        &self,
+        scope: Scope<'_>,
+        op: &str,
+        call: impl FnOnce() -> R,
+    ) -> Result<R, StoreError> {
+        self.damage().check(scope)?;
+        contain(call).map_err(|panic| {
+            let what = match scope {
+                Scope::Read(table) | Scope::Write(table) => format!("{op} on table \"{table}\""),
+                Scope::Admin => op.to_string(),
+            };
+            let mut damage = self.damage();
+            // After a panic in a write, a later one may only be redb finding the locks that
+            // panic poisoned: the first cause is the one to report.
+            let error = damage.writes.clone().unwrap_or_else(|| {
+                damaged_file(
+                    StoreError::new(Code::DataLoss, format!("{what}: redb panicked: {panic}")),
+                    &self.describe(),
+                )
+            });
+            damage.record(scope, &error);
+            error
+        })
+    }
+
+    /// The damage record; never poisoned in practice (nothing panics while it is held), and
+    /// whole if it were (each change is one insert).
+    fn damage(&self) -> std::sync::MutexGuard<'_, Damage> {
+        self.damage.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Commits `txn`; then, before the write returns, drops the shared snapshots so that
     /// later reads see it (also when the commit failed: whether it reached the file is then
     /// unknown).
-    fn commit(&self, txn: WriteTransaction, op: &str) -> Result<(), StoreError> {
-        let committed = txn.commit();
+    fn commit(&self, txn: Forgettable<WriteTransaction>, op: &str) -> Result<(), StoreError> {
+        let committed = txn.into_inner().commit();
         let mut snapshots = self.snapshots();
         snapshots.commits += 1;
         snapshots.tables.clear();
@@ -526,22 +672,42 @@ impl RedbStore {
 // Errors
 
 /// Maps a redb error to a status: `UNAVAILABLE` for conditions that clear by themselves (the
-/// file is held by another process, a writer would block), `INTERNAL` for everything else
-/// (`spec/bigtable.md` 13). The message names the operation.
+/// file is held by another process, a writer would block), `DATA_LOSS` for a file redb found
+/// corrupt, `INTERNAL` for everything else (`spec/bigtable.md` 13). The message names the
+/// operation.
 fn redb_error(op: &str, e: impl Into<redb::Error>) -> StoreError {
     let e: redb::Error = e.into();
     let code = match e {
         redb::Error::DatabaseAlreadyOpen | redb::Error::WouldBlock => Code::Unavailable,
+        redb::Error::Corrupted(_) => Code::DataLoss,
         _ => Code::Internal,
     };
     StoreError::new(code, format!("redb store: {op}: {e}"))
 }
 
-fn catalog_poisoned() -> StoreError {
-    StoreError::new(
-        Code::Internal,
-        "redb store: schema cache poisoned by an earlier panic",
-    )
+/// What to do about a damaged file, the end of every `DATA_LOSS` the store answers.
+const DAMAGED_ADVICE: &str =
+    "restore the file from a backup; `rowkit check` shows what still reads";
+
+/// `e` as the store answers it: a `DATA_LOSS` names the damaged `file` and what to do (once);
+/// other errors are unchanged.
+fn damaged_file(mut e: StoreError, file: &str) -> StoreError {
+    if e.code == Code::DataLoss && !e.message.ends_with(DAMAGED_ADVICE) {
+        e.message = format!("{file} is damaged: {}; {DAMAGED_ADVICE}", e.message);
+    }
+    e
+}
+
+/// Runs `open`, which opens the file at `path`, containing a panic inside redb (a damaged
+/// header or schema) as `DATA_LOSS` naming the file. Nothing of the failed open is kept.
+fn open_contained(
+    path: &Path,
+    open: impl FnOnce() -> Result<RedbStore, StoreError>,
+) -> Result<RedbStore, StoreError> {
+    let file = path.display().to_string();
+    let opened = contain(open)
+        .map_err(|panic| StoreError::new(Code::DataLoss, format!("open: redb panicked: {panic}")));
+    opened.and_then(|r| r).map_err(|e| damaged_file(e, &file))
 }
 
 fn table_not_found(table: &str) -> StoreError {
@@ -753,6 +919,18 @@ fn open_read<K: redb::Key + 'static, V: redb::Value + 'static>(
     })
 }
 
+/// Opens (creating) a redb table in a write transaction, forgotten rather than dropped if redb
+/// panics while it is open ([`Forgettable`]).
+fn open_write<'t, K: redb::Key + 'static, V: redb::Value + 'static>(
+    txn: &'t WriteTransaction,
+    definition: TableDefinition<'_, K, V>,
+    op: &str,
+) -> Result<Forgettable<Table<'t, K, V>>, StoreError> {
+    txn.open_table(definition)
+        .map(Forgettable::new)
+        .map_err(|e| redb_error(op, e))
+}
+
 /// The first row of `range` strictly after `after` in scan direction: its key and size, from
 /// the rows table.
 fn first_row(
@@ -798,44 +976,48 @@ impl TableStorage for RedbStore {
         let encoded = encode_families(table, &sorted)?;
 
         let op = "create_table";
-        let mut catalog = self.catalog_mut()?;
-        let txn = self.begin_write(op)?;
-        {
-            let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
-            if schema.get(table).map_err(|e| redb_error(op, e))?.is_some() {
-                return Err(StoreError::new(
-                    Code::AlreadyExists,
-                    format!("table \"{table}\" already exists"),
-                ));
+        self.guarded(Scope::Admin, op, || {
+            let mut catalog = self.catalog_mut()?;
+            let txn = self.begin_write(op)?;
+            {
+                let mut schema = open_write(&txn, SCHEMA, op)?;
+                if schema.get(table).map_err(|e| redb_error(op, e))?.is_some() {
+                    return Err(StoreError::new(
+                        Code::AlreadyExists,
+                        format!("table \"{table}\" already exists"),
+                    ));
+                }
+                schema
+                    .insert(table, encoded.as_slice())
+                    .map_err(|e| redb_error(op, e))?;
+                TableNames::new(table).create_in(&txn, op)?;
             }
-            schema
-                .insert(table, encoded.as_slice())
-                .map_err(|e| redb_error(op, e))?;
-            TableNames::new(table).create_in(&txn, op)?;
-        }
-        self.commit(txn, op)?;
-        catalog.insert(table.to_string(), Ok(TableInfo::new(table, sorted)));
-        Ok(())
+            self.commit(txn, op)?;
+            catalog.insert(table.to_string(), Ok(TableInfo::new(table, sorted)));
+            Ok(())
+        })
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
         let op = "delete_table";
-        let mut catalog = self.catalog_mut()?;
-        let txn = self.begin_write(op)?;
-        {
-            let mut schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
-            if schema
-                .remove(table)
-                .map_err(|e| redb_error(op, e))?
-                .is_none()
+        self.guarded(Scope::Admin, op, || {
+            let mut catalog = self.catalog_mut()?;
+            let txn = self.begin_write(op)?;
             {
-                return Err(table_not_found(table));
+                let mut schema = open_write(&txn, SCHEMA, op)?;
+                if schema
+                    .remove(table)
+                    .map_err(|e| redb_error(op, e))?
+                    .is_none()
+                {
+                    return Err(table_not_found(table));
+                }
             }
-        }
-        TableNames::new(table).delete_in(&txn, op)?;
-        self.commit(txn, op)?;
-        catalog.remove(table);
-        Ok(())
+            TableNames::new(table).delete_in(&txn, op)?;
+            self.commit(txn, op)?;
+            catalog.remove(table);
+            Ok(())
+        })
     }
 
     fn list_tables(&self) -> Result<Vec<String>, StoreError> {
@@ -872,30 +1054,32 @@ impl TableStorage for RedbStore {
         reversed: bool,
     ) -> Result<Option<Row>, StoreError> {
         let op = "next_row";
-        let info = self.table_info(table)?;
-        // One snapshot for the row lookup and its cells: the row is read whole.
-        let snapshot = self.snapshot(table, &info, op)?;
-        let point = single_key(range).filter(|_| after.is_none());
-        let key = match point {
-            // A row exists iff it has a cell: a point read goes straight to the cells.
-            Some(key) => key.to_vec(),
-            None => {
-                match first_row(snapshot.rows(&info, table, op)?, range, after, reversed, op)? {
-                    Some((key, _size)) => key,
-                    None => return Ok(None),
+        self.guarded(Scope::Read(table), op, || {
+            let info = self.table_info(table)?;
+            // One snapshot for the row lookup and its cells: the row is read whole.
+            let snapshot = self.snapshot(table, &info, op)?;
+            let point = single_key(range).filter(|_| after.is_none());
+            let key = match point {
+                // A row exists iff it has a cell: a point read goes straight to the cells.
+                Some(key) => key.to_vec(),
+                None => {
+                    match first_row(snapshot.rows(&info, table, op)?, range, after, reversed, op)? {
+                        Some((key, _size)) => key,
+                        None => return Ok(None),
+                    }
                 }
-            }
-        };
-        let mut prefix = Vec::with_capacity(key.len() + 2);
-        push_component(&mut prefix, &key);
-        let cells = read_cells(&snapshot.cells, table, &prefix)?;
-        if cells.is_empty() {
-            return match point {
-                Some(_) => Ok(None),
-                None => Err(corrupt(table, "row entry without cells")),
             };
-        }
-        Ok(Some(Row { key, cells }))
+            let mut prefix = Vec::with_capacity(key.len() + 2);
+            push_component(&mut prefix, &key);
+            let cells = read_cells(&snapshot.cells, table, &prefix)?;
+            if cells.is_empty() {
+                return match point {
+                    Some(_) => Ok(None),
+                    None => Err(corrupt(table, "row entry without cells")),
+                };
+            }
+            Ok(Some(Row { key, cells }))
+        })
     }
 
     fn next_row_size(
@@ -905,9 +1089,11 @@ impl TableStorage for RedbStore {
         after: Option<&[u8]>,
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         let op = "next_row_size";
-        let info = self.table_info(table)?;
-        let snapshot = self.snapshot(table, &info, op)?;
-        first_row(snapshot.rows(&info, table, op)?, range, after, false, op)
+        self.guarded(Scope::Read(table), op, || {
+            let info = self.table_info(table)?;
+            let snapshot = self.snapshot(table, &info, op)?;
+            first_row(snapshot.rows(&info, table, op)?, range, after, false, op)
+        })
     }
 
     fn write_row<T>(
@@ -917,7 +1103,9 @@ impl TableStorage for RedbStore {
         f: impl FnOnce(&mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let op = "write_row";
-        self.in_write(table, op, |rows, row| write_in(rows, row, key, f, op))
+        self.guarded(Scope::Write(table), op, || {
+            self.in_write(table, op, |rows, row| write_in(rows, row, key, f, op))
+        })
     }
 
     /// The whole batch in one write transaction (one commit, one fsync, instead of one per
@@ -947,34 +1135,44 @@ impl TableStorage for RedbStore {
         // neighbouring pages (a 10 000-row batch of scattered keys spends most of its time
         // descending the tree). Nothing can observe the order inside one transaction; the
         // stable sort keeps entries of one row in index order.
-        let mut order: Vec<usize> = (0..keys.len()).collect();
-        order.sort_by_key(|&i| keys[i]);
-        let batched = self.in_write(table, op, |rows, row| {
-            let mut values = Vec::with_capacity(keys.len());
-            let mut dirty = false;
-            for &i in &order {
-                match write_in(rows, row, keys[i], |row| f(i, row), op) {
-                    Ok((value, wrote)) => {
-                        dirty |= wrote;
-                        values.push((i, value));
+        let results: Result<Vec<Result<T, StoreError>>, StoreError> =
+            self.contained(Scope::Write(table), op, || {
+                let mut order: Vec<usize> = (0..keys.len()).collect();
+                order.sort_by_key(|&i| keys[i]);
+                let batched = self.in_write(table, op, |rows, row| {
+                    let mut values = Vec::with_capacity(keys.len());
+                    let mut dirty = false;
+                    for &i in &order {
+                        match write_in(rows, row, keys[i], |row| f(i, row), op) {
+                            Ok((value, wrote)) => {
+                                dirty |= wrote;
+                                values.push((i, value));
+                            }
+                            Err(_) => return Err(Failed::Row),
+                        }
                     }
-                    Err(_) => return Err(Failed::Row),
+                    Ok((values, dirty))
+                });
+                match batched {
+                    // Back in index order.
+                    Ok(mut values) => {
+                        values.sort_unstable_by_key(|&(i, _)| i);
+                        values.into_iter().map(|(_, value)| Ok(value)).collect()
+                    }
+                    Err(Failed::Store(e)) => keys.iter().map(|_| Err(e.clone())).collect(),
+                    Err(Failed::Row) => keys
+                        .iter()
+                        .enumerate()
+                        .map(|(i, key)| self.write_row(table, key, |row| f(i, row)))
+                        .collect(),
                 }
-            }
-            Ok((values, dirty))
-        });
-        match batched {
-            // Back in index order.
-            Ok(mut values) => {
-                values.sort_unstable_by_key(|&(i, _)| i);
-                values.into_iter().map(|(_, value)| Ok(value)).collect()
-            }
-            Err(Failed::Store(e)) => keys.iter().map(|_| Err(e.clone())).collect(),
-            Err(Failed::Row) => keys
-                .iter()
-                .enumerate()
-                .map(|(i, key)| self.write_row(table, key, |row| f(i, row)))
+            });
+        match results {
+            Ok(results) => results
+                .into_iter()
+                .map(|r| r.map_err(|e| damaged_file(e, &self.describe())))
                 .collect(),
+            Err(damaged) => keys.iter().map(|_| Err(damaged.clone())).collect(),
         }
     }
 
@@ -1002,12 +1200,8 @@ impl RedbStore {
         let info = lookup(&catalog, table)?;
         let txn = self.begin_write(op)?;
         let result = (|| {
-            let mut rows = txn
-                .open_table(info.names.rows())
-                .map_err(|e| redb_error(op, e))?;
-            let cells = txn
-                .open_table(info.names.cells())
-                .map_err(|e| redb_error(op, e))?;
+            let mut rows = open_write(&txn, info.names.rows(), op)?;
+            let cells = open_write(&txn, info.names.cells(), op)?;
             let mut row = RedbRow::new(table, cells);
             body(&mut rows, &mut row)
         })();
@@ -1016,14 +1210,14 @@ impl RedbStore {
                 if dirty {
                     self.commit(txn, op)?;
                 } else {
-                    txn.abort().map_err(|e| redb_error(op, e))?;
+                    txn.into_inner().abort().map_err(|e| redb_error(op, e))?;
                 }
                 drop(catalog);
                 Ok(value)
             }
             Err(e) => {
                 // The body's error is the answer; a failed abort changes nothing on disk.
-                let _ = txn.abort();
+                let _ = txn.into_inner().abort();
                 Err(e)
             }
         }
@@ -1066,7 +1260,7 @@ fn write_in<'t, T>(
 /// batch in turn ([`RedbRow::start`]), so the cells table is opened once per transaction.
 pub struct RedbRow<'t> {
     table: &'t str,
-    cells: redb::Table<'t, &'static [u8], &'static [u8]>,
+    cells: Forgettable<redb::Table<'t, &'static [u8], &'static [u8]>>,
     key_len: u64,
     /// The encoded row key: the common prefix of all the row's cell keys.
     prefix: Vec<u8>,
@@ -1094,7 +1288,10 @@ fn cell_size(family: usize, qualifier: usize, value: usize) -> u64 {
 
 impl<'t> RedbRow<'t> {
     /// A handle on the cells of `table` in a write transaction, pointing at no row yet.
-    fn new(table: &'t str, cells: redb::Table<'t, &'static [u8], &'static [u8]>) -> RedbRow<'t> {
+    fn new(
+        table: &'t str,
+        cells: Forgettable<redb::Table<'t, &'static [u8], &'static [u8]>>,
+    ) -> RedbRow<'t> {
         RedbRow {
             table,
             cells,
@@ -1195,7 +1392,7 @@ impl RedbRow<'_> {
 
 impl RowWrite for RedbRow<'_> {
     fn cells(&mut self) -> Result<Vec<Cell>, StoreError> {
-        read_cells(&self.cells, self.table, &self.prefix)
+        read_cells(&*self.cells, self.table, &self.prefix)
     }
 
     fn latest(
