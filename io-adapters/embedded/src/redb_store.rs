@@ -182,7 +182,7 @@ struct Damage {
     /// its writer state is unknown, so every later write fails. Reads go on: they use their
     /// own read transactions, and those of undamaged tables still work.
     writes: Option<StoreError>,
-    /// Tables whose pages made redb panic: their reads and writes fail.
+    /// Tables whose pages made redb panic in a read: their reads and writes fail.
     tables: HashMap<String, StoreError>,
 }
 
@@ -222,13 +222,9 @@ impl Damage {
                     .entry(table.to_string())
                     .or_insert(error.clone());
             }
-            Scope::Write(table) => {
-                self.tables
-                    .entry(table.to_string())
-                    .or_insert(error.clone());
-                self.writes.get_or_insert(error.clone());
-            }
-            Scope::Admin => {
+            // Not the table: the panic may as well be in the allocator's pages, and a read
+            // of damaged table pages records it itself.
+            Scope::Write(_) | Scope::Admin => {
                 self.writes.get_or_insert(error.clone());
             }
         }
@@ -618,7 +614,20 @@ impl RedbStore {
         call: impl FnOnce() -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
         self.contained(scope, op, call)?
-            .map_err(|e| damaged_file(e, &self.describe()))
+            .map_err(|e| self.data_loss(e))
+    }
+
+    /// `e` as the store answers it: a `DATA_LOSS` names the file and what to do; after a panic
+    /// in a write, redb's `DATA_LOSS` errors (a lock that panic poisoned) are its consequences,
+    /// answered with the same error as the panic.
+    fn data_loss(&self, e: StoreError) -> StoreError {
+        if e.code != Code::DataLoss {
+            return e;
+        }
+        match &self.damage().writes {
+            Some(first) => first.clone(),
+            None => damaged_file(e, &self.describe()),
+        }
     }
 
     /// [`RedbStore::guarded`] for a call whose errors are not one `Result` (a batch): only the
@@ -673,13 +682,15 @@ impl RedbStore {
 
 /// Maps a redb error to a status: `UNAVAILABLE` for conditions that clear by themselves (the
 /// file is held by another process, a writer would block), `DATA_LOSS` for a file redb found
-/// corrupt, `INTERNAL` for everything else (`spec/bigtable.md` 13). The message names the
+/// corrupt (or a lock a panic on it poisoned), `INTERNAL` for everything else (`spec/bigtable.md` 13). The message names the
 /// operation.
 fn redb_error(op: &str, e: impl Into<redb::Error>) -> StoreError {
     let e: redb::Error = e.into();
     let code = match e {
         redb::Error::DatabaseAlreadyOpen | redb::Error::WouldBlock => Code::Unavailable,
-        redb::Error::Corrupted(_) => Code::DataLoss,
+        // A lock poisoned by a panic inside redb (contained, see `redb_guard`): the state it
+        // guards is as damaged as the file that caused the panic.
+        redb::Error::Corrupted(_) | redb::Error::LockPoisoned(_) => Code::DataLoss,
         _ => Code::Internal,
     };
     StoreError::new(code, format!("redb store: {op}: {e}"))
@@ -1170,7 +1181,7 @@ impl TableStorage for RedbStore {
         match results {
             Ok(results) => results
                 .into_iter()
-                .map(|r| r.map_err(|e| damaged_file(e, &self.describe())))
+                .map(|r| r.map_err(|e| self.data_loss(e)))
                 .collect(),
             Err(damaged) => keys.iter().map(|_| Err(damaged.clone())).collect(),
         }
@@ -2300,6 +2311,24 @@ mod tests {
             .write_row("t", b"r", |r| r.cells().map(|_| ()))
             .unwrap_err();
         assert_eq!(err.code, Code::Internal);
+    }
+
+    /// Only panics in redb's code are contained: a bug in the caller's closure (the evaluator,
+    /// running inside the write transaction) still panics, is not taken for damage, and leaves
+    /// the writer free for the next write.
+    #[test]
+    fn a_panic_outside_redb_is_not_contained() {
+        let s = store();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            s.write_row("t", b"r", |r| -> Result<(), StoreError> {
+                r.put("cf", b"q", Timestamp(0), b"half")?;
+                panic!("a bug in the caller")
+            })
+        }));
+        assert!(caught.is_err());
+        put(&s, b"r", "cf", b"q", 1, b"v");
+        let row = s.next_row("t", &RowRange::all(), None, false).unwrap();
+        assert_eq!(row.unwrap().cells.len(), 1);
     }
 
     #[test]
