@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rowkit_codec::model::{
     Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowRange, RuleOp, Timestamp,
-    TimestampRange, ValidationError, limits,
+    TimestampRange, ValidationError, limits, row_size,
 };
 use rowkit_statemachines::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntryResult, MutateRowsRequest,
@@ -37,7 +37,7 @@ pub use rowkit_statemachines::readrows::row_chunks;
 pub(crate) use validate::remove_from_schema;
 pub use validate::{validate_request, validate_schema};
 
-use crate::{ChunkingOptions, Reply, RowWrite, ServerTime, Store, TableStorage};
+use crate::{ChunkingOptions, GcPage, Reply, RowWrite, ServerTime, Store, TableStorage};
 use read::{ReadStream, SampleStream};
 use validate::Schema;
 
@@ -84,6 +84,16 @@ impl<S: TableStorage> Store for S {
 
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         gc(self, table, now)
+    }
+
+    fn gc_page(
+        &self,
+        table: &str,
+        after: Option<&[u8]>,
+        max_rows: usize,
+        now: Timestamp,
+    ) -> Result<GcPage, StoreError> {
+        gc_page(self, table, after, max_rows, now)
     }
 }
 
@@ -442,37 +452,93 @@ fn drop_family<S: TableStorage>(store: &S, table: &str, family: &str) -> Result<
     delete(&batch)
 }
 
-/// Garbage collection (`spec/bigtable.md` 12): every row is scanned, and rows with collectible
-/// cells are rewritten in their own transaction, recomputing the victims there so a concurrent
-/// write is never lost.
+/// Rows [`gc`] reads per [`gc_page`] step.
+const GC_PASS_PAGE_ROWS: usize = 1_000;
+
+/// Bytes of rows (as [`row_size`] counts them) after which a [`gc_page`] step stops reading,
+/// whatever its row limit: the rows it rewrites are then one short engine transaction.
+pub const GC_PAGE_BYTES: u64 = 4 << 20;
+
+/// The GC rules of a table's families, by family name (families without one are left out).
+fn gc_rules<S: TableStorage>(
+    store: &S,
+    table: &str,
+) -> Result<BTreeMap<String, GcRule>, StoreError> {
+    Ok(store
+        .schema(table)?
+        .iter()
+        .filter_map(|f| Some((f.name.clone(), f.gc_rule.clone()?)))
+        .collect())
+}
+
+/// Garbage collection of a whole table (`spec/bigtable.md` 12): [`gc_page`] steps from the
+/// first row to the last.
 fn gc<S: TableStorage>(store: &S, table: &str, now: Timestamp) -> Result<u64, StoreError> {
-    let rules: BTreeMap<String, GcRule> = TableStorage::families(store, table)?
-        .into_iter()
-        .filter_map(|f| Some((f.name, f.gc_rule?)))
-        .collect();
-    if rules.is_empty() {
-        return Ok(0);
-    }
-    let all = RowRange::all();
     let mut deleted = 0u64;
     let mut after: Option<Vec<u8>> = None;
-    while let Some(row) = store.next_row(table, &all, after.as_deref(), false)? {
+    loop {
+        let page = gc_page(store, table, after.as_deref(), GC_PASS_PAGE_ROWS, now)?;
+        deleted += page.deleted;
+        match page.next_after {
+            Some(key) => after = Some(key),
+            None => return Ok(deleted),
+        }
+    }
+}
+
+/// [`Store::gc_page`]: reads up to `max_rows` rows after `after` (fewer once they hold
+/// [`GC_PAGE_BYTES`]) from snapshots, without blocking writers, then rewrites those with
+/// collectible cells in one [`TableStorage::write_rows`]: each row atomically, its victims
+/// recomputed inside its transaction from what it holds then, so a write that landed since
+/// the scan is never lost (a newer cell only makes older ones collectible, never itself).
+fn gc_page<S: TableStorage>(
+    store: &S,
+    table: &str,
+    after: Option<&[u8]>,
+    max_rows: usize,
+    now: Timestamp,
+) -> Result<GcPage, StoreError> {
+    let rules = gc_rules(store, table)?;
+    if rules.is_empty() {
+        return Ok(GcPage::default());
+    }
+    let all = RowRange::all();
+    let mut page = GcPage::default();
+    let mut after = after.map(<[u8]>::to_vec);
+    let mut bytes = 0u64;
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let Some(row) = store.next_row(table, &all, after.as_deref(), false)? else {
+            after = None;
+            break;
+        };
+        page.rows += 1;
+        bytes = bytes.saturating_add(row_size(&row.key, &row.cells));
         if !collectible(&row.cells, &rules, now).is_empty() {
-            deleted += store.write_row(table, &row.key, |w| {
-                let cells = w.cells()?;
-                let victims = collectible(&cells, &rules, now);
-                for cell in &victims {
-                    // One cell: [ts, ts + 1); ts >= 0, so the end is never the 0 = infinity mark.
-                    let range = TimestampRange {
-                        start: cell.timestamp.0,
-                        end: cell.timestamp.0.saturating_add(1),
-                    };
-                    w.delete_column(&cell.family, &cell.qualifier, Some(range))?;
-                }
-                Ok(victims.len() as u64)
-            })?;
+            candidates.push(row.key.clone());
         }
         after = Some(row.key);
+        if page.rows >= max_rows.max(1) as u64 || bytes >= GC_PAGE_BYTES {
+            break;
+        }
     }
-    Ok(deleted)
+    page.next_after = after;
+    let keys: Vec<&[u8]> = candidates.iter().map(Vec::as_slice).collect();
+    let rewritten = store.write_rows(table, &keys, |_, row| {
+        let cells = row.cells()?;
+        let victims = collectible(&cells, &rules, now);
+        for cell in &victims {
+            // One cell: [ts, ts + 1); ts >= 0, so the end is never the 0 = infinity mark.
+            let range = TimestampRange {
+                start: cell.timestamp.0,
+                end: cell.timestamp.0.saturating_add(1),
+            };
+            row.delete_column(&cell.family, &cell.qualifier, Some(range))?;
+        }
+        Ok(victims.len() as u64)
+    });
+    for deleted in rewritten {
+        page.deleted += deleted?;
+    }
+    Ok(page)
 }

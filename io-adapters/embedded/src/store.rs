@@ -310,6 +310,41 @@ pub trait Store: Send + Sync {
         ))
     }
     /// Runs garbage collection on a table per its families' GC rules; returns the number of
-    /// cells deleted. GC never happens implicitly (`spec/bigtable.md` 12).
+    /// cells deleted. GC never happens implicitly (`spec/bigtable.md` 12). Local stores do it
+    /// in [`Store::gc_page`] steps, each row rewritten atomically, so writers are never held
+    /// for more than one short transaction.
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError>;
+    /// One bounded step of [`Store::gc`]: the rows after `after` (from the first row when
+    /// `None`), at most `max_rows` of them (at least one), are collected; continue with
+    /// [`GcPage::next_after`] until it is `None`. A server runs these steps in the background
+    /// with pauses between them. Local stores read the rows without blocking writers and
+    /// rewrite those with collectible cells in one short batch, each row atomically with its
+    /// victims recomputed inside its transaction. The default runs [`Store::gc`] on the whole
+    /// table as one step (a network store, whose server collects by itself); wrappers forward
+    /// it.
+    fn gc_page(
+        &self,
+        table: &str,
+        after: Option<&[u8]>,
+        max_rows: usize,
+        now: Timestamp,
+    ) -> Result<GcPage, StoreError> {
+        let _ = (after, max_rows);
+        Ok(GcPage {
+            deleted: self.gc(table, now)?,
+            ..GcPage::default()
+        })
+    }
+}
+
+/// What one [`Store::gc_page`] step did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcPage {
+    /// Cells deleted.
+    pub deleted: u64,
+    /// Rows read.
+    pub rows: u64,
+    /// The key of the last row read, to pass as the next step's `after`; `None` once the
+    /// table is done (or has no GC rule).
+    pub next_after: Option<Vec<u8>>,
 }
