@@ -137,7 +137,7 @@ pub struct StoreArgs {
 /// The command groups.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Tables: create, list, delete, dump.
+    /// Tables: create, list, delete, garbage-collect, dump.
     Admin(AdminArgs),
     /// BadWolf triple store: graphs, triples, lookups.
     Graph(crate::graph::GraphArgs),
@@ -223,6 +223,13 @@ pub enum AdminCommand {
         /// Cell timestamp in microseconds (a multiple of 1000); default: the store's time.
         #[arg(long, value_name = "US", allow_negative_numbers = true)]
         timestamp: Option<i64>,
+    },
+    /// Remove the cells beyond each family's GC policy (maxversions, maxage at the store's
+    /// time or --now) and print how many went per table. On Bigtable its server collects by
+    /// itself: nothing is removed here.
+    Gc {
+        /// Tables to collect (default: every table of the store).
+        tables: Vec<String>,
     },
     /// Print every cell of a table: row, family, qualifier, timestamp, value.
     Dump {

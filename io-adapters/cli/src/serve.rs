@@ -56,6 +56,12 @@ pub struct ServeArgs {
     /// printed on the line after the URL.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = rowkit_grpc::DEFAULT_LISTEN, value_parser = parse_listen)]
     pub grpc: Option<SocketAddr>,
+    /// Seconds between two garbage-collection passes over every table of the store (cells
+    /// beyond a family's maxversions/maxage are removed in the background, in short batches
+    /// that never hold writers for long); 0 turns it off. Only for memory: and embedded:
+    /// stores (Bigtable collects by itself).
+    #[arg(long, default_value_t = rowkit_gateway::gc::DEFAULT_GC_INTERVAL.as_secs(), value_name = "SECS")]
+    pub gc_interval: u64,
 }
 
 /// `IP:PORT`, or `HOST:PORT` resolved now (an IPv4 address first, as `localhost` usually
@@ -112,6 +118,13 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         .enable_all()
         .build()
         .map_err(|e| CliError::usage(format!("cannot start the server runtime: {e}")))?;
+    // One GC task for the process, whichever servers run over the store.
+    let gc = rowkit_gateway::gc::BackgroundGc::start(
+        store.clone(),
+        clock.clone(),
+        std::time::Duration::from_secs(args.gc_interval),
+    )
+    .map_err(|e| CliError::usage(format!("cannot start the background GC: {e}")))?;
     let result = runtime.block_on(async {
         let grpc = match args.grpc {
             Some(listen) => {
@@ -207,6 +220,8 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         served
     });
     drop(runtime);
+    // The GC thread holds the store too: it ends (within one step) before the store closes.
+    drop(gc);
     drop(store);
     result
 }

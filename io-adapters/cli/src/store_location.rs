@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
-use rowkit_embedded::{MemoryStore, RedbStore, Reply, Store};
+use rowkit_embedded::{GcPage, MemoryStore, RedbStore, Reply, Store};
 use rowkit_statemachines::{Request, StoreError};
 
 use crate::error::CliError;
@@ -131,5 +131,15 @@ impl Store for StoreOnFirstUse {
 
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.get()?.gc(table, now)
+    }
+
+    fn gc_page(
+        &self,
+        table: &str,
+        after: Option<&[u8]>,
+        max_rows: usize,
+        now: Timestamp,
+    ) -> Result<GcPage, StoreError> {
+        self.get()?.gc_page(table, after, max_rows, now)
     }
 }
