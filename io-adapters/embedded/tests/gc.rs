@@ -34,9 +34,13 @@ fn mutate(store: &dyn Store, key: &[u8], mutations: Vec<Mutation>) {
 }
 
 fn rows(store: &dyn Store) -> Vec<Row> {
+    read(store, RowSet::all())
+}
+
+fn read(store: &dyn Store, rows: RowSet) -> Vec<Row> {
     let request = Request::ReadRows(ReadRowsRequest {
         table: TABLE.into(),
-        rows: RowSet::all(),
+        rows,
         ..Default::default()
     });
     match store
@@ -146,16 +150,15 @@ fn gc_pages_walk_the_table_on_redb_file() {
 }
 
 const WRITERS: usize = 4;
-const ROWS_PER_WRITER: usize = 8;
+const ROWS_PER_WRITER: usize = 4;
 const WRITES_PER_WRITER: i64 = 1_500;
 
 /// Writers keep writing new versions (increasing timestamps) of two columns of their own rows,
 /// in families collected beyond 1 version and beyond 2 versions (as an intersection), while
-/// GC pages of
-/// 3 rows walk the table again and again (version rules only: an age rule removes even a
-/// column's newest cell, as Bigtable's does). Every write a writer saw acknowledged as the newest
-/// of its column must still be there, as the newest, when they stop; a last pass then leaves
-/// exactly what the rules keep.
+/// GC pages of 3 rows walk the table again and again (version rules only: an age rule removes
+/// even a column's newest cell, as Bigtable's does). Before each write, and when they stop,
+/// every write a writer saw acknowledged must still be the newest of its column (or a newer
+/// one must be); a last pass then leaves exactly what the rules keep.
 fn gc_beside_writers(store: Arc<dyn Store>) {
     store
         .create_table(
@@ -181,22 +184,35 @@ fn gc_beside_writers(store: Arc<dyn Store>) {
             let store = store.clone();
             let acked = acked.clone();
             std::thread::spawn(move || {
+                // What this writer saw acknowledged, per (row, family): its rows are its own.
+                let mut mine: BTreeMap<(Vec<u8>, String), i64> = BTreeMap::new();
                 for ms in 1..=WRITES_PER_WRITER {
-                    let row = format!(
-                        "row{:02}",
-                        w * ROWS_PER_WRITER + ms as usize % ROWS_PER_WRITER
-                    );
+                    let row = format!("row{:02}", w * ROWS_PER_WRITER + ms as usize % ROWS_PER_WRITER)
+                        .into_bytes();
+                    // Every write acknowledged so far is still the newest of its column, or a
+                    // newer one is: checked before each write, so a write lost at any moment
+                    // of the run shows, not only one lost at the end.
+                    let cells = read(&*store, RowSet::key(row.clone()));
+                    for ((key, family), acked_ms) in mine.range((row.clone(), String::new())..) {
+                        if *key != row {
+                            break;
+                        }
+                        let newest = cells
+                            .iter()
+                            .flat_map(|r| &r.cells)
+                            .filter(|c| &c.family == family)
+                            .map(|c| c.timestamp.0 / 1000)
+                            .max();
+                        assert!(
+                            newest >= Some(*acked_ms),
+                            "write {acked_ms} ms to {family} of {row:?} was lost (newest {newest:?})"
+                        );
+                    }
                     let family = if ms % 3 == 0 { "two" } else { "one" };
                     let value = format!("{w}-{ms}");
-                    mutate(
-                        &*store,
-                        row.as_bytes(),
-                        vec![set(family, b"q", ms, value.as_bytes())],
-                    );
-                    acked
-                        .lock()
-                        .unwrap()
-                        .insert((row.into_bytes(), family.to_string()), ms);
+                    mutate(&*store, &row, vec![set(family, b"q", ms, value.as_bytes())]);
+                    mine.insert((row.clone(), family.to_string()), ms);
+                    acked.lock().unwrap().insert((row, family.to_string()), ms);
                 }
             })
         })
