@@ -149,6 +149,9 @@ fn gc_pages_walk_the_table_on_redb_file() {
     std::fs::remove_file(path).unwrap();
 }
 
+/// The timestamp (ms) of the newest acknowledged write, per (row key, family).
+type Acked = BTreeMap<(Vec<u8>, String), i64>;
+
 const WRITERS: usize = 4;
 const ROWS_PER_WRITER: usize = 4;
 const WRITES_PER_WRITER: i64 = 1_500;
@@ -177,7 +180,7 @@ fn gc_beside_writers(store: Arc<dyn Store>) {
         )
         .unwrap();
     // (row, family) -> the timestamp (ms) of the newest acknowledged write.
-    let acked: Arc<Mutex<BTreeMap<(Vec<u8>, String), i64>>> = Arc::default();
+    let acked: Arc<Mutex<Acked>> = Arc::default();
     let writing = Arc::new(AtomicBool::new(true));
     let writers: Vec<_> = (0..WRITERS)
         .map(|w| {
@@ -185,7 +188,7 @@ fn gc_beside_writers(store: Arc<dyn Store>) {
             let acked = acked.clone();
             std::thread::spawn(move || {
                 // What this writer saw acknowledged, per (row, family): its rows are its own.
-                let mut mine: BTreeMap<(Vec<u8>, String), i64> = BTreeMap::new();
+                let mut mine = Acked::new();
                 for ms in 1..=WRITES_PER_WRITER {
                     let row = format!("row{:02}", w * ROWS_PER_WRITER + ms as usize % ROWS_PER_WRITER)
                         .into_bytes();
@@ -243,7 +246,7 @@ fn gc_beside_writers(store: Arc<dyn Store>) {
         "GC ran beside the writers but collected nothing"
     );
     let acked = acked.lock().unwrap().clone();
-    let newest = |rows: &[Row]| -> BTreeMap<(Vec<u8>, String), i64> {
+    let newest = |rows: &[Row]| -> Acked {
         let mut out = BTreeMap::new();
         for row in rows {
             for cell in &row.cells {
