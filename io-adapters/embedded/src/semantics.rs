@@ -527,10 +527,20 @@ fn gc_page<S: TableStorage>(
     let rewritten = store.write_rows(table, &keys, |_, row| {
         let cells = row.cells()?;
         let victims = collectible(&cells, &rules, now);
+        // A column's victims are its oldest cells (every rule collects a cell the more surely
+        // the older it is: a higher index, an earlier timestamp, and unions and intersections
+        // keep that), so one range from 0 to just past its newest victim, the first one met in
+        // canonical order, deletes them all in one call instead of one call per cell.
+        let mut column: Option<(&str, &[u8])> = None;
         for cell in &victims {
-            // One cell: [ts, ts + 1); ts >= 0, so the end is never the 0 = infinity mark.
+            let this = (cell.family.as_str(), cell.qualifier.as_slice());
+            if column == Some(this) {
+                continue;
+            }
+            column = Some(this);
+            // ts >= 0, so the end is never the 0 = infinity mark.
             let range = TimestampRange {
-                start: cell.timestamp.0,
+                start: 0,
                 end: cell.timestamp.0.saturating_add(1),
             };
             row.delete_column(&cell.family, &cell.qualifier, Some(range))?;
