@@ -115,9 +115,10 @@ impl BackgroundGc {
     }
 
     /// Stops the task and waits for its thread: the step in progress (one short batch) ends
-    /// first, so no row transaction is cut short.
-    pub fn stop(mut self) {
+    /// first, so no row transaction is cut short. Returns the cells deleted in all.
+    pub fn stop(mut self) -> u64 {
         self.stop_and_join();
+        self.deleted()
     }
 
     fn stop_and_join(&mut self) {
