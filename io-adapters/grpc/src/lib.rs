@@ -17,6 +17,8 @@
 //!   production does. Messages of up to [`MAX_MESSAGE_BYTES`] are accepted and sent.
 //! - Exposure: the JSON gateway's rule (`rowkit_gateway::serving`): loopback without a token,
 //!   any other address only with one, checked as `authorization: Bearer TOKEN` metadata.
+//!   [`GrpcServer::with_tls`] serves TLS instead of plaintext (rustls, ring), for clients that
+//!   connect as to Cloud Bigtable (an endpoint override and a trusted certificate).
 //! - Project and instance in resource names are not checked: the store is one instance.
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -88,6 +90,7 @@ pub struct GrpcServer {
     listener: TcpListener,
     shared: Shared,
     token: Option<Arc<str>>,
+    tls: Option<tonic::transport::ServerTlsConfig>,
 }
 
 impl GrpcServer {
@@ -103,7 +106,24 @@ impl GrpcServer {
             listener,
             shared: Shared { store, clock },
             token: config.token.map(Arc::from),
+            tls: None,
         })
+    }
+
+    /// Serves TLS (HTTP/2 by ALPN) with `cert_chain_pem` (the server's certificate first) and
+    /// its `private_key_pem`, instead of plaintext. Both are checked now, so a bad pair fails
+    /// before anything is served.
+    pub fn with_tls(
+        mut self,
+        cert_chain_pem: &[u8],
+        private_key_pem: &[u8],
+    ) -> Result<GrpcServer, tonic::transport::Error> {
+        use tonic::transport::{Identity, Server, ServerTlsConfig};
+        let tls =
+            ServerTlsConfig::new().identity(Identity::from_pem(cert_chain_pem, private_key_pem));
+        Server::builder().tls_config(tls.clone())?;
+        self.tls = Some(tls);
+        Ok(self)
     }
 
     /// The address actually bound (the real port when asked for port 0).
@@ -139,7 +159,11 @@ impl GrpcServer {
         // Without TCP_NODELAY a small reply waits for the client's delayed ACK (~40 ms).
         let incoming =
             tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
-        tonic::transport::Server::builder()
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = self.tls {
+            server = server.tls_config(tls)?;
+        }
+        server
             .add_service(tonic::service::interceptor::InterceptedService::new(
                 data,
                 auth.clone(),
