@@ -94,22 +94,6 @@ fn parse_listen(value: &str) -> Result<SocketAddr, String> {
         .ok_or_else(|| "it resolves to no address".into())
 }
 
-/// An error and its sources on one line (tonic's TLS errors say what is wrong in a source).
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        // Many errors repeat their source's text in their own: say it once.
-        let said = s.to_string();
-        if !text.contains(&said) {
-            text.push_str(": ");
-            text.push_str(&said);
-        }
-        source = s.source();
-    }
-    text
-}
-
 // `WWW_FILES`: the browser tool's files, from build.rs.
 include!(concat!(env!("OUT_DIR"), "/www_files.rs"));
 
@@ -166,7 +150,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                         })?;
                 Some(match &tls {
                     Some((cert, key)) => server.with_tls(cert, key).map_err(|e| {
-                        CliError::usage(format!("--tls-cert/--tls-key: {}", error_chain(&e)))
+                        CliError::usage(format!("--tls-cert/--tls-key: {}", rowkit_bigtable::error_chain(&e)))
                     })?,
                     None => server,
                 })

@@ -91,7 +91,12 @@ pub struct GrpcServer {
     shared: Shared,
     token: Option<Arc<str>>,
     tls: Option<tonic::transport::ServerTlsConfig>,
+    observer: Option<MetadataObserver>,
 }
+
+/// Sees the metadata of every call, before the token check (see
+/// [`GrpcServer::with_metadata_observer`]).
+pub type MetadataObserver = Arc<dyn Fn(&tonic::metadata::MetadataMap) + Send + Sync>;
 
 impl GrpcServer {
     /// Checks the exposure rule and binds the socket.
@@ -107,7 +112,15 @@ impl GrpcServer {
             shared: Shared { store, clock },
             token: config.token.map(Arc::from),
             tls: None,
+            observer: None,
         })
+    }
+
+    /// Shows `observer` the metadata of every call before the token check: for auditing, or a
+    /// test asserting what a client sent (its credentials' headers).
+    pub fn with_metadata_observer(mut self, observer: MetadataObserver) -> GrpcServer {
+        self.observer = Some(observer);
+        self
     }
 
     /// Serves TLS (HTTP/2 by ALPN) with `cert_chain_pem` (the server's certificate first) and
@@ -138,8 +151,11 @@ impl GrpcServer {
     ) -> Result<(), tonic::transport::Error> {
         use generated::admin::bigtable_table_admin_server::BigtableTableAdminServer;
         use generated::bigtable::bigtable_server::BigtableServer;
-        let token = self.token;
+        let (token, observer) = (self.token, self.observer);
         let auth = move |request: tonic::Request<()>| -> Result<tonic::Request<()>, tonic::Status> {
+            if let Some(observe) = &observer {
+                observe(request.metadata());
+            }
             if let Some(token) = &token {
                 let given = request
                     .metadata()
