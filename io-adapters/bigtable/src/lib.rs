@@ -3,7 +3,7 @@
 //! row merging) stays in the sans-IO machines of `rowkit-statemachines`.
 //!
 //! - [`convert`]: rowkit <-> prost at the edge, `tonic::Status` -> [`StoreError`].
-//! - [`Target`]: `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=URL[&ca=FILE]]`,
+//! - [`Target`] parses `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=URL[&ca=FILE]]`,
 //!   `BIGTABLE_EMULATOR_HOST`.
 //! - [`BigtableConnection`]: async, one RPC per call, table admin; routing header, feature
 //!   flags and bearer tokens ([`TokenProvider`], [`credentials::GoogleCredentials`]).

@@ -1,0 +1,196 @@
+//! The `rowkit` binary on Cloud Bigtable's path end to end, offline: Application Default
+//! Credentials (a service-account key, `authorized_user` refreshed at a local token endpoint,
+//! the metadata server at `GCE_METADATA_HOST`) through `google-cloud-auth` in the binary, a
+//! TLS connection to an endpoint override (`?endpoint=https://127.0.0.1:PORT&ca=FILE`) served
+//! by rowkit's own gRPC server with a test CA's certificate, and the headers that arrived
+//! there: the bearer (a JWT checked against the key's public half, or the token the fake
+//! endpoint granted) and `x-goog-user-project` when a quota project is configured.
+#![allow(clippy::unwrap_used)]
+
+#[path = "../../bigtable/tests/support/google_auth.rs"]
+mod google_auth;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use google_auth::*;
+use rowkit_codec::model::ColumnFamily;
+use rowkit_embedded::driver::SystemClock;
+use rowkit_embedded::{MemoryStore, Store};
+use rowkit_grpc::{GrpcConfig, GrpcServer};
+
+/// What one call carried: its `authorization` and `x-goog-user-project` headers.
+#[derive(Debug, Clone)]
+struct Arrived {
+    authorization: Option<String>,
+    quota_project: Option<String>,
+}
+
+/// rowkit's gRPC server over TLS (a certificate of a fresh test CA) on a free loopback port,
+/// over a memory store holding table `t`, recording the headers of every call.
+struct TlsServer {
+    addr: SocketAddr,
+    ca: PathBuf,
+    arrived: Arc<Mutex<Vec<Arrived>>>,
+}
+
+fn start_tls_server(rt: &tokio::runtime::Runtime, dir: &Path) -> TlsServer {
+    let (ca, cert, key) = tls_ca_and_server(dir);
+    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    store.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
+    let arrived: Arc<Mutex<Vec<Arrived>>> = Arc::default();
+    let log = arrived.clone();
+    let config = GrpcConfig {
+        listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+        token: None,
+    };
+    let server = rt
+        .block_on(GrpcServer::bind(config, store, Arc::new(SystemClock)))
+        .unwrap()
+        .with_tls(&cert, &key)
+        .unwrap()
+        .with_metadata_observer(Arc::new(move |md| {
+            let text = |name| md.get(name).map(|v| v.to_str().unwrap().to_string());
+            log.lock().unwrap().push(Arrived {
+                authorization: text("authorization"),
+                quota_project: text("x-goog-user-project"),
+            });
+        }));
+    let addr = server.local_addr().unwrap();
+    rt.spawn(server.serve(std::future::pending()));
+    TlsServer { addr, ca, arrived }
+}
+
+/// `rowkit --store STORE admin list-tables` with `HOME` at `home` (no gcloud configuration)
+/// and none of the caller's credentials settings, only `env`.
+fn list_tables(store: &str, home: &Path, env: &[(&str, String)]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_rowkit"));
+    cmd.args(["--store", store, "admin", "list-tables"])
+        .env("HOME", home);
+    for var in [
+        "ROWKIT_STORE",
+        "BIGTABLE_EMULATOR_HOST",
+        "ROWKIT_BIGTABLE_TOKEN",
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        "GOOGLE_CLOUD_QUOTA_PROJECT",
+        "GCE_METADATA_HOST",
+        "CLOUDSDK_CONFIG",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().unwrap()
+}
+
+fn assert_lists_t(out: &Output) {
+    assert!(
+        out.status.success() && out.stdout == b"t\n",
+        "{out:?}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl TlsServer {
+    fn url(&self) -> String {
+        format!(
+            "bigtable://p/i?endpoint=https://{}&ca={}",
+            self.addr,
+            self.ca.display()
+        )
+    }
+
+    /// The headers of every call so far (at least one).
+    fn arrived(&self) -> Vec<Arrived> {
+        let arrived = self.arrived.lock().unwrap().clone();
+        assert!(!arrived.is_empty());
+        arrived
+    }
+}
+
+/// A key file → self-signed JWTs on the wire of a TLS endpoint override, with the key file's
+/// quota project; without `ca=` the test CA is not trusted and the command fails cleanly.
+#[test]
+fn a_service_account_key_reaches_a_tls_endpoint_with_signed_jwts() {
+    let dir = temp_dir("cli-sa");
+    let rt = runtime();
+    let server = start_tls_server(&rt, &dir);
+    let (pem, public) = rsa_key(&dir);
+    let mut key = service_account_json(&pem);
+    key["quota_project_id"] = "billing-project".into();
+    let key_file = dir.join("key.json");
+    std::fs::write(&key_file, key.to_string()).unwrap();
+    let adc = [(
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        key_file.display().to_string(),
+    )];
+    assert_lists_t(&list_tables(&server.url(), &dir, &adc));
+    for call in server.arrived() {
+        let bearer = call.authorization.as_deref().unwrap();
+        assert_self_signed_jwt(bearer.strip_prefix("Bearer ").unwrap(), &public);
+        assert_eq!(call.quota_project.as_deref(), Some("billing-project"));
+    }
+    // The system's roots alone do not trust the test CA.
+    let untrusted = format!("bigtable://p/i?endpoint=https://{}", server.addr);
+    let out = list_tables(&untrusted, &dir, &adc);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("UNAVAILABLE") && stderr.contains("certificate"),
+        "{stderr}"
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// `authorized_user` credentials (gcloud's well-known file) refreshed at a local token
+/// endpoint; `GOOGLE_CLOUD_QUOTA_PROJECT` names the quota project.
+#[test]
+fn an_authorized_user_is_refreshed_and_sends_the_environments_quota_project() {
+    let dir = temp_dir("cli-user");
+    let rt = runtime();
+    let server = start_tls_server(&rt, &dir);
+    let (token_endpoint, seen) = rt.block_on(fake_server(token_endpoint_reply));
+    let gcloud = dir.join(".config/gcloud");
+    std::fs::create_dir_all(&gcloud).unwrap();
+    let user = serde_json::json!({
+        "type": "authorized_user",
+        "client_id": "id",
+        "client_secret": "secret",
+        "refresh_token": "refresh-1",
+        "token_uri": format!("http://{token_endpoint}/token"),
+    });
+    std::fs::write(
+        gcloud.join("application_default_credentials.json"),
+        user.to_string(),
+    )
+    .unwrap();
+    let quota = [("GOOGLE_CLOUD_QUOTA_PROJECT", "env-project".to_string())];
+    assert_lists_t(&list_tables(&server.url(), &dir, &quota));
+    assert_eq!(seen.lock().unwrap().len(), 1);
+    for call in server.arrived() {
+        assert_eq!(call.authorization.as_deref(), Some("Bearer user-token"));
+        assert_eq!(call.quota_project.as_deref(), Some("env-project"));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// No credentials file: the metadata server (`GCE_METADATA_HOST`), no quota project.
+#[test]
+fn the_metadata_server_gives_the_token_when_there_is_no_file() {
+    let dir = temp_dir("cli-mds");
+    let rt = runtime();
+    let server = start_tls_server(&rt, &dir);
+    let (metadata, seen) = rt.block_on(fake_server(metadata_reply));
+    let env = [("GCE_METADATA_HOST", metadata.to_string())];
+    assert_lists_t(&list_tables(&server.url(), &dir, &env));
+    assert!(!seen.lock().unwrap().is_empty());
+    for call in server.arrived() {
+        assert_eq!(call.authorization.as_deref(), Some("Bearer mds-token"));
+        assert_eq!(call.quota_project, None);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
