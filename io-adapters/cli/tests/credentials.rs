@@ -194,3 +194,70 @@ fn the_metadata_server_gives_the_token_when_there_is_no_file() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Kills the server when the test ends, pass or fail.
+struct ServeProcess(std::process::Child);
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `rowkit serve --grpc --tls-cert --tls-key --token` as a process: the CLI reaches it as an
+/// endpoint override with the static token (`ROWKIT_BIGTABLE_TOKEN`), a wrong token is refused,
+/// and a key that does not match the certificate is refused before serving.
+#[test]
+fn serve_grpc_over_tls_from_the_command_line() {
+    use std::io::{BufRead, BufReader};
+    let dir = temp_dir("cli-serve-tls");
+    let (ca, cert, key) = tls_ca_and_server(&dir);
+    let (cert_file, key_file) = (dir.join("server.pem"), dir.join("server.key"));
+    assert_eq!(std::fs::read(&cert_file).unwrap(), cert);
+    assert_eq!(std::fs::read(&key_file).unwrap(), key);
+    let serve = |key: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .args(["--store", "memory:", "serve", "--listen", "127.0.0.1:0"])
+            .args(["--grpc", "127.0.0.1:0", "--token", "secret"])
+            .arg("--tls-cert")
+            .arg(&cert_file)
+            .arg("--tls-key")
+            .arg(key)
+            .env_remove("ROWKIT_GATEWAY_TOKEN")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut child = serve(&key_file);
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _server = ServeProcess(child);
+    let _url = lines.next().unwrap().unwrap();
+    let grpc = lines.next().unwrap().unwrap();
+    let store = format!("bigtable://p/i?endpoint=https://{grpc}&ca={}", ca.display());
+    let rowkit = |token: &str, args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .args(["--store", store.as_str()])
+            .args(args)
+            .env("ROWKIT_BIGTABLE_TOKEN", token)
+            .env_remove("ROWKIT_STORE")
+            .env_remove("BIGTABLE_EMULATOR_HOST")
+            .output()
+            .unwrap()
+    };
+    let created = rowkit("secret", &["admin", "create-table", "t", "--family", "cf"]);
+    assert!(created.status.success(), "{created:?}");
+    assert_lists_t(&rowkit("secret", &["admin", "list-tables"]));
+    let refused = rowkit("wrong", &["admin", "list-tables"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("UNAUTHENTICATED"), "{stderr}");
+    // The CA's key is not the certificate's: a usage error, nothing served.
+    let out = serve(&dir.join("ca.key")).wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--tls-cert/--tls-key"), "{stderr}");
+    assert!(out.stdout.is_empty(), "{out:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
