@@ -1,6 +1,6 @@
 //! The async connection: one HTTP/2 connection to the emulator, or two TLS tonic channels
-//! (data and admin endpoints) to Cloud Bigtable (`crate::transport`), rowkit requests in,
-//! rowkit responses out. It executes exactly one RPC per call and never retries: retry and
+//! (data and admin endpoints) to Cloud Bigtable, or one to an endpoint override
+//! (`crate::transport`), rowkit requests in, rowkit responses out. It executes exactly one RPC per call and never retries: retry and
 //! resume decisions belong to the machines.
 //!
 //! Every RPC, data or admin, unary or streaming, takes one path, `BigtableConnection::send`
@@ -278,10 +278,11 @@ impl BigtableConnection {
                         let channel = cloud_channel(url.clone(), roots.as_deref()).await?;
                         (channel.clone(), channel)
                     }
-                    _ => (
-                        cloud_channel(CLOUD_DATA_ENDPOINT.to_string(), None).await?,
-                        cloud_channel(CLOUD_ADMIN_ENDPOINT.to_string(), None).await?,
-                    ),
+                    // Both at once: an unreachable network costs one connect timeout.
+                    _ => tokio::try_join!(
+                        cloud_channel(CLOUD_DATA_ENDPOINT.to_string(), None),
+                        cloud_channel(CLOUD_ADMIN_ENDPOINT.to_string(), None),
+                    )?,
                 };
                 (
                     BigtableClient::new(Transport::Channel(data)),
