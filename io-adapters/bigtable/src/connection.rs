@@ -1,7 +1,7 @@
 //! The async connection: one HTTP/2 connection to the emulator, or two TLS tonic channels
 //! (data and admin endpoints) to Cloud Bigtable, or one to an endpoint override
-//! (`crate::transport`), rowkit requests in, rowkit responses out. It executes exactly one RPC per call and never retries: retry and
-//! resume decisions belong to the machines.
+//! (`crate::transport`), rowkit requests in, rowkit responses out. It executes exactly one RPC
+//! per call and never retries: retry and resume decisions belong to the machines.
 //!
 //! Every RPC, data or admin, unary or streaming, takes one path, `BigtableConnection::send`
 //! (metadata, the call, status mapping). What differs per RPC is data: the `rpcs!` table
@@ -725,6 +725,38 @@ mod tests {
         let conn = BigtableConnection::new(data, admin, target, None);
         assert_eq!(conn.profile(String::new()), "batch");
         assert_eq!(conn.profile("own".into()), "own");
+    }
+
+    /// An error chain as one line: each text once, a deeper error that extends a shallower
+    /// one in its place.
+    #[test]
+    fn error_chains_say_each_cause_once() {
+        #[derive(Debug)]
+        struct Layer(&'static str, Option<Box<Layer>>);
+        impl std::fmt::Display for Layer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for Layer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|l| l as _)
+            }
+        }
+        let chain = |texts: &[&'static str]| {
+            texts
+                .iter()
+                .rev()
+                .fold(None, |inner, text| Some(Box::new(Layer(text, inner))))
+                .unwrap()
+        };
+        let dns = chain(&["transport error", "dns error", "dns error: no such host"]);
+        assert_eq!(
+            error_chain(&*dns),
+            "transport error: dns error: no such host"
+        );
+        let repeated = chain(&["bad certificate: UnknownIssuer", "UnknownIssuer"]);
+        assert_eq!(error_chain(&*repeated), "bad certificate: UnknownIssuer");
     }
 
     #[test]

@@ -117,8 +117,6 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         max_body_bytes: args.max_body_bytes,
         allowed_hosts: args.allowed_hosts.clone(),
     };
-    // Kept here as well as in the server so the store (which may own a Tokio runtime of its
-    // own, for Bigtable) is dropped after the server's runtime, outside any async context.
     let tls = match (&args.tls_cert, &args.tls_key) {
         (Some(cert), Some(key)) => Some((
             read_flag_file("tls-cert", cert)?,
@@ -126,6 +124,8 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         )),
         _ => None,
     };
+    // Kept here as well as in the server so the store (which may own a Tokio runtime of its
+    // own, for Bigtable) is dropped after the server's runtime, outside any async context.
     let store: Arc<dyn Store> = Arc::from(ctx.store);
     let clock: Arc<dyn Clock + Send + Sync> = Arc::from(ctx.clock);
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -150,7 +150,8 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                         })?;
                 Some(match &tls {
                     Some((cert, key)) => server.with_tls(cert, key).map_err(|e| {
-                        CliError::usage(format!("--tls-cert/--tls-key: {}", rowkit_bigtable::error_chain(&e)))
+                        let why = rowkit_bigtable::error_chain(&e);
+                        CliError::usage(format!("--tls-cert/--tls-key: {why}"))
                     })?,
                     None => server,
                 })

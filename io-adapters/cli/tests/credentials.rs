@@ -1,6 +1,7 @@
 //! The `rowkit` binary on Cloud Bigtable's path end to end, offline: Application Default
 //! Credentials (a service-account key, `authorized_user` refreshed at a local token endpoint,
-//! the metadata server at `GCE_METADATA_HOST`) through `google-cloud-auth` in the binary, a
+//! impersonation and workload identity federation at local IAM and STS endpoints, the metadata
+//! server at `GCE_METADATA_HOST`) through `google-cloud-auth` in the binary, a
 //! TLS connection to an endpoint override (`?endpoint=https://127.0.0.1:PORT&ca=FILE`) served
 //! by rowkit's own gRPC server with a test CA's certificate, and the headers that arrived
 //! there: the bearer (a JWT checked against the key's public half, or the token the fake
@@ -259,5 +260,83 @@ fn serve_grpc_over_tls_from_the_command_line() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("--tls-cert/--tls-key"), "{stderr}");
     assert!(out.stdout.is_empty(), "{out:?}");
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// Google's token services for the federated and impersonated credentials: the OAuth2 token
+/// endpoint ([`token_endpoint_reply`]), IAM's `generateAccessToken` for a caller holding the
+/// user's token, and STS exchanging the workload's subject token `subject-1`.
+fn federation_reply(request: &str) -> Option<String> {
+    let head = request.split("\r\n\r\n").next().unwrap_or("");
+    let bearer = |token: &str| {
+        head.lines()
+            .any(|l| l.eq_ignore_ascii_case(&format!("authorization: Bearer {token}")))
+    };
+    if request.starts_with("POST /token ") {
+        token_endpoint_reply(request)
+    } else if request.starts_with("POST /v1/projects/-/serviceAccounts/") {
+        (request.contains(":generateAccessToken ") && bearer("user-token")).then(|| {
+            r#"{"accessToken":"impersonated-token","expireTime":"2099-01-01T00:00:00Z"}"#.into()
+        })
+    } else if request.starts_with("POST /v1/token ") {
+        request.contains("subject_token=subject-1").then(|| {
+            r#"{"access_token":"sts-token","issued_token_type":"urn:ietf:params:oauth:token-type:access_token","token_type":"Bearer","expires_in":3600}"#.into()
+        })
+    } else {
+        None
+    }
+}
+
+/// `impersonated_service_account` (a user's token traded at IAM for the service account's)
+/// and `external_account` (workload identity federation: a subject token from a file traded at
+/// STS), each as the `GOOGLE_APPLICATION_CREDENTIALS` file, with local token services.
+#[test]
+fn impersonated_and_federated_credentials_reach_the_endpoint() {
+    let dir = temp_dir("cli-federated");
+    let rt = runtime();
+    let server = start_tls_server(&rt, &dir);
+    let (google, seen) = rt.block_on(fake_server(federation_reply));
+    let user = serde_json::json!({
+        "type": "authorized_user",
+        "client_id": "id",
+        "client_secret": "secret",
+        "refresh_token": "refresh-1",
+        "token_uri": format!("http://{google}/token"),
+    });
+    let impersonated = serde_json::json!({
+        "type": "impersonated_service_account",
+        "service_account_impersonation_url": format!(
+            "http://{google}/v1/projects/-/serviceAccounts/sa@p.iam.gserviceaccount.com:generateAccessToken"
+        ),
+        "source_credentials": user,
+        "delegates": [],
+    });
+    let subject = dir.join("subject.txt");
+    std::fs::write(&subject, "subject-1").unwrap();
+    let federated = serde_json::json!({
+        "type": "external_account",
+        "audience": "//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/pool/providers/provider",
+        "subject_token_type": "urn:ietf:params:oauth:token-type:jwt",
+        "token_url": format!("http://{google}/v1/token"),
+        "credential_source": { "file": subject.display().to_string() },
+    });
+    for (name, json, token) in [
+        ("impersonated", impersonated, "impersonated-token"),
+        ("federated", federated, "sts-token"),
+    ] {
+        let file = dir.join(format!("{name}.json"));
+        std::fs::write(&file, json.to_string()).unwrap();
+        let adc = [("GOOGLE_APPLICATION_CREDENTIALS", file.display().to_string())];
+        server.arrived.lock().unwrap().clear();
+        assert_lists_t(&list_tables(&server.url(), &dir, &adc));
+        for call in server.arrived() {
+            assert_eq!(
+                call.authorization.as_deref(),
+                Some(format!("Bearer {token}").as_str()),
+                "{name}: {:?}",
+                seen.lock().unwrap()
+            );
+        }
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
