@@ -340,3 +340,74 @@ fn impersonated_and_federated_credentials_reach_the_endpoint() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A token endpoint granting `go-token` for a service account's signed JWT assertion (the
+/// `jwt-bearer` grant Google's Go libraries make from a key file).
+fn jwt_bearer_reply(request: &str) -> Option<String> {
+    let body = request.split_once("\r\n\r\n").map_or("", |(_, b)| b);
+    let assertion = body
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("assertion="))?;
+    (request.starts_with("POST /token ")
+        && body.contains("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer")
+        && assertion.split('.').count() == 3)
+        .then(|| r#"{"access_token":"go-token","expires_in":3600,"token_type":"Bearer"}"#.into())
+}
+
+/// Google's own `cbt` in production mode reaches rowkit's TLS server as it reaches Cloud
+/// Bigtable: `-data-endpoint`/`-admin-endpoint` at it, the test CA trusted through
+/// `SSL_CERT_FILE`, a service-account key traded at a local token endpoint.
+#[test]
+fn cbt_in_production_mode_reaches_the_tls_server() {
+    let cbt = rowkit_bigtable::emulator::CBT_BIN;
+    if !Path::new(cbt).is_file() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "{cbt} is missing"
+        );
+        eprintln!("\n!!!!! SKIPPED cbt in production mode: {cbt} is not installed\n");
+        return;
+    }
+    let dir = temp_dir("cli-cbt-prod");
+    let rt = runtime();
+    let server = start_tls_server(&rt, &dir);
+    let (token_endpoint, _seen) = rt.block_on(fake_server(jwt_bearer_reply));
+    let (pem, _public) = rsa_key(&dir);
+    let mut key = service_account_json(&pem);
+    key["token_uri"] = format!("http://{token_endpoint}/token").into();
+    let key_file = dir.join("key.json");
+    std::fs::write(&key_file, key.to_string()).unwrap();
+    let endpoint = server.addr.to_string();
+    let run = |args: &[&str]| {
+        let out = Command::new(cbt)
+            .args(["-project", "p", "-instance", "i"])
+            .args(["-data-endpoint", &endpoint, "-admin-endpoint", &endpoint])
+            .arg("-creds")
+            .arg(&key_file)
+            .args(args)
+            .env("SSL_CERT_FILE", &server.ca)
+            .env("HOME", &dir)
+            .env_remove("BIGTABLE_EMULATOR_HOST")
+            .env_remove("GOOGLE_APPLICATION_CREDENTIALS")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "cbt {args:?}: {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    run(&["set", "t", "r1", "cf:a=over-tls"]);
+    let read = run(&["read", "t"]);
+    assert!(
+        read.contains("r1") && read.contains("\"over-tls\""),
+        "{read}"
+    );
+    for call in server.arrived() {
+        assert_eq!(call.authorization.as_deref(), Some("Bearer go-token"));
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
