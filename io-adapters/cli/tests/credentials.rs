@@ -411,3 +411,48 @@ fn cbt_in_production_mode_reaches_the_tls_server() {
     }
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// `rowkit serve` over a Cloud Bigtable store with a key file (the user's report: it exited
+/// 101): it opens the store with its credentials, serves, and what a client asks reaches the
+/// TLS endpoint as calls carrying the key's signed JWTs.
+#[test]
+fn serve_over_cloud_bigtable_with_a_key_file() {
+    use std::io::{BufRead, BufReader};
+    let dir = temp_dir("cli-serve-adc");
+    let rt = runtime();
+    let upstream = start_tls_server(&rt, &dir);
+    let (pem, public) = rsa_key(&dir);
+    let key_file = dir.join("key.json");
+    std::fs::write(&key_file, service_account_json(&pem).to_string()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .args([
+            "--store",
+            &upstream.url(),
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .args(["--grpc", "127.0.0.1:0"])
+        .env("GOOGLE_APPLICATION_CREDENTIALS", &key_file)
+        .env("HOME", &dir)
+        .env_remove("ROWKIT_BIGTABLE_TOKEN")
+        .env_remove("ROWKIT_GATEWAY_TOKEN")
+        .env_remove("BIGTABLE_EMULATOR_HOST")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let _server = ServeProcess(child);
+    let _url = lines.next().unwrap().unwrap();
+    let grpc = lines.next().unwrap().unwrap();
+    // Opening the store made no call; the client's list-tables makes the first.
+    assert!(upstream.arrived.lock().unwrap().is_empty());
+    let store = format!("bigtable://p/i?emulator={grpc}");
+    assert_lists_t(&list_tables(&store, &dir, &[]));
+    for call in upstream.arrived() {
+        let bearer = call.authorization.as_deref().unwrap();
+        assert_self_signed_jwt(bearer.strip_prefix("Bearer ").unwrap(), &public);
+    }
+    std::fs::remove_dir_all(dir).unwrap();
+}
