@@ -115,7 +115,7 @@ pub struct GlobalArgs {
 /// store is, and the clock, seed and deadline its machines run with.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`.
+    /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST:PORT[&ca=FILE]]`.
     #[arg(
         long,
         global = true,

@@ -17,6 +17,8 @@
 //!   production does. Messages of up to [`MAX_MESSAGE_BYTES`] are accepted and sent.
 //! - Exposure: the JSON gateway's rule (`rowkit_gateway::serving`): loopback without a token,
 //!   any other address only with one, checked as `authorization: Bearer TOKEN` metadata.
+//!   [`GrpcServer::with_tls`] serves TLS instead of plaintext (rustls, ring), for clients that
+//!   connect as to Cloud Bigtable (an endpoint override and a trusted certificate).
 //! - Project and instance in resource names are not checked: the store is one instance.
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
@@ -88,7 +90,13 @@ pub struct GrpcServer {
     listener: TcpListener,
     shared: Shared,
     token: Option<Arc<str>>,
+    tls: Option<tonic::transport::ServerTlsConfig>,
+    observer: Option<MetadataObserver>,
 }
+
+/// Sees the metadata of every call, before the token check (see
+/// [`GrpcServer::with_metadata_observer`]).
+pub type MetadataObserver = Arc<dyn Fn(&tonic::metadata::MetadataMap) + Send + Sync>;
 
 impl GrpcServer {
     /// Checks the exposure rule and binds the socket.
@@ -103,7 +111,32 @@ impl GrpcServer {
             listener,
             shared: Shared { store, clock },
             token: config.token.map(Arc::from),
+            tls: None,
+            observer: None,
         })
+    }
+
+    /// Shows `observer` the metadata of every call before the token check: for auditing, or a
+    /// test asserting what a client sent (its credentials' headers).
+    pub fn with_metadata_observer(mut self, observer: MetadataObserver) -> GrpcServer {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Serves TLS (HTTP/2 by ALPN) with `cert_chain_pem` (the server's certificate first) and
+    /// its `private_key_pem`, instead of plaintext. Both are checked now, so a bad pair fails
+    /// before anything is served.
+    pub fn with_tls(
+        mut self,
+        cert_chain_pem: &[u8],
+        private_key_pem: &[u8],
+    ) -> Result<GrpcServer, tonic::transport::Error> {
+        use tonic::transport::{Identity, Server, ServerTlsConfig};
+        let tls =
+            ServerTlsConfig::new().identity(Identity::from_pem(cert_chain_pem, private_key_pem));
+        Server::builder().tls_config(tls.clone())?;
+        self.tls = Some(tls);
+        Ok(self)
     }
 
     /// The address actually bound (the real port when asked for port 0).
@@ -118,8 +151,11 @@ impl GrpcServer {
     ) -> Result<(), tonic::transport::Error> {
         use generated::admin::bigtable_table_admin_server::BigtableTableAdminServer;
         use generated::bigtable::bigtable_server::BigtableServer;
-        let token = self.token;
+        let (token, observer) = (self.token, self.observer);
         let auth = move |request: tonic::Request<()>| -> Result<tonic::Request<()>, tonic::Status> {
+            if let Some(observe) = &observer {
+                observe(request.metadata());
+            }
             if let Some(token) = &token {
                 let given = request
                     .metadata()
@@ -139,7 +175,11 @@ impl GrpcServer {
         // Without TCP_NODELAY a small reply waits for the client's delayed ACK (~40 ms).
         let incoming =
             tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
-        tonic::transport::Server::builder()
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = self.tls {
+            server = server.tls_config(tls)?;
+        }
+        server
             .add_service(tonic::service::interceptor::InterceptedService::new(
                 data,
                 auth.clone(),
