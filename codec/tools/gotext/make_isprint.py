@@ -24,6 +24,7 @@ when it is older than 15 but not older than the Go one's.
 
 import argparse
 import os
+import subprocess
 import sys
 
 import unicodedata2
@@ -144,6 +145,8 @@ def main():
     table("IS_NOT_PRINT32", "Non-printable runes inside the `IS_PRINT32` ranges, minus 0x10000 (all below U+20000).", "u16", except32, 8, 4)
     with open(args.output, "w") as f:
         f.write("".join(out).rstrip("\n") + "\n")
+    # The layout `cargo fmt` keeps, so regenerating changes nothing.
+    subprocess.run(["rustfmt", "--edition", "2024", args.output], check=True)
     print("wrote %s: %d + %d + %d + %d entries, %d bytes" % (
         args.output, len(range16), len(except16), len(range32), len(except32), size))
 
