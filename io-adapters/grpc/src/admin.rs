@@ -109,8 +109,7 @@ impl ViewParts {
 fn cluster_states(at: &Instance, parts: &ViewParts) -> HashMap<String, admin::table::ClusterState> {
     let encryption_info = if parts.encryption {
         vec![admin::EncryptionInfo {
-            encryption_type: admin::encryption_info::EncryptionType::GoogleDefaultEncryption
-                as i32,
+            encryption_type: admin::encryption_info::EncryptionType::GoogleDefaultEncryption as i32,
             ..Default::default()
         }]
     } else {
@@ -257,10 +256,12 @@ impl BigtableTableAdmin for AdminService {
         })
         .await
         .map_err(status)?;
-        Ok(GrpcResponse::new(ListTablesReply(admin::ListTablesResponse {
-            tables,
-            next_page_token: String::new(),
-        })))
+        Ok(GrpcResponse::new(ListTablesReply(
+            admin::ListTablesResponse {
+                tables,
+                next_page_token: String::new(),
+            },
+        )))
     }
 
     async fn get_table(
@@ -268,8 +269,7 @@ impl BigtableTableAdmin for AdminService {
         request: GrpcRequest<admin::GetTableRequest>,
     ) -> Result<GrpcResponse<TableReply>, Status> {
         let r = request.into_inner();
-        let id = names::table_id(&r.name).map_err(status)?;
-        let at = names::table_instance(&r.name).map_err(status)?;
+        let (at, id) = names::table(&r.name).map_err(status)?;
         let parts = ViewParts::of(r.view, admin::table::View::SchemaView);
         let store = self.shared.store.clone();
         let table = serving::blocking(move || table_pb(store.as_ref(), &id, &at, &parts))
@@ -296,8 +296,7 @@ impl BigtableTableAdmin for AdminService {
     ) -> Result<GrpcResponse<TableReply>, Status> {
         use admin::modify_column_families_request::modification::Mod;
         let r = request.into_inner();
-        let id = names::table_id(&r.name).map_err(status)?;
-        let at = names::table_instance(&r.name).map_err(status)?;
+        let (at, id) = names::table(&r.name).map_err(status)?;
         // Every modification is checked before any is applied.
         let mut changes = Vec::new();
         for m in &r.modifications {

@@ -18,7 +18,7 @@ use crate::names::{self, Instance};
 
 /// The instance `ListInstances` lists: that request names only a project, and the server
 /// answers to every instance name, so it lists the instance under this id.
-pub const LISTED_INSTANCE: &str = "rowkit";
+pub(crate) const LISTED_INSTANCE: &str = "rowkit";
 
 /// The one cluster's location id (`projects/{project}/locations/local`).
 const LOCATION: &str = "local";

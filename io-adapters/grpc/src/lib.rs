@@ -40,7 +40,6 @@ use rowkit_embedded::driver::Clock;
 use rowkit_gateway::GatewayError;
 use tokio::net::TcpListener;
 
-pub use instance::LISTED_INSTANCE;
 pub use names::table_id;
 
 /// Service traits generated from Google's protos (server side only; messages come from the

@@ -5,12 +5,21 @@ use rowkit_statemachines::{Code, StoreError};
 
 /// The table id of a full table name; `INVALID_ARGUMENT` for anything else.
 pub fn table_id(name: &str) -> Result<String, StoreError> {
+    table(name).map(|(_, id)| id)
+}
+
+/// The instance and table id of a full table name; `INVALID_ARGUMENT` for anything else.
+pub(crate) fn table(name: &str) -> Result<(Instance, String), StoreError> {
     let parts: Vec<&str> = name.split('/').collect();
     match parts.as_slice() {
         ["projects", p, "instances", i, "tables", t]
             if !p.is_empty() && !i.is_empty() && !t.is_empty() =>
         {
-            Ok((*t).to_string())
+            let instance = Instance {
+                project: (*p).to_string(),
+                instance: (*i).to_string(),
+            };
+            Ok((instance, (*t).to_string()))
         }
         _ => Err(StoreError::new(
             Code::InvalidArgument,
@@ -19,16 +28,6 @@ pub fn table_id(name: &str) -> Result<String, StoreError> {
             ),
         )),
     }
-}
-
-/// The project and instance of a full table name; `INVALID_ARGUMENT` for anything else.
-pub(crate) fn table_instance(name: &str) -> Result<Instance, StoreError> {
-    table_id(name)?;
-    let parts: Vec<&str> = name.split('/').collect();
-    Ok(Instance {
-        project: parts[1].to_string(),
-        instance: parts[3].to_string(),
-    })
 }
 
 /// Checks an instance name (`projects/{project}/instances/{instance}`, the parent of tables).
@@ -126,9 +125,10 @@ mod tests {
         }
         assert!(check_instance("projects/p/instances/i").is_ok());
         assert!(check_instance("projects/p").is_err());
+        let (instance, id) = table("projects/p/instances/i/tables/t").unwrap();
         assert_eq!(
-            table_instance("projects/p/instances/i/tables/t").unwrap().name(),
-            "projects/p/instances/i"
+            (instance.name().as_str(), id.as_str()),
+            ("projects/p/instances/i", "t")
         );
         assert_eq!(project("projects/p").unwrap(), "p");
         assert!(project("projects/p/instances/i").is_err());

@@ -203,10 +203,10 @@ mod admin_replies {
     //! and the instance admin of the one instance the server is.
 
     use super::*;
-    use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
-    use googleapis_tonic_google_bigtable_admin_v2::google::iam::v1 as iam;
     use admin::bigtable_instance_admin_client::BigtableInstanceAdminClient;
     use admin::bigtable_table_admin_client::BigtableTableAdminClient;
+    use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
+    use googleapis_tonic_google_bigtable_admin_v2::google::iam::v1 as iam;
     use tonic::Code;
 
     const INSTANCE: &str = "projects/p/instances/i";
@@ -299,7 +299,11 @@ mod admin_replies {
             get(admin::table::View::Full),
         )
         .await;
-        let keys: Vec<&str> = table.column_families.iter().map(|e| e.key.as_str()).collect();
+        let keys: Vec<&str> = table
+            .column_families
+            .iter()
+            .map(|e| e.key.as_str())
+            .collect();
         assert_eq!(keys, ["cf", "kept"]);
         assert_eq!(table.cluster_states.len(), 1);
         assert_every_entry_has_a_value(&table);
@@ -349,7 +353,11 @@ mod admin_replies {
             name: TABLE.into(),
             view: view as i32,
         };
-        let schema = c.get_table(get(View::Unspecified)).await.unwrap().into_inner();
+        let schema = c
+            .get_table(get(View::Unspecified))
+            .await
+            .unwrap()
+            .into_inner();
         assert_eq!(schema.name, TABLE);
         assert!(schema.column_families.contains_key("cf"));
         assert!(schema.cluster_states.is_empty());
@@ -401,7 +409,9 @@ mod admin_replies {
     #[tokio::test]
     async fn consistency_tokens_are_checked_per_table() {
         let (addr, store) = start(None).await;
-        store.create_table("other", &[ColumnFamily::new("cf")]).unwrap();
+        store
+            .create_table("other", &[ColumnFamily::new("cf")])
+            .unwrap();
         let mut c = BigtableTableAdminClient::new(channel(addr).await);
         let token = |name: &str| admin::GenerateConsistencyTokenRequest { name: name.into() };
         let check = |name: &str, token: &str| admin::CheckConsistencyRequest {
@@ -424,13 +434,22 @@ mod admin_replies {
             let e = c.check_consistency(check(TABLE, bad)).await.unwrap_err();
             assert_eq!(e.code(), Code::InvalidArgument, "{bad:?}");
         }
-        let e = c.check_consistency(check(&other, &issued)).await.unwrap_err();
+        let e = c
+            .check_consistency(check(&other, &issued))
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument);
         // A table that does not exist: NOT_FOUND, for both calls.
         let missing = format!("{INSTANCE}/tables/nope");
-        let e = c.generate_consistency_token(token(&missing)).await.unwrap_err();
+        let e = c
+            .generate_consistency_token(token(&missing))
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), Code::NotFound);
-        let e = c.check_consistency(check(&missing, &issued)).await.unwrap_err();
+        let e = c
+            .check_consistency(check(&missing, &issued))
+            .await
+            .unwrap_err();
         assert_eq!(e.code(), Code::NotFound);
         let e = c.generate_consistency_token(token("t")).await.unwrap_err();
         assert_eq!(e.code(), Code::InvalidArgument);
@@ -592,7 +611,10 @@ mod admin_replies {
             .unwrap()
             .into_inner()
             .permissions;
-        assert_eq!(granted, ["bigtable.instances.get", "bigtable.tables.readRows"]);
+        assert_eq!(
+            granted,
+            ["bigtable.instances.get", "bigtable.tables.readRows"]
+        );
     }
 
     #[tokio::test]
