@@ -1,7 +1,8 @@
 //! `rowkit serve --grpc` as a real process: `cbt` (Google's Go client, through
 //! `BIGTABLE_EMULATOR_HOST`) runs every table and row command against it over `memory:` and
-//! `embedded:`; the address rule is the gateway's; and a server killed with SIGKILL while
-//! clients write keeps, after a restart on the same file, every write it acknowledged.
+//! `embedded:`, instance commands and `waitforreplication` included; the address rule is the
+//! gateway's; and a server killed with SIGKILL while clients write keeps, after a restart on
+//! the same file, every write it acknowledged.
 #![allow(clippy::unwrap_used)]
 
 use std::io::{BufRead, BufReader};
@@ -179,6 +180,52 @@ fn cbt_commands_over_embedded() {
     if cbt_or_skip("cbt_commands_over_embedded") {
         let dir = temp_dir("cbt");
         cbt_commands(&format!("embedded:{}", dir.join("db.redb").display()));
+    }
+}
+
+/// `cbt`'s instance commands and `waitforreplication` (consistency tokens) answer as on a
+/// one-cluster production instance.
+fn cbt_instance_commands(store: &str) {
+    let (_server, host) = serve_grpc(store);
+    cbt_ok(&host, &["createtable", "t", "families=cf"]);
+    cbt_ok(&host, &["set", "t", "r1", "cf:q=v"]);
+    // Returns once CheckConsistency says the token's writes are everywhere.
+    cbt_ok(&host, &["waitforreplication", "t"]);
+    let missing = cbt(&host, &["waitforreplication", "nope"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("NotFound"),
+        "{missing:?}"
+    );
+    // One instance, listed under the id the README documents.
+    let instances = cbt_ok(&host, &["listinstances"]);
+    let listed: Vec<&str> = instances
+        .lines()
+        .skip(2)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(listed, ["rowkit"], "{instances}");
+    let clusters = cbt_ok(&host, &["listclusters"]);
+    assert!(clusters.contains("i-c1"), "{clusters}");
+    assert!(clusters.contains("READY"), "{clusters}");
+    assert_eq!(cbt_ok(&host, &["ls"]).trim(), "t");
+    // A family without a GC rule is listed as such (its map entry carries an empty value).
+    let families = cbt_ok(&host, &["ls", "t"]);
+    assert!(families.contains("cf"), "{families}");
+}
+
+#[test]
+fn cbt_instance_commands_over_memory() {
+    if cbt_or_skip("cbt_instance_commands_over_memory") {
+        cbt_instance_commands("memory:");
+    }
+}
+
+#[test]
+fn cbt_instance_commands_over_embedded() {
+    if cbt_or_skip("cbt_instance_commands_over_embedded") {
+        let dir = temp_dir("cbt-instance");
+        cbt_instance_commands(&format!("embedded:{}", dir.join("db.redb").display()));
     }
 }
 

@@ -1,8 +1,10 @@
 //! Bigtable v2 gRPC server over any rowkit [`Store`]: `google.bigtable.v2.Bigtable` (ReadRows,
-//! SampleRowKeys, MutateRow, MutateRows, CheckAndMutateRow, ReadModifyWriteRow, PingAndWarm)
-//! and the table-admin calls clients and `cbt` use (`google.bigtable.admin.v2.BigtableTableAdmin`:
-//! CreateTable, ListTables, GetTable, DeleteTable, ModifyColumnFamilies, DropRowRange). Every
-//! other RPC answers `UNIMPLEMENTED`. Clients reach it as any emulator:
+//! SampleRowKeys, MutateRow, MutateRows, CheckAndMutateRow, ReadModifyWriteRow, PingAndWarm),
+//! the table-admin calls clients and `cbt` use (`google.bigtable.admin.v2.BigtableTableAdmin`:
+//! CreateTable, ListTables, GetTable, DeleteTable, ModifyColumnFamilies, DropRowRange,
+//! GenerateConsistencyToken, CheckConsistency) and the instance admin's reads of the one
+//! instance the server is (`BigtableInstanceAdmin`: instance, cluster, app profiles; its
+//! writes answer `PERMISSION_DENIED`). Every other RPC answers `UNIMPLEMENTED`. Clients reach it as any emulator:
 //! `BIGTABLE_EMULATOR_HOST=ADDR`.
 //!
 //! - Semantics: every data call runs through the store's one evaluator
@@ -25,8 +27,11 @@
 
 mod admin;
 pub mod background;
+mod consistency;
 mod data;
+mod instance;
 mod names;
+pub mod wire;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -47,7 +52,7 @@ pub mod generated {
     pub mod bigtable {
         include!(concat!(env!("OUT_DIR"), "/google.bigtable.v2.rs"));
     }
-    /// `google.bigtable.admin.v2.BigtableTableAdmin` (and the instance admin, unused).
+    /// `google.bigtable.admin.v2.BigtableTableAdmin` and `BigtableInstanceAdmin`.
     #[allow(missing_docs, clippy::all)]
     pub mod admin {
         include!(concat!(env!("OUT_DIR"), "/google.bigtable.admin.v2.rs"));
@@ -149,6 +154,7 @@ impl GrpcServer {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), tonic::transport::Error> {
+        use generated::admin::bigtable_instance_admin_server::BigtableInstanceAdminServer;
         use generated::admin::bigtable_table_admin_server::BigtableTableAdminServer;
         use generated::bigtable::bigtable_server::BigtableServer;
         let (token, observer) = (self.token, self.observer);
@@ -169,9 +175,10 @@ impl GrpcServer {
         let data = BigtableServer::new(data::DataService(self.shared.clone()))
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        let admin = BigtableTableAdminServer::new(admin::AdminService(self.shared))
+        let admin = BigtableTableAdminServer::new(admin::AdminService::new(self.shared))
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        let instance_admin = BigtableInstanceAdminServer::new(instance::InstanceAdminService);
         // Without TCP_NODELAY a small reply waits for the client's delayed ACK (~40 ms).
         let incoming =
             tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
@@ -185,7 +192,12 @@ impl GrpcServer {
                 auth.clone(),
             ))
             .add_service(tonic::service::interceptor::InterceptedService::new(
-                admin, auth,
+                admin,
+                auth.clone(),
+            ))
+            .add_service(tonic::service::interceptor::InterceptedService::new(
+                instance_admin,
+                auth,
             ))
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await
