@@ -443,11 +443,13 @@ impl BigtableConnection {
 
     // --- table admin ---------------------------------------------------------------------
 
-    /// Creates a table with its families and their GC rules (`ALREADY_EXISTS` if it exists).
+    /// Creates a table with its families and their GC rules, pre-split at `splits` (CreateTable's
+    /// `initial_splits`; `ALREADY_EXISTS` if it exists).
     pub async fn create_table(
         &self,
         table: &str,
         families: &[ColumnFamily],
+        splits: &[Vec<u8>],
     ) -> Result<(), StoreError> {
         let msg = admin::CreateTableRequest {
             parent: self.shared.instance.clone(),
@@ -459,7 +461,10 @@ impl BigtableConnection {
                     .collect(),
                 ..Default::default()
             }),
-            ..Default::default()
+            initial_splits: splits
+                .iter()
+                .map(|key| admin::create_table_request::Split { key: key.clone() })
+                .collect(),
         };
         self.send(msg).await?;
         Ok(())

@@ -46,6 +46,8 @@ pub struct MemoryStore {
 struct Table {
     /// Ascending by name; shared with the evaluator's requests ([`TableStorage::schema`]).
     families: Arc<[ColumnFamily]>,
+    /// CreateTable's split points, ascending.
+    splits: Arc<[Vec<u8>]>,
     rows: BTreeMap<Vec<u8>, StoredRow>,
 }
 
@@ -187,7 +189,12 @@ fn scan<'t>(
 impl TableStorage for MemoryStore {
     type Row<'t> = MemoryRow;
 
-    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         validate_schema(table, families)?;
         let mut tables = self.write()?;
         if tables.contains_key(table) {
@@ -203,10 +210,16 @@ impl TableStorage for MemoryStore {
             table.to_string(),
             Table {
                 families,
+                splits: splits.into(),
                 rows: BTreeMap::new(),
             },
         );
         Ok(())
+    }
+
+    fn splits(&self, table: &str) -> Result<Arc<[Vec<u8>]>, StoreError> {
+        let tables = self.read()?;
+        Ok(Arc::clone(&get_table(&tables, table)?.splits))
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {

@@ -5,7 +5,8 @@ use base64::Engine as _;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use prost::Message as _;
 use rowkit_bigtable::convert::{self, ConvertError};
-use rowkit_gateway::serving::{self, Execution, StoreStream, StreamMsg};
+use rowkit_codec::model::Row;
+use rowkit_gateway::serving::{self, Encode, Execution, StoreStream, StreamMsg};
 use rowkit_statemachines::readrows::row_chunks;
 use rowkit_statemachines::{Code, Request, Response, StoreError};
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
@@ -81,32 +82,70 @@ fn unexpected(what: &str) -> StoreError {
     )
 }
 
-/// The wire messages of one ReadRows part: whole rows are cut as production does (values over
-/// [`VALUE_CHUNK_BYTES`] split, a response closed after [`RESPONSE_BYTES`] of values, a row's
-/// last chunk committing it); chunks a store already cut are passed on.
-fn read_rows_messages(part: Response) -> Result<Vec<pb::ReadRowsResponse>, StoreError> {
-    match part {
-        Response::ReadRowsPart(p) => Ok(vec![convert::read_rows_response_to_pb(p)]),
-        Response::Rows(rows) => {
-            let mut messages = Vec::new();
-            let mut current = pb::ReadRowsResponse::default();
-            let mut bytes = 0;
-            for row in rows {
-                for chunk in row_chunks(&row, Some(VALUE_CHUNK_BYTES)) {
-                    bytes += chunk.value.len();
-                    current.chunks.push(convert::chunk_to_pb(chunk));
-                    if bytes >= RESPONSE_BYTES {
-                        messages.push(std::mem::take(&mut current));
-                        bytes = 0;
-                    }
+/// ReadRows responses as production sends them: a row never spans two responses (Google's Go
+/// client and `cbt` check that every response ends on a row boundary); values over
+/// [`VALUE_CHUNK_BYTES`] are cut into chunks inside their row's response; small rows are packed
+/// into one response until it carries [`RESPONSE_BYTES`] of values, and a row larger than that
+/// is a response of its own (up to [`crate::MAX_MESSAGE_BYTES`]). Parts a store already cut
+/// (a network store, a store's test chunking) and scan markers (`last_scanned_row_key`) are
+/// sent as they are, after the rows packed before them.
+#[derive(Default)]
+struct ReadRowsPacker {
+    /// Rows packed and not sent yet.
+    packed: pb::ReadRowsResponse,
+    /// Value bytes in `packed`.
+    packed_bytes: usize,
+}
+
+impl ReadRowsPacker {
+    /// Adds one row's chunks, first sending the packed rows into `out` if the row would take
+    /// the response past [`RESPONSE_BYTES`], and the response itself once it reaches it.
+    fn pack(&mut self, row: &Row, out: &mut Vec<pb::ReadRowsResponse>) {
+        let row_bytes: usize = row.cells.iter().map(|c| c.value.len()).sum();
+        if !self.packed.chunks.is_empty() && self.packed_bytes + row_bytes > RESPONSE_BYTES {
+            self.flush(out);
+        }
+        self.packed.chunks.extend(
+            row_chunks(row, Some(VALUE_CHUNK_BYTES))
+                .into_iter()
+                .map(convert::chunk_to_pb),
+        );
+        self.packed_bytes += row_bytes;
+        if self.packed_bytes >= RESPONSE_BYTES {
+            self.flush(out);
+        }
+    }
+
+    fn flush(&mut self, out: &mut Vec<pb::ReadRowsResponse>) {
+        if !self.packed.chunks.is_empty() {
+            out.push(std::mem::take(&mut self.packed));
+        }
+        self.packed_bytes = 0;
+    }
+}
+
+impl Encode<pb::ReadRowsResponse> for ReadRowsPacker {
+    fn encode(&mut self, part: Response) -> Result<Vec<pb::ReadRowsResponse>, StoreError> {
+        let mut out = Vec::new();
+        match part {
+            Response::Rows(rows) => {
+                for row in &rows {
+                    self.pack(row, &mut out);
                 }
             }
-            if !current.chunks.is_empty() {
-                messages.push(current);
+            Response::ReadRowsPart(p) => {
+                self.flush(&mut out);
+                out.push(convert::read_rows_response_to_pb(p));
             }
-            Ok(messages)
+            _ => return Err(unexpected("ReadRows")),
         }
-        _ => Err(unexpected("ReadRows")),
+        Ok(out)
+    }
+
+    fn finish(&mut self) -> Vec<pb::ReadRowsResponse> {
+        let mut out = Vec::new();
+        self.flush(&mut out);
+        out
     }
 }
 
@@ -128,7 +167,11 @@ impl Bigtable for DataService {
             ));
         }
         let read = convert::read_rows_request_from_pb(r, table).map_err(bad_request)?;
-        Ok(self.stream(Request::ReadRows(read), Execution::Rows, read_rows_messages))
+        Ok(self.stream(
+            Request::ReadRows(read),
+            Execution::Rows,
+            ReadRowsPacker::default(),
+        ))
     }
 
     async fn sample_row_keys(
@@ -233,7 +276,7 @@ impl DataService {
         &self,
         request: Request,
         execution: Execution,
-        encode: impl FnMut(Response) -> Result<Vec<T>, StoreError> + Send + 'static,
+        encode: impl Encode<T>,
     ) -> GrpcResponse<ReplyStream<T>> {
         let now = self.0.clock.now();
         let rx = serving::stream(self.0.store.clone(), request, now, execution, encode);
@@ -264,41 +307,5 @@ mod tests {
         assert!(supports_reverse_scans(&md));
         md.insert("bigtable-features", "IAE=".parse().unwrap());
         assert!(!supports_reverse_scans(&md));
-    }
-
-    #[test]
-    fn big_rows_spread_over_responses() {
-        let cell = |q: &str, n: usize| Cell {
-            family: "f".into(),
-            qualifier: q.as_bytes().to_vec(),
-            timestamp: Timestamp(1000),
-            value: vec![7; n],
-            labels: Vec::new(),
-        };
-        let big = Row {
-            key: b"a".to_vec(),
-            cells: vec![cell("x", VALUE_CHUNK_BYTES * 2 + 5), cell("y", 3)],
-        };
-        let small = Row {
-            key: b"b".to_vec(),
-            cells: vec![cell("x", 3)],
-        };
-        let messages =
-            read_rows_messages(Response::Rows(vec![Arc::new(big), Arc::new(small)])).unwrap();
-        // 1 MiB, 1 MiB, then the 5-byte tail, the small cell and the second row.
-        assert_eq!(messages.len(), 3);
-        assert_eq!(
-            messages[0].chunks[0].value_size as usize,
-            VALUE_CHUNK_BYTES * 2 + 5
-        );
-        assert_eq!(messages[2].chunks.len(), 3);
-        let merged: Vec<u8> = messages
-            .iter()
-            .flat_map(|m| &m.chunks)
-            .filter(|c| c.row_key.is_empty() || c.row_key == b"a")
-            .take(3)
-            .flat_map(|c| c.value.clone())
-            .collect();
-        assert_eq!(merged.len(), VALUE_CHUNK_BYTES * 2 + 5);
     }
 }
