@@ -308,4 +308,138 @@ mod tests {
         md.insert("bigtable-features", "IAE=".parse().unwrap());
         assert!(!supports_reverse_scans(&md));
     }
+
+    fn cell(q: &str, n: usize) -> Cell {
+        Cell {
+            family: "f".into(),
+            qualifier: q.as_bytes().to_vec(),
+            timestamp: Timestamp(1000),
+            value: vec![7; n],
+            labels: Vec::new(),
+        }
+    }
+
+    fn row(key: &str, cells: Vec<Cell>) -> Arc<Row> {
+        Arc::new(Row {
+            key: key.as_bytes().to_vec(),
+            cells,
+        })
+    }
+
+    /// Feeds each part to a packer, then finishes it: the responses a client gets.
+    fn pack(parts: Vec<Response>) -> Vec<pb::ReadRowsResponse> {
+        let mut packer = ReadRowsPacker::default();
+        let mut out = Vec::new();
+        for part in parts {
+            out.extend(packer.encode(part).unwrap());
+        }
+        out.extend(packer.finish());
+        out
+    }
+
+    /// The row keys each response holds, in order: each row's key is on its first chunk.
+    fn keys_per_response(responses: &[pb::ReadRowsResponse]) -> Vec<Vec<String>> {
+        responses
+            .iter()
+            .map(|r| {
+                r.chunks
+                    .iter()
+                    .filter(|c| !c.row_key.is_empty())
+                    .map(|c| String::from_utf8(c.row_key.clone()).unwrap())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Every response ends with a committing chunk (no row left open), as the Go client's
+    /// `chunkReader.Close` after each response demands.
+    fn assert_rows_whole(responses: &[pb::ReadRowsResponse]) {
+        for (i, r) in responses.iter().enumerate() {
+            if let Some(last) = r.chunks.last() {
+                assert!(
+                    matches!(last.row_status, Some(pb::read_rows_response::cell_chunk::RowStatus::CommitRow(true))),
+                    "response {i} ends inside a row"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_big_value_is_chunked_inside_its_rows_response() {
+        let big = row("a", vec![cell("x", (1 << 21) + 5), cell("y", 3)]);
+        let small = row("b", vec![cell("x", 3)]);
+        let responses = pack(vec![Response::Rows(vec![big]), Response::Rows(vec![small])]);
+        assert_rows_whole(&responses);
+        assert_eq!(keys_per_response(&responses), [vec!["a"], vec!["b"]]);
+        // 2 MiB + 5 in three chunks (1 MiB, 1 MiB, 5), the first announcing the whole size.
+        let a = &responses[0].chunks;
+        assert_eq!(a.len(), 4);
+        assert_eq!(a[0].value_size, (1 << 21) + 5);
+        assert_eq!(
+            a.iter().take(3).map(|c| c.value.len()).collect::<Vec<_>>(),
+            [1 << 20, 1 << 20, 5]
+        );
+        assert_eq!(a[2].value_size, 0);
+    }
+
+    #[test]
+    fn a_wide_row_is_one_response() {
+        let cells = (0..1500).map(|i| cell(&format!("q{i:04}"), 1024)).collect();
+        let responses = pack(vec![Response::Rows(vec![row("wide", cells)])]);
+        assert_eq!(responses.len(), 1);
+        assert_eq!(responses[0].chunks.len(), 1500);
+        assert_rows_whole(&responses);
+    }
+
+    #[test]
+    fn small_rows_are_packed_up_to_about_a_mebibyte() {
+        // 100 rows of 100 KiB: 10 fit under 1 MiB, the 11th would pass it.
+        let parts = (0..100)
+            .map(|i| Response::Rows(vec![row(&format!("r{i:03}"), vec![cell("q", 100 << 10)])]))
+            .collect();
+        let responses = pack(parts);
+        assert_rows_whole(&responses);
+        let sizes: Vec<usize> = keys_per_response(&responses).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [10, 10, 10, 10, 10, 10, 10, 10, 10, 10]);
+        // Rows before a bigger one are sent without it; the big one goes alone.
+        let responses = pack(vec![
+            Response::Rows(vec![row("a", vec![cell("q", 10)])]),
+            Response::Rows(vec![row("b", vec![cell("q", 1 << 20)])]),
+            Response::Rows(vec![row("c", vec![cell("q", 10)])]),
+        ]);
+        assert_eq!(keys_per_response(&responses), [vec!["a"], vec!["b"], vec!["c"]]);
+    }
+
+    #[test]
+    fn a_scan_marker_follows_the_rows_before_it() {
+        let marker = Response::ReadRowsPart(rowkit_statemachines::ReadRowsResponse {
+            chunks: Vec::new(),
+            last_scanned_row_key: b"m".to_vec(),
+        });
+        let responses = pack(vec![
+            Response::Rows(vec![row("a", vec![cell("q", 1)])]),
+            marker,
+            Response::Rows(vec![row("z", vec![cell("q", 1)])]),
+        ]);
+        assert_eq!(responses.len(), 3);
+        assert_eq!(keys_per_response(&responses[..1]), [vec!["a"]]);
+        assert!(responses[1].chunks.is_empty());
+        assert_eq!(responses[1].last_scanned_row_key, b"m");
+        assert_eq!(keys_per_response(&responses[2..]), [vec!["z"]]);
+    }
+
+    #[test]
+    fn finish_sends_what_is_packed_once() {
+        let mut packer = ReadRowsPacker::default();
+        assert!(
+            packer
+                .encode(Response::Rows(vec![row("a", vec![cell("q", 1)])]))
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(keys_per_response(&packer.finish()), [vec!["a"]]);
+        assert!(packer.finish().is_empty());
+        assert!(packer.encode(Response::MutateRow).is_err());
+    }
 }
+
