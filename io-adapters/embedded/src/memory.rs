@@ -1014,38 +1014,4 @@ mod tests {
         }
         assert!(valid > 300, "only {valid} valid filters generated");
     }
-
-    #[test]
-    fn sample_row_keys_every_interval() {
-        use crate::semantics::SAMPLE_INTERVAL_BYTES;
-        use rowkit_statemachines::SampleRowKeysRequest;
-        let s = store(&["cf"]);
-        let value = vec![7u8; 6 << 20];
-        let keys = [&b"k1"[..], b"k2", b"k3", b"k4", b"k5"];
-        for k in keys {
-            mutate(&s, k, vec![set("cf", b"q", 1, &value)]).unwrap();
-        }
-        let row = 2 + 2 + 1 + 8 + value.len() as i64;
-        let req = Request::SampleRowKeys(SampleRowKeysRequest {
-            table: "t".into(),
-            ..Default::default()
-        });
-        let samples: Vec<(Vec<u8>, i64)> = match Store::execute(&s, req, NOW).unwrap() {
-            Reply::Stream(parts) => parts
-                .map(|p| match p.unwrap() {
-                    Response::SampleRowKeysPart(p) => (p.row_key, p.offset_bytes),
-                    other => panic!("{other:?}"),
-                })
-                .collect(),
-            Reply::Unary(r) => panic!("{r:?}"),
-        };
-        // 6 MiB rows and a 16 MiB interval: a sample before the 4th row, then the end.
-        assert!(
-            3 * row as u64 >= SAMPLE_INTERVAL_BYTES && (2 * row as u64) < SAMPLE_INTERVAL_BYTES
-        );
-        assert_eq!(
-            samples,
-            vec![(b"k4".to_vec(), 3 * row), (Vec::new(), 5 * row)]
-        );
-    }
 }

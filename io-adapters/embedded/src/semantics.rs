@@ -31,7 +31,7 @@ use rowkit_statemachines::{
 };
 
 pub use filter::CompiledFilter;
-pub use read::SAMPLE_INTERVAL_BYTES;
+pub use read::{SAMPLE_INTERVAL_BYTES, SCANNED_BYTES_BEFORE_MARKER, SCANNED_ROWS_BEFORE_MARKER};
 /// Where the chunks of a row are cut: one function, in `rowkit-statemachines` beside the merger.
 pub use rowkit_statemachines::readrows::row_chunks;
 pub(crate) use validate::remove_from_schema;

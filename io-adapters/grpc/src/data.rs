@@ -357,7 +357,12 @@ mod tests {
         for (i, r) in responses.iter().enumerate() {
             if let Some(last) = r.chunks.last() {
                 assert!(
-                    matches!(last.row_status, Some(pb::read_rows_response::cell_chunk::RowStatus::CommitRow(true))),
+                    matches!(
+                        last.row_status,
+                        Some(pb::read_rows_response::cell_chunk::RowStatus::CommitRow(
+                            true
+                        ))
+                    ),
                     "response {i} ends inside a row"
                 );
             }
@@ -407,7 +412,10 @@ mod tests {
             Response::Rows(vec![row("b", vec![cell("q", 1 << 20)])]),
             Response::Rows(vec![row("c", vec![cell("q", 10)])]),
         ]);
-        assert_eq!(keys_per_response(&responses), [vec!["a"], vec!["b"], vec!["c"]]);
+        assert_eq!(
+            keys_per_response(&responses),
+            [vec!["a"], vec!["b"], vec!["c"]]
+        );
     }
 
     #[test]
@@ -442,4 +450,3 @@ mod tests {
         assert!(packer.encode(Response::MutateRow).is_err());
     }
 }
-
