@@ -40,14 +40,14 @@ fn target_table(table_name: &str, views: &[&str]) -> Result<String, Status> {
     names::table_id(table_name).map_err(status)
 }
 
-/// Whether the client declared reverse-scan support: metadata `bigtable-features` = web-safe
-/// base64 of a `FeatureFlags` message with `reverse_scans` (`spec/bigtable.md` 9.2).
-fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
+/// What the client declared it supports: metadata `bigtable-features` = web-safe base64 of a
+/// `FeatureFlags` message (`spec/bigtable.md` 9.2); none when missing or unreadable.
+fn feature_flags(metadata: &tonic::metadata::MetadataMap) -> pb::FeatureFlags {
     let Some(value) = metadata
         .get("bigtable-features")
         .and_then(|v| v.to_str().ok())
     else {
-        return false;
+        return pb::FeatureFlags::default();
     };
     let trimmed = value.trim_end_matches('=');
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -55,7 +55,12 @@ fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
         .decode(trimmed)
         .ok()
         .and_then(|bytes| pb::FeatureFlags::decode(bytes.as_slice()).ok())
-        .is_some_and(|flags| flags.reverse_scans)
+        .unwrap_or_default()
+}
+
+/// Whether the client declared reverse-scan support (`reverse_scans`).
+fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
+    feature_flags(metadata).reverse_scans
 }
 
 /// Turns the serving channel into a gRPC response stream: parts, then OK or the error status;
@@ -87,10 +92,13 @@ fn unexpected(what: &str) -> StoreError {
 /// [`VALUE_CHUNK_BYTES`] are cut into chunks inside their row's response; small rows are packed
 /// into one response until it carries [`RESPONSE_BYTES`] of values, and a row larger than that
 /// is a response of its own (up to [`crate::MAX_MESSAGE_BYTES`]). Parts a store already cut
-/// (a network store, a store's test chunking) and scan markers (`last_scanned_row_key`) are
-/// sent as they are, after the rows packed before them.
+/// (a network store, a store's test chunking) are sent as they are, after the rows packed
+/// before them; so are scan markers (`last_scanned_row_key`), but only to a client that
+/// declared `last_scanned_row_responses`, as production does (`feature_flags.proto`).
 #[derive(Default)]
 struct ReadRowsPacker {
+    /// The client takes responses that carry only `last_scanned_row_key`.
+    scan_markers: bool,
     /// Rows packed and not sent yet.
     packed: pb::ReadRowsResponse,
     /// Value bytes in `packed`.
@@ -133,7 +141,13 @@ impl Encode<pb::ReadRowsResponse> for ReadRowsPacker {
                     self.pack(row, &mut out);
                 }
             }
-            Response::ReadRowsPart(p) => {
+            Response::ReadRowsPart(mut p) => {
+                if !self.scan_markers {
+                    if p.chunks.is_empty() {
+                        return Ok(out);
+                    }
+                    p.last_scanned_row_key.clear();
+                }
                 self.flush(&mut out);
                 out.push(convert::read_rows_response_to_pb(p));
             }
@@ -155,7 +169,8 @@ impl Bigtable for DataService {
         &self,
         request: GrpcRequest<pb::ReadRowsRequest>,
     ) -> Result<GrpcResponse<ReplyStream<pb::ReadRowsResponse>>, Status> {
-        let reverse_ok = supports_reverse_scans(request.metadata());
+        let flags = feature_flags(request.metadata());
+        let reverse_ok = flags.reverse_scans;
         let r = request.into_inner();
         let table = target_table(
             &r.table_name,
@@ -170,7 +185,10 @@ impl Bigtable for DataService {
         Ok(self.stream(
             Request::ReadRows(read),
             Execution::Rows,
-            ReadRowsPacker::default(),
+            ReadRowsPacker {
+                scan_markers: flags.last_scanned_row_responses,
+                ..ReadRowsPacker::default()
+            },
         ))
     }
 
@@ -307,6 +325,7 @@ mod tests {
         assert!(supports_reverse_scans(&md));
         md.insert("bigtable-features", "IAE=".parse().unwrap());
         assert!(!supports_reverse_scans(&md));
+        assert!(feature_flags(&md).last_scanned_row_responses);
     }
 
     fn cell(q: &str, n: usize) -> Cell {
@@ -328,7 +347,14 @@ mod tests {
 
     /// Feeds each part to a packer, then finishes it: the responses a client gets.
     fn pack(parts: Vec<Response>) -> Vec<pb::ReadRowsResponse> {
-        let mut packer = ReadRowsPacker::default();
+        pack_for(true, parts)
+    }
+
+    fn pack_for(scan_markers: bool, parts: Vec<Response>) -> Vec<pb::ReadRowsResponse> {
+        let mut packer = ReadRowsPacker {
+            scan_markers,
+            ..ReadRowsPacker::default()
+        };
         let mut out = Vec::new();
         for part in parts {
             out.extend(packer.encode(part).unwrap());
@@ -420,20 +446,27 @@ mod tests {
 
     #[test]
     fn a_scan_marker_follows_the_rows_before_it() {
-        let marker = Response::ReadRowsPart(rowkit_statemachines::ReadRowsResponse {
-            chunks: Vec::new(),
-            last_scanned_row_key: b"m".to_vec(),
-        });
-        let responses = pack(vec![
-            Response::Rows(vec![row("a", vec![cell("q", 1)])]),
-            marker,
-            Response::Rows(vec![row("z", vec![cell("q", 1)])]),
-        ]);
+        let parts = || {
+            vec![
+                Response::Rows(vec![row("a", vec![cell("q", 1)])]),
+                Response::ReadRowsPart(rowkit_statemachines::ReadRowsResponse {
+                    chunks: Vec::new(),
+                    last_scanned_row_key: b"m".to_vec(),
+                }),
+                Response::Rows(vec![row("z", vec![cell("q", 1)])]),
+            ]
+        };
+        let responses = pack(parts());
         assert_eq!(responses.len(), 3);
         assert_eq!(keys_per_response(&responses[..1]), [vec!["a"]]);
         assert!(responses[1].chunks.is_empty());
         assert_eq!(responses[1].last_scanned_row_key, b"m");
         assert_eq!(keys_per_response(&responses[2..]), [vec!["z"]]);
+        // A client that did not declare `last_scanned_row_responses` gets no marker, and the
+        // rows stay packed together.
+        let responses = pack_for(false, parts());
+        assert_eq!(keys_per_response(&responses), [vec!["a", "z"]]);
+        assert!(responses[0].last_scanned_row_key.is_empty());
     }
 
     #[test]

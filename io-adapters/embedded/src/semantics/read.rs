@@ -96,7 +96,11 @@ impl<S: TableStorage> ReadStream<'_, S> {
             } else {
                 self.after = Some(row.key.clone());
             }
-            let scanned_bytes = row_size(&row.key, &row.cells);
+            // Only a filter can leave a row empty: only then is its size needed.
+            let scanned_bytes = match self.filter {
+                Some(_) => row_size(&row.key, &row.cells),
+                None => 0,
+            };
             let cells = match &self.filter {
                 Some(f) => f.apply(&row.key, row.cells, &mut self.rng),
                 None => row.cells,
