@@ -445,9 +445,18 @@ impl BigtableConnection {
 
     // --- table admin ---------------------------------------------------------------------
 
-    /// Creates a table with its families and their GC rules, pre-split at `splits` (CreateTable's
-    /// `initial_splits`; `ALREADY_EXISTS` if it exists).
+    /// Creates a table with its families and their GC rules (`ALREADY_EXISTS` if it exists).
     pub async fn create_table(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+    ) -> Result<(), StoreError> {
+        self.create_table_with_splits(table, families, &[]).await
+    }
+
+    /// [`BigtableConnection::create_table`], pre-split at `splits` (CreateTable's
+    /// `initial_splits`).
+    pub async fn create_table_with_splits(
         &self,
         table: &str,
         families: &[ColumnFamily],

@@ -142,7 +142,7 @@ impl Store for BigtableStore {
         splits: &[Vec<u8>],
     ) -> Result<(), StoreError> {
         self.runtime
-            .block_on(self.conn.create_table(table, families, splits))
+            .block_on(self.conn.create_table_with_splits(table, families, splits))
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {

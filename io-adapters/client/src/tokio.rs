@@ -80,7 +80,7 @@ impl Driver for TokioDriver {
         table: &str,
         families: &[ColumnFamily],
     ) -> impl Future<Output = Result<(), StoreError>> {
-        self.conn.create_table(table, families, &[])
+        self.conn.create_table(table, families)
     }
 
     fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {

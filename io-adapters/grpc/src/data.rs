@@ -58,11 +58,6 @@ fn feature_flags(metadata: &tonic::metadata::MetadataMap) -> pb::FeatureFlags {
         .unwrap_or_default()
 }
 
-/// Whether the client declared reverse-scan support (`reverse_scans`).
-fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
-    feature_flags(metadata).reverse_scans
-}
-
 /// Turns the serving channel into a gRPC response stream: parts, then OK or the error status;
 /// a channel closed without either is `INTERNAL`.
 fn reply_stream<T: Send + 'static>(rx: StoreStream<T>) -> ReplyStream<T> {
@@ -322,13 +317,13 @@ mod tests {
     #[test]
     fn reverse_scan_flag() {
         let mut md = tonic::metadata::MetadataMap::new();
-        assert!(!supports_reverse_scans(&md));
+        assert!(!feature_flags(&md).reverse_scans);
         md.insert("bigtable-features", "CAE=".parse().unwrap());
-        assert!(supports_reverse_scans(&md));
+        assert!(feature_flags(&md).reverse_scans);
         md.insert("bigtable-features", "CAEgAQ".parse().unwrap());
-        assert!(supports_reverse_scans(&md));
+        assert!(feature_flags(&md).reverse_scans);
         md.insert("bigtable-features", "IAE=".parse().unwrap());
-        assert!(!supports_reverse_scans(&md));
+        assert!(!feature_flags(&md).reverse_scans);
         assert!(feature_flags(&md).last_scanned_row_responses);
     }
 
