@@ -98,8 +98,8 @@ impl<S: TableStorage> Store for S {
     }
 }
 
-/// CreateTable's `initial_splits` as a store keeps them: ascending, each once. An empty key or
-/// one longer than a row key may be is `INVALID_ARGUMENT`, as in production.
+/// CreateTable's `initial_splits` as a store keeps them: ascending, each once. An empty key
+/// (no split point) or one longer than a row key may be is refused (`INVALID_ARGUMENT`).
 pub fn normalize_splits(splits: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, StoreError> {
     for key in splits {
         if key.is_empty() || key.len() > limits::MAX_ROW_KEY_BYTES {

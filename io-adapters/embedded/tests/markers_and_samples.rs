@@ -264,7 +264,7 @@ fn initial_splits_are_samples_and_persist() {
         samples(&RedbStore::open(&path).unwrap()),
         [(String::new(), 0)]
     );
-    // An empty key is refused, as production refuses it.
+    // An empty key is no split point: refused.
     let err = memory
         .create_table_with_splits("u", &[ColumnFamily::new("cf")], &[Vec::new()])
         .unwrap_err();

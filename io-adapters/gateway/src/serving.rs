@@ -181,11 +181,10 @@ impl<T> StoreStream<T> {
 
 /// Runs a streamed request and returns its messages: each store part becomes the parts
 /// `encode` makes of it, then what [`Encode::finish`] still holds, then [`StreamMsg::End`] or
-/// [`StreamMsg::Failed`]. A few point reads
-/// are answered on the calling thread; anything else runs on a blocking thread (encoding
-/// there too) behind a bounded channel, so the scan waits while the channel is full and stops
-/// when the receiver is dropped. A channel that closes without `End` or `Failed` means the
-/// task died.
+/// [`StreamMsg::Failed`]. A few point reads are answered on the calling thread; anything else
+/// runs on a blocking thread (encoding there too) behind a bounded channel, so the scan waits
+/// while the channel is full and stops when the receiver is dropped. A channel that closes
+/// without `End` or `Failed` means the task died.
 pub fn stream<T: Send + 'static>(
     store: Arc<dyn Store>,
     request: Request,
