@@ -38,9 +38,11 @@ pub const MAX_DECODING_MESSAGE_SIZE: usize = 256 << 20;
 /// plus its framing, a few bytes per mutation for at most 100 000 mutations, hence 4 MiB over
 /// 256 MiB. rowkit's gRPC server accepts the same.
 pub const MAX_ENCODING_MESSAGE_SIZE: usize = (256 + 4) << 20;
-/// `bigtable-features` metadata: `FeatureFlags { reverse_scans: true }`, websafe base64
-/// (`spec/bigtable.md` 9.2). Without it the server refuses reversed reads.
-pub const FEATURE_FLAGS: &str = "CAE=";
+/// `bigtable-features` metadata: `FeatureFlags { reverse_scans: true,
+/// last_scanned_row_responses: true }`, websafe base64 (`spec/bigtable.md` 9.2). Without
+/// `reverse_scans` the server refuses reversed reads; with `last_scanned_row_responses` it may
+/// tell how far a filtered scan got, which the merger keeps for a retry.
+pub const FEATURE_FLAGS: &str = "CAEgAQ==";
 
 /// A stream of response parts. [`BigtableConnection::execute`] yields parts only;
 /// [`BigtableConnection::call`] appends [`Response::StreamEnd`] after a clean end.
@@ -502,6 +504,17 @@ impl BigtableConnection {
         table: &str,
         families: &[ColumnFamily],
     ) -> Result<(), StoreError> {
+        self.create_table_with_splits(table, families, &[]).await
+    }
+
+    /// [`BigtableConnection::create_table`], pre-split at `splits` (CreateTable's
+    /// `initial_splits`).
+    pub async fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         let msg = admin::CreateTableRequest {
             parent: self.shared.instance.clone(),
             table_id: table.to_string(),
@@ -512,7 +525,10 @@ impl BigtableConnection {
                     .collect(),
                 ..Default::default()
             }),
-            ..Default::default()
+            initial_splits: splits
+                .iter()
+                .map(|key| admin::create_table_request::Split { key: key.clone() })
+                .collect(),
         };
         self.send(msg).await?;
         Ok(())
@@ -674,7 +690,7 @@ mod tests {
                 md.get("x-goog-request-params").unwrap(),
                 "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id=ap"
             );
-            assert_eq!(md.get("bigtable-features").unwrap(), "CAE=");
+            assert_eq!(md.get("bigtable-features").unwrap(), "CAEgAQ==");
             assert_eq!(md.get("authorization").unwrap(), "Bearer tok");
             let parent = admin::ListTablesRequest {
                 parent: conn.shared.instance.clone(),

@@ -140,8 +140,18 @@ impl Store for BigtableStore {
     }
 
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.create_table_with_splits(table, families, &[])
+    }
+
+    /// CreateTable with `initial_splits`: Bigtable pre-splits the table's tablets there.
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         self.runtime
-            .block_on(self.conn.create_table(table, families))
+            .block_on(self.conn.create_table_with_splits(table, families, splits))
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {

@@ -203,6 +203,10 @@ pub enum AdminCommand {
         /// or both separated by `,` (a cell goes when either rule says so).
         #[arg(long = "family", value_name = "F[:POLICY]", required = true)]
         families: Vec<String>,
+        /// A split point (repeatable; escaped key text or `hex:…`): CreateTable's
+        /// `initial_splits`, among the keys SampleRowKeys reports.
+        #[arg(long = "split", value_name = "KEY")]
+        splits: Vec<String>,
     },
     /// List the tables of the store.
     ListTables,

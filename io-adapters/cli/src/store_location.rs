@@ -110,6 +110,16 @@ impl Store for StoreOnFirstUse {
         self.get()?.create_table(table, families)
     }
 
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
+        self.get()?
+            .create_table_with_splits(table, families, splits)
+    }
+
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
         self.get()?.delete_table(table)
     }

@@ -234,9 +234,10 @@ impl BigtableTableAdmin for AdminService {
                 families.push(family_from_pb(name, family)?);
             }
         }
+        let splits: Vec<Vec<u8>> = r.initial_splits.into_iter().map(|s| s.key).collect();
         let store = self.shared.store.clone();
         let table = serving::blocking(move || {
-            store.create_table(&r.table_id, &families)?;
+            store.create_table_with_splits(&r.table_id, &families, &splits)?;
             table_pb(store.as_ref(), &r.table_id, &at, &SCHEMA)
         })
         .await

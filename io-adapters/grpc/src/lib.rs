@@ -15,8 +15,10 @@
 //!   the client side uses, converted by `rowkit_bigtable::convert`.
 //! - ReadRows streams from the store row by row through a bounded channel (no whole-table
 //!   buffering; a slow reader holds no lock and blocks no writer), cuts values into
-//!   [`VALUE_CHUNK_BYTES`] chunks and rows into responses of about [`RESPONSE_BYTES`], as
-//!   production does. Messages of up to [`MAX_MESSAGE_BYTES`] are accepted and sent.
+//!   [`VALUE_CHUNK_BYTES`] chunks and packs whole rows into responses of about
+//!   [`RESPONSE_BYTES`], never splitting a row, and sends `last_scanned_row_key` after a long
+//!   filtered-out stretch, as production does. Messages of up to [`MAX_MESSAGE_BYTES`] are
+//!   accepted and sent.
 //! - Exposure: the JSON gateway's rule (`rowkit_gateway::serving`): loopback without a token,
 //!   any other address only with one, checked as `authorization: Bearer TOKEN` metadata.
 //!   [`GrpcServer::with_tls`] serves TLS instead of plaintext (rustls, ring), for clients that
@@ -67,8 +69,8 @@ pub const MAX_MESSAGE_BYTES: usize = rowkit_bigtable::MAX_ENCODING_MESSAGE_SIZE;
 /// Values longer than this are split over several chunks (`value_size` on all but the last).
 pub const VALUE_CHUNK_BYTES: usize = 1 << 20;
 
-/// A ReadRows response is closed once its chunks carry this many value bytes; a row larger
-/// than that spreads over several responses.
+/// A ReadRows response takes no further row once its chunks carry this many value bytes;
+/// a row is never split over responses, so a larger row is a response of its own.
 pub const RESPONSE_BYTES: usize = 1 << 20;
 
 /// The default address of `rowkit serve --grpc`.
