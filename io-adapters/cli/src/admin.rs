@@ -15,14 +15,24 @@ use crate::output::{Output, Progress, bytes_fields};
 /// Runs one admin command.
 pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliError> {
     match cmd {
-        AdminCommand::CreateTable { name, families } => {
+        AdminCommand::CreateTable {
+            name,
+            families,
+            splits,
+        } => {
             let families = families
                 .iter()
                 .map(|f| parse_family(f))
                 .collect::<Result<Vec<_>, _>>()?;
+            let splits = splits
+                .iter()
+                .map(|k| escape::parse(k).map_err(|e| CliError::usage(format!("split {k:?}: {e}"))))
+                .collect::<Result<Vec<_>, _>>()?;
             // Bigtable's rules, checked before the store is opened (bad input changes nothing).
             rowkit_embedded::semantics::validate_schema(name, &families)?;
-            ctx.store.create_table(name, &families)?;
+            rowkit_embedded::semantics::normalize_splits(&splits)?;
+            ctx.store
+                .create_table_with_splits(name, &families, &splits)?;
             if out.is_json() {
                 let fams: Vec<Value> = families.iter().map(family_json).collect();
                 outln!("{}", json!({"table": name, "families": fams}));

@@ -115,7 +115,7 @@ pub struct GlobalArgs {
 /// store is, and the clock, seed and deadline its machines run with.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`.
+    /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST:PORT[&ca=FILE]]`.
     #[arg(
         long,
         global = true,
@@ -203,6 +203,10 @@ pub enum AdminCommand {
         /// or both separated by `,` (a cell goes when either rule says so).
         #[arg(long = "family", value_name = "F[:POLICY]", required = true)]
         families: Vec<String>,
+        /// A split point (repeatable; escaped key text or `hex:…`): CreateTable's
+        /// `initial_splits`, among the keys SampleRowKeys reports.
+        #[arg(long = "split", value_name = "KEY")]
+        splits: Vec<String>,
     },
     /// List the tables of the store.
     ListTables,

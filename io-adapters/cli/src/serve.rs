@@ -62,6 +62,19 @@ pub struct ServeArgs {
     /// stores (Bigtable collects by itself).
     #[arg(long, default_value_t = rowkit_gateway::gc::DEFAULT_GC_INTERVAL.as_secs(), value_name = "SECS")]
     pub gc_interval: u64,
+    /// Serve --grpc over TLS with this certificate chain (PEM, the server's certificate
+    /// first), as Cloud Bigtable is reached: clients take `https://ADDR` as their endpoint and
+    /// trust the certificate's CA, instead of BIGTABLE_EMULATOR_HOST. Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["grpc", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM: PKCS#8, PKCS#1 or SEC1) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The contents of a `--FLAG FILE` argument.
+fn read_flag_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::usage(format!("--{flag} {}: {e}", path.display())))
 }
 
 /// `IP:PORT`, or `HOST:PORT` resolved now (an IPv4 address first, as `localhost` usually
@@ -110,6 +123,13 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         max_body_bytes: args.max_body_bytes,
         allowed_hosts: args.allowed_hosts.clone(),
     };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((
+            read_flag_file("tls-cert", cert)?,
+            read_flag_file("tls-key", key)?,
+        )),
+        _ => None,
+    };
     // Kept here as well as in the server so the store (which may own a Tokio runtime of its
     // own, for Bigtable) is dropped after the server's runtime, outside any async context.
     let store: Arc<dyn Store> = Arc::from(ctx.store);
@@ -132,7 +152,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                     listen,
                     token: config.token.clone(),
                 };
-                Some(
+                let server =
                     rowkit_grpc::GrpcServer::bind(grpc_config, store.clone(), clock.clone())
                         .await
                         .map_err(|e| match e {
@@ -140,8 +160,14 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                                 CliError::Store(StoreError::new(Code::Unavailable, e.to_string()))
                             }
                             _ => CliError::usage(e.to_string()),
-                        })?,
-                )
+                        })?;
+                Some(match &tls {
+                    Some((cert, key)) => server.with_tls(cert, key).map_err(|e| {
+                        let why = rowkit_bigtable::error_chain(&e);
+                        CliError::usage(format!("--tls-cert/--tls-key: {why}"))
+                    })?,
+                    None => server,
+                })
             }
             None => None,
         };
@@ -193,9 +219,14 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                 } else {
                     writeln!(std::io::stdout(), "{addr}")
                 };
+                let reach = if tls.is_some() {
+                    format!("TLS: endpoint https://{addr}")
+                } else {
+                    format!("BIGTABLE_EMULATOR_HOST={addr}")
+                };
                 let _ = writeln!(
                     err,
-                    "rowkit serve: Bigtable v2 gRPC API at {addr} (BIGTABLE_EMULATOR_HOST={addr}){}",
+                    "rowkit serve: Bigtable v2 gRPC API at {addr} ({reach}){}",
                     if config.token.is_some() { " (bearer token required)" } else { "" }
                 );
                 Some(tokio::spawn(server.serve(async {

@@ -16,7 +16,7 @@ pub enum StoreLocation {
     Memory,
     /// `embedded:PATH` — a redb file, created if missing.
     Embedded(PathBuf),
-    /// `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`.
+    /// `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST:PORT[&ca=FILE]]`.
     Bigtable(String),
 }
 
@@ -49,8 +49,9 @@ impl StoreLocation {
                 Ok(Box::new(RedbStore::open_read_only(path)?))
             }
             StoreLocation::Embedded(path) => Ok(Box::new(RedbStore::open(path)?)),
-            // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable
-            // with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials (google-cloud-auth).
+            // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable (or
+            // `?endpoint=`) with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials
+            // (google-cloud-auth), built on the store's own runtime.
             StoreLocation::Bigtable(url) => {
                 Ok(Box::new(rowkit_bigtable::BigtableStore::open(url)?))
             }
@@ -107,6 +108,16 @@ impl Store for StoreOnFirstUse {
 
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
         self.get()?.create_table(table, families)
+    }
+
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
+        self.get()?
+            .create_table_with_splits(table, families, splits)
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {

@@ -31,7 +31,7 @@ use rowkit_statemachines::{
 };
 
 pub use filter::CompiledFilter;
-pub use read::SAMPLE_INTERVAL_BYTES;
+pub use read::{SAMPLE_INTERVAL_BYTES, SCANNED_BYTES_BEFORE_MARKER, SCANNED_ROWS_BEFORE_MARKER};
 /// Where the chunks of a row are cut: one function, in `rowkit-statemachines` beside the merger.
 pub use rowkit_statemachines::readrows::row_chunks;
 pub(crate) use validate::remove_from_schema;
@@ -60,6 +60,17 @@ impl<S: TableStorage> Store for S {
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
         validate_schema(table, families)?;
         TableStorage::create_table(self, table, families)
+    }
+
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
+        validate_schema(table, families)?;
+        let splits = normalize_splits(splits)?;
+        TableStorage::create_table_with_splits(self, table, families, &splits)
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
@@ -97,6 +108,27 @@ impl<S: TableStorage> Store for S {
     }
 }
 
+/// CreateTable's `initial_splits` as a store keeps them: ascending, each once. An empty key
+/// (no split point) or one longer than a row key may be is refused (`INVALID_ARGUMENT`).
+pub fn normalize_splits(splits: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, StoreError> {
+    for key in splits {
+        if key.is_empty() || key.len() > limits::MAX_ROW_KEY_BYTES {
+            return Err(StoreError::new(
+                rowkit_statemachines::Code::InvalidArgument,
+                format!(
+                    "initial split keys must be 1 to {} bytes, got one of {}",
+                    limits::MAX_ROW_KEY_BYTES,
+                    key.len()
+                ),
+            ));
+        }
+    }
+    let mut sorted = splits.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    Ok(sorted)
+}
+
 /// [`Store::execute`] (`whole_rows`: [`Store::execute_local`]).
 fn execute<S: TableStorage>(
     store: &S,
@@ -116,14 +148,12 @@ fn execute<S: TableStorage>(
         Request::MutateRows(r) => writer.mutate_rows(r),
         Request::CheckAndMutateRow(r) => writer.check_and_mutate(r),
         Request::ReadModifyWriteRow(r) => writer.read_modify_write(r),
-        Request::SampleRowKeys(r) => Ok(Reply::Stream(Box::new(SampleStream {
-            store,
-            table: r.table,
-            after: None,
-            offset: 0,
-            last_sample: 0,
-            done: false,
-        }))),
+        Request::SampleRowKeys(r) => {
+            let splits = store.splits(&r.table)?;
+            Ok(Reply::Stream(Box::new(SampleStream::new(
+                store, r.table, &splits,
+            ))))
+        }
     }
 }
 
@@ -153,6 +183,9 @@ fn read_rows<S: TableStorage>(
         whole_rows,
         pending: VecDeque::new(),
         exhausted: false,
+        skipped_rows: 0,
+        skipped_bytes: 0,
+        marker: None,
     })))
 }
 

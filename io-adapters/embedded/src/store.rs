@@ -161,8 +161,20 @@ pub trait TableStorage: Send + Sync {
     where
         Self: 't;
 
-    /// Creates a table (`ALREADY_EXISTS` if it exists).
-    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError>;
+    /// Creates a table (`ALREADY_EXISTS` if it exists) with no split points.
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.create_table_with_splits(table, families, &[])
+    }
+    /// Creates a table (`ALREADY_EXISTS` if it exists) and keeps its split points (CreateTable's
+    /// `initial_splits`: ascending, distinct, non-empty) for SampleRowKeys.
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError>;
+    /// The split points the table was created with, ascending (`NOT_FOUND` if it is missing).
+    fn splits(&self, table: &str) -> Result<Arc<[Vec<u8>]>, StoreError>;
     /// Deletes a table and all its rows (`NOT_FOUND` if missing).
     fn delete_table(&self, table: &str) -> Result<(), StoreError>;
     /// Table ids in ascending order.
@@ -278,6 +290,25 @@ pub trait Store: Send + Sync {
     }
     /// Creates a table with its families (`ALREADY_EXISTS` if it exists).
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError>;
+    /// Creates a table with its families and initial split points (CreateTable's
+    /// `initial_splits`), which SampleRowKeys then reports among its samples as production
+    /// reports tablet boundaries. The default creates the table when there are none and
+    /// answers `UNIMPLEMENTED` otherwise; stores that keep splits implement it, wrappers
+    /// forward it.
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
+        if splits.is_empty() {
+            return self.create_table(table, families);
+        }
+        Err(StoreError::new(
+            rowkit_statemachines::Code::Unimplemented,
+            format!("this store cannot create table {table} with split points"),
+        ))
+    }
     /// Deletes a table.
     fn delete_table(&self, table: &str) -> Result<(), StoreError>;
     /// Table ids in ascending order.
