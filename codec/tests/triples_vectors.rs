@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{Cases, check_meta, hex, load};
+use common::{Cases, check_meta, hex, load, load_repo};
 use rowkit_codec::triples::keys::{self, DecodedKey, Index};
 use rowkit_codec::triples::{
     Literal, Node, Object, Predicate, Reason, Triple, put_varint, varint16,
@@ -156,43 +156,47 @@ fn node_uuids() {
 fn predicates() {
     let v = vectors();
     for c in v.predicates.non_empty("predicates") {
-        let p = Predicate::parse(c.input.as_bytes()).unwrap();
-        assert_eq!(p.to_text(), c.text.as_bytes(), "{c:?}");
-        assert_eq!(p.id(), c.id.as_bytes(), "{c:?}");
-        assert_eq!(p.is_immutable(), c.immutable, "{c:?}");
-        assert_eq!(p.uuid().to_text(), c.uuid, "{c:?}");
-        assert_eq!(p.partial_uuid().to_text(), c.partial_uuid, "{c:?}");
-        // The vector, not the parser, says whether there is an anchor.
-        match (
-            c.anchor_unix_nanos,
-            &c.anchor_varint16_hex,
-            c.cell_timestamp_micros,
-        ) {
-            (Some(nanos), Some(varint_hex), Some(cell_ts)) => {
-                assert!(!c.immutable, "{c:?}: anchored but immutable");
-                let a = p
-                    .anchor()
-                    .unwrap_or_else(|| panic!("{c:?}: the parser found no anchor"));
-                assert_eq!(a.unix_nano_wrapping(), nanos, "{c:?}");
-                assert_eq!(hex(&varint16(a.unix_nano_wrapping())), *varint_hex, "{c:?}");
-                let t = Triple {
-                    subject: Node::parse(b"/u<x>").unwrap(),
-                    predicate: p.clone(),
-                    object: Object::parse(b"/u<y>").unwrap(),
-                };
-                assert_eq!(keys::cell_timestamp(&t).0, cell_ts, "{c:?}");
-            }
-            (None, None, None) => {
-                assert!(c.immutable, "{c:?}: no anchor fields but not immutable");
-                assert!(p.anchor().is_none(), "{c:?}: the parser found an anchor");
-            }
-            _ => panic!(
-                "{c:?}: anchor_unix_nanos, anchor_varint16_hex and cell_timestamp_micros go together"
-            ),
-        }
-        // The text form round-trips.
-        assert_eq!(Predicate::parse(c.text.as_bytes()).unwrap(), p, "{c:?}");
+        check_predicate(c);
     }
+}
+
+fn check_predicate(c: &PredicateCase) {
+    let p = Predicate::parse(c.input.as_bytes()).unwrap();
+    assert_eq!(p.to_text(), c.text.as_bytes(), "{c:?}");
+    assert_eq!(p.id(), c.id.as_bytes(), "{c:?}");
+    assert_eq!(p.is_immutable(), c.immutable, "{c:?}");
+    assert_eq!(p.uuid().to_text(), c.uuid, "{c:?}");
+    assert_eq!(p.partial_uuid().to_text(), c.partial_uuid, "{c:?}");
+    // The vector, not the parser, says whether there is an anchor.
+    match (
+        c.anchor_unix_nanos,
+        &c.anchor_varint16_hex,
+        c.cell_timestamp_micros,
+    ) {
+        (Some(nanos), Some(varint_hex), Some(cell_ts)) => {
+            assert!(!c.immutable, "{c:?}: anchored but immutable");
+            let a = p
+                .anchor()
+                .unwrap_or_else(|| panic!("{c:?}: the parser found no anchor"));
+            assert_eq!(a.unix_nano_wrapping(), nanos, "{c:?}");
+            assert_eq!(hex(&varint16(a.unix_nano_wrapping())), *varint_hex, "{c:?}");
+            let t = Triple {
+                subject: Node::parse(b"/u<x>").unwrap(),
+                predicate: p.clone(),
+                object: Object::parse(b"/u<y>").unwrap(),
+            };
+            assert_eq!(keys::cell_timestamp(&t).0, cell_ts, "{c:?}");
+        }
+        (None, None, None) => {
+            assert!(c.immutable, "{c:?}: no anchor fields but not immutable");
+            assert!(p.anchor().is_none(), "{c:?}: the parser found an anchor");
+        }
+        _ => panic!(
+            "{c:?}: anchor_unix_nanos, anchor_varint16_hex and cell_timestamp_micros go together"
+        ),
+    }
+    // The text form round-trips.
+    assert_eq!(Predicate::parse(c.text.as_bytes()).unwrap(), p, "{c:?}");
 }
 
 #[test]
@@ -320,30 +324,58 @@ fn check_triple(e: &Expected<'_>) -> Triple {
 fn triples_and_row_keys() {
     let v = vectors();
     for c in v.triples.non_empty("triples") {
-        let what = format!("{} ({c:?})", c.source);
-        let t = check_triple(&Expected {
-            what: what.clone(),
-            input: &c.input,
-            text: &c.text,
-            graph: &c.graph,
-            triple_uuid: &c.triple_uuid,
-            family: &c.family,
-            timestamp_micros: Some(c.timestamp_micros),
-            cells: Some(&c.cells),
-        });
-        assert_eq!(t.subject.uuid().to_text(), c.subject_uuid, "{what}");
-        assert_eq!(t.predicate.uuid().to_text(), c.predicate_uuid, "{what}");
-        assert_eq!(
-            t.predicate.partial_uuid().to_text(),
-            c.predicate_partial_uuid,
-            "{what}"
-        );
-        assert_eq!(t.object.uuid().to_text(), c.object_uuid, "{what}");
-        if let Some(h) = &c.sha256_of_text {
-            use sha2::Digest;
-            assert_eq!(hex(&sha2::Sha256::digest(c.text.as_bytes())), *h, "{what}");
-            assert_eq!(hex(&sha2::Sha256::digest(t.to_text())), *h, "{what}");
-        }
+        check_triple_case(c);
+    }
+}
+
+fn check_triple_case(c: &TripleCase) {
+    let what = format!("{} ({c:?})", c.source);
+    let t = check_triple(&Expected {
+        what: what.clone(),
+        input: &c.input,
+        text: &c.text,
+        graph: &c.graph,
+        triple_uuid: &c.triple_uuid,
+        family: &c.family,
+        timestamp_micros: Some(c.timestamp_micros),
+        cells: Some(&c.cells),
+    });
+    assert_eq!(t.subject.uuid().to_text(), c.subject_uuid, "{what}");
+    assert_eq!(t.predicate.uuid().to_text(), c.predicate_uuid, "{what}");
+    assert_eq!(
+        t.predicate.partial_uuid().to_text(),
+        c.predicate_partial_uuid,
+        "{what}"
+    );
+    assert_eq!(t.object.uuid().to_text(), c.object_uuid, "{what}");
+    if let Some(h) = &c.sha256_of_text {
+        use sha2::Digest;
+        assert_eq!(hex(&sha2::Sha256::digest(c.text.as_bytes())), *h, "{what}");
+        assert_eq!(hex(&sha2::Sha256::digest(t.to_text())), *h, "{what}");
+    }
+}
+
+/// The repository's own vectors (`codec/tests/vectors/triples_gotext.json`, written by Go's
+/// `strconv.Quote` in `codec/tools/gotext/make_vectors.go`): predicate ids holding format and
+/// tag characters, unassigned code points and a flag emoji, which Go escapes, and a rune
+/// printable only from Unicode 15.0, which it keeps raw.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RepoFile {
+    meta: Value,
+    predicates: Cases<PredicateCase>,
+    triples: Cases<TripleCase>,
+}
+
+#[test]
+fn go_quote_escapes_like_go_1_24() {
+    let v: RepoFile = load_repo("triples_gotext.json");
+    check_meta(&v.meta, "triples.md");
+    for c in v.predicates.non_empty("predicates") {
+        check_predicate(c);
+    }
+    for c in v.triples.non_empty("triples") {
+        check_triple_case(c);
     }
 }
 

@@ -179,3 +179,158 @@ fn a_repair_sleeps_until_due_and_ends_aborted_when_cancelled() {
     // Cancel and deadline end every objmeta operation the same way, repairs included.
     assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
 }
+
+/// The row key of Arsenal key `ak` in bucket `b` (`objmeta.md` 5.2: collection, NUL, key).
+fn bucket_row(ak: &str) -> Vec<u8> {
+    [b"b\0".as_slice(), ak.as_bytes()].concat()
+}
+
+/// `ReadRows` of `rows` on the objmeta table with the `LIVE_VALUE` filter.
+fn live_read(rows: rowkit_codec::model::RowSet, rows_limit: i64) -> Request {
+    Request::ReadRows(rowkit_statemachines::ReadRowsRequest {
+        table: "objmeta".into(),
+        app_profile_id: String::new(),
+        rows,
+        filter: Some(rowkit_codec::objmeta::cells::filters::live_value()),
+        rows_limit,
+        reversed: false,
+    })
+}
+
+/// `getLatestVersion(key)` on a v1 bucket (`objmeta.md` 9.1): the version rows of `key`, both
+/// ends exclusive, one row.
+fn latest_version_read(key: &str) -> Request {
+    use rowkit_codec::model::{KeyBound, RowRange, RowSet};
+    live_read(
+        RowSet::range(RowRange {
+            start: KeyBound::Open(bucket_row(&format!("\x7fV{key}\0"))),
+            end: KeyBound::Open(bucket_row(&format!("\x7fV{key}\x01"))),
+        }),
+        1,
+    )
+}
+
+/// A row holding document `doc` (its `d:value` cell) as one committed chunk.
+fn doc_part(row: Vec<u8>, doc: &str) -> Response {
+    Response::ReadRowsPart(rowkit_statemachines::ReadRowsResponse {
+        chunks: vec![rowkit_statemachines::CellChunk {
+            row_key: row,
+            family_name: Some("d".into()),
+            qualifier: Some(b"value".to_vec()),
+            value: doc.as_bytes().to_vec(),
+            row_status: rowkit_statemachines::RowStatus::Commit,
+            ..Default::default()
+        }],
+        last_scanned_row_key: vec![],
+    })
+}
+
+/// `getObjects` of `keys` (no params) on the v1 bucket `b`, whose vFormat is cached: the first
+/// request is the one read of every item's master row, in item order (`objmeta.md` 9.3).
+fn get_objects<'a>(
+    st: &'a mut ObjmetaState,
+    keys: &[&str],
+) -> rowkit_statemachines::testing::Script<rowkit_statemachines::objmeta::GetObjects<'a>> {
+    use rowkit_statemachines::testing::Script;
+    let items = Json::Array(
+        keys.iter()
+            .map(|k| Json::parse(&format!(r#"{{"key":"{k}"}}"#)).unwrap())
+            .collect(),
+    );
+    let m = rowkit_statemachines::objmeta::GetObjects::new(st, "b", &items, None, NOW, 1);
+    let mut s = Script::new(m, NOW);
+    let masters = keys
+        .iter()
+        .map(|k| bucket_row(&format!("\x7fM{k}")))
+        .collect();
+    s.expect_request(
+        Tag(0),
+        &live_read(
+            rowkit_codec::model::RowSet {
+                row_keys: masters,
+                row_ranges: vec![],
+            },
+            0,
+        ),
+    );
+    s
+}
+
+/// `objmeta.md` 16.4: getObjects of 7 items, 3 of them without a master — the three
+/// `getLatestVersion` reads go out together, in item order, and the list comes back in item
+/// order whatever order the reads finish in.
+#[test]
+fn get_objects_of_seven_items_three_missing_reads_their_latest_versions_at_once() {
+    let mut st = state();
+    let keys = ["k1", "k2", "k3", "k4", "k5", "k6", "k7"];
+    let mut s = get_objects(&mut st, &keys);
+    s.expect_no_request();
+    for k in ["k1", "k3", "k5", "k7"] {
+        let doc = format!(r#"{{"key":"{k}"}}"#);
+        s.respond(Tag(0), doc_part(bucket_row(&format!("\x7fM{k}")), &doc));
+    }
+    s.end_stream(Tag(0));
+    s.expect_request(Tag(1), &latest_version_read("k2"));
+    s.expect_request(Tag(2), &latest_version_read("k4"));
+    s.expect_request(Tag(3), &latest_version_read("k6"));
+    s.expect_no_request();
+    // k6 has a version, k4 none, k2's read fails.
+    s.respond(
+        Tag(3),
+        doc_part(
+            bucket_row("\x7fVk6\0v1"),
+            r#"{"key":"k6","versionId":"v1"}"#,
+        ),
+    );
+    s.end_stream(Tag(3));
+    s.end_stream(Tag(2));
+    s.expect_no_request();
+    assert!(s.result().is_none(), "k2 is still being read");
+    s.fail(Tag(1), StoreError::new(Code::Internal, "boom"));
+    s.expect_no_request();
+    let want = Json::parse(
+        r#"[{"err":null,"doc":{"key":"k1"},"key":"\u007fMk1"},
+            {"err":"InternalError","doc":null,"key":"\u007fMk2"},
+            {"err":null,"doc":{"key":"k3"},"key":"\u007fMk3"},
+            {"err":"NoSuchKey","doc":null,"key":"\u007fMk4"},
+            {"err":null,"doc":{"key":"k5"},"key":"\u007fMk5"},
+            {"err":null,"doc":{"key":"k6","versionId":"v1"},"key":"\u007fMk6"},
+            {"err":null,"doc":{"key":"k7"},"key":"\u007fMk7"}]"#,
+    )
+    .unwrap();
+    assert_eq!(s.take_result(), Some(Ok(want)));
+}
+
+/// At most five `getLatestVersion` reads are outstanding (`maxBatchingConcurrentOperations`):
+/// with 7 missing masters, the 6th read starts when one of the first five finishes, the 7th when
+/// another does, still in item order.
+#[test]
+fn get_objects_keeps_at_most_five_latest_version_reads_outstanding() {
+    let mut st = state();
+    let keys = ["a", "b", "c", "d", "e", "f", "g"];
+    let mut s = get_objects(&mut st, &keys);
+    s.end_stream(Tag(0));
+    for (i, k) in keys[..5].iter().enumerate() {
+        s.expect_request(Tag(i as u64 + 1), &latest_version_read(k));
+    }
+    s.expect_no_request();
+    s.end_stream(Tag(4));
+    s.expect_request(Tag(6), &latest_version_read("f"));
+    s.expect_no_request();
+    s.end_stream(Tag(2));
+    s.expect_request(Tag(7), &latest_version_read("g"));
+    s.expect_no_request();
+    for t in [1, 3, 5, 6] {
+        s.end_stream(Tag(t));
+    }
+    assert!(s.result().is_none(), "g is still being read");
+    s.end_stream(Tag(7));
+    let Some(Ok(Json::Array(list))) = s.take_result() else {
+        panic!("a list")
+    };
+    assert_eq!(list.len(), 7);
+    for (item, k) in list.iter().zip(keys) {
+        assert_eq!(item.get("err"), Some(&Json::str("NoSuchKey")));
+        assert_eq!(item.get("key"), Some(&Json::str(format!("\x7fM{k}"))));
+    }
+}

@@ -296,11 +296,10 @@ impl Listing {
         }
         Ok(match (self.vformat, versions) {
             (VFormat::V0, _) => MdParams::Single(r),
-            (VFormat::V1, false) => MdParams::Single(v1_range(&r, MASTER_PREFIX, "\x7fN")),
-            (VFormat::V1, true) => MdParams::Pair(
-                v1_range(&r, MASTER_PREFIX, "\x7fN"),
-                v1_range(&r, VERSION_PREFIX, "\x7fW"),
-            ),
+            (VFormat::V1, false) => MdParams::Single(master_range_v1(&r)),
+            (VFormat::V1, true) => {
+                MdParams::Pair(master_range_v1(&r), v1_range(&r, VERSION_PREFIX, "\x7fW"))
+            }
         })
     }
 
@@ -608,6 +607,13 @@ impl Listing {
         }
         Json::Object(o)
     }
+}
+
+/// The v0 → v1 conversion of a master-key listing range (`objmeta.md` 10.3, vectors
+/// `listing_params_v0_to_v1`): `gt` else `gte` prefixed with `\x7fM` (default `gte = \x7fM`),
+/// `lt` else `lte` prefixed (default `lt = \x7fN`).
+pub fn master_range_v1(v0: &RangeParams) -> RangeParams {
+    v1_range(v0, MASTER_PREFIX, "\x7fN")
 }
 
 /// A v0 range in v1 form: `gt` / `gte` / `lt` / `lte` prefixed, defaults `gte = prefix`,

@@ -5,6 +5,8 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use super::isprint;
+
 /// Decodes the first UTF-8 scalar of `b`: `(char, len)`, or `None` for an invalid sequence.
 fn decode_first(b: &[u8]) -> Option<(char, usize)> {
     let len = match *b.first()? {
@@ -69,24 +71,40 @@ pub fn trim_space(b: &[u8]) -> &[u8] {
     &b[start..end]
 }
 
-/// Approximates Go `strconv.IsPrint` for non-ASCII scalars: false for C1 controls, every
-/// space separator other than U+0020, line/paragraph separators, common format characters,
-/// surrogates/private use and noncharacters. (Go's full table also marks unassigned code
-/// points non-printable; rowkit treats them as printable — a documented deviation that only
-/// affects predicate ids holding unassigned code points.)
-fn is_print(c: char) -> bool {
-    let u = c as u32;
-    if u < 0x80 {
-        return (0x20..0x7f).contains(&u);
+/// Go `strconv.IsPrint` (= `unicode.IsPrint`): the rune is a letter, mark, number,
+/// punctuation or symbol of Unicode 15.0.0 (go 1.24's), or U+0020. Everything else —
+/// controls, format characters (tag characters included), separators other than U+0020,
+/// surrogates, private use and unassigned code points — `strconv.Quote` escapes. Looked up
+/// as Go does, in Go's compact tables (`isprint.rs`).
+pub fn is_print(c: char) -> bool {
+    let r = c as u32;
+    // Latin-1 without a lookup, as Go does (the usual case).
+    if r <= 0xff {
+        return (0x20..=0x7e).contains(&r) || ((0xa1..=0xff).contains(&r) && r != 0xad);
     }
-    if c.is_whitespace() || c.is_control() {
+    if let Ok(r16) = u16::try_from(r) {
+        return in_ranges(&isprint::IS_PRINT16, r16)
+            && isprint::IS_NOT_PRINT16.binary_search(&r16).is_err();
+    }
+    if !in_ranges(&isprint::IS_PRINT32, r) {
         return false;
     }
-    !matches!(u,
-        0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x180E | 0x200B..=0x200F
-        | 0x202A..=0x202E | 0x2060..=0x206F | 0xFEFF | 0xFFF9..=0xFFFB
-        | 0xE000..=0xF8FF | 0xFDD0..=0xFDEF | 0xF0000.. )
-        && (u & 0xFFFE) != 0xFFFE
+    // The exceptions above U+FFFF are all below U+20000, stored less 0x10000.
+    match u16::try_from(r - 0x10000) {
+        Ok(offset) => isprint::IS_NOT_PRINT32.binary_search(&offset).is_err(),
+        Err(_) => true,
+    }
+}
+
+/// Whether `x` lies in one of the `[lo, hi]` pairs of a sorted range table.
+fn in_ranges<T: Ord + Copy>(pairs: &[T], x: T) -> bool {
+    // The first bound ≥ x is the start (even index) or the end (odd) of the only pair that
+    // can hold x.
+    let i = pairs.partition_point(|&bound| bound < x);
+    match (pairs.get(i & !1), pairs.get(i | 1)) {
+        (Some(&lo), Some(&hi)) => lo <= x && x <= hi,
+        _ => false,
+    }
 }
 
 /// Go `strconv.Quote` of a byte string (spec §2.2).
@@ -577,6 +595,52 @@ mod tests {
         assert_eq!(unquote(b"\"\\ud800\""), Err(UnquoteError::BadEscape));
         assert_eq!(unquote(b"\"\xff\"").unwrap(), "\u{FFFD}".as_bytes());
         assert_eq!(trim_space(" \u{a0}x y\t\n".as_bytes()), b"x y");
+    }
+
+    /// The format characters issue 34 lists (Go escapes them, go 1.24 = Unicode 15.0), an
+    /// unassigned code point, private use, noncharacters; and printable runes, one of them
+    /// assigned only in Unicode 15.0.
+    #[test]
+    fn is_print_is_go_1_24s() {
+        let not_printable = [
+            0x0890..=0x0891,
+            0x08e2..=0x08e2,
+            0x110bd..=0x110bd,
+            0x110cd..=0x110cd,
+            0x13430..=0x1343f,
+            0x1bca0..=0x1bca3,
+            0x1d173..=0x1d17a,
+            0xe0001..=0xe0001,
+            0xe0020..=0xe007f,
+            0x0378..=0x0378,
+            0xe000..=0xf8ff,
+            0xfffe..=0xffff,
+            0x10fffe..=0x10ffff,
+            0x0080..=0x00a0,
+            0x00ad..=0x00ad,
+            0x2028..=0x2029,
+        ];
+        for r in not_printable.into_iter().flatten() {
+            let c = char::from_u32(r).unwrap();
+            assert!(!is_print(c), "U+{r:04X}");
+        }
+        for c in [
+            'a',
+            ' ',
+            '~',
+            'é',
+            '\u{0870}',
+            '\u{1f3f4}',
+            '\u{11f00}',
+            '\u{13440}',
+            '\u{4e00}',
+        ] {
+            assert!(is_print(c), "{c:?}");
+        }
+        assert_eq!(
+            quote("\u{1f3f4}\u{e0067}\u{e0062}\u{e0073}\u{e0063}\u{e0074}\u{e007f}".as_bytes()),
+            "\"\u{1f3f4}\\U000e0067\\U000e0062\\U000e0073\\U000e0063\\U000e0074\\U000e007f\""
+        );
     }
 
     /// Go's `TrimSpace` with every scalar decoded: the reference for the ASCII fast path.

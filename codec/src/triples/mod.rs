@@ -16,6 +16,7 @@
 mod anchor;
 mod error;
 pub mod gotext;
+mod isprint;
 pub mod keys;
 mod literal;
 mod node;

@@ -29,6 +29,14 @@ pub fn load<T: DeserializeOwned>(name: &str) -> T {
     serde_json::from_str(&vector_text(name)).unwrap_or_else(|e| panic!("vectors/{name}: {e}"))
 }
 
+/// `codec/tests/vectors/<name>`, the repository's own vectors (cases the shared files lack,
+/// with expected values from a generator outside rowkit), parsed into `T`.
+pub fn load_repo<T: DeserializeOwned>(name: &str) -> T {
+    let path = format!("{}/tests/vectors/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 /// The cases of one kind, in file order. Deserialising names the case (its index, and the
 /// line and column of the file) that does not match `T`. Each case is deserialised straight
 /// from the file, so a member-order-preserving field type (rowkit's `Json`) keeps the file's

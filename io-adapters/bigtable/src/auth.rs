@@ -1,5 +1,7 @@
-//! Credentials for Cloud Bigtable: a [`TokenProvider`] hands out OAuth2 access tokens that the
-//! connection sends as `authorization: Bearer …` on every call. The emulator needs none.
+//! Credentials for Cloud Bigtable: a [`TokenProvider`] hands out OAuth2 access tokens, and the
+//! request headers that carry them (`authorization: Bearer …`, and `x-goog-user-project` when
+//! a quota project is configured), which the connection adds to every call. The emulator
+//! needs none.
 //!
 //! [`StaticToken`] serves a token obtained elsewhere (e.g. `gcloud auth print-access-token`);
 //! [`crate::credentials::GoogleCredentials`] gets them as Google's client libraries do (Application
@@ -8,10 +10,16 @@
 use std::future::Future;
 use std::pin::Pin;
 
+use rowkit_codec::model::Code;
 use rowkit_statemachines::StoreError;
+use tonic::codegen::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 
 /// A boxed future returned by [`TokenProvider::token`] (object-safe async).
 pub type TokenFuture<'a> = Pin<Box<dyn Future<Output = Result<String, StoreError>> + Send + 'a>>;
+
+/// A boxed future returned by [`TokenProvider::headers`] (object-safe async).
+pub type HeadersFuture<'a> =
+    Pin<Box<dyn Future<Output = Result<HeaderMap, StoreError>> + Send + 'a>>;
 
 /// Supplies OAuth2 access tokens. Implementations cache and refresh as they see fit; the
 /// connection asks before every call, so `token` should be cheap when a cached token is fresh.
@@ -19,6 +27,23 @@ pub trait TokenProvider: Send + Sync {
     /// A current access token (without the `Bearer ` prefix). Failures are reported as
     /// `UNAUTHENTICATED` by convention.
     fn token(&self) -> TokenFuture<'_>;
+
+    /// The headers every call carries for these credentials. By default
+    /// `authorization: Bearer TOKEN` from [`TokenProvider::token`]; Google's credentials add
+    /// what their library adds (`x-goog-user-project` for a quota project).
+    fn headers(&self) -> HeadersFuture<'_> {
+        Box::pin(async move {
+            let token = self.token().await?;
+            let mut value =
+                HeaderValue::try_from(["Bearer ", token.as_str()].concat()).map_err(|_| {
+                    StoreError::new(Code::Unauthenticated, "token is not a valid header value")
+                })?;
+            value.set_sensitive(true);
+            let mut headers = HeaderMap::with_capacity(1);
+            headers.insert(AUTHORIZATION, value);
+            Ok(headers)
+        })
+    }
 }
 
 /// A fixed token, e.g. from `gcloud auth print-access-token` or the `ROWKIT_BIGTABLE_TOKEN`

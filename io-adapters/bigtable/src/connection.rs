@@ -1,7 +1,7 @@
 //! The async connection: one HTTP/2 connection to the emulator, or two TLS tonic channels
-//! (data and admin endpoints) to Cloud Bigtable (`crate::transport`), rowkit requests in,
-//! rowkit responses out. It executes exactly one RPC per call and never retries: retry and
-//! resume decisions belong to the machines.
+//! (data and admin endpoints) to Cloud Bigtable, or one to an endpoint override
+//! (`crate::transport`), rowkit requests in, rowkit responses out. It executes exactly one RPC
+//! per call and never retries: retry and resume decisions belong to the machines.
 //!
 //! Every RPC, data or admin, unary or streaming, takes one path, `BigtableConnection::send`
 //! (metadata, the call, status mapping). What differs per RPC is data: the `rpcs!` table
@@ -23,7 +23,7 @@ use rowkit_codec::model::{Code, ColumnFamily};
 use rowkit_statemachines::{Request, Response, StoreError};
 use tonic::Streaming;
 use tonic::metadata::{Ascii, MetadataValue};
-use tonic::transport::{Channel, ClientTlsConfig};
+use tonic::transport::{Certificate, Channel, ClientTlsConfig};
 
 use crate::transport::{Direct, Transport};
 
@@ -38,9 +38,11 @@ pub const MAX_DECODING_MESSAGE_SIZE: usize = 256 << 20;
 /// plus its framing, a few bytes per mutation for at most 100 000 mutations, hence 4 MiB over
 /// 256 MiB. rowkit's gRPC server accepts the same.
 pub const MAX_ENCODING_MESSAGE_SIZE: usize = (256 + 4) << 20;
-/// `bigtable-features` metadata: `FeatureFlags { reverse_scans: true }`, websafe base64
-/// (`spec/bigtable.md` 9.2). Without it the server refuses reversed reads.
-pub const FEATURE_FLAGS: &str = "CAE=";
+/// `bigtable-features` metadata: `FeatureFlags { reverse_scans: true,
+/// last_scanned_row_responses: true }`, websafe base64 (`spec/bigtable.md` 9.2). Without
+/// `reverse_scans` the server refuses reversed reads; with `last_scanned_row_responses` it may
+/// tell how far a filtered scan got, which the merger keeps for a retry.
+pub const FEATURE_FLAGS: &str = "CAEgAQ==";
 
 /// A stream of response parts. [`BigtableConnection::execute`] yields parts only;
 /// [`BigtableConnection::call`] appends [`Response::StreamEnd`] after a clean end.
@@ -184,18 +186,54 @@ fn transport_error(what: &str, e: impl std::fmt::Display) -> StoreError {
     StoreError::new(Code::Unavailable, format!("{what}: {e}"))
 }
 
-/// A TLS channel to a Cloud Bigtable endpoint.
-async fn cloud_channel(uri: String) -> Result<Channel, StoreError> {
+/// How long connecting to a Cloud Bigtable endpoint (TCP and TLS) may take: an unreachable
+/// network fails within it instead of hanging for the system's TCP timeout (minutes).
+pub const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// A TLS channel to a Cloud Bigtable endpoint, trusting the system's roots and `extra_roots`
+/// (PEM) if given.
+async fn cloud_channel(uri: String, extra_roots: Option<&[u8]>) -> Result<Channel, StoreError> {
+    let mut tls = ClientTlsConfig::new();
+    match extra_roots {
+        Some(pem) => {
+            tls = tls.ca_certificate(Certificate::from_pem(pem));
+            // The system's roots too, where there are any (tonic refuses an empty set).
+            if !rustls_native_certs::load_native_certs().certs.is_empty() {
+                tls = tls.with_native_roots();
+            }
+        }
+        None => tls = tls.with_native_roots(),
+    }
     Channel::from_shared(uri.clone())
         .map_err(|e| StoreError::new(Code::InvalidArgument, format!("endpoint {uri}: {e}")))?
         .tcp_nodelay(true)
+        .connect_timeout(CONNECT_TIMEOUT)
         .http2_keep_alive_interval(std::time::Duration::from_secs(30))
         .keep_alive_while_idle(true)
-        .tls_config(ClientTlsConfig::new().with_native_roots())
-        .map_err(|e| transport_error("TLS configuration", e))?
+        .tls_config(tls)
+        .map_err(|e| transport_error("TLS configuration", error_chain(&e)))?
         .connect()
         .await
-        .map_err(|e| transport_error(&format!("connecting to {uri}"), e))
+        .map_err(|e| transport_error(&format!("connecting to {uri}"), error_chain(&e)))
+}
+
+/// An error and its sources on one line, each text said once: tonic's transport errors say only
+/// "transport error" and keep the cause (DNS, refused, certificate) in their sources, and many
+/// errors repeat their source's text in their own.
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut said: Vec<String> = Vec::new();
+    let mut next = Some(e);
+    while let Some(e) = next {
+        let text = e.to_string();
+        if !said.iter().any(|s| s.contains(&text)) {
+            // A deeper error that extends a shallower one ("dns error" then "dns error: …")
+            // replaces it.
+            said.retain(|s| !text.contains(s.as_str()));
+            said.push(text);
+        }
+        next = e.source();
+    }
+    said.join(": ")
 }
 
 impl BigtableConnection {
@@ -220,15 +258,34 @@ impl BigtableConnection {
                     BigtableTableAdminClient::with_origin(t, origin),
                 )
             }
-            Endpoint::Cloud => {
+            Endpoint::Cloud | Endpoint::Custom { .. } => {
                 if tokens.is_none() {
                     return Err(StoreError::new(
                         Code::InvalidArgument,
                         "Cloud Bigtable needs credentials (a TokenProvider); for the emulator use ?emulator=HOST:PORT or BIGTABLE_EMULATOR_HOST",
                     ));
                 }
-                let data = cloud_channel(CLOUD_DATA_ENDPOINT.to_string()).await?;
-                let admin = cloud_channel(CLOUD_ADMIN_ENDPOINT.to_string()).await?;
+                let (data, admin) = match &target.endpoint {
+                    Endpoint::Custom { url, ca_file } => {
+                        let roots = match ca_file {
+                            Some(file) => Some(std::fs::read(file).map_err(|e| {
+                                StoreError::new(
+                                    Code::InvalidArgument,
+                                    format!("ca={}: {e}", file.display()),
+                                )
+                            })?),
+                            None => None,
+                        };
+                        // One channel: the override serves data and admin calls alike.
+                        let channel = cloud_channel(url.clone(), roots.as_deref()).await?;
+                        (channel.clone(), channel)
+                    }
+                    // Both at once: an unreachable network costs one connect timeout.
+                    _ => tokio::try_join!(
+                        cloud_channel(CLOUD_DATA_ENDPOINT.to_string(), None),
+                        cloud_channel(CLOUD_ADMIN_ENDPOINT.to_string(), None),
+                    )?,
+                };
                 (
                     BigtableClient::new(Transport::Channel(data)),
                     BigtableTableAdminClient::new(Transport::Channel(admin)),
@@ -277,7 +334,8 @@ impl BigtableConnection {
 
     /// A message with the metadata every call carries: the routing header
     /// (`x-goog-request-params`, the request's resource fields percent-encoded), the feature
-    /// flags and, on Cloud Bigtable, the bearer token.
+    /// flags and, on Cloud Bigtable, the credentials' headers (the bearer token, and the quota
+    /// project if one is configured).
     async fn request<R: Rpc>(&self, message: R) -> Result<tonic::Request<R>, StoreError> {
         let routing = message.routing()?;
         let mut request = tonic::Request::new(message);
@@ -288,12 +346,9 @@ impl BigtableConnection {
             MetadataValue::from_static(FEATURE_FLAGS),
         );
         if let Some(tokens) = &self.shared.tokens {
-            let token = tokens.token().await?;
-            let bearer = Bytes::from(["Bearer ", token.as_str()].concat());
-            let value = MetadataValue::try_from(bearer).map_err(|_| {
-                StoreError::new(Code::Unauthenticated, "token is not a valid header value")
-            })?;
-            md.insert("authorization", value);
+            let mut headers = std::mem::take(md).into_headers();
+            headers.extend(tokens.headers().await?);
+            *md = tonic::metadata::MetadataMap::from_headers(headers);
         }
         Ok(request)
     }
@@ -449,6 +504,17 @@ impl BigtableConnection {
         table: &str,
         families: &[ColumnFamily],
     ) -> Result<(), StoreError> {
+        self.create_table_with_splits(table, families, &[]).await
+    }
+
+    /// [`BigtableConnection::create_table`], pre-split at `splits` (CreateTable's
+    /// `initial_splits`).
+    pub async fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         let msg = admin::CreateTableRequest {
             parent: self.shared.instance.clone(),
             table_id: table.to_string(),
@@ -459,7 +525,10 @@ impl BigtableConnection {
                     .collect(),
                 ..Default::default()
             }),
-            ..Default::default()
+            initial_splits: splits
+                .iter()
+                .map(|key| admin::create_table_request::Split { key: key.clone() })
+                .collect(),
         };
         self.send(msg).await?;
         Ok(())
@@ -621,7 +690,7 @@ mod tests {
                 md.get("x-goog-request-params").unwrap(),
                 "table_name=projects%2Fp%2Finstances%2Fi%2Ftables%2Ft&app_profile_id=ap"
             );
-            assert_eq!(md.get("bigtable-features").unwrap(), "CAE=");
+            assert_eq!(md.get("bigtable-features").unwrap(), "CAEgAQ==");
             assert_eq!(md.get("authorization").unwrap(), "Bearer tok");
             let parent = admin::ListTablesRequest {
                 parent: conn.shared.instance.clone(),
@@ -672,6 +741,38 @@ mod tests {
         let conn = BigtableConnection::new(data, admin, target, None);
         assert_eq!(conn.profile(String::new()), "batch");
         assert_eq!(conn.profile("own".into()), "own");
+    }
+
+    /// An error chain as one line: each text once, a deeper error that extends a shallower
+    /// one in its place.
+    #[test]
+    fn error_chains_say_each_cause_once() {
+        #[derive(Debug)]
+        struct Layer(&'static str, Option<Box<Layer>>);
+        impl std::fmt::Display for Layer {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.0)
+            }
+        }
+        impl std::error::Error for Layer {
+            fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+                self.1.as_deref().map(|l| l as _)
+            }
+        }
+        let chain = |texts: &[&'static str]| {
+            texts
+                .iter()
+                .rev()
+                .fold(None, |inner, text| Some(Box::new(Layer(text, inner))))
+                .unwrap()
+        };
+        let dns = chain(&["transport error", "dns error", "dns error: no such host"]);
+        assert_eq!(
+            error_chain(&*dns),
+            "transport error: dns error: no such host"
+        );
+        let repeated = chain(&["bad certificate: UnknownIssuer", "UnknownIssuer"]);
+        assert_eq!(error_chain(&*repeated), "bad certificate: UnknownIssuer");
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! row merging) stays in the sans-IO machines of `rowkit-statemachines`.
 //!
 //! - [`convert`]: rowkit <-> prost at the edge, `tonic::Status` -> [`StoreError`].
-//! - [`Target`]: `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`, `BIGTABLE_EMULATOR_HOST`.
+//! - [`Target`] parses `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=URL[&ca=FILE]]`,
+//!   `BIGTABLE_EMULATOR_HOST`.
 //! - [`BigtableConnection`]: async, one RPC per call, table admin; routing header, feature
 //!   flags and bearer tokens ([`TokenProvider`], [`credentials::GoogleCredentials`]).
 //! - [`BigtableStore`]: the blocking `rowkit_embedded::Store`, so sync code runs unchanged.
@@ -30,10 +31,10 @@ mod store;
 mod target;
 mod transport;
 
-pub use auth::{StaticToken, TokenFuture, TokenProvider};
+pub use auth::{HeadersFuture, StaticToken, TokenFuture, TokenProvider};
 pub use connection::{
-    AsyncReply, BigtableConnection, FEATURE_FLAGS, MAX_DECODING_MESSAGE_SIZE,
-    MAX_ENCODING_MESSAGE_SIZE, PartStream, percent_encode,
+    AsyncReply, BigtableConnection, CONNECT_TIMEOUT, FEATURE_FLAGS, MAX_DECODING_MESSAGE_SIZE,
+    MAX_ENCODING_MESSAGE_SIZE, PartStream, error_chain, percent_encode,
 };
 pub use rowkit_statemachines::{Request, Response, StoreError};
 pub use store::{BigtableStore, TOKEN_ENV, new_runtime};

@@ -53,25 +53,34 @@ impl BigtableStore {
         Ok(BigtableStore { runtime, conn })
     }
 
-    /// Opens a `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]` location (the emulator also
-    /// from `BIGTABLE_EMULATOR_HOST`). Cloud Bigtable uses the token in `ROWKIT_BIGTABLE_TOKEN`
-    /// if set (e.g. from `gcloud auth print-access-token`), else Application Default
-    /// Credentials.
+    /// Opens a `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=URL[&ca=FILE]]`
+    /// location (the emulator also from `BIGTABLE_EMULATOR_HOST`). Cloud Bigtable (or an
+    /// endpoint override) uses the token in `ROWKIT_BIGTABLE_TOKEN` if set (e.g. from
+    /// `gcloud auth print-access-token`), else Application Default Credentials, built on the
+    /// store's runtime. It gets the first token before connecting, so credentials that cannot
+    /// give one fail here, with what is wrong, not at the first call.
     pub fn open(url: &str) -> Result<BigtableStore, StoreError> {
         let target = Target::parse(url)
             .map_err(|e| StoreError::new(Code::InvalidArgument, e.to_string()))?;
         let tokens: Option<Arc<dyn TokenProvider>> = match target.endpoint {
             Endpoint::Emulator(_) => None,
-            Endpoint::Cloud => match std::env::var(TOKEN_ENV) {
+            Endpoint::Cloud | Endpoint::Custom { .. } => match std::env::var(TOKEN_ENV) {
                 Ok(token) if !token.is_empty() => {
                     Some(Arc::new(crate::auth::StaticToken::new(token)))
                 }
                 _ => Some(Arc::new(
-                    crate::credentials::GoogleCredentials::application_default()?,
+                    crate::credentials::GoogleCredentials::application_default(),
                 )),
             },
         };
-        BigtableStore::connect(target, tokens)
+        let runtime = new_runtime()?;
+        let conn = runtime.block_on(async {
+            if let Some(tokens) = &tokens {
+                tokens.headers().await?;
+            }
+            BigtableConnection::connect(target, tokens).await
+        })?;
+        Ok(BigtableStore { runtime, conn })
     }
 
     /// A store over an existing connection and runtime.
@@ -131,8 +140,18 @@ impl Store for BigtableStore {
     }
 
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.create_table_with_splits(table, families, &[])
+    }
+
+    /// CreateTable with `initial_splits`: Bigtable pre-splits the table's tablets there.
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         self.runtime
-            .block_on(self.conn.create_table(table, families))
+            .block_on(self.conn.create_table_with_splits(table, families, splits))
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {

@@ -1,7 +1,10 @@
 //! Where a connection goes: the project, the instance, and either the emulator (plaintext, no
-//! credentials) or Cloud Bigtable (TLS, bearer token). Parsed from
-//! `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT][&app_profile=ID]`, with
-//! `BIGTABLE_EMULATOR_HOST` as the fallback emulator address, as Google's clients do.
+//! credentials) or Cloud Bigtable (TLS, bearer token), at Google's endpoints or at an endpoint
+//! override. Parsed from
+//! `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST[:PORT][&ca=FILE]][&app_profile=ID]`,
+//! with `BIGTABLE_EMULATOR_HOST` as the fallback emulator address, as Google's clients do.
+
+use std::path::PathBuf;
 
 /// The Cloud Bigtable data API endpoint.
 pub const CLOUD_DATA_ENDPOINT: &str = "https://bigtable.googleapis.com";
@@ -13,7 +16,7 @@ pub const EMULATOR_HOST_ENV: &str = "BIGTABLE_EMULATOR_HOST";
 /// A `bigtable://` location that does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "bad Bigtable location {url:?}: {reason} (expected bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT][&app_profile=ID])"
+    "bad Bigtable location {url:?}: {reason} (expected bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST[:PORT][&ca=FILE]][&app_profile=ID])"
 )]
 pub struct TargetError {
     /// The text given.
@@ -29,6 +32,15 @@ pub enum Endpoint {
     Emulator(String),
     /// Cloud Bigtable: TLS to the Google endpoints, bearer token on every call.
     Cloud,
+    /// Cloud Bigtable's API at another address (`?endpoint=`), as Google's clients allow an
+    /// endpoint override (a private endpoint, a proxy, a test server): TLS and bearer tokens as
+    /// on [`Endpoint::Cloud`], data and admin calls both to `url`.
+    Custom {
+        /// `https://HOST[:PORT]`.
+        url: String,
+        /// A PEM file of extra trust roots for this endpoint (`&ca=`), beside the system's.
+        ca_file: Option<PathBuf>,
+    },
 }
 
 /// A project, an instance and an endpoint.
@@ -104,22 +116,40 @@ impl Target {
             return Err(err("bad instance id"));
         }
         let mut target = Target::cloud(project, instance);
-        if let Some(host) = env_emulator {
-            target.endpoint = Endpoint::Emulator(host.to_string());
-        }
+        let (mut emulator, mut endpoint, mut ca_file) = (None, None, None);
         for pair in query
             .into_iter()
             .flat_map(|q| q.split('&'))
             .filter(|p| !p.is_empty())
         {
             match pair.split_once('=') {
-                Some(("emulator", host)) if !host.is_empty() => {
-                    target.endpoint = Endpoint::Emulator(host.to_string());
-                }
+                Some(("emulator", host)) if !host.is_empty() => emulator = Some(host),
+                Some(("endpoint", url)) if !url.is_empty() => endpoint = Some(url),
+                Some(("ca", file)) if !file.is_empty() => ca_file = Some(PathBuf::from(file)),
                 Some(("app_profile", id)) => target.app_profile_id = id.to_string(),
-                _ => return Err(err("unknown query parameter (emulator=, app_profile=)")),
+                _ => {
+                    return Err(err(
+                        "unknown query parameter (emulator=, endpoint=, ca=, app_profile=)",
+                    ));
+                }
             }
         }
+        target.endpoint = match (emulator, endpoint, ca_file) {
+            (Some(_), Some(_), _) => return Err(err("emulator= and endpoint= exclude each other")),
+            (None, Some(url), ca_file) => Endpoint::Custom {
+                url: https_url(url).ok_or_else(|| {
+                    err("endpoint= must be https://HOST[:PORT] or HOST[:PORT] (plaintext: emulator=)")
+                })?,
+                ca_file,
+            },
+            (_, None, Some(_)) => return Err(err("ca= goes with endpoint=")),
+            (Some(host), None, None) => Endpoint::Emulator(host.to_string()),
+            // An explicit endpoint override wins over the environment's emulator.
+            (None, None, None) => match env_emulator {
+                Some(host) => Endpoint::Emulator(host.to_string()),
+                None => Endpoint::Cloud,
+            },
+        };
         Ok(target)
     }
 
@@ -147,15 +177,41 @@ impl Target {
     pub fn to_url(&self) -> String {
         let mut url = format!("bigtable://{}/{}", self.project, self.instance);
         let mut sep = '?';
-        if let Endpoint::Emulator(host) = &self.endpoint {
-            url.push_str(&format!("{sep}emulator={host}"));
-            sep = '&';
+        match &self.endpoint {
+            Endpoint::Emulator(host) => {
+                url.push_str(&format!("{sep}emulator={host}"));
+                sep = '&';
+            }
+            Endpoint::Custom {
+                url: endpoint,
+                ca_file,
+            } => {
+                url.push_str(&format!("{sep}endpoint={endpoint}"));
+                sep = '&';
+                if let Some(file) = ca_file {
+                    url.push_str(&format!("&ca={}", file.display()));
+                }
+            }
+            Endpoint::Cloud => {}
         }
         if !self.app_profile_id.is_empty() {
             url.push_str(&format!("{sep}app_profile={}", self.app_profile_id));
         }
         url
     }
+}
+
+/// An endpoint override as a URL: `https://HOST[:PORT]` as given (a trailing `/` dropped), or
+/// `HOST[:PORT]` with `https://` added, as Google's clients take `HOST:PORT`. `None` for
+/// another scheme, a path, or no host.
+fn https_url(endpoint: &str) -> Option<String> {
+    let authority = match endpoint.split_once("://") {
+        Some(("https", rest)) => rest.trim_end_matches('/'),
+        Some(_) => return None,
+        None => endpoint.trim_end_matches('/'),
+    };
+    let bad = |b: u8| b.is_ascii_whitespace() || matches!(b, b'/' | b'?' | b'#' | b'@');
+    (!authority.is_empty() && !authority.bytes().any(bad)).then(|| format!("https://{authority}"))
 }
 
 #[cfg(test)]
@@ -186,11 +242,43 @@ mod tests {
             Target::parse_with_emulator_env(&explicit.to_url(), None).unwrap(),
             explicit
         );
+        // An endpoint override: TLS there, with extra trust roots; it wins over the
+        // environment's emulator, and round-trips.
+        let custom = Target::parse_with_emulator_env(
+            "bigtable://p/i?endpoint=https://127.0.0.1:8443/&ca=/tmp/ca.pem",
+            Some("h:1"),
+        )
+        .unwrap();
+        assert_eq!(
+            custom.endpoint,
+            Endpoint::Custom {
+                url: "https://127.0.0.1:8443".into(),
+                ca_file: Some(PathBuf::from("/tmp/ca.pem")),
+            }
+        );
+        assert_eq!(
+            Target::parse_with_emulator_env(&custom.to_url(), None).unwrap(),
+            custom
+        );
+        let bare = Target::parse_with_emulator_env("bigtable://p/i?endpoint=bt.example:443", None)
+            .unwrap();
+        assert_eq!(
+            bare.endpoint,
+            Endpoint::Custom {
+                url: "https://bt.example:443".into(),
+                ca_file: None,
+            }
+        );
         for bad in [
             "bigtable://p",
             "bigtable:///i",
             "http://p/i",
             "bigtable://p/i?x=1",
+            "bigtable://p/i?endpoint=http://h:1",
+            "bigtable://p/i?endpoint=https://h:1/path",
+            "bigtable://p/i?endpoint=https://h:1&emulator=h:2",
+            "bigtable://p/i?emulator=h:2&ca=x.pem",
+            "bigtable://p/i?ca=x.pem",
         ] {
             assert!(Target::parse_with_emulator_env(bad, None).is_err(), "{bad}");
         }

@@ -1,4 +1,4 @@
-//! `rowkit admin`: table creation, listing, deletion and dumps.
+//! `rowkit admin`: table creation, listing, deletion, garbage collection and dumps.
 
 use std::io::Write;
 
@@ -15,14 +15,24 @@ use crate::output::{Output, Progress, bytes_fields};
 /// Runs one admin command.
 pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliError> {
     match cmd {
-        AdminCommand::CreateTable { name, families } => {
+        AdminCommand::CreateTable {
+            name,
+            families,
+            splits,
+        } => {
             let families = families
                 .iter()
                 .map(|f| parse_family(f))
                 .collect::<Result<Vec<_>, _>>()?;
+            let splits = splits
+                .iter()
+                .map(|k| escape::parse(k).map_err(|e| CliError::usage(format!("split {k:?}: {e}"))))
+                .collect::<Result<Vec<_>, _>>()?;
             // Bigtable's rules, checked before the store is opened (bad input changes nothing).
             rowkit_embedded::semantics::validate_schema(name, &families)?;
-            ctx.store.create_table(name, &families)?;
+            rowkit_embedded::semantics::normalize_splits(&splits)?;
+            ctx.store
+                .create_table_with_splits(name, &families, &splits)?;
             if out.is_json() {
                 let fams: Vec<Value> = families.iter().map(family_json).collect();
                 outln!("{}", json!({"table": name, "families": fams}));
@@ -64,8 +74,35 @@ pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliErr
             cells,
             timestamp,
         } => set(ctx, table, row, cells, *timestamp, out),
+        AdminCommand::Gc { tables } => gc(ctx, tables, out),
         AdminCommand::Dump { table, prefix } => dump(ctx, table, prefix.as_deref(), out),
     }
+}
+
+/// Garbage-collects `tables` (every table when empty) at the context's time and prints the
+/// cells removed per table, as each table is done.
+fn gc(ctx: &Context, tables: &[String], out: &Output) -> Result<(), CliError> {
+    let tables = if tables.is_empty() {
+        ctx.store.list_tables()?
+    } else {
+        tables.to_vec()
+    };
+    let now = ctx.now();
+    let mut report = Vec::with_capacity(tables.len());
+    let mut total = 0u64;
+    for table in &tables {
+        let deleted = ctx.store.gc(table, now)?;
+        total += deleted;
+        if out.is_json() {
+            report.push(json!({"table": table, "deleted": deleted}));
+        } else {
+            outln!("{table}: {deleted} cell(s) removed");
+        }
+    }
+    if out.is_json() {
+        outln!("{}", json!({"tables": report, "deleted": total}));
+    }
+    Ok(())
 }
 
 /// Writes `FAMILY:QUALIFIER=VALUE` cells to one row with one MutateRow.

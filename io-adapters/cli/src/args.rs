@@ -115,7 +115,7 @@ pub struct GlobalArgs {
 /// store is, and the clock, seed and deadline its machines run with.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`.
+    /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST:PORT[&ca=FILE]]`.
     #[arg(
         long,
         global = true,
@@ -137,7 +137,7 @@ pub struct StoreArgs {
 /// The command groups.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Tables: create, list, delete, dump.
+    /// Tables: create, list, delete, garbage-collect, dump.
     Admin(AdminArgs),
     /// BadWolf triple store: graphs, triples, lookups.
     Graph(crate::graph::GraphArgs),
@@ -203,6 +203,10 @@ pub enum AdminCommand {
         /// or both separated by `,` (a cell goes when either rule says so).
         #[arg(long = "family", value_name = "F[:POLICY]", required = true)]
         families: Vec<String>,
+        /// A split point (repeatable; escaped key text or `hex:…`): CreateTable's
+        /// `initial_splits`, among the keys SampleRowKeys reports.
+        #[arg(long = "split", value_name = "KEY")]
+        splits: Vec<String>,
     },
     /// List the tables of the store.
     ListTables,
@@ -223,6 +227,13 @@ pub enum AdminCommand {
         /// Cell timestamp in microseconds (a multiple of 1000); default: the store's time.
         #[arg(long, value_name = "US", allow_negative_numbers = true)]
         timestamp: Option<i64>,
+    },
+    /// Remove the cells beyond each family's GC policy (maxversions, maxage at the store's
+    /// time or --now) and print how many went per table. On Bigtable its server collects by
+    /// itself: nothing is removed here.
+    Gc {
+        /// Tables to collect (default: every table of the store).
+        tables: Vec<String>,
     },
     /// Print every cell of a table: row, family, qualifier, timestamp, value.
     Dump {

@@ -56,6 +56,25 @@ pub struct ServeArgs {
     /// printed on the line after the URL.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = rowkit_grpc::DEFAULT_LISTEN, value_parser = parse_listen)]
     pub grpc: Option<SocketAddr>,
+    /// Seconds between two garbage-collection passes over every table of the store (cells
+    /// beyond a family's maxversions/maxage are removed in the background, in short batches
+    /// that never hold writers for long); 0 turns it off. Only for memory: and embedded:
+    /// stores (Bigtable collects by itself).
+    #[arg(long, default_value_t = rowkit_gateway::gc::DEFAULT_GC_INTERVAL.as_secs(), value_name = "SECS")]
+    pub gc_interval: u64,
+    /// Serve --grpc over TLS with this certificate chain (PEM, the server's certificate
+    /// first), as Cloud Bigtable is reached: clients take `https://ADDR` as their endpoint and
+    /// trust the certificate's CA, instead of BIGTABLE_EMULATOR_HOST. Needs --tls-key.
+    #[arg(long, value_name = "FILE", requires_all = ["grpc", "tls_key"])]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key (PEM: PKCS#8, PKCS#1 or SEC1) of --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+}
+
+/// The contents of a `--FLAG FILE` argument.
+fn read_flag_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, CliError> {
+    std::fs::read(path).map_err(|e| CliError::usage(format!("--{flag} {}: {e}", path.display())))
 }
 
 /// `IP:PORT`, or `HOST:PORT` resolved now (an IPv4 address first, as `localhost` usually
@@ -104,6 +123,13 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         max_body_bytes: args.max_body_bytes,
         allowed_hosts: args.allowed_hosts.clone(),
     };
+    let tls = match (&args.tls_cert, &args.tls_key) {
+        (Some(cert), Some(key)) => Some((
+            read_flag_file("tls-cert", cert)?,
+            read_flag_file("tls-key", key)?,
+        )),
+        _ => None,
+    };
     // Kept here as well as in the server so the store (which may own a Tokio runtime of its
     // own, for Bigtable) is dropped after the server's runtime, outside any async context.
     let store: Arc<dyn Store> = Arc::from(ctx.store);
@@ -112,6 +138,13 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         .enable_all()
         .build()
         .map_err(|e| CliError::usage(format!("cannot start the server runtime: {e}")))?;
+    // One GC task for the process, whichever servers run over the store.
+    let gc = rowkit_gateway::gc::BackgroundGc::start(
+        store.clone(),
+        clock.clone(),
+        std::time::Duration::from_secs(args.gc_interval),
+    )
+    .map_err(|e| CliError::usage(format!("cannot start the background GC: {e}")))?;
     let result = runtime.block_on(async {
         let grpc = match args.grpc {
             Some(listen) => {
@@ -119,7 +152,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                     listen,
                     token: config.token.clone(),
                 };
-                Some(
+                let server =
                     rowkit_grpc::GrpcServer::bind(grpc_config, store.clone(), clock.clone())
                         .await
                         .map_err(|e| match e {
@@ -127,8 +160,14 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                                 CliError::Store(StoreError::new(Code::Unavailable, e.to_string()))
                             }
                             _ => CliError::usage(e.to_string()),
-                        })?,
-                )
+                        })?;
+                Some(match &tls {
+                    Some((cert, key)) => server.with_tls(cert, key).map_err(|e| {
+                        let why = rowkit_bigtable::error_chain(&e);
+                        CliError::usage(format!("--tls-cert/--tls-key: {why}"))
+                    })?,
+                    None => server,
+                })
             }
             None => None,
         };
@@ -180,9 +219,14 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                 } else {
                     writeln!(std::io::stdout(), "{addr}")
                 };
+                let reach = if tls.is_some() {
+                    format!("TLS: endpoint https://{addr}")
+                } else {
+                    format!("BIGTABLE_EMULATOR_HOST={addr}")
+                };
                 let _ = writeln!(
                     err,
-                    "rowkit serve: Bigtable v2 gRPC API at {addr} (BIGTABLE_EMULATOR_HOST={addr}){}",
+                    "rowkit serve: Bigtable v2 gRPC API at {addr} ({reach}){}",
                     if config.token.is_some() { " (bearer token required)" } else { "" }
                 );
                 Some(tokio::spawn(server.serve(async {
@@ -207,6 +251,8 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         served
     });
     drop(runtime);
+    // The GC thread holds the store too: it ends (within one step) before the store closes.
+    drop(gc);
     drop(store);
     result
 }

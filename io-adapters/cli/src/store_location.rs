@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
-use rowkit_embedded::{MemoryStore, RedbStore, Reply, Store};
+use rowkit_embedded::{GcPage, MemoryStore, RedbStore, Reply, Store};
 use rowkit_statemachines::{Request, StoreError};
 
 use crate::error::CliError;
@@ -16,7 +16,7 @@ pub enum StoreLocation {
     Memory,
     /// `embedded:PATH` — a redb file, created if missing.
     Embedded(PathBuf),
-    /// `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT]`.
+    /// `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST:PORT[&ca=FILE]]`.
     Bigtable(String),
 }
 
@@ -49,8 +49,9 @@ impl StoreLocation {
                 Ok(Box::new(RedbStore::open_read_only(path)?))
             }
             StoreLocation::Embedded(path) => Ok(Box::new(RedbStore::open(path)?)),
-            // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable
-            // with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials (google-cloud-auth).
+            // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable (or
+            // `?endpoint=`) with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials
+            // (google-cloud-auth), built on the store's own runtime.
             StoreLocation::Bigtable(url) => {
                 Ok(Box::new(rowkit_bigtable::BigtableStore::open(url)?))
             }
@@ -109,6 +110,16 @@ impl Store for StoreOnFirstUse {
         self.get()?.create_table(table, families)
     }
 
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
+        self.get()?
+            .create_table_with_splits(table, families, splits)
+    }
+
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
         self.get()?.delete_table(table)
     }
@@ -131,5 +142,15 @@ impl Store for StoreOnFirstUse {
 
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         self.get()?.gc(table, now)
+    }
+
+    fn gc_page(
+        &self,
+        table: &str,
+        after: Option<&[u8]>,
+        max_rows: usize,
+        now: Timestamp,
+    ) -> Result<GcPage, StoreError> {
+        self.get()?.gc_page(table, after, max_rows, now)
     }
 }

@@ -208,3 +208,92 @@ fn admin_commands_on_bigtable() {
         Some(2)
     );
 }
+
+/// A service-account key file with `--store bigtable://p/i`: Cloud Bigtable itself, with
+/// Application Default Credentials made by the binary (in CI: no network). The command ends
+/// within the connect timeout with one line and exit 1, never a panic (101).
+fn with_a_key_file(args: &[&str]) -> std::process::Child {
+    let dir = std::env::temp_dir().join(format!(
+        "rowkit-cli-prod-{}-{}",
+        args[0],
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let key = serde_json::json!({
+        "type": "service_account",
+        "project_id": "p",
+        "private_key_id": "k",
+        "private_key": include_str!("../../bigtable/testdata/throwaway-test-rsa-key.pem"),
+        "client_email": "rowkit@p.iam.gserviceaccount.com",
+        "token_uri": "https://oauth2.googleapis.com/token",
+    });
+    let file = dir.join("key.json");
+    std::fs::write(&file, key.to_string()).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .args(["--store", "bigtable://p/i"])
+        .args(args)
+        .env("GOOGLE_APPLICATION_CREDENTIALS", &file)
+        .env("HOME", &dir)
+        .env_remove("ROWKIT_STORE")
+        .env_remove("BIGTABLE_EMULATOR_HOST")
+        .env_remove("ROWKIT_BIGTABLE_TOKEN")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for `child` up to `limit`; `None` if it still runs (then it is killed).
+fn wait_at_most(mut child: std::process::Child, limit: std::time::Duration) -> Option<Output> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < limit {
+        if child.try_wait().unwrap().is_some() {
+            return Some(child.wait_with_output().unwrap());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    let out = child.wait_with_output().unwrap();
+    eprintln!(
+        "still running after {limit:?}: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    None
+}
+
+/// One line on stderr, exit 1.
+fn assert_fails_with_one_line(out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.starts_with("rowkit: "), "{stderr}");
+}
+
+/// Connecting (20 s at most) plus the resolver's own timeouts, with room to spare.
+const PROD_LIMIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+#[test]
+fn a_key_file_on_cloud_bigtable_fails_cleanly_offline() {
+    let out = wait_at_most(with_a_key_file(&["admin", "list-tables"]), PROD_LIMIT)
+        .expect("the command ends");
+    // Offline: UNAVAILABLE (the endpoint cannot be reached); online: Google refuses the key.
+    assert_fails_with_one_line(&out);
+}
+
+/// `serve` opens its store before it listens: unreachable Cloud Bigtable is its one error.
+#[test]
+fn serve_on_cloud_bigtable_fails_cleanly_offline() {
+    let child = with_a_key_file(&["serve", "--listen", "127.0.0.1:0"]);
+    match wait_at_most(child, PROD_LIMIT) {
+        Some(out) => {
+            assert_fails_with_one_line(&out);
+            assert!(
+                String::from_utf8_lossy(&out.stderr).contains("UNAVAILABLE"),
+                "{out:?}"
+            );
+        }
+        // Only with a network that reaches Google: connected, so it serves (calls then fail
+        // one by one as Google refuses the key). CI has no such network.
+        None => assert_ne!(std::env::var("CI").as_deref(), Ok("true")),
+    }
+}

@@ -241,3 +241,114 @@ fn check_reports_fixes_and_exits_by_what_is_left() {
 fn hex_of(text: &str) -> String {
     text.bytes().map(|b| format!("{b:02x}")).collect()
 }
+
+/// The triples of the repository's own escaping vectors (`codec/tests/vectors/
+/// triples_gotext.json`, written by Go's `strconv.Quote` in `codec/tools/gotext/
+/// make_vectors.go`).
+fn go_quote_triples() -> Vec<Value> {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../codec/tests/vectors/triples_gotext.json"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let triples = v["triples"].as_array().unwrap().clone();
+    assert!(!triples.is_empty());
+    triples
+}
+
+/// `key encode graph` prints the text, UUID, family, timestamp and row keys BadWolf writes for
+/// triples whose predicates hold format and tag characters, unassigned code points and a flag
+/// emoji (escaped by Go) or a rune printable from Unicode 15.0 (kept raw).
+#[test]
+fn key_encode_graph_escapes_like_go() {
+    let s = Scratch::new("goquote");
+    for c in go_quote_triples() {
+        let graph = c["graph"].as_str().unwrap();
+        let input = c["input"].as_str().unwrap();
+        let enc = json(&s.rowkit(&["--json", "key", "encode", "graph", graph, input]));
+        assert_eq!(enc["triple"], c["text"], "{c}");
+        assert_eq!(enc["uuid"], c["triple_uuid"], "{c}");
+        assert_eq!(enc["family"], c["family"], "{c}");
+        assert_eq!(enc["timestamp_us"], c["timestamp_micros"], "{c}");
+        let rows = enc["rows"].as_array().unwrap();
+        let cells = c["cells"].as_array().unwrap();
+        assert_eq!(rows.len(), cells.len(), "{c}");
+        for (row, cell) in rows.iter().zip(cells) {
+            assert_eq!(row["row_key"], cell["row"], "{c}");
+            let column = format!("{}:{}", c["family"].as_str().unwrap(), row["qualifier"]);
+            assert_eq!(column.replace('"', ""), cell["column"].as_str().unwrap());
+        }
+    }
+}
+
+/// A triple whose predicate holds a tag character, written by BadWolf (its four cells, value
+/// = Go's escaped text, timestamp from that text's SHA-256, all from the Go-written vectors):
+/// rowkit finds it, `graph add` of the same triple lands on the same cells (no second version),
+/// and `graph remove` (RemoveTriples) deletes every one of them.
+#[test]
+fn a_badwolf_triple_with_a_tag_character_is_removed() {
+    let s = Scratch::new("tagremove");
+    assert!(s.rowkit(&["graph", "setup"]).status.success());
+    assert!(s.rowkit(&["graph", "create", "test"]).status.success());
+    let tagged: Vec<Value> = go_quote_triples()
+        .into_iter()
+        .filter(|c| c["text"].as_str().unwrap().contains("\\U000e0067"))
+        .collect();
+    assert!(!tagged.is_empty(), "vectors with a tag character");
+    let dump_of = |rows: &[&str]| -> Vec<Value> {
+        let d = json(&s.rowkit(&["--json", "admin", "dump", "badwolf"]));
+        d["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|cell| rows.contains(&cell["row_key"].as_str().unwrap()))
+            .cloned()
+            .collect()
+    };
+    for c in &tagged {
+        let text = c["text"].as_str().unwrap();
+        let ts = c["timestamp_micros"].as_i64().unwrap().to_string();
+        let rows: Vec<&str> = c["cells"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|cell| cell["row"].as_str().unwrap())
+            .collect();
+        // BadWolf's write: the escaped text as the value of each of the four cells.
+        for cell in c["cells"].as_array().unwrap() {
+            let spec = format!("{}=hex:{}", cell["column"].as_str().unwrap(), hex_of(text));
+            let row = cell["row"].as_str().unwrap();
+            let set = s.rowkit(&["admin", "set", "badwolf", row, &spec, "--timestamp", &ts]);
+            assert!(
+                set.status.success(),
+                "{}",
+                String::from_utf8_lossy(&set.stderr)
+            );
+        }
+        let input = c["input"].as_str().unwrap();
+        let found = json(&s.rowkit(&["--json", "graph", "query", "test", "exist", input]));
+        assert_eq!(found.as_array().unwrap().len(), 1, "{c}");
+        let added = json(&s.with_stdin(&["--json", "graph", "add", "test"], input));
+        assert_eq!(added["added"], 1);
+        let cells = dump_of(&rows);
+        assert_eq!(
+            cells.len(),
+            4,
+            "one cell per row, not a second version: {cells:?}"
+        );
+        for cell in &cells {
+            assert_eq!(cell["timestamp_us"], c["timestamp_micros"], "{c}");
+            assert_eq!(cell["value_hex"], hex_of(text), "{c}");
+        }
+        let removed = json(&s.rowkit(&["--json", "graph", "remove", "test", input]));
+        assert_eq!(removed["removed"], 1, "{c}");
+        assert_eq!(
+            dump_of(&rows),
+            Vec::<Value>::new(),
+            "BadWolf's cells are gone: {c}"
+        );
+        let gone = s.rowkit(&["--json", "graph", "query", "test", "exist", input]);
+        assert_eq!(gone.status.code(), Some(1), "{c}");
+    }
+}

@@ -48,4 +48,6 @@ pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb_store::RedbStore;
 pub use rowkit_statemachines::{Request, Response, StoreError};
-pub use store::{ChunkingOptions, EngineState, Reply, RowWrite, ServerTime, Store, TableStorage};
+pub use store::{
+    ChunkingOptions, EngineState, GcPage, Reply, RowWrite, ServerTime, Store, TableStorage,
+};

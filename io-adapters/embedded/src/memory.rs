@@ -46,6 +46,8 @@ pub struct MemoryStore {
 struct Table {
     /// Ascending by name; shared with the evaluator's requests ([`TableStorage::schema`]).
     families: Arc<[ColumnFamily]>,
+    /// CreateTable's split points, ascending.
+    splits: Arc<[Vec<u8>]>,
     rows: BTreeMap<Vec<u8>, StoredRow>,
 }
 
@@ -187,7 +189,12 @@ fn scan<'t>(
 impl TableStorage for MemoryStore {
     type Row<'t> = MemoryRow;
 
-    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         validate_schema(table, families)?;
         let mut tables = self.write()?;
         if tables.contains_key(table) {
@@ -203,10 +210,16 @@ impl TableStorage for MemoryStore {
             table.to_string(),
             Table {
                 families,
+                splits: splits.into(),
                 rows: BTreeMap::new(),
             },
         );
         Ok(())
+    }
+
+    fn splits(&self, table: &str) -> Result<Arc<[Vec<u8>]>, StoreError> {
+        let tables = self.read()?;
+        Ok(Arc::clone(&get_table(&tables, table)?.splits))
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
@@ -1000,39 +1013,5 @@ mod tests {
             }
         }
         assert!(valid > 300, "only {valid} valid filters generated");
-    }
-
-    #[test]
-    fn sample_row_keys_every_interval() {
-        use crate::semantics::SAMPLE_INTERVAL_BYTES;
-        use rowkit_statemachines::SampleRowKeysRequest;
-        let s = store(&["cf"]);
-        let value = vec![7u8; 6 << 20];
-        let keys = [&b"k1"[..], b"k2", b"k3", b"k4", b"k5"];
-        for k in keys {
-            mutate(&s, k, vec![set("cf", b"q", 1, &value)]).unwrap();
-        }
-        let row = 2 + 2 + 1 + 8 + value.len() as i64;
-        let req = Request::SampleRowKeys(SampleRowKeysRequest {
-            table: "t".into(),
-            ..Default::default()
-        });
-        let samples: Vec<(Vec<u8>, i64)> = match Store::execute(&s, req, NOW).unwrap() {
-            Reply::Stream(parts) => parts
-                .map(|p| match p.unwrap() {
-                    Response::SampleRowKeysPart(p) => (p.row_key, p.offset_bytes),
-                    other => panic!("{other:?}"),
-                })
-                .collect(),
-            Reply::Unary(r) => panic!("{r:?}"),
-        };
-        // 6 MiB rows and a 16 MiB interval: a sample before the 4th row, then the end.
-        assert!(
-            3 * row as u64 >= SAMPLE_INTERVAL_BYTES && (2 * row as u64) < SAMPLE_INTERVAL_BYTES
-        );
-        assert_eq!(
-            samples,
-            vec![(b"k4".to_vec(), 3 * row), (Vec::new(), 5 * row)]
-        );
     }
 }

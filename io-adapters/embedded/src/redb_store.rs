@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | `rowkit/meta` | `&str` (`"format"`) | `u64` layout version (1) |
 //! | `rowkit/schema` | `&str` table id | `&[u8]`: postcard of `Vec<ColumnFamily>`, ascending by name |
+//! | `rowkit/splits` | `&str` table id | `&[u8]`: postcard of `Vec<Vec<u8>>`, CreateTable's split points, ascending |
 //! | `rowkit/rows/{table}` | `&[u8]` raw row key | `(u64, u64)`: row size ([`row_size`]), cell count |
 //! | `rowkit/cells/{table}` | `&[u8]` cell key (below) | `&[u8]` cell value |
 //!
@@ -16,6 +17,9 @@
 //! because a terminator sorts below any escaped byte (a prefix sorts first) and no component can
 //! bleed into the next. Every cell of a row, family or column is one contiguous key range, so each
 //! operation costs O(log n + cells touched) however wide the row.
+//!
+//! `rowkit/splits` was added within layout version 1: it holds an entry only for a table created
+//! with split points, and a file without it (written before) reads as having none.
 //!
 //! The rows table lets row iteration, existence and size checks run without touching cells; it is
 //! kept in the same transaction as the cells, and a row's entry is removed with its last cell
@@ -51,6 +55,8 @@ const FORMAT_VERSION: u64 = 1;
 
 const META: TableDefinition<&str, u64> = TableDefinition::new("rowkit/meta");
 const SCHEMA: TableDefinition<&str, &[u8]> = TableDefinition::new("rowkit/schema");
+/// Split points of the tables created with some (absent in files written before it existed).
+const SPLITS: TableDefinition<&str, &[u8]> = TableDefinition::new("rowkit/splits");
 const FORMAT_KEY: &str = "format";
 
 /// `rowkit/rows/{table}`: raw row key -> (row size, cell count).
@@ -106,13 +112,16 @@ impl TableNames {
 struct TableInfo {
     /// Ascending by name, as stored.
     families: Arc<[ColumnFamily]>,
+    /// CreateTable's split points, ascending.
+    splits: Arc<[Vec<u8>]>,
     names: TableNames,
 }
 
 impl TableInfo {
-    fn new(table: &str, families: Vec<ColumnFamily>) -> Arc<TableInfo> {
+    fn new(table: &str, families: Vec<ColumnFamily>, splits: Arc<[Vec<u8>]>) -> Arc<TableInfo> {
         Arc::new(TableInfo {
             families: families.into(),
+            splits,
             names: TableNames::new(table),
         })
     }
@@ -126,11 +135,24 @@ type Catalog = BTreeMap<String, Result<Arc<TableInfo>, StoreError>>;
 fn load_catalog(txn: &ReadTransaction) -> Result<Catalog, StoreError> {
     let op = "read schema";
     let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+    let splits = match txn.open_table(SPLITS) {
+        Ok(splits) => Some(splits),
+        Err(redb::TableError::TableDoesNotExist(_)) => None,
+        Err(e) => return Err(redb_error(op, e)),
+    };
     let mut catalog = Catalog::new();
     for entry in schema.iter().map_err(|e| redb_error(op, e))? {
         let (k, v) = entry.map_err(|e| redb_error(op, e))?;
         let table = k.value();
-        let info = decode_families(table, v.value()).map(|f| TableInfo::new(table, f));
+        let table_splits = match &splits {
+            Some(splits) => match splits.get(table).map_err(|e| redb_error(op, e))? {
+                Some(bytes) => decode_splits(table, bytes.value()),
+                None => Ok(Arc::from(Vec::new())),
+            },
+            None => Ok(Arc::from(Vec::new())),
+        };
+        let info = decode_families(table, v.value())
+            .and_then(|f| Ok(TableInfo::new(table, f, table_splits?)));
         catalog.insert(table.to_string(), info);
     }
     Ok(catalog)
@@ -597,7 +619,14 @@ impl RedbStore {
                 families
             };
             self.commit(txn, op)?;
-            catalog.insert(table.to_string(), Ok(TableInfo::new(table, families)));
+            let splits = match catalog.get(table) {
+                Some(Ok(info)) => Arc::clone(&info.splits),
+                _ => Arc::from(Vec::new()),
+            };
+            catalog.insert(
+                table.to_string(),
+                Ok(TableInfo::new(table, families, splits)),
+            );
             Ok(())
         })
     }
@@ -908,6 +937,21 @@ fn decode_families(table: &str, bytes: &[u8]) -> Result<Vec<ColumnFamily>, Store
     postcard::from_bytes(bytes).map_err(|e| corrupt(table, format!("schema: {e}")))
 }
 
+fn encode_splits(table: &str, splits: &[Vec<u8>]) -> Result<Vec<u8>, StoreError> {
+    postcard::to_allocvec(splits).map_err(|e| {
+        StoreError::new(
+            Code::Internal,
+            format!("redb store: table \"{table}\": encode split points: {e}"),
+        )
+    })
+}
+
+fn decode_splits(table: &str, bytes: &[u8]) -> Result<Arc<[Vec<u8>]>, StoreError> {
+    postcard::from_bytes::<Vec<Vec<u8>>>(bytes)
+        .map(Arc::from)
+        .map_err(|e| corrupt(table, format!("split points: {e}")))
+}
+
 /// Adds or replaces `family` in `families`, kept ascending by name.
 fn upsert_family(families: &mut Vec<ColumnFamily>, family: &ColumnFamily) {
     match families.binary_search_by(|f| f.name.as_str().cmp(family.name.as_str())) {
@@ -979,12 +1023,18 @@ fn single_key(range: &RowRange) -> Option<&[u8]> {
 impl TableStorage for RedbStore {
     type Row<'t> = RedbRow<'t>;
 
-    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
         // The evaluator's own check, so that every store accepts exactly the same schemas.
         validate_schema(table, families)?;
         let mut sorted = families.to_vec();
         sorted.sort_by(|a, b| a.name.cmp(&b.name));
         let encoded = encode_families(table, &sorted)?;
+        let encoded_splits = encode_splits(table, splits)?;
 
         let op = "create_table";
         self.guarded(Scope::Admin, op, || {
@@ -1003,10 +1053,24 @@ impl TableStorage for RedbStore {
                     .map_err(|e| redb_error(op, e))?;
                 TableNames::new(table).create_in(&txn, op)?;
             }
+            // Only tables with split points get an entry (and a file the table itself): a
+            // file without them stays as an older build wrote it.
+            if !splits.is_empty() {
+                open_write(&txn, SPLITS, op)?
+                    .insert(table, encoded_splits.as_slice())
+                    .map_err(|e| redb_error(op, e))?;
+            }
             self.commit(txn, op)?;
-            catalog.insert(table.to_string(), Ok(TableInfo::new(table, sorted)));
+            catalog.insert(
+                table.to_string(),
+                Ok(TableInfo::new(table, sorted, splits.into())),
+            );
             Ok(())
         })
+    }
+
+    fn splits(&self, table: &str) -> Result<Arc<[Vec<u8>]>, StoreError> {
+        Ok(Arc::clone(&self.table_info(table)?.splits))
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
@@ -1023,6 +1087,16 @@ impl TableStorage for RedbStore {
                 {
                     return Err(table_not_found(table));
                 }
+            }
+            // The table may be re-created without split points: forget its old ones.
+            match txn.open_table(SPLITS) {
+                Ok(splits) => {
+                    Forgettable::new(splits)
+                        .remove(table)
+                        .map_err(|e| redb_error(op, e))?;
+                }
+                Err(redb::TableError::TableDoesNotExist(_)) => {}
+                Err(e) => return Err(redb_error(op, e)),
             }
             TableNames::new(table).delete_in(&txn, op)?;
             self.commit(txn, op)?;

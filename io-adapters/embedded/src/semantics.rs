@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, VecDeque};
 
 use rowkit_codec::model::{
     Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowRange, RuleOp, Timestamp,
-    TimestampRange, ValidationError, limits,
+    TimestampRange, ValidationError, limits, row_size,
 };
 use rowkit_statemachines::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntryResult, MutateRowsRequest,
@@ -31,13 +31,13 @@ use rowkit_statemachines::{
 };
 
 pub use filter::CompiledFilter;
-pub use read::SAMPLE_INTERVAL_BYTES;
+pub use read::{SAMPLE_INTERVAL_BYTES, SCANNED_BYTES_BEFORE_MARKER, SCANNED_ROWS_BEFORE_MARKER};
 /// Where the chunks of a row are cut: one function, in `rowkit-statemachines` beside the merger.
 pub use rowkit_statemachines::readrows::row_chunks;
 pub(crate) use validate::remove_from_schema;
 pub use validate::{validate_request, validate_schema};
 
-use crate::{ChunkingOptions, Reply, RowWrite, ServerTime, Store, TableStorage};
+use crate::{ChunkingOptions, GcPage, Reply, RowWrite, ServerTime, Store, TableStorage};
 use read::{ReadStream, SampleStream};
 use validate::Schema;
 
@@ -60,6 +60,17 @@ impl<S: TableStorage> Store for S {
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
         validate_schema(table, families)?;
         TableStorage::create_table(self, table, families)
+    }
+
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
+        validate_schema(table, families)?;
+        let splits = normalize_splits(splits)?;
+        TableStorage::create_table_with_splits(self, table, families, &splits)
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
@@ -85,6 +96,37 @@ impl<S: TableStorage> Store for S {
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError> {
         gc(self, table, now)
     }
+
+    fn gc_page(
+        &self,
+        table: &str,
+        after: Option<&[u8]>,
+        max_rows: usize,
+        now: Timestamp,
+    ) -> Result<GcPage, StoreError> {
+        gc_page(self, table, after, max_rows, now)
+    }
+}
+
+/// CreateTable's `initial_splits` as a store keeps them: ascending, each once. An empty key
+/// (no split point) or one longer than a row key may be is refused (`INVALID_ARGUMENT`).
+pub fn normalize_splits(splits: &[Vec<u8>]) -> Result<Vec<Vec<u8>>, StoreError> {
+    for key in splits {
+        if key.is_empty() || key.len() > limits::MAX_ROW_KEY_BYTES {
+            return Err(StoreError::new(
+                rowkit_statemachines::Code::InvalidArgument,
+                format!(
+                    "initial split keys must be 1 to {} bytes, got one of {}",
+                    limits::MAX_ROW_KEY_BYTES,
+                    key.len()
+                ),
+            ));
+        }
+    }
+    let mut sorted = splits.to_vec();
+    sorted.sort();
+    sorted.dedup();
+    Ok(sorted)
 }
 
 /// [`Store::execute`] (`whole_rows`: [`Store::execute_local`]).
@@ -106,14 +148,12 @@ fn execute<S: TableStorage>(
         Request::MutateRows(r) => writer.mutate_rows(r),
         Request::CheckAndMutateRow(r) => writer.check_and_mutate(r),
         Request::ReadModifyWriteRow(r) => writer.read_modify_write(r),
-        Request::SampleRowKeys(r) => Ok(Reply::Stream(Box::new(SampleStream {
-            store,
-            table: r.table,
-            after: None,
-            offset: 0,
-            last_sample: 0,
-            done: false,
-        }))),
+        Request::SampleRowKeys(r) => {
+            let splits = store.splits(&r.table)?;
+            Ok(Reply::Stream(Box::new(SampleStream::new(
+                store, r.table, &splits,
+            ))))
+        }
     }
 }
 
@@ -143,6 +183,9 @@ fn read_rows<S: TableStorage>(
         whole_rows,
         pending: VecDeque::new(),
         exhausted: false,
+        skipped_rows: 0,
+        skipped_bytes: 0,
+        marker: None,
     })))
 }
 
@@ -442,37 +485,103 @@ fn drop_family<S: TableStorage>(store: &S, table: &str, family: &str) -> Result<
     delete(&batch)
 }
 
-/// Garbage collection (`spec/bigtable.md` 12): every row is scanned, and rows with collectible
-/// cells are rewritten in their own transaction, recomputing the victims there so a concurrent
-/// write is never lost.
+/// Rows [`gc`] reads per [`gc_page`] step.
+const GC_PASS_PAGE_ROWS: usize = 1_000;
+
+/// Bytes of rows (as [`row_size`] counts them) after which a [`gc_page`] step stops reading,
+/// whatever its row limit: the rows it rewrites are then one short engine transaction.
+pub const GC_PAGE_BYTES: u64 = 4 << 20;
+
+/// The GC rules of a table's families, by family name (families without one are left out).
+fn gc_rules<S: TableStorage>(
+    store: &S,
+    table: &str,
+) -> Result<BTreeMap<String, GcRule>, StoreError> {
+    Ok(store
+        .schema(table)?
+        .iter()
+        .filter_map(|f| Some((f.name.clone(), f.gc_rule.clone()?)))
+        .collect())
+}
+
+/// Garbage collection of a whole table (`spec/bigtable.md` 12): [`gc_page`] steps from the
+/// first row to the last.
 fn gc<S: TableStorage>(store: &S, table: &str, now: Timestamp) -> Result<u64, StoreError> {
-    let rules: BTreeMap<String, GcRule> = TableStorage::families(store, table)?
-        .into_iter()
-        .filter_map(|f| Some((f.name, f.gc_rule?)))
-        .collect();
-    if rules.is_empty() {
-        return Ok(0);
-    }
-    let all = RowRange::all();
     let mut deleted = 0u64;
     let mut after: Option<Vec<u8>> = None;
-    while let Some(row) = store.next_row(table, &all, after.as_deref(), false)? {
+    loop {
+        let page = gc_page(store, table, after.as_deref(), GC_PASS_PAGE_ROWS, now)?;
+        deleted += page.deleted;
+        match page.next_after {
+            Some(key) => after = Some(key),
+            None => return Ok(deleted),
+        }
+    }
+}
+
+/// [`Store::gc_page`]: reads up to `max_rows` rows after `after` (fewer once they hold
+/// [`GC_PAGE_BYTES`]) from snapshots, without blocking writers, then rewrites those with
+/// collectible cells in one [`TableStorage::write_rows`]: each row atomically, its victims
+/// recomputed inside its transaction from what it holds then, so a write that landed since
+/// the scan is never lost (a newer cell only makes older ones collectible, never itself).
+fn gc_page<S: TableStorage>(
+    store: &S,
+    table: &str,
+    after: Option<&[u8]>,
+    max_rows: usize,
+    now: Timestamp,
+) -> Result<GcPage, StoreError> {
+    let rules = gc_rules(store, table)?;
+    if rules.is_empty() {
+        return Ok(GcPage::default());
+    }
+    let all = RowRange::all();
+    let mut page = GcPage::default();
+    let mut after = after.map(<[u8]>::to_vec);
+    let mut bytes = 0u64;
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let Some(row) = store.next_row(table, &all, after.as_deref(), false)? else {
+            after = None;
+            break;
+        };
+        page.rows += 1;
+        bytes = bytes.saturating_add(row_size(&row.key, &row.cells));
         if !collectible(&row.cells, &rules, now).is_empty() {
-            deleted += store.write_row(table, &row.key, |w| {
-                let cells = w.cells()?;
-                let victims = collectible(&cells, &rules, now);
-                for cell in &victims {
-                    // One cell: [ts, ts + 1); ts >= 0, so the end is never the 0 = infinity mark.
-                    let range = TimestampRange {
-                        start: cell.timestamp.0,
-                        end: cell.timestamp.0.saturating_add(1),
-                    };
-                    w.delete_column(&cell.family, &cell.qualifier, Some(range))?;
-                }
-                Ok(victims.len() as u64)
-            })?;
+            candidates.push(row.key.clone());
         }
         after = Some(row.key);
+        if page.rows >= max_rows.max(1) as u64 || bytes >= GC_PAGE_BYTES {
+            break;
+        }
     }
-    Ok(deleted)
+    page.next_after = after;
+    let keys: Vec<&[u8]> = candidates.iter().map(Vec::as_slice).collect();
+    let rewritten = store.write_rows(table, &keys, |_, row| {
+        let cells = row.cells()?;
+        let victims = collectible(&cells, &rules, now);
+        // A column's victims are its oldest cells (every rule collects a cell the more surely
+        // the older it is: a higher index, an earlier timestamp, and unions and intersections
+        // keep that), so one range from 0 to just past its newest victim, the first one met in
+        // canonical order, deletes them all in one call instead of one call per cell.
+        let mut column: Option<(&str, &[u8])> = None;
+        for cell in &victims {
+            let this = (cell.family.as_str(), cell.qualifier.as_slice());
+            if column == Some(this) {
+                continue;
+            }
+            column = Some(this);
+            // ts >= 0, so the end is never the 0 = infinity mark.
+            let range = TimestampRange {
+                start: 0,
+                end: cell.timestamp.0.saturating_add(1),
+            };
+            row.delete_column(&cell.family, &cell.qualifier, Some(range))?;
+        }
+        Ok(victims.len() as u64)
+    });
+    for deleted in rewritten {
+        page.deleted += deleted?;
+    }
+    Ok(page)
 }

@@ -161,8 +161,20 @@ pub trait TableStorage: Send + Sync {
     where
         Self: 't;
 
-    /// Creates a table (`ALREADY_EXISTS` if it exists).
-    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError>;
+    /// Creates a table (`ALREADY_EXISTS` if it exists) with no split points.
+    fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.create_table_with_splits(table, families, &[])
+    }
+    /// Creates a table (`ALREADY_EXISTS` if it exists) and keeps its split points (CreateTable's
+    /// `initial_splits`: ascending, distinct, non-empty) for SampleRowKeys.
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError>;
+    /// The split points the table was created with, ascending (`NOT_FOUND` if it is missing).
+    fn splits(&self, table: &str) -> Result<Arc<[Vec<u8>]>, StoreError>;
     /// Deletes a table and all its rows (`NOT_FOUND` if missing).
     fn delete_table(&self, table: &str) -> Result<(), StoreError>;
     /// Table ids in ascending order.
@@ -278,6 +290,25 @@ pub trait Store: Send + Sync {
     }
     /// Creates a table with its families (`ALREADY_EXISTS` if it exists).
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError>;
+    /// Creates a table with its families and initial split points (CreateTable's
+    /// `initial_splits`), which SampleRowKeys then reports among its samples as production
+    /// reports tablet boundaries. The default creates the table when there are none and
+    /// answers `UNIMPLEMENTED` otherwise; stores that keep splits implement it, wrappers
+    /// forward it.
+    fn create_table_with_splits(
+        &self,
+        table: &str,
+        families: &[ColumnFamily],
+        splits: &[Vec<u8>],
+    ) -> Result<(), StoreError> {
+        if splits.is_empty() {
+            return self.create_table(table, families);
+        }
+        Err(StoreError::new(
+            rowkit_statemachines::Code::Unimplemented,
+            format!("this store cannot create table {table} with split points"),
+        ))
+    }
     /// Deletes a table.
     fn delete_table(&self, table: &str) -> Result<(), StoreError>;
     /// Table ids in ascending order.
@@ -310,6 +341,41 @@ pub trait Store: Send + Sync {
         ))
     }
     /// Runs garbage collection on a table per its families' GC rules; returns the number of
-    /// cells deleted. GC never happens implicitly (`spec/bigtable.md` 12).
+    /// cells deleted. GC never happens implicitly (`spec/bigtable.md` 12). Local stores do it
+    /// in [`Store::gc_page`] steps, each row rewritten atomically, so writers are never held
+    /// for more than one short transaction.
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError>;
+    /// One bounded step of [`Store::gc`]: the rows after `after` (from the first row when
+    /// `None`), at most `max_rows` of them (at least one), are collected; continue with
+    /// [`GcPage::next_after`] until it is `None`. A server runs these steps in the background
+    /// with pauses between them. Local stores read the rows without blocking writers and
+    /// rewrite those with collectible cells in one short batch, each row atomically with its
+    /// victims recomputed inside its transaction. The default runs [`Store::gc`] on the whole
+    /// table as one step (a network store, whose server collects by itself); wrappers forward
+    /// it.
+    fn gc_page(
+        &self,
+        table: &str,
+        after: Option<&[u8]>,
+        max_rows: usize,
+        now: Timestamp,
+    ) -> Result<GcPage, StoreError> {
+        let _ = (after, max_rows);
+        Ok(GcPage {
+            deleted: self.gc(table, now)?,
+            ..GcPage::default()
+        })
+    }
+}
+
+/// What one [`Store::gc_page`] step did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GcPage {
+    /// Cells deleted.
+    pub deleted: u64,
+    /// Rows read.
+    pub rows: u64,
+    /// The key of the last row read, to pass as the next step's `after`; `None` once the
+    /// table is done (or has no GC rule).
+    pub next_after: Option<Vec<u8>>,
 }

@@ -308,8 +308,15 @@ async fn unary_call(
     Ok(json_response(StatusCode::OK, body))
 }
 
-/// Each part as its JSON element.
+/// Each part as its JSON element. A ReadRows scan marker (a part with only
+/// `last_scanned_row_key`) is not sent: a JSON caller has no way to declare it takes them
+/// (gRPC's `bigtable-features`), so the gateway answers one element per row, as before.
 fn encode_part(part: StoreResponse) -> Result<Vec<Vec<u8>>, StoreError> {
+    if let StoreResponse::ReadRowsPart(p) = &part
+        && p.chunks.is_empty()
+    {
+        return Ok(Vec::new());
+    }
     encode_response(&part)
         .map(|bytes| vec![bytes])
         .map_err(|e| StoreError::new(Code::Internal, e.to_string()))

@@ -12,6 +12,8 @@
 //! - [`router`] is the axum router alone, for embedding.
 //! - [`serving`]: the serving core this gateway shares with the gRPC server (`rowkit-grpc`):
 //!   the address/token rule, the bearer check, store calls off the runtime.
+//! - [`gc::BackgroundGc`]: garbage collection of an in-process store in the background, one per
+//!   server process, in bounded steps that never hold writers for long.
 //!
 //! Stores are blocking: calls run in `tokio::task::spawn_blocking`, and streamed replies are
 //! pumped from the blocking thread through a bounded channel, so a slow client applies
@@ -21,6 +23,7 @@
 
 mod api;
 mod cors;
+pub mod gc;
 mod host;
 pub mod serving;
 mod www;

@@ -104,6 +104,28 @@ pub enum StreamMsg<T> {
     End,
 }
 
+/// How [`stream`] turns store parts into wire messages. Any
+/// `FnMut(Response) -> Result<Vec<T>, StoreError>` is one (each part on its own); an encoder
+/// that packs several parts into one message keeps the unsent rest until [`Encode::finish`].
+pub trait Encode<T>: Send + 'static {
+    /// The messages to send for one store part (none while it is still packing).
+    fn encode(&mut self, part: Response) -> Result<Vec<T>, StoreError>;
+    /// The messages still held once the store's stream ended or failed, sent before its end
+    /// (whole rows a client can commit before the error). Default: none.
+    fn finish(&mut self) -> Vec<T> {
+        Vec::new()
+    }
+}
+
+impl<T, F> Encode<T> for F
+where
+    F: FnMut(Response) -> Result<Vec<T>, StoreError> + Send + 'static,
+{
+    fn encode(&mut self, part: Response) -> Result<Vec<T>, StoreError> {
+        self(part)
+    }
+}
+
 /// How [`stream`] asks the store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Execution {
@@ -158,17 +180,17 @@ impl<T> StoreStream<T> {
 }
 
 /// Runs a streamed request and returns its messages: each store part becomes the parts
-/// `encode` makes of it, then [`StreamMsg::End`] or [`StreamMsg::Failed`]. A few point reads
-/// are answered on the calling thread; anything else runs on a blocking thread (encoding
-/// there too) behind a bounded channel, so the scan waits while the channel is full and stops
-/// when the receiver is dropped. A channel that closes without `End` or `Failed` means the
-/// task died.
+/// `encode` makes of it, then what [`Encode::finish`] still holds, then [`StreamMsg::End`] or
+/// [`StreamMsg::Failed`]. A few point reads are answered on the calling thread; anything else
+/// runs on a blocking thread (encoding there too) behind a bounded channel, so the scan waits
+/// while the channel is full and stops when the receiver is dropped. A channel that closes
+/// without `End` or `Failed` means the task died.
 pub fn stream<T: Send + 'static>(
     store: Arc<dyn Store>,
     request: Request,
     now: Timestamp,
     execution: Execution,
-    mut encode: impl FnMut(Response) -> Result<Vec<T>, StoreError> + Send + 'static,
+    mut encode: impl Encode<T>,
 ) -> StoreStream<T> {
     if answered_inline(store.as_ref(), &request) {
         let mut messages = Vec::new();
@@ -187,6 +209,11 @@ pub fn stream<T: Send + 'static>(
     StoreStream::Channel(rx)
 }
 
+/// Hands `send` each message as a part; `false` once the receiver is gone.
+fn send_all<T>(messages: Vec<T>, send: &mut impl FnMut(StreamMsg<T>) -> bool) -> bool {
+    messages.into_iter().all(|m| send(StreamMsg::Part(m)))
+}
+
 /// Executes `request` and hands `send` each encoded part, then `End` or `Failed`; stops as
 /// soon as `send` says the receiver is gone.
 fn run_stream<T>(
@@ -194,7 +221,7 @@ fn run_stream<T>(
     request: Request,
     now: Timestamp,
     execution: Execution,
-    encode: &mut impl FnMut(Response) -> Result<Vec<T>, StoreError>,
+    encode: &mut impl Encode<T>,
     mut send: impl FnMut(StreamMsg<T>) -> bool,
 ) {
     let reply = match execution {
@@ -212,15 +239,19 @@ fn run_stream<T>(
     for part in parts {
         let encoded = match part {
             Ok(Response::StreamEnd) => break,
-            Ok(p) => encode(p),
-            Err(e) => Err(e),
+            Ok(p) => encode.encode(p),
+            Err(e) => {
+                // What the encoder holds came before the failure: the client keeps it.
+                if !send_all(encode.finish(), &mut send) {
+                    return;
+                }
+                Err(e)
+            }
         };
         match encoded {
             Ok(messages) => {
-                for m in messages {
-                    if !send(StreamMsg::Part(m)) {
-                        return;
-                    }
+                if !send_all(messages, &mut send) {
+                    return;
                 }
             }
             Err(e) => {
@@ -229,7 +260,9 @@ fn run_stream<T>(
             }
         }
     }
-    send(StreamMsg::End);
+    if send_all(encode.finish(), &mut send) {
+        send(StreamMsg::End);
+    }
 }
 
 #[cfg(test)]

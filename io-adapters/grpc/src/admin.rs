@@ -1,9 +1,14 @@
 //! `google.bigtable.admin.v2.BigtableTableAdmin`: the table calls clients and `cbt` use, over
 //! the store's schema calls. Table data is only ever touched through the store's evaluator
 //! (DropRowRange deletes rows with ordinary MutateRows requests; a dropped family goes through
-//! the store's `drop_family`).
+//! the store's `drop_family`). Tables are answered in the view asked for, their replication
+//! state as the instance's one cluster's (`crate::instance`); consistency tokens come from
+//! `crate::consistency`; the IAM policy calls answer as the instance admin's do.
+
+use std::collections::HashMap;
 
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
+use googleapis_tonic_google_bigtable_admin_v2::google::iam::v1 as iam;
 use rowkit_bigtable::convert;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowFilter, RowRange, RowSet, Timestamp};
 use rowkit_embedded::Store;
@@ -13,8 +18,11 @@ use rowkit_statemachines::{
 };
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
+use crate::consistency::ConsistencyTokens;
 use crate::generated::admin::bigtable_table_admin_server::BigtableTableAdmin;
-use crate::{Shared, names};
+use crate::names::Instance;
+use crate::wire::{ListTablesReply, TableReply};
+use crate::{Shared, instance, names};
 
 /// One modification of a ModifyColumnFamilies request, checked.
 enum FamilyChange {
@@ -38,7 +46,20 @@ impl FamilyChange {
 const DROP_PAGE_ROWS: i64 = 1000;
 
 /// The table admin service over the shared store.
-pub(crate) struct AdminService(pub(crate) Shared);
+pub(crate) struct AdminService {
+    shared: Shared,
+    tokens: ConsistencyTokens,
+}
+
+impl AdminService {
+    /// The service over `shared`, issuing tokens under a fresh key.
+    pub(crate) fn new(shared: Shared) -> AdminService {
+        AdminService {
+            shared,
+            tokens: ConsistencyTokens::new(),
+        }
+    }
+}
 
 fn status(e: StoreError) -> Status {
     convert::error_to_status(&e)
@@ -60,10 +81,92 @@ fn family_from_pb(name: &str, family: &admin::ColumnFamily) -> Result<ColumnFami
     })
 }
 
-/// The table's schema as an admin `Table` named `name`.
-fn table_pb(store: &dyn Store, table: &str, name: String) -> Result<admin::Table, StoreError> {
-    Ok(convert::table_to_pb(name, &store.families(table)?))
+/// What parts of a table a view shows.
+struct ViewParts {
+    schema: bool,
+    replication: bool,
+    encryption: bool,
 }
+
+impl ViewParts {
+    /// `view` as asked (an unknown value as the default), `default` when unspecified.
+    fn of(view: i32, default: admin::table::View) -> ViewParts {
+        use admin::table::View;
+        let view = match View::try_from(view).unwrap_or(View::Unspecified) {
+            View::Unspecified => default,
+            view => view,
+        };
+        ViewParts {
+            schema: matches!(view, View::SchemaView | View::Full),
+            replication: matches!(view, View::ReplicationView | View::Full),
+            encryption: matches!(view, View::EncryptionView | View::Full),
+        }
+    }
+}
+
+/// The table's replication state: the instance's one cluster, always ready (and encrypted
+/// with Google's default encryption, as every production table without a CMEK key).
+fn cluster_states(at: &Instance, parts: &ViewParts) -> HashMap<String, admin::table::ClusterState> {
+    let encryption_info = if parts.encryption {
+        vec![admin::EncryptionInfo {
+            encryption_type: admin::encryption_info::EncryptionType::GoogleDefaultEncryption as i32,
+            ..Default::default()
+        }]
+    } else {
+        Vec::new()
+    };
+    let state = admin::table::ClusterState {
+        replication_state: if parts.replication {
+            admin::table::cluster_state::ReplicationState::Ready as i32
+        } else {
+            admin::table::cluster_state::ReplicationState::StateNotKnown as i32
+        },
+        encryption_info,
+    };
+    HashMap::from([(instance::cluster_id(&at.instance), state)])
+}
+
+/// The table as an admin `Table` in the view `parts`; `NOT_FOUND` when it does not exist.
+fn table_pb(
+    store: &dyn Store,
+    table: &str,
+    at: &Instance,
+    parts: &ViewParts,
+) -> Result<admin::Table, StoreError> {
+    // Read even when the view shows no family: the table must exist.
+    let families = store.families(table)?;
+    Ok(table_view(table, &families, at, parts))
+}
+
+/// Table `table` of instance `at` with `families` (used only by views that show them) in the
+/// view `parts`.
+fn table_view(
+    table: &str,
+    families: &[ColumnFamily],
+    at: &Instance,
+    parts: &ViewParts,
+) -> admin::Table {
+    let name = format!("{}/tables/{table}", at.name());
+    let mut pb = if parts.schema {
+        convert::table_to_pb(name, families)
+    } else {
+        admin::Table {
+            name,
+            ..Default::default()
+        }
+    };
+    if parts.replication || parts.encryption {
+        pb.cluster_states = cluster_states(at, parts);
+    }
+    pb
+}
+
+/// The schema view every call that changes a table answers with.
+const SCHEMA: ViewParts = ViewParts {
+    schema: true,
+    replication: false,
+    encryption: false,
+};
 
 /// Deletes every row of `range`, a page at a time, through ordinary requests: a key-only read
 /// (first cell, value stripped) and a MutateRows of `DeleteFromRow`s. Not atomic, as in
@@ -122,60 +225,73 @@ impl BigtableTableAdmin for AdminService {
     async fn create_table(
         &self,
         request: GrpcRequest<admin::CreateTableRequest>,
-    ) -> Result<GrpcResponse<admin::Table>, Status> {
+    ) -> Result<GrpcResponse<TableReply>, Status> {
         let r = request.into_inner();
-        names::check_instance(&r.parent).map_err(status)?;
+        let at = names::instance(&r.parent).map_err(status)?;
         let mut families = Vec::new();
         if let Some(table) = &r.table {
             for (name, family) in &table.column_families {
                 families.push(family_from_pb(name, family)?);
             }
         }
-        let store = self.0.store.clone();
-        let name = format!("{}/tables/{}", r.parent, r.table_id);
+        let splits: Vec<Vec<u8>> = r.initial_splits.into_iter().map(|s| s.key).collect();
+        let store = self.shared.store.clone();
         let table = serving::blocking(move || {
-            store.create_table(&r.table_id, &families)?;
-            table_pb(store.as_ref(), &r.table_id, name)
+            store.create_table_with_splits(&r.table_id, &families, &splits)?;
+            table_pb(store.as_ref(), &r.table_id, &at, &SCHEMA)
         })
         .await
         .map_err(status)?;
-        Ok(GrpcResponse::new(table))
+        Ok(GrpcResponse::new(TableReply(table)))
     }
 
     async fn list_tables(
         &self,
         request: GrpcRequest<admin::ListTablesRequest>,
-    ) -> Result<GrpcResponse<admin::ListTablesResponse>, Status> {
+    ) -> Result<GrpcResponse<ListTablesReply>, Status> {
         let r = request.into_inner();
-        names::check_instance(&r.parent).map_err(status)?;
-        let store = self.0.store.clone();
-        let ids = serving::blocking(move || store.list_tables())
-            .await
-            .map_err(status)?;
-        let tables = ids
-            .into_iter()
-            .map(|id| admin::Table {
-                name: format!("{}/tables/{id}", r.parent),
-                ..Default::default()
-            })
-            .collect();
-        Ok(GrpcResponse::new(admin::ListTablesResponse {
-            tables,
-            next_page_token: String::new(),
-        }))
+        let at = names::instance(&r.parent).map_err(status)?;
+        let parts = ViewParts::of(r.view, admin::table::View::NameOnly);
+        let store = self.shared.store.clone();
+        let tables = serving::blocking(move || {
+            let mut tables = Vec::new();
+            for id in store.list_tables()? {
+                if !parts.schema {
+                    // Listed, so it exists: no read per table (a remote store's round trip).
+                    tables.push(table_view(&id, &[], &at, &parts));
+                    continue;
+                }
+                match table_pb(store.as_ref(), &id, &at, &parts) {
+                    Ok(table) => tables.push(table),
+                    // Deleted since it was listed.
+                    Err(e) if e.code == Code::NotFound => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            Ok(tables)
+        })
+        .await
+        .map_err(status)?;
+        Ok(GrpcResponse::new(ListTablesReply(
+            admin::ListTablesResponse {
+                tables,
+                next_page_token: String::new(),
+            },
+        )))
     }
 
     async fn get_table(
         &self,
         request: GrpcRequest<admin::GetTableRequest>,
-    ) -> Result<GrpcResponse<admin::Table>, Status> {
+    ) -> Result<GrpcResponse<TableReply>, Status> {
         let r = request.into_inner();
-        let id = names::table_id(&r.name).map_err(status)?;
-        let store = self.0.store.clone();
-        let table = serving::blocking(move || table_pb(store.as_ref(), &id, r.name))
+        let (at, id) = names::table(&r.name).map_err(status)?;
+        let parts = ViewParts::of(r.view, admin::table::View::SchemaView);
+        let store = self.shared.store.clone();
+        let table = serving::blocking(move || table_pb(store.as_ref(), &id, &at, &parts))
             .await
             .map_err(status)?;
-        Ok(GrpcResponse::new(table))
+        Ok(GrpcResponse::new(TableReply(table)))
     }
 
     async fn delete_table(
@@ -183,7 +299,7 @@ impl BigtableTableAdmin for AdminService {
         request: GrpcRequest<admin::DeleteTableRequest>,
     ) -> Result<GrpcResponse<()>, Status> {
         let id = names::table_id(&request.get_ref().name).map_err(status)?;
-        let store = self.0.store.clone();
+        let store = self.shared.store.clone();
         serving::blocking(move || store.delete_table(&id))
             .await
             .map_err(status)?;
@@ -193,10 +309,10 @@ impl BigtableTableAdmin for AdminService {
     async fn modify_column_families(
         &self,
         request: GrpcRequest<admin::ModifyColumnFamiliesRequest>,
-    ) -> Result<GrpcResponse<admin::Table>, Status> {
+    ) -> Result<GrpcResponse<TableReply>, Status> {
         use admin::modify_column_families_request::modification::Mod;
         let r = request.into_inner();
-        let id = names::table_id(&r.name).map_err(status)?;
+        let (at, id) = names::table(&r.name).map_err(status)?;
         // Every modification is checked before any is applied.
         let mut changes = Vec::new();
         for m in &r.modifications {
@@ -217,7 +333,7 @@ impl BigtableTableAdmin for AdminService {
                 }
             });
         }
-        let store = self.0.store.clone();
+        let store = self.shared.store.clone();
         let table = serving::blocking(move || {
             let mut existing: Vec<String> =
                 store.families(&id)?.into_iter().map(|f| f.name).collect();
@@ -251,11 +367,11 @@ impl BigtableTableAdmin for AdminService {
                     FamilyChange::Drop(name) => store.drop_family(&id, name)?,
                 }
             }
-            table_pb(store.as_ref(), &id, r.name)
+            table_pb(store.as_ref(), &id, &at, &SCHEMA)
         })
         .await
         .map_err(status)?;
-        Ok(GrpcResponse::new(table))
+        Ok(GrpcResponse::new(TableReply(table)))
     }
 
     async fn drop_row_range(
@@ -274,8 +390,8 @@ impl BigtableTableAdmin for AdminService {
                 ));
             }
         };
-        let store = self.0.store.clone();
-        let now = self.0.clock.now();
+        let store = self.shared.store.clone();
+        let now = self.shared.clock.now();
         serving::blocking(move || {
             // The table must exist even when it has no row to drop.
             store.families(&id)?;
@@ -284,5 +400,74 @@ impl BigtableTableAdmin for AdminService {
         .await
         .map_err(status)?;
         Ok(GrpcResponse::new(()))
+    }
+
+    async fn generate_consistency_token(
+        &self,
+        request: GrpcRequest<admin::GenerateConsistencyTokenRequest>,
+    ) -> Result<GrpcResponse<admin::GenerateConsistencyTokenResponse>, Status> {
+        let id = names::table_id(&request.get_ref().name).map_err(status)?;
+        self.existing(&id).await?;
+        let consistency_token = self.tokens.issue(&id, self.shared.clock.now().0);
+        Ok(GrpcResponse::new(admin::GenerateConsistencyTokenResponse {
+            consistency_token,
+        }))
+    }
+
+    async fn check_consistency(
+        &self,
+        request: GrpcRequest<admin::CheckConsistencyRequest>,
+    ) -> Result<GrpcResponse<admin::CheckConsistencyResponse>, Status> {
+        let r = request.into_inner();
+        let id = names::table_id(&r.name).map_err(status)?;
+        self.existing(&id).await?;
+        if !self.tokens.recognises(&id, &r.consistency_token) {
+            return Err(invalid(format!(
+                "consistency token {:?} was not issued for table {:?}",
+                r.consistency_token, r.name
+            )));
+        }
+        // One replica: whatever was acknowledged before the token is everywhere.
+        Ok(GrpcResponse::new(admin::CheckConsistencyResponse {
+            consistent: true,
+        }))
+    }
+
+    async fn get_iam_policy(
+        &self,
+        request: GrpcRequest<iam::GetIamPolicyRequest>,
+    ) -> Result<GrpcResponse<iam::Policy>, Status> {
+        Err(instance::denied(&instance::iam_permission(
+            &request.get_ref().resource,
+            "getIamPolicy",
+        )))
+    }
+
+    async fn set_iam_policy(
+        &self,
+        request: GrpcRequest<iam::SetIamPolicyRequest>,
+    ) -> Result<GrpcResponse<iam::Policy>, Status> {
+        Err(instance::denied(&instance::iam_permission(
+            &request.get_ref().resource,
+            "setIamPolicy",
+        )))
+    }
+
+    async fn test_iam_permissions(
+        &self,
+        request: GrpcRequest<iam::TestIamPermissionsRequest>,
+    ) -> Result<GrpcResponse<iam::TestIamPermissionsResponse>, Status> {
+        Ok(GrpcResponse::new(instance::granted(request.into_inner())))
+    }
+}
+
+impl AdminService {
+    /// `NOT_FOUND` unless table `id` exists.
+    async fn existing(&self, id: &str) -> Result<(), Status> {
+        let store = self.shared.store.clone();
+        let id = id.to_string();
+        serving::blocking(move || store.families(&id).map(|_| ()))
+            .await
+            .map_err(status)
     }
 }

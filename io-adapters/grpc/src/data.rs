@@ -5,7 +5,8 @@ use base64::Engine as _;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use prost::Message as _;
 use rowkit_bigtable::convert::{self, ConvertError};
-use rowkit_gateway::serving::{self, Execution, StoreStream, StreamMsg};
+use rowkit_codec::model::Row;
+use rowkit_gateway::serving::{self, Encode, Execution, StoreStream, StreamMsg};
 use rowkit_statemachines::readrows::row_chunks;
 use rowkit_statemachines::{Code, Request, Response, StoreError};
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
@@ -39,14 +40,14 @@ fn target_table(table_name: &str, views: &[&str]) -> Result<String, Status> {
     names::table_id(table_name).map_err(status)
 }
 
-/// Whether the client declared reverse-scan support: metadata `bigtable-features` = web-safe
-/// base64 of a `FeatureFlags` message with `reverse_scans` (`spec/bigtable.md` 9.2).
-fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
+/// What the client declared it supports: metadata `bigtable-features` = web-safe base64 of a
+/// `FeatureFlags` message (`spec/bigtable.md` 9.2); none when missing or unreadable.
+fn feature_flags(metadata: &tonic::metadata::MetadataMap) -> pb::FeatureFlags {
     let Some(value) = metadata
         .get("bigtable-features")
         .and_then(|v| v.to_str().ok())
     else {
-        return false;
+        return pb::FeatureFlags::default();
     };
     let trimmed = value.trim_end_matches('=');
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -54,7 +55,7 @@ fn supports_reverse_scans(metadata: &tonic::metadata::MetadataMap) -> bool {
         .decode(trimmed)
         .ok()
         .and_then(|bytes| pb::FeatureFlags::decode(bytes.as_slice()).ok())
-        .is_some_and(|flags| flags.reverse_scans)
+        .unwrap_or_default()
 }
 
 /// Turns the serving channel into a gRPC response stream: parts, then OK or the error status;
@@ -81,32 +82,83 @@ fn unexpected(what: &str) -> StoreError {
     )
 }
 
-/// The wire messages of one ReadRows part: whole rows are cut as production does (values over
-/// [`VALUE_CHUNK_BYTES`] split, a response closed after [`RESPONSE_BYTES`] of values, a row's
-/// last chunk committing it); chunks a store already cut are passed on.
-fn read_rows_messages(part: Response) -> Result<Vec<pb::ReadRowsResponse>, StoreError> {
-    match part {
-        Response::ReadRowsPart(p) => Ok(vec![convert::read_rows_response_to_pb(p)]),
-        Response::Rows(rows) => {
-            let mut messages = Vec::new();
-            let mut current = pb::ReadRowsResponse::default();
-            let mut bytes = 0;
-            for row in rows {
-                for chunk in row_chunks(&row, Some(VALUE_CHUNK_BYTES)) {
-                    bytes += chunk.value.len();
-                    current.chunks.push(convert::chunk_to_pb(chunk));
-                    if bytes >= RESPONSE_BYTES {
-                        messages.push(std::mem::take(&mut current));
-                        bytes = 0;
-                    }
+/// ReadRows responses as production sends them: a row never spans two responses (Google's Go
+/// client and `cbt` check that every response ends on a row boundary); values over
+/// [`VALUE_CHUNK_BYTES`] are cut into chunks inside their row's response; small rows are packed
+/// into one response until it carries [`RESPONSE_BYTES`] of values, and a row larger than that
+/// is a response of its own (up to [`crate::MAX_MESSAGE_BYTES`]). Parts a store already cut
+/// (a network store, a store's test chunking) are sent as they are, after the rows packed
+/// before them; so are scan markers (`last_scanned_row_key`), but only to a client that
+/// declared `last_scanned_row_responses`, as production does (`feature_flags.proto`). A marker
+/// sends the rows packed before it either way, so a long filtered-out stretch holds none back.
+#[derive(Default)]
+struct ReadRowsPacker {
+    /// The client takes responses that carry only `last_scanned_row_key`.
+    scan_markers: bool,
+    /// Rows packed and not sent yet.
+    packed: pb::ReadRowsResponse,
+    /// Value bytes in `packed`.
+    packed_bytes: usize,
+}
+
+impl ReadRowsPacker {
+    /// Adds one row's chunks, first sending the packed rows into `out` if the row would take
+    /// the response past [`RESPONSE_BYTES`], and the response itself once it reaches it.
+    fn pack(&mut self, row: &Row, out: &mut Vec<pb::ReadRowsResponse>) {
+        let row_bytes: usize = row.cells.iter().map(|c| c.value.len()).sum();
+        if !self.packed.chunks.is_empty() && self.packed_bytes + row_bytes > RESPONSE_BYTES {
+            self.flush(out);
+        }
+        self.packed.chunks.extend(
+            row_chunks(row, Some(VALUE_CHUNK_BYTES))
+                .into_iter()
+                .map(convert::chunk_to_pb),
+        );
+        self.packed_bytes += row_bytes;
+        if self.packed_bytes >= RESPONSE_BYTES {
+            self.flush(out);
+        }
+    }
+
+    fn flush(&mut self, out: &mut Vec<pb::ReadRowsResponse>) {
+        if !self.packed.chunks.is_empty() {
+            out.push(std::mem::take(&mut self.packed));
+        }
+        self.packed_bytes = 0;
+    }
+}
+
+impl Encode<pb::ReadRowsResponse> for ReadRowsPacker {
+    fn encode(&mut self, part: Response) -> Result<Vec<pb::ReadRowsResponse>, StoreError> {
+        let mut out = Vec::new();
+        match part {
+            Response::Rows(rows) => {
+                for row in &rows {
+                    self.pack(row, &mut out);
                 }
             }
-            if !current.chunks.is_empty() {
-                messages.push(current);
+            Response::ReadRowsPart(mut p) => {
+                // Rows packed before any part go first, before a scan marker too: a long
+                // filtered-out stretch does not hold them back, whether or not the marker
+                // is sent.
+                self.flush(&mut out);
+                if !self.scan_markers {
+                    if p.chunks.is_empty() {
+                        return Ok(out);
+                    }
+                    p.last_scanned_row_key.clear();
+                }
+                out.push(convert::read_rows_response_to_pb(p));
             }
-            Ok(messages)
+            _ => return Err(unexpected("ReadRows")),
         }
-        _ => Err(unexpected("ReadRows")),
+        Ok(out)
+    }
+
+    fn finish(&mut self) -> Vec<pb::ReadRowsResponse> {
+        let mut out = Vec::new();
+        self.flush(&mut out);
+        out
     }
 }
 
@@ -116,7 +168,8 @@ impl Bigtable for DataService {
         &self,
         request: GrpcRequest<pb::ReadRowsRequest>,
     ) -> Result<GrpcResponse<ReplyStream<pb::ReadRowsResponse>>, Status> {
-        let reverse_ok = supports_reverse_scans(request.metadata());
+        let flags = feature_flags(request.metadata());
+        let reverse_ok = flags.reverse_scans;
         let r = request.into_inner();
         let table = target_table(
             &r.table_name,
@@ -128,7 +181,14 @@ impl Bigtable for DataService {
             ));
         }
         let read = convert::read_rows_request_from_pb(r, table).map_err(bad_request)?;
-        Ok(self.stream(Request::ReadRows(read), Execution::Rows, read_rows_messages))
+        Ok(self.stream(
+            Request::ReadRows(read),
+            Execution::Rows,
+            ReadRowsPacker {
+                scan_markers: flags.last_scanned_row_responses,
+                ..ReadRowsPacker::default()
+            },
+        ))
     }
 
     async fn sample_row_keys(
@@ -233,7 +293,7 @@ impl DataService {
         &self,
         request: Request,
         execution: Execution,
-        encode: impl FnMut(Response) -> Result<Vec<T>, StoreError> + Send + 'static,
+        encode: impl Encode<T>,
     ) -> GrpcResponse<ReplyStream<T>> {
         let now = self.0.clock.now();
         let rx = serving::stream(self.0.store.clone(), request, now, execution, encode);
@@ -257,48 +317,168 @@ mod tests {
     #[test]
     fn reverse_scan_flag() {
         let mut md = tonic::metadata::MetadataMap::new();
-        assert!(!supports_reverse_scans(&md));
+        assert!(!feature_flags(&md).reverse_scans);
         md.insert("bigtable-features", "CAE=".parse().unwrap());
-        assert!(supports_reverse_scans(&md));
+        assert!(feature_flags(&md).reverse_scans);
         md.insert("bigtable-features", "CAEgAQ".parse().unwrap());
-        assert!(supports_reverse_scans(&md));
+        assert!(feature_flags(&md).reverse_scans);
         md.insert("bigtable-features", "IAE=".parse().unwrap());
-        assert!(!supports_reverse_scans(&md));
+        assert!(!feature_flags(&md).reverse_scans);
+        assert!(feature_flags(&md).last_scanned_row_responses);
     }
 
-    #[test]
-    fn big_rows_spread_over_responses() {
-        let cell = |q: &str, n: usize| Cell {
+    fn cell(q: &str, n: usize) -> Cell {
+        Cell {
             family: "f".into(),
             qualifier: q.as_bytes().to_vec(),
             timestamp: Timestamp(1000),
             value: vec![7; n],
             labels: Vec::new(),
+        }
+    }
+
+    fn row(key: &str, cells: Vec<Cell>) -> Arc<Row> {
+        Arc::new(Row {
+            key: key.as_bytes().to_vec(),
+            cells,
+        })
+    }
+
+    /// Feeds each part to a packer, then finishes it: the responses a client gets.
+    fn pack(parts: Vec<Response>) -> Vec<pb::ReadRowsResponse> {
+        pack_for(true, parts)
+    }
+
+    fn pack_for(scan_markers: bool, parts: Vec<Response>) -> Vec<pb::ReadRowsResponse> {
+        let mut packer = ReadRowsPacker {
+            scan_markers,
+            ..ReadRowsPacker::default()
         };
-        let big = Row {
-            key: b"a".to_vec(),
-            cells: vec![cell("x", VALUE_CHUNK_BYTES * 2 + 5), cell("y", 3)],
-        };
-        let small = Row {
-            key: b"b".to_vec(),
-            cells: vec![cell("x", 3)],
-        };
-        let messages =
-            read_rows_messages(Response::Rows(vec![Arc::new(big), Arc::new(small)])).unwrap();
-        // 1 MiB, 1 MiB, then the 5-byte tail, the small cell and the second row.
-        assert_eq!(messages.len(), 3);
-        assert_eq!(
-            messages[0].chunks[0].value_size as usize,
-            VALUE_CHUNK_BYTES * 2 + 5
-        );
-        assert_eq!(messages[2].chunks.len(), 3);
-        let merged: Vec<u8> = messages
+        let mut out = Vec::new();
+        for part in parts {
+            out.extend(packer.encode(part).unwrap());
+        }
+        out.extend(packer.finish());
+        out
+    }
+
+    /// The row keys each response holds, in order: each row's key is on its first chunk.
+    fn keys_per_response(responses: &[pb::ReadRowsResponse]) -> Vec<Vec<String>> {
+        responses
             .iter()
-            .flat_map(|m| &m.chunks)
-            .filter(|c| c.row_key.is_empty() || c.row_key == b"a")
-            .take(3)
-            .flat_map(|c| c.value.clone())
+            .map(|r| {
+                r.chunks
+                    .iter()
+                    .filter(|c| !c.row_key.is_empty())
+                    .map(|c| String::from_utf8(c.row_key.clone()).unwrap())
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// Every response ends with a committing chunk (no row left open), as the Go client's
+    /// `chunkReader.Close` after each response demands.
+    fn assert_rows_whole(responses: &[pb::ReadRowsResponse]) {
+        for (i, r) in responses.iter().enumerate() {
+            if let Some(last) = r.chunks.last() {
+                assert!(
+                    matches!(
+                        last.row_status,
+                        Some(pb::read_rows_response::cell_chunk::RowStatus::CommitRow(
+                            true
+                        ))
+                    ),
+                    "response {i} ends inside a row"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_big_value_is_chunked_inside_its_rows_response() {
+        let big = row("a", vec![cell("x", (1 << 21) + 5), cell("y", 3)]);
+        let small = row("b", vec![cell("x", 3)]);
+        let responses = pack(vec![Response::Rows(vec![big]), Response::Rows(vec![small])]);
+        assert_rows_whole(&responses);
+        assert_eq!(keys_per_response(&responses), [vec!["a"], vec!["b"]]);
+        // 2 MiB + 5 in three chunks (1 MiB, 1 MiB, 5), the first announcing the whole size.
+        let a = &responses[0].chunks;
+        assert_eq!(a.len(), 4);
+        assert_eq!(a[0].value_size, (1 << 21) + 5);
+        assert_eq!(
+            a.iter().take(3).map(|c| c.value.len()).collect::<Vec<_>>(),
+            [1 << 20, 1 << 20, 5]
+        );
+        assert_eq!(a[2].value_size, 0);
+    }
+
+    #[test]
+    fn a_wide_row_is_one_response() {
+        let cells = (0..1500).map(|i| cell(&format!("q{i:04}"), 1024)).collect();
+        let responses = pack(vec![Response::Rows(vec![row("wide", cells)])]);
+        assert_eq!(responses.len(), 1);
+        assert_eq!(responses[0].chunks.len(), 1500);
+        assert_rows_whole(&responses);
+    }
+
+    #[test]
+    fn small_rows_are_packed_up_to_about_a_mebibyte() {
+        // 100 rows of 100 KiB: 10 fit under 1 MiB, the 11th would pass it.
+        let parts = (0..100)
+            .map(|i| Response::Rows(vec![row(&format!("r{i:03}"), vec![cell("q", 100 << 10)])]))
             .collect();
-        assert_eq!(merged.len(), VALUE_CHUNK_BYTES * 2 + 5);
+        let responses = pack(parts);
+        assert_rows_whole(&responses);
+        let sizes: Vec<usize> = keys_per_response(&responses).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [10, 10, 10, 10, 10, 10, 10, 10, 10, 10]);
+        // Rows before a bigger one are sent without it; the big one goes alone.
+        let responses = pack(vec![
+            Response::Rows(vec![row("a", vec![cell("q", 10)])]),
+            Response::Rows(vec![row("b", vec![cell("q", 1 << 20)])]),
+            Response::Rows(vec![row("c", vec![cell("q", 10)])]),
+        ]);
+        assert_eq!(
+            keys_per_response(&responses),
+            [vec!["a"], vec!["b"], vec!["c"]]
+        );
+    }
+
+    #[test]
+    fn a_scan_marker_follows_the_rows_before_it() {
+        let parts = || {
+            vec![
+                Response::Rows(vec![row("a", vec![cell("q", 1)])]),
+                Response::ReadRowsPart(rowkit_statemachines::ReadRowsResponse {
+                    chunks: Vec::new(),
+                    last_scanned_row_key: b"m".to_vec(),
+                }),
+                Response::Rows(vec![row("z", vec![cell("q", 1)])]),
+            ]
+        };
+        let responses = pack(parts());
+        assert_eq!(responses.len(), 3);
+        assert_eq!(keys_per_response(&responses[..1]), [vec!["a"]]);
+        assert!(responses[1].chunks.is_empty());
+        assert_eq!(responses[1].last_scanned_row_key, b"m");
+        assert_eq!(keys_per_response(&responses[2..]), [vec!["z"]]);
+        // A client that did not declare `last_scanned_row_responses` gets no marker, but the
+        // rows before it are sent all the same.
+        let responses = pack_for(false, parts());
+        assert_eq!(keys_per_response(&responses), [vec!["a"], vec!["z"]]);
+        assert!(responses.iter().all(|r| r.last_scanned_row_key.is_empty()));
+    }
+
+    #[test]
+    fn finish_sends_what_is_packed_once() {
+        let mut packer = ReadRowsPacker::default();
+        assert!(
+            packer
+                .encode(Response::Rows(vec![row("a", vec![cell("q", 1)])]))
+                .unwrap()
+                .is_empty()
+        );
+        assert_eq!(keys_per_response(&packer.finish()), [vec!["a"]]);
+        assert!(packer.finish().is_empty());
+        assert!(packer.encode(Response::MutateRow).is_err());
     }
 }

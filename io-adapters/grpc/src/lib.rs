@@ -1,8 +1,10 @@
 //! Bigtable v2 gRPC server over any rowkit [`Store`]: `google.bigtable.v2.Bigtable` (ReadRows,
-//! SampleRowKeys, MutateRow, MutateRows, CheckAndMutateRow, ReadModifyWriteRow, PingAndWarm)
-//! and the table-admin calls clients and `cbt` use (`google.bigtable.admin.v2.BigtableTableAdmin`:
-//! CreateTable, ListTables, GetTable, DeleteTable, ModifyColumnFamilies, DropRowRange). Every
-//! other RPC answers `UNIMPLEMENTED`. Clients reach it as any emulator:
+//! SampleRowKeys, MutateRow, MutateRows, CheckAndMutateRow, ReadModifyWriteRow, PingAndWarm),
+//! the table-admin calls clients and `cbt` use (`google.bigtable.admin.v2.BigtableTableAdmin`:
+//! CreateTable, ListTables, GetTable, DeleteTable, ModifyColumnFamilies, DropRowRange,
+//! GenerateConsistencyToken, CheckConsistency) and the instance admin's reads of the one
+//! instance the server is (`BigtableInstanceAdmin`: instance, cluster, app profiles; its
+//! writes answer `PERMISSION_DENIED`). Every other RPC answers `UNIMPLEMENTED`. Clients reach it as any emulator:
 //! `BIGTABLE_EMULATOR_HOST=ADDR`.
 //!
 //! - Semantics: every data call runs through the store's one evaluator
@@ -13,18 +15,25 @@
 //!   the client side uses, converted by `rowkit_bigtable::convert`.
 //! - ReadRows streams from the store row by row through a bounded channel (no whole-table
 //!   buffering; a slow reader holds no lock and blocks no writer), cuts values into
-//!   [`VALUE_CHUNK_BYTES`] chunks and rows into responses of about [`RESPONSE_BYTES`], as
-//!   production does. Messages of up to [`MAX_MESSAGE_BYTES`] are accepted and sent.
+//!   [`VALUE_CHUNK_BYTES`] chunks and packs whole rows into responses of about
+//!   [`RESPONSE_BYTES`], never splitting a row, and sends `last_scanned_row_key` after a long
+//!   filtered-out stretch, as production does. Messages of up to [`MAX_MESSAGE_BYTES`] are
+//!   accepted and sent.
 //! - Exposure: the JSON gateway's rule (`rowkit_gateway::serving`): loopback without a token,
 //!   any other address only with one, checked as `authorization: Bearer TOKEN` metadata.
+//!   [`GrpcServer::with_tls`] serves TLS instead of plaintext (rustls, ring), for clients that
+//!   connect as to Cloud Bigtable (an endpoint override and a trusted certificate).
 //! - Project and instance in resource names are not checked: the store is one instance.
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
 mod admin;
 pub mod background;
+mod consistency;
 mod data;
+mod instance;
 mod names;
+pub mod wire;
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -45,7 +54,7 @@ pub mod generated {
     pub mod bigtable {
         include!(concat!(env!("OUT_DIR"), "/google.bigtable.v2.rs"));
     }
-    /// `google.bigtable.admin.v2.BigtableTableAdmin` (and the instance admin, unused).
+    /// `google.bigtable.admin.v2.BigtableTableAdmin` and `BigtableInstanceAdmin`.
     #[allow(missing_docs, clippy::all)]
     pub mod admin {
         include!(concat!(env!("OUT_DIR"), "/google.bigtable.admin.v2.rs"));
@@ -60,8 +69,8 @@ pub const MAX_MESSAGE_BYTES: usize = rowkit_bigtable::MAX_ENCODING_MESSAGE_SIZE;
 /// Values longer than this are split over several chunks (`value_size` on all but the last).
 pub const VALUE_CHUNK_BYTES: usize = 1 << 20;
 
-/// A ReadRows response is closed once its chunks carry this many value bytes; a row larger
-/// than that spreads over several responses.
+/// A ReadRows response takes no further row once its chunks carry this many value bytes;
+/// a row is never split over responses, so a larger row is a response of its own.
 pub const RESPONSE_BYTES: usize = 1 << 20;
 
 /// The default address of `rowkit serve --grpc`.
@@ -88,7 +97,13 @@ pub struct GrpcServer {
     listener: TcpListener,
     shared: Shared,
     token: Option<Arc<str>>,
+    tls: Option<tonic::transport::ServerTlsConfig>,
+    observer: Option<MetadataObserver>,
 }
+
+/// Sees the metadata of every call, before the token check (see
+/// [`GrpcServer::with_metadata_observer`]).
+pub type MetadataObserver = Arc<dyn Fn(&tonic::metadata::MetadataMap) + Send + Sync>;
 
 impl GrpcServer {
     /// Checks the exposure rule and binds the socket.
@@ -103,7 +118,32 @@ impl GrpcServer {
             listener,
             shared: Shared { store, clock },
             token: config.token.map(Arc::from),
+            tls: None,
+            observer: None,
         })
+    }
+
+    /// Shows `observer` the metadata of every call before the token check: for auditing, or a
+    /// test asserting what a client sent (its credentials' headers).
+    pub fn with_metadata_observer(mut self, observer: MetadataObserver) -> GrpcServer {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Serves TLS (HTTP/2 by ALPN) with `cert_chain_pem` (the server's certificate first) and
+    /// its `private_key_pem`, instead of plaintext. Both are checked now, so a bad pair fails
+    /// before anything is served.
+    pub fn with_tls(
+        mut self,
+        cert_chain_pem: &[u8],
+        private_key_pem: &[u8],
+    ) -> Result<GrpcServer, tonic::transport::Error> {
+        use tonic::transport::{Identity, Server, ServerTlsConfig};
+        let tls =
+            ServerTlsConfig::new().identity(Identity::from_pem(cert_chain_pem, private_key_pem));
+        Server::builder().tls_config(tls.clone())?;
+        self.tls = Some(tls);
+        Ok(self)
     }
 
     /// The address actually bound (the real port when asked for port 0).
@@ -116,10 +156,14 @@ impl GrpcServer {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), tonic::transport::Error> {
+        use generated::admin::bigtable_instance_admin_server::BigtableInstanceAdminServer;
         use generated::admin::bigtable_table_admin_server::BigtableTableAdminServer;
         use generated::bigtable::bigtable_server::BigtableServer;
-        let token = self.token;
+        let (token, observer) = (self.token, self.observer);
         let auth = move |request: tonic::Request<()>| -> Result<tonic::Request<()>, tonic::Status> {
+            if let Some(observe) = &observer {
+                observe(request.metadata());
+            }
             if let Some(token) = &token {
                 let given = request
                     .metadata()
@@ -133,19 +177,29 @@ impl GrpcServer {
         let data = BigtableServer::new(data::DataService(self.shared.clone()))
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        let admin = BigtableTableAdminServer::new(admin::AdminService(self.shared))
+        let admin = BigtableTableAdminServer::new(admin::AdminService::new(self.shared))
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
+        let instance_admin = BigtableInstanceAdminServer::new(instance::InstanceAdminService);
         // Without TCP_NODELAY a small reply waits for the client's delayed ACK (~40 ms).
         let incoming =
             tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
-        tonic::transport::Server::builder()
+        let mut server = tonic::transport::Server::builder();
+        if let Some(tls) = self.tls {
+            server = server.tls_config(tls)?;
+        }
+        server
             .add_service(tonic::service::interceptor::InterceptedService::new(
                 data,
                 auth.clone(),
             ))
             .add_service(tonic::service::interceptor::InterceptedService::new(
-                admin, auth,
+                admin,
+                auth.clone(),
+            ))
+            .add_service(tonic::service::interceptor::InterceptedService::new(
+                instance_admin,
+                auth,
             ))
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await

@@ -1221,8 +1221,13 @@ struct Item {
     ak: String,
 }
 
+/// Arsenal's `maxBatchingConcurrentOperations`: the `getLatestVersion` reads of one
+/// `getObjects` outstanding at once (`objmeta.md` 9.3).
+const MAX_LATEST_VERSION_READS: usize = 5;
+
 /// The flow of [`GetObjects`]: the vFormat, one read of every item's row, then the latest
-/// version of each placeholder or missing master, one at a time, in item order.
+/// version of each placeholder or missing master, up to five reads at once, started in item
+/// order.
 #[derive(Debug)]
 pub struct GetObjectsFlow {
     bucket: String,
@@ -1235,8 +1240,7 @@ pub struct GetObjectsFlow {
 enum GetObjectsPhase {
     VFormat(BucketVFormat),
     Reading { items: Items, read: Read },
-    Collecting(Items),
-    Resolving { items: Items, latest: LatestVersion },
+    Resolving(Items),
     Done,
 }
 
@@ -1247,14 +1251,18 @@ struct Items {
     vf: VFormat,
     items: Vec<Item>,
     rows: Vec<Row>,
-    /// One entry per item done, in item order.
-    out: Vec<Json>,
+    /// Per item, its `{err, doc, versionId?, key}` once known.
+    out: Vec<Option<Json>>,
+    /// The first item not yet looked at.
+    next: usize,
+    /// The `getLatestVersion` reads in flight, by item index.
+    latest: Vec<(usize, LatestVersion)>,
 }
 
 impl Items {
-    /// `{err, doc, versionId?, key}` of the next item.
-    fn push(&mut self, err: Json, doc: Json) {
-        let item = &self.items[self.out.len()];
+    /// Records `{err, doc, versionId?, key}` of item `i`.
+    fn set(&mut self, i: usize, err: Json, doc: Json) {
+        let item = &self.items[i];
         let mut o = JsonObject::new();
         o.set("err", err);
         o.set("doc", doc);
@@ -1262,17 +1270,58 @@ impl Items {
             o.set("versionId", Json::str(v.as_str()));
         }
         o.set("key", Json::str(item.ak.as_str()));
-        self.out.push(Json::Object(o));
+        self.out[i] = Some(Json::Object(o));
+    }
+
+    /// Records the reads that have finished, then looks at the next items in order, starting a
+    /// read for each placeholder or missing master while fewer than five are in flight. The
+    /// list, in item order, once every item is known.
+    fn resolve(&mut self, io: &mut OmIo, st: &ObjmetaState) -> P<Json> {
+        let mut in_flight = Vec::with_capacity(self.latest.len());
+        for (i, latest) in core::mem::take(&mut self.latest) {
+            match latest.poll(io) {
+                Ok(None) => in_flight.push((i, latest)),
+                Ok(Some(Some(v))) => self.set(i, Json::Null, v),
+                Ok(Some(None)) => self.set(i, Json::str("NoSuchKey"), Json::Null),
+                Err(_) => self.set(i, Json::str("InternalError"), Json::Null),
+            }
+        }
+        self.latest = in_flight;
+        while self.next < self.items.len() {
+            let i = self.next;
+            let rk = row_key(&self.coll, &self.items[i].ak);
+            match doc_of(self.rows.iter().find(|r| r.key == rk))? {
+                None if self.items[i].vid.is_some() => {
+                    self.set(i, Json::str("NoSuchKey"), Json::Null);
+                }
+                Some(d) if !d.value.member_truthy("isPHD") => {
+                    let mut v = d.value;
+                    unescape_tags(&mut v);
+                    self.set(i, Json::Null, v);
+                }
+                _ if self.latest.len() >= MAX_LATEST_VERSION_READS => break,
+                _ => {
+                    let key = &self.items[i].key;
+                    let latest = LatestVersion::start(io, st, &self.coll, self.vf, key);
+                    self.latest.push((i, latest));
+                }
+            }
+            self.next += 1;
+        }
+        if self.next < self.items.len() || !self.latest.is_empty() {
+            return Ok(None);
+        }
+        let out = core::mem::take(&mut self.out);
+        Ok(Some(Json::Array(out.into_iter().flatten().collect())))
     }
 }
 
 impl<'a> GetObjects<'a> {
     /// `getObjects(bucket, items)` with `items` = `[{key, params}]` (at most 1000) → one
     /// `{err, doc, versionId?, key}` object per item, in item order (`err` = `"NoSuchKey"`,
-    /// `"InternalError"` or `null`).
-    ///
-    /// Deviation: the per-item `getLatestVersion` reads are sent one at a time, not up to
-    /// five at once; results and store state are the same.
+    /// `"InternalError"` or `null`). The `getLatestVersion` reads of placeholders and missing
+    /// masters start in item order, at most five in flight (Arsenal's
+    /// `maxBatchingConcurrentOperations`).
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
@@ -1349,9 +1398,11 @@ impl Flow for GetObjectsFlow {
                     let items = Items {
                         coll,
                         vf,
+                        out: items.iter().map(|_| None).collect(),
                         items,
                         rows: Vec::new(),
-                        out: Vec::new(),
+                        next: 0,
+                        latest: Vec::new(),
                     };
                     self.phase = GetObjectsPhase::Reading { items, read };
                 }
@@ -1359,43 +1410,12 @@ impl Flow for GetObjectsFlow {
                     let rows = ready!(read.poll(io),
                         self.phase => GetObjectsPhase::Reading { items, read });
                     items.rows = rows.map_err(ObjmetaError::internal)?;
-                    self.phase = GetObjectsPhase::Collecting(items);
+                    self.phase = GetObjectsPhase::Resolving(items);
                 }
-                GetObjectsPhase::Collecting(mut items) => {
-                    let Some(item) = items.items.get(items.out.len()) else {
-                        return Ok(Some(Json::Array(items.out)));
-                    };
-                    let rk = row_key(&items.coll, &item.ak);
-                    let doc = doc_of(items.rows.iter().find(|r| r.key == rk))?;
-                    match doc {
-                        None if item.vid.is_some() => {
-                            items.push(Json::str("NoSuchKey"), Json::Null);
-                        }
-                        Some(d) if !d.value.member_truthy("isPHD") => {
-                            let mut v = d.value;
-                            unescape_tags(&mut v);
-                            items.push(Json::Null, v);
-                        }
-                        _ => {
-                            let latest =
-                                LatestVersion::start(io, st, &items.coll, items.vf, &item.key);
-                            self.phase = GetObjectsPhase::Resolving { items, latest };
-                            continue;
-                        }
-                    }
-                    self.phase = GetObjectsPhase::Collecting(items);
-                }
-                GetObjectsPhase::Resolving { mut items, latest } => {
-                    match latest.poll(io) {
-                        Ok(None) => {
-                            self.phase = GetObjectsPhase::Resolving { items, latest };
-                            return Ok(None);
-                        }
-                        Ok(Some(Some(v))) => items.push(Json::Null, v),
-                        Ok(Some(None)) => items.push(Json::str("NoSuchKey"), Json::Null),
-                        Err(_) => items.push(Json::str("InternalError"), Json::Null),
-                    }
-                    self.phase = GetObjectsPhase::Collecting(items);
+                GetObjectsPhase::Resolving(mut items) => {
+                    let list = ready!(items.resolve(io, st),
+                        self.phase => GetObjectsPhase::Resolving(items));
+                    return Ok(Some(list));
                 }
                 GetObjectsPhase::Done => return Ok(None),
             }
