@@ -82,11 +82,41 @@ fn unexpected(what: &str) -> StoreError {
     )
 }
 
+/// gRPC's default limit on a received message: what a client that does not raise it takes.
+const DEFAULT_RECEIVE_LIMIT: usize = 4 << 20;
+
+/// The encoded length of a `ReadRowsResponse` holding just `chunks`.
+fn response_len(chunks: &[pb::read_rows_response::CellChunk]) -> usize {
+    chunks
+        .iter()
+        .map(|c| {
+            let len = c.encoded_len();
+            1 + prost::length_delimiter_len(len) + len
+        })
+        .sum()
+}
+
+/// Whether the client checks that every ReadRows response ends on a row boundary: Google's Go
+/// client (and `cbt`, built on it) does, and says so in `x-goog-api-client` (`gl-go/…`); the
+/// others (Python, Node, Java, rowkit's) merge a row over several responses.
+fn checks_row_boundaries(metadata: &tonic::metadata::MetadataMap) -> bool {
+    metadata
+        .get_all("x-goog-api-client")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split_whitespace().any(|part| part.starts_with("gl-go/")))
+}
+
 /// ReadRows responses as production sends them: a row never spans two responses (Google's Go
 /// client and `cbt` check that every response ends on a row boundary); values over
 /// [`VALUE_CHUNK_BYTES`] are cut into chunks inside their row's response; small rows are packed
 /// into one response until it carries [`RESPONSE_BYTES`] of values, and a row larger than that
-/// is a response of its own (up to [`crate::MAX_MESSAGE_BYTES`]). Parts a store already cut
+/// is a response of its own (up to [`crate::MAX_MESSAGE_BYTES`]). One exception: a row whose
+/// response would pass gRPC's default receive limit ([`DEFAULT_RECEIVE_LIMIT`]) is spread over
+/// responses of about [`RESPONSE_BYTES`] for a client that does not check row boundaries per
+/// response, since such a client may keep that limit (Python's data client does over
+/// `BIGTABLE_EMULATOR_HOST`) and merges a row over several responses anyway; the Go client gets
+/// it whole, as from production. Parts a store already cut
 /// (a network store, a store's test chunking) are sent as they are, after the rows packed
 /// before them; so are scan markers (`last_scanned_row_key`), but only to a client that
 /// declared `last_scanned_row_responses`, as production does (`feature_flags.proto`). A marker
@@ -95,6 +125,9 @@ fn unexpected(what: &str) -> StoreError {
 struct ReadRowsPacker {
     /// The client takes responses that carry only `last_scanned_row_key`.
     scan_markers: bool,
+    /// The client checks that every response ends on a row boundary
+    /// ([`checks_row_boundaries`]): a row is one response whatever its size.
+    whole_rows: bool,
     /// Rows packed and not sent yet.
     packed: pb::ReadRowsResponse,
     /// Value bytes in `packed`.
@@ -109,11 +142,24 @@ impl ReadRowsPacker {
         if !self.packed.chunks.is_empty() && self.packed_bytes + row_bytes > RESPONSE_BYTES {
             self.flush(out);
         }
-        self.packed.chunks.extend(
+        let chunks: Vec<pb::read_rows_response::CellChunk> =
             row_chunks(row, Some(VALUE_CHUNK_BYTES))
                 .into_iter()
-                .map(convert::chunk_to_pb),
-        );
+                .map(convert::chunk_to_pb)
+                .collect();
+        if !self.whole_rows && response_len(&chunks) > DEFAULT_RECEIVE_LIMIT {
+            // The row alone passes the limit (so nothing was packed before it): spread it.
+            for chunk in chunks {
+                self.packed_bytes += chunk.value.len();
+                self.packed.chunks.push(chunk);
+                if self.packed_bytes >= RESPONSE_BYTES {
+                    self.flush(out);
+                }
+            }
+            self.flush(out);
+            return;
+        }
+        self.packed.chunks.extend(chunks);
         self.packed_bytes += row_bytes;
         if self.packed_bytes >= RESPONSE_BYTES {
             self.flush(out);
@@ -169,6 +215,7 @@ impl Bigtable for DataService {
         request: GrpcRequest<pb::ReadRowsRequest>,
     ) -> Result<GrpcResponse<ReplyStream<pb::ReadRowsResponse>>, Status> {
         let flags = feature_flags(request.metadata());
+        let whole_rows = checks_row_boundaries(request.metadata());
         let reverse_ok = flags.reverse_scans;
         let r = request.into_inner();
         let table = target_table(
@@ -186,6 +233,7 @@ impl Bigtable for DataService {
             Execution::Rows,
             ReadRowsPacker {
                 scan_markers: flags.last_scanned_row_responses,
+                whole_rows,
                 ..ReadRowsPacker::default()
             },
         ))
@@ -350,10 +398,16 @@ mod tests {
     }
 
     fn pack_for(scan_markers: bool, parts: Vec<Response>) -> Vec<pb::ReadRowsResponse> {
-        let mut packer = ReadRowsPacker {
-            scan_markers,
-            ..ReadRowsPacker::default()
-        };
+        pack_with(
+            ReadRowsPacker {
+                scan_markers,
+                ..ReadRowsPacker::default()
+            },
+            parts,
+        )
+    }
+
+    fn pack_with(mut packer: ReadRowsPacker, parts: Vec<Response>) -> Vec<pb::ReadRowsResponse> {
         let mut out = Vec::new();
         for part in parts {
             out.extend(packer.encode(part).unwrap());
@@ -410,6 +464,68 @@ mod tests {
             [1 << 20, 1 << 20, 5]
         );
         assert_eq!(a[2].value_size, 0);
+    }
+
+    #[test]
+    fn the_go_client_is_told_apart_by_its_api_client_header() {
+        let mut md = tonic::metadata::MetadataMap::new();
+        assert!(!checks_row_boundaries(&md));
+        md.insert(
+            "x-goog-api-client",
+            "gl-python/3.11.7 grpc/1.71.0 gax/2.24.2 gapic/2.50.2 gccl/2.50.2"
+                .parse()
+                .unwrap(),
+        );
+        assert!(!checks_row_boundaries(&md));
+        md.insert(
+            "x-goog-api-client",
+            "gl-go/1.19.8 gccl/20200915 grpc/1.27.1".parse().unwrap(),
+        );
+        assert!(checks_row_boundaries(&md));
+    }
+
+    /// A 5 MiB row: whole for a client that checks row boundaries (the Go client), spread
+    /// over responses under gRPC's default receive limit for the others; the rows around it
+    /// stay whole either way, and every response stays under the limit for the others.
+    #[test]
+    fn a_row_over_the_default_receive_limit_is_spread_only_for_clients_that_merge_across() {
+        let parts = || {
+            vec![
+                Response::Rows(vec![row("a", vec![cell("x", 10)])]),
+                Response::Rows(vec![row("big", vec![cell("x", 5 << 20), cell("y", 7)])]),
+                Response::Rows(vec![row("z", vec![cell("x", 10)])]),
+            ]
+        };
+        let go = pack_with(
+            ReadRowsPacker {
+                whole_rows: true,
+                ..ReadRowsPacker::default()
+            },
+            parts(),
+        );
+        assert_rows_whole(&go);
+        assert_eq!(keys_per_response(&go), [vec!["a"], vec!["big"], vec!["z"]]);
+
+        let others = pack(parts());
+        assert!(others.len() >= 6, "{} responses", others.len());
+        for r in &others {
+            assert!(r.encoded_len() <= DEFAULT_RECEIVE_LIMIT);
+        }
+        assert_eq!(keys_per_response(&others[..1]), [vec!["a"]]);
+        assert_eq!(keys_per_response(&others[others.len() - 1..]), [vec!["z"]]);
+        let big: Vec<_> = others[1..others.len() - 1]
+            .iter()
+            .flat_map(|r| &r.chunks)
+            .collect();
+        let value: usize = big.iter().map(|c| c.value.len()).sum();
+        assert_eq!(value, (5 << 20) + 7);
+        assert_eq!(big.iter().filter(|c| !c.row_key.is_empty()).count(), 1);
+        assert!(matches!(
+            big.last().unwrap().row_status,
+            Some(pb::read_rows_response::cell_chunk::RowStatus::CommitRow(
+                true
+            ))
+        ));
     }
 
     #[test]
