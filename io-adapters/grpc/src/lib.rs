@@ -16,7 +16,8 @@
 //! - ReadRows streams from the store row by row through a bounded channel (no whole-table
 //!   buffering; a slow reader holds no lock and blocks no writer), cuts values into
 //!   [`VALUE_CHUNK_BYTES`] chunks and packs whole rows into responses of about
-//!   [`RESPONSE_BYTES`], never splitting a row, and sends `last_scanned_row_key` after a long
+//!   [`RESPONSE_BYTES`], never splitting a row (but one over gRPC's default 4 MiB receive
+//!   limit, for clients other than Go's, which merge a row across responses), and sends `last_scanned_row_key` after a long
 //!   filtered-out stretch, as production does. Messages of up to [`MAX_MESSAGE_BYTES`] are
 //!   accepted and sent.
 //! - Exposure: the JSON gateway's rule (`rowkit_gateway::serving`): loopback without a token,
@@ -70,7 +71,9 @@ pub const MAX_MESSAGE_BYTES: usize = rowkit_bigtable::MAX_ENCODING_MESSAGE_SIZE;
 pub const VALUE_CHUNK_BYTES: usize = 1 << 20;
 
 /// A ReadRows response takes no further row once its chunks carry this many value bytes;
-/// a row is never split over responses, so a larger row is a response of its own.
+/// a row is not split over responses, so a larger row is a response of its own (but one over
+/// gRPC's default 4 MiB receive limit is cut into responses of this size for clients that
+/// merge a row across responses).
 pub const RESPONSE_BYTES: usize = 1 << 20;
 
 /// The default address of `rowkit serve --grpc`.
