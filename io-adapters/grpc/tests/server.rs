@@ -1,7 +1,8 @@
 //! The server over the wire with a raw tonic client: the token rule, the reverse-scan feature
 //! flag, values split into chunks inside their row's response (every response ends on a row
-//! boundary for Google's Go client, which checks it; a row over 4 MiB spread for the others), a reader that stops reading mid-scan while
-//! writers go on; the admin services' replies.
+//! boundary for Google's Go client, which checks it; a row over 4 MiB is spread for the
+//! others), a reader that stops reading mid-scan while writers go on; the admin services'
+//! replies.
 #![allow(clippy::unwrap_used)]
 
 use std::net::SocketAddr;
