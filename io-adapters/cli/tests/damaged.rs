@@ -8,11 +8,15 @@
 //! `DATA_LOSS`), the others keep working.
 #![allow(clippy::unwrap_used)]
 
+mod support;
+
+use support::serve_grpc;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{Mutation, RowSet, Timestamp};
@@ -159,38 +163,6 @@ fn every_command_on_a_damaged_file_fails_with_one_line_never_a_panic() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Kills the server when the test ends, pass or fail.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `rowkit serve --grpc` on `store`: the server, its HTTP and its gRPC address.
-fn serve(store: &str) -> (Server, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .args(["--store", store, "serve", "--listen", "127.0.0.1:0"])
-        .args(["--grpc", "127.0.0.1:0"])
-        .env_remove("ROWKIT_GATEWAY_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let server = Server(child);
-    let url = lines.next().unwrap().unwrap();
-    let http = url
-        .strip_prefix("http://")
-        .and_then(|u| u.strip_suffix('/'))
-        .unwrap_or_else(|| panic!("not a URL: {url:?}"))
-        .to_string();
-    let grpc = lines.next().unwrap().unwrap();
-    (server, http, grpc)
-}
-
 /// One JSON API call on a fresh connection: status and body.
 fn post(addr: &str, path: &str, body: &str) -> (u16, String) {
     let mut stream = TcpStream::connect(addr).unwrap();
@@ -299,7 +271,7 @@ fn serve_answers_data_loss_for_a_damaged_table_and_serves_the_others() {
         &["admin", "set", "t2", "b", "cf:q=2"],
     );
     damage(&base, offset, &copy);
-    let (server, http, grpc) = serve(&format!("embedded:{}", copy.display()));
+    let (server, http, grpc) = serve_grpc(&format!("embedded:{}", copy.display()), &[]);
     assert_eq!(read(&http, "t2").0, 200);
     assert_data_loss(&read(&http, "t1"), &copy);
     // Fails fast now, with the same answer.
@@ -339,7 +311,7 @@ fn serve_after_a_write_panics_refuses_writes_and_stays_up() {
         &["admin", "list-tables"],
     );
     damage(&base, offset, &copy);
-    let (server, http, grpc) = serve(&format!("embedded:{}", copy.display()));
+    let (server, http, grpc) = serve_grpc(&format!("embedded:{}", copy.display()), &[]);
     let (status, before) = read(&http, "t1");
     assert_eq!(status, 200, "{before}");
     let first = write(&http, "t1");

@@ -3,9 +3,12 @@
 //! `rowkit admin gc` collects offline and reports what it removed.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader};
+mod support;
+
+use support::{Server, serve_grpc};
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rowkit_bigtable::BigtableStore;
@@ -13,16 +16,6 @@ use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, Row, RowSet, Timestamp
 use rowkit_embedded::Store;
 use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 use serde_json::{Value, json};
-
-/// Kills the server when the test ends, pass or fail.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A fresh directory for one test's files, removed at the end.
 struct Scratch(PathBuf);
@@ -44,26 +37,6 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
-}
-
-/// Starts `rowkit --store STORE serve --listen 127.0.0.1:0 --grpc 127.0.0.1:0 EXTRA…` and
-/// returns it with the gRPC address it printed on its second line.
-fn serve_grpc(store: &str, extra: &[&str]) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .args(["--store", store, "serve", "--listen", "127.0.0.1:0"])
-        .args(["--grpc", "127.0.0.1:0"])
-        .args(extra)
-        .env_remove("ROWKIT_GATEWAY_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let server = Server(child);
-    let _url = lines.next().unwrap().unwrap();
-    let grpc = lines.next().unwrap().unwrap();
-    assert!(grpc.starts_with("127.0.0.1:"), "{grpc}");
-    (server, grpc)
 }
 
 fn client(host: &str) -> BigtableStore {
@@ -182,7 +155,7 @@ fn overwrite(host: &str) -> Vec<((String, String, String), u64)> {
 #[test]
 fn serve_collects_overwrites_in_the_background() {
     let scratch = Scratch::new("serve");
-    let (server, host) = serve_grpc(&scratch.store(), &["--gc-interval", "1"]);
+    let (server, _, host) = serve_grpc(&scratch.store(), &["--gc-interval", "1"]);
     client(&host)
         .create_table("t", &[ColumnFamily::max_versions("v", 1)])
         .unwrap();
@@ -246,7 +219,7 @@ fn interrupt_and_wait(server: &mut Server) {
 /// cell per column above see every version here).
 #[test]
 fn serve_without_gc_keeps_every_version() {
-    let (_server, host) = serve_grpc("memory:", &["--gc-interval", "0"]);
+    let (_server, _, host) = serve_grpc("memory:", &["--gc-interval", "0"]);
     let store = client(&host);
     store
         .create_table("t", &[ColumnFamily::max_versions("v", 1)])
@@ -269,7 +242,7 @@ fn serve_without_gc_keeps_every_version() {
 /// fresh one stays.
 #[test]
 fn serve_collects_old_cells_in_the_background() {
-    let (_server, host) = serve_grpc("memory:", &["--gc-interval", "1"]);
+    let (_server, _, host) = serve_grpc("memory:", &["--gc-interval", "1"]);
     let store = client(&host);
     let ten_minutes = 600_000_000;
     store

@@ -6,9 +6,12 @@
 //! SampleRowKeys of a 50 000-row table gives its split points.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader};
+mod support;
+
+use support::serve_grpc;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -17,39 +20,6 @@ use rowkit_bigtable::emulator::CBT_BIN;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
 use rowkit_embedded::Store;
 use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
-
-/// Kills the server when the test ends, pass or fail.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts `rowkit --store STORE serve --listen 127.0.0.1:0 --grpc 127.0.0.1:0` and returns it
-/// with the gRPC address it printed on its second line.
-fn serve_grpc(store: &str) -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .args(["--store", store, "serve", "--listen", "127.0.0.1:0"])
-        .args(["--grpc", "127.0.0.1:0"])
-        .env_remove("ROWKIT_GATEWAY_TOKEN")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    let server = Server(child);
-    let url = lines.next().unwrap().unwrap();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
-    let grpc = lines.next().unwrap().unwrap();
-    assert!(
-        grpc.starts_with("127.0.0.1:") && !grpc.ends_with(":0"),
-        "{grpc}"
-    );
-    (server, grpc)
-}
 
 /// A fresh directory for one test's files.
 fn temp_dir(name: &str) -> PathBuf {
@@ -93,7 +63,7 @@ fn cbt_ok(host: &str, args: &[&str]) -> String {
 }
 
 fn cbt_commands(store: &str) {
-    let (_server, host) = serve_grpc(store);
+    let (_server, _, host) = serve_grpc(store, &[]);
     assert_eq!(cbt_ok(&host, &["ls"]).trim(), "");
     cbt_ok(&host, &["createtable", "t1", "families=cf:maxversions=3"]);
     cbt_ok(&host, &["createtable", "t2"]);
@@ -187,7 +157,7 @@ fn cbt_commands_over_embedded() {
 /// `cbt`'s instance commands and `waitforreplication` (consistency tokens) answer as on a
 /// one-cluster production instance.
 fn cbt_instance_commands(store: &str) {
-    let (_server, host) = serve_grpc(store);
+    let (_server, _, host) = serve_grpc(store, &[]);
     cbt_ok(&host, &["createtable", "t", "families=cf"]);
     cbt_ok(&host, &["set", "t", "r1", "cf:q=v"]);
     // Returns once CheckConsistency says the token's writes are everywhere.
@@ -270,7 +240,7 @@ fn every_acknowledged_write_survives_kill_9() {
     const ACKED_BEFORE_KILL: u64 = 200;
     let dir = temp_dir("kill9");
     let store_arg = format!("embedded:{}", dir.join("db.redb").display());
-    let (mut server, host) = serve_grpc(&store_arg);
+    let (mut server, _, host) = serve_grpc(&store_arg, &[]);
     store_at(&host)
         .create_table("t", &[ColumnFamily::new("cf")])
         .unwrap();
@@ -310,7 +280,7 @@ fn every_acknowledged_write_survives_kill_9() {
     let acked = acked.lock().unwrap().clone();
     assert!(acked.len() as u64 >= ACKED_BEFORE_KILL);
 
-    let (_server, host) = serve_grpc(&store_arg);
+    let (_server, _, host) = serve_grpc(&store_arg, &[]);
     let read = ReadRowsRequest {
         table: "t".into(),
         rows: RowSet::all(),
@@ -336,7 +306,7 @@ fn every_acknowledged_write_survives_kill_9() {
 /// 1 KiB) between small rows: the Go client checks that every ReadRows response ends on a row
 /// boundary, so each row must arrive within one response.
 fn cbt_reads_big_rows(store: &str) {
-    let (_server, host) = serve_grpc(store);
+    let (_server, _, host) = serve_grpc(store, &[]);
     cbt_ok(&host, &["createtable", "t", "families=cf"]);
     let big_value: Vec<u8> = (0..2u32 << 20).map(|i| b'a' + (i % 26) as u8).collect();
     let mut rows = vec![(
@@ -416,7 +386,7 @@ fn cbt_reads_big_rows_over_embedded() {
 /// every row reaches both Go's client and rowkit's (through its scan markers).
 fn samples_of_a_big_table(store: &str) {
     const ROWS: usize = 50_000;
-    let (_server, host) = serve_grpc(store);
+    let (_server, _, host) = serve_grpc(store, &[]);
     cbt_ok(
         &host,
         &[

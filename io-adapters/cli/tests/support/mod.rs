@@ -1,0 +1,45 @@
+//! `rowkit serve --grpc` as a child process of a test, shared by the test files that start it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+/// Kills the server when the test ends, pass or fail.
+pub struct Server(pub Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `rowkit --store STORE serve --listen 127.0.0.1:0 --grpc 127.0.0.1:0 EXTRA…` and
+/// returns it with the two addresses it printed: the JSON API's (`127.0.0.1:PORT`, from the
+/// URL on its first line) and the gRPC one (its second line).
+pub fn serve_grpc(store: &str, extra: &[&str]) -> (Server, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .args(["--store", store, "serve", "--listen", "127.0.0.1:0"])
+        .args(["--grpc", "127.0.0.1:0"])
+        .args(extra)
+        .env_remove("ROWKIT_GATEWAY_TOKEN")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let server = Server(child);
+    let url = lines.next().unwrap().unwrap();
+    let http = url
+        .strip_prefix("http://")
+        .and_then(|u| u.strip_suffix('/'))
+        .filter(|u| u.starts_with("127.0.0.1:"))
+        .unwrap_or_else(|| panic!("not a loopback URL: {url:?}"))
+        .to_string();
+    let grpc = lines.next().unwrap().unwrap();
+    assert!(
+        grpc.starts_with("127.0.0.1:") && !grpc.ends_with(":0"),
+        "{grpc}"
+    );
+    (server, http, grpc)
+}
