@@ -437,20 +437,20 @@ impl BigtableTableAdmin for AdminService {
         &self,
         request: GrpcRequest<iam::GetIamPolicyRequest>,
     ) -> Result<GrpcResponse<iam::Policy>, Status> {
-        Err(instance::denied(&instance::iam_permission(
+        Err(instance::iam_denied(
             &request.get_ref().resource,
             "getIamPolicy",
-        )))
+        ))
     }
 
     async fn set_iam_policy(
         &self,
         request: GrpcRequest<iam::SetIamPolicyRequest>,
     ) -> Result<GrpcResponse<iam::Policy>, Status> {
-        Err(instance::denied(&instance::iam_permission(
+        Err(instance::iam_denied(
             &request.get_ref().resource,
             "setIamPolicy",
-        )))
+        ))
     }
 
     async fn test_iam_permissions(

@@ -69,15 +69,15 @@ pub(crate) fn granted(request: iam::TestIamPermissionsRequest) -> iam::TestIamPe
     }
 }
 
-/// The IAM permission a `GetIamPolicy`/`SetIamPolicy` on `resource` needs (`verb` is
-/// `getIamPolicy` or `setIamPolicy`): a table's, else the instance's.
-pub(crate) fn iam_permission(resource: &str, verb: &str) -> String {
+/// The refusal of a `GetIamPolicy`/`SetIamPolicy` on `resource` (`verb` is `getIamPolicy` or
+/// `setIamPolicy`), naming the permission it needs: a table's, else the instance's.
+pub(crate) fn iam_denied(resource: &str, verb: &str) -> Status {
     let kind = if resource.contains("/tables/") {
         "tables"
     } else {
         "instances"
     };
-    format!("bigtable.{kind}.{verb}")
+    denied(&format!("bigtable.{kind}.{verb}"))
 }
 
 /// The id of the instance's one cluster.
@@ -295,20 +295,14 @@ impl BigtableInstanceAdmin for InstanceAdminService {
         &self,
         request: GrpcRequest<iam::GetIamPolicyRequest>,
     ) -> Result<GrpcResponse<iam::Policy>, Status> {
-        Err(denied(&iam_permission(
-            &request.get_ref().resource,
-            "getIamPolicy",
-        )))
+        Err(iam_denied(&request.get_ref().resource, "getIamPolicy"))
     }
 
     async fn set_iam_policy(
         &self,
         request: GrpcRequest<iam::SetIamPolicyRequest>,
     ) -> Result<GrpcResponse<iam::Policy>, Status> {
-        Err(denied(&iam_permission(
-            &request.get_ref().resource,
-            "setIamPolicy",
-        )))
+        Err(iam_denied(&request.get_ref().resource, "setIamPolicy"))
     }
 
     async fn test_iam_permissions(
