@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Builds the npm package `rowkit` (wasm/package.json) and the browser tool's wasm package:
-#   wasm/www/pkg/   wasm-bindgen --target web     (ES module; the browser tool loads it; committed,
-#                   and built into the rowkit binary, so `rowkit serve` needs no build step)
-#   wasm/pkg-node/  wasm-bindgen --target nodejs  (CommonJS; `require("rowkit")` in Node)
+# Builds the npm package `rowkit` (wasm/package.json) and the browser tool's wasm package, both
+# committed (a fresh clone, `rowkit serve` and `npm pack` need no build step):
+#   wasm/www/pkg/   wasm-bindgen --target web     (ES module: browsers and bundlers; the browser
+#                   tool loads it, and it is built into the rowkit binary)
+#   wasm/pkg-node/  wasm-bindgen --target nodejs  (CommonJS glue only: Node's `require`, and
+#                   `import` through wasm/node.mjs; it loads wasm/www/pkg/rowkit_bg.wasm, which
+#                   is the same bytes as its own, so the package holds one copy of the wasm)
 # Both from one build of rowkit-wasm in the `wasm-release` profile (Cargo.toml: small over
 # fast), reproducible: paths are remapped, so the same sources and toolchain give the same bytes.
 # Then wasm/www/pkg/SOURCES records the sha256 of the sources it was built from (the
-# `package_fingerprint` example of rowkit-wasm) and the rustc that built it; `cargo test -p
-# rowkit-wasm --test package` fails when the sources changed since: run this script again and
-# commit wasm/www/pkg.
+# `package_fingerprint` example of rowkit-wasm), the rustc that built it and the sha256 of each
+# file built; `cargo test -p rowkit-wasm --test package` fails when the sources changed since or
+# a built file is not the one recorded: run this script again and commit wasm/www/pkg and
+# wasm/pkg-node.
 #
 #   wasm/build.sh                 the committed package (as above)
 #   wasm/build.sh --out DIR       the web package only, into DIR (nothing committed changes);
@@ -48,9 +52,22 @@ mkdir -p "$web"
 wasm-bindgen --target web --out-dir "$web" --out-name rowkit "$wasm"
 echo "build.sh: $(wc -c < "$web/rowkit_bg.wasm") bytes $web/rowkit_bg.wasm"
 [ -z "$out" ] || exit 0
-wasm-bindgen --target nodejs --out-dir wasm/pkg-node --out-name rowkit "$wasm"
+node_out=$(mktemp -d)
+trap 'rm -rf "$node_out"' EXIT
+wasm-bindgen --target nodejs --out-dir "$node_out" --out-name rowkit "$wasm"
+cmp -s "$node_out/rowkit_bg.wasm" wasm/www/pkg/rowkit_bg.wasm \
+  || { echo "build.sh: wasm-bindgen wrote different .wasm for --target nodejs and web: the node glue cannot share the web package's" >&2; exit 1; }
+from='const wasmPath = `${__dirname}/rowkit_bg.wasm`;'
+to='const wasmPath = `${__dirname}/../www/pkg/rowkit_bg.wasm`;'
+[ "$(grep -cxF "$from" "$node_out/rowkit.js")" = 1 ] \
+  || { echo "build.sh: the nodejs glue no longer loads its .wasm with the line: $from" >&2; exit 1; }
+rm -rf wasm/pkg-node
+mkdir -p wasm/pkg-node
+awk -v from="$from" -v to="$to" '$0 == from { print to; next } { print }' "$node_out/rowkit.js" > wasm/pkg-node/rowkit.js
 # The nodejs output is CommonJS while the package is "type": "module".
 echo '{"type": "commonjs"}' > wasm/pkg-node/package.json
 cargo run --quiet -p rowkit-wasm --example package_fingerprint
 rustc --version >> wasm/www/pkg/SOURCES
+(cd wasm && sha256sum www/pkg/rowkit.js www/pkg/rowkit.d.ts www/pkg/rowkit_bg.wasm pkg-node/rowkit.js) \
+  | sed 's/^/built /' >> wasm/www/pkg/SOURCES
 echo "build.sh: wasm/www/pkg/SOURCES $(grep '^sha256' wasm/www/pkg/SOURCES)"

@@ -131,6 +131,31 @@ impl Driver for PageDriver {
     }
 }
 
+// The options object's TypeScript type (the package's `.d.ts`), next to the code that reads it.
+#[wasm_bindgen(typescript_custom_section)]
+const CLIENT_OPTIONS_TS: &str = r#"
+/**
+ * Options every client takes (all optional). Without `gateway` the client works on the
+ * module's in-memory store, shared by every offline client of the page (or Node process).
+ */
+export interface ClientOptions {
+    /** A rowkit gateway's base URL (`rowkit serve`), e.g. `"http://127.0.0.1:8080"`. */
+    gateway?: string;
+    /** The bearer token the gateway requires (`rowkit serve --token`). */
+    token?: string;
+    /** The project named in the gateway's paths (default `"p"`). */
+    project?: string;
+    /** The instance named in the gateway's paths (default `"i"`). */
+    instance?: string;
+    /** The table id, instead of the schema's default. */
+    table?: string;
+    /** Base seed of the operations' randomness: a whole number from 0 to 2^53-1 (default 1). */
+    seed?: number;
+    /** Aborting it cancels every operation of the client (gateway only). */
+    signal?: AbortSignal;
+}
+"#;
+
 /// The options common to every client.
 #[derive(Clone)]
 pub struct ClientOptions {

@@ -21,6 +21,32 @@ use crate::js;
 /// keeps the real length.
 const SHOWN_VALUE_BYTES: usize = 512;
 
+// The TypeScript types of the result (the package's `.d.ts`).
+#[wasm_bindgen(typescript_custom_section)]
+const SCAN_TS: &str = r#"
+/** One cell of a scanned row; byte strings as escaped text and as hex. */
+export interface ScannedCell {
+    family: string;
+    qualifier: string;
+    qualifier_hex: string;
+    timestampMicros: number;
+    /** The value (its first 512 bytes). */
+    value: string;
+    value_hex: string;
+    /** The value's whole length in bytes. */
+    valueSize: number;
+}
+
+/** One row of `scanRows`. */
+export interface ScannedRow {
+    row_key: string;
+    row_key_hex: string;
+    /** The key explained (`null` for schema `"none"`; `{error}` when it is not the schema's). */
+    decoded: DecodedKey | { error: string } | null;
+    cells: ScannedCell[];
+}
+"#;
+
 /// Scans `table` for rows whose key starts with `prefix` (a `Uint8Array`, escaped key text or
 /// `hex:…`; empty = the whole table), at most `limit` rows (0 = no limit). `schema` (`auto`,
 /// `mt`, `gold`, `s3`, `graph`, or `none`) says how to explain each key. `after` (a key, as
@@ -29,12 +55,13 @@ const SHOWN_VALUE_BYTES: usize = 512;
 /// Resolves to `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex,
 /// timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
 /// its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
-#[wasm_bindgen(js_name = scanRows, unchecked_return_type = "Promise<Record<string, unknown>[]>")]
+#[wasm_bindgen(js_name = scanRows, unchecked_return_type = "Promise<ScannedRow[]>")]
 pub fn scan_rows(
-    options: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ClientOptions | null | undefined")] options: JsValue,
     table: String,
     #[wasm_bindgen(unchecked_param_type = "Uint8Array | string")] prefix: JsValue,
     limit: u32,
+    #[wasm_bindgen(unchecked_param_type = "KeySchemaName | \"auto\" | \"none\" | null")]
     schema: Option<String>,
     #[wasm_bindgen(unchecked_param_type = "Uint8Array | string | undefined")] after: JsValue,
 ) -> Promise {

@@ -61,6 +61,38 @@ pub fn check_error(e: CheckError) -> JsValue {
     }
 }
 
+// The TypeScript type of `check_report`'s document (the package's `.d.ts`).
+#[wasm_bindgen(typescript_custom_section)]
+const CHECK_REPORT_TS: &str = r#"
+/** One finding of a check (`spec/check.md`). */
+export interface CheckFinding {
+    schema: string;
+    /** The finding's kind, e.g. `"missing_index"`. */
+    kind: string;
+    /** The row it is about, as escaped text and as hex. */
+    row_key: string;
+    row_key_hex: string;
+    /** What is wrong. */
+    detail: string;
+    /** What a repair does (`"none"`: report only). */
+    repair: string;
+    /** Whether the repair was applied. */
+    repaired: boolean;
+}
+
+/** A check's report, as `rowkit … check --json` prints it. */
+export interface CheckReport {
+    schema: string;
+    rows_scanned: number;
+    findings_by_kind: Record<string, number>;
+    repaired: number;
+    left: number;
+    /** What the check could not do. */
+    notes: string[];
+    findings: CheckFinding[];
+}
+"#;
+
 /// How long a check from the page may run: an hour, as the CLI's.
 pub const CHECK_TIMEOUT_MICROS: i64 = 3_600_000_000;
 

@@ -37,6 +37,41 @@ fn entry_json(e: &MountEntry) -> serde_json::Value {
     })
 }
 
+// The TypeScript types of the options and results (the package's `.d.ts`).
+#[wasm_bindgen(typescript_custom_section)]
+const MOUNT_TABLE_TS: &str = r#"
+/** `new MountTable(options)`: the common client options and the caller. */
+export interface MountTableOptions extends ClientOptions {
+    /** The caller's blessing names (default: the server itself, which may do anything). */
+    as?: string[];
+}
+
+/** One server mounted on a name. */
+export interface MountedServer {
+    server: string;
+    /** When the mount expires, in µs since the Unix epoch. */
+    deadlineUs: number;
+}
+
+/** A node as `resolve` and `glob` return it. */
+export interface MountEntry {
+    /** `resolve`: the unresolved rest of the name; `glob`: the name matched. */
+    name: string;
+    servers: MountedServer[];
+    /** Whether the servers are mount tables. */
+    mt: boolean;
+    /** Whether the servers are leaves. */
+    leaf: boolean;
+}
+
+/** A node's permissions (spec §7.3): per tag, the blessing patterns in and not in. */
+export interface MountPermissions {
+    perms: Record<string, { In: string[] | null; NotIn: string[] | null }>;
+    /** The permissions' version, for a read-modify-write. */
+    version: string;
+}
+"#;
+
 /// The Vanadium mount table (btmtd layout). Options: the common client options (`gateway`,
 /// `token`, `table` = node table, default `mounttable`, `seed`, `signal`) and `as`: the caller's
 /// blessing names (default: the server itself, which may do anything).
@@ -49,7 +84,9 @@ pub struct MountTable {
 impl MountTable {
     /// A client; see the type's docs for `options`.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue) -> Result<MountTable, JsValue> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_optional_param_type = "MountTableOptions")] options: JsValue,
+    ) -> Result<MountTable, JsValue> {
         let opts = ClientOptions::from_js(&options)?;
         let caller = match js::get(&options, "as") {
             v if js::is_absent(&v) => Caller::new(&[], true),
@@ -97,7 +134,7 @@ impl MountTable {
         &self,
         name: String,
         server: String,
-        ttl_seconds: u32,
+        #[wasm_bindgen(js_name = ttlSeconds)] ttl_seconds: u32,
         flags: Option<u32>,
     ) -> Promise {
         let inner = self.inner.clone();
@@ -132,9 +169,7 @@ impl MountTable {
 
     /// Resolves one step of `name`: `{name, servers: [{server, deadlineUs}], mt, leaf}` where
     /// `name` is the unresolved rest.
-    #[wasm_bindgen(
-        unchecked_return_type = "Promise<{name: string, servers: {server: string, deadlineUs: number}[], mt: boolean, leaf: boolean}>"
-    )]
+    #[wasm_bindgen(unchecked_return_type = "Promise<MountEntry>")]
     pub fn resolve(&self, name: String) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -148,9 +183,7 @@ impl MountTable {
     }
 
     /// Names under `name` matching `pattern` (`*`, `...`, or a path of such patterns), in emission order.
-    #[wasm_bindgen(
-        unchecked_return_type = "Promise<{name: string, servers: {server: string, deadlineUs: number}[], mt: boolean, leaf: boolean}[]>"
-    )]
+    #[wasm_bindgen(unchecked_return_type = "Promise<MountEntry[]>")]
     pub fn glob(&self, name: String, pattern: String) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -166,9 +199,7 @@ impl MountTable {
 
     /// The permissions of `name` as the caller may read them: `{perms, version}`, `perms` the
     /// stored JSON object (`{"Admin": {"In": [...], "NotIn": null}, ...}`, spec §7.3).
-    #[wasm_bindgen(
-        unchecked_return_type = "Promise<{perms: Record<string, {In: string[] | null, NotIn: string[] | null}>, version: string}>"
-    )]
+    #[wasm_bindgen(unchecked_return_type = "Promise<MountPermissions>")]
     pub fn permissions(&self, name: String) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -191,7 +222,7 @@ impl MountTable {
     /// Checks the tables (the mount table's check is its fsck, `spec/check.md` §1), repairing
     /// with `fix` what fsck may repair. Resolves to the report: `{schema, rows_scanned,
     /// findings_by_kind, repaired, left, notes, findings}`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<object>")]
+    #[wasm_bindgen(unchecked_return_type = "Promise<CheckReport>")]
     pub fn check(&self, fix: bool) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {

@@ -47,6 +47,80 @@ fn from_arsenal(j: &Json) -> JsValue {
     js::parse(&j.stringify())
 }
 
+// The TypeScript types of the parameters and results (the package's `.d.ts`).
+#[wasm_bindgen(typescript_custom_section)]
+const OBJECT_METADATA_TS: &str = r#"
+/** A JSON value. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+/** A JSON object: a bucket's or object's metadata as Arsenal stores it (members in order). */
+export interface JsonObject {
+    [member: string]: JsonValue;
+}
+
+/** Arsenal's `putObject` parameters. */
+export interface PutObjectParams {
+    /** Write a new version (a versioned bucket). */
+    versioning?: boolean;
+    /** Write this version (`""`: the null version). */
+    versionId?: string;
+    /** With `versionId`: also set the master to this version when it is newer. */
+    repairMaster?: boolean;
+    /** Replace the master, with a delete-then-put oplog. */
+    needOplogUpdate?: boolean;
+    /** The operation named in that oplog. */
+    originOp?: string;
+    [param: string]: JsonValue | undefined;
+}
+
+/** Arsenal's `deleteObject` parameters. */
+export interface DeleteObjectParams {
+    /** Delete this version instead of the master. */
+    versionId?: string;
+    [param: string]: JsonValue | undefined;
+}
+
+/** Arsenal's listing parameters. */
+export interface ListingParams {
+    /** `"DelimiterMaster"` (default: S3 ListObjects) or `"DelimiterVersions"`. */
+    listingType?: "DelimiterMaster" | "DelimiterVersions";
+    prefix?: string;
+    delimiter?: string;
+    maxKeys?: number;
+    marker?: string;
+    startAfter?: string;
+    continuationToken?: string;
+    keyMarker?: string;
+    versionIdMarker?: string;
+}
+
+/** One key of a listing; `value` is the stored metadata as JSON text. */
+export interface ListedObject {
+    key: string;
+    versionId?: string;
+    value: string;
+}
+
+/** Arsenal's listing result: `Contents` (masters) or `Versions`, and `CommonPrefixes`. */
+export interface ListingResult {
+    IsTruncated: boolean;
+    CommonPrefixes: string[];
+    Contents?: ListedObject[];
+    Versions?: ListedObject[];
+    [field: string]: JsonValue | ListedObject[] | undefined;
+}
+
+/** One bucket of `listBuckets`. */
+export interface BucketEntry {
+    name: string;
+    /** The bucket's key format. */
+    vformat: "v0" | "v1";
+    /** Whether it is one of Arsenal's special buckets (users, metastore). */
+    special: boolean;
+    /** The bucket's metadata (BucketInfo). */
+    value: JsonValue;
+}
+"#;
+
 /// Object metadata (Scality Arsenal semantics). Options: the common client options
 /// (`gateway`, `token`, `table` default `objmeta`, `seed`, `signal`).
 #[wasm_bindgen]
@@ -58,7 +132,9 @@ pub struct ObjectMetadata {
 impl ObjectMetadata {
     /// A client; see the type's docs for `options`.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue) -> Result<ObjectMetadata, JsValue> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_optional_param_type = "ClientOptions")] options: JsValue,
+    ) -> Result<ObjectMetadata, JsValue> {
         let opts = ClientOptions::from_js(&options)?;
         let mut config = ObjmetaConfig::default();
         if let Some(t) = &opts.table {
@@ -80,8 +156,12 @@ impl ObjectMetadata {
 
     /// `createBucket(bucket, md)`; `md` (the BucketInfo) defaults to `{name: bucket}`.
     /// Resolves to the key format written (`v0` or `v1`).
-    #[wasm_bindgen(js_name = createBucket, unchecked_return_type = "Promise<string>")]
-    pub fn create_bucket(&self, bucket: String, md: JsValue) -> Promise {
+    #[wasm_bindgen(js_name = createBucket, unchecked_return_type = "Promise<\"v0\" | \"v1\">")]
+    pub fn create_bucket(
+        &self,
+        bucket: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "JsonObject | null")] md: JsValue,
+    ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let md = if js::is_absent(&md) {
@@ -120,7 +200,7 @@ impl ObjectMetadata {
     /// repaired (derived cells, masters set to their newest version), each only if the rows
     /// are as read. Resolves to the report: `{schema, rows_scanned, findings_by_kind,
     /// repaired, left, notes, findings}`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<object>")]
+    #[wasm_bindgen(unchecked_return_type = "Promise<CheckReport>")]
     pub fn check(&self, bucket: Option<String>, fix: bool) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -143,7 +223,7 @@ impl ObjectMetadata {
     }
 
     /// `listBuckets()`: `[{name, vformat, special, value}]`.
-    #[wasm_bindgen(js_name = listBuckets, unchecked_return_type = "Promise<{name: string, vformat: string, special: boolean, value: unknown}[]>")]
+    #[wasm_bindgen(js_name = listBuckets, unchecked_return_type = "Promise<BucketEntry[]>")]
     pub fn list_buckets(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -175,8 +255,8 @@ impl ObjectMetadata {
         &self,
         bucket: String,
         key: String,
-        value: JsValue,
-        params: JsValue,
+        #[wasm_bindgen(unchecked_param_type = "JsonObject")] value: JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "PutObjectParams | null")] params: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -194,8 +274,13 @@ impl ObjectMetadata {
     }
 
     /// `getObject(bucket, key, versionId?)`: the stored value.
-    #[wasm_bindgen(js_name = getObject, unchecked_return_type = "Promise<unknown>")]
-    pub fn get_object(&self, bucket: String, key: String, version_id: Option<String>) -> Promise {
+    #[wasm_bindgen(js_name = getObject, unchecked_return_type = "Promise<JsonObject>")]
+    pub fn get_object(
+        &self,
+        bucket: String,
+        key: String,
+        #[wasm_bindgen(js_name = versionId)] version_id: Option<String>,
+    ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let v = inner
@@ -211,7 +296,13 @@ impl ObjectMetadata {
 
     /// `deleteObject(bucket, key, params?)`.
     #[wasm_bindgen(js_name = deleteObject, unchecked_return_type = "Promise<void>")]
-    pub fn delete_object(&self, bucket: String, key: String, params: JsValue) -> Promise {
+    pub fn delete_object(
+        &self,
+        bucket: String,
+        key: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "DeleteObjectParams | null")]
+        params: JsValue,
+    ) -> Promise {
         let inner = self.inner.clone();
         js::promise_void(async move {
             let params = optional_arsenal(&params, "params")?;
@@ -229,8 +320,12 @@ impl ObjectMetadata {
     /// maxKeys, marker, …}`; `listingType` defaults to `DelimiterMaster`, i.e. S3
     /// ListObjects). Resolves to Arsenal's result (`{CommonPrefixes, Contents, IsTruncated,
     /// …}`).
-    #[wasm_bindgen(js_name = listObjects, unchecked_return_type = "Promise<Record<string, unknown>>")]
-    pub fn list_objects(&self, bucket: String, params: JsValue) -> Promise {
+    #[wasm_bindgen(js_name = listObjects, unchecked_return_type = "Promise<ListingResult>")]
+    pub fn list_objects(
+        &self,
+        bucket: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "ListingParams | null")] params: JsValue,
+    ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let mut p = js::from_js(&params)?;

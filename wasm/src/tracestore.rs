@@ -100,6 +100,62 @@ fn params(v: &Value, what: &str) -> Result<Params, JsValue> {
     }
 }
 
+// The TypeScript types of the options and results (the package's `.d.ts`).
+#[wasm_bindgen(typescript_custom_section)]
+const TRACE_STORE_TS: &str = r#"
+/** `new TraceStore(options)`: the common client options and the table's layout. */
+export interface TraceStoreOptions extends ClientOptions {
+    /** How trace cells are written: `"md5"` (default) or `"digest-id"`. */
+    layout?: "md5" | "digest-id";
+}
+
+/** One trace's value at a commit, as `put` writes it. */
+export interface TraceEntry {
+    /** The trace's params (its id is made of them). */
+    params: Record<string, string>;
+    /** The trace's options (not part of its id). */
+    options?: Record<string, string>;
+    /** The digest: 32 hex characters. */
+    digest: string;
+}
+
+/** One trace of a range. */
+export interface Trace {
+    /** The trace id, `,key=value,…,`. */
+    id: string;
+    params: Record<string, string>;
+    options: Record<string, string>;
+    /** The digest at each commit of the range (`""`: none). */
+    digests: string[];
+}
+
+/** The traces of a range of commits. */
+export interface TraceRange {
+    layout: "md5" | "digest-id";
+    /** The commits (repo indexes) of the range, in order. */
+    commits: number[];
+    /** Every param's values over the range's traces. */
+    paramset: Record<string, string[]>;
+    traces: Trace[];
+}
+
+/** A whole tile: a range plus its index (`null` when the table has no tile). */
+export interface TraceTile extends TraceRange {
+    tileIndex: number | null;
+}
+
+/** A batch of a streamed tile (see `TraceStore.streamTile`). */
+export interface TileBatch {
+    traces: { id: string; params: Record<string, string> }[];
+    /** Digests first seen in this batch, numbered after those of earlier batches. */
+    newDigests: string[];
+    /** `cells[t * 256 + c]`: trace `t`'s digest at commit `c` as 1 + its number, 0 = none. */
+    cells: Uint32Array;
+    /** How many of the tile's shards have been read. */
+    shardsDone: number;
+}
+"#;
+
 /// The Skia Gold trace store. Options: the common client options (`gateway`, `token`,
 /// `table` default `gold`, `seed`, `signal`) and `layout`: `md5` (default) or `digest-id`.
 #[wasm_bindgen]
@@ -111,7 +167,9 @@ pub struct TraceStore {
 impl TraceStore {
     /// A client; see the type's docs for `options`.
     #[wasm_bindgen(constructor)]
-    pub fn new(options: JsValue) -> Result<TraceStore, JsValue> {
+    pub fn new(
+        #[wasm_bindgen(unchecked_optional_param_type = "TraceStoreOptions")] options: JsValue,
+    ) -> Result<TraceStore, JsValue> {
         let opts = ClientOptions::from_js(&options)?;
         let layout = match js::get_string(&options, "layout")? {
             Some(name) => Layout::parse(&name)
@@ -154,12 +212,9 @@ impl TraceStore {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn put(
         &self,
-        repo_index: f64,
-        #[wasm_bindgen(
-            unchecked_param_type = "{params: Record<string, string>, options?: Record<string, string>, digest: string}[]"
-        )]
-        entries: JsValue,
-        ts_micros: Option<f64>,
+        #[wasm_bindgen(js_name = repoIndex)] repo_index: f64,
+        #[wasm_bindgen(unchecked_param_type = "TraceEntry[]")] entries: JsValue,
+        #[wasm_bindgen(js_name = tsMicros)] ts_micros: Option<f64>,
     ) -> Promise {
         let inner = self.inner.clone();
         js::promise_void(async move {
@@ -191,7 +246,7 @@ impl TraceStore {
 
     /// `ReadRange(first, last)`: the traces of commits `first..=last`:
     /// `{layout, commits, paramset, traces: [{id, params, options, digests}]}`.
-    #[wasm_bindgen(js_name = readRange, unchecked_return_type = "Promise<Record<string, unknown>>")]
+    #[wasm_bindgen(js_name = readRange, unchecked_return_type = "Promise<TraceRange>")]
     pub fn read_range(&self, first: f64, last: f64) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -204,7 +259,7 @@ impl TraceStore {
 
     /// One whole tile (`index`; default the newest), as [`TraceStore::read_range`] plus
     /// `tileIndex` (`null` when the table has no tile).
-    #[wasm_bindgen(unchecked_return_type = "Promise<Record<string, unknown>>")]
+    #[wasm_bindgen(unchecked_return_type = "Promise<TraceTile>")]
     pub fn tile(&self, index: Option<u32>) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -240,9 +295,7 @@ impl TraceStore {
     pub fn stream_tile(
         &self,
         index: u32,
-        #[wasm_bindgen(
-            unchecked_param_type = "(batch: {traces: {id: string, params: Record<string, string>}[], newDigests: string[], cells: Uint32Array, shardsDone: number}) => void"
-        )]
+        #[wasm_bindgen(js_name = onBatch, unchecked_param_type = "(batch: TileBatch) => void")]
         on_batch: js_sys::Function,
     ) -> Promise {
         let inner = self.inner.clone();
@@ -272,7 +325,7 @@ impl TraceStore {
     /// Checks the table (`spec/check.md` §2; nothing in a trace store is repairable).
     /// Resolves to the report: `{schema, rows_scanned, findings_by_kind, repaired, left,
     /// notes, findings}`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<object>")]
+    #[wasm_bindgen(unchecked_return_type = "Promise<CheckReport>")]
     pub fn check(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {

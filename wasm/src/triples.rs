@@ -61,12 +61,37 @@ enum Change {
     Remove,
 }
 
+// The TypeScript types of the results (the package's `.d.ts`).
+#[wasm_bindgen(typescript_custom_section)]
+const GRAPH_TS: &str = r#"
+/** A lookup method of `Graph.query` and the fields its arguments are, in order. */
+export interface LookupMethod {
+    method: string;
+    arguments: ("subject" | "predicate" | "object")[];
+}
+
+/** One triple `Graph.query` found (every part as BadWolf text). */
+export interface TripleMatch {
+    triple: string;
+    subject: string;
+    predicate: string;
+    object: string;
+    uuid: string;
+    /** What the method projects (the subject, predicate, object or triple). */
+    item: string;
+    predicateId: string;
+    /** The temporal predicate's time, or `null`. */
+    anchor: string | null;
+    objectKind: "node" | "predicate" | "literal";
+}
+"#;
+
 /// Every lookup method the graph's `query` runs, with its arguments in order:
 /// `[{method, arguments: ["subject" | "predicate" | "object", ...]}]` (the query builder's
 /// fields).
 #[wasm_bindgen(
     js_name = lookupMethods,
-    unchecked_return_type = "{method: string, arguments: ('subject' | 'predicate' | 'object')[]}[]"
+    unchecked_return_type = "LookupMethod[]"
 )]
 pub fn lookup_methods() -> JsValue {
     js::to_js(&Value::Array(
@@ -91,7 +116,10 @@ pub struct Graph {
 impl Graph {
     /// A handle on graph `id` (nothing is read or written until a method runs).
     #[wasm_bindgen(constructor)]
-    pub fn new(id: String, options: JsValue) -> Result<Graph, JsValue> {
+    pub fn new(
+        id: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "ClientOptions")] options: JsValue,
+    ) -> Result<Graph, JsValue> {
         keys::check_graph_id(id.as_bytes()).map_err(js::invalid)?;
         let opts = ClientOptions::from_js(&options)?;
         let table = opts.table.as_deref().unwrap_or(keys::DEFAULT_TABLE);
@@ -109,7 +137,9 @@ impl Graph {
     /// `GraphNames`: the ids of every graph in the table (`Graph.names(options)`, options as
     /// the constructor's).
     #[wasm_bindgen(unchecked_return_type = "Promise<string[]>")]
-    pub fn names(options: JsValue) -> Result<Promise, JsValue> {
+    pub fn names(
+        #[wasm_bindgen(unchecked_optional_param_type = "ClientOptions")] options: JsValue,
+    ) -> Result<Promise, JsValue> {
         let opts = ClientOptions::from_js(&options)?;
         let table = opts.table.as_deref().unwrap_or(keys::DEFAULT_TABLE);
         let store = TripleStore::new(opts.driver).with_table(table);
@@ -190,7 +220,7 @@ impl Graph {
     /// `fix` what may be repaired (missing index cells and graph rows, each only if still
     /// absent). Resolves to the report: `{schema, rows_scanned, findings_by_kind, repaired,
     /// left, notes, findings}`.
-    #[wasm_bindgen(unchecked_return_type = "Promise<object>")]
+    #[wasm_bindgen(unchecked_return_type = "Promise<CheckReport>")]
     pub fn check(&self, fix: bool) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
@@ -215,9 +245,7 @@ impl Graph {
     /// `[{triple, subject, predicate, object, uuid, item}]`, `item` being what the method
     /// projects, with `predicateId`, `anchor` (the temporal predicate's time, or `null`) and
     /// `objectKind` (`node`, `predicate`, `literal`).
-    #[wasm_bindgen(
-        unchecked_return_type = "Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string, predicateId: string, anchor: string | null, objectKind: 'node' | 'predicate' | 'literal'}[]>"
-    )]
+    #[wasm_bindgen(unchecked_return_type = "Promise<TripleMatch[]>")]
     pub fn query(&self, method: String, args: Vec<String>) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {

@@ -9,6 +9,353 @@
 export type ReadableStreamType = "bytes";
 
 /**
+ * Options every client takes (all optional). Without `gateway` the client works on the
+ * module's in-memory store, shared by every offline client of the page (or Node process).
+ */
+export interface ClientOptions {
+    /** A rowkit gateway's base URL (`rowkit serve`), e.g. `"http://127.0.0.1:8080"`. */
+    gateway?: string;
+    /** The bearer token the gateway requires (`rowkit serve --token`). */
+    token?: string;
+    /** The project named in the gateway's paths (default `"p"`). */
+    project?: string;
+    /** The instance named in the gateway's paths (default `"i"`). */
+    instance?: string;
+    /** The table id, instead of the schema's default. */
+    table?: string;
+    /** Base seed of the operations' randomness: a whole number from 0 to 2^53-1 (default 1). */
+    seed?: number;
+    /** Aborting it cancels every operation of the client (gateway only). */
+    signal?: AbortSignal;
+}
+
+
+
+/** A JSON value. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+/** A JSON object: a bucket's or object's metadata as Arsenal stores it (members in order). */
+export interface JsonObject {
+    [member: string]: JsonValue;
+}
+
+/** Arsenal's `putObject` parameters. */
+export interface PutObjectParams {
+    /** Write a new version (a versioned bucket). */
+    versioning?: boolean;
+    /** Write this version (`""`: the null version). */
+    versionId?: string;
+    /** With `versionId`: also set the master to this version when it is newer. */
+    repairMaster?: boolean;
+    /** Replace the master, with a delete-then-put oplog. */
+    needOplogUpdate?: boolean;
+    /** The operation named in that oplog. */
+    originOp?: string;
+    [param: string]: JsonValue | undefined;
+}
+
+/** Arsenal's `deleteObject` parameters. */
+export interface DeleteObjectParams {
+    /** Delete this version instead of the master. */
+    versionId?: string;
+    [param: string]: JsonValue | undefined;
+}
+
+/** Arsenal's listing parameters. */
+export interface ListingParams {
+    /** `"DelimiterMaster"` (default: S3 ListObjects) or `"DelimiterVersions"`. */
+    listingType?: "DelimiterMaster" | "DelimiterVersions";
+    prefix?: string;
+    delimiter?: string;
+    maxKeys?: number;
+    marker?: string;
+    startAfter?: string;
+    continuationToken?: string;
+    keyMarker?: string;
+    versionIdMarker?: string;
+}
+
+/** One key of a listing; `value` is the stored metadata as JSON text. */
+export interface ListedObject {
+    key: string;
+    versionId?: string;
+    value: string;
+}
+
+/** Arsenal's listing result: `Contents` (masters) or `Versions`, and `CommonPrefixes`. */
+export interface ListingResult {
+    IsTruncated: boolean;
+    CommonPrefixes: string[];
+    Contents?: ListedObject[];
+    Versions?: ListedObject[];
+    [field: string]: JsonValue | ListedObject[] | undefined;
+}
+
+/** One bucket of `listBuckets`. */
+export interface BucketEntry {
+    name: string;
+    /** The bucket's key format. */
+    vformat: "v0" | "v1";
+    /** Whether it is one of Arsenal's special buckets (users, metastore). */
+    special: boolean;
+    /** The bucket's metadata (BucketInfo). */
+    value: JsonValue;
+}
+
+
+
+/** A lookup method of `Graph.query` and the fields its arguments are, in order. */
+export interface LookupMethod {
+    method: string;
+    arguments: ("subject" | "predicate" | "object")[];
+}
+
+/** One triple `Graph.query` found (every part as BadWolf text). */
+export interface TripleMatch {
+    triple: string;
+    subject: string;
+    predicate: string;
+    object: string;
+    uuid: string;
+    /** What the method projects (the subject, predicate, object or triple). */
+    item: string;
+    predicateId: string;
+    /** The temporal predicate's time, or `null`. */
+    anchor: string | null;
+    objectKind: "node" | "predicate" | "literal";
+}
+
+
+
+/** One cell of a scanned row; byte strings as escaped text and as hex. */
+export interface ScannedCell {
+    family: string;
+    qualifier: string;
+    qualifier_hex: string;
+    timestampMicros: number;
+    /** The value (its first 512 bytes). */
+    value: string;
+    value_hex: string;
+    /** The value's whole length in bytes. */
+    valueSize: number;
+}
+
+/** One row of `scanRows`. */
+export interface ScannedRow {
+    row_key: string;
+    row_key_hex: string;
+    /** The key explained (`null` for schema `"none"`; `{error}` when it is not the schema's). */
+    decoded: DecodedKey | { error: string } | null;
+    cells: ScannedCell[];
+}
+
+
+
+/** One finding of a check (`spec/check.md`). */
+export interface CheckFinding {
+    schema: string;
+    /** The finding's kind, e.g. `"missing_index"`. */
+    kind: string;
+    /** The row it is about, as escaped text and as hex. */
+    row_key: string;
+    row_key_hex: string;
+    /** What is wrong. */
+    detail: string;
+    /** What a repair does (`"none"`: report only). */
+    repair: string;
+    /** Whether the repair was applied. */
+    repaired: boolean;
+}
+
+/** A check's report, as `rowkit … check --json` prints it. */
+export interface CheckReport {
+    schema: string;
+    rows_scanned: number;
+    findings_by_kind: Record<string, number>;
+    repaired: number;
+    left: number;
+    /** What the check could not do. */
+    notes: string[];
+    findings: CheckFinding[];
+}
+
+
+
+/** The four schemas' short names. */
+export type KeySchemaName = "mt" | "gold" | "s3" | "graph";
+
+/** A row key (or qualifier) as escaped text (`\xHH` for other bytes) and as hex. */
+export interface KeyBytes {
+    row_key: string;
+    row_key_hex: string;
+}
+
+/** A qualifier as escaped text and as hex. */
+export interface QualifierBytes {
+    qualifier: string;
+    qualifier_hex: string;
+}
+
+/** One run of a key's bytes and what its codec says it is. */
+export interface KeySegment {
+    /** Byte offsets, `end` exclusive. */
+    start: number;
+    end: number;
+    field: string;
+    meaning: string;
+    bytes: string;
+    bytes_hex: string;
+}
+
+/** A decoded row key: the schema, the key, its segments and the schema's own fields. */
+export interface DecodedKey extends KeyBytes {
+    schema: KeySchemaName;
+    segments: KeySegment[];
+    [field: string]: unknown;
+}
+
+/** `encodeMtKey`: a mount table name's node row. */
+export interface MtKey extends KeyBytes {
+    schema: "mt";
+    name: string;
+}
+
+/** `encodeGoldTraceKey`: a trace's rows and qualifier at a commit. */
+export interface GoldTraceKey extends KeyBytes {
+    schema: "gold";
+    repo_index: number;
+    tile_index: number;
+    tile_key: number;
+    /** The commit's column within its tile. */
+    offset: number;
+    shard: number;
+    options_row: KeyBytes;
+    ops_row: KeyBytes;
+    qualifier_md5: QualifierBytes;
+    qualifier_digest_id: QualifierBytes;
+}
+
+/** `encodeGoldDigestKey`: a digest's digest-map row and qualifier. */
+export interface GoldDigestKey extends KeyBytes, QualifierBytes {
+    schema: "gold";
+    digest: string;
+    md5_cell_hex: string;
+}
+
+/** `encodeS3Key`: an object's master or version row. */
+export interface S3Key extends KeyBytes {
+    schema: "s3";
+    bucket: string;
+    collection: string;
+    format: "v0" | "v1";
+    kind: "master" | "version";
+    object_key: string;
+    version_id: string | null;
+    arsenal_key: string;
+    arsenal_key_hex: string;
+}
+
+/** `encodeGraphKey`: a triple's four index rows and its graph's row. */
+export interface GraphKey {
+    schema: "graph";
+    graph: string;
+    triple: string;
+    uuid: string;
+    family: string;
+    timestamp_us: number;
+    rows: (KeyBytes & QualifierBytes & { index: "SPO" | "SOP" | "POS" | "OSP" })[];
+    graph_row: KeyBytes & QualifierBytes;
+}
+
+
+
+/** `new MountTable(options)`: the common client options and the caller. */
+export interface MountTableOptions extends ClientOptions {
+    /** The caller's blessing names (default: the server itself, which may do anything). */
+    as?: string[];
+}
+
+/** One server mounted on a name. */
+export interface MountedServer {
+    server: string;
+    /** When the mount expires, in µs since the Unix epoch. */
+    deadlineUs: number;
+}
+
+/** A node as `resolve` and `glob` return it. */
+export interface MountEntry {
+    /** `resolve`: the unresolved rest of the name; `glob`: the name matched. */
+    name: string;
+    servers: MountedServer[];
+    /** Whether the servers are mount tables. */
+    mt: boolean;
+    /** Whether the servers are leaves. */
+    leaf: boolean;
+}
+
+/** A node's permissions (spec §7.3): per tag, the blessing patterns in and not in. */
+export interface MountPermissions {
+    perms: Record<string, { In: string[] | null; NotIn: string[] | null }>;
+    /** The permissions' version, for a read-modify-write. */
+    version: string;
+}
+
+
+
+/** `new TraceStore(options)`: the common client options and the table's layout. */
+export interface TraceStoreOptions extends ClientOptions {
+    /** How trace cells are written: `"md5"` (default) or `"digest-id"`. */
+    layout?: "md5" | "digest-id";
+}
+
+/** One trace's value at a commit, as `put` writes it. */
+export interface TraceEntry {
+    /** The trace's params (its id is made of them). */
+    params: Record<string, string>;
+    /** The trace's options (not part of its id). */
+    options?: Record<string, string>;
+    /** The digest: 32 hex characters. */
+    digest: string;
+}
+
+/** One trace of a range. */
+export interface Trace {
+    /** The trace id, `,key=value,…,`. */
+    id: string;
+    params: Record<string, string>;
+    options: Record<string, string>;
+    /** The digest at each commit of the range (`""`: none). */
+    digests: string[];
+}
+
+/** The traces of a range of commits. */
+export interface TraceRange {
+    layout: "md5" | "digest-id";
+    /** The commits (repo indexes) of the range, in order. */
+    commits: number[];
+    /** Every param's values over the range's traces. */
+    paramset: Record<string, string[]>;
+    traces: Trace[];
+}
+
+/** A whole tile: a range plus its index (`null` when the table has no tile). */
+export interface TraceTile extends TraceRange {
+    tileIndex: number | null;
+}
+
+/** A batch of a streamed tile (see `TraceStore.streamTile`). */
+export interface TileBatch {
+    traces: { id: string; params: Record<string, string> }[];
+    /** Digests first seen in this batch, numbered after those of earlier batches. */
+    newDigests: string[];
+    /** `cells[t * 256 + c]`: trace `t`'s digest at commit `c` as 1 + its number, 0 = none. */
+    cells: Uint32Array;
+    /** How many of the tile's shards have been read. */
+    shardsDone: number;
+}
+
+
+
+/**
  * One graph of the BadWolf triple store. `new Graph(id, options)` with the common client
  * options (`gateway`, `token`, `table` default `badwolf`, `seed`, `signal`).
  */
@@ -25,7 +372,7 @@ export class Graph {
      * absent). Resolves to the report: `{schema, rows_scanned, findings_by_kind, repaired,
      * left, notes, findings}`.
      */
-    check(fix: boolean): Promise<object>;
+    check(fix: boolean): Promise<CheckReport>;
     /**
      * `NewGraph`: creates the graph (fails if it exists).
      */
@@ -42,11 +389,11 @@ export class Graph {
      * `GraphNames`: the ids of every graph in the table (`Graph.names(options)`, options as
      * the constructor's).
      */
-    static names(options: any): Promise<string[]>;
+    static names(options?: ClientOptions): Promise<string[]>;
     /**
      * A handle on graph `id` (nothing is read or written until a method runs).
      */
-    constructor(id: string, options: any);
+    constructor(id: string, options?: ClientOptions);
     /**
      * A lookup by method name (`objects`, `subjects`, `triples-for-subject`, …, `triples`;
      * the CLI's `graph query` names) with its arguments as BadWolf text. Resolves to
@@ -54,7 +401,7 @@ export class Graph {
      * projects, with `predicateId`, `anchor` (the temporal predicate's time, or `null`) and
      * `objectKind` (`node`, `predicate`, `literal`).
      */
-    query(method: string, args: string[]): Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string, predicateId: string, anchor: string | null, objectKind: 'node' | 'predicate' | 'literal'}[]>;
+    query(method: string, args: string[]): Promise<TripleMatch[]>;
     /**
      * `RemoveTriples` (exactly these triples).
      */
@@ -110,7 +457,7 @@ export class MountTable {
      * with `fix` what fsck may repair. Resolves to the report: `{schema, rows_scanned,
      * findings_by_kind, repaired, left, notes, findings}`.
      */
-    check(fix: boolean): Promise<object>;
+    check(fix: boolean): Promise<CheckReport>;
     /**
      * Deletes `name` (with its children when `subtree`).
      */
@@ -118,26 +465,26 @@ export class MountTable {
     /**
      * Names under `name` matching `pattern` (`*`, `...`, or a path of such patterns), in emission order.
      */
-    glob(name: string, pattern: string): Promise<{name: string, servers: {server: string, deadlineUs: number}[], mt: boolean, leaf: boolean}[]>;
+    glob(name: string, pattern: string): Promise<MountEntry[]>;
     /**
      * Mounts `server` on `name` for `ttlSeconds`; `flags`: 1 = replace, 2 = mount table,
      * 4 = leaf (ORed). Resolves to the deadline written (µs since the epoch).
      */
-    mount(name: string, server: string, ttl_seconds: number, flags?: number | null): Promise<number>;
+    mount(name: string, server: string, ttlSeconds: number, flags?: number | null): Promise<number>;
     /**
      * A client; see the type's docs for `options`.
      */
-    constructor(options: any);
+    constructor(options?: MountTableOptions);
     /**
      * The permissions of `name` as the caller may read them: `{perms, version}`, `perms` the
      * stored JSON object (`{"Admin": {"In": [...], "NotIn": null}, ...}`, spec §7.3).
      */
-    permissions(name: string): Promise<{perms: Record<string, {In: string[] | null, NotIn: string[] | null}>, version: string}>;
+    permissions(name: string): Promise<MountPermissions>;
     /**
      * Resolves one step of `name`: `{name, servers: [{server, deadlineUs}], mt, leaf}` where
      * `name` is the unresolved rest.
      */
-    resolve(name: string): Promise<{name: string, servers: {server: string, deadlineUs: number}[], mt: boolean, leaf: boolean}>;
+    resolve(name: string): Promise<MountEntry>;
     /**
      * Creates the tables (offline mode; on a gateway they must have been set up with
      * `rowkit mt setup` on the served store) and the initial nodes (the root, with default
@@ -163,12 +510,12 @@ export class ObjectMetadata {
      * are as read. Resolves to the report: `{schema, rows_scanned, findings_by_kind,
      * repaired, left, notes, findings}`.
      */
-    check(bucket: string | null | undefined, fix: boolean): Promise<object>;
+    check(bucket: string | null | undefined, fix: boolean): Promise<CheckReport>;
     /**
      * `createBucket(bucket, md)`; `md` (the BucketInfo) defaults to `{name: bucket}`.
      * Resolves to the key format written (`v0` or `v1`).
      */
-    createBucket(bucket: string, md: any): Promise<string>;
+    createBucket(bucket: string, md?: JsonObject | null): Promise<"v0" | "v1">;
     /**
      * `deleteBucket(bucket)`; resolves to the number of rows deleted.
      */
@@ -176,31 +523,31 @@ export class ObjectMetadata {
     /**
      * `deleteObject(bucket, key, params?)`.
      */
-    deleteObject(bucket: string, key: string, params: any): Promise<void>;
+    deleteObject(bucket: string, key: string, params?: DeleteObjectParams | null): Promise<void>;
     /**
      * `getObject(bucket, key, versionId?)`: the stored value.
      */
-    getObject(bucket: string, key: string, version_id?: string | null): Promise<unknown>;
+    getObject(bucket: string, key: string, versionId?: string | null): Promise<JsonObject>;
     /**
      * `listBuckets()`: `[{name, vformat, special, value}]`.
      */
-    listBuckets(): Promise<{name: string, vformat: string, special: boolean, value: unknown}[]>;
+    listBuckets(): Promise<BucketEntry[]>;
     /**
      * `listObject(bucket, params)` with Arsenal's listing parameters (`{prefix, delimiter,
      * maxKeys, marker, …}`; `listingType` defaults to `DelimiterMaster`, i.e. S3
      * ListObjects). Resolves to Arsenal's result (`{CommonPrefixes, Contents, IsTruncated,
      * …}`).
      */
-    listObjects(bucket: string, params: any): Promise<Record<string, unknown>>;
+    listObjects(bucket: string, params?: ListingParams | null): Promise<ListingResult>;
     /**
      * A client; see the type's docs for `options`.
      */
-    constructor(options: any);
+    constructor(options?: ClientOptions);
     /**
      * `putObject(bucket, key, value, params)` (`params` as Arsenal's: `{versioning: true}`,
      * `{versionId}`, …). Resolves to the version id written, or `null`.
      */
-    putObject(bucket: string, key: string, value: any, params: any): Promise<string | null>;
+    putObject(bucket: string, key: string, value: JsonObject, params?: PutObjectParams | null): Promise<string | null>;
     /**
      * Creates the table with families `d` and `f` (offline mode; on a gateway run
      * `rowkit s3 setup` on the served store).
@@ -220,11 +567,11 @@ export class TraceStore {
      * Resolves to the report: `{schema, rows_scanned, findings_by_kind, repaired, left,
      * notes, findings}`.
      */
-    check(): Promise<object>;
+    check(): Promise<CheckReport>;
     /**
      * A client; see the type's docs for `options`.
      */
-    constructor(options: any);
+    constructor(options?: TraceStoreOptions);
     /**
      * `NewestTile`: the index of the newest tile, or `null`.
      */
@@ -233,12 +580,12 @@ export class TraceStore {
      * `Put`: writes `entries` (`[{params: {k: v}, options?: {k: v}, digest: "32 hex"}]`) at
      * commit `repoIndex`, cells stamped `tsMicros` (default: now).
      */
-    put(repo_index: number, entries: {params: Record<string, string>, options?: Record<string, string>, digest: string}[], ts_micros?: number | null): Promise<void>;
+    put(repoIndex: number, entries: TraceEntry[], tsMicros?: number | null): Promise<void>;
     /**
      * `ReadRange(first, last)`: the traces of commits `first..=last`:
      * `{layout, commits, paramset, traces: [{id, params, options, digests}]}`.
      */
-    readRange(first: number, last: number): Promise<Record<string, unknown>>;
+    readRange(first: number, last: number): Promise<TraceRange>;
     /**
      * Creates the table in the client's layout (offline mode; on a gateway run
      * `rowkit gold setup` on the served store).
@@ -253,12 +600,12 @@ export class TraceStore {
      * Resolves to the number of traces. After an error thrown by `onBatch` no batch is handed
      * over; the read runs to its end and the promise rejects with that error.
      */
-    streamTile(index: number, on_batch: (batch: {traces: {id: string, params: Record<string, string>}[], newDigests: string[], cells: Uint32Array, shardsDone: number}) => void): Promise<number>;
+    streamTile(index: number, onBatch: (batch: TileBatch) => void): Promise<number>;
     /**
      * One whole tile (`index`; default the newest), as [`TraceStore::read_range`] plus
      * `tileIndex` (`null` when the table has no tile).
      */
-    tile(index?: number | null): Promise<Record<string, unknown>>;
+    tile(index?: number | null): Promise<TraceTile>;
 }
 
 /**
@@ -269,35 +616,35 @@ export class TraceStore {
  * key's byte runs from its codec: `[{start, end, field, meaning, bytes, bytes_hex}]`); throws an `Error`
  * whose `code` is `not_a_row_key` / `unknown_row_key` / `invalid_argument`.
  */
-export function decodeKey(schema: string, key: Uint8Array | string): Record<string, unknown>;
+export function decodeKey(schema: KeySchemaName | "auto" | "mounttable" | "tracestore" | "objmeta" | "triples", key: Uint8Array | string): DecodedKey;
 
 /**
  * The digest-map row and qualifier of a digest (32 hex characters).
  */
-export function encodeGoldDigestKey(digest: string): Record<string, unknown>;
+export function encodeGoldDigestKey(digest: string): GoldDigestKey;
 
 /**
  * The rows of a trace at commit `repoIndex` with trace id `subkey` (e.g. `,0=1,1=3,`): trace
  * row, options row, ops row, shard, tile, and the qualifier in both layouts.
  */
-export function encodeGoldTraceKey(repo_index: number, subkey: string): Record<string, unknown>;
+export function encodeGoldTraceKey(repoIndex: number, subkey: string): GoldTraceKey;
 
 /**
  * The four index rows of a triple (BadWolf text, tab- or space-separated) in `graph`, and the
  * graph row.
  */
-export function encodeGraphKey(graph: string, triple: string): Record<string, unknown>;
+export function encodeGraphKey(graph: string, triple: string): GraphKey;
 
 /**
  * The node row key of a mount table name: `{schema, name, row_key, row_key_hex}`.
  */
-export function encodeMtKey(name: string): Record<string, unknown>;
+export function encodeMtKey(name: string): MtKey;
 
 /**
  * The row of an object's master (`versionId` absent) or of one version; `format` is `v0` or
  * `v1` (default `v1`).
  */
-export function encodeS3Key(bucket: string, key: string, version_id?: string | null, format?: string | null): Record<string, unknown>;
+export function encodeS3Key(bucket: string, key: string, versionId: string | null | undefined, format?: "v0" | "v1" | null): S3Key;
 
 /**
  * Bytes as escaped key text: printable ASCII verbatim, `\` as `\\`, others as `\xHH`.
@@ -309,7 +656,7 @@ export function escapeKey(bytes: Uint8Array | number[]): string;
  * `[{method, arguments: ["subject" | "predicate" | "object", ...]}]` (the query builder's
  * fields).
  */
-export function lookupMethods(): {method: string, arguments: ('subject' | 'predicate' | 'object')[]}[];
+export function lookupMethods(): LookupMethod[];
 
 /**
  * Parses escaped key text (`\xHH`, `\\`) or `hex:…` into bytes.
@@ -326,7 +673,7 @@ export function parseKey(text: string): Uint8Array;
  * timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
  * its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
  */
-export function scanRows(options: any, table: string, prefix: Uint8Array | string, limit: number, schema: string | null | undefined, after: Uint8Array | string | undefined): Promise<Record<string, unknown>[]>;
+export function scanRows(options: ClientOptions | null | undefined, table: string, prefix: Uint8Array | string, limit: number, schema: KeySchemaName | "auto" | "none" | null, after: Uint8Array | string | undefined): Promise<ScannedRow[]>;
 
 export type InitInput = RequestInfo | URL | Response | BufferSource | WebAssembly.Module;
 

@@ -32,7 +32,7 @@ export class Graph {
      * absent). Resolves to the report: `{schema, rows_scanned, findings_by_kind, repaired,
      * left, notes, findings}`.
      * @param {boolean} fix
-     * @returns {Promise<object>}
+     * @returns {Promise<CheckReport>}
      */
     check(fix) {
         const ret = wasm.graph_check(this.__wbg_ptr, fix);
@@ -68,7 +68,7 @@ export class Graph {
     /**
      * `GraphNames`: the ids of every graph in the table (`Graph.names(options)`, options as
      * the constructor's).
-     * @param {any} options
+     * @param {ClientOptions} [options]
      * @returns {Promise<string[]>}
      */
     static names(options) {
@@ -81,7 +81,7 @@ export class Graph {
     /**
      * A handle on graph `id` (nothing is read or written until a method runs).
      * @param {string} id
-     * @param {any} options
+     * @param {ClientOptions} [options]
      */
     constructor(id, options) {
         const ptr0 = passStringToWasm0(id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -102,7 +102,7 @@ export class Graph {
      * `objectKind` (`node`, `predicate`, `literal`).
      * @param {string} method
      * @param {string[]} args
-     * @returns {Promise<{triple: string, subject: string, predicate: string, object: string, uuid: string, item: string, predicateId: string, anchor: string | null, objectKind: 'node' | 'predicate' | 'literal'}[]>}
+     * @returns {Promise<TripleMatch[]>}
      */
     query(method, args) {
         let ptr0, len0, ptr1, len1;
@@ -274,7 +274,7 @@ export class MountTable {
      * with `fix` what fsck may repair. Resolves to the report: `{schema, rows_scanned,
      * findings_by_kind, repaired, left, notes, findings}`.
      * @param {boolean} fix
-     * @returns {Promise<object>}
+     * @returns {Promise<CheckReport>}
      */
     check(fix) {
         const ret = wasm.mounttable_check(this.__wbg_ptr, fix);
@@ -297,7 +297,7 @@ export class MountTable {
      * Names under `name` matching `pattern` (`*`, `...`, or a path of such patterns), in emission order.
      * @param {string} name
      * @param {string} pattern
-     * @returns {Promise<{name: string, servers: {server: string, deadlineUs: number}[], mt: boolean, leaf: boolean}[]>}
+     * @returns {Promise<MountEntry[]>}
      */
     glob(name, pattern) {
         let ptr0, len0, ptr1, len1;
@@ -319,12 +319,12 @@ export class MountTable {
      * 4 = leaf (ORed). Resolves to the deadline written (µs since the epoch).
      * @param {string} name
      * @param {string} server
-     * @param {number} ttl_seconds
+     * @param {number} ttlSeconds
      * @param {number | null} [flags]
      * @returns {Promise<number>}
      */
-    mount(name, server, ttl_seconds, flags) {
-        const val3 = +ttl_seconds;
+    mount(name, server, ttlSeconds, flags) {
+        const val3 = +ttlSeconds;
         const val4 = +(isLikeNone(flags) ? Number.MAX_SAFE_INTEGER : (flags) >>> 0);
         let ptr0, len0, ptr1, len1;
         try {
@@ -342,7 +342,7 @@ export class MountTable {
     }
     /**
      * A client; see the type's docs for `options`.
-     * @param {any} options
+     * @param {MountTableOptions} [options]
      */
     constructor(options) {
         const ret = wasm.mounttable_new(options);
@@ -357,7 +357,7 @@ export class MountTable {
      * The permissions of `name` as the caller may read them: `{perms, version}`, `perms` the
      * stored JSON object (`{"Admin": {"In": [...], "NotIn": null}, ...}`, spec §7.3).
      * @param {string} name
-     * @returns {Promise<{perms: Record<string, {In: string[] | null, NotIn: string[] | null}>, version: string}>}
+     * @returns {Promise<MountPermissions>}
      */
     permissions(name) {
         const ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -369,7 +369,7 @@ export class MountTable {
      * Resolves one step of `name`: `{name, servers: [{server, deadlineUs}], mt, leaf}` where
      * `name` is the unresolved rest.
      * @param {string} name
-     * @returns {Promise<{name: string, servers: {server: string, deadlineUs: number}[], mt: boolean, leaf: boolean}>}
+     * @returns {Promise<MountEntry>}
      */
     resolve(name) {
         const ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -433,7 +433,7 @@ export class ObjectMetadata {
      * repaired, left, notes, findings}`.
      * @param {string | null | undefined} bucket
      * @param {boolean} fix
-     * @returns {Promise<object>}
+     * @returns {Promise<CheckReport>}
      */
     check(bucket, fix) {
         const val2 = +fix;
@@ -446,8 +446,8 @@ export class ObjectMetadata {
      * `createBucket(bucket, md)`; `md` (the BucketInfo) defaults to `{name: bucket}`.
      * Resolves to the key format written (`v0` or `v1`).
      * @param {string} bucket
-     * @param {any} md
-     * @returns {Promise<string>}
+     * @param {JsonObject | null} [md]
+     * @returns {Promise<"v0" | "v1">}
      */
     createBucket(bucket, md) {
         const ptr0 = passStringToWasm0(bucket, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -470,7 +470,7 @@ export class ObjectMetadata {
      * `deleteObject(bucket, key, params?)`.
      * @param {string} bucket
      * @param {string} key
-     * @param {any} params
+     * @param {DeleteObjectParams | null} [params]
      * @returns {Promise<void>}
      */
     deleteObject(bucket, key, params) {
@@ -492,17 +492,17 @@ export class ObjectMetadata {
      * `getObject(bucket, key, versionId?)`: the stored value.
      * @param {string} bucket
      * @param {string} key
-     * @param {string | null} [version_id]
-     * @returns {Promise<unknown>}
+     * @param {string | null} [versionId]
+     * @returns {Promise<JsonObject>}
      */
-    getObject(bucket, key, version_id) {
+    getObject(bucket, key, versionId) {
         let ptr0, len0, ptr1, len1, ptr2, len2;
         try {
             ptr0 = passStringToWasm0(bucket, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len0 = WASM_VECTOR_LEN;
             ptr1 = passStringToWasm0(key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len1 = WASM_VECTOR_LEN;
-            ptr2 = isLikeNone(version_id) ? 0 : passStringToWasm0(version_id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            ptr2 = isLikeNone(versionId) ? 0 : passStringToWasm0(versionId, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
             len2 = WASM_VECTOR_LEN;
         } catch (e) {
             if (ptr2) { wasm.__wbindgen_free(ptr2, len2 * 1, 1); }
@@ -515,7 +515,7 @@ export class ObjectMetadata {
     }
     /**
      * `listBuckets()`: `[{name, vformat, special, value}]`.
-     * @returns {Promise<{name: string, vformat: string, special: boolean, value: unknown}[]>}
+     * @returns {Promise<BucketEntry[]>}
      */
     listBuckets() {
         const ret = wasm.objectmetadata_listBuckets(this.__wbg_ptr);
@@ -527,8 +527,8 @@ export class ObjectMetadata {
      * ListObjects). Resolves to Arsenal's result (`{CommonPrefixes, Contents, IsTruncated,
      * …}`).
      * @param {string} bucket
-     * @param {any} params
-     * @returns {Promise<Record<string, unknown>>}
+     * @param {ListingParams | null} [params]
+     * @returns {Promise<ListingResult>}
      */
     listObjects(bucket, params) {
         const ptr0 = passStringToWasm0(bucket, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -538,7 +538,7 @@ export class ObjectMetadata {
     }
     /**
      * A client; see the type's docs for `options`.
-     * @param {any} options
+     * @param {ClientOptions} [options]
      */
     constructor(options) {
         const ret = wasm.objectmetadata_new(options);
@@ -554,8 +554,8 @@ export class ObjectMetadata {
      * `{versionId}`, …). Resolves to the version id written, or `null`.
      * @param {string} bucket
      * @param {string} key
-     * @param {any} value
-     * @param {any} params
+     * @param {JsonObject} value
+     * @param {PutObjectParams | null} [params]
      * @returns {Promise<string | null>}
      */
     putObject(bucket, key, value, params) {
@@ -604,7 +604,7 @@ export class TraceStore {
      * Checks the table (`spec/check.md` §2; nothing in a trace store is repairable).
      * Resolves to the report: `{schema, rows_scanned, findings_by_kind, repaired, left,
      * notes, findings}`.
-     * @returns {Promise<object>}
+     * @returns {Promise<CheckReport>}
      */
     check() {
         const ret = wasm.tracestore_check(this.__wbg_ptr);
@@ -612,7 +612,7 @@ export class TraceStore {
     }
     /**
      * A client; see the type's docs for `options`.
-     * @param {any} options
+     * @param {TraceStoreOptions} [options]
      */
     constructor(options) {
         const ret = wasm.tracestore_new(options);
@@ -634,13 +634,13 @@ export class TraceStore {
     /**
      * `Put`: writes `entries` (`[{params: {k: v}, options?: {k: v}, digest: "32 hex"}]`) at
      * commit `repoIndex`, cells stamped `tsMicros` (default: now).
-     * @param {number} repo_index
-     * @param {{params: Record<string, string>, options?: Record<string, string>, digest: string}[]} entries
-     * @param {number | null} [ts_micros]
+     * @param {number} repoIndex
+     * @param {TraceEntry[]} entries
+     * @param {number | null} [tsMicros]
      * @returns {Promise<void>}
      */
-    put(repo_index, entries, ts_micros) {
-        const ret = wasm.tracestore_put(this.__wbg_ptr, repo_index, entries, !isLikeNone(ts_micros), isLikeNone(ts_micros) ? 0 : ts_micros);
+    put(repoIndex, entries, tsMicros) {
+        const ret = wasm.tracestore_put(this.__wbg_ptr, repoIndex, entries, !isLikeNone(tsMicros), isLikeNone(tsMicros) ? 0 : tsMicros);
         return ret;
     }
     /**
@@ -648,7 +648,7 @@ export class TraceStore {
      * `{layout, commits, paramset, traces: [{id, params, options, digests}]}`.
      * @param {number} first
      * @param {number} last
-     * @returns {Promise<Record<string, unknown>>}
+     * @returns {Promise<TraceRange>}
      */
     readRange(first, last) {
         const ret = wasm.tracestore_readRange(this.__wbg_ptr, first, last);
@@ -672,18 +672,18 @@ export class TraceStore {
      * Resolves to the number of traces. After an error thrown by `onBatch` no batch is handed
      * over; the read runs to its end and the promise rejects with that error.
      * @param {number} index
-     * @param {(batch: {traces: {id: string, params: Record<string, string>}[], newDigests: string[], cells: Uint32Array, shardsDone: number}) => void} on_batch
+     * @param {(batch: TileBatch) => void} onBatch
      * @returns {Promise<number>}
      */
-    streamTile(index, on_batch) {
-        const ret = wasm.tracestore_streamTile(this.__wbg_ptr, index, on_batch);
+    streamTile(index, onBatch) {
+        const ret = wasm.tracestore_streamTile(this.__wbg_ptr, index, onBatch);
         return ret;
     }
     /**
      * One whole tile (`index`; default the newest), as [`TraceStore::read_range`] plus
      * `tileIndex` (`null` when the table has no tile).
      * @param {number | null} [index]
-     * @returns {Promise<Record<string, unknown>>}
+     * @returns {Promise<TraceTile>}
      */
     tile(index) {
         const ret = wasm.tracestore_tile(this.__wbg_ptr, isLikeNone(index) ? Number.MAX_SAFE_INTEGER : (index) >>> 0);
@@ -699,9 +699,9 @@ if (Symbol.dispose) TraceStore.prototype[Symbol.dispose] = TraceStore.prototype.
  * object with `schema`, `row_key`, `row_key_hex`, the schema's fields and `segments` (the
  * key's byte runs from its codec: `[{start, end, field, meaning, bytes, bytes_hex}]`); throws an `Error`
  * whose `code` is `not_a_row_key` / `unknown_row_key` / `invalid_argument`.
- * @param {string} schema
+ * @param {KeySchemaName | "auto" | "mounttable" | "tracestore" | "objmeta" | "triples"} schema
  * @param {Uint8Array | string} key
- * @returns {Record<string, unknown>}
+ * @returns {DecodedKey}
  */
 export function decodeKey(schema, key) {
     const ptr0 = passStringToWasm0(schema, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -716,7 +716,7 @@ export function decodeKey(schema, key) {
 /**
  * The digest-map row and qualifier of a digest (32 hex characters).
  * @param {string} digest
- * @returns {Record<string, unknown>}
+ * @returns {GoldDigestKey}
  */
 export function encodeGoldDigestKey(digest) {
     const ptr0 = passStringToWasm0(digest, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -731,12 +731,12 @@ export function encodeGoldDigestKey(digest) {
 /**
  * The rows of a trace at commit `repoIndex` with trace id `subkey` (e.g. `,0=1,1=3,`): trace
  * row, options row, ops row, shard, tile, and the qualifier in both layouts.
- * @param {number} repo_index
+ * @param {number} repoIndex
  * @param {string} subkey
- * @returns {Record<string, unknown>}
+ * @returns {GoldTraceKey}
  */
-export function encodeGoldTraceKey(repo_index, subkey) {
-    const val2 = +repo_index;
+export function encodeGoldTraceKey(repoIndex, subkey) {
+    const val2 = +repoIndex;
     const ptr0 = passStringToWasm0(subkey, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
     const len0 = WASM_VECTOR_LEN;
     const ret = wasm.encodeGoldTraceKey(val2, ptr0, len0);
@@ -751,7 +751,7 @@ export function encodeGoldTraceKey(repo_index, subkey) {
  * graph row.
  * @param {string} graph
  * @param {string} triple
- * @returns {Record<string, unknown>}
+ * @returns {GraphKey}
  */
 export function encodeGraphKey(graph, triple) {
     let ptr0, len0, ptr1, len1;
@@ -775,7 +775,7 @@ export function encodeGraphKey(graph, triple) {
 /**
  * The node row key of a mount table name: `{schema, name, row_key, row_key_hex}`.
  * @param {string} name
- * @returns {Record<string, unknown>}
+ * @returns {MtKey}
  */
 export function encodeMtKey(name) {
     const ptr0 = passStringToWasm0(name, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -789,18 +789,18 @@ export function encodeMtKey(name) {
  * `v1` (default `v1`).
  * @param {string} bucket
  * @param {string} key
- * @param {string | null} [version_id]
- * @param {string | null} [format]
- * @returns {Record<string, unknown>}
+ * @param {string | null | undefined} versionId
+ * @param {"v0" | "v1" | null} [format]
+ * @returns {S3Key}
  */
-export function encodeS3Key(bucket, key, version_id, format) {
+export function encodeS3Key(bucket, key, versionId, format) {
     let ptr0, len0, ptr1, len1, ptr2, len2, ptr3, len3;
     try {
         ptr0 = passStringToWasm0(bucket, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len0 = WASM_VECTOR_LEN;
         ptr1 = passStringToWasm0(key, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len1 = WASM_VECTOR_LEN;
-        ptr2 = isLikeNone(version_id) ? 0 : passStringToWasm0(version_id, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        ptr2 = isLikeNone(versionId) ? 0 : passStringToWasm0(versionId, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len2 = WASM_VECTOR_LEN;
         ptr3 = isLikeNone(format) ? 0 : passStringToWasm0(format, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         len3 = WASM_VECTOR_LEN;
@@ -842,7 +842,7 @@ export function escapeKey(bytes) {
  * Every lookup method the graph's `query` runs, with its arguments in order:
  * `[{method, arguments: ["subject" | "predicate" | "object", ...]}]` (the query builder's
  * fields).
- * @returns {{method: string, arguments: ('subject' | 'predicate' | 'object')[]}[]}
+ * @returns {LookupMethod[]}
  */
 export function lookupMethods() {
     const ret = wasm.lookupMethods();
@@ -875,13 +875,13 @@ export function parseKey(text) {
  * Resolves to `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex,
  * timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
  * its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
- * @param {any} options
+ * @param {ClientOptions | null | undefined} options
  * @param {string} table
  * @param {Uint8Array | string} prefix
  * @param {number} limit
- * @param {string | null | undefined} schema
+ * @param {KeySchemaName | "auto" | "none" | null} schema
  * @param {Uint8Array | string | undefined} after
- * @returns {Promise<Record<string, unknown>[]>}
+ * @returns {Promise<ScannedRow[]>}
  */
 export function scanRows(options, table, prefix, limit, schema, after) {
     const val3 = +limit;
