@@ -11,8 +11,10 @@
 //! - `scanRows`: the table browser's prefix scan with every key explained ([`browse`]).
 //!
 //! Build: `wasm/build.sh` (cargo for wasm32 + `wasm-bindgen --target web` and `--target
-//! nodejs`); the package lands in `wasm/www/pkg/` (web, loaded by the browser tool) and
-//! `wasm/pkg-node/` (Node).
+//! nodejs`); the package lands in `wasm/www/pkg/` (web: browsers, bundlers, the browser tool)
+//! and `wasm/pkg-node/` (Node's CommonJS glue over the same `.wasm`). The TypeScript types of
+//! options and results are declared beside the code that reads or writes them
+//! (`typescript_custom_section`, `unchecked_*_type`); `wasm/rowkit.d.ts` exports them.
 //!
 //! On native targets the crate builds (so the workspace checks it) but its functions need a JS
 //! host.

@@ -13,6 +13,7 @@
 # npm-test/tools of cargo's target directory (kept between runs, like the npm cache beside it).
 # Usage: wasm/tests/npm/run.sh   Needs node, npm, chromium and chromedriver (CHROMEDRIVER).
 set -euo pipefail
+command -v npm >/dev/null || { echo "npm: npm is missing (Debian: apt-get install npm)" >&2; exit 1; }
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/../../.." && pwd)
 cd "$repo"
