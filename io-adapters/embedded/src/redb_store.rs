@@ -45,9 +45,13 @@ use redb::{
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
 
+use crate::BackupSummary;
 use crate::redb_guard::{Forgettable, contain};
 use crate::semantics::{remove_from_schema, validate_schema};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
+
+#[path = "redb_backup.rs"]
+mod backup;
 
 /// Version of the on-disk layout described in the module docs; a file written with another
 /// layout is refused rather than misread.
@@ -1022,6 +1026,10 @@ fn single_key(range: &RowRange) -> Option<&[u8]> {
 
 impl TableStorage for RedbStore {
     type Row<'t> = RedbRow<'t>;
+
+    fn backup_to(&self, path: &Path, overwrite: bool) -> Result<BackupSummary, StoreError> {
+        self.write_backup(path, overwrite)
+    }
 
     fn create_table_with_splits(
         &self,
