@@ -126,6 +126,8 @@ fn every_command_on_a_damaged_file_fails_with_one_line_never_a_panic() {
                         let says = format!("DATA_LOSS: {} is damaged: ", copy.display());
                         assert!(stderr.contains(&says), "{what}");
                         assert!(stderr.contains("restore the file from a backup"), "{what}");
+                        assert!(stderr.contains("`rowkit admin backup`"), "{what}");
+                        assert!(stderr.contains("`rowkit check`"), "{what}");
                         *data_loss.entry(name).or_default() += 1;
                     }
                 }
@@ -295,9 +297,10 @@ fn serve_answers_data_loss_for_a_damaged_table_and_serves_the_others() {
 }
 
 /// A server whose first write makes redb panic (damaged allocator state): that write and every
-/// later one answer the same DATA_LOSS at once, and so does any read redb can no longer serve
-/// (the panic poisoned the allocator's lock, which a new read snapshot takes): no
-/// `PoisonError`, no 500 without a status, and the server keeps answering.
+/// later one answer the same DATA_LOSS at once; a read redb can no longer serve (the panic
+/// poisoned a lock a new read snapshot takes) answers DATA_LOSS naming its own table and the
+/// earlier panic: no `PoisonError` status, no 500 without a status, and the server keeps
+/// answering.
 #[test]
 fn serve_after_a_write_panics_refuses_writes_and_stays_up() {
     let dir = temp_dir("serve-write");
@@ -322,7 +325,12 @@ fn serve_after_a_write_panics_refuses_writes_and_stays_up() {
         assert_eq!(write(&http, "t1"), first);
         for table in ["t1", "t2"] {
             let answer = read(&http, table);
-            assert!(answer.0 == 200 || answer == first, "{table}: {answer:?}");
+            if answer.0 != 200 {
+                assert_data_loss(&answer, &copy);
+                let says =
+                    format!("on table \\\"{table}\\\" failed after an earlier write panicked");
+                assert!(answer.1.contains(&says), "{table}: {answer:?}");
+            }
         }
     }
     // The read snapshot taken before the panic still serves t1.
@@ -336,5 +344,36 @@ fn serve_after_a_write_panics_refuses_writes_and_stays_up() {
     ));
     assert_eq!(grpc_read(&client, "t1"), Ok(60));
     drop(server);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file whose header lost a byte of redb's magic number is damaged (DATA_LOSS with the advice,
+/// exit 1), not "not a redb file"; a file that never was one is told apart.
+#[test]
+fn a_damaged_header_is_data_loss_and_a_foreign_file_is_not_a_store() {
+    let dir = temp_dir("header");
+    let base = make_store(&dir.join("base.redb"));
+    let copy = dir.join("copy.redb");
+    let store = format!("embedded:{}", copy.display());
+    for offset in [0, 3, 8] {
+        for (name, args) in COMMANDS {
+            damage(&base, offset, &copy);
+            let o = rowkit(&store, args);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            let what = format!("offset {offset}, {name}: {o:?}");
+            assert_ne!(o.status.code(), Some(0), "{what}");
+            assert_ne!(o.status.code(), Some(101), "{what}");
+            let says = format!("DATA_LOSS: {} is damaged: ", copy.display());
+            assert!(stderr.contains(&says), "{what}");
+            assert!(stderr.contains("magic number"), "{what}");
+            assert!(stderr.contains("`rowkit admin backup`"), "{what}");
+        }
+    }
+    std::fs::write(&copy, "a text file, not a store\n").unwrap();
+    let o = rowkit(&store, &["admin", "list-tables"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("FAILED_PRECONDITION"), "{stderr}");
+    assert!(stderr.contains("is not a redb file"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
