@@ -9,11 +9,11 @@
 
 mod support;
 
-use support::serve_grpc;
+use support::{rowkit_with_env as rowkit, serve_grpc};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -25,18 +25,6 @@ use rowkit_statemachines::{
     MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, Response,
 };
 
-fn rowkit(store: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("ROWKIT_STORE")
-        .env_remove("ROWKIT_GATEWAY_TOKEN")
-        .envs(env.iter().copied())
-        .output()
-        .unwrap()
-}
-
 fn ok(store: &str, args: &[&str]) -> String {
     let o = rowkit(store, args, &[]);
     assert!(o.status.success(), "{args:?}: {o:?}");
@@ -47,12 +35,8 @@ fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// A fresh directory for one test's files (absolute: a server is given paths in it).
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rowkit-backup-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::temp_dir("backup", name)
 }
 
 fn embedded(path: &Path) -> String {
@@ -220,6 +204,21 @@ fn grpc_client(host: &str) -> BigtableStore {
     BigtableStore::open(&format!("bigtable://p/i?emulator={host}")).unwrap()
 }
 
+/// MutateRow setting `cf:q` of `row` at `timestamp` to `value`.
+fn set_cell(table: &str, row: &[u8], timestamp: Timestamp, value: &[u8]) -> Request {
+    Request::MutateRow(MutateRowRequest {
+        table: table.into(),
+        row_key: row.to_vec(),
+        mutations: vec![Mutation::SetCell {
+            family: "cf".into(),
+            qualifier: b"q".to_vec(),
+            timestamp,
+            value: value.to_vec(),
+        }],
+        ..Default::default()
+    })
+}
+
 /// One write the server acknowledged: its row, value, and when it was sent and answered.
 struct Ack {
     row: Vec<u8>,
@@ -237,17 +236,7 @@ fn writer(grpc: String, writer: usize, stop: Arc<AtomicBool>, acks: Arc<Mutex<Ve
         let row = format!("w{writer}-{n:06}").into_bytes();
         let value = format!("value {writer} {n} {}", "x".repeat(200)).into_bytes();
         let timestamp = Timestamp::from_millis(1_000 + n as i64);
-        let request = Request::MutateRow(MutateRowRequest {
-            table: "load".into(),
-            row_key: row.clone(),
-            mutations: vec![Mutation::SetCell {
-                family: "cf".into(),
-                qualifier: b"q".to_vec(),
-                timestamp,
-                value: value.clone(),
-            }],
-            ..Default::default()
-        });
+        let request = set_cell("load", &row, timestamp, &value);
         let sent = Instant::now();
         client
             .execute(request, Timestamp::from_secs(1))
@@ -469,17 +458,12 @@ fn backup_through_the_server_needs_its_token_and_an_absolute_path() {
         .create_table_with_splits("m", &[ColumnFamily::new("cf")], &[b"k".to_vec()])
         .unwrap();
     for (row, value) in [("r1", "one"), ("r2", "two")] {
-        let request = Request::MutateRow(MutateRowRequest {
-            table: "m".into(),
-            row_key: row.as_bytes().to_vec(),
-            mutations: vec![Mutation::SetCell {
-                family: "cf".into(),
-                qualifier: b"q".to_vec(),
-                timestamp: Timestamp::from_millis(5),
-                value: value.as_bytes().to_vec(),
-            }],
-            ..Default::default()
-        });
+        let request = set_cell(
+            "m",
+            row.as_bytes(),
+            Timestamp::from_millis(5),
+            value.as_bytes(),
+        );
         client.execute(request, Timestamp::from_secs(1)).unwrap();
     }
     let backup = dir.join("memory.redb");

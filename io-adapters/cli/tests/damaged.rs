@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{Mutation, RowSet, Timestamp};
@@ -30,14 +30,7 @@ const PAGE: usize = 4096;
 const IN_PAGE: [usize; 4] = [0, 2, 133, 1000];
 
 fn rowkit(store: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("ROWKIT_STORE")
-        .env_remove("ROWKIT_GATEWAY_TOKEN")
-        .output()
-        .unwrap()
+    support::rowkit_with_env(store, args, &[])
 }
 
 fn ok(store: &str, args: &[&str]) {
@@ -45,12 +38,8 @@ fn ok(store: &str, args: &[&str]) {
     assert!(o.status.success(), "{args:?}: {o:?}");
 }
 
-/// A fresh directory for one test's files.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rowkit-damaged-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::temp_dir("damaged", name)
 }
 
 /// A store file at `path` with tables `t1` (60 rows), `t2` (one row) and the s3 schema's
@@ -98,12 +87,19 @@ const COMMANDS: [(&str, &[&str]); 5] = [
     ("set", &["admin", "set", "t1", "row05", "cf:q=new"]),
 ];
 
-#[test]
-fn every_command_on_a_damaged_file_fails_with_one_line_never_a_panic() {
-    let dir = temp_dir("commands");
+/// A test's directory, the bytes of a store made in it, and the path (and `--store`) of the
+/// copy the test damages.
+fn fixture(name: &str) -> (PathBuf, Vec<u8>, PathBuf, String) {
+    let dir = temp_dir(name);
     let base = make_store(&dir.join("base.redb"));
     let copy = dir.join("copy.redb");
     let store = format!("embedded:{}", copy.display());
+    (dir, base, copy, store)
+}
+
+#[test]
+fn every_command_on_a_damaged_file_fails_with_one_line_never_a_panic() {
+    let (dir, base, copy, store) = fixture("commands");
     let offsets: Vec<usize> = (0..base.len() / PAGE)
         .flat_map(|page| IN_PAGE.iter().map(move |o| page * PAGE + o))
         .collect();
@@ -351,10 +347,7 @@ fn serve_after_a_write_panics_refuses_writes_and_stays_up() {
 /// exit 1), not "not a redb file"; a file that never was one is told apart.
 #[test]
 fn a_damaged_header_is_data_loss_and_a_foreign_file_is_not_a_store() {
-    let dir = temp_dir("header");
-    let base = make_store(&dir.join("base.redb"));
-    let copy = dir.join("copy.redb");
-    let store = format!("embedded:{}", copy.display());
+    let (dir, base, copy, store) = fixture("header");
     for offset in [0, 3, 8] {
         for (name, args) in COMMANDS {
             damage(&base, offset, &copy);
