@@ -2,7 +2,8 @@
 //! by the target: two tables, rows of several sizes, a row deleted) has bytes flipped, zeroed,
 //! overwritten or cut off per the input, then is opened (read-write or read-only) and used as
 //! the commands use it: list the tables, dump every table (every row with its cells), walk
-//! every table's row index as `check` does, and write one row. Each call may fail (a damaged
+//! every table's row index as `check` does, back the store up (before and after the write),
+//! and write one row. Each call may fail (a damaged
 //! file answers `DATA_LOSS`, or an error for a file that is no store at all), but no panic may
 //! escape and nothing may abort: a panic inside redb must be contained by the store.
 #![no_main]
@@ -166,11 +167,17 @@ fuzz_target!(|data: &[u8]| {
             dump(&store, table);
             walk_index(&store, table);
         }
+        // A backup reads every table from one snapshot into a new file: damage makes it fail,
+        // never panic.
+        let backup = scratch("backup");
+        let _ = Store::backup_to(&store, &backup, true);
         let now = Timestamp::from_secs(2);
         let _ = store.execute(set("t1", b"row003", "cf", b"new"), now);
         let _ = store.execute(set("t2", b"new", "g", b"new"), now);
         // After the write the reads go on where they can.
         dump(&store, "t2");
+        let _ = Store::backup_to(&store, &backup, true);
+        let _ = std::fs::remove_file(&backup);
     }
     let _ = std::fs::remove_file(&path);
 });

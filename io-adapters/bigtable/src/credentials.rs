@@ -48,8 +48,9 @@ fn unauthenticated(what: &str, e: &dyn std::error::Error) -> StoreError {
 }
 
 /// Makes ring rustls' process-wide provider unless one is installed already (by the
-/// application, or by an earlier call).
-fn install_crypto_provider() {
+/// application, or by an earlier call). Public for the CLI's other TLS client (a gateway's
+/// `https://` address), which shares the process.
+pub fn install_crypto_provider() {
     if rustls::crypto::CryptoProvider::get_default().is_none() {
         // Losing a race to another installer is fine: a provider is installed either way.
         let _ = rustls::crypto::ring::default_provider().install_default();

@@ -184,4 +184,20 @@ impl Store for BigtableStore {
     fn gc(&self, table: &str, _now: Timestamp) -> Result<u64, StoreError> {
         self.families(table).map(|_| 0)
     }
+
+    /// Cloud Bigtable keeps backups itself, per table and inside the instance; there is no
+    /// file to copy it to.
+    fn backup_to(
+        &self,
+        path: &std::path::Path,
+        _overwrite: bool,
+    ) -> Result<rowkit_embedded::BackupSummary, StoreError> {
+        Err(StoreError::new(
+            Code::Unimplemented,
+            format!(
+                "a Bigtable store is not backed up to a file ({}): use Cloud Bigtable's own backups (`gcloud bigtable backups create`, the admin API's CreateBackup); the emulator keeps none",
+                path.display()
+            ),
+        ))
+    }
 }

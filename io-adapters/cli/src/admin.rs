@@ -1,4 +1,4 @@
-//! `rowkit admin`: table creation, listing, deletion, garbage collection and dumps.
+//! `rowkit admin`: table creation, listing, deletion, garbage collection, dumps and backups.
 
 use std::io::Write;
 
@@ -76,6 +76,24 @@ pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliErr
         } => set(ctx, table, row, cells, *timestamp, out),
         AdminCommand::Gc { tables } => gc(ctx, tables, out),
         AdminCommand::Dump { table, prefix } => dump(ctx, table, prefix.as_deref(), out),
+        AdminCommand::Backup { file, force } => {
+            let summary = ctx.store.backup_to(file, *force)?;
+            if out.is_json() {
+                let path = file.display().to_string();
+                outln!(
+                    "{}",
+                    json!({"backup": path, "tables": summary.tables, "bytes": summary.bytes})
+                );
+            } else {
+                outln!(
+                    "backed up {} table(s) to {} ({} bytes)",
+                    summary.tables,
+                    file.display(),
+                    summary.bytes
+                );
+            }
+            Ok(())
+        }
     }
 }
 

@@ -115,7 +115,7 @@ pub struct GlobalArgs {
 /// store is, and the clock, seed and deadline its machines run with.
 #[derive(Debug, Args)]
 pub struct StoreArgs {
-    /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST:PORT[&ca=FILE]]`.
+    /// Where the tables live: `memory:`, `embedded:PATH`, or `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST:PORT[&ca=FILE]]`; `http://HOST:PORT` (a running `rowkit serve`) for `admin backup`.
     #[arg(
         long,
         global = true,
@@ -137,7 +137,7 @@ pub struct StoreArgs {
 /// The command groups.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Tables: create, list, delete, garbage-collect, dump.
+    /// Tables: create, list, delete, garbage-collect, dump, back up.
     Admin(AdminArgs),
     /// BadWolf triple store: graphs, triples, lookups.
     Graph(crate::graph::GraphArgs),
@@ -235,6 +235,19 @@ pub enum AdminCommand {
         /// Tables to collect (default: every table of the store).
         tables: Vec<String>,
     },
+    /// Write a consistent copy of the whole store (every table, schema, split point and cell,
+    /// from one read snapshot, while writers go on) to FILE, a redb store file that
+    /// `--store embedded:FILE` opens: restore by opening it or moving it into place. Written
+    /// to a temporary file beside FILE, synced, then renamed. With `--store http://ADDR` a
+    /// running `rowkit serve` writes it, and FILE (absolute) is on the server's machine;
+    /// ROWKIT_GATEWAY_TOKEN holds its token.
+    Backup {
+        /// Where the backup goes.
+        file: std::path::PathBuf,
+        /// Replace FILE if it exists.
+        #[arg(long)]
+        force: bool,
+    },
     /// Print every cell of a table: row, family, qualifier, timestamp, value.
     Dump {
         /// Table id.
@@ -267,7 +280,7 @@ impl Command {
         match self {
             Command::Admin(args) => matches!(
                 args.command,
-                AdminCommand::ListTables | AdminCommand::Dump { .. }
+                AdminCommand::ListTables | AdminCommand::Dump { .. } | AdminCommand::Backup { .. }
             ),
             Command::Graph(args) => args.command.only_reads(),
             Command::Gold(args) => args.command.only_reads(),

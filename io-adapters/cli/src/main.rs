@@ -13,6 +13,7 @@ mod args;
 mod check;
 mod clock;
 mod error;
+mod gateway_store;
 mod gold;
 mod graph;
 mod key;

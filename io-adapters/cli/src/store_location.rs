@@ -8,6 +8,7 @@ use rowkit_embedded::{GcPage, MemoryStore, RedbStore, Reply, Store};
 use rowkit_statemachines::{Request, StoreError};
 
 use crate::error::CliError;
+use crate::gateway_store::GatewayStore;
 
 /// A parsed `--store` value.
 #[derive(Debug, PartialEq, Eq)]
@@ -18,6 +19,8 @@ pub enum StoreLocation {
     Embedded(PathBuf),
     /// `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=https://HOST:PORT[&ca=FILE]]`.
     Bigtable(String),
+    /// `http://HOST:PORT` or `https://…`: a running `rowkit serve`, for `admin backup`.
+    Gateway(String),
 }
 
 impl StoreLocation {
@@ -34,9 +37,11 @@ impl StoreLocation {
             Ok(StoreLocation::Embedded(PathBuf::from(path)))
         } else if text.starts_with("bigtable://") {
             Ok(StoreLocation::Bigtable(text.to_string()))
+        } else if text.starts_with("http://") || text.starts_with("https://") {
+            Ok(StoreLocation::Gateway(text.to_string()))
         } else {
             Err(CliError::usage(format!(
-                "--store {text:?}: expected memory:, embedded:PATH or bigtable://PROJECT/INSTANCE"
+                "--store {text:?}: expected memory:, embedded:PATH, bigtable://PROJECT/INSTANCE or a server's http://HOST:PORT"
             )))
         }
     }
@@ -45,10 +50,13 @@ impl StoreLocation {
     pub fn open(&self, read_only: bool) -> Result<Box<dyn Store>, StoreError> {
         match self {
             StoreLocation::Memory => Ok(Box::new(MemoryStore::new())),
-            StoreLocation::Embedded(path) if read_only => {
-                Ok(Box::new(RedbStore::open_read_only(path)?))
-            }
-            StoreLocation::Embedded(path) => Ok(Box::new(RedbStore::open(path)?)),
+            StoreLocation::Embedded(path) if read_only => Ok(Box::new(
+                RedbStore::open_read_only(path).map_err(held_by_server_hint)?,
+            )),
+            StoreLocation::Embedded(path) => Ok(Box::new(
+                RedbStore::open(path).map_err(held_by_server_hint)?,
+            )),
+            StoreLocation::Gateway(url) => Ok(Box::new(GatewayStore::new(url))),
             // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable (or
             // `?endpoint=`) with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials
             // (google-cloud-auth), built on the store's own runtime.
@@ -57,6 +65,17 @@ impl StoreLocation {
             }
         }
     }
+}
+
+/// A file another process holds (`UNAVAILABLE`) is most often held by `rowkit serve`: the error
+/// says how to reach the file through it instead.
+fn held_by_server_hint(mut e: StoreError) -> StoreError {
+    if e.code == rowkit_statemachines::Code::Unavailable {
+        e.message.push_str(
+            "; if `rowkit serve` holds it, use the server's address: --store 'bigtable://p/i?emulator=GRPC_ADDR' (serve --grpc) for tables, --store http://ADDR for `admin backup`",
+        );
+    }
+    e
 }
 
 /// A store opened by its first request, not before: a command checks all of its input first,
@@ -152,5 +171,13 @@ impl Store for StoreOnFirstUse {
         now: Timestamp,
     ) -> Result<GcPage, StoreError> {
         self.get()?.gc_page(table, after, max_rows, now)
+    }
+
+    fn backup_to(
+        &self,
+        path: &std::path::Path,
+        overwrite: bool,
+    ) -> Result<rowkit_embedded::BackupSummary, StoreError> {
+        self.get()?.backup_to(path, overwrite)
     }
 }

@@ -297,3 +297,28 @@ fn serve_on_cloud_bigtable_fails_cleanly_offline() {
         None => assert_ne!(std::env::var("CI").as_deref(), Ok("true")),
     }
 }
+
+/// A Bigtable store has no file to back up to: `admin backup` says to use Cloud Bigtable's own
+/// backups, and writes nothing.
+#[test]
+fn backup_of_a_bigtable_store_names_the_clouds_own_backups() {
+    let Some(emu) =
+        Emulator::shared_or_skip("backup_of_a_bigtable_store_names_the_clouds_own_backups")
+    else {
+        return;
+    };
+    let instance = emu.fresh_target().instance;
+    let file = std::env::temp_dir().join(format!("rowkit-bt-backup-{}.redb", std::process::id()));
+    let o = rowkit(
+        &emu.url(&instance),
+        &["admin", "backup", file.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("UNIMPLEMENTED"), "{stderr}");
+    assert!(
+        stderr.contains("gcloud bigtable backups create"),
+        "{stderr}"
+    );
+    assert!(!file.exists());
+}

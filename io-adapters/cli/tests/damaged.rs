@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{Mutation, RowSet, Timestamp};
@@ -30,14 +30,7 @@ const PAGE: usize = 4096;
 const IN_PAGE: [usize; 4] = [0, 2, 133, 1000];
 
 fn rowkit(store: &str, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("ROWKIT_STORE")
-        .env_remove("ROWKIT_GATEWAY_TOKEN")
-        .output()
-        .unwrap()
+    support::rowkit_with_env(store, args, &[])
 }
 
 fn ok(store: &str, args: &[&str]) {
@@ -45,12 +38,8 @@ fn ok(store: &str, args: &[&str]) {
     assert!(o.status.success(), "{args:?}: {o:?}");
 }
 
-/// A fresh directory for one test's files.
 fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rowkit-damaged-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    support::temp_dir("damaged", name)
 }
 
 /// A store file at `path` with tables `t1` (60 rows), `t2` (one row) and the s3 schema's
@@ -98,12 +87,19 @@ const COMMANDS: [(&str, &[&str]); 5] = [
     ("set", &["admin", "set", "t1", "row05", "cf:q=new"]),
 ];
 
-#[test]
-fn every_command_on_a_damaged_file_fails_with_one_line_never_a_panic() {
-    let dir = temp_dir("commands");
+/// A test's directory, the bytes of a store made in it, and the path (and `--store`) of the
+/// copy the test damages.
+fn fixture(name: &str) -> (PathBuf, Vec<u8>, PathBuf, String) {
+    let dir = temp_dir(name);
     let base = make_store(&dir.join("base.redb"));
     let copy = dir.join("copy.redb");
     let store = format!("embedded:{}", copy.display());
+    (dir, base, copy, store)
+}
+
+#[test]
+fn every_command_on_a_damaged_file_fails_with_one_line_never_a_panic() {
+    let (dir, base, copy, store) = fixture("commands");
     let offsets: Vec<usize> = (0..base.len() / PAGE)
         .flat_map(|page| IN_PAGE.iter().map(move |o| page * PAGE + o))
         .collect();
@@ -126,6 +122,8 @@ fn every_command_on_a_damaged_file_fails_with_one_line_never_a_panic() {
                         let says = format!("DATA_LOSS: {} is damaged: ", copy.display());
                         assert!(stderr.contains(&says), "{what}");
                         assert!(stderr.contains("restore the file from a backup"), "{what}");
+                        assert!(stderr.contains("`rowkit admin backup`"), "{what}");
+                        assert!(stderr.contains("`rowkit check`"), "{what}");
                         *data_loss.entry(name).or_default() += 1;
                     }
                 }
@@ -295,9 +293,10 @@ fn serve_answers_data_loss_for_a_damaged_table_and_serves_the_others() {
 }
 
 /// A server whose first write makes redb panic (damaged allocator state): that write and every
-/// later one answer the same DATA_LOSS at once, and so does any read redb can no longer serve
-/// (the panic poisoned the allocator's lock, which a new read snapshot takes): no
-/// `PoisonError`, no 500 without a status, and the server keeps answering.
+/// later one answer the same DATA_LOSS at once; a read redb can no longer serve (the panic
+/// poisoned a lock a new read snapshot takes) answers DATA_LOSS naming its own table and the
+/// earlier panic: no `PoisonError` status, no 500 without a status, and the server keeps
+/// answering.
 #[test]
 fn serve_after_a_write_panics_refuses_writes_and_stays_up() {
     let dir = temp_dir("serve-write");
@@ -322,7 +321,12 @@ fn serve_after_a_write_panics_refuses_writes_and_stays_up() {
         assert_eq!(write(&http, "t1"), first);
         for table in ["t1", "t2"] {
             let answer = read(&http, table);
-            assert!(answer.0 == 200 || answer == first, "{table}: {answer:?}");
+            if answer.0 != 200 {
+                assert_data_loss(&answer, &copy);
+                let says =
+                    format!("on table \\\"{table}\\\" failed after an earlier write panicked");
+                assert!(answer.1.contains(&says), "{table}: {answer:?}");
+            }
         }
     }
     // The read snapshot taken before the panic still serves t1.
@@ -336,5 +340,33 @@ fn serve_after_a_write_panics_refuses_writes_and_stays_up() {
     ));
     assert_eq!(grpc_read(&client, "t1"), Ok(60));
     drop(server);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A file whose header lost a byte of redb's magic number is damaged (DATA_LOSS with the advice,
+/// exit 1), not "not a redb file"; a file that never was one is told apart.
+#[test]
+fn a_damaged_header_is_data_loss_and_a_foreign_file_is_not_a_store() {
+    let (dir, base, copy, store) = fixture("header");
+    for offset in [0, 3, 8] {
+        for (name, args) in COMMANDS {
+            damage(&base, offset, &copy);
+            let o = rowkit(&store, args);
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            let what = format!("offset {offset}, {name}: {o:?}");
+            assert_ne!(o.status.code(), Some(0), "{what}");
+            assert_ne!(o.status.code(), Some(101), "{what}");
+            let says = format!("DATA_LOSS: {} is damaged: ", copy.display());
+            assert!(stderr.contains(&says), "{what}");
+            assert!(stderr.contains("magic number"), "{what}");
+            assert!(stderr.contains("`rowkit admin backup`"), "{what}");
+        }
+    }
+    std::fs::write(&copy, "a text file, not a store\n").unwrap();
+    let o = rowkit(&store, &["admin", "list-tables"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("FAILED_PRECONDITION"), "{stderr}");
+    assert!(stderr.contains("is not a redb file"), "{stderr}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -35,6 +35,8 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+#[cfg(feature = "redb")]
+mod backup;
 pub mod driver;
 mod memory;
 #[cfg(feature = "redb")]
@@ -49,5 +51,6 @@ pub use memory::MemoryStore;
 pub use redb_store::RedbStore;
 pub use rowkit_statemachines::{Request, Response, StoreError};
 pub use store::{
-    ChunkingOptions, EngineState, GcPage, Reply, RowWrite, ServerTime, Store, TableStorage,
+    BackupSummary, ChunkingOptions, EngineState, GcPage, Reply, RowWrite, ServerTime, Store,
+    TableStorage,
 };

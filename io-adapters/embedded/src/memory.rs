@@ -18,6 +18,10 @@ use rowkit_statemachines::{Code, StoreError};
 use crate::semantics::{remove_from_schema, validate_schema};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
+#[cfg(feature = "redb")]
+#[path = "memory_backup.rs"]
+mod backup;
+
 /// A cell's place in its row: canonical order is the key order.
 type CellKey = (String, Vec<u8>, Reverse<i64>);
 
@@ -188,6 +192,15 @@ fn scan<'t>(
 
 impl TableStorage for MemoryStore {
     type Row<'t> = MemoryRow;
+
+    #[cfg(feature = "redb")]
+    fn backup_to(
+        &self,
+        path: &std::path::Path,
+        overwrite: bool,
+    ) -> Result<crate::BackupSummary, StoreError> {
+        self.write_backup(path, overwrite)
+    }
 
     fn create_table_with_splits(
         &self,

@@ -45,9 +45,13 @@ use redb::{
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
 
+use crate::BackupSummary;
 use crate::redb_guard::{Forgettable, contain};
 use crate::semantics::{remove_from_schema, validate_schema};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
+
+#[path = "redb_backup.rs"]
+mod backup;
 
 /// Version of the on-disk layout described in the module docs; a file written with another
 /// layout is refused rather than misread.
@@ -336,8 +340,8 @@ impl RedbStore {
     /// (`Durability::Immediate`: checksummed and fsynced before `write_row` returns).
     ///
     /// Fails with `UNAVAILABLE` if another process has the file open, `FAILED_PRECONDITION` if
-    /// it holds another rowkit layout version, `INTERNAL` if it is not a redb file or cannot be
-    /// read.
+    /// it is not a redb file or holds another rowkit layout version, `DATA_LOSS` if it is
+    /// damaged (its header included), `INTERNAL` if it cannot be read.
     pub fn open(path: impl AsRef<Path>) -> Result<RedbStore, StoreError> {
         let path = path.as_ref();
         open_contained(path, || {
@@ -355,8 +359,8 @@ impl RedbStore {
     ///
     /// Fails with `NOT_FOUND` if there is no file (none is created), `UNAVAILABLE` while a
     /// writer has it open, `FAILED_PRECONDITION` if it is not a rowkit store (an empty file
-    /// included) or holds another layout version, `INTERNAL` if it cannot be read (or needs
-    /// recovery and cannot be written).
+    /// included) or holds another layout version, `DATA_LOSS` if it is damaged, `INTERNAL` if
+    /// it cannot be read (or needs recovery and cannot be written).
     pub fn open_read_only(path: impl AsRef<Path>) -> Result<RedbStore, StoreError> {
         let path = path.as_ref();
         let op = format!("open {} read-only", path.display());
@@ -643,19 +647,30 @@ impl RedbStore {
         call: impl FnOnce() -> Result<R, StoreError>,
     ) -> Result<R, StoreError> {
         self.contained(scope, op, call)?
-            .map_err(|e| self.data_loss(e))
+            .map_err(|e| self.data_loss(scope, op, e))
     }
 
-    /// `e` as the store answers it: a `DATA_LOSS` names the file and what to do; after a panic
-    /// in a write, redb's `DATA_LOSS` errors (a lock that panic poisoned) are its consequences,
-    /// answered with the same error as the panic.
-    fn data_loss(&self, e: StoreError) -> StoreError {
+    /// `e` as the store answers it: a `DATA_LOSS` names the file and what to do. After a panic
+    /// in a write, redb's `DATA_LOSS` errors (a lock that panic poisoned) are its consequences:
+    /// a write answers the same error as the panic; a read says which table it could not read
+    /// and why, since other reads may still work.
+    fn data_loss(&self, scope: Scope<'_>, op: &str, e: StoreError) -> StoreError {
         if e.code != Code::DataLoss {
             return e;
         }
-        match &self.damage().writes {
-            Some(first) => first.clone(),
-            None => damaged_file(e, &self.describe()),
+        match (&self.damage().writes, scope) {
+            (Some(_), Scope::Read(table)) => damaged_file(
+                StoreError::new(
+                    Code::DataLoss,
+                    // Not redb's words ("poisoned lock"): what the reader can act on.
+                    format!(
+                        "{op} on table \"{table}\" failed after an earlier write panicked in redb, which left state that new reads need unusable in this process"
+                    ),
+                ),
+                &self.describe(),
+            ),
+            (Some(first), _) => first.clone(),
+            (None, _) => damaged_file(e, &self.describe()),
         }
     }
 
@@ -674,14 +689,20 @@ impl RedbStore {
                 Scope::Admin => op.to_string(),
             };
             let mut damage = self.damage();
-            // After a panic in a write, a later one may only be redb finding the locks that
-            // panic poisoned: the first cause is the one to report.
-            let error = damage.writes.clone().unwrap_or_else(|| {
+            let own = || {
                 damaged_file(
                     StoreError::new(Code::DataLoss, format!("{what}: redb panicked: {panic}")),
                     &self.describe(),
                 )
-            });
+            };
+            // After a panic in a write, a later one may only be redb finding the locks that
+            // panic poisoned: for writes the first cause is the one to report. A read's panic
+            // on pages it read is its own (its table is damaged), unless it is a poisoned lock.
+            let error = match (&damage.writes, scope) {
+                (Some(_), Scope::Read(_)) if !panic.contains("Poison") => own(),
+                (Some(first), _) => first.clone(),
+                (None, _) => own(),
+            };
             damage.record(scope, &error);
             error
         })
@@ -726,8 +747,7 @@ fn redb_error(op: &str, e: impl Into<redb::Error>) -> StoreError {
 }
 
 /// What to do about a damaged file, the end of every `DATA_LOSS` the store answers.
-const DAMAGED_ADVICE: &str =
-    "restore the file from a backup; `rowkit check` shows what still reads";
+const DAMAGED_ADVICE: &str = "restore the file from a backup (made with `rowkit admin backup`); `rowkit check` shows what still reads";
 
 /// `e` as the store answers it: a `DATA_LOSS` names the damaged `file` and what to do (once);
 /// other errors are unchanged.
@@ -747,7 +767,47 @@ fn open_contained(
     let file = path.display().to_string();
     let opened = contain(open)
         .map_err(|panic| StoreError::new(Code::DataLoss, format!("open: redb panicked: {panic}")));
-    opened.and_then(|r| r).map_err(|e| damaged_file(e, &file))
+    opened
+        .and_then(|r| r)
+        .map_err(|e| damaged_file(damaged_header(path, e), &file))
+}
+
+/// The 9 bytes every redb file starts with (redb's `MAGICNUMBER`, part of its file format).
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+/// A file redb would not open: one that starts almost with redb's magic number is a redb file
+/// with a damaged header (`DATA_LOSS`), one that does not is not a redb file at all
+/// (`FAILED_PRECONDITION`). redb says "magic number mismatch" (`INTERNAL`) for both.
+fn damaged_header(path: &Path, e: StoreError) -> StoreError {
+    if e.code != Code::Internal {
+        return e;
+    }
+    let mut start = Vec::with_capacity(REDB_MAGIC.len());
+    let read = std::fs::File::open(path).and_then(|f| {
+        use std::io::Read;
+        f.take(REDB_MAGIC.len() as u64).read_to_end(&mut start)
+    });
+    if read.is_err() || start == REDB_MAGIC {
+        return e;
+    }
+    // One flipped byte, or a few (a missing byte counts as one): still recognisably redb's.
+    let same = start
+        .iter()
+        .zip(REDB_MAGIC)
+        .filter(|(a, b)| **a == *b)
+        .count();
+    let differing = REDB_MAGIC.len() - same;
+    if differing <= 3 {
+        StoreError::new(
+            Code::DataLoss,
+            format!("{differing} byte(s) of the magic number that starts its redb header differ"),
+        )
+    } else {
+        StoreError::new(
+            Code::FailedPrecondition,
+            format!("{} is not a redb file, not a rowkit store", path.display()),
+        )
+    }
 }
 
 fn table_not_found(table: &str) -> StoreError {
@@ -1023,6 +1083,10 @@ fn single_key(range: &RowRange) -> Option<&[u8]> {
 impl TableStorage for RedbStore {
     type Row<'t> = RedbRow<'t>;
 
+    fn backup_to(&self, path: &Path, overwrite: bool) -> Result<BackupSummary, StoreError> {
+        self.write_backup(path, overwrite)
+    }
+
     fn create_table_with_splits(
         &self,
         table: &str,
@@ -1255,7 +1319,7 @@ impl TableStorage for RedbStore {
         match results {
             Ok(results) => results
                 .into_iter()
-                .map(|r| r.map_err(|e| self.data_loss(e)))
+                .map(|r| r.map_err(|e| self.data_loss(Scope::Write(table), op, e)))
                 .collect(),
             Err(damaged) => keys.iter().map(|_| Err(damaged.clone())).collect(),
         }
@@ -2575,7 +2639,22 @@ mod tests {
         )
         .unwrap();
         let err = RedbStore::open(dir.join("junk.redb")).unwrap_err();
-        assert_eq!(err.code, Code::Internal, "{err}");
+        assert_eq!(err.code, Code::FailedPrecondition, "{err}");
+        assert!(err.message.contains("not a redb file"), "{err}");
+        // A store file whose header lost a byte of its magic number is damaged, not foreign.
+        let store = dir.join("store.redb");
+        RedbStore::open(&store).unwrap();
+        let mut bytes = std::fs::read(&store).unwrap();
+        bytes[3] ^= 0x20;
+        std::fs::write(&store, &bytes).unwrap();
+        for err in [
+            RedbStore::open(&store).unwrap_err(),
+            RedbStore::open_read_only(&store).unwrap_err(),
+        ] {
+            assert_eq!(err.code, Code::DataLoss, "{err}");
+            assert!(err.message.contains("rowkit admin backup"), "{err}");
+            assert!(err.message.contains("rowkit check"), "{err}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -37,7 +37,11 @@ pub use rowkit_statemachines::readrows::row_chunks;
 pub(crate) use validate::remove_from_schema;
 pub use validate::{validate_request, validate_schema};
 
-use crate::{ChunkingOptions, GcPage, Reply, RowWrite, ServerTime, Store, TableStorage};
+use std::path::Path;
+
+use crate::{
+    BackupSummary, ChunkingOptions, GcPage, Reply, RowWrite, ServerTime, Store, TableStorage,
+};
 use read::{ReadStream, SampleStream};
 use validate::Schema;
 
@@ -105,6 +109,10 @@ impl<S: TableStorage> Store for S {
         now: Timestamp,
     ) -> Result<GcPage, StoreError> {
         gc_page(self, table, after, max_rows, now)
+    }
+
+    fn backup_to(&self, path: &Path, overwrite: bool) -> Result<BackupSummary, StoreError> {
+        TableStorage::backup_to(self, path, overwrite)
     }
 }
 

@@ -2,6 +2,7 @@
 //! atomic write per row), [`Store`] is what callers use (execute any request), and the blanket
 //! implementation between them is the one evaluator in [`crate::semantics`].
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
@@ -236,6 +237,13 @@ pub trait TableStorage: Send + Sync {
             .collect()
     }
 
+    /// Writes a consistent copy of the whole store to `path` as a redb store file
+    /// ([`Store::backup_to`]). Default: `UNIMPLEMENTED`.
+    fn backup_to(&self, path: &Path, overwrite: bool) -> Result<BackupSummary, StoreError> {
+        let _ = overwrite;
+        Err(no_backup(path))
+    }
+
     /// The store's seed, chunking and server clock (one per store, shared by all its tables).
     fn state(&self) -> &EngineState;
     /// How ReadRows results are cut into chunks.
@@ -366,6 +374,36 @@ pub trait Store: Send + Sync {
             ..GcPage::default()
         })
     }
+
+    /// Writes a consistent copy of the whole store (every table, its schema and split points,
+    /// every cell) to `path` as a redb store file that `RedbStore::open` opens: restoring is
+    /// opening the copy, or moving it into place. The copy is read from one snapshot, so it
+    /// holds exactly the writes that committed before it began; the redb store's writers go on
+    /// meanwhile (the memory store holds them while it copies). It is written to a temporary file beside `path`, synced, then renamed,
+    /// so `path` is never a half backup; an existing `path` is refused (`ALREADY_EXISTS`)
+    /// unless `overwrite`, and the store's own file always is. The default answers
+    /// `UNIMPLEMENTED`; wrappers forward it.
+    fn backup_to(&self, path: &Path, overwrite: bool) -> Result<BackupSummary, StoreError> {
+        let _ = overwrite;
+        Err(no_backup(path))
+    }
+}
+
+/// The answer of a store that cannot write backups.
+fn no_backup(path: &Path) -> StoreError {
+    StoreError::new(
+        rowkit_statemachines::Code::Unimplemented,
+        format!("this store cannot write a backup to {}", path.display()),
+    )
+}
+
+/// What [`Store::backup_to`] wrote.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct BackupSummary {
+    /// The rowkit tables in the backup.
+    pub tables: usize,
+    /// The size of the backup file, in bytes.
+    pub bytes: u64,
 }
 
 /// What one [`Store::gc_page`] step did.

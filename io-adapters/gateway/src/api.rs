@@ -255,6 +255,9 @@ async fn data_call(
     body: Body,
 ) -> Result<Response, ApiError> {
     authenticate(state, headers)?;
+    if uri.path() == crate::backup::BACKUP_PATH {
+        return backup_call(state, http_method, headers, body).await;
+    }
     let Some((table, method)) = TableName::parse_path(uri.path()) else {
         return Err(ApiError::new(
             Code::NotFound,
@@ -296,6 +299,29 @@ async fn data_call(
     } else {
         unary_call(state.store.clone(), request, now).await
     }
+}
+
+/// `POST /v2/rowkit:backup` ([`crate::backup`]).
+async fn backup_call(
+    state: &AppState,
+    http_method: &HttpMethod,
+    headers: &HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    if *http_method != HttpMethod::POST {
+        return Err(ApiError {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            error: StoreError::new(
+                Code::Unimplemented,
+                format!("rowkit:backup does not accept {http_method}"),
+            ),
+            allow: Some("POST"),
+        });
+    }
+    check_content_type(headers)?;
+    let bytes = read_body(body, headers, state.max_body_bytes).await?;
+    let answer = crate::backup::backup(state.store.clone(), &bytes).await?;
+    Ok(json_response(StatusCode::OK, answer))
 }
 
 async fn unary_call(

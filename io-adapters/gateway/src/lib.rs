@@ -12,6 +12,8 @@
 //! - [`router`] is the axum router alone, for embedding.
 //! - [`serving`]: the serving core this gateway shares with the gRPC server (`rowkit-grpc`):
 //!   the address/token rule, the bearer check, store calls off the runtime.
+//! - [`backup`]: `POST /v2/rowkit:backup`, a backup of the store written by the serving
+//!   process (which holds the store file), for `rowkit admin backup` against a gateway.
 //! - [`gc::BackgroundGc`]: garbage collection of an in-process store in the background, one per
 //!   server process, in bounded steps that never hold writers for long.
 //!
@@ -22,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+pub mod backup;
 mod cors;
 pub mod gc;
 mod host;

@@ -1,8 +1,33 @@
-//! `rowkit serve --grpc` as a child process of a test, shared by the test files that start it.
+//! `rowkit serve --grpc` as a child process of a test, shared by the test files that start it,
+//! and the other helpers several test files need.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+
+/// A fresh directory for one test's files: absolute (a server may be given paths in it), and
+/// named after the test file's `group` and the test's `name`.
+pub fn temp_dir(group: &str, name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rowkit-{group}-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `rowkit --store STORE ARGS…` with `env` set, and none of the store and token variables of
+/// the environment the tests run in.
+pub fn rowkit_with_env(store: &str, args: &[&str], env: &[(&str, &str)]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .arg("--store")
+        .arg(store)
+        .args(args)
+        .env_remove("ROWKIT_STORE")
+        .env_remove("ROWKIT_GATEWAY_TOKEN")
+        .envs(env.iter().copied())
+        .output()
+        .unwrap()
+}
 
 /// Kills the server when the test ends, pass or fail.
 pub struct Server(pub Child);
