@@ -15,7 +15,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
 
-use crate::semantics::{remove_from_schema, validate_schema};
+use crate::semantics::{
+    check_not_dropped, check_put_family, remove_from_schema, validate_schema, with_dropped,
+};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
 /// A cell's place in its row: canonical order is the key order.
@@ -48,6 +50,8 @@ struct Table {
     families: Arc<[ColumnFamily]>,
     /// CreateTable's split points, ascending.
     splits: Arc<[Vec<u8>]>,
+    /// Dropped families whose cells may remain, ascending ([`TableStorage::dropped_families`]).
+    dropped: Arc<[String]>,
     rows: BTreeMap<Vec<u8>, StoredRow>,
 }
 
@@ -211,6 +215,7 @@ impl TableStorage for MemoryStore {
             Table {
                 families,
                 splits: splits.into(),
+                dropped: Arc::from([]),
                 rows: BTreeMap::new(),
             },
         );
@@ -247,6 +252,7 @@ impl TableStorage for MemoryStore {
         let t = tables
             .get_mut(table)
             .ok_or_else(|| table_not_found(table))?;
+        check_not_dropped(table, &t.dropped, &family.name)?;
         let mut all: Vec<ColumnFamily> = t.families.to_vec();
         all.retain(|f| f.name != family.name);
         all.push(family.clone());
@@ -262,6 +268,21 @@ impl TableStorage for MemoryStore {
             .get_mut(table)
             .ok_or_else(|| table_not_found(table))?;
         t.families = remove_from_schema(table, &t.families, family)?.into();
+        t.dropped = with_dropped(&t.dropped, family).into();
+        Ok(())
+    }
+
+    fn dropped_families(&self, table: &str) -> Result<Arc<[String]>, StoreError> {
+        let tables = self.read()?;
+        Ok(Arc::clone(&get_table(&tables, table)?.dropped))
+    }
+
+    fn forget_dropped(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        let mut tables = self.write()?;
+        let t = tables
+            .get_mut(table)
+            .ok_or_else(|| table_not_found(table))?;
+        t.dropped = t.dropped.iter().filter(|d| *d != family).cloned().collect();
         Ok(())
     }
 
@@ -300,6 +321,7 @@ impl TableStorage for MemoryStore {
             .ok_or_else(|| table_not_found(table))?;
         let stored = t.rows.remove(key).unwrap_or_default();
         let mut row = MemoryRow {
+            families: Arc::clone(&t.families),
             key_len: key.len(),
             saved_size: stored.cells_size,
             row: stored,
@@ -325,6 +347,8 @@ impl TableStorage for MemoryStore {
 /// that restores it if the transaction fails.
 #[derive(Debug)]
 pub struct MemoryRow {
+    /// The table's families as of the transaction: the only ones a cell may be put in.
+    families: Arc<[ColumnFamily]>,
     key_len: usize,
     row: StoredRow,
     /// `cells_size` when the transaction began.
@@ -396,6 +420,7 @@ impl RowWrite for MemoryRow {
         timestamp: Timestamp,
         value: &[u8],
     ) -> Result<(), StoreError> {
+        check_put_family(&self.families, family)?;
         let key = (family.to_string(), qualifier.to_vec(), Reverse(timestamp.0));
         let old = self.row.cells.insert(key.clone(), value.to_vec());
         if let Some(old) = &old {

@@ -2,7 +2,7 @@
 //! atomic write per row), [`Store`] is what callers use (execute any request), and the blanket
 //! implementation between them is the one evaluator in [`crate::semantics`].
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 
 use rowkit_codec::model::{Cell, ColumnFamily, Row, RowRange, Timestamp, TimestampRange};
@@ -76,6 +76,10 @@ impl ServerTime {
 /// holds one and shows it to the evaluator through [`TableStorage::state`].
 #[derive(Debug, Default)]
 pub struct EngineState {
+    /// Held by each step of a dropped family's purge and by the re-creation of a family of the
+    /// same name, so that a purge never deletes the cells of the new family
+    /// (`crate::semantics`).
+    purge: Mutex<()>,
     seed: u64,
     /// Requests that drew a seed so far.
     requests: AtomicU64,
@@ -106,6 +110,12 @@ impl EngineState {
         self.chunking
     }
 
+    /// The lock of the purges of dropped families (a poisoned one is still used: it guards no
+    /// data).
+    pub fn purge_lock(&self) -> MutexGuard<'_, ()> {
+        self.purge.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The store's server clock.
     pub fn server_time(&self) -> &ServerTime {
         &self.server_time
@@ -129,7 +139,9 @@ pub trait RowWrite {
         family: &str,
         qualifier: &[u8],
     ) -> Result<Option<(Timestamp, Vec<u8>)>, StoreError>;
-    /// Writes a cell, replacing one with the same column and timestamp.
+    /// Writes a cell, replacing one with the same column and timestamp. A family that is not
+    /// in the table's schema as of this transaction is `NOT_FOUND` (a write validated before a
+    /// concurrent drop of its family must not land cells the drop's purge has passed).
     fn put(
         &mut self,
         family: &str,
@@ -187,11 +199,22 @@ pub trait TableStorage: Send + Sync {
     fn schema(&self, table: &str) -> Result<Arc<[ColumnFamily]>, StoreError> {
         self.families(table).map(Arc::from)
     }
-    /// Adds or replaces a family (its GC rule) in an existing table.
+    /// Adds or replaces a family (its GC rule) in an existing table. Adding a family whose name
+    /// is still among [`TableStorage::dropped_families`] fails with `FAILED_PRECONDITION`: its
+    /// old cells must be purged first (the evaluator does, `crate::semantics`).
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError>;
-    /// Removes a family from a table's schema (`NOT_FOUND` if the table or the family is
-    /// missing); its cells are left for the evaluator to delete ([`Store::drop_family`]).
+    /// Removes a family from a table's schema and records it among the table's
+    /// [`TableStorage::dropped_families`], in one atomic step (`NOT_FOUND` if the table or the
+    /// family is missing). Its cells stay until the evaluator purges them
+    /// ([`Store::drop_family`]); reads never show them meanwhile.
     fn remove_family(&self, table: &str, family: &str) -> Result<(), StoreError>;
+    /// The families removed from the table's schema whose cells may remain (their purge has
+    /// not finished), ascending (`NOT_FOUND` if the table is missing). Persistent stores keep
+    /// them across a crash, so the purge can resume.
+    fn dropped_families(&self, table: &str) -> Result<Arc<[String]>, StoreError>;
+    /// Forgets that `family` was dropped from `table`, once no cell of it remains (nothing
+    /// happens if it is not recorded).
+    fn forget_dropped(&self, table: &str, family: &str) -> Result<(), StoreError>;
 
     /// The first row of `range` strictly after `after` in scan direction (ascending, or
     /// descending when `reversed`), with all its cells in canonical order.
@@ -332,8 +355,10 @@ pub trait Store: Send + Sync {
     /// Deletes a family and all its cells from a table: the admin `ModifyColumnFamilies` with
     /// one `drop` (`NOT_FOUND` if the table or the family is missing). A row left without a
     /// cell stops existing. The family leaves the schema first, so requests that start after
-    /// the call began are refused; a write already past its schema check may still land its
-    /// cells, as on the emulator. The default answers `UNIMPLEMENTED`; wrappers forward it.
+    /// the call began are refused, and a write already past its schema check fails with
+    /// `NOT_FOUND` rather than land a cell. Local stores are crash-safe here: the family is
+    /// either in the schema with all its cells or gone with none visible, whenever the process
+    /// dies (`crate::semantics`). The default answers `UNIMPLEMENTED`; wrappers forward it.
     fn drop_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
         Err(StoreError::new(
             rowkit_statemachines::Code::Unimplemented,
