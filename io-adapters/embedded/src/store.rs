@@ -2,8 +2,8 @@
 //! atomic write per row), [`Store`] is what callers use (execute any request), and the blanket
 //! implementation between them is the one evaluator in [`crate::semantics`].
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rowkit_codec::model::{Cell, ColumnFamily, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Request, Response, SplitMix64, StoreError};
@@ -368,12 +368,14 @@ pub trait Store: Send + Sync {
     /// Runs garbage collection on a table per its families' GC rules; returns the number of
     /// cells deleted. GC never happens implicitly (`spec/bigtable.md` 12). Local stores do it
     /// in [`Store::gc_page`] steps, each row rewritten atomically, so writers are never held
-    /// for more than one short transaction.
+    /// for more than one short transaction; first they finish purging the table's dropped
+    /// families (a drop a crash cut short).
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError>;
     /// One bounded step of [`Store::gc`]: the rows after `after` (from the first row when
     /// `None`), at most `max_rows` of them (at least one), are collected; continue with
     /// [`GcPage::next_after`] until it is `None`. A server runs these steps in the background
-    /// with pauses between them. Local stores read the rows without blocking writers and
+    /// with pauses between them; the first step (`after` = `None`) of local stores also
+    /// finishes purging the table's dropped families. Local stores read the rows without blocking writers and
     /// rewrite those with collectible cells in one short batch, each row atomically with its
     /// victims recomputed inside its transaction. The default runs [`Store::gc`] on the whole
     /// table as one step (a network store, whose server collects by itself); wrappers forward

@@ -246,10 +246,13 @@ pub struct CrashReport {
     pub changed: u64,
 }
 
+/// A table's rows as compared here: `(family, value)` per cell, by row key.
+type Rows = BTreeMap<Vec<u8>, Vec<(String, Vec<u8>)>>;
+
 /// The expected cells of the full table: row `r{i:05}` holds `f` when `i % 3 != 0`, `g` when
 /// `i % 3 != 1` (so some rows hold only `g` and vanish with it), one cell per family. Written
 /// here from the row number, never read back from the store under test.
-fn expected_rows(with_dropped: bool) -> BTreeMap<Vec<u8>, Vec<(String, Vec<u8>)>> {
+fn expected_rows(with_dropped: bool) -> Rows {
     let mut rows = BTreeMap::new();
     for i in 0..ROWS {
         let mut cells = Vec::new();
@@ -315,13 +318,13 @@ fn fill(store: &dyn Store) -> Result<(), String> {
 }
 
 /// The table's rows as a reader sees them: `(family, value)` per cell.
-fn visible(store: &dyn Store) -> Result<BTreeMap<Vec<u8>, Vec<(String, Vec<u8>)>>, String> {
+fn visible(store: &dyn Store) -> Result<Rows, String> {
     let request = ReadRowsRequest {
         table: TABLE.into(),
         ..Default::default()
     };
-    let rows = rowkit_client::read_rows_blocking(store, request, NOW)
-        .map_err(|e| format!("read: {e}"))?;
+    let rows =
+        rowkit_client::read_rows_blocking(store, request, NOW).map_err(|e| format!("read: {e}"))?;
     Ok(rows
         .into_iter()
         .map(|row| (row.key, row.cells.into_iter().map(family_value).collect()))
@@ -357,11 +360,7 @@ fn family_names(store: &dyn Store) -> Result<Vec<String>, String> {
 }
 
 /// Checks `got` against `want`, naming the first difference.
-fn same_rows(
-    what: &str,
-    got: &BTreeMap<Vec<u8>, Vec<(String, Vec<u8>)>>,
-    want: &BTreeMap<Vec<u8>, Vec<(String, Vec<u8>)>>,
-) -> Result<(), String> {
+fn same_rows(what: &str, got: &Rows, want: &Rows) -> Result<(), String> {
     if got == want {
         return Ok(());
     }
@@ -406,7 +405,7 @@ impl Drop for TempFile {
 /// One engine instance of a run: the memory store, or a redb file that can be reopened.
 enum Instance {
     Memory(MemoryStore),
-    Redb(RedbStore, TempFile),
+    Redb(Box<RedbStore>, TempFile),
 }
 
 impl Instance {
@@ -418,7 +417,7 @@ impl Instance {
                 let store = RedbStore::open(&file.0)
                     .map_err(|e| format!("open: {e}"))?
                     .with_durable_commits(false);
-                Instance::Redb(store, file)
+                Instance::Redb(Box::new(store), file)
             }
         })
     }
@@ -439,14 +438,14 @@ impl Instance {
                 (Instance::Memory(wrapped.into_inner()), crashed, result)
             }
             Instance::Redb(store, file) => {
-                let wrapped = CrashAfter::new(store, budget);
+                let wrapped = CrashAfter::new(*store, budget);
                 let result = call(&wrapped);
                 let crashed = wrapped.crashed();
                 drop(wrapped.into_inner());
                 let store = RedbStore::open(&file.0)
                     .map_err(|e| format!("reopen after the crash: {e}"))?
                     .with_durable_commits(false);
-                (Instance::Redb(store, file), crashed, result)
+                (Instance::Redb(Box::new(store), file), crashed, result)
             }
         })
     }
@@ -454,7 +453,7 @@ impl Instance {
     fn store(&self) -> &dyn Store {
         match self {
             Instance::Memory(s) => s,
-            Instance::Redb(s, _) => s,
+            Instance::Redb(s, _) => s.as_ref(),
         }
     }
 
@@ -471,7 +470,7 @@ impl Instance {
     fn stored_cells(&self, family: &str) -> Result<usize, String> {
         match self {
             Instance::Memory(s) => stored_cells(s, family),
-            Instance::Redb(s, _) => stored_cells(s, family),
+            Instance::Redb(s, _) => stored_cells(s.as_ref(), family),
         }
     }
 }
@@ -626,7 +625,9 @@ fn recover(op: AdminOp, instance: &Instance) -> Result<(), String> {
     if !family_names(store)?.iter().any(|n| n == DROPPED) {
         let left = instance.stored_cells(DROPPED)?;
         if left != 0 {
-            return Err(format!("{left} cells of the dropped family left after the purge"));
+            return Err(format!(
+                "{left} cells of the dropped family left after the purge"
+            ));
         }
         store
             .set_family(TABLE, &ColumnFamily::new(DROPPED))
