@@ -2,19 +2,19 @@
 //! is SIGKILLed at many points during `cbt deletefamily` (the real `cbt`). After each kill the
 //! family is either in the schema with every cell or absent with no cell visible, `rowkit
 //! check` agrees (exit 0), and after a restart `cbt createfamily` of the same name gives an
-//! empty family.
+//! empty family. The table is `rowkit_testkit::sim::admin::table_rows`: a third of its rows
+//! hold only `g`, a third only `f`, a third both.
 #![allow(clippy::unwrap_used)]
 
 mod support;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rowkit_codec::model::{ColumnFamily, Mutation, RowRange, Timestamp};
-use rowkit_embedded::{RedbStore, Reply, Store};
-use rowkit_statemachines::{MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request};
+use rowkit_codec::model::ColumnFamily;
+use rowkit_embedded::{RedbStore, Store};
+use rowkit_testkit::sim::admin::{self, Rows};
 use support::{cbt_ok, cbt_or_skip, serve_grpc};
 
 /// Rows of the table: tens of thousands, as the 92 k-row report.
@@ -22,8 +22,6 @@ const ROWS: usize = 30_000;
 /// Kill points spread over the drop's measured duration.
 const KILLS: u32 = 8;
 const TABLE: &str = "load";
-
-const NOW: Timestamp = Timestamp(1_700_000_000_000_000);
 
 /// A fresh directory for the test's files, removed at the end.
 struct Scratch(PathBuf);
@@ -47,67 +45,14 @@ impl Drop for Scratch {
     }
 }
 
-/// The cells of row `i`: `f` in every row but each third, `g` in every row but those
-/// `i % 3 == 1` (so a third of the rows hold only `g` and vanish with it).
-fn row_cells(i: usize, with_g: bool) -> Vec<(String, Vec<u8>)> {
-    let mut cells = Vec::new();
-    if !i.is_multiple_of(3) {
-        cells.push(("f".to_string(), format!("f{i}").into_bytes()));
-    }
-    if with_g && i % 3 != 1 {
-        cells.push(("g".to_string(), format!("g{i}").into_bytes()));
-    }
-    cells
-}
-
-type Rows = BTreeMap<Vec<u8>, Vec<(String, Vec<u8>)>>;
-
-/// The table's expected rows, with or without family `g`, from the row numbers.
-fn expected(with_g: bool) -> Rows {
-    (0..ROWS)
-        .map(|i| (format!("r{i:06}").into_bytes(), row_cells(i, with_g)))
-        .filter(|(_, cells)| !cells.is_empty())
-        .collect()
-}
-
-/// Writes the table into a new file at `path` through the store (fast: one batch per 5 000
-/// rows, no fsync until the file closes).
+/// Writes the table into a new file at `path` through the store (fast: no fsync until the
+/// file closes).
 fn fill(path: &Path) {
     let store = RedbStore::open(path).unwrap().with_durable_commits(false);
     store
         .create_table(TABLE, &[ColumnFamily::new("f"), ColumnFamily::new("g")])
         .unwrap();
-    let rows: Vec<_> = expected(true).into_iter().collect();
-    for chunk in rows.chunks(5_000) {
-        let entries = chunk
-            .iter()
-            .map(|(key, cells)| MutateRowsEntry {
-                row_key: key.clone(),
-                mutations: cells
-                    .iter()
-                    .map(|(family, value)| Mutation::SetCell {
-                        family: family.clone(),
-                        qualifier: b"q".to_vec(),
-                        timestamp: Timestamp::from_millis(1),
-                        value: value.clone(),
-                    })
-                    .collect(),
-            })
-            .collect();
-        let request = Request::MutateRows(MutateRowsRequest {
-            table: TABLE.into(),
-            entries,
-            ..Default::default()
-        });
-        let Reply::Stream(parts) = store.execute(request, NOW).unwrap() else {
-            panic!("MutateRows answers a stream");
-        };
-        for part in parts {
-            if let rowkit_statemachines::Response::MutateRowsPart(p) = part.unwrap() {
-                assert!(p.entries.iter().all(|e| e.result.is_ok()));
-            }
-        }
-    }
+    admin::write_rows(&store, TABLE, &admin::table_rows(ROWS, true)).unwrap();
 }
 
 /// What the file holds as a reader sees it: the table's families and rows.
@@ -119,19 +64,7 @@ fn visible(path: &Path) -> (Vec<String>, Rows) {
         .into_iter()
         .map(|f| f.name)
         .collect();
-    let request = ReadRowsRequest {
-        table: TABLE.into(),
-        ..Default::default()
-    };
-    let rows = rowkit_client::read_rows_blocking(&store, request, NOW)
-        .unwrap()
-        .into_iter()
-        .map(|row| {
-            let cells = row.cells.into_iter().map(|c| (c.family, c.value)).collect();
-            (row.key, cells)
-        })
-        .collect();
-    (families, rows)
+    (families, admin::read_rows(&store, TABLE).unwrap())
 }
 
 /// Serves `path` with no background GC, runs `cbt deletefamily` and SIGKILLs the server
@@ -200,17 +133,7 @@ fn recreate_is_empty(path: &Path) {
 /// Cells of `g` stored in the file, visible or not.
 fn stored_g(path: &Path) -> usize {
     let store = RedbStore::open_read_only(path).unwrap();
-    let all = RowRange::all();
-    let mut after: Option<Vec<u8>> = None;
-    let mut count = 0;
-    while let Some(row) =
-        rowkit_embedded::TableStorage::next_row(&store, TABLE, &all, after.as_deref(), false)
-            .unwrap()
-    {
-        count += row.cells.iter().filter(|c| c.family == "g").count();
-        after = Some(row.key);
-    }
-    count
+    admin::stored_cells(&store, TABLE, "g").unwrap()
 }
 
 #[test]
@@ -221,7 +144,10 @@ fn deletefamily_killed_at_many_points_leaves_the_family_whole_or_gone() {
     let scratch = Scratch::new();
     let pristine = scratch.file("pristine.redb");
     fill(&pristine);
-    let (whole, gone) = (expected(true), expected(false));
+    let (whole, gone) = (
+        admin::table_rows(ROWS, true),
+        admin::table_rows(ROWS, false),
+    );
     assert_eq!(
         visible(&pristine),
         (vec!["f".into(), "g".into()], whole.clone())
@@ -243,8 +169,8 @@ fn deletefamily_killed_at_many_points_leaves_the_family_whole_or_gone() {
         let (families, rows) = visible(&work);
         let stored = stored_g(&work);
         if families.iter().any(|f| f == "g") {
-            assert_eq!(
-                rows, whole,
+            assert!(
+                rows == whole,
                 "kill after {delay:?}: g in the schema, cells missing"
             );
             found_whole += 1;

@@ -142,6 +142,13 @@ fn get_table<'m>(
     tables.get(table).ok_or_else(|| table_not_found(table))
 }
 
+fn get_table_mut<'m>(
+    tables: &'m mut BTreeMap<String, Table>,
+    table: &str,
+) -> Result<&'m mut Table, StoreError> {
+    tables.get_mut(table).ok_or_else(|| table_not_found(table))
+}
+
 /// A start bound combined with "strictly after `after`" (ascending scans).
 fn lower_bound<'k>(start: &'k KeyBound, after: Option<&'k [u8]>) -> Bound<&'k [u8]> {
     let from_start = match start {
@@ -249,9 +256,7 @@ impl TableStorage for MemoryStore {
 
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
         let mut tables = self.write()?;
-        let t = tables
-            .get_mut(table)
-            .ok_or_else(|| table_not_found(table))?;
+        let t = get_table_mut(&mut tables, table)?;
         check_not_dropped(table, &t.dropped, &family.name)?;
         let mut all: Vec<ColumnFamily> = t.families.to_vec();
         all.retain(|f| f.name != family.name);
@@ -264,9 +269,7 @@ impl TableStorage for MemoryStore {
 
     fn remove_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
         let mut tables = self.write()?;
-        let t = tables
-            .get_mut(table)
-            .ok_or_else(|| table_not_found(table))?;
+        let t = get_table_mut(&mut tables, table)?;
         t.families = remove_from_schema(table, &t.families, family)?.into();
         t.dropped = with_dropped(&t.dropped, family).into();
         Ok(())
@@ -279,9 +282,7 @@ impl TableStorage for MemoryStore {
 
     fn forget_dropped(&self, table: &str, family: &str) -> Result<(), StoreError> {
         let mut tables = self.write()?;
-        let t = tables
-            .get_mut(table)
-            .ok_or_else(|| table_not_found(table))?;
+        let t = get_table_mut(&mut tables, table)?;
         t.dropped = t.dropped.iter().filter(|d| *d != family).cloned().collect();
         Ok(())
     }
@@ -316,9 +317,7 @@ impl TableStorage for MemoryStore {
         f: impl FnOnce(&mut MemoryRow) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut tables = self.write()?;
-        let t = tables
-            .get_mut(table)
-            .ok_or_else(|| table_not_found(table))?;
+        let t = get_table_mut(&mut tables, table)?;
         let stored = t.rows.remove(key).unwrap_or_default();
         let mut row = MemoryRow {
             families: Arc::clone(&t.families),

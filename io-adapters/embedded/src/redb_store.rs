@@ -983,48 +983,54 @@ fn scan_bounds(
 // ---------------------------------------------------------------------------------------------
 // Schema
 
-fn encode_families(table: &str, families: &[ColumnFamily]) -> Result<Vec<u8>, StoreError> {
-    postcard::to_allocvec(families).map_err(|e| {
+/// Encodes one of `table`'s stored values (`what` it is, for the message).
+fn encode<T: serde::Serialize + ?Sized>(
+    table: &str,
+    what: &str,
+    value: &T,
+) -> Result<Vec<u8>, StoreError> {
+    postcard::to_allocvec(value).map_err(|e| {
         StoreError::new(
             Code::Internal,
-            format!("redb store: table \"{table}\": encode schema: {e}"),
+            format!("redb store: table \"{table}\": encode {what}: {e}"),
         )
     })
+}
+
+/// Decodes one of `table`'s stored values (`what` it is: a failure is a corrupt file).
+fn decode<T: serde::de::DeserializeOwned>(
+    table: &str,
+    what: &str,
+    bytes: &[u8],
+) -> Result<T, StoreError> {
+    postcard::from_bytes(bytes).map_err(|e| corrupt(table, format!("{what}: {e}")))
+}
+
+fn encode_families(table: &str, families: &[ColumnFamily]) -> Result<Vec<u8>, StoreError> {
+    encode(table, "schema", families)
 }
 
 fn decode_families(table: &str, bytes: &[u8]) -> Result<Vec<ColumnFamily>, StoreError> {
-    postcard::from_bytes(bytes).map_err(|e| corrupt(table, format!("schema: {e}")))
+    decode(table, "schema", bytes)
 }
 
 fn encode_splits(table: &str, splits: &[Vec<u8>]) -> Result<Vec<u8>, StoreError> {
-    postcard::to_allocvec(splits).map_err(|e| {
-        StoreError::new(
-            Code::Internal,
-            format!("redb store: table \"{table}\": encode split points: {e}"),
-        )
-    })
+    encode(table, "split points", splits)
 }
 
 fn decode_splits(table: &str, bytes: &[u8]) -> Result<Arc<[Vec<u8>]>, StoreError> {
-    postcard::from_bytes::<Vec<Vec<u8>>>(bytes)
-        .map(Arc::from)
-        .map_err(|e| corrupt(table, format!("split points: {e}")))
+    decode::<Vec<Vec<u8>>>(table, "split points", bytes).map(Arc::from)
 }
 
 /// Families and dropped families as [`RedbStore::change_schema`] stores them.
 type SchemaChange = (Vec<ColumnFamily>, Vec<String>);
 
 fn encode_dropped(table: &str, dropped: &[String]) -> Result<Vec<u8>, StoreError> {
-    postcard::to_allocvec(dropped).map_err(|e| {
-        StoreError::new(
-            Code::Internal,
-            format!("redb store: table \"{table}\": encode dropped families: {e}"),
-        )
-    })
+    encode(table, "dropped families", dropped)
 }
 
 fn decode_dropped(table: &str, bytes: &[u8]) -> Result<Vec<String>, StoreError> {
-    postcard::from_bytes(bytes).map_err(|e| corrupt(table, format!("dropped families: {e}")))
+    decode(table, "dropped families", bytes)
 }
 
 /// Removes `table`'s entry from a table added within layout version 1, if the file has it.

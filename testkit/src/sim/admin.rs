@@ -42,7 +42,7 @@ const KEPT: &str = "f";
 /// Rows of the table: a drop's purge takes several steps of 1 000 rows.
 const ROWS: usize = 2_500;
 /// The split points create table is given.
-const SPLITS: [&[u8]; 2] = [b"r01000", b"r02000"];
+const SPLITS: [&[u8]; 2] = [b"r001000", b"r002000"];
 
 /// A [`TableStorage`] that forwards to its engine until `budget` write transactions (schema
 /// changes, row writes, batches) have run, then fails that call and every later one with
@@ -247,23 +247,29 @@ pub struct CrashReport {
 }
 
 /// A table's rows as compared here: `(family, value)` per cell, by row key.
-type Rows = BTreeMap<Vec<u8>, Vec<(String, Vec<u8>)>>;
+pub type Rows = BTreeMap<Vec<u8>, Vec<(String, Vec<u8>)>>;
 
-/// The expected cells of the full table: row `r{i:05}` holds `f` when `i % 3 != 0`, `g` when
-/// `i % 3 != 1` (so some rows hold only `g` and vanish with it), one cell per family. Written
-/// here from the row number, never read back from the store under test.
+/// The full table of [`ROWS`] rows ([`table_rows`]).
 fn expected_rows(with_dropped: bool) -> Rows {
+    table_rows(ROWS, with_dropped)
+}
+
+/// The expected cells of a table of `count` rows: row `r{i:06}` holds `f` when `i % 3 != 0`,
+/// `g` when `i % 3 != 1` (so some rows hold only `g` and vanish with it), one cell per family;
+/// `g` is left out without `with_dropped`. Written here from the row number, never read back
+/// from a store under test.
+pub fn table_rows(count: usize, with_dropped: bool) -> Rows {
     let mut rows = BTreeMap::new();
-    for i in 0..ROWS {
+    for i in 0..count {
         let mut cells = Vec::new();
-        if i % 3 != 0 {
+        if !i.is_multiple_of(3) {
             cells.push((KEPT.to_string(), format!("f{i}").into_bytes()));
         }
         if with_dropped && i % 3 != 1 {
             cells.push((DROPPED.to_string(), format!("g{i}").into_bytes()));
         }
         if !cells.is_empty() {
-            rows.insert(format!("r{i:05}").into_bytes(), cells);
+            rows.insert(format!("r{i:06}").into_bytes(), cells);
         }
     }
     rows
@@ -280,36 +286,42 @@ fn fill(store: &dyn Store) -> Result<(), String> {
     store
         .create_table(TABLE, &families())
         .map_err(|e| format!("setup: create table: {e}"))?;
-    let entries = expected_rows(true)
-        .into_iter()
+    write_rows(store, TABLE, &expected_rows(true)).map_err(|e| format!("setup: {e}"))
+}
+
+/// Writes `rows` into `table` in one MutateRows, each cell in column `q` at 1 ms; fails if any
+/// entry fails.
+pub fn write_rows(store: &dyn Store, table: &str, rows: &Rows) -> Result<(), String> {
+    let entries = rows
+        .iter()
         .map(|(row_key, cells)| MutateRowsEntry {
-            row_key,
+            row_key: row_key.clone(),
             mutations: cells
-                .into_iter()
+                .iter()
                 .map(|(family, value)| Mutation::SetCell {
-                    family,
+                    family: family.clone(),
                     qualifier: b"q".to_vec(),
                     timestamp: Timestamp::from_millis(1),
-                    value,
+                    value: value.clone(),
                 })
                 .collect(),
         })
         .collect();
     let request = Request::MutateRows(MutateRowsRequest {
-        table: TABLE.into(),
+        table: table.into(),
         entries,
         ..Default::default()
     });
     let reply = store
         .execute(request, NOW)
-        .map_err(|e| format!("setup: {e}"))?;
+        .map_err(|e| format!("write: {e}"))?;
     if let rowkit_embedded::Reply::Stream(parts) = reply {
         for part in parts {
             if let rowkit_statemachines::Response::MutateRowsPart(p) =
-                part.map_err(|e| format!("setup: {e}"))?
+                part.map_err(|e| format!("write: {e}"))?
             {
                 for entry in p.entries {
-                    entry.result.map_err(|e| format!("setup: {e}"))?;
+                    entry.result.map_err(|e| format!("write: {e}"))?;
                 }
             }
         }
@@ -317,10 +329,10 @@ fn fill(store: &dyn Store) -> Result<(), String> {
     Ok(())
 }
 
-/// The table's rows as a reader sees them: `(family, value)` per cell.
-fn visible(store: &dyn Store) -> Result<Rows, String> {
+/// The rows of `table` as a reader sees them: `(family, value)` per cell.
+pub fn read_rows(store: &dyn Store, table: &str) -> Result<Rows, String> {
     let request = ReadRowsRequest {
-        table: TABLE.into(),
+        table: table.into(),
         ..Default::default()
     };
     let rows =
@@ -331,17 +343,25 @@ fn visible(store: &dyn Store) -> Result<Rows, String> {
         .collect())
 }
 
+fn visible(store: &dyn Store) -> Result<Rows, String> {
+    read_rows(store, TABLE)
+}
+
 fn family_value(cell: Cell) -> (String, Vec<u8>) {
     (cell.family, cell.value)
 }
 
-/// Cells of `family` stored in the engine, visible or not.
-fn stored_cells<S: TableStorage>(store: &S, family: &str) -> Result<usize, String> {
+/// Cells of `family` stored in `table` of the engine, visible or not.
+pub fn stored_cells<S: TableStorage>(
+    store: &S,
+    table: &str,
+    family: &str,
+) -> Result<usize, String> {
     let all = RowRange::all();
     let mut after: Option<Vec<u8>> = None;
     let mut count = 0;
     while let Some(row) = store
-        .next_row(TABLE, &all, after.as_deref(), false)
+        .next_row(table, &all, after.as_deref(), false)
         .map_err(|e| format!("raw scan: {e}"))?
     {
         count += row.cells.iter().filter(|c| c.family == family).count();
@@ -469,8 +489,8 @@ impl Instance {
 
     fn stored_cells(&self, family: &str) -> Result<usize, String> {
         match self {
-            Instance::Memory(s) => stored_cells(s, family),
-            Instance::Redb(s, _) => stored_cells(s.as_ref(), family),
+            Instance::Memory(s) => stored_cells(s, TABLE, family),
+            Instance::Redb(s, _) => stored_cells(s.as_ref(), TABLE, family),
         }
     }
 }
