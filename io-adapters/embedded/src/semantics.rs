@@ -550,9 +550,11 @@ fn purge_family<S: TableStorage>(store: &S, table: &str, family: &str) -> Result
                 break false;
             }
         };
-        let batch: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
-        for deleted in store.write_rows(table, &batch, |_, row| row.delete_family(family)) {
-            deleted?;
+        if !keys.is_empty() {
+            let batch: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            for deleted in store.write_rows(table, &batch, |_, row| row.delete_family(family)) {
+                deleted?;
+            }
         }
         purged += keys.len() as u64;
         if finished {

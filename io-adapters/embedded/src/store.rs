@@ -76,8 +76,8 @@ impl ServerTime {
 /// holds one and shows it to the evaluator through [`TableStorage::state`].
 #[derive(Debug, Default)]
 pub struct EngineState {
-    /// Held by each step of a dropped family's purge and by the re-creation of a family of the
-    /// same name, so that a purge never deletes the cells of the new family
+    /// Held by each step of a dropped family's purge (which first checks that the drop is still
+    /// recorded), so that a purge never deletes cells of a family re-created under the name
     /// (`crate::semantics`).
     purge: Mutex<()>,
     seed: u64,
@@ -375,11 +375,11 @@ pub trait Store: Send + Sync {
     /// `None`), at most `max_rows` of them (at least one), are collected; continue with
     /// [`GcPage::next_after`] until it is `None`. A server runs these steps in the background
     /// with pauses between them; the first step (`after` = `None`) of local stores also
-    /// finishes purging the table's dropped families. Local stores read the rows without blocking writers and
-    /// rewrite those with collectible cells in one short batch, each row atomically with its
-    /// victims recomputed inside its transaction. The default runs [`Store::gc`] on the whole
-    /// table as one step (a network store, whose server collects by itself); wrappers forward
-    /// it.
+    /// finishes purging the table's dropped families. Local stores read the rows without
+    /// blocking writers and rewrite those with collectible cells in one short batch, each row
+    /// atomically with its victims recomputed inside its transaction. The default runs
+    /// [`Store::gc`] on the whole table as one step (a network store, whose server collects by
+    /// itself); wrappers forward it.
     fn gc_page(
         &self,
         table: &str,
