@@ -20,7 +20,8 @@
 //! ```
 //! use rowkit_testkit::sim::admin::{AdminOp, Engine, crash_every_step};
 //!
-//! let report = crash_every_step(Engine::Memory, AdminOp::DeleteTable).unwrap();
+//! // A drop of a family is cut after its schema change and after each purge step.
+//! let report = crash_every_step(Engine::Memory, AdminOp::DropFamily).unwrap();
 //! assert!(report.crash_points >= 2);
 //! ```
 
