@@ -8,15 +8,14 @@
 
 mod support;
 
-use support::serve_grpc;
+use support::{cbt, cbt_ok, cbt_or_skip, serve_grpc};
 
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rowkit_bigtable::BigtableStore;
-use rowkit_bigtable::emulator::CBT_BIN;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
 use rowkit_embedded::Store;
 use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
@@ -27,39 +26,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-/// Whether `cbt` can run; a loud skip when it is missing, a failure under `CI=true`.
-fn cbt_or_skip(test: &str) -> bool {
-    if std::path::Path::new(CBT_BIN).is_file() {
-        return true;
-    }
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{test}: {CBT_BIN} is missing (Debian package google-cloud-cli-cbt)"
-    );
-    eprintln!("\n!!!!! SKIPPED {test}: {CBT_BIN} is missing (fails instead when CI=true)\n");
-    false
-}
-
-fn cbt(host: &str, args: &[&str]) -> Output {
-    Command::new(CBT_BIN)
-        .env("BIGTABLE_EMULATOR_HOST", host)
-        .args(["-creds", "/dev/null", "-project", "p", "-instance", "i"])
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-/// Runs `cbt ARGS` and returns its stdout; fails on a non-zero exit.
-fn cbt_ok(host: &str, args: &[&str]) -> String {
-    let out = cbt(host, args);
-    assert!(
-        out.status.success(),
-        "cbt {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
 }
 
 fn cbt_commands(store: &str) {

@@ -15,7 +15,9 @@ use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
 
-use crate::semantics::{remove_from_schema, validate_schema};
+use crate::semantics::{
+    check_not_dropped, check_put_family, remove_from_schema, validate_schema, with_dropped,
+};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
 #[cfg(feature = "redb")]
@@ -52,6 +54,8 @@ struct Table {
     families: Arc<[ColumnFamily]>,
     /// CreateTable's split points, ascending.
     splits: Arc<[Vec<u8>]>,
+    /// Dropped families whose cells may remain, ascending ([`TableStorage::dropped_families`]).
+    dropped: Arc<[String]>,
     rows: BTreeMap<Vec<u8>, StoredRow>,
 }
 
@@ -142,6 +146,13 @@ fn get_table<'m>(
     tables.get(table).ok_or_else(|| table_not_found(table))
 }
 
+fn get_table_mut<'m>(
+    tables: &'m mut BTreeMap<String, Table>,
+    table: &str,
+) -> Result<&'m mut Table, StoreError> {
+    tables.get_mut(table).ok_or_else(|| table_not_found(table))
+}
+
 /// A start bound combined with "strictly after `after`" (ascending scans).
 fn lower_bound<'k>(start: &'k KeyBound, after: Option<&'k [u8]>) -> Bound<&'k [u8]> {
     let from_start = match start {
@@ -224,6 +235,7 @@ impl TableStorage for MemoryStore {
             Table {
                 families,
                 splits: splits.into(),
+                dropped: Arc::from([]),
                 rows: BTreeMap::new(),
             },
         );
@@ -257,9 +269,8 @@ impl TableStorage for MemoryStore {
 
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
         let mut tables = self.write()?;
-        let t = tables
-            .get_mut(table)
-            .ok_or_else(|| table_not_found(table))?;
+        let t = get_table_mut(&mut tables, table)?;
+        check_not_dropped(table, &t.dropped, &family.name)?;
         let mut all: Vec<ColumnFamily> = t.families.to_vec();
         all.retain(|f| f.name != family.name);
         all.push(family.clone());
@@ -271,10 +282,21 @@ impl TableStorage for MemoryStore {
 
     fn remove_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
         let mut tables = self.write()?;
-        let t = tables
-            .get_mut(table)
-            .ok_or_else(|| table_not_found(table))?;
+        let t = get_table_mut(&mut tables, table)?;
         t.families = remove_from_schema(table, &t.families, family)?.into();
+        t.dropped = with_dropped(&t.dropped, family).into();
+        Ok(())
+    }
+
+    fn dropped_families(&self, table: &str) -> Result<Arc<[String]>, StoreError> {
+        let tables = self.read()?;
+        Ok(Arc::clone(&get_table(&tables, table)?.dropped))
+    }
+
+    fn forget_dropped(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        let mut tables = self.write()?;
+        let t = get_table_mut(&mut tables, table)?;
+        t.dropped = t.dropped.iter().filter(|d| *d != family).cloned().collect();
         Ok(())
     }
 
@@ -308,11 +330,10 @@ impl TableStorage for MemoryStore {
         f: impl FnOnce(&mut MemoryRow) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut tables = self.write()?;
-        let t = tables
-            .get_mut(table)
-            .ok_or_else(|| table_not_found(table))?;
+        let t = get_table_mut(&mut tables, table)?;
         let stored = t.rows.remove(key).unwrap_or_default();
         let mut row = MemoryRow {
+            families: Arc::clone(&t.families),
             key_len: key.len(),
             saved_size: stored.cells_size,
             row: stored,
@@ -338,6 +359,8 @@ impl TableStorage for MemoryStore {
 /// that restores it if the transaction fails.
 #[derive(Debug)]
 pub struct MemoryRow {
+    /// The table's families as of the transaction: the only ones a cell may be put in.
+    families: Arc<[ColumnFamily]>,
     key_len: usize,
     row: StoredRow,
     /// `cells_size` when the transaction began.
@@ -409,6 +432,7 @@ impl RowWrite for MemoryRow {
         timestamp: Timestamp,
         value: &[u8],
     ) -> Result<(), StoreError> {
+        check_put_family(&self.families, family)?;
         let key = (family.to_string(), qualifier.to_vec(), Reverse(timestamp.0));
         let old = self.row.cells.insert(key.clone(), value.to_vec());
         if let Some(old) = &old {

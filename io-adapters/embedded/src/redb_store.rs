@@ -7,6 +7,7 @@
 //! | `rowkit/meta` | `&str` (`"format"`) | `u64` layout version (1) |
 //! | `rowkit/schema` | `&str` table id | `&[u8]`: postcard of `Vec<ColumnFamily>`, ascending by name |
 //! | `rowkit/splits` | `&str` table id | `&[u8]`: postcard of `Vec<Vec<u8>>`, CreateTable's split points, ascending |
+//! | `rowkit/dropped` | `&str` table id | `&[u8]`: postcard of `Vec<String>`, dropped families whose cells may remain, ascending |
 //! | `rowkit/rows/{table}` | `&[u8]` raw row key | `(u64, u64)`: row size ([`row_size`]), cell count |
 //! | `rowkit/cells/{table}` | `&[u8]` cell key (below) | `&[u8]` cell value |
 //!
@@ -20,6 +21,9 @@
 //!
 //! `rowkit/splits` was added within layout version 1: it holds an entry only for a table created
 //! with split points, and a file without it (written before) reads as having none.
+//! `rowkit/dropped` likewise: an entry only while a table has a dropped family whose cells are
+//! not purged yet (`crate::semantics`, "Admin calls and crashes"); it changes in the same
+//! transaction as the schema (the drop) and as the last cells (the purge's end).
 //!
 //! The rows table lets row iteration, existence and size checks run without touching cells; it is
 //! kept in the same transaction as the cells, and a row's entry is removed with its last cell
@@ -47,7 +51,9 @@ use rowkit_statemachines::{Code, StoreError};
 
 use crate::BackupSummary;
 use crate::redb_guard::{Forgettable, contain};
-use crate::semantics::{remove_from_schema, validate_schema};
+use crate::semantics::{
+    check_not_dropped, check_put_family, remove_from_schema, validate_schema, with_dropped,
+};
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
 #[path = "redb_backup.rs"]
@@ -61,6 +67,8 @@ const META: TableDefinition<&str, u64> = TableDefinition::new("rowkit/meta");
 const SCHEMA: TableDefinition<&str, &[u8]> = TableDefinition::new("rowkit/schema");
 /// Split points of the tables created with some (absent in files written before it existed).
 const SPLITS: TableDefinition<&str, &[u8]> = TableDefinition::new("rowkit/splits");
+/// Dropped families whose cells may remain, per table (absent until a family is dropped).
+const DROPPED: TableDefinition<&str, &[u8]> = TableDefinition::new("rowkit/dropped");
 const FORMAT_KEY: &str = "format";
 
 /// `rowkit/rows/{table}`: raw row key -> (row size, cell count).
@@ -118,16 +126,54 @@ struct TableInfo {
     families: Arc<[ColumnFamily]>,
     /// CreateTable's split points, ascending.
     splits: Arc<[Vec<u8>]>,
+    /// Dropped families whose cells may remain, ascending (`rowkit/dropped`).
+    dropped: Arc<[String]>,
     names: TableNames,
 }
 
 impl TableInfo {
-    fn new(table: &str, families: Vec<ColumnFamily>, splits: Arc<[Vec<u8>]>) -> Arc<TableInfo> {
+    fn new(
+        table: &str,
+        families: Vec<ColumnFamily>,
+        splits: Arc<[Vec<u8>]>,
+        dropped: Arc<[String]>,
+    ) -> Arc<TableInfo> {
         Arc::new(TableInfo {
             families: families.into(),
             splits,
+            dropped,
             names: TableNames::new(table),
         })
+    }
+}
+
+/// Opens a table added within layout version 1 in a read snapshot (`None` in a file written
+/// before it existed).
+fn open_optional(
+    txn: &ReadTransaction,
+    definition: TableDefinition<'_, &'static str, &'static [u8]>,
+    op: &str,
+) -> Result<Option<ReadOnlyTable<&'static str, &'static [u8]>>, StoreError> {
+    match txn.open_table(definition) {
+        Ok(table) => Ok(Some(table)),
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(None),
+        Err(e) => Err(redb_error(op, e)),
+    }
+}
+
+/// The value of `table` in an optional table, decoded (`Ok(default)` without one).
+fn optional_entry<T: Default>(
+    entries: Option<&ReadOnlyTable<&'static str, &'static [u8]>>,
+    table: &str,
+    op: &str,
+    decode: impl FnOnce(&[u8]) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    match entries {
+        Some(entries) => match entries.get(table).map_err(|e| redb_error(op, e))? {
+            Some(bytes) => decode(bytes.value()),
+            None => Ok(T::default()),
+        },
+        None => Ok(T::default()),
     }
 }
 
@@ -139,24 +185,25 @@ type Catalog = BTreeMap<String, Result<Arc<TableInfo>, StoreError>>;
 fn load_catalog(txn: &ReadTransaction) -> Result<Catalog, StoreError> {
     let op = "read schema";
     let schema = txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
-    let splits = match txn.open_table(SPLITS) {
-        Ok(splits) => Some(splits),
-        Err(redb::TableError::TableDoesNotExist(_)) => None,
-        Err(e) => return Err(redb_error(op, e)),
-    };
+    let splits = open_optional(txn, SPLITS, op)?;
+    let dropped = open_optional(txn, DROPPED, op)?;
     let mut catalog = Catalog::new();
     for entry in schema.iter().map_err(|e| redb_error(op, e))? {
         let (k, v) = entry.map_err(|e| redb_error(op, e))?;
         let table = k.value();
-        let table_splits = match &splits {
-            Some(splits) => match splits.get(table).map_err(|e| redb_error(op, e))? {
-                Some(bytes) => decode_splits(table, bytes.value()),
-                None => Ok(Arc::from(Vec::new())),
-            },
-            None => Ok(Arc::from(Vec::new())),
-        };
-        let info = decode_families(table, v.value())
-            .and_then(|f| Ok(TableInfo::new(table, f, table_splits?)));
+        let info = (|| {
+            let families = decode_families(table, v.value())?;
+            let table_splits =
+                optional_entry(splits.as_ref(), table, op, |b| decode_splits(table, b))?;
+            let table_dropped =
+                optional_entry(dropped.as_ref(), table, op, |b| decode_dropped(table, b))?;
+            Ok(TableInfo::new(
+                table,
+                families,
+                table_splits,
+                table_dropped.into(),
+            ))
+        })();
         catalog.insert(table.to_string(), info);
     }
     Ok(catalog)
@@ -599,37 +646,49 @@ impl RedbStore {
         Ok(snapshot)
     }
 
-    /// Replaces `table`'s stored families with `change(families)` in one write transaction,
-    /// holding the catalog until it is updated (`NOT_FOUND` if the table is missing).
+    /// Replaces `table`'s stored families and dropped families with `change(families,
+    /// dropped)` in one write transaction, holding the catalog until it is updated
+    /// (`NOT_FOUND` if the table is missing).
     fn change_schema(
         &self,
         table: &str,
         op: &str,
-        change: impl FnOnce(Vec<ColumnFamily>) -> Result<Vec<ColumnFamily>, StoreError>,
+        change: impl FnOnce(Vec<ColumnFamily>, &[String]) -> Result<SchemaChange, StoreError>,
     ) -> Result<(), StoreError> {
         self.guarded(Scope::Admin, op, || {
             let mut catalog = self.catalog_mut()?;
+            let info = lookup(&catalog, table)?;
             let txn = self.begin_write(op)?;
-            let families = {
+            let (families, dropped) = {
                 let mut schema = open_write(&txn, SCHEMA, op)?;
-                let families = match schema.get(table).map_err(|e| redb_error(op, e))? {
-                    Some(bytes) => change(decode_families(table, bytes.value())?)?,
+                let (families, dropped) = match schema.get(table).map_err(|e| redb_error(op, e))? {
+                    Some(bytes) => change(decode_families(table, bytes.value())?, &info.dropped)?,
                     None => return Err(table_not_found(table)),
                 };
                 let encoded = encode_families(table, &families)?;
                 schema
                     .insert(table, encoded.as_slice())
                     .map_err(|e| redb_error(op, e))?;
-                families
+                (families, dropped)
             };
+            if *dropped != *info.dropped {
+                if dropped.is_empty() {
+                    remove_entry(&txn, DROPPED, table, op)?;
+                } else {
+                    open_write(&txn, DROPPED, op)?
+                        .insert(table, encode_dropped(table, &dropped)?.as_slice())
+                        .map_err(|e| redb_error(op, e))?;
+                }
+            }
             self.commit(txn, op)?;
-            let splits = match catalog.get(table) {
-                Some(Ok(info)) => Arc::clone(&info.splits),
-                _ => Arc::from(Vec::new()),
-            };
             catalog.insert(
                 table.to_string(),
-                Ok(TableInfo::new(table, families, splits)),
+                Ok(TableInfo::new(
+                    table,
+                    families,
+                    Arc::clone(&info.splits),
+                    dropped.into(),
+                )),
             );
             Ok(())
         })
@@ -984,32 +1043,73 @@ fn scan_bounds(
 // ---------------------------------------------------------------------------------------------
 // Schema
 
-fn encode_families(table: &str, families: &[ColumnFamily]) -> Result<Vec<u8>, StoreError> {
-    postcard::to_allocvec(families).map_err(|e| {
+/// Encodes one of `table`'s stored values (`what` it is, for the message).
+fn encode<T: serde::Serialize + ?Sized>(
+    table: &str,
+    what: &str,
+    value: &T,
+) -> Result<Vec<u8>, StoreError> {
+    postcard::to_allocvec(value).map_err(|e| {
         StoreError::new(
             Code::Internal,
-            format!("redb store: table \"{table}\": encode schema: {e}"),
+            format!("redb store: table \"{table}\": encode {what}: {e}"),
         )
     })
+}
+
+/// Decodes one of `table`'s stored values (`what` it is: a failure is a corrupt file).
+fn decode<T: serde::de::DeserializeOwned>(
+    table: &str,
+    what: &str,
+    bytes: &[u8],
+) -> Result<T, StoreError> {
+    postcard::from_bytes(bytes).map_err(|e| corrupt(table, format!("{what}: {e}")))
+}
+
+fn encode_families(table: &str, families: &[ColumnFamily]) -> Result<Vec<u8>, StoreError> {
+    encode(table, "schema", families)
 }
 
 fn decode_families(table: &str, bytes: &[u8]) -> Result<Vec<ColumnFamily>, StoreError> {
-    postcard::from_bytes(bytes).map_err(|e| corrupt(table, format!("schema: {e}")))
+    decode(table, "schema", bytes)
 }
 
 fn encode_splits(table: &str, splits: &[Vec<u8>]) -> Result<Vec<u8>, StoreError> {
-    postcard::to_allocvec(splits).map_err(|e| {
-        StoreError::new(
-            Code::Internal,
-            format!("redb store: table \"{table}\": encode split points: {e}"),
-        )
-    })
+    encode(table, "split points", splits)
 }
 
 fn decode_splits(table: &str, bytes: &[u8]) -> Result<Arc<[Vec<u8>]>, StoreError> {
-    postcard::from_bytes::<Vec<Vec<u8>>>(bytes)
-        .map(Arc::from)
-        .map_err(|e| corrupt(table, format!("split points: {e}")))
+    decode::<Vec<Vec<u8>>>(table, "split points", bytes).map(Arc::from)
+}
+
+/// Families and dropped families as [`RedbStore::change_schema`] stores them.
+type SchemaChange = (Vec<ColumnFamily>, Vec<String>);
+
+fn encode_dropped(table: &str, dropped: &[String]) -> Result<Vec<u8>, StoreError> {
+    encode(table, "dropped families", dropped)
+}
+
+fn decode_dropped(table: &str, bytes: &[u8]) -> Result<Vec<String>, StoreError> {
+    decode(table, "dropped families", bytes)
+}
+
+/// Removes `table`'s entry from a table added within layout version 1, if the file has it.
+fn remove_entry(
+    txn: &WriteTransaction,
+    definition: TableDefinition<'_, &'static str, &'static [u8]>,
+    table: &str,
+    op: &str,
+) -> Result<(), StoreError> {
+    match txn.open_table(definition) {
+        Ok(entries) => {
+            Forgettable::new(entries)
+                .remove(table)
+                .map_err(|e| redb_error(op, e))?;
+            Ok(())
+        }
+        Err(redb::TableError::TableDoesNotExist(_)) => Ok(()),
+        Err(e) => Err(redb_error(op, e)),
+    }
 }
 
 /// Adds or replaces `family` in `families`, kept ascending by name.
@@ -1127,7 +1227,7 @@ impl TableStorage for RedbStore {
             self.commit(txn, op)?;
             catalog.insert(
                 table.to_string(),
-                Ok(TableInfo::new(table, sorted, splits.into())),
+                Ok(TableInfo::new(table, sorted, splits.into(), Arc::from([]))),
             );
             Ok(())
         })
@@ -1152,16 +1252,10 @@ impl TableStorage for RedbStore {
                     return Err(table_not_found(table));
                 }
             }
-            // The table may be re-created without split points: forget its old ones.
-            match txn.open_table(SPLITS) {
-                Ok(splits) => {
-                    Forgettable::new(splits)
-                        .remove(table)
-                        .map_err(|e| redb_error(op, e))?;
-                }
-                Err(redb::TableError::TableDoesNotExist(_)) => {}
-                Err(e) => return Err(redb_error(op, e)),
-            }
+            // The table may be re-created without split points: forget its old ones, and its
+            // dropped families, whose cells go with the table.
+            remove_entry(&txn, SPLITS, table, op)?;
+            remove_entry(&txn, DROPPED, table, op)?;
             TableNames::new(table).delete_in(&txn, op)?;
             self.commit(txn, op)?;
             catalog.remove(table);
@@ -1182,16 +1276,34 @@ impl TableStorage for RedbStore {
     }
 
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
-        self.change_schema(table, "set_family", |mut families| {
+        self.change_schema(table, "set_family", |mut families, dropped| {
+            check_not_dropped(table, dropped, &family.name)?;
             upsert_family(&mut families, family);
             validate_schema(table, &families)?;
-            Ok(families)
+            Ok((families, dropped.to_vec()))
         })
     }
 
     fn remove_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
-        self.change_schema(table, "remove_family", |families| {
-            remove_from_schema(table, &families, family)
+        self.change_schema(table, "remove_family", |families, dropped| {
+            Ok((
+                remove_from_schema(table, &families, family)?,
+                with_dropped(dropped, family),
+            ))
+        })
+    }
+
+    fn dropped_families(&self, table: &str) -> Result<Arc<[String]>, StoreError> {
+        Ok(Arc::clone(&self.table_info(table)?.dropped))
+    }
+
+    fn forget_dropped(&self, table: &str, family: &str) -> Result<(), StoreError> {
+        if !self.table_info(table)?.dropped.iter().any(|d| d == family) {
+            return Ok(());
+        }
+        self.change_schema(table, "forget_dropped", |families, dropped| {
+            let kept = dropped.iter().filter(|d| *d != family).cloned().collect();
+            Ok((families, kept))
         })
     }
 
@@ -1351,7 +1463,7 @@ impl RedbStore {
         let result = (|| {
             let mut rows = open_write(&txn, info.names.rows(), op)?;
             let cells = open_write(&txn, info.names.cells(), op)?;
-            let mut row = RedbRow::new(table, cells);
+            let mut row = RedbRow::new(table, Arc::clone(&info.families), cells);
             body(&mut rows, &mut row)
         })();
         match result {
@@ -1409,6 +1521,8 @@ fn write_in<'t, T>(
 /// batch in turn ([`RedbRow::start`]), so the cells table is opened once per transaction.
 pub struct RedbRow<'t> {
     table: &'t str,
+    /// The table's families as of the transaction: the only ones a cell may be put in.
+    families: Arc<[ColumnFamily]>,
     cells: Forgettable<redb::Table<'t, &'static [u8], &'static [u8]>>,
     key_len: u64,
     /// The encoded row key: the common prefix of all the row's cell keys.
@@ -1439,10 +1553,12 @@ impl<'t> RedbRow<'t> {
     /// A handle on the cells of `table` in a write transaction, pointing at no row yet.
     fn new(
         table: &'t str,
+        families: Arc<[ColumnFamily]>,
         cells: Forgettable<redb::Table<'t, &'static [u8], &'static [u8]>>,
     ) -> RedbRow<'t> {
         RedbRow {
             table,
+            families,
             cells,
             key_len: 0,
             prefix: Vec::new(),
@@ -1576,6 +1692,7 @@ impl RowWrite for RedbRow<'_> {
         timestamp: Timestamp,
         value: &[u8],
     ) -> Result<(), StoreError> {
+        check_put_family(&self.families, family)?;
         // The key is built in the handle's buffer: a batch writes many cells through one handle.
         let mut key = std::mem::take(&mut self.key);
         key.clear();

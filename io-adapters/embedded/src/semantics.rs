@@ -13,12 +13,36 @@
 //!    non-8-byte cell) is returned from the closure so the row is left untouched. Server time is
 //!    chosen there too, per row transaction (`RowTime`).
 //! 4. Reads are lazy streams built on [`TableStorage::next_row`].
+//!
+//! # Admin calls and crashes
+//!
+//! Every admin call is atomic or tombstoned, so a crash (kill -9) at any point leaves a table
+//! or family whole or gone. Creating a table (with its split points), deleting one (however
+//! large), and changing a family's GC rule are each one engine transaction. Dropping a family
+//! cannot be one: its cells may fill many transactions. So [`TableStorage::remove_family`]
+//! removes it from the schema and records it as *dropped* (a tombstone: the family name, per
+//! table) in one transaction, and its cells are then purged in steps of one transaction each
+//! (`purge_family`), after which the record is forgotten. Until then:
+//! - reads and predicates never see cells of a dropped family (`execute` hides them), and a row
+//!   holding nothing else does not exist;
+//! - no cell of it can be written: a write checked against the old schema fails in its
+//!   transaction ([`crate::RowWrite::put`]);
+//! - a family of the same name is created only after the purge is done (engines refuse it
+//!   before, [`Store::set_family`] purges first), so it never sees old cells: cells are keyed by
+//!   family name, and the record is what tells the old ones apart;
+//! - the purge resumes after a crash: [`Store::gc`] and the first [`Store::gc_page`] step of a
+//!   pass (the background GC of `rowkit serve`) finish every recorded drop first.
+//!
+//! Each purge step holds the store's purge lock ([`crate::EngineState::purge_lock`]) and
+//! first checks that the drop is still recorded, so a purge running in the background never
+//! deletes cells of a family re-created meanwhile.
 
 mod filter;
 mod read;
 mod validate;
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use rowkit_codec::model::{
     Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowRange, RuleOp, Timestamp,
@@ -34,7 +58,7 @@ pub use filter::CompiledFilter;
 pub use read::{SAMPLE_INTERVAL_BYTES, SCANNED_BYTES_BEFORE_MARKER, SCANNED_ROWS_BEFORE_MARKER};
 /// Where the chunks of a row are cut: one function, in `rowkit-statemachines` beside the merger.
 pub use rowkit_statemachines::readrows::row_chunks;
-pub(crate) use validate::remove_from_schema;
+pub(crate) use validate::{check_not_dropped, check_put_family, remove_from_schema, with_dropped};
 pub use validate::{validate_request, validate_schema};
 
 use std::path::Path;
@@ -89,7 +113,12 @@ impl<S: TableStorage> Store for S {
         TableStorage::families(self, table)
     }
 
+    /// A family of a dropped one's name is created once the old one's cells are purged (see
+    /// the module doc).
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        if is_dropped(self, table, &family.name)? {
+            purge_family(self, table, &family.name)?;
+        }
         TableStorage::set_family(self, table, family)
     }
 
@@ -145,13 +174,15 @@ fn execute<S: TableStorage>(
     whole_rows: bool,
 ) -> Result<Reply<'_>, StoreError> {
     let families = store.schema(request.table())?;
+    let hidden = store.dropped_families(request.table())?;
     let writer = Writer {
         store,
         schema: Schema::new(&families),
+        hidden: &hidden,
         now,
     };
     match request {
-        Request::ReadRows(r) => read_rows(store, r, whole_rows),
+        Request::ReadRows(r) => read_rows(store, r, whole_rows, hidden.clone()),
         Request::MutateRow(r) => writer.mutate_row(r),
         Request::MutateRows(r) => writer.mutate_rows(r),
         Request::CheckAndMutateRow(r) => writer.check_and_mutate(r),
@@ -170,6 +201,7 @@ fn read_rows<S: TableStorage>(
     store: &S,
     req: ReadRowsRequest,
     whole_rows: bool,
+    hidden: Arc<[String]>,
 ) -> Result<Reply<'_>, StoreError> {
     let filter = validate::check_read(&req)?;
     let mut ranges: VecDeque<RowRange> = req.rows.normalized_ranges().into();
@@ -179,6 +211,7 @@ fn read_rows<S: TableStorage>(
     Ok(Reply::Stream(Box::new(ReadStream {
         store,
         table: req.table,
+        hidden,
         ranges,
         after: None,
         reversed: req.reversed,
@@ -276,6 +309,8 @@ fn check_row_size<R: RowWrite + ?Sized>(row: &R) -> Result<(), StoreError> {
 struct Writer<'s, 'f, S> {
     store: &'s S,
     schema: Schema<'f>,
+    /// Dropped families whose cells may remain: a predicate never sees them.
+    hidden: &'f [String],
     now: Timestamp,
 }
 
@@ -343,7 +378,8 @@ impl<'s, S: TableStorage> Writer<'s, '_, S> {
         let mut rng = SplitMix64::new(self.store.next_request_seed());
         let key = req.row_key.as_slice();
         let predicate_matched = self.store.write_row(&req.table, key, |row| {
-            let cells = row.cells()?;
+            let mut cells = row.cells()?;
+            hide_dropped(&mut cells, self.hidden);
             // Unset predicate: "the row contains any values at all". Otherwise any cell in the
             // result, sink output included, is a match; transformers do not change that.
             let matched = match &predicate {
@@ -460,37 +496,80 @@ fn collectible<'c>(
     out
 }
 
-/// Rows whose cells [`drop_family`] deletes per batch (one engine transaction each).
-const DROP_BATCH_ROWS: usize = 1_000;
+/// Rows a step of [`purge_family`] reads, and at most rewrites in one engine transaction.
+const PURGE_STEP_ROWS: usize = 1_000;
 
-/// [`Store::drop_family`]: the family leaves the schema, then every row holding its cells loses
-/// them, [`DROP_BATCH_ROWS`] rows per [`TableStorage::write_rows`].
+/// Removes the cells of families in `hidden` (dropped, maybe not purged yet) from `cells`.
+pub(crate) fn hide_dropped(cells: &mut Vec<Cell>, hidden: &[String]) {
+    if !hidden.is_empty() {
+        cells.retain(|c| !hidden.contains(&c.family));
+    }
+}
+
+/// Whether `family` of `table` is recorded as dropped, its cells maybe not purged yet.
+fn is_dropped<S: TableStorage>(store: &S, table: &str, family: &str) -> Result<bool, StoreError> {
+    Ok(store.dropped_families(table)?.iter().any(|d| d == family))
+}
+
+/// [`Store::drop_family`]: the family leaves the schema and is recorded as dropped in one
+/// engine transaction, then its cells are purged (the module doc).
 fn drop_family<S: TableStorage>(store: &S, table: &str, family: &str) -> Result<(), StoreError> {
     store.remove_family(table, family)?;
-    let delete = |batch: &[Vec<u8>]| -> Result<(), StoreError> {
-        if batch.is_empty() {
-            return Ok(());
-        }
-        let keys: Vec<&[u8]> = batch.iter().map(Vec::as_slice).collect();
-        store
-            .write_rows(table, &keys, |_, row| row.delete_family(family))
-            .into_iter()
-            .collect()
-    };
+    purge_family(store, table, family).map(drop)
+}
+
+/// Purges every family recorded as dropped from `table` ([`purge_family`]); returns the rows
+/// that lost cells.
+fn purge_dropped<S: TableStorage>(store: &S, table: &str) -> Result<u64, StoreError> {
+    let mut purged = 0;
+    for family in store.dropped_families(table)?.iter() {
+        purged += purge_family(store, table, family)?;
+    }
+    Ok(purged)
+}
+
+/// Deletes every cell of `family`, recorded as dropped from `table`, then forgets the record;
+/// returns the rows that lost cells. Steps of [`PURGE_STEP_ROWS`] rows from the first row to
+/// the last, each rewriting its rows in one [`TableStorage::write_rows`] under the purge lock,
+/// after checking that the drop is still recorded: if it is not (another purge finished it, and
+/// maybe re-created the family), this one stops. Idempotent, so a purge a crash cut short is
+/// simply run again from the start.
+fn purge_family<S: TableStorage>(store: &S, table: &str, family: &str) -> Result<u64, StoreError> {
     let all = RowRange::all();
     let mut after: Option<Vec<u8>> = None;
-    let mut batch: Vec<Vec<u8>> = Vec::new();
-    while let Some(row) = store.next_row(table, &all, after.as_deref(), false)? {
-        if row.cells.iter().any(|c| c.family == family) {
-            batch.push(row.key.clone());
+    let mut purged = 0u64;
+    loop {
+        let _purging = store.state().purge_lock();
+        if !is_dropped(store, table, family)? {
+            return Ok(purged);
         }
-        if batch.len() == DROP_BATCH_ROWS {
-            delete(&batch)?;
-            batch.clear();
+        let mut keys: Vec<Vec<u8>> = Vec::new();
+        let mut read = 0usize;
+        let finished = loop {
+            let Some(row) = store.next_row(table, &all, after.as_deref(), false)? else {
+                break true;
+            };
+            if row.cells.iter().any(|c| c.family == family) {
+                keys.push(row.key.clone());
+            }
+            after = Some(row.key);
+            read += 1;
+            if read == PURGE_STEP_ROWS {
+                break false;
+            }
+        };
+        if !keys.is_empty() {
+            let batch: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+            for deleted in store.write_rows(table, &batch, |_, row| row.delete_family(family)) {
+                deleted?;
+            }
         }
-        after = Some(row.key);
+        purged += keys.len() as u64;
+        if finished {
+            store.forget_dropped(table, family)?;
+            return Ok(purged);
+        }
     }
-    delete(&batch)
 }
 
 /// Rows [`gc`] reads per [`gc_page`] step.
@@ -515,6 +594,7 @@ fn gc_rules<S: TableStorage>(
 /// Garbage collection of a whole table (`spec/bigtable.md` 12): [`gc_page`] steps from the
 /// first row to the last.
 fn gc<S: TableStorage>(store: &S, table: &str, now: Timestamp) -> Result<u64, StoreError> {
+    purge_dropped(store, table)?;
     let mut deleted = 0u64;
     let mut after: Option<Vec<u8>> = None;
     loop {
@@ -539,6 +619,10 @@ fn gc_page<S: TableStorage>(
     max_rows: usize,
     now: Timestamp,
 ) -> Result<GcPage, StoreError> {
+    if after.is_none() {
+        // The first step of a pass resumes the purges a crash cut short (the module doc).
+        purge_dropped(store, table)?;
+    }
     let rules = gc_rules(store, table)?;
     if rules.is_empty() {
         return Ok(GcPage::default());

@@ -3,8 +3,8 @@
 //! implementation between them is the one evaluator in [`crate::semantics`].
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rowkit_codec::model::{Cell, ColumnFamily, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Request, Response, SplitMix64, StoreError};
@@ -77,6 +77,10 @@ impl ServerTime {
 /// holds one and shows it to the evaluator through [`TableStorage::state`].
 #[derive(Debug, Default)]
 pub struct EngineState {
+    /// Held by each step of a dropped family's purge (which first checks that the drop is still
+    /// recorded), so that a purge never deletes cells of a family re-created under the name
+    /// (`crate::semantics`).
+    purge: Mutex<()>,
     seed: u64,
     /// Requests that drew a seed so far.
     requests: AtomicU64,
@@ -107,6 +111,12 @@ impl EngineState {
         self.chunking
     }
 
+    /// The lock of the purges of dropped families (a poisoned one is still used: it guards no
+    /// data).
+    pub fn purge_lock(&self) -> MutexGuard<'_, ()> {
+        self.purge.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The store's server clock.
     pub fn server_time(&self) -> &ServerTime {
         &self.server_time
@@ -130,7 +140,9 @@ pub trait RowWrite {
         family: &str,
         qualifier: &[u8],
     ) -> Result<Option<(Timestamp, Vec<u8>)>, StoreError>;
-    /// Writes a cell, replacing one with the same column and timestamp.
+    /// Writes a cell, replacing one with the same column and timestamp. A family that is not
+    /// in the table's schema as of this transaction is `NOT_FOUND` (a write validated before a
+    /// concurrent drop of its family must not land cells the drop's purge has passed).
     fn put(
         &mut self,
         family: &str,
@@ -188,11 +200,22 @@ pub trait TableStorage: Send + Sync {
     fn schema(&self, table: &str) -> Result<Arc<[ColumnFamily]>, StoreError> {
         self.families(table).map(Arc::from)
     }
-    /// Adds or replaces a family (its GC rule) in an existing table.
+    /// Adds or replaces a family (its GC rule) in an existing table. Adding a family whose name
+    /// is still among [`TableStorage::dropped_families`] fails with `FAILED_PRECONDITION`: its
+    /// old cells must be purged first (the evaluator does, `crate::semantics`).
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError>;
-    /// Removes a family from a table's schema (`NOT_FOUND` if the table or the family is
-    /// missing); its cells are left for the evaluator to delete ([`Store::drop_family`]).
+    /// Removes a family from a table's schema and records it among the table's
+    /// [`TableStorage::dropped_families`], in one atomic step (`NOT_FOUND` if the table or the
+    /// family is missing). Its cells stay until the evaluator purges them
+    /// ([`Store::drop_family`]); reads never show them meanwhile.
     fn remove_family(&self, table: &str, family: &str) -> Result<(), StoreError>;
+    /// The families removed from the table's schema whose cells may remain (their purge has
+    /// not finished), ascending (`NOT_FOUND` if the table is missing). Persistent stores keep
+    /// them across a crash, so the purge can resume.
+    fn dropped_families(&self, table: &str) -> Result<Arc<[String]>, StoreError>;
+    /// Forgets that `family` was dropped from `table`, once no cell of it remains (nothing
+    /// happens if it is not recorded).
+    fn forget_dropped(&self, table: &str, family: &str) -> Result<(), StoreError>;
 
     /// The first row of `range` strictly after `after` in scan direction (ascending, or
     /// descending when `reversed`), with all its cells in canonical order.
@@ -340,8 +363,10 @@ pub trait Store: Send + Sync {
     /// Deletes a family and all its cells from a table: the admin `ModifyColumnFamilies` with
     /// one `drop` (`NOT_FOUND` if the table or the family is missing). A row left without a
     /// cell stops existing. The family leaves the schema first, so requests that start after
-    /// the call began are refused; a write already past its schema check may still land its
-    /// cells, as on the emulator. The default answers `UNIMPLEMENTED`; wrappers forward it.
+    /// the call began are refused, and a write already past its schema check fails with
+    /// `NOT_FOUND` rather than land a cell. Local stores are crash-safe here: the family is
+    /// either in the schema with all its cells or gone with none visible, whenever the process
+    /// dies (`crate::semantics`). The default answers `UNIMPLEMENTED`; wrappers forward it.
     fn drop_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
         Err(StoreError::new(
             rowkit_statemachines::Code::Unimplemented,
@@ -351,16 +376,18 @@ pub trait Store: Send + Sync {
     /// Runs garbage collection on a table per its families' GC rules; returns the number of
     /// cells deleted. GC never happens implicitly (`spec/bigtable.md` 12). Local stores do it
     /// in [`Store::gc_page`] steps, each row rewritten atomically, so writers are never held
-    /// for more than one short transaction.
+    /// for more than one short transaction; first they finish purging the table's dropped
+    /// families (a drop a crash cut short).
     fn gc(&self, table: &str, now: Timestamp) -> Result<u64, StoreError>;
     /// One bounded step of [`Store::gc`]: the rows after `after` (from the first row when
     /// `None`), at most `max_rows` of them (at least one), are collected; continue with
     /// [`GcPage::next_after`] until it is `None`. A server runs these steps in the background
-    /// with pauses between them. Local stores read the rows without blocking writers and
-    /// rewrite those with collectible cells in one short batch, each row atomically with its
-    /// victims recomputed inside its transaction. The default runs [`Store::gc`] on the whole
-    /// table as one step (a network store, whose server collects by itself); wrappers forward
-    /// it.
+    /// with pauses between them; the first step (`after` = `None`) of local stores also
+    /// finishes purging the table's dropped families. Local stores read the rows without
+    /// blocking writers and rewrite those with collectible cells in one short batch, each row
+    /// atomically with its victims recomputed inside its transaction. The default runs
+    /// [`Store::gc`] on the whole table as one step (a network store, whose server collects by
+    /// itself); wrappers forward it.
     fn gc_page(
         &self,
         table: &str,

@@ -8,6 +8,9 @@
 //! and pauses after each step for as long as the step took (between [`MIN_PAGE_PAUSE`] and
 //! [`MAX_PAGE_PAUSE`]), so writers always get the store between steps and GC takes at most
 //! about half of one core. After a full pass over every table it sleeps for the interval.
+//! The first step of a table's pass also finishes the purge of a family dropped and not yet
+//! purged (a drop a crash cut short, `rowkit_embedded::semantics`), so a restarted server
+//! resumes it.
 //! Network stores are left alone: their server collects by itself.
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -41,6 +41,7 @@
 //! assert!(report.operations > 0);
 //! ```
 
+pub mod admin;
 pub mod mounttable;
 pub mod objmeta;
 pub mod tracestore;

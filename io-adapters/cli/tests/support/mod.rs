@@ -29,6 +29,8 @@ pub fn rowkit_with_env(store: &str, args: &[&str], env: &[(&str, &str)]) -> Outp
         .unwrap()
 }
 
+use rowkit_bigtable::emulator::CBT_BIN;
+
 /// Kills the server when the test ends, pass or fail.
 pub struct Server(pub Child);
 
@@ -67,4 +69,38 @@ pub fn serve_grpc(store: &str, extra: &[&str]) -> (Server, String, String) {
         "{grpc}"
     );
     (server, http, grpc)
+}
+
+/// Whether `cbt` can run; a loud skip when it is missing, a failure under `CI=true`.
+pub fn cbt_or_skip(test: &str) -> bool {
+    if std::path::Path::new(CBT_BIN).is_file() {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{test}: {CBT_BIN} is missing (Debian package google-cloud-cli-cbt)"
+    );
+    eprintln!("\n!!!!! SKIPPED {test}: {CBT_BIN} is missing (fails instead when CI=true)\n");
+    false
+}
+
+/// Runs `cbt ARGS` against the server at `host` (project `p`, instance `i`).
+pub fn cbt(host: &str, args: &[&str]) -> Output {
+    Command::new(CBT_BIN)
+        .env("BIGTABLE_EMULATOR_HOST", host)
+        .args(["-creds", "/dev/null", "-project", "p", "-instance", "i"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+/// Runs `cbt ARGS` and returns its stdout; fails on a non-zero exit.
+pub fn cbt_ok(host: &str, args: &[&str]) -> String {
+    let out = cbt(host, args);
+    assert!(
+        out.status.success(),
+        "cbt {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
 }

@@ -10,6 +10,7 @@ use rowkit_statemachines::{
 };
 
 use super::filter::CompiledFilter;
+use super::hide_dropped;
 use crate::{ChunkingOptions, TableStorage};
 
 /// Bytes of row data (as [`rowkit_codec::model::row_size`] counts them) between two
@@ -45,6 +46,8 @@ enum Scanned {
 pub(crate) struct ReadStream<'a, S: TableStorage> {
     pub(crate) store: &'a S,
     pub(crate) table: String,
+    /// Dropped families whose cells may remain: never shown (`crate::semantics`).
+    pub(crate) hidden: Arc<[String]>,
     /// Disjoint ranges in scan order (descending when reversed).
     pub(crate) ranges: VecDeque<RowRange>,
     /// The last key read from the front range.
@@ -83,11 +86,12 @@ impl<S: TableStorage> ReadStream<'_, S> {
             let next =
                 self.store
                     .next_row(&self.table, range, self.after.as_deref(), self.reversed)?;
-            let Some(row) = next else {
+            let Some(mut row) = next else {
                 self.ranges.pop_front();
                 self.after = None;
                 continue;
             };
+            hide_dropped(&mut row.cells, &self.hidden);
             if is_one_key(range) {
                 // Nothing follows the one key of a point range: skip the lookup that would
                 // only find its end (a node read is a point read).
@@ -96,7 +100,7 @@ impl<S: TableStorage> ReadStream<'_, S> {
             } else {
                 self.after = Some(row.key.clone());
             }
-            // Only a filter can leave a row empty: only then is its size needed.
+            // Only a filter can leave a row of visible cells empty: only then is its size needed.
             let scanned_bytes = match self.filter {
                 Some(_) => row_size(&row.key, &row.cells),
                 None => 0,

@@ -62,6 +62,42 @@ pub fn validate_schema(table: &str, families: &[ColumnFamily]) -> Result<(), Sto
     Ok(())
 }
 
+/// An engine's check, inside a row transaction, that a cell's family is in the table's schema
+/// as of that transaction ([`crate::RowWrite::put`]): `NOT_FOUND` if it is not.
+pub(crate) fn check_put_family(families: &[ColumnFamily], family: &str) -> Result<(), StoreError> {
+    Ok(Schema::new(families).check_family(family)?)
+}
+
+/// An engine's check before [`crate::TableStorage::set_family`] adds `family`: a family of
+/// that name dropped earlier must have its cells purged first, or the new family would show
+/// them (`FAILED_PRECONDITION`).
+pub(crate) fn check_not_dropped(
+    table: &str,
+    dropped: &[String],
+    family: &str,
+) -> Result<(), StoreError> {
+    if dropped.iter().any(|d| d == family) {
+        return Err(StoreError::new(
+            Code::FailedPrecondition,
+            format!(
+                "column family {family:?} of table {table:?} was dropped and its cells are \
+                 still being purged"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// `dropped` with `family` added (ascending, each once): an engine's record of a family
+/// [`crate::TableStorage::remove_family`] removed.
+pub(crate) fn with_dropped(dropped: &[String], family: &str) -> Vec<String> {
+    let mut out = dropped.to_vec();
+    if let Err(i) = out.binary_search_by(|d| d.as_str().cmp(family)) {
+        out.insert(i, family.to_string());
+    }
+    out
+}
+
 /// `families` without `family`, for an engine's [`crate::TableStorage::remove_family`]
 /// (`NOT_FOUND` if the table has no such family).
 pub(crate) fn remove_from_schema(
