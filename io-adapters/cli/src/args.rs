@@ -151,8 +151,9 @@ pub enum Command {
     Key(KeyArgs),
     /// Serve the Bigtable v2 JSON API and the browser tool over the store.
     Serve(crate::serve::ServeArgs),
-    /// Check every schema table of the store (graph, gold, s3, and the mount table's fsck);
-    /// exit 1 if problems are left.
+    /// Check every schema table of the store (graph, gold, s3, and the mount table's fsck).
+    /// Exit 0 when clean, 1 when problems are left, 2 when it could not run (bad usage, a store
+    /// error, a store another process holds, the deadline).
     Check(crate::check::CheckArgs),
 }
 
@@ -260,6 +261,22 @@ impl Command {
             Command::Serve(args) => Some(&args.store),
             Command::Check(args) => Some(&args.store),
             Command::Key(_) => None,
+        }
+    }
+
+    /// Whether the command is a check (`check`, `graph check`, `gold check`, `s3 check`, `mt
+    /// fsck`): its exit 1 means findings left (`spec/check.md` §1.5), so a check that could not
+    /// run exits 2 ([`crate::check::could_not_run`]).
+    pub fn is_check(&self) -> bool {
+        match self {
+            Command::Check(_) => true,
+            Command::Graph(args) => {
+                matches!(args.command, crate::graph::GraphCommand::Check { .. })
+            }
+            Command::Gold(args) => matches!(args.command, crate::gold::GoldCommand::Check { .. }),
+            Command::S3(args) => matches!(args.command, crate::s3::S3Command::Check { .. }),
+            Command::Mt(args) => matches!(args.command, crate::mt::MtCommand::Fsck { .. }),
+            Command::Admin(_) | Command::Key(_) | Command::Serve(_) => false,
         }
     }
 

@@ -99,7 +99,8 @@ pub enum GraphCommand {
     /// Check the table (or one graph) for what failed writes leave behind: undecodable keys
     /// and cells, cells in the wrong row or at the wrong timestamp, triples missing from some
     /// of their four index rows, graphs without their graph row. `--fix` writes missing
-    /// index cells and graph rows. Exit 1 if problems are left.
+    /// index cells and graph rows. Exit 0 when clean, 1 when problems are left, 2 when it could
+    /// not run.
     Check {
         /// Only this graph (its graph row and its four indices).
         graph: Option<String>,

@@ -106,6 +106,16 @@ impl Store for StoreOnFirstUse {
             .is_some_and(|opened| opened.as_ref().is_ok_and(|store| store.in_process()))
     }
 
+    /// The open's error once it failed (a file another process holds, …): every command then
+    /// fails at once with it instead of its machine retrying it until the deadline.
+    fn unusable(&self) -> Option<StoreError> {
+        match self.store.get() {
+            Some(Err(e)) => Some(e.clone()),
+            Some(Ok(store)) => store.unusable(),
+            None => None,
+        }
+    }
+
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
         self.get()?.create_table(table, families)
     }
