@@ -129,9 +129,10 @@ pub struct StoreArgs {
     /// Seed for every random choice (retry jitter, generated versions).
     #[arg(long, global = true, default_value_t = 0)]
     pub seed: u64,
-    /// Give up retrying after this many seconds.
-    #[arg(long, global = true, default_value_t = 60, value_name = "SECS")]
-    pub deadline: u64,
+    /// Give up retrying after this many seconds [default: 60; `graph` drop, add and remove:
+    /// 3600, as BadWolf].
+    #[arg(long, global = true, value_name = "SECS")]
+    pub deadline: Option<u64>,
 }
 
 /// The command groups.
@@ -317,8 +318,11 @@ pub struct Context {
     pub clock: Box<dyn Clock + Send + Sync>,
     /// Seed for the machines.
     pub seed: u64,
-    /// Retry policy with the operation deadline.
+    /// Retry policy with the operation deadline (`--deadline`, else 60 s).
     pub retry: RetryPolicy,
+    /// The `--deadline` given, in µs (`None`: the default of each operation; the triple
+    /// store's long ones keep their hour).
+    pub deadline: Option<i64>,
 }
 
 impl Context {
@@ -335,21 +339,26 @@ impl Context {
                 Box::new(StoreOnFirstUse::new(location, read_only))
             }
         };
-        let deadline = i64::try_from(global.deadline)
-            .ok()
-            .and_then(|s| s.checked_mul(1_000_000))
-            .ok_or_else(|| {
-                CliError::usage(format!("--deadline {} is too large", global.deadline))
-            })?;
+        let deadline = global
+            .deadline
+            .map(|secs| {
+                i64::try_from(secs)
+                    .ok()
+                    .and_then(|s| s.checked_mul(1_000_000))
+                    .ok_or_else(|| CliError::usage(format!("--deadline {secs} is too large")))
+            })
+            .transpose()?;
+        let default = RetryPolicy::default();
         let retry = RetryPolicy {
-            operation_timeout: deadline,
-            ..RetryPolicy::default()
+            operation_timeout: deadline.unwrap_or(default.operation_timeout),
+            ..default
         };
         Ok(Context {
             store,
             clock,
             seed: global.seed,
             retry,
+            deadline,
         })
     }
 

@@ -209,9 +209,10 @@ fn anchor(text: &Option<String>) -> Result<Option<Anchor>, CliError> {
 /// Runs one graph command on table `table`.
 pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError> {
     let (table, cmd) = (args.table.as_str(), &args.command);
-    let ts = TripleStore::new(SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()))
+    let mut ts = TripleStore::new(SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()))
         .with_table(table)
         .with_seed(ctx.seed);
+    ts.set_deadline(ctx.deadline);
     match cmd {
         GraphCommand::Check { graph, flags } => {
             let (options, timeout) = (flags.options(), check_timeout(ctx));
