@@ -123,7 +123,8 @@ pub struct StoreArgs {
         default_value = "embedded:./rowkit.redb"
     )]
     pub store: String,
-    /// Fix the clock: microseconds since the epoch, or RFC 3339 (`2024-01-02T03:04:05Z`).
+    /// Fix the clock: microseconds since the epoch, or RFC 3339 (`2024-01-02T03:04:05Z`), from
+    /// the epoch to the end of year 9999.
     #[arg(long, global = true, value_name = "TIME")]
     pub now: Option<String>,
     /// Seed for every random choice (retry jitter, generated versions).
@@ -329,7 +330,7 @@ impl Context {
     /// Sets up the store (opened as `opening` says) and the clock from the store options.
     pub fn from_options(global: &StoreArgs, opening: Opening) -> Result<Context, CliError> {
         let clock: Box<dyn Clock + Send + Sync> = match &global.now {
-            Some(text) => Box::new(ManualClock::new(crate::clock::parse_time(text)?)),
+            Some(text) => Box::new(ManualClock::new(crate::clock::parse_now(text)?)),
             None => Box::new(SystemClock),
         };
         let location = StoreLocation::parse(&global.store)?;

@@ -273,7 +273,8 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             print_tile(out, doc, &tile)
         }
         GoldCommand::Traces { from, to, matches } => {
-            if to - from + 1 > MAX_TRACES_COMMITS {
+            // Saturating: `--to` and `--from` are any i64 (the machine judges each index).
+            if to.saturating_sub(*from) >= MAX_TRACES_COMMITS {
                 return Err(CliError::usage(format!(
                     "at most {MAX_TRACES_COMMITS} commits at once"
                 )));
