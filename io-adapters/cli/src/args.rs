@@ -1,6 +1,7 @@
 //! Command-line grammar (clap) and the context every command runs in.
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use rowkit_codec::model::Timestamp;
@@ -334,12 +335,6 @@ impl Context {
             None => Box::new(SystemClock),
         };
         let location = StoreLocation::parse(&global.store)?;
-        let store: Box<dyn Store> = match opening {
-            Opening::Now => location.open(false)?,
-            Opening::OnFirstUse { read_only } => {
-                Box::new(StoreOnFirstUse::new(location, read_only))
-            }
-        };
         let deadline = global
             .deadline
             .map(|secs| {
@@ -353,6 +348,14 @@ impl Context {
         let retry = RetryPolicy {
             operation_timeout: deadline.unwrap_or(default.operation_timeout),
             ..default
+        };
+        // Non-negative: from u64 seconds.
+        let call_timeout = Duration::from_micros(retry.operation_timeout.unsigned_abs());
+        let store: Box<dyn Store> = match opening {
+            Opening::Now => location.open(false, call_timeout)?,
+            Opening::OnFirstUse { read_only } => {
+                Box::new(StoreOnFirstUse::new(location, read_only, call_timeout))
+            }
         };
         Ok(Context {
             store,

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_embedded::{GcPage, MemoryStore, RedbStore, Reply, Store};
@@ -41,8 +42,10 @@ impl StoreLocation {
         }
     }
 
-    /// Opens the store; an embedded file `read_only` (never created or written).
-    pub fn open(&self, read_only: bool) -> Result<Box<dyn Store>, StoreError> {
+    /// Opens the store; an embedded file `read_only` (never created or written). Bigtable is
+    /// given `deadline` to open and to answer each call: a server that never answers fails
+    /// the command at its deadline rather than holding it.
+    pub fn open(&self, read_only: bool, deadline: Duration) -> Result<Box<dyn Store>, StoreError> {
         match self {
             StoreLocation::Memory => Ok(Box::new(MemoryStore::new())),
             StoreLocation::Embedded(path) if read_only => {
@@ -52,9 +55,9 @@ impl StoreLocation {
             // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable (or
             // `?endpoint=`) with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials
             // (google-cloud-auth), built on the store's own runtime.
-            StoreLocation::Bigtable(url) => {
-                Ok(Box::new(rowkit_bigtable::BigtableStore::open(url)?))
-            }
+            StoreLocation::Bigtable(url) => Ok(Box::new(
+                rowkit_bigtable::BigtableStore::open_with_call_timeout(url, deadline)?,
+            )),
         }
     }
 }
@@ -64,15 +67,18 @@ impl StoreLocation {
 pub struct StoreOnFirstUse {
     location: StoreLocation,
     read_only: bool,
+    deadline: Duration,
     store: OnceLock<Result<Box<dyn Store>, StoreError>>,
 }
 
 impl StoreOnFirstUse {
-    /// The store at `location`, to be opened `read_only` or not.
-    pub fn new(location: StoreLocation, read_only: bool) -> StoreOnFirstUse {
+    /// The store at `location`, to be opened `read_only` or not, with the command's `deadline`
+    /// ([`StoreLocation::open`]).
+    pub fn new(location: StoreLocation, read_only: bool, deadline: Duration) -> StoreOnFirstUse {
         StoreOnFirstUse {
             location,
             read_only,
+            deadline,
             store: OnceLock::new(),
         }
     }
@@ -81,7 +87,7 @@ impl StoreOnFirstUse {
     fn get(&self) -> Result<&dyn Store, StoreError> {
         match self
             .store
-            .get_or_init(|| self.location.open(self.read_only))
+            .get_or_init(|| self.location.open(self.read_only, self.deadline))
         {
             Ok(store) => Ok(store.as_ref()),
             Err(e) => Err(e.clone()),

@@ -194,6 +194,40 @@ fn graph_against_a_dead_port_fails_within_the_deadline() {
     }
 }
 
+/// Against a server that accepts connections and never answers, every command ends at its
+/// `--deadline` (it used to wait for ever: the sync driver blocks on a call it cannot
+/// abandon, so the Bigtable store now bounds each call by the deadline). The mount table is
+/// left out: its requests get at least 60 s by design, as btmtd's (`spec/mounttable.md` 17).
+#[test]
+fn every_command_ends_at_its_deadline_against_a_silent_server() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    // Holds every connection open, reading nothing and sending nothing.
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for connection in listener.incoming() {
+            held.push(connection);
+        }
+    });
+    let store = format!("bigtable://p/i?emulator=127.0.0.1:{port}");
+    let cases: &[(&[&str], u8)] = &[
+        (&["graph", "list"], 1),
+        (&["graph", "create", "g"], 1),
+        (&["s3", "list", "b"], 1),
+        (&["gold", "newest"], 1),
+        (&["admin", "list-tables"], 1),
+        (&["check"], 2),
+    ];
+    for (args, exit) in cases {
+        let (o, took) = rowkit(&store, &[&["--deadline", "2"][..], args].concat());
+        assert_eq!(o.status.code(), Some(i32::from(*exit)), "{args:?}: {o:?}");
+        assert!(
+            took >= Duration::from_secs(2) && took < Duration::from_secs(6),
+            "{args:?} took {took:?}"
+        );
+    }
+}
+
 /// `--now` is a time the stores can stamp: from the epoch to the end of year 9999. Anything
 /// else is a usage error (exit 2) before the store is opened (no file is created); it used to
 /// wrap (i64::MIN) or be clamped to 0 silently.
