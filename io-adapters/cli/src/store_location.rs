@@ -1,12 +1,12 @@
 //! `--store` values: where the tables live.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::Duration;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_embedded::{GcPage, MemoryStore, RedbStore, Reply, Store};
-use rowkit_statemachines::{Request, StoreError};
+use rowkit_statemachines::{Code, Request, StoreError};
 
 use crate::error::CliError;
 
@@ -48,10 +48,23 @@ impl StoreLocation {
     pub fn open(&self, read_only: bool, deadline: Duration) -> Result<Box<dyn Store>, StoreError> {
         match self {
             StoreLocation::Memory => Ok(Box::new(MemoryStore::new())),
-            StoreLocation::Embedded(path) if read_only => {
-                Ok(Box::new(RedbStore::open_read_only(path)?))
+            StoreLocation::Embedded(path) => {
+                let opened = if read_only {
+                    RedbStore::open_read_only(path)
+                } else {
+                    RedbStore::open(path)
+                };
+                match opened {
+                    Ok(store) => Ok(Box::new(store)),
+                    Err(mut e) if e.code == Code::Unavailable => {
+                        if let Some(holder) = lock_holder(path) {
+                            e.message = format!("{} Held by {holder}.", e.message);
+                        }
+                        Err(e)
+                    }
+                    Err(e) => Err(e),
+                }
             }
-            StoreLocation::Embedded(path) => Ok(Box::new(RedbStore::open(path)?)),
             // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable (or
             // `?endpoint=`) with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials
             // (google-cloud-auth), built on the store's own runtime.
@@ -59,6 +72,46 @@ impl StoreLocation {
                 rowkit_bigtable::BigtableStore::open_with_call_timeout(url, deadline)?,
             )),
         }
+    }
+}
+
+/// The process holding the lock on the file at `path` (`process 4242: rowkit … serve`), from
+/// `/proc/locks` on Linux: the lock message then says who to stop. `None` where there is no
+/// such table or no lock on the file is listed.
+fn lock_holder(path: &Path) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let file = std::fs::metadata(path).ok()?;
+        // `/proc/locks` names a file `MAJOR:MINOR:INODE` (hex, hex, decimal); st_dev encodes
+        // major and minor as glibc's `major()` and `minor()` decode them.
+        let dev = file.dev();
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+        let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+        let wanted = format!("{major:02x}:{minor:02x}:{}", file.ino());
+        let locks = std::fs::read_to_string("/proc/locks").ok()?;
+        // `ID: FLOCK ADVISORY WRITE PID DEV:INODE START END`; a waiter's line has `->` after ID.
+        let pid = locks.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().filter(|f| *f != "->").collect();
+            let pid: u32 = fields.get(4)?.parse().ok()?;
+            (fields.get(5) == Some(&wanted.as_str()) && pid != std::process::id()).then_some(pid)
+        })?;
+        let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let command: Vec<String> = command
+            .split(|b| *b == 0)
+            .filter(|arg| !arg.is_empty())
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect();
+        Some(if command.is_empty() {
+            format!("process {pid}")
+        } else {
+            format!("process {pid}: {}", command.join(" "))
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
     }
 }
 

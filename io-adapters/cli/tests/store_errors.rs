@@ -1,8 +1,9 @@
 //! One rule for a store that cannot be used, and options checked against their ranges, end to
 //! end through the `rowkit` binary: a store file another process holds (a real `rowkit serve`)
-//! fails every command at once with the lock message (exit 1; a check's "could not run" is 2,
-//! its 1 being "findings left"); `--deadline` bounds the triple store's operations as every
-//! other schema's; `--now` and tokens out of range are usage errors (exit 2) that touch no file.
+//! fails every command at once with the lock message naming the holder (exit 1; a check's
+//! "could not run" is 2, its 1 being "findings left"); `--deadline` bounds every command, the
+//! triple store's operations as every other schema's, and against a server that never
+//! answers; `--now` and tokens out of range are usage errors (exit 2) that touch no file.
 #![allow(clippy::unwrap_used)]
 
 mod support;
@@ -87,7 +88,9 @@ fn a_store_another_process_holds_fails_every_command_at_once() {
         let (o, _) = rowkit(&s.store(), args);
         assert!(o.status.success(), "{args:?}: {o:?}");
     }
-    let (_server, _, _) = support::serve_grpc(&s.store(), &[]);
+    let (server, _, _) = support::serve_grpc(&s.store(), &[]);
+    // The message names the holder (from /proc/locks, on Linux).
+    let holder = format!("Held by process {}: ", server.0.id());
     let cases: &[(&[&str], u8)] = &[
         (&["admin", "list-tables"], 1),
         (&["admin", "create-table", "x", "--family", "f"], 1),
@@ -120,6 +123,9 @@ fn a_store_another_process_holds_fails_every_command_at_once() {
             message.starts_with("rowkit: UNAVAILABLE: ") && message.contains(LOCKED),
             "{args:?}: {message}"
         );
+        if cfg!(target_os = "linux") {
+            assert!(message.contains(&holder), "{args:?}: {message}");
+        }
         assert_eq!(message.lines().count(), 1, "{args:?}: {message}");
         assert!(took < Duration::from_secs(3), "{args:?} took {took:?}");
         // The same error under --json, with the status as its id.
