@@ -34,6 +34,18 @@ pub trait TokenProvider: Send + Sync {
     fn headers(&self) -> HeadersFuture<'_> {
         Box::pin(async move {
             let token = self.token().await?;
+            // Checked here, where every provider's token becomes a header, and so at open
+            // (which asks for the first token): a space, a non-ASCII character or a control
+            // character would be refused, trimmed or sent as bytes no server matches.
+            if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(StoreError::new(
+                    Code::InvalidArgument,
+                    format!(
+                        "the access token (e.g. {}) must be non-empty visible ASCII (`!` to `~`)",
+                        crate::TOKEN_ENV
+                    ),
+                ));
+            }
             let mut value =
                 HeaderValue::try_from(["Bearer ", token.as_str()].concat()).map_err(|_| {
                     StoreError::new(Code::Unauthenticated, "token is not a valid header value")

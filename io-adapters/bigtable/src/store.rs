@@ -7,8 +7,15 @@
 //! buffered and dropping the iterator cancels the call. Do not call it from inside an async
 //! task (Tokio forbids `block_on` there); async code uses the connection
 //! through `rowkit-client`'s `TokioDriver` instead.
+//!
+//! A blocked caller cannot give up by itself (the sync driver runs a machine's request to its
+//! answer), so a store opened with a call timeout ([`BigtableStore::open_with_call_timeout`])
+//! ends a call `DEADLINE_EXCEEDED` when the server sends nothing for that long: a server that
+//! accepts and never answers cannot hold a command past its deadline.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::StreamExt;
 use rowkit_codec::model::{Code, ColumnFamily, Timestamp};
@@ -28,6 +35,8 @@ pub const TOKEN_ENV: &str = "ROWKIT_BIGTABLE_TOKEN";
 pub struct BigtableStore {
     runtime: Arc<Runtime>,
     conn: BigtableConnection,
+    /// How long a call may wait for the server's next answer (`None`: for ever).
+    call_timeout: Option<Duration>,
 }
 
 /// A runtime for blocking stores: two worker threads drive the HTTP/2 connections while
@@ -50,7 +59,7 @@ impl BigtableStore {
     ) -> Result<BigtableStore, StoreError> {
         let runtime = new_runtime()?;
         let conn = runtime.block_on(BigtableConnection::connect(target, tokens))?;
-        Ok(BigtableStore { runtime, conn })
+        Ok(BigtableStore::from_parts(runtime, conn))
     }
 
     /// Opens a `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=URL[&ca=FILE]]`
@@ -60,6 +69,17 @@ impl BigtableStore {
     /// store's runtime. It gets the first token before connecting, so credentials that cannot
     /// give one fail here, with what is wrong, not at the first call.
     pub fn open(url: &str) -> Result<BigtableStore, StoreError> {
+        BigtableStore::open_within(url, None)
+    }
+
+    /// [`BigtableStore::open`] bounded by `limit` (the first token and the connection), and
+    /// every call then ends `DEADLINE_EXCEEDED` when the server sends nothing for `limit`
+    /// (see the module doc): for a command with a deadline.
+    pub fn open_with_call_timeout(url: &str, limit: Duration) -> Result<BigtableStore, StoreError> {
+        BigtableStore::open_within(url, Some(limit))
+    }
+
+    fn open_within(url: &str, limit: Option<Duration>) -> Result<BigtableStore, StoreError> {
         let target = Target::parse(url)
             .map_err(|e| StoreError::new(Code::InvalidArgument, e.to_string()))?;
         let tokens: Option<Arc<dyn TokenProvider>> = match target.endpoint {
@@ -74,18 +94,27 @@ impl BigtableStore {
             },
         };
         let runtime = new_runtime()?;
-        let conn = runtime.block_on(async {
+        let connect = async {
             if let Some(tokens) = &tokens {
                 tokens.headers().await?;
             }
             BigtableConnection::connect(target, tokens).await
-        })?;
-        Ok(BigtableStore { runtime, conn })
+        };
+        let conn = runtime.block_on(within(limit, "opening the store", connect))?;
+        Ok(BigtableStore {
+            runtime,
+            conn,
+            call_timeout: limit,
+        })
     }
 
     /// A store over an existing connection and runtime.
     pub fn from_parts(runtime: Arc<Runtime>, conn: BigtableConnection) -> BigtableStore {
-        BigtableStore { runtime, conn }
+        BigtableStore {
+            runtime,
+            conn,
+            call_timeout: None,
+        }
     }
 
     /// The same channels and runtime, another instance (a fresh namespace on the emulator).
@@ -93,7 +122,14 @@ impl BigtableStore {
         BigtableStore {
             runtime: self.runtime.clone(),
             conn: self.conn.with_instance(project, instance),
+            call_timeout: self.call_timeout,
         }
+    }
+
+    /// Blocks on one call, bounded by the call timeout.
+    fn wait<T>(&self, call: impl Future<Output = Result<T, StoreError>>) -> Result<T, StoreError> {
+        self.runtime
+            .block_on(within(self.call_timeout, "waiting for Bigtable", call))
     }
 
     /// The async connection underneath.
@@ -107,9 +143,27 @@ impl BigtableStore {
     }
 }
 
-/// A gRPC stream as a blocking iterator of parts; stops after the first error.
+/// `work`, ended `DEADLINE_EXCEEDED` (saying it was `doing` it) when `limit` passes first.
+async fn within<T>(
+    limit: Option<Duration>,
+    doing: &str,
+    work: impl Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let Some(limit) = limit else {
+        return work.await;
+    };
+    tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+        Err(StoreError::new(
+            Code::DeadlineExceeded,
+            format!("{doing}: no answer within {} s", limit.as_secs_f64()),
+        ))
+    })
+}
+
+/// A gRPC stream as a blocking iterator of parts; stops after the first error. Each part is
+/// waited for at most the store's call timeout.
 struct BlockingParts<'a> {
-    runtime: &'a Runtime,
+    store: &'a BigtableStore,
     parts: Option<PartStream>,
 }
 
@@ -118,7 +172,10 @@ impl Iterator for BlockingParts<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         let parts = self.parts.as_mut()?;
-        let item = self.runtime.block_on(parts.next());
+        let item = self
+            .store
+            .wait(async { Ok(parts.next().await) })
+            .unwrap_or_else(|timeout| Some(Err(timeout)));
         if !matches!(item, Some(Ok(_))) {
             self.parts = None;
         }
@@ -130,10 +187,10 @@ impl Store for BigtableStore {
     /// Runs one RPC. `now` is ignored: Bigtable stamps server-time cells and
     /// read-modify-write results with its own clock.
     fn execute(&self, request: Request, _now: Timestamp) -> Result<Reply<'_>, StoreError> {
-        match self.runtime.block_on(self.conn.execute(request))? {
+        match self.wait(self.conn.execute(request))? {
             AsyncReply::Unary(r) => Ok(Reply::Unary(r)),
             AsyncReply::Stream(parts) => Ok(Reply::Stream(Box::new(BlockingParts {
-                runtime: &self.runtime,
+                store: self,
                 parts: Some(parts),
             }))),
         }
@@ -150,30 +207,29 @@ impl Store for BigtableStore {
         families: &[ColumnFamily],
         splits: &[Vec<u8>],
     ) -> Result<(), StoreError> {
-        self.runtime
-            .block_on(self.conn.create_table_with_splits(table, families, splits))
+        self.wait(self.conn.create_table_with_splits(table, families, splits))
     }
 
     fn delete_table(&self, table: &str) -> Result<(), StoreError> {
-        self.runtime.block_on(self.conn.delete_table(table))
+        self.wait(self.conn.delete_table(table))
     }
 
     fn list_tables(&self) -> Result<Vec<String>, StoreError> {
-        self.runtime.block_on(self.conn.list_tables())
+        self.wait(self.conn.list_tables())
     }
 
     fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
-        self.runtime.block_on(self.conn.families(table))
+        self.wait(self.conn.families(table))
     }
 
     /// `ModifyColumnFamilies` through the admin API (`create`, or `update` of an existing
     /// family's GC rule).
     fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
-        self.runtime.block_on(self.conn.set_family(table, family))
+        self.wait(self.conn.set_family(table, family))
     }
 
     fn drop_family(&self, table: &str, family: &str) -> Result<(), StoreError> {
-        self.runtime.block_on(self.conn.drop_family(table, family))
+        self.wait(self.conn.drop_family(table, family))
     }
 
     /// Garbage collection on Bigtable is done by the server, asynchronously and on its own

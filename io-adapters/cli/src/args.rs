@@ -1,6 +1,7 @@
 //! Command-line grammar (clap) and the context every command runs in.
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use rowkit_codec::model::Timestamp;
@@ -123,15 +124,17 @@ pub struct StoreArgs {
         default_value = "embedded:./rowkit.redb"
     )]
     pub store: String,
-    /// Fix the clock: microseconds since the epoch, or RFC 3339 (`2024-01-02T03:04:05Z`).
+    /// Fix the clock: microseconds since the epoch, or RFC 3339 (`2024-01-02T03:04:05Z`), from
+    /// the epoch to the end of year 9999.
     #[arg(long, global = true, value_name = "TIME")]
     pub now: Option<String>,
     /// Seed for every random choice (retry jitter, generated versions).
     #[arg(long, global = true, default_value_t = 0)]
     pub seed: u64,
-    /// Give up retrying after this many seconds.
-    #[arg(long, global = true, default_value_t = 60, value_name = "SECS")]
-    pub deadline: u64,
+    /// Give up retrying after this many seconds [default: 60; `graph` drop, add and remove:
+    /// 3600, as BadWolf].
+    #[arg(long, global = true, value_name = "SECS")]
+    pub deadline: Option<u64>,
 }
 
 /// The command groups.
@@ -151,8 +154,9 @@ pub enum Command {
     Key(KeyArgs),
     /// Serve the Bigtable v2 JSON API and the browser tool over the store.
     Serve(crate::serve::ServeArgs),
-    /// Check every schema table of the store (graph, gold, s3, and the mount table's fsck);
-    /// exit 1 if problems are left.
+    /// Check every schema table of the store (graph, gold, s3, and the mount table's fsck).
+    /// Exit 0 when clean, 1 when problems are left, 2 when it could not run (bad usage, a store
+    /// error, a store another process holds, the deadline).
     Check(crate::check::CheckArgs),
 }
 
@@ -276,6 +280,22 @@ impl Command {
         }
     }
 
+    /// Whether the command is a check (`check`, `graph check`, `gold check`, `s3 check`, `mt
+    /// fsck`): its exit 1 means findings left (`spec/check.md` §1.5), so a check that could not
+    /// run exits 2 ([`crate::check::could_not_run`]).
+    pub fn is_check(&self) -> bool {
+        match self {
+            Command::Check(_) => true,
+            Command::Graph(args) => {
+                matches!(args.command, crate::graph::GraphCommand::Check { .. })
+            }
+            Command::Gold(args) => matches!(args.command, crate::gold::GoldCommand::Check { .. }),
+            Command::S3(args) => matches!(args.command, crate::s3::S3Command::Check { .. }),
+            Command::Mt(args) => matches!(args.command, crate::mt::MtCommand::Fsck { .. }),
+            Command::Admin(_) | Command::Key(_) | Command::Serve(_) => false,
+        }
+    }
+
     pub fn only_reads(&self) -> bool {
         match self {
             Command::Admin(args) => matches!(
@@ -313,39 +333,49 @@ pub struct Context {
     pub clock: Box<dyn Clock + Send + Sync>,
     /// Seed for the machines.
     pub seed: u64,
-    /// Retry policy with the operation deadline.
+    /// Retry policy with the operation deadline (`--deadline`, else 60 s).
     pub retry: RetryPolicy,
+    /// The `--deadline` given, in µs (`None`: the default of each operation; the triple
+    /// store's long ones keep their hour).
+    pub deadline: Option<i64>,
 }
 
 impl Context {
     /// Sets up the store (opened as `opening` says) and the clock from the store options.
     pub fn from_options(global: &StoreArgs, opening: Opening) -> Result<Context, CliError> {
         let clock: Box<dyn Clock + Send + Sync> = match &global.now {
-            Some(text) => Box::new(ManualClock::new(crate::clock::parse_time(text)?)),
+            Some(text) => Box::new(ManualClock::new(crate::clock::parse_now(text)?)),
             None => Box::new(SystemClock),
         };
         let location = StoreLocation::parse(&global.store)?;
-        let store: Box<dyn Store> = match opening {
-            Opening::Now => location.open(false)?,
-            Opening::OnFirstUse { read_only } => {
-                Box::new(StoreOnFirstUse::new(location, read_only))
-            }
-        };
-        let deadline = i64::try_from(global.deadline)
-            .ok()
-            .and_then(|s| s.checked_mul(1_000_000))
-            .ok_or_else(|| {
-                CliError::usage(format!("--deadline {} is too large", global.deadline))
-            })?;
+        let deadline = global
+            .deadline
+            .map(|secs| {
+                i64::try_from(secs)
+                    .ok()
+                    .and_then(|s| s.checked_mul(1_000_000))
+                    .ok_or_else(|| CliError::usage(format!("--deadline {secs} is too large")))
+            })
+            .transpose()?;
+        let default = RetryPolicy::default();
         let retry = RetryPolicy {
-            operation_timeout: deadline,
-            ..RetryPolicy::default()
+            operation_timeout: deadline.unwrap_or(default.operation_timeout),
+            ..default
+        };
+        // Non-negative: from u64 seconds.
+        let call_timeout = Duration::from_micros(retry.operation_timeout.unsigned_abs());
+        let store: Box<dyn Store> = match opening {
+            Opening::Now => location.open(false, call_timeout)?,
+            Opening::OnFirstUse { read_only } => {
+                Box::new(StoreOnFirstUse::new(location, read_only, call_timeout))
+            }
         };
         Ok(Context {
             store,
             clock,
             seed: global.seed,
             retry,
+            deadline,
         })
     }
 

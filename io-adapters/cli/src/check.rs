@@ -1,7 +1,7 @@
 //! What every `rowkit … check` prints (`spec/check.md` §1.4, §1.5, §5): each finding as it
 //! comes (text) or in one document at the end (`--json`), the rows scanned and problems found
 //! on a terminal while it runs, the summary, and the exit code: 0 when nothing is left, 1 when
-//! findings are left.
+//! findings are left, 2 when the check could not run ([`could_not_run`]).
 
 use std::io::Write;
 
@@ -67,6 +67,20 @@ pub fn check_error(e: CheckError) -> CliError {
         },
         CheckError::Invalid(m) => CliError::usage(m),
         other => CliError::Store(StoreError::from(other)),
+    }
+}
+
+/// The error of a check that could not run (a store error, a locked store, the deadline):
+/// exit 2, since 1 means findings left; bad usage is 2 already, and findings, a closed pipe
+/// and other ends with their own code keep it.
+pub fn could_not_run(e: CliError) -> CliError {
+    match e {
+        CliError::Usage(_) | CliError::Exit(_) | CliError::Output(_) => e,
+        other => CliError::Schema {
+            id: other.id(),
+            message: other.message(),
+            exit: 2,
+        },
     }
 }
 

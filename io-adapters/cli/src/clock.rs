@@ -18,6 +18,26 @@ pub fn parse_time(text: &str) -> Result<Timestamp, CliError> {
     })
 }
 
+/// The latest `--now`: the last microsecond of year 9999, the last RFC 3339 can write. Far
+/// enough inside `i64` that the deadlines and lifetimes machines add to `now` never saturate.
+pub const MAX_NOW: Timestamp = Timestamp(253_402_300_799_999_999);
+
+/// Parses `--now` ([`parse_time`]) and checks it is a time the stores can stamp: from the
+/// epoch (timestamps are never negative, `spec/bigtable.md` 3) to [`MAX_NOW`]. Below a
+/// millisecond it is kept; cells get it truncated to the millisecond, as production's clock.
+pub fn parse_now(text: &str) -> Result<Timestamp, CliError> {
+    let now = parse_time(text)?;
+    if (0..=MAX_NOW.0).contains(&now.0) {
+        Ok(now)
+    } else {
+        Err(CliError::usage(format!(
+            "--now {text}: out of range: from 0 (1970-01-01T00:00:00Z) to {} \
+             (9999-12-31T23:59:59.999999Z) microseconds",
+            MAX_NOW.0
+        )))
+    }
+}
+
 fn parse_rfc3339(s: &str) -> Option<Timestamp> {
     let b = s.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
@@ -123,5 +143,30 @@ mod tests {
         );
         assert!(parse_time("2024-02-30T00:00:00Z").is_err());
         assert!(parse_time("yesterday").is_err());
+    }
+
+    #[test]
+    fn now_is_between_the_epoch_and_the_end_of_9999() {
+        assert_eq!(parse_now("0").unwrap(), Timestamp(0));
+        assert_eq!(
+            parse_now("9999-12-31T23:59:59.999999Z").unwrap(),
+            Timestamp(253_402_300_799_999_999)
+        );
+        for bad in [
+            "-1",
+            "-5000",
+            "-9223372036854775808",
+            "253402300800000000",
+            "9223372036854775807",
+            "1969-12-31T23:59:59Z",
+        ] {
+            let e = parse_now(bad).unwrap_err();
+            assert_eq!(e.exit_code(), 2, "{bad}");
+            assert!(
+                e.message().contains("out of range"),
+                "{bad}: {}",
+                e.message()
+            );
+        }
     }
 }

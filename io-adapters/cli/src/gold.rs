@@ -51,8 +51,8 @@ pub enum GoldCommand {
     Setup,
     /// Check the table: row keys, shards, OPS rows, trace rows against their tile's OPS,
     /// trace and options cells, and (digest-id layout) ids against the digest map and the id
-    /// counter. Exit 1 if problems are found. Nothing in a trace store is repairable, so
-    /// `--fix` (accepted like every check's) changes nothing.
+    /// counter. Exit 0 when clean, 1 when problems are found, 2 when it could not run. Nothing
+    /// in a trace store is repairable, so `--fix` (accepted like every check's) changes nothing.
     Check {
         /// Repair what can be repaired (nothing, in a trace store).
         #[arg(long)]
@@ -273,7 +273,8 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             print_tile(out, doc, &tile)
         }
         GoldCommand::Traces { from, to, matches } => {
-            if to - from + 1 > MAX_TRACES_COMMITS {
+            // Saturating: `--to` and `--from` are any i64 (the machine judges each index).
+            if to.saturating_sub(*from) >= MAX_TRACES_COMMITS {
                 return Err(CliError::usage(format!(
                     "at most {MAX_TRACES_COMMITS} commits at once"
                 )));

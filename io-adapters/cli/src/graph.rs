@@ -99,7 +99,8 @@ pub enum GraphCommand {
     /// Check the table (or one graph) for what failed writes leave behind: undecodable keys
     /// and cells, cells in the wrong row or at the wrong timestamp, triples missing from some
     /// of their four index rows, graphs without their graph row. `--fix` writes missing
-    /// index cells and graph rows. Exit 1 if problems are left.
+    /// index cells and graph rows. Exit 0 when clean, 1 when problems are left, 2 when it could
+    /// not run.
     Check {
         /// Only this graph (its graph row and its four indices).
         graph: Option<String>,
@@ -208,9 +209,10 @@ fn anchor(text: &Option<String>) -> Result<Option<Anchor>, CliError> {
 /// Runs one graph command on table `table`.
 pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError> {
     let (table, cmd) = (args.table.as_str(), &args.command);
-    let ts = TripleStore::new(SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()))
+    let mut ts = TripleStore::new(SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()))
         .with_table(table)
         .with_seed(ctx.seed);
+    ts.set_deadline(ctx.deadline);
     match cmd {
         GraphCommand::Check { graph, flags } => {
             let (options, timeout) = (flags.options(), check_timeout(ctx));

@@ -1,6 +1,7 @@
 //! `rowkit`: the command line over rowkit's stores and schemas.
 //!
-//! Exit codes: 0 ok, 1 the operation failed (not found, conflict, …), 2 bad usage or bad input.
+//! Exit codes: 0 ok, 1 the operation failed (not found, conflict, …), 2 bad usage or bad input;
+//! every check: 0 clean, 1 findings left, 2 it could not run (`check::could_not_run`).
 //! Errors are one line on stderr; with `--json` also `{"error":{"id","message"}}` on stdout.
 #![forbid(unsafe_code)]
 
@@ -78,15 +79,27 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
         read_only: cli.command.only_reads(),
     };
     let ctx = args::Context::from_options(store, opening)?;
-    match &cli.command {
+    let result = match &cli.command {
         Command::Admin(args) => admin::run(&ctx, &args.command, out),
         Command::Graph(args) => graph::run(&ctx, args, out),
         Command::Gold(args) => gold::run(&ctx, args, out),
         Command::S3(cmd) => s3::run(&ctx, cmd, out),
         Command::Mt(args) => mt::run(&ctx, args, out),
         Command::Key(args) => key::run(&args.command, out),
-        Command::Serve(args) => serve::run(ctx, args, out),
+        Command::Serve(args) => return serve::run(ctx, args, out),
         Command::Check(args) => check::run_all(&ctx, args, out),
+    };
+    // A store that could not be opened (a file another process holds) is what failed,
+    // however the command's schema words it (object metadata's errors cannot say UNAVAILABLE,
+    // and its machine was cancelled): one message and exit code for every command.
+    let result = result.map_err(|e| match ctx.store.unusable() {
+        Some(open) => CliError::Store(open),
+        None => e,
+    });
+    if cli.command.is_check() {
+        result.map_err(check::could_not_run)
+    } else {
+        result
     }
 }
 

@@ -97,7 +97,8 @@ pub enum MtCommand {
     /// Permissions of a node.
     #[command(subcommand)]
     Perms(PermsCommand),
-    /// Check the table (and with --fix, repair it and recompute the counters).
+    /// Check the table (and with --fix, repair it and recompute the counters). Exit 0 when
+    /// consistent, 1 when inconsistencies are left, 2 when it could not run.
     Fsck {
         /// Repair what is found.
         #[arg(long)]

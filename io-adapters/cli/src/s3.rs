@@ -171,7 +171,8 @@ pub enum S3Command {
     /// Check the table (or one bucket): keys, documents, derived cells, key formats, masters
     /// against their versions (dangling, behind, missing, placeholders whose repair is due).
     /// `--fix` rewrites derived cells from the document and sets masters to their newest
-    /// version (due placeholders, lagging or missing masters). Exit 1 if problems are left.
+    /// version (due placeholders, lagging or missing masters). Exit 0 when clean, 1 when
+    /// problems are left, 2 when it could not run.
     Check {
         /// Only this bucket (its collection and metastore row).
         bucket: Option<String>,

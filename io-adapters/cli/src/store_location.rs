@@ -1,11 +1,12 @@
 //! `--store` values: where the tables live.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
+use std::time::Duration;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_embedded::{GcPage, MemoryStore, RedbStore, Reply, Store};
-use rowkit_statemachines::{Request, StoreError};
+use rowkit_statemachines::{Code, Request, StoreError};
 
 use crate::error::CliError;
 use crate::gateway_store::GatewayStore;
@@ -46,23 +47,36 @@ impl StoreLocation {
         }
     }
 
-    /// Opens the store; an embedded file `read_only` (never created or written).
-    pub fn open(&self, read_only: bool) -> Result<Box<dyn Store>, StoreError> {
+    /// Opens the store; an embedded file `read_only` (never created or written). Bigtable is
+    /// given `deadline` to open and to answer each call: a server that never answers fails
+    /// the command at its deadline rather than holding it.
+    pub fn open(&self, read_only: bool, deadline: Duration) -> Result<Box<dyn Store>, StoreError> {
         match self {
             StoreLocation::Memory => Ok(Box::new(MemoryStore::new())),
-            StoreLocation::Embedded(path) if read_only => Ok(Box::new(
-                RedbStore::open_read_only(path).map_err(held_by_server_hint)?,
-            )),
-            StoreLocation::Embedded(path) => Ok(Box::new(
-                RedbStore::open(path).map_err(held_by_server_hint)?,
-            )),
+            StoreLocation::Embedded(path) => {
+                let opened = if read_only {
+                    RedbStore::open_read_only(path)
+                } else {
+                    RedbStore::open(path)
+                };
+                match opened {
+                    Ok(store) => Ok(Box::new(store)),
+                    Err(mut e) if e.code == Code::Unavailable => {
+                        if let Some(holder) = lock_holder(path) {
+                            e.message = format!("{} Held by {holder}.", e.message);
+                        }
+                        Err(held_by_server_hint(e))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
             StoreLocation::Gateway(url) => Ok(Box::new(GatewayStore::new(url))),
             // Emulator from `?emulator=` or BIGTABLE_EMULATOR_HOST; otherwise Cloud Bigtable (or
             // `?endpoint=`) with ROWKIT_BIGTABLE_TOKEN or Application Default Credentials
             // (google-cloud-auth), built on the store's own runtime.
-            StoreLocation::Bigtable(url) => {
-                Ok(Box::new(rowkit_bigtable::BigtableStore::open(url)?))
-            }
+            StoreLocation::Bigtable(url) => Ok(Box::new(
+                rowkit_bigtable::BigtableStore::open_with_call_timeout(url, deadline)?,
+            )),
         }
     }
 }
@@ -70,7 +84,7 @@ impl StoreLocation {
 /// A file another process holds (`UNAVAILABLE`) is most often held by `rowkit serve`: the error
 /// says how to reach the file through it instead.
 fn held_by_server_hint(mut e: StoreError) -> StoreError {
-    if e.code == rowkit_statemachines::Code::Unavailable {
+    if e.code == Code::Unavailable {
         e.message.push_str(
             "; if `rowkit serve` holds it, use the server's address: --store 'bigtable://p/i?emulator=GRPC_ADDR' (serve --grpc) for tables, --store http://ADDR for `admin backup`",
         );
@@ -78,20 +92,63 @@ fn held_by_server_hint(mut e: StoreError) -> StoreError {
     e
 }
 
+/// The process holding the lock on the file at `path` (`process 4242: rowkit … serve`), from
+/// `/proc/locks` on Linux: the lock message then says who to stop. `None` where there is no
+/// such table or no lock on the file is listed.
+fn lock_holder(path: &Path) -> Option<String> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let file = std::fs::metadata(path).ok()?;
+        // `/proc/locks` names a file `MAJOR:MINOR:INODE` (hex, hex, decimal); st_dev encodes
+        // major and minor as glibc's `major()` and `minor()` decode them.
+        let dev = file.dev();
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & !0xfff);
+        let minor = (dev & 0xff) | ((dev >> 12) & !0xff);
+        let wanted = format!("{major:02x}:{minor:02x}:{}", file.ino());
+        let locks = std::fs::read_to_string("/proc/locks").ok()?;
+        // `ID: FLOCK ADVISORY WRITE PID DEV:INODE START END`; a waiter's line has `->` after ID.
+        let pid = locks.lines().find_map(|line| {
+            let fields: Vec<&str> = line.split_whitespace().filter(|f| *f != "->").collect();
+            let pid: u32 = fields.get(4)?.parse().ok()?;
+            (fields.get(5) == Some(&wanted.as_str()) && pid != std::process::id()).then_some(pid)
+        })?;
+        let command = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let command: Vec<String> = command
+            .split(|b| *b == 0)
+            .filter(|arg| !arg.is_empty())
+            .map(|arg| String::from_utf8_lossy(arg).into_owned())
+            .collect();
+        Some(if command.is_empty() {
+            format!("process {pid}")
+        } else {
+            format!("process {pid}: {}", command.join(" "))
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        None
+    }
+}
+
 /// A store opened by its first request, not before: a command checks all of its input first,
 /// so one refused for bad input has not even opened (let alone created or changed) the file.
 pub struct StoreOnFirstUse {
     location: StoreLocation,
     read_only: bool,
+    deadline: Duration,
     store: OnceLock<Result<Box<dyn Store>, StoreError>>,
 }
 
 impl StoreOnFirstUse {
-    /// The store at `location`, to be opened `read_only` or not.
-    pub fn new(location: StoreLocation, read_only: bool) -> StoreOnFirstUse {
+    /// The store at `location`, to be opened `read_only` or not, with the command's `deadline`
+    /// ([`StoreLocation::open`]).
+    pub fn new(location: StoreLocation, read_only: bool, deadline: Duration) -> StoreOnFirstUse {
         StoreOnFirstUse {
             location,
             read_only,
+            deadline,
             store: OnceLock::new(),
         }
     }
@@ -100,7 +157,7 @@ impl StoreOnFirstUse {
     fn get(&self) -> Result<&dyn Store, StoreError> {
         match self
             .store
-            .get_or_init(|| self.location.open(self.read_only))
+            .get_or_init(|| self.location.open(self.read_only, self.deadline))
         {
             Ok(store) => Ok(store.as_ref()),
             Err(e) => Err(e.clone()),
@@ -123,6 +180,16 @@ impl Store for StoreOnFirstUse {
         self.store
             .get()
             .is_some_and(|opened| opened.as_ref().is_ok_and(|store| store.in_process()))
+    }
+
+    /// The open's error once it failed (a file another process holds, …): every command then
+    /// fails at once with it instead of its machine retrying it until the deadline.
+    fn unusable(&self) -> Option<StoreError> {
+        match self.store.get() {
+            Some(Err(e)) => Some(e.clone()),
+            Some(Ok(store)) => store.unusable(),
+            None => None,
+        }
     }
 
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {

@@ -125,6 +125,20 @@ where
         true
     }
 
+    /// Resolves once the store is unusable ([`Store::unusable`]: it could not be opened), so
+    /// that [`crate::run`] ends the operation at once instead of the machine retrying, until
+    /// its deadline, a failure no retry mends. [`crate::run`] polls it whenever it wakes,
+    /// which over this driver is after every answer, so it needs no waker.
+    fn cancelled(&self) -> impl Future<Output = ()> {
+        core::future::poll_fn(move |_| {
+            if self.store.unusable().is_some() {
+                Poll::Ready(())
+            } else {
+                Poll::Pending
+            }
+        })
+    }
+
     fn create_table(
         &self,
         table: &str,

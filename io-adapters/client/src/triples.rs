@@ -92,6 +92,8 @@ impl TriplesCalls {
 pub struct TripleStore<D> {
     driver: D,
     calls: TriplesCalls,
+    /// The deadline of every operation in µs from its start, if set (else spec §11's).
+    deadline_micros: Option<i64>,
 }
 
 /// A graph handle, obtained from [`TripleStore::new_graph`] or [`TripleStore::graph`].
@@ -116,7 +118,14 @@ impl<D: Driver> TripleStore<D> {
         TripleStore {
             driver,
             calls: TriplesCalls::new(keys::DEFAULT_TABLE, 0),
+            deadline_micros: None,
         }
+    }
+
+    /// Every later operation ends `Aborted` this many µs after it starts (`None`: spec §11's
+    /// 60 s, and 1 h for `DeleteGraph`, `AddTriples` and `RemoveTriples`).
+    pub fn set_deadline(&mut self, micros: Option<i64>) {
+        self.deadline_micros = micros;
     }
 
     /// Uses table `table`.
@@ -136,9 +145,13 @@ impl<D: Driver> TripleStore<D> {
         self.calls.table()
     }
 
+    /// The configuration, start and seed of an operation whose own deadline is `timeout` µs
+    /// (unless [`TripleStore::set_deadline`] set one for every operation).
     fn config(&self, timeout: i64) -> (OperationConfig, Timestamp, u64) {
         let now = self.driver.now();
-        let (config, seed) = self.calls.next(now, timeout);
+        let (config, seed) = self
+            .calls
+            .next(now, self.deadline_micros.unwrap_or(timeout));
         (config, now, seed)
     }
 
@@ -207,7 +220,9 @@ impl<D: Driver> TripleStore<D> {
         timeout: i64,
         on_event: impl FnMut(CheckEvent),
     ) -> Result<CheckSummary, CheckError> {
-        let (config, now, seed) = self.config(timeout);
+        // Its own `timeout`, not the operations' deadline: a check runs as long as it is let.
+        let now = self.driver.now();
+        let (config, seed) = self.calls.next(now, timeout);
         let m = Check::new(config, graph, options, now, seed);
         run(&self.driver, m, on_event).await.map_err(|e| match e {
             RunError::Machine(e) => e,

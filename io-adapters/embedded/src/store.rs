@@ -319,6 +319,13 @@ pub trait Store: Send + Sync {
     fn in_process(&self) -> bool {
         false
     }
+    /// Why no call can succeed, if so: a store opened on first use whose open failed (a file
+    /// another process holds, a server that refused the connection). The sync driver then
+    /// cancels its operations at once, since retrying until the deadline cannot mend it, and
+    /// the caller reports this error. Default `None`; wrappers forward it.
+    fn unusable(&self) -> Option<StoreError> {
+        None
+    }
     /// Creates a table with its families (`ALREADY_EXISTS` if it exists).
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError>;
     /// Creates a table with its families and initial split points (CreateTable's

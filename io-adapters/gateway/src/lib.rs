@@ -106,6 +106,12 @@ pub enum GatewayError {
     /// An empty token.
     #[error("--token must not be empty")]
     EmptyToken,
+    /// A token with a byte other than visible ASCII (`!` to `~`), which clients cannot send.
+    #[error(
+        "--token must be visible ASCII (`!` to `~`, no spaces): clients send it in an \
+         `Authorization: Bearer` header"
+    )]
+    TokenNotVisibleAscii,
     /// A CORS origin that is not a valid header value, or `*` with a token.
     #[error("--cors-origin {origin:?}: {reason}")]
     BadOrigin {

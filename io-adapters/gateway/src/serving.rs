@@ -18,15 +18,28 @@ use crate::GatewayError;
 pub const STREAM_BUFFER: usize = 16;
 
 /// The address/token rule of every rowkit server: loopback may go without a token, any other
-/// address requires one, and a token is never empty.
+/// address requires one, and a token is a valid one ([`check_token`]).
 pub fn check_exposure(listen: SocketAddr, token: Option<&str>) -> Result<(), GatewayError> {
-    if token == Some("") {
-        return Err(GatewayError::EmptyToken);
+    if let Some(token) = token {
+        check_token(token)?;
     }
     if !listen.ip().is_loopback() && token.is_none() {
         return Err(GatewayError::TokenRequired { addr: listen });
     }
     Ok(())
+}
+
+/// A server's token is not empty and is visible ASCII (`!` to `~`): what a client can send
+/// in `Authorization: Bearer TOKEN` and compare byte for byte (a space would be trimmed, other
+/// bytes are not header text every client sends).
+pub fn check_token(token: &str) -> Result<(), GatewayError> {
+    if token.is_empty() {
+        Err(GatewayError::EmptyToken)
+    } else if !token.bytes().all(|b| b.is_ascii_graphic()) {
+        Err(GatewayError::TokenNotVisibleAscii)
+    } else {
+        Ok(())
+    }
 }
 
 /// Binds the server's socket ([`GatewayError::Bind`] when the address is taken or not ours).
@@ -300,5 +313,15 @@ mod tests {
             check_exposure(lo, Some("")),
             Err(GatewayError::EmptyToken)
         ));
+        for bad in ["tök", "a b", "tab\there", "nul\0", "\u{7f}"] {
+            assert!(
+                matches!(
+                    check_exposure(any, Some(bad)),
+                    Err(GatewayError::TokenNotVisibleAscii)
+                ),
+                "{bad:?}"
+            );
+        }
+        assert!(check_exposure(any, Some("!azAZ09-._~+/=")).is_ok());
     }
 }

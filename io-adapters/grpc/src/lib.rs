@@ -19,7 +19,8 @@
 //!   [`RESPONSE_BYTES`], never splitting a row (but one over gRPC's default 4 MiB receive
 //!   limit, for clients other than Go's, which merge a row across responses), and sends `last_scanned_row_key` after a long
 //!   filtered-out stretch, as production does. Messages of up to [`MAX_MESSAGE_BYTES`] are
-//!   accepted and sent.
+//!   accepted and sent; a larger one is answered `RESOURCE_EXHAUSTED` and one that does not
+//!   decode `INVALID_ARGUMENT`, as production (`codes`).
 //! - Exposure: the JSON gateway's rule (`rowkit_gateway::serving`): loopback without a token,
 //!   any other address only with one, checked as `authorization: Bearer TOKEN` metadata.
 //!   [`GrpcServer::with_tls`] serves TLS instead of plaintext (rustls, ring), for clients that
@@ -30,6 +31,7 @@
 
 mod admin;
 pub mod background;
+mod codes;
 mod consistency;
 mod data;
 mod instance;
@@ -191,19 +193,21 @@ impl GrpcServer {
         if let Some(tls) = self.tls {
             server = server.tls_config(tls)?;
         }
+        // Each service answers undecodable and oversized requests with production's codes.
+        use tonic::service::interceptor::InterceptedService;
         server
-            .add_service(tonic::service::interceptor::InterceptedService::new(
+            .add_service(codes::ProductionCodes(InterceptedService::new(
                 data,
                 auth.clone(),
-            ))
-            .add_service(tonic::service::interceptor::InterceptedService::new(
+            )))
+            .add_service(codes::ProductionCodes(InterceptedService::new(
                 admin,
                 auth.clone(),
-            ))
-            .add_service(tonic::service::interceptor::InterceptedService::new(
+            )))
+            .add_service(codes::ProductionCodes(InterceptedService::new(
                 instance_admin,
                 auth,
-            ))
+            )))
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await
     }
