@@ -22,6 +22,7 @@
 #![forbid(unsafe_code)]
 
 mod api;
+mod body;
 mod cors;
 pub mod gc;
 mod host;
