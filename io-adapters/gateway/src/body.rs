@@ -34,16 +34,21 @@ pub(crate) struct NotJson {
 
 impl std::fmt::Display for NotJson {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let what = if self.offset == 0 || !self.byte.is_ascii_graphic() {
-            format!("byte 0x{:02x}", self.byte)
-        } else {
+        let what = if self.byte.is_ascii_graphic() {
             format!("{:?}", self.byte as char)
+        } else {
+            format!("byte 0x{:02x}", self.byte)
         };
+        // Worded as the decoder's own errors (Google's), which judge what this screen passes.
         write!(
             f,
-            "the request body is not a JSON object: unexpected {what} at offset {}",
+            "Invalid JSON payload received. Unexpected {what} at offset {}",
             self.offset
-        )
+        )?;
+        if self.offset == 0 {
+            f.write_str(": expected a JSON object")?;
+        }
+        Ok(())
     }
 }
 
