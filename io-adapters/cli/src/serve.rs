@@ -16,11 +16,11 @@ use std::time::Duration;
 use clap::Args;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
-use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig, GatewayError};
 use rowkit_gateway::serving::connections::{
     ConnectionLimits, Connections, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_STREAMS,
 };
+use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig, GatewayError};
 use rowkit_statemachines::{Code, StoreError};
 use tokio::sync::watch;
 

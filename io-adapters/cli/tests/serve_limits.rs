@@ -37,7 +37,15 @@ fn temp_dir(name: &str) -> PathBuf {
 fn store_with_table(dir: &Path) -> String {
     let store = format!("embedded:{}", dir.join("db.redb").display());
     let created = Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .args(["--store", &store, "admin", "create-table", "t", "--family", "cf"])
+        .args([
+            "--store",
+            &store,
+            "admin",
+            "create-table",
+            "t",
+            "--family",
+            "cf",
+        ])
         .output()
         .unwrap();
     assert!(created.status.success(), "{created:?}");
@@ -57,7 +65,10 @@ fn raise_own_fd_limit(need: u64) {
     )
     .unwrap();
     let soft = getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX);
-    assert!(soft >= need, "this test needs {need} fds, the hard limit is {soft}");
+    assert!(
+        soft >= need,
+        "this test needs {need} fds, the hard limit is {soft}"
+    );
 }
 
 fn connect(addr: &str) -> TcpStream {
@@ -144,8 +155,10 @@ fn idle_connections_do_not_lock_out_a_new_client() {
     raise_own_fd_limit(2 * IDLE_PER_SERVER as u64 + 200);
     let dir = temp_dir("idle");
     let store = store_with_table(&dir);
-    // The machine: 1 024 fds for the server, fewer than the idle connections.
-    let (_server, http, grpc) = serve_grpc_with_fd_limit(&store, &[], 1_024);
+    // The machine: 1 024 fds for the server, fewer than the idle connections; timeouts
+    // long enough that only the connection limit (closing the oldest idle) makes room.
+    let timeouts = ["--header-timeout", "3600", "--idle-timeout", "3600"];
+    let (_server, http, grpc) = serve_grpc_with_fd_limit(&store, &timeouts, 1_024);
     fill(&http, 2, 10);
     let mut held = Vec::new();
     for i in 0..IDLE_PER_SERVER {
@@ -167,6 +180,24 @@ fn idle_connections_do_not_lock_out_a_new_client() {
     assert_eq!(text.matches("rowKey").count(), 2, "{text}");
     assert_eq!(grpc_rows(&grpc), 2);
     drop(held);
+}
+
+#[test]
+fn half_sent_heads_and_bare_prefaces_are_dropped_after_the_header_timeout() {
+    let (_server, http, grpc) = serve_grpc("memory:", &["--header-timeout", "1"]);
+    let mut half_sent = connect(&http);
+    half_sent
+        .write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept:")
+        .unwrap();
+    let mut preface = connect(&grpc);
+    preface.write_all(H2_PREFACE).unwrap();
+    for mut stream in [half_sent, preface] {
+        // The server closes it (EOF or reset); a read that times out means it is still open.
+        let mut sink = Vec::new();
+        if let Err(e) = stream.read_to_end(&mut sink) {
+            assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+        }
+    }
 }
 
 #[test]
@@ -215,14 +246,21 @@ fn sigterm_drains_a_call_in_flight_and_exits_0() {
     // New connections are refused once the server stopped accepting.
     let start = Instant::now();
     while TcpStream::connect(&http).is_ok() {
-        assert!(start.elapsed() < ANSWER_WITHIN, "still accepting after SIGTERM");
+        assert!(
+            start.elapsed() < ANSWER_WITHIN,
+            "still accepting after SIGTERM"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     reader.read_to_end(&mut response).unwrap();
     let text = String::from_utf8_lossy(&response);
     // Every row came, and the array closed (chunked framing ends with the empty chunk).
     assert_eq!(text.matches("rowKey").count(), ROWS);
-    assert!(text.ends_with("\n]\r\n0\r\n\r\n"), "{}", &text[text.len().saturating_sub(200)..]);
+    assert!(
+        text.ends_with("\n]\r\n0\r\n\r\n"),
+        "{}",
+        &text[text.len().saturating_sub(200)..]
+    );
     let status = exit_within(&mut server, Duration::from_secs(30));
     let status = status.expect("rowkit serve still runs after its last call ended");
     assert!(status.success(), "{status:?}");

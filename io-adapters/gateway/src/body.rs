@@ -141,7 +141,8 @@ mod tests {
 
     fn screen_split(body: &[u8]) -> Result<(), NotJson> {
         let mut s = JsonScreen::default();
-        body.iter().try_for_each(|b| s.feed(std::slice::from_ref(b)))
+        body.iter()
+            .try_for_each(|b| s.feed(std::slice::from_ref(b)))
     }
 
     #[test]

@@ -148,7 +148,9 @@ impl GrpcServer {
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| TlsError(format!("certificate chain: {e}")))?;
         if chain.is_empty() {
-            return Err(TlsError("certificate chain: no certificate in the PEM".into()));
+            return Err(TlsError(
+                "certificate chain: no certificate in the PEM".into(),
+            ));
         }
         let key = PrivateKeyDer::from_pem_slice(private_key_pem)
             .map_err(|e| TlsError(format!("private key: {e}")))?;
@@ -226,9 +228,27 @@ impl GrpcServer {
                     let tls = tls.clone();
                     async move { tls.accept(tcp).await }
                 };
-                serve(self.listener, app, connections, protocols, handshake, shutdown).await
+                serve(
+                    self.listener,
+                    app,
+                    connections,
+                    protocols,
+                    handshake,
+                    shutdown,
+                )
+                .await
             }
-            None => serve(self.listener, app, connections, protocols, plaintext, shutdown).await,
+            None => {
+                serve(
+                    self.listener,
+                    app,
+                    connections,
+                    protocols,
+                    plaintext,
+                    shutdown,
+                )
+                .await
+            }
         }
     }
 }

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
 use std::pin::{Pin, pin};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -47,6 +47,9 @@ const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(30);
 /// How long a connection with nothing in flight may stay open once draining started (time to
 /// flush a response that just finished).
 const DRAIN_IDLE_GRACE: Duration = Duration::from_secs(1);
+/// How long an accept at the limit waits for the slot of the connection it evicted before it
+/// evicts the next one.
+const EVICTION_RETRY: Duration = Duration::from_millis(100);
 /// File descriptors kept free for everything but connections: the store's files, listeners,
 /// the runtime's own, stdio (plus an eighth of the limit, see [`fd_connection_limit`]).
 const FD_HEADROOM: u64 = 64;
@@ -117,8 +120,9 @@ struct Connection {
     in_flight: AtomicUsize,
     /// When the last request ended (or the connection opened), in ms since the registry began.
     idle_since_ms: AtomicU64,
-    /// Told to close at once (evicted to make room).
+    /// Told to close at once (evicted to make room), and whether it was.
     evict: Notify,
+    evicted: AtomicBool,
     /// A request ended: the idle deadline moved.
     activity: Notify,
 }
@@ -166,25 +170,40 @@ impl Connections {
 
     /// A slot for a new connection: at once if under the limit; else the oldest idle
     /// connection is told to close and its slot is awaited (or any slot, when all are busy).
+    /// A freed slot may go to another server's accept first: then the next oldest idle one
+    /// is told to close, and so on, so a flood of idle connections never stalls accepting.
     async fn admit(&self) -> OwnedSemaphorePermit {
-        if let Ok(permit) = self.permits.clone().try_acquire_owned() {
-            return permit;
-        }
-        let oldest_idle = self
-            .registry()
-            .values()
-            .filter(|c| c.in_flight.load(Ordering::Acquire) == 0)
-            .min_by_key(|c| c.idle_since_ms.load(Ordering::Acquire))
-            .cloned();
-        if let Some(victim) = oldest_idle {
-            victim.evict.notify_one();
-        }
         loop {
-            // The semaphore is never closed.
-            if let Ok(permit) = self.permits.clone().acquire_owned().await {
+            if let Ok(permit) = self.permits.clone().try_acquire_owned() {
+                return permit;
+            }
+            if let Some(victim) = self.mark_oldest_idle() {
+                victim.evict.notify_one();
+            }
+            let freed =
+                tokio::time::timeout(EVICTION_RETRY, self.permits.clone().acquire_owned()).await;
+            // The semaphore is never closed, so the inner result is always a permit.
+            if let Ok(Ok(permit)) = freed {
                 return permit;
             }
         }
+    }
+
+    /// The idle connection idle the longest, marked as evicted (under the registry's lock, so
+    /// two servers admitting at once never count on the same victim's slot).
+    fn mark_oldest_idle(&self) -> Option<Arc<Connection>> {
+        let open = self.registry();
+        let victim = open
+            .values()
+            .filter(|c| {
+                c.in_flight.load(Ordering::Acquire) == 0 && !c.evicted.load(Ordering::Acquire)
+            })
+            .min_by_key(|c| c.idle_since_ms.load(Ordering::Acquire))
+            .cloned();
+        if let Some(victim) = &victim {
+            victim.evicted.store(true, Ordering::Release);
+        }
+        victim
     }
 
     fn register(&self) -> (u64, Arc<Connection>) {
@@ -194,6 +213,7 @@ impl Connections {
             in_flight: AtomicUsize::new(0),
             idle_since_ms: AtomicU64::new(self.now_ms()),
             evict: Notify::new(),
+            evicted: AtomicBool::new(false),
             activity: Notify::new(),
         });
         self.registry().insert(id, connection.clone());
@@ -201,7 +221,11 @@ impl Connections {
     }
 
     /// When `connection` is due to close for idleness (`None` while a request is in flight).
-    fn idle_deadline(&self, connection: &Connection, drain_started: Option<Instant>) -> Option<Instant> {
+    fn idle_deadline(
+        &self,
+        connection: &Connection,
+        drain_started: Option<Instant>,
+    ) -> Option<Instant> {
         if connection.in_flight.load(Ordering::Acquire) > 0 {
             return None;
         }
