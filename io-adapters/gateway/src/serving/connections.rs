@@ -95,7 +95,7 @@ pub fn raise_fd_limit() -> Option<u64> {
             current: limit.maximum,
             maximum: limit.maximum,
         };
-        if setrlimit(Resource::Nofile, raised.clone()).is_ok() {
+        if setrlimit(Resource::Nofile, raised).is_ok() {
             limit = raised;
         }
     }
@@ -447,11 +447,11 @@ async fn serve_connection<H, F, S>(
     let mut conn = pin!(builder.serve_connection(TokioIo::new(stream), service));
     let mut drain_started = None;
     loop {
-        if let Phase::Draining(start) = *phase.borrow_and_update() {
-            if drain_started.is_none() {
-                drain_started = Some(start);
-                conn.as_mut().graceful_shutdown();
-            }
+        if let Phase::Draining(start) = *phase.borrow_and_update()
+            && drain_started.is_none()
+        {
+            drain_started = Some(start);
+            conn.as_mut().graceful_shutdown();
         }
         let deadline = connections.idle_deadline(&connection, drain_started);
         tokio::select! {
