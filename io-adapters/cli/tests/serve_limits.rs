@@ -182,15 +182,22 @@ fn idle_connections_do_not_lock_out_a_new_client() {
     drop(held);
 }
 
+/// A connection to the gateway with a request head cut off mid-header, and one to the gRPC
+/// server with the HTTP/2 preface and nothing after it.
+fn half_sent_and_preface(http: &str, grpc: &str) -> (TcpStream, TcpStream) {
+    let mut half_sent = connect(http);
+    half_sent
+        .write_all(b"POST /v2/projects/p/instances/i/tables/t:mutateRow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-")
+        .unwrap();
+    let mut preface = connect(grpc);
+    preface.write_all(H2_PREFACE).unwrap();
+    (half_sent, preface)
+}
+
 #[test]
 fn half_sent_heads_and_bare_prefaces_are_dropped_after_the_header_timeout() {
     let (_server, http, grpc) = serve_grpc("memory:", &["--header-timeout", "1"]);
-    let mut half_sent = connect(&http);
-    half_sent
-        .write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept:")
-        .unwrap();
-    let mut preface = connect(&grpc);
-    preface.write_all(H2_PREFACE).unwrap();
+    let (half_sent, preface) = half_sent_and_preface(&http, &grpc);
     for mut stream in [half_sent, preface] {
         // The server closes it (EOF or reset); a read that times out means it is still open.
         let mut sink = Vec::new();
@@ -210,12 +217,7 @@ fn sigint_with_idle_half_sent_and_unread_clients_exits_0_within_the_drain() {
     fill(&http, 48, 1 << 20);
     let idle_http = connect(&http);
     let idle_grpc = connect(&grpc);
-    let mut half_sent = connect(&http);
-    half_sent
-        .write_all(b"POST /v2/projects/p/instances/i/tables/t:mutateRow HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-")
-        .unwrap();
-    let mut preface = connect(&grpc);
-    preface.write_all(H2_PREFACE).unwrap();
+    let (half_sent, preface) = half_sent_and_preface(&http, &grpc);
     let mut unread = post(&http, READ_ROWS, "{}");
     // The stream has begun (and will stall: this client reads no further).
     let mut head = [0u8; 12];
