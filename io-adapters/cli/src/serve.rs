@@ -3,18 +3,26 @@
 //! package), or a directory given with `--www` (development) — and with `--grpc` the Bigtable
 //! v2 gRPC server (`rowkit-grpc`) over the same store in the same process. Prints the URL (then
 //! the gRPC address) once the sockets are bound (so callers can ask for port 0 and read the
-//! real one), then serves until Ctrl-C.
+//! real one), then serves until SIGINT or SIGTERM, drains calls in flight for `--drain` seconds
+//! and exits 0.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::time::Duration;
+
 use clap::Args;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
+use rowkit_gateway::serving::connections::{
+    ConnectionLimits, Connections, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_STREAMS,
+};
 use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig, GatewayError};
 use rowkit_statemachines::{Code, StoreError};
+use tokio::sync::watch;
 
 use crate::args::Context;
 use crate::error::CliError;
@@ -70,6 +78,81 @@ pub struct ServeArgs {
     /// The private key (PEM: PKCS#8, PKCS#1 or SEC1) of --tls-cert.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Connections open at once over both servers; beyond it the oldest idle one is closed.
+    /// Default: the fd limit (raised to its hard limit) less headroom, at most 16384.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_connections: Option<u32>,
+    /// Seconds a new connection has to send a complete request head (and finish TLS).
+    #[arg(long, default_value_t = DEFAULT_HEADER_TIMEOUT.as_secs(), value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub header_timeout: u64,
+    /// Seconds a connection may stay open with no request in flight.
+    #[arg(long, default_value_t = DEFAULT_IDLE_TIMEOUT.as_secs(), value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub idle_timeout: u64,
+    /// Concurrent HTTP/2 streams (calls) per connection.
+    #[arg(long, default_value_t = DEFAULT_MAX_STREAMS, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_streams: u32,
+    /// Seconds calls in flight get to finish after SIGINT or SIGTERM (a second signal exits at
+    /// once).
+    #[arg(long, default_value_t = DEFAULT_DRAIN.as_secs(), value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub drain: u64,
+}
+
+impl ServeArgs {
+    /// The connection limits these flags ask for.
+    fn connection_limits(&self) -> ConnectionLimits {
+        let defaults = ConnectionLimits::default();
+        ConnectionLimits {
+            max_connections: self
+                .max_connections
+                .map_or(defaults.max_connections, |n| n as usize),
+            header_timeout: Duration::from_secs(self.header_timeout),
+            idle_timeout: Duration::from_secs(self.idle_timeout),
+            max_streams: self.max_streams,
+            drain: Duration::from_secs(self.drain),
+        }
+    }
+}
+
+/// Resolves when SIGINT or SIGTERM arrives; a second one exits the process at once
+/// (128 + the signal, as a shell reports it).
+fn stop_signal() -> Result<watch::Receiver<bool>, CliError> {
+    let (tx, rx) = watch::channel(false);
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let cannot = |e: std::io::Error| CliError::usage(format!("cannot watch signals: {e}"));
+        let mut interrupt = signal(SignalKind::interrupt()).map_err(cannot)?;
+        let mut terminate = signal(SignalKind::terminate()).map_err(cannot)?;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = interrupt.recv() => {}
+                _ = terminate.recv() => {}
+            }
+            let _ = tx.send(true);
+            let _ = writeln!(
+                std::io::stderr(),
+                "rowkit serve: stopping; draining calls in flight (a second signal exits now)"
+            );
+            let code = tokio::select! {
+                _ = interrupt.recv() => 130,
+                _ = terminate.recv() => 143,
+            };
+            std::process::exit(code);
+        });
+    }
+    #[cfg(not(unix))]
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        let _ = tx.send(true);
+        let _ = tokio::signal::ctrl_c().await;
+        std::process::exit(130);
+    });
+    Ok(rx)
+}
+
+/// Resolves once `stop` turned true.
+async fn stopped(mut stop: watch::Receiver<bool>) {
+    let _ = stop.wait_for(|stopped| *stopped).await;
 }
 
 /// The contents of a `--FLAG FILE` argument.
@@ -103,7 +186,7 @@ fn parse_listen(value: &str) -> Result<SocketAddr, String> {
 // `WWW_FILES`: the browser tool's files, from build.rs.
 include!(concat!(env!("OUT_DIR"), "/www_files.rs"));
 
-/// Runs the gateway until Ctrl-C.
+/// Runs the gateway (and the gRPC server) until SIGINT or SIGTERM, then drains and returns.
 pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError> {
     let www = match &args.www {
         Some(dir) if !dir.is_dir() => {
@@ -134,6 +217,9 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
     // own, for Bigtable) is dropped after the server's runtime, outside any async context.
     let store: Arc<dyn Store> = Arc::from(ctx.store);
     let clock: Arc<dyn Clock + Send + Sync> = Arc::from(ctx.clock);
+    // Before the limits are computed from it: connections get what the operator allows.
+    rowkit_gateway::serving::connections::raise_fd_limit();
+    let connections = Connections::new(args.connection_limits());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -146,6 +232,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
     )
     .map_err(|e| CliError::usage(format!("cannot start the background GC: {e}")))?;
     let result = runtime.block_on(async {
+        let stop = stop_signal()?;
         let grpc = match args.grpc {
             Some(listen) => {
                 let grpc_config = rowkit_grpc::GrpcConfig {
@@ -206,8 +293,9 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         };
         let _ = writeln!(
             err,
-            "rowkit serve: Bigtable v2 JSON API at {url}v2/projects/{{p}}/instances/{{i}}/tables/{{t}}:{{method}}{}; Ctrl-C stops",
-            if config.token.is_some() { " (bearer token required)" } else { "" }
+            "rowkit serve: Bigtable v2 JSON API at {url}v2/projects/{{p}}/instances/{{i}}/tables/{{t}}:{{method}}{}; Ctrl-C or SIGTERM stops (after draining calls up to {} s)",
+            if config.token.is_some() { " (bearer token required)" } else { "" },
+            args.drain
         );
         let grpc = match grpc {
             Some(server) => {
@@ -229,16 +317,14 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                     "rowkit serve: Bigtable v2 gRPC API at {addr} ({reach}){}",
                     if config.token.is_some() { " (bearer token required)" } else { "" }
                 );
-                Some(tokio::spawn(server.serve(async {
-                    let _ = tokio::signal::ctrl_c().await;
-                })))
+                Some(tokio::spawn(
+                    server.serve_with(connections.clone(), stopped(stop.clone())),
+                ))
             }
             None => None,
         };
         let served = gateway
-            .serve(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
+            .serve_with(connections.clone(), stopped(stop))
             .await
             .map_err(|e| CliError::usage(format!("server failed: {e}")));
         if let Some(grpc) = grpc {
@@ -250,7 +336,9 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         }
         served
     });
-    drop(runtime);
+    // Blocking store calls still running after the drain (a long scan whose client is gone)
+    // get a moment to notice, not a say in when the process exits.
+    runtime.shutdown_timeout(Duration::from_secs(1));
     // The GC thread holds the store too: it ends (within one step) before the store closes.
     drop(gc);
     drop(store);

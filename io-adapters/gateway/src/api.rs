@@ -217,7 +217,11 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     }
 }
 
+/// Reads the body chunk by chunk: the limit applies to what has arrived, and the JSON screen
+/// rejects an invalid body at its first invalid byte, so neither an oversized nor an invalid
+/// upload is held in memory whole.
 async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<Bytes, ApiError> {
+    use http_body_util::BodyExt as _;
     let too_large = || {
         ApiError::new(
             Code::InvalidArgument,
@@ -231,20 +235,28 @@ async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<Byte
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large());
     }
-    axum::body::to_bytes(body, limit).await.map_err(|e| {
-        let inner = e.into_inner();
-        let mut source: Option<&(dyn std::error::Error + 'static)> = Some(inner.as_ref());
-        while let Some(err) = source {
-            if err.is::<http_body_util::LengthLimitError>() {
-                return too_large();
-            }
-            source = err.source();
+    let mut body = body;
+    let mut screen = crate::body::JsonScreen::default();
+    let mut bytes = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| {
+            ApiError::new(
+                Code::InvalidArgument,
+                format!("could not read the request body: {e}"),
+            )
+        })?;
+        let Ok(data) = frame.into_data() else {
+            continue; // trailers: nothing of the JSON
+        };
+        if bytes.len() + data.len() > limit {
+            return Err(too_large());
         }
-        ApiError::new(
-            Code::InvalidArgument,
-            format!("could not read the request body: {inner}"),
-        )
-    })
+        screen
+            .feed(&data)
+            .map_err(|e| ApiError::new(Code::InvalidArgument, e.to_string()))?;
+        bytes.extend_from_slice(&data);
+    }
+    Ok(Bytes::from(bytes))
 }
 
 async fn data_call(

@@ -25,6 +25,7 @@
 
 mod api;
 pub mod backup;
+mod body;
 mod cors;
 pub mod gc;
 mod host;
@@ -202,13 +203,32 @@ impl Gateway {
         Ok(format!("http://{}/", self.local_addr()?))
     }
 
-    /// Serves until `shutdown` resolves (then lets requests in flight finish).
+    /// Serves until `shutdown` resolves, with the default [`serving::connections`] limits of
+    /// a server alone in its process (see [`Gateway::serve_with`]).
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(self.listener, self.app)
-            .with_graceful_shutdown(shutdown)
-            .await
+        let connections = serving::connections::Connections::new(Default::default());
+        self.serve_with(connections, shutdown).await
+    }
+
+    /// Serves until `shutdown` resolves, then drains and closes (see
+    /// [`serving::connections::serve`]); `connections` may be shared with the process's other
+    /// servers, so one connection limit covers them all.
+    pub async fn serve_with(
+        self,
+        connections: Arc<serving::connections::Connections>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        serving::connections::serve(
+            self.listener,
+            self.app,
+            connections,
+            serving::connections::Protocols::Http1And2,
+            serving::connections::plaintext,
+            shutdown,
+        )
+        .await
     }
 }

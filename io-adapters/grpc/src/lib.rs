@@ -45,6 +45,7 @@ use std::sync::Arc;
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::Clock;
 use rowkit_gateway::GatewayError;
+use rowkit_gateway::serving::connections::{Connections, Protocols, plaintext, serve};
 use tokio::net::TcpListener;
 
 pub use names::table_id;
@@ -102,7 +103,7 @@ pub struct GrpcServer {
     listener: TcpListener,
     shared: Shared,
     token: Option<Arc<str>>,
-    tls: Option<tonic::transport::ServerTlsConfig>,
+    tls: Option<tokio_rustls::TlsAcceptor>,
     observer: Option<MetadataObserver>,
 }
 
@@ -142,12 +143,29 @@ impl GrpcServer {
         mut self,
         cert_chain_pem: &[u8],
         private_key_pem: &[u8],
-    ) -> Result<GrpcServer, tonic::transport::Error> {
-        use tonic::transport::{Identity, Server, ServerTlsConfig};
-        let tls =
-            ServerTlsConfig::new().identity(Identity::from_pem(cert_chain_pem, private_key_pem));
-        Server::builder().tls_config(tls.clone())?;
-        self.tls = Some(tls);
+    ) -> Result<GrpcServer, TlsError> {
+        use tokio_rustls::rustls::pki_types::pem::PemObject as _;
+        use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let chain = CertificateDer::pem_slice_iter(cert_chain_pem)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| TlsError(format!("certificate chain: {e}")))?;
+        if chain.is_empty() {
+            return Err(TlsError(
+                "certificate chain: no certificate in the PEM".into(),
+            ));
+        }
+        let key = PrivateKeyDer::from_pem_slice(private_key_pem)
+            .map_err(|e| TlsError(format!("private key: {e}")))?;
+        let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
+        let mut config = tokio_rustls::rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| TlsError(e.to_string()))?
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .map_err(|e| TlsError(e.to_string()))?;
+        // gRPC is HTTP/2: clients pick it by ALPN.
+        config.alpn_protocols = vec![b"h2".to_vec()];
+        self.tls = Some(tokio_rustls::TlsAcceptor::from(Arc::new(config)));
         Ok(self)
     }
 
@@ -156,14 +174,29 @@ impl GrpcServer {
         self.listener.local_addr()
     }
 
-    /// Serves until `shutdown` resolves (then lets calls in flight finish).
+    /// Serves until `shutdown` resolves, with the default connection limits of a server alone
+    /// in its process (see [`GrpcServer::serve_with`]).
     pub async fn serve(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> Result<(), tonic::transport::Error> {
+    ) -> std::io::Result<()> {
+        let connections = Connections::new(Default::default());
+        self.serve_with(connections, shutdown).await
+    }
+
+    /// Serves until `shutdown` resolves, then drains and closes, on the connection layer the
+    /// JSON gateway uses too (`rowkit_gateway::serving::connections`: limits, timeouts,
+    /// drain); `connections` may be shared with the process's other servers.
+    pub async fn serve_with(
+        self,
+        connections: Arc<Connections>,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        use codes::ProductionCodes;
         use generated::admin::bigtable_instance_admin_server::BigtableInstanceAdminServer;
         use generated::admin::bigtable_table_admin_server::BigtableTableAdminServer;
         use generated::bigtable::bigtable_server::BigtableServer;
+        use tonic::service::interceptor::InterceptedService;
         let (token, observer) = (self.token, self.observer);
         let auth = move |request: tonic::Request<()>| -> Result<tonic::Request<()>, tonic::Status> {
             if let Some(observe) = &observer {
@@ -186,29 +219,61 @@ impl GrpcServer {
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
         let instance_admin = BigtableInstanceAdminServer::new(instance::InstanceAdminService);
-        // Without TCP_NODELAY a small reply waits for the client's delayed ACK (~40 ms).
-        let incoming =
-            tonic::transport::server::TcpIncoming::from(self.listener).with_nodelay(Some(true));
-        let mut server = tonic::transport::Server::builder();
-        if let Some(tls) = self.tls {
-            server = server.tls_config(tls)?;
-        }
         // Each service answers undecodable and oversized requests with production's codes.
-        use tonic::service::interceptor::InterceptedService;
-        server
-            .add_service(codes::ProductionCodes(InterceptedService::new(
-                data,
-                auth.clone(),
-            )))
-            .add_service(codes::ProductionCodes(InterceptedService::new(
-                admin,
-                auth.clone(),
-            )))
-            .add_service(codes::ProductionCodes(InterceptedService::new(
-                instance_admin,
-                auth,
-            )))
-            .serve_with_incoming_shutdown(incoming, shutdown)
-            .await
+        let app = tonic::service::Routes::new(ProductionCodes(InterceptedService::new(
+            data,
+            auth.clone(),
+        )))
+        .add_service(ProductionCodes(InterceptedService::new(
+            admin,
+            auth.clone(),
+        )))
+        .add_service(ProductionCodes(InterceptedService::new(
+            instance_admin,
+            auth,
+        )))
+        .prepare()
+        .into_axum_router();
+        let protocols = Protocols::Http2Only;
+        match self.tls {
+            Some(tls) => {
+                let handshake = move |tcp| {
+                    let tls = tls.clone();
+                    async move { tls.accept(tcp).await }
+                };
+                serve(
+                    self.listener,
+                    app,
+                    connections,
+                    protocols,
+                    handshake,
+                    shutdown,
+                )
+                .await
+            }
+            None => {
+                serve(
+                    self.listener,
+                    app,
+                    connections,
+                    protocols,
+                    plaintext,
+                    shutdown,
+                )
+                .await
+            }
+        }
     }
 }
+
+/// A certificate or key [`GrpcServer::with_tls`] cannot use.
+#[derive(Debug)]
+pub struct TlsError(String);
+
+impl std::fmt::Display for TlsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TlsError {}

@@ -45,7 +45,26 @@ impl Drop for Server {
 /// returns it with the two addresses it printed: the JSON API's (`127.0.0.1:PORT`, from the
 /// URL on its first line) and the gRPC one (its second line).
 pub fn serve_grpc(store: &str, extra: &[&str]) -> (Server, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+    spawn_serve(Command::new(env!("CARGO_BIN_EXE_rowkit")), store, extra)
+}
+
+/// [`serve_grpc`] with the server's file-descriptor limit (soft and hard) set to `nofile`
+/// (through `sh -c 'ulimit -n …; exec …'`), as on a machine with that limit.
+pub fn serve_grpc_with_fd_limit(
+    store: &str,
+    extra: &[&str],
+    nofile: u32,
+) -> (Server, String, String) {
+    let mut sh = Command::new("sh");
+    sh.arg("-c")
+        .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_rowkit"));
+    spawn_serve(sh, store, extra)
+}
+
+/// Runs `command` (rowkit, or what execs it) with the serve arguments; see [`serve_grpc`].
+fn spawn_serve(mut command: Command, store: &str, extra: &[&str]) -> (Server, String, String) {
+    let mut child = command
         .args(["--store", store, "serve", "--listen", "127.0.0.1:0"])
         .args(["--grpc", "127.0.0.1:0"])
         .args(extra)
