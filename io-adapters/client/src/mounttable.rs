@@ -365,13 +365,14 @@ impl<D: Driver> MountTable<D> {
                     row_key,
                     kind,
                     fixed,
+                    detail,
                 } = event
                 {
                     let finding = Finding {
                         schema: "mt",
                         kind: kind.name(),
                         row_key,
-                        detail: "fsck (mounttable.md §16)".into(),
+                        detail,
                         repair: kind.repair().map(String::from),
                         repaired: fixed,
                     };
