@@ -584,8 +584,8 @@ impl Repairs {
                     Ok(rows) if !still_wrong(&f, &repair, rows.get(&f.row_key)) => continue,
                     Ok(_) => {
                         f.detail = alloc::format!(
-                            "{}; not repaired: the row changed since it was read, and the \
-                             finding still holds",
+                            "{}; not repaired: the repair's condition did not hold, and a second read \
+                             finds it still wrong",
                             f.detail
                         )
                     }

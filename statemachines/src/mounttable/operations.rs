@@ -1010,7 +1010,22 @@ impl FsckFlow {
         let mut expected = self.tally.expected_counters();
         for row in rows {
             let want = expected.remove(&row.key).unwrap_or(0);
-            let detail = match codec::decode_counter_row(row) {
+            // The scan keeps every version (the rebuild deletes whole rows); a counter is its
+            // newest cell, the first of its column.
+            let mut latest = Row {
+                key: row.key.clone(),
+                cells: Vec::new(),
+            };
+            for cell in &row.cells {
+                if !latest
+                    .cells
+                    .last()
+                    .is_some_and(|c| c.family == cell.family && c.qualifier == cell.qualifier)
+                {
+                    latest.cells.push(cell.clone());
+                }
+            }
+            let detail = match codec::decode_counter_row(&latest) {
                 Ok(have) if have == want => continue,
                 Ok(have) => alloc::format!("counter is {have}, the nodes imply {want}"),
                 Err(e) => alloc::format!("counter does not decode ({e}); the nodes imply {want}"),
