@@ -229,14 +229,21 @@ fn fsck_findings_on_stderr_and_in_json() {
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["error"]["id"], "rowkit.mounttable.FsckInconsistent");
-    assert_eq!(doc["inconsistent"], 1);
+    // The orphan, and the counter of its (empty) creator, which does not count it.
+    assert_eq!(doc["inconsistent"], 2);
+    let counter = "num-nodes-per-user:";
     assert_eq!(
         doc["findings"],
-        json!([{"row_key": key, "row_key_hex": hex::encode(&key), "kind": "orphan", "fixed": false}])
+        json!([{"row_key": key, "row_key_hex": hex::encode(&key), "kind": "orphan", "fixed": false,
+                "detail": "node \"zz\" (id \"\"): its parent \"\" does not reference it"},
+               {"row_key": counter, "row_key_hex": hex::encode(counter), "kind": "counter_wrong",
+                "fixed": false, "detail": "no counter row; the nodes imply 1"}])
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
-        stderr.contains(&format!("rowkit: fsck: orphan row {key}\n")),
+        stderr.contains(&format!(
+            "rowkit: fsck: orphan row {key}: node \"zz\" (id \"\"): its parent \"\" does not reference it\n"
+        )),
         "{stderr}"
     );
     assert!(
@@ -258,16 +265,21 @@ fn check_reports_an_orphan() {
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     let mt = &doc["checks"][0];
     assert_eq!(mt["schema"], "mt");
-    assert_eq!(mt["findings_by_kind"], json!({"orphan": 1}));
+    assert_eq!(
+        mt["findings_by_kind"],
+        json!({"orphan": 1, "counter_wrong": 1})
+    );
     assert_eq!(
         (mt["repaired"].clone(), mt["left"].clone()),
-        (json!(0), json!(1))
+        (json!(0), json!(2))
     );
     assert_eq!(
-        mt["findings"],
-        json!([{"schema": "mt", "kind": "orphan", "row_key": key, "row_key_hex": hex::encode(&key),
-            "detail": "fsck (mounttable.md §16)", "repair": "delete the orphan node", "repaired": false}])
+        mt["findings"][0],
+        json!({"schema": "mt", "kind": "orphan", "row_key": key, "row_key_hex": hex::encode(&key),
+            "detail": "node \"zz\" (id \"\"): its parent \"\" does not reference it",
+            "repair": "delete the orphan node", "repaired": false})
     );
+    assert_eq!(mt["findings"][1]["kind"], "counter_wrong");
 }
 
 /// Mount and SetPermissions on the root name `""` (its walk visits the root twice, §12.1).

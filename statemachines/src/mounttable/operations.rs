@@ -1300,9 +1300,9 @@ impl FsckPass {
                                         .any(|c| c.name == base && c.id == node.id) =>
                                 {
                                     Some(alloc::format!(
-                                        "node {:?} (id {}): its parent {dir:?} does not reference it",
+                                        "node {:?} (id {:?}): its parent {dir:?} does not reference it",
                                         node.name,
-                                        hex::encode(&node.id)
+                                        String::from_utf8_lossy(&node.id)
                                     ))
                                 }
                                 Some(_) => None,
