@@ -11,8 +11,8 @@
 //!    document twice, over Bigtable's 20 KiB filter limit, which redb enforces).
 //! 4. A finding's detail stays small whatever the cell (a 100 KB cell here).
 //! 5. Damage the spec did not list: a mount-table node under another name's key, an s3
-//!    version key cut short, a graph table missing a family and a mount table without its
-//!    counters table are reported.
+//!    version key cut short, a row of the other Gold layout, a graph table missing a family
+//!    and a mount table without its counters table are reported.
 #![allow(clippy::unwrap_used)]
 
 use std::path::PathBuf;
@@ -366,6 +366,26 @@ fn unlisted_damage(cli: &Cli) {
         kinds_and_rows(&s3),
         vec![("version_key_mismatch".to_string(), cut.to_string())],
         "{s3}"
+    );
+
+    // A digest-map row (of the digest-id layout) in an md5-layout Gold table.
+    cli.ok(&["gold", "setup"]);
+    let digest = cli.ok(&[
+        "--json",
+        "key",
+        "encode",
+        "gold",
+        "digest",
+        &"ab".repeat(16),
+    ]);
+    let digest: Value = serde_json::from_str(&digest).unwrap();
+    let map_row = digest["row_key"].as_str().unwrap();
+    cli.ok(&["admin", "set", "gold", map_row, "T:q=1"]);
+    let gold = cli.json(&["gold", "check"], 1);
+    assert_eq!(
+        kinds_and_rows(&gold),
+        vec![("other_layout_row".to_string(), map_row.to_string())],
+        "{gold}"
     );
 
     // Schema tables missing a family or their companion table.
