@@ -50,20 +50,6 @@ pub fn civil_from_days(days: i64) -> (i64, u8, u8) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn round_trips_every_day_of_eight_centuries() {
-        for days in -200_000..100_000 {
-            let (y, m, d) = civil_from_days(days);
-            assert!((1..=12).contains(&m) && d >= 1 && d <= days_in_month(y, m));
-            assert_eq!(days_from_civil(y, i64::from(m), i64::from(d)), days);
-        }
-    }
-}
-
 /// `YYYY-MM-DDTHH:MM:SS.sssZ` for seconds since the epoch plus milliseconds (JavaScript's
 /// `Date.prototype.toISOString`).
 ///
@@ -84,3 +70,18 @@ pub fn format_rfc3339_millis(secs: i64, millis: i64) -> alloc::string::String {
         rem % 60
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_every_day_of_eight_centuries() {
+        for days in -200_000..100_000 {
+            let (y, m, d) = civil_from_days(days);
+            assert!((1..=12).contains(&m) && d >= 1 && d <= days_in_month(y, m));
+            assert_eq!(days_from_civil(y, i64::from(m), i64::from(d)), days);
+        }
+    }
+}
+

@@ -116,12 +116,15 @@ fn damage_mount_table(store: &dyn Store, rng: &mut SplitMix64) {
     }
 }
 
-/// One fsck run: its result and its findings (row, kind, fixed).
+/// One fsck finding as reported: row, kind, fixed.
+type Reported = (Vec<u8>, &'static str, bool);
+
+/// One fsck run: its result and its findings.
 fn fsck(
     t: &MountTable<SyncDriver<&dyn Store, &ManualClock>>,
     fix: bool,
     seed: u64,
-) -> (FsckSummary, Vec<(Vec<u8>, &'static str, bool)>) {
+) -> (FsckSummary, Vec<Reported>) {
     let mut findings = Vec::new();
     let mut events = 0u32;
     let result = block_on(t.fsck(fix, |e| {
