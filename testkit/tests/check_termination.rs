@@ -153,6 +153,7 @@ fn fsck(
 #[test]
 fn fsck_fix_ends_and_reports_each_finding_once_over_random_damage() {
     let mut kinds_seen = BTreeSet::new();
+    let mut counters_seen = false;
     for seed in 0..SEEDS {
         let store = MemoryStore::new();
         let clock = ManualClock::new(T0);
@@ -173,6 +174,7 @@ fn fsck_fix_ends_and_reports_each_finding_once_over_random_damage() {
         let (summary, findings) = fsck(&t, true, seed);
         assert!(summary.passes <= 4, "seed {seed}: {summary:?}");
         kinds_seen.extend(findings.iter().map(|(_, kind, _)| *kind));
+        counters_seen |= !summary.counters.is_empty();
         let mut times: BTreeMap<(Vec<u8>, &str), u32> = BTreeMap::new();
         for (row, kind, _) in &findings {
             *times.entry((row.clone(), kind)).or_default() += 1;
@@ -188,7 +190,12 @@ fn fsck_fix_ends_and_reports_each_finding_once_over_random_damage() {
         );
         // After the repair, fsck finds only what the repair reported as left.
         let left: BTreeSet<&Vec<u8>> = summary.left.iter().chain(&summary.undecodable).collect();
-        let (_, again) = fsck(&t, false, seed);
+        let (after, again) = fsck(&t, false, seed);
+        assert_eq!(
+            after.counters,
+            Vec::new(),
+            "seed {seed}: counters left after the rebuild"
+        );
         for (row, kind, _) in &again {
             assert!(
                 left.contains(row),
@@ -203,10 +210,10 @@ fn fsck_fix_ends_and_reports_each_finding_once_over_random_damage() {
         "undecodable",
         "store_error",
         "wrong_key",
-        "counter_wrong",
     ]
     .into();
     assert_eq!(kinds_seen, all);
+    assert!(counters_seen, "no seed damaged a counter");
 }
 
 /// Random damage to the triple table `badwolf` of graph `g`.

@@ -363,10 +363,32 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                 }
                 Err(e) => return Err(op_error(e)),
             };
+            // Stale counters are tolerated (a crash leaves them), but said: on stderr as the
+            // findings are.
+            for (key, detail) in &summary.counters {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "rowkit: fsck: counter row {}: {detail}{}",
+                    escape(key),
+                    if *fix { " (rebuilt)" } else { "" }
+                );
+            }
             if out.is_json() {
+                let counters: Vec<Value> = summary
+                    .counters
+                    .iter()
+                    .map(|(key, detail)| {
+                        let mut m = Map::new();
+                        bytes_fields(&mut m, "row_key", key);
+                        m.insert("detail".into(), json!(detail));
+                        m.insert("rebuilt".into(), json!(*fix));
+                        Value::Object(m)
+                    })
+                    .collect();
                 let mut doc = json!({"passes": summary.passes, "inconsistent": summary.inconsistent,
                     "fixed": key_list(&summary.fixed), "left": key_list(&summary.left),
-                    "undecodable": key_list(&summary.undecodable), "findings": findings});
+                    "undecodable": key_list(&summary.undecodable), "findings": findings,
+                    "counters": counters});
                 if let Some(failure) = &failure {
                     doc["error"] = json!({"id": failure.id(), "message": failure.message()});
                 }

@@ -121,6 +121,10 @@ impl Cli {
     }
 }
 
+fn hex_of(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The (kind, row key) of each finding of a check document, sorted.
 fn kinds_and_rows(doc: &Value) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = doc["findings"]
@@ -148,24 +152,34 @@ fn undecodable_child(cli: &Cli) {
 
     let doc = cli.json(&["mt", "fsck", "--fix"], 1);
     assert_eq!(doc["passes"], 1, "{doc}");
-    let node_findings: Vec<(String, String)> = kinds_and_rows(&doc)
-        .into_iter()
-        .filter(|(kind, _)| kind != "counter_wrong")
-        .collect();
     assert_eq!(
-        node_findings,
+        kinds_and_rows(&doc),
         vec![
             ("store_error".to_string(), root.clone()),
             ("undecodable".to_string(), child.clone()),
         ],
         "{doc}"
     );
-    // Honest counts: the store error is left; the counters (which still count the child the
-    // rebuild cannot decode) are the fixed ones.
+    // Honest counts: one inconsistency (the store error), left; the counters, which still
+    // count the child the rebuild cannot decode, are said and rebuilt.
+    assert_eq!(doc["inconsistent"], 1, "{doc}");
     assert_eq!(doc["left"].as_array().unwrap().len(), 1, "{doc}");
     assert_eq!(doc["left"][0]["row_key"], root.as_str());
-    let fixed = doc["fixed"].as_array().unwrap().len() as u64;
-    assert_eq!(doc["inconsistent"].as_u64(), Some(fixed + 1), "{doc}");
+    assert_eq!(doc["fixed"], serde_json::json!([]));
+    let counters: Vec<&str> = doc["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["detail"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        counters,
+        vec![
+            "counter is 2, the nodes imply 1",
+            "counter is 1, the nodes imply 0"
+        ],
+        "the nodes and servers counters, which count the undecodable child: {doc}"
+    );
     for f in doc["findings"].as_array().unwrap() {
         assert!(!f["detail"].as_str().unwrap().is_empty(), "{f}");
     }
@@ -309,17 +323,17 @@ fn unlisted_damage(cli: &Cli) {
     cli.ok(&["mt", "setup"]);
     cli.ok(&["admin", "set", "mounttable", "00000000/zz", "m:i=abcdefgh"]);
     let fsck = cli.json(&["mt", "fsck"], 1);
-    // The hand-written node has no creator: the counters miss it too.
     assert_eq!(
         kinds_and_rows(&fsck),
-        vec![
-            (
-                "counter_wrong".to_string(),
-                "num-nodes-per-user:".to_string()
-            ),
-            ("wrong_key".to_string(), "00000000/zz".to_string()),
-        ],
+        vec![("wrong_key".to_string(), "00000000/zz".to_string())],
         "{fsck}"
+    );
+    // The hand-written node has no creator: the counters miss it, which fsck says.
+    assert_eq!(
+        fsck["counters"],
+        serde_json::json!([{"row_key": "num-nodes-per-user:",
+            "row_key_hex": hex_of("num-nodes-per-user:"), "detail": "no counter row; the nodes imply 1",
+            "rebuilt": false}])
     );
 
     // A version row whose key is cut short.

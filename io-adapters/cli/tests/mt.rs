@@ -229,15 +229,18 @@ fn fsck_findings_on_stderr_and_in_json() {
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["error"]["id"], "rowkit.mounttable.FsckInconsistent");
-    // The orphan, and the counter of its (empty) creator, which does not count it.
-    assert_eq!(doc["inconsistent"], 2);
-    let counter = "num-nodes-per-user:";
+    assert_eq!(doc["inconsistent"], 1);
     assert_eq!(
         doc["findings"],
         json!([{"row_key": key, "row_key_hex": hex::encode(&key), "kind": "orphan", "fixed": false,
-                "detail": "node \"zz\" (id \"\"): its parent \"\" does not reference it"},
-               {"row_key": counter, "row_key_hex": hex::encode(counter), "kind": "counter_wrong",
-                "fixed": false, "detail": "no counter row; the nodes imply 1"}])
+                "detail": "node \"zz\" (id \"\"): its parent \"\" does not reference it"}])
+    );
+    // The counter of its (empty) creator does not count it: said, not an inconsistency.
+    let counter = "num-nodes-per-user:";
+    assert_eq!(
+        doc["counters"],
+        json!([{"row_key": counter, "row_key_hex": hex::encode(counter),
+                "detail": "no counter row; the nodes imply 1", "rebuilt": false}])
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -265,13 +268,14 @@ fn check_reports_an_orphan() {
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
     let mt = &doc["checks"][0];
     assert_eq!(mt["schema"], "mt");
-    assert_eq!(
-        mt["findings_by_kind"],
-        json!({"orphan": 1, "counter_wrong": 1})
-    );
+    assert_eq!(mt["findings_by_kind"], json!({"orphan": 1}));
     assert_eq!(
         (mt["repaired"].clone(), mt["left"].clone()),
-        (json!(0), json!(2))
+        (json!(0), json!(1))
+    );
+    assert_eq!(
+        mt["notes"],
+        json!(["counter row num-nodes-per-user:: no counter row; the nodes imply 1"])
     );
     assert_eq!(
         mt["findings"][0],
@@ -279,7 +283,6 @@ fn check_reports_an_orphan() {
             "detail": "node \"zz\" (id \"\"): its parent \"\" does not reference it",
             "repair": "delete the orphan node", "repaired": false})
     );
-    assert_eq!(mt["findings"][1]["kind"], "counter_wrong");
 }
 
 /// Mount and SetPermissions on the root name `""` (its walk visits the root twice, §12.1).

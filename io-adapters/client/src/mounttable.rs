@@ -346,7 +346,8 @@ impl<D: Driver> MountTable<D> {
 
     /// The mount table's check (`spec/check.md` §1): fsck as the server, each finding as a
     /// check [`Finding`] to `on_event`, repaired when `fix` fixed it, and the rows read so far
-    /// after each page as progress. Inconsistencies are findings, not an error.
+    /// after each page as progress. Inconsistencies are findings, not an error; counters that
+    /// differ from the nodes (tolerated, §17) are notes.
     pub async fn check(
         &self,
         fix: bool,
@@ -395,6 +396,13 @@ impl<D: Driver> MountTable<D> {
         };
         summary.repaired = fsck.fixed.len() as u64;
         summary.left = (fsck.left.len() + fsck.undecodable.len()) as u64;
+        for (key, detail) in &fsck.counters {
+            let rebuilt = if fix { " (rebuilt)" } else { "" };
+            let key = rowkit_codec::escape::escape(key);
+            summary
+                .notes
+                .push(format!("counter row {key}: {detail}{rebuilt}"));
+        }
         Ok(summary)
     }
 

@@ -180,6 +180,10 @@ pub struct FsckSummary {
     pub left: Vec<Vec<u8>>,
     /// Row keys that do not decode (left alone).
     pub undecodable: Vec<Vec<u8>>,
+    /// Counter rows that differ from what the nodes imply, each with what differs: not
+    /// inconsistencies (a crash leaves stale counters, §17), but said rather than silently
+    /// rewritten; with `fix` they were rebuilt.
+    pub counters: Vec<(Vec<u8>, String)>,
 }
 
 /// Kinds of fsck findings.
@@ -196,8 +200,6 @@ pub enum FindingKind {
     StoreError,
     /// A node row under a key that is not its name's (`rowKey(name)`): reads never find it.
     WrongKey,
-    /// A counter row that differs from what the node rows imply (§16's rebuild).
-    CounterWrong,
 }
 
 impl FindingKind {
@@ -209,7 +211,6 @@ impl FindingKind {
             FindingKind::Undecodable => "undecodable",
             FindingKind::StoreError => "store_error",
             FindingKind::WrongKey => "wrong_key",
-            FindingKind::CounterWrong => "counter_wrong",
         }
     }
 
@@ -218,7 +219,6 @@ impl FindingKind {
         match self {
             FindingKind::Orphan => Some("delete the orphan node"),
             FindingKind::Dangling => Some("drop the dangling child references"),
-            FindingKind::CounterWrong => Some("rebuild the counters from the nodes"),
             FindingKind::Undecodable | FindingKind::StoreError | FindingKind::WrongKey => None,
         }
     }

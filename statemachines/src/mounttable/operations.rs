@@ -955,12 +955,13 @@ impl Tally {
 
 /// The flow of [`Fsck`](super::Fsck): one pass, or with `fix` passes until one fixes nothing new
 /// (a finding no pass can fix is reported once and left); then the counters are compared with
-/// the nodes of the last pass, each wrong one a finding, and with `fix` rebuilt (§16).
+/// the nodes of the last pass, the wrong ones listed in the summary, and with `fix` rebuilt
+/// (§16).
 #[derive(Debug)]
 pub struct FsckFlow {
     fix: bool,
     tally: Tally,
-    /// Wrong counter rows found (row key, detail), reported once the rebuild is done.
+    /// Wrong counter rows found (row key, detail), for the summary.
     wrong_counters: Vec<(Vec<u8>, String)>,
     phase: FsckPhase,
 }
@@ -1079,14 +1080,11 @@ impl FsckFlow {
         })
     }
 
-    /// Reports the wrong counters (fixed when `fix` rebuilt them) and ends: with the summary,
-    /// or `FsckInconsistent` when something is left (or, without `fix`, found).
-    fn finish(&mut self, io: &mut MtIo) -> Progress<FsckSummary> {
-        for (key, detail) in mem::take(&mut self.wrong_counters) {
-            self.tally
-                .report(io, &key, FindingKind::CounterWrong, self.fix, detail);
-        }
-        let summary = mem::take(&mut self.tally.summary);
+    /// Ends, with the wrong counters in the summary (rebuilt when `fix`): with the summary, or
+    /// `FsckInconsistent` when something is left (or, without `fix`, found).
+    fn finish(&mut self) -> Progress<FsckSummary> {
+        let mut summary = mem::take(&mut self.tally.summary);
+        summary.counters = mem::take(&mut self.wrong_counters);
         if !summary.left.is_empty() || !summary.undecodable.is_empty() {
             return Err(MtError::FsckInconsistent(summary));
         }
@@ -1125,11 +1123,11 @@ impl Flow for FsckFlow {
                     let rows = ready!(self.phase, P::CountersRead(scan), scan.poll(io))?;
                     self.compare_counters(&rows);
                     if !self.fix {
-                        return self.finish(io);
+                        return self.finish();
                     }
                     self.delete_counter(io, ctx, rows, 0);
                     if matches!(self.phase, P::Done) {
-                        return self.finish(io);
+                        return self.finish();
                     }
                 }
                 P::CounterDeleted { mut put, rows, at } => {
@@ -1140,7 +1138,7 @@ impl Flow for FsckFlow {
                     )?;
                     self.delete_counter(io, ctx, rows, at + 1);
                     if matches!(self.phase, P::Done) {
-                        return self.finish(io);
+                        return self.finish();
                     }
                 }
                 P::Counted {
@@ -1159,7 +1157,7 @@ impl Flow for FsckFlow {
                     )?;
                     match self.count(counters, at + 1) {
                         Some(next) => self.phase = next,
-                        None => return self.finish(io),
+                        None => return self.finish(),
                     }
                 }
                 P::Done => return Err(ended()),
