@@ -121,10 +121,6 @@ impl Cli {
     }
 }
 
-fn hex_of(text: &str) -> String {
-    text.bytes().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The (kind, row key) of each finding of a check document, sorted.
 fn kinds_and_rows(doc: &Value) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = doc["findings"]
@@ -332,7 +328,7 @@ fn unlisted_damage(cli: &Cli) {
     assert_eq!(
         fsck["counters"],
         serde_json::json!([{"row_key": "num-nodes-per-user:",
-            "row_key_hex": hex_of("num-nodes-per-user:"), "detail": "no counter row; the nodes imply 1",
+            "row_key_hex": hex::encode("num-nodes-per-user:"), "detail": "no counter row; the nodes imply 1",
             "rebuilt": false}])
     );
 
