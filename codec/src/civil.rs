@@ -50,6 +50,27 @@ pub fn civil_from_days(days: i64) -> (i64, u8, u8) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// `YYYY-MM-DDTHH:MM:SS.sssZ` for seconds since the epoch plus milliseconds (JavaScript's
+/// `Date.prototype.toISOString`).
+///
+/// ```
+/// assert_eq!(
+///     rowkit_codec::civil::format_rfc3339_millis(1_700_000_000, 5),
+///     "2023-11-14T22:13:20.005Z"
+/// );
+/// ```
+pub fn format_rfc3339_millis(secs: i64, millis: i64) -> alloc::string::String {
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    alloc::format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -72,6 +72,54 @@ impl Default for CheckOptions {
     }
 }
 
+/// Bytes of a cell (or characters of a text) a finding's detail shows at most: details stay
+/// small whatever the cell (a 20 MB cell once made a 54 MB finding).
+pub const DETAIL_PREVIEW: usize = 64;
+/// Characters of a whole finding detail at most.
+pub const MAX_DETAIL: usize = 1_024;
+
+/// A bounded view of cell bytes for a detail: the whole value when it has at most
+/// [`DETAIL_PREVIEW`] bytes, else its first [`DETAIL_PREVIEW`] bytes and its length; escaped
+/// text when it is printable, hex when it is binary.
+///
+/// ```
+/// use rowkit_statemachines::check::cell_preview;
+///
+/// assert_eq!(cell_preview(b"abc"), "\"abc\"");
+/// assert_eq!(cell_preview(&[0, 1, 2]), "hex:000102");
+/// assert!(cell_preview(&[b'x'; 1000]).ends_with("… (1000 bytes)"));
+/// ```
+pub fn cell_preview(value: &[u8]) -> String {
+    let head = &value[..value.len().min(DETAIL_PREVIEW)];
+    let printable = head
+        .iter()
+        .filter(|b| !(0x20..=0x7e).contains(*b) && !matches!(b, b'\t' | b'\n' | b'\r'))
+        .count()
+        * 4
+        <= head.len();
+    let mut text = if printable {
+        alloc::format!("\"{}\"", escape(head))
+    } else {
+        alloc::format!("hex:{}", hex::encode(head))
+    };
+    if head.len() < value.len() {
+        text.push_str(&alloc::format!("… ({} bytes)", value.len()));
+    }
+    text
+}
+
+/// `detail` cut to [`MAX_DETAIL`] characters (at a character boundary), saying how long it
+/// was: the last bound on a finding's size, whatever a detail quotes (an error message that
+/// quotes a value, many names).
+pub fn bounded_detail(mut detail: String) -> String {
+    if let Some((cut, _)) = detail.char_indices().nth(MAX_DETAIL) {
+        let len = detail.len();
+        detail.truncate(cut);
+        detail.push_str(&alloc::format!("… ({len} bytes in all)"));
+    }
+    detail
+}
+
 /// One finding (rule 1.4).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Finding {
@@ -250,7 +298,8 @@ pub struct Report {
 
 impl Report {
     /// Reports `finding`: counted, and emitted as an event.
-    pub fn finding(&mut self, io: &mut Io<CheckEvent>, finding: Finding) {
+    pub fn finding(&mut self, io: &mut Io<CheckEvent>, mut finding: Finding) {
+        finding.detail = bounded_detail(finding.detail);
         self.summary.record(&finding);
         io.emit(CheckEvent::Finding(finding));
     }
@@ -466,7 +515,7 @@ impl<T> Scanner<T> {
 }
 
 /// A conditional write repairing a finding (rule 1.3), and which answer means it was applied.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Repair {
     /// The `CheckAndMutateRow`.
     pub request: crate::Request,
@@ -475,34 +524,87 @@ pub struct Repair {
     pub when_matched: bool,
 }
 
-/// Repairs in flight, each with its finding.
+impl Repair {
+    /// The cells the write sets on the branch it is sent for (what a re-check looks for).
+    pub fn cells(&self) -> impl Iterator<Item = &rowkit_codec::model::Mutation> {
+        let mutations = match &self.request {
+            crate::Request::CheckAndMutateRow(cam) if self.when_matched => &cam.true_mutations[..],
+            crate::Request::CheckAndMutateRow(cam) => &cam.false_mutations[..],
+            _ => &[],
+        };
+        mutations
+            .iter()
+            .filter(|m| matches!(m, rowkit_codec::model::Mutation::SetCell { .. }))
+    }
+}
+
+/// Repairs in flight, each with its finding; then the rows of those whose condition did not
+/// match, re-read.
 #[derive(Debug)]
 pub struct Repairs {
     writes: WaitAll,
-    findings: Vec<(Finding, bool)>,
+    findings: Vec<(Finding, Repair)>,
+    /// The findings whose repair's condition did not match, their rows being re-read.
+    recheck: Option<(PointReads, Vec<(Finding, Repair)>)>,
 }
 
 impl Repairs {
     /// Sends every repair at once.
     pub fn start(io: &mut Io<CheckEvent>, repairs: Vec<(Finding, Repair)>) -> Repairs {
         let mut ids = Vec::new();
-        let mut findings = Vec::new();
-        for (f, r) in repairs {
-            ids.push(io.unary(r.request));
-            findings.push((f, r.when_matched));
+        for (_, r) in &repairs {
+            ids.push(io.unary(r.request.clone()));
         }
         Repairs {
             writes: WaitAll::new(ids),
-            findings,
+            findings: repairs,
+            recheck: None,
         }
     }
 
     /// Once every repair is answered, reports each finding: repaired when its write applied;
-    /// dropped when it did not (the row changed since it was read, so what was found no longer
-    /// holds, and the next check judges the new state); with the error when the write failed.
-    pub fn poll(&mut self, io: &mut Io<CheckEvent>, report: &mut Report) -> Option<()> {
+    /// with the error when the write failed. A repair whose condition did not match (the row
+    /// changed since it was read) is not forced: its row is read again and the finding is
+    /// judged by `still_wrong(finding, repair, row)` (`None`: the row is gone): reported as left when it
+    /// still holds, dropped when it no longer does (rule 1.3). `Some(())` once all are done.
+    pub fn poll(
+        &mut self,
+        io: &mut Io<CheckEvent>,
+        report: &mut Report,
+        still_wrong: impl Fn(&Finding, &Repair, Option<&Row>) -> bool,
+    ) -> Option<()> {
+        if let Some((reads, unmatched)) = &mut self.recheck {
+            let found = match reads.poll(io) {
+                Ok(None) => return None,
+                Ok(Some(found)) => Ok(found),
+                Err(e) => Err(e),
+            };
+            for (mut f, repair) in core::mem::take(unmatched) {
+                match &found {
+                    Ok(rows) if !still_wrong(&f, &repair, rows.get(&f.row_key)) => continue,
+                    Ok(_) => {
+                        f.detail = alloc::format!(
+                            "{}; not repaired: the repair's condition did not hold, and a second read \
+                             finds it still wrong",
+                            f.detail
+                        )
+                    }
+                    Err(e) => {
+                        f.detail = alloc::format!(
+                            "{}; not repaired: the row changed since it was read, and reading \
+                             it again failed: {e}",
+                            f.detail
+                        )
+                    }
+                }
+                report.finding(io, f);
+            }
+            self.recheck = None;
+            return Some(());
+        }
         let outcomes = self.writes.poll(io)?;
-        for ((mut f, when_matched), outcome) in core::mem::take(&mut self.findings)
+        let mut unmatched = Vec::new();
+        for ((mut f, repair), outcome) in core::mem::take(&mut self.findings)
             .into_iter()
             .zip(outcomes)
         {
@@ -510,7 +612,8 @@ impl Repairs {
                 Ok(ChildOutput::Unary(crate::Response::CheckAndMutateRow {
                     predicate_matched,
                 })) => {
-                    if predicate_matched != when_matched {
+                    if predicate_matched != repair.when_matched {
+                        unmatched.push((f, repair));
                         continue;
                     }
                     f.repaired = true;
@@ -522,7 +625,15 @@ impl Repairs {
             }
             report.finding(io, f);
         }
-        Some(())
+        let Some(table) = unmatched.first().and_then(|(_, r)| match &r.request {
+            crate::Request::CheckAndMutateRow(cam) => Some(cam.table.clone()),
+            _ => None,
+        }) else {
+            return Some(());
+        };
+        let keys = unmatched.iter().map(|(f, _)| f.row_key.clone()).collect();
+        self.recheck = Some((PointReads::start(io, &table, keys), unmatched));
+        None
     }
 }
 

@@ -1,6 +1,6 @@
 //! Parsing `--now`: microseconds since the epoch, or an RFC 3339 date-time.
 
-use rowkit_codec::civil::{civil_from_days, days_from_civil, days_in_month};
+use rowkit_codec::civil::{days_from_civil, days_in_month};
 use rowkit_codec::model::Timestamp;
 
 use crate::error::CliError;
@@ -102,19 +102,7 @@ fn parse_rfc3339(s: &str) -> Option<Timestamp> {
     Some(Timestamp(secs.checked_mul(1_000_000)?.checked_add(micros)?))
 }
 
-/// `YYYY-MM-DDTHH:MM:SS.sssZ` for seconds since the epoch plus milliseconds (JavaScript's
-/// `Date.prototype.toISOString`).
-pub fn format_rfc3339_millis(secs: i64, millis: i64) -> String {
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    let (y, m, d) = civil_from_days(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
-}
+pub use rowkit_codec::civil::format_rfc3339_millis;
 
 #[cfg(test)]
 mod tests {

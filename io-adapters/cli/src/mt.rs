@@ -337,13 +337,14 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                     row_key,
                     kind,
                     fixed,
+                    detail,
                 } = event
                 {
                     progress.finish();
                     let kind = kind.name();
                     let _ = writeln!(
                         std::io::stderr(),
-                        "rowkit: fsck: {kind} row {}{}",
+                        "rowkit: fsck: {kind} row {}{}: {detail}",
                         escape(&row_key),
                         if fixed { " (fixed)" } else { "" }
                     );
@@ -351,6 +352,7 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                     bytes_fields(&mut m, "row_key", &row_key);
                     m.insert("kind".into(), json!(kind));
                     m.insert("fixed".into(), json!(fixed));
+                    m.insert("detail".into(), json!(detail));
                     findings.push(Value::Object(m));
                 }
             };
@@ -362,27 +364,44 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                 }
                 Err(e) => return Err(op_error(e)),
             };
+            // Stale counters are tolerated (a crash leaves them), but said: on stderr as the
+            // findings are.
+            for (key, detail) in &summary.counters {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "rowkit: fsck: counter row {}: {detail}{}",
+                    escape(key),
+                    if *fix { " (rebuilt)" } else { "" }
+                );
+            }
             if out.is_json() {
+                let counters: Vec<Value> = summary
+                    .counters
+                    .iter()
+                    .map(|(key, detail)| {
+                        let mut m = Map::new();
+                        bytes_fields(&mut m, "row_key", key);
+                        m.insert("detail".into(), json!(detail));
+                        m.insert("rebuilt".into(), json!(*fix));
+                        Value::Object(m)
+                    })
+                    .collect();
                 let mut doc = json!({"passes": summary.passes, "inconsistent": summary.inconsistent,
-                    "fixed": key_list(&summary.fixed), "undecodable": key_list(&summary.undecodable),
-                    "findings": findings});
+                    "fixed": key_list(&summary.fixed), "left": key_list(&summary.left),
+                    "undecodable": key_list(&summary.undecodable), "findings": findings,
+                    "counters": counters});
                 if let Some(failure) = &failure {
                     doc["error"] = json!({"id": failure.id(), "message": failure.message()});
                 }
                 outln!("{doc}");
-            } else if failure.is_some() {
-                outln!(
-                    "{} passes, {} inconsistencies, {} undecodable rows",
-                    summary.passes,
-                    summary.inconsistent,
-                    summary.undecodable.len()
-                );
             } else {
                 outln!(
-                    "{} passes, {} inconsistencies, {} fixed",
+                    "{} passes, {} inconsistencies ({} fixed, {} left), {} undecodable rows",
                     summary.passes,
                     summary.inconsistent,
-                    summary.fixed.len()
+                    summary.fixed.len(),
+                    summary.left.len(),
+                    summary.undecodable.len()
                 );
             }
             if let Some(failure) = failure {

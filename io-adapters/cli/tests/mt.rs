@@ -232,11 +232,21 @@ fn fsck_findings_on_stderr_and_in_json() {
     assert_eq!(doc["inconsistent"], 1);
     assert_eq!(
         doc["findings"],
-        json!([{"row_key": key, "row_key_hex": hex::encode(&key), "kind": "orphan", "fixed": false}])
+        json!([{"row_key": key, "row_key_hex": hex::encode(&key), "kind": "orphan", "fixed": false,
+                "detail": "node \"zz\" (id \"\"): its parent \"\" does not reference it"}])
+    );
+    // The counter of its (empty) creator does not count it: said, not an inconsistency.
+    let counter = "num-nodes-per-user:";
+    assert_eq!(
+        doc["counters"],
+        json!([{"row_key": counter, "row_key_hex": hex::encode(counter),
+                "detail": "no counter row; the nodes imply 1", "rebuilt": false}])
     );
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
-        stderr.contains(&format!("rowkit: fsck: orphan row {key}\n")),
+        stderr.contains(&format!(
+            "rowkit: fsck: orphan row {key}: node \"zz\" (id \"\"): its parent \"\" does not reference it\n"
+        )),
         "{stderr}"
     );
     assert!(
@@ -264,9 +274,14 @@ fn check_reports_an_orphan() {
         (json!(0), json!(1))
     );
     assert_eq!(
-        mt["findings"],
-        json!([{"schema": "mt", "kind": "orphan", "row_key": key, "row_key_hex": hex::encode(&key),
-            "detail": "fsck (mounttable.md §16)", "repair": "delete the orphan node", "repaired": false}])
+        mt["notes"],
+        json!(["counter row num-nodes-per-user:: no counter row; the nodes imply 1"])
+    );
+    assert_eq!(
+        mt["findings"][0],
+        json!({"schema": "mt", "kind": "orphan", "row_key": key, "row_key_hex": hex::encode(&key),
+            "detail": "node \"zz\" (id \"\"): its parent \"\" does not reference it",
+            "repair": "delete the orphan node", "repaired": false})
     );
 }
 

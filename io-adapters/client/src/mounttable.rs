@@ -346,43 +346,62 @@ impl<D: Driver> MountTable<D> {
 
     /// The mount table's check (`spec/check.md` §1): fsck as the server, each finding as a
     /// check [`Finding`] to `on_event`, repaired when `fix` fixed it, and the rows read so far
-    /// after each page as progress. Inconsistencies are findings, not an error.
+    /// after each page as progress. Inconsistencies are findings, not an error; counters that
+    /// differ from the nodes (tolerated, §17) are notes.
     pub async fn check(
         &self,
         fix: bool,
         mut on_event: impl FnMut(CheckEvent),
     ) -> Result<CheckSummary, MtError> {
         let mut summary = CheckSummary::default();
+        // fsck reports a finding again when a later pass changes what became of it: it is
+        // counted once, and fixed and left are fsck's own counts.
+        let mut seen = std::collections::BTreeSet::new();
         let outcome = self
             .fsck(fix, |event| {
                 if let MtEvent::FsckPage { rows } = event {
                     summary.rows_scanned += rows;
                     on_event(CheckEvent::Progress {
                         rows_scanned: summary.rows_scanned,
-                        findings: summary.findings(),
+                        findings: seen.len() as u64,
                     });
                 } else if let MtEvent::FsckFinding {
                     row_key,
                     kind,
                     fixed,
+                    detail,
                 } = event
                 {
                     let finding = Finding {
                         schema: "mt",
                         kind: kind.name(),
                         row_key,
-                        detail: "fsck (mounttable.md §16)".into(),
+                        detail,
                         repair: kind.repair().map(String::from),
                         repaired: fixed,
                     };
-                    summary.record(&finding);
+                    if seen.insert((finding.row_key.clone(), finding.kind)) {
+                        *summary
+                            .findings_by_kind
+                            .entry(finding.kind.into())
+                            .or_insert(0) += 1;
+                    }
                     on_event(CheckEvent::Finding(finding));
                 }
             })
             .await;
-        match outcome {
-            Ok(_) | Err(MtError::FsckInconsistent(_)) => {}
+        let fsck = match outcome {
+            Ok(fsck) | Err(MtError::FsckInconsistent(fsck)) => fsck,
             Err(e) => return Err(e),
+        };
+        summary.repaired = fsck.fixed.len() as u64;
+        summary.left = (fsck.left.len() + fsck.undecodable.len()) as u64;
+        for (key, detail) in &fsck.counters {
+            let rebuilt = if fix { " (rebuilt)" } else { "" };
+            let key = rowkit_codec::escape::escape(key);
+            summary
+                .notes
+                .push(format!("counter row {key}: {detail}{rebuilt}"));
         }
         Ok(summary)
     }

@@ -172,16 +172,22 @@ pub struct PermsAndVersion {
 pub struct FsckSummary {
     /// Passes made.
     pub passes: u32,
-    /// Inconsistencies counted over all passes.
+    /// Inconsistencies found, each once whatever the passes (`fixed` + `left`).
     pub inconsistent: u64,
-    /// Row keys fixed.
+    /// Row keys of inconsistencies fixed (node rows, and counter rows rebuilt).
     pub fixed: Vec<Vec<u8>>,
+    /// Row keys of inconsistencies left: not fixed, or without `fix`.
+    pub left: Vec<Vec<u8>>,
     /// Row keys that do not decode (left alone).
     pub undecodable: Vec<Vec<u8>>,
+    /// Counter rows that differ from what the nodes imply, each with what differs: not
+    /// inconsistencies (a crash leaves stale counters, §17), but said rather than silently
+    /// rewritten; with `fix` they were rebuilt.
+    pub counters: Vec<(Vec<u8>, String)>,
 }
 
 /// Kinds of fsck findings.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum FindingKind {
     /// A node its parent does not reference.
     Orphan,
@@ -189,8 +195,11 @@ pub enum FindingKind {
     Dangling,
     /// A row that does not decode.
     Undecodable,
-    /// A check that hit a store error.
+    /// A check that hit a store error (a child or parent that could not be read, e.g. one
+    /// that does not decode).
     StoreError,
+    /// A node row under a key that is not its name's (`rowKey(name)`): reads never find it.
+    WrongKey,
 }
 
 impl FindingKind {
@@ -201,6 +210,7 @@ impl FindingKind {
             FindingKind::Dangling => "dangling",
             FindingKind::Undecodable => "undecodable",
             FindingKind::StoreError => "store_error",
+            FindingKind::WrongKey => "wrong_key",
         }
     }
 
@@ -209,7 +219,7 @@ impl FindingKind {
         match self {
             FindingKind::Orphan => Some("delete the orphan node"),
             FindingKind::Dangling => Some("drop the dangling child references"),
-            FindingKind::Undecodable | FindingKind::StoreError => None,
+            FindingKind::Undecodable | FindingKind::StoreError | FindingKind::WrongKey => None,
         }
     }
 }
@@ -234,6 +244,8 @@ pub enum MtEvent {
         kind: FindingKind,
         /// Whether it was fixed.
         fixed: bool,
+        /// What is wrong, for a person (bounded).
+        detail: String,
     },
     /// An fsck pass read another page of node rows (for progress: rows read so far).
     FsckPage {
@@ -310,7 +322,7 @@ pub enum MtError {
         what: String,
     },
     /// Fsck found problems.
-    #[error("fsck: {} inconsistencies, {} undecodable rows", .0.inconsistent, .0.undecodable.len())]
+    #[error("fsck: {} inconsistencies ({} fixed, {} left), {} undecodable rows", .0.inconsistent, .0.fixed.len(), .0.left.len(), .0.undecodable.len())]
     FsckInconsistent(FsckSummary),
     /// A store request failed.
     #[error("store: {0}")]

@@ -847,12 +847,122 @@ impl Flow for ReadCountersFlow {
     }
 }
 
-/// The flow of [`Fsck`](super::Fsck): passes until clean (with `fix`), then with `fix` the
-/// counters rebuilt from the nodes (§16).
+/// Most passes of `fsck --fix`: a backstop only, since passes already stop as soon as one fixes
+/// nothing it had not fixed before.
+const MAX_FSCK_PASSES: u32 = 16;
+
+/// Names a finding's detail lists at most (a node may have many dangling children).
+const DETAIL_NAMES: usize = 8;
+
+/// What fsck has reported, so that each finding is reported once whatever the passes, and the
+/// counters the node rows imply.
+#[derive(Debug, Default)]
+struct Tally {
+    summary: FsckSummary,
+    /// Each finding reported, by row and kind, and what became of it.
+    reported: BTreeMap<(Vec<u8>, FindingKind), Outcome>,
+    /// Findings the current pass fixed that no pass had fixed before.
+    fixed_in_pass: u64,
+    /// Per creator: the decodable nodes of the current pass and their servers (live and
+    /// expired), what the counters must hold (§16's rebuild).
+    counts: BTreeMap<String, (i64, i64)>,
+}
+
+/// What became of a reported finding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    Fixed,
+    Left,
+    /// Fixed, then found again by a later pass: the repair does not take; left, and reported
+    /// no more.
+    Recurring,
+}
+
+impl Tally {
+    /// Reports a finding unless it was reported before; a finding left before and fixed now,
+    /// or fixed before and found again, is reported once more with what changed.
+    fn report(
+        &mut self,
+        io: &mut MtIo,
+        row_key: &[u8],
+        kind: FindingKind,
+        fixed: bool,
+        detail: String,
+    ) {
+        let key = (row_key.to_vec(), kind);
+        let (outcome, detail) = match self.reported.get(&key) {
+            None => {
+                if kind == FindingKind::Undecodable {
+                    self.summary.undecodable.push(row_key.to_vec());
+                } else {
+                    self.summary.inconsistent += 1;
+                    if fixed {
+                        self.fixed_in_pass += 1;
+                        self.summary.fixed.push(row_key.to_vec());
+                    } else {
+                        self.summary.left.push(row_key.to_vec());
+                    }
+                }
+                (if fixed { Outcome::Fixed } else { Outcome::Left }, detail)
+            }
+            Some(Outcome::Left) if fixed => {
+                self.fixed_in_pass += 1;
+                self.summary.left.retain(|k| k.as_slice() != row_key);
+                self.summary.fixed.push(row_key.to_vec());
+                (Outcome::Fixed, detail)
+            }
+            Some(Outcome::Fixed) => {
+                self.summary.fixed.retain(|k| k.as_slice() != row_key);
+                self.summary.left.push(row_key.to_vec());
+                let detail = alloc::format!(
+                    "{detail}; found again after an earlier pass fixed it: left as it is"
+                );
+                (Outcome::Recurring, detail)
+            }
+            Some(_) => return,
+        };
+        let fixed = outcome == Outcome::Fixed;
+        self.reported.insert(key, outcome);
+        io.emit(MtEvent::FsckFinding {
+            row_key: row_key.to_vec(),
+            kind,
+            fixed,
+            detail: crate::check::bounded_detail(detail),
+        });
+    }
+
+    /// Counts a decodable node for its creator's counters.
+    fn count(&mut self, node: &codec::NodeRow) {
+        let servers = (node.servers.len() + node.expired_servers.len()) as i64;
+        let entry = self.counts.entry(node.creator.clone()).or_insert((0, 0));
+        entry.0 += 1;
+        entry.1 += servers;
+    }
+
+    /// The counter rows the nodes counted imply, by row key.
+    fn expected_counters(&self) -> BTreeMap<Vec<u8>, i64> {
+        let mut out = BTreeMap::new();
+        for (creator, (nodes, servers)) in &self.counts {
+            out.insert(codec::counter_row_key(CounterKind::Nodes, creator), *nodes);
+            out.insert(
+                codec::counter_row_key(CounterKind::Servers, creator),
+                *servers,
+            );
+        }
+        out
+    }
+}
+
+/// The flow of [`Fsck`](super::Fsck): one pass, or with `fix` passes until one fixes nothing new
+/// (a finding no pass can fix is reported once and left); then the counters are compared with
+/// the nodes of the last pass, the wrong ones listed in the summary, and with `fix` rebuilt
+/// (§16).
 #[derive(Debug)]
 pub struct FsckFlow {
     fix: bool,
-    summary: FsckSummary,
+    tally: Tally,
+    /// Wrong counter rows found (row key, detail), for the summary.
+    wrong_counters: Vec<(Vec<u8>, String)>,
     phase: FsckPhase,
 }
 
@@ -867,18 +977,10 @@ enum FsckPhase {
         rows: Vec<Row>,
         at: usize,
     },
-    NodesRead(Scan),
-    /// Node row `at` of `rows` is being counted, then its `servers` for its `creator`.
-    NodeCounted {
+    /// Counter `at` of `counters` (row key, value) is being written by an increment.
+    Counted {
         count: Increment,
-        rows: Vec<Row>,
-        at: usize,
-        servers: i64,
-        creator: String,
-    },
-    ServersCounted {
-        count: Increment,
-        rows: Vec<Row>,
+        counters: Vec<(Vec<u8>, i64)>,
         at: usize,
     },
     Done,
@@ -888,20 +990,59 @@ impl FsckFlow {
     pub(super) fn new(fix: bool) -> FsckFlow {
         FsckFlow {
             fix,
-            summary: FsckSummary::default(),
+            tally: Tally::default(),
+            wrong_counters: Vec::new(),
             phase: FsckPhase::Start,
         }
     }
 
     fn pass(&mut self, io: &MtIo, ctx: &MtCtx) -> Result<(), MtError> {
         check_deadline(io, ctx)?;
-        self.summary.passes += 1;
-        let summary = mem::take(&mut self.summary);
-        self.phase = FsckPhase::Passing(FsckPass::new(self.fix, summary));
+        self.tally.summary.passes += 1;
+        self.tally.fixed_in_pass = 0;
+        self.tally.counts.clear();
+        let tally = mem::take(&mut self.tally);
+        self.phase = FsckPhase::Passing(FsckPass::new(self.fix, tally));
         Ok(())
     }
 
-    /// Deletes counter row `at`, or scans the nodes once all are gone.
+    /// The counter rows that differ from what the nodes imply, each with its detail.
+    fn compare_counters(&mut self, rows: &[Row]) {
+        let mut expected = self.tally.expected_counters();
+        for row in rows {
+            let want = expected.remove(&row.key).unwrap_or(0);
+            // The scan keeps every version (the rebuild deletes whole rows); a counter is its
+            // newest cell, the first of its column.
+            let mut latest = Row {
+                key: row.key.clone(),
+                cells: Vec::new(),
+            };
+            for cell in &row.cells {
+                if !latest
+                    .cells
+                    .last()
+                    .is_some_and(|c| c.family == cell.family && c.qualifier == cell.qualifier)
+                {
+                    latest.cells.push(cell.clone());
+                }
+            }
+            let detail = match codec::decode_counter_row(&latest) {
+                Ok(have) if have == want => continue,
+                Ok(have) => alloc::format!("counter is {have}, the nodes imply {want}"),
+                Err(e) => alloc::format!("counter does not decode ({e}); the nodes imply {want}"),
+            };
+            self.wrong_counters.push((row.key.clone(), detail));
+        }
+        for (key, want) in expected {
+            if want != 0 {
+                let detail = alloc::format!("no counter row; the nodes imply {want}");
+                self.wrong_counters.push((key, detail));
+            }
+        }
+        self.wrong_counters.sort();
+    }
+
+    /// Deletes counter row `at`, or writes the counters once all are gone.
     fn delete_counter(&mut self, io: &mut MtIo, ctx: &MtCtx, rows: Vec<Row>, at: usize) {
         self.phase = match rows.get(at) {
             Some(row) => {
@@ -916,42 +1057,35 @@ impl FsckFlow {
                 );
                 FsckPhase::CounterDeleted { put, rows, at }
             }
-            None => FsckPhase::NodesRead(Scan::start(
-                io,
-                ctx,
-                ctx.tables.node.clone(),
-                RowSet::all(),
-                Some(RowFilter::CellsPerColumnLimit(1)),
-                0,
-            )),
+            None => {
+                let counters = self.tally.expected_counters().into_iter().collect();
+                match self.count(counters, 0) {
+                    Some(phase) => phase,
+                    None => FsckPhase::Done,
+                }
+            }
         };
     }
 
-    /// Counts the next decodable node from `at` (and its servers); `true` once past the last.
-    fn count_node(&mut self, io: &MtIo, rows: Vec<Row>, mut at: usize) -> bool {
-        while let Some(row) = rows.get(at) {
-            let Ok(node) = codec::decode_node(row, io.now().0) else {
-                at += 1;
-                continue;
-            };
-            let servers = (node.servers.len() + node.expired_servers.len()) as i64;
-            let creator = node.creator;
-            let count = Increment::new(CounterKind::Nodes, &creator, 1, 0, Half::First);
-            self.phase = FsckPhase::NodeCounted {
-                count,
-                rows,
-                at,
-                servers,
-                creator,
-            };
-            return false;
-        }
-        true
+    /// The increment writing counter `at`, or `None` past the last.
+    fn count(&self, counters: Vec<(Vec<u8>, i64)>, at: usize) -> Option<FsckPhase> {
+        let (key, value) = counters.get(at)?;
+        let (kind, creator) = codec::decode_counter_row_key(key)?;
+        let creator = String::from_utf8_lossy(creator).into_owned();
+        let count = Increment::new(kind, &creator, *value, 0, Half::First);
+        Some(FsckPhase::Counted {
+            count,
+            counters,
+            at,
+        })
     }
 
+    /// Ends, with the wrong counters in the summary (rebuilt when `fix`): with the summary, or
+    /// `FsckInconsistent` when something is left (or, without `fix`, found).
     fn finish(&mut self) -> Progress<FsckSummary> {
-        let summary = mem::take(&mut self.summary);
-        if (!self.fix && summary.inconsistent > 0) || !summary.undecodable.is_empty() {
+        let mut summary = mem::take(&mut self.tally.summary);
+        summary.counters = mem::take(&mut self.wrong_counters);
+        if !summary.left.is_empty() || !summary.undecodable.is_empty() {
             return Err(MtError::FsckInconsistent(summary));
         }
         Ok(Some(summary))
@@ -968,16 +1102,13 @@ impl Flow for FsckFlow {
             match mem::replace(&mut self.phase, P::Done) {
                 P::Start => self.pass(io, ctx)?,
                 P::Passing(mut pass) => {
-                    let (count, summary) =
-                        ready!(self.phase, P::Passing(pass), pass.advance(io, ctx))?;
-                    self.summary = summary;
-                    self.summary.inconsistent += count;
-                    if self.fix && count > 0 {
+                    self.tally = ready!(self.phase, P::Passing(pass), pass.advance(io, ctx))?;
+                    if self.fix
+                        && self.tally.fixed_in_pass > 0
+                        && self.tally.summary.passes < MAX_FSCK_PASSES
+                    {
                         self.pass(io, ctx)?;
                         continue;
-                    }
-                    if !self.fix {
-                        return self.finish();
                     }
                     self.phase = P::CountersRead(Scan::start(
                         io,
@@ -990,7 +1121,14 @@ impl Flow for FsckFlow {
                 }
                 P::CountersRead(mut scan) => {
                     let rows = ready!(self.phase, P::CountersRead(scan), scan.poll(io))?;
+                    self.compare_counters(&rows);
+                    if !self.fix {
+                        return self.finish();
+                    }
                     self.delete_counter(io, ctx, rows, 0);
+                    if matches!(self.phase, P::Done) {
+                        return self.finish();
+                    }
                 }
                 P::CounterDeleted { mut put, rows, at } => {
                     ready!(
@@ -999,47 +1137,27 @@ impl Flow for FsckFlow {
                         put.poll(io)
                     )?;
                     self.delete_counter(io, ctx, rows, at + 1);
-                }
-                P::NodesRead(mut scan) => {
-                    let rows = ready!(self.phase, P::NodesRead(scan), scan.poll(io))?;
-                    if self.count_node(io, rows, 0) {
+                    if matches!(self.phase, P::Done) {
                         return self.finish();
                     }
                 }
-                P::NodeCounted {
+                P::Counted {
                     mut count,
-                    rows,
+                    counters,
                     at,
-                    servers,
-                    creator,
                 } => {
                     ready!(
                         self.phase,
-                        P::NodeCounted {
+                        P::Counted {
                             count,
-                            rows,
-                            at,
-                            servers,
-                            creator
+                            counters,
+                            at
                         },
                         count.advance(io, ctx)
                     )?;
-                    let count =
-                        Increment::new(CounterKind::Servers, &creator, servers, 0, Half::First);
-                    self.phase = P::ServersCounted { count, rows, at };
-                }
-                P::ServersCounted {
-                    mut count,
-                    rows,
-                    at,
-                } => {
-                    ready!(
-                        self.phase,
-                        P::ServersCounted { count, rows, at },
-                        count.advance(io, ctx)
-                    )?;
-                    if self.count_node(io, rows, at + 1) {
-                        return self.finish();
+                    match self.count(counters, at + 1) {
+                        Some(next) => self.phase = next,
+                        None => return self.finish(),
                     }
                 }
                 P::Done => return Err(ended()),
@@ -1049,13 +1167,12 @@ impl Flow for FsckFlow {
 }
 
 /// One fsck pass over the node table, page by page: orphans (deleted with `fix`), dangling
-/// child references (dropped with `fix`), undecodable rows. Gives the inconsistencies counted
-/// and the summary handed back.
+/// child references (dropped with `fix`), undecodable rows and rows under a key that is not
+/// their name's. Gives the tally back.
 #[derive(Debug)]
 struct FsckPass {
     fix: bool,
-    summary: FsckSummary,
-    count: u64,
+    tally: Tally,
     /// The last row key of the page before (`None`: the first page).
     start: Option<Vec<u8>>,
     page: Vec<Row>,
@@ -1077,7 +1194,15 @@ enum PassPhase {
     },
     OrphanDeleted {
         delete: Box<Delete>,
-        key: Vec<u8>,
+        node: Node,
+        detail: String,
+    },
+    /// The delete of an orphan failed: is the node still there (or was it deleted with an
+    /// orphan subtree before it in this pass)?
+    OrphanReread {
+        read: NodeRead,
+        node: Node,
+        detail: String,
     },
     /// The node's children are being read one by one.
     ChildRead {
@@ -1087,6 +1212,7 @@ enum PassPhase {
     DanglingFixed {
         occ: Occ,
         key: Vec<u8>,
+        detail: String,
     },
     Done,
 }
@@ -1098,15 +1224,26 @@ struct ChildCheck {
     at: usize,
     /// Qualifiers of references to missing nodes or other incarnations.
     dangling: Vec<Vec<u8>>,
-    store_error: bool,
+    /// Names of those children (the first few, for the detail).
+    dangling_names: Vec<String>,
+    /// The first child read that failed, and why.
+    store_error: Option<String>,
+}
+
+/// `a, b, c (and 5 more)`: the first [`DETAIL_NAMES`] of `names`.
+fn some_names(names: &[String], all: usize) -> String {
+    let mut text = names.join(", ");
+    if all > names.len() {
+        text.push_str(&alloc::format!(" (and {} more)", all - names.len()));
+    }
+    text
 }
 
 impl FsckPass {
-    fn new(fix: bool, summary: FsckSummary) -> FsckPass {
+    fn new(fix: bool, tally: Tally) -> FsckPass {
         FsckPass {
             fix,
-            summary,
-            count: 0,
+            tally,
             start: None,
             page: Vec::new(),
             full: false,
@@ -1115,15 +1252,7 @@ impl FsckPass {
         }
     }
 
-    fn finding(io: &mut MtIo, row_key: &[u8], kind: FindingKind, fixed: bool) {
-        io.emit(MtEvent::FsckFinding {
-            row_key: row_key.to_vec(),
-            kind,
-            fixed,
-        });
-    }
-
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<(u64, FsckSummary)> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<Tally> {
         use PassPhase as P;
         loop {
             let ended_pass = match mem::replace(&mut self.phase, P::Done) {
@@ -1142,48 +1271,108 @@ impl FsckPass {
                     self.next_row(io, ctx)?
                 }
                 P::ParentRead { mut read, node } => {
+                    let dir = codec::split(&node.name).0;
                     match ready!(self.phase, P::ParentRead { read, node }, read.poll(io)) {
-                        Err(_) => {
-                            self.count += 1;
-                            Self::finding(io, &node.row_key, FindingKind::StoreError, false);
+                        Err(e) => {
+                            let detail = alloc::format!("reading its parent {dir:?} failed: {e}");
+                            self.tally.report(
+                                io,
+                                &node.row_key,
+                                FindingKind::StoreError,
+                                false,
+                                detail,
+                            );
                             self.row_done(io, ctx)?
                         }
                         Ok(parent) => {
                             let base = codec::split(&node.name).1;
-                            let orphan = match parent {
-                                None => true,
-                                Some(p) => {
-                                    !p.children.iter().any(|c| c.name == base && c.id == node.id)
+                            let detail = match &parent {
+                                None => Some(alloc::format!(
+                                    "node {:?}: its parent {dir:?} does not exist",
+                                    node.name
+                                )),
+                                Some(p)
+                                    if !p
+                                        .children
+                                        .iter()
+                                        .any(|c| c.name == base && c.id == node.id) =>
+                                {
+                                    Some(alloc::format!(
+                                        "node {:?} (id {:?}): its parent {dir:?} does not reference it",
+                                        node.name,
+                                        String::from_utf8_lossy(&node.id)
+                                    ))
                                 }
+                                Some(_) => None,
                             };
-                            if !orphan {
-                                self.check_children(io, ctx, node)?
-                            } else {
-                                self.count += 1;
-                                if self.fix {
-                                    let key = node.row_key.clone();
-                                    let delete = Box::new(Delete::new(node, true));
-                                    self.phase = P::OrphanDeleted { delete, key };
+                            match detail {
+                                None => self.check_children(io, ctx, node)?,
+                                Some(detail) if self.fix => {
+                                    let delete = Box::new(Delete::new(node.clone(), true));
+                                    self.phase = P::OrphanDeleted {
+                                        delete,
+                                        node,
+                                        detail,
+                                    };
                                     false
-                                } else {
-                                    Self::finding(io, &node.row_key, FindingKind::Orphan, false);
+                                }
+                                Some(detail) => {
+                                    self.tally.report(
+                                        io,
+                                        &node.row_key,
+                                        FindingKind::Orphan,
+                                        false,
+                                        detail,
+                                    );
                                     self.row_done(io, ctx)?
                                 }
                             }
                         }
                     }
                 }
-                P::OrphanDeleted { mut delete, key } => {
-                    let fixed = ready!(
+                P::OrphanDeleted {
+                    mut delete,
+                    node,
+                    detail,
+                } => {
+                    match ready!(
                         self.phase,
-                        P::OrphanDeleted { delete, key },
+                        P::OrphanDeleted {
+                            delete,
+                            node,
+                            detail
+                        },
                         delete.advance(io, ctx)
-                    )
-                    .is_ok();
-                    if fixed {
-                        self.summary.fixed.push(key.clone());
+                    ) {
+                        Ok(()) => {
+                            self.tally
+                                .report(io, &node.row_key, FindingKind::Orphan, true, detail);
+                            self.row_done(io, ctx)?
+                        }
+                        Err(e) => {
+                            let detail = alloc::format!("{detail}; its delete failed: {e}");
+                            let read = NodeRead::start(io, ctx, &node.name);
+                            self.phase = P::OrphanReread { read, node, detail };
+                            false
+                        }
                     }
-                    Self::finding(io, &key, FindingKind::Orphan, fixed);
+                }
+                P::OrphanReread {
+                    mut read,
+                    node,
+                    detail,
+                } => {
+                    let now = ready!(
+                        self.phase,
+                        P::OrphanReread { read, node, detail },
+                        read.poll(io)
+                    );
+                    // Gone (or another incarnation): deleted with an orphan subtree earlier in
+                    // this pass, or by a writer; nothing to report.
+                    if matches!(&now, Ok(Some(n)) if n.id == node.id) || now.is_err() {
+                        self.tally
+                            .report(io, &node.row_key, FindingKind::Orphan, false, detail);
+                    }
                     self.row_done(io, ctx)?
                 }
                 P::ChildRead {
@@ -1193,27 +1382,47 @@ impl FsckPass {
                     let found = ready!(self.phase, P::ChildRead { read, check }, read.poll(io));
                     if let Some(c) = check.node.children.get(check.at) {
                         match found {
-                            Err(_) => check.store_error = true,
+                            Err(e) => {
+                                if check.store_error.is_none() {
+                                    check.store_error = Some(alloc::format!(
+                                        "reading child {:?} failed: {e}",
+                                        c.name
+                                    ));
+                                }
+                            }
                             Ok(Some(child)) if child.id == c.id => {}
-                            Ok(_) => check.dangling.push(codec::child_qualifier(&c.id, &c.name)),
+                            Ok(_) => {
+                                check.dangling.push(codec::child_qualifier(&c.id, &c.name));
+                                if check.dangling_names.len() < DETAIL_NAMES {
+                                    check.dangling_names.push(c.name.clone());
+                                }
+                            }
                         }
                     }
                     check.at += 1;
                     self.next_child(io, ctx, check)?
                 }
-                P::DanglingFixed { mut occ, key } => {
-                    let fixed =
-                        ready!(self.phase, P::DanglingFixed { occ, key }, occ.poll(io)).is_ok();
-                    if fixed {
-                        self.summary.fixed.push(key.clone());
-                    }
-                    Self::finding(io, &key, FindingKind::Dangling, fixed);
+                P::DanglingFixed {
+                    mut occ,
+                    key,
+                    detail,
+                } => {
+                    let (fixed, detail) = match ready!(
+                        self.phase,
+                        P::DanglingFixed { occ, key, detail },
+                        occ.poll(io)
+                    ) {
+                        Ok(_) => (true, detail),
+                        Err(e) => (false, alloc::format!("{detail}; the repair failed: {e}")),
+                    };
+                    self.tally
+                        .report(io, &key, FindingKind::Dangling, fixed, detail);
                     self.row_done(io, ctx)?
                 }
                 P::Done => return Err(ended()),
             };
             if ended_pass {
-                return Ok(Some((self.count, mem::take(&mut self.summary))));
+                return Ok(Some(mem::take(&mut self.tally)));
             }
         }
     }
@@ -1255,16 +1464,30 @@ impl FsckPass {
             check_deadline(io, ctx)?;
             let node = match codec::decode_node(row, io.now().0) {
                 Ok(n) => n,
-                Err(_) => {
+                Err(e) => {
                     let key = row.key.clone();
-                    if !self.summary.undecodable.contains(&key) {
-                        self.summary.undecodable.push(key.clone());
-                    }
-                    Self::finding(io, &key, FindingKind::Undecodable, false);
+                    let detail = alloc::format!("the row does not decode: {e}");
+                    self.tally
+                        .report(io, &key, FindingKind::Undecodable, false, detail);
                     self.at += 1;
                     continue;
                 }
             };
+            self.tally.count(&node);
+            // getNode reads a name at its hash: a row under another key is never found.
+            let canonical = codec::row_key(&node.name);
+            if canonical != row.key {
+                let key = row.key.clone();
+                let detail = alloc::format!(
+                    "node {:?} is stored under this key, but reads look for it at {}",
+                    node.name,
+                    rowkit_codec::escape::escape(&canonical)
+                );
+                self.tally
+                    .report(io, &key, FindingKind::WrongKey, false, detail);
+                self.at += 1;
+                continue;
+            }
             let node = Node::new(node);
             if node.name.is_empty() {
                 return self.check_children(io, ctx, node);
@@ -1281,7 +1504,8 @@ impl FsckPass {
             node,
             at: 0,
             dangling: Vec::new(),
-            store_error: false,
+            dangling_names: Vec::new(),
+            store_error: None,
         };
         self.next_child(io, ctx, check)
     }
@@ -1300,17 +1524,22 @@ impl FsckPass {
             return Ok(false);
         }
         let key = node.row_key.clone();
-        if check.store_error {
-            self.count += 1;
-            Self::finding(io, &key, FindingKind::StoreError, false);
+        if let Some(error) = check.store_error {
+            self.tally
+                .report(io, &key, FindingKind::StoreError, false, error);
             return self.row_done(io, ctx);
         }
         if check.dangling.is_empty() {
             return self.row_done(io, ctx);
         }
-        self.count += 1;
+        let detail = alloc::format!(
+            "node {:?} references children that are missing or another incarnation: {}",
+            node.name,
+            some_names(&check.dangling_names, check.dangling.len())
+        );
         if !self.fix {
-            Self::finding(io, &key, FindingKind::Dangling, false);
+            self.tally
+                .report(io, &key, FindingKind::Dangling, false, detail);
             return self.row_done(io, ctx);
         }
         let mutations = check
@@ -1319,7 +1548,7 @@ impl FsckPass {
             .map(|q| super::calls::delete_column(FAMILY_CHILDREN, q))
             .collect();
         let occ = Occ::start(io, ctx, node, mutations, false);
-        self.phase = PassPhase::DanglingFixed { occ, key };
+        self.phase = PassPhase::DanglingFixed { occ, key, detail };
         Ok(false)
     }
 }

@@ -14,9 +14,13 @@ use alloc::format;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
+use rowkit_codec::civil::format_rfc3339_millis;
 use rowkit_codec::escape::escape;
+use rowkit_codec::model::prefix_successor;
 use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
-use rowkit_codec::objmeta::cells::{DOC_FAMILY, FLAG_FAMILY, StoredDoc, filters, replace};
+use rowkit_codec::objmeta::cells::{
+    DOC_FAMILY, FLAG_FAMILY, StoredDoc, filters, replace, replace_text,
+};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{
     DecodedRowKey, INFOSTORE, KeyKind, METASTORE, USERS_BUCKET, USERS_BUCKET_COLLECTION, VFormat,
@@ -305,7 +309,10 @@ impl Flow for CheckFlow {
                     }
                 },
                 Phase::PageRepairs(mut repairs, then) => {
-                    if repairs.poll(io, self.scanner.report()).is_none() {
+                    if repairs
+                        .poll(io, self.scanner.report(), still_wrong)
+                        .is_none()
+                    {
                         self.phase = Phase::PageRepairs(repairs, then);
                         return Ok(None);
                     }
@@ -356,7 +363,10 @@ impl Flow for CheckFlow {
                     self.phase = Phase::Repair(Repairs::start(io, repairs));
                 }
                 Phase::Repair(mut repairs) => {
-                    if repairs.poll(io, self.scanner.report()).is_none() {
+                    if repairs
+                        .poll(io, self.scanner.report(), still_wrong)
+                        .is_none()
+                    {
                         self.phase = Phase::Repair(repairs);
                         return Ok(None);
                     }
@@ -445,7 +455,25 @@ impl CheckFlow {
                     .finding(io, finding("wrong_format_key", &row.key, detail));
                 continue;
             }
-            if doc.is_none() {
+            let Some(doc) = doc else {
+                continue;
+            };
+            // A version row is found by the id in its key: a key cut short, or written with
+            // another id, is listed as a version no read of its document's id ever finds.
+            if key.kind == KeyKind::Version
+                && let Some(doc_vid) = vid(&doc)
+                && key.version_id.as_deref() != Some(doc_vid)
+            {
+                let detail = format!(
+                    "the key names version {}, its document is version {}",
+                    key.version_id
+                        .as_deref()
+                        .map_or_else(|| "none".into(), |v| escape(v.as_bytes())),
+                    escape(doc_vid.as_bytes())
+                );
+                self.scanner
+                    .report()
+                    .finding(io, finding("version_key_mismatch", &row.key, detail));
                 continue;
             }
             let this = (key.collection.clone(), key.object_key.clone());
@@ -514,7 +542,7 @@ impl CheckFlow {
                     table,
                     &row.key,
                     unchanged(&doc),
-                    replace(&doc.value, None),
+                    derived_cells(&doc),
                     Vec::new(),
                 );
                 let repair = Repair {
@@ -527,6 +555,35 @@ impl CheckFlow {
             }
         }
         Some(doc)
+    }
+}
+
+/// The re-check of a finding whose repair's condition failed, on its row read again (rule
+/// 1.3): a derived cell is still stale; versions still have no master; a master is still a
+/// placeholder (it may be another one, whose repair is left to the next check); a master
+/// still names a version older than the one the repair would have made master.
+fn still_wrong(f: &Finding, repair: &Repair, row: Option<&Row>) -> bool {
+    let doc = row.and_then(|r| StoredDoc::from_row(r).ok().flatten());
+    match (f.kind, row, doc) {
+        ("versions_without_master", row, _) => row.is_none(),
+        (_, None, _) | (_, _, None) => false,
+        ("derived_stale", Some(row), Some(doc)) => derived_stale(row, &doc).is_some(),
+        ("placeholder_due", _, Some(doc)) => flag(&doc, "isPHD"),
+        ("master_behind", _, Some(doc)) => {
+            let newest = repair.cells().find_map(|m| match m {
+                Mutation::SetCell {
+                    family,
+                    qualifier,
+                    value,
+                    ..
+                } if family == FLAG_FAMILY && qualifier == b"versionId" => Some(value.as_slice()),
+                _ => None,
+            });
+            !flag(&doc, "isPHD")
+                && !flag(&doc, "isDeleteMarker")
+                && vid(&doc).zip(newest).is_some_and(|(m, n)| m.as_bytes() > n)
+        }
+        _ => true,
     }
 }
 
@@ -569,7 +626,7 @@ fn bucket_info(row: &Row) -> Option<BucketInfo> {
 
 /// What is stale in the row's `f` family against its `d:value`, if anything.
 fn derived_stale(row: &Row, doc: &StoredDoc) -> Option<String> {
-    let want: BTreeMap<Vec<u8>, Vec<u8>> = replace(&doc.value, None)
+    let want: BTreeMap<Vec<u8>, Vec<u8>> = derived_cells(doc)
         .into_iter()
         .filter_map(|m| match m {
             Mutation::SetCell {
@@ -609,16 +666,48 @@ fn derived_stale(row: &Row, doc: &StoredDoc) -> Option<String> {
     ))
 }
 
-/// Matches iff the row's `d:value` and `f:hash` are exactly as in `doc` (an absent hash must
-/// still be absent).
+/// The `f` family `REPLACE` writes for the stored `d:value` bytes (`objmeta.md` §5.4: the
+/// hash is of the bytes as stored), without `d:value` itself: a repair of derived cells never
+/// writes the document, so it cannot overwrite a newer one.
+fn derived_cells(doc: &StoredDoc) -> Vec<Mutation> {
+    replace_text(&doc.value, &doc.text, None)
+        .into_iter()
+        .filter(|m| match m {
+            Mutation::SetCell { family, .. } | Mutation::DeleteFromFamily { family } => {
+                family == FLAG_FAMILY
+            }
+            _ => false,
+        })
+        .collect()
+}
+
+/// Bytes of `d:value` a repair's condition holds at most: Bigtable refuses a filter over
+/// 20 KiB, so a condition that held the whole document (twice, as both ends of a value range)
+/// failed for every document of about 10 KB (issue 29).
+const CONDITION_DOC_BYTES: usize = 4_096;
+
+/// Matches iff the row's `d:value` and `f:hash` are as in `doc` (an absent hash must still be
+/// absent). The value is compared whole up to [`CONDITION_DOC_BYTES`], beyond that by its
+/// first [`CONDITION_DOC_BYTES`] bytes: with the hash as read (which every writer's `REPLACE`
+/// rewrites with the document) the condition still fails for any write since the read, except
+/// one that restores the very document whose hash the row holds, keeping the prefix; the
+/// repair then writes stale `f` cells, never the document, and the next check reports them.
 fn unchanged(doc: &StoredDoc) -> RowFilter {
+    let text = doc.text.as_bytes();
+    let (start, end) = if text.len() <= CONDITION_DOC_BYTES {
+        (
+            KeyBound::Closed(text.to_vec()),
+            KeyBound::Closed(text.to_vec()),
+        )
+    } else {
+        let prefix = &text[..CONDITION_DOC_BYTES];
+        let end = prefix_successor(prefix).map_or(KeyBound::Unbounded, KeyBound::Open);
+        (KeyBound::Closed(prefix.to_vec()), end)
+    };
     let value = RowFilter::Chain(alloc::vec![
         RowFilter::FamilyNameRegex(DOC_FAMILY.into()),
         RowFilter::ColumnQualifierRegex(b"value".to_vec()),
-        RowFilter::ValueRange {
-            start: KeyBound::Closed(doc.text.as_bytes().to_vec()),
-            end: KeyBound::Closed(doc.text.as_bytes().to_vec()),
-        },
+        RowFilter::ValueRange { start, end },
     ]);
     let hash = match &doc.hash {
         Some(h) => filters::hash_eq(h),
@@ -748,9 +837,15 @@ fn judge_key(
             generated_at_ms(mvid).map(|ms| ms.saturating_mul(1000).saturating_add(REPAIR_DELAY_US));
         if due.is_some_and(|d| d <= now.0) {
             let detail = format!(
-                "placeholder master {} whose repair was due at {} µs",
+                "placeholder master {} whose repair was due at {}",
                 escape(mvid.as_bytes()),
-                due.unwrap_or(0)
+                due.map_or_else(
+                    || "an unknown time".into(),
+                    |us| format_rfc3339_millis(
+                        us.div_euclid(1_000_000),
+                        us.rem_euclid(1_000_000) / 1000
+                    )
+                )
             );
             let mut f = finding("placeholder_due", &master_key, detail);
             f.repair = Some("the delayed repair (objmeta.md §8.4): the newest version becomes master, if the placeholder is still there".into());

@@ -402,8 +402,17 @@ impl CheckFlow {
                 RowType::Ops => self.ops_row(io, &row),
                 RowType::Trace => traces.push(row),
                 RowType::Options if self.layout == Layout::Md5 => self.options_row(io, &row),
-                // The map and the counter were read first; other layouts' rows are not read.
-                RowType::Options | RowType::DigestMap | RowType::IdCounter => {}
+                // The map and the counter were read first.
+                RowType::DigestMap | RowType::IdCounter if self.layout == Layout::DigestId => {}
+                // A row of the other layout: no reader of this table's layout reads it.
+                RowType::Options | RowType::DigestMap | RowType::IdCounter => {
+                    let detail = format!(
+                        "a {:?} row, which the {:?} layout of this table does not have: no reader reads it",
+                        key.row_type, self.layout
+                    );
+                    self.report
+                        .finding(io, finding("other_layout_row", &row.key, detail));
+                }
             }
         }
         traces
