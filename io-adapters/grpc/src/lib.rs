@@ -34,6 +34,7 @@ pub mod background;
 mod codes;
 mod consistency;
 mod data;
+mod deadline;
 mod instance;
 mod names;
 pub mod wire;
@@ -233,7 +234,8 @@ impl GrpcServer {
             auth,
         )))
         .prepare()
-        .into_axum_router();
+        .into_axum_router()
+        .layer(axum::middleware::from_fn(deadline::client_deadline));
         let protocols = Protocols::Http2Only;
         match self.tls {
             Some(tls) => {

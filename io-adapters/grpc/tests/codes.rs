@@ -39,17 +39,30 @@ fn frame_header(len: u32) -> Vec<u8> {
 /// Sends `body` (the stream left open unless `end`) to the method at `path` and returns the
 /// status the server answers with, from its headers (trailers-only) or its trailers.
 async fn call(addr: SocketAddr, path: &str, body: Vec<u8>, end: bool) -> Status {
+    call_with(addr, path, &[], body, end).await
+}
+
+/// [`call`] with extra request headers.
+async fn call_with(
+    addr: SocketAddr,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: Vec<u8>,
+    end: bool,
+) -> Status {
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     let (send, connection) = h2::client::handshake(tcp).await.unwrap();
     tokio::spawn(async move {
         let _ = connection.await;
     });
     let mut send = send.ready().await.unwrap();
-    let request = http::Request::post(format!("http://{addr}{path}"))
+    let mut request = http::Request::post(format!("http://{addr}{path}"))
         .header("content-type", "application/grpc")
-        .header("te", "trailers")
-        .body(())
-        .unwrap();
+        .header("te", "trailers");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request.body(()).unwrap();
     let (response, mut stream) = send.send_request(request, false).unwrap();
     stream.send_data(Bytes::from(body), end).unwrap();
     let response = response.await.unwrap();
@@ -113,4 +126,24 @@ async fn other_answers_keep_their_codes() {
     body.extend_from_slice(&message);
     let status = call(addr, MUTATE_ROW, body, true).await;
     assert_eq!(status.code(), Code::NotFound, "{status:?}");
+}
+
+/// A call still waiting for its request message when its `grpc-timeout` passes is answered
+/// `DEADLINE_EXCEEDED` by the server (the client here holds no deadline of its own).
+#[tokio::test]
+async fn a_call_past_its_grpc_timeout_is_deadline_exceeded() {
+    let addr = start().await;
+    let started = std::time::Instant::now();
+    // The frame announces 10 bytes and none follow: the handler waits for them.
+    let status = call_with(
+        addr,
+        MUTATE_ROW,
+        &[("grpc-timeout", "300m")],
+        frame_header(10),
+        false,
+    )
+    .await;
+    assert_eq!(status.code(), Code::DeadlineExceeded, "{status:?}");
+    let took = started.elapsed();
+    assert!(took >= std::time::Duration::from_millis(300), "{took:?}");
 }
