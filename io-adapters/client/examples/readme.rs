@@ -8,7 +8,11 @@ use rowkit_embedded::driver::SystemClock;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = RedbStore::open("example.redb")?;
     let mt = MountTable::new(SyncDriver::new(&store, &SystemClock), MtConfig::default());
-    block_on(mt.setup(None))?; // tables and the root node; a second run finds them
+    // Tables and the root node, once: setup fails on a store already set up.
+    block_on(mt.create_tables())?;
+    if block_on(mt.get_node(""))?.is_none() {
+        block_on(mt.setup(None))?;
+    }
     block_on(mt.mount(&server_caller(), "a/b", "/host:1234", 3600, 0))?;
     let entry = block_on(mt.resolve(&server_caller(), "a/b"))?;
     for server in &entry.servers {
