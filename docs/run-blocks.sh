@@ -16,6 +16,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 command -v rowkit >/dev/null || { echo "run-blocks: no rowkit on PATH" >&2; exit 2; }
+command -v pgrep >/dev/null || { echo "run-blocks: pgrep is missing (Debian: procps)" >&2; exit 2; }
 echo "run-blocks: $(command -v rowkit) ($(rowkit --version))"
 if [ $# -eq 0 ]; then
   set -- "$repo/README.md" "$repo"/docs/*.md
