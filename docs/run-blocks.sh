@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every ```sh (and ```js) block of README.md and docs/*.md as a newcomer would paste them: each file's
-# blocks top to bottom in one shell, in a fresh empty directory of its own, with the `rowkit`
-# found on PATH. Stops at the first failing block and names it FILE:LINE.
+# Runs every ```sh (and ```js) block of README.md and docs/*.md as a newcomer would paste them:
+# each file's blocks top to bottom in one shell, in a fresh empty directory of its own, with the
+# `rowkit` found on PATH. Stops at the first failing block and names it FILE:LINE.
 #
 # A block is skipped when the line right before its fence is `<!-- not run: REASON -->`.
 # ```js blocks run too, each as an ES module in Node with `import ... from "rowkit"` resolving to
@@ -31,7 +31,7 @@ ln -s "$repo/wasm" "$work/node_modules/rowkit"
 # and followed by a check of its last command's status (set -e ignores a failing `a && b`).
 extract() { # FILE NAME STATE -> script on stdout; skipped blocks and mismatches on stderr
   awk -v name="$2" -v state="$3" -v repo="$repo" '
-    function flush_rust(   line, got, want, f) {
+    function flush_rust(   line, want, f) {
       f = repo "/" same
       want = ""
       while ((getline line < f) > 0) want = want line "\n"
