@@ -242,10 +242,37 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                     )
                 }
             };
-            block_on(t.setup(file)).map_err(op_error)?;
-            empty()?;
-            if !out.is_json() {
-                outln!("mount table {} ready", args.table);
+            let with_file = file.is_some();
+            match block_on(t.setup(file)) {
+                Ok(()) => {
+                    empty()?;
+                    if !out.is_json() {
+                        outln!("mount table {} ready", args.table);
+                    }
+                }
+                // Without a permissions file the machine creates only the root, so a
+                // concurrent-access answer means the root is there: setup already ran, which
+                // is what a second `mt setup` wants (the spec leaves this to the caller).
+                Err(MtError::ConcurrentAccess) if !with_file => {
+                    empty()?;
+                    if !out.is_json() {
+                        outln!(
+                            "mount table {} already set up (its root node exists); nothing changed",
+                            args.table
+                        );
+                    }
+                }
+                Err(MtError::ConcurrentAccess) => {
+                    return Err(CliError::Schema {
+                        id: MtError::ConcurrentAccess.id().to_string(),
+                        exit: 1,
+                        message: format!(
+                            "mount table {} is already set up (its root node exists): the permissions file was not applied",
+                            args.table
+                        ),
+                    });
+                }
+                Err(e) => return Err(op_error(e)),
             }
         }
         MtCommand::Mount {

@@ -111,6 +111,39 @@ fn mount_resolve_glob_delete() {
     assert_eq!(f["inconsistent"], 0);
 }
 
+/// A second `mt setup` finds the root and changes nothing: exit 0 without a permissions file;
+/// with one (which it cannot apply), exit 1 saying so.
+#[test]
+fn setup_twice() {
+    let s = Scratch::new("setup-twice");
+    assert_eq!(s.json(&["mt", "setup"]), json!({}));
+    s.json(&["mt", "mount", "a", S]);
+    assert_eq!(s.json(&["mt", "setup"]), json!({}));
+    let text = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .arg("--store")
+        .arg(format!("embedded:{}", s.0.join("t.redb").display()))
+        .args(["mt", "setup"])
+        .env_remove("ROWKIT_STORE")
+        .output()
+        .unwrap();
+    assert!(text.status.success());
+    assert!(
+        String::from_utf8_lossy(&text.stdout).contains("already set up"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
+    );
+    let file = s.0.join("root.perms");
+    std::fs::write(&file, r#"{"":{"Admin":{"In":["root"]}}}"#).unwrap();
+    s.fails(
+        &["mt", "setup", "--perms-file", file.to_str().unwrap()],
+        1,
+        "v.io/x/ref/services/mounttable/btmtd/internal.errConcurrentAccess",
+    );
+    // The mount made before is still there.
+    let r = s.json(&["mt", "resolve", "a"]);
+    assert!(r.to_string().contains("127.0.0.1:8000"), "{r}");
+}
+
 #[test]
 fn perms_and_setup_file() {
     let s = Scratch::new("perms");
