@@ -7,27 +7,14 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+mod support;
+
+use support::Server;
 
 fn rowkit(store: &str, args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_rowkit"))
-        .arg("--store")
-        .arg(store)
-        .args(args)
-        .env_remove("ROWKIT_STORE")
-        .env_remove("ROWKIT_GATEWAY_TOKEN")
-        .output()
-        .unwrap()
-}
-
-/// Kills the server when the test ends, pass or fail.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
+    support::rowkit_with_env(store, args, &[])
 }
 
 /// Starts `rowkit --store STORE serve ARGS` and returns it with the address it printed
