@@ -17,6 +17,7 @@ mod error;
 mod gateway_store;
 mod gold;
 mod graph;
+mod help_docs;
 mod key;
 mod mt;
 mod s3;
@@ -67,6 +68,12 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     if let Command::Key(args) = &cli.command {
         return key::run(&args.command, out);
     }
+    // Generated from the grammar alone: no store either.
+    match &cli.command {
+        Command::Completions { shell } => return help_docs::completions(*shell),
+        Command::Man => return help_docs::man_page(),
+        _ => {}
+    }
     // The server owns the store for as long as it runs, opened before it listens.
     if let Command::Serve(args) = &cli.command {
         let ctx = args::Context::from_options(&args.store, Opening::Now)?;
@@ -86,6 +93,8 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
         Command::S3(cmd) => s3::run(&ctx, cmd, out),
         Command::Mt(args) => mt::run(&ctx, args, out),
         Command::Key(args) => key::run(&args.command, out),
+        Command::Completions { shell } => help_docs::completions(*shell),
+        Command::Man => help_docs::man_page(),
         Command::Serve(args) => return serve::run(ctx, args, out),
         Command::Check(args) => check::run_all(&ctx, args, out),
     };

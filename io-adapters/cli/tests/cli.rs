@@ -801,3 +801,85 @@ fn check_every_schema_table() {
         "s3: 2 rows scanned, 0 findings, 0 repaired, 0 left\n"
     );
 }
+
+/// `rowkit …` with no store option (commands that take none).
+fn rowkit_bare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .args(args)
+        .env_remove("ROWKIT_STORE")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn completions_and_man_page() {
+    let bash = rowkit_bare(&["completions", "bash"]);
+    assert!(bash.status.success(), "{bash:?}");
+    let script = stdout(&bash);
+    assert!(script.contains("complete -F _rowkit"), "{script}");
+    // Every command group, and a nested operation, is offered.
+    for word in [
+        "admin",
+        "graph",
+        "gold",
+        "s3",
+        "mt",
+        "key",
+        "serve",
+        "check",
+        "create-table",
+    ] {
+        assert!(script.contains(word), "bash completions lack {word}");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = rowkit_bare(&["completions", shell]);
+        assert!(o.status.success() && !o.stdout.is_empty(), "{shell}: {o:?}");
+    }
+    let unknown = rowkit_bare(&["completions", "tcsh"]);
+    assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
+
+    let man = rowkit_bare(&["man"]);
+    assert!(man.status.success(), "{man:?}");
+    let page = stdout(&man);
+    // clap_mangen opens with a groff string definition, then the title line.
+    assert!(
+        page.lines().any(|l| l.starts_with(".TH rowkit 1")),
+        "{page}"
+    );
+    assert!(
+        page.contains(".SH SYNOPSIS") && page.contains("mt"),
+        "{page}"
+    );
+    // Rendered by man(1) where it is installed: a page it can lay out without warnings.
+    if let Ok(mut child) = Command::new("man")
+        .args(["-l", "-"])
+        .env("MANWIDTH", "80")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(&man.stdout).unwrap();
+        let rendered = child.wait_with_output().unwrap();
+        assert!(rendered.status.success(), "{rendered:?}");
+        // Bold and underline come as overstrikes (`S\bS`): keep the last of each pair.
+        let mut text = String::new();
+        for c in String::from_utf8_lossy(&rendered.stdout).chars() {
+            if c == '\u{8}' {
+                text.pop();
+            } else {
+                text.push(c);
+            }
+        }
+        assert!(
+            text.contains("SYNOPSIS") && text.contains("rowkit"),
+            "{text}"
+        );
+        assert!(
+            rendered.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&rendered.stderr)
+        );
+    }
+}
