@@ -365,7 +365,7 @@ pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
         outln!(
             "family {} timestamp {}",
             cells[0].family,
-            cells[0].timestamp.0
+            crate::clock::format_micros(cells[0].timestamp.0)
         );
         for c in &cells {
             outln!(
@@ -384,11 +384,7 @@ pub fn decode(key: &[u8], out: &Output) -> Result<(), CliError> {
     if out.is_json() {
         outln!("{}", Value::Object(m));
     } else {
-        for (k, v) in m {
-            if !k.ends_with("_hex") && k != "schema" {
-                outln!("{k}: {}", v.as_str().unwrap_or_default());
-            }
-        }
+        crate::output::write_fields(&m)?;
     }
     Ok(())
 }

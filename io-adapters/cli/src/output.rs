@@ -66,6 +66,21 @@ pub fn bytes_fields(map: &mut serde_json::Map<String, Value>, name: &str, bytes:
     map.insert(format!("{name}_hex"), Value::String(hex::encode(bytes)));
 }
 
+/// A decoded key's fields as text, one `name: value` a line: strings unquoted, and without
+/// what only JSON needs (the `_hex` twins and the `schema` tag).
+pub fn write_fields(doc: &serde_json::Map<String, Value>) -> Result<(), CliError> {
+    for (name, value) in doc {
+        if name.ends_with("_hex") || name == "schema" {
+            continue;
+        }
+        match value {
+            Value::String(text) => outln!("{name}: {text}"),
+            other => outln!("{name}: {other}"),
+        }
+    }
+    Ok(())
+}
+
 /// Progress on stderr, shown only when stderr is a terminal (nothing at all when piped): a
 /// counter when the total is unknown ([`Progress::new`]), a bar when it is known up front
 /// ([`Progress::with_total`]). The line is cleared by [`Progress::finish`] or on drop.

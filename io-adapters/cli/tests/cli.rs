@@ -104,9 +104,9 @@ fn create_set_dump_round_trip() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(
         stdout(&o),
-        "other\tcf:x\t@5000\t1\n\
-         user\\x00#1\tcf:name\t@1704164645678000\tAda\n\
-         user\\x00#1\tmeta:\\xff\t@1704164645678000\t\\\\\n"
+        "other\tcf:x\t@1970-01-01T00:00:00.005Z\t1\n\
+         user\\x00#1\tcf:name\t@2024-01-02T03:04:05.678Z\tAda\n\
+         user\\x00#1\tmeta:\\xff\t@2024-01-02T03:04:05.678Z\t\\\\\n"
     );
 
     let o = s.rowkit(&[
