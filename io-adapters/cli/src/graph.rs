@@ -51,18 +51,19 @@ pub enum GraphCommand {
     },
     /// List the graphs.
     List,
-    /// Add triples (arguments, or one per non-empty stdin line).
+    /// Add triples (arguments, or one per non-empty stdin line when none or `-` is given).
     Add {
         /// Graph id.
         graph: String,
         /// Triples (`S P O`, tabs or spaces between parts).
         triples: Vec<String>,
     },
-    /// Remove exactly these triples.
+    /// Remove exactly these triples (arguments, or one per non-empty stdin line when none or
+    /// `-` is given).
     Remove {
         /// Graph id.
         graph: String,
-        /// Triples.
+        /// Triples (`S P O`, tabs or spaces between parts).
         triples: Vec<String>,
     },
     /// Run a lookup: `objects S P`, `subjects P O`, `predicates-for-subject S`,
@@ -147,7 +148,8 @@ fn parse_triple(text: &str) -> Result<Triple, CliError> {
 }
 
 fn read_triples(args: &[String]) -> Result<Vec<Triple>, CliError> {
-    if !args.is_empty() {
+    // `-` alone reads stdin, as no arguments do (a triple is never `-`).
+    if !args.is_empty() && args != [crate::input::STDIN] {
         return args.iter().map(|t| parse_triple(t)).collect();
     }
     let mut progress = Progress::new("triples");

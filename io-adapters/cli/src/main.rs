@@ -18,6 +18,7 @@ mod gateway_store;
 mod gold;
 mod graph;
 mod help_docs;
+mod input;
 mod key;
 mod mt;
 mod s3;

@@ -40,7 +40,7 @@ pub struct MtArgs {
 pub enum MtCommand {
     /// Create the tables and the initial nodes (root, and the nodes of a permissions file).
     Setup {
-        /// A btmtd permissions file (`{name: permissions}` JSON).
+        /// A btmtd permissions file (`{name: permissions}` JSON; `-`: stdin).
         #[arg(long = "perms-file", alias = "perms", value_name = "FILE")]
         perms_file: Option<std::path::PathBuf>,
     },
@@ -242,11 +242,12 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             let file = match perms_file {
                 None => None,
                 Some(path) => {
-                    let bytes = std::fs::read(path)
-                        .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+                    let name = crate::input::display_name(path);
+                    let bytes = crate::input::read_bytes(path)
+                        .map_err(|e| CliError::usage(format!("{name}: {e}")))?;
                     Some(
                         decode_permissions_file(&bytes)
-                            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?,
+                            .map_err(|e| CliError::usage(format!("{name}: {e}")))?,
                     )
                 }
             };

@@ -883,3 +883,109 @@ fn completions_and_man_page() {
         );
     }
 }
+
+impl Scratch {
+    /// `rowkit --store … ARGS…` with `input` on its stdin.
+    fn rowkit_stdin(&self, args: &[&str], input: &str) -> Output {
+        use std::io::Write;
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .arg("--store")
+            .arg(self.store())
+            .args(args)
+            .env_remove("ROWKIT_STORE")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        child.wait_with_output().unwrap()
+    }
+}
+
+#[test]
+fn dash_reads_stdin_wherever_a_file_is_read() {
+    let s = Scratch::new("stdin");
+    let ok = |o: Output| {
+        assert!(o.status.success(), "{o:?}");
+        o
+    };
+    // mt setup --perms-file -: the node it names is created with those permissions.
+    let perms = r#"{"": {"Admin": {"In": ["..."]}}, "x": {"Admin": {"In": ["alice"]}}}"#;
+    ok(s.rowkit_stdin(&["mt", "setup", "--perms-file", "-"], perms));
+    let got = json(&ok(s.rowkit(&["--json", "mt", "perms", "get", "x"])));
+    assert_eq!(
+        got["perms"]["Admin"]["In"],
+        serde_json::json!(["alice"]),
+        "{got}"
+    );
+
+    // s3 put --value-file -.
+    ok(s.rowkit(&["s3", "setup"]));
+    ok(s.rowkit(&["s3", "bucket", "create", "b"]));
+    ok(s.rowkit_stdin(
+        &["s3", "put", "b", "k", "--value-file", "-"],
+        r#"{"size": 7}"#,
+    ));
+    let got = json(&ok(s.rowkit(&["--json", "s3", "get", "b", "k"])));
+    assert_eq!(got["value"]["size"], 7, "{got}");
+
+    // gold put --entries - and gold import -.
+    ok(s.rowkit(&["gold", "setup"]));
+    let digest_a = "9e1d402515193304cafbdf02b8fd751b";
+    let digest_b = "60b5e978d116cccc0ef12278d724245b";
+    let entries =
+        format!(r#"[{{"params": {{"os": "linux", "test": "blur"}}, "digest": "{digest_a}"}}]"#);
+    ok(s.rowkit_stdin(
+        &["gold", "put", "--commit", "0", "--entries", "-"],
+        &entries,
+    ));
+    let line =
+        format!(r#"{{"commit": 1, "params": "os=linux,test=blur", "digest": "{digest_b}"}}"#);
+    ok(s.rowkit_stdin(&["gold", "import", "-"], &format!("\n{line}\n")));
+    let traces = stdout(&ok(
+        s.rowkit(&["gold", "traces", "--from", "0", "--to", "1"])
+    ));
+    assert_eq!(
+        traces,
+        format!(",os=linux,test=blur, {digest_a} {digest_b}\n")
+    );
+
+    // graph add - and graph remove -.
+    ok(s.rowkit(&["graph", "setup"]));
+    ok(s.rowkit(&["graph", "create", "g"]));
+    let triples = "/u<a> \"knows\"@[] /u<b>\n/u<a> \"knows\"@[] /u<c>\n";
+    ok(s.rowkit_stdin(&["graph", "add", "g", "-"], triples));
+    let query = ["graph", "query", "g", "objects", "/u<a>", "\"knows\"@[]"];
+    assert_eq!(stdout(&ok(s.rowkit(&query))), "/u<b>\n/u<c>\n");
+    ok(s.rowkit_stdin(&["graph", "remove", "g", "-"], "/u<a> \"knows\"@[] /u<b>\n"));
+    assert_eq!(stdout(&ok(s.rowkit(&query))), "/u<c>\n");
+
+    // A read error names stdin, not `-`; malformed input from stdin is a usage error.
+    let bad = s.rowkit_stdin(
+        &["s3", "put", "b", "k2", "--value-file", "-"],
+        "\u{0}not json",
+    );
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    let bad = s.rowkit_stdin(&["gold", "put", "--commit", "2", "--entries", "-"], "\u{0}");
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("rowkit: stdin:"),
+        "{bad:?}"
+    );
+    // stdin is read once: a server's certificate and key cannot both come from it.
+    let both = s.rowkit_stdin(
+        &["serve", "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0"]
+            .into_iter()
+            .chain(["--tls-cert", "-", "--tls-key", "-"])
+            .collect::<Vec<_>>(),
+        "",
+    );
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+    assert!(String::from_utf8_lossy(&both.stderr).contains("cannot both be read from stdin"));
+}
