@@ -110,6 +110,13 @@ pub struct GlobalArgs {
     /// Print one JSON document instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Say less on stderr: no progress, no informational lines (errors and warnings stay).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more on stderr: the store, read-only or not, the clock, and the time taken; error
+    /// ids beside their messages.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
 }
 
 /// The options of every command group that works on a store (all but `key`): where the

@@ -29,7 +29,7 @@ use std::process::ExitCode;
 
 use crate::args::{Cli, Command, Opening};
 use crate::error::CliError;
-use crate::output::Output;
+use crate::output::{Output, Verbosity};
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -54,8 +54,21 @@ fn main() -> ExitCode {
             return ExitCode::from(usage.exit_code());
         }
     };
+    output::set_verbosity(if cli.global.quiet {
+        Verbosity::Quiet
+    } else if cli.global.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    });
     let out = Output::new(cli.global.json);
-    match run(&cli, &out) {
+    let started = std::time::Instant::now();
+    let result = run(&cli, &out);
+    output::detail(format_args!(
+        "took {:.3} s",
+        started.elapsed().as_secs_f64()
+    ));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             out.error(&e);
@@ -83,10 +96,20 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     let Some(store) = cli.command.store_args() else {
         return Err(CliError::usage("this command takes no store"));
     };
-    let opening = Opening::OnFirstUse {
-        read_only: cli.command.only_reads(),
-    };
+    let read_only = cli.command.only_reads();
+    let opening = Opening::OnFirstUse { read_only };
     let ctx = args::Context::from_options(store, opening)?;
+    output::detail(format_args!(
+        "store {} ({}), clock {} ({})",
+        store.store,
+        if read_only { "read-only" } else { "read-write" },
+        clock::format_micros(ctx.now().0),
+        if store.now.is_some() {
+            "--now"
+        } else {
+            "system"
+        }
+    ));
     let result = match &cli.command {
         Command::Admin(args) => admin::run(&ctx, &args.command, out),
         Command::Graph(args) => graph::run(&ctx, args, out),

@@ -131,7 +131,7 @@ fn stop_signal() -> Result<watch::Receiver<bool>, CliError> {
             }
             let _ = tx.send(true);
             let _ = writeln!(
-                std::io::stderr(),
+                crate::output::info_stream(),
                 "rowkit serve: stopping; draining calls in flight (a second signal exits now)"
             );
             let code = tokio::select! {
@@ -289,7 +289,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         } else {
             writeln!(std::io::stdout(), "{url}")
         };
-        let mut err = std::io::stderr();
+        let mut err = crate::output::info_stream();
         let _ = match &config.www {
             Some(dir) if !dir.join("index.html").is_file() => writeln!(
                 err,

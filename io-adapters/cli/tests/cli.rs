@@ -989,3 +989,79 @@ fn dash_reads_stdin_wherever_a_file_is_read() {
     assert_eq!(both.status.code(), Some(2), "{both:?}");
     assert!(String::from_utf8_lossy(&both.stderr).contains("cannot both be read from stdin"));
 }
+
+#[test]
+fn quiet_and_verbose_anywhere_on_the_line() {
+    let s = Scratch::new("verbosity");
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(s.rowkit(&["mt", "setup"]).status.success());
+
+    // -v: the store, how it is opened, the clock, the time taken; error ids.
+    let now = "2024-01-02T03:04:05.678Z";
+    for args in [
+        &["-v", "admin", "list-tables", "--now", now][..],
+        &["admin", "--verbose", "list-tables", "--now", now],
+        &["admin", "list-tables", "--now", now, "-v"],
+    ] {
+        let o = s.rowkit(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        let err = stderr(&o);
+        let store = format!(
+            "rowkit: store {} (read-only), clock {now} (--now)\n",
+            s.store()
+        );
+        assert!(err.starts_with(&store), "{args:?}: {err}");
+        assert!(err.contains("rowkit: took "), "{args:?}: {err}");
+        assert_eq!(stdout(&o), "mounttable\nmounttable-counters\n");
+    }
+    let o = s.rowkit(&["mt", "resolve", "nope", "-v"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o)
+            .contains("rowkit: name \"nope\" doesn't exist [v.io/v23/naming.nameDoesntExist]\n"),
+        "{o:?}"
+    );
+
+    // -q: errors still said, and nothing else.
+    let o = s.rowkit(&["-q", "mt", "resolve", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "rowkit: name \"nope\" doesn't exist\n");
+    let o = s.rowkit(&["mt", "--quiet", "resolve", "nope"]);
+    assert_eq!(stderr(&o), "rowkit: name \"nope\" doesn't exist\n");
+    // Both at once is bad usage.
+    let o = s.rowkit(&["-q", "-v", "admin", "list-tables"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+
+    // A server's startup and stopping lines are informational: gone with -q, there without.
+    for (quiet, expect_lines) in [(true, false), (false, true)] {
+        use std::io::BufRead;
+        let mut args = vec!["--store", "memory:", "serve", "--listen", "127.0.0.1:0"];
+        if quiet {
+            args.push("-q");
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .args(&args)
+            .env_remove("ROWKIT_STORE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::TERM,
+        )
+        .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            stderr(&o).contains("rowkit serve:"),
+            expect_lines,
+            "quiet {quiet}: {}",
+            stderr(&o)
+        );
+    }
+}
