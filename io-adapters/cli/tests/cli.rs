@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod support;
+
 struct Scratch(PathBuf);
 
 impl Scratch {
@@ -851,17 +853,10 @@ fn completions_and_man_page() {
         "{page}"
     );
     // Rendered by man(1) where it is installed: a page it can lay out without warnings.
-    if let Ok(mut child) = Command::new("man")
-        .args(["-l", "-"])
-        .env("MANWIDTH", "80")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-    {
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(&man.stdout).unwrap();
-        let rendered = child.wait_with_output().unwrap();
+    if Command::new("man").arg("--version").output().is_ok() {
+        let mut man_l = Command::new("man");
+        man_l.args(["-l", "-"]).env("MANWIDTH", "80");
+        let rendered = support::output_with_stdin(man_l, &man.stdout);
         assert!(rendered.status.success(), "{rendered:?}");
         // Bold and underline come as overstrikes (`S\bS`): keep the last of each pair.
         let mut text = String::new();
@@ -887,24 +882,13 @@ fn completions_and_man_page() {
 impl Scratch {
     /// `rowkit --store … ARGS…` with `input` on its stdin.
     fn rowkit_stdin(&self, args: &[&str], input: &str) -> Output {
-        use std::io::Write;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rowkit"));
+        command
             .arg("--store")
             .arg(self.store())
             .args(args)
-            .env_remove("ROWKIT_STORE")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        child.wait_with_output().unwrap()
+            .env_remove("ROWKIT_STORE");
+        support::output_with_stdin(command, input.as_bytes())
     }
 }
 
