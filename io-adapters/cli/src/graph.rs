@@ -276,7 +276,7 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
             if out.is_json() {
                 outln!("{}", json!({ key: n }));
             } else {
-                outln!("{verb} {n} triples");
+                outln!("{verb} {n} triple{}", if n == 1 { "" } else { "s" });
             }
         }
         GraphCommand::Query {

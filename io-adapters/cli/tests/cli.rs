@@ -944,10 +944,12 @@ fn dash_reads_stdin_wherever_a_file_is_read() {
     ok(s.rowkit(&["graph", "setup"]));
     ok(s.rowkit(&["graph", "create", "g"]));
     let triples = "/u<a> \"knows\"@[] /u<b>\n/u<a> \"knows\"@[] /u<c>\n";
-    ok(s.rowkit_stdin(&["graph", "add", "g", "-"], triples));
+    let added = ok(s.rowkit_stdin(&["graph", "add", "g", "-"], triples));
+    assert_eq!(stdout(&added), "added 2 triples\n");
     let query = ["graph", "query", "g", "objects", "/u<a>", "\"knows\"@[]"];
     assert_eq!(stdout(&ok(s.rowkit(&query))), "/u<b>\n/u<c>\n");
-    ok(s.rowkit_stdin(&["graph", "remove", "g", "-"], "/u<a> \"knows\"@[] /u<b>\n"));
+    let removed = ok(s.rowkit_stdin(&["graph", "remove", "g", "-"], "/u<a> \"knows\"@[] /u<b>\n"));
+    assert_eq!(stdout(&removed), "removed 1 triple\n");
     assert_eq!(stdout(&ok(s.rowkit(&query))), "/u<c>\n");
 
     // A read error names stdin, not `-`; malformed input from stdin is a usage error.
