@@ -324,7 +324,7 @@ fn write_row(w: &mut impl Write, row: &Row, json: bool, first: &mut bool) -> std
                 escape(&row.key),
                 cell.family,
                 escape(&cell.qualifier),
-                cell.timestamp.0,
+                crate::clock::format_micros(cell.timestamp.0),
                 escape(&cell.value)
             )?;
         }

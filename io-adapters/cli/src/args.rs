@@ -110,6 +110,13 @@ pub struct GlobalArgs {
     /// Print one JSON document instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Say less on stderr: no progress, no informational lines (errors and warnings stay).
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Say more on stderr: the store, read-only or not, the clock, and the time taken; error
+    /// ids beside their messages.
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
 }
 
 /// The options of every command group that works on a store (all but `key`): where the
@@ -158,6 +165,14 @@ pub enum Command {
     /// Exit 0 when clean, 1 when problems are left, 2 when it could not run (bad usage, a store
     /// error, a store another process holds, the deadline).
     Check(crate::check::CheckArgs),
+    /// Print a shell completion script for SHELL to stdout (e.g. `rowkit completions bash >
+    /// ~/.local/share/bash-completion/completions/rowkit`).
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout (e.g. `rowkit man | man -l -`).
+    Man,
 }
 
 /// `rowkit key …`: pure, no store.
@@ -276,7 +291,7 @@ impl Command {
             Command::Mt(args) => Some(&args.store),
             Command::Serve(args) => Some(&args.store),
             Command::Check(args) => Some(&args.store),
-            Command::Key(_) => None,
+            Command::Key(_) | Command::Completions { .. } | Command::Man => None,
         }
     }
 
@@ -292,7 +307,11 @@ impl Command {
             Command::Gold(args) => matches!(args.command, crate::gold::GoldCommand::Check { .. }),
             Command::S3(args) => matches!(args.command, crate::s3::S3Command::Check { .. }),
             Command::Mt(args) => matches!(args.command, crate::mt::MtCommand::Fsck { .. }),
-            Command::Admin(_) | Command::Key(_) | Command::Serve(_) => false,
+            Command::Admin(_)
+            | Command::Key(_)
+            | Command::Serve(_)
+            | Command::Completions { .. }
+            | Command::Man => false,
         }
     }
 
@@ -307,7 +326,7 @@ impl Command {
             Command::S3(args) => args.command.only_reads(),
             Command::Check(args) => !args.flags.fix,
             Command::Mt(_) | Command::Serve(_) => false,
-            Command::Key(_) => true,
+            Command::Key(_) | Command::Completions { .. } | Command::Man => true,
         }
     }
 }

@@ -104,6 +104,21 @@ fn parse_rfc3339(s: &str) -> Option<Timestamp> {
 
 pub use rowkit_codec::civil::format_rfc3339_millis;
 
+/// A timestamp in µs since the epoch as text output shows it: RFC 3339 in UTC, with as many
+/// fraction digits as it needs to be exact (none, milliseconds, or microseconds), so that
+/// `--now` and `--from`/`--to` take it back. `--json` keeps the raw µs.
+pub fn format_micros(us: i64) -> String {
+    let micros = us.rem_euclid(1_000_000);
+    // `…:SS.mmmZ`: the millisecond form the codec writes, trimmed or extended below.
+    let millis_form = format_rfc3339_millis(us.div_euclid(1_000_000), micros / 1000);
+    let seconds_part = &millis_form[..millis_form.len() - ".000Z".len()];
+    match micros {
+        0 => format!("{seconds_part}Z"),
+        m if m % 1000 == 0 => millis_form,
+        m => format!("{seconds_part}.{m:06}Z"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -115,6 +130,22 @@ mod tests {
             format_rfc3339_millis(1_700_000_000, 5),
             "2023-11-14T22:13:20.005Z"
         );
+    }
+
+    #[test]
+    fn formats_micros_exactly_and_parses_back() {
+        let cases = [
+            (0, "1970-01-01T00:00:00Z"),
+            (1_704_164_645_000_000, "2024-01-02T03:04:05Z"),
+            (1_704_164_645_678_000, "2024-01-02T03:04:05.678Z"),
+            (1_704_164_645_000_001, "2024-01-02T03:04:05.000001Z"),
+            (253_402_300_799_999_999, "9999-12-31T23:59:59.999999Z"),
+            (-1, "1969-12-31T23:59:59.999999Z"),
+        ];
+        for (us, text) in cases {
+            assert_eq!(format_micros(us), text, "{us}");
+            assert_eq!(parse_time(text).unwrap(), Timestamp(us), "{text}");
+        }
     }
 
     #[test]

@@ -78,7 +78,8 @@ pub enum GoldCommand {
         /// Options `k=v,…` (md5 layout only).
         #[arg(long, conflicts_with = "entries")]
         options: Option<String>,
-        /// A JSON array of `{"params": {}, "options": {}, "digest": ""}`.
+        /// A file holding a JSON array of `{"params": {}, "options": {}, "digest": ""}` (`-`:
+        /// stdin).
         #[arg(long, value_name = "FILE")]
         entries: Option<String>,
     },
@@ -116,7 +117,7 @@ pub enum GoldCommand {
     /// On a terminal a progress bar is drawn on stderr (none when stderr is piped).
     #[command(verbatim_doc_comment)]
     Import {
-        /// The JSON Lines file.
+        /// The JSON Lines file (`-`: stdin).
         file: String,
     },
 }
@@ -342,9 +343,11 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
     }
 }
 
-fn read_entries(file: &str) -> Result<Vec<PutEntry>, CliError> {
+fn read_entries(path: &str) -> Result<Vec<PutEntry>, CliError> {
+    let path = std::path::Path::new(path);
+    let file = crate::input::display_name(path);
     let text =
-        std::fs::read_to_string(file).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
+        crate::input::read_text(path).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
     let value: Value =
         serde_json::from_str(&text).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
     entries_of(&value).map_err(|e| CliError::usage(format!("{file}: {e}")))
@@ -517,9 +520,11 @@ fn import_line(line: &str) -> Result<ImportPut, String> {
     ))
 }
 
-fn import(ctx: &Context, args: &GoldArgs, file: &str, out: &Output) -> Result<(), CliError> {
+fn import(ctx: &Context, args: &GoldArgs, path: &str, out: &Output) -> Result<(), CliError> {
+    let path = std::path::Path::new(path);
+    let file = crate::input::display_name(path);
     let text =
-        std::fs::read_to_string(file).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
+        crate::input::read_text(path).map_err(|e| CliError::usage(format!("{file}: {e}")))?;
     let lines: Vec<(usize, &str)> = text
         .lines()
         .enumerate()

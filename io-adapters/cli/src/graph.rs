@@ -51,18 +51,19 @@ pub enum GraphCommand {
     },
     /// List the graphs.
     List,
-    /// Add triples (arguments, or one per non-empty stdin line).
+    /// Add triples (arguments, or one per non-empty stdin line when none or `-` is given).
     Add {
         /// Graph id.
         graph: String,
         /// Triples (`S P O`, tabs or spaces between parts).
         triples: Vec<String>,
     },
-    /// Remove exactly these triples.
+    /// Remove exactly these triples (arguments, or one per non-empty stdin line when none or
+    /// `-` is given).
     Remove {
         /// Graph id.
         graph: String,
-        /// Triples.
+        /// Triples (`S P O`, tabs or spaces between parts).
         triples: Vec<String>,
     },
     /// Run a lookup: `objects S P`, `subjects P O`, `predicates-for-subject S`,
@@ -147,7 +148,8 @@ fn parse_triple(text: &str) -> Result<Triple, CliError> {
 }
 
 fn read_triples(args: &[String]) -> Result<Vec<Triple>, CliError> {
-    if !args.is_empty() {
+    // `-` alone reads stdin, as no arguments do (a triple is never `-`).
+    if !args.is_empty() && args != [crate::input::STDIN] {
         return args.iter().map(|t| parse_triple(t)).collect();
     }
     let mut progress = Progress::new("triples");
@@ -274,7 +276,7 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
             if out.is_json() {
                 outln!("{}", json!({ key: n }));
             } else {
-                outln!("{verb} {n} triples");
+                outln!("{verb} {n} triple{}", if n == 1 { "" } else { "s" });
             }
         }
         GraphCommand::Query {
@@ -365,7 +367,7 @@ pub fn encode(args: &[String], out: &Output) -> Result<(), CliError> {
         outln!(
             "family {} timestamp {}",
             cells[0].family,
-            cells[0].timestamp.0
+            crate::clock::format_micros(cells[0].timestamp.0)
         );
         for c in &cells {
             outln!(
@@ -384,11 +386,7 @@ pub fn decode(key: &[u8], out: &Output) -> Result<(), CliError> {
     if out.is_json() {
         outln!("{}", Value::Object(m));
     } else {
-        for (k, v) in m {
-            if !k.ends_with("_hex") && k != "schema" {
-                outln!("{k}: {}", v.as_str().unwrap_or_default());
-            }
-        }
+        crate::output::write_fields(&m)?;
     }
     Ok(())
 }

@@ -109,9 +109,7 @@ fn print_gold(
     if out.is_json() {
         outln!("{}", Value::Object(doc));
     } else {
-        for (k, v) in doc {
-            outln!("{k}: {v}");
-        }
+        crate::output::write_fields(&doc)?;
     }
     Ok(())
 }

@@ -17,6 +17,8 @@ mod error;
 mod gateway_store;
 mod gold;
 mod graph;
+mod help_docs;
+mod input;
 mod key;
 mod mt;
 mod s3;
@@ -27,7 +29,7 @@ use std::process::ExitCode;
 
 use crate::args::{Cli, Command, Opening};
 use crate::error::CliError;
-use crate::output::Output;
+use crate::output::{Output, Verbosity};
 
 fn main() -> ExitCode {
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -52,8 +54,21 @@ fn main() -> ExitCode {
             return ExitCode::from(usage.exit_code());
         }
     };
+    output::set_verbosity(if cli.global.quiet {
+        Verbosity::Quiet
+    } else if cli.global.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    });
     let out = Output::new(cli.global.json);
-    match run(&cli, &out) {
+    let started = std::time::Instant::now();
+    let result = run(&cli, &out);
+    output::detail(format_args!(
+        "took {:.3} s",
+        started.elapsed().as_secs_f64()
+    ));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             out.error(&e);
@@ -67,6 +82,12 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     if let Command::Key(args) = &cli.command {
         return key::run(&args.command, out);
     }
+    // Generated from the grammar alone: no store either.
+    match &cli.command {
+        Command::Completions { shell } => return help_docs::completions(*shell),
+        Command::Man => return help_docs::man_page(),
+        _ => {}
+    }
     // The server owns the store for as long as it runs, opened before it listens.
     if let Command::Serve(args) = &cli.command {
         let ctx = args::Context::from_options(&args.store, Opening::Now)?;
@@ -75,10 +96,20 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     let Some(store) = cli.command.store_args() else {
         return Err(CliError::usage("this command takes no store"));
     };
-    let opening = Opening::OnFirstUse {
-        read_only: cli.command.only_reads(),
-    };
+    let read_only = cli.command.only_reads();
+    let opening = Opening::OnFirstUse { read_only };
     let ctx = args::Context::from_options(store, opening)?;
+    output::detail(format_args!(
+        "store {} ({}), clock {} ({})",
+        store.store,
+        if read_only { "read-only" } else { "read-write" },
+        clock::format_micros(ctx.now().0),
+        if store.now.is_some() {
+            "--now"
+        } else {
+            "system"
+        }
+    ));
     let result = match &cli.command {
         Command::Admin(args) => admin::run(&ctx, &args.command, out),
         Command::Graph(args) => graph::run(&ctx, args, out),
@@ -86,6 +117,8 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
         Command::S3(cmd) => s3::run(&ctx, cmd, out),
         Command::Mt(args) => mt::run(&ctx, args, out),
         Command::Key(args) => key::run(&args.command, out),
+        Command::Completions { shell } => help_docs::completions(*shell),
+        Command::Man => help_docs::man_page(),
         Command::Serve(args) => return serve::run(ctx, args, out),
         Command::Check(args) => check::run_all(&ctx, args, out),
     };

@@ -40,7 +40,7 @@ pub struct MtArgs {
 pub enum MtCommand {
     /// Create the tables and the initial nodes (root, and the nodes of a permissions file).
     Setup {
-        /// A btmtd permissions file (`{name: permissions}` JSON).
+        /// A btmtd permissions file (`{name: permissions}` JSON; `-`: stdin).
         #[arg(long = "perms-file", alias = "perms", value_name = "FILE")]
         perms_file: Option<std::path::PathBuf>,
     },
@@ -172,18 +172,26 @@ fn entry_json(e: &MountEntry) -> Value {
     json!({"name": e.name, "servers": servers, "mt": e.mt, "leaf": e.leaf})
 }
 
-fn entry_text(e: &MountEntry) -> String {
-    let mut line = e.name.clone();
-    for s in &e.servers {
-        line.push_str(&format!(" {} (deadline {} us)", s.server, s.deadline_us));
-    }
-    if e.mt {
-        line.push_str(" [mt]");
-    }
-    if e.leaf {
-        line.push_str(" [leaf]");
-    }
-    line
+/// One entry as a text line: `NAME SERVER (until TIME)… [mt] [leaf]`, without the name when
+/// `name` is `None`, and parts separated by one space (no stray space when a part is empty).
+fn entry_text(name: Option<&str>, e: &MountEntry) -> String {
+    let servers = e.servers.iter().map(|s| {
+        format!(
+            "{} (until {})",
+            s.server,
+            crate::clock::format_micros(s.deadline_us)
+        )
+    });
+    let flags = [(e.mt, "[mt]"), (e.leaf, "[leaf]")]
+        .into_iter()
+        .filter(|(set, _)| *set)
+        .map(|(_, flag)| flag.to_string());
+    name.map(str::to_string)
+        .into_iter()
+        .chain(servers)
+        .chain(flags)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn key_list(keys: &[Vec<u8>]) -> Value {
@@ -234,11 +242,12 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             let file = match perms_file {
                 None => None,
                 Some(path) => {
-                    let bytes = std::fs::read(path)
-                        .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?;
+                    let name = crate::input::display_name(path);
+                    let bytes = crate::input::read_bytes(path)
+                        .map_err(|e| CliError::usage(format!("{name}: {e}")))?;
                     Some(
                         decode_permissions_file(&bytes)
-                            .map_err(|e| CliError::usage(format!("{}: {e}", path.display())))?,
+                            .map_err(|e| CliError::usage(format!("{name}: {e}")))?,
                     )
                 }
             };
@@ -305,7 +314,8 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                 outln!("{}", Value::Object(m));
             } else {
                 outln!(
-                    "mounted {server} on {name} until {deadline} us (row {})",
+                    "mounted {server} on {name} until {} (row {})",
+                    crate::clock::format_micros(deadline),
                     escape(&key)
                 );
             }
@@ -319,7 +329,12 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             if out.is_json() {
                 outln!("{}", entry_json(&e));
             } else {
-                outln!("{}", entry_text(&e));
+                // The servers, then what of NAME is left for them to resolve.
+                let mut line = entry_text(None, &e);
+                if !e.name.is_empty() {
+                    line.push_str(&format!(" (suffix {})", e.name));
+                }
+                outln!("{line}");
             }
         }
         MtCommand::Glob { pattern, at } => {
@@ -328,7 +343,9 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                 outln!("{}", Value::Array(entries.iter().map(entry_json).collect()));
             } else {
                 for e in &entries {
-                    outln!("{}", entry_text(e));
+                    // The root's name is empty: shown as `(root)`, not as a blank line.
+                    let name = if e.name.is_empty() { "(root)" } else { &e.name };
+                    outln!("{}", entry_text(Some(name), e));
                 }
             }
         }

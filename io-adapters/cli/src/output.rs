@@ -1,12 +1,58 @@
 //! Human text or one JSON document per command, and error reporting.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 use rowkit_codec::escape::escape;
 use serde_json::{Value, json};
 
 use crate::error::CliError;
+
+/// How much a command says on stderr beside its results and errors (`-q`, `-v`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verbosity {
+    /// `-q`: no progress, no informational lines.
+    Quiet = 0,
+    /// The default.
+    Normal = 1,
+    /// `-v`: details as well ([`detail`]).
+    Verbose = 2,
+}
+
+/// Set once by `main` from the flags; read wherever stderr is written (progress is drawn far
+/// from the `Output` of a command, so this is process-wide, as stderr itself is).
+static VERBOSITY: AtomicU8 = AtomicU8::new(Verbosity::Normal as u8);
+
+/// Sets the process's [`Verbosity`].
+pub fn set_verbosity(verbosity: Verbosity) {
+    VERBOSITY.store(verbosity as u8, Ordering::Relaxed);
+}
+
+/// The process's [`Verbosity`].
+pub fn verbosity() -> Verbosity {
+    match VERBOSITY.load(Ordering::Relaxed) {
+        0 => Verbosity::Quiet,
+        2 => Verbosity::Verbose,
+        _ => Verbosity::Normal,
+    }
+}
+
+/// Where informational lines go: stderr, or nowhere with `-q`.
+pub fn info_stream() -> Box<dyn Write> {
+    if verbosity() == Verbosity::Quiet {
+        Box::new(std::io::sink())
+    } else {
+        Box::new(std::io::stderr())
+    }
+}
+
+/// One `rowkit: …` line of detail on stderr, only with `-v`.
+pub fn detail(text: std::fmt::Arguments<'_>) {
+    if verbosity() == Verbosity::Verbose {
+        let _ = writeln!(std::io::stderr(), "rowkit: {text}");
+    }
+}
 
 /// Where results go: text lines, or JSON with stable field names.
 pub struct Output {
@@ -30,7 +76,11 @@ impl Output {
             return;
         }
         // Where stderr or stdout is closed too there is nobody left to tell.
-        let _ = writeln!(std::io::stderr(), "rowkit: {}", e.message());
+        let _ = if verbosity() == Verbosity::Verbose {
+            writeln!(std::io::stderr(), "rowkit: {} [{}]", e.message(), e.id())
+        } else {
+            writeln!(std::io::stderr(), "rowkit: {}", e.message())
+        };
         if self.json {
             self.error_document(e);
         }
@@ -66,7 +116,23 @@ pub fn bytes_fields(map: &mut serde_json::Map<String, Value>, name: &str, bytes:
     map.insert(format!("{name}_hex"), Value::String(hex::encode(bytes)));
 }
 
-/// Progress on stderr, shown only when stderr is a terminal (nothing at all when piped): a
+/// A decoded key's fields as text, one `name: value` a line: strings unquoted, and without
+/// what only JSON needs (the `_hex` twins and the `schema` tag).
+pub fn write_fields(doc: &serde_json::Map<String, Value>) -> Result<(), CliError> {
+    for (name, value) in doc {
+        if name.ends_with("_hex") || name == "schema" {
+            continue;
+        }
+        match value {
+            Value::String(text) => outln!("{name}: {text}"),
+            other => outln!("{name}: {other}"),
+        }
+    }
+    Ok(())
+}
+
+/// Progress on stderr, shown only when stderr is a terminal and not `-q` (nothing at all when
+/// piped): a
 /// counter when the total is unknown ([`Progress::new`]), a bar when it is known up front
 /// ([`Progress::with_total`]). The line is cleared by [`Progress::finish`] or on drop.
 pub struct Progress {
@@ -88,7 +154,7 @@ impl Progress {
     /// A counter of `label` (e.g. "rows"), redrawn every 1 000 items.
     pub fn new(label: &'static str) -> Progress {
         Progress {
-            enabled: std::io::stderr().is_terminal(),
+            enabled: std::io::stderr().is_terminal() && verbosity() > Verbosity::Quiet,
             label,
             count: 0,
             total: None,

@@ -78,7 +78,7 @@ pub enum S3Command {
         /// Metadata (a JSON object); `--meta` is the same.
         #[arg(long, visible_alias = "meta", conflicts_with = "value_file")]
         value: Option<String>,
-        /// Metadata from a file.
+        /// Metadata from a file (`-`: stdin).
         #[arg(long)]
         value_file: Option<std::path::PathBuf>,
         /// The whole params object.
@@ -417,8 +417,9 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
         } => {
             let text = match (value, value_file) {
                 (Some(v), _) => v.clone(),
-                (None, Some(f)) => std::fs::read_to_string(f)
-                    .map_err(|e| CliError::usage(format!("{}: {e}", f.display())))?,
+                (None, Some(f)) => crate::input::read_text(f).map_err(|e| {
+                    CliError::usage(format!("{}: {e}", crate::input::display_name(f)))
+                })?,
                 (None, None) => return Err(CliError::usage("--value or --value-file is required")),
             };
             let mut value = parse_json_object("--value", &text)?;

@@ -75,7 +75,8 @@ pub struct ServeArgs {
     /// trust the certificate's CA, instead of BIGTABLE_EMULATOR_HOST. Needs --tls-key.
     #[arg(long, value_name = "FILE", requires_all = ["grpc", "tls_key"])]
     pub tls_cert: Option<PathBuf>,
-    /// The private key (PEM: PKCS#8, PKCS#1 or SEC1) of --tls-cert.
+    /// The private key (PEM: PKCS#8, PKCS#1 or SEC1) of --tls-cert (`-`: stdin, for a key kept
+    /// out of the file system).
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
     /// Connections open at once over both servers; beyond it the oldest idle one is closed.
@@ -130,7 +131,7 @@ fn stop_signal() -> Result<watch::Receiver<bool>, CliError> {
             }
             let _ = tx.send(true);
             let _ = writeln!(
-                std::io::stderr(),
+                crate::output::info_stream(),
                 "rowkit serve: stopping; draining calls in flight (a second signal exits now)"
             );
             let code = tokio::select! {
@@ -157,7 +158,12 @@ async fn stopped(mut stop: watch::Receiver<bool>) {
 
 /// The contents of a `--FLAG FILE` argument.
 fn read_flag_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, CliError> {
-    std::fs::read(path).map_err(|e| CliError::usage(format!("--{flag} {}: {e}", path.display())))
+    crate::input::read_bytes(path).map_err(|e| {
+        CliError::usage(format!(
+            "--{flag} {}: {e}",
+            crate::input::display_name(path)
+        ))
+    })
 }
 
 /// `IP:PORT`, or `HOST:PORT` resolved now (an IPv4 address first, as `localhost` usually
@@ -207,6 +213,12 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         allowed_hosts: args.allowed_hosts.clone(),
     };
     let tls = match (&args.tls_cert, &args.tls_key) {
+        // stdin can be read once.
+        (Some(cert), Some(key)) if [cert, key].iter().all(|p| p.as_os_str() == "-") => {
+            return Err(CliError::usage(
+                "--tls-cert and --tls-key cannot both be read from stdin (-)",
+            ));
+        }
         (Some(cert), Some(key)) => Some((
             read_flag_file("tls-cert", cert)?,
             read_flag_file("tls-key", key)?,
@@ -277,7 +289,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         } else {
             writeln!(std::io::stdout(), "{url}")
         };
-        let mut err = std::io::stderr();
+        let mut err = crate::output::info_stream();
         let _ = match &config.www {
             Some(dir) if !dir.join("index.html").is_file() => writeln!(
                 err,

@@ -128,14 +128,17 @@ fn rowkit_dumps_what_cbt_wrote() {
     // Family order within a row is unspecified (the emulator's varies), so compare as a set
     // of lines; rows themselves come in key order.
     let mut lines: Vec<&str> = dump.lines().collect();
-    assert_eq!(lines.last(), Some(&"r2\tcf:a\t@3000\tv2"));
+    assert_eq!(
+        lines.last(),
+        Some(&"r2\tcf:a\t@1970-01-01T00:00:00.003Z\tv2")
+    );
     lines.sort_unstable();
     assert_eq!(
         lines,
         [
-            "r1\tcf:a\t@1000\tv1",
-            "r1\tcg:b\t@2000\ttwo words",
-            "r2\tcf:a\t@3000\tv2"
+            "r1\tcf:a\t@1970-01-01T00:00:00.001Z\tv1",
+            "r1\tcg:b\t@1970-01-01T00:00:00.002Z\ttwo words",
+            "r2\tcf:a\t@1970-01-01T00:00:00.003Z\tv2"
         ]
     );
     let json: serde_json::Value = serde_json::from_slice(&ok(rowkit(

@@ -6,6 +6,8 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+mod support;
+
 struct Scratch(PathBuf);
 
 impl Scratch {
@@ -104,9 +106,9 @@ fn create_set_dump_round_trip() {
     assert!(o.status.success(), "{o:?}");
     assert_eq!(
         stdout(&o),
-        "other\tcf:x\t@5000\t1\n\
-         user\\x00#1\tcf:name\t@1704164645678000\tAda\n\
-         user\\x00#1\tmeta:\\xff\t@1704164645678000\t\\\\\n"
+        "other\tcf:x\t@1970-01-01T00:00:00.005Z\t1\n\
+         user\\x00#1\tcf:name\t@2024-01-02T03:04:05.678Z\tAda\n\
+         user\\x00#1\tmeta:\\xff\t@2024-01-02T03:04:05.678Z\t\\\\\n"
     );
 
     let o = s.rowkit(&[
@@ -800,4 +802,252 @@ fn check_every_schema_table() {
         stdout(&o),
         "s3: 2 rows scanned, 0 findings, 0 repaired, 0 left\n"
     );
+}
+
+/// `rowkit …` with no store option (commands that take none).
+fn rowkit_bare(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_rowkit"))
+        .args(args)
+        .env_remove("ROWKIT_STORE")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn completions_and_man_page() {
+    let bash = rowkit_bare(&["completions", "bash"]);
+    assert!(bash.status.success(), "{bash:?}");
+    let script = stdout(&bash);
+    assert!(script.contains("complete -F _rowkit"), "{script}");
+    // Every command group, and a nested operation, is offered.
+    for word in [
+        "admin",
+        "graph",
+        "gold",
+        "s3",
+        "mt",
+        "key",
+        "serve",
+        "check",
+        "create-table",
+    ] {
+        assert!(script.contains(word), "bash completions lack {word}");
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let o = rowkit_bare(&["completions", shell]);
+        assert!(o.status.success() && !o.stdout.is_empty(), "{shell}: {o:?}");
+    }
+    let unknown = rowkit_bare(&["completions", "tcsh"]);
+    assert_eq!(unknown.status.code(), Some(2), "{unknown:?}");
+
+    let man = rowkit_bare(&["man"]);
+    assert!(man.status.success(), "{man:?}");
+    let page = stdout(&man);
+    // clap_mangen opens with a groff string definition, then the title line.
+    assert!(
+        page.lines().any(|l| l.starts_with(".TH rowkit 1")),
+        "{page}"
+    );
+    assert!(
+        page.contains(".SH SYNOPSIS") && page.contains("mt"),
+        "{page}"
+    );
+    // Rendered by man(1) where it is installed: a page it can lay out without warnings.
+    if Command::new("man").arg("--version").output().is_ok() {
+        let mut man_l = Command::new("man");
+        man_l.args(["-l", "-"]).env("MANWIDTH", "80");
+        let rendered = support::output_with_stdin(man_l, &man.stdout);
+        assert!(rendered.status.success(), "{rendered:?}");
+        // Bold and underline come as overstrikes (`S\bS`): keep the last of each pair.
+        let mut text = String::new();
+        for c in String::from_utf8_lossy(&rendered.stdout).chars() {
+            if c == '\u{8}' {
+                text.pop();
+            } else {
+                text.push(c);
+            }
+        }
+        assert!(
+            text.contains("SYNOPSIS") && text.contains("rowkit"),
+            "{text}"
+        );
+        assert!(
+            rendered.stderr.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&rendered.stderr)
+        );
+    }
+}
+
+impl Scratch {
+    /// `rowkit --store … ARGS…` with `input` on its stdin.
+    fn rowkit_stdin(&self, args: &[&str], input: &str) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rowkit"));
+        command
+            .arg("--store")
+            .arg(self.store())
+            .args(args)
+            .env_remove("ROWKIT_STORE");
+        support::output_with_stdin(command, input.as_bytes())
+    }
+}
+
+#[test]
+fn dash_reads_stdin_wherever_a_file_is_read() {
+    let s = Scratch::new("stdin");
+    let ok = |o: Output| {
+        assert!(o.status.success(), "{o:?}");
+        o
+    };
+    // mt setup --perms-file -: the node it names is created with those permissions.
+    let perms = r#"{"": {"Admin": {"In": ["..."]}}, "x": {"Admin": {"In": ["alice"]}}}"#;
+    ok(s.rowkit_stdin(&["mt", "setup", "--perms-file", "-"], perms));
+    let got = json(&ok(s.rowkit(&["--json", "mt", "perms", "get", "x"])));
+    assert_eq!(
+        got["perms"]["Admin"]["In"],
+        serde_json::json!(["alice"]),
+        "{got}"
+    );
+
+    // s3 put --value-file -.
+    ok(s.rowkit(&["s3", "setup"]));
+    ok(s.rowkit(&["s3", "bucket", "create", "b"]));
+    ok(s.rowkit_stdin(
+        &["s3", "put", "b", "k", "--value-file", "-"],
+        r#"{"size": 7}"#,
+    ));
+    let got = json(&ok(s.rowkit(&["--json", "s3", "get", "b", "k"])));
+    assert_eq!(got["value"]["size"], 7, "{got}");
+
+    // gold put --entries - and gold import -.
+    ok(s.rowkit(&["gold", "setup"]));
+    let digest_a = "9e1d402515193304cafbdf02b8fd751b";
+    let digest_b = "60b5e978d116cccc0ef12278d724245b";
+    let entries =
+        format!(r#"[{{"params": {{"os": "linux", "test": "blur"}}, "digest": "{digest_a}"}}]"#);
+    ok(s.rowkit_stdin(
+        &["gold", "put", "--commit", "0", "--entries", "-"],
+        &entries,
+    ));
+    let line =
+        format!(r#"{{"commit": 1, "params": "os=linux,test=blur", "digest": "{digest_b}"}}"#);
+    ok(s.rowkit_stdin(&["gold", "import", "-"], &format!("\n{line}\n")));
+    let traces = stdout(&ok(
+        s.rowkit(&["gold", "traces", "--from", "0", "--to", "1"])
+    ));
+    assert_eq!(
+        traces,
+        format!(",os=linux,test=blur, {digest_a} {digest_b}\n")
+    );
+
+    // graph add - and graph remove -.
+    ok(s.rowkit(&["graph", "setup"]));
+    ok(s.rowkit(&["graph", "create", "g"]));
+    let triples = "/u<a> \"knows\"@[] /u<b>\n/u<a> \"knows\"@[] /u<c>\n";
+    let added = ok(s.rowkit_stdin(&["graph", "add", "g", "-"], triples));
+    assert_eq!(stdout(&added), "added 2 triples\n");
+    let query = ["graph", "query", "g", "objects", "/u<a>", "\"knows\"@[]"];
+    assert_eq!(stdout(&ok(s.rowkit(&query))), "/u<b>\n/u<c>\n");
+    let removed = ok(s.rowkit_stdin(&["graph", "remove", "g", "-"], "/u<a> \"knows\"@[] /u<b>\n"));
+    assert_eq!(stdout(&removed), "removed 1 triple\n");
+    assert_eq!(stdout(&ok(s.rowkit(&query))), "/u<c>\n");
+
+    // A read error names stdin, not `-`; malformed input from stdin is a usage error.
+    let bad = s.rowkit_stdin(
+        &["s3", "put", "b", "k2", "--value-file", "-"],
+        "\u{0}not json",
+    );
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    let bad = s.rowkit_stdin(&["gold", "put", "--commit", "2", "--entries", "-"], "\u{0}");
+    assert_eq!(bad.status.code(), Some(2), "{bad:?}");
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("rowkit: stdin:"),
+        "{bad:?}"
+    );
+    // stdin is read once: a server's certificate and key cannot both come from it.
+    let both = s.rowkit_stdin(
+        &["serve", "--listen", "127.0.0.1:0", "--grpc", "127.0.0.1:0"]
+            .into_iter()
+            .chain(["--tls-cert", "-", "--tls-key", "-"])
+            .collect::<Vec<_>>(),
+        "",
+    );
+    assert_eq!(both.status.code(), Some(2), "{both:?}");
+    assert!(String::from_utf8_lossy(&both.stderr).contains("cannot both be read from stdin"));
+}
+
+#[test]
+fn quiet_and_verbose_anywhere_on_the_line() {
+    let s = Scratch::new("verbosity");
+    let stderr = |o: &Output| String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(s.rowkit(&["mt", "setup"]).status.success());
+
+    // -v: the store, how it is opened, the clock, the time taken; error ids.
+    let now = "2024-01-02T03:04:05.678Z";
+    for args in [
+        &["-v", "admin", "list-tables", "--now", now][..],
+        &["admin", "--verbose", "list-tables", "--now", now],
+        &["admin", "list-tables", "--now", now, "-v"],
+    ] {
+        let o = s.rowkit(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        let err = stderr(&o);
+        let store = format!(
+            "rowkit: store {} (read-only), clock {now} (--now)\n",
+            s.store()
+        );
+        assert!(err.starts_with(&store), "{args:?}: {err}");
+        assert!(err.contains("rowkit: took "), "{args:?}: {err}");
+        assert_eq!(stdout(&o), "mounttable\nmounttable-counters\n");
+    }
+    let o = s.rowkit(&["mt", "resolve", "nope", "-v"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stderr(&o)
+            .contains("rowkit: name \"nope\" doesn't exist [v.io/v23/naming.nameDoesntExist]\n"),
+        "{o:?}"
+    );
+
+    // -q: errors still said, and nothing else.
+    let o = s.rowkit(&["-q", "mt", "resolve", "nope"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(stderr(&o), "rowkit: name \"nope\" doesn't exist\n");
+    let o = s.rowkit(&["mt", "--quiet", "resolve", "nope"]);
+    assert_eq!(stderr(&o), "rowkit: name \"nope\" doesn't exist\n");
+    // Both at once is bad usage.
+    let o = s.rowkit(&["-q", "-v", "admin", "list-tables"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+
+    // A server's startup and stopping lines are informational: gone with -q, there without.
+    for (quiet, expect_lines) in [(true, false), (false, true)] {
+        use std::io::BufRead;
+        let mut args = vec!["--store", "memory:", "serve", "--listen", "127.0.0.1:0"];
+        if quiet {
+            args.push("-q");
+        }
+        let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .args(&args)
+            .env_remove("ROWKIT_STORE")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut url = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut url)
+            .unwrap();
+        assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+        rustix::process::kill_process(
+            rustix::process::Pid::from_child(&child),
+            rustix::process::Signal::TERM,
+        )
+        .unwrap();
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            stderr(&o).contains("rowkit serve:"),
+            expect_lines,
+            "quiet {quiet}: {}",
+            stderr(&o)
+        );
+    }
 }

@@ -30,6 +30,20 @@ impl Scratch {
             .unwrap()
     }
 
+    /// The text output (no `--json`) of a command that succeeds.
+    fn text(&self, args: &[&str]) -> String {
+        let o = Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .arg("--store")
+            .arg(format!("embedded:{}", self.0.join("t.redb").display()))
+            .args(["--now", T0])
+            .args(args)
+            .env_remove("ROWKIT_STORE")
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{args:?}: {o:?}");
+        String::from_utf8(o.stdout).unwrap()
+    }
+
     fn json(&self, args: &[&str]) -> Value {
         let o = self.run(args);
         assert!(
@@ -52,6 +66,34 @@ impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
     }
+}
+
+/// Text output: RFC 3339 deadlines (T0 is 2023-11-14T22:13:20Z), no blank line for the root,
+/// no leading space when the whole name resolved.
+#[test]
+fn text_output_is_tidy_and_readable() {
+    let s = Scratch::new("text");
+    s.text(&["mt", "setup"]);
+    assert_eq!(
+        s.text(&["mt", "mount", "a/b", S, "--ttl", "3600"]),
+        format!("mounted {S} on a/b until 2023-11-14T23:13:20Z (row c8d81ac6/a/b)\n")
+    );
+    s.text(&["mt", "mount", "a/c", "/h:1", "--ttl", "1", "--mt", "--leaf"]);
+    assert_eq!(
+        s.text(&["mt", "glob", "..."]),
+        format!(
+            "(root)\na\na/b {S} (until 2023-11-14T23:13:20Z)\n\
+             a/c /h:1 (until 2023-11-14T22:13:21Z) [mt] [leaf]\n"
+        )
+    );
+    assert_eq!(
+        s.text(&["mt", "resolve", "a/b"]),
+        format!("{S} (until 2023-11-14T23:13:20Z)\n")
+    );
+    assert_eq!(
+        s.text(&["mt", "resolve", "a/b/x/y"]),
+        format!("{S} (until 2023-11-14T23:13:20Z) (suffix x/y)\n")
+    );
 }
 
 #[test]

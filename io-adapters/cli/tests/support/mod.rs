@@ -29,6 +29,20 @@ pub fn rowkit_with_env(store: &str, args: &[&str], env: &[(&str, &str)]) -> Outp
         .unwrap()
 }
 
+/// Runs `command` with `input` on its stdin, and its output captured.
+pub fn output_with_stdin(mut command: Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A child that exits without reading all of it closes the pipe: not this helper's failure.
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}
+
 use rowkit_bigtable::emulator::CBT_BIN;
 
 /// Kills the server when the test ends, pass or fail.
