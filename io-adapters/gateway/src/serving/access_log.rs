@@ -1,0 +1,217 @@
+//! One log line per request for every rowkit server, as a `tracing` event (the binary decides
+//! where it goes): the JSON gateway's ([`json`]: HTTP method, path, table, HTTP status) and the
+//! gRPC server's ([`grpc`]: the gRPC method and `grpc-status`), each with its duration. The line
+//! is written when the response body ends (or is dropped: the client went away, `complete` is
+//! then false), so a streamed read is timed to its last byte and a gRPC call's status is the one
+//! in its trailers. Failures the server owns (a status whose HTTP mapping is 5xx: `INTERNAL`,
+//! `DATA_LOSS`, `UNAVAILABLE`, `UNIMPLEMENTED`, `DEADLINE_EXCEEDED`…) are at warn, the rest at
+//! info. Nothing a client sent beyond the method and path is logged (no token, no row key).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::Request;
+use axum::http::{HeaderMap, StatusCode};
+use axum::middleware::Next;
+use axum::response::Response;
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use rowkit_rest::{TableName, http_status};
+use rowkit_statemachines::Code;
+
+/// Logs the JSON gateway's requests (an axum middleware: `from_fn(access_log::json)`).
+pub async fn json(request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let http_method = request.method().to_string();
+    let path = request.uri().path().to_string();
+    let table = TableName::parse_path(&path).map(|(name, _)| name.table);
+    let response = next.run(request).await;
+    let status = response.status();
+    logged(
+        response,
+        Record {
+            start,
+            call: Call::Json {
+                http_method,
+                path,
+                table,
+                status,
+            },
+            complete: false,
+        },
+    )
+}
+
+/// Logs the gRPC server's calls (an axum middleware around tonic's router).
+pub async fn grpc(request: Request, next: Next) -> Response {
+    let start = Instant::now();
+    let method = request.uri().path().to_string();
+    let response = next.run(request).await;
+    // A call that fails before answering carries its status in the head ("trailers-only");
+    // otherwise it comes in the trailers.
+    let status = grpc_status(response.headers());
+    logged(
+        response,
+        Record {
+            start,
+            call: Call::Grpc { method, status },
+            complete: false,
+        },
+    )
+}
+
+/// `response` with its body wrapped so the line is written when the body ends.
+fn logged(response: Response, record: Record) -> Response {
+    response.map(|inner| {
+        Body::new(LoggedBody {
+            inner,
+            record: Some(record),
+        })
+    })
+}
+
+/// The `grpc-status` in `headers`, if any.
+fn grpc_status(headers: &HeaderMap) -> Option<Code> {
+    let value = headers.get("grpc-status")?.to_str().ok()?.parse().ok()?;
+    Some(Code::from_i32(value))
+}
+
+/// What a request's line says.
+enum Call {
+    Json {
+        http_method: String,
+        path: String,
+        table: Option<String>,
+        status: StatusCode,
+    },
+    Grpc {
+        method: String,
+        status: Option<Code>,
+    },
+}
+
+/// A request's line, written once (on drop).
+struct Record {
+    start: Instant,
+    call: Call,
+    /// The body ran to its end (false: the client went away first).
+    complete: bool,
+}
+
+/// Writes `$level!` with the fields of a line; one macro so the info and warn lines of a
+/// server cannot drift apart (a `tracing` level is fixed per call site).
+macro_rules! json_line {
+    ($level:ident, $http_method:expr, $path:expr, $table:expr, $status:expr, $ms:expr, $complete:expr) => {
+        tracing::$level!(
+            server = "json",
+            method = $http_method,
+            path = $path,
+            table = $table,
+            status = $status,
+            duration_ms = $ms,
+            complete = $complete,
+            "request"
+        )
+    };
+}
+
+/// See [`json_line`].
+macro_rules! grpc_line {
+    ($level:ident, $method:expr, $status:expr, $ms:expr, $complete:expr) => {
+        tracing::$level!(
+            server = "grpc",
+            method = $method,
+            grpc_status = $status,
+            duration_ms = $ms,
+            complete = $complete,
+            "request"
+        )
+    };
+}
+
+impl Record {
+    fn write(&self) {
+        // Milliseconds with microseconds: readable, and fine enough for a fast in-memory call.
+        let ms = (self.start.elapsed().as_micros() as f64) / 1000.0;
+        let complete = self.complete;
+        match &self.call {
+            Call::Json {
+                http_method,
+                path,
+                table,
+                status,
+            } => {
+                let (method, path, table) = (http_method.as_str(), path.as_str(), table.as_deref());
+                let status = status.as_u16();
+                if status >= 500 {
+                    json_line!(warn, method, path, table, status, ms, complete);
+                } else {
+                    json_line!(info, method, path, table, status, ms, complete);
+                }
+            }
+            Call::Grpc { method, status } => {
+                let method = method.as_str();
+                // No status at all: the stream was cut before its trailers.
+                let name = status.map_or("none", |code| code.name());
+                if status.is_some_and(|code| http_status(code) >= 500) {
+                    grpc_line!(warn, method, name, ms, complete);
+                } else {
+                    grpc_line!(info, method, name, ms, complete);
+                }
+            }
+        }
+    }
+}
+
+/// A response body that writes its request's line when it ends or is dropped.
+struct LoggedBody {
+    inner: Body,
+    record: Option<Record>,
+}
+
+impl http_body::Body for LoggedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_frame(cx);
+        if let Some(record) = &mut this.record {
+            match &polled {
+                Poll::Ready(Some(Ok(frame))) => {
+                    if let (Some(trailers), Call::Grpc { status, .. }) =
+                        (frame.trailers_ref(), &mut record.call)
+                    {
+                        *status = grpc_status(trailers).or(*status);
+                    }
+                }
+                Poll::Ready(None) => record.complete = true,
+                _ => {}
+            }
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for LoggedBody {
+    fn drop(&mut self) {
+        if let Some(mut record) = self.record.take() {
+            // An empty body may never be polled: it is complete all the same.
+            record.complete |= http_body::Body::is_end_stream(&self.inner);
+            record.write();
+        }
+    }
+}
