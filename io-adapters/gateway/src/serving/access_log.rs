@@ -3,9 +3,8 @@
 //! gRPC server's ([`grpc`]: the gRPC method and `grpc-status`), each with its duration. The line
 //! is written when the response body ends (or is dropped: the client went away, `complete` is
 //! then false), so a streamed read is timed to its last byte and a gRPC call's status is the one
-//! in its trailers. Failures the server owns (a status whose HTTP mapping is 5xx: `INTERNAL`,
-//! `DATA_LOSS`, `UNAVAILABLE`, `UNIMPLEMENTED`, `DEADLINE_EXCEEDED`…) are at warn, the rest at
-//! info. Nothing a client sent beyond the method and path is logged (no token, no row key).
+//! in its trailers. Failures the server owns ([`server_failed`]: `INTERNAL`, `DATA_LOSS`,
+//! `UNAVAILABLE`, `DEADLINE_EXCEEDED`…) are at warn, the rest at info. Nothing a client sent beyond the method and path is logged (no token, no row key).
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -70,6 +69,13 @@ fn logged(response: Response, record: Record) -> Response {
             record: Some(record),
         })
     })
+}
+
+/// Whether an answer with this HTTP status (a gRPC code's, through `http_status`) is the
+/// server's failure: 5xx, except 501, a call of something not served (a probe of `/`, a newer
+/// RPC), which is the client's doing.
+fn server_failed(http_status: u16) -> bool {
+    http_status >= 500 && http_status != 501
 }
 
 /// The `grpc-status` in `headers`, if any.
@@ -145,7 +151,7 @@ impl Record {
             } => {
                 let (method, path, table) = (http_method.as_str(), path.as_str(), table.as_deref());
                 let status = status.as_u16();
-                if status >= 500 {
+                if server_failed(status) {
                     json_line!(warn, method, path, table, status, ms, complete);
                 } else {
                     json_line!(info, method, path, table, status, ms, complete);
@@ -155,7 +161,7 @@ impl Record {
                 let method = method.as_str();
                 // No status at all: the stream was cut before its trailers.
                 let name = status.map_or("none", |code| code.name());
-                if status.is_some_and(|code| http_status(code) >= 500) {
+                if status.is_some_and(|code| server_failed(http_status(code))) {
                     grpc_line!(warn, method, name, ms, complete);
                 } else {
                     grpc_line!(info, method, name, ms, complete);
@@ -212,6 +218,35 @@ impl Drop for LoggedBody {
             // An empty body may never be polled: it is complete all the same.
             record.complete |= http_body::Body::is_end_stream(&self.inner);
             record.write();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warn_for_the_servers_failures_only() {
+        for code in [
+            Code::Internal,
+            Code::DataLoss,
+            Code::Unavailable,
+            Code::Unknown,
+            Code::DeadlineExceeded,
+        ] {
+            assert!(server_failed(http_status(code)), "{code:?}");
+        }
+        for code in [
+            Code::Ok,
+            Code::NotFound,
+            Code::InvalidArgument,
+            Code::Unauthenticated,
+            Code::PermissionDenied,
+            Code::Unimplemented,
+            Code::ResourceExhausted,
+        ] {
+            assert!(!server_failed(http_status(code)), "{code:?}");
         }
     }
 }
