@@ -7,6 +7,7 @@
 
 pub mod access_log;
 pub mod connections;
+mod watched_body;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -6,19 +6,18 @@
 //! in its trailers. Failures the server owns ([`server_failed`]: `INTERNAL`, `DATA_LOSS`,
 //! `UNAVAILABLE`, `DEADLINE_EXCEEDED`…) are at warn, the rest at info. Nothing a client sent beyond the method and path is logged (no token, no row key).
 
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Instant;
 
-use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
-use http_body::{Frame, SizeHint};
+use http_body::Frame;
 use rowkit_rest::{TableName, http_status};
 use rowkit_statemachines::Code;
+
+use super::watched_body::{BodyWatcher, watched};
 
 /// Logs the JSON gateway's requests (an axum middleware: `from_fn(access_log::json)`).
 pub async fn json(request: Request, next: Next) -> Response {
@@ -61,14 +60,9 @@ pub async fn grpc(request: Request, next: Next) -> Response {
     )
 }
 
-/// `response` with its body wrapped so the line is written when the body ends.
+/// `response` with its body watched, so the line is written when the body is done with.
 fn logged(response: Response, record: Record) -> Response {
-    response.map(|inner| {
-        Body::new(LoggedBody {
-            inner,
-            record: Some(record),
-        })
-    })
+    response.map(|inner| watched(inner, record))
 }
 
 /// Whether an answer with this HTTP status (a gRPC code's, through `http_status`) is the
@@ -98,7 +92,7 @@ enum Call {
     },
 }
 
-/// A request's line, written once (on drop).
+/// A request's line, written when it is dropped (with the response body).
 struct Record {
     start: Instant,
     call: Call,
@@ -171,54 +165,24 @@ impl Record {
     }
 }
 
-/// A response body that writes its request's line when it ends or is dropped.
-struct LoggedBody {
-    inner: Body,
-    record: Option<Record>,
-}
-
-impl http_body::Body for LoggedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let this = &mut *self;
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        if let Some(record) = &mut this.record {
-            match &polled {
-                Poll::Ready(Some(Ok(frame))) => {
-                    if let (Some(trailers), Call::Grpc { status, .. }) =
-                        (frame.trailers_ref(), &mut record.call)
-                    {
-                        *status = grpc_status(trailers).or(*status);
-                    }
-                }
-                Poll::Ready(None) => record.complete = true,
-                _ => {}
-            }
+/// Notes the status in a gRPC call's trailers and whether the body ran to its end.
+impl BodyWatcher for Record {
+    fn frame(&mut self, frame: &Frame<Bytes>) {
+        if let (Some(trailers), Call::Grpc { status, .. }) = (frame.trailers_ref(), &mut self.call)
+        {
+            *status = grpc_status(trailers).or(*status);
         }
-        polled
     }
 
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+    fn ended(&mut self) {
+        self.complete = true;
     }
 }
 
-impl Drop for LoggedBody {
+/// The line is written when the response body is done with (see [`watched`]).
+impl Drop for Record {
     fn drop(&mut self) {
-        if let Some(mut record) = self.record.take() {
-            // An empty body may never be polled: it is complete all the same.
-            record.complete |= http_body::Body::is_end_stream(&self.inner);
-            record.write();
-        }
+        self.write();
     }
 }
 
