@@ -3,8 +3,9 @@
 //! gRPC server's ([`grpc`]: the gRPC method and `grpc-status`), each with its duration. The line
 //! is written when the response body ends (or is dropped: the client went away, `complete` is
 //! then false), so a streamed read is timed to its last byte and a gRPC call's status is the one
-//! in its trailers. Failures the server owns ([`server_failed`]: `INTERNAL`, `DATA_LOSS`,
-//! `UNAVAILABLE`, `DEADLINE_EXCEEDED`…) are at warn, the rest at info. Nothing a client sent beyond the method and path is logged (no token, no row key).
+//! in its trailers. Failures the server owns (`server_failed`: `INTERNAL`, `DATA_LOSS`,
+//! `UNAVAILABLE`, `DEADLINE_EXCEEDED`…) are at warn, the rest at info. Nothing a client sent
+//! beyond the method and path is logged (no token, no row key).
 
 use std::time::Instant;
 
@@ -27,19 +28,13 @@ pub async fn json(request: Request, next: Next) -> Response {
     let table = TableName::parse_path(&path).map(|(name, _)| name.table);
     let response = next.run(request).await;
     let status = response.status();
-    logged(
-        response,
-        Record {
-            start,
-            call: Call::Json {
-                http_method,
-                path,
-                table,
-                status,
-            },
-            complete: false,
-        },
-    )
+    let call = Call::Json {
+        http_method,
+        path,
+        table,
+        status,
+    };
+    logged(response, start, call)
 }
 
 /// Logs the gRPC server's calls (an axum middleware around tonic's router).
@@ -50,18 +45,16 @@ pub async fn grpc(request: Request, next: Next) -> Response {
     // A call that fails before answering carries its status in the head ("trailers-only");
     // otherwise it comes in the trailers.
     let status = grpc_status(response.headers());
-    logged(
-        response,
-        Record {
-            start,
-            call: Call::Grpc { method, status },
-            complete: false,
-        },
-    )
+    logged(response, start, Call::Grpc { method, status })
 }
 
 /// `response` with its body watched, so the line is written when the body is done with.
-fn logged(response: Response, record: Record) -> Response {
+fn logged(response: Response, start: Instant, call: Call) -> Response {
+    let record = Record {
+        start,
+        call,
+        complete: false,
+    };
     response.map(|inner| watched(inner, record))
 }
 
