@@ -96,6 +96,44 @@ pub struct ServeArgs {
     /// once).
     #[arg(long, default_value_t = DEFAULT_DRAIN.as_secs(), value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub drain: u64,
+    /// How the request log on stderr is written: `text` (one line per request) or `json` (one
+    /// JSON object per line). What is logged: `RUST_LOG` (default: requests at info, errors the
+    /// server owns at warn).
+    #[arg(long, value_enum, default_value_t = LogFormat::Text, value_name = "FORMAT")]
+    pub log_format: LogFormat,
+}
+
+/// `--log-format`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// `2026-11-29T06:00:00.000000Z  INFO rowkit_gateway::…: request method="POST" …`.
+    Text,
+    /// `{"timestamp":…,"level":"INFO","message":"request","method":"POST",…}`.
+    Json,
+}
+
+/// What is logged without `RUST_LOG`: rowkit's request lines (info), and only warnings and
+/// errors of the libraries under it (hyper, h2, tonic).
+const DEFAULT_LOG_FILTER: &str = "warn,rowkit=info,rowkit_gateway=info,rowkit_grpc=info";
+
+/// Sends the servers' `tracing` events to stderr in `format`, filtered by `RUST_LOG` (or
+/// [`DEFAULT_LOG_FILTER`]). Only `serve` logs: the other commands' stderr is their message.
+fn start_logging(format: LogFormat) -> Result<(), CliError> {
+    use tracing_subscriber::EnvFilter;
+    let filter = match std::env::var("RUST_LOG") {
+        Ok(directives) if !directives.trim().is_empty() => EnvFilter::try_new(&directives)
+            .map_err(|e| CliError::usage(format!("RUST_LOG={directives:?}: {e}")))?,
+        _ => EnvFilter::new(DEFAULT_LOG_FILTER),
+    };
+    let logs = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    // Already set (never, in the binary) is not a reason to refuse to serve.
+    let _ = match format {
+        LogFormat::Text => logs.try_init(),
+        LogFormat::Json => logs.json().flatten_event(true).try_init(),
+    };
+    Ok(())
 }
 
 impl ServeArgs {
@@ -194,6 +232,7 @@ include!(concat!(env!("OUT_DIR"), "/www_files.rs"));
 
 /// Runs the gateway (and the gRPC server) until SIGINT or SIGTERM, then drains and returns.
 pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError> {
+    start_logging(args.log_format)?;
     let www = match &args.www {
         Some(dir) if !dir.is_dir() => {
             return Err(CliError::usage(format!(

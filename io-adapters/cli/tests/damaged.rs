@@ -13,8 +13,6 @@ mod support;
 use support::serve_grpc;
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -165,18 +163,8 @@ fn every_command_on_a_damaged_file_fails_with_one_line_never_a_panic() {
 
 /// One JSON API call on a fresh connection: status and body.
 fn post(addr: &str, path: &str, body: &str) -> (u16, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    )
-    .unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let body = response.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-    (status, body.to_string())
+    let answer = support::http_with(addr, "POST", path, &[], body);
+    (answer.status, answer.body)
 }
 
 fn read(addr: &str, table: &str) -> (u16, String) {

@@ -4,14 +4,13 @@
 //! browser tool's files and CORS preflights are served without it.
 #![allow(clippy::unwrap_used)]
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 mod support;
 
-use support::Server;
+use support::{Exchange, Server, http_with};
 
 fn rowkit(store: &str, args: &[&str]) -> std::process::Output {
     support::rowkit_with_env(store, args, &[])
@@ -56,56 +55,6 @@ fn store_with_table(dir: &Path) -> String {
     let created = rowkit(&store, &["admin", "create-table", "t", "--family", "cf"]);
     assert!(created.status.success(), "{created:?}");
     store
-}
-
-/// One HTTP/1.1 exchange on a fresh connection.
-struct Exchange {
-    status: u16,
-    /// The response head (status line and headers).
-    head: String,
-    /// The raw body (chunked framing left in place).
-    body: String,
-}
-
-impl Exchange {
-    /// The value of response header `name` (case-insensitive), if present.
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.lines().skip(1).find_map(|line| {
-            let (n, v) = line.split_once(':')?;
-            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
-        })
-    }
-}
-
-fn http_with(
-    addr: &str,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &str,
-) -> Exchange {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    let mut request = format!(
-        "{method} {path} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        body.len()
-    );
-    // The address as Host unless the caller names one.
-    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
-        request.push_str(&format!("Host: {addr}\r\n"));
-    }
-    for (name, value) in headers {
-        request.push_str(&format!("{name}: {value}\r\n"));
-    }
-    write!(stream, "{request}\r\n{body}").unwrap();
-    let mut response = String::new();
-    stream.read_to_string(&mut response).unwrap();
-    let status = response[9..12].parse().unwrap();
-    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
-    Exchange {
-        status,
-        head: head.to_string(),
-        body: body.to_string(),
-    }
 }
 
 /// One request without extra headers; returns the status and the raw body.

@@ -19,9 +19,18 @@ use rowkit_statemachines::{Code, Request, Response as StoreResponse, StoreError,
 use crate::AppState;
 use crate::serving::{self, Execution, StreamMsg};
 
-/// The gateway's routes: data calls under `/v2/`, static files elsewhere.
+/// The gateway's routes: data calls under `/v2/`, `/healthz`, static files elsewhere.
 pub fn router(state: AppState) -> Router {
-    Router::new().fallback(handle).with_state(state)
+    Router::new()
+        .route("/healthz", axum::routing::get(healthz))
+        .fallback(handle)
+        .with_state(state)
+}
+
+/// `GET /healthz`: `200 ok` while the process serves, for load balancers and probes. Open
+/// (no token, any `Host`): it reveals nothing but that the server is up.
+async fn healthz() -> &'static str {
+    "ok"
 }
 
 /// A failed call, answered as `{"error": {…}}` with `status`.

@@ -9,7 +9,9 @@
 //!   reach a loopback gateway through DNS rebinding.
 //! - [`Gateway::bind`] binds the socket (so `127.0.0.1:0` reports its real port through
 //!   [`Gateway::local_addr`]), [`Gateway::serve`] runs until the future given resolves.
-//! - [`router`] is the axum router alone, for embedding.
+//! - [`router`] is the axum router alone, for embedding; `GET /healthz` answers `200 ok`
+//!   without a token (it says only that the process serves HTTP, nothing about the store).
+//! - [`serving::access_log`]: one `tracing` line per request (the binary sets up where it goes).
 //! - [`serving`]: the serving core this gateway shares with the gRPC server (`rowkit-grpc`):
 //!   the address/token rule, the bearer check, store calls off the runtime.
 //! - [`backup`]: `POST /v2/rowkit:backup`, a backup of the store written by the serving
@@ -188,7 +190,10 @@ impl Gateway {
             www_files: config.www_files,
             hosts: Arc::new(AllowedHosts::new(&config.allowed_hosts)),
         };
-        let app = router(state).layer(cors);
+        // The log layer outermost, so its duration and status are what the client got.
+        let app = router(state)
+            .layer(cors)
+            .layer(axum::middleware::from_fn(serving::access_log::json));
         let listener = serving::listen(config.listen).await?;
         Ok(Gateway { listener, app })
     }

@@ -5,7 +5,9 @@
 //! store reads the next rows only when there is room) and a disconnected one stops it; a read
 //! of a few row keys is answered on the runtime thread, as it costs less than the hop.
 
+pub mod access_log;
 pub mod connections;
+mod watched_body;
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -4,7 +4,9 @@
 //! CreateTable, ListTables, GetTable, DeleteTable, ModifyColumnFamilies, DropRowRange,
 //! GenerateConsistencyToken, CheckConsistency) and the instance admin's reads of the one
 //! instance the server is (`BigtableInstanceAdmin`: instance, cluster, app profiles; its
-//! writes answer `PERMISSION_DENIED`). Every other RPC answers `UNIMPLEMENTED`. Clients reach it as any emulator:
+//! writes answer `PERMISSION_DENIED`) and `grpc.health.v1.Health` (SERVING; no token needed).
+//! Every other RPC answers `UNIMPLEMENTED`; every call is logged
+//! (`rowkit_gateway::serving::access_log`). Clients reach it as any emulator:
 //! `BIGTABLE_EMULATOR_HOST=ADDR`.
 //!
 //! - Semantics: every data call runs through the store's one evaluator
@@ -220,6 +222,18 @@ impl GrpcServer {
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
         let instance_admin = BigtableInstanceAdminServer::new(instance::InstanceAdminService);
+        // `grpc.health.v1.Health`, open like the gateway's `/healthz` (probes carry no token,
+        // and it says only that the server is up): SERVING for the server ("") and each service.
+        let (health, health_service) = tonic_health::server::health_reporter();
+        health
+            .set_serving::<BigtableServer<data::DataService>>()
+            .await;
+        health
+            .set_serving::<BigtableTableAdminServer<admin::AdminService>>()
+            .await;
+        health
+            .set_serving::<BigtableInstanceAdminServer<instance::InstanceAdminService>>()
+            .await;
         // Each service answers undecodable and oversized requests with production's codes.
         let app = tonic::service::Routes::new(ProductionCodes(InterceptedService::new(
             data,
@@ -233,9 +247,14 @@ impl GrpcServer {
             instance_admin,
             auth,
         )))
+        .add_service(health_service)
         .prepare()
         .into_axum_router()
-        .layer(axum::middleware::from_fn(deadline::client_deadline));
+        .layer(axum::middleware::from_fn(deadline::client_deadline))
+        // Outermost: the line has the status the client got, deadline answers included.
+        .layer(axum::middleware::from_fn(
+            rowkit_gateway::serving::access_log::grpc,
+        ));
         let protocols = Protocols::Http2Only;
         match self.tls {
             Some(tls) => {

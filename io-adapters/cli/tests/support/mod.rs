@@ -2,7 +2,8 @@
 //! and the other helpers several test files need.
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 
@@ -59,7 +60,87 @@ impl Drop for Server {
 /// returns it with the two addresses it printed: the JSON API's (`127.0.0.1:PORT`, from the
 /// URL on its first line) and the gRPC one (its second line).
 pub fn serve_grpc(store: &str, extra: &[&str]) -> (Server, String, String) {
-    spawn_serve(Command::new(env!("CARGO_BIN_EXE_rowkit")), store, extra)
+    let (server, http, grpc, _) = spawn_serve(
+        Command::new(env!("CARGO_BIN_EXE_rowkit")),
+        store,
+        extra,
+        &[],
+        false,
+    );
+    (server, http, grpc)
+}
+
+/// [`serve_grpc`] with `env` set (e.g. `RUST_LOG`), and its stderr (the startup lines, then the
+/// request log) to read.
+pub fn serve_grpc_logged(
+    store: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> (Server, String, String, Log) {
+    let (server, http, grpc, log) = spawn_serve(
+        Command::new(env!("CARGO_BIN_EXE_rowkit")),
+        store,
+        extra,
+        env,
+        true,
+    );
+    (server, http, grpc, log.unwrap())
+}
+
+/// A server's stderr, read line by line on a thread of its own (so the server never blocks on
+/// a full pipe).
+pub struct Log {
+    lines: std::sync::mpsc::Receiver<String>,
+    /// Every line received so far, for the failure message.
+    seen: Vec<String>,
+}
+
+impl Log {
+    fn new(stderr: std::process::ChildStderr) -> Log {
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Log {
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The first line that contains every one of `parts`, waiting up to 10 s for it; fails
+    /// the test with every line seen otherwise.
+    pub fn line_with(&mut self, parts: &[&str]) -> String {
+        let has_all = |line: &String| parts.iter().all(|part| line.contains(part));
+        if let Some(line) = self.seen.iter().find(|line| has_all(line)) {
+            return line.clone();
+        }
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if has_all(&line) {
+                        return line;
+                    }
+                }
+                Err(_) => panic!(
+                    "no line with {parts:?} on the server's stderr; it wrote:\n{}",
+                    self.seen.join("\n")
+                ),
+            }
+        }
+    }
+
+    /// Every line received so far.
+    pub fn seen(&self) -> &[String] {
+        &self.seen
+    }
 }
 
 /// [`serve_grpc`] with the server's file-descriptor limit (soft and hard) set to `nofile`
@@ -73,20 +154,35 @@ pub fn serve_grpc_with_fd_limit(
     sh.arg("-c")
         .arg(format!("ulimit -n {nofile} && exec \"$0\" \"$@\""))
         .arg(env!("CARGO_BIN_EXE_rowkit"));
-    spawn_serve(sh, store, extra)
+    let (server, http, grpc, _) = spawn_serve(sh, store, extra, &[], false);
+    (server, http, grpc)
 }
 
-/// Runs `command` (rowkit, or what execs it) with the serve arguments; see [`serve_grpc`].
-fn spawn_serve(mut command: Command, store: &str, extra: &[&str]) -> (Server, String, String) {
+/// Runs `command` (rowkit, or what execs it) with the serve arguments and `env`, its stderr
+/// read into a [`Log`] if `logged` (else discarded); see [`serve_grpc`].
+fn spawn_serve(
+    mut command: Command,
+    store: &str,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    logged: bool,
+) -> (Server, String, String, Option<Log>) {
     let mut child = command
         .args(["--store", store, "serve", "--listen", "127.0.0.1:0"])
         .args(["--grpc", "127.0.0.1:0"])
         .args(extra)
         .env_remove("ROWKIT_GATEWAY_TOKEN")
+        .env_remove("RUST_LOG")
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(if logged {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .spawn()
         .unwrap();
+    let log = child.stderr.take().map(Log::new);
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let server = Server(child);
     let url = lines.next().unwrap().unwrap();
@@ -101,7 +197,7 @@ fn spawn_serve(mut command: Command, store: &str, extra: &[&str]) -> (Server, St
         grpc.starts_with("127.0.0.1:") && !grpc.ends_with(":0"),
         "{grpc}"
     );
-    (server, http, grpc)
+    (server, http, grpc, log)
 }
 
 /// Whether `cbt` can run; a loud skip when it is missing, a failure under `CI=true`.
@@ -136,4 +232,56 @@ pub fn cbt_ok(host: &str, args: &[&str]) -> String {
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// One HTTP/1.1 exchange on a fresh connection.
+pub struct Exchange {
+    pub status: u16,
+    /// The response head (status line and headers).
+    pub head: String,
+    /// The raw body (chunked framing left in place).
+    pub body: String,
+}
+
+impl Exchange {
+    /// The value of response header `name` (case-insensitive), if present.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.trim().eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+/// One request on a fresh connection (`Connection: close`, JSON content type), with
+/// `headers`; `Host` is the address unless `headers` name one.
+pub fn http_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Exchange {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let mut request = format!(
+        "{method} {path} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        body.len()
+    );
+    // The address as Host unless the caller names one.
+    if !headers.iter().any(|(n, _)| n.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    write!(stream, "{request}\r\n{body}").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap_or((&response, ""));
+    Exchange {
+        status,
+        head: head.to_string(),
+        body: body.to_string(),
+    }
 }

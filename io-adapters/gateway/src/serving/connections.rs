@@ -15,14 +15,12 @@
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io;
-use std::pin::{Pin, pin};
+use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::body::Body;
-use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
@@ -267,35 +265,8 @@ impl Drop for InFlight {
     }
 }
 
-/// A response body that keeps its request counted as in flight until it ends or is dropped.
-struct TrackedBody {
-    inner: Body,
-    in_flight: Option<InFlight>,
-}
-
-impl http_body::Body for TrackedBody {
-    type Data = Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
-        let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(None | Some(Err(_))) = polled {
-            self.in_flight = None;
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
-    }
-}
+/// The request stays in flight until its response body ends or is dropped.
+impl super::watched_body::BodyWatcher for InFlight {}
 
 /// Which HTTP versions a server speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,12 +406,9 @@ async fn serve_connection<H, F, S>(
             let mut app = app.clone();
             async move {
                 let response = app.call(request.map(Body::new)).await?;
-                Ok::<_, std::convert::Infallible>(response.map(|inner| {
-                    Body::new(TrackedBody {
-                        inner,
-                        in_flight: Some(in_flight),
-                    })
-                }))
+                Ok::<_, std::convert::Infallible>(
+                    response.map(|inner| super::watched_body::watched(inner, in_flight)),
+                )
             }
         })
     };
