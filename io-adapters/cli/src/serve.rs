@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// cannot reach the gateway through DNS rebinding.
     #[arg(long = "allow-host", value_name = "HOST")]
     pub allowed_hosts: Vec<String>,
+    /// The directory `rowkit admin backup` through this server may write into (or below);
+    /// without it the server takes no backups.
+    #[arg(long, value_name = "DIR")]
+    pub backup_dir: Option<PathBuf>,
     /// Also serve the Bigtable v2 gRPC API (data and table admin) on ADDR (default
     /// 127.0.0.1:8086), beside the JSON gateway, over the same store: `cbt` and the official
     /// clients reach it with BIGTABLE_EMULATOR_HOST=ADDR. Same token rule as the gateway
@@ -250,6 +254,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         www_files: WWW_FILES,
         max_body_bytes: args.max_body_bytes,
         allowed_hosts: args.allowed_hosts.clone(),
+        backup_dir: args.backup_dir.clone(),
     };
     let tls = match (&args.tls_cert, &args.tls_key) {
         // stdin can be read once.

@@ -12,6 +12,7 @@ mod support;
 use support::{rowkit_with_env as rowkit, serve_grpc};
 
 use std::collections::BTreeMap;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -187,6 +188,29 @@ fn offline_backup_copies_everything_and_refuses_to_overwrite() {
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(stderr(&o).contains("the store's own file"), "{o:?}");
     assert!(std::fs::read(&source).unwrap() == before);
+    // Even with --force only a regular file is replaced: not a directory, a link or a device.
+    let sub = dir.join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let link = dir.join("link.redb");
+    std::os::unix::fs::symlink(&backup, &link).unwrap();
+    for target in [&sub, &link, &PathBuf::from("/dev/null")] {
+        let o = rowkit(
+            &embedded(&source),
+            &["admin", "backup", "--force", target.to_str().unwrap()],
+            &[],
+        );
+        assert_eq!(o.status.code(), Some(1), "{target:?}: {o:?}");
+        assert!(stderr(&o).contains("not a regular file"), "{o:?}");
+    }
+    assert!(sub.is_dir() && link.symlink_metadata().unwrap().is_symlink());
+    assert!(
+        std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+    std::fs::remove_dir(&sub).unwrap();
+    std::fs::remove_file(&link).unwrap();
     // A missing directory is named.
     let nowhere = dir.join("missing").join("b.redb");
     let o = rowkit(
@@ -306,7 +330,8 @@ fn backup_through_the_server_under_write_load_holds_every_acknowledged_write() {
         ],
     );
     preload(&source, PRELOADED);
-    let (server, http, grpc) = serve_grpc(&embedded(&source), &[]);
+    let (server, http, grpc) =
+        serve_grpc(&embedded(&source), &["--backup-dir", dir.to_str().unwrap()]);
     let gateway = format!("http://{http}");
 
     // The file is the server's: a command on it is told to ask the server.
@@ -422,12 +447,17 @@ fn backup_through_the_server_under_write_load_holds_every_acknowledged_write() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Through a server: its token is required, its paths are its own (absolute), and a memory
-/// store is backed up to a file that opens as an embedded store.
+/// Through a server: its token is required, its paths are its own (absolute, inside its
+/// `--backup-dir`; none without one), and a memory store is backed up to a file that opens as
+/// an embedded store.
 #[test]
 fn backup_through_the_server_needs_its_token_and_an_absolute_path() {
     let dir = temp_dir("server");
-    let (server, http, _) = serve_grpc("memory:", &["--token", "s3cret"]);
+    let backup_dir = ["--backup-dir", dir.to_str().unwrap()];
+    let (server, http, _) = serve_grpc(
+        "memory:",
+        &[&["--token", "s3cret"][..], &backup_dir].concat(),
+    );
     let gateway = format!("http://{http}");
     let token = [("ROWKIT_GATEWAY_TOKEN", "s3cret")];
     let empty = dir.join("empty.redb");
@@ -438,6 +468,22 @@ fn backup_through_the_server_needs_its_token_and_an_absolute_path() {
     let o = rowkit(&gateway, &["admin", "backup", "relative.redb"], &token);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
     assert!(stderr(&o).contains("not an absolute path"), "{o:?}");
+    // Nowhere outside the backup directory, however the path is spelled.
+    let outside = std::env::temp_dir().join(format!("rowkit-outside-{}.redb", std::process::id()));
+    let sneaky = dir.join("..").join(outside.file_name().unwrap());
+    for path in [&outside, &sneaky, &PathBuf::from("/dev/full")] {
+        let o = rowkit(
+            &gateway,
+            &["admin", "backup", path.to_str().unwrap()],
+            &token,
+        );
+        assert_eq!(o.status.code(), Some(1), "{path:?}: {o:?}");
+        assert!(
+            stderr(&o).contains("outside the server's backup directory"),
+            "{o:?}"
+        );
+    }
+    assert!(!outside.exists());
     // Other calls are not served at this address.
     let o = rowkit(&gateway, &["admin", "list-tables"], &token);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
@@ -451,8 +497,20 @@ fn backup_through_the_server_needs_its_token_and_an_absolute_path() {
     assert_eq!(contents(&empty, &[]), Contents::new());
     drop(server);
 
+    // A server without --backup-dir takes no backups.
+    let (server, http, _) = serve_grpc("memory:", &[]);
+    let o = rowkit(
+        &format!("http://{http}"),
+        &["admin", "backup", dir.join("none.redb").to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    assert!(stderr(&o).contains("--backup-dir"), "{o:?}");
+    assert!(!dir.join("none.redb").exists());
+    drop(server);
+
     // A memory store's contents, through a server without a token.
-    let (server, http, grpc) = serve_grpc("memory:", &[]);
+    let (server, http, grpc) = serve_grpc("memory:", &backup_dir);
     let client = grpc_client(&grpc);
     client
         .create_table_with_splits("m", &[ColumnFamily::new("cf")], &[b"k".to_vec()])

@@ -27,17 +27,21 @@ fn store_with_table(name: &str) -> (std::path::PathBuf, String) {
     (dir, store)
 }
 
-/// A backup onto a directory: the server cannot rename its file there, a 500 (`INTERNAL`).
+/// A backup into the server's backup directory (`dir`, given as `--backup-dir`) under a name
+/// the file system refuses (too long for its temporary file): a 500 (`INTERNAL`).
 fn backup_body_failing_with_500(dir: &std::path::Path) -> String {
-    let target = dir.join("a-directory");
-    std::fs::create_dir_all(&target).unwrap();
-    serde_json::json!({ "path": target, "overwrite": true }).to_string()
+    let target = dir.join(format!("{}.redb", "x".repeat(240)));
+    serde_json::json!({ "path": target }).to_string()
 }
 
 #[test]
 fn rust_log_info_logs_each_request_and_errors_at_warn() {
     let (dir, store) = store_with_table("text");
-    let (server, http, grpc, mut log) = serve_grpc_logged(&store, &[], &[("RUST_LOG", "info")]);
+    let (server, http, grpc, mut log) = serve_grpc_logged(
+        &store,
+        &["--backup-dir", dir.to_str().unwrap()],
+        &[("RUST_LOG", "info")],
+    );
 
     let ok = http_with(&http, "POST", MUTATE_PATH, &[], MUTATE_BODY);
     assert_eq!(ok.status, 200, "{}", ok.body);
@@ -84,7 +88,11 @@ fn rust_log_info_logs_each_request_and_errors_at_warn() {
 #[test]
 fn rust_log_warn_keeps_only_the_errors() {
     let (dir, store) = store_with_table("warn");
-    let (server, http, _grpc, mut log) = serve_grpc_logged(&store, &[], &[("RUST_LOG", "warn")]);
+    let (server, http, _grpc, mut log) = serve_grpc_logged(
+        &store,
+        &["--backup-dir", dir.to_str().unwrap()],
+        &[("RUST_LOG", "warn")],
+    );
     assert_eq!(
         http_with(&http, "POST", MUTATE_PATH, &[], MUTATE_BODY).status,
         200

@@ -39,8 +39,21 @@ pub(crate) fn write_atomically(
             ),
         ));
     }
-    if !overwrite && dest.symlink_metadata().is_ok() {
-        return Err(exists(dest));
+    match dest.symlink_metadata() {
+        Err(_) => {}
+        Ok(_) if !overwrite => return Err(exists(dest)),
+        // A rename would put the backup in place of a device, a directory's entry or a link:
+        // only a file that is one (an older backup) is ever replaced.
+        Ok(meta) if !meta.is_file() => {
+            return Err(StoreError::new(
+                Code::FailedPrecondition,
+                format!(
+                    "backup: {} exists and is not a regular file; not replaced",
+                    dest.display()
+                ),
+            ));
+        }
+        Ok(_) => {}
     }
     let dir = match dest.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),

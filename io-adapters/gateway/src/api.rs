@@ -341,7 +341,8 @@ async fn backup_call(
     }
     check_content_type(headers)?;
     let bytes = read_body(body, headers, state.max_body_bytes).await?;
-    let answer = crate::backup::backup(state.store.clone(), &bytes).await?;
+    let answer =
+        crate::backup::backup(state.store.clone(), state.backup_dir.clone(), &bytes).await?;
     Ok(json_response(StatusCode::OK, answer))
 }
 

@@ -6,10 +6,12 @@
 //! beside the gRPC server).
 //!
 //! Request body: `{"path": "/abs/path/backup.redb", "overwrite": false}` (`path` absolute,
-//! since a relative one would depend on the server's working directory). Answer:
+//! since a relative one would depend on the server's working directory). The server writes only
+//! into the directory it was given (`rowkit serve --backup-dir DIR`), and refuses every backup
+//! without one: the token grants the store's data, not the server's file system. Answer:
 //! `{"path": …, "tables": N, "bytes": N}`, or a `google.rpc.Status` error body.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rowkit_embedded::{BackupSummary, Store};
@@ -52,8 +54,13 @@ impl From<BackupAnswer> for BackupSummary {
     }
 }
 
-/// Runs one backup request (its body already read) on `store`, off the runtime.
-pub(crate) async fn backup(store: Arc<dyn Store>, body: &[u8]) -> Result<Vec<u8>, StoreError> {
+/// Runs one backup request (its body already read) on `store`, off the runtime, into a file
+/// directly or further down inside `backup_dir`.
+pub(crate) async fn backup(
+    store: Arc<dyn Store>,
+    backup_dir: Option<Arc<PathBuf>>,
+    body: &[u8],
+) -> Result<Vec<u8>, StoreError> {
     let request: BackupRequest = serde_json::from_slice(body).map_err(|e| {
         StoreError::new(
             Code::InvalidArgument,
@@ -70,6 +77,7 @@ pub(crate) async fn backup(store: Arc<dyn Store>, body: &[u8]) -> Result<Vec<u8>
             ),
         ));
     }
+    inside_backup_dir(&path, backup_dir.as_deref().map(PathBuf::as_path))?;
     let overwrite = request.overwrite;
     let summary = serving::blocking(move || store.backup_to(&path, overwrite)).await?;
     let answer = BackupAnswer {
@@ -94,4 +102,36 @@ pub fn decode_answer(http_status: u16, body: &[u8]) -> Result<BackupSummary, Sto
                 format!("the gateway's backup answer is not one: {e}"),
             )
         })
+}
+
+/// Refuses a backup `path` whose directory (links resolved) is not `backup_dir` or below it.
+fn inside_backup_dir(path: &Path, backup_dir: Option<&Path>) -> Result<(), StoreError> {
+    let Some(backup_dir) = backup_dir else {
+        return Err(StoreError::new(
+            Code::FailedPrecondition,
+            "backup: this server takes no backups; start it with `rowkit serve --backup-dir DIR` \
+             to allow backups into DIR",
+        ));
+    };
+    let outside = || {
+        StoreError::new(
+            Code::PermissionDenied,
+            format!(
+                "backup: {} is outside the server's backup directory {}",
+                path.display(),
+                backup_dir.display()
+            ),
+        )
+    };
+    // `file_name` is `None` for a path ending in `..`; the parent is resolved as it is now.
+    path.file_name().ok_or_else(outside)?;
+    let dir = path
+        .parent()
+        .and_then(|dir| std::fs::canonicalize(dir).ok())
+        .ok_or_else(outside)?;
+    if dir.starts_with(backup_dir) {
+        Ok(())
+    } else {
+        Err(outside())
+    }
 }

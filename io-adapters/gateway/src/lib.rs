@@ -78,6 +78,9 @@ pub struct GatewayConfig {
     /// Host names requests may be addressed to besides IP addresses and `localhost` names
     /// (`name` or `name:port`), e.g. the machine's DNS name when it listens beyond loopback.
     pub allowed_hosts: Vec<String>,
+    /// The directory `POST /v2/rowkit:backup` may write into (`serve --backup-dir`); `None`
+    /// refuses server-side backups, so a token never lets a client write files elsewhere.
+    pub backup_dir: Option<PathBuf>,
 }
 
 impl Default for GatewayConfig {
@@ -90,6 +93,7 @@ impl Default for GatewayConfig {
             www_files: &[],
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             allowed_hosts: Vec::new(),
+            backup_dir: None,
         }
     }
 }
@@ -131,6 +135,12 @@ pub enum GatewayError {
         /// Why it cannot be used.
         source: std::io::Error,
     },
+    /// The backup directory is not an existing directory.
+    #[error("--backup-dir {}: not an existing directory", dir.display())]
+    BackupDir {
+        /// The directory given.
+        dir: PathBuf,
+    },
     /// The socket could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {
@@ -158,6 +168,8 @@ pub struct AppState {
     pub www_files: EmbeddedFiles,
     /// The `Host` allow-list.
     pub hosts: Arc<AllowedHosts>,
+    /// Where server-side backups may go, with every link resolved ([`GatewayConfig::backup_dir`]).
+    pub backup_dir: Option<Arc<PathBuf>>,
 }
 
 /// A bound gateway, ready to serve.
@@ -181,6 +193,15 @@ impl Gateway {
             )),
             None => None,
         };
+        let backup_dir = match config.backup_dir {
+            Some(dir) => Some(Arc::new(
+                std::fs::canonicalize(&dir)
+                    .ok()
+                    .filter(|d| d.is_dir())
+                    .ok_or(GatewayError::BackupDir { dir })?,
+            )),
+            None => None,
+        };
         let state = AppState {
             store,
             clock,
@@ -189,6 +210,7 @@ impl Gateway {
             www,
             www_files: config.www_files,
             hosts: Arc::new(AllowedHosts::new(&config.allowed_hosts)),
+            backup_dir,
         };
         // The log layer outermost, so its duration and status are what the client got.
         let app = router(state)
