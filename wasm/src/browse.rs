@@ -13,7 +13,6 @@ use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
 use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 
 use rowkit_client::Driver;
 
@@ -93,8 +92,11 @@ pub fn scan_rows(
     schema: Option<String>,
     #[wasm_bindgen(unchecked_param_type = "Uint8Array | string | undefined")] after: JsValue,
 ) -> Promise {
-    future_to_promise(async move {
-        let opts = ClientOptions::from_js(&options)?;
+    let opts = match ClientOptions::from_js(&options) {
+        Ok(opts) => opts,
+        Err(e) => return Promise::reject(&e),
+    };
+    opts.diagnosis("table", Vec::new()).promise(async move {
         let prefix = if js::is_absent(&prefix) {
             Vec::new()
         } else {
@@ -123,12 +125,11 @@ pub fn scan_rows(
             rows_limit: i64::from(limit),
             ..Default::default()
         };
-        let m = ReadRows::new(
-            request,
-            opts.driver.now(),
-            opts.seed,
-            RetryPolicy::default(),
-        );
+        let mut policy = RetryPolicy::default();
+        if let Some(deadline) = opts.deadline_us() {
+            policy.operation_timeout = deadline;
+        }
+        let m = ReadRows::new(request, opts.driver.now(), opts.seed, policy);
         let mut rows = Vec::new();
         rowkit_client::run(&opts.driver, m, |row| {
             let decoded = match (schema.as_str(), explain_as) {
@@ -177,8 +178,11 @@ pub fn scan_rows(
 pub fn list_tables(
     #[wasm_bindgen(unchecked_param_type = "ClientOptions | null | undefined")] options: JsValue,
 ) -> Promise {
-    future_to_promise(async move {
-        let opts = ClientOptions::from_js(&options)?;
+    let opts = match ClientOptions::from_js(&options) {
+        Ok(opts) => opts,
+        Err(e) => return Promise::reject(&e),
+    };
+    opts.diagnosis("tables", Vec::new()).promise(async move {
         let tables: Vec<(String, Vec<ColumnFamily>)> = match &opts.driver {
             PageDriver::Gateway(d) => rowkit_fetch::list_tables(d.gateway())
                 .await

@@ -52,6 +52,19 @@ pub fn store_error(e: &StoreError) -> JsValue {
     )
 }
 
+/// The `not_set_up` error for `e` when it says one of `tables` (a schema's own) does not
+/// exist: `no WHAT here (table "gold" does not exist): Set up creates its tables`, what the
+/// page's Set up does; `None` for any other error.
+pub fn not_set_up(e: &JsValue, what: &str, tables: &[&str]) -> Option<JsValue> {
+    use rowkit_client::not_set_up::{missing_table, not_set_up_message};
+    let message = String::from(e.dyn_ref::<js_sys::Error>()?.message());
+    let table = missing_table(&message).filter(|t| tables.contains(t))?;
+    Some(error(
+        "not_set_up",
+        &not_set_up_message(what, table, "Set up creates its tables"),
+    ))
+}
+
 /// A check's error: `aborted` for a deadline or cancel, else its store status.
 pub fn check_error(e: CheckError) -> JsValue {
     match e {

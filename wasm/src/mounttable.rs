@@ -9,9 +9,8 @@ use rowkit_codec::mounttable::{Caller, encode_permissions_string};
 use rowkit_statemachines::mounttable::{MountEntry, MtError, Tables};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 
-use crate::backend::{ClientOptions, PageDriver};
+use crate::backend::{ClientOptions, Diagnosis, PageDriver};
 use crate::js;
 
 struct Inner {
@@ -78,6 +77,7 @@ export interface MountPermissions {
 #[wasm_bindgen]
 pub struct MountTable {
     inner: Rc<Inner>,
+    diagnosis: Diagnosis,
 }
 
 #[wasm_bindgen]
@@ -102,7 +102,7 @@ impl MountTable {
                 Caller::new(&names, false)
             }
         };
-        let config = MtConfig {
+        let mut config = MtConfig {
             tables: Tables::new(opts.table.as_deref().unwrap_or("mounttable")),
             seed: opts.seed,
             // Several clients of a page may share its store; a page has one caller at a time,
@@ -110,11 +110,17 @@ impl MountTable {
             row_cache_capacity: 0,
             ..MtConfig::default()
         };
+        if let Some(deadline) = opts.deadline_us() {
+            config.deadline_us = deadline;
+        }
+        let tables = vec![config.tables.node.clone(), config.tables.counter.clone()];
+        let diagnosis = opts.diagnosis("mount table", tables);
         Ok(MountTable {
             inner: Rc::new(Inner {
                 mt: Facade::new(opts.driver, config),
                 caller,
             }),
+            diagnosis,
         })
     }
 
@@ -123,7 +129,8 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move { inner.mt.setup(None).await.map_err(mt_error) })
+        self.diagnosis
+            .promise_void(async move { inner.mt.setup(None).await.map_err(mt_error) })
     }
 
     /// Mounts `server` on `name` for `ttlSeconds`; `flags`: 1 = replace, 2 = mount table,
@@ -137,7 +144,7 @@ impl MountTable {
         flags: Option<u32>,
     ) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let deadline = inner
                 .mt
                 .mount(
@@ -157,7 +164,7 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn unmount(&self, name: String, server: Option<String>) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move {
+        self.diagnosis.promise_void(async move {
             inner
                 .mt
                 .unmount(&inner.caller, &name, server.as_deref().unwrap_or(""))
@@ -171,7 +178,7 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<MountEntry>")]
     pub fn resolve(&self, name: String) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let entry = inner
                 .mt
                 .resolve(&inner.caller, &name)
@@ -185,7 +192,7 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<MountEntry[]>")]
     pub fn glob(&self, name: String, pattern: String) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let entries = inner
                 .mt
                 .glob(&inner.caller, &name, &pattern)
@@ -201,7 +208,7 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<MountPermissions>")]
     pub fn permissions(&self, name: String) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let pv = inner
                 .mt
                 .get_permissions(&inner.caller, &name)
@@ -224,7 +231,7 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<CheckReport>")]
     pub fn check(&self, fix: bool) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let mut findings = Vec::new();
             let summary = inner
                 .mt
@@ -239,7 +246,7 @@ impl MountTable {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn delete(&self, name: String, subtree: bool) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move {
+        self.diagnosis.promise_void(async move {
             inner
                 .mt
                 .delete(&inner.caller, &name, subtree)

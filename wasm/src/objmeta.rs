@@ -15,9 +15,8 @@ use rowkit_codec::validate::Field;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaError, ObjmetaState};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 
-use crate::backend::{ClientOptions, PageDriver};
+use crate::backend::{ClientOptions, Diagnosis, PageDriver};
 use crate::js;
 
 struct Inner {
@@ -127,6 +126,9 @@ export interface BucketEntry {
 #[wasm_bindgen]
 pub struct ObjectMetadata {
     inner: Rc<Inner>,
+    diagnosis: Diagnosis,
+    /// A check's deadline (`deadlineMs`, else an hour).
+    check_timeout_us: i64,
 }
 
 #[wasm_bindgen]
@@ -141,10 +143,18 @@ impl ObjectMetadata {
         if let Some(t) = &opts.table {
             config.table = t.clone();
         }
-        let om =
+        let diagnosis = opts.diagnosis("buckets", vec![config.table.clone()]);
+        let check_timeout_us = opts.check_timeout_us();
+        let deadline_us = opts.deadline_us();
+        let mut om =
             Facade::new(opts.driver, ObjmetaState::new(config), opts.seed).with_bucket_checks();
+        if let Some(deadline) = deadline_us {
+            om.set_deadline(deadline);
+        }
         Ok(ObjectMetadata {
             inner: Rc::new(Inner { om: Mutex::new(om) }),
+            diagnosis,
+            check_timeout_us,
         })
     }
 
@@ -153,7 +163,8 @@ impl ObjectMetadata {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move { inner.om.lock().await.setup().await.map_err(objmeta_error) })
+        self.diagnosis
+            .promise_void(async move { inner.om.lock().await.setup().await.map_err(objmeta_error) })
     }
 
     /// `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
@@ -167,7 +178,7 @@ impl ObjectMetadata {
         #[wasm_bindgen(unchecked_optional_param_type = "JsonObject | null")] md: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             crate::validate::checked(Field::Bucket, &bucket)?;
             let md = if js::is_absent(&md) {
                 Json::parse(&json!({ "name": bucket }).to_string()).map_err(js::invalid)?
@@ -189,7 +200,7 @@ impl ObjectMetadata {
     #[wasm_bindgen(js_name = deleteBucket, unchecked_return_type = "Promise<number>")]
     pub fn delete_bucket(&self, bucket: String) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let n = inner
                 .om
                 .lock()
@@ -208,7 +219,8 @@ impl ObjectMetadata {
     #[wasm_bindgen(unchecked_return_type = "Promise<CheckReport>")]
     pub fn check(&self, bucket: Option<String>, fix: bool) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        let check_timeout_us = self.check_timeout_us;
+        self.diagnosis.promise(async move {
             let options = CheckOptions {
                 fix,
                 ..CheckOptions::default()
@@ -218,7 +230,7 @@ impl ObjectMetadata {
                 .om
                 .lock()
                 .await
-                .check(bucket.as_deref(), options, js::CHECK_TIMEOUT_MICROS, |e| {
+                .check(bucket.as_deref(), options, check_timeout_us, |e| {
                     js::keep_finding(&mut findings, e)
                 })
                 .await
@@ -231,7 +243,7 @@ impl ObjectMetadata {
     #[wasm_bindgen(js_name = listBuckets, unchecked_return_type = "Promise<BucketEntry[]>")]
     pub fn list_buckets(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let list = inner
                 .om
                 .lock()
@@ -264,7 +276,7 @@ impl ObjectMetadata {
         #[wasm_bindgen(unchecked_optional_param_type = "PutObjectParams | null")] params: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             crate::validate::checked(Field::ObjectKey, &key)?;
             let value = to_arsenal(&value, "value")?;
             let params = optional_arsenal(&params, "params")?;
@@ -288,7 +300,7 @@ impl ObjectMetadata {
         #[wasm_bindgen(js_name = versionId)] version_id: Option<String>,
     ) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let v = inner
                 .om
                 .lock()
@@ -310,7 +322,7 @@ impl ObjectMetadata {
         params: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move {
+        self.diagnosis.promise_void(async move {
             let params = optional_arsenal(&params, "params")?;
             inner
                 .om
@@ -333,7 +345,7 @@ impl ObjectMetadata {
         #[wasm_bindgen(unchecked_optional_param_type = "ListingParams | null")] params: JsValue,
     ) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let mut p = js::from_js(&params)?;
             if p.is_null() {
                 p = json!({});

@@ -19,9 +19,8 @@ use rowkit_statemachines::tracestore::{PutEntry, Tile, TraceBatch};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 
-use crate::backend::{ClientOptions, PageDriver};
+use crate::backend::{ClientOptions, Diagnosis, PageDriver};
 use crate::js;
 
 struct Inner {
@@ -162,6 +161,9 @@ export interface TileBatch {
 #[wasm_bindgen]
 pub struct TraceStore {
     inner: Rc<Inner>,
+    diagnosis: Diagnosis,
+    /// A check's deadline (`deadlineMs`, else an hour).
+    check_timeout_us: i64,
 }
 
 #[wasm_bindgen]
@@ -178,13 +180,19 @@ impl TraceStore {
             None => Layout::Md5,
         };
         let table = opts.table.clone().unwrap_or_else(|| "gold".into());
-        let gold = Facade::with_layout(opts.driver, &table, layout, opts.seed);
+        let diagnosis = opts.diagnosis("trace store", vec![table.clone()]);
+        let check_timeout_us = opts.check_timeout_us();
+        let deadline_us = opts.deadline_us();
+        let mut gold = Facade::with_layout(opts.driver, &table, layout, opts.seed);
+        gold.set_deadline(deadline_us);
         Ok(TraceStore {
             inner: Rc::new(Inner {
                 gold: Mutex::new(gold),
                 table,
                 layout,
             }),
+            diagnosis,
+            check_timeout_us,
         })
     }
 
@@ -193,7 +201,7 @@ impl TraceStore {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let gold = inner.gold.lock().await;
             setup_table(gold.driver(), &inner.table, inner.layout)
                 .await
@@ -212,7 +220,7 @@ impl TraceStore {
         #[wasm_bindgen(js_name = tsMicros)] ts_micros: Option<f64>,
     ) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move {
+        self.diagnosis.promise_void(async move {
             let repo_index = js::to_i64(repo_index, "repoIndex")?;
             let ts = match ts_micros {
                 Some(t) => Timestamp(js::to_i64(t, "tsMicros")?),
@@ -246,7 +254,7 @@ impl TraceStore {
     #[wasm_bindgen(js_name = readRange, unchecked_return_type = "Promise<TraceRange>")]
     pub fn read_range(&self, first: f64, last: f64) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let (first, last) = (js::to_i64(first, "first")?, js::to_i64(last, "last")?);
             let mut gold = inner.gold.lock().await;
             let tile = gold.read_range(first, last).await.map_err(gold_error)?;
@@ -259,7 +267,7 @@ impl TraceStore {
     #[wasm_bindgen(unchecked_return_type = "Promise<TraceTile>")]
     pub fn tile(&self, index: Option<u32>) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let mut gold = inner.gold.lock().await;
             let index = match index {
                 Some(i) => Some(i),
@@ -296,7 +304,7 @@ impl TraceStore {
         on_batch: js_sys::Function,
     ) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let mut gold = inner.gold.lock().await;
             let mut numbering = DigestNumbering::default();
             let mut thrown = None;
@@ -325,13 +333,14 @@ impl TraceStore {
     #[wasm_bindgen(unchecked_return_type = "Promise<CheckReport>")]
     pub fn check(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        let check_timeout_us = self.check_timeout_us;
+        self.diagnosis.promise(async move {
             let mut findings = Vec::new();
             let summary = inner
                 .gold
                 .lock()
                 .await
-                .check(CheckOptions::default(), js::CHECK_TIMEOUT_MICROS, |e| {
+                .check(CheckOptions::default(), check_timeout_us, |e| {
                     js::keep_finding(&mut findings, e)
                 })
                 .await
@@ -344,7 +353,7 @@ impl TraceStore {
     #[wasm_bindgen(js_name = newestTile, unchecked_return_type = "Promise<number | null>")]
     pub fn newest_tile(&self) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let newest = inner
                 .gold
                 .lock()

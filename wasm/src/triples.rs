@@ -12,9 +12,8 @@ use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::triples::{Found, LookupMethod, LookupOptions, TriplesError};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen_futures::future_to_promise;
 
-use crate::backend::{ClientOptions, PageDriver};
+use crate::backend::{ClientOptions, Diagnosis, PageDriver};
 use crate::js;
 
 struct Inner {
@@ -113,6 +112,9 @@ pub fn lookup_methods() -> JsValue {
 #[wasm_bindgen]
 pub struct Graph {
     inner: Rc<Inner>,
+    diagnosis: Diagnosis,
+    /// A check's deadline (`deadlineMs`, else an hour).
+    check_timeout_us: i64,
 }
 
 #[wasm_bindgen]
@@ -126,14 +128,17 @@ impl Graph {
         keys::check_graph_id(id.as_bytes()).map_err(js::invalid)?;
         let opts = ClientOptions::from_js(&options)?;
         let table = opts.table.as_deref().unwrap_or(keys::DEFAULT_TABLE);
-        let store = TripleStore::new(opts.driver.clone())
+        let mut store = TripleStore::new(opts.driver.clone())
             .with_table(table)
             .with_seed(opts.seed);
+        store.set_deadline(opts.deadline_us());
         Ok(Graph {
             inner: Rc::new(Inner {
                 store,
                 id: id.into_bytes(),
             }),
+            diagnosis: opts.diagnosis("triple store", vec![table.to_string()]),
+            check_timeout_us: opts.check_timeout_us(),
         })
     }
 
@@ -145,8 +150,10 @@ impl Graph {
     ) -> Result<Promise, JsValue> {
         let opts = ClientOptions::from_js(&options)?;
         let table = opts.table.as_deref().unwrap_or(keys::DEFAULT_TABLE);
-        let store = TripleStore::new(opts.driver).with_table(table);
-        Ok(future_to_promise(async move {
+        let diagnosis = opts.diagnosis("triple store", vec![table.to_string()]);
+        let mut store = TripleStore::new(opts.driver.clone()).with_table(table);
+        store.set_deadline(opts.deadline_us());
+        Ok(diagnosis.promise(async move {
             let names = store.graph_names().await.map_err(triples_error)?;
             let names = names
                 .iter()
@@ -161,14 +168,15 @@ impl Graph {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move { inner.store.setup().await.map_err(|e| js::store_error(&e)) })
+        self.diagnosis
+            .promise_void(async move { inner.store.setup().await.map_err(|e| js::store_error(&e)) })
     }
 
     /// `NewGraph`: creates the graph (fails if it exists).
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn create(&self) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move {
+        self.diagnosis.promise_void(async move {
             inner
                 .store
                 .new_graph(&inner.id)
@@ -182,7 +190,7 @@ impl Graph {
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn drop(&self) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move {
+        self.diagnosis.promise_void(async move {
             inner
                 .store
                 .delete_graph(&inner.id)
@@ -207,7 +215,7 @@ impl Graph {
     #[wasm_bindgen(unchecked_return_type = "Promise<boolean>")]
     pub fn exist(&self, triple: String) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let t = triple_arg(&triple)?;
             let found = inner
                 .store
@@ -228,7 +236,8 @@ impl Graph {
     #[wasm_bindgen(unchecked_return_type = "Promise<CheckReport>")]
     pub fn check(&self, fix: bool) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        let check_timeout_us = self.check_timeout_us;
+        self.diagnosis.promise(async move {
             let options = CheckOptions {
                 fix,
                 ..CheckOptions::default()
@@ -236,7 +245,7 @@ impl Graph {
             let mut findings = Vec::new();
             let summary = inner
                 .store
-                .check(Some(&inner.id), options, js::CHECK_TIMEOUT_MICROS, |e| {
+                .check(Some(&inner.id), options, check_timeout_us, |e| {
                     js::keep_finding(&mut findings, e)
                 })
                 .await
@@ -253,7 +262,7 @@ impl Graph {
     #[wasm_bindgen(unchecked_return_type = "Promise<TripleMatch[]>")]
     pub fn query(&self, method: String, args: Vec<String>) -> Promise {
         let inner = self.inner.clone();
-        future_to_promise(async move {
+        self.diagnosis.promise(async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let method = LookupMethod::parse(&method, &args).map_err(js::invalid)?;
             let found = inner
@@ -275,7 +284,7 @@ impl Graph {
     /// Parses `triples` (all of them, before anything is written) and adds or removes them.
     fn change(&self, triples: Vec<String>, change: Change) -> Promise {
         let inner = self.inner.clone();
-        js::promise_void(async move {
+        self.diagnosis.promise_void(async move {
             let triples = parse_triples(triples)?;
             // BadWolf's callers hold a graph from `Graph()`, which checks it exists.
             let graph = inner.store.graph(&inner.id).await.map_err(triples_error)?;

@@ -11,7 +11,8 @@
 mod harness;
 
 use harness::{
-    empty_gateway_url, json, options, options_at, test_token, token_options, unique, wait,
+    closed_gateway_url, empty_gateway_url, json, options, options_at, stoppable_gateway,
+    stoppable_gateway_url, test_token, token_options, unique, wait,
 };
 use rowkit_wasm::{Graph, MountTable, ObjectMetadata, TraceStore};
 use serde_json::json;
@@ -223,14 +224,8 @@ async fn objmeta_with(options: JsValue) {
     );
 }
 
-async fn triples(gateway: bool) {
-    let id = format!("wasm{}", unique());
-    let g = Graph::new(id.clone(), options(gateway, None)).unwrap();
-    wait(g.setup()).await.unwrap();
-    wait(g.create()).await.unwrap();
-    let t1 = "/u<joe>\t\"parent_of\"@[]\t/u<mary>".to_string();
-    let t2 = "/u<joe>\t\"parent_of\"@[]\t/u<peter>".to_string();
-    wait(g.add(vec![t1.clone(), t2.clone()])).await.unwrap();
+/// The objects of `/u<joe> "parent_of"@[]` in `g`, sorted.
+async fn children_of_joe(g: &Graph) -> Vec<String> {
     let found = json(
         &wait(g.query(
             "objects".into(),
@@ -239,14 +234,25 @@ async fn triples(gateway: bool) {
         .await
         .unwrap(),
     );
-    let mut items: Vec<&str> = found
+    let mut items: Vec<String> = found
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| f["item"].as_str().unwrap())
+        .map(|f| f["item"].as_str().unwrap().to_string())
         .collect();
     items.sort_unstable();
-    assert_eq!(items, ["/u<mary>", "/u<peter>"], "{found}");
+    items
+}
+
+async fn triples(gateway: bool) {
+    let id = format!("wasm{}", unique());
+    let g = Graph::new(id.clone(), options(gateway, None)).unwrap();
+    wait(g.setup()).await.unwrap();
+    wait(g.create()).await.unwrap();
+    let t1 = "/u<joe>\t\"parent_of\"@[]\t/u<mary>".to_string();
+    let t2 = "/u<joe>\t\"parent_of\"@[]\t/u<peter>".to_string();
+    wait(g.add(vec![t1.clone(), t2.clone()])).await.unwrap();
+    assert_eq!(children_of_joe(&g).await, ["/u<mary>", "/u<peter>"]);
     // What the graph view draws: the predicate's id, a temporal predicate's anchor, the
     // object's kind.
     let met = "/u<joe>\t\"met\"@[2001-05-04T10:00:00Z]\t\"3\"^^type:int64".to_string();
@@ -585,15 +591,7 @@ async fn setup_creates_every_schemas_tables_through_the_gateway() {
     wait(g.add(vec!["/u<joe>\t\"parent_of\"@[]\t/u<mary>".into()]))
         .await
         .unwrap();
-    let found = json(
-        &wait(g.query(
-            "objects".into(),
-            vec!["/u<joe>".into(), "\"parent_of\"@[]".into()],
-        ))
-        .await
-        .unwrap(),
-    );
-    assert_eq!(found[0]["item"], "/u<mary>", "{found}");
+    assert_eq!(children_of_joe(&g).await, ["/u<mary>"]);
 
     // listTables: this run's tables with the families each schema's setup asks for.
     let listed = json(
@@ -636,4 +634,142 @@ async fn setup_creates_every_schemas_tables_through_the_gateway() {
         families_of(&graph_table),
         expected(rowkit_client::triples::table_families().to_vec())
     );
+}
+
+fn message(e: &JsValue) -> String {
+    js_sys::Reflect::get(e, &"message".into())
+        .unwrap()
+        .as_string()
+        .unwrap_or_default()
+}
+
+/// The first call of each class on a store without its table (this run's own table names,
+/// offline and through `rowkit serve` on an empty store) says what to do: `not_set_up`, naming
+/// the table and Set up.
+#[wasm_bindgen_test]
+async fn a_store_without_the_tables_says_to_set_it_up() {
+    let u = unique();
+    for gateway in [false, true] {
+        let at = |table: &str| {
+            if gateway {
+                options_at(empty_gateway_url(), Some(table), None)
+            } else {
+                options(false, Some(table))
+            }
+        };
+        let expect = |e: JsValue, what: &str, table: &str| {
+            assert_eq!(code(&e), "not_set_up", "{gateway}: {}", message(&e));
+            assert_eq!(
+                message(&e),
+                format!(
+                    "no {what} here (table \"{table}\" does not exist): Set up creates its tables"
+                ),
+                "{gateway}"
+            );
+        };
+        let table = format!("nomt{u}");
+        let mt = MountTable::new(at(&table)).unwrap();
+        let e = wait(mt.resolve("a".into())).await.unwrap_err();
+        expect(e, "mount table", &table);
+        let table = format!("nogold{u}");
+        let ts = TraceStore::new(at(&table)).unwrap();
+        let e = wait(ts.tile(None)).await.unwrap_err();
+        expect(e, "trace store", &table);
+        let table = format!("nos3{u}");
+        let om = ObjectMetadata::new(at(&table)).unwrap();
+        let e = wait(om.list_buckets()).await.unwrap_err();
+        expect(e, "buckets", &table);
+        let table = format!("nograph{u}");
+        let g = Graph::new("g".into(), at(&table)).unwrap();
+        let e = wait(g.query("triples".into(), vec![])).await.unwrap_err();
+        expect(e, "triple store", &table);
+    }
+}
+
+/// One call of each class (after `setup` when `set_up`), with its error and how long it took
+/// to come, in ms.
+async fn each_class_fails(
+    url: &str,
+    deadline_ms: u32,
+    set_up: bool,
+) -> Vec<(String, JsValue, f64)> {
+    let opts = || options_at(url, None, Some(deadline_ms));
+    let mt = MountTable::new(opts()).unwrap();
+    let ts = TraceStore::new(opts()).unwrap();
+    let om = ObjectMetadata::new(opts()).unwrap();
+    let g = Graph::new("g".into(), opts()).unwrap();
+    if set_up {
+        // A session that works: every class set up and read once.
+        wait(mt.setup()).await.unwrap();
+        wait(ts.setup()).await.unwrap();
+        wait(om.setup()).await.unwrap();
+        wait(g.setup()).await.unwrap();
+        wait(mt.mount("a".into(), "/host:1".into(), 600, None))
+            .await
+            .unwrap();
+        wait(ts.tile(None)).await.unwrap();
+        wait(om.list_buckets()).await.unwrap();
+        wait(g.query("triples".into(), vec![])).await.unwrap();
+        stoppable_gateway("stop").await;
+    }
+    let mut failures = Vec::new();
+    // One after the other, each timed alone.
+    for what in [
+        "MountTable.resolve",
+        "TraceStore.tile",
+        "ObjectMetadata.listBuckets",
+        "Graph.query",
+    ] {
+        let started = js_sys::Date::now();
+        let call = match what {
+            "MountTable.resolve" => mt.resolve("a".into()),
+            "TraceStore.tile" => ts.tile(None),
+            "ObjectMetadata.listBuckets" => om.list_buckets(),
+            _ => g.query("triples".into(), vec![]),
+        };
+        let e = wait(call).await.unwrap_err();
+        failures.push((what.to_string(), e, js_sys::Date::now() - started));
+    }
+    failures
+}
+
+/// Checks that every failure came within the deadline + 2 s, as `unavailable`, saying which
+/// gateway did not answer and the last error it gave (and "within 3 s" when the operation
+/// waited that long: some give up sooner, when no retry fits).
+fn assert_readable_unavailable(url: &str, failures: &[(String, JsValue, f64)]) {
+    for (what, e, took_ms) in failures {
+        let text = message(e);
+        assert!(*took_ms < 5000.0, "{what} took {took_ms} ms: {text}");
+        assert_eq!(code(e), "unavailable", "{what}: {text}");
+        let within = if *took_ms >= 2500.0 {
+            " within 3 s"
+        } else {
+            ""
+        };
+        assert!(
+            text.starts_with(&format!(
+                "the gateway at {url} did not answer{within} (last error: "
+            )),
+            "{what} ({took_ms} ms): {text}"
+        );
+    }
+}
+
+/// `deadlineMs` against a port nothing listens on: each class fails within the deadline
+/// (+ 2 s) with a readable `unavailable`.
+#[wasm_bindgen_test]
+async fn a_closed_port_fails_within_the_deadline() {
+    let url = closed_gateway_url();
+    let failures = each_class_fails(url, 3000, false).await;
+    assert_readable_unavailable(url, &failures);
+}
+
+/// `deadlineMs` against a real `rowkit serve` stopped mid-session: each class, which worked a
+/// moment before, fails within the deadline (+ 2 s) with a readable `unavailable`.
+#[wasm_bindgen_test]
+async fn a_server_stopped_mid_session_fails_within_the_deadline() {
+    stoppable_gateway("start").await;
+    let url = stoppable_gateway_url();
+    let failures = each_class_fails(url, 3000, true).await;
+    assert_readable_unavailable(url, &failures);
 }

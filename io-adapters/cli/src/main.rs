@@ -127,12 +127,35 @@ fn run(cli: &Cli, out: &Output) -> Result<(), CliError> {
     // and its machine was cancelled): one message and exit code for every command.
     let result = result.map_err(|e| match ctx.store.unusable() {
         Some(open) => CliError::Store(open),
-        None => e,
+        None => not_set_up(&cli.command, e),
     });
     if cli.command.is_check() {
         result.map_err(check::could_not_run)
     } else {
         result
+    }
+}
+
+/// A schema command's error saying its table does not exist, as the hint to set it up: `no
+/// trace store here (table "gold" does not exist): `rowkit gold setup` creates its tables`
+/// (id `not_set_up`). Other errors, and other commands', unchanged.
+fn not_set_up(command: &Command, e: CliError) -> CliError {
+    use rowkit_client::not_set_up::{missing_table, not_set_up_message};
+    let (what, setup) = match command {
+        Command::Gold(_) => ("trace store", "rowkit gold setup"),
+        Command::Mt(_) => ("mount table", "rowkit mt setup"),
+        Command::S3(_) => ("buckets", "rowkit s3 setup"),
+        Command::Graph(_) => ("triple store", "rowkit graph setup"),
+        _ => return e,
+    };
+    let message = e.message();
+    match missing_table(&message) {
+        Some(table) => CliError::Schema {
+            id: "not_set_up".into(),
+            message: not_set_up_message(what, table, &format!("`{setup}` creates its tables")),
+            exit: 1,
+        },
+        None => e,
     }
 }
 

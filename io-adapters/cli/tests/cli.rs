@@ -145,6 +145,25 @@ fn exit_codes_and_errors() {
     assert_eq!(json(&o)["error"]["id"], "not_found");
     assert_eq!(String::from_utf8_lossy(&o.stderr).lines().count(), 1);
 
+    // A schema's table missing: the store is not set up, and the error says how to set it up
+    // (a read-write command first: it creates the store file the read-only ones need).
+    for (args, table, setup) in [
+        (&["mt", "resolve", "a"][..], "mounttable", "rowkit mt setup"),
+        (&["gold", "tile"][..], "gold", "rowkit gold setup"),
+        (&["s3", "list", "photos"][..], "objmeta", "rowkit s3 setup"),
+        (&["graph", "list"][..], "badwolf", "rowkit graph setup"),
+    ] {
+        let o = s.rowkit(&[&["--json"][..], args].concat());
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {o:?}");
+        let error = &json(&o)["error"];
+        assert_eq!(error["id"], "not_set_up", "{args:?}: {error}");
+        let message = error["message"].as_str().unwrap();
+        assert!(
+            message.contains(&format!("(table \"{table}\" does not exist): `{setup}`")),
+            "{args:?}: {message}"
+        );
+    }
+
     // Bad input: an invalid family name and a bad timestamp are rejected by the store.
     let o = s.rowkit(&["admin", "create-table", "t", "--family", "bad:name"]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");

@@ -47,6 +47,12 @@ impl FetchDriver {
         self.last_failure.borrow().clone()
     }
 
+    /// Forgets the last failure, so that what [`FetchDriver::last_failure`] says next is about
+    /// what is sent from now on.
+    pub fn forget_last_failure(&self) {
+        self.last_failure.borrow_mut().take();
+    }
+
     /// Whether the caller's signal has cancelled the driver's operations.
     pub fn is_cancelled(&self) -> bool {
         self.signal.as_ref().is_some_and(AbortSignal::aborted)

@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::{HttpStore, SEED, client, local, runtime, start};
+use common::{HttpStore, SEED, client, local, runtime, send, start};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
@@ -27,7 +27,6 @@ use rowkit_statemachines::{
     Code, MutateRowRequest, ReadRowsRequest, Request, Response, SplitMix64, StoreError,
 };
 use rowkit_testkit::suite::{self, CaseRun, Outcome, play};
-use tokio::runtime::Runtime;
 
 /// Every semantics case through the gateway equals the native MemoryStore run: same rows,
 /// same answers, same error codes and messages.
@@ -83,41 +82,6 @@ fn same(a: &CaseRun, b: &CaseRun) -> bool {
 
 // ---------------------------------------------------------------------------------------------
 // Raw HTTP
-
-struct Answer {
-    status: u16,
-    headers: hyper::HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn error(&self) -> StoreError {
-        decode_error(self.status, &self.body)
-    }
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-}
-
-fn send(rt: &Runtime, req: hyper::Request<Full<Bytes>>) -> Answer {
-    rt.block_on(async {
-        let response = client().request(req).await.unwrap();
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        Answer {
-            status,
-            headers,
-            body,
-        }
-    })
-}
 
 fn post(addr: SocketAddr, path: &str, body: impl Into<Bytes>) -> hyper::Request<Full<Bytes>> {
     hyper::Request::post(format!("http://{addr}{path}"))

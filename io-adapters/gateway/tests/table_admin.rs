@@ -9,38 +9,18 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use common::{client, local, runtime, start};
-use http_body_util::{BodyExt, Full};
+use common::{Answer, client, local, runtime, start};
+use http_body_util::Full;
 use rowkit_codec::model::{ColumnFamily, GcRule};
 use rowkit_embedded::{MemoryStore, Store};
 use rowkit_gateway::GatewayConfig;
-use rowkit_rest::decode_error;
 use rowkit_statemachines::Code;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::runtime::Runtime;
 
 const TABLES: &str = "/v2/projects/p/instances/i/tables";
 const TABLE: &str = "/v2/projects/p/instances/i/tables/t";
 const MODIFY: &str = "/v2/projects/p/instances/i/tables/t:modifyColumnFamilies";
-
-struct Answer {
-    status: u16,
-    headers: hyper::HeaderMap,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn json(&self) -> Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&self.body)))
-    }
-    fn code(&self) -> Code {
-        decode_error(self.status, &self.body).code
-    }
-    fn message(&self) -> String {
-        decode_error(self.status, &self.body).message
-    }
-}
 
 /// One request: `method` on `path`, a JSON body unless `None`, `auth` as the bearer token.
 fn send(
@@ -63,23 +43,7 @@ fn send(
     let req = req
         .body(Full::new(Bytes::from(body.unwrap_or("").to_string())))
         .unwrap();
-    rt.block_on(async {
-        let response = client().request(req).await.unwrap();
-        let status = response.status().as_u16();
-        let headers = response.headers().clone();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .unwrap()
-            .to_bytes()
-            .to_vec();
-        Answer {
-            status,
-            headers,
-            body,
-        }
-    })
+    common::send(rt, req)
 }
 
 #[test]
@@ -108,7 +72,7 @@ fn create_get_list_modify_drop_and_delete_a_table() {
     })
     .to_string();
     let answer = call("POST", TABLES, Some(&create));
-    assert_eq!(answer.status, 200, "{}", answer.message());
+    assert_eq!(answer.status, 200, "{}", answer.error().message);
     let expected = json!({
         "name": "projects/p/instances/i/tables/t",
         "columnFamilies": {
@@ -154,7 +118,10 @@ fn create_get_list_modify_drop_and_delete_a_table() {
         json!("READY")
     );
     let answer = call("GET", &format!("{TABLE}?view=EVERYTHING"), None);
-    assert_eq!((answer.status, answer.code()), (400, Code::InvalidArgument));
+    assert_eq!(
+        (answer.status, answer.error().code),
+        (400, Code::InvalidArgument)
+    );
 
     // ListTables: names only by default, families with the schema view.
     store.create_table("u", &[ColumnFamily::new("cf")]).unwrap();
@@ -171,8 +138,15 @@ fn create_get_list_modify_drop_and_delete_a_table() {
 
     // Creating it again: ALREADY_EXISTS (409), the table unchanged.
     let answer = call("POST", TABLES, Some(&create));
-    assert_eq!((answer.status, answer.code()), (409, Code::AlreadyExists));
-    assert!(answer.message().contains("\"t\""), "{}", answer.message());
+    assert_eq!(
+        (answer.status, answer.error().code),
+        (409, Code::AlreadyExists)
+    );
+    assert!(
+        answer.error().message.contains("\"t\""),
+        "{}",
+        answer.error().message
+    );
 
     // ModifyColumnFamilies: create, update and drop in one request, answered with the table.
     let modify = json!({"modifications": [
@@ -182,7 +156,7 @@ fn create_get_list_modify_drop_and_delete_a_table() {
     ]})
     .to_string();
     let answer = call("POST", MODIFY, Some(&modify));
-    assert_eq!(answer.status, 200, "{}", answer.message());
+    assert_eq!(answer.status, 200, "{}", answer.error().message);
     let families = &answer.json()["columnFamilies"];
     assert_eq!(families["new"], json!({"gcRule": {"maxNumVersions": 5}}));
     assert_eq!(families["keep"], json!({"gcRule": {"maxAge": "60s"}}));
@@ -203,14 +177,17 @@ fn create_get_list_modify_drop_and_delete_a_table() {
         MODIFY,
         Some(r#"{"modifications": [{"id": "x", "create": {}}, {"id": "new", "create": {}}]}"#),
     );
-    assert_eq!((answer.status, answer.code()), (409, Code::AlreadyExists));
+    assert_eq!(
+        (answer.status, answer.error().code),
+        (409, Code::AlreadyExists)
+    );
     assert!(!store.families("t").unwrap().iter().any(|f| f.name == "x"));
     let answer = call(
         "POST",
         MODIFY,
         Some(r#"{"modifications": [{"id": "nope", "update": {}}]}"#),
     );
-    assert_eq!((answer.status, answer.code()), (404, Code::NotFound));
+    assert_eq!((answer.status, answer.error().code), (404, Code::NotFound));
 
     // DeleteTable: `{}`, then NOT_FOUND for every call on it.
     let answer = call("DELETE", TABLE, None);
@@ -222,7 +199,7 @@ fn create_get_list_modify_drop_and_delete_a_table() {
     ] {
         let answer = call(method, path, body);
         assert_eq!(
-            (answer.status, answer.code()),
+            (answer.status, answer.error().code),
             (404, Code::NotFound),
             "{method} {path}"
         );
@@ -266,15 +243,15 @@ fn bad_requests_get_a_readable_400_and_wrong_methods_405() {
     ] {
         let answer = call("POST", TABLES, Some(body));
         assert_eq!(
-            (answer.status, answer.code()),
+            (answer.status, answer.error().code),
             (400, Code::InvalidArgument),
             "{body}: {}",
-            answer.message()
+            answer.error().message
         );
         assert!(
-            answer.message().contains(says),
+            answer.error().message.contains(says),
             "{body}: {:?} should say {says:?}",
-            answer.message()
+            answer.error().message
         );
     }
     // A wrong content type, as for the data calls.
@@ -325,14 +302,14 @@ fn admin_calls_need_the_token_and_pass_cors() {
         ] {
             let answer = send(&rt, addr, method, path, body, auth);
             assert_eq!(
-                (answer.status, answer.code()),
+                (answer.status, answer.error().code),
                 (401, Code::Unauthenticated),
                 "{method} {path} {auth:?}"
             );
         }
     }
     let answer = send(&rt, addr, "POST", TABLES, Some(create), Some("s3cret"));
-    assert_eq!(answer.status, 200, "{}", answer.message());
+    assert_eq!(answer.status, 200, "{}", answer.error().message);
 
     // A page on another loopback origin: DELETE is preflighted and allowed, and the answer
     // carries the CORS header.

@@ -97,6 +97,25 @@ pub fn empty_gateway_url() -> &'static str {
         .expect("ROWKIT_TEST_EMPTY_GATEWAY is not set: run the wasm tests with wasm/test.sh")
 }
 
+/// URL of the gateway the tests may stop (`stoppable-gateway.mjs`, on a memory store).
+pub fn stoppable_gateway_url() -> &'static str {
+    option_env!("ROWKIT_TEST_STOPPABLE_GATEWAY")
+        .expect("ROWKIT_TEST_STOPPABLE_GATEWAY is not set: run the wasm tests with wasm/test.sh")
+}
+
+/// Starts (`start`) or kills (`stop`) the stoppable gateway; resolves once it is done.
+pub async fn stoppable_gateway(what: &str) {
+    let control = option_env!("ROWKIT_TEST_STOPPABLE_CONTROL")
+        .expect("ROWKIT_TEST_STOPPABLE_CONTROL is not set: run the wasm tests with wasm/test.sh");
+    get_bytes(&format!("{control}/{what}")).await;
+}
+
+/// A loopback URL nothing listens on.
+pub fn closed_gateway_url() -> &'static str {
+    option_env!("ROWKIT_TEST_CLOSED_GATEWAY")
+        .expect("ROWKIT_TEST_CLOSED_GATEWAY is not set: run the wasm tests with wasm/test.sh")
+}
+
 /// Options for a client of the gateway at `url`: `{gateway, table?, deadlineMs?}`.
 pub fn options_at(url: &str, table: Option<&str>, deadline_ms: Option<u32>) -> JsValue {
     let o = js_sys::Object::new();

@@ -82,6 +82,49 @@ pub fn client() -> HttpClient {
     Client::builder(TokioExecutor::new()).build_http()
 }
 
+/// A whole HTTP answer.
+pub struct Answer {
+    pub status: u16,
+    pub headers: hyper::HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The `google.rpc.Status` of an error answer.
+    pub fn error(&self) -> StoreError {
+        decode_error(self.status, &self.body)
+    }
+    /// The body as text.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    /// The body as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.text()))
+    }
+}
+
+/// Sends `req` and reads the whole answer.
+pub fn send(rt: &Runtime, req: hyper::Request<Full<Bytes>>) -> Answer {
+    rt.block_on(async {
+        let response = client().request(req).await.unwrap();
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .unwrap()
+            .to_bytes()
+            .to_vec();
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    })
+}
+
 /// A rowkit [`Store`] whose data calls go over HTTP to a gateway (the JSON API, as
 /// `rowkit-fetch` speaks it); admin calls, which the JSON API does not carry, go straight to
 /// the store behind the gateway.
