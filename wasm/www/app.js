@@ -226,8 +226,21 @@ function route(views, moveFocus) {
   }
 }
 
+/**
+ * Keeps the Gateway field and the offline choice across reloads of this tab (sessionStorage).
+ * The token is not kept: it is typed again after a reload.
+ */
+function keepConnectionSettings() {
+  const gateway = sessionStorage.getItem('rowkit.gateway');
+  if (gateway !== null) $('gateway').value = gateway;
+  $('offline').checked = sessionStorage.getItem('rowkit.offline') === 'true';
+  $('gateway').addEventListener('change', () => sessionStorage.setItem('rowkit.gateway', $('gateway').value.trim()));
+  $('offline').addEventListener('change', () => sessionStorage.setItem('rowkit.offline', String($('offline').checked)));
+}
+
 async function main() {
   $('conn').addEventListener('submit', (ev) => ev.preventDefault());
+  keepConnectionSettings();
   let rowkit;
   try {
     rowkit = await loadPackage();

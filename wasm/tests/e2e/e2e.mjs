@@ -307,8 +307,14 @@ try {
     ['--store', `embedded:${emptyFile}`, 'serve', '--listen', '127.0.0.1:0', '--token', emptyToken], 'rowkit serve (empty store)');
   await session.clear('gateway');
   await session.type('gateway', empty.url);
+  await session.click('#nav-keys'); // leaves the field: its change is seen
+  // A reload keeps the Gateway (this tab's sessionStorage), never the token.
+  await session.reload();
+  await session.until(`return document.body.dataset.ready === 'true'`, 'the page after the reload');
+  const kept = await session.js(`return [document.getElementById('gateway').value, document.getElementById('token').value]`);
+  assert(kept[0] === empty.url && kept[1] === '', `a reload keeps the gateway, not the token: ${JSON.stringify(kept)}`);
   await session.type('token', emptyToken);
-  await session.click('#nav-keys'); // leaves the fields: their change is seen
+  await session.click('#nav-keys');
   await session.until(`return document.getElementById('connection').textContent === arguments[0]`,
     'the header to name the empty server', `connected · gateway ${empty.url} (with token)`);
   const setUp = [];
