@@ -40,13 +40,13 @@ function rowsTable(rows, caption) {
     })));
 }
 
-/** The store's tables (the wasm package's `listTables`), as names. */
-async function tableNames(ctx) {
+/** The store's tables (the wasm package's `listTables`): `[{name, families: [name]}]`. */
+async function listTables(ctx) {
   if (typeof ctx.rowkit.listTables !== 'function') {
     throw Object.assign(new Error('this build of the wasm package cannot list tables (no listTables)'), { code: 'unimplemented' });
   }
   const tables = await ctx.rowkit.listTables(ctx.options());
-  return tables.map((t) => (typeof t === 'string' ? t : t.name ?? t.id ?? String(t)));
+  return tables.map((t) => ({ name: t.name, families: (t.families ?? []).map((f) => f.name) }));
 }
 
 // The mounted view's restore (one page has one table browser).
@@ -58,7 +58,7 @@ export function mount(section, ctx) {
     prefix: el('input', { id: 'browse-prefix', name: 'prefix', size: 24 }),
     start: el('input', { id: 'browse-start', name: 'start', size: 18 }),
     end: el('input', { id: 'browse-end', name: 'end', size: 18 }),
-    family: el('input', { id: 'browse-family', name: 'family', size: 10 }),
+    family: el('input', { id: 'browse-family', name: 'family', list: 'browse-families', size: 10 }),
     qualifier: el('input', { id: 'browse-qualifier', name: 'qualifier', size: 10 }),
     limit: el('input', { id: 'browse-limit', name: 'limit', type: 'number', min: 0, value: 25, size: 5 }),
     schema: el('select', { id: 'browse-schema', name: 'schema' },
@@ -69,6 +69,11 @@ export function mount(section, ctx) {
   const next = el('button', { type: 'button', id: 'browse-next', disabled: true }, 'Next page');
   const datalist = el('datalist', { id: 'browse-tables' }, KNOWN_TABLES.map((t) => el('option', { value: t })));
   const listButton = el('button', { type: 'button', id: 'browse-list' }, 'List tables');
+  const familyList = el('datalist', { id: 'browse-families' });
+  // The families of each listed table, offered in the Family field for the table chosen.
+  let familiesOf = new Map();
+  const offerFamilies = () => familyList.replaceChildren(
+    ...(familiesOf.get(input.table.value.trim()) ?? []).map((f) => el('option', { value: f })));
   const tablesOut = el('div', { id: 'browse-tables-out', class: 'table-list', 'aria-live': 'polite' });
   // The rows scroll inside this box: focusable and named, so a keyboard reaches all of them.
   const out = el('div', { id: 'browse-out', class: 'out', tabindex: 0, role: 'region', 'aria-label': 'Scanned rows', 'aria-live': 'polite' });
@@ -76,7 +81,7 @@ export function mount(section, ctx) {
     field('Table', input.table), datalist,
     field('Key prefix', input.prefix),
     field('Start key (from)', input.start), field('End key (before)', input.end),
-    field('Family', input.family), field('Qualifier', input.qualifier),
+    field('Family', input.family), familyList, field('Qualifier', input.qualifier),
     field(`Rows per page (0 = all, at most ${ALL_ROWS_CAP.toLocaleString('en-US')})`, input.limit),
     field('Decode as', input.schema),
     scan, prev, next);
@@ -145,6 +150,7 @@ export function mount(section, ctx) {
     return q;
   }
 
+  input.table.addEventListener('change', offerFamilies);
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
     query = readForm();
@@ -170,7 +176,10 @@ export function mount(section, ctx) {
   }));
   listButton.addEventListener('click', async () => {
     try {
-      const names = await ctx.busy(tablesOut, tableNames(ctx));
+      const tables = await ctx.busy(tablesOut, listTables(ctx));
+      const names = tables.map((t) => t.name);
+      familiesOf = new Map(tables.map((t) => [t.name, t.families]));
+      offerFamilies();
       datalist.replaceChildren(...names.map((t) => el('option', { value: t })));
       tablesOut.replaceChildren(names.length
         ? el('ul', { 'aria-label': 'Tables' }, names.map((t) => el('li', null,
@@ -178,8 +187,10 @@ export function mount(section, ctx) {
             type: 'button',
             class: 'link',
             dataset: { table: t },
+            title: `families: ${familiesOf.get(t).join(', ') || 'none'}`,
             onclick: () => {
               input.table.value = t;
+              offerFamilies();
               form.requestSubmit(scan);
             },
           }, t))))
