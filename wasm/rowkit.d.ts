@@ -46,6 +46,7 @@ export type {
     PutObjectParams,
     QualifierBytes,
     S3Key,
+    ScanNarrowing,
     ScannedCell,
     ScannedRow,
     TileBatch,
