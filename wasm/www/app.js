@@ -35,13 +35,20 @@ function options() {
   return token ? { gateway, token, deadlineMs: DEADLINE_MS } : { gateway, deadlineMs: DEADLINE_MS };
 }
 
+// How many operations each element is busy with (two may overlap: a superseded one ending
+// must not clear the mark of the one still running).
+const busyCounts = new WeakMap();
+
 /** Marks `el` busy (aria-busy) while `promise` runs; resolves (or rejects) as it does. */
 async function busy(el, promise) {
+  busyCounts.set(el, (busyCounts.get(el) ?? 0) + 1);
   el.setAttribute('aria-busy', 'true');
   try {
     return await promise;
   } finally {
-    el.removeAttribute('aria-busy');
+    const left = busyCounts.get(el) - 1;
+    busyCounts.set(el, left);
+    if (left === 0) el.removeAttribute('aria-busy');
   }
 }
 

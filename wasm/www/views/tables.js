@@ -93,6 +93,8 @@ export function mount(section, ctx) {
 
   // The scan being paged: its parameters as of Scan, and the key each shown page started after.
   let query = null;
+  // The scan in flight (its AbortController).
+  let running = null;
   let starts = [];
   let lastKey = null;
 
@@ -101,9 +103,20 @@ export function mount(section, ctx) {
     const capped = query.limit === 0 || query.limit > ALL_ROWS_CAP;
     const pageSize = capped ? ALL_ROWS_CAP : query.limit;
     const narrowing = { start: query.start, end: query.end, family: query.family, qualifier: query.qualifier };
-    // One row more than the page: whether a next page exists without another request.
-    const rows = await ctx.busy(out, ctx.rowkit.scanRows(ctx.options(), query.table, query.prefix,
-      pageSize + 1, query.schema, after ?? undefined, narrowing));
+    // A new scan cancels the one still running, whose rows would otherwise land after these.
+    running?.abort();
+    const mine = new AbortController();
+    running = mine;
+    let rows;
+    try {
+      // One row more than the page: whether a next page exists without another request.
+      rows = await ctx.busy(out, ctx.rowkit.scanRows({ ...ctx.options(), signal: mine.signal }, query.table, query.prefix,
+        pageSize + 1, query.schema, after ?? undefined, narrowing));
+    } catch (e) {
+      if (running !== mine) return; // superseded: its cancellation is no news
+      throw e;
+    }
+    if (running !== mine) return;
     const more = rows.length > pageSize;
     const page = more ? rows.slice(0, pageSize) : rows;
     lastKey = page.length ? page[page.length - 1].row_key : null;
