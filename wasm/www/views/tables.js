@@ -77,7 +77,9 @@ export function mount(section, ctx) {
   const tablesOut = el('div', { id: 'browse-tables-out', class: 'table-list', 'aria-live': 'polite' });
   // The rows scroll inside this box: focusable and named, so a keyboard reaches all of them.
   const out = el('div', { id: 'browse-out', class: 'out', tabindex: 0, role: 'region', 'aria-label': 'Scanned rows', 'aria-live': 'polite' });
-  const form = el('form', { id: 'browse-form' },
+  // The fields are checked by readForm, which says what is wrong in the output (novalidate: not
+  // the browser's bubble, which a screen reader may miss).
+  const form = el('form', { id: 'browse-form', novalidate: true },
     field('Table', input.table), datalist,
     field('Key prefix', input.prefix),
     field('Start key (from)', input.start), field('End key (before)', input.end),
@@ -159,17 +161,24 @@ export function mount(section, ctx) {
     for (const name of STATE_FIELDS) q[name] = input[name].value;
     q.table = q.table.trim();
     q.family = q.family.trim();
-    q.limit = Math.max(0, Math.floor(Number(q.limit) || 0));
+    if (!q.table) throw Object.assign(new Error('table: give the table to scan (List tables shows them)'), { code: 'invalid_argument' });
+    const limit = Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 0) {
+      throw Object.assign(new Error(`rows per page: ${JSON.stringify(q.limit)} is not a whole number ≥ 0 (0 = all)`), { code: 'invalid_argument' });
+    }
+    q.limit = limit;
     return q;
   }
 
   input.table.addEventListener('change', offerFamilies);
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    query = readForm();
-    starts = [null];
-    remember(null);
-    run(() => show(null));
+    run(() => {
+      query = readForm();
+      starts = [null];
+      remember(null);
+      return show(null);
+    });
   });
   next.addEventListener('click', () => run(() => {
     starts.push(lastKey);
@@ -229,13 +238,15 @@ export function mount(section, ctx) {
       prev.disabled = true;
       return undefined;
     }
-    query = readForm();
     const after = params.get('after');
     // The pages between the first and a restored one are not known (undefined).
     const number = after ? Math.max(2, Math.floor(Number(params.get('page'))) || 2) : 1;
     starts = Array.from({ length: number }, (_, i) => (i === 0 ? null : undefined));
     if (after) starts[number - 1] = after;
-    return run(() => show(after));
+    return run(() => {
+      query = readForm();
+      return show(after);
+    });
   };
 }
 

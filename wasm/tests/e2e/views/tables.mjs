@@ -1,8 +1,9 @@
 // Table browser: the index rows of two triples written before the gateway started, paged three
-// at a time (each page starts after the previous page's last key), keys drawn as segments; a
-// range end, a family and a qualifier filter, cell timestamps as the dates the CLI prints, the
-// cap on "all" over a graph of 1 004 index rows, the store's tables listed, deep links and the
-// Back button, bad input, an empty table, a stopped server.
+// at a time (each page starts after the previous page's last key), keys drawn as segments; the
+// Back button between pages; a range end, a family and a qualifier filter, cell timestamps as
+// the dates the CLI prints (`after`), the cap on "all" over a graph of 1 004 index rows, bad
+// input (an inverted range, a bad escape, a negative page size, an unknown table), the store's
+// tables listed (`after`: the CLI's list), an empty server, a stopped server.
 import { assert } from '../webdriver.mjs';
 
 /** Triples in the graph `capped`: 4 index rows each, more than the cap on "all" (1 000). */
@@ -121,6 +122,14 @@ export async function check(page) {
   assert(inverted.alert?.startsWith('invalid argument: the start key'),
     `an inverted range is refused: ${inverted.text}`);
   await clearNarrowing(page);
+  await page.type('browse-prefix', '\\xZZ');
+  const badEscape = await page.outcome('browse-out', 'a prefix with a bad escape', () => page.click('#browse-scan'));
+  assert(badEscape.alert?.startsWith('invalid argument: '), `a bad escape is refused: ${badEscape.text}`);
+  await page.clear('browse-prefix');
+  await page.type('browse-limit', '-3');
+  const badLimit = await page.outcome('browse-out', 'a negative page size', () => page.click('#browse-scan'));
+  assert(badLimit.alert?.startsWith('invalid argument: rows per page: "-3"'), `a negative page size is refused: ${badLimit.text}`);
+  await page.type('browse-limit', '0');
   await page.type('browse-table', 'no-such-table');
   const missing = await page.outcome('browse-out', 'an unknown table', () => page.click('#browse-scan'));
   assert(missing.alert?.includes('no-such-table') && /not.found/i.test(missing.alert), `an unknown table is an error: ${missing.text}`);
