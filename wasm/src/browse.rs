@@ -66,7 +66,8 @@ export interface ScannedRow {
 /// of the previous one. `narrowing` (optional, `ScanNarrowing`) bounds the keys further
 /// (`start` inclusive, `end` exclusive) and keeps only the cells of one family and/or
 /// qualifier (Bigtable's family and qualifier filters: a row without such a cell is not
-/// returned). Options are the common client options (`gateway`, `token`, …).
+/// returned). Options are the common client options (`gateway`, `token`, …); `deadlineMs`
+/// bounds the whole scan, retries included.
 /// Resolves to `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex,
 /// timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
 /// its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
@@ -162,12 +163,13 @@ pub fn scan_rows(
             rows_limit: i64::from(limit),
             ..Default::default()
         };
-        let m = ReadRows::new(
-            request,
-            opts.driver.now(),
-            opts.seed,
-            RetryPolicy::default(),
-        );
+        // The page's per-operation deadline (`deadlineMs`): a stopped server is an error within
+        // it, not after the default minute of retries.
+        let mut policy = RetryPolicy::default();
+        if let Some(ms) = js::get_number(&options, "deadlineMs")? {
+            policy.operation_timeout = js::to_i64(ms, "deadlineMs")?.saturating_mul(1000);
+        }
+        let m = ReadRows::new(request, opts.driver.now(), opts.seed, policy);
         let mut rows = Vec::new();
         rowkit_client::run(&opts.driver, m, |row| {
             let decoded = match (schema.as_str(), explain_as) {

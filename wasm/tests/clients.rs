@@ -586,3 +586,31 @@ async fn scan_rows_decodes_every_key() {
         wait(g.drop()).await.unwrap();
     }
 }
+
+/// `deadlineMs` bounds a scan, retries included: against a port nothing listens on, the
+/// error (`unavailable`) comes within the deadline and a little more, not after a minute.
+#[wasm_bindgen_test]
+async fn scan_rows_ends_at_the_deadline() {
+    let deadline_ms = 1500.0;
+    let options = rowkit_wasm::js::to_js(
+        &json!({"gateway": "http://127.0.0.1:1", "deadlineMs": deadline_ms}),
+    );
+    let started = js_sys::Date::now();
+    let e = wait(rowkit_wasm::browse::scan_rows(
+        options,
+        "badwolf".into(),
+        JsValue::UNDEFINED,
+        1,
+        None,
+        JsValue::UNDEFINED,
+        JsValue::UNDEFINED,
+    ))
+    .await
+    .unwrap_err();
+    let took = js_sys::Date::now() - started;
+    assert_eq!(code(&e), "unavailable");
+    assert!(
+        took < deadline_ms + 2000.0,
+        "the scan failed after {took} ms"
+    );
+}

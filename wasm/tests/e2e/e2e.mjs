@@ -362,6 +362,6 @@ try {
 
 // From outside: what the page wrote is in the store.
 for (const v of views) if (v.after) await v.after(cli);
-console.log(`e2e: ok (shell, navigation by keyboard, 401 alert before the token, back/forward, reload, deep link, 900 px, axe; views ${VIEWS.join(', ')}; setup on an empty server; offline; store checked)`);
+console.log(`e2e: ok (shell, navigation by keyboard, 401 alert before the token, back/forward, reload, deep link, 900 px, axe; views ${views.map((v) => v.name).join(', ')}; setup on an empty server; offline; store checked)`);
 // chromedriver keeps the event loop alive; exiting runs `cleanup`.
 process.exit(0);
