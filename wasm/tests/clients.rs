@@ -595,10 +595,8 @@ async fn scan_rows_decodes_every_key() {
 /// error (`unavailable`) comes within the deadline and a little more, not after a minute.
 #[wasm_bindgen_test]
 async fn scan_rows_ends_at_the_deadline() {
-    let deadline_ms = 1500.0;
-    let options = rowkit_wasm::js::to_js(
-        &json!({"gateway": "http://127.0.0.1:1", "deadlineMs": deadline_ms}),
-    );
+    let deadline_ms = 1500;
+    let options = options_at("http://127.0.0.1:1", None, Some(deadline_ms));
     let started = js_sys::Date::now();
     let e = wait(rowkit_wasm::browse::scan_rows(
         options,
@@ -614,7 +612,7 @@ async fn scan_rows_ends_at_the_deadline() {
     let took = js_sys::Date::now() - started;
     assert_eq!(code(&e), "unavailable");
     assert!(
-        took < deadline_ms + 2000.0,
+        took < f64::from(deadline_ms) + 2000.0,
         "the scan failed after {took} ms"
     );
 }
