@@ -19,6 +19,21 @@ use wasm_bindgen::JsValue;
 use wasm_bindgen::prelude::{Closure, JsCast};
 use wasm_bindgen_test::*;
 
+/// The error of a scan of one row of `table` (which must fail).
+async fn scan_one_row_error(options: JsValue, table: &str) -> JsValue {
+    wait(rowkit_wasm::browse::scan_rows(
+        options,
+        table.into(),
+        JsValue::UNDEFINED,
+        1,
+        None,
+        JsValue::UNDEFINED,
+        JsValue::UNDEFINED,
+    ))
+    .await
+    .unwrap_err()
+}
+
 fn code(e: &JsValue) -> String {
     js_sys::Reflect::get(e, &"code".into())
         .unwrap()
@@ -438,17 +453,7 @@ async fn objmeta_through_a_token_gateway() {
     objmeta_with(token_options(Some(test_token()))).await;
     let wrong = format!("{}x", test_token());
     for token in [None, Some(wrong.as_str())] {
-        let e = wait(rowkit_wasm::browse::scan_rows(
-            token_options(token),
-            "objmeta".into(),
-            JsValue::UNDEFINED,
-            1,
-            None,
-            JsValue::UNDEFINED,
-            JsValue::UNDEFINED,
-        ))
-        .await
-        .unwrap_err();
+        let e = scan_one_row_error(token_options(token), "objmeta").await;
         assert_eq!(code(&e), "unauthenticated", "{token:?}");
     }
 }
@@ -598,17 +603,7 @@ async fn scan_rows_ends_at_the_deadline() {
     let deadline_ms = 1500;
     let options = options_at("http://127.0.0.1:1", None, Some(deadline_ms));
     let started = js_sys::Date::now();
-    let e = wait(rowkit_wasm::browse::scan_rows(
-        options,
-        "badwolf".into(),
-        JsValue::UNDEFINED,
-        1,
-        None,
-        JsValue::UNDEFINED,
-        JsValue::UNDEFINED,
-    ))
-    .await
-    .unwrap_err();
+    let e = scan_one_row_error(options, "badwolf").await;
     let took = js_sys::Date::now() - started;
     assert_eq!(code(&e), "unavailable");
     assert!(
