@@ -50,6 +50,7 @@ export type {
     PutObjectParams,
     QualifierBytes,
     S3Key,
+    ScanNarrowing,
     ScannedCell,
     ScannedRow,
     TileBatch,

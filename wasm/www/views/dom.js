@@ -97,9 +97,20 @@ export function keyText(escaped) {
   return code;
 }
 
-/** A JSON value pretty-printed (two-space indent) in a `<pre>`. */
-export function pretty(value) {
-  return el('pre', { class: 'json' }, JSON.stringify(value, null, 2));
+/**
+ * Makes `node`, a box that scrolls, reachable by keyboard (a focusable region named `label`),
+ * so its content can be scrolled without a mouse. Returns `node`.
+ */
+export function scrollRegion(node, label) {
+  if (!node.hasAttribute('tabindex')) node.tabIndex = 0;
+  if (!node.hasAttribute('role')) node.setAttribute('role', 'region');
+  if (!node.hasAttribute('aria-label') && !node.hasAttribute('aria-labelledby')) node.setAttribute('aria-label', label);
+  return node;
+}
+
+/** A JSON value pretty-printed (two-space indent) in a `<pre>` (a keyboard-scrollable region). */
+export function pretty(value, label = 'JSON document') {
+  return scrollRegion(el('pre', { class: 'json' }, JSON.stringify(value, null, 2)), label);
 }
 
 /**
@@ -143,4 +154,145 @@ export function cachedClient(options, make) {
     }
     return client;
   };
+}
+
+// ---- The shared UI contract (issue 31): readable errors, dates, sizes, caps, copying. ----
+
+/**
+ * The readable label of an error code: a dotted or slashed id keeps its last part, and words
+ * are spaced (`invalid_argument`, `NoSuchKey`, `errMalformedAddress` → `invalid argument`,
+ * `no such key`, `malformed address`).
+ */
+function codeLabel(code) {
+  const last = String(code).split('/').pop().split('.').pop();
+  // Vanadium's private ids (`errMalformedAddress`) read as words.
+  return last.replace(/^err(?=[A-Z])/, '').replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_/g, ' ').toLowerCase();
+}
+
+// A message prefix `X: ` that only repeats the code (or the previous prefix), in any casing or
+// word style: "InternalError: InternalError: …", "INTERNAL: …" under code `internal`.
+const squash = (s) => s.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+/**
+ * An error as one readable line: its code as words (`unauthenticated`, `no such key`,
+ * `malformed address`) and its message without the prefixes that repeat the code, so nothing
+ * reads "X: X: …".
+ */
+export function describe(e) {
+  const code = e?.code ? String(e.code) : '';
+  let message = String(e?.message ?? e ?? 'unknown error').trim();
+  const seen = new Set([squash(code), squash(codeLabel(code)), squash(`${codeLabel(code)}error`)]);
+  if (e?.name && e.name !== 'Error') seen.add(squash(e.name));
+  for (;;) {
+    const m = message.match(/^([^\s:][^:]{0,80}):\s*/);
+    if (!m || !(seen.has(squash(m[1])) || seen.has(squash(m[1].split('.').pop())))) break;
+    seen.add(squash(m[1]));
+    message = message.slice(m[0].length);
+  }
+  if (!code) return message;
+  const label = codeLabel(code);
+  if (!message || squash(message) === squash(code)) return label;
+  // A message that already begins with the label's words says it once.
+  return squash(message).startsWith(squash(label)) ? message : `${label}: ${message}`;
+}
+
+/**
+ * An error shown as the contract's failure block: the readable line as role="alert" and the
+ * whole detail (code, name, message, other properties) behind a "Details" disclosure.
+ */
+export function failure(e) {
+  const detail = [];
+  if (e?.code) detail.push(['Code', String(e.code)]);
+  if (e?.name && e.name !== 'Error') detail.push(['Name', String(e.name)]);
+  const own = e !== null && typeof e === 'object' ? Object.keys(e) : [];
+  for (const k of own.filter((name) => !['code', 'name', 'message'].includes(name))) {
+    detail.push([k, typeof e[k] === 'object' ? JSON.stringify(e[k]) : String(e[k])]);
+  }
+  detail.push(['Message', String(e?.message ?? e)]);
+  return el('div', { class: 'failure' },
+    el('p', { class: 'error', role: 'alert' }, describe(e)),
+    el('details', null, el('summary', null, 'Details'),
+      el('dl', { class: 'error-detail' }, detail.map(([k, v]) => [el('dt', null, k), el('dd', null, el('code', null, v))]))));
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, '0');
+
+/**
+ * A timestamp as a `<time>` a person reads: local date and time (milliseconds when present),
+ * with the UTC instant in `datetime` and `title`. `t`: `{ us }` (microseconds since the epoch,
+ * as Bigtable cells carry), `{ ms }`, or an RFC 3339 string. Small values stay dates (1970-…),
+ * as the CLI prints them, with the raw number in the title.
+ */
+export function formatTime(t) {
+  let ms;
+  let raw;
+  if (typeof t === 'string') {
+    ms = Date.parse(t);
+    raw = t;
+  } else if (t && t.us !== undefined) {
+    raw = `${t.us} µs`;
+    ms = Number(t.us) / 1000;
+  } else if (t && t.ms !== undefined) {
+    ms = Number(t.ms);
+    raw = `${t.ms} ms`;
+  } else {
+    throw new TypeError(`formatTime: expected { us }, { ms } or an RFC 3339 string, got ${JSON.stringify(t)}`);
+  }
+  const d = new Date(ms);
+  if (Number.isNaN(d.getTime())) return el('time', { title: 'not a valid time' }, String(raw));
+  const frac = d.getMilliseconds() ? `.${pad(d.getMilliseconds(), 3)}` : '';
+  const local = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${frac}`;
+  const iso = d.toISOString();
+  return el('time', { datetime: iso, title: `${iso} (UTC) · ${raw}` }, local);
+}
+
+/** A number with thousands grouped ("11,001"). */
+export function count(n) {
+  return Number(n).toLocaleString('en-US');
+}
+
+/** A byte size as "1.2 MiB" (binary units) in a `<span>` whose title is the exact count. */
+export function humanSize(bytes) {
+  const n = Number(bytes);
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = n;
+  let u = 0;
+  while (Math.abs(v) >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u += 1;
+  }
+  const text = u === 0 ? `${n} ${n === 1 ? 'byte' : 'bytes'}` : `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
+  return el('span', { class: 'size', title: `${count(n)} bytes` }, text);
+}
+
+/**
+ * The warning shown when a listing stopped at its cap: "showing the first 1,000 rows: the cap
+ * on 'all'; narrow the range to see the rest". `what` names the items ("rows", "objects").
+ */
+export function capNotice(shown, cap, what) {
+  return el('p', { class: 'cap-notice', role: 'status' },
+    `showing the first ${count(Math.min(shown, cap))} ${what}: the cap on 'all'; narrow the range to see the rest`);
+}
+
+/**
+ * A button that copies `text` to the clipboard and says so in an aria-live note beside it
+ * ("copied" or why not). `label` is the button's text ("Copy key").
+ */
+export function copyButton(text, label = 'Copy') {
+  const note = el('span', { class: 'copy-note', 'aria-live': 'polite' });
+  const button = el('button', {
+    type: 'button',
+    class: 'copy',
+    onclick: async () => {
+      note.textContent = '';
+      try {
+        await navigator.clipboard.writeText(text);
+        note.textContent = 'copied';
+      } catch (e) {
+        // No clipboard permission (an insecure origin, a denied prompt): select the text instead.
+        note.textContent = `not copied (${describe(e)}): select it and copy by hand`;
+      }
+    },
+  }, label);
+  return el('span', { class: 'copy-wrap' }, button, note);
 }
