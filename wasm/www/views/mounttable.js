@@ -164,7 +164,6 @@ export function mount(section, ctx) {
   /** An operation failed: the error in the output, and the connection state probed at once. */
   function failed(e) {
     ctx.fail(out, e);
-    ctx.connection?.failed(e);
   }
 
   // --- keyboard: the roving tabindex of the tree pattern ---------------------------------------
@@ -319,7 +318,8 @@ export function mount(section, ctx) {
   const flagMt = flag('mount table', 2);
   const flagLeaf = flag('leaf', 4);
   const flagReplace = flag('replace', 1);
-  const form = el('form', { id: 'mt-form', 'aria-label': 'Mount' },
+  // novalidate: the fields are checked by the view (with messages), not by the browser's bubbles.
+  const form = el('form', { id: 'mt-form', 'aria-label': 'Mount', novalidate: true },
     ...formChecks.map(([, c]) => c.label),
     el('fieldset', { class: 'mt-flagset' }, el('legend', null, 'Flags'), flagMt.label, flagLeaf.label, flagReplace.label),
     el('button', { dataset: { op: 'mount' } }, 'Mount'),
@@ -369,7 +369,7 @@ export function mount(section, ctx) {
   // The tree is read when asked (expanding the root, or this button), not when the page loads:
   // a gateway with a token answers only once the token is typed in.
   const reload = el('button', { type: 'button',
-    id: 'mt-read', onclick: () => expand(root).then(() => saveState(true)).catch(failed) }, 'Read tree');
+    id: 'mt-read', onclick: () => (pending ? restorers.get(section)(pending) : expand(root).then(() => saveState(true)).catch(failed)) }, 'Read tree');
   section.append(
     el('h2', null, title),
     el('form', { id: 'mt-identity', class: 'mt-identity', 'aria-label': 'Caller', onsubmit: (ev) => { ev.preventDefault(); reload.click(); } },
@@ -394,8 +394,12 @@ export function mount(section, ctx) {
   }
 
   const shownNode = (wanted) => [...tree.querySelectorAll('[role="treeitem"]')].find((li) => li.dataset.name === wanted)?.rowkitNode;
+  // The URL's state that could not be shown (e.g. a reload before the token is typed in): the
+  // next Read tree shows it.
+  let pending = null;
   restorers.set(section, async (params) => {
     restoring = true;
+    pending = null;
     try {
       await expand(root);
       // Parents before children: each level is read once its parent is shown.
@@ -414,6 +418,7 @@ export function mount(section, ctx) {
       else if (sel !== null) unselect(`${sel || '(root)'} is not in the mount table (or not shown).`);
       else if (selected) unselect('Select a name to see its servers and permissions.');
     } catch (e) {
+      pending = params;
       failed(e);
     } finally {
       restoring = false;

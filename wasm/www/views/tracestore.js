@@ -20,6 +20,9 @@ const FONT = '12px ui-monospace, monospace';
 /** The narrowest cell: below it the region scrolls sideways instead. */
 const MIN_CELL_W = 2;
 const MAX_CELL_W = 4;
+/** The label column's width range: at 12 px about 25 to 50 characters of a trace id. */
+const MIN_LABEL_W = 180;
+const MAX_LABEL_W = 360;
 
 const colours = new Map();
 
@@ -206,17 +209,19 @@ export function mount(section, ctx) {
   let run = 0; // the stream whose batches are drawn (a new Show tile supersedes the last)
   let geometry = { width: 0, labelW: 0, cellW: MIN_CELL_W };
 
-  /** Column widths from the region's width: labels get about a third, cells the rest. */
+  /** Column widths from the region's width: cells as wide as fits beside a 180 px label, labels the rest. */
   function measure() {
     const avail = scroller.clientWidth;
-    const labelW = Math.max(180, Math.min(360, Math.round(avail * 0.32)));
-    const cellW = Math.max(MIN_CELL_W, Math.min(MAX_CELL_W, Math.floor((avail - labelW) / COMMITS)));
+    const cellW = Math.max(MIN_CELL_W, Math.min(MAX_CELL_W, Math.floor((avail - MIN_LABEL_W) / COMMITS)));
+    const labelW = Math.max(MIN_LABEL_W, Math.min(MAX_LABEL_W, avail - COMMITS * cellW));
     const width = Math.max(avail, labelW + COMMITS * cellW);
     if (width !== geometry.width) {
       canvas.width = Math.round(width * devicePixelRatio);
       canvas.style.width = `${width}px`;
     }
     geometry = { width, labelW, cellW };
+    // The geometry on the element, for tests that point at a cell.
+    Object.assign(canvas.dataset, { labelW: String(labelW), cellW: String(cellW), font: FONT });
   }
 
   /** Lays the rows out again at the next frame (once however many batches came meanwhile). */
@@ -614,7 +619,6 @@ export function mount(section, ctx) {
     progress.hidden = true;
     section.dataset.state = 'failed';
     ctx.fail(status, e);
-    ctx.connection?.failed(e);
     markStale();
     if (e?.code === 'not_set_up') {
       status.append(el('button', { type: 'button', id: 'tile-setup', onclick: () => setUp(status) }, 'Set up'));
@@ -628,20 +632,24 @@ export function mount(section, ctx) {
       out.replaceChildren('Set up: the trace store\'s table exists. Put a digest to start a tile.');
     } catch (e) {
       ctx.fail(out, e);
-      ctx.connection?.failed(e);
     }
   }
 
   function start(want) {
+    pending = null;
     ctx.busy(section, show(want)).catch((e) => {
+      if (want.restoring) pending = { ...want, restoring: false };
       if (String(e?.message).startsWith('superseded')) return;
       failed(e);
     }).finally(() => { restoring = false; });
   }
 
+  // The URL's state whose tile could not be read (e.g. a reload before the token is typed in):
+  // the next Show tile of the same tile shows it.
+  let pending = null;
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    start({});
+    start(pending && (pending.tile ?? '') === index.value ? pending : {});
   });
   window.addEventListener('resize', queueDraw);
 
@@ -651,7 +659,7 @@ export function mount(section, ctx) {
     filter.value = params.get('filter') ?? '';
     const wanted = params.get('group') ?? '';
     if ([...group.options].some((o) => o.value === wanted)) group.value = wanted;
-    start({ restoring: true, group: wanted, trace: params.get('trace'), commit: params.get('commit'), compare: params.get('compare') });
+    start({ restoring: true, tile: params.get('tile'), group: wanted, trace: params.get('trace'), commit: params.get('commit'), compare: params.get('compare') });
   });
 
   // --- today's operations on the table, below the grid ----------------------------------------
@@ -672,7 +680,8 @@ export function mount(section, ctx) {
     validatedField(ctx.rowkit, 'Params', params, 'params', (v) => parseParams(v).problem ?? null),
     validatedField(ctx.rowkit, 'Digest', digest, 'digest'),
   ];
-  const opsForm = el('form', { id: 'gold-form', 'aria-label': 'Write and check' },
+  // novalidate: the fields are checked by the view (with messages), not by the browser's bubbles.
+  const opsForm = el('form', { id: 'gold-form', 'aria-label': 'Write and check', novalidate: true },
     ...checks.map((c) => c.label),
     el('button', { dataset: { op: 'put' } }, 'Put'),
     el('button', { type: 'button', dataset: { op: 'check' } }, 'Check'),
@@ -703,7 +712,6 @@ export function mount(section, ctx) {
       out.replaceChildren(`put ${entry.digest} at commit ${commit.value} for ${params.value}`);
     } catch (e) {
       ctx.fail(out, e);
-      ctx.connection?.failed(e);
     }
     return undefined;
   }
