@@ -232,7 +232,8 @@ export function mount(section, ctx) {
       onclick: () => confirmThen({ title: 'Unmount a server', confirm: 'Unmount',
         body: `Unmount ${server} from ${node.name || 'the root'}: it will no longer resolve there.` },
       () => act(`unmounted ${server}`, (mt) => mt.unmount(node.name, server), parentOf(node))) }, 'Unmount');
-    details.replaceChildren(
+    // A wrapper, not replaceChildren(…null): the DOM method would show a null as the text "null".
+    details.replaceChildren(el('div', null,
       el('h3', null, node.name || '(root)'),
       el('dl', null,
         el('dt', null, 'Servers'),
@@ -254,7 +255,7 @@ export function mount(section, ctx) {
           body: `Delete ${node.name}${entry.servers.length ? ` and its ${entry.servers.length} mounted server(s)` : ''} (refused if it has children).` },
         () => act(`deleted ${node.name}`, (mt) => mt.delete(node.name, false), parentOf(node))) }, 'Delete'),
         el('button', { type: 'button', dataset: { op: 'delete-subtree' }, onclick: () => deleteSubtree(node) }, 'Delete subtree'))
-        : null);
+        : null));
   }
 
   /** Runs `then` once the user confirmed `question` (the shell's confirmation dialog). */

@@ -396,7 +396,8 @@ export function mount(section, ctx) {
     const commit = tile.index * COMMITS + col;
     const summary = tile.commitSummary(col);
     const isPinned = pinned === t;
-    details.replaceChildren(
+    // A wrapper, not replaceChildren(…null): the DOM method would show a null as the text "null".
+    details.replaceChildren(el('div', null,
       el('h3', null, 'Trace'),
       el('p', { class: 'k', id: 'tile-detail-id' }, trace.id),
       el('dl', null,
@@ -415,7 +416,7 @@ export function mount(section, ctx) {
       el('p', null, el('button', { type: 'button', id: 'tile-pin', onclick: () => pin(isPinned ? null : t) },
         isPinned ? 'Unpin (stop comparing)' : 'Pin to compare with another trace')),
       pinned !== null && !isPinned ? comparison(pinned, t) : null,
-      pinned !== null && isPinned ? el('p', null, 'Pinned: select another trace to compare it with this one.') : null);
+      pinned !== null && isPinned ? el('p', null, 'Pinned: select another trace to compare it with this one.') : null));
   }
 
   /** Pins trace `t` (or none) for comparison, and keeps it in the URL. */

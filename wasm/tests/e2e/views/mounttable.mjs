@@ -66,12 +66,15 @@ const expanded = (page, names) => page.js(`return arguments[0].filter((n) =>
   document.querySelector('#mt-tree [role="treeitem"][data-name="' + n + '"]')?.getAttribute('aria-expanded') === 'true')`, names);
 const detailsTitle = (page) => page.js(`return document.querySelector('#mt-details h3')?.textContent ?? document.getElementById('mt-details').textContent`);
 
-/** Clicks `css`, then in the confirmation dialog the button `answer` (`ok` or `cancel`); returns the dialog's text. */
-async function confirmed(page, css, answer) {
+/**
+ * Clicks `css`, then in the confirmation dialog (screenshot `mounttable-confirm-<shot>`) the
+ * button `answer` (`ok` or `cancel`); returns the dialog's text.
+ */
+async function confirmed(page, css, answer, shot) {
   await page.click(css);
   const body = await page.until(`const d = document.getElementById('confirm-dialog'); return d.open && d.textContent`, `the confirmation of ${css}`);
-  await page.shot('mounttable-confirm');
-  await page.axe('mounttable (confirmation)');
+  await page.shot(`mounttable-confirm-${shot}`);
+  await page.axe(`mounttable (confirmation: ${shot})`);
   await page.click(`#confirm-${answer}`);
   await page.until(`return !document.getElementById('confirm-dialog').open`, 'the dialog to close');
   return body;
@@ -158,7 +161,7 @@ export async function check(page) {
   await page.click(`${item('apps/web/api')} .mt-name`);
   await page.until(`return document.querySelector('#mt-details h3')?.textContent === 'apps/web/api'`, 'the details follow the selection');
   const unmountButton = '#mt-details button[aria-label="Unmount /127.0.0.1:8102 from apps/web/api"]';
-  const asked = await confirmed(page, unmountButton, 'cancel');
+  const asked = await confirmed(page, unmountButton, 'cancel', 'unmount');
   assert(asked.includes('/127.0.0.1:8102') && asked.includes('apps/web/api'), `the unmount names what goes: ${asked}`);
   assert(JSON.stringify((await node(page, 'apps/web/api')).servers) === '["/127.0.0.1:8102"]', 'Cancel left the server');
   await page.click(unmountButton);
@@ -187,7 +190,7 @@ export async function check(page) {
   // Delete subtree: the confirmation counts what goes; Cancel first, then Delete subtree.
   await page.click(`${item('users/alice')} .mt-name`);
   const aliceNames = namesUnder('users/alice');
-  const body = await confirmed(page, '#mt-details button[data-op="delete-subtree"]', 'cancel');
+  const body = await confirmed(page, '#mt-details button[data-op="delete-subtree"]', 'cancel', 'delete-subtree');
   assert(body.includes(`Delete subtree users/alice: ${aliceNames.length} name(s)`) && aliceNames.every((n) => body.includes(n)),
     `the confirmation names the ${aliceNames.length} names: ${body}`);
   assert(await node(page, 'users/alice/home') !== null, 'Cancel deleted nothing');

@@ -6,6 +6,7 @@
 // and the back button; bad input in every field of the Put form refused as typed (nothing
 // written: `after` reads the store back); a digest put from the view; the table checked.
 // `setup` (an empty server) and `offline` (the server stopped) per the e2e contract.
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,8 +25,11 @@ const CONFIGS = ['8888', 'gles', 'vk'];
 const name = (i) => `test_${String(i).padStart(3, '0')}`;
 const params = (i) => ({ name: name(i), os: OSES[i % 4], config: CONFIGS[i % 3], source_type: i % 5 ? 'gm' : 'svg' });
 const missing = (i, k, j) => (i + j + k) % 9 === 0;
-/** Trace `i`'s digest at the j-th commit of tile k: it changes every 4 commits, as traces do. */
-const digest = (i, k, j) => ((i * 31 + k * 7 + (j >> 2)) % 113).toString(16).padStart(32, 'c');
+/**
+ * Trace `i`'s digest at the j-th commit of tile k: an MD5 (as Gold's image digests are) of one
+ * of 113 images; it changes every 4 commits, as traces do.
+ */
+const digest = (i, k, j) => crypto.createHash('md5').update(`image ${(i * 31 + k * 7 + (j >> 2)) % 113}`).digest('hex');
 
 /** The trace id of trace `i` (`,k=v,` in key order), as the store writes it. */
 const traceId = (i) => `,${Object.entries(params(i)).sort().map(([k, v]) => `${k}=${v}`).join(',')},`;
