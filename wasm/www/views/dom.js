@@ -290,7 +290,8 @@ export function copyButton(text, label = 'Copy') {
 
 /**
  * A labelled field (as `field`) checked as the user types with the wasm package's
- * `validate(fieldName, value)` (the rules the CLI applies; absent in an older package) and
+ * `validate(fieldName, value)` (the rules the CLI applies; absent in an older package; no
+ * `fieldName`: none) and
  * `extra(value)` (a form's own rule, e.g. "required"): an invalid value gets aria-invalid and its
  * message beside it, in an element the input is described by. Returns `{ label, check }`;
  * `check()` runs the rules now and returns the message or null — forms call it before their
@@ -304,7 +305,7 @@ export function validatedField(rowkit, text, input, fieldName, extra = () => nul
   input.setAttribute('aria-describedby', described ? `${described} ${message.id}` : message.id);
   const rule = (value) => {
     try {
-      return rowkit.validate ? (rowkit.validate(fieldName, value) ?? null) : null;
+      return rowkit.validate && fieldName ? (rowkit.validate(fieldName, value) ?? null) : null;
     } catch {
       return null; // a field this package's validator does not know
     }

@@ -177,8 +177,11 @@ export function mount(section, ctx) {
     list: 'tile-filter-values', autocomplete: 'off', 'aria-describedby': 'tile-filter-help' });
   const group = el('select', { id: 'tile-group', name: 'group' }, el('option', { value: '' }, '(no grouping)'));
   const load = el('button', { id: 'tile-load' }, 'Show tile');
-  const form = el('form', { id: 'tile-form', 'aria-label': 'Tile' },
-    field('Tile index', index), field('Filter by params', filter), filterValues, field('Group by', group), load,
+  const indexCheck = validatedField(ctx.rowkit, 'Tile index', index, null,
+    (v) => (v.trim() === '' || /^\d+$/.test(v.trim()) ? null : 'a tile index is a whole number ≥ 0 (empty: the newest tile)'));
+  // novalidate: the fields are checked by the view (with messages), not by the browser's bubbles.
+  const form = el('form', { id: 'tile-form', 'aria-label': 'Tile', novalidate: true },
+    indexCheck.label, field('Filter by params', filter), filterValues, field('Group by', group), load,
     el('span', { id: 'tile-filter-help', class: 'help' },
       'filter: key=value, key=v1|v2 (either value), key (any value); entries separated by commas must all hold'));
   const progress = el('progress', { id: 'tile-progress', max: 32, value: 0, hidden: true, 'aria-label': 'Shards read' });
@@ -650,6 +653,12 @@ export function mount(section, ctx) {
   let pending = null;
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
+    const problem = indexCheck.check();
+    if (problem) {
+      index.focus();
+      status.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not shown: the tile index ${problem}`));
+      return;
+    }
     start(pending && (pending.tile ?? '') === index.value ? pending : {});
   });
   window.addEventListener('resize', queueDraw);

@@ -222,6 +222,20 @@ export async function check(page) {
   await page.shot('tracestore-bad-input');
   await page.axe('tracestore (bad input marked)');
 
+  // Bad tile indexes are refused before any read; a tile without data is said to be empty.
+  for (const bad of ['-1', '2.5']) {
+    await page.type('tile-index', bad);
+    await page.click('#tile-load');
+    const refused = await page.until(`return document.querySelector('#tile-status [role="alert"]')?.textContent`, `tile index ${bad} refused`);
+    assert(refused.startsWith('Not shown: the tile index') && await page.js(`return document.getElementById('tile-index').getAttribute('aria-invalid')`) === 'true',
+      `tile index ${bad}: ${refused}`);
+  }
+  await page.type('tile-index', '9');
+  await page.click('#tile-load');
+  assert(await settled(page, 'tile 9') === 'done', 'tile 9 read');
+  const nine = await page.js(`return document.getElementById('tile-status').textContent`);
+  assert(nine.startsWith('Tile 9 (commits 2304–2559): 0 trace(s);'), `a tile without data says so: ${nine}`);
+
   // A good put, from the view; then the table's check.
   await page.type('gold-commit', '1000');
   await page.type('gold-params', 'name=circle,os=linux');
