@@ -309,7 +309,7 @@ export function mount(section, ctx) {
   const ttl = el('input', { id: 'mt-ttl', name: 'ttl', type: 'number', min: 0, size: 6, value: 3600 });
   const nameCheck = validatedField(ctx.rowkit, 'Name', name, 'mountName', (v) => (v.trim() === '' ? 'a name is required' : null));
   const serverCheck = validatedField(ctx.rowkit, 'Server', server, 'address', (v) => (v.trim() === '' ? 'a server address is required' : null));
-  const ttlCheck = validatedField(ctx.rowkit, 'TTL (s)', ttl, 'ttl',
+  const ttlCheck = validatedField(ctx.rowkit, 'TTL (s)', ttl, null,
     (v) => (/^\d+$/.test(v.trim()) ? null : 'the TTL is a whole number of seconds (0: the server\'s default)'));
   const formChecks = [[name, nameCheck], [server, serverCheck], [ttl, ttlCheck]];
   const flag = (label, bit) => {
