@@ -293,7 +293,7 @@ export function copyButton(text, label = 'Copy') {
  * `validate(fieldName, value)` (the rules the CLI applies; absent in an older package; no
  * `fieldName`: none) and
  * `extra(value)` (a form's own rule, e.g. "required"): an invalid value gets aria-invalid and its
- * message beside it, in an element the input is described by. Returns `{ label, check }`;
+ * message beside it, in an element the input is described by. Returns `{ label, check, text }`;
  * `check()` runs the rules now and returns the message or null — forms call it before their
  * first write.
  */
@@ -318,5 +318,5 @@ export function validatedField(rowkit, text, input, fieldName, extra = () => nul
     return problem;
   };
   input.addEventListener('input', check);
-  return { label, check };
+  return { label, check, text };
 }

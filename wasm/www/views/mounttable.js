@@ -334,7 +334,7 @@ export function mount(section, ctx) {
     const bad = formChecks.find(([, c]) => c.check());
     if (bad) {
       bad[0].focus();
-      out.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not mounted: ${bad[0].name} ${bad[1].check()}`));
+      out.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not mounted: ${bad[1].text}: ${bad[1].check()}`));
       return;
     }
     act(`mounted ${server.value} on ${target}`,

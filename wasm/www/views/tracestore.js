@@ -656,7 +656,7 @@ export function mount(section, ctx) {
     const problem = indexCheck.check();
     if (problem) {
       index.focus();
-      status.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not shown: the tile index ${problem}`));
+      status.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not shown: ${indexCheck.text}: ${problem}`));
       return;
     }
     start(pending && (pending.tile ?? '') === index.value ? pending : {});
@@ -712,9 +712,8 @@ export function mount(section, ctx) {
       const problems = checks.map((c) => c.check());
       const at = problems.findIndex(Boolean);
       if (at >= 0) {
-        const input = [commit, params, digest][at];
-        input.focus();
-        out.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not written: ${input.name} ${problems[at]}`));
+        [commit, params, digest][at].focus();
+        out.replaceChildren(el('p', { class: 'error', role: 'alert' }, `Not written: ${checks[at].text}: ${problems[at]}`));
         return undefined;
       }
       const entry = { params: parseParams(params.value).params, digest: digest.value.trim() };

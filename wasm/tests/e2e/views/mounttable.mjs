@@ -131,8 +131,10 @@ export async function check(page) {
     await page.clear(id);
     if (text) await page.keys(id, text);
     const r = await page.outcome('mt-out', what, () => page.click('#mt-form button[data-op="mount"]'));
-    const invalid = await page.js(`return document.getElementById(arguments[0]).getAttribute('aria-invalid')`, id);
-    assert(r.alert?.startsWith('Not mounted') && invalid === 'true', `${what} is refused before writing: ${r.text} (aria-invalid ${invalid})`);
+    const [invalid, message] = await page.js(`return [document.getElementById(arguments[0]).getAttribute('aria-invalid'),
+      document.getElementById(arguments[0] + '-error').textContent]`, id);
+    assert(r.alert?.startsWith('Not mounted: ') && r.alert.endsWith(`: ${message}`) && message && invalid === 'true' && !r.alert.includes('v.io/'),
+      `${what} is refused before writing, with the field's message: ${r.text} (aria-invalid ${invalid}, message ${message})`);
     return r.alert;
   };
   await page.type('mt-name', 'apps/web/bad');

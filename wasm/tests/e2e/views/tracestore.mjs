@@ -203,22 +203,22 @@ export async function check(page) {
   await page.type('gold-params', 'name=bad,os=linux');
   await page.type('gold-digest', '0123456789abcdef0123456789abcdef');
   const noCommit = await putOutcome(page, 'put without a commit', () => page.click('#gold-form button[data-op="put"]'));
-  assert(noCommit.alert?.includes('commit'), `an empty Commit is refused: ${noCommit.text}`);
+  assert(noCommit.alert === 'Not written: Commit: a commit (repo index) is required', `an empty Commit is refused: ${noCommit.text}`);
   assert(await page.js(`return document.getElementById('gold-commit').getAttribute('aria-invalid')`) === 'true', 'Commit marked invalid');
   await page.type('gold-commit', '1001');
   await page.type('gold-digest', 'xyz');
   const digestMessage = await page.js(`return document.getElementById('gold-digest-error').textContent`);
   const badDigest = await putOutcome(page, 'put with digest xyz', () => page.click('#gold-form button[data-op="put"]'));
-  assert(badDigest.alert !== null && /digest/i.test(badDigest.alert), `digest xyz is refused: ${badDigest.text} (as typed: ${digestMessage})`);
+  assert(badDigest.alert?.startsWith('Not written: Digest: ') && badDigest.alert.endsWith(digestMessage) && digestMessage !== '', `digest xyz is refused: ${badDigest.text} (as typed: ${digestMessage})`);
   await page.type('gold-digest', '0123456789abcdef0123456789abcdef');
   await page.clear('gold-params');
   await page.keys('gold-params', 'name=');
   const badParams = await putOutcome(page, 'put with an empty param', () => page.click('#gold-form button[data-op="put"]'));
-  assert(badParams.alert?.includes('key=value'), `an empty param value is refused: ${badParams.text}`);
+  assert(badParams.alert === 'Not written: Params: "name=" is not key=value (both non-empty)', `an empty param value is refused: ${badParams.text}`);
   await page.clear('gold-params');
   await page.keys('gold-params', ' ');
   const noParams = await putOutcome(page, 'put without params', () => page.click('#gold-form button[data-op="put"]'));
-  assert(noParams.alert?.includes('param'), `no params is refused: ${noParams.text}`);
+  assert(noParams.alert === 'Not written: Params: a trace needs at least one param (key=value)', `no params is refused: ${noParams.text}`);
   await page.shot('tracestore-bad-input');
   await page.axe('tracestore (bad input marked)');
 
@@ -227,7 +227,7 @@ export async function check(page) {
     await page.type('tile-index', bad);
     await page.click('#tile-load');
     const refused = await page.until(`return document.querySelector('#tile-status [role="alert"]')?.textContent`, `tile index ${bad} refused`);
-    assert(refused.startsWith('Not shown: the tile index') && await page.js(`return document.getElementById('tile-index').getAttribute('aria-invalid')`) === 'true',
+    assert(refused.startsWith('Not shown: Tile index: a tile index is a whole number') && await page.js(`return document.getElementById('tile-index').getAttribute('aria-invalid')`) === 'true',
       `tile index ${bad}: ${refused}`);
   }
   await page.type('tile-index', '9');
