@@ -108,7 +108,14 @@ export function mount(section, ctx) {
   // a level keeps its unchanged children as they are (open subtrees, selection, focus); a
   // changed child is drawn anew with its open subtree moved over; a gone one leaves.
   async function expand(node) {
-    const entries = await ctx.busy(node.li, client().glob(node.name, '*'));
+    let entries;
+    try {
+      entries = await ctx.busy(node.li, client().glob(node.name, '*'));
+    } catch (e) {
+      markStale();
+      throw e;
+    }
+    clearStale();
     loadPerms(node);
     const shown = new Map();
     for (const li of node.children?.querySelectorAll(':scope > [role="treeitem"]') ?? []) shown.set(li.rowkitNode.name, li.rowkitNode);
@@ -161,7 +168,24 @@ export function mount(section, ctx) {
     }
   }
 
-  /** An operation failed: the error in the output, and the connection state probed at once. */
+  // A level that could not be read: the tree shown stays for reference, marked out of date.
+  const stale = el('p', { id: 'mt-stale', class: 'stale-notice', hidden: true });
+  let readAt = null; // when a level was last read
+  function markStale() {
+    if (!root.children) return;
+    tree.classList.add('stale');
+    section.dataset.stale = 'true';
+    stale.hidden = false;
+    stale.replaceChildren('Out of date: the tree below was read at ', ctx.formatTime({ ms: readAt }), '; it could not be read again.');
+  }
+  function clearStale() {
+    readAt = Date.now();
+    tree.classList.remove('stale');
+    delete section.dataset.stale;
+    stale.hidden = true;
+  }
+
+  /** An operation failed: the error in the output (the shell probes the connection on its codes). */
   function failed(e) {
     ctx.fail(out, e);
   }
@@ -379,6 +403,7 @@ export function mount(section, ctx) {
       reload),
     form,
     out,
+    stale,
     el('div', { class: 'mt-panes' }, tree, details));
 
   // --- the URL's state: the open names and the selection --------------------------------------

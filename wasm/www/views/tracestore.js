@@ -555,6 +555,8 @@ export function mount(section, ctx) {
     if (wanted === null) {
       tile = null;
       clearStale();
+      delete section.dataset.traces;
+      delete section.dataset.rows;
       status.textContent = 'The table has no tile yet: put a digest first.';
       section.dataset.state = 'empty';
       queueDraw();

@@ -233,13 +233,19 @@ export async function check(page) {
   assert(checked.alert === null && /Schemamt.*Left0/.test(checked.text), `mt check: ${checked.text}`);
 }
 
-/** The gateway is gone: Read tree fails within 10 s and the header says so. */
+/** The gateway is gone: Read tree fails within 10 s, the tree is marked out of date, the header says so. */
 export async function offline(page) {
+  const hadTree = await page.js(`return document.querySelector('#mt-tree .mt-row + ul') !== null`);
   const started = Date.now();
   await page.js(`document.getElementById('mt-out').textContent = ''`);
   await page.click('#mt-read');
   const alert = await page.waitFor(10_000, `return document.querySelector('#mt-out [role="alert"]')?.textContent`, 'an error within 10 s of Read tree');
   console.log(`e2e: mounttable offline: error after ${((Date.now() - started) / 1000).toFixed(1)} s: ${alert}`);
+  if (hadTree) {
+    const stale = await page.js(`return [document.getElementById('view-mounttable').dataset.stale, document.getElementById('mt-stale').hidden,
+      document.getElementById('mt-stale').textContent]`);
+    assert(stale[0] === 'true' && !stale[1] && stale[2].startsWith('Out of date'), `the old tree is marked out of date: ${stale}`);
+  }
   await page.waitFor(10_000, `return /cannot reach/.test(document.getElementById('connection').textContent)`, 'the header to say the gateway cannot be reached');
   await page.shot('mounttable-offline');
   await page.axe('mounttable (server stopped)');
