@@ -540,6 +540,29 @@ export function mount(section, ctx) {
   }
 
   /**
+   * Shows the shown tile's selection and comparison of `want` (`{trace, commit, compare}`: ids
+   * and a repo index, as the URL has them), the selected row scrolled into view.
+   */
+  function showWanted(want) {
+    view = layoutRows(tile, parseFilter(filter.value), group.value);
+    layoutStale = true;
+    const byId = (id) => (id ? tile.traces.findIndex((t) => t.id === id) : -1);
+    const sel = byId(want.trace);
+    selected = null;
+    if (sel >= 0) {
+      const col = Math.min(COMMITS - 1, Math.max(0, Number(want.commit ?? 0) - tile.index * COMMITS)) || 0;
+      selected = { trace: sel, col };
+      const row = view.rowOf.get(sel);
+      if (row !== undefined) scroller.scrollTop = Math.max(0, row * ROW_H - (scroller.clientHeight - HEAD_H) / 2);
+    }
+    const cmp = byId(want.compare);
+    pinned = cmp >= 0 ? cmp : null;
+    if (selected) showDetails(selected);
+    else details.replaceChildren(el('p', null, 'Hover over or click a cell (or Tab to the grid and use the arrow keys) to see its trace.'));
+    queueDraw();
+  }
+
+  /**
    * Reads and shows a tile. `want`: the state to show once it is read (from the URL):
    * `{group, trace, commit, compare}`.
    */
@@ -595,19 +618,7 @@ export function mount(section, ctx) {
     paramset = tile.paramset();
     groupOptions(keptGroup);
     progress.hidden = true;
-    view = layoutRows(tile, parseFilter(filter.value), group.value);
-    layoutStale = true;
-    const byId = (id) => (id ? tile.traces.findIndex((t) => t.id === id) : -1);
-    const sel = byId(want.trace);
-    if (sel >= 0) {
-      const col = Math.min(COMMITS - 1, Math.max(0, Number(want.commit ?? 0) - tile.index * COMMITS)) || 0;
-      selected = { trace: sel, col };
-      const row = view.rowOf.get(sel);
-      if (row !== undefined) scroller.scrollTop = Math.max(0, row * ROW_H - (scroller.clientHeight - HEAD_H) / 2);
-    }
-    const cmp = byId(want.compare);
-    if (cmp >= 0) pinned = cmp;
-    if (selected) showDetails(selected);
+    showWanted(want);
     saveState(!want.restoring);
     relayout();
     // Done once the whole tile is laid out and drawn: the frame the relayout asked for runs first.
@@ -671,7 +682,14 @@ export function mount(section, ctx) {
     filter.value = params.get('filter') ?? '';
     const wanted = params.get('group') ?? '';
     if ([...group.options].some((o) => o.value === wanted)) group.value = wanted;
-    start({ restoring: true, tile: params.get('tile'), group: wanted, trace: params.get('trace'), commit: params.get('commit'), compare: params.get('compare') });
+    const want = { restoring: true, tile: params.get('tile'), group: wanted, trace: params.get('trace'), commit: params.get('commit'), compare: params.get('compare') };
+    // Back or forward within the tile on screen: no need to read it again.
+    if (tile && section.dataset.state === 'done' && want.tile === String(tile.index)) {
+      showWanted(want);
+      restoring = false;
+      return;
+    }
+    start(want);
   });
 
   // --- today's operations on the table, below the grid ----------------------------------------
