@@ -23,6 +23,8 @@ const MAX_CELL_W = 4;
 /** The label column's width range: at 12 px about 25 to 50 characters of a trace id. */
 const MIN_LABEL_W = 180;
 const MAX_LABEL_W = 360;
+/** The tile of the largest commit (a repo index is an int32, 2147483647). */
+const MAX_TILE = Math.floor(2147483647 / COMMITS);
 
 const colours = new Map();
 
@@ -178,7 +180,8 @@ export function mount(section, ctx) {
   const group = el('select', { id: 'tile-group', name: 'group' }, el('option', { value: '' }, '(no grouping)'));
   const load = el('button', { id: 'tile-load' }, 'Show tile');
   const indexCheck = validatedField(ctx.rowkit, 'Tile index', index, null,
-    (v) => (v.trim() === '' || /^\d+$/.test(v.trim()) ? null : 'a tile index is a whole number ≥ 0 (empty: the newest tile)'));
+    (v) => (v.trim() === '' || (/^\d+$/.test(v.trim()) && Number(v) <= MAX_TILE) ? null
+      : `a tile index is a whole number from 0 to ${MAX_TILE} (empty: the newest tile)`));
   // novalidate: the fields are checked by the view (with messages), not by the browser's bubbles.
   const form = el('form', { id: 'tile-form', 'aria-label': 'Tile', novalidate: true },
     indexCheck.label, field('Filter by params', filter), filterValues, field('Group by', group), load,

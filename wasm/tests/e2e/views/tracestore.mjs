@@ -223,7 +223,7 @@ export async function check(page) {
   await page.axe('tracestore (bad input marked)');
 
   // Bad tile indexes are refused before any read; a tile without data is said to be empty.
-  for (const bad of ['-1', '2.5']) {
+  for (const bad of ['-1', '2.5', '8388608']) {
     await page.type('tile-index', bad);
     await page.click('#tile-load');
     const refused = await page.until(`return document.querySelector('#tile-status [role="alert"]')?.textContent`, `tile index ${bad} refused`);
