@@ -8,6 +8,7 @@
 // the schema's check runs. `after` reads the store back with the CLI; `setup` and `offline`
 // per the e2e contract.
 import { assert } from '../webdriver.mjs';
+import { offlineError } from './offline.mjs';
 
 /** name → [server, ttl seconds, flags] mounted by `populate`. */
 const MOUNTS = {
@@ -235,20 +236,9 @@ export async function check(page) {
 
 /** The gateway is gone: Read tree fails within 10 s, the tree is marked out of date, the header says so. */
 export async function offline(page) {
-  const hadTree = await page.js(`return document.querySelector('#mt-tree .mt-row + ul') !== null`);
-  const started = Date.now();
+  const hadData = await page.js(`return document.querySelector('#mt-tree .mt-row + ul') !== null`);
   await page.js(`document.getElementById('mt-out').textContent = ''`);
-  await page.click('#mt-read');
-  const alert = await page.waitFor(10_000, `return document.querySelector('#mt-out [role="alert"]')?.textContent`, 'an error within 10 s of Read tree');
-  console.log(`e2e: mounttable offline: error after ${((Date.now() - started) / 1000).toFixed(1)} s: ${alert}`);
-  if (hadTree) {
-    const stale = await page.js(`return [document.getElementById('view-mounttable').dataset.stale, document.getElementById('mt-stale').hidden,
-      document.getElementById('mt-stale').textContent]`);
-    assert(stale[0] === 'true' && !stale[1] && stale[2].startsWith('Out of date'), `the old tree is marked out of date: ${stale}`);
-  }
-  await page.waitFor(10_000, `return /cannot reach/.test(document.getElementById('connection').textContent)`, 'the header to say the gateway cannot be reached');
-  await page.shot('mounttable-offline');
-  await page.axe('mounttable (server stopped)');
+  await offlineError(page, { view: 'mounttable', button: '#mt-read', out: 'mt-out', staleId: 'mt-stale', hadData });
 }
 
 /** An empty server: Read tree says to set up, Set up works, Read tree then works. */
