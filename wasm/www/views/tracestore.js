@@ -26,6 +26,9 @@ const MAX_LABEL_W = 360;
 /** The tile of the largest commit (a repo index is an int32, 2147483647). */
 const MAX_TILE = Math.floor(2147483647 / COMMITS);
 
+/** What the details panel says while no cell is selected. */
+const HINT = 'Hover over or click a cell (or Tab to the grid and use the arrow keys) to see its trace.';
+
 const colours = new Map();
 
 /**
@@ -195,7 +198,7 @@ export function mount(section, ctx) {
   const scroller = el('div', { id: 'tile-scroll', class: 'grid-scroll', tabindex: 0, role: 'region',
     'aria-label': 'Trace grid: arrow keys move the selected cell, Page Up and Page Down by a screen' }, canvas, spacer);
   const details = el('div', { id: 'tile-details', class: 'grid-details', 'aria-live': 'polite' },
-    el('p', null, 'Hover over or click a cell (or Tab to the grid and use the arrow keys) to see its trace.'));
+    el('p', null, HINT));
   const legend = el('p', { class: 'grid-legend' },
     el('span', { class: 'swatch missing', 'aria-hidden': 'true' }), ' missing point · ',
     el('span', { class: 'swatch pinned', 'aria-hidden': 'true' }), ' the trace pinned for comparison · other colours: one per digest');
@@ -561,7 +564,7 @@ export function mount(section, ctx) {
     const cmp = byId(want.compare);
     pinned = cmp >= 0 ? cmp : null;
     if (selected) showDetails(selected);
-    else details.replaceChildren(el('p', null, 'Hover over or click a cell (or Tab to the grid and use the arrow keys) to see its trace.'));
+    else details.replaceChildren(el('p', null, HINT));
     queueDraw();
   }
 
