@@ -4,7 +4,7 @@
 // errors. Every view runs rowkit's wasm package (the same codecs and state machines as the
 // CLI); its requests go to the gateway that serves this page (or the URL typed in), or to the
 // page's in-memory store. The context each view gets is described in `viewContext`.
-import { describe, failure, formatTime, humanSize, capNotice, copyButton } from './views/dom.js';
+import { describe, failure, formatTime, humanSize, capNotice, copyButton, scrollRegion } from './views/dom.js';
 
 /** The views, in navigation order: each is `views/<name>.js` exporting `title` and `mount`. */
 const VIEWS = ['tracestore', 'mounttable', 'bucket', 'graph', 'keys', 'tables'];
@@ -275,6 +275,8 @@ async function main() {
       view.title = module.title;
       view.restore = module.restore ?? null;
       module.mount(section, viewContext(view));
+      // The shared output boxes (`.out`, which scroll) are reachable by keyboard in every view.
+      for (const out of section.querySelectorAll('.out')) scrollRegion(out, `${view.title}: output`);
     } catch (e) {
       section.setAttribute('aria-label', name);
       fail(section, new Error(`the ${name} view did not load: ${describe(e)}`));

@@ -27,7 +27,7 @@
 //
 // Usage: node e2e.mjs ROWKIT_BIN WWW_DIR|embedded OUT_DIR   (CHROMEDRIVER: chromedriver path;
 // `embedded` serves the tool built into ROWKIT_BIN; ROWKIT_E2E_STORE: see `store` below;
-// ROWKIT_AXE_JS: axe-core's axe.min.js, which wasm/test.sh installs)
+// ROWKIT_AXE_JS: axe-core's axe.min.js, which wasm/test.sh installs; ROWKIT_E2E_VIEWS: below)
 // Exit 0 when every check passes; any failure throws (exit 1) with what was expected.
 import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -92,8 +92,11 @@ async function startAndFindAddress(cmd, args, what, env = process.env) {
   throw new Error(`${what} did not report an address:\n${log}`);
 }
 
+// ROWKIT_E2E_VIEWS (comma-separated names): only those views' passes, for a quicker run while
+// working on them (the shell's checks that need a view are skipped without it).
+const only = process.env.ROWKIT_E2E_VIEWS?.split(',');
 const views = [];
-for (const name of VIEWS) views.push({ name, ...(await import(`./views/${name}.mjs`)) });
+for (const name of VIEWS) if (!only || only.includes(name)) views.push({ name, ...(await import(`./views/${name}.mjs`)) });
 
 for (const schema of ['mt', 'gold', 's3', 'graph']) await cli([schema, 'setup']);
 for (const v of views) await v.populate(cli);
@@ -161,6 +164,7 @@ async function shellChecks() {
       && document.querySelector('#key-out table.fields > caption')?.textContent.startsWith('Row key decoded as')
       && document.querySelector('#key-out .segments')?.textContent === arguments[0]`, `the keys view showing ${key}`, key);
   await page.open('keys');
+  await session.select('#key-schema', 'auto');
   for (const key of [keyA, keyB]) {
     await session.type('key-input', key);
     await session.click('#key-form button');
@@ -282,7 +286,8 @@ try {
     await session.axe(`${v.name} after its check`);
   }
 
-  await shellChecks();
+  if (['keys', 'tables', 'mounttable'].every((name) => views.some((v) => v.name === name))) await shellChecks();
+  else console.log('e2e: the shell checks across views: SKIPPED (ROWKIT_E2E_VIEWS leaves out keys, tables or mounttable)');
 
   // A 900 px window: every view, as its check left it, fits without horizontal scrolling.
   await session.resize(900, 1200);
@@ -311,7 +316,8 @@ try {
   }
   await stop(empty.child);
   const created = await tablesOf(emptyFile);
-  for (const name of setUp) {
+  // The views with a schema of their own; the key inspector and the table browser have none.
+  for (const name of setUp.filter((n) => SCHEMA_OF[n])) {
     const schema = SCHEMA_OF[name];
     const reference = path.join(work, `reference-${schema}.redb`);
     await run(rowkit, ['--store', `embedded:${reference}`, schema, 'setup']);

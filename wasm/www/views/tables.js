@@ -107,10 +107,11 @@ export function mount(section, ctx) {
     const caption = page.length
       ? `${page.length} row(s) of ${query.table}, ${where}${more ? ', more follow' : ''}`
       : `no rows in ${query.table} match: the table is empty here (prefix, range and filters as given)`;
-    out.replaceChildren(
+    out.replaceChildren(...[
       capped && more ? capNotice(page.length, ALL_ROWS_CAP, 'rows') : null,
       page.length ? rowsTable(page, caption) : el('p', { class: 'empty' }, caption),
-      page.length ? el('p', { class: 'help' }, 'Last key on this page: ', copyButton(lastKey, 'Copy last key')) : null);
+      page.length ? el('p', { class: 'help' }, 'Last key on this page: ', copyButton(lastKey, 'Copy last key')) : null,
+    ].filter(Boolean));
     next.disabled = !more;
     prev.disabled = starts.length <= 1;
   }
@@ -128,7 +129,10 @@ export function mount(section, ctx) {
   function remember(after, push = true) {
     const params = new URLSearchParams();
     for (const name of STATE_FIELDS) if (query[name] !== '' && query[name] !== undefined) params.set(name, String(query[name]));
-    if (after) params.set('after', after);
+    if (after) {
+      params.set('after', after);
+      params.set('page', String(starts.length));
+    }
     ctx.setState(params, { push });
   }
 
@@ -155,7 +159,12 @@ export function mount(section, ctx) {
   }));
   prev.addEventListener('click', () => run(() => {
     starts.pop();
-    const after = starts[starts.length - 1];
+    let after = starts[starts.length - 1];
+    // A restored page knows only where it starts: before it, Previous goes to the first page.
+    if (after === undefined) {
+      starts = [null];
+      after = null;
+    }
     remember(after);
     return show(after);
   }));
@@ -198,8 +207,10 @@ export function mount(section, ctx) {
     }
     query = readForm();
     const after = params.get('after');
-    // The pages before a restored one are not known; Previous goes back to the first.
-    starts = after ? [null, after] : [null];
+    // The pages between the first and a restored one are not known (undefined).
+    const number = after ? Math.max(2, Math.floor(Number(params.get('page'))) || 2) : 1;
+    starts = Array.from({ length: number }, (_, i) => (i === 0 ? null : undefined));
+    if (after) starts[number - 1] = after;
     return run(() => show(after));
   };
 }

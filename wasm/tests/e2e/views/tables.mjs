@@ -65,7 +65,7 @@ export async function check(page) {
   assert(capBack === cap2 && JSON.stringify(keysBack) === JSON.stringify(keys2), 'Previous shows page 2 again');
   // The browser's Back button goes to the page shown before (page 3), from the URL.
   await page.back();
-  await page.until(`return document.getElementById('browse-out').dataset.page === '2'
+  await page.until(`return document.getElementById('browse-out').dataset.page === '3'
     && document.querySelector('#browse-out caption')?.textContent === arguments[0]
     && !document.getElementById('browse-out').hasAttribute('aria-busy')`, 'Back to page 3 (restored after its first key)', cap3);
   const keysAfterBack = await page.js(`return [...document.querySelectorAll('#browse-out tbody tr td:first-child')].map((td) => td.textContent)`);
@@ -151,15 +151,28 @@ export async function check(page) {
   await pageOnScreen(page, 1, () => page.click('#browse-scan'));
 }
 
-/** An empty server, after the other views' Set up: the tables are listed, empty, or missing. */
+/**
+ * An empty server (after the other views' Set up): a missing table is an error, not an empty
+ * listing; the tables there are listed, and one without rows says "no rows" explicitly.
+ */
 export async function setup(page) {
-  await page.type('browse-table', 'gold');
-  await page.type('browse-prefix', '');
-  const [caption] = await pageOnScreen(page, 1, () => page.click('#browse-scan'));
-  assert(caption.startsWith('no rows in gold match'), `an empty table says so: ${caption}`);
   await page.type('browse-table', 'no-such-table');
+  await page.clear('browse-prefix');
   const missing = await page.outcome('browse-out', 'an unknown table on the empty server', () => page.click('#browse-scan'));
   assert(missing.alert && /not.found/i.test(missing.alert), `a missing table is an error, not empty: ${missing.text}`);
+  await page.click('#browse-list');
+  const listed = await page.until(`const o = document.getElementById('browse-tables-out');
+    return !o.hasAttribute('aria-busy') && o.textContent !== '' && [o.textContent, [...o.querySelectorAll('button[data-table]')].map((b) => b.dataset.table)]`,
+  'the tables of the empty server');
+  if (listed[0].includes('cannot list tables')) {
+    console.log('e2e: tables setup: listing tables SKIPPED (no listTables in this wasm build)');
+  } else if (listed[1].length === 0) {
+    assert(listed[0].startsWith('no tables in this store'), `an empty store lists no tables, and says so: ${listed[0]}`);
+  } else {
+    const table = listed[1][0];
+    const [caption] = await pageOnScreen(page, 1, () => page.click(`#browse-tables-out button[data-table="${table}"]`));
+    assert(caption.startsWith(`no rows in ${table} match`), `a table without rows says so: ${caption}`);
+  }
   await page.shot('tables-empty-server');
   await page.axe('tables (an empty server)');
 }
