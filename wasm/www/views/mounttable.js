@@ -6,7 +6,7 @@
 // saying what will go; a change re-reads only the level it changed, keeping what is open and
 // selected; the selection and the open names are the URL's state (reload and back restore them).
 // The form's fields are checked as typed, with the CLI's rules (the wasm package's `validate`).
-import { cachedClient, checkReport, el, field, table, uniqueId, validatedField } from './dom.js';
+import { cachedClient, checkReport, el, field, scrollRegion, table, uniqueId, validatedField } from './dom.js';
 
 export const title = 'Mount table';
 
@@ -50,7 +50,7 @@ export function mount(section, ctx) {
 
   const tree = el('ul', { id: 'mt-tree', role: 'tree', 'aria-label': 'Mount table names', class: 'mt-tree' });
   const details = el('div', { id: 'mt-details', class: 'mt-details', 'aria-live': 'polite' });
-  const out = el('div', { id: 'mt-out', class: 'out', 'aria-live': 'polite' });
+  const out = scrollRegion(el('div', { id: 'mt-out', class: 'out', 'aria-live': 'polite' }), 'Mount table operation output');
   let selected = null; // the selected node's record
 
   // --- one node of the tree ------------------------------------------------------------------

@@ -9,7 +9,7 @@
 // syntax (`config=gles|vk,os=linux`), with the tile's values offered as the user types. The
 // tile, filter, grouping and selection are the URL's state (reload and back restore them).
 // Below the grid, today's operations: put a digest (checked as typed), check the table, set it up.
-import { el, field, checkReport, validatedField } from './dom.js';
+import { el, field, checkReport, scrollRegion, validatedField } from './dom.js';
 
 export const title = 'Trace store';
 
@@ -195,8 +195,8 @@ export function mount(section, ctx) {
   const stale = el('p', { id: 'tile-stale', class: 'stale-notice', hidden: true });
   const canvas = el('canvas', { id: 'tile-canvas', role: 'img', 'aria-label': 'Trace grid (empty)' });
   const spacer = el('div', { class: 'grid-spacer' });
-  const scroller = el('div', { id: 'tile-scroll', class: 'grid-scroll', tabindex: 0, role: 'region',
-    'aria-label': 'Trace grid: arrow keys move the selected cell, Page Up and Page Down by a screen' }, canvas, spacer);
+  const scroller = scrollRegion(el('div', { id: 'tile-scroll', class: 'grid-scroll' }, canvas, spacer),
+    'Trace grid: arrow keys move the selected cell, Page Up and Page Down by a screen');
   const details = el('div', { id: 'tile-details', class: 'grid-details', 'aria-live': 'polite' },
     el('p', null, HINT));
   const legend = el('p', { class: 'grid-legend' },
@@ -388,10 +388,11 @@ export function mount(section, ctx) {
       keys.length ? el('table', { class: 'params' }, el('caption', null, 'Params that differ'),
         el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'Param'), el('th', { scope: 'col' }, 'Pinned'), el('th', { scope: 'col' }, 'Selected'))),
         el('tbody', null, keys.map((k) => el('tr', null, el('th', { scope: 'row' }, k), el('td', null, pa[k] ?? '—'), el('td', null, pb[k] ?? '—'))))) : null,
-      differ.length ? el('div', { class: 'compare-scroll', tabindex: 0, role: 'region', 'aria-label': 'Differing commits' },
+      differ.length ? scrollRegion(el('div', { class: 'compare-scroll' },
         el('table', { id: 'tile-compare-table' }, el('caption', null, 'Commits where they differ'),
           el('thead', null, el('tr', null, el('th', { scope: 'col' }, 'Commit'), el('th', { scope: 'col' }, 'Pinned'), el('th', { scope: 'col' }, 'Selected'))),
-          el('tbody', null, differ.map(([c, da, db]) => el('tr', null, el('td', null, commitOf(c)), el('td', { class: 'k' }, short(da)), el('td', { class: 'k' }, short(db)))))))
+          el('tbody', null, differ.map(([c, da, db]) => el('tr', null, el('td', null, commitOf(c)), el('td', { class: 'k' }, short(da)), el('td', { class: 'k' }, short(db))))))),
+        'Differing commits')
         : null);
   }
 
@@ -702,7 +703,7 @@ export function mount(section, ctx) {
   const commit = el('input', { id: 'gold-commit', name: 'commit', type: 'number', min: 0, value: 1000, size: 8 });
   const params = el('input', { id: 'gold-params', name: 'params', value: 'name=circle,os=linux', size: 24 });
   const digest = el('input', { id: 'gold-digest', name: 'digest', value: '8db9913366b07bd14df9a68459e2958b', size: 34 });
-  const out = el('div', { id: 'gold-out', class: 'out', 'aria-live': 'polite' });
+  const out = scrollRegion(el('div', { id: 'gold-out', class: 'out', 'aria-live': 'polite' }), 'Trace store operation output');
   /** `k=v,k2=v2` as an object; a problem with it as a message. */
   const parseParams = (text) => {
     const entries = text.split(',').map((p) => p.trim()).filter(Boolean).map((p) => p.split('='));
