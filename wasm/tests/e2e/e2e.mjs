@@ -156,6 +156,24 @@ async function optionalPass(v, pass, act) {
 
 /** The shell's own checks across views: confirmation, Back/Forward, reload, deep link. */
 async function shellChecks() {
+  // The confirmation dialog, through a view's destructive action (on screen as the view's
+  // check left it); Escape cancels, so nothing changes.
+  const trigger = CONFIRM_TRIGGERS.find((t) => views.some((v) => v.name === t.view));
+  await page.open(trigger.view);
+  if (await session.js(`return document.querySelector(arguments[0]) !== null`, trigger.css)) {
+    await session.click(trigger.css);
+    await session.until(`return document.getElementById('confirm-dialog').open`, 'the confirmation dialog');
+    const [focused, title, ok] = await session.js(`return [document.activeElement.id, document.getElementById('confirm-title').textContent,
+      document.getElementById('confirm-ok').textContent]`);
+    assert(focused === 'confirm-cancel' && title && ok, `Cancel is focused first (focus on ${focused}), the dialog says what: ${title} / ${ok}`);
+    await page.shot('shell-confirm');
+    await session.axe('the confirmation dialog');
+    await session.keys('confirm-cancel', '\uE00C'); // Escape
+    await session.until(`return !document.getElementById('confirm-dialog').open`, 'Escape to close the dialog');
+  } else {
+    console.log(`e2e: confirmation dialog: SKIPPED (${trigger.view} has no ${trigger.css} on screen)`);
+  }
+
   // Back and Forward (the browser's, through WebDriver) between views and states.
   const keyA = 'e2e-bucket\\x00\\x7fMphotos/a.jpg';
   const keyB = '09:ts:t:2147483646:,0=1,';
@@ -203,23 +221,6 @@ async function shellChecks() {
   // The connection state with the token.
   await session.until(`return document.getElementById('connection').textContent === arguments[0]`,
     'the header to say connected with the token', `connected · gateway ${gateway.url} (with token)`);
-
-  // The confirmation dialog, through a view's destructive action.
-  const trigger = CONFIRM_TRIGGERS.find((t) => views.some((v) => v.name === t.view));
-  await page.open(trigger.view);
-  if (await session.js(`return document.querySelector(arguments[0]) !== null`, trigger.css)) {
-    await session.click(trigger.css);
-    await session.until(`return document.getElementById('confirm-dialog').open`, 'the confirmation dialog');
-    const [focused, title, ok] = await session.js(`return [document.activeElement.id, document.getElementById('confirm-title').textContent,
-      document.getElementById('confirm-ok').textContent]`);
-    assert(focused === 'confirm-cancel' && title && ok, `Cancel is focused first (focus on ${focused}), the dialog says what: ${title} / ${ok}`);
-    await page.shot('shell-confirm');
-    await session.axe('the confirmation dialog');
-    await session.keys('confirm-cancel', '\uE00C'); // Escape
-    await session.until(`return !document.getElementById('confirm-dialog').open`, 'Escape to close the dialog');
-  } else {
-    console.log(`e2e: confirmation dialog: SKIPPED (${trigger.view} has no ${trigger.css} on screen)`);
-  }
 }
 
 /**
@@ -306,8 +307,14 @@ try {
     ['--store', `embedded:${emptyFile}`, 'serve', '--listen', '127.0.0.1:0', '--token', emptyToken], 'rowkit serve (empty store)');
   await session.clear('gateway');
   await session.type('gateway', empty.url);
+  await session.click('#nav-keys'); // leaves the field: its change is seen
+  // A reload keeps the Gateway (this tab's sessionStorage), never the token.
+  await session.reload();
+  await session.until(`return document.body.dataset.ready === 'true'`, 'the page after the reload');
+  const kept = await session.js(`return [document.getElementById('gateway').value, document.getElementById('token').value]`);
+  assert(kept[0] === empty.url && kept[1] === '', `a reload keeps the gateway, not the token: ${JSON.stringify(kept)}`);
   await session.type('token', emptyToken);
-  await session.click('#nav-keys'); // leaves the fields: their change is seen
+  await session.click('#nav-keys');
   await session.until(`return document.getElementById('connection').textContent === arguments[0]`,
     'the header to name the empty server', `connected · gateway ${empty.url} (with token)`);
   const setUp = [];
@@ -355,6 +362,6 @@ try {
 
 // From outside: what the page wrote is in the store.
 for (const v of views) if (v.after) await v.after(cli);
-console.log(`e2e: ok (shell, navigation by keyboard, 401 alert before the token, back/forward, reload, deep link, 900 px, axe; views ${VIEWS.join(', ')}; setup on an empty server; offline; store checked)`);
+console.log(`e2e: ok (shell, navigation by keyboard, 401 alert before the token, back/forward, reload, deep link, 900 px, axe; views ${views.map((v) => v.name).join(', ')}; setup on an empty server; offline; store checked)`);
 // chromedriver keeps the event loop alive; exiting runs `cleanup`.
 process.exit(0);

@@ -191,8 +191,9 @@ export function describe(e) {
   }
   if (!code) return message;
   const label = codeLabel(code);
-  return message && squash(message) !== squash(label) && squash(message) !== squash(code)
-    ? `${label}: ${message}` : label;
+  if (!message || squash(message) === squash(code)) return label;
+  // A message that already begins with the label's words says it once.
+  return squash(message).startsWith(squash(label)) ? message : `${label}: ${message}`;
 }
 
 /**

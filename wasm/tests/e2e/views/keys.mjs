@@ -51,6 +51,11 @@ export async function check(page) {
     && await page.js(`return document.querySelector('#key-out [role="alert"]') === null`), `no layout fits: ${noFit}`);
   await page.shot('keys-no-fit');
   await page.axe('keys (no layout fits)');
+  // A malformed escape is bad input, said as an error.
+  await page.type('key-input', '\\xZZ');
+  const bad = await page.outcome('key-out', 'a malformed escape', () => page.click('#key-form button'));
+  assert(bad.alert?.startsWith('invalid argument: '), `a malformed escape is refused: ${bad.text}`);
+  await page.type('key-input', '\\xff\\xfe');
   // With a schema chosen, the answer names it.
   await page.select('#key-schema', 's3 (object metadata)');
   await page.click('#key-form button');
