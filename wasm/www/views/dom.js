@@ -296,3 +296,36 @@ export function copyButton(text, label = 'Copy') {
   }, label);
   return el('span', { class: 'copy-wrap' }, button, note);
 }
+
+/**
+ * A labelled field (as `field`) checked as the user types with the wasm package's
+ * `validate(fieldName, value)` (the rules the CLI applies; absent in an older package; no
+ * `fieldName`: none) and
+ * `extra(value)` (a form's own rule, e.g. "required"): an invalid value gets aria-invalid and its
+ * message beside it, in an element the input is described by. Returns `{ label, check, text }`;
+ * `check()` runs the rules now and returns the message or null — forms call it before their
+ * first write.
+ */
+export function validatedField(rowkit, text, input, fieldName, extra = () => null) {
+  const label = field(text, input);
+  const message = el('span', { id: `${input.id}-error`, class: 'field-error', 'aria-live': 'polite' });
+  label.append(message);
+  const described = input.getAttribute('aria-describedby');
+  input.setAttribute('aria-describedby', described ? `${described} ${message.id}` : message.id);
+  const rule = (value) => {
+    try {
+      return rowkit.validate && fieldName ? (rowkit.validate(fieldName, value) ?? null) : null;
+    } catch {
+      return null; // a field this package's validator does not know
+    }
+  };
+  const check = () => {
+    const problem = extra(input.value) ?? rule(input.value);
+    if (problem) input.setAttribute('aria-invalid', 'true');
+    else input.removeAttribute('aria-invalid');
+    message.textContent = problem ?? '';
+    return problem;
+  };
+  input.addEventListener('input', check);
+  return { label, check, text };
+}
