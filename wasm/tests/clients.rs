@@ -52,6 +52,18 @@ async fn mounttable(gateway: bool) {
     wait(mt.unmount(name.clone(), None)).await.unwrap();
     let e = wait(mt.resolve(name.clone())).await.unwrap_err();
     assert_eq!(code(&e), "v.io/v23/naming.nameDoesntExist");
+    // A bad address: Vanadium's id as `code` and `id`, no Go package path in the message.
+    let e = wait(mt.mount(format!("{base}/bad"), "x".into(), 600, None))
+        .await
+        .unwrap_err();
+    let id = js_sys::Reflect::get(&e, &"id".into()).unwrap();
+    assert_eq!(
+        id.as_string().as_deref(),
+        Some("v.io/x/ref/services/mounttable/btmtd/internal.errMalformedAddress")
+    );
+    let message = String::from(js_sys::Error::from(e).message());
+    assert!(message.starts_with("malformed address \"x\""), "{message}");
+    assert!(!message.contains("v.io/"), "{message}");
     wait(mt.mount(format!("{base}/x/y"), "/host:7".into(), 600, None))
         .await
         .unwrap();
@@ -208,6 +220,13 @@ async fn objmeta_with(options: JsValue) {
         .await
         .unwrap_err();
     assert_eq!(code(&e), "NoSuchKey");
+    // Readable: the id as `code` and `id`, a sentence naming the key as `message`.
+    let id = js_sys::Reflect::get(&e, &"id".into()).unwrap();
+    assert_eq!(id.as_string().as_deref(), Some("NoSuchKey"));
+    assert_eq!(
+        String::from(js_sys::Error::from(e).message()),
+        format!("no such key top in bucket {bucket}")
+    );
     let buckets = json(&wait(om.list_buckets()).await.unwrap());
     assert!(
         buckets

@@ -97,7 +97,14 @@ fn a_store_another_process_holds_fails_every_command_at_once() {
         (&["gold", "newest"], 1),
         (
             &[
-                "gold", "put", "--commit", "1", "--params", "a=b", "--digest", "00",
+                "gold",
+                "put",
+                "--commit",
+                "1",
+                "--params",
+                "a=b",
+                "--digest",
+                "9e1d402515193304cafbdf02b8fd751b",
             ],
             1,
         ),
