@@ -170,21 +170,19 @@ pub fn decode_auto(key: &[u8]) -> Result<(Schema, Doc), ExplainError> {
 
 /// Whether a decoded key is one its schema's writers could have written, by the layout's own
 /// rules, not only its syntax: a mount-table node row's hash prefix is the FNV-1 hash of its
-/// name (`mounttable.md` 4.2); a sharded trace-store row's shard is its subkey's
-/// (`tracestore.md` 4). The s3 and graph decoders are already strict (a known collection, an
-/// exact key length). `Err`: why it does not fit.
+/// name (`mounttable.md` 4.2; any 9 bytes read as a node otherwise). The other decoders are
+/// strict already: a trace-store key has its fixed grammar (its shard is not checked: the
+/// spec's `shardedRowName` examples take any shard), an s3 key a known collection, a graph key
+/// an exact length. `Err`: why it does not fit.
 pub fn plausible(schema: Schema, doc: &Doc) -> Result<(), String> {
-    match schema {
-        Schema::Mt if doc.get("hash_ok") == Some(&Value::Bool(false)) => Err(format!(
+    if schema == Schema::Mt && doc.get("hash_ok") == Some(&Value::Bool(false)) {
+        return Err(format!(
             "the prefix {} is not the hash of the name {}",
             doc.get("hash").and_then(Value::as_str).unwrap_or_default(),
             doc.get("name").map(Value::to_string).unwrap_or_default()
-        )),
-        Schema::Gold if doc.get("shard_ok") == Some(&Value::Bool(false)) => {
-            Err("the shard is not the subkey's".into())
-        }
-        _ => Ok(()),
+        ));
     }
+    Ok(())
 }
 
 /// Explains `key` with the first schema (in [`Schema::AUTO_ORDER`]) that decodes it and that
@@ -685,11 +683,11 @@ mod tests {
         let gold = b"09:ts:t:2147483646:,0=1,1=3,3=0,";
         assert_eq!(decode_auto_plausible(gold).unwrap().0, Schema::Gold);
         assert_eq!(decode_auto_plausible(b"b\x00k").unwrap().0, Schema::S3);
-        // A trace row whose shard is not its subkey's is not taken for one.
-        let e = decode_auto_plausible(b"10:ts:t:2147483646:,0=1,1=3,3=0,").unwrap_err();
+        // A node row's hash must be its name's.
+        let e = decode_auto_plausible(b"00000000/foo").unwrap_err();
         assert!(
             e.to_string()
-                .contains("gold: the shard is not the subkey's"),
+                .contains("mt: the prefix 00000000 is not the hash of the name \"foo\""),
             "{e}"
         );
     }

@@ -111,8 +111,8 @@ fn explain_error(e: ExplainError) -> JsValue {
 }
 
 /// Decodes a row key. `schema` is `"auto"` (the first of gold, s3, graph, mt whose decoder
-/// reads the key and whose layout it fits — a node row's hash prefix must be its name's, a
-/// trace row's shard its subkey's; none: `unknown_row_key`, "no schema's layout fits this key"
+/// reads the key and whose layout it fits — a node row's hash prefix must be its name's;
+/// none: `unknown_row_key`, "no schema's layout fits this key"
 /// with each schema's reason) or one
 /// of `"mt"`, `"gold"`, `"s3"`, `"graph"` (`mounttable`, `tracestore`, `objmeta`, `triples`
 /// also accepted). `key` is a `Uint8Array` or escaped key text (`\xHH`) or `hex:…`. Returns an
