@@ -98,6 +98,15 @@ pub enum ExplainError {
         /// The key as escaped text.
         key: String,
     },
+    /// [`decode_auto_plausible`]: no schema both decodes the key and fits it by its layout's
+    /// own rules; why not, per schema in [`Schema::AUTO_ORDER`].
+    #[error("no schema's layout fits this key: {}", reasons.join("; "))]
+    NoLayoutFits {
+        /// The key as escaped text.
+        key: String,
+        /// `"<schema>: <why not>"`, one per schema.
+        reasons: Vec<String>,
+    },
     /// An encoder's argument is invalid.
     #[error("{what}: {reason}")]
     BadArgument {
@@ -157,6 +166,51 @@ pub fn decode_auto(key: &[u8]) -> Result<(Schema, Doc), ExplainError> {
         .iter()
         .find_map(|&s| decode(s, key).ok().map(|d| (s, d)))
         .ok_or_else(|| ExplainError::UnknownKey { key: escape(key) })
+}
+
+/// Whether a decoded key is one its schema's writers could have written, by the layout's own
+/// rules, not only its syntax: a mount-table node row's hash prefix is the FNV-1 hash of its
+/// name (`mounttable.md` 4.2; any 9 bytes read as a node otherwise). The other decoders are
+/// strict already: a trace-store key has its fixed grammar (its shard is not checked: the
+/// spec's `shardedRowName` examples take any shard), an s3 key a known collection, a graph key
+/// an exact length. `Err`: why it does not fit.
+pub fn plausible(schema: Schema, doc: &Doc) -> Result<(), String> {
+    if schema == Schema::Mt && doc.get("hash_ok") == Some(&Value::Bool(false)) {
+        return Err(format!(
+            "the prefix {} is not the hash of the name {}",
+            doc.get("hash").and_then(Value::as_str).unwrap_or_default(),
+            doc.get("name").map(Value::to_string).unwrap_or_default()
+        ));
+    }
+    Ok(())
+}
+
+/// Explains `key` with the first schema (in [`Schema::AUTO_ORDER`]) that decodes it and that
+/// it fits ([`plausible`]), with its [`segments`]; the key inspector's "auto". Unlike
+/// [`decode_auto`] (the CLI's `key decode`, which reports a bad hash as `hash_ok: false`), a
+/// text such as `hello world` is no schema's key.
+pub fn decode_auto_plausible(key: &[u8]) -> Result<(Schema, Doc), ExplainError> {
+    let mut reasons = Vec::new();
+    for schema in Schema::AUTO_ORDER {
+        match decode(schema, key).and_then(|d| {
+            plausible(schema, &d)
+                .map(|()| d)
+                .map_err(|r| not_a_key(schema, key, r))
+        }) {
+            Ok(mut doc) => {
+                doc.insert("segments".into(), segments(schema, key)?);
+                return Ok((schema, doc));
+            }
+            Err(ExplainError::NotAKey { reason, .. }) => {
+                reasons.push(format!("{}: {reason}", schema.name()));
+            }
+            Err(other) => reasons.push(format!("{}: {other}", schema.name())),
+        }
+    }
+    Err(ExplainError::NoLayoutFits {
+        key: escape(key),
+        reasons,
+    })
 }
 
 /// The byte runs of `key` as a row key of `schema`, from the schema's codec (`row_key_segments`
@@ -599,5 +653,42 @@ mod tests {
         assert!(encode_gold_digest("zz").is_err());
         assert!(encode_s3("b", "k", None, "v9").is_err());
         assert!(encode_graph("g", "not a triple").is_err());
+    }
+
+    #[test]
+    fn auto_decoding_needs_a_key_its_layout_fits() {
+        // Text is no schema's key: the mount table's decoder reads any 9 bytes, but the hash
+        // prefix of "hello world" is not the hash of the name after it, "ld".
+        let e = decode_auto_plausible(b"hello world").unwrap_err();
+        let message = e.to_string();
+        assert!(
+            message.starts_with("no schema's layout fits this key: gold: "),
+            "{message}"
+        );
+        assert!(
+            message.contains("mt: the prefix hello wo is not the hash of the name \"ld\""),
+            "{message}"
+        );
+        assert!(
+            message.contains("; s3: ") && message.contains("; graph: "),
+            "{message}"
+        );
+        // The CLI's auto decoding still reports such a key as a node with a bad hash.
+        assert_eq!(decode_auto(b"hello world").unwrap().0, Schema::Mt);
+        // Keys their writers wrote decode as before, with their segments.
+        let (schema, doc) = decode_auto_plausible(b"88e481b8/foo").unwrap();
+        assert_eq!(schema, Schema::Mt);
+        assert_eq!(doc["name"], "foo");
+        assert!(doc["segments"].is_array());
+        let gold = b"09:ts:t:2147483646:,0=1,1=3,3=0,";
+        assert_eq!(decode_auto_plausible(gold).unwrap().0, Schema::Gold);
+        assert_eq!(decode_auto_plausible(b"b\x00k").unwrap().0, Schema::S3);
+        // A node row's hash must be its name's.
+        let e = decode_auto_plausible(b"00000000/foo").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("mt: the prefix 00000000 is not the hash of the name \"foo\""),
+            "{e}"
+        );
     }
 }

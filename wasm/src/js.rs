@@ -44,12 +44,23 @@ pub fn error(code: &str, message: &str) -> JsValue {
     e.into()
 }
 
-/// A store status as a JS error (`code`: the status name in lower case).
+/// A schema's error as a JS error: `code` and `id` both the schema's error id (Arsenal's
+/// `NoSuchKey`, Vanadium's `v.io/…`), `message` one readable sentence without that id.
+pub fn schema_error(id: &str, message: &str) -> JsValue {
+    let e = error(id, message);
+    let _ = Reflect::set(&e, &"id".into(), &id.into());
+    e
+}
+
+/// A store status as a JS error (`code`: the status name in lower case; `message`: the
+/// status's own message, or the status name when it has none).
 pub fn store_error(e: &StoreError) -> JsValue {
-    error(
-        &e.code.name().to_ascii_lowercase(),
-        &format!("{}: {}", e.code, e.message),
-    )
+    let message = if e.message.is_empty() {
+        e.code.to_string()
+    } else {
+        e.message.clone()
+    };
+    error(&e.code.name().to_ascii_lowercase(), &message)
 }
 
 /// The `not_set_up` error for `e` when it says one of `tables` (a schema's own) does not

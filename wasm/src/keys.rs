@@ -104,13 +104,16 @@ fn doc(d: Doc) -> JsValue {
 fn explain_error(e: ExplainError) -> JsValue {
     let code = match e {
         ExplainError::NotAKey { .. } => "not_a_row_key",
-        ExplainError::UnknownKey { .. } => "unknown_row_key",
+        ExplainError::UnknownKey { .. } | ExplainError::NoLayoutFits { .. } => "unknown_row_key",
         ExplainError::BadArgument { .. } => "invalid_argument",
     };
     js::error(code, &e.to_string())
 }
 
-/// Decodes a row key. `schema` is `"auto"` (try every schema: gold, s3, graph, then mt) or one
+/// Decodes a row key. `schema` is `"auto"` (the first of gold, s3, graph, mt whose decoder
+/// reads the key and whose layout it fits — a node row's hash prefix must be its name's;
+/// none: `unknown_row_key`, "no schema's layout fits this key"
+/// with each schema's reason) or one
 /// of `"mt"`, `"gold"`, `"s3"`, `"graph"` (`mounttable`, `tracestore`, `objmeta`, `triples`
 /// also accepted). `key` is a `Uint8Array` or escaped key text (`\xHH`) or `hex:…`. Returns an
 /// object with `schema`, `row_key`, `row_key_hex`, the schema's fields and `segments` (the
@@ -126,7 +129,7 @@ pub fn decode_key(
 ) -> Result<JsValue, JsValue> {
     let bytes = js::key_bytes(&key)?;
     if schema == "auto" {
-        return explain::decode_auto_segmented(&bytes)
+        return explain::decode_auto_plausible(&bytes)
             .map(|(_, d)| doc(d))
             .map_err(explain_error);
     }

@@ -23,7 +23,7 @@ struct Inner {
 fn mt_error(e: MtError) -> JsValue {
     match e {
         MtError::Store(s) => js::store_error(&s),
-        other => js::error(other.id(), &other.to_string()),
+        other => js::schema_error(other.id(), &other.to_string()),
     }
 }
 

@@ -23,9 +23,19 @@ struct Inner {
     om: Mutex<Facade<PageDriver>>,
 }
 
-/// An objmeta error as a JS error with Arsenal's error name (`NoSuchKey`, …) as `code`.
+/// An objmeta error as a JS error with Arsenal's error name (`NoSuchKey`, …) as `code` and
+/// `id`.
 fn objmeta_error(e: ObjmetaError) -> JsValue {
-    js::error(e.id(), &e.to_string())
+    js::schema_error(e.id(), &e.describe("", None))
+}
+
+/// An objmeta error of a call on `bucket` (and object `key`), its message naming them
+/// (`no such key a.jpg in bucket photos`).
+fn objmeta_error_in<'a>(
+    bucket: &'a str,
+    key: Option<&'a str>,
+) -> impl Fn(ObjmetaError) -> JsValue + 'a {
+    move |e| js::schema_error(e.id(), &e.describe(bucket, key))
 }
 
 /// A JS value as Arsenal's JSON, members in the object's order: Arsenal stores a value as its
@@ -191,7 +201,7 @@ impl ObjectMetadata {
                 .await
                 .create_new_bucket(&bucket, &md)
                 .await
-                .map_err(objmeta_error)?;
+                .map_err(objmeta_error_in(&bucket, None))?;
             Ok(JsValue::from_str(vf.as_str()))
         })
     }
@@ -207,7 +217,7 @@ impl ObjectMetadata {
                 .await
                 .delete_bucket(&bucket)
                 .await
-                .map_err(objmeta_error)?;
+                .map_err(objmeta_error_in(&bucket, None))?;
             Ok(JsValue::from_f64(n as f64))
         })
     }
@@ -286,7 +296,7 @@ impl ObjectMetadata {
                 .await
                 .put_object(&bucket, &key, &value, params.as_ref())
                 .await
-                .map_err(objmeta_error)?;
+                .map_err(objmeta_error_in(&bucket, Some(&key)))?;
             Ok(vid.map_or(JsValue::NULL, |v| JsValue::from_str(&v)))
         })
     }
@@ -307,7 +317,7 @@ impl ObjectMetadata {
                 .await
                 .get_object(&bucket, &key, version_id.as_deref())
                 .await
-                .map_err(objmeta_error)?;
+                .map_err(objmeta_error_in(&bucket, Some(&key)))?;
             Ok(from_arsenal(&v))
         })
     }
@@ -330,7 +340,7 @@ impl ObjectMetadata {
                 .await
                 .delete_object(&bucket, &key, params.as_ref(), None)
                 .await
-                .map_err(objmeta_error)
+                .map_err(objmeta_error_in(&bucket, Some(&key)))
         })
     }
 
@@ -361,7 +371,7 @@ impl ObjectMetadata {
                 .await
                 .list_object(&bucket, &params)
                 .await
-                .map_err(objmeta_error)?;
+                .map_err(objmeta_error_in(&bucket, None))?;
             Ok(from_arsenal(&r))
         })
     }

@@ -31,7 +31,7 @@ struct Inner {
 
 /// A trace store error as a JS error with the CLI's stable id as `code`.
 fn gold_error(e: TraceStoreError) -> JsValue {
-    js::error(e.id(), &e.to_string())
+    js::schema_error(e.id(), &e.to_string())
 }
 
 fn tile_json(layout: Layout, tile: &Tile) -> Value {

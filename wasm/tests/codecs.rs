@@ -352,4 +352,18 @@ fn garbage_is_an_error_with_a_code() {
     let code = js_sys::Reflect::get(&e, &"code".into()).unwrap();
     assert_eq!(code.as_string().as_deref(), Some("invalid_argument"));
     assert!(decode_key("auto", JsValue::from_f64(1.0)).is_err());
+    // Text the mount table's decoder would read is no key: its hash prefix is not its name's.
+    let e = decode_key("auto", JsValue::from_str("hello world")).unwrap_err();
+    let code = js_sys::Reflect::get(&e, &"code".into()).unwrap();
+    assert_eq!(code.as_string().as_deref(), Some("unknown_row_key"));
+    let message = String::from(js_sys::Error::from(e).message());
+    assert!(
+        message.starts_with("no schema's layout fits this key: gold: ")
+            && message.contains("; mt: the prefix hello wo is not the hash"),
+        "{message}"
+    );
+    // A key a writer wrote still decodes, with its segments.
+    let d = decode_key("auto", JsValue::from_str("88e481b8/foo")).unwrap();
+    let schema = js_sys::Reflect::get(&d, &"schema".into()).unwrap();
+    assert_eq!(schema.as_string().as_deref(), Some("mt"));
 }

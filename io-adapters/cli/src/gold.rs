@@ -242,13 +242,21 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             let commit_time = time_arg(commit_time)?;
             // The commit's range is checked before the table is read for its layout.
             rowkit_codec::tracestore::keys::repo_index_position(*commit)?;
+            // A digest Gold would store as missing is refused before the store is opened,
+            // unless the spec's own error comes first: a digest-id table refuses options.
+            let check_digest = || match digest {
+                Some(d) => {
+                    rowkit_codec::validate::digest(d).map_err(|e| CliError::usage(e.to_string()))
+                }
+                None => Ok(()),
+            };
+            let has_options = entries.iter().any(|e| !e.options.is_empty());
+            if !has_options {
+                check_digest()?;
+            }
             let mut gold = open(ctx, args)?;
-            // A digest Gold would store as missing is refused, after the spec's own
-            // pre-request errors (a digest-id table refuses options first).
-            let options_refused =
-                gold.layout() == Layout::DigestId && entries.iter().any(|e| !e.options.is_empty());
-            if let (Some(d), false) = (digest, options_refused) {
-                rowkit_codec::validate::digest(d).map_err(|e| CliError::usage(e.to_string()))?;
+            if has_options && gold.layout() != Layout::DigestId {
+                check_digest()?;
             }
             block_on(gold.put(*commit, commit_time, entries.clone(), ts))?;
             put_output(&gold, *commit, &entries, out)

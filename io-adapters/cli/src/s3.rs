@@ -309,6 +309,18 @@ fn op_error(e: ObjmetaError) -> CliError {
     }
 }
 
+/// An error of a call on `bucket` (and object `key`), its message naming them.
+fn op_error_in<'a>(
+    bucket: &'a str,
+    key: Option<&'a str>,
+) -> impl Fn(ObjmetaError) -> CliError + 'a {
+    move |e| CliError::Schema {
+        id: e.id().to_string(),
+        message: e.describe(bucket, key),
+        exit: 1,
+    }
+}
+
 /// The option `what`'s JSON object (Arsenal's values, params and bucket metadata are objects:
 /// anything else is bad input, refused before any request).
 fn parse_json_object(what: &str, text: &str) -> Result<Json, CliError> {
@@ -466,8 +478,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 o.set("originOp", Json::str(op.clone()));
             }
 
-            let result =
-                block_on(om.put_object(bucket, key, &value, Some(&p))).map_err(op_error)?;
+            let result = block_on(om.put_object(bucket, key, &value, Some(&p)))
+                .map_err(op_error_in(bucket, Some(key)))?;
             let vf = om.state_mut().cached_vformat(bucket).unwrap_or_default();
             let vid = result
                 .as_deref()
@@ -497,8 +509,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             key,
             version_id,
         } => {
-            let v =
-                block_on(om.get_object(bucket, key, version_id.as_deref())).map_err(op_error)?;
+            let v = block_on(om.get_object(bucket, key, version_id.as_deref()))
+                .map_err(op_error_in(bucket, Some(key)))?;
             print(
                 out,
                 json!({"bucket": bucket, "key": key, "version_id": version_id, "value": to_value(&v)}),
@@ -521,7 +533,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 p.set("doesNotNeedOpogUpdate", Json::Bool(true));
             }
             block_on(om.delete_object(bucket, key, Some(&Json::Object(p)), origin_op.as_deref()))
-                .map_err(op_error)?;
+                .map_err(op_error_in(bucket, Some(key)))?;
             let mut repairs = Vec::new();
             match repair {
                 RepairWhen::Wait => {
@@ -568,7 +580,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 continuation_token: continuation_token.clone().filter(|s| !s.is_empty()),
                 ..Default::default()
             };
-            let r = block_on(om.list_object(&list.bucket, &p)).map_err(op_error)?;
+            let r = block_on(om.list_object(&list.bucket, &p))
+                .map_err(op_error_in(&list.bucket, None))?;
             let v = listing_json(&r, false);
             print(out, v, || plain_listing(&r))?;
         }
@@ -586,7 +599,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 version_id_marker: version_id_marker.clone().filter(|s| !s.is_empty()),
                 ..Default::default()
             };
-            let r = block_on(om.list_object(&list.bucket, &p)).map_err(op_error)?;
+            let r = block_on(om.list_object(&list.bucket, &p))
+                .map_err(op_error_in(&list.bucket, None))?;
             print(out, listing_json(&r, true), || plain_listing(&r))?;
         }
         S3Command::Uuid => {

@@ -109,63 +109,78 @@ fn bad_input_is_refused_before_any_write() {
     let s = Store::new("inputs");
     s.ok(&["s3", "bucket", "create", "photos"]);
     s.ok(&["graph", "create", "family"]);
-    // Buckets and objects.
-    s.refused(
-        &["s3", "bucket", "create", "Bad_Name!!"],
-        2,
-        r#"bucket name "Bad_Name!!": 'B' is not allowed: only lowercase letters, digits, '.' and '-'"#,
-    );
-    s.refused(&["s3", "bucket", "create", "a..b"], 2, "both sides");
-    s.refused(
-        &["s3", "bucket", "create", "10.0.0.1"],
-        2,
-        "not an IP address",
-    );
-    s.refused(
-        &["s3", "put", "nosuch", "k", "--value", "{}"],
-        1,
-        "NoSuchBucket",
-    );
-    s.refused(&["s3", "delete", "nosuch", "k"], 1, "NoSuchBucket");
-    s.refused(&["s3", "get", "nosuch", "k"], 1, "NoSuchBucket");
-    s.refused(&["s3", "list", "nosuch"], 1, "NoSuchBucket");
-    s.refused(
-        &["s3", "put", "photos", "", "--value", "{}"],
-        2,
-        "an object key is required",
-    );
-    // Gold.
-    let put = |digest: &'static str| -> Vec<&'static str> {
-        vec![
-            "gold", "put", "--commit", "1", "--params", "os=linux", "--digest", digest,
-        ]
-    };
-    s.refused(
-        &put("xyz"),
-        2,
-        r#"digest "xyz": a digest is 32 hexadecimal characters"#,
-    );
-    s.refused(&put("9e1d402515193304cafbdf02b8fd751"), 2, "32 hexadecimal");
-    s.refused(
-        &[
-            "gold", "put", "--commit", "1", "--params", "os", "--digest", "",
-        ],
-        2,
-        r#""os" is not key=value"#,
-    );
-    // Graphs.
-    s.refused(
-        &["graph", "add", "nosuch", r#"/u<a> "p"@[] /u<b>"#],
-        1,
-        r#"graph "nosuch" does not exist"#,
-    );
-    s.refused(
-        &["graph", "add", "family", "not a triple"],
-        2,
-        r#""not a triple""#,
-    );
-    // Mount table.
-    s.refused(&["mt", "mount", "a", "x"], 2, r#"malformed address "x""#);
+    const GOLD_PUT: [&str; 7] = [
+        "gold", "put", "--commit", "1", "--params", "os=linux", "--digest",
+    ];
+    let put = |digest: &'static str| [&GOLD_PUT[..], &[digest]].concat();
+    let (bad_digest, short_digest) = (put("xyz"), put("9e1d402515193304cafbdf02b8fd751"));
+    // (command, exit code, what its one line says)
+    let cases: &[(&[&str], i32, &str)] = &[
+        // Buckets and objects.
+        (
+            &["s3", "bucket", "create", "Bad_Name!!"],
+            2,
+            r#"bucket name "Bad_Name!!": 'B' is not allowed: only lowercase letters, digits, '.' and '-'"#,
+        ),
+        (&["s3", "bucket", "create", "a..b"], 2, "both sides"),
+        (
+            &["s3", "bucket", "create", "10.0.0.1"],
+            2,
+            "not an IP address",
+        ),
+        (
+            &["s3", "put", "nosuch", "k", "--value", "{}"],
+            1,
+            "no such bucket nosuch",
+        ),
+        (&["s3", "delete", "nosuch", "k"], 1, "no such bucket nosuch"),
+        (&["s3", "get", "nosuch", "k"], 1, "no such bucket nosuch"),
+        (&["s3", "list", "nosuch"], 1, "no such bucket nosuch"),
+        // Readable errors: the id stays Arsenal's, the message names what is missing.
+        (
+            &["s3", "get", "photos", "a.jpg"],
+            1,
+            "rowkit: no such key a.jpg in bucket photos",
+        ),
+        (
+            &["s3", "put", "photos", "", "--value", "{}"],
+            2,
+            "an object key is required",
+        ),
+        // Gold.
+        (
+            &bad_digest,
+            2,
+            r#"digest "xyz": a digest is 32 hexadecimal characters"#,
+        ),
+        (&short_digest, 2, "32 hexadecimal"),
+        (
+            &[
+                "gold", "put", "--commit", "1", "--params", "os", "--digest", "",
+            ],
+            2,
+            r#""os" is not key=value"#,
+        ),
+        // Graphs.
+        (
+            &["graph", "add", "nosuch", r#"/u<a> "p"@[] /u<b>"#],
+            1,
+            r#"graph "nosuch" does not exist"#,
+        ),
+        (
+            &["graph", "add", "family", "not a triple"],
+            2,
+            r#""not a triple""#,
+        ),
+        // Mount table.
+        (&["mt", "mount", "a", "x"], 2, r#"malformed address "x""#),
+    ];
+    for (args, exit, says) in cases {
+        s.refused(args, *exit, says);
+    }
+    let o = s.rowkit(&["--json", "s3", "put", "nosuch", "k", "--value", "{}"]);
+    let e: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(e["error"]["id"], "NoSuchBucket");
     // What the validator lets through is written.
     s.ok(&put("9E1D402515193304CAFBDF02B8FD751B"));
     s.ok(&["s3", "bucket", "create", "b"]);

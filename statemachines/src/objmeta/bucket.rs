@@ -181,7 +181,13 @@ impl<'a> CreateBucket<'a> {
         now: Timestamp,
         seed: u64,
     ) -> CreateBucket<'a> {
-        Self::with_mode(ctx, bucket, md, false, deadline, now, seed)
+        start(
+            ctx,
+            CreateBucketFlow::new(bucket, md, false),
+            deadline,
+            now,
+            seed,
+        )
     }
 
     /// `createBucket(bucket, md)` only if the bucket does not exist: one `CheckAndMutateRow`
@@ -196,26 +202,25 @@ impl<'a> CreateBucket<'a> {
         now: Timestamp,
         seed: u64,
     ) -> CreateBucket<'a> {
-        Self::with_mode(ctx, bucket, md, true, deadline, now, seed)
+        start(
+            ctx,
+            CreateBucketFlow::new(bucket, md, true),
+            deadline,
+            now,
+            seed,
+        )
     }
+}
 
-    fn with_mode(
-        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
-        bucket: &str,
-        md: &Json,
-        exclusive: bool,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
-    ) -> CreateBucket<'a> {
-        let flow = CreateBucketFlow {
+impl CreateBucketFlow {
+    fn new(bucket: &str, md: &Json, exclusive: bool) -> CreateBucketFlow {
+        CreateBucketFlow {
             bucket: bucket.to_string(),
             phase: CreateBucketPhase::Start {
                 value: bucket_info_value(md),
                 exclusive,
             },
-        };
-        start(ctx, flow, deadline, now, seed)
+        }
     }
 }
 

@@ -306,6 +306,25 @@ impl ObjmetaError {
         }
     }
 
+    /// One readable sentence for a person, naming the bucket (and the object `key`, when the
+    /// call had one) where the error id alone says little (`NoSuchKey` → `no such key k in
+    /// bucket b`); the id itself is [`ObjmetaError::id`].
+    pub fn describe(&self, bucket: &str, key: Option<&str>) -> alloc::string::String {
+        match (self, key) {
+            (ObjmetaError::NoSuchKey, Some(k)) => {
+                alloc::format!("no such key {k} in bucket {bucket}")
+            }
+            (ObjmetaError::NoSuchKey, None) => alloc::format!("no such key in bucket {bucket}"),
+            (ObjmetaError::NoSuchBucket, _) => alloc::format!("no such bucket {bucket}"),
+            (ObjmetaError::NoSuchVersion, Some(k)) => {
+                alloc::format!("no such version of {k} in bucket {bucket}")
+            }
+            (ObjmetaError::InternalError(m), _) => alloc::format!("internal error: {m}"),
+            (ObjmetaError::Aborted, _) => "aborted: the operation's deadline passed".into(),
+            (other, _) => other.to_string(),
+        }
+    }
+
     /// An `InternalError` with a message.
     pub fn internal_error(msg: impl core::fmt::Display) -> ObjmetaError {
         ObjmetaError::internal(msg)
