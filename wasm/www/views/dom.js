@@ -144,3 +144,29 @@ export function cachedClient(options, make) {
     return client;
   };
 }
+
+/**
+ * Marks the form control `control` invalid with `message` shown next to it (`aria-invalid`,
+ * the message as its `aria-describedby`, announced), or valid again when `message` is null.
+ * The forms call it before their first write, with the shared validator's messages.
+ */
+export function markInvalid(control, message) {
+  const id = `${control.id}-error`;
+  const described = (control.getAttribute('aria-describedby') ?? '').split(' ').filter((x) => x && x !== id);
+  let note = document.getElementById(id);
+  if (!message) {
+    control.removeAttribute('aria-invalid');
+    note?.remove();
+    if (described.length) control.setAttribute('aria-describedby', described.join(' '));
+    else control.removeAttribute('aria-describedby');
+    return;
+  }
+  control.setAttribute('aria-invalid', 'true');
+  if (!note) {
+    note = el('span', { id, class: 'field-error', role: 'alert' });
+    // After the control's label (which wraps it), so the message is not part of its name.
+    (control.closest('label') ?? control).after(note);
+  }
+  note.textContent = message;
+  control.setAttribute('aria-describedby', [...described, id].join(' '));
+}
