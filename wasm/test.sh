@@ -19,7 +19,8 @@
 # 0.2.130, and for the browser chromium + chromedriver (CHROMEDRIVER, default
 # /usr/bin/chromedriver). `e2e` builds the package (wasm/build.sh --out, into a copy of wasm/www)
 # and drives the browser tool (wasm/tests/e2e/e2e.mjs; screenshots in ROWKIT_E2E_OUT, default
-# e2e/ of cargo's target directory); ROWKIT_E2E_TOOL=embedded drives the tool built into rowkit.
+# e2e/ of cargo's target directory; axe-core installed by npm into e2e-tools/ there);
+# ROWKIT_E2E_TOOL=embedded drives the tool built into rowkit.
 # Cargo's target directory is honoured wherever it is (CARGO_TARGET_DIR or cargo config).
 # ROWKIT_SERVE_CMD, if set, is run as `CMD STORE_FILE WWW_DIR` instead of `rowkit serve` (another
 # gateway build); it must print its 127.0.0.1:PORT and require the bearer token
@@ -122,6 +123,14 @@ if [ "$mode" = e2e ] || [ "$mode" = all ]; then
     rm -rf "$www/pkg"
     ROWKIT_WASM_PROFILE="${ROWKIT_WASM_PROFILE:-dev}" wasm/build.sh --out "$www/pkg"
   fi
+  # axe-core, pinned, from npm into cargo's target directory (kept between runs): the e2e runs it
+  # in every state of every view and fails on a serious or critical violation.
+  axe_version=4.10.3
+  tools="$target_dir/e2e-tools"
+  if [ "$(node -p "try { require('$tools/node_modules/axe-core/package.json').version } catch { '' }")" != "$axe_version" ]; then
+    npm install --silent --no-audit --no-fund --no-save --prefix "$tools" "axe-core@$axe_version" >/dev/null
+  fi
+  export ROWKIT_AXE_JS="$tools/node_modules/axe-core/axe.min.js"
   CHROMEDRIVER="${CHROMEDRIVER:-/usr/bin/chromedriver}" \
     node wasm/tests/e2e/e2e.mjs "$rowkit" "$www" "${ROWKIT_E2E_OUT:-$target_dir/e2e}"
 fi

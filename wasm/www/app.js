@@ -1,18 +1,23 @@
-// The rowkit browser tool's shell: connection settings, the navigation between the views, one
-// <section> per view module (views/<name>.js, see their `mount`), status and readable errors.
-// Every view runs rowkit's wasm package (the same codecs and state machines as the CLI); its
-// requests go to the gateway that serves this page (or the URL typed in), or to the page's
-// in-memory store.
+// The rowkit browser tool's shell: connection settings and the connection state, the navigation
+// between the views, one <section> per view module (views/<name>.js, see their `mount`), the
+// URL state of each view (deep links, the back button), the confirmation dialog, readable
+// errors. Every view runs rowkit's wasm package (the same codecs and state machines as the
+// CLI); its requests go to the gateway that serves this page (or the URL typed in), or to the
+// page's in-memory store. The context each view gets is described in `viewContext`.
+import { describe, failure, formatTime, humanSize, capNotice, copyButton } from './views/dom.js';
 
 /** The views, in navigation order: each is `views/<name>.js` exporting `title` and `mount`. */
 const VIEWS = ['tracestore', 'mounttable', 'bucket', 'graph', 'keys', 'tables'];
 
-const $ = (id) => document.getElementById(id);
+/** The per-operation deadline the views' clients get (`deadlineMs`), in milliseconds. */
+const DEADLINE_MS = 8000;
+/** How often the gateway's `/healthz` is probed while a gateway is selected, and its timeout. */
+const PROBE_EVERY_MS = 3000;
+const PROBE_TIMEOUT_MS = 2000;
+/** Error codes that mean the gateway may be gone: the connection state is probed at once. */
+const CONNECTION_CODES = new Set(['unavailable', 'deadline_exceeded', 'aborted', 'cancelled']);
 
-/** An error as one readable line: its stable `code` (rowkit's errors carry one) and message. */
-function describe(e) {
-  return `${e?.code ? `${e.code}: ` : ''}${e?.message ?? e}`;
-}
+const $ = (id) => document.getElementById(id);
 
 /** Shows `text` as the page's status; an error is also announced at once (role="alert"). */
 function setStatus(text, error = false) {
@@ -22,21 +27,12 @@ function setStatus(text, error = false) {
   status.setAttribute('role', error ? 'alert' : 'status');
 }
 
-/** The connection options the wasm classes take: `{}` = the page's memory store. */
+/** The client options the wasm classes take: no `gateway` = the page's memory store. */
 function options() {
-  if ($('offline').checked) return {};
+  if ($('offline').checked) return { deadlineMs: DEADLINE_MS };
   const gateway = $('gateway').value.trim() || location.origin;
   const token = $('token').value;
-  return token ? { gateway, token } : { gateway };
-}
-
-/** Replaces `el`'s content with the error as an alert, so assistive technology announces it. */
-function fail(el, e) {
-  const alert = document.createElement('p');
-  alert.className = 'error';
-  alert.setAttribute('role', 'alert');
-  alert.textContent = describe(e);
-  el.replaceChildren(alert);
+  return token ? { gateway, token, deadlineMs: DEADLINE_MS } : { gateway, deadlineMs: DEADLINE_MS };
 }
 
 /** Marks `el` busy (aria-busy) while `promise` runs; resolves (or rejects) as it does. */
@@ -49,10 +45,93 @@ async function busy(el, promise) {
   }
 }
 
-function connectionText() {
-  const o = options();
-  if (!o.gateway) return 'in-page memory store';
-  return `gateway ${o.gateway}${o.token ? ' (with token)' : ''}`;
+const clock = (d) => d.toTimeString().slice(0, 8);
+
+/**
+ * The visible connection state (`#connection` in the header): the gateway's `/healthz` probed
+ * every 3 s (2 s timeout) while a gateway is selected, and at once after `failed(e)`.
+ */
+function connectionState() {
+  const node = $('connection');
+  let answered = null; // null: not probed yet
+  let since = null;
+  let why = '';
+  let generation = 0;
+  const gateway = () => options().gateway ?? null;
+
+  function show() {
+    const gw = gateway();
+    let text;
+    let state;
+    if (!gw) {
+      [text, state] = ['offline (in-page store)', 'offline'];
+    } else if (answered === null) {
+      [text, state] = [`checking the gateway at ${gw} …`, 'checking'];
+    } else if (answered) {
+      [text, state] = [`connected · gateway ${gw}${$('token').value ? ' (with token)' : ''}`, 'connected'];
+    } else {
+      [text, state] = [`cannot reach the gateway at ${gw} since ${clock(since)} (${why})`, 'unreachable'];
+    }
+    if (node.textContent !== text) node.textContent = text;
+    node.dataset.state = state;
+  }
+
+  async function probe() {
+    const gw = gateway();
+    const mine = ++generation;
+    if (!gw) {
+      answered = null;
+      show();
+      return;
+    }
+    let ok = false;
+    let reason = '';
+    try {
+      const r = await fetch(`${gw.replace(/\/+$/, '')}/healthz`, { cache: 'no-store', signal: AbortSignal.timeout(PROBE_TIMEOUT_MS) });
+      ok = r.ok;
+      reason = `HTTP ${r.status} from /healthz`;
+    } catch (e) {
+      // fetch says only "Failed to fetch" for a refused connection, a bad host or a CORS refusal.
+      reason = e?.name === 'TimeoutError' ? `no answer within ${PROBE_TIMEOUT_MS / 1000} s` : 'connection refused';
+    }
+    if (mine !== generation || gw !== gateway()) return; // the settings changed meanwhile
+    if (!ok && answered !== false) since = new Date();
+    answered = ok;
+    why = reason;
+    show();
+  }
+
+  for (const id of ['gateway', 'token', 'offline']) {
+    $(id).addEventListener('change', () => {
+      answered = null;
+      show();
+      probe();
+    });
+  }
+  setInterval(() => { if (gateway()) probe(); }, PROBE_EVERY_MS);
+  probe();
+  return {
+    /** Whether the last probe of the gateway answered (false before the first, and offline). */
+    ok: () => answered === true,
+    /** Called after an operation failed with unavailable/deadline/aborted: probes at once. */
+    failed: () => probe(),
+  };
+}
+
+/** The confirmation dialog (`#confirm-dialog`): resolves true only when the danger button is pressed. */
+function confirmDialog({ title, body, confirm = 'Delete' }) {
+  const dialog = $('confirm-dialog');
+  if (dialog.open) return Promise.resolve(false);
+  $('confirm-title').textContent = title;
+  $('confirm-body').textContent = body ?? '';
+  $('confirm-ok').textContent = confirm;
+  dialog.returnValue = '';
+  return new Promise((resolve) => {
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'ok'), { once: true });
+    dialog.showModal();
+    // Cancel first: Enter or a stray click on the focused button never destroys anything.
+    $('confirm-cancel').focus();
+  });
 }
 
 /**
@@ -81,6 +160,15 @@ async function loadPackage() {
   return rowkit;
 }
 
+/** The location's fragment as a view name and its state (`#<view>?<query>`). */
+function parseHash() {
+  const hash = location.hash.slice(1);
+  const at = hash.indexOf('?');
+  return at < 0 ? { name: hash, query: '' } : { name: hash.slice(0, at), query: hash.slice(at + 1) };
+}
+
+const hashOf = (view) => `#${view.name}${view.state ? `?${view.state}` : ''}`;
+
 /** The navigation: one link per view; the current one carries aria-current="page". */
 function navigation(views) {
   const list = $('nav');
@@ -105,10 +193,8 @@ function navigation(views) {
   });
 }
 
-/** Shows the view named in the URL's fragment (default: the first) and hides the others. */
-function route(views, moveFocus) {
-  const wanted = location.hash.slice(1);
-  const current = views.find((v) => v.name === wanted) ?? views[0];
+/** Shows `current` and hides the other views. */
+function show(views, current, moveFocus) {
   for (const v of views) {
     const on = v === current;
     v.section.hidden = !on;
@@ -121,6 +207,25 @@ function route(views, moveFocus) {
   document.body.dataset.view = current.name;
 }
 
+/**
+ * The view and state the URL names, shown: the view's `restore(params, section)` runs when the
+ * URL's state differs from what the view shows (a deep link, a reload, back/forward).
+ */
+function route(views, moveFocus) {
+  const { name, query } = parseHash();
+  const current = views.find((v) => v.name === name) ?? views[0];
+  show(views, current, moveFocus);
+  if (query !== current.state) {
+    current.state = query;
+    $(`nav-${current.name}`).href = hashOf(current);
+    if (current.restore) {
+      Promise.resolve()
+        .then(() => current.restore(new URLSearchParams(query), current.section))
+        .catch((e) => setStatus(`the ${current.name} view could not show ${location.hash}: ${describe(e)}`, true));
+    }
+  }
+}
+
 async function main() {
   $('conn').addEventListener('submit', (ev) => ev.preventDefault());
   let rowkit;
@@ -131,32 +236,57 @@ async function main() {
     document.body.dataset.ready = 'failed';
     return;
   }
-  const ctx = { rowkit, options, fail, busy };
+  const connection = connectionState();
+  /** Replaces `el`'s content with the error (readable line as an alert, detail behind a disclosure). */
+  const fail = (el, e) => {
+    el.replaceChildren(failure(e));
+    if (CONNECTION_CODES.has(String(e?.code ?? '').toLowerCase())) connection.failed(e);
+  };
+  const shared = { rowkit, options, fail, describe, busy, confirm: confirmDialog, connection, formatTime, humanSize, capNotice, copyButton };
+  let views = [];
+  /** What `mount(section, ctx)` gets: the shared members plus the view's own URL state. */
+  const viewContext = (view) => ({
+    ...shared,
+    /** The view's state (a copy of its URLSearchParams). */
+    state: () => new URLSearchParams(view.state),
+    /** Writes the view's state into the URL (pushState, or replaceState with `push: false`). */
+    setState(params, { push = true } = {}) {
+      const query = new URLSearchParams(params).toString();
+      view.state = query;
+      $(`nav-${view.name}`)?.setAttribute('href', hashOf(view));
+      // A view that is not on screen (a late answer) only records its state.
+      if (document.body.dataset.view !== view.name || location.hash === hashOf(view)) return;
+      if (push) history.pushState(null, '', hashOf(view));
+      else history.replaceState(null, '', hashOf(view));
+    },
+  });
   // A view whose module fails to load or mount shows why in its own section; the others work.
-  const views = await Promise.all(VIEWS.map(async (name) => {
+  views = await Promise.all(VIEWS.map(async (name) => {
     const section = document.createElement('section');
     section.id = `view-${name}`;
     section.className = `view view-${name}`;
     section.tabIndex = -1;
     section.hidden = true;
     $('views').append(section);
+    const view = { name, title: name, section, state: '', restore: null };
     try {
       const module = await import(`./views/${name}.js`);
       section.setAttribute('aria-label', module.title);
-      module.mount(section, ctx);
-      return { name, title: module.title, section };
+      view.title = module.title;
+      view.restore = module.restore ?? null;
+      module.mount(section, viewContext(view));
     } catch (e) {
       section.setAttribute('aria-label', name);
       fail(section, new Error(`the ${name} view did not load: ${describe(e)}`));
-      return { name, title: name, section };
     }
+    return view;
   }));
   navigation(views);
   route(views, false);
+  // Back/forward fire popstate (and hashchange when the fragment differs); a link fires hashchange.
+  window.addEventListener('popstate', () => route(views, true));
   window.addEventListener('hashchange', () => route(views, true));
-  const showConnection = () => setStatus(`ready · ${connectionText()}`);
-  for (const id of ['gateway', 'token', 'offline']) $(id).addEventListener('change', showConnection);
-  showConnection();
+  setStatus('ready');
   document.body.dataset.ready = 'true';
 }
 

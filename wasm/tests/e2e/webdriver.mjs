@@ -1,6 +1,7 @@
 // WebDriver helpers of the browser tool's end-to-end test: chromedriver started on a free port,
 // one headless Chromium session, and the few W3C WebDriver calls the view checks use (run a
-// script, find, type, click, wait, screenshot), each throwing with what was expected.
+// script, find, type, clear, click, choose an option, wait, screenshot, the browser's back
+// button, axe-core), each throwing with what was expected.
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -23,9 +24,10 @@ const ELEMENT = 'element-6066-11e4-a52e-4f735466cecf';
 
 /**
  * Starts chromedriver (CHROMEDRIVER, default `chromedriver`) and a headless Chromium session.
- * `children` collects the process so the runner can stop it. Resolves to the session helpers.
+ * `children` collects the process so the runner can stop it; `width`×`height` is the window;
+ * `axeScript` the path of axe-core's axe.min.js. Resolves to the session helpers.
  */
-export async function openSession(children, { width = 1280, height = 1400 } = {}) {
+export async function openSession(children, { width = 1280, height = 1400, axeScript = process.env.ROWKIT_AXE_JS } = {}) {
   const port = await freePort();
   const driver = spawn(process.env.CHROMEDRIVER || 'chromedriver', [`--port=${port}`], { stdio: 'ignore' });
   children.push(driver);
@@ -63,6 +65,8 @@ export async function openSession(children, { width = 1280, height = 1400 } = {}
     if (!id) throw new Error(`no element id for ${css}: ${JSON.stringify(v)}`);
     return id;
   };
+  /** Empties the field `#id` (WebDriver's element clear, as a user selecting and deleting). */
+  const clear = async (id) => call('POST', `${s}/element/${await find(`#${id}`)}/clear`, {});
   /** Types `text` into the element `#id` after clearing it. */
   async function type(id, text) {
     const e = await find(`#${id}`);
@@ -73,6 +77,25 @@ export async function openSession(children, { width = 1280, height = 1400 } = {}
   const keys = async (id, text) => call('POST', `${s}/element/${await find(`#${id}`)}/value`, { text });
   /** Clicks the first element matching `css`. */
   const click = async (css) => call('POST', `${s}/element/${await find(css)}/click`, {});
+  /**
+   * Chooses the option whose text is `optionText` in the `<select>` matching `css` as a user
+   * does: a click on the select, then a click on the option.
+   */
+  async function select(css, optionText) {
+    const selectId = await find(css);
+    await call('POST', `${s}/element/${selectId}/click`, {});
+    const options = await call('POST', `${s}/element/${selectId}/elements`, { using: 'css selector', value: 'option' });
+    const texts = [];
+    for (const o of options) {
+      const text = (await call('GET', `${s}/element/${o[ELEMENT]}/text`)).trim();
+      if (text === optionText) {
+        await call('POST', `${s}/element/${o[ELEMENT]}/click`, {});
+        return;
+      }
+      texts.push(text);
+    }
+    throw new Error(`${css} has no option "${optionText}" (options: ${JSON.stringify(texts)})`);
+  }
   /** Waits up to `ms` until `script` returns something truthy, and returns it. */
   async function waitFor(ms, script, what, ...args) {
     for (const end = Date.now() + ms; Date.now() < end;) {
@@ -116,7 +139,42 @@ export async function openSession(children, { width = 1280, height = 1400 } = {}
   }
   /** Loads `url` in the session's tab. */
   const navigate = (url) => call('POST', `${s}/url`, { url });
+  /** The browser's Back button (WebDriver's Back command, not a script's history.back()). */
+  const back = () => call('POST', `${s}/back`, {});
+  /** The browser's Forward button. */
+  const forward = () => call('POST', `${s}/forward`, {});
+  /** The browser's Reload button. */
+  const reload = () => call('POST', `${s}/refresh`, {});
+  /**
+   * Runs axe-core (its script injected from `axeScript`, the path of axe.min.js, once per page
+   * load) on the whole page and throws unless it finds no serious or critical violation; the
+   * message lists each (rule, element, summary). `name` says which state of which view it is.
+   * Resolves to the number of lesser (moderate, minor) violations.
+   */
+  let axeSource = null;
+  async function axe(name) {
+    if (!axeScript) throw new Error('axe: no axe-core script (ROWKIT_AXE_JS)');
+    axeSource ??= fs.readFileSync(axeScript, 'utf8');
+    if (!(await js('return typeof window.axe === "object"'))) await js(`${axeSource}\nreturn true;`);
+    const result = await call('POST', `${s}/execute/async`, {
+      script: `const done = arguments[arguments.length - 1];
+        window.axe.run(document, { resultTypes: ['violations'] })
+          .then((r) => done({ violations: r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+            nodes: v.nodes.map((n) => ({ target: n.target.join(' '), summary: n.failureSummary })) })) }))
+          .catch((e) => done({ error: String(e) }));`,
+      args: [],
+    });
+    if (result.error) throw new Error(`axe ${name}: ${result.error}`);
+    const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+    if (bad.length) {
+      const lines = bad.flatMap((v) => v.nodes.map((n) => `  ${v.impact} ${v.id} (${v.help}) at ${n.target}: ${n.summary.replace(/\s+/g, ' ')}`));
+      throw new Error(`check failed: axe-core in ${name}: ${bad.length} serious or critical violation(s):\n${lines.join('\n')}`);
+    }
+    const lesser = result.violations.length;
+    console.log(`e2e: axe ${name}: no serious or critical violation${lesser ? ` (${lesser} lesser: ${result.violations.map((v) => v.id).join(', ')})` : ''}`);
+    return lesser;
+  }
   /** Ends the session (errors ignored: the browser may be gone). */
   const close = () => call('DELETE', s).catch(() => {});
-  return { call, js, find, type, keys, click, until, waitFor, outcome, screenshot, pointAt, navigate, close };
+  return { call, js, find, type, clear, keys, click, select, until, waitFor, outcome, screenshot, pointAt, navigate, back, forward, reload, axe, close };
 }

@@ -145,6 +145,149 @@ export function cachedClient(options, make) {
   };
 }
 
+// ---- The shared UI contract (issue 31): readable errors, dates, sizes, caps, copying. ----
+
+/** The readable label of an error code: a dotted or slashed id keeps its last part. */
+function codeLabel(code) {
+  const last = String(code).split('/').pop().split('.').pop();
+  // Vanadium's private ids (`errMalformedAddress`) read as words.
+  return last.replace(/^err(?=[A-Z])/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+}
+
+// A message prefix `X: ` that only repeats the code (or the previous prefix), in any casing or
+// word style: "InternalError: InternalError: …", "INTERNAL: …" under code `internal`.
+const squash = (s) => s.toLowerCase().replace(/[^a-z0-9]/g, '');
+
+/**
+ * An error as one readable line: its code as words (`unauthenticated`, `no such key`,
+ * `malformed address`) and its message without the prefixes that repeat the code, so nothing
+ * reads "X: X: …".
+ */
+export function describe(e) {
+  const code = e?.code ? String(e.code) : '';
+  let message = String(e?.message ?? e ?? 'unknown error').trim();
+  const seen = new Set([squash(code), squash(codeLabel(code)), squash(`${codeLabel(code)}error`)]);
+  if (e?.name && e.name !== 'Error') seen.add(squash(e.name));
+  for (;;) {
+    const m = message.match(/^([^\s:][^:]{0,80}):\s*/);
+    if (!m || !(seen.has(squash(m[1])) || seen.has(squash(m[1].split('.').pop())))) break;
+    seen.add(squash(m[1]));
+    message = message.slice(m[0].length);
+  }
+  if (!code) return message;
+  const label = codeLabel(code);
+  return message && squash(message) !== squash(label) && squash(message) !== squash(code)
+    ? `${label}: ${message}` : label;
+}
+
+/**
+ * An error shown as the contract's failure block: the readable line as role="alert" and the
+ * whole detail (code, name, message, other properties) behind a "Details" disclosure.
+ */
+export function failure(e) {
+  const detail = [];
+  if (e?.code) detail.push(['Code', String(e.code)]);
+  if (e?.name && e.name !== 'Error') detail.push(['Name', String(e.name)]);
+  const own = e !== null && typeof e === 'object' ? Object.keys(e) : [];
+  for (const k of own.filter((name) => !['code', 'name', 'message'].includes(name))) {
+    detail.push([k, typeof e[k] === 'object' ? JSON.stringify(e[k]) : String(e[k])]);
+  }
+  detail.push(['Message', String(e?.message ?? e)]);
+  return el('div', { class: 'failure' },
+    el('p', { class: 'error', role: 'alert' }, describe(e)),
+    el('details', null, el('summary', null, 'Details'),
+      el('dl', { class: 'error-detail' }, detail.map(([k, v]) => [el('dt', null, k), el('dd', null, el('code', null, v))]))));
+}
+
+const pad = (n, w = 2) => String(n).padStart(w, '0');
+
+// Timestamps under this many µs (1970-01-12) are versions or counters, not wall-clock times.
+const EARLIEST_WALL_CLOCK_US = 1e12;
+
+/**
+ * A timestamp as a `<time>` a person reads: local date and time (milliseconds when present),
+ * with the UTC instant in `datetime` and `title`. `t`: `{ us }` (microseconds since the epoch,
+ * as Bigtable cells carry), `{ ms }`, or an RFC 3339 string. A µs value before 1970-01-12 is
+ * not a wall-clock time (a version number): it is shown as the number.
+ */
+export function formatTime(t) {
+  let ms;
+  let raw;
+  if (typeof t === 'string') {
+    ms = Date.parse(t);
+    raw = t;
+  } else if (t && t.us !== undefined) {
+    const us = Number(t.us);
+    raw = `${t.us} µs`;
+    if (Math.abs(us) < EARLIEST_WALL_CLOCK_US) {
+      return el('time', { title: `${raw}: not a wall-clock time (before 1970-01-12)`, class: 'raw-time' }, raw);
+    }
+    ms = us / 1000;
+  } else if (t && t.ms !== undefined) {
+    ms = Number(t.ms);
+    raw = `${t.ms} ms`;
+  } else {
+    throw new TypeError(`formatTime: expected { us }, { ms } or an RFC 3339 string, got ${JSON.stringify(t)}`);
+  }
+  const d = new Date(ms);
+  if (Number.isNaN(d.getTime())) return el('time', { title: 'not a valid time' }, String(raw));
+  const frac = d.getMilliseconds() ? `.${pad(d.getMilliseconds(), 3)}` : '';
+  const local = `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}${frac}`;
+  const iso = d.toISOString();
+  return el('time', { datetime: iso, title: `${iso} (UTC) · ${raw}` }, local);
+}
+
+/** A number with thousands grouped ("11,001"). */
+export function count(n) {
+  return Number(n).toLocaleString('en-US');
+}
+
+/** A byte size as "1.2 MiB" (binary units) in a `<span>` whose title is the exact count. */
+export function humanSize(bytes) {
+  const n = Number(bytes);
+  const units = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB'];
+  let v = n;
+  let u = 0;
+  while (Math.abs(v) >= 1024 && u < units.length - 1) {
+    v /= 1024;
+    u += 1;
+  }
+  const text = u === 0 ? `${n} ${n === 1 ? 'byte' : 'bytes'}` : `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
+  return el('span', { class: 'size', title: `${count(n)} bytes` }, text);
+}
+
+/**
+ * The warning shown when a listing stopped at its cap: "showing the first 1,000 rows: the cap
+ * on 'all'; narrow the range to see the rest". `what` names the items ("rows", "objects").
+ */
+export function capNotice(shown, cap, what) {
+  return el('p', { class: 'cap-notice', role: 'status' },
+    `showing the first ${count(Math.min(shown, cap))} ${what}: the cap on 'all'; narrow the range to see the rest`);
+}
+
+/**
+ * A button that copies `text` to the clipboard and says so in an aria-live note beside it
+ * ("copied" or why not). `label` is the button's text ("Copy key").
+ */
+export function copyButton(text, label = 'Copy') {
+  const note = el('span', { class: 'copy-note', 'aria-live': 'polite' });
+  const button = el('button', {
+    type: 'button',
+    class: 'copy',
+    onclick: async () => {
+      note.textContent = '';
+      try {
+        await navigator.clipboard.writeText(text);
+        note.textContent = 'copied';
+      } catch (e) {
+        // No clipboard permission (an insecure origin, a denied prompt): select the text instead.
+        note.textContent = `not copied (${describe(e)}): select it and copy by hand`;
+      }
+    },
+  }, label);
+  return el('span', { class: 'copy-wrap' }, button, note);
+}
+
 /**
  * Marks the form control `control` invalid with `message` shown next to it (`aria-invalid`,
  * the message as its `aria-describedby`, announced), or valid again when `message` is null.
