@@ -64,12 +64,6 @@ export function mount(section, ctx) {
   const details = el('div', { id: 's3-details', class: 'bucket-details', 'aria-live': 'polite' });
   const bucketsOut = el('div', { id: 's3-buckets', class: 'bucket-list' });
 
-  /** Shows `e` in `where` and tells the header when the gateway did not answer. */
-  function failed(where, e) {
-    ctx.fail(where, e);
-    ctx.connection?.failed?.(e);
-  }
-
   /** The shared validator's message for `value` as `what` (`null`: fine, or no validator). */
   const rule = (what, value) => ctx.rowkit.validate?.(what, value) ?? null;
 
@@ -155,7 +149,7 @@ export function mount(section, ctx) {
       render();
     } catch (e) {
       shown = null;
-      failed(listing, e);
+      ctx.fail(listing, e);
     }
   }
 
@@ -348,7 +342,7 @@ export function mount(section, ctx) {
       objKey.value = key;
       objVersion.value = vid ?? '';
     } catch (e) {
-      failed(details, e);
+      ctx.fail(details, e);
     }
   }
 
@@ -365,7 +359,7 @@ export function mount(section, ctx) {
           el('button', { type: 'button', class: 'danger small', dataset: { op: 'delete-bucket', bucket: b.name },
             'aria-label': `Delete bucket ${b.name}`, onclick: () => deleteBucket(b.name) }, 'Delete')))));
     } catch (e) {
-      failed(bucketsOut, e);
+      ctx.fail(bucketsOut, e);
     }
   }
 
@@ -383,7 +377,7 @@ export function mount(section, ctx) {
       if (after) await after();
       return true;
     } catch (e) {
-      failed(out, e);
+      ctx.fail(out, e);
       if (e?.code === 'NoSuchBucket') markInvalid(bucket, `no bucket named ${bucket.value}`);
       return false;
     }

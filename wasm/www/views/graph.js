@@ -279,12 +279,6 @@ export function mount(section, ctx) {
   const result = el('div', { id: 'graph-result', class: 'graph-result', 'aria-live': 'polite' });
   const details = el('div', { id: 'graph-details', class: 'graph-details', 'aria-live': 'polite' });
 
-  /** Shows `e` in `where` and tells the header when the gateway did not answer. */
-  function failed(where, e) {
-    ctx.fail(where, e);
-    ctx.connection?.failed?.(e);
-  }
-
   /** The shared validator's message for `value` as `what` (`null`: fine, or no validator). */
   const rule = (what, value) => ctx.rowkit.validate?.(what, value) ?? null;
 
@@ -363,7 +357,7 @@ export function mount(section, ctx) {
     } catch (e) {
       shown = null;
       showNode(null);
-      failed(result, e);
+      ctx.fail(result, e);
       if (e?.code === 'not_found') markInvalid(graphId, `no graph named ${graphId.value}`);
       blame(e, [[/^lower/, lower], [/^upper/, upper], ...argInputs.map((i) => [new RegExp(i.name, 'i'), i])]);
     }
@@ -442,7 +436,7 @@ export function mount(section, ctx) {
       if (after) await after();
       return true;
     } catch (e) {
-      failed(out, e);
+      ctx.fail(out, e);
       if (e?.code === 'not_found') markInvalid(graphId, `no graph named ${graphId.value}`);
       blame(e, [[/./, triples]]);
       return false;
@@ -456,7 +450,7 @@ export function mount(section, ctx) {
       out.classList.remove('error');
       out.replaceChildren(names.length ? `graphs: ${names.join(', ')}` : 'no graphs yet: Create graph makes one');
     } catch (e) {
-      failed(out, e);
+      ctx.fail(out, e);
     }
   }
 
