@@ -299,12 +299,14 @@ fn lookup_options(bounds: &JsValue) -> Result<LookupOptions, JsValue> {
 }
 
 impl Graph {
-    /// Parses `triples` (all of them, before anything is written) and adds or removes them.
+    /// Parses `triples` (all of them, before anything is written) and adds or removes them in
+    /// the graph, which must exist (`not_found` otherwise, as the CLI's `graph add`: a write to
+    /// a missing graph would leave index rows without their graph row).
     fn change(&self, triples: Vec<String>, change: Change) -> Promise {
         let inner = self.inner.clone();
         js::promise_void(async move {
             let triples = parse_triples(triples)?;
-            let graph = inner.store.handle(&inner.id);
+            let graph = inner.store.graph(&inner.id).await.map_err(triples_error)?;
             match change {
                 Change::Add => graph.add_triples(triples).await,
                 Change::Remove => graph.remove_triples(triples).await,

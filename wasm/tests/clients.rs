@@ -340,7 +340,7 @@ async fn triples(gateway: bool) {
     );
     wait(g.remove(vec![t1.clone()])).await.unwrap();
     assert_eq!(wait(g.exist(t1)).await.unwrap(), JsValue::FALSE);
-    assert_eq!(wait(g.exist(t2)).await.unwrap(), JsValue::TRUE);
+    assert_eq!(wait(g.exist(t2.clone())).await.unwrap(), JsValue::TRUE);
     let all = json(
         &wait(g.query("triples".into(), vec![], JsValue::UNDEFINED))
             .await
@@ -352,6 +352,9 @@ async fn triples(gateway: bool) {
     let e = wait(g.query("triples".into(), vec![], JsValue::UNDEFINED))
         .await
         .unwrap_err();
+    assert_eq!(code(&e), "not_found");
+    // Nor is a write to it: refused before any index row is written.
+    let e = wait(g.add(vec![t2])).await.unwrap_err();
     assert_eq!(code(&e), "not_found");
 }
 

@@ -223,7 +223,7 @@ export function mount(section, ctx) {
     const folders = (r.CommonPrefixes ?? []).filter((p) => matches(p.slice(shown.prefix.length)));
     const selectable = m !== 'rows';
     const what = m === 'versions' ? 'version' : m === 'rows' ? 'row' : 'object';
-    const plural = (n, word) => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : 's'}`;
+    const plural = (n, word) => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : word.endsWith('ch') ? 'es' : 's'}`;
 
     const rows = folders.map((p) => el('tr', { class: 'folder' },
       el('td', null),
@@ -338,7 +338,7 @@ export function mount(section, ctx) {
           el('dt', null, 'Bucket'), el('dd', null, bucket.value),
           el('dt', null, 'Size'), el('dd', null, size === null ? '—' : humanSize(size)),
           el('dt', null, 'Last modified'), el('dd', null, value?.['last-modified'] ? formatTime(value['last-modified']) : '—')),
-        pretty(value));
+        Object.assign(pretty(value), { tabIndex: 0 }));
       objKey.value = key;
       objVersion.value = vid ?? '';
     } catch (e) {
@@ -393,7 +393,7 @@ export function mount(section, ctx) {
 
   const filter = el('input', { id: 's3-filter', name: 'filter', type: 'search', size: 16, placeholder: 'part of a name',
     oninput: () => { if (shown) render(); } });
-  const listForm = el('form', { id: 's3-list-form', 'aria-label': 'Listing' },
+  const listForm = el('form', { id: 's3-list-form', 'aria-label': 'Listing', novalidate: true },
     field('Bucket', bucket), bucketNames, field('Prefix', prefix), field('Delimiter', delimiter),
     field('Page size', pageSize), field('Paging', paging), showSet,
     el('button', { dataset: { op: 'list' } }, 'List'),
@@ -433,7 +433,7 @@ export function mount(section, ctx) {
     }
   }
 
-  const objForm = el('form', { id: 's3-object-form', 'aria-label': 'Object' },
+  const objForm = el('form', { id: 's3-object-form', 'aria-label': 'Object', novalidate: true },
     field('Key', objKey), field('Value (JSON)', objValue),
     el('label', null, objVersioned, ' versioned'), field('Version id', objVersion),
     el('button', { dataset: { op: 'put' } }, 'Put'),

@@ -393,6 +393,7 @@ export function mount(section, ctx) {
       figure = el('p', null, `${graph.nodes.length} nodes: too many to draw; the table lists them.`);
     } else {
       const drawing = draw(graph, caption, selectedNode);
+      drawing.id = 'graph-drawing';
       const tools = panZoom(drawing, (target) => {
         const node = target.closest?.('g.node');
         if (node) pick(node.dataset.name);
@@ -454,7 +455,7 @@ export function mount(section, ctx) {
     }
   }
 
-  const queryForm = el('form', { id: 'graph-query-form', 'aria-label': 'Query' },
+  const queryForm = el('form', { id: 'graph-query-form', 'aria-label': 'Query', novalidate: true },
     field('Graph', graphId), graphNames, field('Lookup', method), argFields, boundsSet,
     el('button', { dataset: { op: 'query' } }, 'Query'),
     el('button', { type: 'button', dataset: { op: 'graphs' }, onclick: listGraphs }, 'Graphs'),
@@ -499,7 +500,7 @@ export function mount(section, ctx) {
     }
   }
 
-  const editForm = el('form', { id: 'graph-edit-form', 'aria-label': 'Triples' },
+  const editForm = el('form', { id: 'graph-edit-form', 'aria-label': 'Triples', novalidate: true },
     field('Triples (one per line)', triples),
     el('button', { dataset: { op: 'add' } }, 'Add triples'),
     el('button', { type: 'button', class: 'danger', dataset: { op: 'remove' }, onclick: removeTriples }, 'Remove triples'),
