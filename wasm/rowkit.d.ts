@@ -17,6 +17,7 @@ export {
     lookupMethods,
     parseKey,
     scanRows,
+    validate,
 } from "./www/pkg/rowkit.js";
 export type {
     BucketEntry,
@@ -54,6 +55,7 @@ export type {
     TraceStoreOptions,
     TraceTile,
     TripleMatch,
+    ValidatedField,
 } from "./www/pkg/rowkit.js";
 
 /** What the browser build instantiates the wasm from: its URL, a response, its bytes or a module. */

@@ -41,3 +41,4 @@ pub mod objmeta;
 pub mod segment;
 pub mod tracestore;
 pub mod triples;
+pub mod validate;

@@ -334,3 +334,73 @@ fn get_objects_keeps_at_most_five_latest_version_reads_outstanding() {
         assert_eq!(item.get("key"), Some(&Json::str(format!("\x7fM{k}"))));
     }
 }
+
+/// Two exclusive creates of one bucket, both in flight before the store applies either: each
+/// sends one `CheckAndMutateRow` that writes only where the metastore row has no document, so
+/// the store's atomic CAS lets one win. The loser (predicate matched: the row is there) reads
+/// the row for its vFormat and fails with `BucketAlreadyExists`, emitting no `Put`.
+#[test]
+fn exclusive_create_bucket_is_one_conditional_write_and_only_one_wins() {
+    use rowkit_statemachines::objmeta::CreateBucket;
+    use rowkit_statemachines::testing::Script;
+    let md = Json::parse(r#"{"name":"photos"}"#).unwrap();
+    let (mut st_a, mut st_b) = (state(), state());
+    let mut a = Script::new(
+        CreateBucket::new_exclusive(&mut st_a, "photos", &md, None, NOW, 1),
+        NOW,
+    );
+    let mut b = Script::new(
+        CreateBucket::new_exclusive(&mut st_b, "photos", &md, None, NOW, 2),
+        NOW,
+    );
+    let row = b"__metastore\0photos".to_vec();
+    for s in [&mut a, &mut b] {
+        let (tag, request) = s.next_request().unwrap();
+        let Request::CheckAndMutateRow(c) = request else {
+            panic!("{request:?}")
+        };
+        assert_eq!(c.row_key, row);
+        assert_eq!(
+            c.predicate,
+            Some(rowkit_codec::objmeta::cells::filters::exists())
+        );
+        assert!(c.true_mutations.is_empty(), "nothing written over a row");
+        assert!(!c.false_mutations.is_empty());
+        assert_eq!(tag, Tag(0));
+        s.expect_no_request();
+    }
+    // The store applies a's first: a created the bucket; b found it there.
+    a.respond(
+        Tag(0),
+        Response::CheckAndMutateRow {
+            predicate_matched: false,
+        },
+    );
+    b.respond(
+        Tag(0),
+        Response::CheckAndMutateRow {
+            predicate_matched: true,
+        },
+    );
+    assert!(matches!(a.result(), Some(Ok(VFormat::V1))));
+    assert!(matches!(
+        a.take_events().as_slice(),
+        [ObjmetaEvent::Put { .. }]
+    ));
+    let (tag, request) = b.next_request().unwrap();
+    assert!(matches!(request, Request::ReadRows(_)), "{request:?}");
+    b.respond(tag, doc_part(row.clone(), r#"{"name":"photos"}"#));
+    b.end_stream(tag);
+    let Some(Err(e)) = b.result() else {
+        panic!("{:?}", b.result())
+    };
+    assert_eq!(
+        e,
+        &ObjmetaError::BucketAlreadyExists {
+            bucket: "photos".into(),
+            vformat: VFormat::V0
+        }
+    );
+    assert_eq!(e.id(), "BucketAlreadyExists");
+    assert!(b.take_events().is_empty());
+}

@@ -9,6 +9,7 @@
 //!   (offline mode, the default) or over `fetch` against a rowkit gateway
 //!   (`{gateway: "http://127.0.0.1:8642"}`, driver in `rowkit-fetch`) ([`backend`]).
 //! - `scanRows`: the table browser's prefix scan with every key explained ([`browse`]).
+//! - `validate(field, value)`: the CLI's input rules, for forms ([`validate`]).
 //!
 //! Build: `wasm/build.sh` (cargo for wasm32 + `wasm-bindgen --target web` and `--target
 //! nodejs`); the package lands in `wasm/www/pkg/` (web: browsers, bundlers, the browser tool)
@@ -27,6 +28,7 @@ pub mod mounttable;
 pub mod objmeta;
 pub mod tracestore;
 pub mod triples;
+pub mod validate;
 
 pub use mounttable::MountTable;
 pub use objmeta::ObjectMetadata;

@@ -11,6 +11,7 @@ use js_sys::Promise;
 use rowkit_client::objmeta::ObjectMetadata as Facade;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::listing::ListingParams;
+use rowkit_codec::validate::Field;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaError, ObjmetaState};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -140,7 +141,8 @@ impl ObjectMetadata {
         if let Some(t) = &opts.table {
             config.table = t.clone();
         }
-        let om = Facade::new(opts.driver, ObjmetaState::new(config), opts.seed);
+        let om =
+            Facade::new(opts.driver, ObjmetaState::new(config), opts.seed).with_bucket_checks();
         Ok(ObjectMetadata {
             inner: Rc::new(Inner { om: Mutex::new(om) }),
         })
@@ -154,8 +156,10 @@ impl ObjectMetadata {
         js::promise_void(async move { inner.om.lock().await.setup().await.map_err(objmeta_error) })
     }
 
-    /// `createBucket(bucket, md)`; `md` (the BucketInfo) defaults to `{name: bucket}`.
-    /// Resolves to the key format written (`v0` or `v1`).
+    /// `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
+    /// bucket}`. Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
+    /// with `code` `invalid_argument`, an existing bucket with `BucketAlreadyExists` (nothing
+    /// written: the write is conditional on the bucket's absence).
     #[wasm_bindgen(js_name = createBucket, unchecked_return_type = "Promise<\"v0\" | \"v1\">")]
     pub fn create_bucket(
         &self,
@@ -164,6 +168,7 @@ impl ObjectMetadata {
     ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
+            crate::validate::checked(Field::Bucket, &bucket)?;
             let md = if js::is_absent(&md) {
                 Json::parse(&json!({ "name": bucket }).to_string()).map_err(js::invalid)?
             } else {
@@ -173,7 +178,7 @@ impl ObjectMetadata {
                 .om
                 .lock()
                 .await
-                .create_bucket(&bucket, &md)
+                .create_new_bucket(&bucket, &md)
                 .await
                 .map_err(objmeta_error)?;
             Ok(JsValue::from_str(vf.as_str()))
@@ -260,6 +265,7 @@ impl ObjectMetadata {
     ) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
+            crate::validate::checked(Field::ObjectKey, &key)?;
             let value = to_arsenal(&value, "value")?;
             let params = optional_arsenal(&params, "params")?;
             let vid = inner

@@ -13,6 +13,7 @@ use rowkit_client::tracestore::{TraceStore as Facade, setup_table};
 use rowkit_client::{Driver, ensure_table};
 use rowkit_codec::tracestore::keys::TILE_SIZE;
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
+use rowkit_codec::validate::Field;
 use rowkit_statemachines::Timestamp;
 use rowkit_statemachines::tracestore::{PutEntry, Tile, TraceBatch};
 use serde_json::{Value, json};
@@ -115,7 +116,7 @@ export interface TraceEntry {
     params: Record<string, string>;
     /** The trace's options (not part of its id). */
     options?: Record<string, string>;
-    /** The digest: 32 hex characters. */
+    /** The digest: 32 hex characters, or `""` for a missing point (anything else is refused). */
     digest: string;
 }
 
@@ -230,10 +231,12 @@ impl TraceStore {
             let entries = list
                 .iter()
                 .map(|e| {
+                    let digest = e["digest"].as_str().unwrap_or_default().to_string();
+                    crate::validate::checked(Field::Digest, &digest)?;
                     Ok(PutEntry {
                         params: params(&e["params"], "params")?,
                         options: params(&e["options"], "options")?,
-                        digest: e["digest"].as_str().unwrap_or_default().to_string(),
+                        digest,
                     })
                 })
                 .collect::<Result<Vec<_>, JsValue>>()?;

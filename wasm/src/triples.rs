@@ -49,10 +49,13 @@ fn found_json(f: &Found) -> Value {
     doc
 }
 
+/// One triple argument, parsed with the CLI's rule (`invalid_argument` naming it).
+fn triple_arg(text: &str) -> Result<Triple, JsValue> {
+    rowkit_codec::validate::triple(text).map_err(|e| js::invalid(e.message))
+}
+
 fn parse_triples(list: Vec<String>) -> Result<Vec<Triple>, JsValue> {
-    list.iter()
-        .map(|t| Triple::parse(t.as_bytes()).map_err(|e| js::invalid(format!("{t:?}: {e}"))))
-        .collect()
+    list.iter().map(|t| triple_arg(t)).collect()
 }
 
 /// What [`Graph::add`] and [`Graph::remove`] do with their triples.
@@ -215,10 +218,12 @@ impl Graph {
     pub fn exist(&self, triple: String) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
-            let t = Triple::parse(triple.as_bytes()).map_err(js::invalid)?;
+            let t = triple_arg(&triple)?;
             let found = inner
                 .store
-                .handle(&inner.id)
+                .graph(&inner.id)
+                .await
+                .map_err(triples_error)?
                 .exist(&t)
                 .await
                 .map_err(triples_error)?;
@@ -306,6 +311,7 @@ impl Graph {
         let inner = self.inner.clone();
         js::promise_void(async move {
             let triples = parse_triples(triples)?;
+            // BadWolf's callers hold a graph from `Graph()`, which checks it exists.
             let graph = inner.store.graph(&inner.id).await.map_err(triples_error)?;
             match change {
                 Change::Add => graph.add_triples(triples).await,

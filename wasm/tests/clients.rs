@@ -340,7 +340,7 @@ async fn triples(gateway: bool) {
     );
     wait(g.remove(vec![t1.clone()])).await.unwrap();
     assert_eq!(wait(g.exist(t1)).await.unwrap(), JsValue::FALSE);
-    assert_eq!(wait(g.exist(t2.clone())).await.unwrap(), JsValue::TRUE);
+    assert_eq!(wait(g.exist(t2)).await.unwrap(), JsValue::TRUE);
     let all = json(
         &wait(g.query("triples".into(), vec![], JsValue::UNDEFINED))
             .await
@@ -348,14 +348,117 @@ async fn triples(gateway: bool) {
     );
     assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
     wait(g.drop()).await.unwrap();
-    // A lookup on a graph that does not exist is not an empty graph: not found.
+    // A dropped graph is missing, not empty: lookups check the graph row first (`Graph()`).
     let e = wait(g.query("triples".into(), vec![], JsValue::UNDEFINED))
         .await
         .unwrap_err();
     assert_eq!(code(&e), "not_found");
-    // Nor is a write to it: refused before any index row is written.
-    let e = wait(g.add(vec![t2])).await.unwrap_err();
+}
+
+/// What the classes refuse before writing (issue 31), and `validate`, the same rules for forms.
+async fn refused_input(gateway: bool) {
+    use rowkit_wasm::validate::validate;
+    let message = |e: &JsValue| String::from(js_sys::Error::from(e.clone()).message());
+    // Buckets: an existing one is not re-created (its format stays), a bad name is refused.
+    let om = ObjectMetadata::new(options(gateway, None)).unwrap();
+    wait(om.setup()).await.unwrap();
+    let bucket = format!("wasm-{}", unique());
+    let md = js_sys::JSON::parse(r#"{"name":"x","owner":"first"}"#).unwrap();
+    wait(om.create_bucket(bucket.clone(), md)).await.unwrap();
+    let e = wait(om.create_bucket(bucket.clone(), JsValue::UNDEFINED))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "BucketAlreadyExists");
+    assert_eq!(
+        message(&e),
+        format!(
+            "bucket {bucket} already exists (key format v1); create does not change a bucket's format"
+        )
+    );
+    let buckets = json(&wait(om.list_buckets()).await.unwrap());
+    let entry = buckets
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["name"] == bucket.as_str())
+        .unwrap();
+    assert_eq!(entry["value"]["owner"], "first", "{entry}");
+    let e = wait(om.create_bucket("Bad_Name!!".into(), JsValue::UNDEFINED))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "invalid_argument");
+    assert_eq!(
+        message(&e),
+        validate("bucket", "Bad_Name!!").unwrap().unwrap()
+    );
+    // Objects of a missing bucket: NoSuchBucket, nothing written.
+    let missing = format!("nobucket-{}", unique());
+    let value = js_sys::JSON::parse("{}").unwrap();
+    let e = wait(om.put_object(missing.clone(), "k".into(), value, JsValue::UNDEFINED))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket");
+    let e = wait(om.list_objects(missing.clone(), JsValue::UNDEFINED))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "NoSuchBucket");
+    let buckets = json(&wait(om.list_buckets()).await.unwrap());
+    assert!(!buckets.to_string().contains(&missing), "{buckets}");
+    // Gold: a digest Put would store as missing is refused, nothing written at that commit.
+    let ts = TraceStore::new(options(gateway, None)).unwrap();
+    wait(ts.setup()).await.unwrap();
+    let commit = (js_sys::Date::now() as i64 / 1000 % 1_000_000) * 256 + 9;
+    let entries =
+        js_sys::JSON::parse(&json!([{"params": {"name": "t1"}, "digest": "xyz"}]).to_string())
+            .unwrap();
+    let e = wait(ts.put(commit as f64, entries, None))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "invalid_argument");
+    assert!(
+        message(&e).starts_with(r#"digest "xyz": "#),
+        "{}",
+        message(&e)
+    );
+    let tile = json(
+        &wait(ts.read_range(commit as f64, commit as f64))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(tile["traces"], json!([]), "{tile}");
+    // Graphs: triples for a missing graph are not written (it stays unlisted).
+    let id = format!("nograph{}", unique());
+    let g = Graph::new(id.clone(), options(gateway, None)).unwrap();
+    wait(g.setup()).await.unwrap();
+    let t = "/u<a>\t\"p\"@[]\t/u<b>".to_string();
+    let e = wait(g.add(vec![t.clone()])).await.unwrap_err();
     assert_eq!(code(&e), "not_found");
+    assert!(message(&e).contains("does not exist"), "{}", message(&e));
+    wait(g.create()).await.unwrap();
+    assert_eq!(wait(g.exist(t)).await.unwrap(), JsValue::FALSE);
+    let e = wait(g.add(vec!["not a triple".into()])).await.unwrap_err();
+    assert_eq!(code(&e), "invalid_argument");
+    wait(g.drop()).await.unwrap();
+    // `validate`: null when valid, the rule otherwise; an unknown field throws.
+    assert_eq!(validate("commit", "12").unwrap(), None);
+    assert!(
+        validate("commit", "")
+            .unwrap()
+            .unwrap()
+            .contains("required")
+    );
+    assert_eq!(validate("address", "/host:1234").unwrap(), None);
+    assert!(validate("nope", "x").is_err());
+}
+
+#[wasm_bindgen_test]
+async fn refused_input_offline() {
+    refused_input(false).await;
+}
+
+#[wasm_bindgen_test]
+async fn refused_input_gateway() {
+    refused_input(true).await;
 }
 
 #[wasm_bindgen_test]

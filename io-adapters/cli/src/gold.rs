@@ -72,7 +72,7 @@ pub enum GoldCommand {
         /// The trace's params `k=v,…`.
         #[arg(long, conflicts_with = "entries")]
         params: Option<String>,
-        /// The digest (32 hex characters; anything else is stored as missing).
+        /// The digest: 32 hex characters, or empty for a missing point (anything else is refused).
         #[arg(long, conflicts_with = "entries")]
         digest: Option<String>,
         /// Options `k=v,…` (md5 layout only).
@@ -175,14 +175,7 @@ fn layout_arg(args: &GoldArgs) -> Result<Option<Layout>, CliError> {
 }
 
 fn parse_pairs(text: &str, what: &str) -> Result<Params, CliError> {
-    let mut out = Params::new();
-    for part in text.split(',').filter(|p| !p.is_empty()) {
-        let (k, v) = part
-            .split_once('=')
-            .ok_or_else(|| CliError::usage(format!("{what} {part:?}: expected k=v")))?;
-        out.insert(k.to_string(), v.to_string());
-    }
-    Ok(out)
+    rowkit_codec::validate::param_pairs(text).map_err(|e| CliError::usage(format!("{what}: {e}")))
 }
 
 fn time_arg(text: &Option<String>) -> Result<Option<Timestamp>, CliError> {
@@ -250,6 +243,13 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             // The commit's range is checked before the table is read for its layout.
             rowkit_codec::tracestore::keys::repo_index_position(*commit)?;
             let mut gold = open(ctx, args)?;
+            // A digest Gold would store as missing is refused, after the spec's own
+            // pre-request errors (a digest-id table refuses options first).
+            let options_refused =
+                gold.layout() == Layout::DigestId && entries.iter().any(|e| !e.options.is_empty());
+            if let (Some(d), false) = (digest, options_refused) {
+                rowkit_codec::validate::digest(d).map_err(|e| CliError::usage(e.to_string()))?;
+            }
             block_on(gold.put(*commit, commit_time, entries.clone(), ts))?;
             put_output(&gold, *commit, &entries, out)
         }

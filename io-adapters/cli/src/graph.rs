@@ -144,7 +144,7 @@ fn triples_error(e: TriplesError) -> CliError {
 }
 
 fn parse_triple(text: &str) -> Result<Triple, CliError> {
-    Triple::parse(text.as_bytes()).map_err(bad)
+    rowkit_codec::validate::triple(text).map_err(bad)
 }
 
 fn read_triples(args: &[String]) -> Result<Vec<Triple>, CliError> {

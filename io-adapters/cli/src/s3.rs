@@ -383,7 +383,8 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
         SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
         state(args),
         ctx.seed,
-    );
+    )
+    .with_bucket_checks();
     om.set_deadline(ctx.retry.operation_timeout);
     match &args.command {
         S3Command::Setup => {
@@ -415,6 +416,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             need_oplog_update,
             origin_op,
         } => {
+            rowkit_codec::validate::object_key(key).map_err(|e| CliError::usage(e.to_string()))?;
             let text = match (value, value_file) {
                 (Some(v), _) => v.clone(),
                 (None, Some(f)) => crate::input::read_text(f).map_err(|e| {
@@ -643,6 +645,11 @@ fn bucket(
             owner_display_name,
             vformat,
         } => {
+            rowkit_codec::validate::bucket_name(bucket).map_err(|e| CliError::Schema {
+                id: "InvalidBucketName".into(),
+                message: e.to_string(),
+                exit: 2,
+            })?;
             if let Some(v) = vformat {
                 let vf = VFormat::parse(v).map_err(|e| CliError::usage(e.to_string()))?;
                 om.state_mut().config.default_bucket_key_format = vf;
@@ -651,7 +658,7 @@ fn bucket(
                 Some(t) => parse_json_object("--md", t)?,
                 None => default_md(ctx, bucket, owner, owner_display_name),
             };
-            let vf = block_on(om.create_bucket(bucket, &md)).map_err(op_error)?;
+            let vf = block_on(om.create_new_bucket(bucket, &md)).map_err(op_error)?;
             let value = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
             let mut m = Map::new();
             m.insert("bucket".into(), json!(bucket));

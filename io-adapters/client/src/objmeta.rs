@@ -390,6 +390,9 @@ pub struct ObjectMetadata<D> {
     /// Abort handles of the background repairs, by job id.
     aborts: Vec<(u64, AbortHandle)>,
     next_job: u64,
+    /// Whether object calls first check that their bucket exists
+    /// ([`ObjectMetadata::with_bucket_checks`]).
+    bucket_checks: bool,
 }
 
 impl<D> core::fmt::Debug for ObjectMetadata<D> {
@@ -426,6 +429,7 @@ impl<D: Driver> ObjectMetadata<D> {
             spawn: None,
             aborts: Vec::new(),
             next_job: 0,
+            bucket_checks: false,
         }
     }
 
@@ -436,6 +440,15 @@ impl<D: Driver> ObjectMetadata<D> {
         D: SpawnRepairs,
     {
         self.spawn = Some(D::spawn_repair);
+        self
+    }
+
+    /// Object calls (`put_object`, `get_object`, `delete_object`, `list_object`) first read
+    /// the bucket's metastore row and fail with `NoSuchBucket` when there is none, before any
+    /// write — what S3's front end does before calling Arsenal's metadata layer, whose calls
+    /// take any bucket name (`objmeta.md` 4.3). The CLI and the browser tool turn it on.
+    pub fn with_bucket_checks(mut self) -> ObjectMetadata<D> {
+        self.bucket_checks = true;
         self
     }
 
@@ -626,6 +639,26 @@ impl<D: Driver> ObjectMetadata<D> {
             .await
     }
 
+    /// `createBucket(b, md)` only where bucket `b` does not exist, atomically
+    /// ([`CreateBucket::new_exclusive`]) → the vFormat written; an existing bucket →
+    /// `BucketAlreadyExists` naming its format, and nothing changed.
+    pub async fn create_new_bucket(
+        &mut self,
+        bucket: &str,
+        md: &Json,
+    ) -> Result<VFormat, ObjmetaError> {
+        self.run_op(|st, dl, now, seed| CreateBucket::new_exclusive(st, bucket, md, dl, now, seed))
+            .await
+    }
+
+    /// With [`ObjectMetadata::with_bucket_checks`]: `NoSuchBucket` unless bucket `b` exists.
+    async fn check_bucket(&mut self, bucket: &str) -> Result<(), ObjmetaError> {
+        if self.bucket_checks {
+            self.get_bucket_attributes(bucket).await?;
+        }
+        Ok(())
+    }
+
     /// `putBucketAttributes(b, md)`.
     pub async fn put_bucket_attributes(
         &mut self,
@@ -662,6 +695,7 @@ impl<D: Driver> ObjectMetadata<D> {
         value: &Json,
         params: Option<&Json>,
     ) -> Result<Option<String>, ObjmetaError> {
+        self.check_bucket(bucket).await?;
         let (value, params) = (value.clone(), params.cloned());
         self.run_op(|st, dl, now, seed| {
             PutObject::new(st, bucket, key, value, params, dl, now, seed)
@@ -676,6 +710,7 @@ impl<D: Driver> ObjectMetadata<D> {
         key: &str,
         version_id: Option<&str>,
     ) -> Result<Json, ObjmetaError> {
+        self.check_bucket(bucket).await?;
         self.run_op(|st, dl, now, seed| GetObject::new(st, bucket, key, version_id, dl, now, seed))
             .await
     }
@@ -689,6 +724,7 @@ impl<D: Driver> ObjectMetadata<D> {
         params: Option<&Json>,
         origin_op: Option<&str>,
     ) -> Result<(), ObjmetaError> {
+        self.check_bucket(bucket).await?;
         self.run_op(|st, dl, now, seed| {
             DeleteObject::new(st, bucket, key, params, origin_op, dl, now, seed)
         })
@@ -701,6 +737,7 @@ impl<D: Driver> ObjectMetadata<D> {
         bucket: &str,
         params: &ListingParams,
     ) -> Result<Json, ObjmetaError> {
+        self.check_bucket(bucket).await?;
         let params = params.clone();
         self.run_op(|st, dl, now, seed| ListObject::new(st, bucket, params, dl, now, seed))
             .await

@@ -14,7 +14,7 @@ use rowkit_codec::objmeta::keys::{
 
 use super::requests::{
     BucketVFormat, Bulk, Cas, Edit, Merge, MetastoreRows, OmIo, P, Read, ReadDoc, Write,
-    delete_event, put_event,
+    delete_event, put_event, vformat_of,
 };
 use super::{
     CountItems, CreateBucket, DeleteBucket, DeleteBucketAttributesCapability, GetBucketAttributes,
@@ -139,7 +139,8 @@ impl PutDoc {
 }
 
 /// The flow of [`CreateBucket`]: the metastore row written with the new bucket's vFormat,
-/// which is then cached.
+/// which is then cached. The exclusive form writes only where no metastore row is, in one
+/// `CheckAndMutateRow`, so of two concurrent creates exactly one wins.
 #[derive(Debug)]
 pub struct CreateBucketFlow {
     bucket: String,
@@ -148,14 +149,30 @@ pub struct CreateBucketFlow {
 
 #[derive(Debug)]
 enum CreateBucketPhase {
-    Start(Json),
-    Writing { vf: VFormat, put: PutDoc },
+    Start {
+        value: Json,
+        exclusive: bool,
+    },
+    Writing {
+        vf: VFormat,
+        put: PutDoc,
+    },
+    /// The conditional write: applied only when the row has no cell.
+    Creating {
+        vf: VFormat,
+        cas: Cas,
+        value: Json,
+    },
+    /// The row was there: its vFormat is read for the error.
+    ReadingExisting(ReadDoc),
     Done,
 }
 
 impl<'a> CreateBucket<'a> {
     /// `createBucket(bucket, md)` → the vFormat written (the config's default, `v0` for
-    /// special buckets).
+    /// special buckets). As Arsenal's, it replaces an existing bucket's row (`objmeta.md` 11
+    /// leaves the existence check to callers); callers that must not use
+    /// [`CreateBucket::new_exclusive`].
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
@@ -164,9 +181,39 @@ impl<'a> CreateBucket<'a> {
         now: Timestamp,
         seed: u64,
     ) -> CreateBucket<'a> {
+        Self::with_mode(ctx, bucket, md, false, deadline, now, seed)
+    }
+
+    /// `createBucket(bucket, md)` only if the bucket does not exist: one `CheckAndMutateRow`
+    /// on its metastore row (written only while the row has no cell), else
+    /// [`ObjmetaError::BucketAlreadyExists`] with the stored vFormat and nothing changed.
+    /// The callers' existence check (the CLI's and the browser tool's), atomic.
+    pub fn new_exclusive(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        md: &Json,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> CreateBucket<'a> {
+        Self::with_mode(ctx, bucket, md, true, deadline, now, seed)
+    }
+
+    fn with_mode(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        md: &Json,
+        exclusive: bool,
+        deadline: Option<Timestamp>,
+        now: Timestamp,
+        seed: u64,
+    ) -> CreateBucket<'a> {
         let flow = CreateBucketFlow {
             bucket: bucket.to_string(),
-            phase: CreateBucketPhase::Start(bucket_info_value(md)),
+            phase: CreateBucketPhase::Start {
+                value: bucket_info_value(md),
+                exclusive,
+            },
         };
         start(ctx, flow, deadline, now, seed)
     }
@@ -179,17 +226,45 @@ impl Flow for CreateBucketFlow {
     fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<VFormat> {
         loop {
             match core::mem::replace(&mut self.phase, CreateBucketPhase::Done) {
-                CreateBucketPhase::Start(value) => {
+                CreateBucketPhase::Start { value, exclusive } => {
                     let vf =
                         VFormat::for_new_bucket(&self.bucket, st.config.default_bucket_key_format);
-                    let put = PutDoc::new(METASTORE, &self.bucket, value, Some(vf));
-                    self.phase = CreateBucketPhase::Writing { vf, put };
+                    self.phase = if exclusive {
+                        let row = row_key(METASTORE, &self.bucket);
+                        let mutations = replace(&value, Some(vf.as_str()));
+                        let cas = Cas::start(io, st, row, filters::exists(), vec![], mutations)?;
+                        CreateBucketPhase::Creating { vf, cas, value }
+                    } else {
+                        let put = PutDoc::new(METASTORE, &self.bucket, value, Some(vf));
+                        CreateBucketPhase::Writing { vf, put }
+                    };
                 }
                 CreateBucketPhase::Writing { vf, mut put } => {
                     ready!(put.poll(io, st),
                         self.phase => CreateBucketPhase::Writing { vf, put });
                     st.cache_vformat(&self.bucket, vf);
                     return Ok(Some(vf));
+                }
+                CreateBucketPhase::Creating { vf, cas, value } => {
+                    let matched = ready!(cas.poll(io),
+                        self.phase => CreateBucketPhase::Creating { vf, cas, value });
+                    if matched.map_err(ObjmetaError::internal)? {
+                        let row = row_key(METASTORE, &self.bucket);
+                        self.phase =
+                            CreateBucketPhase::ReadingExisting(ReadDoc::start(io, st, row)?);
+                        continue;
+                    }
+                    put_event(io, METASTORE, &self.bucket, &value);
+                    st.cache_vformat(&self.bucket, vf);
+                    return Ok(Some(vf));
+                }
+                CreateBucketPhase::ReadingExisting(read) => {
+                    let doc = ready!(read.poll(io),
+                        self.phase => CreateBucketPhase::ReadingExisting(read));
+                    return Err(ObjmetaError::BucketAlreadyExists {
+                        bucket: self.bucket.clone(),
+                        vformat: doc.as_ref().map_or(VFormat::V0, vformat_of),
+                    });
                 }
                 CreateBucketPhase::Done => return Ok(None),
             }

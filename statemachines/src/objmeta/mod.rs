@@ -273,6 +273,18 @@ pub enum ObjmetaError {
     /// Case3 write failure.
     #[error("NoSuchVersion")]
     NoSuchVersion,
+    /// [`CreateBucket::new_exclusive`] found the bucket's metastore row (a project addition:
+    /// the callers' existence check, named as S3's error).
+    #[error(
+        "bucket {bucket} already exists (key format {}); create does not change a bucket's format",
+        vformat.as_str()
+    )]
+    BucketAlreadyExists {
+        /// The bucket.
+        bucket: String,
+        /// Its key format, as stored.
+        vformat: VFormat,
+    },
     /// Everything else Arsenal reports as an internal error.
     #[error("InternalError: {0}")]
     InternalError(String),
@@ -288,6 +300,7 @@ impl ObjmetaError {
             ObjmetaError::NoSuchKey => "NoSuchKey",
             ObjmetaError::NoSuchBucket => "NoSuchBucket",
             ObjmetaError::NoSuchVersion => "NoSuchVersion",
+            ObjmetaError::BucketAlreadyExists { .. } => "BucketAlreadyExists",
             ObjmetaError::InternalError(_) => "InternalError",
             ObjmetaError::Aborted => "aborted",
         }
