@@ -44,6 +44,13 @@ function sizeOf(value) {
   return value?.['content-length'] === undefined || !Number.isFinite(n) ? null : n;
 }
 
+/** A "Copy key" button for `key` (its accessible name names the key: one per row). */
+function copyKey(key) {
+  const wrap = copyButton(key, 'Copy key');
+  wrap.querySelector('button').setAttribute('aria-label', `Copy key ${key}`);
+  return wrap;
+}
+
 /** The columns a listing sorts by: what each compares. */
 const SORTS = {
   name: (a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
@@ -245,7 +252,7 @@ export function mount(section, ctx) {
       el('td', { class: 'num' }, e.size === null ? '' : humanSize(e.size)),
       el('td', null, e.modified ? formatTime(e.modified) : ''),
       el('td', null, e.badges.map(([text, c]) => el('span', { class: `badge ${c}` }, text))),
-      el('td', null, copyButton(e.key, `Copy key ${e.key}`))));
+      el('td', null, copyKey(e.key))));
     }
 
     const total = (r.CommonPrefixes?.length ?? 0) + all.length;
@@ -333,7 +340,7 @@ export function mount(section, ctx) {
       const size = sizeOf(value);
       details.replaceChildren(
         el('h3', null, key, vid ? el('small', null, ` version ${vid}`) : null),
-        el('p', { class: 'object-actions' }, copyButton(key, `Copy key ${key}`)),
+        el('p', { class: 'object-actions' }, copyKey(key)),
         el('dl', { class: 'object-summary' },
           el('dt', null, 'Bucket'), el('dd', null, bucket.value),
           el('dt', null, 'Size'), el('dd', null, size === null ? '—' : humanSize(size)),
