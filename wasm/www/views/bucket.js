@@ -58,11 +58,6 @@ const SORTS = {
   modified: (a, b) => String(a.modified ?? '').localeCompare(String(b.modified ?? '')),
 };
 
-/** The error of a bucket that does not exist, as the wasm calls give it (`NoSuchBucket`). */
-function noSuchBucket(name) {
-  return Object.assign(new Error(`no bucket named ${name}`), { code: 'NoSuchBucket' });
-}
-
 export function mount(section, ctx) {
   section.classList.add('view-bucket');
   const client = cachedClient(ctx.options, (o) => new ctx.rowkit.ObjectMetadata(o));
@@ -132,25 +127,14 @@ export function mount(section, ctx) {
     return { marker: r.NextMarker ?? entries[entries.length - 1]?.key };
   }
 
-  /** Whether bucket `name` exists (a listing of nothing may be an empty or a missing bucket). */
-  async function bucketExists(name) {
-    const buckets = await client().listBuckets();
-    return buckets.some((b) => b.name === name);
-  }
-
   async function list(page = {}) {
     const name = bucket.value;
     const message = rule('bucket', name);
     markInvalid(bucket, message);
     if (message) return;
     try {
-      const r = await ctx.busy(listing, (async () => {
-        const result = await client().listObjects(name, params(page));
-        const empty = !(result.CommonPrefixes?.length || result.Contents?.length || result.Versions?.length);
-        // An unknown bucket lists as nothing at all: say it is missing, not empty.
-        if (empty && !(await bucketExists(name))) throw noSuchBucket(name);
-        return result;
-      })());
+      // An unknown bucket is an error (NoSuchBucket), never an empty listing.
+      const r = await ctx.busy(listing, client().listObjects(name, params(page)));
       next = nextPage(r);
       shown = { result: r, page, bucket: name, prefix: prefix.value, mode: mode() };
       render();
