@@ -37,6 +37,7 @@ export type {
     ListedObject,
     ListingParams,
     ListingResult,
+    LookupBounds,
     LookupMethod,
     MountEntry,
     MountPermissions,
