@@ -9,6 +9,7 @@
 import { createRequire } from 'node:module';
 
 import { assert } from '../webdriver.mjs';
+import { confirmWith, fieldError, hashState, offlineCheck, setupCheck } from './forms.mjs';
 
 const BUCKET = 'photos';
 const ARCHIVE = 'archive';
@@ -120,24 +121,7 @@ async function relist(page, what, act, { alert: expectAlert = false } = {}) {
 
 const folder = (page, name) => page.click(`#s3-listing tr.folder button[aria-label="Open folder ${name}"]`);
 const names = (l) => l.rows.map((r) => r.cells[1]);
-const hashState = (page) => page.js(`return Object.fromEntries(new URLSearchParams(location.hash.split('?')[1] ?? ''))`);
 
-/** The field error next to `#id`: [aria-invalid, the message] (null when none). */
-const fieldError = (page, id) => page.js(`const c = document.getElementById(arguments[0]);
-  return [c.getAttribute('aria-invalid'), document.getElementById(arguments[0] + '-error')?.textContent ?? null]`, id);
-
-/** Clicks `opener`, waits for the confirmation dialog, returns its text, and presses `button`. */
-async function confirmWith(page, opener, button) {
-  await page.click(opener);
-  await page.until(`return document.getElementById('confirm-dialog').open`, 'the confirmation dialog');
-  const text = await page.js(`const d = document.getElementById('confirm-dialog');
-    return { title: document.getElementById('confirm-title').textContent, body: document.getElementById('confirm-body').textContent,
-      focused: document.activeElement.id }`);
-  await page.axe('bucket: the confirmation dialog');
-  await page.click(`#${button}`);
-  await page.until(`return !document.getElementById('confirm-dialog').open`, 'the dialog to close');
-  return text;
-}
 
 /** Lists bucket `name` from the top (type it, Enter in the prefix field). */
 async function openBucket(page, name, what) {
@@ -281,12 +265,12 @@ export async function check(page) {
   const label = await page.js(`return document.querySelector('#s3-listing button[data-op="delete-selected"]').textContent`);
   assert(label === 'Delete selected (3)', `the bulk button counts: ${label}`);
   await page.shot('bucket-bulk-select');
-  let dialog = await confirmWith(page, '#s3-listing button[data-op="delete-selected"]', 'confirm-cancel');
+  let dialog = await confirmWith(page, 'bucket', '#s3-listing button[data-op="delete-selected"]', 'confirm-cancel');
   assert(dialog.body.startsWith('Delete 3 from bucket archive: tmp/t0.bin, tmp/t2.bin, tmp/t4.bin') && dialog.focused === 'confirm-cancel',
     `one confirmation naming the count and the keys, Cancel focused: ${JSON.stringify(dialog)}`);
   l = await listing(page);
   assert(l.rows.length === 6, 'Cancel deleted nothing');
-  dialog = await confirmWith(page, '#s3-listing button[data-op="delete-selected"]', 'confirm-ok');
+  dialog = await confirmWith(page, 'bucket', '#s3-listing button[data-op="delete-selected"]', 'confirm-ok');
   l = await page.until(`const l = document.getElementById('s3-listing');
     return !l.hasAttribute('aria-busy') && l.querySelectorAll('tbody tr').length === 3 && l.querySelector('caption').textContent`, 'the listing after the bulk delete');
   assert(l === '0 folders, 3 objects', `three left: ${l}`);
@@ -298,7 +282,7 @@ export async function check(page) {
   const put = await page.outcome('s3-out', 'put', () => page.keys('s3-value', '\uE007'));
   assert(put.alert === null && put.text.startsWith('put tmp/zz-put.txt'), `put: ${put.text}`);
   await page.type('s3-key', 'tmp/t1.bin');
-  dialog = await confirmWith(page, '#s3-object-form button[data-op="delete"]', 'confirm-ok');
+  dialog = await confirmWith(page, 'bucket', '#s3-object-form button[data-op="delete"]', 'confirm-ok');
   assert(dialog.body.startsWith('Delete tmp/t1.bin from bucket archive'), `the delete names the object and bucket: ${dialog.body}`);
   await page.until(`return document.getElementById('s3-out').textContent === 'deleted tmp/t1.bin'`, 'the delete');
   l = await page.until(`const l = document.getElementById('s3-listing');
@@ -374,27 +358,12 @@ export async function check(page) {
 }
 
 export async function offline(page) {
-  const started = Date.now();
-  await page.click('#s3-list-form button[data-op="list"]');
-  const alert = await page.until(`return document.querySelector('#s3-listing [role="alert"]')?.textContent`, 'an error after the gateway stopped');
-  const seconds = (Date.now() - started) / 1000;
-  assert(seconds <= 10, `the error came within 10 s: ${seconds} s (${alert})`);
-  const connection = await page.until(`const c = document.getElementById('connection');
-    return c.dataset.state === 'unreachable' && c.textContent`, 'the connection state');
-  assert(connection.includes('cannot reach the gateway'), `the header says so: ${connection}`);
-  console.log(`e2e: bucket offline: "${alert}" after ${seconds.toFixed(1)} s`);
-  await page.axe('bucket: gateway stopped');
-  await page.shot('bucket-offline');
+  await offlineCheck(page, 'bucket', '#s3-list-form button[data-op="list"]', 's3-listing');
 }
 
 export async function setup(page) {
-  const first = await page.outcome('s3-buckets', 'buckets on an empty store', () => page.click('#s3-list-form button[data-op="buckets"]'));
-  assert(first.alert !== null && first.alert.includes('Set up'), `an empty store says what to do: ${first.text}`);
-  await page.axe('bucket: an empty store');
-  const done = await page.outcome('s3-out', 'set up', () => page.click('#s3-list-form button[data-op="setup"]'));
-  assert(done.alert === null && done.text === 'set up', `set up: ${done.text}`);
-  const then = await page.outcome('s3-buckets', 'buckets after set up', () => page.click('#s3-list-form button[data-op="buckets"]'));
-  assert(then.alert === null && then.text === 'no buckets yet: Create bucket makes one', `buckets after set up: ${then.text}`);
+  await setupCheck(page, 'bucket', { first: '#s3-list-form button[data-op="buckets"]', firstOut: 's3-buckets',
+    setup: '#s3-list-form button[data-op="setup"]', setupOut: 's3-out', done: 'set up', after: 'no buckets yet: Create bucket makes one' });
 }
 
 export async function after(cli) {

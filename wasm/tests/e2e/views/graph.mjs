@@ -6,6 +6,7 @@
 // refused next to its field; removing triples and deleting a graph are confirmed. after()
 // compares what the screen showed with what the CLI reads back.
 import { assert } from '../webdriver.mjs';
+import { confirmWith, fieldError, hashState, offlineCheck, setupCheck } from './forms.mjs';
 
 const TRIPLES = [
   '/u<joe> "parent_of"@[] /u<mary>',
@@ -105,23 +106,7 @@ async function queried(page, what, act, { alert: expectAlert = false } = {}) {
 
 /** The argument fields the query builder shows. */
 const fields = (page) => page.js(`return [...document.querySelectorAll('#graph-query-form .graph-args input')].map((i) => i.id)`);
-const hashState = (page) => page.js(`return Object.fromEntries(new URLSearchParams(location.hash.split('?')[1] ?? ''))`);
-/** The field error next to `#id`: [aria-invalid, the message]. */
-const fieldError = (page, id) => page.js(`const c = document.getElementById(arguments[0]);
-  return [c.getAttribute('aria-invalid'), document.getElementById(arguments[0] + '-error')?.textContent ?? null]`, id);
 const viewBox = (page) => page.js(`return document.querySelector('#graph-result svg').getAttribute('viewBox').split(' ').map(Number)`);
-
-/** Clicks `opener`, reads the confirmation dialog and presses `button`; resolves to its text. */
-async function confirmWith(page, opener, button) {
-  await page.click(opener);
-  await page.until(`return document.getElementById('confirm-dialog').open`, 'the confirmation dialog');
-  const text = await page.js(`return { title: document.getElementById('confirm-title').textContent,
-    body: document.getElementById('confirm-body').textContent, focused: document.activeElement.id }`);
-  await page.axe('graph: the confirmation dialog');
-  await page.click(`#${button}`);
-  await page.until(`return !document.getElementById('confirm-dialog').open`, 'the dialog to close');
-  return text;
-}
 
 export async function check(page) {
   // Every triple (Enter in the graph field runs the query).
@@ -256,9 +241,9 @@ export async function check(page) {
   g = await queried(page, 'add to e2e', () => page.click('#graph-edit-form button[data-op="add"]'));
   assert(g.edges === 3 && JSON.stringify(g.temporal) === '["met @ 2001-05-04T10:00:00Z"]', `e2e's three triples: ${JSON.stringify(g)}`);
   await page.type('graph-triples', '/u<x> "knows"@[] /u<y>');
-  let dialog = await confirmWith(page, '#graph-edit-form button[data-op="remove"]', 'confirm-cancel');
+  let dialog = await confirmWith(page, 'graph', '#graph-edit-form button[data-op="remove"]', 'confirm-cancel');
   assert(dialog.body.startsWith('Remove 1 triple(s) from graph e2e') && dialog.focused === 'confirm-cancel', `the remove is confirmed first: ${JSON.stringify(dialog)}`);
-  dialog = await confirmWith(page, '#graph-edit-form button[data-op="remove"]', 'confirm-ok');
+  dialog = await confirmWith(page, 'graph', '#graph-edit-form button[data-op="remove"]', 'confirm-ok');
   g = await page.until(`const r = document.getElementById('graph-result');
     return !r.hasAttribute('aria-busy') && r.querySelectorAll('svg g.edge').length === 2 && 2`, 'the drawing after the remove');
   const report = await page.outcome('graph-out', 'graph check', () => page.click('#graph-query-form button[data-op="check"]'));
@@ -268,7 +253,7 @@ export async function check(page) {
   await page.type('graph-id', 'scratch');
   await page.click('#graph-edit-form button[data-op="create"]');
   await page.until(`return document.getElementById('graph-out').textContent === 'created graph scratch: ok'`, 'scratch created');
-  dialog = await confirmWith(page, '#graph-edit-form button[data-op="drop"]', 'confirm-ok');
+  dialog = await confirmWith(page, 'graph', '#graph-edit-form button[data-op="drop"]', 'confirm-ok');
   assert(dialog.body === 'Delete graph scratch: the graph and every one of its triples.', `the drop names the graph: ${dialog.body}`);
   await page.until(`return document.getElementById('graph-out').textContent === 'deleted graph scratch: ok'`, 'scratch deleted');
   const names = await page.outcome('graph-out', 'graph names', () => page.click('#graph-query-form button[data-op="graphs"]'));
@@ -277,27 +262,12 @@ export async function check(page) {
 }
 
 export async function offline(page) {
-  const started = Date.now();
-  await page.click('#graph-query-form button[data-op="query"]');
-  const alert = await page.until(`return document.querySelector('#graph-result [role="alert"]')?.textContent`, 'an error after the gateway stopped');
-  const seconds = (Date.now() - started) / 1000;
-  assert(seconds <= 10, `the error came within 10 s: ${seconds} s (${alert})`);
-  const connection = await page.until(`const c = document.getElementById('connection');
-    return c.dataset.state === 'unreachable' && c.textContent`, 'the connection state');
-  assert(connection.includes('cannot reach the gateway'), `the header says so: ${connection}`);
-  console.log(`e2e: graph offline: "${alert}" after ${seconds.toFixed(1)} s`);
-  await page.axe('graph: gateway stopped');
-  await page.shot('graph-offline');
+  await offlineCheck(page, 'graph', '#graph-query-form button[data-op="query"]', 'graph-result');
 }
 
 export async function setup(page) {
-  const first = await page.outcome('graph-out', 'graphs on an empty store', () => page.click('#graph-query-form button[data-op="graphs"]'));
-  assert(first.alert !== null && first.alert.includes('Set up'), `an empty store says what to do: ${first.text}`);
-  await page.axe('graph: an empty store');
-  const done = await page.outcome('graph-out', 'set up', () => page.click('#graph-query-form button[data-op="setup"]'));
-  assert(done.alert === null && done.text === 'set up: ok', `set up: ${done.text}`);
-  const then = await page.outcome('graph-out', 'graphs after set up', () => page.click('#graph-query-form button[data-op="graphs"]'));
-  assert(then.alert === null && then.text === 'no graphs yet: Create graph makes one', `graphs after set up: ${then.text}`);
+  await setupCheck(page, 'graph', { first: '#graph-query-form button[data-op="graphs"]', firstOut: 'graph-out',
+    setup: '#graph-query-form button[data-op="setup"]', setupOut: 'graph-out', done: 'set up: ok', after: 'no graphs yet: Create graph makes one' });
 }
 
 export async function after(cli) {
