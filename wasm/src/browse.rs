@@ -5,7 +5,7 @@
 use js_sys::Promise;
 use rowkit_codec::escape::escape;
 use rowkit_codec::explain::{self, Schema};
-use rowkit_codec::model::{KeyBound, RowRange, RowSet};
+use rowkit_codec::model::{KeyBound, RowFilter, RowRange, RowSet, literal_regex};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
 use serde_json::{Value, json};
@@ -37,6 +37,18 @@ export interface ScannedCell {
     valueSize: number;
 }
 
+/** What narrows a `scanRows` scan beyond its prefix (every member optional). */
+export interface ScanNarrowing {
+    /** The first row key to read (inclusive), escaped key text, `hex:…` or bytes. */
+    start?: Uint8Array | string;
+    /** The row key to stop before (exclusive). */
+    end?: Uint8Array | string;
+    /** Only the cells of this column family (its exact name); rows without any are skipped. */
+    family?: string;
+    /** Only the cells with this exact qualifier (escaped text, `hex:…` or bytes). */
+    qualifier?: Uint8Array | string;
+}
+
 /** One row of `scanRows`. */
 export interface ScannedRow {
     row_key: string;
@@ -51,7 +63,10 @@ export interface ScannedRow {
 /// `hex:…`; empty = the whole table), at most `limit` rows (0 = no limit). `schema` (`auto`,
 /// `mt`, `gold`, `s3`, `graph`, or `none`) says how to explain each key. `after` (a key, as
 /// `prefix`) pages: only rows after it are read, so the next page starts after the last key
-/// of the previous one. Options are the common client options (`gateway`, `token`, …).
+/// of the previous one. `narrowing` (optional, `ScanNarrowing`) bounds the keys further
+/// (`start` inclusive, `end` exclusive) and keeps only the cells of one family and/or
+/// qualifier (Bigtable's family and qualifier filters: a row without such a cell is not
+/// returned). Options are the common client options (`gateway`, `token`, …).
 /// Resolves to `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex,
 /// timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
 /// its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
@@ -64,6 +79,7 @@ pub fn scan_rows(
     #[wasm_bindgen(unchecked_param_type = "KeySchemaName | \"auto\" | \"none\" | null")]
     schema: Option<String>,
     #[wasm_bindgen(unchecked_param_type = "Uint8Array | string | undefined")] after: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "ScanNarrowing | undefined")] narrowing: JsValue,
 ) -> Promise {
     future_to_promise(async move {
         let opts = ClientOptions::from_js(&options)?;
@@ -73,11 +89,61 @@ pub fn scan_rows(
             js::key_bytes(&prefix)?
         };
         let mut range = RowRange::prefix(&prefix);
-        if !js::is_absent(&after) {
-            let after = js::key_bytes(&after)?;
-            if range.start.admits_from_below(&after) {
-                range.start = KeyBound::Open(after);
+        let optional_key = |name: &str| {
+            let v = js::get(&narrowing, name);
+            if js::is_absent(&v) || v.as_string().is_some_and(|s| s.is_empty()) {
+                Ok(None)
+            } else {
+                js::key_bytes(&v).map(Some)
             }
+        };
+        // Each further start bound only moves the start later; the end only earlier.
+        let mut later_start = |bound: KeyBound| {
+            if let Some(k) = bound.key()
+                && range.start.admits_from_below(k)
+            {
+                range.start = bound;
+            }
+        };
+        let start = optional_key("start")?;
+        let end = optional_key("end")?;
+        if let (Some(s), Some(e)) = (&start, &end)
+            && s >= e
+        {
+            return Err(js::invalid(format!(
+                "the start key {} is not before the end key {} (the end is exclusive)",
+                escape(s),
+                escape(e)
+            )));
+        }
+        if let Some(start) = start {
+            later_start(KeyBound::Closed(start));
+        }
+        if !js::is_absent(&after) {
+            later_start(KeyBound::Open(js::key_bytes(&after)?));
+        }
+        if let Some(end) = end
+            && range.end.admits_from_above(&end)
+        {
+            range.end = KeyBound::Open(end);
+        }
+        let mut cell_filters = Vec::new();
+        if let Some(family) = js::get_string(&narrowing, "family")?.filter(|f| !f.is_empty()) {
+            let pattern = String::from_utf8(literal_regex(family.as_bytes()))
+                .map_err(|e| js::invalid(format!("family {family:?}: {e}")))?;
+            cell_filters.push(RowFilter::FamilyNameRegex(pattern));
+        }
+        if let Some(qualifier) = optional_key("qualifier")? {
+            cell_filters.push(RowFilter::ColumnQualifierRegex(literal_regex(&qualifier)));
+        }
+        let filter = match cell_filters.len() {
+            0 => None,
+            1 => cell_filters.pop(),
+            _ => Some(RowFilter::Chain(cell_filters)),
+        };
+        // A range that holds nothing (start at or after end) reads nothing.
+        if range.is_empty() {
+            return Ok(js::to_js(&Value::Array(Vec::new())));
         }
         let schema = schema.unwrap_or_else(|| "auto".into());
         let explain_as = match schema.as_str() {
@@ -92,6 +158,7 @@ pub fn scan_rows(
                 row_keys: Vec::new(),
                 row_ranges: vec![range],
             },
+            filter,
             rows_limit: i64::from(limit),
             ..Default::default()
         };

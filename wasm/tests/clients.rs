@@ -505,6 +505,7 @@ async fn objmeta_through_a_token_gateway() {
             1,
             None,
             JsValue::UNDEFINED,
+            JsValue::UNDEFINED,
         ))
         .await
         .unwrap_err();
@@ -533,21 +534,25 @@ async fn scan_rows_decodes_every_key() {
             .await
             .unwrap();
         let prefix = format!("{id}:");
-        let scan = |limit: u32, after: JsValue| {
+        let scan_narrowed = |limit: u32, after: JsValue, narrowing: serde_json::Value| {
             let prefix = prefix.clone();
             async move {
-                let rows = wait(rowkit_wasm::browse::scan_rows(
+                wait(rowkit_wasm::browse::scan_rows(
                     options(gateway, None),
                     "badwolf".into(),
                     JsValue::from_str(&prefix),
                     limit,
                     None,
                     after,
+                    rowkit_wasm::js::to_js(&narrowing),
                 ))
                 .await
-                .unwrap();
-                json(&rows).as_array().unwrap().clone()
+                .map(|rows| json(&rows).as_array().unwrap().clone())
             }
+        };
+        let scan = |limit: u32, after: JsValue| {
+            let narrowed = scan_narrowed(limit, after, serde_json::Value::Null);
+            async move { narrowed.await.unwrap() }
         };
         let rows = scan(0, JsValue::UNDEFINED).await;
         assert_eq!(rows.len(), 4, "{rows:?}");
@@ -571,6 +576,77 @@ async fn scan_rows_decodes_every_key() {
                 .collect()
         };
         assert_eq!([keys(&first), keys(&second)].concat(), keys(&rows));
+
+        // A range end (exclusive) after a start (inclusive): rows 1 and 2 of the four.
+        let key = |i: usize| rows[i]["row_key"].as_str().unwrap().to_string();
+        let between = scan_narrowed(
+            0,
+            JsValue::UNDEFINED,
+            serde_json::json!({"start": key(1), "end": key(3)}),
+        )
+        .await
+        .unwrap();
+        assert_eq!(keys(&between), vec![key(1), key(2)]);
+        let inverted = scan_narrowed(
+            0,
+            JsValue::UNDEFINED,
+            serde_json::json!({"start": key(3), "end": key(1)}),
+        )
+        .await
+        .unwrap_err();
+        assert_eq!(code(&inverted), "invalid_argument");
+        // A family and a qualifier filter keep only those cells; rows without one are left out.
+        let cell = &rows[0]["cells"][0];
+        let (family, qualifier) = (
+            cell["family"].as_str().unwrap(),
+            cell["qualifier"].as_str().unwrap(),
+        );
+        for (narrowing, only_qualifier) in [
+            (serde_json::json!({"family": family}), None),
+            (
+                serde_json::json!({"family": family, "qualifier": qualifier}),
+                Some(qualifier),
+            ),
+        ] {
+            let keep = |c: &serde_json::Value| {
+                c["family"] == family && only_qualifier.is_none_or(|q| c["qualifier"] == q)
+            };
+            let expected: Vec<(String, usize)> = rows
+                .iter()
+                .map(|r| {
+                    (
+                        r["row_key"].as_str().unwrap().to_string(),
+                        r["cells"]
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .filter(|c| keep(c))
+                            .count(),
+                    )
+                })
+                .filter(|(_, n)| *n > 0)
+                .collect();
+            let got: Vec<(String, usize)> = scan_narrowed(0, JsValue::UNDEFINED, narrowing.clone())
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    (
+                        r["row_key"].as_str().unwrap().to_string(),
+                        r["cells"].as_array().unwrap().len(),
+                    )
+                })
+                .collect();
+            assert_eq!(got, expected, "{narrowing}");
+        }
+        let none = scan_narrowed(
+            0,
+            JsValue::UNDEFINED,
+            serde_json::json!({"family": "no-such-family"}),
+        )
+        .await
+        .unwrap();
+        assert!(none.is_empty(), "{none:?}");
         wait(g.drop()).await.unwrap();
     }
 }

@@ -142,6 +142,21 @@ fn invalid(field: &'static str, reason: impl Into<String>) -> ValidationError {
     }
 }
 
+/// An RE2 pattern that fully matches exactly `bytes`: every byte outside `[0-9A-Za-z]` as
+/// `\xHH`, so no byte of the input is a regex operator (for the `*Regex` filters that should
+/// compare, not search).
+pub fn literal_regex(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    for &b in bytes {
+        if b.is_ascii_alphanumeric() {
+            out.push(b);
+        } else {
+            out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
+        }
+    }
+    out
+}
+
 /// Checks a whole filter tree before any row is read (`spec/bigtable.md` 4 and 10): every
 /// node's own rules, the chain label rule, no sink inside a condition, every regex translatable,
 /// encoded size <= 20 480 bytes and depth <= 20.

@@ -17,7 +17,7 @@ mod timestamp;
 
 pub use cell::{Cell, Row, compare_canonical, row_size};
 pub use error::ValidationError;
-pub use filter::{RowFilter, filter_depth, filter_encoded_len, validate_filter};
+pub use filter::{RowFilter, filter_depth, filter_encoded_len, literal_regex, validate_filter};
 pub use mutation::{
     Mutation, ReadModifyWriteRule, RuleOp, TimestampRange, validate_mutation, validate_rule,
 };

@@ -15,7 +15,9 @@ use alloc::sync::Arc;
 use alloc::vec;
 use alloc::vec::Vec;
 
-use rowkit_codec::model::{Mutation, ReadModifyWriteRule, Row, RowFilter, RowSet, RuleOp};
+use rowkit_codec::model::{
+    Mutation, ReadModifyWriteRule, Row, RowFilter, RowSet, RuleOp, literal_regex,
+};
 use rowkit_codec::mounttable::{self as codec, FAMILY_COUNTER, NodeRow, QUAL_COUNTER};
 
 use super::{MtCtx, MtError, MtEvent, Nodes};
@@ -349,19 +351,6 @@ impl Occ {
             Some(other) => Err(unexpected(ChildOutput::Unary(other))),
         }
     }
-}
-
-/// `Value(v)`: every byte outside `[0-9A-Za-z]` as `\xHH`, so the RE2 pattern is a literal.
-fn literal_regex(v: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(v.len());
-    for &b in v {
-        if b.is_ascii_alphanumeric() {
-            out.push(b);
-        } else {
-            out.extend_from_slice(format!("\\x{b:02x}").as_bytes());
-        }
-    }
-    out
 }
 
 /// A plain `MutateRow`.

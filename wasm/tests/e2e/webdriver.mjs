@@ -143,6 +143,8 @@ export async function openSession(children, { width = 1280, height = 1400, axeSc
   const back = () => call('POST', `${s}/back`, {});
   /** The browser's Forward button. */
   const forward = () => call('POST', `${s}/forward`, {});
+  /** Sets the window's outer size in CSS pixels. */
+  const resize = (width, height) => call('POST', `${s}/window/rect`, { width, height });
   /** The browser's Reload button. */
   const reload = () => call('POST', `${s}/refresh`, {});
   /**
@@ -176,5 +178,5 @@ export async function openSession(children, { width = 1280, height = 1400, axeSc
   }
   /** Ends the session (errors ignored: the browser may be gone). */
   const close = () => call('DELETE', s).catch(() => {});
-  return { call, js, find, type, clear, keys, click, select, until, waitFor, outcome, screenshot, pointAt, navigate, back, forward, reload, axe, close };
+  return { call, js, find, type, clear, keys, click, select, until, waitFor, outcome, screenshot, pointAt, navigate, back, forward, reload, resize, axe, close };
 }

@@ -147,11 +147,15 @@ export function cachedClient(options, make) {
 
 // ---- The shared UI contract (issue 31): readable errors, dates, sizes, caps, copying. ----
 
-/** The readable label of an error code: a dotted or slashed id keeps its last part. */
+/**
+ * The readable label of an error code: a dotted or slashed id keeps its last part, and words
+ * are spaced (`invalid_argument`, `NoSuchKey`, `errMalformedAddress` → `invalid argument`,
+ * `no such key`, `malformed address`).
+ */
 function codeLabel(code) {
   const last = String(code).split('/').pop().split('.').pop();
   // Vanadium's private ids (`errMalformedAddress`) read as words.
-  return last.replace(/^err(?=[A-Z])/, '').replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+  return last.replace(/^err(?=[A-Z])/, '').replace(/([a-z])([A-Z])/g, '$1 $2').replace(/_/g, ' ').toLowerCase();
 }
 
 // A message prefix `X: ` that only repeats the code (or the previous prefix), in any casing or
@@ -201,14 +205,11 @@ export function failure(e) {
 
 const pad = (n, w = 2) => String(n).padStart(w, '0');
 
-// Timestamps under this many µs (1970-01-12) are versions or counters, not wall-clock times.
-const EARLIEST_WALL_CLOCK_US = 1e12;
-
 /**
  * A timestamp as a `<time>` a person reads: local date and time (milliseconds when present),
  * with the UTC instant in `datetime` and `title`. `t`: `{ us }` (microseconds since the epoch,
- * as Bigtable cells carry), `{ ms }`, or an RFC 3339 string. A µs value before 1970-01-12 is
- * not a wall-clock time (a version number): it is shown as the number.
+ * as Bigtable cells carry), `{ ms }`, or an RFC 3339 string. Small values stay dates (1970-…),
+ * as the CLI prints them, with the raw number in the title.
  */
 export function formatTime(t) {
   let ms;
@@ -217,12 +218,8 @@ export function formatTime(t) {
     ms = Date.parse(t);
     raw = t;
   } else if (t && t.us !== undefined) {
-    const us = Number(t.us);
     raw = `${t.us} µs`;
-    if (Math.abs(us) < EARLIEST_WALL_CLOCK_US) {
-      return el('time', { title: `${raw}: not a wall-clock time (before 1970-01-12)`, class: 'raw-time' }, raw);
-    }
-    ms = us / 1000;
+    ms = Number(t.us) / 1000;
   } else if (t && t.ms !== undefined) {
     ms = Number(t.ms);
     raw = `${t.ms} ms`;

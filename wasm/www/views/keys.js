@@ -1,7 +1,7 @@
 // Key inspector: a row key of any schema decoded by rowkit's codecs and shown as coloured byte
 // segments, each named with its meaning. The segments come from the codec that owns the key's
 // layout (`segments` of `decodeKey`); this view only draws them.
-import { el, field, keyText } from './dom.js';
+import { copyButton, el, field, keyText } from './dom.js';
 
 export const title = 'Key inspector';
 
@@ -57,26 +57,70 @@ export function fieldsTable(doc, omit = ['segments']) {
       el('td', { class: 'k' }, typeof v === 'object' && v !== null ? JSON.stringify(v) : String(v))))));
 }
 
+/** Error codes of `decodeKey` that mean "none of the schemas' layouts fits these bytes". */
+const NO_LAYOUT_FITS = new Set(['unknown_row_key', 'not_a_row_key']);
+
+/**
+ * The answer for a key no schema's layout fits: said as such (not as a failure of the tool),
+ * with the codecs' reason, the key's bytes as read, and what to try next.
+ */
+function noLayoutFits(e, schema, key, ctx) {
+  const which = schema === 'auto' ? "No schema's row key layout fits this key" : `This is not a ${schema} row key`;
+  return el('div', { class: 'no-fit' },
+    el('p', { class: 'no-fit-title' }, `${which}.`),
+    el('p', null, ctx.describe(e)),
+    el('p', null, 'The key as read: ', keyText(key)),
+    schema === 'auto'
+      ? el('p', { class: 'help' }, 'Choose a schema above to see why that schema\'s layout does not fit.')
+      : null);
+}
+
+// The mounted view's restore (one page has one key inspector).
+let restoreMounted = null;
+
 export function mount(section, ctx) {
   const input = el('input', { id: 'key-input', name: 'key', size: 60, required: true });
   const schema = el('select', { id: 'key-schema', name: 'schema' },
     [['auto', 'auto'], ['mt', 'mt (mount table)'], ['gold', 'gold (trace store)'], ['s3', 's3 (object metadata)'],
       ['graph', 'graph (triples)']].map(([v, t]) => el('option', { value: v }, t)));
-  const out = el('div', { id: 'key-out', class: 'out', 'aria-live': 'polite' });
+  const out = el('div', { id: 'key-out', class: 'out', tabindex: 0, role: 'region', 'aria-label': 'Decoded key', 'aria-live': 'polite' });
   const form = el('form', { id: 'key-form' },
     field(el('span', null, 'Row key (escaped text, ', el('code', null, '\\xHH'), ', or ', el('code', null, 'hex:…'), ')'), input),
     field('Schema', schema),
     el('button', null, 'Decode'));
   section.append(el('h2', null, title), form, out);
-  form.addEventListener('submit', (ev) => {
-    ev.preventDefault();
+
+  function decode() {
     try {
       const doc = ctx.rowkit.decodeKey(schema.value, input.value);
       const fields = fieldsTable(doc);
       fields.prepend(el('caption', null, `Row key decoded as ${doc.schema}${doc.kind ? ` (${doc.kind})` : ''}`));
-      out.replaceChildren(segmentedKey(doc), legend(doc), fields);
+      out.replaceChildren(
+        el('div', { class: 'key-line' }, segmentedKey(doc), copyButton(doc.row_key, 'Copy key')),
+        legend(doc), fields);
     } catch (e) {
-      ctx.fail(out, e);
+      if (NO_LAYOUT_FITS.has(e?.code)) out.replaceChildren(noLayoutFits(e, schema.value, input.value, ctx));
+      else ctx.fail(out, e);
     }
+  }
+
+  form.addEventListener('submit', (ev) => {
+    ev.preventDefault();
+    const params = new URLSearchParams({ key: input.value });
+    if (schema.value !== 'auto') params.set('schema', schema.value);
+    ctx.setState(params);
+    decode();
   });
+
+  restoreMounted = (params) => {
+    input.value = params.get('key') ?? '';
+    schema.value = params.get('schema') ?? 'auto';
+    if (input.value) decode();
+    else out.replaceChildren();
+  };
+}
+
+/** The view's state from the URL (`#keys?key=…&schema=…`): decodes that key. */
+export function restore(params) {
+  restoreMounted?.(params);
 }

@@ -1,16 +1,29 @@
-// Table browser: any table scanned by key prefix, a page of rows at a time (the next page starts
-// after the last key shown), each row key explained for its schema and drawn as its segments.
-import { el, field, keyText } from './dom.js';
+// Table browser: the store's tables listed, any table scanned by key prefix and range (start
+// inclusive, end exclusive), narrowed to one column family and/or qualifier, a page of rows at
+// a time (the next page starts after the last key shown; "all" stops at a cap, with a warning),
+// each row key explained for its schema and drawn as its segments, cell timestamps as dates.
+// The form's values and the page are the view's URL state (#tables?table=…&start=…).
+import { capNotice, copyButton, el, field, formatTime, keyText } from './dom.js';
 import { fieldsTable, segmentedKey } from './keys.js';
 
 export const title = 'Table browser';
 
-/** The tables rowkit's schemas use (the field takes any table id). */
+/** The tables rowkit's schemas use, offered before the store's own list is read. */
 const KNOWN_TABLES = ['mounttable', 'mounttable-counters', 'gold', 'objmeta', 'badwolf'];
 
-function cellsText(row) {
-  return row.cells.map((c) => `${c.family}:${c.qualifier} @${c.timestampMicros} = ${c.value}`
-    + (c.valueSize > c.value_hex.length / 2 ? ` … (${c.valueSize} bytes)` : '')).join('\n');
+/** At most this many rows for "all" (a page size of 0): rendering more takes seconds. */
+export const ALL_ROWS_CAP = 1000;
+
+/** The form's fields that are URL state, by parameter name (the element ids are browse-<name>). */
+const STATE_FIELDS = ['table', 'prefix', 'start', 'end', 'family', 'qualifier', 'limit', 'schema'];
+
+/** A row's cells, one line each: family:qualifier, the timestamp as a date, the value. */
+function cellLines(row) {
+  return row.cells.map((c) => el('div', { class: 'cell' },
+    el('code', null, `${c.family}:`, keyText(c.qualifier)), ' ',
+    formatTime({ us: c.timestampMicros }), ' = ',
+    keyText(c.value),
+    c.valueSize > c.value_hex.length / 2 ? ` … (${c.valueSize} bytes)` : ''));
 }
 
 function rowsTable(rows, caption) {
@@ -23,26 +36,55 @@ function rowsTable(rows, caption) {
         el('td', { class: 'k' }, ok ? segmentedKey(row.decoded) : keyText(row.row_key)),
         // The key itself is in the first column.
         el('td', null, row.decoded ? fieldsTable(row.decoded, ['segments', 'row_key', 'row_key_hex']) : null),
-        el('td', { class: 'k cells' }, cellsText(row)));
+        el('td', { class: 'cells' }, cellLines(row)));
     })));
 }
 
+/** The store's tables (the wasm package's `listTables`), as names. */
+async function tableNames(ctx) {
+  if (typeof ctx.rowkit.listTables !== 'function') {
+    throw Object.assign(new Error('this build of the wasm package cannot list tables (no listTables)'), { code: 'unimplemented' });
+  }
+  const tables = await ctx.rowkit.listTables(ctx.options());
+  return tables.map((t) => (typeof t === 'string' ? t : t.name ?? t.id ?? String(t)));
+}
+
+// The mounted view's restore (one page has one table browser).
+let restoreMounted = null;
+
 export function mount(section, ctx) {
-  const table = el('input', { id: 'browse-table', name: 'table', list: 'browse-tables', value: 'mounttable', size: 18, required: true });
-  const prefix = el('input', { id: 'browse-prefix', name: 'prefix', size: 30 });
-  const limit = el('input', { id: 'browse-limit', name: 'limit', type: 'number', min: 0, value: 25, size: 5 });
-  const schema = el('select', { id: 'browse-schema', name: 'schema' },
-    ['auto', 'mt', 'gold', 's3', 'graph', 'none'].map((v) => el('option', { value: v }, v)));
+  const input = {
+    table: el('input', { id: 'browse-table', name: 'table', list: 'browse-tables', value: 'mounttable', size: 18, required: true }),
+    prefix: el('input', { id: 'browse-prefix', name: 'prefix', size: 24 }),
+    start: el('input', { id: 'browse-start', name: 'start', size: 18 }),
+    end: el('input', { id: 'browse-end', name: 'end', size: 18 }),
+    family: el('input', { id: 'browse-family', name: 'family', size: 10 }),
+    qualifier: el('input', { id: 'browse-qualifier', name: 'qualifier', size: 10 }),
+    limit: el('input', { id: 'browse-limit', name: 'limit', type: 'number', min: 0, value: 25, size: 5 }),
+    schema: el('select', { id: 'browse-schema', name: 'schema' },
+      ['auto', 'mt', 'gold', 's3', 'graph', 'none'].map((v) => el('option', { value: v }, v))),
+  };
   const scan = el('button', { id: 'browse-scan' }, 'Scan');
   const prev = el('button', { type: 'button', id: 'browse-prev', disabled: true }, 'Previous page');
   const next = el('button', { type: 'button', id: 'browse-next', disabled: true }, 'Next page');
-  const out = el('div', { id: 'browse-out', class: 'out', 'aria-live': 'polite' });
+  const datalist = el('datalist', { id: 'browse-tables' }, KNOWN_TABLES.map((t) => el('option', { value: t })));
+  const listButton = el('button', { type: 'button', id: 'browse-list' }, 'List tables');
+  const tablesOut = el('div', { id: 'browse-tables-out', class: 'table-list', 'aria-live': 'polite' });
+  // The rows scroll inside this box: focusable and named, so a keyboard reaches all of them.
+  const out = el('div', { id: 'browse-out', class: 'out', tabindex: 0, role: 'region', 'aria-label': 'Scanned rows', 'aria-live': 'polite' });
   const form = el('form', { id: 'browse-form' },
-    field('Table', table),
-    el('datalist', { id: 'browse-tables' }, KNOWN_TABLES.map((t) => el('option', { value: t }))),
-    field('Key prefix', prefix), field('Rows per page (0 = all)', limit), field('Decode as', schema),
+    field('Table', input.table), datalist,
+    field('Key prefix', input.prefix),
+    field('Start key (from)', input.start), field('End key (before)', input.end),
+    field('Family', input.family), field('Qualifier', input.qualifier),
+    field(`Rows per page (0 = all, at most ${ALL_ROWS_CAP.toLocaleString('en-US')})`, input.limit),
+    field('Decode as', input.schema),
     scan, prev, next);
-  section.append(el('h2', null, title), form, out);
+  section.append(el('h2', null, title),
+    el('div', { class: 'tables-bar' }, listButton, tablesOut),
+    form,
+    el('p', { class: 'help' }, 'Keys as escaped text (\\xHH for a byte) or hex:…; the end key is not included.'),
+    out);
 
   // The scan being paged: its parameters as of Scan, and the key each shown page started after.
   let query = null;
@@ -50,16 +92,25 @@ export function mount(section, ctx) {
   let lastKey = null;
 
   async function show(after) {
-    const pageSize = query.limit;
+    // A page size of 0 ("all") or above the cap reads at most the cap.
+    const capped = query.limit === 0 || query.limit > ALL_ROWS_CAP;
+    const pageSize = capped ? ALL_ROWS_CAP : query.limit;
+    const narrowing = { start: query.start, end: query.end, family: query.family, qualifier: query.qualifier };
     // One row more than the page: whether a next page exists without another request.
     const rows = await ctx.busy(out, ctx.rowkit.scanRows(ctx.options(), query.table, query.prefix,
-      pageSize ? pageSize + 1 : 0, query.schema, after ?? undefined));
-    const more = pageSize > 0 && rows.length > pageSize;
+      pageSize + 1, query.schema, after ?? undefined, narrowing));
+    const more = rows.length > pageSize;
     const page = more ? rows.slice(0, pageSize) : rows;
     lastKey = page.length ? page[page.length - 1].row_key : null;
     out.dataset.page = String(starts.length);
-    const where = pageSize ? `page ${starts.length}` : 'all rows';
-    out.replaceChildren(rowsTable(page, `${page.length} row(s) of ${query.table}, ${where}${more ? ', more follow' : ''}`));
+    const where = capped && starts.length === 1 ? 'all rows' : `page ${starts.length}`;
+    const caption = page.length
+      ? `${page.length} row(s) of ${query.table}, ${where}${more ? ', more follow' : ''}`
+      : `no rows in ${query.table} match: the table is empty here (prefix, range and filters as given)`;
+    out.replaceChildren(
+      capped && more ? capNotice(page.length, ALL_ROWS_CAP, 'rows') : null,
+      page.length ? rowsTable(page, caption) : el('p', { class: 'empty' }, caption),
+      page.length ? el('p', { class: 'help' }, 'Last key on this page: ', copyButton(lastKey, 'Copy last key')) : null);
     next.disabled = !more;
     prev.disabled = starts.length <= 1;
   }
@@ -73,18 +124,87 @@ export function mount(section, ctx) {
     }
   }
 
+  /** The form as URL state, with the key the page starts after. */
+  function remember(after, push = true) {
+    const params = new URLSearchParams();
+    for (const name of STATE_FIELDS) if (query[name] !== '' && query[name] !== undefined) params.set(name, String(query[name]));
+    if (after) params.set('after', after);
+    ctx.setState(params, { push });
+  }
+
+  function readForm() {
+    const q = {};
+    for (const name of STATE_FIELDS) q[name] = input[name].value;
+    q.table = q.table.trim();
+    q.family = q.family.trim();
+    q.limit = Math.max(0, Math.floor(Number(q.limit) || 0));
+    return q;
+  }
+
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    query = { table: table.value.trim(), prefix: prefix.value, limit: Number(limit.value) || 0, schema: schema.value };
+    query = readForm();
     starts = [null];
+    remember(null);
     run(() => show(null));
   });
   next.addEventListener('click', () => run(() => {
     starts.push(lastKey);
+    remember(lastKey);
     return show(lastKey);
   }));
   prev.addEventListener('click', () => run(() => {
     starts.pop();
-    return show(starts[starts.length - 1]);
+    const after = starts[starts.length - 1];
+    remember(after);
+    return show(after);
   }));
+  listButton.addEventListener('click', async () => {
+    try {
+      const names = await ctx.busy(tablesOut, tableNames(ctx));
+      datalist.replaceChildren(...names.map((t) => el('option', { value: t })));
+      tablesOut.replaceChildren(names.length
+        ? el('ul', { 'aria-label': 'Tables' }, names.map((t) => el('li', null,
+          el('button', {
+            type: 'button',
+            class: 'link',
+            dataset: { table: t },
+            onclick: () => {
+              input.table.value = t;
+              form.requestSubmit(scan);
+            },
+          }, t))))
+        : el('p', { class: 'empty' }, 'no tables in this store: the views\' Set up creates them'));
+    } catch (e) {
+      ctx.fail(tablesOut, e);
+    }
+  });
+
+  /** Shows the scan a URL names (a deep link, a reload, back/forward). */
+  restoreMounted = (params) => {
+    for (const name of STATE_FIELDS) {
+      const v = params.get(name);
+      if (name === 'table') input.table.value = v ?? 'mounttable';
+      else if (name === 'limit') input.limit.value = v ?? '25';
+      else if (name === 'schema') input.schema.value = v ?? 'auto';
+      else input[name].value = v ?? '';
+    }
+    if (!params.get('table')) {
+      query = null;
+      out.replaceChildren();
+      next.disabled = true;
+      prev.disabled = true;
+      return undefined;
+    }
+    query = readForm();
+    const after = params.get('after');
+    // The pages before a restored one are not known; Previous goes back to the first.
+    starts = after ? [null, after] : [null];
+    return run(() => show(after));
+  };
+}
+
+/** The view's state from the URL: the shell calls it after mount and on back/forward. */
+export function restore(params) {
+  return restoreMounted?.(params);
 }
