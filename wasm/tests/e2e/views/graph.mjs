@@ -171,6 +171,15 @@ export async function check(page) {
     `joe's seven triples: ${JSON.stringify(g.nodes)}`);
   const cleared = await page.js(`return document.getElementById('graph-details').textContent`);
   assert(cleared.startsWith('Select a node'), `a new query clears the selection: ${cleared}`);
+  // The browser's Back shows the query before with its selected node (from the URL); Forward
+  // this one again.
+  g = await queried(page, 'back to every triple', () => page.back());
+  assert(g.edges === 49, `Back: every triple again: ${g.edges}`);
+  const back = await page.until(`return document.querySelector('#graph-details h3')?.textContent`, 'the selection from the URL');
+  const marked = await page.js(`return document.querySelector('#graph-result svg g.node.selected')?.dataset.name`);
+  assert(back === '/u<lee>' && marked === '/u<lee>', `Back restores the selected node: ${back} ${marked}`);
+  g = await queried(page, 'forward to joe', () => page.forward());
+  assert(g.edges === 7 && (await hashState(page)).subject === '/u<joe>', `Forward: joe's triples again: ${g.edges}`);
   await page.select('#graph-method', 'objects');
   assert(JSON.stringify(await fields(page)) === '["graph-subject","graph-predicate"]', 'objects takes a subject and a predicate');
   assert(await page.js(`return document.getElementById('graph-subject').value`) === '/u<joe>', 'the subject typed is kept');
