@@ -205,7 +205,7 @@ export function mount(section, ctx) {
     const all = entriesOf(r, m);
     const needle = filter.value.trim().toLowerCase();
     const matches = (name) => !needle || name.toLowerCase().includes(needle);
-    // Sorting keeps a key's versions together, newest first, as the listing gives them.
+    // Ties keep the listing's order (a key's versions newest first, as Arsenal lists them).
     const order = all.map((e, i) => [e, i]);
     const compare = SORTS[sort.by];
     const sign = sort.dir === 'ascending' ? 1 : -1;
@@ -312,14 +312,24 @@ export function mount(section, ctx) {
     if (!sel) details.replaceChildren(el('p', { class: 'help' }, 'Select an object to see its metadata.'));
   }
 
+  /** Marks the selected object's row (without drawing the listing again). */
+  function markSelected() {
+    for (const tr of listing.querySelectorAll('tbody tr[data-key]')) {
+      const on = Boolean(selection) && tr.dataset.key === selection.key && tr.dataset.versionId === (selection.versionId ?? '');
+      tr.classList.toggle('selected', on);
+      if (on) tr.setAttribute('aria-selected', 'true');
+      else tr.removeAttribute('aria-selected');
+    }
+  }
+
   async function showObject(key, versionId, { push = false } = {}) {
     const vid = versionId && versionId !== 'null' ? versionId : undefined;
-    select({ key, versionId: vid });
+    select({ key, versionId: versionId || undefined });
     saveState(push);
-    if (shown) render();
+    markSelected();
     try {
       const value = await ctx.busy(details, client().getObject(bucket.value, key, vid));
-      if (selection?.key !== key || selection?.versionId !== vid) return; // another was selected since
+      if (selection?.key !== key || selection?.versionId !== (versionId || undefined)) return; // another was selected since
       details.classList.remove('error');
       const size = sizeOf(value);
       details.replaceChildren(
