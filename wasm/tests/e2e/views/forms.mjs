@@ -57,3 +57,26 @@ export async function setupCheck(page, view, { first, firstOut, setup, setupOut,
   const then = await page.outcome(firstOut, `${view} after set up`, () => page.click(first));
   assert(then.alert === null && then.text === after, `${view} after set up: ${then.text}`);
 }
+
+const ELEMENT = 'element-6066-11e4-a52e-4f735466cecf';
+
+/**
+ * Real mouse input on the element `css` through WebDriver's Actions (a wheel turn, a drag), as
+ * the browser gets it from a user: `wheel(deltaY)` scrolls over its centre, `drag(dx, dy)`
+ * presses the left button 10 px inside its top left corner and moves by (dx, dy) before
+ * releasing.
+ */
+export async function mouse(page, css) {
+  const [session] = await page.call('GET', '/sessions');
+  const actions = (list) => page.call('POST', `/session/${session.id}/actions`, { actions: list });
+  const origin = { [ELEMENT]: await page.find(css) };
+  const [w, h] = await page.js(`const r = document.querySelector(arguments[0]).getBoundingClientRect(); return [r.width, r.height]`, css);
+  return {
+    wheel: (deltaY) => actions([{ type: 'wheel', id: 'wheel', actions: [{ type: 'scroll', origin, x: 0, y: 0, deltaX: 0, deltaY }] }]),
+    drag: (dx, dy) => actions([{ type: 'pointer', id: 'mouse', parameters: { pointerType: 'mouse' }, actions: [
+      { type: 'pointerMove', duration: 0, origin, x: Math.round(-w / 2 + 10), y: Math.round(-h / 2 + 10) },
+      { type: 'pointerDown', button: 0 },
+      { type: 'pointerMove', duration: 100, origin: 'pointer', x: dx, y: dy },
+      { type: 'pointerUp', button: 0 }] }]),
+  };
+}

@@ -6,7 +6,7 @@
 // refused next to its field; removing triples and deleting a graph are confirmed. after()
 // compares what the screen showed with what the CLI reads back.
 import { assert } from '../webdriver.mjs';
-import { confirmWith, fieldError, hashState, offlineCheck, setupCheck } from './forms.mjs';
+import { confirmWith, fieldError, hashState, mouse, offlineCheck, setupCheck } from './forms.mjs';
 
 const TRIPLES = [
   '/u<joe> "parent_of"@[] /u<mary>',
@@ -147,6 +147,18 @@ export async function check(page) {
   await page.shot('graph-zoomed');
   await page.click('#graph-result button[data-op="zoom-reset"]');
   assert(JSON.stringify(await viewBox(page)) === '[0,0,800,560]', 'Whole graph shows it all again');
+  // The mouse: the wheel zooms around the pointer (the centre here), a drag pans.
+  const m = await mouse(page, '#graph-drawing');
+  await m.wheel(-100);
+  box = await page.until(`const b = document.querySelector('#graph-result svg').getAttribute('viewBox').split(' ').map(Number);
+    return b[2] < 800 && b`, 'the wheel to zoom in');
+  assert(Math.round(box[2]) === 640 && Math.abs(box[0] + box[2] / 2 - 400) < 8, `a wheel turn zooms in around the pointer: ${box}`);
+  await m.drag(100, 0);
+  const dragged = await viewBox(page);
+  assert(dragged[0] < box[0] - 20 && Math.abs(dragged[1] - box[1]) < 1, `dragging right moves the view left: ${box} → ${dragged}`);
+  const stillNone = await page.js(`return document.querySelector('#graph-details h3')?.textContent ?? null`);
+  assert(stillNone === null, `the end of a drag selects nothing: ${stillNone}`);
+  await page.click('#graph-result button[data-op="zoom-reset"]');
   const focusable = await page.js(`return document.querySelector('#graph-result svg').tabIndex`);
   assert(focusable === 0, 'the drawing is reachable by keyboard (Tab)');
 
