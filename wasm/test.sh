@@ -6,8 +6,11 @@
 #   - a read-only HTTP server over ../shared (wasm/tests/harness/serve-dir.mjs, with CORS), so
 #     the codec tests read the shared vectors at run time in both Node and the browser;
 #   - `rowkit serve` on a fresh embedded store set up with `rowkit <schema> setup` for every
-#     schema (the gateway serves only the data API, so the tables are created first), open (no
-#     token) as on loopback by default;
+#     schema, open (no token) as on loopback by default;
+#   - `rowkit serve` on an empty memory store, where the clients' `setup()` creates the tables
+#     through the gateway's table admin;
+#   - wasm/tests/harness/stoppable-gateway.mjs: a `rowkit serve` the tests stop mid-session,
+#     and a loopback port nothing listens on (the clients' `deadlineMs`);
 #   - a second `rowkit serve --token` on its own fresh store (one process owns a redb file), so
 #     the token path runs in the browser: every call carries `Authorization`, which a
 #     cross-origin page may send only after a CORS preflight allows it;
@@ -94,7 +97,18 @@ ROWKIT_TEST_PROXY=$(url_from "$work/proxy.log")
 node wasm/tests/harness/observe-proxy.mjs "$ROWKIT_TEST_TOKEN_GATEWAY" >"$work/token-proxy.log" 2>&1 &
 pids+=($!)
 ROWKIT_TEST_TOKEN_PROXY=$(url_from "$work/token-proxy.log")
-export ROWKIT_TEST_GATEWAY ROWKIT_TEST_PROXY ROWKIT_TEST_TOKEN ROWKIT_TEST_TOKEN_GATEWAY ROWKIT_TEST_TOKEN_PROXY
+env -u ROWKIT_GATEWAY_TOKEN "$rowkit" --store memory: serve --listen 127.0.0.1:0 >"$work/empty.log" 2>&1 &
+pids+=($!)
+ROWKIT_TEST_EMPTY_GATEWAY=$(url_from "$work/empty.log")
+node wasm/tests/harness/stoppable-gateway.mjs "$rowkit" >"$work/stoppable.log" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do grep -q '^closed ' "$work/stoppable.log" && break; sleep 0.1; done
+ROWKIT_TEST_STOPPABLE_GATEWAY=$(sed -n 's/^gateway //p' "$work/stoppable.log")
+ROWKIT_TEST_STOPPABLE_CONTROL=$(sed -n 's/^control //p' "$work/stoppable.log")
+ROWKIT_TEST_CLOSED_GATEWAY=$(sed -n 's/^closed //p' "$work/stoppable.log")
+[ -n "$ROWKIT_TEST_CLOSED_GATEWAY" ] || { echo "test.sh: the stoppable gateway did not start:" >&2; cat "$work/stoppable.log" >&2; exit 1; }
+export ROWKIT_TEST_GATEWAY ROWKIT_TEST_PROXY ROWKIT_TEST_TOKEN ROWKIT_TEST_TOKEN_GATEWAY ROWKIT_TEST_TOKEN_PROXY \
+  ROWKIT_TEST_EMPTY_GATEWAY ROWKIT_TEST_STOPPABLE_GATEWAY ROWKIT_TEST_STOPPABLE_CONTROL ROWKIT_TEST_CLOSED_GATEWAY
 echo "test.sh: vectors at $ROWKIT_TEST_SHARED_URL; gateway at $ROWKIT_TEST_GATEWAY (proxy $ROWKIT_TEST_PROXY);" \
   "token gateway at $ROWKIT_TEST_TOKEN_GATEWAY (proxy $ROWKIT_TEST_TOKEN_PROXY)"
 

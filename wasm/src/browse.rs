@@ -1,11 +1,14 @@
 //! The table browser's scan: rows of any table by key prefix, each row key explained for its
 //! schema (`rowkit_codec::explain`). Runs the `ReadRows` machine (merger + resume) on the
-//! client's backend, so through a gateway the rows stream in as the body arrives.
+//! client's backend, so through a gateway the rows stream in as the body arrives. And its list
+//! of tables with their families (`listTables`).
 
 use js_sys::Promise;
 use rowkit_codec::escape::escape;
 use rowkit_codec::explain::{self, Schema};
-use rowkit_codec::model::{KeyBound, RowFilter, RowRange, RowSet, literal_regex};
+use rowkit_codec::model::{ColumnFamily, KeyBound, RowFilter, RowRange, RowSet, literal_regex};
+use rowkit_embedded::Store;
+use rowkit_rest::admin::gc_rule_to_json;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
 use serde_json::{Value, json};
@@ -14,7 +17,7 @@ use wasm_bindgen_futures::future_to_promise;
 
 use rowkit_client::Driver;
 
-use crate::backend::{ClientOptions, run_error};
+use crate::backend::{ClientOptions, PageDriver, page_store, run_error};
 use crate::js;
 
 /// Values longer than this are cut in the row documents (the hex is cut alike); `valueSize`
@@ -49,6 +52,31 @@ export interface ScanNarrowing {
     qualifier?: Uint8Array | string;
 }
 
+/** A column family of a table `listTables` lists. */
+export interface ListedFamily {
+    name: string;
+    /**
+     * Its GC rule in Google's JSON (`{maxNumVersions: 1}`, `{maxAge: "3600s"}`,
+     * `{intersection: {rules: [...]}}`, `{union: {rules: [...]}}`); `null` keeps every cell.
+     */
+    gcRule: GcRuleJson | null;
+}
+
+/** A GC rule in Google's JSON (the Bigtable Admin API's `GcRule`). */
+export type GcRuleJson =
+    | { maxNumVersions: number }
+    | { maxAge: string }
+    | { intersection: { rules?: GcRuleJson[] } }
+    | { union: { rules?: GcRuleJson[] } };
+
+/** One table of `listTables`. */
+export interface ListedTable {
+    /** The table id. */
+    name: string;
+    /** Its families, ascending by name. */
+    families: ListedFamily[];
+}
+
 /** One row of `scanRows`. */
 export interface ScannedRow {
     row_key: string;
@@ -66,7 +94,8 @@ export interface ScannedRow {
 /// of the previous one. `narrowing` (optional, `ScanNarrowing`) bounds the keys further
 /// (`start` inclusive, `end` exclusive) and keeps only the cells of one family and/or
 /// qualifier (Bigtable's family and qualifier filters: a row without such a cell is not
-/// returned). Options are the common client options (`gateway`, `token`, …).
+/// returned). Options are the common client options (`gateway`, `token`, …); `deadlineMs`
+/// bounds the whole scan, retries included.
 /// Resolves to `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex,
 /// timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
 /// its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
@@ -162,12 +191,13 @@ pub fn scan_rows(
             rows_limit: i64::from(limit),
             ..Default::default()
         };
-        let m = ReadRows::new(
-            request,
-            opts.driver.now(),
-            opts.seed,
-            RetryPolicy::default(),
-        );
+        // The page's per-operation deadline (`deadlineMs`): a stopped server is an error within
+        // it, not after the default minute of retries.
+        let mut policy = RetryPolicy::default();
+        if let Some(ms) = js::get_number(&options, "deadlineMs")? {
+            policy.operation_timeout = js::to_i64(ms, "deadlineMs")?.saturating_mul(1000);
+        }
+        let m = ReadRows::new(request, opts.driver.now(), opts.seed, policy);
         let mut rows = Vec::new();
         rowkit_client::run(&opts.driver, m, |row| {
             let decoded = match (schema.as_str(), explain_as) {
@@ -205,5 +235,58 @@ pub fn scan_rows(
         .await
         .map_err(|e| run_error(e, |e| js::store_error(&e)))?;
         Ok(js::to_js(&Value::Array(rows)))
+    })
+}
+
+/// Every table of the client's store with its families, ascending by table id: the page's
+/// store offline, the gateway's instance through its table admin (`GET …/tables`). Options are
+/// the common client options (`gateway`, `token`, `project`, `instance`). Resolves to
+/// `[{name, families: [{name, gcRule}]}]`, `gcRule` in Google's JSON or `null`.
+#[wasm_bindgen(js_name = listTables, unchecked_return_type = "Promise<ListedTable[]>")]
+pub fn list_tables(
+    #[wasm_bindgen(unchecked_param_type = "ClientOptions | null | undefined")] options: JsValue,
+) -> Promise {
+    future_to_promise(async move {
+        let opts = ClientOptions::from_js(&options)?;
+        let tables: Vec<(String, Vec<ColumnFamily>)> = match &opts.driver {
+            PageDriver::Gateway(d) => rowkit_fetch::list_tables(d.gateway())
+                .await
+                .map_err(|e| js::store_error(&e))?
+                .into_iter()
+                .map(|t| (t.id, t.families))
+                .collect(),
+            PageDriver::Memory(_) => {
+                let store = page_store();
+                let mut tables = Vec::new();
+                for id in Store::list_tables(store.as_ref()).map_err(|e| js::store_error(&e))? {
+                    let families =
+                        Store::families(store.as_ref(), &id).map_err(|e| js::store_error(&e))?;
+                    tables.push((id, families));
+                }
+                tables
+            }
+        };
+        let mut tables = tables;
+        tables.sort_by(|a, b| a.0.cmp(&b.0));
+        let tables: Vec<Value> = tables
+            .into_iter()
+            .map(|(name, families)| {
+                let families: Vec<Value> = families
+                    .iter()
+                    .map(|f| {
+                        let rule = f
+                            .gc_rule
+                            .as_ref()
+                            .map(|r| serde_json::to_value(gc_rule_to_json(r)))
+                            .transpose()
+                            .unwrap_or_default()
+                            .unwrap_or(Value::Null);
+                        json!({"name": f.name, "gcRule": rule})
+                    })
+                    .collect();
+                json!({"name": name, "families": families})
+            })
+            .collect();
+        Ok(js::to_js(&Value::Array(tables)))
     })
 }

@@ -118,9 +118,8 @@ impl MountTable {
         })
     }
 
-    /// Creates the tables (offline mode; on a gateway they must have been set up with
-    /// `rowkit mt setup` on the served store) and the initial nodes (the root, with default
-    /// permissions).
+    /// Creates the tables (in the page's store or through the gateway) and the initial nodes
+    /// (the root, with default permissions), as `rowkit mt setup`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();

@@ -148,8 +148,8 @@ impl ObjectMetadata {
         })
     }
 
-    /// Creates the table with families `d` and `f` (offline mode; on a gateway run
-    /// `rowkit s3 setup` on the served store).
+    /// Creates the table with families `d` and `f` unless it exists (in the page's store or
+    /// through the gateway), as `rowkit s3 setup`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();

@@ -9,8 +9,8 @@ use std::rc::Rc;
 use futures_util::lock::Mutex;
 use js_sys::Promise;
 use js_sys::Reflect;
+use rowkit_client::Driver;
 use rowkit_client::tracestore::{TraceStore as Facade, setup_table};
-use rowkit_client::{Driver, ensure_table};
 use rowkit_codec::tracestore::keys::TILE_SIZE;
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
 use rowkit_codec::validate::Field;
@@ -188,22 +188,16 @@ impl TraceStore {
         })
     }
 
-    /// Creates the table in the client's layout (offline mode; on a gateway run
-    /// `rowkit gold setup` on the served store).
+    /// Creates the table in the client's layout, or adds the families a table made by an
+    /// older version lacks (`rowkit gold setup`), in the page's store or through the gateway.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
         future_to_promise(async move {
             let gold = inner.gold.lock().await;
-            match gold.driver() {
-                // A gateway cannot create or change tables: check that it serves this one.
-                PageDriver::Gateway(d) => ensure_table(d, &inner.table, &inner.layout.families())
-                    .await
-                    .map_err(|e| js::store_error(&e))?,
-                memory => setup_table(memory, &inner.table, inner.layout)
-                    .await
-                    .map_err(gold_error)?,
-            }
+            setup_table(gold.driver(), &inner.table, inner.layout)
+                .await
+                .map_err(gold_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }

@@ -166,8 +166,8 @@ impl Graph {
         }))
     }
 
-    /// Creates the table with its three families (offline mode; on a gateway run
-    /// `rowkit graph setup` on the served store).
+    /// Creates the table with its three families unless it exists (in the page's store or
+    /// through the gateway), as `rowkit graph setup`.
     #[wasm_bindgen(unchecked_return_type = "Promise<void>")]
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();

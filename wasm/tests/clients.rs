@@ -1,6 +1,8 @@
 //! Each schema's JS client, offline (the page's memory store) and against the gateway the
 //! harness started (`rowkit serve` on an embedded store set up with `rowkit <schema> setup`).
-//! The same scenario function runs in both modes, in Node and in headless Chromium.
+//! The same scenario function runs in both modes, in Node and in headless Chromium. Against
+//! `rowkit serve` on an empty memory store, every class's `setup()` creates its tables through
+//! the gateway's table admin.
 #![cfg(target_arch = "wasm32")]
 #![allow(clippy::unwrap_used, missing_docs)]
 // Without the harness's URLs the tests must fail (not skip), at run time with a clear message.
@@ -8,7 +10,9 @@
 
 mod harness;
 
-use harness::{json, options, test_token, token_options, unique, wait};
+use harness::{
+    empty_gateway_url, json, options, options_at, test_token, token_options, unique, wait,
+};
 use rowkit_wasm::{Graph, MountTable, ObjectMetadata, TraceStore};
 use serde_json::json;
 use wasm_bindgen::JsValue;
@@ -649,4 +653,155 @@ async fn scan_rows_decodes_every_key() {
         assert!(none.is_empty(), "{none:?}");
         wait(g.drop()).await.unwrap();
     }
+}
+
+/// `deadlineMs` bounds a scan, retries included: against a port nothing listens on, the
+/// error (`unavailable`) comes within the deadline and a little more, not after a minute.
+#[wasm_bindgen_test]
+async fn scan_rows_ends_at_the_deadline() {
+    let deadline_ms = 1500.0;
+    let options = rowkit_wasm::js::to_js(
+        &json!({"gateway": "http://127.0.0.1:1", "deadlineMs": deadline_ms}),
+    );
+    let started = js_sys::Date::now();
+    let e = wait(rowkit_wasm::browse::scan_rows(
+        options,
+        "badwolf".into(),
+        JsValue::UNDEFINED,
+        1,
+        None,
+        JsValue::UNDEFINED,
+        JsValue::UNDEFINED,
+    ))
+    .await
+    .unwrap_err();
+    let took = js_sys::Date::now() - started;
+    assert_eq!(code(&e), "unavailable");
+    assert!(
+        took < deadline_ms + 2000.0,
+        "the scan failed after {took} ms"
+    );
+}
+
+/// A family as `listTables` shows it: `{name, gcRule}`, the rule in Google's JSON, written out
+/// here for the rules the schemas use.
+fn listed_family(f: &rowkit_codec::model::ColumnFamily) -> serde_json::Value {
+    use rowkit_codec::model::GcRule;
+    let rule = match &f.gc_rule {
+        None => serde_json::Value::Null,
+        Some(GcRule::MaxNumVersions(n)) => json!({ "maxNumVersions": n }),
+        Some(other) => panic!("no schema family has the rule {other:?}"),
+    };
+    json!({"name": f.name, "gcRule": rule})
+}
+
+/// `rowkit serve` on an empty memory store: each class's `setup()` creates its tables through
+/// the gateway's table admin (tables of this run's own names, so the Node and the browser runs
+/// each start from nothing), then a write and a read work, and `listTables` shows the tables
+/// with the schemas' families.
+#[wasm_bindgen_test]
+async fn setup_creates_every_schemas_tables_through_the_gateway() {
+    let u = unique();
+    let at = |table: &str| options_at(empty_gateway_url(), Some(table), None);
+
+    let mt_table = format!("mt{u}");
+    let mt = MountTable::new(at(&mt_table)).unwrap();
+    wait(mt.setup()).await.unwrap();
+    wait(mt.mount("a/b".into(), "/host:1".into(), 600, None))
+        .await
+        .unwrap();
+    let r = json(&wait(mt.resolve("a/b".into())).await.unwrap());
+    assert_eq!(r["servers"][0]["server"], "/host:1", "{r}");
+
+    let gold_table = format!("gold{u}");
+    let ts = TraceStore::new(at(&gold_table)).unwrap();
+    wait(ts.setup()).await.unwrap();
+    // Again: the table exists with every family, so nothing changes.
+    wait(ts.setup()).await.unwrap();
+    let entries = js_sys::JSON::parse(
+        r#"[{"params": {"name": "t1"}, "digest": "8db9913366b07bd14df9a68459e2958b"}]"#,
+    )
+    .unwrap();
+    wait(ts.put(3.0, entries, None)).await.unwrap();
+    let tile = json(&wait(ts.read_range(3.0, 3.0)).await.unwrap());
+    assert_eq!(
+        tile["traces"][0]["digests"][0], "8db9913366b07bd14df9a68459e2958b",
+        "{tile}"
+    );
+
+    let s3_table = format!("objmeta{u}");
+    let om = ObjectMetadata::new(at(&s3_table)).unwrap();
+    wait(om.setup()).await.unwrap();
+    wait(om.create_bucket("photos".into(), JsValue::UNDEFINED))
+        .await
+        .unwrap();
+    let value = js_sys::JSON::parse(r#"{"content-length": 4}"#).unwrap();
+    wait(om.put_object("photos".into(), "cat.jpg".into(), value, JsValue::UNDEFINED))
+        .await
+        .unwrap();
+    let got = json(
+        &wait(om.get_object("photos".into(), "cat.jpg".into(), None))
+            .await
+            .unwrap(),
+    );
+    assert_eq!(got, json!({"content-length": 4}));
+
+    let graph_table = format!("badwolf{u}");
+    let g = Graph::new("family".into(), at(&graph_table)).unwrap();
+    wait(g.setup()).await.unwrap();
+    wait(g.create()).await.unwrap();
+    wait(g.add(vec!["/u<joe>\t\"parent_of\"@[]\t/u<mary>".into()]))
+        .await
+        .unwrap();
+    let found = json(
+        &wait(g.query(
+            "objects".into(),
+            vec!["/u<joe>".into(), "\"parent_of\"@[]".into()],
+        ))
+        .await
+        .unwrap(),
+    );
+    assert_eq!(found[0]["item"], "/u<mary>", "{found}");
+
+    // listTables: this run's tables with the families each schema's setup asks for.
+    let listed = json(
+        &wait(rowkit_wasm::browse::list_tables(options_at(
+            empty_gateway_url(),
+            None,
+            None,
+        )))
+        .await
+        .unwrap(),
+    );
+    let families_of = |table: &str| -> serde_json::Value {
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == table)
+            .unwrap_or_else(|| panic!("{table} not listed: {listed}"))["families"]
+            .clone()
+    };
+    let expected = |mut families: Vec<rowkit_codec::model::ColumnFamily>| {
+        families.sort_by(|a, b| a.name.cmp(&b.name));
+        serde_json::Value::Array(families.iter().map(listed_family).collect())
+    };
+    let (node, counter) = rowkit_client::mounttable::table_families();
+    assert_eq!(families_of(&mt_table), expected(node));
+    assert_eq!(
+        families_of(&rowkit_codec::mounttable::counter_table(&mt_table)),
+        expected(counter)
+    );
+    assert_eq!(
+        families_of(&gold_table),
+        expected(rowkit_codec::tracestore::Layout::Md5.families())
+    );
+    assert_eq!(
+        families_of(&s3_table),
+        expected(rowkit_codec::objmeta::cells::families())
+    );
+    assert_eq!(
+        families_of(&graph_table),
+        expected(rowkit_client::triples::table_families().to_vec())
+    );
 }

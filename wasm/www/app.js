@@ -4,7 +4,7 @@
 // errors. Every view runs rowkit's wasm package (the same codecs and state machines as the
 // CLI); its requests go to the gateway that serves this page (or the URL typed in), or to the
 // page's in-memory store. The context each view gets is described in `viewContext`.
-import { describe, failure, formatTime, humanSize, capNotice, copyButton } from './views/dom.js';
+import { describe, failure, formatTime, humanSize, capNotice, copyButton, scrollRegion } from './views/dom.js';
 
 /** The views, in navigation order: each is `views/<name>.js` exporting `title` and `mount`. */
 const VIEWS = ['tracestore', 'mounttable', 'bucket', 'graph', 'keys', 'tables'];
@@ -35,13 +35,20 @@ function options() {
   return token ? { gateway, token, deadlineMs: DEADLINE_MS } : { gateway, deadlineMs: DEADLINE_MS };
 }
 
+// How many operations each element is busy with (two may overlap: a superseded one ending
+// must not clear the mark of the one still running).
+const busyCounts = new WeakMap();
+
 /** Marks `el` busy (aria-busy) while `promise` runs; resolves (or rejects) as it does. */
 async function busy(el, promise) {
+  busyCounts.set(el, (busyCounts.get(el) ?? 0) + 1);
   el.setAttribute('aria-busy', 'true');
   try {
     return await promise;
   } finally {
-    el.removeAttribute('aria-busy');
+    const left = busyCounts.get(el) - 1;
+    busyCounts.set(el, left);
+    if (left === 0) el.removeAttribute('aria-busy');
   }
 }
 
@@ -226,8 +233,21 @@ function route(views, moveFocus) {
   }
 }
 
+/**
+ * Keeps the Gateway field and the offline choice across reloads of this tab (sessionStorage).
+ * The token is not kept: it is typed again after a reload.
+ */
+function keepConnectionSettings() {
+  const gateway = sessionStorage.getItem('rowkit.gateway');
+  if (gateway !== null) $('gateway').value = gateway;
+  $('offline').checked = sessionStorage.getItem('rowkit.offline') === 'true';
+  $('gateway').addEventListener('change', () => sessionStorage.setItem('rowkit.gateway', $('gateway').value.trim()));
+  $('offline').addEventListener('change', () => sessionStorage.setItem('rowkit.offline', String($('offline').checked)));
+}
+
 async function main() {
   $('conn').addEventListener('submit', (ev) => ev.preventDefault());
+  keepConnectionSettings();
   let rowkit;
   try {
     rowkit = await loadPackage();
@@ -275,6 +295,8 @@ async function main() {
       view.title = module.title;
       view.restore = module.restore ?? null;
       module.mount(section, viewContext(view));
+      // The shared output boxes (`.out`, which scroll) are reachable by keyboard in every view.
+      for (const out of section.querySelectorAll('.out')) scrollRegion(out, `${view.title}: output`);
     } catch (e) {
       section.setAttribute('aria-label', name);
       fail(section, new Error(`the ${name} view did not load: ${describe(e)}`));

@@ -429,6 +429,16 @@ mod tests {
     use alloc::vec;
 
     #[test]
+    fn literal_regex_escapes_every_operator() {
+        assert_eq!(literal_regex(b"Ab9"), b"Ab9".to_vec());
+        assert_eq!(literal_regex(b"a.b*"), b"a\\x2eb\\x2a".to_vec());
+        assert_eq!(literal_regex(b"\x00\xff"), b"\\x00\\xff".to_vec());
+        // What it gives is a valid RE2 pattern for every byte.
+        let all: Vec<u8> = (0..=255).collect();
+        assert!(super::super::regex::translate(&literal_regex(&all), "value_regex_filter").is_ok());
+    }
+
+    #[test]
     fn varints() {
         assert_eq!(varint_len(0), 1);
         assert_eq!(varint_len(127), 1);

@@ -22,7 +22,7 @@ pub use mutation::{
     Mutation, ReadModifyWriteRule, RuleOp, TimestampRange, validate_mutation, validate_rule,
 };
 pub use rowset::{KeyBound, RowRange, RowSet, prefix_successor};
-pub use schema::{ColumnFamily, GcRule, validate_family_name, validate_table_name};
+pub use schema::{ColumnFamily, FamilyChange, GcRule, validate_family_name, validate_table_name};
 pub use status::Code;
 pub use timestamp::Timestamp;
 

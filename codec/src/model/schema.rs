@@ -113,3 +113,25 @@ pub fn validate_table_name(name: &str) -> Result<(), ValidationError> {
         })
     }
 }
+
+/// One modification of a table's families (admin `ModifyColumnFamiliesRequest.Modification`),
+/// as the gRPC and JSON admin APIs decode it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FamilyChange {
+    /// Add a family the table does not have.
+    Create(ColumnFamily),
+    /// Replace the GC rule of a family the table has.
+    Update(ColumnFamily),
+    /// Drop the family of this name, with its cells.
+    Drop(String),
+}
+
+impl FamilyChange {
+    /// The name of the family it changes.
+    pub fn family(&self) -> &str {
+        match self {
+            FamilyChange::Create(f) | FamilyChange::Update(f) => &f.name,
+            FamilyChange::Drop(name) => name,
+        }
+    }
+}

@@ -2,27 +2,33 @@
 //! (`rowkit_fetch`, wasm32), feature `fetch`.
 //!
 //! Every request is one `fetch` of its own, all in flight at once; an abort aborts that
-//! fetch. Waits are JS timers and `now` is `Date.now()`. The gateway serves the data API only,
-//! so tables cannot be created or changed from here: set them up with `rowkit <schema> setup`
-//! on the served store (`ensure_table` checks they exist).
+//! fetch. Waits are JS timers and `now` is `Date.now()`. Tables are created and their families
+//! read and changed through the gateway's table admin calls (Google's Admin v2 JSON shapes), so
+//! a facade's `setup` works against `rowkit serve` as on any other store.
 
+use core::cell::RefCell;
 use core::future::Future;
+use std::rc::Rc;
 
 use futures_core::Stream;
 use futures_util::StreamExt;
-use rowkit_codec::model::ColumnFamily;
+use rowkit_codec::model::{ColumnFamily, FamilyChange};
 use rowkit_fetch::Gateway;
-use rowkit_statemachines::{Code, ReadRowsRequest, Request, Response, StoreError, Timestamp};
+use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use web_sys::AbortSignal;
 
 use crate::Driver;
 
-/// The browser driver: a gateway, and the signal that cancels its operations (see the module
-/// doc).
+/// The browser driver: a gateway, the signal that cancels its operations, and the last
+/// failure of its requests (see the module doc).
 #[derive(Clone, Debug)]
 pub struct FetchDriver {
     gateway: Gateway,
     signal: Option<AbortSignal>,
+    /// The error the latest answer of any request was, `None` after an answer that was not
+    /// one; shared by the driver's clones. An operation that gives up retrying says only that
+    /// it gave up (some schemas' errors are a bare "aborted"): this says why.
+    last_failure: Rc<RefCell<Option<StoreError>>>,
 }
 
 impl FetchDriver {
@@ -31,7 +37,25 @@ impl FetchDriver {
         FetchDriver {
             gateway,
             signal: None,
+            last_failure: Rc::default(),
         }
+    }
+
+    /// The error the latest answer from the gateway was (a refused connection, a timeout, an
+    /// error status), or `None` if the latest answer was not an error.
+    pub fn last_failure(&self) -> Option<StoreError> {
+        self.last_failure.borrow().clone()
+    }
+
+    /// Whether the caller's signal has cancelled the driver's operations.
+    pub fn is_cancelled(&self) -> bool {
+        self.signal.as_ref().is_some_and(AbortSignal::aborted)
+    }
+
+    /// Notes an admin call's outcome as the latest answer.
+    fn note<T>(&self, result: Result<T, StoreError>) -> Result<T, StoreError> {
+        *self.last_failure.borrow_mut() = result.as_ref().err().cloned();
+        result
     }
 
     /// The same driver, every operation of which `signal` cancels when it aborts.
@@ -44,17 +68,6 @@ impl FetchDriver {
     pub fn gateway(&self) -> &Gateway {
         &self.gateway
     }
-
-    fn no_admin(&self, what: &str) -> StoreError {
-        StoreError::new(
-            Code::Unimplemented,
-            format!(
-                "{what}: the gateway at {} serves the data API only (set tables up with \
-                 `rowkit <schema> setup` on the served store)",
-                self.gateway.base_url
-            ),
-        )
-    }
 }
 
 impl Driver for FetchDriver {
@@ -63,57 +76,36 @@ impl Driver for FetchDriver {
     }
 
     fn call(&self, request: Request) -> impl Stream<Item = Result<Response, StoreError>> {
-        rowkit_fetch::call(&self.gateway, request)
+        let last_failure = self.last_failure.clone();
+        rowkit_fetch::call(&self.gateway, request).inspect(move |answer| {
+            *last_failure.borrow_mut() = answer.as_ref().err().cloned();
+        })
     }
 
     fn sleep_until(&self, at: Timestamp) -> impl Future<Output = ()> {
         rowkit_fetch::sleep_until(at)
     }
 
-    /// Cannot create: answers `ALREADY_EXISTS` if `table` exists (its families unchecked), so
-    /// [`crate::ensure_table`] works over a gateway whose store was set up, and an error
-    /// saying how to set it up if not.
-    fn create_table(
-        &self,
-        table: &str,
-        _: &[ColumnFamily],
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        let probe = ReadRowsRequest {
-            table: table.to_string(),
-            rows_limit: 1,
-            ..ReadRowsRequest::default()
-        };
-        let mut answers = Box::pin(self.call(Request::ReadRows(probe)));
-        async move {
-            while let Some(answer) = answers.next().await {
-                match answer {
-                    Err(e) if e.code == Code::NotFound => {
-                        return Err(self.no_admin(&format!("creating table {table}")));
-                    }
-                    Err(e) => return Err(e),
-                    Ok(Response::StreamEnd) => break,
-                    Ok(_) => {}
-                }
+    async fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
+        self.note(rowkit_fetch::create_table(&self.gateway, table, families).await)
+    }
+
+    async fn families(&self, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+        self.note(rowkit_fetch::families(&self.gateway, table).await)
+    }
+
+    /// A `create`, or an `update` when the table has the family (`ALREADY_EXISTS`).
+    async fn set_family(&self, table: &str, family: &ColumnFamily) -> Result<(), StoreError> {
+        let create = [FamilyChange::Create(family.clone())];
+        let created = rowkit_fetch::modify_families(&self.gateway, table, &create).await;
+        let result = match created {
+            Err(e) if e.code == Code::AlreadyExists => {
+                let update = [FamilyChange::Update(family.clone())];
+                rowkit_fetch::modify_families(&self.gateway, table, &update).await
             }
-            Err(StoreError::new(
-                Code::AlreadyExists,
-                format!("table {table} exists"),
-            ))
-        }
-    }
-
-    fn families(&self, table: &str) -> impl Future<Output = Result<Vec<ColumnFamily>, StoreError>> {
-        core::future::ready(Err(self.no_admin(&format!("reading the schema of {table}"))))
-    }
-
-    fn set_family(
-        &self,
-        table: &str,
-        family: &ColumnFamily,
-    ) -> impl Future<Output = Result<(), StoreError>> {
-        core::future::ready(Err(
-            self.no_admin(&format!("adding family {} to {table}", family.name))
-        ))
+            other => other,
+        };
+        self.note(result).map(|_| ())
     }
 
     fn cancelled(&self) -> impl Future<Output = ()> {

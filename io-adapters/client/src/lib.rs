@@ -11,6 +11,8 @@
 //! - `TokioDriver` (feature `bigtable`): a `BigtableConnection`; its futures are `Send`.
 //! - `FetchDriver` (feature `fetch`): a rowkit gateway from the browser (wasm32).
 //!
+//! [`not_set_up`] says what to do when a schema's table does not exist.
+//!
 //! Per-instance state (the mount table's hot-row cache, a trace store's OPS and digest ids,
 //! object metadata's vFormat cache and pending repairs) is held once, by the facade.
 //!
@@ -32,6 +34,7 @@ mod driver;
 #[cfg(feature = "fetch")]
 mod fetch;
 pub mod mounttable;
+pub mod not_set_up;
 pub mod objmeta;
 mod row_cache;
 mod sync;

@@ -8,6 +8,8 @@
 //! - Streamed bodies (`readRows`, `mutateRows`, `sampleRowKeys`) are read chunk by chunk with
 //!   `wasm-streams` and cut into elements by `rowkit_rest::ArraySplitter`, so rows reach the
 //!   machine (and the caller) before the body ends.
+//! - Table admin in Google's JSON shapes (`rowkit_rest::admin`): [`create_table`],
+//!   [`families`], [`modify_families`], [`list_tables`].
 //! - [`sleep_until`]: a JS `setTimeout`, cleared when dropped.
 //! - [`now`] is `Date.now()`; nothing here reads `std::time` (it panics on wasm32).
 //! - [`aborted`]: a caller's `AbortSignal` as a future, to cancel an operation with.
@@ -24,6 +26,8 @@ use std::rc::Rc;
 use futures_channel::mpsc;
 use futures_util::{SinkExt, StreamExt};
 use js_sys::{Promise, Uint8Array};
+use rowkit_codec::model::{ColumnFamily, FamilyChange};
+use rowkit_rest::admin::{self, TableSchema};
 use rowkit_rest::{ArraySplitter, Method, TableName};
 use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use wasm_bindgen::prelude::*;
@@ -54,6 +58,10 @@ pub struct Gateway {
     pub instance: String,
     /// Sent as `Authorization: Bearer …` when set.
     pub token: Option<String>,
+    /// How long one request may take, body included, before it is aborted and fails
+    /// `UNAVAILABLE` (a hung request must not outlive its operation's deadline); `None`: no
+    /// limit of its own.
+    pub timeout_ms: Option<u32>,
 }
 
 impl Gateway {
@@ -65,13 +73,18 @@ impl Gateway {
             project: "p".into(),
             instance: "i".into(),
             token: None,
+            timeout_ms: None,
         }
     }
 
     /// The URL of `method` on `table`.
     pub fn url(&self, table: &str, method: Method) -> String {
-        let name = TableName::new(self.project.as_str(), self.instance.as_str(), table);
-        format!("{}{}", self.base_url, name.path(method))
+        format!("{}{}", self.base_url, self.table_name(table).path(method))
+    }
+
+    /// `table`'s resource name on this gateway's project and instance.
+    pub fn table_name(&self, table: &str) -> TableName {
+        TableName::new(self.project.as_str(), self.instance.as_str(), table)
     }
 }
 
@@ -101,7 +114,7 @@ pub fn call(gateway: &Gateway, request: Request) -> GatewayCall {
     // Bounded: a fast body cannot run ahead of the machine by more than this many elements
     // (the flow control of sans-io.md 2.6).
     let (tx, rx) = mpsc::channel(16);
-    wasm_bindgen_futures::spawn_local(exchange(gateway.clone(), request, controller.signal(), tx));
+    wasm_bindgen_futures::spawn_local(exchange(gateway.clone(), request, controller.clone(), tx));
     GatewayCall {
         answers: Some(rx),
         controller: Some(controller),
@@ -229,23 +242,103 @@ impl Drop for Sleep {
 async fn exchange(
     gateway: Gateway,
     request: Request,
-    signal: AbortSignal,
+    controller: AbortController,
     mut tx: mpsc::Sender<Result<Response, StoreError>>,
 ) {
     let method = Method::of(&request);
-    if let Err(e) = perform(&gateway, &request, method, &signal, &mut tx).await {
+    let signal = controller.signal();
+    let work = perform(&gateway, &request, method, &signal, &mut tx);
+    if let Err(e) = within_timeout(&gateway, &controller, work).await {
         // The caller may have dropped the call: nothing left to tell.
         let _ = tx.send(Err(e)).await;
     }
 }
 
+/// `work`, or `UNAVAILABLE` when the gateway's per-request timeout passes first; the fetch
+/// is then aborted through `controller`.
+async fn within_timeout<T>(
+    gateway: &Gateway,
+    controller: &AbortController,
+    work: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    let Some(ms) = gateway.timeout_ms else {
+        return work.await;
+    };
+    let timer = sleep_until(Timestamp(now().0.saturating_add(i64::from(ms) * 1000)));
+    let work = std::pin::pin!(work);
+    match futures_util::future::select(work, timer).await {
+        futures_util::future::Either::Left((result, _)) => result,
+        futures_util::future::Either::Right(((), _)) => {
+            controller.abort();
+            Err(StoreError::new(
+                Code::Unavailable,
+                format!(
+                    "the gateway at {} did not answer within {} s",
+                    gateway.base_url,
+                    f64::from(ms) / 1000.0
+                ),
+            ))
+        }
+    }
+}
+
+/// A rejected fetch (or body read) as `UNAVAILABLE`: `what`, the error's message and, where
+/// the host gives one (Node: `connect ECONNREFUSED 127.0.0.1:8080`), its cause's.
 fn unavailable(what: &str, e: JsValue) -> StoreError {
-    let detail = e
-        .dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| e.as_string())
-        .unwrap_or_else(|| format!("{e:?}"));
+    let text = |e: &JsValue| {
+        e.dyn_ref::<js_sys::Error>()
+            .map(|e| String::from(e.message()))
+            .or_else(|| e.as_string())
+    };
+    let mut detail = text(&e).unwrap_or_else(|| format!("{e:?}"));
+    let cause = js_sys::Reflect::get(&e, &JsValue::from_str("cause")).unwrap_or(JsValue::UNDEFINED);
+    if let Some(cause) = text(&cause).filter(|c| !c.is_empty()) {
+        detail = format!("{detail} ({cause})");
+    }
     StoreError::new(Code::Unavailable, format!("{what}: {detail}"))
+}
+
+/// One HTTP exchange with the gateway: `http_method` on `path` (relative to the gateway's
+/// base URL) with an optional JSON body and the token, cancelled by `signal`. An error status
+/// is decoded into its `StoreError` (`rest-json.md` 6); a rejected fetch is `UNAVAILABLE`.
+async fn send(
+    gateway: &Gateway,
+    http_method: &str,
+    path: &str,
+    body: Option<&[u8]>,
+    signal: &AbortSignal,
+) -> Result<web_sys::Response, StoreError> {
+    let url = format!("{}{path}", gateway.base_url);
+    let init = RequestInit::new();
+    init.set_mode(RequestMode::Cors);
+    init.set_credentials(RequestCredentials::Omit);
+    init.set_signal(Some(signal));
+    init.set_method(http_method);
+    let headers = web_sys::Headers::new().map_err(|e| unavailable("headers", e))?;
+    if let Some(token) = &gateway.token {
+        headers
+            .set("authorization", &format!("Bearer {token}"))
+            .map_err(|e| StoreError::new(Code::InvalidArgument, format!("token: {e:?}")))?;
+    }
+    if let Some(body) = body {
+        headers
+            .set("content-type", "application/json")
+            .map_err(|e| unavailable("headers", e))?;
+        init.set_body(&Uint8Array::from(body).into());
+    }
+    init.set_headers(&headers);
+    let req = web_sys::Request::new_with_str_and_init(&url, &init)
+        .map_err(|e| StoreError::new(Code::InvalidArgument, format!("request to {url}: {e:?}")))?;
+    let resp: web_sys::Response = JsFuture::from(global_fetch(&req))
+        .await
+        .map_err(|e| unavailable(&format!("fetch {url}"), e))?
+        .dyn_into()
+        .map_err(|e| unavailable("fetch answered a non-Response", e))?;
+    if !resp.ok() {
+        let body = read_all(&resp).await.unwrap_or_default();
+        return Err(rowkit_rest::decode_error(resp.status(), &body));
+    }
+    Ok(resp)
 }
 
 /// Sends the request and delivers what comes back; `Err` is the final status when the exchange
@@ -257,41 +350,14 @@ async fn perform(
     signal: &AbortSignal,
     tx: &mut mpsc::Sender<Result<Response, StoreError>>,
 ) -> Result<(), StoreError> {
-    let url = gateway.url(request.table(), method);
-    let init = RequestInit::new();
-    init.set_mode(RequestMode::Cors);
-    init.set_credentials(RequestCredentials::Omit);
-    init.set_signal(Some(signal));
-    let headers = web_sys::Headers::new().map_err(|e| unavailable("headers", e))?;
-    if let Some(token) = &gateway.token {
-        headers
-            .set("authorization", &format!("Bearer {token}"))
-            .map_err(|e| StoreError::new(Code::InvalidArgument, format!("token: {e:?}")))?;
-    }
-    if method == Method::SampleRowKeys {
+    let name = gateway.table_name(request.table());
+    let resp = if method == Method::SampleRowKeys {
         // Google's binding: GET with no body.
-        init.set_method("GET");
+        send(gateway, "GET", &name.path(method), None, signal).await?
     } else {
         let body = rowkit_rest::encode_request(request).map_err(|e| e.into_protocol_error())?;
-        init.set_method("POST");
-        headers
-            .set("content-type", "application/json")
-            .map_err(|e| unavailable("headers", e))?;
-        init.set_body(&Uint8Array::from(body.as_slice()).into());
-    }
-    init.set_headers(&headers);
-    let req = web_sys::Request::new_with_str_and_init(&url, &init)
-        .map_err(|e| StoreError::new(Code::InvalidArgument, format!("request to {url}: {e:?}")))?;
-    let resp: web_sys::Response = JsFuture::from(global_fetch(&req))
-        .await
-        .map_err(|e| unavailable(&format!("fetch {url}"), e))?
-        .dyn_into()
-        .map_err(|e| unavailable("fetch answered a non-Response", e))?;
-    let status = resp.status();
-    if !resp.ok() {
-        let body = read_all(&resp).await.unwrap_or_default();
-        return Err(rowkit_rest::decode_error(status, &body));
-    }
+        send(gateway, "POST", &name.path(method), Some(&body), signal).await?
+    };
     if !method.is_streaming() {
         let body = read_all(&resp).await?;
         let item = rowkit_rest::decode_response(method, &body).map_err(|e| e.into_protocol_error());
@@ -330,6 +396,88 @@ async fn perform(
         .map_err(|e| StoreError::new(e.code(), e.to_string()))?;
     let _ = tx.send(Ok(Response::StreamEnd)).await;
     Ok(())
+}
+
+/// Aborts its controller when dropped, so an admin call abandoned by its caller (an operation
+/// cancelled or out of time) stops its fetch.
+struct AbortOnDrop(AbortController);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// One table admin call (`rowkit_rest::admin`): `http_method` on `path`, with a JSON body if
+/// given; the answer's body.
+async fn admin_call(
+    gateway: &Gateway,
+    http_method: &str,
+    path: &str,
+    body: Option<Vec<u8>>,
+) -> Result<Vec<u8>, StoreError> {
+    let controller = AbortOnDrop(
+        AbortController::new()
+            .map_err(|_| StoreError::new(Code::Internal, "AbortController unavailable"))?,
+    );
+    let exchange = async {
+        let resp = send(
+            gateway,
+            http_method,
+            path,
+            body.as_deref(),
+            &controller.0.signal(),
+        )
+        .await?;
+        read_all(&resp).await
+    };
+    within_timeout(gateway, &controller.0, exchange).await
+}
+
+/// CreateTable: `table` with `families` (`ALREADY_EXISTS` if it exists).
+pub async fn create_table(
+    gateway: &Gateway,
+    table: &str,
+    families: &[ColumnFamily],
+) -> Result<(), StoreError> {
+    let body = admin::encode_create_table(&admin::CreateTable {
+        table_id: table.to_string(),
+        families: families.to_vec(),
+        initial_splits: Vec::new(),
+    })
+    .map_err(|e| e.into_protocol_error())?;
+    let path = admin::tables_path(&gateway.project, &gateway.instance);
+    admin_call(gateway, "POST", &path, Some(body)).await?;
+    Ok(())
+}
+
+/// GetTable: the families of `table`, ascending by name (`NOT_FOUND` if it is missing).
+pub async fn families(gateway: &Gateway, table: &str) -> Result<Vec<ColumnFamily>, StoreError> {
+    let path = gateway.table_name(table).admin_path();
+    let body = admin_call(gateway, "GET", &format!("{path}?view=SCHEMA_VIEW"), None).await?;
+    let schema = admin::decode_table(&body).map_err(|e| e.into_protocol_error())?;
+    Ok(schema.families)
+}
+
+/// ModifyColumnFamilies: applies `changes` to `table` in order; its families after them.
+pub async fn modify_families(
+    gateway: &Gateway,
+    table: &str,
+    changes: &[FamilyChange],
+) -> Result<Vec<ColumnFamily>, StoreError> {
+    let body = admin::encode_modify_families(changes).map_err(|e| e.into_protocol_error())?;
+    let path = gateway.table_name(table).modify_families_path();
+    let answer = admin_call(gateway, "POST", &path, Some(body)).await?;
+    let schema = admin::decode_table(&answer).map_err(|e| e.into_protocol_error())?;
+    Ok(schema.families)
+}
+
+/// ListTables: every table of the gateway's instance with its families, in the order served
+/// (by id).
+pub async fn list_tables(gateway: &Gateway) -> Result<Vec<TableSchema>, StoreError> {
+    let path = admin::tables_path(&gateway.project, &gateway.instance);
+    let body = admin_call(gateway, "GET", &format!("{path}?view=SCHEMA_VIEW"), None).await?;
+    admin::decode_list_tables(&body).map_err(|e| e.into_protocol_error())
 }
 
 /// The whole body of a unary response (or of an error).

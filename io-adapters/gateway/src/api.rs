@@ -1,7 +1,8 @@
 //! The data endpoints (`rest-json.md` 1-6): authenticate, route by path, check method, query,
 //! content type and body size, decode with `rowkit-rest`, execute on the store in a blocking
 //! task, and answer with JSON — a body for unary calls, a streamed array for `readRows`,
-//! `mutateRows` and `sampleRowKeys`. Every failure is a `google.rpc.Status` JSON body.
+//! `mutateRows` and `sampleRowKeys`. Every failure is a `google.rpc.Status` JSON body. The
+//! table admin paths (`rowkit_rest::admin`) pass the same checks and go to `table_admin`.
 
 use std::sync::Arc;
 
@@ -11,6 +12,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use rowkit_embedded::Store;
+use rowkit_rest::admin::AdminPath;
 use rowkit_rest::proto3::Int32;
 use rowkit_rest::wire::{ErrorBodyJson, ErrorJson};
 use rowkit_rest::{Method, TableName, decode_request, encode_error, encode_response, http_status};
@@ -35,7 +37,7 @@ async fn healthz() -> &'static str {
 
 /// A failed call, answered as `{"error": {…}}` with `status`.
 #[derive(Debug)]
-struct ApiError {
+pub(crate) struct ApiError {
     status: StatusCode,
     error: StoreError,
     /// The `Allow` header of a 405.
@@ -43,12 +45,28 @@ struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: Code, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(code: Code, message: impl Into<String>) -> ApiError {
         let error = StoreError::new(code, message);
         ApiError {
             status: status_of(error.code),
             error,
             allow: None,
+        }
+    }
+
+    /// `405` for a method `path_name` does not accept, with the `Allow` header.
+    pub(crate) fn wrong_method(
+        http_method: &HttpMethod,
+        path_name: &str,
+        allow: &'static str,
+    ) -> ApiError {
+        ApiError {
+            status: StatusCode::METHOD_NOT_ALLOWED,
+            error: StoreError::new(
+                Code::Unimplemented,
+                format!("{path_name} does not accept {http_method}"),
+            ),
+            allow: Some(allow),
         }
     }
 }
@@ -67,7 +85,7 @@ fn status_of(code: Code) -> StatusCode {
     StatusCode::from_u16(http_status(code)).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
+pub(crate) fn json_response(status: StatusCode, body: impl Into<Body>) -> Response {
     let mut response = (status, body.into()).into_response();
     response.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -185,9 +203,18 @@ fn percent_decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The query's `alt` (only JSON is served) and `appProfileId` (the `GET` SampleRowKeys form).
-fn parse_query(uri: &Uri) -> Result<Option<String>, ApiError> {
-    let mut app_profile = None;
+/// What a query string carries that the gateway reads.
+#[derive(Debug, Default)]
+pub(crate) struct Query {
+    /// `appProfileId` (the `GET` SampleRowKeys form).
+    pub(crate) app_profile: Option<String>,
+    /// `view` (the admin GetTable and ListTables).
+    pub(crate) view: Option<String>,
+}
+
+/// The query's `alt` (only JSON is served), `appProfileId` and `view`.
+pub(crate) fn parse_query(uri: &Uri) -> Result<Query, ApiError> {
+    let mut query = Query::default();
     for pair in uri
         .query()
         .unwrap_or("")
@@ -203,14 +230,15 @@ fn parse_query(uri: &Uri) -> Result<Option<String>, ApiError> {
                     format!("unsupported alt={value:?}: this gateway serves JSON only"),
                 ));
             }
-            "appProfileId" | "app_profile_id" => app_profile = Some(value),
+            "appProfileId" | "app_profile_id" => query.app_profile = Some(value),
+            "view" => query.view = Some(value),
             _ => {}
         }
     }
-    Ok(app_profile)
+    Ok(query)
 }
 
-fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     let value = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -229,7 +257,11 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
 /// Reads the body chunk by chunk: the limit applies to what has arrived, and the JSON screen
 /// rejects an invalid body at its first invalid byte, so neither an oversized nor an invalid
 /// upload is held in memory whole.
-async fn read_body(body: Body, headers: &HeaderMap, limit: usize) -> Result<Bytes, ApiError> {
+pub(crate) async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
     use http_body_util::BodyExt as _;
     let too_large = || {
         ApiError::new(
@@ -279,11 +311,14 @@ async fn data_call(
     if uri.path() == crate::backup::BACKUP_PATH {
         return backup_call(state, http_method, headers, body).await;
     }
+    if let Some(path) = AdminPath::parse(uri.path()) {
+        return crate::table_admin::call(state, path, http_method, uri, headers, body).await;
+    }
     let Some((table, method)) = TableName::parse_path(uri.path()) else {
         return Err(ApiError::new(
             Code::NotFound,
             format!(
-                "unknown path {:?}: expected /v2/projects/{{project}}/instances/{{instance}}/tables/{{table}}:{{method}} with method readRows, mutateRow, mutateRows, checkAndMutateRow, readModifyWriteRow or sampleRowKeys",
+                "unknown path {:?}: expected /v2/projects/{{project}}/instances/{{instance}}/tables/{{table}}:{{method}} with method readRows, mutateRow, mutateRows, checkAndMutateRow, readModifyWriteRow or sampleRowKeys, or the table admin paths …/tables, …/tables/{{table}} and …/tables/{{table}}:modifyColumnFamilies",
                 uri.path()
             ),
         ));
@@ -292,16 +327,13 @@ async fn data_call(
     let allowed =
         *http_method == HttpMethod::POST || (get_allowed && *http_method == HttpMethod::GET);
     if !allowed {
-        return Err(ApiError {
-            status: StatusCode::METHOD_NOT_ALLOWED,
-            error: StoreError::new(
-                Code::Unimplemented,
-                format!("{} does not accept {http_method}", method.name()),
-            ),
-            allow: Some(if get_allowed { "GET, POST" } else { "POST" }),
-        });
+        return Err(ApiError::wrong_method(
+            http_method,
+            method.name(),
+            if get_allowed { "GET, POST" } else { "POST" },
+        ));
     }
-    let app_profile = parse_query(uri)?;
+    let app_profile = parse_query(uri)?.app_profile;
     let mut request = if *http_method == HttpMethod::GET {
         decode_request(method, &table, b"").map_err(StoreError::from)?
     } else {
@@ -330,14 +362,7 @@ async fn backup_call(
     body: Body,
 ) -> Result<Response, ApiError> {
     if *http_method != HttpMethod::POST {
-        return Err(ApiError {
-            status: StatusCode::METHOD_NOT_ALLOWED,
-            error: StoreError::new(
-                Code::Unimplemented,
-                format!("rowkit:backup does not accept {http_method}"),
-            ),
-            allow: Some("POST"),
-        });
+        return Err(ApiError::wrong_method(http_method, "rowkit:backup", "POST"));
     }
     check_content_type(headers)?;
     let bytes = read_body(body, headers, state.max_body_bytes).await?;
@@ -440,7 +465,9 @@ mod tests {
         let uri: Uri = "/x?%24alt=json%3Benum-encoding%3Dint&appProfileId=p1"
             .parse()
             .unwrap_or_default();
-        assert_eq!(parse_query(&uri).ok().flatten().as_deref(), Some("p1"));
+        let query = parse_query(&uri).ok().unwrap_or_default();
+        assert_eq!(query.app_profile.as_deref(), Some("p1"));
+        assert_eq!(query.view, None);
         let uri: Uri = "/x?alt=proto".parse().unwrap_or_default();
         assert!(parse_query(&uri).is_err());
         assert_eq!(percent_decode("a%3Ab%zz%4"), "a:b%zz%4");

@@ -70,7 +70,7 @@ pub(crate) fn layer(origins: &[String], has_token: bool) -> Result<CorsLayer, Ga
     };
     Ok(CorsLayer::new()
         .allow_origin(allow)
-        .allow_methods([Method::GET, Method::POST, Method::OPTIONS])
+        .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
         .allow_headers([
             AUTHORIZATION,
             CONTENT_TYPE,

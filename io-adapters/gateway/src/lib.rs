@@ -1,4 +1,4 @@
-//! HTTP gateway serving the Bigtable v2 JSON API (`spec/rest-json.md`) over any rowkit
+//! HTTP gateway serving the Bigtable v2 JSON API and its table admin (`spec/rest-json.md`) over any rowkit
 //! [`Store`]: the embedded redb store, the memory store, or Bigtable itself (gRPC, through
 //! `rowkit_bigtable::BigtableStore`). It also serves the browser tool's static files.
 //!
@@ -9,6 +9,9 @@
 //!   reach a loopback gateway through DNS rebinding.
 //! - [`Gateway::bind`] binds the socket (so `127.0.0.1:0` reports its real port through
 //!   [`Gateway::local_addr`]), [`Gateway::serve`] runs until the future given resolves.
+//! - Table admin in Google's JSON shapes (the Admin v2 REST binding, [`rowkit_rest::admin`]):
+//!   create, list, get and delete tables, modify their families, under the same token, `Host`,
+//!   CORS and body rules as the data calls.
 //! - [`router`] is the axum router alone, for embedding; `GET /healthz` answers `200 ok`
 //!   without a token (it says only that the process serves HTTP, nothing about the store).
 //! - [`serving::access_log`]: one `tracing` line per request (the binary sets up where it goes).
@@ -32,6 +35,7 @@ mod cors;
 pub mod gc;
 mod host;
 pub mod serving;
+mod table_admin;
 mod www;
 
 use std::future::Future;

@@ -12,6 +12,7 @@ mod watched_body;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use rowkit_codec::model::{ColumnFamily, FamilyChange};
 use rowkit_embedded::{Reply, Store};
 use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use tokio::sync::mpsc;
@@ -44,6 +45,47 @@ pub fn check_token(token: &str) -> Result<(), GatewayError> {
     } else {
         Ok(())
     }
+}
+
+/// ModifyColumnFamilies on the store (blocking): every change is checked against the table's
+/// families before any is applied — `ALREADY_EXISTS` for a create of a family it has,
+/// `NOT_FOUND` for an update or drop of one it has not, as Bigtable answers — then applied in
+/// order. Returns the table's families after the changes.
+pub fn modify_families(
+    store: &dyn Store,
+    table: &str,
+    changes: &[FamilyChange],
+) -> Result<Vec<ColumnFamily>, StoreError> {
+    let mut existing: Vec<String> = store.families(table)?.into_iter().map(|f| f.name).collect();
+    for change in changes {
+        let name = change.family();
+        let exists = existing.iter().any(|f| f == name);
+        match change {
+            FamilyChange::Create(_) if exists => {
+                return Err(StoreError::new(
+                    Code::AlreadyExists,
+                    format!("column family {name:?} already exists in table {table:?}"),
+                ));
+            }
+            FamilyChange::Update(_) | FamilyChange::Drop(_) if !exists => {
+                return Err(StoreError::new(
+                    Code::NotFound,
+                    format!("column family {name:?} not found in table {table:?}"),
+                ));
+            }
+            FamilyChange::Drop(_) => existing.retain(|f| f != name),
+            FamilyChange::Create(_) | FamilyChange::Update(_) => existing.push(name.to_string()),
+        }
+    }
+    for change in changes {
+        match change {
+            FamilyChange::Create(family) | FamilyChange::Update(family) => {
+                store.set_family(table, family)?
+            }
+            FamilyChange::Drop(name) => store.drop_family(table, name)?,
+        }
+    }
+    store.families(table)
 }
 
 /// Binds the server's socket ([`GatewayError::Bind`] when the address is taken or not ours).

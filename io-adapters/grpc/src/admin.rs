@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
 use googleapis_tonic_google_bigtable_admin_v2::google::iam::v1 as iam;
 use rowkit_bigtable::convert;
-use rowkit_codec::model::{ColumnFamily, Mutation, RowFilter, RowRange, RowSet, Timestamp};
+use rowkit_codec::model::{
+    ColumnFamily, FamilyChange, Mutation, RowFilter, RowRange, RowSet, Timestamp,
+};
 use rowkit_embedded::Store;
 use rowkit_gateway::serving;
 use rowkit_statemachines::{
@@ -23,24 +25,6 @@ use crate::generated::admin::bigtable_table_admin_server::BigtableTableAdmin;
 use crate::names::Instance;
 use crate::wire::{ListTablesReply, TableReply};
 use crate::{Shared, instance, names};
-
-/// One modification of a ModifyColumnFamilies request, checked.
-enum FamilyChange {
-    Create(ColumnFamily),
-    Update(ColumnFamily),
-    /// The family's name.
-    Drop(String),
-}
-
-impl FamilyChange {
-    /// The name of the family it changes.
-    fn family(&self) -> &str {
-        match self {
-            FamilyChange::Create(f) | FamilyChange::Update(f) => &f.name,
-            FamilyChange::Drop(name) => name,
-        }
-    }
-}
 
 /// Rows deleted per MutateRows request by DropRowRange.
 const DROP_PAGE_ROWS: i64 = 1000;
@@ -335,39 +319,8 @@ impl BigtableTableAdmin for AdminService {
         }
         let store = self.shared.store.clone();
         let table = serving::blocking(move || {
-            let mut existing: Vec<String> =
-                store.families(&id)?.into_iter().map(|f| f.name).collect();
-            for change in &changes {
-                let name = change.family();
-                let exists = existing.iter().any(|f| f == name);
-                match change {
-                    FamilyChange::Create(_) if exists => {
-                        return Err(StoreError::new(
-                            Code::AlreadyExists,
-                            format!("column family {name:?} already exists in table {id:?}"),
-                        ));
-                    }
-                    FamilyChange::Update(_) | FamilyChange::Drop(_) if !exists => {
-                        return Err(StoreError::new(
-                            Code::NotFound,
-                            format!("column family {name:?} not found in table {id:?}"),
-                        ));
-                    }
-                    FamilyChange::Drop(_) => existing.retain(|f| f != name),
-                    FamilyChange::Create(_) | FamilyChange::Update(_) => {
-                        existing.push(name.to_string())
-                    }
-                }
-            }
-            for change in &changes {
-                match change {
-                    FamilyChange::Create(family) | FamilyChange::Update(family) => {
-                        store.set_family(&id, family)?
-                    }
-                    FamilyChange::Drop(name) => store.drop_family(&id, name)?,
-                }
-            }
-            table_pb(store.as_ref(), &id, &at, &SCHEMA)
+            let families = serving::modify_families(store.as_ref(), &id, &changes)?;
+            Ok(table_view(&id, &families, &at, &SCHEMA))
         })
         .await
         .map_err(status)?;

@@ -80,9 +80,9 @@ pub(crate) fn iam_denied(resource: &str, verb: &str) -> Status {
     denied(&format!("bigtable.{kind}.{verb}"))
 }
 
-/// The id of the instance's one cluster.
+/// The id of the instance's one cluster (the JSON admin's too).
 pub(crate) fn cluster_id(instance: &str) -> String {
-    format!("{instance}-c1")
+    rowkit_rest::admin::cluster_id(instance)
 }
 
 fn instance_pb(at: &Instance) -> admin::Instance {

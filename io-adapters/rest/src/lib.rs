@@ -44,6 +44,7 @@ extern crate alloc;
 #[cfg(test)]
 extern crate std;
 
+pub mod admin;
 pub mod convert;
 pub mod proto3;
 pub mod splitter;

@@ -252,6 +252,75 @@ impl<'de> Deserialize<'de> for Double {
     }
 }
 
+/// A `google.protobuf.Duration` in whole microseconds (rowkit's resolution): `"3600s"`,
+/// `"1.5s"`, `"-0.001s"` in JSON. Emitted with 0, 3 or 6 fractional digits, as proto3 JSON
+/// prints them; accepted with up to 9 (nanoseconds below a microsecond are dropped).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct DurationMicros(pub i64);
+
+impl Serialize for DurationMicros {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let sign = if self.0 < 0 { "-" } else { "" };
+        let abs = self.0.unsigned_abs();
+        let (secs, micros) = (abs / 1_000_000, abs % 1_000_000);
+        if micros == 0 {
+            s.collect_str(&format_args!("{sign}{secs}s"))
+        } else if micros % 1000 == 0 {
+            s.collect_str(&format_args!("{sign}{secs}.{:03}s", micros / 1000))
+        } else {
+            s.collect_str(&format_args!("{sign}{secs}.{micros:06}s"))
+        }
+    }
+}
+
+/// Parses `-?SECONDS(.FRACTION)?s` (at most 9 fraction digits) into microseconds.
+fn parse_duration(text: &str) -> Option<i64> {
+    let body = text.strip_suffix('s')?;
+    let (negative, body) = match body.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, body),
+    };
+    let (secs, fraction) = body.split_once('.').unwrap_or((body, ""));
+    let digits = |t: &str| t.bytes().all(|b| b.is_ascii_digit());
+    if secs.is_empty() || !digits(secs) || !digits(fraction) || fraction.len() > 9 {
+        return None;
+    }
+    if body.contains('.') && fraction.is_empty() {
+        return None;
+    }
+    let secs: i64 = secs.parse().ok()?;
+    // The first six fraction digits are microseconds; the rest (nanoseconds) are dropped.
+    let mut micros: i64 = 0;
+    for (i, b) in fraction.bytes().take(6).enumerate() {
+        micros += i64::from(b - b'0') * 10_i64.pow(5 - i as u32);
+    }
+    let total = secs.checked_mul(1_000_000)?.checked_add(micros)?;
+    Some(if negative { -total } else { total })
+}
+
+impl<'de> Deserialize<'de> for DurationMicros {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<DurationMicros, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = DurationMicros;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a duration as a string of seconds ending in s, e.g. \"3600s\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<DurationMicros, E> {
+                parse_duration(v).map(DurationMicros).ok_or_else(|| {
+                    E::custom(format_args!(
+                        "{v:?} is not a duration (seconds ending in s, e.g. \"3600s\" or \"1.5s\")"
+                    ))
+                })
+            }
+            fn visit_unit<E: de::Error>(self) -> Result<DurationMicros, E> {
+                Ok(DurationMicros(0))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
@@ -300,6 +369,39 @@ mod tests {
         assert_eq!(serde_json::to_string(&Int32(-3)).unwrap(), "-3");
         assert_eq!(de::<Int32>("\"7\"").unwrap().0, 7);
         assert!(de::<Int32>("2147483648").is_err());
+    }
+
+    #[test]
+    fn durations_are_seconds_strings() {
+        for (micros, text) in [
+            (3_600_000_000, "\"3600s\""),
+            (1_500_000, "\"1.500s\""),
+            (1_000, "\"0.001s\""),
+            (1, "\"0.000001s\""),
+            (-2_000_000, "\"-2s\""),
+            (0, "\"0s\""),
+        ] {
+            assert_eq!(
+                serde_json::to_string(&DurationMicros(micros)).unwrap(),
+                text
+            );
+            assert_eq!(de::<DurationMicros>(text).unwrap().0, micros, "{text}");
+        }
+        assert_eq!(
+            de::<DurationMicros>("\"1.000000999s\"").unwrap().0,
+            1_000_000
+        );
+        assert_eq!(de::<DurationMicros>("\"0.25s\"").unwrap().0, 250_000);
+        for bad in [
+            "\"3600\"",
+            "\"1.s\"",
+            "\"s\"",
+            "\"1.0000000001s\"",
+            "3600",
+            "\"x1s\"",
+        ] {
+            assert!(de::<DurationMicros>(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -58,6 +58,10 @@ export async function openSession(children, { width = 1280, height = 1400, axeSc
 
   /** Runs `script` in the page (its `arguments` are `args`) and returns its result. */
   const js = (script, ...args) => call('POST', `${s}/execute/sync`, { script, args });
+  /** Runs `script` as an async script (it ends by calling its last argument) and returns what it passed. */
+  const jsAsync = (script, ...args) => call('POST', `${s}/execute/async`, { script, args });
+  /** Grants (or denies) the page a permission, e.g. `clipboard-read` (WebDriver's Set Permission). */
+  const permit = (name, state = 'granted') => call('POST', `${s}/permissions`, { descriptor: { name }, state });
   /** The WebDriver id of the first element matching `css`. */
   const find = async (css) => {
     const v = await call('POST', `${s}/element`, { using: 'css selector', value: css });
@@ -178,5 +182,5 @@ export async function openSession(children, { width = 1280, height = 1400, axeSc
   }
   /** Ends the session (errors ignored: the browser may be gone). */
   const close = () => call('DELETE', s).catch(() => {});
-  return { call, js, find, type, clear, keys, click, select, until, waitFor, outcome, screenshot, pointAt, navigate, back, forward, reload, resize, axe, close };
+  return { call, js, jsAsync, permit, find, type, clear, keys, click, select, until, waitFor, outcome, screenshot, pointAt, navigate, back, forward, reload, resize, axe, close };
 }

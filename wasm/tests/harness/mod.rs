@@ -90,6 +90,26 @@ pub fn token_options(token: Option<&str>) -> JsValue {
     o.into()
 }
 
+/// URL of the gateway on an empty memory store (`rowkit --store memory: serve`): nothing is
+/// set up there but what the tests' `setup()` calls create.
+pub fn empty_gateway_url() -> &'static str {
+    option_env!("ROWKIT_TEST_EMPTY_GATEWAY")
+        .expect("ROWKIT_TEST_EMPTY_GATEWAY is not set: run the wasm tests with wasm/test.sh")
+}
+
+/// Options for a client of the gateway at `url`: `{gateway, table?, deadlineMs?}`.
+pub fn options_at(url: &str, table: Option<&str>, deadline_ms: Option<u32>) -> JsValue {
+    let o = js_sys::Object::new();
+    js_sys::Reflect::set(&o, &"gateway".into(), &url.into()).unwrap();
+    if let Some(t) = table {
+        js_sys::Reflect::set(&o, &"table".into(), &t.into()).unwrap();
+    }
+    if let Some(ms) = deadline_ms {
+        js_sys::Reflect::set(&o, &"deadlineMs".into(), &ms.into()).unwrap();
+    }
+    o.into()
+}
+
 /// Options for a client: `{gateway, table}` in gateway mode, `{table}` offline.
 pub fn options(gateway: bool, table: Option<&str>) -> JsValue {
     let o = js_sys::Object::new();

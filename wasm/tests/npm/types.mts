@@ -6,12 +6,14 @@ import init, {
     encodeMtKey,
     encodeS3Key,
     Graph,
+    listTables,
     MountTable,
     ObjectMetadata,
     scanRows,
     TraceStore,
     type CheckReport,
     type DecodedKey,
+    type ListedTable,
     type MountEntry,
     type ScannedRow,
 } from "rowkit";
@@ -34,7 +36,10 @@ export async function typed(): Promise<void> {
     const names: string[] = await Graph.names({ table: "badwolf" });
     const rows: ScannedRow[] = await scanRows(undefined, "gold", "", 10, "gold", undefined);
     const size: number = rows[0].cells[0].valueSize;
-    console.log(hex, name, version, deadline, left, truncated, names, size);
+    const tables: ListedTable[] = await listTables({ gateway: "http://127.0.0.1:8080", deadlineMs: 8000 });
+    const rule = tables[0].families[0].gcRule;
+    const versions = rule && "maxNumVersions" in rule ? rule.maxNumVersions : 0;
+    console.log(hex, name, version, deadline, left, truncated, names, size, versions);
 
     // @ts-expect-error: an unknown client option
     new MountTable({ gatway: "http://127.0.0.1:8080" });

@@ -97,9 +97,20 @@ export function keyText(escaped) {
   return code;
 }
 
-/** A JSON value pretty-printed (two-space indent) in a `<pre>`. */
-export function pretty(value) {
-  return el('pre', { class: 'json' }, JSON.stringify(value, null, 2));
+/**
+ * Makes `node`, a box that scrolls, reachable by keyboard (a focusable region named `label`),
+ * so its content can be scrolled without a mouse. Returns `node`.
+ */
+export function scrollRegion(node, label) {
+  if (!node.hasAttribute('tabindex')) node.tabIndex = 0;
+  if (!node.hasAttribute('role')) node.setAttribute('role', 'region');
+  if (!node.hasAttribute('aria-label') && !node.hasAttribute('aria-labelledby')) node.setAttribute('aria-label', label);
+  return node;
+}
+
+/** A JSON value pretty-printed (two-space indent) in a `<pre>` (a keyboard-scrollable region). */
+export function pretty(value, label = 'JSON document') {
+  return scrollRegion(el('pre', { class: 'json' }, JSON.stringify(value, null, 2)), label);
 }
 
 /**
@@ -180,8 +191,9 @@ export function describe(e) {
   }
   if (!code) return message;
   const label = codeLabel(code);
-  return message && squash(message) !== squash(label) && squash(message) !== squash(code)
-    ? `${label}: ${message}` : label;
+  if (!message || squash(message) === squash(code)) return label;
+  // A message that already begins with the label's words says it once.
+  return squash(message).startsWith(squash(label)) ? message : `${label}: ${message}`;
 }
 
 /**

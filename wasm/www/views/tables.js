@@ -40,13 +40,13 @@ function rowsTable(rows, caption) {
     })));
 }
 
-/** The store's tables (the wasm package's `listTables`), as names. */
-async function tableNames(ctx) {
+/** The store's tables (the wasm package's `listTables`): `[{name, families: [name]}]`. */
+async function listTables(ctx) {
   if (typeof ctx.rowkit.listTables !== 'function') {
     throw Object.assign(new Error('this build of the wasm package cannot list tables (no listTables)'), { code: 'unimplemented' });
   }
   const tables = await ctx.rowkit.listTables(ctx.options());
-  return tables.map((t) => (typeof t === 'string' ? t : t.name ?? t.id ?? String(t)));
+  return tables.map((t) => ({ name: t.name, families: (t.families ?? []).map((f) => f.name) }));
 }
 
 // The mounted view's restore (one page has one table browser).
@@ -58,7 +58,7 @@ export function mount(section, ctx) {
     prefix: el('input', { id: 'browse-prefix', name: 'prefix', size: 24 }),
     start: el('input', { id: 'browse-start', name: 'start', size: 18 }),
     end: el('input', { id: 'browse-end', name: 'end', size: 18 }),
-    family: el('input', { id: 'browse-family', name: 'family', size: 10 }),
+    family: el('input', { id: 'browse-family', name: 'family', list: 'browse-families', size: 10 }),
     qualifier: el('input', { id: 'browse-qualifier', name: 'qualifier', size: 10 }),
     limit: el('input', { id: 'browse-limit', name: 'limit', type: 'number', min: 0, value: 25, size: 5 }),
     schema: el('select', { id: 'browse-schema', name: 'schema' },
@@ -69,14 +69,21 @@ export function mount(section, ctx) {
   const next = el('button', { type: 'button', id: 'browse-next', disabled: true }, 'Next page');
   const datalist = el('datalist', { id: 'browse-tables' }, KNOWN_TABLES.map((t) => el('option', { value: t })));
   const listButton = el('button', { type: 'button', id: 'browse-list' }, 'List tables');
+  const familyList = el('datalist', { id: 'browse-families' });
+  // The families of each listed table, offered in the Family field for the table chosen.
+  let familiesOf = new Map();
+  const offerFamilies = () => familyList.replaceChildren(
+    ...(familiesOf.get(input.table.value.trim()) ?? []).map((f) => el('option', { value: f })));
   const tablesOut = el('div', { id: 'browse-tables-out', class: 'table-list', 'aria-live': 'polite' });
   // The rows scroll inside this box: focusable and named, so a keyboard reaches all of them.
   const out = el('div', { id: 'browse-out', class: 'out', tabindex: 0, role: 'region', 'aria-label': 'Scanned rows', 'aria-live': 'polite' });
-  const form = el('form', { id: 'browse-form' },
+  // The fields are checked by readForm, which says what is wrong in the output (novalidate: not
+  // the browser's bubble, which a screen reader may miss).
+  const form = el('form', { id: 'browse-form', novalidate: true },
     field('Table', input.table), datalist,
     field('Key prefix', input.prefix),
     field('Start key (from)', input.start), field('End key (before)', input.end),
-    field('Family', input.family), field('Qualifier', input.qualifier),
+    field('Family', input.family), familyList, field('Qualifier', input.qualifier),
     field(`Rows per page (0 = all, at most ${ALL_ROWS_CAP.toLocaleString('en-US')})`, input.limit),
     field('Decode as', input.schema),
     scan, prev, next);
@@ -88,6 +95,8 @@ export function mount(section, ctx) {
 
   // The scan being paged: its parameters as of Scan, and the key each shown page started after.
   let query = null;
+  // The scan in flight (its AbortController).
+  let running = null;
   let starts = [];
   let lastKey = null;
 
@@ -96,9 +105,20 @@ export function mount(section, ctx) {
     const capped = query.limit === 0 || query.limit > ALL_ROWS_CAP;
     const pageSize = capped ? ALL_ROWS_CAP : query.limit;
     const narrowing = { start: query.start, end: query.end, family: query.family, qualifier: query.qualifier };
-    // One row more than the page: whether a next page exists without another request.
-    const rows = await ctx.busy(out, ctx.rowkit.scanRows(ctx.options(), query.table, query.prefix,
-      pageSize + 1, query.schema, after ?? undefined, narrowing));
+    // A new scan cancels the one still running, whose rows would otherwise land after these.
+    running?.abort();
+    const mine = new AbortController();
+    running = mine;
+    let rows;
+    try {
+      // One row more than the page: whether a next page exists without another request.
+      rows = await ctx.busy(out, ctx.rowkit.scanRows({ ...ctx.options(), signal: mine.signal }, query.table, query.prefix,
+        pageSize + 1, query.schema, after ?? undefined, narrowing));
+    } catch (e) {
+      if (running !== mine) return; // superseded: its cancellation is no news
+      throw e;
+    }
+    if (running !== mine) return;
     const more = rows.length > pageSize;
     const page = more ? rows.slice(0, pageSize) : rows;
     lastKey = page.length ? page[page.length - 1].row_key : null;
@@ -107,10 +127,11 @@ export function mount(section, ctx) {
     const caption = page.length
       ? `${page.length} row(s) of ${query.table}, ${where}${more ? ', more follow' : ''}`
       : `no rows in ${query.table} match: the table is empty here (prefix, range and filters as given)`;
-    out.replaceChildren(
+    out.replaceChildren(...[
       capped && more ? capNotice(page.length, ALL_ROWS_CAP, 'rows') : null,
       page.length ? rowsTable(page, caption) : el('p', { class: 'empty' }, caption),
-      page.length ? el('p', { class: 'help' }, 'Last key on this page: ', copyButton(lastKey, 'Copy last key')) : null);
+      page.length ? el('p', { class: 'help' }, 'Last key on this page: ', copyButton(lastKey, 'Copy last key')) : null,
+    ].filter(Boolean));
     next.disabled = !more;
     prev.disabled = starts.length <= 1;
   }
@@ -128,7 +149,10 @@ export function mount(section, ctx) {
   function remember(after, push = true) {
     const params = new URLSearchParams();
     for (const name of STATE_FIELDS) if (query[name] !== '' && query[name] !== undefined) params.set(name, String(query[name]));
-    if (after) params.set('after', after);
+    if (after) {
+      params.set('after', after);
+      params.set('page', String(starts.length));
+    }
     ctx.setState(params, { push });
   }
 
@@ -137,16 +161,24 @@ export function mount(section, ctx) {
     for (const name of STATE_FIELDS) q[name] = input[name].value;
     q.table = q.table.trim();
     q.family = q.family.trim();
-    q.limit = Math.max(0, Math.floor(Number(q.limit) || 0));
+    if (!q.table) throw Object.assign(new Error('table: give the table to scan (List tables shows them)'), { code: 'invalid_argument' });
+    const limit = Number(q.limit);
+    if (!Number.isInteger(limit) || limit < 0) {
+      throw Object.assign(new Error(`rows per page: ${JSON.stringify(q.limit)} is not a whole number ≥ 0 (0 = all)`), { code: 'invalid_argument' });
+    }
+    q.limit = limit;
     return q;
   }
 
+  input.table.addEventListener('change', offerFamilies);
   form.addEventListener('submit', (ev) => {
     ev.preventDefault();
-    query = readForm();
-    starts = [null];
-    remember(null);
-    run(() => show(null));
+    run(() => {
+      query = readForm();
+      starts = [null];
+      remember(null);
+      return show(null);
+    });
   });
   next.addEventListener('click', () => run(() => {
     starts.push(lastKey);
@@ -155,13 +187,21 @@ export function mount(section, ctx) {
   }));
   prev.addEventListener('click', () => run(() => {
     starts.pop();
-    const after = starts[starts.length - 1];
+    let after = starts[starts.length - 1];
+    // A restored page knows only where it starts: before it, Previous goes to the first page.
+    if (after === undefined) {
+      starts = [null];
+      after = null;
+    }
     remember(after);
     return show(after);
   }));
   listButton.addEventListener('click', async () => {
     try {
-      const names = await ctx.busy(tablesOut, tableNames(ctx));
+      const tables = await ctx.busy(tablesOut, listTables(ctx));
+      const names = tables.map((t) => t.name);
+      familiesOf = new Map(tables.map((t) => [t.name, t.families]));
+      offerFamilies();
       datalist.replaceChildren(...names.map((t) => el('option', { value: t })));
       tablesOut.replaceChildren(names.length
         ? el('ul', { 'aria-label': 'Tables' }, names.map((t) => el('li', null,
@@ -169,8 +209,10 @@ export function mount(section, ctx) {
             type: 'button',
             class: 'link',
             dataset: { table: t },
+            title: `families: ${familiesOf.get(t).join(', ') || 'none'}`,
             onclick: () => {
               input.table.value = t;
+              offerFamilies();
               form.requestSubmit(scan);
             },
           }, t))))
@@ -196,11 +238,15 @@ export function mount(section, ctx) {
       prev.disabled = true;
       return undefined;
     }
-    query = readForm();
     const after = params.get('after');
-    // The pages before a restored one are not known; Previous goes back to the first.
-    starts = after ? [null, after] : [null];
-    return run(() => show(after));
+    // The pages between the first and a restored one are not known (undefined).
+    const number = after ? Math.max(2, Math.floor(Number(params.get('page'))) || 2) : 1;
+    starts = Array.from({ length: number }, (_, i) => (i === 0 ? null : undefined));
+    if (after) starts[number - 1] = after;
+    return run(() => {
+      query = readForm();
+      return show(after);
+    });
   };
 }
 

@@ -1,8 +1,9 @@
 // Table browser: the index rows of two triples written before the gateway started, paged three
-// at a time (each page starts after the previous page's last key), keys drawn as segments; a
-// range end, a family and a qualifier filter, cell timestamps as the dates the CLI prints, the
-// cap on "all" over a graph of 1 004 index rows, the store's tables listed, deep links and the
-// Back button, bad input, an empty table, a stopped server.
+// at a time (each page starts after the previous page's last key), keys drawn as segments; the
+// Back button between pages; a range end, a family and a qualifier filter, cell timestamps as
+// the dates the CLI prints (`after`), the cap on "all" over a graph of 1 004 index rows, bad
+// input (an inverted range, a bad escape, a negative page size, an unknown table), the store's
+// tables listed (`after`: the CLI's list), an empty server, a stopped server.
 import { assert } from '../webdriver.mjs';
 
 /** Triples in the graph `capped`: 4 index rows each, more than the cap on "all" (1 000). */
@@ -65,7 +66,7 @@ export async function check(page) {
   assert(capBack === cap2 && JSON.stringify(keysBack) === JSON.stringify(keys2), 'Previous shows page 2 again');
   // The browser's Back button goes to the page shown before (page 3), from the URL.
   await page.back();
-  await page.until(`return document.getElementById('browse-out').dataset.page === '2'
+  await page.until(`return document.getElementById('browse-out').dataset.page === '3'
     && document.querySelector('#browse-out caption')?.textContent === arguments[0]
     && !document.getElementById('browse-out').hasAttribute('aria-busy')`, 'Back to page 3 (restored after its first key)', cap3);
   const keysAfterBack = await page.js(`return [...document.querySelectorAll('#browse-out tbody tr td:first-child')].map((td) => td.textContent)`);
@@ -121,6 +122,14 @@ export async function check(page) {
   assert(inverted.alert?.startsWith('invalid argument: the start key'),
     `an inverted range is refused: ${inverted.text}`);
   await clearNarrowing(page);
+  await page.type('browse-prefix', '\\xZZ');
+  const badEscape = await page.outcome('browse-out', 'a prefix with a bad escape', () => page.click('#browse-scan'));
+  assert(badEscape.alert?.startsWith('invalid argument: '), `a bad escape is refused: ${badEscape.text}`);
+  await page.clear('browse-prefix');
+  await page.type('browse-limit', '-3');
+  const badLimit = await page.outcome('browse-out', 'a negative page size', () => page.click('#browse-scan'));
+  assert(badLimit.alert?.startsWith('invalid argument: rows per page: "-3"'), `a negative page size is refused: ${badLimit.text}`);
+  await page.type('browse-limit', '0');
   await page.type('browse-table', 'no-such-table');
   const missing = await page.outcome('browse-out', 'an unknown table', () => page.click('#browse-scan'));
   assert(missing.alert?.includes('no-such-table') && /not.found/i.test(missing.alert), `an unknown table is an error: ${missing.text}`);
@@ -129,7 +138,7 @@ export async function check(page) {
   await page.axe('tables (an unknown table)');
 
   // The store's tables: listed, and a click scans one.
-  if (await page.js(`return typeof document.getElementById('browse-list') === 'object'`)) {
+  {
     await page.click('#browse-list');
     const listed = await page.until(`const o = document.getElementById('browse-tables-out');
       return !o.hasAttribute('aria-busy') && o.textContent !== '' && [...o.querySelectorAll('button[data-table]')].map((b) => b.dataset.table)
@@ -139,8 +148,12 @@ export async function check(page) {
       console.log(`e2e: tables: listing tables failed (${listed}); the wasm listTables is not in this build yet`);
     } else {
       await page.shot('tables-list');
-      const [capClicked] = await pageOnScreen(page, 1, () => page.click('#browse-tables-out button[data-table="objmeta"]'));
-      assert(/ of objmeta/.test(capClicked), `a listed table scans on click: ${capClicked}`);
+      await page.axe('tables (the list of tables)');
+      await page.type('browse-limit', '3');
+      const [capClicked] = await pageOnScreen(page, 1, () => page.click('#browse-tables-out button[data-table="badwolf"]'));
+      assert(capClicked === '3 row(s) of badwolf, page 1, more follow', `a listed table scans on click: ${capClicked}`);
+      const families = await page.js(`return [...document.querySelectorAll('#browse-families option')].map((o) => o.value)`);
+      assert(JSON.stringify(families) === '["graph","immutable_triple","temporal_triple"]', `the Family field offers badwolf's families: ${families}`);
     }
   }
 
@@ -151,15 +164,28 @@ export async function check(page) {
   await pageOnScreen(page, 1, () => page.click('#browse-scan'));
 }
 
-/** An empty server, after the other views' Set up: the tables are listed, empty, or missing. */
+/**
+ * An empty server (after the other views' Set up): a missing table is an error, not an empty
+ * listing; the tables there are listed, and one without rows says "no rows" explicitly.
+ */
 export async function setup(page) {
-  await page.type('browse-table', 'gold');
-  await page.type('browse-prefix', '');
-  const [caption] = await pageOnScreen(page, 1, () => page.click('#browse-scan'));
-  assert(caption.startsWith('no rows in gold match'), `an empty table says so: ${caption}`);
   await page.type('browse-table', 'no-such-table');
+  await page.clear('browse-prefix');
   const missing = await page.outcome('browse-out', 'an unknown table on the empty server', () => page.click('#browse-scan'));
   assert(missing.alert && /not.found/i.test(missing.alert), `a missing table is an error, not empty: ${missing.text}`);
+  await page.click('#browse-list');
+  const listed = await page.until(`const o = document.getElementById('browse-tables-out');
+    return !o.hasAttribute('aria-busy') && o.textContent !== '' && [o.textContent, [...o.querySelectorAll('button[data-table]')].map((b) => b.dataset.table)]`,
+  'the tables of the empty server');
+  if (listed[0].includes('cannot list tables')) {
+    console.log('e2e: tables setup: listing tables SKIPPED (no listTables in this wasm build)');
+  } else if (listed[1].length === 0) {
+    assert(listed[0].startsWith('no tables in this store'), `an empty store lists no tables, and says so: ${listed[0]}`);
+  } else {
+    const table = listed[1][0];
+    const [caption] = await pageOnScreen(page, 1, () => page.click(`#browse-tables-out button[data-table="${table}"]`));
+    assert(caption.startsWith(`no rows in ${table} match`), `a table without rows says so: ${caption}`);
+  }
   await page.shot('tables-empty-server');
   await page.axe('tables (an empty server)');
 }
