@@ -757,6 +757,7 @@ async fn setup_creates_every_schemas_tables_through_the_gateway() {
         &wait(g.query(
             "objects".into(),
             vec!["/u<joe>".into(), "\"parent_of\"@[]".into()],
+            JsValue::UNDEFINED,
         ))
         .await
         .unwrap(),
