@@ -41,6 +41,7 @@ export type {
     ListedTable,
     ListingParams,
     ListingResult,
+    LookupBounds,
     LookupMethod,
     MountEntry,
     MountPermissions,

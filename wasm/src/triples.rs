@@ -7,7 +7,7 @@ use std::rc::Rc;
 use js_sys::Promise;
 use rowkit_client::triples::TripleStore;
 use rowkit_codec::triples::keys;
-use rowkit_codec::triples::{Object, Triple};
+use rowkit_codec::triples::{Anchor, Object, Triple};
 use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::triples::{Found, LookupMethod, LookupOptions, TriplesError};
 use serde_json::Value;
@@ -70,6 +70,16 @@ const GRAPH_TS: &str = r#"
 export interface LookupMethod {
     method: string;
     arguments: ("subject" | "predicate" | "object")[];
+}
+
+/** The time bounds of `Graph.query` (the CLI's `graph query --lower/--upper/--latest`). */
+export interface LookupBounds {
+    /** Inclusive lower anchor of temporal triples, RFC 3339. */
+    lower?: string;
+    /** Inclusive upper anchor of temporal triples, RFC 3339. */
+    upper?: string;
+    /** Only the latest anchor per predicate. */
+    latest?: boolean;
 }
 
 /** One triple `Graph.query` found (every part as BadWolf text). */
@@ -255,24 +265,26 @@ impl Graph {
     }
 
     /// A lookup by method name (`objects`, `subjects`, `triples-for-subject`, …, `triples`;
-    /// the CLI's `graph query` names) with its arguments as BadWolf text. Resolves to
-    /// `[{triple, subject, predicate, object, uuid, item}]`, `item` being what the method
-    /// projects, with `predicateId`, `anchor` (the temporal predicate's time, or `null`) and
-    /// `objectKind` (`node`, `predicate`, `literal`).
+    /// the CLI's `graph query` names) with its arguments as BadWolf text and optional time
+    /// bounds `{lower, upper, latest}` (the CLI's `--lower`, `--upper`, `--latest`). A graph
+    /// that does not exist fails with `code` `not_found` (as the CLI's `graph query`), not an
+    /// empty result. Resolves to `[{triple, subject, predicate, object, uuid, item}]`, `item`
+    /// being what the method projects, with `predicateId`, `anchor` (the temporal predicate's
+    /// time, or `null`) and `objectKind` (`node`, `predicate`, `literal`).
     #[wasm_bindgen(unchecked_return_type = "Promise<TripleMatch[]>")]
-    pub fn query(&self, method: String, args: Vec<String>) -> Promise {
+    pub fn query(
+        &self,
+        method: String,
+        args: Vec<String>,
+        #[wasm_bindgen(unchecked_optional_param_type = "LookupBounds")] bounds: JsValue,
+    ) -> Promise {
         let inner = self.inner.clone();
         self.diagnosis.promise(async move {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let method = LookupMethod::parse(&method, &args).map_err(js::invalid)?;
-            let found = inner
-                .store
-                .graph(&inner.id)
-                .await
-                .map_err(triples_error)?
-                .lookup(method, LookupOptions::default())
-                .await
-                .map_err(triples_error)?;
+            let options = lookup_options(&bounds)?;
+            let graph = inner.store.graph(&inner.id).await.map_err(triples_error)?;
+            let found = graph.lookup(method, options).await.map_err(triples_error)?;
             Ok(js::to_js(&Value::Array(
                 found.iter().map(found_json).collect(),
             )))
@@ -280,8 +292,30 @@ impl Graph {
     }
 }
 
+/// The lookup options of `bounds` (`{lower, upper, latest}`, each optional; `undefined` or
+/// `null` for none), every anchor checked before anything is read. An empty bound is none, as
+/// a form's empty field.
+fn lookup_options(bounds: &JsValue) -> Result<LookupOptions, JsValue> {
+    let anchor = |name: &str| -> Result<Option<Anchor>, JsValue> {
+        match js::get_string(bounds, name)? {
+            Some(text) if !text.trim().is_empty() => Anchor::parse(text.trim().as_bytes())
+                .map(Some)
+                .map_err(|e| js::invalid(format!("{name} bound {text:?}: {e}"))),
+            _ => Ok(None),
+        }
+    };
+    Ok(LookupOptions {
+        lower_anchor: anchor("lower")?,
+        upper_anchor: anchor("upper")?,
+        latest_anchor: js::get(bounds, "latest").as_bool().unwrap_or(false),
+        ..LookupOptions::default()
+    })
+}
+
 impl Graph {
-    /// Parses `triples` (all of them, before anything is written) and adds or removes them.
+    /// Parses `triples` (all of them, before anything is written) and adds or removes them in
+    /// the graph, which must exist (`not_found` otherwise, as the CLI's `graph add`: a write to
+    /// a missing graph would leave index rows without their graph row).
     fn change(&self, triples: Vec<String>, change: Change) -> Promise {
         let inner = self.inner.clone();
         self.diagnosis.promise_void(async move {

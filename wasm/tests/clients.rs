@@ -264,6 +264,7 @@ async fn children_of_joe(g: &Graph) -> Vec<String> {
         &wait(g.query(
             "objects".into(),
             vec!["/u<joe>".into(), "\"parent_of\"@[]".into()],
+            JsValue::UNDEFINED,
         ))
         .await
         .unwrap(),
@@ -291,7 +292,13 @@ async fn triples(gateway: bool) {
     // object's kind.
     let met = "/u<joe>\t\"met\"@[2001-05-04T10:00:00Z]\t\"3\"^^type:int64".to_string();
     wait(g.add(vec![met.clone()])).await.unwrap();
-    let by_predicate = |p: &str| wait(g.query("triples-for-predicate".into(), vec![p.into()]));
+    let by_predicate = |p: &str| {
+        wait(g.query(
+            "triples-for-predicate".into(),
+            vec![p.into()],
+            JsValue::UNDEFINED,
+        ))
+    };
     let found = json(
         &by_predicate("\"met\"@[2001-05-04T10:00:00Z]")
             .await
@@ -304,6 +311,57 @@ async fn triples(gateway: bool) {
     assert_eq!(parents[0]["anchor"], serde_json::Value::Null, "{parents}");
     assert_eq!(parents[0]["objectKind"], "node", "{parents}");
     wait(g.remove(vec![met])).await.unwrap();
+    // Time bounds, as the CLI's `--lower`, `--upper`, `--latest`: of three anchors of `lived`,
+    // the bounds keep those inside them (inclusive), `latest` the newest.
+    let lived = |year: u32| format!("/u<joe>\t\"lived\"@[{year}-01-01T00:00:00Z]\t/c<paris>");
+    let years = [lived(2001), lived(2005), lived(2009)];
+    wait(g.add(years.to_vec())).await.unwrap();
+    let query_subject = |bounds: serde_json::Value| {
+        let bounds = js_sys::JSON::parse(&bounds.to_string()).unwrap();
+        wait(g.query("triples-for-subject".into(), vec!["/u<joe>".into()], bounds))
+    };
+    let anchors = |found: JsValue| {
+        let found = json(&found);
+        let mut anchors: Vec<String> = found
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|f| f["anchor"].as_str().map(str::to_owned))
+            .collect();
+        anchors.sort_unstable();
+        anchors
+    };
+    assert_eq!(
+        anchors(
+            query_subject(
+                json!({"lower": "2005-01-01T00:00:00Z", "upper": "2009-01-01T00:00:00Z"})
+            )
+            .await
+            .unwrap()
+        ),
+        ["2005-01-01T00:00:00Z", "2009-01-01T00:00:00Z"]
+    );
+    assert_eq!(
+        anchors(
+            query_subject(json!({"upper": "2004-12-31T00:00:00Z"}))
+                .await
+                .unwrap()
+        ),
+        ["2001-01-01T00:00:00Z"]
+    );
+    assert_eq!(
+        anchors(query_subject(json!({"latest": true})).await.unwrap()),
+        ["2009-01-01T00:00:00Z"]
+    );
+    let e = wait(g.query(
+        "triples".into(),
+        vec![],
+        js_sys::JSON::parse(r#"{"lower": "yesterday"}"#).unwrap(),
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(code(&e), "invalid_argument");
+    wait(g.remove(years.to_vec())).await.unwrap();
     let names = json(
         &wait(Graph::names(options(gateway, None)).unwrap())
             .await
@@ -327,11 +385,17 @@ async fn triples(gateway: bool) {
     wait(g.remove(vec![t1.clone()])).await.unwrap();
     assert_eq!(wait(g.exist(t1)).await.unwrap(), JsValue::FALSE);
     assert_eq!(wait(g.exist(t2)).await.unwrap(), JsValue::TRUE);
-    let all = json(&wait(g.query("triples".into(), vec![])).await.unwrap());
+    let all = json(
+        &wait(g.query("triples".into(), vec![], JsValue::UNDEFINED))
+            .await
+            .unwrap(),
+    );
     assert_eq!(all.as_array().unwrap().len(), 1, "{all}");
     wait(g.drop()).await.unwrap();
     // A dropped graph is missing, not empty: lookups check the graph row first (`Graph()`).
-    let e = wait(g.query("triples".into(), vec![])).await.unwrap_err();
+    let e = wait(g.query("triples".into(), vec![], JsValue::UNDEFINED))
+        .await
+        .unwrap_err();
     assert_eq!(code(&e), "not_found");
 }
 

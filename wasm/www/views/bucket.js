@@ -3,10 +3,22 @@
 // marked), pages by marker or continuation token, an object's metadata on selection, and
 // create / put / delete as the CLI can. Every listing is Arsenal's own algorithm run by the
 // wasm package (`listObjects` with `listingType` DelimiterMaster, DelimiterVersions or
-// Delimiter); the view only shows its result.
-import { cachedClient, checkReport, el, field, pretty, uniqueId } from './dom.js';
+// Delimiter); the view only shows its result, sorted and filtered within the page as an S3
+// console does. The bucket, folder, mode and selected object are the URL's state
+// (`#bucket?bucket=…&prefix=…&show=…&object=…&version=…`).
+import {
+  cachedClient, checkReport, copyButton, el, field, formatTime, humanSize, markInvalid, pretty, uniqueId,
+} from './dom.js';
 
 export const title = 'Buckets';
+
+/** Each mounted view's `restore`, by its section (the shell calls the module's `restore`). */
+const restorers = new WeakMap();
+
+/** Shows the state `params` (the URL's query) in the view mounted in `section`. */
+export function restore(params, section) {
+  return restorers.get(section)?.(params);
+}
 
 /** What a listed value is, from its metadata: delete marker, placeholder master, or neither. */
 function marks(value) {
@@ -26,6 +38,26 @@ function parseValue(text) {
   }
 }
 
+/** An object's size in bytes from its metadata, or `null` (delete markers, odd documents). */
+function sizeOf(value) {
+  const n = Number(value?.['content-length']);
+  return value?.['content-length'] === undefined || !Number.isFinite(n) ? null : n;
+}
+
+/** A "Copy key" button for `key` (its accessible name names the key: one per row). */
+function copyKey(key) {
+  const wrap = copyButton(key, 'Copy key');
+  wrap.querySelector('button').setAttribute('aria-label', `Copy key ${key}`);
+  return wrap;
+}
+
+/** The columns a listing sorts by: what each compares. */
+const SORTS = {
+  name: (a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
+  size: (a, b) => (a.size ?? -1) - (b.size ?? -1),
+  modified: (a, b) => String(a.modified ?? '').localeCompare(String(b.modified ?? '')),
+};
+
 export function mount(section, ctx) {
   section.classList.add('view-bucket');
   const client = cachedClient(ctx.options, (o) => new ctx.rowkit.ObjectMetadata(o));
@@ -33,6 +65,9 @@ export function mount(section, ctx) {
   const listing = el('div', { id: 's3-listing', class: 'bucket-listing', 'aria-live': 'polite' });
   const details = el('div', { id: 's3-details', class: 'bucket-details', 'aria-live': 'polite' });
   const bucketsOut = el('div', { id: 's3-buckets', class: 'bucket-list' });
+
+  /** The shared validator's message for `value` as `what` (`null`: fine, or no validator). */
+  const rule = (what, value) => ctx.rowkit.validate?.(what, value) ?? null;
 
   // --- the listing's parameters ----------------------------------------------------------------
   const bucketNames = el('datalist', { id: uniqueId('buckets') });
@@ -49,10 +84,30 @@ export function mount(section, ctx) {
   const showSet = el('fieldset', { class: 'bucket-show' }, el('legend', null, 'Show'),
     show('objects', 'objects', true), show('versions', 'versions', false), show('rows', 'stored rows', false));
   const mode = () => showSet.querySelector('input:checked').value;
+  const setMode = (m) => {
+    for (const r of showSet.querySelectorAll('input')) r.checked = r.value === m;
+  };
 
   // Pages: the markers of the pages before the current one, for Previous.
   let pages = [];
   let next = null; // the next page's marker fields, or null on the last page
+  let shown = null; // the listing on screen: { result, page, bucket, prefix, mode }
+  let sort = { by: 'name', dir: 'ascending' };
+  const selected = new Set(); // the ids (key \0 versionId) of the checked rows
+  let selection = null; // the object whose details show: { key, versionId }
+
+  /** The URL's state: where the listing is and what is selected. */
+  function saveState(push) {
+    const p = new URLSearchParams();
+    if (bucket.value) p.set('bucket', bucket.value);
+    if (prefix.value) p.set('prefix', prefix.value);
+    if (mode() !== 'objects') p.set('show', mode());
+    if (selection) {
+      p.set('object', selection.key);
+      if (selection.versionId) p.set('version', selection.versionId);
+    }
+    ctx.setState?.(p, { push });
+  }
 
   function params(page) {
     const p = { prefix: prefix.value || undefined, delimiter: delimiter.value || undefined,
@@ -73,11 +128,18 @@ export function mount(section, ctx) {
   }
 
   async function list(page = {}) {
+    const name = bucket.value;
+    const message = rule('bucket', name);
+    markInvalid(bucket, message);
+    if (message) return;
     try {
-      const r = await ctx.busy(listing, client().listObjects(bucket.value, params(page)));
+      // An unknown bucket is an error (NoSuchBucket), never an empty listing.
+      const r = await ctx.busy(listing, client().listObjects(name, params(page)));
       next = nextPage(r);
-      render(r, page);
+      shown = { result: r, page, bucket: name, prefix: prefix.value, mode: mode() };
+      render();
     } catch (e) {
+      shown = null;
       ctx.fail(listing, e);
     }
   }
@@ -85,73 +147,199 @@ export function mount(section, ctx) {
   // --- the listing ---------------------------------------------------------------------------
   function breadcrumbs() {
     const d = delimiter.value;
-    const parts = d && prefix.value ? prefix.value.split(d).slice(0, -1) : [];
+    const at = shown.prefix;
+    const parts = d && at ? at.split(d).slice(0, -1) : [];
     const crumb = (text, p, current) => el('li', null, current
       ? el('span', { 'aria-current': 'location' }, text)
       : el('button', { type: 'button', class: 'link', onclick: () => goTo(p) }, text));
-    const items = [crumb(bucket.value, '', parts.length === 0 && !prefix.value)];
+    const items = [crumb(shown.bucket, '', parts.length === 0 && !at)];
     parts.forEach((part, i) => items.push(crumb(part + d, parts.slice(0, i + 1).join(d) + d, i === parts.length - 1)));
-    if (prefix.value && !(d && prefix.value.endsWith(d))) items.push(crumb(`${prefix.value}…`, prefix.value, true));
+    if (at && !(d && at.endsWith(d))) items.push(crumb(`${at}…`, at, true));
     return el('nav', { 'aria-label': 'Folder', class: 'breadcrumbs' }, el('ol', null, items));
   }
 
-  function goTo(p) {
+  /** Opens folder `p` of the bucket: a new listing, a new URL (the back button returns). */
+  function goTo(p, { push = true } = {}) {
     prefix.value = p;
     pages = [];
-    list();
+    selected.clear();
+    select(null);
+    saveState(push);
+    return list();
   }
 
-  function render(r, page) {
-    const versions = mode() === 'versions';
+  /** The entries of the listing on screen as rows: key, version, size, date, marks. */
+  function entriesOf(r, m) {
+    const versions = m === 'versions';
     const entries = (versions ? r.Versions : r.Contents) ?? [];
-    const rows = [];
-    for (const p of r.CommonPrefixes ?? []) {
-      rows.push(el('tr', { class: 'folder' },
-        el('td', null, el('button', { type: 'button', class: 'link', 'aria-label': `Open folder ${p}`, onclick: () => goTo(p) },
-          '📁 ', p.slice(prefix.value.length))),
-        el('td', null), el('td', null), el('td', null), el('td', null, 'folder')));
-    }
     let lastKey = null;
-    for (const e of entries) {
+    return entries.map((e) => {
       // Stored rows of a v0 bucket: a version's key is the object key, \0, the version id.
-      const [key, rowVersion] = mode() === 'rows' && e.key.includes('\0') ? e.key.split('\0', 2) : [e.key, undefined];
+      const [key, rowVersion] = m === 'rows' && e.key.includes('\0') ? e.key.split('\0', 2) : [e.key, undefined];
       const versionId = versions ? e.versionId : rowVersion;
       const value = parseValue(e.value);
-      const m = marks(value);
-      if (versions && key !== lastKey) m.unshift(['latest', 'latest']);
-      if (mode() === 'rows') m.unshift(rowVersion === undefined ? ['master', 'master'] : ['version', 'version']);
+      const badges = marks(value);
+      if (versions && key !== lastKey) badges.unshift(['latest', 'latest']);
+      if (m === 'rows') badges.unshift(rowVersion === undefined ? ['master', 'master'] : ['version', 'version']);
       lastKey = key;
-      const select = () => showObject(key, versionId);
-      rows.push(el('tr', { class: m.map(([, c]) => c).join(' '), dataset: { key, versionId: versionId ?? '' } },
-        el('td', null, el('button', { type: 'button', class: 'link', onclick: select,
-          'aria-label': `Show metadata of ${key}${versionId ? ` version ${versionId}` : ''}` }, key.slice(prefix.value.length) || key)),
-        el('td', null, versionId ? el('code', null, versionId) : ''),
-        el('td', null, value?.['content-length'] ?? ''),
-        el('td', null, value?.['last-modified'] ?? ''),
-        el('td', null, m.map(([text, c]) => el('span', { class: `badge ${c}` }, text)))));
+      return { key, versionId, value, badges, size: sizeOf(value), modified: value?.['last-modified'] ?? null,
+        id: `${key}\0${versionId ?? ''}` };
+    });
+  }
+
+  /** A column header that sorts the listing, with `aria-sort` saying how it is sorted now. */
+  function sortHeader(text, by) {
+    const current = sort.by === by;
+    return el('th', { scope: 'col', 'aria-sort': current ? sort.dir : 'none' },
+      el('button', { type: 'button', class: 'sort', dataset: { sort: by },
+        onclick: () => {
+          sort = { by, dir: current && sort.dir === 'ascending' ? 'descending' : 'ascending' };
+          render();
+          listing.querySelector(`button.sort[data-sort="${by}"]`)?.focus(); // the table was drawn anew
+        } }, text, current ? (sort.dir === 'ascending' ? ' ▲' : ' ▼') : ''));
+  }
+
+  function render() {
+    const r = shown.result;
+    const m = shown.mode;
+    const all = entriesOf(r, m);
+    const needle = filter.value.trim().toLowerCase();
+    const matches = (name) => !needle || name.toLowerCase().includes(needle);
+    // Ties keep the listing's order (a key's versions newest first, as Arsenal lists them).
+    const order = all.map((e, i) => [e, i]);
+    const compare = SORTS[sort.by];
+    const sign = sort.dir === 'ascending' ? 1 : -1;
+    order.sort(([a, i], [b, j]) => sign * compare(a, b) || i - j);
+    const entries = order.map(([e]) => e).filter((e) => matches(e.key.slice(shown.prefix.length) || e.key));
+    const folders = (r.CommonPrefixes ?? []).filter((p) => matches(p.slice(shown.prefix.length)));
+    const selectable = m !== 'rows';
+    const what = m === 'versions' ? 'version' : m === 'rows' ? 'row' : 'object';
+    const plural = (n, word) => `${n.toLocaleString('en')} ${word}${n === 1 ? '' : word.endsWith('ch') ? 'es' : 's'}`;
+
+    const rows = folders.map((p) => el('tr', { class: 'folder' },
+      el('td', null),
+      el('td', null, el('button', { type: 'button', class: 'link', 'aria-label': `Open folder ${p}`, onclick: () => goTo(p) },
+        '📁 ', p.slice(shown.prefix.length))),
+      el('td', null), el('td', null), el('td', null), el('td', null, 'folder'), el('td', null)));
+    for (const e of entries) {
+      const label = `${e.key}${e.versionId ? ` version ${e.versionId}` : ''}`;
+      const isSelected = selection && selection.key === e.key && (selection.versionId ?? '') === (e.versionId ?? '');
+      rows.push(el('tr', { class: [...e.badges.map(([, c]) => c), isSelected ? 'selected' : ''].join(' ').trim(),
+        'aria-selected': isSelected ? 'true' : null, dataset: { key: e.key, versionId: e.versionId ?? '' } },
+      el('td', null, selectable
+        ? el('input', { type: 'checkbox', class: 'pick', 'aria-label': `Select ${label}`, checked: selected.has(e.id),
+          onchange: (ev) => { if (ev.target.checked) selected.add(e.id); else selected.delete(e.id); toolbar(); } })
+        : null),
+      el('td', null, el('button', { type: 'button', class: 'link open', onclick: () => showObject(e.key, e.versionId),
+        'aria-label': `Show metadata of ${label}` }, e.key.slice(shown.prefix.length) || e.key)),
+      el('td', null, e.versionId ? el('code', null, e.versionId) : ''),
+      el('td', { class: 'num' }, e.size === null ? '' : humanSize(e.size)),
+      el('td', null, e.modified ? formatTime(e.modified) : ''),
+      el('td', null, e.badges.map(([text, c]) => el('span', { class: `badge ${c}` }, text))),
+      el('td', null, copyKey(e.key))));
     }
-    const caption = `${r.CommonPrefixes?.length ?? 0} folder(s), ${entries.length} ${versions ? 'version(s)' : mode() === 'rows' ? 'row(s)' : 'object(s)'}`
-      + `${r.IsTruncated ? ' (more on the next page)' : ''}`;
+
+    const total = (r.CommonPrefixes?.length ?? 0) + all.length;
+    let caption;
+    if (total === 0) {
+      caption = shown.prefix ? `nothing under ${shown.prefix}` : `empty bucket: ${shown.bucket} holds no ${what}s`;
+    } else {
+      caption = `${plural(r.CommonPrefixes?.length ?? 0, 'folder')}, ${plural(all.length, what)}`
+        + `${needle ? ` (${plural(folders.length + entries.length, 'match')} for “${filter.value.trim()}”)` : ''}`
+        + `${r.IsTruncated ? ' on this page (more on the next page)' : ''}`;
+    }
+    const pageIds = entries.map((e) => e.id);
+    const allPicked = selectable && pageIds.length > 0 && pageIds.every((id) => selected.has(id));
     const t = el('table', { class: 'bucket-table' },
       el('caption', null, caption),
-      el('thead', null, el('tr', null, ['Name', 'Version', 'Size', 'Last modified', 'Marks'].map((h) => el('th', { scope: 'col' }, h)))),
+      el('thead', null, el('tr', null,
+        el('th', { scope: 'col' }, selectable
+          ? el('input', { type: 'checkbox', class: 'pick-all', 'aria-label': 'Select every row shown', checked: allPicked,
+            onchange: (ev) => { for (const id of pageIds) { if (ev.target.checked) selected.add(id); else selected.delete(id); }
+              render();
+              listing.querySelector('input.pick-all')?.focus();
+            } })
+          : el('span', { class: 'visually-hidden' }, 'Select')),
+        sortHeader('Name', 'name'),
+        el('th', { scope: 'col' }, 'Version'),
+        sortHeader('Size', 'size'),
+        sortHeader('Last modified', 'modified'),
+        el('th', { scope: 'col' }, 'Marks'),
+        el('th', { scope: 'col' }, el('span', { class: 'visually-hidden' }, 'Copy')))),
       el('tbody', null, rows));
     const pager = el('div', { class: 'pager' },
       el('button', { type: 'button', class: 'prev-page', disabled: pages.length === 0,
-        onclick: () => list(pages.pop() ?? {}) }, 'Previous page'),
+        onclick: () => { selected.clear(); list(pages.pop() ?? {}); } }, 'Previous page'),
       el('span', null, ` page ${pages.length + 1} `),
       el('button', { type: 'button', class: 'next-page', disabled: !next,
-        onclick: () => { pages.push(page); list(next); } }, 'Next page'));
+        onclick: () => { pages.push(shown.page); selected.clear(); list(next); } }, 'Next page'));
     listing.classList.remove('error');
-    listing.replaceChildren(breadcrumbs(), t, pager);
+    listing.replaceChildren(breadcrumbs(), bulkBar, el('div', { class: 'bucket-scroll', tabindex: 0, role: 'region',
+      'aria-label': `Listing of ${shown.bucket}/${shown.prefix}` }, t), pager);
+    toolbar();
   }
 
-  async function showObject(key, versionId) {
+  // --- bulk selection ----------------------------------------------------------------------------
+  const deleteSelected = el('button', { type: 'button', class: 'danger', dataset: { op: 'delete-selected' }, disabled: true,
+    onclick: () => deleteRows() }, 'Delete selected');
+  const bulkBar = el('div', { class: 'bulk-bar' }, deleteSelected);
+  function toolbar() {
+    deleteSelected.disabled = selected.size === 0;
+    deleteSelected.textContent = selected.size ? `Delete selected (${selected.size})` : 'Delete selected';
+  }
+
+  /** Deletes the checked rows after one confirmation naming how many and which. */
+  async function deleteRows() {
+    const ids = [...selected];
+    const items = ids.map((id) => { const [key, versionId] = id.split('\0'); return { key, versionId: versionId || undefined }; });
+    const where = shown.bucket;
+    const names = items.map((i) => `${i.key}${i.versionId ? ` (version ${i.versionId})` : ''}`);
+    const ok = await ctx.confirm({
+      title: `Delete ${items.length} ${items.length === 1 ? 'object' : 'objects'}?`,
+      body: `Delete ${items.length} from bucket ${where}: ${names.slice(0, 10).join(', ')}${names.length > 10 ? `, and ${names.length - 10} more` : ''}.`,
+      confirm: 'Delete',
+    });
+    if (!ok) return;
+    await run(`deleted ${items.length} from ${where}`, async (c) => {
+      for (const i of items) await c.deleteObject(where, i.key, i.versionId ? { versionId: i.versionId } : undefined);
+    }, () => { selected.clear(); return list(shown?.page ?? {}); });
+  }
+
+  // --- the selected object -------------------------------------------------------------------------
+  /** Shows the details of `sel` (`{key, versionId}`), or the hint when nothing is selected. */
+  function select(sel) {
+    selection = sel;
+    if (!sel) details.replaceChildren(el('p', { class: 'help' }, 'Select an object to see its metadata.'));
+  }
+
+  /** Marks the selected object's row (without drawing the listing again). */
+  function markSelected() {
+    for (const tr of listing.querySelectorAll('tbody tr[data-key]')) {
+      const on = Boolean(selection) && tr.dataset.key === selection.key && tr.dataset.versionId === (selection.versionId ?? '');
+      tr.classList.toggle('selected', on);
+      if (on) tr.setAttribute('aria-selected', 'true');
+      else tr.removeAttribute('aria-selected');
+    }
+  }
+
+  async function showObject(key, versionId, { push = false } = {}) {
+    const vid = versionId && versionId !== 'null' ? versionId : undefined;
+    select({ key, versionId: versionId || undefined });
+    saveState(push);
+    markSelected();
     try {
-      const vid = versionId && versionId !== 'null' ? versionId : undefined;
       const value = await ctx.busy(details, client().getObject(bucket.value, key, vid));
+      if (selection?.key !== key || selection?.versionId !== (versionId || undefined)) return; // another was selected since
       details.classList.remove('error');
-      details.replaceChildren(el('h3', null, key, vid ? el('small', null, ` version ${vid}`) : null), pretty(value));
+      const size = sizeOf(value);
+      details.replaceChildren(
+        el('h3', null, key, vid ? el('small', null, ` version ${vid}`) : null),
+        el('p', { class: 'object-actions' }, copyKey(key)),
+        el('dl', { class: 'object-summary' },
+          el('dt', null, 'Bucket'), el('dd', null, bucket.value),
+          el('dt', null, 'Size'), el('dd', null, size === null ? '—' : humanSize(size)),
+          el('dt', null, 'Last modified'), el('dd', null, value?.['last-modified'] ? formatTime(value['last-modified']) : '—')),
+        Object.assign(pretty(value), { tabIndex: 0 }));
       objKey.value = key;
       objVersion.value = vid ?? '';
     } catch (e) {
@@ -164,12 +352,22 @@ export function mount(section, ctx) {
       const buckets = await ctx.busy(bucketsOut, client().listBuckets());
       bucketNames.replaceChildren(...buckets.map((b) => el('option', { value: b.name })));
       bucketsOut.classList.remove('error');
-      bucketsOut.replaceChildren(el('ul', { 'aria-label': 'Buckets' }, buckets.map((b) => el('li', null,
-        el('button', { type: 'button', class: 'link', onclick: () => { bucket.value = b.name; goTo(''); } }, b.name),
-        ` (${b.vformat}${b.special ? ', special' : ''})`))));
+      bucketsOut.replaceChildren(buckets.length === 0
+        ? el('p', null, 'no buckets yet: Create bucket makes one')
+        : el('ul', { 'aria-label': 'Buckets' }, buckets.map((b) => el('li', null,
+          el('button', { type: 'button', class: 'link', onclick: () => { bucket.value = b.name; goTo(''); } }, b.name),
+          ` (${b.vformat}${b.special ? ', special' : ''}) `,
+          el('button', { type: 'button', class: 'danger small', dataset: { op: 'delete-bucket', bucket: b.name },
+            'aria-label': `Delete bucket ${b.name}`, onclick: () => deleteBucket(b.name) }, 'Delete')))));
     } catch (e) {
       ctx.fail(bucketsOut, e);
     }
+  }
+
+  async function deleteBucket(name) {
+    const ok = await ctx.confirm({ title: `Delete bucket ${name}?`,
+      body: `Delete bucket ${name}: its metadata and every object and version in it.`, confirm: 'Delete bucket' });
+    if (ok) await run(`deleted bucket ${name}, rows`, (c) => c.deleteBucket(name), listBuckets);
   }
 
   async function run(what, op, after) {
@@ -178,49 +376,102 @@ export function mount(section, ctx) {
       out.classList.remove('error');
       out.replaceChildren(what === 'check' ? checkReport(result) : `${what}${result == null ? '' : `: ${result}`}`);
       if (after) await after();
+      return true;
     } catch (e) {
       ctx.fail(out, e);
+      if (e?.code === 'NoSuchBucket') markInvalid(bucket, `no bucket named ${bucket.value}`);
+      return false;
     }
   }
 
   // --- the forms -------------------------------------------------------------------------------
-  const listForm = el('form', { id: 's3-list-form', 'aria-label': 'Listing' },
+  function createBucket() {
+    const name = bucket.value;
+    const message = rule('bucket', name);
+    markInvalid(bucket, message);
+    if (!message) run(`created bucket ${name}, key format`, (c) => c.createBucket(name), listBuckets);
+  }
+
+  const filter = el('input', { id: 's3-filter', name: 'filter', type: 'search', size: 16, placeholder: 'part of a name',
+    oninput: () => { if (shown) render(); } });
+  const listForm = el('form', { id: 's3-list-form', 'aria-label': 'Listing', novalidate: true },
     field('Bucket', bucket), bucketNames, field('Prefix', prefix), field('Delimiter', delimiter),
     field('Page size', pageSize), field('Paging', paging), showSet,
     el('button', { dataset: { op: 'list' } }, 'List'),
     el('button', { type: 'button', dataset: { op: 'buckets' }, onclick: listBuckets }, 'Buckets'),
-    el('button', { type: 'button', dataset: { op: 'create-bucket' }, onclick: () => run(`created bucket ${bucket.value}, key format`, (c) => c.createBucket(bucket.value), listBuckets) }, 'Create bucket'),
+    el('button', { type: 'button', dataset: { op: 'create-bucket' }, onclick: createBucket }, 'Create bucket'),
     el('button', { type: 'button', dataset: { op: 'check' }, onclick: () => run('check', (c) => c.check(bucket.value || undefined, false)) }, 'Check'),
     el('button', { type: 'button', dataset: { op: 'setup' }, onclick: () => run('set up', (c) => c.setup()) }, 'Set up'));
   listForm.addEventListener('submit', (ev) => { ev.preventDefault(); goTo(prefix.value); });
   showSet.addEventListener('change', () => goTo(prefix.value));
+  bucket.addEventListener('input', () => markInvalid(bucket, null));
 
-  const objKey = el('input', { id: 's3-key', name: 'key', size: 20, value: 'photos/cat.jpg', required: true });
-  const objValue = el('input', { id: 's3-value', name: 'value', size: 26, value: '{"content-length": 3}' });
+  const objKey = el('input', { id: 's3-key', name: 'key', size: 20, value: 'photos/cat.jpg', required: true,
+    oninput: () => markInvalid(objKey, null) });
+  const objValue = el('input', { id: 's3-value', name: 'value', size: 26, value: '{"content-length": 3}',
+    oninput: () => markInvalid(objValue, null) });
   const objVersioned = el('input', { id: 's3-versioned', type: 'checkbox', name: 'versioning' });
   const objVersion = el('input', { id: 's3-version', name: 'versionId', size: 18, placeholder: 'latest' });
-  const objForm = el('form', { id: 's3-object-form', 'aria-label': 'Object' },
+
+  /** The object form's bucket and key if both pass the rules (each refusal is shown by its field). */
+  function objectTarget() {
+    const bad = [[bucket, rule('bucket', bucket.value)],
+      [objKey, objKey.value ? rule('objectKey', objKey.value) : 'an object key is required']];
+    for (const [control, message] of bad) markInvalid(control, message);
+    return bad.every(([, message]) => !message);
+  }
+
+  async function deleteOne() {
+    if (!objectTarget()) return;
+    const [where, key, vid] = [bucket.value, objKey.value, objVersion.value];
+    const ok = await ctx.confirm({ title: `Delete ${key}?`,
+      body: `Delete ${key}${vid ? ` version ${vid}` : ''} from bucket ${where}${vid ? '' : ' (a versioned bucket keeps its versions under a delete marker)'}.`,
+      confirm: 'Delete' });
+    if (!ok) return;
+    if (await run(`deleted ${key}`, (c) => c.deleteObject(where, key, vid ? { versionId: vid } : undefined))) {
+      if (selection?.key === key) select(null);
+      if (shown) await list(shown.page);
+    }
+  }
+
+  const objForm = el('form', { id: 's3-object-form', 'aria-label': 'Object', novalidate: true },
     field('Key', objKey), field('Value (JSON)', objValue),
     el('label', null, objVersioned, ' versioned'), field('Version id', objVersion),
     el('button', { dataset: { op: 'put' } }, 'Put'),
-    el('button', { type: 'button', dataset: { op: 'get' }, onclick: () => showObject(objKey.value, objVersion.value || undefined) }, 'Get'),
-    el('button', { type: 'button', dataset: { op: 'delete' }, onclick: () => run(`deleted ${objKey.value}`,
-      (c) => c.deleteObject(bucket.value, objKey.value, objVersion.value ? { versionId: objVersion.value } : undefined),
-      () => list()) }, 'Delete'));
+    el('button', { type: 'button', dataset: { op: 'get' }, onclick: () => objectTarget() && showObject(objKey.value, objVersion.value || undefined) }, 'Get'),
+    el('button', { type: 'button', class: 'danger', dataset: { op: 'delete' }, onclick: deleteOne }, 'Delete'));
   objForm.addEventListener('submit', (ev) => {
     ev.preventDefault();
+    const target = objectTarget();
     let value;
     try {
       value = JSON.parse(objValue.value);
+      markInvalid(objValue, value && typeof value === 'object' && !Array.isArray(value) ? null : 'the value must be a JSON object');
     } catch (e) {
-      ctx.fail(out, new Error(`Value is not JSON: ${e.message}`));
-      return;
+      markInvalid(objValue, `not JSON: ${e.message}`);
     }
-    run(`put ${objKey.value}, version id`,
-      (c) => c.putObject(bucket.value, objKey.value, value, objVersioned.checked ? { versioning: true } : undefined),
-      () => list());
+    if (!target || objValue.getAttribute('aria-invalid') === 'true') return;
+    const [where, key] = [bucket.value, objKey.value];
+    run(`put ${key}, version id`,
+      (c) => c.putObject(where, key, value, objVersioned.checked ? { versioning: true } : undefined),
+      () => (shown?.bucket === where ? list(shown.page) : null));
   });
 
   section.append(el('h2', null, title), listForm, objForm, out, bucketsOut,
+    field('Filter this page', filter),
     el('div', { class: 'bucket-panes' }, listing, details));
+  select(null);
+
+  restorers.set(section, async (p) => {
+    const name = p.get('bucket');
+    if (!name) return;
+    bucket.value = name;
+    prefix.value = p.get('prefix') ?? '';
+    setMode(['versions', 'rows'].includes(p.get('show')) ? p.get('show') : 'objects');
+    pages = [];
+    selected.clear();
+    select(null);
+    await list();
+    if (p.get('object')) await showObject(p.get('object'), p.get('version') ?? undefined, { push: false });
+  });
 }

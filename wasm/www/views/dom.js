@@ -299,19 +299,13 @@ export function copyButton(text, label = 'Copy') {
 
 /**
  * A labelled field (as `field`) checked as the user types with the wasm package's
- * `validate(fieldName, value)` (the rules the CLI applies; absent in an older package; no
- * `fieldName`: none) and
- * `extra(value)` (a form's own rule, e.g. "required"): an invalid value gets aria-invalid and its
- * message beside it, in an element the input is described by. Returns `{ label, check, text }`;
- * `check()` runs the rules now and returns the message or null — forms call it before their
- * first write.
+ * `validate(fieldName, value)` (the rules the CLI applies; no `fieldName`: none) and
+ * `extra(value)` (a form's own rule, e.g. "required"); a problem is shown by `markInvalid`.
+ * Returns `{ label, check, text }`; `check()` runs the rules now and returns the message or
+ * null — forms call it before their first write.
  */
 export function validatedField(rowkit, text, input, fieldName, extra = () => null) {
   const label = field(text, input);
-  const message = el('span', { id: `${input.id}-error`, class: 'field-error', 'aria-live': 'polite' });
-  label.append(message);
-  const described = input.getAttribute('aria-describedby');
-  input.setAttribute('aria-describedby', described ? `${described} ${message.id}` : message.id);
   const rule = (value) => {
     try {
       return rowkit.validate && fieldName ? (rowkit.validate(fieldName, value) ?? null) : null;
@@ -321,11 +315,35 @@ export function validatedField(rowkit, text, input, fieldName, extra = () => nul
   };
   const check = () => {
     const problem = extra(input.value) ?? rule(input.value);
-    if (problem) input.setAttribute('aria-invalid', 'true');
-    else input.removeAttribute('aria-invalid');
-    message.textContent = problem ?? '';
+    markInvalid(input, problem);
     return problem;
   };
   input.addEventListener('input', check);
   return { label, check, text };
+}
+
+/**
+ * Marks the form control `control` invalid with `message` shown next to it (`aria-invalid`,
+ * the message as its `aria-describedby`, announced), or valid again when `message` is null.
+ * The forms call it before their first write, with the shared validator's messages.
+ */
+export function markInvalid(control, message) {
+  const id = `${control.id}-error`;
+  const described = (control.getAttribute('aria-describedby') ?? '').split(' ').filter((x) => x && x !== id);
+  let note = document.getElementById(id);
+  if (!message) {
+    control.removeAttribute('aria-invalid');
+    note?.remove();
+    if (described.length) control.setAttribute('aria-describedby', described.join(' '));
+    else control.removeAttribute('aria-describedby');
+    return;
+  }
+  control.setAttribute('aria-invalid', 'true');
+  if (!note) {
+    note = el('span', { id, class: 'field-error', role: 'alert' });
+    // After the control's label (which wraps it), so the message is not part of its name.
+    (control.closest('label') ?? control).after(note);
+  }
+  note.textContent = message;
+  control.setAttribute('aria-describedby', [...described, id].join(' '));
 }

@@ -133,7 +133,7 @@ export async function check(page) {
     if (text) await page.keys(id, text);
     const r = await page.outcome('mt-out', what, () => page.click('#mt-form button[data-op="mount"]'));
     const [invalid, message] = await page.js(`return [document.getElementById(arguments[0]).getAttribute('aria-invalid'),
-      document.getElementById(arguments[0] + '-error').textContent]`, id);
+      document.getElementById(arguments[0] + '-error')?.textContent ?? null]`, id);
     assert(r.alert?.startsWith('Not mounted: ') && r.alert.endsWith(`: ${message}`) && message && invalid === 'true' && !r.alert.includes('v.io/'),
       `${what} is refused before writing, with the field's message: ${r.text} (aria-invalid ${invalid}, message ${message})`);
     return r.alert;

@@ -208,7 +208,7 @@ export async function check(page) {
   assert(await page.js(`return document.getElementById('gold-commit').getAttribute('aria-invalid')`) === 'true', 'Commit marked invalid');
   await page.type('gold-commit', '1001');
   await page.type('gold-digest', 'xyz');
-  const digestMessage = await page.js(`return document.getElementById('gold-digest-error').textContent`);
+  const digestMessage = await page.js(`return document.getElementById('gold-digest-error')?.textContent ?? ''`);
   const badDigest = await putOutcome(page, 'put with digest xyz', () => page.click('#gold-form button[data-op="put"]'));
   assert(badDigest.alert?.startsWith('Not written: Digest: ') && badDigest.alert.endsWith(digestMessage) && digestMessage !== '', `digest xyz is refused: ${badDigest.text} (as typed: ${digestMessage})`);
   await page.type('gold-digest', '0123456789abcdef0123456789abcdef');
