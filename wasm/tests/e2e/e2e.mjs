@@ -15,7 +15,7 @@
 // 5. `setup(page)` of each view against a second, EMPTY server (`rowkit serve` on a fresh file,
 //    its URL typed into the Gateway field); then that server is stopped and the CLI checks that
 //    the tables the page created are those `rowkit <schema> setup` creates.
-// 6. The gateway is stopped: each view's `offline(page)` must show an error within 10 s (the
+// 6. The gateway is stopped: each view's `offline(page)` must show an error within OFFLINE_ERROR_MS (the
 //    seconds are printed) and the header says the gateway cannot be reached.
 // 7. Each view's optional `after(cli)` checks the store from outside with the CLI.
 // Screenshots of every view and state go to OUT_DIR (CI keeps them as artefacts).
@@ -36,7 +36,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 
-import { assert, openSession, sleep } from './webdriver.mjs';
+import { OFFLINE_ERROR_MS, assert, openSession, sleep } from './webdriver.mjs';
 
 /** The views, in the page's navigation order; each has views/<name>.mjs. */
 const VIEWS = ['tracestore', 'mounttable', 'bucket', 'graph', 'keys', 'tables'];
@@ -45,7 +45,6 @@ const VIEWS = ['tracestore', 'mounttable', 'bucket', 'graph', 'keys', 'tables'];
 const SCHEMA_OF = { tracestore: 'gold', mounttable: 'mt', bucket: 's3', graph: 'graph' };
 
 /** A view's error after the server stopped must be on screen within this many ms. */
-const OFFLINE_ERROR_MS = 10_000;
 
 const [rowkit, www, outDir] = process.argv.slice(2);
 if (!rowkit || !www || !outDir) throw new Error('usage: node e2e.mjs ROWKIT_BIN WWW_DIR OUT_DIR');
@@ -142,16 +141,11 @@ async function fits(what) {
   assert(scrollWidth <= innerWidth, `${what} fits a ${innerWidth} px window: it is ${scrollWidth} px wide (${widest.join(', ')})`);
 }
 
-/** Runs a view's optional pass `fn` (`setup`, `offline`), or says that the view has none. */
-async function optionalPass(v, pass, act) {
-  if (typeof v[pass] !== 'function') {
-    // Tolerated while the views are being given their passes; the integrator removes this.
-    console.log(`e2e: ${pass}: SKIPPED for ${v.name} (its module exports no ${pass})`);
-    return false;
-  }
+/** Opens view `v` and runs its pass `pass` (`setup`, `offline`), which every view exports. */
+async function viewPass(v, pass) {
+  assert(typeof v[pass] === 'function', `views/${v.name}.mjs exports ${pass}(page)`);
   await page.open(v.name);
-  await act();
-  return true;
+  await v[pass](page);
 }
 
 /** The shell's own checks across views: confirmation, Back/Forward, reload, deep link. */
@@ -319,7 +313,8 @@ try {
     'the header to name the empty server', `connected · gateway ${empty.url} (with token)`);
   const setUp = [];
   for (const v of views) {
-    if (await optionalPass(v, 'setup', () => v.setup(page))) setUp.push(v.name);
+    await viewPass(v, 'setup');
+    setUp.push(v.name);
   }
   await stop(empty.child);
   const created = await tablesOf(emptyFile);
@@ -350,10 +345,8 @@ try {
   await page.shot('shell-offline');
   for (const v of views) {
     const t0 = Date.now();
-    if (await optionalPass(v, 'offline', () => v.offline(page))) {
-      const seconds = (Date.now() - t0) / 1000;
-      console.log(`e2e: offline: ${v.name} showed its error in ${seconds.toFixed(1)} s`);
-    }
+    await viewPass(v, 'offline');
+    console.log(`e2e: offline: ${v.name} showed its error in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
   }
 } finally {
   await session.close();

@@ -6,6 +6,14 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 
+/**
+ * How long a view may take to show an error once its server is gone: the tool's per-operation
+ * deadline (8 s, `deadlineMs` in app.js) plus room for a loaded machine. What matters is the
+ * order of magnitude (a stopped server used to show nothing for 30-238 s); the e2e prints the
+ * time each view took.
+ */
+export const OFFLINE_ERROR_MS = 15_000;
+
 export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Throws `check failed: what` unless `cond`. */

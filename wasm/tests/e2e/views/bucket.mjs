@@ -9,7 +9,8 @@
 import { createRequire } from 'node:module';
 
 import { assert } from '../webdriver.mjs';
-import { confirmWith, fieldError, hashState, offlineCheck, setupCheck } from './forms.mjs';
+import { confirmWith, fieldError, hashState, setupCheck } from './forms.mjs';
+import { offlineError } from './offline.mjs';
 
 const BUCKET = 'photos';
 const ARCHIVE = 'archive';
@@ -358,7 +359,7 @@ export async function check(page) {
 }
 
 export async function offline(page) {
-  await offlineCheck(page, 'bucket', '#s3-list-form button[data-op="list"]', 's3-listing');
+  await offlineError(page, { view: 'bucket', button: '#s3-list-form button[data-op="list"]', out: 's3-listing' });
 }
 
 export async function setup(page) {

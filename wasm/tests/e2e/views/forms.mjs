@@ -26,25 +26,6 @@ export async function confirmWith(page, view, opener, button) {
 }
 
 /**
- * The offline pass (the gateway stopped): clicking `action` shows an error in `#out` within
- * 10 s, and the header says the gateway cannot be reached.
- */
-export async function offlineCheck(page, view, action, out) {
-  const started = Date.now();
-  await page.click(action);
-  const alert = await page.until(`return document.querySelector('#' + arguments[0] + ' [role="alert"]')?.textContent`,
-    'an error after the gateway stopped', out);
-  const seconds = (Date.now() - started) / 1000;
-  assert(seconds <= 10, `${view}: the error came within 10 s: ${seconds} s (${alert})`);
-  const connection = await page.until(`const c = document.getElementById('connection');
-    return c.dataset.state === 'unreachable' && c.textContent`, 'the connection state');
-  assert(connection.includes('cannot reach the gateway'), `${view}: the header says so: ${connection}`);
-  console.log(`e2e: ${view} offline: "${alert}" after ${seconds.toFixed(1)} s`);
-  await page.axe(`${view}: gateway stopped`);
-  await page.shot(`${view}-offline`);
-}
-
-/**
  * The setup pass (an empty server): `first` (a button) shows in `#firstOut` the hint naming Set
  * up; `setup` says `done` in `#setupOut`; `first` then shows `after`.
  */

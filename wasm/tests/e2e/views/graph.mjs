@@ -6,7 +6,8 @@
 // refused next to its field; removing triples and deleting a graph are confirmed. after()
 // compares what the screen showed with what the CLI reads back.
 import { assert } from '../webdriver.mjs';
-import { confirmWith, fieldError, hashState, mouse, offlineCheck, setupCheck } from './forms.mjs';
+import { confirmWith, fieldError, hashState, mouse, setupCheck } from './forms.mjs';
+import { offlineError } from './offline.mjs';
 
 const TRIPLES = [
   '/u<joe> "parent_of"@[] /u<mary>',
@@ -285,7 +286,7 @@ export async function check(page) {
 }
 
 export async function offline(page) {
-  await offlineCheck(page, 'graph', '#graph-query-form button[data-op="query"]', 'graph-result');
+  await offlineError(page, { view: 'graph', button: '#graph-query-form button[data-op="query"]', out: 'graph-result' });
 }
 
 export async function setup(page) {

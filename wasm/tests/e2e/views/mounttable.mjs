@@ -234,7 +234,7 @@ export async function check(page) {
   assert(checked.alert === null && /Schemamt.*Left0/.test(checked.text), `mt check: ${checked.text}`);
 }
 
-/** The gateway is gone: Read tree fails within 10 s, the tree is marked out of date, the header says so. */
+/** The gateway is gone: Read tree fails within OFFLINE_ERROR_MS, the tree is marked out of date, the header says so. */
 export async function offline(page) {
   const hadData = await page.js(`return document.querySelector('#mt-tree .mt-row + ul') !== null`);
   await page.js(`document.getElementById('mt-out').textContent = ''`);

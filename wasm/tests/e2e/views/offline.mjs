@@ -1,25 +1,25 @@
 // The offline pass shared by the views that read data and keep it on screen (e2e contract:
 // `offline(page)` runs after the gateway was stopped).
-import { assert } from '../webdriver.mjs';
+import { OFFLINE_ERROR_MS, assert } from '../webdriver.mjs';
 
 /**
  * Clicks `button` of the view `view` (the gateway is gone) and expects: an error (role=alert
- * inside `#out`) within 10 s; when `hadData`, the data still on screen marked out of date
+ * inside `#out`) within OFFLINE_ERROR_MS; when `hadData`, the data still on screen marked out of date
  * (`data-stale` on the view's section, the notice `#staleId` shown); the header saying the
  * gateway cannot be reached. Takes a screenshot and runs axe. Resolves to the error's text.
  */
 export async function offlineError(page, { view, button, out, staleId, hadData }) {
   const started = Date.now();
   await page.click(button);
-  const alert = await page.waitFor(10_000, `return document.querySelector('#' + arguments[0] + ' [role="alert"]')?.textContent`,
-    `an error within 10 s of ${button}`, out);
+  const alert = await page.waitFor(OFFLINE_ERROR_MS, `return document.querySelector('#' + arguments[0] + ' [role="alert"]')?.textContent`,
+    `an error within OFFLINE_ERROR_MS of ${button}`, out);
   console.log(`e2e: ${view} offline: error after ${((Date.now() - started) / 1000).toFixed(1)} s: ${alert}`);
   if (hadData) {
     const stale = await page.js(`const notice = document.getElementById(arguments[1]);
       return [document.getElementById('view-' + arguments[0]).dataset.stale, notice.hidden, notice.textContent]`, view, staleId);
     assert(stale[0] === 'true' && !stale[1] && stale[2].startsWith('Out of date'), `${view}: the data shown is marked out of date: ${stale}`);
   }
-  await page.waitFor(10_000, `return /cannot reach/.test(document.getElementById('connection').textContent)`,
+  await page.waitFor(OFFLINE_ERROR_MS, `return /cannot reach/.test(document.getElementById('connection').textContent)`,
     'the header to say the gateway cannot be reached');
   await page.shot(`${view}-offline`);
   await page.axe(`${view} (server stopped)`);

@@ -252,7 +252,7 @@ export async function check(page) {
   assert(after === TRACES + 1, `the trace put from the view is in the tile: ${after}`);
 }
 
-/** The gateway is gone: Show tile fails within 10 s, the grid is marked stale, the header says so. */
+/** The gateway is gone: Show tile fails within OFFLINE_ERROR_MS, the grid is marked stale, the header says so. */
 export async function offline(page) {
   const hadData = await page.js(`return Number(document.getElementById('view-tracestore').dataset.traces) > 0`);
   await offlineError(page, { view: 'tracestore', button: '#tile-load', out: 'tile-status', staleId: 'tile-stale', hadData });
