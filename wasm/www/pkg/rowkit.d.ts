@@ -27,7 +27,34 @@ export interface ClientOptions {
     seed?: number;
     /** Aborting it cancels every operation of the client (gateway only). */
     signal?: AbortSignal;
+    /**
+     * How long each operation may take, in ms (default: each schema's own, 60 s for most,
+     * an hour for checks). Through a gateway it also bounds each request: a stopped server
+     * fails an operation with code `unavailable` once it has passed ("the gateway at … did not
+     * answer within 8 s (last error: …)").
+     */
+    deadlineMs?: number;
 }
+
+
+
+/**
+ * What `validate` checks: `"bucket"` (an S3 bucket name), `"objectKey"`, `"commit"` (a Gold
+ * commit as typed: a whole number from 0 to 2147483647), `"digest"` (32 hex characters, or
+ * empty for a missing point), `"params"` (a trace's `k=v,…`, at least one pair), `"graph"` (a
+ * graph id), `"triple"` (one triple in BadWolf's text form), `"mountName"`, `"address"` (a
+ * server address to mount).
+ */
+export type ValidatedField =
+| "bucket"
+| "objectKey"
+| "commit"
+| "digest"
+| "params"
+| "graph"
+| "triple"
+| "mountName"
+| "address";
 
 
 
@@ -109,6 +136,16 @@ export interface LookupMethod {
     arguments: ("subject" | "predicate" | "object")[];
 }
 
+/** The time bounds of `Graph.query` (the CLI's `graph query --lower/--upper/--latest`). */
+export interface LookupBounds {
+    /** Inclusive lower anchor of temporal triples, RFC 3339. */
+    lower?: string;
+    /** Inclusive upper anchor of temporal triples, RFC 3339. */
+    upper?: string;
+    /** Only the latest anchor per predicate. */
+    latest?: boolean;
+}
+
 /** One triple `Graph.query` found (every part as BadWolf text). */
 export interface TripleMatch {
     triple: string;
@@ -137,6 +174,43 @@ export interface ScannedCell {
     value_hex: string;
     /** The value's whole length in bytes. */
     valueSize: number;
+}
+
+/** What narrows a `scanRows` scan beyond its prefix (every member optional). */
+export interface ScanNarrowing {
+    /** The first row key to read (inclusive), escaped key text, `hex:…` or bytes. */
+    start?: Uint8Array | string;
+    /** The row key to stop before (exclusive). */
+    end?: Uint8Array | string;
+    /** Only the cells of this column family (its exact name); rows without any are skipped. */
+    family?: string;
+    /** Only the cells with this exact qualifier (escaped text, `hex:…` or bytes). */
+    qualifier?: Uint8Array | string;
+}
+
+/** A column family of a table `listTables` lists. */
+export interface ListedFamily {
+    name: string;
+    /**
+     * Its GC rule in Google's JSON (`{maxNumVersions: 1}`, `{maxAge: "3600s"}`,
+     * `{intersection: {rules: [...]}}`, `{union: {rules: [...]}}`); `null` keeps every cell.
+     */
+    gcRule: GcRuleJson | null;
+}
+
+/** A GC rule in Google's JSON (the Bigtable Admin API's `GcRule`). */
+export type GcRuleJson =
+| { maxNumVersions: number }
+| { maxAge: string }
+| { intersection: { rules?: GcRuleJson[] } }
+| { union: { rules?: GcRuleJson[] } };
+
+/** One table of `listTables`. */
+export interface ListedTable {
+    /** The table id. */
+    name: string;
+    /** Its families, ascending by name. */
+    families: ListedFamily[];
 }
 
 /** One row of `scanRows`. */
@@ -313,7 +387,7 @@ export interface TraceEntry {
     params: Record<string, string>;
     /** The trace's options (not part of its id). */
     options?: Record<string, string>;
-    /** The digest: 32 hex characters. */
+    /** The digest: 32 hex characters, or `""` for a missing point (anything else is refused). */
     digest: string;
 }
 
@@ -396,19 +470,21 @@ export class Graph {
     constructor(id: string, options?: ClientOptions);
     /**
      * A lookup by method name (`objects`, `subjects`, `triples-for-subject`, …, `triples`;
-     * the CLI's `graph query` names) with its arguments as BadWolf text. Resolves to
-     * `[{triple, subject, predicate, object, uuid, item}]`, `item` being what the method
-     * projects, with `predicateId`, `anchor` (the temporal predicate's time, or `null`) and
-     * `objectKind` (`node`, `predicate`, `literal`).
+     * the CLI's `graph query` names) with its arguments as BadWolf text and optional time
+     * bounds `{lower, upper, latest}` (the CLI's `--lower`, `--upper`, `--latest`). A graph
+     * that does not exist fails with `code` `not_found` (as the CLI's `graph query`), not an
+     * empty result. Resolves to `[{triple, subject, predicate, object, uuid, item}]`, `item`
+     * being what the method projects, with `predicateId`, `anchor` (the temporal predicate's
+     * time, or `null`) and `objectKind` (`node`, `predicate`, `literal`).
      */
-    query(method: string, args: string[]): Promise<TripleMatch[]>;
+    query(method: string, args: string[], bounds?: LookupBounds): Promise<TripleMatch[]>;
     /**
      * `RemoveTriples` (exactly these triples).
      */
     remove(triples: string[]): Promise<void>;
     /**
-     * Creates the table with its three families (offline mode; on a gateway run
-     * `rowkit graph setup` on the served store).
+     * Creates the table with its three families unless it exists (in the page's store or
+     * through the gateway), as `rowkit graph setup`.
      */
     setup(): Promise<void>;
 }
@@ -486,9 +562,8 @@ export class MountTable {
      */
     resolve(name: string): Promise<MountEntry>;
     /**
-     * Creates the tables (offline mode; on a gateway they must have been set up with
-     * `rowkit mt setup` on the served store) and the initial nodes (the root, with default
-     * permissions).
+     * Creates the tables (in the page's store or through the gateway) and the initial nodes
+     * (the root, with default permissions), as `rowkit mt setup`.
      */
     setup(): Promise<void>;
     /**
@@ -512,8 +587,10 @@ export class ObjectMetadata {
      */
     check(bucket: string | null | undefined, fix: boolean): Promise<CheckReport>;
     /**
-     * `createBucket(bucket, md)`; `md` (the BucketInfo) defaults to `{name: bucket}`.
-     * Resolves to the key format written (`v0` or `v1`).
+     * `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
+     * bucket}`. Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
+     * with `code` `invalid_argument`, an existing bucket with `BucketAlreadyExists` (nothing
+     * written: the write is conditional on the bucket's absence).
      */
     createBucket(bucket: string, md?: JsonObject | null): Promise<"v0" | "v1">;
     /**
@@ -549,8 +626,8 @@ export class ObjectMetadata {
      */
     putObject(bucket: string, key: string, value: JsonObject, params?: PutObjectParams | null): Promise<string | null>;
     /**
-     * Creates the table with families `d` and `f` (offline mode; on a gateway run
-     * `rowkit s3 setup` on the served store).
+     * Creates the table with families `d` and `f` unless it exists (in the page's store or
+     * through the gateway), as `rowkit s3 setup`.
      */
     setup(): Promise<void>;
 }
@@ -587,8 +664,8 @@ export class TraceStore {
      */
     readRange(first: number, last: number): Promise<TraceRange>;
     /**
-     * Creates the table in the client's layout (offline mode; on a gateway run
-     * `rowkit gold setup` on the served store).
+     * Creates the table in the client's layout, or adds the families a table made by an
+     * older version lacks (`rowkit gold setup`), in the page's store or through the gateway.
      */
     setup(): Promise<void>;
     /**
@@ -609,7 +686,10 @@ export class TraceStore {
 }
 
 /**
- * Decodes a row key. `schema` is `"auto"` (try every schema: gold, s3, graph, then mt) or one
+ * Decodes a row key. `schema` is `"auto"` (the first of gold, s3, graph, mt whose decoder
+ * reads the key and whose layout it fits — a node row's hash prefix must be its name's;
+ * none: `unknown_row_key`, "no schema's layout fits this key"
+ * with each schema's reason) or one
  * of `"mt"`, `"gold"`, `"s3"`, `"graph"` (`mounttable`, `tracestore`, `objmeta`, `triples`
  * also accepted). `key` is a `Uint8Array` or escaped key text (`\xHH`) or `hex:…`. Returns an
  * object with `schema`, `row_key`, `row_key_hex`, the schema's fields and `segments` (the
@@ -652,6 +732,14 @@ export function encodeS3Key(bucket: string, key: string, versionId: string | nul
 export function escapeKey(bytes: Uint8Array | number[]): string;
 
 /**
+ * Every table of the client's store with its families, ascending by table id: the page's
+ * store offline, the gateway's instance through its table admin (`GET …/tables`). Options are
+ * the common client options (`gateway`, `token`, `project`, `instance`). Resolves to
+ * `[{name, families: [{name, gcRule}]}]`, `gcRule` in Google's JSON or `null`.
+ */
+export function listTables(options: ClientOptions | null | undefined): Promise<ListedTable[]>;
+
+/**
  * Every lookup method the graph's `query` runs, with its arguments in order:
  * `[{method, arguments: ["subject" | "predicate" | "object", ...]}]` (the query builder's
  * fields).
@@ -668,12 +756,23 @@ export function parseKey(text: string): Uint8Array;
  * `hex:…`; empty = the whole table), at most `limit` rows (0 = no limit). `schema` (`auto`,
  * `mt`, `gold`, `s3`, `graph`, or `none`) says how to explain each key. `after` (a key, as
  * `prefix`) pages: only rows after it are read, so the next page starts after the last key
- * of the previous one. Options are the common client options (`gateway`, `token`, …).
+ * of the previous one. `narrowing` (optional, `ScanNarrowing`) bounds the keys further
+ * (`start` inclusive, `end` exclusive) and keeps only the cells of one family and/or
+ * qualifier (Bigtable's family and qualifier filters: a row without such a cell is not
+ * returned). Options are the common client options (`gateway`, `token`, …); `deadlineMs`
+ * bounds the whole scan, retries included.
  * Resolves to `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex,
  * timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
  * its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
  */
-export function scanRows(options: ClientOptions | null | undefined, table: string, prefix: Uint8Array | string, limit: number, schema: KeySchemaName | "auto" | "none" | null, after: Uint8Array | string | undefined): Promise<ScannedRow[]>;
+export function scanRows(options: ClientOptions | null | undefined, table: string, prefix: Uint8Array | string, limit: number, schema: KeySchemaName | "auto" | "none" | null, after: Uint8Array | string | undefined, narrowing: ScanNarrowing | undefined): Promise<ScannedRow[]>;
+
+/**
+ * Checks `value` as a `field` with the CLI's rules: `null` when it is valid, else the one
+ * sentence saying which rule it breaks (e.g. `validate("digest", "xyz")`). An unknown
+ * `field` throws (`code` `invalid_argument`).
+ */
+export function validate(field: ValidatedField, value: string): string | undefined;
 
 export type InitInput = RequestInfo | URL | Response | BufferSource | WebAssembly.Module;
 
@@ -700,7 +799,7 @@ export interface InitOutput {
     readonly graph_exist: (a: number, b: number, c: number) => any;
     readonly graph_names: (a: any) => [number, number, number];
     readonly graph_new: (a: number, b: number, c: any) => [number, number, number];
-    readonly graph_query: (a: number, b: number, c: number, d: number, e: number) => any;
+    readonly graph_query: (a: number, b: number, c: number, d: number, e: number, f: any) => any;
     readonly graph_remove: (a: number, b: number, c: number) => any;
     readonly graph_setup: (a: number) => any;
     readonly intounderlyingbytesource_autoAllocateChunkSize: (a: number) => number;
@@ -713,6 +812,7 @@ export interface InitOutput {
     readonly intounderlyingsink_write: (a: number, b: any) => any;
     readonly intounderlyingsource_cancel: (a: number) => void;
     readonly intounderlyingsource_pull: (a: number, b: any) => any;
+    readonly listTables: (a: any) => any;
     readonly lookupMethods: () => any;
     readonly mounttable_check: (a: number, b: number) => any;
     readonly mounttable_delete: (a: number, b: number, c: number, d: number) => any;
@@ -734,7 +834,7 @@ export interface InitOutput {
     readonly objectmetadata_putObject: (a: number, b: number, c: number, d: number, e: number, f: any, g: any) => any;
     readonly objectmetadata_setup: (a: number) => any;
     readonly parseKey: (a: number, b: number) => [number, number, number, number];
-    readonly scanRows: (a: any, b: number, c: number, d: any, e: number, f: number, g: number, h: any) => any;
+    readonly scanRows: (a: any, b: number, c: number, d: any, e: number, f: number, g: number, h: any, i: any) => any;
     readonly tracestore_check: (a: number) => any;
     readonly tracestore_new: (a: any) => [number, number, number];
     readonly tracestore_newestTile: (a: number) => any;
@@ -743,6 +843,7 @@ export interface InitOutput {
     readonly tracestore_setup: (a: number) => any;
     readonly tracestore_streamTile: (a: number, b: number, c: any) => any;
     readonly tracestore_tile: (a: number, b: number) => any;
+    readonly validate: (a: number, b: number, c: number, d: number) => [number, number, number, number];
     readonly wasm_bindgen__convert__closures_____invoke__h43aee51bd4d15ad7: (a: number, b: number, c: any, d: any) => void;
     readonly wasm_bindgen__convert__closures_____invoke__h514af67fce4b0c9e: (a: number, b: number, c: any) => [number, number];
     readonly wasm_bindgen__convert__closures_____invoke__he7d593d6bcf9c188: (a: number, b: number, c: any) => void;

@@ -96,15 +96,18 @@ export class Graph {
     }
     /**
      * A lookup by method name (`objects`, `subjects`, `triples-for-subject`, …, `triples`;
-     * the CLI's `graph query` names) with its arguments as BadWolf text. Resolves to
-     * `[{triple, subject, predicate, object, uuid, item}]`, `item` being what the method
-     * projects, with `predicateId`, `anchor` (the temporal predicate's time, or `null`) and
-     * `objectKind` (`node`, `predicate`, `literal`).
+     * the CLI's `graph query` names) with its arguments as BadWolf text and optional time
+     * bounds `{lower, upper, latest}` (the CLI's `--lower`, `--upper`, `--latest`). A graph
+     * that does not exist fails with `code` `not_found` (as the CLI's `graph query`), not an
+     * empty result. Resolves to `[{triple, subject, predicate, object, uuid, item}]`, `item`
+     * being what the method projects, with `predicateId`, `anchor` (the temporal predicate's
+     * time, or `null`) and `objectKind` (`node`, `predicate`, `literal`).
      * @param {string} method
      * @param {string[]} args
+     * @param {LookupBounds} [bounds]
      * @returns {Promise<TripleMatch[]>}
      */
-    query(method, args) {
+    query(method, args, bounds) {
         let ptr0, len0, ptr1, len1;
         try {
             ptr0 = passStringToWasm0(method, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -116,7 +119,7 @@ export class Graph {
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
-        const ret = wasm.graph_query(this.__wbg_ptr, ptr0, len0, ptr1, len1);
+        const ret = wasm.graph_query(this.__wbg_ptr, ptr0, len0, ptr1, len1, bounds);
         return ret;
     }
     /**
@@ -131,8 +134,8 @@ export class Graph {
         return ret;
     }
     /**
-     * Creates the table with its three families (offline mode; on a gateway run
-     * `rowkit graph setup` on the served store).
+     * Creates the table with its three families unless it exists (in the page's store or
+     * through the gateway), as `rowkit graph setup`.
      * @returns {Promise<void>}
      */
     setup() {
@@ -378,9 +381,8 @@ export class MountTable {
         return ret;
     }
     /**
-     * Creates the tables (offline mode; on a gateway they must have been set up with
-     * `rowkit mt setup` on the served store) and the initial nodes (the root, with default
-     * permissions).
+     * Creates the tables (in the page's store or through the gateway) and the initial nodes
+     * (the root, with default permissions), as `rowkit mt setup`.
      * @returns {Promise<void>}
      */
     setup() {
@@ -443,8 +445,10 @@ export class ObjectMetadata {
         return ret;
     }
     /**
-     * `createBucket(bucket, md)`; `md` (the BucketInfo) defaults to `{name: bucket}`.
-     * Resolves to the key format written (`v0` or `v1`).
+     * `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
+     * bucket}`. Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
+     * with `code` `invalid_argument`, an existing bucket with `BucketAlreadyExists` (nothing
+     * written: the write is conditional on the bucket's absence).
      * @param {string} bucket
      * @param {JsonObject | null} [md]
      * @returns {Promise<"v0" | "v1">}
@@ -574,8 +578,8 @@ export class ObjectMetadata {
         return ret;
     }
     /**
-     * Creates the table with families `d` and `f` (offline mode; on a gateway run
-     * `rowkit s3 setup` on the served store).
+     * Creates the table with families `d` and `f` unless it exists (in the page's store or
+     * through the gateway), as `rowkit s3 setup`.
      * @returns {Promise<void>}
      */
     setup() {
@@ -655,8 +659,8 @@ export class TraceStore {
         return ret;
     }
     /**
-     * Creates the table in the client's layout (offline mode; on a gateway run
-     * `rowkit gold setup` on the served store).
+     * Creates the table in the client's layout, or adds the families a table made by an
+     * older version lacks (`rowkit gold setup`), in the page's store or through the gateway.
      * @returns {Promise<void>}
      */
     setup() {
@@ -693,7 +697,10 @@ export class TraceStore {
 if (Symbol.dispose) TraceStore.prototype[Symbol.dispose] = TraceStore.prototype.free;
 
 /**
- * Decodes a row key. `schema` is `"auto"` (try every schema: gold, s3, graph, then mt) or one
+ * Decodes a row key. `schema` is `"auto"` (the first of gold, s3, graph, mt whose decoder
+ * reads the key and whose layout it fits — a node row's hash prefix must be its name's;
+ * none: `unknown_row_key`, "no schema's layout fits this key"
+ * with each schema's reason) or one
  * of `"mt"`, `"gold"`, `"s3"`, `"graph"` (`mounttable`, `tracestore`, `objmeta`, `triples`
  * also accepted). `key` is a `Uint8Array` or escaped key text (`\xHH`) or `hex:…`. Returns an
  * object with `schema`, `row_key`, `row_key_hex`, the schema's fields and `segments` (the
@@ -839,6 +846,19 @@ export function escapeKey(bytes) {
 }
 
 /**
+ * Every table of the client's store with its families, ascending by table id: the page's
+ * store offline, the gateway's instance through its table admin (`GET …/tables`). Options are
+ * the common client options (`gateway`, `token`, `project`, `instance`). Resolves to
+ * `[{name, families: [{name, gcRule}]}]`, `gcRule` in Google's JSON or `null`.
+ * @param {ClientOptions | null | undefined} options
+ * @returns {Promise<ListedTable[]>}
+ */
+export function listTables(options) {
+    const ret = wasm.listTables(options);
+    return ret;
+}
+
+/**
  * Every lookup method the graph's `query` runs, with its arguments in order:
  * `[{method, arguments: ["subject" | "predicate" | "object", ...]}]` (the query builder's
  * fields).
@@ -871,7 +891,11 @@ export function parseKey(text) {
  * `hex:…`; empty = the whole table), at most `limit` rows (0 = no limit). `schema` (`auto`,
  * `mt`, `gold`, `s3`, `graph`, or `none`) says how to explain each key. `after` (a key, as
  * `prefix`) pages: only rows after it are read, so the next page starts after the last key
- * of the previous one. Options are the common client options (`gateway`, `token`, …).
+ * of the previous one. `narrowing` (optional, `ScanNarrowing`) bounds the keys further
+ * (`start` inclusive, `end` exclusive) and keeps only the cells of one family and/or
+ * qualifier (Bigtable's family and qualifier filters: a row without such a cell is not
+ * returned). Options are the common client options (`gateway`, `token`, …); `deadlineMs`
+ * bounds the whole scan, retries included.
  * Resolves to `[{row_key, row_key_hex, decoded, cells: [{family, qualifier, qualifier_hex,
  * timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
  * its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
@@ -881,9 +905,10 @@ export function parseKey(text) {
  * @param {number} limit
  * @param {KeySchemaName | "auto" | "none" | null} schema
  * @param {Uint8Array | string | undefined} after
+ * @param {ScanNarrowing | undefined} narrowing
  * @returns {Promise<ScannedRow[]>}
  */
-export function scanRows(options, table, prefix, limit, schema, after) {
+export function scanRows(options, table, prefix, limit, schema, after, narrowing) {
     const val3 = +limit;
     let ptr0, len0, ptr1, len1;
     try {
@@ -896,12 +921,49 @@ export function scanRows(options, table, prefix, limit, schema, after) {
         if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
         throw e;
     }
-    const ret = wasm.scanRows(options, ptr0, len0, prefix, val3, ptr1, len1, after);
+    const ret = wasm.scanRows(options, ptr0, len0, prefix, val3, ptr1, len1, after, narrowing);
     return ret;
+}
+
+/**
+ * Checks `value` as a `field` with the CLI's rules: `null` when it is valid, else the one
+ * sentence saying which rule it breaks (e.g. `validate("digest", "xyz")`). An unknown
+ * `field` throws (`code` `invalid_argument`).
+ * @param {ValidatedField} field
+ * @param {string} value
+ * @returns {string | undefined}
+ */
+export function validate(field, value) {
+    let ptr0, len0, ptr1, len1;
+    try {
+        ptr0 = passStringToWasm0(field, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len0 = WASM_VECTOR_LEN;
+        ptr1 = passStringToWasm0(value, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        len1 = WASM_VECTOR_LEN;
+    } catch (e) {
+        if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+        if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+        throw e;
+    }
+    const ret = wasm.validate(ptr0, len0, ptr1, len1);
+    if (ret[3]) {
+        throw takeFromExternrefTable0(ret[2]);
+    }
+    let v3;
+    if (ret[0] !== 0) {
+        v3 = getStringFromWasm0(ret[0], ret[1]);
+        wasm.__wbindgen_free(ret[0], ret[1] * 1, 1);
+    }
+    return v3;
 }
 function __wbg_get_imports() {
     const import0 = {
         __proto__: null,
+        __wbg___wbindgen_boolean_get_4f1baf9a00be3c74: function(arg0) {
+            const v = arg0;
+            const ret = typeof(v) === 'boolean' ? v : undefined;
+            return isLikeNone(ret) ? 0xFFFFFF : ret ? 1 : 0;
+        },
         __wbg___wbindgen_debug_string_f249a2a76caa9a55: function(arg0, arg1) {
             const ret = debugString(arg1);
             const ptr1 = passStringToWasm0(ret, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -1189,6 +1251,10 @@ function __wbg_get_imports() {
             const ret = arg0.read();
             return ret;
         },
+        __wbg_reject_334b730b3c00849b: function(arg0) {
+            const ret = Promise.reject(arg0);
+            return ret;
+        },
         __wbg_releaseLock_eddf1401c763f0b9: function(arg0) {
             arg0.releaseLock();
         },
@@ -1272,13 +1338,13 @@ function __wbg_get_imports() {
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 788, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__he7d593d6bcf9c188);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 1005, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h514af67fce4b0c9e);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 878, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
-            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h514af67fce4b0c9e);
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 793, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__he7d593d6bcf9c188);
             return ret;
         },
         __wbindgen_generic_0000000000000003: function(arg0) {
