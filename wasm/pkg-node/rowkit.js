@@ -919,7 +919,7 @@ exports.parseKey = parseKey;
  * @param {number} limit
  * @param {KeySchemaName | "auto" | "none" | null} schema
  * @param {Uint8Array | string | undefined} after
- * @param {ScanNarrowing | undefined} narrowing
+ * @param {ScanNarrowing} [narrowing]
  * @returns {Promise<ScannedRow[]>}
  */
 function scanRows(options, table, prefix, limit, schema, after, narrowing) {

@@ -107,7 +107,7 @@ pub fn scan_rows(
     #[wasm_bindgen(unchecked_param_type = "KeySchemaName | \"auto\" | \"none\" | null")]
     schema: Option<String>,
     #[wasm_bindgen(unchecked_param_type = "Uint8Array | string | undefined")] after: JsValue,
-    #[wasm_bindgen(unchecked_param_type = "ScanNarrowing | undefined")] narrowing: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "ScanNarrowing")] narrowing: JsValue,
 ) -> Promise {
     let opts = match ClientOptions::from_js(&options) {
         Ok(opts) => opts,

@@ -765,7 +765,7 @@ export function parseKey(text: string): Uint8Array;
  * timestampMicros, value, value_hex, valueSize}]}]`; `decoded` is the key's document with
  * its `segments` (see `decodeKey`), or `{error}` when the key is not one of the schema's.
  */
-export function scanRows(options: ClientOptions | null | undefined, table: string, prefix: Uint8Array | string, limit: number, schema: KeySchemaName | "auto" | "none" | null, after: Uint8Array | string | undefined, narrowing: ScanNarrowing | undefined): Promise<ScannedRow[]>;
+export function scanRows(options: ClientOptions | null | undefined, table: string, prefix: Uint8Array | string, limit: number, schema: KeySchemaName | "auto" | "none" | null, after: Uint8Array | string | undefined, narrowing?: ScanNarrowing): Promise<ScannedRow[]>;
 
 /**
  * Checks `value` as a `field` with the CLI's rules: `null` when it is valid, else the one

@@ -905,7 +905,7 @@ export function parseKey(text) {
  * @param {number} limit
  * @param {KeySchemaName | "auto" | "none" | null} schema
  * @param {Uint8Array | string | undefined} after
- * @param {ScanNarrowing | undefined} narrowing
+ * @param {ScanNarrowing} [narrowing]
  * @returns {Promise<ScannedRow[]>}
  */
 export function scanRows(options, table, prefix, limit, schema, after, narrowing) {
