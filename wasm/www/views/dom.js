@@ -172,6 +172,8 @@ function codeLabel(code) {
 // A message prefix `X: ` that only repeats the code (or the previous prefix), in any casing or
 // word style: "InternalError: InternalError: …", "INTERNAL: …" under code `internal`.
 const squash = (s) => s.toLowerCase().replace(/[^a-z0-9]/g, '');
+// A text's words, lower case, for "does the message already say the code".
+const words = (text) => text.toLowerCase().split(/[^a-z0-9]+/).filter(Boolean);
 
 /**
  * An error as one readable line: its code as words (`unauthenticated`, `no such key`,
@@ -192,8 +194,10 @@ export function describe(e) {
   if (!code) return message;
   const label = codeLabel(code);
   if (!message || squash(message) === squash(code)) return label;
-  // A message that already begins with the label's words says it once.
-  return squash(message).startsWith(squash(label)) ? message : `${label}: ${message}`;
+  // A message that already says every word of the label ("bucket photos already exists" for
+  // BucketAlreadyExists) says it once.
+  const said = new Set(words(message));
+  return words(label).every((w) => said.has(w)) ? message : `${label}: ${message}`;
 }
 
 /**
