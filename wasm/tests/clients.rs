@@ -865,7 +865,9 @@ async fn a_store_without_the_tables_says_to_set_it_up() {
         expect(e, "buckets", &table);
         let table = format!("nograph{u}");
         let g = Graph::new("g".into(), at(&table)).unwrap();
-        let e = wait(g.query("triples".into(), vec![])).await.unwrap_err();
+        let e = wait(g.query("triples".into(), vec![], JsValue::UNDEFINED))
+            .await
+            .unwrap_err();
         expect(e, "triple store", &table);
     }
 }
@@ -893,7 +895,9 @@ async fn each_class_fails(
             .unwrap();
         wait(ts.tile(None)).await.unwrap();
         wait(om.list_buckets()).await.unwrap();
-        wait(g.query("triples".into(), vec![])).await.unwrap();
+        wait(g.query("triples".into(), vec![], JsValue::UNDEFINED))
+            .await
+            .unwrap();
         stoppable_gateway("stop").await;
     }
     let mut failures = Vec::new();
@@ -909,7 +913,7 @@ async fn each_class_fails(
             "MountTable.resolve" => mt.resolve("a".into()),
             "TraceStore.tile" => ts.tile(None),
             "ObjectMetadata.listBuckets" => om.list_buckets(),
-            _ => g.query("triples".into(), vec![]),
+            _ => g.query("triples".into(), vec![], JsValue::UNDEFINED),
         };
         let e = wait(call).await.unwrap_err();
         failures.push((what.to_string(), e, js_sys::Date::now() - started));
