@@ -890,6 +890,7 @@ async fn each_class_fails(
         wait(ts.setup()).await.unwrap();
         wait(om.setup()).await.unwrap();
         wait(g.setup()).await.unwrap();
+        wait(g.create()).await.unwrap();
         wait(mt.mount("a".into(), "/host:1".into(), 600, None))
             .await
             .unwrap();
