@@ -237,7 +237,6 @@ export async function check(page) {
 /** The gateway is gone: Read tree fails within OFFLINE_ERROR_MS, the tree is marked out of date, the header says so. */
 export async function offline(page) {
   const hadData = await page.js(`return document.querySelector('#mt-tree .mt-row + ul') !== null`);
-  await page.js(`document.getElementById('mt-out').textContent = ''`);
   await offlineError(page, { view: 'mounttable', button: '#mt-read', out: 'mt-out', staleId: 'mt-stale', hadData });
 }
 

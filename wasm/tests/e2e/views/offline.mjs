@@ -9,6 +9,8 @@ import { OFFLINE_ERROR_MS, assert } from '../webdriver.mjs';
  * gateway cannot be reached. Takes a screenshot and runs axe. Resolves to the error's text.
  */
 export async function offlineError(page, { view, button, out, staleId, hadData }) {
+  // An earlier alert in `out` must not pass for this one (as webdriver.mjs's `outcome` does).
+  await page.js(`document.getElementById(arguments[0]).textContent = ''`, out);
   const started = Date.now();
   await page.click(button);
   const alert = await page.waitFor(OFFLINE_ERROR_MS, `return document.querySelector('#' + arguments[0] + ' [role="alert"]')?.textContent`,

@@ -4,7 +4,8 @@
 // the dates the CLI prints (`after`), the cap on "all" over a graph of 1 004 index rows, bad
 // input (an inverted range, a bad escape, a negative page size, an unknown table), the store's
 // tables listed (`after`: the CLI's list), an empty server, a stopped server.
-import { OFFLINE_ERROR_MS, assert } from '../webdriver.mjs';
+import { assert } from '../webdriver.mjs';
+import { offlineError } from './offline.mjs';
 
 /** Triples in the graph `capped`: 4 index rows each, more than the cap on "all" (1 000). */
 const CAPPED_TRIPLES = 251;
@@ -190,17 +191,10 @@ export async function setup(page) {
   await page.axe('tables (an empty server)');
 }
 
-/** The gateway is gone: Scan fails within OFFLINE_ERROR_MS and the header says so. */
+/** The gateway is gone: Scan fails within OFFLINE_ERROR_MS and the header says so (views/offline.mjs). */
 export async function offline(page) {
   await page.type('browse-table', 'badwolf');
-  const started = Date.now();
-  await page.js(`document.getElementById('browse-out').textContent = ''`);
-  await page.click('#browse-scan');
-  const alert = await page.waitFor(OFFLINE_ERROR_MS, `return document.querySelector('#browse-out [role="alert"]')?.textContent`, 'an error within OFFLINE_ERROR_MS of Scan');
-  console.log(`e2e: tables offline: error after ${((Date.now() - started) / 1000).toFixed(1)} s: ${alert}`);
-  await page.waitFor(OFFLINE_ERROR_MS, `return /cannot reach/.test(document.getElementById('connection').textContent)`, 'the header to say the gateway cannot be reached');
-  await page.shot('tables-offline');
-  await page.axe('tables (server stopped)');
+  await offlineError(page, { view: 'tables', button: '#browse-scan', out: 'browse-out' });
 }
 
 /** The cells' dates on screen are the CLI's timestamps of the same cells. */
