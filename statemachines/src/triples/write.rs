@@ -162,7 +162,7 @@ impl<C: CellChange> CellBatches<C> {
         for triple in &self.triples[self.next..end] {
             entries.extend(self.entries_of(triple));
         }
-        #[cfg(feature = "planted-bugs")]
+        #[cfg(feature = "_planted_bugs")]
         if C::DELETES && config.planted == Some(crate::planted::PlantedBug::TriplesRemoveSkipsSpo) {
             let spo = keys::index_prefix(&self.graph, keys::Index::Spo);
             entries.retain(|e| !e.row_key.starts_with(&spo));
