@@ -42,6 +42,7 @@ pub const PROJECT: &str = "rowkit";
 
 /// Why the emulator could not be started.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EmulatorError {
     /// The binary does not exist.
     #[error(

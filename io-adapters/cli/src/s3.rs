@@ -353,7 +353,8 @@ fn events_json(events: &[ObjmetaEvent]) -> Vec<Value> {
                 }
                 Some(m)
             }
-            ObjmetaEvent::RepairScheduled(_) => None,
+            // Repairs (and events added later) are not table writes: not listed.
+            _ => None,
         })
         .collect()
 }

@@ -355,6 +355,7 @@ pub struct RepairTask {
 
 /// A change event (`objmeta.md` 13.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ObjmetaEvent {
     /// A document was inserted or replaced.
     Put {

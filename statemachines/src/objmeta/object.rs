@@ -1071,6 +1071,7 @@ impl Flow for DeleteObjectFlow {
 
 /// How a repair ended (`objmeta.md` 8.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RepairOutcome {
     /// The master now holds the latest version.
     Repaired,

@@ -400,7 +400,8 @@ impl<M: Machine<Event = ObjmetaEvent>> Machine for Tap<M> {
                         .insert(p.to_string(), n);
                 }
             }
-            ObjmetaEvent::Delete { .. } => {}
+            // Deletes, and events added later, change nothing the workload tracks.
+            _ => {}
         }
         Some(e)
     }
