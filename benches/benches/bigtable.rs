@@ -1,7 +1,7 @@
 //! The Go client bench's workload (`../shared/peers/go-bigtable-bench/main.go`) through
 //! rowkit's Bigtable adapter, so the two figures compare: a rowkit machine per request, the
 //! Tokio driver (`rowkit_client::run`), the prost conversions and tonic over loopback HTTP/2
-//! to `cbtemulator` (started here through `rowkit_bigtable::emulator`), on one connection.
+//! to `cbtemulator` (started here through `rowkit_testkit::emulator`), on one connection.
 //!
 //! Setup: table `peerbench`, family `m` with GC max-versions 1, row `read/0` holding one
 //! 100-byte cell `m:c`. For each RPC and each number of workers in flight (each worker issues
@@ -31,7 +31,6 @@ use std::time::{Duration, Instant};
 
 use criterion::Criterion;
 use rowkit_bigtable::BigtableConnection;
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_client::{Driver, TokioDriver, run};
 use rowkit_codec::model::{ColumnFamily, Mutation, RowFilter, RowSet, Timestamp};
 use rowkit_statemachines::raw::{MutateRow, Unary};
@@ -39,6 +38,7 @@ use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     CheckAndMutateRowRequest, MutateRowRequest, ReadRowsRequest, Request, Response, RetryPolicy,
 };
+use rowkit_testkit::emulator::Emulator;
 
 const TABLE: &str = "peerbench";
 const FAMILY: &str = "m";

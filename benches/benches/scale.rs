@@ -24,7 +24,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::tracestore::{TraceStore, setup_table};
@@ -46,6 +45,7 @@ use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 use rowkit_statemachines::{
     MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
 };
+use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::scenarios::objmeta::scenario_state;
 
 const T0: i64 = 1_700_000_000_000_000;

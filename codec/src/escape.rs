@@ -15,6 +15,7 @@ use core::fmt::Write;
 
 /// Why an escaped key text cannot be parsed.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
 pub enum EscapeError {
     /// A `\` is followed by something other than `\` or `xHH`.
     #[error("bad escape at byte {offset}: expected \\\\ or \\xHH")]

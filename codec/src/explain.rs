@@ -81,6 +81,7 @@ impl Schema {
 
 /// Why a key could not be explained or built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExplainError {
     /// The bytes are not a row key of `schema`.
     #[error("{key} is not a {schema} row key: {reason}")]

@@ -19,6 +19,7 @@ use crate::triples::keys::MAX_GRAPH_ID_LEN;
 
 /// A kind of input, by its JS name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Field {
     /// An S3 bucket name (`"bucket"`).
     Bucket,

@@ -172,6 +172,7 @@ pub struct CheckReport {
 
 /// What a check emits along the way.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CheckEvent {
     /// A finding, once it is certain (and repaired, if it was).
     Finding(Finding),

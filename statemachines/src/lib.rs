@@ -37,13 +37,14 @@ mod machine;
 pub mod mounttable;
 pub mod objmeta;
 pub mod operation;
+#[cfg(feature = "_planted_bugs")]
+#[doc(hidden)]
 pub mod planted;
 pub mod raw;
 pub mod readrows;
 mod request;
 mod retry;
 mod rng;
-pub mod testing;
 pub mod tracestore;
 pub mod triples;
 

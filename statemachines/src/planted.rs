@@ -1,6 +1,6 @@
 //! Deliberate bugs for the fault simulator's self-test (issue #9): the simulator must find
-//! each of them. A machine honours a configured bug only when this crate is built with the
-//! `planted-bugs` feature (tests only); without it the setting does nothing.
+//! each of them. Not public API: this module, and the hooks that plant the bugs, exist only
+//! with the `_planted_bugs` feature, which only rowkit-testkit's `planted-bugs` enables.
 
 /// A bug a machine can be told to have.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use rowkit_codec::model::{Cell, KeyBound, Mutation, Row, RowRange, RowSet, Timestamp};
 use rowkit_statemachines::raw::{MutateRow, MutateRows};
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::testing::{Script, Step};
 use rowkit_statemachines::{
     Backoff, CellChunk, Code, Machine, MutateRowRequest, MutateRowsEntry, MutateRowsEntryResult,
     MutateRowsRequest, MutateRowsResponse, ReadRowsRequest, ReadRowsResponse, Request, Response,
     RetryPolicy, RowStatus, StoreError, Tag,
 };
+use rowkit_testkit::script::{Script, Step};
 
 const SEED: u64 = 42;
 const MS: i64 = 1000;

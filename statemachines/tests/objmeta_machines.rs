@@ -230,8 +230,8 @@ fn doc_part(row: Vec<u8>, doc: &str) -> Response {
 fn get_objects<'a>(
     st: &'a mut ObjmetaState,
     keys: &[&str],
-) -> rowkit_statemachines::testing::Script<rowkit_statemachines::objmeta::GetObjects<'a>> {
-    use rowkit_statemachines::testing::Script;
+) -> rowkit_testkit::script::Script<rowkit_statemachines::objmeta::GetObjects<'a>> {
+    use rowkit_testkit::script::Script;
     let items = Json::Array(
         keys.iter()
             .map(|k| Json::parse(&format!(r#"{{"key":"{k}"}}"#)).unwrap())
@@ -342,7 +342,7 @@ fn get_objects_keeps_at_most_five_latest_version_reads_outstanding() {
 #[test]
 fn exclusive_create_bucket_is_one_conditional_write_and_only_one_wins() {
     use rowkit_statemachines::objmeta::CreateBucket;
-    use rowkit_statemachines::testing::Script;
+    use rowkit_testkit::script::Script;
     let md = Json::parse(r#"{"name":"photos"}"#).unwrap();
     let (mut st_a, mut st_b) = (state(), state());
     let mut a = Script::new(

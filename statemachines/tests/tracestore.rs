@@ -3,9 +3,9 @@
 
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, TraceStoreError};
-use rowkit_statemachines::testing::Script;
 use rowkit_statemachines::tracestore::{Put, PutEntry, ReadDense, TraceStoreState};
 use rowkit_statemachines::{Code, Request, StoreError, Timestamp};
+use rowkit_testkit::script::Script;
 
 const T0: i64 = 1_557_018_184_000_000;
 

@@ -5,9 +5,13 @@
 //! - [`scenarios`]: every schema's acceptance scenarios ([`scenarios::mounttable`],
 //!   [`scenarios::objmeta`], [`scenarios::tracestore`], [`scenarios::triples`]) as functions
 //!   over any [`Store`](rowkit_embedded::Store).
+//! - [`script`]: a scripted driver for one machine (exact requests, responses, errors and
+//!   clock jumps), for the machines' own tests.
 //! - [`sim`]: the deterministic fault simulator. Feature `planted-bugs` builds the machines'
 //!   planted bugs (rowkit-statemachines' `planted-bugs`) for the simulator's self-test
 //!   (`tests/sim.rs`); nothing else enables it.
+//! - [`emulator`] (feature `emulator`): the Cloud Bigtable emulator (or rowkit's gRPC server
+//!   in its place) as a fixture for the tests that talk gRPC.
 //!
 //! ```
 //! use rowkit_embedded::MemoryStore;
@@ -20,6 +24,9 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "emulator")]
+pub mod emulator;
 pub mod scenarios;
+pub mod script;
 pub mod sim;
 pub mod suite;

@@ -106,6 +106,8 @@ fn explain_error(e: ExplainError) -> JsValue {
         ExplainError::NotAKey { .. } => "not_a_row_key",
         ExplainError::UnknownKey { .. } | ExplainError::NoLayoutFits { .. } => "unknown_row_key",
         ExplainError::BadArgument { .. } => "invalid_argument",
+        // A reason added later: still the caller's input that was refused.
+        _ => "invalid_argument",
     };
     js::error(code, &e.to_string())
 }

@@ -7,6 +7,7 @@ use super::Code;
 /// Each variant names the field that is wrong; [`ValidationError::code`] gives the
 /// `google.rpc.Code` a store answers with.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ValidationError {
     /// A row key is empty.
     #[error("row key must not be empty")]

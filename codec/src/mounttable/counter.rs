@@ -66,6 +66,7 @@ pub fn counter_row_key_segments(key: &[u8]) -> Option<Vec<KeySegment>> {
 
 /// Why a counter did not decode.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CounterDecodeError {
     /// The value is not 8 bytes.
     #[error("counter value of {len} bytes, expected 8")]

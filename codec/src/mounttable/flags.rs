@@ -36,6 +36,7 @@ pub fn encode_flags(flags: MountFlags) -> Vec<u8> {
 
 /// Why a mount-flags value did not decode.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FlagsDecodeError {
     /// Not JSON.
     #[error("mount flags are not valid JSON: {0}")]

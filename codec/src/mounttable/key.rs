@@ -78,6 +78,7 @@ pub struct ChildRef {
 
 /// Why a child qualifier did not decode.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum QualifierDecodeError {
     /// Qualifiers of 8 bytes or fewer carry no name and are ignored by readers.
     #[error("child qualifier of {len} bytes: at least 9 are needed (8-byte id + name)")]

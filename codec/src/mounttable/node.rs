@@ -59,6 +59,7 @@ impl NodeRow {
 
 /// Why a node row did not decode (§9 step 5: an `Internal` error, not "missing").
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum NodeDecodeError {
     /// The key is shorter than 9 bytes.
     #[error("row key of {len} bytes is too short for a node (9 needed)")]

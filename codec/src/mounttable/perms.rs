@@ -21,6 +21,7 @@ pub struct Permissions(pub BTreeMap<String, AccessList>);
 
 /// Why stored permissions did not decode.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PermsDecodeError {
     /// Not JSON at all.
     #[error("permissions are not valid JSON: {0}")]

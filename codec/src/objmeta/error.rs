@@ -5,6 +5,7 @@ use alloc::string::String;
 /// Why an objmeta value (version id, key, JSON document, listing input) cannot be decoded or
 /// built. Messages of the version-id variants are Arsenal's, word for word (`objmeta.md` 3.3).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ObjmetaCodecError {
     /// An external version id whose length is neither 32 nor more than 32.
     #[error("cannot decode str {len}")]

@@ -336,6 +336,7 @@ impl DecodedRowKey {
 
 /// Why a key is not a trace store row key.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RowKeyError {
     /// The key matches neither `^[0-9]{2}:ts:[tpd]:[0-9]{10}:.*$` nor `^:ts:[oi]:[0-9]{10}:$`.
     #[error("not a gold row key: {reason} at byte {offset}")]

@@ -10,6 +10,7 @@ use crate::civil::{days_from_civil, days_in_month};
 
 /// Why an anchor text was rejected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum AnchorError {
     /// The text does not follow `YYYY-MM-DDTHH:MM:SS[.frac](Z|±hh:mm)`.
     #[error("anchor does not match RFC 3339 at byte {0}")]

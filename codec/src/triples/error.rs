@@ -35,6 +35,7 @@ impl core::fmt::Display for Part {
 
 /// Why a text form was rejected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum Reason {
     /// Nothing left after trimming.
     #[error("empty text")]
@@ -124,6 +125,7 @@ impl ParseError {
 
 /// Errors of the layout functions (keys, graph ids).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum KeyError {
     /// A graph id longer than 3981 bytes: its triple row keys would exceed 4096 bytes.
     #[error("graph id is {0} bytes, over the limit of 3981")]

@@ -148,6 +148,7 @@ pub fn quote(b: &[u8]) -> String {
 
 /// Why [`unquote`] rejected a text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum UnquoteError {
     /// Not of the form `"…"`.
     NotQuoted,

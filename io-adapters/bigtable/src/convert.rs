@@ -23,6 +23,7 @@ use rowkit_statemachines::{
 
 /// A prost message rowkit cannot represent.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ConvertError {
     /// A required oneof (filter kind, mutation kind, rule kind, GC rule) was not set.
     #[error("{what}: oneof not set")]

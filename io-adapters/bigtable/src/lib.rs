@@ -8,7 +8,6 @@
 //! - [`BigtableConnection`]: async, one RPC per call, table admin; routing header, feature
 //!   flags and bearer tokens ([`TokenProvider`], [`credentials::GoogleCredentials`]).
 //! - [`BigtableStore`]: the blocking `rowkit_embedded::Store`, so sync code runs unchanged.
-//! - [`emulator`]: the emulator as a test fixture.
 //!
 //! Async code runs machines over a connection with `rowkit-client`'s `TokioDriver` and its one
 //! driving loop (`rowkit_client::run`), which keeps every request of a machine in flight at
@@ -26,7 +25,6 @@ mod auth;
 mod connection;
 pub mod convert;
 pub mod credentials;
-pub mod emulator;
 mod store;
 mod target;
 mod transport;

@@ -7,7 +7,7 @@ use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use rowkit_bigtable::emulator::Emulator;
+use rowkit_testkit::emulator::Emulator;
 
 /// Whether something still listens on `host`, polled for up to ~10 s until it stops.
 fn still_listening(host: &str) -> bool {

@@ -15,10 +15,10 @@ mod backends;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, Timestamp};
 use rowkit_embedded::Store;
 use rowkit_embedded::driver::{Clock, SystemClock};
+use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::scenarios::mounttable::starting_at;
 
 fn shared_dir() -> String {
@@ -514,7 +514,7 @@ fn cbt_reads_the_mounttable_layout() {
     let Some(emu) = backends::selected("cbt_reads_the_mounttable_layout") else {
         return;
     };
-    if !std::path::Path::new(rowkit_bigtable::emulator::CBT_BIN).is_file() {
+    if !std::path::Path::new(rowkit_testkit::emulator::CBT_BIN).is_file() {
         assert_ne!(
             std::env::var("CI").as_deref(),
             Ok("true"),
@@ -570,7 +570,7 @@ fn cbt_reads_the_mounttable_layout() {
 
 fn cbt_or_skip(test: &str) -> Option<&'static Emulator> {
     let emu = backends::selected(test)?;
-    if !std::path::Path::new(rowkit_bigtable::emulator::CBT_BIN).is_file() {
+    if !std::path::Path::new(rowkit_testkit::emulator::CBT_BIN).is_file() {
         assert_ne!(
             std::env::var("CI").as_deref(),
             Ok("true"),

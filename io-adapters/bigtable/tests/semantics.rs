@@ -15,10 +15,10 @@
 mod backends;
 
 use rowkit_bigtable::BigtableStore;
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{Row, Timestamp};
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::{self, Clock};
+use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::suite::{self, CaseRun, Outcome, compare_rows, play};
 
 const SEED: u64 = 0x5eed;

@@ -129,6 +129,8 @@ impl<'o> CheckOutput<'o> {
                     self.write_error = Some(CliError::Output(e));
                 }
             }
+            // An event added later: nothing to show until the CLI learns it.
+            _ => {}
         }
     }
 

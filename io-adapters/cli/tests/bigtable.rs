@@ -1,10 +1,10 @@
 //! The `rowkit` binary on `--store bigtable://…` against the real Bigtable emulator (started by
-//! `rowkit_bigtable::emulator`), and interop with Google's own `cbt` both ways.
+//! `rowkit_testkit::emulator`), and interop with Google's own `cbt` both ways.
 #![allow(clippy::unwrap_used)]
 
 use std::process::{Command, Output};
 
-use rowkit_bigtable::emulator::{CBT_BIN, Emulator};
+use rowkit_testkit::emulator::{CBT_BIN, Emulator};
 
 fn rowkit(store: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_rowkit"))

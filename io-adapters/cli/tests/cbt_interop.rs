@@ -24,8 +24,8 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Output};
 
-use rowkit_bigtable::emulator::{CBT_BIN, Emulator};
 use rowkit_embedded::driver::{Clock, SystemClock};
+use rowkit_testkit::emulator::{CBT_BIN, Emulator};
 use serde_json::{Value, json};
 
 // ---------------------------------------------------------------------------------------------
@@ -96,7 +96,7 @@ fn cbt<A: AsRef<[u8]>>(emu: &Emulator, instance: &str, args: &[A]) -> Vec<u8> {
         .args(["-creds", "/dev/null"])
         .args([
             "-project",
-            rowkit_bigtable::emulator::PROJECT,
+            rowkit_testkit::emulator::PROJECT,
             "-instance",
             instance,
         ])

@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use rowkit_bigtable::emulator::Emulator;
+use rowkit_testkit::emulator::Emulator;
 use serde_json::Value;
 
 /// `rowkit --store STORE …` on an embedded file or an emulator instance.

@@ -359,7 +359,7 @@ fn jwt_bearer_reply(request: &str) -> Option<String> {
 /// `SSL_CERT_FILE`, a service-account key traded at a local token endpoint.
 #[test]
 fn cbt_in_production_mode_reaches_the_tls_server() {
-    let cbt = rowkit_bigtable::emulator::CBT_BIN;
+    let cbt = rowkit_testkit::emulator::CBT_BIN;
     if !Path::new(cbt).is_file() {
         assert_ne!(
             std::env::var("CI").as_deref(),

@@ -73,7 +73,7 @@ fn drop_and_kill(path: &Path, delay: Option<Duration>) -> Duration {
     let store = format!("embedded:{}", path.display());
     let (mut server, _http, grpc) = serve_grpc(&store, &["--gc-interval", "0"]);
     let started = Instant::now();
-    let mut drop = Command::new(rowkit_bigtable::emulator::CBT_BIN)
+    let mut drop = Command::new(rowkit_testkit::emulator::CBT_BIN)
         .env("BIGTABLE_EMULATOR_HOST", &grpc)
         .args(["-creds", "/dev/null", "-project", "p", "-instance", "i"])
         .args(["deletefamily", TABLE, "g"])

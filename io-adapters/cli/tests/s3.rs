@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use rowkit_bigtable::emulator::Emulator;
+use rowkit_testkit::emulator::Emulator;
 use serde_json::{Value, json};
 
 struct Scratch(PathBuf);

@@ -256,8 +256,11 @@ impl<D: Driver> TraceStore<D> {
     ) -> Result<usize, TraceStoreError> {
         let (now, seed, deadline) = self.begin();
         let op = StreamTile::new(&mut self.state, index, deadline, now, seed);
-        Self::run_with_events(&self.driver, op, |e| match e {
-            TraceStoreEvent::Traces(batch) => on_batch(batch),
+        Self::run_with_events(&self.driver, op, |e| {
+            // Only traces are handed over; any other event (none yet) is not this call's output.
+            if let TraceStoreEvent::Traces(batch) = e {
+                on_batch(batch)
+            }
         })
         .await
     }

@@ -7,11 +7,11 @@
 use std::sync::Arc;
 
 use rowkit_bigtable::BigtableConnection;
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_client::{SyncDriver, TokioDriver, block_on};
 use rowkit_codec::model::Timestamp;
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::{Clock, ManualClock, SystemClock};
+use rowkit_testkit::emulator::Emulator;
 
 /// The time source shared with a Tokio driver.
 type SharedClock = Arc<dyn Clock + Send + Sync>;

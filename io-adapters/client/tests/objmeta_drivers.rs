@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use futures_util::StreamExt;
 use rowkit_bigtable::BigtableConnection;
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::{SyncDriver, TokioDriver};
 use rowkit_codec::model::Timestamp;
@@ -20,6 +19,7 @@ use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_embedded::MemoryStore;
 use rowkit_embedded::driver::{Clock, ManualClock, SystemClock};
 use rowkit_statemachines::objmeta::{ObjmetaEvent, RepairOutcome, RepairTask};
+use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::scenarios::objmeta::scenario_state;
 
 async fn connect(emu: &Emulator) -> BigtableConnection {

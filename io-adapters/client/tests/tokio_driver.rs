@@ -9,7 +9,6 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_bigtable::{BigtableConnection, Target};
 use rowkit_client::Driver;
 use rowkit_client::{RunError, TokioDriver, run, run_until};
@@ -20,6 +19,7 @@ use rowkit_statemachines::{
     Code, Machine, MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request,
     Response, RetryPolicy, StoreError, Tag,
 };
+use rowkit_testkit::emulator::Emulator;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TABLE: &str = "big";

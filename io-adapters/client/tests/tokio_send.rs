@@ -5,12 +5,12 @@
 use std::sync::Arc;
 
 use rowkit_bigtable::BigtableConnection;
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_client::TokioDriver;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::scenarios::objmeta::scenario_state;
 
 fn assert_send<T: Send>(_: &T) {}

@@ -104,6 +104,7 @@ impl Default for GatewayConfig {
 
 /// Why the gateway could not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum GatewayError {
     /// A non-loopback listen address without `--token`.
     #[error(

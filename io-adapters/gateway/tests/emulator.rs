@@ -12,10 +12,10 @@ mod common;
 use std::sync::Arc;
 
 use common::{HttpStore, client, local, runtime, start};
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_codec::model::{Mutation, Timestamp};
 use rowkit_embedded::Store;
 use rowkit_statemachines::{Request, StoreError};
+use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::suite::{self, Category, Expectation, SemanticsCase, compare_rows, play};
 
 /// Cases the emulator cannot be sent (see `io-adapters/bigtable/tests/semantics.rs`).

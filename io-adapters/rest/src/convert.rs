@@ -27,6 +27,7 @@ use crate::wire::*;
 /// A JSON message that is well-formed proto3 JSON of the wrong kind, or that rowkit cannot
 /// represent. [`RestError::code`] is the status a server answers with.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RestError {
     /// Not valid JSON for the message: syntax, unknown or duplicate field, invalid base64,
     /// non-integer int, wrong type. `message` is serde_json's, with line and column.

@@ -32,6 +32,7 @@ pub const DEFAULT_MAX_ELEMENT: usize = 256 << 20;
 
 /// Why a body is not a well-formed JSON array of objects.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SplitError {
     /// The first non-whitespace byte is not `[` (the body may be an error object instead).
     #[error(

@@ -188,6 +188,7 @@ pub struct FsckSummary {
 
 /// Kinds of fsck findings.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[non_exhaustive]
 pub enum FindingKind {
     /// A node its parent does not reference.
     Orphan,
@@ -226,6 +227,7 @@ impl FindingKind {
 
 /// Events of mounttable machines.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub enum MtEvent {
     /// A failure the original only logged.
     Warning {

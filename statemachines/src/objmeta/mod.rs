@@ -182,7 +182,9 @@ pub struct ObjmetaConfig {
     /// `INITIAL_INSTANCE_ID`.
     pub initial_instance_id: Option<String>,
     /// A bug planted in every machine using this config (the fault simulator's self-test;
-    /// ignored unless built with the `planted-bugs` feature).
+    /// not public API: only with the `_planted_bugs` feature).
+    #[cfg(feature = "_planted_bugs")]
+    #[doc(hidden)]
     pub planted: Option<crate::planted::PlantedBug>,
 }
 
@@ -196,6 +198,7 @@ impl Default for ObjmetaConfig {
             default_bucket_key_format: VFormat::V1,
             max_cached_buckets: 1000,
             initial_instance_id: None,
+            #[cfg(feature = "_planted_bugs")]
             planted: None,
         }
     }
@@ -352,6 +355,7 @@ pub struct RepairTask {
 
 /// A change event (`objmeta.md` 13.1).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ObjmetaEvent {
     /// A document was inserted or replaced.
     Put {

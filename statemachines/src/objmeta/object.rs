@@ -780,12 +780,12 @@ impl<'a> GetObject<'a> {
 }
 
 /// Whether a planted bug makes `GetObject` skip the placeholder check (`objmeta.md` 9.2).
-#[cfg(feature = "planted-bugs")]
+#[cfg(feature = "_planted_bugs")]
 fn skips_placeholder_check(config: &ObjmetaConfig) -> bool {
     config.planted == Some(crate::planted::PlantedBug::ObjmetaGetSkipsPlaceholderCheck)
 }
 
-#[cfg(not(feature = "planted-bugs"))]
+#[cfg(not(feature = "_planted_bugs"))]
 fn skips_placeholder_check(_: &ObjmetaConfig) -> bool {
     false
 }
@@ -1071,6 +1071,7 @@ impl Flow for DeleteObjectFlow {
 
 /// How a repair ended (`objmeta.md` 8.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RepairOutcome {
     /// The master now holds the latest version.
     Repaired,

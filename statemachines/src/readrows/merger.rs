@@ -20,6 +20,7 @@ const MAX_PREALLOCATION: usize = 1024 * 1024;
 /// A ReadRows protocol violation (`spec/bigtable.md` 15.3-15.4). The read fails with
 /// `INTERNAL` and is not retried; rows committed before the violation stay delivered.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MergeError {
     /// `reset_row` while no row is open (case "invalid - bare reset").
     #[error("reset_row between rows")]

@@ -89,6 +89,7 @@ impl Schema for TraceStoreSchema {
 
 /// What a trace store operation reports along the way.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum TraceStoreEvent {
     /// [`StreamTile`]: traces of the tile as they arrived.
     Traces(TraceBatch),

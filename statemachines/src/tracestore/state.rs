@@ -101,8 +101,9 @@ pub struct TraceStoreState {
     pub(crate) ops_cache: BTreeMap<Vec<u8>, CachedOps>,
     pub(crate) digests: DigestCache,
     pub(crate) pool: VecDeque<u64>,
-    /// A bug the machines running on this state plant (simulator self-test; honoured only
-    /// with the `planted-bugs` feature).
+    /// A bug the machines running on this state plant (simulator self-test; only with the
+    /// `_planted_bugs` feature).
+    #[cfg(feature = "_planted_bugs")]
     pub(crate) planted: Option<crate::planted::PlantedBug>,
 }
 
@@ -116,19 +117,22 @@ impl TraceStoreState {
             ops_cache: BTreeMap::new(),
             digests: DigestCache::default(),
             pool: VecDeque::new(),
+            #[cfg(feature = "_planted_bugs")]
             planted: None,
         }
     }
 
     /// Plants `bug` in every machine that runs on this state (the fault simulator's
-    /// self-test); without the `planted-bugs` feature it does nothing.
+    /// self-test; not public API, only with the `_planted_bugs` feature).
+    #[cfg(feature = "_planted_bugs")]
+    #[doc(hidden)]
     pub fn set_planted_bug(&mut self, bug: Option<crate::planted::PlantedBug>) {
         self.planted = bug;
     }
 
     /// Takes `n` ids from the front of the pool.
     pub(crate) fn take_pooled(&mut self, n: usize) -> Vec<u64> {
-        #[cfg(feature = "planted-bugs")]
+        #[cfg(feature = "_planted_bugs")]
         if self.planted == Some(crate::planted::PlantedBug::TracestoreReusesPooledIds) {
             return self.pool.iter().take(n).copied().collect();
         }

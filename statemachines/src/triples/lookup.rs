@@ -440,6 +440,7 @@ impl LookupMethod {
 
 /// Why [`LookupMethod::parse`] failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LookupParseError {
     /// Not a method name.
     #[error("unknown lookup method {method:?}")]

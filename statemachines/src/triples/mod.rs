@@ -110,8 +110,10 @@ pub struct OperationConfig {
     /// Back-off parameters of nested machines (`operation_timeout` is replaced by the time
     /// left until `deadline`).
     pub retry: RetryPolicy,
-    /// A deliberate bug for the fault simulator's self-test; `None` in every real use (and
-    /// ignored unless built with the `planted-bugs` feature).
+    /// A deliberate bug for the fault simulator's self-test; `None` in every real use (not
+    /// public API: only with the `_planted_bugs` feature).
+    #[cfg(feature = "_planted_bugs")]
+    #[doc(hidden)]
     pub planted: Option<crate::planted::PlantedBug>,
 }
 
@@ -122,6 +124,7 @@ impl OperationConfig {
             table: table.into(),
             deadline,
             retry: RetryPolicy::default(),
+            #[cfg(feature = "_planted_bugs")]
             planted: None,
         }
     }

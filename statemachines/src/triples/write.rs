@@ -58,7 +58,9 @@ impl<C: CellChange> Operation<'static, CellBatches<C>> {
 /// What a batch does with each of a triple's four cells: [`SetCells`] or [`DeleteCells`].
 pub trait CellChange: core::fmt::Debug + sealed::Sealed {
     /// Whether the change deletes (the planted bug of the simulator's self-test drops the
-    /// SPO entries of deletes only).
+    /// SPO entries of deletes only; not public API, only with `_planted_bugs`).
+    #[cfg(feature = "_planted_bugs")]
+    #[doc(hidden)]
     const DELETES: bool;
 
     /// The mutation of `cell` of `triple`.
@@ -77,6 +79,7 @@ mod sealed {
 pub struct SetCells;
 
 impl CellChange for SetCells {
+    #[cfg(feature = "_planted_bugs")]
     const DELETES: bool = false;
 
     fn mutation(cell: &TripleCell, triple: &Triple) -> Mutation {
@@ -94,6 +97,7 @@ impl CellChange for SetCells {
 pub struct DeleteCells;
 
 impl CellChange for DeleteCells {
+    #[cfg(feature = "_planted_bugs")]
     const DELETES: bool = true;
 
     fn mutation(cell: &TripleCell, _triple: &Triple) -> Mutation {
@@ -162,7 +166,7 @@ impl<C: CellChange> CellBatches<C> {
         for triple in &self.triples[self.next..end] {
             entries.extend(self.entries_of(triple));
         }
-        #[cfg(feature = "planted-bugs")]
+        #[cfg(feature = "_planted_bugs")]
         if C::DELETES && config.planted == Some(crate::planted::PlantedBug::TriplesRemoveSkipsSpo) {
             let spo = keys::index_prefix(&self.graph, keys::Index::Spo);
             entries.retain(|e| !e.row_key.starts_with(&spo));

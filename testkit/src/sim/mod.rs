@@ -548,9 +548,9 @@ where
         self.machine.poll_abort()
     }
     fn poll_event(&mut self) -> Option<()> {
-        match self.machine.poll_event()? {
-            CheckEvent::Finding(f) => self.findings.push(f),
-            CheckEvent::Progress { .. } => {}
+        // Progress, and events added later, are not findings.
+        if let CheckEvent::Finding(f) = self.machine.poll_event()? {
+            self.findings.push(f);
         }
         Some(())
     }

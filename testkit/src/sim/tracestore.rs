@@ -35,6 +35,7 @@ use rowkit_codec::tracestore::keys::{
 use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
 use rowkit_codec::tracestore::{Layout, ParamSet, Params, decode_ops_gob};
 use rowkit_statemachines::operation::{Flow, Operation};
+#[cfg(feature = "planted-bugs")]
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::tracestore::{
     AssignDigestIds, Put, PutEntry, ReadRange, TraceStoreSchema, TraceStoreState,
@@ -183,8 +184,9 @@ impl<F: Flow<Schema = TraceStoreSchema> + 'static> Machine for Writer<F> {
 pub struct TraceStoreWorkload {
     layout: Layout,
     pool: WriterPool,
-    /// A bug planted in every writer's state (the simulator's self-test; honoured only with
-    /// this crate's `planted-bugs` feature).
+    /// A bug planted in every writer's state (the simulator's self-test; this crate's
+    /// `planted-bugs` feature).
+    #[cfg(feature = "planted-bugs")]
     pub planted: Option<PlantedBug>,
     /// What each check of the run sent as writes (none may).
     check_writes: RepairLog,
@@ -197,6 +199,7 @@ impl TraceStoreWorkload {
         TraceStoreWorkload {
             layout,
             pool: Rc::default(),
+            #[cfg(feature = "planted-bugs")]
             planted: None,
             check_writes: RepairLog::default(),
             checks: 0,
@@ -209,6 +212,7 @@ impl TraceStoreWorkload {
     }
 
     /// The digest-id layout workload with `bug` planted in every writer.
+    #[cfg(feature = "planted-bugs")]
     pub fn with_planted_bug(bug: PlantedBug) -> TraceStoreWorkload {
         TraceStoreWorkload {
             planted: Some(bug),
@@ -219,7 +223,9 @@ impl TraceStoreWorkload {
     /// A free writer's state, or a new writer's.
     fn writer(&self) -> TraceStoreState {
         self.pool.borrow_mut().pop().unwrap_or_else(|| {
+            #[cfg_attr(not(feature = "planted-bugs"), expect(unused_mut))]
             let mut state = TraceStoreState::new(TABLE, self.layout);
+            #[cfg(feature = "planted-bugs")]
             state.set_planted_bug(self.planted);
             state
         })

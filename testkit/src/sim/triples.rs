@@ -77,8 +77,9 @@ pub enum TriplesOutput {
 #[derive(Debug)]
 pub struct TriplesWorkload {
     universe: Vec<Triple>,
-    /// A bug planted in every machine this workload starts (the simulator's self-test;
-    /// honoured only with this crate's `planted-bugs` feature).
+    /// A bug planted in every machine this workload starts (the simulator's self-test; this
+    /// crate's `planted-bugs` feature).
+    #[cfg(feature = "planted-bugs")]
     pub planted: Option<rowkit_statemachines::planted::PlantedBug>,
     /// The rows each check of the run wrote.
     repairs: RepairLog,
@@ -89,6 +90,7 @@ impl Default for TriplesWorkload {
     fn default() -> Self {
         TriplesWorkload {
             universe: universe(),
+            #[cfg(feature = "planted-bugs")]
             planted: None,
             repairs: RepairLog::default(),
             checks: 0,
@@ -136,6 +138,7 @@ fn config(now: Timestamp) -> OperationConfig {
 
 impl TriplesWorkload {
     /// The workload with `bug` planted in every machine it starts.
+    #[cfg(feature = "planted-bugs")]
     pub fn with_planted_bug(bug: rowkit_statemachines::planted::PlantedBug) -> TriplesWorkload {
         TriplesWorkload {
             planted: Some(bug),
@@ -289,6 +292,7 @@ impl Workload for TriplesWorkload {
 
     fn start(&self, op: &TriplesOp, now: Timestamp, seed: u64) -> SimMachine<TriplesOutput> {
         let config = OperationConfig {
+            #[cfg(feature = "planted-bugs")]
             planted: self.planted,
             ..config(now)
         };

@@ -5,8 +5,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rowkit_bigtable::emulator::Emulator;
 use rowkit_embedded::{MemoryStore, RedbStore, Store};
+use rowkit_testkit::emulator::Emulator;
 
 fn fixture(
     cell: &'static OnceLock<Emulator>,

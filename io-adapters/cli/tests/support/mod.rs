@@ -44,7 +44,7 @@ pub fn output_with_stdin(mut command: Command, input: &[u8]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-use rowkit_bigtable::emulator::CBT_BIN;
+use rowkit_testkit::emulator::CBT_BIN;
 
 /// Kills the server when the test ends, pass or fail.
 pub struct Server(pub Child);

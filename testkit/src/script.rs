@@ -4,12 +4,12 @@
 //! [`Script`] owns a machine and a manual clock. After every input it drains the machine's
 //! outputs in protocol order (requests, aborts, events, result), so a test only states what it
 //! expects: the next request and the tag it was sent under (compared exactly), the timeout, the
-//! events, the result. Expectation failures panic with both sides shown, like `assert_eq!`;
-//! this module is for tests (usable from any crate's tests, `no_std` + `alloc` only).
+//! events, the result. Expectation failures panic with both sides shown, like `assert_eq!`:
+//! this module is for tests (the machines' own and any other crate's).
 //!
 //! ```
 //! use rowkit_statemachines::readrows::ReadRows;
-//! use rowkit_statemachines::testing::Script;
+//! use rowkit_testkit::script::Script;
 //! use rowkit_statemachines::{Code, ReadRowsRequest, Request, RetryPolicy, StoreError, Tag, Timestamp};
 //!
 //! let request = ReadRowsRequest { table: "t".into(), ..ReadRowsRequest::default() };
@@ -22,11 +22,10 @@
 //! assert_eq!(s.take_result(), Some(Ok(0)));
 //! ```
 
-use alloc::collections::VecDeque;
-use alloc::vec::Vec;
-use core::fmt::Debug;
+use std::collections::VecDeque;
+use std::fmt::Debug;
 
-use crate::{Machine, Request, Response, StoreError, Tag, Timestamp};
+use rowkit_statemachines::{Machine, Request, Response, StoreError, Tag, Timestamp};
 
 /// One step of a script, for table-driven tests (see [`Script::run`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -205,7 +204,7 @@ impl<M: Machine> Script<M> {
 
     /// Takes the events collected so far.
     pub fn take_events(&mut self) -> Vec<M::Event> {
-        core::mem::take(&mut self.events)
+        std::mem::take(&mut self.events)
     }
 
     /// The tags the machine aborted, in order.

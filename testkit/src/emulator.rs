@@ -1,5 +1,6 @@
-//! The Cloud Bigtable emulator as a test fixture, for this crate's tests and any other
-//! crate's (the schema suites run their `&dyn Store` scenarios on [`Emulator::fresh_store`]).
+//! The Cloud Bigtable emulator as a test fixture, for the tests of every crate (the schema
+//! suites run their `&dyn Store` scenarios on [`Emulator::fresh_store`]). Feature `emulator`:
+//! it needs rowkit-bigtable (tonic), which the simulator's build does without.
 //!
 //! The same fixture also fronts rowkit's own gRPC server ([`Emulator::rowkit`]), so the suites
 //! written for the emulator run unchanged against `rowkit-grpc` over a memory or redb store:
@@ -8,7 +9,7 @@
 //! behaviour, without the emulator's deviation lists.
 //!
 //! ```no_run
-//! use rowkit_bigtable::emulator::Emulator;
+//! use rowkit_testkit::emulator::Emulator;
 //! # fn scenario(_: &dyn rowkit_embedded::Store) {}
 //! // In a test: `None` (with a loud message) when the emulator is not installed, a panic when
 //! // CI=true; one emulator per test binary, a fresh instance (namespace) per call.
@@ -30,8 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use crate::store::BigtableStore;
-use crate::target::Target;
+use rowkit_bigtable::{BigtableStore, Target};
 
 /// Where the Debian package `google-cloud-cli-bigtable-emulator` installs the emulator.
 pub const EMULATOR_BIN: &str = "/usr/lib/google-cloud-sdk/platform/bigtable-emulator/cbtemulator";
@@ -42,6 +42,7 @@ pub const PROJECT: &str = "rowkit";
 
 /// Why the emulator could not be started.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum EmulatorError {
     /// The binary does not exist.
     #[error(
