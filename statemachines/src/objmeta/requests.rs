@@ -21,6 +21,7 @@ use super::bucket::BucketEntry;
 use super::{ObjmetaError, ObjmetaEvent, ObjmetaSchema, ObjmetaState};
 use crate::children::{ChildId, ChildOutput, owned_rows};
 use crate::operation::{Io, Progress};
+use crate::ready;
 use crate::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsRequest,
     ReadRowsRequest, Request, Response, StoreError,
