@@ -62,13 +62,13 @@ impl Mutation {
         family: &str,
         qualifier: &[u8],
         timestamp: Timestamp,
-        value: Vec<u8>,
+        value: impl Into<Vec<u8>>,
     ) -> Mutation {
         Mutation::SetCell {
             family: family.into(),
             qualifier: qualifier.to_vec(),
             timestamp,
-            value,
+            value: value.into(),
         }
     }
 

@@ -21,7 +21,7 @@ use rowkit_codec::mounttable::{
 
 use super::calls::{
     BackOff, Cam, Half, Incr, MtIo, Node, NodeRead, Occ, Progress, Put, check_deadline,
-    delete_column, ended, ready, set, warn,
+    delete_column, ended, ready, warn,
 };
 use super::{MountEntry, MountedServer, MtCtx, MtError};
 
@@ -67,13 +67,13 @@ pub(super) fn authorize(
 pub(super) fn set_perms(io: &mut MtIo, ctx: &MtCtx, node: &NodeRow, perms: &Permissions) -> Occ {
     let ts = Timestamp::SERVER_TIME;
     let mutations = vec![
-        set(
+        Mutation::set_cell(
             FAMILY_META,
             codec::QUAL_PERMS,
             ts,
-            &codec::encode_permissions(perms),
+            codec::encode_permissions(perms),
         ),
-        set(FAMILY_META, codec::QUAL_STICKY, ts, MARKER_VALUE),
+        Mutation::set_cell(FAMILY_META, codec::QUAL_STICKY, ts, MARKER_VALUE),
     ];
     Occ::start(io, ctx, node, mutations, false)
 }
@@ -287,15 +287,20 @@ impl CreateRow {
                     let ts = Timestamp::SERVER_TIME;
                     let json = codec::encode_permissions(&self.perms);
                     let mutations = vec![
-                        set(FAMILY_META, codec::QUAL_ID, ts, &self.id),
-                        set(
+                        Mutation::set_cell(FAMILY_META, codec::QUAL_ID, ts, self.id.as_slice()),
+                        Mutation::set_cell(
                             FAMILY_META,
                             codec::QUAL_CREATOR,
                             ts,
                             self.creator.as_bytes(),
                         ),
-                        set(FAMILY_META, codec::QUAL_PERMS, ts, &json),
-                        set(FAMILY_META, codec::QUAL_VERSION, ts, version.as_bytes()),
+                        Mutation::set_cell(FAMILY_META, codec::QUAL_PERMS, ts, json.as_slice()),
+                        Mutation::set_cell(
+                            FAMILY_META,
+                            codec::QUAL_VERSION,
+                            ts,
+                            version.as_bytes(),
+                        ),
                     ];
                     let key = codec::row_key(&self.name);
                     self.phase =
@@ -413,7 +418,7 @@ impl CreateChild {
                         }
                         .into());
                     }
-                    let reference = vec![set(
+                    let reference = vec![Mutation::set_cell(
                         FAMILY_CHILDREN,
                         &self.qualifier,
                         Timestamp::SERVER_TIME,
@@ -581,7 +586,7 @@ impl EnsureLinked {
                         return Err(MtError::ConcurrentAccess);
                     }
                     let mut mutations = stale_refs(&parent, &self.child, false, io.now());
-                    mutations.push(set(
+                    mutations.push(Mutation::set_cell(
                         FAMILY_CHILDREN,
                         &codec::child_qualifier(&self.id, &self.child),
                         Timestamp::SERVER_TIME,
@@ -1062,11 +1067,11 @@ impl MountNode {
                     let deadline = self
                         .deadline
                         .unwrap_or_else(|| codec::mount_deadline(io.now().0, self.ttl_s));
-                    mutations.push(set(
+                    mutations.push(Mutation::set_cell(
                         FAMILY_SERVERS,
                         self.server.as_bytes(),
                         Timestamp(deadline),
-                        &codec::encode_flags(self.flags),
+                        codec::encode_flags(self.flags),
                     ));
                     let occ = Occ::start(io, ctx, &self.node, mutations, false);
                     self.phase = P::Writing {
@@ -1419,7 +1424,7 @@ impl Walk {
                 if self.create && parent.row_key != node.row_key && !references(parent, &node) =>
             {
                 let qualifier = codec::child_qualifier(&node.id, codec::split(&node.name).1);
-                let reference = vec![set(
+                let reference = vec![Mutation::set_cell(
                     FAMILY_CHILDREN,
                     &qualifier,
                     Timestamp::SERVER_TIME,
