@@ -161,7 +161,8 @@
 //! ```
 //!
 //! The triple store follows the dialect in full. The mount table, the trace store and object
-//! metadata share the error contract (and so the drivers' and the CLI's one mapping); their
+//! metadata share the error contract (and so the drivers' and the CLI's one mapping), the
+//! SetCell builder and, for the mount table and object metadata, the wait idiom; their
 //! operations still take `now`, `seed` and the deadline as separate arguments and read replies
 //! with request helpers of their own, until they are converted.
 #![no_std]

@@ -189,6 +189,17 @@ impl Start {
     }
 }
 
+/// A step's outcome once it settled, its error included (`Ok(Some(Err(e)))`): for
+/// `ready!(settled(step), …)` where the flow handles the step's error itself rather than
+/// ending with it.
+pub fn settled<T, E>(step: Result<Option<T>, E>) -> Result<Option<Result<T, E>>, E> {
+    match step {
+        Ok(None) => Ok(None),
+        Ok(Some(v)) => Ok(Some(Ok(v))),
+        Err(e) => Ok(Some(Err(e))),
+    }
+}
+
 /// The value of a ready step (`Ok(Some(v))`) of the enclosing [`Flow::advance`], its error
 /// returned as it is (so a request handle of [`Io`] takes the flow's error type); while the step
 /// waits, the enclosing `advance` returns `Ok(None)` — after putting

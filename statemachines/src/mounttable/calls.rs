@@ -34,22 +34,6 @@ pub(super) type Progress<T> = crate::operation::Progress<T, super::MountTableSch
 /// The I/O every mount-table step runs on.
 pub(super) type MtIo = Io<MtEvent>;
 
-/// The outcome of a nested step once it is ready; while it waits, puts the phase back into
-/// `$slot` and returns `Ok(None)` from the enclosing `advance`.
-macro_rules! ready {
-    ($slot:expr, $phase:expr, $poll:expr) => {
-        match $poll {
-            Ok(Some(v)) => Ok(v),
-            Ok(None) => {
-                $slot = $phase;
-                return Ok(None);
-            }
-            Err(e) => Err(e),
-        }
-    };
-}
-pub(super) use ready;
-
 /// The error of a step advanced after it ended (a bug in its parent, reported rather than a
 /// panic).
 pub(super) fn ended() -> MtError {
