@@ -35,7 +35,7 @@ use rowkit_codec::model::{Row, RowFilter, RowSet};
 use serde::Serialize;
 
 use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::{Io, Schema, WaitAll};
+use crate::operation::{ABORTED_MESSAGE, Io, OperationError, Schema, WaitAll};
 use crate::readrows::resume_request;
 use crate::{Code, ReadRowsRequest, RetryPolicy, StoreError, Timestamp};
 
@@ -236,7 +236,7 @@ pub enum CheckError {
     #[error("{0}")]
     Invalid(String),
     /// The deadline passed or the check was cancelled.
-    #[error("aborted (deadline exceeded or cancelled)")]
+    #[error("{}", ABORTED_MESSAGE)]
     Aborted,
 }
 
@@ -282,9 +282,34 @@ impl<C> Schema for Checking<C> {
     type Context = C;
     type Event = CheckEvent;
     type Error = CheckError;
+}
+
+impl OperationError for CheckError {
+    fn id(&self) -> &'static str {
+        match self {
+            CheckError::Store(_) => "store",
+            CheckError::Invalid(_) => "invalid_argument",
+            CheckError::Aborted => crate::operation::ABORTED_ID,
+        }
+    }
 
     fn aborted() -> CheckError {
         CheckError::Aborted
+    }
+
+    fn store(error: StoreError) -> CheckError {
+        CheckError::Store(error)
+    }
+
+    fn as_store(&self) -> Option<&StoreError> {
+        match self {
+            CheckError::Store(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn is_bad_input(&self) -> bool {
+        matches!(self, CheckError::Invalid(_))
     }
 }
 

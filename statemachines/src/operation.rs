@@ -15,22 +15,39 @@
 //! stream, one back-off timer and the events it emits.
 //!
 //! Every schema ends the same way when stopped: `cancel` and the deadline both finish the
-//! operation with [`Schema::aborted`], abandon its children and release what the flow holds.
+//! operation with [`OperationError::aborted`], abandon its children and release what the flow holds.
 //!
 //! ```
 //! use rowkit_codec::model::{Mutation, Timestamp};
-//! use rowkit_statemachines::operation::{Budget, ContextArg, Flow, Io, Operation, Schema};
+//! use rowkit_statemachines::operation::{Budget, ContextArg, Flow, Io, Operation, OperationError, Schema};
 //! use rowkit_statemachines::children::ChildId;
-//! use rowkit_statemachines::{Machine, MutateRowRequest, Request, Response};
+//! use rowkit_statemachines::{Machine, MutateRowRequest, Request, Response, StoreError};
 //!
 //! /// A toy schema: its context counts the writes that succeeded.
 //! struct Counter;
 //! impl Schema for Counter {
 //!     type Context = u32;
 //!     type Event = ();
-//!     type Error = &'static str;
-//!     fn aborted() -> &'static str {
-//!         "aborted"
+//!     type Error = ToyError;
+//! }
+//!
+//! /// Its error: a static message.
+//! #[derive(Debug, PartialEq)]
+//! struct ToyError(&'static str);
+//! impl core::fmt::Display for ToyError {
+//!     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+//!         f.write_str(self.0)
+//!     }
+//! }
+//! impl OperationError for ToyError {
+//!     fn id(&self) -> &'static str {
+//!         self.0
+//!     }
+//!     fn aborted() -> ToyError {
+//!         ToyError("aborted")
+//!     }
+//!     fn store(_: StoreError) -> ToyError {
+//!         ToyError("store")
 //!     }
 //! }
 //!
@@ -42,7 +59,7 @@
 //! impl Flow for Write {
 //!     type Schema = Counter;
 //!     type Output = ();
-//!     fn advance(&mut self, io: &mut Io<()>, writes: &mut u32) -> Result<Option<()>, &'static str> {
+//!     fn advance(&mut self, io: &mut Io<()>, writes: &mut u32) -> Result<Option<()>, ToyError> {
 //!         if let Write::Start(row) = self {
 //!             let id = io.unary(Request::MutateRow(MutateRowRequest {
 //!                 table: "t".into(),
@@ -59,7 +76,7 @@
 //!                 *writes += 1;
 //!                 Ok(Some(()))
 //!             }
-//!             Some(Err(_)) => Err("write failed"),
+//!             Some(Err(_)) => Err(ToyError("write failed")),
 //!         }
 //!     }
 //! }
@@ -79,7 +96,7 @@ use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
 
-use crate::children::{Child, ChildId, ChildOutput, Children};
+use crate::children::{Child, ChildId, ChildOutput, Children, owned_rows};
 use crate::raw::{MutateRow, MutateRows, Unary};
 use crate::readrows::ReadRows;
 use crate::{
@@ -94,11 +111,119 @@ pub trait Schema {
     type Context;
     /// Events emitted along the way.
     type Event;
-    /// Why an operation failed.
-    type Error;
+    /// Why an operation failed: the schema's one error type, following [`OperationError`].
+    type Error: OperationError;
+}
 
-    /// The error of an operation stopped by `cancel` or by its deadline.
-    fn aborted() -> Self::Error;
+/// The id of the error every schema's operation ends with when it is cancelled or passes its
+/// deadline ([`OperationError::aborted`]).
+pub const ABORTED_ID: &str = "aborted";
+/// The message of that error (its `Display`), the same in every schema.
+pub const ABORTED_MESSAGE: &str = "aborted (deadline exceeded or cancelled)";
+/// The message of the internal store error a driver reports for a stalled machine
+/// ([`OperationError::stalled`]).
+pub const STALLED_MESSAGE: &str = "machine stalled";
+
+/// The error contract of every schema: a stable id, a readable `Display`, and the errors
+/// every schema has — aborted, a store failure, a stalled machine, an unexpected reply — so
+/// that operations, drivers and callers map them in one place.
+pub trait OperationError: core::fmt::Display + core::fmt::Debug + Sized {
+    /// The stable, machine-readable id (the CLI's and the JavaScript API's `id`).
+    fn id(&self) -> &'static str;
+
+    /// The error of an operation stopped by `cancel` or by its deadline; its id is
+    /// [`ABORTED_ID`] and its message [`ABORTED_MESSAGE`] (except where the original system
+    /// names it otherwise: the mount table's is Vanadium's `verror.Aborted`).
+    fn aborted() -> Self;
+
+    /// A store request that failed after its retries.
+    fn store(error: StoreError) -> Self;
+
+    /// The store error this error is, if it is one: callers show it as the store status
+    /// (the CLI's `UNAVAILABLE: …`, the JavaScript API's `unavailable`), not as a schema error.
+    fn as_store(&self) -> Option<&StoreError> {
+        None
+    }
+
+    /// Whether the caller's input was refused before any request (the CLI exits 2, not 1).
+    fn is_bad_input(&self) -> bool {
+        false
+    }
+
+    /// A machine that had nothing in flight, no timeout and no result (a bug in the machine,
+    /// reported by a driver rather than waiting forever): an `INTERNAL` store error.
+    fn stalled() -> Self {
+        Self::store(StoreError::new(crate::Code::Internal, STALLED_MESSAGE))
+    }
+
+    /// A child that answered with a reply of the wrong kind (a broken store or driver): an
+    /// `INTERNAL` store error naming the reply.
+    fn unexpected(reply: &ChildOutput) -> Self {
+        Self::store(StoreError::new(
+            crate::Code::Internal,
+            alloc::format!("unexpected reply {reply:?}"),
+        ))
+    }
+}
+
+/// How an operation starts: its clock, the seed of its random stream, and the instant it is
+/// aborted at. The last argument of every operation's `new`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Start {
+    /// The current time.
+    pub now: Timestamp,
+    /// The seed of the operation's random stream (retry jitter, ids it draws).
+    pub seed: u64,
+    /// The instant the operation is aborted at.
+    pub deadline: Timestamp,
+}
+
+impl Start {
+    /// Starting at `now` with `seed`, aborted `micros` later.
+    pub fn within(now: Timestamp, seed: u64, micros: i64) -> Start {
+        Start {
+            now,
+            seed,
+            deadline: now.saturating_add_micros(micros),
+        }
+    }
+}
+
+/// A step's outcome once it settled, its error included (`Ok(Some(Err(e)))`): for
+/// `ready!(settled(step), …)` where the flow handles the step's error itself rather than
+/// ending with it.
+pub fn settled<T, E>(step: Result<Option<T>, E>) -> Result<Option<Result<T, E>>, E> {
+    match step {
+        Ok(None) => Ok(None),
+        Ok(Some(v)) => Ok(Some(Ok(v))),
+        Err(e) => Ok(Some(Err(e))),
+    }
+}
+
+/// The value of a ready step (`Ok(Some(v))`) of the enclosing [`Flow::advance`], its error
+/// returned as it is (so a request handle of [`Io`] takes the flow's error type); while the step
+/// waits, the enclosing `advance` returns `Ok(None)` — after putting
+/// `restore` back into `slot` when given (`ready!(step, self.phase => Phase::Wait(id))`, for a
+/// phase moved out of `self`). The one wait idiom of every schema.
+#[macro_export]
+macro_rules! ready {
+    ($poll:expr) => {
+        match $poll {
+            Ok(Some(v)) => v,
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(e),
+        }
+    };
+    ($poll:expr, $slot:expr => $restore:expr) => {
+        match $poll {
+            Ok(Some(v)) => v,
+            Ok(None) => {
+                $slot = $restore;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
+    };
 }
 
 /// What a flow's step gives: `Ok(None)` while it waits for children or its timer.
@@ -282,6 +407,77 @@ impl<E> Io<E> {
     pub fn emit(&mut self, event: E) {
         self.events.push_back(event);
     }
+
+    // The request handles every schema reads its children's outcomes with: `Ok(None)` while
+    // the child runs, a store error as the schema's [`OperationError::store`], a reply of
+    // the wrong kind as its [`OperationError::unexpected`].
+
+    /// The outcome of `id` once finished, `reply` reading the kind of output it expects
+    /// (handing back any other kind).
+    fn reply<T, Err: OperationError>(
+        &mut self,
+        id: ChildId,
+        reply: impl FnOnce(ChildOutput) -> Result<T, ChildOutput>,
+    ) -> Result<Option<T>, Err> {
+        match self.take(id) {
+            None => Ok(None),
+            Some(Err(e)) => Err(Err::store(e)),
+            Some(Ok(output)) => reply(output)
+                .map(Some)
+                .map_err(|other| Err::unexpected(&other)),
+        }
+    }
+
+    /// The rows of read `id`, owned, once it finished.
+    pub fn rows<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<Vec<Row>>, Err> {
+        self.reply(id, |output| match output {
+            ChildOutput::Rows(rows) => Ok(owned_rows(rows)),
+            other => Err(other),
+        })
+    }
+
+    /// Hands every row read `id` has produced so far to `each`, in key order; `Some(())` once
+    /// the read finished. A row `each` rejects ends the step with its error.
+    pub fn stream_rows<Err: OperationError>(
+        &mut self,
+        id: ChildId,
+        mut each: impl FnMut(Row) -> Result<(), Err>,
+    ) -> Result<Option<()>, Err> {
+        while let Some(row) = self.next_row(id) {
+            each(row)?;
+        }
+        let Some(rest) = self.rows(id)? else {
+            return Ok(None);
+        };
+        rest.into_iter().try_for_each(each).map(Some)
+    }
+
+    /// `predicate_matched` of `CheckAndMutateRow` `id` once it finished.
+    pub fn matched<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<bool>, Err> {
+        self.reply(id, |output| match output {
+            ChildOutput::Unary(Response::CheckAndMutateRow { predicate_matched }) => {
+                Ok(predicate_matched)
+            }
+            other => Err(other),
+        })
+    }
+
+    /// `Some(())` once write `id` (a `MutateRow`, or a `MutateRows` whose first failed entry,
+    /// in entry order, is its error) finished.
+    pub fn written<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<()>, Err> {
+        let results = self.reply(id, |output| match output {
+            ChildOutput::WroteRow | ChildOutput::Unary(Response::MutateRow) => Ok(Vec::new()),
+            ChildOutput::WroteRows(results) => Ok(results),
+            other => Err(other),
+        })?;
+        let Some(results) = results else {
+            return Ok(None);
+        };
+        match results.into_iter().find_map(|r| r.result.err()) {
+            Some(e) => Err(Err::store(e)),
+            None => Ok(Some(())),
+        }
+    }
 }
 
 /// Waits for every child of a fan-out; outcomes come back in spawn order.
@@ -403,6 +599,22 @@ impl<'a, F: Flow> Operation<'a, F> {
         op
     }
 
+    /// Starts `flow` on `ctx` as `start` says, its children retrying with `retry` (whose
+    /// `operation_timeout` is replaced by the time left until the deadline); it runs until its
+    /// first wait.
+    pub fn begin(
+        ctx: ContextArg<'a, <F::Schema as Schema>::Context>,
+        start: Start,
+        retry: RetryPolicy,
+        flow: F,
+    ) -> Self {
+        let budget = Budget {
+            deadline: start.deadline,
+            retry,
+        };
+        Operation::start(ctx, start.now, start.seed, budget, flow)
+    }
+
     /// An operation that failed before sending anything (arguments rejected by validation).
     pub fn failed(ctx: ContextArg<'a, <F::Schema as Schema>::Context>, error: ErrorOf<F>) -> Self {
         Operation {
@@ -449,7 +661,7 @@ impl<'a, F: Flow> Operation<'a, F> {
             return;
         }
         if self.expired() {
-            return self.finish(Err(F::Schema::aborted()));
+            return self.finish(Err(ErrorOf::<F>::aborted()));
         }
         let (Some(flow), Some(ctx)) = (self.flow.as_mut(), self.ctx.get()) else {
             return;
@@ -510,7 +722,7 @@ impl<F: Flow> Machine for Operation<'_, F> {
             return;
         }
         if self.expired() {
-            return self.finish(Err(F::Schema::aborted()));
+            return self.finish(Err(ErrorOf::<F>::aborted()));
         }
         let now = self.io.now;
         self.io.children.handle_timeout(now);
@@ -523,7 +735,7 @@ impl<F: Flow> Machine for Operation<'_, F> {
     fn cancel(&mut self, now: Timestamp) {
         self.clock(now);
         if self.flow.is_some() {
-            self.finish(Err(F::Schema::aborted()));
+            self.finish(Err(ErrorOf::<F>::aborted()));
         }
     }
 
@@ -573,9 +785,25 @@ mod tests {
     impl Schema for Toy {
         type Context = Vec<&'static str>;
         type Event = u32;
-        type Error = &'static str;
-        fn aborted() -> &'static str {
-            "aborted"
+        type Error = ToyError;
+    }
+
+    #[derive(Debug, PartialEq)]
+    struct ToyError(&'static str);
+    impl core::fmt::Display for ToyError {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl OperationError for ToyError {
+        fn id(&self) -> &'static str {
+            self.0
+        }
+        fn aborted() -> ToyError {
+            ToyError("aborted")
+        }
+        fn store(_: StoreError) -> ToyError {
+            ToyError("store")
         }
     }
 
@@ -619,12 +847,12 @@ mod tests {
         let (tag, _) = m.poll_request().unwrap();
         m.cancel(Timestamp(5));
         assert_eq!(m.poll_abort(), Some(tag));
-        assert_eq!(m.result(), Some(Err("aborted")));
+        assert_eq!(m.result(), Some(Err(ToyError("aborted"))));
         drop(m);
         let mut m = start(&mut log, 100);
         assert_eq!(m.poll_timeout(), Some(Timestamp(100)));
         m.handle_timeout(Timestamp(100));
-        assert_eq!(m.result(), Some(Err("aborted")));
+        assert_eq!(m.result(), Some(Err(ToyError("aborted"))));
         drop(m);
         assert_eq!(log, ["released", "released"]);
     }

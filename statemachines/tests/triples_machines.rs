@@ -4,6 +4,7 @@
 
 use rowkit_codec::triples::Triple;
 use rowkit_codec::triples::keys;
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::triples::{
     AddTriples, DeleteGraph, Exist, GraphExists, GraphNames, Lookup, LookupMethod, LookupOptions,
     NewGraph, OperationConfig, RemoveTriples, TriplesError,
@@ -12,8 +13,17 @@ use rowkit_statemachines::{
     CellChunk, Code, Machine, ReadRowsResponse, Response, RowStatus, StoreError, Timestamp,
 };
 
-fn config(deadline: i64) -> OperationConfig {
-    OperationConfig::new("badwolf", Timestamp(deadline))
+fn config() -> OperationConfig {
+    OperationConfig::new("badwolf")
+}
+
+/// Starting at `now` µs with seed 1, aborted at `deadline` µs.
+fn start(now: i64, deadline: i64) -> Start {
+    Start {
+        now: Timestamp(now),
+        seed: 1,
+        deadline: Timestamp(deadline),
+    }
 }
 
 fn triple(text: &str) -> Triple {
@@ -53,7 +63,7 @@ fn every_machine_is_send_and_static() {
 /// request in flight.
 #[test]
 fn cancel_ends_aborted() {
-    let mut m = NewGraph::new(config(60_000_000), b"g", Timestamp(0), 1);
+    let mut m = NewGraph::new(config(), b"g", start(0, 60_000_000));
     let (tag, _) = m.poll_request().unwrap();
     m.cancel(Timestamp(5));
     assert_eq!(m.poll_abort(), Some(tag));
@@ -67,19 +77,19 @@ fn cancel_ends_aborted() {
 #[test]
 fn the_deadline_ends_aborted() {
     // A unary child has no timer of its own: the deadline is the machine's.
-    let mut m = NewGraph::new(config(1_000), b"g", Timestamp(0), 1);
+    let mut m = NewGraph::new(config(), b"g", start(0, 1_000));
     let (tag, _) = m.poll_request().unwrap();
     assert_eq!(m.poll_timeout(), Some(Timestamp(1_000)));
     m.handle_timeout(Timestamp(1_000));
     assert_eq!(m.poll_abort(), Some(tag));
     assert_eq!(m.result(), Some(Err(TriplesError::Aborted)));
     // A response arriving past the deadline is not taken.
-    let mut m = GraphNames::new(config(1_000), Timestamp(0), 1);
+    let mut m = GraphNames::new(config(), start(0, 1_000));
     let (tag, _) = m.poll_request().unwrap();
     m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1_000));
     assert_eq!(m.result(), Some(Err(TriplesError::Aborted)));
     // Started at its deadline, an operation sends nothing.
-    let mut m = GraphExists::new(config(1_000), b"g", Timestamp(1_000), 1);
+    let mut m = GraphExists::new(config(), b"g", start(1_000, 1_000));
     assert!(m.poll_request().is_none());
     assert_eq!(m.result(), Some(Err(TriplesError::Aborted)));
 }
@@ -89,8 +99,8 @@ fn the_deadline_ends_aborted() {
 #[test]
 fn now_never_moves_back() {
     let t = triple("/u<joe>\t\"knows\"@[]\t/u<mary>");
-    let start = Timestamp(10_000_000);
-    let mut m = AddTriples::new(config(100_000_000), b"g", vec![t], start, 1);
+    let at_start = start(10_000_000, 100_000_000);
+    let mut m = AddTriples::new(config(), b"g", vec![t], at_start);
     let (tag, _) = m.poll_request().unwrap();
     m.handle_response(
         tag,
@@ -98,7 +108,10 @@ fn now_never_moves_back() {
         Timestamp(0),
     );
     let at = m.poll_timeout().unwrap();
-    assert!(at > start, "retry at {at:?}, before the start {start:?}");
+    assert!(
+        at > at_start.now,
+        "retry at {at:?}, before the start {at_start:?}"
+    );
     m.handle_timeout(at);
     assert!(m.poll_request().is_some(), "the batch is resent");
 }
@@ -108,12 +121,11 @@ fn now_never_moves_back() {
 #[test]
 fn a_lookup_streams_and_validates_before_sending() {
     let mut m = Lookup::new(
-        config(60_000_000),
+        config(),
         b"g",
         LookupMethod::Triples,
         LookupOptions::default(),
-        Timestamp(0),
-        1,
+        start(0, 60_000_000),
     );
     let (tag, _) = m.poll_request().unwrap();
     let cell = &keys::triple_cells(b"g", &triple("/u<joe>\t\"knows\"@[]\t/u<mary>"))[0];
@@ -138,12 +150,11 @@ fn a_lookup_streams_and_validates_before_sending() {
         ..LookupOptions::default()
     };
     let mut m = Lookup::new(
-        config(60_000_000),
+        config(),
         b"g",
         LookupMethod::Triples,
         bad,
-        Timestamp(0),
-        1,
+        start(0, 60_000_000),
     );
     assert!(m.poll_request().is_none());
     assert!(matches!(m.result(), Some(Err(TriplesError::Options(_)))));

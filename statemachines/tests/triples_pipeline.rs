@@ -3,6 +3,7 @@
 //! as pure functions, and the request shapes of the machines.
 
 use rowkit_codec::triples::{Anchor, Predicate, Triple};
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::triples::{
     LookupOptions, NewGraph, OperationConfig, TriplesError, filter_candidates,
 };
@@ -120,8 +121,12 @@ fn options_errors_need_no_data() {
 
 #[test]
 fn new_graph_is_one_check_and_mutate_and_rejects_long_ids() {
-    let config = OperationConfig::new("badwolf", Timestamp::from_secs(60));
-    let mut m = NewGraph::new(config.clone(), b"g", Timestamp(0), 1);
+    let config = OperationConfig::new("badwolf");
+    let mut m = NewGraph::new(
+        config.clone(),
+        b"g",
+        Start::within(Timestamp(0), 1, 60_000_000),
+    );
     let (tag, request) = m.poll_request().unwrap();
     let Request::CheckAndMutateRow(r) = request else {
         panic!("{request:?}")
@@ -140,13 +145,21 @@ fn new_graph_is_one_check_and_mutate_and_rejects_long_ids() {
         "graph \"g\" already exist"
     );
     let long = vec![b'x'; 3982];
-    let mut m = NewGraph::new(config.clone(), &long, Timestamp(0), 1);
+    let mut m = NewGraph::new(
+        config.clone(),
+        &long,
+        Start::within(Timestamp(0), 1, 60_000_000),
+    );
     assert!(m.poll_request().is_none());
     assert!(matches!(m.result(), Some(Err(TriplesError::Key(_)))));
     assert!(
-        NewGraph::new(config, &long[..3981], Timestamp(0), 1)
-            .poll_request()
-            .is_some()
+        NewGraph::new(
+            config,
+            &long[..3981],
+            Start::within(Timestamp(0), 1, 60_000_000)
+        )
+        .poll_request()
+        .is_some()
     );
 }
 

@@ -8,6 +8,7 @@
 
 use rowkit_codec::model::Mutation;
 use rowkit_codec::triples::Triple;
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::triples::{AddTriples, NewGraph, OperationConfig};
 use rowkit_statemachines::{Machine, Request, Timestamp};
 use serde_json::Value;
@@ -22,7 +23,7 @@ fn vectors() -> Value {
 }
 
 fn config() -> OperationConfig {
-    OperationConfig::new("badwolf", Timestamp(60_000_000))
+    OperationConfig::new("badwolf")
 }
 
 /// `(row, family:qualifier, timestamp, value)` of every cell set by `mutations` on `row`.
@@ -53,7 +54,11 @@ fn new_graph_writes_the_graph_rows() {
     assert!(!cases.is_empty(), "no graph_rows");
     for c in cases {
         let graph = c["graph"].as_str().unwrap();
-        let mut m = NewGraph::new(config(), graph.as_bytes(), Timestamp(0), 1);
+        let mut m = NewGraph::new(
+            config(),
+            graph.as_bytes(),
+            Start::within(Timestamp(0), 1, 60_000_000),
+        );
         let Some((_, Request::CheckAndMutateRow(r))) = m.poll_request() else {
             panic!("{c}: no CheckAndMutateRow")
         };
@@ -74,7 +79,12 @@ fn check_add(c: &Value, graph: &str) {
         return; // spec §8: some bt_fixture entries leave their cells to the codec test.
     };
     let t = Triple::parse(c["input"].as_str().unwrap().as_bytes()).unwrap();
-    let mut m = AddTriples::new(config(), graph.as_bytes(), vec![t], Timestamp(0), 1);
+    let mut m = AddTriples::new(
+        config(),
+        graph.as_bytes(),
+        vec![t],
+        Start::within(Timestamp(0), 1, 60_000_000),
+    );
     let Some((_, Request::MutateRows(r))) = m.poll_request() else {
         panic!("{c}: no MutateRows")
     };

@@ -234,6 +234,14 @@ impl ClientOptions {
         self.deadline_ms.map(|ms| i64::from(ms) * 1000)
     }
 
+    /// The facades' options: the seed and `deadlineMs`.
+    pub fn call_options(&self) -> rowkit_client::CallOptions {
+        rowkit_client::CallOptions {
+            seed: self.seed,
+            deadline_micros: self.deadline_us(),
+        }
+    }
+
     /// A check's deadline in µs: `deadlineMs`, else an hour (as the CLI's).
     pub fn check_timeout_us(&self) -> i64 {
         self.deadline_us().unwrap_or(js::CHECK_TIMEOUT_MICROS)

@@ -3,6 +3,7 @@
 
 use core::future::Future;
 use rowkit_statemachines::check::{CheckError, CheckEvent, CheckReport, CheckSummary, Finding};
+use rowkit_statemachines::operation::OperationError;
 
 use js_sys::{Promise, Reflect};
 use rowkit_statemachines::StoreError;
@@ -42,6 +43,15 @@ pub fn error(code: &str, message: &str) -> JsValue {
     let e = js_sys::Error::new(message);
     let _ = Reflect::set(&e, &"code".into(), &code.into());
     e.into()
+}
+
+/// A schema operation's error, every schema's the same way: a store error as its status
+/// ([`store_error`]), anything else as [`schema_error`] under the schema's id.
+pub fn operation_error(e: impl OperationError) -> JsValue {
+    match e.as_store() {
+        Some(store) => store_error(store),
+        None => schema_error(e.id(), &e.to_string()),
+    }
 }
 
 /// A schema's error as a JS error: `code` and `id` both the schema's error id (Arsenal's

@@ -6,7 +6,7 @@ use std::rc::Rc;
 use js_sys::Promise;
 use rowkit_client::mounttable::{MountTable as Facade, MtConfig};
 use rowkit_codec::mounttable::{Caller, encode_permissions_string};
-use rowkit_statemachines::mounttable::{MountEntry, MtError, Tables};
+use rowkit_statemachines::mounttable::{MountEntry, Tables};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
@@ -16,15 +16,6 @@ use crate::js;
 struct Inner {
     mt: Facade<PageDriver>,
     caller: Caller,
-}
-
-/// An `MtError` as a JS error whose `code` is Vanadium's error id
-/// (`v.io/v23/verror.NoExist`, …) or the store status.
-fn mt_error(e: MtError) -> JsValue {
-    match e {
-        MtError::Store(s) => js::store_error(&s),
-        other => js::schema_error(other.id(), &other.to_string()),
-    }
 }
 
 fn entry_json(e: &MountEntry) -> serde_json::Value {
@@ -130,7 +121,7 @@ impl MountTable {
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
         self.diagnosis
-            .promise_void(async move { inner.mt.setup(None).await.map_err(mt_error) })
+            .promise_void(async move { inner.mt.setup(None).await.map_err(js::operation_error) })
     }
 
     /// Mounts `server` on `name` for `ttlSeconds`; `flags`: 1 = replace, 2 = mount table,
@@ -155,7 +146,7 @@ impl MountTable {
                     flags.unwrap_or(0),
                 )
                 .await
-                .map_err(mt_error)?;
+                .map_err(js::operation_error)?;
             Ok(JsValue::from_f64(deadline as f64))
         })
     }
@@ -169,7 +160,7 @@ impl MountTable {
                 .mt
                 .unmount(&inner.caller, &name, server.as_deref().unwrap_or(""))
                 .await
-                .map_err(mt_error)
+                .map_err(js::operation_error)
         })
     }
 
@@ -183,7 +174,7 @@ impl MountTable {
                 .mt
                 .resolve(&inner.caller, &name)
                 .await
-                .map_err(mt_error)?;
+                .map_err(js::operation_error)?;
             Ok(js::to_js(&entry_json(&entry)))
         })
     }
@@ -197,7 +188,7 @@ impl MountTable {
                 .mt
                 .glob(&inner.caller, &name, &pattern)
                 .await
-                .map_err(mt_error)?;
+                .map_err(js::operation_error)?;
             let entries = entries.iter().map(entry_json).collect();
             Ok(js::to_js(&serde_json::Value::Array(entries)))
         })
@@ -213,7 +204,7 @@ impl MountTable {
                 .mt
                 .get_permissions(&inner.caller, &name)
                 .await
-                .map_err(mt_error)?;
+                .map_err(js::operation_error)?;
             let doc = js_sys::Object::new();
             js_sys::Reflect::set(
                 &doc,
@@ -237,7 +228,7 @@ impl MountTable {
                 .mt
                 .check(fix, |e| js::keep_finding(&mut findings, e))
                 .await
-                .map_err(mt_error)?;
+                .map_err(js::operation_error)?;
             Ok(js::check_report("mt", summary, findings))
         })
     }
@@ -251,7 +242,7 @@ impl MountTable {
                 .mt
                 .delete(&inner.caller, &name, subtree)
                 .await
-                .map_err(mt_error)
+                .map_err(js::operation_error)
         })
     }
 }

@@ -12,7 +12,7 @@ use js_sys::Reflect;
 use rowkit_client::Driver;
 use rowkit_client::tracestore::{TraceStore as Facade, setup_table};
 use rowkit_codec::tracestore::keys::TILE_SIZE;
-use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
+use rowkit_codec::tracestore::{Layout, Params};
 use rowkit_codec::validate::Field;
 use rowkit_statemachines::Timestamp;
 use rowkit_statemachines::tracestore::{PutEntry, Tile, TraceBatch};
@@ -27,11 +27,6 @@ struct Inner {
     table: String,
     layout: Layout,
     gold: Mutex<Facade<PageDriver>>,
-}
-
-/// A trace store error as a JS error with the CLI's stable id as `code`.
-fn gold_error(e: TraceStoreError) -> JsValue {
-    js::schema_error(e.id(), &e.to_string())
 }
 
 fn tile_json(layout: Layout, tile: &Tile) -> Value {
@@ -205,7 +200,7 @@ impl TraceStore {
             let gold = inner.gold.lock().await;
             setup_table(gold.driver(), &inner.table, inner.layout)
                 .await
-                .map_err(gold_error)?;
+                .map_err(js::operation_error)?;
             Ok(JsValue::UNDEFINED)
         })
     }
@@ -245,7 +240,7 @@ impl TraceStore {
             let mut gold = inner.gold.lock().await;
             gold.put(repo_index, None, entries, ts)
                 .await
-                .map_err(gold_error)
+                .map_err(js::operation_error)
         })
     }
 
@@ -257,7 +252,10 @@ impl TraceStore {
         self.diagnosis.promise(async move {
             let (first, last) = (js::to_i64(first, "first")?, js::to_i64(last, "last")?);
             let mut gold = inner.gold.lock().await;
-            let tile = gold.read_range(first, last).await.map_err(gold_error)?;
+            let tile = gold
+                .read_range(first, last)
+                .await
+                .map_err(js::operation_error)?;
             Ok(js::to_js(&tile_json(inner.layout, &tile)))
         })
     }
@@ -271,7 +269,7 @@ impl TraceStore {
             let mut gold = inner.gold.lock().await;
             let index = match index {
                 Some(i) => Some(i),
-                None => gold.newest_tile().await.map_err(gold_error)?,
+                None => gold.newest_tile().await.map_err(js::operation_error)?,
             };
             let Some(index) = index else {
                 let mut doc = tile_json(inner.layout, &Tile::default());
@@ -282,7 +280,7 @@ impl TraceStore {
             let tile = gold
                 .read_range(first, first + 255)
                 .await
-                .map_err(gold_error)?;
+                .map_err(js::operation_error)?;
             let mut doc = tile_json(inner.layout, &tile);
             doc["tileIndex"] = Value::from(index);
             Ok(js::to_js(&doc))
@@ -319,7 +317,7 @@ impl TraceStore {
                     }
                 })
                 .await
-                .map_err(gold_error)?;
+                .map_err(js::operation_error)?;
             match thrown {
                 Some(e) => Err(e),
                 None => Ok(JsValue::from(n as f64)),
@@ -360,7 +358,7 @@ impl TraceStore {
                 .await
                 .newest_tile()
                 .await
-                .map_err(gold_error)?;
+                .map_err(js::operation_error)?;
             Ok(newest.map_or(JsValue::NULL, JsValue::from))
         })
     }

@@ -9,7 +9,7 @@ use rowkit_client::triples::TripleStore;
 use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Anchor, Object, Triple};
 use rowkit_statemachines::check::CheckOptions;
-use rowkit_statemachines::triples::{Found, LookupMethod, LookupOptions, TriplesError};
+use rowkit_statemachines::triples::{Found, LookupMethod, LookupOptions};
 use serde_json::Value;
 use wasm_bindgen::prelude::*;
 
@@ -19,15 +19,6 @@ use crate::js;
 struct Inner {
     store: TripleStore<PageDriver>,
     id: Vec<u8>,
-}
-
-/// A triple-store error as a JS error: `code` `aborted` for a deadline or cancel (as the
-/// other schemas' classes say it), else the store status it stands for.
-fn triples_error(e: TriplesError) -> JsValue {
-    match e {
-        TriplesError::Aborted => js::error("aborted", &e.to_string()),
-        other => js::store_error(&rowkit_statemachines::StoreError::from(other)),
-    }
 }
 
 /// A result as JS: the text of every part (`Found::to_text`) and, for the graph view, the
@@ -138,10 +129,9 @@ impl Graph {
         keys::check_graph_id(id.as_bytes()).map_err(js::invalid)?;
         let opts = ClientOptions::from_js(&options)?;
         let table = opts.table.as_deref().unwrap_or(keys::DEFAULT_TABLE);
-        let mut store = TripleStore::new(opts.driver.clone())
+        let store = TripleStore::new(opts.driver.clone())
             .with_table(table)
-            .with_seed(opts.seed);
-        store.set_deadline(opts.deadline_us());
+            .with_options(opts.call_options());
         Ok(Graph {
             inner: Rc::new(Inner {
                 store,
@@ -161,10 +151,11 @@ impl Graph {
         let opts = ClientOptions::from_js(&options)?;
         let table = opts.table.as_deref().unwrap_or(keys::DEFAULT_TABLE);
         let diagnosis = opts.diagnosis("triple store", vec![table.to_string()]);
-        let mut store = TripleStore::new(opts.driver.clone()).with_table(table);
-        store.set_deadline(opts.deadline_us());
+        let store = TripleStore::new(opts.driver.clone())
+            .with_table(table)
+            .with_options(opts.call_options());
         Ok(diagnosis.promise(async move {
-            let names = store.graph_names().await.map_err(triples_error)?;
+            let names = store.graph_names().await.map_err(js::operation_error)?;
             let names = names
                 .iter()
                 .map(|n| Value::from(String::from_utf8_lossy(n).into_owned()))
@@ -192,7 +183,7 @@ impl Graph {
                 .new_graph(&inner.id)
                 .await
                 .map(|_graph| ())
-                .map_err(triples_error)
+                .map_err(js::operation_error)
         })
     }
 
@@ -205,7 +196,7 @@ impl Graph {
                 .store
                 .delete_graph(&inner.id)
                 .await
-                .map_err(triples_error)
+                .map_err(js::operation_error)
         })
     }
 
@@ -231,10 +222,10 @@ impl Graph {
                 .store
                 .graph(&inner.id)
                 .await
-                .map_err(triples_error)?
+                .map_err(js::operation_error)?
                 .exist(&t)
                 .await
-                .map_err(triples_error)?;
+                .map_err(js::operation_error)?;
             Ok(JsValue::from_bool(found))
         })
     }
@@ -283,8 +274,15 @@ impl Graph {
             let args: Vec<&str> = args.iter().map(String::as_str).collect();
             let method = LookupMethod::parse(&method, &args).map_err(js::invalid)?;
             let options = lookup_options(&bounds)?;
-            let graph = inner.store.graph(&inner.id).await.map_err(triples_error)?;
-            let found = graph.lookup(method, options).await.map_err(triples_error)?;
+            let graph = inner
+                .store
+                .graph(&inner.id)
+                .await
+                .map_err(js::operation_error)?;
+            let found = graph
+                .lookup(method, options)
+                .await
+                .map_err(js::operation_error)?;
             Ok(js::to_js(&Value::Array(
                 found.iter().map(found_json).collect(),
             )))
@@ -321,12 +319,16 @@ impl Graph {
         self.diagnosis.promise_void(async move {
             let triples = parse_triples(triples)?;
             // BadWolf's callers hold a graph from `Graph()`, which checks it exists.
-            let graph = inner.store.graph(&inner.id).await.map_err(triples_error)?;
+            let graph = inner
+                .store
+                .graph(&inner.id)
+                .await
+                .map_err(js::operation_error)?;
             match change {
                 Change::Add => graph.add_triples(triples).await,
                 Change::Remove => graph.remove_triples(triples).await,
             }
-            .map_err(triples_error)
+            .map_err(js::operation_error)
         })
     }
 }

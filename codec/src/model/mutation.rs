@@ -56,6 +56,22 @@ pub enum Mutation {
 }
 
 impl Mutation {
+    /// `SetCell(family, qualifier, timestamp, value)`: the one builder every schema writes
+    /// cells with.
+    pub fn set_cell(
+        family: &str,
+        qualifier: &[u8],
+        timestamp: Timestamp,
+        value: impl Into<Vec<u8>>,
+    ) -> Mutation {
+        Mutation::SetCell {
+            family: family.into(),
+            qualifier: qualifier.to_vec(),
+            timestamp,
+            value: value.into(),
+        }
+    }
+
     /// The family the mutation names, if any.
     pub fn family(&self) -> Option<&str> {
         match self {

@@ -360,6 +360,15 @@ pub struct Context {
 }
 
 impl Context {
+    /// The facades' options: the seed, and the `--deadline` given (`None`: each operation's
+    /// own default).
+    pub fn call_options(&self) -> rowkit_client::CallOptions {
+        rowkit_client::CallOptions {
+            seed: self.seed,
+            deadline_micros: self.deadline,
+        }
+    }
+
     /// Sets up the store (opened as `opening` says) and the clock from the store options.
     pub fn from_options(global: &StoreArgs, opening: Opening) -> Result<Context, CliError> {
         let clock: Box<dyn Clock + Send + Sync> = match &global.now {

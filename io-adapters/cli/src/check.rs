@@ -271,7 +271,7 @@ pub fn run_all(ctx: &Context, args: &CheckArgs, out: &Output) -> Result<(), CliE
             let mut output = CheckOutput::new(out, "graph").with_table(table);
             let ts = TripleStore::new(&driver)
                 .with_table(table)
-                .with_seed(ctx.seed);
+                .with_options(ctx.call_options());
             let s = block_on(ts.check(None, options, timeout, |e| output.event(e)))
                 .map_err(check_error)?;
             docs.extend(output.report(&s)?);
@@ -400,7 +400,7 @@ fn fsck(
     let t = MountTable::new(driver, config);
     let mut output = CheckOutput::new(out, "mt").with_table(table);
     let summary =
-        block_on(t.check(fix, |event| output.event(event))).map_err(crate::mt::op_error)?;
+        block_on(t.check(fix, |event| output.event(event))).map_err(CliError::operation)?;
     let doc = output.report(&summary)?;
     Ok((summary, doc))
 }

@@ -1,5 +1,6 @@
 //! The CLI's errors and how they map to exit codes and stable ids.
 
+use rowkit_statemachines::operation::OperationError;
 use rowkit_statemachines::{Code, StoreError};
 
 /// A failed command.
@@ -74,6 +75,21 @@ impl CliError {
             CliError::Exit(_) => String::new(),
             CliError::Output(e) => format!("writing output: {e}"),
             CliError::Schema { message, .. } => message.clone(),
+        }
+    }
+}
+
+impl CliError {
+    /// A schema operation's error, every schema's the same way: a store error as its status,
+    /// anything else under the schema's id, exit 2 for refused input, else 1.
+    pub fn operation(e: impl OperationError) -> CliError {
+        if let Some(store) = e.as_store() {
+            return CliError::Store(store.clone());
+        }
+        CliError::Schema {
+            id: e.id().to_string(),
+            message: e.to_string(),
+            exit: if e.is_bad_input() { 2 } else { 1 },
         }
     }
 }

@@ -154,13 +154,10 @@ pub enum GoldKeyCommand {
     },
 }
 
+/// `?` on a trace-store call: the one mapping of [`CliError::operation`].
 impl From<TraceStoreError> for CliError {
     fn from(e: TraceStoreError) -> CliError {
-        CliError::Schema {
-            id: e.id().to_string(),
-            message: e.to_string(),
-            exit: if e.is_bad_input() { 2 } else { 1 },
-        }
+        CliError::operation(e)
     }
 }
 

@@ -9,9 +9,8 @@ use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::explain;
 use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Anchor, Triple};
-use rowkit_statemachines::StoreError;
 use rowkit_statemachines::triples::{
-    FilterField, FilterOperation, FilterOptions, Found, LookupMethod, LookupOptions, TriplesError,
+    FilterField, FilterOperation, FilterOptions, Found, LookupMethod, LookupOptions,
 };
 use serde_json::{Map, Value, json};
 
@@ -130,19 +129,6 @@ fn bad(e: impl std::fmt::Display) -> CliError {
     CliError::usage(e.to_string())
 }
 
-/// A triple-store error: `aborted` (deadline or cancel) under that id as the other schemas
-/// report it, anything else as the store status it stands for.
-fn triples_error(e: TriplesError) -> CliError {
-    match e {
-        TriplesError::Aborted => CliError::Schema {
-            id: "aborted".into(),
-            message: e.to_string(),
-            exit: 1,
-        },
-        other => CliError::Store(StoreError::from(other)),
-    }
-}
-
 fn parse_triple(text: &str) -> Result<Triple, CliError> {
     rowkit_codec::validate::triple(text).map_err(bad)
 }
@@ -211,10 +197,9 @@ fn anchor(text: &Option<String>) -> Result<Option<Anchor>, CliError> {
 /// Runs one graph command on table `table`.
 pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError> {
     let (table, cmd) = (args.table.as_str(), &args.command);
-    let mut ts = TripleStore::new(SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()))
+    let ts = TripleStore::new(SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()))
         .with_table(table)
-        .with_seed(ctx.seed);
-    ts.set_deadline(ctx.deadline);
+        .with_options(ctx.call_options());
     match cmd {
         GraphCommand::Check { graph, flags } => {
             let (options, timeout) = (flags.options(), check_timeout(ctx));
@@ -233,7 +218,7 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
             }
         }
         GraphCommand::Create { graph } => {
-            block_on(ts.new_graph(graph.as_bytes())).map_err(triples_error)?;
+            block_on(ts.new_graph(graph.as_bytes())).map_err(CliError::operation)?;
             if out.is_json() {
                 let mut m = Map::new();
                 m.insert("graph".into(), json!(graph));
@@ -244,7 +229,7 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
             }
         }
         GraphCommand::Drop { graph } => {
-            block_on(ts.delete_graph(graph.as_bytes())).map_err(triples_error)?;
+            block_on(ts.delete_graph(graph.as_bytes())).map_err(CliError::operation)?;
             if out.is_json() {
                 outln!("{{}}");
             } else {
@@ -252,7 +237,7 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
             }
         }
         GraphCommand::List => {
-            let names = block_on(ts.graph_names()).map_err(triples_error)?;
+            let names = block_on(ts.graph_names()).map_err(CliError::operation)?;
             if out.is_json() {
                 let list: Vec<String> = names.iter().map(|n| text(n)).collect();
                 outln!("{}", json!(list));
@@ -264,13 +249,13 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
         }
         GraphCommand::Add { graph, triples } | GraphCommand::Remove { graph, triples } => {
             let list = read_triples(triples)?;
-            let g = block_on(ts.graph(graph.as_bytes())).map_err(triples_error)?;
+            let g = block_on(ts.graph(graph.as_bytes())).map_err(CliError::operation)?;
             let n = list.len();
             let (verb, key) = if matches!(cmd, GraphCommand::Add { .. }) {
-                block_on(g.add_triples(list)).map_err(triples_error)?;
+                block_on(g.add_triples(list)).map_err(CliError::operation)?;
                 ("added", "added")
             } else {
-                block_on(g.remove_triples(list)).map_err(triples_error)?;
+                block_on(g.remove_triples(list)).map_err(CliError::operation)?;
                 ("removed", "removed")
             };
             if out.is_json() {
@@ -306,10 +291,10 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
                     },
                 ),
             };
-            let g = block_on(ts.graph(graph.as_bytes())).map_err(triples_error)?;
+            let g = block_on(ts.graph(graph.as_bytes())).map_err(CliError::operation)?;
             let found = match query {
                 Query::Exist(t) => {
-                    let exists = block_on(g.exist(&t)).map_err(triples_error)?;
+                    let exists = block_on(g.exist(&t)).map_err(CliError::operation)?;
                     let found: Vec<Found> = if exists {
                         vec![Found {
                             triple: t,
@@ -325,7 +310,7 @@ pub fn run(ctx: &Context, args: &GraphArgs, out: &Output) -> Result<(), CliError
                     return Ok(());
                 }
                 Query::Lookup(method, options) => {
-                    block_on(g.lookup(method, options)).map_err(triples_error)?
+                    block_on(g.lookup(method, options)).map_err(CliError::operation)?
                 }
             };
             print_found(&found, out)?;

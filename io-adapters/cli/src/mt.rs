@@ -126,25 +126,6 @@ pub enum PermsCommand {
     },
 }
 
-/// A mount-table error as the CLI reports it.
-pub fn op_error(e: MtError) -> CliError {
-    match e {
-        MtError::Store(s) => CliError::Store(s),
-        other => CliError::Schema {
-            id: other.id().to_string(),
-            exit: if matches!(
-                other,
-                MtError::MalformedAddress { .. } | MtError::BadPattern
-            ) {
-                2
-            } else {
-                1
-            },
-            message: other.to_string(),
-        },
-    }
-}
-
 fn caller(args: &MtArgs) -> Caller {
     match &args.as_names {
         None => server_caller(),
@@ -281,7 +262,7 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                         ),
                     });
                 }
-                Err(e) => return Err(op_error(e)),
+                Err(e) => return Err(CliError::operation(e)),
             }
         }
         MtCommand::Mount {
@@ -303,7 +284,8 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
                 };
             }
             bits |= u32::from(*replace) | (u32::from(*mt) << 1) | (u32::from(*leaf) << 2);
-            let deadline = block_on(t.mount(&who, name, server, *ttl, bits)).map_err(op_error)?;
+            let deadline =
+                block_on(t.mount(&who, name, server, *ttl, bits)).map_err(CliError::operation)?;
             let key = codec::row_key(&codec::normalize_suffix(name));
             if out.is_json() {
                 let mut m = Map::new();
@@ -321,11 +303,12 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             }
         }
         MtCommand::Unmount { name, server } => {
-            block_on(t.unmount(&who, name, server.as_deref().unwrap_or(""))).map_err(op_error)?;
+            block_on(t.unmount(&who, name, server.as_deref().unwrap_or("")))
+                .map_err(CliError::operation)?;
             empty()?;
         }
         MtCommand::Resolve { name } => {
-            let e = block_on(t.resolve(&who, name)).map_err(op_error)?;
+            let e = block_on(t.resolve(&who, name)).map_err(CliError::operation)?;
             if out.is_json() {
                 outln!("{}", entry_json(&e));
             } else {
@@ -338,7 +321,7 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             }
         }
         MtCommand::Glob { pattern, at } => {
-            let entries = block_on(t.glob(&who, at, pattern)).map_err(op_error)?;
+            let entries = block_on(t.glob(&who, at, pattern)).map_err(CliError::operation)?;
             if out.is_json() {
                 outln!("{}", Value::Array(entries.iter().map(entry_json).collect()));
             } else {
@@ -350,11 +333,11 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             }
         }
         MtCommand::Delete { name, subtree } => {
-            block_on(t.delete(&who, name, *subtree)).map_err(op_error)?;
+            block_on(t.delete(&who, name, *subtree)).map_err(CliError::operation)?;
             empty()?;
         }
         MtCommand::Perms(PermsCommand::Get { name }) => {
-            let pv = block_on(t.get_permissions(&who, name)).map_err(op_error)?;
+            let pv = block_on(t.get_permissions(&who, name)).map_err(CliError::operation)?;
             print_perms(out, &pv.perms, &pv.version)?;
         }
         MtCommand::Perms(PermsCommand::Set {
@@ -364,7 +347,8 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
         }) => {
             let p = decode_permissions(perms.as_bytes())
                 .map_err(|e| CliError::usage(format!("bad permissions: {e}")))?;
-            let pv = block_on(t.set_permissions(&who, name, p, version)).map_err(op_error)?;
+            let pv =
+                block_on(t.set_permissions(&who, name, p, version)).map_err(CliError::operation)?;
             print_perms(out, &pv.perms, &pv.version)?;
         }
         MtCommand::Fsck { fix } => {
@@ -403,10 +387,10 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             let (summary, failure) = match block_on(t.fsck(*fix, on_event)) {
                 Ok(summary) => (summary, None),
                 Err(MtError::FsckInconsistent(summary)) => {
-                    let failure = op_error(MtError::FsckInconsistent(summary.clone()));
+                    let failure = CliError::operation(MtError::FsckInconsistent(summary.clone()));
                     (summary, Some(failure))
                 }
-                Err(e) => return Err(op_error(e)),
+                Err(e) => return Err(CliError::operation(e)),
             };
             // Stale counters are tolerated (a crash leaves them), but said: on stderr as the
             // findings are.

@@ -301,14 +301,6 @@ pub struct EncodeArgs {
     pub format: String,
 }
 
-fn op_error(e: ObjmetaError) -> CliError {
-    CliError::Schema {
-        id: e.id().to_string(),
-        message: e.to_string(),
-        exit: 1,
-    }
-}
-
 /// An error of a call on `bucket` (and object `key`), its message naming them.
 fn op_error_in<'a>(
     bucket: &'a str,
@@ -405,7 +397,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
     om.set_deadline(ctx.retry.operation_timeout);
     match &args.command {
         S3Command::Setup => {
-            block_on(om.setup()).map_err(op_error)?;
+            block_on(om.setup()).map_err(CliError::operation)?;
             print(
                 out,
                 json!({"table": args.table, "families": ["d", "f"]}),
@@ -609,18 +601,18 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             print(out, listing_json(&r, true), || plain_listing(&r))?;
         }
         S3Command::Uuid => {
-            let u = block_on(om.get_uuid(None)).map_err(op_error)?;
+            let u = block_on(om.get_uuid(None)).map_err(CliError::operation)?;
             print(out, json!({"uuid": u}), || u.clone())?;
         }
         S3Command::Count => {
-            let c = block_on(om.count_items()).map_err(op_error)?;
+            let c = block_on(om.count_items()).map_err(CliError::operation)?;
             print(out, to_value(&c), || c.stringify())?;
         }
         S3Command::Repair { bucket, all } => {
             let buckets = match bucket {
                 Some(b) => vec![b.clone()],
                 None => block_on(om.list_buckets())
-                    .map_err(op_error)?
+                    .map_err(CliError::operation)?
                     .into_iter()
                     .map(|b| b.name)
                     .collect(),
@@ -677,8 +669,8 @@ fn bucket(
                 Some(t) => parse_json_object("--md", t)?,
                 None => default_md(ctx, bucket, owner, owner_display_name),
             };
-            let vf = block_on(om.create_new_bucket(bucket, &md)).map_err(op_error)?;
-            let value = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
+            let vf = block_on(om.create_new_bucket(bucket, &md)).map_err(CliError::operation)?;
+            let value = block_on(om.get_bucket_attributes(bucket)).map_err(CliError::operation)?;
             let mut m = Map::new();
             m.insert("bucket".into(), json!(bucket));
             m.insert("vformat".into(), json!(vf.as_str()));
@@ -693,7 +685,7 @@ fn bucket(
             })?;
         }
         BucketCommand::Delete { bucket } => {
-            let n = block_on(om.delete_bucket(bucket)).map_err(op_error)?;
+            let n = block_on(om.delete_bucket(bucket)).map_err(CliError::operation)?;
             let events = events_json(&om.take_events());
             print(
                 out,
@@ -702,7 +694,7 @@ fn bucket(
             )?;
         }
         BucketCommand::Get { bucket } => {
-            let v = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
+            let v = block_on(om.get_bucket_attributes(bucket)).map_err(CliError::operation)?;
             print(
                 out,
                 json!({"bucket": bucket, "value": to_value(&v)}),
@@ -711,8 +703,8 @@ fn bucket(
         }
         BucketCommand::PutAttributes { bucket, md } => {
             let md = parse_json_object("--md", md)?;
-            block_on(om.put_bucket_attributes(bucket, &md)).map_err(op_error)?;
-            let value = block_on(om.get_bucket_attributes(bucket)).map_err(op_error)?;
+            block_on(om.put_bucket_attributes(bucket, &md)).map_err(CliError::operation)?;
+            let value = block_on(om.get_bucket_attributes(bucket)).map_err(CliError::operation)?;
             let mut m = Map::new();
             m.insert("bucket".into(), json!(bucket));
             bytes_fields(&mut m, "row_key", &row_key(METASTORE, bucket));
@@ -724,7 +716,7 @@ fn bucket(
             print(out, Value::Object(m), || value.stringify())?;
         }
         BucketCommand::List => {
-            let list = block_on(om.list_buckets()).map_err(op_error)?;
+            let list = block_on(om.list_buckets()).map_err(CliError::operation)?;
             let items: Vec<Value> = list
                 .iter()
                 .map(|b| {
@@ -756,13 +748,13 @@ fn placeholders(
     table: &str,
     bucket: &str,
 ) -> Result<Vec<(RepairTask, Timestamp)>, CliError> {
-    let vf = block_on(om.get_bucket_vformat(bucket)).map_err(op_error)?;
+    let vf = block_on(om.get_bucket_vformat(bucket)).map_err(CliError::operation)?;
     let rows = block_on(bucket_rows(
         om.driver(),
         table,
         collection_for_bucket(bucket),
     ))
-    .map_err(|e| op_error(ObjmetaError::internal_error(e)))?;
+    .map_err(|e| CliError::operation(ObjmetaError::internal_error(e)))?;
     let now = ctx.now();
     let mut found = Vec::new();
     for r in rows {

@@ -176,6 +176,34 @@ fn graph_operations_end_at_the_deadline() {
     assert!(o.status.success(), "{o:?}");
 }
 
+/// `--deadline 0` ends a graph command with the very error an `s3` command ends with (id,
+/// message and exit code): the triple store takes the deadline as the other schemas do, and
+/// the aborted error is spelled once.
+#[test]
+fn graph_and_s3_abort_with_the_same_error() {
+    let s = Scratch::new("same-aborted");
+    for args in [&["graph", "setup"][..], &["s3", "setup"]] {
+        let (o, _) = rowkit(&s.store(), args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    }
+    let aborted = |args: &[&str]| {
+        let (o, _) = rowkit(
+            &s.store(),
+            &[&["--json", "--deadline", "0"][..], args].concat(),
+        );
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {o:?}");
+        error_document(&o)
+    };
+    let graph = aborted(&["graph", "create", "g1"]);
+    let s3 = aborted(&["s3", "bucket", "create", "b"]);
+    assert_eq!(graph, s3);
+    assert_eq!(graph["id"], "aborted");
+    assert_eq!(
+        graph["message"], "aborted (deadline exceeded or cancelled)",
+        "a message that says why"
+    );
+}
+
 /// Against a port nothing listens on, `graph` fails at once with the connection's error
 /// (exit 1), as `admin` and `gold` do, instead of retrying for a minute whatever `--deadline`
 /// said.

@@ -24,6 +24,7 @@ use core::task::{Context, Poll};
 
 use futures_core::Stream;
 use rowkit_codec::model::ColumnFamily;
+use rowkit_statemachines::operation::{OperationError, STALLED_MESSAGE};
 use rowkit_statemachines::{Code, Machine, Request, Response, StoreError, Tag, Timestamp};
 
 /// Where a machine's requests go, and its time: the one thing the sync, Tokio and browser
@@ -169,7 +170,7 @@ impl<E: Into<StoreError>> RunError<E> {
     pub fn into_store_error(self) -> StoreError {
         match self {
             RunError::Machine(e) => e.into(),
-            RunError::Stalled => StoreError::new(Code::Internal, "machine stalled"),
+            RunError::Stalled => StoreError::new(Code::Internal, STALLED_MESSAGE),
         }
     }
 }
@@ -186,6 +187,23 @@ where
     M: Machine,
 {
     run_until(driver, machine, on_event, driver.cancelled()).await
+}
+
+/// [`run`] for a schema's operation: a stalled machine ends with the schema's own error
+/// ([`OperationError::stalled`]), so a facade returns one error type.
+pub async fn run_operation<D, M>(
+    driver: &D,
+    machine: M,
+    on_event: impl FnMut(M::Event),
+) -> Result<M::Output, M::Error>
+where
+    D: Driver + ?Sized,
+    M: Machine<Error: OperationError>,
+{
+    run(driver, machine, on_event).await.map_err(|e| match e {
+        RunError::Machine(e) => e,
+        RunError::Stalled => M::Error::stalled(),
+    })
 }
 
 /// What woke the loop.

@@ -30,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]
 
+mod calls;
 mod driver;
 #[cfg(feature = "fetch")]
 mod fetch;
@@ -43,7 +44,8 @@ mod tokio;
 pub mod tracestore;
 pub mod triples;
 
-pub use driver::{Driver, RunError, block_on, ensure_table, run, run_until};
+pub use calls::CallOptions;
+pub use driver::{Driver, RunError, block_on, ensure_table, run, run_operation, run_until};
 #[cfg(feature = "fetch")]
 pub use fetch::FetchDriver;
 pub use mounttable::MountTable;

@@ -44,7 +44,7 @@ use rowkit_statemachines::mounttable::{
 use rowkit_statemachines::{Machine, SplitMix64, StoreError};
 
 use crate::row_cache::RowCached;
-use crate::{Driver, RunError, ensure_table, run};
+use crate::{Driver, ensure_table};
 
 /// Settings of a [`MountTable`].
 #[derive(Clone, Debug)]
@@ -206,14 +206,7 @@ impl<D: Driver> MountTable<D> {
             }
             on_event(event);
         };
-        run(&self.driver, machine, on_event)
-            .await
-            .map_err(|e| match e {
-                RunError::Machine(e) => e,
-                RunError::Stalled => MtError::Internal {
-                    what: "machine stalled".into(),
-                },
-            })
+        crate::run_operation(&self.driver, machine, on_event).await
     }
 
     async fn run_quiet<M>(&self, machine: M) -> Result<M::Output, MtError>

@@ -94,7 +94,7 @@ use rowkit_statemachines::{
 };
 
 use crate::driver::forward_admin;
-use crate::{Driver, RunError, ensure_table, run};
+use crate::{Driver, ensure_table, run, run_operation};
 
 /// A finished repair.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -371,13 +371,6 @@ impl Calls {
     }
 }
 
-fn run_error(e: RunError<ObjmetaError>) -> ObjmetaError {
-    match e {
-        RunError::Machine(e) => e,
-        RunError::Stalled => ObjmetaError::internal_error("machine stalled"),
-    }
-}
-
 /// The object-metadata facade over a driver (see the module doc).
 pub struct ObjectMetadata<D> {
     driver: D,
@@ -536,13 +529,13 @@ impl<D: Driver> ObjectMetadata<D> {
         driver: &Dr,
         shared: &Mutex<Shared>,
         machine: M,
-    ) -> (Result<M::Output, RunError<ObjmetaError>>, Vec<RepairTask>)
+    ) -> (Result<M::Output, ObjmetaError>, Vec<RepairTask>)
     where
         Dr: Driver + ?Sized,
         M: Machine<Event = ObjmetaEvent, Error = ObjmetaError>,
     {
         let mut repairs = Vec::new();
-        let result = run(driver, machine, |e| {
+        let result = run_operation(driver, machine, |e| {
             if let ObjmetaEvent::RepairScheduled(task) = &e {
                 repairs.push(task.clone());
             }
@@ -602,7 +595,7 @@ impl<D: Driver> ObjectMetadata<D> {
         let machine = start(&mut self.state, deadline, now, seed);
         let (result, repairs) = Self::drive(&self.driver, &self.shared, machine).await;
         self.schedule(repairs);
-        result.map_err(run_error)
+        result
     }
 
     /// Checks the table, or one bucket's collection (`spec/check.md` §3), repairing with
@@ -618,15 +611,7 @@ impl<D: Driver> ObjectMetadata<D> {
         let (seed, _) = self.calls.begin(now);
         let target = CheckTarget::new(&self.state.config.table, now.saturating_add_micros(timeout));
         let m = objmeta::Check::new(target, bucket, options, now, seed);
-        crate::run(&self.driver, m, on_event)
-            .await
-            .map_err(|e| match e {
-                RunError::Machine(e) => e,
-                RunError::Stalled => CheckError::Store(StoreError::new(
-                    rowkit_statemachines::Code::Internal,
-                    "machine stalled",
-                )),
-            })
+        crate::run_operation(&self.driver, m, on_event).await
     }
 
     /// `createBucket(b, md)` → the vFormat written.

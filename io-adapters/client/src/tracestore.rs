@@ -42,7 +42,7 @@ use rowkit_statemachines::tracestore::{
 };
 use rowkit_statemachines::{Code, SplitMix64, StoreError};
 
-use crate::{Driver, RunError, run};
+use crate::{Driver, run_operation};
 
 /// A store failure as the trace store's error.
 pub fn store_error(e: StoreError) -> TraceStoreError {
@@ -189,13 +189,7 @@ impl<D: Driver> TraceStore<D> {
         op: Operation<'_, F>,
         on_event: impl FnMut(TraceStoreEvent),
     ) -> Result<F::Output, TraceStoreError> {
-        run(driver, op, on_event).await.map_err(|e| match e {
-            RunError::Machine(e) => e,
-            RunError::Stalled => TraceStoreError::Store {
-                code: Code::Internal,
-                message: "machine stalled".into(),
-            },
-        })
+        run_operation(driver, op, on_event).await
     }
 
     /// Checks the table (`spec/check.md` §2) until `timeout` µs from now; findings and
@@ -210,12 +204,7 @@ impl<D: Driver> TraceStore<D> {
         let (now, seed, _) = self.begin();
         let target = CheckTarget::new(self.state.table(), now.saturating_add_micros(timeout));
         let m = Check::new(target, self.layout(), options, now, seed);
-        run(&self.driver, m, on_event).await.map_err(|e| match e {
-            RunError::Machine(e) => e,
-            RunError::Stalled => {
-                CheckError::Store(StoreError::new(Code::Internal, "machine stalled"))
-            }
-        })
+        run_operation(&self.driver, m, on_event).await
     }
 
     /// `Put`: writes `entries` at commit `repo_index` with cell timestamp `ts`.

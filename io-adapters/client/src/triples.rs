@@ -22,19 +22,20 @@
 //! assert_eq!(found.len(), 1);
 //! ```
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use rowkit_codec::model::ColumnFamily;
 use rowkit_codec::triples::Triple;
 use rowkit_codec::triples::keys;
+use rowkit_statemachines::Machine;
+use rowkit_statemachines::StoreError;
 use rowkit_statemachines::check::{CheckError, CheckEvent, CheckOptions, CheckSummary};
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::triples::{
     AddTriples, Check, DeleteGraph, Exist, Found, GraphExists, GraphNames, Lookup, LookupMethod,
     LookupOptions, NewGraph, OperationConfig, RemoveTriples, TriplesError,
 };
-use rowkit_statemachines::{Code, Machine, SplitMix64, StoreError, Timestamp};
 
-use crate::{Driver, RunError, ensure_table, run};
+use crate::calls::Calls;
+use crate::{CallOptions, Driver, ensure_table, run_operation};
 
 /// Deadline of ordinary operations (spec §11).
 pub const DEFAULT_TIMEOUT_MICROS: i64 = 60_000_000;
@@ -50,50 +51,12 @@ pub fn table_families() -> [ColumnFamily; 3] {
     ]
 }
 
-/// The table, and the n-th call's seed (`nth_output(seed, n)`, so a single-threaded sequence
-/// of calls is reproducible).
-#[derive(Debug)]
-struct TriplesCalls {
-    table: String,
-    seed: u64,
-    calls: AtomicU64,
-}
-
-impl TriplesCalls {
-    /// Calls on `table` seeded from `seed`.
-    fn new(table: &str, seed: u64) -> TriplesCalls {
-        TriplesCalls {
-            table: table.into(),
-            seed,
-            calls: AtomicU64::new(0),
-        }
-    }
-
-    /// The table id.
-    fn table(&self) -> &str {
-        &self.table
-    }
-
-    /// The base seed.
-    fn seed(&self) -> u64 {
-        self.seed
-    }
-
-    /// The configuration and seed of a call starting at `now` with `timeout` µs.
-    fn next(&self, now: Timestamp, timeout: i64) -> (OperationConfig, u64) {
-        let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        let config = OperationConfig::new(&self.table, Timestamp(now.0.saturating_add(timeout)));
-        (config, SplitMix64::nth_output(self.seed, n))
-    }
-}
-
 /// The triple store in one table, over a driver.
 #[derive(Debug)]
 pub struct TripleStore<D> {
     driver: D,
-    calls: TriplesCalls,
-    /// The deadline of every operation in µs from its start, if set (else spec §11's).
-    deadline_micros: Option<i64>,
+    table: String,
+    calls: Calls,
 }
 
 /// A graph handle, obtained from [`TripleStore::new_graph`] or [`TripleStore::graph`].
@@ -103,56 +66,45 @@ pub struct Graph<'s, D> {
     id: Vec<u8>,
 }
 
-fn unwrap_run<T>(r: Result<T, RunError<TriplesError>>) -> Result<T, TriplesError> {
-    r.map_err(|e| match e {
-        RunError::Machine(e) => e,
-        RunError::Stalled => {
-            TriplesError::Store(StoreError::new(Code::Internal, "machine stalled"))
-        }
-    })
-}
-
 impl<D: Driver> TripleStore<D> {
-    /// The store in table `badwolf`, seed 0.
+    /// The store in table `badwolf`, default [`CallOptions`] (seed 0; spec §11's deadlines:
+    /// 60 s, and 1 h for `DeleteGraph`, `AddTriples` and `RemoveTriples`).
     pub fn new(driver: D) -> Self {
         TripleStore {
             driver,
-            calls: TriplesCalls::new(keys::DEFAULT_TABLE, 0),
-            deadline_micros: None,
+            table: keys::DEFAULT_TABLE.into(),
+            calls: Calls::default(),
         }
-    }
-
-    /// Every later operation ends `Aborted` this many µs after it starts (`None`: spec §11's
-    /// 60 s, and 1 h for `DeleteGraph`, `AddTriples` and `RemoveTriples`).
-    pub fn set_deadline(&mut self, micros: Option<i64>) {
-        self.deadline_micros = micros;
     }
 
     /// Uses table `table`.
     pub fn with_table(mut self, table: &str) -> Self {
-        self.calls = TriplesCalls::new(table, self.calls.seed());
+        self.table = table.into();
         self
     }
 
-    /// Seeds the retry jitter of every operation.
-    pub fn with_seed(mut self, seed: u64) -> Self {
-        self.calls = TriplesCalls::new(self.calls.table(), seed);
+    /// Seeds every operation and, if `options` set one, bounds every operation by its
+    /// deadline instead of spec §11's.
+    pub fn with_options(mut self, options: CallOptions) -> Self {
+        self.calls = Calls::new(options);
         self
+    }
+
+    /// The options.
+    pub fn options(&self) -> CallOptions {
+        self.calls.options()
     }
 
     /// The table id.
     pub fn table(&self) -> &str {
-        self.calls.table()
+        &self.table
     }
 
-    /// The configuration, start and seed of an operation whose own deadline is `timeout` µs
-    /// (unless [`TripleStore::set_deadline`] set one for every operation).
-    fn config(&self, timeout: i64) -> (OperationConfig, Timestamp, u64) {
-        let now = self.driver.now();
-        let (config, seed) = self
-            .calls
-            .next(now, self.deadline_micros.unwrap_or(timeout));
-        (config, now, seed)
+    /// The configuration and start of an operation whose own deadline is `timeout` µs
+    /// (unless the options set one for every operation).
+    fn start(&self, timeout: i64) -> (OperationConfig, Start) {
+        let start = self.calls.start(self.driver.now(), timeout);
+        (OperationConfig::new(&self.table), start)
     }
 
     /// The driver.
@@ -161,7 +113,7 @@ impl<D: Driver> TripleStore<D> {
     }
 
     async fn run<M: Machine<Error = TriplesError>>(&self, m: M) -> Result<M::Output, TriplesError> {
-        unwrap_run(run(&self.driver, m, |_| {}).await)
+        run_operation(&self.driver, m, |_| {}).await
     }
 
     /// Creates the table with families `graph`, `immutable_triple`, `temporal_triple`, without
@@ -172,22 +124,16 @@ impl<D: Driver> TripleStore<D> {
 
     /// `NewGraph(g)`.
     pub async fn new_graph(&self, id: &[u8]) -> Result<Graph<'_, D>, TriplesError> {
-        let (config, now, seed) = self.config(DEFAULT_TIMEOUT_MICROS);
-        self.run(NewGraph::new(config, id, now, seed)).await?;
-        Ok(Graph {
-            owner: self,
-            id: id.to_vec(),
-        })
+        let (config, start) = self.start(DEFAULT_TIMEOUT_MICROS);
+        self.run(NewGraph::new(config, id, start)).await?;
+        Ok(self.handle(id))
     }
 
     /// `Graph(g)`: a handle if the graph exists.
     pub async fn graph(&self, id: &[u8]) -> Result<Graph<'_, D>, TriplesError> {
-        let (config, now, seed) = self.config(DEFAULT_TIMEOUT_MICROS);
-        self.run(GraphExists::new(config, id, now, seed)).await?;
-        Ok(Graph {
-            owner: self,
-            id: id.to_vec(),
-        })
+        let (config, start) = self.start(DEFAULT_TIMEOUT_MICROS);
+        self.run(GraphExists::new(config, id, start)).await?;
+        Ok(self.handle(id))
     }
 
     /// A handle to graph `id` without checking that it exists (what BadWolf's callers hold
@@ -201,14 +147,14 @@ impl<D: Driver> TripleStore<D> {
 
     /// `DeleteGraph(g)`.
     pub async fn delete_graph(&self, id: &[u8]) -> Result<(), TriplesError> {
-        let (config, now, seed) = self.config(LONG_TIMEOUT_MICROS);
-        self.run(DeleteGraph::new(config, id, now, seed)).await
+        let (config, start) = self.start(LONG_TIMEOUT_MICROS);
+        self.run(DeleteGraph::new(config, id, start)).await
     }
 
     /// `GraphNames()`.
     pub async fn graph_names(&self) -> Result<Vec<Vec<u8>>, TriplesError> {
-        let (config, now, seed) = self.config(DEFAULT_TIMEOUT_MICROS);
-        self.run(GraphNames::new(config, now, seed)).await
+        let (config, start) = self.start(DEFAULT_TIMEOUT_MICROS);
+        self.run(GraphNames::new(config, start)).await
     }
 
     /// Checks the table, or one graph (`spec/check.md` §4), repairing with `options.fix`;
@@ -221,15 +167,9 @@ impl<D: Driver> TripleStore<D> {
         on_event: impl FnMut(CheckEvent),
     ) -> Result<CheckSummary, CheckError> {
         // Its own `timeout`, not the operations' deadline: a check runs as long as it is let.
-        let now = self.driver.now();
-        let (config, seed) = self.calls.next(now, timeout);
-        let m = Check::new(config, graph, options, now, seed);
-        run(&self.driver, m, on_event).await.map_err(|e| match e {
-            RunError::Machine(e) => e,
-            RunError::Stalled => {
-                CheckError::Store(StoreError::new(Code::Internal, "machine stalled"))
-            }
-        })
+        let start = self.calls.start_within(self.driver.now(), timeout);
+        let m = Check::new(OperationConfig::new(&self.table), graph, options, start);
+        run_operation(&self.driver, m, on_event).await
     }
 }
 
@@ -241,25 +181,25 @@ impl<D: Driver> Graph<'_, D> {
 
     /// `AddTriples`.
     pub async fn add_triples(&self, triples: Vec<Triple>) -> Result<(), TriplesError> {
-        let (config, now, seed) = self.owner.config(LONG_TIMEOUT_MICROS);
+        let (config, start) = self.owner.start(LONG_TIMEOUT_MICROS);
         self.owner
-            .run(AddTriples::new(config, &self.id, triples, now, seed))
+            .run(AddTriples::new(config, &self.id, triples, start))
             .await
     }
 
     /// `RemoveTriples`.
     pub async fn remove_triples(&self, triples: Vec<Triple>) -> Result<(), TriplesError> {
-        let (config, now, seed) = self.owner.config(LONG_TIMEOUT_MICROS);
+        let (config, start) = self.owner.start(LONG_TIMEOUT_MICROS);
         self.owner
-            .run(RemoveTriples::new(config, &self.id, triples, now, seed))
+            .run(RemoveTriples::new(config, &self.id, triples, start))
             .await
     }
 
     /// `Exist`.
     pub async fn exist(&self, triple: &Triple) -> Result<bool, TriplesError> {
-        let (config, now, seed) = self.owner.config(DEFAULT_TIMEOUT_MICROS);
+        let (config, start) = self.owner.start(DEFAULT_TIMEOUT_MICROS);
         self.owner
-            .run(Exist::new(config, &self.id, triple.clone(), now, seed))
+            .run(Exist::new(config, &self.id, triple.clone(), start))
             .await
     }
 
@@ -269,9 +209,9 @@ impl<D: Driver> Graph<'_, D> {
         method: LookupMethod,
         options: LookupOptions,
     ) -> Result<Vec<Found>, TriplesError> {
-        let (config, now, seed) = self.owner.config(DEFAULT_TIMEOUT_MICROS);
+        let (config, start) = self.owner.start(DEFAULT_TIMEOUT_MICROS);
         self.owner
-            .run(Lookup::new(config, &self.id, method, options, now, seed))
+            .run(Lookup::new(config, &self.id, method, options, start))
             .await
     }
 }

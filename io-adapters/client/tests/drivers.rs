@@ -456,9 +456,17 @@ mod triples {
             triples.iter().map(Triple::to_text).collect();
         let (sync_clock, async_clock) = clocks(near_wall_clock());
         let store = MemoryStore::new();
-        let sync_ts = TripleStore::new(SyncDriver::new(&store, &sync_clock)).with_seed(4);
+        let sync_ts = TripleStore::new(SyncDriver::new(&store, &sync_clock)).with_options(
+            rowkit_client::CallOptions {
+                seed: 4,
+                ..Default::default()
+            },
+        );
         let driver = TokioDriver::new(connect(emu).await).with_clock(shared(&async_clock));
-        let tokio_ts = TripleStore::new(driver).with_seed(4);
+        let tokio_ts = TripleStore::new(driver).with_options(rowkit_client::CallOptions {
+            seed: 4,
+            ..Default::default()
+        });
         same("setup", block_on(sync_ts.setup()), tokio_ts.setup().await);
         let sg = block_on(sync_ts.new_graph(b"g")).unwrap();
         let tg = tokio_ts.new_graph(b"g").await.unwrap();

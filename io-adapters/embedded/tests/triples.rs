@@ -10,6 +10,7 @@ use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_codec::triples::Triple;
 use rowkit_embedded::driver::ManualClock;
 use rowkit_embedded::{MemoryStore, RedbStore, Reply, Store};
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::triples::{AddTriples, OperationConfig, TriplesError};
 use rowkit_statemachines::{
     Code, MutateRowsEntryResult, MutateRowsResponse, Request, Response, StoreError,
@@ -138,8 +139,12 @@ fn faulty(faults: Vec<Vec<(usize, Code)>>) -> Faulty {
 
 fn add(store: &Faulty, triples: Vec<Triple>) -> Result<(), TriplesError> {
     let clock = ManualClock::new(Timestamp::from_secs(10));
-    let config = OperationConfig::new("badwolf", Timestamp::from_secs(70));
-    let m = AddTriples::new(config, b"test", triples, Timestamp::from_secs(10), 3);
+    let start = Start {
+        now: Timestamp::from_secs(10),
+        seed: 3,
+        deadline: Timestamp::from_secs(70),
+    };
+    let m = AddTriples::new(OperationConfig::new("badwolf"), b"test", triples, start);
     run_blocking(store, &clock, m, |_| {}).map_err(|e| match e {
         rowkit_client::RunError::Machine(e) => e,
         other => panic!("{other:?}"),
@@ -204,8 +209,12 @@ fn delete_graph_pages_through_every_index_and_spares_other_graphs() {
             .len(),
         10
     );
-    let config = OperationConfig::new("badwolf", Timestamp::from_secs(100));
-    let m = DeleteGraph::with_page_rows(config, b"t", 3, Timestamp::from_secs(10), 9);
+    let start = Start {
+        now: Timestamp::from_secs(10),
+        seed: 9,
+        deadline: Timestamp::from_secs(100),
+    };
+    let m = DeleteGraph::with_page_rows(OperationConfig::new("badwolf"), b"t", 3, start);
     run_blocking(&store, &clock, m, |_| {}).unwrap();
     assert!(block_on(ts.graph(b"t")).is_err());
     assert_eq!(block_on(ts.graph_names()).unwrap(), [b"t:x".to_vec()]);

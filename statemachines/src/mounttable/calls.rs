@@ -22,7 +22,7 @@ use rowkit_codec::mounttable::{self as codec, FAMILY_COUNTER, NodeRow, QUAL_COUN
 
 use super::{MtCtx, MtError, MtEvent, Nodes};
 use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::Io;
+use crate::operation::{Io, OperationError};
 use crate::{
     CheckAndMutateRowRequest, Code, MutateRowRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
     Request, Response, StoreError, Timestamp,
@@ -33,22 +33,6 @@ pub(super) type Progress<T> = crate::operation::Progress<T, super::MountTableSch
 
 /// The I/O every mount-table step runs on.
 pub(super) type MtIo = Io<MtEvent>;
-
-/// The outcome of a nested step once it is ready; while it waits, puts the phase back into
-/// `$slot` and returns `Ok(None)` from the enclosing `advance`.
-macro_rules! ready {
-    ($slot:expr, $phase:expr, $poll:expr) => {
-        match $poll {
-            Ok(Some(v)) => Ok(v),
-            Ok(None) => {
-                $slot = $phase;
-                return Ok(None);
-            }
-            Err(e) => Err(e),
-        }
-    };
-}
-pub(super) use ready;
 
 /// The error of a step advanced after it ended (a bug in its parent, reported rather than a
 /// panic).
@@ -95,15 +79,6 @@ impl Half {
     }
 }
 
-pub(super) fn set(family: &str, qualifier: &[u8], timestamp: Timestamp, value: &[u8]) -> Mutation {
-    Mutation::SetCell {
-        family: family.into(),
-        qualifier: qualifier.to_vec(),
-        timestamp,
-        value: value.to_vec(),
-    }
-}
-
 pub(super) fn delete_column(family: &str, qualifier: &[u8]) -> Mutation {
     Mutation::DeleteFromColumn {
         family: family.into(),
@@ -139,13 +114,6 @@ fn decode_node(
         })
 }
 
-fn unexpected(output: ChildOutput) -> MtError {
-    MtError::Store(StoreError::new(
-        Code::Internal,
-        format!("unexpected response {output:?}"),
-    ))
-}
-
 /// Starts a read that retries until its request deadline.
 fn read(io: &mut MtIo, ctx: &MtCtx, request: ReadRowsRequest) -> ChildId {
     let deadline = Half::First.deadline(io, ctx);
@@ -157,7 +125,7 @@ fn rows(io: &mut MtIo, child: ChildId) -> Progress<Vec<Arc<Row>>> {
     match io.take(child) {
         None => Ok(None),
         Some(Ok(ChildOutput::Rows(rows))) => Ok(Some(rows)),
-        Some(Ok(other)) => Err(unexpected(other)),
+        Some(Ok(other)) => Err(MtError::unexpected(&other)),
         Some(Err(e)) => Err(e.into()),
     }
 }
@@ -243,7 +211,7 @@ impl Unary {
         }
         match outcome {
             Some(Ok(ChildOutput::Unary(response))) => Ok(Some(response)),
-            Some(Ok(other)) => Err(unexpected(other)),
+            Some(Ok(other)) => Err(MtError::unexpected(&other)),
             Some(Err(e)) => Err(e.into()),
             None if io.now() >= self.deadline => {
                 io.abort(self.child);
@@ -295,7 +263,7 @@ impl Cam {
         match self.0.poll(io)? {
             None => Ok(None),
             Some(Response::CheckAndMutateRow { predicate_matched }) => Ok(Some(predicate_matched)),
-            Some(other) => Err(unexpected(ChildOutput::Unary(other))),
+            Some(other) => Err(MtError::unexpected(&ChildOutput::Unary(other))),
         }
     }
 }
@@ -315,7 +283,7 @@ impl Occ {
     ) -> Occ {
         if !delete {
             match codec::next_version(&node.version) {
-                Ok(next) => mutations.push(set(
+                Ok(next) => mutations.push(Mutation::set_cell(
                     codec::FAMILY_META,
                     codec::QUAL_VERSION,
                     Timestamp::SERVER_TIME,
@@ -348,7 +316,7 @@ impl Occ {
             Some(Response::CheckAndMutateRow {
                 predicate_matched: false,
             }) => Err(MtError::ConcurrentAccess),
-            Some(other) => Err(unexpected(ChildOutput::Unary(other))),
+            Some(other) => Err(MtError::unexpected(&ChildOutput::Unary(other))),
         }
     }
 }
@@ -397,7 +365,7 @@ impl Put {
         match self.0.poll(io)? {
             None => Ok(None),
             Some(Response::MutateRow) => Ok(Some(())),
-            Some(other) => Err(unexpected(ChildOutput::Unary(other))),
+            Some(other) => Err(MtError::unexpected(&ChildOutput::Unary(other))),
         }
     }
 }
@@ -429,7 +397,7 @@ impl Incr {
                 .map_err(|e| MtError::Internal {
                     what: e.to_string(),
                 }),
-            Some(other) => Err(unexpected(ChildOutput::Unary(other))),
+            Some(other) => Err(MtError::unexpected(&ChildOutput::Unary(other))),
         }
     }
 }

@@ -50,7 +50,7 @@ pub use operations::{
 };
 use rowkit_codec::mounttable::{self as codec, AccessList, Caller, NodeRow, Permissions};
 
-use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
+use crate::operation::{Budget, ContextArg, Flow, Operation, OperationError, Schema};
 use crate::{StoreError, Timestamp};
 
 /// Node and counter table names.
@@ -445,9 +445,30 @@ impl Schema for MountTableSchema {
     type Context = MtCtx;
     type Event = MtEvent;
     type Error = MtError;
+}
+
+impl OperationError for MtError {
+    fn id(&self) -> &'static str {
+        MtError::id(self)
+    }
 
     fn aborted() -> MtError {
         MtError::Aborted
+    }
+
+    fn store(error: StoreError) -> MtError {
+        MtError::Store(error)
+    }
+
+    fn as_store(&self) -> Option<&StoreError> {
+        match self {
+            MtError::Store(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn is_bad_input(&self) -> bool {
+        matches!(self, MtError::MalformedAddress { .. } | MtError::BadPattern)
     }
 }
 

@@ -21,9 +21,11 @@ use rowkit_codec::mounttable::{
 
 use super::calls::{
     BackOff, Cam, Half, Incr, MtIo, Node, NodeRead, Occ, Progress, Put, check_deadline,
-    delete_column, ended, ready, set, warn,
+    delete_column, ended, warn,
 };
 use super::{MountEntry, MountedServer, MtCtx, MtError};
+use crate::operation::settled;
+use crate::ready;
 
 // ---- shared helpers ---------------------------------------------------------------------------
 
@@ -67,13 +69,13 @@ pub(super) fn authorize(
 pub(super) fn set_perms(io: &mut MtIo, ctx: &MtCtx, node: &NodeRow, perms: &Permissions) -> Occ {
     let ts = Timestamp::SERVER_TIME;
     let mutations = vec![
-        set(
+        Mutation::set_cell(
             FAMILY_META,
             codec::QUAL_PERMS,
             ts,
-            &codec::encode_permissions(perms),
+            codec::encode_permissions(perms),
         ),
-        set(FAMILY_META, codec::QUAL_STICKY, ts, MARKER_VALUE),
+        Mutation::set_cell(FAMILY_META, codec::QUAL_STICKY, ts, MARKER_VALUE),
     ];
     Occ::start(io, ctx, node, mutations, false)
 }
@@ -193,7 +195,7 @@ impl Increment {
                     self.phase = P::Adding(call);
                 }
                 P::Adding(mut call) => {
-                    let n = ready!(self.phase, P::Adding(call), call.poll(io))?;
+                    let n = ready!(call.poll(io), self.phase => P::Adding(call));
                     if self.delta > 0 && self.limit > 0 && n > self.limit {
                         let undo = Incr::start(io, ctx, self.key.clone(), -self.delta, self.half);
                         self.phase = P::Undoing(undo);
@@ -202,7 +204,7 @@ impl Increment {
                     return Ok(Some(()));
                 }
                 P::Undoing(mut call) => {
-                    if let Err(e) = ready!(self.phase, P::Undoing(call), call.poll(io)) {
+                    if let Err(e) = ready!(settled(call.poll(io)), self.phase => P::Undoing(call)) {
                         warn(io, "undo counter increment", e);
                     }
                     let limit = self.limit;
@@ -278,7 +280,7 @@ impl CreateRow {
         loop {
             match mem::replace(&mut self.phase, P::Done) {
                 P::Counting(mut inc) => {
-                    ready!(self.phase, P::Counting(inc), inc.advance(io, ctx))?;
+                    ready!(inc.advance(io, ctx), self.phase => P::Counting(inc));
                     let version = codec::format_version((io.next_seed() >> 32) as u32);
                     let predicate = RowFilter::Chain(vec![
                         RowFilter::FamilyNameRegex(FAMILY_META.into()),
@@ -287,22 +289,27 @@ impl CreateRow {
                     let ts = Timestamp::SERVER_TIME;
                     let json = codec::encode_permissions(&self.perms);
                     let mutations = vec![
-                        set(FAMILY_META, codec::QUAL_ID, ts, &self.id),
-                        set(
+                        Mutation::set_cell(FAMILY_META, codec::QUAL_ID, ts, self.id.as_slice()),
+                        Mutation::set_cell(
                             FAMILY_META,
                             codec::QUAL_CREATOR,
                             ts,
                             self.creator.as_bytes(),
                         ),
-                        set(FAMILY_META, codec::QUAL_PERMS, ts, &json),
-                        set(FAMILY_META, codec::QUAL_VERSION, ts, version.as_bytes()),
+                        Mutation::set_cell(FAMILY_META, codec::QUAL_PERMS, ts, json.as_slice()),
+                        Mutation::set_cell(
+                            FAMILY_META,
+                            codec::QUAL_VERSION,
+                            ts,
+                            version.as_bytes(),
+                        ),
                     ];
                     let key = codec::row_key(&self.name);
                     self.phase =
                         P::Writing(Cam::start(io, ctx, key, predicate, mutations, self.half));
                 }
                 P::Writing(mut cam) => {
-                    let error = match ready!(self.phase, P::Writing(cam), cam.poll(io)) {
+                    let error = match ready!(settled(cam.poll(io)), self.phase => P::Writing(cam)) {
                         Ok(false) => return Ok(Some(())),
                         Ok(true) => MtError::ConcurrentAccess,
                         // rowkit fix: the row may exist (its answer was lost). Keep the count,
@@ -315,11 +322,7 @@ impl CreateRow {
                     self.phase = P::Uncounting { undo, error };
                 }
                 P::Uncounting { mut undo, error } => {
-                    let r = ready!(
-                        self.phase,
-                        P::Uncounting { undo, error },
-                        undo.advance(io, ctx)
-                    );
+                    let r = ready!(settled(undo.advance(io, ctx)), self.phase => P::Uncounting { undo, error });
                     if let Err(w) = r {
                         warn(io, "undo node counter", w);
                     }
@@ -413,7 +416,7 @@ impl CreateChild {
                         }
                         .into());
                     }
-                    let reference = vec![set(
+                    let reference = vec![Mutation::set_cell(
                         FAMILY_CHILDREN,
                         &self.qualifier,
                         Timestamp::SERVER_TIME,
@@ -423,7 +426,7 @@ impl CreateChild {
                         P::Referencing(Occ::start(io, ctx, &self.parent, reference, false));
                 }
                 P::Referencing(mut occ) => {
-                    ready!(self.phase, P::Referencing(occ), occ.poll(io))?;
+                    ready!(occ.poll(io), self.phase => P::Referencing(occ));
                     // The parent's version is the child's id (§11.1).
                     self.phase = P::CreatingRow(CreateRow::new(
                         &self.child_name,
@@ -436,7 +439,7 @@ impl CreateChild {
                 }
                 P::CreatingRow(mut row) => {
                     if let Err(error) =
-                        ready!(self.phase, P::CreatingRow(row), row.advance(io, ctx))
+                        ready!(settled(row.advance(io, ctx)), self.phase => P::CreatingRow(row))
                     {
                         if outcome_unknown(&error) {
                             // rowkit fix: the child row may exist (the createRow answer was
@@ -460,20 +463,23 @@ impl CreateChild {
                     };
                 }
                 P::RollingBack { mut put, error } => {
-                    if let Err(w) = ready!(self.phase, P::RollingBack { put, error }, put.poll(io))
+                    if let Err(w) =
+                        ready!(settled(put.poll(io)), self.phase => P::RollingBack { put, error })
                     {
                         warn(io, "roll back child reference", w);
                     }
                     return Err(error);
                 }
                 P::DroppingStale(mut put) => {
-                    if let Err(w) = ready!(self.phase, P::DroppingStale(put), put.poll(io)) {
+                    if let Err(w) =
+                        ready!(settled(put.poll(io)), self.phase => P::DroppingStale(put))
+                    {
                         warn(io, "delete stale child references", w);
                     }
                     self.phase = P::ReadingBack(NodeRead::start(io, ctx, &self.child_name));
                 }
                 P::ReadingBack(mut read) => {
-                    let node = ready!(self.phase, P::ReadingBack(read), read.poll(io))?
+                    let node = ready!(read.poll(io), self.phase => P::ReadingBack(read))
                         .ok_or(MtError::ConcurrentAccess)?;
                     // rowkit fix: the row read back must be the incarnation we created. If
                     // ours was collected and another caller created its own in between, that
@@ -491,7 +497,7 @@ impl CreateChild {
                     self.phase = P::Linking { link, node };
                 }
                 P::Linking { mut link, node } => {
-                    ready!(self.phase, P::Linking { link, node }, link.advance(io, ctx))?;
+                    ready!(link.advance(io, ctx), self.phase => P::Linking { link, node });
                     return Ok(Some(node));
                 }
                 P::Done => return Err(ended()),
@@ -553,7 +559,7 @@ impl EnsureLinked {
                     self.phase = P::ParentRead(NodeRead::start(io, ctx, &self.parent_name));
                 }
                 P::ParentRead(mut read) => {
-                    let Some(parent) = ready!(self.phase, P::ParentRead(read), read.poll(io))?
+                    let Some(parent) = ready!(read.poll(io), self.phase => P::ParentRead(read))
                     else {
                         let remove = vec![Mutation::DeleteFromRow];
                         self.phase =
@@ -575,13 +581,13 @@ impl EnsureLinked {
                     self.phase = P::ChildReread { read, parent };
                 }
                 P::ChildReread { mut read, parent } => {
-                    let now = ready!(self.phase, P::ChildReread { read, parent }, read.poll(io))?;
+                    let now = ready!(read.poll(io), self.phase => P::ChildReread { read, parent });
                     if !matches!(now, Some(n) if n.id == self.id) {
                         // Our incarnation is gone: the operation retries the walk.
                         return Err(MtError::ConcurrentAccess);
                     }
                     let mut mutations = stale_refs(&parent, &self.child, false, io.now());
-                    mutations.push(set(
+                    mutations.push(Mutation::set_cell(
                         FAMILY_CHILDREN,
                         &codec::child_qualifier(&self.id, &self.child),
                         Timestamp::SERVER_TIME,
@@ -590,14 +596,16 @@ impl EnsureLinked {
                     self.phase = P::Relinking(Occ::start(io, ctx, &parent, mutations, false));
                 }
                 P::Relinking(mut occ) => {
-                    match ready!(self.phase, P::Relinking(occ), occ.poll(io)) {
+                    match ready!(settled(occ.poll(io)), self.phase => P::Relinking(occ)) {
                         Ok(()) => return Ok(Some(())),
                         Err(MtError::ConcurrentAccess) => self.phase = P::Check,
                         Err(e) => return Err(e),
                     }
                 }
                 P::RemovingOrphan(mut occ) => {
-                    if let Err(e) = ready!(self.phase, P::RemovingOrphan(occ), occ.poll(io)) {
+                    if let Err(e) =
+                        ready!(settled(occ.poll(io)), self.phase => P::RemovingOrphan(occ))
+                    {
                         warn(io, "remove orphaned new child", e);
                         return Err(MtError::ConcurrentAccess);
                     }
@@ -609,7 +617,9 @@ impl EnsureLinked {
                     self.phase = P::UnreferencingOrphan(put);
                 }
                 P::UnreferencingOrphan(mut put) => {
-                    if let Err(e) = ready!(self.phase, P::UnreferencingOrphan(put), put.poll(io)) {
+                    if let Err(e) =
+                        ready!(settled(put.poll(io)), self.phase => P::UnreferencingOrphan(put))
+                    {
                         warn(io, "remove the reference of an orphaned new child", e);
                     }
                     let undo =
@@ -617,8 +627,7 @@ impl EnsureLinked {
                     self.phase = P::UncountingOrphan(undo);
                 }
                 P::UncountingOrphan(mut undo) => {
-                    if let Err(e) =
-                        ready!(self.phase, P::UncountingOrphan(undo), undo.advance(io, ctx))
+                    if let Err(e) = ready!(settled(undo.advance(io, ctx)), self.phase => P::UncountingOrphan(undo))
                     {
                         warn(io, "undo node counter", e);
                     }
@@ -688,7 +697,7 @@ impl Delete {
                     self.next_child(io, ctx, 0);
                 }
                 P::ChildRead { at, mut read } => {
-                    match ready!(self.phase, P::ChildRead { at, read }, read.poll(io))? {
+                    match ready!(read.poll(io), self.phase => P::ChildRead { at, read }) {
                         Some(child) => {
                             let delete = Box::new(Delete::new(child, true));
                             self.phase = P::ChildDeleted { at, delete };
@@ -704,24 +713,16 @@ impl Delete {
                     }
                 }
                 P::ChildCreated { at, mut create } => {
-                    let child = ready!(
-                        self.phase,
-                        P::ChildCreated { at, create },
-                        create.advance(io, ctx)
-                    )?;
+                    let child = ready!(create.advance(io, ctx), self.phase => P::ChildCreated { at, create });
                     let delete = Box::new(Delete::new(child, true));
                     self.phase = P::ChildDeleted { at, delete };
                 }
                 P::ChildDeleted { at, mut delete } => {
-                    ready!(
-                        self.phase,
-                        P::ChildDeleted { at, delete },
-                        delete.advance(io, ctx)
-                    )?;
+                    ready!(delete.advance(io, ctx), self.phase => P::ChildDeleted { at, delete });
                     self.next_child(io, ctx, at + 1);
                 }
                 P::RowDeleted(mut occ) => {
-                    ready!(self.phase, P::RowDeleted(occ), occ.poll(io))?;
+                    ready!(occ.poll(io), self.phase => P::RowDeleted(occ));
                     let (parent, base) = codec::split(&self.node.name);
                     let unref = vec![delete_column(
                         FAMILY_CHILDREN,
@@ -730,7 +731,7 @@ impl Delete {
                     self.phase = P::Unreferenced(Put::node(io, ctx, parent, unref, Half::Second));
                 }
                 P::Unreferenced(mut put) => {
-                    ready!(self.phase, P::Unreferenced(put), put.poll(io))?;
+                    ready!(put.poll(io), self.phase => P::Unreferenced(put));
                     let servers =
                         (self.node.servers.len() + self.node.expired_servers.len()) as i64;
                     self.phase = P::ServersUncounted(Increment::new(
@@ -742,7 +743,7 @@ impl Delete {
                     ));
                 }
                 P::ServersUncounted(mut undo) => {
-                    ready!(self.phase, P::ServersUncounted(undo), undo.advance(io, ctx))?;
+                    ready!(undo.advance(io, ctx), self.phase => P::ServersUncounted(undo));
                     self.phase = P::NodeUncounted(Increment::new(
                         CounterKind::Nodes,
                         &self.node.creator,
@@ -752,7 +753,7 @@ impl Delete {
                     ));
                 }
                 P::NodeUncounted(mut undo) => {
-                    return ready!(self.phase, P::NodeUncounted(undo), undo.advance(io, ctx))
+                    return ready!(settled(undo.advance(io, ctx)), self.phase => P::NodeUncounted(undo))
                         .map(Some);
                 }
                 P::Done => return Err(ended()),
@@ -806,18 +807,18 @@ impl DeleteAndGc {
         loop {
             match mem::replace(&mut self.phase, P::Done) {
                 P::Deleting(mut delete) => {
-                    ready!(self.phase, P::Deleting(delete), delete.advance(io, ctx))?;
+                    ready!(delete.advance(io, ctx), self.phase => P::Deleting(delete));
                     self.phase = P::ParentRead(NodeRead::start(io, ctx, &self.parent));
                 }
                 P::ParentRead(mut read) => {
-                    match ready!(self.phase, P::ParentRead(read), read.poll(io)) {
+                    match ready!(settled(read.poll(io)), self.phase => P::ParentRead(read)) {
                         Ok(Some(parent)) => self.phase = P::Collecting(Gc::new(parent)),
                         _ => return Ok(Some(())),
                     }
                 }
                 P::Collecting(mut gc) => {
                     // GC is opportunistic: its outcome does not change the delete's.
-                    ready!(self.phase, P::Collecting(gc), gc.advance(io, ctx))?;
+                    ready!(gc.advance(io, ctx), self.phase => P::Collecting(gc));
                     return Ok(Some(()));
                 }
                 P::Done => return Err(ended()),
@@ -882,7 +883,9 @@ impl Gc {
                     }
                 }
                 P::DroppingExpired(mut occ) => {
-                    if let Err(e) = ready!(self.phase, P::DroppingExpired(occ), occ.poll(io)) {
+                    if let Err(e) =
+                        ready!(settled(occ.poll(io)), self.phase => P::DroppingExpired(occ))
+                    {
                         return self.done(Err(e));
                     }
                     let n = self.node.expired_servers.len() as i64;
@@ -895,11 +898,7 @@ impl Gc {
                     ));
                 }
                 P::UncountingExpired(mut undo) => {
-                    let outcome = ready!(
-                        self.phase,
-                        P::UncountingExpired(undo),
-                        undo.advance(io, ctx)
-                    );
+                    let outcome = ready!(settled(undo.advance(io, ctx)), self.phase => P::UncountingExpired(undo));
                     if outcome.is_err() {
                         return self.done(outcome);
                     }
@@ -909,7 +908,8 @@ impl Gc {
                     }));
                 }
                 P::Deleting(mut delete) => {
-                    if let Err(e) = ready!(self.phase, P::Deleting(delete), delete.advance(io, ctx))
+                    if let Err(e) =
+                        ready!(settled(delete.advance(io, ctx)), self.phase => P::Deleting(delete))
                     {
                         return self.done(Err(e));
                     }
@@ -921,7 +921,7 @@ impl Gc {
                     self.phase = P::ParentRead(NodeRead::start(io, ctx, &parent));
                 }
                 P::ParentRead(mut read) => {
-                    match ready!(self.phase, P::ParentRead(read), read.poll(io)) {
+                    match ready!(settled(read.poll(io)), self.phase => P::ParentRead(read)) {
                         Err(e) => return self.done(Err(e)),
                         Ok(None) => return self.done(Ok(())),
                         Ok(Some(parent)) => {
@@ -1050,23 +1050,19 @@ impl MountNode {
                     delta,
                     mut mutations,
                 } => {
-                    ready!(
-                        self.phase,
-                        P::Counting {
-                            count,
-                            delta,
-                            mutations
-                        },
-                        count.advance(io, ctx)
-                    )?;
+                    ready!(count.advance(io, ctx), self.phase => P::Counting {
+                        count,
+                        delta,
+                        mutations
+                    });
                     let deadline = self
                         .deadline
                         .unwrap_or_else(|| codec::mount_deadline(io.now().0, self.ttl_s));
-                    mutations.push(set(
+                    mutations.push(Mutation::set_cell(
                         FAMILY_SERVERS,
                         self.server.as_bytes(),
                         Timestamp(deadline),
-                        &codec::encode_flags(self.flags),
+                        codec::encode_flags(self.flags),
                     ));
                     let occ = Occ::start(io, ctx, &self.node, mutations, false);
                     self.phase = P::Writing {
@@ -1080,15 +1076,11 @@ impl MountNode {
                     delta,
                     deadline,
                 } => {
-                    match ready!(
-                        self.phase,
-                        P::Writing {
-                            occ,
-                            delta,
-                            deadline
-                        },
-                        occ.poll(io)
-                    ) {
+                    match ready!(settled(occ.poll(io)), self.phase => P::Writing {
+                        occ,
+                        delta,
+                        deadline
+                    }) {
                         Ok(()) => return Ok(Some(deadline)),
                         Err(error) => {
                             let undo = Increment::new(
@@ -1103,11 +1095,8 @@ impl MountNode {
                     }
                 }
                 P::Uncounting { mut undo, error } => {
-                    if let Err(w) = ready!(
-                        self.phase,
-                        P::Uncounting { undo, error },
-                        undo.advance(io, ctx)
-                    ) {
+                    if let Err(w) = ready!(settled(undo.advance(io, ctx)), self.phase => P::Uncounting { undo, error })
+                    {
                         warn(io, "undo server counter", w);
                     }
                     return Err(error);
@@ -1176,12 +1165,12 @@ impl UnmountNode {
                     self.phase = P::Writing { occ, delta };
                 }
                 P::Writing { mut occ, delta } => {
-                    ready!(self.phase, P::Writing { occ, delta }, occ.poll(io))?;
+                    ready!(occ.poll(io), self.phase => P::Writing { occ, delta });
                     let read = NodeRead::start(io, ctx, &self.node.name);
                     self.phase = P::Reread { read, delta };
                 }
                 P::Reread { mut read, delta } => {
-                    self.phase = match ready!(self.phase, P::Reread { read, delta }, read.poll(io))
+                    self.phase = match ready!(settled(read.poll(io)), self.phase => P::Reread { read, delta })
                     {
                         Ok(Some(n)) => P::Collecting {
                             gc: Gc::new(n),
@@ -1191,11 +1180,11 @@ impl UnmountNode {
                     };
                 }
                 P::Collecting { mut gc, delta } => {
-                    ready!(self.phase, P::Collecting { gc, delta }, gc.advance(io, ctx))?;
+                    ready!(gc.advance(io, ctx), self.phase => P::Collecting { gc, delta });
                     self.phase = self.uncount(delta);
                 }
                 P::Uncounting(mut undo) => {
-                    return ready!(self.phase, P::Uncounting(undo), undo.advance(io, ctx))
+                    return ready!(settled(undo.advance(io, ctx)), self.phase => P::Uncounting(undo))
                         .map(Some);
                 }
                 P::Done => return Err(ended()),
@@ -1284,7 +1273,7 @@ impl Walk {
             let reached = match mem::replace(&mut self.phase, P::Done) {
                 P::Start => self.restart(io, ctx)?,
                 P::Reading(mut read) => {
-                    match ready!(self.phase, P::Reading(read), read.poll(io))? {
+                    match ready!(read.poll(io), self.phase => P::Reading(read)) {
                         Some(node) => self.found(io, ctx, node),
                         None => self.create_missing(ctx)?,
                     }
@@ -1292,7 +1281,7 @@ impl Walk {
                 }
                 P::Collecting { mut gc, node } => {
                     let collected =
-                        ready!(self.phase, P::Collecting { gc, node }, gc.advance(io, ctx))?;
+                        ready!(gc.advance(io, ctx), self.phase => P::Collecting { gc, node });
                     match collected.outcome {
                         Err(MtError::ConcurrentAccess) => self.restart(io, ctx)?,
                         Ok(()) if collected.changed => self.restart(io, ctx)?,
@@ -1301,7 +1290,7 @@ impl Walk {
                     }
                 }
                 P::Creating(mut create) => {
-                    let node = ready!(self.phase, P::Creating(create), create.advance(io, ctx))?;
+                    let node = ready!(create.advance(io, ctx), self.phase => P::Creating(create));
                     self.visited(io, ctx, node)?
                 }
                 P::Adopting {
@@ -1309,15 +1298,11 @@ impl Walk {
                     adopted,
                     qualifier,
                 } => {
-                    match ready!(
-                        self.phase,
-                        P::Adopting {
-                            occ,
-                            adopted,
-                            qualifier
-                        },
-                        occ.poll(io)
-                    ) {
+                    match ready!(settled(occ.poll(io)), self.phase => P::Adopting {
+                        occ,
+                        adopted,
+                        qualifier
+                    }) {
                         Ok(()) => {
                             let read = NodeRead::start(io, ctx, &adopted.name);
                             self.phase = P::CheckingAdoption {
@@ -1339,15 +1324,11 @@ impl Walk {
                     adopted,
                     qualifier,
                 } => {
-                    let now = ready!(
-                        self.phase,
-                        P::CheckingAdoption {
-                            read,
-                            adopted,
-                            qualifier
-                        },
-                        read.poll(io)
-                    )?;
+                    let now = ready!(read.poll(io), self.phase => P::CheckingAdoption {
+                        read,
+                        adopted,
+                        qualifier
+                    });
                     if now.is_some_and(|n| n.id == adopted.id) {
                         self.restart(io, ctx)?
                     } else {
@@ -1361,13 +1342,15 @@ impl Walk {
                     }
                 }
                 P::UndoingAdoption(mut put) => {
-                    if let Err(e) = ready!(self.phase, P::UndoingAdoption(put), put.poll(io)) {
+                    if let Err(e) =
+                        ready!(settled(put.poll(io)), self.phase => P::UndoingAdoption(put))
+                    {
                         warn(io, "take back the reference of a deleted node", e);
                     }
                     self.restart(io, ctx)?
                 }
                 P::BackingOff(mut wait) => {
-                    ready!(self.phase, P::BackingOff(wait), wait.poll(io, ctx))?;
+                    ready!(wait.poll(io, ctx), self.phase => P::BackingOff(wait));
                     self.restart(io, ctx)?
                 }
                 P::Done => return Err(ended()),
@@ -1419,7 +1402,7 @@ impl Walk {
                 if self.create && parent.row_key != node.row_key && !references(parent, &node) =>
             {
                 let qualifier = codec::child_qualifier(&node.id, codec::split(&node.name).1);
-                let reference = vec![set(
+                let reference = vec![Mutation::set_cell(
                     FAMILY_CHILDREN,
                     &qualifier,
                     Timestamp::SERVER_TIME,

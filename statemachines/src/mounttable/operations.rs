@@ -15,7 +15,7 @@ use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
 use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, tags};
 
 use super::calls::{
-    BackOff, Half, MtIo, Node, NodeRead, Occ, Progress, Put, Scan, check_deadline, ended, ready,
+    BackOff, Half, MtIo, Node, NodeRead, Occ, Progress, Put, Scan, check_deadline, ended,
 };
 use super::glob::Glob as Pattern;
 use super::nodes::{
@@ -27,6 +27,8 @@ use super::{
     PermsAndVersion, Primitive, PrimitiveOutput,
 };
 use crate::operation::Flow;
+use crate::operation::settled;
+use crate::ready;
 
 const FSCK_PAGE: i64 = 1000;
 
@@ -102,7 +104,8 @@ impl<A: Attempt> Retry<A> {
                     continue;
                 }
                 P::Walking(mut walk) => {
-                    let reached = ready!(self.phase, P::Walking(walk), walk.advance(io, ctx));
+                    let reached =
+                        ready!(settled(walk.advance(io, ctx)), self.phase => P::Walking(walk));
                     match self.args.reached(io, ctx, reached) {
                         Ok(Next::Step(step)) => {
                             self.phase = P::Stepping(step);
@@ -113,17 +116,14 @@ impl<A: Attempt> Retry<A> {
                     }
                 }
                 P::Stepping(mut step) => {
-                    match ready!(
-                        self.phase,
-                        P::Stepping(step),
-                        self.args.step(&mut step, io, ctx)
-                    ) {
+                    match ready!(settled(self.args.step(&mut step, io, ctx)), self.phase => P::Stepping(step))
+                    {
                         Ok(output) => return Ok(Some(output)),
                         Err(e) => e,
                     }
                 }
                 P::BackingOff(mut wait) => {
-                    ready!(self.phase, P::BackingOff(wait), wait.poll(io, ctx))?;
+                    ready!(wait.poll(io, ctx), self.phase => P::BackingOff(wait));
                     self.phase = P::Start;
                     continue;
                 }
@@ -310,11 +310,7 @@ impl Attempt for DeleteArgs {
                     node,
                     denied,
                 } => {
-                    let parent = ready!(
-                        *step,
-                        P::WalkingToParent { walk, node, denied },
-                        walk.advance(io, ctx)
-                    );
+                    let parent = ready!(settled(walk.advance(io, ctx)), *step => P::WalkingToParent { walk, node, denied });
                     let allowed = matches!(
                         parent,
                         Ok(Reached { node: Some(p), .. })
@@ -326,7 +322,8 @@ impl Attempt for DeleteArgs {
                     *step = P::Deleting(DeleteAndGc::new(node, self.subtree));
                 }
                 P::Deleting(mut delete) => {
-                    return ready!(*step, P::Deleting(delete), delete.advance(io, ctx)).map(Some);
+                    return ready!(settled(delete.advance(io, ctx)), *step => P::Deleting(delete))
+                        .map(Some);
                 }
                 P::Done => return Err(ended()),
             }
@@ -529,7 +526,7 @@ impl Flow for GlobFlow {
         loop {
             match mem::replace(&mut self.phase, P::Done) {
                 P::Root(mut walk) => {
-                    let reached = ready!(self.phase, P::Root(walk), walk.advance(io, ctx))?;
+                    let reached = ready!(walk.advance(io, ctx), self.phase => P::Root(walk));
                     if let Some(n) = reached.node {
                         let mut entry = entry_of(String::new(), &n);
                         for s in &mut entry.servers {
@@ -544,15 +541,11 @@ impl Flow for GlobFlow {
                     name,
                     pattern,
                 } => {
-                    let reached = ready!(
-                        self.phase,
-                        P::Visiting {
-                            walk,
-                            name,
-                            pattern
-                        },
-                        walk.advance(io, ctx)
-                    );
+                    let reached = ready!(settled(walk.advance(io, ctx)), self.phase => P::Visiting {
+                        walk,
+                        name,
+                        pattern
+                    });
                     let Ok(Reached {
                         node: Some(node), ..
                     }) = reached
@@ -712,7 +705,7 @@ impl Flow for CreateInitialNodesFlow {
         loop {
             match mem::replace(&mut self.phase, P::Done) {
                 P::DefaultRoot(mut root) => {
-                    return ready!(self.phase, P::DefaultRoot(root), root.advance(io, ctx))
+                    return ready!(settled(root.advance(io, ctx)), self.phase => P::DefaultRoot(root))
                         .map(Some);
                 }
                 P::NextNode => {
@@ -737,21 +730,17 @@ impl Flow for CreateInitialNodesFlow {
                     }
                 }
                 P::Root(mut root) => {
-                    ready!(self.phase, P::Root(root), root.advance(io, ctx))?;
+                    ready!(root.advance(io, ctx), self.phase => P::Root(root));
                     self.at += 1;
                     self.phase = P::NextNode;
                 }
                 P::Path { mut path, wait } => {
                     let node = match wait {
                         PathWait::Element(mut read) => {
-                            match ready!(
-                                self.phase,
-                                P::Path {
-                                    path,
-                                    wait: PathWait::Element(read)
-                                },
-                                read.poll(io)
-                            )? {
+                            match ready!(read.poll(io), self.phase => P::Path {
+                                path,
+                                wait: PathWait::Element(read)
+                            }) {
                                 Some(n) => n,
                                 None => {
                                     let read = NodeRead::start(io, ctx, &path.parent_name);
@@ -762,14 +751,10 @@ impl Flow for CreateInitialNodesFlow {
                             }
                         }
                         PathWait::Parent(mut read) => {
-                            let parent = ready!(
-                                self.phase,
-                                P::Path {
-                                    path,
-                                    wait: PathWait::Parent(read)
-                                },
-                                read.poll(io)
-                            )?
+                            let parent = ready!(read.poll(io), self.phase => P::Path {
+                                path,
+                                wait: PathWait::Parent(read)
+                            })
                             .ok_or(MtError::NoSuchNameRoot)?;
                             let elem = path.elems.get(path.at).cloned().unwrap_or_default();
                             let perms = parent.permissions.clone();
@@ -778,14 +763,12 @@ impl Flow for CreateInitialNodesFlow {
                             self.phase = P::Path { path, wait };
                             continue;
                         }
-                        PathWait::Creating(mut create) => ready!(
-                            self.phase,
-                            P::Path {
+                        PathWait::Creating(mut create) => {
+                            ready!(create.advance(io, ctx), self.phase => P::Path {
                                 path,
                                 wait: PathWait::Creating(create)
-                            },
-                            create.advance(io, ctx)
-                        )?,
+                            })
+                        }
                     };
                     let elem = path.elems.get(path.at).cloned().unwrap_or_default();
                     path.parent_name = codec::join(&[&path.parent_name, &elem]);
@@ -796,7 +779,7 @@ impl Flow for CreateInitialNodesFlow {
                     }
                 }
                 P::SettingPerms(mut occ) => {
-                    ready!(self.phase, P::SettingPerms(occ), occ.poll(io))?;
+                    ready!(occ.poll(io), self.phase => P::SettingPerms(occ));
                     self.at += 1;
                     self.phase = P::NextNode;
                 }
@@ -1102,7 +1085,7 @@ impl Flow for FsckFlow {
             match mem::replace(&mut self.phase, P::Done) {
                 P::Start => self.pass(io, ctx)?,
                 P::Passing(mut pass) => {
-                    self.tally = ready!(self.phase, P::Passing(pass), pass.advance(io, ctx))?;
+                    self.tally = ready!(pass.advance(io, ctx), self.phase => P::Passing(pass));
                     if self.fix
                         && self.tally.fixed_in_pass > 0
                         && self.tally.summary.passes < MAX_FSCK_PASSES
@@ -1120,7 +1103,7 @@ impl Flow for FsckFlow {
                     ));
                 }
                 P::CountersRead(mut scan) => {
-                    let rows = ready!(self.phase, P::CountersRead(scan), scan.poll(io))?;
+                    let rows = ready!(scan.poll(io), self.phase => P::CountersRead(scan));
                     self.compare_counters(&rows);
                     if !self.fix {
                         return self.finish();
@@ -1131,11 +1114,7 @@ impl Flow for FsckFlow {
                     }
                 }
                 P::CounterDeleted { mut put, rows, at } => {
-                    ready!(
-                        self.phase,
-                        P::CounterDeleted { put, rows, at },
-                        put.poll(io)
-                    )?;
+                    ready!(put.poll(io), self.phase => P::CounterDeleted { put, rows, at });
                     self.delete_counter(io, ctx, rows, at + 1);
                     if matches!(self.phase, P::Done) {
                         return self.finish();
@@ -1146,15 +1125,11 @@ impl Flow for FsckFlow {
                     counters,
                     at,
                 } => {
-                    ready!(
-                        self.phase,
-                        P::Counted {
-                            count,
-                            counters,
-                            at
-                        },
-                        count.advance(io, ctx)
-                    )?;
+                    ready!(count.advance(io, ctx), self.phase => P::Counted {
+                        count,
+                        counters,
+                        at
+                    });
                     match self.count(counters, at + 1) {
                         Some(next) => self.phase = next,
                         None => return self.finish(),
@@ -1261,7 +1236,7 @@ impl FsckPass {
                     false
                 }
                 P::Paging(mut scan) => {
-                    self.page = ready!(self.phase, P::Paging(scan), scan.poll(io))?;
+                    self.page = ready!(scan.poll(io), self.phase => P::Paging(scan));
                     io.emit(MtEvent::FsckPage {
                         rows: self.page.len() as u64,
                     });
@@ -1272,7 +1247,8 @@ impl FsckPass {
                 }
                 P::ParentRead { mut read, node } => {
                     let dir = codec::split(&node.name).0;
-                    match ready!(self.phase, P::ParentRead { read, node }, read.poll(io)) {
+                    match ready!(settled(read.poll(io)), self.phase => P::ParentRead { read, node })
+                    {
                         Err(e) => {
                             let detail = alloc::format!("reading its parent {dir:?} failed: {e}");
                             self.tally.report(
@@ -1335,15 +1311,11 @@ impl FsckPass {
                     node,
                     detail,
                 } => {
-                    match ready!(
-                        self.phase,
-                        P::OrphanDeleted {
-                            delete,
-                            node,
-                            detail
-                        },
-                        delete.advance(io, ctx)
-                    ) {
+                    match ready!(settled(delete.advance(io, ctx)), self.phase => P::OrphanDeleted {
+                        delete,
+                        node,
+                        detail
+                    }) {
                         Ok(()) => {
                             self.tally
                                 .report(io, &node.row_key, FindingKind::Orphan, true, detail);
@@ -1362,11 +1334,7 @@ impl FsckPass {
                     node,
                     detail,
                 } => {
-                    let now = ready!(
-                        self.phase,
-                        P::OrphanReread { read, node, detail },
-                        read.poll(io)
-                    );
+                    let now = ready!(settled(read.poll(io)), self.phase => P::OrphanReread { read, node, detail });
                     // Gone (or another incarnation): deleted with an orphan subtree earlier in
                     // this pass, or by a writer; nothing to report.
                     if matches!(&now, Ok(Some(n)) if n.id == node.id) || now.is_err() {
@@ -1379,7 +1347,8 @@ impl FsckPass {
                     mut read,
                     mut check,
                 } => {
-                    let found = ready!(self.phase, P::ChildRead { read, check }, read.poll(io));
+                    let found =
+                        ready!(settled(read.poll(io)), self.phase => P::ChildRead { read, check });
                     if let Some(c) = check.node.children.get(check.at) {
                         match found {
                             Err(e) => {
@@ -1407,11 +1376,8 @@ impl FsckPass {
                     key,
                     detail,
                 } => {
-                    let (fixed, detail) = match ready!(
-                        self.phase,
-                        P::DanglingFixed { occ, key, detail },
-                        occ.poll(io)
-                    ) {
+                    let (fixed, detail) = match ready!(settled(occ.poll(io)), self.phase => P::DanglingFixed { occ, key, detail })
+                    {
                         Ok(_) => (true, detail),
                         Err(e) => (false, alloc::format!("{detail}; the repair failed: {e}")),
                     };
@@ -1639,29 +1605,29 @@ impl Flow for PrimitiveFlow {
                     };
                 }
                 P::GettingNode(mut read) => {
-                    let node = ready!(*phase, P::GettingNode(read), read.poll(io))?;
+                    let node = ready!(read.poll(io), *phase => P::GettingNode(read));
                     let node = node.map(|n| Box::new(Arc::unwrap_or_clone(n)));
                     return Ok(Some(PrimitiveOutput::Node(node)));
                 }
                 P::CreatingRow(mut create) => {
-                    ready!(*phase, P::CreatingRow(create), create.advance(io, ctx))?;
+                    ready!(create.advance(io, ctx), *phase => P::CreatingRow(create));
                     return Ok(Some(PrimitiveOutput::Done));
                 }
                 P::CreatingChild(mut create) => {
-                    let node = ready!(*phase, P::CreatingChild(create), create.advance(io, ctx))?;
+                    let node = ready!(create.advance(io, ctx), *phase => P::CreatingChild(create));
                     let node = Box::new(Arc::unwrap_or_clone(node));
                     return Ok(Some(PrimitiveOutput::Node(Some(node))));
                 }
                 P::Deleting(mut delete) => {
-                    ready!(*phase, P::Deleting(delete), delete.advance(io, ctx))?;
+                    ready!(delete.advance(io, ctx), *phase => P::Deleting(delete));
                     return Ok(Some(PrimitiveOutput::Done));
                 }
                 P::Mounting(mut mount) => {
-                    ready!(*phase, P::Mounting(mount), mount.advance(io, ctx))?;
+                    ready!(mount.advance(io, ctx), *phase => P::Mounting(mount));
                     return Ok(Some(PrimitiveOutput::Done));
                 }
                 P::SettingPerms(mut occ) => {
-                    ready!(*phase, P::SettingPerms(occ), occ.poll(io))?;
+                    ready!(occ.poll(io), *phase => P::SettingPerms(occ));
                     return Ok(Some(PrimitiveOutput::Done));
                 }
                 P::Done => return Err(ended()),

@@ -22,6 +22,7 @@ use super::{
     PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems, UpdateCountItems, start,
 };
 use crate::operation::{ContextArg, Flow};
+use crate::ready;
 use crate::{MutateRowsEntry, SplitMix64, Timestamp};
 
 /// Implements [`Flow`] for a flow that is one write sub-flow ([`PutDoc`], [`Merge`]): advancing

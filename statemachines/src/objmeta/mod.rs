@@ -36,19 +36,6 @@
 //! assert_eq!(m.result(), Some(Err(ObjmetaError::NoSuchKey)));
 //! ```
 
-/// The value of a ready poll (`Ok(Some(v))`), or: the phase is put back and the flow waits.
-macro_rules! ready {
-    ($poll:expr, $slot:expr => $restore:expr) => {
-        match $poll? {
-            Some(v) => v,
-            None => {
-                $slot = $restore;
-                return Ok(None);
-            }
-        }
-    };
-}
-
 mod bucket;
 mod check;
 mod list;
@@ -62,7 +49,7 @@ use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::version_id::VersionIdGenerator;
 
 use crate::Timestamp;
-use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
+use crate::operation::{Budget, ContextArg, Flow, Operation, OperationError, Schema};
 
 pub use bucket::{
     BucketEntry, CountItemsFlow, CreateBucketFlow, DeleteBucketAttributesCapabilityFlow,
@@ -86,9 +73,20 @@ impl Schema for ObjmetaSchema {
     type Context = ObjmetaState;
     type Event = ObjmetaEvent;
     type Error = ObjmetaError;
+}
+
+impl OperationError for ObjmetaError {
+    fn id(&self) -> &'static str {
+        ObjmetaError::id(self)
+    }
 
     fn aborted() -> ObjmetaError {
         ObjmetaError::Aborted
+    }
+
+    /// Arsenal reports a failed store request as an internal error.
+    fn store(error: crate::StoreError) -> ObjmetaError {
+        ObjmetaError::internal(error)
     }
 }
 
@@ -292,7 +290,7 @@ pub enum ObjmetaError {
     #[error("InternalError: {0}")]
     InternalError(String),
     /// The operation deadline passed, or the machine was cancelled.
-    #[error("Aborted")]
+    #[error("{}", crate::operation::ABORTED_MESSAGE)]
     Aborted,
 }
 
@@ -323,7 +321,6 @@ impl ObjmetaError {
                 alloc::format!("no such version of {k} in bucket {bucket}")
             }
             (ObjmetaError::InternalError(m), _) => alloc::format!("internal error: {m}"),
-            (ObjmetaError::Aborted, _) => "aborted: the operation's deadline passed".into(),
             (other, _) => other.to_string(),
         }
     }

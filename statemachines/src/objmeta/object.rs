@@ -23,6 +23,7 @@ use super::{
 };
 use crate::Timestamp;
 use crate::operation::{Budget, ContextArg, Flow, Operation};
+use crate::ready;
 
 fn version_result(vid: &str) -> String {
     alloc::format!("{{\"versionId\": \"{vid}\"}}")

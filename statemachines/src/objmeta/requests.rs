@@ -20,7 +20,8 @@ use rowkit_codec::objmeta::keys::{
 use super::bucket::BucketEntry;
 use super::{ObjmetaError, ObjmetaEvent, ObjmetaSchema, ObjmetaState};
 use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::{Io, Progress};
+use crate::operation::{Io, OperationError, Progress};
+use crate::ready;
 use crate::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsRequest,
     ReadRowsRequest, Request, Response, StoreError,
@@ -30,10 +31,6 @@ use crate::{
 pub(super) type OmIo = Io<ObjmetaEvent>;
 /// A step of an objmeta flow or sub-flow.
 pub(super) type P<T> = Progress<T, ObjmetaSchema>;
-
-fn unexpected(output: &ChildOutput) -> ObjmetaError {
-    ObjmetaError::internal(alloc::format!("unexpected reply {output:?}"))
-}
 
 /// Row keys over 4 KiB are refused before anything is sent.
 fn check_key(key: &[u8]) -> Result<(), ObjmetaError> {
@@ -80,7 +77,7 @@ fn outcome<T>(
         Some(Err(e)) => Ok(Some(Err(e))),
         Some(Ok(output)) => reply(output)
             .map(|v| Some(Ok(v)))
-            .map_err(|other| unexpected(&other)),
+            .map_err(|other| ObjmetaError::unexpected(&other)),
     }
 }
 

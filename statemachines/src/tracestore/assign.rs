@@ -11,7 +11,7 @@ use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use rowkit_codec::model::{RowFilter, Timestamp};
+use rowkit_codec::model::{Mutation, RowFilter, Timestamp};
 use rowkit_codec::tracestore::TraceStoreError;
 use rowkit_codec::tracestore::cells::{
     FAMILY_DIGEST_MAP, digest_map_qualifier, digest_map_row, encode_digest_map_value,
@@ -21,7 +21,7 @@ use rowkit_codec::tracestore::cells::{
 use super::TraceStoreEvent;
 use super::allocate::AllocateDigestIdsFlow;
 use super::digest_map::LookupDigests;
-use super::requests::{matched_of, set_cell, store_error};
+use super::requests::{matched_of, store_error};
 use super::state::TraceStoreState;
 use super::{PUT_DEADLINE_MICROS, Progress, TraceStoreSchema, start};
 use crate::children::ChildId;
@@ -109,7 +109,7 @@ impl Inserts {
                 row_key: row,
                 predicate: Some(RowFilter::ColumnQualifierRegex(q.clone())),
                 true_mutations: Vec::new(),
-                false_mutations: alloc::vec![set_cell(
+                false_mutations: alloc::vec![Mutation::set_cell(
                     FAMILY_DIGEST_MAP,
                     &q,
                     self.ts,

@@ -62,7 +62,7 @@ pub use stream_tile::{StreamTile, StreamTileFlow};
 #[allow(unused_imports)]
 use crate::Machine;
 use crate::Timestamp;
-use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
+use crate::operation::{Budget, ContextArg, Flow, Operation, OperationError, Schema};
 
 /// Default deadline of read machines: 4 minutes after `now`.
 pub const READ_DEADLINE_MICROS: i64 = 4 * 60 * 1_000_000;
@@ -81,9 +81,23 @@ impl Schema for TraceStoreSchema {
     type Context = TraceStoreState;
     type Event = TraceStoreEvent;
     type Error = TraceStoreError;
+}
+
+impl OperationError for TraceStoreError {
+    fn id(&self) -> &'static str {
+        TraceStoreError::id(self)
+    }
 
     fn aborted() -> TraceStoreError {
         TraceStoreError::Aborted
+    }
+
+    fn store(error: crate::StoreError) -> TraceStoreError {
+        requests::store_error(error)
+    }
+
+    fn is_bad_input(&self) -> bool {
+        TraceStoreError::is_bad_input(self)
     }
 }
 

@@ -6,8 +6,8 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use rowkit_codec::model::Timestamp;
 use rowkit_codec::model::limits::MAX_ROW_KEY_BYTES;
+use rowkit_codec::model::{Mutation, Timestamp};
 use rowkit_codec::tracestore::cells::{
     COLUMN_OPTIONS, FAMILY_OPTIONS, FAMILY_TRACE, digest_id_trace_mutations, digest_to_cell,
 };
@@ -20,7 +20,7 @@ use rowkit_codec::tracestore::{Layout, OrderedParamSet, TraceStoreError};
 
 use super::TraceStoreEvent;
 use super::assign::AssignDigestIdsFlow;
-use super::requests::{set_cell, store_error, unexpected};
+use super::requests::{store_error, unexpected};
 use super::state::TraceStoreState;
 use super::update_ops::UpdateOps;
 use super::{PUT_DEADLINE_MICROS, Progress, PutEntry, TraceStoreSchema, start};
@@ -186,7 +186,7 @@ impl PutFlow {
         let qualifier = md5_trace_qualifier(pos.offset);
         let mut rows = Vec::with_capacity(entries.len());
         for (e, trace_row) in entries.iter().zip(trace_rows) {
-            let mut m = alloc::vec![set_cell(
+            let mut m = alloc::vec![Mutation::set_cell(
                 FAMILY_TRACE,
                 &qualifier,
                 ts,
@@ -205,7 +205,7 @@ impl PutFlow {
                 return Err(TraceStoreError::RowKeyTooLong);
             }
             let commit_ts = self.commit_time.unwrap_or_default().truncate_to_millis();
-            m.push(set_cell(
+            m.push(Mutation::set_cell(
                 FAMILY_OPTIONS,
                 COLUMN_OPTIONS,
                 commit_ts,

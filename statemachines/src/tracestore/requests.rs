@@ -6,7 +6,7 @@ use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use rowkit_codec::model::{Mutation, Row, RowFilter, RowSet, Timestamp};
+use rowkit_codec::model::{Row, RowFilter, RowSet};
 use rowkit_codec::tracestore::cells::{
     COLUMN_HASH, COLUMN_OPS, FAMILY_DIGEST_MAP, FAMILY_OPS, decode_digest_map_value,
     digest_of_map_cell,
@@ -82,16 +82,6 @@ pub(crate) fn matched_of(outcome: Result<ChildOutput, StoreError>) -> Result<boo
             crate::Code::Internal,
             "unexpected response to CheckAndMutateRow",
         )),
-    }
-}
-
-/// `SetCell(family, qualifier, ts, value)`.
-pub(crate) fn set_cell(fam: &str, qualifier: &[u8], ts: Timestamp, value: Vec<u8>) -> Mutation {
-    Mutation::SetCell {
-        family: fam.into(),
-        qualifier: qualifier.to_vec(),
-        timestamp: ts,
-        value,
     }
 }
 

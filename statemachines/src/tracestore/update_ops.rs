@@ -14,7 +14,7 @@ use rowkit_codec::tracestore::{OrderedParamSet, ParamSet, encode_ops_gob, ops_ha
 
 use super::TraceStoreEvent;
 use super::requests::{
-    family, latest, matched_of, ops_read_request, rows_of, set_cell, store_error, take_ops_read,
+    family, latest, matched_of, ops_read_request, rows_of, store_error, take_ops_read,
 };
 use super::state::{CachedOps, TraceStoreState};
 use super::{Progress, TraceStoreSchema};
@@ -87,8 +87,8 @@ impl UpdateOps {
             ts = ts.max(c.ts_hash.saturating_add_micros(1000));
         }
         let sets = alloc::vec![
-            set_cell(FAMILY_OPS, COLUMN_HASH, ts, hash.clone().into_bytes()),
-            set_cell(FAMILY_OPS, COLUMN_OPS, ts, bytes),
+            Mutation::set_cell(FAMILY_OPS, COLUMN_HASH, ts, hash.clone().into_bytes()),
+            Mutation::set_cell(FAMILY_OPS, COLUMN_OPS, ts, bytes),
         ];
         let request = |predicate, true_mutations, false_mutations| {
             Request::CheckAndMutateRow(CheckAndMutateRowRequest {

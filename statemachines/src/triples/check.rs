@@ -27,12 +27,12 @@ use rowkit_codec::triples::keys::{self, DecodedKey, Index, TripleCell};
 use rowkit_codec::triples::{Triple, gotext::quote};
 
 use super::OperationConfig;
-use super::requests::graph_cell_filter;
+use super::requests::{graph_cell, graph_cell_filter};
 use crate::check::{
     CheckError, CheckEvent, CheckOptions, CheckProgress, CheckSummary, Checking, Finding,
     PagedScan, PointReads, Repair, Repairs, RowsByKey, Scanner, Step, cell_preview,
 };
-use crate::operation::{Budget, ContextArg, Flow, Io, Operation};
+use crate::operation::{ContextArg, Flow, Io, Operation, Start};
 use crate::{CheckAndMutateRowRequest, Request, Timestamp};
 
 /// The schema name in findings.
@@ -44,14 +44,13 @@ const KNOWN_GRAPHS: usize = 4_096;
 pub type Check = Operation<'static, CheckFlow>;
 
 impl Check {
-    /// Checks `config.table`, or only `graph` (its graph row and four indices) if given, at
-    /// `now`. A graph id over the limit fails without a request.
+    /// Checks `config.table`, or only `graph` (its graph row and four indices) if given, as
+    /// `start` says. A graph id over the limit fails without a request.
     pub fn new(
         config: OperationConfig,
         graph: Option<&[u8]>,
         options: CheckOptions,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Check {
         if let Some(g) = graph
             && let Err(e) = keys::check_graph_id(g)
@@ -81,11 +80,8 @@ impl Check {
             suspected_graphs: BTreeSet::new(),
             phase: Phase::Scan,
         };
-        let budget = Budget {
-            deadline: config.deadline,
-            retry: config.retry,
-        };
-        Operation::start(ContextArg::owned(config), now, seed, budget, flow)
+        let retry = config.retry;
+        Operation::begin(ContextArg::owned(config), start, retry, flow)
     }
 }
 
@@ -594,12 +590,7 @@ fn confirmed(table: &str, suspect: &Suspect, found: &RowsByKey, out: &mut Vec<(F
                         end: c.timestamp.0.saturating_add(1),
                     }),
                 ]);
-                let cell = Mutation::SetCell {
-                    family: c.family.into(),
-                    qualifier: c.qualifier.to_vec(),
-                    timestamp: c.timestamp,
-                    value: text.clone(),
-                };
+                let cell = Mutation::set_cell(c.family, c.qualifier, c.timestamp, text.clone());
                 let repair = write_if_absent(table, &c.row_key, predicate, cell);
                 out.push((finding, repair));
             }
@@ -621,12 +612,7 @@ fn confirmed(table: &str, suspect: &Suspect, found: &RowsByKey, out: &mut Vec<(F
                 )),
                 repaired: false,
             };
-            let cell = Mutation::SetCell {
-                family: keys::FAMILY_GRAPH.into(),
-                qualifier: keys::GRAPH_QUALIFIER.to_vec(),
-                timestamp: keys::GRAPH_CELL_TIMESTAMP,
-                value: graph.clone(),
-            };
+            let cell = graph_cell(graph);
             let repair = write_if_absent(table, &row_key, graph_cell_filter(), cell);
             out.push((finding, repair));
         }

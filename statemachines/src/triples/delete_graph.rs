@@ -6,19 +6,20 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{KeyBound, Mutation, RowFilter, RowRange, RowSet, TimestampRange};
 use rowkit_codec::triples::keys::{self, Index};
 
-use super::requests::{GraphCheck, stream_rows, write_outcome};
-use super::{DELETE_PAGE_ROWS, OperationConfig, Progress, TriplesSchema, start};
+use super::requests::GraphCheck;
+use super::{DELETE_PAGE_ROWS, OperationConfig, Progress, TriplesSchema, begin};
 use crate::children::ChildId;
-use crate::operation::{Flow, Io, Operation};
-use crate::{MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Timestamp};
+use crate::operation::{Flow, Io, Operation, Start};
+use crate::ready;
+use crate::{MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest};
 
 /// Deletes a graph and every row of its four indices.
 pub type DeleteGraph = Operation<'static, DeleteGraphFlow>;
 
 impl DeleteGraph {
-    /// `DeleteGraph(graph)` at `now`, listing [`DELETE_PAGE_ROWS`] keys per page.
-    pub fn new(config: OperationConfig, graph: &[u8], now: Timestamp, seed: u64) -> DeleteGraph {
-        Self::with_page_rows(config, graph, DELETE_PAGE_ROWS, now, seed)
+    /// `DeleteGraph(graph)` as `start` says, listing [`DELETE_PAGE_ROWS`] keys per page.
+    pub fn new(config: OperationConfig, graph: &[u8], start: Start) -> DeleteGraph {
+        Self::with_page_rows(config, graph, DELETE_PAGE_ROWS, start)
     }
 
     /// As [`DeleteGraph::new`] with another page size (tests exercise paging).
@@ -26,15 +27,14 @@ impl DeleteGraph {
         config: OperationConfig,
         graph: &[u8],
         page_rows: i64,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> DeleteGraph {
         let flow = DeleteGraphFlow {
             graph: graph.to_vec(),
             page_rows: page_rows.max(1),
             phase: Phase::Check(GraphCheck::new(&config, graph)),
         };
-        start(config, now, seed, flow)
+        begin(config, start, flow)
     }
 }
 
@@ -167,7 +167,7 @@ impl Flow for DeleteGraphFlow {
                     mut last_key,
                 } => {
                     let graph = &self.graph;
-                    let done = stream_rows(io, read, |row| {
+                    let done = io.stream_rows::<super::TriplesError>(read, |row| {
                         rows += 1;
                         if keys::is_triple_row_of(graph, &row.key) {
                             page.push(row.key.clone());
@@ -215,24 +215,17 @@ impl Flow for DeleteGraphFlow {
                     full,
                     last_key,
                 } => {
-                    let Some(outcome) = io.take(write) else {
-                        self.phase = Phase::Delete {
-                            index,
-                            write,
-                            full,
-                            last_key,
-                        };
-                        return Ok(None);
-                    };
-                    write_outcome(outcome)?;
+                    ready!(io.written(write), self.phase => Phase::Delete {
+                        index,
+                        write,
+                        full,
+                        last_key,
+                    });
                     self.next_page(io, config, index, full, last_key)
                 }
                 Phase::Forget(write) => {
-                    let Some(outcome) = io.take(write) else {
-                        self.phase = Phase::Forget(write);
-                        return Ok(None);
-                    };
-                    return write_outcome(outcome).map(Some);
+                    ready!(io.written(write), self.phase => Phase::Forget(write));
+                    return Ok(Some(()));
                 }
                 Phase::Done => return Ok(None),
             }

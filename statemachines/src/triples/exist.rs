@@ -8,22 +8,16 @@ use rowkit_codec::triples::{Triple, Uuid};
 
 use super::lookup::row_triples;
 use super::requests::AnyRow;
-use super::{OperationConfig, Progress, TriplesSchema, start};
-use crate::operation::{Flow, Io, Operation};
-use crate::{ReadRowsRequest, Timestamp};
+use super::{OperationConfig, Progress, TriplesSchema, begin};
+use crate::ReadRowsRequest;
+use crate::operation::{Flow, Io, Operation, Start};
 
 /// Whether a triple is stored.
 pub type Exist = Operation<'static, ExistFlow>;
 
 impl Exist {
-    /// `Exist(triple)` in `graph`, at `now`.
-    pub fn new(
-        config: OperationConfig,
-        graph: &[u8],
-        triple: Triple,
-        now: Timestamp,
-        seed: u64,
-    ) -> Exist {
+    /// `Exist(triple)` in `graph`, as `start` says.
+    pub fn new(config: OperationConfig, graph: &[u8], triple: Triple, start: Start) -> Exist {
         let flow = ExistFlow {
             graph: graph.to_vec(),
             read: AnyRow::Unsent(ReadRowsRequest {
@@ -34,7 +28,7 @@ impl Exist {
             triple,
             uuid: None,
         };
-        start(config, now, seed, flow)
+        begin(config, start, flow)
     }
 }
 

@@ -1,18 +1,17 @@
 //! `Graph(g)` (spec §4): one `ReadRow` of `graph:<g>`; fails unless the graph cell exists.
 
 use super::requests::GraphCheck;
-use super::{OperationConfig, Progress, TriplesSchema, start};
-use crate::Timestamp;
-use crate::operation::{Flow, Io, Operation};
+use super::{OperationConfig, Progress, TriplesSchema, begin};
+use crate::operation::{Flow, Io, Operation, Start};
 
 /// Checks that a graph exists (the original `Graph(g)`).
 pub type GraphExists = Operation<'static, GraphExistsFlow>;
 
 impl GraphExists {
-    /// `Graph(graph)` at `now`.
-    pub fn new(config: OperationConfig, graph: &[u8], now: Timestamp, seed: u64) -> GraphExists {
+    /// `Graph(graph)` as `start` says.
+    pub fn new(config: OperationConfig, graph: &[u8], start: Start) -> GraphExists {
         let flow = GraphExistsFlow(GraphCheck::new(&config, graph));
-        start(config, now, seed, flow)
+        begin(config, start, flow)
     }
 }
 

@@ -6,22 +6,21 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{RowFilter, RowRange, RowSet};
 use rowkit_codec::triples::keys;
 
-use super::requests::stream_rows;
-use super::{OperationConfig, Progress, TriplesSchema, start};
+use super::{OperationConfig, Progress, TriplesSchema, begin};
+use crate::ReadRowsRequest;
 use crate::children::ChildId;
-use crate::operation::{Flow, Io, Operation};
-use crate::{ReadRowsRequest, Timestamp};
+use crate::operation::{Flow, Io, Operation, Start};
 
 /// Lists the graphs.
 pub type GraphNames = Operation<'static, GraphNamesFlow>;
 
 impl GraphNames {
-    /// `GraphNames()` at `now`.
-    pub fn new(config: OperationConfig, now: Timestamp, seed: u64) -> GraphNames {
+    /// `GraphNames()` as `start` says.
+    pub fn new(config: OperationConfig, start: Start) -> GraphNames {
         let flow = GraphNamesFlow {
             phase: Phase::Start,
         };
-        start(config, now, seed, flow)
+        begin(config, start, flow)
     }
 }
 
@@ -64,7 +63,7 @@ impl Flow for GraphNamesFlow {
                     };
                 }
                 Phase::Read { read, names } => {
-                    let done = stream_rows(io, *read, |row| {
+                    let done = io.stream_rows::<super::TriplesError>(*read, |row| {
                         names.extend(row.cells.into_iter().map(|c| c.value));
                         Ok(())
                     })?;

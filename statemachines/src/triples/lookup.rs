@@ -12,11 +12,10 @@ use rowkit_codec::triples::gotext::quote;
 use rowkit_codec::triples::keys::{self, LookupPrefix};
 use rowkit_codec::triples::{Anchor, Node, Object, Predicate, Triple, Uuid};
 
-use super::requests::stream_rows;
-use super::{OperationConfig, Progress, TriplesError, TriplesSchema, failed, start};
+use super::{OperationConfig, Progress, TriplesError, TriplesSchema, begin, failed};
+use crate::ReadRowsRequest;
 use crate::children::ChildId;
-use crate::operation::{Flow, Io, Operation};
-use crate::{ReadRowsRequest, Timestamp};
+use crate::operation::{Flow, Io, Operation, Start};
 
 /// A filter operation code (`Latest = 1`, `IsImmutable = 2`, `IsTemporal = 3`; any other
 /// value is representable because the original accepts any int and rejects it at lookup).
@@ -638,15 +637,14 @@ fn distinct_row_triples(graph: &[u8], row: Row) -> Result<Vec<Triple>, TriplesEr
 pub type Lookup = Operation<'static, LookupFlow>;
 
 impl Lookup {
-    /// `method` on `graph` with `options`, at `now`; invalid options fail before any request
+    /// `method` on `graph` with `options`, as `start` says; invalid options fail before any request
     /// (spec §5.2: they occur even when the graph is empty).
     pub fn new(
         config: OperationConfig,
         graph: &[u8],
         method: LookupMethod,
         options: LookupOptions,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Lookup {
         match Pipeline::new(method.query_predicate(), &options) {
             Ok(pipeline) => {
@@ -655,7 +653,7 @@ impl Lookup {
                     method,
                     phase: Phase::Start(pipeline),
                 };
-                start(config, now, seed, flow)
+                begin(config, start, flow)
             }
             Err(e) => failed(config, e),
         }
@@ -700,7 +698,7 @@ impl Flow for LookupFlow {
                 }
                 Phase::Read { read, mut pipeline } => {
                     let graph = &self.graph;
-                    let done = stream_rows(io, read, |row| {
+                    let done = io.stream_rows::<TriplesError>(read, |row| {
                         for t in distinct_row_triples(graph, row)? {
                             pipeline.push(t);
                         }

@@ -8,12 +8,13 @@
 //!
 //! ```
 //! use rowkit_codec::triples::Triple;
+//! use rowkit_statemachines::operation::Start;
 //! use rowkit_statemachines::triples::{AddTriples, OperationConfig};
 //! use rowkit_statemachines::{Machine, Request, Timestamp};
 //!
 //! let t = Triple::parse(b"/u<joe> \"parent_of\"@[] /u<mary>").unwrap();
-//! let config = OperationConfig::new("badwolf", Timestamp::from_secs(60));
-//! let mut m = AddTriples::new(config, b"test", vec![t], Timestamp(0), 1);
+//! let start = Start::within(Timestamp(0), 1, 60_000_000);
+//! let mut m = AddTriples::new(OperationConfig::new("badwolf"), b"test", vec![t], start);
 //! let (_tag, request) = m.poll_request().unwrap();
 //! let Request::MutateRows(batch) = request else { panic!() };
 //! assert_eq!(batch.entries.len(), 4);
@@ -50,8 +51,10 @@ pub use write::{
     RemoveTriplesFlow, SetCells,
 };
 
-use crate::operation::{Budget, ContextArg, Flow, Operation, Schema};
-use crate::{RetryPolicy, StoreError, Timestamp};
+use crate::operation::{
+    ABORTED_ID, ABORTED_MESSAGE, ContextArg, Flow, Operation, OperationError, Schema, Start,
+};
+use crate::{RetryPolicy, StoreError};
 
 /// Most entries one `MutateRows` batch carries (spec §4).
 pub const MAX_BATCH_ENTRIES: usize = 100_000;
@@ -68,27 +71,53 @@ impl Schema for TriplesSchema {
     type Context = OperationConfig;
     type Event = ();
     type Error = TriplesError;
+}
+
+impl OperationError for TriplesError {
+    /// The id of the store status each error stands for (`already_exists`, `not_found`, …), so
+    /// that callers that show store statuses show the same ids.
+    fn id(&self) -> &'static str {
+        match self {
+            TriplesError::AlreadyExists(_) => "already_exists",
+            TriplesError::DoesNotExist(_) => "not_found",
+            TriplesError::Key(_) | TriplesError::Options(_) => "invalid_argument",
+            TriplesError::LookupParse { .. } => "data_loss",
+            TriplesError::Store(_) => "store",
+            TriplesError::Aborted => ABORTED_ID,
+        }
+    }
 
     fn aborted() -> TriplesError {
         TriplesError::Aborted
+    }
+
+    fn store(error: StoreError) -> TriplesError {
+        TriplesError::Store(error)
+    }
+
+    fn as_store(&self) -> Option<&StoreError> {
+        match self {
+            TriplesError::Store(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    fn is_bad_input(&self) -> bool {
+        matches!(self, TriplesError::Key(_) | TriplesError::Options(_))
     }
 }
 
 /// What a triple-store flow's step gives: `Ok(None)` while it waits.
 pub(crate) type Progress<T> = crate::operation::Progress<T, TriplesSchema>;
 
-/// Starts `flow` on `config` (which the machine owns) at `now`, until `config.deadline`.
-fn start<F: Flow<Schema = TriplesSchema>>(
+/// Starts `flow` on `config` (which the machine owns) as `start` says.
+fn begin<F: Flow<Schema = TriplesSchema>>(
     config: OperationConfig,
-    now: Timestamp,
-    seed: u64,
+    start: Start,
     flow: F,
 ) -> Operation<'static, F> {
-    let budget = Budget {
-        deadline: config.deadline,
-        retry: config.retry,
-    };
-    Operation::start(ContextArg::owned(config), now, seed, budget, flow)
+    let retry = config.retry;
+    Operation::begin(ContextArg::owned(config), start, retry, flow)
 }
 
 /// An operation on `config` whose arguments were rejected: it ends with `error` and sends
@@ -100,13 +129,11 @@ fn failed<F: Flow<Schema = TriplesSchema>>(
     Operation::failed(ContextArg::owned(config), error.into())
 }
 
-/// Where and until when an operation runs.
+/// Where an operation runs (when, and until when, is its [`Start`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OperationConfig {
     /// The table (rowkit's default: `badwolf`).
     pub table: String,
-    /// The operation deadline; nested machines get the time left.
-    pub deadline: Timestamp,
     /// Back-off parameters of nested machines (`operation_timeout` is replaced by the time
     /// left until `deadline`).
     pub retry: RetryPolicy,
@@ -118,11 +145,10 @@ pub struct OperationConfig {
 }
 
 impl OperationConfig {
-    /// `table` until `deadline`, default back-off.
-    pub fn new(table: &str, deadline: Timestamp) -> OperationConfig {
+    /// `table`, default back-off.
+    pub fn new(table: &str) -> OperationConfig {
         OperationConfig {
             table: table.into(),
-            deadline,
             retry: RetryPolicy::default(),
             #[cfg(feature = "_planted_bugs")]
             planted: None,
@@ -158,7 +184,7 @@ pub enum TriplesError {
     #[error("store: {0}")]
     Store(StoreError),
     /// The operation deadline passed or the operation was cancelled.
-    #[error("aborted (deadline exceeded or cancelled)")]
+    #[error("{}", ABORTED_MESSAGE)]
     Aborted,
 }
 

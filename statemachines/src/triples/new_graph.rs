@@ -3,21 +3,21 @@
 
 use alloc::vec::Vec;
 
-use rowkit_codec::model::Mutation;
 use rowkit_codec::triples::keys;
 
-use super::requests::graph_cell_filter;
-use super::{OperationConfig, Progress, TriplesError, TriplesSchema, failed, start};
-use crate::children::{ChildId, ChildOutput};
-use crate::operation::{Flow, Io, Operation};
-use crate::{CheckAndMutateRowRequest, Request, Response, Timestamp};
+use super::requests::{graph_cell, graph_cell_filter};
+use super::{OperationConfig, Progress, TriplesError, TriplesSchema, begin, failed};
+use crate::children::ChildId;
+use crate::operation::{Flow, Io, Operation, Start};
+use crate::ready;
+use crate::{CheckAndMutateRowRequest, Request};
 
 /// Creates a graph.
 pub type NewGraph = Operation<'static, NewGraphFlow>;
 
 impl NewGraph {
-    /// `NewGraph(graph)` at `now`; a graph id over the limit fails before any request.
-    pub fn new(config: OperationConfig, graph: &[u8], now: Timestamp, seed: u64) -> NewGraph {
+    /// `NewGraph(graph)` as `start` says; a graph id over the limit fails before any request.
+    pub fn new(config: OperationConfig, graph: &[u8], start: Start) -> NewGraph {
         if let Err(e) = keys::check_graph_id(graph) {
             return failed(config, e);
         }
@@ -25,7 +25,7 @@ impl NewGraph {
             graph: graph.to_vec(),
             phase: Phase::Start,
         };
-        start(config, now, seed, flow)
+        begin(config, start, flow)
     }
 }
 
@@ -59,24 +59,15 @@ impl Flow for NewGraphFlow {
                     row_key: keys::graph_row_key(&self.graph),
                     predicate: Some(graph_cell_filter()),
                     true_mutations: Vec::new(),
-                    false_mutations: alloc::vec![Mutation::SetCell {
-                        family: keys::FAMILY_GRAPH.into(),
-                        qualifier: keys::GRAPH_QUALIFIER.to_vec(),
-                        timestamp: keys::GRAPH_CELL_TIMESTAMP,
-                        value: self.graph.clone(),
-                    }],
+                    false_mutations: alloc::vec![graph_cell(&self.graph)],
                 }));
                 self.phase = Phase::Create(create);
                 create
             }
         };
-        match io.take(create) {
-            None => Ok(None),
-            Some(Ok(ChildOutput::Unary(Response::CheckAndMutateRow {
-                predicate_matched: true,
-            }))) => Err(TriplesError::AlreadyExists(self.graph.clone())),
-            Some(Ok(_)) => Ok(Some(())),
-            Some(Err(e)) => Err(TriplesError::Store(e)),
+        if ready!(io.matched(create)) {
+            return Err(TriplesError::AlreadyExists(self.graph.clone()));
         }
+        Ok(Some(()))
     }
 }

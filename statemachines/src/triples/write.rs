@@ -9,11 +9,11 @@ use rowkit_codec::model::{Mutation, TimestampRange};
 use rowkit_codec::triples::keys::{self, TripleCell};
 use rowkit_codec::triples::{KeyError, Triple};
 
-use super::requests::write_outcome;
-use super::{MAX_BATCH_ENTRIES, OperationConfig, Progress, TriplesSchema, failed, start};
+use super::{MAX_BATCH_ENTRIES, OperationConfig, Progress, TriplesSchema, begin, failed};
 use crate::children::ChildId;
-use crate::operation::{Flow, Io, Operation};
-use crate::{MutateRowsEntry, MutateRowsRequest, Timestamp};
+use crate::operation::{Flow, Io, Operation, Start};
+use crate::ready;
+use crate::{MutateRowsEntry, MutateRowsRequest};
 
 /// Writes triples (idempotent: cells have deterministic timestamps).
 pub type AddTriples = Operation<'static, AddTriplesFlow>;
@@ -26,16 +26,10 @@ pub type AddTriplesFlow = CellBatches<SetCells>;
 pub type RemoveTriplesFlow = CellBatches<DeleteCells>;
 
 impl<C: CellChange> Operation<'static, CellBatches<C>> {
-    /// `AddTriples(graph, triples)` or `RemoveTriples(graph, triples)` at `now`; a graph id
+    /// `AddTriples(graph, triples)` or `RemoveTriples(graph, triples)` as `start` says; a graph id
     /// over the limit fails before any request.
-    pub fn new(
-        config: OperationConfig,
-        graph: &[u8],
-        triples: Vec<Triple>,
-        now: Timestamp,
-        seed: u64,
-    ) -> Self {
-        Self::with_batch_entries(config, graph, triples, MAX_BATCH_ENTRIES, now, seed)
+    pub fn new(config: OperationConfig, graph: &[u8], triples: Vec<Triple>, start: Start) -> Self {
+        Self::with_batch_entries(config, graph, triples, MAX_BATCH_ENTRIES, start)
     }
 
     /// As [`AddTriples::new`] with batches of at most `batch_entries` entries (rounded down to
@@ -45,11 +39,10 @@ impl<C: CellChange> Operation<'static, CellBatches<C>> {
         graph: &[u8],
         triples: Vec<Triple>,
         batch_entries: usize,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Self {
         match CellBatches::new(graph, triples, batch_entries) {
-            Ok(batches) => start(config, now, seed, batches),
+            Ok(batches) => begin(config, start, batches),
             Err(e) => failed(config, e),
         }
     }
@@ -83,12 +76,12 @@ impl CellChange for SetCells {
     const DELETES: bool = false;
 
     fn mutation(cell: &TripleCell, triple: &Triple) -> Mutation {
-        Mutation::SetCell {
-            family: cell.family.into(),
-            qualifier: cell.qualifier.to_vec(),
-            timestamp: cell.timestamp,
-            value: triple.to_text(),
-        }
+        Mutation::set_cell(
+            cell.family,
+            cell.qualifier,
+            cell.timestamp,
+            triple.to_text(),
+        )
     }
 }
 
@@ -192,10 +185,7 @@ impl<C: CellChange> Flow for CellBatches<C> {
                     None => return Ok(Some(())),
                 },
                 Phase::Write(write) => {
-                    let Some(outcome) = io.take(write) else {
-                        return Ok(None);
-                    };
-                    write_outcome(outcome)?;
+                    ready!(io.written(write));
                     self.phase = Phase::Next;
                 }
             }

@@ -20,6 +20,7 @@ use std::fmt;
 
 use rowkit_codec::model::{ColumnFamily, RowSet};
 use rowkit_codec::triples::{Triple, keys};
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::triples::{
     AddTriples, Check, Exist, NewGraph, OperationConfig, RemoveTriples,
 };
@@ -132,8 +133,13 @@ fn universe() -> Vec<Triple> {
     out
 }
 
-fn config(now: Timestamp) -> OperationConfig {
-    OperationConfig::new(TABLE, Timestamp(now.0.saturating_add(DEADLINE_US)))
+fn config() -> OperationConfig {
+    OperationConfig::new(TABLE)
+}
+
+/// An operation starting at `now` with `seed`, until the simulator's deadline.
+fn start_at(now: Timestamp, seed: u64) -> Start {
+    Start::within(now, seed, DEADLINE_US)
 }
 
 impl TriplesWorkload {
@@ -163,7 +169,12 @@ impl TriplesWorkload {
     }
 
     fn check_machine(now: Timestamp, fix: bool, seed: u64) -> Check {
-        Check::new(config(now), Some(GRAPH), check_options(fix), now, seed)
+        Check::new(
+            config(),
+            Some(GRAPH),
+            check_options(fix),
+            start_at(now, seed),
+        )
     }
 
     /// Which of a triple's four cells hold its text.
@@ -264,7 +275,7 @@ impl Workload for TriplesWorkload {
         rowkit_client::run_blocking(
             store,
             &clock,
-            NewGraph::new(config(now), GRAPH, now, 0),
+            NewGraph::new(config(), GRAPH, start_at(now, 0)),
             |_| {},
         )
         .map_err(|e| format!("{e}"))
@@ -294,23 +305,27 @@ impl Workload for TriplesWorkload {
         let config = OperationConfig {
             #[cfg(feature = "planted-bugs")]
             planted: self.planted,
-            ..config(now)
+            ..config()
         };
         let pick = |ix: &[usize]| -> Vec<Triple> {
             ix.iter().map(|&i| self.universe[i].clone()).collect()
         };
         match op {
-            TriplesOp::Add(ix) => {
-                erase(AddTriples::new(config, GRAPH, pick(ix), now, seed), |()| {
-                    TriplesOutput::Written
-                })
-            }
+            TriplesOp::Add(ix) => erase(
+                AddTriples::new(config, GRAPH, pick(ix), start_at(now, seed)),
+                |()| TriplesOutput::Written,
+            ),
             TriplesOp::Remove(ix) => erase(
-                RemoveTriples::new(config, GRAPH, pick(ix), now, seed),
+                RemoveTriples::new(config, GRAPH, pick(ix), start_at(now, seed)),
                 |()| TriplesOutput::Written,
             ),
             TriplesOp::Exist(i) => erase(
-                Exist::new(config, GRAPH, self.universe[*i].clone(), now, seed),
+                Exist::new(
+                    config,
+                    GRAPH,
+                    self.universe[*i].clone(),
+                    start_at(now, seed),
+                ),
                 TriplesOutput::Exists,
             ),
             TriplesOp::Check(n) => check_op(
