@@ -25,8 +25,8 @@ use std::time::{Duration, Instant};
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
-use rowkit_embedded::driver::SystemClock;
-use rowkit_embedded::{MemoryStore, RedbStore, Store};
+use rowkit_store::driver::SystemClock;
+use rowkit_store::{MemoryStore, RedbStore, Store};
 use rowkit_gateway::gc::BackgroundGc;
 use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 

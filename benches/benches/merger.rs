@@ -3,7 +3,7 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rowkit_benches::wide_row;
-use rowkit_embedded::semantics::row_chunks;
+use rowkit_store::semantics::row_chunks;
 use rowkit_statemachines::ReadRowsResponse;
 use rowkit_statemachines::readrows::ChunkMerger;
 

@@ -8,8 +8,8 @@ use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::triples::{Node, Predicate, Triple, keys};
-use rowkit_embedded::RedbStore;
-use rowkit_embedded::driver::ManualClock;
+use rowkit_store::RedbStore;
+use rowkit_store::driver::ManualClock;
 use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 
 /// Preloaded triples: `/u<sN> "pK"@[] /u<oM>` and temporal `"seen"` triples.

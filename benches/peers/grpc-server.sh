@@ -46,14 +46,14 @@ run_one() {
   case "$1" in
     cbtemulator) BIN="$go_bin" "$peer/run.sh" "${args[@]}" >"$out/cbtemulator-$r.txt" ;;
     rowkit-memory) rowkit_run rowkit-memory memory: "${args[@]}" ;;
-    rowkit-embedded)
+    rowkit-store)
       rm -f "$out/bench-$r.redb"
-      rowkit_run rowkit-embedded "embedded:$out/bench-$r.redb" "${args[@]}" ;;
+      rowkit_run rowkit-store "embedded:$out/bench-$r.redb" "${args[@]}" ;;
   esac
 }
 
 args=("$@")
-servers=(cbtemulator rowkit-memory rowkit-embedded)
+servers=(cbtemulator rowkit-memory rowkit-store)
 for r in $(seq "$rounds"); do
   echo "round $r/$rounds ($(date -u +%H:%M:%S) UTC, load $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   for i in 0 1 2; do
@@ -65,7 +65,7 @@ echo "raw outputs: $out" >&2
 python3 - "$out" "$rounds" <<'PY'
 import re, statistics, sys
 out, rounds = sys.argv[1], int(sys.argv[2])
-servers = ["cbtemulator", "rowkit-memory", "rowkit-embedded"]
+servers = ["cbtemulator", "rowkit-memory", "rowkit-store"]
 figs = {}
 for s in servers:
     for r in range(1, rounds + 1):

@@ -1,7 +1,7 @@
 #![allow(clippy::unwrap_used)]
 //! Every codec case of `$ROWKIT_SHARED/vectors/tracestore.json`, and the codec side of the
 //! machine-level cases (allocation and assignment: counter answers, reserved ranges, lookup
-//! rows, insert cells and outcomes); the machines replay those in rowkit-embedded's
+//! rows, insert cells and outcomes); the machines replay those in rowkit-store's
 //! `tracestore_vectors`. The file is read at run time into strict structs (`common`): every
 //! field of every case is checked, and a case kind, a field or an op this file does not know
 //! fails the test.
@@ -936,7 +936,7 @@ fn digest_id_cells_and_mutations() {
 /// `counter_response` is at least the counter before plus the increment (other instances may
 /// have moved it on) and reserves (`reserved_ids`) the fresh ids, the first `missing` handed
 /// out, the rest appended to the pool; a return appends its ids to the pool. The machines
-/// replay every step in rowkit-embedded.
+/// replay every step in rowkit-store.
 #[test]
 fn digest_id_allocation_counter_responses() {
     let v = vectors();
@@ -1022,7 +1022,7 @@ fn digest_id_allocation_counter_responses() {
 /// answers `predicate_matched` exactly when the map already holds its digest's column (the
 /// table map or a concurrent insert); a matched insert's digest gets the stored id and its
 /// offered id goes back to the pool, an unmatched one gets the offered id. The machines replay
-/// every call in rowkit-embedded.
+/// every call in rowkit-store.
 #[test]
 fn digest_id_assignment_insert_outcomes() {
     let v = vectors();

@@ -12,9 +12,9 @@ use rowkit_codec::model::{
     compare_canonical,
 };
 use rowkit_client::run_blocking;
-use rowkit_embedded::driver::{Clock, ManualClock};
-use rowkit_embedded::semantics::CompiledFilter;
-use rowkit_embedded::{ChunkingOptions, MemoryStore, Store};
+use rowkit_store::driver::{Clock, ManualClock};
+use rowkit_store::semantics::CompiledFilter;
+use rowkit_store::{ChunkingOptions, MemoryStore, Store};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     MutateRowRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64, raw::Unary,

@@ -10,7 +10,7 @@
 //!
 //! ```no_run
 //! use rowkit_testkit::emulator::Emulator;
-//! # fn scenario(_: &dyn rowkit_embedded::Store) {}
+//! # fn scenario(_: &dyn rowkit_store::Store) {}
 //! // In a test: `None` (with a loud message) when the emulator is not installed, a panic when
 //! // CI=true; one emulator per test binary, a fresh instance (namespace) per call.
 //! let Some(emulator) = Emulator::shared_or_skip("my_test") else { return };

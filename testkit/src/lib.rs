@@ -4,7 +4,7 @@
 //! - [`suite`]: the Bigtable semantics suite as data, replayed on every store.
 //! - [`scenarios`]: every schema's acceptance scenarios ([`scenarios::mounttable`],
 //!   [`scenarios::objmeta`], [`scenarios::tracestore`], [`scenarios::triples`]) as functions
-//!   over any [`Store`](rowkit_embedded::Store).
+//!   over any [`Store`](rowkit_store::Store).
 //! - [`script`]: a scripted driver for one machine (exact requests, responses, errors and
 //!   clock jumps), for the machines' own tests.
 //! - [`sim`]: the deterministic fault simulator. Feature `planted-bugs` builds the machines'
@@ -14,7 +14,7 @@
 //!   in its place) as a fixture for the tests that talk gRPC.
 //!
 //! ```
-//! use rowkit_embedded::MemoryStore;
+//! use rowkit_store::MemoryStore;
 //! use rowkit_testkit::suite;
 //!
 //! // The suite's first case, played on a fresh memory store, meets its expectation.

@@ -1,4 +1,4 @@
-//! Every schema's acceptance scenarios as functions over any [`rowkit_embedded::Store`], so the
+//! Every schema's acceptance scenarios as functions over any [`rowkit_store::Store`], so the
 //! memory store, the redb store and the emulator-backed store run the same code.
 
 pub mod admin;

@@ -1,6 +1,6 @@
 //! The semantics suite **as data**: every case of `spec/bigtable.md` that a store must get
 //! right, as plain values that any runner can replay — the memory and redb stores
-//! (rowkit-embedded's `tests/semantics.rs`), the Bigtable emulator, the gateway.
+//! (rowkit-store's `tests/semantics.rs`), the Bigtable emulator, the gateway.
 //!
 //! How a runner plays one [`SemanticsCase`]:
 //! 1. Create table [`TABLE`] with [`SemanticsCase::families`]. If the case expects
@@ -30,8 +30,8 @@ use rowkit_statemachines::{
     SampleRowKeysRequest, StoreError,
 };
 
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::{Clock, ManualClock};
+use rowkit_store::Store;
+use rowkit_store::driver::{Clock, ManualClock};
 
 /// The table every case creates and addresses.
 pub const TABLE: &str = "semantics";

@@ -7,7 +7,7 @@
 //!   `BIGTABLE_EMULATOR_HOST`.
 //! - [`BigtableConnection`]: async, one RPC per call, table admin; routing header, feature
 //!   flags and bearer tokens ([`TokenProvider`], [`credentials::GoogleCredentials`]).
-//! - [`BigtableStore`]: the blocking `rowkit_embedded::Store`, so sync code runs unchanged.
+//! - [`BigtableStore`]: the blocking `rowkit_store::Store`, so sync code runs unchanged.
 //!
 //! Async code runs machines over a connection with `rowkit-client`'s `TokioDriver` and its one
 //! driving loop (`rowkit_client::run`), which keeps every request of a machine in flight at

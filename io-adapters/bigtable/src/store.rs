@@ -19,7 +19,7 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use rowkit_codec::model::{Code, ColumnFamily, Timestamp};
-use rowkit_embedded::{Reply, Store};
+use rowkit_store::{Reply, Store};
 use rowkit_statemachines::{Request, Response, StoreError};
 use tokio::runtime::Runtime;
 
@@ -247,7 +247,7 @@ impl Store for BigtableStore {
         &self,
         path: &std::path::Path,
         _overwrite: bool,
-    ) -> Result<rowkit_embedded::BackupSummary, StoreError> {
+    ) -> Result<rowkit_store::BackupSummary, StoreError> {
         Err(StoreError::new(
             Code::Unimplemented,
             format!(

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used)]
 //! The four schema modules' acceptance scenarios (triples, objmeta, tracestore, mounttable) on
-//! the Bigtable emulator: the same scenario functions `rowkit-embedded`'s tests run on
+//! the Bigtable emulator: the same scenario functions `rowkit-store`'s tests run on
 //! MemoryStore and RedbStore, with the same arguments, each on a fresh emulator instance.
 //!
 //! A scenario the emulator cannot pass because of a documented deviation (`bigtable.md` 14) is
@@ -16,8 +16,8 @@ mod backends;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, Timestamp};
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::{Clock, SystemClock};
+use rowkit_store::Store;
+use rowkit_store::driver::{Clock, SystemClock};
 use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::scenarios::mounttable::starting_at;
 
@@ -60,7 +60,7 @@ fn ahead_of_the_emulator<R>(f: impl FnOnce() -> R) -> R {
     result
 }
 
-/// Runs `f` (mount table concurrency scenarios, on a [`rowkit_embedded::driver::RunningClock`])
+/// Runs `f` (mount table concurrency scenarios, on a [`rowkit_store::driver::RunningClock`])
 /// with their clocks started at the wall clock (the next whole millisecond): running from
 /// there, they are never behind the emulator's server-time stamps.
 fn at_the_wall_clock<R>(f: impl FnOnce() -> R) -> R {
@@ -700,7 +700,7 @@ fn cbt_set_tile_reads_back() {
     cbt_set(alpha.clone(), "T:0=\u{1}".into());
     cbt_set(alpha, "T:1=\u{2}".into());
     cbt_set(beta, "T:1=\u{2}".into());
-    let clock = rowkit_embedded::driver::ManualClock::new(Timestamp(sc::T0));
+    let clock = rowkit_store::driver::ManualClock::new(Timestamp(sc::T0));
     let mut gold = sc::open(&store, &clock, 5);
     let tile = rowkit_client::block_on(gold.read_range(0, 1)).unwrap();
     let digests = |device: &str, name: &str| {

@@ -16,8 +16,8 @@ mod backends;
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{Row, Timestamp};
-use rowkit_embedded::MemoryStore;
-use rowkit_embedded::driver::{self, Clock};
+use rowkit_store::MemoryStore;
+use rowkit_store::driver::{self, Clock};
 use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::suite::{self, CaseRun, Outcome, compare_rows, play};
 
@@ -105,7 +105,7 @@ fn semantics_suite_on_rowkit_grpc_over_memory_equals_the_memory_store() {
 
 #[test]
 fn semantics_suite_on_rowkit_grpc_over_embedded_equals_the_memory_store() {
-    suite_agrees(backends::rowkit_embedded());
+    suite_agrees(backends::rowkit_store());
 }
 
 /// Plays every case on `emu` and on a memory store; fails on any difference the emulator's

@@ -4,8 +4,8 @@
 mod backends;
 
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, RowSet, Timestamp};
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::{self, SystemClock};
+use rowkit_store::Store;
+use rowkit_store::driver::{self, SystemClock};
 use rowkit_statemachines::raw::Unary;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, Request, RetryPolicy};

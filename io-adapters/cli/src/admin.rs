@@ -29,8 +29,8 @@ pub fn run(ctx: &Context, cmd: &AdminCommand, out: &Output) -> Result<(), CliErr
                 .map(|k| escape::parse(k).map_err(|e| CliError::usage(format!("split {k:?}: {e}"))))
                 .collect::<Result<Vec<_>, _>>()?;
             // Bigtable's rules, checked before the store is opened (bad input changes nothing).
-            rowkit_embedded::semantics::validate_schema(name, &families)?;
-            rowkit_embedded::semantics::normalize_splits(&splits)?;
+            rowkit_store::semantics::validate_schema(name, &families)?;
+            rowkit_store::semantics::normalize_splits(&splits)?;
             ctx.store
                 .create_table_with_splits(name, &families, &splits)?;
             if out.is_json() {

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use rowkit_codec::model::Timestamp;
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::{Clock, ManualClock, SystemClock};
+use rowkit_store::Store;
+use rowkit_store::driver::{Clock, ManualClock, SystemClock};
 use rowkit_statemachines::RetryPolicy;
 
 use crate::error::CliError;

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
-use rowkit_embedded::{BackupSummary, Reply, Store};
+use rowkit_store::{BackupSummary, Reply, Store};
 use rowkit_gateway::backup::{BACKUP_PATH, BackupRequest, decode_answer};
 use rowkit_statemachines::{Code, Request, StoreError};
 

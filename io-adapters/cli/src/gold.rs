@@ -13,8 +13,8 @@ use rowkit_codec::tracestore::keys::{
     repo_index_position, trace_row_name,
 };
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::Clock;
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::tracestore::{PutEntry, Tile};
 use serde_json::{Map, Value, json};

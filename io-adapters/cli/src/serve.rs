@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::Clock;
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 use rowkit_gateway::serving::connections::{
     ConnectionLimits, Connections, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_STREAMS,

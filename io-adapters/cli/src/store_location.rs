@@ -5,7 +5,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
-use rowkit_embedded::{GcPage, MemoryStore, RedbStore, Reply, Store};
+use rowkit_store::{GcPage, MemoryStore, RedbStore, Reply, Store};
 use rowkit_statemachines::{Code, Request, StoreError};
 
 use crate::error::CliError;
@@ -244,7 +244,7 @@ impl Store for StoreOnFirstUse {
         &self,
         path: &std::path::Path,
         overwrite: bool,
-    ) -> Result<rowkit_embedded::BackupSummary, StoreError> {
+    ) -> Result<rowkit_store::BackupSummary, StoreError> {
         self.get()?.backup_to(path, overwrite)
     }
 }

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{Cell, ColumnFamily, Mutation, RowSet, Timestamp};
-use rowkit_embedded::{RedbStore, Reply, Store, TableStorage};
+use rowkit_store::{RedbStore, Reply, Store, TableStorage};
 use rowkit_statemachines::{
     MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, Response,
 };

@@ -24,7 +24,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::process::{Command, Output};
 
-use rowkit_embedded::driver::{Clock, SystemClock};
+use rowkit_store::driver::{Clock, SystemClock};
 use rowkit_testkit::emulator::{CBT_BIN, Emulator};
 use serde_json::{Value, json};
 
@@ -691,7 +691,7 @@ mod s3 {
     use rowkit_codec::model::Timestamp;
     use rowkit_codec::objmeta::json::Json;
     use rowkit_codec::objmeta::keys::VFormat;
-    use rowkit_embedded::driver::ManualClock;
+    use rowkit_store::driver::ManualClock;
     use rowkit_testkit::scenarios::objmeta::scenario_state;
 
     const V0: &str = "98299999999998999999RG001  4242.0";

@@ -18,8 +18,8 @@ use std::sync::{Arc, Mutex};
 
 use google_auth::*;
 use rowkit_codec::model::ColumnFamily;
-use rowkit_embedded::driver::SystemClock;
-use rowkit_embedded::{MemoryStore, Store};
+use rowkit_store::driver::SystemClock;
+use rowkit_store::{MemoryStore, Store};
 use rowkit_grpc::{GrpcConfig, GrpcServer};
 
 /// What one call carried: its `authorization` and `x-goog-user-project` headers.

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rowkit_codec::model::ColumnFamily;
-use rowkit_embedded::{RedbStore, Store};
+use rowkit_store::{RedbStore, Store};
 use rowkit_testkit::sim::admin::{self, Rows};
 use support::{cbt_ok, cbt_or_skip, serve_grpc};
 

@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
-use rowkit_embedded::Store;
+use rowkit_store::Store;
 use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 
 /// A fresh directory for one test's files.
@@ -387,7 +387,7 @@ fn samples_of_a_big_table(store: &str) {
             ..Default::default()
         });
         match client.execute(request, Timestamp::from_secs(1)).unwrap() {
-            rowkit_embedded::Reply::Stream(parts) => {
+            rowkit_store::Reply::Stream(parts) => {
                 for part in parts {
                     let rowkit_statemachines::Response::MutateRowsPart(p) = part.unwrap() else {
                         panic!("not a MutateRows part")
@@ -395,7 +395,7 @@ fn samples_of_a_big_table(store: &str) {
                     assert!(p.entries.iter().all(|e| e.result.is_ok()));
                 }
             }
-            rowkit_embedded::Reply::Unary(r) => panic!("{r:?}"),
+            rowkit_store::Reply::Unary(r) => panic!("{r:?}"),
         }
     }
     // Row size: key 11 + family 2 + qualifier 1 + timestamp 8 + value.
@@ -406,7 +406,7 @@ fn samples_of_a_big_table(store: &str) {
         ..Default::default()
     });
     let samples: Vec<(Vec<u8>, i64)> = match client.execute(request, Timestamp::from_secs(1)) {
-        Ok(rowkit_embedded::Reply::Stream(parts)) => parts
+        Ok(rowkit_store::Reply::Stream(parts)) => parts
             .map(|p| match p.unwrap() {
                 rowkit_statemachines::Response::SampleRowKeysPart(s) => (s.row_key, s.offset_bytes),
                 other => panic!("{other:?}"),

@@ -11,7 +11,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
-use rowkit_embedded::Store;
+use rowkit_store::Store;
 use rowkit_rest::admin::AdminPath;
 use rowkit_rest::proto3::Int32;
 use rowkit_rest::wire::{ErrorBodyJson, ErrorJson};

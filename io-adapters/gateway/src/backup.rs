@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rowkit_embedded::{BackupSummary, Store};
+use rowkit_store::{BackupSummary, Store};
 use rowkit_statemachines::{Code, StoreError};
 use serde::{Deserialize, Serialize};
 

@@ -9,7 +9,7 @@
 //! [`MAX_PAGE_PAUSE`]), so writers always get the store between steps and GC takes at most
 //! about half of one core. After a full pass over every table it sleeps for the interval.
 //! The first step of a table's pass also finishes the purge of a family dropped and not yet
-//! purged (a drop a crash cut short, `rowkit_embedded::semantics`), so a restarted server
+//! purged (a drop a crash cut short, `rowkit_store::semantics`), so a restarted server
 //! resumes it.
 //! Network stores are left alone: their server collects by itself.
 
@@ -18,15 +18,15 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::Clock;
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 use rowkit_statemachines::Code;
 
 /// The default sleep between two full passes.
 pub const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Rows read per [`Store::gc_page`] step (fewer when they are large: the step also stops
-/// after `rowkit_embedded::semantics::GC_PAGE_BYTES`).
+/// after `rowkit_store::semantics::GC_PAGE_BYTES`).
 pub const GC_PAGE_ROWS: usize = 256;
 
 /// The shortest pause after a step: even a step that found nothing lets writers in.

@@ -43,8 +43,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::Clock;
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 use tokio::net::TcpListener;
 
 pub use api::router;

@@ -13,7 +13,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rowkit_codec::model::{ColumnFamily, FamilyChange};
-use rowkit_embedded::{Reply, Store};
+use rowkit_store::{Reply, Store};
 use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use tokio::sync::mpsc;
 

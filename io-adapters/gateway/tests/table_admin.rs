@@ -12,7 +12,7 @@ use bytes::Bytes;
 use common::{Answer, client, local, runtime, start};
 use http_body_util::Full;
 use rowkit_codec::model::{ColumnFamily, GcRule};
-use rowkit_embedded::{MemoryStore, Store};
+use rowkit_store::{MemoryStore, Store};
 use rowkit_gateway::GatewayConfig;
 use rowkit_statemachines::Code;
 use serde_json::json;
@@ -99,7 +99,7 @@ fn create_get_list_modify_drop_and_delete_a_table() {
         None
     );
     assert_eq!(
-        rowkit_embedded::TableStorage::splits(store.as_ref(), "t")
+        rowkit_store::TableStorage::splits(store.as_ref(), "t")
             .unwrap()
             .as_ref(),
         &[b"m".to_vec()]

@@ -13,7 +13,7 @@ use rowkit_bigtable::convert;
 use rowkit_codec::model::{
     ColumnFamily, FamilyChange, Mutation, RowFilter, RowRange, RowSet, Timestamp,
 };
-use rowkit_embedded::Store;
+use rowkit_store::Store;
 use rowkit_gateway::serving;
 use rowkit_statemachines::{
     Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, StoreError,
@@ -192,7 +192,7 @@ fn drop_rows(
             ..Default::default()
         });
         let reply = store.execute(request, now)?;
-        if let rowkit_embedded::Reply::Stream(parts) = reply {
+        if let rowkit_store::Reply::Stream(parts) = reply {
             for part in parts {
                 if let rowkit_statemachines::Response::MutateRowsPart(p) = part? {
                     for entry in p.entries {

@@ -5,8 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::SystemClock;
+use rowkit_store::Store;
+use rowkit_store::driver::SystemClock;
 
 use crate::{GrpcConfig, GrpcServer};
 

@@ -10,7 +10,7 @@
 //! `BIGTABLE_EMULATOR_HOST=ADDR`.
 //!
 //! - Semantics: every data call runs through the store's one evaluator
-//!   (`rowkit_embedded::semantics`), so the server is as production-faithful as the stores
+//!   (`rowkit_store::semantics`), so the server is as production-faithful as the stores
 //!   (`spec/bigtable.md` 14: production's limits, codes and filters, not the emulator's).
 //! - Wire: the service traits are generated at build time from Google's protos (vendored in
 //!   `proto/`, compiled by protox, no `protoc`); the messages are the `googleapis-tonic-*` types
@@ -45,8 +45,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::Clock;
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 use rowkit_gateway::GatewayError;
 use rowkit_gateway::serving::connections::{Connections, Protocols, plaintext, serve};
 use tokio::net::TcpListener;

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rowkit_codec::model::ColumnFamily;
-use rowkit_embedded::driver::SystemClock;
-use rowkit_embedded::{MemoryStore, Store};
+use rowkit_store::driver::SystemClock;
+use rowkit_store::{MemoryStore, Store};
 use rowkit_grpc::{GrpcConfig, GrpcServer, MAX_MESSAGE_BYTES};
 use tonic::codegen::{Bytes, http};
 use tonic::{Code, Status};

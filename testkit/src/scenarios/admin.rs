@@ -3,8 +3,8 @@
 //! emulator and `rowkit serve --grpc`.
 
 use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowSet, Timestamp};
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::SystemClock;
+use rowkit_store::Store;
+use rowkit_store::driver::SystemClock;
 use rowkit_statemachines::raw::{Collect, Unary};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
@@ -57,7 +57,7 @@ fn rows(store: &dyn Store, table: &str) -> Vec<Row> {
         rows: RowSet::all(),
         ..Default::default()
     };
-    let now = rowkit_embedded::driver::Clock::now(&SystemClock);
+    let now = rowkit_store::driver::Clock::now(&SystemClock);
     let machine = ReadRows::new(read, now, 7, RetryPolicy::default());
     let mut rows = Vec::new();
     rowkit_client::run_blocking(store, &SystemClock, machine, |row| rows.push(row))

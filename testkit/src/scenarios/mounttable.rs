@@ -24,8 +24,8 @@ use rowkit_statemachines::{
 
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_embedded::driver::{Clock, ManualClock, RunningClock};
-use rowkit_embedded::{Reply, Store};
+use rowkit_store::driver::{Clock, ManualClock, RunningClock};
+use rowkit_store::{Reply, Store};
 
 /// The scenario clock's start (§22), unless [`starting_at`] says otherwise.
 pub const T0: Timestamp = Timestamp(1_700_000_000_000_000);
@@ -1410,7 +1410,7 @@ pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, 
 /// the entry, got the old row; a creator checking that its parent still existed saw a parent a
 /// subtree delete had just removed and built on its orphaned row. The cache now serves no read
 /// of a row while a write to it is in flight (`RowCache::begin_write`; the regression test is
-/// `the_row_cache_serves_no_row_older_than_an_applied_write` in rowkit-embedded's
+/// `the_row_cache_serves_no_row_older_than_an_applied_write` in rowkit-store's
 /// `tests/mounttable.rs`).
 pub fn concurrent_mount_delete(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
     let clock = RunningClock::starting_at(t0());

@@ -23,8 +23,8 @@ use rowkit_statemachines::{ReadRowsRequest, Timestamp};
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::run_blocking;
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::ManualClock;
+use rowkit_store::Store;
+use rowkit_store::driver::ManualClock;
 
 use std::sync::Mutex;
 
@@ -36,7 +36,7 @@ use rowkit_statemachines::objmeta::{
 };
 use rowkit_statemachines::{Code, Machine, Request, StoreError};
 
-use rowkit_embedded::{Reply, Response};
+use rowkit_store::{Reply, Response};
 
 /// Every row of a bucket's collection as Arsenal's JSON, read from `store`
 /// ([`rowkit_client::objmeta::bucket_rows`]).
@@ -1448,7 +1448,7 @@ fn rec_take_writes(rec: &Recorder<'_>) {
 }
 
 fn clock_now(c: &ManualClock) -> Timestamp {
-    use rowkit_embedded::driver::Clock;
+    use rowkit_store::driver::Clock;
     c.now()
 }
 
@@ -1487,7 +1487,7 @@ fn list_row_by_row(
         };
         for row in &rows {
             let part = ReadRowsResponse {
-                chunks: rowkit_embedded::semantics::row_chunks(row, None),
+                chunks: rowkit_store::semantics::row_chunks(row, None),
                 ..Default::default()
             };
             m.handle_response(tag, Ok(Response::ReadRowsPart(part)), now);

@@ -27,8 +27,8 @@ use rowkit_statemachines::{
 
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_embedded::driver::{Clock, ManualClock};
-use rowkit_embedded::{Reply, Store};
+use rowkit_store::driver::{Clock, ManualClock};
+use rowkit_store::{Reply, Store};
 
 /// The table the scenarios use.
 pub const TABLE: &str = "gold";

@@ -1,5 +1,5 @@
 //! The acceptance scenarios of `spec/triples.md` §12 as functions over any [`Store`], so the
-//! same checks run on [`rowkit_embedded::MemoryStore`], [`rowkit_embedded::RedbStore`] and the
+//! same checks run on [`rowkit_store::MemoryStore`], [`rowkit_store::RedbStore`] and the
 //! Bigtable emulator. Each scenario expects a store without a `badwolf` table (a fresh store),
 //! creates it, and returns `Err(description)` on the first mismatch.
 //!
@@ -16,8 +16,8 @@ use rowkit_statemachines::triples::{
 
 use rowkit_client::triples::{Graph, TripleStore};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_embedded::Store;
-use rowkit_embedded::driver::ManualClock;
+use rowkit_store::Store;
+use rowkit_store::driver::ManualClock;
 
 /// The result of one scenario.
 pub type ScenarioResult = Result<(), String>;

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rowkit_codec::model::{Cell, ColumnFamily, GcRule, Mutation, Row, RowRange, Timestamp};
-use rowkit_embedded::{EngineState, MemoryStore, RedbStore, Store, StoreError, TableStorage};
+use rowkit_store::{EngineState, MemoryStore, RedbStore, Store, StoreError, TableStorage};
 use rowkit_statemachines::{Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request};
 
 /// The table every run works on.
@@ -316,7 +316,7 @@ pub fn write_rows(store: &dyn Store, table: &str, rows: &Rows) -> Result<(), Str
     let reply = store
         .execute(request, NOW)
         .map_err(|e| format!("write: {e}"))?;
-    if let rowkit_embedded::Reply::Stream(parts) = reply {
+    if let rowkit_store::Reply::Stream(parts) = reply {
         for part in parts {
             if let rowkit_statemachines::Response::MutateRowsPart(p) =
                 part.map_err(|e| format!("write: {e}"))?

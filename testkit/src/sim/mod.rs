@@ -59,7 +59,7 @@ use rowkit_statemachines::{
     StoreError, Tag, Timestamp,
 };
 
-use rowkit_embedded::{MemoryStore, Reply, Store};
+use rowkit_store::{MemoryStore, Reply, Store};
 
 /// Fault rates, in parts per 10 000 of the chances to inject them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -605,7 +605,7 @@ where
     M: Machine<Output = CheckSummary, Event = CheckEvent>,
     M::Error: Display,
 {
-    let clock = rowkit_embedded::driver::ManualClock::new(now);
+    let clock = rowkit_store::driver::ManualClock::new(now);
     let mut findings = Vec::new();
     let summary = rowkit_client::run_blocking(store, &clock, machine, |event| {
         if let CheckEvent::Finding(f) = event {

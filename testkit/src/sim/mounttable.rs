@@ -19,8 +19,8 @@ use rowkit_statemachines::mounttable::{self as mt, FsckSummary, MtCtx, Tables};
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
-use rowkit_embedded::driver::ManualClock;
-use rowkit_embedded::{MemoryStore, Store};
+use rowkit_store::driver::ManualClock;
+use rowkit_store::{MemoryStore, Store};
 
 /// Names of the tree (parents before children).
 const NAMES: &[&str] = &["a", "a/x", "a/y", "a/x/deep", "b", "b/x"];

@@ -50,8 +50,8 @@ use super::{
 };
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_embedded::MemoryStore;
-use rowkit_embedded::driver::ManualClock;
+use rowkit_store::MemoryStore;
+use rowkit_store::driver::ManualClock;
 use rowkit_statemachines::check::CheckTarget;
 use rowkit_statemachines::tracestore::Check;
 

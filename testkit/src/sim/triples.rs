@@ -30,8 +30,8 @@ use super::{
     CHECK_EVERY, CheckOutcome, Checked, Outcome, Record, RepairLog, SimMachine, Workload, check_op,
     check_options, erase, verify_concurrent_checks, verify_settled_checks,
 };
-use rowkit_embedded::driver::ManualClock;
-use rowkit_embedded::{MemoryStore, Store};
+use rowkit_store::driver::ManualClock;
+use rowkit_store::{MemoryStore, Store};
 
 const GRAPH: &[u8] = b"sim";
 const TABLE: &str = keys::DEFAULT_TABLE;

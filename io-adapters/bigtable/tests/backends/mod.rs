@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use rowkit_embedded::{MemoryStore, RedbStore, Store};
+use rowkit_store::{MemoryStore, RedbStore, Store};
 use rowkit_testkit::emulator::Emulator;
 
 fn fixture(
@@ -32,7 +32,7 @@ pub fn rowkit_memory() -> &'static Emulator {
 
 /// `rowkit-grpc` over `embedded:` (a fresh redb file per server, under the test target's
 /// temporary directory).
-pub fn rowkit_embedded() -> &'static Emulator {
+pub fn rowkit_store() -> &'static Emulator {
     static CELL: OnceLock<Emulator> = OnceLock::new();
     static FILES: AtomicU64 = AtomicU64::new(0);
     fixture(&CELL, "rowkit-grpc over embedded:", || {
@@ -46,7 +46,7 @@ pub fn rowkit_embedded() -> &'static Emulator {
 }
 
 /// Selects the server a test binary's emulator tests run on: unset or `cbtemulator` = the
-/// emulator, `rowkit-memory` / `rowkit-embedded` = [`rowkit_memory`] / [`rowkit_embedded`].
+/// emulator, `rowkit-memory` / `rowkit-store` = [`rowkit_memory`] / [`rowkit_store`].
 pub const SERVER_ENV: &str = "ROWKIT_BIGTABLE_SERVER";
 
 /// The server [`SERVER_ENV`] selects for `test`; `None` when that is the emulator and it is
@@ -55,10 +55,10 @@ pub const SERVER_ENV: &str = "ROWKIT_BIGTABLE_SERVER";
 pub fn selected(test: &str) -> Option<&'static Emulator> {
     match std::env::var(SERVER_ENV).as_deref() {
         Ok("rowkit-memory") => Some(rowkit_memory()),
-        Ok("rowkit-embedded") => Some(rowkit_embedded()),
+        Ok("rowkit-store") => Some(rowkit_store()),
         Ok("cbtemulator") | Err(_) => Emulator::shared_or_skip(test),
         Ok(other) => {
-            panic!("{SERVER_ENV}={other}: expected cbtemulator, rowkit-memory or rowkit-embedded")
+            panic!("{SERVER_ENV}={other}: expected cbtemulator, rowkit-memory or rowkit-store")
         }
     }
 }
@@ -102,7 +102,7 @@ macro_rules! every_test_on_rowkit_grpc {
 
         #[test]
         fn every_test_on_rowkit_grpc_over_embedded() {
-            backends::rerun_all_on("rowkit-embedded", "on_rowkit_grpc");
+            backends::rerun_all_on("rowkit-store", "on_rowkit_grpc");
         }
     };
 }

@@ -12,8 +12,8 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rowkit_codec::model::{ColumnFamily, Timestamp};
-use rowkit_embedded::driver::ManualClock;
-use rowkit_embedded::{Reply, Store};
+use rowkit_store::driver::ManualClock;
+use rowkit_store::{Reply, Store};
 use rowkit_gateway::{Gateway, GatewayConfig};
 use rowkit_rest::{
     ArraySplitter, Method, TableName, decode_error, decode_response, decode_stream_element,
