@@ -37,14 +37,14 @@ use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, ops_hash};
 use rowkit_codec::triples::Triple;
-use rowkit_store::driver::{Clock, ManualClock, SystemClock};
-use rowkit_store::{MemoryStore, RedbStore, Reply, Request, Response, Store};
 use rowkit_statemachines::mounttable::Tables;
 use rowkit_statemachines::tracestore::PutEntry;
 use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 use rowkit_statemachines::{
     MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
 };
+use rowkit_store::driver::{Clock, ManualClock, SystemClock};
+use rowkit_store::{MemoryStore, RedbStore, Reply, Request, Response, Store};
 use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::scenarios::objmeta::scenario_state;
 

@@ -7,18 +7,18 @@
 
 use arbitrary::{Arbitrary, Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use rowkit_client::run_blocking;
 use rowkit_codec::model::{
     Cell, ColumnFamily, KeyBound, Row, RowFilter, RowSet, Timestamp, TimestampRange,
     compare_canonical,
 };
-use rowkit_client::run_blocking;
-use rowkit_store::driver::{Clock, ManualClock};
-use rowkit_store::semantics::CompiledFilter;
-use rowkit_store::{ChunkingOptions, MemoryStore, Store};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     MutateRowRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64, raw::Unary,
 };
+use rowkit_store::driver::{Clock, ManualClock};
+use rowkit_store::semantics::CompiledFilter;
+use rowkit_store::{ChunkingOptions, MemoryStore, Store};
 
 const FAMILIES: [&str; 3] = ["a", "b", "c.d"];
 

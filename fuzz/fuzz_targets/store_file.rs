@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 use arbitrary::{Arbitrary, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowRange, Timestamp};
-use rowkit_store::{RedbStore, Store, TableStorage};
 use rowkit_statemachines::{MutateRowRequest, Request};
+use rowkit_store::{RedbStore, Store, TableStorage};
 
 /// Rows per table: enough for each table's cells to span several pages.
 const ROWS: usize = 40;

@@ -10,10 +10,10 @@ use rowkit_client::mounttable::{MountTable, MtConfig};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::mounttable::Caller;
-use rowkit_store::driver::{Clock, ManualClock};
-use rowkit_store::{MemoryStore, Reply, Store};
 use rowkit_statemachines::mounttable::{self as mt, MountEntry, MtCtx, MtError, MtEvent, Tables};
 use rowkit_statemachines::{Machine, Request, Response, SplitMix64, Tag};
+use rowkit_store::driver::{Clock, ManualClock};
+use rowkit_store::{MemoryStore, Reply, Store};
 use rowkit_testkit::scenarios::mounttable::scan;
 
 /// The three operations of a cycle, as one machine type.

@@ -16,11 +16,11 @@ use rowkit_client::tracestore::TraceStore;
 use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::tracestore::detect_layout;
-use rowkit_store::Store;
-use rowkit_store::driver::Clock;
 use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::mounttable::Tables;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 
 use crate::args::Context;
 use crate::error::CliError;
