@@ -16,11 +16,11 @@ use rowkit_client::tracestore::TraceStore;
 use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::tracestore::detect_layout;
-use rowkit_store::Store;
-use rowkit_store::driver::Clock;
 use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::mounttable::Tables;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 
 use crate::args::Context;
 use crate::error::CliError;
@@ -393,11 +393,9 @@ fn fsck(
 ) -> Result<(CheckSummary, Option<Value>), CliError> {
     let config = MtConfig {
         tables: Tables::new(table),
-        deadline_us: ctx.retry.operation_timeout,
-        seed: ctx.seed,
         ..MtConfig::default()
     };
-    let t = MountTable::new(driver, config);
+    let t = MountTable::new(driver, config).with_options(ctx.call_options());
     let mut output = CheckOutput::new(out, "mt").with_table(table);
     let summary =
         block_on(t.check(fix, |event| output.event(event))).map_err(CliError::operation)?;

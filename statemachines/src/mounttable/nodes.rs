@@ -23,7 +23,7 @@ use super::calls::{
     BackOff, Cam, Half, Incr, MtIo, Node, NodeRead, Occ, Progress, Put, check_deadline,
     delete_column, ended, warn,
 };
-use super::{MountEntry, MountedServer, MtCtx, MtError};
+use super::{MountEntry, MountedServer, MtCtx, MtError, MtRun};
 use crate::operation::settled;
 use crate::ready;
 
@@ -66,7 +66,7 @@ pub(super) fn authorize(
 }
 
 /// §11.6 `setPermissions` on a node snapshot (also makes it sticky): one OCC mutation.
-pub(super) fn set_perms(io: &mut MtIo, ctx: &MtCtx, node: &NodeRow, perms: &Permissions) -> Occ {
+pub(super) fn set_perms(io: &mut MtIo, ctx: &MtRun, node: &NodeRow, perms: &Permissions) -> Occ {
     let ts = Timestamp::SERVER_TIME;
     let mutations = vec![
         Mutation::set_cell(
@@ -183,7 +183,7 @@ impl Increment {
         }
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use IncrementPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -275,7 +275,7 @@ impl CreateRow {
         }
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use CreateRowPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -404,7 +404,7 @@ impl CreateChild {
         }
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<Node> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<Node> {
         use CreateChildPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -550,7 +550,7 @@ impl EnsureLinked {
         }
     }
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use LinkPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -684,7 +684,7 @@ impl Delete {
         }
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use DeletePhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -762,7 +762,7 @@ impl Delete {
     }
 
     /// Reads child `at`, or deletes the row once every child is gone.
-    fn next_child(&mut self, io: &mut MtIo, ctx: &MtCtx, at: usize) {
+    fn next_child(&mut self, io: &mut MtIo, ctx: &MtRun, at: usize) {
         self.phase = match self.node.children.get(at) {
             Some(c) => {
                 let name = codec::join(&[&self.node.name, &c.name]);
@@ -802,7 +802,7 @@ impl DeleteAndGc {
         }
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use DeleteAndGcPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -873,7 +873,7 @@ impl Gc {
         }))
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<Collected> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<Collected> {
         use GcPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -936,7 +936,7 @@ impl Gc {
     }
 
     /// Decides what to do with the current node: a new phase, or the end of the collection.
-    fn check(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Option<Result<(), MtError>> {
+    fn check(&mut self, io: &mut MtIo, ctx: &MtRun) -> Option<Result<(), MtError>> {
         let node = &self.node;
         if node.name.is_empty() {
             return Some(Ok(()));
@@ -1005,7 +1005,7 @@ impl MountNode {
         server: &str,
         deadline: Option<i64>,
         ttl_s: u32,
-        flags: u32,
+        flags: MountFlags,
         limit: i64,
     ) -> MountNode {
         MountNode {
@@ -1013,13 +1013,13 @@ impl MountNode {
             server: server.into(),
             deadline,
             ttl_s,
-            flags: MountFlags(flags),
+            flags,
             limit,
             phase: MountNodePhase::Start,
         }
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<i64> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<i64> {
         use MountNodePhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -1145,7 +1145,7 @@ impl UnmountNode {
         ))
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use UnmountNodePhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -1267,7 +1267,7 @@ impl Walk {
         }
     }
 
-    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<Reached> {
+    pub(super) fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<Reached> {
         use WalkPhase as P;
         loop {
             let reached = match mem::replace(&mut self.phase, P::Done) {
@@ -1362,7 +1362,7 @@ impl Walk {
     }
 
     /// Starts the walk again from the root.
-    fn restart(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<Option<Reached>, MtError> {
+    fn restart(&mut self, io: &mut MtIo, ctx: &MtRun) -> Result<Option<Reached>, MtError> {
         self.current = String::new();
         self.parent = None;
         self.at = 0;
@@ -1370,7 +1370,7 @@ impl Walk {
     }
 
     /// Reads the element at `at`, or ends the walk past the last one.
-    fn visit(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<Option<Reached>, MtError> {
+    fn visit(&mut self, io: &mut MtIo, ctx: &MtRun) -> Result<Option<Reached>, MtError> {
         let Some(elem) = self.elems.get(self.at) else {
             let node = if self.with_servers {
                 None
@@ -1389,7 +1389,7 @@ impl Walk {
     }
 
     /// The element's node exists: adopt it, or let GC look at it first.
-    fn found(&mut self, io: &mut MtIo, ctx: &MtCtx, node: Node) {
+    fn found(&mut self, io: &mut MtIo, ctx: &MtRun, node: Node) {
         // rowkit fix: rows are found by key, so a walk could build on a node its parent does
         // not reference (a creator's row that landed after a subtree delete took its parent):
         // what is then mounted or created under it is out of reach of the parent's deletes,
@@ -1425,7 +1425,7 @@ impl Walk {
     }
 
     /// The element is missing: fail, or create it under the parent.
-    fn create_missing(&mut self, ctx: &MtCtx) -> Result<(), MtError> {
+    fn create_missing(&mut self, ctx: &MtRun) -> Result<(), MtError> {
         let Some(p) = self.parent.take() else {
             return Err(MtError::NoSuchNameRoot);
         };
@@ -1460,7 +1460,7 @@ impl Walk {
     fn visited(
         &mut self,
         io: &mut MtIo,
-        ctx: &MtCtx,
+        ctx: &MtRun,
         node: Node,
     ) -> Result<Option<Reached>, MtError> {
         authorize(

@@ -12,7 +12,7 @@ use alloc::vec::Vec;
 use core::mem;
 
 use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
-use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, tags};
+use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, MountFlags, tags};
 
 use super::calls::{
     BackOff, Half, MtIo, Node, NodeRead, Occ, Progress, Put, Scan, check_deadline, ended,
@@ -23,7 +23,7 @@ use super::nodes::{
     authorize, entry_of, set_perms,
 };
 use super::{
-    FindingKind, FsckSummary, MountEntry, MountTableSchema, MtCtx, MtError, MtEvent,
+    FindingKind, FsckSummary, MountEntry, MountTableSchema, Mounted, MtError, MtEvent, MtRun,
     PermsAndVersion, Primitive, PrimitiveOutput,
 };
 use crate::operation::Flow;
@@ -50,12 +50,12 @@ trait Attempt {
     fn reached(
         &self,
         io: &mut MtIo,
-        ctx: &mut MtCtx,
+        ctx: &mut MtRun,
         reached: Result<Reached, MtError>,
     ) -> Result<Next<Self::Step, Self::Output>, MtError>;
 
     /// Runs the step as far as it can.
-    fn step(&self, step: &mut Self::Step, io: &mut MtIo, ctx: &mut MtCtx)
+    fn step(&self, step: &mut Self::Step, io: &mut MtIo, ctx: &mut MtRun)
     -> Progress<Self::Output>;
 }
 
@@ -94,7 +94,7 @@ impl<A: Attempt> Retry<A> {
         }
     }
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<A::Output> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<A::Output> {
         use RetryPhase as P;
         loop {
             let failed = match mem::replace(&mut self.phase, P::Done) {
@@ -155,7 +155,7 @@ macro_rules! retry_flow {
             type Schema = MountTableSchema;
             type Output = $out;
 
-            fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<$out> {
+            fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<$out> {
                 self.0.advance(io, ctx)
             }
         }
@@ -170,13 +170,13 @@ pub(super) struct MountArgs {
     pub(super) suffix: String,
     pub(super) server: String,
     pub(super) ttl_s: u32,
-    pub(super) flags: u32,
+    pub(super) flags: MountFlags,
 }
 
 /// One Mount round: walk (creating), authorize, mount on the snapshot.
 impl Attempt for MountArgs {
     type Step = MountNode;
-    type Output = i64;
+    type Output = Mounted;
 
     fn walk(&self) -> Walk {
         Walk::new(&self.suffix, true, false)
@@ -185,9 +185,9 @@ impl Attempt for MountArgs {
     fn reached(
         &self,
         _: &mut MtIo,
-        ctx: &mut MtCtx,
+        ctx: &mut MtRun,
         reached: Result<Reached, MtError>,
-    ) -> Result<Next<MountNode, i64>, MtError> {
+    ) -> Result<Next<MountNode, Mounted>, MtError> {
         let node = reached?.node.ok_or(MtError::NoSuchNameRoot)?;
         authorize(ctx, &node.permissions, &[tags::MOUNT, tags::ADMIN])?;
         let limit = ctx.limits.max_servers_per_user;
@@ -195,15 +195,19 @@ impl Attempt for MountArgs {
         Ok(Next::Step(mount))
     }
 
-    fn step(&self, mount: &mut MountNode, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<i64> {
-        mount.advance(io, ctx)
+    fn step(&self, mount: &mut MountNode, io: &mut MtIo, ctx: &mut MtRun) -> Progress<Mounted> {
+        let deadline_us = ready!(mount.advance(io, ctx));
+        Ok(Some(Mounted {
+            row_key: codec::row_key(&self.suffix),
+            deadline_us,
+        }))
     }
 }
 
 retry_flow! {
     /// The flow of [`Mount`](super::Mount): walk (creating), authorize, mount; retried on
-    /// conflicts. Gives the deadline written (µs).
-    MountFlow(MountArgs) -> i64
+    /// conflicts. Gives what it wrote.
+    MountFlow(MountArgs) -> Mounted
 }
 
 /// Unmount's arguments.
@@ -225,7 +229,7 @@ impl Attempt for UnmountArgs {
     fn reached(
         &self,
         _: &mut MtIo,
-        ctx: &mut MtCtx,
+        ctx: &mut MtRun,
         reached: Result<Reached, MtError>,
     ) -> Result<Next<UnmountNode, ()>, MtError> {
         let node = reached?.node.ok_or_else(|| MtError::NoSuchName {
@@ -235,7 +239,7 @@ impl Attempt for UnmountArgs {
         Ok(Next::Step(UnmountNode::new(node, &self.server)))
     }
 
-    fn step(&self, unmount: &mut UnmountNode, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    fn step(&self, unmount: &mut UnmountNode, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         unmount.advance(io, ctx)
     }
 }
@@ -278,7 +282,7 @@ impl Attempt for DeleteArgs {
     fn reached(
         &self,
         _: &mut MtIo,
-        ctx: &mut MtCtx,
+        ctx: &mut MtRun,
         reached: Result<Reached, MtError>,
     ) -> Result<Next<DeleteStep, ()>, MtError> {
         let node = match reached {
@@ -301,7 +305,7 @@ impl Attempt for DeleteArgs {
         ))
     }
 
-    fn step(&self, step: &mut DeleteStep, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    fn step(&self, step: &mut DeleteStep, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use DeleteStep as P;
         loop {
             match mem::replace(step, P::Done) {
@@ -364,7 +368,7 @@ impl Attempt for SetPermsArgs {
     fn reached(
         &self,
         io: &mut MtIo,
-        ctx: &mut MtCtx,
+        ctx: &mut MtRun,
         reached: Result<Reached, MtError>,
     ) -> Result<Next<PermsWrite, PermsAndVersion>, MtError> {
         let node = reached?.node.ok_or(MtError::NoSuchNameRoot)?;
@@ -382,7 +386,7 @@ impl Attempt for SetPermsArgs {
         &self,
         write: &mut PermsWrite,
         io: &mut MtIo,
-        _: &mut MtCtx,
+        _: &mut MtRun,
     ) -> Progress<PermsAndVersion> {
         Ok(write.occ.poll(io)?.map(|()| PermsAndVersion {
             perms: self.perms.clone(),
@@ -453,10 +457,8 @@ impl<O> Flow for NodeLookupFlow<O> {
     type Schema = MountTableSchema;
     type Output = O;
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<O> {
-        let Some(Reached { node, rest }) = self.walk.advance(io, ctx)? else {
-            return Ok(None);
-        };
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<O> {
+        let Reached { node, rest } = ready!(self.walk.advance(io, ctx));
         match node {
             Some(n) => Ok(Some((self.read)(&n, rest))),
             None => Err(MtError::NoSuchName {
@@ -502,7 +504,7 @@ impl GlobFlow {
     }
 
     /// Visits the next queued name; `true` once none is left.
-    fn next(&mut self, io: &MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
+    fn next(&mut self, io: &MtIo, ctx: &MtRun) -> Result<bool, MtError> {
         let Some((name, pattern)) = self.queue.pop_front() else {
             return Ok(true);
         };
@@ -521,7 +523,7 @@ impl Flow for GlobFlow {
     type Schema = MountTableSchema;
     type Output = ();
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use GlobPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -681,7 +683,7 @@ impl CreateInitialNodesFlow {
     }
 
     /// Starts reading element `at` of the path, or sets the node's permissions past the last.
-    fn next_elem(&mut self, io: &mut MtIo, ctx: &MtCtx, path: PathStep) -> bool {
+    fn next_elem(&mut self, io: &mut MtIo, ctx: &MtRun, path: PathStep) -> bool {
         if let Some(e) = path.elems.get(path.at) {
             let current = codec::join(&[&path.parent_name, e]);
             let wait = PathWait::Element(NodeRead::start(io, ctx, &current));
@@ -700,7 +702,7 @@ impl Flow for CreateInitialNodesFlow {
     type Schema = MountTableSchema;
     type Output = ();
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<()> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<()> {
         use InitialPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -803,7 +805,7 @@ impl Flow for ReadCountersFlow {
     type Schema = MountTableSchema;
     type Output = BTreeMap<Vec<u8>, i64>;
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<BTreeMap<Vec<u8>, i64>> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<BTreeMap<Vec<u8>, i64>> {
         let scan = self.0.get_or_insert_with(|| {
             Scan::start(
                 io,
@@ -814,9 +816,7 @@ impl Flow for ReadCountersFlow {
                 0,
             )
         });
-        let Some(rows) = scan.poll(io)? else {
-            return Ok(None);
-        };
+        let rows = ready!(scan.poll(io));
         rows.iter()
             .map(|r| {
                 codec::decode_counter_row(r)
@@ -979,7 +979,7 @@ impl FsckFlow {
         }
     }
 
-    fn pass(&mut self, io: &MtIo, ctx: &MtCtx) -> Result<(), MtError> {
+    fn pass(&mut self, io: &MtIo, ctx: &MtRun) -> Result<(), MtError> {
         check_deadline(io, ctx)?;
         self.tally.summary.passes += 1;
         self.tally.fixed_in_pass = 0;
@@ -1026,7 +1026,7 @@ impl FsckFlow {
     }
 
     /// Deletes counter row `at`, or writes the counters once all are gone.
-    fn delete_counter(&mut self, io: &mut MtIo, ctx: &MtCtx, rows: Vec<Row>, at: usize) {
+    fn delete_counter(&mut self, io: &mut MtIo, ctx: &MtRun, rows: Vec<Row>, at: usize) {
         self.phase = match rows.get(at) {
             Some(row) => {
                 let table = ctx.tables.counter.clone();
@@ -1079,7 +1079,7 @@ impl Flow for FsckFlow {
     type Schema = MountTableSchema;
     type Output = FsckSummary;
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<FsckSummary> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<FsckSummary> {
         use FsckPhase as P;
         loop {
             match mem::replace(&mut self.phase, P::Done) {
@@ -1227,7 +1227,7 @@ impl FsckPass {
         }
     }
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<Tally> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<Tally> {
         use PassPhase as P;
         loop {
             let ended_pass = match mem::replace(&mut self.phase, P::Done) {
@@ -1393,7 +1393,7 @@ impl FsckPass {
         }
     }
 
-    fn scan_page(&mut self, io: &mut MtIo, ctx: &MtCtx) {
+    fn scan_page(&mut self, io: &mut MtIo, ctx: &MtRun) {
         let rows = match &self.start {
             None => RowSet::all(),
             Some(k) => RowSet::range(RowRange {
@@ -1411,14 +1411,14 @@ impl FsckPass {
         ));
     }
 
-    fn row_done(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
+    fn row_done(&mut self, io: &mut MtIo, ctx: &MtRun) -> Result<bool, MtError> {
         self.at += 1;
         self.next_row(io, ctx)
     }
 
     /// Checks the next row of the page (if the deadline allows); past the last, the next page.
     /// `true` once the pass has ended.
-    fn next_row(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Result<bool, MtError> {
+    fn next_row(&mut self, io: &mut MtIo, ctx: &MtRun) -> Result<bool, MtError> {
         loop {
             let Some(row) = self.page.get(self.at) else {
                 if !self.full {
@@ -1465,7 +1465,7 @@ impl FsckPass {
     }
 
     /// Starts reading the node's children.
-    fn check_children(&mut self, io: &mut MtIo, ctx: &MtCtx, node: Node) -> Result<bool, MtError> {
+    fn check_children(&mut self, io: &mut MtIo, ctx: &MtRun, node: Node) -> Result<bool, MtError> {
         let check = ChildCheck {
             node,
             at: 0,
@@ -1480,7 +1480,7 @@ impl FsckPass {
     fn next_child(
         &mut self,
         io: &mut MtIo,
-        ctx: &MtCtx,
+        ctx: &MtRun,
         check: ChildCheck,
     ) -> Result<bool, MtError> {
         let node = &check.node;
@@ -1545,7 +1545,7 @@ impl Flow for PrimitiveFlow {
     type Schema = MountTableSchema;
     type Output = PrimitiveOutput;
 
-    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtCtx) -> Progress<PrimitiveOutput> {
+    fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<PrimitiveOutput> {
         use PrimitivePhase as P;
         let phase = &mut self.0;
         loop {
