@@ -212,7 +212,10 @@ fn graph_mt_and_s3_abort_with_the_same_error() {
         stderr(&o)
     };
     let s3_line = line(&["s3", "bucket", "create", "b"]);
-    assert!(s3_line.contains("aborted (deadline exceeded or cancelled)"), "{s3_line}");
+    assert!(
+        s3_line.contains("aborted (deadline exceeded or cancelled)"),
+        "{s3_line}"
+    );
     assert_eq!(line(&["mt", "mount", "a", "/h:1"]), s3_line);
     assert_eq!(line(&["graph", "create", "g1"]), s3_line);
 }
