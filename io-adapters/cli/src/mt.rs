@@ -199,7 +199,11 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
         SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
         config,
     )
-    .with_options(ctx.call_options())
+    // fsck is the mount table's check: it keeps a check's own time.
+    .with_options(match cmd {
+        MtCommand::Fsck { .. } => crate::check::check_options(ctx),
+        _ => ctx.call_options(),
+    })
     // What btmtd only logs goes to stderr, so an operator sees it (a JSON line with --json).
     .with_warning_sink(move |step, error| {
         let mut err = std::io::stderr();

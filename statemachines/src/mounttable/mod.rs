@@ -164,6 +164,15 @@ pub struct MtRun {
 }
 
 impl MtRun {
+    /// The context an operation started as `start` says runs on: `ctx` and its deadline,
+    /// owned by the operation.
+    fn of(ctx: MtCtx, start: Start) -> ContextArg<'static, MtRun> {
+        ContextArg::owned(MtRun {
+            ctx,
+            deadline: start.deadline,
+        })
+    }
+
     /// The operation deadline.
     pub fn deadline(&self) -> Timestamp {
         self.deadline
@@ -539,12 +548,8 @@ fn begin<F: Flow<Schema = MountTableSchema>>(
     start: Start,
     flow: F,
 ) -> Operation<'static, F> {
-    let run = MtRun {
-        ctx,
-        deadline: start.deadline,
-    };
     let budget = Budget::until(Timestamp::MAX);
-    Operation::start(ContextArg::owned(run), start.now, start.seed, budget, flow)
+    Operation::start(MtRun::of(ctx, start), start.now, start.seed, budget, flow)
 }
 
 /// An operation on `ctx` whose arguments were refused: it ends with `error` and sends nothing.
@@ -553,11 +558,7 @@ fn failed<F: Flow<Schema = MountTableSchema>>(
     start: Start,
     error: MtError,
 ) -> Operation<'static, F> {
-    let run = MtRun {
-        ctx,
-        deadline: start.deadline,
-    };
-    Operation::failed(ContextArg::owned(run), error)
+    Operation::failed(MtRun::of(ctx, start), error)
 }
 
 /// Starts the flow `flow()` on the node `suffix`, or, when that node's row key is over
