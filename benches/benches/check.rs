@@ -17,9 +17,9 @@ use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::triples::Triple;
-use rowkit_statemachines::check::{CheckEvent, CheckOptions};
 use rowkit_store::RedbStore;
 use rowkit_store::driver::ManualClock;
+use rowkit_statemachines::check::{CheckEvent, CheckOptions};
 
 /// Set in a child: the redb file to read.
 const CHILD: &str = "ROWKIT_CHECK_CHILD";

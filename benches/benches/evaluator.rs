@@ -5,8 +5,8 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rowkit_benches::wide_row;
 use rowkit_codec::model::{KeyBound, RowFilter};
-use rowkit_statemachines::SplitMix64;
 use rowkit_store::semantics::CompiledFilter;
+use rowkit_statemachines::SplitMix64;
 
 fn filters() -> Vec<(&'static str, RowFilter)> {
     vec![

@@ -25,10 +25,10 @@ use std::time::{Duration, Instant};
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
-use rowkit_gateway::gc::BackgroundGc;
-use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 use rowkit_store::driver::SystemClock;
 use rowkit_store::{MemoryStore, RedbStore, Store};
+use rowkit_gateway::gc::BackgroundGc;
+use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 
 struct Options {
     rounds: usize,

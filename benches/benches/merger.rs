@@ -3,9 +3,9 @@
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rowkit_benches::wide_row;
+use rowkit_store::semantics::row_chunks;
 use rowkit_statemachines::ReadRowsResponse;
 use rowkit_statemachines::readrows::ChunkMerger;
-use rowkit_store::semantics::row_chunks;
 
 /// 200 rows of 50 cells each, chunked by the stores' own chunk producer; one response per row.
 fn stream(split_values_every: Option<usize>) -> Vec<ReadRowsResponse> {

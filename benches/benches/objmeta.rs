@@ -13,9 +13,9 @@ use rowkit_codec::model::ColumnFamily;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
-use rowkit_statemachines::{RowStatus, Timestamp};
 use rowkit_store::driver::ManualClock;
 use rowkit_store::{RedbStore, Reply, Request, Response, Store, StoreError};
+use rowkit_statemachines::{RowStatus, Timestamp};
 use rowkit_testkit::scenarios::objmeta::scenario_state;
 
 /// Counts the rows the store streams back (committed rows of ReadRows answers).

@@ -15,10 +15,10 @@ use rowkit_codec::model::{Mutation, RowFilter, RowRange, RowSet, Timestamp};
 use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, OrderedParamSet, decode_ops_gob, encode_ops_gob, ops_hash};
-use rowkit_statemachines::MutateRowsEntry;
-use rowkit_statemachines::tracestore::PutEntry;
 use rowkit_store::driver::ManualClock;
 use rowkit_store::{MemoryStore, RedbStore, Store};
+use rowkit_statemachines::MutateRowsEntry;
+use rowkit_statemachines::tracestore::PutEntry;
 use rowkit_testkit::scenarios::tracestore::{TABLE, raw_read, raw_write};
 
 const T0: i64 = 1_557_018_184_000_000;

@@ -8,9 +8,9 @@ use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::triples::{Node, Predicate, Triple, keys};
-use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 use rowkit_store::RedbStore;
 use rowkit_store::driver::ManualClock;
+use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 
 /// Preloaded triples: `/u<sN> "pK"@[] /u<oM>` and temporal `"seen"` triples.
 const PRELOAD: usize = 100_000;

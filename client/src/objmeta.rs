@@ -74,6 +74,7 @@ use rowkit_codec::objmeta::cells::{StoredDoc, families, filters};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
 use rowkit_codec::objmeta::listing::ListingParams;
+use rowkit_store::driver::{Clock, ManualClock};
 use rowkit_statemachines::check::{
     CheckError, CheckEvent, CheckOptions, CheckSummary, CheckTarget,
 };
@@ -91,7 +92,6 @@ use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Machine, ReadRowsRequest, Request, Response, RetryPolicy, StoreError, Timestamp,
 };
-use rowkit_store::driver::{Clock, ManualClock};
 
 use crate::driver::forward_admin;
 use crate::{Driver, ensure_table, run, run_operation};

@@ -16,9 +16,9 @@ use rowkit_codec::model::Timestamp;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
-use rowkit_statemachines::objmeta::{ObjmetaEvent, RepairOutcome, RepairTask};
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::{Clock, ManualClock, SystemClock};
+use rowkit_statemachines::objmeta::{ObjmetaEvent, RepairOutcome, RepairTask};
 use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::scenarios::objmeta::scenario_state;
 

@@ -10,8 +10,8 @@ use alloc::vec::Vec;
 use std::format;
 
 use rowkit_codec::model::{Code, RowFilter, Timestamp};
-use rowkit_statemachines::{CellChunk, ReadRowsResponse, Request, Response, RowStatus, StoreError};
 use rowkit_store::{MemoryStore, Reply, Store};
+use rowkit_statemachines::{CellChunk, ReadRowsResponse, Request, Response, RowStatus, StoreError};
 use rowkit_testkit::suite;
 use serde_json::Value;
 

@@ -19,8 +19,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rowkit_codec::model::{ColumnFamily, Mutation, RowRange, Timestamp, row_size};
-use rowkit_statemachines::{Code, MutateRowRequest, Request, SplitMix64, StoreError};
 use rowkit_store::{RedbStore, Store, TableStorage};
+use rowkit_statemachines::{Code, MutateRowRequest, Request, SplitMix64, StoreError};
 
 /// Tells the child which database file to write.
 const CHILD_DB: &str = "ROWKIT_CRASH_CHILD_DB";

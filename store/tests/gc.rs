@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, Row, RowSet, Timestamp};
-use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request, Response};
 use rowkit_store::{GcPage, MemoryStore, RedbStore, Reply, Store};
+use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request, Response};
 
 const TABLE: &str = "t";
 

@@ -5,14 +5,14 @@
 #![allow(clippy::unwrap_used)]
 
 use rowkit_codec::model::{ColumnFamily, Mutation, RowFilter, RowSet, Timestamp};
-use rowkit_statemachines::{
-    Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, Response,
-    SampleRowKeysRequest,
-};
 use rowkit_store::semantics::{
     SAMPLE_INTERVAL_BYTES, SCANNED_BYTES_BEFORE_MARKER, SCANNED_ROWS_BEFORE_MARKER,
 };
 use rowkit_store::{ChunkingOptions, MemoryStore, RedbStore, Reply, Store};
+use rowkit_statemachines::{
+    Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, Response,
+    SampleRowKeysRequest,
+};
 
 const NOW: Timestamp = Timestamp(1_700_000_000_000_000);
 

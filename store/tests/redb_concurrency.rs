@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use rowkit_codec::model::{
     ColumnFamily, KeyBound, ReadModifyWriteRule, RowRange, RuleOp, Timestamp,
 };
-use rowkit_statemachines::{Code, ReadModifyWriteRowRequest, Request, StoreError};
 use rowkit_store::{RedbStore, Reply, Response, RowWrite, Store, TableStorage};
+use rowkit_statemachines::{Code, ReadModifyWriteRowRequest, Request, StoreError};
 
 const TABLE: &str = "t";
 const WRITERS: u64 = 8;

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use rowkit_statemachines::Request;
 use rowkit_store::{ChunkingOptions, MemoryStore, Store};
+use rowkit_statemachines::Request;
 use rowkit_testkit::suite::{self, CaseRun, Category, Outcome, SemanticsCase, compare_rows, play};
 
 /// Seed of every store, so `row_sample_filter` draws agree across stores.

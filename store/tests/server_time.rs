@@ -11,11 +11,11 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use rowkit_codec::model::{
     Cell, ColumnFamily, Mutation, ReadModifyWriteRule, Row, RowFilter, RowSet, RuleOp, Timestamp,
 };
+use rowkit_store::{MemoryStore, RedbStore, Reply, Response, Store};
 use rowkit_statemachines::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsRequest,
     ReadModifyWriteRowRequest, ReadRowsRequest, Request, SplitMix64,
 };
-use rowkit_store::{MemoryStore, RedbStore, Reply, Response, Store};
 
 const TABLE: &str = "t";
 const MS: i64 = 1000;

@@ -16,9 +16,9 @@ use rowkit_codec::model::{Mutation, RowFilter, RuleOp, Timestamp};
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::keys::id_counter_row_name;
-use rowkit_statemachines::{MutateRowsEntry, Request, Response};
 use rowkit_store::driver::ManualClock;
 use rowkit_store::{MemoryStore, Store};
+use rowkit_statemachines::{MutateRowsEntry, Request, Response};
 use rowkit_testkit::scenarios::tracestore::{self as sc, HookAction, Hooked};
 use serde_json::Value;
 

@@ -8,13 +8,13 @@ use std::sync::Mutex;
 use rowkit_client::run_blocking;
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use rowkit_codec::triples::Triple;
+use rowkit_store::driver::ManualClock;
+use rowkit_store::{MemoryStore, RedbStore, Reply, Store};
 use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::triples::{AddTriples, OperationConfig, TriplesError};
 use rowkit_statemachines::{
     Code, MutateRowsEntryResult, MutateRowsResponse, Request, Response, StoreError,
 };
-use rowkit_store::driver::ManualClock;
-use rowkit_store::{MemoryStore, RedbStore, Reply, Store};
 use rowkit_testkit::scenarios::check_beside_writers;
 use rowkit_testkit::scenarios::triples::{self as triples_scenarios, shorthand};
 

@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use futures_util::StreamExt;
 use rowkit_codec::model::{Code, ColumnFamily, Timestamp};
-use rowkit_statemachines::{Request, Response, StoreError};
 use rowkit_store::{Reply, Store};
+use rowkit_statemachines::{Request, Response, StoreError};
 use tokio::runtime::Runtime;
 
 use crate::auth::TokenProvider;

@@ -4,11 +4,11 @@
 mod backends;
 
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, RowSet, Timestamp};
+use rowkit_store::Store;
+use rowkit_store::driver::{self, SystemClock};
 use rowkit_statemachines::raw::Unary;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, Request, RetryPolicy};
-use rowkit_store::Store;
-use rowkit_store::driver::{self, SystemClock};
 
 #[test]
 fn admin_and_a_round_trip() {

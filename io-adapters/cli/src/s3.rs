@@ -13,12 +13,12 @@ use rowkit_codec::objmeta::keys::{
 };
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::objmeta::version_id::generated_at_ms;
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 use rowkit_statemachines::Timestamp;
 use rowkit_statemachines::objmeta::{
     ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, REPAIR_DELAY_US, RepairTask,
 };
-use rowkit_store::Store;
-use rowkit_store::driver::Clock;
 use serde_json::{Map, Value, json};
 
 use crate::args::Context;

@@ -11,12 +11,12 @@ use axum::body::{Body, Bytes};
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method as HttpMethod, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
+use rowkit_store::Store;
 use rowkit_rest::admin::AdminPath;
 use rowkit_rest::proto3::Int32;
 use rowkit_rest::wire::{ErrorBodyJson, ErrorJson};
 use rowkit_rest::{Method, TableName, decode_request, encode_error, encode_response, http_status};
 use rowkit_statemachines::{Code, Request, Response as StoreResponse, StoreError, Timestamp};
-use rowkit_store::Store;
 
 use crate::AppState;
 use crate::serving::{self, Execution, StreamMsg};

@@ -14,8 +14,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rowkit_statemachines::{Code, StoreError};
 use rowkit_store::{BackupSummary, Store};
+use rowkit_statemachines::{Code, StoreError};
 use serde::{Deserialize, Serialize};
 
 use crate::serving;

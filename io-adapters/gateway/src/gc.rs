@@ -18,9 +18,9 @@ use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use rowkit_statemachines::Code;
 use rowkit_store::Store;
 use rowkit_store::driver::Clock;
+use rowkit_statemachines::Code;
 
 /// The default sleep between two full passes.
 pub const DEFAULT_GC_INTERVAL: Duration = Duration::from_secs(5);

@@ -13,8 +13,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rowkit_codec::model::{ColumnFamily, FamilyChange};
-use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use rowkit_store::{Reply, Store};
+use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use tokio::sync::mpsc;
 
 use crate::GatewayError;

@@ -13,8 +13,8 @@ use std::sync::Arc;
 
 use common::{HttpStore, client, local, runtime, start};
 use rowkit_codec::model::{Mutation, Timestamp};
-use rowkit_statemachines::{Request, StoreError};
 use rowkit_store::Store;
+use rowkit_statemachines::{Request, StoreError};
 use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::suite::{self, Category, Expectation, SemanticsCase, compare_rows, play};
 

@@ -17,6 +17,8 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
+use rowkit_store::driver::{Clock, ManualClock};
+use rowkit_store::{MemoryStore, Reply, Store};
 use rowkit_gateway::{Gateway, GatewayConfig, GatewayError};
 use rowkit_rest::{
     ArraySplitter, Method, TableName, decode_error, decode_stream_element, encode_request,
@@ -24,8 +26,6 @@ use rowkit_rest::{
 use rowkit_statemachines::{
     Code, MutateRowRequest, ReadRowsRequest, Request, Response, SplitMix64, StoreError,
 };
-use rowkit_store::driver::{Clock, ManualClock};
-use rowkit_store::{MemoryStore, Reply, Store};
 use rowkit_testkit::suite::{self, CaseRun, Outcome, play};
 
 /// Every semantics case through the gateway equals the native MemoryStore run: same rows,

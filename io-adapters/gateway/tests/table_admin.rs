@@ -12,9 +12,9 @@ use bytes::Bytes;
 use common::{Answer, client, local, runtime, start};
 use http_body_util::Full;
 use rowkit_codec::model::{ColumnFamily, GcRule};
+use rowkit_store::{MemoryStore, Store};
 use rowkit_gateway::GatewayConfig;
 use rowkit_statemachines::Code;
-use rowkit_store::{MemoryStore, Store};
 use serde_json::json;
 use tokio::runtime::Runtime;
 

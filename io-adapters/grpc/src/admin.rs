@@ -13,11 +13,11 @@ use rowkit_bigtable::convert;
 use rowkit_codec::model::{
     ColumnFamily, FamilyChange, Mutation, RowFilter, RowRange, RowSet, Timestamp,
 };
+use rowkit_store::Store;
 use rowkit_gateway::serving;
 use rowkit_statemachines::{
     Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, StoreError,
 };
-use rowkit_store::Store;
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
 use crate::consistency::ConsistencyTokens;

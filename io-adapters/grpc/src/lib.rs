@@ -45,10 +45,10 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rowkit_gateway::GatewayError;
-use rowkit_gateway::serving::connections::{Connections, Protocols, plaintext, serve};
 use rowkit_store::Store;
 use rowkit_store::driver::Clock;
+use rowkit_gateway::GatewayError;
+use rowkit_gateway::serving::connections::{Connections, Protocols, plaintext, serve};
 use tokio::net::TcpListener;
 
 pub use names::table_id;

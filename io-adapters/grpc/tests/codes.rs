@@ -8,9 +8,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rowkit_codec::model::ColumnFamily;
-use rowkit_grpc::{GrpcConfig, GrpcServer, MAX_MESSAGE_BYTES};
 use rowkit_store::driver::SystemClock;
 use rowkit_store::{MemoryStore, Store};
+use rowkit_grpc::{GrpcConfig, GrpcServer, MAX_MESSAGE_BYTES};
 use tonic::codegen::{Bytes, http};
 use tonic::{Code, Status};
 

@@ -11,10 +11,10 @@ use std::sync::Arc;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use pb::bigtable_client::BigtableClient;
 use rowkit_codec::model::{ColumnFamily, Row, Timestamp};
-use rowkit_grpc::{GrpcConfig, GrpcServer, MAX_MESSAGE_BYTES, VALUE_CHUNK_BYTES};
-use rowkit_statemachines::readrows::{ChunkMerger, MergeState};
 use rowkit_store::driver::SystemClock;
 use rowkit_store::{MemoryStore, Store};
+use rowkit_grpc::{GrpcConfig, GrpcServer, MAX_MESSAGE_BYTES, VALUE_CHUNK_BYTES};
+use rowkit_statemachines::readrows::{ChunkMerger, MergeState};
 use tonic::transport::Channel;
 
 const TABLE: &str = "projects/p/instances/i/tables/t";

@@ -15,11 +15,11 @@ use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::triples::Triple;
+use rowkit_store::Store;
+use rowkit_store::driver::SystemClock;
 use rowkit_statemachines::check::{CheckEvent, CheckOptions, Finding};
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
 use rowkit_statemachines::tracestore::PutEntry;
-use rowkit_store::Store;
-use rowkit_store::driver::SystemClock;
 
 use super::triples::shorthand;
 

@@ -12,14 +12,14 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use rowkit_codec::model::{ColumnFamily, Timestamp};
+use rowkit_store::driver::ManualClock;
+use rowkit_store::{Reply, Store};
 use rowkit_gateway::{Gateway, GatewayConfig};
 use rowkit_rest::{
     ArraySplitter, Method, TableName, decode_error, decode_response, decode_stream_element,
     encode_request,
 };
 use rowkit_statemachines::{Code, Request, Response, StoreError};
-use rowkit_store::driver::ManualClock;
-use rowkit_store::{Reply, Store};
 use rowkit_testkit::suite;
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
