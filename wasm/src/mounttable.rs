@@ -100,11 +100,12 @@ impl MountTable {
             row_cache_capacity: 0,
             ..MtConfig::default()
         };
+        let options = opts.call_options();
         let tables = vec![config.tables.node.clone(), config.tables.counter.clone()];
         let diagnosis = opts.diagnosis("mount table", tables);
         Ok(MountTable {
             inner: Rc::new(Inner {
-                mt: Facade::new(opts.driver, config).with_options(opts.call_options()),
+                mt: Facade::new(opts.driver, config).with_options(options),
                 caller,
             }),
             diagnosis,
