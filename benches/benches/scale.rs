@@ -31,6 +31,7 @@ use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, ReadModifyWriteRule, RowSet, RuleOp, Timestamp};
 use rowkit_codec::mounttable as mtc;
+use rowkit_codec::mounttable::MountFlags;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
@@ -562,7 +563,7 @@ fn mt(c: &mut Criterion) {
     let who = server_caller();
     // The template directory d0 through the facade.
     for i in 0..LEAVES {
-        block_on(t.mount(&who, &format!("d0/n{i}"), SERVER, 0, 0)).unwrap();
+        block_on(t.mount(&who, &format!("d0/n{i}"), SERVER, 0, MountFlags(0))).unwrap();
     }
     let template = template_rows(store);
     let mut dirs = 1u64;
@@ -606,7 +607,7 @@ fn mt(c: &mut Criterion) {
             block_on(t.resolve(&who, &format!("{}/rest", pick(i)))).unwrap();
         });
         measure(c, "mt", "mount (refresh)", size, &backend, |i| {
-            block_on(t.mount(&who, &pick(i), SERVER, 0, 0)).unwrap();
+            block_on(t.mount(&who, &pick(i), SERVER, 0, MountFlags(0))).unwrap();
         });
     }
 }

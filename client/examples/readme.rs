@@ -2,6 +2,7 @@
 //! (The README shows this file; `cargo run -p rowkit-client --example readme` runs it.)
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
+use rowkit_codec::mounttable::MountFlags;
 use rowkit_store::RedbStore;
 use rowkit_store::driver::SystemClock;
 
@@ -13,7 +14,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if block_on(mt.get_node(""))?.is_none() {
         block_on(mt.setup(None))?;
     }
-    block_on(mt.mount(&server_caller(), "a/b", "/host:1234", 3600, 0))?;
+    block_on(mt.mount(&server_caller(), "a/b", "/host:1234", 3600, MountFlags(0)))?;
     let entry = block_on(mt.resolve(&server_caller(), "a/b"))?;
     for server in &entry.servers {
         println!("a/b -> {} until {} µs", server.server, server.deadline_us);

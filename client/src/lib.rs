@@ -19,13 +19,14 @@
 //! ```
 //! use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 //! use rowkit_client::{SyncDriver, block_on};
+//! use rowkit_codec::mounttable::MountFlags;
 //! use rowkit_store::MemoryStore;
 //! use rowkit_store::driver::SystemClock;
 //!
 //! let store = MemoryStore::new();
 //! let mt = MountTable::new(SyncDriver::new(&store, &SystemClock), MtConfig::default());
 //! block_on(mt.setup(None)).unwrap();
-//! block_on(mt.mount(&server_caller(), "x", "/host:1", 60, 0)).unwrap();
+//! block_on(mt.mount(&server_caller(), "x", "/host:1", 60, MountFlags(0))).unwrap();
 //! ```
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]

@@ -2,9 +2,10 @@
 //! [`Driver`].
 //!
 //! Every operation creates its machine from `rowkit_statemachines::mounttable` with the call's
-//! context (tables, caller, limits, deadline `now + deadline_us`) and a seed drawn from one
-//! SplitMix64 stream (`nth_output(seed, n)` for the n-th call, so a single-threaded sequence
-//! of calls is reproducible), and runs it with [`crate::run`]. Node reads go through the
+//! context (tables, caller, limits) and the call's [`Start`] drawn from the facade's
+//! [`CallOptions`] (set with [`MountTable::with_options`]: the seed stream, and a deadline that
+//! replaces btmtd's — 60 s, fsck 1 h — and its 60 s least request deadline), and runs it with
+//! [`crate::run`]. Node reads go through the
 //! hot-row cache ([`RowCached`], §15) unless [`MtConfig::row_cache_capacity`] is 0; a hit
 //! hands the machine the cached row itself (shared), and the cache gives it back the node a
 //! machine decoded from that row before ([`MountTable::nodes`]), so a walk through a hot
@@ -15,6 +16,7 @@
 //!
 //! ```
 //! use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
+//! use rowkit_codec::mounttable::MountFlags;
 //! use rowkit_client::{SyncDriver, block_on};
 //! use rowkit_store::MemoryStore;
 //! use rowkit_store::driver::ManualClock;
@@ -25,26 +27,35 @@
 //! let mt = MountTable::new(SyncDriver::new(&store, &clock), MtConfig::default());
 //! block_on(mt.setup(None)).unwrap();
 //! let me = server_caller();
-//! block_on(mt.mount(&me, "a/b", "/addr:1", 60, 0)).unwrap();
+//! block_on(mt.mount(&me, "a/b", "/addr:1", 60, MountFlags::default())).unwrap();
 //! let entry = block_on(mt.resolve(&me, "a/b")).unwrap();
 //! assert_eq!(entry.servers[0].server, "/addr:1");
 //! ```
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use rowkit_codec::model::{ColumnFamily, GcRule, Timestamp};
-use rowkit_codec::mounttable::{AccessList, Caller, NodeRow, Permissions};
+use rowkit_codec::model::{ColumnFamily, GcRule};
+use rowkit_codec::mounttable::{AccessList, Caller, MountFlags, NodeRow, Permissions};
 use rowkit_statemachines::check::{CheckEvent, CheckSummary, Finding};
 use rowkit_statemachines::mounttable::{
-    self as mt, FsckSummary, Limits, MountEntry, MtCtx, MtError, MtEvent, Nodes, PermsAndVersion,
-    Primitive, PrimitiveOutput, ROW_CACHE_CAPACITY, Tables,
+    self as mt, FsckSummary, Limits, MountEntry, Mounted, MtCtx, MtError, MtEvent, Nodes,
+    PermsAndVersion, Primitive, PrimitiveOutput, REQUEST_FLOOR_US, ROW_CACHE_CAPACITY, Tables,
 };
-use rowkit_statemachines::{Machine, SplitMix64, StoreError};
+use rowkit_statemachines::operation::Start;
+use rowkit_statemachines::{Machine, StoreError};
 
+use crate::calls::Calls;
 use crate::row_cache::RowCached;
-use crate::{Driver, ensure_table};
+use crate::{CallOptions, Driver, ensure_table};
+
+/// btmtd's operation deadline (§17).
+pub const DEFAULT_TIMEOUT_MICROS: i64 = 60_000_000;
+/// The seed of a facade without options (the mount table's first, kept so that the versions
+/// it draws stay as they were).
+pub const DEFAULT_SEED: u64 = 1;
+/// Fsck's deadline, as btmtd's CLI gives it.
+pub const FSCK_TIMEOUT_MICROS: i64 = 3_600_000_000;
 
 /// Settings of a [`MountTable`].
 #[derive(Clone, Debug)]
@@ -57,10 +68,6 @@ pub struct MtConfig {
     pub gc_grace_us: i64,
     /// Access list granting every tag.
     pub global_acl: AccessList,
-    /// Operation deadline, from the start of each call, in µs.
-    pub deadline_us: i64,
-    /// Base seed of every machine's randomness.
-    pub seed: u64,
     /// How many node rows the hot-row cache keeps, each with the node decoded from it (0: no
     /// cache). Size it so that the hot set of the walks fits: the directories on the walked
     /// paths plus the leaves read between two visits of one directory (default
@@ -76,8 +83,6 @@ impl Default for MtConfig {
             limits: Limits::default(),
             gc_grace_us: 60_000_000,
             global_acl: AccessList::default(),
-            deadline_us: 60_000_000,
-            seed: 1,
             row_cache_capacity: ROW_CACHE_CAPACITY,
         }
     }
@@ -108,7 +113,7 @@ pub type WarningSink = Arc<dyn Fn(&'static str, &MtError) + Send + Sync>;
 pub struct MountTable<D> {
     driver: RowCached<D>,
     config: MtConfig,
-    calls: AtomicU64,
+    calls: Calls,
     warnings: Option<WarningSink>,
 }
 
@@ -121,14 +126,29 @@ impl<D> core::fmt::Debug for MountTable<D> {
 }
 
 impl<D: Driver> MountTable<D> {
-    /// A facade with `config` over `driver`.
+    /// A facade with `config` over `driver`, seed [`DEFAULT_SEED`] and btmtd's deadlines.
     pub fn new(driver: D, config: MtConfig) -> MountTable<D> {
         MountTable {
             driver: RowCached::new(driver, &config.tables.node, config.row_cache_capacity),
             config,
-            calls: AtomicU64::new(0),
+            calls: Calls::new(CallOptions {
+                seed: DEFAULT_SEED,
+                deadline_micros: None,
+            }),
             warnings: None,
         }
+    }
+
+    /// Seeds every operation and, if `options` set one, bounds every operation by its
+    /// deadline instead of btmtd's, its requests included (no 60 s least request deadline).
+    pub fn with_options(mut self, options: CallOptions) -> MountTable<D> {
+        self.calls = Calls::new(options);
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> CallOptions {
+        self.calls.options()
     }
 
     /// Sends every operation's warnings to `sink` as well (by default they reach only the
@@ -164,29 +184,27 @@ impl<D: Driver> MountTable<D> {
         self.driver.nodes()
     }
 
-    /// The context of a call by `caller` starting now (deadline `now + deadline_us`).
+    /// The context of a call by `caller`: a deadline set in the options is the caller's
+    /// own, so its requests end there too.
     fn ctx(&self, caller: &Caller) -> MtCtx {
+        let request_floor_us = match self.calls.options().deadline_micros {
+            Some(_) => 0,
+            None => REQUEST_FLOOR_US,
+        };
         MtCtx {
             tables: self.config.tables.clone(),
             caller: caller.clone(),
             global_acl: self.config.global_acl.clone(),
             limits: self.config.limits,
             gc_grace_us: self.config.gc_grace_us,
-            deadline: self
-                .driver
-                .now()
-                .saturating_add_micros(self.config.deadline_us),
+            request_floor_us,
             nodes: self.nodes(),
         }
     }
 
-    /// The next call's seed.
-    fn seed(&self) -> u64 {
-        SplitMix64::nth_output(self.config.seed, self.calls.fetch_add(1, Ordering::Relaxed))
-    }
-
-    fn now(&self) -> Timestamp {
-        self.driver.now()
+    /// The next call's start: aborted after the options' deadline, else `default_micros`.
+    fn start(&self, default_micros: i64) -> Start {
+        self.calls.start(self.driver.now(), default_micros)
     }
 
     /// Drives `machine` through the cache, handing every event to `on_event` (and warnings to
@@ -232,42 +250,39 @@ impl<D: Driver> MountTable<D> {
         let m = mt::CreateInitialNodes::new(
             self.ctx(&server_caller()),
             perms_file,
-            self.now(),
-            self.seed(),
+            self.start(DEFAULT_TIMEOUT_MICROS),
         );
         self.run_quiet(m).await
     }
 
-    /// Mount; returns the deadline written (µs).
+    /// Mount; returns what it wrote (the node's row key and the deadline, µs).
     pub async fn mount(
         &self,
         caller: &Caller,
         name: &str,
         server: &str,
         ttl_s: u32,
-        flags: u32,
-    ) -> Result<i64, MtError> {
-        let m = mt::Mount::new(
-            self.ctx(caller),
-            name,
-            server,
-            ttl_s,
-            flags,
-            self.now(),
-            self.seed(),
-        );
+        flags: MountFlags,
+    ) -> Result<Mounted, MtError> {
+        let start = self.start(DEFAULT_TIMEOUT_MICROS);
+        let m = mt::Mount::new(self.ctx(caller), name, server, ttl_s, flags, start);
         self.run_quiet(m).await
     }
 
     /// Unmount (`server = ""`: all).
     pub async fn unmount(&self, caller: &Caller, name: &str, server: &str) -> Result<(), MtError> {
-        let m = mt::Unmount::new(self.ctx(caller), name, server, self.now(), self.seed());
+        let m = mt::Unmount::new(
+            self.ctx(caller),
+            name,
+            server,
+            self.start(DEFAULT_TIMEOUT_MICROS),
+        );
         self.run_quiet(m).await
     }
 
     /// ResolveStep.
     pub async fn resolve(&self, caller: &Caller, name: &str) -> Result<MountEntry, MtError> {
-        let m = mt::ResolveStep::new(self.ctx(caller), name, self.now(), self.seed());
+        let m = mt::ResolveStep::new(self.ctx(caller), name, self.start(DEFAULT_TIMEOUT_MICROS));
         self.run_quiet(m).await
     }
 
@@ -278,7 +293,12 @@ impl<D: Driver> MountTable<D> {
         name: &str,
         pattern: &str,
     ) -> Result<Vec<MountEntry>, MtError> {
-        let m = mt::Glob::new(self.ctx(caller), name, pattern, self.now(), self.seed());
+        let m = mt::Glob::new(
+            self.ctx(caller),
+            name,
+            pattern,
+            self.start(DEFAULT_TIMEOUT_MICROS),
+        );
         let mut out = Vec::new();
         self.run(m, |e| {
             if let MtEvent::GlobEntry(entry) = e {
@@ -291,7 +311,12 @@ impl<D: Driver> MountTable<D> {
 
     /// Delete.
     pub async fn delete(&self, caller: &Caller, name: &str, subtree: bool) -> Result<(), MtError> {
-        let m = mt::Delete::new(self.ctx(caller), name, subtree, self.now(), self.seed());
+        let m = mt::Delete::new(
+            self.ctx(caller),
+            name,
+            subtree,
+            self.start(DEFAULT_TIMEOUT_MICROS),
+        );
         self.run_quiet(m).await
     }
 
@@ -301,7 +326,7 @@ impl<D: Driver> MountTable<D> {
         caller: &Caller,
         name: &str,
     ) -> Result<PermsAndVersion, MtError> {
-        let m = mt::GetPermissions::new(self.ctx(caller), name, self.now(), self.seed());
+        let m = mt::GetPermissions::new(self.ctx(caller), name, self.start(DEFAULT_TIMEOUT_MICROS));
         self.run_quiet(m).await
     }
 
@@ -313,27 +338,20 @@ impl<D: Driver> MountTable<D> {
         perms: Permissions,
         version: &str,
     ) -> Result<PermsAndVersion, MtError> {
-        let m = mt::SetPermissions::new(
-            self.ctx(caller),
-            name,
-            perms,
-            version,
-            self.now(),
-            self.seed(),
-        );
+        let start = self.start(DEFAULT_TIMEOUT_MICROS);
+        let m = mt::SetPermissions::new(self.ctx(caller), name, perms, version, start);
         self.run_quiet(m).await
     }
 
-    /// Fsck, as the server with a 1 h deadline (as the CLI); findings and progress go to
-    /// `on_event`.
+    /// Fsck, as the server with a 1 h deadline (as btmtd's CLI) unless the options set one;
+    /// findings and progress go to `on_event`.
     pub async fn fsck(
         &self,
         fix: bool,
         on_event: impl FnMut(MtEvent),
     ) -> Result<FsckSummary, MtError> {
-        let mut ctx = self.ctx(&server_caller());
-        ctx.deadline = self.now().saturating_add_micros(3_600_000_000);
-        let m = mt::Fsck::new(ctx, fix, self.now(), self.seed());
+        let start = self.start(FSCK_TIMEOUT_MICROS);
+        let m = mt::Fsck::new(self.ctx(&server_caller()), fix, start);
         self.run(m, on_event).await
     }
 
@@ -401,7 +419,10 @@ impl<D: Driver> MountTable<D> {
 
     /// Every counter row.
     pub async fn counters(&self) -> Result<BTreeMap<Vec<u8>, i64>, MtError> {
-        let m = mt::ReadCounters::new(self.ctx(&server_caller()), self.now(), self.seed());
+        let m = mt::ReadCounters::new(
+            self.ctx(&server_caller()),
+            self.start(DEFAULT_TIMEOUT_MICROS),
+        );
         self.run_quiet(m).await
     }
 
@@ -411,7 +432,7 @@ impl<D: Driver> MountTable<D> {
         caller: &Caller,
         p: Primitive,
     ) -> Result<PrimitiveOutput, MtError> {
-        let m = mt::PrimitiveOp::new(self.ctx(caller), p, self.now(), self.seed());
+        let m = mt::PrimitiveOp::new(self.ctx(caller), p, self.start(DEFAULT_TIMEOUT_MICROS));
         self.run_quiet(m).await
     }
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use rowkit_bigtable::BigtableConnection;
 use rowkit_client::{SyncDriver, TokioDriver, block_on};
 use rowkit_codec::model::Timestamp;
+use rowkit_codec::mounttable::MountFlags;
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::{Clock, ManualClock, SystemClock};
 use rowkit_testkit::emulator::Emulator;
@@ -73,8 +74,15 @@ mod mounttable {
     fn config() -> MtConfig {
         MtConfig {
             tables: Tables::new("mt"),
-            seed: 7,
             ..MtConfig::default()
+        }
+    }
+
+    /// Both drivers' calls seeded alike.
+    fn options() -> rowkit_client::CallOptions {
+        rowkit_client::CallOptions {
+            seed: 7,
+            deadline_micros: None,
         }
     }
 
@@ -89,9 +97,10 @@ mod mounttable {
         let start = near_wall_clock();
         let (sync_clock, async_clock) = clocks(start);
         let store = MemoryStore::new();
-        let sync = MountTable::new(SyncDriver::new(&store, &sync_clock), config());
+        let sync =
+            MountTable::new(SyncDriver::new(&store, &sync_clock), config()).with_options(options());
         let driver = TokioDriver::new(connect(emu).await).with_clock(shared(&async_clock));
-        let tokio = MountTable::new(driver, config());
+        let tokio = MountTable::new(driver, config()).with_options(options());
         let perms = decode_permissions_file(TEST_PERMS.as_bytes()).unwrap();
         same(
             "setup",
@@ -116,8 +125,10 @@ mod mounttable {
             let step = format!("mount {name} as {who:?}");
             let r = agreed(
                 &step,
-                block_on(sync.mount(who, name, server, 3600, flags)),
-                tokio.mount(who, name, server, 3600, flags).await,
+                block_on(sync.mount(who, name, server, 3600, MountFlags(flags))),
+                tokio
+                    .mount(who, name, server, 3600, MountFlags(flags))
+                    .await,
             );
             // alice may not create under `a`, nor bob under `stuff`; the rest succeed.
             let refused = ["a/nope", "stuff/x"].contains(&name);
@@ -255,10 +266,13 @@ mod mounttable {
         else {
             return;
         };
-        let mt = MountTable::new(TokioDriver::new(connect(emu).await), config());
+        let mt =
+            MountTable::new(TokioDriver::new(connect(emu).await), config()).with_options(options());
         mt.setup(None).await.unwrap();
         let root = Caller::new(&["root"], true);
-        mt.mount(&root, "x/y", S, 3600, 0).await.unwrap();
+        mt.mount(&root, "x/y", S, 3600, MountFlags(0))
+            .await
+            .unwrap();
         let before = mt.cache_fetches();
         let resolves = (0..16).map(|_| mt.resolve(&root, "x/y"));
         let answers = futures_util::future::join_all(resolves).await;
@@ -270,7 +284,7 @@ mod mounttable {
         let first = answers[0].clone().unwrap();
         assert_eq!(first.servers.len(), 1);
         assert!(answers.iter().all(|a| a.as_ref() == Ok(&first)));
-        mt.mount(&root, "x/y", "/127.0.0.1:9/z", 3600, 0)
+        mt.mount(&root, "x/y", "/127.0.0.1:9/z", 3600, MountFlags(0))
             .await
             .unwrap();
         assert_eq!(mt.resolve(&root, "x/y").await.unwrap().servers.len(), 2);

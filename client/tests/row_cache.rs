@@ -10,8 +10,9 @@ use std::time::Duration;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{ColumnFamily, Row, Timestamp};
-use rowkit_codec::mounttable::NodeRow;
+use rowkit_codec::mounttable::{MountFlags, NodeRow};
 use rowkit_statemachines::mounttable::{MtCtx, Nodes, ResolveStep, SharedNodes, Tables};
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::{Request, StoreError};
 use rowkit_store::driver::{Clock, ManualClock};
 use rowkit_store::{MemoryStore, Reply, Store};
@@ -78,7 +79,7 @@ fn a_coalesced_read_waits_without_moving_the_clock() {
     };
     let mt = MountTable::new(SyncDriver::new(&store, &clock), config);
     block_on(mt.setup(None)).unwrap();
-    block_on(mt.mount(&server_caller(), "x", "/host:1", 600, 0)).unwrap();
+    block_on(mt.mount(&server_caller(), "x", "/host:1", 600, MountFlags(0))).unwrap();
     // Past the cache's TTL: the next resolve fetches the root again.
     clock.advance_to(start.saturating_add_micros(5_000_000));
     let before = clock.now();
@@ -149,7 +150,7 @@ fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
     let mt = MountTable::new(SyncDriver::new(&store, &clock), config);
     let me = server_caller();
     block_on(mt.setup(None)).unwrap();
-    block_on(mt.mount(&me, "a/b", "/h:1", 600, 0)).unwrap();
+    block_on(mt.mount(&me, "a/b", "/h:1", 600, MountFlags(0))).unwrap();
     // Past the cache's TTL: the first resolve below reads (and decodes) every row afresh.
     clock.advance_to(clock.now().saturating_add_micros(2_000_000));
     let nodes = Arc::new(CountingNodes {
@@ -161,9 +162,13 @@ fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
         let ctx = MtCtx {
             tables: tables.clone(),
             nodes: Nodes::shared(nodes.clone()),
-            ..MtCtx::new(clock.now().saturating_add_micros(60_000_000))
+            ..MtCtx::new()
         };
-        block_on(mt.run(ResolveStep::new(ctx, "a/b", clock.now(), 1), |_| {})).unwrap()
+        block_on(mt.run(
+            ResolveStep::new(ctx, "a/b", Start::within(clock.now(), 1, 60_000_000)),
+            |_| {},
+        ))
+        .unwrap()
     };
     assert_eq!(resolve().servers.len(), 1);
     let kept = nodes.kept.lock().unwrap().clone();
@@ -185,7 +190,7 @@ fn a_cache_hit_reuses_the_decoded_node_and_a_write_is_seen() {
     assert_eq!(nodes.kept.lock().unwrap().len(), 4, "nothing decoded again");
     assert_eq!(nodes.hits.lock().unwrap().len(), 5);
 
-    block_on(mt.mount(&me, "a/b", "/h:2", 600, 0)).unwrap();
+    block_on(mt.mount(&me, "a/b", "/h:2", 600, MountFlags(0))).unwrap();
     let entry = resolve();
     let servers: Vec<&str> = entry.servers.iter().map(|s| s.server.as_str()).collect();
     assert_eq!(servers, ["/h:1", "/h:2"]);

@@ -8,6 +8,7 @@ use rowkit_bigtable::BigtableConnection;
 use rowkit_client::TokioDriver;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_codec::mounttable::MountFlags;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_testkit::emulator::Emulator;
@@ -32,8 +33,14 @@ async fn mount_table_calls_run_in_spawned_tasks() {
             let mt = mt.clone();
             tokio::spawn(async move {
                 let name = format!("a/n{i:02}");
-                mt.mount(&server_caller(), &name, &format!("/host:{i}"), 600, 0)
-                    .await?;
+                mt.mount(
+                    &server_caller(),
+                    &name,
+                    &format!("/host:{i}"),
+                    600,
+                    MountFlags(0),
+                )
+                .await?;
                 mt.resolve(&server_caller(), &name).await
             })
         })

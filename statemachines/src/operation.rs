@@ -132,8 +132,7 @@ pub trait OperationError: core::fmt::Display + core::fmt::Debug + Sized {
     fn id(&self) -> &'static str;
 
     /// The error of an operation stopped by `cancel` or by its deadline; its id is
-    /// [`ABORTED_ID`] and its message [`ABORTED_MESSAGE`] (except where the original system
-    /// names it otherwise: the mount table's is Vanadium's `verror.Aborted`).
+    /// [`ABORTED_ID`] and its message [`ABORTED_MESSAGE`], in every schema.
     fn aborted() -> Self;
 
     /// A store request that failed after its retries.

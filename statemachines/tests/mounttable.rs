@@ -5,10 +5,11 @@
 use std::sync::{Arc, Mutex};
 
 use rowkit_codec::model::{Cell, Row, RowFilter, Timestamp};
-use rowkit_codec::mounttable::{self as codec, Caller, NodeRow};
+use rowkit_codec::mounttable::{self as codec, Caller, MountFlags, NodeRow};
 use rowkit_statemachines::mounttable::{
     Lookup, Mount, MountEntry, MtCtx, MtError, Nodes, ResolveStep, RowCache, SharedNodes, WaiterId,
 };
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::{
     CellChunk, Code, Machine, ReadRowsResponse, Request, Response, RowStatus, StoreError,
 };
@@ -193,13 +194,22 @@ fn row_cache_serves_nothing_while_a_write_is_in_flight() {
 fn ctx() -> MtCtx {
     MtCtx {
         caller: Caller::new(&["alice"], false),
-        ..MtCtx::new(Timestamp(60_000_000))
+        ..MtCtx::new()
+    }
+}
+
+/// Starting at `now` with `seed`, the operation deadline at 60 s.
+fn start(now: i64, seed: u64) -> Start {
+    Start {
+        now: Timestamp(now),
+        seed,
+        deadline: Timestamp(60_000_000),
     }
 }
 
 #[test]
 fn resolve_reads_root_first_and_missing_root_is_an_error() {
-    let mut m = ResolveStep::new(ctx(), "a/b", Timestamp(0), 3);
+    let mut m = ResolveStep::new(ctx(), "a/b", start(0, 3));
     let (tag, req) = m.poll_request().unwrap();
     let Request::ReadRows(r) = req else {
         panic!("{req:?}")
@@ -215,7 +225,7 @@ fn resolve_reads_root_first_and_missing_root_is_an_error() {
 #[test]
 fn same_seed_same_requests_and_store_errors_surface() {
     let run = |seed| {
-        let mut m = Mount::new(ctx(), "x", "/h:1", 0, 0, Timestamp(5), seed);
+        let mut m = Mount::new(ctx(), "x", "/h:1", 0, MountFlags(0), start(5, seed));
         let (tag, req) = m.poll_request().unwrap();
         m.handle_response(
             tag,
@@ -232,9 +242,11 @@ fn same_seed_same_requests_and_store_errors_surface() {
 
 #[test]
 fn deadline_aborts_the_operation() {
-    let mut c = ctx();
-    c.deadline = Timestamp(10);
-    let mut m = Mount::new(c, "x", "/h:1", 0, 0, Timestamp(10), 1);
+    let at_deadline = Start {
+        deadline: Timestamp(10),
+        ..start(10, 1)
+    };
+    let mut m = Mount::new(ctx(), "x", "/h:1", 0, MountFlags(0), at_deadline);
     assert!(m.poll_request().is_none());
     assert_eq!(m.result(), Some(Err(MtError::Aborted)));
 }
@@ -310,7 +322,7 @@ fn node_row(name: &str, servers: &[&str], deadline: i64) -> Arc<Row> {
 
 /// ResolveStep("a") answered with these rows (root, then `a`) as whole, shared rows.
 fn resolve_with(ctx: MtCtx, rows: &[&Arc<Row>], now: Timestamp) -> MountEntry {
-    let mut m = ResolveStep::new(ctx, "a", now, 1);
+    let mut m = ResolveStep::new(ctx, "a", start(now.0, 1));
     for row in rows {
         let (tag, _) = m.poll_request().unwrap();
         m.handle_response(tag, Ok(Response::Rows(vec![Arc::clone(row)])), now);
@@ -330,7 +342,7 @@ fn a_cached_row_is_decoded_once() {
     let nodes = Arc::new(CountingNodes::default());
     let ctx = MtCtx {
         nodes: Nodes::shared(nodes.clone()),
-        ..MtCtx::new(Timestamp(60_000_000))
+        ..MtCtx::new()
     };
     let now = Timestamp(1_000_000);
     let (root, a) = (node_row("", &[], 0), node_row("a", &["/h:1"], 9_000_000));
@@ -381,10 +393,7 @@ fn a_cached_row_is_decoded_once() {
 
     // Behaviour-neutral: the same answers without a cache.
     for (rows, entry) in [([&root, &a], &first), ([&root, &a2], &third)] {
-        assert_eq!(
-            &resolve_with(MtCtx::new(Timestamp(60_000_000)), &rows, now),
-            entry
-        );
+        assert_eq!(&resolve_with(MtCtx::new(), &rows, now), entry);
     }
 }
 
@@ -456,7 +465,7 @@ fn a_kept_node_serves_only_the_times_it_decodes_the_same() {
 /// 60 s request deadline, and the walk ends `Aborted` before its next element.
 #[test]
 fn cancel_aborts_and_the_deadline_is_checked_between_steps() {
-    let mut m = ResolveStep::new(ctx(), "a", Timestamp(0), 1);
+    let mut m = ResolveStep::new(ctx(), "a", start(0, 1));
     let (tag, _) = m.poll_request().unwrap();
     m.cancel(Timestamp(1));
     assert_eq!(m.poll_abort(), Some(tag));
@@ -464,7 +473,11 @@ fn cancel_aborts_and_the_deadline_is_checked_between_steps() {
     m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(2));
     assert_eq!(m.result(), None, "a late answer is dropped");
 
-    let mut m = ResolveStep::new(MtCtx::new(Timestamp(10)), "a", Timestamp(0), 1);
+    let until_10 = Start {
+        deadline: Timestamp(10),
+        ..start(0, 1)
+    };
+    let mut m = ResolveStep::new(MtCtx::new(), "a", until_10);
     let (tag, _) = m.poll_request().unwrap();
     assert_eq!(m.poll_timeout(), Some(Timestamp(60_000_000)));
     let root = ReadRowsResponse {

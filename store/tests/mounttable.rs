@@ -8,6 +8,7 @@
 //! advanced the clock would find node creation times in its future (as on a server whose
 //! clock is ahead of the caller's).
 
+use rowkit_codec::mounttable::MountFlags;
 use rowkit_store::{MemoryStore, RedbStore, Store};
 use rowkit_testkit::scenarios::mounttable::{CONCURRENCY, ConcurrencyScenario, SCENARIOS};
 
@@ -186,7 +187,7 @@ fn the_row_cache_serves_no_row_older_than_an_applied_write() {
     let t = MountTable::new(SyncDriver::new(&store, &clock), MtConfig::default());
     block_on(t.setup(None)).unwrap();
     let me = server_caller();
-    block_on(t.mount(&me, "x", "/127.0.0.1:1", 0, 0)).unwrap();
+    block_on(t.mount(&me, "x", "/127.0.0.1:1", 0, MountFlags(0))).unwrap();
     let servers = |t: &MountTable<SyncDriver<&Hooked, &ManualClock>>| -> Vec<String> {
         let entry = block_on(t.resolve(&me, "x")).unwrap();
         entry.servers.into_iter().map(|s| s.server).collect()
@@ -195,7 +196,7 @@ fn the_row_cache_serves_no_row_older_than_an_applied_write() {
     assert_eq!(servers(&t), ["/127.0.0.1:1"], "from the cache");
     *hold.lock().unwrap() = Some((applied_tx, go_rx));
     std::thread::scope(|s| {
-        let writer = s.spawn(|| block_on(t.mount(&me, "x", "/127.0.0.1:2", 0, 0)));
+        let writer = s.spawn(|| block_on(t.mount(&me, "x", "/127.0.0.1:2", 0, MountFlags(0))));
         applied_rx.recv().unwrap();
         let seen = servers(&t);
         go_tx.send(()).unwrap();

@@ -9,8 +9,9 @@
 use rowkit_client::mounttable::{MountTable, MtConfig};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
-use rowkit_codec::mounttable::Caller;
+use rowkit_codec::mounttable::{Caller, MountFlags};
 use rowkit_statemachines::mounttable::{self as mt, MountEntry, MtCtx, MtError, MtEvent, Tables};
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::{Machine, Request, Response, SplitMix64, Tag};
 use rowkit_store::driver::{Clock, ManualClock};
 use rowkit_store::{MemoryStore, Reply, Store};
@@ -119,16 +120,23 @@ fn schedule(seed: u64, threads: usize, cycles: usize) -> Result<(), String> {
                 tables: Tables::new(table),
                 caller: Caller::new(&["root"], false),
                 gc_grace_us: 0,
-                ..MtCtx::new(now.saturating_add_micros(100_000_000_000))
+                ..MtCtx::new()
             };
-            let seed = th.rng.next_u64();
+            let start = Start::within(now, th.rng.next_u64(), 100_000_000_000);
             if th.phase == 0 {
                 th.name = POOL[(th.rng.next_u64() % POOL.len() as u64) as usize];
             }
             match th.phase {
-                0 => Op::Mount(mt::Mount::new(ctx, th.name, &server, 0, 0, now, seed)),
-                1 => Op::Resolve(mt::ResolveStep::new(ctx, th.name, now, seed)),
-                _ => Op::Unmount(mt::Unmount::new(ctx, th.name, &server, now, seed)),
+                0 => Op::Mount(mt::Mount::new(
+                    ctx,
+                    th.name,
+                    &server,
+                    0,
+                    MountFlags(0),
+                    start,
+                )),
+                1 => Op::Resolve(mt::ResolveStep::new(ctx, th.name, start)),
+                _ => Op::Unmount(mt::Unmount::new(ctx, th.name, &server, start)),
             }
         });
         while let Some(r) = each!(op, m => m.poll_request()) {

@@ -19,6 +19,7 @@ use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, RowSet, Timestamp};
 use rowkit_codec::mounttable as codec;
+use rowkit_codec::mounttable::MountFlags;
 use rowkit_codec::triples::Triple;
 use rowkit_statemachines::check::{CheckEvent, CheckOptions, Finding, MAX_DETAIL};
 use rowkit_statemachines::mounttable::{FsckSummary, MtError, MtEvent, Tables};
@@ -167,7 +168,14 @@ fn fsck_fix_ends_and_reports_each_finding_once_over_random_damage() {
         let mut rng = SplitMix64::new(seed);
         for i in 0..6 + rng.next_u64() % 6 {
             let name = format!("a{}/b{}", i % 3, i);
-            block_on(t.mount(&server_caller(), &name, "/127.0.0.1:8000/x", 600, 0)).unwrap();
+            block_on(t.mount(
+                &server_caller(),
+                &name,
+                "/127.0.0.1:8000/x",
+                600,
+                MountFlags(0),
+            ))
+            .unwrap();
         }
         damage_mount_table(&store, &mut rng);
 

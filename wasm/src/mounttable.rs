@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use js_sys::Promise;
 use rowkit_client::mounttable::{MountTable as Facade, MtConfig};
-use rowkit_codec::mounttable::{Caller, encode_permissions_string};
+use rowkit_codec::mounttable::{Caller, MountFlags, encode_permissions_string};
 use rowkit_statemachines::mounttable::{MountEntry, Tables};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
@@ -93,22 +93,19 @@ impl MountTable {
                 Caller::new(&names, false)
             }
         };
-        let mut config = MtConfig {
+        let config = MtConfig {
             tables: Tables::new(opts.table.as_deref().unwrap_or("mounttable")),
-            seed: opts.seed,
             // Several clients of a page may share its store; a page has one caller at a time,
             // so a cache would save little and could show one client's row stale to another.
             row_cache_capacity: 0,
             ..MtConfig::default()
         };
-        if let Some(deadline) = opts.deadline_us() {
-            config.deadline_us = deadline;
-        }
+        let options = opts.call_options();
         let tables = vec![config.tables.node.clone(), config.tables.counter.clone()];
         let diagnosis = opts.diagnosis("mount table", tables);
         Ok(MountTable {
             inner: Rc::new(Inner {
-                mt: Facade::new(opts.driver, config),
+                mt: Facade::new(opts.driver, config).with_options(options),
                 caller,
             }),
             diagnosis,
@@ -136,18 +133,13 @@ impl MountTable {
     ) -> Promise {
         let inner = self.inner.clone();
         self.diagnosis.promise(async move {
-            let deadline = inner
+            let flags = MountFlags(flags.unwrap_or(0));
+            let mounted = inner
                 .mt
-                .mount(
-                    &inner.caller,
-                    &name,
-                    &server,
-                    ttl_seconds,
-                    flags.unwrap_or(0),
-                )
+                .mount(&inner.caller, &name, &server, ttl_seconds, flags)
                 .await
                 .map_err(js::operation_error)?;
-            Ok(JsValue::from_f64(deadline as f64))
+            Ok(JsValue::from_f64(mounted.deadline_us as f64))
         })
     }
 

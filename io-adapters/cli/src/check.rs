@@ -34,6 +34,15 @@ pub fn check_timeout(ctx: &Context) -> i64 {
     CHECK_TIMEOUT_MICROS.max(ctx.retry.operation_timeout)
 }
 
+/// The facades' options for a check: the seed, and the check's own deadline
+/// ([`check_timeout`]: a check runs as long as it is let).
+pub fn check_options(ctx: &Context) -> rowkit_client::CallOptions {
+    rowkit_client::CallOptions {
+        deadline_micros: Some(check_timeout(ctx)),
+        ..ctx.call_options()
+    }
+}
+
 /// `--fix` and `--grace SECS`: the options of every check that may repair.
 #[derive(Debug, clap::Args)]
 pub struct CheckFlags {
@@ -393,11 +402,9 @@ fn fsck(
 ) -> Result<(CheckSummary, Option<Value>), CliError> {
     let config = MtConfig {
         tables: Tables::new(table),
-        deadline_us: ctx.retry.operation_timeout,
-        seed: ctx.seed,
         ..MtConfig::default()
     };
-    let t = MountTable::new(driver, config);
+    let t = MountTable::new(driver, config).with_options(check_options(ctx));
     let mut output = CheckOutput::new(out, "mt").with_table(table);
     let summary =
         block_on(t.check(fix, |event| output.event(event))).map_err(CliError::operation)?;

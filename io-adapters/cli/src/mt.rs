@@ -8,10 +8,10 @@ use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::escape::escape;
 use rowkit_codec::explain;
 use rowkit_codec::mounttable::{
-    self as codec, Caller, Permissions, decode_permissions, decode_permissions_file,
+    Caller, MountFlags, Permissions, decode_permissions, decode_permissions_file,
     encode_permissions_string,
 };
-use rowkit_statemachines::mounttable::{MountEntry, MtError, MtEvent, Tables};
+use rowkit_statemachines::mounttable::{MountEntry, Mounted, MtError, MtEvent, Tables};
 use serde_json::{Map, Value, json};
 
 use crate::args::Context;
@@ -192,8 +192,6 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
     let cmd = &args.command;
     let config = MtConfig {
         tables: Tables::new(&args.table),
-        deadline_us: ctx.retry.operation_timeout,
-        seed: ctx.seed,
         ..MtConfig::default()
     };
     let json_warnings = out.is_json();
@@ -201,6 +199,11 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
         SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
         config,
     )
+    // fsck is the mount table's check: it keeps a check's own time.
+    .with_options(match cmd {
+        MtCommand::Fsck { .. } => crate::check::check_options(ctx),
+        _ => ctx.call_options(),
+    })
     // What btmtd only logs goes to stderr, so an operator sees it (a JSON line with --json).
     .with_warning_sink(move |step, error| {
         let mut err = std::io::stderr();
@@ -277,16 +280,26 @@ pub fn run(ctx: &Context, args: &MtArgs, out: &Output) -> Result<(), CliError> {
             let mut bits = 0u32;
             for f in flags {
                 bits |= match f.as_str() {
-                    "replace" => 1,
-                    "mt" => 2,
-                    "leaf" => 4,
+                    "replace" => MountFlags::REPLACE,
+                    "mt" => MountFlags::MT,
+                    "leaf" => MountFlags::LEAF,
                     other => return Err(CliError::usage(format!("unknown mount flag {other:?}"))),
                 };
             }
-            bits |= u32::from(*replace) | (u32::from(*mt) << 1) | (u32::from(*leaf) << 2);
-            let deadline =
-                block_on(t.mount(&who, name, server, *ttl, bits)).map_err(CliError::operation)?;
-            let key = codec::row_key(&codec::normalize_suffix(name));
+            for (set, bit) in [
+                (*replace, MountFlags::REPLACE),
+                (*mt, MountFlags::MT),
+                (*leaf, MountFlags::LEAF),
+            ] {
+                if set {
+                    bits |= bit;
+                }
+            }
+            let Mounted {
+                row_key: key,
+                deadline_us: deadline,
+            } = block_on(t.mount(&who, name, server, *ttl, MountFlags(bits)))
+                .map_err(CliError::operation)?;
             if out.is_json() {
                 let mut m = Map::new();
                 m.insert("name".into(), json!(name));

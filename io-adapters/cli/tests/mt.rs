@@ -383,3 +383,27 @@ fn mount_and_set_permissions_on_the_root() {
     assert_eq!(p["perms"]["Admin"]["In"], json!(["..."]));
     assert_eq!(s.json(&["mt", "fsck"])["inconsistent"], 0);
 }
+
+/// `--deadline` bounds every `mt` command as it does the other schemas' (`aborted` before
+/// anything is written), except `fsck`, which as a check keeps its own (longer) time.
+#[test]
+fn deadline_zero_aborts_mt_commands_but_not_fsck() {
+    let s = Scratch::new("deadline-zero");
+    s.json(&["mt", "setup"]);
+    s.fails(
+        &["--deadline", "0", "mt", "mount", "a", "/h:1"],
+        1,
+        "aborted",
+    );
+    s.fails(&["--deadline", "0", "mt", "resolve", "a"], 1, "aborted");
+    // Nothing was mounted.
+    s.fails(
+        &["mt", "resolve", "a"],
+        1,
+        "v.io/v23/naming.nameDoesntExist",
+    );
+    assert_eq!(
+        s.json(&["--deadline", "0", "mt", "fsck"])["inconsistent"],
+        0
+    );
+}

@@ -176,13 +176,14 @@ fn graph_operations_end_at_the_deadline() {
     assert!(o.status.success(), "{o:?}");
 }
 
-/// `--deadline 0` ends a graph command with the very error an `s3` command ends with (id,
-/// message and exit code): the triple store takes the deadline as the other schemas do, and
-/// the aborted error is spelled once.
+/// `--deadline 0` ends a graph command and an `mt` command with the very error an `s3` command
+/// ends with (id, message and exit code, as JSON and as the stderr line): the triple store and
+/// the mount table take the deadline as the other schemas do, and the aborted error is spelled
+/// once (the mount table's used to be Vanadium's `v.io/v23/verror.Aborted`).
 #[test]
-fn graph_and_s3_abort_with_the_same_error() {
+fn graph_mt_and_s3_abort_with_the_same_error() {
     let s = Scratch::new("same-aborted");
-    for args in [&["graph", "setup"][..], &["s3", "setup"]] {
+    for args in [&["graph", "setup"][..], &["s3", "setup"], &["mt", "setup"]] {
         let (o, _) = rowkit(&s.store(), args);
         assert!(o.status.success(), "{args:?}: {o:?}");
     }
@@ -202,6 +203,21 @@ fn graph_and_s3_abort_with_the_same_error() {
         graph["message"], "aborted (deadline exceeded or cancelled)",
         "a message that says why"
     );
+    let mt = aborted(&["mt", "mount", "a", "/h:1"]);
+    assert_eq!(mt, s3);
+    // The same line on stderr without --json.
+    let line = |args: &[&str]| {
+        let (o, _) = rowkit(&s.store(), &[&["--deadline", "0"][..], args].concat());
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {o:?}");
+        stderr(&o)
+    };
+    let s3_line = line(&["s3", "bucket", "create", "b"]);
+    assert!(
+        s3_line.contains("aborted (deadline exceeded or cancelled)"),
+        "{s3_line}"
+    );
+    assert_eq!(line(&["mt", "mount", "a", "/h:1"]), s3_line);
+    assert_eq!(line(&["graph", "create", "g1"]), s3_line);
 }
 
 /// Against a port nothing listens on, `graph` fails at once with the connection's error

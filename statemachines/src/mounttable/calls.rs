@@ -20,9 +20,10 @@ use rowkit_codec::model::{
 };
 use rowkit_codec::mounttable::{self as codec, FAMILY_COUNTER, NodeRow, QUAL_COUNTER};
 
-use super::{MtCtx, MtError, MtEvent, Nodes};
-use crate::children::{ChildId, ChildOutput, owned_rows};
+use super::{MtError, MtEvent, MtRun, Nodes};
+use crate::children::{ChildId, ChildOutput};
 use crate::operation::{Io, OperationError};
+use crate::ready;
 use crate::{
     CheckAndMutateRowRequest, Code, MutateRowRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
     Request, Response, StoreError, Timestamp,
@@ -51,7 +52,7 @@ const SECOND: i64 = 1_000_000;
 
 /// `Aborted` once the operation deadline has passed (§17: before each attempt, walk element,
 /// glob step, fsck pass and row, and after a back-off).
-pub(super) fn check_deadline(io: &MtIo, ctx: &MtCtx) -> Result<(), MtError> {
+pub(super) fn check_deadline(io: &MtIo, ctx: &MtRun) -> Result<(), MtError> {
     if io.now() >= ctx.deadline {
         Err(MtError::Aborted)
     } else {
@@ -62,18 +63,19 @@ pub(super) fn check_deadline(io: &MtIo, ctx: &MtCtx) -> Result<(), MtError> {
 /// Request deadline class (§17).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Half {
-    /// `max(operation deadline, now + 60 s)`: a request in flight is never cut before 60 s.
+    /// `max(operation deadline, now + request floor)`: btmtd never cuts a request in flight
+    /// before 60 s ([`MtCtx::request_floor_us`](super::MtCtx::request_floor_us)).
     First,
     /// The detached second half of a two-row operation: `now + 3600 s`.
     Second,
 }
 
 impl Half {
-    fn deadline(self, io: &MtIo, ctx: &MtCtx) -> Timestamp {
+    fn deadline(self, io: &MtIo, ctx: &MtRun) -> Timestamp {
         match self {
             Half::First => ctx
                 .deadline
-                .max(io.now().saturating_add_micros(60 * SECOND)),
+                .max(io.now().saturating_add_micros(ctx.request_floor_us)),
             Half::Second => io.now().saturating_add_micros(3600 * SECOND),
         }
     }
@@ -115,7 +117,7 @@ fn decode_node(
 }
 
 /// Starts a read that retries until its request deadline.
-fn read(io: &mut MtIo, ctx: &MtCtx, request: ReadRowsRequest) -> ChildId {
+fn read(io: &mut MtIo, ctx: &MtRun, request: ReadRowsRequest) -> ChildId {
     let deadline = Half::First.deadline(io, ctx);
     io.read_rows_until(request, deadline)
 }
@@ -126,7 +128,7 @@ fn rows(io: &mut MtIo, child: ChildId) -> Progress<Vec<Arc<Row>>> {
         None => Ok(None),
         Some(Ok(ChildOutput::Rows(rows))) => Ok(Some(rows)),
         Some(Ok(other)) => Err(MtError::unexpected(&other)),
-        Some(Err(e)) => Err(e.into()),
+        Some(Err(e)) => Err(MtError::store(e)),
     }
 }
 
@@ -137,7 +139,7 @@ pub(super) struct Scan(ChildId);
 impl Scan {
     pub(super) fn start(
         io: &mut MtIo,
-        ctx: &MtCtx,
+        ctx: &MtRun,
         table: String,
         rows: RowSet,
         filter: Option<RowFilter>,
@@ -154,7 +156,7 @@ impl Scan {
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<Vec<Row>> {
-        Ok(rows(io, self.0)?.map(owned_rows))
+        io.rows(self.0)
     }
 }
 
@@ -162,12 +164,12 @@ impl Scan {
 #[derive(Debug)]
 pub(super) struct NodeRead {
     child: ChildId,
-    /// Where the node of a row decoded before is found ([`MtCtx::nodes`]).
+    /// Where the node of a row decoded before is found ([`MtRun::nodes`]).
     nodes: Nodes,
 }
 
 impl NodeRead {
-    pub(super) fn start(io: &mut MtIo, ctx: &MtCtx, name: &str) -> NodeRead {
+    pub(super) fn start(io: &mut MtIo, ctx: &MtRun, name: &str) -> NodeRead {
         let request = ReadRowsRequest {
             table: ctx.tables.node.clone(),
             rows: RowSet::key(codec::row_key(name)),
@@ -181,10 +183,8 @@ impl NodeRead {
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<Option<Node>> {
-        match rows(io, self.child)? {
-            None => Ok(None),
-            Some(rows) => decode_node(rows, &self.nodes, io.now()).map(Some),
-        }
+        let rows = ready!(rows(io, self.child));
+        decode_node(rows, &self.nodes, io.now()).map(Some)
     }
 }
 
@@ -197,36 +197,37 @@ struct Unary {
 }
 
 impl Unary {
-    fn send(io: &mut MtIo, ctx: &MtCtx, request: Request, half: Half) -> Unary {
+    fn send(io: &mut MtIo, ctx: &MtRun, request: Request, half: Half) -> Unary {
         let deadline = half.deadline(io, ctx);
         let child = io.unary(request);
         io.sleep_until(deadline);
         Unary { child, deadline }
     }
 
-    fn poll(&mut self, io: &mut MtIo) -> Progress<Response> {
-        let outcome = io.take(self.child);
-        if outcome.is_some() {
-            io.cancel_sleep();
-        }
-        match outcome {
-            Some(Ok(ChildOutput::Unary(response))) => Ok(Some(response)),
-            Some(Ok(other)) => Err(MtError::unexpected(&other)),
-            Some(Err(e)) => Err(e.into()),
-            None if io.now() >= self.deadline => {
-                io.abort(self.child);
-                Err(MtError::Store(StoreError::new(
-                    Code::DeadlineExceeded,
-                    "request deadline exceeded",
-                )))
+    /// The reply once the request finished, read by `reply` (one of [`Io`]'s handles); the
+    /// request cut with `DEADLINE_EXCEEDED` once its deadline passed.
+    fn poll<T>(
+        &mut self,
+        io: &mut MtIo,
+        reply: impl FnOnce(&mut MtIo, ChildId) -> Progress<T>,
+    ) -> Progress<T> {
+        if io.is_running(self.child) {
+            if io.now() < self.deadline {
+                return Ok(None);
             }
-            None => Ok(None),
+            io.abort(self.child);
+            return Err(MtError::Store(StoreError::new(
+                Code::DeadlineExceeded,
+                "request deadline exceeded",
+            )));
         }
+        io.cancel_sleep();
+        reply(io, self.child)
     }
 }
 
 fn cam_request(
-    ctx: &MtCtx,
+    ctx: &MtRun,
     key: Vec<u8>,
     predicate: RowFilter,
     true_mutations: Vec<Mutation>,
@@ -249,7 +250,7 @@ pub(super) struct Cam(Unary);
 impl Cam {
     pub(super) fn start(
         io: &mut MtIo,
-        ctx: &MtCtx,
+        ctx: &MtRun,
         key: Vec<u8>,
         predicate: RowFilter,
         false_mutations: Vec<Mutation>,
@@ -260,11 +261,7 @@ impl Cam {
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<bool> {
-        match self.0.poll(io)? {
-            None => Ok(None),
-            Some(Response::CheckAndMutateRow { predicate_matched }) => Ok(Some(predicate_matched)),
-            Some(other) => Err(MtError::unexpected(&ChildOutput::Unary(other))),
-        }
+        self.0.poll(io, |io, id| io.matched(id))
     }
 }
 
@@ -276,7 +273,7 @@ pub(super) struct Occ(Result<Unary, Option<MtError>>);
 impl Occ {
     pub(super) fn start(
         io: &mut MtIo,
-        ctx: &MtCtx,
+        ctx: &MtRun,
         node: &NodeRow,
         mut mutations: Vec<Mutation>,
         delete: bool,
@@ -308,15 +305,10 @@ impl Occ {
             Ok(call) => call,
             Err(e) => return Err(e.take().unwrap_or_else(ended)),
         };
-        match call.poll(io)? {
-            None => Ok(None),
-            Some(Response::CheckAndMutateRow {
-                predicate_matched: true,
-            }) => Ok(Some(())),
-            Some(Response::CheckAndMutateRow {
-                predicate_matched: false,
-            }) => Err(MtError::ConcurrentAccess),
-            Some(other) => Err(MtError::unexpected(&ChildOutput::Unary(other))),
+        if ready!(call.poll(io, |io, id| io.matched(id))) {
+            Ok(Some(()))
+        } else {
+            Err(MtError::ConcurrentAccess)
         }
     }
 }
@@ -328,7 +320,7 @@ pub(super) struct Put(Unary);
 impl Put {
     pub(super) fn start(
         io: &mut MtIo,
-        ctx: &MtCtx,
+        ctx: &MtRun,
         table: String,
         key: Vec<u8>,
         mutations: Vec<Mutation>,
@@ -346,7 +338,7 @@ impl Put {
     /// A `MutateRow` of the node row of `name`.
     pub(super) fn node(
         io: &mut MtIo,
-        ctx: &MtCtx,
+        ctx: &MtRun,
         name: &str,
         mutations: Vec<Mutation>,
         half: Half,
@@ -362,11 +354,7 @@ impl Put {
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<()> {
-        match self.0.poll(io)? {
-            None => Ok(None),
-            Some(Response::MutateRow) => Ok(Some(())),
-            Some(other) => Err(MtError::unexpected(&ChildOutput::Unary(other))),
-        }
+        self.0.poll(io, |io, id| io.written(id))
     }
 }
 
@@ -375,7 +363,7 @@ impl Put {
 pub(super) struct Incr(Unary);
 
 impl Incr {
-    pub(super) fn start(io: &mut MtIo, ctx: &MtCtx, key: Vec<u8>, delta: i64, half: Half) -> Incr {
+    pub(super) fn start(io: &mut MtIo, ctx: &MtRun, key: Vec<u8>, delta: i64, half: Half) -> Incr {
         let request = Request::ReadModifyWriteRow(ReadModifyWriteRowRequest {
             table: ctx.tables.counter.clone(),
             row_key: key,
@@ -390,15 +378,17 @@ impl Incr {
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<i64> {
-        match self.0.poll(io)? {
+        let row = ready!(self.0.poll(io, |io, id| match io.take(id) {
             None => Ok(None),
-            Some(Response::ReadModifyWriteRow(row)) => codec::decode_counter_row(&row)
-                .map(Some)
-                .map_err(|e| MtError::Internal {
-                    what: e.to_string(),
-                }),
-            Some(other) => Err(MtError::unexpected(&ChildOutput::Unary(other))),
-        }
+            Some(Ok(ChildOutput::Unary(Response::ReadModifyWriteRow(row)))) => Ok(Some(row)),
+            Some(Ok(other)) => Err(MtError::unexpected(&other)),
+            Some(Err(e)) => Err(MtError::store(e)),
+        }));
+        codec::decode_counter_row(&row)
+            .map(Some)
+            .map_err(|e| MtError::Internal {
+                what: e.to_string(),
+            })
     }
 }
 
@@ -410,7 +400,7 @@ pub(super) struct BackOff {
 }
 
 impl BackOff {
-    pub(super) fn start(io: &mut MtIo, ctx: &MtCtx) -> BackOff {
+    pub(super) fn start(io: &mut MtIo, ctx: &MtRun) -> BackOff {
         let jitter = (io.next_seed() % 50) as i64 * 1000;
         let until = io.now().saturating_add_micros(jitter).min(ctx.deadline);
         if until > io.now() {
@@ -419,7 +409,7 @@ impl BackOff {
         BackOff { until }
     }
 
-    pub(super) fn poll(&mut self, io: &mut MtIo, ctx: &MtCtx) -> Progress<()> {
+    pub(super) fn poll(&mut self, io: &mut MtIo, ctx: &MtRun) -> Progress<()> {
         if io.now() < self.until {
             return Ok(None);
         }

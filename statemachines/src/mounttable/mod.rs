@@ -4,9 +4,10 @@
 //! primitives that tests and repair tools drive directly, and the hot-row [`RowCache`].
 //!
 //! Every operation is an [`Operation`] of [`MountTableSchema`] running a flow with explicit
-//! phases: `new(ctx, args.., now, seed)` takes an [`MtCtx`] (tables, caller, global ACL,
-//! limits, gc grace, operation deadline, where to find [`Nodes`] already decoded) by value,
-//! and reaches the store only through the requests it emits. The node protocols they share (the walk that resolves and creates
+//! phases in the crate's dialect: `new(ctx, args.., Start { now, seed, deadline })` takes an
+//! [`MtCtx`] (tables, caller, global ACL, limits, gc grace, the least request deadline, where
+//! to find [`Nodes`] already decoded) by value, and reaches the store only through the
+//! requests it emits. The node protocols they share (the walk that resolves and creates
 //! nodes, OCC writes, GC of expired servers, the subtree delete) are steps nested in their
 //! parents' phases. OCC conflicts are retried with seeded jitter. `cancel` ends an operation
 //! with [`MtError::Aborted`] at once; the operation deadline does so at the points §17 names
@@ -15,9 +16,11 @@
 //!
 //! ```
 //! use rowkit_statemachines::mounttable::{MtCtx, MtError, ResolveStep};
+//! use rowkit_statemachines::operation::Start;
 //! use rowkit_statemachines::{Machine, Request, Response, Timestamp};
 //!
-//! let mut m = ResolveStep::new(MtCtx::new(Timestamp(60_000_000)), "a/b", Timestamp(0), 7);
+//! let start = Start { now: Timestamp(0), seed: 7, deadline: Timestamp(60_000_000) };
+//! let mut m = ResolveStep::new(MtCtx::new(), "a/b", start);
 //! // The walk starts at the root row.
 //! let (tag, request) = m.poll_request().unwrap();
 //! assert!(matches!(request, Request::ReadRows(_)));
@@ -48,9 +51,13 @@ pub use operations::{
     NodeLookupFlow, PrimitiveFlow, ReadCountersFlow, ResolveStepFlow, SetPermissionsFlow,
     UnmountFlow,
 };
-use rowkit_codec::mounttable::{self as codec, AccessList, Caller, NodeRow, Permissions};
+use rowkit_codec::mounttable::{
+    self as codec, AccessList, Caller, MountFlags, NodeRow, Permissions,
+};
 
-use crate::operation::{Budget, ContextArg, Flow, Operation, OperationError, Schema};
+use crate::operation::{
+    ABORTED_ID, ABORTED_MESSAGE, Budget, ContextArg, Flow, Operation, OperationError, Schema, Start,
+};
 use crate::{StoreError, Timestamp};
 
 /// Node and counter table names.
@@ -109,18 +116,19 @@ pub struct MtCtx {
     pub limits: Limits,
     /// GC grace period in µs (btmtd: 60 s).
     pub gc_grace_us: i64,
-    /// Operation deadline (§17): checked before each attempt, walk element, glob step and
-    /// fsck pass and row (then [`MtError::Aborted`]); a request gets at least 60 s beyond it,
-    /// the detached second half of a two-row write 1 h.
-    pub deadline: Timestamp,
+    /// How long a request may run at least, whatever the operation deadline (§17: btmtd's
+    /// 60 s, so a request in flight is never cut before then; 0: requests end at the operation
+    /// deadline, as a caller's own deadline wants). The detached second half of a two-row
+    /// write gets 1 h either way.
+    pub request_floor_us: i64,
     /// Where node reads find the nodes already decoded from the rows a cache hands out again
     /// (the facade's hot-row cache keeps them beside the rows; behaviour-neutral).
     pub nodes: Nodes,
 }
 
 impl MtCtx {
-    /// btmtd's defaults, the server itself as caller, and the given deadline.
-    pub fn new(deadline: Timestamp) -> MtCtx {
+    /// btmtd's defaults and the server itself as caller.
+    pub fn new() -> MtCtx {
         MtCtx {
             tables: Tables::default(),
             caller: Caller {
@@ -130,9 +138,52 @@ impl MtCtx {
             global_acl: AccessList::default(),
             limits: Limits::default(),
             gc_grace_us: 60_000_000,
-            deadline,
+            request_floor_us: REQUEST_FLOOR_US,
             nodes: Nodes::none(),
         }
+    }
+}
+
+impl Default for MtCtx {
+    fn default() -> Self {
+        MtCtx::new()
+    }
+}
+
+/// btmtd's least request deadline (§17): 60 s after the request is sent.
+pub const REQUEST_FLOOR_US: i64 = 60_000_000;
+
+/// What a mount-table operation runs on: the caller's [`MtCtx`] and the operation deadline of
+/// its [`Start`], which the flows check at the points §17 names (before each attempt, walk
+/// element, glob step, fsck pass and row, then [`MtError::Aborted`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MtRun {
+    ctx: MtCtx,
+    /// The operation deadline.
+    deadline: Timestamp,
+}
+
+impl MtRun {
+    /// The context an operation started as `start` says runs on: `ctx` and its deadline,
+    /// owned by the operation.
+    fn of(ctx: MtCtx, start: Start) -> ContextArg<'static, MtRun> {
+        ContextArg::owned(MtRun {
+            ctx,
+            deadline: start.deadline,
+        })
+    }
+
+    /// The operation deadline.
+    pub fn deadline(&self) -> Timestamp {
+        self.deadline
+    }
+}
+
+/// The flows read the caller's context through the run.
+impl core::ops::Deref for MtRun {
+    type Target = MtCtx;
+    fn deref(&self) -> &MtCtx {
+        &self.ctx
     }
 }
 
@@ -256,6 +307,9 @@ pub enum MtEvent {
     },
 }
 
+/// Vanadium's id of an aborted call (§18), kept for [`MtError::verror_id`].
+pub const VERROR_ABORTED_ID: &str = "v.io/v23/verror.Aborted";
+
 /// Errors of §18.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
@@ -276,7 +330,7 @@ pub enum MtError {
     #[error("no access")]
     NoAccess,
     /// The operation deadline was reached, or the operation was cancelled.
-    #[error("aborted: operation deadline reached")]
+    #[error("{}", ABORTED_MESSAGE)]
     Aborted,
     /// Authorization failed.
     #[error("no permissions: {tag} required")]
@@ -332,14 +386,25 @@ pub enum MtError {
 }
 
 impl MtError {
-    /// The stable id (§18), used by the CLI's `--json` errors.
+    /// The Vanadium error id of §18 (what btmtd's callers match on); the same as
+    /// [`OperationError::id`] except for [`MtError::Aborted`], whose rowkit id is every
+    /// schema's [`ABORTED_ID`].
+    pub fn verror_id(&self) -> &'static str {
+        match self {
+            MtError::Aborted => VERROR_ABORTED_ID,
+            other => MtError::id(other),
+        }
+    }
+
+    /// The stable id (§18's, but aborted spelled [`ABORTED_ID`] as in every schema), used by
+    /// the CLI's `--json` errors.
     pub fn id(&self) -> &'static str {
         match self {
             MtError::NoSuchName { .. } => "v.io/v23/naming.nameDoesntExist",
             MtError::NoSuchNameRoot => "v.io/v23/naming.rootNameDoesntExist",
             MtError::BadVersion => "v.io/v23/verror.BadVersion",
             MtError::NoAccess => "v.io/v23/verror.NoAccess",
-            MtError::Aborted => "v.io/v23/verror.Aborted",
+            MtError::Aborted => ABORTED_ID,
             MtError::NoPermissions { .. } => "v.io/v23/security/access.NoPermissions",
             MtError::BadPattern => "path.ErrBadPattern",
             MtError::MalformedAddress { .. } => {
@@ -414,7 +479,7 @@ pub enum Primitive {
         /// Cell timestamp (µs, ms-aligned).
         deadline_us: i64,
         /// MountFlag bits.
-        flags: u32,
+        flags: MountFlags,
         /// Server limit.
         limit: i64,
     },
@@ -436,13 +501,13 @@ pub enum PrimitiveOutput {
     Done,
 }
 
-/// The mount table's operations (see the module doc): their context is an [`MtCtx`], owned
-/// by the operation.
+/// The mount table's operations (see the module doc): their context is an [`MtRun`] (the
+/// caller's [`MtCtx`] and the deadline of the operation's [`Start`]), owned by the operation.
 #[derive(Debug)]
 pub struct MountTableSchema;
 
 impl Schema for MountTableSchema {
-    type Context = MtCtx;
+    type Context = MtRun;
     type Event = MtEvent;
     type Error = MtError;
 }
@@ -472,30 +537,37 @@ impl OperationError for MtError {
     }
 }
 
-/// Starts `flow` on `ctx`.
+/// Starts `flow` on `ctx` as `start` says.
 ///
-/// The flows enforce `ctx.deadline` themselves (see [`MtCtx::deadline`]), so the operation's
-/// own [`Budget`] never cuts them: a deadline there would abort a node protocol halfway (a
-/// child referenced but never created, a row deleted but still referenced, a server counted
-/// but not mounted), which §17's detached second halves exist to prevent.
-fn start<F: Flow<Schema = MountTableSchema>>(
+/// The flows enforce the operation deadline themselves ([`MtRun::deadline`]), so the
+/// operation's own [`Budget`] never cuts them: a deadline there would abort a node protocol
+/// halfway (a child referenced but never created, a row deleted but still referenced, a server
+/// counted but not mounted), which §17's detached second halves exist to prevent.
+fn begin<F: Flow<Schema = MountTableSchema>>(
     ctx: MtCtx,
-    now: Timestamp,
-    seed: u64,
+    start: Start,
     flow: F,
 ) -> Operation<'static, F> {
     let budget = Budget::until(Timestamp::MAX);
-    Operation::start(ContextArg::owned(ctx), now, seed, budget, flow)
+    Operation::start(MtRun::of(ctx, start), start.now, start.seed, budget, flow)
+}
+
+/// An operation on `ctx` whose arguments were refused: it ends with `error` and sends nothing.
+fn failed<F: Flow<Schema = MountTableSchema>>(
+    ctx: MtCtx,
+    start: Start,
+    error: MtError,
+) -> Operation<'static, F> {
+    Operation::failed(MtRun::of(ctx, start), error)
 }
 
 /// Starts the flow `flow()` on the node `suffix`, or, when that node's row key is over
 /// Bigtable's limit, ends the operation before any request with the error the store would give
 /// (`INVALID_ARGUMENT`; every node on the way has a shorter key).
-fn start_at_name<F: Flow<Schema = MountTableSchema>>(
+fn begin_at_name<F: Flow<Schema = MountTableSchema>>(
     ctx: MtCtx,
     suffix: String,
-    now: Timestamp,
-    seed: u64,
+    start: Start,
     flow: impl FnOnce(String) -> F,
 ) -> Operation<'static, F> {
     if let Err(e) = rowkit_codec::model::validate_row_key(&codec::row_key(&suffix)) {
@@ -503,12 +575,21 @@ fn start_at_name<F: Flow<Schema = MountTableSchema>>(
             crate::Code::InvalidArgument,
             alloc::string::ToString::to_string(&e),
         ));
-        return Operation::failed(ContextArg::owned(ctx), error);
+        return failed(ctx, start, error);
     }
-    start(ctx, now, seed, flow(suffix))
+    begin(ctx, start, flow(suffix))
 }
 
-/// `Mount(name, server, ttl, flags)`: output is the deadline written (µs).
+/// What a Mount wrote: the node's row key and the server's deadline.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mounted {
+    /// The row key of the node the server was mounted on.
+    pub row_key: Vec<u8>,
+    /// The deadline written (µs, the server cell's timestamp).
+    pub deadline_us: i64,
+}
+
+/// `Mount(name, server, ttl, flags)`: what it wrote ([`Mounted`]).
 pub type Mount = Operation<'static, MountFlow>;
 /// `Unmount(name, server)` (`""` = every server).
 pub type Unmount = Operation<'static, UnmountFlow>;
@@ -520,7 +601,8 @@ pub type ResolveStep = Operation<'static, ResolveStepFlow>;
 pub type Glob = Operation<'static, GlobFlow>;
 /// `GetPermissions(name)`.
 pub type GetPermissions = Operation<'static, GetPermissionsFlow>;
-/// `SetPermissions(name, perms, version)` (`""` = any version).
+/// `SetPermissions(name, perms, version)` (`""` = any version): the permissions and version
+/// it wrote.
 pub type SetPermissions = Operation<'static, SetPermissionsFlow>;
 /// `Fsck(fix)`.
 pub type Fsck = Operation<'static, FsckFlow>;
@@ -532,24 +614,23 @@ pub type ReadCounters = Operation<'static, ReadCountersFlow>;
 pub type PrimitiveOp = Operation<'static, PrimitiveFlow>;
 
 impl Mount {
-    /// Mounts `server` on `name` for `ttl_s` seconds (0 = `u32::MAX`) with MountFlag bits.
+    /// Mounts `server` on `name` for `ttl_s` seconds (0 = `u32::MAX`) with `flags`.
     pub fn new(
         ctx: MtCtx,
         name: &str,
         server: &str,
         ttl_s: u32,
-        flags: u32,
-        now: Timestamp,
-        seed: u64,
+        flags: MountFlags,
+        start: Start,
     ) -> Mount {
         if !codec::validate_server(server) {
             let error = MtError::MalformedAddress {
                 server: server.into(),
             };
-            return Operation::failed(ContextArg::owned(ctx), error);
+            return failed(ctx, start, error);
         }
         let suffix = codec::normalize_suffix(name);
-        start_at_name(ctx, suffix, now, seed, |suffix| {
+        begin_at_name(ctx, suffix, start, |suffix| {
             MountFlow::new(operations::MountArgs {
                 suffix,
                 server: String::from(server),
@@ -562,9 +643,9 @@ impl Mount {
 
 impl Unmount {
     /// Unmounts `server` (`""` = all) from `name`.
-    pub fn new(ctx: MtCtx, name: &str, server: &str, now: Timestamp, seed: u64) -> Unmount {
+    pub fn new(ctx: MtCtx, name: &str, server: &str, start: Start) -> Unmount {
         let suffix = codec::normalize_suffix(name);
-        start_at_name(ctx, suffix, now, seed, |suffix| {
+        begin_at_name(ctx, suffix, start, |suffix| {
             UnmountFlow::new(operations::UnmountArgs {
                 suffix,
                 server: String::from(server),
@@ -575,12 +656,12 @@ impl Unmount {
 
 impl Delete {
     /// Deletes `name` (and its subtree when `subtree`); the root may not be deleted.
-    pub fn new(ctx: MtCtx, name: &str, subtree: bool, now: Timestamp, seed: u64) -> Delete {
+    pub fn new(ctx: MtCtx, name: &str, subtree: bool, start: Start) -> Delete {
         let suffix = codec::normalize_suffix(name);
         if suffix.is_empty() {
-            return Operation::failed(ContextArg::owned(ctx), MtError::NoAccess);
+            return failed(ctx, start, MtError::NoAccess);
         }
-        start_at_name(ctx, suffix, now, seed, |suffix| {
+        begin_at_name(ctx, suffix, start, |suffix| {
             DeleteFlow::new(operations::DeleteArgs { suffix, subtree })
         })
     }
@@ -588,40 +669,28 @@ impl Delete {
 
 impl ResolveStep {
     /// Resolves one step of `name`.
-    pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> ResolveStep {
-        start_at_name(
-            ctx,
-            codec::normalize_suffix(name),
-            now,
-            seed,
-            ResolveStepFlow::resolve,
-        )
+    pub fn new(ctx: MtCtx, name: &str, start: Start) -> ResolveStep {
+        let suffix = codec::normalize_suffix(name);
+        begin_at_name(ctx, suffix, start, ResolveStepFlow::resolve)
     }
 }
 
 impl Glob {
     /// Globs `pattern` under `name`; an invalid pattern fails before any request.
-    pub fn new(ctx: MtCtx, name: &str, pattern: &str, now: Timestamp, seed: u64) -> Glob {
+    pub fn new(ctx: MtCtx, name: &str, pattern: &str, start: Start) -> Glob {
         let Ok(pattern) = GlobPattern::parse(pattern) else {
-            return Operation::failed(ContextArg::owned(ctx), MtError::BadPattern);
+            return failed(ctx, start, MtError::BadPattern);
         };
         let suffix = codec::normalize_suffix(name);
-        start_at_name(ctx, suffix, now, seed, |suffix| {
-            GlobFlow::new(suffix, pattern)
-        })
+        begin_at_name(ctx, suffix, start, |suffix| GlobFlow::new(suffix, pattern))
     }
 }
 
 impl GetPermissions {
     /// Reads the permissions of `name`.
-    pub fn new(ctx: MtCtx, name: &str, now: Timestamp, seed: u64) -> GetPermissions {
-        start_at_name(
-            ctx,
-            codec::normalize_suffix(name),
-            now,
-            seed,
-            GetPermissionsFlow::permissions,
-        )
+    pub fn new(ctx: MtCtx, name: &str, start: Start) -> GetPermissions {
+        let suffix = codec::normalize_suffix(name);
+        begin_at_name(ctx, suffix, start, GetPermissionsFlow::permissions)
     }
 }
 
@@ -632,8 +701,7 @@ impl SetPermissions {
         name: &str,
         mut perms: Permissions,
         version: &str,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> SetPermissions {
         // The caller keeps admin rights over what it sets.
         if nodes::authorize(&ctx, &perms, &[codec::tags::ADMIN]).is_err() {
@@ -643,7 +711,7 @@ impl SetPermissions {
         }
         perms.normalize();
         let suffix = codec::normalize_suffix(name);
-        start_at_name(ctx, suffix, now, seed, |suffix| {
+        begin_at_name(ctx, suffix, start, |suffix| {
             SetPermissionsFlow::new(operations::SetPermsArgs {
                 suffix,
                 perms,
@@ -655,8 +723,8 @@ impl SetPermissions {
 
 impl Fsck {
     /// Checks (and with `fix`, repairs) the whole table.
-    pub fn new(ctx: MtCtx, fix: bool, now: Timestamp, seed: u64) -> Fsck {
-        start(ctx, now, seed, FsckFlow::new(fix))
+    pub fn new(ctx: MtCtx, fix: bool, start: Start) -> Fsck {
+        begin(ctx, start, FsckFlow::new(fix))
     }
 }
 
@@ -665,24 +733,23 @@ impl CreateInitialNodes {
     pub fn new(
         ctx: MtCtx,
         perms_file: Option<BTreeMap<String, Permissions>>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> CreateInitialNodes {
-        start(ctx, now, seed, CreateInitialNodesFlow::new(perms_file))
+        begin(ctx, start, CreateInitialNodesFlow::new(perms_file))
     }
 }
 
 impl ReadCounters {
     /// Reads the counter table.
-    pub fn new(ctx: MtCtx, now: Timestamp, seed: u64) -> ReadCounters {
-        start(ctx, now, seed, ReadCountersFlow::new())
+    pub fn new(ctx: MtCtx, start: Start) -> ReadCounters {
+        begin(ctx, start, ReadCountersFlow::new())
     }
 }
 
 impl PrimitiveOp {
     /// Runs one primitive.
-    pub fn new(ctx: MtCtx, primitive: Primitive, now: Timestamp, seed: u64) -> PrimitiveOp {
-        start(ctx, now, seed, PrimitiveFlow::new(primitive))
+    pub fn new(ctx: MtCtx, primitive: Primitive, start: Start) -> PrimitiveOp {
+        begin(ctx, start, PrimitiveFlow::new(primitive))
     }
 }
 

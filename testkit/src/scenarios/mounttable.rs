@@ -12,18 +12,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use rowkit_codec::model::{Mutation, Row, RowFilter, RowSet, Timestamp};
 use rowkit_codec::mounttable::{
-    self as codec, Caller, Permissions, decode_permissions, decode_permissions_file,
+    self as codec, Caller, MountFlags, Permissions, decode_permissions, decode_permissions_file,
 };
 use rowkit_statemachines::mounttable::{
     self as mt, MountEntry, MtCtx, MtError, Primitive, PrimitiveOutput, ROW_CACHE_CAPACITY, Tables,
 };
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Machine, MutateRowRequest, ReadRowsRequest, Request, RetryPolicy, SplitMix64, Tag,
 };
 
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{CallOptions, SyncDriver, block_on};
 use rowkit_store::driver::{Clock, ManualClock, RunningClock};
 use rowkit_store::{Reply, Store};
 
@@ -312,7 +313,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
                     node: n.clone(),
                     server: "/example.com:1234".into(),
                     deadline_us: clock.now().0 + 60 * SEC,
-                    flags: 0,
+                    flags: MountFlags(0),
                     limit: 0,
                 },
                 _ => Primitive::SetPermissions {
@@ -344,7 +345,7 @@ pub fn fsck(store: &dyn Store, table: &str) {
     let root_perms = node(&t, "").permissions;
     for i in 1..=5 {
         ok(
-            block_on(t.mount(&sc, &format!("child{i}"), S, HOUR_S, 0)).map(|_| ()),
+            block_on(t.mount(&sc, &format!("child{i}"), S, HOUR_S, MountFlags(0))).map(|_| ()),
             "mount",
         );
         ok(
@@ -442,7 +443,7 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     // 4. Mount/resolve.
     ok(
-        block_on(t.mount(&root(), "stuff", S, HOUR_S, 0)),
+        block_on(t.mount(&root(), "stuff", S, HOUR_S, MountFlags(0))),
         "4 mount stuff",
     );
     let want = MountEntry {
@@ -473,7 +474,10 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
     );
     // 5. Intermediate mounts.
     for n in ["a/b", "x/y", "alpha//beta"] {
-        ok(block_on(t.mount(&root(), n, S, HOUR_S, 0)), "5 mount");
+        ok(
+            block_on(t.mount(&root(), n, S, HOUR_S, MountFlags(0))),
+            "5 mount",
+        );
     }
     assert_eq!(
         ok(block_on(t.resolve(&root(), "alpha/beta/falls")), "5").name,
@@ -554,7 +558,10 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
         |e| matches!(e, MtError::NoSuchName { .. }),
         "9 resolve",
     );
-    ok(block_on(t.mount(&root(), "a/b", S, HOUR_S, 0)), "9 mount");
+    ok(
+        block_on(t.mount(&root(), "a/b", S, HOUR_S, MountFlags(0))),
+        "9 mount",
+    );
     ok(block_on(t.unmount(&root(), "a/b", S)), "9 unmount S");
     err(
         block_on(t.resolve(&root(), "a/b/falls")),
@@ -564,7 +571,7 @@ pub fn perms_sequence(store: &dyn Store, table: &str) {
     // 10. TTL.
     let start = clock.now();
     ok(
-        block_on(t.mount(&root(), "stuffWithTTL", S, HOUR_S, 0)),
+        block_on(t.mount(&root(), "stuffWithTTL", S, HOUR_S, MountFlags(0))),
         "10 mount",
     );
     ok(
@@ -584,7 +591,10 @@ pub fn glob(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     for n in ["one/bright/day", "in/the/middle", "of/the/night"] {
-        ok(block_on(t.mount(&root(), n, S, HOUR_S, 0)), "mount");
+        ok(
+            block_on(t.mount(&root(), n, S, HOUR_S, MountFlags(0))),
+            "mount",
+        );
     }
     let all = [
         "one",
@@ -641,21 +651,21 @@ pub fn template(store: &dyn Store, table: &str) {
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     let denied = |e: &MtError| matches!(e, MtError::NoPermissions { .. });
     err(
-        block_on(t.mount(&alice(), "users/ted", S, HOUR_S, 0)),
+        block_on(t.mount(&alice(), "users/ted", S, HOUR_S, MountFlags(0))),
         denied,
         "alice on ted",
     );
     err(
-        block_on(t.mount(&bob(), "users/carol", S, HOUR_S, 0)),
+        block_on(t.mount(&bob(), "users/carol", S, HOUR_S, MountFlags(0))),
         denied,
         "bob on carol",
     );
     ok(
-        block_on(t.mount(&alice(), "users/alice", S, HOUR_S, 0)),
+        block_on(t.mount(&alice(), "users/alice", S, HOUR_S, MountFlags(0))),
         "alice on alice",
     );
     ok(
-        block_on(t.mount(&bob(), "users/bob", S, HOUR_S, 0)),
+        block_on(t.mount(&bob(), "users/bob", S, HOUR_S, MountFlags(0))),
         "bob on bob",
     );
     let got = ok(block_on(t.get_permissions(&alice(), "users/alice")), "get");
@@ -681,11 +691,11 @@ pub fn glob_acls(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     ok(
-        block_on(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0)),
+        block_on(t.mount(&bob(), "one/bright/day", S, HOUR_S, MountFlags(0))),
         "bob mount",
     );
     ok(
-        block_on(t.mount(&root(), "a/b/c", S, HOUR_S, 0)),
+        block_on(t.mount(&root(), "a/b/c", S, HOUR_S, MountFlags(0))),
         "root mount",
     );
     let star = |c: &Caller| names(&ok(block_on(t.glob(c, "", "*")), "glob *"));
@@ -717,7 +727,7 @@ pub fn cleanup(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     ok(
-        block_on(t.mount(&root(), "one/bright/day", S, HOUR_S, 0)),
+        block_on(t.mount(&root(), "one/bright/day", S, HOUR_S, MountFlags(0))),
         "mount",
     );
     ok(
@@ -727,7 +737,7 @@ pub fn cleanup(store: &dyn Store, table: &str) {
     assert!(ok(block_on(t.glob(&root(), "", "*/...")), "glob").is_empty());
     assert_eq!(scan(store, table).len(), 1);
     ok(
-        block_on(t.mount(&root(), "one/bright/day", S, HOUR_S, 0)),
+        block_on(t.mount(&root(), "one/bright/day", S, HOUR_S, MountFlags(0))),
         "mount again",
     );
     ok(
@@ -754,11 +764,11 @@ pub fn delete(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), Some(TEST_PERMS));
     ok(
-        block_on(t.mount(&bob(), "one/bright/day", S, HOUR_S, 0)),
+        block_on(t.mount(&bob(), "one/bright/day", S, HOUR_S, MountFlags(0))),
         "bob mount",
     );
     ok(
-        block_on(t.mount(&root(), "a/b/c", S, HOUR_S, 0)),
+        block_on(t.mount(&root(), "a/b/c", S, HOUR_S, MountFlags(0))),
         "root mount",
     );
     err(
@@ -818,14 +828,19 @@ pub fn server_format(store: &dyn Store, table: &str) {
         "/atrampabroad:8000",
         "atrampabroad:8000",
     ] {
-        ok(block_on(t.mount(&root(), "x", s, HOUR_S, 0)), s);
+        ok(block_on(t.mount(&root(), "x", s, HOUR_S, MountFlags(0))), s);
     }
     for s in ["/atrampabroad", "/@following the equator:8000@@@"] {
         let ctx = MtCtx {
             tables: Tables::new(table),
-            ..MtCtx::new(t0().saturating_add_micros(60 * SEC))
+            ..MtCtx::new()
         };
-        let mut m = mt::Mount::new(ctx, "x", s, HOUR_S, 0, clock.now(), 1);
+        let start = Start {
+            now: clock.now(),
+            seed: 1,
+            deadline: t0().saturating_add_micros(60 * SEC),
+        };
+        let mut m = mt::Mount::new(ctx, "x", s, HOUR_S, MountFlags(0), start);
         assert!(m.poll_request().is_none(), "{s}: no request");
         assert!(
             matches!(m.result(), Some(Err(MtError::MalformedAddress { .. }))),
@@ -839,7 +854,10 @@ pub fn expiry(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     for n in ["a1/b1", "a1/b2", "a2/b1", "a2/b2/c"] {
-        ok(block_on(t.mount(&root(), n, S, HOUR_S, 0)), "mount");
+        ok(
+            block_on(t.mount(&root(), n, S, HOUR_S, MountFlags(0))),
+            "mount",
+        );
     }
     let g = |p: &str| names(&ok(block_on(t.glob(&root(), "", p)), p));
     assert_eq!(g("*/b1/..."), set_of(&["a1/b1", "a2/b1"]));
@@ -849,7 +867,10 @@ pub fn expiry(store: &dyn Store, table: &str) {
         names(&ok(block_on(t.glob(&root(), "a2/b2", "*")), "a2/b2 *")),
         set_of(&["c"])
     );
-    ok(block_on(t.mount(&root(), "a1/b1", S, HOUR_S, 0)), "remount");
+    ok(
+        block_on(t.mount(&root(), "a1/b1", S, HOUR_S, MountFlags(0))),
+        "remount",
+    );
     clock.advance_to(t0().saturating_add_micros(3604 * SEC));
     let gone = |e: &MtError| matches!(e, MtError::NoSuchName { .. });
     err(block_on(t.resolve(&root(), "a2/b2/c")), gone, "a2/b2/c");
@@ -883,7 +904,7 @@ pub fn counters(store: &dyn Store, table: &str) {
                 &format!("node{i}"),
                 &format!("/127.0.0.1:8000/node{i}"),
                 HOUR_S,
-                0,
+                MountFlags(0),
             )),
             "mount",
         );
@@ -898,11 +919,11 @@ pub fn counters(store: &dyn Store, table: &str) {
         check(10 - i, 10 - i, "remove");
     }
     ok(
-        block_on(t.mount(&tb, "1/2/3/4/5/6/7/8/9a/10", S, HOUR_S, 0)),
+        block_on(t.mount(&tb, "1/2/3/4/5/6/7/8/9a/10", S, HOUR_S, MountFlags(0))),
         "deep a",
     );
     ok(
-        block_on(t.mount(&tb, "1/2/3/4/5/6/7/8/9b/11", S, HOUR_S, 0)),
+        block_on(t.mount(&tb, "1/2/3/4/5/6/7/8/9b/11", S, HOUR_S, MountFlags(0))),
         "deep b",
     );
     check(12, 2, "deep");
@@ -911,7 +932,13 @@ pub fn counters(store: &dyn Store, table: &str) {
     for i in 1..=5 {
         for n in ["node1", "node2"] {
             ok(
-                block_on(t.mount(&tb, n, &format!("/127.0.0.1:8000/addr{i}"), HOUR_S, 0)),
+                block_on(t.mount(
+                    &tb,
+                    n,
+                    &format!("/127.0.0.1:8000/addr{i}"),
+                    HOUR_S,
+                    MountFlags(0),
+                )),
                 "addr",
             );
         }
@@ -926,7 +953,10 @@ pub fn counters(store: &dyn Store, table: &str) {
         );
         check(if i == 5 { 0 } else { 1 }, 5 - i, "unmount addr");
     }
-    ok(block_on(t.mount(&tb, "1/2/3/4/5", S, HOUR_S, 0)), "mount 5");
+    ok(
+        block_on(t.mount(&tb, "1/2/3/4/5", S, HOUR_S, MountFlags(0))),
+        "mount 5",
+    );
     check(5, 1, "mount 5");
     clock.advance_to(clock.now().saturating_add_micros(3604 * SEC));
     err(
@@ -981,13 +1011,13 @@ pub fn limits(store: &dyn Store, table: &str) {
     };
     for i in 1..=10 {
         ok(
-            block_on(t.mount(&root(), &i.to_string(), S, HOUR_S, 0)),
+            block_on(t.mount(&root(), &i.to_string(), S, HOUR_S, MountFlags(0))),
             "mount",
         );
         check(i, i, "mount");
     }
     err(
-        block_on(t.mount(&root(), "foo", S, HOUR_S, 0)),
+        block_on(t.mount(&root(), "foo", S, HOUR_S, MountFlags(0))),
         |e| matches!(e, MtError::NodeLimitExceeded { limit: 10 }),
         "foo",
     );
@@ -999,21 +1029,30 @@ pub fn limits(store: &dyn Store, table: &str) {
                 &i.to_string(),
                 "/127.0.0.1:8000/quux/foo",
                 HOUR_S,
-                0,
+                MountFlags(0),
             )),
             "second server",
         );
         check(10, 10 + i, "second server");
     }
     err(
-        block_on(t.mount(&root(), "6", "/127.0.0.1:8000/quux/foo", HOUR_S, 0)),
+        block_on(t.mount(
+            &root(),
+            "6",
+            "/127.0.0.1:8000/quux/foo",
+            HOUR_S,
+            MountFlags(0),
+        )),
         |e| matches!(e, MtError::ServerLimitExceeded { limit: 15 }),
         "6",
     );
     check(10, 15, "6");
     ok(block_on(t.unmount(&root(), "10", "")), "unmount 10");
     check(9, 14, "unmount 10");
-    ok(block_on(t.mount(&root(), "10", S, HOUR_S, 0)), "mount 10");
+    ok(
+        block_on(t.mount(&root(), "10", S, HOUR_S, MountFlags(0))),
+        "mount 10",
+    );
     check(10, 15, "mount 10");
     for i in 1..=10i64 {
         ok(block_on(t.unmount(&root(), &i.to_string(), "")), "unmount");
@@ -1035,11 +1074,14 @@ fn cell<'r>(row: &'r Row, family: &str, qualifier: &[u8]) -> Option<&'r rowkit_c
 pub fn layout(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(Timestamp(t0().0 + 123_456));
     let t = fresh(store, &clock, config(table), None);
-    let deadline = ok(
-        block_on(t.mount(&root(), "foo", S, HOUR_S, MtFlagsBits::MT)),
+    let mounted = ok(
+        block_on(t.mount(&root(), "foo", S, HOUR_S, MountFlags(MountFlags::MT))),
         "mount",
     );
+    let deadline = mounted.deadline_us;
     assert_eq!(deadline, spec_deadline(clock.now().0, HOUR_S));
+    // The row key the mount wrote, as the machine returns it.
+    assert_eq!(mounted.row_key, codec::row_key("foo"));
     let rows = scan(store, table);
     let keys: Vec<&[u8]> = rows.iter().map(|r| r.key.as_slice()).collect();
     assert_eq!(keys, vec![&b"050c5d30/"[..], &b"88e481b8/foo"[..]]);
@@ -1096,18 +1138,6 @@ pub fn layout(store: &dyn Store, table: &str) {
     let ck: Vec<&[u8]> = counters.iter().map(|r| r.key.as_slice()).collect();
     assert!(ck.contains(&&b"num-nodes-per-user:root"[..]));
     assert!(ck.contains(&&b"num-servers-per-user:root"[..]));
-}
-
-/// MountFlag bits for callers of the facade.
-pub struct MtFlagsBits;
-
-impl MtFlagsBits {
-    /// Replace.
-    pub const REPLACE: u32 = 1;
-    /// Mount table.
-    pub const MT: u32 = 2;
-    /// Leaf.
-    pub const LEAF: u32 = 4;
 }
 
 /// A table written cell by cell in btmtd's layout (as with `cbt set`) resolves and globs.
@@ -1236,19 +1266,31 @@ fn is_cam_on(request: &Request, key: &[u8]) -> bool {
     matches!(request, Request::CheckAndMutateRow(r) if r.row_key == key)
 }
 
-fn ctx_for(table: &str, clock: &ManualClock) -> MtCtx {
+fn ctx_for(table: &str) -> MtCtx {
     MtCtx {
         tables: Tables::new(table),
         caller: root(),
         gc_grace_us: 0,
-        ..MtCtx::new(clock.now().saturating_add_micros(60 * SEC))
+        ..MtCtx::new()
     }
+}
+
+/// A start at the clock's now with `seed`, aborted 60 s later.
+fn start_at(clock: &ManualClock, seed: u64) -> Start {
+    Start::within(clock.now(), seed, 60 * SEC)
 }
 
 fn dangling_after_add(store: &dyn Store, table: &str, clock: &ManualClock) {
     // Mount on p/c where p exists (sticky) and c does not: crash after the OCC on p.
     let parent_key = codec::row_key("p");
-    let m = mt::Mount::new(ctx_for(table, clock), "p/c", S, HOUR_S, 0, clock.now(), 7);
+    let m = mt::Mount::new(
+        ctx_for(table),
+        "p/c",
+        S,
+        HOUR_S,
+        MountFlags(0),
+        start_at(clock, 7),
+    );
     assert!(
         run_until_crash(store, clock, m, |r| is_cam_on(r, &parent_key)),
         "crash point reached"
@@ -1291,13 +1333,16 @@ pub fn crash_child_add(store: &dyn Store, table: &str) {
     // A re-create removes same-name references only once they are older than the 1 h
     // second-half deadline (younger ones may still be in flight, §11.1 rowkit fix).
     ok(
-        block_on(t.mount(&root(), "p/c", S, HOUR_S, 0)),
+        block_on(t.mount(&root(), "p/c", S, HOUR_S, MountFlags(0))),
         "re-create while the reference is young",
     );
     ok(block_on(t.unmount(&root(), "p/c", "")), "unmount");
     assert!(dirty(&t), "a young dangling reference is left alone");
     clock.advance_to(clock.now().saturating_add_micros(3600 * SEC));
-    ok(block_on(t.mount(&root(), "p/c", S, HOUR_S, 0)), "re-create");
+    ok(
+        block_on(t.mount(&root(), "p/c", S, HOUR_S, MountFlags(0))),
+        "re-create",
+    );
     ok(block_on(t.unmount(&root(), "p/c", "")), "unmount");
     ok(block_on(t.fsck(false, |_| {})), "clean after re-create");
     // Repair 2: forced (subtree) delete of the parent.
@@ -1322,8 +1367,11 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
             block_on(t.set_permissions(&root(), "p", codec::default_root_permissions(), "")),
             "sticky p",
         );
-        ok(block_on(t.mount(&root(), "p/c", S, HOUR_S, 0)), "mount");
-        let m = mt::Delete::new(ctx_for(table, &clock), "p/c", true, clock.now(), 9);
+        ok(
+            block_on(t.mount(&root(), "p/c", S, HOUR_S, MountFlags(0))),
+            "mount",
+        );
+        let m = mt::Delete::new(ctx_for(table), "p/c", true, start_at(&clock, 9));
         assert!(
             run_until_crash(store, &clock, m, |r| is_cam_on(r, &child_key)),
             "crash point reached"
@@ -1342,7 +1390,10 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
     // than the 1 h second-half deadline).
     crash(&t);
     clock.advance_to(clock.now().saturating_add_micros(3600 * SEC));
-    ok(block_on(t.mount(&root(), "p/c", S, HOUR_S, 0)), "re-create");
+    ok(
+        block_on(t.mount(&root(), "p/c", S, HOUR_S, MountFlags(0))),
+        "re-create",
+    );
     ok(block_on(t.delete(&root(), "p/c", true)), "delete");
     ok(block_on(t.fsck(false, |_| {})), "clean after re-create");
     // Repair 2: forced delete of the parent.
@@ -1356,11 +1407,26 @@ pub fn crash_child_delete(store: &dyn Store, table: &str) {
     assert_eq!(counter(&t, codec::CounterKind::Servers, "root"), 0);
 }
 
-fn concurrent_config(table: &str, seed: u64) -> MtConfig {
-    MtConfig {
-        // Operations may retry for long under contention: give them room.
-        deadline_us: 100_000 * SEC,
+/// A fresh table set for a concurrency scenario, its calls seeded from `seed`.
+fn concurrent<'a, C: Clock + Sync>(
+    store: &'a dyn Store,
+    clock: &'a C,
+    table: &str,
+    seed: u64,
+) -> Mt<'a, C> {
+    let options = CallOptions {
         seed,
+        // Operations may retry for long under contention: give them room.
+        deadline_micros: Some(100_000 * SEC),
+    };
+    let t = MountTable::new(SyncDriver::new(store, clock), concurrent_config(table))
+        .with_options(options);
+    ok(block_on(t.setup(None)), "setup");
+    t
+}
+
+fn concurrent_config(table: &str) -> MtConfig {
+    MtConfig {
         row_cache_capacity: if std::env::var("ROWKIT_MT_NO_CACHE").is_ok() {
             0
         } else {
@@ -1373,7 +1439,7 @@ fn concurrent_config(table: &str, seed: u64) -> MtConfig {
 /// §22 21: threads × cycles of Mount/ResolveStep/Unmount on contended names.
 pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, cycles: usize) {
     let clock = RunningClock::starting_at(t0());
-    let t = fresh(store, &clock, concurrent_config(table, 21), None);
+    let t = concurrent(store, &clock, table, 21);
     let pool = ["a", "a/b", "a/b/c", "a/d", "e/f", "e"];
     std::thread::scope(|s| {
         for th in 0..threads {
@@ -1384,7 +1450,10 @@ pub fn concurrent_mount_unmount(store: &dyn Store, table: &str, threads: usize, 
                 for c in 0..cycles {
                     let name = pool[rng.below(pool.len() as u64) as usize];
                     let what = format!("thread {th} cycle {c} {name}");
-                    ok(block_on(t.mount(&root(), name, &server, 0, 0)), &what);
+                    ok(
+                        block_on(t.mount(&root(), name, &server, 0, MountFlags(0))),
+                        &what,
+                    );
                     match block_on(t.resolve(&root(), name)) {
                         Ok(e) => assert!(!e.servers.is_empty(), "{what}"),
                         Err(e) => panic!("{what}: resolve {e:?}"),
@@ -1427,7 +1496,7 @@ fn mount_delete_rounds<'a>(
     threads: usize,
     cycles: usize,
 ) -> Mt<'a, RunningClock> {
-    let t = fresh(store, clock, concurrent_config(table, 22), None);
+    let t = concurrent(store, clock, table, 22);
     std::thread::scope(|s| {
         for th in 0..threads {
             let t = &t;
@@ -1438,7 +1507,10 @@ fn mount_delete_rounds<'a>(
                     let name = format!("{top}/{}/{}", rng.below(3), rng.below(3));
                     let what = format!("thread {th} cycle {c} {name}");
                     if rng.below(2) == 0 {
-                        ok(block_on(t.mount(&root(), &name, S, 0, 0)), &what);
+                        ok(
+                            block_on(t.mount(&root(), &name, S, 0, MountFlags(0))),
+                            &what,
+                        );
                     } else {
                         let victim = if rng.below(2) == 0 {
                             top.to_string()
@@ -1459,11 +1531,14 @@ fn mount_delete_rounds<'a>(
 /// §22 23: 100 mounts at depth 14 expire; concurrent ResolveSteps collect them all.
 pub fn concurrent_expiry(store: &dyn Store, table: &str, threads: usize, _cycles: usize) {
     let clock = RunningClock::starting_at(t0());
-    let t = fresh(store, &clock, concurrent_config(table, 23), None);
+    let t = concurrent(store, &clock, table, 23);
     let prefix = "l1/l2/l3/l4/l5/l6/l7/l8/l9/l10/l11/l12";
     let name = |i: usize| format!("{prefix}/m{}/leaf{i}", i % 4);
     for i in 0..100 {
-        ok(block_on(t.mount(&root(), &name(i), S, 60, 0)), "mount");
+        ok(
+            block_on(t.mount(&root(), &name(i), S, 60, MountFlags(0))),
+            "mount",
+        );
     }
     clock.advance_to(clock.now().saturating_add_micros(3600 * SEC));
     let threads = threads.max(1);

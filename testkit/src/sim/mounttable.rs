@@ -14,8 +14,9 @@
 use std::collections::BTreeMap;
 
 use rowkit_codec::model::{ColumnFamily, GcRule, RowSet};
-use rowkit_codec::mounttable::{self as codec, Caller};
+use rowkit_codec::mounttable::{self as codec, Caller, MountFlags};
 use rowkit_statemachines::mounttable::{self as mt, FsckSummary, MtCtx, Tables};
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::{ReadRowsRequest, SplitMix64, Timestamp};
 
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
@@ -95,10 +96,10 @@ impl MounttableWorkload {
     }
 }
 
-fn ctx(now: Timestamp) -> MtCtx {
+fn ctx() -> MtCtx {
     MtCtx {
         caller: Caller::new(&[], true),
-        ..MtCtx::new(Timestamp(now.0.saturating_add(DEADLINE_US)))
+        ..MtCtx::new()
     }
 }
 
@@ -146,7 +147,7 @@ impl Workload for MounttableWorkload {
         run_quiet(
             store,
             now,
-            mt::CreateInitialNodes::new(ctx(now), None, now, 0),
+            mt::CreateInitialNodes::new(ctx(), None, Start::within(now, 0, DEADLINE_US)),
         )
     }
 
@@ -162,25 +163,26 @@ impl Workload for MounttableWorkload {
     }
 
     fn start(&self, op: &MtOp, now: Timestamp, seed: u64) -> SimMachine<MtOutput> {
-        let ctx = ctx(now);
+        let ctx = ctx();
+        let start = Start::within(now, seed, DEADLINE_US);
         match *op {
             MtOp::Mount(n, s) => erase(
-                mt::Mount::new(ctx, NAMES[n], SERVERS[s], TTL_S, 0, now, seed),
+                mt::Mount::new(ctx, NAMES[n], SERVERS[s], TTL_S, MountFlags(0), start),
                 |_| MtOutput::Done,
             ),
             MtOp::Unmount(n, s) => erase(
-                mt::Unmount::new(ctx, NAMES[n], s.map_or("", |s| SERVERS[s]), now, seed),
+                mt::Unmount::new(ctx, NAMES[n], s.map_or("", |s| SERVERS[s]), start),
                 |()| MtOutput::Done,
             ),
             MtOp::Delete(n, subtree) => {
-                erase(mt::Delete::new(ctx, NAMES[n], subtree, now, seed), |()| {
+                erase(mt::Delete::new(ctx, NAMES[n], subtree, start), |()| {
                     MtOutput::Done
                 })
             }
-            MtOp::Resolve(n) => erase(mt::ResolveStep::new(ctx, NAMES[n], now, seed), |e| {
+            MtOp::Resolve(n) => erase(mt::ResolveStep::new(ctx, NAMES[n], start), |e| {
                 MtOutput::Resolved(e.servers.into_iter().map(|s| s.server).collect())
             }),
-            MtOp::FsckFix => erase(mt::Fsck::new(ctx, true, now, seed), MtOutput::Fsck),
+            MtOp::FsckFix => erase(mt::Fsck::new(ctx, true, start), MtOutput::Fsck),
         }
     }
 
@@ -205,7 +207,11 @@ impl Workload for MounttableWorkload {
     ) -> Result<Checked, String> {
         let mut checked = Checked::default();
         // fsck after the repair (or, unrepaired, after the operations alone): clean.
-        match run_quiet(store, now, mt::Fsck::new(ctx(now), false, now, 1)) {
+        match run_quiet(
+            store,
+            now,
+            mt::Fsck::new(ctx(), false, Start::within(now, 1, DEADLINE_US)),
+        ) {
             Ok(summary) if summary.inconsistent == 0 && summary.undecodable.is_empty() => {}
             Ok(summary) => return Err(format!("fsck after repair: {summary:?}")),
             Err(e) => return Err(format!("fsck after repair: {e}")),
@@ -236,7 +242,11 @@ impl Workload for MounttableWorkload {
             );
         }
         recount.retain(|_, v| *v != 0);
-        let mut counters = run_quiet(store, now, mt::ReadCounters::new(ctx(now), now, 2))?;
+        let mut counters = run_quiet(
+            store,
+            now,
+            mt::ReadCounters::new(ctx(), Start::within(now, 2, DEADLINE_US)),
+        )?;
         counters.retain(|_, v| *v != 0);
         if counters != recount {
             return Err(format!(
@@ -328,13 +338,15 @@ const MOUNT_DELETE_SERVER: &str = "/127.0.0.1:8000";
 
 /// No grace period, and a deadline as long as §22's threaded runs give (100 000 s): with 15
 /// clients on two subtrees an operation may lose many OCC rounds in a row.
-fn no_grace_ctx(now: Timestamp) -> MtCtx {
+fn no_grace_ctx() -> MtCtx {
     MtCtx {
         gc_grace_us: 0,
-        deadline: Timestamp(now.0.saturating_add(100_000_000_000)),
-        ..ctx(now)
+        ..ctx()
     }
 }
+
+/// [`MountDeleteWorkload`]'s deadline (see [`no_grace_ctx`]).
+const MOUNT_DELETE_DEADLINE_US: i64 = 100_000_000_000;
 
 impl Workload for MountDeleteWorkload {
     type Op = MountDeleteOp;
@@ -357,15 +369,14 @@ impl Workload for MountDeleteWorkload {
     }
 
     fn start(&self, op: &MountDeleteOp, now: Timestamp, seed: u64) -> SimMachine<()> {
-        let ctx = no_grace_ctx(now);
+        let ctx = no_grace_ctx();
+        let start = Start::within(now, seed, MOUNT_DELETE_DEADLINE_US);
         match op {
             MountDeleteOp::Mount(name) => erase(
-                mt::Mount::new(ctx, name, MOUNT_DELETE_SERVER, 0, 0, now, seed),
+                mt::Mount::new(ctx, name, MOUNT_DELETE_SERVER, 0, MountFlags(0), start),
                 |_| (),
             ),
-            MountDeleteOp::Delete(name) => {
-                erase(mt::Delete::new(ctx, name, true, now, seed), |()| ())
-            }
+            MountDeleteOp::Delete(name) => erase(mt::Delete::new(ctx, name, true, start), |()| ()),
         }
     }
 
@@ -401,7 +412,11 @@ impl Workload for MountDeleteWorkload {
                 .collect();
             return Err(format!("{} node rows left: {keys:?}", rows.len()));
         }
-        match run_quiet(store, now, mt::Fsck::new(ctx(now), false, now, 1)) {
+        match run_quiet(
+            store,
+            now,
+            mt::Fsck::new(ctx(), false, Start::within(now, 1, DEADLINE_US)),
+        ) {
             Ok(summary) if summary.inconsistent == 0 && summary.undecodable.is_empty() => {}
             Ok(summary) => return Err(format!("fsck: {summary:?}")),
             Err(e) => return Err(format!("fsck: {e}")),

@@ -1,0 +1,90 @@
+//! §10.4 `incrementWithLimit`: a counter increment checked against its limit.
+
+use alloc::vec::Vec;
+use core::mem;
+
+use rowkit_codec::mounttable::{self as codec, CounterKind};
+
+use crate::mounttable::calls::{Half, Incr, MtIo, Progress, ended, warn};
+use crate::mounttable::{MtError, MtRun};
+use crate::operation::settled;
+use crate::ready;
+
+/// §10.4: add `delta` to a creator's counter; past `limit`, undo and fail.
+#[derive(Debug)]
+pub(in crate::mounttable) struct Increment {
+    key: Vec<u8>,
+    kind: CounterKind,
+    delta: i64,
+    limit: i64,
+    half: Half,
+    phase: IncrementPhase,
+}
+
+#[derive(Debug)]
+pub(in crate::mounttable) enum IncrementPhase {
+    Start,
+    /// The increment is in flight.
+    Adding(Incr),
+    /// Over the limit: the undo is in flight.
+    Undoing(Incr),
+    Done,
+}
+
+impl Increment {
+    pub(in crate::mounttable) fn new(
+        kind: CounterKind,
+        creator: &str,
+        delta: i64,
+        limit: i64,
+        half: Half,
+    ) -> Increment {
+        Increment {
+            key: codec::counter_row_key(kind, creator),
+            kind,
+            delta,
+            limit,
+            half,
+            phase: IncrementPhase::Start,
+        }
+    }
+
+    pub(in crate::mounttable) fn advance(
+        &mut self,
+        io: &mut MtIo,
+        ctx: &mut MtRun,
+    ) -> Progress<()> {
+        use IncrementPhase as P;
+        loop {
+            match mem::replace(&mut self.phase, P::Done) {
+                P::Start => {
+                    if self.delta == 0 {
+                        return Ok(Some(()));
+                    }
+                    let call = Incr::start(io, ctx, self.key.clone(), self.delta, self.half);
+                    self.phase = P::Adding(call);
+                }
+                P::Adding(mut call) => {
+                    let n = ready!(call.poll(io), self.phase => P::Adding(call));
+                    if self.delta > 0 && self.limit > 0 && n > self.limit {
+                        let undo = Incr::start(io, ctx, self.key.clone(), -self.delta, self.half);
+                        self.phase = P::Undoing(undo);
+                        continue;
+                    }
+                    return Ok(Some(()));
+                }
+                P::Undoing(mut call) => {
+                    if let Err(e) = ready!(settled(call.poll(io)), self.phase => P::Undoing(call)) {
+                        warn(io, "undo counter increment", e);
+                    }
+                    let limit = self.limit;
+                    return Err(match self.kind {
+                        CounterKind::Nodes => MtError::NodeLimitExceeded { limit },
+                        CounterKind::Servers => MtError::ServerLimitExceeded { limit },
+                    });
+                }
+                P::Done => return Err(ended()),
+            }
+        }
+    }
+}
