@@ -4,7 +4,7 @@
 //! commits (`ROWKIT_SCALE_DURABLE=1`: durable ones, each commit fsynced). At each size, criterion measures every operation's mean; the bench also records
 //! each operation's own latency to print p50 / p99, and the process's resident memory and the
 //! file size. One line per (schema, operation, size) starts with `scale ` (see
-//! benches/README.md, "Scale").
+//! benches/HISTORY.md, "Scale").
 //!
 //! `ROWKIT_SCALE_SIZES=1000,10000,100000,1000000` (the default) sets the sizes;
 //! `ROWKIT_SCALE_SCHEMAS=mt,gold,s3,graph` (the default) the schemas;

@@ -15,6 +15,11 @@
 //! hot directory does not decode it again. The pure cache ([`RowCache`]) decides; this module
 //! only adds the lock and the wake-ups, runtime-free (plain [`Waker`]s), so the same code
 //! serves threads blocked in [`crate::block_on`], Tokio tasks and a browser page.
+//!
+//! Hand-written on purpose: what it keeps is tied to the machines' protocol (which reads may be
+//! answered, the in-flight write window that bypasses it, the decoded nodes beside the rows);
+//! a general cache crate (`moka`, `lru`) would supply only the map, not these rules, and pull
+//! a runtime or threads the browser build cannot have.
 
 use core::future::Future;
 use core::pin::Pin;

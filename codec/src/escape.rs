@@ -2,6 +2,11 @@
 //! text"): bytes `0x20..=0x7e` other than `\` verbatim, `\` as `\\`, any other byte as `\xHH`
 //! (lowercase). Input accepts the same form, or `hex:` followed by hex digits of either case.
 //!
+//! Hand-written on purpose: this exact form (which bytes stay verbatim, lowercase `\xHH`, the
+//! `hex:` prefix) is rowkit's own interface, shared with `cbt`-style key text; Rust's
+//! `escape_ascii` escapes differently (`\t`, `\'`, `\"`), so a crate would change every key
+//! users type and read.
+//!
 //! ```
 //! use rowkit_codec::escape::{escape, parse};
 //! assert_eq!(escape(b"a\\b\x00\xff"), "a\\\\b\\x00\\xff");

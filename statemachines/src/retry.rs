@@ -1,3 +1,10 @@
+//! The machines' retry schedule.
+//!
+//! Hand-written on purpose: it is sans-I/O (the machine computes the next wake-up time from
+//! the clock it is given and [`SplitMix64`], never sleeps) and follows the Bigtable clients'
+//! schedule (`spec/sans-io.md` 3.1); `backoff`-style crates own the timer or the randomness,
+//! which would break the deterministic request scripts.
+
 use crate::{SplitMix64, Timestamp};
 
 /// How a machine retries: exponential back-off with jitter, bounded by an operation deadline

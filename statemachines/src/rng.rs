@@ -1,3 +1,10 @@
+//! The machines' deterministic random numbers.
+//!
+//! Hand-written on purpose: the sequence is part of the machines' contract (the same seed gives
+//! the same request script, retry jitter and generated versions on every platform and in
+//! every release, which the conformance tests and recorded runs rely on); `rand`'s generators
+//! do not promise a stable sequence across versions and bring more than these ten lines.
+
 /// SplitMix64's increment (the golden ratio in 64-bit fixed point).
 const GOLDEN_GAMMA: u64 = 0x9e37_79b9_7f4a_7c15;
 

@@ -1,6 +1,10 @@
 //! Arsenal version ids (`objmeta.md` 3): generation, the "infinite" id, and the external
 //! base62 / hex encodings used at the API edge. Keys and documents always hold raw ids.
 //!
+//! Hand-written on purpose: Arsenal's "base62" is not a base62 crate's encoding of bytes but
+//! two 10-digit decimal parts as base62 integers padded to 6, then base-x of the rest padded
+//! to 20 ([`base62_encode`]); ids must be byte-equal to Arsenal's, which no crate produces.
+//!
 //! ```
 //! use rowkit_codec::objmeta::version_id::{VersionIdGenerator, encode, decode};
 //!

@@ -1,6 +1,10 @@
 //! The Go `encoding/gob` form of an OrderedParamSet, as stored in `O:OPS`
 //! (`spec/tracestore.md` 7): a writer that produces exactly Go's bytes and a reader for every
 //! layout Go can produce (any type ids, any map order), rejecting everything else.
+//!
+//! Hand-written on purpose: no Rust gob crate writes Go's exact bytes (type ids, field order,
+//! Go's map encoding) that the trace store's vectors pin, and the reader must accept exactly
+//! the layouts Go produces; a general gob or serde crate would be a second format to police.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;

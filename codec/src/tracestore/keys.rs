@@ -31,60 +31,9 @@ pub const TYPE_DIGEST_MAP: char = 'd';
 pub const TYPE_ID_COUNTER: char = 'i';
 
 /// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320, as zlib and Go's `crc32.ChecksumIEEE`),
-/// slicing-by-8: eight bytes per step through [`CRC_TABLES`], the bytewise table for the rest.
+/// by `crc32fast` (SIMD where the target has it, slicing-by-16 otherwise, `no_std`).
 pub fn crc32_ieee(bytes: &[u8]) -> u32 {
-    let t = &CRC_TABLES;
-    let mut crc = !0u32;
-    let mut chunks = bytes.chunks_exact(8);
-    for c in &mut chunks {
-        let lo = crc ^ u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
-        crc = t[7][(lo & 0xff) as usize]
-            ^ t[6][((lo >> 8) & 0xff) as usize]
-            ^ t[5][((lo >> 16) & 0xff) as usize]
-            ^ t[4][(lo >> 24) as usize]
-            ^ t[3][usize::from(c[4])]
-            ^ t[2][usize::from(c[5])]
-            ^ t[1][usize::from(c[6])]
-            ^ t[0][usize::from(c[7])];
-    }
-    for &b in chunks.remainder() {
-        crc = t[0][((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
-    }
-    !crc
-}
-
-/// `CRC_TABLES[0][b]` is the CRC of byte `b` (bitwise, reflected); `CRC_TABLES[k][b]` is that
-/// of `b` followed by `k` zero bytes. Built at compile time (8 KiB).
-static CRC_TABLES: [[u32; 256]; 8] = crc_tables();
-
-const fn crc_tables() -> [[u32; 256]; 8] {
-    let mut t = [[0u32; 256]; 8];
-    let mut b = 0;
-    while b < 256 {
-        let mut crc = b as u32;
-        let mut bit = 0;
-        while bit < 8 {
-            crc = if crc & 1 == 1 {
-                (crc >> 1) ^ 0xEDB8_8320
-            } else {
-                crc >> 1
-            };
-            bit += 1;
-        }
-        t[0][b] = crc;
-        b += 1;
-    }
-    let mut k = 1;
-    while k < 8 {
-        let mut b = 0;
-        while b < 256 {
-            let prev = t[k - 1][b];
-            t[k][b] = (prev >> 8) ^ t[0][(prev & 0xff) as usize];
-            b += 1;
-        }
-        k += 1;
-    }
-    t
+    crc32fast::hash(bytes)
 }
 
 /// The shard of a subkey: `crc32_ieee(subkey) mod 32`.
@@ -458,7 +407,7 @@ mod tests {
         assert_eq!(crc32_ieee(b"123456789"), 0xCBF4_3926);
     }
 
-    /// The bitwise CRC the tables are built from, as the reference for every length.
+    /// The bitwise CRC, an independent reference for every length and alignment.
     fn crc32_bitwise(bytes: &[u8]) -> u32 {
         let mut crc = !0u32;
         for &b in bytes {
@@ -472,7 +421,7 @@ mod tests {
     }
 
     #[test]
-    fn sliced_crc_equals_bitwise_crc() {
+    fn crc_equals_bitwise_crc() {
         let data: Vec<u8> = (0..300u32).map(|i| (i * 7919 % 251) as u8).collect();
         for start in 0..9 {
             for end in start..data.len() {

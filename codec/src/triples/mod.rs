@@ -21,7 +21,6 @@ pub mod keys;
 mod literal;
 mod node;
 mod predicate;
-mod sha1;
 mod triple;
 mod uuid;
 
@@ -30,6 +29,5 @@ pub use error::{KeyError, ParseError, Part, Reason};
 pub use literal::{INT64_MAX, INT64_MIN, Literal, LiteralValue};
 pub use node::Node;
 pub use predicate::{Predicate, put_varint, varint16};
-pub use sha1::sha1;
 pub use triple::{Object, Triple};
 pub use uuid::Uuid;

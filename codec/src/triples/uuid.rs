@@ -1,10 +1,17 @@
 //! Name-based (version 5, nil namespace) UUIDs as the original computes them with
 //! `pborman/uuid.NewSHA1(uuid.NIL, data)` (spec §2.5).
+//!
+//! SHA-1 is the RustCrypto `sha1` crate (the family of the `sha2` and `md-5` already used); the
+//! version and variant bits and the text form are the `uuid` crate's. `uuid`'s own `v5` feature
+//! is not used: it hashes with `sha1_smol`, a second SHA-1 implementation in the package, and
+//! takes the name as one slice, where a triple's UUID is hashed from its three parts without
+//! joining them ([`Uuid::v5_of`]). [`Uuid`] stays this crate's type (the canonical-only parser
+//! row keys need, the allocation-free text bytes).
 
 use alloc::string::String;
 use core::fmt;
 
-use super::sha1::Sha1;
+use sha1::{Digest, Sha1};
 
 /// A 16-byte UUID; its text form is lowercase `8-4-4-4-12`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -20,16 +27,14 @@ impl Uuid {
     /// [`Uuid::v5`] of the concatenation of `parts`, hashed part by part without joining them.
     pub(crate) fn v5_of(parts: &[&[u8]]) -> Uuid {
         let mut h = Sha1::new();
-        h.update(&[0u8; 16]);
+        h.update([0u8; 16]);
         for part in parts {
             h.update(part);
         }
-        let digest = h.finish();
+        let digest = h.finalize();
         let mut b = [0u8; 16];
         b.copy_from_slice(&digest[..16]);
-        b[6] = (b[6] & 0x0f) | 0x50;
-        b[8] = (b[8] & 0x3f) | 0x80;
-        Uuid(b)
+        Uuid(*uuid::Builder::from_sha1_bytes(b).as_uuid().as_bytes())
     }
 
     /// Whether the v5 inputs `a` and `b` (each the concatenation of its parts) are the same
@@ -52,42 +57,27 @@ impl Uuid {
 
     /// The canonical text as ASCII bytes (no allocation; row keys are built from these).
     pub fn text_bytes(&self) -> [u8; 36] {
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        /// Where the text of each byte starts (the dashes sit at 8, 13, 18 and 23).
-        const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
-        let mut out = [b'-'; 36];
-        for (b, at) in self.0.iter().zip(AT) {
-            out[at] = HEX[usize::from(b >> 4)];
-            out[at + 1] = HEX[usize::from(b & 0x0f)];
-        }
+        let mut out = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        uuid::Uuid::from_bytes(self.0)
+            .hyphenated()
+            .encode_lower(&mut out);
         out
     }
 
     /// Parses the canonical lowercase text form only (the form row keys hold); `None` for
-    /// anything else, including uppercase hex.
+    /// anything else, including uppercase hex and the other forms `uuid` accepts.
     pub fn parse_canonical(text: &[u8]) -> Option<Uuid> {
-        if text.len() != 36 {
+        let canonical = text.len() == uuid::fmt::Hyphenated::LENGTH
+            && text
+                .iter()
+                .all(|c| matches!(c, b'0'..=b'9' | b'a'..=b'f' | b'-'));
+        if !canonical {
             return None;
         }
-        let mut out = [0u8; 16];
-        let mut nibbles = 0usize;
-        for (i, &c) in text.iter().enumerate() {
-            if matches!(i, 8 | 13 | 18 | 23) {
-                if c != b'-' {
-                    return None;
-                }
-                continue;
-            }
-            let v = match c {
-                b'0'..=b'9' => c - b'0',
-                b'a'..=b'f' => c - b'a' + 10,
-                _ => return None,
-            };
-            let byte = out.get_mut(nibbles / 2)?;
-            *byte = (*byte << 4) | v;
-            nibbles += 1;
-        }
-        Some(Uuid(out))
+        // Of 36 bytes, `uuid` reads only the hyphenated form: dashes at 8, 13, 18 and 23.
+        uuid::Uuid::try_parse_ascii(text)
+            .ok()
+            .map(|u| Uuid(*u.as_bytes()))
     }
 }
 

@@ -201,9 +201,9 @@ fn parse_family(spec: &str) -> Result<ColumnFamily, CliError> {
                         "--family {spec}: maxversions needs a positive integer"
                     ))
                 })?,
-            Some(("maxage", d)) => GcRule::MaxAge(parse_duration(d).ok_or_else(|| {
+            Some(("maxage", d)) => GcRule::MaxAge(parse_duration(d).map_err(|e| {
                 CliError::usage(format!(
-                    "--family {spec}: maxage needs a duration like 1500ms, 30s, 10m, 12h, 7d"
+                    "--family {spec}: maxage needs a duration like 1500ms, 30s, 10m, 12h, 7d ({e})"
                 ))
             })?),
             _ => {
@@ -225,20 +225,11 @@ fn parse_family(spec: &str) -> Result<ColumnFamily, CliError> {
     })
 }
 
-/// `1500ms`, `30s`, `10m`, `12h`, `7d` in microseconds.
-fn parse_duration(text: &str) -> Option<i64> {
-    let split = text.find(|c: char| !c.is_ascii_digit())?;
-    let (digits, unit) = text.split_at(split);
-    let n: i64 = digits.parse().ok()?;
-    let unit_us = match unit {
-        "ms" => 1_000,
-        "s" => 1_000_000,
-        "m" => 60_000_000,
-        "h" => 3_600_000_000,
-        "d" => 86_400_000_000,
-        _ => return None,
-    };
-    n.checked_mul(unit_us)
+/// `1500ms`, `30s`, `10m`, `12h`, `7d` (or combined, `1h 30m`) in microseconds, by
+/// `humantime`.
+fn parse_duration(text: &str) -> Result<i64, String> {
+    let duration = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    i64::try_from(duration.as_micros()).map_err(|_| "too long".to_string())
 }
 
 fn family_json(f: &ColumnFamily) -> Value {

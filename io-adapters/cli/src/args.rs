@@ -3,7 +3,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use rowkit_codec::model::Timestamp;
 use rowkit_statemachines::RetryPolicy;
 use rowkit_store::Store;
@@ -26,82 +26,69 @@ pub struct Cli {
 }
 
 impl Cli {
-    /// Parses the command line with options allowed anywhere on it (see
-    /// [`options_anywhere`]).
+    /// The grammar the line is parsed with: [`Cli`]'s, plus, at the top level, a hidden copy of
+    /// each command group's options (`--store`, `--pid`, `--layout`, …; clap's `global = true`
+    /// arguments in every group), so that they also go before the group (`rowkit --pid 4242
+    /// s3 put …`, `rowkit --store X s3 list`) as they go after it and after the operation's
+    /// own arguments. The copies are not global themselves (a group without the option must
+    /// not take it, and an operation's argument of the same name, `admin dump TABLE`, must not
+    /// be taken for it), have no default and no environment variable (the group's own option
+    /// supplies those); clap hands a value given before the group to the group's global
+    /// option of the same id. Help pages, completions and the man page come from
+    /// [`Cli`]'s grammar, where each group lists only its own options.
+    pub fn grammar() -> clap::Command {
+        let mut cli = Cli::command();
+        let mut copies: Vec<clap::Arg> = Vec::new();
+        for group in cli.get_subcommands() {
+            for arg in group.get_arguments().filter(|a| a.is_global_set()) {
+                let known = cli
+                    .get_arguments()
+                    .chain(&copies)
+                    .any(|a| a.get_id() == arg.get_id());
+                if !known {
+                    copies.push(
+                        arg.clone()
+                            .global(false)
+                            .hide(true)
+                            .default_value(None)
+                            .env(None),
+                    );
+                }
+            }
+        }
+        for arg in copies {
+            cli = cli.arg(arg);
+        }
+        cli
+    }
+
+    /// Parses the command line with options allowed anywhere on it (see [`Cli::grammar`]).
+    /// A group's option written before a group that does not have it is a usage error, as it
+    /// is after that group.
     pub fn try_parse_anywhere(
         argv: impl IntoIterator<Item = OsString>,
     ) -> Result<Cli, clap::Error> {
-        Cli::try_parse_from(options_anywhere(argv.into_iter().collect()))
-    }
-}
-
-/// Moves the options written before the command group (`rowkit --pid 4242 s3 put …`,
-/// `rowkit --layout md5 gold newest`) to right after it, where clap looks for a group's own
-/// options, so that every option can go anywhere on the line as in ripgrep. Options of the
-/// top level stay where they are; nothing moves past `--`. A line without a known command
-/// group is returned as it is, for clap to report.
-pub fn options_anywhere(argv: Vec<OsString>) -> Vec<OsString> {
-    let cli = Cli::command();
-    // Which tokens before the command group belong to a group's option (and its value).
-    let mut group_option = vec![false; argv.len()];
-    let mut i = 1;
-    let group_at = loop {
-        let Some(token) = argv.get(i).and_then(|t| t.to_str()) else {
-            return argv; // no group, or a token that is not UTF-8: clap reports it
-        };
-        match token.strip_prefix("--") {
-            Some("") => return argv, // `--`: nothing moves past it
-            Some(long) => {
-                let (name, inline_value) = match long.split_once('=') {
-                    Some((name, _)) => (name, true),
-                    None => (long, false),
-                };
-                let span = 1 + usize::from(!inline_value && option_takes_value(&cli, name));
-                let end = (i + span).min(argv.len());
-                if !is_top_level(&cli, name) {
-                    group_option[i..end].fill(true);
-                }
-                i = end;
+        let mut grammar = Cli::grammar();
+        let matches = grammar.try_get_matches_from_mut(argv)?;
+        if let Some((group_name, _)) = matches.subcommand() {
+            let own = Cli::command();
+            let group = own.find_subcommand(group_name);
+            let misplaced = grammar.get_arguments().find(|arg| {
+                arg.is_hide_set()
+                    && matches.value_source(arg.get_id().as_str())
+                        == Some(clap::parser::ValueSource::CommandLine)
+                    && !group.is_some_and(|g| g.get_arguments().any(|a| a.get_id() == arg.get_id()))
+            });
+            if let Some(arg) = misplaced {
+                let name = arg.get_long().unwrap_or(arg.get_id().as_str());
+                return Err(grammar.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!("--{name} does not apply to `rowkit {group_name}`"),
+                ));
             }
-            None if token.starts_with('-') && token != "-" => i += 1, // -h, -V
-            None if cli.find_subcommand(token).is_some() => break i,
-            None => return argv,
         }
-    };
-    let mut before = Vec::new();
-    let mut moved = Vec::new();
-    let mut rest = argv.into_iter().enumerate();
-    for (at, token) in rest.by_ref().take(group_at) {
-        if group_option[at] {
-            moved.push(token);
-        } else {
-            before.push(token);
-        }
+        Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut grammar))
     }
-    let group = rest.next().map(|(_, token)| token);
-    before
-        .into_iter()
-        .chain(group)
-        .chain(moved)
-        .chain(rest.map(|(_, token)| token))
-        .collect()
-}
-
-/// Whether `--name` is an option of the top level (or help/version).
-fn is_top_level(cli: &clap::Command, name: &str) -> bool {
-    name == "help" || name == "version" || cli.get_arguments().any(|a| a.get_long() == Some(name))
-}
-
-/// Whether `--name`, wherever it is defined, takes a value.
-fn option_takes_value(cmd: &clap::Command, name: &str) -> bool {
-    cmd.get_arguments()
-        .filter(|a| {
-            a.get_long() == Some(name) || a.get_all_aliases().is_some_and(|v| v.contains(&name))
-        })
-        .any(|a| a.get_action().takes_values())
-        || cmd
-            .get_subcommands()
-            .any(|sub| option_takes_value(sub, name))
 }
 
 /// Options shared by every command.
@@ -195,9 +182,9 @@ pub struct IgnoredStoreArgs {
     #[arg(long, global = true, hide = true)]
     now: Option<String>,
     #[arg(long, global = true, hide = true)]
-    seed: Option<String>,
+    seed: Option<u64>,
     #[arg(long, global = true, hide = true)]
-    deadline: Option<String>,
+    deadline: Option<u64>,
 }
 
 /// `rowkit admin …`.
@@ -410,58 +397,5 @@ impl Context {
     /// The current time on the command's clock.
     pub fn now(&self) -> Timestamp {
         self.clock.now()
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use super::options_anywhere;
-
-    fn moved(line: &str) -> String {
-        let argv = line.split(' ').map(Into::into).collect();
-        let out: Vec<String> = options_anywhere(argv)
-            .into_iter()
-            .map(|t| t.into_string().unwrap())
-            .collect();
-        out.join(" ")
-    }
-
-    #[test]
-    fn group_options_move_after_the_group() {
-        let cases = [
-            // (as typed, as clap gets it)
-            (
-                "rowkit --pid 4242 s3 put b k",
-                "rowkit s3 --pid 4242 put b k",
-            ),
-            (
-                "rowkit --json --pid=7 s3 list b",
-                "rowkit --json s3 --pid=7 list b",
-            ),
-            (
-                "rowkit --layout md5 --store memory: gold newest",
-                "rowkit gold --layout md5 --store memory: newest",
-            ),
-            // A value that names a group is still the option's value.
-            ("rowkit --table mt mt setup", "rowkit mt --table mt setup"),
-            (
-                "rowkit --as a,b --json --seed 3 mt glob x",
-                "rowkit --json mt --as a,b --seed 3 glob x",
-            ),
-            // Top-level options (`--json`) and lines already in order are left alone.
-            (
-                "rowkit --store memory: admin list-tables",
-                "rowkit admin --store memory: list-tables",
-            ),
-            ("rowkit s3 list b --pid 1", "rowkit s3 list b --pid 1"),
-            // Nothing moves past `--`, and a line without a group is clap's to report.
-            ("rowkit --pid 1 -- s3 list", "rowkit --pid 1 -- s3 list"),
-            ("rowkit --pid 1 frobnicate", "rowkit --pid 1 frobnicate"),
-            ("rowkit --pid", "rowkit --pid"),
-        ];
-        for (typed, expected) in cases {
-            assert_eq!(moved(typed), expected, "{typed}");
-        }
     }
 }

@@ -1,6 +1,5 @@
 //! Parsing `--now`: microseconds since the epoch, or an RFC 3339 date-time.
 
-use rowkit_codec::civil::{days_from_civil, days_in_month};
 use rowkit_codec::model::Timestamp;
 
 use crate::error::CliError;
@@ -11,9 +10,9 @@ pub fn parse_time(text: &str) -> Result<Timestamp, CliError> {
     if let Ok(us) = text.parse::<i64>() {
         return Ok(Timestamp(us));
     }
-    parse_rfc3339(text).ok_or_else(|| {
+    parse_rfc3339(text).map_err(|e| {
         CliError::usage(format!(
-            "--now {text:?}: expected microseconds or RFC 3339 like 2024-01-02T03:04:05Z"
+            "--now {text:?}: expected microseconds or RFC 3339 like 2024-01-02T03:04:05Z ({e})"
         ))
     })
 }
@@ -38,68 +37,30 @@ pub fn parse_now(text: &str) -> Result<Timestamp, CliError> {
     }
 }
 
-fn parse_rfc3339(s: &str) -> Option<Timestamp> {
-    let b = s.as_bytes();
-    let num = |r: std::ops::Range<usize>| -> Option<i64> {
-        let d = b.get(r)?;
-        d.iter()
-            .all(u8::is_ascii_digit)
-            .then(|| d.iter().fold(0i64, |a, c| a * 10 + i64::from(c - b'0')))
+/// RFC 3339 by `jiff`'s parser (jiff is already built into rowkit through google-cloud-auth;
+/// its errors say what is wrong where, in one line). The parsed pieces are converted here, not
+/// through `jiff::Timestamp`: that type ends at 9999-12-30T22:00:00Z (room for offsets), and
+/// `--now` goes to [`MAX_NOW`], the last microsecond of 9999.
+fn parse_rfc3339(text: &str) -> Result<Timestamp, String> {
+    use jiff::fmt::temporal::{Pieces, PiecesOffset};
+    let pieces = Pieces::parse(text).map_err(|e| e.to_string())?;
+    let time = pieces.time().ok_or("no time of day")?;
+    let offset_secs = match pieces.offset() {
+        Some(PiecesOffset::Zulu) => 0,
+        Some(PiecesOffset::Numeric(n)) => i128::from(n.offset().seconds()),
+        _ => return Err("no offset (Z or ±HH:MM)".into()),
     };
-    if b.len() < 20
-        || b[4] != b'-'
-        || b[7] != b'-'
-        || !matches!(b[10], b'T' | b't' | b' ')
-        || b[13] != b':'
-        || b[16] != b':'
-    {
-        return None;
+    if pieces.time_zone_annotation().is_some() {
+        return Err("a time zone annotation is not RFC 3339".into());
     }
-    let (year, month, day) = (num(0..4)?, num(5..7)?, num(8..10)?);
-    let (hour, minute, second) = (num(11..13)?, num(14..16)?, num(17..19)?);
-    if !(1..=12).contains(&month)
-        || day < 1
-        || day > i64::from(days_in_month(year, month as u8))
-        || hour > 23
-        || minute > 59
-        || second > 60
-    {
-        return None;
-    }
-    let mut i = 19;
-    let mut micros = 0i64;
-    if b.get(i) == Some(&b'.') {
-        let start = i + 1;
-        i = start;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == start {
-            return None;
-        }
-        let digits = &b[start..i.min(start + 6)];
-        micros = digits
-            .iter()
-            .fold(0i64, |a, c| a * 10 + i64::from(c - b'0'))
-            * 10i64.pow(6 - digits.len() as u32);
-    }
-    let offset = match b.get(i..)? {
-        [b'Z' | b'z'] => 0,
-        [sign @ (b'+' | b'-'), h1, h2, b':', m1, m2] => {
-            let h = num(i + 1..i + 3)?;
-            let m = num(i + 4..i + 6)?;
-            let _ = (h1, h2, m1, m2);
-            if h > 23 || m > 59 {
-                return None;
-            }
-            let secs = h * 3600 + m * 60;
-            if *sign == b'+' { secs } else { -secs }
-        }
-        _ => return None,
-    };
-    let days = days_from_civil(year, month, day);
-    let secs = days * 86_400 + hour * 3600 + minute * 60 + second - offset;
-    Some(Timestamp(secs.checked_mul(1_000_000)?.checked_add(micros)?))
+    let epoch = jiff::civil::DateTime::constant(1970, 1, 1, 0, 0, 0, 0);
+    let since_epoch = pieces.date().to_datetime(time).duration_since(epoch);
+    // Floor to the microsecond: a fraction below it is dropped (also before the epoch).
+    let micros = since_epoch.as_nanos().div_euclid(1000) - offset_secs * 1_000_000;
+    // Years -9999..=9999 are about ±3.2e17 µs: always inside i64.
+    i64::try_from(micros)
+        .map(Timestamp)
+        .map_err(|_| "out of range".into())
 }
 
 pub use rowkit_codec::civil::format_rfc3339_millis;

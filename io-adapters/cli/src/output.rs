@@ -1,9 +1,9 @@
 //! Human text or one JSON document per command, and error reporting.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressFinish, ProgressStyle};
 use rowkit_codec::escape::escape;
 use serde_json::{Value, json};
 
@@ -131,127 +131,67 @@ pub fn write_fields(doc: &serde_json::Map<String, Value>) -> Result<(), CliError
     Ok(())
 }
 
-/// Progress on stderr, shown only when stderr is a terminal and not `-q` (nothing at all when
-/// piped): a
-/// counter when the total is unknown ([`Progress::new`]), a bar when it is known up front
-/// ([`Progress::with_total`]). The line is cleared by [`Progress::finish`] or on drop.
+/// Progress on stderr by `indicatif`, shown only when stderr is a terminal (indicatif hides
+/// it otherwise: nothing at all when piped) and not `-q`: a counter when the total is unknown
+/// ([`Progress::new`]), a bar when it is known up front ([`Progress::with_total`]), redrawn at
+/// most 10 times a second. The line is cleared by [`Progress::finish`] or on drop.
 pub struct Progress {
-    enabled: bool,
+    bar: ProgressBar,
     label: &'static str,
-    count: u64,
-    total: Option<u64>,
-    /// When the bar was last drawn (`None`: not yet).
-    drawn_at: Option<Instant>,
 }
 
-/// The bar is redrawn at most this often (10 times a second).
-const BAR_REDRAW: Duration = Duration::from_millis(100);
-
-/// Characters between the bar's brackets.
-const BAR_WIDTH: u64 = 30;
-
 impl Progress {
-    /// A counter of `label` (e.g. "rows"), redrawn every 1 000 items.
+    /// A counter of `label` (e.g. "rows").
     pub fn new(label: &'static str) -> Progress {
-        Progress {
-            enabled: std::io::stderr().is_terminal() && verbosity() > Verbosity::Quiet,
-            label,
-            count: 0,
-            total: None,
-            drawn_at: None,
-        }
+        Progress::drawn(ProgressBar::no_length(), "{pos} {msg}", label)
     }
 
-    /// A bar of `total` items of `label`, drawn at the first item, at the last, and in between
-    /// at most every [`BAR_REDRAW`].
+    /// A bar of `total` items of `label`: `[#####-----]  50% 5/10 puts`.
     pub fn with_total(label: &'static str, total: u64) -> Progress {
-        Progress {
-            total: Some(total),
-            ..Progress::new(label)
-        }
+        Progress::drawn(
+            ProgressBar::new(total),
+            "[{bar:30}] {percent:>3}% {pos}/{len} {msg}",
+            label,
+        )
     }
 
-    /// Counts one more item, redrawing now and then.
-    pub fn tick(&mut self) {
-        self.count += 1;
-        if !self.enabled {
-            return;
-        }
-        let text = match self.total {
-            None if self.count.is_multiple_of(1000) => format!("\r{} {}", self.count, self.label),
-            None => return,
-            Some(total) => {
-                let due = self.count >= total
-                    || self.drawn_at.is_none_or(|at| at.elapsed() >= BAR_REDRAW);
-                if !due {
-                    return;
-                }
-                bar_text(self.count, total, self.label)
-            }
+    fn drawn(bar: ProgressBar, template: &str, label: &'static str) -> Progress {
+        let target = if verbosity() > Verbosity::Quiet {
+            ProgressDrawTarget::stderr_with_hz(10)
+        } else {
+            ProgressDrawTarget::hidden()
         };
-        self.drawn_at = Some(Instant::now());
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{text}");
-        let _ = err.flush();
+        // The templates are constants: a bad one is a bug, shown as the default style.
+        let style = ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("#-");
+        bar.set_draw_target(target);
+        let bar = bar
+            .with_style(style)
+            .with_message(label)
+            .with_finish(ProgressFinish::AndClear);
+        Progress { bar, label }
+    }
+
+    /// Counts one more item.
+    pub fn tick(&mut self) {
+        self.bar.inc(1);
+        if self.bar.length() == Some(self.bar.position()) {
+            // Draw the full bar now (a redraw between two frames would be skipped); `finish`
+            // clears it.
+            self.bar.finish();
+        }
     }
 
     /// Shows `count` items and a `note` (e.g. "3 problems"), counted elsewhere (a machine's
-    /// progress events), redrawn at most every [`BAR_REDRAW`].
+    /// progress events).
     pub fn show(&mut self, count: u64, note: &str) {
-        self.count = count;
-        if !self.enabled || self.drawn_at.is_some_and(|at| at.elapsed() < BAR_REDRAW) {
-            return;
-        }
-        self.drawn_at = Some(Instant::now());
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "\r\x1b[2K{count} {}, {note}", self.label);
-        let _ = err.flush();
+        self.bar.set_position(count);
+        self.bar.set_message(format!("{}, {note}", self.label));
     }
 
     /// Clears the line if anything was drawn.
     pub fn finish(&mut self) {
-        if self.enabled && self.drawn_at.take().is_some() {
-            let _ = write!(std::io::stderr(), "\r\x1b[2K");
-        }
-    }
-}
-
-impl Drop for Progress {
-    fn drop(&mut self) {
-        self.finish();
-    }
-}
-
-/// One frame of the bar: `\r[#####-----]  50% 5/10 puts`.
-fn bar_text(count: u64, total: u64, label: &str) -> String {
-    let done = count.min(total);
-    let (filled, percent) = match total {
-        0 => (BAR_WIDTH, 100),
-        _ => (done * BAR_WIDTH / total, done * 100 / total),
-    };
-    format!(
-        "\r[{}{}] {percent:>3}% {count}/{total} {label}",
-        "#".repeat(filled as usize),
-        "-".repeat((BAR_WIDTH - filled) as usize)
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::bar_text;
-
-    #[test]
-    fn bar_frames() {
-        // (count, total, filled of 30, the text after the bar)
-        let cases = [
-            (0, 10, 0, "   0% 0/10 puts"),
-            (5, 10, 15, "  50% 5/10 puts"),
-            (1, 3, 10, "  33% 1/3 puts"),
-            (3, 3, 30, " 100% 3/3 puts"),
-        ];
-        for (count, total, filled, tail) in cases {
-            let bar = format!("{}{}", "#".repeat(filled), "-".repeat(30 - filled));
-            assert_eq!(bar_text(count, total, "puts"), format!("\r[{bar}]{tail}"));
-        }
+        self.bar.finish_and_clear();
     }
 }

@@ -306,6 +306,95 @@ fn closed_stdout_ends_quietly() {
     }
 }
 
+/// The store and group options in every position clap's `global = true` arguments (with their
+/// hidden top-level copies, issue 33) take: before the group, after it, and after the
+/// operation's own arguments; a group's option before a group without it is a usage error, as
+/// after it. `--now` (RFC 3339, by jiff) and `maxage` (durations, by humantime) errors are one
+/// line that names the option, the text and what is wrong.
+#[test]
+fn options_in_every_position_and_one_line_parse_errors() {
+    let s = Scratch::new("positions");
+    let store = s.store();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_rowkit"))
+            .args(args)
+            .env_remove("ROWKIT_STORE")
+            .output()
+            .unwrap()
+    };
+    for args in [
+        &["--store", &store, "s3", "setup"][..],
+        &["s3", "--store", &store, "bucket", "create", "b"],
+        &["s3", "put", "b", "k", "--value", "{}", "--store", &store],
+        &[
+            "--pid", "7", "s3", "put", "b", "k2", "--store", &store, "--value", "{}",
+        ],
+        &[
+            "s3", "put", "b", "k3", "--value", "{}", "--pid", "7", "--store", &store,
+        ],
+    ] {
+        let o = run(args);
+        assert!(o.status.success(), "{args:?}: {o:?}");
+    }
+    let o = run(&["s3", "list", "b", "--json", "--store", &store]);
+    assert!(o.status.success(), "{o:?}");
+    let listed = json(&o).to_string();
+    for key in ["\"k\"", "\"k2\"", "\"k3\""] {
+        assert!(listed.contains(key), "{key} not in {listed}");
+    }
+
+    for args in [
+        &["--pid", "7", "--store", &store, "admin", "list-tables"][..],
+        &["--store", &store, "admin", "list-tables", "--pid", "7"],
+        &["--layout", "md5", "--store", &store, "s3", "list", "b"],
+    ] {
+        let o = run(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {o:?}");
+        let option = args
+            .iter()
+            .find(|a| ["--pid", "--layout"].contains(a))
+            .unwrap();
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(option),
+            "{args:?}: {o:?}"
+        );
+    }
+
+    let one_line = |o: &Output, wanted: &[&str]| {
+        assert_eq!(o.status.code(), Some(2), "{o:?}");
+        let stderr = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            stderr.starts_with("rowkit: ") && stderr.lines().count() == 1,
+            "{stderr}"
+        );
+        for part in wanted {
+            assert!(stderr.contains(part), "{part:?} not in {stderr}");
+        }
+    };
+    let o = s.rowkit(&["--now", "2024-13-01T00:00:00Z", "admin", "list-tables"]);
+    one_line(&o, &["--now", "2024-13-01T00:00:00Z", "month"]);
+    let o = s.rowkit(&["admin", "list-tables", "--now", "2024-01-01T00:00:00"]);
+    one_line(&o, &["--now", "2024-01-01T00:00:00", "offset"]);
+    let o = s.rowkit(&["admin", "create-table", "u", "--family", "old:maxage=5x"]);
+    one_line(&o, &["maxage", "5x", "unknown time unit"]);
+    // Accepted: the forms of the old parser, and more.
+    let o = s.rowkit(&[
+        "admin",
+        "create-table",
+        "u",
+        "--family",
+        "old:maxage=1h 30m",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+    let o = s.rowkit(&[
+        "--now",
+        "2024-01-01t00:00:00.5+01:00",
+        "admin",
+        "list-tables",
+    ]);
+    assert!(o.status.success(), "{o:?}");
+}
+
 /// Options go anywhere on the line (issue 17, point 3): a group's options before the group or
 /// after its operation, top-level options after the operation; each help page lists only the
 /// options that apply; usage errors also give the JSON error document with `--json`. Before:
