@@ -16,11 +16,11 @@ use rowkit_client::tracestore::TraceStore;
 use rowkit_client::triples::TripleStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::tracestore::detect_layout;
-use rowkit_store::Store;
-use rowkit_store::driver::Clock;
 use rowkit_statemachines::check::CheckOptions;
 use rowkit_statemachines::mounttable::Tables;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 
 use crate::args::Context;
 use crate::error::CliError;
@@ -282,7 +282,8 @@ pub fn run_all(ctx: &Context, args: &CheckArgs, out: &Output) -> Result<(), CliE
                 table: table.clone(),
                 ..ObjmetaConfig::default()
             };
-            let mut om = ObjectMetadata::new(&driver, ObjmetaState::new(config), ctx.seed);
+            let om = ObjectMetadata::new(&driver, ObjmetaState::new(config))
+                .with_options(ctx.call_options());
             let s = block_on(om.check(None, options, timeout, |e| output.event(e)))
                 .map_err(check_error)?;
             docs.extend(output.report(&s)?);

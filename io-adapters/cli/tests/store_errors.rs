@@ -202,6 +202,18 @@ fn graph_and_s3_abort_with_the_same_error() {
         graph["message"], "aborted (deadline exceeded or cancelled)",
         "a message that says why"
     );
+    // Without --json, the same line on stderr.
+    let line = |args: &[&str]| {
+        let (o, _) = rowkit(&s.store(), &[&["--deadline", "0"][..], args].concat());
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {o:?}");
+        String::from_utf8(o.stderr).unwrap()
+    };
+    let graph = line(&["graph", "create", "g1"]);
+    assert_eq!(graph, line(&["s3", "bucket", "create", "b"]));
+    assert!(
+        graph.contains("aborted (deadline exceeded or cancelled)"),
+        "{graph}"
+    );
 }
 
 /// Against a port nothing listens on, `graph` fails at once with the connection's error
