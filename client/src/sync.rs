@@ -13,9 +13,9 @@ use core::task::{Context, Poll};
 
 use futures_core::Stream;
 use rowkit_codec::model::ColumnFamily;
-use rowkit_statemachines::{Request, Response, StoreError, Timestamp};
 use rowkit_store::driver::Clock;
 use rowkit_store::{Reply, Store};
+use rowkit_statemachines::{Request, Response, StoreError, Timestamp};
 
 use crate::Driver;
 

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use futures_core::Stream;
 use rowkit_bigtable::BigtableConnection;
 use rowkit_codec::model::ColumnFamily;
-use rowkit_statemachines::{Request, Response, StoreError, Timestamp};
 use rowkit_store::driver::{Clock, SystemClock};
+use rowkit_statemachines::{Request, Response, StoreError, Timestamp};
 
 use crate::Driver;
 use crate::objmeta::{RepairJob, SpawnRepairs};

@@ -138,7 +138,7 @@ async fn objmeta_background_repair_runs_at_due() {
             scenario_state("s3", VFormat::V1),
         )
         .with_options(CallOptions {
-            seed: seed,
+            seed,
             ..CallOptions::default()
         })
         .with_background_repairs()

@@ -11,10 +11,10 @@ use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{ColumnFamily, Row, Timestamp};
 use rowkit_codec::mounttable::NodeRow;
-use rowkit_statemachines::mounttable::{MtCtx, Nodes, ResolveStep, SharedNodes, Tables};
-use rowkit_statemachines::{Request, StoreError};
 use rowkit_store::driver::{Clock, ManualClock};
 use rowkit_store::{MemoryStore, Reply, Store};
+use rowkit_statemachines::mounttable::{MtCtx, Nodes, ResolveStep, SharedNodes, Tables};
+use rowkit_statemachines::{Request, StoreError};
 
 /// A store whose reads of node rows stop at a gate while it is closed.
 struct Gated {

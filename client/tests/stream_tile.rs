@@ -11,9 +11,9 @@ use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::ops::params_from;
-use rowkit_statemachines::tracestore::{PutEntry, Trace};
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::{Clock, ManualClock};
+use rowkit_statemachines::tracestore::{PutEntry, Trace};
 
 fn digest(n: usize) -> String {
     format!("{n:032x}")

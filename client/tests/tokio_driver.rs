@@ -13,12 +13,12 @@ use rowkit_bigtable::{BigtableConnection, Target};
 use rowkit_client::Driver;
 use rowkit_client::{RunError, TokioDriver, run, run_until};
 use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowRange, RowSet, Timestamp};
+use rowkit_store::driver::{Clock, ManualClock, SystemClock};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Code, Machine, MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request,
     Response, RetryPolicy, StoreError, Tag,
 };
-use rowkit_store::driver::{Clock, ManualClock, SystemClock};
 use rowkit_testkit::emulator::Emulator;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

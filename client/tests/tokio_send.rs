@@ -73,7 +73,7 @@ async fn objmeta_calls_run_in_spawned_tasks() {
             scenario_state("s3", VFormat::V1),
         )
         .with_options(CallOptions {
-            seed: seed,
+            seed,
             ..CallOptions::default()
         })
         .with_background_repairs()

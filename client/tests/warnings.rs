@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use rowkit_client::mounttable::{MountTable, MtConfig};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
-use rowkit_statemachines::mounttable::{MtError, MtEvent};
-use rowkit_statemachines::{Machine, Request, Response, StoreError, Tag};
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::ManualClock;
+use rowkit_statemachines::mounttable::{MtError, MtEvent};
+use rowkit_statemachines::{Machine, Request, Response, StoreError, Tag};
 
 /// A machine that only reports two warnings and a glob entry, then succeeds: what a real
 /// operation emits when a second half fails, without the fault that takes.

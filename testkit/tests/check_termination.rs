@@ -20,11 +20,11 @@ use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, RowSet, Timestamp};
 use rowkit_codec::mounttable as codec;
 use rowkit_codec::triples::Triple;
+use rowkit_store::driver::ManualClock;
+use rowkit_store::{MemoryStore, Store};
 use rowkit_statemachines::check::{CheckEvent, CheckOptions, Finding, MAX_DETAIL};
 use rowkit_statemachines::mounttable::{FsckSummary, MtError, MtEvent, Tables};
 use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request, SplitMix64};
-use rowkit_store::driver::ManualClock;
-use rowkit_store::{MemoryStore, Store};
 
 const SEEDS: u64 = 40;
 /// Events (findings and pages) one run of these small tables may emit at most.

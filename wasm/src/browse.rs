@@ -7,10 +7,10 @@ use js_sys::Promise;
 use rowkit_codec::escape::escape;
 use rowkit_codec::explain::{self, Schema};
 use rowkit_codec::model::{ColumnFamily, KeyBound, RowFilter, RowRange, RowSet, literal_regex};
+use rowkit_store::Store;
 use rowkit_rest::admin::gc_rule_to_json;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
-use rowkit_store::Store;
 use serde_json::{Value, json};
 use wasm_bindgen::prelude::*;
 

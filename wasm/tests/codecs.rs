@@ -13,9 +13,9 @@ mod harness;
 use harness::{js_at, json, vectors, vectors_js, wait};
 use rowkit_codec::model::{RowRange, RowSet};
 use rowkit_codec::tracestore::keys::{ops_row_name, tile_key};
-use rowkit_store::driver::Clock;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{ReadRowsRequest, RetryPolicy};
+use rowkit_store::driver::Clock;
 use rowkit_wasm::ObjectMetadata;
 use rowkit_wasm::backend::{PageClock, page_store};
 use rowkit_wasm::keys::{

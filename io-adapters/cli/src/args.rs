@@ -5,9 +5,9 @@ use std::time::Duration;
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use rowkit_codec::model::Timestamp;
-use rowkit_statemachines::RetryPolicy;
 use rowkit_store::Store;
 use rowkit_store::driver::{Clock, ManualClock, SystemClock};
+use rowkit_statemachines::RetryPolicy;
 
 use crate::error::CliError;
 use crate::store_location::{StoreLocation, StoreOnFirstUse};

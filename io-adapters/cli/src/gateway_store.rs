@@ -7,9 +7,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
+use rowkit_store::{BackupSummary, Reply, Store};
 use rowkit_gateway::backup::{BACKUP_PATH, BackupRequest, decode_answer};
 use rowkit_statemachines::{Code, Request, StoreError};
-use rowkit_store::{BackupSummary, Reply, Store};
 
 /// The environment variable with the gateway's bearer token (the one `rowkit serve` reads).
 const TOKEN_ENV: &str = "ROWKIT_GATEWAY_TOKEN";

@@ -13,10 +13,10 @@ use rowkit_codec::tracestore::keys::{
     repo_index_position, trace_row_name,
 };
 use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
-use rowkit_statemachines::check::CheckOptions;
-use rowkit_statemachines::tracestore::{PutEntry, Tile};
 use rowkit_store::Store;
 use rowkit_store::driver::Clock;
+use rowkit_statemachines::check::CheckOptions;
+use rowkit_statemachines::tracestore::{PutEntry, Tile};
 use serde_json::{Map, Value, json};
 
 use crate::args::Context;

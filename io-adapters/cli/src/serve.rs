@@ -14,14 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
+use rowkit_store::Store;
+use rowkit_store::driver::Clock;
 use rowkit_gateway::serving::connections::{
     ConnectionLimits, Connections, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_STREAMS,
 };
 use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig, GatewayError};
 use rowkit_statemachines::{Code, StoreError};
-use rowkit_store::Store;
-use rowkit_store::driver::Clock;
 use tokio::sync::watch;
 
 use crate::args::Context;

@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
-use rowkit_statemachines::{Code, Request, StoreError};
 use rowkit_store::{GcPage, MemoryStore, RedbStore, Reply, Store};
+use rowkit_statemachines::{Code, Request, StoreError};
 
 use crate::error::CliError;
 use crate::gateway_store::GatewayStore;

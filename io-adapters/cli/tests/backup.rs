@@ -21,10 +21,10 @@ use std::time::{Duration, Instant};
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{Cell, ColumnFamily, Mutation, RowSet, Timestamp};
+use rowkit_store::{RedbStore, Reply, Store, TableStorage};
 use rowkit_statemachines::{
     MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, Response,
 };
-use rowkit_store::{RedbStore, Reply, Store, TableStorage};
 
 fn ok(store: &str, args: &[&str]) -> String {
     let o = rowkit(store, args, &[]);

@@ -18,9 +18,9 @@ use std::sync::{Arc, Mutex};
 
 use google_auth::*;
 use rowkit_codec::model::ColumnFamily;
-use rowkit_grpc::{GrpcConfig, GrpcServer};
 use rowkit_store::driver::SystemClock;
 use rowkit_store::{MemoryStore, Store};
+use rowkit_grpc::{GrpcConfig, GrpcServer};
 
 /// What one call carried: its `authorization` and `x-goog-user-project` headers.
 #[derive(Debug, Clone)]

@@ -18,8 +18,8 @@ use std::process::Output;
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{Mutation, RowSet, Timestamp};
-use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, Request};
 use rowkit_store::Store;
+use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, Request};
 
 /// redb's page size: the sweep flips bytes at fixed offsets of every page.
 const PAGE: usize = 4096;

@@ -13,8 +13,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, Row, RowSet, Timestamp};
-use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 use rowkit_store::Store;
+use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 use serde_json::{Value, json};
 
 /// A fresh directory for one test's files, removed at the end.

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
-use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 use rowkit_store::Store;
+use rowkit_statemachines::{MutateRowRequest, ReadRowsRequest, Request};
 
 /// A fresh directory for one test's files.
 fn temp_dir(name: &str) -> PathBuf {

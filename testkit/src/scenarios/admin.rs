@@ -3,13 +3,13 @@
 //! emulator and `rowkit serve --grpc`.
 
 use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowSet, Timestamp};
+use rowkit_store::Store;
+use rowkit_store::driver::SystemClock;
 use rowkit_statemachines::raw::{Collect, Unary};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, RetryPolicy,
 };
-use rowkit_store::Store;
-use rowkit_store::driver::SystemClock;
 
 /// A cell as the scenario compares it: its family and value.
 type FamilyValue = (String, Vec<u8>);

@@ -31,8 +31,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rowkit_codec::model::{Cell, ColumnFamily, GcRule, Mutation, Row, RowRange, Timestamp};
-use rowkit_statemachines::{Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request};
 use rowkit_store::{EngineState, MemoryStore, RedbStore, Store, StoreError, TableStorage};
+use rowkit_statemachines::{Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request};
 
 /// The table every run works on.
 const TABLE: &str = "t";

@@ -50,10 +50,10 @@ use super::{
 };
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
-use rowkit_statemachines::check::CheckTarget;
-use rowkit_statemachines::tracestore::Check;
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::ManualClock;
+use rowkit_statemachines::check::CheckTarget;
+use rowkit_statemachines::tracestore::Check;
 
 const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a
