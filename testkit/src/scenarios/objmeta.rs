@@ -2954,7 +2954,7 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
     let lag1 = s.vput("lag", N1);
     s.vput("lag", N2);
     // Before the placeholder's repair is due nothing is wrong.
-    let (found, _) = check_findings(&mut s.om, false);
+    let (found, _) = check_findings(&s.om, false);
     assert_eq!(found, Vec::<(String, String)>::new(), "{vf:?}: clean table");
 
     let doc = |v: &str| j(v);
@@ -3027,7 +3027,7 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
     expect.push(("placeholder_due".into(), esc("b", &s.m("phd"))));
     expect.sort();
 
-    let (found, summary) = check_findings(&mut s.om, false);
+    let (found, summary) = check_findings(&s.om, false);
     assert_eq!(found, expect, "{vf:?}");
     assert_eq!(summary.repaired, 0);
     let repairable = [
@@ -3036,7 +3036,7 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
         "master_behind",
         "placeholder_due",
     ];
-    let (fixed, summary) = check_findings(&mut s.om, true);
+    let (fixed, summary) = check_findings(&s.om, true);
     assert_eq!(fixed, expect, "{vf:?} with fix");
     assert_eq!(
         summary.repaired,
@@ -3048,7 +3048,7 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
         .filter(|(k, _)| !repairable.contains(&k.as_str()))
         .cloned()
         .collect();
-    let (after, _) = check_findings(&mut s.om, false);
+    let (after, _) = check_findings(&s.om, false);
     assert_eq!(after, left, "{vf:?} after the fix");
     let get = |om: &ObjectMetadata<_>, key: &str| block_on(om.get_object("b", key, None)).unwrap();
     assert_eq!(

@@ -1022,7 +1022,7 @@ impl Workload for ObjmetaWorkload {
             }
             ObjmetaOp::Repair(task) => {
                 let m =
-                    AsyncRepair::new(TABLE, task.clone(), AsyncRepair::start_at(&task, now, seed));
+                    AsyncRepair::new(TABLE, task.clone(), AsyncRepair::start_at(task, now, seed));
                 erase(m, ObjmetaOutput::Repaired)
             }
             ObjmetaOp::Check { n, log } => check_op(
