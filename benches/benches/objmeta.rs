@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use rowkit_client::objmeta::ObjectMetadata;
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{CallOptions, SyncDriver, block_on};
 use rowkit_codec::model::ColumnFamily;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
@@ -73,11 +73,14 @@ const T0: i64 = 1_700_000_000_000_000;
 fn ops(c: &mut Criterion) {
     let s = store();
     let clock = ManualClock::new(Timestamp(T0));
-    let mut om = ObjectMetadata::new(
+    let om = ObjectMetadata::new(
         SyncDriver::new(&s, &clock),
         scenario_state("objmeta", VFormat::V1),
-        1,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     block_on(om.setup()).unwrap();
     block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let ver = j(r#"{"versioning":true}"#);
@@ -152,11 +155,14 @@ fn ops(c: &mut Criterion) {
 /// A bucket of `n` objects, each with 2 versions; 90 % have a delete marker on top.
 fn dm_bucket(s: &Counting<RedbStore>, vf: VFormat, n: usize) -> ObjmetaHandle<'_> {
     let clock = Box::leak(Box::new(ManualClock::new(Timestamp(T0))));
-    let mut om = ObjectMetadata::new(
+    let om = ObjectMetadata::new(
         SyncDriver::new(s, &*clock),
         scenario_state(&format!("dm-{}", vf.as_str()), vf),
-        1,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     block_on(om.setup()).unwrap();
     block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let ver = j(r#"{"versioning":true}"#);
@@ -198,7 +204,7 @@ fn listing(c: &mut Criterion) {
     g.sample_size(10).measurement_time(Duration::from_secs(3));
     for vf in [VFormat::V0, VFormat::V1] {
         let s = store();
-        let mut om = dm_bucket(&s, vf, n);
+        let om = dm_bucket(&s, vf, n);
         let p = ListingParams {
             listing_type: ListingType::DelimiterMaster,
             ..Default::default()

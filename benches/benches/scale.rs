@@ -28,7 +28,7 @@ use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::triples::TripleStore;
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{CallOptions, SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, ReadModifyWriteRule, RowSet, RuleOp, Timestamp};
 use rowkit_codec::mounttable as mtc;
 use rowkit_codec::mounttable::MountFlags;
@@ -484,11 +484,14 @@ fn s3(c: &mut Criterion) {
     };
     let store = backend.store();
     let clock = ManualClock::new(start_time());
-    let mut om = ObjectMetadata::new(
+    let om = ObjectMetadata::new(
         SyncDriver::new(store, &clock),
         scenario_state("scale", VFormat::V1),
-        1,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     block_on(om.setup()).unwrap();
     let j = |s: &str| Json::parse(s).unwrap();
     block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();

@@ -42,19 +42,22 @@ impl Calls {
     /// The start of the next call at `now`, aborted after the options' deadline or, if none
     /// is set, `default_micros`.
     pub(crate) fn start(&self, now: Timestamp, default_micros: i64) -> Start {
-        let n = self.started.fetch_add(1, Ordering::Relaxed);
-        let seed = SplitMix64::nth_output(self.options.seed, n);
         Start::within(
             now,
-            seed,
+            self.next_seed(),
             self.options.deadline_micros.unwrap_or(default_micros),
         )
+    }
+
+    /// The seed of the next call (for a call whose deadline is its own, e.g. a repair's).
+    pub(crate) fn next_seed(&self) -> u64 {
+        let n = self.started.fetch_add(1, Ordering::Relaxed);
+        SplitMix64::nth_output(self.options.seed, n)
     }
 
     /// The start of the next call at `now` aborted `micros` later, whatever the options'
     /// deadline (a check runs as long as it is let).
     pub(crate) fn start_within(&self, now: Timestamp, micros: i64) -> Start {
-        let n = self.started.fetch_add(1, Ordering::Relaxed);
-        Start::within(now, SplitMix64::nth_output(self.options.seed, n), micros)
+        Start::within(now, self.next_seed(), micros)
     }
 }

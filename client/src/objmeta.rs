@@ -2,8 +2,8 @@
 //! [`Driver`].
 //!
 //! The facade owns Arsenal's per-process [`ObjmetaState`] (version-id generator, vFormat
-//! cache) and its bookkeeping: each operation's seed (the open seed, incremented per
-//! operation, repairs included) and deadline, the change events (kept in emission order for
+//! cache) and its bookkeeping: each operation's [`Start`] (seed and deadline from its
+//! [`CallOptions`], as every facade's; repairs seeded from the same stream), the change events (kept in emission order for
 //! [`ObjectMetadata::take_events`] and streamed to every [`ObjectMetadata::subscribe`]r as the
 //! machine emits them) and the repairs that deletes schedule.
 //!
@@ -39,7 +39,7 @@
 //!     default_bucket_key_format: VFormat::V1,
 //!     ..ObjmetaConfig::default()
 //! });
-//! let mut om = ObjectMetadata::new(SyncDriver::new(&store, &clock), state, 1);
+//! let om = ObjectMetadata::new(SyncDriver::new(&store, &clock), state);
 //! block_on(om.setup()).unwrap();
 //! block_on(om.create_bucket("b", &Json::parse(r#"{"name":"b"}"#).unwrap())).unwrap();
 //! let versioned = Json::parse(r#"{"versioning":true}"#).unwrap();
@@ -69,6 +69,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use futures_channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 use futures_core::Stream;
 use futures_util::future::{AbortHandle, AbortRegistration, Abortable};
+use futures_util::lock::Mutex as AsyncMutex;
 use rowkit_codec::model::{RowRange, RowSet};
 use rowkit_codec::objmeta::cells::{StoredDoc, families, filters};
 use rowkit_codec::objmeta::json::Json;
@@ -79,22 +80,23 @@ use rowkit_statemachines::check::{
 };
 use rowkit_statemachines::objmeta;
 use rowkit_statemachines::objmeta::{
-    AsyncRepair, BucketEntry, CountItems, CreateBucket, DeleteBucket,
+    AsyncRepair, BucketEntry, CountItems, CreateBucket, DEFAULT_DEADLINE_US, DeleteBucket,
     DeleteBucketAttributesCapability, DeleteObject, GetBucketAndObject, GetBucketAttributes,
     GetBucketVFormat, GetObject, GetObjects, GetUuid, ListBuckets, ListObject, ObjmetaError,
     ObjmetaEvent, ObjmetaSchema, ObjmetaState, PutBucketAttributes,
-    PutBucketAttributesCapabilities, PutObject, ReadCountItems, RepairOutcome, RepairTask,
-    UpdateCountItems,
+    PutBucketAttributesCapabilities, PutObject, PutOutcome, ReadCountItems, RepairOutcome,
+    RepairTask, UpdateCountItems,
 };
-use rowkit_statemachines::operation::{Flow, Operation};
+use rowkit_statemachines::operation::{Flow, Operation, Start};
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::{
     Machine, ReadRowsRequest, Request, Response, RetryPolicy, StoreError, Timestamp,
 };
 use rowkit_store::driver::{Clock, ManualClock};
 
+use crate::calls::Calls;
 use crate::driver::forward_admin;
-use crate::{Driver, ensure_table, run, run_operation};
+use crate::{CallOptions, Driver, ensure_table, run, run_operation};
 
 /// A finished repair.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -332,57 +334,33 @@ impl<D: Driver + ?Sized> Driver for AtTime<'_, D> {
     forward_admin!(self => self.inner);
 }
 
-/// Seeds, deadline and the explicitly driven repairs.
+/// The repairs of a facade: the ones waiting to be driven explicitly, and the abort handles of
+/// the background ones.
 #[derive(Debug, Default)]
-struct Calls {
-    seed: u64,
-    deadline_us: Option<i64>,
+struct Repairs {
+    /// Waiting for `run_repair` and friends, in scheduling order.
     pending: Vec<RepairTask>,
+    /// Abort handles of the background repairs, by job id.
+    aborts: Vec<(u64, AbortHandle)>,
+    /// The id of the next background job.
+    next_job: u64,
 }
 
-impl Calls {
-    /// The next machine's seed.
-    fn next_seed(&mut self) -> u64 {
-        self.seed = self.seed.wrapping_add(1);
-        self.seed
-    }
-
-    /// The seed and deadline of an operation starting at `now`.
-    fn begin(&mut self, now: Timestamp) -> (u64, Option<Timestamp>) {
-        let seed = self.next_seed();
-        (seed, self.deadline_us.map(|d| now.saturating_add_micros(d)))
-    }
-
-    /// Removes and returns the pending repairs whose `due` ≤ `now`, in scheduling order.
-    fn take_due(&mut self, now: Timestamp) -> Vec<RepairTask> {
-        let (due, later) = std::mem::take(&mut self.pending)
-            .into_iter()
-            .partition(|t| t.due <= now);
-        self.pending = later;
-        due
-    }
-
-    /// The machine of one repair on `table`, created at `start`: until `due` it sends nothing
-    /// and its `poll_timeout` is `due` (`objmeta.md` 8.4). It owns everything it needs, so a
-    /// background task can drive it without the facade.
-    fn repair_machine(&mut self, table: &str, task: &RepairTask, start: Timestamp) -> AsyncRepair {
-        let seed = self.next_seed();
-        AsyncRepair::new(table, task.clone(), None, start, seed)
-    }
-}
-
-/// The object-metadata facade over a driver (see the module doc).
+/// The object-metadata facade over a driver (see the module doc). Every call takes `&self`;
+/// operations run one at a time on Arsenal's per-process state, as they did in its process.
 pub struct ObjectMetadata<D> {
     driver: D,
-    state: ObjmetaState,
+    /// The table (the state's, fixed when the facade is made).
+    table: String,
+    /// Arsenal's per-process state, held by one operation at a time (an async lock: a call
+    /// waits for the one before it, and its future stays `Send`).
+    state: AsyncMutex<ObjmetaState>,
     calls: Calls,
     shared: Arc<Mutex<Shared>>,
+    repairs: Mutex<Repairs>,
     /// How repairs start in the background; `None`: explicit driving. A plain function
     /// (`D::spawn_repair`) so the facade stays as `Send` and `Sync` as its driver.
     spawn: Option<fn(&D, RepairJob)>,
-    /// Abort handles of the background repairs, by job id.
-    aborts: Vec<(u64, AbortHandle)>,
-    next_job: u64,
     /// Whether object calls first check that their bucket exists
     /// ([`ObjectMetadata::with_bucket_checks`]).
     bucket_checks: bool,
@@ -391,7 +369,7 @@ pub struct ObjectMetadata<D> {
 impl<D> core::fmt::Debug for ObjectMetadata<D> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("ObjectMetadata")
-            .field("state", &self.state)
+            .field("table", &self.table)
             .field("calls", &self.calls)
             .field("background", &self.spawn.is_some())
             .finish_non_exhaustive()
@@ -401,29 +379,44 @@ impl<D> core::fmt::Debug for ObjectMetadata<D> {
 impl<D> Drop for ObjectMetadata<D> {
     fn drop(&mut self) {
         // A process exit: repairs not run yet never run (`objmeta.md` 8.4).
-        for (_, handle) in &self.aborts {
+        for (_, handle) in &lock_repairs(&self.repairs).aborts {
             handle.abort();
         }
     }
 }
 
+fn lock_repairs(repairs: &Mutex<Repairs>) -> MutexGuard<'_, Repairs> {
+    // As `lock`: plain data, kept after a panic.
+    repairs.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
 impl<D: Driver> ObjectMetadata<D> {
-    /// A facade over `driver` with `state` (config + generator + cache); `seed` feeds each
-    /// machine's seed (incremented per operation). Repairs are driven explicitly.
-    pub fn new(driver: D, state: ObjmetaState, seed: u64) -> ObjectMetadata<D> {
+    /// A facade over `driver` with `state` (config + generator + cache) and default
+    /// [`CallOptions`] (seed 0; each operation's 60 s deadline, `objmeta.md` 16.3). Repairs
+    /// are driven explicitly.
+    pub fn new(driver: D, state: ObjmetaState) -> ObjectMetadata<D> {
         ObjectMetadata {
             driver,
-            state,
-            calls: Calls {
-                seed,
-                ..Calls::default()
-            },
+            table: state.config.table.clone(),
+            state: AsyncMutex::new(state),
+            calls: Calls::default(),
             shared: Arc::default(),
+            repairs: Mutex::default(),
             spawn: None,
-            aborts: Vec::new(),
-            next_job: 0,
             bucket_checks: false,
         }
+    }
+
+    /// Seeds every operation and, if `options` set one, bounds every operation by its
+    /// deadline instead of the 60 s default (repairs keep theirs: 60 s from `due`).
+    pub fn with_options(mut self, options: CallOptions) -> ObjectMetadata<D> {
+        self.calls = Calls::new(options);
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> CallOptions {
+        self.calls.options()
     }
 
     /// The same facade with every later repair run in a background task of its own, sleeping
@@ -445,24 +438,20 @@ impl<D: Driver> ObjectMetadata<D> {
         self
     }
 
-    /// Per-operation deadline (default: the machines' 60 s).
-    pub fn set_deadline(&mut self, micros: i64) {
-        self.calls.deadline_us = Some(micros);
-    }
-
     /// The driver.
     pub fn driver(&self) -> &D {
         &self.driver
     }
 
-    /// The state (config, generator, cache).
-    pub fn state(&self) -> &ObjmetaState {
-        &self.state
+    /// The table.
+    pub fn table(&self) -> &str {
+        &self.table
     }
 
-    /// The state, mutably (e.g. to change the default vFormat).
-    pub fn state_mut(&mut self) -> &mut ObjmetaState {
-        &mut self.state
+    /// Runs `f` on the state (config, generator, cache) between operations, e.g. to change
+    /// the default vFormat (not the table: the facade's is fixed).
+    pub async fn with_state<R>(&self, f: impl FnOnce(&mut ObjmetaState) -> R) -> R {
+        f(&mut *self.state.lock().await)
     }
 
     /// A receiver of every later change event, sent as the machine emits it (background
@@ -474,14 +463,14 @@ impl<D: Driver> ObjectMetadata<D> {
     }
 
     /// Change events since the last call, in emission order (background repairs' included).
-    pub fn take_events(&mut self) -> Vec<ObjmetaEvent> {
+    pub fn take_events(&self) -> Vec<ObjmetaEvent> {
         std::mem::take(&mut lock(&self.shared).events)
     }
 
     /// Repairs waiting to be driven explicitly, in scheduling order (background repairs are
     /// [`ObjectMetadata::background_repairs`]).
-    pub fn pending_repairs(&self) -> &[RepairTask] {
-        &self.calls.pending
+    pub fn pending_repairs(&self) -> Vec<RepairTask> {
+        lock_repairs(&self.repairs).pending.clone()
     }
 
     /// Background repairs not finished yet, in scheduling order.
@@ -491,16 +480,17 @@ impl<D: Driver> ObjectMetadata<D> {
     }
 
     /// Reports of the background repairs finished since the last call, in finishing order.
-    pub fn take_repair_reports(&mut self) -> Vec<RepairReport> {
+    pub fn take_repair_reports(&self) -> Vec<RepairReport> {
         let mut s = lock(&self.shared);
-        self.aborts
+        lock_repairs(&self.repairs)
+            .aborts
             .retain(|(id, _)| s.running.iter().any(|(i, _)| i == id));
         std::mem::take(&mut s.finished)
     }
 
     /// Waits until every background repair has run (each at its `due`), then returns
     /// [`ObjectMetadata::take_repair_reports`]. Cancel-safe: it holds nothing.
-    pub async fn wait_for_repairs(&mut self) -> Vec<RepairReport> {
+    pub async fn wait_for_repairs(&self) -> Vec<RepairReport> {
         let shared = &*self.shared;
         core::future::poll_fn(|cx| {
             let mut s = lock(shared);
@@ -518,7 +508,7 @@ impl<D: Driver> ObjectMetadata<D> {
     /// `setup` (`objmeta.md` 5.1): creates the table with families `d` and `f`; an existing
     /// table is left as it is.
     pub async fn setup(&self) -> Result<(), ObjmetaError> {
-        ensure_table(&self.driver, &self.state.config.table, &families())
+        ensure_table(&self.driver, &self.table, &families())
             .await
             .map_err(ObjmetaError::internal_error)
     }
@@ -546,33 +536,41 @@ impl<D: Driver> ObjectMetadata<D> {
     }
 
     /// Schedules the repairs an operation asked for: pending, or each in a background task.
-    fn schedule(&mut self, tasks: Vec<RepairTask>) {
+    fn schedule(&self, tasks: Vec<RepairTask>) {
         for task in tasks {
             match self.spawn {
-                None => self.calls.pending.push(task),
+                None => lock_repairs(&self.repairs).pending.push(task),
                 Some(spawn) => self.spawn_repair(spawn, task),
             }
         }
     }
 
+    /// The machine of one repair created at `now`: until `due` it sends nothing and its
+    /// `poll_timeout` is `due` (`objmeta.md` 8.4). It owns everything it needs, so a
+    /// background task can drive it without the facade.
+    fn repair_machine(&self, task: &RepairTask, now: Timestamp) -> AsyncRepair {
+        let start = AsyncRepair::start_at(task, now, self.calls.next_seed());
+        AsyncRepair::new(&self.table, task.clone(), start)
+    }
+
     /// Starts the background task of one repair, created now on the driver's clock.
-    fn spawn_repair(&mut self, spawn: fn(&D, RepairJob), task: RepairTask) {
-        let start = self.driver.now();
-        let machine = self
-            .calls
-            .repair_machine(&self.state.config.table, &task, start);
-        let id = self.next_job;
-        self.next_job += 1;
+    fn spawn_repair(&self, spawn: fn(&D, RepairJob), task: RepairTask) {
+        let machine = self.repair_machine(&task, self.driver.now());
         let (handle, registration) = AbortHandle::new_pair();
-        {
+        let id = {
             let mut s = lock(&self.shared);
+            let mut repairs = lock_repairs(&self.repairs);
             // Handles of repairs done with are of no use any more.
-            self.aborts
+            repairs
+                .aborts
                 .retain(|(i, _)| s.running.iter().any(|(r, _)| r == i));
+            let id = repairs.next_job;
+            repairs.next_job += 1;
+            repairs.aborts.push((id, handle));
             // Tracked before it starts, so it cannot finish untracked.
             s.running.push((id, task.clone()));
-        }
-        self.aborts.push((id, handle));
+            id
+        };
         let job = RepairJob {
             task,
             machine,
@@ -585,14 +583,14 @@ impl<D: Driver> ObjectMetadata<D> {
         spawn(&self.driver, job);
     }
 
-    /// Runs the operation `start(state, deadline, now, seed)` builds.
+    /// Runs the operation `op(state, start)` builds, once the operation before it ended.
     async fn run_op<F: Flow<Schema = ObjmetaSchema>>(
-        &mut self,
-        start: impl FnOnce(&mut ObjmetaState, Option<Timestamp>, Timestamp, u64) -> Operation<'_, F>,
+        &self,
+        op: impl FnOnce(&mut ObjmetaState, Start) -> Operation<'_, F>,
     ) -> Result<F::Output, ObjmetaError> {
-        let now = self.driver.now();
-        let (seed, deadline) = self.calls.begin(now);
-        let machine = start(&mut self.state, deadline, now, seed);
+        let mut state = self.state.lock().await;
+        let start = self.calls.start(self.driver.now(), DEFAULT_DEADLINE_US);
+        let machine = op(&mut state, start);
         let (result, repairs) = Self::drive(&self.driver, &self.shared, machine).await;
         self.schedule(repairs);
         result
@@ -601,26 +599,22 @@ impl<D: Driver> ObjectMetadata<D> {
     /// Checks the table, or one bucket's collection (`spec/check.md` §3), repairing with
     /// `options.fix`; findings and progress go to `on_event`. Runs until `timeout` µs from now.
     pub async fn check(
-        &mut self,
+        &self,
         bucket: Option<&str>,
         options: CheckOptions,
         timeout: i64,
         on_event: impl FnMut(CheckEvent),
     ) -> Result<CheckSummary, CheckError> {
-        let now = self.driver.now();
-        let (seed, _) = self.calls.begin(now);
-        let target = CheckTarget::new(&self.state.config.table, now.saturating_add_micros(timeout));
-        let m = objmeta::Check::new(target, bucket, options, now, seed);
+        // Its own `timeout`, not the operations' deadline: a check runs as long as it is let.
+        let start = self.calls.start_within(self.driver.now(), timeout);
+        let target = CheckTarget::new(&self.table, start.deadline);
+        let m = objmeta::Check::new(target, bucket, options, start);
         crate::run_operation(&self.driver, m, on_event).await
     }
 
     /// `createBucket(b, md)` → the vFormat written.
-    pub async fn create_bucket(
-        &mut self,
-        bucket: &str,
-        md: &Json,
-    ) -> Result<VFormat, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| CreateBucket::new(st, bucket, md, dl, now, seed))
+    pub async fn create_bucket(&self, bucket: &str, md: &Json) -> Result<VFormat, ObjmetaError> {
+        self.run_op(|st, start| CreateBucket::new(st, bucket, md, start))
             .await
     }
 
@@ -628,16 +622,16 @@ impl<D: Driver> ObjectMetadata<D> {
     /// ([`CreateBucket::new_exclusive`]) → the vFormat written; an existing bucket →
     /// `BucketAlreadyExists` naming its format, and nothing changed.
     pub async fn create_new_bucket(
-        &mut self,
+        &self,
         bucket: &str,
         md: &Json,
     ) -> Result<VFormat, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| CreateBucket::new_exclusive(st, bucket, md, dl, now, seed))
+        self.run_op(|st, start| CreateBucket::new_exclusive(st, bucket, md, start))
             .await
     }
 
     /// With [`ObjectMetadata::with_bucket_checks`]: `NoSuchBucket` unless bucket `b` exists.
-    async fn check_bucket(&mut self, bucket: &str) -> Result<(), ObjmetaError> {
+    async fn check_bucket(&self, bucket: &str) -> Result<(), ObjmetaError> {
         if self.bucket_checks {
             self.get_bucket_attributes(bucket).await?;
         }
@@ -645,173 +639,160 @@ impl<D: Driver> ObjectMetadata<D> {
     }
 
     /// `putBucketAttributes(b, md)`.
-    pub async fn put_bucket_attributes(
-        &mut self,
-        bucket: &str,
-        md: &Json,
-    ) -> Result<(), ObjmetaError> {
-        self.run_op(|st, dl, now, seed| PutBucketAttributes::new(st, bucket, md, dl, now, seed))
+    pub async fn put_bucket_attributes(&self, bucket: &str, md: &Json) -> Result<(), ObjmetaError> {
+        self.run_op(|st, start| PutBucketAttributes::new(st, bucket, md, start))
             .await
     }
 
     /// `getBucketAttributes(b)`.
-    pub async fn get_bucket_attributes(&mut self, bucket: &str) -> Result<Json, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| GetBucketAttributes::new(st, bucket, dl, now, seed))
+    pub async fn get_bucket_attributes(&self, bucket: &str) -> Result<Json, ObjmetaError> {
+        self.run_op(|st, start| GetBucketAttributes::new(st, bucket, start))
             .await
     }
 
     /// `deleteBucket(b)` → rows deleted from the collection.
-    pub async fn delete_bucket(&mut self, bucket: &str) -> Result<u64, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| DeleteBucket::new(st, bucket, dl, now, seed))
+    pub async fn delete_bucket(&self, bucket: &str) -> Result<u64, ObjmetaError> {
+        self.run_op(|st, start| DeleteBucket::new(st, bucket, start))
             .await
     }
 
     /// `listBuckets()`.
-    pub async fn list_buckets(&mut self) -> Result<Vec<BucketEntry>, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| ListBuckets::new(st, dl, now, seed))
-            .await
+    pub async fn list_buckets(&self) -> Result<Vec<BucketEntry>, ObjmetaError> {
+        self.run_op(|st, start| ListBuckets::new(st, start)).await
     }
 
-    /// `putObject(b, k, value, params)` → `{"versionId": "…"}` or `None`.
+    /// `putObject(b, k, value, params)` → what it wrote: Arsenal's result (`{"versionId":
+    /// "…"}` or none), the version id, the key format and the master's row key.
     pub async fn put_object(
-        &mut self,
+        &self,
         bucket: &str,
         key: &str,
         value: &Json,
         params: Option<&Json>,
-    ) -> Result<Option<String>, ObjmetaError> {
+    ) -> Result<PutOutcome, ObjmetaError> {
         self.check_bucket(bucket).await?;
         let (value, params) = (value.clone(), params.cloned());
-        self.run_op(|st, dl, now, seed| {
-            PutObject::new(st, bucket, key, value, params, dl, now, seed)
-        })
-        .await
+        self.run_op(|st, start| PutObject::new(st, bucket, key, value, params, start))
+            .await
     }
 
     /// `getObject(b, k, {versionId})`.
     pub async fn get_object(
-        &mut self,
+        &self,
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
     ) -> Result<Json, ObjmetaError> {
         self.check_bucket(bucket).await?;
-        self.run_op(|st, dl, now, seed| GetObject::new(st, bucket, key, version_id, dl, now, seed))
+        self.run_op(|st, start| GetObject::new(st, bucket, key, version_id, start))
             .await
     }
 
     /// `deleteObject(b, k, params, originOp)`; deleting the current version schedules a
     /// repair (see the module doc).
     pub async fn delete_object(
-        &mut self,
+        &self,
         bucket: &str,
         key: &str,
         params: Option<&Json>,
         origin_op: Option<&str>,
     ) -> Result<(), ObjmetaError> {
         self.check_bucket(bucket).await?;
-        self.run_op(|st, dl, now, seed| {
-            DeleteObject::new(st, bucket, key, params, origin_op, dl, now, seed)
-        })
-        .await
+        self.run_op(|st, start| DeleteObject::new(st, bucket, key, params, origin_op, start))
+            .await
     }
 
     /// `listObject(b, params)` → Arsenal's result (values as JSON text).
     pub async fn list_object(
-        &mut self,
+        &self,
         bucket: &str,
         params: &ListingParams,
     ) -> Result<Json, ObjmetaError> {
         self.check_bucket(bucket).await?;
         let params = params.clone();
-        self.run_op(|st, dl, now, seed| ListObject::new(st, bucket, params, dl, now, seed))
+        self.run_op(|st, start| ListObject::new(st, bucket, params, start))
             .await
     }
 
     /// `getBucketVFormat(b)`.
-    pub async fn get_bucket_vformat(&mut self, bucket: &str) -> Result<VFormat, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| GetBucketVFormat::new(st, bucket, dl, now, seed))
+    pub async fn get_bucket_vformat(&self, bucket: &str) -> Result<VFormat, ObjmetaError> {
+        self.run_op(|st, start| GetBucketVFormat::new(st, bucket, start))
             .await
     }
 
     /// `getBucketAndObject(b, k, {versionId})` → `(BucketInfo, object or None)`.
     pub async fn get_bucket_and_object(
-        &mut self,
+        &self,
         bucket: &str,
         key: &str,
         version_id: Option<&str>,
     ) -> Result<(Json, Option<Json>), ObjmetaError> {
-        self.run_op(|st, dl, now, seed| {
-            GetBucketAndObject::new(st, bucket, key, version_id, dl, now, seed)
-        })
-        .await
+        self.run_op(|st, start| GetBucketAndObject::new(st, bucket, key, version_id, start))
+            .await
     }
 
     /// `getObjects(b, items)`.
-    pub async fn get_objects(&mut self, bucket: &str, items: &Json) -> Result<Json, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| GetObjects::new(st, bucket, items, dl, now, seed))
+    pub async fn get_objects(&self, bucket: &str, items: &Json) -> Result<Json, ObjmetaError> {
+        self.run_op(|st, start| GetObjects::new(st, bucket, items, start))
             .await
     }
 
     /// `putBucketAttributesCapabilities(b, name, field?, cap)`.
     pub async fn put_bucket_capability(
-        &mut self,
+        &self,
         bucket: &str,
         name: &str,
         field: Option<&str>,
         capability: &Json,
     ) -> Result<(), ObjmetaError> {
         let capability = capability.clone();
-        self.run_op(|st, dl, now, seed| {
-            PutBucketAttributesCapabilities::new(st, bucket, name, field, capability, dl, now, seed)
+        self.run_op(|st, start| {
+            PutBucketAttributesCapabilities::new(st, bucket, name, field, capability, start)
         })
         .await
     }
 
     /// `deleteBucketAttributesCapability(b, name, field?)`.
     pub async fn delete_bucket_capability(
-        &mut self,
+        &self,
         bucket: &str,
         name: &str,
         field: Option<&str>,
     ) -> Result<(), ObjmetaError> {
-        self.run_op(|st, dl, now, seed| {
-            DeleteBucketAttributesCapability::new(st, bucket, name, field, dl, now, seed)
+        self.run_op(|st, start| {
+            DeleteBucketAttributesCapability::new(st, bucket, name, field, start)
         })
         .await
     }
 
     /// `readCountItems()`.
-    pub async fn read_count_items(&mut self) -> Result<Json, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| ReadCountItems::new(st, dl, now, seed))
+    pub async fn read_count_items(&self) -> Result<Json, ObjmetaError> {
+        self.run_op(|st, start| ReadCountItems::new(st, start))
             .await
     }
 
     /// `updateCountItems(v)`.
-    pub async fn update_count_items(&mut self, value: &Json) -> Result<(), ObjmetaError> {
+    pub async fn update_count_items(&self, value: &Json) -> Result<(), ObjmetaError> {
         let value = value.clone();
-        self.run_op(|st, dl, now, seed| UpdateCountItems::new(st, value, dl, now, seed))
+        self.run_op(|st, start| UpdateCountItems::new(st, value, start))
             .await
     }
 
     /// `getUUID()`.
-    pub async fn get_uuid(&mut self, candidate: Option<&str>) -> Result<String, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| GetUuid::new(st, candidate, dl, now, seed))
+    pub async fn get_uuid(&self, candidate: Option<&str>) -> Result<String, ObjmetaError> {
+        self.run_op(|st, start| GetUuid::new(st, candidate, start))
             .await
     }
 
     /// `countItems()`.
-    pub async fn count_items(&mut self) -> Result<Json, ObjmetaError> {
-        self.run_op(|st, dl, now, seed| CountItems::new(st, dl, now, seed))
-            .await
+    pub async fn count_items(&self) -> Result<Json, ObjmetaError> {
+        self.run_op(|st, start| CountItems::new(st, start)).await
     }
 
     /// Runs one repair now, the machine's time standing at its `due` (the driver's clock is
     /// not moved); its events are recorded like an operation's.
-    pub async fn run_repair(&mut self, task: RepairTask) -> RepairReport {
-        let machine = self
-            .calls
-            .repair_machine(&self.state.config.table, &task, task.due);
+    pub async fn run_repair(&self, task: RepairTask) -> RepairReport {
+        let machine = self.repair_machine(&task, task.due);
         let at_due = AtTime::new(&self.driver, task.due);
         let (result, repairs) = Self::drive(&at_due, &self.shared, machine).await;
         // An AsyncRepair schedules nothing; kept uniform with every other machine.
@@ -823,19 +804,29 @@ impl<D: Driver> ObjectMetadata<D> {
     }
 
     /// Runs every pending repair whose `due` ≤ `now`, in scheduling order, each at its `due`.
-    pub async fn run_due_repairs(&mut self, now: Timestamp) -> Vec<RepairReport> {
-        let mut reports = Vec::new();
-        for task in self.calls.take_due(now) {
-            reports.push(self.run_repair(task).await);
-        }
-        reports
+    pub async fn run_due_repairs(&self, now: Timestamp) -> Vec<RepairReport> {
+        let due = {
+            let mut repairs = lock_repairs(&self.repairs);
+            let (due, later) = std::mem::take(&mut repairs.pending)
+                .into_iter()
+                .partition(|t| t.due <= now);
+            repairs.pending = later;
+            due
+        };
+        self.run_repairs(due).await
     }
 
     /// Runs every pending repair, in scheduling order, each at its `due` (scenario "run
     /// repairs").
-    pub async fn run_all_repairs(&mut self) -> Vec<RepairReport> {
+    pub async fn run_all_repairs(&self) -> Vec<RepairReport> {
+        let all = std::mem::take(&mut lock_repairs(&self.repairs).pending);
+        self.run_repairs(all).await
+    }
+
+    /// Runs `tasks` one after the other.
+    async fn run_repairs(&self, tasks: Vec<RepairTask>) -> Vec<RepairReport> {
         let mut reports = Vec::new();
-        for task in std::mem::take(&mut self.calls.pending) {
+        for task in tasks {
             reports.push(self.run_repair(task).await);
         }
         reports
@@ -844,10 +835,11 @@ impl<D: Driver> ObjectMetadata<D> {
     /// Forgets every repair not run yet (a process exit): the pending ones, and the
     /// background ones, whose tasks are aborted. Returns them in scheduling order, pending
     /// ones first.
-    pub fn drop_pending_repairs(&mut self) -> Vec<RepairTask> {
-        let mut dropped = std::mem::take(&mut self.calls.pending);
+    pub fn drop_pending_repairs(&self) -> Vec<RepairTask> {
+        let mut repairs = lock_repairs(&self.repairs);
+        let mut dropped = std::mem::take(&mut repairs.pending);
         dropped.extend(lock(&self.shared).running.drain(..).map(|(_, task)| task));
-        for (_, handle) in self.aborts.drain(..) {
+        for (_, handle) in repairs.aborts.drain(..) {
             handle.abort();
         }
         dropped

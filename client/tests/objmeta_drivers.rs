@@ -11,12 +11,12 @@ use std::sync::Arc;
 use futures_util::StreamExt;
 use rowkit_bigtable::BigtableConnection;
 use rowkit_client::objmeta::ObjectMetadata;
-use rowkit_client::{SyncDriver, TokioDriver};
+use rowkit_client::{CallOptions, SyncDriver, TokioDriver};
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
-use rowkit_statemachines::objmeta::{ObjmetaEvent, RepairOutcome, RepairTask};
+use rowkit_statemachines::objmeta::{ObjmetaEvent, PutOutcome, RepairOutcome, RepairTask};
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::{Clock, ManualClock, SystemClock};
 use rowkit_testkit::emulator::Emulator;
@@ -62,8 +62,8 @@ fn j(s: &str) -> Json {
     Json::parse(s).unwrap()
 }
 
-fn version_of(result: &Option<String>) -> String {
-    Json::parse(result.as_deref().unwrap())
+fn version_of(put: &PutOutcome) -> String {
+    Json::parse(put.result.as_deref().unwrap())
         .unwrap()
         .get("versionId")
         .and_then(Json::as_str)
@@ -96,7 +96,7 @@ async fn master_row(conn: &BigtableConnection, bucket: &str, key: &str) -> Optio
 /// Two versioned puts of `key` (`n` 1 and 2) and the delete of the current one, which
 /// leaves a placeholder master and schedules its repair; returns `(v1, the repair)`.
 async fn delete_current(
-    om: &mut ObjectMetadata<TokioDriver>,
+    om: &ObjectMetadata<TokioDriver>,
     bucket: &str,
     key: &str,
 ) -> (String, RepairTask) {
@@ -136,23 +136,26 @@ async fn objmeta_background_repair_runs_at_due() {
         ObjectMetadata::new(
             TokioDriver::new(conn.clone()),
             scenario_state("s3", VFormat::V1),
-            seed,
         )
+        .with_options(CallOptions {
+            seed,
+            ..CallOptions::default()
+        })
         .with_background_repairs()
     };
-    let mut om = background(3);
+    let om = background(3);
     om.setup().await.unwrap();
     for bucket in ["b", "c"] {
         let md = j(&format!(r#"{{"name":"{bucket}"}}"#));
         assert_eq!(om.create_bucket(bucket, &md).await, Ok(VFormat::V1));
     }
     // A second process that exits before its repair is due.
-    let mut exiting = background(5);
-    exiting.state_mut().config.pid = 5;
-    let (_, dropped) = delete_current(&mut exiting, "c", "k").await;
+    let exiting = background(5);
+    exiting.with_state(|st| st.config.pid = 5).await;
+    let (_, dropped) = delete_current(&exiting, "c", "k").await;
     assert_eq!(exiting.background_repairs(), std::slice::from_ref(&dropped));
     drop(exiting);
-    let (v1, task) = delete_current(&mut om, "b", "k").await;
+    let (v1, task) = delete_current(&om, "b", "k").await;
     let mut streamed = om.subscribe();
     assert!(task.due > dropped.due);
     assert_eq!(om.background_repairs(), std::slice::from_ref(&task));
@@ -219,22 +222,25 @@ async fn objmeta_drop_pending_repairs_aborts_background_ones() {
     };
     let conn = connect(emu).await;
     let (_, clock) = clocks(near_wall_clock());
-    let mut om = ObjectMetadata::new(
+    let om = ObjectMetadata::new(
         tokio_driver(conn.clone(), &clock),
         scenario_state("s3", VFormat::V1),
-        9,
     )
+    .with_options(CallOptions {
+        seed: 9,
+        ..CallOptions::default()
+    })
     .with_background_repairs();
     om.setup().await.unwrap();
     om.create_bucket("d", &j(r#"{"name":"d"}"#)).await.unwrap();
-    let (_, dropped) = delete_current(&mut om, "d", "k").await;
+    let (_, dropped) = delete_current(&om, "d", "k").await;
     assert_eq!(om.background_repairs(), std::slice::from_ref(&dropped));
     assert_eq!(om.drop_pending_repairs(), std::slice::from_ref(&dropped));
     assert!(om.background_repairs().is_empty());
     // Past its due before its task is first polled: had it not been aborted, it would run
     // during the next calls.
     clock.advance_to(Timestamp(dropped.due.0 + 1));
-    let (v1, kept) = delete_current(&mut om, "d", "m").await;
+    let (v1, kept) = delete_current(&om, "d", "m").await;
     assert_eq!(om.background_repairs(), std::slice::from_ref(&kept));
     clock.advance_to(Timestamp(kept.due.0 + 1));
     let reports = om.wait_for_repairs().await;
@@ -276,16 +282,22 @@ async fn objmeta_run_due_repairs_agrees_across_drivers() {
     };
     let (sync_clock, async_clock) = clocks(near_wall_clock());
     let store = MemoryStore::new();
-    let mut sync = ObjectMetadata::new(
+    let sync = ObjectMetadata::new(
         SyncDriver::new(&store, &sync_clock),
         scenario_state("s3", VFormat::V1),
-        3,
-    );
-    let mut tokio = ObjectMetadata::new(
+    )
+    .with_options(CallOptions {
+        seed: 3,
+        ..CallOptions::default()
+    });
+    let tokio = ObjectMetadata::new(
         tokio_driver(connect(emu).await, &async_clock),
         scenario_state("s3", VFormat::V1),
-        3,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 3,
+        ..CallOptions::default()
+    });
     same("setup", sync.setup().await, tokio.setup().await);
     let md = j(r#"{"name":"b"}"#);
     same(
@@ -379,16 +391,22 @@ async fn objmeta_flow_agrees_across_drivers() {
     for vf in [VFormat::V0, VFormat::V1] {
         let (sync_clock, async_clock) = clocks(near_wall_clock());
         let store = MemoryStore::new();
-        let mut sync = ObjectMetadata::new(
+        let sync = ObjectMetadata::new(
             SyncDriver::new(&store, &sync_clock),
             scenario_state("s3", vf),
-            3,
-        );
-        let mut tokio = ObjectMetadata::new(
+        )
+        .with_options(CallOptions {
+            seed: 3,
+            ..CallOptions::default()
+        });
+        let tokio = ObjectMetadata::new(
             tokio_driver(connect(emu).await, &async_clock),
             scenario_state("s3", vf),
-            3,
-        );
+        )
+        .with_options(CallOptions {
+            seed: 3,
+            ..CallOptions::default()
+        });
         let mut streamed = tokio.subscribe();
         same("setup", sync.setup().await, tokio.setup().await);
         let md = j(

@@ -5,9 +5,9 @@
 use std::sync::Arc;
 
 use rowkit_bigtable::BigtableConnection;
-use rowkit_client::TokioDriver;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_client::{CallOptions, TokioDriver};
 use rowkit_codec::mounttable::MountFlags;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
@@ -78,11 +78,14 @@ async fn objmeta_calls_run_in_spawned_tasks() {
         ObjectMetadata::new(
             TokioDriver::new(conn.clone()),
             scenario_state("s3", VFormat::V1),
-            seed,
         )
+        .with_options(CallOptions {
+            seed,
+            ..CallOptions::default()
+        })
         .with_background_repairs()
     };
-    let mut om = facade(0);
+    let om = facade(0);
     let setup = om.setup();
     assert_send(&setup);
     setup.await.unwrap();
@@ -91,7 +94,7 @@ async fn objmeta_calls_run_in_spawned_tasks() {
     assert_send(&om.run_due_repairs(rowkit_codec::model::Timestamp(0)));
     let tasks: Vec<_> = (0..4u64)
         .map(|i| {
-            let mut om = facade(i + 1);
+            let om = facade(i + 1);
             tokio::spawn(async move {
                 let bucket = format!("b{i}");
                 let md = Json::parse(&format!(r#"{{"name":"{bucket}"}}"#)).unwrap();

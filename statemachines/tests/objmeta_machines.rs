@@ -6,9 +6,10 @@ use rowkit_codec::model::{Mutation, RowFilter};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_statemachines::objmeta::{
-    GetObject, ListObject, ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, PutObject,
+    DEFAULT_DEADLINE_US, GetObject, ListObject, ObjmetaConfig, ObjmetaError, ObjmetaEvent,
+    ObjmetaState, PutObject,
 };
-use rowkit_statemachines::operation::ContextArg;
+use rowkit_statemachines::operation::{ContextArg, OperationError, Start};
 use rowkit_statemachines::{Code, Machine, Request, Response, StoreError, Tag, Timestamp};
 
 fn state() -> ObjmetaState {
@@ -26,7 +27,14 @@ fn value() -> Json {
 
 fn put<'a>(st: impl Into<ContextArg<'a, ObjmetaState>>, params: &str) -> PutObject<'a> {
     let params = Some(Json::parse(params).unwrap());
-    PutObject::new(st, "b", "k", value(), params, None, NOW, 1)
+    PutObject::new(
+        st,
+        "b",
+        "k",
+        value(),
+        params,
+        Start::within(NOW, 1, DEFAULT_DEADLINE_US),
+    )
 }
 
 const NOW: Timestamp = Timestamp(1_700_000_000_001_000);
@@ -82,12 +90,16 @@ fn versioned_put_sends_version_then_master_and_emits_both_puts() {
     let events: Vec<_> = std::iter::from_fn(|| m.poll_event()).collect();
     assert_eq!(events.len(), 2);
     assert!(matches!(&events[1], ObjmetaEvent::Put { key, .. } if key == "\x7fMk"));
+    let outcome = m.result().unwrap().unwrap();
     assert_eq!(
-        m.result(),
-        Some(Ok(Some(
-            "{\"versionId\": \"98299999999998999999RG001  4242.0\"}".into()
-        )))
+        outcome.result.as_deref(),
+        Some("{\"versionId\": \"98299999999998999999RG001  4242.0\"}")
     );
+    assert_eq!(
+        outcome.version_id.as_deref(),
+        Some("98299999999998999999RG001  4242.0")
+    );
+    assert_eq!(outcome.master_row_key, b"b\x00\x7fMk".to_vec());
     assert_eq!(m.result(), None);
 }
 
@@ -110,7 +122,14 @@ fn unary_error_is_internal_at_once_and_emits_nothing() {
 fn non_object_value_fails_before_any_request() {
     let mut st = state();
     let array = Json::parse("[1]").unwrap();
-    let mut m = PutObject::new(&mut st, "b", "k", array, None, None, NOW, 1);
+    let mut m = PutObject::new(
+        &mut st,
+        "b",
+        "k",
+        array,
+        None,
+        Start::within(NOW, 1, DEFAULT_DEADLINE_US),
+    );
     assert!(m.poll_request().is_none());
     assert!(matches!(
         m.result(),
@@ -121,8 +140,18 @@ fn non_object_value_fails_before_any_request() {
 #[test]
 fn uncached_bucket_reads_the_metastore_first_then_deadline_and_cancel() {
     let mut st = ObjmetaState::default();
-    let deadline = Some(Timestamp(NOW.0 + 5_000));
-    let mut m = GetObject::new(&mut st, "b", "k", None, deadline, NOW, 1);
+    let deadline = Timestamp(NOW.0 + 5_000);
+    let mut m = GetObject::new(
+        &mut st,
+        "b",
+        "k",
+        None,
+        Start {
+            now: NOW,
+            seed: 1,
+            deadline,
+        },
+    );
     let (_, r) = m.poll_request().unwrap();
     let Request::ReadRows(q) = r else { panic!() };
     assert_eq!(q.rows.row_keys, [b"__metastore\x00b".to_vec()]);
@@ -131,7 +160,13 @@ fn uncached_bucket_reads_the_metastore_first_then_deadline_and_cancel() {
     assert!(m.poll_abort().is_some(), "the outstanding read is aborted");
     assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
     let mut st = ObjmetaState::default();
-    let mut m = GetObject::new(&mut st, "b", "k", None, None, NOW, 1);
+    let mut m = GetObject::new(
+        &mut st,
+        "b",
+        "k",
+        None,
+        Start::within(NOW, 1, DEFAULT_DEADLINE_US),
+    );
     m.poll_request().unwrap();
     m.cancel(NOW);
     assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
@@ -149,8 +184,18 @@ fn a_machine_with_its_own_state_sends_what_a_borrowing_one_sends() {
 
     let params = rowkit_codec::objmeta::listing::ListingParams::default();
     let mut st = state();
-    let mut borrowed = ListObject::new(&mut st, "b", params.clone(), None, NOW, 1);
-    let mut owned: ListObject<'static> = ListObject::new(state(), "b", params, None, NOW, 1);
+    let mut borrowed = ListObject::new(
+        &mut st,
+        "b",
+        params.clone(),
+        Start::within(NOW, 1, DEFAULT_DEADLINE_US),
+    );
+    let mut owned: ListObject<'static> = ListObject::new(
+        state(),
+        "b",
+        params,
+        Start::within(NOW, 1, DEFAULT_DEADLINE_US),
+    );
     assert_eq!(borrowed.poll_request(), owned.poll_request());
 }
 
@@ -164,7 +209,7 @@ fn a_repair_sleeps_until_due_and_ends_aborted_when_cancelled() {
         vformat: VFormat::V1,
         due: Timestamp(NOW.0 + 15_000_000),
     };
-    let mut m = AsyncRepair::new("t", task.clone(), None, NOW, 1);
+    let mut m = AsyncRepair::new("t", task.clone(), AsyncRepair::start_at(&task, NOW, 1));
     assert!(m.poll_request().is_none(), "nothing before due");
     assert_eq!(m.poll_timeout(), Some(task.due));
     m.handle_timeout(Timestamp(task.due.0 - 1));
@@ -237,7 +282,12 @@ fn get_objects<'a>(
             .map(|k| Json::parse(&format!(r#"{{"key":"{k}"}}"#)).unwrap())
             .collect(),
     );
-    let m = rowkit_statemachines::objmeta::GetObjects::new(st, "b", &items, None, NOW, 1);
+    let m = rowkit_statemachines::objmeta::GetObjects::new(
+        st,
+        "b",
+        &items,
+        Start::within(NOW, 1, DEFAULT_DEADLINE_US),
+    );
     let mut s = Script::new(m, NOW);
     let masters = keys
         .iter()
@@ -346,11 +396,21 @@ fn exclusive_create_bucket_is_one_conditional_write_and_only_one_wins() {
     let md = Json::parse(r#"{"name":"photos"}"#).unwrap();
     let (mut st_a, mut st_b) = (state(), state());
     let mut a = Script::new(
-        CreateBucket::new_exclusive(&mut st_a, "photos", &md, None, NOW, 1),
+        CreateBucket::new_exclusive(
+            &mut st_a,
+            "photos",
+            &md,
+            Start::within(NOW, 1, DEFAULT_DEADLINE_US),
+        ),
         NOW,
     );
     let mut b = Script::new(
-        CreateBucket::new_exclusive(&mut st_b, "photos", &md, None, NOW, 2),
+        CreateBucket::new_exclusive(
+            &mut st_b,
+            "photos",
+            &md,
+            Start::within(NOW, 2, DEFAULT_DEADLINE_US),
+        ),
         NOW,
     );
     let row = b"__metastore\0photos".to_vec();

@@ -6,7 +6,6 @@
 use rowkit_statemachines::check::CheckOptions;
 use std::rc::Rc;
 
-use futures_util::lock::Mutex;
 use js_sys::Promise;
 use rowkit_client::objmeta::ObjectMetadata as Facade;
 use rowkit_codec::objmeta::json::Json;
@@ -20,13 +19,13 @@ use crate::backend::{ClientOptions, Diagnosis, PageDriver};
 use crate::js;
 
 struct Inner {
-    om: Mutex<Facade<PageDriver>>,
+    om: Facade<PageDriver>,
 }
 
 /// An objmeta error as a JS error with Arsenal's error name (`NoSuchKey`, …) as `code` and
 /// `id`.
 fn objmeta_error(e: ObjmetaError) -> JsValue {
-    js::schema_error(e.id(), &e.describe("", None))
+    js::operation_error(e.in_call("", None))
 }
 
 /// An objmeta error of a call on `bucket` (and object `key`), its message naming them
@@ -35,7 +34,7 @@ fn objmeta_error_in<'a>(
     bucket: &'a str,
     key: Option<&'a str>,
 ) -> impl Fn(ObjmetaError) -> JsValue + 'a {
-    move |e| js::schema_error(e.id(), &e.describe(bucket, key))
+    move |e| js::operation_error(e.in_call(bucket, key))
 }
 
 /// A JS value as Arsenal's JSON, members in the object's order: Arsenal stores a value as its
@@ -155,14 +154,12 @@ impl ObjectMetadata {
         }
         let diagnosis = opts.diagnosis("buckets", vec![config.table.clone()]);
         let check_timeout_us = opts.check_timeout_us();
-        let deadline_us = opts.deadline_us();
-        let mut om =
-            Facade::new(opts.driver, ObjmetaState::new(config), opts.seed).with_bucket_checks();
-        if let Some(deadline) = deadline_us {
-            om.set_deadline(deadline);
-        }
+        let call_options = opts.call_options();
+        let om = Facade::new(opts.driver, ObjmetaState::new(config))
+            .with_options(call_options)
+            .with_bucket_checks();
         Ok(ObjectMetadata {
-            inner: Rc::new(Inner { om: Mutex::new(om) }),
+            inner: Rc::new(Inner { om }),
             diagnosis,
             check_timeout_us,
         })
@@ -174,7 +171,7 @@ impl ObjectMetadata {
     pub fn setup(&self) -> Promise {
         let inner = self.inner.clone();
         self.diagnosis
-            .promise_void(async move { inner.om.lock().await.setup().await.map_err(objmeta_error) })
+            .promise_void(async move { inner.om.setup().await.map_err(objmeta_error) })
     }
 
     /// `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
@@ -197,8 +194,6 @@ impl ObjectMetadata {
             };
             let vf = inner
                 .om
-                .lock()
-                .await
                 .create_new_bucket(&bucket, &md)
                 .await
                 .map_err(objmeta_error_in(&bucket, None))?;
@@ -213,8 +208,6 @@ impl ObjectMetadata {
         self.diagnosis.promise(async move {
             let n = inner
                 .om
-                .lock()
-                .await
                 .delete_bucket(&bucket)
                 .await
                 .map_err(objmeta_error_in(&bucket, None))?;
@@ -238,8 +231,6 @@ impl ObjectMetadata {
             let mut findings = Vec::new();
             let summary = inner
                 .om
-                .lock()
-                .await
                 .check(bucket.as_deref(), options, check_timeout_us, |e| {
                     js::keep_finding(&mut findings, e)
                 })
@@ -254,13 +245,7 @@ impl ObjectMetadata {
     pub fn list_buckets(&self) -> Promise {
         let inner = self.inner.clone();
         self.diagnosis.promise(async move {
-            let list = inner
-                .om
-                .lock()
-                .await
-                .list_buckets()
-                .await
-                .map_err(objmeta_error)?;
+            let list = inner.om.list_buckets().await.map_err(objmeta_error)?;
             let docs = js_sys::Array::new();
             for b in &list {
                 let doc = js::to_js(&json!({
@@ -290,14 +275,12 @@ impl ObjectMetadata {
             crate::validate::checked(Field::ObjectKey, &key)?;
             let value = to_arsenal(&value, "value")?;
             let params = optional_arsenal(&params, "params")?;
-            let vid = inner
+            let put = inner
                 .om
-                .lock()
-                .await
                 .put_object(&bucket, &key, &value, params.as_ref())
                 .await
                 .map_err(objmeta_error_in(&bucket, Some(&key)))?;
-            Ok(vid.map_or(JsValue::NULL, |v| JsValue::from_str(&v)))
+            Ok(put.result.map_or(JsValue::NULL, |v| JsValue::from_str(&v)))
         })
     }
 
@@ -313,8 +296,6 @@ impl ObjectMetadata {
         self.diagnosis.promise(async move {
             let v = inner
                 .om
-                .lock()
-                .await
                 .get_object(&bucket, &key, version_id.as_deref())
                 .await
                 .map_err(objmeta_error_in(&bucket, Some(&key)))?;
@@ -336,8 +317,6 @@ impl ObjectMetadata {
             let params = optional_arsenal(&params, "params")?;
             inner
                 .om
-                .lock()
-                .await
                 .delete_object(&bucket, &key, params.as_ref(), None)
                 .await
                 .map_err(objmeta_error_in(&bucket, Some(&key)))
@@ -367,8 +346,6 @@ impl ObjectMetadata {
             let params = ListingParams::from_json(&p);
             let r = inner
                 .om
-                .lock()
-                .await
                 .list_object(&bucket, &params)
                 .await
                 .map_err(objmeta_error_in(&bucket, None))?;

@@ -291,7 +291,8 @@ pub fn run_all(ctx: &Context, args: &CheckArgs, out: &Output) -> Result<(), CliE
                 table: table.clone(),
                 ..ObjmetaConfig::default()
             };
-            let mut om = ObjectMetadata::new(&driver, ObjmetaState::new(config), ctx.seed);
+            let om = ObjectMetadata::new(&driver, ObjmetaState::new(config))
+                .with_options(ctx.call_options());
             let s = block_on(om.check(None, options, timeout, |e| output.event(e)))
                 .map_err(check_error)?;
             docs.extend(output.report(&s)?);

@@ -9,7 +9,7 @@ use rowkit_codec::escape::{self, escape};
 use rowkit_codec::explain;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{
-    MASTER_PREFIX, METASTORE, SEPARATOR, VFormat, collection_for_bucket, master_key, row_key,
+    MASTER_PREFIX, METASTORE, SEPARATOR, VFormat, collection_for_bucket, row_key,
 };
 use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::objmeta::version_id::generated_at_ms;
@@ -306,11 +306,7 @@ fn op_error_in<'a>(
     bucket: &'a str,
     key: Option<&'a str>,
 ) -> impl Fn(ObjmetaError) -> CliError + 'a {
-    move |e| CliError::Schema {
-        id: e.id().to_string(),
-        message: e.describe(bucket, key),
-        exit: 1,
-    }
+    move |e| CliError::operation(e.in_call(bucket, key))
 }
 
 /// The option `what`'s JSON object (Arsenal's values, params and bucket metadata are objects:
@@ -388,13 +384,12 @@ type Om<'a> = ObjectMetadata<SyncDriver<&'a dyn Store, &'a (dyn Clock + Send + S
 
 /// Runs one `rowkit s3` command.
 pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
-    let mut om: Om<'_> = ObjectMetadata::new(
+    let om: Om<'_> = ObjectMetadata::new(
         SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
         state(args),
-        ctx.seed,
     )
+    .with_options(ctx.call_options())
     .with_bucket_checks();
-    om.set_deadline(ctx.retry.operation_timeout);
     match &args.command {
         S3Command::Setup => {
             block_on(om.setup()).map_err(CliError::operation)?;
@@ -404,7 +399,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 || format!("table {} ready", args.table),
             )?;
         }
-        S3Command::Bucket(b) => bucket(ctx, &mut om, b, out)?,
+        S3Command::Bucket(b) => bucket(ctx, &om, b, out)?,
         S3Command::Check { bucket, flags } => {
             let (options, timeout) = (flags.options(), check_timeout(ctx));
             let mut output = CheckOutput::new(out, "s3");
@@ -475,24 +470,16 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
                 o.set("originOp", Json::str(op.clone()));
             }
 
-            let result = block_on(om.put_object(bucket, key, &value, Some(&p)))
+            let put = block_on(om.put_object(bucket, key, &value, Some(&p)))
                 .map_err(op_error_in(bucket, Some(key)))?;
-            let vf = om.state_mut().cached_vformat(bucket).unwrap_or_default();
-            let vid = result
-                .as_deref()
-                .and_then(|r| Json::parse(r).ok())
-                .and_then(|v| v.get("versionId").and_then(Json::as_str).map(String::from));
+            let result = put.result;
             let mut m = Map::new();
             m.insert("bucket".into(), json!(bucket));
             m.insert("key".into(), json!(key));
-            m.insert("vformat".into(), json!(vf.as_str()));
-            bytes_fields(
-                &mut m,
-                "row_key",
-                &row_key(collection_for_bucket(bucket), &master_key(vf, key)),
-            );
+            m.insert("vformat".into(), json!(put.vformat.as_str()));
+            bytes_fields(&mut m, "row_key", &put.master_row_key);
             m.insert("result".into(), json!(result));
-            m.insert("version_id".into(), json!(vid));
+            m.insert("version_id".into(), json!(put.version_id));
             m.insert(
                 "events".into(),
                 Value::Array(events_json(&om.take_events())),
@@ -620,7 +607,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             let now = ctx.now();
             let mut repairs = Vec::new();
             for b in &buckets {
-                for (task, due) in placeholders(ctx, &mut om, &args.table, b)? {
+                for (task, due) in placeholders(ctx, &om, &args.table, b)? {
                     let mut entry = json!({"bucket": b, "key": task.key, "phd_version_id": task.phd_version_id, "due": due.0});
                     entry["outcome"] = if *all || due <= now {
                         json!(block_on(om.run_repair(task)).outcome.as_str())
@@ -642,12 +629,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
     Ok(())
 }
 
-fn bucket(
-    ctx: &Context,
-    om: &mut Om<'_>,
-    cmd: &BucketCommand,
-    out: &Output,
-) -> Result<(), CliError> {
+fn bucket(ctx: &Context, om: &Om<'_>, cmd: &BucketCommand, out: &Output) -> Result<(), CliError> {
     match cmd {
         BucketCommand::Create {
             bucket,
@@ -663,7 +645,7 @@ fn bucket(
             })?;
             if let Some(v) = vformat {
                 let vf = VFormat::parse(v).map_err(|e| CliError::usage(e.to_string()))?;
-                om.state_mut().config.default_bucket_key_format = vf;
+                block_on(om.with_state(|st| st.config.default_bucket_key_format = vf));
             }
             let md = match md {
                 Some(t) => parse_json_object("--md", t)?,
@@ -744,7 +726,7 @@ fn bucket(
 /// counts as due at once. The task's `due` is that time, or now if later.
 fn placeholders(
     ctx: &Context,
-    om: &mut Om<'_>,
+    om: &Om<'_>,
     table: &str,
     bucket: &str,
 ) -> Result<Vec<(RepairTask, Timestamp)>, CliError> {

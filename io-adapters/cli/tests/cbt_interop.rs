@@ -686,6 +686,7 @@ mod gold {
 mod s3 {
     use super::*;
     use rowkit_bigtable::BigtableStore;
+    use rowkit_client::CallOptions;
     use rowkit_client::objmeta::ObjectMetadata;
     use rowkit_client::{SyncDriver, block_on};
     use rowkit_codec::model::Timestamp;
@@ -814,11 +815,14 @@ mod s3 {
         delete: Option<&str>,
     ) {
         let clock = ManualClock::new(Timestamp::from_millis(1_700_000_000_000));
-        let mut om = ObjectMetadata::new(
+        let om = ObjectMetadata::new(
             SyncDriver::new(store, &clock),
             scenario_state(table, VFormat::V1),
-            1,
-        );
+        )
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
         block_on(om.setup()).unwrap();
         // The bucket document exactly as stored in the vectors (member order kept).
         let md = Json::parse(s(&rows.metastore_b()["cells"], "d:value")).unwrap();
@@ -829,7 +833,7 @@ mod s3 {
             last = *ms;
             clock.advance_to(Timestamp::from_millis(1_700_000_000_000 + ms));
             let put = block_on(om.put_object("b", "k", &j(value), Some(&ver))).unwrap();
-            let put = Json::parse(&put.unwrap()).unwrap();
+            let put = Json::parse(&put.result.unwrap()).unwrap();
             assert_eq!(put.get("versionId").and_then(Json::as_str), Some(*id));
         }
         if let Some(id) = delete {

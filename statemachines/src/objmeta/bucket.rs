@@ -19,11 +19,11 @@ use super::requests::{
 use super::{
     CountItems, CreateBucket, DeleteBucket, DeleteBucketAttributesCapability, GetBucketAttributes,
     GetBucketVFormat, GetUuid, ListBuckets, ObjmetaError, ObjmetaSchema, ObjmetaState,
-    PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems, UpdateCountItems, start,
+    PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems, UpdateCountItems, begin,
 };
-use crate::operation::{ContextArg, Flow};
+use crate::operation::{ContextArg, Flow, Start};
 use crate::ready;
-use crate::{MutateRowsEntry, SplitMix64, Timestamp};
+use crate::{MutateRowsEntry, SplitMix64};
 
 /// Implements [`Flow`] for a flow that is one write sub-flow ([`PutDoc`], [`Merge`]): advancing
 /// the flow polls the sub-flow.
@@ -178,17 +178,9 @@ impl<'a> CreateBucket<'a> {
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
         md: &Json,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> CreateBucket<'a> {
-        start(
-            ctx,
-            CreateBucketFlow::new(bucket, md, false),
-            deadline,
-            now,
-            seed,
-        )
+        begin(ctx, start, CreateBucketFlow::new(bucket, md, false))
     }
 
     /// `createBucket(bucket, md)` only if the bucket does not exist: one `CheckAndMutateRow`
@@ -199,17 +191,9 @@ impl<'a> CreateBucket<'a> {
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
         md: &Json,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> CreateBucket<'a> {
-        start(
-            ctx,
-            CreateBucketFlow::new(bucket, md, true),
-            deadline,
-            now,
-            seed,
-        )
+        begin(ctx, start, CreateBucketFlow::new(bucket, md, true))
     }
 }
 
@@ -289,12 +273,10 @@ impl<'a> PutBucketAttributes<'a> {
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
         md: &Json,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> PutBucketAttributes<'a> {
         let put = PutDoc::new(METASTORE, bucket, bucket_info_value(md), None);
-        start(ctx, PutBucketAttributesFlow(put), deadline, now, seed)
+        begin(ctx, start, PutBucketAttributesFlow(put))
     }
 }
 
@@ -308,12 +290,10 @@ impl<'a> UpdateCountItems<'a> {
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         value: Json,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> UpdateCountItems<'a> {
         let put = PutDoc::new(INFOSTORE, COUNT_ITEMS_KEY, value, None);
-        start(ctx, UpdateCountItemsFlow(put), deadline, now, seed)
+        begin(ctx, start, UpdateCountItemsFlow(put))
     }
 }
 
@@ -356,12 +336,10 @@ impl<'a> GetBucketAttributes<'a> {
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> GetBucketAttributes<'a> {
         let flow = GetBucketAttributesFlow(ReadPhase::Start(row_key(METASTORE, bucket)));
-        start(ctx, flow, deadline, now, seed)
+        begin(ctx, start, flow)
     }
 }
 
@@ -393,20 +371,9 @@ pub struct ReadCountItemsFlow(ReadPhase);
 
 impl<'a> ReadCountItems<'a> {
     /// `readCountItems()`.
-    pub fn new(
-        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
-    ) -> ReadCountItems<'a> {
+    pub fn new(ctx: impl Into<ContextArg<'a, ObjmetaState>>, start: Start) -> ReadCountItems<'a> {
         let row = row_key(INFOSTORE, COUNT_ITEMS_KEY);
-        start(
-            ctx,
-            ReadCountItemsFlow(ReadPhase::Start(row)),
-            deadline,
-            now,
-            seed,
-        )
+        begin(ctx, start, ReadCountItemsFlow(ReadPhase::Start(row)))
     }
 }
 
@@ -452,9 +419,7 @@ impl<'a> DeleteBucket<'a> {
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> DeleteBucket<'a> {
         let coll = collection_for_bucket(bucket).to_string();
         let flow = DeleteBucketFlow {
@@ -463,7 +428,7 @@ impl<'a> DeleteBucket<'a> {
             coll,
             deleted: 0,
         };
-        start(ctx, flow, deadline, now, seed)
+        begin(ctx, start, flow)
     }
 }
 
@@ -558,13 +523,8 @@ pub struct ListBucketsFlow(Option<MetastoreRows>);
 
 impl<'a> ListBuckets<'a> {
     /// `listBuckets()`: every bucket, in key order.
-    pub fn new(
-        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
-    ) -> ListBuckets<'a> {
-        start(ctx, ListBucketsFlow(None), deadline, now, seed)
+    pub fn new(ctx: impl Into<ContextArg<'a, ObjmetaState>>, start: Start) -> ListBuckets<'a> {
+        begin(ctx, start, ListBucketsFlow(None))
     }
 }
 
@@ -637,16 +597,14 @@ impl<'a> GetUuid<'a> {
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         candidate: Option<&str>,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> GetUuid<'a> {
         let flow = GetUuidFlow {
             candidate: candidate.map(String::from),
-            seed,
+            seed: start.seed,
             phase: GetUuidPhase::Start,
         };
-        start(ctx, flow, deadline, now, seed)
+        begin(ctx, start, flow)
     }
 }
 
@@ -718,19 +676,8 @@ enum CountItemsPhase {
 
 impl<'a> CountItems<'a> {
     /// `countItems()`.
-    pub fn new(
-        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
-    ) -> CountItems<'a> {
-        start(
-            ctx,
-            CountItemsFlow(CountItemsPhase::Start),
-            deadline,
-            now,
-            seed,
-        )
+    pub fn new(ctx: impl Into<ContextArg<'a, ObjmetaState>>, start: Start) -> CountItems<'a> {
+        begin(ctx, start, CountItemsFlow(CountItemsPhase::Start))
     }
 }
 
@@ -811,15 +758,13 @@ impl<'a> GetBucketVFormat<'a> {
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> GetBucketVFormat<'a> {
         let flow = GetBucketVFormatFlow {
             bucket: bucket.to_string(),
             lookup: BucketVFormat::Start,
         };
-        start(ctx, flow, deadline, now, seed)
+        begin(ctx, start, flow)
     }
 }
 
@@ -856,18 +801,10 @@ impl<'a> PutBucketAttributesCapabilities<'a> {
         name: &str,
         field: Option<&str>,
         capability: Json,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> PutBucketAttributesCapabilities<'a> {
         let merge = capability_merge(bucket, name, field, Some(capability));
-        start(
-            ctx,
-            PutBucketAttributesCapabilitiesFlow(merge),
-            deadline,
-            now,
-            seed,
-        )
+        begin(ctx, start, PutBucketAttributesCapabilitiesFlow(merge))
     }
 }
 
@@ -884,17 +821,9 @@ impl<'a> DeleteBucketAttributesCapability<'a> {
         bucket: &str,
         name: &str,
         field: Option<&str>,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> DeleteBucketAttributesCapability<'a> {
         let merge = capability_merge(bucket, name, field, None);
-        start(
-            ctx,
-            DeleteBucketAttributesCapabilityFlow(merge),
-            deadline,
-            now,
-            seed,
-        )
+        begin(ctx, start, DeleteBucketAttributesCapabilityFlow(merge))
     }
 }

@@ -35,7 +35,7 @@ use crate::check::{
     Finding, PagedScan, Repair, Repairs, Scanner, Step,
 };
 use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::{Budget, ContextArg, Flow, Io, Operation};
+use crate::operation::{ContextArg, Flow, Io, Operation, Start};
 use crate::{CheckAndMutateRowRequest, ReadRowsRequest, Request, Timestamp};
 
 /// The schema name in findings.
@@ -49,14 +49,15 @@ const MAX_VERSIONS_READ: i64 = 10_000;
 pub type Check = Operation<'static, CheckFlow>;
 
 impl Check {
-    /// Checks `target.table` (or only `bucket`'s collection and metastore row) at `now`.
+    /// Checks `target.table` (or only `bucket`'s collection and metastore row) as `start`
+    /// says (its deadline is `start`'s, which replaces `target.deadline`).
     pub fn new(
-        target: CheckTarget,
+        mut target: CheckTarget,
         bucket: Option<&str>,
         options: CheckOptions,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Check {
+        target.deadline = start.deadline;
         let rows = match bucket {
             None => RowSet::all(),
             Some(b) => {
@@ -92,11 +93,8 @@ impl Check {
             asked_buckets: BTreeSet::new(),
             phase: Phase::Metastore(metastore),
         };
-        let budget = Budget {
-            deadline: target.deadline,
-            retry: target.retry,
-        };
-        Operation::start(ContextArg::owned(target), now, seed, budget, flow)
+        let retry = target.retry;
+        Operation::begin(ContextArg::owned(target), start, retry, flow)
     }
 }
 

@@ -21,10 +21,10 @@ use rowkit_codec::objmeta::listing::{
 use rowkit_codec::objmeta::range::RangeParams;
 
 use super::requests::{OmIo, P, latest_version_range, start_read, vformat_of};
-use super::{ListObject, ObjmetaError, ObjmetaSchema, ObjmetaState, budget};
+use super::{ListObject, ObjmetaError, ObjmetaSchema, ObjmetaState};
 use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::{ContextArg, Flow, Operation};
-use crate::{StoreError, Timestamp};
+use crate::operation::{ContextArg, Flow, Operation, Start};
+use crate::{RetryPolicy, StoreError};
 
 /// Skipped entries in a row before the scan restarts at `skipping()`.
 const SKIP_STREAK: u32 = 100;
@@ -123,9 +123,7 @@ impl<'a> ListObject<'a> {
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
         params: ListingParams,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> ListObject<'a> {
         let flow = ListObjectFlow {
             bucket: bucket.to_string(),
@@ -133,7 +131,7 @@ impl<'a> ListObject<'a> {
             phase: ListPhase::Start(params),
         };
         // The listing's seed stream is its own seed, unsalted, as it always was.
-        Operation::start(ctx.into(), now, seed, budget(deadline, now), flow)
+        Operation::begin(ctx.into(), start, RetryPolicy::default(), flow)
     }
 }
 

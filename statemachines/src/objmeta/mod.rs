@@ -1,7 +1,8 @@
 //! Scality Arsenal's object-metadata backend as sans-IO machines (`spec/objmeta.md` 16).
 //!
 //! Every operation is an [`Operation`] of [`ObjmetaSchema`] created with `new(ctx, args…,
-//! deadline, now, seed)`: [`PutObject`], [`GetObject`], [`DeleteObject`], [`ListObject`],
+//! Start { now, seed, deadline })` (the crate's dialect; callers without a deadline of their
+//! own give `now + `[`DEFAULT_DEADLINE_US`]): [`PutObject`], [`GetObject`], [`DeleteObject`], [`ListObject`],
 //! [`CreateBucket`], [`PutBucketAttributes`], [`GetBucketAttributes`], [`DeleteBucket`],
 //! [`ListBuckets`], [`GetUuid`], [`CountItems`], [`GetObjects`], [`GetBucketAndObject`],
 //! [`GetBucketVFormat`], [`ReadCountItems`], [`UpdateCountItems`],
@@ -20,11 +21,13 @@
 //!
 //! ```
 //! use rowkit_codec::objmeta::json::Json;
-//! use rowkit_statemachines::objmeta::{GetObject, ObjmetaError, ObjmetaState};
+//! use rowkit_statemachines::objmeta::{DEFAULT_DEADLINE_US, GetObject, ObjmetaError, ObjmetaState};
+//! use rowkit_statemachines::operation::Start;
 //! use rowkit_statemachines::{Machine, Request, Response, Timestamp};
 //!
 //! let mut state = ObjmetaState::default();
-//! let mut m = GetObject::new(&mut state, "b", "k", None, None, Timestamp(0), 1);
+//! let start = Start::within(Timestamp(0), 1, DEFAULT_DEADLINE_US);
+//! let mut m = GetObject::new(&mut state, "b", "k", None, start);
 //! // The bucket's vFormat is not cached: the metastore row is read first.
 //! let (tag, request) = m.poll_request().unwrap();
 //! assert!(matches!(request, Request::ReadRows(_)));
@@ -48,8 +51,9 @@ use alloc::vec::Vec;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::version_id::VersionIdGenerator;
 
+use crate::RetryPolicy;
 use crate::Timestamp;
-use crate::operation::{Budget, ContextArg, Flow, Operation, OperationError, Schema};
+use crate::operation::{ABORTED_ID, ContextArg, Flow, Operation, OperationError, Schema, Start};
 
 pub use bucket::{
     BucketEntry, CountItemsFlow, CreateBucketFlow, DeleteBucketAttributesCapabilityFlow,
@@ -61,7 +65,7 @@ pub use check::{Check, CheckFlow};
 pub use list::ListObjectFlow;
 pub use object::{
     AsyncRepairFlow, DeleteObjectFlow, GetBucketAndObjectFlow, GetObjectFlow, GetObjectsFlow,
-    PutObjectFlow, RepairOutcome,
+    PutObjectFlow, PutOutcome, RepairOutcome,
 };
 
 /// The objmeta schema: operations run on an [`ObjmetaState`], emit [`ObjmetaEvent`]s and fail
@@ -76,8 +80,16 @@ impl Schema for ObjmetaSchema {
 }
 
 impl OperationError for ObjmetaError {
+    /// Arsenal's name (`NoSuchKey`, …), the CLI's and the JavaScript API's error id.
     fn id(&self) -> &'static str {
-        ObjmetaError::id(self)
+        match self {
+            ObjmetaError::NoSuchKey => "NoSuchKey",
+            ObjmetaError::NoSuchBucket => "NoSuchBucket",
+            ObjmetaError::NoSuchVersion => "NoSuchVersion",
+            ObjmetaError::BucketAlreadyExists { .. } => "BucketAlreadyExists",
+            ObjmetaError::InternalError(_) => "InternalError",
+            ObjmetaError::Aborted => ABORTED_ID,
+        }
     }
 
     fn aborted() -> ObjmetaError {
@@ -133,29 +145,21 @@ pub type UpdateCountItems<'a> = Operation<'a, UpdateCountItemsFlow>;
 /// request) and so every retry's jitter stay those of the machines before the flows.
 const SEED_SALT: u64 = 0x006f_626a_6d65_7461;
 
-/// The budget of an operation starting at `now`: `deadline`, or `now + 60 s`.
-fn budget(deadline: Option<Timestamp>, now: Timestamp) -> Budget {
-    Budget::until(deadline.unwrap_or(now.saturating_add_micros(DEFAULT_DEADLINE_US)))
-}
-
-/// Starts an object, bucket or infostore operation (seed salted, see [`SEED_SALT`]).
-fn start<'a, F: Flow<Schema = ObjmetaSchema>>(
+/// Starts an object, bucket or infostore operation as `start` says (seed salted, see
+/// [`SEED_SALT`]).
+fn begin<'a, F: Flow<Schema = ObjmetaSchema>>(
     ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+    start: Start,
     flow: F,
-    deadline: Option<Timestamp>,
-    now: Timestamp,
-    seed: u64,
 ) -> Operation<'a, F> {
-    Operation::start(
-        ctx.into(),
-        now,
-        seed ^ SEED_SALT,
-        budget(deadline, now),
-        flow,
-    )
+    let salted = Start {
+        seed: start.seed ^ SEED_SALT,
+        ..start
+    };
+    Operation::begin(ctx.into(), salted, RetryPolicy::default(), flow)
 }
 
-/// Operation deadline when none is given: `now₀ + 60 s` (`objmeta.md` 16.3).
+/// Operation deadline callers give when they set none: `now₀ + 60 s` (`objmeta.md` 16.3).
 pub const DEFAULT_DEADLINE_US: i64 = 60_000_000;
 /// Delay of a placeholder repair (`objmeta.md` 8.3).
 pub const REPAIR_DELAY_US: i64 = 15_000_000;
@@ -261,7 +265,7 @@ impl ObjmetaState {
     }
 }
 
-/// Errors of `objmeta.md` 14; [`ObjmetaError::id`] is the CLI error id.
+/// Errors of `objmeta.md` 14; their ids are [`OperationError::id`] (Arsenal's names).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ObjmetaError {
@@ -295,21 +299,9 @@ pub enum ObjmetaError {
 }
 
 impl ObjmetaError {
-    /// Arsenal's name, used as the CLI error id.
-    pub fn id(&self) -> &'static str {
-        match self {
-            ObjmetaError::NoSuchKey => "NoSuchKey",
-            ObjmetaError::NoSuchBucket => "NoSuchBucket",
-            ObjmetaError::NoSuchVersion => "NoSuchVersion",
-            ObjmetaError::BucketAlreadyExists { .. } => "BucketAlreadyExists",
-            ObjmetaError::InternalError(_) => "InternalError",
-            ObjmetaError::Aborted => "aborted",
-        }
-    }
-
     /// One readable sentence for a person, naming the bucket (and the object `key`, when the
     /// call had one) where the error id alone says little (`NoSuchKey` → `no such key k in
-    /// bucket b`); the id itself is [`ObjmetaError::id`].
+    /// bucket b`); the id itself is [`OperationError::id`].
     pub fn describe(&self, bucket: &str, key: Option<&str>) -> alloc::string::String {
         match (self, key) {
             (ObjmetaError::NoSuchKey, Some(k)) => {
@@ -332,6 +324,50 @@ impl ObjmetaError {
 
     pub(crate) fn internal(msg: impl core::fmt::Display) -> ObjmetaError {
         ObjmetaError::InternalError(alloc::format!("{msg}"))
+    }
+}
+
+/// An [`ObjmetaError`] of a call on a bucket (and an object key): its id, kind and store
+/// error are the error's, its `Display` names the bucket and key
+/// ([`ObjmetaError::describe`]), so that callers map it as every schema error
+/// ([`OperationError`]) and still say which object was missing.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct ObjmetaErrorIn {
+    /// The error.
+    pub error: ObjmetaError,
+    message: String,
+}
+
+impl ObjmetaError {
+    /// This error of a call on `bucket` (and object `key`).
+    pub fn in_call(self, bucket: &str, key: Option<&str>) -> ObjmetaErrorIn {
+        ObjmetaErrorIn {
+            message: self.describe(bucket, key),
+            error: self,
+        }
+    }
+}
+
+impl OperationError for ObjmetaErrorIn {
+    fn id(&self) -> &'static str {
+        self.error.id()
+    }
+
+    fn aborted() -> ObjmetaErrorIn {
+        ObjmetaError::Aborted.in_call("", None)
+    }
+
+    fn store(error: crate::StoreError) -> ObjmetaErrorIn {
+        ObjmetaError::store(error).in_call("", None)
+    }
+
+    fn as_store(&self) -> Option<&crate::StoreError> {
+        self.error.as_store()
+    }
+
+    fn is_bad_input(&self) -> bool {
+        self.error.is_bad_input()
     }
 }
 

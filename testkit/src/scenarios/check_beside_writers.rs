@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::tracestore::{TraceStore, setup_table};
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{CallOptions, SyncDriver, block_on};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::ops::params_from;
@@ -48,17 +48,18 @@ fn om<'s>(
         pid,
         ..ObjmetaConfig::default()
     };
-    ObjectMetadata::new(
-        SyncDriver::new(store, clock),
-        ObjmetaState::new(config),
-        pid,
+    ObjectMetadata::new(SyncDriver::new(store, clock), ObjmetaState::new(config)).with_options(
+        CallOptions {
+            seed: pid,
+            ..CallOptions::default()
+        },
     )
 }
 
 /// The object-metadata check beside two writers of versioned objects.
 pub fn objmeta(store: &dyn Store) {
     let clock = SystemClock;
-    let mut admin = om(store, &clock, 1);
+    let admin = om(store, &clock, 1);
     block_on(admin.setup()).unwrap();
     block_on(admin.create_bucket("b", &Json::parse(r#"{"name":"b"}"#).unwrap())).unwrap();
     let done = AtomicBool::new(false);
@@ -70,7 +71,7 @@ pub fn objmeta(store: &dyn Store) {
                 let (clock, start) = (&clock, &start);
                 s.spawn(move || {
                     start.wait();
-                    let mut om = om(store, clock, 10 + w);
+                    let om = om(store, clock, 10 + w);
                     let versioning = Json::parse(r#"{"versioning":true}"#).unwrap();
                     let mut last = Vec::new();
                     for key in 0..6 {
@@ -88,7 +89,7 @@ pub fn objmeta(store: &dyn Store) {
             })
             .collect();
         let checker = s.spawn(|| {
-            let mut om = om(store, &clock, 2);
+            let om = om(store, &clock, 2);
             start.wait();
             loop {
                 block_on(om.check(None, fixing(), 600_000_000, |_| {})).unwrap();

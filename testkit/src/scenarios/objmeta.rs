@@ -18,11 +18,12 @@ use rowkit_codec::objmeta::json::{Json, JsonObject};
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
+use rowkit_statemachines::operation::OperationError;
 use rowkit_statemachines::{ReadRowsRequest, Timestamp};
 
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::run_blocking;
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{CallOptions, SyncDriver, block_on};
 use rowkit_store::Store;
 use rowkit_store::driver::ManualClock;
 
@@ -31,9 +32,10 @@ use std::sync::Mutex;
 use rowkit_codec::model::{ColumnFamily, KeyBound};
 use rowkit_codec::objmeta::listing::ListingType;
 use rowkit_statemachines::objmeta::{
-    AsyncRepair, DeleteObject, ListObject, ObjmetaError, ObjmetaEvent, PutObject, RepairOutcome,
-    RepairTask,
+    AsyncRepair, DEFAULT_DEADLINE_US, DeleteObject, ListObject, ObjmetaError, ObjmetaEvent,
+    PutObject, RepairOutcome, RepairTask,
 };
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::{Code, Machine, Request, StoreError};
 
 use rowkit_store::{Reply, Response};
@@ -262,7 +264,7 @@ fn raw_set_deleted(
 
 /// Runs one operation of a trace; returns `(data, error id)`.
 fn run_op<S: Store + ?Sized>(
-    om: &mut ObjectMetadata<SyncDriver<&S, &ManualClock>>,
+    om: &ObjectMetadata<SyncDriver<&S, &ManualClock>>,
     store: &dyn Store,
     table: &str,
     bucket: &str,
@@ -275,7 +277,7 @@ fn run_op<S: Store + ?Sized>(
     Ok(match op {
         TraceOp::Put { key, value, params } => split(
             block_on(om.put_object(bucket, key, value, params.as_ref()))
-                .map(|r| r.map(Json::String)),
+                .map(|put| put.result.map(Json::String)),
         ),
         TraceOp::Get { key, version_id } => {
             split(block_on(om.get_object(bucket, key, version_id.as_deref())).map(Some))
@@ -334,7 +336,11 @@ pub fn replay_scenario(store: &dyn Store, table: &str, scenario: &Json) -> Resul
     let bucket = get_str(scenario, "bucket")?;
     let name = format!("{name} [{}]", vf.as_str());
     let clock = ManualClock::new(Timestamp::from_millis(1_700_000_000_000));
-    let mut om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf), 1);
+    let om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf))
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
     block_on(om.setup()).map_err(|e| e.to_string())?;
     let md = Json::parse(&format!(r#"{{"name":"{bucket}","owner":"ownerid"}}"#))
         .map_err(|e| e.to_string())?;
@@ -365,7 +371,7 @@ pub fn replay_scenario(store: &dyn Store, table: &str, scenario: &Json) -> Resul
         let what = format!("{name}: setup {i}");
         let parsed = parse_op(op, &["clockMs"], &what)?;
         tick(op.get("clockMs"), &what)?;
-        let (_, err) = run_op(&mut om, store, table, bucket, &parsed)?;
+        let (_, err) = run_op(&om, store, table, bucket, &parsed)?;
         if let Some(e) = err {
             return Err(format!("{what} failed: {e}"));
         }
@@ -384,7 +390,7 @@ pub fn replay_scenario(store: &dyn Store, table: &str, scenario: &Json) -> Resul
         let st = members(step, STEP_MEMBERS, &at("step"))?;
         tick(st.get("clockMs"), &at("step"))?;
         let op = parse_op(st.get("op").ok_or(at("no op"))?, &[], &at("step"))?;
-        let (data, err) = run_op(&mut om, store, table, bucket, &op)?;
+        let (data, err) = run_op(&om, store, table, bucket, &op)?;
         let want_err = match st.get("err") {
             None | Some(Json::Null) => None,
             Some(Json::String(e)) => Some(e.clone()),
@@ -598,11 +604,14 @@ pub fn metastore_rows(store: &dyn Store, table: &str, vectors: &Json) {
         let table = format!("{table}-{i}");
         let rec = Recorder::new(store);
         let clock = ManualClock::new(Timestamp::from_millis(T0));
-        let mut om = ObjectMetadata::new(
+        let om = ObjectMetadata::new(
             SyncDriver::new(&rec, &clock),
             scenario_state(&table, VFormat::V1),
-            1,
-        );
+        )
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
         block_on(om.setup()).unwrap();
         rec.take();
         let value = doc.get("value").unwrap();
@@ -657,11 +666,14 @@ pub fn infostore_get_uuid(store: &dyn Store, table: &str, vectors: &Json) {
         let table = format!("{table}-{i}");
         let rec = Recorder::new(store);
         let clock = ManualClock::new(Timestamp::from_millis(T0));
-        let mut om = ObjectMetadata::new(
+        let om = ObjectMetadata::new(
             SyncDriver::new(&rec, &clock),
             scenario_state(&table, VFormat::V1),
-            1,
-        );
+        )
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
         block_on(om.setup()).unwrap();
         rec.take();
         let calls = arr(case, "calls");
@@ -754,7 +766,12 @@ pub fn bucket_vformat(store: &dyn Store, table: &str, vectors: &Json) {
                     }
                 };
                 state.config.default_bucket_key_format = default_format(env);
-                let mut om = ObjectMetadata::new(SyncDriver::new(&rec, &clock), state, 1);
+                let om = ObjectMetadata::new(SyncDriver::new(&rec, &clock), state).with_options(
+                    CallOptions {
+                        seed: 1,
+                        ..CallOptions::default()
+                    },
+                );
                 block_on(om.setup()).unwrap();
                 let md =
                     Json::parse(&format!(r#"{{"name":"{bucket}","owner":"ownerid"}}"#)).unwrap();
@@ -778,7 +795,12 @@ pub fn bucket_vformat(store: &dyn Store, table: &str, vectors: &Json) {
                     "bucket_vformat",
                 )
                 .unwrap();
-                let mut om = ObjectMetadata::new(SyncDriver::new(&rec, &clock), state, 1);
+                let om = ObjectMetadata::new(SyncDriver::new(&rec, &clock), state).with_options(
+                    CallOptions {
+                        seed: 1,
+                        ..CallOptions::default()
+                    },
+                );
                 block_on(om.setup()).unwrap();
                 let stored = match o.get("metastore_row") {
                     None | Some(Json::Null) => false,
@@ -839,11 +861,14 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
     bucket_vformat(store, &format!("{table}-vformat"), vectors);
     let rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(
+    let om = ObjectMetadata::new(
         SyncDriver::new(&rec, &clock),
         scenario_state(table, VFormat::V1),
-        1,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     block_on(om.setup()).unwrap();
     let md = arr(vectors, "metastore_rows")
         .iter()
@@ -1020,11 +1045,14 @@ pub fn metastore_uuid_count(store: &dyn Store, table: &str, vectors: &Json) {
 pub fn put_bucket_attributes(store: &dyn Store, table: &str) {
     let rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(
+    let om = ObjectMetadata::new(
         SyncDriver::new(&rec, &clock),
         scenario_state(table, VFormat::V1),
-        1,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     block_on(om.setup()).unwrap();
     block_on(om.create_bucket("b", &j(r#"{"name":"b","owner":"ownerid"}"#))).unwrap();
     om.take_events();
@@ -1062,11 +1090,14 @@ pub fn put_bucket_attributes(store: &dyn Store, table: &str) {
             stored
         );
         // Another process (no cache) reads the stored vFormat.
-        let mut fresh = ObjectMetadata::new(
+        let fresh = ObjectMetadata::new(
             SyncDriver::new(store, &clock),
             scenario_state(table, VFormat::V1),
-            2,
-        );
+        )
+        .with_options(CallOptions {
+            seed: 2,
+            ..CallOptions::default()
+        });
         let want = if bucket == "b" {
             VFormat::V1
         } else {
@@ -1085,11 +1116,14 @@ pub fn put_bucket_attributes(store: &dyn Store, table: &str) {
 pub fn cache_behaviour(store: &dyn Store, table: &str) {
     let rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(
+    let om = ObjectMetadata::new(
         SyncDriver::new(&rec, &clock),
         scenario_state(table, VFormat::V1),
-        1,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     block_on(om.setup()).unwrap();
     block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     block_on(om.put_object("b", "k", &j(r#"{"key":"k"}"#), Some(&j("{}")))).unwrap();
@@ -1102,11 +1136,14 @@ pub fn cache_behaviour(store: &dyn Store, table: &str) {
         "no metastore read after createBucket"
     );
     // A second state (another process) reads it once, then uses its cache.
-    let mut other = ObjectMetadata::new(
+    let other = ObjectMetadata::new(
         SyncDriver::new(&rec, &clock),
         scenario_state(table, VFormat::V1),
-        2,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 2,
+        ..CallOptions::default()
+    });
     block_on(other.get_object("b", "k", None)).unwrap();
     block_on(other.get_object("b", "k", None)).unwrap();
     assert_eq!(rec.take().len(), 3);
@@ -1356,8 +1393,9 @@ pub fn repair_machine(store: &dyn Store, table: &str, vf: VFormat) {
     s.get_is("k", &v1v);
     s.masters_are(&[("k", &v1v)]);
     rec.take();
-    let machine =
-        |start: Timestamp| -> AsyncRepair { AsyncRepair::new(table, task.clone(), None, start, 9) };
+    let machine = |start: Timestamp| -> AsyncRepair {
+        AsyncRepair::new(table, task.clone(), AsyncRepair::start_at(&task, start, 9))
+    };
     let mut m = machine(Timestamp::from_millis(T0 + 20));
     assert!(m.poll_request().is_none());
     assert_eq!(m.poll_timeout(), Some(task.due));
@@ -1418,20 +1456,26 @@ pub fn deadline(store: &dyn Store, table: &str) {
     let mut rec = Recorder::new(store);
     let clock = ManualClock::new(Timestamp::from_millis(T0));
     {
-        let mut om = ObjectMetadata::new(
+        let om = ObjectMetadata::new(
             SyncDriver::new(&rec, &clock),
             scenario_state(table, VFormat::V1),
-            1,
-        );
+        )
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
         block_on(om.setup()).unwrap();
         block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     }
     rec.fail_reads = true;
-    let mut om = ObjectMetadata::new(
+    let om = ObjectMetadata::new(
         SyncDriver::new(&rec, &clock),
         scenario_state(table, VFormat::V1),
-        1,
-    );
+    )
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     rec_take_writes(&rec);
     let start = clock_now(&clock);
@@ -1473,7 +1517,12 @@ fn list_row_by_row(
     now: Timestamp,
 ) -> (Json, Vec<ScanLog>) {
     use rowkit_statemachines::ReadRowsResponse;
-    let mut m = ListObject::new(state, bucket, params, None, now, 5);
+    let mut m = ListObject::new(
+        state,
+        bucket,
+        params,
+        Start::within(now, 5, DEFAULT_DEADLINE_US),
+    );
     let mut scans = Vec::new();
     while let Some((tag, request)) = m.poll_request() {
         let Request::ReadRows(q) = request else {
@@ -1516,7 +1565,11 @@ fn list_row_by_row(
 /// b‖00‖\x7fN)`, read to its end (two masters).
 pub fn skip_streak(store: &dyn Store, table: &str, vf: VFormat) {
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf), 1);
+    let om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf))
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
     block_on(om.setup()).unwrap();
     block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let ver = j(r#"{"versioning":true}"#);
@@ -1536,7 +1589,7 @@ pub fn skip_streak(store: &dyn Store, table: &str, vf: VFormat) {
         ..Default::default()
     };
     let now = clock_now(&clock);
-    let (r, scans) = list_row_by_row(store, om.state_mut(), "b", p, now);
+    let (r, scans) = block_on(om.with_state(|st| list_row_by_row(store, st, "b", p, now)));
     let r = parse_listing_values(r);
     let listed: Vec<(&str, Option<&Json>)> = arr(&r, "Contents")
         .iter()
@@ -1580,7 +1633,11 @@ pub fn skip_streak(store: &dyn Store, table: &str, vf: VFormat) {
 /// and both listings ignore `k`.
 pub fn deleted_flag_invisibility(store: &dyn Store, table: &str, vf: VFormat) {
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf), 1);
+    let om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf))
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
     block_on(om.setup()).unwrap();
     block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let ver = j(r#"{"versioning":true}"#);
@@ -1697,8 +1754,11 @@ impl<'a> Steps<'a> {
         vf: VFormat,
         name: &'static str,
     ) -> Self {
-        let mut om =
-            ObjectMetadata::new(SyncDriver::new(store, clock), scenario_state(table, vf), 1);
+        let om = ObjectMetadata::new(SyncDriver::new(store, clock), scenario_state(table, vf))
+            .with_options(CallOptions {
+                seed: 1,
+                ..CallOptions::default()
+            });
         block_on(om.setup()).unwrap();
         assert_eq!(
             block_on(om.create_bucket("b", &j(r#"{"name":"b","owner":"ownerid"}"#))).unwrap(),
@@ -1753,7 +1813,7 @@ impl<'a> Steps<'a> {
         params: &Json,
     ) -> Result<Option<String>, ObjmetaError> {
         self.tick();
-        block_on(self.om.put_object("b", key, value, Some(params)))
+        block_on(self.om.put_object("b", key, value, Some(params))).map(|put| put.result)
     }
 
     /// A `{versioning: true}` put (Case1) of `value`: returns its id, the one the generator
@@ -2443,7 +2503,7 @@ fn run_until_cut<M: Machine>(store: &dyn Store, now: Timestamp, mut m: M, cut: u
 
 /// `n` of the visible object (None = NoSuchKey or a delete marker).
 fn visible<S: Store + ?Sized>(
-    om: &mut ObjectMetadata<SyncDriver<&S, &ManualClock>>,
+    om: &ObjectMetadata<SyncDriver<&S, &ManualClock>>,
     key: &str,
 ) -> Option<i64> {
     match block_on(om.get_object("b", key, None)) {
@@ -2456,7 +2516,7 @@ fn visible<S: Store + ?Sized>(
 }
 
 fn listed<S: Store + ?Sized>(
-    om: &mut ObjectMetadata<SyncDriver<&S, &ManualClock>>,
+    om: &ObjectMetadata<SyncDriver<&S, &ManualClock>>,
     key: &str,
 ) -> Option<i64> {
     let p = ListingParams {
@@ -2574,7 +2634,11 @@ pub fn crash_case(
     cut: usize,
 ) -> CutOutcome {
     let clock = ManualClock::new(Timestamp::from_millis(T0));
-    let mut om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf), 1);
+    let om = ObjectMetadata::new(SyncDriver::new(store, &clock), scenario_state(table, vf))
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
     block_on(om.setup()).unwrap();
     block_on(om.create_bucket("b", &j(r#"{"name":"b"}"#))).unwrap();
     let versioning = j(r#"{"versioning":true}"#);
@@ -2589,6 +2653,7 @@ pub fn crash_case(
         clock.advance_to(Timestamp::from_millis(T0 + 1 + i as i64));
         let r = block_on(om.put_object("b", "k", &j(value), Some(&versioning)))
             .unwrap()
+            .result
             .unwrap();
         ids.push(
             Json::parse(&r)
@@ -2604,7 +2669,7 @@ pub fn crash_case(
         block_on(om.delete_object("b", "k", Some(&vid_params(&ids[2])), None)).unwrap();
         assert_eq!(om.drop_pending_repairs().len(), 1);
     }
-    let before = visible(&mut om, "k");
+    let before = visible(&om, "k");
     clock.advance_to(Timestamp::from_millis(T0 + 10));
     let now = Timestamp::from_millis(T0 + 10);
     fn put<'a>(
@@ -2613,13 +2678,27 @@ pub fn crash_case(
         value: &str,
         params: Json,
     ) -> PutObject<'a> {
-        PutObject::new(st, "b", "k", j(value), Some(params), None, now, 7)
+        PutObject::new(
+            st,
+            "b",
+            "k",
+            j(value),
+            Some(params),
+            Start::within(now, 7, DEFAULT_DEADLINE_US),
+        )
     }
     fn delete<'a>(st: &'a mut ObjmetaState, now: Timestamp, vid: &str) -> DeleteObject<'a> {
-        DeleteObject::new(st, "b", "k", Some(&vid_params(vid)), None, None, now, 7)
+        DeleteObject::new(
+            st,
+            "b",
+            "k",
+            Some(&vid_params(vid)),
+            None,
+            Start::within(now, 7, DEFAULT_DEADLINE_US),
+        )
     }
     // The machine borrows a copy of the facade's state, as a process that crashes would.
-    let mut state: ObjmetaState = om.state().clone();
+    let mut state: ObjmetaState = block_on(om.with_state(|st| st.clone()));
     let st = &mut state;
     let (finished, after) = match what {
         Crashing::PutSecondVersion => (
@@ -2670,9 +2749,9 @@ pub fn crash_case(
             Some(2),
         ),
     };
-    *om.state_mut() = state;
+    block_on(om.with_state(|st| *st = state));
     let ctx = format!("{what:?} {vf:?} cut {cut}");
-    let got = visible(&mut om, "k");
+    let got = visible(&om, "k");
     assert!(
         got == before || got == after,
         "{ctx}: read {got:?}, expected {before:?} or {after:?}"
@@ -2694,7 +2773,7 @@ pub fn crash_case(
             .as_ref()
             .is_some_and(|m| m.member_truthy("isPHD") && m.member_truthy("isDeleteMarker"));
     assert_eq!(
-        listed(&mut om, "k"),
+        listed(&om, "k"),
         if hidden_by_dm_phd { None } else { got },
         "{ctx}: listing disagrees with the read"
     );
@@ -2731,11 +2810,11 @@ pub fn crash_case(
             (outcome, latest) => panic!("{ctx}: repair {outcome:?} with latest {latest:?}"),
         }
         assert_eq!(
-            visible(&mut om, "k"),
+            visible(&om, "k"),
             got,
             "{ctx}: the repair changed the answer"
         );
-        assert_eq!(listed(&mut om, "k"), got, "{ctx}: listing after repair");
+        assert_eq!(listed(&om, "k"), got, "{ctx}: listing after repair");
     }
     CutOutcome { finished, repaired }
 }
@@ -2810,7 +2889,7 @@ fn raw_row(
 
 /// Each finding's (kind, escaped row key), sorted, and the summary, of a check at `clock`.
 fn check_findings(
-    om: &mut ObjectMetadata<SyncDriver<&dyn Store, &ManualClock>>,
+    om: &ObjectMetadata<SyncDriver<&dyn Store, &ManualClock>>,
     fix: bool,
 ) -> (
     Vec<(String, String)>,
@@ -2875,7 +2954,7 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
     let lag1 = s.vput("lag", N1);
     s.vput("lag", N2);
     // Before the placeholder's repair is due nothing is wrong.
-    let (found, _) = check_findings(&mut s.om, false);
+    let (found, _) = check_findings(&s.om, false);
     assert_eq!(found, Vec::<(String, String)>::new(), "{vf:?}: clean table");
 
     let doc = |v: &str| j(v);
@@ -2948,7 +3027,7 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
     expect.push(("placeholder_due".into(), esc("b", &s.m("phd"))));
     expect.sort();
 
-    let (found, summary) = check_findings(&mut s.om, false);
+    let (found, summary) = check_findings(&s.om, false);
     assert_eq!(found, expect, "{vf:?}");
     assert_eq!(summary.repaired, 0);
     let repairable = [
@@ -2957,7 +3036,7 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
         "master_behind",
         "placeholder_due",
     ];
-    let (fixed, summary) = check_findings(&mut s.om, true);
+    let (fixed, summary) = check_findings(&s.om, true);
     assert_eq!(fixed, expect, "{vf:?} with fix");
     assert_eq!(
         summary.repaired,
@@ -2969,10 +3048,9 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
         .filter(|(k, _)| !repairable.contains(&k.as_str()))
         .cloned()
         .collect();
-    let (after, _) = check_findings(&mut s.om, false);
+    let (after, _) = check_findings(&s.om, false);
     assert_eq!(after, left, "{vf:?} after the fix");
-    let get =
-        |om: &mut ObjectMetadata<_>, key: &str| block_on(om.get_object("b", key, None)).unwrap();
+    let get = |om: &ObjectMetadata<_>, key: &str| block_on(om.get_object("b", key, None)).unwrap();
     assert_eq!(
         get(&mut s.om, "orph").get("n"),
         Some(&Json::Number(2.0)),

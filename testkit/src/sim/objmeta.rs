@@ -52,9 +52,10 @@ use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_statemachines::check::CheckTarget;
 use rowkit_statemachines::objmeta::Check;
 use rowkit_statemachines::objmeta::{
-    AsyncRepair, CreateBucket, DeleteObject, GetObject, ListObject, ObjmetaConfig, ObjmetaEvent,
-    ObjmetaState, PutObject, RepairOutcome, RepairTask,
+    AsyncRepair, CreateBucket, DEFAULT_DEADLINE_US, DeleteObject, GetObject, ListObject,
+    ObjmetaConfig, ObjmetaEvent, ObjmetaState, PutObject, RepairOutcome, RepairTask,
 };
+use rowkit_statemachines::operation::Start;
 #[cfg(feature = "planted-bugs")]
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::{
@@ -310,7 +311,12 @@ const CHECK_DEADLINE_US: i64 = 60_000_000;
 
 fn check_machine(now: Timestamp, fix: bool, seed: u64) -> Check {
     let target = CheckTarget::new(TABLE, Timestamp(now.0.saturating_add(CHECK_DEADLINE_US)));
-    Check::new(target, None, check_options(fix), now, seed)
+    Check::new(
+        target,
+        None,
+        check_options(fix),
+        Start::within(now, seed, CHECK_DEADLINE_US),
+    )
 }
 
 /// The stored value a put writes (before the version id is set).
@@ -529,7 +535,13 @@ impl ObjmetaWorkload {
         version: Option<&str>,
     ) -> Result<Option<Json>, String> {
         let (b, k) = (BUCKETS[bucket].0, KEYS[key].0);
-        let m = GetObject::new(self.state(), b, k, version, None, now, 0);
+        let m = GetObject::new(
+            self.state(),
+            b,
+            k,
+            version,
+            Start::within(now, 0, DEFAULT_DEADLINE_US),
+        );
         match rowkit_client::run_blocking(store, &ManualClock::new(now), m, |_| {}) {
             Ok(v) => Ok(Some(v)),
             Err(rowkit_client::RunError::Machine(
@@ -550,7 +562,12 @@ impl ObjmetaWorkload {
         versions: bool,
     ) -> Result<Vec<(String, Option<String>, Json)>, String> {
         let params = listing_params(versions);
-        let m = ListObject::new(self.state(), BUCKETS[bucket].0, params, None, now, 0);
+        let m = ListObject::new(
+            self.state(),
+            BUCKETS[bucket].0,
+            params,
+            Start::within(now, 0, DEFAULT_DEADLINE_US),
+        );
         let result = rowkit_client::run_blocking(store, &ManualClock::new(now), m, |_| {})
             .map_err(|e| format!("listing {}: {e:?}", BUCKETS[bucket].0))?;
         listing_entries(&result, versions)
@@ -810,7 +827,12 @@ impl Workload for ObjmetaWorkload {
             });
             let md = Json::parse(&format!("{{\"name\":\"{bucket}\",\"owner\":\"sim\"}}"))
                 .map_err(|e| e.to_string())?;
-            let m = CreateBucket::new(&mut state, bucket, &md, None, now, 0);
+            let m = CreateBucket::new(
+                &mut state,
+                bucket,
+                &md,
+                Start::within(now, 0, DEFAULT_DEADLINE_US),
+            );
             rowkit_client::run_blocking(store, &clock, m, |_| {})
                 .map_err(|e| format!("create bucket: {e:?}"))?;
         }
@@ -928,8 +950,16 @@ impl Workload for ObjmetaWorkload {
                 let params = Json::parse(params).ok();
                 let shared = self.shared.clone();
                 let at = (*bucket, *key);
-                let m = PutObject::new(self.state(), &b, &k, value, params, None, now, seed);
-                erase(self.tap(m, None), move |out| {
+                let m = PutObject::new(
+                    self.state(),
+                    &b,
+                    &k,
+                    value,
+                    params,
+                    Start::within(now, seed, DEFAULT_DEADLINE_US),
+                );
+                erase(self.tap(m, None), move |put| {
+                    let out = put.result;
                     if let Some(vid) = reported_vid(&out) {
                         shared
                             .borrow_mut()
@@ -954,7 +984,14 @@ impl Workload for ObjmetaWorkload {
                     Json::Object(o)
                 });
                 let state = self.state();
-                let m = DeleteObject::new(state, &b, &k, params.as_ref(), None, None, now, seed);
+                let m = DeleteObject::new(
+                    state,
+                    &b,
+                    &k,
+                    params.as_ref(),
+                    None,
+                    Start::within(now, seed, DEFAULT_DEADLINE_US),
+                );
                 erase(self.tap(m, Some(*n)), |()| ObjmetaOutput::Deleted)
             }
             ObjmetaOp::Get {
@@ -964,16 +1001,28 @@ impl Workload for ObjmetaWorkload {
             } => {
                 let (b, k) = names(bucket, key);
                 let version = version.as_deref();
-                let m = GetObject::new(self.state(), &b, &k, version, None, now, seed);
+                let m = GetObject::new(
+                    self.state(),
+                    &b,
+                    &k,
+                    version,
+                    Start::within(now, seed, DEFAULT_DEADLINE_US),
+                );
                 erase(m, ObjmetaOutput::Got)
             }
             ObjmetaOp::List { bucket, versions } => {
                 let params = listing_params(*versions);
-                let m = ListObject::new(self.state(), BUCKETS[*bucket].0, params, None, now, seed);
+                let m = ListObject::new(
+                    self.state(),
+                    BUCKETS[*bucket].0,
+                    params,
+                    Start::within(now, seed, DEFAULT_DEADLINE_US),
+                );
                 erase(m, ObjmetaOutput::Listed)
             }
             ObjmetaOp::Repair(task) => {
-                let m = AsyncRepair::new(TABLE, task.clone(), None, now, seed);
+                let m =
+                    AsyncRepair::new(TABLE, task.clone(), AsyncRepair::start_at(task, now, seed));
                 erase(m, ObjmetaOutput::Repaired)
             }
             ObjmetaOp::Check { n, log } => check_op(

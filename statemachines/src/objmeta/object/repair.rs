@@ -1,0 +1,143 @@
+//! The delayed placeholder repair, `AsyncRepair` (`objmeta.md` 8.4).
+
+use super::*;
+
+/// How a repair ended (`objmeta.md` 8.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RepairOutcome {
+    /// The master now holds the latest version.
+    Repaired,
+    /// The master changed meanwhile; nothing written.
+    Conflict,
+    /// No version left.
+    NoVersion,
+    /// A request failed, or the deadline passed.
+    Failed,
+}
+
+impl RepairOutcome {
+    /// Lowercase name for output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RepairOutcome::Repaired => "repaired",
+            RepairOutcome::Conflict => "conflict",
+            RepairOutcome::NoVersion => "no_version",
+            RepairOutcome::Failed => "failed",
+        }
+    }
+}
+
+/// The flow of [`AsyncRepair`]: it sleeps until the task's `due`, reads the latest version and
+/// writes it to the master unless the master is no longer placeholder `phd`.
+#[derive(Debug)]
+pub struct AsyncRepairFlow {
+    task: RepairTask,
+    phase: RepairPhase,
+}
+
+#[derive(Debug)]
+enum RepairPhase {
+    /// Until `due`.
+    Sleeping,
+    Latest(LatestVersion),
+    Write {
+        cas: Cas,
+        mk: String,
+        latest: Json,
+    },
+    Done,
+}
+
+impl AsyncRepair {
+    /// `asyncRepair(bucket, key, phd, vf)` of `task` on `table`: created at `now`, it sends
+    /// nothing before `task.due` (its `poll_timeout` is `due` until then); its deadline is
+    /// `start`'s (the facade's: `due + 60 s`, [`AsyncRepair::start_at`]). A repair that cannot complete ends `Failed`, or `Aborted` when
+    /// cancelled or past its deadline.
+    pub fn new(table: &str, task: RepairTask, start: Start) -> AsyncRepair {
+        let state = ObjmetaState::new(ObjmetaConfig {
+            table: table.to_string(),
+            ..ObjmetaConfig::default()
+        });
+        let flow = AsyncRepairFlow {
+            task,
+            phase: RepairPhase::Sleeping,
+        };
+        begin(ContextArg::owned(state), start, flow)
+    }
+
+    /// The [`Start`] of a repair of `task` created at `now`: its 60 s run from `due`, when
+    /// the repair starts (`objmeta.md` 16.3).
+    pub fn start_at(task: &RepairTask, now: Timestamp, seed: u64) -> Start {
+        Start {
+            now,
+            seed,
+            deadline: task.due.saturating_add_micros(DEFAULT_DEADLINE_US),
+        }
+    }
+}
+
+impl Flow for AsyncRepairFlow {
+    type Schema = ObjmetaSchema;
+    type Output = RepairOutcome;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<RepairOutcome> {
+        loop {
+            match core::mem::replace(&mut self.phase, RepairPhase::Done) {
+                RepairPhase::Sleeping => {
+                    if io.now() < self.task.due {
+                        io.sleep_until(self.task.due);
+                        self.phase = RepairPhase::Sleeping;
+                        return Ok(None);
+                    }
+                    let t = &self.task;
+                    let coll = collection_for_bucket(&t.bucket);
+                    let read = LatestVersion::start(io, st, coll, t.vformat, &t.key);
+                    self.phase = RepairPhase::Latest(read);
+                }
+                RepairPhase::Latest(read) => {
+                    let latest = match read.poll(io) {
+                        Ok(None) => {
+                            self.phase = RepairPhase::Latest(read);
+                            return Ok(None);
+                        }
+                        Ok(Some(Some(l))) => l,
+                        Ok(Some(None)) => return Ok(Some(RepairOutcome::NoVersion)),
+                        Err(_) => return Ok(Some(RepairOutcome::Failed)),
+                    };
+                    let mut latest = latest;
+                    if let Some(o) = latest.as_object_mut() {
+                        o.set("originOp", Json::str(ORIGIN_OP_DELETE));
+                    }
+                    escape_tags(&mut latest);
+                    let t = &self.task;
+                    let mk = master_key(t.vformat, &t.key);
+                    let row = row_key(collection_for_bucket(&t.bucket), &mk);
+                    let moved = filters::exists_and_not(filters::phd_is(&t.phd_version_id));
+                    let rep = replace(&latest, None);
+                    let Ok(cas) = Cas::start(io, st, row, moved, vec![], rep) else {
+                        return Ok(Some(RepairOutcome::Failed));
+                    };
+                    self.phase = RepairPhase::Write { cas, mk, latest };
+                }
+                RepairPhase::Write { cas, mk, latest } => {
+                    let matched = match cas.poll(io) {
+                        Ok(None) => {
+                            self.phase = RepairPhase::Write { cas, mk, latest };
+                            return Ok(None);
+                        }
+                        Ok(Some(Ok(m))) => m,
+                        Ok(Some(Err(_))) | Err(_) => return Ok(Some(RepairOutcome::Failed)),
+                    };
+                    if matched {
+                        return Ok(Some(RepairOutcome::Conflict));
+                    }
+                    let coll = collection_for_bucket(&self.task.bucket);
+                    put_event(io, coll, &mk, &latest);
+                    return Ok(Some(RepairOutcome::Repaired));
+                }
+                RepairPhase::Done => return Ok(None),
+            }
+        }
+    }
+}
