@@ -129,7 +129,7 @@ fn ops(c: &mut Criterion) {
                     let k = format!("x{i}");
                     let params = if versioned {
                         let put = block_on(om.put_object("b", &k, &value, Some(&ver))).unwrap();
-                        let vid = j(&put.unwrap()).get("versionId").unwrap().clone();
+                        let vid = Json::String(put.version_id.unwrap());
                         Json::Object([("versionId".to_string(), vid)].into_iter().collect())
                     } else {
                         block_on(om.put_object("b", &k, &value, Some(&j("{}")))).unwrap();
