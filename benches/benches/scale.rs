@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use rowkit_client::CallOptions;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::tracestore::{TraceStore, setup_table};
@@ -37,14 +38,14 @@ use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::tracestore::{Layout, ops_hash};
 use rowkit_codec::triples::Triple;
-use rowkit_store::driver::{Clock, ManualClock, SystemClock};
-use rowkit_store::{MemoryStore, RedbStore, Reply, Request, Response, Store};
 use rowkit_statemachines::mounttable::Tables;
 use rowkit_statemachines::tracestore::PutEntry;
 use rowkit_statemachines::triples::{LookupMethod, LookupOptions};
 use rowkit_statemachines::{
     MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
 };
+use rowkit_store::driver::{Clock, ManualClock, SystemClock};
+use rowkit_store::{MemoryStore, RedbStore, Reply, Request, Response, Store};
 use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::scenarios::objmeta::scenario_state;
 
@@ -410,9 +411,12 @@ fn gold(c: &mut Criterion) {
         SyncDriver::new(store, &clock),
         "gold",
         None,
-        1,
     ))
-    .unwrap();
+    .unwrap()
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     // The ingest tile gets its 10 000 traces once (its first commit), outside any figure.
     block_on(ts.put(
         INGEST_FIRST,

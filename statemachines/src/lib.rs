@@ -160,11 +160,11 @@
 //! assert_eq!((error.id(), error.to_string()), (ABORTED_ID, ABORTED_MESSAGE.to_string()));
 //! ```
 //!
-//! The triple store follows the dialect in full. The mount table, the trace store and object
-//! metadata share the error contract (and so the drivers' and the CLI's one mapping), the
-//! SetCell builder and, for the mount table and object metadata, the wait idiom; their
-//! operations still take `now`, `seed` and the deadline as separate arguments and read replies
-//! with request helpers of their own, until they are converted.
+//! The triple store and the trace store follow the dialect in full. The mount table and
+//! object metadata share the error contract (and so the drivers' and the CLI's one mapping),
+//! the SetCell builder and the wait idiom; their operations still take `now`, `seed` and the
+//! deadline as separate arguments and read replies with request helpers of their own, until
+//! they are converted.
 #![no_std]
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]

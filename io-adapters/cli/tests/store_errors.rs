@@ -176,13 +176,17 @@ fn graph_operations_end_at_the_deadline() {
     assert!(o.status.success(), "{o:?}");
 }
 
-/// `--deadline 0` ends a graph command with the very error an `s3` command ends with (id,
-/// message and exit code): the triple store takes the deadline as the other schemas do, and
-/// the aborted error is spelled once.
+/// `--deadline 0` ends a graph command with the very error an `s3` or a `gold` command ends
+/// with (id, message and exit code): the triple store and the trace store take the deadline
+/// as the other schemas do, and the aborted error is spelled once.
 #[test]
 fn graph_and_s3_abort_with_the_same_error() {
     let s = Scratch::new("same-aborted");
-    for args in [&["graph", "setup"][..], &["s3", "setup"]] {
+    for args in [
+        &["graph", "setup"][..],
+        &["s3", "setup"],
+        &["gold", "setup"],
+    ] {
         let (o, _) = rowkit(&s.store(), args);
         assert!(o.status.success(), "{args:?}: {o:?}");
     }
@@ -196,7 +200,26 @@ fn graph_and_s3_abort_with_the_same_error() {
     };
     let graph = aborted(&["graph", "create", "g1"]);
     let s3 = aborted(&["s3", "bucket", "create", "b"]);
+    let gold_put = [
+        "gold",
+        "put",
+        "--commit",
+        "1",
+        "--params",
+        "name=a",
+        "--digest",
+        "000075b9c0f1b6a831c399e269772661",
+    ];
+    let gold = aborted(&gold_put);
     assert_eq!(graph, s3);
+    assert_eq!(gold, s3, "gold put");
+    // Without --json: the same line on stderr.
+    let line = |args: &[&str]| {
+        let (o, _) = rowkit(&s.store(), &[&["--deadline", "0"][..], args].concat());
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {o:?}");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    assert_eq!(line(&gold_put), line(&["graph", "create", "g1"]));
     assert_eq!(graph["id"], "aborted");
     assert_eq!(
         graph["message"], "aborted (deadline exceeded or cancelled)",

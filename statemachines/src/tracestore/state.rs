@@ -8,7 +8,9 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Timestamp;
-use rowkit_codec::tracestore::{Layout, OrderedParamSet, TraceStoreError};
+use rowkit_codec::tracestore::{Layout, OrderedParamSet};
+
+use super::TraceStoreError;
 
 /// A tile's OPS as last read or written: the compare-and-swap token and its cell timestamp.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -15,11 +15,11 @@ use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_codec::triples::Triple;
-use rowkit_store::Store;
-use rowkit_store::driver::SystemClock;
 use rowkit_statemachines::check::{CheckEvent, CheckOptions, Finding};
 use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaState};
 use rowkit_statemachines::tracestore::PutEntry;
+use rowkit_store::Store;
+use rowkit_store::driver::SystemClock;
 
 use super::triples::shorthand;
 
@@ -128,7 +128,12 @@ pub fn tracestore(store: &dyn Store) {
                 s.spawn(move || {
                     start.wait();
                     let driver = SyncDriver::new(store, clock);
-                    let mut gold = block_on(TraceStore::open(driver, "gold", None, w)).unwrap();
+                    let gold = block_on(TraceStore::open(driver, "gold", None))
+                        .unwrap()
+                        .with_options(rowkit_client::CallOptions {
+                            seed: w,
+                            ..Default::default()
+                        });
                     for commit in 0..20i64 {
                         let entries = (0..10)
                             .map(|t| PutEntry {
@@ -151,7 +156,12 @@ pub fn tracestore(store: &dyn Store) {
             .collect();
         let checker = s.spawn(|| {
             let driver = SyncDriver::new(store, &clock);
-            let mut gold = block_on(TraceStore::open(driver, "gold", None, 7)).unwrap();
+            let gold = block_on(TraceStore::open(driver, "gold", None))
+                .unwrap()
+                .with_options(rowkit_client::CallOptions {
+                    seed: 7,
+                    ..Default::default()
+                });
             let mut seen = Vec::new();
             start.wait();
             loop {
@@ -178,7 +188,12 @@ pub fn tracestore(store: &dyn Store) {
         done.store(true, Ordering::Relaxed);
         checker.join().unwrap();
     });
-    let mut gold = block_on(TraceStore::open(driver, "gold", None, 9)).unwrap();
+    let gold = block_on(TraceStore::open(driver, "gold", None))
+        .unwrap()
+        .with_options(rowkit_client::CallOptions {
+            seed: 9,
+            ..Default::default()
+        });
     let findings = check(|options, on| block_on(gold.check(options, 600_000_000, on)));
     assert!(
         findings.is_empty(),
