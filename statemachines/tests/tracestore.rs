@@ -1,6 +1,7 @@
 //! Scripted tests of the trace store machines (`spec/tracestore.md` 17, scenario 29).
 #![allow(clippy::unwrap_used)]
 
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::ops::params_from;
 use rowkit_statemachines::operation::Start;
@@ -95,7 +96,10 @@ fn s29_validation_sends_nothing() {
         );
         let mut s = Script::new(m, Timestamp(T0));
         s.expect_no_request();
-        assert_eq!(s.take_result(), Some(Err(TraceStoreError::BadRepoIndex)));
+        assert_eq!(
+            s.take_result(),
+            Some(Err(TraceStoreError::Codec(CodecError::BadRepoIndex)))
+        );
         let mut state = TraceStoreState::new("gold", layout);
         let m = Put::new(
             &mut state,

@@ -5,7 +5,7 @@
 use alloc::string::String;
 
 /// What the codec refuses. The `Display` text is the spec's message (the vectors' `error`
-/// fields).
+/// fields); [`CodecError::id`] is its stable id.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CodecError {
@@ -64,4 +64,26 @@ pub enum CodecError {
     /// The named layout contradicts the table's families.
     #[error("layout mismatch")]
     LayoutMismatch,
+}
+
+impl CodecError {
+    /// The stable id of the error (the CLI's and the JavaScript API's `id`).
+    pub fn id(&self) -> &'static str {
+        match self {
+            CodecError::BadRepoIndex => "bad_repo_index",
+            CodecError::NoParamsEncoded => "no_params_encoded",
+            CodecError::UnknownValue => "unknown_value",
+            CodecError::BadTraceId { .. } => "bad_trace_id",
+            CodecError::CorruptedParamset { .. } => "corrupted_paramset",
+            CodecError::BadTraceColumn => "bad_trace_column",
+            CodecError::BadOptions => "bad_options",
+            CodecError::BadTileKey => "bad_tile_key",
+            CodecError::CorruptDigestIdCell => "corrupt_digest_id_cell",
+            CodecError::CorruptDigestMap => "corrupt_digest_map",
+            CodecError::BadIdCounter { .. } => "bad_id_counter",
+            CodecError::NotATraceStoreTable => "not_a_trace_store_table",
+            CodecError::AmbiguousLayout => "ambiguous_layout",
+            CodecError::LayoutMismatch => "layout_mismatch",
+        }
+    }
 }

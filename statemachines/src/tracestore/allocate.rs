@@ -7,6 +7,7 @@
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{ReadModifyWriteRule, RuleOp};
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::cells::{
     COLUMN_ID_COUNTER, FAMILY_ID_COUNTER, RESERVED_IDS, decode_id_counter, reserved_ids,
 };
@@ -114,9 +115,9 @@ impl Flow for AllocateDigestIdsFlow {
                     .filter(|c| c.family == FAMILY_ID_COUNTER)
                     .collect();
                 let [cell] = cells.as_slice() else {
-                    return Err(TraceStoreError::BadIdCounter {
+                    return Err(TraceStoreError::Codec(CodecError::BadIdCounter {
                         reason: "malformed id counter response",
-                    });
+                    }));
                 };
                 let max = decode_id_counter(&cell.value)?;
                 let mut fresh = reserved_ids(max, amount)?;

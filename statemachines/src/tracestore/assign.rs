@@ -12,6 +12,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Mutation, RowFilter, Timestamp};
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::cells::{
     FAMILY_DIGEST_MAP, digest_map_qualifier, digest_map_row, encode_digest_map_value,
     normalize_digest,
@@ -94,7 +95,7 @@ impl Inserts {
                 digest_map_qualifier(&self.new[i]),
                 self.ids.get(i),
             ) else {
-                return Err(TraceStoreError::CorruptDigestMap);
+                return Err(TraceStoreError::Codec(CodecError::CorruptDigestMap));
             };
             // "Set only if the column is absent" (a qualifier regex, no family filter: reproduce).
             let child = io.unary(Request::CheckAndMutateRow(CheckAndMutateRowRequest {
@@ -292,7 +293,7 @@ impl Flow for AssignDigestIdsFlow {
                         self.phase => Phase::Reread { lookup, conflicts }
                     );
                     if conflicts.iter().any(|d| state.digests.id(d).is_none()) {
-                        return Err(TraceStoreError::CorruptDigestMap);
+                        return Err(TraceStoreError::Codec(CodecError::CorruptDigestMap));
                     }
                     return Ok(Some(self.answer(state)));
                 }

@@ -1,6 +1,7 @@
 //! `ReadRange(first, last)` (`spec/tracestore.md` 12.2): every trace of the commits
 //! `first ..= last`, one [`TracesInRange`] over their tiles.
 
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::keys::{TilePosition, repo_index_position};
 
 use super::range::TracesInRange;
@@ -31,7 +32,7 @@ fn check_range(first: i64, last: i64) -> Result<(TilePosition, TilePosition), Tr
     let a = repo_index_position(first)?;
     let b = repo_index_position(last)?;
     if first > last {
-        return Err(TraceStoreError::BadRepoIndex);
+        return Err(TraceStoreError::Codec(CodecError::BadRepoIndex));
     }
     Ok((a, b))
 }

@@ -10,6 +10,7 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::OrderedParamSet;
 use rowkit_codec::tracestore::keys::{SHARDS, tile_key};
 use rowkit_codec::tracestore::ops::trace_id_text;
@@ -38,7 +39,7 @@ impl<'a> StreamTile<'a> {
     ) -> Self {
         let tk = tile_key(i64::from(index));
         let flow = if tk < 0 {
-            Err(TraceStoreError::BadRepoIndex)
+            Err(TraceStoreError::Codec(CodecError::BadRepoIndex))
         } else {
             Ok(StreamTileFlow {
                 tile_key: tk,

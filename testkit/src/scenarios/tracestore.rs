@@ -12,6 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex};
 
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowFilter, RowSet, Timestamp};
 use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::keys::*;
@@ -727,7 +728,7 @@ pub fn validation(store: &dyn Store, layout: Layout) {
             vec![e.clone()],
             Timestamp(T0)
         )),
-        Err(TraceStoreError::BadRepoIndex)
+        Err(TraceStoreError::Codec(CodecError::BadRepoIndex))
     );
     assert_eq!(
         block_on(gold.put(
@@ -740,7 +741,7 @@ pub fn validation(store: &dyn Store, layout: Layout) {
     );
     assert_eq!(
         block_on(gold.read_range(5, 4)).unwrap_err(),
-        TraceStoreError::BadRepoIndex
+        TraceStoreError::Codec(CodecError::BadRepoIndex)
     );
     if layout == Layout::DigestId {
         let mut with_options = e;
@@ -908,7 +909,7 @@ pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
     };
     let cases = [
         (too_long, TraceStoreError::RowKeyTooLong),
-        (Params::new(), TraceStoreError::NoParamsEncoded),
+        (Params::new(), TraceStoreError::Codec(CodecError::NoParamsEncoded)),
     ];
     for (params, error) in cases {
         let bad = PutEntry {
@@ -1141,7 +1142,7 @@ pub fn setup_and_detection(store: &dyn Store) {
         ))
         .map(|g| g.with_options(seeded(1)))
         .unwrap_err(),
-        TraceStoreError::LayoutMismatch
+        TraceStoreError::Codec(CodecError::LayoutMismatch)
     );
     assert_eq!(
         block_on(TraceStore::open(
@@ -1151,7 +1152,7 @@ pub fn setup_and_detection(store: &dyn Store) {
         ))
         .map(|g| g.with_options(seeded(1)))
         .unwrap_err(),
-        TraceStoreError::LayoutMismatch
+        TraceStoreError::Codec(CodecError::LayoutMismatch)
     );
     // Raw cells of one layout in the other's decoder.
     assert_eq!(
@@ -1195,7 +1196,7 @@ pub fn setup_adds_missing_families(store: &dyn Store) {
         ))
         .map(|g| g.with_options(seeded(1)))
         .unwrap_err(),
-        TraceStoreError::AmbiguousLayout
+        TraceStoreError::Codec(CodecError::AmbiguousLayout)
     );
     setup_on(store, "c", Layout::DigestId).unwrap();
     assert_eq!(names("c"), ["D", "I", "O", "T"]);
@@ -1782,7 +1783,7 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
     let gold = trace_row(&*store, &clock, digest_to_cell(AP));
     assert_eq!(
         block_on(gold.read_range(0, 0)).unwrap_err(),
-        TraceStoreError::CorruptDigestIdCell
+        TraceStoreError::Codec(CodecError::CorruptDigestIdCell)
     );
     for bad in [&b"0"[..], b"-5"] {
         let store = make_store();
@@ -1802,7 +1803,7 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
         );
         assert_eq!(
             block_on(gold.read_range(0, 0)).unwrap_err(),
-            TraceStoreError::CorruptDigestMap
+            TraceStoreError::Codec(CodecError::CorruptDigestMap)
         );
     }
 }
