@@ -237,8 +237,10 @@ impl TraceStore {
                 })
                 .collect::<Result<Vec<_>, JsValue>>()?;
             let gold = inner.gold.lock().await;
+            // The JS API's put resolves to nothing: the rows written are not part of it.
             gold.put(repo_index, None, entries, ts)
                 .await
+                .map(|_rows| ())
                 .map_err(js::operation_error)
         })
     }
