@@ -34,8 +34,8 @@ fn backoff_run(layout: Layout, seed: u64) -> Vec<i64> {
         Timestamp(T0),
         Start {
             now: Timestamp(T0),
-            seed: seed,
-            deadline: deadline,
+            seed,
+            deadline,
         },
     );
     let mut s = Script::new(m, Timestamp(T0));
@@ -179,7 +179,7 @@ fn stopped_assignment(end: &str) -> Vec<u64> {
         Start {
             now: Timestamp(T0),
             seed: 3,
-            deadline: deadline,
+            deadline,
         },
     );
     let mut s = Script::new(m, Timestamp(T0));
