@@ -12,8 +12,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex};
 
-use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowFilter, RowSet, Timestamp};
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::keys::*;
 use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
@@ -909,7 +909,10 @@ pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
     };
     let cases = [
         (too_long, TraceStoreError::RowKeyTooLong),
-        (Params::new(), TraceStoreError::Codec(CodecError::NoParamsEncoded)),
+        (
+            Params::new(),
+            TraceStoreError::Codec(CodecError::NoParamsEncoded),
+        ),
     ];
     for (params, error) in cases {
         let bad = PutEntry {
