@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+use rowkit_client::CallOptions;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::tracestore::{TraceStore, setup_table};
@@ -411,9 +412,12 @@ fn gold(c: &mut Criterion) {
         SyncDriver::new(store, &clock),
         "gold",
         None,
-        1,
     ))
-    .unwrap();
+    .unwrap()
+    .with_options(CallOptions {
+        seed: 1,
+        ..CallOptions::default()
+    });
     // The ingest tile gets its 10 000 traces once (its first commit), outside any figure.
     block_on(ts.put(
         INGEST_FIRST,

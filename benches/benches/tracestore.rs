@@ -9,6 +9,7 @@
 use std::time::Instant;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use rowkit_client::CallOptions;
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, RowFilter, RowRange, RowSet, Timestamp};
@@ -114,9 +115,12 @@ fn ingest_and_tile(c: &mut Criterion) {
             SyncDriver::new(&store, &clock),
             TABLE,
             None,
-            1,
         ))
-        .unwrap();
+        .unwrap()
+        .with_options(CallOptions {
+            seed: 1,
+            ..CallOptions::default()
+        });
         let batch = entries(1000, 0);
         block_on(gold.put(0, None, batch.clone(), Timestamp(T0))).unwrap();
         g.throughput(Throughput::Elements(batch.len() as u64));
@@ -144,9 +148,12 @@ fn ingest_and_tile(c: &mut Criterion) {
                     SyncDriver::new(&store, &clock),
                     TABLE,
                     None,
-                    2,
                 ))
-                .unwrap();
+                .unwrap()
+                .with_options(CallOptions {
+                    seed: 2,
+                    ..CallOptions::default()
+                });
                 let tile = block_on(reader.read_range(0, 255)).unwrap();
                 assert_eq!(tile.traces.len() as u64, traces);
             })
@@ -206,9 +213,12 @@ fn digest_map(c: &mut Criterion) {
                 SyncDriver::new(&split as &dyn Store, &clock),
                 TABLE,
                 None,
-                1,
             ))
-            .unwrap();
+            .unwrap()
+            .with_options(CallOptions {
+                seed: 1,
+                ..CallOptions::default()
+            });
             block_on(gold.assign_digest_ids(wanted.clone())).unwrap();
             rows_fetched = gold.state().digest_cache().len();
         })

@@ -2,8 +2,8 @@
 //! [`Driver`].
 //!
 //! The facade keeps one [`TraceStoreState`] (OPS cache, digest cache, id pool) between
-//! operations and draws each operation's seed from one SplitMix64 stream started at the open
-//! seed.
+//! operations; its methods take `&self` and its [`CallOptions`] seed every operation and may
+//! bound it by a deadline, as every facade's do.
 //!
 //! ```
 //! use rowkit_client::tracestore::{TraceStore, setup_table};
@@ -18,7 +18,7 @@
 //! let clock = ManualClock::new(Timestamp::from_secs(1_557_018_184));
 //! let driver = SyncDriver::new(&store, &clock);
 //! block_on(setup_table(&driver, "gold", Layout::Md5)).unwrap();
-//! let mut gold = block_on(TraceStore::open(driver, "gold", None, 1)).unwrap();
+//! let gold = block_on(TraceStore::open(driver, "gold", None)).unwrap();
 //! let entry = PutEntry {
 //!     params: params_from([("name", "test_alpha")]),
 //!     digest: "000075b9c0f1b6a831c399e269772661".into(),
@@ -31,25 +31,26 @@
 //! ```
 
 use rowkit_codec::model::{ColumnFamily, Timestamp};
-use rowkit_codec::tracestore::{Layout, SetupRequest, TraceStoreError, detect_layout};
+use std::sync::{Mutex, PoisonError};
+
+use rowkit_codec::tracestore::{Layout, SetupRequest, detect_layout};
 use rowkit_statemachines::check::{
     CheckError, CheckEvent, CheckOptions, CheckSummary, CheckTarget,
 };
-use rowkit_statemachines::operation::{Flow, Operation};
+use rowkit_statemachines::operation::{Flow, Operation, OperationError, Start};
 use rowkit_statemachines::tracestore::{
-    AllocateDigestIds, AssignDigestIds, Check, NewestTile, Put, PutEntry, ReadDense, ReadRange,
-    StreamTile, Tile, TraceBatch, TraceStoreEvent, TraceStoreSchema, TraceStoreState,
+    AllocateDigestIds, AssignDigestIds, Check, NewestTile, PUT_DEADLINE_MICROS, Put, PutEntry,
+    READ_DEADLINE_MICROS, ReadDense, ReadRange, StreamTile, Tile, TraceBatch, TraceStoreError,
+    TraceStoreEvent, TraceStoreSchema, TraceStoreState,
 };
-use rowkit_statemachines::{Code, SplitMix64, StoreError};
+use rowkit_statemachines::{Code, StoreError};
 
-use crate::{Driver, run_operation};
+use crate::calls::Calls;
+use crate::{CallOptions, Driver, run_operation};
 
 /// A store failure as the trace store's error.
-pub fn store_error(e: StoreError) -> TraceStoreError {
-    TraceStoreError::Store {
-        code: e.code,
-        message: e.message,
-    }
+fn store_error(e: StoreError) -> TraceStoreError {
+    TraceStoreError::store(e)
 }
 
 /// Sets `table` up in `layout` (`spec/tracestore.md` 8), running the codec's setup plan.
@@ -99,54 +100,65 @@ pub fn layout_of(
     named: Option<Layout>,
 ) -> Result<Layout, TraceStoreError> {
     let names: Vec<&str> = families.iter().map(|f| f.name.as_str()).collect();
-    detect_layout(&names, named)
+    Ok(detect_layout(&names, named)?)
 }
 
 /// One open trace store table over a driver (see the module doc).
 pub struct TraceStore<D> {
     driver: D,
-    state: TraceStoreState,
-    seeds: SplitMix64,
-    deadline_micros: Option<i64>,
+    table: String,
+    layout: Layout,
+    /// The state between operations; an operation takes it out while it runs (`None` then),
+    /// so a call that starts meanwhile runs on a fresh state (see [`TraceStore::run`]).
+    state: Mutex<Option<TraceStoreState>>,
+    calls: Calls,
 }
 
 impl<D> core::fmt::Debug for TraceStore<D> {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("TraceStore")
-            .field("state", &self.state)
+            .field("table", &self.table)
+            .field("layout", &self.layout)
+            .field("calls", &self.calls)
             .finish_non_exhaustive()
     }
 }
 
 impl<D: Driver> TraceStore<D> {
     /// Opens `table`: the layout is detected from its families, or checked against `named`
-    /// (`spec/tracestore.md` 8.3). `seed` starts the stream of per-operation seeds.
+    /// (`spec/tracestore.md` 8.3). Default [`CallOptions`].
     pub async fn open(
         driver: D,
         table: &str,
         named: Option<Layout>,
-        seed: u64,
     ) -> Result<TraceStore<D>, TraceStoreError> {
         let families = driver.families(table).await.map_err(store_error)?;
         let layout = layout_of(&families, named)?;
-        Ok(TraceStore::with_layout(driver, table, layout, seed))
+        Ok(TraceStore::with_layout(driver, table, layout))
     }
 
     /// Opens `table` in `layout` without reading its schema (for drivers that cannot: a
-    /// gateway). `seed` starts the stream of per-operation seeds.
-    pub fn with_layout(driver: D, table: &str, layout: Layout, seed: u64) -> TraceStore<D> {
+    /// gateway). Default [`CallOptions`].
+    pub fn with_layout(driver: D, table: &str, layout: Layout) -> TraceStore<D> {
         TraceStore {
             driver,
-            state: TraceStoreState::new(table, layout),
-            seeds: SplitMix64::new(seed),
-            deadline_micros: None,
+            table: table.into(),
+            layout,
+            state: Mutex::new(Some(TraceStoreState::new(table, layout))),
+            calls: Calls::default(),
         }
     }
 
-    /// Every later operation ends `aborted` this many µs after it starts (`None`: the
-    /// spec's 4 minutes for reads, 10 for Put).
-    pub fn set_deadline(&mut self, micros: Option<i64>) {
-        self.deadline_micros = micros;
+    /// Seeds every operation and, if `options` set one, bounds every operation by its
+    /// deadline instead of the spec's (4 minutes for reads, 10 for Put).
+    pub fn with_options(mut self, options: CallOptions) -> Self {
+        self.calls = Calls::new(options);
+        self
+    }
+
+    /// The options.
+    pub fn options(&self) -> CallOptions {
+        self.calls.options()
     }
 
     /// The driver.
@@ -156,132 +168,146 @@ impl<D: Driver> TraceStore<D> {
 
     /// The layout of the table.
     pub fn layout(&self) -> Layout {
-        self.state.layout()
+        self.layout
     }
 
-    /// The instance state (caches, id pool).
-    pub fn state(&self) -> &TraceStoreState {
-        &self.state
+    /// The instance state (caches, id pool), exclusively: no operation runs while it is
+    /// borrowed (e.g. to `clear_digest_cache`).
+    pub fn state(&mut self) -> &mut TraceStoreState {
+        let (table, layout) = (&self.table, self.layout);
+        self.state
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(|| TraceStoreState::new(table.as_str(), layout))
     }
 
-    /// The instance state, mutably (e.g. `clear_digest_cache`).
-    pub fn state_mut(&mut self) -> &mut TraceStoreState {
-        &mut self.state
+    /// The state for an operation: taken out of the facade, or a fresh one while another
+    /// operation holds it.
+    fn take_state(&self) -> TraceStoreState {
+        let mut slot = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.take()
+            .unwrap_or_else(|| TraceStoreState::new(self.table.as_str(), self.layout))
     }
 
-    /// The start, seed and deadline of an operation starting now.
-    fn begin(&mut self) -> (Timestamp, u64, Option<Timestamp>) {
-        let now = self.driver.now();
-        let deadline = self.deadline_micros.map(|d| now.saturating_add_micros(d));
-        (now, self.seeds.next_u64(), deadline)
+    /// Gives `state` back after an operation. When another operation's state came back first,
+    /// that one stays and only `state`'s unused pooled ids join its pool (so no id is lost or
+    /// handed out twice; the caches of `state` are dropped).
+    fn give_back(&self, state: TraceStoreState) {
+        let mut slot = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.as_mut() {
+            None => *slot = Some(state),
+            Some(kept) => kept.return_digest_ids(&state.pool().collect::<Vec<_>>()),
+        }
     }
 
+    /// The start of an operation whose own deadline is `default_micros` (unless the options
+    /// set one for every operation).
+    fn start(&self, default_micros: i64) -> Start {
+        self.calls.start(self.driver.now(), default_micros)
+    }
+
+    /// Runs the operation `op` builds on the facade's state, handing its events to
+    /// `on_event`, and keeps the state it leaves.
     async fn run<F: Flow<Schema = TraceStoreSchema>>(
-        driver: &D,
-        op: Operation<'_, F>,
-    ) -> Result<F::Output, TraceStoreError> {
-        Self::run_with_events(driver, op, |_| {}).await
-    }
-
-    /// Runs `op`, handing its events to `on_event`.
-    async fn run_with_events<F: Flow<Schema = TraceStoreSchema>>(
-        driver: &D,
-        op: Operation<'_, F>,
+        &self,
+        op: impl for<'s> FnOnce(&'s mut TraceStoreState) -> Operation<'s, F>,
         on_event: impl FnMut(TraceStoreEvent),
     ) -> Result<F::Output, TraceStoreError> {
-        run_operation(driver, op, on_event).await
+        let mut state = self.take_state();
+        let result = run_operation(&self.driver, op(&mut state), on_event).await;
+        self.give_back(state);
+        result
     }
 
     /// Checks the table (`spec/check.md` §2) until `timeout` µs from now; findings and
     /// progress go to `on_event`. Nothing in a trace store is repairable: `options.fix`
     /// changes nothing.
     pub async fn check(
-        &mut self,
+        &self,
         options: CheckOptions,
         timeout: i64,
         on_event: impl FnMut(CheckEvent),
     ) -> Result<CheckSummary, CheckError> {
-        let (now, seed, _) = self.begin();
-        let target = CheckTarget::new(self.state.table(), now.saturating_add_micros(timeout));
-        let m = Check::new(target, self.layout(), options, now, seed);
+        // Its own `timeout`, not the operations' deadline: a check runs as long as it is let.
+        let start = self.calls.start_within(self.driver.now(), timeout);
+        let target = CheckTarget::new(&self.table, start.deadline);
+        let m = Check::new(target, self.layout, options, start.now, start.seed);
         run_operation(&self.driver, m, on_event).await
     }
 
-    /// `Put`: writes `entries` at commit `repo_index` with cell timestamp `ts`.
+    /// `Put`: writes `entries` at commit `repo_index` with cell timestamp `ts`; returns the
+    /// row keys written, in entry order.
     pub async fn put(
-        &mut self,
+        &self,
         repo_index: i64,
         commit_time: Option<Timestamp>,
         entries: Vec<PutEntry>,
         ts: Timestamp,
-    ) -> Result<(), TraceStoreError> {
-        let (now, seed, deadline) = self.begin();
-        let op = Put::new(
-            &mut self.state,
-            repo_index,
-            commit_time,
-            entries,
-            ts,
-            deadline,
-            now,
-            seed,
-        );
-        Self::run(&self.driver, op).await
+    ) -> Result<Vec<Vec<u8>>, TraceStoreError> {
+        let start = self.start(PUT_DEADLINE_MICROS);
+        self.run(
+            |state| Put::new(state, repo_index, commit_time, entries, ts, start),
+            |_| {},
+        )
+        .await
     }
 
     /// `ReadRange(first, last)`.
-    pub async fn read_range(&mut self, first: i64, last: i64) -> Result<Tile, TraceStoreError> {
-        let (now, seed, deadline) = self.begin();
-        let op = ReadRange::new(&mut self.state, first, last, deadline, now, seed);
-        Self::run(&self.driver, op).await
+    pub async fn read_range(&self, first: i64, last: i64) -> Result<Tile, TraceStoreError> {
+        let start = self.start(READ_DEADLINE_MICROS);
+        self.run(|state| ReadRange::new(state, first, last, start), |_| {})
+            .await
     }
 
     /// `StreamTile(index)`: the tile's traces handed to `on_batch` as they arrive (options are
     /// not read); resolves to how many traces were handed over.
     pub async fn stream_tile(
-        &mut self,
+        &self,
         index: u32,
         mut on_batch: impl FnMut(TraceBatch),
     ) -> Result<usize, TraceStoreError> {
-        let (now, seed, deadline) = self.begin();
-        let op = StreamTile::new(&mut self.state, index, deadline, now, seed);
-        Self::run_with_events(&self.driver, op, |e| {
-            // Only traces are handed over; any other event (none yet) is not this call's output.
-            if let TraceStoreEvent::Traces(batch) = e {
-                on_batch(batch)
-            }
-        })
+        let start = self.start(READ_DEADLINE_MICROS);
+        self.run(
+            |state| StreamTile::new(state, index, start),
+            |e| {
+                // Only traces are handed over; any other event (none yet) is not this call's
+                // output.
+                if let TraceStoreEvent::Traces(batch) = e {
+                    on_batch(batch)
+                }
+            },
+        )
         .await
     }
 
     /// `ReadDense(last, n)`.
-    pub async fn read_dense(&mut self, last: i64, n: usize) -> Result<Tile, TraceStoreError> {
-        let (now, seed, deadline) = self.begin();
-        let op = ReadDense::new(&mut self.state, last, n, deadline, now, seed);
-        Self::run(&self.driver, op).await
+    pub async fn read_dense(&self, last: i64, n: usize) -> Result<Tile, TraceStoreError> {
+        let start = self.start(READ_DEADLINE_MICROS);
+        self.run(|state| ReadDense::new(state, last, n, start), |_| {})
+            .await
     }
 
     /// `NewestTile`.
-    pub async fn newest_tile(&mut self) -> Result<Option<u32>, TraceStoreError> {
-        let (now, seed, deadline) = self.begin();
-        let op = NewestTile::new(&mut self.state, deadline, now, seed);
-        Self::run(&self.driver, op).await
+    pub async fn newest_tile(&self) -> Result<Option<u32>, TraceStoreError> {
+        let start = self.start(READ_DEADLINE_MICROS);
+        self.run(|state| NewestTile::new(state, start), |_| {})
+            .await
     }
 
     /// `AssignDigestIds` (digest-id layout).
     pub async fn assign_digest_ids(
-        &mut self,
+        &self,
         digests: Vec<String>,
     ) -> Result<Vec<u64>, TraceStoreError> {
-        let (now, seed, deadline) = self.begin();
-        let op = AssignDigestIds::new(&mut self.state, digests, deadline, now, seed);
-        Self::run(&self.driver, op).await
+        let start = self.start(PUT_DEADLINE_MICROS);
+        self.run(|state| AssignDigestIds::new(state, digests, start), |_| {})
+            .await
     }
 
     /// `AllocateDigestIds` (digest-id layout).
-    pub async fn allocate_digest_ids(&mut self, n: usize) -> Result<Vec<u64>, TraceStoreError> {
-        let (now, seed, deadline) = self.begin();
-        let op = AllocateDigestIds::new(&mut self.state, n, deadline, now, seed);
-        Self::run(&self.driver, op).await
+    pub async fn allocate_digest_ids(&self, n: usize) -> Result<Vec<u64>, TraceStoreError> {
+        let start = self.start(PUT_DEADLINE_MICROS);
+        self.run(|state| AllocateDigestIds::new(state, n, start), |_| {})
+            .await
     }
 }

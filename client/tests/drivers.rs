@@ -295,6 +295,7 @@ mod mounttable {
 
 mod tracestore {
     use super::*;
+    use rowkit_client::CallOptions;
     use rowkit_client::tracestore::{TraceStore, setup_table};
     use rowkit_codec::tracestore::Layout;
     use rowkit_codec::tracestore::ops::params_from;
@@ -339,10 +340,19 @@ mod tracestore {
             let tokio_driver = TokioDriver::new(conn.clone()).with_clock(shared(&async_clock));
             block_on(setup_table(&sync_driver, "gold", layout)).unwrap();
             setup_table(&tokio_driver, "gold", layout).await.unwrap();
-            let mut sync = block_on(TraceStore::open(sync_driver, "gold", None, 5)).unwrap();
-            let mut tokio = TraceStore::open(tokio_driver, "gold", None, 5)
+            let sync = block_on(TraceStore::open(sync_driver, "gold", None))
+                .unwrap()
+                .with_options(CallOptions {
+                    seed: 5,
+                    ..CallOptions::default()
+                });
+            let tokio = TraceStore::open(tokio_driver, "gold", None)
                 .await
-                .unwrap();
+                .unwrap()
+                .with_options(CallOptions {
+                    seed: 5,
+                    ..CallOptions::default()
+                });
             assert_eq!(tokio.layout(), layout);
             same(
                 "newest (empty)",
@@ -431,9 +441,13 @@ mod tracestore {
                 );
             }
             // A fresh Tokio reader (no caches) reads the same tile.
-            let mut reader = TraceStore::open(TokioDriver::new(conn), "gold", Some(layout), 6)
+            let reader = TraceStore::open(TokioDriver::new(conn), "gold", Some(layout))
                 .await
-                .unwrap();
+                .unwrap()
+                .with_options(CallOptions {
+                    seed: 6,
+                    ..CallOptions::default()
+                });
             assert_eq!(reader.read_range(0, 255).await.unwrap(), tile);
         }
     }

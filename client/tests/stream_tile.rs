@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use rowkit_client::CallOptions;
 use rowkit_client::tracestore::{TraceStore, setup_table};
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::Timestamp;
@@ -26,7 +27,12 @@ fn a_streamed_tile_holds_what_a_range_read_holds() {
         let clock = ManualClock::new(Timestamp::from_secs(1_557_018_184));
         let driver = SyncDriver::new(&store, &clock);
         block_on(setup_table(&driver, "gold", layout)).unwrap();
-        let mut writer = block_on(TraceStore::open(&driver, "gold", None, 1)).unwrap();
+        let writer = block_on(TraceStore::open(&driver, "gold", None))
+            .unwrap()
+            .with_options(CallOptions {
+                seed: 1,
+                ..CallOptions::default()
+            });
         // 300 traces over the 32 shards, at three commits of tile 1; every 7th point missing.
         for (k, commit) in [256i64, 300, 511].into_iter().enumerate() {
             let entries = (0..300)
@@ -45,7 +51,12 @@ fn a_streamed_tile_holds_what_a_range_read_holds() {
         let tile = block_on(writer.read_range(256, 511)).unwrap();
         assert_eq!(tile.traces.len(), 300);
 
-        let mut reader = block_on(TraceStore::open(&driver, "gold", None, 2)).unwrap();
+        let reader = block_on(TraceStore::open(&driver, "gold", None))
+            .unwrap()
+            .with_options(CallOptions {
+                seed: 2,
+                ..CallOptions::default()
+            });
         let mut streamed = BTreeMap::new();
         let mut batches = 0;
         let mut last_shards_done = 0;

@@ -532,9 +532,9 @@ fn tile_keys_and_positions() {
     }
     assert_eq!(
         repo_index_position(2147483648),
-        Err(TraceStoreError::BadRepoIndex)
+        Err(CodecError::BadRepoIndex)
     );
-    assert_eq!(repo_index_position(-1), Err(TraceStoreError::BadRepoIndex));
+    assert_eq!(repo_index_position(-1), Err(CodecError::BadRepoIndex));
     for c in v.ops_row_names.non_empty("ops_row_names") {
         assert_eq!(ops_row_name(c.tile_key), c.row.as_bytes(), "{c:?}");
     }
@@ -730,11 +730,11 @@ fn setup_and_detection() {
     // Scenario 16/28: a named layout the families contradict.
     assert_eq!(
         detect_layout(&["D", "I", "O", "T"], Some(Layout::Md5)),
-        Err(TraceStoreError::LayoutMismatch)
+        Err(CodecError::LayoutMismatch)
     );
     assert_eq!(
         detect_layout(&["O", "P", "T"], Some(Layout::DigestId)),
-        Err(TraceStoreError::LayoutMismatch)
+        Err(CodecError::LayoutMismatch)
     );
     assert_eq!(
         detect_layout(&["O", "T"], Some(Layout::Md5)),

@@ -10,7 +10,7 @@ use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::keys::*;
 use rowkit_codec::tracestore::ops::parse_options_text;
 use rowkit_codec::tracestore::{
-    OrderedParamSet, ParamSet, Params, TraceStoreError, decode_ops_gob, encode_ops_gob,
+    CodecError, OrderedParamSet, ParamSet, Params, decode_ops_gob, encode_ops_gob,
 };
 
 /// An OPS shaped by the input's first bytes — 1 to 12 keys `k0…`, each with 1 to 12 values
@@ -77,10 +77,7 @@ fuzz_target!(|data: &[u8]| {
                     Ok(canonical) => {
                         assert_eq!(ops.decode_params(canonical.as_bytes()), Ok(params));
                     }
-                    Err(e) => assert!(
-                        params.is_empty() && e == TraceStoreError::NoParamsEncoded,
-                        "{e}"
-                    ),
+                    Err(e) => assert!(params.is_empty() && e == CodecError::NoParamsEncoded, "{e}"),
                 }
             }
             // Params drawn from the OPS (a value per key unless the byte's high bit is set)

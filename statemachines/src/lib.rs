@@ -160,16 +160,13 @@
 //! assert_eq!((error.id(), error.to_string()), (ABORTED_ID, ABORTED_MESSAGE.to_string()));
 //! ```
 //!
-//! The triple store follows the dialect in full. The mount table does too (its flows check
-//! its [`Start`](operation::Start)'s deadline at the points its spec names rather than through
-//! the operation's budget, and its writes carry request deadlines of their own, so its request
-//! steps wrap [`operation::Io`]'s handles). Object metadata follows it except that its flows
-//! still read replies with typed request handles of their own (`objmeta/requests.rs`: a read or
-//! batch that no retry fits before the deadline waits for the deadline, `objmeta.md` 16.3, and
-//! a case-3 write maps its store error to `NoSuchVersion`). The trace store shares the error
-//! contract (and so the drivers' and the CLI's one mapping) and the SetCell builder; its
-//! operations still take `now`, `seed` and the deadline as separate arguments, until it is
-//! converted.
+//! The triple store and the trace store follow the dialect in full. The mount table does too
+//! (its flows check its [`Start`](operation::Start)'s deadline at the points its spec names
+//! rather than through the operation's budget, and its writes carry request deadlines of their
+//! own, so its request steps wrap [`operation::Io`]'s handles). Object metadata follows it
+//! except that its flows still read replies with typed request handles of their own
+//! (`objmeta/requests.rs`: a read or batch that no retry fits before the deadline waits for the
+//! deadline, `objmeta.md` 16.3, and a case-3 write maps its store error to `NoSuchVersion`).
 #![no_std]
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]

@@ -418,21 +418,14 @@ impl<E> Io<E> {
         id: ChildId,
         reply: impl FnOnce(ChildOutput) -> Result<T, ChildOutput>,
     ) -> Result<Option<T>, Err> {
-        match self.take(id) {
-            None => Ok(None),
-            Some(Err(e)) => Err(Err::store(e)),
-            Some(Ok(output)) => reply(output)
-                .map(Some)
-                .map_err(|other| Err::unexpected(&other)),
-        }
+        self.take(id)
+            .map(|outcome| read_reply(outcome, reply))
+            .transpose()
     }
 
     /// The rows of read `id`, owned, once it finished.
     pub fn rows<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<Vec<Row>>, Err> {
-        self.reply(id, |output| match output {
-            ChildOutput::Rows(rows) => Ok(owned_rows(rows)),
-            other => Err(other),
-        })
+        self.reply(id, rows_reply)
     }
 
     /// Hands every row read `id` has produced so far to `each`, in key order; `Some(())` once
@@ -461,6 +454,14 @@ impl<E> Io<E> {
         })
     }
 
+    /// The row `ReadModifyWriteRow` `id` answered with, once it finished.
+    pub fn modified_row<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<Row>, Err> {
+        self.reply(id, |output| match output {
+            ChildOutput::Unary(Response::ReadModifyWriteRow(row)) => Ok(row),
+            other => Err(other),
+        })
+    }
+
     /// `Some(())` once write `id` (a `MutateRow`, or a `MutateRows` whose first failed entry,
     /// in entry order, is its error) finished.
     pub fn written<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<()>, Err> {
@@ -476,6 +477,27 @@ impl<E> Io<E> {
             Some(e) => Err(Err::store(e)),
             None => Ok(Some(())),
         }
+    }
+}
+
+/// A finished child's `outcome`, `reply` reading the kind of output it expects: a store error
+/// as the schema's [`OperationError::store`], another kind as its
+/// [`OperationError::unexpected`].
+fn read_reply<T, Err: OperationError>(
+    outcome: Result<ChildOutput, StoreError>,
+    reply: impl FnOnce(ChildOutput) -> Result<T, ChildOutput>,
+) -> Result<T, Err> {
+    match outcome {
+        Err(e) => Err(Err::store(e)),
+        Ok(output) => reply(output).map_err(|other| Err::unexpected(&other)),
+    }
+}
+
+/// The rows of a read's output, owned (any other output handed back).
+fn rows_reply(output: ChildOutput) -> Result<Vec<Row>, ChildOutput> {
+    match output {
+        ChildOutput::Rows(rows) => Ok(owned_rows(rows)),
+        other => Err(other),
     }
 }
 
@@ -504,6 +526,22 @@ impl WaitAll {
             return None;
         }
         Some(self.outcomes.drain(..).flatten().collect())
+    }
+
+    /// The rows of every read of the fan-out, in the order of the ids, once every one has
+    /// finished; the first failure in that order is the error (read as [`Io::rows`] reads).
+    pub fn rows<E, Err: OperationError>(
+        &mut self,
+        io: &mut Io<E>,
+    ) -> Result<Option<Vec<Vec<Row>>>, Err> {
+        let Some(outcomes) = self.poll(io) else {
+            return Ok(None);
+        };
+        outcomes
+            .into_iter()
+            .map(|outcome| read_reply(outcome, rows_reply))
+            .collect::<Result<Vec<_>, Err>>()
+            .map(Some)
     }
 }
 

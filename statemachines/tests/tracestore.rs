@@ -1,9 +1,14 @@
 //! Scripted tests of the trace store machines (`spec/tracestore.md` 17, scenario 29).
 #![allow(clippy::unwrap_used)]
 
+use rowkit_codec::tracestore::CodecError;
+use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::ops::params_from;
-use rowkit_codec::tracestore::{Layout, TraceStoreError};
-use rowkit_statemachines::tracestore::{Put, PutEntry, ReadDense, TraceStoreState};
+use rowkit_statemachines::operation::Start;
+use rowkit_statemachines::tracestore::{
+    PUT_DEADLINE_MICROS, Put, PutEntry, READ_DEADLINE_MICROS, ReadDense, TraceStoreError,
+    TraceStoreState,
+};
 use rowkit_statemachines::{Code, Request, StoreError, Timestamp};
 use rowkit_testkit::script::Script;
 
@@ -27,9 +32,11 @@ fn backoff_run(layout: Layout, seed: u64) -> Vec<i64> {
         None,
         vec![entry()],
         Timestamp(T0),
-        Some(deadline),
-        Timestamp(T0),
-        seed,
+        Start {
+            now: Timestamp(T0),
+            seed,
+            deadline,
+        },
     );
     let mut s = Script::new(m, Timestamp(T0));
     let mut wakeups = Vec::new();
@@ -85,13 +92,14 @@ fn s29_validation_sends_nothing() {
             None,
             vec![entry()],
             Timestamp(T0),
-            None,
-            Timestamp(T0),
-            1,
+            Start::within(Timestamp(T0), 1, PUT_DEADLINE_MICROS),
         );
         let mut s = Script::new(m, Timestamp(T0));
         s.expect_no_request();
-        assert_eq!(s.take_result(), Some(Err(TraceStoreError::BadRepoIndex)));
+        assert_eq!(
+            s.take_result(),
+            Some(Err(TraceStoreError::Codec(CodecError::BadRepoIndex)))
+        );
         let mut state = TraceStoreState::new("gold", layout);
         let m = Put::new(
             &mut state,
@@ -99,15 +107,18 @@ fn s29_validation_sends_nothing() {
             None,
             vec![entry()],
             Timestamp(-1),
-            None,
-            Timestamp(T0),
-            1,
+            Start::within(Timestamp(T0), 1, PUT_DEADLINE_MICROS),
         );
         let mut s = Script::new(m, Timestamp(T0));
         s.expect_no_request();
         assert_eq!(s.take_result(), Some(Err(TraceStoreError::BadTimestamp)));
         drop(s);
-        let m = ReadDense::new(&mut state, 5, 0, None, Timestamp(T0), 1);
+        let m = ReadDense::new(
+            &mut state,
+            5,
+            0,
+            Start::within(Timestamp(T0), 1, READ_DEADLINE_MICROS),
+        );
         let mut s = Script::new(m, Timestamp(T0));
         s.expect_no_request();
         assert_eq!(s.take_result(), Some(Err(TraceStoreError::BadArgument)));
@@ -127,8 +138,12 @@ fn s29_backoff_until_deadline() {
 #[test]
 fn cancel_aborts_outstanding_reads() {
     let mut state = TraceStoreState::new("gold", Layout::Md5);
-    let m =
-        rowkit_statemachines::tracestore::ReadRange::new(&mut state, 0, 2, None, Timestamp(T0), 1);
+    let m = rowkit_statemachines::tracestore::ReadRange::new(
+        &mut state,
+        0,
+        2,
+        Start::within(Timestamp(T0), 1, READ_DEADLINE_MICROS),
+    );
     let mut s = Script::new(m, Timestamp(T0));
     let mut sent = 0;
     while s.next_request().is_some() {
@@ -158,7 +173,15 @@ fn stopped_assignment(end: &str) -> Vec<u64> {
     let mut state = TraceStoreState::new("gold", Layout::DigestId);
     state.return_digest_ids(&(1..=150).collect::<Vec<_>>());
     let deadline = Timestamp(T0 + 1_000_000);
-    let m = AssignDigestIds::new(&mut state, digests_150(), Some(deadline), Timestamp(T0), 3);
+    let m = AssignDigestIds::new(
+        &mut state,
+        digests_150(),
+        Start {
+            now: Timestamp(T0),
+            seed: 3,
+            deadline,
+        },
+    );
     let mut s = Script::new(m, Timestamp(T0));
     let (lookup, request) = s.next_request().unwrap();
     assert!(matches!(request, Request::ReadRows(_)), "{request:?}");

@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
+use rowkit_client::CallOptions;
 use rowkit_client::tracestore::TraceStore;
 use rowkit_client::{SyncDriver, block_on};
 use rowkit_codec::model::{Mutation, RowFilter, RuleOp, Timestamp};
@@ -203,10 +204,13 @@ fn digest_id_allocation() {
                 SyncDriver::new(&hooked, &clock),
                 sc::TABLE,
                 None,
-                1,
             ))
-            .unwrap();
-            gold.state_mut().return_digest_ids(&pool_ids(pool));
+            .unwrap()
+            .with_options(CallOptions {
+                seed: 1,
+                ..CallOptions::default()
+            });
+            gold.state().return_digest_ids(&pool_ids(pool));
             instances.insert(name.clone(), gold);
         }
         for step in case["steps"].as_array().unwrap() {
@@ -263,7 +267,7 @@ fn digest_id_allocation() {
                         .iter()
                         .map(|v| v.as_u64().unwrap())
                         .collect();
-                    gold.state_mut().return_digest_ids(&ids);
+                    gold.state().return_digest_ids(&ids);
                     assert!(hooked.take_log().is_empty(), "{at}: a return sends nothing");
                 }
                 other => panic!("{at}: unknown op {other:?}"),
@@ -332,10 +336,13 @@ fn digest_id_assignment() {
             SyncDriver::new(&hooked, &clock),
             sc::TABLE,
             None,
-            3,
         ))
-        .unwrap();
-        gold.state_mut()
+        .unwrap()
+        .with_options(CallOptions {
+            seed: 3,
+            ..CallOptions::default()
+        });
+        gold.state()
             .return_digest_ids(&ranges(&case["initial_pool_ranges"]));
         let cached: Vec<(String, u64)> = case["cache"]
             .as_object()
@@ -343,7 +350,7 @@ fn digest_id_assignment() {
             .iter()
             .map(|(d, id)| (d.clone(), id.as_u64().unwrap()))
             .collect();
-        gold.state_mut().digest_cache_mut().merge(&cached).unwrap();
+        gold.state().digest_cache_mut().merge(&cached).unwrap();
         let strs = |v: &Value| -> Vec<String> {
             v.as_array()
                 .unwrap()

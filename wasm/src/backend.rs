@@ -18,6 +18,7 @@ use js_sys::Promise;
 use rowkit_client::{Driver, FetchDriver, RunError, SyncDriver};
 use rowkit_codec::model::ColumnFamily;
 use rowkit_fetch::Gateway;
+use rowkit_statemachines::operation::STALLED_MESSAGE;
 use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::Clock;
@@ -272,7 +273,7 @@ impl ClientOptions {
 pub fn run_error<E>(e: RunError<E>, to_js: impl FnOnce(E) -> JsValue) -> JsValue {
     match e {
         RunError::Machine(e) => to_js(e),
-        RunError::Stalled => js::error("internal", "machine stalled"),
+        RunError::Stalled => js::error("internal", STALLED_MESSAGE),
         _ => js::error("internal", "the driver failed"),
     }
 }

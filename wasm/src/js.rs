@@ -86,13 +86,11 @@ pub fn not_set_up(e: &JsValue, what: &str, tables: &[&str]) -> Option<JsValue> {
     ))
 }
 
-/// A check's error: `aborted` for a deadline or cancel, else its store status.
+/// A check's error, every schema's check the same way, through the one contract
+/// ([`operation_error`]): `aborted` for a deadline or cancel, `invalid_argument` for refused
+/// arguments, else its store status.
 pub fn check_error(e: CheckError) -> JsValue {
-    match e {
-        CheckError::Aborted => error("aborted", &e.to_string()),
-        CheckError::Invalid(m) => invalid(m),
-        other => store_error(&StoreError::from(other)),
-    }
+    operation_error(e)
 }
 
 // The TypeScript type of `check_report`'s document (the package's `.d.ts`).

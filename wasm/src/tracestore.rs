@@ -177,9 +177,8 @@ impl TraceStore {
         let table = opts.table.clone().unwrap_or_else(|| "gold".into());
         let diagnosis = opts.diagnosis("trace store", vec![table.clone()]);
         let check_timeout_us = opts.check_timeout_us();
-        let deadline_us = opts.deadline_us();
-        let mut gold = Facade::with_layout(opts.driver, &table, layout, opts.seed);
-        gold.set_deadline(deadline_us);
+        let call_options = opts.call_options();
+        let gold = Facade::with_layout(opts.driver, &table, layout).with_options(call_options);
         Ok(TraceStore {
             inner: Rc::new(Inner {
                 gold: Mutex::new(gold),
@@ -237,9 +236,11 @@ impl TraceStore {
                     })
                 })
                 .collect::<Result<Vec<_>, JsValue>>()?;
-            let mut gold = inner.gold.lock().await;
+            let gold = inner.gold.lock().await;
+            // The JS API's put resolves to nothing: the rows written are not part of it.
             gold.put(repo_index, None, entries, ts)
                 .await
+                .map(|_rows| ())
                 .map_err(js::operation_error)
         })
     }
@@ -251,7 +252,7 @@ impl TraceStore {
         let inner = self.inner.clone();
         self.diagnosis.promise(async move {
             let (first, last) = (js::to_i64(first, "first")?, js::to_i64(last, "last")?);
-            let mut gold = inner.gold.lock().await;
+            let gold = inner.gold.lock().await;
             let tile = gold
                 .read_range(first, last)
                 .await
@@ -266,7 +267,7 @@ impl TraceStore {
     pub fn tile(&self, index: Option<u32>) -> Promise {
         let inner = self.inner.clone();
         self.diagnosis.promise(async move {
-            let mut gold = inner.gold.lock().await;
+            let gold = inner.gold.lock().await;
             let index = match index {
                 Some(i) => Some(i),
                 None => gold.newest_tile().await.map_err(js::operation_error)?,
@@ -303,7 +304,7 @@ impl TraceStore {
     ) -> Promise {
         let inner = self.inner.clone();
         self.diagnosis.promise(async move {
-            let mut gold = inner.gold.lock().await;
+            let gold = inner.gold.lock().await;
             let mut numbering = DigestNumbering::default();
             let mut thrown = None;
             let n = gold

@@ -6,7 +6,7 @@ use alloc::format;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::TraceStoreError;
+use super::CodecError;
 use super::keys::{GLOBAL_TILE_KEY, TYPE_DIGEST_MAP, calc_sharded_row_name, extract_subkey};
 use crate::model::{Mutation, Timestamp, TimestampRange};
 
@@ -76,7 +76,7 @@ pub fn encode_digest_id_cell(id: u64) -> Vec<u8> {
 
 /// Go `binary.Uvarint` over the whole value: empty -> 0; the first byte without the high bit
 /// must be the last, at index <= 9 (<= 1 there). Else `corrupt digest id cell`.
-pub fn decode_digest_id_cell(cell: &[u8]) -> Result<u64, TraceStoreError> {
+pub fn decode_digest_id_cell(cell: &[u8]) -> Result<u64, CodecError> {
     if cell.is_empty() {
         return Ok(0);
     }
@@ -88,14 +88,14 @@ pub fn decode_digest_id_cell(cell: &[u8]) -> Result<u64, TraceStoreError> {
         }
         if b < 0x80 {
             if (i == 9 && b > 1) || i + 1 != cell.len() {
-                return Err(TraceStoreError::CorruptDigestIdCell);
+                return Err(CodecError::CorruptDigestIdCell);
             }
             return Ok(x | (u64::from(b) << shift));
         }
         x |= u64::from(b & 0x7f) << shift;
         shift += 7;
     }
-    Err(TraceStoreError::CorruptDigestIdCell)
+    Err(CodecError::CorruptDigestIdCell)
 }
 
 /// The digest-map row of a normalized digest: `calcShardedRowName(0, "d", d[0:3])`.
@@ -121,43 +121,41 @@ pub fn encode_digest_map_value(id: u64) -> Vec<u8> {
 
 /// Parses a digest-map value as Go `strconv.ParseInt(v, 10, 64)` and requires `>= 1`; else
 /// `corrupt digest map`.
-pub fn decode_digest_map_value(value: &[u8]) -> Result<u64, TraceStoreError> {
+pub fn decode_digest_map_value(value: &[u8]) -> Result<u64, CodecError> {
     let (negative, digits) = match value.first() {
         Some(b'+') => (false, &value[1..]),
         Some(b'-') => (true, &value[1..]),
         _ => (false, value),
     };
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(TraceStoreError::CorruptDigestMap);
+        return Err(CodecError::CorruptDigestMap);
     }
     let mut v: u64 = 0;
     for &d in digits {
         v = v
             .checked_mul(10)
             .and_then(|v| v.checked_add(u64::from(d - b'0')))
-            .ok_or(TraceStoreError::CorruptDigestMap)?;
+            .ok_or(CodecError::CorruptDigestMap)?;
     }
     // Within int64 (a negative value is rejected below anyway).
     if negative || v == 0 || v > i64::MAX as u64 {
-        return Err(TraceStoreError::CorruptDigestMap);
+        return Err(CodecError::CorruptDigestMap);
     }
     Ok(v)
 }
 
 /// The digest a map cell names: the row's subkey followed by the qualifier, verbatim.
-pub fn digest_of_map_cell(row_key: &[u8], qualifier: &[u8]) -> Result<String, TraceStoreError> {
+pub fn digest_of_map_cell(row_key: &[u8], qualifier: &[u8]) -> Result<String, CodecError> {
     let mut bytes = extract_subkey(row_key).to_vec();
     bytes.extend_from_slice(qualifier);
-    String::from_utf8(bytes).map_err(|_| TraceStoreError::CorruptDigestMap)
+    String::from_utf8(bytes).map_err(|_| CodecError::CorruptDigestMap)
 }
 
 /// The id counter value from an increment's answer: 8-byte big-endian int64.
-pub fn decode_id_counter(value: &[u8]) -> Result<i64, TraceStoreError> {
-    let bytes: [u8; 8] = value
-        .try_into()
-        .map_err(|_| TraceStoreError::BadIdCounter {
-            reason: "malformed id counter response",
-        })?;
+pub fn decode_id_counter(value: &[u8]) -> Result<i64, CodecError> {
+    let bytes: [u8; 8] = value.try_into().map_err(|_| CodecError::BadIdCounter {
+        reason: "malformed id counter response",
+    })?;
     Ok(i64::from_be_bytes(bytes))
 }
 
@@ -168,12 +166,12 @@ pub fn encode_id_counter(value: i64) -> Vec<u8> {
 
 /// The ids an increment of `amount` answered with `max` reserved: `[max - amount, max)`, with
 /// id 0 skipped. `corrupt id counter` when `max < amount`.
-pub fn reserved_ids(max: i64, amount: u64) -> Result<core::ops::Range<u64>, TraceStoreError> {
-    let amount_i = i64::try_from(amount).map_err(|_| TraceStoreError::BadIdCounter {
+pub fn reserved_ids(max: i64, amount: u64) -> Result<core::ops::Range<u64>, CodecError> {
+    let amount_i = i64::try_from(amount).map_err(|_| CodecError::BadIdCounter {
         reason: "corrupt id counter",
     })?;
     if max < amount_i {
-        return Err(TraceStoreError::BadIdCounter {
+        return Err(CodecError::BadIdCounter {
             reason: "corrupt id counter",
         });
     }

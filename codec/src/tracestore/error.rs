@@ -1,27 +1,17 @@
-//! The one error type of the trace store (`spec/tracestore.md` 18): codecs and machines raise
-//! it, the CLI prints its stable [`TraceStoreError::id`].
+//! Why a trace-store key, param encoding, cell or table schema does not encode or decode
+//! (`spec/tracestore.md` 18). The operations' error, `TraceStoreError` of
+//! `rowkit_statemachines::tracestore`, carries each of these under the same name and message.
 
 use alloc::string::String;
 
-use crate::model::Code;
-
-/// Everything that can go wrong in the trace store. The `Display` text is the spec's message
-/// (the vectors' `error` fields); [`TraceStoreError::id`] is the stable id of the CLI.
+/// What the codec refuses. The `Display` text is the spec's message (the vectors' `error`
+/// fields); [`CodecError::id`] is its stable id.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum TraceStoreError {
+pub enum CodecError {
     /// A repo index outside `0 ..= 2147483647`, or `first > last`.
     #[error("bad repo index")]
     BadRepoIndex,
-    /// A negative `ts` or needed commit time.
-    #[error("bad timestamp")]
-    BadTimestamp,
-    /// An argument out of range (`ReadDense` with `n = 0`).
-    #[error("bad argument")]
-    BadArgument,
-    /// A trace or options row key over 4096 bytes.
-    #[error("row key too long")]
-    RowKeyTooLong,
     /// `EncodeParamsAsString` found no key of the params in the KeyOrder.
     #[error("No params encoded.")]
     NoParamsEncoded,
@@ -35,12 +25,6 @@ pub enum TraceStoreError {
         reason: &'static str,
         /// The offending piece of the encoded id.
         piece: String,
-    },
-    /// The OPS row does not hold exactly `O:H` and `O:OPS`, or `H` is empty.
-    #[error("{reason}")]
-    BadOpsRow {
-        /// `incorrect number of OPS columns` or `missing hash`.
-        reason: &'static str,
     },
     /// The `O:OPS` gob could not be decoded.
     #[error("corrupted paramset")]
@@ -56,24 +40,15 @@ pub enum TraceStoreError {
     /// An options cell that does not parse.
     #[error("bad options")]
     BadOptions,
-    /// Range assembly went wrong (cannot happen for valid ranges).
-    #[error("incorrect tile math")]
-    IncorrectTileMath,
     /// An OPS row key whose tile key is not 10 digits in `0 ..= 2147483647`.
     #[error("bad tile key")]
     BadTileKey,
-    /// A Put with options on a digest-id table.
-    #[error("options not supported by the digest-id layout")]
-    OptionsNotSupported,
     /// A trace cell of the digest-id layout that is not a valid uvarint.
     #[error("corrupt digest id cell")]
     CorruptDigestIdCell,
     /// A digest map cell that does not parse, or a map merge violation.
     #[error("corrupt digest map")]
     CorruptDigestMap,
-    /// An id found in a trace cell that the digest map does not hold.
-    #[error("unknown digest id {0}")]
-    UnknownDigestId(u64),
     /// The increment answer does not hold one 8-byte `I` cell, or is smaller than the increment.
     #[error("{reason}")]
     BadIdCounter {
@@ -89,66 +64,26 @@ pub enum TraceStoreError {
     /// The named layout contradicts the table's families.
     #[error("layout mismatch")]
     LayoutMismatch,
-    /// A `MutateRows` entry failed after the retry rule.
-    #[error("write failed: {code}: {message}")]
-    WriteFailed {
-        /// Status of the first failed entry.
-        code: Code,
-        /// Its message.
-        message: String,
-    },
-    /// Any other store error.
-    #[error("store error: {code}: {message}")]
-    Store {
-        /// The status code.
-        code: Code,
-        /// The store's message.
-        message: String,
-    },
-    /// The deadline passed or the operation was cancelled.
-    #[error("aborted")]
-    Aborted,
 }
 
-impl TraceStoreError {
-    /// The stable id of the error (CLI `{"error": {"id"}}`).
+impl CodecError {
+    /// The stable id of the error (the CLI's and the JavaScript API's `id`).
     pub fn id(&self) -> &'static str {
         match self {
-            TraceStoreError::BadRepoIndex => "bad_repo_index",
-            TraceStoreError::BadTimestamp => "bad_timestamp",
-            TraceStoreError::BadArgument => "bad_argument",
-            TraceStoreError::RowKeyTooLong => "row_key_too_long",
-            TraceStoreError::NoParamsEncoded => "no_params_encoded",
-            TraceStoreError::UnknownValue => "unknown_value",
-            TraceStoreError::BadTraceId { .. } => "bad_trace_id",
-            TraceStoreError::BadOpsRow { .. } => "bad_ops_row",
-            TraceStoreError::CorruptedParamset { .. } => "corrupted_paramset",
-            TraceStoreError::BadTraceColumn => "bad_trace_column",
-            TraceStoreError::BadOptions => "bad_options",
-            TraceStoreError::IncorrectTileMath => "incorrect_tile_math",
-            TraceStoreError::BadTileKey => "bad_tile_key",
-            TraceStoreError::OptionsNotSupported => "options_not_supported",
-            TraceStoreError::CorruptDigestIdCell => "corrupt_digest_id_cell",
-            TraceStoreError::CorruptDigestMap => "corrupt_digest_map",
-            TraceStoreError::UnknownDigestId(_) => "unknown_digest_id",
-            TraceStoreError::BadIdCounter { .. } => "bad_id_counter",
-            TraceStoreError::NotATraceStoreTable => "not_a_trace_store_table",
-            TraceStoreError::AmbiguousLayout => "ambiguous_layout",
-            TraceStoreError::LayoutMismatch => "layout_mismatch",
-            TraceStoreError::WriteFailed { .. } => "write_failed",
-            TraceStoreError::Store { .. } => "store_error",
-            TraceStoreError::Aborted => "aborted",
+            CodecError::BadRepoIndex => "bad_repo_index",
+            CodecError::NoParamsEncoded => "no_params_encoded",
+            CodecError::UnknownValue => "unknown_value",
+            CodecError::BadTraceId { .. } => "bad_trace_id",
+            CodecError::CorruptedParamset { .. } => "corrupted_paramset",
+            CodecError::BadTraceColumn => "bad_trace_column",
+            CodecError::BadOptions => "bad_options",
+            CodecError::BadTileKey => "bad_tile_key",
+            CodecError::CorruptDigestIdCell => "corrupt_digest_id_cell",
+            CodecError::CorruptDigestMap => "corrupt_digest_map",
+            CodecError::BadIdCounter { .. } => "bad_id_counter",
+            CodecError::NotATraceStoreTable => "not_a_trace_store_table",
+            CodecError::AmbiguousLayout => "ambiguous_layout",
+            CodecError::LayoutMismatch => "layout_mismatch",
         }
-    }
-
-    /// Whether a machine raises this error before sending any request (CLI exit code 2).
-    pub fn is_bad_input(&self) -> bool {
-        matches!(
-            self,
-            TraceStoreError::BadRepoIndex
-                | TraceStoreError::BadTimestamp
-                | TraceStoreError::BadArgument
-                | TraceStoreError::OptionsNotSupported
-        )
     }
 }

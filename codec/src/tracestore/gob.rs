@@ -10,7 +10,7 @@ use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use super::{OrderedParamSet, ParamSet, TraceStoreError};
+use super::{CodecError, OrderedParamSet, ParamSet};
 
 /// The type definitions Go's fresh encoder sends before an OrderedParamSet (type ids 65-67).
 const TYPEDEFS: &[u8] = b"\x39\xff\x81\x03\x01\x01\x0fOrderedParamSet\x01\xff\x82\x00\x01\x02\x01\x08KeyOrder\x01\xff\x84\x00\x01\x08ParamSet\x01\xff\x86\x00\x00\x00\x16\xff\x83\x02\x01\x01\x08[]string\x01\xff\x84\x00\x01\x0c\x00\x00\x19\xff\x85\x04\x01\x01\x08ParamSet\x01\xff\x86\x00\x01\x0c\x01\xff\x84\x00\x00";
@@ -106,12 +106,12 @@ struct Reader<'a> {
     base: usize,
 }
 
-fn corrupt(offset: usize, detail: &'static str) -> TraceStoreError {
-    TraceStoreError::CorruptedParamset { offset, detail }
+fn corrupt(offset: usize, detail: &'static str) -> CodecError {
+    CodecError::CorruptedParamset { offset, detail }
 }
 
 impl<'a> Reader<'a> {
-    fn err(&self, detail: &'static str) -> TraceStoreError {
+    fn err(&self, detail: &'static str) -> CodecError {
         corrupt(self.base + self.pos, detail)
     }
 
@@ -123,7 +123,7 @@ impl<'a> Reader<'a> {
         self.bytes.len().saturating_sub(self.pos)
     }
 
-    fn byte(&mut self) -> Result<u8, TraceStoreError> {
+    fn byte(&mut self) -> Result<u8, CodecError> {
         let b = *self
             .bytes
             .get(self.pos)
@@ -132,7 +132,7 @@ impl<'a> Reader<'a> {
         Ok(b)
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], TraceStoreError> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], CodecError> {
         if n > self.remaining() {
             return Err(self.err("length past the end"));
         }
@@ -141,7 +141,7 @@ impl<'a> Reader<'a> {
         Ok(s)
     }
 
-    fn uint(&mut self) -> Result<u64, TraceStoreError> {
+    fn uint(&mut self) -> Result<u64, CodecError> {
         let b = self.byte()?;
         if b < 128 {
             return Ok(u64::from(b));
@@ -154,7 +154,7 @@ impl<'a> Reader<'a> {
         Ok(bytes.iter().fold(0u64, |acc, &x| (acc << 8) | u64::from(x)))
     }
 
-    fn int(&mut self) -> Result<i64, TraceStoreError> {
+    fn int(&mut self) -> Result<i64, CodecError> {
         let u = self.uint()?;
         Ok(if u & 1 == 1 {
             !((u >> 1) as i64)
@@ -164,7 +164,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A count of items, each at least one byte long, so it is bounded by what is left.
-    fn count(&mut self) -> Result<usize, TraceStoreError> {
+    fn count(&mut self) -> Result<usize, CodecError> {
         let n = self.uint()?;
         if n > self.remaining() as u64 {
             return Err(self.err("count larger than the message"));
@@ -172,7 +172,7 @@ impl<'a> Reader<'a> {
         Ok(n as usize)
     }
 
-    fn string(&mut self) -> Result<String, TraceStoreError> {
+    fn string(&mut self) -> Result<String, CodecError> {
         let n = self.uint()?;
         if n > self.remaining() as u64 {
             return Err(self.err("string past the end"));
@@ -183,7 +183,7 @@ impl<'a> Reader<'a> {
             .map_err(|_| corrupt(self.base + start, "string not UTF-8"))
     }
 
-    fn strings(&mut self) -> Result<Vec<String>, TraceStoreError> {
+    fn strings(&mut self) -> Result<Vec<String>, CodecError> {
         let n = self.count()?;
         let mut out = Vec::with_capacity(n);
         for _ in 0..n {
@@ -196,8 +196,8 @@ impl<'a> Reader<'a> {
     fn fields(
         &mut self,
         max_fields: u64,
-        mut field: impl FnMut(&mut Self, u64) -> Result<(), TraceStoreError>,
-    ) -> Result<(), TraceStoreError> {
+        mut field: impl FnMut(&mut Self, u64) -> Result<(), CodecError>,
+    ) -> Result<(), CodecError> {
         let mut number: i64 = -1;
         loop {
             let delta = self.uint()?;
@@ -216,7 +216,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `CommonType{Name, Id}`.
-    fn common_type(&mut self) -> Result<(String, i64), TraceStoreError> {
+    fn common_type(&mut self) -> Result<(String, i64), CodecError> {
         let mut name = String::new();
         let mut id = 0;
         self.fields(2, |r, f| {
@@ -247,7 +247,7 @@ enum WireType {
     Other,
 }
 
-fn read_wire_type(r: &mut Reader<'_>) -> Result<(i64, WireType), TraceStoreError> {
+fn read_wire_type(r: &mut Reader<'_>) -> Result<(i64, WireType), CodecError> {
     let mut result: Option<(i64, WireType)> = None;
     r.fields(7, |r, f| {
         let parsed = match f {
@@ -342,7 +342,7 @@ enum FieldKind {
 /// Decodes the gob of an OrderedParamSet as written by any Go encoder: type ids are resolved
 /// from the stream, fields by name, map entries in any order. Anything outside the schema,
 /// invalid UTF-8 or trailing bytes is `corrupted paramset`.
-pub fn decode_ops_gob(bytes: &[u8]) -> Result<OrderedParamSet, TraceStoreError> {
+pub fn decode_ops_gob(bytes: &[u8]) -> Result<OrderedParamSet, CodecError> {
     let mut types: BTreeMap<i64, WireType> = BTreeMap::new();
     let mut outer = Reader {
         bytes,
@@ -391,7 +391,7 @@ fn decode_value(
     r: &mut Reader<'_>,
     type_id: i64,
     types: &BTreeMap<i64, WireType>,
-) -> Result<OrderedParamSet, TraceStoreError> {
+) -> Result<OrderedParamSet, CodecError> {
     let Some(WireType::Struct { fields }) = types.get(&type_id) else {
         return Err(r.err("value is not a defined struct"));
     };

@@ -6,7 +6,7 @@
 
 use alloc::vec::Vec;
 
-use super::TraceStoreError;
+use super::CodecError;
 use crate::digits::push_decimal_padded;
 use crate::model::RowRange;
 use crate::segment::{KeySegment, Segments};
@@ -68,9 +68,9 @@ pub struct TilePosition {
 }
 
 /// The tile and offset of a repo index; `bad repo index` outside `0 ..= 2147483647`.
-pub fn repo_index_position(repo_index: i64) -> Result<TilePosition, TraceStoreError> {
+pub fn repo_index_position(repo_index: i64) -> Result<TilePosition, CodecError> {
     if repo_index < 0 || repo_index > i64::from(MAX_REPO_INDEX) {
-        return Err(TraceStoreError::BadRepoIndex);
+        return Err(CodecError::BadRepoIndex);
     }
     let r = repo_index as u32;
     let tile_index = r / TILE_SIZE;
@@ -97,13 +97,13 @@ pub fn digest_id_trace_qualifier(offset: u32) -> Vec<u8> {
 
 /// Parses a trace qualifier as Go `strconv.Atoi` does (optional sign, one or more ASCII
 /// digits) and checks `[0, 256)`; anything else is `bad trace column`.
-pub fn parse_trace_qualifier(qualifier: &[u8]) -> Result<u32, TraceStoreError> {
+pub fn parse_trace_qualifier(qualifier: &[u8]) -> Result<u32, CodecError> {
     let digits = match qualifier.first() {
         Some(b'+') | Some(b'-') => &qualifier[1..],
         _ => qualifier,
     };
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return Err(TraceStoreError::BadTraceColumn);
+        return Err(CodecError::BadTraceColumn);
     }
     let negative = qualifier.first() == Some(&b'-');
     let mut value: u32 = 0;
@@ -111,10 +111,10 @@ pub fn parse_trace_qualifier(qualifier: &[u8]) -> Result<u32, TraceStoreError> {
         value = value.saturating_mul(10).saturating_add(u32::from(d - b'0'));
     }
     if negative && value != 0 {
-        return Err(TraceStoreError::BadTraceColumn);
+        return Err(CodecError::BadTraceColumn);
     }
     if value >= TILE_SIZE {
-        return Err(TraceStoreError::BadTraceColumn);
+        return Err(CodecError::BadTraceColumn);
     }
     Ok(value)
 }
@@ -208,12 +208,12 @@ pub fn extract_subkey(row: &[u8]) -> &[u8] {
 
 /// Parses the tile key of an OPS row key (`:ts:o:NNNNNNNNNN:`), as NewestTile does: exactly
 /// 10 digits in `0 ..= 2147483647`, else `bad tile key`.
-pub fn parse_ops_row_tile_key(row: &[u8]) -> Result<i32, TraceStoreError> {
+pub fn parse_ops_row_tile_key(row: &[u8]) -> Result<i32, CodecError> {
     let digits = row
         .strip_prefix(OPS_ROWS_PREFIX)
         .and_then(|r| r.strip_suffix(b":"))
-        .ok_or(TraceStoreError::BadTileKey)?;
-    parse_ten_digits(digits).ok_or(TraceStoreError::BadTileKey)
+        .ok_or(CodecError::BadTileKey)?;
+    parse_ten_digits(digits).ok_or(CodecError::BadTileKey)
 }
 
 /// Exactly 10 ASCII digits with a value `<= i32::MAX`.

@@ -3,7 +3,7 @@
 
 use alloc::vec::Vec;
 
-use super::TraceStoreError;
+use super::CodecError;
 use super::cells::{
     FAMILY_DIGEST_MAP, FAMILY_ID_COUNTER, FAMILY_OPS, FAMILY_OPTIONS, FAMILY_TRACE,
 };
@@ -97,10 +97,10 @@ pub enum SetupRequest {
 pub fn detect_layout<S: AsRef<str>>(
     families: &[S],
     named: Option<Layout>,
-) -> Result<Layout, TraceStoreError> {
+) -> Result<Layout, CodecError> {
     let has = |f: &str| families.iter().any(|x| x.as_ref() == f);
     if !has(FAMILY_TRACE) || !has(FAMILY_OPS) {
-        return Err(TraceStoreError::NotATraceStoreTable);
+        return Err(CodecError::NotATraceStoreTable);
     }
     let id_and_map = has(FAMILY_ID_COUNTER) && has(FAMILY_DIGEST_MAP);
     let options = has(FAMILY_OPTIONS);
@@ -113,8 +113,8 @@ pub fn detect_layout<S: AsRef<str>>(
     };
     match (named, by_families) {
         (None, Some(layout)) => Ok(layout),
-        (None, None) => Err(TraceStoreError::AmbiguousLayout),
-        (Some(n), Some(layout)) if n != layout => Err(TraceStoreError::LayoutMismatch),
+        (None, None) => Err(CodecError::AmbiguousLayout),
+        (Some(n), Some(layout)) if n != layout => Err(CodecError::LayoutMismatch),
         (Some(n), _) => Ok(n),
     }
 }

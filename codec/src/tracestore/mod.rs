@@ -1,7 +1,7 @@
 //! Skia Gold's Bigtable trace store (`spec/tracestore.md`), both layouts: row keys and shards
 //! ([`keys`]), the OrderedParamSet and its text encoding ([`ops`]) and Go gob form ([`gob`]),
-//! cell values, digest map and id counter ([`cells`]), layouts and setup ([`layout`]), and the
-//! one error type ([`TraceStoreError`]).
+//! cell values, digest map and id counter ([`cells`]), layouts and setup ([`layout`]), and
+//! the codec's error ([`CodecError`]).
 //!
 //! ```
 //! use rowkit_codec::tracestore::{keys, ops::{OrderedParamSet, params_from}};
@@ -22,7 +22,7 @@ pub mod keys;
 pub mod layout;
 pub mod ops;
 
-pub use error::TraceStoreError;
+pub use error::CodecError;
 pub use gob::{decode_ops_gob, encode_ops_gob, ops_hash};
 pub use layout::{Layout, SetupRequest, detect_layout};
 pub use ops::{OrderedParamSet, ParamSet, Params};

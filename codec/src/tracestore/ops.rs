@@ -6,7 +6,7 @@ use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
-use super::TraceStoreError;
+use super::CodecError;
 
 /// A trace's params (or options): key -> value.
 pub type Params = BTreeMap<String, String>;
@@ -94,7 +94,7 @@ impl OrderedParamSet {
     /// `EncodeParamsAsString`: `,i=j,` for every key of `params` in the KeyOrder, in key-index
     /// order. Keys the OPS does not know are ignored (reproduced); an unknown value is
     /// `Unknown value`; nothing encoded is `No params encoded.`
-    pub fn encode_params(&self, params: &Params) -> Result<String, TraceStoreError> {
+    pub fn encode_params(&self, params: &Params) -> Result<String, CodecError> {
         self.encode(params).map(|(encoded, _)| encoded)
     }
 
@@ -109,7 +109,7 @@ impl OrderedParamSet {
     }
 
     /// The encoding, and whether every key of `params` is in the KeyOrder.
-    fn encode(&self, params: &Params) -> Result<(String, bool), TraceStoreError> {
+    fn encode(&self, params: &Params) -> Result<(String, bool), CodecError> {
         // Most ids are short: `,` and a few `i=j,` pieces.
         let mut out = String::with_capacity(1 + 6 * params.len());
         out.push(',');
@@ -125,7 +125,7 @@ impl OrderedParamSet {
                 .get(key)
                 .and_then(|values| values.get(value))
                 .copied()
-                .ok_or(TraceStoreError::UnknownValue)?;
+                .ok_or(CodecError::UnknownValue)?;
             push_decimal(&mut out, i);
             out.push('=');
             push_decimal(&mut out, j);
@@ -137,7 +137,7 @@ impl OrderedParamSet {
             }
         }
         if !any {
-            return Err(TraceStoreError::NoParamsEncoded);
+            return Err(CodecError::NoParamsEncoded);
         }
         Ok((out, keys_found == params.len()))
     }
@@ -145,13 +145,13 @@ impl OrderedParamSet {
     /// `DecodeParamsFromString`: pieces split on `,` (empty ones skipped), each `i=j` with `i`
     /// and `j` exact decimal indices (no sign, no leading zero). A repeated key keeps the last
     /// value.
-    pub fn decode_params(&self, encoded: &[u8]) -> Result<Params, TraceStoreError> {
+    pub fn decode_params(&self, encoded: &[u8]) -> Result<Params, CodecError> {
         let mut params = Params::new();
         for piece in encoded.split(|&b| b == b',') {
             if piece.is_empty() {
                 continue;
             }
-            let bad = |reason| TraceStoreError::BadTraceId {
+            let bad = |reason| CodecError::BadTraceId {
                 reason,
                 piece: String::from_utf8_lossy(piece).into_owned(),
             };
@@ -324,15 +324,15 @@ pub fn trace_id_text(params: &Params) -> String {
 
 /// Parses an options cell (`spec/tracestore.md` 5.3): fewer than 3 `,`-parts is the empty
 /// map; inner parts are `k=v` split at the first `=` (else `bad options`); `%2C` -> `,`.
-pub fn parse_options_text(text: &[u8]) -> Result<Params, TraceStoreError> {
-    let text = core::str::from_utf8(text).map_err(|_| TraceStoreError::BadOptions)?;
+pub fn parse_options_text(text: &[u8]) -> Result<Params, CodecError> {
+    let text = core::str::from_utf8(text).map_err(|_| CodecError::BadOptions)?;
     let parts: Vec<&str> = text.split(',').collect();
     let mut out = Params::new();
     if parts.len() < 3 {
         return Ok(out);
     }
     for part in &parts[1..parts.len() - 1] {
-        let (k, v) = part.split_once('=').ok_or(TraceStoreError::BadOptions)?;
+        let (k, v) = part.split_once('=').ok_or(CodecError::BadOptions)?;
         out.insert(k.replace("%2C", ","), v.replace("%2C", ","));
     }
     Ok(out)

@@ -6,7 +6,6 @@
 use std::io::Write;
 
 use rowkit_codec::escape::escape;
-use rowkit_statemachines::StoreError;
 use rowkit_statemachines::check::{CheckError, CheckEvent, CheckReport, CheckSummary, Finding};
 use serde_json::{Value, json};
 
@@ -66,16 +65,13 @@ impl CheckFlags {
     }
 }
 
-/// A check's error: `aborted` as the other commands report it, bad arguments as usage.
+/// A check's error, every schema's check the same way: bad arguments as usage, anything else
+/// through the one mapping of operation errors ([`CliError::operation`]: `aborted` as the
+/// other commands report it, a store error as its status).
 pub fn check_error(e: CheckError) -> CliError {
     match e {
-        CheckError::Aborted => CliError::Schema {
-            id: "aborted".into(),
-            message: e.to_string(),
-            exit: 1,
-        },
         CheckError::Invalid(m) => CliError::usage(m),
-        other => CliError::Store(StoreError::from(other)),
+        other => CliError::operation(other),
     }
 }
 
@@ -303,7 +299,8 @@ pub fn run_all(ctx: &Context, args: &CheckArgs, out: &Output) -> Result<(), CliE
             s
         } else if let Ok(layout) = detect_layout(&families, None) {
             let mut output = CheckOutput::new(out, "gold").with_table(table);
-            let mut gold = TraceStore::with_layout(&driver, table, layout, ctx.seed);
+            let gold =
+                TraceStore::with_layout(&driver, table, layout).with_options(ctx.call_options());
             let s =
                 block_on(gold.check(options, timeout, |e| output.event(e))).map_err(check_error)?;
             docs.extend(output.report(&s)?);

@@ -9,12 +9,12 @@ use rowkit_codec::escape::escape;
 use rowkit_codec::explain;
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::tracestore::keys::{
-    digest_id_trace_qualifier, md5_trace_qualifier, ops_row_name, options_row_name,
-    repo_index_position, trace_row_name,
+    digest_id_trace_qualifier, md5_trace_qualifier, ops_row_name, repo_index_position,
 };
-use rowkit_codec::tracestore::{Layout, Params, TraceStoreError};
+use rowkit_codec::tracestore::{CodecError, Layout, Params};
 use rowkit_statemachines::check::CheckOptions;
-use rowkit_statemachines::tracestore::{PutEntry, Tile};
+use rowkit_statemachines::operation::OperationError;
+use rowkit_statemachines::tracestore::{PutEntry, Tile, TraceStoreError};
 use rowkit_store::Store;
 use rowkit_store::driver::Clock;
 use serde_json::{Map, Value, json};
@@ -161,6 +161,13 @@ impl From<TraceStoreError> for CliError {
     }
 }
 
+/// `?` on a trace-store codec call: the operation error of the same name.
+impl From<CodecError> for CliError {
+    fn from(e: CodecError) -> CliError {
+        CliError::operation(TraceStoreError::from(e))
+    }
+}
+
 fn layout_arg(args: &GoldArgs) -> Result<Option<Layout>, CliError> {
     args.layout
         .as_deref()
@@ -183,14 +190,8 @@ type Gold<'c> = TraceStore<SyncDriver<&'c dyn Store, &'c (dyn Clock + Send + Syn
 
 fn open<'c>(ctx: &'c Context, args: &GoldArgs) -> Result<Gold<'c>, CliError> {
     let driver = SyncDriver::new(&*ctx.store, &*ctx.clock);
-    let mut gold = block_on(TraceStore::open(
-        driver,
-        &args.table,
-        layout_arg(args)?,
-        ctx.seed,
-    ))?;
-    gold.set_deadline(Some(ctx.retry.operation_timeout));
-    Ok(gold)
+    let gold = block_on(TraceStore::open(driver, &args.table, layout_arg(args)?))?;
+    Ok(gold.with_options(ctx.call_options()))
 }
 
 /// Runs one `gold` command.
@@ -251,15 +252,15 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             if !has_options {
                 check_digest()?;
             }
-            let mut gold = open(ctx, args)?;
+            let gold = open(ctx, args)?;
             if has_options && gold.layout() != Layout::DigestId {
                 check_digest()?;
             }
-            block_on(gold.put(*commit, commit_time, entries.clone(), ts))?;
-            put_output(&gold, *commit, &entries, out)
+            let rows = block_on(gold.put(*commit, commit_time, entries, ts))?;
+            put_output(&gold, *commit, &rows, out)
         }
         GoldCommand::Tile { index, dense } => {
-            let mut gold = open(ctx, args)?;
+            let gold = open(ctx, args)?;
             let index = match index {
                 Some(i) => Some(*i),
                 None => block_on(gold.newest_tile())?,
@@ -286,7 +287,7 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
                 )));
             }
             let wanted = parse_pairs(matches.as_deref().unwrap_or(""), "--match")?;
-            let mut gold = open(ctx, args)?;
+            let gold = open(ctx, args)?;
             let mut tile = block_on(gold.read_range(*from, *to))?;
             tile.traces
                 .retain(|_, t| wanted.iter().all(|(k, v)| t.params.get(k) == Some(v)));
@@ -294,7 +295,7 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             print_tile(out, doc, &tile)
         }
         GoldCommand::Check { fix } => {
-            let mut gold = open(ctx, args)?;
+            let gold = open(ctx, args)?;
             let options = CheckOptions {
                 fix: *fix,
                 ..CheckOptions::default()
@@ -306,7 +307,7 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             output.finish(&summary)
         }
         GoldCommand::Newest => {
-            let mut gold = open(ctx, args)?;
+            let gold = open(ctx, args)?;
             let newest = block_on(gold.newest_tile())?;
             if out.is_json() {
                 let mut m = Map::new();
@@ -403,10 +404,11 @@ fn entries_of(v: &Value) -> Result<Vec<PutEntry>, String> {
         .collect()
 }
 
+/// Prints where a Put wrote: its commit's position and the `rows` it wrote.
 fn put_output(
     gold: &Gold<'_>,
     commit: i64,
-    entries: &[PutEntry],
+    rows: &[Vec<u8>],
     out: &Output,
 ) -> Result<(), CliError> {
     let pos = repo_index_position(commit)?;
@@ -416,16 +418,6 @@ fn put_output(
         Layout::Md5 => md5_trace_qualifier(pos.offset),
         Layout::DigestId => digest_id_trace_qualifier(pos.offset),
     };
-    let mut rows = Vec::new();
-    if let Some(cached) = gold.state().cached_ops(&ops_row) {
-        for e in entries {
-            let enc = cached.ops.encode_params(&e.params)?;
-            rows.push(trace_row_name(pos.tile_key, enc.as_bytes()));
-            if layout == Layout::Md5 && !e.options.is_empty() {
-                rows.push(options_row_name(pos.tile_key, enc.as_bytes()));
-            }
-        }
-    }
     if out.is_json() {
         let mut m = Map::new();
         m.insert("layout".into(), Value::from(layout.name()));
@@ -441,7 +433,7 @@ fn put_output(
         );
         outln!("{}", Value::Object(m));
     } else {
-        for r in &rows {
+        for r in rows {
             outln!("{}", escape(r));
         }
     }
@@ -551,7 +543,7 @@ fn import(ctx: &Context, args: &GoldArgs, path: &str, out: &Output) -> Result<()
                 .map_err(|e| failed(line_no, "bad_import_line".into(), e))
         })
         .collect::<Result<Vec<_>, CliError>>()?;
-    let mut gold = open(ctx, args)?;
+    let gold = open(ctx, args)?;
     let mut progress = Progress::with_total("puts", puts_to_do.len() as u64);
     let (mut puts, mut total) = (0u64, 0u64);
     for (line_no, (commit, commit_time, entries, ts)) in puts_to_do {

@@ -176,14 +176,19 @@ fn graph_operations_end_at_the_deadline() {
     assert!(o.status.success(), "{o:?}");
 }
 
-/// `--deadline 0` ends a graph command and an `mt` command with the very error an `s3` command
-/// ends with (id, message and exit code, as JSON and as the stderr line): the triple store and
-/// the mount table take the deadline as the other schemas do, and the aborted error is spelled
-/// once (the mount table's used to be Vanadium's `v.io/v23/verror.Aborted`).
+/// `--deadline 0` ends a graph, an `mt` and a `gold` command with the very error an `s3`
+/// command ends with (id, message and exit code, as JSON and as the stderr line): every schema
+/// takes the deadline the same way, and the aborted error is spelled once (the mount table's
+/// used to be Vanadium's `v.io/v23/verror.Aborted`, the trace store's a bare "aborted").
 #[test]
-fn graph_mt_and_s3_abort_with_the_same_error() {
+fn every_schema_aborts_with_the_same_error() {
     let s = Scratch::new("same-aborted");
-    for args in [&["graph", "setup"][..], &["s3", "setup"], &["mt", "setup"]] {
+    for args in [
+        &["graph", "setup"][..],
+        &["s3", "setup"],
+        &["mt", "setup"],
+        &["gold", "setup"],
+    ] {
         let (o, _) = rowkit(&s.store(), args);
         assert!(o.status.success(), "{args:?}: {o:?}");
     }
@@ -197,14 +202,26 @@ fn graph_mt_and_s3_abort_with_the_same_error() {
     };
     let graph = aborted(&["graph", "create", "g1"]);
     let s3 = aborted(&["s3", "bucket", "create", "b"]);
+    let gold_put = [
+        "gold",
+        "put",
+        "--commit",
+        "1",
+        "--params",
+        "name=a",
+        "--digest",
+        "000075b9c0f1b6a831c399e269772661",
+    ];
+    let gold = aborted(&gold_put);
+    let mt = aborted(&["mt", "mount", "a", "/h:1"]);
     assert_eq!(graph, s3);
+    assert_eq!(gold, s3, "gold put");
+    assert_eq!(mt, s3, "mt mount");
     assert_eq!(graph["id"], "aborted");
     assert_eq!(
         graph["message"], "aborted (deadline exceeded or cancelled)",
         "a message that says why"
     );
-    let mt = aborted(&["mt", "mount", "a", "/h:1"]);
-    assert_eq!(mt, s3);
     // The same line on stderr without --json.
     let line = |args: &[&str]| {
         let (o, _) = rowkit(&s.store(), &[&["--deadline", "0"][..], args].concat());
@@ -218,6 +235,7 @@ fn graph_mt_and_s3_abort_with_the_same_error() {
     );
     assert_eq!(line(&["mt", "mount", "a", "/h:1"]), s3_line);
     assert_eq!(line(&["graph", "create", "g1"]), s3_line);
+    assert_eq!(line(&gold_put), s3_line);
 }
 
 /// Against a port nothing listens on, `graph` fails at once with the connection's error

@@ -18,9 +18,10 @@ use rowkit_client::{FetchDriver, RunError};
 use rowkit_codec::model::{Mutation, ReadModifyWriteRule, RowRange, RowSet, RuleOp, Timestamp};
 use rowkit_codec::tracestore::Layout;
 use rowkit_fetch::{Gateway, now};
+use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::raw::{MutateRows, Unary};
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::tracestore::{ReadRange, TraceStoreState};
+use rowkit_statemachines::tracestore::{READ_DEADLINE_MICROS, ReadRange, TraceStoreState};
 use rowkit_statemachines::{
     Code, Machine, MutateRowsEntry, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
     Request, RetryPolicy, StoreError,
@@ -325,7 +326,12 @@ async fn a_tile_read_has_several_requests_in_flight_at_once() {
     let g = group("barrier");
     let gw = Gateway::new(&format!("{}/barrier/{TOGETHER}/{g}", proxy()));
     let mut state = TraceStoreState::new("gold", Layout::Md5);
-    let op = ReadRange::new(&mut state, 0, 255, None, now(), 7);
+    let op = ReadRange::new(
+        &mut state,
+        0,
+        255,
+        Start::within(now(), 7, READ_DEADLINE_MICROS),
+    );
     run(&gw, op, |_| {}, None).await.unwrap();
     let stats = proxy_stats(proxy(), &g).await;
     assert_eq!(stats["released"], "barrier", "{stats}");

@@ -6,36 +6,28 @@
 
 use alloc::vec::Vec;
 
-use rowkit_codec::model::{ReadModifyWriteRule, RuleOp, Timestamp};
-use rowkit_codec::tracestore::TraceStoreError;
+use rowkit_codec::model::{ReadModifyWriteRule, RuleOp};
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::cells::{
     COLUMN_ID_COUNTER, FAMILY_ID_COUNTER, RESERVED_IDS, decode_id_counter, reserved_ids,
 };
 use rowkit_codec::tracestore::keys::id_counter_row_name;
 
-use super::TraceStoreEvent;
-use super::requests::{store_error, unexpected};
 use super::state::TraceStoreState;
-use super::{PUT_DEADLINE_MICROS, Progress, TraceStoreSchema, start};
-use crate::children::{ChildId, ChildOutput};
-use crate::operation::{ContextArg, Flow, Io, Operation};
-use crate::{ReadModifyWriteRowRequest, Request, Response};
+use super::{Progress, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin};
+use crate::children::ChildId;
+use crate::operation::{ContextArg, Flow, Io, Operation, Start};
+use crate::ready;
+use crate::{ReadModifyWriteRowRequest, Request};
 
 /// `AllocateDigestIds(n)` (digest-id layout): `n` distinct, never used ids.
 pub type AllocateDigestIds<'a> = Operation<'a, AllocateDigestIdsFlow>;
 
 impl<'a> AllocateDigestIds<'a> {
-    /// Allocates `n` ids, aborted at `deadline` (default: [`PUT_DEADLINE_MICROS`] after
-    /// `now`).
-    pub fn new(
-        state: impl Into<ContextArg<'a, TraceStoreState>>,
-        n: usize,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
-    ) -> Self {
+    /// Allocates `n` ids as `start` says.
+    pub fn new(state: impl Into<ContextArg<'a, TraceStoreState>>, n: usize, start: Start) -> Self {
         let flow = AllocateDigestIdsFlow::new(n);
-        start(state, Ok(flow), deadline, PUT_DEADLINE_MICROS, now, seed)
+        begin(state, Ok(flow), start)
     }
 }
 
@@ -111,28 +103,21 @@ impl Flow for AllocateDigestIdsFlow {
                 missing,
                 amount,
             } => {
-                let Some(outcome) = io.take(child) else {
-                    self.phase = Phase::Increment {
-                        child,
-                        pooled,
-                        missing,
-                        amount,
-                    };
-                    return Ok(None);
-                };
-                let row = match outcome.map_err(store_error)? {
-                    ChildOutput::Unary(Response::ReadModifyWriteRow(row)) => row,
-                    _ => return Err(unexpected("ReadModifyWriteRow")),
-                };
+                let row = ready!(io.modified_row(child), self.phase => Phase::Increment {
+                    child,
+                    pooled,
+                    missing,
+                    amount,
+                });
                 let cells: Vec<_> = row
                     .cells
                     .iter()
                     .filter(|c| c.family == FAMILY_ID_COUNTER)
                     .collect();
                 let [cell] = cells.as_slice() else {
-                    return Err(TraceStoreError::BadIdCounter {
+                    return Err(TraceStoreError::Codec(CodecError::BadIdCounter {
                         reason: "malformed id counter response",
-                    });
+                    }));
                 };
                 let max = decode_id_counter(&cell.value)?;
                 let mut fresh = reserved_ids(max, amount)?;

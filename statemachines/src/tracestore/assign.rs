@@ -12,21 +12,19 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::{Mutation, RowFilter, Timestamp};
-use rowkit_codec::tracestore::TraceStoreError;
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::cells::{
     FAMILY_DIGEST_MAP, digest_map_qualifier, digest_map_row, encode_digest_map_value,
     normalize_digest,
 };
 
-use super::TraceStoreEvent;
 use super::allocate::AllocateDigestIdsFlow;
 use super::digest_map::LookupDigests;
-use super::requests::{matched_of, store_error};
 use super::state::TraceStoreState;
-use super::{PUT_DEADLINE_MICROS, Progress, TraceStoreSchema, start};
+use super::{Progress, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin};
 use crate::children::ChildId;
-use crate::operation::{ContextArg, Flow, Io, Operation};
-use crate::{CheckAndMutateRowRequest, Request, StoreError};
+use crate::operation::{ContextArg, Flow, Io, Operation, Start, settled};
+use crate::{CheckAndMutateRowRequest, Request, ready};
 
 /// Digest-map inserts outstanding at once.
 pub(crate) const INSERT_WINDOW: usize = 100;
@@ -36,17 +34,14 @@ pub(crate) const INSERT_WINDOW: usize = 100;
 pub type AssignDigestIds<'a> = Operation<'a, AssignDigestIdsFlow>;
 
 impl<'a> AssignDigestIds<'a> {
-    /// Assigns ids to `digests`, aborted at `deadline` (default: [`PUT_DEADLINE_MICROS`]
-    /// after `now`).
+    /// Assigns ids to `digests` as `start` says.
     pub fn new(
         state: impl Into<ContextArg<'a, TraceStoreState>>,
         digests: Vec<String>,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Self {
         let flow = AssignDigestIdsFlow::new(digests);
-        start(state, Ok(flow), deadline, PUT_DEADLINE_MICROS, now, seed)
+        begin(state, Ok(flow), start)
     }
 }
 
@@ -66,7 +61,7 @@ struct Inserts {
     /// Indices whose insert lost to another writer.
     conflicts: Vec<usize>,
     /// The first RPC error; no insert is emitted after it.
-    failure: Option<StoreError>,
+    failure: Option<TraceStoreError>,
 }
 
 impl Inserts {
@@ -100,7 +95,7 @@ impl Inserts {
                 digest_map_qualifier(&self.new[i]),
                 self.ids.get(i),
             ) else {
-                return Err(TraceStoreError::CorruptDigestMap);
+                return Err(TraceStoreError::Codec(CodecError::CorruptDigestMap));
             };
             // "Set only if the column is absent" (a qualifier regex, no family filter: reproduce).
             let child = io.unary(Request::CheckAndMutateRow(CheckAndMutateRowRequest {
@@ -133,14 +128,16 @@ impl Inserts {
             if self.pending.is_empty() {
                 return Ok(true);
             }
-            let ids: Vec<ChildId> = self.pending.keys().copied().collect();
-            let Some((child, outcome)) = io.take_any(&ids) else {
+            // The answered insert with the lowest id.
+            let answered = self
+                .pending
+                .iter()
+                .find_map(|(&child, &i)| settled(io.matched(child)).ok()?.map(|m| (child, i, m)));
+            let Some((child, i, matched)) = answered else {
                 return Ok(false);
             };
-            let Some(i) = self.pending.remove(&child) else {
-                continue;
-            };
-            match matched_of(outcome) {
+            self.pending.remove(&child);
+            match matched {
                 Ok(false) => {
                     let id = self.ids.get(i).copied().unwrap_or_default();
                     state.digests.merge(&[(self.new[i].clone(), id)])?;
@@ -234,10 +231,7 @@ impl Flow for AssignDigestIdsFlow {
                     mut lookup,
                     unknown,
                 } => {
-                    if lookup.advance(io, state)?.is_none() {
-                        self.phase = Phase::Lookup { lookup, unknown };
-                        return Ok(None);
-                    }
+                    ready!(lookup.advance(io, state), self.phase => Phase::Lookup { lookup, unknown });
                     let new: Vec<String> = unknown
                         .into_iter()
                         .filter(|d| state.digests.id(d).is_none())
@@ -249,10 +243,10 @@ impl Flow for AssignDigestIdsFlow {
                     Phase::Allocate { allocate, new }
                 }
                 Phase::Allocate { mut allocate, new } => {
-                    let Some(ids) = allocate.advance(io, state)? else {
-                        self.phase = Phase::Allocate { allocate, new };
-                        return Ok(None);
-                    };
+                    let ids = ready!(
+                        allocate.advance(io, state),
+                        self.phase => Phase::Allocate { allocate, new }
+                    );
                     Phase::Insert(Inserts {
                         new,
                         ids,
@@ -282,7 +276,7 @@ impl Flow for AssignDigestIdsFlow {
                         .collect();
                     inserts.release(state);
                     if let Some(e) = inserts.failure.take() {
-                        return Err(store_error(e));
+                        return Err(e);
                     }
                     if conflicts.is_empty() {
                         return Ok(Some(self.answer(state)));
@@ -294,12 +288,12 @@ impl Flow for AssignDigestIdsFlow {
                     mut lookup,
                     conflicts,
                 } => {
-                    if lookup.advance(io, state)?.is_none() {
-                        self.phase = Phase::Reread { lookup, conflicts };
-                        return Ok(None);
-                    }
+                    ready!(
+                        lookup.advance(io, state),
+                        self.phase => Phase::Reread { lookup, conflicts }
+                    );
                     if conflicts.iter().any(|d| state.digests.id(d).is_none()) {
-                        return Err(TraceStoreError::CorruptDigestMap);
+                        return Err(TraceStoreError::Codec(CodecError::CorruptDigestMap));
                     }
                     return Ok(Some(self.answer(state)));
                 }

@@ -12,12 +12,12 @@ use rowkit_codec::tracestore::keys::{
     GLOBAL_TILE_KEY, SHARDS, TYPE_DIGEST_MAP, shard_prefix_range,
 };
 
-use super::TraceStoreEvent;
-use super::requests::{map_filter, merge_map_rows, read_request, rows_of};
+use super::requests::{map_filter, merge_map_rows, read_request};
 use super::state::TraceStoreState;
-use super::{Progress, TraceStoreSchema};
+use super::{Progress, TraceStoreEvent, TraceStoreSchema};
 use crate::children::ChildId;
 use crate::operation::{Flow, Io, WaitAll};
+use crate::ready;
 
 /// Row lookup of a set of normalized digests: one `ReadRows` of their map rows (none when the
 /// set is empty), merged into the digest cache.
@@ -59,10 +59,7 @@ impl Flow for LookupDigests {
         let Some(child) = self.child else {
             return Ok(Some(()));
         };
-        let Some(outcome) = io.take(child) else {
-            return Ok(None);
-        };
-        let rows = rows_of(outcome)?;
+        let rows = ready!(io.rows(child));
         merge_map_rows(&mut state.digests, &rows)?;
         Ok(Some(()))
     }
@@ -98,13 +95,7 @@ impl Flow for ReadFullMap {
         io: &mut Io<TraceStoreEvent>,
         state: &mut TraceStoreState,
     ) -> Progress<()> {
-        let Some(outcomes) = self.scans.poll(io) else {
-            return Ok(None);
-        };
-        let mut all = Vec::new();
-        for outcome in outcomes {
-            all.extend(rows_of(outcome)?);
-        }
+        let all: Vec<_> = ready!(self.scans.rows(io)).into_iter().flatten().collect();
         merge_map_rows(&mut state.digests, &all)?;
         Ok(Some(()))
     }

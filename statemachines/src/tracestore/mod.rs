@@ -4,12 +4,14 @@
 //! [`AssignDigestIds`] and [`AllocateDigestIds`] (public for tests).
 //!
 //! Every operation is an [`Operation`](crate::operation::Operation) of
-//! [`TraceStoreSchema`]: its constructor takes the instance's [`TraceStoreState`] exclusively —
-//! borrowed (`&mut state`), or moved into the machine (`state` by value, for a `'static`
-//! machine, taken back with
+//! [`TraceStoreSchema`] written in the crate's dialect, `Op::new(state, args…, start)`: the
+//! instance's [`TraceStoreState`] exclusively — borrowed (`&mut state`), or moved into the
+//! machine (`state` by value, for a `'static` machine, taken back with
 //! [`Operation::take_context`](crate::operation::Operation::take_context); see [`ContextArg`])
-//! — then the operation's arguments, an optional deadline, the current time and a seed
-//! (back-off jitter only). The machine is `Send`, emits requests under increasing tags, runs
+//! — then the operation's arguments, then its [`Start`] (the current time, the seed of the
+//! back-off jitter, the deadline: callers without one of their own give reads
+//! [`READ_DEADLINE_MICROS`] and writes [`PUT_DEADLINE_MICROS`]). Errors are
+//! [`TraceStoreError`]s. The machine is `Send`, emits requests under increasing tags, runs
 //! every request in a child of [`crate::children::Children`] ([`crate::readrows::ReadRows`],
 //! [`crate::raw::MutateRows`], [`crate::raw::Unary`]); only [`StreamTile`] emits events. Each
 //! operation is an explicit state machine (a [`Flow`](crate::operation::Flow) with a phase
@@ -17,11 +19,13 @@
 //!
 //! ```
 //! use rowkit_codec::tracestore::Layout;
-//! use rowkit_statemachines::tracestore::{NewestTile, TraceStoreState};
+//! use rowkit_statemachines::operation::Start;
+//! use rowkit_statemachines::tracestore::{NewestTile, READ_DEADLINE_MICROS, TraceStoreState};
 //! use rowkit_statemachines::{Machine, Request, Response, Timestamp};
 //!
 //! let mut state = TraceStoreState::new("gold", Layout::Md5);
-//! let mut m = NewestTile::new(&mut state, None, Timestamp(0), 1);
+//! let start = Start::within(Timestamp(0), 1, READ_DEADLINE_MICROS);
+//! let mut m = NewestTile::new(&mut state, start);
 //! let (tag, request) = m.poll_request().unwrap();
 //! assert!(matches!(request, Request::ReadRows(_)));
 //! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
@@ -32,6 +36,7 @@ mod allocate;
 mod assign;
 mod check;
 mod digest_map;
+mod error;
 mod newest_tile;
 mod put;
 mod range;
@@ -47,11 +52,12 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use rowkit_codec::tracestore::{ParamSet, Params, TraceStoreError};
+use rowkit_codec::tracestore::{ParamSet, Params};
 
 pub use allocate::{AllocateDigestIds, AllocateDigestIdsFlow};
 pub use assign::{AssignDigestIds, AssignDigestIdsFlow};
 pub use check::{Check, CheckFlow, MAX_ID_BITS};
+pub use error::TraceStoreError;
 pub use newest_tile::{NewestTile, NewestTileFlow};
 pub use put::{Put, PutFlow};
 pub use read_dense::{ReadDense, ReadDenseFlow};
@@ -61,12 +67,13 @@ pub use stream_tile::{StreamTile, StreamTileFlow};
 
 #[allow(unused_imports)]
 use crate::Machine;
-use crate::Timestamp;
-use crate::operation::{Budget, ContextArg, Flow, Operation, OperationError, Schema};
+use crate::RetryPolicy;
+use crate::operation::{ContextArg, Flow, Operation, Schema, Start};
 
-/// Default deadline of read machines: 4 minutes after `now`.
+/// The deadline of a read when the caller sets none: 4 minutes after it starts.
 pub const READ_DEADLINE_MICROS: i64 = 4 * 60 * 1_000_000;
-/// Default deadline of Put: 10 minutes after `now`.
+/// The deadline of a Put (and of the id operations) when the caller sets none: 10 minutes
+/// after it starts.
 pub const PUT_DEADLINE_MICROS: i64 = 10 * 60 * 1_000_000;
 /// Entries per `MutateRows` request of a Put.
 pub const PUT_CHUNK_ENTRIES: usize = put::PUT_CHUNK;
@@ -81,24 +88,6 @@ impl Schema for TraceStoreSchema {
     type Context = TraceStoreState;
     type Event = TraceStoreEvent;
     type Error = TraceStoreError;
-}
-
-impl OperationError for TraceStoreError {
-    fn id(&self) -> &'static str {
-        TraceStoreError::id(self)
-    }
-
-    fn aborted() -> TraceStoreError {
-        TraceStoreError::Aborted
-    }
-
-    fn store(error: crate::StoreError) -> TraceStoreError {
-        requests::store_error(error)
-    }
-
-    fn is_bad_input(&self) -> bool {
-        TraceStoreError::is_bad_input(self)
-    }
 }
 
 /// What a trace store operation reports along the way.
@@ -155,23 +144,16 @@ pub struct Tile {
 /// What a trace store flow's step gives: `Ok(None)` while it waits.
 pub(crate) type Progress<T> = crate::operation::Progress<T, TraceStoreSchema>;
 
-/// Starts `flow` on `state` at `now`, aborted at `deadline` (default: `default_micros` after
-/// `now`); a flow whose arguments were rejected (`Err`) ends with that error before any
-/// request.
-fn start<'a, F: Flow<Schema = TraceStoreSchema>>(
+/// Starts `flow` on `state` as `start` says; a flow whose arguments were rejected (`Err`)
+/// ends with that error before any request.
+fn begin<'a, F: Flow<Schema = TraceStoreSchema>>(
     state: impl Into<ContextArg<'a, TraceStoreState>>,
     flow: Result<F, TraceStoreError>,
-    deadline: Option<Timestamp>,
-    default_micros: i64,
-    now: Timestamp,
-    seed: u64,
+    start: Start,
 ) -> Operation<'a, F> {
     let state = state.into();
     match flow {
-        Ok(flow) => {
-            let deadline = deadline.unwrap_or_else(|| now.saturating_add_micros(default_micros));
-            Operation::start(state, now, seed, Budget::until(deadline), flow)
-        }
+        Ok(flow) => Operation::begin(state, start, RetryPolicy::default(), flow),
         Err(e) => Operation::failed(state, e),
     }
 }
@@ -179,6 +161,7 @@ fn start<'a, F: Flow<Schema = TraceStoreSchema>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Timestamp;
     use crate::operation::Operation;
 
     fn assert_send<T: Send>() {}
@@ -248,6 +231,11 @@ mod tests {
             }
             (sent, m.result().map(|r| alloc::format!("{r:?}")))
         }
+        let put_start = Start {
+            now: Timestamp(1),
+            seed: 7,
+            deadline: Timestamp(2_000_000),
+        };
         for layout in [Layout::Md5, Layout::DigestId] {
             let mut borrowed_state = TraceStoreState::new("gold", layout);
             let mut borrowed = Put::new(
@@ -256,9 +244,7 @@ mod tests {
                 None,
                 alloc::vec![entry.clone()],
                 Timestamp(5_000_000),
-                Some(Timestamp(2_000_000)),
-                Timestamp(1),
-                7,
+                put_start,
             );
             let mut owned = Put::new(
                 TraceStoreState::new("gold", layout),
@@ -266,9 +252,7 @@ mod tests {
                 None,
                 alloc::vec![entry.clone()],
                 Timestamp(5_000_000),
-                Some(Timestamp(2_000_000)),
-                Timestamp(1),
-                7,
+                put_start,
             );
             assert!(owned.take_context().is_none(), "taken while running");
             let a = drive(&mut borrowed);
@@ -282,14 +266,13 @@ mod tests {
             assert!(owned.take_context().is_none(), "taken twice");
         }
         let mut a = TraceStoreState::new("gold", Layout::DigestId);
-        let mut borrowed = ReadRange::new(&mut a, 0, 300, None, Timestamp(1), 3);
+        let read_start = Start::within(Timestamp(1), 3, READ_DEADLINE_MICROS);
+        let mut borrowed = ReadRange::new(&mut a, 0, 300, read_start);
         let mut owned = ReadRange::new(
             TraceStoreState::new("gold", Layout::DigestId),
             0,
             300,
-            None,
-            Timestamp(1),
-            3,
+            read_start,
         );
         assert_eq!(drive(&mut borrowed), drive(&mut owned));
     }
@@ -301,7 +284,8 @@ mod tests {
 
         use crate::{Machine, Response};
         let mut state = TraceStoreState::new("gold", Layout::Md5);
-        let mut m = NewestTile::new(&mut state, None, Timestamp(0), 1);
+        let start = Start::within(Timestamp(0), 1, READ_DEADLINE_MICROS);
+        let mut m = NewestTile::new(&mut state, start);
         let (tag, _) = m.poll_request().unwrap();
         let result = std::thread::scope(|s| {
             s.spawn(move || {

@@ -5,29 +5,23 @@ use rowkit_codec::tracestore::cells::{COLUMN_HASH, FAMILY_OPS};
 use rowkit_codec::tracestore::keys::{OPS_ROWS_PREFIX, parse_ops_row_tile_key, tile_index_of_key};
 
 use super::TraceStoreEvent;
-use super::requests::{family, read_request, rows_of};
+use super::requests::{family, read_request};
 use super::state::TraceStoreState;
-use super::{Progress, READ_DEADLINE_MICROS, TraceStoreSchema, start};
-use crate::Timestamp;
+use super::{Progress, TraceStoreSchema, begin};
 use crate::children::ChildId;
-use crate::operation::{ContextArg, Flow, Io, Operation};
+use crate::operation::{ContextArg, Flow, Io, Operation, Start};
+use crate::ready;
 
 /// `NewestTile`: the index of the newest tile, `None` when the table has none.
 pub type NewestTile<'a> = Operation<'a, NewestTileFlow>;
 
 impl<'a> NewestTile<'a> {
-    /// Finds the newest tile, aborted at `deadline` (default: [`READ_DEADLINE_MICROS`] after
-    /// `now`).
-    pub fn new(
-        state: impl Into<ContextArg<'a, TraceStoreState>>,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
-    ) -> Self {
+    /// Finds the newest tile as `start` says.
+    pub fn new(state: impl Into<ContextArg<'a, TraceStoreState>>, start: Start) -> Self {
         let flow = NewestTileFlow {
             phase: Phase::Start,
         };
-        start(state, Ok(flow), deadline, READ_DEADLINE_MICROS, now, seed)
+        begin(state, Ok(flow), start)
     }
 }
 
@@ -74,10 +68,7 @@ impl Flow for NewestTileFlow {
                 child
             }
         };
-        let Some(outcome) = io.take(child) else {
-            return Ok(None);
-        };
-        let rows = rows_of(outcome)?;
+        let rows = ready!(io.rows(child));
         let Some(row) = rows.first() else {
             return Ok(Some(None));
         };

@@ -1,6 +1,6 @@
 //! `Put(commit, entries, ts)` in both layouts (`spec/tracestore.md` 10, 11.6): validation before
 //! any request, the OPS update, (digest-id) id assignment, then every `MutateRows` chunk at
-//! once.
+//! once. It returns the row keys it wrote, so callers need not encode them again.
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -16,17 +16,15 @@ use rowkit_codec::tracestore::keys::{
     options_row_name, repo_index_position, trace_row_name,
 };
 use rowkit_codec::tracestore::ops::{ParamSetBuilder, trace_id_text};
-use rowkit_codec::tracestore::{Layout, OrderedParamSet, TraceStoreError};
+use rowkit_codec::tracestore::{Layout, OrderedParamSet};
 
-use super::TraceStoreEvent;
 use super::assign::AssignDigestIdsFlow;
-use super::requests::{store_error, unexpected};
 use super::state::TraceStoreState;
 use super::update_ops::UpdateOps;
-use super::{PUT_DEADLINE_MICROS, Progress, PutEntry, TraceStoreSchema, start};
+use super::{Progress, PutEntry, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin};
 use crate::children::ChildOutput;
-use crate::operation::{ContextArg, Flow, Io, Operation, WaitAll};
-use crate::{MutateRowsEntry, MutateRowsRequest};
+use crate::operation::{ContextArg, Flow, Io, Operation, OperationError, Start, WaitAll};
+use crate::{MutateRowsEntry, MutateRowsRequest, ready};
 
 /// Entries per `MutateRows` request.
 pub(crate) const PUT_CHUNK: usize = 10_000;
@@ -68,22 +66,20 @@ fn check_put(
 
 /// `Put(commit, entries, ts)`: OPS update, (digest-id) id assignment, then `MutateRows`
 /// chunks. `bad repo index`, `bad timestamp` and `options not supported by the digest-id
-/// layout` are raised before any request.
+/// layout` are raised before any request. Its output is the row keys it wrote, in entry
+/// order (an entry's trace row, then, md5 with options, its options row).
 pub type Put<'a> = Operation<'a, PutFlow>;
 
 impl<'a> Put<'a> {
     /// A Put of `entries` at commit `repo_index` with cell timestamp `ts` (options rows at
-    /// `commit_time`), aborted at `deadline` (default: [`PUT_DEADLINE_MICROS`] after `now`).
-    #[allow(clippy::too_many_arguments)]
+    /// `commit_time`) as `start` says.
     pub fn new(
         state: impl Into<ContextArg<'a, TraceStoreState>>,
         repo_index: i64,
         commit_time: Option<Timestamp>,
         entries: Vec<PutEntry>,
         ts: Timestamp,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Self {
         let mut state = state.into();
         let checked = match state.get() {
@@ -96,7 +92,7 @@ impl<'a> Put<'a> {
             ts,
             phase: Phase::Start(entries),
         });
-        start(state, flow, deadline, PUT_DEADLINE_MICROS, now, seed)
+        begin(state, flow, start)
     }
 }
 
@@ -156,7 +152,8 @@ fn encode(
     ops: &OrderedParamSet,
     entries: &[PutEntry],
 ) -> Result<Vec<Vec<u8>>, TraceStoreError> {
-    trace_rows(pos, entries.iter().map(|e| ops.encode_params(&e.params)))
+    let encodings = entries.iter().map(|e| Ok(ops.encode_params(&e.params)?));
+    trace_rows(pos, encodings)
 }
 
 /// The trace rows of `entries` when `ops` (the tile's cached OPS) holds every key and value
@@ -271,18 +268,19 @@ impl PutFlow {
 
 impl Flow for PutFlow {
     type Schema = TraceStoreSchema;
-    type Output = ();
+    /// The row keys written, in entry order.
+    type Output = Vec<Vec<u8>>;
 
     fn advance(
         &mut self,
         io: &mut Io<TraceStoreEvent>,
         state: &mut TraceStoreState,
-    ) -> Progress<()> {
+    ) -> Progress<Vec<Vec<u8>>> {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Start(entries) => {
                     if entries.is_empty() {
-                        return Ok(Some(()));
+                        return Ok(Some(Vec::new()));
                     }
                     let pos =
                         validate_put(state, self.repo_index, self.commit_time, &entries, self.ts)?;
@@ -310,14 +308,11 @@ impl Flow for PutFlow {
                     entries,
                     mut update,
                 } => {
-                    let Some(ops) = update.advance(io, state)? else {
-                        self.phase = Phase::UpdateOps {
-                            pos,
-                            entries,
-                            update,
-                        };
-                        return Ok(None);
-                    };
+                    let ops = ready!(update.advance(io, state), self.phase => Phase::UpdateOps {
+                        pos,
+                        entries,
+                        update,
+                    });
                     let trace_rows = encode(&pos, &ops, &entries)?;
                     self.after_ops(io, state, pos, entries, trace_rows)?
                 }
@@ -327,23 +322,18 @@ impl Flow for PutFlow {
                     mut assign,
                 } => {
                     // The assignment gives back what it holds itself when it fails.
-                    let Some(ids) = assign.advance(io, state)? else {
-                        self.phase = Phase::AssignIds {
-                            pos,
-                            trace_rows,
-                            assign,
-                        };
-                        return Ok(None);
-                    };
+                    let ids = ready!(assign.advance(io, state), self.phase => Phase::AssignIds {
+                        pos,
+                        trace_rows,
+                        assign,
+                    });
                     let rows = self.digest_id_rows(&pos, trace_rows, ids);
                     Phase::WriteChunks(WriteChunks::start(io, state, rows))
                 }
                 Phase::WriteChunks(mut write) => {
-                    let done = write.advance(io, state)?;
-                    if done.is_none() {
-                        self.phase = Phase::WriteChunks(write);
-                    }
-                    return Ok(done);
+                    let written =
+                        ready!(write.advance(io, state), self.phase => Phase::WriteChunks(write));
+                    return Ok(Some(written));
                 }
                 Phase::Done => return Ok(None),
             }
@@ -359,10 +349,11 @@ impl Flow for PutFlow {
 
 /// Row entries sent in chunks of [`PUT_CHUNK`], all at once, in chunk order; fails with the
 /// lowest-numbered failed chunk's error after every chunk completed (`spec/tracestore.md` 10
-/// step 5).
+/// step 5), else outputs the row keys written, in entry order.
 #[derive(Debug)]
 pub(crate) struct WriteChunks {
     chunks: WaitAll,
+    row_keys: Vec<Vec<u8>>,
 }
 
 impl WriteChunks {
@@ -372,6 +363,7 @@ impl WriteChunks {
         state: &TraceStoreState,
         rows: Vec<MutateRowsEntry>,
     ) -> WriteChunks {
+        let row_keys = rows.iter().map(|e| e.row_key.clone()).collect();
         let mut ids = Vec::new();
         let mut rest = rows;
         while !rest.is_empty() {
@@ -385,24 +377,26 @@ impl WriteChunks {
         }
         WriteChunks {
             chunks: WaitAll::new(ids),
+            row_keys,
         }
     }
 }
 
 impl Flow for WriteChunks {
     type Schema = TraceStoreSchema;
-    type Output = ();
+    type Output = Vec<Vec<u8>>;
 
     fn advance(
         &mut self,
         io: &mut Io<TraceStoreEvent>,
         _state: &mut TraceStoreState,
-    ) -> Progress<()> {
+    ) -> Progress<Vec<Vec<u8>>> {
         let Some(outcomes) = self.chunks.poll(io) else {
             return Ok(None);
         };
         for outcome in outcomes {
-            match outcome.map_err(store_error)? {
+            // A failed entry is `write failed`, not a store error (spec 18).
+            match outcome.map_err(TraceStoreError::store)? {
                 ChildOutput::WroteRows(results) => {
                     if let Some(Err(e)) = results.into_iter().map(|r| r.result).find(Result::is_err)
                     {
@@ -412,9 +406,9 @@ impl Flow for WriteChunks {
                         });
                     }
                 }
-                _ => return Err(unexpected("MutateRows")),
+                other => return Err(TraceStoreError::unexpected(&other)),
             }
         }
-        Ok(Some(()))
+        Ok(Some(core::mem::take(&mut self.row_keys)))
     }
 }

@@ -7,14 +7,14 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use rowkit_codec::tracestore::ops::{ParamSetBuilder, trace_id_text};
-use rowkit_codec::tracestore::{Layout, ParamSet, Params, TraceStoreError};
+use rowkit_codec::tracestore::{Layout, ParamSet, Params};
 
-use super::TraceStoreEvent;
 use super::digest_map::ReadFullMap;
 use super::state::TraceStoreState;
 use super::tile::{LoadTile, RawTile, Slot};
-use super::{Progress, Tile, Trace, TraceStoreSchema};
+use super::{Progress, Tile, Trace, TraceStoreError, TraceStoreEvent, TraceStoreSchema};
 use crate::operation::{Flow, Io};
+use crate::ready;
 
 /// Traces of a range as assembled, before ids are resolved.
 #[derive(Debug)]
@@ -194,10 +194,7 @@ impl Flow for TracesInRange {
                     Phase::Load(LoadTile::start(io, state, tk))
                 }
                 Phase::Load(mut load) => {
-                    let Some(tile) = load.advance(io, state)? else {
-                        self.phase = Phase::Load(load);
-                        return Ok(None);
-                    };
+                    let tile = ready!(load.advance(io, state), self.phase => Phase::Load(load));
                     self.tiles.push(tile);
                     if self.tiles.len() < self.n_tiles {
                         self.phase = Phase::Next;
@@ -216,10 +213,7 @@ impl Flow for TracesInRange {
                     Phase::Resolve { assembled, map }
                 }
                 Phase::Resolve { assembled, mut map } => {
-                    if map.advance(io, state)?.is_none() {
-                        self.phase = Phase::Resolve { assembled, map };
-                        return Ok(None);
-                    }
+                    ready!(map.advance(io, state), self.phase => Phase::Resolve { assembled, map });
                     return resolved(state, assembled).map(Some);
                 }
                 Phase::Done => return Ok(None),

@@ -5,16 +5,15 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use rowkit_codec::tracestore::ParamSet;
 use rowkit_codec::tracestore::keys::{TILE_SIZE, repo_index_position, tile_index_of_key, tile_key};
 use rowkit_codec::tracestore::ops::normalize_param_set;
-use rowkit_codec::tracestore::{ParamSet, TraceStoreError};
 
-use super::TraceStoreEvent;
 use super::range::TracesInRange;
 use super::state::TraceStoreState;
-use super::{Progress, READ_DEADLINE_MICROS, Tile, Trace, TraceStoreSchema, start};
-use crate::Timestamp;
-use crate::operation::{ContextArg, Flow, Io, Operation};
+use super::{Progress, Tile, Trace, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin};
+use crate::operation::{ContextArg, Flow, Io, Operation, Start};
+use crate::ready;
 
 /// Tile steps of a dense read.
 pub(crate) const MAX_DENSE_STEPS: usize = 50;
@@ -23,18 +22,15 @@ pub(crate) const MAX_DENSE_STEPS: usize = 50;
 pub type ReadDense<'a> = Operation<'a, ReadDenseFlow>;
 
 impl<'a> ReadDense<'a> {
-    /// Reads the newest `n` commits up to `last` that hold data, aborted at `deadline`
-    /// (default: [`READ_DEADLINE_MICROS`] after `now`).
+    /// Reads the newest `n` commits up to `last` that hold data as `start` says.
     pub fn new(
         state: impl Into<ContextArg<'a, TraceStoreState>>,
         last: i64,
         n: usize,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Self {
         let flow = ReadDenseFlow::new(last, n);
-        start(state, flow, deadline, READ_DEADLINE_MICROS, now, seed)
+        begin(state, flow, start)
     }
 }
 
@@ -158,9 +154,7 @@ impl Flow for ReadDenseFlow {
         state: &mut TraceStoreState,
     ) -> Progress<Tile> {
         loop {
-            let Some(tile) = self.range.advance(io, state)? else {
-                return Ok(None);
-            };
+            let tile = ready!(self.range.advance(io, state));
             self.steps += 1;
             self.absorb(tile);
             if self.found.len() == self.n

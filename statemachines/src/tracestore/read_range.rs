@@ -1,34 +1,29 @@
 //! `ReadRange(first, last)` (`spec/tracestore.md` 12.2): every trace of the commits
 //! `first ..= last`, one [`TracesInRange`] over their tiles.
 
-use rowkit_codec::tracestore::TraceStoreError;
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::keys::{TilePosition, repo_index_position};
 
-use super::TraceStoreEvent;
 use super::range::TracesInRange;
 use super::state::TraceStoreState;
-use super::{Progress, READ_DEADLINE_MICROS, Tile, TraceStoreSchema, start};
-use crate::Timestamp;
-use crate::operation::{ContextArg, Flow, Io, Operation};
+use super::{Progress, Tile, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin};
+use crate::operation::{ContextArg, Flow, Io, Operation, Start};
 
 /// `ReadRange(first, last)`: every trace of the commits `first ..= last`.
 pub type ReadRange<'a> = Operation<'a, ReadRangeFlow>;
 
 impl<'a> ReadRange<'a> {
-    /// Reads the commits `first ..= last`, aborted at `deadline` (default:
-    /// [`READ_DEADLINE_MICROS`] after `now`).
+    /// Reads the commits `first ..= last` as `start` says.
     pub fn new(
         state: impl Into<ContextArg<'a, TraceStoreState>>,
         first: i64,
         last: i64,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Self {
         let flow = check_range(first, last)
             .and_then(|(a, b)| TracesInRange::new(a.tile_key, b.tile_key, a.offset, b.offset))
             .map(|range| ReadRangeFlow { first, last, range });
-        start(state, flow, deadline, READ_DEADLINE_MICROS, now, seed)
+        begin(state, flow, start)
     }
 }
 
@@ -37,7 +32,7 @@ fn check_range(first: i64, last: i64) -> Result<(TilePosition, TilePosition), Tr
     let a = repo_index_position(first)?;
     let b = repo_index_position(last)?;
     if first > last {
-        return Err(TraceStoreError::BadRepoIndex);
+        return Err(TraceStoreError::Codec(CodecError::BadRepoIndex));
     }
     Ok((a, b))
 }
@@ -59,9 +54,7 @@ impl Flow for ReadRangeFlow {
         io: &mut Io<TraceStoreEvent>,
         state: &mut TraceStoreState,
     ) -> Progress<Tile> {
-        let Some(mut tile) = self.range.advance(io, state)? else {
-            return Ok(None);
-        };
+        let mut tile = crate::ready!(self.range.advance(io, state));
         tile.commits = (self.first as u32..=self.last as u32).collect();
         Ok(Some(tile))
     }

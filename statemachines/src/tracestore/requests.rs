@@ -1,6 +1,6 @@
 //! The requests the trace store machines send and the decoding of their answers
-//! (`spec/tracestore.md` 5, 9, 11.4, 12): filters, read requests, cells, OPS rows and
-//! child outcomes turned into typed results.
+//! (`spec/tracestore.md` 5, 9, 11.4, 12): filters, read requests, OPS rows and digest-map
+//! rows. Replies come back through [`Io`](crate::operation::Io)'s request handles.
 
 use alloc::string::String;
 use alloc::sync::Arc;
@@ -11,28 +11,12 @@ use rowkit_codec::tracestore::cells::{
     COLUMN_HASH, COLUMN_OPS, FAMILY_DIGEST_MAP, FAMILY_OPS, decode_digest_map_value,
     digest_of_map_cell,
 };
+use rowkit_codec::tracestore::decode_ops_gob;
 use rowkit_codec::tracestore::keys::ops_row_name;
-use rowkit_codec::tracestore::{TraceStoreError, decode_ops_gob};
 
+use super::TraceStoreError;
 use super::state::{CachedOps, DigestCache, TraceStoreState};
-use crate::children::{ChildOutput, owned_rows};
-use crate::{ReadRowsRequest, Response, StoreError};
-
-/// A store error as the trace store reports it.
-pub(crate) fn store_error(e: StoreError) -> TraceStoreError {
-    TraceStoreError::Store {
-        code: e.code,
-        message: e.message,
-    }
-}
-
-/// A child answered with the wrong kind of response (a broken store or driver).
-pub(crate) fn unexpected(what: &str) -> TraceStoreError {
-    TraceStoreError::Store {
-        code: crate::Code::Internal,
-        message: alloc::format!("unexpected response to {what}"),
-    }
-}
+use crate::ReadRowsRequest;
 
 /// `LatestN(1)`.
 pub(crate) fn latest() -> RowFilter {
@@ -58,30 +42,6 @@ pub(crate) fn read_request(
         filter: Some(filter),
         rows_limit,
         reversed: false,
-    }
-}
-
-/// The rows of a finished read child.
-pub(crate) fn rows_of(
-    outcome: Result<ChildOutput, StoreError>,
-) -> Result<Vec<Row>, TraceStoreError> {
-    match outcome.map_err(store_error)? {
-        ChildOutput::Rows(rows) => Ok(owned_rows(rows)),
-        _ => Err(unexpected("ReadRows")),
-    }
-}
-
-/// `predicate_matched` of a finished `CheckAndMutateRow` child (the store error kept as is:
-/// callers decide whether it ends the operation).
-pub(crate) fn matched_of(outcome: Result<ChildOutput, StoreError>) -> Result<bool, StoreError> {
-    match outcome? {
-        ChildOutput::Unary(Response::CheckAndMutateRow { predicate_matched }) => {
-            Ok(predicate_matched)
-        }
-        _ => Err(StoreError::new(
-            crate::Code::Internal,
-            "unexpected response to CheckAndMutateRow",
-        )),
     }
 }
 

@@ -8,7 +8,10 @@ use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Timestamp;
-use rowkit_codec::tracestore::{Layout, OrderedParamSet, TraceStoreError};
+use rowkit_codec::tracestore::CodecError;
+use rowkit_codec::tracestore::{Layout, OrderedParamSet};
+
+use super::TraceStoreError;
 
 /// A tile's OPS as last read or written: the compare-and-swap token and its cell timestamp.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -73,7 +76,7 @@ impl DigestCache {
                 .or_else(|| staged_ids.get(id).copied())
                 .is_some_and(|known| known != digest);
             if clash_digest || clash_id || *id == 0 || digest.is_empty() {
-                return Err(TraceStoreError::CorruptDigestMap);
+                return Err(TraceStoreError::Codec(CodecError::CorruptDigestMap));
             }
             staged.insert(digest, *id);
             staged_ids.insert(*id, digest);

@@ -10,38 +10,36 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
+use rowkit_codec::tracestore::CodecError;
+use rowkit_codec::tracestore::OrderedParamSet;
 use rowkit_codec::tracestore::keys::{SHARDS, tile_key};
 use rowkit_codec::tracestore::ops::trace_id_text;
-use rowkit_codec::tracestore::{OrderedParamSet, TraceStoreError};
 
 use super::digest_map::ReadFullMap;
-use super::requests::{ops_read_request, rows_of, take_ops_read};
+use super::requests::{ops_read_request, take_ops_read};
 use super::state::TraceStoreState;
 use super::tile::{decode_trace_row, trace_scan};
 use super::{
-    Progress, READ_DEADLINE_MICROS, Trace, TraceBatch, TraceStoreEvent, TraceStoreSchema, start,
+    Progress, Trace, TraceBatch, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin,
 };
-use crate::Timestamp;
-use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::{ContextArg, Flow, Io, Operation};
+use crate::children::ChildId;
+use crate::operation::{ContextArg, Flow, Io, Operation, Start};
+use crate::ready;
 
 /// `StreamTile(index)`: the traces of tile `index`, emitted in batches; the output is how many
 /// traces were emitted.
 pub type StreamTile<'a> = Operation<'a, StreamTileFlow>;
 
 impl<'a> StreamTile<'a> {
-    /// Streams tile `index`, aborted at `deadline` (default: [`READ_DEADLINE_MICROS`] after
-    /// `now`).
+    /// Streams tile `index` as `start` says.
     pub fn new(
         state: impl Into<ContextArg<'a, TraceStoreState>>,
         index: u32,
-        deadline: Option<Timestamp>,
-        now: Timestamp,
-        seed: u64,
+        start: Start,
     ) -> Self {
         let tk = tile_key(i64::from(index));
         let flow = if tk < 0 {
-            Err(TraceStoreError::BadRepoIndex)
+            Err(TraceStoreError::Codec(CodecError::BadRepoIndex))
         } else {
             Ok(StreamTileFlow {
                 tile_key: tk,
@@ -49,7 +47,7 @@ impl<'a> StreamTile<'a> {
                 emitted: 0,
             })
         };
-        start(state, flow, deadline, READ_DEADLINE_MICROS, now, seed)
+        begin(state, flow, start)
     }
 }
 
@@ -89,10 +87,9 @@ impl Scans {
             while let Some(row) = io.next_row(id) {
                 rows.push(row);
             }
-            match io.take(id) {
+            match io.rows::<TraceStoreError>(id)? {
                 None => still.push(id),
-                Some(Ok(ChildOutput::Rows(rest))) => rows.extend(owned_rows(rest)),
-                Some(outcome) => drop(rows_of(outcome)?),
+                Some(rest) => rows.extend(rest),
             }
         }
         self.running = still;
@@ -170,11 +167,7 @@ impl Flow for StreamTileFlow {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Start => Phase::Ops(io.read_rows(ops_read_request(state, self.tile_key))),
                 Phase::Ops(id) => {
-                    let Some(outcome) = io.take(id) else {
-                        self.phase = Phase::Ops(id);
-                        return Ok(None);
-                    };
-                    let rows = rows_of(outcome)?;
+                    let rows = ready!(io.rows(id), self.phase => Phase::Ops(id));
                     let ops = take_ops_read(state, self.tile_key, &rows)?
                         .map(|c| c.ops)
                         .unwrap_or_default();
@@ -204,10 +197,7 @@ impl Flow for StreamTileFlow {
                     rows,
                     mut map,
                 } => {
-                    if map.advance(io, state)?.is_none() {
-                        self.phase = Phase::Resolve { scans, rows, map };
-                        return Ok(None);
-                    }
+                    ready!(map.advance(io, state), self.phase => Phase::Resolve { scans, rows, map });
                     // An id still unknown after a full map read is the tile's error.
                     if let Err(id) = self.emit(io, state, &scans, &rows)? {
                         return Err(TraceStoreError::UnknownDigestId(id));

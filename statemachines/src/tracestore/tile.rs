@@ -16,15 +16,14 @@ use rowkit_codec::tracestore::keys::{
     shard_prefix_range,
 };
 use rowkit_codec::tracestore::ops::parse_options_text;
-use rowkit_codec::tracestore::{Layout, OrderedParamSet, Params, TraceStoreError};
+use rowkit_codec::tracestore::{Layout, OrderedParamSet, Params};
 
-use super::TraceStoreEvent;
-use super::requests::{family, latest, ops_read_request, read_request, rows_of, take_ops_read};
+use super::requests::{family, latest, ops_read_request, read_request, take_ops_read};
 use super::state::{DigestCache, TraceStoreState};
-use super::{Progress, TraceStoreSchema};
-use crate::ReadRowsRequest;
+use super::{Progress, TraceStoreError, TraceStoreEvent, TraceStoreSchema};
 use crate::children::ChildId;
 use crate::operation::{Flow, Io, WaitAll};
+use crate::{ReadRowsRequest, ready};
 
 /// One slot of a trace in a tile as read: a digest (md5) or an id (digest-id).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -217,44 +216,30 @@ impl Flow for LoadTile {
     ) -> Progress<RawTile> {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
-                Phase::Ops => {
-                    let Some(outcome) = io.take(self.ops) else {
-                        self.phase = Phase::Ops;
-                        return Ok(None);
-                    };
-                    Phase::Traces {
-                        ops_rows: rows_of(outcome)?,
-                    }
-                }
+                Phase::Ops => Phase::Traces {
+                    ops_rows: ready!(io.rows(self.ops), self.phase => Phase::Ops),
+                },
                 Phase::Traces { ops_rows } => {
-                    let Some(outcomes) = self.traces.poll(io) else {
-                        self.phase = Phase::Traces { ops_rows };
-                        return Ok(None);
-                    };
-                    let mut trace_rows = Vec::new();
-                    for outcome in outcomes {
-                        trace_rows.extend(rows_of(outcome)?);
-                    }
+                    let trace_rows = ready!(
+                        self.traces.rows(io),
+                        self.phase => Phase::Traces { ops_rows }
+                    );
                     Phase::Options {
                         ops_rows,
-                        trace_rows,
+                        trace_rows: trace_rows.into_iter().flatten().collect(),
                     }
                 }
                 Phase::Options {
                     ops_rows,
                     trace_rows,
                 } => {
-                    let Some(outcomes) = self.options.poll(io) else {
-                        self.phase = Phase::Options {
-                            ops_rows,
-                            trace_rows,
-                        };
-                        return Ok(None);
-                    };
-                    let mut options_rows = Vec::new();
-                    for outcome in outcomes {
-                        options_rows.extend(rows_of(outcome)?);
-                    }
+                    let options_rows: Vec<Row> = ready!(
+                        self.options.rows(io),
+                        self.phase => Phase::Options { ops_rows, trace_rows }
+                    )
+                    .into_iter()
+                    .flatten()
+                    .collect();
                     return self
                         .decode(state, &ops_rows, &trace_rows, &options_rows)
                         .map(Some);

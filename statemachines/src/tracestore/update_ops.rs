@@ -12,15 +12,12 @@ use rowkit_codec::tracestore::cells::{COLUMN_HASH, COLUMN_OPS, FAMILY_OPS};
 use rowkit_codec::tracestore::keys::ops_row_name;
 use rowkit_codec::tracestore::{OrderedParamSet, ParamSet, encode_ops_gob, ops_hash};
 
-use super::TraceStoreEvent;
-use super::requests::{
-    family, latest, matched_of, ops_read_request, rows_of, store_error, take_ops_read,
-};
+use super::requests::{family, latest, ops_read_request, take_ops_read};
 use super::state::{CachedOps, TraceStoreState};
-use super::{Progress, TraceStoreSchema};
+use super::{Progress, TraceStoreEvent, TraceStoreSchema};
 use crate::children::ChildId;
-use crate::operation::{Flow, Io};
-use crate::{Backoff, CheckAndMutateRowRequest, Request};
+use crate::operation::{Flow, Io, settled};
+use crate::{Backoff, CheckAndMutateRowRequest, Request, ready};
 
 /// Where an OPS update stands.
 #[derive(Debug)]
@@ -161,21 +158,17 @@ impl Flow for UpdateOps {
                     }
                 },
                 Phase::ReadOps(child) => {
-                    let Some(outcome) = io.take(child) else {
-                        self.phase = Phase::ReadOps(child);
-                        return Ok(None);
-                    };
-                    let rows = rows_of(outcome)?;
+                    let rows = ready!(io.rows(child), self.phase => Phase::ReadOps(child));
                     take_ops_read(state, self.tile_key, &rows)?
                 }
                 Phase::Swap(swap) => {
-                    let Some(outcome) = io.take(swap.child) else {
-                        self.phase = Phase::Swap(swap);
-                        return Ok(None);
-                    };
-                    let retry = match (swap.existed, matched_of(outcome)) {
+                    let matched = ready!(
+                        settled(io.matched(swap.child)),
+                        self.phase => Phase::Swap(swap)
+                    );
+                    let retry = match (swap.existed, matched) {
                         // Existing row: an RPC error fails the Put (reproduce).
-                        (true, Err(e)) => return Err(store_error(e)),
+                        (true, Err(e)) => return Err(e),
                         (true, Ok(matched)) => !matched,
                         (false, Ok(matched)) => matched,
                         // New row: an RPC error is retried after one back-off delay.

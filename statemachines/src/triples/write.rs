@@ -56,8 +56,15 @@ pub trait CellChange: core::fmt::Debug + sealed::Sealed {
     #[doc(hidden)]
     const DELETES: bool;
 
-    /// The mutation of `cell` of `triple`.
-    fn mutation(cell: &TripleCell, triple: &Triple) -> Mutation;
+    /// What the change writes to each of a triple's four cells, computed once per triple
+    /// (the triple's text is serialised once, not once per cell).
+    type Value;
+
+    /// The value of `triple`'s cells.
+    fn value(triple: &Triple) -> Self::Value;
+
+    /// The mutation of `cell`, `value` being its triple's [`CellChange::value`].
+    fn mutation(cell: &TripleCell, value: &Self::Value) -> Mutation;
 }
 
 mod sealed {
@@ -75,13 +82,15 @@ impl CellChange for SetCells {
     #[cfg(feature = "_planted_bugs")]
     const DELETES: bool = false;
 
-    fn mutation(cell: &TripleCell, triple: &Triple) -> Mutation {
-        Mutation::set_cell(
-            cell.family,
-            cell.qualifier,
-            cell.timestamp,
-            triple.to_text(),
-        )
+    /// The triple's text.
+    type Value = Vec<u8>;
+
+    fn value(triple: &Triple) -> Vec<u8> {
+        triple.to_text()
+    }
+
+    fn mutation(cell: &TripleCell, text: &Vec<u8>) -> Mutation {
+        Mutation::set_cell(cell.family, cell.qualifier, cell.timestamp, text.clone())
     }
 }
 
@@ -93,7 +102,12 @@ impl CellChange for DeleteCells {
     #[cfg(feature = "_planted_bugs")]
     const DELETES: bool = true;
 
-    fn mutation(cell: &TripleCell, _triple: &Triple) -> Mutation {
+    /// Nothing: a delete names the cell only.
+    type Value = ();
+
+    fn value(_triple: &Triple) {}
+
+    fn mutation(cell: &TripleCell, _: &()) -> Mutation {
         Mutation::DeleteFromColumn {
             family: cell.family.into(),
             qualifier: cell.qualifier.to_vec(),
@@ -142,8 +156,9 @@ impl<C: CellChange> CellBatches<C> {
     }
 
     fn entries_of(&self, triple: &Triple) -> [MutateRowsEntry; 4] {
+        let value = C::value(triple);
         keys::triple_cells(&self.graph, triple).map(|cell| MutateRowsEntry {
-            mutations: alloc::vec![C::mutation(&cell, triple)],
+            mutations: alloc::vec![C::mutation(&cell, &value)],
             row_key: cell.row_key,
         })
     }

@@ -129,7 +129,12 @@ pub fn tracestore(store: &dyn Store) {
                 s.spawn(move || {
                     start.wait();
                     let driver = SyncDriver::new(store, clock);
-                    let mut gold = block_on(TraceStore::open(driver, "gold", None, w)).unwrap();
+                    let gold = block_on(TraceStore::open(driver, "gold", None))
+                        .unwrap()
+                        .with_options(rowkit_client::CallOptions {
+                            seed: w,
+                            ..Default::default()
+                        });
                     for commit in 0..20i64 {
                         let entries = (0..10)
                             .map(|t| PutEntry {
@@ -152,7 +157,12 @@ pub fn tracestore(store: &dyn Store) {
             .collect();
         let checker = s.spawn(|| {
             let driver = SyncDriver::new(store, &clock);
-            let mut gold = block_on(TraceStore::open(driver, "gold", None, 7)).unwrap();
+            let gold = block_on(TraceStore::open(driver, "gold", None))
+                .unwrap()
+                .with_options(rowkit_client::CallOptions {
+                    seed: 7,
+                    ..Default::default()
+                });
             let mut seen = Vec::new();
             start.wait();
             loop {
@@ -179,7 +189,12 @@ pub fn tracestore(store: &dyn Store) {
         done.store(true, Ordering::Relaxed);
         checker.join().unwrap();
     });
-    let mut gold = block_on(TraceStore::open(driver, "gold", None, 9)).unwrap();
+    let gold = block_on(TraceStore::open(driver, "gold", None))
+        .unwrap()
+        .with_options(rowkit_client::CallOptions {
+            seed: 9,
+            ..Default::default()
+        });
     let findings = check(|options, on| block_on(gold.check(options, 600_000_000, on)));
     assert!(
         findings.is_empty(),

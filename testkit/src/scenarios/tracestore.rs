@@ -13,10 +13,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Condvar, Mutex};
 
 use rowkit_codec::model::{ColumnFamily, Mutation, Row, RowFilter, RowSet, Timestamp};
+use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::cells::*;
 use rowkit_codec::tracestore::keys::*;
 use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
-use rowkit_codec::tracestore::{Layout, ParamSet, Params, TraceStoreError};
+use rowkit_codec::tracestore::{Layout, ParamSet, Params};
 use rowkit_statemachines::raw::MutateRows;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::tracestore::{PutEntry, Tile, Trace};
@@ -26,7 +27,8 @@ use rowkit_statemachines::{
 };
 
 use rowkit_client::tracestore::{TraceStore, setup_table};
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{CallOptions, SyncDriver, block_on};
+use rowkit_statemachines::tracestore::TraceStoreError;
 use rowkit_store::driver::{Clock, ManualClock};
 use rowkit_store::{Reply, Store};
 
@@ -137,13 +139,9 @@ fn setup_on(store: &dyn Store, table: &str, layout: Layout) -> Result<(), TraceS
 pub type Gold<'s> = TraceStore<SyncDriver<&'s dyn Store, &'s ManualClock>>;
 
 pub fn open<'s>(store: &'s dyn Store, clock: &'s ManualClock, seed: u64) -> Gold<'s> {
-    block_on(TraceStore::open(
-        SyncDriver::new(store, clock),
-        TABLE,
-        None,
-        seed,
-    ))
-    .unwrap()
+    block_on(TraceStore::open(SyncDriver::new(store, clock), TABLE, None))
+        .map(|g| g.with_options(seeded(seed)))
+        .unwrap()
 }
 
 /// Puts every point separately at `commits`, the j-th with `ts = T0 + 7 s * j`.
@@ -478,7 +476,7 @@ pub fn put_get(store: &dyn Store, layout: Layout, commits: [u32; 3]) {
         check_sparse(&tile, layout, commits);
     }
     // A fresh instance reads the same.
-    let mut reader = open(store, &clock, 9);
+    let reader = open(store, &clock, 9);
     assert_eq!(block_on(reader.read_range(first, last)).unwrap(), tile);
 }
 
@@ -526,7 +524,7 @@ pub fn override_by_timestamp(store: &dyn Store, layout: Layout) {
 pub fn grouped_put(store: &dyn Store, layout: Layout) {
     setup(store, layout);
     let clock = ManualClock::new(Timestamp(T0));
-    let mut gold = open(store, &clock, 11);
+    let gold = open(store, &clock, 11);
     for (j, c) in (0..3).rev().enumerate() {
         let entries = three_devices()
             .into_iter()
@@ -568,12 +566,12 @@ pub fn concurrent_writers(
             let clock = &clock;
             let writers_left = &writers_left;
             actors.push(Box::new(move |gate: &Gate<'_, '_>| {
-                let mut gold = block_on(TraceStore::open(
+                let gold = block_on(TraceStore::open(
                     SyncDriver::new(gate as &dyn Store, clock),
                     TABLE,
                     None,
-                    seed * 100 + w as u64,
                 ))
+                .map(|g| g.with_options(seeded(seed * 100 + w as u64)))
                 .unwrap();
                 for c in (0..3).rev() {
                     if digests[c].is_empty() {
@@ -596,12 +594,12 @@ pub fn concurrent_writers(
             let writers_left = &writers_left;
             let final_tile = &final_tile;
             actors.push(Box::new(move |gate: &Gate<'_, '_>| {
-                let mut reader = block_on(TraceStore::open(
+                let reader = block_on(TraceStore::open(
                     SyncDriver::new(gate as &dyn Store, clock),
                     TABLE,
                     None,
-                    seed * 100 + 99,
                 ))
+                .map(|g| g.with_options(seeded(seed * 100 + 99)))
                 .unwrap();
                 while *writers_left.lock().unwrap() > 0 {
                     let tile = block_on(reader.read_range(0, 2))
@@ -619,7 +617,7 @@ pub fn concurrent_writers(
             }));
         }
         turnstile.run(seed, actors);
-        let mut gold = open(&*store, &clock, 1);
+        let gold = open(&*store, &clock, 1);
         assert_eq!(
             block_on(gold.read_range(0, 2)).unwrap(),
             final_tile,
@@ -701,7 +699,7 @@ pub fn dense(make_store: &dyn Fn() -> Box<dyn Store>, layout: Layout) {
     // Sparse: only c0 at 10.
     let store = make_store();
     setup(&*store, layout);
-    let mut gold = open(&*store, &clock, 14);
+    let gold = open(&*store, &clock, 14);
     for (c, d, n, digest) in points() {
         if c == 0 {
             block_on(gold.put(
@@ -721,7 +719,7 @@ pub fn validation(store: &dyn Store, layout: Layout) {
     setup(store, layout);
     let hooked = Hooked::new(store);
     let clock = ManualClock::new(Timestamp(T0));
-    let mut gold = open(&hooked, &clock, 29);
+    let gold = open(&hooked, &clock, 29);
     let e = entry(layout, "angler", "test_alpha", AP);
     assert_eq!(
         block_on(gold.put(
@@ -730,7 +728,7 @@ pub fn validation(store: &dyn Store, layout: Layout) {
             vec![e.clone()],
             Timestamp(T0)
         )),
-        Err(TraceStoreError::BadRepoIndex)
+        Err(TraceStoreError::Codec(CodecError::BadRepoIndex))
     );
     assert_eq!(
         block_on(gold.put(
@@ -743,7 +741,7 @@ pub fn validation(store: &dyn Store, layout: Layout) {
     );
     assert_eq!(
         block_on(gold.read_range(5, 4)).unwrap_err(),
-        TraceStoreError::BadRepoIndex
+        TraceStoreError::Codec(CodecError::BadRepoIndex)
     );
     if layout == Layout::DigestId {
         let mut with_options = e;
@@ -857,7 +855,7 @@ pub fn put_chunks(store: &dyn Store, layout: Layout) {
             "entry 5 000's trace and options rows are in different chunks"
         );
     }
-    let mut reader = open(store, &clock, 33);
+    let reader = open(store, &clock, 33);
     let tile = block_on(reader.read_range(0, 0)).unwrap();
     assert_eq!(tile.traces.len(), TRACES);
     for e in &entries {
@@ -877,7 +875,7 @@ pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
     setup(store, layout);
     let hooked = Hooked::new(store);
     let clock = ManualClock::new(Timestamp(T0));
-    let mut gold = open(&hooked, &clock, 34);
+    let gold = open(&hooked, &clock, 34);
     block_on(gold.put(
         0,
         Some(Timestamp(COMMIT_TIMES[0])),
@@ -911,7 +909,10 @@ pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
     };
     let cases = [
         (too_long, TraceStoreError::RowKeyTooLong),
-        (Params::new(), TraceStoreError::NoParamsEncoded),
+        (
+            Params::new(),
+            TraceStoreError::Codec(CodecError::NoParamsEncoded),
+        ),
     ];
     for (params, error) in cases {
         let bad = PutEntry {
@@ -983,8 +984,12 @@ pub fn deadline_and_backoff(store: &dyn Store, layout: Layout) {
             HookAction::Pass
         }
     });
-    let mut gold = open(&hooked, &clock, 29);
-    gold.set_deadline(Some(1_000_000));
+    let gold = open(&hooked, &clock, 29);
+    let options = CallOptions {
+        deadline_micros: Some(1_000_000),
+        ..gold.options()
+    };
+    let gold = gold.with_options(options);
     assert_eq!(
         block_on(gold.put(
             0,
@@ -1032,7 +1037,7 @@ pub fn deadline_and_backoff(store: &dyn Store, layout: Layout) {
 pub fn ops_timestamps_never_go_back(store: &dyn Store, layout: Layout) {
     setup(store, layout);
     let later = ManualClock::new(Timestamp(T0 + 60_000_000));
-    let mut first = open(store, &later, 30);
+    let first = open(store, &later, 30);
     block_on(first.put(
         0,
         Some(Timestamp(COMMIT_TIMES[0])),
@@ -1042,7 +1047,7 @@ pub fn ops_timestamps_never_go_back(store: &dyn Store, layout: Layout) {
     .unwrap();
     let hooked = Hooked::new(store);
     let clock = ManualClock::new(Timestamp(T0));
-    let mut behind = open(&hooked, &clock, 31);
+    let behind = open(&hooked, &clock, 31);
     block_on(behind.put(
         0,
         Some(Timestamp(COMMIT_TIMES[0])),
@@ -1119,51 +1124,43 @@ pub fn setup_and_detection(store: &dyn Store) {
     assert!(rows("b").is_empty(), "setup writes no rows");
     let clock = ManualClock::new(Timestamp(T0));
     assert_eq!(
-        block_on(TraceStore::open(
-            SyncDriver::new(store, &clock),
-            "a",
-            None,
-            1
-        ))
-        .unwrap()
-        .layout(),
+        block_on(TraceStore::open(SyncDriver::new(store, &clock), "a", None))
+            .map(|g| g.with_options(seeded(1)))
+            .unwrap()
+            .layout(),
         Layout::DigestId
     );
     assert_eq!(
-        block_on(TraceStore::open(
-            SyncDriver::new(store, &clock),
-            "b",
-            None,
-            1
-        ))
-        .unwrap()
-        .layout(),
+        block_on(TraceStore::open(SyncDriver::new(store, &clock), "b", None))
+            .map(|g| g.with_options(seeded(1)))
+            .unwrap()
+            .layout(),
         Layout::Md5
     );
     assert_eq!(
         block_on(TraceStore::open(
             SyncDriver::new(store, &clock),
             "a",
-            Some(Layout::Md5),
-            1
+            Some(Layout::Md5)
         ))
+        .map(|g| g.with_options(seeded(1)))
         .unwrap_err(),
-        TraceStoreError::LayoutMismatch
+        TraceStoreError::Codec(CodecError::LayoutMismatch)
     );
     assert_eq!(
         block_on(TraceStore::open(
             SyncDriver::new(store, &clock),
             "b",
-            Some(Layout::DigestId),
-            1
+            Some(Layout::DigestId)
         ))
+        .map(|g| g.with_options(seeded(1)))
         .unwrap_err(),
-        TraceStoreError::LayoutMismatch
+        TraceStoreError::Codec(CodecError::LayoutMismatch)
     );
     // Raw cells of one layout in the other's decoder.
     assert_eq!(
         decode_digest_id_cell(&digest_to_cell(AP)),
-        Err(TraceStoreError::CorruptDigestIdCell)
+        Err(rowkit_codec::tracestore::CodecError::CorruptDigestIdCell)
     );
     assert_eq!(cell_to_digest(&encode_digest_id_cell(300)), "");
 }
@@ -1198,11 +1195,11 @@ pub fn setup_adds_missing_families(store: &dyn Store) {
         block_on(TraceStore::open(
             SyncDriver::new(store, &ManualClock::new(Timestamp(T0))),
             "c",
-            None,
-            1
+            None
         ))
+        .map(|g| g.with_options(seeded(1)))
         .unwrap_err(),
-        TraceStoreError::AmbiguousLayout
+        TraceStoreError::Codec(CodecError::AmbiguousLayout)
     );
     setup_on(store, "c", Layout::DigestId).unwrap();
     assert_eq!(names("c"), ["D", "I", "O", "T"]);
@@ -1220,14 +1217,10 @@ pub fn setup_adds_missing_families(store: &dyn Store) {
     }
     let clock = ManualClock::new(Timestamp(T0));
     assert_eq!(
-        block_on(TraceStore::open(
-            SyncDriver::new(store, &clock),
-            "c",
-            None,
-            1
-        ))
-        .unwrap()
-        .layout(),
+        block_on(TraceStore::open(SyncDriver::new(store, &clock), "c", None))
+            .map(|g| g.with_options(seeded(1)))
+            .unwrap()
+            .layout(),
         Layout::DigestId
     );
     // Again: nothing changes.
@@ -1362,7 +1355,7 @@ pub fn first_ids(store: &dyn Store) {
     assert!(hooked.take_log().is_empty());
     let pool: Vec<u64> = gold.state().pool().collect();
     assert!(pool.contains(&94) && !pool.contains(&92) && !pool.contains(&93));
-    gold.state_mut().return_digest_ids(&[91, 93]);
+    gold.state().return_digest_ids(&[91, 93]);
     let pool: Vec<u64> = gold.state().pool().collect();
     assert!(pool.contains(&93) && pool.contains(&94) && !pool.contains(&92));
     let more: Vec<String> = (80..100).map(digest_of).collect();
@@ -1435,12 +1428,12 @@ pub fn concurrent_allocators(store: &dyn Store, lose_some: bool) {
         for t in 0..8u64 {
             let (hooked, clock, results) = (&hooked, &clock, &results);
             s.spawn(move || {
-                let mut gold = block_on(TraceStore::open(
+                let gold = block_on(TraceStore::open(
                     SyncDriver::new(hooked as &dyn Store, clock),
                     TABLE,
                     None,
-                    t,
                 ))
+                .map(|g| g.with_options(seeded(t)))
                 .unwrap();
                 let mut rng = SplitMix64::new(t + 1);
                 for _ in 0..200 {
@@ -1473,13 +1466,9 @@ pub fn concurrent_inserts(store: &dyn Store) {
         for w in 0..6u64 {
             let clock = &clock;
             s.spawn(move || {
-                let mut gold = block_on(TraceStore::open(
-                    SyncDriver::new(store, clock),
-                    TABLE,
-                    None,
-                    w,
-                ))
-                .unwrap();
+                let gold = block_on(TraceStore::open(SyncDriver::new(store, clock), TABLE, None))
+                    .map(|g| g.with_options(seeded(w)))
+                    .unwrap();
                 for step in 0..4u64 {
                     let entries = (0..10u64)
                         .map(|i| PutEntry {
@@ -1501,7 +1490,7 @@ pub fn concurrent_inserts(store: &dyn Store) {
     assert_eq!(digests.len(), cells.len(), "a digest has two map cells");
     let ids: BTreeSet<u64> = cells.iter().map(|(_, i)| *i).collect();
     assert_eq!(ids.len(), cells.len(), "an id maps two digests");
-    let mut reader = open(store, &clock, 99);
+    let reader = open(store, &clock, 99);
     let tile = block_on(reader.read_range(0, 3)).unwrap();
     for w in 0..6u64 {
         for i in 0..10u64 {
@@ -1758,7 +1747,7 @@ pub fn fresh_reader(store: &dyn Store) {
 pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
     let clock = ManualClock::new(Timestamp(T0));
     fn trace_row<'s>(store: &'s dyn Store, clock: &'s ManualClock, value: Vec<u8>) -> Gold<'s> {
-        let mut gold = open(store, clock, 22);
+        let gold = open(store, clock, 22);
         block_on(gold.put(
             0,
             None,
@@ -1786,7 +1775,7 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
     setup(&*store, Layout::DigestId);
     trace_row(&*store, &clock, vec![0xe7, 0x07]);
     let hooked = Hooked::new(&*store);
-    let mut reader = open(&hooked, &clock, 23);
+    let reader = open(&hooked, &clock, 23);
     assert_eq!(
         block_on(reader.read_range(0, 0)).unwrap_err(),
         TraceStoreError::UnknownDigestId(999)
@@ -1794,15 +1783,15 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
     assert_one_full_map_read_last(&hooked.take_log());
     let store = make_store();
     setup(&*store, Layout::DigestId);
-    let mut gold = trace_row(&*store, &clock, digest_to_cell(AP));
+    let gold = trace_row(&*store, &clock, digest_to_cell(AP));
     assert_eq!(
         block_on(gold.read_range(0, 0)).unwrap_err(),
-        TraceStoreError::CorruptDigestIdCell
+        TraceStoreError::Codec(CodecError::CorruptDigestIdCell)
     );
     for bad in [&b"0"[..], b"-5"] {
         let store = make_store();
         setup(&*store, Layout::DigestId);
-        let mut gold = trace_row(&*store, &clock, vec![5]);
+        let gold = trace_row(&*store, &clock, vec![5]);
         raw_write(
             &*store,
             vec![MutateRowsEntry {
@@ -1817,7 +1806,7 @@ pub fn unknown_and_corrupt_ids(make_store: &dyn Fn() -> Box<dyn Store>) {
         );
         assert_eq!(
             block_on(gold.read_range(0, 0)).unwrap_err(),
-            TraceStoreError::CorruptDigestMap
+            TraceStoreError::Codec(CodecError::CorruptDigestMap)
         );
     }
 }
@@ -1847,7 +1836,7 @@ pub fn rows_per_lookup(store: &dyn Store, n_map: u64, n_lookup: u64) -> (usize, 
     raw_write(store, entries);
     let hooked = Hooked::new(store);
     let clock = ManualClock::new(Timestamp(T0));
-    let mut gold = open(&hooked, &clock, 23);
+    let gold = open(&hooked, &clock, 23);
     let ids = block_on(gold.assign_digest_ids((0..n_lookup).map(digest).collect())).unwrap();
     assert_eq!(ids, (1..=n_lookup).collect::<Vec<_>>());
     let log = hooked.take_log();
@@ -2082,7 +2071,7 @@ fn check_findings(
     use rowkit_codec::escape::escape;
     use rowkit_statemachines::check::{CheckEvent, CheckOptions};
     let clock = ManualClock::new(Timestamp(T0 + 3_600_000_000));
-    let mut gold = open(store, &clock, 9);
+    let gold = open(store, &clock, 9);
     let mut found = Vec::new();
     let options = CheckOptions {
         fix,
@@ -2331,4 +2320,12 @@ pub fn check_counter_bad(store: &dyn Store) {
     );
     let (found, _) = check_findings(store, false);
     assert_eq!(found, vec![("counter_bad".to_string(), escape(&counter))]);
+}
+
+/// Facade options with `seed` (default deadlines).
+fn seeded(seed: u64) -> CallOptions {
+    CallOptions {
+        seed,
+        ..CallOptions::default()
+    }
 }

@@ -34,7 +34,7 @@ use rowkit_codec::tracestore::keys::{
 };
 use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
 use rowkit_codec::tracestore::{Layout, ParamSet, Params, decode_ops_gob};
-use rowkit_statemachines::operation::{Flow, Operation};
+use rowkit_statemachines::operation::{Flow, Operation, Start};
 #[cfg(feature = "planted-bugs")]
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::tracestore::{
@@ -49,7 +49,7 @@ use super::{
     check_options, erase, verify_concurrent_checks, verify_settled_checks,
 };
 use rowkit_client::tracestore::{TraceStore, setup_table};
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{CallOptions, SyncDriver, block_on};
 use rowkit_statemachines::check::CheckTarget;
 use rowkit_statemachines::tracestore::Check;
 use rowkit_store::MemoryStore;
@@ -146,7 +146,7 @@ struct Writer<F: Flow<Schema = TraceStoreSchema> + 'static> {
 impl<F: Flow<Schema = TraceStoreSchema> + 'static> Machine for Writer<F> {
     type Output = F::Output;
     type Event = ();
-    type Error = rowkit_codec::tracestore::TraceStoreError;
+    type Error = rowkit_statemachines::tracestore::TraceStoreError;
 
     fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
         self.op.handle_response(tag, r, now);
@@ -364,7 +364,7 @@ impl Workload for TraceStoreWorkload {
     }
 
     fn start(&self, op: &TraceStoreOp, now: Timestamp, seed: u64) -> SimMachine<TraceStoreOutput> {
-        let deadline = Some(now.saturating_add_micros(DEADLINE_US));
+        let start = Start::within(now, seed, DEADLINE_US);
         let state = self.writer();
         match op {
             TraceStoreOp::Put { commit, values } => {
@@ -378,16 +378,16 @@ impl Workload for TraceStoreWorkload {
                     .collect();
                 // Later puts carry newer timestamps: they override earlier values.
                 let ts = now.truncate_to_millis();
-                let m = Put::new(state, *commit, None, entries, ts, deadline, now, seed);
-                erase(self.run(m), |()| TraceStoreOutput::Written)
+                let m = Put::new(state, *commit, None, entries, ts, start);
+                erase(self.run(m), |_rows| TraceStoreOutput::Written)
             }
             TraceStoreOp::Read { first, last } => {
-                let m = ReadRange::new(state, *first, *last, deadline, now, seed);
+                let m = ReadRange::new(state, *first, *last, start);
                 erase(self.run(m), |tile| TraceStoreOutput::Read(tile.paramset))
             }
             TraceStoreOp::Assign(d) => {
                 let digests = d.iter().map(|&d| digest(d)).collect();
-                let m = AssignDigestIds::new(state, digests, deadline, now, seed);
+                let m = AssignDigestIds::new(state, digests, start);
                 erase(self.run(m), TraceStoreOutput::Ids)
             }
             TraceStoreOp::Check(n) => check_op(
@@ -454,12 +454,12 @@ impl Workload for TraceStoreWorkload {
             }
         }
         let clock = ManualClock::new(now);
-        let mut fresh = block_on(TraceStore::open(
+        let fresh = block_on(TraceStore::open(
             SyncDriver::new(store, &clock),
             TABLE,
             Some(self.layout),
-            1,
         ))
+        .map(|g| g.with_options(seeded(1)))
         .map_err(|e| format!("open: {e}"))?;
         let tile = block_on(fresh.read_range(0, 2 * i64::from(TILE_SIZE) - 1))
             .map_err(|e| format!("final read: {e}"))?;
@@ -561,5 +561,13 @@ impl Workload for TraceStoreWorkload {
             &mut checked,
         )?;
         Ok(checked)
+    }
+}
+
+/// Facade options with `seed` (default deadlines).
+fn seeded(seed: u64) -> CallOptions {
+    CallOptions {
+        seed,
+        ..CallOptions::default()
     }
 }
