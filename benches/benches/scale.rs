@@ -24,7 +24,6 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use rowkit_client::CallOptions;
 use rowkit_client::mounttable::{MountTable, MtConfig, server_caller};
 use rowkit_client::objmeta::ObjectMetadata;
 use rowkit_client::tracestore::{TraceStore, setup_table};
@@ -408,7 +407,7 @@ fn gold(c: &mut Criterion) {
     ))
     .unwrap();
     let clock = ManualClock::new(start_time());
-    let mut ts = block_on(TraceStore::open(
+    let ts = block_on(TraceStore::open(
         SyncDriver::new(store, &clock),
         "gold",
         None,

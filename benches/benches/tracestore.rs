@@ -111,7 +111,7 @@ fn ingest_and_tile(c: &mut Criterion) {
         ))
         .unwrap();
         let clock = ManualClock::new(Timestamp(T0));
-        let mut gold = block_on(TraceStore::open(
+        let gold = block_on(TraceStore::open(
             SyncDriver::new(&store, &clock),
             TABLE,
             None,
@@ -144,7 +144,7 @@ fn ingest_and_tile(c: &mut Criterion) {
         g.throughput(Throughput::Elements(traces * 256));
         g.bench_function(format!("read_tile_{traces}x256_{}", layout.name()), |b| {
             b.iter(|| {
-                let mut reader = block_on(TraceStore::open(
+                let reader = block_on(TraceStore::open(
                     SyncDriver::new(&store, &clock),
                     TABLE,
                     None,

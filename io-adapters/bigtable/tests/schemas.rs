@@ -701,7 +701,7 @@ fn cbt_set_tile_reads_back() {
     cbt_set(alpha, "T:1=\u{2}".into());
     cbt_set(beta, "T:1=\u{2}".into());
     let clock = rowkit_store::driver::ManualClock::new(Timestamp(sc::T0));
-    let mut gold = sc::open(&store, &clock, 5);
+    let gold = sc::open(&store, &clock, 5);
     let tile = rowkit_client::block_on(gold.read_range(0, 1)).unwrap();
     let digests = |device: &str, name: &str| {
         tile.traces[&rowkit_codec::tracestore::ops::trace_id_text(&sc::trace_params(device, name))]
