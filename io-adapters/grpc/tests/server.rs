@@ -362,7 +362,9 @@ mod admin_replies {
             let mut data = client(addr).await;
             // 2 500 rows under "a" take three pages of the server's reads (1 000 rows each).
             for key in rows("a", 2_500).iter().chain(&rows("b", 3)) {
-                data.mutate_row(set(key, b"q", b"v".to_vec())).await.unwrap();
+                data.mutate_row(set(key, b"q", b"v".to_vec()))
+                    .await
+                    .unwrap();
             }
             let mut c = BigtableTableAdminClient::new(channel(addr).await);
             let drop = |target| admin::DropRowRangeRequest {
