@@ -6,6 +6,9 @@
 //! Only rules the specs allow are here: a value a schema accepts (the one-letter buckets of
 //! `objmeta.md`'s scenarios, the empty graph id of `triples.md` 4, the empty — missing —
 //! digest of `tracestore.md` 5.2) passes.
+//!
+//! [`is_bearer_token`] is the one rule for a bearer token, which rowkit's servers (`--token`)
+//! and its Cloud Bigtable adapter (access tokens) both apply.
 
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -16,6 +19,14 @@ use crate::tracestore::keys::repo_index_position;
 use crate::tracestore::ops::Params;
 use crate::triples::Triple;
 use crate::triples::keys::MAX_GRAPH_ID_LEN;
+
+/// Whether `token` can be a bearer token: not empty, and visible ASCII only (`!` to `~`), what
+/// a client can send in `Authorization: Bearer TOKEN` and a server compare byte for byte (a
+/// space would be trimmed; other bytes are not header text every client sends, or are sent as
+/// bytes no server matches).
+pub fn is_bearer_token(token: &str) -> bool {
+    !token.is_empty() && token.bytes().all(|b| b.is_ascii_graphic())
+}
 
 /// A kind of input, by its JS name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -290,6 +301,16 @@ mod tests {
 
     fn refused(field: Field, value: &str) -> String {
         validate(field, value).unwrap_err().message
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        for ok in ["t", "!azAZ09-._~+/=", "ya29.a0Af"] {
+            assert!(is_bearer_token(ok), "{ok:?}");
+        }
+        for bad in ["", "tök", "a b", " t", "tab\there", "nul\0", "\u{7f}"] {
+            assert!(!is_bearer_token(bad), "{bad:?}");
+        }
     }
 
     #[test]

@@ -21,7 +21,6 @@ use crate::semantics::{
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
 #[cfg(feature = "redb")]
-#[path = "memory_backup.rs"]
 mod backup;
 
 /// A cell's place in its row: canonical order is the key order.

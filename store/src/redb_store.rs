@@ -56,7 +56,6 @@ use crate::semantics::{
 };
 use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
 
-#[path = "redb_backup.rs"]
 mod backup;
 
 /// Version of the on-disk layout described in the module docs; a file written with another

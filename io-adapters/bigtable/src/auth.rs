@@ -11,6 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use rowkit_codec::model::Code;
+use rowkit_codec::validate::is_bearer_token;
 use rowkit_statemachines::StoreError;
 use tonic::codegen::http::{HeaderMap, HeaderValue, header::AUTHORIZATION};
 
@@ -37,7 +38,7 @@ pub trait TokenProvider: Send + Sync {
             // Checked here, where every provider's token becomes a header, and so at open
             // (which asks for the first token): a space, a non-ASCII character or a control
             // character would be refused, trimmed or sent as bytes no server matches.
-            if token.is_empty() || !token.bytes().all(|b| b.is_ascii_graphic()) {
+            if !is_bearer_token(&token) {
                 return Err(StoreError::new(
                     Code::InvalidArgument,
                     format!(

@@ -28,16 +28,13 @@ use tonic::transport::{Certificate, Channel, ClientTlsConfig};
 use crate::transport::{Direct, Transport};
 
 use crate::auth::TokenProvider;
-use crate::convert;
+use crate::status::status_to_error;
 use crate::target::{CLOUD_ADMIN_ENDPOINT, CLOUD_DATA_ENDPOINT, Endpoint, Target};
+use rowkit_proto::{self as convert, MAX_ENCODING_MESSAGE_SIZE};
 
 /// Largest gRPC message accepted: a response carries a whole row with unsplit values (up to
 /// 100 MiB per cell), far above tonic's 4 MiB default.
 pub const MAX_DECODING_MESSAGE_SIZE: usize = 256 << 20;
-/// Largest gRPC message sent: a MutateRow writing a whole 256 MiB row (`spec/bigtable.md` 4)
-/// plus its framing, a few bytes per mutation for at most 100 000 mutations, hence 4 MiB over
-/// 256 MiB. rowkit's gRPC server accepts the same.
-pub const MAX_ENCODING_MESSAGE_SIZE: usize = (256 + 4) << 20;
 /// `bigtable-features` metadata: `FeatureFlags { reverse_scans: true,
 /// last_scanned_row_responses: true }`, websafe base64 (`spec/bigtable.md` 9.2). Without
 /// `reverse_scans` the server refuses reversed reads; with `last_scanned_row_responses` it may
@@ -150,7 +147,7 @@ fn parts<M: Send + 'static>(
     part: impl Fn(M) -> Result<Response, StoreError> + Send + 'static,
 ) -> AsyncReply {
     AsyncReply::Stream(Box::pin(
-        stream.map(move |m| m.map_err(|s| convert::status_to_error(&s)).and_then(&part)),
+        stream.map(move |m| m.map_err(|s| status_to_error(&s)).and_then(&part)),
     ))
 }
 
@@ -360,7 +357,7 @@ impl BigtableConnection {
         R::invoke(&self.shared, request)
             .await
             .map(tonic::Response::into_inner)
-            .map_err(|s| convert::status_to_error(&s))
+            .map_err(|s| status_to_error(&s))
     }
 
     /// `projects/P/instances/I/tables/T`.

@@ -2,7 +2,8 @@
 //! against Cloud Bigtable or the emulator, and nothing more — every decision (retries, resume,
 //! row merging) stays in the sans-IO machines of `rowkit-statemachines`.
 //!
-//! - [`convert`]: rowkit <-> prost at the edge, `tonic::Status` -> [`StoreError`].
+//! - The conversion rowkit <-> prost at the edge is `rowkit-proto` (shared with rowkit's gRPC
+//!   server); [`status_to_error`] reads a `tonic::Status` as a [`StoreError`].
 //! - [`Target`] parses `bigtable://PROJECT/INSTANCE[?emulator=HOST:PORT|?endpoint=URL[&ca=FILE]]`,
 //!   `BIGTABLE_EMULATOR_HOST`.
 //! - [`BigtableConnection`]: async, one RPC per call, table admin; routing header, feature
@@ -23,8 +24,8 @@
 
 mod auth;
 mod connection;
-pub mod convert;
 pub mod credentials;
+mod status;
 mod store;
 mod target;
 mod transport;
@@ -32,9 +33,11 @@ mod transport;
 pub use auth::{HeadersFuture, StaticToken, TokenFuture, TokenProvider};
 pub use connection::{
     AsyncReply, BigtableConnection, CONNECT_TIMEOUT, FEATURE_FLAGS, MAX_DECODING_MESSAGE_SIZE,
-    MAX_ENCODING_MESSAGE_SIZE, PartStream, error_chain, percent_encode,
+    PartStream, error_chain, percent_encode,
 };
+pub use rowkit_proto::MAX_ENCODING_MESSAGE_SIZE;
 pub use rowkit_statemachines::{Request, Response, StoreError};
+pub use status::status_to_error;
 pub use store::{BigtableStore, TOKEN_ENV, new_runtime};
 pub use target::{
     CLOUD_ADMIN_ENDPOINT, CLOUD_DATA_ENDPOINT, EMULATOR_HOST_ENV, Endpoint, Target, TargetError,

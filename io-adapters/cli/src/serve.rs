@@ -14,11 +14,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use rowkit_gateway::serving::connections::{
+use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig, GatewayError};
+use rowkit_serving::ServeError;
+use rowkit_serving::connections::{
     ConnectionLimits, Connections, DEFAULT_DRAIN, DEFAULT_HEADER_TIMEOUT, DEFAULT_IDLE_TIMEOUT,
     DEFAULT_MAX_STREAMS,
 };
-use rowkit_gateway::{DEFAULT_MAX_BODY_BYTES, Gateway, GatewayConfig, GatewayError};
 use rowkit_statemachines::{Code, StoreError};
 use rowkit_store::Store;
 use rowkit_store::driver::Clock;
@@ -118,7 +119,8 @@ pub enum LogFormat {
 
 /// What is logged without `RUST_LOG`: rowkit's request lines (info), and only warnings and
 /// errors of the libraries under it (hyper, h2, tonic).
-const DEFAULT_LOG_FILTER: &str = "warn,rowkit=info,rowkit_gateway=info,rowkit_grpc=info";
+const DEFAULT_LOG_FILTER: &str =
+    "warn,rowkit=info,rowkit_serving=info,rowkit_gateway=info,rowkit_grpc=info";
 
 /// Sends the servers' `tracing` events to stderr in `format`, filtered by `RUST_LOG` (or
 /// [`DEFAULT_LOG_FILTER`]). Only `serve` logs: the other commands' stderr is their message.
@@ -210,6 +212,17 @@ fn read_flag_file(flag: &str, path: &std::path::Path) -> Result<Vec<u8>, CliErro
 
 /// `IP:PORT`, or `HOST:PORT` resolved now (an IPv4 address first, as `localhost` usually
 /// means 127.0.0.1 to the clients that will call it).
+/// A server that could not start: an address taken or not ours is a failed operation (the
+/// address itself was well-formed), anything else a usage error.
+fn start_error(e: ServeError) -> CliError {
+    match e {
+        ServeError::Bind { .. } => {
+            CliError::Store(StoreError::new(Code::Unavailable, e.to_string()))
+        }
+        _ => CliError::usage(e.to_string()),
+    }
+}
+
 fn parse_listen(value: &str) -> Result<SocketAddr, String> {
     if let Ok(addr) = value.parse() {
         return Ok(addr);
@@ -274,7 +287,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
     let store: Arc<dyn Store> = Arc::from(ctx.store);
     let clock: Arc<dyn Clock + Send + Sync> = Arc::from(ctx.clock);
     // Before the limits are computed from it: connections get what the operator allows.
-    rowkit_gateway::serving::connections::raise_fd_limit();
+    rowkit_serving::connections::raise_fd_limit();
     let connections = Connections::new(args.connection_limits());
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -298,12 +311,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
                 let server =
                     rowkit_grpc::GrpcServer::bind(grpc_config, store.clone(), clock.clone())
                         .await
-                        .map_err(|e| match e {
-                            GatewayError::Bind { .. } => {
-                                CliError::Store(StoreError::new(Code::Unavailable, e.to_string()))
-                            }
-                            _ => CliError::usage(e.to_string()),
-                        })?;
+                        .map_err(start_error)?;
                 Some(match &tls {
                     Some((cert, key)) => server.with_tls(cert, key).map_err(|e| {
                         let why = rowkit_bigtable::error_chain(&e);
@@ -317,10 +325,7 @@ pub fn run(ctx: Context, args: &ServeArgs, out: &Output) -> Result<(), CliError>
         let gateway = Gateway::bind(config.clone(), store.clone(), clock)
             .await
             .map_err(|e| match e {
-                // The address is well-formed but taken or not ours: the operation failed.
-                GatewayError::Bind { .. } => {
-                    CliError::Store(StoreError::new(Code::Unavailable, e.to_string()))
-                }
+                GatewayError::Serve(e) => start_error(e),
                 _ => CliError::usage(e.to_string()),
             })?;
         let url = gateway

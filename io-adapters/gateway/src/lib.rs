@@ -4,7 +4,7 @@
 //!
 //! - [`GatewayConfig`]: listen address, bearer token, CORS origins, extra `Host` names, body
 //!   limit, static files. A listen address other than loopback requires a token
-//!   ([`GatewayError::TokenRequired`]). Every request must name an allowed `Host` (IP
+//!   ([`ServeError::TokenRequired`]). Every request must name an allowed `Host` (IP
 //!   addresses, `localhost` names and `allowed_hosts`; see `host.rs`), so a web page cannot
 //!   reach a loopback gateway through DNS rebinding.
 //! - [`Gateway::bind`] binds the socket (so `127.0.0.1:0` reports its real port through
@@ -14,9 +14,10 @@
 //!   CORS and body rules as the data calls.
 //! - [`router`] is the axum router alone, for embedding; `GET /healthz` answers `200 ok`
 //!   without a token (it says only that the process serves HTTP, nothing about the store).
-//! - [`serving::access_log`]: one `tracing` line per request (the binary sets up where it goes).
-//! - [`serving`]: the serving core this gateway shares with the gRPC server (`rowkit-grpc`):
-//!   the address/token rule, the bearer check, store calls off the runtime.
+//! - The serving core this gateway shares with the gRPC server is `rowkit-serving`: the
+//!   address/token rule, the bearer check, store calls off the runtime, the connection layer,
+//!   one `tracing` line per request (`rowkit_serving::access_log`; the binary sets up where
+//!   it goes).
 //! - [`backup`]: `POST /v2/rowkit:backup`, a backup of the store written by the serving
 //!   process (which holds the store file), for `rowkit admin backup` against a gateway.
 //! - [`gc::BackgroundGc`]: garbage collection of an in-process store in the background, one per
@@ -25,7 +26,7 @@
 //! Stores are blocking: calls run in `tokio::task::spawn_blocking`, and streamed replies are
 //! pumped from the blocking thread through a bounded channel, so a slow client applies
 //! back-pressure and a disconnected one stops the scan. The one exception is a read of a few
-//! row keys on an in-process store, answered on the runtime thread ([`serving::stream`]).
+//! row keys on an in-process store, answered on the runtime thread (`rowkit_serving::stream`).
 #![forbid(unsafe_code)]
 
 mod api;
@@ -34,7 +35,6 @@ mod body;
 mod cors;
 pub mod gc;
 mod host;
-pub mod serving;
 mod table_admin;
 mod www;
 
@@ -43,12 +43,14 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use rowkit_serving as serving;
 use rowkit_store::Store;
 use rowkit_store::driver::Clock;
 use tokio::net::TcpListener;
 
 pub use api::router;
 pub use host::AllowedHosts;
+pub use rowkit_serving::ServeError;
 pub use rowkit_statemachines::{Request, Response, StoreError};
 
 /// The default body limit: 400 MiB. A `MutateRow` may carry a 256 MiB row (`bigtable.md` 4),
@@ -106,24 +108,10 @@ impl Default for GatewayConfig {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum GatewayError {
-    /// A non-loopback listen address without `--token`.
-    #[error(
-        "listening on {addr} exposes the store beyond this machine: pass --token TOKEN \
-         (clients then send `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
-    )]
-    TokenRequired {
-        /// The address asked for.
-        addr: SocketAddr,
-    },
-    /// An empty token.
-    #[error("--token must not be empty")]
-    EmptyToken,
-    /// A token with a byte other than visible ASCII (`!` to `~`), which clients cannot send.
-    #[error(
-        "--token must be visible ASCII (`!` to `~`, no spaces): clients send it in an \
-         `Authorization: Bearer` header"
-    )]
-    TokenNotVisibleAscii,
+    /// The exposure rule refused the address or token, or the socket could not be bound (the
+    /// rule and the listening every server shares).
+    #[error(transparent)]
+    Serve(#[from] ServeError),
     /// A CORS origin that is not a valid header value, or `*` with a token.
     #[error("--cors-origin {origin:?}: {reason}")]
     BadOrigin {
@@ -145,14 +133,6 @@ pub enum GatewayError {
     BackupDir {
         /// The directory given.
         dir: PathBuf,
-    },
-    /// The socket could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
-    Bind {
-        /// The address asked for.
-        addr: SocketAddr,
-        /// The OS error.
-        source: std::io::Error,
     },
 }
 
@@ -235,7 +215,7 @@ impl Gateway {
         Ok(format!("http://{}/", self.local_addr()?))
     }
 
-    /// Serves until `shutdown` resolves, with the default [`serving::connections`] limits of
+    /// Serves until `shutdown` resolves, with the default `rowkit_serving::connections` limits of
     /// a server alone in its process (see [`Gateway::serve_with`]).
     pub async fn serve(
         self,
@@ -246,7 +226,7 @@ impl Gateway {
     }
 
     /// Serves until `shutdown` resolves, then drains and closes (see
-    /// [`serving::connections::serve`]); `connections` may be shared with the process's other
+    /// `rowkit_serving::connections::serve`); `connections` may be shared with the process's other
     /// servers, so one connection limit covers them all.
     pub async fn serve_with(
         self,

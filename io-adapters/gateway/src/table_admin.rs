@@ -2,7 +2,8 @@
 //! ListTables, GetTable, DeleteTable and ModifyColumnFamilies over the store's schema calls,
 //! after the same token and `Host` checks as the data calls (done by the caller), with the same
 //! content type and body limit. The store validates table ids, family names and GC rules; the
-//! family checks of ModifyColumnFamilies are the gRPC server's ([`serving::modify_families`]).
+//! family checks of ModifyColumnFamilies are shared with the gRPC server
+//! (`rowkit_serving::modify_families`).
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Method as HttpMethod, StatusCode, Uri};

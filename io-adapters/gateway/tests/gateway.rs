@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::rt::TokioExecutor;
 use rowkit_codec::model::{ColumnFamily, Mutation, RowSet, Timestamp};
-use rowkit_gateway::{Gateway, GatewayConfig, GatewayError};
+use rowkit_gateway::{Gateway, GatewayConfig, GatewayError, ServeError};
 use rowkit_rest::{
     ArraySplitter, Method, TableName, decode_error, decode_stream_element, encode_request,
 };
@@ -124,7 +124,7 @@ fn a_non_loopback_gateway_requires_a_token_and_checks_it() {
     };
     let clock = Arc::new(ManualClock::new(suite::SUITE_NOW));
     let refused = rt.block_on(Gateway::bind(open, store_with_table(), clock));
-    let Err(e @ GatewayError::TokenRequired { .. }) = refused else {
+    let Err(e @ GatewayError::Serve(ServeError::TokenRequired { .. })) = refused else {
         panic!("a non-loopback gateway without a token must be refused")
     };
     assert!(e.to_string().contains("--token"), "{e}");
@@ -184,7 +184,7 @@ fn a_non_loopback_gateway_requires_a_token_and_checks_it() {
     let clock = Arc::new(ManualClock::new(suite::SUITE_NOW));
     assert!(matches!(
         rt.block_on(Gateway::bind(empty, store_with_table(), clock)),
-        Err(GatewayError::EmptyToken)
+        Err(GatewayError::Serve(ServeError::EmptyToken))
     ));
 }
 

@@ -9,15 +9,16 @@ use std::collections::HashMap;
 
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
 use googleapis_tonic_google_bigtable_admin_v2::google::iam::v1 as iam;
-use rowkit_bigtable::convert;
 use rowkit_codec::model::{
     ColumnFamily, FamilyChange, Mutation, RowFilter, RowRange, RowSet, Timestamp,
 };
-use rowkit_gateway::serving;
+use rowkit_proto as convert;
+use rowkit_serving as serving;
+use rowkit_statemachines::readrows::ChunkMerger;
 use rowkit_statemachines::{
-    Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, StoreError,
+    Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, Response, StoreError,
 };
-use rowkit_store::Store;
+use rowkit_store::{Reply, Store};
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
 use crate::consistency::ConsistencyTokens;
@@ -175,14 +176,14 @@ fn drop_rows(
             rows_limit: DROP_PAGE_ROWS,
             ..Default::default()
         };
-        let rows = rowkit_client::read_rows_blocking(store, read, now)?;
-        if rows.is_empty() {
+        let keys = page_keys(store, read, now)?;
+        if keys.is_empty() {
             return Ok(());
         }
-        let entries = rows
+        let entries = keys
             .into_iter()
-            .map(|row| MutateRowsEntry {
-                row_key: row.key,
+            .map(|row_key| MutateRowsEntry {
+                row_key,
                 mutations: vec![Mutation::DeleteFromRow],
             })
             .collect();
@@ -192,9 +193,9 @@ fn drop_rows(
             ..Default::default()
         });
         let reply = store.execute(request, now)?;
-        if let rowkit_store::Reply::Stream(parts) = reply {
+        if let Reply::Stream(parts) = reply {
             for part in parts {
-                if let rowkit_statemachines::Response::MutateRowsPart(p) = part? {
+                if let Response::MutateRowsPart(p) = part? {
                     for entry in p.entries {
                         entry.result?;
                     }
@@ -202,6 +203,38 @@ fn drop_rows(
             }
         }
     }
+}
+
+/// The row keys one read selects, in one attempt: a failure fails the DropRowRange (which the
+/// client retries as any admin call), so no retry loop runs here. An in-process store answers
+/// with whole rows, a network store with chunks, which the merger joins.
+fn page_keys(
+    store: &dyn Store,
+    read: ReadRowsRequest,
+    now: Timestamp,
+) -> Result<Vec<Vec<u8>>, StoreError> {
+    let mut merger = ChunkMerger::new(read.reversed, read.rows_limit);
+    let parts = match store.execute_local(Request::ReadRows(read), now)? {
+        Reply::Stream(parts) => parts,
+        Reply::Unary(r) => Box::new(std::iter::once(Ok(r))),
+    };
+    for part in parts {
+        match part? {
+            Response::Rows(rows) => merger.push_rows(rows)?,
+            Response::ReadRowsPart(r) => merger.push_response(r)?,
+            Response::StreamEnd => break,
+            other => {
+                return Err(StoreError::new(
+                    Code::Internal,
+                    format!("the store answered a read with {other:?}"),
+                ));
+            }
+        }
+    }
+    merger.end_of_stream()?;
+    Ok(std::iter::from_fn(|| merger.pop_row())
+        .map(|row| row.key)
+        .collect())
 }
 
 #[tonic::async_trait]

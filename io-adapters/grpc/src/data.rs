@@ -1,12 +1,12 @@
 //! `google.bigtable.v2.Bigtable`: each call converted to a rowkit request, executed by the store
-//! off the runtime (`rowkit_gateway::serving`), and its answer converted back.
+//! off the runtime (`rowkit_serving`), and its answer converted back.
 
 use base64::Engine as _;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use prost::Message as _;
-use rowkit_bigtable::convert::{self, ConvertError};
 use rowkit_codec::model::Row;
-use rowkit_gateway::serving::{self, Encode, Execution, StoreStream, StreamMsg};
+use rowkit_proto::{self as convert, ConvertError};
+use rowkit_serving::{self as serving, Encode, Execution, StoreStream, StreamMsg};
 use rowkit_statemachines::readrows::row_chunks;
 use rowkit_statemachines::{Code, Request, Response, StoreError};
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};

@@ -10,7 +10,7 @@
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
 use googleapis_tonic_google_bigtable_admin_v2::google::iam::v1 as iam;
 use googleapis_tonic_google_bigtable_admin_v2::google::longrunning::Operation;
-use rowkit_bigtable::convert;
+use rowkit_proto as convert;
 use tonic::{Request as GrpcRequest, Response as GrpcResponse, Status};
 
 use crate::generated::admin::bigtable_instance_admin_server::BigtableInstanceAdmin;

@@ -6,7 +6,7 @@
 //! instance the server is (`BigtableInstanceAdmin`: instance, cluster, app profiles; its
 //! writes answer `PERMISSION_DENIED`) and `grpc.health.v1.Health` (SERVING; no token needed).
 //! Every other RPC answers `UNIMPLEMENTED`; every call is logged
-//! (`rowkit_gateway::serving::access_log`). Clients reach it as any emulator:
+//! (`rowkit_serving::access_log`). Clients reach it as any emulator:
 //! `BIGTABLE_EMULATOR_HOST=ADDR`.
 //!
 //! - Semantics: every data call runs through the store's one evaluator
@@ -14,7 +14,8 @@
 //!   (`spec/bigtable.md` 14: production's limits, codes and filters, not the emulator's).
 //! - Wire: the service traits are generated at build time from Google's protos (vendored in
 //!   `proto/`, compiled by protox, no `protoc`); the messages are the `googleapis-tonic-*` types
-//!   the client side uses, converted by `rowkit_bigtable::convert`.
+//!   the client side uses, converted by `rowkit-proto` (the conversion the Cloud Bigtable
+//!   adapter uses too; the server builds without that adapter's channels and credentials).
 //! - ReadRows streams from the store row by row through a bounded channel (no whole-table
 //!   buffering; a slow reader holds no lock and blocks no writer), cuts values into
 //!   [`VALUE_CHUNK_BYTES`] chunks and packs whole rows into responses of about
@@ -23,8 +24,9 @@
 //!   filtered-out stretch, as production does. Messages of up to [`MAX_MESSAGE_BYTES`] are
 //!   accepted and sent; a larger one is answered `RESOURCE_EXHAUSTED` and one that does not
 //!   decode `INVALID_ARGUMENT`, as production (`codes`).
-//! - Exposure: the JSON gateway's rule (`rowkit_gateway::serving`): loopback without a token,
-//!   any other address only with one, checked as `authorization: Bearer TOKEN` metadata.
+//! - Serving: what the JSON gateway does too, from `rowkit-serving`: store calls off the
+//!   runtime, the connection layer, the access log, and the exposure rule: loopback without a
+//!   token, any other address only with one, checked as `authorization: Bearer TOKEN` metadata.
 //!   [`GrpcServer::with_tls`] serves TLS instead of plaintext (rustls, ring), for clients that
 //!   connect as to Cloud Bigtable (an endpoint override and a trusted certificate).
 //! - Project and instance in resource names are not checked: the store is one instance.
@@ -45,8 +47,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use rowkit_gateway::GatewayError;
-use rowkit_gateway::serving::connections::{Connections, Protocols, plaintext, serve};
+use rowkit_serving::ServeError;
+use rowkit_serving::connections::{Connections, Protocols, plaintext, serve};
 use rowkit_store::Store;
 use rowkit_store::driver::Clock;
 use tokio::net::TcpListener;
@@ -71,7 +73,7 @@ pub mod generated {
 /// Largest message accepted or sent, instead of gRPC's 4 MiB default: what rowkit's client
 /// sends at most (a MutateRow writing a whole 256 MiB row, `spec/bigtable.md` 4, with its
 /// framing).
-pub const MAX_MESSAGE_BYTES: usize = rowkit_bigtable::MAX_ENCODING_MESSAGE_SIZE;
+pub const MAX_MESSAGE_BYTES: usize = rowkit_proto::MAX_ENCODING_MESSAGE_SIZE;
 
 /// Values longer than this are split over several chunks (`value_size` on all but the last).
 pub const VALUE_CHUNK_BYTES: usize = 1 << 20;
@@ -120,9 +122,9 @@ impl GrpcServer {
         config: GrpcConfig,
         store: Arc<dyn Store>,
         clock: Arc<dyn Clock + Send + Sync>,
-    ) -> Result<GrpcServer, GatewayError> {
-        rowkit_gateway::serving::check_exposure(config.listen, config.token.as_deref())?;
-        let listener = rowkit_gateway::serving::listen(config.listen).await?;
+    ) -> Result<GrpcServer, ServeError> {
+        rowkit_serving::check_exposure(config.listen, config.token.as_deref())?;
+        let listener = rowkit_serving::listen(config.listen).await?;
         Ok(GrpcServer {
             listener,
             shared: Shared { store, clock },
@@ -188,8 +190,8 @@ impl GrpcServer {
     }
 
     /// Serves until `shutdown` resolves, then drains and closes, on the connection layer the
-    /// JSON gateway uses too (`rowkit_gateway::serving::connections`: limits, timeouts,
-    /// drain); `connections` may be shared with the process's other servers.
+    /// JSON gateway uses too (`rowkit_serving::connections`: limits, timeouts, drain);
+    /// `connections` may be shared with the process's other servers.
     pub async fn serve_with(
         self,
         connections: Arc<Connections>,
@@ -210,8 +212,8 @@ impl GrpcServer {
                     .metadata()
                     .get("authorization")
                     .and_then(|v| v.to_str().ok());
-                rowkit_gateway::serving::check_bearer(given, token, "gRPC server")
-                    .map_err(|e| rowkit_bigtable::convert::error_to_status(&e))?;
+                rowkit_serving::check_bearer(given, token, "gRPC server")
+                    .map_err(|e| rowkit_proto::error_to_status(&e))?;
             }
             Ok(request)
         };
@@ -252,9 +254,7 @@ impl GrpcServer {
         .into_axum_router()
         .layer(axum::middleware::from_fn(deadline::client_deadline))
         // Outermost: the line has the status the client got, deadline answers included.
-        .layer(axum::middleware::from_fn(
-            rowkit_gateway::serving::access_log::grpc,
-        ));
+        .layer(axum::middleware::from_fn(rowkit_serving::access_log::grpc));
         let protocols = Protocols::Http2Only;
         match self.tls {
             Some(tls) => {

@@ -20,7 +20,11 @@ use tonic::transport::Channel;
 const TABLE: &str = "projects/p/instances/i/tables/t";
 
 async fn start(token: Option<&str>) -> (SocketAddr, Arc<dyn Store>) {
-    let store: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    start_on(Arc::new(MemoryStore::new()), token).await
+}
+
+/// The server over `store`, which gets table `t` with family `cf`.
+async fn start_on(store: Arc<dyn Store>, token: Option<&str>) -> (SocketAddr, Arc<dyn Store>) {
     store.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
     let config = GrpcConfig {
         listen: SocketAddr::from(([127, 0, 0, 1], 0)),
@@ -89,7 +93,7 @@ async fn read_rows(
     let mut responses = 0;
     while let Some(response) = stream.message().await? {
         responses += 1;
-        let response = rowkit_bigtable::convert::read_rows_response_from_pb(response);
+        let response = rowkit_proto::read_rows_response_from_pb(response);
         merger.push_response(response).unwrap();
         // What the Go client's `chunkReader.Close` checks after every response.
         if go {
@@ -299,6 +303,93 @@ mod admin_replies {
                 entry.key,
                 table.name
             );
+        }
+    }
+
+    /// A memory store that answers reads as a network store does: chunks, never whole rows
+    /// (the default `execute_local`), so the server must merge them.
+    struct ChunksOnly(MemoryStore);
+
+    impl Store for ChunksOnly {
+        fn execute(
+            &self,
+            request: rowkit_statemachines::Request,
+            now: Timestamp,
+        ) -> Result<rowkit_store::Reply<'_>, rowkit_statemachines::StoreError> {
+            self.0.execute(request, now)
+        }
+        fn create_table(
+            &self,
+            table: &str,
+            families: &[ColumnFamily],
+        ) -> Result<(), rowkit_statemachines::StoreError> {
+            self.0.create_table(table, families)
+        }
+        fn delete_table(&self, table: &str) -> Result<(), rowkit_statemachines::StoreError> {
+            self.0.delete_table(table)
+        }
+        fn list_tables(&self) -> Result<Vec<String>, rowkit_statemachines::StoreError> {
+            self.0.list_tables()
+        }
+        fn families(
+            &self,
+            table: &str,
+        ) -> Result<Vec<ColumnFamily>, rowkit_statemachines::StoreError> {
+            self.0.families(table)
+        }
+        fn gc(&self, table: &str, now: Timestamp) -> Result<u64, rowkit_statemachines::StoreError> {
+            self.0.gc(table, now)
+        }
+    }
+
+    /// DropRowRange deletes every row under the prefix, over more than one page of the
+    /// server's key-only reads, and nothing else; then all of the table's data. Over a store
+    /// that answers with whole rows and over one that answers with chunks.
+    #[tokio::test]
+    async fn drop_row_range_deletes_the_prefix_across_pages() {
+        use admin::drop_row_range_request::Target;
+        let stores: [Arc<dyn Store>; 2] = [
+            Arc::new(MemoryStore::new()),
+            Arc::new(ChunksOnly(MemoryStore::new())),
+        ];
+        for store in stores {
+            let (addr, store) = start_on(store, None).await;
+            let rows = |prefix: &str, n: usize| -> Vec<Vec<u8>> {
+                (0..n)
+                    .map(|i| format!("{prefix}{i:05}").into_bytes())
+                    .collect()
+            };
+            let mut data = client(addr).await;
+            // 2 500 rows under "a" take three pages of the server's reads (1 000 rows each).
+            for key in rows("a", 2_500).iter().chain(&rows("b", 3)) {
+                data.mutate_row(set(key, b"q", b"v".to_vec()))
+                    .await
+                    .unwrap();
+            }
+            let mut c = BigtableTableAdminClient::new(channel(addr).await);
+            let drop = |target| admin::DropRowRangeRequest {
+                name: TABLE.into(),
+                target: Some(target),
+            };
+            c.drop_row_range(drop(Target::RowKeyPrefix(b"a".to_vec())))
+                .await
+                .unwrap();
+            let read = rowkit_statemachines::ReadRowsRequest {
+                table: "t".into(),
+                ..Default::default()
+            };
+            let keys = |store: &Arc<dyn Store>| -> Vec<Vec<u8>> {
+                rowkit_client::read_rows_blocking(store.as_ref(), read.clone(), Timestamp(0))
+                    .unwrap()
+                    .into_iter()
+                    .map(|row| row.key)
+                    .collect()
+            };
+            assert_eq!(keys(&store), rows("b", 3));
+            c.drop_row_range(drop(Target::DeleteAllDataFromTable(true)))
+                .await
+                .unwrap();
+            assert!(keys(&store).is_empty());
         }
     }
 

@@ -1,9 +1,18 @@
-//! The serving core every rowkit server shares (this JSON gateway and the gRPC server of
-//! `rowkit-grpc`): who may listen where, the bearer-token check, and how a store call runs off
-//! the async runtime — unary calls in a blocking task, streamed ones pumped from a blocking
-//! thread through a bounded channel, so a slow client applies back-pressure to the scan (the
-//! store reads the next rows only when there is room) and a disconnected one stops it; a read
-//! of a few row keys is answered on the runtime thread, as it costs less than the hop.
+//! The serving core every rowkit server shares (the JSON gateway, `rowkit-gateway`, and the gRPC
+//! server, `rowkit-grpc`): who may listen where ([`check_exposure`], [`listen`]), the
+//! bearer-token check ([`check_bearer`]), and how a store call runs off the async runtime —
+//! unary calls in a blocking task, streamed ones pumped from a blocking thread through a
+//! bounded channel, so a slow client applies back-pressure to the scan (the store reads the
+//! next rows only when there is room) and a disconnected one stops it; a read of a few row
+//! keys is answered on the runtime thread, as it costs less than the hop ([`stream`]).
+//!
+//! - [`connections`]: the accept loop, connection limits, timeouts and drain of both servers.
+//! - [`access_log`]: one `tracing` line per request, JSON or gRPC.
+//! - [`modify_families`]: ModifyColumnFamilies' checks, for both admin APIs.
+//!
+//! Nothing here knows a wire format beyond HTTP: each server converts its own messages.
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::unwrap_used))]
 
 pub mod access_log;
 pub mod connections;
@@ -13,35 +22,65 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use rowkit_codec::model::{ColumnFamily, FamilyChange};
+use rowkit_codec::validate::is_bearer_token;
 use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use rowkit_store::{Reply, Store};
 use tokio::sync::mpsc;
 
-use crate::GatewayError;
+/// Why a server could not start listening.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServeError {
+    /// A non-loopback listen address without `--token`.
+    #[error(
+        "listening on {addr} exposes the store beyond this machine: pass --token TOKEN \
+         (clients then send `Authorization: Bearer TOKEN`), or listen on 127.0.0.1"
+    )]
+    TokenRequired {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// An empty token.
+    #[error("--token must not be empty")]
+    EmptyToken,
+    /// A token with a byte other than visible ASCII (`!` to `~`), which clients cannot send.
+    #[error(
+        "--token must be visible ASCII (`!` to `~`, no spaces): clients send it in an \
+         `Authorization: Bearer` header"
+    )]
+    TokenNotVisibleAscii,
+    /// The socket could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The OS error.
+        source: std::io::Error,
+    },
+}
 
 /// Encoded parts buffered between the store's blocking thread and the client.
 pub const STREAM_BUFFER: usize = 16;
 
 /// The address/token rule of every rowkit server: loopback may go without a token, any other
 /// address requires one, and a token is a valid one ([`check_token`]).
-pub fn check_exposure(listen: SocketAddr, token: Option<&str>) -> Result<(), GatewayError> {
+pub fn check_exposure(listen: SocketAddr, token: Option<&str>) -> Result<(), ServeError> {
     if let Some(token) = token {
         check_token(token)?;
     }
     if !listen.ip().is_loopback() && token.is_none() {
-        return Err(GatewayError::TokenRequired { addr: listen });
+        return Err(ServeError::TokenRequired { addr: listen });
     }
     Ok(())
 }
 
-/// A server's token is not empty and is visible ASCII (`!` to `~`): what a client can send
-/// in `Authorization: Bearer TOKEN` and compare byte for byte (a space would be trimmed, other
-/// bytes are not header text every client sends).
-pub fn check_token(token: &str) -> Result<(), GatewayError> {
+/// A server's token is a bearer token ([`rowkit_codec::validate::is_bearer_token`]): not
+/// empty, visible ASCII.
+pub fn check_token(token: &str) -> Result<(), ServeError> {
     if token.is_empty() {
-        Err(GatewayError::EmptyToken)
-    } else if !token.bytes().all(|b| b.is_ascii_graphic()) {
-        Err(GatewayError::TokenNotVisibleAscii)
+        Err(ServeError::EmptyToken)
+    } else if !is_bearer_token(token) {
+        Err(ServeError::TokenNotVisibleAscii)
     } else {
         Ok(())
     }
@@ -88,11 +127,11 @@ pub fn modify_families(
     store.families(table)
 }
 
-/// Binds the server's socket ([`GatewayError::Bind`] when the address is taken or not ours).
-pub async fn listen(addr: SocketAddr) -> Result<tokio::net::TcpListener, GatewayError> {
+/// Binds the server's socket ([`ServeError::Bind`] when the address is taken or not ours).
+pub async fn listen(addr: SocketAddr) -> Result<tokio::net::TcpListener, ServeError> {
     tokio::net::TcpListener::bind(addr)
         .await
-        .map_err(|source| GatewayError::Bind { addr, source })
+        .map_err(|source| ServeError::Bind { addr, source })
 }
 
 /// Compares without stopping at the first difference, so response timing does not reveal
@@ -353,17 +392,17 @@ mod tests {
         assert!(check_exposure(any, Some("t")).is_ok());
         assert!(matches!(
             check_exposure(any, None),
-            Err(GatewayError::TokenRequired { .. })
+            Err(ServeError::TokenRequired { .. })
         ));
         assert!(matches!(
             check_exposure(lo, Some("")),
-            Err(GatewayError::EmptyToken)
+            Err(ServeError::EmptyToken)
         ));
         for bad in ["tök", "a b", "tab\there", "nul\0", "\u{7f}"] {
             assert!(
                 matches!(
                     check_exposure(any, Some(bad)),
-                    Err(GatewayError::TokenNotVisibleAscii)
+                    Err(ServeError::TokenNotVisibleAscii)
                 ),
                 "{bad:?}"
             );

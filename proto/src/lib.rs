@@ -1,12 +1,23 @@
-//! Conversions between rowkit's own types and the generated prost messages. This is the only
-//! module that touches both: everything above the edge (machines, merger, stores) sees rowkit
-//! types, everything below it (tonic calls) sees prost types.
+//! Bigtable's protobuf messages (the `googleapis-tonic-*` types) <-> rowkit's model and request
+//! vocabulary: the one conversion both sides of the wire use, the Cloud Bigtable adapter
+//! (`rowkit-bigtable`) and rowkit's gRPC server (`rowkit-grpc`). It converts values only: no
+//! channel, no credentials, no server, so the server builds without the Cloud client and the
+//! client without the server. Everything above this edge (machines, merger, stores) sees
+//! rowkit types, everything below it (tonic calls) sees prost types.
 //!
 //! Directions: for the client, requests and their parts (filters, mutations, row sets, rules,
-//! GC rules) go rowkit -> prost; responses, statuses and schemas come back prost -> rowkit. The
-//! server (`rowkit-grpc`) uses the reverse of each: requests prost -> rowkit (failing with
-//! [`ConvertError`] on proto features rowkit does not model: aggregates, unset oneofs), and
-//! responses, statuses and schemas rowkit -> prost.
+//! GC rules) go rowkit -> prost; responses and schemas come back prost -> rowkit. The server
+//! uses the reverse of each: requests prost -> rowkit (failing with [`ConvertError`] on proto
+//! features rowkit does not model: aggregates, unset oneofs), and responses, statuses
+//! ([`error_to_status`]) and schemas rowkit -> prost. The client reads a `tonic::Status` itself
+//! (`rowkit_bigtable::status_to_error`), since telling a transport failure from a server's
+//! answer is the client's knowledge.
+#![forbid(unsafe_code)]
+
+/// Largest gRPC message rowkit's client sends, and its server accepts and sends: a MutateRow
+/// writing a whole 256 MiB row (`spec/bigtable.md` 4) plus its framing, a few bytes per
+/// mutation for at most 100 000 mutations, hence 4 MiB over 256 MiB.
+pub const MAX_ENCODING_MESSAGE_SIZE: usize = (256 + 4) << 20;
 
 use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2 as admin;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
@@ -78,37 +89,6 @@ impl ConvertError {
 }
 
 // --- statuses ------------------------------------------------------------------------------
-
-/// A gRPC status as a rowkit [`StoreError`]: same code, same message. A transport failure
-/// (connection reset, refused, broken HTTP/2 stream) reaches tonic as `UNKNOWN`/`INTERNAL` with
-/// a transport source; it is reported as `UNAVAILABLE` so the machines treat it as retryable,
-/// which is what Google's clients do.
-pub fn status_to_error(status: &tonic::Status) -> StoreError {
-    let mut code = Code::from_i32(i32::from(status.code()));
-    if matches!(code, Code::Unknown | Code::Internal | Code::Cancelled) && is_transport(status) {
-        code = Code::Unavailable;
-    }
-    StoreError::new(code, status.message().to_string())
-}
-
-/// Whether the status was produced by the client's transport rather than sent by the server:
-/// tonic builds those from hyper/h2 errors ("h2 protocol error: …", "transport error", a broken
-/// connection), with or without an I/O error in the source chain. A server status arrives in
-/// `grpc-status` trailers and never carries such a source.
-fn is_transport(status: &tonic::Status) -> bool {
-    let message = status.message();
-    if message.starts_with("h2 protocol error") || message.starts_with("transport error") {
-        return true;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(status);
-    while let Some(e) = source {
-        if e.is::<std::io::Error>() || e.is::<tonic::transport::Error>() {
-            return true;
-        }
-        source = e.source();
-    }
-    false
-}
 
 /// A `google.rpc.Status` (MutateRows entry) as a result.
 pub fn rpc_status_to_result(status: Option<&pb_rpc::Status>) -> Result<(), StoreError> {
@@ -859,24 +839,5 @@ mod tests {
         for m in ms {
             assert_eq!(mutation_from_pb(mutation_to_pb(m.clone())).unwrap(), m);
         }
-    }
-
-    #[test]
-    fn transport_statuses_are_unavailable_server_statuses_keep_their_code() {
-        let server = tonic::Status::new(tonic::Code::Internal, "boom");
-        assert_eq!(status_to_error(&server).code, Code::Internal);
-        let io = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset");
-        let transport = tonic::Status::from_error(Box::new(io));
-        assert_eq!(status_to_error(&transport).code, Code::Unavailable);
-        let h2 = tonic::Status::new(
-            tonic::Code::Unknown,
-            "h2 protocol error: error reading a body from connection",
-        );
-        assert_eq!(status_to_error(&h2).code, Code::Unavailable);
-        let nf = tonic::Status::new(tonic::Code::NotFound, "table t");
-        assert_eq!(
-            status_to_error(&nf),
-            StoreError::new(Code::NotFound, "table t")
-        );
     }
 }

@@ -5,10 +5,10 @@
 //! must survive a round trip through the generated types and the wire encoding.
 
 use prost::Message;
-use rowkit_bigtable::convert;
 use rowkit_codec::model::{
     KeyBound, Mutation, RowFilter, RowRange, RowSet, Timestamp, TimestampRange, filter_encoded_len,
 };
+use rowkit_proto as convert;
 use rowkit_statemachines::SplitMix64;
 
 fn bytes(rng: &mut SplitMix64) -> Vec<u8> {
@@ -112,7 +112,7 @@ fn filter_encoded_len_equals_prost_on_many_filters() {
         let pb = convert::filter_to_pb(f.clone());
         assert_eq!(filter_encoded_len(&f), pb.encoded_len(), "size of {f:?}");
         // The wire bytes decode to the same filter.
-        let decoded = rowkit_bigtable::convert::filter_from_pb(
+        let decoded = convert::filter_from_pb(
             &prost::Message::decode(pb.encode_to_vec().as_slice()).unwrap(),
         )
         .unwrap();
