@@ -607,7 +607,7 @@ impl<D: Driver> ObjectMetadata<D> {
     ) -> Result<CheckSummary, CheckError> {
         // Its own `timeout`, not the operations' deadline: a check runs as long as it is let.
         let start = self.calls.start_within(self.driver.now(), timeout);
-        let target = CheckTarget::new(&self.table, start.deadline);
+        let target = CheckTarget::new(&self.table);
         let m = objmeta::Check::new(target, bucket, options, start);
         crate::run_operation(&self.driver, m, on_event).await
     }

@@ -103,6 +103,46 @@ pub fn layout_of(
     Ok(detect_layout(&names, named)?)
 }
 
+/// The facade's state lent to one operation. Dropping it gives the state back, also when the
+/// call's future is dropped before it ends (a cancelled call): an operation that stops halfway
+/// leaves its state consistent (it releases what it holds), so its caches and the pooled digest
+/// ids it did not hand out stay with the facade. Ids it drew from the pool and had not written
+/// yet are dropped, never handed out twice — as Gold's pool is on restart.
+struct LentState<'f, D> {
+    facade: &'f TraceStore<D>,
+    /// `Some` until dropped.
+    state: Option<TraceStoreState>,
+}
+
+impl<D> LentState<'_, D> {
+    /// The lent state.
+    fn get(&mut self) -> &mut TraceStoreState {
+        self.state.get_or_insert_with(|| {
+            TraceStoreState::new(self.facade.table.as_str(), self.facade.layout)
+        })
+    }
+}
+
+impl<D> Drop for LentState<'_, D> {
+    /// Gives the state back. When another operation's state came back first, that one stays
+    /// and only this one's unused pooled ids join its pool (so no pooled id is handed out
+    /// twice; this state's caches are dropped).
+    fn drop(&mut self) {
+        let Some(state) = self.state.take() else {
+            return;
+        };
+        let mut slot = self
+            .facade
+            .state
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match slot.as_mut() {
+            None => *slot = Some(state),
+            Some(kept) => kept.return_digest_ids(&state.pool().collect::<Vec<_>>()),
+        }
+    }
+}
+
 /// One open trace store table over a driver (see the module doc).
 pub struct TraceStore<D> {
     driver: D,
@@ -181,22 +221,16 @@ impl<D: Driver> TraceStore<D> {
             .get_or_insert_with(|| TraceStoreState::new(table.as_str(), layout))
     }
 
-    /// The state for an operation: taken out of the facade, or a fresh one while another
-    /// operation holds it.
-    fn take_state(&self) -> TraceStoreState {
+    /// The state for an operation, lent until the returned guard drops: taken out of the
+    /// facade, or a fresh one while another operation holds it.
+    fn lend_state(&self) -> LentState<'_, D> {
         let mut slot = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        slot.take()
-            .unwrap_or_else(|| TraceStoreState::new(self.table.as_str(), self.layout))
-    }
-
-    /// Gives `state` back after an operation. When another operation's state came back first,
-    /// that one stays and only `state`'s unused pooled ids join its pool (so no id is lost or
-    /// handed out twice; the caches of `state` are dropped).
-    fn give_back(&self, state: TraceStoreState) {
-        let mut slot = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        match slot.as_mut() {
-            None => *slot = Some(state),
-            Some(kept) => kept.return_digest_ids(&state.pool().collect::<Vec<_>>()),
+        let state = slot
+            .take()
+            .unwrap_or_else(|| TraceStoreState::new(self.table.as_str(), self.layout));
+        LentState {
+            facade: self,
+            state: Some(state),
         }
     }
 
@@ -213,10 +247,8 @@ impl<D: Driver> TraceStore<D> {
         op: impl for<'s> FnOnce(&'s mut TraceStoreState) -> Operation<'s, F>,
         on_event: impl FnMut(TraceStoreEvent),
     ) -> Result<F::Output, TraceStoreError> {
-        let mut state = self.take_state();
-        let result = run_operation(&self.driver, op(&mut state), on_event).await;
-        self.give_back(state);
-        result
+        let mut lent = self.lend_state();
+        run_operation(&self.driver, op(lent.get()), on_event).await
     }
 
     /// Checks the table (`spec/check.md` §2) until `timeout` µs from now; findings and
@@ -230,8 +262,8 @@ impl<D: Driver> TraceStore<D> {
     ) -> Result<CheckSummary, CheckError> {
         // Its own `timeout`, not the operations' deadline: a check runs as long as it is let.
         let start = self.calls.start_within(self.driver.now(), timeout);
-        let target = CheckTarget::new(&self.table, start.deadline);
-        let m = Check::new(target, self.layout, options, start.now, start.seed);
+        let target = CheckTarget::new(&self.table);
+        let m = Check::new(target, self.layout, options, start);
         run_operation(&self.driver, m, on_event).await
     }
 

@@ -250,24 +250,24 @@ impl From<CheckError> for StoreError {
     }
 }
 
-/// The table a check reads, until when, and how its reads retry: the context of a check whose
-/// schema needs nothing else.
+/// The table a check reads and how its reads retry: the context of a check whose schema needs
+/// nothing else. When it starts and until when it runs is the check's [`Start`], as for every
+/// operation.
+///
+/// [`Start`]: crate::operation::Start
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CheckTarget {
     /// The table id.
     pub table: String,
-    /// The check's deadline.
-    pub deadline: Timestamp,
     /// Back-off of its reads (`operation_timeout` is replaced by the time left).
     pub retry: RetryPolicy,
 }
 
 impl CheckTarget {
-    /// `table` until `deadline`, default back-off.
-    pub fn new(table: &str, deadline: Timestamp) -> CheckTarget {
+    /// `table` with the default back-off.
+    pub fn new(table: &str) -> CheckTarget {
         CheckTarget {
             table: table.into(),
-            deadline,
             retry: RetryPolicy::default(),
         }
     }

@@ -261,7 +261,8 @@ impl ObjectMetadata {
     }
 
     /// `putObject(bucket, key, value, params)` (`params` as Arsenal's: `{versioning: true}`,
-    /// `{versionId}`, …). Resolves to the version id written, or `null`.
+    /// `{versionId}`, …). Resolves to Arsenal's result text, `{"versionId": "…"}` when a version
+    /// id was written (or given), or `null`.
     #[wasm_bindgen(js_name = putObject, unchecked_return_type = "Promise<string | null>")]
     pub fn put_object(
         &self,

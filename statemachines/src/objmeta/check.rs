@@ -50,14 +50,13 @@ pub type Check = Operation<'static, CheckFlow>;
 
 impl Check {
     /// Checks `target.table` (or only `bucket`'s collection and metastore row) as `start`
-    /// says (its deadline is `start`'s, which replaces `target.deadline`).
+    /// says.
     pub fn new(
-        mut target: CheckTarget,
+        target: CheckTarget,
         bucket: Option<&str>,
         options: CheckOptions,
         start: Start,
     ) -> Check {
-        target.deadline = start.deadline;
         let rows = match bucket {
             None => RowSet::all(),
             Some(b) => {

@@ -29,12 +29,11 @@ use rowkit_codec::tracestore::keys::{
 use rowkit_codec::tracestore::layout::Layout;
 use rowkit_codec::tracestore::ops::{OrderedParamSet, parse_options_text};
 
-use crate::Timestamp;
 use crate::check::{
     CheckError, CheckEvent, CheckOptions, CheckProgress, CheckSummary, CheckTarget, Checking,
     Finding, PagedScan, PointReads, Report, RowsByKey,
 };
-use crate::operation::{Budget, ContextArg, Flow, Io, Operation};
+use crate::operation::{ContextArg, Flow, Io, Operation, Start};
 
 /// The schema name in findings.
 const SCHEMA: &str = "gold";
@@ -46,14 +45,8 @@ pub const MAX_ID_BITS: u64 = 1 << 28;
 pub type Check = Operation<'static, CheckFlow>;
 
 impl Check {
-    /// Checks `target.table`, a table of `layout`, at `now`.
-    pub fn new(
-        target: CheckTarget,
-        layout: Layout,
-        options: CheckOptions,
-        now: Timestamp,
-        seed: u64,
-    ) -> Check {
+    /// Checks `target.table`, a table of `layout`, as `start` says.
+    pub fn new(target: CheckTarget, layout: Layout, options: CheckOptions, start: Start) -> Check {
         let phase = match layout {
             Layout::DigestId => Phase::Counter(None),
             Layout::Md5 => Phase::Scan,
@@ -67,11 +60,8 @@ impl Check {
             held: Vec::new(),
             phase,
         };
-        let budget = Budget {
-            deadline: target.deadline,
-            retry: target.retry,
-        };
-        Operation::start(ContextArg::owned(target), now, seed, budget, flow)
+        let retry = target.retry;
+        Operation::begin(ContextArg::owned(target), start, retry, flow)
     }
 }
 

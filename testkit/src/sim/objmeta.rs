@@ -310,9 +310,8 @@ const CONCURRENT_KINDS: [&str; 3] = [
 const CHECK_DEADLINE_US: i64 = 60_000_000;
 
 fn check_machine(now: Timestamp, fix: bool, seed: u64) -> Check {
-    let target = CheckTarget::new(TABLE, Timestamp(now.0.saturating_add(CHECK_DEADLINE_US)));
     Check::new(
-        target,
+        CheckTarget::new(TABLE),
         None,
         check_options(fix),
         Start::within(now, seed, CHECK_DEADLINE_US),

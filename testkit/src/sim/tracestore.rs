@@ -207,8 +207,13 @@ impl TraceStoreWorkload {
     }
 
     fn check_machine(&self, now: Timestamp, fix: bool, seed: u64) -> Check {
-        let target = CheckTarget::new(TABLE, now.saturating_add_micros(DEADLINE_US));
-        Check::new(target, self.layout, check_options(fix), now, seed)
+        let start = Start::within(now, seed, DEADLINE_US);
+        Check::new(
+            CheckTarget::new(TABLE),
+            self.layout,
+            check_options(fix),
+            start,
+        )
     }
 
     /// The digest-id layout workload with `bug` planted in every writer.
