@@ -543,9 +543,10 @@ async fn objmeta_concurrent_puts_on_one_facade_get_distinct_versions() {
     om.setup().await.unwrap();
     om.create_bucket("b", &j(r#"{"name":"b"}"#)).await.unwrap();
     let versioning = j(r#"{"versioning":true}"#);
+    let (one, two) = (j(r#"{"n":1}"#), j(r#"{"n":2}"#));
     let (first, second) = tokio::join!(
-        om.put_object("b", "k", &j(r#"{"n":1}"#), Some(&versioning)),
-        om.put_object("b", "k", &j(r#"{"n":2}"#), Some(&versioning)),
+        om.put_object("b", "k", &one, Some(&versioning)),
+        om.put_object("b", "k", &two, Some(&versioning)),
     );
     let (first, second) = (version_of(&first.unwrap()), version_of(&second.unwrap()));
     assert_ne!(first, second);

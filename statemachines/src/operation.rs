@@ -506,8 +506,8 @@ fn rows_reply(output: ChildOutput) -> Result<Vec<Row>, ChildOutput> {
 // deadline, so ending with one means none fits. The flow then waits and the operation ends
 // aborted at its deadline, as it would have had the child kept retrying until then.
 impl<E> Io<E> {
-    /// Whether child `id` ended with a retryable store error: it gave up because no retry
-    /// fits before the deadline.
+    /// Whether child `id`, a child that retries (a read or a batch write), ended with a
+    /// retryable store error: it gave up because no retry fits before the deadline.
     pub fn gave_up(&self, id: ChildId) -> bool {
         matches!(self.children.outcome(id), Some(Err(e)) if e.code.is_retryable())
     }
@@ -960,7 +960,8 @@ mod tests {
         }
     }
 
-    /// A read answered with `error` 100 µs before the deadline (no 10 ms back-off fits).
+    /// A read answered with `error` 100 µs before the deadline (the least back-off, 5 ms,
+    /// does not fit).
     fn read_failing_with<'a>(
         log: &'a mut Vec<&'static str>,
         error: StoreError,

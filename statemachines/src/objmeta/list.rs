@@ -99,19 +99,6 @@ enum Stop {
     Failed(ObjmetaError),
 }
 
-/// The rows read `id` produced so far handed to `each` (see [`crate::operation::Io::stream_rows`]);
-/// `Some(())` once it finished, or why it produced no more.
-fn stream(
-    io: &mut OmIo,
-    id: ChildId,
-    each: impl FnMut(Row) -> Result<(), ObjmetaError>,
-) -> Result<Option<()>, Stop> {
-    if io.gave_up(id) {
-        return Err(Stop::Doomed);
-    }
-    io.stream_rows(id, each).map_err(Stop::Failed)
-}
-
 /// A finished read's rows (`Ok(None)` while it runs), or why there are none.
 fn finished(io: &mut OmIo, id: ChildId) -> Result<Option<Vec<Row>>, Stop> {
     if io.gave_up(id) {
@@ -196,12 +183,16 @@ impl Scanner {
     /// Moves what the scans produced into their buffers.
     fn drain(&mut self, io: &mut OmIo) -> Result<(), Stop> {
         for scan in self.scans.iter_mut().filter(|s| !s.ended) {
-            let buffer = &mut scan.buffer;
-            let done = stream(io, scan.id, |row| {
-                buffer.push_back(row);
-                Ok(())
-            })?;
-            scan.ended = done.is_some();
+            if io.is_running(scan.id) {
+                while let Some(row) = io.next_row(scan.id) {
+                    scan.buffer.push_back(row);
+                }
+                continue;
+            }
+            if let Some(rows) = finished(io, scan.id)? {
+                scan.buffer.extend(rows);
+                scan.ended = true;
+            }
         }
         Ok(())
     }
