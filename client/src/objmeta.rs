@@ -353,7 +353,10 @@ pub struct ObjectMetadata<D> {
     /// The table (the state's, fixed when the facade is made).
     table: String,
     /// Arsenal's per-process state, held by one operation at a time (an async lock: a call
-    /// waits for the one before it, and its future stays `Send`).
+    /// waits for the one before it, and its future stays `Send`). Unlike the other schemas'
+    /// contexts it is shared mutable state: every operation must draw its version ids from
+    /// the one generator (on copies, two puts in one millisecond would get the same id) and
+    /// see the one vFormat cache, and an operation borrows it for its whole run.
     state: AsyncMutex<ObjmetaState>,
     calls: Calls,
     shared: Arc<Mutex<Shared>>,

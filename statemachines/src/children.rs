@@ -226,6 +226,11 @@ impl Children {
         self.finished.remove(&id)
     }
 
+    /// The outcome of `id` once it has finished, left for [`Children::take`].
+    pub fn outcome(&self, id: ChildId) -> Option<&Result<ChildOutput, StoreError>> {
+        self.finished.get(&id)
+    }
+
     /// Takes the finished outcome with the lowest id among `ids`.
     pub fn take_any(
         &mut self,

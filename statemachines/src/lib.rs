@@ -46,7 +46,8 @@
 //!    returned, or `Ok(None)` while it waits (putting the phase back when it was moved out).
 //! 5. **Shared request handles**: requests go out through [`operation::Io`] (`read_rows`,
 //!    `mutate_row`, `mutate_rows`, `unary`) and come back through its handles (`rows`,
-//!    `stream_rows`, `matched`, `written`), which map store errors and replies of the wrong
+//!    `stream_rows`, `matched`, `written`; `rows_or_wait`, `written_or_wait` for a child that
+//!    gave up to wait for the deadline), which map store errors and replies of the wrong
 //!    kind through the schema's error contract; cells are built with
 //!    [`Mutation::set_cell`](rowkit_codec::model::Mutation::set_cell).
 //! 6. **Machines return what they wrote** (row keys, ids, stored values), so no caller
@@ -160,13 +161,12 @@
 //! assert_eq!((error.id(), error.to_string()), (ABORTED_ID, ABORTED_MESSAGE.to_string()));
 //! ```
 //!
-//! The triple store and the trace store follow the dialect in full. The mount table does too
-//! (its flows check its [`Start`](operation::Start)'s deadline at the points its spec names
-//! rather than through the operation's budget, and its writes carry request deadlines of their
-//! own, so its request steps wrap [`operation::Io`]'s handles). Object metadata follows it
-//! except that its flows still read replies with typed request handles of their own
-//! (`objmeta/requests.rs`: a read or batch that no retry fits before the deadline waits for the
-//! deadline, `objmeta.md` 16.3, and a case-3 write maps its store error to `NoSuchVersion`).
+//! The triple store, the trace store and object metadata follow the dialect in full (object
+//! metadata reads with `rows_or_wait` and `written_or_wait`, the handles of its rule that a
+//! read or batch no retry fits before the deadline waits for it, `objmeta.md` 16.3). The
+//! mount table does too (its flows check its [`Start`](operation::Start)'s deadline at the
+//! points its spec names rather than through the operation's budget, and its writes carry
+//! request deadlines of their own, so its request steps wrap [`operation::Io`]'s handles).
 #![no_std]
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]

@@ -501,6 +501,39 @@ fn rows_reply(output: ChildOutput) -> Result<Vec<Row>, ChildOutput> {
     }
 }
 
+// Waiting for the deadline after a child gave up (`spec/objmeta.md` 16.3; any schema may use
+// it): a read or a batch write retries a retryable error while a retry fits before the
+// deadline, so ending with one means none fits. The flow then waits and the operation ends
+// aborted at its deadline, as it would have had the child kept retrying until then.
+impl<E> Io<E> {
+    /// Whether child `id`, a child that retries (a read or a batch write), ended with a
+    /// retryable store error: it gave up because no retry fits before the deadline.
+    pub fn gave_up(&self, id: ChildId) -> bool {
+        matches!(self.children.outcome(id), Some(Err(e)) if e.code.is_retryable())
+    }
+
+    /// The rows of read `id` as [`Io::rows`] gives them, except that a read that
+    /// [gave up](Io::gave_up) never finishes: the step waits for the deadline.
+    pub fn rows_or_wait<Err: OperationError>(
+        &mut self,
+        id: ChildId,
+    ) -> Result<Option<Vec<Row>>, Err> {
+        if self.gave_up(id) {
+            return Ok(None);
+        }
+        self.rows(id)
+    }
+
+    /// `Some(())` once batch write `id` finished as [`Io::written`] says, except that a batch
+    /// that [gave up](Io::gave_up) never finishes: the step waits for the deadline.
+    pub fn written_or_wait<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<()>, Err> {
+        if self.gave_up(id) {
+            return Ok(None);
+        }
+        self.written(id)
+    }
+}
+
 /// Waits for every child of a fan-out; outcomes come back in spawn order.
 #[derive(Debug)]
 pub struct WaitAll {
@@ -909,6 +942,63 @@ mod tests {
         assert_eq!(m.result(), Some(Ok(())));
         drop(m);
         assert_eq!(log, ["released"]);
+    }
+
+    /// Reads one row with [`Io::rows_or_wait`].
+    struct ReadOrWait(Option<ChildId>);
+    impl Flow for ReadOrWait {
+        type Schema = Toy;
+        type Output = usize;
+        fn advance(&mut self, io: &mut Io<u32>, _: &mut Vec<&'static str>) -> Progress<usize, Toy> {
+            let id = *self.0.get_or_insert_with(|| {
+                io.read_rows(ReadRowsRequest {
+                    table: "t".into(),
+                    ..Default::default()
+                })
+            });
+            Ok(io.rows_or_wait(id)?.map(|rows| rows.len()))
+        }
+    }
+
+    /// A read answered with `error` 100 µs before the deadline (the least back-off, 5 ms,
+    /// does not fit).
+    fn read_failing_with<'a>(
+        log: &'a mut Vec<&'static str>,
+        error: StoreError,
+    ) -> Operation<'a, ReadOrWait> {
+        let budget = Budget::until(Timestamp(110));
+        let mut m = Operation::start(
+            ContextArg::borrowed(log),
+            Timestamp(10),
+            1,
+            budget,
+            ReadOrWait(None),
+        );
+        let (tag, _) = m.poll_request().unwrap();
+        m.handle_response(tag, Err(error), Timestamp(10));
+        m
+    }
+
+    #[test]
+    fn a_read_that_gave_up_waits_for_the_deadline_and_ends_aborted() {
+        let mut log = Vec::new();
+        let unavailable = StoreError::new(crate::Code::Unavailable, "down");
+        let mut m = read_failing_with(&mut log, unavailable);
+        assert!(m.poll_request().is_none(), "no retry fits");
+        assert_eq!(m.result(), None, "it waits");
+        assert_eq!(m.poll_timeout(), Some(Timestamp(110)));
+        m.handle_timeout(Timestamp(60));
+        assert_eq!(m.result(), None, "still waiting before the deadline");
+        m.handle_timeout(Timestamp(110));
+        assert_eq!(m.result(), Some(Err(ToyError("aborted"))));
+    }
+
+    #[test]
+    fn a_read_that_failed_for_good_fails_at_once() {
+        let mut log = Vec::new();
+        let not_found = StoreError::new(crate::Code::NotFound, "no table");
+        let mut m = read_failing_with(&mut log, not_found);
+        assert_eq!(m.result(), Some(Err(ToyError("store"))));
     }
 
     #[test]

@@ -464,3 +464,52 @@ fn exclusive_create_bucket_is_one_conditional_write_and_only_one_wins() {
     assert_eq!(e.id(), "BucketAlreadyExists");
     assert!(b.take_events().is_empty());
 }
+
+/// A `GetObject` of `k` in the cached v1 bucket `b`, aborted 100 µs after `NOW`.
+fn get_with_short_deadline(st: &mut ObjmetaState) -> GetObject<'_> {
+    let start = Start {
+        now: NOW,
+        seed: 1,
+        deadline: Timestamp(NOW.0 + 100),
+    };
+    GetObject::new(st, "b", "k", None, start)
+}
+
+#[test]
+fn a_read_no_retry_fits_before_the_deadline_waits_for_it_and_ends_aborted() {
+    let mut st = state();
+    let mut m = get_with_short_deadline(&mut st);
+    let (t, _) = m.poll_request().unwrap();
+    // The least back-off (5 ms) ends past the deadline: the read gives up at once.
+    m.handle_response(t, Err(StoreError::new(Code::Unavailable, "down")), NOW);
+    assert!(m.poll_request().is_none(), "no retry fits");
+    assert_eq!(m.result(), None, "it waits for the deadline");
+    assert_eq!(m.poll_timeout(), Some(Timestamp(NOW.0 + 100)));
+    m.handle_timeout(Timestamp(NOW.0 + 100));
+    assert_eq!(m.result(), Some(Err(ObjmetaError::Aborted)));
+}
+
+#[test]
+fn a_store_failure_says_internal_error_once() {
+    let mut st = state();
+    let mut m = get_with_short_deadline(&mut st);
+    let (t, _) = m.poll_request().unwrap();
+    m.handle_response(t, Err(StoreError::new(Code::NotFound, "no table")), NOW);
+    let read_error = m.result().unwrap().unwrap_err();
+    assert_eq!(read_error.to_string(), "InternalError: NOT_FOUND: no table");
+    assert_eq!(
+        read_error.in_call("b", Some("k")).to_string(),
+        "internal error: NOT_FOUND: no table"
+    );
+    drop(m);
+
+    let mut m = put(&mut st, "{}");
+    let (t, r) = m.poll_request().unwrap();
+    assert!(matches!(r, Request::MutateRow(_)), "a put without params");
+    m.handle_response(t, Err(StoreError::new(Code::NotFound, "no table")), NOW);
+    let write_error = m.result().unwrap().unwrap_err();
+    assert_eq!(
+        write_error.to_string(),
+        "InternalError: NOT_FOUND: no table"
+    );
+}

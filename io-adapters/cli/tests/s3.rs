@@ -788,3 +788,19 @@ fn buckets_uuid_count(s: &Cli) {
     }
     assert_eq!(s.ok(&["--seed", "9", "s3", "uuid"]), json!({"uuid": first}));
 }
+
+/// A store failure (here a table without objmeta's families) is Arsenal's `InternalError`, its
+/// message saying so once before the store's own status.
+#[test]
+fn a_store_failure_says_internal_error_once() {
+    let s = Scratch::new("store-failure");
+    s.ok(&["admin", "create-table", "objmeta", "--family", "x"]);
+    let error = &s.cli().fails(&["s3", "bucket", "create", "b"], 1)["error"];
+    assert_eq!(error["id"], "InternalError", "{error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("InternalError: NOT_FOUND: "),
+        "{message}"
+    );
+    assert_eq!(message.matches("InternalError").count(), 1, "{message}");
+}

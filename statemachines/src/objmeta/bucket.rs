@@ -12,15 +12,16 @@ use rowkit_codec::objmeta::keys::{
     collection_for_bucket, collection_start, row_key,
 };
 
+use super::documents::{BucketVFormat, Edit, Merge, MetastoreRows, ReadDoc, vformat_of};
 use super::requests::{
-    BucketVFormat, Bulk, Cas, Edit, Merge, MetastoreRows, OmIo, P, Read, ReadDoc, Write,
-    delete_event, put_event, vformat_of,
+    OmIo, P, delete_event, put_event, start_bulk, start_cas, start_read, start_write,
 };
 use super::{
     CountItems, CreateBucket, DeleteBucket, DeleteBucketAttributesCapability, GetBucketAttributes,
     GetBucketVFormat, GetUuid, ListBuckets, ObjmetaError, ObjmetaSchema, ObjmetaState,
     PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems, UpdateCountItems, begin,
 };
+use crate::children::ChildId;
 use crate::operation::{ContextArg, Flow, Start};
 use crate::ready;
 use crate::{MutateRowsEntry, SplitMix64};
@@ -105,7 +106,7 @@ struct PutDoc {
 #[derive(Debug)]
 enum PutDocPhase {
     Start { vformat: Option<VFormat> },
-    Writing(Write),
+    Writing(ChildId),
     Done,
 }
 
@@ -125,11 +126,10 @@ impl PutDoc {
                 PutDocPhase::Start { vformat } => {
                     let row = row_key(self.collection, &self.key);
                     let mutations = replace(&self.value, vformat.map(VFormat::as_str));
-                    self.phase = PutDocPhase::Writing(Write::start(io, st, row, mutations)?);
+                    self.phase = PutDocPhase::Writing(start_write(io, st, row, mutations)?);
                 }
                 PutDocPhase::Writing(write) => {
-                    let r = ready!(write.poll(io), self.phase => PutDocPhase::Writing(write));
-                    r.map_err(ObjmetaError::internal)?;
+                    ready!(io.written(write), self.phase => PutDocPhase::Writing(write));
                     put_event(io, self.collection, &self.key, &self.value);
                     return Ok(Some(()));
                 }
@@ -161,7 +161,7 @@ enum CreateBucketPhase {
     /// The conditional write: applied only when the row has no cell.
     Creating {
         vf: VFormat,
-        cas: Cas,
+        cas: ChildId,
         value: Json,
     },
     /// The row was there: its vFormat is read for the error.
@@ -222,7 +222,7 @@ impl Flow for CreateBucketFlow {
                     self.phase = if exclusive {
                         let row = row_key(METASTORE, &self.bucket);
                         let mutations = replace(&value, Some(vf.as_str()));
-                        let cas = Cas::start(io, st, row, filters::exists(), vec![], mutations)?;
+                        let cas = start_cas(io, st, row, filters::exists(), vec![], mutations)?;
                         CreateBucketPhase::Creating { vf, cas, value }
                     } else {
                         let put = PutDoc::new(METASTORE, &self.bucket, value, Some(vf));
@@ -236,9 +236,9 @@ impl Flow for CreateBucketFlow {
                     return Ok(Some(vf));
                 }
                 CreateBucketPhase::Creating { vf, cas, value } => {
-                    let matched = ready!(cas.poll(io),
+                    let matched = ready!(io.matched(cas),
                         self.phase => CreateBucketPhase::Creating { vf, cas, value });
-                    if matched.map_err(ObjmetaError::internal)? {
+                    if matched {
                         let row = row_key(METASTORE, &self.bucket);
                         self.phase =
                             CreateBucketPhase::ReadingExisting(ReadDoc::start(io, st, row)?);
@@ -403,14 +403,14 @@ pub struct DeleteBucketFlow {
 enum DeleteBucketPhase {
     /// The next page starts at this bound.
     Page(KeyBound),
-    Reading(Read),
+    Reading(ChildId),
     /// The page's rows being deleted.
     Deleting {
         rows: Vec<Row>,
-        bulk: Bulk,
+        bulk: ChildId,
     },
     /// The metastore row being deleted.
-    Metastore(Write),
+    Metastore(ChildId),
     Done,
 }
 
@@ -447,7 +447,7 @@ impl DeleteBucketFlow {
             _ => {
                 let row = row_key(METASTORE, &self.bucket);
                 let drop = vec![Mutation::DeleteFromRow];
-                DeleteBucketPhase::Metastore(Write::start(io, st, row, drop)?)
+                DeleteBucketPhase::Metastore(start_write(io, st, row, drop)?)
             }
         })
     }
@@ -470,13 +470,12 @@ impl Flow for DeleteBucketFlow {
                         RowFilter::CellsPerRowLimit(1),
                         RowFilter::StripValue,
                     ]);
-                    let read = Read::start(io, st, RowSet::range(range), filter, DROP_PAGE);
+                    let read = start_read(io, st, RowSet::range(range), filter, DROP_PAGE);
                     self.phase = DeleteBucketPhase::Reading(read);
                 }
                 DeleteBucketPhase::Reading(read) => {
-                    let rows =
-                        ready!(read.poll(io), self.phase => DeleteBucketPhase::Reading(read));
-                    let rows = rows.map_err(ObjmetaError::internal)?;
+                    let rows = ready!(io.rows_or_wait(read),
+                        self.phase => DeleteBucketPhase::Reading(read));
                     if rows.is_empty() {
                         self.phase = self.next_page(io, st, &rows)?;
                         continue;
@@ -488,13 +487,12 @@ impl Flow for DeleteBucketFlow {
                             mutations: vec![Mutation::DeleteFromRow],
                         })
                         .collect();
-                    let bulk = Bulk::start(io, st, entries);
+                    let bulk = start_bulk(io, st, entries);
                     self.phase = DeleteBucketPhase::Deleting { rows, bulk };
                 }
                 DeleteBucketPhase::Deleting { rows, bulk } => {
-                    let r = ready!(bulk.poll(io),
+                    ready!(io.written_or_wait(bulk),
                         self.phase => DeleteBucketPhase::Deleting { rows, bulk });
-                    r.map_err(ObjmetaError::internal)?;
                     let prefix_len = self.coll.len() + 1;
                     for r in &rows {
                         let key = String::from_utf8_lossy(r.key.get(prefix_len..).unwrap_or(&[]));
@@ -504,9 +502,7 @@ impl Flow for DeleteBucketFlow {
                     self.phase = self.next_page(io, st, &rows)?;
                 }
                 DeleteBucketPhase::Metastore(write) => {
-                    let r =
-                        ready!(write.poll(io), self.phase => DeleteBucketPhase::Metastore(write));
-                    r.map_err(ObjmetaError::internal)?;
+                    ready!(io.written(write), self.phase => DeleteBucketPhase::Metastore(write));
                     delete_event(io, METASTORE, &self.bucket, None);
                     st.uncache_vformat(&self.bucket);
                     return Ok(Some(self.deleted));
@@ -583,7 +579,7 @@ pub struct GetUuidFlow {
 enum GetUuidPhase {
     Start,
     Creating {
-        cas: Cas,
+        cas: ChildId,
         candidate: String,
         value: Json,
     },
@@ -623,7 +619,7 @@ impl Flow for GetUuidFlow {
                     };
                     let value = Json::str(candidate.as_str());
                     let rep = replace(&value, None);
-                    let cas = Cas::start(io, st, rk(), filters::exists(), vec![], rep)?;
+                    let cas = start_cas(io, st, rk(), filters::exists(), vec![], rep)?;
                     self.phase = GetUuidPhase::Creating {
                         cas,
                         candidate,
@@ -635,9 +631,9 @@ impl Flow for GetUuidFlow {
                     candidate,
                     value,
                 } => {
-                    let matched = ready!(cas.poll(io),
+                    let matched = ready!(io.matched(cas),
                         self.phase => GetUuidPhase::Creating { cas, candidate, value });
-                    if !matched.map_err(ObjmetaError::internal)? {
+                    if !matched {
                         put_event(io, INFOSTORE, UUID_KEY, &value);
                         return Ok(Some(candidate));
                     }

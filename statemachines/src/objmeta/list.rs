@@ -20,11 +20,12 @@ use rowkit_codec::objmeta::listing::{
 };
 use rowkit_codec::objmeta::range::RangeParams;
 
-use super::requests::{OmIo, P, latest_version_range, start_read, vformat_of};
+use super::documents::vformat_of;
+use super::requests::{OmIo, P, latest_version_range, start_read};
 use super::{ListObject, ObjmetaError, ObjmetaSchema, ObjmetaState};
-use crate::children::{ChildId, ChildOutput, owned_rows};
+use crate::RetryPolicy;
+use crate::children::ChildId;
 use crate::operation::{ContextArg, Flow, Operation, Start};
-use crate::{RetryPolicy, StoreError};
 
 /// Skipped entries in a row before the scan restarts at `skipping()`.
 const SKIP_STREAK: u32 = 100;
@@ -98,23 +99,12 @@ enum Stop {
     Failed(ObjmetaError),
 }
 
-/// A finished read's rows, or why there are none.
-fn finished(io: &mut OmIo, id: ChildId) -> Option<Result<Vec<Row>, Stop>> {
-    Some(match io.take(id)? {
-        Ok(ChildOutput::Rows(rows)) => Ok(owned_rows(rows)),
-        Err(e) => Err(stop(e)),
-        Ok(other) => Err(Stop::Failed(ObjmetaError::internal(alloc::format!(
-            "unexpected reply {other:?}"
-        )))),
-    })
-}
-
-fn stop(e: StoreError) -> Stop {
-    if e.code.is_retryable() {
-        Stop::Doomed
-    } else {
-        Stop::Failed(ObjmetaError::internal(e))
+/// A finished read's rows (`Ok(None)` while it runs), or why there are none.
+fn finished(io: &mut OmIo, id: ChildId) -> Result<Option<Vec<Row>>, Stop> {
+    if io.gave_up(id) {
+        return Err(Stop::Doomed);
     }
+    io.rows(id).map_err(Stop::Failed)
 }
 
 impl<'a> ListObject<'a> {
@@ -199,8 +189,8 @@ impl Scanner {
                 }
                 continue;
             }
-            if let Some(rows) = finished(io, scan.id) {
-                scan.buffer.extend(rows?);
+            if let Some(rows) = finished(io, scan.id)? {
+                scan.buffer.extend(rows);
                 scan.ended = true;
             }
         }
@@ -363,12 +353,12 @@ impl Flow for ListObjectFlow {
                     };
                 }
                 ListPhase::VFormat { params, read } => {
-                    let Some(rows) = finished(io, read) else {
-                        self.phase = ListPhase::VFormat { params, read };
-                        return Ok(None);
-                    };
-                    let rows = match rows {
-                        Ok(rows) => rows,
+                    let rows = match finished(io, read) {
+                        Ok(Some(rows)) => rows,
+                        Ok(None) => {
+                            self.phase = ListPhase::VFormat { params, read };
+                            return Ok(None);
+                        }
                         Err(Stop::Doomed) => {
                             self.phase = ListPhase::Doomed;
                             continue;
@@ -419,12 +409,12 @@ impl Flow for ListObjectFlow {
                         }
                         Err(Stop::Failed(e)) => return Err(e),
                     }
-                    let Some(rows) = finished(io, read) else {
-                        self.phase = ListPhase::Resolving { scanner, key, read };
-                        return Ok(None);
-                    };
-                    let rows = match rows {
-                        Ok(rows) => rows,
+                    let rows = match finished(io, read) {
+                        Ok(Some(rows)) => rows,
+                        Ok(None) => {
+                            self.phase = ListPhase::Resolving { scanner, key, read };
+                            return Ok(None);
+                        }
                         Err(Stop::Doomed) => {
                             self.phase = Self::doom(io, Some(&scanner), None);
                             continue;

@@ -15,9 +15,10 @@
 //! [`AsyncRepair`] at its `due` time. `cancel` and the deadline end every operation
 //! [`ObjmetaError::Aborted`].
 //!
-//! Each operation is an explicit flow (a struct with a phase enum, `object.rs`, `bucket.rs`,
-//! `list.rs`) over the sub-flows and request handles of `requests.rs`; every request runs in a
-//! child of the operation's [`Io`](crate::operation::Io).
+//! Each operation is an explicit flow (a struct with a phase enum, `object/`, `bucket.rs`,
+//! `list.rs`) over the document-level steps of `documents.rs` and the requests of
+//! `requests.rs`; every request runs in a child of the operation's
+//! [`Io`](crate::operation::Io) and its reply comes back through `Io`'s handles.
 //!
 //! ```
 //! use rowkit_codec::objmeta::json::Json;
@@ -41,6 +42,7 @@
 
 mod bucket;
 mod check;
+mod documents;
 mod list;
 mod object;
 mod requests;

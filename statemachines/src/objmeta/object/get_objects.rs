@@ -29,7 +29,7 @@ pub struct GetObjectsFlow {
 #[derive(Debug)]
 enum GetObjectsPhase {
     VFormat(BucketVFormat),
-    Reading { items: Items, read: Read },
+    Reading { items: Items, read: ChildId },
     Resolving(Items),
     Done,
 }
@@ -182,7 +182,7 @@ impl Flow for GetObjectsFlow {
                         row_keys: keys,
                         row_ranges: Vec::new(),
                     };
-                    let read = Read::start(io, st, rowset, filters::live_value(), 0);
+                    let read = start_read(io, st, rowset, filters::live_value(), 0);
                     let items = Items {
                         coll,
                         vf,
@@ -195,9 +195,8 @@ impl Flow for GetObjectsFlow {
                     self.phase = GetObjectsPhase::Reading { items, read };
                 }
                 GetObjectsPhase::Reading { mut items, read } => {
-                    let rows = ready!(read.poll(io),
+                    items.rows = ready!(io.rows_or_wait(read),
                         self.phase => GetObjectsPhase::Reading { items, read });
-                    items.rows = rows.map_err(ObjmetaError::internal)?;
                     self.phase = GetObjectsPhase::Resolving(items);
                 }
                 GetObjectsPhase::Resolving(mut items) => {

@@ -21,9 +21,12 @@ use rowkit_codec::objmeta::keys::{
     METASTORE, VFormat, collection_for_bucket, master_key, row_key, version_key,
 };
 
+use super::documents::{
+    BucketVFormat, Edit, InternalDelete, LatestVersion, Merge, ReadDoc, doc_of,
+};
 use super::requests::{
-    BucketVFormat, Cas, Edit, InternalDelete, LatestVersion, Merge, OmIo, P, Read, ReadDoc, Write,
-    delete_event, doc_of, put_event, put_event_text,
+    OmIo, P, delete_event, put_event, put_event_text, start_cas, start_cas_unchanged, start_read,
+    start_write,
 };
 use super::{
     AsyncRepair, DEFAULT_DEADLINE_US, DeleteObject, GetBucketAndObject, GetObject, GetObjects,
@@ -31,7 +34,8 @@ use super::{
     PutObject, REPAIR_DELAY_US, RepairTask, begin,
 };
 use crate::Timestamp;
-use crate::operation::{ContextArg, Flow, Operation, Start};
+use crate::children::ChildId;
+use crate::operation::{ContextArg, Flow, Operation, Start, settled};
 use crate::ready;
 
 /// Arsenal's put result naming version `vid`.

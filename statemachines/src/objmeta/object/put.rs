@@ -66,7 +66,7 @@ enum PutPhase {
     /// No version, or the null version: one replace of the master (`text`: the value's JSON
     /// text, for the change event).
     Master {
-        write: Write,
+        write: ChildId,
         t: Target,
         text: String,
         /// The version id written, if any.
@@ -128,7 +128,7 @@ impl PutObjectFlow {
                 let text = value.stringify();
                 let rep = replace_text(&value, &text, None);
                 PutPhase::Master {
-                    write: Write::start(io, st, t.m_row.clone(), rep)?,
+                    write: start_write(io, st, t.m_row.clone(), rep)?,
                     t,
                     text,
                     output: None,
@@ -140,7 +140,7 @@ impl PutObjectFlow {
                 let text = value.stringify();
                 let rep = replace_text(&value, &text, None);
                 PutPhase::Master {
-                    write: Write::start(io, st, t.m_row.clone(), rep)?,
+                    write: start_write(io, st, t.m_row.clone(), rep)?,
                     t,
                     text,
                     output: Some(vid),
@@ -219,9 +219,8 @@ impl PutObjectFlow {
                     text,
                     output,
                 } => {
-                    let r = ready!(write.poll(io),
+                    ready!(io.written(write),
                         self.phase => PutPhase::Master { write, t, text, output });
-                    r.map_err(ObjmetaError::internal)?;
                     put_event_text(io, &t.coll, &t.mk, text);
                     return Ok(Some(output));
                 }

@@ -26,14 +26,14 @@ enum VersionedPhase {
     /// The version inserted if absent (`vk` its Arsenal key).
     Version {
         vk: String,
-        cas: Cas,
+        cas: ChildId,
     },
     /// A v1 delete marker: the master dropped unless newer.
-    DropMaster(Cas),
+    DropMaster(ChildId),
     /// The master replaced unless newer.
     Master {
         inserted: bool,
-        cas: Cas,
+        cas: ChildId,
     },
     Done,
 }
@@ -72,42 +72,41 @@ impl Versioned {
         self.text = self.value.stringify();
         self.rep = replace_text(&self.value, &self.text, None);
         let rep = self.rep.clone();
-        let cas = Cas::start(io, st, v_row, filters::exists(), rep.clone(), rep)?;
+        let cas = start_cas(io, st, v_row, filters::exists(), rep.clone(), rep)?;
         Ok(VersionedPhase::Version { vk, cas })
     }
 
     pub(super) fn poll(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Option<String>> {
-        let internal = ObjmetaError::internal;
         loop {
             match core::mem::replace(&mut self.phase, VersionedPhase::Done) {
                 VersionedPhase::Version { vk, cas } => {
-                    let matched = ready!(cas.poll(io),
+                    let matched = ready!(io.matched(cas),
                         self.phase => VersionedPhase::Version { vk, cas });
-                    let inserted = !matched.map_err(internal)?;
+                    let inserted = !matched;
                     put_event_text(io, &self.t.coll, &vk, self.text.clone());
                     let m_row = self.t.m_row.clone();
                     let vid_le = filters::vid_le(&self.vid);
                     self.phase = if self.t.vf == VFormat::V1 && self.is_dm {
                         let drop = vec![Mutation::DeleteFromRow];
-                        VersionedPhase::DropMaster(Cas::start(io, st, m_row, vid_le, vec![], drop)?)
+                        VersionedPhase::DropMaster(start_cas(io, st, m_row, vid_le, vec![], drop)?)
                     } else {
                         let rep = core::mem::take(&mut self.rep);
-                        let cas = Cas::start(io, st, m_row, vid_le, vec![], rep)?;
+                        let cas = start_cas(io, st, m_row, vid_le, vec![], rep)?;
                         VersionedPhase::Master { inserted, cas }
                     };
                 }
                 VersionedPhase::DropMaster(cas) => {
                     let matched =
-                        ready!(cas.poll(io), self.phase => VersionedPhase::DropMaster(cas));
-                    if !matched.map_err(internal)? {
+                        ready!(io.matched(cas), self.phase => VersionedPhase::DropMaster(cas));
+                    if !matched {
                         delete_event(io, &self.t.coll, &self.t.mk, None);
                     }
                     return Ok(Some(Some(self.vid.clone())));
                 }
                 VersionedPhase::Master { inserted, cas } => {
-                    let matched = ready!(cas.poll(io),
+                    let matched = ready!(io.matched(cas),
                         self.phase => VersionedPhase::Master { inserted, cas });
-                    if !matched.map_err(internal)? {
+                    if !matched {
                         put_event_text(
                             io,
                             &self.t.coll,
@@ -156,14 +155,14 @@ enum ExplicitPhase {
     Write {
         master: bool,
         existed: bool,
-        write: Write,
+        write: ChildId,
     },
     /// A v1 delete marker of the current version: the master dropped if still `x`.
-    DropMaster(Cas),
+    DropMaster(ChildId),
     /// The master replaced if still `x`.
-    ReplaceMaster(Cas),
+    ReplaceMaster(ChildId),
     /// No master: one created unless a master of another version appeared.
-    CreateMaster(Cas),
+    CreateMaster(ChildId),
     Done,
 }
 
@@ -209,7 +208,7 @@ impl Explicit {
                     self.phase = ExplicitPhase::Write {
                         master,
                         existed: doc.is_some(),
-                        write: Write::start(io, st, self.v_row.clone(), rep)?,
+                        write: start_write(io, st, self.v_row.clone(), rep)?,
                     };
                 }
                 ExplicitPhase::Write {
@@ -217,7 +216,7 @@ impl Explicit {
                     existed,
                     write,
                 } => {
-                    let r = ready!(write.poll(io),
+                    let r = ready!(settled(io.written(write)),
                         self.phase => ExplicitPhase::Write { master, existed, write });
                     r.map_err(no_such_version)?;
                     put_event(io, &self.t.coll, &self.vk, &self.value);
@@ -228,42 +227,32 @@ impl Explicit {
                     let vid_eq = filters::vid_eq(&self.x);
                     self.phase = if self.t.vf == VFormat::V1 && self.is_dm {
                         let drop = vec![Mutation::DeleteFromRow];
-                        ExplicitPhase::DropMaster(Cas::start(io, st, m_row, vid_eq, drop, vec![])?)
+                        ExplicitPhase::DropMaster(start_cas(io, st, m_row, vid_eq, drop, vec![])?)
                     } else if master {
                         let rep = replace(&self.value, None);
-                        ExplicitPhase::ReplaceMaster(Cas::start(
-                            io,
-                            st,
-                            m_row,
-                            vid_eq,
-                            rep,
-                            vec![],
-                        )?)
+                        ExplicitPhase::ReplaceMaster(start_cas(io, st, m_row, vid_eq, rep, vec![])?)
                     } else {
                         let rep = replace(&self.value, None);
                         let other = filters::exists_and_not(vid_eq);
-                        ExplicitPhase::CreateMaster(Cas::start(io, st, m_row, other, vec![], rep)?)
+                        ExplicitPhase::CreateMaster(start_cas(io, st, m_row, other, vec![], rep)?)
                     };
                 }
                 ExplicitPhase::DropMaster(cas) => {
-                    let matched =
-                        ready!(cas.poll(io), self.phase => ExplicitPhase::DropMaster(cas));
+                    let matched = ready!(settled(io.matched(cas)), self.phase => ExplicitPhase::DropMaster(cas));
                     if matched.map_err(no_such_version)? {
                         delete_event(io, &self.t.coll, &self.t.mk, None);
                     }
                     return Ok(Some(Some(self.x.clone())));
                 }
                 ExplicitPhase::ReplaceMaster(cas) => {
-                    let matched =
-                        ready!(cas.poll(io), self.phase => ExplicitPhase::ReplaceMaster(cas));
+                    let matched = ready!(settled(io.matched(cas)), self.phase => ExplicitPhase::ReplaceMaster(cas));
                     if matched.map_err(no_such_version)? {
                         put_event(io, &self.t.coll, &self.t.mk, &self.value);
                     }
                     return Ok(Some(Some(self.x.clone())));
                 }
                 ExplicitPhase::CreateMaster(cas) => {
-                    let matched =
-                        ready!(cas.poll(io), self.phase => ExplicitPhase::CreateMaster(cas));
+                    let matched = ready!(settled(io.matched(cas)), self.phase => ExplicitPhase::CreateMaster(cas));
                     if matched.map_err(no_such_version)? {
                         return Err(ObjmetaError::internal("concurrent put of the same version"));
                     }
@@ -288,10 +277,10 @@ pub(super) struct RepairMaster {
 
 #[derive(Debug)]
 enum RepairMasterPhase {
-    Version(Write),
+    Version(ChildId),
     Latest(LatestVersion),
-    DropMaster(Cas),
-    ReplaceMaster { cas: Cas, latest: Json },
+    DropMaster(ChildId),
+    ReplaceMaster { cas: ChildId, latest: Json },
     Done,
 }
 
@@ -304,7 +293,7 @@ impl RepairMaster {
         value: Json,
     ) -> Result<RepairMaster, ObjmetaError> {
         let (vk, v_row) = t.version(&x);
-        let write = Write::start(io, st, v_row, replace(&value, None))?;
+        let write = start_write(io, st, v_row, replace(&value, None))?;
         Ok(RepairMaster {
             t,
             vk,
@@ -322,12 +311,10 @@ impl RepairMaster {
     }
 
     pub(super) fn poll(&mut self, io: &mut OmIo, st: &ObjmetaState) -> P<Option<String>> {
-        let internal = ObjmetaError::internal;
         loop {
             match core::mem::replace(&mut self.phase, RepairMasterPhase::Done) {
                 RepairMasterPhase::Version(write) => {
-                    let r = ready!(write.poll(io), self.phase => RepairMasterPhase::Version(write));
-                    r.map_err(internal)?;
+                    ready!(io.written(write), self.phase => RepairMasterPhase::Version(write));
                     put_event(io, &self.t.coll, &self.vk, &self.value);
                     let t = &self.t;
                     let latest = LatestVersion::start(io, st, &t.coll, t.vf, &t.key);
@@ -345,27 +332,27 @@ impl RepairMaster {
                     self.phase =
                         if self.t.vf == VFormat::V1 && latest.member_truthy("isDeleteMarker") {
                             let drop = vec![Mutation::DeleteFromRow];
-                            let cas = Cas::start(io, st, m_row, filters::vid_ge(l), drop, vec![])?;
+                            let cas = start_cas(io, st, m_row, filters::vid_ge(l), drop, vec![])?;
                             RepairMasterPhase::DropMaster(cas)
                         } else {
                             let newer = filters::exists_and_not(filters::vid_ge(l));
                             let rep = replace(&latest, None);
-                            let cas = Cas::start(io, st, m_row, newer, vec![], rep)?;
+                            let cas = start_cas(io, st, m_row, newer, vec![], rep)?;
                             RepairMasterPhase::ReplaceMaster { cas, latest }
                         };
                 }
                 RepairMasterPhase::DropMaster(cas) => {
                     let matched =
-                        ready!(cas.poll(io), self.phase => RepairMasterPhase::DropMaster(cas));
-                    if matched.map_err(internal)? {
+                        ready!(io.matched(cas), self.phase => RepairMasterPhase::DropMaster(cas));
+                    if matched {
                         delete_event(io, &self.t.coll, &self.t.mk, None);
                     }
                     return Ok(Some(self.output()));
                 }
                 RepairMasterPhase::ReplaceMaster { cas, latest } => {
-                    let matched = ready!(cas.poll(io),
+                    let matched = ready!(io.matched(cas),
                         self.phase => RepairMasterPhase::ReplaceMaster { cas, latest });
-                    if !matched.map_err(internal)? {
+                    if !matched {
                         put_event(io, &self.t.coll, &self.t.mk, &latest);
                     }
                     return Ok(Some(self.output()));
@@ -389,7 +376,7 @@ pub(super) struct Oplog {
 #[derive(Debug)]
 enum OplogPhase {
     Reading(ReadDoc),
-    Replacing { cas: Cas, pre: Json },
+    Replacing { cas: ChildId, pre: Json },
     Done,
 }
 
@@ -419,8 +406,13 @@ impl Oplog {
                         return Err(ObjmetaError::internal("NoSuchKey"));
                     };
                     let rep = replace(&self.value, None);
-                    let cas =
-                        Cas::unchanged(io, st, self.t.m_row.clone(), doc.hash.as_deref(), rep)?;
+                    let cas = start_cas_unchanged(
+                        io,
+                        st,
+                        self.t.m_row.clone(),
+                        doc.hash.as_deref(),
+                        rep,
+                    )?;
                     self.phase = OplogPhase::Replacing {
                         cas,
                         pre: doc.value,
@@ -428,8 +420,8 @@ impl Oplog {
                 }
                 OplogPhase::Replacing { cas, mut pre } => {
                     let matched =
-                        ready!(cas.poll(io), self.phase => OplogPhase::Replacing { cas, pre });
-                    if !matched.map_err(ObjmetaError::internal)? {
+                        ready!(io.matched(cas), self.phase => OplogPhase::Replacing { cas, pre });
+                    if !matched {
                         let read = ReadDoc::start(io, st, self.t.m_row.clone())?;
                         self.phase = OplogPhase::Reading(read);
                         continue;

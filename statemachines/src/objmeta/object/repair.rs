@@ -42,7 +42,7 @@ enum RepairPhase {
     Sleeping,
     Latest(LatestVersion),
     Write {
-        cas: Cas,
+        cas: ChildId,
         mk: String,
         latest: Json,
     },
@@ -115,19 +115,19 @@ impl Flow for AsyncRepairFlow {
                     let row = row_key(collection_for_bucket(&t.bucket), &mk);
                     let moved = filters::exists_and_not(filters::phd_is(&t.phd_version_id));
                     let rep = replace(&latest, None);
-                    let Ok(cas) = Cas::start(io, st, row, moved, vec![], rep) else {
+                    let Ok(cas) = start_cas(io, st, row, moved, vec![], rep) else {
                         return Ok(Some(RepairOutcome::Failed));
                     };
                     self.phase = RepairPhase::Write { cas, mk, latest };
                 }
                 RepairPhase::Write { cas, mk, latest } => {
-                    let matched = match cas.poll(io) {
+                    let matched = match io.matched::<ObjmetaError>(cas) {
                         Ok(None) => {
                             self.phase = RepairPhase::Write { cas, mk, latest };
                             return Ok(None);
                         }
-                        Ok(Some(Ok(m))) => m,
-                        Ok(Some(Err(_))) | Err(_) => return Ok(Some(RepairOutcome::Failed)),
+                        Ok(Some(m)) => m,
+                        Err(_) => return Ok(Some(RepairOutcome::Failed)),
                     };
                     if matched {
                         return Ok(Some(RepairOutcome::Conflict));
