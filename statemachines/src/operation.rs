@@ -339,6 +339,15 @@ impl<E> Io<E> {
         self.children.spawn(Child::Unary(Unary::new(request)))
     }
 
+    /// Sends a request once like [`Io::unary`], cut at `deadline` with `DEADLINE_EXCEEDED`
+    /// when unanswered by then (its child's timer wakes the operation): for a schema whose
+    /// requests carry deadlines of their own (`spec/mounttable.md` §17). Read its reply with
+    /// the same handles ([`Io::matched`], [`Io::written`], [`Io::modified_row`]).
+    pub fn unary_until(&mut self, request: Request, deadline: Timestamp) -> ChildId {
+        self.children
+            .spawn(Child::Unary(Unary::until(request, deadline)))
+    }
+
     /// Starts a single-row write (nested [`MutateRow`], retried only when idempotent).
     pub fn mutate_row(&mut self, request: MutateRowRequest) -> ChildId {
         let seed = self.rng.next_u64();
@@ -909,6 +918,58 @@ mod tests {
         assert_eq!(m.result(), Some(Ok(())));
         drop(m);
         assert_eq!(log, ["released"]);
+    }
+
+    /// Writes one row with a request deadline of its own, read through [`Io::written`].
+    struct WriteUntil(Timestamp, Option<ChildId>);
+    impl Flow for WriteUntil {
+        type Schema = Toy;
+        type Output = ();
+        fn advance(&mut self, io: &mut Io<u32>, _: &mut Vec<&'static str>) -> Progress<(), Toy> {
+            let deadline = self.0;
+            let id = *self.1.get_or_insert_with(|| {
+                io.unary_until(
+                    Request::MutateRow(MutateRowRequest {
+                        table: "t".into(),
+                        app_profile_id: String::new(),
+                        row_key: b"r".to_vec(),
+                        mutations: vec![Mutation::DeleteFromRow],
+                    }),
+                    deadline,
+                )
+            });
+            io.written(id)
+        }
+    }
+
+    #[test]
+    fn a_request_deadline_cuts_only_an_unanswered_request() {
+        let budget = Budget::until(Timestamp(1_000));
+        let start = |log| {
+            let flow = WriteUntil(Timestamp(50), None);
+            Operation::start(ContextArg::owned(log), Timestamp(10), 1, budget, flow)
+        };
+        let mut m = start(Vec::new());
+        let (tag, _) = m.poll_request().unwrap();
+        assert_eq!(
+            m.poll_timeout(),
+            Some(Timestamp(50)),
+            "the request's deadline"
+        );
+        m.handle_timeout(Timestamp(49));
+        assert_eq!(m.result(), None);
+        m.handle_timeout(Timestamp(50));
+        assert_eq!(m.poll_abort(), Some(tag), "the cut request is aborted");
+        assert_eq!(m.result(), Some(Err(ToyError("store"))));
+
+        let mut m = start(Vec::new());
+        let (tag, _) = m.poll_request().unwrap();
+        m.handle_response(tag, Ok(Response::MutateRow), Timestamp(50));
+        assert_eq!(
+            m.result(),
+            Some(Ok(())),
+            "answered in time, even at the deadline"
+        );
     }
 
     #[test]

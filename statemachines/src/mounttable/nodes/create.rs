@@ -13,8 +13,10 @@ use rowkit_codec::mounttable::{
 use super::increment::Increment;
 use super::outcome_unknown;
 use super::stale_refs;
+use crate::children::ChildId;
 use crate::mounttable::calls::{
-    Cam, Half, MtIo, Node, NodeRead, Occ, Progress, Put, check_deadline, delete_column, ended, warn,
+    Half, MtIo, Node, NodeRead, Occ, Progress, cam, check_deadline, delete_column, ended, put_node,
+    warn,
 };
 use crate::mounttable::{MtError, MtRun};
 use crate::operation::settled;
@@ -35,7 +37,7 @@ pub(in crate::mounttable) struct CreateRow {
 #[derive(Debug)]
 pub(in crate::mounttable) enum CreateRowPhase {
     Counting(Increment),
-    Writing(Cam),
+    Writing(ChildId),
     /// The row was not written (`error`): the count is being undone.
     Uncounting {
         undo: Increment,
@@ -108,11 +110,11 @@ impl CreateRow {
                         ),
                     ];
                     let key = codec::row_key(&self.name);
-                    self.phase =
-                        P::Writing(Cam::start(io, ctx, key, predicate, mutations, self.half));
+                    self.phase = P::Writing(cam(io, ctx, key, predicate, mutations, self.half));
                 }
-                P::Writing(mut cam) => {
-                    let error = match ready!(settled(cam.poll(io)), self.phase => P::Writing(cam)) {
+                P::Writing(cam) => {
+                    let error = match ready!(settled(io.matched(cam)), self.phase => P::Writing(cam))
+                    {
                         Ok(false) => return Ok(Some(())),
                         Ok(true) => MtError::ConcurrentAccess,
                         // rowkit fix: the row may exist (its answer was lost). Keep the count,
@@ -162,10 +164,10 @@ pub(in crate::mounttable) enum CreateChildPhase {
     CreatingRow(CreateRow),
     /// The row was not created (`error`): the reference is being taken back.
     RollingBack {
-        put: Put,
+        put: ChildId,
         error: MtError,
     },
-    DroppingStale(Put),
+    DroppingStale(ChildId),
     ReadingBack(NodeRead),
     /// The new node is read back; is it still linked?
     Linking {
@@ -256,7 +258,7 @@ impl CreateChild {
                             return Err(error);
                         }
                         let undo = vec![delete_column(FAMILY_CHILDREN, &self.qualifier)];
-                        let put = Put::node(io, ctx, &self.parent.name, undo, Half::First);
+                        let put = put_node(io, ctx, &self.parent.name, undo, Half::First);
                         self.phase = P::RollingBack { put, error };
                         continue;
                     }
@@ -264,20 +266,19 @@ impl CreateChild {
                     self.phase = if stale.is_empty() {
                         P::ReadingBack(NodeRead::start(io, ctx, &self.child_name))
                     } else {
-                        P::DroppingStale(Put::node(io, ctx, &self.parent.name, stale, Half::First))
+                        P::DroppingStale(put_node(io, ctx, &self.parent.name, stale, Half::First))
                     };
                 }
-                P::RollingBack { mut put, error } => {
-                    if let Err(w) =
-                        ready!(settled(put.poll(io)), self.phase => P::RollingBack { put, error })
+                P::RollingBack { put, error } => {
+                    if let Err(w) = ready!(settled(io.written(put)), self.phase => P::RollingBack { put, error })
                     {
                         warn(io, "roll back child reference", w);
                     }
                     return Err(error);
                 }
-                P::DroppingStale(mut put) => {
+                P::DroppingStale(put) => {
                     if let Err(w) =
-                        ready!(settled(put.poll(io)), self.phase => P::DroppingStale(put))
+                        ready!(settled(io.written(put)), self.phase => P::DroppingStale(put))
                     {
                         warn(io, "delete stale child references", w);
                     }
@@ -339,7 +340,7 @@ pub(in crate::mounttable) enum LinkPhase {
     Relinking(Occ),
     /// The parent is gone: our row goes, then its reference, then its count.
     RemovingOrphan(Occ),
-    UnreferencingOrphan(Put),
+    UnreferencingOrphan(ChildId),
     UncountingOrphan(Increment),
     Done,
 }
@@ -418,12 +419,12 @@ impl EnsureLinked {
                     // (`Walk`): its reference goes with the row.
                     let qualifier = codec::child_qualifier(&self.id, &self.child);
                     let unref = vec![delete_column(FAMILY_CHILDREN, &qualifier)];
-                    let put = Put::node(io, ctx, &self.parent_name, unref, Half::First);
+                    let put = put_node(io, ctx, &self.parent_name, unref, Half::First);
                     self.phase = P::UnreferencingOrphan(put);
                 }
-                P::UnreferencingOrphan(mut put) => {
+                P::UnreferencingOrphan(put) => {
                     if let Err(e) =
-                        ready!(settled(put.poll(io)), self.phase => P::UnreferencingOrphan(put))
+                        ready!(settled(io.written(put)), self.phase => P::UnreferencingOrphan(put))
                     {
                         warn(io, "remove the reference of an orphaned new child", e);
                     }
