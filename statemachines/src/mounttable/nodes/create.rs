@@ -10,6 +10,7 @@ use rowkit_codec::mounttable::{
     self as codec, CounterKind, FAMILY_CHILDREN, FAMILY_META, MARKER_VALUE, Permissions,
 };
 
+use super::counted::{CountedWrite, NodeWrite};
 use super::increment::Increment;
 use super::outcome_unknown;
 use super::stale_refs;
@@ -24,27 +25,7 @@ use crate::ready;
 
 /// §10.2: count the node, then write the row only if it has no creator yet; undo the count if
 /// the row exists or the write fails.
-#[derive(Debug)]
-pub(in crate::mounttable) struct CreateRow {
-    name: String,
-    perms: Permissions,
-    creator: String,
-    id: Vec<u8>,
-    half: Half,
-    phase: CreateRowPhase,
-}
-
-#[derive(Debug)]
-pub(in crate::mounttable) enum CreateRowPhase {
-    Counting(Increment),
-    Writing(ChildId),
-    /// The row was not written (`error`): the count is being undone.
-    Uncounting {
-        undo: Increment,
-        error: MtError,
-    },
-    Done,
-}
+pub(in crate::mounttable) type CreateRow = CountedWrite<NewRow>;
 
 impl CreateRow {
     pub(in crate::mounttable) fn new(
@@ -60,82 +41,68 @@ impl CreateRow {
         } else {
             creator
         };
-        CreateRow {
+        let count = Increment::new(CounterKind::Nodes, creator, 1, limit, half);
+        let row = NewRow {
             name: name.into(),
             perms: perms.clone(),
             creator: creator.into(),
             id: id.to_vec(),
             half,
-            phase: CreateRowPhase::Counting(Increment::new(
-                CounterKind::Nodes,
-                creator,
-                1,
-                limit,
-                half,
-            )),
+        };
+        CountedWrite::start(count, row)
+    }
+}
+
+/// The write of §10.2: the node row, only if it has no creator yet.
+#[derive(Debug)]
+pub(in crate::mounttable) struct NewRow {
+    name: String,
+    perms: Permissions,
+    creator: String,
+    id: Vec<u8>,
+    half: Half,
+}
+
+impl NodeWrite for NewRow {
+    type Output = ();
+    type Call = ChildId;
+
+    fn send(&mut self, io: &mut MtIo, ctx: &MtRun) -> ChildId {
+        let version = codec::format_version((io.next_seed() >> 32) as u32);
+        let predicate = RowFilter::Chain(vec![
+            RowFilter::FamilyNameRegex(FAMILY_META.into()),
+            RowFilter::ColumnQualifierRegex(codec::QUAL_CREATOR.to_vec()),
+        ]);
+        let ts = Timestamp::SERVER_TIME;
+        let json = codec::encode_permissions(&self.perms);
+        let mutations = vec![
+            Mutation::set_cell(FAMILY_META, codec::QUAL_ID, ts, self.id.as_slice()),
+            Mutation::set_cell(
+                FAMILY_META,
+                codec::QUAL_CREATOR,
+                ts,
+                self.creator.as_bytes(),
+            ),
+            Mutation::set_cell(FAMILY_META, codec::QUAL_PERMS, ts, json.as_slice()),
+            Mutation::set_cell(FAMILY_META, codec::QUAL_VERSION, ts, version.as_bytes()),
+        ];
+        let key = codec::row_key(&self.name);
+        cam(io, ctx, key, predicate, mutations, self.half)
+    }
+
+    /// The row is written unless the predicate (a creator) matched.
+    fn poll(&mut self, call: &mut ChildId, io: &mut MtIo) -> Progress<()> {
+        if ready!(io.matched(*call)) {
+            Err(MtError::ConcurrentAccess)
+        } else {
+            Ok(Some(()))
         }
     }
 
-    pub(in crate::mounttable) fn advance(
-        &mut self,
-        io: &mut MtIo,
-        ctx: &mut MtRun,
-    ) -> Progress<()> {
-        use CreateRowPhase as P;
-        loop {
-            match mem::replace(&mut self.phase, P::Done) {
-                P::Counting(mut inc) => {
-                    ready!(inc.advance(io, ctx), self.phase => P::Counting(inc));
-                    let version = codec::format_version((io.next_seed() >> 32) as u32);
-                    let predicate = RowFilter::Chain(vec![
-                        RowFilter::FamilyNameRegex(FAMILY_META.into()),
-                        RowFilter::ColumnQualifierRegex(codec::QUAL_CREATOR.to_vec()),
-                    ]);
-                    let ts = Timestamp::SERVER_TIME;
-                    let json = codec::encode_permissions(&self.perms);
-                    let mutations = vec![
-                        Mutation::set_cell(FAMILY_META, codec::QUAL_ID, ts, self.id.as_slice()),
-                        Mutation::set_cell(
-                            FAMILY_META,
-                            codec::QUAL_CREATOR,
-                            ts,
-                            self.creator.as_bytes(),
-                        ),
-                        Mutation::set_cell(FAMILY_META, codec::QUAL_PERMS, ts, json.as_slice()),
-                        Mutation::set_cell(
-                            FAMILY_META,
-                            codec::QUAL_VERSION,
-                            ts,
-                            version.as_bytes(),
-                        ),
-                    ];
-                    let key = codec::row_key(&self.name);
-                    self.phase = P::Writing(cam(io, ctx, key, predicate, mutations, self.half));
-                }
-                P::Writing(cam) => {
-                    let error = match ready!(settled(io.matched(cam)), self.phase => P::Writing(cam))
-                    {
-                        Ok(false) => return Ok(Some(())),
-                        Ok(true) => MtError::ConcurrentAccess,
-                        // rowkit fix: the row may exist (its answer was lost). Keep the count,
-                        // as for a row that does: a stale counter is tolerated and fsck
-                        // recounts.
-                        Err(e) if outcome_unknown(&e) => return Err(e),
-                        Err(e) => e,
-                    };
-                    let undo = Increment::new(CounterKind::Nodes, &self.creator, -1, 0, self.half);
-                    self.phase = P::Uncounting { undo, error };
-                }
-                P::Uncounting { mut undo, error } => {
-                    let r = ready!(settled(undo.advance(io, ctx)), self.phase => P::Uncounting { undo, error });
-                    if let Err(w) = r {
-                        warn(io, "undo node counter", w);
-                    }
-                    return Err(error);
-                }
-                P::Done => return Err(ended()),
-            }
-        }
+    /// rowkit fix: the row may exist (its answer was lost). Keep the count, as for a row that
+    /// does: a stale counter is tolerated and fsck recounts.
+    fn keeps_count(&self, error: &MtError) -> bool {
+        outcome_unknown(error)
     }
 }
 
@@ -428,8 +395,7 @@ impl EnsureLinked {
                     {
                         warn(io, "remove the reference of an orphaned new child", e);
                     }
-                    let undo =
-                        Increment::new(CounterKind::Nodes, &self.node.creator, -1, 0, Half::First);
+                    let undo = Increment::unlimited(CounterKind::Nodes, &self.node.creator, -1);
                     self.phase = P::UncountingOrphan(undo);
                 }
                 P::UncountingOrphan(mut undo) => {

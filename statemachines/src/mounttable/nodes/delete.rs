@@ -115,22 +115,18 @@ impl Delete {
                     ready!(io.written(put), self.phase => P::Unreferenced(put));
                     let servers =
                         (self.node.servers.len() + self.node.expired_servers.len()) as i64;
-                    self.phase = P::ServersUncounted(Increment::new(
+                    self.phase = P::ServersUncounted(Increment::unlimited(
                         CounterKind::Servers,
                         &self.node.creator,
                         -servers,
-                        0,
-                        Half::First,
                     ));
                 }
                 P::ServersUncounted(mut undo) => {
                     ready!(undo.advance(io, ctx), self.phase => P::ServersUncounted(undo));
-                    self.phase = P::NodeUncounted(Increment::new(
+                    self.phase = P::NodeUncounted(Increment::unlimited(
                         CounterKind::Nodes,
                         &self.node.creator,
                         -1,
-                        0,
-                        Half::First,
                     ));
                 }
                 P::NodeUncounted(mut undo) => {
@@ -276,12 +272,10 @@ impl Gc {
                         return self.done(Err(e));
                     }
                     let n = self.node.expired_servers.len() as i64;
-                    self.phase = P::UncountingExpired(Increment::new(
+                    self.phase = P::UncountingExpired(Increment::unlimited(
                         CounterKind::Servers,
                         &self.node.creator,
                         -n,
-                        0,
-                        Half::First,
                     ));
                 }
                 P::UncountingExpired(mut undo) => {

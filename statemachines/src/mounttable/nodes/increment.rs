@@ -50,6 +50,37 @@ impl Increment {
         }
     }
 
+    /// `delta` on a creator's counter with no limit, in the first half (an uncount or a
+    /// correction).
+    pub(in crate::mounttable) fn unlimited(
+        kind: CounterKind,
+        creator: &str,
+        delta: i64,
+    ) -> Increment {
+        Increment::new(kind, creator, delta, 0, Half::First)
+    }
+
+    /// The increment that takes this one back: `-delta` on the same counter, no limit, in the
+    /// same half.
+    pub(in crate::mounttable) fn undo(&self) -> Increment {
+        Increment {
+            key: self.key.clone(),
+            kind: self.kind,
+            delta: -self.delta,
+            limit: 0,
+            half: self.half,
+            phase: IncrementPhase::Start,
+        }
+    }
+
+    /// The step a failed undo of this counter is warned about as.
+    pub(in crate::mounttable) fn undo_step(&self) -> &'static str {
+        match self.kind {
+            CounterKind::Nodes => "undo node counter",
+            CounterKind::Servers => "undo server counter",
+        }
+    }
+
     pub(in crate::mounttable) fn advance(
         &mut self,
         io: &mut MtIo,

@@ -246,7 +246,7 @@ impl FsckFlow {
         let (key, value) = counters.get(at)?;
         let (kind, creator) = codec::decode_counter_row_key(key)?;
         let creator = String::from_utf8_lossy(creator).into_owned();
-        let count = Increment::new(kind, &creator, *value, 0, Half::First);
+        let count = Increment::unlimited(kind, &creator, *value);
         Some(FsckPhase::Counted {
             count,
             counters,
