@@ -162,8 +162,8 @@
 //!
 //! The triple store and the trace store follow the dialect in full. The mount table does too
 //! (its flows check its [`Start`](operation::Start)'s deadline at the points its spec names
-//! rather than through the operation's budget, and its writes carry request deadlines of their
-//! own, so its request steps wrap [`operation::Io`]'s handles). Object metadata follows it
+//! rather than through the operation's budget, and its requests carry deadlines of their own:
+//! [`operation::Io::read_rows_until`], [`operation::Io::unary_until`]). Object metadata follows it
 //! except that its flows still read replies with typed request handles of their own
 //! (`objmeta/requests.rs`: a read or batch that no retry fits before the deadline waits for the
 //! deadline, `objmeta.md` 16.3, and a case-3 write maps its store error to `NoSuchVersion`).

@@ -92,6 +92,7 @@
 //! ```
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
@@ -435,6 +436,18 @@ impl<E> Io<E> {
     /// The rows of read `id`, owned, once it finished.
     pub fn rows<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<Vec<Row>>, Err> {
         self.reply(id, rows_reply)
+    }
+
+    /// The rows of read `id` once it finished, shared as the read produced them (a row a cache
+    /// handed over is not copied): for a flow that keeps or caches what it decodes.
+    pub fn shared_rows<Err: OperationError>(
+        &mut self,
+        id: ChildId,
+    ) -> Result<Option<Vec<Arc<Row>>>, Err> {
+        self.reply(id, |output| match output {
+            ChildOutput::Rows(rows) => Ok(rows),
+            other => Err(other),
+        })
     }
 
     /// Hands every row read `id` has produced so far to `each`, in key order; `Some(())` once

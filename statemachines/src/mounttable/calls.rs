@@ -22,8 +22,8 @@ use rowkit_codec::model::{
 use rowkit_codec::mounttable::{self as codec, FAMILY_COUNTER, NodeRow, QUAL_COUNTER};
 
 use super::{MtError, MtEvent, MtRun, Nodes};
-use crate::children::{ChildId, ChildOutput};
-use crate::operation::{Io, OperationError};
+use crate::children::ChildId;
+use crate::operation::Io;
 use crate::ready;
 use crate::{
     CheckAndMutateRowRequest, MutateRowRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
@@ -123,16 +123,6 @@ fn read(io: &mut MtIo, ctx: &MtRun, request: ReadRowsRequest) -> ChildId {
     io.read_rows_until(request, deadline)
 }
 
-/// A read's rows once it has finished, as shared.
-fn rows(io: &mut MtIo, child: ChildId) -> Progress<Vec<Arc<Row>>> {
-    match io.take(child) {
-        None => Ok(None),
-        Some(Ok(ChildOutput::Rows(rows))) => Ok(Some(rows)),
-        Some(Ok(other)) => Err(MtError::unexpected(&other)),
-        Some(Err(e)) => Err(MtError::store(e)),
-    }
-}
-
 /// Starts a scan (`ReadRows`, merged, resumed and retried by its child until its request
 /// deadline); read it with [`Io::rows`].
 pub(super) fn scan(
@@ -176,7 +166,7 @@ impl NodeRead {
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<Option<Node>> {
-        let rows = ready!(rows(io, self.child));
+        let rows = ready!(io.shared_rows(self.child));
         decode_node(rows, &self.nodes, io.now()).map(Some)
     }
 }

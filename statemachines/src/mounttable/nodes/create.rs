@@ -237,7 +237,9 @@ impl CreateChild {
                     };
                 }
                 P::RollingBack { put, error } => {
-                    if let Err(w) = ready!(settled(io.written(put)), self.phase => P::RollingBack { put, error })
+                    let written = io.written(put);
+                    if let Err(w) =
+                        ready!(settled(written), self.phase => P::RollingBack { put, error })
                     {
                         warn(io, "roll back child reference", w);
                     }
