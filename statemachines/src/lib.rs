@@ -161,12 +161,12 @@
 //! assert_eq!((error.id(), error.to_string()), (ABORTED_ID, ABORTED_MESSAGE.to_string()));
 //! ```
 //!
-//! The triple store, the trace store and object metadata follow the dialect in full (object
-//! metadata reads with `rows_or_wait` and `written_or_wait`, the handles of its rule that a
-//! read or batch no retry fits before the deadline waits for it, `objmeta.md` 16.3). The
-//! mount table does too (its flows check its [`Start`](operation::Start)'s deadline at the
-//! points its spec names rather than through the operation's budget, and its writes carry
-//! request deadlines of their own, so its request steps wrap [`operation::Io`]'s handles).
+//! All four schemas follow the dialect in full. Object metadata reads with `rows_or_wait` and
+//! `written_or_wait`, the handles of its rule that a read or batch no retry fits before the
+//! deadline waits for it (`objmeta.md` 16.3). The mount table checks its
+//! [`Start`](operation::Start)'s deadline at the points its spec names rather than through the
+//! operation's budget, and its requests carry deadlines of their own
+//! ([`operation::Io::read_rows_until`], [`operation::Io::unary_until`]).
 #![no_std]
 #![forbid(unsafe_code)]
 #![cfg_attr(test, allow(clippy::unwrap_used))]

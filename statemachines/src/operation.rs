@@ -92,6 +92,7 @@
 //! ```
 
 use alloc::collections::VecDeque;
+use alloc::sync::Arc;
 use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
@@ -339,6 +340,15 @@ impl<E> Io<E> {
         self.children.spawn(Child::Unary(Unary::new(request)))
     }
 
+    /// Sends a request once like [`Io::unary`], cut at `deadline` with `DEADLINE_EXCEEDED`
+    /// when unanswered by then (its child's timer wakes the operation): for a schema whose
+    /// requests carry deadlines of their own (`spec/mounttable.md` §17). Read its reply with
+    /// the same handles ([`Io::matched`], [`Io::written`], [`Io::modified_row`]).
+    pub fn unary_until(&mut self, request: Request, deadline: Timestamp) -> ChildId {
+        self.children
+            .spawn(Child::Unary(Unary::until(request, deadline)))
+    }
+
     /// Starts a single-row write (nested [`MutateRow`], retried only when idempotent).
     pub fn mutate_row(&mut self, request: MutateRowRequest) -> ChildId {
         let seed = self.rng.next_u64();
@@ -426,6 +436,18 @@ impl<E> Io<E> {
     /// The rows of read `id`, owned, once it finished.
     pub fn rows<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<Vec<Row>>, Err> {
         self.reply(id, rows_reply)
+    }
+
+    /// The rows of read `id` once it finished, shared as the read produced them (a row a cache
+    /// handed over is not copied): for a flow that keeps or caches what it decodes.
+    pub fn shared_rows<Err: OperationError>(
+        &mut self,
+        id: ChildId,
+    ) -> Result<Option<Vec<Arc<Row>>>, Err> {
+        self.reply(id, |output| match output {
+            ChildOutput::Rows(rows) => Ok(rows),
+            other => Err(other),
+        })
     }
 
     /// Hands every row read `id` has produced so far to `each`, in key order; `Some(())` once
@@ -999,6 +1021,58 @@ mod tests {
         let not_found = StoreError::new(crate::Code::NotFound, "no table");
         let mut m = read_failing_with(&mut log, not_found);
         assert_eq!(m.result(), Some(Err(ToyError("store"))));
+    }
+
+    /// Writes one row with a request deadline of its own, read through [`Io::written`].
+    struct WriteUntil(Timestamp, Option<ChildId>);
+    impl Flow for WriteUntil {
+        type Schema = Toy;
+        type Output = ();
+        fn advance(&mut self, io: &mut Io<u32>, _: &mut Vec<&'static str>) -> Progress<(), Toy> {
+            let deadline = self.0;
+            let id = *self.1.get_or_insert_with(|| {
+                io.unary_until(
+                    Request::MutateRow(MutateRowRequest {
+                        table: "t".into(),
+                        app_profile_id: String::new(),
+                        row_key: b"r".to_vec(),
+                        mutations: vec![Mutation::DeleteFromRow],
+                    }),
+                    deadline,
+                )
+            });
+            io.written(id)
+        }
+    }
+
+    #[test]
+    fn a_request_deadline_cuts_only_an_unanswered_request() {
+        let budget = Budget::until(Timestamp(1_000));
+        let start = |log| {
+            let flow = WriteUntil(Timestamp(50), None);
+            Operation::start(ContextArg::owned(log), Timestamp(10), 1, budget, flow)
+        };
+        let mut m = start(Vec::new());
+        let (tag, _) = m.poll_request().unwrap();
+        assert_eq!(
+            m.poll_timeout(),
+            Some(Timestamp(50)),
+            "the request's deadline"
+        );
+        m.handle_timeout(Timestamp(49));
+        assert_eq!(m.result(), None);
+        m.handle_timeout(Timestamp(50));
+        assert_eq!(m.poll_abort(), Some(tag), "the cut request is aborted");
+        assert_eq!(m.result(), Some(Err(ToyError("store"))));
+
+        let mut m = start(Vec::new());
+        let (tag, _) = m.poll_request().unwrap();
+        m.handle_response(tag, Ok(Response::MutateRow), Timestamp(50));
+        assert_eq!(
+            m.result(),
+            Some(Ok(())),
+            "answered in time, even at the deadline"
+        );
     }
 
     #[test]

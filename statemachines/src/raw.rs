@@ -29,6 +29,10 @@ pub struct SendOnce<A: Answer> {
     answer: A,
     outcome: Option<Result<A::Output, StoreError>>,
     done: bool,
+    /// When set, the request is cut there ([`SendOnce::until`]).
+    deadline: Option<Timestamp>,
+    /// The tag of a request cut at its deadline, for `poll_abort`.
+    cut: Option<Tag>,
 }
 
 /// How a [`SendOnce`] gathers its answer from the parts it receives.
@@ -77,7 +81,23 @@ impl<A: Answer> SendOnce<A> {
             answer: A::default(),
             outcome: None,
             done: false,
+            deadline: None,
+            cut: None,
         }
+    }
+
+    /// A machine like [`SendOnce::new`] whose request is cut at `deadline`: unanswered by
+    /// then, it is aborted and the machine fails with `DEADLINE_EXCEEDED` (a request with a
+    /// deadline of its own, never retried).
+    pub fn until(request: Request, deadline: Timestamp) -> Self {
+        SendOnce {
+            deadline: Some(deadline),
+            ..SendOnce::new(request)
+        }
+    }
+
+    fn waiting(&self) -> bool {
+        self.outcome.is_none() && !self.done
     }
 }
 
@@ -101,10 +121,22 @@ impl<A: Answer> Machine for SendOnce<A> {
         }
     }
 
-    fn handle_timeout(&mut self, _now: Timestamp) {}
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if !(self.waiting() && self.deadline.is_some_and(|d| now >= d)) {
+            return;
+        }
+        // A request never polled is simply not sent; one sent is aborted.
+        if self.request.take().is_none() {
+            self.cut = Some(self.tag);
+        }
+        self.outcome = Some(Err(StoreError::new(
+            Code::DeadlineExceeded,
+            "request deadline exceeded",
+        )));
+    }
 
     fn cancel(&mut self, _now: Timestamp) {
-        if self.outcome.is_none() && !self.done {
+        if self.waiting() {
             self.request = None;
             self.outcome = Some(Err(StoreError::new(crate::Code::Cancelled, "cancelled")));
         }
@@ -115,7 +147,7 @@ impl<A: Answer> Machine for SendOnce<A> {
     }
 
     fn poll_abort(&mut self) -> Option<Tag> {
-        None
+        self.cut.take()
     }
 
     fn poll_event(&mut self) -> Option<()> {
@@ -123,7 +155,7 @@ impl<A: Answer> Machine for SendOnce<A> {
     }
 
     fn poll_timeout(&self) -> Option<Timestamp> {
-        None
+        self.deadline.filter(|_| self.waiting())
     }
 
     fn result(&mut self) -> Option<Result<A::Output, StoreError>> {

@@ -1,8 +1,9 @@
-//! The store calls of the mount-table flows (`spec/mounttable.md` §9–§10, §17): each is a
-//! small typed step that sends one request through [`Io`] (hence one child machine of
-//! `children.rs`) and turns its reply into what the flow needs (a node, rows, a predicate
-//! outcome, a counter value). A flow has at most one call in flight, so the same inputs and
-//! seed give the same requests and tags.
+//! The store calls of the mount-table flows (`spec/mounttable.md` §9–§10, §17): the
+//! mount-table requests, each sent through [`Io`] (hence one child machine of `children.rs`)
+//! with its §17 request deadline and read back with [`Io`]'s handles, plus what is protocol
+//! on top of them: the node read through the shared row cache, the OCC write (§10.1), the
+//! counter value and the conflict back-off. A flow has at most one call in flight, so the
+//! same inputs and seed give the same requests and tags.
 //!
 //! Deadlines (§17): the operation deadline is checked at the points the spec names
 //! ([`check_deadline`]), never inside a node protocol, so that a detached second half always
@@ -21,12 +22,12 @@ use rowkit_codec::model::{
 use rowkit_codec::mounttable::{self as codec, FAMILY_COUNTER, NodeRow, QUAL_COUNTER};
 
 use super::{MtError, MtEvent, MtRun, Nodes};
-use crate::children::{ChildId, ChildOutput};
-use crate::operation::{Io, OperationError};
+use crate::children::ChildId;
+use crate::operation::Io;
 use crate::ready;
 use crate::{
-    CheckAndMutateRowRequest, Code, MutateRowRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
-    Request, Response, StoreError, Timestamp,
+    CheckAndMutateRowRequest, MutateRowRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
+    Request, Timestamp,
 };
 
 /// What a mount-table step gives: `Ok(None)` while it waits.
@@ -122,42 +123,24 @@ fn read(io: &mut MtIo, ctx: &MtRun, request: ReadRowsRequest) -> ChildId {
     io.read_rows_until(request, deadline)
 }
 
-/// A read's rows once it has finished, as shared.
-fn rows(io: &mut MtIo, child: ChildId) -> Progress<Vec<Arc<Row>>> {
-    match io.take(child) {
-        None => Ok(None),
-        Some(Ok(ChildOutput::Rows(rows))) => Ok(Some(rows)),
-        Some(Ok(other)) => Err(MtError::unexpected(&other)),
-        Some(Err(e)) => Err(MtError::store(e)),
-    }
-}
-
-/// A scan (`ReadRows`, merged, resumed and retried by its child).
-#[derive(Debug)]
-pub(super) struct Scan(ChildId);
-
-impl Scan {
-    pub(super) fn start(
-        io: &mut MtIo,
-        ctx: &MtRun,
-        table: String,
-        rows: RowSet,
-        filter: Option<RowFilter>,
-        limit: i64,
-    ) -> Scan {
-        let request = ReadRowsRequest {
-            table,
-            rows,
-            filter,
-            rows_limit: limit,
-            ..ReadRowsRequest::default()
-        };
-        Scan(read(io, ctx, request))
-    }
-
-    pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<Vec<Row>> {
-        io.rows(self.0)
-    }
+/// Starts a scan (`ReadRows`, merged, resumed and retried by its child until its request
+/// deadline); read it with [`Io::rows`].
+pub(super) fn scan(
+    io: &mut MtIo,
+    ctx: &MtRun,
+    table: String,
+    rows: RowSet,
+    filter: Option<RowFilter>,
+    limit: i64,
+) -> ChildId {
+    let request = ReadRowsRequest {
+        table,
+        rows,
+        filter,
+        rows_limit: limit,
+        ..ReadRowsRequest::default()
+    };
+    read(io, ctx, request)
 }
 
 /// §9 `getNode(name)`: `ReadRow(nodeTable, key, LatestN(1))`, decoded.
@@ -183,47 +166,19 @@ impl NodeRead {
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<Option<Node>> {
-        let rows = ready!(rows(io, self.child));
+        let rows = ready!(io.shared_rows(self.child));
         decode_node(rows, &self.nodes, io.now()).map(Some)
     }
 }
 
-/// A write in flight, sent once and never retried (§17), cut at its request deadline (the
-/// operation's timer is armed until then) with `DEADLINE_EXCEEDED`.
-#[derive(Debug)]
-struct Unary {
-    child: ChildId,
-    deadline: Timestamp,
-}
-
-impl Unary {
-    fn send(io: &mut MtIo, ctx: &MtRun, request: Request, half: Half) -> Unary {
-        let deadline = half.deadline(io, ctx);
-        let child = io.unary(request);
-        io.sleep_until(deadline);
-        Unary { child, deadline }
-    }
-
-    /// The reply once the request finished, read by `reply` (one of [`Io`]'s handles); the
-    /// request cut with `DEADLINE_EXCEEDED` once its deadline passed.
-    fn poll<T>(
-        &mut self,
-        io: &mut MtIo,
-        reply: impl FnOnce(&mut MtIo, ChildId) -> Progress<T>,
-    ) -> Progress<T> {
-        if io.is_running(self.child) {
-            if io.now() < self.deadline {
-                return Ok(None);
-            }
-            io.abort(self.child);
-            return Err(MtError::Store(StoreError::new(
-                Code::DeadlineExceeded,
-                "request deadline exceeded",
-            )));
-        }
-        io.cancel_sleep();
-        reply(io, self.child)
-    }
+/// Sends a write once (never retried, §17), cut at its request deadline with
+/// `DEADLINE_EXCEEDED`.
+fn send(io: &mut MtIo, ctx: &MtRun, request: Request, half: Half) -> ChildId {
+    let deadline = half.deadline(io, ctx);
+    // The request's own timer is the operation's only one while it runs (as when this
+    // module armed it itself): a back-off that ended without its timer firing leaves none.
+    io.cancel_sleep();
+    io.unary_until(request, deadline)
 }
 
 fn cam_request(
@@ -243,32 +198,24 @@ fn cam_request(
     })
 }
 
-/// A `CheckAndMutateRow` on the node table → its `predicate_matched`.
-#[derive(Debug)]
-pub(super) struct Cam(Unary);
-
-impl Cam {
-    pub(super) fn start(
-        io: &mut MtIo,
-        ctx: &MtRun,
-        key: Vec<u8>,
-        predicate: RowFilter,
-        false_mutations: Vec<Mutation>,
-        half: Half,
-    ) -> Cam {
-        let request = cam_request(ctx, key, predicate, Vec::new(), false_mutations);
-        Cam(Unary::send(io, ctx, request, half))
-    }
-
-    pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<bool> {
-        self.0.poll(io, |io, id| io.matched(id))
-    }
+/// Sends a `CheckAndMutateRow` on the node table writing `false_mutations` unless
+/// `predicate` matches; read its `predicate_matched` with [`Io::matched`].
+pub(super) fn cam(
+    io: &mut MtIo,
+    ctx: &MtRun,
+    key: Vec<u8>,
+    predicate: RowFilter,
+    false_mutations: Vec<Mutation>,
+    half: Half,
+) -> ChildId {
+    let request = cam_request(ctx, key, predicate, Vec::new(), false_mutations);
+    send(io, ctx, request, half)
 }
 
 /// §10.1 OCC mutation of a node snapshot: applied only if the node's version is still the
 /// snapshot's (else `ConcurrentAccess`). Unless `delete`, the version moves on too.
 #[derive(Debug)]
-pub(super) struct Occ(Result<Unary, Option<MtError>>);
+pub(super) struct Occ(Result<ChildId, Option<MtError>>);
 
 impl Occ {
     pub(super) fn start(
@@ -297,15 +244,15 @@ impl Occ {
             RowFilter::ValueRegex(literal_regex(&node.version)),
         ]);
         let request = cam_request(ctx, node.row_key.clone(), predicate, mutations, Vec::new());
-        Occ(Ok(Unary::send(io, ctx, request, Half::First)))
+        Occ(Ok(send(io, ctx, request, Half::First)))
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<()> {
-        let call = match &mut self.0 {
-            Ok(call) => call,
+        let id = match &mut self.0 {
+            Ok(id) => *id,
             Err(e) => return Err(e.take().unwrap_or_else(ended)),
         };
-        if ready!(call.poll(io, |io, id| io.matched(id))) {
+        if ready!(io.matched(id)) {
             Ok(Some(()))
         } else {
             Err(MtError::ConcurrentAccess)
@@ -313,83 +260,66 @@ impl Occ {
     }
 }
 
-/// A plain `MutateRow`.
-#[derive(Debug)]
-pub(super) struct Put(Unary);
-
-impl Put {
-    pub(super) fn start(
-        io: &mut MtIo,
-        ctx: &MtRun,
-        table: String,
-        key: Vec<u8>,
-        mutations: Vec<Mutation>,
-        half: Half,
-    ) -> Put {
-        let request = Request::MutateRow(MutateRowRequest {
-            table,
-            row_key: key,
-            mutations,
-            ..MutateRowRequest::default()
-        });
-        Put(Unary::send(io, ctx, request, half))
-    }
-
-    /// A `MutateRow` of the node row of `name`.
-    pub(super) fn node(
-        io: &mut MtIo,
-        ctx: &MtRun,
-        name: &str,
-        mutations: Vec<Mutation>,
-        half: Half,
-    ) -> Put {
-        Put::start(
-            io,
-            ctx,
-            ctx.tables.node.clone(),
-            codec::row_key(name),
-            mutations,
-            half,
-        )
-    }
-
-    pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<()> {
-        self.0.poll(io, |io, id| io.written(id))
-    }
+/// Sends a plain `MutateRow`; read it with [`Io::written`].
+pub(super) fn put(
+    io: &mut MtIo,
+    ctx: &MtRun,
+    table: String,
+    key: Vec<u8>,
+    mutations: Vec<Mutation>,
+    half: Half,
+) -> ChildId {
+    let request = Request::MutateRow(MutateRowRequest {
+        table,
+        row_key: key,
+        mutations,
+        ..MutateRowRequest::default()
+    });
+    send(io, ctx, request, half)
 }
 
-/// A counter increment (`ReadModifyWriteRow` on the counter table) → the new value.
-#[derive(Debug)]
-pub(super) struct Incr(Unary);
+/// Sends a `MutateRow` of the node row of `name`; read it with [`Io::written`].
+pub(super) fn put_node(
+    io: &mut MtIo,
+    ctx: &MtRun,
+    name: &str,
+    mutations: Vec<Mutation>,
+    half: Half,
+) -> ChildId {
+    let table = ctx.tables.node.clone();
+    put(io, ctx, table, codec::row_key(name), mutations, half)
+}
 
-impl Incr {
-    pub(super) fn start(io: &mut MtIo, ctx: &MtRun, key: Vec<u8>, delta: i64, half: Half) -> Incr {
-        let request = Request::ReadModifyWriteRow(ReadModifyWriteRowRequest {
-            table: ctx.tables.counter.clone(),
-            row_key: key,
-            rules: vec![ReadModifyWriteRule {
-                family: FAMILY_COUNTER.into(),
-                qualifier: QUAL_COUNTER.to_vec(),
-                op: RuleOp::IncrementAmount(delta),
-            }],
-            ..ReadModifyWriteRowRequest::default()
-        });
-        Incr(Unary::send(io, ctx, request, half))
-    }
+/// Sends a counter increment (`ReadModifyWriteRow` on the counter table); read the new value
+/// with [`counter_value`].
+pub(super) fn increment(
+    io: &mut MtIo,
+    ctx: &MtRun,
+    key: Vec<u8>,
+    delta: i64,
+    half: Half,
+) -> ChildId {
+    let request = Request::ReadModifyWriteRow(ReadModifyWriteRowRequest {
+        table: ctx.tables.counter.clone(),
+        row_key: key,
+        rules: vec![ReadModifyWriteRule {
+            family: FAMILY_COUNTER.into(),
+            qualifier: QUAL_COUNTER.to_vec(),
+            op: RuleOp::IncrementAmount(delta),
+        }],
+        ..ReadModifyWriteRowRequest::default()
+    });
+    send(io, ctx, request, half)
+}
 
-    pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<i64> {
-        let row = ready!(self.0.poll(io, |io, id| match io.take(id) {
-            None => Ok(None),
-            Some(Ok(ChildOutput::Unary(Response::ReadModifyWriteRow(row)))) => Ok(Some(row)),
-            Some(Ok(other)) => Err(MtError::unexpected(&other)),
-            Some(Err(e)) => Err(MtError::store(e)),
-        }));
-        codec::decode_counter_row(&row)
-            .map(Some)
-            .map_err(|e| MtError::Internal {
-                what: e.to_string(),
-            })
-    }
+/// The counter value increment `id` left, once it finished.
+pub(super) fn counter_value(io: &mut MtIo, id: ChildId) -> Progress<i64> {
+    let row = ready!(io.modified_row(id));
+    codec::decode_counter_row(&row)
+        .map(Some)
+        .map_err(|e| MtError::Internal {
+            what: e.to_string(),
+        })
 }
 
 /// The wait after an OCC conflict (§17): `(next_u64 % 50)` ms, bounded by the operation

@@ -10,11 +10,14 @@ use rowkit_codec::mounttable::{
     self as codec, CounterKind, FAMILY_CHILDREN, FAMILY_META, MARKER_VALUE, Permissions,
 };
 
+use super::counted::{CountedWrite, NodeWrite};
 use super::increment::Increment;
 use super::outcome_unknown;
 use super::stale_refs;
+use crate::children::ChildId;
 use crate::mounttable::calls::{
-    Cam, Half, MtIo, Node, NodeRead, Occ, Progress, Put, check_deadline, delete_column, ended, warn,
+    Half, MtIo, Node, NodeRead, Occ, Progress, cam, check_deadline, delete_column, ended, put_node,
+    warn,
 };
 use crate::mounttable::{MtError, MtRun};
 use crate::operation::settled;
@@ -22,27 +25,7 @@ use crate::ready;
 
 /// §10.2: count the node, then write the row only if it has no creator yet; undo the count if
 /// the row exists or the write fails.
-#[derive(Debug)]
-pub(in crate::mounttable) struct CreateRow {
-    name: String,
-    perms: Permissions,
-    creator: String,
-    id: Vec<u8>,
-    half: Half,
-    phase: CreateRowPhase,
-}
-
-#[derive(Debug)]
-pub(in crate::mounttable) enum CreateRowPhase {
-    Counting(Increment),
-    Writing(Cam),
-    /// The row was not written (`error`): the count is being undone.
-    Uncounting {
-        undo: Increment,
-        error: MtError,
-    },
-    Done,
-}
+pub(in crate::mounttable) type CreateRow = CountedWrite<NewRow>;
 
 impl CreateRow {
     pub(in crate::mounttable) fn new(
@@ -58,82 +41,68 @@ impl CreateRow {
         } else {
             creator
         };
-        CreateRow {
+        let count = Increment::new(CounterKind::Nodes, creator, 1, limit, half);
+        let row = NewRow {
             name: name.into(),
             perms: perms.clone(),
             creator: creator.into(),
             id: id.to_vec(),
             half,
-            phase: CreateRowPhase::Counting(Increment::new(
-                CounterKind::Nodes,
-                creator,
-                1,
-                limit,
-                half,
-            )),
+        };
+        CountedWrite::start(count, row)
+    }
+}
+
+/// The write of §10.2: the node row, only if it has no creator yet.
+#[derive(Debug)]
+pub(in crate::mounttable) struct NewRow {
+    name: String,
+    perms: Permissions,
+    creator: String,
+    id: Vec<u8>,
+    half: Half,
+}
+
+impl NodeWrite for NewRow {
+    type Output = ();
+    type Call = ChildId;
+
+    fn send(&mut self, io: &mut MtIo, ctx: &MtRun) -> ChildId {
+        let version = codec::format_version((io.next_seed() >> 32) as u32);
+        let predicate = RowFilter::Chain(vec![
+            RowFilter::FamilyNameRegex(FAMILY_META.into()),
+            RowFilter::ColumnQualifierRegex(codec::QUAL_CREATOR.to_vec()),
+        ]);
+        let ts = Timestamp::SERVER_TIME;
+        let json = codec::encode_permissions(&self.perms);
+        let mutations = vec![
+            Mutation::set_cell(FAMILY_META, codec::QUAL_ID, ts, self.id.as_slice()),
+            Mutation::set_cell(
+                FAMILY_META,
+                codec::QUAL_CREATOR,
+                ts,
+                self.creator.as_bytes(),
+            ),
+            Mutation::set_cell(FAMILY_META, codec::QUAL_PERMS, ts, json.as_slice()),
+            Mutation::set_cell(FAMILY_META, codec::QUAL_VERSION, ts, version.as_bytes()),
+        ];
+        let key = codec::row_key(&self.name);
+        cam(io, ctx, key, predicate, mutations, self.half)
+    }
+
+    /// The row is written unless the predicate (a creator) matched.
+    fn poll(&mut self, call: &mut ChildId, io: &mut MtIo) -> Progress<()> {
+        if ready!(io.matched(*call)) {
+            Err(MtError::ConcurrentAccess)
+        } else {
+            Ok(Some(()))
         }
     }
 
-    pub(in crate::mounttable) fn advance(
-        &mut self,
-        io: &mut MtIo,
-        ctx: &mut MtRun,
-    ) -> Progress<()> {
-        use CreateRowPhase as P;
-        loop {
-            match mem::replace(&mut self.phase, P::Done) {
-                P::Counting(mut inc) => {
-                    ready!(inc.advance(io, ctx), self.phase => P::Counting(inc));
-                    let version = codec::format_version((io.next_seed() >> 32) as u32);
-                    let predicate = RowFilter::Chain(vec![
-                        RowFilter::FamilyNameRegex(FAMILY_META.into()),
-                        RowFilter::ColumnQualifierRegex(codec::QUAL_CREATOR.to_vec()),
-                    ]);
-                    let ts = Timestamp::SERVER_TIME;
-                    let json = codec::encode_permissions(&self.perms);
-                    let mutations = vec![
-                        Mutation::set_cell(FAMILY_META, codec::QUAL_ID, ts, self.id.as_slice()),
-                        Mutation::set_cell(
-                            FAMILY_META,
-                            codec::QUAL_CREATOR,
-                            ts,
-                            self.creator.as_bytes(),
-                        ),
-                        Mutation::set_cell(FAMILY_META, codec::QUAL_PERMS, ts, json.as_slice()),
-                        Mutation::set_cell(
-                            FAMILY_META,
-                            codec::QUAL_VERSION,
-                            ts,
-                            version.as_bytes(),
-                        ),
-                    ];
-                    let key = codec::row_key(&self.name);
-                    self.phase =
-                        P::Writing(Cam::start(io, ctx, key, predicate, mutations, self.half));
-                }
-                P::Writing(mut cam) => {
-                    let error = match ready!(settled(cam.poll(io)), self.phase => P::Writing(cam)) {
-                        Ok(false) => return Ok(Some(())),
-                        Ok(true) => MtError::ConcurrentAccess,
-                        // rowkit fix: the row may exist (its answer was lost). Keep the count,
-                        // as for a row that does: a stale counter is tolerated and fsck
-                        // recounts.
-                        Err(e) if outcome_unknown(&e) => return Err(e),
-                        Err(e) => e,
-                    };
-                    let undo = Increment::new(CounterKind::Nodes, &self.creator, -1, 0, self.half);
-                    self.phase = P::Uncounting { undo, error };
-                }
-                P::Uncounting { mut undo, error } => {
-                    let r = ready!(settled(undo.advance(io, ctx)), self.phase => P::Uncounting { undo, error });
-                    if let Err(w) = r {
-                        warn(io, "undo node counter", w);
-                    }
-                    return Err(error);
-                }
-                P::Done => return Err(ended()),
-            }
-        }
+    /// rowkit fix: the row may exist (its answer was lost). Keep the count, as for a row that
+    /// does: a stale counter is tolerated and fsck recounts.
+    fn keeps_count(&self, error: &MtError) -> bool {
+        outcome_unknown(error)
     }
 }
 
@@ -162,10 +131,10 @@ pub(in crate::mounttable) enum CreateChildPhase {
     CreatingRow(CreateRow),
     /// The row was not created (`error`): the reference is being taken back.
     RollingBack {
-        put: Put,
+        put: ChildId,
         error: MtError,
     },
-    DroppingStale(Put),
+    DroppingStale(ChildId),
     ReadingBack(NodeRead),
     /// The new node is read back; is it still linked?
     Linking {
@@ -256,7 +225,7 @@ impl CreateChild {
                             return Err(error);
                         }
                         let undo = vec![delete_column(FAMILY_CHILDREN, &self.qualifier)];
-                        let put = Put::node(io, ctx, &self.parent.name, undo, Half::First);
+                        let put = put_node(io, ctx, &self.parent.name, undo, Half::First);
                         self.phase = P::RollingBack { put, error };
                         continue;
                     }
@@ -264,20 +233,21 @@ impl CreateChild {
                     self.phase = if stale.is_empty() {
                         P::ReadingBack(NodeRead::start(io, ctx, &self.child_name))
                     } else {
-                        P::DroppingStale(Put::node(io, ctx, &self.parent.name, stale, Half::First))
+                        P::DroppingStale(put_node(io, ctx, &self.parent.name, stale, Half::First))
                     };
                 }
-                P::RollingBack { mut put, error } => {
+                P::RollingBack { put, error } => {
+                    let written = io.written(put);
                     if let Err(w) =
-                        ready!(settled(put.poll(io)), self.phase => P::RollingBack { put, error })
+                        ready!(settled(written), self.phase => P::RollingBack { put, error })
                     {
                         warn(io, "roll back child reference", w);
                     }
                     return Err(error);
                 }
-                P::DroppingStale(mut put) => {
+                P::DroppingStale(put) => {
                     if let Err(w) =
-                        ready!(settled(put.poll(io)), self.phase => P::DroppingStale(put))
+                        ready!(settled(io.written(put)), self.phase => P::DroppingStale(put))
                     {
                         warn(io, "delete stale child references", w);
                     }
@@ -339,7 +309,7 @@ pub(in crate::mounttable) enum LinkPhase {
     Relinking(Occ),
     /// The parent is gone: our row goes, then its reference, then its count.
     RemovingOrphan(Occ),
-    UnreferencingOrphan(Put),
+    UnreferencingOrphan(ChildId),
     UncountingOrphan(Increment),
     Done,
 }
@@ -418,17 +388,16 @@ impl EnsureLinked {
                     // (`Walk`): its reference goes with the row.
                     let qualifier = codec::child_qualifier(&self.id, &self.child);
                     let unref = vec![delete_column(FAMILY_CHILDREN, &qualifier)];
-                    let put = Put::node(io, ctx, &self.parent_name, unref, Half::First);
+                    let put = put_node(io, ctx, &self.parent_name, unref, Half::First);
                     self.phase = P::UnreferencingOrphan(put);
                 }
-                P::UnreferencingOrphan(mut put) => {
+                P::UnreferencingOrphan(put) => {
                     if let Err(e) =
-                        ready!(settled(put.poll(io)), self.phase => P::UnreferencingOrphan(put))
+                        ready!(settled(io.written(put)), self.phase => P::UnreferencingOrphan(put))
                     {
                         warn(io, "remove the reference of an orphaned new child", e);
                     }
-                    let undo =
-                        Increment::new(CounterKind::Nodes, &self.node.creator, -1, 0, Half::First);
+                    let undo = Increment::unlimited(CounterKind::Nodes, &self.node.creator, -1);
                     self.phase = P::UncountingOrphan(undo);
                 }
                 P::UncountingOrphan(mut undo) => {

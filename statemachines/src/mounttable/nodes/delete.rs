@@ -10,8 +10,9 @@ use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN, FAMI
 
 use super::create::CreateChild;
 use super::increment::Increment;
+use crate::children::ChildId;
 use crate::mounttable::calls::{
-    Half, MtIo, Node, NodeRead, Occ, Progress, Put, delete_column, ended,
+    Half, MtIo, Node, NodeRead, Occ, Progress, delete_column, ended, put_node,
 };
 use crate::mounttable::{MtError, MtRun};
 use crate::operation::settled;
@@ -45,7 +46,7 @@ pub(in crate::mounttable) enum DeletePhase {
         delete: Box<Delete>,
     },
     RowDeleted(Occ),
-    Unreferenced(Put),
+    Unreferenced(ChildId),
     ServersUncounted(Increment),
     NodeUncounted(Increment),
     Done,
@@ -108,28 +109,24 @@ impl Delete {
                         FAMILY_CHILDREN,
                         &codec::child_qualifier(&self.node.id, base),
                     )];
-                    self.phase = P::Unreferenced(Put::node(io, ctx, parent, unref, Half::Second));
+                    self.phase = P::Unreferenced(put_node(io, ctx, parent, unref, Half::Second));
                 }
-                P::Unreferenced(mut put) => {
-                    ready!(put.poll(io), self.phase => P::Unreferenced(put));
+                P::Unreferenced(put) => {
+                    ready!(io.written(put), self.phase => P::Unreferenced(put));
                     let servers =
                         (self.node.servers.len() + self.node.expired_servers.len()) as i64;
-                    self.phase = P::ServersUncounted(Increment::new(
+                    self.phase = P::ServersUncounted(Increment::unlimited(
                         CounterKind::Servers,
                         &self.node.creator,
                         -servers,
-                        0,
-                        Half::First,
                     ));
                 }
                 P::ServersUncounted(mut undo) => {
                     ready!(undo.advance(io, ctx), self.phase => P::ServersUncounted(undo));
-                    self.phase = P::NodeUncounted(Increment::new(
+                    self.phase = P::NodeUncounted(Increment::unlimited(
                         CounterKind::Nodes,
                         &self.node.creator,
                         -1,
-                        0,
-                        Half::First,
                     ));
                 }
                 P::NodeUncounted(mut undo) => {
@@ -275,12 +272,10 @@ impl Gc {
                         return self.done(Err(e));
                     }
                     let n = self.node.expired_servers.len() as i64;
-                    self.phase = P::UncountingExpired(Increment::new(
+                    self.phase = P::UncountingExpired(Increment::unlimited(
                         CounterKind::Servers,
                         &self.node.creator,
                         -n,
-                        0,
-                        Half::First,
                     ));
                 }
                 P::UncountingExpired(mut undo) => {

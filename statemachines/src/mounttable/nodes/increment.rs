@@ -5,7 +5,8 @@ use core::mem;
 
 use rowkit_codec::mounttable::{self as codec, CounterKind};
 
-use crate::mounttable::calls::{Half, Incr, MtIo, Progress, ended, warn};
+use crate::children::ChildId;
+use crate::mounttable::calls::{Half, MtIo, Progress, counter_value, ended, increment, warn};
 use crate::mounttable::{MtError, MtRun};
 use crate::operation::settled;
 use crate::ready;
@@ -25,9 +26,9 @@ pub(in crate::mounttable) struct Increment {
 pub(in crate::mounttable) enum IncrementPhase {
     Start,
     /// The increment is in flight.
-    Adding(Incr),
+    Adding(ChildId),
     /// Over the limit: the undo is in flight.
-    Undoing(Incr),
+    Undoing(ChildId),
     Done,
 }
 
@@ -49,6 +50,37 @@ impl Increment {
         }
     }
 
+    /// `delta` on a creator's counter with no limit, in the first half (an uncount or a
+    /// correction).
+    pub(in crate::mounttable) fn unlimited(
+        kind: CounterKind,
+        creator: &str,
+        delta: i64,
+    ) -> Increment {
+        Increment::new(kind, creator, delta, 0, Half::First)
+    }
+
+    /// The increment that takes this one back: `-delta` on the same counter, no limit, in the
+    /// same half.
+    pub(in crate::mounttable) fn undo(&self) -> Increment {
+        Increment {
+            key: self.key.clone(),
+            kind: self.kind,
+            delta: -self.delta,
+            limit: 0,
+            half: self.half,
+            phase: IncrementPhase::Start,
+        }
+    }
+
+    /// The step a failed undo of this counter is warned about as.
+    pub(in crate::mounttable) fn undo_step(&self) -> &'static str {
+        match self.kind {
+            CounterKind::Nodes => "undo node counter",
+            CounterKind::Servers => "undo server counter",
+        }
+    }
+
     pub(in crate::mounttable) fn advance(
         &mut self,
         io: &mut MtIo,
@@ -61,20 +93,22 @@ impl Increment {
                     if self.delta == 0 {
                         return Ok(Some(()));
                     }
-                    let call = Incr::start(io, ctx, self.key.clone(), self.delta, self.half);
+                    let call = increment(io, ctx, self.key.clone(), self.delta, self.half);
                     self.phase = P::Adding(call);
                 }
-                P::Adding(mut call) => {
-                    let n = ready!(call.poll(io), self.phase => P::Adding(call));
+                P::Adding(call) => {
+                    let n = ready!(counter_value(io, call), self.phase => P::Adding(call));
                     if self.delta > 0 && self.limit > 0 && n > self.limit {
-                        let undo = Incr::start(io, ctx, self.key.clone(), -self.delta, self.half);
+                        let undo = increment(io, ctx, self.key.clone(), -self.delta, self.half);
                         self.phase = P::Undoing(undo);
                         continue;
                     }
                     return Ok(Some(()));
                 }
-                P::Undoing(mut call) => {
-                    if let Err(e) = ready!(settled(call.poll(io)), self.phase => P::Undoing(call)) {
+                P::Undoing(call) => {
+                    if let Err(e) =
+                        ready!(settled(counter_value(io, call)), self.phase => P::Undoing(call))
+                    {
                         warn(io, "undo counter increment", e);
                     }
                     let limit = self.limit;

@@ -7,6 +7,7 @@
 //! step allows, and gives `Ok(None)` while it waits. Moves that need no request loop inside
 //! `advance`.
 
+mod counted;
 mod create;
 mod delete;
 mod increment;

@@ -7,52 +7,21 @@ use core::mem;
 use rowkit_codec::model::{Mutation, Timestamp};
 use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_SERVERS, MountFlags};
 
+use super::counted::{CountedWrite, NodeWrite};
 use super::delete::Gc;
 use super::increment::Increment;
-use crate::mounttable::calls::{
-    Half, MtIo, Node, NodeRead, Occ, Progress, delete_column, ended, warn,
-};
-use crate::mounttable::{MtError, MtRun};
+use crate::mounttable::MtRun;
+use crate::mounttable::calls::{Half, MtIo, Node, NodeRead, Occ, Progress, delete_column, ended};
 use crate::operation::settled;
 use crate::ready;
 
 /// §11.4 on a node snapshot: count the server, then write it (OCC), undoing the count on
 /// failure. Gives the deadline written.
-#[derive(Debug)]
-pub(in crate::mounttable) struct MountNode {
-    node: Node,
-    server: String,
-    /// The deadline to write; `None`: `now + ttl` once counted.
-    deadline: Option<i64>,
-    ttl_s: u32,
-    flags: MountFlags,
-    limit: i64,
-    phase: MountNodePhase,
-}
-
-#[derive(Debug)]
-pub(in crate::mounttable) enum MountNodePhase {
-    Start,
-    /// The count moves by `delta`; `mutations` drop the servers the mount replaces.
-    Counting {
-        count: Increment,
-        delta: i64,
-        mutations: Vec<Mutation>,
-    },
-    Writing {
-        occ: Occ,
-        delta: i64,
-        deadline: i64,
-    },
-    /// The write failed (`error`): the count is being undone.
-    Uncounting {
-        undo: Increment,
-        error: MtError,
-    },
-    Done,
-}
+pub(in crate::mounttable) type MountNode = CountedWrite<ServerWrite>;
 
 impl MountNode {
+    /// Mounts `server` on `node`; `deadline` is the one to write (`None`: `now + ttl` once
+    /// counted).
     pub(in crate::mounttable) fn new(
         node: Node,
         server: &str,
@@ -61,106 +30,68 @@ impl MountNode {
         flags: MountFlags,
         limit: i64,
     ) -> MountNode {
-        MountNode {
+        // The count moves by `delta`; `replaced` drops the servers the mount replaces.
+        let mut delta = 1;
+        let mut replaced = Vec::new();
+        for s in &node.servers {
+            if s.server == server || flags.has(MountFlags::REPLACE) {
+                replaced.push(delete_column(FAMILY_SERVERS, s.server.as_bytes()));
+                delta -= 1;
+            }
+        }
+        let count = Increment::new(
+            CounterKind::Servers,
+            &node.creator,
+            delta,
+            limit,
+            Half::First,
+        );
+        let write = ServerWrite {
             node,
             server: server.into(),
             deadline,
             ttl_s,
             flags,
-            limit,
-            phase: MountNodePhase::Start,
-        }
+            replaced,
+        };
+        CountedWrite::start(count, write)
+    }
+}
+
+/// The write of §11.4: the server on the node (OCC), replacing the servers in `replaced`.
+#[derive(Debug)]
+pub(in crate::mounttable) struct ServerWrite {
+    node: Node,
+    server: String,
+    deadline: Option<i64>,
+    ttl_s: u32,
+    flags: MountFlags,
+    replaced: Vec<Mutation>,
+}
+
+impl NodeWrite for ServerWrite {
+    /// The deadline written.
+    type Output = i64;
+    /// The write and the deadline it writes.
+    type Call = (Occ, i64);
+
+    fn send(&mut self, io: &mut MtIo, ctx: &MtRun) -> (Occ, i64) {
+        let deadline = self
+            .deadline
+            .unwrap_or_else(|| codec::mount_deadline(io.now().0, self.ttl_s));
+        let mut mutations = mem::take(&mut self.replaced);
+        mutations.push(Mutation::set_cell(
+            FAMILY_SERVERS,
+            self.server.as_bytes(),
+            Timestamp(deadline),
+            codec::encode_flags(self.flags),
+        ));
+        (Occ::start(io, ctx, &self.node, mutations, false), deadline)
     }
 
-    pub(in crate::mounttable) fn advance(
-        &mut self,
-        io: &mut MtIo,
-        ctx: &mut MtRun,
-    ) -> Progress<i64> {
-        use MountNodePhase as P;
-        loop {
-            match mem::replace(&mut self.phase, P::Done) {
-                P::Start => {
-                    let mut delta = 1;
-                    let mut mutations = Vec::new();
-                    for s in &self.node.servers {
-                        if s.server == self.server || self.flags.has(MountFlags::REPLACE) {
-                            mutations.push(delete_column(FAMILY_SERVERS, s.server.as_bytes()));
-                            delta -= 1;
-                        }
-                    }
-                    let count = Increment::new(
-                        CounterKind::Servers,
-                        &self.node.creator,
-                        delta,
-                        self.limit,
-                        Half::First,
-                    );
-                    self.phase = P::Counting {
-                        count,
-                        delta,
-                        mutations,
-                    };
-                }
-                P::Counting {
-                    mut count,
-                    delta,
-                    mut mutations,
-                } => {
-                    ready!(count.advance(io, ctx), self.phase => P::Counting {
-                        count,
-                        delta,
-                        mutations
-                    });
-                    let deadline = self
-                        .deadline
-                        .unwrap_or_else(|| codec::mount_deadline(io.now().0, self.ttl_s));
-                    mutations.push(Mutation::set_cell(
-                        FAMILY_SERVERS,
-                        self.server.as_bytes(),
-                        Timestamp(deadline),
-                        codec::encode_flags(self.flags),
-                    ));
-                    let occ = Occ::start(io, ctx, &self.node, mutations, false);
-                    self.phase = P::Writing {
-                        occ,
-                        delta,
-                        deadline,
-                    };
-                }
-                P::Writing {
-                    mut occ,
-                    delta,
-                    deadline,
-                } => {
-                    match ready!(settled(occ.poll(io)), self.phase => P::Writing {
-                        occ,
-                        delta,
-                        deadline
-                    }) {
-                        Ok(()) => return Ok(Some(deadline)),
-                        Err(error) => {
-                            let undo = Increment::new(
-                                CounterKind::Servers,
-                                &self.node.creator,
-                                -delta,
-                                0,
-                                Half::First,
-                            );
-                            self.phase = P::Uncounting { undo, error };
-                        }
-                    }
-                }
-                P::Uncounting { mut undo, error } => {
-                    if let Err(w) = ready!(settled(undo.advance(io, ctx)), self.phase => P::Uncounting { undo, error })
-                    {
-                        warn(io, "undo server counter", w);
-                    }
-                    return Err(error);
-                }
-                P::Done => return Err(ended()),
-            }
-        }
+    fn poll(&mut self, (occ, deadline): &mut (Occ, i64), io: &mut MtIo) -> Progress<i64> {
+        ready!(occ.poll(io));
+        Ok(Some(*deadline))
     }
 }
 
@@ -193,12 +124,10 @@ impl UnmountNode {
     }
 
     fn uncount(&self, delta: i64) -> UnmountNodePhase {
-        UnmountNodePhase::Uncounting(Increment::new(
+        UnmountNodePhase::Uncounting(Increment::unlimited(
             CounterKind::Servers,
             &self.node.creator,
             delta,
-            0,
-            Half::First,
         ))
     }
 

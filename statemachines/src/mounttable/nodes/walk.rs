@@ -13,9 +13,10 @@ use super::authorize;
 use super::create::CreateChild;
 use super::delete::Gc;
 use super::references;
+use crate::children::ChildId;
 use crate::mounttable::calls::{
-    BackOff, Half, MtIo, Node, NodeRead, Occ, Progress, Put, check_deadline, delete_column, ended,
-    warn,
+    BackOff, Half, MtIo, Node, NodeRead, Occ, Progress, check_deadline, delete_column, ended,
+    put_node, warn,
 };
 use crate::mounttable::{MtError, MtRun};
 use crate::operation::settled;
@@ -70,7 +71,7 @@ pub(in crate::mounttable) enum WalkPhase {
         adopted: Node,
         qualifier: Vec<u8>,
     },
-    UndoingAdoption(Put),
+    UndoingAdoption(ChildId),
     BackingOff(BackOff),
     Done,
 }
@@ -167,13 +168,13 @@ impl Walk {
                         let parent = codec::split(&adopted.name).0;
                         let undo = vec![delete_column(FAMILY_CHILDREN, &qualifier)];
                         self.phase =
-                            P::UndoingAdoption(Put::node(io, ctx, parent, undo, Half::First));
+                            P::UndoingAdoption(put_node(io, ctx, parent, undo, Half::First));
                         None
                     }
                 }
-                P::UndoingAdoption(mut put) => {
+                P::UndoingAdoption(put) => {
                     if let Err(e) =
-                        ready!(settled(put.poll(io)), self.phase => P::UndoingAdoption(put))
+                        ready!(settled(io.written(put)), self.phase => P::UndoingAdoption(put))
                     {
                         warn(io, "take back the reference of a deleted node", e);
                     }

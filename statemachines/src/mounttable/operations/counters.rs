@@ -7,14 +7,15 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{RowFilter, RowSet};
 use rowkit_codec::mounttable::{self as codec};
 
-use crate::mounttable::calls::{MtIo, Progress, Scan};
+use crate::children::ChildId;
+use crate::mounttable::calls::{MtIo, Progress, scan};
 use crate::mounttable::{MountTableSchema, MtError, MtRun};
 use crate::operation::Flow;
 use crate::ready;
 
 /// The flow of [`ReadCounters`](crate::mounttable::ReadCounters): one scan of the counter table.
 #[derive(Debug)]
-pub struct ReadCountersFlow(Option<Scan>);
+pub struct ReadCountersFlow(Option<ChildId>);
 
 impl ReadCountersFlow {
     pub(in crate::mounttable) fn new() -> ReadCountersFlow {
@@ -27,8 +28,8 @@ impl Flow for ReadCountersFlow {
     type Output = BTreeMap<Vec<u8>, i64>;
 
     fn advance(&mut self, io: &mut MtIo, ctx: &mut MtRun) -> Progress<BTreeMap<Vec<u8>, i64>> {
-        let scan = self.0.get_or_insert_with(|| {
-            Scan::start(
+        let id = *self.0.get_or_insert_with(|| {
+            scan(
                 io,
                 ctx,
                 ctx.tables.counter.clone(),
@@ -37,7 +38,7 @@ impl Flow for ReadCountersFlow {
                 0,
             )
         });
-        let rows = ready!(scan.poll(io));
+        let rows = ready!(io.rows(id));
         rows.iter()
             .map(|r| {
                 codec::decode_counter_row(r)

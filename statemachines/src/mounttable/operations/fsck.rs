@@ -10,8 +10,9 @@ use core::mem;
 use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
 use rowkit_codec::mounttable::{self as codec, CounterKind, FAMILY_CHILDREN};
 
+use crate::children::ChildId;
 use crate::mounttable::calls::{
-    Half, MtIo, Node, NodeRead, Occ, Progress, Put, Scan, check_deadline, ended,
+    Half, MtIo, Node, NodeRead, Occ, Progress, check_deadline, ended, put, scan,
 };
 use crate::mounttable::nodes::{Delete, Increment};
 use crate::mounttable::{FindingKind, FsckSummary, MountTableSchema, MtError, MtEvent, MtRun};
@@ -143,10 +144,10 @@ pub struct FsckFlow {
 pub(in crate::mounttable) enum FsckPhase {
     Start,
     Passing(FsckPass),
-    CountersRead(Scan),
+    CountersRead(ChildId),
     /// Counter row `at` of `rows` is being deleted.
     CounterDeleted {
-        put: Put,
+        put: ChildId,
         rows: Vec<Row>,
         at: usize,
     },
@@ -220,7 +221,7 @@ impl FsckFlow {
         self.phase = match rows.get(at) {
             Some(row) => {
                 let table = ctx.tables.counter.clone();
-                let put = Put::start(
+                let put = put(
                     io,
                     ctx,
                     table,
@@ -245,7 +246,7 @@ impl FsckFlow {
         let (key, value) = counters.get(at)?;
         let (kind, creator) = codec::decode_counter_row_key(key)?;
         let creator = String::from_utf8_lossy(creator).into_owned();
-        let count = Increment::new(kind, &creator, *value, 0, Half::First);
+        let count = Increment::unlimited(kind, &creator, *value);
         Some(FsckPhase::Counted {
             count,
             counters,
@@ -283,7 +284,7 @@ impl Flow for FsckFlow {
                         self.pass(io, ctx)?;
                         continue;
                     }
-                    self.phase = P::CountersRead(Scan::start(
+                    self.phase = P::CountersRead(scan(
                         io,
                         ctx,
                         ctx.tables.counter.clone(),
@@ -292,8 +293,8 @@ impl Flow for FsckFlow {
                         0,
                     ));
                 }
-                P::CountersRead(mut scan) => {
-                    let rows = ready!(scan.poll(io), self.phase => P::CountersRead(scan));
+                P::CountersRead(scan) => {
+                    let rows = ready!(io.rows(scan), self.phase => P::CountersRead(scan));
                     self.compare_counters(&rows);
                     if !self.fix {
                         return self.finish();
@@ -303,8 +304,8 @@ impl Flow for FsckFlow {
                         return self.finish();
                     }
                 }
-                P::CounterDeleted { mut put, rows, at } => {
-                    ready!(put.poll(io), self.phase => P::CounterDeleted { put, rows, at });
+                P::CounterDeleted { put, rows, at } => {
+                    ready!(io.written(put), self.phase => P::CounterDeleted { put, rows, at });
                     self.delete_counter(io, ctx, rows, at + 1);
                     if matches!(self.phase, P::Done) {
                         return self.finish();
@@ -351,7 +352,7 @@ pub(in crate::mounttable) struct FsckPass {
 #[derive(Debug)]
 pub(in crate::mounttable) enum PassPhase {
     Start,
-    Paging(Scan),
+    Paging(ChildId),
     /// Does the parent of `node` reference it?
     ParentRead {
         read: NodeRead,
@@ -425,8 +426,8 @@ impl FsckPass {
                     self.scan_page(io, ctx);
                     false
                 }
-                P::Paging(mut scan) => {
-                    self.page = ready!(scan.poll(io), self.phase => P::Paging(scan));
+                P::Paging(scan) => {
+                    self.page = ready!(io.rows(scan), self.phase => P::Paging(scan));
                     io.emit(MtEvent::FsckPage {
                         rows: self.page.len() as u64,
                     });
@@ -591,7 +592,7 @@ impl FsckPass {
                 end: KeyBound::Unbounded,
             }),
         };
-        self.phase = PassPhase::Paging(Scan::start(
+        self.phase = PassPhase::Paging(scan(
             io,
             ctx,
             ctx.tables.node.clone(),
