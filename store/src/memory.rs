@@ -18,7 +18,7 @@ use rowkit_statemachines::{Code, StoreError};
 use crate::semantics::{
     check_not_dropped, check_put_family, remove_from_schema, validate_schema, with_dropped,
 };
-use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
+use crate::{EngineState, RowWrite, StoreOptions, TableStorage};
 
 #[cfg(feature = "redb")]
 mod backup;
@@ -31,12 +31,13 @@ type CellKey = (String, Vec<u8>, Reverse<i64>);
 ///
 /// ```
 /// use rowkit_codec::model::ColumnFamily;
-/// use rowkit_store::{ChunkingOptions, MemoryStore, Store};
+/// use rowkit_store::{ChunkingOptions, MemoryStore, Store, StoreOptions};
 ///
-/// let store = MemoryStore::new().with_seed(7).with_chunking(ChunkingOptions {
+/// let options = StoreOptions::default().with_seed(7).with_chunking(ChunkingOptions {
 ///     split_values_every: Some(3),
 ///     chunks_per_response: Some(2),
 /// });
+/// let store = MemoryStore::new().with_options(options);
 /// store.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
 /// assert_eq!(store.list_tables().unwrap(), vec!["t".to_string()]);
 /// ```
@@ -103,16 +104,10 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    /// Sets the seed that per-request random draws (`row_sample_filter`) derive from.
-    pub fn with_seed(mut self, seed: u64) -> MemoryStore {
-        self.state.set_seed(seed);
-        self
-    }
-
-    /// Sets how ReadRows results are cut into chunks and responses (tests use this to run the
-    /// merger's split-value and multi-response paths against a real store).
-    pub fn with_chunking(mut self, chunking: ChunkingOptions) -> MemoryStore {
-        self.state.set_chunking(chunking);
+    /// Sets the store's seed and chunking (default: seed 0, whole rows), and restarts the
+    /// count of requests that drew a seed.
+    pub fn with_options(mut self, options: StoreOptions) -> MemoryStore {
+        self.state.set_options(options);
         self
     }
 
@@ -759,10 +754,12 @@ mod tests {
 
     #[test]
     fn chunking_splits_values_and_spreads_rows() {
-        let chunked = MemoryStore::new().with_chunking(ChunkingOptions {
-            split_values_every: Some(3),
-            chunks_per_response: Some(2),
-        });
+        let chunked = MemoryStore::new().with_options(StoreOptions::default().with_chunking(
+            crate::ChunkingOptions {
+                split_values_every: Some(3),
+                chunks_per_response: Some(2),
+            },
+        ));
         Store::create_table(&chunked, "t", &[ColumnFamily::new("cf")]).unwrap();
         let plain = store(&["cf"]);
         for s in [&chunked, &plain] {
@@ -802,7 +799,7 @@ mod tests {
     #[test]
     fn row_sample_is_deterministic_per_seed() {
         let fill = |seed: u64| {
-            let s = MemoryStore::new().with_seed(seed);
+            let s = MemoryStore::new().with_options(StoreOptions::default().with_seed(seed));
             Store::create_table(&s, "t", &[ColumnFamily::new("cf")]).unwrap();
             for i in 0..400u32 {
                 mutate(
