@@ -18,7 +18,7 @@ use rowkit_statemachines::{
 };
 use rowkit_store::driver::{Clock, ManualClock};
 use rowkit_store::semantics::CompiledFilter;
-use rowkit_store::{ChunkingOptions, MemoryStore, Store};
+use rowkit_store::{ChunkingOptions, MemoryStore, Store, StoreOptions};
 
 const FAMILIES: [&str; 3] = ["a", "b", "c.d"];
 
@@ -186,10 +186,11 @@ fuzz_target!(|input: Input| {
         return;
     }
     // The same row through the store: write it, read it back with the filter.
-    let store = MemoryStore::new().with_chunking(ChunkingOptions {
-        split_values_every: input.split_values_every,
-        chunks_per_response: input.chunks_per_response,
-    });
+    let store =
+        MemoryStore::new().with_options(StoreOptions::default().with_chunking(ChunkingOptions {
+            split_values_every: input.split_values_every,
+            chunks_per_response: input.chunks_per_response,
+        }));
     let families: Vec<ColumnFamily> = FAMILIES.iter().map(|f| ColumnFamily::new(*f)).collect();
     store.create_table("t", &families).expect("valid schema");
     let clock = ManualClock::new(Timestamp::from_secs(10));

@@ -52,5 +52,5 @@ pub use redb_store::RedbStore;
 pub use rowkit_statemachines::{Request, Response, StoreError};
 pub use store::{
     BackupSummary, ChunkingOptions, EngineState, GcPage, Reply, RowWrite, ServerTime, Store,
-    TableStorage,
+    StoreOptions, TableStorage,
 };

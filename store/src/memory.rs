@@ -1,14 +1,20 @@
 //! The in-memory store: the reference for Bigtable semantics (`spec/bigtable.md`), pure enough
 //! to build for wasm32 (no threads, files or clock).
 //!
-//! Tables are `BTreeMap`s of rows behind one `RwLock`; each row keeps its cells in canonical
-//! order in a `BTreeMap` keyed by `(family, qualifier, Reverse(timestamp))` plus its size. A
-//! write takes the row out of the table, records an undo entry for every change, and on failure
-//! replays the undo log backwards, so a failed transaction leaves the row exactly as it was
-//! without copying it first (a 256 MiB row is not cloned to add one cell).
+//! Tables live behind one `RwLock`. A table keeps its rows in a hash map by key, for point reads
+//! and writes in one probe, beside an ordered set of the same keys (shared `Arc`s, one
+//! allocation per key) that scans walk. A row is a `Vec` of cells in canonical order, each cell
+//! one allocation holding family, qualifier and value; columns and families are contiguous runs
+//! of it, found by binary search.
+//!
+//! A write changes the row in place and records each change in an undo log of moved cells (a
+//! removed cell moves into the log, an inserted one leaves only its index), so a failed
+//! transaction is undone backwards without copying anything first: a 256 MiB row is not cloned
+//! to add one cell, and no cell key is cloned to log it. A batch of rows (MutateRows) takes the
+//! lock once.
 
-use std::cmp::Reverse;
-use std::collections::BTreeMap;
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::ops::Bound;
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -18,25 +24,23 @@ use rowkit_statemachines::{Code, StoreError};
 use crate::semantics::{
     check_not_dropped, check_put_family, remove_from_schema, validate_schema, with_dropped,
 };
-use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
+use crate::{EngineState, RowWrite, StoreOptions, TableStorage};
 
 #[cfg(feature = "redb")]
 mod backup;
-
-/// A cell's place in its row: canonical order is the key order.
-type CellKey = (String, Vec<u8>, Reverse<i64>);
 
 /// The in-memory store. Every request is evaluated by [`crate::semantics`]; this type only
 /// keeps rows.
 ///
 /// ```
 /// use rowkit_codec::model::ColumnFamily;
-/// use rowkit_store::{ChunkingOptions, MemoryStore, Store};
+/// use rowkit_store::{ChunkingOptions, MemoryStore, Store, StoreOptions};
 ///
-/// let store = MemoryStore::new().with_seed(7).with_chunking(ChunkingOptions {
+/// let options = StoreOptions::default().with_seed(7).with_chunking(ChunkingOptions {
 ///     split_values_every: Some(3),
 ///     chunks_per_response: Some(2),
 /// });
+/// let store = MemoryStore::new().with_options(options);
 /// store.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
 /// assert_eq!(store.list_tables().unwrap(), vec!["t".to_string()]);
 /// ```
@@ -55,12 +59,136 @@ struct Table {
     splits: Arc<[Vec<u8>]>,
     /// Dropped families whose cells may remain, ascending ([`TableStorage::dropped_families`]).
     dropped: Arc<[String]>,
-    rows: BTreeMap<Vec<u8>, StoredRow>,
+    /// Every row (each has at least one cell), by key.
+    rows: HashMap<Arc<[u8]>, StoredRow>,
+    /// The keys of `rows` in ascending order, for scans.
+    order: BTreeSet<Arc<[u8]>>,
+}
+
+impl Table {
+    /// The row of `key`, if it exists.
+    fn row(&self, key: &[u8]) -> Option<(&[u8], &StoredRow)> {
+        self.rows.get_key_value(key).map(|(k, row)| (&**k, row))
+    }
+
+    /// The rows of this table in ascending key order, for a backup.
+    #[cfg(feature = "redb")]
+    fn rows_in_order(&self) -> impl Iterator<Item = (&[u8], &StoredRow)> {
+        self.order.iter().filter_map(|key| self.row(key))
+    }
+
+    /// Runs one row transaction on the row of `key` (the table's write lock is held).
+    fn write_row<T>(
+        &mut self,
+        key: &[u8],
+        f: impl FnOnce(&mut MemoryRow) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        // The row's cells move out for the transaction and back after it: no copy.
+        let existing = self.rows.get_mut(key).map(std::mem::take);
+        let existed = existing.is_some();
+        let stored = existing.unwrap_or_default();
+        let mut row = MemoryRow {
+            families: Arc::clone(&self.families),
+            key_len: key.len(),
+            saved_size: stored.cells_size,
+            row: stored,
+            undo: Vec::new(),
+        };
+        let result = f(&mut row);
+        if result.is_err() {
+            row.rollback();
+        }
+        // A row exists iff it has a cell (`spec/bigtable.md` 1).
+        match (existed, row.row.cells.is_empty()) {
+            (true, false) => {
+                if let Some(slot) = self.rows.get_mut(key) {
+                    *slot = row.row;
+                }
+            }
+            (true, true) => {
+                self.rows.remove(key);
+                self.order.remove(key);
+            }
+            (false, false) => {
+                let key: Arc<[u8]> = Arc::from(key);
+                self.order.insert(Arc::clone(&key));
+                self.rows.insert(key, row.row);
+            }
+            (false, true) => {}
+        }
+        result
+    }
+}
+
+/// One stored cell: family, qualifier and value in one buffer.
+#[derive(Debug)]
+struct StoredCell {
+    /// The family's bytes, then the qualifier's, then the value's.
+    data: Box<[u8]>,
+    timestamp: i64,
+    family_len: u32,
+    qualifier_len: u32,
+}
+
+impl StoredCell {
+    /// A cell of `family:qualifier` at `timestamp` holding `value`. Lengths are bounded by
+    /// Bigtable's limits (values up to 256 MiB), far below `u32::MAX`.
+    fn new(family: &str, qualifier: &[u8], timestamp: i64, value: &[u8]) -> StoredCell {
+        let mut data = Vec::with_capacity(family.len() + qualifier.len() + value.len());
+        data.extend_from_slice(family.as_bytes());
+        data.extend_from_slice(qualifier);
+        data.extend_from_slice(value);
+        StoredCell {
+            data: data.into_boxed_slice(),
+            timestamp,
+            family_len: u32::try_from(family.len()).unwrap_or(u32::MAX),
+            qualifier_len: u32::try_from(qualifier.len()).unwrap_or(u32::MAX),
+        }
+    }
+
+    fn family(&self) -> &[u8] {
+        &self.data[..self.family_len as usize]
+    }
+
+    fn qualifier(&self) -> &[u8] {
+        let start = self.family_len as usize;
+        &self.data[start..start + self.qualifier_len as usize]
+    }
+
+    fn value(&self) -> &[u8] {
+        &self.data[self.family_len as usize + self.qualifier_len as usize..]
+    }
+
+    /// `len(family) + len(qualifier) + 8 + len(value)`: its part of the row's size.
+    fn size(&self) -> u64 {
+        self.data.len() as u64 + 8
+    }
+
+    /// Its place against `(family, qualifier, timestamp)` in canonical order: family and
+    /// qualifier ascending (a family name's bytes order as the name does), newest first.
+    fn cmp_key(&self, family: &[u8], qualifier: &[u8], timestamp: i64) -> Ordering {
+        self.family()
+            .cmp(family)
+            .then_with(|| self.qualifier().cmp(qualifier))
+            .then_with(|| timestamp.cmp(&self.timestamp))
+    }
+
+    fn to_cell(&self) -> Cell {
+        Cell {
+            // Families are put as `&str` and stored whole, so the bytes are UTF-8.
+            family: String::from_utf8_lossy(self.family()).into_owned(),
+            qualifier: self.qualifier().to_vec(),
+            timestamp: Timestamp(self.timestamp),
+            value: self.value().to_vec(),
+            labels: Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
 struct StoredRow {
-    cells: BTreeMap<CellKey, Vec<u8>>,
+    /// In canonical order: `(family, qualifier)` ascending, timestamp descending.
+    cells: Vec<StoredCell>,
     /// Σ over cells of `len(family) + len(qualifier) + 8 + len(value)` (the key is added by
     /// [`RowWrite::size`]).
     cells_size: u64,
@@ -70,17 +198,7 @@ impl StoredRow {
     fn to_row(&self, key: &[u8]) -> Row {
         Row {
             key: key.to_vec(),
-            cells: self
-                .cells
-                .iter()
-                .map(|((family, qualifier, Reverse(ts)), value)| Cell {
-                    family: family.clone(),
-                    qualifier: qualifier.clone(),
-                    timestamp: Timestamp(*ts),
-                    value: value.clone(),
-                    labels: Vec::new(),
-                })
-                .collect(),
+            cells: self.cells.iter().map(StoredCell::to_cell).collect(),
         }
     }
 
@@ -91,10 +209,27 @@ impl StoredRow {
             self.cells_size + key_len as u64
         }
     }
-}
 
-fn cell_size(family: &str, qualifier: &[u8], value: &[u8]) -> u64 {
-    (family.len() + qualifier.len() + 8 + value.len()) as u64
+    /// The index of the first cell at or after `(family, qualifier, timestamp)`.
+    fn position(&self, family: &[u8], qualifier: &[u8], timestamp: i64) -> usize {
+        self.cells
+            .partition_point(|c| c.cmp_key(family, qualifier, timestamp) == Ordering::Less)
+    }
+
+    /// The index range of one column's cells (newest first).
+    fn column(&self, family: &[u8], qualifier: &[u8]) -> std::ops::Range<usize> {
+        let start = self.position(family, qualifier, i64::MAX);
+        let len = self.cells[start..]
+            .partition_point(|c| c.family() == family && c.qualifier() == qualifier);
+        start..start + len
+    }
+
+    /// The index range of one family's cells.
+    fn family(&self, family: &[u8]) -> std::ops::Range<usize> {
+        let start = self.cells.partition_point(|c| c.family() < family);
+        let len = self.cells[start..].partition_point(|c| c.family() == family);
+        start..start + len
+    }
 }
 
 impl MemoryStore {
@@ -103,16 +238,10 @@ impl MemoryStore {
         MemoryStore::default()
     }
 
-    /// Sets the seed that per-request random draws (`row_sample_filter`) derive from.
-    pub fn with_seed(mut self, seed: u64) -> MemoryStore {
-        self.state.set_seed(seed);
-        self
-    }
-
-    /// Sets how ReadRows results are cut into chunks and responses (tests use this to run the
-    /// merger's split-value and multi-response paths against a real store).
-    pub fn with_chunking(mut self, chunking: ChunkingOptions) -> MemoryStore {
-        self.state.set_chunking(chunking);
+    /// Sets the store's seed and chunking (default: seed 0, whole rows), and restarts the
+    /// count of requests that drew a seed.
+    pub fn with_options(mut self, options: StoreOptions) -> MemoryStore {
+        self.state.set_options(options);
         self
     }
 
@@ -125,8 +254,8 @@ impl MemoryStore {
     }
 }
 
-/// A panic while the lock was held may have left a row taken out of its table: refuse to go on
-/// rather than serve silently missing data.
+/// A panic while the lock was held may have left a row's cells moved out of its table: refuse
+/// to go on rather than serve silently missing data.
 fn poisoned() -> StoreError {
     StoreError::new(
         Code::Internal,
@@ -181,23 +310,46 @@ fn upper_bound<'k>(end: &'k KeyBound, after: Option<&'k [u8]>) -> Bound<&'k [u8]
     }
 }
 
-/// The first row of `range` after `after` in scan direction. Only one side of each
-/// `BTreeMap::range` call is bounded and the other side is checked by hand, because `range`
-/// panics on inverted bounds.
+/// The one key of a range `[k, k]` (a point read), if it is one.
+fn single_key(range: &RowRange) -> Option<&[u8]> {
+    match (&range.start, &range.end) {
+        (KeyBound::Closed(start), KeyBound::Closed(end)) if start == end && !start.is_empty() => {
+            Some(start)
+        }
+        _ => None,
+    }
+}
+
+/// The first row of `range` after `after` in scan direction. A point read is one hash probe;
+/// otherwise only one side of each `BTreeSet::range` call is bounded and the other side is
+/// checked by hand, because `range` panics on inverted bounds.
 fn scan<'t>(
-    rows: &'t BTreeMap<Vec<u8>, StoredRow>,
+    table: &'t Table,
     range: &RowRange,
     after: Option<&[u8]>,
     reversed: bool,
-) -> Option<(&'t Vec<u8>, &'t StoredRow)> {
+) -> Option<(&'t [u8], &'t StoredRow)> {
+    if let Some(key) = single_key(range) {
+        let passed = after.is_some_and(|a| if reversed { a <= key } else { a >= key });
+        return if passed { None } else { table.row(key) };
+    }
     let found = if reversed {
         let upper = upper_bound(&range.end, after);
-        rows.range::<[u8], _>((Bound::Unbounded, upper)).next_back()
+        table
+            .order
+            .range::<[u8], _>((Bound::Unbounded, upper))
+            .next_back()
     } else {
         let lower = lower_bound(&range.start, after);
-        rows.range::<[u8], _>((lower, Bound::Unbounded)).next()
+        table
+            .order
+            .range::<[u8], _>((lower, Bound::Unbounded))
+            .next()
     }?;
-    range.contains(found.0).then_some(found)
+    if !range.contains(found) {
+        return None;
+    }
+    table.row(found)
 }
 
 impl TableStorage for MemoryStore {
@@ -228,14 +380,12 @@ impl TableStorage for MemoryStore {
         }
         let mut families = families.to_vec();
         families.sort_by(|a, b| a.name.cmp(&b.name));
-        let families = families.into();
         tables.insert(
             table.to_string(),
             Table {
-                families,
+                families: families.into(),
                 splits: splits.into(),
-                dropped: Arc::from([]),
-                rows: BTreeMap::new(),
+                ..Table::default()
             },
         );
         Ok(())
@@ -308,7 +458,7 @@ impl TableStorage for MemoryStore {
     ) -> Result<Option<Row>, StoreError> {
         let tables = self.read()?;
         let t = get_table(&tables, table)?;
-        Ok(scan(&t.rows, range, after, reversed).map(|(key, row)| row.to_row(key)))
+        Ok(scan(t, range, after, reversed).map(|(key, row)| row.to_row(key)))
     }
 
     fn next_row_size(
@@ -319,7 +469,7 @@ impl TableStorage for MemoryStore {
     ) -> Result<Option<(Vec<u8>, u64)>, StoreError> {
         let tables = self.read()?;
         let t = get_table(&tables, table)?;
-        Ok(scan(&t.rows, range, after, false).map(|(key, row)| (key.clone(), row.size(key.len()))))
+        Ok(scan(t, range, after, false).map(|(key, row)| (key.to_vec(), row.size(key.len()))))
     }
 
     fn write_row<T>(
@@ -329,24 +479,28 @@ impl TableStorage for MemoryStore {
         f: impl FnOnce(&mut MemoryRow) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut tables = self.write()?;
-        let t = get_table_mut(&mut tables, table)?;
-        let stored = t.rows.remove(key).unwrap_or_default();
-        let mut row = MemoryRow {
-            families: Arc::clone(&t.families),
-            key_len: key.len(),
-            saved_size: stored.cells_size,
-            row: stored,
-            undo: Vec::new(),
+        get_table_mut(&mut tables, table)?.write_row(key, f)
+    }
+
+    /// Every row of the batch under one hold of the write lock, in index order.
+    fn write_rows<T>(
+        &self,
+        table: &str,
+        keys: &[&[u8]],
+        mut f: impl FnMut(usize, &mut MemoryRow) -> Result<T, StoreError>,
+    ) -> Vec<Result<T, StoreError>> {
+        let mut tables = match self.write() {
+            Ok(tables) => tables,
+            Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
         };
-        let result = f(&mut row);
-        if result.is_err() {
-            row.rollback();
-        }
-        // A row exists iff it has a cell (`spec/bigtable.md` 1).
-        if !row.row.cells.is_empty() {
-            t.rows.insert(key.to_vec(), row.row);
-        }
-        result
+        let t = match get_table_mut(&mut tables, table) {
+            Ok(t) => t,
+            Err(e) => return keys.iter().map(|_| Err(e.clone())).collect(),
+        };
+        keys.iter()
+            .enumerate()
+            .map(|(i, key)| t.write_row(key, |row| f(i, row)))
+            .collect()
     }
 
     fn state(&self) -> &EngineState {
@@ -354,8 +508,20 @@ impl TableStorage for MemoryStore {
     }
 }
 
-/// One row inside a [`MemoryStore`] write: the row taken out of its table plus the undo log
-/// that restores it if the transaction fails.
+/// One change to a row inside a transaction, as needed to undo it. Changes are undone in
+/// reverse order, so each index is valid against the row as that change left it.
+#[derive(Debug)]
+enum Undo {
+    /// A cell was inserted at this index.
+    Inserted(usize),
+    /// The cell at this index replaced this one.
+    Replaced(usize, StoredCell),
+    /// These cells were removed from this index on.
+    Removed(usize, Vec<StoredCell>),
+}
+
+/// One row inside a [`MemoryStore`] write: the row's cells moved out of their table plus the
+/// undo log that restores them if the transaction fails.
 #[derive(Debug)]
 pub struct MemoryRow {
     /// The table's families as of the transaction: the only ones a cell may be put in.
@@ -364,49 +530,46 @@ pub struct MemoryRow {
     row: StoredRow,
     /// `cells_size` when the transaction began.
     saved_size: u64,
-    /// Each change as (cell, value before): `None` = the cell did not exist.
-    undo: Vec<(CellKey, Option<Vec<u8>>)>,
+    undo: Vec<Undo>,
 }
 
 impl MemoryRow {
     fn rollback(&mut self) {
-        while let Some((key, old)) = self.undo.pop() {
-            match old {
-                Some(value) => self.row.cells.insert(key, value),
-                None => self.row.cells.remove(&key),
-            };
+        let cells = &mut self.row.cells;
+        while let Some(change) = self.undo.pop() {
+            match change {
+                Undo::Inserted(at) => {
+                    cells.remove(at);
+                }
+                Undo::Replaced(at, old) => cells[at] = old,
+                Undo::Removed(at, removed) => {
+                    cells.splice(at..at, removed);
+                }
+            }
         }
         self.row.cells_size = self.saved_size;
     }
 
-    /// Removes the given cells, logging them for undo.
-    fn remove_all(&mut self, keys: Vec<CellKey>) {
-        for key in keys {
-            if let Some(value) = self.row.cells.remove(&key) {
-                self.row.cells_size = self
-                    .row
-                    .cells_size
-                    .saturating_sub(cell_size(&key.0, &key.1, &value));
-                self.undo.push((key, Some(value)));
-            }
+    /// Removes the cells in `range`, logging them for undo.
+    fn remove_range(&mut self, range: std::ops::Range<usize>) {
+        if range.is_empty() {
+            return;
         }
-    }
-
-    /// The keys of one column's cells, newest first.
-    fn column_keys(&self, family: &str, qualifier: &[u8]) -> Vec<CellKey> {
-        let lo = (family.to_string(), qualifier.to_vec(), Reverse(i64::MAX));
-        let hi = (family.to_string(), qualifier.to_vec(), Reverse(i64::MIN));
-        self.row
-            .cells
-            .range(lo..=hi)
-            .map(|(k, _)| k.clone())
-            .collect()
+        let at = range.start;
+        let removed: Vec<StoredCell> = if range.len() == self.row.cells.len() {
+            std::mem::take(&mut self.row.cells)
+        } else {
+            self.row.cells.drain(range).collect()
+        };
+        let size: u64 = removed.iter().map(StoredCell::size).sum();
+        self.row.cells_size = self.row.cells_size.saturating_sub(size);
+        self.undo.push(Undo::Removed(at, removed));
     }
 }
 
 impl RowWrite for MemoryRow {
     fn cells(&mut self) -> Result<Vec<Cell>, StoreError> {
-        Ok(self.row.to_row(&[]).cells)
+        Ok(self.row.cells.iter().map(StoredCell::to_cell).collect())
     }
 
     fn latest(
@@ -414,14 +577,12 @@ impl RowWrite for MemoryRow {
         family: &str,
         qualifier: &[u8],
     ) -> Result<Option<(Timestamp, Vec<u8>)>, StoreError> {
-        let lo = (family.to_string(), qualifier.to_vec(), Reverse(i64::MAX));
-        Ok(self
+        let newest = self
             .row
-            .cells
-            .range(lo..)
+            .column(family.as_bytes(), qualifier)
             .next()
-            .filter(|((f, q, _), _)| f == family && q == qualifier)
-            .map(|((_, _, Reverse(ts)), v)| (Timestamp(*ts), v.clone())))
+            .map(|at| &self.row.cells[at]);
+        Ok(newest.map(|c| (Timestamp(c.timestamp), c.value().to_vec())))
     }
 
     fn put(
@@ -432,16 +593,20 @@ impl RowWrite for MemoryRow {
         value: &[u8],
     ) -> Result<(), StoreError> {
         check_put_family(&self.families, family)?;
-        let key = (family.to_string(), qualifier.to_vec(), Reverse(timestamp.0));
-        let old = self.row.cells.insert(key.clone(), value.to_vec());
-        if let Some(old) = &old {
-            self.row.cells_size = self
-                .row
-                .cells_size
-                .saturating_sub(cell_size(family, qualifier, old));
+        let cell = StoredCell::new(family, qualifier, timestamp.0, value);
+        self.row.cells_size += cell.size();
+        let at = self.row.position(family.as_bytes(), qualifier, timestamp.0);
+        let same = self.row.cells.get(at).is_some_and(|c| {
+            c.cmp_key(family.as_bytes(), qualifier, timestamp.0) == Ordering::Equal
+        });
+        if same {
+            let old = std::mem::replace(&mut self.row.cells[at], cell);
+            self.row.cells_size = self.row.cells_size.saturating_sub(old.size());
+            self.undo.push(Undo::Replaced(at, old));
+        } else {
+            self.row.cells.insert(at, cell);
+            self.undo.push(Undo::Inserted(at));
         }
-        self.row.cells_size += cell_size(family, qualifier, value);
-        self.undo.push((key, old));
         Ok(())
     }
 
@@ -451,32 +616,37 @@ impl RowWrite for MemoryRow {
         qualifier: &[u8],
         range: Option<TimestampRange>,
     ) -> Result<(), StoreError> {
-        let mut keys = self.column_keys(family, qualifier);
-        if let Some(r) = range {
-            keys.retain(|(_, _, Reverse(ts))| r.contains(Timestamp(*ts)));
-        }
-        self.remove_all(keys);
+        let column = self.row.column(family.as_bytes(), qualifier);
+        let cells = &self.row.cells[column.clone()];
+        // Newest first, so the cells inside a timestamp range are one run.
+        let (skip, take) = match range {
+            None => (0, cells.len()),
+            Some(r) => {
+                let skip = cells
+                    .iter()
+                    .take_while(|c| !r.contains(Timestamp(c.timestamp)))
+                    .count();
+                let take = cells[skip..]
+                    .iter()
+                    .take_while(|c| r.contains(Timestamp(c.timestamp)))
+                    .count();
+                (skip, take)
+            }
+        };
+        let start = column.start + skip;
+        self.remove_range(start..start + take);
         Ok(())
     }
 
     fn delete_family(&mut self, family: &str) -> Result<(), StoreError> {
-        let lo = (family.to_string(), Vec::new(), Reverse(i64::MAX));
-        let keys = self
-            .row
-            .cells
-            .range(lo..)
-            .take_while(|((f, _, _), _)| f == family)
-            .map(|(k, _)| k.clone())
-            .collect();
-        self.remove_all(keys);
+        let cells = self.row.family(family.as_bytes());
+        self.remove_range(cells);
         Ok(())
     }
 
     fn delete_row(&mut self) -> Result<(), StoreError> {
-        let cells = std::mem::take(&mut self.row.cells);
-        self.row.cells_size = 0;
-        self.undo
-            .extend(cells.into_iter().map(|(k, v)| (k, Some(v))));
+        let all = 0..self.row.cells.len();
+        self.remove_range(all);
         Ok(())
     }
 
@@ -758,11 +928,40 @@ mod tests {
     }
 
     #[test]
+    fn point_ranges_find_one_row_in_either_direction() {
+        let s = store(&["cf"]);
+        for k in [&b"a"[..], b"b", b"c"] {
+            mutate(&s, k, vec![set("cf", b"q", 1, b"v")]).unwrap();
+        }
+        let point = |key: &[u8]| RowRange {
+            start: KeyBound::Closed(key.to_vec()),
+            end: KeyBound::Closed(key.to_vec()),
+        };
+        let next = |key: &[u8], after: Option<&[u8]>, reversed: bool| {
+            TableStorage::next_row(&s, "t", &point(key), after, reversed)
+                .unwrap()
+                .map(|r| r.key)
+        };
+        let b = Some(b"b".to_vec());
+        for reversed in [false, true] {
+            assert_eq!(next(b"b", None, reversed), b);
+            assert_eq!(next(b"b", Some(b"b"), reversed), None);
+            assert_eq!(next(b"bb", None, reversed), None);
+        }
+        assert_eq!(next(b"b", Some(b"a"), false), b);
+        assert_eq!(next(b"b", Some(b"c"), false), None);
+        assert_eq!(next(b"b", Some(b"c"), true), b);
+        assert_eq!(next(b"b", Some(b"a"), true), None);
+    }
+
+    #[test]
     fn chunking_splits_values_and_spreads_rows() {
-        let chunked = MemoryStore::new().with_chunking(ChunkingOptions {
-            split_values_every: Some(3),
-            chunks_per_response: Some(2),
-        });
+        let chunked = MemoryStore::new().with_options(StoreOptions::default().with_chunking(
+            crate::ChunkingOptions {
+                split_values_every: Some(3),
+                chunks_per_response: Some(2),
+            },
+        ));
         Store::create_table(&chunked, "t", &[ColumnFamily::new("cf")]).unwrap();
         let plain = store(&["cf"]);
         for s in [&chunked, &plain] {
@@ -802,7 +1001,7 @@ mod tests {
     #[test]
     fn row_sample_is_deterministic_per_seed() {
         let fill = |seed: u64| {
-            let s = MemoryStore::new().with_seed(seed);
+            let s = MemoryStore::new().with_options(StoreOptions::default().with_seed(seed));
             Store::create_table(&s, "t", &[ColumnFamily::new("cf")]).unwrap();
             for i in 0..400u32 {
                 mutate(

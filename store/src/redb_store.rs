@@ -54,7 +54,7 @@ use crate::redb_guard::{Forgettable, contain};
 use crate::semantics::{
     check_not_dropped, check_put_family, remove_from_schema, validate_schema, with_dropped,
 };
-use crate::{ChunkingOptions, EngineState, RowWrite, TableStorage};
+use crate::{EngineState, RowWrite, StoreOptions, TableStorage};
 
 mod backup;
 
@@ -501,16 +501,10 @@ impl RedbStore {
         })
     }
 
-    /// Sets the seed that [`TableStorage::next_request_seed`] derives request seeds from
-    /// (default 0), and restarts the request count.
-    pub fn with_seed(mut self, seed: u64) -> RedbStore {
-        self.state.set_seed(seed);
-        self
-    }
-
-    /// Sets how ReadRows results are cut into chunks (default: whole rows).
-    pub fn with_chunking(mut self, chunking: ChunkingOptions) -> RedbStore {
-        self.state.set_chunking(chunking);
+    /// Sets the store's seed and chunking (default: seed 0, whole rows), and restarts the
+    /// count of requests that drew a seed.
+    pub fn with_options(mut self, options: StoreOptions) -> RedbStore {
+        self.state.set_options(options);
         self
     }
 
@@ -2608,7 +2602,9 @@ mod tests {
 
     #[test]
     fn request_seeds_follow_one_splitmix_stream() {
-        let s = RedbStore::in_memory().unwrap().with_seed(9);
+        let s = RedbStore::in_memory()
+            .unwrap()
+            .with_options(StoreOptions::default().with_seed(9));
         let mut rng = SplitMix64::new(9);
         for _ in 0..5 {
             assert_eq!(s.next_request_seed(), rng.next_u64());

@@ -72,8 +72,43 @@ impl ServerTime {
     }
 }
 
-/// What a local storage engine keeps besides its rows, the same for every engine: the seed its
-/// requests' random draws come from, its [`ChunkingOptions`] and its [`ServerTime`]. Each store
+/// How a local store is set up besides its rows, the same for every engine: the seed its
+/// requests' random draws come from and how it cuts ReadRows results into chunks. Given to
+/// `MemoryStore::with_options` and `RedbStore::with_options`.
+///
+/// ```
+/// use rowkit_store::{ChunkingOptions, StoreOptions};
+///
+/// let options = StoreOptions::default().with_seed(7).with_chunking(ChunkingOptions {
+///     split_values_every: Some(3),
+///     chunks_per_response: Some(2),
+/// });
+/// assert_eq!(options.seed, 7);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreOptions {
+    /// The seed per-request random draws (`row_sample_filter`) derive from (default 0).
+    pub seed: u64,
+    /// How ReadRows results are cut into chunks and responses (default: whole rows).
+    pub chunking: ChunkingOptions,
+}
+
+impl StoreOptions {
+    /// These options with `seed` as the seed.
+    pub fn with_seed(self, seed: u64) -> StoreOptions {
+        StoreOptions { seed, ..self }
+    }
+
+    /// These options with `chunking` as the chunking (tests use it to run the merger's
+    /// split-value and multi-response paths against a real store).
+    pub fn with_chunking(self, chunking: ChunkingOptions) -> StoreOptions {
+        StoreOptions { chunking, ..self }
+    }
+}
+
+/// What a local storage engine keeps besides its rows, the same for every engine: its
+/// [`StoreOptions`], the count of requests that drew a seed and its [`ServerTime`]. Each store
 /// holds one and shows it to the evaluator through [`TableStorage::state`].
 #[derive(Debug, Default)]
 pub struct EngineState {
@@ -81,34 +116,33 @@ pub struct EngineState {
     /// recorded), so that a purge never deletes cells of a family re-created under the name
     /// (`crate::semantics`).
     purge: Mutex<()>,
-    seed: u64,
+    options: StoreOptions,
     /// Requests that drew a seed so far.
     requests: AtomicU64,
-    chunking: ChunkingOptions,
     server_time: ServerTime,
 }
 
 impl EngineState {
-    /// Sets the seed that [`EngineState::next_request_seed`] derives request seeds from, and
-    /// restarts the request count.
-    pub fn set_seed(&mut self, seed: u64) {
-        self.seed = seed;
+    /// Sets the store's options and restarts the request count (a store's builder calls it
+    /// before the store is shared).
+    pub fn set_options(&mut self, options: StoreOptions) {
+        self.options = options;
         self.requests = AtomicU64::new(0);
     }
 
-    /// Sets how ReadRows results are cut into chunks and responses.
-    pub fn set_chunking(&mut self, chunking: ChunkingOptions) {
-        self.chunking = chunking;
+    /// The store's options.
+    pub fn options(&self) -> StoreOptions {
+        self.options
     }
 
-    /// The seed set by [`EngineState::set_seed`] (0 by default).
+    /// The seed of [`StoreOptions::seed`].
     pub fn seed(&self) -> u64 {
-        self.seed
+        self.options.seed
     }
 
     /// How ReadRows results are cut into chunks.
     pub fn chunking(&self) -> ChunkingOptions {
-        self.chunking
+        self.options.chunking
     }
 
     /// The lock of the purges of dropped families (a poisoned one is still used: it guards no
@@ -125,7 +159,10 @@ impl EngineState {
     /// A fresh seed for one request's random draws: the next output of one logical random
     /// stream per store, so two stores with the same seed draw the same seeds.
     pub fn next_request_seed(&self) -> u64 {
-        SplitMix64::nth_output(self.seed, self.requests.fetch_add(1, Ordering::Relaxed))
+        SplitMix64::nth_output(
+            self.options.seed,
+            self.requests.fetch_add(1, Ordering::Relaxed),
+        )
     }
 }
 

@@ -12,7 +12,7 @@ use rowkit_statemachines::{
 use rowkit_store::semantics::{
     SAMPLE_INTERVAL_BYTES, SCANNED_BYTES_BEFORE_MARKER, SCANNED_ROWS_BEFORE_MARKER,
 };
-use rowkit_store::{ChunkingOptions, MemoryStore, RedbStore, Reply, Store};
+use rowkit_store::{ChunkingOptions, MemoryStore, RedbStore, Reply, Store, StoreOptions};
 
 const NOW: Timestamp = Timestamp(1_700_000_000_000_000);
 
@@ -134,10 +134,11 @@ fn a_long_filtered_stretch_sends_scan_markers() {
     filtered_table(&redb);
     assert_eq!(read_parts(&redb, true, filter.clone()), expected);
     // Chunks held for a fuller response go out before the marker, which comes alone.
-    let chunked = MemoryStore::new().with_chunking(ChunkingOptions {
-        split_values_every: None,
-        chunks_per_response: Some(4),
-    });
+    let chunked =
+        MemoryStore::new().with_options(StoreOptions::default().with_chunking(ChunkingOptions {
+            split_values_every: None,
+            chunks_per_response: Some(4),
+        }));
     filtered_table(&chunked);
     assert_eq!(read_parts(&chunked, false, filter.clone()), expected);
     // The merger takes the markers: the client gets the two rows.

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use rowkit_statemachines::Request;
-use rowkit_store::{ChunkingOptions, MemoryStore, Store};
+use rowkit_store::{ChunkingOptions, MemoryStore, Store, StoreOptions};
 use rowkit_testkit::suite::{self, CaseRun, Category, Outcome, SemanticsCase, compare_rows, play};
 
 /// Seed of every store, so `row_sample_filter` draws agree across stores.
@@ -47,7 +47,7 @@ fn same(a: &CaseRun, b: &CaseRun) -> Result<(), String> {
 }
 
 fn memory() -> MemoryStore {
-    MemoryStore::new().with_seed(SEED)
+    MemoryStore::new().with_options(StoreOptions::default().with_seed(SEED))
 }
 
 /// Runs every case on the reference memory store and on `other`, requiring the reference to
@@ -114,12 +114,12 @@ fn memory_store_meets_the_suite() {
 #[test]
 fn chunked_memory_store_gives_the_same_rows() {
     let chunked = || {
-        MemoryStore::new()
-            .with_seed(SEED)
-            .with_chunking(ChunkingOptions {
+        MemoryStore::new().with_options(StoreOptions::default().with_seed(SEED).with_chunking(
+            ChunkingOptions {
                 split_values_every: Some(3),
                 chunks_per_response: Some(2),
-            })
+            },
+        ))
     };
     replay("chunked memory store", chunked, |case| {
         matches!(case.request, Request::ReadRows(_)) || case.check.is_some()
@@ -132,7 +132,7 @@ fn redb_store_agrees_with_memory() {
     let redb = || {
         rowkit_store::RedbStore::in_memory()
             .unwrap()
-            .with_seed(SEED)
+            .with_options(StoreOptions::default().with_seed(SEED))
     };
     replay("redb store", redb, |_| true);
 }

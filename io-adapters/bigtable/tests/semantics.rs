@@ -16,8 +16,8 @@ mod backends;
 
 use rowkit_bigtable::BigtableStore;
 use rowkit_codec::model::{Row, Timestamp};
-use rowkit_store::MemoryStore;
 use rowkit_store::driver::{self, Clock};
+use rowkit_store::{MemoryStore, StoreOptions};
 use rowkit_testkit::emulator::Emulator;
 use rowkit_testkit::suite::{self, CaseRun, Outcome, compare_rows, play};
 
@@ -124,8 +124,11 @@ fn suite_agrees(emu: &Emulator) {
             gc_unobservable += 1;
         }
         let mut twin = case.clone();
-        let reference = play(&MemoryStore::new().with_seed(SEED), &mut case)
-            .unwrap_or_else(|e| panic!("{}: memory store: {e}", case.name));
+        let reference = play(
+            &MemoryStore::new().with_options(StoreOptions::default().with_seed(SEED)),
+            &mut case,
+        )
+        .unwrap_or_else(|e| panic!("{}: memory store: {e}", case.name));
         if let Some((_, why)) = emu
             .deviations(CRASHES_THE_EMULATOR)
             .iter()

@@ -25,7 +25,7 @@ use rowkit_statemachines::{
     Code, MutateRowRequest, ReadRowsRequest, Request, Response, SplitMix64, StoreError,
 };
 use rowkit_store::driver::{Clock, ManualClock};
-use rowkit_store::{MemoryStore, Reply, Store};
+use rowkit_store::{MemoryStore, Reply, Store, StoreOptions};
 use rowkit_testkit::suite::{self, CaseRun, Outcome, play};
 
 /// Every semantics case through the gateway equals the native MemoryStore run: same rows,
@@ -38,8 +38,12 @@ fn semantics_suite_through_the_gateway_equals_the_native_store() {
     let mut played = 0;
     for mut case in suite::cases() {
         let mut twin = case.clone();
-        let native = play(&MemoryStore::new().with_seed(SEED), &mut case);
-        let memory = Arc::new(MemoryStore::new().with_seed(SEED));
+        let native = play(
+            &MemoryStore::new().with_options(StoreOptions::default().with_seed(SEED)),
+            &mut case,
+        );
+        let memory =
+            Arc::new(MemoryStore::new().with_options(StoreOptions::default().with_seed(SEED)));
         let running = start(&rt, memory.clone(), local());
         running.clock.advance_to(twin.now);
         let http = HttpStore {

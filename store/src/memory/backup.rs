@@ -1,11 +1,10 @@
 //! [`MemoryStore`]'s backup: its contents written as a redb store file, which
 //! `rowkit --store embedded:FILE` then opens (a memory store's data outlives its process).
 
-use std::cmp::Reverse;
 use std::path::Path;
 
 use rowkit_codec::model::Timestamp;
-use rowkit_statemachines::StoreError;
+use rowkit_statemachines::{Code, StoreError};
 
 use super::MemoryStore;
 use crate::backup::write_atomically;
@@ -28,12 +27,19 @@ impl MemoryStore {
             let copy = RedbStore::open(temp)?.with_durable_commits(false);
             for (name, table) in tables.iter() {
                 copy.create_table_with_splits(name, &table.families, &table.splits)?;
-                let rows: Vec<_> = table.rows.iter().collect();
+                let rows: Vec<_> = table.rows_in_order().collect();
                 for batch in rows.chunks(ROWS_PER_COMMIT) {
-                    let keys: Vec<&[u8]> = batch.iter().map(|(key, _)| key.as_slice()).collect();
+                    let keys: Vec<&[u8]> = batch.iter().map(|(key, _)| *key).collect();
                     let written = copy.write_rows(name, &keys, |i, row| {
-                        for ((family, qualifier, Reverse(ts)), value) in &batch[i].1.cells {
-                            row.put(family, qualifier, Timestamp(*ts), value)?;
+                        for cell in &batch[i].1.cells {
+                            let family = std::str::from_utf8(cell.family())
+                                .map_err(|e| StoreError::new(Code::Internal, e.to_string()))?;
+                            row.put(
+                                family,
+                                cell.qualifier(),
+                                Timestamp(cell.timestamp),
+                                cell.value(),
+                            )?;
                         }
                         Ok(())
                     });

@@ -59,7 +59,7 @@ use rowkit_statemachines::{
     StoreError, Tag, Timestamp,
 };
 
-use rowkit_store::{MemoryStore, Reply, Store};
+use rowkit_store::{MemoryStore, Reply, Store, StoreOptions};
 
 /// Fault rates, in parts per 10 000 of the chances to inject them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1141,7 +1141,7 @@ fn run_once<W: Workload>(config: &SimConfig, workload: &mut W) -> Result<SimRepo
         message,
         trace,
     };
-    let store = MemoryStore::new().with_seed(config.seed);
+    let store = MemoryStore::new().with_options(StoreOptions::default().with_seed(config.seed));
     workload
         .setup(&store, config.start, config.seed)
         .map_err(|e| fail(format!("setup: {e}"), Vec::new()))?;
