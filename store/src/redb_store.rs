@@ -2733,8 +2733,8 @@ mod tests {
             assert_eq!(result.unwrap_err().message, planted.message);
         }
         // Neither was acknowledged, and readers never saw them.
-        assert_eq!(value_of(&s, b"a"), None);
-        assert_eq!(value_of(&s, b"b"), None);
+        assert_eq!(value_of(s, b"a"), None);
+        assert_eq!(value_of(s, b"b"), None);
     }
 
     #[test]
