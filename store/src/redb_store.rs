@@ -1,4 +1,5 @@
-//! The persistent store: one redb file, cell-level keys, one write transaction per row mutation.
+//! The persistent store: one redb file, cell-level keys, one write transaction per row mutation;
+//! with durable commits, concurrent row writes share one fsync ([`group_commit`]).
 //!
 //! # On-disk layout
 //!
@@ -29,9 +30,10 @@
 //! kept in the same transaction as the cells, and a row's entry is removed with its last cell
 //! (`spec/bigtable.md` 1: a row exists iff it has a cell).
 //!
-//! Reads share one read snapshot per table until the store's next commit (only this process
-//! writes the file), so a point read is a B-tree lookup rather than a new transaction and two
-//! table opens; a batch of rows is written in key order, so its inserts walk the tree once.
+//! Reads share one read snapshot per table until the store's next commit they may see (only
+//! this process writes the file; a grouped commit is seen once it is on disk), so a point read
+//! is a B-tree lookup rather than a new transaction and two table opens; a batch of rows is
+//! written in key order, so its inserts walk the tree once.
 //!
 //! [`row_size`]: rowkit_codec::model::row_size
 
@@ -57,6 +59,9 @@ use crate::semantics::{
 use crate::{EngineState, RowWrite, StoreOptions, TableStorage};
 
 mod backup;
+mod group_commit;
+
+use group_commit::SyncGroups;
 
 /// Version of the on-disk layout described in the module docs; a file written with another
 /// layout is refused rather than misread.
@@ -221,7 +226,8 @@ fn lookup(catalog: &Catalog, table: &str) -> Result<Arc<TableInfo>, StoreError> 
 ///
 /// Each [`TableStorage::write_row`] is exactly one redb write transaction, committed only when
 /// the evaluator's closure succeeds, so a row mutation is atomic and, with the default
-/// durability, on disk when the call returns. redb runs one writer at a time and gives readers
+/// durability, on disk when the call returns (concurrent writers share the fsync:
+/// [`group_commit`]). redb runs one writer at a time and gives readers
 /// MVCC snapshots, so the store is safe to share between threads and a reader always sees whole
 /// rows. Only one process may open a file at a time (a second gets `UNAVAILABLE`).
 pub struct RedbStore {
@@ -240,10 +246,26 @@ pub struct RedbStore {
     /// table cannot be deleted (nor its tables re-created by the write) under it. Lock order:
     /// this lock, then redb's writer.
     catalog: RwLock<Catalog>,
-    /// Read snapshots of the tables as of the last commit ([`Snapshots`]).
+    /// Read snapshots of the tables as of the last commit readers may see ([`Snapshots`]).
     snapshots: Mutex<Snapshots>,
     /// What redb panicked on so far ([`Damage`]): such calls fail at once from then on.
     damage: Mutex<Damage>,
+    /// Durable row writes waiting for a shared fsync ([`group_commit`]).
+    groups: SyncGroups,
+}
+
+/// How a write transaction commits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CommitKind {
+    /// `Durability::Immediate`: on disk, with every commit before it, when the commit returns.
+    /// Only for [`RedbStore::sync`]'s empty commit, so that the snapshot pinned just before it
+    /// is exactly what it persists.
+    Durable,
+    /// `Durability::None`, acknowledged only once a later durable commit returned
+    /// ([`group_commit`]): every write with durable commits on.
+    Grouped,
+    /// `Durability::None`, acknowledged at once: durable commits are off.
+    Plain,
 }
 
 /// The parts of a damaged file that made redb panic (`redb_guard`), each with the `DATA_LOSS`
@@ -307,8 +329,9 @@ impl Damage {
 /// a table (which checks its stored key and value types, allocating their names) cost more than
 /// a point read of a million-row table, so reads share one snapshot until the next commit.
 struct TableSnapshot {
-    /// Kept to open the rows table: a point read needs only the cells.
-    txn: ReadTransaction,
+    /// Kept to open the rows table: a point read needs only the cells. Shared while grouped
+    /// commits are pending ([`SyncGroups::read_point`]).
+    txn: Arc<ReadTransaction>,
     rows: OnceLock<ReadOnlyTable<&'static [u8], (u64, u64)>>,
     cells: ReadOnlyTable<&'static [u8], &'static [u8]>,
 }
@@ -330,14 +353,15 @@ impl TableSnapshot {
     }
 }
 
-/// The read snapshots reads share: each table's as of the last commit, opened by the first
-/// read after it. Only this process writes the file, so a snapshot stays current until one of
-/// its own commits, after which [`RedbStore::commit`] drops them all (so they pin no pages
-/// the writer frees). A snapshot begun before a commit but opened after it must not be kept:
-/// a read installs its snapshot only if no commit happened since it looked.
+/// The read snapshots reads share: each table's as of the last commit readers may see (a
+/// grouped commit once it is on disk: [`SyncGroups::read_point`]), opened by the first read
+/// after it. Only this process writes the file, so a snapshot stays current until one of its
+/// own commits, after which [`RedbStore::commit`] drops them all (so they pin no pages the
+/// writer frees). A snapshot begun before a commit but opened after it must not be kept: a
+/// read installs its snapshot only if no commit happened since it looked.
 #[derive(Default)]
 struct Snapshots {
-    /// Commits so far, counted after each.
+    /// Commits readers may see so far, counted after each (a grouped one when its sync is).
     commits: u64,
     tables: HashMap<String, Arc<TableSnapshot>>,
 }
@@ -494,10 +518,8 @@ impl RedbStore {
     pub fn sync(&self) -> Result<(), StoreError> {
         let op = "sync";
         self.guarded(Scope::Admin, op, || {
-            let mut txn = self.begin_write(op)?;
-            txn.set_durability(Durability::Immediate)
-                .map_err(|e| redb_error(op, e))?;
-            self.commit(txn, op)
+            let txn = self.begin_write(op, CommitKind::Durable)?;
+            self.commit(txn, op, CommitKind::Durable).map(|_| ())
         })
     }
 
@@ -519,6 +541,7 @@ impl RedbStore {
             catalog: RwLock::new(Catalog::new()),
             snapshots: Mutex::new(Snapshots::default()),
             damage: Mutex::new(Damage::default()),
+            groups: SyncGroups::default(),
         };
         let op = "initialise";
         let found = {
@@ -556,7 +579,7 @@ impl RedbStore {
                 format!("{} is not a rowkit store", store.describe()),
             )),
             None => {
-                let txn = store.begin_write(op)?;
+                let txn = store.begin_write(op, CommitKind::Durable)?;
                 {
                     let mut meta = open_write(&txn, META, op)?;
                     meta.insert(FORMAT_KEY, FORMAT_VERSION)
@@ -576,8 +599,22 @@ impl RedbStore {
         }
     }
 
-    /// A write transaction, forgotten rather than dropped if redb panics in it ([`Forgettable`]).
-    fn begin_write(&self, op: &str) -> Result<Forgettable<WriteTransaction>, StoreError> {
+    /// How a write transaction commits: grouped unless durable commits are off.
+    fn commit_kind(&self) -> CommitKind {
+        if self.durable.load(Ordering::Relaxed) {
+            CommitKind::Grouped
+        } else {
+            CommitKind::Plain
+        }
+    }
+
+    /// A write transaction that will commit as `kind` says, forgotten rather than dropped if
+    /// redb panics in it ([`Forgettable`]).
+    fn begin_write(
+        &self,
+        op: &str,
+        kind: CommitKind,
+    ) -> Result<Forgettable<WriteTransaction>, StoreError> {
         let db = match &*self.db {
             Db::Writable(db) => db,
             Db::ReadOnly(_) => {
@@ -588,8 +625,8 @@ impl RedbStore {
             }
         };
         let mut txn = Forgettable::new(db.begin_write().map_err(|e| redb_error(op, e))?);
-        // Durability::Immediate is redb's default; only the test setting needs a call.
-        if !self.durable.load(Ordering::Relaxed) {
+        // Durability::Immediate is redb's default.
+        if kind != CommitKind::Durable {
             txn.set_durability(Durability::None)
                 .map_err(|e| redb_error(op, e))?;
         }
@@ -630,8 +667,8 @@ impl RedbStore {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// A read snapshot of `table` as of the last commit: the shared one, or a new one (kept
-    /// for the next reads unless a commit came first).
+    /// A read snapshot of `table` as of the last commit readers may see: the shared one, or a
+    /// new one (kept for the next reads unless a commit came first).
     fn snapshot(
         &self,
         table: &str,
@@ -645,7 +682,7 @@ impl RedbStore {
             }
             snapshots.commits
         };
-        let txn = self.begin_read(op)?;
+        let txn = self.groups.read_point(|| self.begin_read(op))?;
         let snapshot = Arc::new(TableSnapshot {
             cells: open_read(&txn, info.names.cells(), table, op)?,
             rows: OnceLock::new(),
@@ -672,7 +709,8 @@ impl RedbStore {
         self.guarded(Scope::Admin, op, || {
             let mut catalog = self.catalog_mut()?;
             let info = lookup(&catalog, table)?;
-            let txn = self.begin_write(op)?;
+            let kind = self.commit_kind();
+            let txn = self.begin_write(op, kind)?;
             let (families, dropped) = {
                 let mut schema = open_write(&txn, SCHEMA, op)?;
                 let (families, dropped) = match schema.get(table).map_err(|e| redb_error(op, e))? {
@@ -694,7 +732,7 @@ impl RedbStore {
                         .map_err(|e| redb_error(op, e))?;
                 }
             }
-            self.commit(txn, op)?;
+            self.commit_and_wait(txn, op, kind)?;
             catalog.insert(
                 table.to_string(),
                 Ok(TableInfo::new(
@@ -787,16 +825,54 @@ impl RedbStore {
         self.damage.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Commits `txn`; then, before the write returns, drops the shared snapshots so that
-    /// later reads see it (also when the commit failed: whether it reached the file is then
-    /// unknown).
-    fn commit(&self, txn: Forgettable<WriteTransaction>, op: &str) -> Result<(), StoreError> {
+    /// Commits `txn`, begun with `kind`, and returns the ticket its writer waits for
+    /// ([`RedbStore::wait_durable`]): its own number if grouped, else the grouped commits it
+    /// could see. Then, before the write returns, drops the shared snapshots so that later
+    /// reads see it (also when the commit failed: whether it reached the file is then
+    /// unknown), except for a grouped commit, which readers see only once it is on disk.
+    fn commit(
+        &self,
+        txn: Forgettable<WriteTransaction>,
+        op: &str,
+        kind: CommitKind,
+    ) -> Result<u64, StoreError> {
+        // redb's writer is held until the commit: no other commit runs between these steps.
+        let (ticket, pinned) = match kind {
+            CommitKind::Grouped => (self.groups.start_grouped(|| self.begin_read(op))?, None),
+            // What this commit persists, as readers will see it once it returned.
+            CommitKind::Durable => (self.groups.seen(), Some(self.begin_read(op)?)),
+            CommitKind::Plain => (self.groups.seen(), None),
+        };
         let committed = txn.into_inner().commit();
+        match (&committed, pinned) {
+            (Ok(()), Some(pinned)) => self.groups.durable(ticket, pinned),
+            (Ok(()), None) if kind == CommitKind::Grouped => return Ok(ticket),
+            _ => self.groups.committed_outside(),
+        }
         let mut snapshots = self.snapshots();
         snapshots.commits += 1;
         snapshots.tables.clear();
         drop(snapshots);
-        committed.map_err(|e| redb_error(op, e))
+        committed.map_err(|e| redb_error(op, e))?;
+        Ok(ticket)
+    }
+
+    /// [`RedbStore::commit`] for an admin call, which holds the catalog until its change is on
+    /// disk: commits, then waits for the ticket.
+    fn commit_and_wait(
+        &self,
+        txn: Forgettable<WriteTransaction>,
+        op: &str,
+        kind: CommitKind,
+    ) -> Result<(), StoreError> {
+        let ticket = self.commit(txn, op, kind)?;
+        self.wait_durable(ticket)
+    }
+
+    /// Returns once the grouped commits up to `ticket` are on disk (at once if they are),
+    /// syncing them if no other writer is ([`group_commit`]).
+    fn wait_durable(&self, ticket: u64) -> Result<(), StoreError> {
+        self.groups.wait(ticket, || self.sync())
     }
 }
 
@@ -1217,7 +1293,8 @@ impl TableStorage for RedbStore {
         let op = "create_table";
         self.guarded(Scope::Admin, op, || {
             let mut catalog = self.catalog_mut()?;
-            let txn = self.begin_write(op)?;
+            let kind = self.commit_kind();
+            let txn = self.begin_write(op, kind)?;
             {
                 let mut schema = open_write(&txn, SCHEMA, op)?;
                 if schema.get(table).map_err(|e| redb_error(op, e))?.is_some() {
@@ -1238,7 +1315,7 @@ impl TableStorage for RedbStore {
                     .insert(table, encoded_splits.as_slice())
                     .map_err(|e| redb_error(op, e))?;
             }
-            self.commit(txn, op)?;
+            self.commit_and_wait(txn, op, kind)?;
             catalog.insert(
                 table.to_string(),
                 Ok(TableInfo::new(table, sorted, splits.into(), Arc::from([]))),
@@ -1255,7 +1332,8 @@ impl TableStorage for RedbStore {
         let op = "delete_table";
         self.guarded(Scope::Admin, op, || {
             let mut catalog = self.catalog_mut()?;
-            let txn = self.begin_write(op)?;
+            let kind = self.commit_kind();
+            let txn = self.begin_write(op, kind)?;
             {
                 let mut schema = open_write(&txn, SCHEMA, op)?;
                 if schema
@@ -1271,7 +1349,7 @@ impl TableStorage for RedbStore {
             remove_entry(&txn, SPLITS, table, op)?;
             remove_entry(&txn, DROPPED, table, op)?;
             TableNames::new(table).delete_in(&txn, op)?;
-            self.commit(txn, op)?;
+            self.commit_and_wait(txn, op, kind)?;
             catalog.remove(table);
             Ok(())
         })
@@ -1378,13 +1456,15 @@ impl TableStorage for RedbStore {
         f: impl FnOnce(&mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let op = "write_row";
-        self.guarded(Scope::Write(table), op, || {
+        let (value, ticket) = self.guarded(Scope::Write(table), op, || {
             self.in_write(table, op, |rows, row| write_in(rows, row, key, f, op))
-        })
+        })?;
+        self.wait_durable(ticket)?;
+        Ok(value)
     }
 
-    /// The whole batch in one write transaction (one commit, one fsync, instead of one per
-    /// row). A row whose closure fails cannot be undone alone inside the transaction, so then
+    /// The whole batch in one write transaction (one commit, one fsync at most, instead of one
+    /// per row). A row whose closure fails cannot be undone alone inside the transaction, so then
     /// the batch is aborted and redone row by row, each in its own transaction as
     /// [`RedbStore::write_row`] does: the results are the same either way.
     fn write_rows<T>(
@@ -1410,7 +1490,8 @@ impl TableStorage for RedbStore {
         // neighbouring pages (a 10 000-row batch of scattered keys spends most of its time
         // descending the tree). Nothing can observe the order inside one transaction; the
         // stable sort keeps entries of one row in index order.
-        let results: Result<Vec<Result<T, StoreError>>, StoreError> =
+        // With the ticket the batch's commit waits for (redone rows wait in `write_row`).
+        let results: Result<(Vec<Result<T, StoreError>>, u64), StoreError> =
             self.contained(Scope::Write(table), op, || {
                 let mut order: Vec<usize> = (0..keys.len()).collect();
                 order.sort_by_key(|&i| keys[i]);
@@ -1430,23 +1511,33 @@ impl TableStorage for RedbStore {
                 });
                 match batched {
                     // Back in index order.
-                    Ok(mut values) => {
+                    Ok((mut values, ticket)) => {
                         values.sort_unstable_by_key(|&(i, _)| i);
-                        values.into_iter().map(|(_, value)| Ok(value)).collect()
+                        let values = values.into_iter().map(|(_, value)| Ok(value)).collect();
+                        (values, ticket)
                     }
-                    Err(Failed::Store(e)) => keys.iter().map(|_| Err(e.clone())).collect(),
-                    Err(Failed::Row) => keys
-                        .iter()
-                        .enumerate()
-                        .map(|(i, key)| self.write_row(table, key, |row| f(i, row)))
-                        .collect(),
+                    Err(Failed::Store(e)) => (keys.iter().map(|_| Err(e.clone())).collect(), 0),
+                    Err(Failed::Row) => (
+                        keys.iter()
+                            .enumerate()
+                            .map(|(i, key)| self.write_row(table, key, |row| f(i, row)))
+                            .collect(),
+                        0,
+                    ),
                 }
             });
         match results {
-            Ok(results) => results
-                .into_iter()
-                .map(|r| r.map_err(|e| self.data_loss(Scope::Write(table), op, e)))
-                .collect(),
+            Ok((results, ticket)) => {
+                // Not on disk: no row of the batch is acknowledged.
+                let unsynced = self.wait_durable(ticket).err();
+                results
+                    .into_iter()
+                    .map(|r| match (r, &unsynced) {
+                        (Ok(_), Some(e)) => Err(e.clone()),
+                        (r, _) => r.map_err(|e| self.data_loss(Scope::Write(table), op, e)),
+                    })
+                    .collect()
+            }
             Err(damaged) => keys.iter().map(|_| Err(damaged.clone())).collect(),
         }
     }
@@ -1463,17 +1554,19 @@ impl RedbStore {
     /// Runs `body` in one write transaction on `table`'s redb tables (`NOT_FOUND` if the table
     /// does not exist), each opened once for the whole transaction. Commits if `body` returns
     /// `Ok` having written something, else aborts (a read, or a predicate that chose no
-    /// mutation: no commit and no fsync).
+    /// mutation: no commit and no fsync). Returns `body`'s value with the ticket to pass to
+    /// [`RedbStore::wait_durable`] before answering.
     fn in_write<R, E: From<StoreError>>(
         &self,
         table: &str,
         op: &str,
         body: impl for<'t> FnOnce(&mut RowsTable<'t>, &mut RedbRow<'t>) -> Result<(R, bool), E>,
-    ) -> Result<R, E> {
+    ) -> Result<(R, u64), E> {
         // Held until the commit: the table cannot be deleted under the transaction.
         let catalog = self.catalog()?;
         let info = lookup(&catalog, table)?;
-        let txn = self.begin_write(op)?;
+        let kind = self.commit_kind();
+        let txn = self.begin_write(op, kind)?;
         let result = (|| {
             let mut rows = open_write(&txn, info.names.rows(), op)?;
             let cells = open_write(&txn, info.names.cells(), op)?;
@@ -1482,13 +1575,16 @@ impl RedbStore {
         })();
         match result {
             Ok((value, dirty)) => {
-                if dirty {
-                    self.commit(txn, op)?;
+                let ticket = if dirty {
+                    self.commit(txn, op, kind)?
                 } else {
+                    // It may have read grouped commits not on disk yet.
+                    let seen = self.groups.seen();
                     txn.into_inner().abort().map_err(|e| redb_error(op, e))?;
-                }
+                    seen
+                };
                 drop(catalog);
-                Ok(value)
+                Ok((value, ticket))
             }
             Err(e) => {
                 // The body's error is the answer; a failed abort changes nothing on disk.
@@ -2557,12 +2653,92 @@ mod tests {
         });
     }
 
+    /// Commits a put of `value` to `key` as a durable-mode row write does, without waiting for
+    /// the sync; returns the ticket to wait for.
+    fn commit_unsynced(s: &RedbStore, key: &[u8], value: &[u8]) -> u64 {
+        let op = "test write";
+        let put = |r: &mut RedbRow<'_>| r.put("cf", b"q", Timestamp::from_millis(1), value);
+        let ((), ticket) = s
+            .in_write("t", op, |rows, row| write_in(rows, row, key, put, op))
+            .unwrap();
+        ticket
+    }
+
+    fn value_of(s: &RedbStore, key: &[u8]) -> Option<Vec<u8>> {
+        let point = RowRange {
+            start: KeyBound::Closed(key.to_vec()),
+            end: KeyBound::Closed(key.to_vec()),
+        };
+        let row = s.next_row("t", &point, None, false).unwrap()?;
+        Some(row.cells[0].value.clone())
+    }
+
+    #[test]
+    fn a_grouped_commit_is_seen_only_once_on_disk() {
+        let s = store();
+        put(&s, b"r", "cf", b"q", 1, b"old");
+        assert_eq!(value_of(&s, b"r").unwrap(), b"old");
+        let ticket = commit_unsynced(&s, b"r", b"new");
+        // Committed, not on disk: readers still get the state a crash would leave.
+        assert_eq!(value_of(&s, b"r").unwrap(), b"old");
+        assert_eq!(value_of(&s, b"fresh"), None);
+        // A write transaction that commits nothing but could read it waits for it too.
+        let op = "test read in a write";
+        let (seen, after) = s
+            .in_write("t", op, |_, row| {
+                row.start(b"r", 0, 0)?;
+                Ok::<_, StoreError>((row.latest("cf", b"q")?.map(|(_, v)| v), false))
+            })
+            .unwrap();
+        assert_eq!(seen.as_deref(), Some(&b"new"[..]));
+        assert!(after >= ticket, "ticket {after} does not cover {ticket}");
+        s.wait_durable(ticket).unwrap();
+        assert_eq!(value_of(&s, b"r").unwrap(), b"new");
+        // Non-durable commits are seen at once.
+        s.set_durable_commits(false);
+        put(&s, b"r", "cf", b"q", 1, b"plain");
+        assert_eq!(value_of(&s, b"r").unwrap(), b"plain");
+        s.set_durable_commits(true);
+        let ticket = commit_unsynced(&s, b"r", b"grouped");
+        assert_eq!(value_of(&s, b"r").unwrap(), b"plain");
+        s.wait_durable(ticket).unwrap();
+        assert_eq!(value_of(&s, b"r").unwrap(), b"grouped");
+    }
+
+    #[test]
+    fn a_failed_sync_fails_every_writer_waiting_on_it() {
+        let s = store();
+        let tickets = [
+            commit_unsynced(&s, b"a", b"1"),
+            commit_unsynced(&s, b"b", b"2"),
+        ];
+        // As after a panic inside redb: the damage record fails the leader's sync at once.
+        let planted = StoreError::new(Code::DataLoss, "planted damage");
+        s.damage().writes = Some(planted.clone());
+        let s = &s;
+        let results: Vec<_> = std::thread::scope(|scope| {
+            let waiters: Vec<_> = tickets
+                .map(|ticket| scope.spawn(move || s.wait_durable(ticket)))
+                .into_iter()
+                .collect();
+            waiters.into_iter().map(|w| w.join().unwrap()).collect()
+        });
+        for result in results {
+            assert_eq!(result.unwrap_err().message, planted.message);
+        }
+        // Neither was acknowledged, and readers never saw them.
+        assert_eq!(value_of(s, b"a"), None);
+        assert_eq!(value_of(s, b"b"), None);
+    }
+
     #[test]
     fn corrupt_cell_key_is_internal_not_panic() {
         let s = store();
         put(&s, b"r", "cf", b"q", 1, b"v");
         // Plant a key under row "r" that is not a valid cell key.
-        let txn = s.begin_write("plant a bad key").unwrap();
+        let txn = s
+            .begin_write("plant a bad key", CommitKind::Grouped)
+            .unwrap();
         {
             let names = TableNames::new("t");
             let mut cells = txn.open_table(names.cells()).unwrap();
@@ -2571,7 +2747,8 @@ mod tests {
             bad.extend_from_slice(b"cf\0\x01q\0\x01bad");
             cells.insert(bad.as_slice(), b"x".as_slice()).unwrap();
         }
-        s.commit(txn, "plant a bad key").unwrap();
+        s.commit_and_wait(txn, "plant a bad key", CommitKind::Grouped)
+            .unwrap();
         let err = s.next_row("t", &RowRange::all(), None, false).unwrap_err();
         assert_eq!(err.code, Code::Internal);
         let err = s.write_row("t", b"r", |r| r.delete_row()).unwrap_err();
