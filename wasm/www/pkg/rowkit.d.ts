@@ -622,7 +622,8 @@ export class ObjectMetadata {
     constructor(options?: ClientOptions);
     /**
      * `putObject(bucket, key, value, params)` (`params` as Arsenal's: `{versioning: true}`,
-     * `{versionId}`, …). Resolves to the version id written, or `null`.
+     * `{versionId}`, …). Resolves to Arsenal's result text, `{"versionId": "…"}` when a version
+     * id was written (or given), or `null`.
      */
     putObject(bucket: string, key: string, value: JsonObject, params?: PutObjectParams | null): Promise<string | null>;
     /**
