@@ -11,16 +11,18 @@
 #![cfg(feature = "redb")]
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rowkit_codec::model::{ColumnFamily, Mutation, RowRange, Timestamp, row_size};
 use rowkit_statemachines::{Code, MutateRowRequest, Request, SplitMix64, StoreError};
 use rowkit_store::{RedbStore, Store, TableStorage};
+
+use common::{ChildWriter, crash_seed, temp_dir};
 
 /// Tells the child which database file to write.
 const CHILD_DB: &str = "ROWKIT_CRASH_CHILD_DB";
@@ -105,16 +107,6 @@ fn child_writer() {
     }
 }
 
-/// Kills the child if the parent fails before doing so.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 /// What the parent learns from one child run.
 struct Run {
     /// Indexes acknowledged, in order.
@@ -122,42 +114,13 @@ struct Run {
 }
 
 fn run_child(path: &Path, start: u64, rng: &mut SplitMix64) -> Run {
-    let exe = std::env::current_exe().unwrap();
-    let child = Command::new(exe)
-        .args([
-            "--exact",
-            "child_writer",
-            "--nocapture",
-            "--quiet",
-            "--test-threads=1",
-        ])
-        .env(CHILD_DB, path)
-        .env(CHILD_START, start.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = KillOnDrop(child);
-    let stdout = child.0.stdout.take().unwrap();
-    let mut stderr = child.0.stderr.take().unwrap();
-    let err_reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = stderr.read_to_string(&mut s);
-        s
-    });
-    let (tx, rx) = mpsc::channel::<u64>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(rest) = line.strip_prefix("@@ack ")
-                && tx.send(rest.parse().unwrap()).is_err()
-            {
-                break;
-            }
-        }
-    });
-
+    let mut child = ChildWriter::spawn(
+        "child_writer",
+        &[
+            (CHILD_DB, path.to_str().unwrap().to_string()),
+            (CHILD_START, start.to_string()),
+        ],
+    );
     // Kill after a random number of acknowledgements (0 = possibly while the child is still
     // opening and recovering the file) plus a random sub-commit delay.
     let wait_for = rng.below(20);
@@ -165,28 +128,12 @@ fn run_child(path: &Path, start: u64, rng: &mut SplitMix64) -> Run {
     let mut acked = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(30);
     while (acked.len() as u64) < wait_for {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(i) => acked.push(i),
-            Err(_) => {
-                // EOF or timeout: the child died by itself or hangs — either is a failure.
-                drop(child);
-                panic!(
-                    "child stopped after {} acks; stderr:\n{}",
-                    acked.len(),
-                    err_reader.join().unwrap()
-                );
-            }
-        }
+        // EOF or timeout: the child died by itself or hangs — either is a failure.
+        let ack = child.next_ack(deadline, || format!("{} acks", acked.len()));
+        acked.push(ack.parse().unwrap());
     }
-    std::thread::sleep(extra);
-    child.0.kill().unwrap(); // SIGKILL
-    let status = child.0.wait().unwrap();
-    assert!(!status.success(), "child exited normally: {status}");
-    // Acks already in the pipe were sent before the kill: they count.
-    reader.join().unwrap();
-    acked.extend(rx.try_iter());
-    let _ = err_reader.join();
+    let rest = child.kill_after(extra);
+    acked.extend(rest.iter().map(|ack| ack.parse::<u64>().unwrap()));
     Run { acked }
 }
 
@@ -258,22 +205,9 @@ fn verify(
     seen
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("rowkit-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn acknowledged_writes_survive_sigkill() {
-    let seed = std::env::var("ROWKIT_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x5eed_c0ffee_u64);
+    let seed = crash_seed(0x5eed_c0ffee_u64);
     let dir = temp_dir("crash");
     let path = dir.join("crash.redb");
     let started = Instant::now();

@@ -12,17 +12,19 @@
 #![cfg(feature = "redb")]
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::io::Write;
+use std::path::Path;
 use std::sync::Mutex;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use rowkit_codec::model::{ColumnFamily, RowRange, Timestamp};
 use rowkit_statemachines::{Code, SplitMix64};
 use rowkit_store::{RedbStore, RowWrite, TableStorage};
+
+use common::{ChildWriter, crash_seed, temp_dir};
 
 /// Tells the child which database file to write.
 const CHILD_DB: &str = "ROWKIT_GROUP_CHILD_DB";
@@ -95,59 +97,32 @@ fn run_child(
     rng: &mut SplitMix64,
 ) -> Vec<Vec<u8>> {
     let limit = if kill_after.is_some() { 100_000 } else { 20 };
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_writers",
-            "--nocapture",
-            "--quiet",
-            "--test-threads=1",
-        ])
-        .env(CHILD_DB, path)
-        .env(CHILD_RUN, run.to_string())
-        .env(CHILD_LIMIT, limit.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    let reader = std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if let Some(rest) = line.strip_prefix("@@ack ") {
-                let mut parts = rest.split(' ').map(|p| p.parse::<u64>().unwrap());
-                let (writer, n) = (parts.next().unwrap(), parts.next().unwrap());
-                if tx.send(row_key(run, writer, n)).is_err() {
-                    break;
-                }
-            }
-        }
-    });
+    let mut child = ChildWriter::spawn(
+        "child_writers",
+        &[
+            (CHILD_DB, path.to_str().unwrap().to_string()),
+            (CHILD_RUN, run.to_string()),
+            (CHILD_LIMIT, limit.to_string()),
+        ],
+    );
+    // An acknowledgement is `T N`: writer T's write number N.
+    let key_of = |ack: String| {
+        let mut parts = ack.split(' ').map(|p| p.parse::<u64>().unwrap());
+        row_key(run, parts.next().unwrap(), parts.next().unwrap())
+    };
     let mut acked = Vec::new();
-    match kill_after {
+    let rest = match kill_after {
         Some(count) => {
             let deadline = Instant::now() + Duration::from_secs(60);
             while acked.len() < count {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match rx.recv_timeout(left) {
-                    Ok(key) => acked.push(key),
-                    Err(_) => {
-                        let _ = child.kill();
-                        panic!("child stopped after {} acks", acked.len());
-                    }
-                }
+                let ack = child.next_ack(deadline, || format!("{} acks", acked.len()));
+                acked.push(key_of(ack));
             }
-            std::thread::sleep(Duration::from_micros(rng.below(3000)));
-            child.kill().unwrap(); // SIGKILL
-            assert!(!child.wait().unwrap().success());
+            child.kill_after(Duration::from_micros(rng.below(3000)))
         }
-        None => assert!(child.wait().unwrap().success(), "child failed"),
-    }
-    // Acks already in the pipe were printed before the kill: they count.
-    reader.join().unwrap();
-    acked.extend(rx.try_iter());
+        None => child.wait(),
+    };
+    acked.extend(rest.into_iter().map(key_of));
     acked
 }
 
@@ -178,22 +153,9 @@ fn verify(path: &Path, acked: &BTreeSet<Vec<u8>>) -> usize {
     found.len()
 }
 
-fn temp_dir(name: &str) -> PathBuf {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let dir = std::env::temp_dir().join(format!("rowkit-{name}-{}-{nanos}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn concurrent_acknowledged_writes_survive_sigkill_and_reopen() {
-    let seed = std::env::var("ROWKIT_CRASH_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0x9a0c_c0ffee_u64);
+    let seed = crash_seed(0x9a0c_c0ffee_u64);
     let dir = temp_dir("group-commit");
     let path = dir.join("group.redb");
     let mut rng = SplitMix64::new(seed);
