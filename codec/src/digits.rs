@@ -48,6 +48,32 @@ pub(crate) fn push_decimal_padded(out: &mut alloc::vec::Vec<u8>, v: u64, width: 
     out.extend_from_slice(digits);
 }
 
+/// `%02d` of `v < 100`: one table lookup (callers check the bound).
+pub(crate) fn two_digits(v: u8) -> [u8; 2] {
+    let pair = usize::from(v % 100) * 2;
+    [PAIRS[pair], PAIRS[pair + 1]]
+}
+
+/// `%010d` of a `u32`: every `u32` has at most ten digits, so the result has a fixed size and
+/// the digits are computed in 32-bit arithmetic (cheaper divisions than [`decimal`]'s `u64`).
+pub(crate) fn ten_digits(mut v: u32) -> [u8; 10] {
+    let mut out = [b'0'; 10];
+    let mut i = out.len();
+    while v >= 100 {
+        let pair = (v % 100) as usize * 2;
+        v /= 100;
+        i -= 2;
+        out[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if v >= 10 {
+        let pair = v as usize * 2;
+        out[i - 2..i].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        out[i - 1] = b'0' + v as u8;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -77,6 +103,9 @@ mod tests {
             assert_eq!(out, format!("x{v:010}").into_bytes());
             let h = v as u32;
             assert_eq!(&hex8(h), format!("{h:08x}").as_bytes());
+            assert_eq!(&ten_digits(h), format!("{h:010}").as_bytes());
+            let small = (v % 100) as u8;
+            assert_eq!(&two_digits(small), format!("{small:02}").as_bytes());
         }
     }
 }

@@ -7,7 +7,7 @@
 use alloc::vec::Vec;
 
 use super::CodecError;
-use crate::digits::push_decimal_padded;
+use crate::digits::{push_decimal_padded, ten_digits, two_digits};
 use crate::model::RowRange;
 use crate::segment::{KeySegment, Segments};
 
@@ -123,7 +123,10 @@ pub fn parse_trace_qualifier(qualifier: &[u8]) -> Result<u32, CodecError> {
 pub fn sharded_row_name(shard: u32, row_type: char, tile_key: i32, subkey: &[u8]) -> Vec<u8> {
     // 2 shard digits (more only past 99), 4 for `:ts:`, the type, 1 + 10 + 1 for the tile key.
     let mut out = Vec::with_capacity(18 + row_type.len_utf8() + subkey.len());
-    push_decimal_padded(&mut out, u64::from(shard), 2);
+    match u8::try_from(shard) {
+        Ok(small) if small < 100 => out.extend_from_slice(&two_digits(small)),
+        _ => push_decimal_padded(&mut out, u64::from(shard), 2),
+    }
     out.extend_from_slice(b":ts:");
     push_row_type(&mut out, row_type);
     out.push(b':');
@@ -146,11 +149,12 @@ fn push_row_type(out: &mut Vec<u8>, row_type: char) {
 
 /// `%010d` of an int32 (Go pads negatives after the sign: `-000000001`).
 fn push_tile_key(out: &mut Vec<u8>, tile_key: i32) {
-    if tile_key < 0 {
-        out.push(b'-');
-        push_decimal_padded(out, u64::from(tile_key.unsigned_abs()), 9);
-    } else {
-        push_decimal_padded(out, u64::from(tile_key.unsigned_abs()), 10);
+    match u32::try_from(tile_key) {
+        Ok(key) => out.extend_from_slice(&ten_digits(key)),
+        Err(_) => {
+            out.push(b'-');
+            push_decimal_padded(out, u64::from(tile_key.unsigned_abs()), 9);
+        }
     }
 }
 

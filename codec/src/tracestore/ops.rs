@@ -146,7 +146,9 @@ impl OrderedParamSet {
     /// and `j` exact decimal indices (no sign, no leading zero). A repeated key keeps the last
     /// value.
     pub fn decode_params(&self, encoded: &[u8]) -> Result<Params, CodecError> {
-        let mut params = Params::new();
+        // Borrowed pairs first, sorted, the map built once from them: `BTreeMap::from_iter`
+        // bulk-builds the nodes from sorted input instead of searching and splitting per insert.
+        let mut pairs: Vec<(&String, &String)> = Vec::with_capacity(encoded.len() / 4);
         for piece in encoded.split(|&b| b == b',') {
             if piece.is_empty() {
                 continue;
@@ -165,14 +167,21 @@ impl OrderedParamSet {
             let value = exact_index(&piece[eq + 1..])
                 .and_then(|j| self.param_set.get(key).and_then(|vs| vs.get(j)))
                 .ok_or_else(|| bad("failed to find value"))?;
-            match params.get_mut(key) {
-                Some(v) => v.clone_from(value),
-                None => {
-                    params.insert(key.clone(), value.clone());
-                }
-            }
+            pairs.push((key, value));
         }
-        Ok(params)
+        // Stable, so equal keys stay in input order; a repeated key keeps its last value.
+        pairs.sort_by(|a, b| a.0.cmp(b.0));
+        pairs.dedup_by(|later, kept| {
+            let repeated = later.0 == kept.0;
+            if repeated {
+                kept.1 = later.1;
+            }
+            repeated
+        });
+        Ok(pairs
+            .into_iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect())
     }
 
     /// `Delta(ps)`: what `ps` holds that the OPS does not (new keys with all their values,
@@ -375,6 +384,24 @@ mod tests {
         // The key listed twice is encoded twice, as Go's loop over KeyOrder does.
         assert_eq!(ops.encode_params(&p).unwrap(), ",0=1,1=1,2=1,");
         assert_eq!(ops.encode_known_params(&p).unwrap(), ",0=1,1=1,2=1,");
+    }
+
+    #[test]
+    fn a_repeated_key_keeps_its_last_value() {
+        let ops = tile_ops();
+        // KeyOrder positions 0 and 2 are both `name`.
+        assert_eq!(
+            ops.decode_params(b",0=0,1=1,2=2,").unwrap(),
+            params_from([("name", "c"), ("arch", "arm")])
+        );
+        assert_eq!(
+            ops.decode_params(b",2=2,,0=0,").unwrap(),
+            params_from([("name", "a")])
+        );
+        assert_eq!(
+            ops.decode_params(b",1=0,1=1,1=0,").unwrap(),
+            params_from([("arch", "x86")])
+        );
     }
 
     #[test]
