@@ -132,7 +132,8 @@ impl Method {
     /// The method of a request.
     pub fn of(request: &Request) -> Method {
         match request {
-            Request::ReadRows(_) => Method::ReadRows,
+            // A point read goes on the wire as a one-key ReadRows.
+            Request::ReadRows(_) | Request::ReadRow(_) => Method::ReadRows,
             Request::MutateRow(_) => Method::MutateRow,
             Request::MutateRows(_) => Method::MutateRows,
             Request::CheckAndMutateRow(_) => Method::CheckAndMutateRow,
@@ -268,6 +269,7 @@ pub fn encode_request(request: &Request) -> Result<Vec<u8>, RestError> {
     let what = Method::of(request).request_message();
     match request {
         Request::ReadRows(r) => to_json(what, &read_rows_to_json(r)),
+        Request::ReadRow(r) => to_json(what, &read_rows_to_json(&r.clone().into_read_rows())),
         Request::MutateRow(r) => to_json(what, &mutate_row_to_json(r)),
         Request::MutateRows(r) => to_json(what, &mutate_rows_to_json(r)),
         Request::CheckAndMutateRow(r) => to_json(what, &check_and_mutate_to_json(r)),
@@ -369,6 +371,17 @@ pub fn encode_response(response: &Response) -> Result<Vec<u8>, RestError> {
             "ReadRowsResponse",
             &read_rows_response_to_json(&rowkit_statemachines::ReadRowsResponse {
                 chunks: rows
+                    .iter()
+                    .flat_map(|row| rowkit_statemachines::readrows::row_chunks(row, None))
+                    .collect(),
+                last_scanned_row_key: Vec::new(),
+            }),
+        ),
+        // A point read's row is what a one-key ReadRows answers.
+        Response::Row(row) => to_json(
+            "ReadRowsResponse",
+            &read_rows_response_to_json(&rowkit_statemachines::ReadRowsResponse {
+                chunks: row
                     .iter()
                     .flat_map(|row| rowkit_statemachines::readrows::row_chunks(row, None))
                     .collect(),

@@ -1,5 +1,5 @@
 //! Nested child machines: the one place where a parent operation runs the generic request
-//! machines ([`ReadRows`], [`Unary`], [`MutateRow`], [`MutateRows`]) and routes tags.
+//! machines ([`ReadRows`], [`ReadRow`], [`Unary`], [`MutateRow`], [`MutateRows`]) and routes tags.
 //!
 //! Schema operations never build wire-level retries or resumes themselves: every request they
 //! send runs inside a child machine. A child numbers its tags from 0, so [`Children`] gives each
@@ -42,7 +42,7 @@ use alloc::vec::Vec;
 use rowkit_codec::model::Row;
 
 use crate::raw::{MutateRow, MutateRows, Unary};
-use crate::readrows::ReadRows;
+use crate::readrows::{ReadRow, ReadRows};
 use crate::{
     Machine, MutateRowsEntryResult, Request, Response, StoreError, Tag, TagAllocator, Timestamp,
 };
@@ -53,6 +53,8 @@ use crate::{
 pub enum Child {
     /// A row read with merge, resume and retries.
     Read(ReadRows),
+    /// A point read of one row, with retries.
+    ReadRow(ReadRow),
     /// One unary request, sent once.
     Unary(Unary),
     /// One `MutateRow`, retried only when idempotent.
@@ -66,6 +68,7 @@ macro_rules! each {
     ($child:expr, $m:ident => $body:expr) => {
         match $child {
             Child::Read($m) => $body,
+            Child::ReadRow($m) => $body,
             Child::Unary($m) => $body,
             Child::WriteRow($m) => $body,
             Child::WriteRows($m) => $body,
@@ -79,6 +82,8 @@ pub enum ChildOutput {
     /// A read's rows, in key order (those not already taken with [`Children::next_row`]),
     /// shared: a row a cache handed over arrives without a copy.
     Rows(Vec<Arc<Row>>),
+    /// A point read's row (`None`: missing, or no cell passed the filter), shared.
+    Row(Option<Arc<Row>>),
     /// A unary reply.
     Unary(Response),
     /// A `MutateRow` applied.
@@ -305,6 +310,7 @@ impl Children {
             Child::Read(m) => m
                 .result()
                 .map(|r| r.map(|_| ChildOutput::Rows(core::mem::take(&mut child.rows).into()))),
+            Child::ReadRow(m) => m.result().map(|r| r.map(ChildOutput::Row)),
             Child::Unary(m) => m.result().map(|r| r.map(ChildOutput::Unary)),
             Child::WriteRow(m) => m.result().map(|r| r.map(|()| ChildOutput::WroteRow)),
             Child::WriteRows(m) => m.result().map(|r| r.map(ChildOutput::WroteRows)),

@@ -196,7 +196,7 @@ pub mod triples;
 pub use machine::{Machine, Tag, TagAllocator};
 pub use request::{
     CellChunk, CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsEntryResult,
-    MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowsRequest,
+    MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowRequest, ReadRowsRequest,
     ReadRowsResponse, Request, Response, RowStatus, SampleRowKeysRequest, SampleRowKeysResponse,
     StoreError,
 };

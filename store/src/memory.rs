@@ -461,6 +461,13 @@ impl TableStorage for MemoryStore {
         Ok(scan(t, range, after, reversed).map(|(key, row)| row.to_row(key)))
     }
 
+    /// One hash lookup, without building a range.
+    fn read_row(&self, table: &str, key: &[u8]) -> Result<Option<Row>, StoreError> {
+        let tables = self.read()?;
+        let t = get_table(&tables, table)?;
+        Ok(t.row(key).map(|(key, row)| row.to_row(key)))
+    }
+
     fn next_row_size(
         &self,
         table: &str,

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rowkit_codec::model::{Cell, ColumnFamily, Row, RowRange, Timestamp, TimestampRange};
+use rowkit_codec::model::{
+    Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange,
+};
 use rowkit_statemachines::{Request, Response, SplitMix64, StoreError};
 
 /// The answer to one request: a unary reply, or the parts of a stream produced lazily (a long
@@ -263,6 +265,16 @@ pub trait TableStorage: Send + Sync {
         after: Option<&[u8]>,
         reversed: bool,
     ) -> Result<Option<Row>, StoreError>;
+    /// The row `key` with all its cells in canonical order, if it has any: a point read
+    /// (`Request::ReadRow`). Default: [`TableStorage::next_row`] over the one-key range;
+    /// engines with a cheaper lookup override it.
+    fn read_row(&self, table: &str, key: &[u8]) -> Result<Option<Row>, StoreError> {
+        let range = RowRange {
+            start: KeyBound::Closed(key.to_vec()),
+            end: KeyBound::Closed(key.to_vec()),
+        };
+        self.next_row(table, &range, None, false)
+    }
     /// The first row key of `range` strictly after `after`, ascending, with the row's size;
     /// used for sampling and maintenance without loading cells.
     fn next_row_size(
