@@ -46,7 +46,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use rowkit_codec::model::{
-    Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowRange, RuleOp, Timestamp,
+    Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowFilter, RowRange, RuleOp,
+    Timestamp,
     TimestampRange, ValidationError, limits, row_size,
 };
 use rowkit_statemachines::{
@@ -242,11 +243,17 @@ fn read_row<'s, S: TableStorage>(
     let filter = validate::check_read_row(&req)?;
     // One seed, as every ReadRows takes, so the requests after it draw what they always drew.
     let mut rng = SplitMix64::new(store.next_request_seed());
-    let Some(mut row) = store.read_row(&req.table, &req.row_key)? else {
+    // A filter that only limits the cells per column (the node and document reads' `LatestN`)
+    // is applied by the engine as it reads: older cells are never copied out.
+    let per_column = match req.filter {
+        Some(RowFilter::CellsPerColumnLimit(n)) => usize::try_from(n).ok(),
+        _ => None,
+    };
+    let Some(mut row) = store.read_row(&req.table, &req.row_key, per_column)? else {
         return Ok(Reply::Unary(Response::Row(None)));
     };
     hide_dropped(&mut row.cells, hidden);
-    if let Some(filter) = &filter {
+    if let (Some(filter), None) = (&filter, per_column) {
         row.cells = filter.apply(&row.key, row.cells, &mut rng);
     }
     // A row whose filtered result is empty is not returned, as in a scan.
