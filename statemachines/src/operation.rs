@@ -470,7 +470,9 @@ impl<E> Io<E> {
     /// The row of point read `id`, owned, once it finished (`Some(None)`: no such row, or no
     /// cell passed the filter).
     pub fn row<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<Option<Row>>, Err> {
-        Ok(self.shared_row(id)?.map(|row| row.map(Arc::unwrap_or_clone)))
+        Ok(self
+            .shared_row(id)?
+            .map(|row| row.map(Arc::unwrap_or_clone)))
     }
 
     /// The row of point read `id` once it finished, shared as the store or cache handed it

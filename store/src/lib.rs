@@ -52,6 +52,6 @@ pub use redb_store::RedbStore;
 pub use rowkit_statemachines::{Request, Response, StoreError};
 pub(crate) use store::NewestPerColumn;
 pub use store::{
-    BackupSummary, ChunkingOptions, EngineState, GcPage, Reply, RowWrite,
-    ServerTime, Store, StoreOptions, TableStorage,
+    BackupSummary, ChunkingOptions, EngineState, GcPage, Reply, RowWrite, ServerTime, Store,
+    StoreOptions, TableStorage,
 };

@@ -47,8 +47,7 @@ use std::sync::Arc;
 
 use rowkit_codec::model::{
     Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowFilter, RowRange, RuleOp,
-    Timestamp,
-    TimestampRange, ValidationError, limits, row_size,
+    Timestamp, TimestampRange, ValidationError, limits, row_size,
 };
 use rowkit_statemachines::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntryResult, MutateRowsRequest,

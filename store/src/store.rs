@@ -6,9 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rowkit_codec::model::{
-    Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange,
-};
+use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Request, Response, SplitMix64, StoreError};
 
 /// The answer to one request: a unary reply, or the parts of a stream produced lazily (a long

@@ -55,7 +55,10 @@ fn point(store: &dyn Store, key: &[u8], filter: Option<RowFilter>) -> Option<Arc
         filter,
         ..Default::default()
     });
-    match store.execute_local(request, Timestamp::from_secs(2)).unwrap() {
+    match store
+        .execute_local(request, Timestamp::from_secs(2))
+        .unwrap()
+    {
         Reply::Unary(Response::Row(row)) => row,
         other => panic!("{other:?}"),
     }
@@ -69,7 +72,9 @@ fn scan(store: &dyn Store, key: &[u8], filter: Option<RowFilter>) -> Vec<Arc<Row
         filter,
         ..Default::default()
     });
-    let Reply::Stream(parts) = store.execute_local(request, Timestamp::from_secs(2)).unwrap()
+    let Reply::Stream(parts) = store
+        .execute_local(request, Timestamp::from_secs(2))
+        .unwrap()
     else {
         panic!("ReadRows is a stream")
     };
@@ -102,7 +107,11 @@ fn a_point_read_answers_what_a_one_key_read_rows_answers() {
             for filter in filters() {
                 let got = point(store.as_ref(), key, filter.clone());
                 let want = scan(store.as_ref(), key, filter.clone());
-                assert_eq!(got.into_iter().collect::<Vec<_>>(), want, "{name} {key:?} {filter:?}");
+                assert_eq!(
+                    got.into_iter().collect::<Vec<_>>(),
+                    want,
+                    "{name} {key:?} {filter:?}"
+                );
             }
         }
     }
@@ -112,7 +121,12 @@ fn a_point_read_answers_what_a_one_key_read_rows_answers() {
 #[test]
 fn latest_one_is_the_newest_cell_of_each_column() {
     for (name, store) in stores() {
-        let row = point(store.as_ref(), b"r1", Some(RowFilter::CellsPerColumnLimit(1))).unwrap();
+        let row = point(
+            store.as_ref(),
+            b"r1",
+            Some(RowFilter::CellsPerColumnLimit(1)),
+        )
+        .unwrap();
         let cell = |family: &str, qualifier: &[u8], ms: i64| Cell {
             family: family.into(),
             qualifier: qualifier.to_vec(),
@@ -129,8 +143,17 @@ fn latest_one_is_the_newest_cell_of_each_column() {
 fn dropped_families_are_hidden_and_errors_are_those_of_a_read() {
     for (name, store) in stores() {
         store.drop_family(TABLE, "b").unwrap();
-        assert_eq!(point(store.as_ref(), b"r2", None), None, "{name}: only b was there");
-        let r1 = point(store.as_ref(), b"r1", Some(RowFilter::CellsPerColumnLimit(1))).unwrap();
+        assert_eq!(
+            point(store.as_ref(), b"r2", None),
+            None,
+            "{name}: only b was there"
+        );
+        let r1 = point(
+            store.as_ref(),
+            b"r1",
+            Some(RowFilter::CellsPerColumnLimit(1)),
+        )
+        .unwrap();
         assert!(r1.cells.iter().all(|c| c.family == "a"), "{name}");
 
         let read = |table: &str, key: &[u8]| {
@@ -139,7 +162,10 @@ fn dropped_families_are_hidden_and_errors_are_those_of_a_read() {
                 row_key: key.to_vec(),
                 ..Default::default()
             });
-            store.execute_local(request, Timestamp::from_secs(2)).unwrap_err().code
+            store
+                .execute_local(request, Timestamp::from_secs(2))
+                .unwrap_err()
+                .code
         };
         assert_eq!(read("nope", b"r1"), Code::NotFound, "{name}");
         assert_eq!(read(TABLE, b""), Code::InvalidArgument, "{name}");
@@ -152,7 +178,9 @@ fn dropped_families_are_hidden_and_errors_are_those_of_a_read() {
 fn a_point_read_takes_the_seed_a_read_rows_takes() {
     let sampled = |first_is_point: bool| {
         let store = MemoryStore::new();
-        store.create_table(TABLE, &[ColumnFamily::new("a")]).unwrap();
+        store
+            .create_table(TABLE, &[ColumnFamily::new("a")])
+            .unwrap();
         for i in 0..64u8 {
             let write = Request::MutateRow(MutateRowRequest {
                 table: TABLE.into(),

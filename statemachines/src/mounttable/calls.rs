@@ -98,7 +98,11 @@ pub(super) type Node = Arc<NodeRow>;
 /// §9 `getNode`'s reply: the first row decoded (`None` = missing). The one place a node
 /// read becomes a node: once per shared row, `nodes` handing back what an earlier read
 /// decoded from the same row.
-fn decode_node(row: Option<Arc<Row>>, nodes: &Nodes, now: Timestamp) -> Result<Option<Node>, MtError> {
+fn decode_node(
+    row: Option<Arc<Row>>,
+    nodes: &Nodes,
+    now: Timestamp,
+) -> Result<Option<Node>, MtError> {
     let Some(row) = row else {
         return Ok(None);
     };

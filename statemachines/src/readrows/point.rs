@@ -129,7 +129,8 @@ mod tests {
     fn it_backs_off_as_a_one_key_read_rows_does() {
         let policy = RetryPolicy::default();
         let mut point = ReadRow::new(request(), Timestamp(0), 42, policy);
-        let mut rows = super::super::ReadRows::new(request().into_read_rows(), Timestamp(0), 42, policy);
+        let mut rows =
+            super::super::ReadRows::new(request().into_read_rows(), Timestamp(0), 42, policy);
         let unavailable = StoreError::new(Code::Unavailable, "down");
         for now in [Timestamp(10), Timestamp(20)] {
             let (p, _) = point.poll_request().unwrap();

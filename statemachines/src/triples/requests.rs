@@ -8,8 +8,8 @@ use rowkit_codec::triples::keys;
 
 use super::{OperationConfig, Progress, TriplesError};
 use crate::children::ChildId;
-use crate::{ReadRowRequest, ready};
 use crate::operation::Io;
+use crate::{ReadRowRequest, ready};
 
 /// `Chain(Family(graph), Column(graph))`: the graph cell of a graph row.
 pub(super) fn graph_cell_filter() -> RowFilter {
