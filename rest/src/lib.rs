@@ -366,28 +366,10 @@ pub fn encode_response(response: &Response) -> Result<Vec<u8>, RestError> {
     use convert::*;
     match response {
         Response::ReadRowsPart(r) => to_json("ReadRowsResponse", &read_rows_response_to_json(r)),
-        // Whole rows (a local store's answer) go on the wire as the chunks they stand for.
-        Response::Rows(rows) => to_json(
-            "ReadRowsResponse",
-            &read_rows_response_to_json(&rowkit_statemachines::ReadRowsResponse {
-                chunks: rows
-                    .iter()
-                    .flat_map(|row| rowkit_statemachines::readrows::row_chunks(row, None))
-                    .collect(),
-                last_scanned_row_key: Vec::new(),
-            }),
-        ),
-        // A point read's row is what a one-key ReadRows answers.
-        Response::Row(row) => to_json(
-            "ReadRowsResponse",
-            &read_rows_response_to_json(&rowkit_statemachines::ReadRowsResponse {
-                chunks: row
-                    .iter()
-                    .flat_map(|row| rowkit_statemachines::readrows::row_chunks(row, None))
-                    .collect(),
-                last_scanned_row_key: Vec::new(),
-            }),
-        ),
+        // Whole rows (a local store's answer) go on the wire as the chunks they stand for; a
+        // point read's row as what a one-key ReadRows answers.
+        Response::Rows(rows) => whole_rows_to_json(rows.iter()),
+        Response::Row(row) => whole_rows_to_json(row.iter()),
         Response::MutateRowsPart(r) => {
             to_json("MutateRowsResponse", &mutate_rows_response_to_json(r)?)
         }
@@ -407,6 +389,22 @@ pub fn encode_response(response: &Response) -> Result<Vec<u8>, RestError> {
         ),
         Response::StreamEnd => Err(RestError::NotAMessage { what: "StreamEnd" }),
     }
+}
+
+/// Whole rows as the one `ReadRowsResponse` of their chunks.
+fn whole_rows_to_json<'r>(
+    rows: impl Iterator<Item = &'r alloc::sync::Arc<rowkit_codec::model::Row>>,
+) -> Result<Vec<u8>, RestError> {
+    let part = rowkit_statemachines::ReadRowsResponse {
+        chunks: rows
+            .flat_map(|row| rowkit_statemachines::readrows::row_chunks(row, None))
+            .collect(),
+        last_scanned_row_key: Vec::new(),
+    };
+    convert::to_json(
+        "ReadRowsResponse",
+        &convert::read_rows_response_to_json(&part),
+    )
 }
 
 /// Decodes one response message of `method`: a unary body, or one stream element that is not
