@@ -7,7 +7,8 @@
 //! cache, and concurrent reads of one row cost one store request (the others wait for its
 //! answer). From the moment a `MutateRow`/`CheckAndMutateRow` on a node row is sent until it
 //! is answered, reads of that row go to the store and nothing is kept
-//! ([`RowCache::begin_write`]). Answers are whole, shared rows ([`Response::Rows`]): a hit
+//! ([`RowCache::begin_write`]). Answers are whole, shared rows ([`Response::Row`], or
+//! [`Response::Rows`] to a one-key ReadRows): a hit
 //! hands the machine the row the cache keeps, with no chunks to cut and merge again and no
 //! copy, whatever driver is underneath (a miss is merged once, by the read the cache sends).
 //! Beside each row the cache keeps the node a machine decoded from it: machines reach it
@@ -36,7 +37,7 @@ use rowkit_codec::mounttable::NodeRow;
 use rowkit_statemachines::mounttable::{
     Lookup, Nodes, ROW_CACHE_TTL_US, RowCache, SharedNodes, WaiterId,
 };
-use rowkit_statemachines::readrows::ReadRows;
+use rowkit_statemachines::readrows::{ReadRow, ReadRows};
 use rowkit_statemachines::{Code, Request, Response, RetryPolicy, StoreError, Timestamp};
 
 use crate::driver::forward_admin;
@@ -184,9 +185,16 @@ impl<D> RowCached<D> {
             .map_or(0, |c| c.fetches.load(Ordering::Relaxed))
     }
 
-    /// The node row `request` reads, if it is a read the cache may answer.
+    /// The node row `request` reads, if it is a read the cache may answer: a point read, or
+    /// the one-key ReadRows it stands for.
     fn cacheable_read(&self, request: &Request) -> Option<Vec<u8>> {
         match request {
+            Request::ReadRow(r)
+                if r.table == self.node_table
+                    && r.filter == Some(RowFilter::CellsPerColumnLimit(1)) =>
+            {
+                Some(r.row_key.clone())
+            }
             Request::ReadRows(r)
                 if r.table == self.node_table
                     && r.rows.row_keys.len() == 1
@@ -211,8 +219,8 @@ impl<D> RowCached<D> {
     }
 }
 
-/// A cached row as the read's reply: the row whole and shared (nothing if missing), then the
-/// end of the stream.
+/// A cached row as a one-key ReadRows' reply: the row whole and shared (nothing if missing),
+/// then the end of the stream (a point read's reply is the one [`Response::Row`]).
 fn row_parts(row: Option<Arc<Row>>) -> Vec<Result<Response, StoreError>> {
     let mut parts = Vec::with_capacity(2);
     if let Some(row) = row {
@@ -333,16 +341,22 @@ impl<D: Driver> RowCached<D> {
             now,
             done: false,
         };
-        let Request::ReadRows(read) = request else {
-            return Err(StoreError::new(Code::Internal, "not a read"));
-        };
         cache.fetches.fetch_add(1, Ordering::Relaxed);
-        let mut rows = Vec::new();
-        let machine = ReadRows::new(read, now, 0, RetryPolicy::default());
-        let result = run(&self.inner, machine, |row| rows.push(row))
-            .await
-            .map(|_| rows.into_iter().next().map(Arc::new))
-            .map_err(|e| e.into_store_error());
+        let result = match request {
+            Request::ReadRow(read) => {
+                let machine = ReadRow::new(read, now, 0, RetryPolicy::default());
+                run(&self.inner, machine, |()| {}).await
+            }
+            Request::ReadRows(read) => {
+                let mut rows = Vec::new();
+                let machine = ReadRows::new(read, now, 0, RetryPolicy::default());
+                run(&self.inner, machine, |row| rows.push(row))
+                    .await
+                    .map(|_| rows.into_iter().next().map(Arc::new))
+            }
+            _ => return Err(StoreError::new(Code::Internal, "not a read")),
+        }
+        .map_err(|e| e.into_store_error());
         turn.complete(result.as_ref().ok().cloned().flatten());
         result
     }
@@ -358,10 +372,12 @@ impl<D: Driver> Driver for RowCached<D> {
             return Either::Left(self.inner.call(request));
         };
         if let Some(key) = self.cacheable_read(&request) {
+            let point = matches!(request, Request::ReadRow(_));
             let read = self.cached_read(cache, key, request);
             return Either::Right(Either::Left(futures_util::stream::once(read).flat_map(
-                |result| {
+                move |result| {
                     futures_util::stream::iter(match result {
+                        Ok(row) if point => vec![Ok(Response::Row(row))],
                         Ok(row) => row_parts(row),
                         Err(e) => vec![Err(e)],
                     })

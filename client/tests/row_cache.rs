@@ -35,7 +35,12 @@ impl Gated {
 
 impl Store for Gated {
     fn execute(&self, request: Request, now: Timestamp) -> Result<Reply<'_>, StoreError> {
-        if matches!(&request, Request::ReadRows(r) if r.table == "mt") {
+        let node_read = match &request {
+            Request::ReadRow(r) => r.table == "mt",
+            Request::ReadRows(r) => r.table == "mt",
+            _ => false,
+        };
+        if node_read {
             *self.reads.lock().unwrap() += 1;
             self.arrived.notify_all();
             let mut closed = self.closed.lock().unwrap();
@@ -133,7 +138,7 @@ impl SharedNodes for CountingNodes {
 }
 
 /// End to end over the sync driver: a resolve whose node reads hit the hot-row cache gets the
-/// cached rows themselves (whole and shared, through the ReadRows child) and the nodes decoded
+/// cached rows themselves (whole and shared, through the point-read child) and the nodes decoded
 /// from them by a previous resolve, kept beside the rows: the same `Arc`s (a directory's from
 /// its fetch, a leaf's from its row's first hit). A mount (a write)
 /// makes the cache drop the leaf, so the next resolve decodes the leaf's new row and sees the

@@ -132,7 +132,8 @@ impl Method {
     /// The method of a request.
     pub fn of(request: &Request) -> Method {
         match request {
-            Request::ReadRows(_) => Method::ReadRows,
+            // A point read goes on the wire as a one-key ReadRows.
+            Request::ReadRows(_) | Request::ReadRow(_) => Method::ReadRows,
             Request::MutateRow(_) => Method::MutateRow,
             Request::MutateRows(_) => Method::MutateRows,
             Request::CheckAndMutateRow(_) => Method::CheckAndMutateRow,
@@ -268,6 +269,7 @@ pub fn encode_request(request: &Request) -> Result<Vec<u8>, RestError> {
     let what = Method::of(request).request_message();
     match request {
         Request::ReadRows(r) => to_json(what, &read_rows_to_json(r)),
+        Request::ReadRow(r) => to_json(what, &read_rows_to_json(&r.clone().into_read_rows())),
         Request::MutateRow(r) => to_json(what, &mutate_row_to_json(r)),
         Request::MutateRows(r) => to_json(what, &mutate_rows_to_json(r)),
         Request::CheckAndMutateRow(r) => to_json(what, &check_and_mutate_to_json(r)),
@@ -364,17 +366,10 @@ pub fn encode_response(response: &Response) -> Result<Vec<u8>, RestError> {
     use convert::*;
     match response {
         Response::ReadRowsPart(r) => to_json("ReadRowsResponse", &read_rows_response_to_json(r)),
-        // Whole rows (a local store's answer) go on the wire as the chunks they stand for.
-        Response::Rows(rows) => to_json(
-            "ReadRowsResponse",
-            &read_rows_response_to_json(&rowkit_statemachines::ReadRowsResponse {
-                chunks: rows
-                    .iter()
-                    .flat_map(|row| rowkit_statemachines::readrows::row_chunks(row, None))
-                    .collect(),
-                last_scanned_row_key: Vec::new(),
-            }),
-        ),
+        // Whole rows (a local store's answer) go on the wire as the chunks they stand for; a
+        // point read's row as what a one-key ReadRows answers.
+        Response::Rows(rows) => whole_rows_to_json(rows.iter()),
+        Response::Row(row) => whole_rows_to_json(row.iter()),
         Response::MutateRowsPart(r) => {
             to_json("MutateRowsResponse", &mutate_rows_response_to_json(r)?)
         }
@@ -394,6 +389,22 @@ pub fn encode_response(response: &Response) -> Result<Vec<u8>, RestError> {
         ),
         Response::StreamEnd => Err(RestError::NotAMessage { what: "StreamEnd" }),
     }
+}
+
+/// Whole rows as the one `ReadRowsResponse` of their chunks.
+fn whole_rows_to_json<'r>(
+    rows: impl Iterator<Item = &'r alloc::sync::Arc<rowkit_codec::model::Row>>,
+) -> Result<Vec<u8>, RestError> {
+    let part = rowkit_statemachines::ReadRowsResponse {
+        chunks: rows
+            .flat_map(|row| rowkit_statemachines::readrows::row_chunks(row, None))
+            .collect(),
+        last_scanned_row_key: Vec::new(),
+    };
+    convert::to_json(
+        "ReadRowsResponse",
+        &convert::read_rows_response_to_json(&part),
+    )
 }
 
 /// Decodes one response message of `method`: a unary body, or one stream element that is not

@@ -629,3 +629,57 @@ fn conformance_chunks_decode_exactly() {
     }
     assert!(chunks_seen > 0, "no chunks in any case");
 }
+
+/// A point read goes on the wire as the one-key ReadRows it stands for, and its row comes back
+/// as that ReadRows' chunks.
+#[test]
+fn a_point_read_is_sent_as_a_one_key_read_rows() {
+    let filter = Some(RowFilter::CellsPerColumnLimit(1));
+    let point = Request::ReadRow(rowkit_statemachines::ReadRowRequest {
+        table: "t".into(),
+        app_profile_id: "p".into(),
+        row_key: b"k".to_vec(),
+        filter: filter.clone(),
+    });
+    assert_eq!(Method::of(&point), Method::ReadRows);
+    assert_eq!(
+        round_trip(&point),
+        Request::ReadRows(rowkit_statemachines::ReadRowsRequest {
+            table: "t".into(),
+            app_profile_id: "p".into(),
+            rows: rowkit_codec::model::RowSet::key(b"k".to_vec()),
+            filter,
+            rows_limit: 0,
+            reversed: false,
+        })
+    );
+    let row = rowkit_codec::model::Row {
+        key: b"k".to_vec(),
+        cells: vec![rowkit_codec::model::Cell {
+            family: "f".into(),
+            qualifier: b"q".to_vec(),
+            timestamp: Timestamp(1000),
+            value: b"v".to_vec(),
+            labels: vec![],
+        }],
+    };
+    let json = encode_response(&Response::Row(Some(alloc::sync::Arc::new(row)))).unwrap();
+    let Response::ReadRowsPart(part) = decode_response(Method::ReadRows, &json).unwrap() else {
+        panic!("not a ReadRows part")
+    };
+    let chunk = CellChunk {
+        row_key: b"k".to_vec(),
+        family_name: Some("f".into()),
+        qualifier: Some(b"q".to_vec()),
+        timestamp_micros: 1000,
+        value: b"v".to_vec(),
+        row_status: RowStatus::Commit,
+        ..Default::default()
+    };
+    assert_eq!(part.chunks, vec![chunk]);
+    let empty = encode_response(&Response::Row(None)).unwrap();
+    let Response::ReadRowsPart(part) = decode_response(Method::ReadRows, &empty).unwrap() else {
+        panic!("not a ReadRows part")
+    };
+    assert!(part.chunks.is_empty());
+}

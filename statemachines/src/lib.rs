@@ -45,8 +45,9 @@
 //!    [`operation::Flow::advance`]; every wait is [`ready!`] — the step's value, its error
 //!    returned, or `Ok(None)` while it waits (putting the phase back when it was moved out).
 //! 5. **Shared request handles**: requests go out through [`operation::Io`] (`read_rows`,
-//!    `mutate_row`, `mutate_rows`, `unary`) and come back through its handles (`rows`,
-//!    `stream_rows`, `matched`, `written`; `rows_or_wait`, `written_or_wait` for a child that
+//!    `read_row` for a read of exactly one key, `mutate_row`, `mutate_rows`, `unary`) and come
+//!    back through its handles (`rows`, `row`, `stream_rows`, `matched`, `written`;
+//!    `rows_or_wait`, `row_or_wait`, `written_or_wait` for a child that
 //!    gave up to wait for the deadline), which map store errors and replies of the wrong
 //!    kind through the schema's error contract; cells are built with
 //!    [`Mutation::set_cell`](rowkit_codec::model::Mutation::set_cell).
@@ -196,9 +197,9 @@ pub mod triples;
 pub use machine::{Machine, Tag, TagAllocator};
 pub use request::{
     CellChunk, CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsEntryResult,
-    MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowsRequest,
-    ReadRowsResponse, Request, Response, RowStatus, SampleRowKeysRequest, SampleRowKeysResponse,
-    StoreError,
+    MutateRowsRequest, MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowRequest,
+    ReadRowsRequest, ReadRowsResponse, Request, Response, RowStatus, SampleRowKeysRequest,
+    SampleRowKeysResponse, StoreError,
 };
 pub use retry::{Backoff, RetryPolicy};
 pub use rng::SplitMix64;

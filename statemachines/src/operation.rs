@@ -8,7 +8,8 @@
 //! plain phase structs too, nested as a phase's payload and advanced by their parent.
 //!
 //! Requests are never built ad hoc for the wire: every request runs in a child machine of one
-//! [`Children`] set ([`ReadRows`] with its merger and resume, [`MutateRows`] with the entry
+//! [`Children`] set ([`ReadRows`] with its merger and resume, [`ReadRow`] for one row,
+//! [`MutateRows`] with the entry
 //! retry rule, [`MutateRow`] retried when idempotent, or [`Unary`] for requests that are
 //! never retried). [`Io`] is what a flow sees of its operation: the children, the clock (never
 //! decreasing: every input's `now` is clamped to the latest seen), the deadline, the seed
@@ -99,10 +100,10 @@ use rowkit_codec::model::Row;
 
 use crate::children::{Child, ChildId, ChildOutput, Children, owned_rows};
 use crate::raw::{MutateRow, MutateRows, Unary};
-use crate::readrows::ReadRows;
+use crate::readrows::{ReadRow, ReadRows};
 use crate::{
-    Backoff, Machine, MutateRowRequest, MutateRowsRequest, ReadRowsRequest, Request, Response,
-    RetryPolicy, SplitMix64, StoreError, Tag, Timestamp,
+    Backoff, Machine, MutateRowRequest, MutateRowsRequest, ReadRowRequest, ReadRowsRequest,
+    Request, Response, RetryPolicy, SplitMix64, StoreError, Tag, Timestamp,
 };
 
 /// What one schema's operations share: the per-instance context they run on, the events they
@@ -335,6 +336,22 @@ impl<E> Io<E> {
         self.children.spawn(Child::Read(machine))
     }
 
+    /// Starts a point read of one row (nested [`ReadRow`], retried as a one-key
+    /// [`ReadRows`]; its jitter seed is drawn from the operation's seed stream as
+    /// [`Io::read_rows`] draws it, so a read moved onto it keeps every later seed). Read its
+    /// row with [`Io::row`] or [`Io::shared_row`].
+    pub fn read_row(&mut self, request: ReadRowRequest) -> ChildId {
+        self.read_row_until(request, self.budget.deadline)
+    }
+
+    /// Starts a point read like [`Io::read_row`] whose retries end at `deadline` (as
+    /// [`Io::read_rows_until`]).
+    pub fn read_row_until(&mut self, request: ReadRowRequest, deadline: Timestamp) -> ChildId {
+        let seed = self.rng.next_u64();
+        let machine = ReadRow::new(request, self.now, seed, self.policy_until(deadline));
+        self.children.spawn(Child::ReadRow(machine))
+    }
+
     /// Sends a request once (never retried).
     pub fn unary(&mut self, request: Request) -> ChildId {
         self.children.spawn(Child::Unary(Unary::new(request)))
@@ -450,6 +467,26 @@ impl<E> Io<E> {
         })
     }
 
+    /// The row of point read `id`, owned, once it finished (`Some(None)`: no such row, or no
+    /// cell passed the filter).
+    pub fn row<Err: OperationError>(&mut self, id: ChildId) -> Result<Option<Option<Row>>, Err> {
+        Ok(self
+            .shared_row(id)?
+            .map(|row| row.map(Arc::unwrap_or_clone)))
+    }
+
+    /// The row of point read `id` once it finished, shared as the store or cache handed it
+    /// over: for a flow that keeps or caches what it decodes.
+    pub fn shared_row<Err: OperationError>(
+        &mut self,
+        id: ChildId,
+    ) -> Result<Option<Option<Arc<Row>>>, Err> {
+        self.reply(id, |output| match output {
+            ChildOutput::Row(row) => Ok(row),
+            other => Err(other),
+        })
+    }
+
     /// Hands every row read `id` has produced so far to `each`, in key order; `Some(())` once
     /// the read finished. A row `each` rejects ends the step with its error.
     pub fn stream_rows<Err: OperationError>(
@@ -528,7 +565,7 @@ fn rows_reply(output: ChildOutput) -> Result<Vec<Row>, ChildOutput> {
 // deadline, so ending with one means none fits. The flow then waits and the operation ends
 // aborted at its deadline, as it would have had the child kept retrying until then.
 impl<E> Io<E> {
-    /// Whether child `id`, a child that retries (a read or a batch write), ended with a
+    /// Whether child `id`, a child that retries (a read, a point read or a batch write), ended with a
     /// retryable store error: it gave up because no retry fits before the deadline.
     pub fn gave_up(&self, id: ChildId) -> bool {
         matches!(self.children.outcome(id), Some(Err(e)) if e.code.is_retryable())
@@ -544,6 +581,18 @@ impl<E> Io<E> {
             return Ok(None);
         }
         self.rows(id)
+    }
+
+    /// The row of point read `id` as [`Io::row`] gives it, except that a read that
+    /// [gave up](Io::gave_up) never finishes: the step waits for the deadline.
+    pub fn row_or_wait<Err: OperationError>(
+        &mut self,
+        id: ChildId,
+    ) -> Result<Option<Option<Row>>, Err> {
+        if self.gave_up(id) {
+            return Ok(None);
+        }
+        self.row(id)
     }
 
     /// `Some(())` once batch write `id` finished as [`Io::written`] says, except that a batch

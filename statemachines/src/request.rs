@@ -29,6 +29,36 @@ pub struct ReadRowsRequest {
     pub reversed: bool,
 }
 
+/// A point read: the one row `row_key`, its cells that survive `filter` — what a one-key
+/// [`ReadRowsRequest`] reads, asked as its own request so that a store in the driver's process
+/// answers it with one lookup (no row set, merger or stream) and a remote one as that one-key
+/// ReadRows ([`ReadRowRequest::into_read_rows`]); the wire never carries it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReadRowRequest {
+    /// Table id (not the full resource name).
+    pub table: String,
+    /// App profile; empty = default.
+    pub app_profile_id: String,
+    /// The row.
+    pub row_key: Vec<u8>,
+    /// Filter applied to the row; `None` = every cell.
+    pub filter: Option<RowFilter>,
+}
+
+impl ReadRowRequest {
+    /// The same read as a ReadRows of one key, as a store over a network is asked it.
+    pub fn into_read_rows(self) -> ReadRowsRequest {
+        ReadRowsRequest {
+            table: self.table,
+            app_profile_id: self.app_profile_id,
+            rows: RowSet::key(self.row_key),
+            filter: self.filter,
+            rows_limit: 0,
+            reversed: false,
+        }
+    }
+}
+
 /// `MutateRow`: apply mutations to one row atomically (`spec/bigtable.md` 6).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MutateRowRequest {
@@ -109,6 +139,8 @@ pub enum Request {
     /// Streamed: [`Response::ReadRowsPart`]s (or, from a store in the same process,
     /// [`Response::Rows`]), then [`Response::StreamEnd`].
     ReadRows(ReadRowsRequest),
+    /// Unary: [`Response::Row`]. Sent as a one-key `ReadRows` over a network.
+    ReadRow(ReadRowRequest),
     /// Unary: [`Response::MutateRow`].
     MutateRow(MutateRowRequest),
     /// Streamed: [`Response::MutateRowsPart`]s, then [`Response::StreamEnd`].
@@ -126,6 +158,7 @@ impl Request {
     pub fn table(&self) -> &str {
         match self {
             Request::ReadRows(r) => &r.table,
+            Request::ReadRow(r) => &r.table,
             Request::MutateRow(r) => &r.table,
             Request::MutateRows(r) => &r.table,
             Request::CheckAndMutateRow(r) => &r.table,
@@ -142,10 +175,11 @@ impl Request {
         )
     }
 
-    /// The RPC's name as in `bigtable.proto`, e.g. `ReadRows`.
+    /// The RPC's name as in `bigtable.proto`, e.g. `ReadRows` (a point read's too: that is
+    /// the RPC it is sent as).
     pub fn rpc_name(&self) -> &'static str {
         match self {
-            Request::ReadRows(_) => "ReadRows",
+            Request::ReadRows(_) | Request::ReadRow(_) => "ReadRows",
             Request::MutateRow(_) => "MutateRow",
             Request::MutateRows(_) => "MutateRows",
             Request::CheckAndMutateRow(_) => "CheckAndMutateRow",
@@ -239,6 +273,10 @@ pub enum Response {
     /// [`row_chunks`](crate::readrows::row_chunks) turns it into chunks where a wire format
     /// needs them.
     Rows(Vec<Arc<Row>>),
+    /// The reply to a point read ([`Request::ReadRow`]): the row with the cells that survive
+    /// the filter, or `None` when the row is missing or no cell survives. Shared, like
+    /// [`Response::Rows`].
+    Row(Option<Arc<Row>>),
     /// One message of a MutateRows stream.
     MutateRowsPart(MutateRowsResponse),
     /// One message of a SampleRowKeys stream.

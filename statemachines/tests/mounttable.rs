@@ -10,9 +10,7 @@ use rowkit_statemachines::mounttable::{
     Lookup, Mount, MountEntry, MtCtx, MtError, Nodes, ResolveStep, RowCache, SharedNodes, WaiterId,
 };
 use rowkit_statemachines::operation::Start;
-use rowkit_statemachines::{
-    CellChunk, Code, Machine, ReadRowsResponse, Request, Response, RowStatus, StoreError,
-};
+use rowkit_statemachines::{Code, Machine, Request, Response, StoreError};
 
 fn row(key: &str, version: &str) -> Arc<Row> {
     Arc::new(Row {
@@ -211,14 +209,14 @@ fn start(now: i64, seed: u64) -> Start {
 fn resolve_reads_root_first_and_missing_root_is_an_error() {
     let mut m = ResolveStep::new(ctx(), "a/b", start(0, 3));
     let (tag, req) = m.poll_request().unwrap();
-    let Request::ReadRows(r) = req else {
+    let Request::ReadRow(r) = req else {
         panic!("{req:?}")
     };
     assert_eq!(r.table, "mounttable");
-    assert_eq!(r.rows.row_keys, vec![b"050c5d30/".to_vec()]);
+    assert_eq!(r.row_key, b"050c5d30/".to_vec());
     assert_eq!(r.filter, Some(RowFilter::CellsPerColumnLimit(1)));
     assert!(m.poll_request().is_none());
-    m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
+    m.handle_response(tag, Ok(Response::Row(None)), Timestamp(1));
     assert_eq!(m.result(), Some(Err(MtError::NoSuchNameRoot)));
 }
 
@@ -325,8 +323,7 @@ fn resolve_with(ctx: MtCtx, rows: &[&Arc<Row>], now: Timestamp) -> MountEntry {
     let mut m = ResolveStep::new(ctx, "a", start(now.0, 1));
     for row in rows {
         let (tag, _) = m.poll_request().unwrap();
-        m.handle_response(tag, Ok(Response::Rows(vec![Arc::clone(row)])), now);
-        m.handle_response(tag, Ok(Response::StreamEnd), now);
+        m.handle_response(tag, Ok(Response::Row(Some(Arc::clone(row)))), now);
     }
     assert!(m.poll_request().is_none());
     m.result().unwrap().unwrap()
@@ -480,19 +477,17 @@ fn cancel_aborts_and_the_deadline_is_checked_between_steps() {
     let mut m = ResolveStep::new(MtCtx::new(), "a", until_10);
     let (tag, _) = m.poll_request().unwrap();
     assert_eq!(m.poll_timeout(), Some(Timestamp(60_000_000)));
-    let root = ReadRowsResponse {
-        chunks: vec![CellChunk {
-            row_key: b"050c5d30/".to_vec(),
-            family_name: Some("m".into()),
-            qualifier: Some(b"v".to_vec()),
+    let root = Row {
+        key: b"050c5d30/".to_vec(),
+        cells: vec![Cell {
+            family: "m".into(),
+            qualifier: b"v".to_vec(),
+            timestamp: Timestamp(0),
             value: b"00000001".to_vec(),
-            row_status: RowStatus::Commit,
-            ..Default::default()
+            labels: vec![],
         }],
-        last_scanned_row_key: vec![],
     };
-    m.handle_response(tag, Ok(Response::ReadRowsPart(root)), Timestamp(20));
-    m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(20));
+    m.handle_response(tag, Ok(Response::Row(Some(Arc::new(root)))), Timestamp(20));
     assert!(
         m.poll_request().is_none(),
         "no read of \"a\" past the deadline"

@@ -153,8 +153,8 @@ fn uncached_bucket_reads_the_metastore_first_then_deadline_and_cancel() {
         },
     );
     let (_, r) = m.poll_request().unwrap();
-    let Request::ReadRows(q) = r else { panic!() };
-    assert_eq!(q.rows.row_keys, [b"__metastore\x00b".to_vec()]);
+    let Request::ReadRow(q) = r else { panic!() };
+    assert_eq!(q.row_key, b"__metastore\x00b");
     assert_eq!(m.poll_timeout(), Some(Timestamp(NOW.0 + 5_000)));
     m.handle_timeout(Timestamp(NOW.0 + 5_000));
     assert!(m.poll_abort().is_some(), "the outstanding read is aborted");
@@ -268,6 +268,20 @@ fn doc_part(row: Vec<u8>, doc: &str) -> Response {
         }],
         last_scanned_row_key: vec![],
     })
+}
+
+/// The answer to a point read of `row` holding document `doc` (its `d:value` cell).
+fn doc_row(row: Vec<u8>, doc: &str) -> Response {
+    Response::Row(Some(std::sync::Arc::new(rowkit_codec::model::Row {
+        key: row,
+        cells: vec![rowkit_codec::model::Cell {
+            family: "d".into(),
+            qualifier: b"value".to_vec(),
+            timestamp: Timestamp(0),
+            value: doc.as_bytes().to_vec(),
+            labels: vec![],
+        }],
+    })))
 }
 
 /// `getObjects` of `keys` (no params) on the v1 bucket `b`, whose vFormat is cached: the first
@@ -448,9 +462,8 @@ fn exclusive_create_bucket_is_one_conditional_write_and_only_one_wins() {
         [ObjmetaEvent::Put { .. }]
     ));
     let (tag, request) = b.next_request().unwrap();
-    assert!(matches!(request, Request::ReadRows(_)), "{request:?}");
-    b.respond(tag, doc_part(row.clone(), r#"{"name":"photos"}"#));
-    b.end_stream(tag);
+    assert!(matches!(request, Request::ReadRow(_)), "{request:?}");
+    b.respond(tag, doc_row(row.clone(), r#"{"name":"photos"}"#));
     let Some(Err(e)) = b.result() else {
         panic!("{:?}", b.result())
     };

@@ -9,7 +9,7 @@ use rowkit_statemachines::tracestore::{
     PUT_DEADLINE_MICROS, Put, PutEntry, READ_DEADLINE_MICROS, ReadDense, TraceStoreError,
     TraceStoreState,
 };
-use rowkit_statemachines::{Code, Request, StoreError, Timestamp};
+use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use rowkit_testkit::script::Script;
 
 const T0: i64 = 1_557_018_184_000_000;
@@ -42,8 +42,8 @@ fn backoff_run(layout: Layout, seed: u64) -> Vec<i64> {
     let mut wakeups = Vec::new();
     loop {
         let (tag, request) = s.next_request().expect("an OPS read");
-        assert!(matches!(request, Request::ReadRows(_)), "{request:?}");
-        s.end_stream(tag);
+        assert!(matches!(request, Request::ReadRow(_)), "{request:?}");
+        s.respond(tag, Response::Row(None));
         let (tag, request) = s.next_request().expect("an OPS create");
         let Request::CheckAndMutateRow(c) = request else {
             panic!("expected CheckAndMutateRow, got {request:?}")

@@ -50,6 +50,7 @@ pub use memory::MemoryStore;
 #[cfg(feature = "redb")]
 pub use redb_store::RedbStore;
 pub use rowkit_statemachines::{Request, Response, StoreError};
+pub(crate) use store::NewestPerColumn;
 pub use store::{
     BackupSummary, ChunkingOptions, EngineState, GcPage, Reply, RowWrite, ServerTime, Store,
     StoreOptions, TableStorage,

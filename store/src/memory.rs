@@ -24,7 +24,7 @@ use rowkit_statemachines::{Code, StoreError};
 use crate::semantics::{
     check_not_dropped, check_put_family, remove_from_schema, validate_schema, with_dropped,
 };
-use crate::{EngineState, RowWrite, StoreOptions, TableStorage};
+use crate::{EngineState, NewestPerColumn, RowWrite, StoreOptions, TableStorage};
 
 #[cfg(feature = "redb")]
 mod backup;
@@ -459,6 +459,39 @@ impl TableStorage for MemoryStore {
         let tables = self.read()?;
         let t = get_table(&tables, table)?;
         Ok(scan(t, range, after, reversed).map(|(key, row)| row.to_row(key)))
+    }
+
+    /// One hash lookup, without building a range; only the cells within the limit are
+    /// copied out.
+    fn read_row(
+        &self,
+        table: &str,
+        key: &[u8],
+        cells_per_column: Option<usize>,
+    ) -> Result<Option<Row>, StoreError> {
+        let tables = self.read()?;
+        let t = get_table(&tables, table)?;
+        let Some((key, row)) = t.row(key) else {
+            return Ok(None);
+        };
+        let Some(limit) = cells_per_column else {
+            return Ok(Some(row.to_row(key)));
+        };
+        let mut newest = NewestPerColumn::new(limit);
+        let mut previous: Option<&StoredCell> = None;
+        let mut cells = Vec::new();
+        for cell in row.cells.iter() {
+            let same = previous
+                .is_some_and(|p| p.family() == cell.family() && p.qualifier() == cell.qualifier());
+            previous = Some(cell);
+            if newest.keeps(same) {
+                cells.push(cell.to_cell());
+            }
+        }
+        Ok(Some(Row {
+            key: key.to_vec(),
+            cells,
+        }))
     }
 
     fn next_row_size(

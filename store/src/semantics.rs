@@ -12,7 +12,8 @@
 //! 3. Writes run inside [`TableStorage::write_row`]; any error (row over 256 MiB, increment of a
 //!    non-8-byte cell) is returned from the closure so the row is left untouched. Server time is
 //!    chosen there too, per row transaction (`RowTime`).
-//! 4. Reads are lazy streams built on [`TableStorage::next_row`].
+//! 4. Reads are lazy streams built on [`TableStorage::next_row`]; a point read is one
+//!    [`TableStorage::read_row`].
 //!
 //! # Admin calls and crashes
 //!
@@ -45,13 +46,13 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use rowkit_codec::model::{
-    Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowRange, RuleOp, Timestamp,
-    TimestampRange, ValidationError, limits, row_size,
+    Cell, ColumnFamily, GcRule, Mutation, ReadModifyWriteRule, Row, RowFilter, RowRange, RuleOp,
+    Timestamp, TimestampRange, ValidationError, limits, row_size,
 };
 use rowkit_statemachines::{
     CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntryResult, MutateRowsRequest,
-    MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowsRequest, Request, Response, SplitMix64,
-    StoreError,
+    MutateRowsResponse, ReadModifyWriteRowRequest, ReadRowRequest, ReadRowsRequest, Request,
+    Response, SplitMix64, StoreError,
 };
 
 pub use filter::CompiledFilter;
@@ -183,6 +184,7 @@ fn execute<S: TableStorage>(
     };
     match request {
         Request::ReadRows(r) => read_rows(store, r, whole_rows, hidden.clone()),
+        Request::ReadRow(r) => read_row(store, r, &hidden),
         Request::MutateRow(r) => writer.mutate_row(r),
         Request::MutateRows(r) => writer.mutate_rows(r),
         Request::CheckAndMutateRow(r) => writer.check_and_mutate(r),
@@ -228,6 +230,34 @@ fn read_rows<S: TableStorage>(
         skipped_bytes: 0,
         marker: None,
     })))
+}
+
+/// A point read: one lookup, the dropped families hidden, the filter applied; the row when a
+/// cell is left (`Response::Row`, unary, whatever the chunking: no wire carries it).
+fn read_row<'s, S: TableStorage>(
+    store: &'s S,
+    req: ReadRowRequest,
+    hidden: &[String],
+) -> Result<Reply<'s>, StoreError> {
+    let filter = validate::check_read_row(&req)?;
+    // One seed, as every ReadRows takes, so the requests after it draw what they always drew.
+    let mut rng = SplitMix64::new(store.next_request_seed());
+    // A filter that only limits the cells per column (the node and document reads' `LatestN`)
+    // is applied by the engine as it reads: older cells are never copied out.
+    let per_column = match req.filter {
+        Some(RowFilter::CellsPerColumnLimit(n)) => usize::try_from(n).ok(),
+        _ => None,
+    };
+    let Some(mut row) = store.read_row(&req.table, &req.row_key, per_column)? else {
+        return Ok(Reply::Unary(Response::Row(None)));
+    };
+    hide_dropped(&mut row.cells, hidden);
+    if let (Some(filter), None) = (&filter, per_column) {
+        row.cells = filter.apply(&row.key, row.cells, &mut rng);
+    }
+    // A row whose filtered result is empty is not returned, as in a scan.
+    let row = (!row.cells.is_empty()).then(|| Arc::new(row));
+    Ok(Reply::Unary(Response::Row(row)))
 }
 
 /// The server time of one row transaction (`Store::execute`): drawn from the store's

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rowkit_codec::model::{Cell, ColumnFamily, Row, RowRange, Timestamp, TimestampRange};
+use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Request, Response, SplitMix64, StoreError};
 
 /// The answer to one request: a unary reply, or the parts of a stream produced lazily (a long
@@ -166,6 +166,29 @@ impl EngineState {
     }
 }
 
+/// Picks the newest `limit` cells of each column from a row's cells in canonical order (each
+/// column's cells adjacent, newest first): the `cells_per_column_limit_filter` an engine
+/// applies while it reads ([`TableStorage::read_row`]).
+#[derive(Debug)]
+pub(crate) struct NewestPerColumn {
+    limit: usize,
+    taken: usize,
+}
+
+impl NewestPerColumn {
+    /// Keeps at most `limit` cells per column.
+    pub(crate) fn new(limit: usize) -> NewestPerColumn {
+        NewestPerColumn { limit, taken: 0 }
+    }
+
+    /// Whether the next cell is kept; `same_column` says whether it is of the previous
+    /// cell's column (the engine compares them where it stores them).
+    pub(crate) fn keeps(&mut self, same_column: bool) -> bool {
+        self.taken = if same_column { self.taken + 1 } else { 1 };
+        self.taken <= self.limit
+    }
+}
+
 /// One row inside a write transaction. Every method sees the effect of the earlier ones; the
 /// transaction commits only if the evaluator's closure returns `Ok`.
 pub trait RowWrite {
@@ -263,6 +286,38 @@ pub trait TableStorage: Send + Sync {
         after: Option<&[u8]>,
         reversed: bool,
     ) -> Result<Option<Row>, StoreError>;
+    /// The row `key` with its cells in canonical order, if it has any: a point read
+    /// (`Request::ReadRow`). With `cells_per_column`, only the newest that many cells of each
+    /// column are read (a `cells_per_column_limit_filter` applied in the engine, before any
+    /// older cell is copied out). Default: [`TableStorage::next_row`] over the one-key range,
+    /// then the limit; engines with a cheaper lookup override it.
+    fn read_row(
+        &self,
+        table: &str,
+        key: &[u8],
+        cells_per_column: Option<usize>,
+    ) -> Result<Option<Row>, StoreError> {
+        let range = RowRange {
+            start: KeyBound::Closed(key.to_vec()),
+            end: KeyBound::Closed(key.to_vec()),
+        };
+        let mut row = self.next_row(table, &range, None, false)?;
+        if let (Some(row), Some(limit)) = (row.as_mut(), cells_per_column) {
+            let mut newest = NewestPerColumn::new(limit);
+            let kept: Vec<bool> = (0..row.cells.len())
+                .map(|i| {
+                    let same = i.checked_sub(1).is_some_and(|p| {
+                        let (a, b) = (&row.cells[p], &row.cells[i]);
+                        a.family == b.family && a.qualifier == b.qualifier
+                    });
+                    newest.keeps(same)
+                })
+                .collect();
+            let mut kept = kept.into_iter();
+            row.cells.retain(|_| kept.next().unwrap_or(false));
+        }
+        Ok(row)
+    }
     /// The first row key of `range` strictly after `after`, ascending, with the row's size;
     /// used for sampling and maintenance without loading cells.
     fn next_row_size(

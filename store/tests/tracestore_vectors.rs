@@ -376,6 +376,8 @@ fn digest_id_assignment() {
                         .map(|k| String::from_utf8(k.clone()).unwrap())
                         .collect(),
                 ),
+                // A read of one map row is a point read.
+                Request::ReadRow(q) => Some(vec![String::from_utf8(q.row_key.clone()).unwrap()]),
                 _ => None,
             })
             .collect();

@@ -7,3 +7,19 @@ pub mod mounttable;
 pub mod objmeta;
 pub mod tracestore;
 pub mod triples;
+
+use rowkit_statemachines::Request;
+
+/// The one row `request` reads: a point read's row, or the key of a `ReadRows` of exactly one
+/// key and no range (the read a point read stands for); `None` for any other request. For a
+/// scenario that checks which row was read, whichever request kind read it.
+pub fn read_key(request: &Request) -> Option<&[u8]> {
+    match request {
+        Request::ReadRow(r) => Some(&r.row_key),
+        Request::ReadRows(r) => match (r.rows.row_keys.as_slice(), r.rows.row_ranges.is_empty()) {
+            ([key], true) => Some(key),
+            _ => None,
+        },
+        _ => None,
+    }
+}

@@ -19,7 +19,8 @@ use googleapis_tonic_google_bigtable_admin_v2::google::bigtable::admin::v2::bigt
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2 as pb;
 use googleapis_tonic_google_bigtable_v2::google::bigtable::v2::bigtable_client::BigtableClient;
 use prost::bytes::Bytes;
-use rowkit_codec::model::{Code, ColumnFamily};
+use rowkit_codec::model::{Code, ColumnFamily, RowSet};
+use rowkit_statemachines::readrows::ChunkMerger;
 use rowkit_statemachines::{Request, Response, StoreError};
 use tonic::Streaming;
 use tonic::metadata::{Ascii, MetadataValue};
@@ -393,6 +394,24 @@ impl BigtableConnection {
                         p,
                     )))
                 }))
+            }
+            Request::ReadRow(r) => {
+                // No point-read RPC: a one-key ReadRows, its chunks joined by the one merger.
+                let msg = pb::ReadRowsRequest {
+                    table_name: self.table_name(&r.table),
+                    app_profile_id: self.profile(r.app_profile_id),
+                    rows: Some(convert::row_set_to_pb(RowSet::key(r.row_key))),
+                    filter: r.filter.map(convert::filter_to_pb),
+                    ..Default::default()
+                };
+                let mut stream = self.send(msg).await?;
+                let mut merger = ChunkMerger::new(false, 0);
+                while let Some(part) = stream.next().await {
+                    let part = part.map_err(|s| status_to_error(&s))?;
+                    merger.push_response(convert::read_rows_response_from_pb(part))?;
+                }
+                merger.end_of_stream()?;
+                Ok(AsyncReply::Unary(Response::Row(merger.pop_shared_row())))
             }
             Request::MutateRow(r) => {
                 let msg = pb::MutateRowRequest {

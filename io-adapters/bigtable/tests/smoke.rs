@@ -3,10 +3,12 @@
 
 mod backends;
 
-use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, RowSet, Timestamp};
+use rowkit_codec::model::{ColumnFamily, GcRule, Mutation, RowFilter, RowSet, Timestamp};
 use rowkit_statemachines::raw::Unary;
-use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{Code, MutateRowRequest, ReadRowsRequest, Request, RetryPolicy};
+use rowkit_statemachines::readrows::{ReadRow, ReadRows};
+use rowkit_statemachines::{
+    Code, MutateRowRequest, ReadRowRequest, ReadRowsRequest, Request, RetryPolicy,
+};
 use rowkit_store::Store;
 use rowkit_store::driver::{self, SystemClock};
 
@@ -62,6 +64,20 @@ fn admin_and_a_round_trip() {
     rowkit_client::run_blocking(&store, &SystemClock, m, |r| rows.push(r)).unwrap();
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].cells[0].value, b"v");
+    // A point read goes out as a one-key ReadRows and comes back as the one row.
+    let point = |key: &[u8]| {
+        let read = ReadRowRequest {
+            table: "t".into(),
+            row_key: key.to_vec(),
+            filter: Some(RowFilter::CellsPerColumnLimit(1)),
+            ..Default::default()
+        };
+        let now = driver::Clock::now(&SystemClock);
+        let m = ReadRow::new(read, now, 1, RetryPolicy::default());
+        rowkit_client::run_blocking(&store, &SystemClock, m, |()| {}).unwrap()
+    };
+    assert_eq!(point(b"r1").as_deref(), Some(&rows[0]));
+    assert_eq!(point(b"r2"), None);
     store.delete_table("t").unwrap();
     assert!(store.list_tables().unwrap().is_empty());
 }

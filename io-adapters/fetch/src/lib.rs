@@ -29,6 +29,7 @@ use js_sys::{Promise, Uint8Array};
 use rowkit_codec::model::{ColumnFamily, FamilyChange};
 use rowkit_rest::admin::{self, TableSchema};
 use rowkit_rest::{ArraySplitter, Method, TableName};
+use rowkit_statemachines::readrows::ChunkMerger;
 use rowkit_statemachines::{Code, Request, Response, StoreError, Timestamp};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
@@ -95,7 +96,8 @@ pub fn now() -> Timestamp {
 }
 
 /// One request to the gateway as the stream of its answers: the unary response, or each
-/// element of a streamed body followed by [`Response::StreamEnd`]; an `Err` item ends it.
+/// element of a streamed body followed by [`Response::StreamEnd`] (a point read: its one
+/// [`Response::Row`], merged from the one-key ReadRows it is sent as); an `Err` item ends it.
 /// The fetch runs in its own task; dropping the stream aborts it (its `AbortController`).
 pub fn call(gateway: &Gateway, request: Request) -> GatewayCall {
     let controller = match AbortController::new() {
@@ -372,6 +374,9 @@ async fn perform(
     };
     let mut chunks = wasm_streams::ReadableStream::from_raw(body.unchecked_into()).into_stream();
     let mut splitter = ArraySplitter::new();
+    // A point read went out as a one-key ReadRows: its chunks are joined here, by the one
+    // merger, into the one row it answers.
+    let mut point = matches!(request, Request::ReadRow(_)).then(|| ChunkMerger::new(false, 0));
     while let Some(chunk) = chunks.next().await {
         let chunk = chunk.map_err(|e| unavailable("response body", e))?;
         let bytes = Uint8Array::new(&chunk).to_vec();
@@ -380,6 +385,9 @@ async fn perform(
             .map_err(|e| StoreError::new(e.code(), e.to_string()))?;
         for element in elements {
             match rowkit_rest::decode_stream_element(method, &element) {
+                Ok(Ok(Response::ReadRowsPart(part))) if let Some(merger) = point.as_mut() => {
+                    merger.push_response(part)?;
+                }
                 Ok(Ok(part)) => {
                     if tx.send(Ok(part)).await.is_err() {
                         return Ok(());
@@ -394,7 +402,14 @@ async fn perform(
     splitter
         .finish()
         .map_err(|e| StoreError::new(e.code(), e.to_string()))?;
-    let _ = tx.send(Ok(Response::StreamEnd)).await;
+    let end = match point.as_mut() {
+        Some(merger) => {
+            merger.end_of_stream()?;
+            Response::Row(merger.pop_shared_row())
+        }
+        None => Response::StreamEnd,
+    };
+    let _ = tx.send(Ok(end)).await;
     Ok(())
 }
 

@@ -26,8 +26,8 @@ use crate::children::ChildId;
 use crate::operation::Io;
 use crate::ready;
 use crate::{
-    CheckAndMutateRowRequest, MutateRowRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
-    Request, Timestamp,
+    CheckAndMutateRowRequest, MutateRowRequest, ReadModifyWriteRowRequest, ReadRowRequest,
+    ReadRowsRequest, Request, Timestamp,
 };
 
 /// What a mount-table step gives: `Ok(None)` while it waits.
@@ -99,11 +99,11 @@ pub(super) type Node = Arc<NodeRow>;
 /// read becomes a node: once per shared row, `nodes` handing back what an earlier read
 /// decoded from the same row.
 fn decode_node(
-    rows: Vec<Arc<Row>>,
+    row: Option<Arc<Row>>,
     nodes: &Nodes,
     now: Timestamp,
 ) -> Result<Option<Node>, MtError> {
-    let Some(row) = rows.into_iter().next() else {
+    let Some(row) = row else {
         return Ok(None);
     };
     if row.key.len() < 9 {
@@ -153,21 +153,23 @@ pub(super) struct NodeRead {
 
 impl NodeRead {
     pub(super) fn start(io: &mut MtIo, ctx: &MtRun, name: &str) -> NodeRead {
-        let request = ReadRowsRequest {
+        let request = ReadRowRequest {
             table: ctx.tables.node.clone(),
-            rows: RowSet::key(codec::row_key(name)),
+            row_key: codec::row_key(name),
             filter: Some(RowFilter::CellsPerColumnLimit(1)),
-            ..ReadRowsRequest::default()
+            ..ReadRowRequest::default()
         };
+        // A point read, retried until its request deadline as a scan is.
+        let deadline = Half::First.deadline(io, ctx);
         NodeRead {
-            child: read(io, ctx, request),
+            child: io.read_row_until(request, deadline),
             nodes: ctx.nodes.clone(),
         }
     }
 
     pub(super) fn poll(&mut self, io: &mut MtIo) -> Progress<Option<Node>> {
-        let rows = ready!(io.shared_rows(self.child));
-        decode_node(rows, &self.nodes, io.now()).map(Some)
+        let row = ready!(io.shared_row(self.child));
+        decode_node(row, &self.nodes, io.now()).map(Some)
     }
 }
 

@@ -21,10 +21,10 @@
 //!
 //! let start = Start { now: Timestamp(0), seed: 7, deadline: Timestamp(60_000_000) };
 //! let mut m = ResolveStep::new(MtCtx::new(), "a/b", start);
-//! // The walk starts at the root row.
+//! // The walk starts with a point read of the root row.
 //! let (tag, request) = m.poll_request().unwrap();
-//! assert!(matches!(request, Request::ReadRows(_)));
-//! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
+//! assert!(matches!(request, Request::ReadRow(_)));
+//! m.handle_response(tag, Ok(Response::Row(None)), Timestamp(1));
 //! assert_eq!(m.result(), Some(Err(MtError::NoSuchNameRoot)));
 //! ```
 

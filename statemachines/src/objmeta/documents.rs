@@ -18,7 +18,7 @@ use rowkit_codec::objmeta::keys::{
 use super::bucket::BucketEntry;
 use super::requests::{
     OmIo, P, check_key, delete_event, latest_version_range, put_event, start_cas,
-    start_cas_unchanged, start_read, start_write,
+    start_cas_unchanged, start_read, start_read_row, start_write,
 };
 use super::{ObjmetaError, ObjmetaState};
 use crate::children::ChildId;
@@ -40,12 +40,9 @@ pub(super) fn vformat_of(doc: &StoredDoc) -> VFormat {
         .map_or(VFormat::V0, VFormat::from_stored)
 }
 
-/// `ReadRow(key, LatestN(1))` as a document (no deleted filter).
+/// `ReadRow(key, LatestN(1))` as a document (no deleted filter): a point read.
 #[derive(Debug)]
-pub(super) struct ReadDoc {
-    key: Vec<u8>,
-    read: ChildId,
-}
+pub(super) struct ReadDoc(ChildId);
 
 impl ReadDoc {
     pub(super) fn start(
@@ -54,14 +51,13 @@ impl ReadDoc {
         key: Vec<u8>,
     ) -> Result<ReadDoc, ObjmetaError> {
         check_key(&key)?;
-        let read = start_read(io, st, RowSet::key(key.clone()), filters::latest(), 0);
-        Ok(ReadDoc { key, read })
+        Ok(ReadDoc(start_read_row(io, st, key, filters::latest())))
     }
 
     /// The document (`None`: no row, or a row without one) once read.
     pub(super) fn poll(&self, io: &mut OmIo) -> P<Option<StoredDoc>> {
-        let rows = ready!(io.rows_or_wait(self.read));
-        doc_of(rows.iter().find(|r| r.key == self.key)).map(Some)
+        let row = ready!(io.row_or_wait(self.0));
+        doc_of(row.as_ref()).map(Some)
     }
 }
 

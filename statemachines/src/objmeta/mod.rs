@@ -29,13 +29,15 @@
 //! let mut state = ObjmetaState::default();
 //! let start = Start::within(Timestamp(0), 1, DEFAULT_DEADLINE_US);
 //! let mut m = GetObject::new(&mut state, "b", "k", None, start);
-//! // The bucket's vFormat is not cached: the metastore row is read first.
+//! // The bucket's vFormat is not cached: the metastore row is read first (a point read).
+//! let (tag, request) = m.poll_request().unwrap();
+//! assert!(matches!(request, Request::ReadRow(_)));
+//! m.handle_response(tag, Ok(Response::Row(None)), Timestamp(1));
+//! let (tag, _) = m.poll_request().unwrap();
+//! m.handle_response(tag, Ok(Response::Row(None)), Timestamp(2));
+//! // No master: the latest version, a scan.
 //! let (tag, request) = m.poll_request().unwrap();
 //! assert!(matches!(request, Request::ReadRows(_)));
-//! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(1));
-//! let (tag, _) = m.poll_request().unwrap();
-//! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(2));
-//! let (tag, _) = m.poll_request().unwrap(); // no master: the latest version
 //! m.handle_response(tag, Ok(Response::StreamEnd), Timestamp(3));
 //! assert_eq!(m.result(), Some(Err(ObjmetaError::NoSuchKey)));
 //! ```

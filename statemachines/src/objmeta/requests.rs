@@ -1,7 +1,7 @@
 //! The requests objmeta flows send and the change events they emit. Each request runs in a
 //! child of the operation's [`Io`]; its reply comes back through `Io`'s handles: a read's
-//! rows through [`Io::rows_or_wait`] (a read no retry fits before the deadline waits for it,
-//! `objmeta.md` 16.3), a batch through [`Io::written_or_wait`], a write through
+//! rows through [`Io::rows_or_wait`] and a point read's row through [`Io::row_or_wait`] (a
+//! read no retry fits before the deadline waits for it, `objmeta.md` 16.3), a batch through [`Io::written_or_wait`], a write through
 //! [`Io::written`] and a CAS through [`Io::matched`]. A store error maps once, as
 //! [`OperationError::store`](crate::operation::OperationError::store): an `InternalError`.
 
@@ -18,7 +18,7 @@ use super::{ObjmetaError, ObjmetaEvent, ObjmetaSchema, ObjmetaState};
 use crate::children::ChildId;
 use crate::operation::{Io, Progress};
 use crate::{
-    CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsRequest,
+    CheckAndMutateRowRequest, MutateRowRequest, MutateRowsEntry, MutateRowsRequest, ReadRowRequest,
     ReadRowsRequest, Request,
 };
 
@@ -73,6 +73,22 @@ pub(super) fn start_read(
         rows,
         filter: Some(filter),
         rows_limit,
+        ..Default::default()
+    })
+}
+
+/// Starts a point read of the one row `row_key` (retries in its child, as a one-key
+/// [`start_read`] has them); its row comes back through [`Io::row_or_wait`].
+pub(super) fn start_read_row(
+    io: &mut OmIo,
+    st: &ObjmetaState,
+    row_key: Vec<u8>,
+    filter: RowFilter,
+) -> ChildId {
+    io.read_row(ReadRowRequest {
+        table: st.config.table.clone(),
+        row_key,
+        filter: Some(filter),
         ..Default::default()
     })
 }

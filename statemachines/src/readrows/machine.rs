@@ -1,6 +1,7 @@
 //! The ReadRows machine: the merger plus retry with resume (`spec/sans-io.md` 3.1,
 //! `spec/bigtable.md` 15.6).
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 
 use rowkit_codec::model::Row;
@@ -35,13 +36,15 @@ pub type ReadRows = Retrying<ReadRowsRule>;
 #[derive(Debug)]
 pub struct ReadRowsRule {
     original: ReadRowsRequest,
-    merger: ChunkMerger,
+    /// Boxed, so that a read machine stays a small block: the children of an operation are
+    /// boxed one by one, each the size of the largest machine.
+    merger: Box<ChunkMerger>,
 }
 
 impl ReadRows {
     /// A read of `request` started at `now`; `seed` drives the retry jitter.
     pub fn new(request: ReadRowsRequest, now: Timestamp, seed: u64, policy: RetryPolicy) -> Self {
-        let merger = ChunkMerger::new(request.reversed, request.rows_limit);
+        let merger = Box::new(ChunkMerger::new(request.reversed, request.rows_limit));
         let first = Request::ReadRows(request.clone());
         let rule = ReadRowsRule {
             original: request,

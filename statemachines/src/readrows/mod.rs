@@ -9,13 +9,17 @@
 //!   original request and what was read.
 //! - [`ReadRows`] is the [`Machine`](crate::Machine) drivers run: rows as events, retries with
 //!   seeded back-off, resume under a new tag.
+//! - [`ReadRow`] reads one row as a point read ([`Request::ReadRow`](crate::Request::ReadRow)),
+//!   retried as a one-key [`ReadRows`] would be.
 
 mod chunks;
 mod machine;
 mod merger;
+mod point;
 mod resume;
 
 pub use chunks::row_chunks;
 pub use machine::{ReadRows, ReadRowsRule};
 pub use merger::{ChunkMerger, MergeError, MergeState};
+pub use point::{ReadRow, ReadRowRule};
 pub use resume::{next_attempt, resume_request};

@@ -60,10 +60,14 @@ pub fn resume_request(
         Some(limit) => limit,
         None => return Ok(None),
     };
+    // Field by field: `..original.clone()` would copy the original row set only to drop it.
     Ok(Some(ReadRowsRequest {
+        table: original.table.clone(),
+        app_profile_id: original.app_profile_id.clone(),
         rows,
+        filter: original.filter.clone(),
         rows_limit,
-        ..original.clone()
+        reversed: original.reversed,
     }))
 }
 

@@ -1,5 +1,5 @@
 //! Reads of the digest-id layout's digest map (`spec/tracestore.md` 11.4): [`LookupDigests`]
-//! (one `ReadRows` of the map rows of some digests) and [`ReadFullMap`] (32 prefix scans),
+//! (one read of the map rows of some digests) and [`ReadFullMap`] (32 prefix scans),
 //! both merged into the state's digest cache.
 
 use alloc::collections::BTreeSet;
@@ -12,18 +12,29 @@ use rowkit_codec::tracestore::keys::{
     GLOBAL_TILE_KEY, SHARDS, TYPE_DIGEST_MAP, shard_prefix_range,
 };
 
-use super::requests::{map_filter, merge_map_rows, read_request};
+use super::requests::{map_filter, merge_map_rows, read_request, read_row_request};
 use super::state::TraceStoreState;
 use super::{Progress, TraceStoreEvent, TraceStoreSchema};
 use crate::children::ChildId;
 use crate::operation::{Flow, Io, WaitAll};
 use crate::ready;
 
-/// Row lookup of a set of normalized digests: one `ReadRows` of their map rows (none when the
-/// set is empty), merged into the digest cache.
+/// Row lookup of a set of normalized digests: one `ReadRows` of their map rows (a point read
+/// when there is one row, nothing when the set is empty), merged into the digest cache.
 #[derive(Debug)]
 pub(crate) struct LookupDigests {
-    child: Option<ChildId>,
+    read: MapRead,
+}
+
+/// The read of a [`LookupDigests`].
+#[derive(Debug)]
+enum MapRead {
+    /// No digest has a map row: nothing to read.
+    Nothing,
+    /// The point read of the one map row.
+    Row(ChildId),
+    /// The read of several map rows.
+    Rows(ChildId),
 }
 
 impl LookupDigests {
@@ -33,17 +44,24 @@ impl LookupDigests {
         state: &TraceStoreState,
         digests: &BTreeSet<String>,
     ) -> LookupDigests {
-        let rows: BTreeSet<Vec<u8>> = digests.iter().filter_map(|d| digest_map_row(d)).collect();
-        if rows.is_empty() {
-            return LookupDigests { child: None };
-        }
-        let set = RowSet {
-            row_keys: rows.into_iter().collect(),
-            row_ranges: Vec::new(),
+        let mut rows: Vec<Vec<u8>> = digests
+            .iter()
+            .filter_map(|d| digest_map_row(d))
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        let read = if rows.len() > 1 {
+            let set = RowSet {
+                row_keys: rows,
+                row_ranges: Vec::new(),
+            };
+            MapRead::Rows(io.read_rows(read_request(state, set, map_filter(), 0)))
+        } else if let Some(row_key) = rows.pop() {
+            MapRead::Row(io.read_row(read_row_request(state, row_key, map_filter())))
+        } else {
+            MapRead::Nothing
         };
-        LookupDigests {
-            child: Some(io.read_rows(read_request(state, set, map_filter(), 0))),
-        }
+        LookupDigests { read }
     }
 }
 
@@ -56,11 +74,17 @@ impl Flow for LookupDigests {
         io: &mut Io<TraceStoreEvent>,
         state: &mut TraceStoreState,
     ) -> Progress<()> {
-        let Some(child) = self.child else {
-            return Ok(Some(()));
-        };
-        let rows = ready!(io.rows(child));
-        merge_map_rows(&mut state.digests, &rows)?;
+        match self.read {
+            MapRead::Nothing => {}
+            MapRead::Row(child) => {
+                let row = ready!(io.row(child));
+                merge_map_rows(&mut state.digests, row.as_slice())?;
+            }
+            MapRead::Rows(child) => {
+                let rows = ready!(io.rows(child));
+                merge_map_rows(&mut state.digests, &rows)?;
+            }
+        }
         Ok(Some(()))
     }
 }

@@ -225,6 +225,7 @@ mod tests {
                 sent.push((tag, request.clone()));
                 let reply = match request {
                     crate::Request::ReadRows(_) => Ok(Response::StreamEnd),
+                    crate::Request::ReadRow(_) => Ok(Response::Row(None)),
                     _ => Err(crate::StoreError::new(crate::Code::PermissionDenied, "x")),
                 };
                 m.handle_response(tag, reply, now);

@@ -16,7 +16,7 @@ use rowkit_codec::tracestore::keys::ops_row_name;
 
 use super::TraceStoreError;
 use super::state::{CachedOps, DigestCache, TraceStoreState};
-use crate::ReadRowsRequest;
+use crate::{ReadRowRequest, ReadRowsRequest};
 
 /// `LatestN(1)`.
 pub(crate) fn latest() -> RowFilter {
@@ -76,13 +76,26 @@ fn decode_ops_row(row: &Row) -> Result<CachedOps, TraceStoreError> {
     })
 }
 
-/// `ReadRow(":ts:o:<tk>:", Chain(LatestN(1), Family("O")))`.
-pub(crate) fn ops_read_request(state: &TraceStoreState, tile_key: i32) -> ReadRowsRequest {
-    read_request(
+/// A point read of row `row_key` of the state's table.
+pub(crate) fn read_row_request(
+    state: &TraceStoreState,
+    row_key: Vec<u8>,
+    filter: RowFilter,
+) -> ReadRowRequest {
+    ReadRowRequest {
+        table: state.table.clone(),
+        app_profile_id: state.app_profile_id.clone(),
+        row_key,
+        filter: Some(filter),
+    }
+}
+
+/// `ReadRow(":ts:o:<tk>:", Chain(LatestN(1), Family("O")))`, a point read.
+pub(crate) fn ops_read_request(state: &TraceStoreState, tile_key: i32) -> ReadRowRequest {
+    read_row_request(
         state,
-        RowSet::key(ops_row_name(tile_key)),
+        ops_row_name(tile_key),
         RowFilter::Chain(alloc::vec![latest(), family(FAMILY_OPS)]),
-        0,
     )
 }
 
@@ -90,9 +103,9 @@ pub(crate) fn ops_read_request(state: &TraceStoreState, tile_key: i32) -> ReadRo
 pub(crate) fn take_ops_read(
     state: &mut TraceStoreState,
     tile_key: i32,
-    rows: &[Row],
+    row: Option<&Row>,
 ) -> Result<Option<CachedOps>, TraceStoreError> {
-    let Some(row) = rows.first() else {
+    let Some(row) = row else {
         return Ok(None);
     };
     let cached = decode_ops_row(row)?;

@@ -165,10 +165,10 @@ impl Flow for StreamTileFlow {
     ) -> Progress<usize> {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
-                Phase::Start => Phase::Ops(io.read_rows(ops_read_request(state, self.tile_key))),
+                Phase::Start => Phase::Ops(io.read_row(ops_read_request(state, self.tile_key))),
                 Phase::Ops(id) => {
-                    let rows = ready!(io.rows(id), self.phase => Phase::Ops(id));
-                    let ops = take_ops_read(state, self.tile_key, &rows)?
+                    let row = ready!(io.row(id), self.phase => Phase::Ops(id));
+                    let ops = take_ops_read(state, self.tile_key, row.as_ref())?
                         .map(|c| c.ops)
                         .unwrap_or_default();
                     let running = (0..SHARDS)

@@ -113,10 +113,10 @@ enum Phase {
     /// Waiting for the OPS read.
     Ops,
     /// Waiting for the trace scans.
-    Traces { ops_rows: Vec<Row> },
+    Traces { ops_row: Option<Row> },
     /// Waiting for the options scans (none in the digest-id layout).
     Options {
-        ops_rows: Vec<Row>,
+        ops_row: Option<Row>,
         trace_rows: Vec<Row>,
     },
     /// Ended (a flow that ended is never advanced again).
@@ -140,7 +140,7 @@ impl LoadTile {
         state: &TraceStoreState,
         tile_key: i32,
     ) -> LoadTile {
-        let ops = io.read_rows(ops_read_request(state, tile_key));
+        let ops = io.read_row(ops_read_request(state, tile_key));
         let traces = (0..SHARDS)
             .map(|s| io.read_rows(trace_scan(state, s, tile_key)))
             .collect();
@@ -176,12 +176,12 @@ impl LoadTile {
     fn decode(
         &self,
         state: &mut TraceStoreState,
-        ops_rows: &[Row],
+        ops_row: Option<&Row>,
         trace_rows: &[Row],
         options_rows: &[Row],
     ) -> Result<RawTile, TraceStoreError> {
         let layout = state.layout;
-        let ops = take_ops_read(state, self.tile_key, ops_rows)?
+        let ops = take_ops_read(state, self.tile_key, ops_row)?
             .map(|c| c.ops)
             .unwrap_or_default();
         let traces = trace_rows
@@ -217,31 +217,31 @@ impl Flow for LoadTile {
         loop {
             self.phase = match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Ops => Phase::Traces {
-                    ops_rows: ready!(io.rows(self.ops), self.phase => Phase::Ops),
+                    ops_row: ready!(io.row(self.ops), self.phase => Phase::Ops),
                 },
-                Phase::Traces { ops_rows } => {
+                Phase::Traces { ops_row } => {
                     let trace_rows = ready!(
                         self.traces.rows(io),
-                        self.phase => Phase::Traces { ops_rows }
+                        self.phase => Phase::Traces { ops_row }
                     );
                     Phase::Options {
-                        ops_rows,
+                        ops_row,
                         trace_rows: trace_rows.into_iter().flatten().collect(),
                     }
                 }
                 Phase::Options {
-                    ops_rows,
+                    ops_row,
                     trace_rows,
                 } => {
                     let options_rows: Vec<Row> = ready!(
                         self.options.rows(io),
-                        self.phase => Phase::Options { ops_rows, trace_rows }
+                        self.phase => Phase::Options { ops_row, trace_rows }
                     )
                     .into_iter()
                     .flatten()
                     .collect();
                     return self
-                        .decode(state, &ops_rows, &trace_rows, &options_rows)
+                        .decode(state, ops_row.as_ref(), &trace_rows, &options_rows)
                         .map(Some);
                 }
                 Phase::Done => return Ok(None),

@@ -152,14 +152,14 @@ impl Flow for UpdateOps {
                 Phase::Start => match state.ops_cache.get(&self.row).cloned() {
                     Some(cached) => Some(cached),
                     None => {
-                        let read = io.read_rows(ops_read_request(state, self.tile_key));
+                        let read = io.read_row(ops_read_request(state, self.tile_key));
                         self.phase = Phase::ReadOps(read);
                         continue;
                     }
                 },
                 Phase::ReadOps(child) => {
-                    let rows = ready!(io.rows(child), self.phase => Phase::ReadOps(child));
-                    take_ops_read(state, self.tile_key, &rows)?
+                    let row = ready!(io.row(child), self.phase => Phase::ReadOps(child));
+                    take_ops_read(state, self.tile_key, row.as_ref())?
                 }
                 Phase::Swap(swap) => {
                     let matched = ready!(

@@ -2,14 +2,13 @@
 
 use alloc::vec::Vec;
 
-use rowkit_codec::model::RowSet;
 use rowkit_codec::triples::keys;
 use rowkit_codec::triples::{Triple, Uuid};
 
 use super::lookup::row_triples;
 use super::requests::AnyRow;
 use super::{OperationConfig, Progress, TriplesSchema, begin};
-use crate::ReadRowsRequest;
+use crate::ReadRowRequest;
 use crate::operation::{Flow, Io, Operation, Start};
 
 /// Whether a triple is stored.
@@ -20,9 +19,9 @@ impl Exist {
     pub fn new(config: OperationConfig, graph: &[u8], triple: Triple, start: Start) -> Exist {
         let flow = ExistFlow {
             graph: graph.to_vec(),
-            read: AnyRow::Unsent(ReadRowsRequest {
+            read: AnyRow::Unsent(ReadRowRequest {
                 table: config.table.clone(),
-                rows: RowSet::key(keys::exist_row_key(graph, &triple)),
+                row_key: keys::exist_row_key(graph, &triple),
                 ..Default::default()
             }),
             triple,

@@ -1,15 +1,15 @@
-//! What the triple-store flows share: the graph row's read and filter, and child outcomes
+//! What the triple-store flows share: the graph row's point read and filter, and child outcomes
 //! turned into the operation's results (rows streamed, batch results, store errors).
 
 use alloc::vec::Vec;
 
-use rowkit_codec::model::{Mutation, Row, RowFilter, RowSet};
+use rowkit_codec::model::{Mutation, Row, RowFilter};
 use rowkit_codec::triples::keys;
 
 use super::{OperationConfig, Progress, TriplesError};
-use crate::ReadRowsRequest;
 use crate::children::ChildId;
 use crate::operation::Io;
+use crate::{ReadRowRequest, ready};
 
 /// `Chain(Family(graph), Column(graph))`: the graph cell of a graph row.
 pub(super) fn graph_cell_filter() -> RowFilter {
@@ -37,46 +37,41 @@ fn is_graph_cell(row: &Row) -> bool {
 }
 
 /// `ReadRow(graph:<g>)`.
-fn graph_read(config: &OperationConfig, graph: &[u8]) -> ReadRowsRequest {
-    ReadRowsRequest {
+fn graph_read(config: &OperationConfig, graph: &[u8]) -> ReadRowRequest {
+    ReadRowRequest {
         table: config.table.clone(),
-        rows: RowSet::key(keys::graph_row_key(graph)),
+        row_key: keys::graph_row_key(graph),
         ..Default::default()
     }
 }
 
-/// A read whose rows are put to a test: whether any row passed (`Exist`'s POS row; the graph
-/// row of [`GraphCheck`]).
+/// A point read whose row is put to a test: whether it exists and passed (`Exist`'s POS
+/// row; the graph row of [`GraphCheck`]).
 #[derive(Debug)]
 pub(super) enum AnyRow {
     /// Not sent yet.
-    Unsent(ReadRowsRequest),
-    /// Out; `found` once a row passed.
-    Reading { read: ChildId, found: bool },
+    Unsent(ReadRowRequest),
+    /// Out.
+    Reading(ChildId),
 }
 
 impl AnyRow {
-    /// Sends the read if it is not out yet and tests the rows that came; `Some(found)` once
+    /// Sends the read if it is not out yet and tests the row that came; `Some(found)` once
     /// the read finished.
     pub(super) fn advance(
         &mut self,
         io: &mut Io<()>,
-        mut test: impl FnMut(Row) -> Result<bool, TriplesError>,
+        test: impl FnOnce(Row) -> Result<bool, TriplesError>,
     ) -> Progress<bool> {
-        loop {
-            match self {
-                AnyRow::Unsent(request) => {
-                    let read = io.read_rows(core::mem::take(request));
-                    *self = AnyRow::Reading { read, found: false };
-                }
-                AnyRow::Reading { read, found } => {
-                    let done = io.stream_rows::<TriplesError>(*read, |row| {
-                        *found |= test(row)?;
-                        Ok(())
-                    })?;
-                    return Ok(done.map(|()| *found));
-                }
-            }
+        if let AnyRow::Unsent(request) = self {
+            *self = AnyRow::Reading(io.read_row(core::mem::take(request)));
+        }
+        let AnyRow::Reading(read) = *self else {
+            return Ok(None);
+        };
+        match ready!(io.row::<TriplesError>(read)) {
+            Some(row) => test(row).map(Some),
+            None => Ok(Some(false)),
         }
     }
 }

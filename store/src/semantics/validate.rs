@@ -8,8 +8,8 @@ use rowkit_codec::model::{
     validate_row_key, validate_rule, validate_table_name,
 };
 use rowkit_statemachines::{
-    CheckAndMutateRowRequest, Code, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowsRequest,
-    Request, StoreError,
+    CheckAndMutateRowRequest, Code, MutateRowsRequest, ReadModifyWriteRowRequest, ReadRowRequest,
+    ReadRowsRequest, Request, StoreError,
 };
 
 use super::filter::CompiledFilter;
@@ -156,6 +156,12 @@ pub(crate) fn check_read(req: &ReadRowsRequest) -> Result<Option<CompiledFilter>
     req.filter.as_ref().map(CompiledFilter::new).transpose()
 }
 
+/// A point read: the key and the filter. Returns the compiled filter.
+pub(crate) fn check_read_row(req: &ReadRowRequest) -> Result<Option<CompiledFilter>, StoreError> {
+    validate_row_key(&req.row_key)?;
+    req.filter.as_ref().map(CompiledFilter::new).transpose()
+}
+
 /// MutateRows: the whole-request checks (entries present, at most 100 000 mutations in total).
 /// Per-entry problems are reported per entry by [`check_row_mutations`].
 pub(crate) fn check_batch(req: &MutateRowsRequest) -> Result<(), ValidationError> {
@@ -235,6 +241,7 @@ pub fn validate_request(request: &Request, families: &[ColumnFamily]) -> Result<
     let schema = Schema::new(families);
     match request {
         Request::ReadRows(r) => check_read(r).map(drop),
+        Request::ReadRow(r) => check_read_row(r).map(drop),
         Request::MutateRow(r) => Ok(check_row_mutations(&r.row_key, &r.mutations, &schema)?),
         Request::MutateRows(r) => Ok(check_batch(r)?),
         Request::CheckAndMutateRow(r) => check_conditional(r, &schema).map(drop),

@@ -22,8 +22,8 @@ use rowkit_statemachines::raw::MutateRows;
 use rowkit_statemachines::readrows::ReadRows;
 use rowkit_statemachines::tracestore::{PutEntry, Tile, Trace};
 use rowkit_statemachines::{
-    Code, MutateRowsEntry, MutateRowsRequest, ReadRowsRequest, Request, Response, RetryPolicy,
-    SplitMix64, StoreError,
+    Code, MutateRowsEntry, MutateRowsRequest, ReadRowRequest, ReadRowsRequest, Request, Response,
+    RetryPolicy, SplitMix64, StoreError,
 };
 
 use rowkit_client::tracestore::{TraceStore, setup_table};
@@ -31,6 +31,8 @@ use rowkit_client::{CallOptions, SyncDriver, block_on};
 use rowkit_statemachines::tracestore::TraceStoreError;
 use rowkit_store::driver::{Clock, ManualClock};
 use rowkit_store::{Reply, Store};
+
+use super::read_key;
 
 /// The table the scenarios use.
 pub const TABLE: &str = "gold";
@@ -934,9 +936,8 @@ pub fn put_all_or_nothing(store: &dyn Store, layout: Layout) {
         let beyond_ops: Vec<&Request> = log
             .iter()
             .filter(|r| match r {
-                Request::ReadRows(q) => q.rows != RowSet::key(ops_row.clone()),
                 Request::CheckAndMutateRow(c) => c.row_key != ops_row,
-                _ => true,
+                _ => read_key(r) != Some(ops_row.as_slice()),
             })
             .collect();
         assert!(
@@ -1583,12 +1584,16 @@ pub fn one_digest_two_writers(store: &dyn Store) {
     let map_reads: Vec<usize> = log
         .iter()
         .enumerate()
-        .filter(|(_, r)| matches!(r, Request::ReadRows(q) if q.rows.row_keys.iter().any(|k| k[3..].starts_with(b"ts:d:"))))
+        .filter(|(_, r)| {
+            let map_key = |k: &[u8]| k[3..].starts_with(b"ts:d:");
+            match r {
+                Request::ReadRows(q) => q.rows.row_keys.iter().any(|k| map_key(k)),
+                Request::ReadRow(q) => map_key(&q.row_key),
+                _ => false,
+            }
+        })
         .map(|(i, r)| {
-            let Request::ReadRows(q) = r else {
-                unreachable!()
-            };
-            assert_eq!(q.rows, RowSet::key(map_row.clone()), "request {i}");
+            assert_eq!(read_key(r), Some(map_row.as_slice()), "request {i}");
             i
         })
         .collect();
@@ -1916,10 +1921,16 @@ pub fn put_request_sequence(store: &dyn Store) {
     };
     let latest = RowFilter::CellsPerColumnLimit(1);
     let mut expected = vec![
-        read(
-            RowSet::key(t(":ts:o:2147483644:")),
-            RowFilter::Chain(vec![latest.clone(), RowFilter::FamilyNameRegex("O".into())]),
-        ),
+        // The OPS row's read, a point read.
+        Request::ReadRow(ReadRowRequest {
+            table: TABLE.into(),
+            row_key: t(":ts:o:2147483644:"),
+            filter: Some(RowFilter::Chain(vec![
+                latest.clone(),
+                RowFilter::FamilyNameRegex("O".into()),
+            ])),
+            ..Default::default()
+        }),
         read(
             RowSet {
                 row_keys: vec![

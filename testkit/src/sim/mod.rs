@@ -437,7 +437,7 @@ impl RepairLog {
                 family: None,
                 qualifier: None,
             }],
-            Request::ReadRows(_) | Request::SampleRowKeys(_) => Vec::new(),
+            Request::ReadRows(_) | Request::ReadRow(_) | Request::SampleRowKeys(_) => Vec::new(),
         };
         if !written.is_empty() {
             self.0.borrow_mut().entry(id).or_default().extend(written);
@@ -1119,6 +1119,8 @@ fn describe(request: &Request) -> String {
             let ranges = r.rows.row_ranges.iter().map(|r| format!("{r:?}"));
             keys.chain(ranges).collect::<Vec<_>>().join(" ")
         }
+        // The line of the one-key ReadRows it stands for.
+        Request::ReadRow(r) => escape(&r.row_key),
         Request::MutateRow(r) => escape(&r.row_key),
         Request::CheckAndMutateRow(r) => escape(&r.row_key),
         Request::ReadModifyWriteRow(r) => escape(&r.row_key),
