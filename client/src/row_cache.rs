@@ -33,7 +33,7 @@ use futures_core::Stream;
 use futures_util::StreamExt;
 use futures_util::future::Either;
 use rowkit_codec::model::{Row, RowFilter};
-use rowkit_codec::mounttable::NodeRow;
+use rowkit_codec::mounttable::{NodePermissions, NodeRow};
 use rowkit_statemachines::mounttable::{
     Lookup, Nodes, ROW_CACHE_TTL_US, RowCache, SharedNodes, WaiterId,
 };
@@ -124,7 +124,8 @@ impl SharedCache {
     }
 }
 
-/// The decoded nodes kept beside the cached rows ([`RowCache::node`], [`RowCache::keep_node`]).
+/// The decoded nodes kept beside the cached rows ([`RowCache::node`], [`RowCache::keep_node`])
+/// and the permissions they share ([`RowCache::permissions`]).
 impl SharedNodes for SharedCache {
     fn get(&self, row: &Arc<Row>, now: Timestamp) -> Option<Arc<NodeRow>> {
         self.lock().cache.node(row, now)
@@ -132,6 +133,10 @@ impl SharedNodes for SharedCache {
 
     fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>) {
         self.lock().cache.keep_node(row, node.clone());
+    }
+
+    fn permissions(&self, text: &[u8]) -> Option<NodePermissions> {
+        self.lock().cache.permissions(text)
     }
 }
 

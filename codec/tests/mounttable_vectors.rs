@@ -322,6 +322,59 @@ fn permissions_json() {
     }
 }
 
+/// Permissions read from a JSON tree of the marshalled shape (`{tag: null | {"In": list,
+/// "NotIn": list}}`, lists of strings or null), independently of the codec's readers.
+fn perms_of_value(v: &Value) -> Permissions {
+    let list = |l: &Value| match l {
+        Value::Null => None,
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .map(|s| s.as_str().unwrap_or_default().to_string())
+                .collect(),
+        ),
+        other => panic!("not a list: {other}"),
+    };
+    let mut p = Permissions::default();
+    for (tag, acl) in v.as_object().into_iter().flatten() {
+        let acl = match acl {
+            Value::Null => AccessList::default(),
+            acl => AccessList {
+                in_: list(&acl["In"]),
+                not_in: list(&acl["NotIn"]),
+            },
+        };
+        p.0.insert(tag.clone(), acl);
+    }
+    p
+}
+
+/// `decode_permissions` reads the marshalled form directly, without a JSON tree: on every
+/// permissions text of the vectors (as stored, the inputs re-serialised, and both pretty
+/// printed) it gives what a JSON tree of the same text holds.
+#[test]
+fn permissions_shortcut_matches_the_json_tree() {
+    let v = vectors();
+    for c in v.permissions_json.non_empty("permissions_json") {
+        let stored: Value = serde_json::from_str(&c.json).unwrap();
+        let texts = [
+            c.json.clone(),
+            serde_json::to_string(&c.input).unwrap(),
+            serde_json::to_string_pretty(&stored).unwrap(),
+            serde_json::to_string_pretty(&c.input).unwrap(),
+        ];
+        for text in texts {
+            let tree: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(
+                decode_permissions(text.as_bytes()).unwrap(),
+                perms_of_value(&tree),
+                "{} ({text})",
+                c.description
+            );
+        }
+    }
+}
+
 #[test]
 fn flags_counters_deadlines() {
     let v = vectors();

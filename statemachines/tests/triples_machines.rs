@@ -159,3 +159,99 @@ fn a_lookup_streams_and_validates_before_sending() {
     assert!(m.poll_request().is_none());
     assert!(matches!(m.result(), Some(Err(TriplesError::Options(_)))));
 }
+
+/// `Exist` on a POS row holding `cells` (family, value), in that order.
+fn exist_on(asked: &Triple, cells: &[(&str, &[u8])]) -> Result<bool, TriplesError> {
+    let mut m = Exist::new(config(), b"g", asked.clone(), start(0, 60_000_000));
+    let (tag, request) = m.poll_request().unwrap();
+    let rowkit_statemachines::Request::ReadRow(read) = request else {
+        panic!("not a point read: {request:?}");
+    };
+    assert_eq!(read.row_key, keys::exist_row_key(b"g", asked));
+    let row = rowkit_codec::model::Row {
+        key: read.row_key,
+        cells: cells
+            .iter()
+            .enumerate()
+            .map(|(i, (family, value))| rowkit_codec::model::Cell {
+                family: (*family).into(),
+                qualifier: b"OS".to_vec(),
+                timestamp: Timestamp(1000 * (cells.len() - i) as i64),
+                value: value.to_vec(),
+                labels: Vec::new(),
+            })
+            .collect(),
+    };
+    m.handle_response(
+        tag,
+        Ok(Response::Row(Some(std::sync::Arc::new(row)))),
+        Timestamp(1),
+    );
+    m.result().unwrap()
+}
+
+/// What `Exist` answers by the spec's full path: every triple cell parsed (the first that
+/// does not parse fails it), true iff one has the asked triple's UUID.
+fn exist_by_parsing(asked: &Triple, cells: &[(&str, &[u8])]) -> Result<bool, ()> {
+    let mut found = false;
+    for (family, value) in cells {
+        if *family != keys::FAMILY_IMMUTABLE && *family != keys::FAMILY_TEMPORAL {
+            continue;
+        }
+        let t = Triple::parse(value).map_err(|_| ())?;
+        found |= t.uuid() == asked.uuid();
+    }
+    Ok(found)
+}
+
+/// A cell holding the asked triple's own text is not parsed when that text is certain to
+/// parse back to it (`Triple::round_trip_text`); `Exist` still answers as parsing every cell
+/// would: the cell matches, another cell that does not parse still fails it (before or
+/// after), another triple or the same triple written differently is judged by its UUID, and
+/// a text that does not round-trip is parsed.
+#[test]
+fn exist_skips_parsing_only_the_asked_triples_own_text() {
+    let plain = triple("/u<joe>\t\"knows\"@[]\t/u<mary>");
+    let temporal = triple("/u<joe>\t\"met\"@[2020-01-02T00:00:03.5Z]\t/u<mary>");
+    let odd = Triple {
+        subject: rowkit_codec::triples::Node::new(b"/u", b"a] /b").unwrap(),
+        ..plain.clone()
+    };
+    assert!(plain.round_trip_text().is_some() && temporal.round_trip_text().is_some());
+    assert!(odd.round_trip_text().is_none());
+    let (im, tm) = (keys::FAMILY_IMMUTABLE, keys::FAMILY_TEMPORAL);
+    for asked in [&plain, &temporal, &odd] {
+        let (own, spaced, other) = (
+            asked.to_text(),
+            [b" ".as_slice(), &asked.to_text(), b"\n"].concat(),
+            triple("/u<joe>\t\"knows\"@[]\t/u<bob>").to_text(),
+        );
+        let (own, spaced, other) = (own.as_slice(), spaced.as_slice(), other.as_slice());
+        let bad: &[u8] = b"not a triple";
+        let family = if asked.predicate.is_immutable() {
+            im
+        } else {
+            tm
+        };
+        let cases: [&[(&str, &[u8])]; 8] = [
+            &[(family, own)],
+            &[(family, own), (im, bad)],
+            &[(tm, bad), (family, own)],
+            &[(im, other)],
+            &[(im, other), (family, spaced)],
+            &[("graph", bad), (family, own)],
+            &[(family, spaced)],
+            &[],
+        ];
+        for cells in cases {
+            let got = exist_on(asked, cells);
+            match exist_by_parsing(asked, cells) {
+                Ok(expected) => assert_eq!(got, Ok(expected), "{asked:?} {cells:?}"),
+                Err(()) => assert!(
+                    matches!(got, Err(TriplesError::LookupParse { .. })),
+                    "{asked:?} {cells:?}: {got:?}"
+                ),
+            }
+        }
+    }
+}

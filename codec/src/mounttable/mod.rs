@@ -30,7 +30,9 @@ pub use key::{
     row_key_for_cleaned, row_key_segments,
 };
 pub use names::{clean, dir, join, normalize_suffix, path_clean, split};
-pub use node::{NodeDecodeError, NodeRow, ServerEntry, decode_node};
+pub use node::{
+    NodeDecodeError, NodePermissions, NodeRow, ServerEntry, decode_node, decode_node_sharing,
+};
 pub use perms::{
     AccessList, Permissions, PermsDecodeError, blessing_pattern_is_valid, blessing_pattern_matches,
     decode_permissions, decode_permissions_file, default_root_permissions, encode_permissions,

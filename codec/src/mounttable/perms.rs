@@ -211,7 +211,11 @@ fn shape(path: String, expected: &'static str) -> PermsDecodeError {
     PermsDecodeError::Shape { path, expected }
 }
 
-fn decode_list(v: &serde_json::Value, path: &str) -> Result<Option<Vec<String>>, PermsDecodeError> {
+/// One `In`/`NotIn` value; `path` names it in an error (built only then).
+fn decode_list(
+    v: &serde_json::Value,
+    path: impl Fn() -> String,
+) -> Result<Option<Vec<String>>, PermsDecodeError> {
     match v {
         serde_json::Value::Null => Ok(None),
         serde_json::Value::Array(items) => items
@@ -221,17 +225,158 @@ fn decode_list(v: &serde_json::Value, path: &str) -> Result<Option<Vec<String>>,
                 serde_json::Value::String(s) => Ok(s.clone()),
                 // Go leaves a null element as the zero value.
                 serde_json::Value::Null => Ok(String::new()),
-                _ => Err(shape(alloc::format!("{path}[{i}]"), "a string")),
+                _ => Err(shape(alloc::format!("{}[{i}]", path()), "a string")),
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
-        _ => Err(shape(String::from(path), "an array of strings or null")),
+        _ => Err(shape(path(), "an array of strings or null")),
     }
 }
 
 /// Decodes stored permissions like Go's `json.Unmarshal`: unknown fields ignored, `In`/`NotIn`
 /// matched case-insensitively, `null` → nil (a top-level `null` is the empty map).
+///
+/// The form Go's `json.Marshal` writes (what the table holds) is read directly
+/// ([`decode_marshalled`]); anything else goes through a `serde_json::Value` tree.
 pub fn decode_permissions(bytes: &[u8]) -> Result<Permissions, PermsDecodeError> {
+    match decode_marshalled(bytes) {
+        Some(p) => Ok(p),
+        None => decode_permissions_lenient(bytes),
+    }
+}
+
+/// The reader of [`decode_marshalled`]: a position in the stored text.
+struct Marshalled<'a> {
+    text: &'a str,
+    at: usize,
+}
+
+impl<'a> Marshalled<'a> {
+    /// What is left to read.
+    fn rest(&self) -> &'a [u8] {
+        self.text.as_bytes().get(self.at..).unwrap_or_default()
+    }
+
+    fn skip_ws(&mut self) {
+        self.at += self
+            .rest()
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+            .count();
+    }
+
+    /// Skips whitespace, then takes `token` if it comes next.
+    fn eat(&mut self, token: &str) -> bool {
+        self.skip_ws();
+        let found = self.rest().starts_with(token.as_bytes());
+        if found {
+            self.at += token.len();
+        }
+        found
+    }
+
+    /// A string without escapes or control characters (`None` for any other string: the
+    /// lenient path reads those).
+    fn plain_string(&mut self) -> Option<&'a str> {
+        if !self.eat("\"") {
+            return None;
+        }
+        let start = self.at;
+        let rest = self.rest();
+        let len = rest
+            .iter()
+            .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if rest.get(len) != Some(&b'"') {
+            return None;
+        }
+        self.at = start + len + 1;
+        self.text.get(start..start + len)
+    }
+
+    /// `null` or an array of plain strings and `null`s.
+    fn list(&mut self) -> Option<Option<Vec<String>>> {
+        if self.eat("null") {
+            return Some(None);
+        }
+        if !self.eat("[") {
+            return None;
+        }
+        let mut items = Vec::new();
+        if self.eat("]") {
+            return Some(Some(items));
+        }
+        loop {
+            // Go leaves a null element as the zero value.
+            let item = if self.eat("null") {
+                String::new()
+            } else {
+                String::from(self.plain_string()?)
+            };
+            items.push(item);
+            if self.eat("]") {
+                return Some(Some(items));
+            }
+            if !self.eat(",") {
+                return None;
+            }
+        }
+    }
+
+    /// `null` or `{"In":list,"NotIn":list}`, exactly these fields in this order.
+    fn access_list(&mut self) -> Option<AccessList> {
+        if self.eat("null") {
+            return Some(AccessList::default());
+        }
+        if !(self.eat("{") && self.eat("\"In\"") && self.eat(":")) {
+            return None;
+        }
+        let in_ = self.list()?;
+        if !(self.eat(",") && self.eat("\"NotIn\"") && self.eat(":")) {
+            return None;
+        }
+        let not_in = self.list()?;
+        self.eat("}").then_some(AccessList { in_, not_in })
+    }
+}
+
+/// Reads `bytes` when they are in the form Go's `json.Marshal` writes permissions (plain
+/// strings, each tag's `In` then `NotIn`; whitespace between tokens allowed), without the
+/// `serde_json::Value` tree; `None` for anything else. Exact: whatever it reads, the lenient
+/// path reads the same (a repeated tag is the last one in both).
+fn decode_marshalled(bytes: &[u8]) -> Option<Permissions> {
+    let mut r = Marshalled {
+        text: core::str::from_utf8(bytes).ok()?,
+        at: 0,
+    };
+    let mut out = Permissions::default();
+    if !r.eat("null") {
+        if !r.eat("{") {
+            return None;
+        }
+        if !r.eat("}") {
+            loop {
+                let tag = r.plain_string()?;
+                if !r.eat(":") {
+                    return None;
+                }
+                let acl = r.access_list()?;
+                out.0.insert(String::from(tag), acl);
+                if r.eat("}") {
+                    break;
+                }
+                if !r.eat(",") {
+                    return None;
+                }
+            }
+        }
+    }
+    r.skip_ws();
+    (r.at == bytes.len()).then_some(out)
+}
+
+/// [`decode_permissions`] through a `serde_json::Value` tree: any JSON Go accepts, and the
+/// errors.
+fn decode_permissions_lenient(bytes: &[u8]) -> Result<Permissions, PermsDecodeError> {
     // Go replaces invalid UTF-8 with U+FFFD rather than failing.
     let text = String::from_utf8_lossy(bytes);
     let value: serde_json::Value =
@@ -243,20 +388,20 @@ pub fn decode_permissions(bytes: &[u8]) -> Result<Permissions, PermsDecodeError>
         _ => return Err(shape(String::from("$"), "an object")),
     };
     for (tag, acl_v) in map {
-        let path = alloc::format!("$.{tag}");
         let mut acl = AccessList::default();
         match acl_v {
             serde_json::Value::Null => {}
             serde_json::Value::Object(fields) => {
                 for (field, v) in fields {
+                    let path = || alloc::format!("$.{tag}.{field}");
                     if field.eq_ignore_ascii_case("In") {
-                        acl.in_ = decode_list(&v, &alloc::format!("{path}.{field}"))?;
+                        acl.in_ = decode_list(&v, path)?;
                     } else if field.eq_ignore_ascii_case("NotIn") {
-                        acl.not_in = decode_list(&v, &alloc::format!("{path}.{field}"))?;
+                        acl.not_in = decode_list(&v, path)?;
                     }
                 }
             }
-            _ => return Err(shape(path, "an object or null")),
+            _ => return Err(shape(alloc::format!("$.{tag}"), "an object or null")),
         }
         out.0.insert(tag, acl);
     }
@@ -309,6 +454,69 @@ mod tests {
         assert_eq!(decode_permissions(b"null").unwrap(), Permissions::default());
         assert!(decode_permissions(b"[1]").is_err());
         assert!(decode_permissions(b"{\"A\":{\"In\":[1]}}").is_err());
+    }
+
+    /// The direct reader against the `Value` path: what it reads it reads the same, and it
+    /// reads the forms Go writes (with or without whitespace); every other text goes to the
+    /// `Value` path, so `decode_permissions` answers for it exactly as that path does,
+    /// errors included.
+    #[test]
+    fn marshalled_form_reads_as_the_value_path() {
+        let read_directly = [
+            "null",
+            " null ",
+            "{}",
+            "{ }",
+            r#"{"Admin":{"In":["..."],"NotIn":null}}"#,
+            r#"{"%%/Admin":{"In":["%%"],"NotIn":null},"Admin":{"In":["root"],"NotIn":null},"Read":{"In":["..."],"NotIn":null}}"#,
+            "{\"Read\":{\"In\":[\"\u{e9}\",\"x\u{7f}y\"],\"NotIn\":[\"a\",null,\"\"]}}",
+            r#"{"Read":{"In":[],"NotIn":[]}}"#,
+            r#"{"Read":null,"Admin":{"In":null,"NotIn":null}}"#,
+            r#"{"B":{"In":["x"],"NotIn":null},"A":{"In":["y"],"NotIn":null}}"#,
+            // A repeated tag: the last one, in both.
+            r#"{"A":{"In":["x"],"NotIn":null},"A":{"In":["y"],"NotIn":null}}"#,
+            "\n{ \"A\" : { \"In\" : [ \"x\" , \"y\" ] ,\r\n\t\"NotIn\" : null } }\n",
+        ];
+        for text in read_directly {
+            let lenient = decode_permissions_lenient(text.as_bytes());
+            assert!(lenient.is_ok(), "{text:?}");
+            assert_eq!(decode_marshalled(text.as_bytes()), lenient.ok(), "{text:?}");
+        }
+        let left_to_the_value_path: [&[u8]; 16] = [
+            b"",
+            b"nul",
+            b"null x",
+            b"[1]",
+            br#"{"A":{"in":["x"],"NotIn":null}}"#,
+            br#"{"A":{"NotIn":null,"In":["x"]}}"#,
+            br#"{"A":{"In":["x"]}}"#,
+            br#"{"A":{"In":["x"],"NotIn":null,"Other":1}}"#,
+            br#"{"A":{"In":["\u003cx"],"NotIn":null}}"#,
+            br#"{"A\"":null}"#,
+            br#"{"A":{"In":[1],"NotIn":null}}"#,
+            br#"{"A":{"In":["x"],"NotIn":null},}"#,
+            br#"{"A":{"In":["x"],"NotIn":null}} {}"#,
+            b"{\"A\":{\"In\":[\"x\tz\"],\"NotIn\":null}}",
+            b"{\"A\":{\"In\":[\"\xff\"],\"NotIn\":null}}",
+            br#"{"A":3}"#,
+        ];
+        for text in left_to_the_value_path {
+            let shown = String::from_utf8_lossy(text);
+            assert_eq!(decode_marshalled(text), None, "{shown:?}");
+            assert_eq!(
+                decode_permissions(text),
+                decode_permissions_lenient(text),
+                "{shown:?}"
+            );
+        }
+        // What rowkit itself writes is read directly.
+        let mut p = Permissions::default();
+        p.add("root:alice", "Admin");
+        p.add("...", "Resolve");
+        p.0.entry(String::from("Read")).or_default().not_in = Some(alloc::vec![String::from("x")]);
+        let stored = encode_permissions(&p);
+        assert_eq!(decode_marshalled(&stored), Some(p.clone()));
+        assert_eq!(decode_permissions_lenient(&stored), Ok(p));
     }
 
     #[test]

@@ -129,9 +129,17 @@ fn uvarint(buf: &[u8]) -> u64 {
 /// The cell timestamp of a triple: from the anchor if temporal, from SHA-256 of the text if
 /// immutable (spec §3.3).
 pub fn cell_timestamp(triple: &Triple) -> Timestamp {
-    match triple.predicate.anchor() {
-        Some(a) => Timestamp(correct_timestamp(a.unix_nano_wrapping() / 1000)),
-        None => immutable_timestamp(&triple.to_text()),
+    cell_timestamp_with_text(triple, None)
+}
+
+/// [`cell_timestamp`] of a triple whose text ([`Triple::to_text`]) the caller may have
+/// already: `text`, if given, must be exactly that; the triple is serialised only when it is
+/// immutable and no text is given.
+pub fn cell_timestamp_with_text(triple: &Triple, text: Option<&[u8]>) -> Timestamp {
+    match (triple.predicate.anchor(), text) {
+        (Some(a), _) => Timestamp(correct_timestamp(a.unix_nano_wrapping() / 1000)),
+        (None, Some(text)) => immutable_timestamp(text),
+        (None, None) => immutable_timestamp(&triple.to_text()),
     }
 }
 
@@ -243,8 +251,18 @@ impl UuidTexts {
 
 /// The four cells of `triple` in graph `graph`, in write order OSP, POS, SOP, SPO.
 pub fn triple_cells(graph: &[u8], triple: &Triple) -> [TripleCell; 4] {
+    triple_cells_with_text(graph, triple, None)
+}
+
+/// [`triple_cells`] of a triple whose text the caller may have already (as
+/// [`cell_timestamp_with_text`] takes it).
+pub fn triple_cells_with_text(
+    graph: &[u8],
+    triple: &Triple,
+    text: Option<&[u8]>,
+) -> [TripleCell; 4] {
     let family = family(&triple.predicate);
-    let timestamp = cell_timestamp(triple);
+    let timestamp = cell_timestamp_with_text(triple, text);
     KeyUuids::of(triple)
         .row_keys(graph)
         .map(|(index, row_key)| TripleCell {

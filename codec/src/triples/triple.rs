@@ -2,6 +2,7 @@
 
 use alloc::vec::Vec;
 
+use super::anchor::Anchor;
 use super::error::{ParseError, Part, Reason};
 use super::gotext::trim_space;
 use super::literal::Literal;
@@ -138,6 +139,40 @@ impl Triple {
         out.push(b'\t');
         out.extend_from_slice(&self.object.to_text());
         out
+    }
+
+    /// The text form ([`Triple::to_text`]) when it is certain to parse back to this very
+    /// triple, so that a stored cell holding exactly these bytes is known to be this triple
+    /// without parsing it; `None` when that is not certain (not every triple round-trips:
+    /// spec §9 quirk 19). A conservative check: subject and object nodes and the predicate
+    /// id of plain ASCII (no white space, none of `<>[]"\@^`), an anchor that its own text
+    /// parses back to; a literal or predicate object is never certain here.
+    ///
+    /// Why it is exact: the text is then `/T<I>␉"ID"@[A]␉/T'<I'>` with none of the bytes the
+    /// parser splits on inside the parts, so the first `>`+space+`"` ends the subject, the
+    /// first `]`+space+`/` ends the predicate, the nodes split at their only `<`, the id
+    /// needs no unquoting and nothing is trimmed.
+    pub fn round_trip_text(&self) -> Option<Vec<u8>> {
+        fn plain(bytes: &[u8]) -> bool {
+            !bytes.is_empty()
+                && bytes.iter().all(|&c| {
+                    c.is_ascii_graphic()
+                        && !matches!(c, b'<' | b'>' | b'[' | b']' | b'"' | b'\\' | b'@' | b'^')
+                })
+        }
+        let node = |n: &Node| {
+            n.node_type().first() == Some(&b'/') && plain(n.node_type()) && plain(n.id())
+        };
+        let anchor = match self.predicate.anchor() {
+            None => true,
+            Some(a) => Anchor::parse(a.to_text().as_bytes()).as_ref() == Ok(a),
+        };
+        let object = match &self.object {
+            Object::Node(n) => node(n),
+            Object::Predicate(_) | Object::Literal(_) => false,
+        };
+        (node(&self.subject) && plain(self.predicate.id()) && anchor && object)
+            .then(|| self.to_text())
     }
 
     /// The triple UUID: v5 of `S.uuid ‖ P.full_uuid ‖ O.uuid`.

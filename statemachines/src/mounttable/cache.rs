@@ -30,7 +30,7 @@ use core::borrow::Borrow;
 use core::cmp::Ordering;
 
 use rowkit_codec::model::Row;
-use rowkit_codec::mounttable::{NodeRow, is_expired};
+use rowkit_codec::mounttable::{NodePermissions, NodeRow, is_expired};
 
 use crate::Timestamp;
 
@@ -41,6 +41,9 @@ use crate::Timestamp;
 /// a directory is evicted only after about 9,000 resolves elsewhere. The facade's setting
 /// (`row_cache_capacity`) overrides it.
 pub const ROW_CACHE_CAPACITY: usize = 10_000;
+/// How many permission texts the cache remembers decoded ([`RowCache::permissions`]): the
+/// few a table's nodes share (its directories', its leaves').
+const PERMISSIONS_KEPT: usize = 8;
 /// Default TTL in µs (§3).
 pub const ROW_CACHE_TTL_US: i64 = 1_000_000;
 
@@ -225,6 +228,10 @@ pub struct RowCache {
     /// Fetches whose entry was invalidated or evicted: answered, never stored.
     orphans: BTreeMap<WaiterId, Fetch>,
     next_id: u64,
+    /// The permissions of the nodes machines decoded lately, distinct texts, replaced in turn
+    /// (`next_permissions` is the next to go).
+    known_permissions: [Option<NodePermissions>; PERMISSIONS_KEPT],
+    next_permissions: usize,
 }
 
 impl Default for RowCache {
@@ -247,6 +254,8 @@ impl RowCache {
             last: NIL,
             orphans: BTreeMap::new(),
             next_id: 0,
+            known_permissions: Default::default(),
+            next_permissions: 0,
         }
     }
 
@@ -544,13 +553,39 @@ impl RowCache {
     /// read once, like most leaves of a large table, keeps no node: it would only be freed,
     /// long after, when the row is evicted (freeing memory that has left the CPU's caches
     /// costs more than decoding a leaf).
+    ///
+    /// Its permissions are remembered in any case ([`RowCache::permissions`]).
     pub fn keep_node(&mut self, row: &Arc<Row>, node: Arc<NodeRow>) {
+        self.remember_permissions(&node.permissions);
         if let Some(s) = self.slot_of(row)
             && let Some(entry) = self.entry_mut(s)
             && (entry.served || !node.children.is_empty())
         {
             entry.node = Some(node);
         }
+    }
+
+    /// Permissions decoded before from this very stored text (one of the last few distinct
+    /// texts of nodes handed to [`RowCache::keep_node`]), shared: the leaves of a directory
+    /// usually store one text, and a leaf read once keeps no node, so without this each read
+    /// of a leaf would parse the text again. Unlike a node, permissions depend on nothing but
+    /// their text, so they stay valid whatever happens to the rows.
+    pub fn permissions(&self, text: &[u8]) -> Option<NodePermissions> {
+        self.known_permissions
+            .iter()
+            .flatten()
+            .find(|p| p.text() == text)
+            .cloned()
+    }
+
+    fn remember_permissions(&mut self, permissions: &NodePermissions) {
+        if permissions.text().is_empty() || self.permissions(permissions.text()).is_some() {
+            return;
+        }
+        if let Some(place) = self.known_permissions.get_mut(self.next_permissions) {
+            *place = Some(permissions.clone());
+        }
+        self.next_permissions = (self.next_permissions + 1) % PERMISSIONS_KEPT;
     }
 
     /// The fetch started by `fetcher` for `key` ended at `now` with `row` (`None`: missing or
@@ -729,5 +764,50 @@ mod tests {
             assert_eq!(cache.order(), want, "step {step}");
         }
         assert!(cache.slots.len() <= 7, "evicted slots are reused");
+    }
+    fn leaf(name: &str, perms: &str) -> (Arc<Row>, Arc<NodeRow>) {
+        let row = Arc::new(Row {
+            key: rowkit_codec::mounttable::row_key(name),
+            cells: vec![rowkit_codec::model::Cell {
+                family: "m".into(),
+                qualifier: b"p".to_vec(),
+                timestamp: Timestamp(1),
+                value: perms.as_bytes().to_vec(),
+                labels: Vec::new(),
+            }],
+        });
+        let node = Arc::new(rowkit_codec::mounttable::decode_node(&row, 0).unwrap());
+        (row, node)
+    }
+
+    /// The permissions of nodes handed to `keep_node` are found by their text, kept or not,
+    /// the last `PERMISSIONS_KEPT` distinct texts.
+    #[test]
+    fn remembers_the_last_permission_texts() {
+        let mut cache = RowCache::new(4, 1_000_000);
+        let text =
+            |i: usize| alloc::format!("{{\"Admin\":{{\"In\":[\"user{i}\"],\"NotIn\":null}}}}");
+        // A leaf read around the cache: its node is not kept, its permissions are.
+        let (row, node) = leaf("a", &text(0));
+        cache.keep_node(&row, node.clone());
+        assert_eq!(cache.node(&row, Timestamp(0)), None);
+        let found = cache.permissions(text(0).as_bytes()).unwrap();
+        assert_eq!(found, node.permissions);
+        assert_eq!(found.text(), text(0).as_bytes());
+        assert_eq!(cache.permissions(text(1).as_bytes()), None);
+        for i in 1..PERMISSIONS_KEPT {
+            let (row, node) = leaf("a", &text(i));
+            cache.keep_node(&row, node);
+            // The same text again takes no second place.
+            let (row, node) = leaf("b", &text(i));
+            cache.keep_node(&row, node);
+        }
+        for i in 0..PERMISSIONS_KEPT {
+            assert!(cache.permissions(text(i).as_bytes()).is_some(), "{i}");
+        }
+        let (row, node) = leaf("a", &text(PERMISSIONS_KEPT));
+        cache.keep_node(&row, node);
+        assert_eq!(cache.permissions(text(0).as_bytes()), None);
+        assert!(cache.permissions(text(1).as_bytes()).is_some());
     }
 }

@@ -21,7 +21,7 @@ use rowkit_codec::model::{
 };
 use rowkit_codec::mounttable::{self as codec, FAMILY_COUNTER, NodeRow, QUAL_COUNTER};
 
-use super::{MtError, MtEvent, MtRun, Nodes};
+use super::{MtError, MtEvent, MtRun, Nodes, SharedNodes};
 use crate::children::ChildId;
 use crate::operation::Io;
 use crate::ready;
@@ -110,7 +110,9 @@ fn decode_node(
         return Ok(None);
     }
     nodes
-        .node(&row, now, |row| codec::decode_node(row, now.0))
+        .node(&row, now, |row| {
+            codec::decode_node_sharing(row, now.0, |text| nodes.permissions(text))
+        })
         .map(Some)
         .map_err(|e| MtError::Internal {
             what: format!("row {}: {e}", String::from_utf8_lossy(&row.key)),

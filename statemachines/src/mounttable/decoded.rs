@@ -11,6 +11,10 @@
 //! makes the cache drop it) nor for another time (it is checked against its servers'
 //! deadlines).
 //!
+//! A row decoded anyway (a leaf read once keeps no node) still shares its permissions: those
+//! decoded before from the same stored text ([`SharedNodes::permissions`]; the leaves of a
+//! directory usually store one text), compared byte for byte before any parse.
+//!
 //! Behaviour-neutral: what comes back equals decoding the row again, so a machine's requests
 //! and results are the same with or without it. The facade's cache is shared by all its calls
 //! behind its own lock, so machines reach it through the [`SharedNodes`] trait (this crate has
@@ -23,7 +27,7 @@
 use alloc::sync::Arc;
 
 use rowkit_codec::model::Row;
-use rowkit_codec::mounttable::NodeRow;
+use rowkit_codec::mounttable::{NodePermissions, NodeRow};
 
 use crate::Timestamp;
 
@@ -41,6 +45,15 @@ pub trait SharedNodes: Send + Sync {
     ///
     /// [`RowCache::keep_node`]: super::RowCache::keep_node
     fn keep(&self, row: &Arc<Row>, node: &Arc<NodeRow>);
+    /// Permissions decoded before from this very stored `m:p` text, if remembered
+    /// ([`RowCache::permissions`]), so that a node read that is not a kept one still shares
+    /// them; the default remembers none.
+    ///
+    /// [`RowCache::permissions`]: super::RowCache::permissions
+    fn permissions(&self, text: &[u8]) -> Option<NodePermissions> {
+        let _ = text;
+        None
+    }
 }
 
 /// The [`SharedNodes`] a machine uses, if any: a field of [`MtCtx`](super::MtCtx). Contexts
@@ -87,6 +100,10 @@ impl SharedNodes for Nodes {
         if let Some(shared) = &self.0 {
             shared.keep(row, node);
         }
+    }
+
+    fn permissions(&self, text: &[u8]) -> Option<NodePermissions> {
+        self.0.as_ref()?.permissions(text)
     }
 }
 

@@ -601,24 +601,33 @@ impl LookupMethod {
     }
 }
 
+/// The values of the triple cells of one row of `graph`, in cell order (none if the row is
+/// not a triple row of it).
+pub(super) fn triple_cell_values<'r>(graph: &[u8], row: &'r Row) -> impl Iterator<Item = &'r [u8]> {
+    let triple_row = keys::is_triple_row_of(graph, &row.key);
+    row.cells
+        .iter()
+        .filter(move |cell| {
+            triple_row
+                && (cell.family == keys::FAMILY_IMMUTABLE || cell.family == keys::FAMILY_TEMPORAL)
+        })
+        .map(|cell| cell.value.as_slice())
+}
+
+/// The triple of one triple cell of the row `row_key`; one that does not parse fails the row.
+pub(super) fn parse_triple_cell(row_key: &[u8], value: &[u8]) -> Result<Triple, TriplesError> {
+    Triple::parse(value).map_err(|error| TriplesError::LookupParse {
+        row_key: row_key.to_vec(),
+        error,
+    })
+}
+
 /// The triples of the triple cells of one row of `graph`, in cell order (none if the row is
 /// not a triple row of it); a cell that does not parse fails the row.
 pub(super) fn row_triples(graph: &[u8], row: Row) -> Result<Vec<Triple>, TriplesError> {
-    if !keys::is_triple_row_of(graph, &row.key) {
-        return Ok(Vec::new());
-    }
-    let mut out = Vec::new();
-    for cell in &row.cells {
-        if cell.family != keys::FAMILY_IMMUTABLE && cell.family != keys::FAMILY_TEMPORAL {
-            continue;
-        }
-        let triple = Triple::parse(&cell.value).map_err(|error| TriplesError::LookupParse {
-            row_key: row.key.clone(),
-            error,
-        })?;
-        out.push(triple);
-    }
-    Ok(out)
+    triple_cell_values(graph, &row)
+        .map(|value| parse_triple_cell(&row.key, value))
+        .collect()
 }
 
 /// [`row_triples`], first occurrence per UUID. A triple lives in exactly one row of an index

@@ -63,6 +63,10 @@ pub trait CellChange: core::fmt::Debug + sealed::Sealed {
     /// The value of `triple`'s cells.
     fn value(triple: &Triple) -> Self::Value;
 
+    /// The triple's text if `value` is it, so that the cells' timestamp does not serialise
+    /// the triple again.
+    fn text(value: &Self::Value) -> Option<&[u8]>;
+
     /// The mutation of `cell`, `value` being its triple's [`CellChange::value`].
     fn mutation(cell: &TripleCell, value: &Self::Value) -> Mutation;
 }
@@ -89,6 +93,10 @@ impl CellChange for SetCells {
         triple.to_text()
     }
 
+    fn text(value: &Vec<u8>) -> Option<&[u8]> {
+        Some(value)
+    }
+
     fn mutation(cell: &TripleCell, text: &Vec<u8>) -> Mutation {
         Mutation::set_cell(cell.family, cell.qualifier, cell.timestamp, text.clone())
     }
@@ -106,6 +114,10 @@ impl CellChange for DeleteCells {
     type Value = ();
 
     fn value(_triple: &Triple) {}
+
+    fn text(_: &()) -> Option<&[u8]> {
+        None
+    }
 
     fn mutation(cell: &TripleCell, _: &()) -> Mutation {
         Mutation::DeleteFromColumn {
@@ -157,9 +169,11 @@ impl<C: CellChange> CellBatches<C> {
 
     fn entries_of(&self, triple: &Triple) -> [MutateRowsEntry; 4] {
         let value = C::value(triple);
-        keys::triple_cells(&self.graph, triple).map(|cell| MutateRowsEntry {
-            mutations: alloc::vec![C::mutation(&cell, &value)],
-            row_key: cell.row_key,
+        keys::triple_cells_with_text(&self.graph, triple, C::text(&value)).map(|cell| {
+            MutateRowsEntry {
+                mutations: alloc::vec![C::mutation(&cell, &value)],
+                row_key: cell.row_key,
+            }
         })
     }
 

@@ -283,7 +283,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
                 Primitive::CreateChild {
                     parent: r.clone(),
                     child: "X".into(),
-                    perms: r.permissions.clone(),
+                    perms: r.permissions.permissions().clone(),
                     creator: String::new(),
                     limit: 0,
                 },
@@ -305,7 +305,7 @@ pub fn stale_snapshot_occ(store: &dyn Store, table: &str) {
                 1 => Primitive::CreateChild {
                     parent: n.clone(),
                     child: "Y".into(),
-                    perms: n.permissions.clone(),
+                    perms: n.permissions.permissions().clone(),
                     creator: String::new(),
                     limit: 0,
                 },
@@ -342,7 +342,7 @@ pub fn fsck(store: &dyn Store, table: &str) {
     let clock = ManualClock::new(t0());
     let t = fresh(store, &clock, config(table), None);
     let sc = server_caller();
-    let root_perms = node(&t, "").permissions;
+    let root_perms = node(&t, "").permissions.permissions().clone();
     for i in 1..=5 {
         ok(
             block_on(t.mount(&sc, &format!("child{i}"), S, HOUR_S, MountFlags(0))).map(|_| ()),

@@ -167,7 +167,7 @@ impl CreateChild {
 
     /// [`CreateChild::new`] re-creating a dangling child of a node being deleted.
     pub(in crate::mounttable) fn repair(parent: Node, child: &str) -> CreateChild {
-        let perms = parent.permissions.clone();
+        let perms = parent.permissions.permissions().clone();
         CreateChild {
             repair: true,
             ..CreateChild::new(parent, child, &perms, "", 0)

@@ -270,7 +270,7 @@ impl Walk {
         let mut perms = match p.permissions.template(elem) {
             Some(t) => t,
             None => {
-                let mut c = p.permissions.clone();
+                let mut c = p.permissions.permissions().clone();
                 if self.current == self.name {
                     for b in &ctx.caller.blessing_names {
                         c.add(b, tags::ADMIN);

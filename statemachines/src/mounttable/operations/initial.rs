@@ -184,7 +184,7 @@ impl Flow for CreateInitialNodesFlow {
                             })
                             .ok_or(MtError::NoSuchNameRoot)?;
                             let elem = path.elems.get(path.at).cloned().unwrap_or_default();
-                            let perms = parent.permissions.clone();
+                            let perms = parent.permissions.permissions().clone();
                             let wait =
                                 PathWait::Creating(CreateChild::new(parent, &elem, &perms, "", 0));
                             self.phase = P::Path { path, wait };

@@ -43,7 +43,7 @@ impl GetPermissionsFlow {
     pub(in crate::mounttable) fn permissions(suffix: String) -> GetPermissionsFlow {
         NodeLookupFlow::new(suffix, false, |node, _| PermsAndVersion {
             version: node.version_str(),
-            perms: node.permissions.clone(),
+            perms: node.permissions.permissions().clone(),
         })
     }
 }
