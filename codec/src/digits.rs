@@ -1,6 +1,8 @@
 //! Hex and hand-rolled decimal digits for the row-key codecs: they write straight into the key
 //! being built, where `format!` would go through `core::fmt` and an intermediate `String`.
 
+use core::ops::{Div, Rem};
+
 /// `%08x`: the 8 lowercase hex digits of `v`, most significant first.
 pub(crate) fn hex8(v: u32) -> [u8; 8] {
     let mut out = [0u8; 8];
@@ -16,24 +18,35 @@ const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// The decimal digits of `v`, written at the end of `buf`; returns them (`"0"` for 0).
-pub(crate) fn decimal(mut v: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut i = buf.len();
-    while v >= 100 {
-        let pair = (v % 100) as usize * 2;
-        v /= 100;
+/// Writes the decimal digits of `v` at the end of `out`, two per table lookup; returns where
+/// they start. Generic so that a `u32` is divided in 32-bit arithmetic (cheaper than `u64`).
+fn write_digits<T>(mut v: T, out: &mut [u8]) -> usize
+where
+    T: Copy + PartialOrd + From<u8> + Into<u64> + Div<Output = T> + Rem<Output = T>,
+{
+    let hundred = T::from(100);
+    let mut i = out.len();
+    while v >= hundred {
+        let pair = (v % hundred).into() as usize * 2;
+        v = v / hundred;
         i -= 2;
-        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        out[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
     }
-    if v >= 10 {
-        let pair = v as usize * 2;
+    let last = v.into() as usize;
+    if last >= 10 {
         i -= 2;
-        buf[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+        out[i..i + 2].copy_from_slice(&PAIRS[last * 2..last * 2 + 2]);
     } else {
         i -= 1;
-        buf[i] = b'0' + v as u8;
+        out[i] = b'0' + last as u8;
     }
-    &buf[i..]
+    i
+}
+
+/// The decimal digits of `v`, written at the end of `buf`; returns them (`"0"` for 0).
+pub(crate) fn decimal(v: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let start = write_digits(v, buf);
+    &buf[start..]
 }
 
 /// Appends the decimal digits of `v`, left-padded with `0` to at least `width` (`%0<width>d` of
@@ -54,23 +67,10 @@ pub(crate) fn two_digits(v: u8) -> [u8; 2] {
     [PAIRS[pair], PAIRS[pair + 1]]
 }
 
-/// `%010d` of a `u32`: every `u32` has at most ten digits, so the result has a fixed size and
-/// the digits are computed in 32-bit arithmetic (cheaper divisions than [`decimal`]'s `u64`).
-pub(crate) fn ten_digits(mut v: u32) -> [u8; 10] {
+/// `%010d` of a `u32`: every `u32` has at most ten digits, so the result has a fixed size.
+pub(crate) fn ten_digits(v: u32) -> [u8; 10] {
     let mut out = [b'0'; 10];
-    let mut i = out.len();
-    while v >= 100 {
-        let pair = (v % 100) as usize * 2;
-        v /= 100;
-        i -= 2;
-        out[i..i + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    }
-    if v >= 10 {
-        let pair = v as usize * 2;
-        out[i - 2..i].copy_from_slice(&PAIRS[pair..pair + 2]);
-    } else {
-        out[i - 1] = b'0' + v as u8;
-    }
+    write_digits(v, &mut out);
     out
 }
 

@@ -175,8 +175,11 @@ impl StoredCell {
 
     fn to_cell(&self) -> Cell {
         Cell {
-            // Families are put as `&str` and stored whole, so the bytes are UTF-8.
-            family: String::from_utf8_lossy(self.family()).into_owned(),
+            // Families are put as `&str` and stored whole, so the bytes are UTF-8: the strict
+            // check (fast) always passes; the lossy one walked the bytes in chunks per cell.
+            family: core::str::from_utf8(self.family())
+                .map(str::to_owned)
+                .unwrap_or_else(|_| String::from_utf8_lossy(self.family()).into_owned()),
             qualifier: self.qualifier().to_vec(),
             timestamp: Timestamp(self.timestamp),
             value: self.value().to_vec(),
