@@ -79,7 +79,7 @@ fn finds_planted_bug<W: Workload>(seed: u64, workload: &mut W, expect: &str) {
     println!("{failure}");
     assert!(failure.message.contains(expect), "{failure}");
     assert!(failure.operations <= OPS_PER_RUN);
-    let again = sim::run(
+    let again = sim::replay(
         &SimConfig {
             seed: failure.seed,
             operations: failure.operations,

@@ -1202,6 +1202,13 @@ pub fn run<W: Workload>(config: &SimConfig, workload: &mut W) -> Result<SimRepor
     Err(bad)
 }
 
+/// Runs exactly `config` once, without shrinking: the replay of a failure [`run`] reported
+/// (its seed and operation count). `run` would bisect again from that count, and a failure
+/// need not be monotonic in the budget: a shorter budget it never tried may fail differently.
+pub fn replay<W: Workload>(config: &SimConfig, workload: &mut W) -> Result<SimReport, SimFailure> {
+    run_once(config, workload)
+}
+
 /// Runs `runs` seeds derived from `config.seed` (each `config.operations` operations) and
 /// sums their reports; stops at the first failure.
 pub fn run_many<W: Workload>(
