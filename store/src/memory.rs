@@ -120,14 +120,80 @@ impl Table {
     }
 }
 
-/// One stored cell: family, qualifier and value in one buffer.
+/// One stored cell: family, qualifier and value in one buffer, and the column's first bytes
+/// inline, so that the binary searches of a row mostly compare without following `data` (a
+/// cache miss per probe was most of a large row's write).
 #[derive(Debug)]
 struct StoredCell {
+    /// [`ColumnPrefix::head`] of its column (the length is the sum of the two below).
+    column_head: u128,
     /// The family's bytes, then the qualifier's, then the value's.
     data: Box<[u8]>,
     timestamp: i64,
     family_len: u32,
     qualifier_len: u32,
+}
+
+/// The first 16 bytes of `family ‖ 0x00 ‖ qualifier`, zero-padded, as a big-endian number, and
+/// that text's length. Family names are `[-_.a-zA-Z0-9]+` (checked when a family is created,
+/// and a put names an existing family), so the separator sorts below every family byte and
+/// the text orders as the `(family, qualifier)` pair does; zero padding keeps that order for
+/// the prefixes, where different columns may tie (then the full bytes decide).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ColumnPrefix {
+    head: u128,
+    len: usize,
+}
+
+impl ColumnPrefix {
+    const INLINE: usize = 16;
+
+    fn new(family: &[u8], qualifier: &[u8]) -> ColumnPrefix {
+        let mut head = [0u8; Self::INLINE];
+        let f = family.len().min(Self::INLINE);
+        head[..f].copy_from_slice(&family[..f]);
+        // head[f], when inside, stays the 0x00 separator.
+        let q_start = (f + 1).min(Self::INLINE);
+        let q = qualifier.len().min(Self::INLINE - q_start);
+        head[q_start..q_start + q].copy_from_slice(&qualifier[..q]);
+        ColumnPrefix {
+            head: u128::from_be_bytes(head),
+            len: family.len() + 1 + qualifier.len(),
+        }
+    }
+
+    /// The order of two columns when their prefixes decide it: different heads; or equal
+    /// heads where one text is held whole, which makes it a prefix of the other (equal when
+    /// the lengths are). Only two texts longer than the head need their bytes compared.
+    fn decides(self, other: ColumnPrefix) -> Option<Ordering> {
+        match self.head.cmp(&other.head) {
+            Ordering::Equal if self.len <= Self::INLINE || other.len <= Self::INLINE => {
+                Some(self.len.cmp(&other.len))
+            }
+            Ordering::Equal => None,
+            order => Some(order),
+        }
+    }
+}
+
+/// A column and timestamp searched for in a row: `(family, qualifier)` ascending, newest
+/// first.
+struct CellProbe<'a> {
+    column: ColumnPrefix,
+    family: &'a [u8],
+    qualifier: &'a [u8],
+    timestamp: i64,
+}
+
+impl<'a> CellProbe<'a> {
+    fn new(family: &'a [u8], qualifier: &'a [u8], timestamp: i64) -> CellProbe<'a> {
+        CellProbe {
+            column: ColumnPrefix::new(family, qualifier),
+            family,
+            qualifier,
+            timestamp,
+        }
+    }
 }
 
 impl StoredCell {
@@ -139,6 +205,7 @@ impl StoredCell {
         data.extend_from_slice(qualifier);
         data.extend_from_slice(value);
         StoredCell {
+            column_head: ColumnPrefix::new(family.as_bytes(), qualifier).head,
             data: data.into_boxed_slice(),
             timestamp,
             family_len: u32::try_from(family.len()).unwrap_or(u32::MAX),
@@ -148,6 +215,13 @@ impl StoredCell {
 
     fn family(&self) -> &[u8] {
         &self.data[..self.family_len as usize]
+    }
+
+    fn column(&self) -> ColumnPrefix {
+        ColumnPrefix {
+            head: self.column_head,
+            len: self.family_len as usize + 1 + self.qualifier_len as usize,
+        }
     }
 
     fn qualifier(&self) -> &[u8] {
@@ -164,13 +238,20 @@ impl StoredCell {
         self.data.len() as u64 + 8
     }
 
-    /// Its place against `(family, qualifier, timestamp)` in canonical order: family and
-    /// qualifier ascending (a family name's bytes order as the name does), newest first.
-    fn cmp_key(&self, family: &[u8], qualifier: &[u8], timestamp: i64) -> Ordering {
-        self.family()
-            .cmp(family)
-            .then_with(|| self.qualifier().cmp(qualifier))
-            .then_with(|| timestamp.cmp(&self.timestamp))
+    /// Its column's place against the probe's: family, then qualifier, ascending (a family
+    /// name's bytes order as the name does).
+    fn cmp_column(&self, probe: &CellProbe<'_>) -> Ordering {
+        self.column().decides(probe.column).unwrap_or_else(|| {
+            self.family()
+                .cmp(probe.family)
+                .then_with(|| self.qualifier().cmp(probe.qualifier))
+        })
+    }
+
+    /// Its place against the probe in canonical order: column ascending, newest first.
+    fn cmp_key(&self, probe: &CellProbe<'_>) -> Ordering {
+        self.cmp_column(probe)
+            .then_with(|| probe.timestamp.cmp(&self.timestamp))
     }
 
     fn to_cell(&self) -> Cell {
@@ -213,17 +294,22 @@ impl StoredRow {
         }
     }
 
-    /// The index of the first cell at or after `(family, qualifier, timestamp)`.
-    fn position(&self, family: &[u8], qualifier: &[u8], timestamp: i64) -> usize {
-        self.cells
-            .partition_point(|c| c.cmp_key(family, qualifier, timestamp) == Ordering::Less)
+    /// The index of the first cell at or after the probe. Writers often add a column after
+    /// every stored one (a trace's next commit), so the last cell is tried first.
+    fn position(&self, probe: &CellProbe<'_>) -> usize {
+        match self.cells.last() {
+            Some(last) if last.cmp_key(probe) == Ordering::Less => self.cells.len(),
+            _ => self
+                .cells
+                .partition_point(|c| c.cmp_key(probe) == Ordering::Less),
+        }
     }
 
     /// The index range of one column's cells (newest first).
     fn column(&self, family: &[u8], qualifier: &[u8]) -> std::ops::Range<usize> {
-        let start = self.position(family, qualifier, i64::MAX);
-        let len = self.cells[start..]
-            .partition_point(|c| c.family() == family && c.qualifier() == qualifier);
+        let probe = CellProbe::new(family, qualifier, i64::MAX);
+        let start = self.position(&probe);
+        let len = self.cells[start..].partition_point(|c| c.cmp_column(&probe) == Ordering::Equal);
         start..start + len
     }
 
@@ -631,10 +717,18 @@ impl RowWrite for MemoryRow {
         check_put_family(&self.families, family)?;
         let cell = StoredCell::new(family, qualifier, timestamp.0, value);
         self.row.cells_size += cell.size();
-        let at = self.row.position(family.as_bytes(), qualifier, timestamp.0);
-        let same = self.row.cells.get(at).is_some_and(|c| {
-            c.cmp_key(family.as_bytes(), qualifier, timestamp.0) == Ordering::Equal
-        });
+        let probe = CellProbe {
+            column: cell.column(),
+            family: family.as_bytes(),
+            qualifier,
+            timestamp: timestamp.0,
+        };
+        let at = self.row.position(&probe);
+        let same = self
+            .row
+            .cells
+            .get(at)
+            .is_some_and(|c| c.cmp_key(&probe) == Ordering::Equal);
         if same {
             let old = std::mem::replace(&mut self.row.cells[at], cell);
             self.row.cells_size = self.row.cells_size.saturating_sub(old.size());
@@ -710,6 +804,49 @@ mod tests {
             value: value.to_vec(),
             labels: Vec::new(),
         }
+    }
+
+    /// The inline column prefix orders cells as the `(family, qualifier)` pair does, at the
+    /// lengths around its 16 bytes where texts are cut or padded (qualifiers of any bytes,
+    /// zeros included; families of the allowed characters, the shortest and longest last).
+    #[test]
+    fn column_prefix_orders_as_family_then_qualifier() {
+        const FAMILY_BYTES: &[u8] = b"-._09AZaz";
+        let mut rng = SplitMix64::new(35);
+        let draw = |rng: &mut SplitMix64| {
+            let family_len = 1 + rng.below(20) as usize;
+            let family: Vec<u8> = (0..family_len)
+                .map(|_| FAMILY_BYTES[rng.below(FAMILY_BYTES.len() as u64) as usize])
+                .collect();
+            let qualifier: Vec<u8> = (0..rng.below(20))
+                .map(|_| [0u8, 1, b'0', 0xff][rng.below(4) as usize])
+                .collect();
+            (String::from_utf8(family).unwrap(), qualifier)
+        };
+        let mut decided = 0;
+        for _ in 0..200_000 {
+            let (fa, qa) = draw(&mut rng);
+            let (fb, qb) = draw(&mut rng);
+            let (fb, qb) = if rng.below(4) == 0 {
+                (fa.clone(), qa.clone())
+            } else {
+                (fb, qb)
+            };
+            let expected = (fa.as_bytes(), qa.as_slice()).cmp(&(fb.as_bytes(), qb.as_slice()));
+            let a = StoredCell::new(&fa, &qa, 0, b"v");
+            let probe = CellProbe::new(fb.as_bytes(), &qb, 0);
+            assert_eq!(
+                a.cmp_column(&probe),
+                expected,
+                "{fa:?} {qa:?} vs {fb:?} {qb:?}"
+            );
+            if let Some(order) = a.column().decides(probe.column) {
+                assert_eq!(order, expected, "{fa:?} {qa:?} vs {fb:?} {qb:?}");
+                decided += 1;
+            }
+        }
+        // Most pairs are decided by the prefix alone (the point of it).
+        assert!(decided > 150_000, "{decided}");
     }
 
     fn labelled(mut c: Cell, label: &str) -> Cell {
