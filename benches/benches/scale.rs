@@ -690,7 +690,7 @@ fn copy_dir(store: &dyn Store, template: &Template, k: u64) {
         .execute(
             Request::MutateRows(MutateRowsRequest {
                 table: "mt".into(),
-                entries,
+                entries: entries.into(),
                 ..Default::default()
             }),
             Timestamp(T0),

@@ -88,8 +88,9 @@ pub struct MutateRowsRequest {
     pub table: String,
     /// App profile; empty = default.
     pub app_profile_id: String,
-    /// 1 or more entries, at most 100 000 mutations in total.
-    pub entries: Vec<MutateRowsEntry>,
+    /// 1 or more entries, at most 100 000 mutations in total. Shared: a retry keeps the
+    /// batch by count while the attempt goes out (an ingest's batch was deep-copied per call).
+    pub entries: Arc<[MutateRowsEntry]>,
 }
 
 /// `CheckAndMutateRow`: test a predicate on one row and apply one of two mutation lists

@@ -624,7 +624,7 @@ fn batch(entries: Vec<MutateRowsEntry>) -> MutateRowsRequest {
     MutateRowsRequest {
         table: "t".into(),
         app_profile_id: String::new(),
-        entries,
+        entries: entries.into(),
     }
 }
 

@@ -79,7 +79,7 @@ impl Store for Faulty {
                             result: Err(StoreError::new(*code, "injected")),
                         });
                     } else {
-                        kept.entries = vec![entry.clone()];
+                        kept.entries = vec![entry.clone()].into();
                         let reply = self.inner.execute(Request::MutateRows(kept.clone()), now)?;
                         if let Reply::Stream(parts) = reply {
                             for part in parts {

@@ -1495,7 +1495,8 @@ fn mutate_rows_cases() -> Vec<SemanticsCase> {
                 entries: vec![MutateRowsEntry {
                     row_key: b"r".to_vec(),
                     mutations: vec![set("cf1", b"q", 1, b"v")],
-                }],
+                }]
+                .into(),
                 ..Default::default()
             }),
             Error(Code::NotFound),

@@ -428,12 +428,14 @@ impl BigtableConnection {
                 let msg = pb::MutateRowsRequest {
                     table_name: self.table_name(&r.table),
                     app_profile_id: self.profile(r.app_profile_id),
+                    // The entries are shared with the retrying machine, which keeps them
+                    // for a retry: copied here, once, as its own copy was before.
                     entries: r
                         .entries
-                        .into_iter()
+                        .iter()
                         .map(|e| pb::mutate_rows_request::Entry {
-                            row_key: e.row_key,
-                            mutations: convert::mutations_to_pb(e.mutations),
+                            row_key: e.row_key.clone(),
+                            mutations: convert::mutations_to_pb(e.mutations.clone()),
                             idempotency: None,
                         })
                         .collect(),

@@ -387,7 +387,8 @@ async fn a_status_the_http_code_cannot_tell_comes_from_the_json_body() {
             entries: vec![MutateRowsEntry {
                 row_key: key.clone().into_bytes(),
                 mutations: vec![set("n", b"1234".to_vec())],
-            }],
+            }]
+            .into(),
             ..Default::default()
         },
     )

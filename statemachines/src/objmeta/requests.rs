@@ -161,7 +161,7 @@ pub(super) fn start_bulk(
 ) -> ChildId {
     io.mutate_rows(MutateRowsRequest {
         table: st.config.table.clone(),
-        entries,
+        entries: entries.into(),
         ..Default::default()
     })
 }

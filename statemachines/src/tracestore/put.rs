@@ -365,15 +365,13 @@ impl WriteChunks {
     ) -> WriteChunks {
         let row_keys = rows.iter().map(|e| e.row_key.clone()).collect();
         let mut ids = Vec::new();
-        let mut rest = rows;
-        while !rest.is_empty() {
-            let tail = rest.split_off(rest.len().min(PUT_CHUNK));
+        let mut rows = rows.into_iter();
+        while rows.len() > 0 {
             ids.push(io.mutate_rows(MutateRowsRequest {
                 table: state.table.clone(),
                 app_profile_id: state.app_profile_id.clone(),
-                entries: rest,
+                entries: rows.by_ref().take(PUT_CHUNK).collect(),
             }));
-            rest = tail;
         }
         WriteChunks {
             chunks: WaitAll::new(ids),

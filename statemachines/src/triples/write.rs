@@ -197,7 +197,7 @@ impl<C: CellChange> CellBatches<C> {
         Some(MutateRowsRequest {
             table: config.table.clone(),
             app_profile_id: Default::default(),
-            entries,
+            entries: entries.into(),
         })
     }
 }

@@ -185,7 +185,7 @@ pub fn raw_write(store: &dyn Store, entries: Vec<MutateRowsEntry>) {
     for chunk in entries.chunks(10_000) {
         let request = MutateRowsRequest {
             table: TABLE.into(),
-            entries: chunk.to_vec(),
+            entries: chunk.into(),
             ..MutateRowsRequest::default()
         };
         let results = rowkit_client::run_blocking(
@@ -1997,7 +1997,8 @@ pub fn put_request_sequence(store: &dyn Store) {
             trace("28:ts:t:2147483644:,0=0,1=0,2=0,", vec![1]),
             trace("02:ts:t:2147483644:,0=1,1=0,2=0,", vec![0x81, 2]),
             trace("01:ts:t:2147483644:,0=2,1=0,2=0,", vec![0x82, 2]),
-        ],
+        ]
+        .into(),
     }));
     assert_eq!(log, expected);
     let pool: Vec<u64> = gold.state().pool().collect();

@@ -910,13 +910,13 @@ impl<W: Workload> Run<'_, W> {
         };
         let mut kept = Vec::new();
         let mut original = Vec::new();
-        for (i, entry) in std::mem::take(&mut r.entries).into_iter().enumerate() {
+        for (i, entry) in r.entries.iter().enumerate() {
             if !failing.contains(&i) {
                 original.push(i);
-                kept.push(entry);
+                kept.push(entry.clone());
             }
         }
-        r.entries = kept;
+        r.entries = kept.into();
         let mut parts = self.answer(c, Request::MutateRows(r));
         for part in &mut parts {
             if let Ok(Response::MutateRowsPart(p)) = part {
