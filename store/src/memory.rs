@@ -4,8 +4,8 @@
 //! Tables live behind one `RwLock`. A table keeps its rows in a hash map by key, for point reads
 //! and writes in one probe, beside an ordered set of the same keys (shared `Arc`s, one
 //! allocation per key) that scans walk. A row is a `Vec` of cells in canonical order, each cell
-//! one allocation holding family, qualifier and value; columns and families are contiguous runs
-//! of it, found by binary search.
+//! one allocation holding family, qualifier and value beside its column's first 16 bytes
+//! inline; columns and families are contiguous runs of it, found by binary search.
 //!
 //! A write changes the row in place and records each change in an undo log of moved cells (a
 //! removed cell moves into the log, an inserted one leaves only its index), so a failed
@@ -807,8 +807,8 @@ mod tests {
     }
 
     /// The inline column prefix orders cells as the `(family, qualifier)` pair does, at the
-    /// lengths around its 16 bytes where texts are cut or padded (qualifiers of any bytes,
-    /// zeros included; families of the allowed characters, the shortest and longest last).
+    /// lengths around its 16 bytes where texts are cut or padded: families of 1 to 20 allowed
+    /// characters, qualifiers of 0 to 19 bytes drawn from zero, one, `0` and 0xff.
     #[test]
     fn column_prefix_orders_as_family_then_qualifier() {
         const FAMILY_BYTES: &[u8] = b"-._09AZaz";
