@@ -444,6 +444,11 @@ fn scan<'t>(
 impl TableStorage for MemoryStore {
     type Row<'t> = MemoryRow;
 
+    /// A write takes the tables' lock for the few microseconds of its row (or batch).
+    fn writes_in_memory(&self) -> bool {
+        true
+    }
+
     #[cfg(feature = "redb")]
     fn backup_to(
         &self,

@@ -86,6 +86,10 @@ impl<S: TableStorage> Store for S {
         true
     }
 
+    fn writes_in_memory(&self) -> bool {
+        TableStorage::writes_in_memory(self)
+    }
+
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
         validate_schema(table, families)?;
         TableStorage::create_table(self, table, families)

@@ -234,6 +234,11 @@ pub trait TableStorage: Send + Sync {
     where
         Self: 't;
 
+    /// [`Store::writes_in_memory`] of this engine. Default `false`.
+    fn writes_in_memory(&self) -> bool {
+        false
+    }
+
     /// Creates a table (`ALREADY_EXISTS` if it exists) with no split points.
     fn create_table(&self, table: &str, families: &[ColumnFamily]) -> Result<(), StoreError> {
         self.create_table_with_splits(table, families, &[])
@@ -409,6 +414,14 @@ pub trait Store: Send + Sync {
     /// never waits on another runtime: servers then answer small reads on their async threads
     /// instead of handing them to a blocking thread. Default `false`; wrappers forward it.
     fn in_process(&self) -> bool {
+        false
+    }
+    /// Whether a write is applied in this process's memory and answered without waiting on a
+    /// disk or a network (the memory store; not redb, whose commit may wait for an fsync):
+    /// servers then apply a single-row write on their async threads too, where the hop to a
+    /// blocking thread and back cost more than the write. Default `false`; wrappers forward
+    /// it.
+    fn writes_in_memory(&self) -> bool {
         false
     }
     /// Why no call can succeed, if so: a store opened on first use whose open failed (a file

@@ -182,6 +182,13 @@ impl Store for StoreOnFirstUse {
             .is_some_and(|opened| opened.as_ref().is_ok_and(|store| store.in_process()))
     }
 
+    /// `false` until the store is open, as [`Store::in_process`].
+    fn writes_in_memory(&self) -> bool {
+        self.store
+            .get()
+            .is_some_and(|opened| opened.as_ref().is_ok_and(|store| store.writes_in_memory()))
+    }
+
     /// The open's error once it failed (a file another process holds, …): every command then
     /// fails at once with it instead of its machine retrying it until the deadline.
     fn unusable(&self) -> Option<StoreError> {

@@ -4,7 +4,8 @@
 //! unary calls in a blocking task, streamed ones pumped from a blocking thread through a
 //! bounded channel, so a slow client applies back-pressure to the scan (the store reads the
 //! next rows only when there is room) and a disconnected one stops it; a read of a few row
-//! keys is answered on the runtime thread, as it costs less than the hop ([`stream`]).
+//! keys, and a write of a few rows to a store that writes in memory, are answered on the
+//! runtime thread, as they cost less than the hop ([`stream`], [`unary`]).
 //!
 //! - [`connections`]: the accept loop, connection limits, timeouts and drain of both servers.
 //! - [`access_log`]: one `tracing` line per request, JSON or gRPC.
@@ -167,21 +168,42 @@ fn task_failed(e: tokio::task::JoinError) -> StoreError {
     StoreError::new(Code::Internal, format!("store task failed: {e}"))
 }
 
-/// Runs a unary request on a blocking thread.
+/// Runs a unary request: a single-row write on a store that writes in memory
+/// ([`Store::writes_in_memory`]) on the calling thread, as the hop to a blocking thread and
+/// back cost more than the write; anything else on a blocking thread.
 pub async fn unary(
     store: Arc<dyn Store>,
     request: Request,
     now: Timestamp,
 ) -> Result<Response, StoreError> {
-    tokio::task::spawn_blocking(move || match store.execute(request, now)? {
+    if store.writes_in_memory() && is_single_row_write(&request) {
+        return unary_reply(store.as_ref(), request, now);
+    }
+    tokio::task::spawn_blocking(move || unary_reply(store.as_ref(), request, now))
+        .await
+        .map_err(task_failed)?
+}
+
+fn unary_reply(
+    store: &dyn Store,
+    request: Request,
+    now: Timestamp,
+) -> Result<Response, StoreError> {
+    match store.execute(request, now)? {
         Reply::Unary(r) => Ok(r),
         Reply::Stream(_) => Err(StoreError::new(
             Code::Internal,
             "the store answered a unary call with a stream",
         )),
-    })
-    .await
-    .map_err(task_failed)?
+    }
+}
+
+/// MutateRow, CheckAndMutateRow and ReadModifyWriteRow: one row's transaction.
+fn is_single_row_write(request: &Request) -> bool {
+    matches!(
+        request,
+        Request::MutateRow(_) | Request::CheckAndMutateRow(_) | Request::ReadModifyWriteRow(_)
+    )
 }
 
 /// Runs a blocking store call (an admin call) off the runtime.
@@ -241,9 +263,10 @@ pub const INLINE_ROW_KEYS: usize = 16;
 /// Whether [`stream`] answers `request` on the calling thread: on an in-process store
 /// ([`Store::in_process`]), a ReadRows of at most [`INLINE_ROW_KEYS`] row keys and no range is
 /// that many point reads, which cost less than the hop to a blocking thread and back (the hop
-/// was most of a `ReadRow`'s time on the server). A scan, a write (a durable commit waits for
-/// the disk), any call on a network store (it blocks on its own runtime) go to a blocking
-/// thread.
+/// was most of a `ReadRow`'s time on the server); on a store that writes in memory
+/// ([`Store::writes_in_memory`]), a MutateRows of at most as many rows. A scan, a write that
+/// may wait for a disk (a durable commit), any call on a network store (it blocks on its own
+/// runtime) go to a blocking thread.
 fn answered_inline(store: &dyn Store, request: &Request) -> bool {
     store.in_process()
         && match request {
@@ -251,6 +274,10 @@ fn answered_inline(store: &dyn Store, request: &Request) -> bool {
                 r.rows.row_ranges.is_empty()
                     && !r.rows.row_keys.is_empty()
                     && r.rows.row_keys.len() <= INLINE_ROW_KEYS
+            }
+            // As many rows, written in memory ([`unary`]'s rule for one row).
+            Request::MutateRows(r) => {
+                store.writes_in_memory() && r.entries.len() <= INLINE_ROW_KEYS
             }
             _ => false,
         }
@@ -366,6 +393,64 @@ fn run_stream<T>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rowkit_codec::model::Mutation;
+    use rowkit_statemachines::MutateRowRequest;
+    use rowkit_store::{MemoryStore, RedbStore};
+    use std::time::Duration;
+
+    fn one_cell_write() -> Request {
+        Request::MutateRow(MutateRowRequest {
+            table: "t".into(),
+            row_key: b"r".to_vec(),
+            mutations: vec![Mutation::SetCell {
+                family: "f".into(),
+                qualifier: b"q".to_vec(),
+                timestamp: Timestamp(1000),
+                value: b"v".to_vec(),
+            }],
+            ..Default::default()
+        })
+    }
+
+    /// With the runtime's only blocking thread held, a single-row write to the memory store
+    /// is still answered (it runs on the calling thread), while one to a redb store waits for
+    /// the blocking thread (its commit may fsync) and is answered once the thread is free.
+    #[test]
+    fn memory_writes_skip_the_blocking_pool_and_redb_writes_do_not() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .max_blocking_threads(1)
+            .enable_time()
+            .build()
+            .unwrap();
+        let family = [ColumnFamily::new("f")];
+        let memory: Arc<dyn Store> = Arc::new(MemoryStore::new());
+        memory.create_table("t", &family).unwrap();
+        let redb: Arc<dyn Store> = Arc::new(RedbStore::in_memory().unwrap());
+        redb.create_table("t", &family).unwrap();
+        assert!(memory.writes_in_memory() && memory.in_process());
+        assert!(!redb.writes_in_memory() && redb.in_process());
+        rt.block_on(async {
+            let (release, held) = std::sync::mpsc::channel::<()>();
+            let holder = tokio::task::spawn_blocking(move || held.recv());
+            let now = Timestamp(1_700_000_000_000_000);
+            let wrote = tokio::time::timeout(
+                Duration::from_secs(5),
+                unary(Arc::clone(&memory), one_cell_write(), now),
+            )
+            .await;
+            assert!(matches!(wrote, Ok(Ok(Response::MutateRow))), "{wrote:?}");
+            let waiting = tokio::spawn(unary(Arc::clone(&redb), one_cell_write(), now));
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            assert!(
+                !waiting.is_finished(),
+                "the redb write ran without the blocking thread"
+            );
+            release.send(()).unwrap();
+            assert!(holder.await.unwrap().is_ok());
+            let wrote = waiting.await.unwrap();
+            assert!(matches!(wrote, Ok(Response::MutateRow)), "{wrote:?}");
+        });
+    }
 
     #[test]
     fn secrets_compare_whole() {
