@@ -45,8 +45,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use redb::{
-    Database, Durability, ReadOnlyDatabase, ReadOnlyTable, ReadTransaction, ReadableDatabase,
-    ReadableTable, Table, TableDefinition, WriteTransaction,
+    Database, ReadOnlyDatabase, ReadOnlyTable, ReadTransaction, ReadableDatabase, ReadableTable,
+    Table, TableDefinition, WriteTransaction,
 };
 use rowkit_codec::model::{Cell, ColumnFamily, KeyBound, Row, RowRange, Timestamp, TimestampRange};
 use rowkit_statemachines::{Code, StoreError};
@@ -60,6 +60,11 @@ use crate::{EngineState, RowWrite, StoreOptions, TableStorage};
 
 mod backup;
 mod group_commit;
+mod undo;
+mod writer;
+
+use undo::UndoLog;
+use writer::{LAZY_COMMIT_ROWS, WriteSlot, Writer};
 
 use group_commit::SyncGroups;
 
@@ -252,6 +257,8 @@ pub struct RedbStore {
     damage: Mutex<Damage>,
     /// Durable row writes waiting for a shared fsync ([`group_commit`]).
     groups: SyncGroups,
+    /// The writer lock, and the pending transaction of lazy commits ([`writer`]).
+    writer: Writer,
 }
 
 /// How a write transaction commits.
@@ -391,6 +398,10 @@ impl Drop for RedbStore {
     /// The database is then forgotten ([`Forgettable`]); if writes still work, commits are
     /// first made durable (a sync), as closing would have made them.
     fn drop(&mut self) {
+        if self.damage().writes.is_none() {
+            // A panic here (a damaged file) is recorded like any other, and handled below.
+            let _ = self.contained(Scope::Admin, "close", || self.commit_pending_at_close());
+        }
         let damage = self.damage();
         if damage.writes.is_none() && damage.tables.is_empty() {
             return;
@@ -542,6 +553,7 @@ impl RedbStore {
             snapshots: Mutex::new(Snapshots::default()),
             damage: Mutex::new(Damage::default()),
             groups: SyncGroups::default(),
+            writer: Writer::default(),
         };
         let op = "initialise";
         let found = {
@@ -579,14 +591,17 @@ impl RedbStore {
                 format!("{} is not a rowkit store", store.describe()),
             )),
             None => {
-                let txn = store.begin_write(op, CommitKind::Durable)?;
                 {
-                    let mut meta = open_write(&txn, META, op)?;
-                    meta.insert(FORMAT_KEY, FORMAT_VERSION)
-                        .map_err(|e| redb_error(op, e))?;
-                    txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+                    let txn = store.begin_write(op, CommitKind::Durable)?;
+                    {
+                        let mut meta = open_write(&txn, META, op)?;
+                        meta.insert(FORMAT_KEY, FORMAT_VERSION)
+                            .map_err(|e| redb_error(op, e))?;
+                        txn.open_table(SCHEMA).map_err(|e| redb_error(op, e))?;
+                    }
+                    txn.txn.into_inner().commit()
                 }
-                txn.into_inner().commit().map_err(|e| redb_error(op, e))?;
+                .map_err(|e| redb_error(op, e))?;
                 Ok(store)
             }
         }
@@ -606,31 +621,6 @@ impl RedbStore {
         } else {
             CommitKind::Plain
         }
-    }
-
-    /// A write transaction that will commit as `kind` says, forgotten rather than dropped if
-    /// redb panics in it ([`Forgettable`]).
-    fn begin_write(
-        &self,
-        op: &str,
-        kind: CommitKind,
-    ) -> Result<Forgettable<WriteTransaction>, StoreError> {
-        let db = match &*self.db {
-            Db::Writable(db) => db,
-            Db::ReadOnly(_) => {
-                return Err(StoreError::new(
-                    Code::FailedPrecondition,
-                    format!("{}: opened read-only, cannot {op}", self.describe()),
-                ));
-            }
-        };
-        let mut txn = Forgettable::new(db.begin_write().map_err(|e| redb_error(op, e))?);
-        // Durability::Immediate is redb's default.
-        if kind != CommitKind::Durable {
-            txn.set_durability(Durability::None)
-                .map_err(|e| redb_error(op, e))?;
-        }
-        Ok(txn)
     }
 
     /// The catalog, to read. A poisoned lock is still used: an admin operation changes the
@@ -675,6 +665,7 @@ impl RedbStore {
         info: &TableInfo,
         op: &str,
     ) -> Result<Arc<TableSnapshot>, StoreError> {
+        self.commit_for_readers(op)?;
         let seen = {
             let snapshots = self.snapshots();
             if let Some(snapshot) = snapshots.tables.get(table) {
@@ -829,8 +820,9 @@ impl RedbStore {
     /// ([`RedbStore::wait_durable`]): its own number if grouped, else the grouped commits it
     /// could see. Then, before the write returns, drops the shared snapshots so that later
     /// reads see it (also when the commit failed: whether it reached the file is then
-    /// unknown), except for a grouped commit, which readers see only once it is on disk.
-    fn commit(
+    /// unknown), except for a grouped commit, which readers see only once it is on disk. The
+    /// caller holds the writer lock ([`writer`]).
+    fn commit_txn(
         &self,
         txn: Forgettable<WriteTransaction>,
         op: &str,
@@ -861,7 +853,7 @@ impl RedbStore {
     /// disk: commits, then waits for the ticket.
     fn commit_and_wait(
         &self,
-        txn: Forgettable<WriteTransaction>,
+        txn: WriteSlot<'_>,
         op: &str,
         kind: CommitKind,
     ) -> Result<(), StoreError> {
@@ -1457,16 +1449,17 @@ impl TableStorage for RedbStore {
     ) -> Result<T, StoreError> {
         let op = "write_row";
         let (value, ticket) = self.guarded(Scope::Write(table), op, || {
-            self.in_write(table, op, |rows, row| write_in(rows, row, key, f, op))
+            self.in_write(table, op, false, |rows, row| {
+                write_in(rows, row, key, f, op).map(|(value, wrote)| (value, usize::from(wrote)))
+            })
         })?;
         self.wait_durable(ticket)?;
         Ok(value)
     }
 
     /// The whole batch in one write transaction (one commit, one fsync at most, instead of one
-    /// per row). A row whose closure fails cannot be undone alone inside the transaction, so then
-    /// the batch is aborted and redone row by row, each in its own transaction as
-    /// [`RedbStore::write_row`] does: the results are the same either way.
+    /// per row). A row whose closure fails has its own writes undone inside the transaction
+    /// ([`undo`]) and answers its error; the others commit, as if each were its own transaction.
     fn write_rows<T>(
         &self,
         table: &str,
@@ -1474,56 +1467,37 @@ impl TableStorage for RedbStore {
         mut f: impl FnMut(usize, &mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Vec<Result<T, StoreError>> {
         let op = "write_rows";
-        /// Why the batch did not commit.
-        enum Failed {
-            /// A row's closure failed: redo row by row.
-            Row,
-            /// The transaction itself failed: every row gets this error.
-            Store(StoreError),
-        }
-        impl From<StoreError> for Failed {
-            fn from(e: StoreError) -> Failed {
-                Failed::Store(e)
-            }
-        }
         // Rows are written in key order: consecutive B-tree inserts then land in the same or
         // neighbouring pages (a 10 000-row batch of scattered keys spends most of its time
         // descending the tree). Nothing can observe the order inside one transaction; the
         // stable sort keeps entries of one row in index order.
-        // With the ticket the batch's commit waits for (redone rows wait in `write_row`).
+        // With the ticket the batch's commit waits for.
         let results: Result<(Vec<Result<T, StoreError>>, u64), StoreError> =
             self.contained(Scope::Write(table), op, || {
                 let mut order: Vec<usize> = (0..keys.len()).collect();
                 order.sort_by_key(|&i| keys[i]);
-                let batched = self.in_write(table, op, |rows, row| {
+                let batched = self.in_write(table, op, true, |rows, row| {
                     let mut values = Vec::with_capacity(keys.len());
-                    let mut dirty = false;
+                    let mut written = 0;
                     for &i in &order {
                         match write_in(rows, row, keys[i], |row| f(i, row), op) {
                             Ok((value, wrote)) => {
-                                dirty |= wrote;
-                                values.push((i, value));
+                                written += usize::from(wrote);
+                                values.push((i, Ok(value)));
                             }
-                            Err(_) => return Err(Failed::Row),
+                            Err(failed) if failed.undone => values.push((i, Err(failed.error))),
+                            Err(failed) => return Err(failed),
                         }
                     }
-                    Ok((values, dirty))
+                    Ok((values, written))
                 });
                 match batched {
                     // Back in index order.
                     Ok((mut values, ticket)) => {
                         values.sort_unstable_by_key(|&(i, _)| i);
-                        let values = values.into_iter().map(|(_, value)| Ok(value)).collect();
-                        (values, ticket)
+                        (values.into_iter().map(|(_, value)| value).collect(), ticket)
                     }
-                    Err(Failed::Store(e)) => (keys.iter().map(|_| Err(e.clone())).collect(), 0),
-                    Err(Failed::Row) => (
-                        keys.iter()
-                            .enumerate()
-                            .map(|(i, key)| self.write_row(table, key, |row| f(i, row)))
-                            .collect(),
-                        0,
-                    ),
+                    Err(e) => (keys.iter().map(|_| Err(e.clone())).collect(), 0),
                 }
             });
         match results {
@@ -1552,74 +1526,114 @@ type RowsTable<'t> = Table<'t, &'static [u8], (u64, u64)>;
 
 impl RedbStore {
     /// Runs `body` in one write transaction on `table`'s redb tables (`NOT_FOUND` if the table
-    /// does not exist), each opened once for the whole transaction. Commits if `body` returns
-    /// `Ok` having written something, else aborts (a read, or a predicate that chose no
-    /// mutation: no commit and no fsync). Returns `body`'s value with the ticket to pass to
-    /// [`RedbStore::wait_durable`] before answering.
-    fn in_write<R, E: From<StoreError>>(
+    /// does not exist), each opened once for the whole transaction; `body` returns its value
+    /// and how many rows it wrote. With durable commits off the transaction is the pending one
+    /// ([`writer`]), committed only once it holds enough rows; else it commits if `body` wrote
+    /// something and aborts if not (a read, or a predicate that chose no mutation: no commit
+    /// and no fsync). `batch` says the rows share the transaction: each logs what it changes,
+    /// so that a failed one is undone alone ([`undo`]). Returns `body`'s value with the ticket
+    /// to pass to [`RedbStore::wait_durable`] before answering.
+    fn in_write<R>(
         &self,
         table: &str,
         op: &str,
-        body: impl for<'t> FnOnce(&mut RowsTable<'t>, &mut RedbRow<'t>) -> Result<(R, bool), E>,
-    ) -> Result<(R, u64), E> {
+        batch: bool,
+        body: impl for<'t> FnOnce(&mut RowsTable<'t>, &mut RedbRow<'t>) -> Result<(R, usize), RowFailed>,
+    ) -> Result<(R, u64), StoreError> {
         // Held until the commit: the table cannot be deleted under the transaction.
         let catalog = self.catalog()?;
         let info = lookup(&catalog, table)?;
         let kind = self.commit_kind();
-        let txn = self.begin_write(op, kind)?;
+        let mut slot = match kind {
+            CommitKind::Plain => self.resume_write(op)?,
+            CommitKind::Grouped | CommitKind::Durable => self.begin_write(op, kind)?,
+        };
+        // Undo is needed only where other rows' writes share the transaction.
+        let undoable = batch || slot.rows > 0;
         let result = (|| {
-            let mut rows = open_write(&txn, info.names.rows(), op)?;
-            let cells = open_write(&txn, info.names.cells(), op)?;
-            let mut row = RedbRow::new(table, Arc::clone(&info.families), cells);
+            let mut rows = open_write(&slot, info.names.rows(), op).map_err(RowFailed::broken)?;
+            let cells = open_write(&slot, info.names.cells(), op).map_err(RowFailed::broken)?;
+            let mut row = RedbRow::new(table, Arc::clone(&info.families), cells, undoable);
             body(&mut rows, &mut row)
         })();
-        match result {
-            Ok((value, dirty)) => {
-                let ticket = if dirty {
-                    self.commit(txn, op, kind)?
+        let ticket = match &result {
+            Ok((_, written)) => {
+                slot.rows += written;
+                if slot.rows == 0 {
+                    self.abort(slot, op, None)?
+                } else if kind == CommitKind::Plain && slot.rows < LAZY_COMMIT_ROWS {
+                    self.keep_pending(slot)
                 } else {
-                    // It may have read grouped commits not on disk yet.
-                    let seen = self.groups.seen();
-                    txn.into_inner().abort().map_err(|e| redb_error(op, e))?;
-                    seen
-                };
-                drop(catalog);
-                Ok((value, ticket))
+                    self.commit(slot, op, kind)?
+                }
             }
-            Err(e) => {
-                // The body's error is the answer; a failed abort changes nothing on disk.
-                let _ = txn.into_inner().abort();
-                Err(e)
-            }
+            // The row left the transaction as it was: it goes on (or ends) without it.
+            Err(failed) if failed.undone && slot.rows > 0 => self.keep_pending(slot),
+            // Partial writes of the row, or nothing else in the transaction: abort.
+            Err(failed) => self.abort(slot, op, Some(&failed.error))?,
+        };
+        drop(catalog);
+        result
+            .map(|(value, _)| (value, ticket))
+            .map_err(|failed| failed.error)
+    }
+}
+
+/// A row write that failed, and whether its transaction is still usable.
+struct RowFailed {
+    error: StoreError,
+    /// The row's writes were undone, or it wrote nothing: the transaction is as before it.
+    undone: bool,
+}
+
+impl RowFailed {
+    /// A failure before the row wrote anything.
+    fn clean(error: StoreError) -> RowFailed {
+        RowFailed {
+            error,
+            undone: true,
+        }
+    }
+
+    /// A failure that leaves the transaction unusable.
+    fn broken(error: StoreError) -> RowFailed {
+        RowFailed {
+            error,
+            undone: false,
         }
     }
 }
 
 /// Runs `f` on row `key` through `row` (the transaction's cells) and stores the row's new size
-/// and cell count in `rows`; returns `f`'s value and whether anything was written. On `Err`
-/// the transaction holds partial writes of this row and must be aborted.
+/// and cell count in `rows`; returns `f`'s value and whether anything was written. On failure
+/// the row's writes are undone if `row` logs them, else the transaction must be aborted.
 fn write_in<'t, T>(
     rows: &mut RowsTable<'t>,
     row: &mut RedbRow<'t>,
     key: &[u8],
     f: impl FnOnce(&mut RedbRow<'t>) -> Result<T, StoreError>,
     op: &str,
-) -> Result<(T, bool), StoreError> {
+) -> Result<(T, bool), RowFailed> {
     let (size, count) = rows
         .get(key)
-        .map_err(|e| redb_error(op, e))?
+        .map_err(|e| RowFailed::clean(redb_error(op, e)))?
         .map_or((0, 0), |v| v.value());
-    row.start(key, size, count)?;
-    let value = f(row)?;
-    if row.dirty {
-        if row.count == 0 {
-            rows.remove(key).map_err(|e| redb_error(op, e))?;
-        } else {
-            rows.insert(key, (row.key_len + row.cell_bytes, row.count))
-                .map_err(|e| redb_error(op, e))?;
+    row.start(key, size, count).map_err(RowFailed::clean)?;
+    let written = f(row).and_then(|value| {
+        if row.dirty {
+            if row.count == 0 {
+                rows.remove(key).map_err(|e| redb_error(op, e))?;
+            } else {
+                rows.insert(key, (row.key_len + row.cell_bytes, row.count))
+                    .map_err(|e| redb_error(op, e))?;
+            }
         }
+        Ok(value)
+    });
+    match written {
+        Ok(value) => Ok((value, row.dirty)),
+        Err(error) => Err(row.roll_back(error)),
     }
-    Ok((value, row.dirty))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1643,6 +1657,10 @@ pub struct RedbRow<'t> {
     /// Σ over cells of `len(family) + len(qualifier) + 8 + len(value)`.
     cell_bytes: u64,
     dirty: bool,
+    /// Whether the row shares its transaction with rows already written: then every change is
+    /// logged in `undo`, to be put back if the row fails ([`RedbRow::roll_back`]).
+    undoable: bool,
+    undo: UndoLog,
 }
 
 impl fmt::Debug for RedbRow<'_> {
@@ -1665,6 +1683,7 @@ impl<'t> RedbRow<'t> {
         table: &'t str,
         families: Arc<[ColumnFamily]>,
         cells: Forgettable<redb::Table<'t, &'static [u8], &'static [u8]>>,
+        undoable: bool,
     ) -> RedbRow<'t> {
         RedbRow {
             table,
@@ -1676,6 +1695,8 @@ impl<'t> RedbRow<'t> {
             count: 0,
             cell_bytes: 0,
             dirty: false,
+            undoable,
+            undo: UndoLog::default(),
         }
     }
 
@@ -1690,9 +1711,22 @@ impl<'t> RedbRow<'t> {
         self.key_len = key.len() as u64;
         self.count = count;
         self.dirty = false;
+        self.undo.clear();
         self.prefix.clear();
         push_component(&mut self.prefix, key);
         Ok(())
+    }
+
+    /// The failure of the row's write with `error`: its changes undone if they were logged
+    /// (the transaction goes on without the row), else left for the caller to abort.
+    fn roll_back(&mut self, error: StoreError) -> RowFailed {
+        if !self.undoable {
+            return RowFailed::broken(error);
+        }
+        match self.undo.undo(&mut self.cells) {
+            Ok(()) => RowFailed::clean(error),
+            Err(e) => RowFailed::broken(redb_error("undo a failed row", e)),
+        }
     }
 }
 
@@ -1723,7 +1757,9 @@ impl RedbRow<'_> {
         let mut removed = 0u64;
         let mut removed_bytes = 0u64;
         let mut bad: Option<String> = None;
-        self.cells
+        let mut undo = self.undoable.then_some(&mut self.undo);
+        let kept = self
+            .cells
             .retain_in::<&[u8], _>((Bound::Included(lower), upper), |k, v| {
                 let decoded = k.get(prefix_len..).map(decode_cell_suffix);
                 match decoded {
@@ -1733,6 +1769,9 @@ impl RedbRow<'_> {
                         }
                         removed += 1;
                         removed_bytes += cell_size(family.len(), qualifier.len(), v.len());
+                        if let Some(undo) = &mut undo {
+                            undo.replaced(k, v);
+                        }
                         false
                     }
                     // Keep what cannot be decoded; the error below aborts the transaction.
@@ -1745,13 +1784,14 @@ impl RedbRow<'_> {
                         true
                     }
                 }
-            })
-            .map_err(|e| redb_error(op, e))?;
-        if let Some(what) = bad {
-            return Err(corrupt(self.table, what));
-        }
+            });
+        // Set before any error: what was removed must be undone or aborted.
         if removed > 0 {
             self.dirty = true;
+        }
+        kept.map_err(|e| redb_error(op, e))?;
+        if let Some(what) = bad {
+            return Err(corrupt(self.table, what));
         }
         self.count = self
             .count
@@ -1810,10 +1850,18 @@ impl RowWrite for RedbRow<'_> {
         push_component(&mut key, family.as_bytes());
         push_component(&mut key, qualifier);
         key.extend_from_slice(&encode_ts(timestamp));
-        let inserted = self
-            .cells
-            .insert(key.as_slice(), value)
-            .map(|old| old.map(|old| old.value().len()));
+        let inserted = self.cells.insert(key.as_slice(), value).map(|old| {
+            let old = old.map(|old| {
+                if self.undoable {
+                    self.undo.replaced(&key, old.value());
+                }
+                old.value().len()
+            });
+            if old.is_none() && self.undoable {
+                self.undo.added(&key);
+            }
+            old
+        });
         self.key = key;
         let old_len = inserted.map_err(|e| redb_error("put cell", e))?;
         self.dirty = true;
@@ -2659,7 +2707,9 @@ mod tests {
         let op = "test write";
         let put = |r: &mut RedbRow<'_>| r.put("cf", b"q", Timestamp::from_millis(1), value);
         let ((), ticket) = s
-            .in_write("t", op, |rows, row| write_in(rows, row, key, put, op))
+            .in_write("t", op, false, |rows, row| {
+                write_in(rows, row, key, put, op).map(|(v, wrote)| (v, usize::from(wrote)))
+            })
             .unwrap();
         ticket
     }
@@ -2685,9 +2735,10 @@ mod tests {
         // A write transaction that commits nothing but could read it waits for it too.
         let op = "test read in a write";
         let (seen, after) = s
-            .in_write("t", op, |_, row| {
-                row.start(b"r", 0, 0)?;
-                Ok::<_, StoreError>((row.latest("cf", b"q")?.map(|(_, v)| v), false))
+            .in_write("t", op, false, |_, row| {
+                row.start(b"r", 0, 0).map_err(RowFailed::clean)?;
+                let latest = row.latest("cf", b"q").map_err(RowFailed::clean)?;
+                Ok((latest.map(|(_, v)| v), 0))
             })
             .unwrap();
         assert_eq!(seen.as_deref(), Some(&b"new"[..]));
@@ -2965,6 +3016,131 @@ mod tests {
             assert!(err.message.contains("rowkit admin backup"), "{err}");
             assert!(err.message.contains("rowkit check"), "{err}");
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Lazy commits and undo
+
+    /// Every row of "t", whole, with its stored size, in key order.
+    fn dump(s: &RedbStore) -> Vec<(Row, u64)> {
+        let mut rows = Vec::new();
+        let mut after: Option<Vec<u8>> = None;
+        while let Some(row) = s
+            .next_row("t", &RowRange::all(), after.as_deref(), false)
+            .unwrap()
+        {
+            let (key, size) = s
+                .next_row_size("t", &RowRange::all(), after.as_deref())
+                .unwrap()
+                .unwrap();
+            assert_eq!(key, row.key);
+            after = Some(row.key.clone());
+            rows.push((row, size));
+        }
+        rows
+    }
+
+    /// A row write that changes every kind of cell, then fails: an overwrite, an add, a
+    /// column delete, a row delete, and a put after it.
+    fn failing_write(r: &mut RedbRow<'_>) -> Result<(), StoreError> {
+        let ms = Timestamp::from_millis;
+        r.put("cf", b"q", ms(1), b"overwritten")?;
+        r.put("cf", b"x", ms(2), b"added")?;
+        r.delete_column("cf", b"p", None)?;
+        r.delete_row()?;
+        r.put("a", b"z", ms(3), b"after the delete")?;
+        Err(StoreError::new(Code::FailedPrecondition, "planted failure"))
+    }
+
+    /// Row "b" with two columns, then the failing write on it between two good rows; the
+    /// oracle is a store with durable commits, where each row is its own transaction and the
+    /// failed one is aborted by redb.
+    fn write_around_a_failure(s: &RedbStore) {
+        put(s, b"b", "cf", b"q", 1, b"old");
+        put(s, b"b", "cf", b"p", 1, b"kept");
+        // A read: what follows starts a new pending transaction.
+        assert!(value_of(s, b"b").is_some());
+        put(s, b"a", "cf", b"q", 1, b"acknowledged before");
+        let err = s.write_row("t", b"b", failing_write).unwrap_err();
+        assert_eq!(err.message, "planted failure");
+        put(s, b"c", "cf", b"q", 1, b"after");
+    }
+
+    #[test]
+    fn a_failed_row_in_a_pending_transaction_is_undone_alone() {
+        let oracle = store();
+        write_around_a_failure(&oracle);
+        let s = store().with_durable_commits(false);
+        write_around_a_failure(&s);
+        assert!(
+            s.has_pending(),
+            "the failed row did not end the pending transaction"
+        );
+        let expected = dump(&oracle);
+        assert_eq!(expected.len(), 3);
+        assert_eq!(dump(&s), expected);
+        assert!(!s.has_pending(), "the read committed it");
+    }
+
+    /// A batch whose middle row fails: that row alone is undone, in both commit modes.
+    #[test]
+    fn a_failed_row_in_a_batch_is_undone_alone() {
+        for durable in [true, false] {
+            let s = store().with_durable_commits(durable);
+            put(&s, b"b", "cf", b"q", 1, b"old");
+            put(&s, b"b", "cf", b"p", 1, b"kept");
+            let before = dump(&s);
+            let keys: [&[u8]; 3] = [b"a", b"b", b"c"];
+            let results = s.write_rows("t", &keys, |i, r| match i {
+                1 => failing_write(r),
+                _ => r.put("cf", b"q", Timestamp::from_millis(1), b"batch"),
+            });
+            assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+            assert_eq!(results[1].as_ref().unwrap_err().message, "planted failure");
+            // The oracle: the good rows written alone, row "b" as before.
+            let oracle = store();
+            put(&oracle, b"b", "cf", b"q", 1, b"old");
+            put(&oracle, b"b", "cf", b"p", 1, b"kept");
+            assert_eq!(dump(&oracle), before);
+            put(&oracle, b"a", "cf", b"q", 1, b"batch");
+            put(&oracle, b"c", "cf", b"q", 1, b"batch");
+            assert_eq!(dump(&s), dump(&oracle), "durable commits: {durable}");
+        }
+    }
+
+    /// Pending rows commit when a reader needs them, every `LAZY_COMMIT_ROWS` rows, and when
+    /// the store closes: a reopened file holds every acknowledged write.
+    #[test]
+    fn pending_rows_are_seen_by_readers_and_kept_by_close() {
+        let dir = std::env::temp_dir().join(format!("rowkit-redb-lazy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.redb");
+        let rows = LAZY_COMMIT_ROWS * 2 + 3;
+        {
+            let s = RedbStore::open(&path).unwrap().with_durable_commits(false);
+            s.create_table("t", &[ColumnFamily::new("cf")]).unwrap();
+            put(&s, b"first", "cf", b"q", 1, b"1");
+            assert!(s.has_pending());
+            // Seen by a reader on another thread.
+            std::thread::scope(|t| {
+                t.spawn(|| assert_eq!(value_of(&s, b"first").as_deref(), Some(&b"1"[..])));
+            });
+            assert!(!s.has_pending());
+            for i in 0..rows {
+                put(&s, format!("r{i:04}").as_bytes(), "cf", b"q", 1, b"v");
+                // Committed at every LAZY_COMMIT_ROWS rows, pending between.
+                assert_eq!(s.has_pending(), (i + 1) % LAZY_COMMIT_ROWS != 0, "row {i}");
+            }
+            assert!(s.has_pending());
+        }
+        let s = RedbStore::open(&path).unwrap();
+        let keys = keys(&s, &RowRange::all(), None, false);
+        assert_eq!(keys.len(), 1 + rows);
+        assert_eq!(keys[0], b"first");
+        assert_eq!(keys[rows], format!("r{:04}", rows - 1).into_bytes());
+        drop(s);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

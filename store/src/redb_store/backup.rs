@@ -94,6 +94,7 @@ impl RedbStore {
         // Scopes name redb tables here: a rowkit table id never holds a `/`, so a damaged
         // `rowkit/schema` recorded as such fails no rowkit table's requests.
         let snapshot = self.guarded(Scope::Read("rowkit/schema"), op, || {
+            self.commit_for_readers(op)?;
             let txn = self.begin_read(op)?;
             let names: Vec<String> = txn
                 .list_tables()

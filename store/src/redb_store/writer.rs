@@ -1,0 +1,268 @@
+//! The store's one writer: redb's write transaction, and lazy commits with durable commits off.
+//!
+//! redb runs one write transaction at a time. The store holds its own writer lock from the
+//! moment it begins a transaction until that transaction commits or aborts ([`WriteSlot`]),
+//! so a transaction may outlive the call that began it: with durable commits off, a row write
+//! does not commit. Its transaction stays open, *pending*, and the next row writes join it,
+//! until [`LAZY_COMMIT_ROWS`] rows wrote into it, a reader needs them, an admin call or
+//! [`RedbStore::sync`] begins a transaction of its own, or the store closes. A commit was about
+//! half of a one-row write (its page bookkeeping, the table roots, the allocator state), so
+//! sharing one among many rows is most of what a non-durable write can save.
+//!
+//! Why non-durable mode keeps its guarantees:
+//!
+//! - **Reads see every acknowledged write.** A read commits the pending transaction before it
+//!   takes a snapshot, whenever acknowledged rows are pending ([`Writer::has_pending`], checked
+//!   without the lock; cleared only by the commit, so a writer resuming the pending
+//!   transaction never hides it).
+//! - **A crash loses no more.** redb persists a `Durability::None` commit only with a later
+//!   durable one, so a crash already lost every non-durable commit since the last durable one:
+//!   a pending transaction is such a suffix too, and is never torn (it commits whole or not at
+//!   all). This is also why no timer commits a pending transaction: time would bound nothing
+//!   that a non-durable commit keeps. Closing the store commits it (and then makes it durable,
+//!   as closing always did).
+//! - **A failed row leaves the others.** A row that fails inside a pending transaction that
+//!   already holds acknowledged rows has its own writes undone ([`super::undo`]), and the
+//!   transaction goes on; a row that fails in a fresh transaction aborts it, as before.
+//! - **A failed commit is loud.** If the pending transaction cannot commit (or a failed row
+//!   cannot be undone: an I/O error in redb), the rows acknowledged in it are lost, as in a
+//!   crash. The store then records the loss as damage: every later write fails at once with
+//!   `DATA_LOSS` naming how many rows were lost, so no write is acknowledged on top of them.
+//!
+//! [`RedbStore::sync`]: super::RedbStore::sync
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use redb::{Durability, WriteTransaction};
+use rowkit_statemachines::{Code, StoreError};
+
+use super::{CommitKind, Db, RedbStore, Scope, redb_error};
+use crate::redb_guard::Forgettable;
+
+/// Rows a pending transaction takes before it commits (durable commits off). Past a few dozen
+/// rows the commit's cost per row stops falling, while the transaction's dirty pages grow.
+pub(super) const LAZY_COMMIT_ROWS: usize = 64;
+
+/// The writer lock and the pending transaction.
+#[derive(Default)]
+pub(super) struct Writer {
+    /// The open transaction whose rows are acknowledged but not committed (durable commits
+    /// off), if any; the lock is held by whoever uses redb's writer.
+    pending: Mutex<Option<Pending>>,
+    /// Whether acknowledged rows are pending: set with the lock held before it is released,
+    /// cleared by the commit that takes them.
+    has_pending: AtomicBool,
+}
+
+/// A write transaction kept open between calls.
+pub(super) struct Pending {
+    txn: Forgettable<WriteTransaction>,
+    /// Rows acknowledged in it.
+    rows: usize,
+}
+
+/// redb's write transaction, with the writer lock held until it commits or aborts.
+pub(super) struct WriteSlot<'s> {
+    pub(super) txn: Forgettable<WriteTransaction>,
+    /// Rows in `txn` that wrote something: acknowledged ones of a resumed pending transaction,
+    /// then the caller's.
+    pub(super) rows: usize,
+    /// Rows of other calls acknowledged in `txn` (a resumed pending transaction): lost if it
+    /// cannot commit.
+    pub(super) acknowledged: usize,
+    guard: MutexGuard<'s, Option<Pending>>,
+}
+
+impl std::ops::Deref for WriteSlot<'_> {
+    type Target = WriteTransaction;
+
+    fn deref(&self) -> &WriteTransaction {
+        &self.txn
+    }
+}
+
+impl RedbStore {
+    /// The writer lock; a panic while one held it (redb on a damaged file) left no pending
+    /// transaction behind (it was taken out first) and is recorded in the damage, so a poisoned
+    /// lock is still used.
+    fn writer(&self) -> MutexGuard<'_, Option<Pending>> {
+        self.writer
+            .pending
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// A new write transaction that will commit as `kind` says, forgotten rather than dropped
+    /// if redb panics in it ([`Forgettable`]). A pending transaction commits first.
+    pub(super) fn begin_write(
+        &self,
+        op: &str,
+        kind: CommitKind,
+    ) -> Result<WriteSlot<'_>, StoreError> {
+        let mut guard = self.writer();
+        if let Some(pending) = guard.take() {
+            self.commit_pending(pending, op)?;
+        }
+        let txn = self.open_write_txn(op, kind)?;
+        Ok(WriteSlot {
+            txn,
+            rows: 0,
+            acknowledged: 0,
+            guard,
+        })
+    }
+
+    /// The transaction a row write joins with durable commits off: the pending one, or a new one.
+    pub(super) fn resume_write(&self, op: &str) -> Result<WriteSlot<'_>, StoreError> {
+        let mut guard = self.writer();
+        let (txn, rows) = match guard.take() {
+            Some(Pending { txn, rows }) => (txn, rows),
+            None => (self.open_write_txn(op, CommitKind::Plain)?, 0),
+        };
+        Ok(WriteSlot {
+            txn,
+            rows,
+            acknowledged: rows,
+            guard,
+        })
+    }
+
+    fn open_write_txn(
+        &self,
+        op: &str,
+        kind: CommitKind,
+    ) -> Result<Forgettable<WriteTransaction>, StoreError> {
+        let db = match &*self.db {
+            Db::Writable(db) => db,
+            Db::ReadOnly(_) => {
+                return Err(StoreError::new(
+                    Code::FailedPrecondition,
+                    format!("{}: opened read-only, cannot {op}", self.describe()),
+                ));
+            }
+        };
+        let mut txn = Forgettable::new(db.begin_write().map_err(|e| redb_error(op, e))?);
+        // Durability::Immediate is redb's default.
+        if kind != CommitKind::Durable {
+            txn.set_durability(Durability::None)
+                .map_err(|e| redb_error(op, e))?;
+        }
+        Ok(txn)
+    }
+
+    /// Leaves `slot`'s transaction open for the next row writes, its rows acknowledged; returns
+    /// the ticket its writers wait for (the grouped commits it could see).
+    pub(super) fn keep_pending(&self, slot: WriteSlot<'_>) -> u64 {
+        let WriteSlot {
+            txn,
+            rows,
+            mut guard,
+            ..
+        } = slot;
+        *guard = Some(Pending { txn, rows });
+        self.writer.has_pending.store(true, Ordering::Release);
+        self.groups.seen()
+    }
+
+    /// Commits `slot` (see [`RedbStore::commit_txn`]), then lets the writer lock go.
+    pub(super) fn commit(
+        &self,
+        slot: WriteSlot<'_>,
+        op: &str,
+        kind: CommitKind,
+    ) -> Result<u64, StoreError> {
+        let WriteSlot {
+            txn,
+            acknowledged,
+            guard,
+            ..
+        } = slot;
+        let committed = self.commit_txn(txn, op, kind);
+        self.writer.has_pending.store(false, Ordering::Release);
+        drop(guard);
+        match committed {
+            Err(e) if acknowledged > 0 => Err(self.lose_pending(acknowledged, e)),
+            other => other,
+        }
+    }
+
+    /// Aborts `slot`'s transaction, whose own writes failed with `cause` or chose to write
+    /// nothing. Returns the ticket its writer waits for (the grouped commits it may have read),
+    /// or, if it held rows acknowledged to other calls, their loss.
+    pub(super) fn abort(
+        &self,
+        slot: WriteSlot<'_>,
+        op: &str,
+        cause: Option<&StoreError>,
+    ) -> Result<u64, StoreError> {
+        let seen = self.groups.seen();
+        let acknowledged = slot.acknowledged;
+        let aborted = slot.txn.into_inner().abort().map_err(|e| redb_error(op, e));
+        self.writer.has_pending.store(false, Ordering::Release);
+        if acknowledged > 0 {
+            let cause = match (cause, aborted) {
+                (Some(cause), _) => cause.clone(),
+                (None, Err(e)) => e,
+                (None, Ok(())) => StoreError::new(Code::Internal, "the transaction was aborted"),
+            };
+            return Err(self.lose_pending(acknowledged, cause));
+        }
+        aborted.map(|()| seen)
+    }
+
+    /// Commits the pending transaction, if acknowledged rows wait in it, so that a reader's
+    /// snapshot holds them.
+    pub(super) fn commit_for_readers(&self, op: &str) -> Result<(), StoreError> {
+        if !self.writer.has_pending.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut guard = self.writer();
+        let Some(pending) = guard.take() else {
+            return Ok(());
+        };
+        // A panic in redb here is a write's, and recorded as one: reads of the file go on.
+        self.guarded(Scope::Admin, op, || self.commit_pending(pending, op))
+    }
+
+    /// Commits `pending`, taken out of the writer lock its caller holds.
+    fn commit_pending(&self, pending: Pending, op: &str) -> Result<(), StoreError> {
+        let committed = self.commit_txn(pending.txn, op, CommitKind::Plain);
+        self.writer.has_pending.store(false, Ordering::Release);
+        committed
+            .map(|_| ())
+            .map_err(|e| self.lose_pending(pending.rows, e))
+    }
+
+    /// Records that `rows` acknowledged row writes are lost with their transaction (`cause`):
+    /// from now on every write fails with the returned `DATA_LOSS`. Reads go on, and see the
+    /// file as a crash would have left it.
+    fn lose_pending(&self, rows: usize, cause: StoreError) -> StoreError {
+        let error = StoreError::new(
+            Code::DataLoss,
+            format!(
+                "{}: {rows} acknowledged row write(s) of a pending non-durable transaction were lost, as in a crash, and writes are refused from now on: {}",
+                self.describe(),
+                cause.message
+            ),
+        );
+        self.damage().writes.get_or_insert(error).clone()
+    }
+
+    /// At close: commits what is pending, unless the file is damaged.
+    pub(super) fn commit_pending_at_close(&self) {
+        let mut guard = self.writer();
+        if let Some(pending) = guard.take() {
+            // A failure is recorded as damage, which the close then handles.
+            let _ = self.commit_pending(pending, "close");
+        }
+    }
+}
+
+#[cfg(test)]
+impl RedbStore {
+    /// Whether acknowledged rows wait in a pending transaction.
+    pub(super) fn has_pending(&self) -> bool {
+        self.writer.has_pending.load(Ordering::Acquire)
+    }
+}
