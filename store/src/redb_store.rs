@@ -229,10 +229,12 @@ fn lookup(catalog: &Catalog, table: &str) -> Result<Arc<TableInfo>, StoreError> 
 
 /// A persistent, crash-safe store in one redb file (`DESIGN.md` "Stores").
 ///
-/// Each [`TableStorage::write_row`] is exactly one redb write transaction, committed only when
-/// the evaluator's closure succeeds, so a row mutation is atomic and, with the default
-/// durability, on disk when the call returns (concurrent writers share the fsync:
-/// [`group_commit`]). redb runs one writer at a time and gives readers
+/// Each [`TableStorage::write_row`] is one redb write transaction, committed only when the
+/// evaluator's closure succeeds, so a row mutation is atomic and, with the default durability,
+/// on disk when the call returns (concurrent writers share the fsync: module `group_commit`). With
+/// durable commits off, row writes share a pending transaction that commits every few dozen
+/// rows or when a reader needs them, each row still atomic: a failed one is undone alone
+/// (module `writer`). redb runs one writer at a time and gives readers
 /// MVCC snapshots, so the store is safe to share between threads and a reader always sees whole
 /// rows. Only one process may open a file at a time (a second gets `UNAVAILABLE`).
 pub struct RedbStore {
@@ -510,8 +512,10 @@ impl RedbStore {
     }
 
     /// Whether commits wait for the disk (default `true`). With `false` (`Durability::None`)
-    /// commits skip the fsync: much faster, for tests. A crash may then lose recent commits, but
-    /// never tears a row or corrupts the file; closing the store makes them durable.
+    /// commits skip the fsync and row writes commit lazily, many to a transaction (module `writer`):
+    /// much faster, for tests and bulk loads. A crash may then lose the writes since the last
+    /// durable commit (one a second at most while writes go on), but never tears a row or
+    /// corrupts the file; closing the store makes them durable.
     pub fn with_durable_commits(self, durable: bool) -> RedbStore {
         self.set_durable_commits(durable);
         self
@@ -1459,7 +1463,8 @@ impl TableStorage for RedbStore {
 
     /// The whole batch in one write transaction (one commit, one fsync at most, instead of one
     /// per row). A row whose closure fails has its own writes undone inside the transaction
-    /// ([`undo`]) and answers its error; the others commit, as if each were its own transaction.
+    /// (module `undo`) and answers its error; the others commit, as if each were its own
+    /// transaction.
     fn write_rows<T>(
         &self,
         table: &str,

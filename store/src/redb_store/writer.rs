@@ -19,8 +19,9 @@
 //!   durable one, so a crash already lost every non-durable commit since the last durable one:
 //!   a pending transaction is such a suffix too, and is never torn (it commits whole or not at
 //!   all). This is also why no timer commits a pending transaction: time would bound nothing
-//!   that a non-durable commit keeps. Closing the store commits it (and then makes it durable,
-//!   as closing always did).
+//!   that a non-durable commit keeps. What does bound the loss is that a lazy commit made
+//!   [`DURABLE_INTERVAL`] after the last durable one is durable itself. Closing the store
+//!   commits what is pending (and then makes it durable, as closing always did).
 //! - **A failed row leaves the others.** A row that fails inside a pending transaction that
 //!   already holds acknowledged rows has its own writes undone ([`super::undo`]), and the
 //!   transaction goes on; a row that fails in a fresh transaction aborts it, as before.
@@ -33,6 +34,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use redb::{Durability, WriteTransaction};
 use rowkit_statemachines::{Code, StoreError};
@@ -44,15 +46,40 @@ use crate::redb_guard::Forgettable;
 /// rows the commit's cost per row stops falling, while the transaction's dirty pages grow.
 pub(super) const LAZY_COMMIT_ROWS: usize = 64;
 
+/// With durable commits off, a lazy commit at least this long after the last durable one is
+/// made durable: it bounds what a crash loses while writes go on, and the pages redb cannot
+/// reuse until a durable commit (reads of a file after many non-durable commits were found
+/// slower: `benches/HISTORY.md`). One fsync a second costs writes well under 1 %.
+const DURABLE_INTERVAL: Duration = Duration::from_secs(1);
+
 /// The writer lock and the pending transaction.
-#[derive(Default)]
 pub(super) struct Writer {
-    /// The open transaction whose rows are acknowledged but not committed (durable commits
-    /// off), if any; the lock is held by whoever uses redb's writer.
-    pending: Mutex<Option<Pending>>,
+    /// Held by whoever uses redb's writer.
+    state: Mutex<WriterState>,
     /// Whether acknowledged rows are pending: set with the lock held before it is released,
     /// cleared by the commit that takes them.
     has_pending: AtomicBool,
+}
+
+impl Default for Writer {
+    fn default() -> Writer {
+        Writer {
+            state: Mutex::new(WriterState {
+                pending: None,
+                durable_at: Instant::now(),
+            }),
+            has_pending: AtomicBool::new(false),
+        }
+    }
+}
+
+/// What the writer lock guards.
+pub(super) struct WriterState {
+    /// The open transaction whose rows are acknowledged but not committed (durable commits
+    /// off), if any.
+    pending: Option<Pending>,
+    /// When a lazy commit was last made durable (or the store opened).
+    durable_at: Instant,
 }
 
 /// A write transaction kept open between calls.
@@ -71,7 +98,7 @@ pub(super) struct WriteSlot<'s> {
     /// Rows of other calls acknowledged in `txn` (a resumed pending transaction): lost if it
     /// cannot commit.
     pub(super) acknowledged: usize,
-    guard: MutexGuard<'s, Option<Pending>>,
+    guard: MutexGuard<'s, WriterState>,
 }
 
 impl std::ops::Deref for WriteSlot<'_> {
@@ -86,9 +113,9 @@ impl RedbStore {
     /// The writer lock; a panic while one held it (redb on a damaged file) left no pending
     /// transaction behind (it was taken out first) and is recorded in the damage, so a poisoned
     /// lock is still used.
-    fn writer(&self) -> MutexGuard<'_, Option<Pending>> {
+    fn writer(&self) -> MutexGuard<'_, WriterState> {
         self.writer
-            .pending
+            .state
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
     }
@@ -101,9 +128,7 @@ impl RedbStore {
         kind: CommitKind,
     ) -> Result<WriteSlot<'_>, StoreError> {
         let mut guard = self.writer();
-        if let Some(pending) = guard.take() {
-            self.commit_pending(pending, op)?;
-        }
+        self.commit_pending(&mut guard, op)?;
         let txn = self.open_write_txn(op, kind)?;
         Ok(WriteSlot {
             txn,
@@ -116,7 +141,7 @@ impl RedbStore {
     /// The transaction a row write joins with durable commits off: the pending one, or a new one.
     pub(super) fn resume_write(&self, op: &str) -> Result<WriteSlot<'_>, StoreError> {
         let mut guard = self.writer();
-        let (txn, rows) = match guard.take() {
+        let (txn, rows) = match guard.pending.take() {
             Some(Pending { txn, rows }) => (txn, rows),
             None => (self.open_write_txn(op, CommitKind::Plain)?, 0),
         };
@@ -160,7 +185,7 @@ impl RedbStore {
             mut guard,
             ..
         } = slot;
-        *guard = Some(Pending { txn, rows });
+        guard.pending = Some(Pending { txn, rows });
         self.writer.has_pending.store(true, Ordering::Release);
         self.groups.seen()
     }
@@ -173,12 +198,13 @@ impl RedbStore {
         kind: CommitKind,
     ) -> Result<u64, StoreError> {
         let WriteSlot {
-            txn,
+            mut txn,
             acknowledged,
-            guard,
+            mut guard,
             ..
         } = slot;
-        let committed = self.commit_txn(txn, op, kind);
+        let committed = self.commit_lazily(&mut txn, &mut guard, kind, op);
+        let committed = committed.and_then(|()| self.commit_txn(txn, op, kind));
         self.writer.has_pending.store(false, Ordering::Release);
         drop(guard);
         match committed {
@@ -218,20 +244,48 @@ impl RedbStore {
             return Ok(());
         }
         let mut guard = self.writer();
-        let Some(pending) = guard.take() else {
+        if guard.pending.is_none() {
             return Ok(());
-        };
+        }
         // A panic in redb here is a write's, and recorded as one: reads of the file go on.
-        self.guarded(Scope::Admin, op, || self.commit_pending(pending, op))
+        self.guarded(Scope::Admin, op, || self.commit_pending(&mut guard, op))
     }
 
-    /// Commits `pending`, taken out of the writer lock its caller holds.
-    fn commit_pending(&self, pending: Pending, op: &str) -> Result<(), StoreError> {
-        let committed = self.commit_txn(pending.txn, op, CommitKind::Plain);
+    /// Commits the pending transaction, if any, under the writer lock its caller holds.
+    fn commit_pending(&self, state: &mut WriterState, op: &str) -> Result<(), StoreError> {
+        let Some(Pending { mut txn, rows }) = state.pending.take() else {
+            return Ok(());
+        };
+        let kind = CommitKind::Plain;
+        let committed = self.commit_lazily(&mut txn, state, kind, op);
+        let committed = committed.and_then(|()| self.commit_txn(txn, op, kind));
         self.writer.has_pending.store(false, Ordering::Release);
         committed
             .map(|_| ())
-            .map_err(|e| self.lose_pending(pending.rows, e))
+            .map_err(|e| self.lose_pending(rows, e))
+    }
+
+    /// Before a commit of `kind`: a lazy (`Plain`) one is made durable once
+    /// [`DURABLE_INTERVAL`] passed since the last durable one.
+    fn commit_lazily(
+        &self,
+        txn: &mut WriteTransaction,
+        state: &mut WriterState,
+        kind: CommitKind,
+        op: &str,
+    ) -> Result<(), StoreError> {
+        if kind != CommitKind::Plain {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if now.duration_since(state.durable_at) < DURABLE_INTERVAL {
+            return Ok(());
+        }
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| redb_error(op, e))?;
+        // Set before the commit: a failed one is not retried at every write.
+        state.durable_at = now;
+        Ok(())
     }
 
     /// Records that `rows` acknowledged row writes are lost with their transaction (`cause`):
@@ -251,11 +305,8 @@ impl RedbStore {
 
     /// At close: commits what is pending, unless the file is damaged.
     pub(super) fn commit_pending_at_close(&self) {
-        let mut guard = self.writer();
-        if let Some(pending) = guard.take() {
-            // A failure is recorded as damage, which the close then handles.
-            let _ = self.commit_pending(pending, "close");
-        }
+        // A failure is recorded as damage, which the close then handles.
+        let _ = self.commit_pending(&mut self.writer(), "close");
     }
 }
 
