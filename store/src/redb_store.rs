@@ -2388,18 +2388,9 @@ mod tests {
         // Without a failure the batch is one transaction; sizes stay exact.
         let results = s.write_rows("t", &keys, |_, r| r.put("cf", b"q2", Timestamp(0), b"x"));
         assert!(results.iter().all(Result::is_ok));
-        let mut after: Option<Vec<u8>> = None;
-        while let Some(row) = s
-            .next_row("t", &RowRange::all(), after.as_deref(), false)
-            .unwrap()
-        {
-            let (key, size) = s
-                .next_row_size("t", &RowRange::all(), after.as_deref())
-                .unwrap()
-                .unwrap();
-            assert_eq!((&key, size), (&row.key, row_size(&row.key, &row.cells)));
+        for (row, size) in dump(&s) {
+            assert_eq!(size, row_size(&row.key, &row.cells));
             assert_eq!(row.cells.len(), 2);
-            after = Some(row.key);
         }
         // Keys out of order, one of them twice: results by index, and the two writes of "a"
         // apply in index order (the second sees the first's cell and replaces it).
