@@ -105,10 +105,11 @@ pub(crate) fn contain<R>(f: impl FnOnce() -> R) -> Result<R, String> {
     // the state `f` was changing again.
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     drop(depth);
-    let caught = CAUGHT.take();
     match result {
+        // What the hook saw is left alone: a call made while a caught panic unwinds (a drop)
+        // must not take the panic its caller is about to report.
         Ok(value) => Ok(value),
-        Err(payload) => match caught {
+        Err(payload) => match CAUGHT.take() {
             Some(what) => Err(what),
             None => panic::resume_unwind(payload),
         },

@@ -400,7 +400,8 @@ impl Drop for RedbStore {
     /// The database is then forgotten ([`Forgettable`]); if writes still work, commits are
     /// first made durable (a sync), as closing would have made them.
     fn drop(&mut self) {
-        if self.damage().writes.is_none() {
+        // Not while a panic unwinds (redb's, on a damaged file, before the store recorded it).
+        if self.damage().writes.is_none() && !std::thread::panicking() {
             // A panic here (a damaged file) is recorded like any other, and handled below.
             let _ = self.contained(Scope::Admin, "close", || self.commit_pending_at_close());
         }
