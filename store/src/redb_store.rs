@@ -66,7 +66,7 @@ mod writer;
 use undo::UndoLog;
 use writer::{LAZY_COMMIT_ROWS, WriteSlot, Writer};
 
-use group_commit::SyncGroups;
+use group_commit::{InFlight, SyncGroups};
 
 /// Version of the on-disk layout described in the module docs; a file written with another
 /// layout is refused rather than misread.
@@ -267,11 +267,13 @@ pub struct RedbStore {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum CommitKind {
     /// `Durability::Immediate`: on disk, with every commit before it, when the commit returns.
-    /// Only for [`RedbStore::sync`]'s empty commit, so that the snapshot pinned just before it
-    /// is exactly what it persists.
+    /// Only for [`RedbStore::sync`]'s commit (of the pending transaction, or an empty one), so
+    /// that the snapshot pinned right after it, still holding the writer, is exactly what it
+    /// persisted.
     Durable,
     /// `Durability::None`, acknowledged only once a later durable commit returned
-    /// ([`group_commit`]): every write with durable commits on.
+    /// ([`group_commit`]): an admin call with durable commits on (a row write joins the
+    /// pending transaction instead, without a commit of its own).
     Grouped,
     /// `Durability::None`, acknowledged at once: durable commits are off.
     Plain,
@@ -534,7 +536,7 @@ impl RedbStore {
     pub fn sync(&self) -> Result<(), StoreError> {
         let op = "sync";
         self.guarded(Scope::Admin, op, || {
-            let txn = self.begin_write(op, CommitKind::Durable)?;
+            let txn = self.begin_sync(op)?;
             self.commit(txn, op, CommitKind::Durable).map(|_| ())
         })
     }
@@ -833,25 +835,30 @@ impl RedbStore {
         op: &str,
         kind: CommitKind,
     ) -> Result<u64, StoreError> {
-        // redb's writer is held until the commit: no other commit runs between these steps.
-        let (ticket, pinned) = match kind {
-            CommitKind::Grouped => (self.groups.start_grouped(|| self.begin_read(op))?, None),
-            // What this commit persists, as readers will see it once it returned.
-            CommitKind::Durable => (self.groups.seen(), Some(self.begin_read(op)?)),
-            CommitKind::Plain => (self.groups.seen(), None),
+        // redb's writer is held until the caller lets it go: no other commit runs between
+        // these steps.
+        let ticket = match kind {
+            CommitKind::Grouped => self.groups.start_grouped(|| self.begin_read(op))?,
+            CommitKind::Durable | CommitKind::Plain => self.groups.seen(),
         };
-        let committed = txn.into_inner().commit();
-        match (&committed, pinned) {
-            (Ok(()), Some(pinned)) => self.groups.durable(ticket, pinned),
-            (Ok(()), None) if kind == CommitKind::Grouped => return Ok(ticket),
-            _ => self.groups.committed_outside(),
+        let committed = txn.into_inner().commit().map_err(|e| redb_error(op, e));
+        let committed = match (committed, kind) {
+            (Ok(()), CommitKind::Grouped) => return Ok(ticket),
+            // What this commit persisted, as readers may see it from now on: pinned after the
+            // commit, since it may carry rows of writers waiting for it (a pending transaction).
+            (Ok(()), CommitKind::Durable) => self
+                .begin_read(op)
+                .map(|pinned| self.groups.durable(ticket, pinned)),
+            (committed, _) => committed,
+        };
+        if committed.is_err() || kind == CommitKind::Plain {
+            self.groups.committed_outside();
         }
         let mut snapshots = self.snapshots();
         snapshots.commits += 1;
         snapshots.tables.clear();
         drop(snapshots);
-        committed.map_err(|e| redb_error(op, e))?;
-        Ok(ticket)
+        committed.map(|()| ticket)
     }
 
     /// [`RedbStore::commit`] for an admin call, which holds the catalog until its change is on
@@ -864,6 +871,12 @@ impl RedbStore {
     ) -> Result<(), StoreError> {
         let ticket = self.commit(txn, op, kind)?;
         self.wait_durable(ticket)
+    }
+
+    /// Counts a row write among those its group's leader waits for, with durable commits on
+    /// ([`group_commit`]).
+    fn durable_write_in_flight(&self) -> Option<InFlight<'_>> {
+        (self.commit_kind() == CommitKind::Grouped).then(|| self.groups.in_flight())
     }
 
     /// Returns once the grouped commits up to `ticket` are on disk (at once if they are),
@@ -1453,6 +1466,7 @@ impl TableStorage for RedbStore {
         f: impl FnOnce(&mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let op = "write_row";
+        let _in_flight = self.durable_write_in_flight();
         let (value, ticket) = self.guarded(Scope::Write(table), op, || {
             self.in_write(table, op, false, |rows, row| {
                 write_in(rows, row, key, f, op).map(|(value, wrote)| (value, usize::from(wrote)))
@@ -1473,6 +1487,7 @@ impl TableStorage for RedbStore {
         mut f: impl FnMut(usize, &mut RedbRow<'_>) -> Result<T, StoreError>,
     ) -> Vec<Result<T, StoreError>> {
         let op = "write_rows";
+        let _in_flight = self.durable_write_in_flight();
         // Rows are written in key order: consecutive B-tree inserts then land in the same or
         // neighbouring pages (a 10 000-row batch of scattered keys spends most of its time
         // descending the tree). Nothing can observe the order inside one transaction; the
@@ -1533,10 +1548,11 @@ type RowsTable<'t> = Table<'t, &'static [u8], (u64, u64)>;
 impl RedbStore {
     /// Runs `body` in one write transaction on `table`'s redb tables (`NOT_FOUND` if the table
     /// does not exist), each opened once for the whole transaction; `body` returns its value
-    /// and how many rows it wrote. With durable commits off the transaction is the pending one
-    /// ([`writer`]), committed only once it holds enough rows; else it commits if `body` wrote
-    /// something and aborts if not (a read, or a predicate that chose no mutation: no commit
-    /// and no fsync). `batch` says the rows share the transaction: each logs what it changes,
+    /// and how many rows it wrote. The transaction is the pending one ([`writer`]), or a new
+    /// one that aborts if nothing wrote into it (a read, or a predicate that chose no
+    /// mutation: no commit and no fsync). With durable commits off it commits once it holds
+    /// enough rows; with them on, its rows wait for their group's durable commit
+    /// ([`group_commit`]). `batch` says the rows share the transaction: each logs what it changes,
     /// so that a failed one is undone alone ([`undo`]). Returns `body`'s value with the ticket
     /// to pass to [`RedbStore::wait_durable`] before answering.
     fn in_write<R>(
@@ -1550,10 +1566,7 @@ impl RedbStore {
         let catalog = self.catalog()?;
         let info = lookup(&catalog, table)?;
         let kind = self.commit_kind();
-        let mut slot = match kind {
-            CommitKind::Plain => self.resume_write(op)?,
-            CommitKind::Grouped | CommitKind::Durable => self.begin_write(op, kind)?,
-        };
+        let mut slot = self.resume_write(op)?;
         // Undo is needed only where other rows' writes share the transaction.
         let undoable = batch || slot.rows > 0;
         let result = (|| {
@@ -1562,19 +1575,28 @@ impl RedbStore {
             let mut row = RedbRow::new(table, Arc::clone(&info.families), cells, undoable);
             body(&mut rows, &mut row)
         })();
+        let acknowledged = kind == CommitKind::Plain;
         let ticket = match &result {
             Ok((_, written)) => {
                 slot.rows += written;
                 if slot.rows == 0 {
                     self.abort(slot, op, None)?
-                } else if kind == CommitKind::Plain && slot.rows < LAZY_COMMIT_ROWS {
-                    self.keep_pending(slot)
-                } else {
+                } else if acknowledged && slot.rows >= LAZY_COMMIT_ROWS {
                     self.commit(slot, op, kind)?
+                } else {
+                    // A grouped write takes its number now, while it holds the writer: its
+                    // group's durable commit is the first to begin after this.
+                    if *written > 0 && !acknowledged {
+                        if let Err(e) = self.groups.start_grouped(|| self.begin_read(op)) {
+                            self.abort(slot, op, Some(&e))?;
+                            return Err(e);
+                        }
+                    }
+                    self.keep_pending(slot, acknowledged)
                 }
             }
             // The row left the transaction as it was: it goes on (or ends) without it.
-            Err(failed) if failed.undone && slot.rows > 0 => self.keep_pending(slot),
+            Err(failed) if failed.undone && slot.rows > 0 => self.keep_pending(slot, acknowledged),
             // Partial writes of the row, or nothing else in the transaction: abort.
             Err(failed) => self.abort(slot, op, Some(&failed.error))?,
         };
@@ -2700,7 +2722,7 @@ mod tests {
 
     /// Commits a put of `value` to `key` as a durable-mode row write does, without waiting for
     /// the sync; returns the ticket to wait for.
-    fn commit_unsynced(s: &RedbStore, key: &[u8], value: &[u8]) -> u64 {
+    fn write_unsynced(s: &RedbStore, key: &[u8], value: &[u8]) -> u64 {
         let op = "test write";
         let put = |r: &mut RedbRow<'_>| r.put("cf", b"q", Timestamp::from_millis(1), value);
         let ((), ticket) = s
@@ -2725,7 +2747,7 @@ mod tests {
         let s = store();
         put(&s, b"r", "cf", b"q", 1, b"old");
         assert_eq!(value_of(&s, b"r").unwrap(), b"old");
-        let ticket = commit_unsynced(&s, b"r", b"new");
+        let ticket = write_unsynced(&s, b"r", b"new");
         // Committed, not on disk: readers still get the state a crash would leave.
         assert_eq!(value_of(&s, b"r").unwrap(), b"old");
         assert_eq!(value_of(&s, b"fresh"), None);
@@ -2747,7 +2769,7 @@ mod tests {
         put(&s, b"r", "cf", b"q", 1, b"plain");
         assert_eq!(value_of(&s, b"r").unwrap(), b"plain");
         s.set_durable_commits(true);
-        let ticket = commit_unsynced(&s, b"r", b"grouped");
+        let ticket = write_unsynced(&s, b"r", b"grouped");
         assert_eq!(value_of(&s, b"r").unwrap(), b"plain");
         s.wait_durable(ticket).unwrap();
         assert_eq!(value_of(&s, b"r").unwrap(), b"grouped");
@@ -2757,8 +2779,8 @@ mod tests {
     fn a_failed_sync_fails_every_writer_waiting_on_it() {
         let s = store();
         let tickets = [
-            commit_unsynced(&s, b"a", b"1"),
-            commit_unsynced(&s, b"b", b"2"),
+            write_unsynced(&s, b"a", b"1"),
+            write_unsynced(&s, b"b", b"2"),
         ];
         // As after a panic inside redb: the damage record fails the leader's sync at once.
         let planted = StoreError::new(Code::DataLoss, "planted damage");
@@ -2777,6 +2799,31 @@ mod tests {
         // Neither was acknowledged, and readers never saw them.
         assert_eq!(value_of(s, b"a"), None);
         assert_eq!(value_of(s, b"b"), None);
+    }
+
+    #[test]
+    fn grouped_rows_share_one_durable_commit() {
+        let s = store();
+        let commits = s.snapshots().commits;
+        let tickets = [b"a", b"b", b"c"].map(|key| write_unsynced(&s, key, b"v"));
+        // Written into one transaction, not committed, not seen.
+        assert_eq!(s.pending_rows(), 3);
+        assert_eq!(s.snapshots().commits, commits);
+        for key in [b"a", b"b", b"c"] {
+            assert_eq!(value_of(&s, key), None);
+        }
+        // The last writer leads: one durable commit carries the three rows.
+        s.wait_durable(tickets[2]).unwrap();
+        assert_eq!(s.pending_rows(), 0);
+        assert_eq!(s.snapshots().commits, commits + 1);
+        for key in [b"a", b"b", b"c"] {
+            assert_eq!(value_of(&s, key).as_deref(), Some(&b"v"[..]));
+        }
+        // The others are on disk with it: their waits need no commit of their own.
+        for ticket in tickets {
+            s.wait_durable(ticket).unwrap();
+        }
+        assert_eq!(s.snapshots().commits, commits + 1);
     }
 
     #[test]

@@ -9,6 +9,11 @@
 //! half of a one-row write (its page bookkeeping, the table roots, the allocator state), so
 //! sharing one among many rows is most of what a non-durable write can save.
 //!
+//! With durable commits on, row writes join the pending transaction too, but are not
+//! acknowledged until the leader of their group commits it with `Durability::Immediate`
+//! ([`super::group_commit`]): a group of concurrent writers shares one commit as well as one
+//! fsync.
+//!
 //! Why non-durable mode keeps its guarantees:
 //!
 //! - **Reads see every acknowledged write.** A read commits the pending transaction before it
@@ -75,8 +80,8 @@ impl Default for Writer {
 
 /// What the writer lock guards.
 pub(super) struct WriterState {
-    /// The open transaction whose rows are acknowledged but not committed (durable commits
-    /// off), if any.
+    /// The open transaction whose rows are written but not committed, if any: acknowledged
+    /// (durable commits off) or waiting for their group's durable commit.
     pending: Option<Pending>,
     /// When a lazy commit was last made durable (or the store opened).
     durable_at: Instant,
@@ -85,19 +90,20 @@ pub(super) struct WriterState {
 /// A write transaction kept open between calls.
 pub(super) struct Pending {
     txn: Forgettable<WriteTransaction>,
-    /// Rows acknowledged in it.
+    /// Rows written in it: acknowledged ones (durable commits off), or ones whose writers
+    /// wait for the group's durable commit ([`super::group_commit`]).
     rows: usize,
 }
 
 /// redb's write transaction, with the writer lock held until it commits or aborts.
 pub(super) struct WriteSlot<'s> {
     pub(super) txn: Forgettable<WriteTransaction>,
-    /// Rows in `txn` that wrote something: acknowledged ones of a resumed pending transaction,
+    /// Rows in `txn` that wrote something: other calls' rows of a resumed pending transaction,
     /// then the caller's.
     pub(super) rows: usize,
-    /// Rows of other calls acknowledged in `txn` (a resumed pending transaction): lost if it
-    /// cannot commit.
-    pub(super) acknowledged: usize,
+    /// Rows of other calls in `txn` (a resumed pending transaction), acknowledged or waiting
+    /// for their group's durable commit: lost if it cannot commit.
+    pub(super) others: usize,
     guard: MutexGuard<'s, WriterState>,
 }
 
@@ -133,12 +139,13 @@ impl RedbStore {
         Ok(WriteSlot {
             txn,
             rows: 0,
-            acknowledged: 0,
+            others: 0,
             guard,
         })
     }
 
-    /// The transaction a row write joins with durable commits off: the pending one, or a new one.
+    /// The transaction a row write joins: the pending one, or a new one (which commits with
+    /// `Durability::None`: a durable row write is made durable by its group's leader).
     pub(super) fn resume_write(&self, op: &str) -> Result<WriteSlot<'_>, StoreError> {
         let mut guard = self.writer();
         let (txn, rows) = match guard.pending.take() {
@@ -148,7 +155,28 @@ impl RedbStore {
         Ok(WriteSlot {
             txn,
             rows,
-            acknowledged: rows,
+            others: rows,
+            guard,
+        })
+    }
+
+    /// The transaction [`RedbStore::sync`] commits with `Durability::Immediate`: the pending
+    /// one, whose rows the sync thus makes durable in the same commit, or a new, empty one.
+    pub(super) fn begin_sync(&self, op: &str) -> Result<WriteSlot<'_>, StoreError> {
+        let mut guard = self.writer();
+        let Some(Pending { mut txn, rows }) = guard.pending.take() else {
+            drop(guard);
+            return self.begin_write(op, CommitKind::Durable);
+        };
+        if let Err(e) = txn.set_durability(Durability::Immediate) {
+            // Left as it was, for a later commit to try.
+            guard.pending = Some(Pending { txn, rows });
+            return Err(redb_error(op, e));
+        }
+        Ok(WriteSlot {
+            txn,
+            rows,
+            others: rows,
             guard,
         })
     }
@@ -176,9 +204,11 @@ impl RedbStore {
         Ok(txn)
     }
 
-    /// Leaves `slot`'s transaction open for the next row writes, its rows acknowledged; returns
-    /// the ticket its writers wait for (the grouped commits it could see).
-    pub(super) fn keep_pending(&self, slot: WriteSlot<'_>) -> u64 {
+    /// Leaves `slot`'s transaction open for the next row writes; returns the ticket its writer
+    /// waits for (the grouped row writes it could see, its own included). `acknowledged` says
+    /// its rows are answered before they commit (durable commits off), so that readers commit
+    /// them first; a grouped row is not: it is seen once its group's durable commit made it so.
+    pub(super) fn keep_pending(&self, slot: WriteSlot<'_>, acknowledged: bool) -> u64 {
         let WriteSlot {
             txn,
             rows,
@@ -186,7 +216,9 @@ impl RedbStore {
             ..
         } = slot;
         guard.pending = Some(Pending { txn, rows });
-        self.writer.has_pending.store(true, Ordering::Release);
+        if acknowledged {
+            self.writer.has_pending.store(true, Ordering::Release);
+        }
         self.groups.seen()
     }
 
@@ -198,17 +230,15 @@ impl RedbStore {
         kind: CommitKind,
     ) -> Result<u64, StoreError> {
         let WriteSlot {
-            mut txn,
-            acknowledged,
+            txn,
+            others,
             mut guard,
             ..
         } = slot;
-        let committed = self.commit_lazily(&mut txn, &mut guard, kind, op);
-        let committed = committed.and_then(|()| self.commit_txn(txn, op, kind));
-        self.writer.has_pending.store(false, Ordering::Release);
+        let committed = self.commit_held(txn, &mut guard, kind, op);
         drop(guard);
         match committed {
-            Err(e) if acknowledged > 0 => Err(self.lose_pending(acknowledged, e)),
+            Err(e) if others > 0 => Err(self.lose_pending(others, e)),
             other => other,
         }
     }
@@ -223,16 +253,16 @@ impl RedbStore {
         cause: Option<&StoreError>,
     ) -> Result<u64, StoreError> {
         let seen = self.groups.seen();
-        let acknowledged = slot.acknowledged;
+        let others = slot.others;
         let aborted = slot.txn.into_inner().abort().map_err(|e| redb_error(op, e));
         self.writer.has_pending.store(false, Ordering::Release);
-        if acknowledged > 0 {
+        if others > 0 {
             let cause = match (cause, aborted) {
                 (Some(cause), _) => cause.clone(),
                 (None, Err(e)) => e,
                 (None, Ok(())) => StoreError::new(Code::Internal, "the transaction was aborted"),
             };
-            return Err(self.lose_pending(acknowledged, cause));
+            return Err(self.lose_pending(others, cause));
         }
         aborted.map(|()| seen)
     }
@@ -253,16 +283,28 @@ impl RedbStore {
 
     /// Commits the pending transaction, if any, under the writer lock its caller holds.
     fn commit_pending(&self, state: &mut WriterState, op: &str) -> Result<(), StoreError> {
-        let Some(Pending { mut txn, rows }) = state.pending.take() else {
+        let Some(Pending { txn, rows }) = state.pending.take() else {
             return Ok(());
         };
-        let kind = CommitKind::Plain;
+        self.commit_held(txn, state, CommitKind::Plain, op)
+            .map(|_| ())
+            .map_err(|e| self.lose_pending(rows, e))
+    }
+
+    /// Commits `txn` as `kind` says (a lazy one durable if it is time, see
+    /// [`RedbStore::commit_lazily`]) under the writer lock its caller holds: no acknowledged
+    /// row is pending after it, whether it committed or not.
+    fn commit_held(
+        &self,
+        mut txn: Forgettable<WriteTransaction>,
+        state: &mut WriterState,
+        kind: CommitKind,
+        op: &str,
+    ) -> Result<u64, StoreError> {
         let committed = self.commit_lazily(&mut txn, state, kind, op);
         let committed = committed.and_then(|()| self.commit_txn(txn, op, kind));
         self.writer.has_pending.store(false, Ordering::Release);
         committed
-            .map(|_| ())
-            .map_err(|e| self.lose_pending(rows, e))
     }
 
     /// Before a commit of `kind`: a lazy (`Plain`) one is made durable once
@@ -288,14 +330,15 @@ impl RedbStore {
         Ok(())
     }
 
-    /// Records that `rows` acknowledged row writes are lost with their transaction (`cause`):
-    /// from now on every write fails with the returned `DATA_LOSS`. Reads go on, and see the
-    /// file as a crash would have left it.
+    /// Records that `rows` row writes (acknowledged, or waiting for their group's durable
+    /// commit) are lost with their transaction (`cause`): from now on every write fails with
+    /// the returned `DATA_LOSS`, the waiting writers' sync too, so none of them is acknowledged.
+    /// Reads go on, and see the file as a crash would have left it.
     fn lose_pending(&self, rows: usize, cause: StoreError) -> StoreError {
         let error = StoreError::new(
             Code::DataLoss,
             format!(
-                "{}: {rows} acknowledged row write(s) of a pending non-durable transaction were lost, as in a crash, and writes are refused from now on: {}",
+                "{}: {rows} row write(s) of a pending transaction were lost, as in a crash, and writes are refused from now on: {}",
                 self.describe(),
                 cause.message
             ),
@@ -315,5 +358,10 @@ impl RedbStore {
     /// Whether acknowledged rows wait in a pending transaction.
     pub(super) fn has_pending(&self) -> bool {
         self.writer.has_pending.load(Ordering::Acquire)
+    }
+
+    /// Rows written in the pending transaction, acknowledged or not.
+    pub(super) fn pending_rows(&self) -> usize {
+        self.writer().pending.as_ref().map_or(0, |p| p.rows)
     }
 }
