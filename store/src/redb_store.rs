@@ -1586,11 +1586,12 @@ impl RedbStore {
                 } else {
                     // A grouped write takes its number now, while it holds the writer: its
                     // group's durable commit is the first to begin after this.
-                    if *written > 0 && !acknowledged {
-                        if let Err(e) = self.groups.start_grouped(|| self.begin_read(op)) {
-                            self.abort(slot, op, Some(&e))?;
-                            return Err(e);
-                        }
+                    if *written > 0
+                        && !acknowledged
+                        && let Err(e) = self.groups.start_grouped(|| self.begin_read(op))
+                    {
+                        self.abort(slot, op, Some(&e))?;
+                        return Err(e);
                     }
                     self.keep_pending(slot, acknowledged)
                 }
