@@ -1566,7 +1566,7 @@ impl RedbStore {
         let catalog = self.catalog()?;
         let info = lookup(&catalog, table)?;
         let kind = self.commit_kind();
-        let mut slot = self.resume_write(op)?;
+        let mut slot = self.resume_write(op, kind)?;
         // Undo is needed only where other rows' writes share the transaction.
         let undoable = batch || slot.rows > 0;
         let result = (|| {
@@ -2769,8 +2769,13 @@ mod tests {
         s.set_durable_commits(false);
         put(&s, b"r", "cf", b"q", 1, b"plain");
         assert_eq!(value_of(&s, b"r").unwrap(), b"plain");
+        // An acknowledged row still pending when durable commits come on is seen while the
+        // first grouped write after it waits for the disk.
+        put(&s, b"p", "cf", b"q", 1, b"acknowledged");
+        assert!(s.has_pending());
         s.set_durable_commits(true);
         let ticket = write_unsynced(&s, b"r", b"grouped");
+        assert_eq!(value_of(&s, b"p").unwrap(), b"acknowledged");
         assert_eq!(value_of(&s, b"r").unwrap(), b"plain");
         s.wait_durable(ticket).unwrap();
         assert_eq!(value_of(&s, b"r").unwrap(), b"grouped");

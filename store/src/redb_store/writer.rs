@@ -144,10 +144,20 @@ impl RedbStore {
         })
     }
 
-    /// The transaction a row write joins: the pending one, or a new one (which commits with
-    /// `Durability::None`: a durable row write is made durable by its group's leader).
-    pub(super) fn resume_write(&self, op: &str) -> Result<WriteSlot<'_>, StoreError> {
+    /// The transaction a row write that commits as `kind` says joins: the pending one, or a
+    /// new one (which commits with `Durability::None`: a durable row write is made durable by
+    /// its group's leader). A grouped write does not join acknowledged rows (durable commits
+    /// were off until now): they commit first, so that readers, who see the snapshot of before
+    /// the grouped write until it is on disk, have them.
+    pub(super) fn resume_write(
+        &self,
+        op: &str,
+        kind: CommitKind,
+    ) -> Result<WriteSlot<'_>, StoreError> {
         let mut guard = self.writer();
+        if kind != CommitKind::Plain && self.writer.has_pending.load(Ordering::Acquire) {
+            self.commit_pending(&mut guard, op)?;
+        }
         let (txn, rows) = match guard.pending.take() {
             Some(Pending { txn, rows }) => (txn, rows),
             None => (self.open_write_txn(op, CommitKind::Plain)?, 0),
