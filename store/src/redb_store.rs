@@ -39,6 +39,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
+use std::num::NonZeroUsize;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -56,7 +57,7 @@ use crate::redb_guard::{Forgettable, contain};
 use crate::semantics::{
     check_not_dropped, check_put_family, remove_from_schema, validate_schema, with_dropped,
 };
-use crate::{EngineState, RowWrite, StoreOptions, TableStorage};
+use crate::{EngineState, NewestPerColumn, RowWrite, StoreOptions, TableStorage};
 
 mod backup;
 mod group_commit;
@@ -1057,11 +1058,15 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     end
 }
 
-/// The cells of one row in canonical order, read from a snapshot or a write transaction.
+/// The cells of one row in canonical order, read from a snapshot or a write transaction; with
+/// `per_column`, only the newest that many of each column ([`TableStorage::read_row`]): an
+/// older cell of a column is recognised by its key bytes and neither decoded nor copied (the
+/// column's newest cell, always kept, was decoded: its key is well formed).
 fn read_cells<T: ReadableTable<&'static [u8], &'static [u8]>>(
     cells: &T,
     table: &str,
     prefix: &[u8],
+    per_column: Option<NonZeroUsize>,
 ) -> Result<Vec<Cell>, StoreError> {
     let op = "read cells";
     let end = prefix_end(prefix);
@@ -1069,9 +1074,24 @@ fn read_cells<T: ReadableTable<&'static [u8], &'static [u8]>>(
         .range::<&[u8]>(prefix..end.as_slice())
         .map_err(|e| redb_error(op, e))?;
     let mut out = Vec::new();
+    let mut newest = per_column.map(|n| NewestPerColumn::new(n.get()));
+    // The previous cell's key without its timestamp: its column, as stored.
+    let mut previous: Option<Vec<u8>> = None;
     for entry in range {
         let (k, v) = entry.map_err(|e| redb_error(op, e))?;
         let key = k.value();
+        if let Some(newest) = newest.as_mut() {
+            let column = &key[..key.len().saturating_sub(8)];
+            let same = previous.as_deref() == Some(column);
+            if !same {
+                let previous = previous.get_or_insert_with(Vec::new);
+                previous.clear();
+                previous.extend_from_slice(column);
+            }
+            if !newest.keeps(same) {
+                continue;
+            }
+        }
         let suffix = key
             .get(prefix.len()..)
             .ok_or_else(|| corrupt(table, "short key"))?;
@@ -1434,7 +1454,7 @@ impl TableStorage for RedbStore {
             };
             let mut prefix = Vec::with_capacity(key.len() + 2);
             push_component(&mut prefix, &key);
-            let cells = read_cells(&snapshot.cells, table, &prefix)?;
+            let cells = read_cells(&snapshot.cells, table, &prefix, None)?;
             if cells.is_empty() {
                 return match point {
                     Some(_) => Ok(None),
@@ -1442,6 +1462,35 @@ impl TableStorage for RedbStore {
                 };
             }
             Ok(Some(Row { key, cells }))
+        })
+    }
+
+    /// Straight to the row's cells, with the limit applied as they are read.
+    fn read_row(
+        &self,
+        table: &str,
+        key: &[u8],
+        cells_per_column: Option<usize>,
+    ) -> Result<Option<Row>, StoreError> {
+        let op = "read_row";
+        self.guarded(Scope::Read(table), op, || {
+            let info = self.table_info(table)?;
+            let snapshot = self.snapshot(table, &info, op)?;
+            let mut prefix = Vec::with_capacity(key.len() + 2);
+            push_component(&mut prefix, key);
+            // A limit of 0 keeps no cell of a row that exists: read whole, answered empty.
+            let limit = cells_per_column.map(NonZeroUsize::new);
+            let mut cells = read_cells(&snapshot.cells, table, &prefix, limit.flatten())?;
+            if cells.is_empty() {
+                return Ok(None);
+            }
+            if limit == Some(None) {
+                cells.clear();
+            }
+            Ok(Some(Row {
+                key: key.to_vec(),
+                cells,
+            }))
         })
     }
 
@@ -1836,7 +1885,7 @@ impl RedbRow<'_> {
 
 impl RowWrite for RedbRow<'_> {
     fn cells(&mut self) -> Result<Vec<Cell>, StoreError> {
-        read_cells(&*self.cells, self.table, &self.prefix)
+        read_cells(&*self.cells, self.table, &self.prefix, None)
     }
 
     fn latest(
@@ -2200,6 +2249,63 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn read_row_limits_match_the_memory_store() {
+        let redb = store();
+        let memory = crate::MemoryStore::new();
+        memory
+            .create_table("t", &[ColumnFamily::new("cf"), ColumnFamily::new("a")])
+            .unwrap();
+        // Columns whose stored keys share prefixes, each with up to three versions.
+        let cells: &[(&str, &[u8], i64)] = &[
+            ("a", b"q", 1),
+            ("cf", b"", 7),
+            ("cf", b"q", 1),
+            ("cf", b"q", 2),
+            ("cf", b"q", 3),
+            ("cf", b"q\0", 5),
+            ("cf", b"q\0", 4),
+            ("cf", b"qa", 9),
+            ("cf", b"qb", 6),
+            ("cf", b"r", 2),
+            ("cf", b"r", 8),
+        ];
+        for (family, qualifier, ms) in cells {
+            let value = format!("{family}/{qualifier:?}/{ms}");
+            let put = |r: &mut dyn RowWrite| {
+                r.put(
+                    family,
+                    qualifier,
+                    Timestamp::from_millis(*ms),
+                    value.as_bytes(),
+                )
+            };
+            redb.write_row("t", b"r", |r| put(r)).unwrap();
+            memory.write_row("t", b"r", |r| put(r)).unwrap();
+        }
+        for key in [&b"r"[..], b"r\0", b"missing"] {
+            for limit in [None, Some(0), Some(1), Some(2), Some(5)] {
+                assert_eq!(
+                    redb.read_row("t", key, limit).unwrap(),
+                    memory.read_row("t", key, limit).unwrap(),
+                    "{key:?} {limit:?}"
+                );
+            }
+        }
+        assert_eq!(
+            redb.read_row("t", b"r", None).unwrap().unwrap().cells.len(),
+            cells.len()
+        );
+        assert_eq!(
+            redb.read_row("t", b"r", Some(1))
+                .unwrap()
+                .unwrap()
+                .cells
+                .len(),
+            7
+        );
     }
 
     #[test]
