@@ -367,7 +367,8 @@ pub fn decode_ops_gob(bytes: &[u8]) -> Result<OrderedParamSet, CodecError> {
         let type_id = r.int()?;
         if type_id < 0 {
             let (id, wire) = read_wire_type(&mut r)?;
-            if id != -type_id {
+            // i64::MIN has no negation: no definition can match it.
+            if type_id.checked_neg() != Some(id) {
                 return Err(r.err("type definition id mismatch"));
             }
             if !r.at_end() {
@@ -451,6 +452,16 @@ mod tests {
         v.clear();
         put_uint(&mut v, 256);
         assert_eq!(v, [0xfe, 1, 0]);
+    }
+
+    #[test]
+    fn a_type_definition_numbered_i64_min_is_an_error() {
+        // Found by the tracestore fuzz target: a type id of i64::MIN has no negation.
+        let input = [
+            0x10, 0xf8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0xff, 0x01, 0x00,
+            0xff, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ];
+        assert!(decode_ops_gob(&input).is_err());
     }
 
     #[test]
