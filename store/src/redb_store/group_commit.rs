@@ -56,7 +56,7 @@ pub(super) struct SyncGroups {
     state: Mutex<SyncState>,
     /// Signalled when a leader finishes (synced or failed).
     finished: Condvar,
-    /// Signalled when a durable write begins to wait or ends: what a gathering leader awaits.
+    /// Signalled once a gathering leader's group is in ([`SyncGroups::arrive`]).
     arrived: Condvar,
 }
 
@@ -141,7 +141,8 @@ impl SyncGroups {
 
     /// Records a durable commit that succeeded: the grouped writes numbered up to `target`
     /// (the count taken while holding redb's writer, before the commit) are on disk, and
-    /// `pinned` (begun at the same point) is what readers may now see.
+    /// `pinned` (begun right after the commit, the writer still held) is what readers may now
+    /// see.
     pub(super) fn durable(&self, target: u64, pinned: ReadTransaction) {
         let mut state = self.lock();
         state.synced = state.synced.max(target);
@@ -204,8 +205,9 @@ impl SyncGroups {
         }
     }
 
-    /// Waits, at most [`GATHER`], until every durable write in flight has its row in and
-    /// waits too, so that the leader's commit carries them all.
+    /// Waits, at most [`GATHER`], until every durable write in flight, and as many writers as
+    /// the last commit served, have their rows in and wait too ([`SyncState::gathered`]), so
+    /// that the leader's commit carries them all.
     fn gather<'a>(&'a self, mut state: MutexGuard<'a, SyncState>) -> MutexGuard<'a, SyncState> {
         let deadline = Instant::now() + GATHER;
         while !state.gathered() {
