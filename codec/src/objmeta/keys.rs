@@ -282,6 +282,41 @@ pub fn decode_row_key(key: &[u8]) -> Result<DecodedRowKey, ObjmetaCodecError> {
     } else {
         collection.clone()
     };
+    let ObjectKeyParts {
+        format,
+        kind,
+        object_key,
+        version_id,
+    } = decode_object_key(&arsenal_key);
+    Ok(DecodedRowKey {
+        collection,
+        bucket: Some(bucket),
+        kind,
+        format: Some(format),
+        object_key: object_key.to_string(),
+        version_id: version_id.map(ToString::to_string),
+        arsenal_key,
+    })
+}
+
+/// An object collection's Arsenal key taken apart (see [`decode_object_key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ObjectKeyParts<'k> {
+    /// The layout the key's bytes say: v1 when it starts with a `DbPrefixes` prefix.
+    pub format: VFormat,
+    /// Master, version or (v1) replay.
+    pub kind: KeyKind,
+    /// The object key: after the v1 prefix, up to the first [`SEPARATOR`] of a version.
+    pub object_key: &'k str,
+    /// The version id of a version key: after the first [`SEPARATOR`].
+    pub version_id: Option<&'k str>,
+}
+
+/// Reads an Arsenal key of an object collection as the layouts define it (`objmeta.md` 4.1):
+/// a `\x7fM` / `\x7fV` / `\x7fR` prefix makes it v1, otherwise it is v0, where a key is a
+/// version iff it contains [`SEPARATOR`]; a version splits at its first separator. The one
+/// decoder of key layouts ([`decode_row_key`] and the migration's key mapping use it).
+pub fn decode_object_key(arsenal_key: &str) -> ObjectKeyParts<'_> {
     let (format, kind, rest) = if let Some(r) = arsenal_key.strip_prefix(MASTER_PREFIX) {
         (VFormat::V1, KeyKind::Master, r)
     } else if let Some(r) = arsenal_key.strip_prefix(VERSION_PREFIX) {
@@ -289,23 +324,20 @@ pub fn decode_row_key(key: &[u8]) -> Result<DecodedRowKey, ObjmetaCodecError> {
     } else if let Some(r) = arsenal_key.strip_prefix(REPLAY_PREFIX) {
         (VFormat::V1, KeyKind::Replay, r)
     } else if arsenal_key.contains(SEPARATOR) {
-        (VFormat::V0, KeyKind::Version, arsenal_key.as_str())
+        (VFormat::V0, KeyKind::Version, arsenal_key)
     } else {
-        (VFormat::V0, KeyKind::Master, arsenal_key.as_str())
+        (VFormat::V0, KeyKind::Master, arsenal_key)
     };
     let (object_key, version_id) = match (kind, rest.split_once(SEPARATOR)) {
-        (KeyKind::Version, Some((k, v))) => (k.to_string(), Some(v.to_string())),
-        _ => (rest.to_string(), None),
+        (KeyKind::Version, Some((k, v))) => (k, Some(v)),
+        _ => (rest, None),
     };
-    Ok(DecodedRowKey {
-        collection,
-        bucket: Some(bucket),
+    ObjectKeyParts {
+        format,
         kind,
-        format: Some(format),
         object_key,
         version_id,
-        arsenal_key,
-    })
+    }
 }
 
 /// The segments of an object metadata row key (as [`decode_row_key`] reads it): collection,

@@ -6,12 +6,15 @@
 //! - [`cells`]: documents as cells (`REPLACE`), the named filters, tag-key escaping.
 //! - [`range`]: Arsenal key ranges and their row ranges.
 //! - [`listing`]: the listing algorithms (`Delimiter`, `DelimiterMaster`, `DelimiterVersions`).
+//! - [`migration`]: the live layout migration v0 ↔ v1 (`docs/migration.md` §4): key mapping, the
+//!   sync stamp and its predicates, the classification of a pair of rows.
 
 pub mod cells;
 mod error;
 pub mod json;
 pub mod keys;
 pub mod listing;
+pub mod migration;
 pub mod range;
 pub mod version_id;
 

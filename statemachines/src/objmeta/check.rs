@@ -26,6 +26,7 @@ use rowkit_codec::objmeta::keys::{
     DecodedRowKey, INFOSTORE, KeyKind, METASTORE, USERS_BUCKET, USERS_BUCKET_COLLECTION, VFormat,
     collection_end, collection_start, decode_row_key, master_key, row_key,
 };
+use rowkit_codec::objmeta::migration::sync::SYNC_QUALIFIER;
 use rowkit_codec::objmeta::version_id::generated_at_ms;
 
 use super::REPAIR_DELAY_US;
@@ -635,12 +636,22 @@ fn derived_stale(row: &Row, doc: &StoredDoc) -> Option<String> {
             _ => None,
         })
         .collect();
-    let have: BTreeMap<Vec<u8>, Vec<u8>> = row
+    let mut have: BTreeMap<Vec<u8>, Vec<u8>> = row
         .cells
         .iter()
         .filter(|c| c.family == FLAG_FAMILY)
         .map(|c| (c.qualifier.clone(), c.value.clone()))
         .collect();
+    // The layout migration's sync stamp (`docs/migration.md` §4.2, §9) is no derived cell: it
+    // is accepted iff it equals the row's `f:hash` (the only value the migration writes); any
+    // other value is reported with the derived cells, and the repair's rewrite removes it.
+    let stamp = SYNC_QUALIFIER.as_bytes();
+    if have
+        .get(stamp)
+        .is_some_and(|v| have.get(b"hash".as_slice()) == Some(v))
+    {
+        have.remove(stamp);
+    }
     if want == have {
         return None;
     }
@@ -893,4 +904,83 @@ fn judge_key(
         out.push((f, becomes_latest(filters::hash_eq(&hash), true)));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::vec;
+
+    use rowkit_codec::model::{Cell, Timestamp};
+    use rowkit_codec::objmeta::cells::replace;
+
+    use super::*;
+
+    /// The row `REPLACE(value)` writes, plus `extra` `f` cells.
+    fn row(value: &str, extra: &[(&str, Vec<u8>)]) -> (Row, StoredDoc) {
+        let json = Json::parse(value).unwrap();
+        let mut cells: Vec<Cell> = replace(&json, None)
+            .into_iter()
+            .filter_map(|m| match m {
+                Mutation::SetCell {
+                    family,
+                    qualifier,
+                    timestamp,
+                    value,
+                } => Some(Cell {
+                    family,
+                    qualifier,
+                    timestamp,
+                    value,
+                    labels: vec![],
+                }),
+                _ => None,
+            })
+            .collect();
+        for (q, v) in extra {
+            cells.push(Cell {
+                family: FLAG_FAMILY.into(),
+                qualifier: q.as_bytes().to_vec(),
+                timestamp: Timestamp(0),
+                value: v.clone(),
+                labels: vec![],
+            });
+        }
+        cells.sort_by(rowkit_codec::model::compare_canonical);
+        let row = Row {
+            key: b"b\x00k".to_vec(),
+            cells,
+        };
+        let doc = StoredDoc::from_row(&row).unwrap().unwrap();
+        (row, doc)
+    }
+
+    const DOC: &str = r#"{"key":"k","versionId":"v1"}"#;
+
+    #[test]
+    fn a_sync_stamp_equal_to_the_hash_is_accepted() {
+        let hash = rowkit_codec::objmeta::cells::value_hash(DOC);
+        let (r, doc) = row(DOC, &[("rowkitSync", hash)]);
+        assert_eq!(derived_stale(&r, &doc), None);
+        let (r, doc) = row(DOC, &[]);
+        assert_eq!(derived_stale(&r, &doc), None);
+    }
+
+    #[test]
+    fn a_sync_stamp_of_another_value_is_derived_stale() {
+        let (r, doc) = row(DOC, &[("rowkitSync", vec![7; 32])]);
+        let stale = derived_stale(&r, &doc).unwrap();
+        assert!(
+            stale.contains("f:rowkitSync") || stale.contains("rowkitSync"),
+            "{stale}"
+        );
+        // A stamp equal to a stale stored hash: the hash is what is reported.
+        let (mut r, doc) = row(DOC, &[("rowkitSync", vec![5; 32])]);
+        for c in &mut r.cells {
+            if c.qualifier == b"hash" {
+                c.value = vec![5; 32];
+            }
+        }
+        let stale = derived_stale(&r, &doc).unwrap();
+        assert!(stale.contains("wrong values: f:hash"), "{stale}");
+    }
 }

@@ -6,8 +6,8 @@
 //! [`CreateBucket`], [`PutBucketAttributes`], [`GetBucketAttributes`], [`DeleteBucket`],
 //! [`ListBuckets`], [`GetUuid`], [`CountItems`], [`GetObjects`], [`GetBucketAndObject`],
 //! [`GetBucketVFormat`], [`ReadCountItems`], [`UpdateCountItems`],
-//! [`PutBucketAttributesCapabilities`], [`DeleteBucketAttributesCapability`], and the delayed
-//! [`AsyncRepair`]. The context is Arsenal's per-process [`ObjmetaState`] (version-id
+//! [`PutBucketAttributesCapabilities`], [`DeleteBucketAttributesCapability`], the delayed
+//! [`AsyncRepair`], and the layout migration's sync step [`SyncKey`] ([`migrate`]). The context is Arsenal's per-process [`ObjmetaState`] (version-id
 //! generator, vFormat cache), borrowed exclusively by one machine at a time (`&mut state`) or
 //! moved into it (`state` by value: a `'static` machine, e.g. one of several a simulator runs
 //! at once). Change events ([`ObjmetaEvent`]) come out of `poll_event` in the order the
@@ -46,6 +46,7 @@ mod bucket;
 mod check;
 mod documents;
 mod list;
+pub mod migrate;
 mod object;
 mod requests;
 
@@ -67,6 +68,7 @@ pub use bucket::{
 };
 pub use check::{Check, CheckFlow};
 pub use list::ListObjectFlow;
+pub use migrate::sync::{SyncKey, SyncKeyFlow};
 pub use object::{
     AsyncRepairFlow, DeleteObjectFlow, GetBucketAndObjectFlow, GetObjectFlow, GetObjectsFlow,
     PutObjectFlow, PutOutcome, RepairOutcome,
@@ -92,6 +94,7 @@ impl OperationError for ObjmetaError {
             ObjmetaError::NoSuchVersion => "NoSuchVersion",
             ObjmetaError::BucketAlreadyExists { .. } => "BucketAlreadyExists",
             ObjmetaError::InternalError(_) => "InternalError",
+            ObjmetaError::MigrationKey(finding) => finding.id(),
             ObjmetaError::Aborted => ABORTED_ID,
         }
     }
@@ -297,6 +300,11 @@ pub enum ObjmetaError {
     /// Everything else Arsenal reports as an internal error.
     #[error("InternalError: {0}")]
     InternalError(String),
+    /// A key the layout migration cannot move (`docs/migration.md` §4.1: `key_collision`,
+    /// `key_too_long`, `nul_in_object_key`); its id is the finding's. A project addition:
+    /// [`SyncKey`] refuses such a key before any request.
+    #[error("{0}")]
+    MigrationKey(rowkit_codec::objmeta::migration::sync::KeyFinding),
     /// The operation deadline passed, or the machine was cancelled.
     #[error("{}", crate::operation::ABORTED_MESSAGE)]
     Aborted,

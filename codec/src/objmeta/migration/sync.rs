@@ -1,0 +1,1166 @@
+//! The pure parts of `SyncKey`, the one sync step of the object-metadata migration
+//! (`docs/migration.md` §4.1–§4.3):
+//!
+//! - **Key mapping** (§4.1): [`map_key`] gives the Arsenal key of a row in the `to` layout from
+//!   its key in the `from` layout, or the [`KeyFinding`] that blocks the migration of that key;
+//!   [`sync_pair`] gives both row keys of a key. Keys are read with
+//!   [`decode_object_key`] and built with [`master_key`] / [`version_key`]: no layout is
+//!   encoded here.
+//! - **The sync stamp** (§4.2): column `f:`[`SYNC_QUALIFIER`], timestamp 0, value = the row's
+//!   own `f:hash`. Every object write removes it (`REPLACE` starts with
+//!   `DeleteFromFamily("f")`), so a stamped row has not been written by the application since
+//!   the migration last synced its key. The named predicates and mutations: [`stamped`]
+//!   (`STAMPED`), [`same`] / [`if_same`] (`SAME(r)`, `SAME(absent)`), [`copy`] (`COPY(r)`),
+//!   [`stamp`] (`STAMP(r)`).
+//! - **Classification** (§4.3 step 2): [`classify`] maps the pair as read ([`Side`] of the
+//!   source and of the target) and the [`Truth`] to a [`SyncAction`]; [`sync_writes`] lists the
+//!   conditional writes of steps 3 and 4 that carry it out.
+//!
+//! ```
+//! use rowkit_codec::objmeta::keys::VFormat;
+//! use rowkit_codec::objmeta::migration::sync::{
+//!     KeyFinding, PresentRow, Side, Stamp, SyncAction, Truth, classify, map_key,
+//! };
+//!
+//! assert_eq!(map_key("b", "k\0v1", VFormat::V0, VFormat::V1), Ok("\x7fVk\0v1".to_string()));
+//! assert!(matches!(
+//!     map_key("b", "\x7fMk", VFormat::V0, VFormat::V1),
+//!     Err(KeyFinding::KeyCollision { .. })
+//! ));
+//!
+//! let row = |h, stamp| Side::Present(PresentRow { hash: vec![h; 32], stamp, cells: vec![] });
+//! // The application wrote the source since the last sync (unstamped, another hash): before
+//! // the switch it is copied; after it, it is a straggler's write, adopted.
+//! let (s, t) = (row(1, Stamp::Unstamped), row(2, Stamp::Stamped));
+//! assert_eq!(classify(&s, &t, Truth::From), SyncAction::CopyToTarget);
+//! assert_eq!(classify(&s, &t, Truth::To), SyncAction::StragglerCopyToTarget);
+//! ```
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use crate::model::{Cell, KeyBound, Mutation, Row, RowFilter, Timestamp, limits};
+use crate::objmeta::cells::{DOC_FAMILY, FLAG_FAMILY, filters};
+use crate::objmeta::keys::{
+    KeyKind, SEPARATOR, VFormat, decode_object_key, master_key, row_key, version_key,
+};
+
+/// The qualifier of the sync stamp `f:rowkitSync` (§4.2): the one cell the migration adds to
+/// object rows.
+pub const SYNC_QUALIFIER: &str = "rowkitSync";
+
+// ---------------------------------------------------------------------------------------------
+// §4.1 Key mapping
+// ---------------------------------------------------------------------------------------------
+
+/// Why a key cannot be migrated (§4.1, "Found during a pass"): the run stops in its state and
+/// resumes after the operator's fix. [`KeyFinding::NotInFromLayout`] is not a finding of the
+/// doc but a caller's mistake: the key given is not a row of the `from` layout at all.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum KeyFinding {
+    /// An object key that starts with `\x7fM`, `\x7fV` or `\x7fR`: v0 → v1, its v0 row is
+    /// read as another key's v1 row (§4.1). Also v1 → v0, which §4.1 calls impossible: the
+    /// layouts share the collection, so the v0 row of object key `\x7fMk` (from the v1 row
+    /// `\x7fM\x7fMk`) **is** the v1 master row of `k`, another key's `from` row.
+    #[error(
+        "key_collision: object key of {key:?} starts with a v1 prefix (\\x7fM, \\x7fV or \\x7fR)"
+    )]
+    KeyCollision {
+        /// The `from` key.
+        key: String,
+    },
+    /// v0 → v1: the `to` row key is 2 bytes longer than the `from` one and over Bigtable's
+    /// 4096-byte limit.
+    #[error(
+        "key_too_long: key {key:?} would have a {row_key_bytes}-byte row key in the new \
+         layout, over the 4096-byte limit"
+    )]
+    KeyTooLong {
+        /// The `from` key.
+        key: String,
+        /// The length of the `to` row key it would have.
+        row_key_bytes: usize,
+    },
+    /// An object key containing `\0` cannot be told from a version key in v0: a v1 master
+    /// whose object key holds a NUL, or a key (either layout) with a NUL after its version
+    /// separator (version ids never hold one, so the object key does).
+    #[error("nul_in_object_key: key {key:?} has an object key containing \\0")]
+    NulInObjectKey {
+        /// The `from` key.
+        key: String,
+    },
+    /// The key is not an object row of the `from` layout: a v1 `from` key without the
+    /// `\x7fM` / `\x7fV` prefix, or a v1 replay key (never written).
+    #[error("not_in_from_layout: key {key:?} is not an object row of the {} layout", from.as_str())]
+    NotInFromLayout {
+        /// The key given.
+        key: String,
+        /// The `from` layout.
+        from: VFormat,
+    },
+}
+
+impl KeyFinding {
+    /// The finding's stable id (the doc's name: `key_collision`, `key_too_long`,
+    /// `nul_in_object_key`; `not_in_from_layout` for a key that is no `from` row).
+    pub fn id(&self) -> &'static str {
+        match self {
+            KeyFinding::KeyCollision { .. } => "key_collision",
+            KeyFinding::KeyTooLong { .. } => "key_too_long",
+            KeyFinding::NulInObjectKey { .. } => "nul_in_object_key",
+            KeyFinding::NotInFromLayout { .. } => "not_in_from_layout",
+        }
+    }
+}
+
+/// The Arsenal key in the `to` layout of the row whose key in the `from` layout is `key`
+/// (§4.1), in collection `collection` (for the row-key length limit). A master maps to a
+/// master, a version to the version of the same object key and id. With `from == to` the key
+/// is checked the same way and comes back unchanged.
+///
+/// Which finding applies in which direction:
+/// - `key_collision`: v0 → v1, a key starting with a v1 prefix; v1 → v0, an object key starting
+///   with one (its v0 row would be a v1 row of another key; §4.1 overlooks this direction).
+/// - `nul_in_object_key`: both directions. v1 → v0: a master whose object key holds `\0`, or
+///   a version with a second `\0`. v0 → v1: a key with two or more `\0` (a v0 key with one is a
+///   version by the layout's definition; a master whose object key holds one `\0` looks exactly
+///   like a version and cannot be found from its key).
+/// - `key_too_long`: `to` row key over 4096 bytes (only v0 → v1 grows a key).
+pub fn map_key(
+    collection: &str,
+    key: &str,
+    from: VFormat,
+    to: VFormat,
+) -> Result<String, KeyFinding> {
+    let parts = decode_object_key(key);
+    match (from, parts.format, parts.kind) {
+        (VFormat::V0, VFormat::V1, _) => {
+            return Err(KeyFinding::KeyCollision { key: key.into() });
+        }
+        (VFormat::V1, VFormat::V0, _) | (VFormat::V1, _, KeyKind::Replay) => {
+            return Err(KeyFinding::NotInFromLayout {
+                key: key.into(),
+                from,
+            });
+        }
+        _ => {}
+    }
+    // v1 → v0: an object key that itself starts with a prefix has a v0 row that is a v1 row of
+    // the same collection (`\x7fM\x7fMk` → `\x7fMk`, the v1 master of `k`): the same
+    // collision seen from the other side (the doc calls it impossible; it is not, see
+    // `KeyFinding::KeyCollision`).
+    if to == VFormat::V0 && decode_object_key(parts.object_key).format == VFormat::V1 {
+        return Err(KeyFinding::KeyCollision { key: key.into() });
+    }
+    let nul_in = |s: &str| s.contains(SEPARATOR);
+    if nul_in(parts.object_key) || parts.version_id.is_some_and(nul_in) {
+        return Err(KeyFinding::NulInObjectKey { key: key.into() });
+    }
+    let mapped = match parts.version_id {
+        Some(version_id) => version_key(to, parts.object_key, version_id),
+        None => master_key(to, parts.object_key),
+    };
+    let row_key_bytes = collection.len() + 1 + mapped.len();
+    if row_key_bytes > limits::MAX_ROW_KEY_BYTES {
+        return Err(KeyFinding::KeyTooLong {
+            key: key.into(),
+            row_key_bytes,
+        });
+    }
+    Ok(mapped)
+}
+
+/// The two rows of one Arsenal key: `S(a)` in the `from` layout, `T(a)` in the `to` layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SyncPair {
+    /// The key in the `from` layout.
+    pub source_key: String,
+    /// The key in the `to` layout.
+    pub target_key: String,
+    /// `S(a)`: the row key of [`SyncPair::source_key`].
+    pub source_row: Vec<u8>,
+    /// `T(a)`: the row key of [`SyncPair::target_key`].
+    pub target_row: Vec<u8>,
+}
+
+/// Both row keys of the `from` key `key` in `collection` ([`map_key`], then
+/// [`row_key`]).
+pub fn sync_pair(
+    collection: &str,
+    key: &str,
+    from: VFormat,
+    to: VFormat,
+) -> Result<SyncPair, KeyFinding> {
+    let target_key = map_key(collection, key, from, to)?;
+    Ok(SyncPair {
+        source_row: row_key(collection, key),
+        target_row: row_key(collection, &target_key),
+        source_key: key.into(),
+        target_key,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// §4.2 The stamp, the rows as read, the named predicates and mutations
+// ---------------------------------------------------------------------------------------------
+
+/// The stamp state of a present row as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Stamp {
+    /// No `f:rowkitSync`: the application wrote the row since the last sync (or none ran).
+    Unstamped,
+    /// `f:rowkitSync` equal to the row's `f:hash`: unchanged since the migration wrote or
+    /// confirmed it.
+    Stamped,
+    /// `f:rowkitSync` with another value than the row's `f:hash`. No writer of the protocol
+    /// leaves one (every write removes the stamp, every stamp is the row's hash), so it is
+    /// damage; it proves nothing and [`classify`] counts it as **unstamped**. [`same`] still
+    /// names it exactly (the value read), so the sync's conditional writes apply to the row as
+    /// read and replace it with a valid stamp.
+    Invalid(Vec<u8>),
+}
+
+/// One row of the pair as read with `LatestN(1)`, what §4.3 step 2 classifies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Side {
+    /// No `d:value` (no row, or a row with derived cells only: `EXISTS` does not match it).
+    Absent,
+    /// A document.
+    Present(PresentRow),
+}
+
+/// A present row as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PresentRow {
+    /// Its `f:hash` as stored (32 bytes for rows the protocol wrote).
+    pub hash: Vec<u8>,
+    /// Its stamp state.
+    pub stamp: Stamp,
+    /// Its cells as read, the newest of each column, without the stamp: what [`copy`] writes.
+    pub cells: Vec<Cell>,
+}
+
+/// Why a row as read cannot be synced.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SideError {
+    /// A row with `d:value` and no `f:hash`: its `f` cells are not those of its document (a
+    /// `derived_stale` row for `check`, which `check --fix` rewrites); `SAME` cannot name it.
+    #[error("row has d:value but no f:hash (run check --fix: derived_stale)")]
+    NoHash,
+}
+
+impl Side {
+    /// The side a read gave: `row` as read (`None`: no row). Only the newest cell of each
+    /// column counts (the read uses `LatestN(1)`; older ones are ignored if any came).
+    pub fn from_row(row: Option<&Row>) -> Result<Side, SideError> {
+        let Some(row) = row else {
+            return Ok(Side::Absent);
+        };
+        // Canonical order puts a column's newest cell first: keep the first of each column.
+        let mut cells: Vec<&Cell> = Vec::new();
+        for cell in &row.cells {
+            if !cells
+                .last()
+                .is_some_and(|c| c.family == cell.family && c.qualifier == cell.qualifier)
+            {
+                cells.push(cell);
+            }
+        }
+        let find = |family: &str, qualifier: &str| {
+            cells
+                .iter()
+                .find(|c| c.family == family && c.qualifier == qualifier.as_bytes())
+        };
+        if find(DOC_FAMILY, "value").is_none() {
+            return Ok(Side::Absent);
+        }
+        let hash = find(FLAG_FAMILY, "hash")
+            .map(|c| c.value.clone())
+            .ok_or(SideError::NoHash)?;
+        let stamp = match find(FLAG_FAMILY, SYNC_QUALIFIER) {
+            None => Stamp::Unstamped,
+            Some(c) if c.value == hash => Stamp::Stamped,
+            Some(c) => Stamp::Invalid(c.value.clone()),
+        };
+        let is_stamp =
+            |c: &&&Cell| c.family == FLAG_FAMILY && c.qualifier == SYNC_QUALIFIER.as_bytes();
+        let cells = cells
+            .iter()
+            .filter(|c| !is_stamp(c))
+            .map(|c| Cell {
+                labels: Vec::new(),
+                ..(**c).clone()
+            })
+            .collect();
+        Ok(Side::Present(PresentRow { hash, stamp, cells }))
+    }
+
+    /// The row as read, when present.
+    pub fn present(&self) -> Option<&PresentRow> {
+        match self {
+            Side::Absent => None,
+            Side::Present(row) => Some(row),
+        }
+    }
+
+    /// Its `f:hash`, when present.
+    pub fn hash(&self) -> Option<&[u8]> {
+        self.present().map(|r| r.hash.as_slice())
+    }
+
+    /// Whether it carries a valid stamp (an absent row carries none: it proves nothing by
+    /// itself).
+    pub fn is_stamped(&self) -> bool {
+        self.present().is_some_and(|r| r.stamp == Stamp::Stamped)
+    }
+}
+
+/// `STAMPED` = `FLAG("rowkitSync")`: the row carries a stamp (of any value).
+pub fn stamped() -> RowFilter {
+    filters::flag(SYNC_QUALIFIER)
+}
+
+/// The stamp cell holds exactly `value` (for [`Stamp::Invalid`]).
+fn stamp_eq(value: &[u8]) -> RowFilter {
+    RowFilter::Chain(vec![
+        stamped(),
+        RowFilter::ValueRange {
+            start: KeyBound::Closed(value.to_vec()),
+            end: KeyBound::Closed(value.to_vec()),
+        },
+    ])
+}
+
+/// `SAME(r)`: matches iff the row still has the value and the stamp state read. Stamped:
+/// `AND(HASH_EQ(r.hash), STAMPED)`; unstamped: `Condition(STAMPED, BlockAll, HASH_EQ(r.hash))`;
+/// an invalid stamp: `AND(HASH_EQ(r.hash), stamp = the value read)`. `SAME(absent)` is
+/// `EXISTS`, which matches iff the row is **no longer** absent: its write goes in
+/// `false_mutations` — use [`if_same`], which places it.
+pub fn same(side: &Side) -> RowFilter {
+    match side {
+        Side::Absent => filters::exists(),
+        Side::Present(row) => match &row.stamp {
+            Stamp::Stamped => filters::and(filters::hash_eq(&row.hash), stamped()),
+            Stamp::Unstamped => RowFilter::Condition {
+                predicate: Some(Box::new(stamped())),
+                true_filter: Some(Box::new(RowFilter::BlockAll)),
+                false_filter: Some(Box::new(filters::hash_eq(&row.hash))),
+            },
+            Stamp::Invalid(value) => filters::and(filters::hash_eq(&row.hash), stamp_eq(value)),
+        },
+    }
+}
+
+/// `STAMP(r)` = `[Set(f, rowkitSync, 0, r.hash)]`.
+pub fn stamp(row: &PresentRow) -> Vec<Mutation> {
+    vec![Mutation::set_cell(
+        FLAG_FAMILY,
+        SYNC_QUALIFIER.as_bytes(),
+        Timestamp(0),
+        row.hash.clone(),
+    )]
+}
+
+/// `COPY(r)` = `REPLACE(r.value)` + `STAMP(r)`, made from the row's **cells as read**:
+/// `DeleteFromFamily("f")`, then a `SetCell` of every cell read (`d:value` and the `f` cells,
+/// stamp excepted) with its column, timestamp and value as read, then the stamp. The copy's
+/// `d:value` and `f:` cells are the source's byte for byte — even where the source's `f` cells
+/// are stale or its `d:value` is not valid UTF-8 (a `REPLACE` rebuilt from the parsed text
+/// would differ there) — and for a row the protocol wrote it is exactly
+/// `REPLACE(r.value)` + `STAMP(r)` (the same cells; only the order of the `SetCell`s on
+/// different columns differs, which changes nothing).
+pub fn copy(row: &PresentRow) -> Vec<Mutation> {
+    let mut mutations = vec![Mutation::DeleteFromFamily {
+        family: FLAG_FAMILY.into(),
+    }];
+    mutations.extend(row.cells.iter().map(Cell::to_set_cell));
+    mutations.extend(stamp(row));
+    mutations
+}
+
+/// One `CheckAndMutateRow` of a sync: its predicate and both branches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConditionalWrite {
+    /// `SAME(row as read)`.
+    pub predicate: RowFilter,
+    /// Applied when the predicate matched.
+    pub true_mutations: Vec<Mutation>,
+    /// Applied when it did not.
+    pub false_mutations: Vec<Mutation>,
+}
+
+impl ConditionalWrite {
+    /// Whether the write was applied, given the reply's `predicate_matched`: the mutations sit
+    /// in exactly one branch.
+    pub fn applied(&self, predicate_matched: bool) -> bool {
+        if predicate_matched {
+            !self.true_mutations.is_empty()
+        } else {
+            !self.false_mutations.is_empty()
+        }
+    }
+}
+
+/// `mutations` applied iff the row is still as read: `SAME(side)` with the mutations in
+/// `true_mutations`, or for an absent side in `false_mutations` (§4.3 step 3).
+pub fn if_same(side: &Side, mutations: Vec<Mutation>) -> ConditionalWrite {
+    let predicate = same(side);
+    match side {
+        Side::Absent => ConditionalWrite {
+            predicate,
+            true_mutations: Vec::new(),
+            false_mutations: mutations,
+        },
+        Side::Present(_) => ConditionalWrite {
+            predicate,
+            true_mutations: mutations,
+            false_mutations: Vec::new(),
+        },
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// §4.3 step 2: classification, and the writes of steps 3 and 4
+// ---------------------------------------------------------------------------------------------
+
+/// Which layout decides every operation's outcome (§1): `from` until the switch, `to` after.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Truth {
+    /// Before the switch (`copying`, `verifying`, `switching`, `aborting`).
+    From,
+    /// After the switch (`switched`, `cleaning`).
+    To,
+}
+
+/// Which row of the pair: `S(a)` in `from` or `T(a)` in `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PairRow {
+    /// `S(a)`, the row in the `from` layout.
+    Source,
+    /// `T(a)`, the row in the `to` layout.
+    Target,
+}
+
+/// What §4.3's table says to do with a pair as read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SyncAction {
+    /// Both absent, or both stamped with the same hash: nothing to write.
+    InSync,
+    /// Both present with the same hash, a side unstamped: stamp the unstamped side(s)
+    /// (`source` / `target`: which ones).
+    StampUnstamped {
+        /// `S(a)` is unstamped.
+        source: bool,
+        /// `T(a)` is unstamped.
+        target: bool,
+    },
+    /// Copy `s` → `T(a)`, then confirm the source with its stamp.
+    CopyToTarget,
+    /// Delete `T(a)` (the source is absent: no stamp).
+    DeleteTarget,
+    /// After the switch: copy `t` → `S(a)` (the reverse mirror, or a new key in `to`), then
+    /// stamp `T(a)`.
+    CopyToSource,
+    /// After the switch: delete `S(a)` (a `to` delete not yet mirrored).
+    DeleteSource,
+    /// After the switch, an unstamped `s` over a stamped `t`: a straggler's write, adopted by
+    /// copying `s` → `T(a)` (event `Straggler`).
+    StragglerCopyToTarget,
+    /// After the switch, an absent `s` over a stamped `t`: a straggler's delete, adopted by
+    /// deleting `T(a)` (event `Straggler`).
+    StragglerDeleteTarget,
+    /// After the switch, both sides changed (or a straggler's new key): undecidable, nothing
+    /// is written (event `Conflict`).
+    Conflict,
+}
+
+/// §4.3 step 2: the action for `source` (`s`, the pair's `from` row) and `target` (`t`, its
+/// `to` row) as read, before (`Truth::From`) or after (`Truth::To`) the switch. "Changed" is
+/// present without a valid stamp ([`Stamp::Invalid`] counts as unstamped); "same hash"
+/// compares the stored `f:hash` of both rows.
+pub fn classify(source: &Side, target: &Side, truth: Truth) -> SyncAction {
+    use SyncAction::*;
+    let after = truth == Truth::To;
+    match (source.present(), target.present()) {
+        (None, None) => InSync,
+        (None, Some(_)) if target.is_stamped() => {
+            if after {
+                StragglerDeleteTarget
+            } else {
+                DeleteTarget
+            }
+        }
+        (None, Some(_)) => {
+            if after {
+                CopyToSource
+            } else {
+                DeleteTarget
+            }
+        }
+        (Some(_), None) if source.is_stamped() => {
+            if after {
+                DeleteSource
+            } else {
+                CopyToTarget
+            }
+        }
+        (Some(_), None) => {
+            if after {
+                Conflict
+            } else {
+                CopyToTarget
+            }
+        }
+        (Some(s), Some(t)) if s.hash == t.hash => {
+            let (source, target) = (!source.is_stamped(), !target.is_stamped());
+            if source || target {
+                StampUnstamped { source, target }
+            } else {
+                InSync
+            }
+        }
+        (Some(_), Some(_)) if !after => CopyToTarget,
+        (Some(_), Some(_)) => match (source.is_stamped(), target.is_stamped()) {
+            (false, true) => StragglerCopyToTarget,
+            (true, false) => CopyToSource,
+            // Both changed, or an interrupted sync after the switch: undecidable.
+            (false, false) | (true, true) => Conflict,
+        },
+    }
+}
+
+/// What a conditional write of a sync does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum WriteKind {
+    /// `COPY(x)` onto the other row (step 3).
+    Copy,
+    /// `DeleteFromRow()` (step 3).
+    Delete,
+    /// `STAMP(x)`: the confirmation of a copy's source (step 4) or the stamp of an unstamped
+    /// side of an equal pair.
+    Stamp,
+}
+
+/// One conditional write of a sync, on one row of the pair.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyncWrite {
+    /// The row it writes.
+    pub row: PairRow,
+    /// What it does.
+    pub kind: WriteKind,
+    /// The request's predicate and branches.
+    pub write: ConditionalWrite,
+}
+
+/// The writes of §4.3 steps 3 and 4 for `action` on the pair as read, in the order they are
+/// sent (each after the previous one applied; one not applied sends the sync back to step 1):
+/// a copy `x` → `y` is `COPY(x)` on `y` if `SAME(y)`, then `STAMP(x)` on `x` if `SAME(x)`; a
+/// delete is `DeleteFromRow()` if `SAME(y)` (a deleted source needs no stamp); a stamp of
+/// equal rows is `STAMP` on each unstamped side if `SAME`, source first. None for `InSync` and
+/// `Conflict`, and none when `action` does not fit the pair (e.g. a copy from an absent row).
+pub fn sync_writes(action: SyncAction, source: &Side, target: &Side) -> Vec<SyncWrite> {
+    let side = |row: PairRow| match row {
+        PairRow::Source => source,
+        PairRow::Target => target,
+    };
+    let copy_onto = |onto: PairRow, from: PairRow| -> Vec<SyncWrite> {
+        let Some(x) = side(from).present() else {
+            return Vec::new();
+        };
+        vec![
+            SyncWrite {
+                row: onto,
+                kind: WriteKind::Copy,
+                write: if_same(side(onto), copy(x)),
+            },
+            SyncWrite {
+                row: from,
+                kind: WriteKind::Stamp,
+                write: if_same(side(from), stamp(x)),
+            },
+        ]
+    };
+    let delete = |row: PairRow| -> Vec<SyncWrite> {
+        if side(row).present().is_none() {
+            return Vec::new();
+        }
+        vec![SyncWrite {
+            row,
+            kind: WriteKind::Delete,
+            write: if_same(side(row), vec![Mutation::DeleteFromRow]),
+        }]
+    };
+    match action {
+        SyncAction::InSync | SyncAction::Conflict => Vec::new(),
+        SyncAction::CopyToTarget | SyncAction::StragglerCopyToTarget => {
+            copy_onto(PairRow::Target, PairRow::Source)
+        }
+        SyncAction::CopyToSource => copy_onto(PairRow::Source, PairRow::Target),
+        SyncAction::DeleteTarget | SyncAction::StragglerDeleteTarget => delete(PairRow::Target),
+        SyncAction::DeleteSource => delete(PairRow::Source),
+        SyncAction::StampUnstamped {
+            source: stamp_source,
+            target: stamp_target,
+        } => [
+            (PairRow::Source, stamp_source),
+            (PairRow::Target, stamp_target),
+        ]
+        .into_iter()
+        .filter(|(_, wanted)| *wanted)
+        .filter_map(|(row, _)| {
+            let present = side(row).present()?;
+            Some(SyncWrite {
+                row,
+                kind: WriteKind::Stamp,
+                write: if_same(side(row), stamp(present)),
+            })
+        })
+        .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use alloc::string::ToString;
+
+    use super::*;
+    use crate::objmeta::cells::replace;
+    use crate::objmeta::json::Json;
+
+    // ---- §4.3 table, written out from the doc (never computed by `classify`) ----
+
+    /// A side as the table names it: absent, stamped with hash `h`, unstamped with hash `h`,
+    /// or carrying a stamp of another value than its hash `h` (counts as unstamped).
+    #[derive(Clone, Copy, Debug)]
+    enum S {
+        A,
+        St(u8),
+        Un(u8),
+        Bad(u8),
+    }
+
+    fn side(s: S) -> Side {
+        let present = |h: u8, stamp| {
+            Side::Present(PresentRow {
+                hash: vec![h; 32],
+                stamp,
+                cells: Vec::new(),
+            })
+        };
+        match s {
+            S::A => Side::Absent,
+            S::St(h) => present(h, Stamp::Stamped),
+            S::Un(h) => present(h, Stamp::Unstamped),
+            S::Bad(h) => present(h, Stamp::Invalid(vec![0xee; 32])),
+        }
+    }
+
+    use SyncAction::*;
+
+    /// `(s, t, before the switch, after the switch)`, row by row of §4.3's table.
+    const TABLE: &[(S, S, SyncAction, SyncAction)] = &[
+        // absent | absent
+        (S::A, S::A, InSync, InSync),
+        // stamped | stamped, same hash
+        (S::St(1), S::St(1), InSync, InSync),
+        // present | present, same hash, a side unstamped: stamp the unstamped side(s); same
+        (
+            S::St(1),
+            S::Un(1),
+            StampUnstamped {
+                source: false,
+                target: true,
+            },
+            StampUnstamped {
+                source: false,
+                target: true,
+            },
+        ),
+        (
+            S::Un(1),
+            S::St(1),
+            StampUnstamped {
+                source: true,
+                target: false,
+            },
+            StampUnstamped {
+                source: true,
+                target: false,
+            },
+        ),
+        (
+            S::Un(1),
+            S::Un(1),
+            StampUnstamped {
+                source: true,
+                target: true,
+            },
+            StampUnstamped {
+                source: true,
+                target: true,
+            },
+        ),
+        // unstamped | stamped: copy s → T | straggler: copy s → T
+        (S::Un(1), S::St(2), CopyToTarget, StragglerCopyToTarget),
+        // absent | stamped: delete T | straggler delete
+        (S::A, S::St(1), DeleteTarget, StragglerDeleteTarget),
+        // stamped | unstamped: copy s → T | copy t → S
+        (S::St(1), S::Un(2), CopyToTarget, CopyToSource),
+        // stamped | absent: copy s → T | delete S
+        (S::St(1), S::A, CopyToTarget, DeleteSource),
+        // absent | unstamped: delete T | copy t → S
+        (S::A, S::Un(1), DeleteTarget, CopyToSource),
+        // unstamped | absent: copy s → T | conflict
+        (S::Un(1), S::A, CopyToTarget, Conflict),
+        // unstamped | unstamped, other hash: copy s → T | conflict
+        (S::Un(1), S::Un(2), CopyToTarget, Conflict),
+        // stamped | stamped, other hash: copy s → T | conflict
+        (S::St(1), S::St(2), CopyToTarget, Conflict),
+        // A stamp whose value is not the row's hash counts as unstamped (project decision).
+        (
+            S::Bad(1),
+            S::St(1),
+            StampUnstamped {
+                source: true,
+                target: false,
+            },
+            StampUnstamped {
+                source: true,
+                target: false,
+            },
+        ),
+        (S::Bad(1), S::St(2), CopyToTarget, StragglerCopyToTarget),
+        (S::St(1), S::Bad(2), CopyToTarget, CopyToSource),
+        (S::A, S::Bad(1), DeleteTarget, CopyToSource),
+        (S::Bad(1), S::A, CopyToTarget, Conflict),
+    ];
+
+    #[test]
+    fn classify_follows_the_whole_table_in_both_columns() {
+        for &(s, t, before, after) in TABLE {
+            assert_eq!(
+                classify(&side(s), &side(t), Truth::From),
+                before,
+                "{s:?} / {t:?} before the switch"
+            );
+            assert_eq!(
+                classify(&side(s), &side(t), Truth::To),
+                after,
+                "{s:?} / {t:?} after the switch"
+            );
+        }
+    }
+
+    #[test]
+    fn the_table_covers_every_kind_of_pair() {
+        // Every (s, t) shape: absent / stamped / unstamped on each side, and for two present
+        // rows same and other hash. 13 shapes.
+        let shape = |s: S| match s {
+            S::A => 0,
+            S::St(_) => 1,
+            S::Un(_) | S::Bad(_) => 2,
+        };
+        let hash = |s: S| match s {
+            S::A => None,
+            S::St(h) | S::Un(h) | S::Bad(h) => Some(h),
+        };
+        let mut seen = alloc::collections::BTreeSet::new();
+        for &(s, t, _, _) in TABLE {
+            let same = match (hash(s), hash(t)) {
+                (Some(a), Some(b)) => Some(a == b),
+                _ => None,
+            };
+            seen.insert((shape(s), shape(t), same));
+        }
+        assert_eq!(seen.len(), 13, "{seen:?}");
+    }
+
+    // ---- §4.3 steps 3–4: the writes ----
+
+    fn row_with(value: &str, stamp_value: Option<&[u8]>) -> Row {
+        let json = Json::parse(value).unwrap();
+        let mut cells: Vec<Cell> = replace(&json, None)
+            .into_iter()
+            .filter_map(|m| match m {
+                Mutation::SetCell {
+                    family,
+                    qualifier,
+                    timestamp,
+                    value,
+                } => Some(Cell {
+                    family,
+                    qualifier,
+                    timestamp,
+                    value,
+                    labels: Vec::new(),
+                }),
+                _ => None,
+            })
+            .collect();
+        if let Some(v) = stamp_value {
+            cells.push(Cell {
+                family: "f".into(),
+                qualifier: b"rowkitSync".to_vec(),
+                timestamp: Timestamp(0),
+                value: v.to_vec(),
+                labels: Vec::new(),
+            });
+        }
+        cells.sort_by(crate::model::compare_canonical);
+        Row {
+            key: b"b\x00k".to_vec(),
+            cells,
+        }
+    }
+
+    const DOC: &str = r#"{"key":"k","versionId":"v1","isPHD":true,"deleted":true}"#;
+
+    fn sha(text: &str) -> Vec<u8> {
+        use sha2::Digest;
+        sha2::Sha256::digest(text.as_bytes()).to_vec()
+    }
+
+    #[test]
+    fn sides_from_rows() {
+        let h = sha(DOC);
+        assert_eq!(Side::from_row(None), Ok(Side::Absent));
+        let s = Side::from_row(Some(&row_with(DOC, None))).unwrap();
+        assert_eq!(s.present().unwrap().stamp, Stamp::Unstamped);
+        assert_eq!(s.hash(), Some(h.as_slice()));
+        let s = Side::from_row(Some(&row_with(DOC, Some(&h)))).unwrap();
+        assert!(s.is_stamped());
+        assert!(
+            s.present()
+                .unwrap()
+                .cells
+                .iter()
+                .all(|c| c.qualifier != b"rowkitSync"),
+            "the stamp is not one of the cells a copy writes"
+        );
+        let s = Side::from_row(Some(&row_with(DOC, Some(b"other")))).unwrap();
+        assert_eq!(
+            s.present().unwrap().stamp,
+            Stamp::Invalid(b"other".to_vec())
+        );
+        assert!(!s.is_stamped());
+        // f cells only (no d:value): absent, as EXISTS sees it.
+        let mut only_f = row_with(DOC, Some(&h));
+        only_f.cells.retain(|c| c.family == "f");
+        assert_eq!(Side::from_row(Some(&only_f)), Ok(Side::Absent));
+        // d:value without f:hash: refused.
+        let mut no_hash = row_with(DOC, None);
+        no_hash.cells.retain(|c| c.qualifier != b"hash");
+        assert_eq!(Side::from_row(Some(&no_hash)), Err(SideError::NoHash));
+    }
+
+    fn set_cells(
+        mutations: &[Mutation],
+    ) -> alloc::collections::BTreeSet<(String, Vec<u8>, Vec<u8>)> {
+        mutations
+            .iter()
+            .filter_map(|m| match m {
+                Mutation::SetCell {
+                    family,
+                    qualifier,
+                    timestamp,
+                    value,
+                } => {
+                    assert_eq!(*timestamp, Timestamp(0));
+                    Some((family.clone(), qualifier.clone(), value.clone()))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn copy_of_a_protocol_row_is_replace_plus_stamp() {
+        let source = Side::from_row(Some(&row_with(DOC, Some(&sha(DOC))))).unwrap();
+        let row = source.present().unwrap();
+        let copied = copy(row);
+        assert_eq!(copied[0], Mutation::DeleteFromFamily { family: "f".into() });
+        assert!(
+            copied[1..]
+                .iter()
+                .all(|m| matches!(m, Mutation::SetCell { .. }))
+        );
+        let mut want = replace(&Json::parse(DOC).unwrap(), None);
+        want.push(Mutation::SetCell {
+            family: "f".into(),
+            qualifier: b"rowkitSync".to_vec(),
+            timestamp: Timestamp(0),
+            value: sha(DOC),
+        });
+        assert_eq!(set_cells(&copied), set_cells(&want));
+    }
+
+    #[test]
+    fn copy_keeps_bytes_replace_would_change() {
+        // Stale f cells and a d:value that is not UTF-8: the copy writes them as read.
+        let row = Row {
+            key: b"b\x00k".to_vec(),
+            cells: vec![
+                Cell {
+                    family: "d".into(),
+                    qualifier: b"value".to_vec(),
+                    timestamp: Timestamp(0),
+                    value: b"{\"k\":\"\xff\"}".to_vec(),
+                    labels: Vec::new(),
+                },
+                Cell {
+                    family: "f".into(),
+                    qualifier: b"hash".to_vec(),
+                    timestamp: Timestamp(0),
+                    value: vec![9; 32],
+                    labels: Vec::new(),
+                },
+                Cell {
+                    family: "f".into(),
+                    qualifier: b"versionId".to_vec(),
+                    timestamp: Timestamp(0),
+                    value: b"stale".to_vec(),
+                    labels: Vec::new(),
+                },
+            ],
+        };
+        let side = Side::from_row(Some(&row)).unwrap();
+        let got = set_cells(&copy(side.present().unwrap()));
+        let want: alloc::collections::BTreeSet<_> = [
+            ("d", &b"value"[..], &b"{\"k\":\"\xff\"}"[..]),
+            ("f", b"hash", &[9; 32]),
+            ("f", b"versionId", b"stale"),
+            ("f", b"rowkitSync", &[9; 32]),
+        ]
+        .into_iter()
+        .map(|(f, q, v)| (f.to_string(), q.to_vec(), v.to_vec()))
+        .collect();
+        assert_eq!(got, want);
+    }
+
+    #[test]
+    fn same_names_value_and_stamp_state() {
+        let h = vec![3; 32];
+        let present = |stamp| {
+            Side::Present(PresentRow {
+                hash: h.clone(),
+                stamp,
+                cells: Vec::new(),
+            })
+        };
+        let flag_sync = RowFilter::Chain(vec![
+            RowFilter::FamilyNameRegex("f".into()),
+            RowFilter::ColumnQualifierRegex(b"rowkitSync".to_vec()),
+        ]);
+        assert_eq!(stamped(), flag_sync);
+        assert_eq!(
+            same(&present(Stamp::Stamped)),
+            filters::and(filters::hash_eq(&h), flag_sync.clone())
+        );
+        assert_eq!(
+            same(&present(Stamp::Unstamped)),
+            RowFilter::Condition {
+                predicate: Some(Box::new(flag_sync.clone())),
+                true_filter: Some(Box::new(RowFilter::BlockAll)),
+                false_filter: Some(Box::new(filters::hash_eq(&h))),
+            }
+        );
+        assert_eq!(
+            same(&present(Stamp::Invalid(b"x".to_vec()))),
+            filters::and(
+                filters::hash_eq(&h),
+                RowFilter::Chain(vec![
+                    flag_sync,
+                    RowFilter::ValueRange {
+                        start: KeyBound::Closed(b"x".to_vec()),
+                        end: KeyBound::Closed(b"x".to_vec()),
+                    },
+                ])
+            )
+        );
+        assert_eq!(same(&Side::Absent), filters::exists());
+        let w = if_same(&Side::Absent, vec![Mutation::DeleteFromRow]);
+        assert!(w.true_mutations.is_empty() && w.false_mutations.len() == 1);
+        assert!(w.applied(false) && !w.applied(true));
+        let w = if_same(&present(Stamp::Stamped), vec![Mutation::DeleteFromRow]);
+        assert!(w.applied(true) && !w.applied(false));
+    }
+
+    #[test]
+    fn writes_of_each_action() {
+        let s = side(S::St(1));
+        let t = side(S::Un(2));
+        let kinds = |w: &[SyncWrite]| w.iter().map(|w| (w.row, w.kind)).collect::<Vec<_>>();
+        let w = sync_writes(CopyToTarget, &s, &t);
+        assert_eq!(
+            kinds(&w),
+            [
+                (PairRow::Target, WriteKind::Copy),
+                (PairRow::Source, WriteKind::Stamp)
+            ]
+        );
+        assert_eq!(w[0].write.predicate, same(&t));
+        assert_eq!(w[1].write.predicate, same(&s));
+        let w = sync_writes(CopyToSource, &s, &t);
+        assert_eq!(
+            kinds(&w),
+            [
+                (PairRow::Source, WriteKind::Copy),
+                (PairRow::Target, WriteKind::Stamp)
+            ]
+        );
+        // A copy onto an absent row writes in false_mutations.
+        let w = sync_writes(CopyToTarget, &s, &Side::Absent);
+        assert!(w[0].write.true_mutations.is_empty());
+        assert_eq!(w[0].write.false_mutations, copy(s.present().unwrap()));
+        let w = sync_writes(DeleteTarget, &Side::Absent, &t);
+        assert_eq!(kinds(&w), [(PairRow::Target, WriteKind::Delete)]);
+        assert_eq!(w[0].write.true_mutations, vec![Mutation::DeleteFromRow]);
+        assert_eq!(
+            kinds(&sync_writes(DeleteSource, &s, &Side::Absent)),
+            [(PairRow::Source, WriteKind::Delete)]
+        );
+        assert_eq!(
+            kinds(&sync_writes(
+                StampUnstamped {
+                    source: true,
+                    target: true
+                },
+                &side(S::Un(1)),
+                &side(S::Un(1))
+            )),
+            [
+                (PairRow::Source, WriteKind::Stamp),
+                (PairRow::Target, WriteKind::Stamp)
+            ]
+        );
+        assert!(sync_writes(InSync, &s, &t).is_empty());
+        assert!(sync_writes(Conflict, &s, &t).is_empty());
+        // An action that does not fit the pair writes nothing.
+        assert!(sync_writes(CopyToTarget, &Side::Absent, &t).is_empty());
+    }
+
+    // ---- §4.1 key mapping ----
+
+    #[test]
+    fn maps_masters_and_versions_both_ways() {
+        let cases: &[(&str, VFormat, VFormat, &str)] = &[
+            ("k", VFormat::V0, VFormat::V1, "\x7fMk"),
+            ("", VFormat::V0, VFormat::V1, "\x7fM"),
+            ("k\0v1", VFormat::V0, VFormat::V1, "\x7fVk\0v1"),
+            ("dir/k", VFormat::V0, VFormat::V1, "\x7fMdir/k"),
+            ("\x7fMk", VFormat::V1, VFormat::V0, "k"),
+            ("\x7fM", VFormat::V1, VFormat::V0, ""),
+            ("\x7fVk\0v1", VFormat::V1, VFormat::V0, "k\0v1"),
+            // Same layout: unchanged.
+            ("k\0v1", VFormat::V0, VFormat::V0, "k\0v1"),
+        ];
+        for &(key, from, to, want) in cases {
+            assert_eq!(
+                map_key("b", key, from, to),
+                Ok(want.to_string()),
+                "{key:?} {from:?} → {to:?}"
+            );
+        }
+        assert_eq!(
+            sync_pair("b", "k\0v1", VFormat::V0, VFormat::V1),
+            Ok(SyncPair {
+                source_key: "k\0v1".into(),
+                target_key: "\x7fVk\0v1".into(),
+                source_row: b"b\x00k\x00v1".to_vec(),
+                target_row: b"b\x00\x7fVk\x00v1".to_vec(),
+            })
+        );
+    }
+
+    #[test]
+    fn every_finding_in_its_direction() {
+        let finding = |key: &str, from, to| map_key("b", key, from, to).unwrap_err().id();
+        // key_collision: v0 → v1 only, the three prefixes, masters and versions.
+        for key in ["\x7fMk", "\x7fVk\0v", "\x7fRk", "\x7fM"] {
+            assert_eq!(
+                finding(key, VFormat::V0, VFormat::V1),
+                "key_collision",
+                "{key:?}"
+            );
+        }
+        // … and v1 → v0: an object key starting with a prefix, whose v0 row would be another
+        // key's v1 row (§4.1 says this direction cannot collide; it can).
+        for key in [
+            "\x7fM\x7fMk",
+            "\x7fV\x7fVk\0v",
+            "\x7fM\x7fRk",
+            "\x7fV\x7fM\0v",
+        ] {
+            assert_eq!(
+                finding(key, VFormat::V1, VFormat::V0),
+                "key_collision",
+                "{key:?}"
+            );
+        }
+        // A prefix byte that is not a whole prefix is no collision.
+        assert!(map_key("b", "\x7fM\x7fk", VFormat::V1, VFormat::V0).is_ok());
+        // nul_in_object_key: v1 → v0, a master with a NUL, a version with a second NUL.
+        assert_eq!(
+            finding("\x7fMa\0b", VFormat::V1, VFormat::V0),
+            "nul_in_object_key"
+        );
+        assert_eq!(
+            finding("\x7fVa\0b\0v", VFormat::V1, VFormat::V0),
+            "nul_in_object_key"
+        );
+        // … and v0 → v1, a key with two NULs.
+        assert_eq!(
+            finding("a\0b\0v", VFormat::V0, VFormat::V1),
+            "nul_in_object_key"
+        );
+        // not a from row: a v1 key without prefix, a replay key.
+        assert_eq!(finding("k", VFormat::V1, VFormat::V0), "not_in_from_layout");
+        assert_eq!(
+            finding("\x7fRk", VFormat::V1, VFormat::V0),
+            "not_in_from_layout"
+        );
+    }
+
+    #[test]
+    fn key_length_limit_both_ways() {
+        // Collection "b": row key = 2 bytes + key. The v0 row key of 4094 bytes has a v1 row
+        // of 4096 (the limit); 4095 and 4096 have none.
+        let master = |len: usize| "k".repeat(len);
+        let ok = master(4092);
+        assert_eq!(
+            map_key("b", &ok, VFormat::V0, VFormat::V1).map(|k| k.len() + 2),
+            Ok(4096)
+        );
+        for len in [4093, 4094] {
+            assert_eq!(
+                map_key("b", &master(len), VFormat::V0, VFormat::V1),
+                Err(KeyFinding::KeyTooLong {
+                    key: master(len),
+                    row_key_bytes: len + 4,
+                })
+            );
+        }
+        // Versions: "k…k\0v" of 4092 bytes maps; of 4093 it does not.
+        let version = |len: usize| alloc::format!("{}\0v", "k".repeat(len - 2));
+        assert!(map_key("b", &version(4092), VFormat::V0, VFormat::V1).is_ok());
+        assert_eq!(
+            map_key("b", &version(4093), VFormat::V0, VFormat::V1)
+                .unwrap_err()
+                .id(),
+            "key_too_long"
+        );
+        // v1 → v0 shortens: a v1 row key at the limit maps.
+        let v1 = alloc::format!("\x7fM{}", "k".repeat(4092));
+        assert_eq!(
+            map_key("b", &v1, VFormat::V1, VFormat::V0).map(|k| k.len() + 2),
+            Ok(4094)
+        );
+        let v1 = alloc::format!("\x7fV{}\0v", "k".repeat(4090));
+        assert_eq!(
+            map_key("b", &v1, VFormat::V1, VFormat::V0).map(|k| k.len() + 2),
+            Ok(4094)
+        );
+    }
+}
