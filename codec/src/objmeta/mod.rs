@@ -6,12 +6,14 @@
 //! - [`cells`]: documents as cells (`REPLACE`), the named filters, tag-key escaping.
 //! - [`range`]: Arsenal key ranges and their row ranges.
 //! - [`listing`]: the listing algorithms (`Delimiter`, `DelimiterMaster`, `DelimiterVersions`).
+//! - [`migration`]: the live v0 ↔ v1 layout migration (`docs/migration.md`).
 
 pub mod cells;
 mod error;
 pub mod json;
 pub mod keys;
 pub mod listing;
+pub mod migration;
 pub mod range;
 pub mod version_id;
 
