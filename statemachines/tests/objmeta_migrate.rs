@@ -11,7 +11,8 @@ use rowkit_codec::model::{Cell, Mutation, Row, RowFilter, Timestamp, compare_can
 use rowkit_codec::objmeta::cells::{families, filters, replace, value_hash};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
-use rowkit_codec::objmeta::migration::sync::{KeyFinding, PairRow, Truth, WriteKind};
+use rowkit_codec::objmeta::migration::Truth;
+use rowkit_codec::objmeta::migration::sync::{KeyFinding, PairRow, WriteKind};
 use rowkit_statemachines::check::{CheckEvent, CheckOptions, CheckTarget, Finding};
 use rowkit_statemachines::objmeta::migrate::sync::{PairAsRead, SyncOutcome, SyncedKey};
 use rowkit_statemachines::objmeta::{Check, ObjmetaError, ObjmetaState, SyncKey};

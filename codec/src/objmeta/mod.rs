@@ -7,7 +7,8 @@
 //! - [`range`]: Arsenal key ranges and their row ranges.
 //! - [`listing`]: the listing algorithms (`Delimiter`, `DelimiterMaster`, `DelimiterVersions`).
 //! - [`migration`]: the live layout migration v0 ↔ v1 (`docs/migration.md` §4): key mapping, the
-//!   sync stamp and its predicates, the classification of a pair of rows.
+//!   sync stamp and its predicates, the classification of a pair of rows, the marker, its
+//!   states and the checkpoint.
 
 pub mod cells;
 mod error;

@@ -13,7 +13,8 @@
 //! at once). Change events ([`ObjmetaEvent`]) come out of `poll_event` in the order the
 //! operation makes its changes; a `RepairScheduled` event asks the host to run an
 //! [`AsyncRepair`] at its `due` time. `cancel` and the deadline end every operation
-//! [`ObjmetaError::Aborted`].
+//! [`ObjmetaError::Aborted`]. The live layout migration's operations are in [`migrate`]
+//! (`docs/migration.md`).
 //!
 //! Each operation is an explicit flow (a struct with a phase enum, `object/`, `bucket.rs`,
 //! `list.rs`) over the document-level steps of `documents.rs` and the requests of
@@ -95,6 +96,12 @@ impl OperationError for ObjmetaError {
             ObjmetaError::BucketAlreadyExists { .. } => "BucketAlreadyExists",
             ObjmetaError::InternalError(_) => "InternalError",
             ObjmetaError::MigrationKey(finding) => finding.id(),
+            ObjmetaError::MarkerChanged => "marker_changed",
+            ObjmetaError::BucketDeleted => "bucket_deleted",
+            ObjmetaError::MigrationTakenOver { .. } => "migration_taken_over",
+            ObjmetaError::MigrationInProgress(_) => "migration_in_progress",
+            ObjmetaError::MigrationRecordInvalid { .. } => "migration_record_invalid",
+            ObjmetaError::MigrationChangeRefused(_) => "migration_change_refused",
             ObjmetaError::Aborted => ABORTED_ID,
         }
     }
@@ -305,6 +312,37 @@ pub enum ObjmetaError {
     /// [`SyncKey`] refuses such a key before any request.
     #[error("{0}")]
     MigrationKey(rowkit_codec::objmeta::migration::sync::KeyFinding),
+    /// A migration's marker CAS found the marker or `d:vFormat` changed by someone else
+    /// (`docs/migration.md` §2.2): the run stops, writing nothing more.
+    #[error("the migration marker or the bucket's key format changed since it was read")]
+    MarkerChanged,
+    /// The bucket of a running migration is gone, or was recreated (another `uid`)
+    /// (`docs/migration.md` §4.8).
+    #[error("the bucket was deleted (or recreated) during the migration")]
+    BucketDeleted,
+    /// Another migrator wrote the run's checkpoint (`docs/migration.md` §7.1): this one stops.
+    #[error("the migration was taken over by {owner}")]
+    MigrationTakenOver {
+        /// The checkpoint's owner now (empty when there is no checkpoint).
+        owner: String,
+    },
+    /// Another migrator runs this bucket's migration (its lease holds), or another migration
+    /// is in progress (`docs/migration.md` §4.1, §7.1).
+    #[error("a migration is in progress: {0}")]
+    MigrationInProgress(String),
+    /// A stored migration marker or checkpoint that does not decode (damaged, or written by
+    /// something else): named, never guessed at.
+    #[error("the stored migration {column} is invalid: {error}")]
+    MigrationRecordInvalid {
+        /// `marker` or `checkpoint`.
+        column: &'static str,
+        /// What is wrong with it.
+        error: rowkit_codec::objmeta::migration::marker::MigrationRecordError,
+    },
+    /// A marker change that `docs/migration.md` §3 does not allow (or whose gate is closed),
+    /// refused before anything is sent.
+    #[error("migration change refused: {0}")]
+    MigrationChangeRefused(rowkit_codec::objmeta::migration::marker::MarkerTransitionError),
     /// The operation deadline passed, or the machine was cancelled.
     #[error("{}", crate::operation::ABORTED_MESSAGE)]
     Aborted,

@@ -1,13 +1,27 @@
-//! The live layout migration of object metadata (issue 36, `docs/migration.md` §4): a bucket's
-//! rows are copied from one key layout (`from`, v0 or v1) into the other (`to`) beside the
-//! running application, kept equal by one conditional sync step per key until the bucket's
+//! The live layout migration of object metadata (issue 36, `docs/migration.md` §2–§4): a
+//! bucket's rows are copied from one key layout (`from`, v0 or v1) into the other (`to`) beside
+//! the running application, kept equal by one conditional sync step per key until the bucket's
 //! `vFormat` flips, and the old layout is then removed. Only the row keys differ between the
 //! layouts; documents and cells are copied byte for byte.
 //!
 //! The pure parts live here, the machines in `rowkit_statemachines::objmeta::migrate`:
 //!
+//! - [`marker`]: where the marker and the checkpoint live on the bucket's metastore row
+//!   (§2.1), their JSON texts (§2.2, §7.1), the states and their transitions (§3), and the
+//!   conditional writes that change them (§2.2, §4.5, §4.7, §7.1).
 //! - [`sync`]: the key mapping between the layouts and its blocking findings (§4.1), the sync
 //!   stamp `f:rowkitSync` and the named predicates and mutations built on it (§4.2), and the
 //!   classification of a pair of rows as read (§4.3 step 2) with the writes it calls for.
 
+pub mod marker;
 pub mod sync;
+
+/// Which layout decides every operation's outcome (§1 "truth"): `from` until the switch, `to`
+/// after it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Truth {
+    /// Before the switch (`copying`, `verifying`, `switching`, `aborting`).
+    From,
+    /// After the switch (`switched`, `cleaning`).
+    To,
+}

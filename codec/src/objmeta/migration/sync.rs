@@ -46,6 +46,7 @@ use crate::objmeta::cells::{DOC_FAMILY, FLAG_FAMILY, filters};
 use crate::objmeta::keys::{
     KeyKind, SEPARATOR, VFormat, decode_object_key, master_key, row_key, version_key,
 };
+use crate::objmeta::migration::Truth;
 
 /// The qualifier of the sync stamp `f:rowkitSync` (§4.2): the one cell the migration adds to
 /// object rows.
@@ -424,15 +425,6 @@ pub fn if_same(side: &Side, mutations: Vec<Mutation>) -> ConditionalWrite {
 // ---------------------------------------------------------------------------------------------
 // §4.3 step 2: classification, and the writes of steps 3 and 4
 // ---------------------------------------------------------------------------------------------
-
-/// Which layout decides every operation's outcome (§1): `from` until the switch, `to` after.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Truth {
-    /// Before the switch (`copying`, `verifying`, `switching`, `aborting`).
-    From,
-    /// After the switch (`switched`, `cleaning`).
-    To,
-}
 
 /// Which row of the pair: `S(a)` in `from` or `T(a)` in `to`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

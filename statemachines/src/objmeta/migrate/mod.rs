@@ -1,8 +1,13 @@
-//! The live layout migration of object metadata (issue 36, `docs/migration.md` §4) as machines
-//! of the objmeta schema; the pure parts (key mapping, the sync stamp and its predicates, the
-//! classification of a pair) are in `rowkit_codec::objmeta::migration`.
+//! The live layout migration of object metadata (issue 36, `docs/migration.md` §2–§4) as
+//! operations of the objmeta schema; the pure parts (key mapping, the sync stamp and its
+//! predicates, the classification of a pair, the marker and checkpoint texts and their
+//! conditional writes) are in [`rowkit_codec::objmeta::migration`].
 //!
+//! - [`marker`]: reading the bucket's migration state, changing the marker (the switch and the
+//!   final removal included) and writing the checkpoint, each one conditional write that
+//!   recognises its own lost response (§2, §4.5, §4.7, §4.8, §7.1).
 //! - [`sync`]: [`SyncKey`](sync::SyncKey), the one sync step of a key (§4.3), used by every
 //!   pass of the migrator and by aware writers' mirrors.
 
+pub mod marker;
 pub mod sync;

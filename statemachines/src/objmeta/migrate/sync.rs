@@ -29,9 +29,9 @@ use alloc::vec::Vec;
 use rowkit_codec::model::{Row, RowSet};
 use rowkit_codec::objmeta::cells::filters;
 use rowkit_codec::objmeta::keys::{VFormat, collection_for_bucket};
+use rowkit_codec::objmeta::migration::Truth;
 use rowkit_codec::objmeta::migration::sync::{
-    PairRow, Side, SyncAction, SyncPair, SyncWrite, Truth, WriteKind, classify, sync_pair,
-    sync_writes,
+    PairRow, Side, SyncAction, SyncPair, SyncWrite, WriteKind, classify, sync_pair, sync_writes,
 };
 
 use super::super::requests::{OmIo, P, check_key, start_cas, start_read};
