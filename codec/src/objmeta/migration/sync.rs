@@ -18,8 +18,9 @@
 //!
 //! ```
 //! use rowkit_codec::objmeta::keys::VFormat;
+//! use rowkit_codec::objmeta::migration::Truth;
 //! use rowkit_codec::objmeta::migration::sync::{
-//!     KeyFinding, PresentRow, Side, Stamp, SyncAction, Truth, classify, map_key,
+//!     KeyFinding, PresentRow, Side, Stamp, SyncAction, classify, map_key,
 //! };
 //!
 //! assert_eq!(map_key("b", "k\0v1", VFormat::V0, VFormat::V1), Ok("\x7fVk\0v1".to_string()));
