@@ -460,4 +460,7 @@ pub enum ObjmetaEvent {
     },
     /// A delayed repair was decided; run an [`AsyncRepair`] for it.
     RepairScheduled(RepairTask),
+    /// A layout migration's pass reports its progress, a straggler, a conflict or a finding
+    /// (`docs/migration.md` §7.3). Not a document change.
+    Migrate(migrate::pass::MigrateEvent),
 }

@@ -12,8 +12,11 @@
 //! - [`sync`]: the key mapping between the layouts and its blocking findings (§4.1), the sync
 //!   stamp `f:rowkitSync` and the named predicates and mutations built on it (§4.2), and the
 //!   classification of a pair of rows as read (§4.3 step 2) with the writes it calls for.
+//! - [`pass`]: the pages of a pass (§4.4): the pair key both layouts' rows are merged by, and
+//!   the row ranges of a layout's objects in an interval of pair keys.
 
 pub mod marker;
+pub mod pass;
 pub mod sync;
 
 /// Which layout decides every operation's outcome (§1 "truth"): `from` until the switch, `to`

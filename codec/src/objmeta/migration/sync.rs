@@ -281,11 +281,7 @@ impl Side {
         let hash = find(FLAG_FAMILY, "hash")
             .map(|c| c.value.clone())
             .ok_or(SideError::NoHash)?;
-        let stamp = match find(FLAG_FAMILY, SYNC_QUALIFIER) {
-            None => Stamp::Unstamped,
-            Some(c) if c.value == hash => Stamp::Stamped,
-            Some(c) => Stamp::Invalid(c.value.clone()),
-        };
+        let stamp = stamp_of(&hash, find(FLAG_FAMILY, SYNC_QUALIFIER).map(|c| &c.value));
         let is_stamp =
             |c: &&&Cell| c.family == FLAG_FAMILY && c.qualifier == SYNC_QUALIFIER.as_bytes();
         let cells = cells
@@ -297,6 +293,32 @@ impl Side {
             })
             .collect();
         Ok(Side::Present(PresentRow { hash, stamp, cells }))
+    }
+
+    /// The side a **light** read gave (`row` read with [`light_filter`]: `f:hash` and
+    /// `f:rowkitSync` only, §4.5 step 2): present iff it has an `f:hash`, with its stamp state
+    /// and no cells (a light side classifies a pair; it is never copied). A row with `d:value`
+    /// and no `f:hash` (damage) reads absent here; a pair it makes is "not in sync" only if the
+    /// other side is present, and the whole read of the sync then sees it.
+    pub fn from_light_row(row: Option<&Row>) -> Side {
+        let Some(row) = row else {
+            return Side::Absent;
+        };
+        // Canonical order puts a column's newest cell first.
+        let find = |qualifier: &str| {
+            row.cells
+                .iter()
+                .find(|c| c.family == FLAG_FAMILY && c.qualifier == qualifier.as_bytes())
+        };
+        let Some(hash) = find("hash").map(|c| c.value.clone()) else {
+            return Side::Absent;
+        };
+        let stamp = stamp_of(&hash, find(SYNC_QUALIFIER).map(|c| &c.value));
+        Side::Present(PresentRow {
+            hash,
+            stamp,
+            cells: Vec::new(),
+        })
     }
 
     /// The row as read, when present.
@@ -317,6 +339,28 @@ impl Side {
     pub fn is_stamped(&self) -> bool {
         self.present().is_some_and(|r| r.stamp == Stamp::Stamped)
     }
+}
+
+/// The stamp state of a row whose `f:hash` is `hash` and whose stamp cell holds `stamp`
+/// (`None`: no stamp cell).
+fn stamp_of(hash: &[u8], stamp: Option<&Vec<u8>>) -> Stamp {
+    match stamp {
+        None => Stamp::Unstamped,
+        Some(value) if value.as_slice() == hash => Stamp::Stamped,
+        Some(value) => Stamp::Invalid(value.clone()),
+    }
+}
+
+/// The light read of the final pass and the sweeps (§4.5 step 2):
+/// `Chain(Family("f"), ColumnQualifierRegex("hash|rowkitSync"), LatestN(1))` — only keys,
+/// hashes and stamps, about 100 bytes a row, enough for [`Side::from_light_row`] to classify a
+/// pair.
+pub fn light_filter() -> RowFilter {
+    RowFilter::Chain(vec![
+        RowFilter::FamilyNameRegex(FLAG_FAMILY.into()),
+        RowFilter::ColumnQualifierRegex(alloc::format!("hash|{SYNC_QUALIFIER}").into_bytes()),
+        filters::latest(),
+    ])
 }
 
 /// `STAMPED` = `FLAG("rowkitSync")`: the row carries a stamp (of any value).
@@ -846,6 +890,43 @@ mod tests {
         let mut no_hash = row_with(DOC, None);
         no_hash.cells.retain(|c| c.qualifier != b"hash");
         assert_eq!(Side::from_row(Some(&no_hash)), Err(SideError::NoHash));
+    }
+
+    #[test]
+    fn sides_from_light_rows() {
+        let h = sha(DOC);
+        let light = |row: Row| {
+            let mut row = row;
+            row.cells.retain(|c| {
+                c.family == "f" && (c.qualifier == b"hash" || c.qualifier == b"rowkitSync")
+            });
+            Side::from_light_row(Some(&row))
+        };
+        assert_eq!(Side::from_light_row(None), Side::Absent);
+        let s = light(row_with(DOC, Some(&h)));
+        assert!(s.is_stamped());
+        assert_eq!(s.hash(), Some(h.as_slice()));
+        assert!(s.present().unwrap().cells.is_empty());
+        assert_eq!(
+            light(row_with(DOC, None)).present().unwrap().stamp,
+            Stamp::Unstamped
+        );
+        assert_eq!(
+            light(row_with(DOC, Some(b"x"))).present().unwrap().stamp,
+            Stamp::Invalid(b"x".to_vec())
+        );
+        // No f:hash: absent, as the light read sees it.
+        let mut no_hash = row_with(DOC, None);
+        no_hash.cells.retain(|c| c.qualifier != b"hash");
+        assert_eq!(light(no_hash), Side::Absent);
+        assert_eq!(
+            light_filter(),
+            RowFilter::Chain(vec![
+                RowFilter::FamilyNameRegex("f".into()),
+                RowFilter::ColumnQualifierRegex(b"hash|rowkitSync".to_vec()),
+                RowFilter::CellsPerColumnLimit(1),
+            ])
+        );
     }
 
     fn set_cells(

@@ -399,7 +399,9 @@ impl<'a> WriteCheckpoint<'a> {
 }
 
 impl WriteCheckpointFlow {
-    fn new(
+    /// The flow of [`WriteCheckpoint::new`] at `now`, for a parent flow that writes the
+    /// checkpoint inside its own operation (the passes, §4.4 step 4).
+    pub(in crate::objmeta) fn new(
         bucket: &str,
         as_read: &MigrationRead,
         mut checkpoint: MigrationCheckpoint,

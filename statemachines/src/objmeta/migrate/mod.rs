@@ -8,6 +8,10 @@
 //!   recognises its own lost response (§2, §4.5, §4.7, §4.8, §7.1).
 //! - [`sync`]: [`SyncKey`](sync::SyncKey), the one sync step of a key (§4.3), used by every
 //!   pass of the migrator and by aware writers' mirrors.
+//! - [`pass`]: [`MigrationPass`](pass::MigrationPass), one pass over a bucket page by page —
+//!   the copy pass, the verification, the light final pass and sweeps (§4.4–§4.6) — running
+//!   `SyncKey` for every pair not in sync and writing the checkpoint after each page (§7).
 
 pub mod marker;
+pub mod pass;
 pub mod sync;

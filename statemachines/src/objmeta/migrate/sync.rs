@@ -165,7 +165,7 @@ impl<'a> SyncKey<'a> {
         truth: Truth,
         start: Start,
     ) -> SyncKey<'a> {
-        match SyncKeyFlow::new(bucket, arsenal_key, from, to, truth, SyncPhase::Read) {
+        match SyncKeyFlow::start(bucket, arsenal_key, from, to, truth, None) {
             Ok(flow) => begin(ctx, start, flow),
             Err(error) => Operation::failed(ctx.into(), error),
         }
@@ -185,16 +185,7 @@ impl<'a> SyncKey<'a> {
         read: PairAsRead,
         start: Start,
     ) -> SyncKey<'a> {
-        let flow = SyncKeyFlow::new(bucket, arsenal_key, from, to, truth, SyncPhase::Read)
-            .and_then(|mut flow| {
-                let row_of = |row: Option<Row>, key: &[u8]| row.filter(|r| r.key == key);
-                let source = side_of(row_of(read.source, &flow.pair.source_row).as_ref())?;
-                let target = side_of(row_of(read.target, &flow.pair.target_row).as_ref())?;
-                flow.rounds = 1;
-                flow.phase = SyncPhase::Classify { source, target };
-                Ok(flow)
-            });
-        match flow {
+        match SyncKeyFlow::start(bucket, arsenal_key, from, to, truth, Some(read)) {
             Ok(flow) => begin(ctx, start, flow),
             Err(error) => Operation::failed(ctx.into(), error),
         }
@@ -212,6 +203,28 @@ fn side_of(row: Option<&Row>) -> Result<Side, ObjmetaError> {
 }
 
 impl SyncKeyFlow {
+    /// The flow of [`SyncKey::new`] (`read` `None`) or [`SyncKey::with_read`], for a parent
+    /// flow that runs syncs inside its own operation (the passes, §4.4): the same checks,
+    /// the same errors.
+    pub(in crate::objmeta) fn start(
+        bucket: &str,
+        arsenal_key: &str,
+        from: VFormat,
+        to: VFormat,
+        truth: Truth,
+        read: Option<PairAsRead>,
+    ) -> Result<SyncKeyFlow, ObjmetaError> {
+        let mut flow = SyncKeyFlow::new(bucket, arsenal_key, from, to, truth, SyncPhase::Read)?;
+        if let Some(read) = read {
+            let row_of = |row: Option<Row>, key: &[u8]| row.filter(|r| r.key == key);
+            let source = side_of(row_of(read.source, &flow.pair.source_row).as_ref())?;
+            let target = side_of(row_of(read.target, &flow.pair.target_row).as_ref())?;
+            flow.rounds = 1;
+            flow.phase = SyncPhase::Classify { source, target };
+        }
+        Ok(flow)
+    }
+
     fn new(
         bucket: &str,
         arsenal_key: &str,

@@ -1,0 +1,821 @@
+//! `MigrationPass` — one pass of the object-metadata migration over a bucket, page by page
+//! (`docs/migration.md` §4.4, §4.5, §4.6, §7.1, §7.3, §8): the copy pass of `copying`, the
+//! verification of `verifying` (the same pass, counting pairs not in sync as `diffs`), and the
+//! light final pass of `switching` and sweeps of `switched`.
+//!
+//! Per page:
+//!
+//! 1. **Source page**: `ReadRows` of the `from` objects after the cursor, `LatestN(1)`,
+//!    `rows_limit = page`. v0 `from`: the collection minus the v1 ranges `[C‖00‖\x7fM,
+//!    C‖00‖\x7fN)` and `[C‖00‖\x7fV, C‖00‖\x7fW)`, up to three row ranges in one request. Keys
+//!    starting with `\x7fR` are **not** left out: replay keys are never written (`objmeta.md`
+//!    §4.1), so such a row is an object an application wrote, and §4.1 makes it a
+//!    `key_collision` finding. v1 `from`: two scans, masters and versions, merged by pair key
+//!    ([`pair_key`]). The page covers the pair keys `(cursor, hi]`: `hi` is the last key a
+//!    full scan returned (the smaller of the two for v1); a page whose scans all came back
+//!    short is the last and covers `(cursor, ∞)`.
+//! 2. **Target rows** of the same interval `(cursor, hi]`, whole (so that target rows of keys
+//!    no longer in `from`, even before the page's first source key, are found).
+//! 3. Merge by pair key, classify each pair as read ([`classify`]); pairs in sync count as
+//!    `unchanged`; the others run [`SyncKey`](super::sync::SyncKey)'s flow inside this
+//!    operation (the first round on the page's reads), at most [`MAX_OUTSTANDING_SYNCS`] at
+//!    once, started in key order. A target row without a source row is synced by its key
+//!    mapped back ([`map_key`]`(…, to, from)`). A key §4.1 refuses is a finding
+//!    ([`PassFinding`]): recorded, reported as an event, and the pass goes on (the run stops
+//!    before the switch while findings exist: the caller's decision, from the summary).
+//! 4. When every sync of the page has ended: the checkpoint with `cursor = hi` through the
+//!    checkpoint CAS ([`WriteCheckpoint`](super::marker::WriteCheckpoint)'s flow), then a
+//!    [`MigrateEvent::Progress`], then the next page after `hi`.
+//!
+//! [`PassKind::Light`] reads both layouts with [`light_filter`] (hashes and stamps only) and
+//! lets each pair not in sync read itself whole ([`SyncKey`](super::sync::SyncKey) without a
+//! pre-read pair).
+//!
+//! The machine returns what it did ([`PassResult`]): the [`PassSummary`] and the metastore
+//! row as last written ([`MigrationRead`]), which the caller hands to its next marker or
+//! checkpoint write. Its deadline bounds the whole pass: give it one long enough for the
+//! bucket (a pass that ends aborted resumes from its last checkpoint).
+
+use alloc::boxed::Box;
+use alloc::collections::{BTreeMap, VecDeque};
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+
+use rowkit_codec::escape::escape;
+use rowkit_codec::model::{Row, RowFilter, RowSet};
+use rowkit_codec::objmeta::cells::filters;
+use rowkit_codec::objmeta::keys::{VFormat, collection_for_bucket, collection_start};
+use rowkit_codec::objmeta::migration::Truth;
+use rowkit_codec::objmeta::migration::marker::{MigrationCheckpoint, MigrationState, PassCounters};
+use rowkit_codec::objmeta::migration::pass::{
+    DEFAULT_PAGE_ROWS, MAX_OUTSTANDING_SYNCS, object_row_ranges, pair_key,
+};
+use rowkit_codec::objmeta::migration::sync::{
+    KeyFinding, Side, SyncAction, classify, light_filter, map_key, sync_pair,
+};
+
+use super::super::requests::{OmIo, P, start_read};
+use super::super::{ObjmetaError, ObjmetaEvent, ObjmetaSchema, ObjmetaState, begin};
+use super::marker::{MigrationRead, WriteCheckpointFlow};
+use super::sync::{PairAsRead, SyncKeyFlow, SyncOutcome, SyncedKey};
+use crate::Timestamp;
+use crate::children::ChildId;
+use crate::operation::{ContextArg, Flow, Operation, Start};
+
+/// `MigrationPass(bucket, from, to, truth, kind, resume, page_rows)`: one pass over a
+/// migrating bucket (§4.4–§4.6).
+pub type MigrationPass<'a> = Operation<'a, MigrationPassFlow>;
+
+/// Which pass: what it reads and what it counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PassKind {
+    /// The copy pass of `copying` (§4.4): rows read whole, pairs not in sync synced.
+    Copy,
+    /// The verification of `verifying` (§4.5 first bullet): the copy pass whose `diffs` (pairs
+    /// not in sync) decide whether another verification pass runs.
+    Verify,
+    /// The final pass of `switching` and the sweeps of `switched` (§4.5 step 2, §4.6): rows
+    /// read with [`light_filter`], a pair read whole only when it is not in sync.
+    Light,
+}
+
+/// Where a pass starts and as whom it writes its checkpoints.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassResume {
+    /// The bucket's metastore row as last read or written ([`ReadMigration`] or the previous
+    /// write): the predicate of the first checkpoint CAS.
+    ///
+    /// [`ReadMigration`]: super::marker::ReadMigration
+    pub as_read: MigrationRead,
+    /// The checkpoint to continue from: its `cursor` (the pair key after which the pass
+    /// continues; `None`: from the start), `pass` and counters so far; `run`, `state`,
+    /// `owner`, `started` and `pass_rows_previous` are kept in every checkpoint the pass
+    /// writes (`lease_until` and `updated` are the checkpoint machine's).
+    pub checkpoint: MigrationCheckpoint,
+    /// `--take-over`: write the checkpoint even when another owner's lease holds (§7.1).
+    pub take_over: bool,
+}
+
+/// A key or row the pass could not sync (§4.1's findings, and rows that are no object rows
+/// the sync step can name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PassFinding {
+    /// A key §4.1 refuses (`key_collision`, `key_too_long`, `nul_in_object_key`).
+    Key(KeyFinding),
+    /// A row that cannot be synced as read: a `d:value` without `f:hash` (`check --fix`
+    /// rewrites it: `derived_stale`), a row key that is not UTF-8, or a second row of one pair
+    /// key.
+    Row {
+        /// The row key.
+        row_key: Vec<u8>,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl PassFinding {
+    /// The finding's stable id (a [`KeyFinding`]'s, or `row_not_syncable`).
+    pub fn id(&self) -> &'static str {
+        match self {
+            PassFinding::Key(finding) => finding.id(),
+            PassFinding::Row { .. } => "row_not_syncable",
+        }
+    }
+}
+
+/// A pair where both sides changed since the last sync, after the switch (§4.6): left as it
+/// is, for the operator's `--resolve`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassConflict {
+    /// The key in the `from` layout.
+    pub key: String,
+    /// `f:hash` of `S(a)`.
+    pub from_hash: Vec<u8>,
+    /// `f:hash` of `T(a)` (`None`: absent).
+    pub to_hash: Option<Vec<u8>>,
+}
+
+/// The progress of a pass after a page (§7.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassProgress {
+    /// The migration state the pass runs in (the checkpoint's).
+    pub state: MigrationState,
+    /// The pass number.
+    pub pass: u64,
+    /// Rows read so far (both layouts), resumed counters included.
+    pub rows_scanned: u64,
+    /// Rows copied.
+    pub copied: u64,
+    /// Rows deleted.
+    pub deleted: u64,
+    /// Pairs whose unstamped side(s) were stamped.
+    pub stamped: u64,
+    /// Pairs found in sync.
+    pub unchanged: u64,
+    /// Straggler writes adopted.
+    pub stragglers: u64,
+    /// Conflicts reported.
+    pub conflicts: u64,
+    /// Rows read by this run per second of the machine's clock since it began (`None` before
+    /// any time has passed).
+    pub rate_rows_per_s: Option<u64>,
+    /// Seconds left, from the previous pass's row count (`pass_rows_previous`) and the rate;
+    /// `None` in a first pass. The `SampleRowKeys` estimate of a first pass (§7.3) is not
+    /// built yet.
+    pub eta_s: Option<u64>,
+}
+
+/// The migration's events (§7.3), emitted as [`ObjmetaEvent::Migrate`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MigrateEvent {
+    /// After every page, once its checkpoint is written.
+    Progress(PassProgress),
+    /// A straggler's write (or delete) adopted after the switch (§4.6).
+    Straggler {
+        /// The key in the `from` layout.
+        key: String,
+    },
+    /// A conflict, left in place (§4.6).
+    Conflict(PassConflict),
+    /// A key or row the pass cannot sync.
+    Finding(PassFinding),
+}
+
+/// What a pass did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassSummary {
+    /// The kind of pass.
+    pub kind: PassKind,
+    /// Its number (the checkpoint's).
+    pub pass: u64,
+    /// Its counters, resumed ones included; each pair synced counts once, by what its sync
+    /// ended with (a straggler adopted counts in `stragglers` only, a conflict in `conflicts`).
+    pub counters: PassCounters,
+    /// Pairs not in sync as the page read them (`StampUnstamped` included), findings
+    /// excluded; a resumed pass adds the writes and conflicts its resumed counters show.
+    /// A verification is clean when it is 0 (§8).
+    pub diffs: u64,
+    /// The `from` keys of adopted stragglers, in key order (this run only).
+    pub stragglers: Vec<String>,
+    /// Conflicts, in key order (this run only).
+    pub conflicts: Vec<PassConflict>,
+    /// Findings, in key order (this run only).
+    pub findings: Vec<PassFinding>,
+    /// The cursor of the last checkpoint written (the last pair key of the pass).
+    pub cursor: Option<Vec<u8>>,
+    /// Pages run (this run only).
+    pub pages: u64,
+}
+
+/// A pass's output: its summary and the metastore row as last written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PassResult {
+    /// What the pass did.
+    pub summary: PassSummary,
+    /// The row as the last checkpoint write left it: the caller's next "as last read".
+    pub migration: MigrationRead,
+}
+
+/// A pair of the page still to sync.
+#[derive(Debug)]
+struct PendingSync {
+    /// Its `from` key.
+    key: String,
+    /// The pair as the page read it (`None`: a light read, the sync reads it whole).
+    read: Option<PairAsRead>,
+}
+
+/// A source scan's rows and whether it came back full (more may follow).
+#[derive(Debug)]
+struct Scanned {
+    rows: Vec<Row>,
+    full: bool,
+}
+
+#[derive(Debug)]
+enum PassPhase {
+    /// Send the page's source read(s).
+    Page,
+    /// Source reads sent (one for v0, masters and versions for v1).
+    Source {
+        reads: Vec<(ChildId, Option<Scanned>)>,
+    },
+    /// The target read of `(cursor, hi]` sent (`None`: no range to read).
+    Target {
+        read: Option<ChildId>,
+        source: Vec<Row>,
+        hi: Option<String>,
+    },
+    /// The page's syncs.
+    Syncing {
+        queue: VecDeque<PendingSync>,
+        running: Vec<SyncKeyFlow>,
+        cursor: Option<String>,
+        last: bool,
+    },
+    /// The page's checkpoint being written.
+    Checkpoint {
+        write: Box<WriteCheckpointFlow>,
+        last: bool,
+    },
+    Done,
+}
+
+/// The flow of [`MigrationPass`].
+#[derive(Debug)]
+pub struct MigrationPassFlow {
+    bucket: String,
+    collection: String,
+    from: VFormat,
+    to: VFormat,
+    truth: Truth,
+    kind: PassKind,
+    page_rows: u32,
+    as_read: MigrationRead,
+    /// The checkpoint as last written (or resumed from).
+    checkpoint: MigrationCheckpoint,
+    take_over: bool,
+    /// The pair key the next page reads after.
+    cursor: Option<String>,
+    counters: PassCounters,
+    diffs: u64,
+    stragglers: Vec<String>,
+    conflicts: Vec<PassConflict>,
+    findings: Vec<PassFinding>,
+    pages: u64,
+    /// When this run began (its first step) and the rows it has read.
+    began: Option<Timestamp>,
+    rows_this_run: u64,
+    phase: PassPhase,
+}
+
+impl<'a> MigrationPass<'a> {
+    /// One pass of `kind` over `bucket`, migrating `from` → `to` with `truth` the layout of
+    /// the truth, continuing after `resume`'s cursor, reading `page_rows` `from` rows a page
+    /// (`0`: [`DEFAULT_PAGE_ROWS`]). Refused before any request (`InternalError`): `from ==
+    /// to`, a checkpoint cursor that is not a UTF-8 key.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ctx: impl Into<ContextArg<'a, ObjmetaState>>,
+        bucket: &str,
+        from: VFormat,
+        to: VFormat,
+        truth: Truth,
+        kind: PassKind,
+        resume: PassResume,
+        page_rows: u32,
+        start: Start,
+    ) -> MigrationPass<'a> {
+        match MigrationPassFlow::new(bucket, from, to, truth, kind, resume, page_rows) {
+            Ok(flow) => begin(ctx, start, flow),
+            Err(error) => Operation::failed(ctx.into(), error),
+        }
+    }
+}
+
+impl MigrationPassFlow {
+    fn new(
+        bucket: &str,
+        from: VFormat,
+        to: VFormat,
+        truth: Truth,
+        kind: PassKind,
+        resume: PassResume,
+        page_rows: u32,
+    ) -> Result<MigrationPassFlow, ObjmetaError> {
+        if from == to {
+            return Err(ObjmetaError::internal(alloc::format!(
+                "a migration from {} to {} has nothing to pass over",
+                from.as_str(),
+                to.as_str()
+            )));
+        }
+        let cursor = match &resume.checkpoint.cursor {
+            None => None,
+            Some(bytes) => Some(String::from_utf8(bytes.clone()).map_err(|_| {
+                ObjmetaError::internal(alloc::format!(
+                    "the checkpoint's cursor {} is not a key",
+                    escape(bytes)
+                ))
+            })?),
+        };
+        Ok(MigrationPassFlow {
+            bucket: bucket.into(),
+            collection: collection_for_bucket(bucket).into(),
+            from,
+            to,
+            truth,
+            kind,
+            page_rows: if page_rows == 0 {
+                DEFAULT_PAGE_ROWS
+            } else {
+                page_rows
+            },
+            counters: resume.checkpoint.counters,
+            diffs: written_or_conflicting(&resume.checkpoint.counters),
+            as_read: resume.as_read,
+            checkpoint: resume.checkpoint,
+            take_over: resume.take_over,
+            cursor,
+            stragglers: Vec::new(),
+            conflicts: Vec::new(),
+            findings: Vec::new(),
+            pages: 0,
+            began: None,
+            rows_this_run: 0,
+            phase: PassPhase::Page,
+        })
+    }
+
+    /// The filter of both reads of a page.
+    fn read_filter(&self) -> RowFilter {
+        match self.kind {
+            PassKind::Copy | PassKind::Verify => filters::latest(),
+            PassKind::Light => light_filter(),
+        }
+    }
+
+    /// The row's key without the collection prefix (`None`: not UTF-8).
+    fn arsenal_key(&self, row: &[u8]) -> Option<String> {
+        let key = row.strip_prefix(collection_start(&self.collection).as_slice())?;
+        core::str::from_utf8(key).ok().map(String::from)
+    }
+
+    fn finding(&mut self, io: &mut OmIo, finding: PassFinding) {
+        io.emit(ObjmetaEvent::Migrate(MigrateEvent::Finding(
+            finding.clone(),
+        )));
+        self.findings.push(finding);
+    }
+
+    fn row_finding(&mut self, io: &mut OmIo, row_key: &[u8], reason: impl ToString) {
+        let finding = PassFinding::Row {
+            row_key: row_key.to_vec(),
+            reason: reason.to_string(),
+        };
+        self.finding(io, finding);
+    }
+
+    /// Sends the page's source read(s): the `from` objects after the cursor.
+    fn send_source(&self, io: &mut OmIo, st: &ObjmetaState) -> Vec<(ChildId, Option<Scanned>)> {
+        let ranges = object_row_ranges(&self.collection, self.from, self.cursor.as_deref(), None);
+        let limit = i64::from(self.page_rows);
+        let one_read = |io: &mut OmIo, ranges| {
+            let rows = RowSet {
+                row_keys: Vec::new(),
+                row_ranges: ranges,
+            };
+            (start_read(io, st, rows, self.read_filter(), limit), None)
+        };
+        match self.from {
+            // One request, up to three ranges: their rows arrive in pair-key order.
+            VFormat::V0 => alloc::vec![one_read(io, ranges)],
+            // Masters and versions: two scans, merged by pair key.
+            VFormat::V1 => ranges
+                .into_iter()
+                .map(|range| one_read(io, alloc::vec![range]))
+                .collect(),
+        }
+    }
+
+    /// The page's interval end and its source rows, from the scans: `hi` is the smallest
+    /// last pair key of a full scan (`None`: every scan came back short, the last page);
+    /// rows after `hi` are left for the next page.
+    fn source_page(
+        &mut self,
+        io: &mut OmIo,
+        scans: Vec<Scanned>,
+    ) -> Result<(Vec<Row>, Option<String>), ObjmetaError> {
+        let mut hi: Option<String> = None;
+        for scan in scans.iter().filter(|s| s.full) {
+            let Some(last) = scan.rows.last() else {
+                continue;
+            };
+            let Some(key) = pair_key(&last.key, &self.collection, self.from) else {
+                return Err(ObjmetaError::internal(alloc::format!(
+                    "a page ends on row {}, which is no object row of the {} layout",
+                    escape(&last.key),
+                    self.from.as_str()
+                )));
+            };
+            if hi.as_ref().is_none_or(|h| key < *h) {
+                hi = Some(key);
+            }
+        }
+        let mut rows = Vec::new();
+        for row in scans.into_iter().flat_map(|s| s.rows) {
+            match pair_key(&row.key, &self.collection, self.from) {
+                None => self.row_finding(io, &row.key, "row key is no object key"),
+                Some(key) if hi.as_ref().is_none_or(|h| key <= *h) => rows.push(row),
+                Some(_) => {}
+            }
+        }
+        Ok((rows, hi))
+    }
+
+    /// Step 3: pairs the page's rows, classifies each, and queues the syncs of those not in
+    /// sync (in pair-key order). Gives the queue and the page's last pair key.
+    fn plan_page(
+        &mut self,
+        io: &mut OmIo,
+        source: Vec<Row>,
+        target: Vec<Row>,
+    ) -> (VecDeque<PendingSync>, Option<String>) {
+        #[derive(Default)]
+        struct Entry {
+            source: Option<Row>,
+            target: Option<Row>,
+        }
+        let mut pairs: BTreeMap<String, Entry> = BTreeMap::new();
+        self.counters.rows_scanned += (source.len() + target.len()) as u64;
+        self.rows_this_run += (source.len() + target.len()) as u64;
+        for (row, is_source) in source
+            .into_iter()
+            .map(|r| (r, true))
+            .chain(target.into_iter().map(|r| (r, false)))
+        {
+            let layout = if is_source { self.from } else { self.to };
+            let Some(key) = pair_key(&row.key, &self.collection, layout) else {
+                self.row_finding(io, &row.key, "row key is no object key");
+                continue;
+            };
+            let entry = pairs.entry(key).or_default();
+            let slot = if is_source {
+                &mut entry.source
+            } else {
+                &mut entry.target
+            };
+            if slot.is_some() {
+                self.row_finding(io, &row.key, "a second row of one pair key");
+                continue;
+            }
+            *slot = Some(row);
+        }
+        let last = pairs.keys().next_back().cloned();
+        let mut queue = VecDeque::new();
+        for (_, entry) in pairs {
+            if let Some(pending) = self.plan_pair(io, entry.source, entry.target) {
+                queue.push_back(pending);
+            }
+        }
+        (queue, last)
+    }
+
+    /// One pair of the page: its `from` key (a target-only key mapped back), its
+    /// classification; `Some` when it needs a sync.
+    fn plan_pair(
+        &mut self,
+        io: &mut OmIo,
+        source: Option<Row>,
+        target: Option<Row>,
+    ) -> Option<PendingSync> {
+        let (row, layout) = match (&source, &target) {
+            (Some(row), _) => (row, self.from),
+            (None, Some(row)) => (row, self.to),
+            (None, None) => return None,
+        };
+        let Some(key) = self.arsenal_key(&row.key) else {
+            self.row_finding(io, &row.key, "row key is not UTF-8");
+            return None;
+        };
+        let from_key = if layout == self.from {
+            Ok(key)
+        } else {
+            map_key(&self.collection, &key, self.to, self.from)
+        };
+        let pair = from_key.and_then(|k| sync_pair(&self.collection, &k, self.from, self.to));
+        let pair = match pair {
+            Ok(pair) => pair,
+            Err(finding) => {
+                self.finding(io, PassFinding::Key(finding));
+                return None;
+            }
+        };
+        let light = self.kind == PassKind::Light;
+        let side = |row: &Option<Row>| -> Result<Side, String> {
+            if light {
+                Ok(Side::from_light_row(row.as_ref()))
+            } else {
+                Side::from_row(row.as_ref()).map_err(|e| e.to_string())
+            }
+        };
+        let sides = side(&source).and_then(|s| side(&target).map(|t| (s, t)));
+        let (s, t) = match sides {
+            Ok(sides) => sides,
+            Err(reason) => {
+                self.row_finding(io, &row.key, reason);
+                return None;
+            }
+        };
+        if classify(&s, &t, self.truth) == SyncAction::InSync {
+            self.counters.unchanged += 1;
+            return None;
+        }
+        self.diffs += 1;
+        let read = (!light).then_some(PairAsRead { source, target });
+        Some(PendingSync {
+            key: pair.source_key,
+            read,
+        })
+    }
+
+    /// Counts what a sync ended with and reports stragglers and conflicts.
+    fn record(&mut self, io: &mut OmIo, synced: SyncedKey) {
+        let key = synced.key().to_string();
+        match synced.outcome {
+            SyncOutcome::InSync => self.counters.unchanged += 1,
+            SyncOutcome::Stamped => self.counters.stamped += 1,
+            SyncOutcome::Copied { .. } => self.counters.copied += 1,
+            SyncOutcome::Deleted { .. } => self.counters.deleted += 1,
+            SyncOutcome::StragglerAdopted { .. } => {
+                self.counters.stragglers += 1;
+                io.emit(ObjmetaEvent::Migrate(MigrateEvent::Straggler {
+                    key: key.clone(),
+                }));
+                self.stragglers.push(key);
+            }
+            SyncOutcome::Conflict { from_hash, to_hash } => {
+                self.counters.conflicts += 1;
+                let conflict = PassConflict {
+                    key,
+                    from_hash,
+                    to_hash,
+                };
+                io.emit(ObjmetaEvent::Migrate(MigrateEvent::Conflict(
+                    conflict.clone(),
+                )));
+                self.conflicts.push(conflict);
+            }
+        }
+    }
+
+    /// Starts queued syncs up to the limit and advances every running one; `true` when the
+    /// page's syncs have all ended.
+    fn run_syncs(
+        &mut self,
+        io: &mut OmIo,
+        st: &mut ObjmetaState,
+        queue: &mut VecDeque<PendingSync>,
+        running: &mut Vec<SyncKeyFlow>,
+    ) -> Result<bool, ObjmetaError> {
+        loop {
+            while running.len() < MAX_OUTSTANDING_SYNCS {
+                let Some(next) = queue.pop_front() else {
+                    break;
+                };
+                let flow = SyncKeyFlow::start(
+                    &self.bucket,
+                    &next.key,
+                    self.from,
+                    self.to,
+                    self.truth,
+                    next.read,
+                )?;
+                running.push(flow);
+            }
+            let mut ended = false;
+            let mut i = 0;
+            while i < running.len() {
+                match running[i].advance(io, st)? {
+                    Some(synced) => {
+                        running.remove(i);
+                        self.record(io, synced);
+                        ended = true;
+                    }
+                    None => i += 1,
+                }
+            }
+            if running.is_empty() && queue.is_empty() {
+                return Ok(true);
+            }
+            if !ended {
+                return Ok(false);
+            }
+        }
+    }
+
+    /// The progress event of the page just checkpointed.
+    fn progress(&self, now: Timestamp) -> PassProgress {
+        let c = &self.counters;
+        let elapsed_us = self.began.map_or(0, |b| now.0.saturating_sub(b.0));
+        let rate = (elapsed_us > 0).then(|| {
+            let per_s =
+                u128::from(self.rows_this_run) * 1_000_000 / elapsed_us.unsigned_abs() as u128;
+            u64::try_from(per_s).unwrap_or(u64::MAX)
+        });
+        let eta_s = match (self.checkpoint.pass_rows_previous, rate) {
+            (Some(previous), Some(rate)) if rate > 0 => {
+                Some(previous.saturating_sub(c.rows_scanned) / rate)
+            }
+            _ => None,
+        };
+        PassProgress {
+            state: self.checkpoint.state,
+            pass: self.checkpoint.pass,
+            rows_scanned: c.rows_scanned,
+            copied: c.copied,
+            deleted: c.deleted,
+            stamped: c.stamped,
+            unchanged: c.unchanged,
+            stragglers: c.stragglers,
+            conflicts: c.conflicts,
+            rate_rows_per_s: rate,
+            eta_s,
+        }
+    }
+
+    fn summary(&mut self) -> PassSummary {
+        self.findings.sort_by_key(finding_order);
+        PassSummary {
+            kind: self.kind,
+            pass: self.checkpoint.pass,
+            counters: self.counters,
+            diffs: self.diffs,
+            stragglers: core::mem::take(&mut self.stragglers),
+            conflicts: core::mem::take(&mut self.conflicts),
+            findings: core::mem::take(&mut self.findings),
+            cursor: self.checkpoint.cursor.clone(),
+            pages: self.pages,
+        }
+    }
+}
+
+/// The pairs a resumed pass's counters show not in sync when it read them: its writes and
+/// its conflicts.
+fn written_or_conflicting(c: &PassCounters) -> u64 {
+    c.copied + c.deleted + c.stamped + c.stragglers + c.conflicts
+}
+
+/// Findings sort by the key or row they name.
+fn finding_order(finding: &PassFinding) -> Vec<u8> {
+    match finding {
+        PassFinding::Key(
+            KeyFinding::KeyCollision { key }
+            | KeyFinding::KeyTooLong { key, .. }
+            | KeyFinding::NulInObjectKey { key }
+            | KeyFinding::NotInFromLayout { key, .. },
+        ) => key.as_bytes().to_vec(),
+        PassFinding::Row { row_key, .. } => row_key.clone(),
+    }
+}
+
+impl Flow for MigrationPassFlow {
+    type Schema = ObjmetaSchema;
+    type Output = PassResult;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<PassResult> {
+        if self.began.is_none() {
+            self.began = Some(io.now());
+        }
+        loop {
+            match core::mem::replace(&mut self.phase, PassPhase::Done) {
+                PassPhase::Page => {
+                    let reads = self.send_source(io, st);
+                    self.phase = PassPhase::Source { reads };
+                }
+                PassPhase::Source { mut reads } => {
+                    for (id, slot) in reads.iter_mut().filter(|(_, s)| s.is_none()) {
+                        if let Some(rows) = io.rows_or_wait(*id)? {
+                            let full = rows.len() as u64 >= u64::from(self.page_rows);
+                            *slot = Some(Scanned { rows, full });
+                        }
+                    }
+                    if reads.iter().any(|(_, s)| s.is_none()) {
+                        self.phase = PassPhase::Source { reads };
+                        return Ok(None);
+                    }
+                    let scans = reads.into_iter().filter_map(|(_, s)| s).collect();
+                    let (source, hi) = self.source_page(io, scans)?;
+                    let ranges = object_row_ranges(
+                        &self.collection,
+                        self.to,
+                        self.cursor.as_deref(),
+                        hi.as_deref(),
+                    );
+                    let read = (!ranges.is_empty()).then(|| {
+                        let rows = RowSet {
+                            row_keys: Vec::new(),
+                            row_ranges: ranges,
+                        };
+                        start_read(io, st, rows, self.read_filter(), 0)
+                    });
+                    self.phase = PassPhase::Target { read, source, hi };
+                }
+                PassPhase::Target { read, source, hi } => {
+                    let target = match read {
+                        None => Vec::new(),
+                        Some(id) => match io.rows_or_wait(id)? {
+                            Some(rows) => rows,
+                            None => {
+                                self.phase = PassPhase::Target { read, source, hi };
+                                return Ok(None);
+                            }
+                        },
+                    };
+                    let (queue, page_last) = self.plan_page(io, source, target);
+                    let last = hi.is_none();
+                    // A last page ends on its greatest key (or where the pass already was).
+                    let cursor = hi.or(page_last).or_else(|| self.cursor.clone());
+                    self.phase = PassPhase::Syncing {
+                        queue,
+                        running: Vec::new(),
+                        cursor,
+                        last,
+                    };
+                }
+                PassPhase::Syncing {
+                    mut queue,
+                    mut running,
+                    cursor,
+                    last,
+                } => {
+                    if !self.run_syncs(io, st, &mut queue, &mut running)? {
+                        self.phase = PassPhase::Syncing {
+                            queue,
+                            running,
+                            cursor,
+                            last,
+                        };
+                        return Ok(None);
+                    }
+                    let mut checkpoint = self.checkpoint.clone();
+                    checkpoint.cursor = cursor.clone().map(String::into_bytes);
+                    checkpoint.counters = self.counters;
+                    let write = WriteCheckpointFlow::new(
+                        &self.bucket,
+                        &self.as_read,
+                        checkpoint,
+                        self.take_over,
+                        io.now(),
+                    )?;
+                    self.cursor = cursor;
+                    self.phase = PassPhase::Checkpoint {
+                        write: Box::new(write),
+                        last,
+                    };
+                }
+                PassPhase::Checkpoint { mut write, last } => {
+                    let Some(written) = write.advance(io, st)? else {
+                        self.phase = PassPhase::Checkpoint { write, last };
+                        return Ok(None);
+                    };
+                    if let Some(checkpoint) = &written.checkpoint {
+                        self.checkpoint = checkpoint.clone();
+                    }
+                    self.as_read = written;
+                    self.pages += 1;
+                    let progress = self.progress(io.now());
+                    io.emit(ObjmetaEvent::Migrate(MigrateEvent::Progress(progress)));
+                    if last {
+                        return Ok(Some(PassResult {
+                            summary: self.summary(),
+                            migration: self.as_read.clone(),
+                        }));
+                    }
+                    self.phase = PassPhase::Page;
+                }
+                PassPhase::Done => return Ok(None),
+            }
+        }
+    }
+}
