@@ -20,8 +20,8 @@ use rowkit_codec::objmeta::migration::marker::{
 use rowkit_codec::objmeta::migration::sync::{KeyFinding, light_filter};
 use rowkit_statemachines::objmeta::migrate::marker::{MigrationRead, ReadMigration, WriteMarker};
 use rowkit_statemachines::objmeta::migrate::pass::{
-    MigrateEvent, MigrationPass, PassConflict, PassFinding, PassKind, PassProgress, PassResult,
-    PassResume,
+    DeletionCounts, MigrateEvent, MigrationPass, PassConflict, PassFinding, PassKind, PassProgress,
+    PassResult, PassResume,
 };
 use rowkit_statemachines::objmeta::{CreateBucket, ObjmetaConfig, ObjmetaEvent, ObjmetaState};
 use rowkit_statemachines::operation::Start;
@@ -878,4 +878,312 @@ fn a_light_sweep_after_the_switch_adopts_a_straggler_and_reports_a_conflict() {
     let last = progress(&ran.events).pop().unwrap();
     assert_eq!((last.stragglers, last.conflicts), (1, 1));
     assert_eq!(last.state, MigrationState::Switched);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The deletion passes (§4.7, §4.9)
+// ---------------------------------------------------------------------------------------------
+
+const CLEAN: Pass = Pass {
+    from: VFormat::V0,
+    to: VFormat::V1,
+    truth: Truth::To,
+    kind: PassKind::Clean,
+    page: 3,
+};
+
+const ABORT: Pass = Pass {
+    from: VFormat::V0,
+    to: VFormat::V1,
+    truth: Truth::From,
+    kind: PassKind::Abort,
+    page: 3,
+};
+
+/// A v0 bucket of [`V0_DOCS`] only (the colliding key resolved by the operator), copied into
+/// v1 by a full copy pass.
+fn copied_v0_bucket() -> (MemoryStore, PassResult) {
+    let (store, as_read) = v0_bucket();
+    app_delete(&store, "\x7fRk");
+    let copy = done(&run_pass(&store, &V0_TO_V1, fresh(&as_read), quiet));
+    assert_eq!(collection(&store), synced(V0_DOCS, &[]));
+    (store, copy)
+}
+
+/// The v1 layout of every `(v0 key, v1 key, text)`, as the application wrote it (no stamp).
+fn v1_only(docs: &[(&str, &str, &str)]) -> BTreeMap<String, Row> {
+    docs.iter()
+        .map(|&(_, v1, text)| (v1.to_string(), expect(v1, text, false)))
+        .collect()
+}
+
+fn read_migration(store: &MemoryStore) -> MigrationRead {
+    drive(
+        store,
+        ReadMigration::new(state(VFormat::V0), "b", start()),
+        quiet,
+    )
+    .result
+    .unwrap()
+    .unwrap()
+}
+
+/// Whether `request` is a CAS deleting an object row.
+fn is_row_delete(request: &Request) -> bool {
+    matches!(request, Request::CheckAndMutateRow(r)
+        if r.row_key != METASTORE_ROW
+            && (r.true_mutations == vec![Mutation::DeleteFromRow]))
+}
+
+#[test]
+fn a_clean_pass_leaves_the_to_layout_only_without_stamps() {
+    let (store, copy) = copied_v0_bucket();
+    let ran = run_pass(
+        &store,
+        &CLEAN,
+        next_pass(&copy, MigrationState::Cleaning),
+        quiet,
+    );
+    let out = done(&ran);
+    let s = &out.summary;
+    assert_eq!(collection(&store), v1_only(V0_DOCS));
+    let n = V0_DOCS.len() as u64;
+    assert_eq!(
+        s.deletion,
+        DeletionCounts {
+            from_rows_deleted: n,
+            to_rows_deleted: 0,
+            stamps_stripped: n,
+            from_rows_left: false,
+        }
+    );
+    assert!(s.conflicts.is_empty() && s.stragglers.is_empty() && s.findings.is_empty());
+    assert_eq!((s.counters.deleted, s.counters.stamped), (n, n));
+    assert_eq!(s.counters.rows_scanned, 2 * n);
+    // Per pair, the `from` row first, then the `to` row's stamp.
+    let writes = object_writes(&ran.sent);
+    assert_eq!(writes.len(), 2 * V0_DOCS.len());
+    for &(v0, v1, _) in V0_DOCS {
+        let at = |key: &str| writes.iter().position(|w| *w == row(key)).unwrap();
+        assert!(
+            at(v0) < at(v1),
+            "{v0:?}: the from row before the to row's stamp"
+        );
+    }
+    // A checkpoint after every page, in state cleaning.
+    let cp = out.migration.checkpoint.clone().unwrap();
+    assert_eq!((cp.state, cp.pass), (MigrationState::Cleaning, 2));
+    assert_eq!(cp.cursor.as_deref(), Some(&b"\x7fX"[..]));
+
+    // A second clean pass reads, writes nothing, finds nothing left.
+    let again = run_pass(
+        &store,
+        &CLEAN,
+        next_pass(&out, MigrationState::Cleaning),
+        quiet,
+    );
+    assert!(object_writes(&again.sent).is_empty());
+    assert_eq!(done(&again).summary.deletion, DeletionCounts::default());
+    assert_eq!(collection(&store), v1_only(V0_DOCS));
+}
+
+const ZZ_NEW: &str = r#"{"key":"zz","n":55}"#;
+const X_FROM: &str = "{\"key\":\"\x7fX\",\"n\":40}";
+const X_TO: &str = "{\"key\":\"\x7fX\",\"n\":41}";
+
+#[test]
+fn a_clean_pass_adopts_a_straggler_and_leaves_a_conflict() {
+    let (store, copy) = copied_v0_bucket();
+    // Both sides of `\x7fX` changed since the copy: a conflict.
+    app_put(&store, "\x7fX", X_FROM);
+    app_put(&store, "\x7fM\x7fX", X_TO);
+    // After page 1, an unaware v0 process writes `zz` (later in key order): a straggler.
+    let mut checkpoints = 0;
+    let ran = run_pass(
+        &store,
+        &CLEAN,
+        next_pass(&copy, MigrationState::Cleaning),
+        |store, request| {
+            if is_checkpoint(request) {
+                checkpoints += 1;
+                if checkpoints == 1 {
+                    app_put(store, "zz", ZZ_NEW);
+                }
+            }
+            Fate::Deliver
+        },
+    );
+    let s = done(&ran).summary;
+    assert_eq!(s.stragglers, vec!["zz".to_string()]);
+    assert_eq!(
+        s.conflicts,
+        vec![PassConflict {
+            key: "\x7fX".into(),
+            from_hash: value_hash(X_FROM),
+            to_hash: Some(value_hash(X_TO)),
+        }]
+    );
+    assert!(s.deletion.from_rows_left);
+    assert_eq!(s.deletion.from_rows_deleted, V0_DOCS.len() as u64 - 1);
+    // The straggler's document is in `to`, unstamped; the conflict is left in both layouts.
+    let mut want: Vec<(&str, &str, &str)> = V0_DOCS
+        .iter()
+        .copied()
+        .filter(|(v0, _, _)| *v0 != "zz" && *v0 != "\x7fX")
+        .collect();
+    want.push(("zz", "\x7fMzz", ZZ_NEW));
+    want.push(("\x7fX", "\x7fM\x7fX", X_TO));
+    let mut want = v1_only(&want);
+    want.insert("\x7fX".into(), expect("\x7fX", X_FROM, false));
+    assert_eq!(collection(&store), want);
+    // Events: the straggler and the conflict.
+    assert!(ran.events.iter().any(|e| matches!(
+        e, ObjmetaEvent::Migrate(MigrateEvent::Straggler { key }) if key == "zz")));
+    assert!(ran.events.iter().any(|e| matches!(
+        e, ObjmetaEvent::Migrate(MigrateEvent::Conflict(c)) if c.key == "\x7fX")));
+}
+
+#[test]
+fn a_clean_pass_survives_a_lost_delete_response_and_resumes_after_its_cursor() {
+    let (store, copy) = copied_v0_bucket();
+    // The 5th row delete applies, its response is lost, the migrator dies (page 2 is synced
+    // in part, page 1 checkpointed).
+    let mut deletes = 0;
+    let crashed = run_pass(
+        &store,
+        &CLEAN,
+        next_pass(&copy, MigrationState::Cleaning),
+        |store, request| {
+            if is_row_delete(request) {
+                deletes += 1;
+                if deletes == 5 {
+                    exec(store, request.clone(), T0);
+                    return Fate::Crash;
+                }
+            }
+            Fate::Deliver
+        },
+    );
+    assert!(crashed.result.is_none());
+    let written_before = object_writes(&crashed.sent);
+
+    let as_read = read_migration(&store);
+    let checkpoint = as_read.checkpoint.clone().unwrap();
+    assert_eq!(checkpoint.state, MigrationState::Cleaning);
+    let cursor = checkpoint.cursor.clone().unwrap();
+    let resumed = run_pass(
+        &store,
+        &CLEAN,
+        PassResume {
+            as_read,
+            checkpoint,
+            take_over: false,
+        },
+        quiet,
+    );
+    let out = done(&resumed);
+    let Request::ReadRows(first) = &resumed.sent[0] else {
+        panic!()
+    };
+    assert_eq!(
+        first.rows.row_ranges[0].start,
+        KeyBound::Open(row(std::str::from_utf8(&cursor).unwrap()))
+    );
+    // Nothing behind the cursor is written again, nothing is written twice, and the row
+    // whose delete's response was lost is not deleted again.
+    let written_after = object_writes(&resumed.sent);
+    for key in &written_after {
+        assert!(pair_of(key) > cursor, "{key:?} behind the cursor");
+        assert!(!written_before.contains(key), "written twice: {key:?}");
+    }
+    assert_eq!(collection(&store), v1_only(V0_DOCS));
+    assert!(!out.summary.deletion.from_rows_left);
+    // The whole bucket's deletes and strips, across both runs (the lost one applied once).
+    assert_eq!(
+        written_before.len() + 1 + written_after.len(),
+        2 * V0_DOCS.len()
+    );
+}
+
+const A_V2_MIRRORED: &str = r#"{"key":"a","versionId":"v2","n":9}"#;
+
+#[test]
+fn an_abort_pass_restores_the_from_layout_and_a_replay_writes_nothing() {
+    let (store, as_read) = v0_bucket();
+    let before = collection(&store);
+    let copy = done(&run_pass(&store, &V0_TO_V1, fresh(&as_read), quiet));
+    assert_ne!(collection(&store), before);
+    // While the abort runs, a sync's mirror (begun before the fence) rewrites `to` row
+    // `\x7fVa\0v2` with another document just before its delete: the delete is not applied,
+    // the pair is read again and the row deleted as the mirror left it.
+    let mut mirrored = false;
+    let ran = run_pass(
+        &store,
+        &ABORT,
+        next_pass(&copy, MigrationState::Aborting),
+        |store, request| {
+            if let Request::CheckAndMutateRow(r) = request
+                && r.row_key == row("\x7fVa\0v2")
+                && !mirrored
+            {
+                mirrored = true;
+                let mut m = replace(&Json::parse(A_V2_MIRRORED).unwrap(), None);
+                m.push(Mutation::set_cell(
+                    "f",
+                    b"rowkitSync",
+                    Timestamp(0),
+                    value_hash(A_V2_MIRRORED),
+                ));
+                mutate(store, "\x7fVa\0v2", m);
+            }
+            Fate::Deliver
+        },
+    );
+    assert!(mirrored);
+    let s = done(&ran).summary;
+    // Byte-identical to the v0 bucket before the copy: no v1 row, no stamp.
+    assert_eq!(collection(&store), before);
+    let n = V0_DOCS.len() as u64;
+    assert_eq!(
+        s.deletion,
+        DeletionCounts {
+            from_rows_deleted: 0,
+            to_rows_deleted: n,
+            stamps_stripped: n,
+            from_rows_left: false,
+        }
+    );
+    // The colliding key is still a finding (it has no `to` row to delete).
+    assert_eq!(s.findings.len(), 1);
+    // The mirrored row's first delete was not applied: one more CAS than rows written.
+    assert_eq!(object_writes(&ran.sent).len(), 2 * V0_DOCS.len() + 1);
+
+    let again = run_pass(
+        &store,
+        &ABORT,
+        next_pass(&done(&ran), MigrationState::Aborting),
+        quiet,
+    );
+    assert!(object_writes(&again.sent).is_empty());
+    assert_eq!(done(&again).summary.deletion, DeletionCounts::default());
+    assert_eq!(collection(&store), before);
+}
+
+#[test]
+fn a_deletion_pass_refuses_the_wrong_truth() {
+    let (store, as_read) = v0_bucket();
+    for pass in [
+        Pass {
+            truth: Truth::From,
+            ..CLEAN
+        },
+        Pass {
+            truth: Truth::To,
+            ..ABORT
+        },
+    ] {
+        let ran = run_pass(&store, &pass, fresh(&as_read), quiet);
+        assert!(ran.sent.is_empty());
+        assert!(matches!(ran.result, Some(Err(_))));
+    }
 }

@@ -11,7 +11,8 @@
 //!   conditional writes that change them (§2.2, §4.5, §4.7, §7.1).
 //! - [`sync`]: the key mapping between the layouts and its blocking findings (§4.1), the sync
 //!   stamp `f:rowkitSync` and the named predicates and mutations built on it (§4.2), and the
-//!   classification of a pair of rows as read (§4.3 step 2) with the writes it calls for.
+//!   classification of a pair of rows as read (§4.3 step 2) with the writes it calls for, and
+//!   the writes of the deletion passes: the clean-up (§4.7) and the rollback (§4.9).
 //! - [`pass`]: the pages of a pass (§4.4): the pair key both layouts' rows are merged by, and
 //!   the row ranges of a layout's objects in an interval of pair keys.
 

@@ -578,6 +578,9 @@ pub enum WriteKind {
     /// `STAMP(x)`: the confirmation of a copy's source (step 4) or the stamp of an unstamped
     /// side of an equal pair.
     Stamp,
+    /// `DeleteFromColumn(f, rowkitSync)`: the stamp stripped once the migration no longer
+    /// needs it (§4.7 on `to` rows, §4.9 on `from` rows).
+    Unstamp,
 }
 
 /// One conditional write of a sync, on one row of the pair.
@@ -656,6 +659,88 @@ pub fn sync_writes(action: SyncAction, source: &Side, target: &Side) -> Vec<Sync
         })
         .collect(),
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// §4.7 and §4.9: the writes of the deletion passes
+// ---------------------------------------------------------------------------------------------
+
+/// `[DeleteFromColumn(f, rowkitSync)]`: strips the stamp (every cell of the column), what the
+/// clean-up does to `to` rows (§4.7) and a rollback to `from` rows (§4.9).
+pub fn unstamp() -> Vec<Mutation> {
+    vec![Mutation::DeleteFromColumn {
+        family: FLAG_FAMILY.into(),
+        qualifier: SYNC_QUALIFIER.as_bytes().to_vec(),
+        range: None,
+    }]
+}
+
+/// Whether a side carries a stamp cell of any value (valid or not): a row the deletion
+/// passes strip.
+fn carries_stamp(side: &Side) -> bool {
+    side.present().is_some_and(|r| r.stamp != Stamp::Unstamped)
+}
+
+/// What the clean-up (§4.7, truth `to`) does with a pair as read.
+#[derive(Clone, Debug, PartialEq)]
+pub enum CleanPlan {
+    /// `S(a)` is present without a valid stamp: a straggler's row. Run `SyncKey` with truth
+    /// `to` first (adopted, or a conflict left in place), then read the pair again.
+    SyncFirst,
+    /// These writes, in order (each after the previous one applied; one not applied sends the
+    /// pair back to its read). Empty: nothing left to clean.
+    Writes(Vec<SyncWrite>),
+}
+
+/// §4.7 for `source` (`s`) and `target` (`t`) as read: a stamped `s` is deleted
+/// (`DeleteFromRow()` if `SAME(s)`) whatever `t` holds; then a `t` carrying a stamp loses it
+/// (`DeleteFromColumn(f, rowkitSync)` if `SAME(t)`). An unstamped `s` (or one whose stamp is
+/// not its hash) is a straggler: [`CleanPlan::SyncFirst`], and nothing is stripped from `t`
+/// before the pair is synced (the sync's predicates need its stamp).
+pub fn clean_writes(source: &Side, target: &Side) -> CleanPlan {
+    let mut writes = Vec::new();
+    if source.present().is_some() {
+        if !source.is_stamped() {
+            return CleanPlan::SyncFirst;
+        }
+        writes.push(SyncWrite {
+            row: PairRow::Source,
+            kind: WriteKind::Delete,
+            write: if_same(source, vec![Mutation::DeleteFromRow]),
+        });
+    }
+    if carries_stamp(target) {
+        writes.push(SyncWrite {
+            row: PairRow::Target,
+            kind: WriteKind::Unstamp,
+            write: if_same(target, unstamp()),
+        });
+    }
+    CleanPlan::Writes(writes)
+}
+
+/// §4.9's first row (a rollback before the switch, truth `from`) for `source` (`s`) and
+/// `target` (`t`) as read: a present `t` is deleted (`DeleteFromRow()` if `SAME(t)`), then an
+/// `s` carrying a stamp loses it (`DeleteFromColumn(f, rowkitSync)` if `SAME(s)`), in that
+/// order (each after the previous one applied; one not applied sends the pair back to its
+/// read). Empty: nothing left to undo.
+pub fn abort_writes(source: &Side, target: &Side) -> Vec<SyncWrite> {
+    let mut writes = Vec::new();
+    if target.present().is_some() {
+        writes.push(SyncWrite {
+            row: PairRow::Target,
+            kind: WriteKind::Delete,
+            write: if_same(target, vec![Mutation::DeleteFromRow]),
+        });
+    }
+    if carries_stamp(source) {
+        writes.push(SyncWrite {
+            row: PairRow::Source,
+            kind: WriteKind::Unstamp,
+            write: if_same(source, unstamp()),
+        });
+    }
+    writes
 }
 
 #[cfg(test)]
@@ -1113,6 +1198,130 @@ mod tests {
         assert!(sync_writes(Conflict, &s, &t).is_empty());
         // An action that does not fit the pair writes nothing.
         assert!(sync_writes(CopyToTarget, &Side::Absent, &t).is_empty());
+    }
+
+    // ---- §4.7 and §4.9: the deletion passes' writes, written out ----
+
+    fn strip() -> Vec<Mutation> {
+        vec![Mutation::DeleteFromColumn {
+            family: "f".into(),
+            qualifier: b"rowkitSync".to_vec(),
+            range: None,
+        }]
+    }
+
+    fn delete_if(predicate: RowFilter) -> ConditionalWrite {
+        ConditionalWrite {
+            predicate,
+            true_mutations: vec![Mutation::DeleteFromRow],
+            false_mutations: vec![],
+        }
+    }
+
+    fn strip_if(predicate: RowFilter) -> ConditionalWrite {
+        ConditionalWrite {
+            predicate,
+            true_mutations: strip(),
+            false_mutations: vec![],
+        }
+    }
+
+    /// `AND(HASH_EQ(h), STAMPED)`, spelled out.
+    fn same_stamped(h: u8) -> RowFilter {
+        filters::and(filters::hash_eq(&[h; 32]), filters::flag("rowkitSync"))
+    }
+
+    /// `Condition(STAMPED, BlockAll, HASH_EQ(h))`, spelled out.
+    fn same_unstamped(h: u8) -> RowFilter {
+        RowFilter::Condition {
+            predicate: Some(Box::new(filters::flag("rowkitSync"))),
+            true_filter: Some(Box::new(RowFilter::BlockAll)),
+            false_filter: Some(Box::new(filters::hash_eq(&[h; 32]))),
+        }
+    }
+
+    #[test]
+    fn clean_deletes_stamped_from_rows_and_strips_to_stamps() {
+        let delete_s = |h| SyncWrite {
+            row: PairRow::Source,
+            kind: WriteKind::Delete,
+            write: delete_if(same_stamped(h)),
+        };
+        let strip_t = |h| SyncWrite {
+            row: PairRow::Target,
+            kind: WriteKind::Unstamp,
+            write: strip_if(same_stamped(h)),
+        };
+        let plan = |s, t| clean_writes(&side(s), &side(t));
+        // A stamped `s` goes whatever `t` holds; a stamped `t` loses its stamp after it.
+        assert_eq!(
+            plan(S::St(1), S::St(1)),
+            CleanPlan::Writes(vec![delete_s(1), strip_t(1)])
+        );
+        assert_eq!(
+            plan(S::St(1), S::St(2)),
+            CleanPlan::Writes(vec![delete_s(1), strip_t(2)])
+        );
+        assert_eq!(
+            plan(S::St(1), S::Un(2)),
+            CleanPlan::Writes(vec![delete_s(1)])
+        );
+        assert_eq!(plan(S::St(1), S::A), CleanPlan::Writes(vec![delete_s(1)]));
+        // No `s`: only the stamp of `t`, of any value.
+        assert_eq!(plan(S::A, S::St(3)), CleanPlan::Writes(vec![strip_t(3)]));
+        assert_eq!(
+            plan(S::A, S::Bad(3)),
+            CleanPlan::Writes(vec![SyncWrite {
+                row: PairRow::Target,
+                kind: WriteKind::Unstamp,
+                write: strip_if(filters::and(
+                    filters::hash_eq(&[3; 32]),
+                    RowFilter::Chain(vec![
+                        filters::flag("rowkitSync"),
+                        RowFilter::ValueRange {
+                            start: KeyBound::Closed(vec![0xee; 32]),
+                            end: KeyBound::Closed(vec![0xee; 32]),
+                        },
+                    ]),
+                )),
+            }])
+        );
+        assert_eq!(plan(S::A, S::Un(3)), CleanPlan::Writes(vec![]));
+        assert_eq!(plan(S::A, S::A), CleanPlan::Writes(vec![]));
+        // A straggler in `from` (no stamp, or an invalid one): sync first, `t` untouched.
+        for t in [S::A, S::St(1), S::Un(1), S::Un(2), S::St(2)] {
+            assert_eq!(plan(S::Un(1), t), CleanPlan::SyncFirst);
+            assert_eq!(plan(S::Bad(1), t), CleanPlan::SyncFirst);
+        }
+    }
+
+    #[test]
+    fn abort_deletes_to_rows_and_strips_from_stamps() {
+        let delete_t = |p| SyncWrite {
+            row: PairRow::Target,
+            kind: WriteKind::Delete,
+            write: delete_if(p),
+        };
+        let strip_s = |h| SyncWrite {
+            row: PairRow::Source,
+            kind: WriteKind::Unstamp,
+            write: strip_if(same_stamped(h)),
+        };
+        let plan = |s, t| abort_writes(&side(s), &side(t));
+        assert_eq!(
+            plan(S::St(1), S::St(1)),
+            vec![delete_t(same_stamped(1)), strip_s(1)]
+        );
+        // A `to` row changed by a mirror: deleted as read (unstamped).
+        assert_eq!(
+            plan(S::St(1), S::Un(2)),
+            vec![delete_t(same_unstamped(2)), strip_s(1)]
+        );
+        assert_eq!(plan(S::Un(1), S::St(1)), vec![delete_t(same_stamped(1))]);
+        assert_eq!(plan(S::A, S::Un(4)), vec![delete_t(same_unstamped(4))]);
+        assert_eq!(plan(S::St(5), S::A), vec![strip_s(5)]);
+        assert_eq!(plan(S::Un(5), S::A), vec![]);
+        assert_eq!(plan(S::A, S::A), vec![]);
     }
 
     // ---- §4.1 key mapping ----

@@ -10,8 +10,11 @@
 //!   pass of the migrator and by aware writers' mirrors.
 //! - [`pass`]: [`MigrationPass`](pass::MigrationPass), one pass over a bucket page by page —
 //!   the copy pass, the verification, the light final pass and sweeps (§4.4–§4.6) — running
-//!   `SyncKey` for every pair not in sync and writing the checkpoint after each page (§7).
+//!   `SyncKey` for every pair not in sync and writing the checkpoint after each page (§7) —
+//!   and the deletion passes, the clean-up of `cleaning` and the rollback of `aborting` (§4.7,
+//!   §4.9), whose per-pair step is `deletion`'s.
 
+mod deletion;
 pub mod marker;
 pub mod pass;
 pub mod sync;

@@ -27,6 +27,15 @@
 //!    checkpoint CAS ([`WriteCheckpoint`](super::marker::WriteCheckpoint)'s flow), then a
 //!    [`MigrateEvent::Progress`], then the next page after `hi`.
 //!
+//! [`PassKind::Clean`] (§4.7, truth `to`) and [`PassKind::Abort`] (§4.9's first row, truth
+//! `from`) are the same pages, merge and checkpoints with another step per pair: a pair with
+//! something to delete or strip ([`clean_writes`], [`abort_writes`]) runs the deletion step
+//! (module `deletion`) instead of a sync — the clean-up deletes stamped `from` rows, syncs an
+//! unstamped one first (a straggler adopted, or a conflict left in place) and strips the stamps
+//! of `to` rows; the rollback deletes `to` rows and strips the stamps of `from` rows. Their
+//! summary says what was deleted and stripped ([`DeletionCounts`]) and whether a `from` row is
+//! left ([`DeletionCounts::from_rows_left`]).
+//!
 //! [`PassKind::Light`] reads both layouts with [`light_filter`] (hashes and stamps only) and
 //! lets each pair not in sync read itself whole ([`SyncKey`](super::sync::SyncKey) without a
 //! pre-read pair).
@@ -51,11 +60,13 @@ use rowkit_codec::objmeta::migration::pass::{
     DEFAULT_PAGE_ROWS, MAX_OUTSTANDING_SYNCS, object_row_ranges, pair_key,
 };
 use rowkit_codec::objmeta::migration::sync::{
-    KeyFinding, Side, SyncAction, classify, light_filter, map_key, sync_pair,
+    CleanPlan, KeyFinding, Side, SyncAction, abort_writes, classify, clean_writes, light_filter,
+    map_key, sync_pair,
 };
 
 use super::super::requests::{OmIo, P, start_read};
 use super::super::{ObjmetaError, ObjmetaEvent, ObjmetaSchema, ObjmetaState, begin};
+use super::deletion::{DeletePairFlow, DeletedPair, Deletion};
 use super::marker::{MigrationRead, WriteCheckpointFlow};
 use super::sync::{PairAsRead, SyncKeyFlow, SyncOutcome, SyncedKey};
 use crate::Timestamp;
@@ -77,6 +88,29 @@ pub enum PassKind {
     /// The final pass of `switching` and the sweeps of `switched` (§4.5 step 2, §4.6): rows
     /// read with [`light_filter`], a pair read whole only when it is not in sync.
     Light,
+    /// The clean-up of `cleaning` (§4.7, truth `to`): stamped `from` rows deleted, unstamped
+    /// ones (stragglers) synced first, stamps stripped from `to` rows.
+    Clean,
+    /// The rollback of `aborting` from `copying`, `verifying` or `switching` (§4.9, truth
+    /// `from`): `to` rows deleted, stamps stripped from `from` rows.
+    Abort,
+}
+
+/// What a deletion pass ([`PassKind::Clean`], [`PassKind::Abort`]) removed in this run, and
+/// whether the clean-up may end: the caller removes the marker only when no `from` row is left.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeletionCounts {
+    /// `from` rows deleted (clean-up).
+    pub from_rows_deleted: u64,
+    /// `to` rows deleted (rollback).
+    pub to_rows_deleted: u64,
+    /// Stamps stripped (`to` rows in a clean-up, `from` rows in a rollback).
+    pub stamps_stripped: u64,
+    /// Clean-up: a `from` row is left — a conflict (resumed counters included), a finding, or
+    /// a pair this run could not finish. Always `false` for the other kinds. A pass resumed
+    /// from a checkpoint does not know the findings of the pages before its cursor: only a
+    /// pass run from the start proves the layout empty.
+    pub from_rows_left: bool,
 }
 
 /// Where a pass starts and as whom it writes its checkpoints.
@@ -205,6 +239,8 @@ pub struct PassSummary {
     pub cursor: Option<Vec<u8>>,
     /// Pages run (this run only).
     pub pages: u64,
+    /// What a deletion pass removed (this run only; all zero for the other kinds).
+    pub deletion: DeletionCounts,
 }
 
 /// A pass's output: its summary and the metastore row as last written.
@@ -216,13 +252,42 @@ pub struct PassResult {
     pub migration: MigrationRead,
 }
 
-/// A pair of the page still to sync.
+/// A pair of the page still to sync (or, in a deletion pass, to delete).
 #[derive(Debug)]
 struct PendingSync {
     /// Its `from` key.
     key: String,
     /// The pair as the page read it (`None`: a light read, the sync reads it whole).
     read: Option<PairAsRead>,
+}
+
+/// One pair's step running: a sync, or a deletion pass's step.
+#[derive(Debug)]
+enum PairStep {
+    Sync(Box<SyncKeyFlow>),
+    Delete(Box<DeletePairFlow>),
+}
+
+/// What a pair's step ended with.
+enum PairDone {
+    Synced(SyncedKey),
+    Deleted(String, DeletedPair),
+}
+
+impl PairStep {
+    fn advance(
+        &mut self,
+        io: &mut OmIo,
+        st: &mut ObjmetaState,
+    ) -> Result<Option<PairDone>, ObjmetaError> {
+        Ok(match self {
+            PairStep::Sync(flow) => flow.advance(io, st)?.map(PairDone::Synced),
+            PairStep::Delete(flow) => {
+                let key = flow.key().into();
+                flow.advance(io, st)?.map(|d| PairDone::Deleted(key, d))
+            }
+        })
+    }
 }
 
 /// A source scan's rows and whether it came back full (more may follow).
@@ -249,7 +314,7 @@ enum PassPhase {
     /// The page's syncs.
     Syncing {
         queue: VecDeque<PendingSync>,
-        running: Vec<SyncKeyFlow>,
+        running: Vec<PairStep>,
         cursor: Option<String>,
         last: bool,
     },
@@ -283,6 +348,7 @@ pub struct MigrationPassFlow {
     conflicts: Vec<PassConflict>,
     findings: Vec<PassFinding>,
     pages: u64,
+    deletion: DeletionCounts,
     /// When this run began (its first step) and the rows it has read.
     began: Option<Timestamp>,
     rows_this_run: u64,
@@ -330,6 +396,17 @@ impl MigrationPassFlow {
                 to.as_str()
             )));
         }
+        let truth_wanted = match kind {
+            PassKind::Clean => Some(Truth::To),
+            PassKind::Abort => Some(Truth::From),
+            PassKind::Copy | PassKind::Verify | PassKind::Light => None,
+        };
+        if truth_wanted.is_some_and(|wanted| wanted != truth) {
+            return Err(ObjmetaError::internal(alloc::format!(
+                "a {kind:?} pass runs with truth {:?}, not {truth:?}",
+                truth_wanted
+            )));
+        }
         let cursor = match &resume.checkpoint.cursor {
             None => None,
             Some(bytes) => Some(String::from_utf8(bytes.clone()).map_err(|_| {
@@ -361,6 +438,7 @@ impl MigrationPassFlow {
             conflicts: Vec::new(),
             findings: Vec::new(),
             pages: 0,
+            deletion: DeletionCounts::default(),
             began: None,
             rows_this_run: 0,
             phase: PassPhase::Page,
@@ -370,7 +448,9 @@ impl MigrationPassFlow {
     /// The filter of both reads of a page.
     fn read_filter(&self) -> RowFilter {
         match self.kind {
-            PassKind::Copy | PassKind::Verify => filters::latest(),
+            PassKind::Copy | PassKind::Verify | PassKind::Clean | PassKind::Abort => {
+                filters::latest()
+            }
             PassKind::Light => light_filter(),
         }
     }
@@ -547,7 +627,14 @@ impl MigrationPassFlow {
                 return None;
             }
         };
-        if classify(&s, &t, self.truth) == SyncAction::InSync {
+        let nothing_to_do = match self.kind {
+            PassKind::Clean => clean_writes(&s, &t) == CleanPlan::Writes(Vec::new()),
+            PassKind::Abort => abort_writes(&s, &t).is_empty(),
+            PassKind::Copy | PassKind::Verify | PassKind::Light => {
+                classify(&s, &t, self.truth) == SyncAction::InSync
+            }
+        };
+        if nothing_to_do {
             self.counters.unchanged += 1;
             return None;
         }
@@ -589,6 +676,31 @@ impl MigrationPassFlow {
         }
     }
 
+    /// Counts what a deletion step did: its syncs as [`Self::record`] counts them, then its
+    /// deletions (`deleted`) and stripped stamps (`stamped`: in a deletion pass the
+    /// checkpoint's stamp counter counts stamps removed). A pair that wrote nothing and ran
+    /// no sync (the page's read was already stale and the re-read found nothing to do) counts
+    /// as `unchanged`.
+    fn record_deletion(&mut self, io: &mut OmIo, key: &str, deleted: DeletedPair) {
+        let wrote = deleted.from_rows_deleted + deleted.to_rows_deleted + deleted.stamps_stripped;
+        if wrote == 0 && deleted.syncs.is_empty() {
+            self.counters.unchanged += 1;
+        }
+        for synced in deleted.syncs {
+            self.record(io, synced);
+        }
+        self.counters.deleted += deleted.from_rows_deleted + deleted.to_rows_deleted;
+        self.counters.stamped += deleted.stamps_stripped;
+        self.deletion.from_rows_deleted += deleted.from_rows_deleted;
+        self.deletion.to_rows_deleted += deleted.to_rows_deleted;
+        self.deletion.stamps_stripped += deleted.stamps_stripped;
+        if deleted.from_row_left && !self.conflicts.iter().any(|c| c.key == key) {
+            // A pair left without a conflict of its own (cannot happen today: the step leaves
+            // a `from` row only on a conflict); it still keeps the layout from being empty.
+            self.deletion.from_rows_left = true;
+        }
+    }
+
     /// Starts queued syncs up to the limit and advances every running one; `true` when the
     /// page's syncs have all ended.
     fn run_syncs(
@@ -596,30 +708,50 @@ impl MigrationPassFlow {
         io: &mut OmIo,
         st: &mut ObjmetaState,
         queue: &mut VecDeque<PendingSync>,
-        running: &mut Vec<SyncKeyFlow>,
+        running: &mut Vec<PairStep>,
     ) -> Result<bool, ObjmetaError> {
         loop {
             while running.len() < MAX_OUTSTANDING_SYNCS {
                 let Some(next) = queue.pop_front() else {
                     break;
                 };
-                let flow = SyncKeyFlow::start(
-                    &self.bucket,
-                    &next.key,
-                    self.from,
-                    self.to,
-                    self.truth,
-                    next.read,
-                )?;
-                running.push(flow);
+                let deletion = match self.kind {
+                    PassKind::Clean => Some(Deletion::Clean),
+                    PassKind::Abort => Some(Deletion::Abort),
+                    PassKind::Copy | PassKind::Verify | PassKind::Light => None,
+                };
+                let step = match deletion {
+                    Some(deletion) => PairStep::Delete(Box::new(DeletePairFlow::start(
+                        &self.bucket,
+                        &next.key,
+                        self.from,
+                        self.to,
+                        deletion,
+                        next.read,
+                    )?)),
+                    None => PairStep::Sync(Box::new(SyncKeyFlow::start(
+                        &self.bucket,
+                        &next.key,
+                        self.from,
+                        self.to,
+                        self.truth,
+                        next.read,
+                    )?)),
+                };
+                running.push(step);
             }
             let mut ended = false;
             let mut i = 0;
             while i < running.len() {
                 match running[i].advance(io, st)? {
-                    Some(synced) => {
+                    Some(PairDone::Synced(synced)) => {
                         running.remove(i);
                         self.record(io, synced);
+                        ended = true;
+                    }
+                    Some(PairDone::Deleted(key, deleted)) => {
+                        running.remove(i);
+                        self.record_deletion(io, &key, deleted);
                         ended = true;
                     }
                     None => i += 1,
@@ -676,6 +808,13 @@ impl MigrationPassFlow {
             findings: core::mem::take(&mut self.findings),
             cursor: self.checkpoint.cursor.clone(),
             pages: self.pages,
+            deletion: DeletionCounts {
+                from_rows_left: self.kind == PassKind::Clean
+                    && (self.deletion.from_rows_left
+                        || self.counters.conflicts > 0
+                        || !self.findings.is_empty()),
+                ..self.deletion
+            },
         }
     }
 }

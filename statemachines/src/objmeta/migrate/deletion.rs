@@ -1,0 +1,313 @@
+//! One pair of the deletion passes (`docs/migration.md` §4.7, §4.9's first row), run by
+//! [`MigrationPass`](super::pass::MigrationPass) for [`PassKind::Clean`] and
+//! [`PassKind::Abort`] in place of a sync: not a pass of its own, the step the pass runs per
+//! pair.
+//!
+//! 1. Read the pair (or take the page's read for the first round).
+//! 2. Plan its writes: [`clean_writes`] (the clean-up, truth `to`) or [`abort_writes`] (the
+//!    rollback, truth `from`).
+//! 3. Send them one at a time, each `SAME(row as read)`; one not applied (the row changed
+//!    since it was read), or answered with a retryable error (it may have applied with its
+//!    response lost), sends the pair back to 1.
+//! 4. The clean-up of a `from` row without a valid stamp (a straggler) runs
+//!    [`SyncKey`](super::sync::SyncKey)'s flow with truth `to` first, then goes back to 1; a
+//!    sync that ends in a conflict leaves the pair as it is.
+//!
+//! [`PassKind::Clean`]: super::pass::PassKind::Clean
+//! [`PassKind::Abort`]: super::pass::PassKind::Abort
+
+use alloc::boxed::Box;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+
+use rowkit_codec::model::{Row, RowSet};
+use rowkit_codec::objmeta::cells::filters;
+use rowkit_codec::objmeta::keys::{VFormat, collection_for_bucket};
+use rowkit_codec::objmeta::migration::Truth;
+use rowkit_codec::objmeta::migration::sync::{
+    CleanPlan, PairRow, Side, SyncPair, SyncWrite, WriteKind, abort_writes, clean_writes, sync_pair,
+};
+
+use super::super::requests::{OmIo, check_key, start_cas, start_read};
+use super::super::{ObjmetaError, ObjmetaState};
+use super::sync::{PairAsRead, SyncKeyFlow, SyncOutcome, SyncedKey};
+use crate::Response;
+use crate::children::{ChildId, ChildOutput};
+use crate::operation::{Flow, OperationError};
+
+/// Which deletion a pair gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Deletion {
+    /// §4.7: delete the `from` rows, strip the `to` stamps (truth `to`).
+    Clean,
+    /// §4.9: delete the `to` rows, strip the `from` stamps (truth `from`).
+    Abort,
+}
+
+/// What the deletion of one pair did.
+#[derive(Debug)]
+pub(super) struct DeletedPair {
+    /// `from` rows deleted (0 or 1).
+    pub(super) from_rows_deleted: u64,
+    /// `to` rows deleted (0 or 1, or more when a mirror rewrote the row between rounds).
+    pub(super) to_rows_deleted: u64,
+    /// Stamps stripped.
+    pub(super) stamps_stripped: u64,
+    /// The syncs run first (clean-up of a straggler), in order.
+    pub(super) syncs: Vec<SyncedKey>,
+    /// Whether the `from` row is still there (a conflict left in place).
+    pub(super) from_row_left: bool,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Read,
+    Reading(ChildId),
+    Plan {
+        source: Side,
+        target: Side,
+    },
+    Writing {
+        cas: ChildId,
+        write: SyncWrite,
+        /// Still to send, last first.
+        rest: Vec<SyncWrite>,
+    },
+    Syncing(Box<SyncKeyFlow>),
+    Done,
+}
+
+/// The flow of one pair's deletion.
+#[derive(Debug)]
+pub(super) struct DeletePairFlow {
+    bucket: String,
+    pair: SyncPair,
+    from: VFormat,
+    to: VFormat,
+    deletion: Deletion,
+    out: DeletedPair,
+    phase: Phase,
+}
+
+/// A row as read, as a [`Side`] (a present row without `f:hash` is an internal error).
+fn side_of(row: Option<&Row>) -> Result<Side, ObjmetaError> {
+    Side::from_row(row).map_err(|e| {
+        let key = row
+            .map(|r| rowkit_codec::escape::escape(&r.key))
+            .unwrap_or_default();
+        ObjmetaError::internal(alloc::format!("row {key}: {e}"))
+    })
+}
+
+impl DeletePairFlow {
+    /// The deletion of the pair of `from` key `arsenal_key`, its first round on `read` when
+    /// given (the page's read).
+    pub(super) fn start(
+        bucket: &str,
+        arsenal_key: &str,
+        from: VFormat,
+        to: VFormat,
+        deletion: Deletion,
+        read: Option<PairAsRead>,
+    ) -> Result<DeletePairFlow, ObjmetaError> {
+        let collection = collection_for_bucket(bucket);
+        let pair =
+            sync_pair(collection, arsenal_key, from, to).map_err(ObjmetaError::MigrationKey)?;
+        check_key(&pair.source_row)?;
+        check_key(&pair.target_row)?;
+        let phase = match read {
+            None => Phase::Read,
+            Some(read) => {
+                let row_of = |row: Option<Row>, key: &[u8]| row.filter(|r| r.key == key);
+                Phase::Plan {
+                    source: side_of(row_of(read.source, &pair.source_row).as_ref())?,
+                    target: side_of(row_of(read.target, &pair.target_row).as_ref())?,
+                }
+            }
+        };
+        Ok(DeletePairFlow {
+            bucket: bucket.into(),
+            pair,
+            from,
+            to,
+            deletion,
+            out: DeletedPair {
+                from_rows_deleted: 0,
+                to_rows_deleted: 0,
+                stamps_stripped: 0,
+                syncs: Vec::new(),
+                from_row_left: false,
+            },
+            phase,
+        })
+    }
+
+    /// The pair's `from` key.
+    pub(super) fn key(&self) -> &str {
+        &self.pair.source_key
+    }
+
+    fn row_key(&self, row: PairRow) -> &[u8] {
+        match row {
+            PairRow::Source => &self.pair.source_row,
+            PairRow::Target => &self.pair.target_row,
+        }
+    }
+
+    fn send(
+        &self,
+        io: &mut OmIo,
+        st: &ObjmetaState,
+        write: &SyncWrite,
+    ) -> Result<ChildId, ObjmetaError> {
+        let w = &write.write;
+        start_cas(
+            io,
+            st,
+            self.row_key(write.row).to_vec(),
+            w.predicate.clone(),
+            w.true_mutations.clone(),
+            w.false_mutations.clone(),
+        )
+    }
+
+    fn count(&mut self, write: &SyncWrite) {
+        match (write.kind, write.row) {
+            (WriteKind::Delete, PairRow::Source) => self.out.from_rows_deleted += 1,
+            (WriteKind::Delete, PairRow::Target) => self.out.to_rows_deleted += 1,
+            (WriteKind::Unstamp, _) => self.out.stamps_stripped += 1,
+            // The deletion plans send no other writes.
+            (WriteKind::Copy | WriteKind::Stamp, _) => {}
+        }
+    }
+
+    fn done(&mut self) -> DeletedPair {
+        core::mem::replace(
+            &mut self.out,
+            DeletedPair {
+                from_rows_deleted: 0,
+                to_rows_deleted: 0,
+                stamps_stripped: 0,
+                syncs: Vec::new(),
+                from_row_left: false,
+            },
+        )
+    }
+
+    /// Advances the pair; `Some` once it has ended.
+    pub(super) fn advance(
+        &mut self,
+        io: &mut OmIo,
+        st: &mut ObjmetaState,
+    ) -> Result<Option<DeletedPair>, ObjmetaError> {
+        loop {
+            match core::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Read => {
+                    let mut row_keys =
+                        vec![self.pair.source_row.clone(), self.pair.target_row.clone()];
+                    row_keys.sort();
+                    let rows = RowSet {
+                        row_keys,
+                        row_ranges: Vec::new(),
+                    };
+                    self.phase = Phase::Reading(start_read(io, st, rows, filters::latest(), 0));
+                }
+                Phase::Reading(read) => {
+                    let Some(rows) = io.rows_or_wait(read)? else {
+                        self.phase = Phase::Reading(read);
+                        return Ok(None);
+                    };
+                    let find = |key: &[u8]| rows.iter().find(|r| r.key == key);
+                    let source = side_of(find(&self.pair.source_row))?;
+                    let target = side_of(find(&self.pair.target_row))?;
+                    self.phase = Phase::Plan { source, target };
+                }
+                Phase::Plan { source, target } => {
+                    let mut writes = match self.deletion {
+                        Deletion::Abort => abort_writes(&source, &target),
+                        Deletion::Clean => match clean_writes(&source, &target) {
+                            CleanPlan::Writes(writes) => writes,
+                            CleanPlan::SyncFirst => {
+                                let sync = SyncKeyFlow::start(
+                                    &self.bucket,
+                                    &self.pair.source_key,
+                                    self.from,
+                                    self.to,
+                                    Truth::To,
+                                    None,
+                                )?;
+                                self.phase = Phase::Syncing(Box::new(sync));
+                                continue;
+                            }
+                        },
+                    };
+                    writes.reverse();
+                    let Some(write) = writes.pop() else {
+                        self.out.from_row_left = false;
+                        return Ok(Some(self.done()));
+                    };
+                    let cas = self.send(io, st, &write)?;
+                    self.phase = Phase::Writing {
+                        cas,
+                        write,
+                        rest: writes,
+                    };
+                }
+                Phase::Writing {
+                    cas,
+                    write,
+                    mut rest,
+                } => {
+                    let Some(reply) = io.take(cas) else {
+                        self.phase = Phase::Writing { cas, write, rest };
+                        return Ok(None);
+                    };
+                    let matched = match reply {
+                        Ok(ChildOutput::Unary(Response::CheckAndMutateRow {
+                            predicate_matched,
+                        })) => predicate_matched,
+                        // Applied or not, unknown: read again (every write is conditional).
+                        Err(e) if e.code.is_retryable() => {
+                            self.phase = Phase::Read;
+                            continue;
+                        }
+                        Err(e) => return Err(ObjmetaError::store(e)),
+                        Ok(other) => return Err(ObjmetaError::unexpected(&other)),
+                    };
+                    if !write.write.applied(matched) {
+                        // The row changed since it was read: read the pair again.
+                        self.phase = Phase::Read;
+                        continue;
+                    }
+                    self.count(&write);
+                    let Some(next) = rest.pop() else {
+                        self.out.from_row_left = false;
+                        return Ok(Some(self.done()));
+                    };
+                    let cas = self.send(io, st, &next)?;
+                    self.phase = Phase::Writing {
+                        cas,
+                        write: next,
+                        rest,
+                    };
+                }
+                Phase::Syncing(mut sync) => {
+                    let Some(synced) = sync.advance(io, st)? else {
+                        self.phase = Phase::Syncing(sync);
+                        return Ok(None);
+                    };
+                    let conflict = matches!(synced.outcome, SyncOutcome::Conflict { .. });
+                    self.out.syncs.push(synced);
+                    if conflict {
+                        // Left in both layouts for the operator (§4.6): the `from` row stays.
+                        self.out.from_row_left = true;
+                        return Ok(Some(self.done()));
+                    }
+                    self.phase = Phase::Read;
+                }
+                Phase::Done => return Ok(None),
+            }
+        }
+    }
+}
