@@ -159,21 +159,7 @@ fn expect(key: &[u8], text: &str, stamped: bool) -> Option<Row> {
     }
     let mut cells: Vec<Cell> = mutations
         .into_iter()
-        .filter_map(|m| match m {
-            Mutation::SetCell {
-                family,
-                qualifier,
-                timestamp,
-                value,
-            } => Some(Cell {
-                family,
-                qualifier,
-                timestamp,
-                value,
-                labels: vec![],
-            }),
-            _ => None,
-        })
+        .filter_map(Cell::from_set_cell)
         .collect();
     cells.sort_by(compare_canonical);
     Some(Row {

@@ -96,21 +96,7 @@ fn expect(key: &str, text: &str, stamped: bool) -> Row {
     }
     let mut cells: Vec<Cell> = mutations
         .into_iter()
-        .filter_map(|m| match m {
-            Mutation::SetCell {
-                family,
-                qualifier,
-                timestamp,
-                value,
-            } => Some(Cell {
-                family,
-                qualifier,
-                timestamp,
-                value,
-                labels: vec![],
-            }),
-            _ => None,
-        })
+        .filter_map(Cell::from_set_cell)
         .collect();
     cells.sort_by(compare_canonical);
     Row {
@@ -506,11 +492,16 @@ fn a_copy_pass_copies_every_row_and_checkpoints_each_page() {
     assert!(
         events
             .windows(2)
-            .all(|w| w[0].rows_scanned < w[1].rows_scanned)
+            .all(|w| w[0].counters.rows_scanned < w[1].counters.rows_scanned)
     );
     let last = events.last().unwrap();
     assert_eq!(
-        (last.rows_scanned, last.copied, last.unchanged, last.pass),
+        (
+            last.counters.rows_scanned,
+            last.counters.copied,
+            last.counters.unchanged,
+            last.pass
+        ),
         (11, 10, 0, 1)
     );
     assert_eq!(last.state, MigrationState::Copying);
@@ -876,7 +867,7 @@ fn a_light_sweep_after_the_switch_adopts_a_straggler_and_reports_a_conflict() {
         ObjmetaEvent::Migrate(MigrateEvent::Conflict(c)) if c.key == "zz"
     )));
     let last = progress(&ran.events).pop().unwrap();
-    assert_eq!((last.stragglers, last.conflicts), (1, 1));
+    assert_eq!((last.counters.stragglers, last.counters.conflicts), (1, 1));
     assert_eq!(last.state, MigrationState::Switched);
 }
 

@@ -47,6 +47,36 @@ impl Cell {
             value: self.value.clone(),
         }
     }
+
+    /// The cell a `SetCell` with an explicit timestamp writes (no labels); `None` for any other
+    /// mutation. The inverse of [`Cell::to_set_cell`], e.g. to lay out the cells a list of
+    /// mutations leaves on an empty row.
+    ///
+    /// ```
+    /// use rowkit_codec::model::{Cell, Mutation, Timestamp};
+    ///
+    /// let set = Mutation::set_cell("cf", b"q", Timestamp(1_000), b"v".to_vec());
+    /// let cell = Cell::from_set_cell(set.clone()).unwrap();
+    /// assert_eq!(cell.to_set_cell(), set);
+    /// assert_eq!(Cell::from_set_cell(Mutation::DeleteFromRow), None);
+    /// ```
+    pub fn from_set_cell(mutation: super::Mutation) -> Option<Cell> {
+        match mutation {
+            super::Mutation::SetCell {
+                family,
+                qualifier,
+                timestamp,
+                value,
+            } => Some(Cell {
+                family,
+                qualifier,
+                timestamp,
+                value,
+                labels: Vec::new(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// A row: its key and its cells in canonical order (family ascending, qualifier ascending,

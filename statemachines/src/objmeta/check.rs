@@ -920,21 +920,7 @@ mod tests {
         let json = Json::parse(value).unwrap();
         let mut cells: Vec<Cell> = replace(&json, None)
             .into_iter()
-            .filter_map(|m| match m {
-                Mutation::SetCell {
-                    family,
-                    qualifier,
-                    timestamp,
-                    value,
-                } => Some(Cell {
-                    family,
-                    qualifier,
-                    timestamp,
-                    value,
-                    labels: vec![],
-                }),
-                _ => None,
-            })
+            .filter_map(Cell::from_set_cell)
             .collect();
         for (q, v) in extra {
             cells.push(Cell {

@@ -187,6 +187,16 @@ pub struct SyncPair {
     pub target_row: Vec<u8>,
 }
 
+impl SyncPair {
+    /// The row key of one row of the pair.
+    pub fn row_key(&self, row: PairRow) -> &[u8] {
+        match row {
+            PairRow::Source => &self.source_row,
+            PairRow::Target => &self.target_row,
+        }
+    }
+}
+
 /// Both row keys of the `from` key `key` in `collection` ([`map_key`], then
 /// [`row_key`]).
 pub fn sync_pair(
@@ -905,21 +915,7 @@ mod tests {
         let json = Json::parse(value).unwrap();
         let mut cells: Vec<Cell> = replace(&json, None)
             .into_iter()
-            .filter_map(|m| match m {
-                Mutation::SetCell {
-                    family,
-                    qualifier,
-                    timestamp,
-                    value,
-                } => Some(Cell {
-                    family,
-                    qualifier,
-                    timestamp,
-                    value,
-                    labels: Vec::new(),
-                }),
-                _ => None,
-            })
+            .filter_map(Cell::from_set_cell)
             .collect();
         if let Some(v) = stamp_value {
             cells.push(Cell {

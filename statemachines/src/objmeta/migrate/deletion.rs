@@ -29,12 +29,12 @@ use rowkit_codec::objmeta::migration::sync::{
     CleanPlan, PairRow, Side, SyncPair, SyncWrite, WriteKind, abort_writes, clean_writes, sync_pair,
 };
 
-use super::super::requests::{OmIo, check_key, start_cas, start_read};
+use super::super::requests::{OmIo, check_key, start_read};
 use super::super::{ObjmetaError, ObjmetaState};
 use super::sync::{PairAsRead, SyncKeyFlow, SyncOutcome, SyncedKey};
-use crate::Response;
-use crate::children::{ChildId, ChildOutput};
-use crate::operation::{Flow, OperationError};
+use super::sync::{start_write, write_applied};
+use crate::children::ChildId;
+use crate::operation::Flow;
 
 /// Which deletion a pair gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -148,30 +148,6 @@ impl DeletePairFlow {
         &self.pair.source_key
     }
 
-    fn row_key(&self, row: PairRow) -> &[u8] {
-        match row {
-            PairRow::Source => &self.pair.source_row,
-            PairRow::Target => &self.pair.target_row,
-        }
-    }
-
-    fn send(
-        &self,
-        io: &mut OmIo,
-        st: &ObjmetaState,
-        write: &SyncWrite,
-    ) -> Result<ChildId, ObjmetaError> {
-        let w = &write.write;
-        start_cas(
-            io,
-            st,
-            self.row_key(write.row).to_vec(),
-            w.predicate.clone(),
-            w.true_mutations.clone(),
-            w.false_mutations.clone(),
-        )
-    }
-
     fn count(&mut self, write: &SyncWrite) {
         match (write.kind, write.row) {
             (WriteKind::Delete, PairRow::Source) => self.out.from_rows_deleted += 1,
@@ -247,7 +223,7 @@ impl DeletePairFlow {
                         self.out.from_row_left = false;
                         return Ok(Some(self.done()));
                     };
-                    let cas = self.send(io, st, &write)?;
+                    let cas = start_write(io, st, &self.pair, &write)?;
                     self.phase = Phase::Writing {
                         cas,
                         write,
@@ -263,20 +239,7 @@ impl DeletePairFlow {
                         self.phase = Phase::Writing { cas, write, rest };
                         return Ok(None);
                     };
-                    let matched = match reply {
-                        Ok(ChildOutput::Unary(Response::CheckAndMutateRow {
-                            predicate_matched,
-                        })) => predicate_matched,
-                        // Applied or not, unknown: read again (every write is conditional).
-                        Err(e) if e.code.is_retryable() => {
-                            self.phase = Phase::Read;
-                            continue;
-                        }
-                        Err(e) => return Err(ObjmetaError::store(e)),
-                        Ok(other) => return Err(ObjmetaError::unexpected(&other)),
-                    };
-                    if !write.write.applied(matched) {
-                        // The row changed since it was read: read the pair again.
+                    if !write_applied(&write, reply)? {
                         self.phase = Phase::Read;
                         continue;
                     }
@@ -285,7 +248,7 @@ impl DeletePairFlow {
                         self.out.from_row_left = false;
                         return Ok(Some(self.done()));
                     };
-                    let cas = self.send(io, st, &next)?;
+                    let cas = start_write(io, st, &self.pair, &next)?;
                     self.phase = Phase::Writing {
                         cas,
                         write: next,

@@ -176,20 +176,8 @@ pub struct PassProgress {
     pub state: MigrationState,
     /// The pass number.
     pub pass: u64,
-    /// Rows read so far (both layouts), resumed counters included.
-    pub rows_scanned: u64,
-    /// Rows copied.
-    pub copied: u64,
-    /// Rows deleted.
-    pub deleted: u64,
-    /// Pairs whose unstamped side(s) were stamped.
-    pub stamped: u64,
-    /// Pairs found in sync.
-    pub unchanged: u64,
-    /// Straggler writes adopted.
-    pub stragglers: u64,
-    /// Conflicts reported.
-    pub conflicts: u64,
+    /// The pass's counters so far, resumed ones included (the checkpoint's).
+    pub counters: PassCounters,
     /// Rows read by this run per second of the machine's clock since it began (`None` before
     /// any time has passed).
     pub rate_rows_per_s: Option<u64>,
@@ -784,13 +772,7 @@ impl MigrationPassFlow {
         PassProgress {
             state: self.checkpoint.state,
             pass: self.checkpoint.pass,
-            rows_scanned: c.rows_scanned,
-            copied: c.copied,
-            deleted: c.deleted,
-            stamped: c.stamped,
-            unchanged: c.unchanged,
-            stragglers: c.stragglers,
-            conflicts: c.conflicts,
+            counters: *c,
             rate_rows_per_s: rate,
             eta_s,
         }

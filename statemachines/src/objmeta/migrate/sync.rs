@@ -38,7 +38,7 @@ use super::super::requests::{OmIo, P, check_key, start_cas, start_read};
 use super::super::{ObjmetaError, ObjmetaSchema, ObjmetaState, begin};
 use crate::children::{ChildId, ChildOutput};
 use crate::operation::{ContextArg, Flow, Operation, OperationError, Start};
-use crate::{Response, ready};
+use crate::{Response, StoreError, ready};
 
 /// `SyncKey(a)`: the sync step of one key of a migrating bucket (§4.3).
 pub type SyncKey<'a> = Operation<'a, SyncKeyFlow>;
@@ -254,31 +254,6 @@ impl SyncKeyFlow {
         })
     }
 
-    fn row_key(&self, row: PairRow) -> &[u8] {
-        match row {
-            PairRow::Source => &self.pair.source_row,
-            PairRow::Target => &self.pair.target_row,
-        }
-    }
-
-    /// Sends `write` (a `CheckAndMutateRow` on its row).
-    fn send(
-        &self,
-        io: &mut OmIo,
-        st: &ObjmetaState,
-        write: &SyncWrite,
-    ) -> Result<ChildId, ObjmetaError> {
-        let w = &write.write;
-        start_cas(
-            io,
-            st,
-            self.row_key(write.row).to_vec(),
-            w.predicate.clone(),
-            w.true_mutations.clone(),
-            w.false_mutations.clone(),
-        )
-    }
-
     /// The output, once the last round ended with `outcome`.
     fn done(&mut self, outcome: SyncOutcome) -> SyncedKey {
         SyncedKey {
@@ -316,6 +291,43 @@ fn outcome_of(action: SyncAction, source: &Side, target: &Side) -> SyncOutcome {
     }
 }
 
+/// Whether one conditional write of a pair applied, from its reply: `false` when the row
+/// changed since it was read, or when a retryable error leaves it unknown whether it applied
+/// (every write is conditional, so the caller reads the pair again and decides anew); a
+/// permanent error or a reply of another kind ends the step.
+pub(super) fn write_applied(
+    write: &SyncWrite,
+    reply: Result<ChildOutput, StoreError>,
+) -> Result<bool, ObjmetaError> {
+    match reply {
+        Ok(ChildOutput::Unary(Response::CheckAndMutateRow { predicate_matched })) => {
+            Ok(write.write.applied(predicate_matched))
+        }
+        Err(e) if e.code.is_retryable() => Ok(false),
+        Err(e) => Err(ObjmetaError::store(e)),
+        Ok(other) => Err(ObjmetaError::unexpected(&other)),
+    }
+}
+
+/// Sends one conditional write of a pair's sync or deletion step (a `CheckAndMutateRow` on its
+/// row).
+pub(super) fn start_write(
+    io: &mut OmIo,
+    st: &ObjmetaState,
+    pair: &SyncPair,
+    write: &SyncWrite,
+) -> Result<ChildId, ObjmetaError> {
+    let w = &write.write;
+    start_cas(
+        io,
+        st,
+        pair.row_key(write.row).to_vec(),
+        w.predicate.clone(),
+        w.true_mutations.clone(),
+        w.false_mutations.clone(),
+    )
+}
+
 impl Flow for SyncKeyFlow {
     type Schema = ObjmetaSchema;
     type Output = SyncedKey;
@@ -351,7 +363,7 @@ impl Flow for SyncKeyFlow {
                         let outcome = outcome_of(action, &source, &target);
                         return Ok(Some(self.done(outcome)));
                     };
-                    let cas = self.send(io, st, &write)?;
+                    let cas = start_write(io, st, &self.pair, &write)?;
                     self.phase = SyncPhase::Writing {
                         cas,
                         write,
@@ -374,26 +386,13 @@ impl Flow for SyncKeyFlow {
                         };
                         return Ok(None);
                     };
-                    let matched = match reply {
-                        Ok(ChildOutput::Unary(Response::CheckAndMutateRow {
-                            predicate_matched,
-                        })) => predicate_matched,
-                        // Applied or not, unknown: read again (every step is conditional).
-                        Err(e) if e.code.is_retryable() => {
-                            self.phase = SyncPhase::Read;
-                            continue;
-                        }
-                        Err(e) => return Err(ObjmetaError::store(e)),
-                        Ok(other) => return Err(ObjmetaError::unexpected(&other)),
-                    };
-                    if !write.write.applied(matched) {
-                        // The row changed since it was read: back to step 1.
+                    if !write_applied(&write, reply)? {
                         self.phase = SyncPhase::Read;
                         continue;
                     }
                     self.writes.push(AppliedWrite {
                         row: write.row,
-                        row_key: self.row_key(write.row).to_vec(),
+                        row_key: self.pair.row_key(write.row).to_vec(),
                         kind: write.kind,
                     });
                     let Some(next) = rest.pop() else {
@@ -401,7 +400,7 @@ impl Flow for SyncKeyFlow {
                         let outcome = outcome_of(action, &Side::Absent, &Side::Absent);
                         return Ok(Some(self.done(outcome)));
                     };
-                    let cas = self.send(io, st, &next)?;
+                    let cas = start_write(io, st, &self.pair, &next)?;
                     self.phase = SyncPhase::Writing {
                         cas,
                         write: next,
