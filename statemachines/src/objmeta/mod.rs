@@ -102,12 +102,20 @@ impl OperationError for ObjmetaError {
             ObjmetaError::MigrationInProgress(_) => "migration_in_progress",
             ObjmetaError::MigrationRecordInvalid { .. } => "migration_record_invalid",
             ObjmetaError::MigrationChangeRefused(_) => "migration_change_refused",
+            ObjmetaError::MigrationUsage(_) => "usage_error",
+            ObjmetaError::MigrationBlocked { .. } => "migration_blocked",
             ObjmetaError::Aborted => ABORTED_ID,
         }
     }
 
     fn aborted() -> ObjmetaError {
         ObjmetaError::Aborted
+    }
+
+    /// A migrator's refused arguments (`--settle` below the minimum, an `--abort` with
+    /// nothing to abort) are the caller's input.
+    fn is_bad_input(&self) -> bool {
+        matches!(self, ObjmetaError::MigrationUsage(_))
     }
 
     /// Arsenal reports a failed store request as an internal error.
@@ -343,9 +351,29 @@ pub enum ObjmetaError {
     /// refused before anything is sent.
     #[error("migration change refused: {0}")]
     MigrationChangeRefused(rowkit_codec::objmeta::migration::marker::MarkerTransitionError),
+    /// A migrator's arguments refused before any write (a `--settle` below the minimum, an
+    /// `--abort` with nothing to abort or after the switch): the CLI's usage error.
+    #[error("usage: {0}")]
+    MigrationUsage(String),
+    /// A migration pass found keys or rows it cannot sync (`docs/migration.md` §4.1): the run
+    /// stops in `state`, before the switch, until the operator fixes them.
+    #[error("the migration stops in {state}: {} finding(s) block it: {}", findings.len(),
+        migration_findings_text(findings))]
+    MigrationBlocked {
+        /// The state the run stopped in.
+        state: rowkit_codec::objmeta::migration::marker::MigrationState,
+        /// What blocks it, in key order.
+        findings: Vec<migrate::pass::PassFinding>,
+    },
     /// The operation deadline passed, or the machine was cancelled.
     #[error("{}", crate::operation::ABORTED_MESSAGE)]
     Aborted,
+}
+
+/// The findings of [`ObjmetaError::MigrationBlocked`], one per item: id and what it names.
+fn migration_findings_text(findings: &[migrate::pass::PassFinding]) -> String {
+    let items: Vec<String> = findings.iter().map(|f| alloc::format!("{f}")).collect();
+    items.join("; ")
 }
 
 impl ObjmetaError {

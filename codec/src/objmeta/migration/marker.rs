@@ -56,6 +56,24 @@ pub const VALUE_COLUMN: &str = "value";
 pub const MARKER_TIMESTAMP: Timestamp = Timestamp(0);
 /// `Δ` when the operator gives none (§2.3, §11 decision 4): 90 s.
 pub const DEFAULT_SETTLE_US: i64 = 90_000_000;
+/// How long an aware process may cache the marker (§2.3, `marker_ttl`): 5 s.
+pub const MARKER_TTL_US: i64 = 5_000_000;
+/// The longest an aware write sends writes after the marker read it acts on (§2.3,
+/// `max_write`, the default operation deadline): 60 s.
+pub const MAX_WRITE_US: i64 = 60_000_000;
+/// The longest an aware `AsyncRepair` writes after its scheduling read (§2.3: 15 s + 60 s).
+pub const MAX_REPAIR_WRITE_US: i64 = 75_000_000;
+/// The clock skew allowed between processes (§2.3): 5 s.
+pub const CLOCK_SKEW_US: i64 = 5_000_000;
+/// The smallest `Δ` a run accepts (§2.3, §11 decision 4): `marker_ttl + max(max_write, 75 s)
+/// + skew` = 85 s; a smaller `--settle` is a usage error.
+pub const MIN_SETTLE_US: i64 = MARKER_TTL_US
+    + if MAX_WRITE_US > MAX_REPAIR_WRITE_US {
+        MAX_WRITE_US
+    } else {
+        MAX_REPAIR_WRITE_US
+    }
+    + CLOCK_SKEW_US;
 /// How long a checkpoint write holds the run for its owner (§7.1): 10 min.
 pub const LEASE_US: i64 = 600_000_000;
 /// The largest integer a JSON number holds exactly (`Number.MAX_SAFE_INTEGER`): counters and

@@ -137,6 +137,17 @@ enum ReadPhase {
     Done,
 }
 
+impl ReadMigrationFlow {
+    /// The flow of [`ReadMigration::new`], for a parent flow that reads the migration inside
+    /// its own operation (the migrator).
+    pub(super) fn new(bucket: &str) -> ReadMigrationFlow {
+        ReadMigrationFlow {
+            row: metastore_row(bucket),
+            phase: ReadPhase::Start,
+        }
+    }
+}
+
 impl<'a> ReadMigration<'a> {
     /// Reads `bucket`'s metastore row once (§2.1) → its key format, uid, marker and
     /// checkpoint; `NoSuchBucket` when it has no row.
@@ -145,11 +156,7 @@ impl<'a> ReadMigration<'a> {
         bucket: &str,
         start: Start,
     ) -> ReadMigration<'a> {
-        let flow = ReadMigrationFlow {
-            row: metastore_row(bucket),
-            phase: ReadPhase::Start,
-        };
-        begin(ctx, start, flow)
+        begin(ctx, start, ReadMigrationFlow::new(bucket))
     }
 }
 
@@ -283,7 +290,9 @@ impl<'a> WriteMarker<'a> {
 }
 
 impl WriteMarkerFlow {
-    fn new(
+    /// The flow of [`WriteMarker::new`], for a parent flow that changes the marker inside its
+    /// own operation (the migrator).
+    pub(super) fn new(
         bucket: &str,
         as_read: &MigrationRead,
         change: MarkerChange,

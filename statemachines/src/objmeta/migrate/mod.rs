@@ -13,8 +13,13 @@
 //!   `SyncKey` for every pair not in sync and writing the checkpoint after each page (§7) —
 //!   and the deletion passes, the clean-up of `cleaning` and the rollback of `aborting` (§4.7,
 //!   §4.9), whose per-pair step is `deletion`'s.
+//! - [`run`]: [`MigrateBucket`](run::MigrateBucket), the migrator: one operation that drives
+//!   a bucket through the states (§3) as far as the operator's gates allow, running the
+//!   marker writes and the passes above inside it, and resuming a run from its marker and
+//!   checkpoint (§7.2).
 
 mod deletion;
 pub mod marker;
 pub mod pass;
+pub mod run;
 pub mod sync;

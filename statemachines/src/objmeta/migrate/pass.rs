@@ -157,6 +157,17 @@ impl PassFinding {
     }
 }
 
+impl core::fmt::Display for PassFinding {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            PassFinding::Key(finding) => write!(f, "{finding}"),
+            PassFinding::Row { row_key, reason } => {
+                write!(f, "row_not_syncable: {}: {reason}", escape(row_key))
+            }
+        }
+    }
+}
+
 /// A pair where both sides changed since the last sync, after the switch (§4.6): left as it
 /// is, for the operator's `--resolve`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -201,6 +212,14 @@ pub enum MigrateEvent {
     Conflict(PassConflict),
     /// A key or row the pass cannot sync.
     Finding(PassFinding),
+    /// The migrator changed the marker (`MigrateBucket`, §3): `None` is "no marker" (the
+    /// start, the removal).
+    StateChanged {
+        /// The state before the change.
+        from: Option<MigrationState>,
+        /// The state after it.
+        to: Option<MigrationState>,
+    },
 }
 
 /// What a pass did.
@@ -368,7 +387,9 @@ impl<'a> MigrationPass<'a> {
 }
 
 impl MigrationPassFlow {
-    fn new(
+    /// The flow of [`MigrationPass::new`], for a parent flow that runs the pass inside its own
+    /// operation (the migrator).
+    pub(super) fn new(
         bucket: &str,
         from: VFormat,
         to: VFormat,

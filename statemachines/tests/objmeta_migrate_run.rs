@@ -1,0 +1,762 @@
+#![allow(clippy::unwrap_used)]
+//! `MigrateBucket` (`docs/migration.md` §3, §4.4–§4.7, §4.9, §7.2) against a real
+//! `MemoryStore` with a manual clock: the driver executes each request as it leaves, moving the
+//! clock 10 ms per request, and fires the machine's timer by moving the clock to it when the
+//! machine waits on nothing else. Objects are written and read through the existing
+//! `PutObject`/`DeleteObject`/`GetObject`/`ListObject` machines; what they must read at the end
+//! comes from the test's own list of objects and acknowledged writes.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use rowkit_codec::model::{Row, RowSet, Timestamp};
+use rowkit_codec::objmeta::cells::families;
+use rowkit_codec::objmeta::json::Json;
+use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
+use rowkit_codec::objmeta::migration::marker::{
+    Gates, MIN_SETTLE_US, MarkerChange, MigrationMarker, MigrationState, RunId, vformat_cell,
+};
+use rowkit_statemachines::objmeta::migrate::marker::{ReadMigration, WriteMarker};
+use rowkit_statemachines::objmeta::migrate::pass::{MigrateEvent, PassKind};
+use rowkit_statemachines::objmeta::migrate::run::{
+    MigrateBucket, MigrateEnd, MigrateOptions, MigrateOutcome,
+};
+use rowkit_statemachines::objmeta::{
+    CreateBucket, DeleteObject, GetObject, ListObject, ObjmetaConfig, ObjmetaError, ObjmetaEvent,
+    ObjmetaState, PutObject,
+};
+use rowkit_statemachines::operation::Start;
+use rowkit_statemachines::{Machine, ReadRowsRequest, Request, Response, StoreError};
+use rowkit_store::{MemoryStore, Reply, Store};
+
+const TABLE: &str = "objmeta";
+const T0: Timestamp = Timestamp(1_764_428_400_000_000);
+const METASTORE_ROW: &[u8] = b"__metastore\x00b";
+const DAY_US: i64 = 86_400_000_000;
+
+// ---------------------------------------------------------------------------------------------
+// The world and its driver
+// ---------------------------------------------------------------------------------------------
+
+struct World {
+    store: MemoryStore,
+    now: Timestamp,
+    seed: u64,
+}
+
+fn exec(
+    store: &MemoryStore,
+    request: Request,
+    now: Timestamp,
+) -> Vec<Result<Response, StoreError>> {
+    match store.execute_local(request, now) {
+        Ok(Reply::Unary(r)) => vec![Ok(r)],
+        Ok(Reply::Stream(parts)) => {
+            let mut out: Vec<_> = parts.collect();
+            if out.iter().all(Result::is_ok) {
+                out.push(Ok(Response::StreamEnd));
+            }
+            out
+        }
+        Err(e) => vec![Err(e)],
+    }
+}
+
+impl World {
+    fn start(&mut self) -> Start {
+        self.seed += 1;
+        Start::within(self.now, self.seed, DAY_US)
+    }
+
+    fn tick(&mut self) {
+        self.now = Timestamp(self.now.0 + 10_000);
+    }
+
+    /// Runs `m` to its end (no hook, no crash).
+    fn run<M: Machine>(&mut self, mut m: M) -> Result<M::Output, M::Error> {
+        loop {
+            while m.poll_event().is_some() {}
+            if let Some(result) = m.result() {
+                return result;
+            }
+            if let Some((tag, request)) = m.poll_request() {
+                self.tick();
+                for part in exec(&self.store, request, self.now) {
+                    m.handle_response(tag, part, self.now);
+                }
+            } else {
+                let at = m.poll_timeout().expect("the machine waits on nothing");
+                self.now = Timestamp(self.now.0.max(at.0));
+                m.handle_timeout(self.now);
+            }
+        }
+    }
+
+    /// Every row of the table, by row key.
+    fn snapshot(&self) -> BTreeMap<Vec<u8>, Row> {
+        let request = Request::ReadRows(ReadRowsRequest {
+            table: TABLE.into(),
+            rows: RowSet::all(),
+            ..Default::default()
+        });
+        let mut rows = BTreeMap::new();
+        for part in exec(&self.store, request, self.now) {
+            if let Ok(Response::Rows(chunk)) = part {
+                for r in chunk {
+                    let r = Arc::unwrap_or_clone(r);
+                    rows.insert(r.key.clone(), r);
+                }
+            }
+        }
+        rows
+    }
+}
+
+fn state(vf: VFormat) -> ObjmetaState {
+    ObjmetaState::new(ObjmetaConfig {
+        default_bucket_key_format: vf,
+        ..ObjmetaConfig::default()
+    })
+}
+
+fn j(text: &str) -> Json {
+    Json::parse(text).unwrap()
+}
+
+fn new_world(vf: VFormat) -> World {
+    let store = MemoryStore::new();
+    Store::create_table(&store, TABLE, &families()).unwrap();
+    let mut w = World {
+        store,
+        now: T0,
+        seed: 0,
+    };
+    let start = w.start();
+    let created = w.run(CreateBucket::new(
+        state(vf),
+        "b",
+        &j(r#"{"name":"b","uid":"uid-1"}"#),
+        start,
+    ));
+    assert_eq!(created, Ok(vf));
+    w
+}
+
+/// What a migrator run came to: its result (`None`: dropped), its events, its requests.
+struct Ran {
+    result: Option<Result<MigrateOutcome, ObjmetaError>>,
+    events: Vec<ObjmetaEvent>,
+    requests: usize,
+}
+
+/// Runs a migrator; `crash_after`: dropped after that many responses; `hook` runs before each
+/// request with the last state the migrator reported (the application beside it).
+fn migrate(
+    w: &mut World,
+    to: VFormat,
+    options: MigrateOptions,
+    crash_after: Option<usize>,
+    hook: &mut dyn FnMut(&mut World, Option<MigrationState>),
+    known: &mut Option<MigrationState>,
+) -> Ran {
+    let start = w.start();
+    let mut m = MigrateBucket::new(state(VFormat::V0), "b", to, options, start);
+    let mut events = Vec::new();
+    let mut requests = 0;
+    loop {
+        while let Some(e) = m.poll_event() {
+            if let ObjmetaEvent::Migrate(MigrateEvent::StateChanged { to, .. }) = &e {
+                *known = *to;
+            }
+            events.push(e);
+        }
+        if let Some(result) = m.result() {
+            return Ran {
+                result: Some(result),
+                events,
+                requests,
+            };
+        }
+        if let Some((tag, request)) = m.poll_request() {
+            hook(w, *known);
+            w.tick();
+            for part in exec(&w.store, request, w.now) {
+                m.handle_response(tag, part, w.now);
+            }
+            requests += 1;
+            if crash_after == Some(requests) {
+                return Ran {
+                    result: None,
+                    events,
+                    requests,
+                };
+            }
+        } else {
+            let at = m.poll_timeout().expect("the migrator waits on nothing");
+            assert!(
+                at.0 < w.now.0 + DAY_US / 2,
+                "the migrator waits for its deadline"
+            );
+            w.now = Timestamp(w.now.0.max(at.0));
+            m.handle_timeout(w.now);
+        }
+    }
+}
+
+fn options(gates: Gates) -> MigrateOptions {
+    MigrateOptions {
+        gates,
+        page_rows: 4,
+        owner: "host:1".into(),
+        ..MigrateOptions::default()
+    }
+}
+
+fn no_hook(_: &mut World, _: Option<MigrationState>) {}
+
+fn migrate_quietly(w: &mut World, options: MigrateOptions) -> Ran {
+    migrate(w, VFormat::V1, options, None, &mut no_hook, &mut None)
+}
+
+fn outcome(ran: &Ran) -> MigrateOutcome {
+    ran.result.clone().expect("the run ended").unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bucket
+// ---------------------------------------------------------------------------------------------
+
+/// What a key must read.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Want {
+    /// Its master with this `n`.
+    N(i64),
+    /// Its delete-marker master.
+    DeleteMarker,
+    /// `NoSuchKey`.
+    Gone,
+}
+
+/// What the test wrote under each key.
+type Expected = BTreeMap<String, Want>;
+
+fn put(w: &mut World, st: &mut ObjmetaState, key: &str, n: i64, versioning: bool) {
+    let value = j(&format!(r#"{{"key":"{key}","n":{n}}}"#));
+    let params = versioning.then(|| j(r#"{"versioning":true}"#));
+    let start = w.start();
+    w.run(PutObject::new(st, "b", key, value, params, start))
+        .unwrap();
+}
+
+fn put_delete_marker(w: &mut World, st: &mut ObjmetaState, key: &str) {
+    let value = j(&format!(r#"{{"key":"{key}","isDeleteMarker":true}}"#));
+    let start = w.start();
+    let params = Some(j(r#"{"versioning":true}"#));
+    w.run(PutObject::new(st, "b", key, value, params, start))
+        .unwrap();
+}
+
+fn delete(w: &mut World, st: &mut ObjmetaState, key: &str) {
+    let start = w.start();
+    match w.run(DeleteObject::new(st, "b", key, None, None, start)) {
+        Ok(()) | Err(ObjmetaError::NoSuchKey) => {}
+        Err(e) => panic!("delete {key}: {e}"),
+    }
+}
+
+/// A v0 bucket of 29 objects: 12 plain masters, 5 versioned keys of 3 versions each (two
+/// ending in a delete marker), nested names. Returns what each key must read.
+fn v0_bucket() -> (World, Expected) {
+    let mut w = new_world(VFormat::V0);
+    let mut st = state(VFormat::V0);
+    let mut expected = Expected::new();
+    for i in 0..12 {
+        let key = format!("plain/{i:02}");
+        put(&mut w, &mut st, &key, i, false);
+        expected.insert(key, Want::N(i));
+    }
+    for i in 0..5 {
+        let key = format!("ver/{i}");
+        for v in 0..3 {
+            put(&mut w, &mut st, &key, 100 * i + v, true);
+        }
+        expected.insert(key, Want::N(100 * i + 2));
+    }
+    for i in 0..2 {
+        let key = format!("ver/{i}");
+        put_delete_marker(&mut w, &mut st, &key);
+        expected.insert(key, Want::DeleteMarker);
+    }
+    for key in ["a/b/c", "a/b", "z"] {
+        put(&mut w, &mut st, key, 7, false);
+        expected.insert(key.into(), Want::N(7));
+    }
+    (w, expected)
+}
+
+/// What an aware reader with a fresh state reads: every key's `GetObject` and the versions
+/// listing.
+fn read_all(w: &mut World, keys: &Expected) -> (BTreeMap<String, Result<Json, String>>, Json) {
+    let mut got = BTreeMap::new();
+    for key in keys.keys() {
+        let start = w.start();
+        let r = w.run(GetObject::new(state(VFormat::V0), "b", key, None, start));
+        got.insert(key.clone(), r.map_err(|e| e.to_string()));
+    }
+    let params = ListingParams {
+        listing_type: ListingType::DelimiterVersions,
+        ..ListingParams::default()
+    };
+    let start = w.start();
+    let listing = w
+        .run(ListObject::new(state(VFormat::V0), "b", params, start))
+        .unwrap();
+    (got, listing)
+}
+
+/// Each key reads its expected master (`n`), or `NoSuchKey`.
+fn check_reads(reads: &BTreeMap<String, Result<Json, String>>, expected: &Expected) {
+    for (key, want) in expected {
+        let got = &reads[key];
+        match want {
+            Want::N(n) => {
+                let doc = got.as_ref().unwrap_or_else(|e| panic!("{key}: {e}"));
+                assert_eq!(
+                    doc.get("n").map(Json::stringify),
+                    Some(n.to_string()),
+                    "{key}"
+                );
+                assert_eq!(doc.get("key").and_then(Json::as_str), Some(key.as_str()));
+            }
+            Want::DeleteMarker => {
+                let doc = got.as_ref().unwrap_or_else(|e| panic!("{key}: {e}"));
+                assert_eq!(
+                    doc.get("isDeleteMarker").map(Json::stringify).as_deref(),
+                    Some("true"),
+                    "{key}"
+                );
+            }
+            Want::Gone => assert_eq!(
+                got.as_ref().err().map(String::as_str),
+                Some("NoSuchKey"),
+                "{key}"
+            ),
+        }
+    }
+}
+
+/// The v1 row key of a v0 object row key of bucket `b`.
+fn v1_row(v0: &[u8]) -> Vec<u8> {
+    let key = &v0[2..];
+    let mut out = b"b\x00\x7f".to_vec();
+    out.push(if key.contains(&0) { b'V' } else { b'M' });
+    out.extend_from_slice(key);
+    out
+}
+
+fn object_rows(rows: &BTreeMap<Vec<u8>, Row>) -> BTreeMap<Vec<u8>, Row> {
+    rows.iter()
+        .filter(|(k, _)| k.starts_with(b"b\x00"))
+        .map(|(k, r)| (k.clone(), r.clone()))
+        .collect()
+}
+
+fn has_column(row: &Row, qualifier: &[u8]) -> bool {
+    row.cells.iter().any(|c| c.qualifier == qualifier)
+}
+
+/// The end state of a completed migration: the v0 rows `before` are now exactly the v1 rows
+/// (same cells), nothing else in the collection, no stamp, a plain v1 metastore row.
+fn check_migrated(after: &BTreeMap<Vec<u8>, Row>, before: &BTreeMap<Vec<u8>, Row>) {
+    let want: BTreeMap<Vec<u8>, Vec<_>> = object_rows(before)
+        .into_iter()
+        .map(|(k, r)| (v1_row(&k), r.cells))
+        .collect();
+    let got: BTreeMap<Vec<u8>, Vec<_>> = object_rows(after)
+        .into_iter()
+        .map(|(k, r)| (k, r.cells))
+        .collect();
+    assert_eq!(
+        got.keys().collect::<Vec<_>>(),
+        want.keys().collect::<Vec<_>>()
+    );
+    assert_eq!(got, want);
+    for row in object_rows(after).values() {
+        assert!(!has_column(row, b"rowkitSync"), "a stamp left");
+    }
+    let ms = &after[METASTORE_ROW];
+    assert!(!has_column(ms, b"rowkitMigration"));
+    assert!(!has_column(ms, b"rowkitCheckpoint"));
+    let vformat = ms.cells.iter().find(|c| c.qualifier == b"vFormat").unwrap();
+    assert_eq!(vformat.value, vformat_cell(VFormat::V1));
+}
+
+fn state_changes(events: &[ObjmetaEvent]) -> Vec<(Option<MigrationState>, Option<MigrationState>)> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            ObjmetaEvent::Migrate(MigrateEvent::StateChanged { from, to }) => Some((*from, *to)),
+            _ => None,
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// (a) the whole migration
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_v0_bucket_migrates_to_v1_with_both_gates() {
+    use MigrationState::*;
+    let (mut w, expected) = v0_bucket();
+    let before = w.snapshot();
+    assert_eq!(object_rows(&before).len(), 12 + 5 * 4 + 2 + 3);
+    let (reads_before, listing_before) = read_all(&mut w, &expected);
+    check_reads(&reads_before, &expected);
+
+    let ran = migrate_quietly(&mut w, options(Gates::ALL));
+    let out = outcome(&ran);
+    assert_eq!(out.end, MigrateEnd::Removed);
+    assert!(out.conflicts.is_empty() && out.findings.is_empty() && out.stragglers.is_empty());
+    let kinds: Vec<PassKind> = out.passes.iter().map(|p| p.kind).collect();
+    assert_eq!(
+        kinds,
+        [
+            PassKind::Copy,
+            PassKind::Verify,
+            PassKind::Light,
+            PassKind::Clean
+        ]
+    );
+    assert_eq!(out.passes[0].counters.copied, 37);
+    assert_eq!(out.passes[1].diffs, 0);
+    assert_eq!(out.passes[3].deletion.from_rows_deleted, 37);
+    assert_eq!(
+        state_changes(&ran.events),
+        [
+            (None, Some(Copying)),
+            (Some(Copying), Some(Verifying)),
+            (Some(Verifying), Some(Switching)),
+            (Some(Switching), Some(Switched)),
+            (Some(Switched), Some(Cleaning)),
+            (Some(Cleaning), None),
+        ]
+    );
+    // Two settle waits of Δ (switching, cleaning) passed on the machine's clock.
+    assert!(w.now.0 - T0.0 >= 2 * 90_000_000);
+
+    check_migrated(&w.snapshot(), &before);
+    let (reads_after, listing_after) = read_all(&mut w, &expected);
+    check_reads(&reads_after, &expected);
+    assert_eq!(reads_after, reads_before);
+    assert_eq!(listing_after, listing_before);
+
+    // A second run reads only: "already".
+    let again = w.snapshot();
+    let ran = migrate_quietly(&mut w, options(Gates::ALL));
+    assert_eq!(outcome(&ran).end, MigrateEnd::Already);
+    assert_eq!(ran.requests, 1);
+    assert_eq!(w.snapshot(), again);
+}
+
+// ---------------------------------------------------------------------------------------------
+// (b) crash and resume at every request
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_migrator_dropped_after_any_request_is_resumed_to_the_same_rows() {
+    let (mut w, _) = v0_bucket();
+    let before = w.snapshot();
+    migrate_quietly(&mut w, options(Gates::ALL));
+    let reference = w.snapshot();
+    check_migrated(&reference, &before);
+
+    let mut k = 1;
+    loop {
+        let (mut w, _) = v0_bucket();
+        let first = migrate(
+            &mut w,
+            VFormat::V1,
+            options(Gates::ALL),
+            Some(k),
+            &mut no_hook,
+            &mut None,
+        );
+        if let Some(result) = first.result {
+            // The run ended before its k-th request: every crash point was covered.
+            assert_eq!(result.unwrap().end, MigrateEnd::Removed);
+            assert!(k > 100, "only {k} requests");
+            break;
+        }
+        let resumed = migrate_quietly(&mut w, options(Gates::ALL));
+        let end = outcome(&resumed).end;
+        assert!(
+            matches!(end, MigrateEnd::Removed | MigrateEnd::Already),
+            "crash after {k}: {end:?}"
+        );
+        assert_eq!(w.snapshot(), reference, "crash after request {k}");
+        k += 1;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// (c) writers during the migration
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn writes_beside_the_migration_are_all_readable_at_the_end() {
+    let (mut w, mut expected) = v0_bucket();
+    // An unaware writer: it caches the bucket's vFormat (v0) for good.
+    let mut unaware = state(VFormat::V0);
+    let mut calls: i64 = 0;
+    let mut after_switch = 0;
+    let mut hook = |w: &mut World, known: Option<MigrationState>| {
+        calls += 1;
+        let switched = matches!(
+            known,
+            Some(MigrationState::Switched | MigrationState::Cleaning)
+        );
+        // Writers stop writing before the switch after a while, so that a verification
+        // finds no difference; the switch gate: no unaware writer during the fence.
+        if calls % 5 != 0 || (!switched && calls > 300) || known == Some(MigrationState::Switching)
+        {
+            return;
+        }
+        let i = calls / 5;
+        let key = match i % 4 {
+            0 => format!("new/{i}"),
+            1 => format!("plain/{:02}", i % 12),
+            2 => "a/b".to_string(),
+            _ => format!("plain/{:02}", (i + 5) % 12),
+        };
+        // After the switch, writers restarted with a fresh state read vFormat v1.
+        let mut fresh = state(VFormat::V0);
+        let st = if switched {
+            after_switch += 1;
+            &mut fresh
+        } else {
+            &mut unaware
+        };
+        if i % 4 == 3 {
+            delete(w, st, &key);
+            expected.insert(key, Want::Gone);
+        } else {
+            put(w, st, &key, 1000 + i, false);
+            expected.insert(key, Want::N(1000 + i));
+        }
+    };
+    let ran = migrate(
+        &mut w,
+        VFormat::V1,
+        options(Gates::ALL),
+        None,
+        &mut hook,
+        &mut None,
+    );
+    let out = outcome(&ran);
+    assert_eq!(out.end, MigrateEnd::Removed);
+    assert!(out.conflicts.is_empty());
+    assert!(after_switch > 0, "no write after the switch");
+    assert!(
+        out.passes
+            .iter()
+            .filter(|p| p.kind == PassKind::Verify)
+            .count()
+            >= 2,
+        "the writers made a verification find differences"
+    );
+    let after = w.snapshot();
+    for (key, row) in object_rows(&after) {
+        assert!(key.starts_with(b"b\x00\x7fM") || key.starts_with(b"b\x00\x7fV"));
+        assert!(!has_column(&row, b"rowkitSync"));
+    }
+    let (reads, _) = read_all(&mut w, &expected);
+    check_reads(&reads, &expected);
+}
+
+// ---------------------------------------------------------------------------------------------
+// (d) gates
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn without_gates_the_run_stops_verified_and_the_next_run_continues() {
+    let (mut w, expected) = v0_bucket();
+    let before = w.snapshot();
+    let first = outcome(&migrate_quietly(&mut w, options(Gates::default())));
+    assert_eq!(first.end, MigrateEnd::InState(MigrationState::Verifying));
+    let kinds: Vec<PassKind> = first.passes.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, [PassKind::Copy, PassKind::Verify]);
+
+    let switch = Gates {
+        switch: true,
+        finish: false,
+    };
+    let ran = migrate_quietly(&mut w, options(switch));
+    let second = outcome(&ran);
+    assert_eq!(second.end, MigrateEnd::InState(MigrationState::Switched));
+    assert_eq!(second.run, first.run);
+    let kinds: Vec<PassKind> = second.passes.iter().map(|p| p.kind).collect();
+    assert_eq!(kinds, [PassKind::Verify, PassKind::Light]);
+    let start = w.start();
+    let read = w
+        .run(ReadMigration::new(state(VFormat::V0), "b", start))
+        .unwrap();
+    assert_eq!(read.vformat, VFormat::V1);
+
+    let third = outcome(&migrate_quietly(&mut w, options(Gates::ALL)));
+    assert_eq!(third.end, MigrateEnd::Removed);
+    check_migrated(&w.snapshot(), &before);
+    let (reads, _) = read_all(&mut w, &expected);
+    check_reads(&reads, &expected);
+}
+
+// ---------------------------------------------------------------------------------------------
+// (e) abort
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn abort_after_copying_restores_the_v0_bucket_byte_for_byte() {
+    let (mut w, _) = v0_bucket();
+    let before = w.snapshot();
+    let first = outcome(&migrate_quietly(&mut w, options(Gates::default())));
+    assert_eq!(first.end, MigrateEnd::InState(MigrationState::Verifying));
+    assert_ne!(w.snapshot(), before);
+    let abort = MigrateOptions {
+        abort: true,
+        ..options(Gates::default())
+    };
+    let ran = migrate_quietly(&mut w, abort);
+    assert_eq!(outcome(&ran).end, MigrateEnd::Removed);
+    assert_eq!(
+        state_changes(&ran.events),
+        [
+            (
+                Some(MigrationState::Verifying),
+                Some(MigrationState::Aborting)
+            ),
+            (Some(MigrationState::Aborting), None),
+        ]
+    );
+    assert_eq!(w.snapshot(), before);
+}
+
+#[test]
+fn abort_in_the_middle_of_the_copy_pass_restores_the_bucket() {
+    let (mut w, _) = v0_bucket();
+    let before = w.snapshot();
+    let crashed = migrate(
+        &mut w,
+        VFormat::V1,
+        options(Gates::default()),
+        Some(12),
+        &mut no_hook,
+        &mut None,
+    );
+    assert!(crashed.result.is_none());
+    let abort = MigrateOptions {
+        abort: true,
+        ..options(Gates::default())
+    };
+    assert_eq!(
+        outcome(&migrate_quietly(&mut w, abort)).end,
+        MigrateEnd::Removed
+    );
+    assert_eq!(w.snapshot(), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// (f) refusals
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn a_v1_bucket_without_marker_is_already_migrated() {
+    let mut w = new_world(VFormat::V1);
+    let before = w.snapshot();
+    let ran = migrate_quietly(&mut w, options(Gates::ALL));
+    assert_eq!(outcome(&ran).end, MigrateEnd::Already);
+    assert!(outcome(&ran).passes.is_empty());
+    assert_eq!(ran.requests, 1);
+    assert_eq!(w.snapshot(), before);
+}
+
+#[test]
+fn a_marker_of_a_run_to_another_layout_is_refused_before_any_write() {
+    let mut w = new_world(VFormat::V1);
+    let start = w.start();
+    let as_read = w
+        .run(ReadMigration::new(state(VFormat::V1), "b", start))
+        .unwrap();
+    let marker = MigrationMarker::new(
+        RunId(0xabc),
+        VFormat::V1,
+        VFormat::V0,
+        MigrationState::Copying,
+        T0,
+        90_000_000,
+        "uid-1",
+    );
+    let start = w.start();
+    w.run(WriteMarker::new(
+        state(VFormat::V1),
+        "b",
+        &as_read,
+        MarkerChange::Write(marker),
+        Gates::ALL,
+        start,
+    ))
+    .unwrap();
+    let before = w.snapshot();
+    let ran = migrate_quietly(&mut w, options(Gates::ALL));
+    let error = ran.result.unwrap().unwrap_err();
+    assert!(
+        matches!(error, ObjmetaError::MigrationInProgress(_)),
+        "{error:?}"
+    );
+    assert_eq!(ran.requests, 1);
+    assert_eq!(w.snapshot(), before);
+}
+
+#[test]
+fn a_settle_time_below_the_minimum_is_a_usage_error_before_any_request() {
+    let (mut w, _) = v0_bucket();
+    let before = w.snapshot();
+    let short = MigrateOptions {
+        settle_us: Some(MIN_SETTLE_US - 1),
+        ..options(Gates::ALL)
+    };
+    let ran = migrate_quietly(&mut w, short);
+    let error = ran.result.unwrap().unwrap_err();
+    assert!(
+        matches!(error, ObjmetaError::MigrationUsage(_)),
+        "{error:?}"
+    );
+    assert_eq!(ran.requests, 0);
+    assert_eq!(w.snapshot(), before);
+
+    let exact = MigrateOptions {
+        settle_us: Some(MIN_SETTLE_US),
+        ..options(Gates::default())
+    };
+    let ran = migrate_quietly(&mut w, exact);
+    assert_eq!(
+        outcome(&ran).end,
+        MigrateEnd::InState(MigrationState::Verifying)
+    );
+}
+
+#[test]
+fn abort_without_a_migration_is_a_usage_error() {
+    let (mut w, _) = v0_bucket();
+    let before = w.snapshot();
+    let abort = MigrateOptions {
+        abort: true,
+        ..options(Gates::default())
+    };
+    let error = migrate_quietly(&mut w, abort).result.unwrap().unwrap_err();
+    assert!(
+        matches!(error, ObjmetaError::MigrationUsage(_)),
+        "{error:?}"
+    );
+    assert_eq!(w.snapshot(), before);
+}
