@@ -20,7 +20,8 @@ use rowkit_statemachines::operation::{OperationError, Start};
 use rowkit_statemachines::{
     Code, Machine, MutateRowRequest, ReadRowRequest, Request, Response, StoreError, Tag,
 };
-use rowkit_store::{MemoryStore, Reply, Store};
+use rowkit_store::{MemoryStore, Store};
+use rowkit_testkit::script::store_responses;
 
 const TABLE: &str = "objmeta";
 const T0: Timestamp = Timestamp(1_700_000_000_000_000);
@@ -54,17 +55,7 @@ impl World {
 
     /// The store's answer to `request`, as the parts a machine receives.
     fn exec(&self, request: Request, now: Timestamp) -> Vec<Result<Response, StoreError>> {
-        match self.store.execute_local(request, now) {
-            Ok(Reply::Unary(r)) => vec![Ok(r)],
-            Ok(Reply::Stream(parts)) => {
-                let mut out: Vec<_> = parts.collect();
-                if out.iter().all(Result::is_ok) {
-                    out.push(Ok(Response::StreamEnd));
-                }
-                out
-            }
-            Err(e) => vec![Err(e)],
-        }
+        store_responses(&self.store, request, now)
     }
 
     fn mutate(&self, row: &[u8], mutations: Vec<Mutation>) {

@@ -23,6 +23,7 @@ use rowkit_statemachines::{
     Code, Machine, MutateRowRequest, ReadRowRequest, Request, Response, StoreError,
 };
 use rowkit_store::{MemoryStore, Reply, Store};
+use rowkit_testkit::script::store_responses;
 
 const TABLE: &str = "objmeta";
 const NOW: Timestamp = Timestamp(1_764_428_400_000_000);
@@ -65,12 +66,7 @@ fn run<M: Machine>(
             m.handle_response(tag, Err(lost), NOW);
             continue;
         }
-        let reply = store.execute_local(request, NOW);
-        let parts: Vec<Result<Response, StoreError>> = match reply {
-            Ok(Reply::Unary(r)) => vec![Ok(r)],
-            Ok(Reply::Stream(parts)) => parts.chain([Ok(Response::StreamEnd)]).collect(),
-            Err(e) => vec![Err(e)],
-        };
+        let parts = store_responses(store, request, NOW);
         if is_cas && fault == Fault::LoseCasReply {
             fault = Fault::None;
             let lost = StoreError::new(Code::DeadlineExceeded, "reply lost");

@@ -25,10 +25,9 @@ use rowkit_statemachines::objmeta::migrate::pass::{
 };
 use rowkit_statemachines::objmeta::{CreateBucket, ObjmetaConfig, ObjmetaEvent, ObjmetaState};
 use rowkit_statemachines::operation::Start;
-use rowkit_statemachines::{
-    Machine, MutateRowRequest, ReadRowsRequest, Request, Response, StoreError,
-};
-use rowkit_store::{MemoryStore, Reply, Store};
+use rowkit_statemachines::{Machine, MutateRowRequest, ReadRowsRequest, Request, Response};
+use rowkit_store::{MemoryStore, Store};
+use rowkit_testkit::script::store_responses;
 
 const TABLE: &str = "objmeta";
 const T0: Timestamp = Timestamp(1_764_428_400_000_000);
@@ -38,24 +37,6 @@ const METASTORE_ROW: &[u8] = b"__metastore\x00b";
 // The world
 // ---------------------------------------------------------------------------------------------
 
-fn exec(
-    store: &MemoryStore,
-    request: Request,
-    now: Timestamp,
-) -> Vec<Result<Response, StoreError>> {
-    match store.execute_local(request, now) {
-        Ok(Reply::Unary(r)) => vec![Ok(r)],
-        Ok(Reply::Stream(parts)) => {
-            let mut out: Vec<_> = parts.collect();
-            if out.iter().all(Result::is_ok) {
-                out.push(Ok(Response::StreamEnd));
-            }
-            out
-        }
-        Err(e) => vec![Err(e)],
-    }
-}
-
 fn mutate(store: &MemoryStore, key: &str, mutations: Vec<Mutation>) {
     let request = Request::MutateRow(MutateRowRequest {
         table: TABLE.into(),
@@ -63,7 +44,10 @@ fn mutate(store: &MemoryStore, key: &str, mutations: Vec<Mutation>) {
         mutations,
         ..Default::default()
     });
-    assert_eq!(exec(store, request, T0), vec![Ok(Response::MutateRow)]);
+    assert_eq!(
+        store_responses(store, request, T0),
+        vec![Ok(Response::MutateRow)]
+    );
 }
 
 /// The row key of Arsenal key `key` in bucket `b`.
@@ -116,7 +100,7 @@ fn collection(store: &MemoryStore) -> BTreeMap<String, Row> {
         ..Default::default()
     });
     let mut rows = BTreeMap::new();
-    for part in exec(store, request, T0) {
+    for part in store_responses(store, request, T0) {
         if let Ok(Response::Rows(chunk)) = part {
             for r in chunk {
                 let r = Arc::unwrap_or_clone(r);
@@ -189,7 +173,7 @@ fn drive<M: Machine>(
             };
         }
         sent.push(request.clone());
-        for part in exec(store, request, now) {
+        for part in store_responses(store, request, now) {
             m.handle_response(tag, part, now);
         }
     }
@@ -1048,7 +1032,7 @@ fn a_clean_pass_survives_a_lost_delete_response_and_resumes_after_its_cursor() {
             if is_row_delete(request) {
                 deletes += 1;
                 if deletes == 5 {
-                    exec(store, request.clone(), T0);
+                    store_responses(store, request.clone(), T0);
                     return Fate::Crash;
                 }
             }

@@ -27,8 +27,9 @@ use rowkit_statemachines::objmeta::{
     ObjmetaState, PutObject,
 };
 use rowkit_statemachines::operation::Start;
-use rowkit_statemachines::{Machine, ReadRowsRequest, Request, Response, StoreError};
-use rowkit_store::{MemoryStore, Reply, Store};
+use rowkit_statemachines::{Machine, ReadRowsRequest, Request, Response};
+use rowkit_store::{MemoryStore, Store};
+use rowkit_testkit::script::store_responses;
 
 const TABLE: &str = "objmeta";
 const T0: Timestamp = Timestamp(1_764_428_400_000_000);
@@ -43,24 +44,6 @@ struct World {
     store: MemoryStore,
     now: Timestamp,
     seed: u64,
-}
-
-fn exec(
-    store: &MemoryStore,
-    request: Request,
-    now: Timestamp,
-) -> Vec<Result<Response, StoreError>> {
-    match store.execute_local(request, now) {
-        Ok(Reply::Unary(r)) => vec![Ok(r)],
-        Ok(Reply::Stream(parts)) => {
-            let mut out: Vec<_> = parts.collect();
-            if out.iter().all(Result::is_ok) {
-                out.push(Ok(Response::StreamEnd));
-            }
-            out
-        }
-        Err(e) => vec![Err(e)],
-    }
 }
 
 impl World {
@@ -82,7 +65,7 @@ impl World {
             }
             if let Some((tag, request)) = m.poll_request() {
                 self.tick();
-                for part in exec(&self.store, request, self.now) {
+                for part in store_responses(&self.store, request, self.now) {
                     m.handle_response(tag, part, self.now);
                 }
             } else {
@@ -101,7 +84,7 @@ impl World {
             ..Default::default()
         });
         let mut rows = BTreeMap::new();
-        for part in exec(&self.store, request, self.now) {
+        for part in store_responses(&self.store, request, self.now) {
             if let Ok(Response::Rows(chunk)) = part {
                 for r in chunk {
                     let r = Arc::unwrap_or_clone(r);
@@ -181,7 +164,7 @@ fn migrate(
         if let Some((tag, request)) = m.poll_request() {
             hook(w, *known);
             w.tick();
-            for part in exec(&w.store, request, w.now) {
+            for part in store_responses(&w.store, request, w.now) {
                 m.handle_response(tag, part, w.now);
             }
             requests += 1;

@@ -26,6 +26,7 @@ use std::collections::VecDeque;
 use std::fmt::Debug;
 
 use rowkit_statemachines::{Machine, Request, Response, StoreError, Tag, Timestamp};
+use rowkit_store::{Reply, Store};
 
 /// One step of a script, for table-driven tests (see [`Script::run`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -260,5 +261,27 @@ impl<M: Machine> Script<M> {
                 Step::Cancel => self.cancel(),
             }
         }
+    }
+}
+
+/// Every response `store` gives `request` at `now`, as a machine receives them: a unary reply,
+/// or a stream's parts ended by `StreamEnd` (an error part ends it instead), or the request's
+/// error. For tests that drive machines against a real store by hand (fault injection between
+/// requests, crashes after the k-th response).
+pub fn store_responses(
+    store: &(impl Store + ?Sized),
+    request: Request,
+    now: Timestamp,
+) -> Vec<Result<Response, StoreError>> {
+    match store.execute_local(request, now) {
+        Ok(Reply::Unary(r)) => vec![Ok(r)],
+        Ok(Reply::Stream(parts)) => {
+            let mut out: Vec<_> = parts.collect();
+            if out.iter().all(Result::is_ok) {
+                out.push(Ok(Response::StreamEnd));
+            }
+            out
+        }
+        Err(e) => vec![Err(e)],
     }
 }
