@@ -79,6 +79,7 @@ use rowkit_statemachines::check::{
     CheckError, CheckEvent, CheckOptions, CheckSummary, CheckTarget,
 };
 use rowkit_statemachines::objmeta;
+use rowkit_statemachines::objmeta::migrate::run::{MigrateBucket, MigrateOptions, MigrateOutcome};
 use rowkit_statemachines::objmeta::{
     AsyncRepair, BucketEntry, CountItems, CreateBucket, DEFAULT_DEADLINE_US, DeleteBucket,
     DeleteBucketAttributesCapability, DeleteObject, GetBucketAndObject, GetBucketAttributes,
@@ -612,6 +613,27 @@ impl<D: Driver> ObjectMetadata<D> {
         let start = self.calls.start_within(self.driver.now(), timeout);
         let target = CheckTarget::new(&self.table);
         let m = objmeta::Check::new(target, bucket, options, start);
+        crate::run_operation(&self.driver, m, on_event).await
+    }
+
+    /// `MigrateBucket(bucket, to, options)` (`docs/migration.md` §3, `rowkit s3 migrate`):
+    /// migrates the bucket's key layout to `to` as far as `options.gates` allow, starting a
+    /// run or resuming the one its marker names. Its events (`ObjmetaEvent::Migrate`: progress
+    /// after every page, marker changes, stragglers, conflicts, findings) go to `on_event` as
+    /// the machine emits them and are not kept for [`ObjectMetadata::take_events`] (a pass
+    /// emits one per page). Runs until `timeout` µs from now: its own, not the operations'
+    /// deadline, since the run waits the settle time `Δ` before the switch and the clean-up.
+    pub async fn migrate_bucket(
+        &self,
+        bucket: &str,
+        to: VFormat,
+        options: MigrateOptions,
+        timeout: i64,
+        on_event: impl FnMut(ObjmetaEvent),
+    ) -> Result<MigrateOutcome, ObjmetaError> {
+        let mut state = self.state.lock().await;
+        let start = self.calls.start_within(self.driver.now(), timeout);
+        let m = MigrateBucket::new(&mut *state, bucket, to, options, start);
         crate::run_operation(&self.driver, m, on_event).await
     }
 

@@ -22,6 +22,7 @@ mod input;
 mod key;
 mod mt;
 mod s3;
+mod s3_migrate;
 mod serve;
 mod store_location;
 

@@ -180,6 +180,12 @@ pub enum S3Command {
         #[command(flatten)]
         flags: CheckFlags,
     },
+    /// Migrate the bucket's key layout to `--to` (`docs/migration.md` §3) as far as the gates
+    /// allow: without gates the run copies and verifies (ends in `verifying`); `--switch`
+    /// switches the bucket, `--finish` deletes the old layout, `--abort` rolls back. Each gate
+    /// and the rollback wait the settle time first. Exit 0 when the run ended as asked, 1 when
+    /// conflicts or findings block it, 2 when it could not run.
+    Migrate(crate::s3_migrate::MigrateArgs),
     /// Run the due placeholder repairs now: every placeholder master of the bucket (default:
     /// of every bucket of the metastore) whose repair was due (its id's time + 15 s ≤ now) and
     /// never ran, e.g. because the process that scheduled it exited.
@@ -380,7 +386,8 @@ fn print(out: &Output, value: Value, plain: impl FnOnce() -> String) -> Result<(
     Ok(())
 }
 
-type Om<'a> = ObjectMetadata<SyncDriver<&'a dyn Store, &'a (dyn Clock + Send + Sync)>>;
+/// The facade every `rowkit s3` command runs through.
+pub type Om<'a> = ObjectMetadata<SyncDriver<&'a dyn Store, &'a (dyn Clock + Send + Sync)>>;
 
 /// Runs one `rowkit s3` command.
 pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
@@ -400,6 +407,10 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
             )?;
         }
         S3Command::Bucket(b) => bucket(ctx, &om, b, out)?,
+        S3Command::Migrate(m) => {
+            let pid = args.pid.unwrap_or(u64::from(std::process::id()));
+            crate::s3_migrate::run(ctx, &om, &args.store.store, pid, m, out)?;
+        }
         S3Command::Check { bucket, flags } => {
             let (options, timeout) = (flags.options(), check_timeout(ctx));
             let mut output = CheckOutput::new(out, "s3");

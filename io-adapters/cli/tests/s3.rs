@@ -804,3 +804,109 @@ fn a_store_failure_says_internal_error_once() {
     );
     assert_eq!(message.matches("InternalError").count(), 1, "{message}");
 }
+
+/// `rowkit --now T0+ms s3 --pid 4242 ARGS` (text, or JSON with a leading `--json`): its whole
+/// output, whatever the exit code.
+fn migrate_at(s: &Cli, ms: i64, args: &[&str]) -> Output {
+    let now = ((T0 + ms) * 1000).to_string();
+    let (json, args) = match args.strip_prefix(&["--json"]) {
+        Some(rest) => (true, rest),
+        None => (false, args),
+    };
+    let mut all = if json { vec!["--json"] } else { vec![] };
+    all.extend_from_slice(&["--now", now.as_str(), "s3", "--pid", "4242", "migrate"]);
+    all.extend_from_slice(args);
+    s.rowkit(&all)
+}
+
+/// `s3 migrate` (docs/migration.md §3, §7.3, §11.7) on the embedded store with the manual
+/// clock (`--now`: the settle waits cost no time): a v0 bucket with versions; the run without
+/// gates ends in `verifying` (text summary; JSON document and JSON Lines progress); with
+/// `--switch --finish` the marker is removed and the bucket is v1, its objects readable; then
+/// `--to v1` again is "already v1"; a bad `--to` is one usage line, exit 2.
+#[test]
+fn migrate_a_v0_bucket_to_v1() {
+    let scratch = Scratch::new("migrate");
+    let s = &scratch.cli();
+    s.ok(&["s3", "setup"]);
+    s.at(0, &["bucket", "create", "m", "--vformat", "v0"]);
+    for (i, key) in ["a", "b/c"].into_iter().enumerate() {
+        for n in 1..=2 {
+            let meta = json!({"key": key, "n": n}).to_string();
+            let ms = 1 + 2 * i64::try_from(i).unwrap() + n;
+            s.at(ms, &["put", "m", key, "--meta", &meta, "--versioning"]);
+        }
+    }
+
+    let o = migrate_at(s, 100, &["m", "--to", "v1"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.starts_with("bucket m: verifying (") && text.contains("--switch"),
+        "{text}"
+    );
+    // Piped: no progress bar on stderr.
+    assert!(
+        o.stderr.is_empty(),
+        "{:?}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+
+    let o = migrate_at(s, 200, &["--json", "m", "--to", "v1", "--page", "2"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["state"], "verifying");
+    assert_eq!(doc["to"], "v1");
+    assert_eq!(doc["blocked"], false);
+    assert_eq!(doc["passes"][0]["kind"], "verify");
+    assert_eq!(doc["passes"][0]["diffs"], 0);
+    let lines: Vec<Value> = String::from_utf8(o.stderr)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(lines.len() >= 2, "one line per page of 2 rows: {lines:?}");
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["state"] == "verifying" && l["rows_scanned"].is_u64())
+    );
+
+    let o = migrate_at(
+        s,
+        300,
+        &["--json", "m", "--to", "v1", "--switch", "--finish"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["state"], "removed", "{doc}");
+    assert_eq!(doc["conflicts"], json!([]));
+    assert_eq!(doc["findings"], json!([]));
+    let buckets = s.ok(&["s3", "bucket", "list"]);
+    assert_eq!(buckets["buckets"][0]["vformat"], "v1", "{buckets}");
+    for key in ["a", "b/c"] {
+        let got = s.ok(&["s3", "get", "m", key]);
+        assert_eq!(
+            (&got["value"]["key"], &got["value"]["n"]),
+            (&json!(key), &json!(2)),
+            "{got}"
+        );
+    }
+
+    let o = migrate_at(s, 400, &["m", "--to", "v1"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(
+        String::from_utf8(o.stdout).unwrap(),
+        "bucket m: already v1, nothing to do\n"
+    );
+
+    let o = migrate_at(s, 500, &["m", "--to", "v2"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(
+        String::from_utf8(o.stderr).unwrap(),
+        "rowkit: --to \"v2\": expected v1 or v0\n"
+    );
+    // Below the minimum settle: refused before any request, exit 2.
+    let o = migrate_at(s, 500, &["m", "--to", "v0", "--settle", "10s"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+}
