@@ -575,7 +575,21 @@ fn without_gates_the_run_stops_verified_and_the_next_run_continues() {
         switch: true,
         finish: false,
     };
-    let ran = migrate_quietly(&mut w, options(switch));
+    // The next runs are other processes (other owners): a run that stopped at a gate released
+    // its lease, so they continue at once, without `--take-over`.
+    let start = w.start();
+    let read = w
+        .run(ReadMigration::new(state(VFormat::V0), "b", start))
+        .unwrap();
+    let released = read.checkpoint.expect("a checkpoint");
+    assert!(released.lease_until <= start.now, "{released:?}");
+    let ran = migrate_quietly(
+        &mut w,
+        MigrateOptions {
+            owner: "host:2".into(),
+            ..options(switch)
+        },
+    );
     let second = outcome(&ran);
     assert_eq!(second.end, MigrateEnd::InState(MigrationState::Switched));
     assert_eq!(second.run, first.run);
@@ -587,7 +601,13 @@ fn without_gates_the_run_stops_verified_and_the_next_run_continues() {
         .unwrap();
     assert_eq!(read.vformat, VFormat::V1);
 
-    let third = outcome(&migrate_quietly(&mut w, options(Gates::ALL)));
+    let third = outcome(&migrate_quietly(
+        &mut w,
+        MigrateOptions {
+            owner: "host:3".into(),
+            ..options(Gates::ALL)
+        },
+    ));
     assert_eq!(third.end, MigrateEnd::Removed);
     check_migrated(&w.snapshot(), &before);
     let (reads, _) = read_all(&mut w, &expected);

@@ -805,16 +805,25 @@ fn a_store_failure_says_internal_error_once() {
     assert_eq!(message.matches("InternalError").count(), 1, "{message}");
 }
 
-/// `rowkit --now T0+ms s3 --pid 4242 ARGS` (text, or JSON with a leading `--json`): its whole
-/// output, whatever the exit code.
+/// `rowkit --now T0+ms s3 --pid 4242+ms migrate ARGS` (text, or JSON with a leading
+/// `--json`): its whole output, whatever the exit code. Each run is another process id, as
+/// the operator's reruns are: a run that stopped at a gate released its lease.
 fn migrate_at(s: &Cli, ms: i64, args: &[&str]) -> Output {
     let now = ((T0 + ms) * 1000).to_string();
+    let pid = (4242 + ms).to_string();
     let (json, args) = match args.strip_prefix(&["--json"]) {
         Some(rest) => (true, rest),
         None => (false, args),
     };
     let mut all = if json { vec!["--json"] } else { vec![] };
-    all.extend_from_slice(&["--now", now.as_str(), "s3", "--pid", "4242", "migrate"]);
+    all.extend_from_slice(&[
+        "--now",
+        now.as_str(),
+        "s3",
+        "--pid",
+        pid.as_str(),
+        "migrate",
+    ]);
     all.extend_from_slice(args);
     s.rowkit(&all)
 }

@@ -431,6 +431,39 @@ impl WriteCheckpointFlow {
         }
         checkpoint.updated = now;
         checkpoint.lease_until = now.saturating_add_micros(LEASE_US);
+        WriteCheckpointFlow::write(bucket, as_read, checkpoint)
+    }
+
+    /// The release of this migrator's lease at `now` (`lease_until` = `now`): written when a
+    /// run stops at a gate, so that the operator's next run (another process, so another
+    /// owner) continues at once instead of waiting out the lease or needing `--take-over`.
+    /// `None` when there is nothing to release: no checkpoint, another owner's, or a lease
+    /// already run out.
+    pub(in crate::objmeta) fn release(
+        bucket: &str,
+        as_read: &MigrationRead,
+        owner: &str,
+        now: Timestamp,
+    ) -> Result<Option<WriteCheckpointFlow>, ObjmetaError> {
+        let Some(held) = as_read
+            .checkpoint
+            .as_ref()
+            .filter(|c| c.owner == owner && c.lease_until > now)
+        else {
+            return Ok(None);
+        };
+        let mut checkpoint = held.clone();
+        checkpoint.updated = now;
+        checkpoint.lease_until = now;
+        WriteCheckpointFlow::write(bucket, as_read, checkpoint).map(Some)
+    }
+
+    /// The conditional write of `checkpoint` as it is (§7.1).
+    fn write(
+        bucket: &str,
+        as_read: &MigrationRead,
+        checkpoint: MigrationCheckpoint,
+    ) -> Result<WriteCheckpointFlow, ObjmetaError> {
         let text = checkpoint.to_json_text().map_err(|e| {
             ObjmetaError::internal(alloc::format!("cannot write the migration checkpoint: {e}"))
         })?;

@@ -39,7 +39,7 @@ use rowkit_codec::objmeta::migration::marker::{
 
 use super::super::requests::{OmIo, P};
 use super::super::{ObjmetaError, ObjmetaEvent, ObjmetaSchema, ObjmetaState, begin};
-use super::marker::{MigrationRead, ReadMigrationFlow, WriteMarkerFlow};
+use super::marker::{MigrationRead, ReadMigrationFlow, WriteCheckpointFlow, WriteMarkerFlow};
 use super::pass::{
     MigrateEvent, MigrationPassFlow, PassConflict, PassFinding, PassKind, PassResume, PassSummary,
 };
@@ -136,6 +136,11 @@ enum RunPhase {
         pass: Box<MigrationPassFlow>,
         from_start: bool,
     },
+    /// The run stops at a gate: its lease being released first (§7.1), then `end`.
+    Release {
+        write: Box<WriteCheckpointFlow>,
+        end: MigrateEnd,
+    },
     Done,
 }
 
@@ -152,6 +157,8 @@ pub struct MigrateBucketFlow {
     /// The last pass run in the current state (cleared by every marker change).
     verdict: Option<PassVerdict>,
     outcome: MigrateOutcome,
+    /// Whether the lease was released (or had nothing to release) before the run ends.
+    released: bool,
     phase: RunPhase,
 }
 
@@ -194,6 +201,7 @@ impl<'a> MigrateBucket<'a> {
                 conflicts: Vec::new(),
                 findings: Vec::new(),
             },
+            released: false,
             phase: RunPhase::Read(ReadMigrationFlow::new(bucket)),
         };
         begin(ctx, start, flow)
@@ -438,6 +446,25 @@ impl MigrateBucketFlow {
             }
             Next::Settle(until) => RunPhase::Settle(until),
             Next::Pass(kind) => self.start_pass(io, kind)?,
+            Next::End(end @ MigrateEnd::InState(_)) if !self.released => {
+                self.released = true;
+                let migration = self
+                    .migration
+                    .as_ref()
+                    .ok_or_else(|| ObjmetaError::internal("a run ending before the read"))?;
+                match WriteCheckpointFlow::release(
+                    &self.bucket,
+                    migration,
+                    &self.options.owner,
+                    io.now(),
+                )? {
+                    Some(write) => RunPhase::Release {
+                        write: Box::new(write),
+                        end,
+                    },
+                    None => return self.carry_out(io, Next::End(end)),
+                }
+            }
             Next::End(end) => {
                 let mut outcome = core::mem::replace(
                     &mut self.outcome,
@@ -534,6 +561,14 @@ impl Flow for MigrateBucketFlow {
                     self.migration = Some(done.migration);
                     self.record_pass(done.summary, from_start);
                     self.next(io)?
+                }
+                RunPhase::Release { mut write, end } => {
+                    let Some(written) = write.advance(io, st)? else {
+                        self.phase = RunPhase::Release { write, end };
+                        return Ok(None);
+                    };
+                    self.migration = Some(written);
+                    Next::End(end)
                 }
                 RunPhase::Done => return Ok(None),
             };
