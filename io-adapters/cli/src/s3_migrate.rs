@@ -32,8 +32,8 @@ pub const MIGRATE_TIMEOUT_MICROS: i64 = 86_400_000_000;
 pub struct MigrateArgs {
     /// Bucket.
     pub bucket: String,
-    /// The key format to migrate to: `v1` or `v0` (the bucket's own format with a migration
-    /// under way rolls it back, as `--abort`).
+    /// The key format to migrate to: `v1` or `v0` (with `--abort`: the one of the run being
+    /// rolled back).
     #[arg(long, value_name = "v1|v0")]
     pub to: String,
     /// Let the run enter `switching` and switch the bucket to the new format: no writer
