@@ -32,7 +32,7 @@ use rowkit_codec::objmeta::migration::sync::{
 use super::super::requests::{OmIo, check_key, start_read};
 use super::super::{ObjmetaError, ObjmetaState};
 use super::sync::{PairAsRead, SyncKeyFlow, SyncOutcome, SyncedKey};
-use super::sync::{start_write, write_applied};
+use super::sync::{side_of, start_write, write_applied};
 use crate::children::ChildId;
 use crate::operation::Flow;
 
@@ -88,16 +88,6 @@ pub(super) struct DeletePairFlow {
     deletion: Deletion,
     out: DeletedPair,
     phase: Phase,
-}
-
-/// A row as read, as a [`Side`] (a present row without `f:hash` is an internal error).
-fn side_of(row: Option<&Row>) -> Result<Side, ObjmetaError> {
-    Side::from_row(row).map_err(|e| {
-        let key = row
-            .map(|r| rowkit_codec::escape::escape(&r.key))
-            .unwrap_or_default();
-        ObjmetaError::internal(alloc::format!("row {key}: {e}"))
-    })
 }
 
 impl DeletePairFlow {

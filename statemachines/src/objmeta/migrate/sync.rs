@@ -193,7 +193,7 @@ impl<'a> SyncKey<'a> {
 }
 
 /// A row as read, as a [`Side`] (a present row without `f:hash` is an internal error).
-fn side_of(row: Option<&Row>) -> Result<Side, ObjmetaError> {
+pub(super) fn side_of(row: Option<&Row>) -> Result<Side, ObjmetaError> {
     Side::from_row(row).map_err(|e| {
         let key = row
             .map(|r| rowkit_codec::escape::escape(&r.key))
