@@ -62,6 +62,55 @@ pub enum Child {
     WriteRow(MutateRow),
     /// A `MutateRows` batch with the entry retry rule.
     WriteRows(MutateRows),
+    /// The port of a machine nested in the parent ([`Nested`](crate::operation::Nested)):
+    /// requests the parent puts in leave under parent tags, responses wait for the parent.
+    Port(Port),
+}
+
+/// The child through which a parent relays another machine's requests, aborts and responses
+/// (see [`Nested`](crate::operation::Nested)): requests keep the nested machine's own tags
+/// inside, and get parent tags outside as every child's do. It never ends by itself.
+#[derive(Debug, Default)]
+pub struct Port {
+    requests: VecDeque<(Tag, Request)>,
+    aborts: VecDeque<Tag>,
+    responses: VecDeque<(Tag, Result<Response, StoreError>)>,
+}
+
+impl Port {
+    /// Queues a request of the nested machine (its own tag).
+    pub fn send(&mut self, tag: Tag, request: Request) {
+        self.requests.push_back((tag, request));
+    }
+
+    /// Queues an abort of the nested machine's request `tag`.
+    pub fn abort(&mut self, tag: Tag) {
+        self.aborts.push_back(tag);
+    }
+
+    /// Takes the responses received so far, in arrival order, under the nested machine's tags.
+    pub fn take_responses(&mut self) -> Vec<(Tag, Result<Response, StoreError>)> {
+        self.responses.drain(..).collect()
+    }
+
+    fn handle_response(&mut self, tag: Tag, response: Result<Response, StoreError>, _: Timestamp) {
+        self.responses.push_back((tag, response));
+    }
+
+    /// The nested machine's timer is the parent's business.
+    fn handle_timeout(&mut self, _: Timestamp) {}
+
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        self.requests.pop_front()
+    }
+
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.aborts.pop_front()
+    }
+
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        None
+    }
 }
 
 /// Calls `$body` with `$m` bound to the machine inside any [`Child`] variant.
@@ -73,6 +122,7 @@ macro_rules! each {
             Child::Unary($m) => $body,
             Child::WriteRow($m) => $body,
             Child::WriteRows($m) => $body,
+            Child::Port($m) => $body,
         }
     };
 }
@@ -314,6 +364,16 @@ impl Children {
         self.finished.pop_first()
     }
 
+    /// Runs `f` on the port `id` (`None`: no such port running), then sends what it queued.
+    pub fn with_port<R>(&mut self, id: ChildId, f: impl FnOnce(&mut Port) -> R) -> Option<R> {
+        let out = match &mut self.running.get_mut(id)?.machine {
+            Child::Port(port) => f(port),
+            _ => return None,
+        };
+        self.pump(id);
+        Some(out)
+    }
+
     /// Stops `id`: its requests in flight are aborted and their late responses dropped. An
     /// outcome it already has is discarded too.
     pub fn abort(&mut self, id: ChildId) {
@@ -374,6 +434,7 @@ impl Children {
             Child::Unary(m) => m.result().map(|r| r.map(ChildOutput::Unary)),
             Child::WriteRow(m) => m.result().map(|r| r.map(|()| ChildOutput::WroteRow)),
             Child::WriteRows(m) => m.result().map(|r| r.map(ChildOutput::WroteRows)),
+            Child::Port(_) => None,
         };
         if let Some(outcome) = outcome {
             self.running.remove(id);

@@ -98,7 +98,7 @@ use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
 
-use crate::children::{Child, ChildId, ChildOutput, Children, owned_rows};
+use crate::children::{Child, ChildId, ChildOutput, Children, Port, owned_rows};
 use crate::raw::{MutateRow, MutateRows, Unary};
 use crate::readrows::{ReadRow, ReadRows};
 use crate::{
@@ -696,6 +696,75 @@ impl<'a, C> ContextArg<'a, C> {
             Slot::Owned(c) => Some(c),
             Slot::Empty => None,
         }
+    }
+}
+
+/// A machine nested in an operation — the one way a flow composes another operation (of any
+/// schema) as a child: its requests leave through the parent's children under parent tags (a
+/// [`Port`] child), its responses come back through the parent, and its timer is the
+/// parent's ([`Io::sleep_until`]). The parent calls [`Nested::advance`] from its own `advance`
+/// until it returns the nested machine's result; the migrator runs `Check` this way.
+#[derive(Debug)]
+pub struct Nested<M: Machine> {
+    machine: M,
+    port: ChildId,
+}
+
+impl<M: Machine> Nested<M> {
+    /// Nests `machine` (already started) in the operation of `io`, its first requests sent.
+    pub fn start<E>(io: &mut Io<E>, machine: M) -> Nested<M> {
+        let port = io.children.spawn(Child::Port(Port::default()));
+        let mut nested = Nested { machine, port };
+        nested.relay(io);
+        nested
+    }
+
+    /// Sends the nested machine's requests and aborts through the port.
+    fn relay<E>(&mut self, io: &mut Io<E>) {
+        let machine = &mut self.machine;
+        io.children.with_port(self.port, |port| {
+            while let Some((tag, request)) = machine.poll_request() {
+                port.send(tag, request);
+            }
+            while let Some(tag) = machine.poll_abort() {
+                port.abort(tag);
+            }
+        });
+    }
+
+    /// Delivers the responses received and a due timer to the nested machine, relays what it
+    /// sends, hands each of its events to `on_event`, and returns its result once it has
+    /// one (the port is then closed). While it runs, the parent's timer is set to the nested
+    /// machine's.
+    pub fn advance<E>(
+        &mut self,
+        io: &mut Io<E>,
+        mut on_event: impl FnMut(&mut Io<E>, M::Event),
+    ) -> Option<Result<M::Output, M::Error>> {
+        let responses = io
+            .children
+            .with_port(self.port, Port::take_responses)
+            .unwrap_or_default();
+        for (tag, response) in responses {
+            self.machine.handle_response(tag, response, io.now);
+        }
+        if self.machine.poll_timeout().is_some_and(|t| t <= io.now) {
+            self.machine.handle_timeout(io.now);
+        }
+        self.relay(io);
+        while let Some(event) = self.machine.poll_event() {
+            on_event(io, event);
+        }
+        if let Some(result) = self.machine.result() {
+            io.children.abort(self.port);
+            io.cancel_sleep();
+            return Some(result);
+        }
+        match self.machine.poll_timeout() {
+            Some(at) if at > io.now => io.sleep_until(at),
+            _ => io.cancel_sleep(),
+        }
+        None
     }
 }
 

@@ -409,12 +409,14 @@ fn a_v0_bucket_migrates_to_v1_with_both_gates() {
             PassKind::Copy,
             PassKind::Verify,
             PassKind::Light,
+            PassKind::Light,
             PassKind::Clean
         ]
     );
     assert_eq!(out.passes[0].counters.copied, 37);
     assert_eq!(out.passes[1].diffs, 0);
-    assert_eq!(out.passes[3].deletion.from_rows_deleted, 37);
+    assert_eq!(out.passes[3].diffs, 0, "the sweep found nothing to adopt");
+    assert_eq!(out.passes[4].deletion.from_rows_deleted, 37);
     assert_eq!(
         state_changes(&ran.events),
         [
@@ -594,7 +596,8 @@ fn without_gates_the_run_stops_verified_and_the_next_run_continues() {
     assert_eq!(second.end, MigrateEnd::InState(MigrationState::Switched));
     assert_eq!(second.run, first.run);
     let kinds: Vec<PassKind> = second.passes.iter().map(|p| p.kind).collect();
-    assert_eq!(kinds, [PassKind::Verify, PassKind::Light]);
+    // The final pass, then the sweep of `switched` (§4.6).
+    assert_eq!(kinds, [PassKind::Verify, PassKind::Light, PassKind::Light]);
     let start = w.start();
     let read = w
         .run(ReadMigration::new(state(VFormat::V0), "b", start))
@@ -762,4 +765,368 @@ fn abort_without_a_migration_is_a_usage_error() {
         "{error:?}"
     );
     assert_eq!(w.snapshot(), before);
+}
+
+// ---------------------------------------------------------------------------------------------
+// (g) after the switch: sweeps, conflicts, --resolve (§4.6)
+// ---------------------------------------------------------------------------------------------
+
+/// The bucket's metastore row as a fresh reader reads it.
+fn read_migration(w: &mut World) -> rowkit_statemachines::objmeta::migrate::marker::MigrationRead {
+    let start = w.start();
+    w.run(ReadMigration::new(state(VFormat::V0), "b", start))
+        .unwrap()
+}
+
+/// A v0 bucket migrated as far as `switched` (the `--switch` gate only), and an unaware
+/// writer that read the bucket's vFormat (v0) before the migration and keeps it.
+fn switched_bucket() -> (World, Expected, ObjmetaState) {
+    let (mut w, expected) = v0_bucket();
+    let mut unaware = state(VFormat::V0);
+    let start = w.start();
+    w.run(GetObject::new(&mut unaware, "b", "z", None, start))
+        .unwrap();
+    let switch = Gates {
+        switch: true,
+        finish: false,
+    };
+    let out = outcome(&migrate_quietly(&mut w, options(switch)));
+    assert_eq!(out.end, MigrateEnd::InState(MigrationState::Switched));
+    assert!(!out.blocked());
+    assert_eq!(read_migration(&mut w).vformat, VFormat::V1);
+    (w, expected, unaware)
+}
+
+fn events_of(ran: &Ran) -> Vec<MigrateEvent> {
+    ran.events
+        .iter()
+        .filter_map(|e| match e {
+            ObjmetaEvent::Migrate(
+                m @ (MigrateEvent::Straggler { .. }
+                | MigrateEvent::Conflict(_)
+                | MigrateEvent::Resolved { .. }
+                | MigrateEvent::Finding(_)),
+            ) => Some(m.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_straggler_after_the_switch_is_adopted_by_the_sweep_and_readable() {
+    let (mut w, mut expected, mut unaware) = switched_bucket();
+    // The unaware writer still writes v0 rows: a put and a delete (stragglers).
+    put(&mut w, &mut unaware, "plain/03", 5003, false);
+    expected.insert("plain/03".into(), Want::N(5003));
+    delete(&mut w, &mut unaware, "z");
+    expected.insert("z".into(), Want::Gone);
+    // Before the sweep, a reader of v1 does not see them.
+    let (reads, _) = read_all(&mut w, &expected);
+    assert_ne!(
+        reads["plain/03"]
+            .as_ref()
+            .ok()
+            .and_then(|d| d.get("n"))
+            .map(Json::stringify),
+        Some("5003".into())
+    );
+
+    let ran = migrate_quietly(&mut w, options(Gates::default()));
+    let out = outcome(&ran);
+    assert_eq!(out.end, MigrateEnd::InState(MigrationState::Switched));
+    assert_eq!(
+        out.passes.iter().map(|p| p.kind).collect::<Vec<_>>(),
+        [PassKind::Light]
+    );
+    assert_eq!(out.stragglers, ["plain/03", "z"]);
+    assert!(out.conflicts.is_empty() && !out.blocked());
+    assert_eq!(
+        events_of(&ran),
+        [
+            MigrateEvent::Straggler {
+                key: "plain/03".into()
+            },
+            MigrateEvent::Straggler { key: "z".into() },
+        ]
+    );
+    let (reads, _) = read_all(&mut w, &expected);
+    check_reads(&reads, &expected);
+
+    // The clean-up then leaves a plain v1 bucket that still reads the same.
+    let finish = migrate_quietly(&mut w, options(Gates::ALL));
+    assert_eq!(outcome(&finish).end, MigrateEnd::Removed);
+    let (reads, _) = read_all(&mut w, &expected);
+    check_reads(&reads, &expected);
+}
+
+/// A conflict on `plain/04`: a writer of v1 (started after the switch) and the unaware one
+/// of v0 both write it. Returns the two documents' `n`.
+fn make_conflict(w: &mut World, unaware: &mut ObjmetaState) -> (i64, i64) {
+    let mut fresh = state(VFormat::V0);
+    put(w, &mut fresh, "plain/04", 6004, false);
+    put(w, unaware, "plain/04", 7004, false);
+    (6004, 7004)
+}
+
+#[test]
+fn a_conflict_blocks_and_resolve_keep_to_keeps_the_v1_write() {
+    let (mut w, mut expected, mut unaware) = switched_bucket();
+    let (to_n, _) = make_conflict(&mut w, &mut unaware);
+    for gates in [Gates::default(), Gates::ALL] {
+        let ran = migrate_quietly(&mut w, options(gates));
+        let out = outcome(&ran);
+        // Even with --finish, the run stops in switched: the conflict blocks (CLI exit 1).
+        assert_eq!(out.end, MigrateEnd::InState(MigrationState::Switched));
+        assert!(out.blocked());
+        assert_eq!(out.conflicts.len(), 1);
+        assert_eq!(out.conflicts[0].key, "plain/04");
+        assert!(matches!(&events_of(&ran)[..], [MigrateEvent::Conflict(c)] if c.key == "plain/04"));
+    }
+    let keep_to = MigrateOptions {
+        resolve: Some(rowkit_codec::objmeta::migration::sync::Keep::To),
+        ..options(Gates::ALL)
+    };
+    let ran = migrate_quietly(&mut w, keep_to);
+    let out = outcome(&ran);
+    assert_eq!(out.resolved, ["plain/04"]);
+    assert!(!out.blocked());
+    assert_eq!(out.end, MigrateEnd::Removed);
+    expected.insert("plain/04".into(), Want::N(to_n));
+    let (reads, _) = read_all(&mut w, &expected);
+    check_reads(&reads, &expected);
+}
+
+#[test]
+fn resolve_keep_from_adopts_the_unaware_write() {
+    let (mut w, mut expected, mut unaware) = switched_bucket();
+    let (_, from_n) = make_conflict(&mut w, &mut unaware);
+    let keep_from = MigrateOptions {
+        resolve: Some(rowkit_codec::objmeta::migration::sync::Keep::From),
+        ..options(Gates::default())
+    };
+    let ran = migrate_quietly(&mut w, keep_from);
+    let out = outcome(&ran);
+    assert_eq!(out.end, MigrateEnd::InState(MigrationState::Switched));
+    assert_eq!(out.resolved, ["plain/04"]);
+    assert!(out.conflicts.is_empty() && !out.blocked());
+    assert_eq!(
+        events_of(&ran),
+        [MigrateEvent::Resolved {
+            key: "plain/04".into(),
+            kept: rowkit_codec::objmeta::migration::sync::Keep::From
+        }]
+    );
+    expected.insert("plain/04".into(), Want::N(from_n));
+    let (reads, _) = read_all(&mut w, &expected);
+    check_reads(&reads, &expected);
+    // Both layouts now hold the same document, stamped: the next sweep finds nothing.
+    let again = outcome(&migrate_quietly(&mut w, options(Gates::default())));
+    assert_eq!(again.passes[0].diffs, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// (h) the check of the `to` layout before the switch (§8)
+// ---------------------------------------------------------------------------------------------
+
+/// Adds a cell `f:extra` to `row` — a derived cell `d:value` does not call for, which the
+/// check reports as `derived_stale` — leaving its hash and stamp as they are.
+fn add_stray_flag(w: &mut World, row: &[u8]) {
+    let request = Request::MutateRow(rowkit_statemachines::MutateRowRequest {
+        table: TABLE.into(),
+        app_profile_id: String::new(),
+        row_key: row.to_vec(),
+        mutations: vec![rowkit_codec::model::Mutation::SetCell {
+            family: "f".into(),
+            qualifier: b"extra".to_vec(),
+            timestamp: Timestamp(0),
+            value: b"1".to_vec(),
+        }],
+    });
+    for part in store_responses(&w.store, request, w.now) {
+        part.unwrap();
+    }
+}
+
+#[test]
+fn a_check_finding_on_the_to_layout_blocks_the_switch_and_the_sources_own_does_not() {
+    let (mut w, _) = v0_bucket();
+    // The source's own finding: copied byte for byte, reported, not blocking.
+    add_stray_flag(&mut w, b"b\x00plain/05");
+    let first = outcome(&migrate_quietly(&mut w, options(Gates::default())));
+    assert_eq!(first.end, MigrateEnd::InState(MigrationState::Verifying));
+    let own: Vec<_> = first
+        .findings
+        .iter()
+        .map(|f| (f.id(), f.to_string()))
+        .collect();
+    assert_eq!(own.len(), 1, "{own:?}");
+    assert_eq!(own[0].0, "derived_stale");
+    assert!(
+        own[0].1.contains("source's own") && own[0].1.contains("plain/05"),
+        "{own:?}"
+    );
+
+    // A finding of the copy only: the pair stays in sync (same hash, stamped), the check
+    // of `to` finds it, the `from` row has none.
+    add_stray_flag(&mut w, &v1_row(b"b\x00plain/06"));
+    let before = w.snapshot();
+    let ran = migrate_quietly(&mut w, options(Gates::ALL));
+    let error = ran.result.clone().unwrap().unwrap_err();
+    let ObjmetaError::MigrationBlocked { state, findings } = &error else {
+        panic!("{error:?}");
+    };
+    assert_eq!(*state, MigrationState::Verifying);
+    let blocking: Vec<String> = findings
+        .iter()
+        .filter(|f| !f.to_string().contains("source's own"))
+        .map(|f| f.to_string())
+        .collect();
+    assert_eq!(blocking.len(), 1, "{findings:?}");
+    assert!(
+        blocking[0].starts_with("derived_stale: b\\x00\\x7fMplain/06"),
+        "{blocking:?}"
+    );
+    assert!(events_of(&ran).len() >= 2);
+    // Nothing of the switch written: still verifying, the object rows as they were.
+    assert_eq!(
+        read_migration(&mut w).marker.unwrap().state,
+        MigrationState::Verifying
+    );
+    assert_eq!(object_rows(&w.snapshot()), object_rows(&before));
+}
+
+// ---------------------------------------------------------------------------------------------
+// (i) --max-pause (§11.2)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn max_pause_shorter_than_the_estimate_refuses_to_fence() {
+    let (mut w, _) = v0_bucket();
+    let first = outcome(&migrate_quietly(&mut w, options(Gates::default())));
+    assert_eq!(first.end, MigrateEnd::InState(MigrationState::Verifying));
+    let before = w.snapshot();
+    let marker_before = read_migration(&mut w).marker.unwrap();
+    let settle = marker_before.settle_us;
+    let short = MigrateOptions {
+        max_pause_us: Some(settle),
+        ..options(Gates::ALL)
+    };
+    let ran = migrate_quietly(&mut w, short);
+    let error = ran.result.unwrap().unwrap_err();
+    let ObjmetaError::MigrationPauseTooLong {
+        estimate_us,
+        settle_us,
+        rows,
+        rate,
+        max_pause_us,
+    } = error
+    else {
+        panic!("{error:?}");
+    };
+    assert_eq!(settle_us, settle);
+    assert_eq!(max_pause_us, settle);
+    // The verification read every row of both layouts: 37 object rows each.
+    assert_eq!(rows, 2 * 37);
+    let rate = rate.expect("the clock moved during the verification");
+    assert_eq!(
+        estimate_us,
+        settle + (rows as i64) * 1_000_000 / rate as i64
+    );
+    assert!(estimate_us > settle);
+    // Nothing of the switch written: the marker and every object row as they were.
+    let after = read_migration(&mut w);
+    assert_eq!(after.marker.unwrap(), marker_before);
+    assert_eq!(after.vformat, VFormat::V0);
+    assert_eq!(object_rows(&w.snapshot()), object_rows(&before));
+    // The lease was released: another process continues at once with a longer bound.
+    let long = MigrateOptions {
+        max_pause_us: Some(estimate_us + DAY_US),
+        owner: "host:2".into(),
+        ..options(Gates::ALL)
+    };
+    let out = outcome(&migrate_quietly(&mut w, long));
+    assert_eq!(out.end, MigrateEnd::Removed);
+    assert!(out.pause_estimate_us.is_some_and(|e| e >= settle));
+}
+
+// ---------------------------------------------------------------------------------------------
+// (j) rollback from switched (§4.9's third row)
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn rollback_from_switched_restores_v0_with_the_writes_since_the_switch() {
+    // The reference: the same bucket and the same writes, no migration.
+    let (mut reference, mut expected) = v0_bucket();
+    let mut plain = state(VFormat::V0);
+    let writes: [(&str, Option<i64>); 3] = [
+        ("plain/02", Some(8002)),
+        ("new/1", Some(8100)),
+        ("a/b/c", None),
+    ];
+    for (key, n) in writes {
+        match n {
+            Some(n) => put(&mut reference, &mut plain, key, n, false),
+            None => delete(&mut reference, &mut plain, key),
+        }
+        expected.insert(key.into(), n.map_or(Want::Gone, Want::N));
+    }
+
+    let (mut w, _, _) = switched_bucket();
+    // Writers restarted after the switch write v1.
+    let mut fresh = state(VFormat::V0);
+    for (key, n) in writes {
+        match n {
+            Some(n) => put(&mut w, &mut fresh, key, n, false),
+            None => delete(&mut w, &mut fresh, key),
+        }
+    }
+    // Without --switch the rollback is refused, nothing written.
+    let before = w.snapshot();
+    let back = |gates| MigrateOptions {
+        owner: "host:9".into(),
+        ..options(gates)
+    };
+    let ran = migrate(
+        &mut w,
+        VFormat::V0,
+        back(Gates::default()),
+        None,
+        &mut no_hook,
+        &mut None,
+    );
+    let error = ran.result.unwrap().unwrap_err();
+    assert!(
+        matches!(error, ObjmetaError::MigrationUsage(_)),
+        "{error:?}"
+    );
+    assert_eq!(w.snapshot(), before);
+
+    let ran = migrate(
+        &mut w,
+        VFormat::V0,
+        back(Gates::ALL),
+        None,
+        &mut no_hook,
+        &mut None,
+    );
+    let out = outcome(&ran);
+    assert_eq!(out.end, MigrateEnd::Removed);
+    assert!(out.conflicts.is_empty() && out.stragglers.is_empty());
+    use MigrationState::*;
+    assert_eq!(
+        state_changes(&ran.events),
+        [
+            (Some(Switched), Some(Switching)),
+            (Some(Switching), Some(Switched)),
+            (Some(Switched), Some(Cleaning)),
+            (Some(Cleaning), None),
+        ]
+    );
+    let after = w.snapshot();
+    let ms = &after[METASTORE_ROW];
+    assert!(!has_column(ms, b"rowkitMigration") && !has_column(ms, b"rowkitCheckpoint"));
+    assert_eq!(read_migration(&mut w).vformat, VFormat::V0);
+    assert_eq!(object_rows(&after), object_rows(&reference.snapshot()));
+    let (reads, _) = read_all(&mut w, &expected);
+    check_reads(&reads, &expected);
 }

@@ -26,6 +26,7 @@ use rowkit_codec::objmeta::keys::{
     DecodedRowKey, INFOSTORE, KeyKind, METASTORE, USERS_BUCKET, USERS_BUCKET_COLLECTION, VFormat,
     collection_end, collection_start, decode_row_key, master_key, row_key,
 };
+use rowkit_codec::objmeta::migration::pass::object_row_ranges;
 use rowkit_codec::objmeta::migration::sync::SYNC_QUALIFIER;
 use rowkit_codec::objmeta::version_id::generated_at_ms;
 
@@ -71,6 +72,35 @@ impl Check {
                 }
             }
         };
+        Check::scan(target, rows, None, options, start)
+    }
+
+    /// Checks only the object rows of `layout` in `bucket`'s collection, judged as a bucket
+    /// of key format `layout` whatever its `vFormat` says: the schema check of a migration's
+    /// `to` layout before the switch (`docs/migration.md` §8), while the bucket is still
+    /// `from`. The metastore row itself is read for the versioning state, not checked.
+    pub fn layout(
+        target: CheckTarget,
+        bucket: &str,
+        layout: VFormat,
+        options: CheckOptions,
+        start: Start,
+    ) -> Check {
+        let rows = RowSet {
+            row_keys: Vec::new(),
+            row_ranges: object_row_ranges(collection_of(bucket), layout, None, None),
+        };
+        Check::scan(target, rows, Some((bucket.into(), layout)), options, start)
+    }
+
+    /// The check of `rows` (after the metastore), `layout` overriding one bucket's key format.
+    fn scan(
+        target: CheckTarget,
+        rows: RowSet,
+        layout: Option<(String, VFormat)>,
+        options: CheckOptions,
+        start: Start,
+    ) -> Check {
         let metastore = PagedScan::new(
             &target.table,
             RowSet::range(RowRange {
@@ -89,6 +119,7 @@ impl Check {
         let flow = CheckFlow {
             scanner: Scanner::new(scan, options),
             buckets: BTreeMap::new(),
+            layout,
             last_key: None,
             asked_buckets: BTreeSet::new(),
             phase: Phase::Metastore(metastore),
@@ -245,6 +276,8 @@ enum Phase {
 pub struct CheckFlow {
     scanner: Scanner<Suspect>,
     buckets: BTreeMap<String, BucketInfo>,
+    /// A bucket judged in another key format than its `vFormat` ([`Check::layout`]).
+    layout: Option<(String, VFormat)>,
     /// The last (collection, key) of a row seen, so a key's other rows are skipped.
     last_key: Option<(String, String)>,
     /// Collections whose missing metastore row was looked for (each reported once).
@@ -403,7 +436,12 @@ impl CheckFlow {
         if key.kind != KeyKind::Metastore {
             return;
         }
-        if let Some(info) = bucket_info(row) {
+        if let Some(mut info) = bucket_info(row) {
+            if let Some((bucket, layout)) = &self.layout
+                && *bucket == key.arsenal_key
+            {
+                info.vformat = *layout;
+            }
             self.buckets.insert(key.arsenal_key, info);
         }
     }

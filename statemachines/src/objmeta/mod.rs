@@ -104,6 +104,7 @@ impl OperationError for ObjmetaError {
             ObjmetaError::MigrationChangeRefused(_) => "migration_change_refused",
             ObjmetaError::MigrationUsage(_) => "usage_error",
             ObjmetaError::MigrationBlocked { .. } => "migration_blocked",
+            ObjmetaError::MigrationPauseTooLong { .. } => "migration_pause_too_long",
             ObjmetaError::Aborted => ABORTED_ID,
         }
     }
@@ -365,9 +366,39 @@ pub enum ObjmetaError {
         /// What blocks it, in key order.
         findings: Vec<migrate::pass::PassFinding>,
     },
+    /// `--max-pause` (`docs/migration.md` §11.2): the fence the `--switch` gate would start is
+    /// estimated longer than allowed (`Δ` + the rows of the last verification ÷ its rate);
+    /// the run stays in `verifying`, nothing of the switch written.
+    #[error("the expected pause of the switch is {} s ({} s settle + {} rows at {} rows/s), \
+        longer than --max-pause {} s", micros_text(*estimate_us), micros_text(*settle_us), rows,
+        rate.map_or_else(|| "an unmeasured rate".into(), |r| alloc::format!("{r}")),
+        micros_text(*max_pause_us))]
+    MigrationPauseTooLong {
+        /// The estimated pause, µs.
+        estimate_us: i64,
+        /// Its settle part (`Δ`), µs.
+        settle_us: i64,
+        /// Rows the final pass reads (the last verification's).
+        rows: u64,
+        /// The last verification's rate, rows per second (`None`: not measured).
+        rate: Option<u64>,
+        /// `--max-pause`, µs.
+        max_pause_us: i64,
+    },
     /// The operation deadline passed, or the machine was cancelled.
     #[error("{}", crate::operation::ABORTED_MESSAGE)]
     Aborted,
+}
+
+/// Microseconds as seconds with up to three decimals (`90`, `1.5`).
+fn micros_text(us: i64) -> String {
+    let ms = us / 1000;
+    if ms % 1000 == 0 {
+        alloc::format!("{}", ms / 1000)
+    } else {
+        let text = alloc::format!("{}.{:03}", ms / 1000, (ms % 1000).abs());
+        text.trim_end_matches('0').into()
+    }
 }
 
 /// The findings of [`ObjmetaError::MigrationBlocked`], one per item: id and what it names.

@@ -578,6 +578,47 @@ pub fn classify(source: &Side, target: &Side, truth: Truth) -> SyncAction {
     }
 }
 
+/// `--resolve keep-to|keep-from` (§4.6): which side of a conflict the operator keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Keep {
+    /// `keep-to`: `T(a)` is copied over `S(a)` (or, `T(a)` absent, `S(a)` is deleted).
+    To,
+    /// `keep-from`: `S(a)` is copied over `T(a)`.
+    From,
+}
+
+impl Keep {
+    /// The CLI spelling (`keep-to`, `keep-from`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Keep::To => "keep-to",
+            Keep::From => "keep-from",
+        }
+    }
+
+    /// The side of `--resolve TEXT`, `None` for any other text.
+    pub fn parse(text: &str) -> Option<Keep> {
+        match text {
+            "keep-to" => Some(Keep::To),
+            "keep-from" => Some(Keep::From),
+            _ => None,
+        }
+    }
+}
+
+/// The action that settles a [`SyncAction::Conflict`] for the side the operator keeps (§4.6:
+/// "the chosen side is copied over the other with §4.3 step 3"): the ordinary copy or delete
+/// of that direction, whose writes ([`sync_writes`]) are conditional on both rows as read like
+/// every sync's. Any other action is returned as it is.
+pub fn resolve(action: SyncAction, target: &Side, keep: Keep) -> SyncAction {
+    match (action, keep) {
+        (SyncAction::Conflict, Keep::From) => SyncAction::CopyToTarget,
+        (SyncAction::Conflict, Keep::To) if target.present().is_some() => SyncAction::CopyToSource,
+        (SyncAction::Conflict, Keep::To) => SyncAction::DeleteSource,
+        (other, _) => other,
+    }
+}
+
 /// What a conditional write of a sync does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum WriteKind {

@@ -18,21 +18,18 @@
 
 use alloc::boxed::Box;
 use alloc::string::String;
-use alloc::vec;
 use alloc::vec::Vec;
 
-use rowkit_codec::model::{Row, RowSet};
-use rowkit_codec::objmeta::cells::filters;
-use rowkit_codec::objmeta::keys::{VFormat, collection_for_bucket};
+use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::migration::Truth;
 use rowkit_codec::objmeta::migration::sync::{
-    CleanPlan, PairRow, Side, SyncPair, SyncWrite, WriteKind, abort_writes, clean_writes, sync_pair,
+    CleanPlan, Keep, PairRow, Side, SyncPair, SyncWrite, WriteKind, abort_writes, clean_writes,
 };
 
-use super::super::requests::{OmIo, check_key, start_read};
+use super::super::requests::OmIo;
 use super::super::{ObjmetaError, ObjmetaState};
 use super::sync::{PairAsRead, SyncKeyFlow, SyncOutcome, SyncedKey};
-use super::sync::{side_of, start_write, write_applied};
+use super::sync::{checked_pair, read_pair, sides_as_read, sides_in, start_write, write_applied};
 use crate::children::ChildId;
 use crate::operation::Flow;
 
@@ -86,6 +83,8 @@ pub(super) struct DeletePairFlow {
     from: VFormat,
     to: VFormat,
     deletion: Deletion,
+    /// `--resolve`: the side a straggler's conflict keeps.
+    keep: Option<Keep>,
     out: DeletedPair,
     phase: Phase,
 }
@@ -101,19 +100,12 @@ impl DeletePairFlow {
         deletion: Deletion,
         read: Option<PairAsRead>,
     ) -> Result<DeletePairFlow, ObjmetaError> {
-        let collection = collection_for_bucket(bucket);
-        let pair =
-            sync_pair(collection, arsenal_key, from, to).map_err(ObjmetaError::MigrationKey)?;
-        check_key(&pair.source_row)?;
-        check_key(&pair.target_row)?;
+        let pair = checked_pair(bucket, arsenal_key, from, to)?;
         let phase = match read {
             None => Phase::Read,
             Some(read) => {
-                let row_of = |row: Option<Row>, key: &[u8]| row.filter(|r| r.key == key);
-                Phase::Plan {
-                    source: side_of(row_of(read.source, &pair.source_row).as_ref())?,
-                    target: side_of(row_of(read.target, &pair.target_row).as_ref())?,
-                }
+                let (source, target) = sides_as_read(&pair, read)?;
+                Phase::Plan { source, target }
             }
         };
         Ok(DeletePairFlow {
@@ -122,6 +114,7 @@ impl DeletePairFlow {
             from,
             to,
             deletion,
+            keep: None,
             out: DeletedPair {
                 from_rows_deleted: 0,
                 to_rows_deleted: 0,
@@ -131,6 +124,12 @@ impl DeletePairFlow {
             },
             phase,
         })
+    }
+
+    /// The same step settling a straggler's conflict by keeping `keep` (`--resolve`).
+    pub(super) fn resolving(mut self, keep: Option<Keep>) -> DeletePairFlow {
+        self.keep = keep;
+        self
     }
 
     /// The pair's `from` key.
@@ -170,23 +169,14 @@ impl DeletePairFlow {
         loop {
             match core::mem::replace(&mut self.phase, Phase::Done) {
                 Phase::Read => {
-                    let mut row_keys =
-                        vec![self.pair.source_row.clone(), self.pair.target_row.clone()];
-                    row_keys.sort();
-                    let rows = RowSet {
-                        row_keys,
-                        row_ranges: Vec::new(),
-                    };
-                    self.phase = Phase::Reading(start_read(io, st, rows, filters::latest(), 0));
+                    self.phase = Phase::Reading(read_pair(io, st, &self.pair));
                 }
                 Phase::Reading(read) => {
                     let Some(rows) = io.rows_or_wait(read)? else {
                         self.phase = Phase::Reading(read);
                         return Ok(None);
                     };
-                    let find = |key: &[u8]| rows.iter().find(|r| r.key == key);
-                    let source = side_of(find(&self.pair.source_row))?;
-                    let target = side_of(find(&self.pair.target_row))?;
+                    let (source, target) = sides_in(&self.pair, &rows)?;
                     self.phase = Phase::Plan { source, target };
                 }
                 Phase::Plan { source, target } => {
@@ -202,7 +192,8 @@ impl DeletePairFlow {
                                     self.to,
                                     Truth::To,
                                     None,
-                                )?;
+                                )?
+                                .resolving(self.keep);
                                 self.phase = Phase::Syncing(Box::new(sync));
                                 continue;
                             }

@@ -60,8 +60,8 @@ use rowkit_codec::objmeta::migration::pass::{
     DEFAULT_PAGE_ROWS, MAX_OUTSTANDING_SYNCS, object_row_ranges, pair_key,
 };
 use rowkit_codec::objmeta::migration::sync::{
-    CleanPlan, KeyFinding, Side, SyncAction, abort_writes, classify, clean_writes, light_filter,
-    map_key, sync_pair,
+    CleanPlan, Keep, KeyFinding, Side, SyncAction, abort_writes, classify, clean_writes,
+    light_filter, map_key, sync_pair,
 };
 
 use super::super::requests::{OmIo, P, start_read};
@@ -145,6 +145,15 @@ pub enum PassFinding {
         /// Why.
         reason: String,
     },
+    /// A finding of the schema check of the `to` layout before the switch (§8), with
+    /// whether it is the source's own (the same kind on the pair's `from` row: copied byte
+    /// for byte, it does not block).
+    Check {
+        /// The check's finding, on a `to` row.
+        finding: crate::check::Finding,
+        /// The same kind is reported on the pair's `from` row.
+        source_own: bool,
+    },
 }
 
 impl PassFinding {
@@ -153,6 +162,7 @@ impl PassFinding {
         match self {
             PassFinding::Key(finding) => finding.id(),
             PassFinding::Row { .. } => "row_not_syncable",
+            PassFinding::Check { finding, .. } => finding.kind,
         }
     }
 }
@@ -163,6 +173,18 @@ impl core::fmt::Display for PassFinding {
             PassFinding::Key(finding) => write!(f, "{finding}"),
             PassFinding::Row { row_key, reason } => {
                 write!(f, "row_not_syncable: {}: {reason}", escape(row_key))
+            }
+            PassFinding::Check {
+                finding,
+                source_own,
+            } => {
+                let whose = if *source_own {
+                    " (the source's own)"
+                } else {
+                    ""
+                };
+                let (kind, key, detail) = (finding.kind, escape(&finding.row_key), &finding.detail);
+                write!(f, "{kind}{whose}: {key}: {detail}")
             }
         }
     }
@@ -210,6 +232,13 @@ pub enum MigrateEvent {
     },
     /// A conflict, left in place (§4.6).
     Conflict(PassConflict),
+    /// A conflict settled by `--resolve` (§4.6): the kept side copied over the other.
+    Resolved {
+        /// The key in the `from` layout.
+        key: String,
+        /// The side kept.
+        kept: Keep,
+    },
     /// A key or row the pass cannot sync.
     Finding(PassFinding),
     /// The migrator changed the marker (`MigrateBucket`, §3): `None` is "no marker" (the
@@ -240,12 +269,18 @@ pub struct PassSummary {
     pub stragglers: Vec<String>,
     /// Conflicts, in key order (this run only).
     pub conflicts: Vec<PassConflict>,
+    /// The `from` keys of conflicts settled by `--resolve`, in key order (this run only;
+    /// counted in `copied` or `deleted`).
+    pub resolved: Vec<String>,
     /// Findings, in key order (this run only).
     pub findings: Vec<PassFinding>,
     /// The cursor of the last checkpoint written (the last pair key of the pass).
     pub cursor: Option<Vec<u8>>,
     /// Pages run (this run only).
     pub pages: u64,
+    /// Rows read per second of the machine's clock over this run of the pass (`None`: no
+    /// time passed) — the rate the `--switch` gate estimates the fence's length from (§11.2).
+    pub rate_rows_per_s: Option<u64>,
     /// What a deletion pass removed (this run only; all zero for the other kinds).
     pub deletion: DeletionCounts,
 }
@@ -347,18 +382,23 @@ pub struct MigrationPassFlow {
     /// The checkpoint as last written (or resumed from).
     checkpoint: MigrationCheckpoint,
     take_over: bool,
+    /// `--resolve`: the side a conflict keeps (`None`: conflicts are left and reported).
+    keep: Option<Keep>,
     /// The pair key the next page reads after.
     cursor: Option<String>,
     counters: PassCounters,
     diffs: u64,
     stragglers: Vec<String>,
     conflicts: Vec<PassConflict>,
+    resolved: Vec<String>,
     findings: Vec<PassFinding>,
     pages: u64,
     deletion: DeletionCounts,
     /// When this run began (its first step) and the rows it has read.
     began: Option<Timestamp>,
     rows_this_run: u64,
+    /// The rate of the last progress event.
+    rate: Option<u64>,
     phase: PassPhase,
 }
 
@@ -442,16 +482,26 @@ impl MigrationPassFlow {
             as_read: resume.as_read,
             checkpoint: resume.checkpoint,
             take_over: resume.take_over,
+            keep: None,
             cursor,
             stragglers: Vec::new(),
             conflicts: Vec::new(),
+            resolved: Vec::new(),
             findings: Vec::new(),
             pages: 0,
             deletion: DeletionCounts::default(),
             began: None,
             rows_this_run: 0,
+            rate: None,
             phase: PassPhase::Page,
         })
+    }
+
+    /// The same pass settling the conflicts it meets by keeping `keep` (`--resolve`, §4.6)
+    /// instead of leaving them; `None` leaves them.
+    pub(super) fn resolving(mut self, keep: Option<Keep>) -> MigrationPassFlow {
+        self.keep = keep;
+        self
     }
 
     /// The filter of both reads of a page.
@@ -663,6 +713,14 @@ impl MigrationPassFlow {
             SyncOutcome::Stamped => self.counters.stamped += 1,
             SyncOutcome::Copied { .. } => self.counters.copied += 1,
             SyncOutcome::Deleted { .. } => self.counters.deleted += 1,
+            SyncOutcome::Resolved { kept } => {
+                self.counters.copied += 1;
+                io.emit(ObjmetaEvent::Migrate(MigrateEvent::Resolved {
+                    key: key.clone(),
+                    kept,
+                }));
+                self.resolved.push(key);
+            }
             SyncOutcome::StragglerAdopted { .. } => {
                 self.counters.stragglers += 1;
                 io.emit(ObjmetaEvent::Migrate(MigrateEvent::Straggler {
@@ -730,22 +788,28 @@ impl MigrationPassFlow {
                     PassKind::Copy | PassKind::Verify | PassKind::Light => None,
                 };
                 let step = match deletion {
-                    Some(deletion) => PairStep::Delete(Box::new(DeletePairFlow::start(
-                        &self.bucket,
-                        &next.key,
-                        self.from,
-                        self.to,
-                        deletion,
-                        next.read,
-                    )?)),
-                    None => PairStep::Sync(Box::new(SyncKeyFlow::start(
-                        &self.bucket,
-                        &next.key,
-                        self.from,
-                        self.to,
-                        self.truth,
-                        next.read,
-                    )?)),
+                    Some(deletion) => PairStep::Delete(Box::new(
+                        DeletePairFlow::start(
+                            &self.bucket,
+                            &next.key,
+                            self.from,
+                            self.to,
+                            deletion,
+                            next.read,
+                        )?
+                        .resolving(self.keep),
+                    )),
+                    None => PairStep::Sync(Box::new(
+                        SyncKeyFlow::start(
+                            &self.bucket,
+                            &next.key,
+                            self.from,
+                            self.to,
+                            self.truth,
+                            next.read,
+                        )?
+                        .resolving(self.keep),
+                    )),
                 };
                 running.push(step);
             }
@@ -808,9 +872,11 @@ impl MigrationPassFlow {
             diffs: self.diffs,
             stragglers: core::mem::take(&mut self.stragglers),
             conflicts: core::mem::take(&mut self.conflicts),
+            resolved: core::mem::take(&mut self.resolved),
             findings: core::mem::take(&mut self.findings),
             cursor: self.checkpoint.cursor.clone(),
             pages: self.pages,
+            rate_rows_per_s: self.rate,
             deletion: DeletionCounts {
                 from_rows_left: self.kind == PassKind::Clean
                     && (self.deletion.from_rows_left
@@ -838,6 +904,7 @@ fn finding_order(finding: &PassFinding) -> Vec<u8> {
             | KeyFinding::NotInFromLayout { key, .. },
         ) => key.as_bytes().to_vec(),
         PassFinding::Row { row_key, .. } => row_key.clone(),
+        PassFinding::Check { finding, .. } => finding.row_key.clone(),
     }
 }
 
@@ -947,6 +1014,7 @@ impl Flow for MigrationPassFlow {
                     self.as_read = written;
                     self.pages += 1;
                     let progress = self.progress(io.now());
+                    self.rate = progress.rate_rows_per_s;
                     io.emit(ObjmetaEvent::Migrate(MigrateEvent::Progress(progress)));
                     if last {
                         return Ok(Some(PassResult {

@@ -31,11 +31,13 @@ use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_codec::objmeta::keys::{VFormat, collection_for_bucket};
 use rowkit_codec::objmeta::migration::marker::{
     DEFAULT_SETTLE_US, Gates, MIN_SETTLE_US, MarkerChange, MigrationCheckpoint, MigrationMarker,
     MigrationState, PassCounters, RunId,
 };
+use rowkit_codec::objmeta::migration::pass::pair_key;
+use rowkit_codec::objmeta::migration::sync::Keep;
 
 use super::super::requests::{OmIo, P};
 use super::super::{ObjmetaError, ObjmetaEvent, ObjmetaSchema, ObjmetaState, begin};
@@ -44,7 +46,9 @@ use super::pass::{
     MigrateEvent, MigrationPassFlow, PassConflict, PassFinding, PassKind, PassResume, PassSummary,
 };
 use crate::Timestamp;
-use crate::operation::{ContextArg, Flow, Operation, Start};
+use crate::check::{CheckEvent, CheckOptions, CheckTarget, Finding};
+use crate::objmeta::check::Check;
+use crate::operation::{ContextArg, Flow, Nested, Operation, Start};
 
 /// `MigrateBucket(bucket, to, options)`: the whole migration of a bucket's key layout, as far
 /// as the gates allow (`rowkit s3 migrate BUCKET --to v1|v0`).
@@ -67,6 +71,12 @@ pub struct MigrateOptions {
     /// Who runs the migration (`host:pid`): the checkpoints' `owner`, whose lease keeps a
     /// second migrator out (§7.1).
     pub owner: String,
+    /// `--resolve keep-to|keep-from`: conflicts met after the switch are settled by copying
+    /// this side over the other (§4.6); `None`: they are reported and left, and block.
+    pub resolve: Option<Keep>,
+    /// `--max-pause`: the longest fence the `--switch` gate may start, µs (§11.2); `None`:
+    /// no bound.
+    pub max_pause_us: Option<i64>,
 }
 
 /// Where a run ended.
@@ -94,17 +104,55 @@ pub struct MigrateOutcome {
     pub stragglers: Vec<String>,
     /// Conflicts, over every pass.
     pub conflicts: Vec<PassConflict>,
-    /// Findings of the passes that did not stop the run (clean-up).
+    /// Findings that did not stop the run: the sweeps' and the clean-up's, and the `to`
+    /// layout check's findings of the source's own (§8).
     pub findings: Vec<PassFinding>,
+    /// Conflicts settled by `--resolve`, over every pass (their `from` keys).
+    pub resolved: Vec<String>,
+    /// The pause the `--switch` gate expected (`Δ` + rows ÷ the verification's rate, µs),
+    /// when this run reached the gate with `--switch` (§11.2).
+    pub pause_estimate_us: Option<i64>,
 }
 
 impl MigrateOutcome {
-    /// Whether the run stopped because something needs the operator (the clean-up left
-    /// conflicts or findings): the CLI exits 1.
-    pub fn blocked(&self) -> bool {
-        self.end == MigrateEnd::InState(MigrationState::Cleaning)
-            && (!self.conflicts.is_empty() || !self.findings.is_empty())
+    fn empty(end: MigrateEnd) -> MigrateOutcome {
+        MigrateOutcome {
+            end,
+            run: None,
+            passes: Vec::new(),
+            stragglers: Vec::new(),
+            conflicts: Vec::new(),
+            findings: Vec::new(),
+            resolved: Vec::new(),
+            pause_estimate_us: None,
+        }
     }
+
+    /// Whether the run stopped because something needs the operator (a sweep of `switched`
+    /// or the clean-up left conflicts or findings): the CLI exits 1.
+    pub fn blocked(&self) -> bool {
+        let after_switch = matches!(
+            self.end,
+            MigrateEnd::InState(MigrationState::Switched | MigrationState::Cleaning)
+        );
+        let blocking = self
+            .conflicts
+            .iter()
+            .any(|c| !self.resolved.contains(&c.key))
+            || self.findings.iter().any(|f| !is_source_own(f));
+        after_switch && blocking
+    }
+}
+
+/// A check finding of the source's own: reported, never blocking (§8, §12.27).
+fn is_source_own(finding: &PassFinding) -> bool {
+    matches!(
+        finding,
+        PassFinding::Check {
+            source_own: true,
+            ..
+        }
+    )
 }
 
 /// What the last pass of the current state came to.
@@ -118,6 +166,23 @@ struct PassVerdict {
     findings: bool,
     /// Clean-up: a `from` row is left.
     from_rows_left: bool,
+    /// It left conflicts.
+    conflicts: bool,
+    /// Rows it read, and its rate (rows per second): the `--switch` gate's estimate.
+    rows_scanned: u64,
+    rate: Option<u64>,
+    /// A clean verification: the check of the `to` layout ran after it and blocks nothing.
+    checked: bool,
+}
+
+/// The schema check of the `to` layout (§8), then — only when it found something — of the
+/// `from` layout, to tell the source's own findings from the copy's.
+#[derive(Debug)]
+struct LayoutCheck {
+    nested: Nested<Check>,
+    /// The `to` layout's findings, once its check ended (the `from` check is running).
+    to_findings: Option<Vec<Finding>>,
+    findings: Vec<Finding>,
 }
 
 #[derive(Debug)]
@@ -136,10 +201,13 @@ enum RunPhase {
         pass: Box<MigrationPassFlow>,
         from_start: bool,
     },
-    /// The run stops at a gate: its lease being released first (§7.1), then `end`.
+    /// The schema check of the `to` layout after a clean verification (§8).
+    Check(Box<LayoutCheck>),
+    /// The run stops at a gate (or is refused there): its lease being released first (§7.1),
+    /// then `end`.
     Release {
         write: Box<WriteCheckpointFlow>,
-        end: MigrateEnd,
+        end: Result<MigrateEnd, ObjmetaError>,
     },
     Done,
 }
@@ -193,14 +261,7 @@ impl<'a> MigrateBucket<'a> {
             migration: None,
             resume: None,
             verdict: None,
-            outcome: MigrateOutcome {
-                end: MigrateEnd::Already,
-                run: None,
-                passes: Vec::new(),
-                stragglers: Vec::new(),
-                conflicts: Vec::new(),
-                findings: Vec::new(),
-            },
+            outcome: MigrateOutcome::empty(MigrateEnd::Already),
             released: false,
             phase: RunPhase::Read(ReadMigrationFlow::new(bucket)),
         };
@@ -213,7 +274,10 @@ enum Next {
     Write(MarkerChange),
     Settle(Timestamp),
     Pass(PassKind),
-    End(MigrateEnd),
+    /// The schema check of a layout (§8).
+    Check(VFormat),
+    /// The run ends (`Err`: refused at a gate, after its lease is released).
+    End(Result<MigrateEnd, ObjmetaError>),
 }
 
 impl MigrateBucketFlow {
@@ -228,7 +292,7 @@ impl MigrateBucketFlow {
             }
             if read.vformat == self.to {
                 self.migration = Some(read);
-                return Ok(Next::End(MigrateEnd::Already));
+                return Ok(Next::End(Ok(MigrateEnd::Already)));
             }
             let uid = read.bucket_uid.clone().ok_or_else(|| {
                 ObjmetaError::internal(alloc::format!(
@@ -250,6 +314,12 @@ impl MigrateBucketFlow {
             self.migration = Some(read);
             return Ok(Next::Write(MarkerChange::Write(marker)));
         };
+        if read.bucket_uid.as_deref() != Some(marker.bucket_uid.as_str()) {
+            return Err(ObjmetaError::BucketDeleted);
+        }
+        if marker.to != self.to && marker.state == MigrationState::Switched && !self.options.abort {
+            return self.roll_back(io, read, marker);
+        }
         if marker.to != self.to {
             return Err(ObjmetaError::MigrationInProgress(alloc::format!(
                 "run {} migrates bucket {} from {} to {} ({})",
@@ -259,9 +329,6 @@ impl MigrateBucketFlow {
                 marker.to.as_str(),
                 marker.state
             )));
-        }
-        if read.bucket_uid.as_deref() != Some(marker.bucket_uid.as_str()) {
-            return Err(ObjmetaError::BucketDeleted);
         }
         self.resume = read
             .checkpoint
@@ -292,10 +359,42 @@ impl MigrateBucketFlow {
         self.next(io)
     }
 
+    /// §4.9's third row: `--to <from>` on a `switched` bucket starts the swapped run (a new
+    /// run id, `from` and `to` swapped) at `switching` — it needs `--switch`, since it fences
+    /// the writers; without it the run is refused before any write.
+    fn roll_back(
+        &mut self,
+        io: &mut OmIo,
+        read: MigrationRead,
+        marker: MigrationMarker,
+    ) -> Result<Next, ObjmetaError> {
+        if !self.options.gates.switch {
+            return Err(ObjmetaError::MigrationUsage(alloc::format!(
+                "run {} is switched to {}: rolling back to {} fences the writers and needs \
+                 --switch (docs/migration.md §4.9)",
+                marker.run,
+                marker.to.as_str(),
+                marker.from.as_str()
+            )));
+        }
+        let run = RunId((u128::from(io.next_seed()) << 64) | u128::from(io.next_seed()));
+        let swapped = MigrationMarker::new(
+            run,
+            marker.to,
+            marker.from,
+            MigrationState::Switching,
+            io.now(),
+            marker.settle_us,
+            &marker.bucket_uid,
+        );
+        self.migration = Some(read);
+        Ok(Next::Write(MarkerChange::Write(swapped)))
+    }
+
     /// The next step from the marker as last read and the current state's last pass.
     fn next(&mut self, io: &mut OmIo) -> Result<Next, ObjmetaError> {
         let Some(marker) = self.migration.as_ref().and_then(|m| m.marker.clone()) else {
-            return Ok(Next::End(MigrateEnd::Removed));
+            return Ok(Next::End(Ok(MigrateEnd::Removed)));
         };
         let state = marker.state;
         let gates = self.options.gates;
@@ -304,21 +403,21 @@ impl MigrateBucketFlow {
             state,
             findings: findings.to_vec(),
         };
+        let stop = Next::End(Ok(MigrateEnd::InState(state)));
         let Some(verdict) = &self.verdict else {
             let kind = match state {
                 MigrationState::Copying => PassKind::Copy,
                 MigrationState::Verifying => PassKind::Verify,
-                MigrationState::Switching => PassKind::Light,
+                // The final pass of `switching` and the sweep of `switched` (§4.5, §4.6).
+                MigrationState::Switching | MigrationState::Switched => PassKind::Light,
                 MigrationState::Cleaning => PassKind::Clean,
                 MigrationState::Aborting => PassKind::Abort,
-                MigrationState::Switched if gates.finish => {
-                    return Ok(Next::Write(to_state(MigrationState::Cleaning)));
-                }
-                MigrationState::Switched => return Ok(Next::End(MigrateEnd::InState(state))),
             };
             let settled = marker.since.saturating_add_micros(marker.settle_us);
-            if matches!(kind, PassKind::Light | PassKind::Clean | PassKind::Abort)
-                && io.now() < settled
+            if matches!(
+                state,
+                MigrationState::Switching | MigrationState::Cleaning | MigrationState::Aborting
+            ) && io.now() < settled
             {
                 return Ok(Next::Settle(settled));
             }
@@ -332,28 +431,86 @@ impl MigrateBucketFlow {
                 return Err(blocked(last.unwrap_or_default()));
             }
             MigrationState::Verifying if !clean => Next::Pass(PassKind::Verify),
+            MigrationState::Verifying if !verdict.checked => Next::Check(marker.to),
             MigrationState::Verifying if gates.switch => {
-                Next::Write(to_state(MigrationState::Switching))
+                // §11.2: the fence lasts `Δ` + one light pass over the rows the verification
+                // read, at the verification's rate (an unmeasured rate adds nothing).
+                let rows = verdict.rows_scanned;
+                let pass_us = verdict.rate.filter(|r| *r > 0).map_or(0, |rate| {
+                    let us = u128::from(rows) * 1_000_000 / u128::from(rate);
+                    i64::try_from(us).unwrap_or(i64::MAX)
+                });
+                let estimate_us = marker.settle_us.saturating_add(pass_us);
+                self.outcome.pause_estimate_us = Some(estimate_us);
+                match self.options.max_pause_us {
+                    Some(max_pause_us) if estimate_us > max_pause_us => {
+                        Next::End(Err(ObjmetaError::MigrationPauseTooLong {
+                            estimate_us,
+                            settle_us: marker.settle_us,
+                            rows,
+                            rate: verdict.rate,
+                            max_pause_us,
+                        }))
+                    }
+                    _ => Next::Write(to_state(MigrationState::Switching)),
+                }
             }
-            MigrationState::Verifying => Next::End(MigrateEnd::InState(state)),
+            MigrationState::Verifying => stop,
             MigrationState::Switching if !clean => Next::Pass(PassKind::Light),
             MigrationState::Switching => Next::Write(MarkerChange::Switch(
                 marker.with_state(MigrationState::Switched, io.now()),
             )),
-            // No pass runs in `switched` (the sweeps of §4.6 are not built): unreachable
-            // with a verdict, and harmless: the next step decides again.
-            MigrationState::Switched => {
-                self.verdict = None;
-                return self.next(io);
+            // A sweep's conflicts or findings need the operator (§4.6): the run stops here.
+            MigrationState::Switched if verdict.conflicts || verdict.findings => stop,
+            MigrationState::Switched if gates.finish => {
+                Next::Write(to_state(MigrationState::Cleaning))
             }
+            MigrationState::Switched => stop,
             MigrationState::Cleaning if !verdict.from_start => Next::Pass(PassKind::Clean),
-            MigrationState::Cleaning if verdict.from_rows_left => {
-                Next::End(MigrateEnd::InState(state))
-            }
+            MigrationState::Cleaning if verdict.from_rows_left => stop,
             MigrationState::Cleaning | MigrationState::Aborting => {
                 Next::Write(MarkerChange::Remove)
             }
         })
+    }
+
+    /// Starts the schema check of `layout`, restricted to the bucket (§8), as a nested
+    /// operation with the run's deadline.
+    fn start_check(&self, io: &mut OmIo, st: &ObjmetaState, layout: VFormat) -> Nested<Check> {
+        let options = CheckOptions {
+            page_rows: match self.options.page_rows {
+                0 => CheckOptions::default().page_rows,
+                rows => i64::from(rows),
+            },
+            ..CheckOptions::default()
+        };
+        let start = Start {
+            now: io.now(),
+            seed: io.next_seed(),
+            deadline: io.deadline(),
+        };
+        let target = CheckTarget::new(&st.config.table);
+        let check = Check::layout(target, &self.bucket, layout, options, start);
+        Nested::start(io, check)
+    }
+
+    /// The check findings of the `to` layout, each marked whether it is the source's own: the
+    /// same kind on the pair's `from` row (§8, §12.27).
+    fn judge_check(&self, to: &[Finding], from: &[Finding]) -> Vec<PassFinding> {
+        let collection = collection_for_bucket(&self.bucket);
+        let Some(marker) = self.migration.as_ref().and_then(|m| m.marker.as_ref()) else {
+            return Vec::new();
+        };
+        let pair = |f: &Finding, layout: VFormat| {
+            pair_key(&f.row_key, collection, layout).map(|k| (f.kind, k))
+        };
+        let source: Vec<_> = from.iter().filter_map(|f| pair(f, marker.from)).collect();
+        to.iter()
+            .map(|f| PassFinding::Check {
+                finding: f.clone(),
+                source_own: pair(f, marker.to).is_some_and(|p| source.contains(&p)),
+            })
+            .collect()
     }
 
     /// The pass of `kind` in the marker's state: resumed from the checkpoint when it names
@@ -417,7 +574,8 @@ impl MigrateBucketFlow {
             kind,
             resume,
             self.options.page_rows,
-        )?;
+        )?
+        .resolving(self.options.resolve);
         Ok(RunPhase::Pass {
             pass: Box::new(pass),
             from_start,
@@ -428,6 +586,7 @@ impl MigrateBucketFlow {
     fn carry_out(
         &mut self,
         io: &mut OmIo,
+        st: &ObjmetaState,
         next: Next,
     ) -> Result<Result<RunPhase, MigrateOutcome>, ObjmetaError> {
         Ok(Ok(match next {
@@ -446,7 +605,12 @@ impl MigrateBucketFlow {
             }
             Next::Settle(until) => RunPhase::Settle(until),
             Next::Pass(kind) => self.start_pass(io, kind)?,
-            Next::End(end @ MigrateEnd::InState(_)) if !self.released => {
+            Next::Check(layout) => RunPhase::Check(Box::new(LayoutCheck {
+                nested: self.start_check(io, st, layout),
+                to_findings: None,
+                findings: Vec::new(),
+            })),
+            Next::End(end @ (Ok(MigrateEnd::InState(_)) | Err(_))) if !self.released => {
                 self.released = true;
                 let migration = self
                     .migration
@@ -462,21 +626,12 @@ impl MigrateBucketFlow {
                         write: Box::new(write),
                         end,
                     },
-                    None => return self.carry_out(io, Next::End(end)),
+                    None => return self.carry_out(io, st, Next::End(end)),
                 }
             }
             Next::End(end) => {
-                let mut outcome = core::mem::replace(
-                    &mut self.outcome,
-                    MigrateOutcome {
-                        end,
-                        run: None,
-                        passes: Vec::new(),
-                        stragglers: Vec::new(),
-                        conflicts: Vec::new(),
-                        findings: Vec::new(),
-                    },
-                );
+                let end = end?;
+                let mut outcome = core::mem::replace(&mut self.outcome, MigrateOutcome::empty(end));
                 outcome.end = end;
                 return Ok(Err(outcome));
             }
@@ -490,7 +645,14 @@ impl MigrateBucketFlow {
             diffs: summary.diffs,
             findings: !summary.findings.is_empty(),
             from_rows_left: summary.deletion.from_rows_left,
+            conflicts: !summary.conflicts.is_empty(),
+            rows_scanned: summary.counters.rows_scanned,
+            rate: summary.rate_rows_per_s,
+            checked: false,
         });
+        self.outcome
+            .resolved
+            .extend(summary.resolved.iter().cloned());
         self.outcome
             .stragglers
             .extend(summary.stragglers.iter().cloned());
@@ -562,6 +724,55 @@ impl Flow for MigrateBucketFlow {
                     self.record_pass(done.summary, from_start);
                     self.next(io)?
                 }
+                RunPhase::Check(mut check) => {
+                    let found = &mut check.findings;
+                    let Some(result) = check.nested.advance(io, |_, event| {
+                        if let CheckEvent::Finding(finding) = event {
+                            found.push(finding);
+                        }
+                    }) else {
+                        self.phase = RunPhase::Check(check);
+                        return Ok(None);
+                    };
+                    result.map_err(|e| {
+                        ObjmetaError::internal(alloc::format!("the check of the to layout: {e}"))
+                    })?;
+                    let found = core::mem::take(&mut check.findings);
+                    let marker_from = self.migration.as_ref().and_then(|m| m.marker.as_ref());
+                    match (check.to_findings.take(), marker_from) {
+                        // Findings in `to`: check `from` too, to tell the source's own.
+                        (None, Some(marker)) if !found.is_empty() => {
+                            let from = marker.from;
+                            check.to_findings = Some(found);
+                            check.nested = self.start_check(io, st, from);
+                            self.phase = RunPhase::Check(check);
+                            continue;
+                        }
+                        (to, _) => {
+                            let (to, from) = match to {
+                                Some(to) => (to, found),
+                                None => (found, Vec::new()),
+                            };
+                            let judged = self.judge_check(&to, &from);
+                            for finding in &judged {
+                                io.emit(ObjmetaEvent::Migrate(MigrateEvent::Finding(
+                                    finding.clone(),
+                                )));
+                            }
+                            if judged.iter().any(|f| !is_source_own(f)) {
+                                return Err(ObjmetaError::MigrationBlocked {
+                                    state: MigrationState::Verifying,
+                                    findings: judged,
+                                });
+                            }
+                            self.outcome.findings.extend(judged);
+                            if let Some(verdict) = &mut self.verdict {
+                                verdict.checked = true;
+                            }
+                            self.next(io)?
+                        }
+                    }
+                }
                 RunPhase::Release { mut write, end } => {
                     let Some(written) = write.advance(io, st)? else {
                         self.phase = RunPhase::Release { write, end };
@@ -572,7 +783,7 @@ impl Flow for MigrateBucketFlow {
                 }
                 RunPhase::Done => return Ok(None),
             };
-            match self.carry_out(io, next)? {
+            match self.carry_out(io, st, next)? {
                 Ok(phase) => self.phase = phase,
                 Err(outcome) => return Ok(Some(outcome)),
             }

@@ -31,7 +31,8 @@ use rowkit_codec::objmeta::cells::filters;
 use rowkit_codec::objmeta::keys::{VFormat, collection_for_bucket};
 use rowkit_codec::objmeta::migration::Truth;
 use rowkit_codec::objmeta::migration::sync::{
-    PairRow, Side, SyncAction, SyncPair, SyncWrite, WriteKind, classify, sync_pair, sync_writes,
+    Keep, PairRow, Side, SyncAction, SyncPair, SyncWrite, WriteKind, classify, resolve, sync_pair,
+    sync_writes,
 };
 
 use super::super::requests::{OmIo, P, check_key, start_cas, start_read};
@@ -80,6 +81,12 @@ pub enum SyncOutcome {
         /// Whether the straggler's write was a delete.
         deleted: bool,
     },
+    /// A conflict settled by `--resolve` (§4.6): the kept side copied over the other (or, a
+    /// kept `to` side absent, the `from` row deleted).
+    Resolved {
+        /// The side kept.
+        kept: Keep,
+    },
     /// After the switch, both sides changed since the last sync: nothing written (§4.6,
     /// event `Conflict`).
     Conflict {
@@ -122,6 +129,10 @@ pub struct SyncedKey {
 pub struct SyncKeyFlow {
     pair: SyncPair,
     truth: Truth,
+    /// `--resolve`: the side a conflict keeps (`None`: a conflict is left as it is).
+    keep: Option<Keep>,
+    /// The current round settles a conflict (its outcome is [`SyncOutcome::Resolved`]).
+    resolving: bool,
     rounds: u32,
     writes: Vec<AppliedWrite>,
     phase: SyncPhase,
@@ -202,6 +213,50 @@ pub(super) fn side_of(row: Option<&Row>) -> Result<Side, ObjmetaError> {
     })
 }
 
+/// The pair of `from` key `arsenal_key` of `bucket`, both row keys checked (§4.1's findings
+/// are [`ObjmetaError::MigrationKey`]): the set-up of every per-pair step (sync, deletion).
+pub(super) fn checked_pair(
+    bucket: &str,
+    arsenal_key: &str,
+    from: VFormat,
+    to: VFormat,
+) -> Result<SyncPair, ObjmetaError> {
+    let collection = collection_for_bucket(bucket);
+    let pair = sync_pair(collection, arsenal_key, from, to).map_err(ObjmetaError::MigrationKey)?;
+    check_key(&pair.source_row)?;
+    check_key(&pair.target_row)?;
+    Ok(pair)
+}
+
+/// The pair's sides in rows read by the caller (a row of another key is ignored).
+pub(super) fn sides_in(pair: &SyncPair, rows: &[Row]) -> Result<(Side, Side), ObjmetaError> {
+    let find = |key: &[u8]| rows.iter().find(|r| r.key == key);
+    Ok((
+        side_of(find(&pair.source_row))?,
+        side_of(find(&pair.target_row))?,
+    ))
+}
+
+/// The pair's sides as the caller read them ([`PairAsRead`]).
+pub(super) fn sides_as_read(
+    pair: &SyncPair,
+    read: PairAsRead,
+) -> Result<(Side, Side), ObjmetaError> {
+    let rows: Vec<Row> = read.source.into_iter().chain(read.target).collect();
+    sides_in(pair, &rows)
+}
+
+/// Step 1: `ReadRows(rows = {S(a), T(a)}, LatestN(1))`.
+pub(super) fn read_pair(io: &mut OmIo, st: &ObjmetaState, pair: &SyncPair) -> ChildId {
+    let mut row_keys = vec![pair.source_row.clone(), pair.target_row.clone()];
+    row_keys.sort();
+    let rows = RowSet {
+        row_keys,
+        row_ranges: Vec::new(),
+    };
+    start_read(io, st, rows, filters::latest(), 0)
+}
+
 impl SyncKeyFlow {
     /// The flow of [`SyncKey::new`] (`read` `None`) or [`SyncKey::with_read`], for a parent
     /// flow that runs syncs inside its own operation (the passes, §4.4): the same checks,
@@ -216,9 +271,7 @@ impl SyncKeyFlow {
     ) -> Result<SyncKeyFlow, ObjmetaError> {
         let mut flow = SyncKeyFlow::new(bucket, arsenal_key, from, to, truth, SyncPhase::Read)?;
         if let Some(read) = read {
-            let row_of = |row: Option<Row>, key: &[u8]| row.filter(|r| r.key == key);
-            let source = side_of(row_of(read.source, &flow.pair.source_row).as_ref())?;
-            let target = side_of(row_of(read.target, &flow.pair.target_row).as_ref())?;
+            let (source, target) = sides_as_read(&flow.pair, read)?;
             flow.rounds = 1;
             flow.phase = SyncPhase::Classify { source, target };
         }
@@ -240,22 +293,32 @@ impl SyncKeyFlow {
                 to.as_str()
             )));
         }
-        let collection = collection_for_bucket(bucket);
-        let pair =
-            sync_pair(collection, arsenal_key, from, to).map_err(ObjmetaError::MigrationKey)?;
-        check_key(&pair.source_row)?;
-        check_key(&pair.target_row)?;
         Ok(SyncKeyFlow {
-            pair,
+            pair: checked_pair(bucket, arsenal_key, from, to)?,
             truth,
+            keep: None,
+            resolving: false,
             rounds: 0,
             writes: Vec::new(),
             phase,
         })
     }
 
+    /// The same sync settling a conflict by keeping `keep` (`--resolve`, §4.6) instead of
+    /// leaving it; `None` leaves conflicts as they are.
+    pub(in crate::objmeta) fn resolving(mut self, keep: Option<Keep>) -> SyncKeyFlow {
+        self.keep = keep;
+        self
+    }
+
     /// The output, once the last round ended with `outcome`.
     fn done(&mut self, outcome: SyncOutcome) -> SyncedKey {
+        let outcome = match (self.resolving, self.keep, outcome) {
+            (true, Some(kept), SyncOutcome::Copied { .. } | SyncOutcome::Deleted { .. }) => {
+                SyncOutcome::Resolved { kept }
+            }
+            (_, _, outcome) => outcome,
+        };
         SyncedKey {
             pair: self.pair.clone(),
             outcome,
@@ -337,26 +400,21 @@ impl Flow for SyncKeyFlow {
             match core::mem::replace(&mut self.phase, SyncPhase::Done) {
                 SyncPhase::Read => {
                     self.rounds += 1;
-                    let mut row_keys =
-                        vec![self.pair.source_row.clone(), self.pair.target_row.clone()];
-                    row_keys.sort();
-                    let rows = RowSet {
-                        row_keys,
-                        row_ranges: Vec::new(),
-                    };
-                    let read = start_read(io, st, rows, filters::latest(), 0);
-                    self.phase = SyncPhase::Reading(read);
+                    self.phase = SyncPhase::Reading(read_pair(io, st, &self.pair));
                 }
                 SyncPhase::Reading(read) => {
                     let rows =
                         ready!(io.rows_or_wait(read), self.phase => SyncPhase::Reading(read));
-                    let find = |key: &[u8]| rows.iter().find(|r| r.key == key);
-                    let source = side_of(find(&self.pair.source_row))?;
-                    let target = side_of(find(&self.pair.target_row))?;
+                    let (source, target) = sides_in(&self.pair, &rows)?;
                     self.phase = SyncPhase::Classify { source, target };
                 }
                 SyncPhase::Classify { source, target } => {
                     let action = classify(&source, &target, self.truth);
+                    self.resolving = action == SyncAction::Conflict && self.keep.is_some();
+                    let action = match self.keep {
+                        Some(keep) => resolve(action, &target, keep),
+                        None => action,
+                    };
                     let mut writes = sync_writes(action, &source, &target);
                     writes.reverse();
                     let Some(write) = writes.pop() else {
