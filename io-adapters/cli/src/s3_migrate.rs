@@ -9,6 +9,7 @@ use clap::Args;
 use rowkit_client::block_on;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::migration::marker::{Gates, MIN_SETTLE_US, PassCounters};
+use rowkit_codec::objmeta::migration::sync::Keep;
 use rowkit_statemachines::objmeta::migrate::pass::{
     MigrateEvent, PassConflict, PassFinding, PassProgress,
 };
@@ -33,7 +34,8 @@ pub struct MigrateArgs {
     /// Bucket.
     pub bucket: String,
     /// The key format to migrate to: `v1` or `v0` (with `--abort`: the one of the run being
-    /// rolled back).
+    /// rolled back). On a bucket `switched` to the other format, the format it came from rolls
+    /// the switch back (with `--switch`; `--finish` then deletes the other layout).
     #[arg(long, value_name = "v1|v0")]
     pub to: String,
     /// Let the run enter `switching` and switch the bucket to the new format: no writer
@@ -58,6 +60,32 @@ pub struct MigrateArgs {
     /// Take over a run another migrator's lease holds.
     #[arg(long)]
     pub take_over: bool,
+    /// Settle the conflicts met after the switch by copying one side over the other:
+    /// `keep-to` (the new layout's row) or `keep-from` (the old layout's row).
+    #[arg(long, value_name = "keep-to|keep-from")]
+    pub resolve: Option<String>,
+    /// Refuse to start the switch's pause of the writers when it is expected to last longer
+    /// (e.g. `2m`; the estimate: the settle time plus the rows at the verification's rate).
+    #[arg(long, value_name = "DURATION")]
+    pub max_pause: Option<String>,
+}
+
+/// The side `--resolve` keeps.
+fn parse_resolve(text: Option<&str>) -> Result<Option<Keep>, CliError> {
+    text.map(|t| {
+        Keep::parse(t).ok_or_else(|| {
+            CliError::usage(format!("--resolve {t:?}: expected keep-to or keep-from"))
+        })
+    })
+    .transpose()
+}
+
+/// A duration flag (`--settle`, `--max-pause`) in µs.
+fn duration_us(flag: &str, text: &str) -> Result<i64, CliError> {
+    let d = humantime::parse_duration(text)
+        .map_err(|e| CliError::usage(format!("{flag} {text:?}: {e}")))?;
+    i64::try_from(d.as_micros())
+        .map_err(|_| CliError::usage(format!("{flag} {text:?} is too large")))
 }
 
 /// The key format `--to` names.
@@ -76,11 +104,7 @@ fn parse_to(text: &str) -> Result<VFormat, CliError> {
 /// else the machine's default.
 fn settle_us(settle: Option<&str>, store: &str) -> Result<Option<i64>, CliError> {
     if let Some(text) = settle {
-        let d = humantime::parse_duration(text)
-            .map_err(|e| CliError::usage(format!("--settle {text:?}: {e}")))?;
-        let us = i64::try_from(d.as_micros())
-            .map_err(|_| CliError::usage(format!("--settle {text:?} is too large")))?;
-        return Ok(Some(us));
+        return duration_us("--settle", text).map(Some);
     }
     Ok(match StoreLocation::parse(store) {
         Ok(StoreLocation::Embedded(_) | StoreLocation::Memory) => Some(MIN_SETTLE_US),
@@ -191,6 +215,8 @@ fn outcome_json(bucket: &str, to: VFormat, abort: bool, o: &MigrateOutcome) -> V
         "blocked": o.blocked(),
         "passes": passes,
         "stragglers": o.stragglers,
+        "resolved": o.resolved,
+        "pause_estimate_us": o.pause_estimate_us,
         "conflicts": o.conflicts.iter().map(conflict_json).collect::<Vec<_>>(),
         "findings": o.findings.iter().map(finding_json).collect::<Vec<_>>(),
     })
@@ -208,6 +234,13 @@ fn outcome_text(bucket: &str, to: VFormat, abort: bool, o: &MigrateOutcome) -> S
         o.conflicts.len(),
         o.findings.len()
     );
+    let pause = o.pause_estimate_us.map_or(String::new(), |us| {
+        format!(
+            ", expected pause of the switch {} s",
+            us.saturating_add(999_999) / 1_000_000
+        )
+    });
+    let counts = format!("{counts}{pause}");
     let mut text = match o.end {
         MigrateEnd::Already => format!("bucket {bucket}: already {}, nothing to do", to.as_str()),
         MigrateEnd::Removed if abort => {
@@ -217,14 +250,20 @@ fn outcome_text(bucket: &str, to: VFormat, abort: bool, o: &MigrateOutcome) -> S
         MigrateEnd::InState(s) => {
             let next = match s.as_str() {
                 "verifying" => "; run again with --switch to switch",
+                "switched" if o.blocked() => {
+                    "; settle the conflicts with --resolve keep-to|keep-from, or fix the findings"
+                }
                 "switched" => "; run again with --finish to clean up",
                 _ => "",
             };
             format!("bucket {bucket}: {s} ({counts}){next}")
         }
     };
-    for c in &o.conflicts {
+    for c in o.conflicts.iter().filter(|c| !o.resolved.contains(&c.key)) {
         text.push_str(&format!("\nconflict: {}", c.key));
+    }
+    for key in &o.resolved {
+        text.push_str(&format!("\nresolved: {key}"));
     }
     for f in &o.findings {
         text.push_str(&format!("\nfinding: {f}"));
@@ -253,6 +292,12 @@ pub fn run(
         page_rows: args.page.unwrap_or(0),
         take_over: args.take_over,
         owner: owner(pid),
+        resolve: parse_resolve(args.resolve.as_deref())?,
+        max_pause_us: args
+            .max_pause
+            .as_deref()
+            .map(|t| duration_us("--max-pause", t))
+            .transpose()?,
     };
     let timeout = MIGRATE_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
     let mut shown = Shown {
@@ -264,8 +309,12 @@ pub fn run(
     shown.progress.finish();
     let outcome = match result {
         Ok(o) => o,
-        // Findings stop the run before the switch: blocked, exit 1.
-        Err(e @ ObjmetaError::MigrationBlocked { .. }) => {
+        // Findings stop the run before the switch, and --max-pause refuses the fence:
+        // blocked, exit 1.
+        Err(
+            e
+            @ (ObjmetaError::MigrationBlocked { .. } | ObjmetaError::MigrationPauseTooLong { .. }),
+        ) => {
             return Err(CliError::operation(e.in_call(bucket, None)));
         }
         Err(e) => return Err(could_not_run(CliError::operation(e.in_call(bucket, None)))),

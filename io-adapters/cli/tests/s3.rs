@@ -919,3 +919,91 @@ fn migrate_a_v0_bucket_to_v1() {
     let o = migrate_at(s, 500, &["m", "--to", "v0", "--settle", "10s"]);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
 }
+
+/// `s3 migrate`'s flags of docs/migration.md §4.6, §4.9 and §11.2: a bad `--resolve` is one
+/// usage line (exit 2); `--max-pause` shorter than the expected pause refuses the fence in one
+/// line naming the estimate (exit 1) and leaves the bucket verifying; the switch prints the
+/// expected pause; `--to v0` on the switched bucket needs `--switch` (exit 2), and with
+/// `--switch --finish` rolls the bucket back to v0, every object readable.
+#[test]
+fn migrate_max_pause_resolve_and_rollback() {
+    let scratch = Scratch::new("migrate-flags");
+    let s = &scratch.cli();
+    s.ok(&["s3", "setup"]);
+    s.at(0, &["bucket", "create", "m", "--vformat", "v0"]);
+    for (i, key) in ["a", "b/c", "d"].into_iter().enumerate() {
+        let meta = json!({"key": key, "n": i}).to_string();
+        s.at(
+            1 + i64::try_from(i).unwrap(),
+            &["put", "m", key, "--meta", &meta],
+        );
+    }
+    let o = migrate_at(s, 100, &["m", "--to", "v1", "--resolve", "keep-both"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    assert_eq!(
+        String::from_utf8(o.stderr).unwrap(),
+        "rowkit: --resolve \"keep-both\": expected keep-to or keep-from\n"
+    );
+
+    // Embedded store: Δ is the minimum, 85 s; the manual clock makes the pass take no time.
+    let o = migrate_at(
+        s,
+        200,
+        &["m", "--switch", "--max-pause", "10s", "--to", "v1"],
+    );
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("expected pause of the switch is 85 s"),
+        "{err}"
+    );
+    assert!(err.contains("--max-pause 10 s"), "{err}");
+    let o = migrate_at(s, 300, &["--json", "m", "--to", "v1"]);
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["state"], "verifying", "{doc}");
+    assert_eq!(doc["pause_estimate_us"], Value::Null, "{doc}");
+
+    let o = migrate_at(
+        s,
+        400,
+        &["m", "--to", "v1", "--max-pause", "2m", "--switch"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(text.starts_with("bucket m: switched ("), "{text}");
+    assert!(text.contains("expected pause of the switch 85 s"), "{text}");
+    let buckets = s.ok(&["s3", "bucket", "list"]);
+    assert_eq!(buckets["buckets"][0]["vformat"], "v1", "{buckets}");
+
+    // Rolling the switch back fences the writers: --switch is required.
+    let o = migrate_at(s, 500, &["m", "--to", "v0"]);
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("needs --switch"), "{err}");
+    let o = migrate_at(
+        s,
+        600,
+        &[
+            "--json",
+            "m",
+            "--to",
+            "v0",
+            "--switch",
+            "--finish",
+            "--resolve",
+            "keep-to",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["state"], "removed", "{doc}");
+    assert_eq!(doc["resolved"], json!([]), "{doc}");
+    let buckets = s.ok(&["s3", "bucket", "list"]);
+    assert_eq!(buckets["buckets"][0]["vformat"], "v0", "{buckets}");
+    for (i, key) in ["a", "b/c", "d"].into_iter().enumerate() {
+        let got = s.ok(&["s3", "get", "m", key]);
+        assert_eq!(got["value"], json!({"key": key, "n": i}), "{got}");
+    }
+}
