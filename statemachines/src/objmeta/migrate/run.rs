@@ -1,5 +1,5 @@
-//! `MigrateBucket` — the object-metadata migrator (`docs/migration.md` §3, §4.4–§4.7, §4.9's
-//! first row, §7.2): one operation that drives a bucket's migration through its states as far
+//! `MigrateBucket` — the object-metadata migrator (`docs/migration.md` §3, §4.4–§4.7, §4.9,
+//! §7.2, §8, §11.2): one operation that drives a bucket's migration through its states as far
 //! as the operator's gates allow, composing the migration's machines inside its own operation
 //! — [`ReadMigration`](super::marker::ReadMigration)'s read, [`WriteMarker`]'s marker changes
 //! and [`MigrationPass`](super::pass::MigrationPass)'s passes — without repeating any of
@@ -10,9 +10,10 @@
 //! | none, `vFormat` = `to` | nothing: [`MigrateEnd::Already`], no write |
 //! | none | the start: marker `copying` (run id from the operation's seed, `since` = now) |
 //! | `copying` | a Copy pass, then `verifying` |
-//! | `verifying` | Verify passes until one run from its start has `diffs == 0`; findings stop the run ([`ObjmetaError::MigrationBlocked`]); then `switching` with the switch gate, else the run ends |
+//! | `verifying` | Verify passes until one run from its start has `diffs == 0`; findings stop the run ([`ObjmetaError::MigrationBlocked`]); then the objmeta `Check` of the `to` layout, nested (§8: findings not the source's own stop the run); then, with the switch gate, the pause estimate (`--max-pause`: [`ObjmetaError::MigrationPauseTooLong`]) and `switching`; else the run ends |
 //! | `switching` | waits `since + Δ`; Light passes (truth `from`) until one run from its start is clean; the switch CAS to `switched` |
-//! | `switched` | `cleaning` with the finish gate, else the run ends |
+//! | `switched` | a sweep (a Light pass, truth `to`, §4.6: stragglers adopted, conflicts settled by `--resolve` or left); conflicts or findings end the run here ([`MigrateOutcome::blocked`]); else `cleaning` with the finish gate, else the run ends |
+//! | `switched`, run `--to` its `from` | §4.9's rollback: a new run with `from`/`to` swapped written at `switching` (needs the switch gate) |
 //! | `cleaning` | waits `since + Δ`; a Clean pass; no `from` row left → the marker removed ([`MigrateEnd::Removed`]); else the run ends in `cleaning` with the conflicts and findings listed in the output |
 //! | `aborting` (or `--abort` from `copying`, `verifying`, `switching`) | waits `since + Δ`; an Abort pass; the marker removed |
 //!
@@ -59,7 +60,8 @@ pub type MigrateBucket<'a> = Operation<'a, MigrateBucketFlow>;
 pub struct MigrateOptions {
     /// `--switch` / `--finish`: the states the operator lets the run enter (§3).
     pub gates: Gates,
-    /// `--abort` (or `--to <from>` before the switch): roll back (§4.9's first row).
+    /// `--abort`: roll back before the switch (§4.9's first two rows; `switched` is rolled back
+    /// by a run `--to` its `from`).
     pub abort: bool,
     /// `--settle`: `Δ` for a run this operation starts (`None`: [`DEFAULT_SETTLE_US`]); never
     /// below [`MIN_SETTLE_US`]. A resumed run keeps its marker's `settle_us`.
