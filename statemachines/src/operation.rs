@@ -1084,6 +1084,82 @@ mod tests {
         assert_eq!(log, ["released"]);
     }
 
+    /// Runs a [`Write`] operation (deadline `inner_deadline`) nested in its own, re-emitting
+    /// its events plus 100, and ends with its result.
+    struct Outer {
+        inner_deadline: i64,
+        nested: Option<Nested<Operation<'static, Write>>>,
+    }
+    impl Flow for Outer {
+        type Schema = Toy;
+        type Output = Result<(), ToyError>;
+        fn advance(
+            &mut self,
+            io: &mut Io<u32>,
+            _: &mut Vec<&'static str>,
+        ) -> Progress<Result<(), ToyError>, Toy> {
+            let deadline = self.inner_deadline;
+            let nested = self.nested.get_or_insert_with(|| {
+                let budget = Budget::until(Timestamp(deadline));
+                let inner = Operation::start(
+                    ContextArg::owned(Vec::new()),
+                    io.now(),
+                    2,
+                    budget,
+                    Write(None),
+                );
+                Nested::start(io, inner)
+            });
+            Ok(nested.advance(io, |io, e| io.emit(e + 100)))
+        }
+    }
+
+    fn outer(inner_deadline: i64) -> Operation<'static, Outer> {
+        let flow = Outer {
+            inner_deadline,
+            nested: None,
+        };
+        let budget = Budget::until(Timestamp(1_000));
+        Operation::start(
+            ContextArg::owned(Vec::new()),
+            Timestamp(10),
+            1,
+            budget,
+            flow,
+        )
+    }
+
+    #[test]
+    fn a_nested_operation_runs_through_the_parents_requests_events_and_timer() {
+        let mut m = outer(500);
+        let (tag, request) = m.poll_request().unwrap();
+        assert!(matches!(request, Request::MutateRow(r) if r.row_key == b"r"));
+        assert_eq!(m.poll_request(), None);
+        assert_eq!(
+            m.poll_event(),
+            Some(101),
+            "the nested machine's event, re-emitted"
+        );
+        assert_eq!(
+            m.poll_timeout(),
+            Some(Timestamp(500)),
+            "the nested deadline is the parent's timer"
+        );
+        m.handle_response(tag, Ok(Response::MutateRow), Timestamp(20));
+        assert_eq!(m.result(), Some(Ok(Ok(()))));
+
+        // The nested deadline passes first: its timer ends it aborted, the parent goes on.
+        let mut m = outer(300);
+        let (tag, _) = m.poll_request().unwrap();
+        m.handle_timeout(Timestamp(300));
+        assert_eq!(m.result(), Some(Ok(Err(ToyError("aborted")))));
+        assert_eq!(
+            m.poll_abort(),
+            Some(tag),
+            "its request in flight is aborted"
+        );
+    }
+
     /// Reads one row with [`Io::rows_or_wait`].
     struct ReadOrWait(Option<ChildId>);
     impl Flow for ReadOrWait {

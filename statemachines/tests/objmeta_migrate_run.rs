@@ -1053,6 +1053,16 @@ fn max_pause_shorter_than_the_estimate_refuses_to_fence() {
 // (j) rollback from switched (§4.9's third row)
 // ---------------------------------------------------------------------------------------------
 
+/// Puts (`Some(n)`) and deletes (`None`) of non-versioned keys, in order.
+fn write_all(w: &mut World, st: &mut ObjmetaState, writes: &[(&str, Option<i64>)]) {
+    for &(key, n) in writes {
+        match n {
+            Some(n) => put(w, st, key, n, false),
+            None => delete(w, st, key),
+        }
+    }
+}
+
 #[test]
 fn rollback_from_switched_restores_v0_with_the_writes_since_the_switch() {
     // The reference: the same bucket and the same writes, no migration.
@@ -1063,23 +1073,15 @@ fn rollback_from_switched_restores_v0_with_the_writes_since_the_switch() {
         ("new/1", Some(8100)),
         ("a/b/c", None),
     ];
+    write_all(&mut reference, &mut plain, &writes);
     for (key, n) in writes {
-        match n {
-            Some(n) => put(&mut reference, &mut plain, key, n, false),
-            None => delete(&mut reference, &mut plain, key),
-        }
         expected.insert(key.into(), n.map_or(Want::Gone, Want::N));
     }
 
     let (mut w, _, _) = switched_bucket();
     // Writers restarted after the switch write v1.
     let mut fresh = state(VFormat::V0);
-    for (key, n) in writes {
-        match n {
-            Some(n) => put(&mut w, &mut fresh, key, n, false),
-            None => delete(&mut w, &mut fresh, key),
-        }
-    }
+    write_all(&mut w, &mut fresh, &writes);
     // Without --switch the rollback is refused, nothing written.
     let before = w.snapshot();
     let back = |gates| MigrateOptions {
