@@ -1132,3 +1132,70 @@ fn rollback_from_switched_restores_v0_with_the_writes_since_the_switch() {
     let (reads, _) = read_all(&mut w, &expected);
     check_reads(&reads, &expected);
 }
+
+#[test]
+fn a_rollback_dropped_after_any_request_is_resumed_to_the_same_rows() {
+    let writes: [(&str, Option<i64>); 2] = [("plain/07", Some(9007)), ("new/2", Some(9100))];
+    let switched_with_writes = || {
+        let (mut w, _, _) = switched_bucket();
+        write_all(&mut w, &mut state(VFormat::V0), &writes);
+        w
+    };
+    let back = MigrateOptions {
+        owner: "host:9".into(),
+        ..options(Gates::ALL)
+    };
+    let mut w = switched_with_writes();
+    let ran = migrate(
+        &mut w,
+        VFormat::V0,
+        back.clone(),
+        None,
+        &mut no_hook,
+        &mut None,
+    );
+    assert_eq!(outcome(&ran).end, MigrateEnd::Removed);
+    let reference = object_rows(&w.snapshot());
+
+    let mut k = 1;
+    loop {
+        let mut w = switched_with_writes();
+        let first = migrate(
+            &mut w,
+            VFormat::V0,
+            back.clone(),
+            Some(k),
+            &mut no_hook,
+            &mut None,
+        );
+        if let Some(result) = first.result {
+            assert_eq!(result.unwrap().end, MigrateEnd::Removed);
+            assert!(k > 50, "only {k} requests");
+            break;
+        }
+        let resumed = migrate(
+            &mut w,
+            VFormat::V0,
+            back.clone(),
+            None,
+            &mut no_hook,
+            &mut None,
+        );
+        let end = outcome(&resumed).end;
+        assert!(
+            matches!(end, MigrateEnd::Removed | MigrateEnd::Already),
+            "crash after {k}: {end:?}"
+        );
+        assert_eq!(
+            read_migration(&mut w).vformat,
+            VFormat::V0,
+            "crash after {k}"
+        );
+        assert_eq!(
+            object_rows(&w.snapshot()),
+            reference,
+            "crash after request {k}"
+        );
+        k += 1;
+    }
+}
