@@ -369,9 +369,9 @@ pub enum ObjmetaError {
     /// `--max-pause` (`docs/migration.md` §11.2): the fence the `--switch` gate would start is
     /// estimated longer than allowed (`Δ` + the rows of the last verification ÷ its rate);
     /// the run stays in `verifying`, nothing of the switch written.
-    #[error("the expected pause of the switch is {} s ({} s settle + {} rows at {} rows/s), \
+    #[error("the expected pause of the switch is {} s ({} s settle + {} rows at {}), \
         longer than --max-pause {} s", micros_text(*estimate_us), micros_text(*settle_us), rows,
-        rate.map_or_else(|| "an unmeasured rate".into(), |r| alloc::format!("{r}")),
+        rate.map_or_else(|| "an unmeasured rate".into(), |r| alloc::format!("{r} rows/s")),
         micros_text(*max_pause_us))]
     MigrationPauseTooLong {
         /// The estimated pause, µs.
