@@ -47,9 +47,9 @@ use super::pass::{
     MigrateEvent, MigrationPassFlow, PassConflict, PassFinding, PassKind, PassResume, PassSummary,
 };
 use crate::Timestamp;
-use crate::check::{CheckEvent, CheckOptions, CheckTarget, Finding};
+use crate::check::{CheckError, CheckEvent, CheckOptions, CheckTarget, Finding};
 use crate::objmeta::check::Check;
-use crate::operation::{ContextArg, Flow, Nested, Operation, Start};
+use crate::operation::{ContextArg, Flow, Nested, Operation, OperationError, Start};
 
 /// `MigrateBucket(bucket, to, options)`: the whole migration of a bucket's key layout, as far
 /// as the gates allow (`rowkit s3 migrate BUCKET --to v1|v0`).
@@ -182,6 +182,8 @@ struct PassVerdict {
 #[derive(Debug)]
 struct LayoutCheck {
     nested: Nested<Check>,
+    /// The layout being checked.
+    layout: VFormat,
     /// The `to` layout's findings, once its check ended (the `from` check is running).
     to_findings: Option<Vec<Finding>>,
     findings: Vec<Finding>,
@@ -609,6 +611,7 @@ impl MigrateBucketFlow {
             Next::Pass(kind) => self.start_pass(io, kind)?,
             Next::Check(layout) => RunPhase::Check(Box::new(LayoutCheck {
                 nested: self.start_check(io, st, layout),
+                layout,
                 to_findings: None,
                 findings: Vec::new(),
             })),
@@ -736,8 +739,13 @@ impl Flow for MigrateBucketFlow {
                         self.phase = RunPhase::Check(check);
                         return Ok(None);
                     };
-                    result.map_err(|e| {
-                        ObjmetaError::internal(alloc::format!("the check of the to layout: {e}"))
+                    result.map_err(|e| match e {
+                        CheckError::Aborted => ObjmetaError::Aborted,
+                        CheckError::Store(e) => ObjmetaError::store(e),
+                        other => ObjmetaError::internal(alloc::format!(
+                            "the check of the {} layout: {other}",
+                            check.layout.as_str()
+                        )),
                     })?;
                     let found = core::mem::take(&mut check.findings);
                     let marker_from = self.migration.as_ref().and_then(|m| m.marker.as_ref());
@@ -747,6 +755,7 @@ impl Flow for MigrateBucketFlow {
                             let from = marker.from;
                             check.to_findings = Some(found);
                             check.nested = self.start_check(io, st, from);
+                            check.layout = from;
                             self.phase = RunPhase::Check(check);
                             continue;
                         }
