@@ -927,6 +927,40 @@ mod tests {
     }
 
     #[test]
+    fn resolve_settles_each_conflict_toward_the_kept_side_and_leaves_the_rest() {
+        // §4.6: the kept side is copied over the other (an absent kept `to` side: `S` deleted).
+        let conflicts = [
+            (S::Un(1), S::A, DeleteSource),
+            (S::Un(1), S::Un(2), CopyToSource),
+            (S::St(1), S::St(2), CopyToSource),
+        ];
+        for (s, t, keep_to) in conflicts {
+            let action = classify(&side(s), &side(t), Truth::To);
+            assert_eq!(action, Conflict, "{s:?} / {t:?}");
+            assert_eq!(
+                resolve(action, &side(t), Keep::To),
+                keep_to,
+                "{s:?} / {t:?}"
+            );
+            assert_eq!(
+                resolve(action, &side(t), Keep::From),
+                CopyToTarget,
+                "{s:?} / {t:?}"
+            );
+        }
+        for &(_, t, before, after) in TABLE {
+            for action in [before, after].into_iter().filter(|a| *a != Conflict) {
+                for keep in [Keep::To, Keep::From] {
+                    assert_eq!(resolve(action, &side(t), keep), action);
+                }
+            }
+        }
+        assert_eq!(Keep::parse("keep-to"), Some(Keep::To));
+        assert_eq!(Keep::parse(Keep::From.as_str()), Some(Keep::From));
+        assert_eq!(Keep::parse("keep"), None);
+    }
+
+    #[test]
     fn the_table_covers_every_kind_of_pair() {
         // Every (s, t) shape: absent / stamped / unstamped on each side, and for two present
         // rows same and other hash. 13 shapes.
