@@ -398,7 +398,20 @@ impl<D: Driver> ObjectMetadata<D> {
     /// A facade over `driver` with `state` (config + generator + cache) and default
     /// [`CallOptions`] (seed 0; each operation's 60 s deadline, `objmeta.md` 16.3). Repairs
     /// are driven explicitly.
-    pub fn new(driver: D, state: ObjmetaState) -> ObjectMetadata<D> {
+    ///
+    /// The facade is a migration-**aware** process (`docs/migration.md` §2.3, §6): it turns
+    /// on `state.config.migration_aware`, so its lookups read the migration marker (kept at
+    /// most `marker_ttl`), its writes mirror and pause in a fence, and no gate waits for it.
+    /// [`ObjectMetadata::unaware`] keeps Arsenal's behaviour.
+    pub fn new(driver: D, mut state: ObjmetaState) -> ObjectMetadata<D> {
+        state.config.migration_aware = true;
+        ObjectMetadata::unaware(driver, state)
+    }
+
+    /// A facade running `state` as its config says — with the flag off, an *unaware*
+    /// process as Arsenal's (its vFormat cached until evicted, no mirror, no pause): the
+    /// migration's gates must wait for it (`docs/migration.md` §6.1).
+    pub fn unaware(driver: D, state: ObjmetaState) -> ObjectMetadata<D> {
         ObjectMetadata {
             driver,
             table: state.config.table.clone(),

@@ -434,6 +434,26 @@ impl<E> Io<E> {
         self.events.push_back(event);
     }
 
+    /// A mark for [`Io::emitted_since`]: how many events wait to be drained.
+    pub fn emitted(&self) -> usize {
+        self.events.len()
+    }
+
+    /// The events emitted since `mark` ([`Io::emitted`] taken earlier **in the same input**:
+    /// the driver drains events only between inputs). A wrapper flow learns from them what
+    /// the flow it runs changed (an aware objmeta write, the keys it mirrors).
+    pub fn emitted_since(&self, mark: usize) -> impl Iterator<Item = &E> {
+        self.events.iter().skip(mark)
+    }
+
+    /// Moves the operation's deadline to `deadline` (earlier or later); children already
+    /// running keep the retry budget they started with. A flow that bounds part of its work
+    /// on its own clock (an aware objmeta write sends nothing more than `max_write` after
+    /// the marker read it acts on, `docs/migration.md` §2.3).
+    pub fn set_deadline(&mut self, deadline: Timestamp) {
+        self.budget.deadline = deadline;
+    }
+
     // The request handles every schema reads its children's outcomes with: `Ok(None)` while
     // the child runs, a store error as the schema's [`OperationError::store`], a reply of
     // the wrong kind as its [`OperationError::unexpected`].

@@ -208,6 +208,7 @@ fn a_repair_sleeps_until_due_and_ends_aborted_when_cancelled() {
         phd_version_id: "p".into(),
         vformat: VFormat::V1,
         due: Timestamp(NOW.0 + 15_000_000),
+        migration: None,
     };
     let mut m = AsyncRepair::new("t", task.clone(), AsyncRepair::start_at(&task, NOW, 1));
     assert!(m.poll_request().is_none(), "nothing before due");

@@ -777,6 +777,7 @@ fn placeholders(
             phd_version_id: p.to_string(),
             vformat: vf,
             due: due.min(now),
+            migration: None,
         };
         found.push((task, due));
     }

@@ -17,14 +17,15 @@ use super::requests::{
     OmIo, P, delete_event, put_event, start_bulk, start_cas, start_read, start_write,
 };
 use super::{
-    CountItems, CreateBucket, DeleteBucket, DeleteBucketAttributesCapability, GetBucketAttributes,
-    GetBucketVFormat, GetUuid, ListBuckets, ObjmetaError, ObjmetaSchema, ObjmetaState,
-    PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems, UpdateCountItems, begin,
+    BucketLayout, CountItems, CreateBucket, DeleteBucket, DeleteBucketAttributesCapability,
+    GetBucketAttributes, GetBucketVFormat, GetUuid, ListBuckets, ObjmetaError, ObjmetaSchema,
+    ObjmetaState, PutBucketAttributes, PutBucketAttributesCapabilities, ReadCountItems,
+    UpdateCountItems, begin,
 };
 use crate::children::ChildId;
 use crate::operation::{ContextArg, Flow, Start};
 use crate::ready;
-use crate::{MutateRowsEntry, SplitMix64};
+use crate::{MutateRowsEntry, SplitMix64, Timestamp};
 
 /// Implements [`Flow`] for a flow that is one write sub-flow ([`PutDoc`], [`Merge`]): advancing
 /// the flow polls the sub-flow.
@@ -163,6 +164,8 @@ enum CreateBucketPhase {
         vf: VFormat,
         cas: ChildId,
         value: Json,
+        /// When the CAS was sent.
+        sent: Timestamp,
     },
     /// The row was there: its vFormat is read for the error.
     ReadingExisting(ReadDoc),
@@ -223,7 +226,13 @@ impl Flow for CreateBucketFlow {
                         let row = row_key(METASTORE, &self.bucket);
                         let mutations = replace(&value, Some(vf.as_str()));
                         let cas = start_cas(io, st, row, filters::exists(), vec![], mutations)?;
-                        CreateBucketPhase::Creating { vf, cas, value }
+                        let sent = io.now();
+                        CreateBucketPhase::Creating {
+                            vf,
+                            cas,
+                            value,
+                            sent,
+                        }
                     } else {
                         let put = PutDoc::new(METASTORE, &self.bucket, value, Some(vf));
                         CreateBucketPhase::Writing { vf, put }
@@ -235,9 +244,14 @@ impl Flow for CreateBucketFlow {
                     st.cache_vformat(&self.bucket, vf);
                     return Ok(Some(vf));
                 }
-                CreateBucketPhase::Creating { vf, cas, value } => {
+                CreateBucketPhase::Creating {
+                    vf,
+                    cas,
+                    value,
+                    sent,
+                } => {
                     let matched = ready!(io.matched(cas),
-                        self.phase => CreateBucketPhase::Creating { vf, cas, value });
+                        self.phase => CreateBucketPhase::Creating { vf, cas, value, sent });
                     if matched {
                         let row = row_key(METASTORE, &self.bucket);
                         self.phase =
@@ -245,7 +259,13 @@ impl Flow for CreateBucketFlow {
                         continue;
                     }
                     put_event(io, METASTORE, &self.bucket, &value);
-                    st.cache_vformat(&self.bucket, vf);
+                    // The row had no cell, so no marker: known as a lookup would read it.
+                    let layout = BucketLayout {
+                        vformat: vf,
+                        marker: None,
+                        read_at: sent,
+                    };
+                    st.cache_layout(&self.bucket, &layout);
                     return Ok(Some(vf));
                 }
                 CreateBucketPhase::ReadingExisting(read) => {

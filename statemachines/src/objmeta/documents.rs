@@ -14,15 +14,17 @@ use rowkit_codec::objmeta::json::{Json, JsonObject};
 use rowkit_codec::objmeta::keys::{
     METASTORE, VFormat, collection_end, collection_start, is_special_bucket, row_key,
 };
+use rowkit_codec::objmeta::migration::marker::MigrationColumns;
 
 use super::bucket::BucketEntry;
+use super::migrate::marker::decode_marker;
 use super::requests::{
     OmIo, P, check_key, delete_event, latest_version_range, put_event, start_cas,
     start_cas_unchanged, start_read, start_read_row, start_write,
 };
-use super::{ObjmetaError, ObjmetaState};
+use super::{BucketLayout, ObjmetaError, ObjmetaState};
 use crate::children::ChildId;
-use crate::ready;
+use crate::{Timestamp, ready};
 
 /// The stored document of a row, if it has one.
 pub(super) fn doc_of(row: Option<&Row>) -> Result<Option<StoredDoc>, ObjmetaError> {
@@ -61,13 +63,42 @@ impl ReadDoc {
     }
 }
 
+/// The layout a bucket's metastore row read at `read_at` gives (`None`: no row, or no
+/// document: the bucket is v0 and is not cached); the marker is decoded only for an aware
+/// process (`docs/migration.md` §2.3: the same `ReadRow`, no extra request).
+pub(super) fn layout_of(
+    st: &ObjmetaState,
+    row: Option<&Row>,
+    read_at: Timestamp,
+) -> Result<Option<BucketLayout>, ObjmetaError> {
+    let Some(doc) = doc_of(row)? else {
+        return Ok(None);
+    };
+    let marker = match row.filter(|_| st.config.migration_aware) {
+        Some(row) => decode_marker(MigrationColumns::from_row(row).marker.as_deref())?,
+        None => None,
+    };
+    Ok(Some(BucketLayout {
+        vformat: vformat_of(&doc),
+        marker,
+        read_at,
+    }))
+}
+
 /// `getBucketVFormat(b)` with the LRU cache (`objmeta.md` 4.3): zero or one metastore read.
+/// An aware process's lookup also gives the marker, and reads the row again once the cached
+/// one is `marker_ttl` old ([`ObjmetaState::cached_layout`]).
 #[derive(Debug)]
 pub(super) enum BucketVFormat {
     /// Nothing looked up yet.
     Start,
-    /// Not cached: the metastore row is being read.
-    Reading(ReadDoc),
+    /// Nothing looked up yet, and the cache is not to be used: an aware write paused in a
+    /// fence reads the marker again.
+    Fresh,
+    /// The metastore row is being read (sent at `at`).
+    Reading { read: ReadDoc, at: Timestamp },
+    /// Looked up already by the caller (an aware write's wrapper): this key format.
+    Known(VFormat),
 }
 
 impl BucketVFormat {
@@ -77,25 +108,50 @@ impl BucketVFormat {
         st: &mut ObjmetaState,
         bucket: &str,
     ) -> P<VFormat> {
-        if let BucketVFormat::Start = self {
-            if let Some(vf) = st.cached_vformat(bucket) {
-                return Ok(Some(vf));
-            }
-            *self = BucketVFormat::Reading(ReadDoc::start(io, st, row_key(METASTORE, bucket))?);
+        Ok(self
+            .poll_layout(io, st, bucket)?
+            .map(|layout| layout.vformat))
+    }
+
+    /// The lookup with the marker ([`BucketLayout`]).
+    pub(super) fn poll_layout(
+        &mut self,
+        io: &mut OmIo,
+        st: &mut ObjmetaState,
+        bucket: &str,
+    ) -> P<BucketLayout> {
+        if let BucketVFormat::Known(vformat) = self {
+            return Ok(Some(BucketLayout {
+                vformat: *vformat,
+                marker: None,
+                read_at: io.now(),
+            }));
         }
-        let BucketVFormat::Reading(read) = self else {
+        if let BucketVFormat::Start = self
+            && let Some(layout) = st.cached_layout(bucket, io.now())
+        {
+            return Ok(Some(layout));
+        }
+        if let BucketVFormat::Start | BucketVFormat::Fresh = self {
+            let read = ReadDoc::start(io, st, row_key(METASTORE, bucket))?;
+            *self = BucketVFormat::Reading { read, at: io.now() };
+        }
+        let BucketVFormat::Reading { read, at } = self else {
             return Ok(None);
         };
-        let Some(doc) = read.poll(io)? else {
-            return Ok(None);
-        };
-        // A bucket without a metastore row is v0, and not cached (it may be created later).
-        let Some(doc) = doc else {
-            return Ok(Some(VFormat::V0));
-        };
-        let vf = vformat_of(&doc);
-        st.cache_vformat(bucket, vf);
-        Ok(Some(vf))
+        let row = ready!(io.row_or_wait(read.0));
+        match layout_of(st, row.as_ref(), *at)? {
+            Some(layout) => {
+                st.cache_layout(bucket, &layout);
+                Ok(Some(layout))
+            }
+            // A bucket without a metastore row is v0, and not cached (it may be created later).
+            None => Ok(Some(BucketLayout {
+                vformat: VFormat::V0,
+                marker: None,
+                read_at: *at,
+            })),
+        }
     }
 }
 

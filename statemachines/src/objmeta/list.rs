@@ -20,12 +20,12 @@ use rowkit_codec::objmeta::listing::{
 };
 use rowkit_codec::objmeta::range::RangeParams;
 
-use super::documents::vformat_of;
+use super::documents::layout_of;
 use super::requests::{OmIo, P, latest_version_range, start_read};
 use super::{ListObject, ObjmetaError, ObjmetaSchema, ObjmetaState};
-use crate::RetryPolicy;
 use crate::children::ChildId;
 use crate::operation::{ContextArg, Flow, Operation, Start};
+use crate::{RetryPolicy, Timestamp};
 
 /// Skipped entries in a row before the scan restarts at `skipping()`.
 const SKIP_STREAK: u32 = 100;
@@ -47,6 +47,8 @@ enum ListPhase {
     VFormat {
         params: ListingParams,
         read: ChildId,
+        /// When the read was sent.
+        at: Timestamp,
     },
     /// Scanning, every decidable entry fed.
     Scanning(Scanner),
@@ -343,20 +345,26 @@ impl Flow for ListObjectFlow {
         loop {
             match core::mem::replace(&mut self.phase, ListPhase::Done) {
                 ListPhase::Start(params) => {
-                    self.phase = match st.cached_vformat(&self.bucket) {
-                        Some(vf) => ListPhase::Scanning(self.scan(io, st, params, vf)?),
+                    self.phase = match st.cached_layout(&self.bucket, io.now()) {
+                        Some(layout) => {
+                            ListPhase::Scanning(self.scan(io, st, params, layout.vformat)?)
+                        }
                         None => {
                             let rows = RowSet::key(row_key(METASTORE, &self.bucket));
                             let read = start_read(io, st, rows, filters::latest(), 0);
-                            ListPhase::VFormat { params, read }
+                            ListPhase::VFormat {
+                                params,
+                                read,
+                                at: io.now(),
+                            }
                         }
                     };
                 }
-                ListPhase::VFormat { params, read } => {
+                ListPhase::VFormat { params, read, at } => {
                     let rows = match finished(io, read) {
                         Ok(Some(rows)) => rows,
                         Ok(None) => {
-                            self.phase = ListPhase::VFormat { params, read };
+                            self.phase = ListPhase::VFormat { params, read, at };
                             return Ok(None);
                         }
                         Err(Stop::Doomed) => {
@@ -365,13 +373,14 @@ impl Flow for ListObjectFlow {
                         }
                         Err(Stop::Failed(e)) => return Err(e),
                     };
-                    // An unreadable metastore document lists as v0, as an absent one does.
-                    let vf = match rows.first().map(StoredDoc::from_row) {
-                        Some(Ok(Some(doc))) => {
-                            let vf = vformat_of(&doc);
-                            st.cache_vformat(&self.bucket, vf);
-                            vf
+                    // An unreadable metastore document lists as v0, as an absent one does;
+                    // a damaged marker (an aware process) is an error.
+                    let vf = match layout_of(st, rows.first(), at) {
+                        Ok(Some(layout)) => {
+                            st.cache_layout(&self.bucket, &layout);
+                            layout.vformat
                         }
+                        Err(e @ ObjmetaError::MigrationRecordInvalid { .. }) => return Err(e),
                         _ => VFormat::V0,
                     };
                     self.phase = ListPhase::Scanning(self.scan(io, st, params, vf)?);

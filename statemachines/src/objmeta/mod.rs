@@ -55,6 +55,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 
 use rowkit_codec::objmeta::keys::VFormat;
+use rowkit_codec::objmeta::migration::marker::{MARKER_TTL_US, MigrationMarker};
 use rowkit_codec::objmeta::version_id::VersionIdGenerator;
 
 use crate::RetryPolicy;
@@ -206,6 +207,15 @@ pub struct ObjmetaConfig {
     pub max_cached_buckets: usize,
     /// `INITIAL_INSTANCE_ID`.
     pub initial_instance_id: Option<String>,
+    /// Whether this process is *aware* of live layout migrations (`docs/migration.md` §2.3,
+    /// §6): its bucket lookups read the marker `d:rowkitMigration` with the vFormat and keep
+    /// both at most `marker_ttl_us`, its object writes mirror through the sync step and pause
+    /// in a fence. Off (Arsenal's own behaviour: the vFormat is cached until evicted) for a
+    /// bare state; the client facade turns it on.
+    pub migration_aware: bool,
+    /// How long an aware process keeps a bucket's marker (`marker_ttl`, §2.3; default
+    /// [`MARKER_TTL_US`](rowkit_codec::objmeta::migration::marker::MARKER_TTL_US), 5 s).
+    pub marker_ttl_us: i64,
     /// A bug planted in every machine using this config (the fault simulator's self-test;
     /// not public API: only with the `_planted_bugs` feature).
     #[cfg(feature = "_planted_bugs")]
@@ -223,6 +233,8 @@ impl Default for ObjmetaConfig {
             default_bucket_key_format: VFormat::V1,
             max_cached_buckets: 1000,
             initial_instance_id: None,
+            migration_aware: false,
+            marker_ttl_us: MARKER_TTL_US,
             #[cfg(feature = "_planted_bugs")]
             planted: None,
         }
@@ -236,8 +248,18 @@ pub struct ObjmetaState {
     pub config: ObjmetaConfig,
     /// The version-id generator.
     pub generator: VersionIdGenerator,
-    /// bucket → vFormat, least recently used first.
-    cache: Vec<(String, VFormat)>,
+    /// Buckets' vFormats (and, for an aware process, markers), least recently used first.
+    cache: Vec<CachedBucket>,
+}
+
+/// One bucket of the vFormat LRU cache.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct CachedBucket {
+    bucket: String,
+    vformat: VFormat,
+    /// The marker as read with the vFormat and when (`None`: not read with it, e.g. cached
+    /// by `createBucket`; an aware lookup then reads the row again).
+    marker: Option<(Timestamp, Option<MigrationMarker>)>,
 }
 
 impl ObjmetaState {
@@ -261,31 +283,91 @@ impl ObjmetaState {
         )
     }
 
-    /// A cache hit (made most recent), or `None`.
+    /// A cache hit (made most recent), or `None`: Arsenal's lookup, which never expires.
     pub fn cached_vformat(&mut self, bucket: &str) -> Option<VFormat> {
-        let i = self.cache.iter().position(|(b, _)| b == bucket)?;
+        let i = self.cache.iter().position(|c| c.bucket == bucket)?;
         let entry = self.cache.remove(i);
-        let vf = entry.1;
+        let vf = entry.vformat;
         self.cache.push(entry);
         Some(vf)
     }
 
+    /// The bucket's layout for an operation starting at `now` (made most recent), or `None`
+    /// when it must be read: not cached, or — for an aware process — cached without its
+    /// marker or at `now ≥ cached_at + marker_ttl` (`docs/migration.md` §2.3). An unaware
+    /// process's hit has no marker and is as old as the operation.
+    pub fn cached_layout(&mut self, bucket: &str, now: Timestamp) -> Option<BucketLayout> {
+        let i = self.cache.iter().position(|c| c.bucket == bucket)?;
+        let aware = self.config.migration_aware;
+        let (read_at, marker) = match &self.cache[i].marker {
+            _ if !aware => (now, None),
+            Some((at, marker)) if now < at.saturating_add_micros(self.config.marker_ttl_us) => {
+                (*at, marker.clone())
+            }
+            _ => return None,
+        };
+        let entry = self.cache.remove(i);
+        let layout = BucketLayout {
+            vformat: entry.vformat,
+            marker,
+            read_at,
+        };
+        self.cache.push(entry);
+        Some(layout)
+    }
+
     /// Caches a vFormat, evicting the least recently used entry when full.
     pub fn cache_vformat(&mut self, bucket: &str, vf: VFormat) {
-        self.cache.retain(|(b, _)| b != bucket);
+        self.insert(CachedBucket {
+            bucket: bucket.to_string(),
+            vformat: vf,
+            marker: None,
+        });
+    }
+
+    /// Caches a layout read from the metastore row; a fence (`switching`, `aborting`) is
+    /// never cached: the bucket is forgotten, so that every operation reads it again (§2.3).
+    pub fn cache_layout(&mut self, bucket: &str, layout: &BucketLayout) {
+        if layout.marker.as_ref().is_some_and(|m| m.state.is_fence()) {
+            self.uncache_vformat(bucket);
+            return;
+        }
+        self.insert(CachedBucket {
+            bucket: bucket.to_string(),
+            vformat: layout.vformat,
+            marker: Some((layout.read_at, layout.marker.clone())),
+        });
+    }
+
+    fn insert(&mut self, entry: CachedBucket) {
+        self.cache.retain(|c| c.bucket != entry.bucket);
         if self.config.max_cached_buckets == 0 {
             return;
         }
         while self.cache.len() >= self.config.max_cached_buckets {
             self.cache.remove(0);
         }
-        self.cache.push((bucket.to_string(), vf));
+        self.cache.push(entry);
     }
 
     /// Forgets a bucket's vFormat.
     pub fn uncache_vformat(&mut self, bucket: &str) {
-        self.cache.retain(|(b, _)| b != bucket);
+        self.cache.retain(|c| c.bucket != bucket);
     }
+}
+
+/// A bucket's layout as a lookup found it (`getBucketVFormat`, `objmeta.md` 4.3, with the
+/// migration marker of an aware process, `docs/migration.md` §2.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct BucketLayout {
+    /// The bucket's key format (`d:vFormat`; `v0` for a bucket without a row).
+    pub vformat: VFormat,
+    /// The migration marker (`d:rowkitMigration`); always `None` for an unaware process.
+    pub marker: Option<MigrationMarker>,
+    /// When the row this comes from was read (the instant an aware write's `max_write`
+    /// counts from).
+    pub read_at: Timestamp,
 }
 
 /// Errors of `objmeta.md` 14; their ids are [`OperationError::id`] (Arsenal's names).
@@ -493,6 +575,39 @@ pub struct RepairTask {
     pub vformat: VFormat,
     /// When to run it.
     pub due: Timestamp,
+    /// The migration marker the scheduling delete acted on (`None`: no migration, or an
+    /// unaware process): the repair writes and mirrors as that state says, within
+    /// `MAX_REPAIR_WRITE_US` of its read (`docs/migration.md` §2.3).
+    pub migration: Option<ScheduledMarker>,
+}
+
+/// A migration marker as an aware operation read it, handed to the work it schedules.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScheduledMarker {
+    /// The marker.
+    pub marker: MigrationMarker,
+    /// When the metastore row holding it was read.
+    pub read_at: Timestamp,
+}
+
+impl ScheduledMarker {
+    /// The marker of `layout`, if it has one.
+    pub fn of(layout: &BucketLayout) -> Option<ScheduledMarker> {
+        let marker = layout.marker.clone()?;
+        Some(ScheduledMarker {
+            marker,
+            read_at: layout.read_at,
+        })
+    }
+
+    /// The layout the scheduled work acts on: key format `vformat` under this marker.
+    fn layout(&self, vformat: VFormat) -> BucketLayout {
+        BucketLayout {
+            vformat,
+            marker: Some(self.marker.clone()),
+            read_at: self.read_at,
+        }
+    }
 }
 
 /// A change event (`objmeta.md` 13.1).

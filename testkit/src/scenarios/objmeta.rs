@@ -1214,6 +1214,7 @@ pub fn change_events(store: &dyn Store, table: &str, vf: VFormat) {
         phd_version_id: v3.clone(),
         vformat: vf,
         due: Timestamp(1_700_000_015_003_000),
+        migration: None,
     };
     assert_eq!(
         s.om.take_events(),
@@ -2794,6 +2795,7 @@ pub fn crash_case(
             phd_version_id: p,
             vformat: vf,
             due: Timestamp::from_millis(T0 + 20),
+            migration: None,
         }));
         let rows = bucket_rows(store, table, "b").unwrap();
         let master = value_of(&rows, &|k| k == mk);

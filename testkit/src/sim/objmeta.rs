@@ -1061,6 +1061,7 @@ impl Workload for ObjmetaWorkload {
                     phd_version_id: p.to_string(),
                     vformat: BUCKETS[b].1,
                     due: now,
+                    migration: None,
                 }));
             }
         }

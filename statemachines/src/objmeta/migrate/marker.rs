@@ -42,6 +42,17 @@ pub type WriteMarker<'a> = Operation<'a, WriteMarkerFlow>;
 /// `WriteCheckpoint(bucket, as_read, checkpoint, take_over)`: one checkpoint CAS (§7.1).
 pub type WriteCheckpoint<'a> = Operation<'a, WriteCheckpointFlow>;
 
+/// The marker cell `d:rowkitMigration` as read (`None`: no marker), decoded; a text that does
+/// not decode is [`ObjmetaError::MigrationRecordInvalid`] (`column: "marker"`), never a guess.
+pub fn decode_marker(cell: Option<&[u8]>) -> Result<Option<MigrationMarker>, ObjmetaError> {
+    cell.map(MigrationMarker::from_json_bytes)
+        .transpose()
+        .map_err(|error| ObjmetaError::MigrationRecordInvalid {
+            column: "marker",
+            error,
+        })
+}
+
 /// The bucket's migration state as read from its metastore row (§2.1): what `getBucketVFormat`
 /// reads, plus the marker and checkpoint, decoded, with the raw cells the next CAS names.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,15 +82,7 @@ impl MigrationRead {
     pub fn from_columns(columns: MigrationColumns) -> Result<MigrationRead, ObjmetaError> {
         let value = columns.value.as_deref().ok_or(ObjmetaError::NoSuchBucket)?;
         let bucket_uid = uid_of(value)?;
-        let marker = columns
-            .marker
-            .as_deref()
-            .map(MigrationMarker::from_json_bytes)
-            .transpose()
-            .map_err(|error| ObjmetaError::MigrationRecordInvalid {
-                column: "marker",
-                error,
-            })?;
+        let marker = decode_marker(columns.marker.as_deref())?;
         let checkpoint = columns
             .checkpoint
             .as_deref()

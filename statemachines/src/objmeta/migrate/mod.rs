@@ -13,11 +13,15 @@
 //!   `SyncKey` for every pair not in sync and writing the checkpoint after each page (§7) —
 //!   and the deletion passes, the clean-up of `cleaning` and the rollback of `aborting` (§4.7,
 //!   §4.9), whose per-pair step is `deletion`'s.
+//! - [`aware`]: aware writers — every object write of a process that reads the marker runs
+//!   its protocol on the truth, mirrors what it wrote with `SyncKey` and pauses in a fence
+//!   (§2.3, §3, §4.3).
 //! - [`run`]: [`MigrateBucket`](run::MigrateBucket), the migrator: one operation that drives
 //!   a bucket through the states (§3) as far as the operator's gates allow, running the
 //!   marker writes and the passes above inside it, and resuming a run from its marker and
 //!   checkpoint (§7.2).
 
+pub mod aware;
 mod deletion;
 pub mod marker;
 pub mod pass;

@@ -5,13 +5,30 @@ use super::*;
 /// The flow of [`DeleteObject`]: the master alone without a version id; a non-current
 /// version directly; the current version behind a placeholder master, which is then dropped
 /// or left for an [`AsyncRepair`] (`objmeta.md` 8).
+/// In an aware process it runs under the migration marker ([`Aware`]).
 #[derive(Debug)]
-pub struct DeleteObjectFlow {
+pub struct DeleteObjectFlow(Aware<DeleteProtocol>);
+
+impl Flow for DeleteObjectFlow {
+    type Schema = ObjmetaSchema;
+    type Output = ();
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<()> {
+        self.0.advance(io, st)
+    }
+}
+
+/// Arsenal's delete protocol (`objmeta.md` 8).
+#[derive(Debug)]
+struct DeleteProtocol {
     bucket: String,
     key: String,
     version_id: Option<String>,
     no_oplog: bool,
     origin_op: String,
+    /// The marker the delete acts on (an aware process in a migrating bucket): a repair it
+    /// schedules carries it (`docs/migration.md` §2.3).
+    migration: Option<ScheduledMarker>,
     phase: DeletePhase,
 }
 
@@ -68,7 +85,7 @@ impl<'a> DeleteObject<'a> {
         start: Start,
     ) -> DeleteObject<'a> {
         let params = params.unwrap_or(&Json::Null);
-        let flow = DeleteObjectFlow {
+        let flow = DeleteProtocol {
             bucket: bucket.to_string(),
             key: key.to_string(),
             version_id: params
@@ -77,13 +94,27 @@ impl<'a> DeleteObject<'a> {
                 .map(version_id_text),
             no_oplog: params.member_truthy("doesNotNeedOpogUpdate"),
             origin_op: origin_op.unwrap_or(ORIGIN_OP_DELETE).to_string(),
+            migration: None,
             phase: DeletePhase::VFormat(BucketVFormat::Start),
         };
-        begin(ctx, start, flow)
+        begin(ctx, start, DeleteObjectFlow(Aware::new(flow)))
     }
 }
 
-impl DeleteObjectFlow {
+impl Protocol for DeleteProtocol {
+    fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    fn use_layout(&mut self, layout: &BucketLayout) {
+        if let DeletePhase::VFormat(lookup) = &mut self.phase {
+            *lookup = BucketVFormat::Known(layout.vformat);
+        }
+        self.migration = ScheduledMarker::of(layout);
+    }
+}
+
+impl DeleteProtocol {
     fn delete(&self, key: &str, phd: Option<&str>) -> InternalDelete {
         match phd {
             // The placeholder goes like a plain delete, whatever the caller asked.
@@ -130,7 +161,7 @@ impl DeleteObjectFlow {
     }
 }
 
-impl Flow for DeleteObjectFlow {
+impl Flow for DeleteProtocol {
     type Schema = ObjmetaSchema;
     type Output = ();
 
@@ -209,6 +240,7 @@ impl Flow for DeleteObjectFlow {
                                 phd_version_id: phd,
                                 vformat: t.vf,
                                 due: io.now().saturating_add_micros(REPAIR_DELAY_US),
+                                migration: self.migration.clone(),
                             }));
                             return Ok(Some(()));
                         }

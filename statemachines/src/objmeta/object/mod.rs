@@ -24,14 +24,15 @@ use rowkit_codec::objmeta::keys::{
 use super::documents::{
     BucketVFormat, Edit, InternalDelete, LatestVersion, Merge, ReadDoc, doc_of,
 };
+use super::migrate::aware::{Aware, Protocol};
 use super::requests::{
     OmIo, P, delete_event, put_event, put_event_text, start_cas, start_cas_unchanged, start_read,
     start_write,
 };
 use super::{
-    AsyncRepair, DEFAULT_DEADLINE_US, DeleteObject, GetBucketAndObject, GetObject, GetObjects,
-    ORIGIN_OP_DELETE, ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaSchema, ObjmetaState,
-    PutObject, REPAIR_DELAY_US, RepairTask, begin,
+    AsyncRepair, BucketLayout, DEFAULT_DEADLINE_US, DeleteObject, GetBucketAndObject, GetObject,
+    GetObjects, ORIGIN_OP_DELETE, ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaSchema,
+    ObjmetaState, PutObject, REPAIR_DELAY_US, RepairTask, ScheduledMarker, begin,
 };
 use crate::Timestamp;
 use crate::children::ChildId;

@@ -46,9 +46,23 @@ impl Strategy {
     }
 }
 
-/// The flow of [`PutObject`]: the bucket's vFormat, then one of the five strategies.
+/// The flow of [`PutObject`]: the bucket's vFormat, then one of the five strategies; in an
+/// aware process under the migration marker ([`Aware`]).
 #[derive(Debug)]
-pub struct PutObjectFlow {
+pub struct PutObjectFlow(Aware<PutProtocol>);
+
+impl Flow for PutObjectFlow {
+    type Schema = ObjmetaSchema;
+    type Output = PutOutcome;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<PutOutcome> {
+        self.0.advance(io, st)
+    }
+}
+
+/// Arsenal's put protocol: the bucket's vFormat, then one of the five strategies.
+#[derive(Debug)]
+struct PutProtocol {
     bucket: String,
     key: String,
     /// The key format and master row key, once the vFormat is known.
@@ -98,7 +112,7 @@ impl<'a> PutObject<'a> {
         }
         escape_tags(&mut value);
         let strategy = Strategy::of(params.as_ref());
-        let flow = PutObjectFlow {
+        let flow = PutProtocol {
             bucket: bucket.to_string(),
             key: key.to_string(),
             written: None,
@@ -108,11 +122,23 @@ impl<'a> PutObject<'a> {
                 strategy,
             },
         };
-        begin(ctx, start, flow)
+        begin(ctx, start, PutObjectFlow(Aware::new(flow)))
     }
 }
 
-impl PutObjectFlow {
+impl Protocol for PutProtocol {
+    fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    fn use_layout(&mut self, layout: &BucketLayout) {
+        if let PutPhase::VFormat { lookup, .. } = &mut self.phase {
+            *lookup = BucketVFormat::Known(layout.vformat);
+        }
+    }
+}
+
+impl PutProtocol {
     /// The first phase of `strategy`, its first request sent.
     fn begin(
         &self,
@@ -162,7 +188,7 @@ impl PutObjectFlow {
     }
 }
 
-impl Flow for PutObjectFlow {
+impl Flow for PutProtocol {
     type Schema = ObjmetaSchema;
     type Output = PutOutcome;
 
@@ -197,7 +223,7 @@ pub struct PutOutcome {
     pub master_row_key: Vec<u8>,
 }
 
-impl PutObjectFlow {
+impl PutProtocol {
     /// Runs the put; `Some(version id)` once written.
     fn write(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<Option<String>> {
         loop {

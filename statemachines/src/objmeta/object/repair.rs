@@ -1,6 +1,7 @@
 //! The delayed placeholder repair, `AsyncRepair` (`objmeta.md` 8.4).
 
 use super::*;
+use rowkit_codec::objmeta::migration::marker::MAX_REPAIR_WRITE_US;
 
 /// How a repair ended (`objmeta.md` 8.4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -29,9 +30,23 @@ impl RepairOutcome {
 }
 
 /// The flow of [`AsyncRepair`]: it sleeps until the task's `due`, reads the latest version and
-/// writes it to the master unless the master is no longer placeholder `phd`.
+/// writes it to the master unless the master is no longer placeholder `phd`. A task scheduled
+/// under a migration marker runs as an aware write under that marker ([`Aware::under`]).
 #[derive(Debug)]
-pub struct AsyncRepairFlow {
+pub struct AsyncRepairFlow(Aware<RepairProtocol>);
+
+impl Flow for AsyncRepairFlow {
+    type Schema = ObjmetaSchema;
+    type Output = RepairOutcome;
+
+    fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<RepairOutcome> {
+        self.0.advance(io, st)
+    }
+}
+
+/// Arsenal's repair protocol (`objmeta.md` 8.4).
+#[derive(Debug)]
+struct RepairProtocol {
     task: RepairTask,
     phase: RepairPhase,
 }
@@ -57,13 +72,19 @@ impl AsyncRepair {
     pub fn new(table: &str, task: RepairTask, start: Start) -> AsyncRepair {
         let state = ObjmetaState::new(ObjmetaConfig {
             table: table.to_string(),
+            migration_aware: task.migration.is_some(),
             ..ObjmetaConfig::default()
         });
-        let flow = AsyncRepairFlow {
+        let layout = task.migration.as_ref().map(|m| m.layout(task.vformat));
+        let protocol = RepairProtocol {
             task,
             phase: RepairPhase::Sleeping,
         };
-        begin(ContextArg::owned(state), start, flow)
+        let flow = match layout {
+            Some(layout) => Aware::under(protocol, layout, MAX_REPAIR_WRITE_US),
+            None => Aware::new(protocol),
+        };
+        begin(ContextArg::owned(state), start, AsyncRepairFlow(flow))
     }
 
     /// The [`Start`] of a repair of `task` created at `now`: its 60 s run from `due`, when
@@ -77,7 +98,16 @@ impl AsyncRepair {
     }
 }
 
-impl Flow for AsyncRepairFlow {
+impl Protocol for RepairProtocol {
+    fn bucket(&self) -> &str {
+        &self.task.bucket
+    }
+
+    /// The task's key format is the one it was scheduled under.
+    fn use_layout(&mut self, _layout: &BucketLayout) {}
+}
+
+impl Flow for RepairProtocol {
     type Schema = ObjmetaSchema;
     type Output = RepairOutcome;
 
