@@ -183,13 +183,13 @@ fn delete(w: &mut World, st: &mut ObjmetaState, key: &str) {
         .unwrap();
 }
 
+/// The application beside the migrator: the world, the state the migrator last reported,
+/// and its next request (`None`: it is about to wait on its timer).
+type Beside<'a> = dyn FnMut(&mut World, Option<MigrationState>, Option<&Request>) + 'a;
+
 /// The migrator's run: `hook` runs before each of its requests, and before each wait on its
 /// timer (`None`), with the state it last reported (the application beside it).
-fn migrate(
-    w: &mut World,
-    gates: Gates,
-    hook: &mut dyn FnMut(&mut World, Option<MigrationState>, Option<&Request>),
-) -> MigrateOutcome {
+fn migrate(w: &mut World, gates: Gates, hook: &mut Beside) -> MigrateOutcome {
     let start = w.start();
     let options = MigrateOptions {
         gates,
