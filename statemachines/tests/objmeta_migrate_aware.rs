@@ -21,8 +21,8 @@ use rowkit_statemachines::objmeta::migrate::run::{
     MigrateBucket, MigrateEnd, MigrateOptions, MigrateOutcome,
 };
 use rowkit_statemachines::objmeta::{
-    Check, CreateBucket, DeleteObject, GetObject, ObjmetaConfig, ObjmetaError, ObjmetaEvent,
-    ObjmetaState, PutObject, PutOutcome,
+    AsyncRepair, Check, CreateBucket, DeleteObject, GetObject, ObjmetaConfig, ObjmetaError,
+    ObjmetaEvent, ObjmetaState, PutObject, PutOutcome,
 };
 use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::{Machine, MutateRowRequest, ReadRowsRequest, Request, Response};
@@ -101,11 +101,16 @@ impl World {
 struct Pending<M: Machine> {
     m: M,
     result: Option<Result<M::Output, M::Error>>,
+    events: Vec<M::Event>,
 }
 
 impl<M: Machine> Pending<M> {
     fn new(m: M) -> Pending<M> {
-        Pending { m, result: None }
+        Pending {
+            m,
+            result: None,
+            events: Vec::new(),
+        }
     }
 
     /// Runs the machine as far as the clock allows; `seen` gets each request it sends. When
@@ -121,7 +126,9 @@ impl<M: Machine> Pending<M> {
 
     fn pump_until(&mut self, w: &mut World, seen: &mut dyn FnMut(&Request), wait: bool) {
         loop {
-            while self.m.poll_event().is_some() {}
+            while let Some(e) = self.m.poll_event() {
+                self.events.push(e);
+            }
             if self.result.is_some() {
                 return;
             }
@@ -738,4 +745,90 @@ fn an_aware_process_reads_a_plain_bucket_once_per_ttl() {
         reads.push(n);
     }
     assert_eq!(reads, [1, 0, 0, 1, 0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repairs
+// ---------------------------------------------------------------------------------------------
+
+/// An aware delete of a versioned key's current version, in a migrating bucket, schedules a
+/// repair that carries the marker it acted on; the repair writes the master and mirrors it,
+/// so the master's pair ends in sync. The same delete by an unaware process schedules a
+/// repair without a marker.
+#[test]
+fn a_repair_acts_on_the_marker_its_delete_read_and_mirrors_the_master() {
+    let mut w = World::new();
+    v0_bucket(&mut w);
+    let out = migrate(&mut w, Gates::default(), &mut |_, _, _| {});
+    assert_eq!(out.end, MigrateEnd::InState(MigrationState::Verifying));
+    let mut st = state(true);
+    let vid = put(&mut w, &mut st, "ver/0", 7, true).version_id.unwrap();
+    let params = j(&format!(r#"{{"versionId":"{vid}"}}"#));
+    let start = w.start();
+    let mut p = Pending::new(DeleteObject::new(
+        &mut st,
+        "b",
+        "ver/0",
+        Some(&params),
+        None,
+        start,
+    ));
+    p.pump(&mut w, &mut |_| {});
+    p.result.take().unwrap().unwrap();
+    let task = p
+        .events
+        .iter()
+        .find_map(|e| match e {
+            ObjmetaEvent::RepairScheduled(t) => Some(t.clone()),
+            _ => None,
+        })
+        .expect("the placeholder master is repaired later");
+    let marker = &task
+        .migration
+        .as_ref()
+        .expect("scheduled under the marker")
+        .marker;
+    assert_eq!(marker.state, MigrationState::Verifying);
+    assert!(
+        in_sync(&w, &["ver/0".into()]),
+        "the placeholder was mirrored"
+    );
+
+    let start = AsyncRepair::start_at(&task, w.now, 5);
+    let repaired = w.run(AsyncRepair::new(TABLE, task.clone(), start));
+    assert_eq!(
+        repaired,
+        Ok(rowkit_statemachines::objmeta::RepairOutcome::Repaired)
+    );
+    assert!(
+        in_sync(&w, &["ver/0".into()]),
+        "the repaired master was mirrored"
+    );
+
+    // Unaware: the same delete carries no marker.
+    let vid = put(&mut w, &mut state(false), "ver/1", 8, true)
+        .version_id
+        .unwrap();
+    let params = j(&format!(r#"{{"versionId":"{vid}"}}"#));
+    let start = w.start();
+    let mut unaware = state(false);
+    let mut p = Pending::new(DeleteObject::new(
+        &mut unaware,
+        "b",
+        "ver/1",
+        Some(&params),
+        None,
+        start,
+    ));
+    p.pump(&mut w, &mut |_| {});
+    p.result.take().unwrap().unwrap();
+    let scheduled: Vec<_> = p
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            ObjmetaEvent::RepairScheduled(t) => Some(t.migration.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(scheduled, [None]);
 }
