@@ -751,6 +751,50 @@ fn a_settle_time_below_the_minimum_is_a_usage_error_before_any_request() {
     );
 }
 
+/// A v0 bucket whose stored value is `md`, with one object.
+fn v0_bucket_with_value(md: &str) -> World {
+    let store = MemoryStore::new();
+    Store::create_table(&store, TABLE, &families()).unwrap();
+    let mut w = World {
+        store,
+        now: T0,
+        seed: 0,
+    };
+    let start = w.start();
+    let created = w.run(CreateBucket::new(state(VFormat::V0), "b", &j(md), start));
+    assert_eq!(created, Ok(VFormat::V0));
+    put(&mut w, &mut state(VFormat::V0), "k", 1, false);
+    w
+}
+
+#[test]
+fn a_bucket_without_uid_is_named_by_its_creation_date_and_one_with_neither_is_refused() {
+    // An older tool's bucket: no uid, a creationDate. The marker names it by the date.
+    let mut w = v0_bucket_with_value(r#"{"name":"b","creationDate":"2020-01-02T03:04:05.000Z"}"#);
+    let ran = migrate_quietly(&mut w, options(Gates::default()));
+    assert_eq!(
+        outcome(&ran).end,
+        MigrateEnd::InState(MigrationState::Verifying)
+    );
+    let marker = read_migration(&mut w).marker.expect("a marker");
+    assert_eq!(marker.bucket_uid, "created:2020-01-02T03:04:05.000Z");
+    let ran = migrate_quietly(&mut w, options(Gates::ALL));
+    assert_eq!(outcome(&ran).end, MigrateEnd::Removed);
+
+    // Neither: refused before any write, in one usage line.
+    let mut w = v0_bucket_with_value(r#"{"name":"b"}"#);
+    let before = w.snapshot();
+    let error = migrate_quietly(&mut w, options(Gates::ALL))
+        .result
+        .unwrap()
+        .unwrap_err();
+    match &error {
+        ObjmetaError::MigrationUsage(line) => assert!(line.contains("uid"), "{line}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(w.snapshot(), before);
+}
+
 #[test]
 fn abort_without_a_migration_is_a_usage_error() {
     let (mut w, _) = v0_bucket();

@@ -61,7 +61,7 @@ pub struct MigrationRead {
     pub columns: MigrationColumns,
     /// The bucket's key format (`v0` when `d:vFormat` is absent, as Arsenal reads it).
     pub vformat: VFormat,
-    /// The bucket's `value.uid`, when it is a string.
+    /// What names this bucket instance (`value.uid`, else `created:` + `creationDate`).
     pub bucket_uid: Option<String>,
     /// The marker, if any.
     pub marker: Option<MigrationMarker>,
@@ -102,10 +102,19 @@ impl MigrationRead {
     }
 }
 
-/// The `uid` of a stored bucket value (`None` when it has none, or not a string).
+/// What names one bucket instance in the marker's `bucket_uid` (§2.2): the stored value's
+/// `uid`, or — for a bucket created without one (by an older tool) — `created:` and its
+/// `creationDate`, which a recreated bucket does not share either; `None` when it has neither.
 fn uid_of(value: &[u8]) -> Result<Option<String>, ObjmetaError> {
     let doc = Json::parse(&String::from_utf8_lossy(value)).map_err(ObjmetaError::internal)?;
-    Ok(doc.get("uid").and_then(Json::as_str).map(String::from))
+    let member = |name: &str| {
+        doc.get(name)
+            .and_then(Json::as_str)
+            .filter(|s| !s.is_empty())
+    };
+    Ok(member("uid")
+        .map(String::from)
+        .or_else(|| member("creationDate").map(|date| alloc::format!("created:{date}"))))
 }
 
 /// Whether a re-read row is still the bucket read before (§4.8): present, with the same uid.

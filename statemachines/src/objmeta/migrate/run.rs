@@ -299,8 +299,9 @@ impl MigrateBucketFlow {
                 return Ok(Next::End(Ok(MigrateEnd::Already)));
             }
             let uid = read.bucket_uid.clone().ok_or_else(|| {
-                ObjmetaError::internal(alloc::format!(
-                    "bucket {} has no uid to name it in the migration marker",
+                ObjmetaError::MigrationUsage(alloc::format!(
+                    "bucket {} has neither a uid nor a creationDate to name it by in the \
+                     migration marker: give it one with putBucketAttributes first",
                     self.bucket
                 ))
             })?;
