@@ -358,7 +358,7 @@ export function mount(section, ctx) {
   const migrateOut = el('div', { id: 's3-migrate-out', class: 'out', 'aria-live': 'polite' });
   const progress = migrationProgress('s3-migrate-progress');
   const migrate = migrateForm({ prefix: 's3-migrate', layouts: ['v1', 'v0'], onRun: () => runMigration() });
-  const migratePanel = el('section', { id: 's3-migrate', class: 'migrate-panel', 'aria-labelledby': migrateTitle.id, hidden: true },
+  const migratePanel = el('div', { id: 's3-migrate', class: 'migrate-panel', role: 'group', 'aria-labelledby': migrateTitle.id, hidden: true },
     migrateTitle, migrateStatus, migrate.node, progress.node, migrateOut);
   let migrating = null; // the bucket a run is migrating, while it runs
   /** Leaving the page stops a run (it resumes where it stopped when run again): the browser asks first. */

@@ -138,7 +138,7 @@ export function migrateForm({ prefix, layouts, onRun }) {
   const [finishBox, finishRow] = gate('finish');
   const [abortBox, abortRow] = gate('abort');
   const run = el('button', { id: `${prefix}-run`, dataset: { op: 'migrate-run' } }, 'Run migration');
-  const form = el('form', { id: `${prefix}-form`, class: 'migrate-form', 'aria-label': 'Migrate', novalidate: true },
+  const form = el('form', { id: `${prefix}-form`, class: 'migrate-form', novalidate: true },
     field('Migrate to', to),
     el('fieldset', { class: 'migrate-gates' }, el('legend', null, 'Gates'), switchRow, finishRow, abortRow),
     run);
