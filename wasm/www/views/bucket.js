@@ -367,16 +367,16 @@ export function mount(section, ctx) {
   /** What the bucket's metastore row says: its key format and the migration in progress. */
   function statusLine(st) {
     const m = st.marker;
-    if (!m) return `key format ${st.vformat}; no migration in progress`;
+    if (!m) return [`key format ${st.vformat}; no migration in progress`];
     const c = st.checkpoint;
     const pass = c && c.run === m.run ? `, pass ${c.pass} of ${c.state} (${c.rows_scanned.toLocaleString('en')} rows scanned, by ${c.owner})` : '';
-    return `key format ${st.vformat}; migrating ${m.from} → ${m.to}: ${m.state} since ${new Date(m.since / 1000).toISOString()}${pass}`;
+    return [`key format ${st.vformat}; migrating ${m.from} → ${m.to}: ${m.state} since `, formatTime({ us: m.since }), pass];
   }
 
   /** Reads the status of `name` into the panel; the form's target follows a run in progress. */
   async function readMigration(name) {
     const st = await ctx.busy(migrateStatus, client().migrationStatus(name));
-    migrateStatus.textContent = statusLine(st);
+    migrateStatus.replaceChildren(...statusLine(st));
     migrate.setTo(st.marker ? st.marker.to : st.vformat === 'v0' ? 'v1' : 'v0');
     return st;
   }
@@ -433,7 +433,7 @@ export function mount(section, ctx) {
           if (e.event === 'state_changed') client.reset();
         }));
       progress.done(result, `bucket ${name}`);
-      migrateOut.replaceChildren(`done: ${result.state}`);
+      migrateOut.replaceChildren();
     } catch (e) {
       ctx.fail(migrateOut, e);
     } finally {

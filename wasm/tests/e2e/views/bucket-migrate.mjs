@@ -7,8 +7,9 @@
 //    lists and reads as before.
 // 2. Migrate again with "switch" and "finish" (confirmed): the run waits the settle time Δ
 //    twice (the browser's clock is the page's own: `--now` drives only the CLI's, see
-//    docs/migration.md §12), so the check starts it and the other views' checks run meanwhile
-//    (navigating away must not stop or harm it); `settled(page)` comes back and waits for
+//    docs/migration.md §12), so the check starts it first and the rest of the bucket view's
+//    check and the other views' checks run meanwhile (navigating away must not stop or harm
+//    it); `settled(page)` comes back and waits for
 //    `removed`: the status says v1, the listing and an object's metadata are as before.
 // 3. `after(cli)`: the CLI lists the same objects and versions, and says the bucket is v1.
 import { assert } from '../webdriver.mjs';
@@ -150,7 +151,7 @@ export async function check(page) {
   await page.js(`document.getElementById('s3-migrate-run').click()`);
   await page.shot('bucket-migrate-running');
   await page.axe('bucket: a migration running');
-  console.log(`e2e: bucket: migration of ${MOVING} with switch and finish started (it waits Δ twice); the other views' checks run meanwhile`);
+  console.log(`e2e: bucket: migration of ${MOVING} with switch and finish started (it waits Δ twice); the other checks run meanwhile`);
 }
 
 /** After the other views' checks: the full run ended, removed, and the bucket is v1. */
