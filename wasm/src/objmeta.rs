@@ -17,7 +17,9 @@ use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_codec::objmeta::migration::marker::Gates;
 use rowkit_codec::validate::Field;
 use rowkit_statemachines::objmeta::migrate::run::MigrateOptions;
-use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState};
+use rowkit_statemachines::objmeta::{
+    ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, uuid_v4,
+};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
@@ -62,6 +64,13 @@ fn from_arsenal(j: &Json) -> JsValue {
     js::parse(&j.stringify())
 }
 
+/// 64 random bits from `Math.random` (a bucket's uid, a migrator's name: unlikely to repeat,
+/// not secret).
+fn random_u64() -> u64 {
+    let half = || (js_sys::Math::random() * 4_294_967_296.0) as u64 & 0xffff_ffff;
+    (half() << 32) | half()
+}
+
 /// `migrateBucket`'s options object as the migrator's (see `MigrateBucketOptions`).
 fn migrate_options(options: &JsValue) -> Result<MigrateOptions, JsValue> {
     let flag = |name| js::get_bool(options, name).map(Option::unwrap_or_default);
@@ -78,11 +87,7 @@ fn migrate_options(options: &JsValue) -> Result<MigrateOptions, JsValue> {
         Some(owner) if owner.is_empty() => return Err(js::invalid("owner must not be empty")),
         Some(owner) => owner,
         // No host or pid in a page: a random name, unlikely to be any other migrator's.
-        None => format!(
-            "browser:{:08x}{:08x}",
-            (js_sys::Math::random() * f64::from(u32::MAX)) as u32,
-            (js_sys::Math::random() * f64::from(u32::MAX)) as u32
-        ),
+        None => format!("browser:{:016x}", random_u64()),
     };
     Ok(MigrateOptions {
         gates: Gates {
@@ -298,7 +303,8 @@ impl ObjectMetadata {
     }
 
     /// `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
-    /// bucket}`. Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
+    /// bucket, uid}` with a fresh random uid, as the CLI gives one (a migration names the
+    /// bucket by it, `docs/migration.md` §4.8). Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
     /// with `code` `invalid_argument`, an existing bucket with `BucketAlreadyExists` (nothing
     /// written: the write is conditional on the bucket's absence).
     #[wasm_bindgen(js_name = createBucket, unchecked_return_type = "Promise<\"v0\" | \"v1\">")]
@@ -311,7 +317,9 @@ impl ObjectMetadata {
         self.diagnosis.promise(async move {
             crate::validate::checked(Field::Bucket, &bucket)?;
             let md = if js::is_absent(&md) {
-                Json::parse(&json!({ "name": bucket }).to_string()).map_err(js::invalid)?
+                let uid = uuid_v4(random_u64());
+                Json::parse(&json!({ "name": bucket, "uid": uid }).to_string())
+                    .map_err(js::invalid)?
             } else {
                 to_arsenal(&md, "md")?
             };
