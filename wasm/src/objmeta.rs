@@ -405,7 +405,10 @@ impl ObjectMetadata {
         #[wasm_bindgen(unchecked_param_type = "\"v0\" | \"v1\"")] to: String,
         #[wasm_bindgen(unchecked_optional_param_type = "MigrateBucketOptions | null")]
         options: JsValue,
-        #[wasm_bindgen(unchecked_optional_param_type = "(event: MigrateEvent) => void")]
+        #[wasm_bindgen(
+            js_name = onEvent,
+            unchecked_optional_param_type = "(event: MigrateEvent) => void"
+        )]
         on_event: Option<js_sys::Function>,
     ) -> Promise {
         let inner = self.inner.clone();
