@@ -355,7 +355,8 @@ export function mount(section, ctx) {
   const migrateOpen = el('button', { type: 'button', dataset: { op: 'migrate' }, onclick: () => openMigrate() }, 'Migrate');
   const migrateTitle = el('h3', { id: 's3-migrate-title' });
   const migrateStatus = el('p', { id: 's3-migrate-status' });
-  const migrateOut = el('div', { id: 's3-migrate-out', class: 'out', 'aria-live': 'polite' });
+  // Named: the shell makes every .out a region named after the view, and two may not share a name.
+  const migrateOut = el('div', { id: 's3-migrate-out', class: 'out', 'aria-live': 'polite', 'aria-label': 'Buckets: migration output' });
   const progress = migrationProgress('s3-migrate-progress');
   const migrate = migrateForm({ prefix: 's3-migrate', layouts: ['v1', 'v0'], onRun: () => runMigration() });
   const migratePanel = el('div', { id: 's3-migrate', class: 'migrate-panel', role: 'group', 'aria-labelledby': migrateTitle.id, hidden: true },
