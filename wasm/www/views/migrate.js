@@ -123,8 +123,8 @@ export function migrationProgress(id) {
 
 /**
  * The Migrate form: the target layout (`layouts`: its values), the gates as checkboxes (each
- * explained in one line) and the run button. `{node, values(), setRunning(on)}`; `onRun` is
- * called on submit. `prefix` names the controls' ids (`${prefix}-to`, `-switch`, `-finish`,
+ * explained in one line) and the run button. `{node, values(), setTo(layout), setRunning(on)}`
+ * (`setRunning` disables the button while a run goes on); `onRun` is called on submit. `prefix` names the controls' ids (`${prefix}-to`, `-switch`, `-finish`,
  * `-abort`, `-run`).
  */
 export function migrateForm({ prefix, layouts, onRun }) {
