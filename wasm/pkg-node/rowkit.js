@@ -557,10 +557,10 @@ class ObjectMetadata {
      * @param {string} bucket
      * @param {"v0" | "v1"} to
      * @param {MigrateBucketOptions | null} [options]
-     * @param {(event: MigrateEvent) => void} [on_event]
+     * @param {(event: MigrateEvent) => void} [onEvent]
      * @returns {Promise<MigrateResult>}
      */
-    migrateBucket(bucket, to, options, on_event) {
+    migrateBucket(bucket, to, options, onEvent) {
         let ptr0, len0, ptr1, len1;
         try {
             ptr0 = passStringToWasm0(bucket, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
@@ -572,7 +572,7 @@ class ObjectMetadata {
             if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
             throw e;
         }
-        const ret = wasm.objectmetadata_migrateBucket(this.__wbg_ptr, ptr0, len0, ptr1, len1, options, isLikeNone(on_event) ? 0 : addToExternrefTable0(on_event));
+        const ret = wasm.objectmetadata_migrateBucket(this.__wbg_ptr, ptr0, len0, ptr1, len1, options, isLikeNone(onEvent) ? 0 : addToExternrefTable0(onEvent));
         return ret;
     }
     /**

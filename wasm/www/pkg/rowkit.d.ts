@@ -707,7 +707,7 @@ export class ObjectMetadata {
      * run: `migration_in_progress`; findings before the switch: `migration_blocked`) reject
      * with the `code` of the CLI's error.
      */
-    migrateBucket(bucket: string, to: "v0" | "v1", options?: MigrateBucketOptions | null, on_event?: (event: MigrateEvent) => void): Promise<MigrateResult>;
+    migrateBucket(bucket: string, to: "v0" | "v1", options?: MigrateBucketOptions | null, onEvent?: (event: MigrateEvent) => void): Promise<MigrateResult>;
     /**
      * `migrationStatus(bucket)`: the bucket's key format and the migration in progress, read
      * as the migrator reads them (`docs/migration.md` §2.1): `{bucket, vformat, marker,

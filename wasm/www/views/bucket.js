@@ -435,6 +435,8 @@ export function mount(section, ctx) {
         }));
       progress.done(result, `bucket ${name}`);
       migrateOut.replaceChildren();
+      // Done: the form does not offer the way back with the same gates ticked.
+      if (result.state === 'removed' || result.state === 'already') migrate.clearGates();
     } catch (e) {
       ctx.fail(migrateOut, e);
     } finally {
@@ -450,6 +452,7 @@ export function mount(section, ctx) {
     } catch (e) {
       ctx.fail(migrateOut, e);
     }
+    if (bucketsOut.querySelector('ul')) await listBuckets(); // its formats are shown
     if (shown?.bucket === name) await list(shown.page);
   }
 

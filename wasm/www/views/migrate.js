@@ -123,7 +123,8 @@ export function migrationProgress(id) {
 
 /**
  * The Migrate form: the target layout (`layouts`: its values), the gates as checkboxes (each
- * explained in one line) and the run button. `{node, values(), setTo(layout), setRunning(on)}`
+ * explained in one line) and the run button. `{node, values(), setTo(layout), clearGates(),
+ * setRunning(on)}`
  * (`setRunning` disables the button while a run goes on); `onRun` is called on submit. `prefix` names the controls' ids (`${prefix}-to`, `-switch`, `-finish`,
  * `-abort`, `-run`).
  */
@@ -150,6 +151,7 @@ export function migrateForm({ prefix, layouts, onRun }) {
     node: form,
     values: () => ({ to: to.value, switch: switchBox.checked, finish: finishBox.checked, abort: abortBox.checked }),
     setTo(layout) { to.value = layout; },
+    clearGates() { for (const box of [switchBox, finishBox, abortBox]) box.checked = false; },
     setRunning(on) {
       run.disabled = on;
       run.textContent = on ? 'Migrating…' : 'Run migration';

@@ -166,6 +166,10 @@ export async function settled(page) {
     && p.states.includes('switching → switched') && p.states.includes('switched → cleaning'), `the state changes: ${p.states}`);
   await page.until(`return document.getElementById('s3-migrate-status').textContent === 'key format v1; no migration in progress'`,
     'the status to say v1');
+  await page.until(`return document.getElementById('s3-buckets').textContent.includes(arguments[0])`,
+    'the bucket list to show the new format', `${MOVING} (v1)`);
+  const ticked = await page.js(`return ['switch', 'finish', 'abort'].map((g) => document.getElementById('s3-migrate-' + g).checked)`);
+  assert(ticked.every((t) => !t), `after the migration no gate is left ticked: ${ticked}`);
   await page.shot('bucket-migrate-done');
   await page.axe('bucket: a migration done');
   const keys = before.list.Contents.map((c) => c.key);
