@@ -2,8 +2,8 @@
 // objects or every version (delete markers marked) or the stored rows (placeholder masters
 // marked), pages by marker or continuation token, an object's metadata on selection, and
 // create / put / delete as the CLI can, and Migrate: a bucket's key format changed live
-// (`rowkit s3 migrate`, docs/migration.md; views/migrate.js shows it). Every listing is Arsenal's own algorithm run by the
-// wasm package (`listObjects` with `listingType` DelimiterMaster, DelimiterVersions or
+// (`rowkit s3 migrate`, docs/migration.md; views/migrate.js shows it). Every listing is
+// Arsenal's own algorithm run by the wasm package (`listObjects` with `listingType` DelimiterMaster, DelimiterVersions or
 // Delimiter); the view only shows its result, sorted and filtered within the page as an S3
 // console does. The bucket, folder, mode and selected object are the URL's state
 // (`#bucket?bucket=…&prefix=…&show=…&object=…&version=…`).
@@ -403,6 +403,11 @@ export function mount(section, ctx) {
     }
   }
 
+  /**
+   * Runs the migration the form asks for on the panel's bucket (finish and abort confirmed
+   * first), its progress shown as it comes; then the status, the bucket list and the listing
+   * are read again (the bucket's format may have changed).
+   */
   async function runMigration() {
     const name = migratePanel.dataset.bucket;
     if (migrating || !name) return;
