@@ -3,9 +3,9 @@
 // marked), pages by marker or continuation token, an object's metadata on selection, and
 // create / put / delete as the CLI can, and Migrate: a bucket's key format changed live
 // (`rowkit s3 migrate`, docs/migration.md; views/migrate.js shows it). Every listing is
-// Arsenal's own algorithm run by the wasm package (`listObjects` with `listingType` DelimiterMaster, DelimiterVersions or
-// Delimiter); the view only shows its result, sorted and filtered within the page as an S3
-// console does. The bucket, folder, mode and selected object are the URL's state
+// Arsenal's own algorithm run by the wasm package (`listObjects` with `listingType`
+// DelimiterMaster, DelimiterVersions or Delimiter); the view only shows its result, sorted and
+// filtered within the page as an S3 console does. The bucket, folder, mode and selected object are the URL's state
 // (`#bucket?bucket=…&prefix=…&show=…&object=…&version=…`).
 import {
   cachedClient, checkReport, copyButton, el, field, formatTime, humanSize, markInvalid, pretty, uniqueId,
