@@ -122,6 +122,8 @@ pub fn outcome_json(bucket: &str, to: VFormat, abort: bool, o: &MigrateOutcome) 
 /// marker, checkpoint}`, the marker and checkpoint as their stored JSON texts parse (§2.2,
 /// §7.1), `null` when absent.
 pub fn status_json(bucket: &str, read: &MigrationRead) -> Value {
+    // The texts as stored (members in their written order); `read` decoded them strictly, so
+    // they parse.
     let stored = |text: Option<&[u8]>| {
         text.and_then(|t| serde_json::from_slice::<Value>(t).ok())
             .unwrap_or(Value::Null)
