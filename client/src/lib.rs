@@ -35,6 +35,7 @@ mod calls;
 mod driver;
 #[cfg(feature = "fetch")]
 mod fetch;
+pub mod migration_json;
 pub mod mounttable;
 pub mod not_set_up;
 pub mod objmeta;

@@ -79,6 +79,7 @@ use rowkit_statemachines::check::{
     CheckError, CheckEvent, CheckOptions, CheckSummary, CheckTarget,
 };
 use rowkit_statemachines::objmeta;
+use rowkit_statemachines::objmeta::migrate::marker::{MigrationRead, ReadMigration};
 use rowkit_statemachines::objmeta::migrate::run::{MigrateBucket, MigrateOptions, MigrateOutcome};
 use rowkit_statemachines::objmeta::{
     AsyncRepair, BucketEntry, CountItems, CreateBucket, DEFAULT_DEADLINE_US, DeleteBucket,
@@ -647,7 +648,17 @@ impl<D: Driver> ObjectMetadata<D> {
         let mut state = self.state.lock().await;
         let start = self.calls.start_within(self.driver.now(), timeout);
         let m = MigrateBucket::new(&mut *state, bucket, to, options, start);
-        crate::run_operation(&self.driver, m, on_event).await
+        let result = crate::run_operation(&self.driver, m, on_event).await;
+        // The run may have switched the bucket's format: this facade's next call reads it again.
+        state.uncache_vformat(bucket);
+        result
+    }
+
+    /// `ReadMigration(b)` (`docs/migration.md` §2.1): bucket `b`'s key format, marker and
+    /// checkpoint as the migrator reads them, in one read; `NoSuchBucket` when it has none.
+    pub async fn read_migration(&self, bucket: &str) -> Result<MigrationRead, ObjmetaError> {
+        self.run_op(|st, start| ReadMigration::new(st, bucket, start))
+            .await
     }
 
     /// `createBucket(b, md)` → the vFormat written.

@@ -448,7 +448,8 @@ class ObjectMetadata {
     }
     /**
      * `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
-     * bucket}`. Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
+     * bucket, uid}` with a fresh random uid, as the CLI gives one (a migration names the
+     * bucket by it, `docs/migration.md` §4.8). Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
      * with `code` `invalid_argument`, an existing bucket with `BucketAlreadyExists` (nothing
      * written: the write is conditional on the bucket's absence).
      * @param {string} bucket
@@ -540,6 +541,51 @@ class ObjectMetadata {
         const ptr0 = passStringToWasm0(bucket, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
         const len0 = WASM_VECTOR_LEN;
         const ret = wasm.objectmetadata_listObjects(this.__wbg_ptr, ptr0, len0, params);
+        return ret;
+    }
+    /**
+     * `migrateBucket(bucket, to, options, onEvent)`: `rowkit s3 migrate BUCKET --to v1|v0`
+     * (`docs/migration.md` §3), as far as `options`' gates allow, starting a run or resuming
+     * the one the bucket's marker names. Each event (progress after every page, marker
+     * changes, stragglers, conflicts, findings) goes to `onEvent` as the machine emits it;
+     * resolves to the result document (`rowkit s3 migrate --json`'s). Runs up to a day (or
+     * `deadlineMs` if longer); while it runs, the client's other calls wait (its per-process
+     * state is the migration's), so a page runs it on a client of its own. Refusals (a bad
+     * `to` or option: `invalid_argument`; `--settle` below 85 s: `usage_error`; another
+     * run: `migration_in_progress`; findings before the switch: `migration_blocked`) reject
+     * with the `code` of the CLI's error.
+     * @param {string} bucket
+     * @param {"v0" | "v1"} to
+     * @param {MigrateBucketOptions | null} [options]
+     * @param {(event: MigrateEvent) => void} [onEvent]
+     * @returns {Promise<MigrateResult>}
+     */
+    migrateBucket(bucket, to, options, onEvent) {
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passStringToWasm0(bucket, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passStringToWasm0(to, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.objectmetadata_migrateBucket(this.__wbg_ptr, ptr0, len0, ptr1, len1, options, isLikeNone(onEvent) ? 0 : addToExternrefTable0(onEvent));
+        return ret;
+    }
+    /**
+     * `migrationStatus(bucket)`: the bucket's key format and the migration in progress, read
+     * as the migrator reads them (`docs/migration.md` §2.1): `{bucket, vformat, marker,
+     * checkpoint}`, `marker` and `checkpoint` as stored, `null` when absent.
+     * @param {string} bucket
+     * @returns {Promise<MigrationStatus>}
+     */
+    migrationStatus(bucket) {
+        const ptr0 = passStringToWasm0(bucket, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+        const len0 = WASM_VECTOR_LEN;
+        const ret = wasm.objectmetadata_migrationStatus(this.__wbg_ptr, ptr0, len0);
         return ret;
     }
     /**
@@ -1264,6 +1310,10 @@ function __wbg_get_imports() {
         __wbg_queueMicrotask_4a1a4d8dd332373b: function(arg0) {
             queueMicrotask(arg0);
         },
+        __wbg_random_df36b90cd78a7d54: function() {
+            const ret = Math.random();
+            return ret;
+        },
         __wbg_read_e3bea75dace70752: function(arg0) {
             const ret = arg0.read();
             return ret;
@@ -1355,12 +1405,12 @@ function __wbg_get_imports() {
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 1017, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 1044, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h514af67fce4b0c9e);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 798, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 816, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__he7d593d6bcf9c188);
             return ret;
         },

@@ -187,6 +187,11 @@ pub fn get_string(obj: &JsValue, name: &str) -> Result<Option<String>, JsValue> 
     get_as(obj, name, "a string", JsValue::as_string)
 }
 
+/// The boolean property `name` of `obj`, if present.
+pub fn get_bool(obj: &JsValue, name: &str) -> Result<Option<bool>, JsValue> {
+    get_as(obj, name, "true or false", JsValue::as_bool)
+}
+
 /// The number property `name` of `obj`, if present.
 pub fn get_number(obj: &JsValue, name: &str) -> Result<Option<f64>, JsValue> {
     get_as(obj, name, "a number", JsValue::as_f64)

@@ -7,11 +7,19 @@ use rowkit_statemachines::check::CheckOptions;
 use std::rc::Rc;
 
 use js_sys::Promise;
+use rowkit_client::migration_json::{
+    MIGRATE_TIMEOUT_MICROS, event_json, outcome_json, status_json,
+};
 use rowkit_client::objmeta::ObjectMetadata as Facade;
 use rowkit_codec::objmeta::json::Json;
+use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
+use rowkit_codec::objmeta::migration::marker::Gates;
 use rowkit_codec::validate::Field;
-use rowkit_statemachines::objmeta::{ObjmetaConfig, ObjmetaError, ObjmetaState};
+use rowkit_statemachines::objmeta::migrate::run::MigrateOptions;
+use rowkit_statemachines::objmeta::{
+    ObjmetaConfig, ObjmetaError, ObjmetaEvent, ObjmetaState, uuid_v4,
+};
 use serde_json::json;
 use wasm_bindgen::prelude::*;
 
@@ -54,6 +62,44 @@ fn optional_arsenal(v: &JsValue, what: &str) -> Result<Option<Json>, JsValue> {
 /// Arsenal's JSON as a JS value, members in the stored order.
 fn from_arsenal(j: &Json) -> JsValue {
     js::parse(&j.stringify())
+}
+
+/// 64 random bits from `Math.random` (a bucket's uid, a migrator's name: unlikely to repeat,
+/// not secret).
+fn random_u64() -> u64 {
+    let half = || (js_sys::Math::random() * 4_294_967_296.0) as u64 & 0xffff_ffff;
+    (half() << 32) | half()
+}
+
+/// `migrateBucket`'s options object as the migrator's (see `MigrateBucketOptions`).
+fn migrate_options(options: &JsValue) -> Result<MigrateOptions, JsValue> {
+    let flag = |name| js::get_bool(options, name).map(Option::unwrap_or_default);
+    let settle_us = match js::get_number(options, "settleMs")? {
+        Some(ms) => Some(js::to_i64(ms, "settleMs")?.saturating_mul(1000)),
+        None => None,
+    };
+    let page_rows = match js::get_number(options, "page")? {
+        Some(n) => u32::try_from(js::to_u64(n, "page")?)
+            .map_err(|_| js::invalid("page must be at most 2^32-1 rows"))?,
+        None => 0,
+    };
+    let owner = match js::get_string(options, "owner")? {
+        Some(owner) if owner.is_empty() => return Err(js::invalid("owner must not be empty")),
+        Some(owner) => owner,
+        // No host or pid in a page: a random name, unlikely to be any other migrator's.
+        None => format!("browser:{:016x}", random_u64()),
+    };
+    Ok(MigrateOptions {
+        gates: Gates {
+            switch: flag("switch")?,
+            finish: flag("finish")?,
+        },
+        abort: flag("abort")?,
+        settle_us,
+        page_rows,
+        take_over: flag("takeOver")?,
+        owner,
+    })
 }
 
 // The TypeScript types of the parameters and results (the package's `.d.ts`).
@@ -118,6 +164,84 @@ export interface ListingResult {
     [field: string]: JsonValue | ListedObject[] | undefined;
 }
 
+/** `migrateBucket`'s options: the gates and flags of `rowkit s3 migrate` (all optional). */
+export interface MigrateBucketOptions {
+    /** `--switch`: let the run switch the bucket to the new format (no writer unaware of the migration writes meanwhile). */
+    switch?: boolean;
+    /** `--finish`: let the run delete the old layout (no process of the old configuration is left). */
+    finish?: boolean;
+    /** `--abort`: roll the migration in progress back (before the switch); `to` is that run's. */
+    abort?: boolean;
+    /** `--settle`: the settle time Δ in ms for a run this call starts (at least 85 000; default 90 000). */
+    settleMs?: number;
+    /** `--page`: rows read per page (default: the pass's). */
+    page?: number;
+    /** `--take-over`: take over a run another migrator's lease holds. */
+    takeOver?: boolean;
+    /** Who runs it, in the checkpoint's lease (default: `browser:` and 16 random hex digits). */
+    owner?: string;
+}
+
+/** Counters of a migration pass (`docs/migration.md` §7.1). */
+export interface MigrateCounters {
+    rows_scanned: number;
+    copied: number;
+    deleted: number;
+    stamped: number;
+    unchanged: number;
+    stragglers: number;
+    conflicts: number;
+}
+
+/** A migration state (`docs/migration.md` §3). */
+export type MigrationStateName = "copying" | "verifying" | "switching" | "switched" | "cleaning" | "aborting";
+
+/** A conflict left for the operator (§4.6). */
+export interface MigrateConflict {
+    key: string;
+    from_hash: string;
+    to_hash: string | null;
+}
+
+/** A key or row the migration cannot sync (§4.1). */
+export interface MigrateFinding {
+    id: string;
+    message: string;
+}
+
+/** One event of a running migration (§7.3), as `migrateBucket` hands them to its callback. */
+export type MigrateEvent =
+    | ({ event: "progress"; state: MigrationStateName; pass: number; rate_rows_per_s: number | null; eta_s: number | null } & MigrateCounters)
+    | { event: "state_changed"; from: MigrationStateName | null; to: MigrationStateName | null }
+    | { event: "straggler"; key: string }
+    | ({ event: "conflict" } & MigrateConflict)
+    | ({ event: "finding" } & MigrateFinding);
+
+/** What a migration run did: `rowkit s3 migrate --json`'s result document. */
+export interface MigrateResult {
+    bucket: string;
+    to: "v0" | "v1";
+    abort: boolean;
+    /** Where it ended: a state (a gate not given), `already` (nothing to do) or `removed` (done). */
+    state: MigrationStateName | "already" | "removed";
+    run: string | null;
+    /** The clean-up left conflicts or findings (the CLI exits 1). */
+    blocked: boolean;
+    passes: ({ kind: string; pass: number; diffs: number } & MigrateCounters)[];
+    stragglers: string[];
+    conflicts: MigrateConflict[];
+    findings: MigrateFinding[];
+}
+
+/** A bucket's migration state as the migrator reads it (§2.1): marker and checkpoint as stored (§2.2, §7.1). */
+export interface MigrationStatus {
+    bucket: string;
+    vformat: "v0" | "v1";
+    marker: { run: string; from: "v0" | "v1"; to: "v0" | "v1"; state: MigrationStateName; since: number; settle_us: number; [member: string]: JsonValue } | null;
+    checkpoint: ({ run: string; state: MigrationStateName; pass: number; cursor: string | null; owner: string; lease_until: number;
+        pass_rows_previous: number | null; started: number; updated: number } & MigrateCounters) | null;
+}
+
 /** One bucket of `listBuckets`. */
 export interface BucketEntry {
     name: string;
@@ -138,6 +262,8 @@ pub struct ObjectMetadata {
     diagnosis: Diagnosis,
     /// A check's deadline (`deadlineMs`, else an hour).
     check_timeout_us: i64,
+    /// `deadlineMs` in µs, if given (a migration runs at least a day).
+    deadline_us: Option<i64>,
 }
 
 #[wasm_bindgen]
@@ -154,6 +280,7 @@ impl ObjectMetadata {
         }
         let diagnosis = opts.diagnosis("buckets", vec![config.table.clone()]);
         let check_timeout_us = opts.check_timeout_us();
+        let deadline_us = opts.deadline_us();
         let call_options = opts.call_options();
         let om = Facade::new(opts.driver, ObjmetaState::new(config))
             .with_options(call_options)
@@ -162,6 +289,7 @@ impl ObjectMetadata {
             inner: Rc::new(Inner { om }),
             diagnosis,
             check_timeout_us,
+            deadline_us,
         })
     }
 
@@ -175,7 +303,8 @@ impl ObjectMetadata {
     }
 
     /// `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
-    /// bucket}`. Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
+    /// bucket, uid}` with a fresh random uid, as the CLI gives one (a migration names the
+    /// bucket by it, `docs/migration.md` §4.8). Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
     /// with `code` `invalid_argument`, an existing bucket with `BucketAlreadyExists` (nothing
     /// written: the write is conditional on the bucket's absence).
     #[wasm_bindgen(js_name = createBucket, unchecked_return_type = "Promise<\"v0\" | \"v1\">")]
@@ -188,7 +317,9 @@ impl ObjectMetadata {
         self.diagnosis.promise(async move {
             crate::validate::checked(Field::Bucket, &bucket)?;
             let md = if js::is_absent(&md) {
-                Json::parse(&json!({ "name": bucket }).to_string()).map_err(js::invalid)?
+                let uid = uuid_v4(random_u64());
+                Json::parse(&json!({ "name": bucket, "uid": uid }).to_string())
+                    .map_err(js::invalid)?
             } else {
                 to_arsenal(&md, "md")?
             };
@@ -237,6 +368,68 @@ impl ObjectMetadata {
                 .await
                 .map_err(js::check_error)?;
             Ok(js::check_report("s3", summary, findings))
+        })
+    }
+
+    /// `migrationStatus(bucket)`: the bucket's key format and the migration in progress, read
+    /// as the migrator reads them (`docs/migration.md` §2.1): `{bucket, vformat, marker,
+    /// checkpoint}`, `marker` and `checkpoint` as stored, `null` when absent.
+    #[wasm_bindgen(js_name = migrationStatus, unchecked_return_type = "Promise<MigrationStatus>")]
+    pub fn migration_status(&self, bucket: String) -> Promise {
+        let inner = self.inner.clone();
+        self.diagnosis.promise(async move {
+            crate::validate::checked(Field::Bucket, &bucket)?;
+            let read = inner
+                .om
+                .read_migration(&bucket)
+                .await
+                .map_err(objmeta_error_in(&bucket, None))?;
+            Ok(js::to_js(&status_json(&bucket, &read)))
+        })
+    }
+
+    /// `migrateBucket(bucket, to, options, onEvent)`: `rowkit s3 migrate BUCKET --to v1|v0`
+    /// (`docs/migration.md` §3), as far as `options`' gates allow, starting a run or resuming
+    /// the one the bucket's marker names. Each event (progress after every page, marker
+    /// changes, stragglers, conflicts, findings) goes to `onEvent` as the machine emits it;
+    /// resolves to the result document (`rowkit s3 migrate --json`'s). Runs up to a day (or
+    /// `deadlineMs` if longer); while it runs, the client's other calls wait (its per-process
+    /// state is the migration's), so a page runs it on a client of its own. Refusals (a bad
+    /// `to` or option: `invalid_argument`; `--settle` below 85 s: `usage_error`; another
+    /// run: `migration_in_progress`; findings before the switch: `migration_blocked`) reject
+    /// with the `code` of the CLI's error.
+    #[wasm_bindgen(js_name = migrateBucket, unchecked_return_type = "Promise<MigrateResult>")]
+    pub fn migrate_bucket(
+        &self,
+        bucket: String,
+        #[wasm_bindgen(unchecked_param_type = "\"v0\" | \"v1\"")] to: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "MigrateBucketOptions | null")]
+        options: JsValue,
+        #[wasm_bindgen(
+            js_name = onEvent,
+            unchecked_optional_param_type = "(event: MigrateEvent) => void"
+        )]
+        on_event: Option<js_sys::Function>,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        let timeout = MIGRATE_TIMEOUT_MICROS.max(self.deadline_us.unwrap_or(0));
+        self.diagnosis.promise(async move {
+            crate::validate::checked(Field::Bucket, &bucket)?;
+            let to = VFormat::parse(&to)
+                .map_err(|_| js::invalid(format!("to {to:?}: expected v1 or v0")))?;
+            let options = migrate_options(&options)?;
+            let abort = options.abort;
+            let outcome = inner
+                .om
+                .migrate_bucket(&bucket, to, options, timeout, |e| {
+                    if let (ObjmetaEvent::Migrate(e), Some(f)) = (e, &on_event) {
+                        // A callback that throws does not stop the run.
+                        let _ = f.call1(&JsValue::NULL, &js::to_js(&event_json(&e)));
+                    }
+                })
+                .await
+                .map_err(objmeta_error_in(&bucket, None))?;
+            Ok(js::to_js(&outcome_json(&bucket, to, abort, &outcome)))
         })
     }
 

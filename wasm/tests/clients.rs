@@ -539,6 +539,158 @@ async fn objmeta_gateway() {
     objmeta(true).await;
 }
 
+/// `migrateBucket` and `migrationStatus` (docs/migration.md §3, §7.3) on a v1 bucket the
+/// client created (with a uid, which the migrator names the bucket by): offline with both
+/// gates (the page's clock jumps over the settle waits) the run ends `removed` and the bucket
+/// is v0; through the gateway without gates (no wait) it stops in `verifying`. Events and
+/// result are the CLI's documents; every object reads as written.
+async fn objmeta_migrate(gateway: bool) {
+    let om = ObjectMetadata::new(options(gateway, None)).unwrap();
+    wait(om.setup()).await.unwrap();
+    let bucket = format!("wasm-mig-{}", unique());
+    wait(om.create_bucket(bucket.clone(), JsValue::UNDEFINED))
+        .await
+        .unwrap();
+    let keys = ["a", "dir/b", "dir/c"];
+    let value = |key: &str| json!({ "key": key, "content-length": key.len() });
+    for key in keys {
+        let v = js_sys::JSON::parse(&value(key).to_string()).unwrap();
+        wait(om.put_object(bucket.clone(), key.into(), v, JsValue::UNDEFINED))
+            .await
+            .unwrap();
+    }
+    let status = json(&wait(om.migration_status(bucket.clone())).await.unwrap());
+    assert_eq!(
+        status,
+        json!({"bucket": bucket, "vformat": "v1", "marker": null, "checkpoint": null})
+    );
+    // Refused before anything is written.
+    let opts = |v: serde_json::Value| js_sys::JSON::parse(&v.to_string()).unwrap();
+    let e = wait(om.migrate_bucket(bucket.clone(), "v2".into(), JsValue::UNDEFINED, None))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "invalid_argument");
+    let e = wait(om.migrate_bucket(
+        bucket.clone(),
+        "v0".into(),
+        opts(json!({"settleMs": 1000})),
+        None,
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(code(&e), "usage_error");
+    let e = wait(om.migrate_bucket(
+        bucket.clone(),
+        "v0".into(),
+        opts(json!({"switch": "yes"})),
+        None,
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(code(&e), "invalid_argument");
+    let status = json(&wait(om.migration_status(bucket.clone())).await.unwrap());
+    assert_eq!(
+        status["marker"],
+        serde_json::Value::Null,
+        "a refusal wrote nothing"
+    );
+
+    let events = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let keep = events.clone();
+    let on_event =
+        Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| keep.borrow_mut().push(json(&e)));
+    let gates = if gateway {
+        json!({})
+    } else {
+        json!({"switch": true, "finish": true})
+    };
+    let result = wait(
+        om.migrate_bucket(
+            bucket.clone(),
+            "v0".into(),
+            opts(gates),
+            Some(
+                on_event
+                    .as_ref()
+                    .unchecked_ref::<js_sys::Function>()
+                    .clone(),
+            ),
+        ),
+    )
+    .await
+    .unwrap();
+    let result = json(&result);
+    let walk: &[Option<&str>] = if gateway {
+        &[None, Some("copying"), Some("verifying")]
+    } else {
+        &[
+            None,
+            Some("copying"),
+            Some("verifying"),
+            Some("switching"),
+            Some("switched"),
+            Some("cleaning"),
+            None,
+        ]
+    };
+    assert_eq!(
+        result["state"],
+        if gateway { "verifying" } else { "removed" },
+        "{result}"
+    );
+    assert_eq!(
+        (&result["bucket"], &result["to"], &result["abort"]),
+        (&json!(bucket), &json!("v0"), &json!(false))
+    );
+    let events = events.borrow().clone();
+    let changes: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "state_changed")
+        .map(|e| json!([e["from"], e["to"]]))
+        .collect();
+    let want: Vec<serde_json::Value> = walk.windows(2).map(|w| json!([w[0], w[1]])).collect();
+    assert_eq!(changes, want);
+    // The copy pass: one row per object (a master each), each copied.
+    let copy = events
+        .iter()
+        .rfind(|e| e["event"] == "progress" && e["state"] == "copying")
+        .unwrap();
+    assert_eq!(
+        (&copy["rows_scanned"], &copy["copied"]),
+        (&json!(keys.len()), &json!(keys.len()))
+    );
+    for key in keys {
+        let got = json(
+            &wait(om.get_object(bucket.clone(), key.into(), None))
+                .await
+                .unwrap(),
+        );
+        assert_eq!(got, value(key));
+    }
+    let status = json(&wait(om.migration_status(bucket.clone())).await.unwrap());
+    if gateway {
+        assert_eq!(
+            (&status["vformat"], &status["marker"]["state"]),
+            (&json!("v1"), &json!("verifying"))
+        );
+    } else {
+        assert_eq!(
+            (&status["vformat"], &status["marker"]),
+            (&json!("v0"), &serde_json::Value::Null)
+        );
+    }
+}
+
+#[wasm_bindgen_test]
+async fn objmeta_migrate_offline() {
+    objmeta_migrate(false).await;
+}
+
+#[wasm_bindgen_test]
+async fn objmeta_migrate_gateway() {
+    objmeta_migrate(true).await;
+}
+
 /// The `token` option reaches the gateway started with `--token` (in the browser after a CORS
 /// preflight that allows `authorization`), and its 401 reaches JS as `unauthenticated`.
 #[wasm_bindgen_test]

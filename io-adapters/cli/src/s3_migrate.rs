@@ -7,15 +7,13 @@ use std::io::Write;
 
 use clap::Args;
 use rowkit_client::block_on;
+use rowkit_client::migration_json::{MIGRATE_TIMEOUT_MICROS, outcome_json, progress_json};
 use rowkit_codec::objmeta::keys::VFormat;
-use rowkit_codec::objmeta::migration::marker::{Gates, MIN_SETTLE_US, PassCounters};
+use rowkit_codec::objmeta::migration::marker::{Gates, MIN_SETTLE_US};
 use rowkit_codec::objmeta::migration::sync::Keep;
-use rowkit_statemachines::objmeta::migrate::pass::{
-    MigrateEvent, PassConflict, PassFinding, PassProgress,
-};
+use rowkit_statemachines::objmeta::migrate::pass::MigrateEvent;
 use rowkit_statemachines::objmeta::migrate::run::{MigrateEnd, MigrateOptions, MigrateOutcome};
 use rowkit_statemachines::objmeta::{ObjmetaError, ObjmetaEvent};
-use serde_json::{Value, json};
 
 use crate::args::Context;
 use crate::check::could_not_run;
@@ -23,10 +21,6 @@ use crate::error::CliError;
 use crate::output::{Output, Progress, Verbosity, verbosity};
 use crate::s3::Om;
 use crate::store_location::StoreLocation;
-
-/// A migration's deadline: a day, or the `--deadline` given if longer. A run stopped by it
-/// resumes where it stopped when run again (§7.2).
-pub const MIGRATE_TIMEOUT_MICROS: i64 = 86_400_000_000;
 
 /// `rowkit s3 migrate BUCKET --to v1|v0 …`.
 #[derive(Debug, Args)]
@@ -90,13 +84,7 @@ fn duration_us(flag: &str, text: &str) -> Result<i64, CliError> {
 
 /// The key format `--to` names.
 fn parse_to(text: &str) -> Result<VFormat, CliError> {
-    match text {
-        "v1" => Ok(VFormat::V1),
-        "v0" => Ok(VFormat::V0),
-        other => Err(CliError::usage(format!(
-            "--to {other:?}: expected v1 or v0"
-        ))),
-    }
+    VFormat::parse(text).map_err(|_| CliError::usage(format!("--to {text:?}: expected v1 or v0")))
 }
 
 /// `--settle` in µs; without it the minimum on a store this process holds alone (the
@@ -150,76 +138,6 @@ impl Shown {
             &format!("{} pass {}{rate}{eta}", p.state, p.pass),
         );
     }
-}
-
-fn counters_json(c: &PassCounters) -> serde_json::Map<String, Value> {
-    let v = json!({
-        "rows_scanned": c.rows_scanned, "copied": c.copied, "deleted": c.deleted,
-        "stamped": c.stamped, "unchanged": c.unchanged, "stragglers": c.stragglers,
-        "conflicts": c.conflicts,
-    });
-    match v {
-        Value::Object(m) => m,
-        _ => serde_json::Map::new(),
-    }
-}
-
-/// One JSON line of progress: `MigrateEvent::Progress`'s members (§11.7).
-fn progress_json(p: &PassProgress) -> Value {
-    let mut m = serde_json::Map::new();
-    m.insert("state".into(), json!(p.state.as_str()));
-    m.insert("pass".into(), json!(p.pass));
-    m.extend(counters_json(&p.counters));
-    m.insert("rate_rows_per_s".into(), json!(p.rate_rows_per_s));
-    m.insert("eta_s".into(), json!(p.eta_s));
-    Value::Object(m)
-}
-
-fn conflict_json(c: &PassConflict) -> Value {
-    json!({"key": c.key, "from_hash": hex::encode(&c.from_hash), "to_hash": c.to_hash.as_ref().map(hex::encode)})
-}
-
-fn finding_json(f: &PassFinding) -> Value {
-    json!({"id": f.id(), "message": f.to_string()})
-}
-
-/// Where the run ended, as a word: a state, `already` or `removed`.
-fn end_name(end: MigrateEnd) -> &'static str {
-    match end {
-        MigrateEnd::Already => "already",
-        MigrateEnd::InState(s) => s.as_str(),
-        MigrateEnd::Removed => "removed",
-    }
-}
-
-/// The summary document.
-fn outcome_json(bucket: &str, to: VFormat, abort: bool, o: &MigrateOutcome) -> Value {
-    let passes: Vec<Value> = o
-        .passes
-        .iter()
-        .map(|p| {
-            let mut m = serde_json::Map::new();
-            m.insert("kind".into(), json!(format!("{:?}", p.kind).to_lowercase()));
-            m.insert("pass".into(), json!(p.pass));
-            m.insert("diffs".into(), json!(p.diffs));
-            m.extend(counters_json(&p.counters));
-            Value::Object(m)
-        })
-        .collect();
-    json!({
-        "bucket": bucket,
-        "to": to.as_str(),
-        "abort": abort,
-        "state": end_name(o.end),
-        "run": o.run.map(|r| r.to_string()),
-        "blocked": o.blocked(),
-        "passes": passes,
-        "stragglers": o.stragglers,
-        "resolved": o.resolved,
-        "pause_estimate_us": o.pause_estimate_us,
-        "conflicts": o.conflicts.iter().map(conflict_json).collect::<Vec<_>>(),
-        "findings": o.findings.iter().map(finding_json).collect::<Vec<_>>(),
-    })
 }
 
 /// The summary line (and one line per conflict and finding).
@@ -299,6 +217,7 @@ pub fn run(
             .map(|t| duration_us("--max-pause", t))
             .transpose()?,
     };
+    // A day, or the `--deadline` given if longer.
     let timeout = MIGRATE_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
     let mut shown = Shown {
         json: out.is_json(),

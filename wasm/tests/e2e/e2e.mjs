@@ -7,7 +7,8 @@
 // 1. The shell: the page loads without the token (a navigation cannot send a bearer header);
 //    navigation by keyboard; the header's connection state; a tool directory without its
 //    package gets a page saying so; a scan before the token is typed fails with an alert.
-// 2. Each view's `check(page)` (views/<name>.mjs) drives its view and asserts what is on screen.
+// 2. Each view's `check(page)` (views/<name>.mjs) drives its view and asserts what is on screen;
+//    then each view's optional `settled(page)` waits for what its check left running.
 // 3. The shell's own checks across views: the confirmation dialog (Cancel first, Escape
 //    cancels), the browser's Back and Forward buttons between views and states, a reload and a
 //    deep link restoring a view's state.
@@ -23,7 +24,7 @@
 // A view module exports `populate(cli)` (write its data before the gateway starts; `cli(args)`
 // runs `rowkit --store <store> ...args` and resolves to its stdout), `check(page)` (page: the
 // session helpers of webdriver.mjs plus `url`, `open(name)` and `shot(name)`), `setup(page)`,
-// `offline(page)` and optionally `after(cli)`.
+// `offline(page)` and optionally `settled(page)` and `after(cli)`.
 //
 // Usage: node e2e.mjs ROWKIT_BIN WWW_DIR|embedded OUT_DIR   (CHROMEDRIVER: chromedriver path;
 // `embedded` serves the tool built into ROWKIT_BIN; ROWKIT_E2E_STORE: see `store` below;
@@ -279,6 +280,12 @@ try {
     await page.open(v.name);
     await v.check(page);
     await session.axe(`${v.name} after its check`);
+  }
+  // What a check left running (the bucket view's migration waits out its settle time while the
+  // views after it are checked), before anything reloads the page.
+  for (const v of views.filter((v) => v.settled)) {
+    await page.open(v.name);
+    await v.settled(page);
   }
 
   if (['keys', 'tables', 'mounttable'].every((name) => views.some((v) => v.name === name))) await shellChecks();

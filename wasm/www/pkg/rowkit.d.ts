@@ -117,6 +117,84 @@ export interface ListingResult {
     [field: string]: JsonValue | ListedObject[] | undefined;
 }
 
+/** `migrateBucket`'s options: the gates and flags of `rowkit s3 migrate` (all optional). */
+export interface MigrateBucketOptions {
+    /** `--switch`: let the run switch the bucket to the new format (no writer unaware of the migration writes meanwhile). */
+    switch?: boolean;
+    /** `--finish`: let the run delete the old layout (no process of the old configuration is left). */
+    finish?: boolean;
+    /** `--abort`: roll the migration in progress back (before the switch); `to` is that run's. */
+    abort?: boolean;
+    /** `--settle`: the settle time Δ in ms for a run this call starts (at least 85 000; default 90 000). */
+    settleMs?: number;
+    /** `--page`: rows read per page (default: the pass's). */
+    page?: number;
+    /** `--take-over`: take over a run another migrator's lease holds. */
+    takeOver?: boolean;
+    /** Who runs it, in the checkpoint's lease (default: `browser:` and 16 random hex digits). */
+    owner?: string;
+}
+
+/** Counters of a migration pass (`docs/migration.md` §7.1). */
+export interface MigrateCounters {
+    rows_scanned: number;
+    copied: number;
+    deleted: number;
+    stamped: number;
+    unchanged: number;
+    stragglers: number;
+    conflicts: number;
+}
+
+/** A migration state (`docs/migration.md` §3). */
+export type MigrationStateName = "copying" | "verifying" | "switching" | "switched" | "cleaning" | "aborting";
+
+/** A conflict left for the operator (§4.6). */
+export interface MigrateConflict {
+    key: string;
+    from_hash: string;
+    to_hash: string | null;
+}
+
+/** A key or row the migration cannot sync (§4.1). */
+export interface MigrateFinding {
+    id: string;
+    message: string;
+}
+
+/** One event of a running migration (§7.3), as `migrateBucket` hands them to its callback. */
+export type MigrateEvent =
+| ({ event: "progress"; state: MigrationStateName; pass: number; rate_rows_per_s: number | null; eta_s: number | null } & MigrateCounters)
+| { event: "state_changed"; from: MigrationStateName | null; to: MigrationStateName | null }
+| { event: "straggler"; key: string }
+| ({ event: "conflict" } & MigrateConflict)
+| ({ event: "finding" } & MigrateFinding);
+
+/** What a migration run did: `rowkit s3 migrate --json`'s result document. */
+export interface MigrateResult {
+    bucket: string;
+    to: "v0" | "v1";
+    abort: boolean;
+    /** Where it ended: a state (a gate not given), `already` (nothing to do) or `removed` (done). */
+    state: MigrationStateName | "already" | "removed";
+    run: string | null;
+    /** The clean-up left conflicts or findings (the CLI exits 1). */
+    blocked: boolean;
+    passes: ({ kind: string; pass: number; diffs: number } & MigrateCounters)[];
+    stragglers: string[];
+    conflicts: MigrateConflict[];
+    findings: MigrateFinding[];
+}
+
+/** A bucket's migration state as the migrator reads it (§2.1): marker and checkpoint as stored (§2.2, §7.1). */
+export interface MigrationStatus {
+    bucket: string;
+    vformat: "v0" | "v1";
+    marker: { run: string; from: "v0" | "v1"; to: "v0" | "v1"; state: MigrationStateName; since: number; settle_us: number; [member: string]: JsonValue } | null;
+    checkpoint: ({ run: string; state: MigrationStateName; pass: number; cursor: string | null; owner: string; lease_until: number;
+    pass_rows_previous: number | null; started: number; updated: number } & MigrateCounters) | null;
+}
+
 /** One bucket of `listBuckets`. */
 export interface BucketEntry {
     name: string;
@@ -588,7 +666,8 @@ export class ObjectMetadata {
     check(bucket: string | null | undefined, fix: boolean): Promise<CheckReport>;
     /**
      * `createBucket(bucket, md)` of a new bucket; `md` (the BucketInfo) defaults to `{name:
-     * bucket}`. Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
+     * bucket, uid}` with a fresh random uid, as the CLI gives one (a migration names the
+     * bucket by it, `docs/migration.md` §4.8). Resolves to the key format written (`v0` or `v1`). A name S3 refuses fails
      * with `code` `invalid_argument`, an existing bucket with `BucketAlreadyExists` (nothing
      * written: the write is conditional on the bucket's absence).
      */
@@ -616,6 +695,25 @@ export class ObjectMetadata {
      * …}`).
      */
     listObjects(bucket: string, params?: ListingParams | null): Promise<ListingResult>;
+    /**
+     * `migrateBucket(bucket, to, options, onEvent)`: `rowkit s3 migrate BUCKET --to v1|v0`
+     * (`docs/migration.md` §3), as far as `options`' gates allow, starting a run or resuming
+     * the one the bucket's marker names. Each event (progress after every page, marker
+     * changes, stragglers, conflicts, findings) goes to `onEvent` as the machine emits it;
+     * resolves to the result document (`rowkit s3 migrate --json`'s). Runs up to a day (or
+     * `deadlineMs` if longer); while it runs, the client's other calls wait (its per-process
+     * state is the migration's), so a page runs it on a client of its own. Refusals (a bad
+     * `to` or option: `invalid_argument`; `--settle` below 85 s: `usage_error`; another
+     * run: `migration_in_progress`; findings before the switch: `migration_blocked`) reject
+     * with the `code` of the CLI's error.
+     */
+    migrateBucket(bucket: string, to: "v0" | "v1", options?: MigrateBucketOptions | null, onEvent?: (event: MigrateEvent) => void): Promise<MigrateResult>;
+    /**
+     * `migrationStatus(bucket)`: the bucket's key format and the migration in progress, read
+     * as the migrator reads them (`docs/migration.md` §2.1): `{bucket, vformat, marker,
+     * checkpoint}`, `marker` and `checkpoint` as stored, `null` when absent.
+     */
+    migrationStatus(bucket: string): Promise<MigrationStatus>;
     /**
      * A client; see the type's docs for `options`.
      */
@@ -831,6 +929,8 @@ export interface InitOutput {
     readonly objectmetadata_getObject: (a: number, b: number, c: number, d: number, e: number, f: number, g: number) => any;
     readonly objectmetadata_listBuckets: (a: number) => any;
     readonly objectmetadata_listObjects: (a: number, b: number, c: number, d: any) => any;
+    readonly objectmetadata_migrateBucket: (a: number, b: number, c: number, d: number, e: number, f: any, g: number) => any;
+    readonly objectmetadata_migrationStatus: (a: number, b: number, c: number) => any;
     readonly objectmetadata_new: (a: any) => [number, number, number];
     readonly objectmetadata_putObject: (a: number, b: number, c: number, d: number, e: number, f: any, g: any) => any;
     readonly objectmetadata_setup: (a: number) => any;

@@ -53,6 +53,8 @@ export const objectmetadata_deleteObject: (a: number, b: number, c: number, d: n
 export const objectmetadata_getObject: (a: number, b: number, c: number, d: number, e: number, f: number, g: number) => any;
 export const objectmetadata_listBuckets: (a: number) => any;
 export const objectmetadata_listObjects: (a: number, b: number, c: number, d: any) => any;
+export const objectmetadata_migrateBucket: (a: number, b: number, c: number, d: number, e: number, f: any, g: number) => any;
+export const objectmetadata_migrationStatus: (a: number, b: number, c: number) => any;
 export const objectmetadata_new: (a: any) => [number, number, number];
 export const objectmetadata_putObject: (a: number, b: number, c: number, d: number, e: number, f: any, g: any) => any;
 export const objectmetadata_setup: (a: number) => any;

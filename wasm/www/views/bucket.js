@@ -1,14 +1,16 @@
 // The bucket console: buckets, a bucket's listing with prefixes as folders (breadcrumbs), the
 // objects or every version (delete markers marked) or the stored rows (placeholder masters
 // marked), pages by marker or continuation token, an object's metadata on selection, and
-// create / put / delete as the CLI can. Every listing is Arsenal's own algorithm run by the
-// wasm package (`listObjects` with `listingType` DelimiterMaster, DelimiterVersions or
-// Delimiter); the view only shows its result, sorted and filtered within the page as an S3
-// console does. The bucket, folder, mode and selected object are the URL's state
+// create / put / delete as the CLI can, and Migrate: a bucket's key format changed live
+// (`rowkit s3 migrate`, docs/migration.md; views/migrate.js shows it). Every listing is
+// Arsenal's own algorithm run by the wasm package (`listObjects` with `listingType`
+// DelimiterMaster, DelimiterVersions or Delimiter); the view only shows its result, sorted and
+// filtered within the page as an S3 console does. The bucket, folder, mode and selected object are the URL's state
 // (`#bucket?bucket=…&prefix=…&show=…&object=…&version=…`).
 import {
   cachedClient, checkReport, copyButton, el, field, formatTime, humanSize, markInvalid, pretty, uniqueId,
 } from './dom.js';
+import { migrateForm, migrationProgress, tabOwner } from './migrate.js';
 
 export const title = 'Buckets';
 
@@ -347,6 +349,118 @@ export function mount(section, ctx) {
     }
   }
 
+  // --- Migrate: the bucket's key format, changed live (docs/migration.md §3, §7.3) ---------------
+  // The run has a client of its own: a client runs one operation at a time, and a migration
+  // waits the settle time Δ twice on its way, while the listing must stay usable.
+  const migrateOpen = el('button', { type: 'button', dataset: { op: 'migrate' }, onclick: () => openMigrate() }, 'Migrate');
+  const migrateTitle = el('h3', { id: 's3-migrate-title' });
+  const migrateStatus = el('p', { id: 's3-migrate-status' });
+  // Named: the shell makes every .out a region named after the view, and two may not share a name.
+  const migrateOut = el('div', { id: 's3-migrate-out', class: 'out', 'aria-live': 'polite', 'aria-label': 'Buckets: migration output' });
+  const progress = migrationProgress('s3-migrate-progress');
+  const migrate = migrateForm({ prefix: 's3-migrate', layouts: ['v1', 'v0'], onRun: () => runMigration() });
+  const migratePanel = el('div', { id: 's3-migrate', class: 'migrate-panel', role: 'group', 'aria-labelledby': migrateTitle.id, hidden: true },
+    migrateTitle, migrateStatus, migrate.node, progress.node, migrateOut);
+  let migrating = null; // the bucket a run is migrating, while it runs
+  /** Leaving the page stops a run (it resumes where it stopped when run again): the browser asks first. */
+  const leaving = (ev) => { ev.preventDefault(); ev.returnValue = ''; };
+
+  /** What the bucket's metastore row says: its key format and the migration in progress. */
+  function statusLine(st) {
+    const m = st.marker;
+    if (!m) return [`key format ${st.vformat}; no migration in progress`];
+    const c = st.checkpoint;
+    const pass = c && c.run === m.run ? `, pass ${c.pass} of ${c.state} (${c.rows_scanned.toLocaleString('en')} rows scanned, by ${c.owner})` : '';
+    return [`key format ${st.vformat}; migrating ${m.from} → ${m.to}: ${m.state} since `, formatTime({ us: m.since }), pass];
+  }
+
+  /** Reads the status of `name` into the panel; the form's target follows a run in progress. */
+  async function readMigration(name) {
+    const st = await ctx.busy(migrateStatus, client().migrationStatus(name));
+    migrateStatus.replaceChildren(...statusLine(st));
+    migrate.setTo(st.marker ? st.marker.to : st.vformat === 'v0' ? 'v1' : 'v0');
+    return st;
+  }
+
+  /** Opens the panel for the bucket named in the Bucket field. */
+  async function openMigrate() {
+    const name = bucket.value;
+    const message = rule('bucket', name);
+    markInvalid(bucket, message);
+    if (message) return;
+    migratePanel.hidden = false;
+    migrateTitle.textContent = `Migrate bucket ${name}`;
+    migratePanel.dataset.bucket = name;
+    migrateOut.replaceChildren();
+    migrateOut.classList.remove('error');
+    progress.reset();
+    try {
+      await readMigration(name);
+    } catch (e) {
+      migrateStatus.textContent = '';
+      ctx.fail(migrateOut, e);
+      if (e?.code === 'NoSuchBucket') markInvalid(bucket, `no bucket named ${name}`);
+    }
+  }
+
+  /**
+   * Runs the migration the form asks for on the panel's bucket (finish and abort confirmed
+   * first), its progress shown as it comes; then the status, the bucket list and the listing
+   * are read again (the bucket's format may have changed).
+   */
+  async function runMigration() {
+    const name = migratePanel.dataset.bucket;
+    if (migrating || !name) return;
+    const v = migrate.values();
+    if (v.finish || v.abort) {
+      const ok = await ctx.confirm({
+        title: v.abort ? `Roll back the migration of ${name}?` : `Migrate ${name} and delete its old layout?`,
+        body: v.abort
+          ? `Delete the ${v.to} rows the migration of bucket ${name} wrote; the bucket stays as it was.`
+          : `Migrate bucket ${name} to ${v.to}, switch it and delete the rows of its old layout once every process uses the new one.`,
+        confirm: v.abort ? 'Roll back' : 'Migrate',
+      });
+      if (!ok) return;
+    }
+    migrating = name;
+    migrate.setRunning(true);
+    migrateOpen.disabled = true;
+    addEventListener('beforeunload', leaving);
+    progress.reset();
+    migrateOut.classList.remove('error');
+    migrateOut.replaceChildren(`running: ${name} to ${v.to}${v.switch ? ', switch' : ''}${v.finish ? ', finish' : ''}${v.abort ? ', abort' : ''}`);
+    const runner = new ctx.rowkit.ObjectMetadata(ctx.options());
+    try {
+      const result = await ctx.busy(migratePanel, runner.migrateBucket(name, v.to,
+        { switch: v.switch, finish: v.finish, abort: v.abort, owner: tabOwner() },
+        (e) => {
+          progress.event(e);
+          // The view's client caches the bucket's key format: read it again after a change.
+          if (e.event === 'state_changed') client.reset();
+        }));
+      progress.done(result, `bucket ${name}`);
+      migrateOut.replaceChildren();
+      // Done: the form does not offer the way back with the same gates ticked.
+      if (result.state === 'removed' || result.state === 'already') migrate.clearGates();
+    } catch (e) {
+      ctx.fail(migrateOut, e);
+    } finally {
+      runner.free();
+      migrating = null;
+      migrate.setRunning(false);
+      migrateOpen.disabled = false;
+      removeEventListener('beforeunload', leaving);
+      client.reset();
+    }
+    try {
+      await readMigration(name);
+    } catch (e) {
+      ctx.fail(migrateOut, e);
+    }
+    if (bucketsOut.querySelector('ul')) await listBuckets(); // its formats are shown
+    if (shown?.bucket === name) await list(shown.page);
+  }
+
   async function listBuckets() {
     try {
       const buckets = await ctx.busy(bucketsOut, client().listBuckets());
@@ -400,6 +514,7 @@ export function mount(section, ctx) {
     el('button', { dataset: { op: 'list' } }, 'List'),
     el('button', { type: 'button', dataset: { op: 'buckets' }, onclick: listBuckets }, 'Buckets'),
     el('button', { type: 'button', dataset: { op: 'create-bucket' }, onclick: createBucket }, 'Create bucket'),
+    migrateOpen,
     el('button', { type: 'button', dataset: { op: 'check' }, onclick: () => run('check', (c) => c.check(bucket.value || undefined, false)) }, 'Check'),
     el('button', { type: 'button', dataset: { op: 'setup' }, onclick: () => run('set up', (c) => c.setup()) }, 'Set up'));
   listForm.addEventListener('submit', (ev) => { ev.preventDefault(); goTo(prefix.value); });
@@ -457,7 +572,7 @@ export function mount(section, ctx) {
       () => (shown?.bucket === where ? list(shown.page) : null));
   });
 
-  section.append(el('h2', null, title), listForm, objForm, out, bucketsOut,
+  section.append(el('h2', null, title), listForm, objForm, out, bucketsOut, migratePanel,
     field('Filter this page', filter),
     el('div', { class: 'bucket-panes' }, listing, details));
   select(null);

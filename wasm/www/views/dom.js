@@ -145,7 +145,7 @@ export function checkReport(report) {
 export function cachedClient(options, make) {
   let key = null;
   let client = null;
-  return () => {
+  const get = () => {
     const o = options();
     const k = JSON.stringify(o);
     if (k !== key) {
@@ -154,6 +154,9 @@ export function cachedClient(options, make) {
     }
     return client;
   };
+  /** The next call makes a new client (one whose caches are stale: a bucket's key format migrated). */
+  get.reset = () => { key = null; };
+  return get;
 }
 
 // ---- The shared UI contract (issue 31): readable errors, dates, sizes, caps, copying. ----
