@@ -415,3 +415,33 @@ impl<R: MarkerRead> WriteCheckpointStep<R> {
         Err(R::Error::taken_over(owner))
     }
 }
+
+/// The progress of a pass after a page or tile (§7.3, §12.14): `rate_rows_per_s` is the rows
+/// this run read per second of the machine's clock since it `began` (`None` before the clock
+/// moved); `eta_s` comes from the previous pass's row count and that rate (`None` in a first
+/// pass).
+pub fn pass_progress(
+    checkpoint: &MigrationCheckpoint,
+    rows_this_run: u64,
+    began: Option<Timestamp>,
+    now: Timestamp,
+) -> crate::objmeta::migrate::pass::PassProgress {
+    let elapsed_us = began.map_or(0, |b| now.0.saturating_sub(b.0));
+    let rate = (elapsed_us > 0).then(|| {
+        let per_s = u128::from(rows_this_run) * 1_000_000 / elapsed_us.unsigned_abs() as u128;
+        u64::try_from(per_s).unwrap_or(u64::MAX)
+    });
+    let eta_s = match (checkpoint.pass_rows_previous, rate) {
+        (Some(previous), Some(rate)) if rate > 0 => {
+            Some(previous.saturating_sub(checkpoint.counters.rows_scanned) / rate)
+        }
+        _ => None,
+    };
+    crate::objmeta::migrate::pass::PassProgress {
+        state: checkpoint.state,
+        pass: checkpoint.pass,
+        counters: checkpoint.counters,
+        rate_rows_per_s: rate,
+        eta_s,
+    }
+}

@@ -23,14 +23,18 @@ use rowkit_codec::tracestore::migration::{TraceMarkerChange, TraceMigrationMarke
 use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
 use rowkit_codec::tracestore::{Layout, decode_ops_gob};
 use rowkit_statemachines::check::{CheckOptions, CheckTarget};
+use rowkit_statemachines::objmeta::migrate::pass::PassProgress;
 use rowkit_statemachines::operation::Start;
-use rowkit_statemachines::tracestore::migrate::TablePair;
 use rowkit_statemachines::tracestore::migrate::copy_tile::{CopyTile, CopyTileSummary};
 use rowkit_statemachines::tracestore::migrate::marker::{
     ReadTableMigration, TraceMigrationRead, WriteTableCheckpoint, WriteTableMarker,
 };
+use rowkit_statemachines::tracestore::migrate::pass::{
+    TilePass, TilePassKind, TilePassResult, TilePassResume,
+};
+use rowkit_statemachines::tracestore::migrate::{TablePair, TraceMigrateEvent};
 use rowkit_statemachines::tracestore::{
-    Check, Put, PutEntry, ReadRange, TraceStoreError, TraceStoreState,
+    Check, Put, PutEntry, ReadRange, TraceStoreError, TraceStoreEvent, TraceStoreState,
 };
 use rowkit_statemachines::{Machine, ReadRowsRequest, Request, Response};
 use rowkit_store::{MemoryStore, Store};
@@ -691,4 +695,161 @@ fn the_marker_row_is_written_read_and_changed_conditionally() {
         w.run(m),
         Err(TraceStoreError::MigrationInProgress(_))
     ));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tile pass (`docs/migration.md` §5.4, §5.5, §7.1, §7.3)
+// ---------------------------------------------------------------------------------------------
+
+const OWNER: &str = "host:1";
+
+/// Starts the migration: the source marker (`copying`), as the migrator writes it.
+fn start_marker(w: &mut World) -> TraceMigrationRead {
+    let marker = TraceMigrationMarker {
+        from: w.from,
+        to: w.to,
+        ..trace_marker(MigrationState::Copying, MarkerRole::Source)
+    };
+    let start = w.start();
+    let m = WriteTableMarker::new(
+        TraceStoreState::new(T1, w.from),
+        &TraceMigrationRead::default(),
+        TraceMarkerChange::Write(marker),
+        Gates::default(),
+        start,
+    );
+    w.run(m).unwrap()
+}
+
+fn first_checkpoint(state: MigrationState, pass: u64) -> MigrationCheckpoint {
+    MigrationCheckpoint {
+        run: RunId(0xabc),
+        state,
+        pass,
+        cursor: None,
+        owner: OWNER.into(),
+        lease_until: T0,
+        counters: PassCounters::default(),
+        pass_rows_previous: None,
+        started: T0,
+        updated: T0,
+    }
+}
+
+/// Runs a pass to its end, with its events.
+fn run_pass(
+    w: &mut World,
+    kind: TilePassKind,
+    resume: TilePassResume,
+) -> (TilePassResult, Vec<PassProgress>) {
+    let start = w.start();
+    let mut m = TilePass::new(w.pair(), kind, OptionsPolicy::Refuse, resume, start);
+    let mut progress = Vec::new();
+    loop {
+        while let Some(e) = m.poll_event() {
+            if let TraceStoreEvent::Migrate(TraceMigrateEvent::Progress(p)) = e {
+                progress.push(p);
+            }
+        }
+        if let Some(result) = m.result() {
+            return (result.unwrap(), progress);
+        }
+        w.step(&mut m);
+    }
+}
+
+#[test]
+fn a_copy_pass_then_a_verification_compares_digests_and_timestamps() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let read = start_marker(&mut w);
+        let resume = TilePassResume {
+            as_read: read,
+            checkpoint: first_checkpoint(MigrationState::Copying, 1),
+            take_over: false,
+        };
+        let (copy, progress) = run_pass(&mut w, TilePassKind::Copy, resume);
+        // Two tiles, newest first; a checkpoint and an event after each.
+        assert_eq!(copy.summary.tiles, 2);
+        assert_eq!(progress.len(), 2);
+        assert_eq!(copy.summary.counters.copied, w.expected.len() as u64);
+        assert_eq!(copy.summary.cursor, Some(ops_row_name(tile_key_of(0))));
+        let stored = copy.migration.checkpoint.clone().unwrap();
+        assert_eq!(stored.cursor, Some(ops_row_name(tile_key_of(0))));
+        assert_eq!(stored.counters, copy.summary.counters);
+        assert_eq!(progress[1].counters, copy.summary.counters);
+        w.assert_target_equals_record(511);
+        // A newer write of the same digest: the target holds the right digest at an older `ts`,
+        // which the verification finds (§5.5) and copies.
+        let ms = |n: i64| Timestamp(T0.0 + n * 1000);
+        w.gold_put(260, &[("a", 7)], ms(50));
+        let verify = |w: &mut World, read: TraceMigrationRead, pass| {
+            let resume = TilePassResume {
+                as_read: read,
+                checkpoint: first_checkpoint(MigrationState::Verifying, pass),
+                take_over: false,
+            };
+            run_pass(w, TilePassKind::Verify, resume).0
+        };
+        let first = verify(&mut w, copy.migration, 1);
+        assert_eq!(first.summary.diffs, 1, "{from:?}");
+        // The tile with the difference is copied whole.
+        let tile_1_points = w.expected.keys().filter(|(_, i)| *i >= 256).count() as u64;
+        assert_eq!(first.summary.counters.copied, tile_1_points);
+        w.assert_target_equals_record(511);
+        let second = verify(&mut w, first.migration, 2);
+        assert_eq!(second.summary.diffs, 0);
+        assert_eq!(second.summary.counters.copied, 0);
+        assert_eq!(second.summary.counters.unchanged, w.expected.len() as u64);
+        w.check_target_clean();
+    }
+}
+
+#[test]
+fn a_pass_dropped_after_any_response_resumes_from_its_checkpoint() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        for crash_after in 0.. {
+            let mut w = World::new(from);
+            seed_writes(&mut w);
+            let read = start_marker(&mut w);
+            let resume = TilePassResume {
+                as_read: read,
+                checkpoint: first_checkpoint(MigrationState::Copying, 1),
+                take_over: false,
+            };
+            let start = w.start();
+            let m = TilePass::new(
+                w.pair(),
+                TilePassKind::Copy,
+                OptionsPolicy::Refuse,
+                resume,
+                start,
+            );
+            if w.run_until_crash(m, crash_after) {
+                break;
+            }
+            // A new migrator (the same owner): marker and checkpoint as stored.
+            let start = w.start();
+            let read = w
+                .run(ReadTableMigration::new(
+                    TraceStoreState::new(T1, from),
+                    start,
+                ))
+                .unwrap();
+            let checkpoint = read
+                .checkpoint
+                .clone()
+                .unwrap_or_else(|| first_checkpoint(MigrationState::Copying, 1));
+            let resume = TilePassResume {
+                as_read: read,
+                checkpoint,
+                take_over: false,
+            };
+            let (done, _) = run_pass(&mut w, TilePassKind::Copy, resume);
+            assert_eq!(done.summary.cursor, Some(ops_row_name(tile_key_of(0))));
+            w.assert_target_equals_record(511);
+            w.check_target_clean();
+        }
+    }
 }

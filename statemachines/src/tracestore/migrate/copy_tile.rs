@@ -136,6 +136,27 @@ impl TilePoints {
     }
 }
 
+/// The options rows of a source tile read that a copy into a `target` table leaves behind
+/// (§5.7): none for an md5 target; for a digest-id target, `--options refuse` stops at them
+/// ([`TraceStoreError::MigrationOptions`]), `--options drop` counts them.
+pub(crate) fn options_dropped(
+    target: Layout,
+    options: OptionsPolicy,
+    tile_key: i32,
+    read: &TilePoints,
+) -> Result<u64, TraceStoreError> {
+    if target == Layout::Md5 || read.options_rows == 0 {
+        return Ok(0);
+    }
+    match options {
+        OptionsPolicy::Refuse => Err(TraceStoreError::MigrationOptions {
+            tile_key,
+            rows: read.options_rows,
+        }),
+        OptionsPolicy::Drop => Ok(read.options_rows),
+    }
+}
+
 /// Whether a tile read holds an id its table's digest cache cannot resolve.
 fn has_unknown_id(state: &TraceStoreState, raw: &RawTile) -> bool {
     raw.points
@@ -320,17 +341,8 @@ impl CopyTileFlow {
         if first {
             self.summary.points = read.point_count();
             self.summary.skipped_rows = read.skipped_rows;
-            if pair.target.layout == Layout::DigestId && read.options_rows > 0 {
-                match self.options {
-                    OptionsPolicy::Refuse => {
-                        return Err(TraceStoreError::MigrationOptions {
-                            tile_key: self.tile_key,
-                            rows: read.options_rows,
-                        });
-                    }
-                    OptionsPolicy::Drop => self.summary.options_rows_dropped = read.options_rows,
-                }
-            }
+            self.summary.options_rows_dropped =
+                options_dropped(pair.target.layout, self.options, self.tile_key, &read)?;
         }
         let copy = match &self.written {
             None => read.clone(),

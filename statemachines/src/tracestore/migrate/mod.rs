@@ -17,6 +17,7 @@
 
 pub mod copy_tile;
 pub mod marker;
+pub mod pass;
 
 use super::{TraceStoreError, TraceStoreEvent, TraceStoreState};
 use crate::operation::Schema;
