@@ -32,6 +32,9 @@ use rowkit_statemachines::tracestore::migrate::marker::{
 use rowkit_statemachines::tracestore::migrate::pass::{
     TilePass, TilePassKind, TilePassResult, TilePassResume,
 };
+use rowkit_statemachines::tracestore::migrate::run::{
+    MigrateTraceStore, TraceMigrateEnd, TraceMigrateOptions,
+};
 use rowkit_statemachines::tracestore::migrate::{TablePair, TraceMigrateEvent};
 use rowkit_statemachines::tracestore::{
     Check, Put, PutEntry, ReadRange, TraceStoreError, TraceStoreEvent, TraceStoreState,
@@ -852,4 +855,214 @@ fn a_pass_dropped_after_any_response_resumes_from_its_checkpoint() {
             w.check_target_clean();
         }
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The migrator (`docs/migration.md` §3, §5.4, §5.5, §5.9, §7.2)
+// ---------------------------------------------------------------------------------------------
+
+fn migrate_options(gates: Gates) -> TraceMigrateOptions {
+    TraceMigrateOptions {
+        gates,
+        abort: false,
+        options: OptionsPolicy::Refuse,
+        settle_us: None,
+        take_over: false,
+        owner: OWNER.into(),
+    }
+}
+
+fn migrator(w: &mut World, options: TraceMigrateOptions) -> MigrateTraceStore<'static> {
+    let start = w.start();
+    let to = w.to;
+    MigrateTraceStore::new(w.pair(), to, options, start)
+}
+
+/// The markers of both tables as stored, decoded by the codec.
+fn stored_states(w: &World) -> (Option<MigrationState>, Option<MigrationState>) {
+    let state = |table| {
+        marker_cells(w, table)
+            .get(b"marker".as_slice())
+            .map(|m| TraceMigrationMarker::from_json_bytes(m).unwrap().state)
+    };
+    (state(T1), state(T2))
+}
+
+#[test]
+fn a_run_copies_verifies_and_switches_beside_gold_writers() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let ms = |n: i64| Timestamp(T0.0 + n * 1000);
+        // Gold writers before the switch, between the migrator's requests: a same-ms overwrite
+        // of a copied point, newer points, a new trace, a new tile.
+        let m = migrator(&mut w, migrate_options(Gates::default()));
+        let out = w
+            .run_with(m, |w, k| match k {
+                5 => w.gold_put(3, &[("b", 200)], ms(12)),
+                40 => w.gold_put(4, &[("f", 201)], ms(60)),
+                90 => w.gold_put(600, &[("a", 202)], ms(61)),
+                _ => {}
+            })
+            .unwrap();
+        assert_eq!(out.end, TraceMigrateEnd::InState(MigrationState::Verifying));
+        let name_a = trace_id_text(&params_from([("name", "a"), ("config", "8888")]));
+        assert!(w.expected.contains_key(&(name_a, 600)), "every hooked write ran");
+        assert_eq!(
+            stored_states(&w),
+            (
+                Some(MigrationState::Verifying),
+                Some(MigrationState::Verifying)
+            )
+        );
+        w.gold_put(4, &[("a", 203)], ms(70));
+        // The operator stops the Gold writers and switches.
+        let m = migrator(&mut w, migrate_options(Gates::ALL));
+        let out = w.run(m).unwrap();
+        assert_eq!(
+            out.end,
+            TraceMigrateEnd::InState(MigrationState::Switched),
+            "{from:?}"
+        );
+        assert_eq!(
+            stored_states(&w),
+            (
+                Some(MigrationState::Switched),
+                Some(MigrationState::Switched)
+            )
+        );
+        assert!(
+            out.passes
+                .iter()
+                .any(|p| p.kind == TilePassKind::Verify && p.diffs == 0)
+        );
+        w.assert_target_equals_record(767);
+        w.check_target_clean();
+        // Running it again changes nothing.
+        let before = w.rows(T2);
+        let m = migrator(&mut w, migrate_options(Gates::ALL));
+        assert_eq!(
+            w.run(m).unwrap().end,
+            TraceMigrateEnd::InState(MigrationState::Switched)
+        );
+        assert_eq!(w.rows(T2), before);
+    }
+}
+
+#[test]
+fn a_run_dropped_after_any_response_resumes_from_its_markers() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        for crash_after in 0.. {
+            let mut w = World::new(from);
+            seed_writes(&mut w);
+            let m = migrator(
+                &mut w,
+                migrate_options(Gates {
+                    switch: true,
+                    finish: false,
+                }),
+            );
+            if w.run_until_crash(m, crash_after) {
+                break;
+            }
+            let m = migrator(
+                &mut w,
+                migrate_options(Gates {
+                    switch: true,
+                    finish: false,
+                }),
+            );
+            let out = w.run(m).unwrap();
+            assert_eq!(
+                out.end,
+                TraceMigrateEnd::InState(MigrationState::Switched),
+                "{from:?} {crash_after}"
+            );
+            assert_eq!(
+                stored_states(&w),
+                (
+                    Some(MigrationState::Switched),
+                    Some(MigrationState::Switched)
+                )
+            );
+            w.assert_target_equals_record(511);
+            w.check_target_clean();
+        }
+    }
+}
+
+#[test]
+fn abort_deletes_the_target_rows_and_both_markers() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let source_rows = w.rows(T1);
+        let m = migrator(&mut w, migrate_options(Gates::default()));
+        assert_eq!(
+            w.run(m).unwrap().end,
+            TraceMigrateEnd::InState(MigrationState::Verifying)
+        );
+        assert!(!w.rows(T2).is_empty());
+        let m = migrator(
+            &mut w,
+            TraceMigrateOptions {
+                abort: true,
+                ..migrate_options(Gates::default())
+            },
+        );
+        let out = w.run(m).unwrap();
+        assert_eq!(out.end, TraceMigrateEnd::Removed);
+        assert!(w.rows(T2).is_empty(), "{from:?}");
+        assert_eq!(
+            w.rows(T1),
+            source_rows,
+            "the source is as the Gold writers left it"
+        );
+        // Nothing left to abort.
+        let m = migrator(
+            &mut w,
+            TraceMigrateOptions {
+                abort: true,
+                ..migrate_options(Gates::default())
+            },
+        );
+        assert!(matches!(w.run(m), Err(TraceStoreError::MigrationUsage(_))));
+    }
+}
+
+#[test]
+fn refused_options_stop_the_run_before_the_switch() {
+    let mut w = World::new(Layout::Md5);
+    seed_writes(&mut w);
+    let start = w.start();
+    let put = Put::new(
+        TraceStoreState::new(T1, Layout::Md5),
+        7,
+        Some(T0),
+        vec![PutEntry {
+            params: params_from([("name", "o")]),
+            options: params_from([("ext", "png")]),
+            digest: digest(42),
+        }],
+        T0,
+        start,
+    );
+    w.run(put).unwrap();
+    let m = migrator(&mut w, migrate_options(Gates::ALL));
+    assert!(matches!(
+        w.run(m),
+        Err(TraceStoreError::MigrationOptions { rows: 1, .. })
+    ));
+    assert_eq!(
+        stored_states(&w),
+        (Some(MigrationState::Copying), Some(MigrationState::Copying))
+    );
+    let m = migrator(
+        &mut w,
+        TraceMigrateOptions {
+            settle_us: Some(1),
+            ..migrate_options(Gates::ALL)
+        },
+    );
+    assert!(matches!(w.run(m), Err(TraceStoreError::MigrationUsage(_))));
 }

@@ -14,10 +14,15 @@
 //! - [`marker`]: a table's marker row as read ([`TraceMigrationRead`](marker::TraceMigrationRead)).
 //! - [`copy_tile`]: [`CopyTile`](copy_tile::CopyTile), the one sync step (§5.3), and the
 //!   points of a tile both tables are compared by (§5.5).
+//! - [`pass`]: [`TilePass`](pass::TilePass), the copy pass and the verification, tile by tile
+//!   with checkpoints and progress events (§5.4, §5.5, §7).
+//! - [`run`]: [`MigrateTraceStore`](run::MigrateTraceStore), the migrator over both tables
+//!   (§3, §5.4, §5.5, §5.9's first row, §7.2).
 
 pub mod copy_tile;
 pub mod marker;
 pub mod pass;
+pub mod run;
 
 use super::{TraceStoreError, TraceStoreEvent, TraceStoreState};
 use crate::operation::Schema;
@@ -74,4 +79,11 @@ pub enum TraceMigrateEvent {
     /// After every tile of a pass, once its checkpoint is written: the objmeta pass's progress
     /// (the same counters, rate and ETA).
     Progress(crate::objmeta::migrate::pass::PassProgress),
+    /// The migrator changed the source's marker (the run's state, §3): `None` is "no marker".
+    StateChanged {
+        /// The state before the change.
+        from: Option<rowkit_codec::migration::MigrationState>,
+        /// The state after it.
+        to: Option<rowkit_codec::migration::MigrationState>,
+    },
 }
