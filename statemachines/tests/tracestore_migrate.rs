@@ -705,6 +705,11 @@ fn the_marker_row_is_written_read_and_changed_conditionally() {
 // ---------------------------------------------------------------------------------------------
 
 const OWNER: &str = "host:1";
+/// `--switch` without `--finish`.
+const SWITCH: Gates = Gates {
+    switch: true,
+    finish: false,
+};
 
 /// Starts the migration: the source marker (`copying`), as the migrator writes it.
 fn start_marker(w: &mut World) -> TraceMigrationRead {
@@ -907,7 +912,10 @@ fn a_run_copies_verifies_and_switches_beside_gold_writers() {
             .unwrap();
         assert_eq!(out.end, TraceMigrateEnd::InState(MigrationState::Verifying));
         let name_a = trace_id_text(&params_from([("name", "a"), ("config", "8888")]));
-        assert!(w.expected.contains_key(&(name_a, 600)), "every hooked write ran");
+        assert!(
+            w.expected.contains_key(&(name_a, 600)),
+            "every hooked write ran"
+        );
         assert_eq!(
             stored_states(&w),
             (
@@ -917,7 +925,7 @@ fn a_run_copies_verifies_and_switches_beside_gold_writers() {
         );
         w.gold_put(4, &[("a", 203)], ms(70));
         // The operator stops the Gold writers and switches.
-        let m = migrator(&mut w, migrate_options(Gates::ALL));
+        let m = migrator(&mut w, migrate_options(SWITCH));
         let out = w.run(m).unwrap();
         assert_eq!(
             out.end,
@@ -940,7 +948,7 @@ fn a_run_copies_verifies_and_switches_beside_gold_writers() {
         w.check_target_clean();
         // Running it again changes nothing.
         let before = w.rows(T2);
-        let m = migrator(&mut w, migrate_options(Gates::ALL));
+        let m = migrator(&mut w, migrate_options(SWITCH));
         assert_eq!(
             w.run(m).unwrap().end,
             TraceMigrateEnd::InState(MigrationState::Switched)
@@ -955,36 +963,16 @@ fn a_run_dropped_after_any_response_resumes_from_its_markers() {
         for crash_after in 0.. {
             let mut w = World::new(from);
             seed_writes(&mut w);
-            let m = migrator(
-                &mut w,
-                migrate_options(Gates {
-                    switch: true,
-                    finish: false,
-                }),
-            );
+            let m = migrator(&mut w, migrate_options(Gates::ALL));
             if w.run_until_crash(m, crash_after) {
                 break;
             }
-            let m = migrator(
-                &mut w,
-                migrate_options(Gates {
-                    switch: true,
-                    finish: false,
-                }),
-            );
+            let m = migrator(&mut w, migrate_options(Gates::ALL));
             let out = w.run(m).unwrap();
-            assert_eq!(
-                out.end,
-                TraceMigrateEnd::InState(MigrationState::Switched),
-                "{from:?} {crash_after}"
-            );
-            assert_eq!(
-                stored_states(&w),
-                (
-                    Some(MigrationState::Switched),
-                    Some(MigrationState::Switched)
-                )
-            );
+            assert_eq!(out.end, TraceMigrateEnd::Cleaned, "{from:?} {crash_after}");
+            assert_eq!(stored_states(&w), (Some(MigrationState::Cleaning), None));
+            let t1: Vec<Vec<u8>> = w.rows(T1).into_iter().map(|r| r.key).collect();
+            assert_eq!(t1, vec![b":rk:m:0000000000:".to_vec()], "nothing old left");
             w.assert_target_equals_record(511);
             w.check_target_clean();
         }
@@ -1065,4 +1053,116 @@ fn refused_options_stop_the_run_before_the_switch() {
         },
     );
     assert!(matches!(w.run(m), Err(TraceStoreError::MigrationUsage(_))));
+}
+
+#[test]
+fn finish_sweeps_stragglers_then_cleans_the_source() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let ms = |n: i64| Timestamp(T0.0 + n * 1000);
+        let m = migrator(
+            &mut w,
+            migrate_options(Gates {
+                switch: true,
+                finish: false,
+            }),
+        );
+        assert_eq!(
+            w.run(m).unwrap().end,
+            TraceMigrateEnd::InState(MigrationState::Switched)
+        );
+        // A Gold writer still on T1 after the switch: a straggler, newer than T2's point.
+        w.gold_put(3, &[("a", 300)], ms(80));
+        let start = w.start();
+        let mut m = MigrateTraceStore::new(w.pair(), w.to, migrate_options(Gates::ALL), start);
+        let mut stragglers = Vec::new();
+        let out = loop {
+            while let Some(e) = m.poll_event() {
+                if let TraceStoreEvent::Migrate(TraceMigrateEvent::Straggler {
+                    trace,
+                    commit,
+                    ts,
+                }) = e
+                {
+                    stragglers.push((trace, commit, ts));
+                }
+            }
+            if let Some(r) = m.result() {
+                break r.unwrap();
+            }
+            w.step(&mut m);
+        };
+        assert_eq!(out.end, TraceMigrateEnd::Cleaned, "{from:?}");
+        let name_a = trace_id_text(&params_from([("name", "a"), ("config", "8888")]));
+        assert_eq!(stragglers, vec![(name_a, 3, ms(80))]);
+        w.assert_target_equals_record(511);
+        w.check_target_clean();
+        // T1: its marker row only, `cleaning`, naming T2; T2: no marker row.
+        let t1: Vec<Vec<u8>> = w.rows(T1).into_iter().map(|r| r.key).collect();
+        assert_eq!(t1, vec![b":rk:m:0000000000:".to_vec()]);
+        assert_eq!(stored_states(&w), (Some(MigrationState::Cleaning), None));
+        assert_eq!(out.source_rows_left, 0);
+        // A finished migration runs again with reads only.
+        let before = (w.rows(T1), w.rows(T2));
+        let m = migrator(&mut w, migrate_options(Gates::ALL));
+        assert_eq!(w.run(m).unwrap().end, TraceMigrateEnd::Cleaned);
+        assert_eq!((w.rows(T1), w.rows(T2)), before);
+    }
+}
+
+#[test]
+fn a_conflict_after_the_switch_is_reported_and_blocks_the_clean_up() {
+    let mut w = World::new(Layout::Md5);
+    seed_writes(&mut w);
+    let ms = |n: i64| Timestamp(T0.0 + n * 1000);
+    let m = migrator(
+        &mut w,
+        migrate_options(Gates {
+            switch: true,
+            finish: false,
+        }),
+    );
+    assert_eq!(
+        w.run(m).unwrap().end,
+        TraceMigrateEnd::InState(MigrationState::Switched)
+    );
+    // The same ms in both tables with other digests: a native T2 write and a straggler in T1.
+    let start = w.start();
+    let entry = PutEntry {
+        params: params_from([("name", "c"), ("config", "8888")]),
+        digest: digest(400),
+        ..PutEntry::default()
+    };
+    let put = Put::new(
+        TraceStoreState::new(T2, w.to),
+        4,
+        None,
+        vec![entry],
+        ms(90),
+        start,
+    );
+    w.run(put).unwrap();
+    w.gold_put(4, &[("c", 401)], ms(90));
+    let start = w.start();
+    let mut m = MigrateTraceStore::new(w.pair(), w.to, migrate_options(Gates::ALL), start);
+    let mut conflicts = Vec::new();
+    let out = loop {
+        while let Some(e) = m.poll_event() {
+            if let TraceStoreEvent::Migrate(TraceMigrateEvent::Conflict { trace, commit, ts }) = e {
+                conflicts.push((trace, commit, ts));
+            }
+        }
+        if let Some(r) = m.result() {
+            break r.unwrap();
+        }
+        w.step(&mut m);
+    };
+    let name_c = trace_id_text(&params_from([("name", "c"), ("config", "8888")]));
+    assert!(conflicts.contains(&(name_c, 4, ms(90))), "{conflicts:?}");
+    assert_eq!(out.end, TraceMigrateEnd::InState(MigrationState::Cleaning));
+    assert_eq!(
+        out.source_rows_deleted, 0,
+        "nothing of a conflict is deleted"
+    );
 }

@@ -280,8 +280,8 @@ impl<'a> CopyTile<'a> {
     }
 }
 
-/// A target trace row to write: its key and its points.
-type RowPoints = (Vec<u8>, Vec<(u32, PointValueTs)>);
+/// A target trace row to write: its key, its trace id text and its points.
+pub(crate) type RowPoints = (Vec<u8>, String, Vec<(u32, PointValueTs)>);
 
 /// Where a copy stands.
 #[derive(Debug)]
@@ -351,29 +351,41 @@ impl CopyTileFlow {
         if copy.traces.is_empty() {
             return Ok(Phase::Done);
         }
-        let ps = read.ops.param_set().clone();
-        let key_order = read.ops.key_order().to_vec();
-        let update = UpdateOps::in_key_order(self.tile_key, ps, key_order);
+        let update = target_ops_update(self.tile_key, &read);
         Ok(Phase::Ops { read, copy, update })
     }
+}
 
-    /// The target rows of `copy` encoded with the target's OPS.
-    fn target_rows(
-        &self,
-        ops: &OrderedParamSet,
-        copy: TilePoints,
-    ) -> Result<Vec<RowPoints>, TraceStoreError> {
-        let mut rows = Vec::with_capacity(copy.traces.len());
-        for trace in copy.traces.into_values() {
-            let enc = ops.encode_params(&trace.params)?;
-            let row = trace_row_name(self.tile_key, enc.as_bytes());
-            if row.len() > MAX_ROW_KEY_BYTES {
-                return Err(TraceStoreError::RowKeyTooLong);
-            }
-            rows.push((row, trace.points.into_iter().collect()));
+/// The target rows of `copy`'s traces in tile `tile_key`, encoded with the target's OPS.
+pub(crate) fn target_rows(
+    tile_key: i32,
+    ops: &OrderedParamSet,
+    copy: TilePoints,
+) -> Result<Vec<RowPoints>, TraceStoreError> {
+    let mut rows = Vec::with_capacity(copy.traces.len());
+    for (id, trace) in copy.traces {
+        let enc = ops.encode_params(&trace.params)?;
+        let row = trace_row_name(tile_key, enc.as_bytes());
+        if row.len() > MAX_ROW_KEY_BYTES {
+            return Err(TraceStoreError::RowKeyTooLong);
         }
-        Ok(rows)
+        rows.push((row, id, trace.points.into_iter().collect()));
     }
+    Ok(rows)
+}
+
+/// The `UpdateOps` that gives the target's OPS of tile `tile_key` every param of the source's
+/// `read` (§5.3 step 2): new keys in the source's KeyOrder, values in source order.
+pub(crate) fn target_ops_update(tile_key: i32, read: &TilePoints) -> UpdateOps {
+    let ps = read.ops.param_set().clone();
+    UpdateOps::in_key_order(tile_key, ps, read.ops.key_order().to_vec())
+}
+
+/// The digests of `rows`' points, in order (what `AssignDigestIds` is given).
+pub(crate) fn row_digests(rows: &[RowPoints]) -> Vec<String> {
+    rows.iter()
+        .flat_map(|(_, _, points)| points.iter().map(|(_, (d, _))| d.clone()))
+        .collect()
 }
 
 /// The `MutateRows` entries of `rows` in `layout`, the values given by `value` (called once per
@@ -384,7 +396,7 @@ fn write_entries<'d>(
     mut value: impl FnMut(&'d str) -> PointValue<'d>,
 ) -> Vec<MutateRowsEntry> {
     rows.iter()
-        .map(|(row_key, points)| MutateRowsEntry {
+        .map(|(row_key, _, points)| MutateRowsEntry {
             row_key: row_key.clone(),
             mutations: points
                 .iter()
@@ -397,7 +409,7 @@ fn write_entries<'d>(
 }
 
 fn point_total(rows: &[RowPoints]) -> u64 {
-    rows.iter().map(|(_, p)| p.len() as u64).sum()
+    rows.iter().map(|(_, _, p)| p.len() as u64).sum()
 }
 
 impl Flow for CopyTileFlow {
@@ -427,7 +439,7 @@ impl Flow for CopyTileFlow {
                 } => {
                     let ops = ready!(update.advance(io, &mut pair.target),
                         self.phase => Phase::Ops { read, copy, update });
-                    let rows = self.target_rows(&ops, copy)?;
+                    let rows = target_rows(self.tile_key, &ops, copy)?;
                     match pair.target.layout {
                         Layout::Md5 => {
                             let entries = write_entries(Layout::Md5, &rows, PointValue::Md5);
@@ -438,10 +450,7 @@ impl Flow for CopyTileFlow {
                             }
                         }
                         Layout::DigestId => {
-                            let digests = rows
-                                .iter()
-                                .flat_map(|(_, points)| points.iter().map(|(_, (d, _))| d.clone()))
-                                .collect();
+                            let digests = row_digests(&rows);
                             Phase::Assign {
                                 read,
                                 rows,

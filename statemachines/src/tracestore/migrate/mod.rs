@@ -24,6 +24,8 @@ pub mod marker;
 pub mod pass;
 pub mod run;
 
+use alloc::string::String;
+
 use super::{TraceStoreError, TraceStoreEvent, TraceStoreState};
 use crate::operation::Schema;
 
@@ -79,6 +81,25 @@ pub enum TraceMigrateEvent {
     /// After every tile of a pass, once its checkpoint is written: the objmeta pass's progress
     /// (the same counters, rate and ETA).
     Progress(crate::objmeta::migrate::pass::PassProgress),
+    /// A straggler's point adopted by a sweep (§5.6): a source point written into the target.
+    Straggler {
+        /// The trace id text.
+        trace: String,
+        /// The repo index.
+        commit: u32,
+        /// The point's timestamp.
+        ts: rowkit_codec::model::Timestamp,
+    },
+    /// A source point the target holds at the same `ts` with another digest (§5.6): reported,
+    /// left in the source.
+    Conflict {
+        /// The trace id text.
+        trace: String,
+        /// The repo index.
+        commit: u32,
+        /// The point's timestamp.
+        ts: rowkit_codec::model::Timestamp,
+    },
     /// The migrator changed the source's marker (the run's state, §3): `None` is "no marker".
     StateChanged {
         /// The state before the change.

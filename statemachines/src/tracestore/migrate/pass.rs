@@ -10,25 +10,46 @@
 //!   — params, digests and the raw `ts` of every source point; a tile with a difference is
 //!   copied again (`CopyTile`) and counted in `diffs`. A pass is clean when `diffs` is 0.
 //!
+//! - [`TilePassKind::Sweep`] (`switched`, §5.6): both tables compared; a source point the
+//!   target lacks — a Gold writer still on `T1`, a straggler — is written with the strict
+//!   `CheckAndMutateRow(T2 row, Chain(Family(T), Column(q), TimestampRange(ts, ∞)), true: [],
+//!   false: [the point's cells])`: only if `T2` has no cell of that column at `ts` or later
+//!   (`T2` is the truth and may hold newer native writes). Each adopted point is a
+//!   [`TraceMigrateEvent::Straggler`]; a source point whose `ts` the target holds with another
+//!   digest is a [`TraceMigrateEvent::Conflict`], left in `T1`; a target point newer than the
+//!   source's supersedes it.
+//!
 //! Points only the target holds (written into `T2` alone) are not differences: the copy writes
 //! the source's points and cannot remove them, and before the switch nothing writes `T2` but
 //! the copies and the aware writers' mirrors of the source's Puts.
 
 use alloc::boxed::Box;
+use alloc::string::String;
 use alloc::vec::Vec;
 
 use rowkit_codec::migration::{MigrationCheckpoint, OptionsPolicy, PassCounters};
-use rowkit_codec::model::Timestamp;
-use rowkit_codec::tracestore::keys::{ops_row_name, parse_ops_row_tile_key, tile_key};
+use rowkit_codec::model::{RowFilter, Timestamp, TimestampRange};
+use rowkit_codec::tracestore::Layout;
+use rowkit_codec::tracestore::cells::FAMILY_TRACE;
+use rowkit_codec::tracestore::keys::{
+    ops_row_name, parse_ops_row_tile_key, tile_index_of_key, tile_key,
+};
 
+use super::super::assign::AssignDigestIdsFlow;
 use super::super::newest_tile::NewestTileFlow;
+use super::super::put::{PointValue, point_mutations, trace_qualifier};
+use super::super::update_ops::UpdateOps;
 use super::super::{TraceStoreError, TraceStoreEvent};
-use super::copy_tile::{CopyTileFlow, ReadTilePoints, TilePoints, options_dropped};
+use super::copy_tile::{
+    CopyTileFlow, ReadTilePoints, RowPoints, TilePoints, options_dropped, row_digests,
+    target_ops_update, target_rows,
+};
 use super::marker::{TraceMigrationRead, WriteTableCheckpointFlow};
 use super::{TablePair, TraceMigrateEvent, TraceMigrationSchema};
+use crate::children::ChildOutput;
 use crate::migration::pass_progress;
-use crate::operation::{ContextArg, Flow, Io, Operation, Progress, Start};
-use crate::{RetryPolicy, ready};
+use crate::operation::{ContextArg, Flow, Io, Operation, OperationError, Progress, Start, WaitAll};
+use crate::{CheckAndMutateRowRequest, Request, Response, RetryPolicy, ready};
 
 /// Which pass.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -38,6 +59,9 @@ pub enum TilePassKind {
     /// The verification of `verifying` and the final pass of `switching` (§5.5): both tables
     /// compared, differences copied.
     Verify,
+    /// The sweep of `switched` (§5.6): stragglers adopted with the strict write, conflicts
+    /// reported.
+    Sweep,
 }
 
 /// Where a pass starts and as whom it writes its checkpoints.
@@ -114,10 +138,24 @@ enum TileStep {
     Copy(CopyTileFlow),
     /// Verification: the source's points being read.
     ReadSource(ReadTilePoints),
-    /// Verification: the target's points being read.
+    /// Verification and sweep: the target's points being read.
     ReadTarget(TilePoints, ReadTilePoints),
+    /// Sweep: the target's OPS given the source's params (the stragglers' traces may be new).
+    SweepOps(TilePoints, UpdateOps),
+    /// Sweep, digest-id target: the stragglers' digests get their ids.
+    SweepAssign(Vec<RowPoints>, AssignDigestIdsFlow),
+    /// Sweep: the strict writes are out, one per straggler point.
+    SweepWrite(Vec<Straggler>, WaitAll),
     /// The tile's checkpoint is out.
     Checkpoint(WriteTableCheckpointFlow),
+}
+
+/// A straggler point whose strict write is out.
+#[derive(Debug)]
+struct Straggler {
+    trace: String,
+    commit: u32,
+    ts: Timestamp,
 }
 
 /// Where a pass stands.
@@ -192,8 +230,90 @@ impl TilePassFlow {
     fn first_step(&self, tk: i32) -> TileStep {
         match self.kind {
             TilePassKind::Copy => TileStep::Copy(CopyTileFlow::new(tk, self.options)),
-            TilePassKind::Verify => TileStep::ReadSource(ReadTilePoints::new(tk)),
+            TilePassKind::Verify | TilePassKind::Sweep => {
+                TileStep::ReadSource(ReadTilePoints::new(tk))
+            }
         }
+    }
+
+    /// Sweep: the source points of tile `tk` the target neither holds nor supersedes (the
+    /// stragglers), the conflicts reported and counted on the way.
+    fn stragglers(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        tk: i32,
+        source: &TilePoints,
+        target: &TilePoints,
+    ) -> TilePoints {
+        let mut adopt = source.not_in(target);
+        let first_commit = tile_index_of_key(tk).unwrap_or(0).saturating_mul(256);
+        for (id, trace) in &mut adopt.traces {
+            let theirs = target.traces.get(id);
+            trace.points.retain(|offset, (digest, ts)| {
+                let Some((their_digest, their_ts)) = theirs.and_then(|t| t.points.get(offset))
+                else {
+                    return true;
+                };
+                if their_ts == ts && their_digest != digest {
+                    self.summary.counters.conflicts += 1;
+                    io.emit(TraceStoreEvent::Migrate(TraceMigrateEvent::Conflict {
+                        trace: id.clone(),
+                        commit: first_commit + offset,
+                        ts: *ts,
+                    }));
+                    return false;
+                }
+                // A newer target cell supersedes the source's point.
+                their_ts < ts
+            });
+        }
+        adopt.traces.retain(|_, t| !t.points.is_empty());
+        adopt
+    }
+
+    /// Sweep: the strict write of every point of `rows` (§5.6), values from `value`.
+    fn send_strict_writes<'d>(
+        &self,
+        io: &mut Io<TraceStoreEvent>,
+        pair: &TablePair,
+        tk: i32,
+        rows: &'d [RowPoints],
+        mut value: impl FnMut(&'d str) -> PointValue<'d>,
+    ) -> TileStep {
+        let layout = pair.target.layout;
+        let first_commit = tile_index_of_key(tk).unwrap_or(0).saturating_mul(256);
+        let mut ids = Vec::new();
+        let mut stragglers = Vec::new();
+        for (row_key, trace, points) in rows {
+            for (offset, (digest, ts)) in points {
+                let qualifier = trace_qualifier(layout, *offset);
+                let newer_or_equal = RowFilter::Chain(alloc::vec![
+                    RowFilter::FamilyNameRegex(FAMILY_TRACE.into()),
+                    RowFilter::ColumnQualifierRegex(qualifier.clone()),
+                    RowFilter::TimestampRange(TimestampRange {
+                        start: ts.truncate_to_millis().0,
+                        end: 0,
+                    }),
+                ]);
+                let _ = io.next_seed();
+                ids.push(
+                    io.unary(Request::CheckAndMutateRow(CheckAndMutateRowRequest {
+                        table: pair.target.table.clone(),
+                        app_profile_id: pair.target.app_profile_id.clone(),
+                        row_key: row_key.clone(),
+                        predicate: Some(newer_or_equal),
+                        true_mutations: Vec::new(),
+                        false_mutations: point_mutations(&qualifier, *ts, value(digest)),
+                    })),
+                );
+                stragglers.push(Straggler {
+                    trace: trace.clone(),
+                    commit: first_commit + offset,
+                    ts: *ts,
+                });
+            }
+        }
+        TileStep::SweepWrite(stragglers, WaitAll::new(ids))
     }
 
     fn scanned(&mut self, rows: u64) {
@@ -281,16 +401,79 @@ impl Flow for TilePassFlow {
                     let target = ready!(read.advance(io, &mut pair.target),
                         self.phase => back(TileStep::ReadTarget(source, read)));
                     self.scanned(source.rows + target.rows);
-                    let diffs = source.not_in(&target).point_count();
-                    self.summary.counters.unchanged += source.point_count() - diffs;
-                    if diffs > 0 {
-                        self.summary.diffs += diffs;
-                        TileStep::Copy(CopyTileFlow::new(tk, self.options))
+                    if self.kind == TilePassKind::Sweep {
+                        let conflicts = self.summary.counters.conflicts;
+                        let adopt = self.stragglers(io, tk, &source, &target);
+                        let conflicts = self.summary.counters.conflicts - conflicts;
+                        // Equal points, and those a newer target point supersedes.
+                        self.summary.counters.unchanged +=
+                            source.point_count() - adopt.point_count() - conflicts;
+                        if adopt.traces.is_empty() {
+                            self.checkpoint_step(io, tk)?
+                        } else {
+                            TileStep::SweepOps(adopt, target_ops_update(tk, &source))
+                        }
                     } else {
-                        self.summary.skipped_rows += source.skipped_rows;
-                        self.summary.options_rows_dropped += source.options_rows;
-                        self.checkpoint_step(io, tk)?
+                        let diffs = source.not_in(&target).point_count();
+                        self.summary.counters.unchanged += source.point_count() - diffs;
+                        if diffs > 0 {
+                            self.summary.diffs += diffs;
+                            TileStep::Copy(CopyTileFlow::new(tk, self.options))
+                        } else {
+                            self.summary.skipped_rows += source.skipped_rows;
+                            self.summary.options_rows_dropped += source.options_rows;
+                            self.checkpoint_step(io, tk)?
+                        }
                     }
+                }
+                TileStep::SweepOps(adopt, mut update) => {
+                    let ops = ready!(update.advance(io, &mut pair.target),
+                        self.phase => back(TileStep::SweepOps(adopt, update)));
+                    let rows = target_rows(tk, &ops, adopt)?;
+                    match pair.target.layout {
+                        Layout::Md5 => {
+                            self.send_strict_writes(io, pair, tk, &rows, PointValue::Md5)
+                        }
+                        Layout::DigestId => {
+                            let assign = AssignDigestIdsFlow::new(row_digests(&rows));
+                            TileStep::SweepAssign(rows, assign)
+                        }
+                    }
+                }
+                TileStep::SweepAssign(rows, mut assign) => {
+                    let ids = ready!(assign.advance(io, &mut pair.target),
+                        self.phase => back(TileStep::SweepAssign(rows, assign)));
+                    let mut ids = ids.into_iter();
+                    self.send_strict_writes(io, pair, tk, &rows, |_| {
+                        PointValue::Id(ids.next().unwrap_or(0))
+                    })
+                }
+                TileStep::SweepWrite(stragglers, mut writes) => {
+                    let Some(outcomes) = writes.poll(io) else {
+                        self.phase = back(TileStep::SweepWrite(stragglers, writes));
+                        return Ok(None);
+                    };
+                    for (outcome, s) in outcomes.into_iter().zip(stragglers) {
+                        match outcome.map_err(TraceStoreError::store)? {
+                            // Not matched: no target cell at `ts` or later, the point written.
+                            ChildOutput::Unary(Response::CheckAndMutateRow {
+                                predicate_matched: false,
+                            }) => {
+                                self.summary.counters.stragglers += 1;
+                                io.emit(TraceStoreEvent::Migrate(TraceMigrateEvent::Straggler {
+                                    trace: s.trace,
+                                    commit: s.commit,
+                                    ts: s.ts,
+                                }));
+                            }
+                            // A newer native write arrived meanwhile: it wins.
+                            ChildOutput::Unary(Response::CheckAndMutateRow { .. }) => {
+                                self.summary.counters.unchanged += 1;
+                            }
+                            other => return Err(TraceStoreError::unexpected(&other)),
+                        }
+                    }
+                    self.checkpoint_step(io, tk)?
                 }
                 TileStep::Checkpoint(mut write) => {
                     self.as_read = ready!(write.advance(io, &mut pair.source),

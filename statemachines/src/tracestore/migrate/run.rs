@@ -18,7 +18,9 @@
 //! | `copying` | a Copy pass (resumed from the checkpoint when it names this run and state), then `verifying` |
 //! | `verifying` | Verify passes until one run whole has no difference; then `switching` with `--switch`, else the run ends |
 //! | `switching` | waits `since + Δ`; Verify passes (the final pass, every tile) until one is clean; then `switched` (target, then source) |
-//! | `switched` | the run ends there: the sweeps (§5.6) and the clean-up (§5.8) are not built |
+//! | `switched` | a sweep (§5.6); then `cleaning` with `--finish`, else the run ends |
+//! | `cleaning` | waits `since + Δ`; a sweep (a conflict ends the run here, nothing deleted); every Gold row of the source deleted, each only if no cell newer than those read arrived (§5.8); the target's marker removed — the source's stays `cleaning`, the forwarding note "use `T2`" |
+//! | `cleaning`, no target marker | the migration is complete: the run ends there |
 //! | `aborting` (or `--abort` from `copying`, `verifying`, `switching`) | waits `since + Δ`; every row of the target but its marker row deleted; the markers removed (target, then source) |
 //!
 //! Every wait is measured from the source marker's `since`, so a resumed run does not wait
@@ -32,7 +34,9 @@ use rowkit_codec::migration::{
     DEFAULT_SETTLE_US, Gates, MIN_SETTLE_US, MarkerRole, MigrationCheckpoint, MigrationState,
     OptionsPolicy, PassCounters, RunId,
 };
-use rowkit_codec::model::{KeyBound, Mutation, RowFilter, RowRange, RowSet, Timestamp};
+use rowkit_codec::model::{
+    KeyBound, Mutation, Row, RowFilter, RowRange, RowSet, Timestamp, TimestampRange,
+};
 use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::keys::migration_row_name;
 use rowkit_codec::tracestore::migration::{TraceMarkerChange, TraceMigrationMarker, marker_place};
@@ -43,13 +47,15 @@ use super::super::{TraceStoreError, TraceStoreEvent};
 use super::marker::{TraceMigrationRead, marker_table};
 use super::pass::{TilePassFlow, TilePassKind, TilePassResume, TilePassSummary};
 use super::{Side, TablePair, TraceMigrateEvent, TraceMigrationSchema};
-use crate::children::ChildId;
+use crate::children::{ChildId, ChildOutput};
 use crate::migration::{ReadMarkerStep, WriteCheckpointStep, WriteMarkerStep};
-use crate::operation::{ContextArg, Flow, Io, Operation, Progress, Start};
-use crate::{MutateRowsEntry, RetryPolicy, ready};
+use crate::operation::{ContextArg, Flow, Io, Operation, OperationError, Progress, Start, WaitAll};
+use crate::{CheckAndMutateRowRequest, MutateRowsEntry, Request, Response, RetryPolicy, ready};
 
-/// Rows of the target read per page of the rollback's deletion.
-const CLEAR_PAGE_ROWS: i64 = 1000;
+/// Rows read per page of the rollback's and the clean-up's deletions.
+const SCAN_PAGE_ROWS: i64 = 1000;
+/// Every family of both Gold layouts (§5.8's predicate).
+const GOLD_FAMILIES: &str = "T|P|O|D|I";
 
 /// `MigrateTraceStore(to, options)`: the migration of `pair.source` into `pair.target`, as far
 /// as the gates allow (`rowkit gold migrate --to L --target-table T2`).
@@ -80,6 +86,9 @@ pub enum TraceMigrateEnd {
     InState(MigrationState),
     /// The markers were removed: the rollback is complete.
     Removed,
+    /// The source's Gold rows are gone and the target's marker removed: the migration is
+    /// complete (the source's marker stays, `cleaning`, naming the target).
+    Cleaned,
 }
 
 /// What a run did.
@@ -93,6 +102,11 @@ pub struct TraceMigrateOutcome {
     pub passes: Vec<TilePassSummary>,
     /// Rows of the target the rollback deleted (this run).
     pub target_rows_deleted: u64,
+    /// Rows of the source the clean-up deleted (this run).
+    pub source_rows_deleted: u64,
+    /// Rows of the source the clean-up left: a cell newer than those it read arrived (this
+    /// run; the next run sweeps and deletes them).
+    pub source_rows_left: u64,
 }
 
 /// The marker changed, on which table.
@@ -118,11 +132,12 @@ enum RunPhase {
         pass: Box<TilePassFlow>,
         from_start: bool,
     },
-    /// The rollback: a page of the target's row keys being read.
-    ClearRead(ChildId),
-    /// The rollback: the page's rows being deleted (then the next page, from the start:
-    /// deleted rows are gone).
-    ClearDelete(WriteChunks),
+    /// The rollback (target) or the clean-up (source): a page of the table's rows being read.
+    ScanRead(Side, ChildId),
+    /// The rollback: the page's rows being deleted; then the page after `last`.
+    ClearDelete(WriteChunks, Vec<u8>),
+    /// The clean-up: the page's conditional deletes are out; then the page after `last`.
+    CleanDelete(WaitAll, Vec<u8>),
     /// The run stops at a gate: its lease being released first, then `end`.
     Release {
         write: Box<WriteCheckpointStep<TraceMigrationRead>>,
@@ -136,7 +151,9 @@ enum Next {
     Write(Side, TraceMarkerChange),
     Settle(Timestamp),
     Pass(TilePassKind),
-    Clear,
+    /// Delete the rows of a side but its marker row (target: the rollback; source: the
+    /// clean-up, conditionally).
+    Delete(Side),
     End(TraceMigrateEnd),
 }
 
@@ -145,6 +162,8 @@ enum Next {
 struct Verdict {
     from_start: bool,
     diffs: u64,
+    /// Sweep: conflicts found (left in the source).
+    conflicts: u64,
 }
 
 /// The flow of [`MigrateTraceStore`].
@@ -157,8 +176,8 @@ pub struct MigrateTraceStoreFlow {
     /// The checkpoint to resume the current state's first pass from (§7.2), taken once.
     resume: Option<MigrationCheckpoint>,
     verdict: Option<Verdict>,
-    /// The rollback's deletion ended (every target row but the marker row deleted).
-    cleared: bool,
+    /// The rollback's or clean-up's deletion ended in this run.
+    deleted: bool,
     outcome: TraceMigrateOutcome,
     released: bool,
     phase: RunPhase,
@@ -209,12 +228,14 @@ impl<'a> MigrateTraceStore<'a> {
             target: TraceMigrationRead::default(),
             resume: None,
             verdict: None,
-            cleared: false,
+            deleted: false,
             outcome: TraceMigrateOutcome {
                 end: TraceMigrateEnd::Removed,
                 run: None,
                 passes: Vec::new(),
                 target_rows_deleted: 0,
+                source_rows_deleted: 0,
+                source_rows_left: 0,
             },
             released: false,
             phase: RunPhase::ReadSource(ReadMarkerStep::new(&marker_place())),
@@ -334,19 +355,28 @@ impl MigrateTraceStoreFlow {
             ));
         }
         // The end of a rollback: the target's marker is removed first.
-        let removing = s.state == MigrationState::Aborting && self.cleared;
-        if removing {
-            return Ok(Next::Write(
-                if t_state.is_some() {
-                    Side::Target
-                } else {
-                    Side::Source
-                },
-                TraceMarkerChange::Remove,
-            ));
+        if s.state == MigrationState::Aborting && self.deleted {
+            let side = if t_state.is_some() {
+                Side::Target
+            } else {
+                Side::Source
+            };
+            return Ok(Next::Write(side, TraceMarkerChange::Remove));
+        }
+        // The end of the clean-up: the target's marker removed, the source's kept.
+        if s.state == MigrationState::Cleaning && t_state.is_none() {
+            return Ok(Next::End(TraceMigrateEnd::Cleaned));
+        }
+        if s.state == MigrationState::Cleaning && self.deleted {
+            return Ok(if self.outcome.source_rows_left == 0 {
+                Next::Write(Side::Target, TraceMarkerChange::Remove)
+            } else {
+                Next::End(TraceMigrateEnd::InState(MigrationState::Cleaning))
+            });
         }
         // The target's marker behind the source's (a crash between the two writes).
-        if t_state != Some(s.state) && !(s.state == MigrationState::Aborting && t_state.is_none()) {
+        let removed = s.state == MigrationState::Aborting && t_state.is_none();
+        if t_state != Some(s.state) && !removed {
             return Ok(Next::Write(
                 Side::Target,
                 TraceMarkerChange::Write(as_target(&s)),
@@ -355,19 +385,21 @@ impl MigrateTraceStoreFlow {
         let gates = self.options.gates;
         let change = |state| TraceMarkerChange::Write(s.with_state(state, io.now()));
         let settled = s.since.saturating_add_micros(s.settle_us);
+        let waits = matches!(
+            s.state,
+            MigrationState::Switching | MigrationState::Cleaning | MigrationState::Aborting
+        );
         let Some(verdict) = &self.verdict else {
             return Ok(match s.state {
+                _ if waits && io.now() < settled => Next::Settle(settled),
                 MigrationState::Copying => Next::Pass(TilePassKind::Copy),
-                MigrationState::Verifying => Next::Pass(TilePassKind::Verify),
-                MigrationState::Switching | MigrationState::Aborting if io.now() < settled => {
-                    Next::Settle(settled)
+                MigrationState::Verifying | MigrationState::Switching => {
+                    Next::Pass(TilePassKind::Verify)
                 }
-                MigrationState::Switching => Next::Pass(TilePassKind::Verify),
-                MigrationState::Aborting => Next::Clear,
-                // The sweeps (§5.6) and the clean-up (§5.8) are not built: the run ends here.
                 MigrationState::Switched | MigrationState::Cleaning => {
-                    Next::End(TraceMigrateEnd::InState(s.state))
+                    Next::Pass(TilePassKind::Sweep)
                 }
+                MigrationState::Aborting => Next::Delete(Side::Target),
             });
         };
         let clean = verdict.from_start && verdict.diffs == 0;
@@ -385,6 +417,15 @@ impl MigrateTraceStoreFlow {
                     as_target(&s).with_state(MigrationState::Switched, io.now()),
                 ),
             ),
+            MigrationState::Switched if gates.finish => {
+                Next::Write(Side::Source, change(MigrationState::Cleaning))
+            }
+            // A conflict is left in the source for the operator: nothing of it is deleted.
+            MigrationState::Cleaning if verdict.conflicts > 0 => {
+                Next::End(TraceMigrateEnd::InState(MigrationState::Cleaning))
+            }
+            // After the last sweep of `cleaning`: the source's Gold rows.
+            MigrationState::Cleaning => Next::Delete(Side::Source),
             state => Next::End(TraceMigrateEnd::InState(state)),
         })
     }
@@ -445,31 +486,96 @@ impl MigrateTraceStoreFlow {
         })
     }
 
-    /// A read of the next page of the target's row keys (its marker row left out).
-    fn clear_read(io: &mut Io<TraceStoreEvent>, pair: &TablePair) -> ChildId {
+    /// A read of the next page of `side`'s rows after `after` (its marker row left out):
+    /// the newest cell of each column, values stripped (the keys and timestamps are what the
+    /// deletes need).
+    fn scan_read(
+        io: &mut Io<TraceStoreEvent>,
+        pair: &mut TablePair,
+        side: Side,
+        after: Option<Vec<u8>>,
+    ) -> RunPhase {
         let marker_row = migration_row_name();
+        let start = after.map_or(KeyBound::Unbounded, KeyBound::Open);
+        let past_marker = match &start {
+            KeyBound::Open(k) if *k > marker_row => start.clone(),
+            _ => KeyBound::Open(marker_row.clone()),
+        };
+        let ranges = [
+            RowRange {
+                start,
+                end: KeyBound::Open(marker_row),
+            },
+            RowRange {
+                start: past_marker,
+                end: KeyBound::Unbounded,
+            },
+        ];
         let rows = RowSet {
             row_keys: Vec::new(),
-            row_ranges: alloc::vec![
-                RowRange::half_open(Vec::new(), marker_row.clone()),
-                RowRange {
-                    start: KeyBound::Open(marker_row),
-                    end: KeyBound::Unbounded,
-                },
-            ],
+            row_ranges: ranges.into_iter().filter(|r| !r.is_empty()).collect(),
         };
         let filter = RowFilter::Chain(alloc::vec![
-            RowFilter::CellsPerRowLimit(1),
+            RowFilter::CellsPerColumnLimit(1),
             RowFilter::StripValue
         ]);
-        io.read_rows(read_request(&pair.target, rows, filter, CLEAR_PAGE_ROWS))
+        let read = io.read_rows(read_request(pair.side(side), rows, filter, SCAN_PAGE_ROWS));
+        RunPhase::ScanRead(side, read)
+    }
+
+    /// The deletes of a page of `side`'s rows: the rollback's `DeleteFromRow`s (target), or
+    /// the clean-up's conditional ones (source, §5.8): `CheckAndMutateRow(row,
+    /// Chain(Family(T|P|O|D|I), TimestampRange(newest ts read + 1000, ∞)), true: [], false:
+    /// [DeleteFromRow])` — deleted only if no cell newer than those read arrived.
+    fn delete_page(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        pair: &TablePair,
+        side: Side,
+        rows: &[Row],
+    ) -> RunPhase {
+        let last = rows.last().map(|r| r.key.clone()).unwrap_or_default();
+        if side == Side::Target {
+            self.outcome.target_rows_deleted += rows.len() as u64;
+            let entries = rows
+                .iter()
+                .map(|r| MutateRowsEntry {
+                    row_key: r.key.clone(),
+                    mutations: alloc::vec![Mutation::DeleteFromRow],
+                })
+                .collect();
+            return RunPhase::ClearDelete(WriteChunks::start(io, &pair.target, entries), last);
+        }
+        let ids = rows
+            .iter()
+            .map(|r| {
+                let newest = r.cells.iter().map(|c| c.timestamp.0).max().unwrap_or(0);
+                let newer = RowFilter::Chain(alloc::vec![
+                    RowFilter::FamilyNameRegex(GOLD_FAMILIES.into()),
+                    RowFilter::TimestampRange(TimestampRange {
+                        start: newest.saturating_add(1000),
+                        end: 0,
+                    }),
+                ]);
+                let _ = io.next_seed();
+                io.unary(Request::CheckAndMutateRow(CheckAndMutateRowRequest {
+                    table: pair.source.table.clone(),
+                    app_profile_id: pair.source.app_profile_id.clone(),
+                    row_key: r.key.clone(),
+                    predicate: Some(newer),
+                    true_mutations: Vec::new(),
+                    false_mutations: alloc::vec![Mutation::DeleteFromRow],
+                }))
+            })
+            .collect();
+        RunPhase::CleanDelete(WaitAll::new(ids), last)
     }
 
     /// The phase that carries out `next`, or the run's output when it ends.
     fn carry_out(
         &mut self,
         io: &mut Io<TraceStoreEvent>,
-        pair: &TablePair,
+        pair: &mut TablePair,
         next: Next,
     ) -> Result<Result<RunPhase, TraceMigrateOutcome>, TraceStoreError> {
         Ok(Ok(match next {
@@ -490,7 +596,7 @@ impl MigrateTraceStoreFlow {
             }
             Next::Settle(until) => RunPhase::Settle(until),
             Next::Pass(kind) => self.start_pass(io.now(), kind)?,
-            Next::Clear => RunPhase::ClearRead(Self::clear_read(io, pair)),
+            Next::Delete(side) => Self::scan_read(io, pair, side, None),
             Next::End(end @ TraceMigrateEnd::InState(_)) if !self.released => {
                 self.released = true;
                 match WriteCheckpointStep::release(
@@ -582,33 +688,45 @@ impl Flow for MigrateTraceStoreFlow {
                     self.verdict = Some(Verdict {
                         from_start,
                         diffs: done.summary.diffs,
+                        conflicts: done.summary.counters.conflicts,
                     });
                     self.outcome.passes.push(done.summary);
                     self.next(io)?
                 }
-                RunPhase::ClearRead(read) => {
-                    let rows = ready!(io.rows(read), self.phase => RunPhase::ClearRead(read));
+                RunPhase::ScanRead(side, read) => {
+                    let rows = ready!(io.rows(read), self.phase => RunPhase::ScanRead(side, read));
                     if rows.is_empty() {
-                        self.cleared = true;
+                        self.deleted = true;
                         self.next(io)?
                     } else {
-                        self.outcome.target_rows_deleted += rows.len() as u64;
-                        let entries = rows
-                            .iter()
-                            .map(|r| MutateRowsEntry {
-                                row_key: r.key.clone(),
-                                mutations: alloc::vec![Mutation::DeleteFromRow],
-                            })
-                            .collect();
-                        let write = WriteChunks::start(io, &pair.target, entries);
-                        self.phase = RunPhase::ClearDelete(write);
+                        self.phase = self.delete_page(io, pair, side, &rows);
                         continue;
                     }
                 }
-                RunPhase::ClearDelete(mut write) => {
+                RunPhase::ClearDelete(mut write, last) => {
                     ready!(write.advance(io, &mut pair.target),
-                        self.phase => RunPhase::ClearDelete(write));
-                    self.phase = RunPhase::ClearRead(Self::clear_read(io, pair));
+                        self.phase => RunPhase::ClearDelete(write, last));
+                    self.phase = Self::scan_read(io, pair, Side::Target, Some(last));
+                    continue;
+                }
+                RunPhase::CleanDelete(mut deletes, last) => {
+                    let Some(outcomes) = deletes.poll(io) else {
+                        self.phase = RunPhase::CleanDelete(deletes, last);
+                        return Ok(None);
+                    };
+                    for outcome in outcomes {
+                        match outcome.map_err(TraceStoreError::store)? {
+                            ChildOutput::Unary(Response::CheckAndMutateRow {
+                                predicate_matched: false,
+                            }) => self.outcome.source_rows_deleted += 1,
+                            // A newer cell arrived: left for the next run's sweep.
+                            ChildOutput::Unary(Response::CheckAndMutateRow { .. }) => {
+                                self.outcome.source_rows_left += 1;
+                            }
+                            other => return Err(TraceStoreError::unexpected(&other)),
+                        }
+                    }
+                    self.phase = Self::scan_read(io, pair, Side::Source, Some(last));
                     continue;
                 }
                 RunPhase::Release { mut write, end } => {
