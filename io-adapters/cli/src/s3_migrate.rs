@@ -1,7 +1,8 @@
 //! `rowkit s3 migrate BUCKET --to v1|v0`: the object-metadata migrator
 //! (`docs/migration.md` §3, §7.3, §11.7) run through `ObjectMetadata::migrate_bucket` as far
 //! as the gates allow: a progress bar on a terminal (stderr), progress as JSON Lines on stderr
-//! with `--json`, and one summary (text line, or JSON document) on stdout.
+//! with `--json`, and one summary (text line, or JSON document) on stdout. `rowkit gold
+//! migrate` shows its progress with the same code ([`Shown`], [`progress_json`]).
 
 use std::io::Write;
 
@@ -25,7 +26,7 @@ use crate::store_location::StoreLocation;
 
 /// A migration's deadline: a day, or the `--deadline` given if longer. A run stopped by it
 /// resumes where it stopped when run again (§7.2).
-pub const MIGRATE_TIMEOUT_MICROS: i64 = 86_400_000_000;
+pub(crate) const MIGRATE_TIMEOUT_MICROS: i64 = 86_400_000_000;
 
 /// `rowkit s3 migrate BUCKET --to v1|v0 …`.
 #[derive(Debug, Args)]
@@ -74,7 +75,7 @@ fn parse_to(text: &str) -> Result<VFormat, CliError> {
 /// `--settle` in µs; without it the minimum on a store this process holds alone (the
 /// embedded file's exclusive lock, or memory: no other process can write during the run),
 /// else the machine's default.
-fn settle_us(settle: Option<&str>, store: &str) -> Result<Option<i64>, CliError> {
+pub(crate) fn settle_us(settle: Option<&str>, store: &str) -> Result<Option<i64>, CliError> {
     if let Some(text) = settle {
         let d = humantime::parse_duration(text)
             .map_err(|e| CliError::usage(format!("--settle {text:?}: {e}")))?;
@@ -89,7 +90,7 @@ fn settle_us(settle: Option<&str>, store: &str) -> Result<Option<i64>, CliError>
 }
 
 /// This migrator's name in the checkpoints (`host:pid`, §7.1).
-fn owner(pid: u64) -> String {
+pub(crate) fn owner(pid: u64) -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
@@ -99,21 +100,39 @@ fn owner(pid: u64) -> String {
     format!("{host}:{pid}")
 }
 
-/// What the run shows while it runs: the bar, or (`--json`) one JSON line per page.
-struct Shown {
+/// What a migration shows while it runs: the bar, or (`--json`) one JSON line per page or
+/// tile.
+pub(crate) struct Shown {
     json: bool,
     progress: Progress,
 }
 
 impl Shown {
+    /// The bar (`json`: JSON Lines instead) of a migration run.
+    pub(crate) fn new(json: bool) -> Shown {
+        Shown {
+            json,
+            progress: Progress::new("rows scanned"),
+        }
+    }
+
     fn event(&mut self, e: ObjmetaEvent) {
-        let ObjmetaEvent::Migrate(MigrateEvent::Progress(p)) = e else {
-            return;
-        };
+        if let ObjmetaEvent::Migrate(MigrateEvent::Progress(p)) = e {
+            self.show(&p);
+        }
+    }
+
+    /// Ends the bar.
+    pub(crate) fn finish(&mut self) {
+        self.progress.finish();
+    }
+
+    /// Shows one progress event (§7.3).
+    pub(crate) fn show(&mut self, p: &PassProgress) {
         if self.json {
             if verbosity() > Verbosity::Quiet {
                 // A closed stderr leaves nobody to tell: the run goes on.
-                let _ = writeln!(std::io::stderr(), "{}", progress_json(&p));
+                let _ = writeln!(std::io::stderr(), "{}", progress_json(p));
             }
             return;
         }
@@ -128,7 +147,7 @@ impl Shown {
     }
 }
 
-fn counters_json(c: &PassCounters) -> serde_json::Map<String, Value> {
+pub(crate) fn counters_json(c: &PassCounters) -> serde_json::Map<String, Value> {
     let v = json!({
         "rows_scanned": c.rows_scanned, "copied": c.copied, "deleted": c.deleted,
         "stamped": c.stamped, "unchanged": c.unchanged, "stragglers": c.stragglers,
@@ -141,7 +160,7 @@ fn counters_json(c: &PassCounters) -> serde_json::Map<String, Value> {
 }
 
 /// One JSON line of progress: `MigrateEvent::Progress`'s members (§11.7).
-fn progress_json(p: &PassProgress) -> Value {
+pub(crate) fn progress_json(p: &PassProgress) -> Value {
     let mut m = serde_json::Map::new();
     m.insert("state".into(), json!(p.state.as_str()));
     m.insert("pass".into(), json!(p.pass));
@@ -255,13 +274,10 @@ pub fn run(
         owner: owner(pid),
     };
     let timeout = MIGRATE_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
-    let mut shown = Shown {
-        json: out.is_json(),
-        progress: Progress::new("rows scanned"),
-    };
+    let mut shown = Shown::new(out.is_json());
     let bucket = args.bucket.as_str();
     let result = block_on(om.migrate_bucket(bucket, to, options, timeout, |e| shown.event(e)));
-    shown.progress.finish();
+    shown.finish();
     let outcome = match result {
         Ok(o) => o,
         // Findings stop the run before the switch: blocked, exit 1.
