@@ -140,6 +140,25 @@ impl World {
         self.run_with(m, |_, _| {})
     }
 
+    /// Runs a migration machine to its end, with the migration events it emitted.
+    fn run_events<M: Machine<Event = TraceStoreEvent>>(
+        &mut self,
+        mut m: M,
+    ) -> (Result<M::Output, M::Error>, Vec<TraceMigrateEvent>) {
+        let mut events = Vec::new();
+        loop {
+            while let Some(e) = m.poll_event() {
+                if let TraceStoreEvent::Migrate(e) = e {
+                    events.push(e);
+                }
+            }
+            if let Some(result) = m.result() {
+                return (result, events);
+            }
+            self.step(&mut m);
+        }
+    }
+
     /// Runs `m` and drops it after `responses` responses (a crash); true when it ended first.
     fn run_until_crash<M: Machine>(&mut self, mut m: M, responses: usize) -> bool {
         let mut seen = 0;
@@ -184,6 +203,27 @@ impl World {
                 self.expected.insert(key, (e.digest, ts));
             }
         }
+    }
+
+    /// A Gold writer's Put of a point with options (md5 source), recorded.
+    fn put_with_options(&mut self) {
+        let start = self.start();
+        let params = params_from([("name", "o")]);
+        let put = Put::new(
+            TraceStoreState::new(T1, Layout::Md5),
+            7,
+            Some(T0),
+            vec![PutEntry {
+                params: params.clone(),
+                options: params_from([("ext", "png")]),
+                digest: digest(42),
+            }],
+            T0,
+            start,
+        );
+        self.run(put).unwrap();
+        self.expected
+            .insert((trace_id_text(&params), 7), (digest(42), T0));
     }
 
     fn copy_tile(
@@ -503,28 +543,8 @@ fn a_copy_dropped_after_any_response_and_run_again_ends_in_the_same_table() {
 
 #[test]
 fn options_are_refused_or_dropped() {
-    let with_options = |w: &mut World| {
-        let start = w.start();
-        let put = Put::new(
-            TraceStoreState::new(T1, Layout::Md5),
-            7,
-            Some(T0),
-            vec![PutEntry {
-                params: params_from([("name", "o")]),
-                options: params_from([("ext", "png")]),
-                digest: digest(42),
-            }],
-            T0,
-            start,
-        );
-        w.run(put).unwrap();
-        w.expected.insert(
-            (trace_id_text(&params_from([("name", "o")])), 7),
-            (digest(42), T0),
-        );
-    };
     let mut w = World::new(Layout::Md5);
-    with_options(&mut w);
+    w.put_with_options();
     assert_eq!(
         w.copy_tile(tile_key_of(0), OptionsPolicy::Refuse),
         Err(TraceStoreError::MigrationOptions {
@@ -751,19 +771,16 @@ fn run_pass(
     resume: TilePassResume,
 ) -> (TilePassResult, Vec<PassProgress>) {
     let start = w.start();
-    let mut m = TilePass::new(w.pair(), kind, OptionsPolicy::Refuse, resume, start);
-    let mut progress = Vec::new();
-    loop {
-        while let Some(e) = m.poll_event() {
-            if let TraceStoreEvent::Migrate(TraceMigrateEvent::Progress(p)) = e {
-                progress.push(p);
-            }
-        }
-        if let Some(result) = m.result() {
-            return (result.unwrap(), progress);
-        }
-        w.step(&mut m);
-    }
+    let m = TilePass::new(w.pair(), kind, OptionsPolicy::Refuse, resume, start);
+    let (result, events) = w.run_events(m);
+    let progress = events
+        .into_iter()
+        .filter_map(|e| match e {
+            TraceMigrateEvent::Progress(p) => Some(p),
+            _ => None,
+        })
+        .collect();
+    (result.unwrap(), progress)
 }
 
 #[test]
@@ -1022,20 +1039,7 @@ fn abort_deletes_the_target_rows_and_both_markers() {
 fn refused_options_stop_the_run_before_the_switch() {
     let mut w = World::new(Layout::Md5);
     seed_writes(&mut w);
-    let start = w.start();
-    let put = Put::new(
-        TraceStoreState::new(T1, Layout::Md5),
-        7,
-        Some(T0),
-        vec![PutEntry {
-            params: params_from([("name", "o")]),
-            options: params_from([("ext", "png")]),
-            digest: digest(42),
-        }],
-        T0,
-        start,
-    );
-    w.run(put).unwrap();
+    w.put_with_options();
     let m = migrator(&mut w, migrate_options(Gates::ALL));
     assert!(matches!(
         w.run(m),
@@ -1075,24 +1079,16 @@ fn finish_sweeps_stragglers_then_cleans_the_source() {
         // A Gold writer still on T1 after the switch: a straggler, newer than T2's point.
         w.gold_put(3, &[("a", 300)], ms(80));
         let start = w.start();
-        let mut m = MigrateTraceStore::new(w.pair(), w.to, migrate_options(Gates::ALL), start);
-        let mut stragglers = Vec::new();
-        let out = loop {
-            while let Some(e) = m.poll_event() {
-                if let TraceStoreEvent::Migrate(TraceMigrateEvent::Straggler {
-                    trace,
-                    commit,
-                    ts,
-                }) = e
-                {
-                    stragglers.push((trace, commit, ts));
-                }
-            }
-            if let Some(r) = m.result() {
-                break r.unwrap();
-            }
-            w.step(&mut m);
-        };
+        let m = MigrateTraceStore::new(w.pair(), w.to, migrate_options(Gates::ALL), start);
+        let (out, events) = w.run_events(m);
+        let out = out.unwrap();
+        let stragglers: Vec<_> = events
+            .into_iter()
+            .filter_map(|e| match e {
+                TraceMigrateEvent::Straggler { trace, commit, ts } => Some((trace, commit, ts)),
+                _ => None,
+            })
+            .collect();
         assert_eq!(out.end, TraceMigrateEnd::Cleaned, "{from:?}");
         let name_a = trace_id_text(&params_from([("name", "a"), ("config", "8888")]));
         assert_eq!(stragglers, vec![(name_a, 3, ms(80))]);
@@ -1145,19 +1141,16 @@ fn a_conflict_after_the_switch_is_reported_and_blocks_the_clean_up() {
     w.run(put).unwrap();
     w.gold_put(4, &[("c", 401)], ms(90));
     let start = w.start();
-    let mut m = MigrateTraceStore::new(w.pair(), w.to, migrate_options(Gates::ALL), start);
-    let mut conflicts = Vec::new();
-    let out = loop {
-        while let Some(e) = m.poll_event() {
-            if let TraceStoreEvent::Migrate(TraceMigrateEvent::Conflict { trace, commit, ts }) = e {
-                conflicts.push((trace, commit, ts));
-            }
-        }
-        if let Some(r) = m.result() {
-            break r.unwrap();
-        }
-        w.step(&mut m);
-    };
+    let m = MigrateTraceStore::new(w.pair(), w.to, migrate_options(Gates::ALL), start);
+    let (out, events) = w.run_events(m);
+    let out = out.unwrap();
+    let conflicts: Vec<_> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            TraceMigrateEvent::Conflict { trace, commit, ts } => Some((trace, commit, ts)),
+            _ => None,
+        })
+        .collect();
     let name_c = trace_id_text(&params_from([("name", "c"), ("config", "8888")]));
     assert!(conflicts.contains(&(name_c, 4, ms(90))), "{conflicts:?}");
     assert_eq!(out.end, TraceMigrateEnd::InState(MigrationState::Cleaning));

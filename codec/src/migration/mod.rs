@@ -845,6 +845,32 @@ const CHECKPOINT_MEMBERS: &[&str] = &[
 ];
 
 impl MigrationCheckpoint {
+    /// The checkpoint a new pass of `run` in `state` starts from at `now`, run by `owner`
+    /// (§7.1, §7.3): no cursor, zero counters, the pass number after `previous`'s and its row
+    /// count as `pass_rows_previous` (the ETA's total), and the run's `started` kept —
+    /// `previous` being the stored checkpoint when it names this run.
+    pub fn next_pass(
+        previous: Option<&MigrationCheckpoint>,
+        run: RunId,
+        state: MigrationState,
+        owner: &str,
+        now: Timestamp,
+    ) -> MigrationCheckpoint {
+        let previous = previous.filter(|c| c.run == run);
+        MigrationCheckpoint {
+            run,
+            state,
+            pass: previous.map_or(1, |c| c.pass.saturating_add(1)),
+            cursor: None,
+            owner: owner.to_string(),
+            lease_until: now,
+            counters: PassCounters::default(),
+            pass_rows_previous: previous.map(|c| c.counters.rows_scanned),
+            started: previous.map_or(now, |c| c.started),
+            updated: now,
+        }
+    }
+
     /// The JSON text, members in the order of §7.1; `cursor` and `pass_rows_previous` are
     /// `null` when absent. An error for a count or time outside `0..=2^53−1`, pass 0 or an
     /// empty owner.

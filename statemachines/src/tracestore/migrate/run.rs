@@ -32,7 +32,7 @@ use alloc::vec::Vec;
 
 use rowkit_codec::migration::{
     DEFAULT_SETTLE_US, Gates, MIN_SETTLE_US, MarkerRole, MigrationCheckpoint, MigrationState,
-    OptionsPolicy, PassCounters, RunId,
+    OptionsPolicy, RunId,
 };
 use rowkit_codec::model::{
     KeyBound, Mutation, Row, RowFilter, RowRange, RowSet, Timestamp, TimestampRange,
@@ -453,23 +453,13 @@ impl MigrateTraceStoreFlow {
                 (MigrationCheckpoint { owner, ..c }, from_start)
             }
             None => {
-                let previous = self
-                    .source
-                    .checkpoint
-                    .as_ref()
-                    .filter(|c| c.run == marker.run);
-                let checkpoint = MigrationCheckpoint {
-                    run: marker.run,
-                    state: marker.state,
-                    pass: previous.map_or(1, |c| c.pass.saturating_add(1)),
-                    cursor: None,
-                    owner: self.options.owner.clone(),
-                    lease_until: now,
-                    counters: PassCounters::default(),
-                    pass_rows_previous: previous.map(|c| c.counters.rows_scanned),
-                    started: previous.map_or(now, |c| c.started),
-                    updated: now,
-                };
+                let checkpoint = MigrationCheckpoint::next_pass(
+                    self.source.checkpoint.as_ref(),
+                    marker.run,
+                    marker.state,
+                    &self.options.owner,
+                    now,
+                );
                 (checkpoint, true)
             }
         };
