@@ -18,7 +18,7 @@ pub const MIGRATE_TIMEOUT_MICROS: i64 = 86_400_000_000;
 
 /// A pass's counters as members (`rows_scanned`, `copied`, `deleted`, `stamped`, `unchanged`,
 /// `stragglers`, `conflicts`).
-fn counters(c: &PassCounters) -> Map<String, Value> {
+pub fn counters_json(c: &PassCounters) -> Map<String, Value> {
     let mut m = Map::new();
     for (name, n) in [
         ("rows_scanned", c.rows_scanned),
@@ -40,7 +40,7 @@ pub fn progress_json(p: &PassProgress) -> Value {
     let mut m = Map::new();
     m.insert("state".into(), json!(p.state.as_str()));
     m.insert("pass".into(), json!(p.pass));
-    m.extend(counters(&p.counters));
+    m.extend(counters_json(&p.counters));
     m.insert("rate_rows_per_s".into(), json!(p.rate_rows_per_s));
     m.insert("eta_s".into(), json!(p.eta_s));
     Value::Object(m)
@@ -103,7 +103,7 @@ pub fn outcome_json(bucket: &str, to: VFormat, abort: bool, o: &MigrateOutcome) 
             m.insert("kind".into(), json!(format!("{:?}", p.kind).to_lowercase()));
             m.insert("pass".into(), json!(p.pass));
             m.insert("diffs".into(), json!(p.diffs));
-            m.extend(counters(&p.counters));
+            m.extend(counters_json(&p.counters));
             Value::Object(m)
         })
         .collect();

@@ -38,6 +38,11 @@ use rowkit_statemachines::check::{
     CheckError, CheckEvent, CheckOptions, CheckSummary, CheckTarget,
 };
 use rowkit_statemachines::operation::{Flow, Operation, OperationError, Start};
+use rowkit_statemachines::tracestore::migrate::TablePair;
+use rowkit_statemachines::tracestore::migrate::marker::ReadTableMigration;
+use rowkit_statemachines::tracestore::migrate::run::{
+    MigrateTraceStore, TraceMigrateOptions, TraceMigrateOutcome,
+};
 use rowkit_statemachines::tracestore::{
     AllocateDigestIds, AssignDigestIds, Check, NewestTile, PUT_DEADLINE_MICROS, Put, PutEntry,
     READ_DEADLINE_MICROS, ReadDense, ReadRange, StreamTile, Tile, TraceBatch, TraceStoreError,
@@ -206,6 +211,11 @@ impl<D: Driver> TraceStore<D> {
         &self.driver
     }
 
+    /// The table's id.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
     /// The layout of the table.
     pub fn layout(&self) -> Layout {
         self.layout
@@ -264,6 +274,62 @@ impl<D: Driver> TraceStore<D> {
         let start = self.calls.start_within(self.driver.now(), timeout);
         let target = CheckTarget::new(&self.table);
         let m = Check::new(target, self.layout, options, start);
+        run_operation(&self.driver, m, on_event).await
+    }
+
+    /// `rowkit gold migrate --to L --target-table T2` (`docs/migration.md` §5): migrates this
+    /// table into `target_table` — which must exist as a table of the other layout, and be
+    /// empty unless a run is in progress (§11.6: a browser or remote host cannot set tables
+    /// up) — as far as `options.gates` allow, starting a run or resuming the one the markers
+    /// name ([`MigrateTraceStore`]). Its events (progress after every tile, marker changes,
+    /// stragglers, conflicts) go to `on_event`. Runs until `timeout` µs from now: the run waits
+    /// the settle time `Δ` before the switch, the clean-up and the rollback.
+    pub async fn migrate(
+        &self,
+        target_table: &str,
+        options: TraceMigrateOptions,
+        timeout: i64,
+        on_event: impl FnMut(TraceStoreEvent),
+    ) -> Result<TraceMigrateOutcome, TraceStoreError> {
+        let to = match self.layout {
+            Layout::Md5 => Layout::DigestId,
+            Layout::DigestId => Layout::Md5,
+        };
+        let setup = || {
+            TraceStoreError::MigrationUsage(format!(
+                "the target table {target_table} must be an empty table of the {} layout: \
+                 rowkit gold setup --table {target_table} --layout {}",
+                to.name(),
+                to.name()
+            ))
+        };
+        let families = self.driver.families(target_table).await.map_err(|e| {
+            if e.code == Code::NotFound {
+                setup()
+            } else {
+                store_error(e)
+            }
+        })?;
+        if layout_of(&families, None).ok() != Some(to) {
+            return Err(setup());
+        }
+        let start = self.start(READ_DEADLINE_MICROS);
+        let source = TraceStoreState::new(self.table.as_str(), self.layout);
+        let read = run_operation(&self.driver, ReadTableMigration::new(source, start), |_| {});
+        if read.await?.marker.is_none() {
+            let start = self.start(READ_DEADLINE_MICROS);
+            let target = TraceStoreState::new(target_table, to);
+            let newest = run_operation(&self.driver, NewestTile::new(target, start), |_| {});
+            if newest.await?.is_some() {
+                return Err(setup());
+            }
+        }
+        let pair = TablePair::new(
+            TraceStoreState::new(self.table.as_str(), self.layout),
+            TraceStoreState::new(target_table, to),
+        );
+        let start = self.calls.start_within(self.driver.now(), timeout);
+        let m = MigrateTraceStore::new(pair, to, options, start);
         run_operation(&self.driver, m, on_event).await
     }
 

@@ -683,6 +683,11 @@ mod tests {
         assert!(doc["segments"].is_array());
         let gold = b"09:ts:t:2147483646:,0=1,1=3,3=0,";
         assert_eq!(decode_auto_plausible(gold).unwrap().0, Schema::Gold);
+        // The migration marker row (`docs/migration.md` §2.1, §9).
+        let (schema, doc) = decode_auto_plausible(b":rk:m:0000000000:").unwrap();
+        assert_eq!(schema, Schema::Gold);
+        assert_eq!(doc["type"], "migration");
+        assert_eq!(doc["tile_index"], Value::Null);
         assert_eq!(decode_auto_plausible(b"b\x00k").unwrap().0, Schema::S3);
         // A node row's hash must be its name's.
         let e = decode_auto_plausible(b"00000000/foo").unwrap_err();

@@ -35,6 +35,7 @@ pub mod civil;
 mod digits;
 pub mod escape;
 pub mod explain;
+pub mod migration;
 pub mod model;
 pub mod mounttable;
 pub mod objmeta;

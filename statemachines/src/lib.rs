@@ -180,6 +180,7 @@ mod attempt;
 pub mod check;
 pub mod children;
 mod machine;
+pub mod migration;
 pub mod mounttable;
 pub mod objmeta;
 pub mod operation;

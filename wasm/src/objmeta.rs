@@ -15,6 +15,7 @@ use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::listing::ListingParams;
 use rowkit_codec::objmeta::migration::marker::Gates;
+use rowkit_codec::objmeta::migration::sync::Keep;
 use rowkit_codec::validate::Field;
 use rowkit_statemachines::objmeta::migrate::run::MigrateOptions;
 use rowkit_statemachines::objmeta::{
@@ -89,6 +90,17 @@ fn migrate_options(options: &JsValue) -> Result<MigrateOptions, JsValue> {
         // No host or pid in a page: a random name, unlikely to be any other migrator's.
         None => format!("browser:{:016x}", random_u64()),
     };
+    let resolve = match js::get_string(options, "resolve")? {
+        Some(text) => Some(
+            Keep::parse(&text)
+                .ok_or_else(|| js::invalid("resolve must be \"keep-to\" or \"keep-from\""))?,
+        ),
+        None => None,
+    };
+    let max_pause_us = match js::get_number(options, "maxPauseMs")? {
+        Some(ms) => Some(js::to_i64(ms, "maxPauseMs")?.saturating_mul(1000)),
+        None => None,
+    };
     Ok(MigrateOptions {
         gates: Gates {
             switch: flag("switch")?,
@@ -99,6 +111,8 @@ fn migrate_options(options: &JsValue) -> Result<MigrateOptions, JsValue> {
         page_rows,
         take_over: flag("takeOver")?,
         owner,
+        resolve,
+        max_pause_us,
     })
 }
 
@@ -180,6 +194,10 @@ export interface MigrateBucketOptions {
     takeOver?: boolean;
     /** Who runs it, in the checkpoint's lease (default: `browser:` and 16 random hex digits). */
     owner?: string;
+    /** `--resolve`: settle conflicts met after the switch by keeping this side. */
+    resolve?: "keep-to" | "keep-from";
+    /** `--max-pause`: refuse to fence when the expected pause of the switch is longer (ms). */
+    maxPauseMs?: number;
 }
 
 /** Counters of a migration pass (`docs/migration.md` §7.1). */
@@ -215,7 +233,8 @@ export type MigrateEvent =
     | { event: "state_changed"; from: MigrationStateName | null; to: MigrationStateName | null }
     | { event: "straggler"; key: string }
     | ({ event: "conflict" } & MigrateConflict)
-    | ({ event: "finding" } & MigrateFinding);
+    | ({ event: "finding" } & MigrateFinding)
+    | { event: "resolved"; key: string; kept: "keep-to" | "keep-from" };
 
 /** What a migration run did: `rowkit s3 migrate --json`'s result document. */
 export interface MigrateResult {
@@ -225,10 +244,14 @@ export interface MigrateResult {
     /** Where it ended: a state (a gate not given), `already` (nothing to do) or `removed` (done). */
     state: MigrationStateName | "already" | "removed";
     run: string | null;
-    /** The clean-up left conflicts or findings (the CLI exits 1). */
+    /** A sweep or the clean-up left conflicts or findings (the CLI exits 1). */
     blocked: boolean;
     passes: ({ kind: string; pass: number; diffs: number } & MigrateCounters)[];
     stragglers: string[];
+    /** Conflicts settled by `resolve` (their keys). */
+    resolved: string[];
+    /** The pause the switch was expected to take (µs), when this run reached it. */
+    pause_estimate_us: number | null;
     conflicts: MigrateConflict[];
     findings: MigrateFinding[];
 }

@@ -1,6 +1,7 @@
 //! Row keys of the trace store (`spec/tracestore.md` 3, 4): tile keys, offsets, shards (CRC-32
 //! of the subkey mod 32), the `[shard]:ts:[type]:[tile key]:[subkey]` grammar, prefix ranges,
-//! trace qualifiers of both layouts, and the decoding of any trace store row key.
+//! trace qualifiers of both layouts, rowkit's migration marker row `:rk:m:0000000000:`
+//! (`docs/migration.md` §2.1), and the decoding of any trace store row key.
 //!
 //! This module is the only place that builds or parses these keys.
 
@@ -29,6 +30,13 @@ pub const TYPE_OPTIONS: char = 'p';
 pub const TYPE_DIGEST_MAP: char = 'd';
 /// Row type of the id counter row (digest-id layout).
 pub const TYPE_ID_COUNTER: char = 'i';
+/// Row type of rowkit's migration marker row (namespace `rk`, `docs/migration.md` §2.1).
+pub const TYPE_MIGRATION: char = 'm';
+/// Gold's namespace: every Gold row is `[shard]:ts:…`.
+const NAMESPACE_GOLD: &[u8; 2] = b"ts";
+/// rowkit's namespace beside Gold's: nothing of Gold reads `:rk:` rows (`docs/migration.md`
+/// §2.1).
+const NAMESPACE_ROWKIT: &[u8; 2] = b"rk";
 
 /// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320, as zlib and Go's `crc32.ChecksumIEEE`),
 /// by `crc32fast` (SIMD where the target has it, slicing-by-16 otherwise, `no_std`).
@@ -158,10 +166,13 @@ fn push_tile_key(out: &mut Vec<u8>, tile_key: i32) {
     }
 }
 
-/// `:ts:<type>:%010d:`: the unsharded rows (OPS, id counter).
-fn unsharded_row_name(row_type: char, tile_key: i32) -> Vec<u8> {
+/// `:<namespace>:<type>:%010d:`: the unsharded rows (OPS, id counter in `ts`; the migration
+/// marker in `rk`).
+fn unsharded_row_name(namespace: &[u8; 2], row_type: char, tile_key: i32) -> Vec<u8> {
     let mut out = Vec::with_capacity(17);
-    out.extend_from_slice(b":ts:");
+    out.push(b':');
+    out.extend_from_slice(namespace);
+    out.push(b':');
     push_row_type(&mut out, row_type);
     out.push(b':');
     push_tile_key(&mut out, tile_key);
@@ -171,12 +182,17 @@ fn unsharded_row_name(row_type: char, tile_key: i32) -> Vec<u8> {
 
 /// The OPS row of a tile: `:ts:o:%010d:`.
 pub fn ops_row_name(tile_key: i32) -> Vec<u8> {
-    unsharded_row_name(TYPE_OPS, tile_key)
+    unsharded_row_name(NAMESPACE_GOLD, TYPE_OPS, tile_key)
 }
 
 /// The id counter row: `:ts:i:0000000000:`.
 pub fn id_counter_row_name() -> Vec<u8> {
-    unsharded_row_name(TYPE_ID_COUNTER, GLOBAL_TILE_KEY)
+    unsharded_row_name(NAMESPACE_GOLD, TYPE_ID_COUNTER, GLOBAL_TILE_KEY)
+}
+
+/// The migration marker row: `:rk:m:0000000000:` (`docs/migration.md` §2.1), in both tables.
+pub fn migration_row_name() -> Vec<u8> {
+    unsharded_row_name(NAMESPACE_ROWKIT, TYPE_MIGRATION, GLOBAL_TILE_KEY)
 }
 
 /// The trace row of an encoded trace id in a tile.
@@ -244,6 +260,8 @@ pub enum RowType {
     DigestMap,
     /// `:ts:i:` — the id counter (digest-id layout).
     IdCounter,
+    /// `:rk:m:` — rowkit's migration marker and checkpoint (`docs/migration.md` §2.1).
+    Migration,
 }
 
 impl RowType {
@@ -255,6 +273,7 @@ impl RowType {
             RowType::Options => "options",
             RowType::DigestMap => "digest_map",
             RowType::IdCounter => "id_counter",
+            RowType::Migration => "migration",
         }
     }
 }
@@ -281,7 +300,7 @@ impl DecodedRowKey {
     /// The tile index, for per-tile rows (`None` for the global digest-map and counter rows).
     pub fn tile_index(&self) -> Option<u32> {
         match self.row_type {
-            RowType::DigestMap | RowType::IdCounter => None,
+            RowType::DigestMap | RowType::IdCounter | RowType::Migration => None,
             _ => tile_index_of_key(self.tile_key),
         }
     }
@@ -291,7 +310,8 @@ impl DecodedRowKey {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RowKeyError {
-    /// The key matches neither `^[0-9]{2}:ts:[tpd]:[0-9]{10}:.*$` nor `^:ts:[oi]:[0-9]{10}:$`.
+    /// The key matches neither `^[0-9]{2}:ts:[tpd]:[0-9]{10}:.*$`, `^:ts:[oi]:[0-9]{10}:$` nor
+    /// `^:rk:m:0000000000:$`.
     #[error("not a gold row key: {reason} at byte {offset}")]
     NotAGoldRowKey {
         /// Byte offset where the key stops matching.
@@ -322,15 +342,18 @@ pub fn decode_row_key(key: &[u8]) -> Result<DecodedRowKey, RowKeyError> {
         let shard = u32::from(two[0] - b'0') * 10 + u32::from(two[1] - b'0');
         (Some(shard), &key[3..], 3)
     };
-    if rest.get(..3) != Some(b"ts:".as_slice()) {
+    let rowkit = shard.is_none() && rest.get(..3) == Some(b"rk:".as_slice());
+    if !rowkit && rest.get(..3) != Some(b"ts:".as_slice()) {
         return Err(not_gold(base, "the namespace 'ts:'"));
     }
-    let row_type = match (rest.get(3), shard.is_some()) {
-        (Some(b't'), true) => RowType::Trace,
-        (Some(b'p'), true) => RowType::Options,
-        (Some(b'd'), true) => RowType::DigestMap,
-        (Some(b'o'), false) => RowType::Ops,
-        (Some(b'i'), false) => RowType::IdCounter,
+    let row_type = match (rest.get(3), shard.is_some(), rowkit) {
+        (Some(b't'), true, false) => RowType::Trace,
+        (Some(b'p'), true, false) => RowType::Options,
+        (Some(b'd'), true, false) => RowType::DigestMap,
+        (Some(b'o'), false, false) => RowType::Ops,
+        (Some(b'i'), false, false) => RowType::IdCounter,
+        (Some(b'm'), false, true) => RowType::Migration,
+        (_, _, true) => return Err(not_gold(base + 3, "the row type m of the 'rk' namespace")),
         _ => {
             return Err(not_gold(
                 base + 3,
@@ -353,6 +376,12 @@ pub fn decode_row_key(key: &[u8]) -> Result<DecodedRowKey, RowKeyError> {
     if shard.is_none() && !subkey.is_empty() {
         return Err(not_gold(base + 16, "the end of an unsharded key"));
     }
+    if row_type == RowType::Migration && tile_key != GLOBAL_TILE_KEY {
+        return Err(not_gold(
+            base + 5,
+            "the tile key 0000000000 of the migration row",
+        ));
+    }
     Ok(DecodedRowKey {
         row_type,
         shard,
@@ -374,12 +403,20 @@ pub fn row_key_segments(key: &[u8]) -> Result<Vec<KeySegment>, RowKeyError> {
         );
     }
     s.push(1, "separator", "':'");
-    s.push(2, "namespace", "'ts': the trace store's namespace");
+    s.push(
+        2,
+        "namespace",
+        if d.row_type == RowType::Migration {
+            "'rk': rowkit's rows beside Gold's (no Gold process reads them)"
+        } else {
+            "'ts': the trace store's namespace"
+        },
+    );
     s.push(1, "separator", "':'");
     s.push(
         1,
         "row type",
-        "row type: t trace, p options, d digest map, o OPS (a tile's param sets), i id counter",
+        "row type: t trace, p options, d digest map, o OPS (a tile's param sets), i id counter, m migration marker (rk)",
     );
     s.push(1, "separator", "':'");
     s.push(
@@ -395,7 +432,10 @@ pub fn row_key_segments(key: &[u8]) -> Result<Vec<KeySegment>, RowKeyError> {
             RowType::Trace | RowType::Options => {
                 "trace id: the params as ,key=value, indices into the tile's OPS"
             }
-            _ => "the digest's first 3 hex characters (its columns hold the other 29)",
+            RowType::DigestMap => {
+                "the digest's first 3 hex characters (its columns hold the other 29)"
+            }
+            _ => "none: an unsharded row",
         },
     );
     Ok(s.finish())
@@ -461,6 +501,28 @@ mod tests {
             let plain = alloc::format!("{offset}").into_bytes();
             assert_eq!(digest_id_trace_qualifier(offset), plain);
         }
+    }
+
+    #[test]
+    fn migration_row_round_trips() {
+        let key = migration_row_name();
+        assert_eq!(key, b":rk:m:0000000000:".to_vec());
+        let d = decode_row_key(&key).unwrap();
+        assert_eq!(d.row_type, RowType::Migration);
+        assert_eq!(d.row_type.name(), "migration");
+        assert_eq!((d.shard, d.tile_key, d.tile_index()), (None, 0, None));
+        assert!(d.subkey.is_empty());
+        for bad in [
+            &b":rk:m:0000000001:"[..],
+            b":rk:o:0000000000:",
+            b":rk:m:0000000000:x",
+            b"01:rk:m:0000000000:",
+            b":ts:m:0000000000:",
+        ] {
+            assert!(decode_row_key(bad).is_err(), "{bad:?}");
+        }
+        let segments = row_key_segments(&key).unwrap();
+        assert_eq!(segments.last().map(|s| s.end), Some(key.len()));
     }
 
     #[test]

@@ -20,6 +20,7 @@ mod error;
 pub mod gob;
 pub mod keys;
 pub mod layout;
+pub mod migration;
 pub mod ops;
 
 pub use error::CodecError;

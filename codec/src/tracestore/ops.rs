@@ -279,8 +279,18 @@ impl OrderedParamSet {
     /// `Update(ps)`: new keys appended to the KeyOrder in ascending byte order (the
     /// project's deterministic choice), then every new value appended in `ps` order.
     pub fn update(&mut self, ps: &ParamSet) {
+        self.update_in_key_order(&[], ps);
+    }
+
+    /// `Update(ps)` with the new keys that `key_order` names appended in its order first, then
+    /// the other new keys of `ps` in ascending byte order; new values in `ps` order. The
+    /// migration copies a tile's OPS this way (`docs/migration.md` §5.3 step 2): given the
+    /// source's KeyOrder and values, an empty (or copied) OPS comes out with the source's
+    /// indices.
+    pub fn update_in_key_order(&mut self, key_order: &[String], ps: &ParamSet) {
+        let ordered = key_order.iter().filter(|k| ps.contains_key(*k));
         // A BTreeMap iterates in ascending byte order of the keys.
-        for key in ps.keys() {
+        for key in ordered.chain(ps.keys()) {
             if !self.key_index.contains_key(key) {
                 self.key_index.insert(key.clone(), self.key_order.len());
                 self.key_order.push(key.clone());

@@ -105,6 +105,12 @@ pub enum GoldCommand {
     },
     /// The newest tile.
     Newest,
+    /// Migrate the table into a table of the other layout, beside the running Gold writers
+    /// (docs/migration.md §5): copy, verify, and with --switch / --finish the switch and
+    /// the clean-up; --abort rolls back before the switch. Progress on stderr (a bar on a
+    /// terminal, JSON Lines with --json), one summary on stdout. Exit 0 when the run ended as
+    /// asked, 1 when the clean-up stopped on conflicts, 2 on bad usage or when it could not run.
+    Migrate(crate::gold_migrate::GoldMigrateArgs),
     /// One Put per line of a JSON Lines file, in order; stops at the first failure.
     ///
     /// Each non-empty line is one of:
@@ -186,7 +192,8 @@ fn time_arg(text: &Option<String>) -> Result<Option<Timestamp>, CliError> {
     text.as_deref().map(crate::clock::parse_time).transpose()
 }
 
-type Gold<'c> = TraceStore<SyncDriver<&'c dyn Store, &'c (dyn Clock + Send + Sync)>>;
+/// The trace store facade the CLI runs on.
+pub(crate) type Gold<'c> = TraceStore<SyncDriver<&'c dyn Store, &'c (dyn Clock + Send + Sync)>>;
 
 fn open<'c>(ctx: &'c Context, args: &GoldArgs) -> Result<Gold<'c>, CliError> {
     let driver = SyncDriver::new(&*ctx.store, &*ctx.clock);
@@ -305,6 +312,11 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             let summary =
                 block_on(gold.check(options, timeout, |e| output.event(e))).map_err(check_error)?;
             output.finish(&summary)
+        }
+        GoldCommand::Migrate(m) => {
+            let gold = open(ctx, args)?;
+            let pid = u64::from(std::process::id());
+            crate::gold_migrate::run(ctx, &gold, &args.store.store, pid, m, out)
         }
         GoldCommand::Newest => {
             let gold = open(ctx, args)?;

@@ -16,6 +16,7 @@ mod clock;
 mod error;
 mod gateway_store;
 mod gold;
+mod gold_migrate;
 mod graph;
 mod help_docs;
 mod input;

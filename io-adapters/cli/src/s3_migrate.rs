@@ -1,7 +1,8 @@
 //! `rowkit s3 migrate BUCKET --to v1|v0`: the object-metadata migrator
 //! (`docs/migration.md` §3, §7.3, §11.7) run through `ObjectMetadata::migrate_bucket` as far
 //! as the gates allow: a progress bar on a terminal (stderr), progress as JSON Lines on stderr
-//! with `--json`, and one summary (text line, or JSON document) on stdout.
+//! with `--json`, and one summary (text line, or JSON document) on stdout. `rowkit gold
+//! migrate` shows its progress with the same code ([`Shown`], [`progress_json`]).
 
 use std::io::Write;
 
@@ -11,7 +12,7 @@ use rowkit_client::migration_json::{MIGRATE_TIMEOUT_MICROS, outcome_json, progre
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::migration::marker::{Gates, MIN_SETTLE_US};
 use rowkit_codec::objmeta::migration::sync::Keep;
-use rowkit_statemachines::objmeta::migrate::pass::MigrateEvent;
+use rowkit_statemachines::objmeta::migrate::pass::{MigrateEvent, PassProgress};
 use rowkit_statemachines::objmeta::migrate::run::{MigrateEnd, MigrateOptions, MigrateOutcome};
 use rowkit_statemachines::objmeta::{ObjmetaError, ObjmetaEvent};
 
@@ -90,7 +91,7 @@ fn parse_to(text: &str) -> Result<VFormat, CliError> {
 /// `--settle` in µs; without it the minimum on a store this process holds alone (the
 /// embedded file's exclusive lock, or memory: no other process can write during the run),
 /// else the machine's default.
-fn settle_us(settle: Option<&str>, store: &str) -> Result<Option<i64>, CliError> {
+pub(crate) fn settle_us(settle: Option<&str>, store: &str) -> Result<Option<i64>, CliError> {
     if let Some(text) = settle {
         return duration_us("--settle", text).map(Some);
     }
@@ -101,7 +102,7 @@ fn settle_us(settle: Option<&str>, store: &str) -> Result<Option<i64>, CliError>
 }
 
 /// This migrator's name in the checkpoints (`host:pid`, §7.1).
-fn owner(pid: u64) -> String {
+pub(crate) fn owner(pid: u64) -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
@@ -111,21 +112,39 @@ fn owner(pid: u64) -> String {
     format!("{host}:{pid}")
 }
 
-/// What the run shows while it runs: the bar, or (`--json`) one JSON line per page.
-struct Shown {
+/// What a migration shows while it runs: the bar, or (`--json`) one JSON line per page or
+/// tile.
+pub(crate) struct Shown {
     json: bool,
     progress: Progress,
 }
 
 impl Shown {
+    /// The bar (`json`: JSON Lines instead) of a migration run.
+    pub(crate) fn new(json: bool) -> Shown {
+        Shown {
+            json,
+            progress: Progress::new("rows scanned"),
+        }
+    }
+
     fn event(&mut self, e: ObjmetaEvent) {
-        let ObjmetaEvent::Migrate(MigrateEvent::Progress(p)) = e else {
-            return;
-        };
+        if let ObjmetaEvent::Migrate(MigrateEvent::Progress(p)) = e {
+            self.show(&p);
+        }
+    }
+
+    /// Ends the bar.
+    pub(crate) fn finish(&mut self) {
+        self.progress.finish();
+    }
+
+    /// Shows one progress event (§7.3).
+    pub(crate) fn show(&mut self, p: &PassProgress) {
         if self.json {
             if verbosity() > Verbosity::Quiet {
                 // A closed stderr leaves nobody to tell: the run goes on.
-                let _ = writeln!(std::io::stderr(), "{}", progress_json(&p));
+                let _ = writeln!(std::io::stderr(), "{}", progress_json(p));
             }
             return;
         }
@@ -219,13 +238,10 @@ pub fn run(
     };
     // A day, or the `--deadline` given if longer.
     let timeout = MIGRATE_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
-    let mut shown = Shown {
-        json: out.is_json(),
-        progress: Progress::new("rows scanned"),
-    };
+    let mut shown = Shown::new(out.is_json());
     let bucket = args.bucket.as_str();
     let result = block_on(om.migrate_bucket(bucket, to, options, timeout, |e| shown.event(e)));
-    shown.progress.finish();
+    shown.finish();
     let outcome = match result {
         Ok(o) => o,
         // Findings stop the run before the switch, and --max-pause refuses the fence:

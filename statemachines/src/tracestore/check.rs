@@ -390,6 +390,9 @@ impl CheckFlow {
             }
             match key.row_type {
                 RowType::Ops => self.ops_row(io, &row),
+                // rowkit's migration marker (`docs/migration.md` §2.1, §9): no Gold reader
+                // reads it; the migration's own machines check it.
+                RowType::Migration => {}
                 RowType::Trace => traces.push(row),
                 RowType::Options if self.layout == Layout::Md5 => self.options_row(io, &row),
                 // The map and the counter were read first.

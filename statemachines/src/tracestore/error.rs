@@ -3,6 +3,7 @@
 
 use alloc::string::String;
 
+use rowkit_codec::migration::{MarkerTransitionError, MigrationRecordError};
 use rowkit_codec::tracestore::CodecError;
 
 use crate::operation::{ABORTED_ID, ABORTED_MESSAGE, OperationError};
@@ -58,6 +59,48 @@ pub enum TraceStoreError {
         /// The store's message.
         message: String,
     },
+    /// A migration marker changed under the migrator (`docs/migration.md` §2.2).
+    #[error("the migration marker changed under this migrator")]
+    MarkerChanged,
+    /// Another migrator wrote the run's checkpoint (`docs/migration.md` §7.1).
+    #[error("the migration was taken over by {owner}")]
+    MigrationTakenOver {
+        /// The checkpoint's owner now (empty when there is no checkpoint).
+        owner: String,
+    },
+    /// Another migrator holds the run's lease, or another migration is in progress.
+    #[error("a migration is in progress: {0}")]
+    MigrationInProgress(String),
+    /// A stored migration marker or checkpoint that does not decode.
+    #[error("the stored migration {column} is invalid: {error}")]
+    MigrationRecordInvalid {
+        /// `marker` or `checkpoint`.
+        column: &'static str,
+        /// What is wrong with it.
+        error: MigrationRecordError,
+    },
+    /// A marker change `docs/migration.md` §3 does not allow, refused before anything is
+    /// sent.
+    #[error("migration change refused: {0}")]
+    MigrationChangeRefused(MarkerTransitionError),
+    /// A migrator's arguments refused before any write (the CLI's usage error).
+    #[error("usage: {0}")]
+    MigrationUsage(String),
+    /// The migration found options rows under `--options refuse` (`docs/migration.md` §5.7):
+    /// the digest-id layout cannot hold them.
+    #[error(
+        "tile {tile_key} holds {rows} options row(s): the digest-id layout has no options (--options drop drops them)"
+    )]
+    MigrationOptions {
+        /// The tile.
+        tile_key: i32,
+        /// Its options rows.
+        rows: u64,
+    },
+    /// A record of the migration that cannot be written (cannot happen for the values the
+    /// machines build).
+    #[error("internal error: {0}")]
+    Internal(String),
     /// The deadline passed or the operation was cancelled.
     #[error("{}", ABORTED_MESSAGE)]
     Aborted,
@@ -76,6 +119,14 @@ impl OperationError for TraceStoreError {
             TraceStoreError::UnknownDigestId(_) => "unknown_digest_id",
             TraceStoreError::WriteFailed { .. } => "write_failed",
             TraceStoreError::Store { .. } => "store_error",
+            TraceStoreError::MarkerChanged => "marker_changed",
+            TraceStoreError::MigrationTakenOver { .. } => "migration_taken_over",
+            TraceStoreError::MigrationInProgress(_) => "migration_in_progress",
+            TraceStoreError::MigrationRecordInvalid { .. } => "migration_record_invalid",
+            TraceStoreError::MigrationChangeRefused(_) => "migration_change_refused",
+            TraceStoreError::MigrationUsage(_) => "usage_error",
+            TraceStoreError::MigrationOptions { .. } => "options_not_supported",
+            TraceStoreError::Internal(_) => "internal_error",
             TraceStoreError::Aborted => ABORTED_ID,
         }
     }
@@ -99,6 +150,7 @@ impl OperationError for TraceStoreError {
                 | TraceStoreError::BadTimestamp
                 | TraceStoreError::BadArgument
                 | TraceStoreError::OptionsNotSupported
+                | TraceStoreError::MigrationUsage(_)
         )
     }
 }

@@ -37,6 +37,7 @@ mod assign;
 mod check;
 mod digest_map;
 mod error;
+pub mod migrate;
 mod newest_tile;
 mod put;
 mod range;
@@ -96,6 +97,8 @@ impl Schema for TraceStoreSchema {
 pub enum TraceStoreEvent {
     /// [`StreamTile`]: traces of the tile as they arrived.
     Traces(TraceBatch),
+    /// The migration's progress ([`migrate`]).
+    Migrate(migrate::TraceMigrateEvent),
 }
 
 /// A batch of a streamed tile's traces.

@@ -18,10 +18,7 @@ pub type NewestTile<'a> = Operation<'a, NewestTileFlow>;
 impl<'a> NewestTile<'a> {
     /// Finds the newest tile as `start` says.
     pub fn new(state: impl Into<ContextArg<'a, TraceStoreState>>, start: Start) -> Self {
-        let flow = NewestTileFlow {
-            phase: Phase::Start,
-        };
-        begin(state, Ok(flow), start)
+        begin(state, Ok(NewestTileFlow::new()), start)
     }
 }
 
@@ -38,6 +35,15 @@ enum Phase {
 #[derive(Debug)]
 pub struct NewestTileFlow {
     phase: Phase,
+}
+
+impl NewestTileFlow {
+    /// The flow of [`NewestTile::new`], for a parent flow (the migration's passes).
+    pub(crate) fn new() -> NewestTileFlow {
+        NewestTileFlow {
+            phase: Phase::Start,
+        }
+    }
 }
 
 impl Flow for NewestTileFlow {

@@ -29,6 +29,42 @@ use crate::{MutateRowsEntry, MutateRowsRequest, ready};
 /// Entries per `MutateRows` request.
 pub(crate) const PUT_CHUNK: usize = 10_000;
 
+/// The value of one point as a layout stores it: md5 bytes of a digest, or a digest id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum PointValue<'a> {
+    /// md5 layout: the digest (32 hex characters; anything else is stored as missing).
+    Md5(&'a str),
+    /// digest-id layout: the digest's id (0 = missing).
+    Id(u64),
+}
+
+/// The trace qualifier of `offset` in `layout` (`%03d` / `itoa`).
+pub(crate) fn trace_qualifier(layout: Layout, offset: u32) -> Vec<u8> {
+    match layout {
+        Layout::Md5 => md5_trace_qualifier(offset),
+        Layout::DigestId => digest_id_trace_qualifier(offset),
+    }
+}
+
+/// The mutations that write one point of a trace row, as a Put writes it: `SetCell(T, q, ts,
+/// value)`, and in the digest-id layout `DeleteFromColumn(T, q, [0, ts − 1000))`
+/// (`spec/tracestore.md` 10, 11.6). `ts` is truncated to milliseconds.
+pub(crate) fn point_mutations(
+    qualifier: &[u8],
+    ts: Timestamp,
+    value: PointValue<'_>,
+) -> Vec<Mutation> {
+    match value {
+        PointValue::Md5(digest) => alloc::vec![Mutation::set_cell(
+            FAMILY_TRACE,
+            qualifier,
+            ts.truncate_to_millis(),
+            digest_to_cell(digest)
+        )],
+        PointValue::Id(id) => digest_id_trace_mutations(qualifier, ts, id),
+    }
+}
+
 fn validate_put(
     state: &TraceStoreState,
     repo_index: i64,
@@ -179,16 +215,10 @@ impl PutFlow {
         entries: &[PutEntry],
         trace_rows: Vec<Vec<u8>>,
     ) -> Result<Vec<MutateRowsEntry>, TraceStoreError> {
-        let ts = self.ts.truncate_to_millis();
         let qualifier = md5_trace_qualifier(pos.offset);
         let mut rows = Vec::with_capacity(entries.len());
         for (e, trace_row) in entries.iter().zip(trace_rows) {
-            let mut m = alloc::vec![Mutation::set_cell(
-                FAMILY_TRACE,
-                &qualifier,
-                ts,
-                digest_to_cell(&e.digest)
-            )];
+            let mut m = point_mutations(&qualifier, self.ts, PointValue::Md5(&e.digest));
             if e.options.is_empty() {
                 rows.push(MutateRowsEntry {
                     row_key: trace_row,
@@ -228,14 +258,13 @@ impl PutFlow {
         trace_rows: Vec<Vec<u8>>,
         ids: Vec<u64>,
     ) -> Vec<MutateRowsEntry> {
-        let ts = self.ts.truncate_to_millis();
         let qualifier = digest_id_trace_qualifier(pos.offset);
         trace_rows
             .into_iter()
             .zip(ids)
             .map(|(row_key, id)| MutateRowsEntry {
                 row_key,
-                mutations: digest_id_trace_mutations(&qualifier, ts, id),
+                mutations: point_mutations(&qualifier, self.ts, PointValue::Id(id)),
             })
             .collect()
     }

@@ -1,13 +1,15 @@
 //! One tile as read (`spec/tracestore.md` 12.1, 11.7): [`LoadTile`] sends the OPS read and
 //! the 32 trace scans, plus 32 options scans in the md5 layout, all together, and decodes them
-//! into a [`RawTile`].
+//! into a [`RawTile`]: one slot per commit of each trace (readers), or each stored point with
+//! its cell timestamp ([`TileForm::Points`], the migration's copy and verification,
+//! `docs/migration.md` §5.2).
 
 use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
-use rowkit_codec::model::{Row, RowFilter, RowSet};
+use rowkit_codec::model::{Cell, Row, RowFilter, RowSet, Timestamp};
 use rowkit_codec::tracestore::cells::{
     FAMILY_OPTIONS, FAMILY_TRACE, cell_to_digest, decode_digest_id_cell,
 };
@@ -27,7 +29,7 @@ use crate::{ReadRowsRequest, ready};
 
 /// One slot of a trace in a tile as read: a digest (md5) or an id (digest-id).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) enum Slot {
+pub(crate) enum Slot {
     Digest(String),
     Id(u64),
 }
@@ -41,7 +43,7 @@ impl Slot {
     }
 
     /// The digest id this slot holds that `digests` cannot resolve (0 is missing, not unknown).
-    pub(super) fn unknown_id(&self, digests: &DigestCache) -> Option<u64> {
+    pub(crate) fn unknown_id(&self, digests: &DigestCache) -> Option<u64> {
         match self {
             Slot::Id(id) if *id != 0 && digests.digest(*id).is_none() => Some(*id),
             _ => None,
@@ -50,7 +52,7 @@ impl Slot {
 
     /// The slot's digest (`""` = missing), an id resolved by `digests` (an id it does not know
     /// reads as missing: callers check [`Slot::unknown_id`] first).
-    pub(super) fn into_digest(self, digests: &DigestCache) -> String {
+    pub(crate) fn into_digest(self, digests: &DigestCache) -> String {
         match self {
             Slot::Digest(d) => d,
             Slot::Id(id) => String::from(digests.digest(id).unwrap_or_default()),
@@ -74,6 +76,16 @@ pub(super) fn trace_scan(state: &TraceStoreState, shard: u32, tile_key: i32) -> 
     )
 }
 
+/// A trace cell of `layout`: its offset in the tile and its slot.
+fn decode_trace_cell(layout: Layout, cell: &Cell) -> Result<(usize, Slot), TraceStoreError> {
+    let i = parse_trace_qualifier(&cell.qualifier)? as usize;
+    let slot = match layout {
+        Layout::Md5 => Slot::Digest(cell_to_digest(&cell.value)),
+        Layout::DigestId => Slot::Id(decode_digest_id_cell(&cell.value)?),
+    };
+    Ok((i, slot))
+}
+
 /// A trace row of a tile: its subkey (the encoded trace id) and one slot per commit of the
 /// tile, missing where the row has no cell.
 pub(super) fn decode_trace_row(
@@ -82,11 +94,7 @@ pub(super) fn decode_trace_row(
 ) -> Result<(Vec<u8>, Vec<Slot>), TraceStoreError> {
     let mut slots = alloc::vec![Slot::missing(layout); TILE_SIZE as usize];
     for cell in row.cells.iter().filter(|c| c.family == FAMILY_TRACE) {
-        let i = parse_trace_qualifier(&cell.qualifier)? as usize;
-        let slot = match layout {
-            Layout::Md5 => Slot::Digest(cell_to_digest(&cell.value)),
-            Layout::DigestId => Slot::Id(decode_digest_id_cell(&cell.value)?),
-        };
+        let (i, slot) = decode_trace_cell(layout, cell)?;
         if let Some(s) = slots.get_mut(i) {
             *s = slot;
         }
@@ -94,15 +102,58 @@ pub(super) fn decode_trace_row(
     Ok((extract_subkey(&row.key).to_vec(), slots))
 }
 
+/// One point of a trace row as stored (`docs/migration.md` §5.2): the newest cell of a commit
+/// column, with its timestamp.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StoredPoint {
+    /// The commit's offset in the tile.
+    pub(crate) offset: u32,
+    /// The cell's value as the layout decodes it.
+    pub(crate) slot: Slot,
+    /// The cell's timestamp.
+    pub(crate) ts: Timestamp,
+}
+
+/// A trace row of a tile: its subkey and each stored point, in qualifier order as read.
+fn decode_trace_points(
+    layout: Layout,
+    row: &Row,
+) -> Result<(Vec<u8>, Vec<StoredPoint>), TraceStoreError> {
+    let mut points = Vec::new();
+    for cell in row.cells.iter().filter(|c| c.family == FAMILY_TRACE) {
+        let (i, slot) = decode_trace_cell(layout, cell)?;
+        if i < TILE_SIZE as usize {
+            points.push(StoredPoint {
+                offset: i as u32,
+                slot,
+                ts: cell.timestamp,
+            });
+        }
+    }
+    Ok((extract_subkey(&row.key).to_vec(), points))
+}
+
+/// What a [`LoadTile`] decodes its trace rows into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TileForm {
+    /// One slot per commit ([`RawTile::traces`]): what readers assemble.
+    Slots,
+    /// Each stored point with its timestamp ([`RawTile::points`]): what the migration copies
+    /// and compares.
+    Points,
+}
+
 /// One tile as read, before range assembly.
 #[derive(Debug)]
-pub(super) struct RawTile {
+pub(crate) struct RawTile {
     /// The tile's OPS (empty when it has none), shared with the cache.
-    pub(super) ops: Arc<OrderedParamSet>,
-    /// Encoded trace id -> one slot per commit of the tile.
+    pub(crate) ops: Arc<OrderedParamSet>,
+    /// Encoded trace id -> one slot per commit of the tile ([`TileForm::Slots`]).
     pub(super) traces: Vec<(Vec<u8>, Vec<Slot>)>,
+    /// Encoded trace id -> its stored points ([`TileForm::Points`]).
+    pub(crate) points: Vec<(Vec<u8>, Vec<StoredPoint>)>,
     /// Encoded trace id -> options (md5 layout).
-    pub(super) options: BTreeMap<Vec<u8>, Params>,
+    pub(crate) options: BTreeMap<Vec<u8>, Params>,
 }
 
 /// Where a tile load stands. Outcomes are checked in this order, as the protocol waits: the
@@ -125,8 +176,9 @@ enum Phase {
 
 /// `loadTile(tk)`.
 #[derive(Debug)]
-pub(super) struct LoadTile {
+pub(crate) struct LoadTile {
     tile_key: i32,
+    form: TileForm,
     ops: ChildId,
     traces: WaitAll,
     options: WaitAll,
@@ -139,6 +191,16 @@ impl LoadTile {
         io: &mut Io<TraceStoreEvent>,
         state: &TraceStoreState,
         tile_key: i32,
+    ) -> LoadTile {
+        LoadTile::start_as(io, state, tile_key, TileForm::Slots)
+    }
+
+    /// [`LoadTile::start`], decoding the trace rows into `form`.
+    pub(crate) fn start_as(
+        io: &mut Io<TraceStoreEvent>,
+        state: &TraceStoreState,
+        tile_key: i32,
+        form: TileForm,
     ) -> LoadTile {
         let ops = io.read_row(ops_read_request(state, tile_key));
         let traces = (0..SHARDS)
@@ -165,6 +227,7 @@ impl LoadTile {
         };
         LoadTile {
             tile_key,
+            form,
             ops,
             traces: WaitAll::new(traces),
             options: WaitAll::new(options),
@@ -184,10 +247,22 @@ impl LoadTile {
         let ops = take_ops_read(state, self.tile_key, ops_row)?
             .map(|c| c.ops)
             .unwrap_or_default();
-        let traces = trace_rows
-            .iter()
-            .map(|row| decode_trace_row(layout, row))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (traces, points) = match self.form {
+            TileForm::Slots => (
+                trace_rows
+                    .iter()
+                    .map(|row| decode_trace_row(layout, row))
+                    .collect::<Result<Vec<_>, _>>()?,
+                Vec::new(),
+            ),
+            TileForm::Points => (
+                Vec::new(),
+                trace_rows
+                    .iter()
+                    .map(|row| decode_trace_points(layout, row))
+                    .collect::<Result<Vec<_>, _>>()?,
+            ),
+        };
         let mut options = BTreeMap::new();
         for row in options_rows {
             if let Some(cell) = row.cells.iter().find(|c| c.family == FAMILY_OPTIONS) {
@@ -200,6 +275,7 @@ impl LoadTile {
         Ok(RawTile {
             ops,
             traces,
+            points,
             options,
         })
     }

@@ -51,6 +51,8 @@ pub(crate) struct UpdateOps {
     tile_key: i32,
     row: Vec<u8>,
     ps: ParamSet,
+    /// The order new keys are appended in (empty: ascending, as a Put adds them).
+    key_order: Vec<String>,
     /// Created at the first RPC error (it draws a seed from the operation's stream).
     backoff: Option<Backoff>,
     phase: Phase,
@@ -59,10 +61,17 @@ pub(crate) struct UpdateOps {
 impl UpdateOps {
     /// Adds `ps` to the OPS of the tile `tile_key`.
     pub(crate) fn new(tile_key: i32, ps: ParamSet) -> UpdateOps {
+        UpdateOps::in_key_order(tile_key, ps, Vec::new())
+    }
+
+    /// Adds `ps` to the OPS of the tile `tile_key`, new keys in `key_order` first
+    /// ([`OrderedParamSet::update_in_key_order`]).
+    pub(crate) fn in_key_order(tile_key: i32, ps: ParamSet, key_order: Vec<String>) -> UpdateOps {
         UpdateOps {
             tile_key,
             row: ops_row_name(tile_key),
             ps,
+            key_order,
             backoff: None,
             phase: Phase::Start,
         }
@@ -219,7 +228,7 @@ impl Flow for UpdateOps {
             }
             // The cache keeps the current OPS until the swap succeeds.
             let mut new = Arc::unwrap_or_clone(ops);
-            new.update(&self.ps);
+            new.update_in_key_order(&self.key_order, &self.ps);
             self.phase = Phase::Swap(self.send_swap(io, state, current, Arc::new(new)));
         }
     }

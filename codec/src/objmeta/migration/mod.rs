@@ -20,12 +20,5 @@ pub mod marker;
 pub mod pass;
 pub mod sync;
 
-/// Which layout decides every operation's outcome (§1 "truth"): `from` until the switch, `to`
-/// after it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Truth {
-    /// Before the switch (`copying`, `verifying`, `switching`, `aborting`).
-    From,
-    /// After the switch (`switched`, `cleaning`).
-    To,
-}
+/// Which layout decides every operation's outcome (shared with the trace store).
+pub use crate::migration::Truth;

@@ -1,10 +1,12 @@
-//! The migration marker's machines (`docs/migration.md` §2, §4.5, §4.7, §4.8, §7.1):
-//! [`ReadMigration`] reads the bucket's metastore row once; [`WriteMarker`] changes the marker
-//! (a state change, the switch, the final removal) and [`WriteCheckpoint`] writes the
+//! The migration marker's machines of a bucket (`docs/migration.md` §2, §4.5, §4.7, §4.8,
+//! §7.1): [`ReadMigration`] reads the bucket's metastore row once; [`WriteMarker`] changes the
+//! marker (a state change, the switch, the final removal) and [`WriteCheckpoint`] writes the
 //! checkpoint, each with one `CheckAndMutateRow` on that row.
 //!
-//! A write that is not applied, or whose reply is an error (the outcome is unknown), re-reads
-//! the row once and decides from what is there, writing nothing more:
+//! The steps, and the handling of a write's reply (a write not applied, or answered with an
+//! error, re-reads the row once and decides from what is there, writing nothing more), are
+//! the ones both schemas share ([`crate::migration`]); this module says where a bucket's
+//! marker is ([`metastore_place`]) and how its row reads ([`MigrationRead`]):
 //!
 //! | Re-read finds | Outcome |
 //! | --- | --- |
@@ -20,19 +22,21 @@
 use alloc::string::String;
 use alloc::vec::Vec;
 
+use rowkit_codec::migration::{MarkerCells, MarkerTransitionError, MigrationRecordError};
 use rowkit_codec::model::Row;
-use rowkit_codec::objmeta::cells::filters;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::migration::marker::{
-    Gates, LEASE_US, MarkerChange, MarkerTransitionError, MetastoreCas, MigrationCheckpoint,
-    MigrationColumns, MigrationMarker, check_marker_change, metastore_row, vformat_cell,
+    Gates, MarkerChange, MigrationCheckpoint, MigrationColumns, MigrationMarker, metastore_place,
+    vformat_cell,
 };
 
-use super::super::requests::{OmIo, P, check_key, start_cas, start_read_row};
+use super::super::requests::{OmIo, P, check_key};
 use super::super::{ObjmetaError, ObjmetaSchema, ObjmetaState, begin};
-use crate::children::ChildId;
-use crate::operation::{ContextArg, Flow, Operation, Start, settled};
+use crate::migration::{
+    MarkerRead, MarkerTable, MigrationFailure, ReadMarkerStep, WriteCheckpointStep, WriteMarkerStep,
+};
+use crate::operation::{ContextArg, Flow, Operation, Start};
 use crate::{Timestamp, ready};
 
 /// `ReadMigration(bucket)`: the bucket's migration state in one `ReadRow`.
@@ -88,10 +92,7 @@ impl MigrationRead {
             .as_deref()
             .map(MigrationCheckpoint::from_json_bytes)
             .transpose()
-            .map_err(|error| ObjmetaError::MigrationRecordInvalid {
-                column: "checkpoint",
-                error,
-            })?;
+            .map_err(|error| ObjmetaError::record_invalid("checkpoint", error))?;
         Ok(MigrationRead {
             vformat: columns.vformat(),
             columns,
@@ -99,6 +100,87 @@ impl MigrationRead {
             marker,
             checkpoint,
         })
+    }
+}
+
+impl MarkerRead for MigrationRead {
+    type Layout = VFormat;
+    type Error = ObjmetaError;
+
+    fn cells_of(&self, row: Option<&Row>) -> MarkerCells {
+        row.map(MigrationColumns::from_row)
+            .unwrap_or_default()
+            .into()
+    }
+
+    fn decode(&self, cells: MarkerCells) -> Result<MigrationRead, ObjmetaError> {
+        MigrationRead::from_columns(cells.into())
+    }
+
+    fn cells(&self) -> MarkerCells {
+        self.columns.clone().into()
+    }
+
+    fn marker(&self) -> Option<&MigrationMarker> {
+        self.marker.as_ref()
+    }
+
+    fn checkpoint(&self) -> Option<&MigrationCheckpoint> {
+        self.checkpoint.as_ref()
+    }
+
+    fn layout(&self) -> Option<VFormat> {
+        Some(self.vformat)
+    }
+
+    /// §4.8: a re-read row is still the bucket read before when it is present with the same
+    /// uid.
+    fn still_ours(&self, now: &MarkerCells) -> Result<bool, ObjmetaError> {
+        let Some(value) = now.anchor.as_deref() else {
+            return Ok(false);
+        };
+        Ok(uid_of(value)? == self.bucket_uid)
+    }
+
+    /// A start names the bucket it read (§4.8, §12.3).
+    fn refuse_change(&self, change: &MarkerChange) -> Result<(), MarkerTransitionError> {
+        if self.marker.is_none()
+            && let Some(m) = change.marker()
+            && Some(&m.bucket_uid) != self.bucket_uid.as_ref()
+        {
+            return Err(MarkerTransitionError::Changed("bucket_uid"));
+        }
+        Ok(())
+    }
+}
+
+impl MigrationFailure for ObjmetaError {
+    fn marker_changed() -> ObjmetaError {
+        ObjmetaError::MarkerChanged
+    }
+
+    fn taken_over(owner: String) -> ObjmetaError {
+        ObjmetaError::MigrationTakenOver { owner }
+    }
+
+    fn in_progress(detail: String) -> ObjmetaError {
+        ObjmetaError::MigrationInProgress(detail)
+    }
+
+    fn change_refused(error: MarkerTransitionError) -> ObjmetaError {
+        ObjmetaError::MigrationChangeRefused(error)
+    }
+
+    fn record_invalid(column: &'static str, error: MigrationRecordError) -> ObjmetaError {
+        ObjmetaError::MigrationRecordInvalid { column, error }
+    }
+
+    fn gone() -> ObjmetaError {
+        ObjmetaError::BucketDeleted
+    }
+
+    fn unwritable(detail: String) -> ObjmetaError {
+        ObjmetaError::internal(detail)
     }
 }
 
@@ -117,45 +199,29 @@ fn uid_of(value: &[u8]) -> Result<Option<String>, ObjmetaError> {
         .or_else(|| member("creationDate").map(|date| alloc::format!("created:{date}"))))
 }
 
-/// Whether a re-read row is still the bucket read before (§4.8): present, with the same uid.
-fn same_bucket(columns: &MigrationColumns, as_read: &MigrationRead) -> Result<bool, ObjmetaError> {
-    let Some(value) = columns.value.as_deref() else {
-        return Ok(false);
-    };
-    Ok(uid_of(value)? == as_read.bucket_uid)
-}
-
-/// The one point read of the metastore row.
-fn start_read_metastore(
-    io: &mut OmIo,
-    st: &ObjmetaState,
-    row: &[u8],
-) -> Result<ChildId, ObjmetaError> {
-    check_key(row)?;
-    Ok(start_read_row(io, st, row.to_vec(), filters::latest()))
+/// The table of the objmeta instance (its marker rows are in it).
+fn marker_table(st: &ObjmetaState) -> MarkerTable {
+    MarkerTable {
+        table: st.config.table.clone(),
+        app_profile_id: String::new(),
+    }
 }
 
 /// The flow of [`ReadMigration`].
 #[derive(Debug)]
 pub struct ReadMigrationFlow {
     row: Vec<u8>,
-    phase: ReadPhase,
-}
-
-#[derive(Debug)]
-enum ReadPhase {
-    Start,
-    Reading(ChildId),
-    Done,
+    read: ReadMarkerStep,
 }
 
 impl ReadMigrationFlow {
     /// The flow of [`ReadMigration::new`], for a parent flow that reads the migration inside
     /// its own operation (the migrator).
     pub(super) fn new(bucket: &str) -> ReadMigrationFlow {
+        let place = metastore_place(bucket);
         ReadMigrationFlow {
-            row: metastore_row(bucket),
-            phase: ReadPhase::Start,
+            read: ReadMarkerStep::new(&place),
+            row: place.row,
         }
     }
 }
@@ -177,105 +243,15 @@ impl Flow for ReadMigrationFlow {
     type Output = MigrationRead;
 
     fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<MigrationRead> {
-        loop {
-            match core::mem::replace(&mut self.phase, ReadPhase::Done) {
-                ReadPhase::Start => {
-                    self.phase = ReadPhase::Reading(start_read_metastore(io, st, &self.row)?);
-                }
-                ReadPhase::Reading(read) => {
-                    let row = ready!(io.row_or_wait(read), self.phase => ReadPhase::Reading(read));
-                    return MigrationRead::from_row(row.as_ref()).map(Some);
-                }
-                ReadPhase::Done => return Ok(None),
-            }
-        }
-    }
-}
-
-/// What a conditional write of the metastore row came to.
-#[derive(Debug)]
-enum CasOutcome {
-    /// The predicate matched: the write applied.
-    Applied,
-    /// Not applied, or the reply was an error: the row as re-read, and the error.
-    Reread {
-        row: Option<Row>,
-        cas_error: Option<ObjmetaError>,
-    },
-}
-
-/// One `CheckAndMutateRow` of the metastore row, then (unless it matched) one re-read.
-#[derive(Debug)]
-struct MetastoreWrite {
-    row: Vec<u8>,
-    phase: CasPhase,
-}
-
-#[derive(Debug)]
-enum CasPhase {
-    Send(MetastoreCas),
-    Writing(ChildId),
-    Rereading {
-        read: ChildId,
-        cas_error: Option<ObjmetaError>,
-    },
-    Done,
-}
-
-impl MetastoreWrite {
-    fn new(row: Vec<u8>, cas: MetastoreCas) -> MetastoreWrite {
-        MetastoreWrite {
-            row,
-            phase: CasPhase::Send(cas),
-        }
-    }
-
-    fn poll(&mut self, io: &mut OmIo, st: &ObjmetaState) -> P<CasOutcome> {
-        loop {
-            match core::mem::replace(&mut self.phase, CasPhase::Done) {
-                CasPhase::Send(cas) => {
-                    let id = start_cas(
-                        io,
-                        st,
-                        self.row.clone(),
-                        cas.predicate,
-                        cas.true_mutations,
-                        cas.false_mutations,
-                    )?;
-                    self.phase = CasPhase::Writing(id);
-                }
-                CasPhase::Writing(id) => {
-                    let outcome = ready!(settled(io.matched(id)),
-                        self.phase => CasPhase::Writing(id));
-                    let cas_error = match outcome {
-                        Ok(true) => return Ok(Some(CasOutcome::Applied)),
-                        Ok(false) => None,
-                        Err(e) => Some(e),
-                    };
-                    let read = start_read_metastore(io, st, &self.row)?;
-                    self.phase = CasPhase::Rereading { read, cas_error };
-                }
-                CasPhase::Rereading { read, cas_error } => {
-                    let row = ready!(io.row_or_wait(read),
-                        self.phase => CasPhase::Rereading { read, cas_error });
-                    return Ok(Some(CasOutcome::Reread { row, cas_error }));
-                }
-                CasPhase::Done => return Ok(None),
-            }
-        }
+        check_key(&self.row)?;
+        let row = ready!(self.read.poll::<_, ObjmetaError>(io, &marker_table(st)));
+        MigrationRead::from_row(row.as_ref()).map(Some)
     }
 }
 
 /// The flow of [`WriteMarker`].
 #[derive(Debug)]
-pub struct WriteMarkerFlow {
-    as_read: MigrationRead,
-    /// The row as it stands once the write applied (marker, vFormat and checkpoint columns).
-    written: MigrationColumns,
-    /// The marker written (`None`: removed).
-    marker: Option<MigrationMarker>,
-    write: MetastoreWrite,
-}
+pub struct WriteMarkerFlow(WriteMarkerStep<MigrationRead>);
 
 impl<'a> WriteMarker<'a> {
     /// Changes `bucket`'s marker from `as_read` (the row as last read, from [`ReadMigration`]
@@ -284,8 +260,8 @@ impl<'a> WriteMarker<'a> {
     /// `switched` marker in one request, §4.5 step 3) or removes the marker and checkpoint
     /// ([`MarkerChange::Remove`], §4.7). The predicate is the marker and `d:vFormat` as read
     /// (§2.2). A change §3 does not allow, whose gate `gates` does not open, or that changes
-    /// what a run keeps (see [`check_marker_change`]) is refused before anything is sent
-    /// ([`ObjmetaError::MigrationChangeRefused`]).
+    /// what a run keeps (see [`check_marker_change`](rowkit_codec::migration::check_marker_change))
+    /// is refused before anything is sent ([`ObjmetaError::MigrationChangeRefused`]).
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
@@ -310,44 +286,8 @@ impl WriteMarkerFlow {
         change: MarkerChange,
         gates: Gates,
     ) -> Result<WriteMarkerFlow, ObjmetaError> {
-        let refused = ObjmetaError::MigrationChangeRefused;
-        check_marker_change(as_read.marker.as_ref(), as_read.vformat, &change, gates)
-            .map_err(refused)?;
-        if as_read.marker.is_none()
-            && let Some(m) = change.marker()
-            && Some(&m.bucket_uid) != as_read.bucket_uid.as_ref()
-        {
-            return Err(refused(MarkerTransitionError::Changed("bucket_uid")));
-        }
-        let marker_text = match change.marker() {
-            Some(m) => Some(m.to_json_text().map_err(|e| {
-                ObjmetaError::internal(alloc::format!("cannot write the migration marker: {e}"))
-            })?),
-            None => None,
-        };
-        let cols = &as_read.columns;
-        let (old_marker, old_vformat) = (cols.marker.as_deref(), cols.vformat.as_deref());
-        let mut written = cols.clone();
-        written.marker = marker_text.clone().map(String::into_bytes);
-        let cas = match (&change, marker_text.as_deref()) {
-            (MarkerChange::Write(_), Some(text)) => {
-                MetastoreCas::write_marker(old_marker, old_vformat, text)
-            }
-            (MarkerChange::Switch(m), Some(text)) => {
-                written.vformat = Some(vformat_cell(m.to));
-                MetastoreCas::switch(old_marker, old_vformat, m.to, text)
-            }
-            _ => {
-                written.checkpoint = None;
-                MetastoreCas::remove(old_marker, old_vformat)
-            }
-        };
-        Ok(WriteMarkerFlow {
-            as_read: as_read.clone(),
-            written,
-            marker: change.marker().cloned(),
-            write: MetastoreWrite::new(metastore_row(bucket), cas),
-        })
+        let place = metastore_place(bucket);
+        WriteMarkerStep::new(&place, as_read, change, gates, vformat_cell).map(WriteMarkerFlow)
     }
 }
 
@@ -356,54 +296,22 @@ impl Flow for WriteMarkerFlow {
     type Output = MigrationRead;
 
     fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<MigrationRead> {
-        let (row, cas_error) = match ready!(self.write.poll(io, st)) {
-            CasOutcome::Applied => {
-                let mut read = self.as_read.clone();
-                read.vformat = self.written.vformat();
-                read.columns = self.written.clone();
-                read.marker = self.marker.clone();
-                if self.marker.is_none() {
-                    read.checkpoint = None;
-                }
-                return Ok(Some(read));
-            }
-            CasOutcome::Reread { row, cas_error } => (row, cas_error),
-        };
-        let now = row
-            .as_ref()
-            .map(MigrationColumns::from_row)
-            .unwrap_or_default();
-        if !same_bucket(&now, &self.as_read)? {
-            return Err(ObjmetaError::BucketDeleted);
-        }
-        if now.marker == self.written.marker && now.vformat == self.written.vformat {
-            // Our own write, whose reply was lost (or replayed): done.
-            return MigrationRead::from_columns(now).map(Some);
-        }
-        let old = &self.as_read.columns;
-        match cas_error {
-            Some(e) if now.marker == old.marker && now.vformat == old.vformat => Err(e),
-            _ => Err(ObjmetaError::MarkerChanged),
-        }
+        self.0.poll(io, &marker_table(st))
     }
 }
 
 /// The flow of [`WriteCheckpoint`].
 #[derive(Debug)]
-pub struct WriteCheckpointFlow {
-    as_read: MigrationRead,
-    checkpoint: MigrationCheckpoint,
-    text: Vec<u8>,
-    write: MetastoreWrite,
-}
+pub struct WriteCheckpointFlow(WriteCheckpointStep<MigrationRead>);
 
 impl<'a> WriteCheckpoint<'a> {
     /// Writes `bucket`'s checkpoint (§7.1) as `checkpoint` with `updated` = `start.now` and the
-    /// lease renewed (`lease_until` = `start.now` + [`LEASE_US`]), conditional on the
-    /// checkpoint as last read (`as_read`). A checkpoint as read of another owner whose lease
-    /// has not run out is refused before anything is sent
-    /// ([`ObjmetaError::MigrationInProgress`]) unless `take_over` (`--take-over`). Not applied
-    /// and not its own write → [`ObjmetaError::MigrationTakenOver`].
+    /// lease renewed (`lease_until` = `start.now` +
+    /// [`LEASE_US`](rowkit_codec::migration::LEASE_US)), conditional on the checkpoint as last
+    /// read (`as_read`). A checkpoint as read of another owner whose lease has not run out is
+    /// refused before anything is sent ([`ObjmetaError::MigrationInProgress`]) unless
+    /// `take_over` (`--take-over`). Not applied and not its own write →
+    /// [`ObjmetaError::MigrationTakenOver`].
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
@@ -425,67 +333,25 @@ impl WriteCheckpointFlow {
     pub(in crate::objmeta) fn new(
         bucket: &str,
         as_read: &MigrationRead,
-        mut checkpoint: MigrationCheckpoint,
+        checkpoint: MigrationCheckpoint,
         take_over: bool,
         now: Timestamp,
     ) -> Result<WriteCheckpointFlow, ObjmetaError> {
-        if let Some(held) = &as_read.checkpoint
-            && held.owner != checkpoint.owner
-            && held.lease_until > now
-            && !take_over
-        {
-            return Err(ObjmetaError::MigrationInProgress(alloc::format!(
-                "run {} is held by {} until {} µs",
-                held.run,
-                held.owner,
-                held.lease_until.0
-            )));
-        }
-        checkpoint.updated = now;
-        checkpoint.lease_until = now.saturating_add_micros(LEASE_US);
-        WriteCheckpointFlow::write(bucket, as_read, checkpoint)
+        let place = metastore_place(bucket);
+        WriteCheckpointStep::new(&place, as_read, checkpoint, take_over, now)
+            .map(WriteCheckpointFlow)
     }
 
-    /// The release of this migrator's lease at `now` (`lease_until` = `now`): written when a
-    /// run stops at a gate, so that the operator's next run (another process, so another
-    /// owner) continues at once instead of waiting out the lease or needing `--take-over`.
-    /// `None` when there is nothing to release: no checkpoint, another owner's, or a lease
-    /// already run out.
+    /// The release of this migrator's lease at `now` (§12.24; see
+    /// [`WriteCheckpointStep::release`]); `None` when there is nothing to release.
     pub(in crate::objmeta) fn release(
         bucket: &str,
         as_read: &MigrationRead,
         owner: &str,
         now: Timestamp,
     ) -> Result<Option<WriteCheckpointFlow>, ObjmetaError> {
-        let Some(held) = as_read
-            .checkpoint
-            .as_ref()
-            .filter(|c| c.owner == owner && c.lease_until > now)
-        else {
-            return Ok(None);
-        };
-        let mut checkpoint = held.clone();
-        checkpoint.updated = now;
-        checkpoint.lease_until = now;
-        WriteCheckpointFlow::write(bucket, as_read, checkpoint).map(Some)
-    }
-
-    /// The conditional write of `checkpoint` as it is (§7.1).
-    fn write(
-        bucket: &str,
-        as_read: &MigrationRead,
-        checkpoint: MigrationCheckpoint,
-    ) -> Result<WriteCheckpointFlow, ObjmetaError> {
-        let text = checkpoint.to_json_text().map_err(|e| {
-            ObjmetaError::internal(alloc::format!("cannot write the migration checkpoint: {e}"))
-        })?;
-        let cas = MetastoreCas::write_checkpoint(as_read.columns.checkpoint.as_deref(), &text);
-        Ok(WriteCheckpointFlow {
-            as_read: as_read.clone(),
-            checkpoint,
-            text: text.into_bytes(),
-            write: MetastoreWrite::new(metastore_row(bucket), cas),
-        })
+        let place = metastore_place(bucket);
+        Ok(WriteCheckpointStep::release(&place, as_read, owner, now)?.map(WriteCheckpointFlow))
     }
 }
 
@@ -494,46 +360,6 @@ impl Flow for WriteCheckpointFlow {
     type Output = MigrationRead;
 
     fn advance(&mut self, io: &mut OmIo, st: &mut ObjmetaState) -> P<MigrationRead> {
-        let (row, cas_error) = match ready!(self.write.poll(io, st)) {
-            CasOutcome::Applied => {
-                let mut read = self.as_read.clone();
-                read.columns.checkpoint = Some(self.text.clone());
-                read.checkpoint = Some(self.checkpoint.clone());
-                return Ok(Some(read));
-            }
-            CasOutcome::Reread { row, cas_error } => (row, cas_error),
-        };
-        let now = row
-            .as_ref()
-            .map(MigrationColumns::from_row)
-            .unwrap_or_default();
-        if !same_bucket(&now, &self.as_read)? {
-            return Err(ObjmetaError::BucketDeleted);
-        }
-        if now.checkpoint.as_deref() == Some(self.text.as_slice()) {
-            // Our own write, whose reply was lost (or replayed): done.
-            return MigrationRead::from_columns(now).map(Some);
-        }
-        if let Some(e) = cas_error
-            && now.checkpoint == self.as_read.columns.checkpoint
-        {
-            return Err(e);
-        }
-        if now.marker.is_none() {
-            // The migration ended (or never began) under this migrator.
-            return Err(ObjmetaError::MarkerChanged);
-        }
-        let owner = match now.checkpoint.as_deref() {
-            Some(bytes) => {
-                MigrationCheckpoint::from_json_bytes(bytes)
-                    .map_err(|error| ObjmetaError::MigrationRecordInvalid {
-                        column: "checkpoint",
-                        error,
-                    })?
-                    .owner
-            }
-            None => String::new(),
-        };
-        Err(ObjmetaError::MigrationTakenOver { owner })
+        self.0.poll(io, &marker_table(st))
     }
 }

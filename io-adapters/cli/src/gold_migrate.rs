@@ -1,0 +1,230 @@
+//! `rowkit gold migrate --to digest-id|md5 --target-table T2`: the trace store's migrator
+//! (`docs/migration.md` §5, §7.3, §11.6, §11.7) run through `TraceStore::migrate` as far as
+//! the gates allow. It shows its progress as `rowkit s3 migrate` does (the same bar and JSON
+//! Lines) and prints one summary (text line, or JSON document) on stdout.
+
+use clap::Args;
+use rowkit_client::block_on;
+use rowkit_codec::migration::{Gates, OptionsPolicy};
+use rowkit_codec::tracestore::Layout;
+use rowkit_statemachines::tracestore::TraceStoreEvent;
+use rowkit_statemachines::tracestore::migrate::TraceMigrateEvent;
+use rowkit_statemachines::tracestore::migrate::run::{
+    TraceMigrateEnd, TraceMigrateOptions, TraceMigrateOutcome,
+};
+use serde_json::{Value, json};
+
+use crate::args::Context;
+use crate::check::could_not_run;
+use crate::error::CliError;
+use crate::output::Output;
+use rowkit_client::migration_json::{MIGRATE_TIMEOUT_MICROS, counters_json};
+
+use crate::s3_migrate::{Shown, owner, settle_us};
+
+/// `rowkit gold migrate --to L --target-table T2 …`.
+#[derive(Debug, Args)]
+pub struct GoldMigrateArgs {
+    /// The layout to migrate to: `digest-id` or `md5` (the other one of the table's).
+    #[arg(long, value_name = "digest-id|md5")]
+    pub to: String,
+    /// The table to migrate into: an empty table of the `--to` layout
+    /// (`rowkit gold setup --table T2 --layout L`).
+    #[arg(long, value_name = "T2")]
+    pub target_table: String,
+    /// Let the run enter `switching`: the Gold writers are stopped.
+    #[arg(long)]
+    pub switch: bool,
+    /// Let the run enter `cleaning` and delete the source's Gold rows: no Gold process uses
+    /// the source table any more.
+    #[arg(long)]
+    pub finish: bool,
+    /// Roll the migration back (before the switch): the target's rows are deleted.
+    #[arg(long)]
+    pub abort: bool,
+    /// Options rows (md5 → digest-id): `refuse` (default: the run stops at the first) or
+    /// `drop` (not copied, counted).
+    #[arg(long, value_name = "refuse|drop", default_value = "refuse")]
+    pub options: String,
+    /// The settle time Δ waited before the switch, the clean-up and the rollback (e.g.
+    /// `90s`; at least 85 s; default 90 s, or 85 s on an embedded or memory store).
+    #[arg(long, value_name = "DURATION")]
+    pub settle: Option<String>,
+    /// Take over a run another migrator's lease holds.
+    #[arg(long)]
+    pub take_over: bool,
+}
+
+fn parse_to(text: &str) -> Result<Layout, CliError> {
+    Layout::parse(text)
+        .ok_or_else(|| CliError::usage(format!("--to {text:?}: expected digest-id or md5")))
+}
+
+fn parse_options(text: &str) -> Result<OptionsPolicy, CliError> {
+    match text {
+        "refuse" => Ok(OptionsPolicy::Refuse),
+        "drop" => Ok(OptionsPolicy::Drop),
+        other => Err(CliError::usage(format!(
+            "--options {other:?}: expected refuse or drop"
+        ))),
+    }
+}
+
+/// Where the run ended, as a word.
+fn end_name(end: TraceMigrateEnd) -> &'static str {
+    match end {
+        TraceMigrateEnd::InState(s) => s.as_str(),
+        TraceMigrateEnd::Removed => "removed",
+        TraceMigrateEnd::Cleaned => "cleaned",
+    }
+}
+
+/// Stragglers and conflicts as the events named them.
+#[derive(Default)]
+struct Points {
+    stragglers: Vec<Value>,
+    conflicts: Vec<Value>,
+}
+
+fn outcome_json(
+    source: &str,
+    target: &str,
+    to: Layout,
+    o: &TraceMigrateOutcome,
+    p: &Points,
+) -> Value {
+    let passes: Vec<Value> = o
+        .passes
+        .iter()
+        .map(|s| {
+            let mut m = serde_json::Map::new();
+            m.insert("kind".into(), json!(format!("{:?}", s.kind).to_lowercase()));
+            m.insert("pass".into(), json!(s.pass));
+            m.insert("diffs".into(), json!(s.diffs));
+            m.insert("tiles".into(), json!(s.tiles));
+            m.insert("skipped_rows".into(), json!(s.skipped_rows));
+            m.insert("options_rows_dropped".into(), json!(s.options_rows_dropped));
+            m.extend(counters_json(&s.counters));
+            Value::Object(m)
+        })
+        .collect();
+    json!({
+        "table": source,
+        "target_table": target,
+        "to": to.name(),
+        "state": end_name(o.end),
+        "run": o.run.map(|r| r.to_string()),
+        "passes": passes,
+        "target_rows_deleted": o.target_rows_deleted,
+        "source_rows_deleted": o.source_rows_deleted,
+        "source_rows_left": o.source_rows_left,
+        "stragglers": p.stragglers,
+        "conflicts": p.conflicts,
+    })
+}
+
+fn outcome_text(
+    source: &str,
+    target: &str,
+    to: Layout,
+    o: &TraceMigrateOutcome,
+    p: &Points,
+) -> String {
+    let copied: u64 = o.passes.iter().map(|s| s.counters.copied).sum();
+    let rows: u64 = o.passes.iter().map(|s| s.counters.rows_scanned).sum();
+    let counts = format!(
+        "{} passes, {rows} rows scanned, {copied} points copied, {} stragglers, {} conflicts",
+        o.passes.len(),
+        p.stragglers.len(),
+        p.conflicts.len()
+    );
+    let mut text = match o.end {
+        TraceMigrateEnd::Removed => {
+            format!("table {source}: migration rolled back, {target} emptied ({counts})")
+        }
+        TraceMigrateEnd::Cleaned => format!(
+            "table {source}: migrated to {target} ({}); {source} holds only the migration marker ({counts})",
+            to.name()
+        ),
+        TraceMigrateEnd::InState(s) => {
+            let next = match s.as_str() {
+                "verifying" => "; stop the Gold writers, then run again with --switch",
+                "switched" => {
+                    "; restart Gold readers, then writers, on the target; then run again with --finish"
+                }
+                "cleaning" => {
+                    "; conflicts or newer rows left in the source: resolve, then run again"
+                }
+                _ => "",
+            };
+            format!("table {source} -> {target}: {s} ({counts}){next}")
+        }
+    };
+    for c in &p.conflicts {
+        text.push_str(&format!("\nconflict: {c}"));
+    }
+    text
+}
+
+/// Runs `rowkit gold migrate`: exit 0 when the run ended as asked, 1 when the clean-up
+/// stopped (conflicts or newer rows left in the source), 2 on bad usage or when it could
+/// not run.
+pub fn run(
+    ctx: &Context,
+    gold: &crate::gold::Gold<'_>,
+    store: &str,
+    pid: u64,
+    args: &GoldMigrateArgs,
+    out: &Output,
+) -> Result<(), CliError> {
+    let to = parse_to(&args.to)?;
+    if to == gold.layout() {
+        return Err(CliError::usage(format!(
+            "--to {}: the table is {} already; migrate it into a table of the other layout",
+            to.name(),
+            to.name()
+        )));
+    }
+    let options = TraceMigrateOptions {
+        gates: Gates {
+            switch: args.switch,
+            finish: args.finish,
+        },
+        abort: args.abort,
+        options: parse_options(&args.options)?,
+        settle_us: settle_us(args.settle.as_deref(), store)?,
+        take_over: args.take_over,
+        owner: owner(pid),
+    };
+    let timeout = MIGRATE_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
+    let mut shown = Shown::new(out.is_json());
+    let mut points = Points::default();
+    let target = args.target_table.as_str();
+    let result = block_on(gold.migrate(target, options, timeout, |e| {
+        let TraceStoreEvent::Migrate(e) = e else {
+            return;
+        };
+        match e {
+            TraceMigrateEvent::Progress(p) => shown.show(&p),
+            TraceMigrateEvent::Straggler { trace, commit, ts } => points
+                .stragglers
+                .push(json!({"trace": trace, "commit": commit, "ts": ts.0})),
+            TraceMigrateEvent::Conflict { trace, commit, ts } => points
+                .conflicts
+                .push(json!({"trace": trace, "commit": commit, "ts": ts.0})),
+            _ => {}
+        }
+    }));
+    shown.finish();
+    let outcome = result.map_err(|e| could_not_run(CliError::from(e)))?;
+    let source = gold.table();
+    if out.is_json() {
+        outln!("{}", outcome_json(source, target, to, &outcome, &points));
+    } else {
+        outln!("{}", outcome_text(source, target, to, &outcome, &points));
+    }
+    if outcome.end == TraceMigrateEnd::InState(rowkit_codec::migration::MigrationState::Cleaning) {
+        return Err(CliError::Exit(1));
+    }
+    Ok(())
+}
