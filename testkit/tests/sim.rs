@@ -15,6 +15,7 @@ use rowkit_codec::tracestore::Layout;
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_testkit::sim::mounttable::{MountDeleteWorkload, MounttableWorkload};
 use rowkit_testkit::sim::objmeta::ObjmetaWorkload;
+use rowkit_testkit::sim::objmeta_migrate::ObjmetaMigrateWorkload;
 use rowkit_testkit::sim::tracestore::TraceStoreWorkload;
 use rowkit_testkit::sim::triples::TriplesWorkload;
 use rowkit_testkit::sim::{self, FaultRates, SimConfig, SimReport, Workload};
@@ -139,6 +140,37 @@ fn the_simulator_finds_a_planted_objmeta_bug_and_shrinks_it() {
     let mut workload =
         ObjmetaWorkload::with_planted_bug(PlantedBug::ObjmetaGetSkipsPlaceholderCheck);
     finds_planted_bug(9, &mut workload, "isPHD");
+}
+
+/// The object-metadata layout migration (`docs/migration.md` §10): one migration per run
+/// (complete, or rolled back), its migrator crashing and resuming among the objmeta writers,
+/// readers and checks.
+#[test]
+fn objmeta_migration_keeps_its_invariants_under_faults() {
+    let mut workload = ObjmetaMigrateWorkload::default();
+    let report = simulate("objmeta-migrate", 15, &mut workload);
+    let stats = workload.stats();
+    println!("sim objmeta-migrate: {stats}");
+    assert!(
+        report.faults() > 0 && report.checked.decided > 0,
+        "{report}"
+    );
+    assert!(stats.completed > 0 && stats.rolled_back > 0, "{stats}");
+    assert!(stats.crashes > 0 && stats.resumes > 0, "{stats}");
+}
+
+#[test]
+fn an_objmeta_migration_seed_replays_the_same_run() {
+    replays(ObjmetaMigrateWorkload::default);
+}
+
+/// A migration whose passes skip a source rewritten after its sync loses writes at the switch.
+#[test]
+#[cfg(feature = "planted-bugs")]
+fn the_simulator_finds_a_planted_objmeta_migration_bug_and_shrinks_it() {
+    let mut workload =
+        ObjmetaMigrateWorkload::with_planted_bug(PlantedBug::ObjmetaMigrateSkipsRewrittenSource);
+    finds_planted_bug(15, &mut workload, "after the switch");
 }
 
 #[test]
