@@ -109,9 +109,11 @@ pub enum SnapshotPoint {
 /// The operator's progress through a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
-    /// Writers write; the migrator runs without gates until it waits at the switch gate.
+    /// Writers write; the migrator runs without gates until it waits at the switch gate
+    /// (while writers write, its verification rarely comes out clean).
     Live,
-    /// The operator stops the writers: readers only until none is in flight.
+    /// The operator stops the writers: readers only until none is in flight and the gateless
+    /// migrator has stopped.
     Stopping,
     /// Writers stopped: the snapshot before the rollback.
     SnapshotBefore,
@@ -196,8 +198,8 @@ impl Display for MigrationStats {
     }
 }
 
-/// Operations of a run before the driver leaves [`Stage::Live`] (the migrator must also have
-/// reached the switch gate), and after the restart before `--finish`.
+/// Operations of a run before the driver stops the writers, before a rollback, and after the
+/// restart before `--finish`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Pacing {
     /// Operations started before the writers are stopped.
@@ -213,9 +215,9 @@ impl Default for Pacing {
     /// migration to be completed after it.
     fn default() -> Self {
         Pacing {
-            live_ops: 110,
+            live_ops: 80,
             abort_live_ops: 40,
-            restart_ops: 40,
+            restart_ops: 20,
         }
     }
 }
@@ -311,7 +313,7 @@ impl Driver {
     /// What the next idle client starts. The caller compares [`Driver::stage`] before and
     /// after: the schema changes its processes when a stage begins (writers stopped, restarted
     /// on the new layout).
-    pub fn next(&mut self) -> Action {
+    pub fn next_action(&mut self) -> Action {
         self.ops += 1;
         let (ended, snapshot_ended, running, snapshot_running) = {
             let mut s = self.status.borrow_mut();
@@ -343,19 +345,21 @@ impl Driver {
             | (Stage::SnapshotAfter, _, Some(true)) => self.enter(Stage::Done),
             _ => {}
         }
-        if self.stage == Stage::Live && !running {
-            let abort_now =
-                self.scenario == Scenario::AbortLive && self.ops >= self.pacing.abort_live_ops;
-            let stop = self.scenario != Scenario::AbortLive
-                && self.at_gate
-                && self.ops >= self.pacing.live_ops;
+        if self.stage == Stage::Live {
+            // The rollback waits for the running migrator to stop (at its gate or dead).
+            let abort_now = self.scenario == Scenario::AbortLive
+                && self.ops >= self.pacing.abort_live_ops
+                && !running;
+            let stop = self.scenario != Scenario::AbortLive && self.ops >= self.pacing.live_ops;
             if abort_now {
                 self.enter(Stage::Aborting { fenced: false });
             } else if stop {
                 self.enter(Stage::Stopping);
             }
         }
-        if self.stage == Stage::Stopping && self.writers.get() == 0 {
+        // Writers stopped and the gateless migrator stopped (its verification, clean once
+        // nothing writes, took it to the gate; or it died): the next step needs both.
+        if self.stage == Stage::Stopping && self.writers.get() == 0 && !running {
             self.enter(if self.scenario == Scenario::AbortFenced {
                 Stage::SnapshotBefore
             } else {
@@ -363,21 +367,23 @@ impl Driver {
             });
         }
         match self.stage {
-            Stage::Live if !running && !self.at_gate => self.migrate(false, false, false),
+            Stage::Live | Stage::Stopping if !running && !self.at_gate => {
+                self.migrate(false, false, false)
+            }
             Stage::Live | Stage::Done => Action::Write,
             Stage::Stopping => Action::Read,
             Stage::Switching if !running => self.migrate(true, false, false),
             Stage::Switching => self.beside_migrator(Action::Read),
-            Stage::Finishing if !running && self.ops >= self.stage_ops + self.pacing.restart_ops => {
+            Stage::Finishing
+                if !running && self.ops >= self.stage_ops + self.pacing.restart_ops =>
+            {
                 self.migrate(true, true, false)
             }
             Stage::Finishing => self.beside_migrator(Action::Write),
             Stage::Aborting { .. } if !running => self.migrate(false, false, true),
-            Stage::Aborting { fenced } => self.beside_migrator(if fenced {
-                Action::Read
-            } else {
-                Action::Write
-            }),
+            Stage::Aborting { fenced } => {
+                self.beside_migrator(if fenced { Action::Read } else { Action::Write })
+            }
             Stage::SnapshotBefore | Stage::SnapshotSwitched | Stage::SnapshotAfter
                 if snapshot_running =>
             {
@@ -652,9 +658,10 @@ impl<M: Machine> MigratorShell<M> {
     /// Tells the driver whether the migrator sleeps (a timer at least [`WAIT_MIN_US`] ahead and
     /// before its deadline: a settle wait, not a retry's back-off).
     fn publish_timer(&self) {
-        let timer = self.machine.poll_timeout().filter(|t| {
-            *t < self.deadline && t.0 >= self.now.0.saturating_add(WAIT_MIN_US)
-        });
+        let timer = self
+            .machine
+            .poll_timeout()
+            .filter(|t| *t < self.deadline && t.0 >= self.now.0.saturating_add(WAIT_MIN_US));
         self.status.borrow_mut().sleeping_until = timer;
     }
 
@@ -713,7 +720,10 @@ where
             return None;
         }
         let (tag, request) = self.machine.poll_request()?;
-        self.log.borrow_mut().requests.push((self.n, request.clone()));
+        self.log
+            .borrow_mut()
+            .requests
+            .push((self.n, request.clone()));
         self.publish_timer();
         Some((tag, request))
     }

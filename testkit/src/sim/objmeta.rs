@@ -553,7 +553,7 @@ impl ObjmetaWorkload {
         match r % 8 {
             0 => ObjmetaOp::List {
                 bucket: b,
-                versions: r % 16 == 0,
+                versions: r.is_multiple_of(16),
             },
             _ => ObjmetaOp::Get {
                 bucket: b,
@@ -936,8 +936,10 @@ impl Workload for ObjmetaWorkload {
                 default_bucket_key_format: vf,
                 ..ObjmetaConfig::default()
             });
-            let md = Json::parse(&format!("{{\"name\":\"{bucket}\",\"owner\":\"sim\",\"uid\":\"uid-{bucket}\"}}"))
-                .map_err(|e| e.to_string())?;
+            let md = Json::parse(&format!(
+                "{{\"name\":\"{bucket}\",\"owner\":\"sim\",\"uid\":\"uid-{bucket}\"}}"
+            ))
+            .map_err(|e| e.to_string())?;
             let m = CreateBucket::new(
                 &mut state,
                 bucket,
@@ -1276,9 +1278,7 @@ impl Workload for ObjmetaWorkload {
                     (None, None) => true,
                     (Some(_), None) => null_master.is_some(),
                     (Some(_), Some(_)) if is_phd => false,
-                    (None, Some((_, lv))) => {
-                        was_v1 && lv.member_truthy("isDeleteMarker")
-                    }
+                    (None, Some((_, lv))) => was_v1 && lv.member_truthy("isDeleteMarker"),
                     (Some(m), Some((_, lv))) => strip_origin(m) == *lv || null_master.is_some(),
                 };
                 // Which put's value should be current: the null master's, or the newest row's.

@@ -71,7 +71,7 @@ use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
 /// A migrator run's deadline: far beyond any run (its passes and settle waits).
 const MIGRATOR_DEADLINE_US: i64 = 3_600_000_000;
 /// `from` rows per page: small, so that a pass has several pages and checkpoints.
-const PAGE_ROWS: u32 = 7;
+const PAGE_ROWS: u32 = 12;
 /// Migrator runs after the budget before the completion gives up (each one without faults
 /// should finish; a second is a resume after a gate).
 const COMPLETION_RUNS: u32 = 4;
@@ -352,7 +352,9 @@ impl ObjmetaMigrateWorkload {
             }
             let mutations: Vec<&Mutation> =
                 r.true_mutations.iter().chain(&r.false_mutations).collect();
-            let marker_write = mutations.iter().find_map(|m| doc_column_write(m, MARKER_COLUMN));
+            let marker_write = mutations
+                .iter()
+                .find_map(|m| doc_column_write(m, MARKER_COLUMN));
             let vformat_write = mutations
                 .iter()
                 .find_map(|m| doc_column_write(m, VFORMAT_COLUMN));
@@ -373,8 +375,8 @@ impl ObjmetaMigrateWorkload {
                     "migrator {n} sent the marker change {old:?} → {new:?}, which §3 does not draw"
                 ));
             }
-            let switch = old == Some(MigrationState::Switching)
-                && new == Some(MigrationState::Switched);
+            let switch =
+                old == Some(MigrationState::Switching) && new == Some(MigrationState::Switched);
             match vformat_write {
                 Some(value) if switch => {
                     let want = format!("\"{}\"", self.to.as_str());
@@ -490,15 +492,16 @@ impl ObjmetaMigrateWorkload {
             &status,
             migrator_end,
         );
-        let result =
-            rowkit_client::run_blocking(store, &ManualClock::new(now), shell, |()| {});
+        let result = rowkit_client::run_blocking(store, &ManualClock::new(now), shell, |()| {});
         let ended_right = match &result {
             Ok(outcome) => !rolled_back && outcome.end == MigrateEnd::Already,
             Err(rowkit_client::RunError::Machine(e)) => rolled_back && e.contains("no migration"),
             Err(_) => false,
         };
         if !ended_right {
-            return Err(format!("a second migrator run after the end gave {result:?}"));
+            return Err(format!(
+                "a second migrator run after the end gave {result:?}"
+            ));
         }
         if let Some((_, write)) = log
             .borrow()
@@ -587,7 +590,8 @@ impl ObjmetaMigrateWorkload {
                     .map(|r| &r.key)
                     .chain(after.iter().map(|r| &r.key))
                     .filter(|k| {
-                        expected.iter().find(|r| &r.key == *k) != after.iter().find(|r| &r.key == *k)
+                        expected.iter().find(|r| &r.key == *k)
+                            != after.iter().find(|r| &r.key == *k)
                     })
                     .map(|k| rowkit_codec::escape::escape(k))
                     .collect();
@@ -688,9 +692,9 @@ fn doc_column_write<'m>(m: &'m Mutation, qualifier: &str) -> Option<Option<&'m [
 /// column required absent → `None`); `None` when it names no marker.
 fn marker_as_read(filter: Option<&RowFilter>) -> Option<Option<&[u8]>> {
     let names_marker = |chain: &[RowFilter]| {
-        chain.iter().any(|f| {
-            matches!(f, RowFilter::ColumnQualifierRegex(q) if q == MARKER_COLUMN.as_bytes())
-        })
+        chain.iter().any(
+            |f| matches!(f, RowFilter::ColumnQualifierRegex(q) if q == MARKER_COLUMN.as_bytes()),
+        )
     };
     match filter? {
         RowFilter::Chain(chain) if names_marker(chain) => chain.iter().find_map(|f| match f {
@@ -707,7 +711,9 @@ fn marker_as_read(filter: Option<&RowFilter>) -> Option<Option<&[u8]>> {
         } => {
             if let Some(RowFilter::Chain(chain)) = predicate.as_deref()
                 && names_marker(chain)
-                && !chain.iter().any(|f| matches!(f, RowFilter::ValueRange { .. }))
+                && !chain
+                    .iter()
+                    .any(|f| matches!(f, RowFilter::ValueRange { .. }))
             {
                 return Some(None);
             }
@@ -800,7 +806,7 @@ impl Workload for ObjmetaMigrateWorkload {
         self.objmeta.set_fresh_readers(true);
         self.objmeta.allow_concurrent_finding("wrong_format_key");
         // Three runs in four migrate the v0 bucket to v1, the others the v1 bucket to v0.
-        self.bucket = usize::from(SplitMix64::nth_output(seed, 8) % 4 == 0);
+        self.bucket = usize::from(SplitMix64::nth_output(seed, 8).is_multiple_of(4));
         self.from = BUCKETS[self.bucket].1;
         self.to = match self.from {
             VFormat::V0 => VFormat::V1,
@@ -816,7 +822,7 @@ impl Workload for ObjmetaMigrateWorkload {
 
     fn next_op(&mut self, rng: &mut SplitMix64) -> MigrateOp {
         let before = self.driver.stage();
-        let action = self.driver.next();
+        let action = self.driver.next_action();
         if self.driver.stage() != before {
             self.enter(self.driver.stage());
         }
