@@ -288,16 +288,12 @@ impl ObjmetaMigrateWorkload {
                 migrator_end,
             );
             let result = rowkit_client::run_blocking(store, &clock, shell, |()| {});
-            match result {
-                Ok(outcome) if matches!(outcome.end, MigrateEnd::Removed | MigrateEnd::Already) => {
-                    return Ok(());
-                }
-                // Nothing to roll back: the migrator never wrote its marker.
-                Err(rowkit_client::RunError::Machine(e)) if abort && e.contains("no migration") => {
-                    return Ok(());
-                }
-                Ok(_) => {}
-                Err(e) => {
+            let ended = status.borrow().ended;
+            match (result, ended) {
+                // The marker removed (or, for `--abort`, never written: nothing to roll back).
+                (_, Some(MigratorEnd::Removed)) => return Ok(()),
+                (Ok(_), _) => {}
+                (Err(e), _) => {
                     return Err(format!(
                         "completing the migration of {} after the budget: {e:?}",
                         self.bucket_name()
@@ -493,10 +489,11 @@ impl ObjmetaMigrateWorkload {
             migrator_end,
         );
         let result = rowkit_client::run_blocking(store, &ManualClock::new(now), shell, |()| {});
+        // After a rollback `--abort` is refused as a usage error (nothing to abort), the only
+        // error [`migrator_end`] maps to `Removed`.
         let ended_right = match &result {
             Ok(outcome) => !rolled_back && outcome.end == MigrateEnd::Already,
-            Err(rowkit_client::RunError::Machine(e)) => rolled_back && e.contains("no migration"),
-            Err(_) => false,
+            Err(_) => rolled_back && status.borrow().ended == Some(MigratorEnd::Removed),
         };
         if !ended_right {
             return Err(format!(
