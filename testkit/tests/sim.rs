@@ -184,7 +184,8 @@ fn an_objmeta_migration_seed_replays_the_same_run() {
     replays(ObjmetaMigrateWorkload::default);
 }
 
-/// A migration whose passes skip a source rewritten after its sync loses writes at the switch.
+/// A migration whose passes skip a source rewritten after its last sync reaches the switch with
+/// that pair out of sync: the snapshot after the switch finds the source row unstamped.
 #[test]
 #[cfg(feature = "planted-bugs")]
 fn the_simulator_finds_a_planted_objmeta_migration_bug_and_shrinks_it() {
