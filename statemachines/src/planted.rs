@@ -14,4 +14,9 @@ pub enum PlantedBug {
     /// `AllocateDigestIds` reads its pooled ids without removing them from the pool, so the
     /// next allocation of the same instance hands the same ids out again.
     TracestoreReusesPooledIds,
+    /// The object-metadata migration's passes (`docs/migration.md` §4.4–§4.5) take a pair
+    /// whose source was rewritten after its last sync (`from` row unstamped, `to` row stamped)
+    /// for a pair in sync: the rewrite is never copied, and the switch makes the stale copy
+    /// the truth.
+    ObjmetaMigrateSkipsRewrittenSource,
 }

@@ -881,7 +881,12 @@ fn judge_key(
     if flag(&master, "isPHD") {
         let due =
             generated_at_ms(mvid).map(|ms| ms.saturating_mul(1000).saturating_add(REPAIR_DELAY_US));
-        if due.is_some_and(|d| d <= now.0) {
+        // Narrowed (check.md §3's rule for conditions a legitimate sequence reaches): a
+        // placeholder with no live version left is such a state — a delete that stopped
+        // between `deleteOrRepairPHD`'s read and its removal of the placeholder, or a repair
+        // that found no version (`NoVersion`) — which reads resolve to no object and which
+        // §8.4's repair leaves as it is: reported, it could never be repaired.
+        if latest.is_some() && due.is_some_and(|d| d <= now.0) {
             let detail = format!(
                 "placeholder master {} whose repair was due at {}",
                 escape(mvid.as_bytes()),

@@ -3028,6 +3028,18 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
         replace(&lagging, None),
     );
     expect.push(("master_behind".into(), esc("b", &s.m("lag"))));
+    // A placeholder with no version left (a delete stopped before removing it): reads find
+    // no object and §8.4's repair leaves it, so it is no finding, due or not.
+    let lone = j(&format!(
+        r#"{{"isPHD":true,"versionId":"{}","deleted":false}}"#,
+        scenario_vid(1, 98)
+    ));
+    raw_row(
+        store,
+        table,
+        row_key("b", &s.m("lone")),
+        replace(&lone, None),
+    );
     // The placeholder's repair is due 15 s after its id's time.
     clock.advance_to(Timestamp::from_millis(T0 + 60_000));
     expect.push(("placeholder_due".into(), esc("b", &s.m("phd"))));
@@ -3066,6 +3078,10 @@ pub fn check_corrupted(store: &dyn Store, table: &str, vf: VFormat) {
         get(&mut s.om, "lag").get("n"),
         Some(&Json::Number(2.0)),
         "{vf:?}"
+    );
+    assert!(
+        block_on(s.om.get_object("b", "lone", None)).is_err(),
+        "{vf:?}: a lone placeholder reads as no object"
     );
     let phd = get(&mut s.om, "phd");
     assert_eq!(

@@ -42,8 +42,10 @@
 //! ```
 
 pub mod admin;
+pub mod migration;
 pub mod mounttable;
 pub mod objmeta;
+pub mod objmeta_migrate;
 pub mod tracestore;
 pub mod triples;
 

@@ -69,9 +69,10 @@ use super::{
 use rowkit_store::driver::ManualClock;
 use rowkit_store::{MemoryStore, Store};
 
-const TABLE: &str = "objmeta";
+pub(crate) const TABLE: &str = "objmeta";
 /// The buckets and their key formats.
-const BUCKETS: [(&str, VFormat); 2] = [("simzero", VFormat::V0), ("simone", VFormat::V1)];
+pub(crate) const BUCKETS: [(&str, VFormat); 2] =
+    [("simzero", VFormat::V0), ("simone", VFormat::V1)];
 /// How each key is used (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Mode {
@@ -236,6 +237,18 @@ impl ObjmetaOp {
     fn is_check(&self) -> bool {
         matches!(self, ObjmetaOp::Check { .. })
     }
+
+    /// Whether it may write the bucket `b` (a put, a delete, a repair, a check with `--fix`):
+    /// the operations an operator stops at a migration's `--switch` gate
+    /// (`docs/migration.md` §6.1).
+    pub(crate) fn may_write(&self, b: usize) -> bool {
+        match self {
+            ObjmetaOp::Put { bucket, .. } | ObjmetaOp::Delete { bucket, .. } => *bucket == b,
+            ObjmetaOp::Repair(t) => t.bucket == BUCKETS[b].0,
+            ObjmetaOp::Check { .. } => true,
+            ObjmetaOp::Get { .. } | ObjmetaOp::List { .. } => false,
+        }
+    }
 }
 
 /// What an operation returned.
@@ -282,6 +295,35 @@ pub struct ObjmetaWorkload {
     /// What each check of the run wrote.
     check_writes: RepairLog,
     checks: u64,
+    /// How processes and the model see each bucket's key format (a migration changes it).
+    layouts: [BucketLayout; 2],
+    /// Readers (gets, listings) run on processes that read the bucket's key format instead of
+    /// using a cached one: they read the truth of a migrating bucket (`docs/migration.md` §3).
+    fresh_readers: bool,
+    /// Finding kinds a check among the writers may report besides [`CONCURRENT_KINDS`].
+    extra_concurrent_kinds: Vec<&'static str>,
+}
+
+/// One bucket's key format as the workload sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct BucketLayout {
+    /// What a new process has cached (`None`: it reads `d:vFormat` on first use).
+    cached: Option<VFormat>,
+    /// The format of the bucket's rows once the run has settled.
+    rows: VFormat,
+    /// Whether the bucket was v1 at some point of the run: its keys may then have no master
+    /// over a delete-marker latest version, which a migration to v0 keeps (§4.1).
+    was_v1: bool,
+}
+
+impl BucketLayout {
+    fn of(vf: VFormat) -> BucketLayout {
+        BucketLayout {
+            cached: Some(vf),
+            rows: vf,
+            was_v1: vf == VFormat::V1,
+        }
+    }
 }
 
 impl Default for ObjmetaWorkload {
@@ -294,6 +336,9 @@ impl Default for ObjmetaWorkload {
             next_pid: Cell::new(FIRST_PID),
             check_writes: RepairLog::default(),
             checks: 0,
+            layouts: BUCKETS.map(|(_, vf)| BucketLayout::of(vf)),
+            fresh_readers: false,
+            extra_concurrent_kinds: Vec::new(),
         }
     }
 }
@@ -436,21 +481,86 @@ impl ObjmetaWorkload {
         }
     }
 
-    /// A fresh Arsenal process: its own pid, both buckets' vFormats already cached.
+    /// A fresh Arsenal process: its own pid, the buckets' vFormats cached as
+    /// [`BucketLayout::cached`] says.
     fn state(&self) -> ObjmetaState {
+        let mut state = self.uncached_state();
+        for ((b, _), layout) in BUCKETS.iter().zip(&self.layouts) {
+            if let Some(vf) = layout.cached {
+                state.cache_vformat(b, vf);
+            }
+        }
+        state
+    }
+
+    /// A fresh Arsenal process that reads each bucket's vFormat on first use.
+    fn uncached_state(&self) -> ObjmetaState {
         let pid = self.next_pid.get();
         self.next_pid.set(pid.saturating_sub(1));
-        let mut state = ObjmetaState::new(ObjmetaConfig {
+        ObjmetaState::new(ObjmetaConfig {
             table: TABLE.into(),
             pid,
             #[cfg(feature = "planted-bugs")]
             planted: self.planted,
             ..ObjmetaConfig::default()
-        });
-        for (b, vf) in BUCKETS {
-            state.cache_vformat(b, vf);
+        })
+    }
+
+    /// The process a get or listing runs on.
+    fn reader_state(&self) -> ObjmetaState {
+        if self.fresh_readers {
+            self.uncached_state()
+        } else {
+            self.state()
         }
-        state
+    }
+
+    /// New processes cache `cached` as bucket `b`'s vFormat (`None`: they read it).
+    pub(crate) fn set_cached_vformat(&mut self, b: usize, cached: Option<VFormat>) {
+        self.layouts[b].cached = cached;
+    }
+
+    /// Bucket `b`'s rows are in format `vf` once the run settles (a migration's end).
+    pub(crate) fn set_rows_vformat(&mut self, b: usize, vf: VFormat) {
+        self.layouts[b].rows = vf;
+        self.layouts[b].was_v1 |= vf == VFormat::V1;
+    }
+
+    /// Readers read each bucket's vFormat (aware readers of a migration) rather than cache it.
+    pub(crate) fn set_fresh_readers(&mut self, fresh: bool) {
+        self.fresh_readers = fresh;
+    }
+
+    /// Lets checks among the writers report `kind` too.
+    pub(crate) fn allow_concurrent_finding(&mut self, kind: &'static str) {
+        if !self.extra_concurrent_kinds.contains(&kind) {
+            self.extra_concurrent_kinds.push(kind);
+        }
+    }
+
+    /// Forgets the scheduled repairs of bucket `b` nobody took yet: their processes were
+    /// stopped (a placeholder they leave is found by the final sweep, [`Workload::repairs`]).
+    pub(crate) fn drop_pending_repairs(&self, b: usize) {
+        self.shared
+            .borrow_mut()
+            .repairs
+            .retain(|t| t.bucket != BUCKETS[b].0);
+    }
+
+    /// A read of bucket `b`: a current get of a random key, or a listing.
+    pub(crate) fn next_read(&mut self, rng: &mut SplitMix64, b: usize) -> ObjmetaOp {
+        let r = rng.next_u64();
+        match r % 8 {
+            0 => ObjmetaOp::List {
+                bucket: b,
+                versions: r.is_multiple_of(16),
+            },
+            _ => ObjmetaOp::Get {
+                bucket: b,
+                key: ((r >> 8) % KEYS.len() as u64) as usize,
+                version: None,
+            },
+        }
     }
 
     fn tap<M: Machine<Event = ObjmetaEvent>>(&self, machine: M, delete: Option<u64>) -> Tap<M> {
@@ -468,7 +578,8 @@ impl ObjmetaWorkload {
         now: Timestamp,
     ) -> Result<BTreeMap<(usize, usize), KeyRows>, String> {
         let mut out: BTreeMap<(usize, usize), KeyRows> = BTreeMap::new();
-        for (b, (bucket, vf)) in BUCKETS.iter().enumerate() {
+        for (b, (bucket, _)) in BUCKETS.iter().enumerate() {
+            let vf = &self.layouts[b].rows;
             let request = ReadRowsRequest {
                 table: TABLE.into(),
                 rows: RowSet::range(RowRange::half_open(
@@ -535,7 +646,7 @@ impl ObjmetaWorkload {
     ) -> Result<Option<Json>, String> {
         let (b, k) = (BUCKETS[bucket].0, KEYS[key].0);
         let m = GetObject::new(
-            self.state(),
+            self.uncached_state(),
             b,
             k,
             version,
@@ -562,7 +673,7 @@ impl ObjmetaWorkload {
     ) -> Result<Vec<(String, Option<String>, Json)>, String> {
         let params = listing_params(versions);
         let m = ListObject::new(
-            self.state(),
+            self.uncached_state(),
             BUCKETS[bucket].0,
             params,
             Start::within(now, 0, DEFAULT_DEADLINE_US),
@@ -814,6 +925,7 @@ impl Workload for ObjmetaWorkload {
         self.check_writes.clear();
         self.checks = 0;
         self.next_pid.set(FIRST_PID);
+        self.layouts = BUCKETS.map(|(_, vf)| BucketLayout::of(vf));
         store
             .create_table(TABLE, &families())
             .map_err(|e| e.to_string())?;
@@ -824,8 +936,10 @@ impl Workload for ObjmetaWorkload {
                 default_bucket_key_format: vf,
                 ..ObjmetaConfig::default()
             });
-            let md = Json::parse(&format!("{{\"name\":\"{bucket}\",\"owner\":\"sim\"}}"))
-                .map_err(|e| e.to_string())?;
+            let md = Json::parse(&format!(
+                "{{\"name\":\"{bucket}\",\"owner\":\"sim\",\"uid\":\"uid-{bucket}\"}}"
+            ))
+            .map_err(|e| e.to_string())?;
             let m = CreateBucket::new(
                 &mut state,
                 bucket,
@@ -1001,7 +1115,7 @@ impl Workload for ObjmetaWorkload {
                 let (b, k) = names(bucket, key);
                 let version = version.as_deref();
                 let m = GetObject::new(
-                    self.state(),
+                    self.reader_state(),
                     &b,
                     &k,
                     version,
@@ -1012,7 +1126,7 @@ impl Workload for ObjmetaWorkload {
             ObjmetaOp::List { bucket, versions } => {
                 let params = listing_params(*versions);
                 let m = ListObject::new(
-                    self.state(),
+                    self.reader_state(),
                     BUCKETS[*bucket].0,
                     params,
                     Start::within(now, seed, DEFAULT_DEADLINE_US),
@@ -1059,7 +1173,7 @@ impl Workload for ObjmetaWorkload {
                     bucket: BUCKETS[b].0.into(),
                     key: KEYS[k].0.into(),
                     phd_version_id: p.to_string(),
-                    vformat: BUCKETS[b].1,
+                    vformat: self.layouts[b].rows,
                     due: now,
                     migration: None,
                 }));
@@ -1079,7 +1193,12 @@ impl Workload for ObjmetaWorkload {
             Outcome::Done(Ok(ObjmetaOutput::Checked(outcome))) => Some((&r.op, outcome)),
             _ => None,
         });
-        verify_concurrent_checks(checks, &CONCURRENT_KINDS, &mut checked)?;
+        let allowed: Vec<&str> = CONCURRENT_KINDS
+            .iter()
+            .chain(&self.extra_concurrent_kinds)
+            .copied()
+            .collect();
+        verify_concurrent_checks(checks, &allowed, &mut checked)?;
         // The invariants below then hold on the repaired table.
         verify_settled_checks(
             store,
@@ -1121,7 +1240,8 @@ impl Workload for ObjmetaWorkload {
 
         // The master of every key (after repairs), and what the current listing must show.
         let mut current: BTreeMap<(usize, usize), Option<Json>> = BTreeMap::new();
-        for (b, (bucket, vf)) in BUCKETS.iter().enumerate() {
+        for (b, (bucket, _)) in BUCKETS.iter().enumerate() {
+            let was_v1 = self.layouts[b].was_v1;
             for (k, (key, mode)) in KEYS.iter().enumerate() {
                 let kr = rows.get(&(b, k)).unwrap_or(&empty);
                 if *mode == Mode::Plain {
@@ -1159,9 +1279,7 @@ impl Workload for ObjmetaWorkload {
                     (None, None) => true,
                     (Some(_), None) => null_master.is_some(),
                     (Some(_), Some(_)) if is_phd => false,
-                    (None, Some((_, lv))) => {
-                        *vf == VFormat::V1 && lv.member_truthy("isDeleteMarker")
-                    }
+                    (None, Some((_, lv))) => was_v1 && lv.member_truthy("isDeleteMarker"),
                     (Some(m), Some((_, lv))) => strip_origin(m) == *lv || null_master.is_some(),
                 };
                 // Which put's value should be current: the null master's, or the newest row's.

@@ -1,0 +1,763 @@
+//! The schema-independent shell of a layout-migration workload (`docs/migration.md` §10): an
+//! operator who drives one migrator through its gates among the schema's writers and
+//! readers, and a migrator that crashes and is resumed.
+//!
+//! - [`Driver`]: the operator (§6.1). A run follows one [`Scenario`]: the migrator runs without
+//!   gates (copying → verifying) while the unaware writers write; the writers are stopped (no
+//!   writer in flight), then the migrator runs with `--switch`; the writers restart on fresh
+//!   processes (they read the new layout) and the migrator runs with `--finish`. Or it rolls
+//!   back with `--abort`, with the writers running or stopped. A migrator run that crashed
+//!   or failed is followed by another one, which resumes from the marker and checkpoint with
+//!   `--take-over` (§7.1: its predecessor's lease is still live; the operator who saw it die
+//!   takes over rather than wait out the lease). While the migrator sleeps through a settle
+//!   wait (§2.3), idle clients wait too, so that simulated time reaches the migrator's timer.
+//! - [`MigratorShell`]: runs one migrator machine, records every request it sends and every
+//!   event it emits (the schema checks marker transitions and "reads only" from them), tells
+//!   the driver when it sleeps, and crashes it after a response with a seeded probability
+//!   (§10.2), more often after an error (a response lost after the store applied the request).
+//! - [`Waiting`], [`Collecting`], [`Tracked`]: the idle client's wait, a read that keeps its
+//!   rows (the operator's snapshot), and a writer counted while in flight (the gate).
+//!
+//! A schema's workload (`objmeta_migrate`; the trace store's next) supplies the machines,
+//! the snapshot and the invariants; the driver and the shell are shared.
+
+use std::cell::{Cell, RefCell};
+use std::fmt::Display;
+use std::rc::Rc;
+
+use rowkit_statemachines::{Machine, Request, Response, SplitMix64, StoreError, Tag, Timestamp};
+
+use super::SimMachine;
+
+/// How a run's migration goes (chosen per run from its seed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// The whole migration: copy, `--switch`, `--finish`.
+    Complete,
+    /// `--abort` while the unaware writers write (before the switch gate).
+    AbortLive,
+    /// `--abort` with the writers stopped at the switch gate: the bucket must come back
+    /// byte for byte as before the migration (snapshots before and after).
+    AbortFenced,
+}
+
+impl Scenario {
+    /// The scenario of run `seed`: mostly complete migrations, one run in four an abort.
+    pub fn of_seed(seed: u64) -> Scenario {
+        match SplitMix64::nth_output(seed, 7) % 8 {
+            0 => Scenario::AbortLive,
+            1 => Scenario::AbortFenced,
+            _ => Scenario::Complete,
+        }
+    }
+}
+
+/// The gates and options of one migrator run, as the operator types them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MigratorRun {
+    /// The migrator's number in the run (its owner is `sim:<n>`).
+    pub n: u64,
+    /// `--switch`.
+    pub switch: bool,
+    /// `--finish`.
+    pub finish: bool,
+    /// `--abort`.
+    pub abort: bool,
+    /// `--take-over`: the previous migrator crashed or failed, its lease is live.
+    pub take_over: bool,
+}
+
+/// Where a migrator run ended, as the driver needs it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MigratorEnd {
+    /// Waiting at the `--switch` gate (state `verifying`).
+    AtSwitchGate,
+    /// Waiting at the `--finish` gate (state `switched`).
+    Switched,
+    /// The marker removed: the migration or its rollback is complete.
+    Removed,
+    /// It crashed or failed: another run resumes it.
+    Failed,
+}
+
+/// What the driver asks the workload to start next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// One of the schema's usual operations (writers, readers, checks).
+    Write,
+    /// A read by an aware reader (writers are stopped).
+    Read,
+    /// A migrator run.
+    Migrate(MigratorRun),
+    /// An idle client waits until this instant (the migrator's settle wait).
+    Wait(Timestamp),
+    /// The operator's snapshot of the migrating bucket or table (writers stopped).
+    Snapshot(SnapshotPoint),
+}
+
+/// Which snapshot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SnapshotPoint {
+    /// Writers stopped, before `--abort` ([`Scenario::AbortFenced`]).
+    BeforeAbort,
+    /// Once the rollback is complete, writers still stopped.
+    AfterAbort,
+    /// Once the switch happened, writers still stopped: both layouts side by side.
+    AfterSwitch,
+}
+
+/// The operator's progress through a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Writers write; the migrator runs without gates until it waits at the switch gate
+    /// (while writers write, its verification rarely comes out clean).
+    Live,
+    /// The operator stops the writers: readers only until none is in flight and the gateless
+    /// migrator has stopped.
+    Stopping,
+    /// Writers stopped: the snapshot before the rollback.
+    SnapshotBefore,
+    /// Writers stopped: the migrator runs with `--switch`.
+    Switching,
+    /// Writers stopped: the snapshot of both layouts after the switch.
+    SnapshotSwitched,
+    /// Writers restarted on the new layout; the migrator runs with `--finish`.
+    Finishing,
+    /// The migrator runs with `--abort`; `fenced`: the writers are stopped.
+    Aborting {
+        /// The writers are stopped.
+        fenced: bool,
+    },
+    /// Writers stopped: the snapshot after the rollback.
+    SnapshotAfter,
+    /// The migration is over (complete or rolled back); writers write.
+    Done,
+}
+
+impl Stage {
+    /// Whether the unaware writers of the old layout may run (§6.1's gates).
+    pub fn writers_run(self) -> bool {
+        matches!(
+            self,
+            Stage::Live | Stage::Finishing | Stage::Aborting { fenced: false } | Stage::Done
+        )
+    }
+}
+
+/// What the migrator (and the snapshot) reported to the driver, shared with their machines.
+#[derive(Debug, Default)]
+pub struct MigratorStatus {
+    /// A migrator run is in flight.
+    pub running: bool,
+    /// The timer it sleeps on (a settle wait), when it has no request outstanding.
+    pub sleeping_until: Option<Timestamp>,
+    /// How the last migrator run ended (taken by the driver).
+    pub ended: Option<MigratorEnd>,
+    /// A snapshot is in flight.
+    pub snapshot_running: bool,
+    /// The last snapshot ended, successfully or not (taken by the driver).
+    pub snapshot_ended: Option<bool>,
+}
+
+/// Counters of the migrations over every run (for the report line).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MigrationStats {
+    /// Runs simulated.
+    pub runs: u64,
+    /// Migrator runs started by the driver (within the operation budget).
+    pub migrator_runs: u64,
+    /// Migrator runs that crashed (injected by the shell, or the simulator's crash fault).
+    pub crashes: u64,
+    /// Migrator runs that ended with an error (resumed like a crash).
+    pub failures: u64,
+    /// Migrator runs that resumed a crashed or failed one (`--take-over`).
+    pub resumes: u64,
+    /// Migrations completed (marker removed after `cleaning`).
+    pub completed: u64,
+    /// Migrations rolled back (marker removed after `aborting`).
+    pub rolled_back: u64,
+    /// Of those, the ones the operation budget left unfinished, completed after it without
+    /// faults.
+    pub finished_after_budget: u64,
+}
+
+impl Display for MigrationStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} migrations ({} completed, {} rolled back, {} finished after the budget), {} migrator runs, {} crashed, {} failed, {} resumed with --take-over",
+            self.runs,
+            self.completed,
+            self.rolled_back,
+            self.finished_after_budget,
+            self.migrator_runs,
+            self.crashes,
+            self.failures,
+            self.resumes
+        )
+    }
+}
+
+/// Operations of a run before the driver stops the writers, before a rollback, and after the
+/// restart before `--finish`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pacing {
+    /// Operations started before the writers are stopped.
+    pub live_ops: u64,
+    /// Operations before `--abort` in [`Scenario::AbortLive`].
+    pub abort_live_ops: u64,
+    /// Operations of the restarted writers before `--finish`.
+    pub restart_ops: u64,
+}
+
+impl Default for Pacing {
+    /// Sized for runs of about 250 operations: a shorter budget (a shrunk failure) leaves the
+    /// migration to be completed after it.
+    fn default() -> Self {
+        Pacing {
+            live_ops: 80,
+            abort_live_ops: 40,
+            restart_ops: 20,
+        }
+    }
+}
+
+/// The operator: decides what each idle client starts (see the module doc).
+#[derive(Debug)]
+pub struct Driver {
+    /// The run's scenario.
+    pub scenario: Scenario,
+    pacing: Pacing,
+    stage: Stage,
+    /// Operations started in this run.
+    ops: u64,
+    /// Operations started when the current stage began.
+    stage_ops: u64,
+    /// The migrator reached the switch gate at least once.
+    at_gate: bool,
+    /// The last migrator run crashed or failed: the next takes over.
+    take_over: bool,
+    migrators: u64,
+    writers: Rc<Cell<usize>>,
+    status: Rc<RefCell<MigratorStatus>>,
+}
+
+impl Driver {
+    /// A driver for a new run.
+    pub fn new(scenario: Scenario, pacing: Pacing) -> Driver {
+        Driver {
+            scenario,
+            pacing,
+            stage: Stage::Live,
+            ops: 0,
+            stage_ops: 0,
+            at_gate: false,
+            take_over: false,
+            migrators: 0,
+            writers: Rc::default(),
+            status: Rc::default(),
+        }
+    }
+
+    /// The current stage.
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    /// Counts a writer in flight while the returned guard lives.
+    pub fn writer(&self) -> InFlight {
+        InFlight::new(&self.writers)
+    }
+
+    /// What the migrator and snapshot machines report to.
+    pub fn status(&self) -> Rc<RefCell<MigratorStatus>> {
+        self.status.clone()
+    }
+
+    /// Migrator runs started so far in this run.
+    pub fn migrator_runs(&self) -> u64 {
+        self.migrators
+    }
+
+    fn enter(&mut self, stage: Stage) {
+        self.stage = stage;
+        self.stage_ops = self.ops;
+    }
+
+    fn migrate(&mut self, switch: bool, finish: bool, abort: bool) -> Action {
+        self.migrators += 1;
+        self.status.borrow_mut().running = true;
+        Action::Migrate(MigratorRun {
+            n: self.migrators,
+            switch,
+            finish,
+            abort,
+            take_over: std::mem::take(&mut self.take_over),
+        })
+    }
+
+    fn snapshot(&mut self, point: SnapshotPoint) -> Action {
+        self.status.borrow_mut().snapshot_running = true;
+        Action::Snapshot(point)
+    }
+
+    /// An idle client's action while the migrator runs: wait with it through a settle wait,
+    /// else `busy`.
+    fn beside_migrator(&self, busy: Action) -> Action {
+        match self.status.borrow().sleeping_until {
+            Some(until) => Action::Wait(until),
+            None => busy,
+        }
+    }
+
+    /// What the next idle client starts. The caller compares [`Driver::stage`] before and
+    /// after: the schema changes its processes when a stage begins (writers stopped, restarted
+    /// on the new layout).
+    pub fn next_action(&mut self) -> Action {
+        self.ops += 1;
+        let (ended, snapshot_ended, running, snapshot_running) = {
+            let mut s = self.status.borrow_mut();
+            (
+                s.ended.take(),
+                s.snapshot_ended.take(),
+                s.running,
+                s.snapshot_running,
+            )
+        };
+        if ended == Some(MigratorEnd::Failed) {
+            self.take_over = true;
+        }
+        if ended == Some(MigratorEnd::AtSwitchGate) {
+            self.at_gate = true;
+        }
+        // Stage changes on what ended.
+        match (self.stage, ended, snapshot_ended) {
+            (Stage::Switching, Some(MigratorEnd::Switched), _) => {
+                self.enter(Stage::SnapshotSwitched)
+            }
+            (Stage::SnapshotSwitched, _, Some(true)) => self.enter(Stage::Finishing),
+            (Stage::SnapshotBefore, _, Some(true)) => self.enter(Stage::Aborting { fenced: true }),
+            (Stage::Aborting { fenced: true }, Some(MigratorEnd::Removed), _) => {
+                self.enter(Stage::SnapshotAfter)
+            }
+            (Stage::Aborting { fenced: false }, Some(MigratorEnd::Removed), _)
+            | (Stage::Finishing, Some(MigratorEnd::Removed), _)
+            | (Stage::SnapshotAfter, _, Some(true)) => self.enter(Stage::Done),
+            _ => {}
+        }
+        if self.stage == Stage::Live {
+            // The rollback waits for the running migrator to stop (at its gate or dead).
+            let abort_now = self.scenario == Scenario::AbortLive
+                && self.ops >= self.pacing.abort_live_ops
+                && !running;
+            let stop = self.scenario != Scenario::AbortLive && self.ops >= self.pacing.live_ops;
+            if abort_now {
+                self.enter(Stage::Aborting { fenced: false });
+            } else if stop {
+                self.enter(Stage::Stopping);
+            }
+        }
+        // Writers stopped and the gateless migrator stopped (its verification, clean once
+        // nothing writes, took it to the gate; or it died): the next step needs both.
+        if self.stage == Stage::Stopping && self.writers.get() == 0 && !running {
+            self.enter(if self.scenario == Scenario::AbortFenced {
+                Stage::SnapshotBefore
+            } else {
+                Stage::Switching
+            });
+        }
+        match self.stage {
+            Stage::Live | Stage::Stopping if !running && !self.at_gate => {
+                self.migrate(false, false, false)
+            }
+            Stage::Live | Stage::Done => Action::Write,
+            Stage::Stopping => Action::Read,
+            Stage::Switching if !running => self.migrate(true, false, false),
+            Stage::Switching => self.beside_migrator(Action::Read),
+            Stage::Finishing
+                if !running && self.ops >= self.stage_ops + self.pacing.restart_ops =>
+            {
+                self.migrate(true, true, false)
+            }
+            Stage::Finishing => self.beside_migrator(Action::Write),
+            Stage::Aborting { .. } if !running => self.migrate(false, false, true),
+            Stage::Aborting { fenced } => {
+                self.beside_migrator(if fenced { Action::Read } else { Action::Write })
+            }
+            Stage::SnapshotBefore | Stage::SnapshotSwitched | Stage::SnapshotAfter
+                if snapshot_running =>
+            {
+                Action::Read
+            }
+            Stage::SnapshotBefore => self.snapshot(SnapshotPoint::BeforeAbort),
+            Stage::SnapshotSwitched => self.snapshot(SnapshotPoint::AfterSwitch),
+            Stage::SnapshotAfter => self.snapshot(SnapshotPoint::AfterAbort),
+        }
+    }
+}
+
+/// A writer in flight: counted from its start until its machine is dropped (done or crashed).
+#[derive(Debug)]
+pub struct InFlight(Rc<Cell<usize>>);
+
+impl InFlight {
+    fn new(count: &Rc<Cell<usize>>) -> InFlight {
+        count.set(count.get() + 1);
+        InFlight(count.clone())
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.set(self.0.get().saturating_sub(1));
+    }
+}
+
+/// A simulated operation kept with a guard (e.g. [`InFlight`]) that lives as long as it runs.
+pub struct Tracked<O, G> {
+    machine: SimMachine<O>,
+    _guard: G,
+}
+
+impl<O, G> Tracked<O, G> {
+    /// `machine`, holding `guard` until it is dropped.
+    pub fn new(machine: SimMachine<O>, guard: G) -> Tracked<O, G> {
+        Tracked {
+            machine,
+            _guard: guard,
+        }
+    }
+}
+
+impl<O, G> Machine for Tracked<O, G> {
+    type Output = O;
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
+        self.machine.handle_response(tag, r, now);
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.machine.handle_timeout(now);
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        self.machine.cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        self.machine.poll_request()
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.machine.poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        self.machine.poll_event()
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.machine.poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<O, String>> {
+        self.machine.result()
+    }
+}
+
+/// An idle client waiting until an instant (no request).
+#[derive(Debug)]
+pub struct Waiting {
+    until: Timestamp,
+    done: bool,
+    reported: bool,
+}
+
+impl Waiting {
+    /// Waits from `now` until `until` (done at once when it has passed).
+    pub fn new(now: Timestamp, until: Timestamp) -> Waiting {
+        Waiting {
+            until,
+            done: now >= until,
+            reported: false,
+        }
+    }
+}
+
+impl Machine for Waiting {
+    type Output = ();
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, _: Tag, _: Result<Response, StoreError>, _: Timestamp) {}
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.done |= now >= self.until;
+    }
+    fn cancel(&mut self, _: Timestamp) {
+        self.done = true;
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        None
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        None
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        None
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        (!self.done).then_some(self.until)
+    }
+    fn result(&mut self) -> Option<Result<(), String>> {
+        if !self.done || self.reported {
+            return None;
+        }
+        self.reported = true;
+        Some(Ok(()))
+    }
+}
+
+/// A machine whose events are collected into its output (a read keeping its rows).
+pub struct Collecting<M: Machine> {
+    machine: M,
+    events: Vec<M::Event>,
+}
+
+impl<M: Machine> Collecting<M> {
+    /// Collects `machine`'s events.
+    pub fn new(machine: M) -> Collecting<M> {
+        Collecting {
+            machine,
+            events: Vec::new(),
+        }
+    }
+}
+
+impl<M: Machine> Machine for Collecting<M> {
+    type Output = Vec<M::Event>;
+    type Event = ();
+    type Error = M::Error;
+
+    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
+        self.machine.handle_response(tag, r, now);
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.machine.handle_timeout(now);
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        self.machine.cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        self.machine.poll_request()
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        self.machine.poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        let event = self.machine.poll_event()?;
+        self.events.push(event);
+        Some(())
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        self.machine.poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<Vec<M::Event>, M::Error>> {
+        let result = self.machine.result()?;
+        Some(result.map(|_| std::mem::take(&mut self.events)))
+    }
+}
+
+/// What every migrator of a run sent and emitted, in order (all runs of the shell share it).
+#[derive(Debug)]
+pub struct MigratorLog<E> {
+    /// Every request sent, with the migrator's number.
+    pub requests: Vec<(u64, Request)>,
+    /// Every event emitted, with the migrator's number.
+    pub events: Vec<(u64, E)>,
+}
+
+impl<E> Default for MigratorLog<E> {
+    fn default() -> Self {
+        MigratorLog {
+            requests: Vec::new(),
+            events: Vec::new(),
+        }
+    }
+}
+
+/// How far ahead a migrator's timer must be to count as a settle wait (retries back off for
+/// less).
+pub const WAIT_MIN_US: i64 = 1_000_000;
+
+/// The error of a migrator the shell crashed.
+pub const CRASHED: &str = "migrator crashed (simulated)";
+
+/// Crash chances of the shell, per 10 000 responses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrashRates {
+    /// After a response.
+    pub after_response: u32,
+    /// After an error response (a failed request, or one applied whose response was lost).
+    pub after_error: u32,
+}
+
+/// One migrator run under the simulator (see the module doc).
+pub struct MigratorShell<M: Machine> {
+    machine: M,
+    n: u64,
+    /// `None`: never crashes (the completion after the budget).
+    crash: Option<(SplitMix64, CrashRates)>,
+    deadline: Timestamp,
+    /// The last instant the machine was given.
+    now: Timestamp,
+    crashed: bool,
+    finished: bool,
+    log: Rc<RefCell<MigratorLog<M::Event>>>,
+    status: Rc<RefCell<MigratorStatus>>,
+    /// Maps the machine's result to where the run ended, for the driver.
+    end_of: fn(&Result<M::Output, M::Error>) -> MigratorEnd,
+}
+
+impl<M: Machine> MigratorShell<M> {
+    /// Runs migrator number `n`, started at `now` with `deadline` (a timer before that, a
+    /// second or more ahead, is a settle wait); crashes it with `crash`'s seed and rates, if
+    /// given.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        machine: M,
+        n: u64,
+        now: Timestamp,
+        deadline: Timestamp,
+        crash: Option<(u64, CrashRates)>,
+        log: &Rc<RefCell<MigratorLog<M::Event>>>,
+        status: &Rc<RefCell<MigratorStatus>>,
+        end_of: fn(&Result<M::Output, M::Error>) -> MigratorEnd,
+    ) -> MigratorShell<M> {
+        status.borrow_mut().running = true;
+        MigratorShell {
+            machine,
+            n,
+            crash: crash.map(|(seed, rates)| (SplitMix64::new(seed), rates)),
+            deadline,
+            now,
+            crashed: false,
+            finished: false,
+            log: log.clone(),
+            status: status.clone(),
+            end_of,
+        }
+    }
+
+    fn roll_crash(&mut self, error: bool) -> bool {
+        let Some((rng, rates)) = self.crash.as_mut() else {
+            return false;
+        };
+        let rate = if error {
+            rates.after_error
+        } else {
+            rates.after_response
+        };
+        rng.next_u64() % 10_000 < u64::from(rate)
+    }
+
+    /// Tells the driver whether the migrator sleeps (a timer at least [`WAIT_MIN_US`] ahead and
+    /// before its deadline: a settle wait, not a retry's back-off).
+    fn publish_timer(&self) {
+        let timer = self
+            .machine
+            .poll_timeout()
+            .filter(|t| *t < self.deadline && t.0 >= self.now.0.saturating_add(WAIT_MIN_US));
+        self.status.borrow_mut().sleeping_until = timer;
+    }
+
+    fn end(&mut self, end: MigratorEnd) {
+        if !self.finished {
+            self.finished = true;
+            let mut status = self.status.borrow_mut();
+            status.running = false;
+            status.sleeping_until = None;
+            status.ended = Some(end);
+        }
+    }
+}
+
+impl<M: Machine> Drop for MigratorShell<M> {
+    /// Dropped without a result: the simulator crashed it.
+    fn drop(&mut self) {
+        self.end(MigratorEnd::Failed);
+    }
+}
+
+impl<M> Machine for MigratorShell<M>
+where
+    M: Machine,
+    M::Error: Display,
+    M::Event: Clone,
+{
+    type Output = M::Output;
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
+        if self.crashed {
+            return;
+        }
+        self.now = now;
+        let error = r.is_err();
+        self.machine.handle_response(tag, r, now);
+        if self.roll_crash(error) {
+            self.crashed = true;
+        }
+        self.publish_timer();
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.now = now;
+        if !self.crashed {
+            self.machine.handle_timeout(now);
+            self.publish_timer();
+        }
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        self.machine.cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        if self.crashed {
+            return None;
+        }
+        let (tag, request) = self.machine.poll_request()?;
+        self.log
+            .borrow_mut()
+            .requests
+            .push((self.n, request.clone()));
+        self.publish_timer();
+        Some((tag, request))
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        if self.crashed {
+            return None;
+        }
+        self.machine.poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        if self.crashed {
+            return None;
+        }
+        let event = self.machine.poll_event()?;
+        self.log.borrow_mut().events.push((self.n, event));
+        Some(())
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.crashed {
+            return None;
+        }
+        self.machine.poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<M::Output, String>> {
+        if self.crashed {
+            if self.finished {
+                return None;
+            }
+            self.end(MigratorEnd::Failed);
+            return Some(Err(CRASHED.to_string()));
+        }
+        let result = self.machine.result()?;
+        let end = (self.end_of)(&result);
+        self.end(end);
+        Some(result.map_err(|e| e.to_string()))
+    }
+}
