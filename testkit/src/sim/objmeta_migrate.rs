@@ -216,6 +216,7 @@ impl ObjmetaMigrateWorkload {
             page_rows: PAGE_ROWS,
             take_over: run.take_over,
             owner: format!("sim:{}", run.n),
+            ..MigrateOptions::default()
         };
         MigrateBucket::new(
             self.migrator_state(),
