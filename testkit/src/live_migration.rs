@@ -23,7 +23,7 @@ use rowkit_statemachines::SplitMix64;
 pub mod objmeta;
 
 /// What the writers of one schema do: a client per writer thread and one write at a time,
-/// recording each acknowledged write where [`Workload::verify`]-style checks find it.
+/// each acknowledged write recorded in the workload's expected state.
 pub trait Workload: Send + Sync + 'static {
     /// One writer's client: a process's own state (caches, id generators).
     type Client;

@@ -54,6 +54,8 @@ struct KeyState {
     versions: BTreeMap<String, String>,
     /// The version the master is (versioned keys).
     latest: Option<String>,
+    /// Versions deleted by id: `getObject` must not find them.
+    deleted: Vec<String>,
     /// Written after the load.
     touched: bool,
 }
@@ -73,7 +75,7 @@ pub fn object_key(n: usize) -> String {
 }
 
 fn is_versioned(n: usize) -> bool {
-    n % 10 == 0
+    n.is_multiple_of(10)
 }
 
 fn doc(key: &str, tag: &str) -> Json {
@@ -286,7 +288,7 @@ impl ObjmetaWorkload {
         done.versions = versions.len();
 
         for (n, state) in expected.iter().enumerate() {
-            if !state.touched && n % 97 != 0 {
+            if !state.touched && !n.is_multiple_of(97) {
                 continue;
             }
             let key = object_key(n);
@@ -297,6 +299,7 @@ impl ObjmetaWorkload {
                     .iter()
                     .map(|(v, t)| (Some(v.as_str()), Some(t.clone()))),
             );
+            gets.extend(state.deleted.iter().map(|v| (Some(v.as_str()), None)));
             for (vid, want) in gets {
                 let got = match block_on(om.get_object(&self.bucket, &key, vid)) {
                     Ok(v) => tag_of(&v),
@@ -511,6 +514,7 @@ impl Workload for ObjmetaWorkload {
                 .map_err(|e| format!("deleteObject {key} {vid}: {e}"))?;
             let mut expected = self.expected();
             expected[n].versions.remove(vid);
+            expected[n].deleted.push(vid.clone());
             expected[n].touched = true;
             return Ok(());
         }
