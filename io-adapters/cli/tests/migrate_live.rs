@@ -143,8 +143,9 @@ fn migrate_while_writing(
     workload.load(LOADERS).unwrap();
     let load = t.elapsed();
 
-    // Unaware writers (vFormat v0 cached at their first write) while the migrator copies and
-    // verifies; stopped halfway through the first verification pass (the `--switch` gate).
+    // Unaware writers (vFormat v0 cached at their first write, before the migrator starts)
+    // while the migrator copies and verifies; stopped halfway through the first verification
+    // pass (the `--switch` gate).
     let t = Instant::now();
     let writers = WriterPool::start(&workload, WRITERS, 1, 36);
     while writers.acks() < WRITERS as u64 {
@@ -193,7 +194,8 @@ fn migrate_while_writing(
     let verified = workload.verify().unwrap();
     let show = |r: WritersReport| format!("{} writes ({:.0}/s)", r.acks, r.per_second());
     eprintln!(
-        "migrate_live {name}: {n} objects loaded in {load:.1?}; copy+verify {copy:.1?} with {} \
+        // On a line of its own: the harness prints the test's name before it.
+        "\nmigrate_live {name}: {n} objects loaded in {load:.1?}; copy+verify {copy:.1?} with {} \
          by unaware writers; switch {switch:.1?}; switched+finish {finish:.1?} with {} by v1 \
          writers; verified in {:.1?}: {verified:?}",
         show(unaware),
