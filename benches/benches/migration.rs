@@ -2,8 +2,9 @@
 //! bucket of `--objects` objects, and the throughput of writers while it copies as a ratio of
 //! their throughput without it, on the embedded store and over the emulator.
 //!
-//! Each round, per store (a fresh redb file with durable commits, as the CLI opens it, or a
-//! fresh emulator instance):
+//! Each round, per store (a fresh redb file with durable commits, as the CLI opens it; with
+//! `--store embedded-lazy`, without, as the acceptance test opens it; or a fresh emulator
+//! instance):
 //!
 //! 1. **Rate**: a v0 bucket of `--objects` objects (every tenth versioned, as the acceptance
 //!    test's: `rowkit_testkit::live_migration::objmeta`) loaded through `putObject`, then one
@@ -88,10 +89,13 @@ impl Stores {
     fn fresh(&mut self) -> StoreFactory {
         self.made += 1;
         match self.kind.as_str() {
-            "embedded" => {
+            // `embedded-lazy`: commits not durable, as the acceptance test opens the file.
+            "embedded" | "embedded-lazy" => {
                 let path = self.dir.join(format!("m{}.redb", self.made));
                 let _ = std::fs::remove_file(&path);
-                let store: Arc<dyn Store> = Arc::new(RedbStore::open(path).unwrap());
+                let durable = self.kind == "embedded";
+                let redb = RedbStore::open(path).unwrap().with_durable_commits(durable);
+                let store: Arc<dyn Store> = Arc::new(redb);
                 Box::new(move || Arc::clone(&store))
             }
             "emulator" => {
@@ -103,7 +107,7 @@ impl Stores {
                     store
                 })
             }
-            other => panic!("--store {other}: embedded or emulator"),
+            other => panic!("--store {other}: embedded, embedded-lazy or emulator"),
         }
     }
 }
