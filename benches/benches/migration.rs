@@ -146,7 +146,7 @@ fn round(o: &Options, stores: &mut Stores, round: usize) -> (f64, [f64; 3]) {
 
     let workload = Arc::new(ObjmetaWorkload::new(stores.fresh(), BUCKET, o.objects));
     workload.load(LOADERS).unwrap();
-    let pool = WriterPool::start(&workload, o.writers, 1, seed);
+    let pool = WriterPool::start(&workload, o.writers, 1, seed, Duration::ZERO);
     let before = measure(&pool, o.duration);
     let migrator = InProcessMigrator::new(&workload);
     let (a0, t0) = (pool.acks(), Instant::now());
@@ -164,7 +164,7 @@ fn round(o: &Options, stores: &mut Stores, round: usize) -> (f64, [f64; 3]) {
     let first = pool.stop().unwrap();
     assert_eq!(end, "verifying");
     let during = copy.unwrap();
-    let pool = WriterPool::start(&workload, o.writers, 2, seed);
+    let pool = WriterPool::start(&workload, o.writers, 2, seed, Duration::ZERO);
     let after = measure(&pool, o.duration);
     pool.stop().unwrap();
     println!(

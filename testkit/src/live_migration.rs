@@ -68,12 +68,14 @@ impl WritersReport {
 
 impl WriterPool {
     /// Starts `writers` threads of phase `phase` over `workload`, writer `w` drawing from
-    /// `SplitMix64::new(seed ^ phase ^ w)`.
+    /// `SplitMix64::new(seed ^ phase ^ w)`; each writes at most once per `pace` (zero: as fast
+    /// as the store answers).
     pub fn start<W: Workload>(
         workload: &Arc<W>,
         writers: usize,
         phase: u32,
         seed: u64,
+        pace: Duration,
     ) -> WriterPool {
         let stop = Arc::new(AtomicBool::new(false));
         let acks = Arc::new(AtomicU64::new(0));
@@ -84,11 +86,14 @@ impl WriterPool {
                 std::thread::spawn(move || {
                     let client = workload.client(w, phase);
                     let mut rng = SplitMix64::new(seed ^ (u64::from(phase) << 32) ^ w as u64);
+                    let mut next = Instant::now();
                     while !stop.load(Ordering::SeqCst) {
+                        next += pace;
                         workload
                             .write_once(&client, w, writers, &mut rng)
                             .map_err(|e| format!("writer {w} of phase {phase}: {e}"))?;
                         acks.fetch_add(1, Ordering::SeqCst);
+                        std::thread::sleep(next.saturating_duration_since(Instant::now()));
                     }
                     Ok(())
                 })
