@@ -221,8 +221,8 @@ fn a_v0_bucket_migrates_while_writers_write_on_the_embedded_store() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     // Commits not durable: the migrator sends one CAS at a time (the sync driver, as the
-    // CLI's), so with an fsync each it runs at about 60 rows/s (benches/README.md) and 100 000
-    // objects would take half an hour; the test is about the protocol, not the disk.
+    // CLI's), so with an fsync each it ran at 60–200 rows/s (benches/README.md) and 100 000
+    // objects would take 10–30 minutes; the test is about the protocol, not the disk.
     let store: Arc<dyn Store> = Arc::new(
         RedbStore::open(dir.join("t.redb"))
             .unwrap()
