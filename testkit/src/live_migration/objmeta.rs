@@ -576,11 +576,9 @@ impl InProcessMigrator {
     ) -> Result<(String, MigrateOutcome), String> {
         let options = MigrateOptions {
             gates,
-            abort: false,
             settle_us: Some(MIN_SETTLE_US),
-            page_rows: 0,
-            take_over: false,
             owner: "live-migration-test:2".into(),
+            ..MigrateOptions::default()
         };
         let outcome =
             block_on(
