@@ -445,6 +445,68 @@ fn a_v0_bucket_migrates_to_v1_with_both_gates() {
     assert_eq!(w.snapshot(), again);
 }
 
+/// Every marker or checkpoint CAS of the metastore row is answered with a retryable error
+/// once: alternately before it reaches the store (`UNAVAILABLE`) and after it applied (its
+/// reply lost, `DEADLINE_EXCEEDED`). The migrator re-reads, recognises its own write or sends
+/// it again, and ends as a run without faults does (§12.56, §12.59).
+#[test]
+fn marker_and_checkpoint_writes_answered_with_retryable_errors_are_retried() {
+    use rowkit_statemachines::{Code, StoreError};
+    let (mut w, expected) = v0_bucket();
+    let before = w.snapshot();
+    let (reads_before, listing_before) = read_all(&mut w, &expected);
+    let start = w.start();
+    let mut m = MigrateBucket::new(
+        state(VFormat::V0),
+        "b",
+        VFormat::V1,
+        options(Gates::ALL),
+        start,
+    );
+    let (mut faulted, mut retried) = (0u32, 0u32);
+    let mut last_faulted: Option<Request> = None;
+    let result = loop {
+        while m.poll_event().is_some() {}
+        if let Some(result) = m.result() {
+            break result;
+        }
+        let Some((tag, request)) = m.poll_request() else {
+            let at = m.poll_timeout().expect("the migrator waits on nothing");
+            w.now = Timestamp(w.now.0.max(at.0));
+            m.handle_timeout(w.now);
+            continue;
+        };
+        w.tick();
+        let marker_cas = matches!(&request, Request::CheckAndMutateRow(c) if c.row_key == METASTORE_ROW);
+        if marker_cas && last_faulted.as_ref() == Some(&request) {
+            retried += 1;
+        }
+        if marker_cas && last_faulted.as_ref() != Some(&request) {
+            faulted += 1;
+            last_faulted = Some(request.clone());
+            let error = if faulted % 2 == 1 {
+                StoreError::new(Code::Unavailable, "connection reset")
+            } else {
+                let _applied = store_responses(&w.store, request, w.now);
+                StoreError::new(Code::DeadlineExceeded, "reply lost")
+            };
+            m.handle_response(tag, Err(error), w.now);
+            continue;
+        }
+        for part in store_responses(&w.store, request, w.now) {
+            m.handle_response(tag, part, w.now);
+        }
+    };
+    let out = result.unwrap();
+    assert_eq!(out.end, MigrateEnd::Removed);
+    assert!(faulted >= 6, "every state change and checkpoint was faulted: {faulted}");
+    assert_eq!(retried, faulted.div_ceil(2), "each write that did not reach the store was sent again");
+    check_migrated(&w.snapshot(), &before);
+    let (reads_after, listing_after) = read_all(&mut w, &expected);
+    assert_eq!(reads_after, reads_before);
+    assert_eq!(listing_after, listing_before);
+}
+
 // ---------------------------------------------------------------------------------------------
 // (b) crash and resume at every request
 // ---------------------------------------------------------------------------------------------
