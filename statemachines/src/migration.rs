@@ -20,6 +20,7 @@
 //! The retry waits the operation's back-off schedule ([`Io::backoff`], the schedule of the
 //! retry shell [`crate::attempt`]) within the operation's deadline (`docs/migration.md` §12).
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -134,10 +135,11 @@ struct MarkerRowWrite<Err> {
     /// Whether the write applies when the predicate matches (`true_mutations`) or when it
     /// does not (`false_mutations`, the trace store's first marker).
     applies_on_match: bool,
-    /// The write, kept to send it again after a retryable error.
-    cas: MarkerCas,
+    /// The write, kept to send it again after a retryable error (boxed with the back-off:
+    /// the step sits in the migrators' phase enums).
+    cas: Box<MarkerCas>,
     /// The back-off between sends, drawn at the first retry.
-    backoff: Option<Backoff>,
+    backoff: Option<Box<Backoff>>,
     phase: CasPhase<Err>,
 }
 
@@ -160,7 +162,7 @@ impl<Err: OperationError> MarkerRowWrite<Err> {
         MarkerRowWrite {
             row,
             applies_on_match: !cas.true_mutations.is_empty(),
-            cas,
+            cas: Box::new(cas),
             backoff: None,
             phase: CasPhase::Send,
         }
@@ -169,17 +171,12 @@ impl<Err: OperationError> MarkerRowWrite<Err> {
     /// After a re-read found the row as last read: a retryable `cas_error` sends the write
     /// again once the back-off has passed (the next [`MarkerRowWrite::poll`] waits for it);
     /// any other error, or no retry before the deadline, is the step's outcome.
-    fn unapplied<E>(
-        &mut self,
-        io: &mut Io<E>,
-        cas_error: Err,
-        retryable: bool,
-    ) -> Unapplied<Err> {
+    fn unapplied<E>(&mut self, io: &mut Io<E>, cas_error: Err, retryable: bool) -> Unapplied<Err> {
         if !retryable {
             return Unapplied::Fail(cas_error);
         }
         let now = io.now();
-        let backoff = self.backoff.get_or_insert_with(|| io.backoff());
+        let backoff = self.backoff.get_or_insert_with(|| Box::new(io.backoff()));
         match backoff.next_retry_at(now) {
             Some(at) => {
                 io.sleep_until(at);
@@ -204,7 +201,7 @@ impl<Err: OperationError> MarkerRowWrite<Err> {
         loop {
             match core::mem::replace(&mut self.phase, CasPhase::Done) {
                 CasPhase::Send => {
-                    let cas = self.cas.clone();
+                    let cas = MarkerCas::clone(&self.cas);
                     // Every schema's unary request draws a seed (and drops it), so the seeds
                     // of the requests after it stay where they always were.
                     let _ = io.next_seed();

@@ -477,7 +477,8 @@ fn marker_and_checkpoint_writes_answered_with_retryable_errors_are_retried() {
             continue;
         };
         w.tick();
-        let marker_cas = matches!(&request, Request::CheckAndMutateRow(c) if c.row_key == METASTORE_ROW);
+        let marker_cas =
+            matches!(&request, Request::CheckAndMutateRow(c) if c.row_key == METASTORE_ROW);
         if marker_cas && last_faulted.as_ref() == Some(&request) {
             retried += 1;
         }
@@ -499,12 +500,194 @@ fn marker_and_checkpoint_writes_answered_with_retryable_errors_are_retried() {
     };
     let out = result.unwrap();
     assert_eq!(out.end, MigrateEnd::Removed);
-    assert!(faulted >= 6, "every state change and checkpoint was faulted: {faulted}");
-    assert_eq!(retried, faulted.div_ceil(2), "each write that did not reach the store was sent again");
+    assert!(
+        faulted >= 6,
+        "every state change and checkpoint was faulted: {faulted}"
+    );
+    assert_eq!(
+        retried,
+        faulted.div_ceil(2),
+        "each write that did not reach the store was sent again"
+    );
     check_migrated(&w.snapshot(), &before);
     let (reads_after, listing_after) = read_all(&mut w, &expected);
     assert_eq!(reads_after, reads_before);
     assert_eq!(listing_after, listing_before);
+}
+
+/// An aware process's state (its listings see the marker).
+fn aware_state() -> ObjmetaState {
+    ObjmetaState::new(ObjmetaConfig {
+        default_bucket_key_format: VFormat::V0,
+        migration_aware: true,
+        ..ObjmetaConfig::default()
+    })
+}
+
+/// The listings the test makes: a plain one under `plain/`, one with delimiter `/`, the
+/// masters and the versions.
+fn listing_kinds() -> Vec<ListingParams> {
+    vec![
+        ListingParams {
+            listing_type: ListingType::Delimiter,
+            prefix: Some("plain/".into()),
+            ..ListingParams::default()
+        },
+        ListingParams {
+            listing_type: ListingType::Delimiter,
+            delimiter: Some("/".into()),
+            ..ListingParams::default()
+        },
+        ListingParams {
+            listing_type: ListingType::DelimiterMaster,
+            ..ListingParams::default()
+        },
+        ListingParams {
+            listing_type: ListingType::DelimiterVersions,
+            ..ListingParams::default()
+        },
+    ]
+}
+
+/// What each of [`listing_kinds`] must list of the objects [`v0_bucket`] wrote: the keys of
+/// its entries (a key once per version in the versions listing) and its common prefixes.
+fn expected_listings(expected: &Expected) -> Vec<(Vec<String>, Vec<String>)> {
+    let keys = |f: &dyn Fn(&str, Want) -> usize| -> Vec<String> {
+        expected
+            .iter()
+            .flat_map(|(k, want)| std::iter::repeat_n(k.clone(), f(k, *want)))
+            .collect()
+    };
+    // `v0_bucket`: plain keys and nested names are written once, `ver/i` three times with
+    // versioning, then `ver/0` and `ver/1` a delete marker.
+    let versions = |k: &str, want: Want| match (k.starts_with("ver/"), want) {
+        (true, Want::DeleteMarker) => 4,
+        (true, _) => 3,
+        (false, _) => 1,
+    };
+    vec![
+        (keys(&|k, _| usize::from(k.starts_with("plain/"))), vec![]),
+        (
+            keys(&|k, _| usize::from(!k.contains('/'))),
+            vec!["a/".into(), "plain/".into(), "ver/".into()],
+        ),
+        (
+            keys(&|_, want| usize::from(want != Want::DeleteMarker)),
+            vec![],
+        ),
+        (keys(&versions), vec![]),
+    ]
+}
+
+/// The entries' keys and the common prefixes of a listing result.
+fn listed(result: &Json) -> (Vec<String>, Vec<String>) {
+    let strings = |v: Option<&Json>, member: Option<&str>| -> Vec<String> {
+        let Some(Json::Array(items)) = v else {
+            return vec![];
+        };
+        items
+            .iter()
+            .filter_map(|i| match member {
+                Some(m) => i.get(m).and_then(Json::as_str).map(str::to_string),
+                None => i.as_str().map(str::to_string),
+            })
+            .collect()
+    };
+    let entries = result.get("Contents").or_else(|| result.get("Versions"));
+    (
+        strings(entries, Some("key")),
+        strings(result.get("CommonPrefixes"), None),
+    )
+}
+
+/// Lists `b` in every kind with `st`.
+fn list_every_kind(w: &mut World, st: &mut ObjmetaState) -> Vec<Json> {
+    listing_kinds()
+        .into_iter()
+        .map(|params| {
+            let start = w.start();
+            w.run(ListObject::new(&mut *st, "b", params, start))
+                .unwrap()
+        })
+        .collect()
+}
+
+/// §12.60: while the bucket migrates, an aware process lists exactly the objects written, in
+/// every listing kind and state (the v1 copies beside them are not listed); an unaware one
+/// sees the copies (§6.1).
+#[test]
+fn aware_listings_show_exactly_the_objects_in_every_state() {
+    let (mut w, expected) = v0_bucket();
+    let want = expected_listings(&expected);
+    let before = list_every_kind(&mut w, &mut aware_state());
+    let got: Vec<_> = before.iter().map(listed).collect();
+    assert_eq!(got, want, "before the migration");
+
+    // `copying`: the migrator dropped once some objects are copied.
+    let copied = |w: &World| {
+        w.snapshot()
+            .keys()
+            .filter(|k| k.starts_with(b"b\x00\x7fM"))
+            .count()
+    };
+    for crash_after in 1.. {
+        (w, _) = v0_bucket();
+        let ran = migrate(
+            &mut w,
+            VFormat::V1,
+            options(Gates::default()),
+            Some(crash_after),
+            &mut no_hook,
+            &mut None,
+        );
+        assert!(
+            ran.result.is_none(),
+            "still copying after {crash_after} requests"
+        );
+        if copied(&w) >= 10 {
+            break;
+        }
+    }
+    let mut states = vec![];
+    for gates in [
+        None,
+        Some(Gates::default()),
+        Some(Gates {
+            switch: true,
+            finish: false,
+        }),
+    ] {
+        if let Some(gates) = gates {
+            outcome(&migrate_quietly(&mut w, options(gates)));
+        }
+        let start = w.start();
+        let read = w
+            .run(ReadMigration::new(state(VFormat::V0), "b", start))
+            .unwrap();
+        let state_now = read.marker.map(|m| m.state);
+        states.push(state_now);
+        for (i, result) in list_every_kind(&mut w, &mut aware_state())
+            .iter()
+            .enumerate()
+        {
+            assert_eq!(listed(result), want[i], "{state_now:?}, listing {i}");
+            assert_eq!(result, &before[i], "{state_now:?}, listing {i}");
+        }
+        // An unaware v0 process sees the v1 copies beside the objects until the switch.
+        if state_now != Some(MigrationState::Switched) {
+            let unaware = list_every_kind(&mut w, &mut state(VFormat::V0));
+            let (keys, _) = listed(&unaware[3]);
+            assert!(keys.iter().any(|k| k.starts_with("\x7fM")), "{state_now:?}");
+        }
+    }
+    assert_eq!(
+        states,
+        [
+            Some(MigrationState::Copying),
+            Some(MigrationState::Verifying),
+            Some(MigrationState::Switched)
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
