@@ -17,8 +17,9 @@
 //! | anything else, marker write | [`MigrationFailure::marker_changed`] |
 //! | anything else, checkpoint write | [`MigrationFailure::taken_over`] |
 //!
-//! The retry waits the operation's back-off schedule ([`Io::backoff`], the schedule of the
-//! retry shell [`crate::attempt`]) within the operation's deadline (`docs/migration.md` §12).
+//! The retry waits the operation's back-off ([`Io::backoff`]: the [`Backoff`] schedule the
+//! retry shell [`Retrying`](crate::raw::Retrying) waits between attempts) within the operation's deadline
+//! (`docs/migration.md` §12.59).
 
 use alloc::boxed::Box;
 use alloc::string::String;
