@@ -12,10 +12,16 @@
 //! | --- | --- |
 //! | a row that is no longer the migration's (objmeta: no bucket, another `uid`) | [`MigrationFailure::gone`] |
 //! | exactly what this write wrote (a lost response) | success |
-//! | the row as last read, after a store error | that store error (not applied; retry) |
+//! | the row as last read, after a retryable store error | the same write again after a back-off |
+//! | the row as last read, after another store error, or when no retry fits the deadline | that store error |
 //! | anything else, marker write | [`MigrationFailure::marker_changed`] |
 //! | anything else, checkpoint write | [`MigrationFailure::taken_over`] |
+//!
+//! The retry waits the operation's back-off ([`Io::backoff`]: the [`Backoff`] schedule the
+//! retry shell [`Retrying`](crate::raw::Retrying) waits between attempts) within the operation's deadline
+//! (`docs/migration.md` §12.62).
 
+use alloc::boxed::Box;
 use alloc::string::String;
 use alloc::vec::Vec;
 
@@ -28,7 +34,7 @@ use rowkit_codec::model::{Row, RowFilter};
 
 use crate::children::ChildId;
 use crate::operation::{Io, OperationError, settled};
-use crate::{CheckAndMutateRowRequest, ReadRowRequest, Request, Timestamp, ready};
+use crate::{Backoff, CheckAndMutateRowRequest, ReadRowRequest, Request, Timestamp, ready};
 
 /// The table a marker row is in (a migration of the trace store has two).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -107,11 +113,20 @@ enum CasOutcome<Err> {
     /// The predicate matched the way the write needed: it applied.
     Applied,
     /// Not applied, or the reply was an error: the row's cells as re-read (still the
-    /// migration's row: [`MarkerRead::still_ours`]), and the error.
+    /// migration's row: [`MarkerRead::still_ours`]), and the error with whether it is
+    /// retryable.
     Reread {
         now: MarkerCells,
-        cas_error: Option<Err>,
+        cas_error: Option<(Err, bool)>,
     },
+}
+
+/// What a step does with a write that did not apply and whose row is as last read.
+enum Unapplied<Err> {
+    /// A retryable error: the write is sent again after a back-off.
+    Retry,
+    /// Not retried: this error ends the step.
+    Fail(Err),
 }
 
 /// One `CheckAndMutateRow` of a marker row, then (unless it applied) one re-read.
@@ -121,17 +136,25 @@ struct MarkerRowWrite<Err> {
     /// Whether the write applies when the predicate matches (`true_mutations`) or when it
     /// does not (`false_mutations`, the trace store's first marker).
     applies_on_match: bool,
+    /// The write, kept to send it again after a retryable error (boxed with the back-off:
+    /// the step sits in the migrators' phase enums).
+    cas: Box<MarkerCas>,
+    /// The back-off between sends, drawn at the first retry.
+    backoff: Option<Box<Backoff>>,
     phase: CasPhase<Err>,
 }
 
 #[derive(Debug)]
 enum CasPhase<Err> {
-    Send(MarkerCas),
+    Send,
     Writing(ChildId),
     Rereading {
         read: ChildId,
         cas_error: Option<Err>,
+        retryable: bool,
     },
+    /// Waiting out the back-off before the write is sent again.
+    BackingOff,
     Done,
 }
 
@@ -140,7 +163,28 @@ impl<Err: OperationError> MarkerRowWrite<Err> {
         MarkerRowWrite {
             row,
             applies_on_match: !cas.true_mutations.is_empty(),
-            phase: CasPhase::Send(cas),
+            cas: Box::new(cas),
+            backoff: None,
+            phase: CasPhase::Send,
+        }
+    }
+
+    /// After a re-read found the row as last read: a retryable `cas_error` sends the write
+    /// again once the back-off has passed (the next [`MarkerRowWrite::poll`] waits for it);
+    /// any other error, or no retry before the deadline, is the step's outcome.
+    fn unapplied<E>(&mut self, io: &mut Io<E>, cas_error: Err, retryable: bool) -> Unapplied<Err> {
+        if !retryable {
+            return Unapplied::Fail(cas_error);
+        }
+        let now = io.now();
+        let backoff = self.backoff.get_or_insert_with(|| Box::new(io.backoff()));
+        match backoff.next_retry_at(now) {
+            Some(at) => {
+                io.sleep_until(at);
+                self.phase = CasPhase::BackingOff;
+                Unapplied::Retry
+            }
+            None => Unapplied::Fail(cas_error),
         }
     }
 
@@ -157,7 +201,8 @@ impl<Err: OperationError> MarkerRowWrite<Err> {
     {
         loop {
             match core::mem::replace(&mut self.phase, CasPhase::Done) {
-                CasPhase::Send(cas) => {
+                CasPhase::Send => {
+                    let cas = MarkerCas::clone(&self.cas);
                     // Every schema's unary request draws a seed (and drops it), so the seeds
                     // of the requests after it stay where they always were.
                     let _ = io.next_seed();
@@ -172,6 +217,8 @@ impl<Err: OperationError> MarkerRowWrite<Err> {
                     self.phase = CasPhase::Writing(id);
                 }
                 CasPhase::Writing(id) => {
+                    // A unary child that ended with a retryable error (its outcome unknown).
+                    let retryable = io.gave_up(id);
                     let outcome = ready!(settled(io.matched::<Err>(id)),
                         self.phase => CasPhase::Writing(id));
                     let cas_error = match outcome {
@@ -182,16 +229,32 @@ impl<Err: OperationError> MarkerRowWrite<Err> {
                         Err(e) => Some(e),
                     };
                     let read = start_read_marker_row(io, table, &self.row);
-                    self.phase = CasPhase::Rereading { read, cas_error };
+                    self.phase = CasPhase::Rereading {
+                        read,
+                        cas_error,
+                        retryable,
+                    };
                 }
-                CasPhase::Rereading { read, cas_error } => {
+                CasPhase::Rereading {
+                    read,
+                    cas_error,
+                    retryable,
+                } => {
                     let row = ready!(io.row_or_wait::<Err>(read),
-                        self.phase => CasPhase::Rereading { read, cas_error });
+                        self.phase => CasPhase::Rereading { read, cas_error, retryable });
                     let now = as_read.cells_of(row.as_ref());
                     if !as_read.still_ours(&now)? {
                         return Err(Err::gone());
                     }
+                    let cas_error = cas_error.map(|e| (e, retryable));
                     return Ok(Some(CasOutcome::Reread { now, cas_error }));
+                }
+                CasPhase::BackingOff => {
+                    if io.sleeping() {
+                        self.phase = CasPhase::BackingOff;
+                        return Ok(None);
+                    }
+                    self.phase = CasPhase::Send;
                 }
                 CasPhase::Done => return Ok(None),
             }
@@ -289,18 +352,25 @@ impl<R: MarkerRead> WriteMarkerStep<R> {
 
     /// Runs the step: the row's migration state after the write.
     pub fn poll<E>(&mut self, io: &mut Io<E>, table: &MarkerTable) -> Result<Option<R>, R::Error> {
-        let (now, cas_error) = match ready!(self.write.poll(io, table, &self.as_read)) {
-            CasOutcome::Applied => return self.as_read.decode(self.written.clone()).map(Some),
-            CasOutcome::Reread { now, cas_error } => (now, cas_error),
-        };
-        if now.marker == self.written.marker && now.layout == self.written.layout {
-            // Our own write, whose reply was lost (or replayed): done.
-            return self.as_read.decode(now).map(Some);
-        }
-        let old = self.as_read.cells();
-        match cas_error {
-            Some(e) if now.marker == old.marker && now.layout == old.layout => Err(e),
-            _ => Err(R::Error::marker_changed()),
+        loop {
+            let (now, cas_error) = match ready!(self.write.poll(io, table, &self.as_read)) {
+                CasOutcome::Applied => return self.as_read.decode(self.written.clone()).map(Some),
+                CasOutcome::Reread { now, cas_error } => (now, cas_error),
+            };
+            if now.marker == self.written.marker && now.layout == self.written.layout {
+                // Our own write, whose reply was lost (or replayed): done.
+                return self.as_read.decode(now).map(Some);
+            }
+            let old = self.as_read.cells();
+            return match cas_error {
+                Some((e, retryable)) if now.marker == old.marker && now.layout == old.layout => {
+                    match self.write.unapplied(io, e, retryable) {
+                        Unapplied::Retry => continue,
+                        Unapplied::Fail(e) => Err(e),
+                    }
+                }
+                _ => Err(R::Error::marker_changed()),
+            };
         }
     }
 }
@@ -383,23 +453,29 @@ impl<R: MarkerRead> WriteCheckpointStep<R> {
 
     /// Runs the step: the row's migration state after the write.
     pub fn poll<E>(&mut self, io: &mut Io<E>, table: &MarkerTable) -> Result<Option<R>, R::Error> {
-        let (now, cas_error) = match ready!(self.write.poll(io, table, &self.as_read)) {
-            CasOutcome::Applied => {
-                let mut cells = self.as_read.cells();
-                cells.checkpoint = Some(self.text.clone());
-                return self.as_read.decode(cells).map(Some);
+        let now = loop {
+            let (now, cas_error) = match ready!(self.write.poll(io, table, &self.as_read)) {
+                CasOutcome::Applied => {
+                    let mut cells = self.as_read.cells();
+                    cells.checkpoint = Some(self.text.clone());
+                    return self.as_read.decode(cells).map(Some);
+                }
+                CasOutcome::Reread { now, cas_error } => (now, cas_error),
+            };
+            if now.checkpoint.as_deref() == Some(self.text.as_slice()) {
+                // Our own write, whose reply was lost (or replayed): done.
+                return self.as_read.decode(now).map(Some);
             }
-            CasOutcome::Reread { now, cas_error } => (now, cas_error),
+            match cas_error {
+                Some((e, retryable)) if now.checkpoint == self.as_read.cells().checkpoint => {
+                    match self.write.unapplied(io, e, retryable) {
+                        Unapplied::Retry => continue,
+                        Unapplied::Fail(e) => return Err(e),
+                    }
+                }
+                _ => break now,
+            }
         };
-        if now.checkpoint.as_deref() == Some(self.text.as_slice()) {
-            // Our own write, whose reply was lost (or replayed): done.
-            return self.as_read.decode(now).map(Some);
-        }
-        if let Some(e) = cas_error
-            && now.checkpoint == self.as_read.cells().checkpoint
-        {
-            return Err(e);
-        }
         if now.marker.is_none() {
             // The migration ended (or never began) under this migrator.
             return Err(R::Error::marker_changed());

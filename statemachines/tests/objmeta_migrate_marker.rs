@@ -39,12 +39,14 @@ enum Fault {
     None,
     /// The first `CheckAndMutateRow` is applied but its reply is lost.
     LoseCasReply,
-    /// The first `CheckAndMutateRow` never reaches the store.
+    /// The first `CheckAndMutateRow` never reaches the store: it is answered `UNAVAILABLE`.
     DropCas,
+    /// The first `CheckAndMutateRow` is refused with a non-retryable error.
+    RefuseCas,
 }
 
-/// Runs `m` to its end on `store`, one request at a time; returns its result and the requests
-/// it sent.
+/// Runs `m` to its end on `store`, one request at a time (a timer it waits on fires at once);
+/// returns its result and the requests it sent.
 fn run<M: Machine>(
     store: &MemoryStore,
     mut m: M,
@@ -57,13 +59,21 @@ fn run<M: Machine>(
         if let Some(result) = m.result() {
             return (result, sent);
         }
-        let (tag, request) = m.poll_request().expect("the machine waits on nothing");
+        let Some((tag, request)) = m.poll_request() else {
+            let at = m.poll_timeout().expect("the machine waits on nothing");
+            m.handle_timeout(at);
+            continue;
+        };
         sent.push(request.clone());
         let is_cas = matches!(request, Request::CheckAndMutateRow(_));
-        if is_cas && fault == Fault::DropCas {
+        let refusal = match fault {
+            Fault::DropCas => Some(StoreError::new(Code::Unavailable, "connection reset")),
+            Fault::RefuseCas => Some(StoreError::new(Code::PermissionDenied, "no write access")),
+            _ => None,
+        };
+        if let Some(error) = refusal.filter(|_| is_cas) {
             fault = Fault::None;
-            let lost = StoreError::new(Code::Unavailable, "connection reset");
-            m.handle_response(tag, Err(lost), NOW);
+            m.handle_response(tag, Err(error), NOW);
             continue;
         }
         let parts = store_responses(store, request, NOW);
@@ -363,16 +373,43 @@ fn a_lost_reply_after_an_applied_cas_is_recognised_as_our_own_write() {
 }
 
 #[test]
-fn a_cas_that_never_arrived_reports_the_store_error() {
+fn a_cas_answered_unavailable_is_reread_then_sent_again() {
     let store = store_with_bucket("uid-1");
     let as_read = read(&store).unwrap();
     let change = MarkerChange::Write(marker(MigrationState::Copying));
     let (r, sent) = write(&store, &as_read, change, Fault::DropCas);
+    assert_eq!(r.unwrap().marker, Some(marker(MigrationState::Copying)));
+    assert_eq!(sent.len(), 3, "the CAS, the re-read, the CAS again");
+    assert!(matches!(sent[1], Request::ReadRow(_)));
+    assert_eq!(sent[0], sent[2], "the same write");
+    assert_eq!(
+        columns(&store).marker.as_deref(),
+        Some(COPYING_TEXT.as_bytes())
+    );
+}
+
+#[test]
+fn a_cas_refused_with_a_non_retryable_error_reports_it() {
+    let store = store_with_bucket("uid-1");
+    let as_read = read(&store).unwrap();
+    let change = MarkerChange::Write(marker(MigrationState::Copying));
+    let (r, sent) = write(&store, &as_read, change, Fault::RefuseCas);
     let e = r.unwrap_err();
-    assert_eq!(e.id(), "InternalError");
-    assert!(e.to_string().contains("connection reset"), "{e}");
-    assert_eq!(sent.len(), 2);
+    assert!(e.to_string().contains("no write access"), "{e}");
+    assert_eq!(sent.len(), 2, "the CAS, the re-read");
     assert_eq!(columns(&store).marker, None);
+}
+
+#[test]
+fn a_checkpoint_answered_unavailable_is_sent_again() {
+    let store = store_with_bucket("uid-1");
+    let copying = started(&store);
+    let m = WriteCheckpoint::new(state(), "b", &copying, checkpoint("host:1"), false, start());
+    let (r, sent) = run(&store, m, Fault::DropCas);
+    let r = r.unwrap();
+    assert_eq!(sent.len(), 3, "the CAS, the re-read, the CAS again");
+    assert_eq!(r, read(&store).unwrap());
+    assert_eq!(r.checkpoint.unwrap().owner, "host:1");
 }
 
 #[test]

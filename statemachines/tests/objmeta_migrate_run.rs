@@ -17,6 +17,8 @@ use rowkit_codec::objmeta::listing::{ListingParams, ListingType};
 use rowkit_codec::objmeta::migration::marker::{
     Gates, MIN_SETTLE_US, MarkerChange, MigrationMarker, MigrationState, RunId, vformat_cell,
 };
+use rowkit_statemachines::check::{CheckEvent, CheckOptions, CheckTarget};
+use rowkit_statemachines::objmeta::Check;
 use rowkit_statemachines::objmeta::migrate::marker::{ReadMigration, WriteMarker};
 use rowkit_statemachines::objmeta::migrate::pass::{MigrateEvent, PassKind};
 use rowkit_statemachines::objmeta::migrate::run::{
@@ -443,6 +445,334 @@ fn a_v0_bucket_migrates_to_v1_with_both_gates() {
     assert_eq!(outcome(&ran).end, MigrateEnd::Already);
     assert_eq!(ran.requests, 1);
     assert_eq!(w.snapshot(), again);
+}
+
+/// Every marker or checkpoint CAS of the metastore row is answered with a retryable error
+/// once: alternately before it reaches the store (`UNAVAILABLE`) and after it applied (its
+/// reply lost, `DEADLINE_EXCEEDED`). The migrator re-reads, recognises its own write or sends
+/// it again, and ends as a run without faults does (§12.56, §12.62).
+#[test]
+fn marker_and_checkpoint_writes_answered_with_retryable_errors_are_retried() {
+    use rowkit_statemachines::{Code, StoreError};
+    let (mut w, expected) = v0_bucket();
+    let before = w.snapshot();
+    let (reads_before, listing_before) = read_all(&mut w, &expected);
+    let start = w.start();
+    let mut m = MigrateBucket::new(
+        state(VFormat::V0),
+        "b",
+        VFormat::V1,
+        options(Gates::ALL),
+        start,
+    );
+    let (mut faulted, mut retried) = (0u32, 0u32);
+    let mut last_faulted: Option<Request> = None;
+    let result = loop {
+        while m.poll_event().is_some() {}
+        if let Some(result) = m.result() {
+            break result;
+        }
+        let Some((tag, request)) = m.poll_request() else {
+            let at = m.poll_timeout().expect("the migrator waits on nothing");
+            w.now = Timestamp(w.now.0.max(at.0));
+            m.handle_timeout(w.now);
+            continue;
+        };
+        w.tick();
+        let marker_cas =
+            matches!(&request, Request::CheckAndMutateRow(c) if c.row_key == METASTORE_ROW);
+        if marker_cas && last_faulted.as_ref() == Some(&request) {
+            retried += 1;
+        }
+        if marker_cas && last_faulted.as_ref() != Some(&request) {
+            faulted += 1;
+            last_faulted = Some(request.clone());
+            let error = if faulted % 2 == 1 {
+                StoreError::new(Code::Unavailable, "connection reset")
+            } else {
+                let _applied = store_responses(&w.store, request, w.now);
+                StoreError::new(Code::DeadlineExceeded, "reply lost")
+            };
+            m.handle_response(tag, Err(error), w.now);
+            continue;
+        }
+        for part in store_responses(&w.store, request, w.now) {
+            m.handle_response(tag, part, w.now);
+        }
+    };
+    let out = result.unwrap();
+    assert_eq!(out.end, MigrateEnd::Removed);
+    assert!(
+        faulted >= 6,
+        "every state change and checkpoint was faulted: {faulted}"
+    );
+    assert_eq!(
+        retried,
+        faulted.div_ceil(2),
+        "each write that did not reach the store was sent again"
+    );
+    check_migrated(&w.snapshot(), &before);
+    let (reads_after, listing_after) = read_all(&mut w, &expected);
+    assert_eq!(reads_after, reads_before);
+    assert_eq!(listing_after, listing_before);
+}
+
+/// An aware process's state (its listings see the marker).
+fn aware_state() -> ObjmetaState {
+    ObjmetaState::new(ObjmetaConfig {
+        default_bucket_key_format: VFormat::V0,
+        migration_aware: true,
+        ..ObjmetaConfig::default()
+    })
+}
+
+/// The listings the test makes: a plain one under `plain/`, one with delimiter `/`, the
+/// masters and the versions.
+fn listing_kinds() -> Vec<ListingParams> {
+    vec![
+        ListingParams {
+            listing_type: ListingType::Delimiter,
+            prefix: Some("plain/".into()),
+            ..ListingParams::default()
+        },
+        ListingParams {
+            listing_type: ListingType::Delimiter,
+            delimiter: Some("/".into()),
+            ..ListingParams::default()
+        },
+        ListingParams {
+            listing_type: ListingType::DelimiterMaster,
+            ..ListingParams::default()
+        },
+        ListingParams {
+            listing_type: ListingType::DelimiterVersions,
+            ..ListingParams::default()
+        },
+    ]
+}
+
+/// What each of [`listing_kinds`] must list of the objects [`v0_bucket`] wrote: the keys of
+/// its entries (a key once per version in the versions listing) and its common prefixes.
+fn expected_listings(expected: &Expected) -> Vec<(Vec<String>, Vec<String>)> {
+    let keys = |f: &dyn Fn(&str, Want) -> usize| -> Vec<String> {
+        expected
+            .iter()
+            .flat_map(|(k, want)| std::iter::repeat_n(k.clone(), f(k, *want)))
+            .collect()
+    };
+    // `v0_bucket`: plain keys and nested names are written once, `ver/i` three times with
+    // versioning, then `ver/0` and `ver/1` a delete marker.
+    let versions = |k: &str, want: Want| match (k.starts_with("ver/"), want) {
+        (true, Want::DeleteMarker) => 4,
+        (true, _) => 3,
+        (false, _) => 1,
+    };
+    vec![
+        (keys(&|k, _| usize::from(k.starts_with("plain/"))), vec![]),
+        (
+            keys(&|k, _| usize::from(!k.contains('/'))),
+            vec!["a/".into(), "plain/".into(), "ver/".into()],
+        ),
+        (
+            keys(&|_, want| usize::from(want != Want::DeleteMarker)),
+            vec![],
+        ),
+        (keys(&versions), vec![]),
+    ]
+}
+
+/// The entries' keys and the common prefixes of a listing result.
+fn listed(result: &Json) -> (Vec<String>, Vec<String>) {
+    let strings = |v: Option<&Json>, member: Option<&str>| -> Vec<String> {
+        let Some(Json::Array(items)) = v else {
+            return vec![];
+        };
+        items
+            .iter()
+            .filter_map(|i| match member {
+                Some(m) => i.get(m).and_then(Json::as_str).map(str::to_string),
+                None => i.as_str().map(str::to_string),
+            })
+            .collect()
+    };
+    let entries = result.get("Contents").or_else(|| result.get("Versions"));
+    (
+        strings(entries, Some("key")),
+        strings(result.get("CommonPrefixes"), None),
+    )
+}
+
+/// Lists `b` in every kind with `st`.
+fn list_every_kind(w: &mut World, st: &mut ObjmetaState) -> Vec<Json> {
+    listing_kinds()
+        .into_iter()
+        .map(|params| {
+            let start = w.start();
+            w.run(ListObject::new(&mut *st, "b", params, start))
+                .unwrap()
+        })
+        .collect()
+}
+
+/// §12.63: while the bucket migrates, an aware process lists exactly the objects written, in
+/// every listing kind and state (the v1 copies beside them are not listed); an unaware one
+/// sees the copies (§6.1).
+#[test]
+fn aware_listings_show_exactly_the_objects_in_every_state() {
+    let (mut w, expected) = v0_bucket();
+    let want = expected_listings(&expected);
+    let before = list_every_kind(&mut w, &mut aware_state());
+    let got: Vec<_> = before.iter().map(listed).collect();
+    assert_eq!(got, want, "before the migration");
+
+    // `copying`: the migrator dropped once some objects are copied.
+    let copied = |w: &World| {
+        w.snapshot()
+            .keys()
+            .filter(|k| k.starts_with(b"b\x00\x7fM"))
+            .count()
+    };
+    for crash_after in 1.. {
+        (w, _) = v0_bucket();
+        let ran = migrate(
+            &mut w,
+            VFormat::V1,
+            options(Gates::default()),
+            Some(crash_after),
+            &mut no_hook,
+            &mut None,
+        );
+        assert!(
+            ran.result.is_none(),
+            "still copying after {crash_after} requests"
+        );
+        if copied(&w) >= 10 {
+            break;
+        }
+    }
+    let mut states = vec![];
+    for gates in [
+        None,
+        Some(Gates::default()),
+        Some(Gates {
+            switch: true,
+            finish: false,
+        }),
+    ] {
+        if let Some(gates) = gates {
+            outcome(&migrate_quietly(&mut w, options(gates)));
+        }
+        let start = w.start();
+        let read = w
+            .run(ReadMigration::new(state(VFormat::V0), "b", start))
+            .unwrap();
+        let state_now = read.marker.map(|m| m.state);
+        states.push(state_now);
+        for (i, result) in list_every_kind(&mut w, &mut aware_state())
+            .iter()
+            .enumerate()
+        {
+            assert_eq!(listed(result), want[i], "{state_now:?}, listing {i}");
+            assert_eq!(result, &before[i], "{state_now:?}, listing {i}");
+        }
+        // An unaware v0 process sees the v1 copies beside the objects until the switch.
+        if state_now != Some(MigrationState::Switched) {
+            let unaware = list_every_kind(&mut w, &mut state(VFormat::V0));
+            let (keys, _) = listed(&unaware[3]);
+            assert!(keys.iter().any(|k| k.starts_with("\x7fM")), "{state_now:?}");
+        }
+    }
+    assert_eq!(
+        states,
+        [
+            Some(MigrationState::Copying),
+            Some(MigrationState::Verifying),
+            Some(MigrationState::Switched)
+        ]
+    );
+}
+
+/// The objmeta check of bucket `b`: its findings as (kind, row key), sorted.
+fn check_findings(w: &mut World) -> Vec<(String, Vec<u8>)> {
+    let start = w.start();
+    let mut m = Check::new(
+        CheckTarget::new(TABLE),
+        Some("b"),
+        CheckOptions::default(),
+        start,
+    );
+    let mut findings = Vec::new();
+    loop {
+        while let Some(e) = m.poll_event() {
+            if let CheckEvent::Finding(f) = e {
+                findings.push((f.kind.to_string(), f.row_key.clone()));
+            }
+        }
+        if let Some(result) = m.result() {
+            result.unwrap();
+            findings.sort();
+            return findings;
+        }
+        if let Some((tag, request)) = m.poll_request() {
+            w.tick();
+            for part in store_responses(&w.store, request, w.now) {
+                m.handle_response(tag, part, w.now);
+            }
+        } else {
+            let at = m.poll_timeout().expect("the check waits on nothing");
+            w.now = Timestamp(w.now.0.max(at.0));
+            m.handle_timeout(w.now);
+        }
+    }
+}
+
+/// §6.3, §12.64: with a marker, `check` reports no `wrong_format_key` for the other layout's
+/// rows; a pair an unaware writer changed is `migration_unsynced` before the switch, and after
+/// it a straggler's write `migration_straggler`, both sides changed `migration_conflict`.
+#[test]
+fn check_judges_a_migrating_bucket_by_its_pairs() {
+    let (mut w, _) = v0_bucket();
+    let finding = |kind: &str, key: &str| (kind.to_string(), format!("b\0{key}").into_bytes());
+    // An unaware v0 process that cached the bucket's v0 (a get caches it).
+    let mut stale = state(VFormat::V0);
+    let start = w.start();
+    w.run(GetObject::new(&mut stale, "b", "z", None, start))
+        .unwrap();
+    // Without a marker the bucket is clean.
+    assert_eq!(check_findings(&mut w), []);
+
+    let out = outcome(&migrate_quietly(&mut w, options(Gates::default())));
+    assert_eq!(out.end, MigrateEnd::InState(MigrationState::Verifying));
+    assert_eq!(check_findings(&mut w), [], "every pair synced and stamped");
+    put(&mut w, &mut stale, "plain/00", 1000, false);
+    put(&mut w, &mut stale, "new", 1001, false);
+    assert_eq!(
+        check_findings(&mut w),
+        [
+            finding("migration_unsynced", "new"),
+            finding("migration_unsynced", "plain/00"),
+        ]
+    );
+
+    let switch = Gates {
+        switch: true,
+        finish: false,
+    };
+    let out = outcome(&migrate_quietly(&mut w, options(switch)));
+    assert_eq!(out.end, MigrateEnd::InState(MigrationState::Switched));
+    assert_eq!(check_findings(&mut w), [], "the final pass synced both");
+    // A straggler writes `plain/01` in v0; `plain/02` is written by the straggler and by an
+    // unaware process that read the switched vFormat (v1).
+    put(&mut w, &mut stale, "plain/01", 2000, false);
+    put(&mut w, &mut stale, "plain/02", 2001, false);
+    put(&mut w, &mut state(VFormat::V0), "plain/02", 2002, false);
+    assert_eq!(
+        check_findings(&mut w),
+        [
+            finding("migration_conflict", "plain/02"),
+            finding("migration_straggler", "plain/01"),
+        ]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -996,6 +996,60 @@ fn a_run_dropped_after_any_response_resumes_from_its_markers() {
     }
 }
 
+/// Every marker or checkpoint CAS (the marker row of either table) is answered with a
+/// retryable error once: alternately before it reaches the store (`UNAVAILABLE`) and after it
+/// applied (`DEADLINE_EXCEEDED`, its reply lost). The run re-reads, recognises its own write or
+/// sends it again, and ends cleaned (§12.62).
+#[test]
+fn marker_and_checkpoint_writes_answered_with_retryable_errors_are_retried() {
+    use rowkit_statemachines::{Code, StoreError};
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let mut m = migrator(&mut w, migrate_options(Gates::ALL));
+        let (mut faulted, mut retried) = (0u32, 0u32);
+        let mut last_faulted: Option<Request> = None;
+        let out = loop {
+            while m.poll_event().is_some() {}
+            if let Some(result) = m.result() {
+                break result.unwrap();
+            }
+            let Some((tag, request)) = m.poll_request() else {
+                let at = m.poll_timeout().expect("the machine waits on nothing");
+                w.now = Timestamp(w.now.0.max(at.0));
+                m.handle_timeout(w.now);
+                continue;
+            };
+            w.now = Timestamp(w.now.0 + 10_000);
+            let marker_cas = matches!(&request,
+                Request::CheckAndMutateRow(c) if c.row_key == b":rk:m:0000000000:");
+            if marker_cas && last_faulted.as_ref() == Some(&request) {
+                retried += 1;
+            } else if marker_cas {
+                faulted += 1;
+                last_faulted = Some(request.clone());
+                let error = if faulted % 2 == 1 {
+                    StoreError::new(Code::Unavailable, "connection reset")
+                } else {
+                    let _applied = store_responses(&w.store, request, w.now);
+                    StoreError::new(Code::DeadlineExceeded, "reply lost")
+                };
+                m.handle_response(tag, Err(error), w.now);
+                continue;
+            }
+            for part in store_responses(&w.store, request, w.now) {
+                m.handle_response(tag, part, w.now);
+            }
+        };
+        assert_eq!(out.end, TraceMigrateEnd::Cleaned, "{from:?}");
+        assert!(faulted >= 6, "{from:?}: {faulted}");
+        assert_eq!(retried, faulted.div_ceil(2), "{from:?}");
+        assert_eq!(stored_states(&w), (Some(MigrationState::Cleaning), None));
+        w.assert_target_equals_record(511);
+        w.check_target_clean();
+    }
+}
+
 #[test]
 fn abort_deletes_the_target_rows_and_both_markers() {
     for from in [Layout::Md5, Layout::DigestId] {

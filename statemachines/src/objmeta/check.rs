@@ -8,6 +8,11 @@
 //! what a put or delete in flight passes through, so a judged key waits out the grace period,
 //! is read and judged again, and only what still holds is reported (and repaired with `fix`:
 //! each repair a `CheckAndMutateRow` on the master or row exactly as it was read).
+//!
+//! A bucket with a migration marker (`docs/migration.md` §6.3, §9) holds rows of both layouts:
+//! the other layout's rows are no `wrong_format_key`; each object row's pair (`S(a)`, `T(a)`)
+//! is judged by the sync step's classification instead, and a pair not in sync after the
+//! grace period is `migration_unsynced`, `migration_straggler` or `migration_conflict`.
 
 use alloc::collections::{BTreeMap, BTreeSet};
 use alloc::format;
@@ -26,8 +31,11 @@ use rowkit_codec::objmeta::keys::{
     DecodedRowKey, INFOSTORE, KeyKind, METASTORE, USERS_BUCKET, USERS_BUCKET_COLLECTION, VFormat,
     collection_end, collection_start, decode_row_key, master_key, row_key,
 };
+use rowkit_codec::objmeta::migration::marker::{MigrationColumns, MigrationMarker, MigrationState};
 use rowkit_codec::objmeta::migration::pass::object_row_ranges;
-use rowkit_codec::objmeta::migration::sync::SYNC_QUALIFIER;
+use rowkit_codec::objmeta::migration::sync::{
+    PairRow, SYNC_QUALIFIER, Side, SyncAction, SyncPair, classify, map_key, sync_pair,
+};
 use rowkit_codec::objmeta::version_id::generated_at_ms;
 
 use super::REPAIR_DELAY_US;
@@ -153,6 +161,30 @@ struct BucketInfo {
     vformat: VFormat,
     /// Versioning suspended: its null masters have no version row.
     suspended: bool,
+    /// The bucket's migration, when its metastore row has a marker (§6.3).
+    migration: Option<Migrating>,
+}
+
+/// What check needs of a bucket's migration marker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Migrating {
+    from: VFormat,
+    to: VFormat,
+    state: MigrationState,
+}
+
+impl Migrating {
+    /// The pair of an object row of layout `layout` whose Arsenal key is `key` (`None`: a key
+    /// the migration cannot map, judged as without a marker).
+    fn pair(self, collection: &str, key: &str, layout: VFormat) -> Option<(SyncPair, PairRow)> {
+        if layout == self.from {
+            let pair = sync_pair(collection, key, self.from, self.to).ok()?;
+            return Some((pair, PairRow::Source));
+        }
+        let from_key = map_key(collection, key, self.to, self.from).ok()?;
+        let pair = sync_pair(collection, &from_key, self.from, self.to).ok()?;
+        (pair.target_key == key).then_some((pair, PairRow::Target))
+    }
 }
 
 /// How a key came to be judged.
@@ -196,6 +228,12 @@ enum Suspect {
         collection: String,
         row: Vec<u8>,
     },
+    /// A migrating bucket's pair, met at its `seen` row.
+    Pair {
+        pair: SyncPair,
+        seen: PairRow,
+        state: MigrationState,
+    },
 }
 
 /// The rows read for a batch of suspects: masters and metastore rows by key, the version rows
@@ -230,6 +268,10 @@ fn read_for(io: &mut Io<CheckEvent>, table: &str, suspects: &[Suspect]) -> Optio
             }
             Suspect::Bucket { collection, .. } => {
                 set.row_keys.push(row_key(METASTORE, bucket_of(collection)));
+            }
+            Suspect::Pair { pair, .. } => {
+                set.row_keys.push(pair.source_row.clone());
+                set.row_keys.push(pair.target_row.clone());
             }
         }
     }
@@ -440,7 +482,9 @@ impl CheckFlow {
             if let Some((bucket, layout)) = &self.layout
                 && *bucket == key.arsenal_key
             {
+                // The check of one layout before the switch (§8) judges only that layout.
                 info.vformat = *layout;
+                info.migration = None;
             }
             self.buckets.insert(key.arsenal_key, info);
         }
@@ -478,8 +522,22 @@ impl CheckFlow {
                 }
                 continue;
             };
-            let v1_key = matches!(key.kind, KeyKind::Master | KeyKind::Version)
-                && key.format == Some(VFormat::V1);
+            let object_row = matches!(key.kind, KeyKind::Master | KeyKind::Version);
+            let v1_key = object_row && key.format == Some(VFormat::V1);
+            let layout = if v1_key { VFormat::V1 } else { VFormat::V0 };
+            if let Some(m) = bucket.migration.filter(|_| object_row)
+                && let Some((pair, seen)) = m.pair(&key.collection, &key.arsenal_key, layout)
+            {
+                suspects.push(Suspect::Pair {
+                    pair,
+                    seen,
+                    state: m.state,
+                });
+                if layout != bucket.vformat {
+                    // The other layout's row: judged as a pair only.
+                    continue;
+                }
+            }
             if (bucket.vformat == VFormat::V1) != v1_key {
                 let detail = format!(
                     "the bucket's vFormat is {}, the key is {}",
@@ -657,7 +715,21 @@ fn bucket_info(row: &Row) -> Option<BucketInfo> {
         .and_then(|v| v.get("Status"))
         .and_then(Json::as_str)
         == Some("Suspended");
-    Some(BucketInfo { vformat, suspended })
+    // A marker that does not decode is no migration check can judge by: the bucket is checked
+    // as without one (the migrator and aware processes refuse it, `migration_record_invalid`).
+    let migration = MigrationColumns::from_row(row)
+        .marker
+        .and_then(|bytes| MigrationMarker::from_json_bytes(&bytes).ok())
+        .map(|m| Migrating {
+            from: m.from,
+            to: m.to,
+            state: m.state,
+        });
+    Some(BucketInfo {
+        vformat,
+        suspended,
+        migration,
+    })
 }
 
 /// What is stale in the row's `f` family against its `d:value`, if anything.
@@ -822,7 +894,53 @@ fn judge(
             alloc::vec![(finding("bucket_without_metastore", row, detail), None)]
         }
         Suspect::Key(k) => judge_key(table, k, found, now),
+        Suspect::Pair { pair, seen, state } => judge_pair(pair, *seen, *state, found)
+            .into_iter()
+            .map(|f| (f, None))
+            .collect(),
     }
+}
+
+/// A migrating bucket's pair as read now (§6.3): the sync step's classification of it
+/// ([`classify`]), reported from its `S(a)` row while that is present, else from `T(a)`, so a
+/// pair met at both rows is reported once. In `cleaning`, an absent `S(a)` beside a stamped
+/// `T(a)` is the clean-up between its two writes, not a straggler's delete.
+fn judge_pair(
+    pair: &SyncPair,
+    seen: PairRow,
+    state: MigrationState,
+    found: &Reads,
+) -> Option<Finding> {
+    // A row that is no valid side (`d:value` without `f:hash`) is `derived_stale` already.
+    let side = |row: PairRow| Side::from_row(found.rows.get(pair.row_key(row))).ok();
+    let (source, target) = (side(PairRow::Source)?, side(PairRow::Target)?);
+    let source_present = source.present().is_some();
+    if source_present != (seen == PairRow::Source) {
+        return None;
+    }
+    let kind = match classify(&source, &target, state.truth()) {
+        SyncAction::InSync | SyncAction::StampUnstamped { .. } => return None,
+        SyncAction::StragglerDeleteTarget if state == MigrationState::Cleaning => return None,
+        SyncAction::StragglerCopyToTarget | SyncAction::StragglerDeleteTarget => {
+            "migration_straggler"
+        }
+        SyncAction::Conflict => "migration_conflict",
+        _ => "migration_unsynced",
+    };
+    let describe = |side: &Side| match side.present() {
+        None => "absent",
+        Some(_) if side.is_stamped() => "stamped",
+        Some(_) => "unstamped",
+    };
+    let detail = format!(
+        "migration state {}: S(a) {} is {}, T(a) {} is {}",
+        state.as_str(),
+        escape(&pair.source_row),
+        describe(&source),
+        escape(&pair.target_row),
+        describe(&target),
+    );
+    Some(finding(kind, pair.row_key(seen), detail))
 }
 
 fn judge_key(

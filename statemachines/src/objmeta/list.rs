@@ -3,6 +3,11 @@
 //! [`rowkit_codec::objmeta::listing`]; v1 placeholder masters are resolved one at a time;
 //! a streak of 100 skipped entries restarts the scan(s) at the algorithm's `skipping()` key;
 //! `FILTER_END` ends the operation, which aborts the open scans.
+//!
+//! An aware process listing a bucket with a migration marker reads only the rows of the
+//! bucket's truth layout (`docs/migration.md` §12.63): each scan's range is cut to the
+//! layout's object rows ([`object_rows_within`]), so a v0 listing does not show the v1
+//! copies. An unaware process lists as Arsenal does (§6.1).
 
 use alloc::collections::VecDeque;
 use alloc::string::{String, ToString};
@@ -18,11 +23,12 @@ use rowkit_codec::objmeta::keys::{
 use rowkit_codec::objmeta::listing::{
     FILTER_END, FILTER_SKIP, Listing, ListingParams, MdParams, Skip,
 };
+use rowkit_codec::objmeta::migration::pass::object_rows_within;
 use rowkit_codec::objmeta::range::RangeParams;
 
 use super::documents::layout_of;
 use super::requests::{OmIo, P, latest_version_range, start_read};
-use super::{ListObject, ObjmetaError, ObjmetaSchema, ObjmetaState};
+use super::{BucketLayout, ListObject, ObjmetaError, ObjmetaSchema, ObjmetaState};
 use crate::children::ChildId;
 use crate::operation::{ContextArg, Flow, Operation, Start};
 use crate::{RetryPolicy, Timestamp};
@@ -68,7 +74,8 @@ enum ListPhase {
 /// An open scan.
 #[derive(Debug)]
 struct Scan {
-    id: ChildId,
+    /// The read (`None`: its range holds no row of the layout read, so nothing is read).
+    id: Option<ChildId>,
     /// Rows received and not fed yet.
     buffer: VecDeque<Row>,
     ended: bool,
@@ -82,6 +89,9 @@ struct Scanner {
     scans: Vec<Scan>,
     /// Entries skipped in a row.
     streak: u32,
+    /// Read only the object rows of this layout: an aware process's truth layout while the
+    /// bucket has a migration marker (`None`: the whole range, as Arsenal reads it).
+    only_layout: Option<VFormat>,
 }
 
 /// Where feeding the scanned entries stopped.
@@ -128,14 +138,15 @@ impl<'a> ListObject<'a> {
 }
 
 impl ListObjectFlow {
-    /// The listing at vFormat `vf`, its scans open.
+    /// The listing of the bucket as `layout` says, its scans open.
     fn scan(
         &self,
         io: &mut OmIo,
         st: &ObjmetaState,
         params: ListingParams,
-        vf: VFormat,
+        layout: &BucketLayout,
     ) -> Result<Scanner, ObjmetaError> {
+        let vf = layout.vformat;
         let listing = Listing::new(params, vf);
         let md = listing.gen_md_params().map_err(ObjmetaError::internal)?;
         let ranges = match md {
@@ -146,6 +157,9 @@ impl ListObjectFlow {
             listing,
             scans: Vec::new(),
             streak: 0,
+            // `vFormat` is the truth until the switch flips it (§2.3); the marker is only
+            // ever seen by an aware process.
+            only_layout: layout.marker.as_ref().map(|_| vf),
         };
         scanner.open(io, st, &self.collection, ranges);
         Ok(scanner)
@@ -153,8 +167,8 @@ impl ListObjectFlow {
 
     /// Ends the listing at the deadline: every read is stopped now.
     fn doom(io: &mut OmIo, scanner: Option<&Scanner>, read: Option<ChildId>) -> ListPhase {
-        for scan in scanner.iter().flat_map(|s| &s.scans) {
-            io.abort(scan.id);
+        for id in scanner.iter().flat_map(|s| &s.scans).filter_map(|s| s.id) {
+            io.abort(id);
         }
         if let Some(id) = read {
             io.abort(id);
@@ -172,11 +186,21 @@ impl Scanner {
         ranges: Vec<RangeParams>,
     ) {
         for range in ranges {
-            let rows = RowSet::range(range.to_row_range(collection));
+            let whole = range.to_row_range(collection);
+            let rows = match self.only_layout {
+                None => RowSet::range(whole),
+                Some(layout) => RowSet {
+                    row_keys: Vec::new(),
+                    row_ranges: object_rows_within(collection, layout, &whole),
+                },
+            };
+            // An empty row set would read the whole table: nothing to read instead.
+            let id = (!rows.is_whole_table())
+                .then(|| start_read(io, st, rows, filters::live_value(), 0));
             self.scans.push(Scan {
-                id: start_read(io, st, rows, filters::live_value(), 0),
+                id,
                 buffer: VecDeque::new(),
-                ended: false,
+                ended: id.is_none(),
                 range,
             });
         }
@@ -185,13 +209,14 @@ impl Scanner {
     /// Moves what the scans produced into their buffers.
     fn drain(&mut self, io: &mut OmIo) -> Result<(), Stop> {
         for scan in self.scans.iter_mut().filter(|s| !s.ended) {
-            if io.is_running(scan.id) {
-                while let Some(row) = io.next_row(scan.id) {
+            let Some(id) = scan.id else { continue };
+            if io.is_running(id) {
+                while let Some(row) = io.next_row(id) {
                     scan.buffer.push_back(row);
                 }
                 continue;
             }
-            if let Some(rows) = finished(io, scan.id)? {
+            if let Some(rows) = finished(io, id)? {
                 scan.buffer.extend(rows);
                 scan.ended = true;
             }
@@ -212,8 +237,8 @@ impl Scanner {
             ranges.push(r);
         }
         for scan in self.scans.drain(..) {
-            if !scan.ended {
-                io.abort(scan.id);
+            if let Some(id) = scan.id.filter(|_| !scan.ended) {
+                io.abort(id);
             }
         }
         self.streak = 0;
@@ -346,9 +371,7 @@ impl Flow for ListObjectFlow {
             match core::mem::replace(&mut self.phase, ListPhase::Done) {
                 ListPhase::Start(params) => {
                     self.phase = match st.cached_layout(&self.bucket, io.now()) {
-                        Some(layout) => {
-                            ListPhase::Scanning(self.scan(io, st, params, layout.vformat)?)
-                        }
+                        Some(layout) => ListPhase::Scanning(self.scan(io, st, params, &layout)?),
                         None => {
                             let rows = RowSet::key(row_key(METASTORE, &self.bucket));
                             let read = start_read(io, st, rows, filters::latest(), 0);
@@ -375,15 +398,19 @@ impl Flow for ListObjectFlow {
                     };
                     // An unreadable metastore document lists as v0, as an absent one does;
                     // a damaged marker (an aware process) is an error.
-                    let vf = match layout_of(st, rows.first(), at) {
+                    let layout = match layout_of(st, rows.first(), at) {
                         Ok(Some(layout)) => {
                             st.cache_layout(&self.bucket, &layout);
-                            layout.vformat
+                            layout
                         }
                         Err(e @ ObjmetaError::MigrationRecordInvalid { .. }) => return Err(e),
-                        _ => VFormat::V0,
+                        _ => BucketLayout {
+                            vformat: VFormat::V0,
+                            marker: None,
+                            read_at: at,
+                        },
                     };
-                    self.phase = ListPhase::Scanning(self.scan(io, st, params, vf)?);
+                    self.phase = ListPhase::Scanning(self.scan(io, st, params, &layout)?);
                 }
                 ListPhase::Scanning(mut scanner) => {
                     match scanner.drain(io) {

@@ -124,22 +124,39 @@ pub fn object_row_ranges(
     ranges
 }
 
-/// The later of two start bounds (at equal keys the open one).
+/// The parts of `range` (a range of `collection`'s rows) that hold object rows of layout
+/// `layout`: `range` cut to each of [`object_row_ranges`] over all keys, in key order, empty
+/// ones left out (none at all when `range` holds no such row). An aware listing of a bucket
+/// with a marker reads these, so that it never shows the other layout's rows
+/// (`docs/migration.md` §12.63).
+pub fn object_rows_within(collection: &str, layout: VFormat, range: &RowRange) -> Vec<RowRange> {
+    let mut ranges = Vec::new();
+    for r in object_row_ranges(collection, layout, None, None) {
+        let start = later_start(r.start, Some(range.start.clone()));
+        let end = earlier_end(r.end, Some(range.end.clone()));
+        push_if_not_empty(&mut ranges, start, end);
+    }
+    ranges
+}
+
+/// The later of two start bounds (at equal keys the open one; an unbounded one is earliest).
 fn later_start(a: KeyBound, b: Option<KeyBound>) -> KeyBound {
     let Some(b) = b else { return a };
     match (a.key(), b.key()) {
         (Some(x), Some(y)) if x > y => a,
         (Some(x), Some(y)) if x == y && matches!(a, KeyBound::Open(_)) => a,
+        (_, None) => a,
         _ => b,
     }
 }
 
-/// The earlier of two end bounds (at equal keys the open one).
+/// The earlier of two end bounds (at equal keys the open one; an unbounded one is latest).
 fn earlier_end(a: KeyBound, b: Option<KeyBound>) -> KeyBound {
     let Some(b) = b else { return a };
     match (a.key(), b.key()) {
         (Some(x), Some(y)) if x < y => a,
         (Some(x), Some(y)) if x == y && matches!(a, KeyBound::Open(_)) => a,
+        (_, None) => a,
         _ => b,
     }
 }
@@ -240,6 +257,38 @@ mod tests {
         assert_eq!(
             object_row_ranges("b", VFormat::V0, Some("\x7fZ"), None),
             vec![range(open(b"b\x00\x7fZ"), open(b"b\x01"))]
+        );
+    }
+
+    #[test]
+    fn a_listing_range_is_cut_to_the_object_rows_of_its_layout() {
+        let whole = range(closed(b"b\x00"), open(b"b\x01"));
+        assert_eq!(
+            object_rows_within("b", VFormat::V0, &whole),
+            object_row_ranges("b", VFormat::V0, None, None)
+        );
+        // A prefix listing across the v1 masters keeps what is around them.
+        let across = range(closed(b"b\x00\x7f"), open(b"b\x00\x80"));
+        assert_eq!(
+            object_rows_within("b", VFormat::V0, &across),
+            vec![
+                range(closed(b"b\x00\x7f"), open(b"b\x00\x7fM")),
+                range(closed(b"b\x00\x7fN"), open(b"b\x00\x7fV")),
+                range(closed(b"b\x00\x7fW"), open(b"b\x00\x80")),
+            ]
+        );
+        // A range inside the v1 masters holds no v0 row, and is itself for v1.
+        let masters = range(open(b"b\x00\x7fMa"), closed(b"b\x00\x7fMk"));
+        assert_eq!(object_rows_within("b", VFormat::V0, &masters), vec![]);
+        assert_eq!(
+            object_rows_within("b", VFormat::V1, &masters),
+            vec![masters.clone()]
+        );
+        // Unbounded sides take the layout's bounds.
+        let all = range(KeyBound::Unbounded, KeyBound::Unbounded);
+        assert_eq!(
+            object_rows_within("b", VFormat::V1, &all),
+            object_row_ranges("b", VFormat::V1, None, None)
         );
     }
 }
