@@ -17,6 +17,7 @@ use rowkit_testkit::sim::mounttable::{MountDeleteWorkload, MounttableWorkload};
 use rowkit_testkit::sim::objmeta::ObjmetaWorkload;
 use rowkit_testkit::sim::objmeta_migrate::ObjmetaMigrateWorkload;
 use rowkit_testkit::sim::tracestore::TraceStoreWorkload;
+use rowkit_testkit::sim::tracestore_migrate::TraceStoreMigrateWorkload;
 use rowkit_testkit::sim::triples::TriplesWorkload;
 use rowkit_testkit::sim::{self, FaultRates, SimConfig, SimReport, Workload};
 
@@ -192,6 +193,34 @@ fn the_simulator_finds_a_planted_objmeta_migration_bug_and_shrinks_it() {
     let mut workload =
         ObjmetaMigrateWorkload::with_planted_bug(PlantedBug::ObjmetaMigrateSkipsRewrittenSource);
     finds_planted_bug(15, &mut workload, "after the switch");
+}
+
+/// The trace store's layout migration (`docs/migration.md` §10, §5, §6.2): one migration of
+/// `T1` into `T2` per run (complete, or rolled back), both directions, its migrator crashing
+/// and resuming among the Gold writers, readers and checks.
+#[test]
+fn tracestore_migration_keeps_its_invariants_under_faults() {
+    let mut workload = TraceStoreMigrateWorkload::default();
+    let runs = budget().div_ceil(OPS_PER_RUN) * MIGRATION_RUNS_PER_RUN;
+    let report = simulate_runs(
+        "tracestore-migrate",
+        &SimConfig::quick(17),
+        runs,
+        &mut workload,
+    );
+    let stats = workload.stats();
+    println!("sim tracestore-migrate: {stats}");
+    assert!(
+        report.faults() > 0 && report.checked.decided > 0,
+        "{report}"
+    );
+    assert!(stats.completed > 0 && stats.rolled_back > 0, "{stats}");
+    assert!(stats.crashes > 0 && stats.resumes > 0, "{stats}");
+}
+
+#[test]
+fn a_tracestore_migration_seed_replays_the_same_run() {
+    replays(TraceStoreMigrateWorkload::default);
 }
 
 #[test]
