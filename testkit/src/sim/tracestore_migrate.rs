@@ -34,6 +34,8 @@ use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::keys::migration_row_name;
 use rowkit_codec::tracestore::migration::MARKER_COLUMN;
 use rowkit_statemachines::operation::Start;
+#[cfg(feature = "planted-bugs")]
+use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::tracestore::migrate::run::{
     MigrateTraceStore, TraceMigrateEnd, TraceMigrateOptions, TraceMigrateOutcome,
 };
@@ -55,6 +57,14 @@ use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
 pub const TARGET_TABLE: &str = "gold2";
 /// A migrator run's deadline: far beyond any run (its passes and settle waits).
 const MIGRATOR_DEADLINE_US: i64 = 3_600_000_000;
+/// The operator's pacing: writers write longer than in the objmeta workload before they are
+/// stopped, so that the migrator's copy pass (two tables read shard by shard, crashing and
+/// resuming) ends and its verification runs while they write.
+const PACING: Pacing = Pacing {
+    live_ops: 160,
+    abort_live_ops: 60,
+    restart_ops: 20,
+};
 /// Migrator runs after the budget before the completion gives up.
 const COMPLETION_RUNS: u32 = 4;
 /// The shell's crash chances (per 10 000 responses): a migrator sends a few hundred requests
@@ -128,6 +138,9 @@ type Snapshot = (SnapshotPoint, Timestamp, Tile);
 
 /// The trace-store migration workload (see the module doc).
 pub struct TraceStoreMigrateWorkload {
+    /// A bug planted in the migrator only (the simulator's self-test).
+    #[cfg(feature = "planted-bugs")]
+    pub planted: Option<PlantedBug>,
     /// `T1`'s clients (and its model and checks).
     source: TraceStoreWorkload,
     /// `T2`'s clients, once restarted.
@@ -148,9 +161,11 @@ pub struct TraceStoreMigrateWorkload {
 impl Default for TraceStoreMigrateWorkload {
     fn default() -> Self {
         TraceStoreMigrateWorkload {
+            #[cfg(feature = "planted-bugs")]
+            planted: None,
             source: TraceStoreWorkload::on_table(Layout::Md5, TABLE),
             target: TraceStoreWorkload::on_table(Layout::DigestId, TARGET_TABLE),
-            pacing: Pacing::default(),
+            pacing: PACING,
             driver: Driver::new(Scenario::Complete, Pacing::default()),
             on_target: false,
             log: Rc::default(),
@@ -165,6 +180,15 @@ impl Default for TraceStoreMigrateWorkload {
 type History = [Record<TraceMigrateOp, TraceMigrateOutput>];
 
 impl TraceStoreMigrateWorkload {
+    /// The workload with `bug` planted in its migrators.
+    #[cfg(feature = "planted-bugs")]
+    pub fn with_planted_bug(bug: PlantedBug) -> TraceStoreMigrateWorkload {
+        TraceStoreMigrateWorkload {
+            planted: Some(bug),
+            ..Default::default()
+        }
+    }
+
     /// The migrations' counters over every run so far.
     pub fn stats(&self) -> MigrationStats {
         self.stats
@@ -183,10 +207,13 @@ impl TraceStoreMigrateWorkload {
             take_over: run.take_over,
             owner: format!("sim:{}", run.n),
         };
-        let pair = TablePair::new(
+        #[cfg_attr(not(feature = "planted-bugs"), expect(unused_mut))]
+        let mut pair = TablePair::new(
             TraceStoreState::new(TABLE, self.source.layout()),
             TraceStoreState::new(TARGET_TABLE, self.target.layout()),
         );
+        #[cfg(feature = "planted-bugs")]
+        pair.source.set_planted_bug(self.planted);
         MigrateTraceStore::new(
             pair,
             self.target.layout(),
