@@ -19,4 +19,8 @@ pub enum PlantedBug {
     /// for a pair in sync: the rewrite is never copied, and the switch makes the stale copy
     /// the truth.
     ObjmetaMigrateSkipsRewrittenSource,
+    /// The trace-store migration's rollback (`docs/migration.md` §5.9) takes the target's
+    /// first page for the last one, empty: it removes both markers and leaves the copied rows
+    /// in `T2`.
+    TraceMigrateAbortKeepsTarget,
 }

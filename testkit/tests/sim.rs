@@ -17,6 +17,7 @@ use rowkit_testkit::sim::mounttable::{MountDeleteWorkload, MounttableWorkload};
 use rowkit_testkit::sim::objmeta::ObjmetaWorkload;
 use rowkit_testkit::sim::objmeta_migrate::ObjmetaMigrateWorkload;
 use rowkit_testkit::sim::tracestore::TraceStoreWorkload;
+use rowkit_testkit::sim::tracestore_migrate::TraceStoreMigrateWorkload;
 use rowkit_testkit::sim::triples::TriplesWorkload;
 use rowkit_testkit::sim::{self, FaultRates, SimConfig, SimReport, Workload};
 
@@ -80,9 +81,15 @@ fn replays<W: Workload>(new: impl Fn() -> W) {
 /// `expect`, shrunk to at most one run's operations, and its seed reproduces the failure.
 #[cfg(feature = "planted-bugs")]
 fn finds_planted_bug<W: Workload>(seed: u64, workload: &mut W, expect: &str) {
+    finds_planted_bug_with(&SimConfig::quick(seed), workload, expect);
+}
+
+/// [`finds_planted_bug`] with `config`'s seed and faults.
+#[cfg(feature = "planted-bugs")]
+fn finds_planted_bug_with<W: Workload>(config: &SimConfig, workload: &mut W, expect: &str) {
     let config = SimConfig {
         operations: OPS_PER_RUN,
-        ..SimConfig::quick(seed)
+        ..config.clone()
     };
     let failure = sim::run_many(&config, budget().div_ceil(OPS_PER_RUN), workload)
         .expect_err("the planted bug went unnoticed");
@@ -93,7 +100,7 @@ fn finds_planted_bug<W: Workload>(seed: u64, workload: &mut W, expect: &str) {
         &SimConfig {
             seed: failure.seed,
             operations: failure.operations,
-            ..SimConfig::quick(0)
+            ..config.clone()
         },
         workload,
     )
@@ -194,6 +201,50 @@ fn the_simulator_finds_a_planted_objmeta_migration_bug_and_shrinks_it() {
     finds_planted_bug(15, &mut workload, "after the switch");
 }
 
+/// The trace store's layout migration (`docs/migration.md` §10, §5, §6.2): one migration of
+/// `T1` into `T2` per run (complete, or rolled back), both directions, its migrator crashing
+/// and resuming among the Gold writers, readers and checks.
+#[test]
+fn tracestore_migration_keeps_its_invariants_under_faults() {
+    let mut workload = TraceStoreMigrateWorkload::default();
+    // One migration per run of the budget: a trace-store migrator reads both tables shard by
+    // shard, each migration costs several times an objmeta one.
+    let runs = budget().div_ceil(OPS_PER_RUN);
+    let report = simulate_runs(
+        "tracestore-migrate",
+        &migrator_faults(17),
+        runs,
+        &mut workload,
+    );
+    let stats = workload.stats();
+    println!("sim tracestore-migrate: {stats}");
+    assert!(
+        report.faults() > 0 && report.checked.decided > 0,
+        "{report}"
+    );
+    assert!(stats.completed > 0 && stats.rolled_back > 0, "{stats}");
+    assert!(stats.crashes > 0 && stats.resumes > 0, "{stats}");
+}
+
+#[test]
+fn a_tracestore_migration_seed_replays_the_same_run() {
+    replays(TraceStoreMigrateWorkload::default);
+}
+
+/// A rollback that stops before deleting the target's rows leaves them behind: "nothing old
+/// left" finds a row in `T2`.
+#[test]
+#[cfg(feature = "planted-bugs")]
+fn the_simulator_finds_a_planted_tracestore_migration_bug_and_shrinks_it() {
+    let mut workload =
+        TraceStoreMigrateWorkload::with_planted_bug(PlantedBug::TraceMigrateAbortKeepsTarget);
+    finds_planted_bug_with(
+        &migrator_faults(17),
+        &mut workload,
+        "after the migration ended",
+    );
+}
+
 #[test]
 fn mounttable_keeps_its_invariants_under_faults() {
     keeps_invariants("mounttable", 11, &mut MounttableWorkload::default());
@@ -249,6 +300,20 @@ fn the_simulator_finds_a_planted_tracestore_bug_and_shrinks_it() {
 
 /// Races only: no failed or lost request, no crash, no clock jump; 1 % of the requests reach
 /// the store late (a write landing after what its sender read has changed).
+/// The faults of a trace-store migration run: the usual ones, but the client crash a quarter as
+/// often (a migrator steps through a few hundred requests per run, more than any other client,
+/// so the usual rate kills nearly every run before its first gate; the shell crashes it too).
+fn migrator_faults(seed: u64) -> SimConfig {
+    let config = SimConfig::quick(seed);
+    SimConfig {
+        faults: FaultRates {
+            crash: config.faults.crash / 4,
+            ..config.faults
+        },
+        ..config
+    }
+}
+
 fn races_only() -> FaultRates {
     FaultRates {
         fail_request: 0,

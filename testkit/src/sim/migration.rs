@@ -27,6 +27,8 @@ use std::rc::Rc;
 
 use rowkit_statemachines::{Machine, Request, Response, SplitMix64, StoreError, Tag, Timestamp};
 
+use rowkit_codec::migration::MigrationState;
+
 use super::SimMachine;
 
 /// How a run's migration goes (chosen per run from its seed).
@@ -760,4 +762,22 @@ where
         self.end(end);
         Some(result.map_err(|e| e.to_string()))
     }
+}
+
+/// §3's arrows the simulated operator can cause (the start, the passes, the gates, the switch,
+/// the end, the rollback before the switch; not §4.9's swapped run, never asked for here).
+pub fn section3_arrow(old: Option<MigrationState>, new: Option<MigrationState>) -> bool {
+    use rowkit_codec::migration::MigrationState::*;
+    matches!(
+        (old, new),
+        (None, Some(Copying))
+            | (Some(Copying), Some(Verifying))
+            | (Some(Verifying), Some(Copying))
+            | (Some(Verifying), Some(Switching))
+            | (Some(Switching), Some(Switched))
+            | (Some(Switched), Some(Cleaning))
+            | (Some(Cleaning), None)
+            | (Some(Copying | Verifying | Switching), Some(Aborting))
+            | (Some(Aborting), None)
+    )
 }

@@ -47,6 +47,7 @@ pub mod mounttable;
 pub mod objmeta;
 pub mod objmeta_migrate;
 pub mod tracestore;
+pub mod tracestore_migrate;
 pub mod triples;
 
 use std::cell::RefCell;

@@ -64,7 +64,7 @@ use rowkit_store::driver::ManualClock;
 use super::migration::{
     Action, CRASHED, Collecting, CrashRates, Driver, MigrationStats, MigratorEnd, MigratorLog,
     MigratorRun, MigratorShell, MigratorStatus, Pacing, Scenario, SnapshotPoint, Stage, Tracked,
-    Waiting,
+    Waiting, section3_arrow,
 };
 use super::objmeta::{BUCKETS, ObjmetaOp, ObjmetaOutput, ObjmetaWorkload, TABLE};
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
@@ -642,24 +642,6 @@ fn migrator_end(result: &Result<MigrateOutcome, ObjmetaError>) -> MigratorEnd {
         Err(ObjmetaError::MigrationUsage(_)) => MigratorEnd::Removed,
         Err(_) => MigratorEnd::Failed,
     }
-}
-
-/// §3's arrows the simulated operator can cause (the start, the passes, the gates, the switch,
-/// the end, the rollback before the switch; not §4.9's swapped run, never asked for here).
-fn section3_arrow(old: Option<MigrationState>, new: Option<MigrationState>) -> bool {
-    use MigrationState::*;
-    matches!(
-        (old, new),
-        (None, Some(Copying))
-            | (Some(Copying), Some(Verifying))
-            | (Some(Verifying), Some(Copying))
-            | (Some(Verifying), Some(Switching))
-            | (Some(Switching), Some(Switched))
-            | (Some(Switched), Some(Cleaning))
-            | (Some(Cleaning), None)
-            | (Some(Copying | Verifying | Switching), Some(Aborting))
-            | (Some(Aborting), None)
-    )
 }
 
 fn state_of(text: &[u8]) -> Result<MigrationState, String> {

@@ -38,7 +38,7 @@ use rowkit_statemachines::operation::{Flow, Operation, Start};
 #[cfg(feature = "planted-bugs")]
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::tracestore::{
-    AssignDigestIds, Put, PutEntry, ReadRange, TraceStoreSchema, TraceStoreState,
+    AssignDigestIds, Put, PutEntry, ReadRange, Tile, TraceStoreSchema, TraceStoreState,
 };
 use rowkit_statemachines::{
     Machine, ReadRowsRequest, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
@@ -55,7 +55,8 @@ use rowkit_statemachines::tracestore::Check;
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::ManualClock;
 
-const TABLE: &str = "gold";
+/// The workload's table (the migration's source, `T1`).
+pub const TABLE: &str = "gold";
 /// Operation deadline: long enough to ride out injected failures, short enough that a
 /// clock jump can expire it.
 const DEADLINE_US: i64 = 60_000_000;
@@ -183,6 +184,7 @@ impl<F: Flow<Schema = TraceStoreSchema> + 'static> Machine for Writer<F> {
 #[derive(Debug)]
 pub struct TraceStoreWorkload {
     layout: Layout,
+    table: &'static str,
     pool: WriterPool,
     /// A bug planted in every writer's state (the simulator's self-test; this crate's
     /// `planted-bugs` feature).
@@ -196,8 +198,14 @@ pub struct TraceStoreWorkload {
 impl TraceStoreWorkload {
     /// The workload on a table of `layout`.
     pub fn new(layout: Layout) -> TraceStoreWorkload {
+        TraceStoreWorkload::on_table(layout, TABLE)
+    }
+
+    /// The workload on table `table` of `layout` (a migration's two tables).
+    pub fn on_table(layout: Layout, table: &'static str) -> TraceStoreWorkload {
         TraceStoreWorkload {
             layout,
+            table,
             pool: Rc::default(),
             #[cfg(feature = "planted-bugs")]
             planted: None,
@@ -209,7 +217,7 @@ impl TraceStoreWorkload {
     fn check_machine(&self, now: Timestamp, fix: bool, seed: u64) -> Check {
         let start = Start::within(now, seed, DEADLINE_US);
         Check::new(
-            CheckTarget::new(TABLE),
+            CheckTarget::new(self.table),
             self.layout,
             check_options(fix),
             start,
@@ -229,11 +237,41 @@ impl TraceStoreWorkload {
     fn writer(&self) -> TraceStoreState {
         self.pool.borrow_mut().pop().unwrap_or_else(|| {
             #[cfg_attr(not(feature = "planted-bugs"), expect(unused_mut))]
-            let mut state = TraceStoreState::new(TABLE, self.layout);
+            let mut state = TraceStoreState::new(self.table, self.layout);
             #[cfg(feature = "planted-bugs")]
             state.set_planted_bug(self.planted);
             state
         })
+    }
+
+    /// The table's layout.
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The table the workload's clients use.
+    pub fn table(&self) -> &'static str {
+        self.table
+    }
+
+    /// A range read of one of the two tiles (a reader's operation).
+    pub fn next_read(rng: &mut SplitMix64) -> TraceStoreOp {
+        let tile = (rng.next_u64() % 2) as i64 * i64::from(TILE_SIZE);
+        TraceStoreOp::Read {
+            first: tile,
+            last: tile + i64::from(TILE_SIZE) - 1,
+        }
+    }
+
+    /// A fresh reader's range read of the whole written range, as a machine (the
+    /// operator's snapshot of the truth).
+    pub fn read_everything(&self, now: Timestamp, seed: u64) -> ReadRange<'static> {
+        ReadRange::new(
+            TraceStoreState::new(self.table, self.layout),
+            0,
+            LAST_COMMIT,
+            Start::within(now, seed, DEADLINE_US),
+        )
     }
 
     fn run<F: Flow<Schema = TraceStoreSchema> + 'static>(
@@ -282,11 +320,12 @@ fn decide(
 
 fn read_all(
     store: &MemoryStore,
+    table: &str,
     rows: RowSet,
     now: Timestamp,
 ) -> Result<Vec<rowkit_codec::model::Row>, String> {
     let request = ReadRowsRequest {
-        table: TABLE.into(),
+        table: table.into(),
         rows,
         filter: Some(RowFilter::PassAll),
         ..Default::default()
@@ -295,8 +334,13 @@ fn read_all(
 }
 
 /// A tile's final OPS param set (newest `O:OPS` cell).
-fn final_ops(store: &MemoryStore, tile: i64, now: Timestamp) -> Result<ParamSet, String> {
-    let rows = read_all(store, RowSet::key(ops_row_name(tile_key(tile))), now)?;
+fn final_ops(
+    store: &MemoryStore,
+    table: &str,
+    tile: i64,
+    now: Timestamp,
+) -> Result<ParamSet, String> {
+    let rows = read_all(store, table, RowSet::key(ops_row_name(tile_key(tile))), now)?;
     let newest = rows
         .iter()
         .flat_map(|r| &r.cells)
@@ -321,7 +365,7 @@ impl Workload for TraceStoreWorkload {
         let clock = ManualClock::new(Timestamp(0));
         block_on(setup_table(
             &SyncDriver::new(store, &clock),
-            TABLE,
+            self.table,
             self.layout,
         ))
         .map_err(|e| e.to_string())
@@ -352,13 +396,7 @@ impl Workload for TraceStoreWorkload {
                     values: values.into_iter().collect(),
                 }
             }
-            6 => {
-                let tile = pick(rng, 2) as i64 * i64::from(TILE_SIZE);
-                TraceStoreOp::Read {
-                    first: tile,
-                    last: tile + i64::from(TILE_SIZE) - 1,
-                }
-            }
+            6 => Self::next_read(rng),
             _ => {
                 let mut d: Vec<usize> = (0..1 + pick(rng, 3)).map(|_| pick(rng, DIGESTS)).collect();
                 d.sort_unstable();
@@ -417,7 +455,7 @@ impl Workload for TraceStoreWorkload {
             let mut by_digest: BTreeMap<String, BTreeSet<u64>> = BTreeMap::new();
             for s in 0..SHARDS {
                 let range = shard_prefix_range(s, TYPE_DIGEST_MAP, GLOBAL_TILE_KEY);
-                for row in read_all(store, RowSet::range(range), now)? {
+                for row in read_all(store, self.table, RowSet::range(range), now)? {
                     for cell in row.cells.iter().filter(|c| c.family == FAMILY_DIGEST_MAP) {
                         let d = digest_of_map_cell(&row.key, &cell.qualifier)
                             .map_err(|e| format!("digest map: {e}"))?;
@@ -461,42 +499,20 @@ impl Workload for TraceStoreWorkload {
         let clock = ManualClock::new(now);
         let fresh = block_on(TraceStore::open(
             SyncDriver::new(store, &clock),
-            TABLE,
+            self.table,
             Some(self.layout),
         ))
         .map(|g| g.with_options(seeded(1)))
         .map_err(|e| format!("open: {e}"))?;
-        let tile = block_on(fresh.read_range(0, 2 * i64::from(TILE_SIZE) - 1))
-            .map_err(|e| format!("final read: {e}"))?;
+        let tile =
+            block_on(fresh.read_range(0, LAST_COMMIT)).map_err(|e| format!("final read: {e}"))?;
         // 2. Decided cells read back their digest.
-        for trace in 0..TRACES {
-            let id = trace_id_text(&trace_params(trace));
-            for commit in COMMITS {
-                let read = tile
-                    .commits
-                    .iter()
-                    .position(|&c| i64::from(c) == commit)
-                    .and_then(|col| tile.traces.get(&id).and_then(|t| t.digests.get(col)))
-                    .cloned()
-                    .unwrap_or_default();
-                let want = match decide(history, trace, commit) {
-                    Ok(Some(d)) => digest(d),
-                    Ok(None) => String::new(),
-                    Err(()) => {
-                        checked.undecided += 1;
-                        continue;
-                    }
-                };
-                if read != want {
-                    return Err(format!(
-                        "trace {id} commit {commit}: read {read:?}, the history says {want:?}"
-                    ));
-                }
-                checked.decided += 1;
-            }
-        }
+        check_tile(&tile, history, &mut checked)?;
         // 3. The OPS only grows: acknowledged puts' params are in the final OPS...
-        let finals = [final_ops(store, 0, now)?, final_ops(store, 1, now)?];
+        let finals = [
+            final_ops(store, self.table, 0, now)?,
+            final_ops(store, self.table, 1, now)?,
+        ];
         for r in history.iter().filter(|r| r.acknowledged()) {
             let TraceStoreOp::Put { commit, values } = &r.op else {
                 continue;
@@ -567,6 +583,45 @@ impl Workload for TraceStoreWorkload {
         )?;
         Ok(checked)
     }
+}
+
+/// The range every check reads: the two tiles the workload writes.
+pub const LAST_COMMIT: i64 = 2 * TILE_SIZE as i64 - 1;
+
+/// Checks that every cell of `tile` (a read of `0..=`[`LAST_COMMIT`]) whose last write
+/// `history` decides reads back that write's digest, and never-written cells read missing.
+pub fn check_tile(
+    tile: &Tile,
+    history: &[Record<TraceStoreOp, TraceStoreOutput>],
+    checked: &mut Checked,
+) -> Result<(), String> {
+    for trace in 0..TRACES {
+        let id = trace_id_text(&trace_params(trace));
+        for commit in COMMITS {
+            let read = tile
+                .commits
+                .iter()
+                .position(|&c| i64::from(c) == commit)
+                .and_then(|col| tile.traces.get(&id).and_then(|t| t.digests.get(col)))
+                .cloned()
+                .unwrap_or_default();
+            let want = match decide(history, trace, commit) {
+                Ok(Some(d)) => digest(d),
+                Ok(None) => String::new(),
+                Err(()) => {
+                    checked.undecided += 1;
+                    continue;
+                }
+            };
+            if read != want {
+                return Err(format!(
+                    "trace {id} commit {commit}: read {read:?}, the history says {want:?}"
+                ));
+            }
+            checked.decided += 1;
+        }
+    }
+    Ok(())
 }
 
 /// Facade options with `seed` (default deadlines).

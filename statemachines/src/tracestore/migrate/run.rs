@@ -685,6 +685,15 @@ impl Flow for MigrateTraceStoreFlow {
                 }
                 RunPhase::ScanRead(side, read) => {
                     let rows = ready!(io.rows(read), self.phase => RunPhase::ScanRead(side, read));
+                    #[cfg(feature = "_planted_bugs")]
+                    let rows = if side == Side::Target
+                        && pair.source.planted
+                            == Some(crate::planted::PlantedBug::TraceMigrateAbortKeepsTarget)
+                    {
+                        Vec::new()
+                    } else {
+                        rows
+                    };
                     if rows.is_empty() {
                         self.deleted = true;
                         self.next(io)?
