@@ -10,6 +10,8 @@
 //! - [`sim`]: the deterministic fault simulator. Feature `planted-bugs` builds the machines'
 //!   planted bugs (rowkit-statemachines' `planted-bugs`) for the simulator's self-test
 //!   (`tests/sim.rs`); nothing else enables it.
+//! - [`live_migration`]: writers writing while a layout migration runs, and the expected state
+//!   built from their acknowledgements (the migration's acceptance test and bench).
 //! - [`emulator`] (feature `emulator`): the Cloud Bigtable emulator (or rowkit's gRPC server
 //!   in its place) as a fixture for the tests that talk gRPC.
 //!
@@ -26,6 +28,7 @@
 
 #[cfg(feature = "emulator")]
 pub mod emulator;
+pub mod live_migration;
 pub mod scenarios;
 pub mod script;
 pub mod sim;

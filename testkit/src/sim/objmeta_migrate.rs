@@ -85,7 +85,7 @@ const CRASHES: CrashRates = CrashRates {
 #[derive(Clone)]
 pub enum MigrateOp {
     /// One of the objmeta workload's operations.
-    Objmeta(ObjmetaOp),
+    Objmeta(Box<ObjmetaOp>),
     /// A migrator run (`rowkit s3 migrate BUCKET --to …` with these flags).
     Migrate(MigratorRun),
     /// An idle client waits with the migrator through its settle wait.
@@ -325,7 +325,7 @@ impl ObjmetaMigrateWorkload {
                     Outcome::Done(Err(e)) => Outcome::Done(Err(e.clone())),
                 };
                 Some(Record {
-                    op: op.clone(),
+                    op: ObjmetaOp::clone(op),
                     start: r.start,
                     end: r.end,
                     outcome,
@@ -825,8 +825,8 @@ impl Workload for ObjmetaMigrateWorkload {
             self.enter(self.driver.stage());
         }
         match action {
-            Action::Write => MigrateOp::Objmeta(self.objmeta.next_op(rng)),
-            Action::Read => MigrateOp::Objmeta(self.objmeta.next_read(rng, self.bucket)),
+            Action::Write => MigrateOp::Objmeta(Box::new(self.objmeta.next_op(rng))),
+            Action::Read => MigrateOp::Objmeta(Box::new(self.objmeta.next_read(rng, self.bucket))),
             Action::Migrate(run) => MigrateOp::Migrate(run),
             Action::Wait(until) => MigrateOp::Wait(until),
             Action::Snapshot(point) => MigrateOp::Snapshot(point),
@@ -921,7 +921,7 @@ impl Workload for ObjmetaMigrateWorkload {
         self.objmeta
             .repairs(store, now, &objmeta_history)
             .into_iter()
-            .map(MigrateOp::Objmeta)
+            .map(|op| MigrateOp::Objmeta(Box::new(op)))
             .collect()
     }
 

@@ -858,27 +858,9 @@ impl MigrationPassFlow {
     }
 
     /// The progress event of the page just checkpointed.
+    /// The progress after a page: the checkpoint just written (it carries the counters).
     fn progress(&self, now: Timestamp) -> PassProgress {
-        let c = &self.counters;
-        let elapsed_us = self.began.map_or(0, |b| now.0.saturating_sub(b.0));
-        let rate = (elapsed_us > 0).then(|| {
-            let per_s =
-                u128::from(self.rows_this_run) * 1_000_000 / elapsed_us.unsigned_abs() as u128;
-            u64::try_from(per_s).unwrap_or(u64::MAX)
-        });
-        let eta_s = match (self.checkpoint.pass_rows_previous, rate) {
-            (Some(previous), Some(rate)) if rate > 0 => {
-                Some(previous.saturating_sub(c.rows_scanned) / rate)
-            }
-            _ => None,
-        };
-        PassProgress {
-            state: self.checkpoint.state,
-            pass: self.checkpoint.pass,
-            counters: *c,
-            rate_rows_per_s: rate,
-            eta_s,
-        }
+        crate::migration::pass_progress(&self.checkpoint, self.rows_this_run, self.began, now)
     }
 
     fn summary(&mut self) -> PassSummary {

@@ -35,7 +35,7 @@ use alloc::vec::Vec;
 use rowkit_codec::objmeta::keys::{VFormat, collection_for_bucket};
 use rowkit_codec::objmeta::migration::marker::{
     DEFAULT_SETTLE_US, Gates, MIN_SETTLE_US, MarkerChange, MigrationCheckpoint, MigrationMarker,
-    MigrationState, PassCounters, RunId,
+    MigrationState, RunId,
 };
 use rowkit_codec::objmeta::migration::pass::pair_key;
 use rowkit_codec::objmeta::migration::sync::Keep;
@@ -547,22 +547,13 @@ impl MigrateBucketFlow {
                 (checkpoint, from_start)
             }
             None => {
-                let previous = migration
-                    .checkpoint
-                    .as_ref()
-                    .filter(|c| c.run == marker.run);
-                let checkpoint = MigrationCheckpoint {
-                    run: marker.run,
-                    state: marker.state,
-                    pass: previous.map_or(1, |c| c.pass.saturating_add(1)),
-                    cursor: None,
-                    owner: self.options.owner.clone(),
-                    lease_until: now,
-                    counters: PassCounters::default(),
-                    pass_rows_previous: previous.map(|c| c.counters.rows_scanned),
-                    started: previous.map_or(now, |c| c.started),
-                    updated: now,
-                };
+                let checkpoint = MigrationCheckpoint::next_pass(
+                    migration.checkpoint.as_ref(),
+                    marker.run,
+                    marker.state,
+                    &self.options.owner,
+                    now,
+                );
                 (checkpoint, true)
             }
         };
