@@ -1,15 +1,22 @@
-//! The JSON documents of a bucket migration (`docs/migration.md` §7.3, §11.7), one
-//! serialisation for every front end: `rowkit s3 migrate --json` prints them (progress as JSON
-//! Lines, the result on stdout) and the wasm package hands the same members to JS (the browser
-//! tool's Migrate action).
+//! The JSON documents of a layout migration (`docs/migration.md` §7.3, §11.7) — a bucket's
+//! and a trace store table's —, one serialisation for every front end: `rowkit s3 migrate
+//! --json` and `rowkit gold migrate --json` print them (progress as JSON Lines, the result on
+//! stdout) and the wasm package hands the same members to JS (the browser tool's Migrate
+//! actions).
 
+use rowkit_codec::model::Timestamp;
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::migration::marker::PassCounters;
+use rowkit_codec::tracestore::Layout;
 use rowkit_statemachines::objmeta::migrate::marker::MigrationRead;
 use rowkit_statemachines::objmeta::migrate::pass::{
     MigrateEvent, PassConflict, PassFinding, PassProgress,
 };
 use rowkit_statemachines::objmeta::migrate::run::{MigrateEnd, MigrateOutcome};
+use rowkit_statemachines::tracestore::migrate::TraceMigrateEvent;
+use rowkit_statemachines::tracestore::migrate::marker::TraceMigrationRead;
+use rowkit_statemachines::tracestore::migrate::pass::TilePassSummary;
+use rowkit_statemachines::tracestore::migrate::run::{TraceMigrateEnd, TraceMigrateOutcome};
 use serde_json::{Map, Value, json};
 
 /// A migration's deadline: a day. A run stopped by it resumes where it stopped when run again
@@ -127,16 +134,138 @@ pub fn outcome_json(bucket: &str, to: VFormat, abort: bool, o: &MigrateOutcome) 
 /// marker, checkpoint}`, the marker and checkpoint as their stored JSON texts parse (§2.2,
 /// §7.1), `null` when absent.
 pub fn status_json(bucket: &str, read: &MigrationRead) -> Value {
-    // The texts as stored (members in their written order); `read` decoded them strictly, so
-    // they parse.
-    let stored = |text: Option<&[u8]>| {
-        text.and_then(|t| serde_json::from_slice::<Value>(t).ok())
-            .unwrap_or(Value::Null)
-    };
     json!({
         "bucket": bucket,
         "vformat": read.vformat.as_str(),
-        "marker": stored(read.columns.marker.as_deref()),
-        "checkpoint": stored(read.columns.checkpoint.as_deref()),
+        "marker": stored_json(read.columns.marker.as_deref()),
+        "checkpoint": stored_json(read.columns.checkpoint.as_deref()),
+    })
+}
+
+/// A marker's or checkpoint's stored JSON text as a document, members in their written order
+/// (`null` when absent). The reader decoded the text strictly already, so it parses.
+fn stored_json(text: Option<&[u8]>) -> Value {
+    text.and_then(|t| serde_json::from_slice::<Value>(t).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Where a trace store run ended, as a word: a state, `removed` (rolled back) or `cleaned`.
+pub fn trace_end_name(end: TraceMigrateEnd) -> &'static str {
+    match end {
+        TraceMigrateEnd::InState(s) => s.as_str(),
+        TraceMigrateEnd::Removed => "removed",
+        TraceMigrateEnd::Cleaned => "cleaned",
+    }
+}
+
+/// A trace point a sweep named (a straggler or a conflict, §5.6): `{trace, commit, ts}` (`ts`
+/// in µs).
+pub fn trace_point_json(trace: &str, commit: u32, ts: Timestamp) -> Value {
+    json!({"trace": trace, "commit": commit, "ts": ts.0})
+}
+
+/// Any event of a trace store migration, as one document whose `event` names its kind:
+/// `progress` ([`progress_json`]'s members), `state_changed` (`from`, `to`), `straggler` and
+/// `conflict` ([`trace_point_json`]'s members) — the members of [`event_json`]'s kinds where
+/// the two migrators share them. `None` for a kind of event this serialisation does not know.
+pub fn trace_event_json(e: &TraceMigrateEvent) -> Option<Value> {
+    let (kind, body) = match e {
+        TraceMigrateEvent::Progress(p) => ("progress", progress_json(p)),
+        TraceMigrateEvent::StateChanged { from, to } => (
+            "state_changed",
+            json!({"from": from.map(|s| s.as_str()), "to": to.map(|s| s.as_str())}),
+        ),
+        TraceMigrateEvent::Straggler { trace, commit, ts } => {
+            ("straggler", trace_point_json(trace, *commit, *ts))
+        }
+        TraceMigrateEvent::Conflict { trace, commit, ts } => {
+            ("conflict", trace_point_json(trace, *commit, *ts))
+        }
+        _ => return None,
+    };
+    let mut m = Map::new();
+    m.insert("event".into(), json!(kind));
+    if let Value::Object(members) = body {
+        m.extend(members);
+    }
+    Some(Value::Object(m))
+}
+
+/// The stragglers and conflicts a trace store run's events named (its result lists them: the
+/// outcome counts them only), as [`trace_point_json`] documents.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TracePoints {
+    /// The stragglers' points.
+    pub stragglers: Vec<Value>,
+    /// The conflicts' points.
+    pub conflicts: Vec<Value>,
+}
+
+impl TracePoints {
+    /// Keeps the point `e` names, if it is a straggler or a conflict.
+    pub fn record(&mut self, e: &TraceMigrateEvent) {
+        match e {
+            TraceMigrateEvent::Straggler { trace, commit, ts } => {
+                self.stragglers.push(trace_point_json(trace, *commit, *ts))
+            }
+            TraceMigrateEvent::Conflict { trace, commit, ts } => {
+                self.conflicts.push(trace_point_json(trace, *commit, *ts))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A tile pass's summary: `{kind, pass, diffs, tiles, skipped_rows, options_rows_dropped,
+/// …counters}`.
+fn tile_pass_json(s: &TilePassSummary) -> Value {
+    let mut m = Map::new();
+    m.insert("kind".into(), json!(format!("{:?}", s.kind).to_lowercase()));
+    m.insert("pass".into(), json!(s.pass));
+    m.insert("diffs".into(), json!(s.diffs));
+    m.insert("tiles".into(), json!(s.tiles));
+    m.insert("skipped_rows".into(), json!(s.skipped_rows));
+    m.insert("options_rows_dropped".into(), json!(s.options_rows_dropped));
+    m.extend(counters_json(&s.counters));
+    Value::Object(m)
+}
+
+/// The result document of a trace store run of `table` into `target_table`, to layout `to`
+/// (`abort`: a rollback): `{table, target_table, to, abort, state, run, passes: [{kind, pass,
+/// diffs, tiles, skipped_rows, options_rows_dropped, …counters}], target_rows_deleted,
+/// source_rows_deleted, source_rows_left, stragglers, conflicts}`.
+pub fn trace_outcome_json(
+    table: &str,
+    target_table: &str,
+    to: Layout,
+    abort: bool,
+    o: &TraceMigrateOutcome,
+    points: &TracePoints,
+) -> Value {
+    json!({
+        "table": table,
+        "target_table": target_table,
+        "to": to.name(),
+        "abort": abort,
+        "state": trace_end_name(o.end),
+        "run": o.run.map(|r| r.to_string()),
+        "passes": o.passes.iter().map(tile_pass_json).collect::<Vec<_>>(),
+        "target_rows_deleted": o.target_rows_deleted,
+        "source_rows_deleted": o.source_rows_deleted,
+        "source_rows_left": o.source_rows_left,
+        "stragglers": points.stragglers,
+        "conflicts": points.conflicts,
+    })
+}
+
+/// A trace store table's migration state as read (`TraceStore::read_migration`): `{table,
+/// layout, marker, checkpoint}`, the marker and checkpoint as their stored JSON texts parse
+/// (§2.1, §7.1), `null` when absent.
+pub fn trace_status_json(table: &str, layout: Layout, read: &TraceMigrationRead) -> Value {
+    json!({
+        "table": table,
+        "layout": layout.name(),
+        "marker": stored_json(read.cells.marker.as_deref()),
+        "checkpoint": stored_json(read.cells.checkpoint.as_deref()),
     })
 }

@@ -39,7 +39,7 @@ use rowkit_statemachines::check::{
 };
 use rowkit_statemachines::operation::{Flow, Operation, OperationError, Start};
 use rowkit_statemachines::tracestore::migrate::TablePair;
-use rowkit_statemachines::tracestore::migrate::marker::ReadTableMigration;
+use rowkit_statemachines::tracestore::migrate::marker::{ReadTableMigration, TraceMigrationRead};
 use rowkit_statemachines::tracestore::migrate::run::{
     MigrateTraceStore, TraceMigrateOptions, TraceMigrateOutcome,
 };
@@ -313,10 +313,7 @@ impl<D: Driver> TraceStore<D> {
         if layout_of(&families, None).ok() != Some(to) {
             return Err(setup());
         }
-        let start = self.start(READ_DEADLINE_MICROS);
-        let source = TraceStoreState::new(self.table.as_str(), self.layout);
-        let read = run_operation(&self.driver, ReadTableMigration::new(source, start), |_| {});
-        if read.await?.marker.is_none() {
+        if self.read_migration().await?.marker.is_none() {
             let start = self.start(READ_DEADLINE_MICROS);
             let target = TraceStoreState::new(target_table, to);
             let newest = run_operation(&self.driver, NewestTile::new(target, start), |_| {});
@@ -331,6 +328,14 @@ impl<D: Driver> TraceStore<D> {
         let start = self.calls.start_within(self.driver.now(), timeout);
         let m = MigrateTraceStore::new(pair, to, options, start);
         run_operation(&self.driver, m, on_event).await
+    }
+
+    /// The table's migration state as the migrator reads it (`docs/migration.md` §2.1): its
+    /// marker row's marker and checkpoint (`rowkit gold migrate`'s status, the browser tool's).
+    pub async fn read_migration(&self) -> Result<TraceMigrationRead, TraceStoreError> {
+        let start = self.start(READ_DEADLINE_MICROS);
+        let source = TraceStoreState::new(self.table.as_str(), self.layout);
+        run_operation(&self.driver, ReadTableMigration::new(source, start), |_| {}).await
     }
 
     /// `Put`: writes `entries` at commit `repo_index` with cell timestamp `ts`; returns the

@@ -72,24 +72,40 @@ fn random_u64() -> u64 {
     (half() << 32) | half()
 }
 
+/// A migration options object's `settleMs` in µs (`None`: the migrator's default).
+pub(crate) fn settle_option(options: &JsValue) -> Result<Option<i64>, JsValue> {
+    match js::get_number(options, "settleMs")? {
+        Some(ms) => Ok(Some(js::to_i64(ms, "settleMs")?.saturating_mul(1000))),
+        None => Ok(None),
+    }
+}
+
+/// A migration options object's `owner`, the checkpoints' lease owner (§7.1): as given (not
+/// empty), else a random `browser:…` name.
+pub(crate) fn owner_option(options: &JsValue) -> Result<String, JsValue> {
+    match js::get_string(options, "owner")? {
+        Some(owner) if owner.is_empty() => Err(js::invalid("owner must not be empty")),
+        Some(owner) => Ok(owner),
+        // No host or pid in a page: a random name, unlikely to be any other migrator's.
+        None => Ok(format!("browser:{:016x}", random_u64())),
+    }
+}
+
+/// A migration options object's boolean member `name` (absent: `false`).
+pub(crate) fn flag_option(options: &JsValue, name: &str) -> Result<bool, JsValue> {
+    js::get_bool(options, name).map(Option::unwrap_or_default)
+}
+
 /// `migrateBucket`'s options object as the migrator's (see `MigrateBucketOptions`).
 fn migrate_options(options: &JsValue) -> Result<MigrateOptions, JsValue> {
-    let flag = |name| js::get_bool(options, name).map(Option::unwrap_or_default);
-    let settle_us = match js::get_number(options, "settleMs")? {
-        Some(ms) => Some(js::to_i64(ms, "settleMs")?.saturating_mul(1000)),
-        None => None,
-    };
+    let flag = |name| flag_option(options, name);
+    let settle_us = settle_option(options)?;
     let page_rows = match js::get_number(options, "page")? {
         Some(n) => u32::try_from(js::to_u64(n, "page")?)
             .map_err(|_| js::invalid("page must be at most 2^32-1 rows"))?,
         None => 0,
     };
-    let owner = match js::get_string(options, "owner")? {
-        Some(owner) if owner.is_empty() => return Err(js::invalid("owner must not be empty")),
-        Some(owner) => owner,
-        // No host or pid in a page: a random name, unlikely to be any other migrator's.
-        None => format!("browser:{:016x}", random_u64()),
-    };
+    let owner = owner_option(options)?;
     let resolve = match js::get_string(options, "resolve")? {
         Some(text) => Some(
             Keep::parse(&text)

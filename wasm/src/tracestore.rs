@@ -10,18 +10,24 @@ use futures_util::lock::Mutex;
 use js_sys::Promise;
 use js_sys::Reflect;
 use rowkit_client::Driver;
+use rowkit_client::migration_json::{
+    MIGRATE_TIMEOUT_MICROS, TracePoints, trace_event_json, trace_outcome_json, trace_status_json,
+};
 use rowkit_client::tracestore::{TraceStore as Facade, setup_table};
+use rowkit_codec::migration::{Gates, OptionsPolicy};
 use rowkit_codec::tracestore::keys::TILE_SIZE;
 use rowkit_codec::tracestore::{Layout, Params};
 use rowkit_codec::validate::Field;
 use rowkit_statemachines::Timestamp;
-use rowkit_statemachines::tracestore::{PutEntry, Tile, TraceBatch};
+use rowkit_statemachines::tracestore::migrate::run::TraceMigrateOptions;
+use rowkit_statemachines::tracestore::{PutEntry, Tile, TraceBatch, TraceStoreEvent};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use wasm_bindgen::prelude::*;
 
 use crate::backend::{ClientOptions, Diagnosis, PageDriver};
 use crate::js;
+use crate::objmeta::{flag_option, owner_option, settle_option};
 
 struct Inner {
     table: String,
@@ -95,6 +101,30 @@ fn params(v: &Value, what: &str) -> Result<Params, JsValue> {
     }
 }
 
+/// `migrate`'s options object as the migrator's (see `MigrateTableOptions`).
+fn migrate_options(options: &JsValue) -> Result<TraceMigrateOptions, JsValue> {
+    let policy = match js::get_string(options, "options")?.as_deref() {
+        None | Some("refuse") => OptionsPolicy::Refuse,
+        Some("drop") => OptionsPolicy::Drop,
+        Some(other) => {
+            return Err(js::invalid(format!(
+                "options {other:?}: expected \"refuse\" or \"drop\""
+            )));
+        }
+    };
+    Ok(TraceMigrateOptions {
+        gates: Gates {
+            switch: flag_option(options, "switch")?,
+            finish: flag_option(options, "finish")?,
+        },
+        abort: flag_option(options, "abort")?,
+        options: policy,
+        settle_us: settle_option(options)?,
+        take_over: flag_option(options, "takeOver")?,
+        owner: owner_option(options)?,
+    })
+}
+
 // The TypeScript types of the options and results (the package's `.d.ts`).
 #[wasm_bindgen(typescript_custom_section)]
 const TRACE_STORE_TS: &str = r#"
@@ -149,6 +179,68 @@ export interface TileBatch {
     /** How many of the tile's shards have been read. */
     shardsDone: number;
 }
+
+/** `migrate`'s options: the gates and flags of `rowkit gold migrate` (all optional). */
+export interface MigrateTableOptions {
+    /** `--switch`: let the run enter `switching` (the Gold writers are stopped). */
+    switch?: boolean;
+    /** `--finish`: let the run enter `cleaning` and delete the source's Gold rows (no Gold process uses the source any more). */
+    finish?: boolean;
+    /** `--abort`: roll the migration back (before the switch): the target's rows are deleted. */
+    abort?: boolean;
+    /** `--options`: an md5 source's options rows: `"refuse"` (default: the run stops at the first) or `"drop"` (not copied, counted). */
+    options?: "refuse" | "drop";
+    /** `--settle`: the settle time Δ in ms (at least 85 000; default 90 s). */
+    settleMs?: number;
+    /** `--take-over`: take over a run another migrator's lease holds. */
+    takeOver?: boolean;
+    /** The checkpoints' lease owner (default: a random `browser:…` name). */
+    owner?: string;
+}
+
+/** A trace point a sweep named (§5.6). */
+export interface MigratePoint {
+    /** The trace id. */
+    trace: string;
+    /** The repo index. */
+    commit: number;
+    /** The point's timestamp in µs. */
+    ts: number;
+}
+
+/** One event of a running trace store migration (§7.3), as `migrate` hands them to its callback. */
+export type TraceMigrateEvent =
+    | ({ event: "progress"; state: MigrationStateName; pass: number; rate_rows_per_s: number | null; eta_s: number | null } & MigrateCounters)
+    | { event: "state_changed"; from: MigrationStateName | null; to: MigrationStateName | null }
+    | ({ event: "straggler" } & MigratePoint)
+    | ({ event: "conflict" } & MigratePoint);
+
+/** What a trace store migration run did: `rowkit gold migrate --json`'s result document. */
+export interface TraceMigrateResult {
+    table: string;
+    target_table: string;
+    to: "md5" | "digest-id";
+    abort: boolean;
+    /** Where the run ended: a state, `removed` (rolled back) or `cleaned` (migrated). */
+    state: MigrationStateName | "removed" | "cleaned";
+    run: string | null;
+    passes: ({ kind: string; pass: number; diffs: number; tiles: number; skipped_rows: number; options_rows_dropped: number } & MigrateCounters)[];
+    target_rows_deleted: number;
+    source_rows_deleted: number;
+    source_rows_left: number;
+    stragglers: MigratePoint[];
+    conflicts: MigratePoint[];
+}
+
+/** A table's migration state as the migrator reads it (§2.1): marker and checkpoint as stored (§2.2, §7.1). */
+export interface TraceMigrationStatus {
+    table: string;
+    /** The client's layout (the `layout` option). */
+    layout: "md5" | "digest-id";
+    marker: { run: string; from: "md5" | "digest-id"; to: "md5" | "digest-id"; state: MigrationStateName; since: number; settle_us: number; [member: string]: JsonValue } | null;
+    checkpoint: ({ run: string; state: MigrationStateName; pass: number; cursor: string | null; owner: string; lease_until: number;
+        pass_rows_previous: number | null; started: number; updated: number } & MigrateCounters) | null;
+}
 "#;
 
 /// The Skia Gold trace store. Options: the common client options (`gateway`, `token`,
@@ -159,6 +251,8 @@ pub struct TraceStore {
     diagnosis: Diagnosis,
     /// A check's deadline (`deadlineMs`, else an hour).
     check_timeout_us: i64,
+    /// `deadlineMs` in µs, if given (a migration runs at least a day).
+    deadline_us: Option<i64>,
 }
 
 #[wasm_bindgen]
@@ -177,6 +271,7 @@ impl TraceStore {
         let table = opts.table.clone().unwrap_or_else(|| "gold".into());
         let diagnosis = opts.diagnosis("trace store", vec![table.clone()]);
         let check_timeout_us = opts.check_timeout_us();
+        let deadline_us = opts.deadline_us();
         let call_options = opts.call_options();
         let gold = Facade::with_layout(opts.driver, &table, layout).with_options(call_options);
         Ok(TraceStore {
@@ -187,6 +282,7 @@ impl TraceStore {
             }),
             diagnosis,
             check_timeout_us,
+            deadline_us,
         })
     }
 
@@ -345,6 +441,90 @@ impl TraceStore {
                 .await
                 .map_err(js::check_error)?;
             Ok(js::check_report("gold", summary, findings))
+        })
+    }
+
+    /// `migrationStatus()`: the table's migration in progress, read as the migrator reads it
+    /// (`docs/migration.md` §2.1): `{table, layout, marker, checkpoint}`, `marker` and
+    /// `checkpoint` as stored, `null` when absent (`layout` is the client's).
+    #[wasm_bindgen(js_name = migrationStatus, unchecked_return_type = "Promise<TraceMigrationStatus>")]
+    pub fn migration_status(&self) -> Promise {
+        let inner = self.inner.clone();
+        self.diagnosis.promise(async move {
+            let gold = inner.gold.lock().await;
+            let read = gold.read_migration().await.map_err(js::operation_error)?;
+            Ok(js::to_js(&trace_status_json(
+                &inner.table,
+                inner.layout,
+                &read,
+            )))
+        })
+    }
+
+    /// `migrate(targetTable, to, options, onEvent)`: `rowkit gold migrate --to L
+    /// --target-table T2` (`docs/migration.md` §5): migrates the client's table into
+    /// `targetTable`, which must exist as an empty table of layout `to` (the other one of the
+    /// client's: a page cannot set tables up, §11.6; else the promise rejects with
+    /// `usage_error`, its message naming `rowkit gold setup --table T2 --layout L`), as far as
+    /// `options`' gates allow, starting a run or resuming the one the markers name. Each event
+    /// (progress after every tile, marker changes, stragglers, conflicts) goes to `onEvent` as
+    /// the machine emits it; resolves to the result document (`rowkit gold migrate --json`'s).
+    /// Runs up to a day (or `deadlineMs` if longer) and waits the settle time Δ before the
+    /// switch, the clean-up and the rollback; while it runs the client's other calls wait, so
+    /// a page runs it on a client of its own.
+    #[wasm_bindgen(unchecked_return_type = "Promise<TraceMigrateResult>")]
+    pub fn migrate(
+        &self,
+        #[wasm_bindgen(js_name = targetTable)] target_table: String,
+        #[wasm_bindgen(unchecked_param_type = "\"md5\" | \"digest-id\"")] to: String,
+        #[wasm_bindgen(unchecked_optional_param_type = "MigrateTableOptions | null")]
+        options: JsValue,
+        #[wasm_bindgen(
+            js_name = onEvent,
+            unchecked_optional_param_type = "(event: TraceMigrateEvent) => void"
+        )]
+        on_event: Option<js_sys::Function>,
+    ) -> Promise {
+        let inner = self.inner.clone();
+        let timeout = MIGRATE_TIMEOUT_MICROS.max(self.deadline_us.unwrap_or(0));
+        self.diagnosis.promise(async move {
+            if target_table.is_empty() {
+                return Err(js::invalid("targetTable must not be empty"));
+            }
+            let to = Layout::parse(&to)
+                .ok_or_else(|| js::invalid(format!("to {to:?}: expected digest-id or md5")))?;
+            if to == inner.layout {
+                return Err(js::invalid(format!(
+                    "to {}: the table is {} already; migrate it into a table of the other layout",
+                    to.name(),
+                    to.name()
+                )));
+            }
+            let options = migrate_options(&options)?;
+            let abort = options.abort;
+            let mut points = TracePoints::default();
+            let gold = inner.gold.lock().await;
+            let outcome = gold
+                .migrate(&target_table, options, timeout, |e| {
+                    let TraceStoreEvent::Migrate(e) = e else {
+                        return;
+                    };
+                    points.record(&e);
+                    if let (Some(doc), Some(f)) = (trace_event_json(&e), &on_event) {
+                        // A callback that throws does not stop the run.
+                        let _ = f.call1(&JsValue::NULL, &js::to_js(&doc));
+                    }
+                })
+                .await
+                .map_err(js::operation_error)?;
+            Ok(js::to_js(&trace_outcome_json(
+                &inner.table,
+                &target_table,
+                to,
+                abort,
+                &outcome,
+                &points,
+            )))
         })
     }
 

@@ -681,6 +681,202 @@ async fn objmeta_migrate(gateway: bool) {
     }
 }
 
+/// `TraceStore.migrate` and `migrationStatus` (docs/migration.md §5, §7.3): an md5 table
+/// migrated into a digest-id table of its own — refused in one line naming `rowkit gold setup`
+/// while the target does not exist; offline with both gates (the page's clock jumps over the
+/// settle waits) the run ends `cleaned` and the target reads every point; through the gateway
+/// without gates it stops in `verifying`. Events and result are the CLI's documents.
+async fn tracestore_migrate(gateway: bool) {
+    let source = format!("wasm-gmig-{}", unique());
+    let target = format!("{source}-dig");
+    let client = |table: &str, layout: &str| {
+        let o = options(gateway, Some(table));
+        js_sys::Reflect::set(&o, &"layout".into(), &layout.into()).unwrap();
+        TraceStore::new(o).unwrap()
+    };
+    let ts = client(&source, "md5");
+    wait(ts.setup()).await.unwrap();
+    let digests = [
+        "8db9913366b07bd14df9a68459e2958b",
+        "9e1d402515193304cafbdf02b8fd751b",
+    ];
+    let (first, second) = (7_i64, 256 + 9);
+    for (commit, digest) in [(first, digests[0]), (second, digests[1])] {
+        let entries = js_sys::JSON::parse(
+            &json!([
+                {"params": {"name": "t1", "os": "linux"}, "digest": digest},
+                {"params": {"name": "t2", "os": "linux"}, "digest": digest}
+            ])
+            .to_string(),
+        )
+        .unwrap();
+        wait(ts.put(commit as f64, entries, None)).await.unwrap();
+    }
+    let status = json(&wait(ts.migration_status()).await.unwrap());
+    assert_eq!(
+        status,
+        json!({"table": source, "layout": "md5", "marker": null, "checkpoint": null})
+    );
+    let opts = |v: serde_json::Value| js_sys::JSON::parse(&v.to_string()).unwrap();
+    // Refused before anything is written: the same layout, a bad option, no target table.
+    let e = wait(ts.migrate(target.clone(), "md5".into(), JsValue::UNDEFINED, None))
+        .await
+        .unwrap_err();
+    assert_eq!(code(&e), "invalid_argument");
+    let e = wait(ts.migrate(
+        target.clone(),
+        "digest-id".into(),
+        opts(json!({"options": "keep"})),
+        None,
+    ))
+    .await
+    .unwrap_err();
+    assert_eq!(code(&e), "invalid_argument");
+    let e = wait(ts.migrate(target.clone(), "digest-id".into(), JsValue::UNDEFINED, None))
+        .await
+        .unwrap_err();
+    let message = js_sys::Reflect::get(&e, &"message".into())
+        .unwrap()
+        .as_string()
+        .unwrap();
+    assert_eq!(code(&e), "usage_error", "{message}");
+    let setup = format!("rowkit gold setup --table {target} --layout digest-id");
+    assert!(
+        message.contains(&setup) && !message.contains('\n'),
+        "{message}"
+    );
+    let status = json(&wait(ts.migration_status()).await.unwrap());
+    assert_eq!(
+        status["marker"],
+        serde_json::Value::Null,
+        "a refusal wrote nothing"
+    );
+
+    wait(client(&target, "digest-id").setup()).await.unwrap();
+    let events = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let keep = events.clone();
+    let on_event =
+        Closure::<dyn FnMut(JsValue)>::new(move |e: JsValue| keep.borrow_mut().push(json(&e)));
+    let gates = if gateway {
+        json!({})
+    } else {
+        json!({"switch": true, "finish": true})
+    };
+    let result = json(
+        &wait(
+            ts.migrate(
+                target.clone(),
+                "digest-id".into(),
+                opts(gates),
+                Some(
+                    on_event
+                        .as_ref()
+                        .unchecked_ref::<js_sys::Function>()
+                        .clone(),
+                ),
+            ),
+        )
+        .await
+        .unwrap(),
+    );
+    assert_eq!(
+        result["state"],
+        if gateway { "verifying" } else { "cleaned" },
+        "{result}"
+    );
+    assert_eq!(
+        (
+            &result["table"],
+            &result["target_table"],
+            &result["to"],
+            &result["abort"]
+        ),
+        (
+            &json!(source),
+            &json!(target),
+            &json!("digest-id"),
+            &json!(false)
+        )
+    );
+    let walk: &[Option<&str>] = if gateway {
+        &[None, Some("copying"), Some("verifying")]
+    } else {
+        &[
+            None,
+            Some("copying"),
+            Some("verifying"),
+            Some("switching"),
+            Some("switched"),
+            Some("cleaning"),
+        ]
+    };
+    let events = events.borrow().clone();
+    let changes: Vec<serde_json::Value> = events
+        .iter()
+        .filter(|e| e["event"] == "state_changed")
+        .map(|e| json!([e["from"], e["to"]]))
+        .collect();
+    let want: Vec<serde_json::Value> = walk.windows(2).map(|w| json!([w[0], w[1]])).collect();
+    assert_eq!(changes, want);
+    // The copy pass wrote the 4 points put (2 traces × 2 commits).
+    let copied: u64 = result["passes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "copy")
+        .map(|p| p["copied"].as_u64().unwrap())
+        .sum();
+    assert_eq!(copied, 4, "{result}");
+    // The target reads what was put.
+    let moved = json(
+        &wait(client(&target, "digest-id").read_range(0.0, 511.0))
+            .await
+            .unwrap(),
+    );
+    let cell = |id: &str, commit: i64| {
+        let at = moved["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .position(|c| c.as_i64() == Some(commit))
+            .unwrap();
+        let trace = moved["traces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .unwrap_or_else(|| panic!("{id}: {moved}"));
+        trace["digests"][at].clone()
+    };
+    for id in [",name=t1,os=linux,", ",name=t2,os=linux,"] {
+        assert_eq!(
+            (cell(id, first), cell(id, second)),
+            (json!(digests[0]), json!(digests[1])),
+            "{id}"
+        );
+    }
+    let status = json(&wait(ts.migration_status()).await.unwrap());
+    let state = if gateway { "verifying" } else { "cleaning" };
+    assert_eq!(
+        (
+            &status["marker"]["state"],
+            &status["marker"]["target_table"]
+        ),
+        (&json!(state), &json!(target)),
+        "{status}"
+    );
+}
+
+#[wasm_bindgen_test]
+async fn tracestore_migrate_offline() {
+    tracestore_migrate(false).await;
+}
+
+#[wasm_bindgen_test]
+async fn tracestore_migrate_gateway() {
+    tracestore_migrate(true).await;
+}
+
 #[wasm_bindgen_test]
 async fn objmeta_migrate_offline() {
     objmeta_migrate(false).await;

@@ -12,13 +12,12 @@ use rowkit_statemachines::tracestore::migrate::TraceMigrateEvent;
 use rowkit_statemachines::tracestore::migrate::run::{
     TraceMigrateEnd, TraceMigrateOptions, TraceMigrateOutcome,
 };
-use serde_json::{Value, json};
 
 use crate::args::Context;
 use crate::check::could_not_run;
 use crate::error::CliError;
 use crate::output::Output;
-use rowkit_client::migration_json::{MIGRATE_TIMEOUT_MICROS, counters_json};
+use rowkit_client::migration_json::{MIGRATE_TIMEOUT_MICROS, TracePoints, trace_outcome_json};
 
 use crate::s3_migrate::{Shown, owner, settle_us};
 
@@ -70,65 +69,12 @@ fn parse_options(text: &str) -> Result<OptionsPolicy, CliError> {
     }
 }
 
-/// Where the run ended, as a word.
-fn end_name(end: TraceMigrateEnd) -> &'static str {
-    match end {
-        TraceMigrateEnd::InState(s) => s.as_str(),
-        TraceMigrateEnd::Removed => "removed",
-        TraceMigrateEnd::Cleaned => "cleaned",
-    }
-}
-
-/// Stragglers and conflicts as the events named them.
-#[derive(Default)]
-struct Points {
-    stragglers: Vec<Value>,
-    conflicts: Vec<Value>,
-}
-
-fn outcome_json(
-    source: &str,
-    target: &str,
-    to: Layout,
-    o: &TraceMigrateOutcome,
-    p: &Points,
-) -> Value {
-    let passes: Vec<Value> = o
-        .passes
-        .iter()
-        .map(|s| {
-            let mut m = serde_json::Map::new();
-            m.insert("kind".into(), json!(format!("{:?}", s.kind).to_lowercase()));
-            m.insert("pass".into(), json!(s.pass));
-            m.insert("diffs".into(), json!(s.diffs));
-            m.insert("tiles".into(), json!(s.tiles));
-            m.insert("skipped_rows".into(), json!(s.skipped_rows));
-            m.insert("options_rows_dropped".into(), json!(s.options_rows_dropped));
-            m.extend(counters_json(&s.counters));
-            Value::Object(m)
-        })
-        .collect();
-    json!({
-        "table": source,
-        "target_table": target,
-        "to": to.name(),
-        "state": end_name(o.end),
-        "run": o.run.map(|r| r.to_string()),
-        "passes": passes,
-        "target_rows_deleted": o.target_rows_deleted,
-        "source_rows_deleted": o.source_rows_deleted,
-        "source_rows_left": o.source_rows_left,
-        "stragglers": p.stragglers,
-        "conflicts": p.conflicts,
-    })
-}
-
 fn outcome_text(
     source: &str,
     target: &str,
     to: Layout,
     o: &TraceMigrateOutcome,
-    p: &Points,
+    p: &TracePoints,
 ) -> String {
     let copied: u64 = o.passes.iter().map(|s| s.counters.copied).sum();
     let rows: u64 = o.passes.iter().map(|s| s.counters.rows_scanned).sum();
@@ -198,28 +144,25 @@ pub fn run(
     };
     let timeout = MIGRATE_TIMEOUT_MICROS.max(ctx.retry.operation_timeout);
     let mut shown = Shown::new(out.is_json());
-    let mut points = Points::default();
+    let mut points = TracePoints::default();
     let target = args.target_table.as_str();
     let result = block_on(gold.migrate(target, options, timeout, |e| {
         let TraceStoreEvent::Migrate(e) = e else {
             return;
         };
-        match e {
-            TraceMigrateEvent::Progress(p) => shown.show(&p),
-            TraceMigrateEvent::Straggler { trace, commit, ts } => points
-                .stragglers
-                .push(json!({"trace": trace, "commit": commit, "ts": ts.0})),
-            TraceMigrateEvent::Conflict { trace, commit, ts } => points
-                .conflicts
-                .push(json!({"trace": trace, "commit": commit, "ts": ts.0})),
-            _ => {}
+        if let TraceMigrateEvent::Progress(p) = &e {
+            shown.show(p);
         }
+        points.record(&e);
     }));
     shown.finish();
     let outcome = result.map_err(|e| could_not_run(CliError::from(e)))?;
     let source = gold.table();
     if out.is_json() {
-        outln!("{}", outcome_json(source, target, to, &outcome, &points));
+        outln!(
+            "{}",
+            trace_outcome_json(source, target, to, args.abort, &outcome, &points)
+        );
     } else {
         outln!("{}", outcome_text(source, target, to, &outcome, &points));
     }

@@ -671,6 +671,12 @@ fn migrate_md5_into_digest_id() {
         (&doc["state"], &doc["to"]),
         (&json_str("verifying"), &json_str("digest-id"))
     );
+    // rowkit_client::migration_json's trace document, the browser's too.
+    assert_eq!(
+        (&doc["table"], &doc["target_table"], &doc["abort"]),
+        (&json_str("gold"), &json_str("gold2"), &Value::Bool(false)),
+        "{doc}"
+    );
     let lines: Vec<Value> = String::from_utf8(o.stderr)
         .unwrap()
         .lines()

@@ -133,6 +133,10 @@ export interface MigrateBucketOptions {
     takeOver?: boolean;
     /** Who runs it, in the checkpoint's lease (default: `browser:` and 16 random hex digits). */
     owner?: string;
+    /** `--resolve`: settle conflicts met after the switch by keeping this side. */
+    resolve?: "keep-to" | "keep-from";
+    /** `--max-pause`: refuse to fence when the expected pause of the switch is longer (ms). */
+    maxPauseMs?: number;
 }
 
 /** Counters of a migration pass (`docs/migration.md` §7.1). */
@@ -168,7 +172,8 @@ export type MigrateEvent =
 | { event: "state_changed"; from: MigrationStateName | null; to: MigrationStateName | null }
 | { event: "straggler"; key: string }
 | ({ event: "conflict" } & MigrateConflict)
-| ({ event: "finding" } & MigrateFinding);
+| ({ event: "finding" } & MigrateFinding)
+| { event: "resolved"; key: string; kept: "keep-to" | "keep-from" };
 
 /** What a migration run did: `rowkit s3 migrate --json`'s result document. */
 export interface MigrateResult {
@@ -178,10 +183,14 @@ export interface MigrateResult {
     /** Where it ended: a state (a gate not given), `already` (nothing to do) or `removed` (done). */
     state: MigrationStateName | "already" | "removed";
     run: string | null;
-    /** The clean-up left conflicts or findings (the CLI exits 1). */
+    /** A sweep or the clean-up left conflicts or findings (the CLI exits 1). */
     blocked: boolean;
     passes: ({ kind: string; pass: number; diffs: number } & MigrateCounters)[];
     stragglers: string[];
+    /** Conflicts settled by `resolve` (their keys). */
+    resolved: string[];
+    /** The pause the switch was expected to take (µs), when this run reached it. */
+    pause_estimate_us: number | null;
     conflicts: MigrateConflict[];
     findings: MigrateFinding[];
 }
@@ -505,6 +514,68 @@ export interface TileBatch {
     shardsDone: number;
 }
 
+/** `migrate`'s options: the gates and flags of `rowkit gold migrate` (all optional). */
+export interface MigrateTableOptions {
+    /** `--switch`: let the run enter `switching` (the Gold writers are stopped). */
+    switch?: boolean;
+    /** `--finish`: let the run enter `cleaning` and delete the source's Gold rows (no Gold process uses the source any more). */
+    finish?: boolean;
+    /** `--abort`: roll the migration back (before the switch): the target's rows are deleted. */
+    abort?: boolean;
+    /** `--options`: an md5 source's options rows: `"refuse"` (default: the run stops at the first) or `"drop"` (not copied, counted). */
+    options?: "refuse" | "drop";
+    /** `--settle`: the settle time Δ in ms (at least 85 000; default 90 s). */
+    settleMs?: number;
+    /** `--take-over`: take over a run another migrator's lease holds. */
+    takeOver?: boolean;
+    /** The checkpoints' lease owner (default: a random `browser:…` name). */
+    owner?: string;
+}
+
+/** A trace point a sweep named (§5.6). */
+export interface MigratePoint {
+    /** The trace id. */
+    trace: string;
+    /** The repo index. */
+    commit: number;
+    /** The point's timestamp in µs. */
+    ts: number;
+}
+
+/** One event of a running trace store migration (§7.3), as `migrate` hands them to its callback. */
+export type TraceMigrateEvent =
+| ({ event: "progress"; state: MigrationStateName; pass: number; rate_rows_per_s: number | null; eta_s: number | null } & MigrateCounters)
+| { event: "state_changed"; from: MigrationStateName | null; to: MigrationStateName | null }
+| ({ event: "straggler" } & MigratePoint)
+| ({ event: "conflict" } & MigratePoint);
+
+/** What a trace store migration run did: `rowkit gold migrate --json`'s result document. */
+export interface TraceMigrateResult {
+    table: string;
+    target_table: string;
+    to: "md5" | "digest-id";
+    abort: boolean;
+    /** Where the run ended: a state, `removed` (rolled back) or `cleaned` (migrated). */
+    state: MigrationStateName | "removed" | "cleaned";
+    run: string | null;
+    passes: ({ kind: string; pass: number; diffs: number; tiles: number; skipped_rows: number; options_rows_dropped: number } & MigrateCounters)[];
+    target_rows_deleted: number;
+    source_rows_deleted: number;
+    source_rows_left: number;
+    stragglers: MigratePoint[];
+    conflicts: MigratePoint[];
+}
+
+/** A table's migration state as the migrator reads it (§2.1): marker and checkpoint as stored (§2.2, §7.1). */
+export interface TraceMigrationStatus {
+    table: string;
+    /** The client's layout (the `layout` option). */
+    layout: "md5" | "digest-id";
+    marker: { run: string; from: "md5" | "digest-id"; to: "md5" | "digest-id"; state: MigrationStateName; since: number; settle_us: number; [member: string]: JsonValue } | null;
+    checkpoint: ({ run: string; state: MigrationStateName; pass: number; cursor: string | null; owner: string; lease_until: number;
+    pass_rows_previous: number | null; started: number; updated: number } & MigrateCounters) | null;
+}
+
 
 
 /**
@@ -745,6 +816,26 @@ export class TraceStore {
      */
     check(): Promise<CheckReport>;
     /**
+     * `migrate(targetTable, to, options, onEvent)`: `rowkit gold migrate --to L
+     * --target-table T2` (`docs/migration.md` §5): migrates the client's table into
+     * `targetTable`, which must exist as an empty table of layout `to` (the other one of the
+     * client's: a page cannot set tables up, §11.6; else the promise rejects with
+     * `usage_error`, its message naming `rowkit gold setup --table T2 --layout L`), as far as
+     * `options`' gates allow, starting a run or resuming the one the markers name. Each event
+     * (progress after every tile, marker changes, stragglers, conflicts) goes to `onEvent` as
+     * the machine emits it; resolves to the result document (`rowkit gold migrate --json`'s).
+     * Runs up to a day (or `deadlineMs` if longer) and waits the settle time Δ before the
+     * switch, the clean-up and the rollback; while it runs the client's other calls wait, so
+     * a page runs it on a client of its own.
+     */
+    migrate(targetTable: string, to: "md5" | "digest-id", options?: MigrateTableOptions | null, onEvent?: (event: TraceMigrateEvent) => void): Promise<TraceMigrateResult>;
+    /**
+     * `migrationStatus()`: the table's migration in progress, read as the migrator reads it
+     * (`docs/migration.md` §2.1): `{table, layout, marker, checkpoint}`, `marker` and
+     * `checkpoint` as stored, `null` when absent (`layout` is the client's).
+     */
+    migrationStatus(): Promise<TraceMigrationStatus>;
+    /**
      * A client; see the type's docs for `options`.
      */
     constructor(options?: TraceStoreOptions);
@@ -937,6 +1028,8 @@ export interface InitOutput {
     readonly parseKey: (a: number, b: number) => [number, number, number, number];
     readonly scanRows: (a: any, b: number, c: number, d: any, e: number, f: number, g: number, h: any, i: any) => any;
     readonly tracestore_check: (a: number) => any;
+    readonly tracestore_migrate: (a: number, b: number, c: number, d: number, e: number, f: any, g: number) => any;
+    readonly tracestore_migrationStatus: (a: number) => any;
     readonly tracestore_new: (a: any) => [number, number, number];
     readonly tracestore_newestTile: (a: number) => any;
     readonly tracestore_put: (a: number, b: number, c: any, d: number, e: number) => any;

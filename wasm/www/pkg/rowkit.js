@@ -662,6 +662,49 @@ export class TraceStore {
         return ret;
     }
     /**
+     * `migrate(targetTable, to, options, onEvent)`: `rowkit gold migrate --to L
+     * --target-table T2` (`docs/migration.md` §5): migrates the client's table into
+     * `targetTable`, which must exist as an empty table of layout `to` (the other one of the
+     * client's: a page cannot set tables up, §11.6; else the promise rejects with
+     * `usage_error`, its message naming `rowkit gold setup --table T2 --layout L`), as far as
+     * `options`' gates allow, starting a run or resuming the one the markers name. Each event
+     * (progress after every tile, marker changes, stragglers, conflicts) goes to `onEvent` as
+     * the machine emits it; resolves to the result document (`rowkit gold migrate --json`'s).
+     * Runs up to a day (or `deadlineMs` if longer) and waits the settle time Δ before the
+     * switch, the clean-up and the rollback; while it runs the client's other calls wait, so
+     * a page runs it on a client of its own.
+     * @param {string} targetTable
+     * @param {"md5" | "digest-id"} to
+     * @param {MigrateTableOptions | null} [options]
+     * @param {(event: TraceMigrateEvent) => void} [onEvent]
+     * @returns {Promise<TraceMigrateResult>}
+     */
+    migrate(targetTable, to, options, onEvent) {
+        let ptr0, len0, ptr1, len1;
+        try {
+            ptr0 = passStringToWasm0(targetTable, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len0 = WASM_VECTOR_LEN;
+            ptr1 = passStringToWasm0(to, wasm.__wbindgen_malloc, wasm.__wbindgen_realloc);
+            len1 = WASM_VECTOR_LEN;
+        } catch (e) {
+            if (ptr1) { wasm.__wbindgen_free(ptr1, len1 * 1, 1); }
+            if (ptr0) { wasm.__wbindgen_free(ptr0, len0 * 1, 1); }
+            throw e;
+        }
+        const ret = wasm.tracestore_migrate(this.__wbg_ptr, ptr0, len0, ptr1, len1, options, isLikeNone(onEvent) ? 0 : addToExternrefTable0(onEvent));
+        return ret;
+    }
+    /**
+     * `migrationStatus()`: the table's migration in progress, read as the migrator reads it
+     * (`docs/migration.md` §2.1): `{table, layout, marker, checkpoint}`, `marker` and
+     * `checkpoint` as stored, `null` when absent (`layout` is the client's).
+     * @returns {Promise<TraceMigrationStatus>}
+     */
+    migrationStatus() {
+        const ret = wasm.tracestore_migrationStatus(this.__wbg_ptr);
+        return ret;
+    }
+    /**
      * A client; see the type's docs for `options`.
      * @param {TraceStoreOptions} [options]
      */
@@ -1389,12 +1432,12 @@ function __wbg_get_imports() {
             return isLikeNone(ret) ? 0 : addToExternrefTable0(ret);
         },
         __wbindgen_generic_0000000000000001: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 1044, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 1056, ret: Result(Unit), inner_ret: Some(Result(Unit)) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__h514af67fce4b0c9e);
             return ret;
         },
         __wbindgen_generic_0000000000000002: function(arg0, arg1) {
-            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 816, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
+            // Cast intrinsic for `Closure(Closure { owned: true, function: Function { arguments: [Externref], shim_idx: 827, ret: Unit, inner_ret: Some(Unit) }, mutable: true }) -> Externref`.
             const ret = makeMutClosure(arg0, arg1, wasm_bindgen__convert__closures_____invoke__he7d593d6bcf9c188);
             return ret;
         },

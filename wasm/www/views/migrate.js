@@ -2,9 +2,10 @@
 // target layout, the operator's gates "switch" and "finish", abort) and the progress of a run
 // (state, pass, rows scanned, copied, rate, ETA; stragglers, conflicts and findings listed;
 // the final state), from the events and result documents of the wasm package's migrators —
-// the same members `rowkit s3 migrate --json` prints. Nothing here knows which schema
-// migrates: the bucket view runs `ObjectMetadata.migrateBucket`, and the trace view's
-// migrator can drive the same form and display.
+// the same members `rowkit s3 migrate --json` and `rowkit gold migrate --json` print. Nothing
+// here knows which schema migrates: the bucket view runs `ObjectMetadata.migrateBucket`, the
+// trace view `TraceStore.migrate` (its stragglers and conflicts are trace points, its result
+// has no findings and ends in `cleaned` when migrated).
 import { el, field } from './dom.js';
 
 /** What each gate lets the run do, in one line (the CLI's `--switch` / `--finish` / `--abort`). */
@@ -31,13 +32,29 @@ export function duration(s) {
   return `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min`;
 }
 
-/** The one-line summary of a result document (`migrateBucket`'s, `rowkit s3 migrate --json`'s). */
+/** A straggler or conflict as one line: a bucket's key, or a trace point (`{trace, commit, ts}`). */
+function pointText(p) {
+  if (p.trace !== undefined) return `${p.trace} at commit ${p.commit} (ts ${p.ts})`;
+  return typeof p === 'string' ? p : p.key;
+}
+
+/** A conflict as one line: a bucket's key and both hashes, or a trace point. */
+function conflictText(c) {
+  return c.trace !== undefined ? pointText(c) : `${c.key} (from ${c.from_hash}, to ${c.to_hash ?? 'absent'})`;
+}
+
+/**
+ * The one-line summary of a result document (`migrateBucket`'s and `rowkit s3 migrate
+ * --json`'s, or `TraceStore.migrate`'s and `rowkit gold migrate --json`'s: no findings).
+ */
 export function resultLine(r, what) {
   const sum = (member) => r.passes.reduce((n, p) => n + p[member], 0);
   const counts = `${r.passes.length} pass${r.passes.length === 1 ? '' : 'es'}, ${num(sum('rows_scanned'))} rows scanned, `
     + `${num(sum('copied'))} copied, ${num(sum('deleted'))} deleted, ${r.stragglers.length} stragglers, `
-    + `${r.conflicts.length} conflicts, ${r.findings.length} findings`;
+    + `${r.conflicts.length} conflicts${r.findings ? `, ${r.findings.length} findings` : ''}`;
+  const into = r.target_table ? ` in ${r.target_table}` : '';
   if (r.state === 'already') return `${what}: already ${r.to}, nothing to do`;
+  if (r.state === 'cleaned') return `${what}: migrated to ${r.to}${into} (${counts})`;
   if (r.state === 'removed') return r.abort ? `${what}: migration rolled back (${counts})` : `${what}: migrated to ${r.to} (${counts})`;
   return `${what}: ${r.state} (${counts})${NEXT[r.state] ? `; ${NEXT[r.state]}` : ''}${r.blocked ? '; the clean-up is blocked: resolve what is listed below' : ''}`;
 }
@@ -89,10 +106,10 @@ export function migrationProgress(id) {
           states.append(el('li', null, `${e.from ?? 'no migration'} → ${e.to ?? 'no migration'}`));
           break;
         case 'straggler':
-          listed('straggler', e.key);
+          listed('straggler', pointText(e));
           break;
         case 'conflict':
-          listed('conflict', `${e.key} (from ${e.from_hash}, to ${e.to_hash ?? 'absent'})`);
+          listed('conflict', conflictText(e));
           break;
         case 'finding':
           listed('finding', e.message);
@@ -105,9 +122,9 @@ export function migrationProgress(id) {
       figures.state.textContent = result.state;
       // The result lists what the events listed, and what a resumed pass found before.
       for (const kind of ['straggler', 'conflict', 'finding']) lists[kind].replaceChildren();
-      for (const key of result.stragglers) listed('straggler', key);
-      for (const c of result.conflicts) listed('conflict', `${c.key} (from ${c.from_hash}, to ${c.to_hash ?? 'absent'})`);
-      for (const f of result.findings) listed('finding', f.message);
+      for (const p of result.stragglers) listed('straggler', pointText(p));
+      for (const c of result.conflicts) listed('conflict', conflictText(c));
+      for (const f of result.findings ?? []) listed('finding', f.message);
       final.textContent = resultLine(result, what);
       node.dataset.state = result.state;
     },
@@ -122,13 +139,14 @@ export function migrationProgress(id) {
 }
 
 /**
- * The Migrate form: the target layout (`layouts`: its values), the gates as checkboxes (each
- * explained in one line) and the run button. `{node, values(), setTo(layout), clearGates(),
- * setRunning(on)}`
+ * The Migrate form: the target layout (`layouts`: its values), the schema's own `fields`
+ * (labelled controls, e.g. the trace store's target table; the caller reads them), the gates
+ * as checkboxes (each explained in one line) and the run button. `{node, values(),
+ * setTo(layout), clearGates(), setRunning(on)}`
  * (`setRunning` disables the button while a run goes on); `onRun` is called on submit. `prefix` names the controls' ids (`${prefix}-to`, `-switch`, `-finish`,
  * `-abort`, `-run`).
  */
-export function migrateForm({ prefix, layouts, onRun }) {
+export function migrateForm({ prefix, layouts, fields = [], onRun }) {
   const to = el('select', { id: `${prefix}-to`, name: 'to' }, layouts.map((l) => el('option', { value: l }, l)));
   const gate = (name) => {
     const box = el('input', { id: `${prefix}-${name}`, type: 'checkbox', name, 'aria-describedby': `${prefix}-${name}-help` });
@@ -141,6 +159,7 @@ export function migrateForm({ prefix, layouts, onRun }) {
   const run = el('button', { id: `${prefix}-run`, dataset: { op: 'migrate-run' } }, 'Run migration');
   const form = el('form', { id: `${prefix}-form`, class: 'migrate-form', novalidate: true },
     field('Migrate to', to),
+    ...fields,
     el('fieldset', { class: 'migrate-gates' }, el('legend', null, 'Gates'), switchRow, finishRow, abortRow),
     run);
   form.addEventListener('submit', (ev) => {

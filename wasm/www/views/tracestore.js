@@ -8,8 +8,11 @@
 // details panel; a pinned trace is compared with the selected one. Filters take Gold's query
 // syntax (`config=gles|vk,os=linux`), with the tile's values offered as the user types. The
 // tile, filter, grouping and selection are the URL's state (reload and back restore them).
-// Below the grid, today's operations: put a digest (checked as typed), check the table, set it up.
+// Below the grid, today's operations: put a digest (checked as typed), check the table, set it up;
+// and Migrate: the table copied live into a table of the other layout (`rowkit gold migrate`,
+// docs/migration.md §5; views/migrate.js shows it).
 import { el, field, checkReport, scrollRegion, validatedField } from './dom.js';
+import { migrateForm, migrationProgress, tabOwner } from './migrate.js';
 
 export const title = 'Trace store';
 
@@ -755,6 +758,118 @@ export function mount(section, ctx) {
     ev.preventDefault();
     operate(ev.submitter?.dataset.op ?? 'put');
   });
+
+  // --- Migrate: the table copied into a table of the other layout (docs/migration.md §5, §7.3) --
+  // The target table must exist, empty, in the other layout: a page cannot set tables up
+  // (§11.6), so a missing one is refused with the one line naming `rowkit gold setup`. The run
+  // has a client of its own: a client runs one operation at a time, and the grid must stay usable.
+  const migrateOpen = el('button', { type: 'button', dataset: { op: 'migrate' }, onclick: () => openMigrate() }, 'Migrate');
+  opsForm.append(migrateOpen);
+  const migrateTitle = el('h3', { id: 'gold-migrate-title' }, 'Migrate the table');
+  const migrateStatus = el('p', { id: 'gold-migrate-status' });
+  const migrateOut = el('div', { id: 'gold-migrate-out', class: 'out', 'aria-live': 'polite', 'aria-label': 'Trace store: migration output' });
+  const target = el('input', { id: 'gold-migrate-target', name: 'target', size: 24, autocomplete: 'off', 'aria-describedby': 'gold-migrate-target-help' });
+  const targetHelp = el('span', { id: 'gold-migrate-target-help', class: 'help' },
+    'An empty table of the layout migrated to, made beforehand with rowkit gold setup --table T2 --layout L.');
+  const optionsRows = el('select', { id: 'gold-migrate-options', name: 'options' },
+    el('option', { value: 'refuse' }, 'refuse (stop at the first)'), el('option', { value: 'drop' }, 'drop (not copied, counted)'));
+  const migrateProgress = migrationProgress('gold-migrate-progress');
+  // The view's client is an md5 one (the TraceStore default): it migrates into digest-id.
+  const migrate = migrateForm({ prefix: 'gold-migrate', layouts: ['digest-id'], onRun: () => runMigration(),
+    fields: [field('Target table', target), targetHelp, field('Options rows (md5)', optionsRows)] });
+  const migratePanel = el('div', { id: 'gold-migrate', class: 'migrate-panel', role: 'group', 'aria-labelledby': migrateTitle.id, hidden: true },
+    migrateTitle, migrateStatus, migrate.node, migrateProgress.node, migrateOut);
+  section.append(migratePanel);
+  let migrating = false;
+  /** Leaving the page stops a run (it resumes where it stopped when run again): the browser asks first. */
+  const leaving = (ev) => { ev.preventDefault(); ev.returnValue = ''; };
+
+  /** What the table's marker row says: its layout and the migration in progress. */
+  function statusLine(st) {
+    const m = st.marker;
+    if (!m) return [`table ${st.table} (${st.layout}); no migration in progress`];
+    const c = st.checkpoint;
+    const pass = c && c.run === m.run ? `, pass ${c.pass} of ${c.state} (${c.rows_scanned.toLocaleString('en')} rows scanned, by ${c.owner})` : '';
+    return [`table ${st.table} (${st.layout}); migrating ${m.from} → ${m.to}${m.target_table ? ` into ${m.target_table}` : ''}: ${m.state} since `,
+      ctx.formatTime({ us: m.since }), pass];
+  }
+
+  async function readMigration() {
+    const st = await ctx.busy(migrateStatus, new ctx.rowkit.TraceStore(ctx.options()).migrationStatus());
+    migrateStatus.replaceChildren(...statusLine(st));
+    if (st.marker?.target_table && !target.value) target.value = st.marker.target_table;
+    return st;
+  }
+
+  async function openMigrate() {
+    migratePanel.hidden = false;
+    migrateOut.replaceChildren();
+    migrateOut.classList.remove('error');
+    migrateProgress.reset();
+    try {
+      await readMigration();
+    } catch (e) {
+      migrateStatus.textContent = '';
+      ctx.fail(migrateOut, e);
+    }
+    target.focus();
+  }
+
+  /**
+   * Runs the migration the form asks for (finish and abort confirmed first), its progress
+   * shown as it comes; then the status is read again.
+   */
+  async function runMigration() {
+    if (migrating) return;
+    const v = migrate.values();
+    const into = target.value.trim();
+    if (!into) {
+      target.setAttribute('aria-invalid', 'true');
+      target.focus();
+      migrateOut.replaceChildren(el('p', { class: 'error', role: 'alert' }, 'Not run: Target table: the table to migrate into is required'));
+      return;
+    }
+    target.removeAttribute('aria-invalid');
+    if (v.finish || v.abort) {
+      const ok = await ctx.confirm({
+        title: v.abort ? 'Roll back the migration of the trace store?' : 'Migrate the trace store and delete its old rows?',
+        body: v.abort
+          ? `Delete the rows the migration wrote into ${into}; the table stays as it was.`
+          : `Migrate the table into ${into} (${v.to}), switch and delete the source's Gold rows once no Gold process uses it.`,
+        confirm: v.abort ? 'Roll back' : 'Migrate',
+      });
+      if (!ok) return;
+    }
+    migrating = true;
+    migrate.setRunning(true);
+    migrateOpen.disabled = true;
+    addEventListener('beforeunload', leaving);
+    migrateProgress.reset();
+    migrateOut.classList.remove('error');
+    migrateOut.replaceChildren(`running: into ${into} (${v.to})${v.switch ? ', switch' : ''}${v.finish ? ', finish' : ''}${v.abort ? ', abort' : ''}`);
+    const runner = new ctx.rowkit.TraceStore(ctx.options());
+    try {
+      const result = await ctx.busy(migratePanel, runner.migrate(into, v.to,
+        { switch: v.switch, finish: v.finish, abort: v.abort, options: optionsRows.value, owner: tabOwner() },
+        (e) => migrateProgress.event(e)));
+      migrateProgress.done(result, `table ${result.table}`);
+      migrateOut.replaceChildren();
+      if (result.state === 'removed' || result.state === 'cleaned') migrate.clearGates();
+    } catch (e) {
+      ctx.fail(migrateOut, e);
+    } finally {
+      runner.free();
+      migrating = false;
+      migrate.setRunning(false);
+      migrateOpen.disabled = false;
+      removeEventListener('beforeunload', leaving);
+    }
+    try {
+      await readMigration();
+    } catch (e) {
+      ctx.fail(migrateOut, e);
+    }
+  }
   for (const button of opsForm.querySelectorAll('button[type="button"]')) {
     button.addEventListener('click', () => operate(button.dataset.op));
   }

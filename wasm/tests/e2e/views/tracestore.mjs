@@ -6,6 +6,7 @@
 // and the back button; bad input in every field of the Put form refused as typed (nothing
 // written: `after` reads the store back); a digest put from the view; the table checked.
 // `setup` (an empty server) and `offline` (the server stopped) per the e2e contract.
+// Migrate (into a digest-id table the CLI set up) is tracestore-migrate.mjs's, run from here.
 import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -13,6 +14,7 @@ import path from 'node:path';
 
 import { assert } from '../webdriver.mjs';
 import { offlineError } from './offline.mjs';
+import * as migration from './tracestore-migrate.mjs';
 import { defaultButton } from './panel.mjs';
 
 const TRACES = 283;
@@ -59,6 +61,7 @@ export async function populate(cli) {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'rowkit-e2e-gold-')), 'tiles.jsonl');
   fs.writeFileSync(file, `${lines.join('\n')}\n`);
   await cli(['gold', 'import', file]);
+  await migration.populate(cli);
 }
 
 const STATE = `return document.getElementById('view-tracestore').dataset.state`;
@@ -250,6 +253,15 @@ export async function check(page) {
   assert(await settled(page, 'the tile again') === 'done', 'the tile again');
   const after = await page.js(`return Number(document.getElementById('view-tracestore').dataset.traces)`);
   assert(after === TRACES + 1, `the trace put from the view is in the tile: ${after}`);
+
+  // Migrate: the points imported and the one put above, each trace's row per tile.
+  let points = 1;
+  for (let k = 0; k < TILES; k++) {
+    commitsOf(k).forEach((_, j) => { points += Array.from({ length: TRACES }, (__, i) => i).filter((i) => !missing(i, k, j)).length; });
+  }
+  const traceRows = Array.from({ length: TILES }, (_, k) => Array.from({ length: TRACES }, (__, i) => i)
+    .filter((i) => commitsOf(k).some((___, j) => !missing(i, k, j))).length).reduce((a, b) => a + b, 0) + 1;
+  await migration.check(page, { points, traceRows, traces: TRACES + 1, settled });
 }
 
 /** The gateway is gone: Show tile fails within OFFLINE_ERROR_MS, the grid is marked stale, the header says so. */
@@ -274,6 +286,7 @@ export async function setup(page) {
 }
 
 export async function after(cli) {
+  await migration.after(cli, NEWEST);
   const tile = JSON.parse(await cli(['--json', 'gold', 'tile', String(NEWEST)]));
   const byId = new Map(tile.traces.map((t) => [t.id, t]));
   // What the details panel showed is what the store holds.
