@@ -17,7 +17,8 @@
 //!    the layout the bucket ends in;
 //! 3. the objmeta check (`check_op` among the writers, which may also report a migrating
 //!    bucket's pairs the unaware writers left unsynced, or a straggler's or conflicting write
-//!    after the switch: `migration_unsynced`, `migration_straggler`, `migration_conflict`,
+//!    after the switch: `migration_unsynced`, `migration_straggler`, `migration_conflict`;
+//!    `wrong_format_key` from a check that read the metastore row before the marker was written,
 //!    §6.3) and `check_settled` at the end, clean;
 //! 4. **nothing old left**: the bucket's collection holds only keys of the layout it ends in,
 //!    no row carries `f:rowkitSync`, its metastore row no marker or checkpoint, and its
@@ -785,11 +786,15 @@ impl Workload for ObjmetaMigrateWorkload {
     fn setup(&mut self, store: &MemoryStore, now: Timestamp, seed: u64) -> Result<(), String> {
         self.objmeta.setup(store, now, seed)?;
         self.objmeta.set_fresh_readers(true);
-        // What the unaware writers beside a migration leave until a pass syncs it (§6.3).
+        // What the unaware writers beside a migration leave until a pass syncs it (§6.3); and
+        // `wrong_format_key` for a check that read the metastore row before the migrator wrote
+        // its marker (or after it removed it) and scans the other layout's rows meanwhile —
+        // a migrator in flight leaves them. The settled check at the end allows none.
         for kind in [
             "migration_unsynced",
             "migration_straggler",
             "migration_conflict",
+            "wrong_format_key",
         ] {
             self.objmeta.allow_concurrent_finding(kind);
         }
