@@ -241,7 +241,20 @@ impl Flow for CreateBucketFlow {
                 CreateBucketPhase::Writing { vf, mut put } => {
                     ready!(put.poll(io, st),
                         self.phase => CreateBucketPhase::Writing { vf, put });
-                    st.cache_vformat(&self.bucket, vf);
+                    // Cached as Arsenal caches it (the next lookup reads nothing). An aware
+                    // process takes the bucket as written, without a marker: the replaced
+                    // bucket's migration, if any, ended with it (a new uid, §4.8), and the
+                    // entry expires after `marker_ttl` like any read (§12.33).
+                    if st.config.migration_aware {
+                        let layout = BucketLayout {
+                            vformat: vf,
+                            marker: None,
+                            read_at: io.now(),
+                        };
+                        st.cache_layout(&self.bucket, &layout);
+                    } else {
+                        st.cache_vformat(&self.bucket, vf);
+                    }
                     return Ok(Some(vf));
                 }
                 CreateBucketPhase::Creating {
