@@ -22,6 +22,7 @@ use rowkit_statemachines::{
 };
 use rowkit_store::{MemoryStore, Store};
 use rowkit_testkit::script::store_responses;
+use rowkit_testkit::sync_stamps::{sync_mark, without_sync_nonce};
 
 const TABLE: &str = "objmeta";
 const T0: Timestamp = Timestamp(1_700_000_000_000_000);
@@ -124,11 +125,14 @@ impl World {
         }
     }
 
-    /// Both rows of the pair are as expected.
+    /// Both rows of the pair are as expected, stamps compared by the hash they start with
+    /// ([`without_sync_nonce`]: the sync's kind and nonce are checked by the tests that mean
+    /// them, with [`sync_mark`]).
     #[track_caller]
     fn assert_rows(&self, pair: (&[u8], &[u8]), want: (Option<Row>, Option<Row>)) {
-        assert_eq!(self.row(pair.0), want.0, "source row {:?}", esc(pair.0));
-        assert_eq!(self.row(pair.1), want.1, "target row {:?}", esc(pair.1));
+        let got = |row: &[u8]| self.row(row).map(without_sync_nonce);
+        assert_eq!(got(pair.0), want.0, "source row {:?}", esc(pair.0));
+        assert_eq!(got(pair.1), want.1, "target row {:?}", esc(pair.1));
     }
 }
 
@@ -643,6 +647,108 @@ fn race_a_write_between_copy_and_confirm() {
     w.assert_rows(
         MASTERS_01,
         (expect(V0_MASTER, B, true), expect(V1_MASTER, B, true)),
+    );
+}
+
+/// §12.9's interleaving after the switch, up to sync 1's late confirmation: `S(a)` and `T(a)`
+/// synced with `Z`; an application writes `A` into `T(a)`; sync 1 (seed 2) reads the pair and
+/// copies `A` into `S(a)`; before its confirmation of `T(a)`, the application writes `B`, a
+/// second sync (seed 1) copies `B` and confirms it, `between` runs (the application's further
+/// writes), and the application writes `A` again; then sync 1's confirmation lands (`SAME`:
+/// `A` unstamped, as it read). Returns sync 1's nonce.
+fn late_confirmation_of_t(w: &World, between: impl FnOnce(&World)) -> u64 {
+    w.synced_put(V0_MASTER, Z);
+    w.synced_put(V1_MASTER, Z);
+    w.app_put(V1_MASTER, A);
+    let mut st = ObjmetaState::default();
+    let seed_2 = Start::within(T0, 2, 60_000_000);
+    let mut sync_1 = Driven::new(SyncKey::new(
+        &mut st,
+        "b",
+        "k",
+        VFormat::V0,
+        VFormat::V1,
+        Truth::To,
+        seed_2,
+    ));
+    let paused = sync_1.run(w, |n, _| if n == 3 { Fate::Pause } else { Fate::Deliver });
+    assert!(paused.is_none(), "paused before its confirmation");
+    let copied_by_1 = sync_mark(&w.row(V0_MASTER).unwrap()).unwrap();
+    assert_eq!(copied_by_1.0, b'c', "sync 1 copied A into S(a)");
+
+    w.app_put(V1_MASTER, B);
+    let (out, _) = run_sync(w, "k", VFormat::V0, VFormat::V1, Truth::To, deliver);
+    assert_eq!(out.outcome, SyncOutcome::Copied { onto: Source });
+    between(w);
+    w.app_put(V1_MASTER, A);
+
+    let out = sync_1.run(w, |_, _| Fate::Deliver).unwrap().unwrap();
+    assert_eq!(out.outcome, SyncOutcome::Copied { onto: Source });
+    assert_eq!(wrote(&out), [(Source, Copy), (Target, Stamp)]);
+    let confirmed_by_1 = sync_mark(&w.row(V1_MASTER).unwrap()).unwrap();
+    assert_eq!(
+        confirmed_by_1,
+        (b'k', copied_by_1.1),
+        "sync 1's late confirmation"
+    );
+    copied_by_1.1
+}
+
+#[test]
+fn race_a_late_confirmation_after_the_switch_is_no_conflict() {
+    // §12.9: the pair is left with `B` copied by sync 2 on S(a) and `A` — the newest
+    // document — on T(a) under sync 1's late confirmation. Both rows stamped with different
+    // hashes used to be a conflict; the confirmation beside another sync's copy counts as
+    // changed (§12.181), so the next sync mirrors T(a) into S(a).
+    let w = World::new();
+    let nonce_1 = late_confirmation_of_t(&w, |_| {});
+    let (s, t) = (w.row(V0_MASTER).unwrap(), w.row(V1_MASTER).unwrap());
+    let (copy_kind, nonce_2) = sync_mark(&s).unwrap();
+    assert_eq!(copy_kind, b'c');
+    assert_ne!(nonce_2, nonce_1, "two syncs, two nonces");
+    w.assert_rows(
+        MASTERS_01,
+        (expect(V0_MASTER, B, true), expect(V1_MASTER, A, true)),
+    );
+    assert_eq!(sync_mark(&t), Some((b'k', nonce_1)));
+
+    let (out, _) = run_sync(&w, "k", VFormat::V0, VFormat::V1, Truth::To, deliver);
+    assert_eq!(out.outcome, SyncOutcome::Copied { onto: Source });
+    assert_eq!(wrote(&out), [(Source, Copy), (Target, Stamp)]);
+    w.assert_rows(
+        MASTERS_01,
+        (expect(V0_MASTER, A, true), expect(V1_MASTER, A, true)),
+    );
+    // One sync's work: the copy and the confirmation name the same round.
+    let (s, t) = (w.row(V0_MASTER).unwrap(), w.row(V1_MASTER).unwrap());
+    let ((ks, ns), (kt, nt)) = (sync_mark(&s).unwrap(), sync_mark(&t).unwrap());
+    assert_eq!((ks, kt, ns), (b'c', b'k', nt));
+    let (again, sent) = run_sync(&w, "k", VFormat::V0, VFormat::V1, Truth::To, deliver);
+    assert_eq!(
+        (again.outcome, kinds(&sent)),
+        (SyncOutcome::InSync, vec!["read"])
+    );
+}
+
+#[test]
+fn race_a_late_confirmation_beside_a_mirrored_delete_is_no_straggler_delete() {
+    // The same race with a delete in between: the application deletes T(a) and its mirror
+    // deletes S(a) before `A` is written again. Sync 1's late confirmation then leaves `A`
+    // confirmed beside an absent S(a) — which a stamp of T(a) alone would take for a
+    // straggler's delete and delete the application's `A`. A confirmation beside an absent
+    // S(a) counts as changed (§12.181): `A` is mirrored.
+    let w = World::new();
+    late_confirmation_of_t(&w, |w| {
+        w.app_delete(V1_MASTER);
+        let (out, _) = run_sync(w, "k", VFormat::V0, VFormat::V1, Truth::To, deliver);
+        assert_eq!(out.outcome, SyncOutcome::Deleted { row: Source });
+    });
+    w.assert_rows(MASTERS_01, (None, expect(V1_MASTER, A, true)));
+    let (out, _) = run_sync(&w, "k", VFormat::V0, VFormat::V1, Truth::To, deliver);
+    assert_eq!(out.outcome, SyncOutcome::Copied { onto: Source });
+    w.assert_rows(
+        MASTERS_01,
+        (expect(V0_MASTER, A, true), expect(V1_MASTER, A, true)),
     );
 }
 

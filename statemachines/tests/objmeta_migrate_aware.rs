@@ -28,6 +28,7 @@ use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::{Machine, MutateRowRequest, ReadRowsRequest, Request, Response};
 use rowkit_store::{MemoryStore, Store};
 use rowkit_testkit::script::store_responses;
+use rowkit_testkit::sync_stamps::stamped_with_its_hash;
 
 const TABLE: &str = "objmeta";
 const T0: Timestamp = Timestamp(1_764_428_400_000_000);
@@ -247,13 +248,12 @@ fn cell<'a>(row: &'a Row, qualifier: &[u8]) -> Option<&'a [u8]> {
 }
 
 /// Whether each pair `pair_keys` names (`key`, or `key\0version`) is in sync and stamped
-/// (§4.2–§4.3): both rows absent, or both present with the same `f:hash` and each with
-/// `f:rowkitSync` equal to it. v0 rows are `b\0key…`, v1 rows `b\0\x7fMkey` and
+/// (§4.2–§4.3): both rows absent, or both present with the same `f:hash` and each with a
+/// `f:rowkitSync` of it. v0 rows are `b\0key…`, v1 rows `b\0\x7fMkey` and
 /// `b\0\x7fVkey\0…` (`objmeta.md` §4.1).
 fn in_sync(w: &World, pair_keys: &[String]) -> bool {
     let rows = w.snapshot();
-    let stamped =
-        |r: &Row| cell(r, b"hash").is_some() && cell(r, b"rowkitSync") == cell(r, b"hash");
+    let stamped = stamped_with_its_hash;
     pair_keys.iter().all(|pk| {
         let v0 = [b"b\x00".as_slice(), pk.as_bytes()].concat();
         let prefix: &[u8] = if pk.contains('\0') {

@@ -689,3 +689,66 @@ fn a_checkpoint_needs_a_marker_and_the_bucket() {
     assert_eq!(r, Err(ObjmetaError::BucketDeleted));
     assert_eq!(columns(&store), MigrationColumns::default());
 }
+
+#[test]
+fn a_replacing_create_bucket_removes_the_marker_and_the_checkpoint() {
+    // §4.8, §12.182: a bucket under migration, fenced (`switching`) with a checkpoint, is
+    // replaced by `createBucket`. Its one MutateRow is REPLACE (the spec's cells) followed by
+    // the removal of rowkit's two columns, so no aware process follows the dead run's marker.
+    let store = store_with_bucket("uid-1");
+    let copying = started(&store);
+    let switching = marker(MigrationState::Switching).to_json_text().unwrap();
+    set_column(&store, "rowkitMigration", switching.as_bytes());
+    set_column(
+        &store,
+        "rowkitCheckpoint",
+        b"{\"run\":\"checkpoint of the dead run\"}",
+    );
+
+    let md = Json::parse(r#"{"name":"b","uid":"uid-2"}"#).unwrap();
+    let (r, sent) = run(
+        &store,
+        CreateBucket::new(state(), "b", &md, start()),
+        Fault::None,
+    );
+    assert_eq!(r, Ok(VFormat::V0));
+    let [Request::MutateRow(replacing)] = sent.as_slice() else {
+        panic!("one MutateRow, not {sent:?}")
+    };
+    assert_eq!(replacing.row_key, ROW);
+    let mut want = rowkit_codec::objmeta::cells::replace(&md, Some("v0"));
+    for column in [&b"rowkitMigration"[..], b"rowkitCheckpoint"] {
+        want.push(Mutation::DeleteFromColumn {
+            family: "d".into(),
+            qualifier: column.to_vec(),
+            range: None,
+        });
+    }
+    assert_eq!(replacing.mutations, want);
+    let after = columns(&store);
+    assert_eq!((after.marker, after.checkpoint), (None, None));
+    assert_eq!(after.vformat.as_deref(), Some(&b"\"v0\""[..]));
+
+    // Another aware process's write reads the bucket as plain: no fence to wait in, no mirror
+    // (its only requests are the metastore read and its own write).
+    let aware = ObjmetaState::new(ObjmetaConfig {
+        default_bucket_key_format: VFormat::V0,
+        migration_aware: true,
+        ..ObjmetaConfig::default()
+    });
+    let value = Json::parse(r#"{"key":"k"}"#).unwrap();
+    let put = rowkit_statemachines::objmeta::PutObject::new(aware, "b", "k", value, None, start());
+    let (r, sent) = run(&store, put, Fault::None);
+    assert!(r.is_ok(), "{r:?}");
+    let metastore_reads = sent
+        .iter()
+        .filter(|q| matches!(q, Request::ReadRow(r) if r.row_key == ROW))
+        .count();
+    assert_eq!((metastore_reads, sent.len()), (1, 2), "{sent:?}");
+
+    // The dead run's migrator stops at its next marker write, having written nothing.
+    let verifying = MarkerChange::Write(marker(MigrationState::Verifying));
+    let (r, _) = write(&store, &copying, verifying, Fault::None);
+    assert_eq!(r, Err(ObjmetaError::BucketDeleted));
+    assert_eq!(columns(&store).marker, None);
+}

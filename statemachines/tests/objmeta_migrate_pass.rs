@@ -17,17 +17,21 @@ use rowkit_codec::objmeta::migration::Truth;
 use rowkit_codec::objmeta::migration::marker::{
     Gates, MarkerChange, MigrationCheckpoint, MigrationMarker, MigrationState, PassCounters, RunId,
 };
-use rowkit_codec::objmeta::migration::sync::{KeyFinding, light_filter};
+use rowkit_codec::objmeta::migration::sync::{KeyFinding, PairRow, light_filter};
 use rowkit_statemachines::objmeta::migrate::marker::{MigrationRead, ReadMigration, WriteMarker};
 use rowkit_statemachines::objmeta::migrate::pass::{
     DeletionCounts, MigrateEvent, MigrationPass, PassConflict, PassFinding, PassKind, PassProgress,
     PassResult, PassResume,
 };
-use rowkit_statemachines::objmeta::{CreateBucket, ObjmetaConfig, ObjmetaEvent, ObjmetaState};
+use rowkit_statemachines::objmeta::migrate::sync::SyncOutcome;
+use rowkit_statemachines::objmeta::{
+    CreateBucket, ObjmetaConfig, ObjmetaEvent, ObjmetaState, SyncKey,
+};
 use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::{Machine, MutateRowRequest, ReadRowsRequest, Request, Response};
 use rowkit_store::{MemoryStore, Store};
 use rowkit_testkit::script::store_responses;
+use rowkit_testkit::sync_stamps::without_sync_nonce;
 
 const TABLE: &str = "objmeta";
 const T0: Timestamp = Timestamp(1_764_428_400_000_000);
@@ -89,7 +93,8 @@ fn expect(key: &str, text: &str, stamped: bool) -> Row {
     }
 }
 
-/// Every row of bucket `b`'s collection, by Arsenal key.
+/// Every row of bucket `b`'s collection, by Arsenal key, stamps cut to their hash
+/// ([`without_sync_nonce`]).
 fn collection(store: &MemoryStore) -> BTreeMap<String, Row> {
     let request = Request::ReadRows(ReadRowsRequest {
         table: TABLE.into(),
@@ -103,7 +108,7 @@ fn collection(store: &MemoryStore) -> BTreeMap<String, Row> {
     for part in store_responses(store, request, T0) {
         if let Ok(Response::Rows(chunk)) = part {
             for r in chunk {
-                let r = Arc::unwrap_or_clone(r);
+                let r = without_sync_nonce(Arc::unwrap_or_clone(r));
                 let key = String::from_utf8(r.key[2..].to_vec()).unwrap();
                 rows.insert(key, r);
             }
@@ -853,6 +858,93 @@ fn a_light_sweep_after_the_switch_adopts_a_straggler_and_reports_a_conflict() {
     let last = progress(&ran.events).pop().unwrap();
     assert_eq!((last.counters.stragglers, last.counters.conflicts), (1, 1));
     assert_eq!(last.state, MigrationState::Switched);
+}
+
+#[test]
+fn a_sweep_after_a_late_confirmation_mirrors_the_newest_document_without_a_conflict() {
+    // §12.9 / §12.181 after the switch, on `zz`: an application writes ZZ_A into T(zz); sync 1
+    // reads the pair and copies ZZ_A into S(zz); before its confirmation of T(zz) lands, the
+    // application writes ZZ_B, sync 2 copies and confirms it, and the application writes
+    // ZZ_A again. Sync 1's confirmation then matches (ZZ_A unstamped, as it read). The sweep
+    // must end with ZZ_A — the newest document — in both layouts, and report no conflict.
+    const ZZ_A: &str = r#"{"key":"zz","n":21}"#;
+    const ZZ_B: &str = r#"{"key":"zz","n":22}"#;
+    let (store, as_read) = v0_bucket();
+    let first = done(&run_pass(&store, &V0_TO_V1, fresh(&as_read), quiet));
+    let sync = |seed| {
+        SyncKey::new(
+            state(VFormat::V1),
+            "b",
+            "zz",
+            VFormat::V0,
+            VFormat::V1,
+            Truth::To,
+            Start::within(T0, seed, 60_000_000),
+        )
+    };
+    app_put(&store, "\x7fMzz", ZZ_A);
+    let mut requests = 0;
+    let sync_1 = drive(&store, sync(2), |store, _| {
+        requests += 1;
+        if requests == 3 {
+            // Sync 1 read and copied; its confirmation of T(zz) is next.
+            app_put(store, "\x7fMzz", ZZ_B);
+            let sync_2 = drive(store, sync(1), quiet).result.unwrap().unwrap();
+            assert_eq!(
+                sync_2.outcome,
+                SyncOutcome::Copied {
+                    onto: PairRow::Source
+                }
+            );
+            app_put(store, "\x7fMzz", ZZ_A);
+        }
+        Fate::Deliver
+    });
+    let sync_1 = sync_1.result.unwrap().unwrap();
+    assert_eq!(
+        sync_1.outcome,
+        SyncOutcome::Copied {
+            onto: PairRow::Source
+        }
+    );
+    let rows = collection(&store);
+    assert_eq!(rows["zz"], expect("zz", ZZ_B, true));
+    assert_eq!(rows["\x7fMzz"], expect("\x7fMzz", ZZ_A, true));
+
+    let sweep = Pass {
+        truth: Truth::To,
+        kind: PassKind::Light,
+        ..V0_TO_V1
+    };
+    let ran = run_pass(
+        &store,
+        &sweep,
+        next_pass(&first, MigrationState::Switched),
+        quiet,
+    );
+    let s = done(&ran).summary;
+    assert_eq!(s.conflicts, vec![]);
+    assert_eq!(s.stragglers, Vec::<String>::new());
+    assert_eq!(s.diffs, 1);
+    assert!(
+        !ran.events
+            .iter()
+            .any(|e| matches!(e, ObjmetaEvent::Migrate(MigrateEvent::Conflict(_)))),
+        "no conflict event"
+    );
+    let rows = collection(&store);
+    assert_eq!(rows["zz"], expect("zz", ZZ_A, true));
+    assert_eq!(rows["\x7fMzz"], expect("\x7fMzz", ZZ_A, true));
+    // Only that pair was written: S(zz) copied, T(zz) confirmed.
+    assert_eq!(object_writes(&ran.sent), vec![row("zz"), row("\x7fMzz")]);
+    // A second sweep finds everything in sync.
+    let again = run_pass(
+        &store,
+        &sweep,
+        next_pass(&done(&ran), MigrationState::Switched),
+        quiet,
+    );
+    assert_eq!(done(&again).summary.diffs, 0);
 }
 
 // ---------------------------------------------------------------------------------------------

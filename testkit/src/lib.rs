@@ -12,6 +12,8 @@
 //!   (`tests/sim.rs`); nothing else enables it.
 //! - [`live_migration`]: writers writing while a layout migration runs, and the expected state
 //!   built from their acknowledgements (the migration's acceptance test and bench).
+//! - [`sync_stamps`]: the object-metadata migration's sync stamp as tests check it (§4.2 of
+//!   `docs/migration.md`, spelled out, not read with the codec).
 //! - [`emulator`] (feature `emulator`): the Cloud Bigtable emulator (or rowkit's gRPC server
 //!   in its place) as a fixture for the tests that talk gRPC.
 //!
@@ -33,3 +35,4 @@ pub mod scenarios;
 pub mod script;
 pub mod sim;
 pub mod suite;
+pub mod sync_stamps;

@@ -1261,11 +1261,17 @@ impl MarkerPlace {
         marker_as_read: Option<&[u8]>,
         layout_as_read: Option<&[u8]>,
     ) -> MarkerCas {
-        let mutations = vec![
+        self.marker_cas(marker_as_read, layout_as_read, self.removal())
+    }
+
+    /// `[DeleteFromColumn(marker), DeleteFromColumn(checkpoint)]`: what removes a run's
+    /// records from the row — the end of a run ([`MarkerPlace::remove`]), and a write that
+    /// replaces the migrating instance itself (objmeta's replacing `createBucket`, §12.182).
+    pub fn removal(&self) -> Vec<Mutation> {
+        vec![
             self.delete_column(self.marker_column),
             self.delete_column(self.checkpoint_column),
-        ];
-        self.marker_cas(marker_as_read, layout_as_read, mutations)
+        ]
     }
 
     /// A checkpoint write (§7.1): `Set(checkpoint, 0, text)` in `true_mutations` when the

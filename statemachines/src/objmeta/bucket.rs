@@ -11,6 +11,7 @@ use rowkit_codec::objmeta::keys::{
     COUNT_ITEMS_KEY, INFOSTORE, METASTORE, UUID_KEY, VFormat, collection_end,
     collection_for_bucket, collection_start, row_key,
 };
+use rowkit_codec::objmeta::migration::marker::metastore_place;
 
 use super::documents::{BucketVFormat, Edit, Merge, MetastoreRows, ReadDoc, vformat_of};
 use super::requests::{
@@ -101,6 +102,9 @@ struct PutDoc {
     collection: &'static str,
     key: String,
     value: Json,
+    /// Mutations sent after the `REPLACE` in the same `MutateRow` (columns outside the
+    /// document's, [`PutDoc::also`]).
+    also: Vec<Mutation>,
     phase: PutDocPhase,
 }
 
@@ -117,8 +121,16 @@ impl PutDoc {
             collection,
             key: key.to_string(),
             value,
+            also: Vec::new(),
             phase: PutDocPhase::Start { vformat },
         }
+    }
+
+    /// The same write with `mutations` after the `REPLACE`, in the same `MutateRow`: atomic
+    /// with it, and leaving the document's cells exactly `REPLACE`'s.
+    fn also(mut self, mutations: Vec<Mutation>) -> PutDoc {
+        self.also = mutations;
+        self
     }
 
     fn poll(&mut self, io: &mut OmIo, st: &ObjmetaState) -> P<()> {
@@ -126,7 +138,8 @@ impl PutDoc {
             match core::mem::replace(&mut self.phase, PutDocPhase::Done) {
                 PutDocPhase::Start { vformat } => {
                     let row = row_key(self.collection, &self.key);
-                    let mutations = replace(&self.value, vformat.map(VFormat::as_str));
+                    let mut mutations = replace(&self.value, vformat.map(VFormat::as_str));
+                    mutations.append(&mut self.also);
                     self.phase = PutDocPhase::Writing(start_write(io, st, row, mutations)?);
                 }
                 PutDocPhase::Writing(write) => {
@@ -176,7 +189,10 @@ impl<'a> CreateBucket<'a> {
     /// `createBucket(bucket, md)` → the vFormat written (the config's default, `v0` for
     /// special buckets). As Arsenal's, it replaces an existing bucket's row (`objmeta.md` 11
     /// leaves the existence check to callers); callers that must not use
-    /// [`CreateBucket::new_exclusive`].
+    /// [`CreateBucket::new_exclusive`]. Its one `MutateRow` is `REPLACE(value, vFormat)`
+    /// followed by `DeleteFromColumn` of the layout migration's marker and checkpoint
+    /// (`docs/migration.md` §2.1, §12.182): rowkit's own columns, so the row's Arsenal cells are
+    /// exactly the spec's.
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
         bucket: &str,
@@ -234,7 +250,11 @@ impl Flow for CreateBucketFlow {
                             sent,
                         }
                     } else {
-                        let put = PutDoc::new(METASTORE, &self.bucket, value, Some(vf));
+                        // The replaced bucket's migration records go with it (§4.8,
+                        // §12.182): its run ended with the instance it migrated, and a marker
+                        // left behind would fence or mislead aware writers of the new one.
+                        let put = PutDoc::new(METASTORE, &self.bucket, value, Some(vf))
+                            .also(metastore_place(&self.bucket).removal());
                         CreateBucketPhase::Writing { vf, put }
                     };
                 }
@@ -242,9 +262,9 @@ impl Flow for CreateBucketFlow {
                     ready!(put.poll(io, st),
                         self.phase => CreateBucketPhase::Writing { vf, put });
                     // Cached as Arsenal caches it (the next lookup reads nothing). An aware
-                    // process takes the bucket as written, without a marker: the replaced
-                    // bucket's migration, if any, ended with it (a new uid, §4.8), and the
-                    // entry expires after `marker_ttl` like any read (§12.33).
+                    // process takes the bucket as written, without a marker: the write removed
+                    // the replaced bucket's marker, if any (§4.8, §12.182), and the entry
+                    // expires after `marker_ttl` like any read (§12.33).
                     if st.config.migration_aware {
                         let layout = BucketLayout {
                             vformat: vf,

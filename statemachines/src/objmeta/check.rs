@@ -34,7 +34,8 @@ use rowkit_codec::objmeta::keys::{
 use rowkit_codec::objmeta::migration::marker::{MigrationColumns, MigrationMarker, MigrationState};
 use rowkit_codec::objmeta::migration::pass::object_row_ranges;
 use rowkit_codec::objmeta::migration::sync::{
-    PairRow, SYNC_QUALIFIER, Side, SyncAction, SyncPair, classify, map_key, sync_pair,
+    PairRow, SYNC_QUALIFIER, Side, Stamp, StampKind, SyncAction, SyncPair, classify, map_key,
+    sync_pair,
 };
 use rowkit_codec::objmeta::version_id::generated_at_ms;
 
@@ -753,12 +754,12 @@ fn derived_stale(row: &Row, doc: &StoredDoc) -> Option<String> {
         .map(|c| (c.qualifier.clone(), c.value.clone()))
         .collect();
     // The layout migration's sync stamp (`docs/migration.md` §4.2, §9) is no derived cell: it
-    // is accepted iff it equals the row's `f:hash` (the only value the migration writes); any
-    // other value is reported with the derived cells, and the repair's rewrite removes it.
+    // is accepted iff it is a valid stamp of the row's `f:hash` (the hash, then the sync's kind
+    // and nonce, or the hash alone as written before §12.181); any other value is reported
+    // with the derived cells, and the repair's rewrite removes it.
     let stamp = SYNC_QUALIFIER.as_bytes();
-    if have
-        .get(stamp)
-        .is_some_and(|v| have.get(b"hash".as_slice()) == Some(v))
+    if let (Some(value), Some(hash)) = (have.get(stamp), have.get(b"hash".as_slice()))
+        && matches!(Stamp::read(hash, Some(value)), Stamp::Stamped(_))
     {
         have.remove(stamp);
     }
@@ -918,19 +919,25 @@ fn judge_pair(
     if source_present != (seen == PairRow::Source) {
         return None;
     }
+    // Whatever its stamp's kind (a confirmed `T(a)` beside an absent `S(a)` classifies as a
+    // reverse mirror due, §12.181): the clean-up's two writes are not a finding.
+    if state == MigrationState::Cleaning && !source_present && target.is_stamped() {
+        return None;
+    }
     let kind = match classify(&source, &target, state.truth()) {
         SyncAction::InSync | SyncAction::StampUnstamped { .. } => return None,
-        SyncAction::StragglerDeleteTarget if state == MigrationState::Cleaning => return None,
         SyncAction::StragglerCopyToTarget | SyncAction::StragglerDeleteTarget => {
             "migration_straggler"
         }
         SyncAction::Conflict => "migration_conflict",
         _ => "migration_unsynced",
     };
-    let describe = |side: &Side| match side.present() {
-        None => "absent",
-        Some(_) if side.is_stamped() => "stamped",
-        Some(_) => "unstamped",
+    let describe = |side: &Side| match (side.present(), side.sync_mark()) {
+        (None, _) => "absent",
+        (Some(_), Some(mark)) if mark.kind == StampKind::Copy => "stamped by a copy",
+        (Some(_), Some(_)) => "stamped by a confirmation",
+        (Some(_), None) if side.is_stamped() => "stamped",
+        (Some(_), None) => "unstamped",
     };
     let detail = format!(
         "migration state {}: S(a) {} is {}, T(a) {} is {}",

@@ -41,6 +41,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
+use crate::sync_stamps::{stamped_with_its_hash, without_sync_nonce};
 use rowkit_codec::model::{KeyBound, Mutation, Row, RowFilter, RowRange, RowSet};
 use rowkit_codec::objmeta::cells::DOC_FAMILY;
 use rowkit_codec::objmeta::keys::{VFormat, collection_end, collection_start};
@@ -528,17 +529,19 @@ impl ObjmetaMigrateWorkload {
             let mut to_rows = BTreeMap::new();
             for row in rows.iter().filter(|r| r.key != meta) {
                 let arsenal = arsenal_key(bucket, &row.key)?;
-                let stamp = cell_value(row, "f", SYNC_QUALIFIER);
-                if stamp.is_none() || stamp != cell_value(row, "f", "hash") {
+                if !stamped_with_its_hash(row) {
                     return Err(format!(
                         "after the switch, row {} is not stamped with its hash",
                         rowkit_codec::escape::escape(&row.key)
                     ));
                 }
+                // The layouts hold the same bytes but for the stamps' kinds and nonces (which
+                // sync wrote which row, §4.2).
+                let cells = without_sync_nonce(row.clone()).cells;
                 if layout_of(arsenal) == self.from {
-                    from_rows.insert(other_layout_key(arsenal, self.to), &row.cells);
+                    from_rows.insert(other_layout_key(arsenal, self.to), cells);
                 } else {
-                    to_rows.insert(arsenal.to_vec(), &row.cells);
+                    to_rows.insert(arsenal.to_vec(), cells);
                 }
             }
             if from_rows != to_rows {
@@ -747,13 +750,6 @@ fn other_layout_key(arsenal: &[u8], to: VFormat) -> Vec<u8> {
         }
         VFormat::V0 => arsenal.get(2..).unwrap_or_default().to_vec(),
     }
-}
-
-fn cell_value<'r>(row: &'r Row, family: &str, qualifier: &str) -> Option<&'r [u8]> {
-    row.cells
-        .iter()
-        .find(|c| c.family == family && c.qualifier == qualifier.as_bytes())
-        .map(|c| c.value.as_slice())
 }
 
 /// A snapshot in flight: reports its end (success or not) to the driver once.

@@ -7,9 +7,11 @@
 //!   [`decode_object_key`] and built with [`master_key`] / [`version_key`]: no layout is
 //!   encoded here.
 //! - **The sync stamp** (§4.2): column `f:`[`SYNC_QUALIFIER`], timestamp 0, value = the row's
-//!   own `f:hash`. Every object write removes it (`REPLACE` starts with
-//!   `DeleteFromFamily("f")`), so a stamped row has not been written by the application since
-//!   the migration last synced its key. The named predicates and mutations: [`stamped`]
+//!   own `f:hash` ‖ the [`StampKind`] ‖ the nonce of the sync that wrote it ([`stamp_value`];
+//!   the hash alone from before §12.181 still reads as a stamp). Every object write removes it
+//!   (`REPLACE` starts with `DeleteFromFamily("f")`), so a stamped row has not been written by
+//!   the application since the migration last synced its key — unless the stamp is a late
+//!   confirmation, which the pair shows ([`classify`]). The named predicates and mutations: [`stamped`]
 //!   (`STAMPED`), [`same`] / [`if_same`] (`SAME(r)`, `SAME(absent)`), [`copy`] (`COPY(r)`),
 //!   [`stamp`] (`STAMP(r)`).
 //! - **Classification** (§4.3 step 2): [`classify`] maps the pair as read ([`Side`] of the
@@ -32,7 +34,7 @@
 //! let row = |h, stamp| Side::Present(PresentRow { hash: vec![h; 32], stamp, cells: vec![] });
 //! // The application wrote the source since the last sync (unstamped, another hash): before
 //! // the switch it is copied; after it, it is a straggler's write, adopted.
-//! let (s, t) = (row(1, Stamp::Unstamped), row(2, Stamp::Stamped));
+//! let (s, t) = (row(1, Stamp::Unstamped), row(2, Stamp::Stamped(None)));
 //! assert_eq!(classify(&s, &t, Truth::From), SyncAction::CopyToTarget);
 //! assert_eq!(classify(&s, &t, Truth::To), SyncAction::StragglerCopyToTarget);
 //! ```
@@ -218,20 +220,101 @@ pub fn sync_pair(
 // §4.2 The stamp, the rows as read, the named predicates and mutations
 // ---------------------------------------------------------------------------------------------
 
+/// How the sync that wrote a stamp wrote it (§4.2): the stamp's role in that sync's pair.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum StampKind {
+    /// Written by `COPY(x)` onto the row the sync copied to (§4.3 step 3): the row holds the
+    /// bytes the sync read from the other row, and has not been written since.
+    Copy,
+    /// Written by `STAMP(x)` on a row the sync confirmed as it read it (§4.3 step 4, or the
+    /// stamp of an equal pair's unstamped side). Step 4 is conditional on its own row only,
+    /// so a confirmation can land late, after the row changed and changed back (§12.9): it
+    /// vouches for the row's bytes, not for the pair.
+    Confirm,
+}
+
+impl StampKind {
+    /// The byte that stands for the kind in the stamp's value.
+    fn byte(self) -> u8 {
+        match self {
+            StampKind::Copy => b'c',
+            StampKind::Confirm => b'k',
+        }
+    }
+
+    fn from_byte(byte: u8) -> Option<StampKind> {
+        match byte {
+            b'c' => Some(StampKind::Copy),
+            b'k' => Some(StampKind::Confirm),
+            _ => None,
+        }
+    }
+}
+
+/// The sync a stamp names (§4.2): the round of `SyncKey` that wrote it and how.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SyncMark {
+    /// The round's nonce, drawn from the operation's seed stream: both rows a round writes
+    /// carry the same one.
+    pub nonce: u64,
+    /// Which of the round's writes this stamp is.
+    pub kind: StampKind,
+}
+
+/// The length of what a stamp adds after the row's `f:hash`: the kind byte and the 8-byte
+/// big-endian nonce.
+const MARK_BYTES: usize = 9;
+
+/// The value of a stamp on a row whose `f:hash` is `hash`: `hash` alone (`mark` `None`: the
+/// stamps written before §12.181, still read) or `hash ‖ kind ‖ nonce` (§4.2).
+pub fn stamp_value(hash: &[u8], mark: Option<SyncMark>) -> Vec<u8> {
+    let mut value = hash.to_vec();
+    if let Some(mark) = mark {
+        value.push(mark.kind.byte());
+        value.extend_from_slice(&mark.nonce.to_be_bytes());
+    }
+    value
+}
+
 /// The stamp state of a present row as read.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Stamp {
     /// No `f:rowkitSync`: the application wrote the row since the last sync (or none ran).
     Unstamped,
-    /// `f:rowkitSync` equal to the row's `f:hash`: unchanged since the migration wrote or
-    /// confirmed it.
-    Stamped,
-    /// `f:rowkitSync` with another value than the row's `f:hash`. No writer of the protocol
-    /// leaves one (every write removes the stamp, every stamp is the row's hash), so it is
-    /// damage; it proves nothing and [`classify`] counts it as **unstamped**. [`same`] still
-    /// names it exactly (the value read), so the sync's conditional writes apply to the row as
-    /// read and replace it with a valid stamp.
+    /// `f:rowkitSync` whose value starts with the row's `f:hash`: unchanged since the
+    /// migration wrote or confirmed it. `Some`: the sync that did, and how; `None`: a stamp
+    /// of the row's hash alone, as written before stamps named their sync (§12.181).
+    Stamped(Option<SyncMark>),
+    /// `f:rowkitSync` of any other value. No writer of the protocol leaves one (every write
+    /// removes the stamp, every stamp starts with the row's hash), so it is damage; it proves
+    /// nothing and [`classify`] counts it as **unstamped**. [`same`] still names it exactly
+    /// (the value read), so the sync's conditional writes apply to the row as read and
+    /// replace it with a valid stamp.
     Invalid(Vec<u8>),
+}
+
+impl Stamp {
+    /// The stamp state of a row whose `f:hash` is `hash` and whose stamp cell holds `value`
+    /// (`None`: no stamp cell): valid iff `value` is `hash`, or `hash ‖ kind ‖ nonce` with a
+    /// known kind byte ([`stamp_value`]). `check` accepts exactly the valid ones (§9).
+    pub fn read(hash: &[u8], value: Option<&[u8]>) -> Stamp {
+        let Some(value) = value else {
+            return Stamp::Unstamped;
+        };
+        let mark = value.strip_prefix(hash).and_then(|rest| match rest {
+            [] => Some(None),
+            [kind, nonce @ ..] if nonce.len() == MARK_BYTES - 1 => {
+                let kind = StampKind::from_byte(*kind)?;
+                let nonce = u64::from_be_bytes(nonce.try_into().ok()?);
+                Some(Some(SyncMark { nonce, kind }))
+            }
+            _ => None,
+        });
+        match mark {
+            Some(mark) => Stamp::Stamped(mark),
+            None => Stamp::Invalid(value.to_vec()),
+        }
+    }
 }
 
 /// One row of the pair as read with `LatestN(1)`, what §4.3 step 2 classifies.
@@ -291,7 +374,10 @@ impl Side {
         let hash = find(FLAG_FAMILY, "hash")
             .map(|c| c.value.clone())
             .ok_or(SideError::NoHash)?;
-        let stamp = stamp_of(&hash, find(FLAG_FAMILY, SYNC_QUALIFIER).map(|c| &c.value));
+        let stamp = Stamp::read(
+            &hash,
+            find(FLAG_FAMILY, SYNC_QUALIFIER).map(|c| c.value.as_slice()),
+        );
         let is_stamp =
             |c: &&&Cell| c.family == FLAG_FAMILY && c.qualifier == SYNC_QUALIFIER.as_bytes();
         let cells = cells
@@ -323,7 +409,7 @@ impl Side {
         let Some(hash) = find("hash").map(|c| c.value.clone()) else {
             return Side::Absent;
         };
-        let stamp = stamp_of(&hash, find(SYNC_QUALIFIER).map(|c| &c.value));
+        let stamp = Stamp::read(&hash, find(SYNC_QUALIFIER).map(|c| c.value.as_slice()));
         Side::Present(PresentRow {
             hash,
             stamp,
@@ -347,17 +433,17 @@ impl Side {
     /// Whether it carries a valid stamp (an absent row carries none: it proves nothing by
     /// itself).
     pub fn is_stamped(&self) -> bool {
-        self.present().is_some_and(|r| r.stamp == Stamp::Stamped)
+        self.present()
+            .is_some_and(|r| matches!(r.stamp, Stamp::Stamped(_)))
     }
-}
 
-/// The stamp state of a row whose `f:hash` is `hash` and whose stamp cell holds `stamp`
-/// (`None`: no stamp cell).
-fn stamp_of(hash: &[u8], stamp: Option<&Vec<u8>>) -> Stamp {
-    match stamp {
-        None => Stamp::Unstamped,
-        Some(value) if value.as_slice() == hash => Stamp::Stamped,
-        Some(value) => Stamp::Invalid(value.clone()),
+    /// The sync its valid stamp names (`None`: absent, unstamped, an invalid stamp, or a
+    /// stamp written before stamps named their sync).
+    pub fn sync_mark(&self) -> Option<SyncMark> {
+        match self.present()?.stamp {
+            Stamp::Stamped(mark) => mark,
+            _ => None,
+        }
     }
 }
 
@@ -378,7 +464,7 @@ pub fn stamped() -> RowFilter {
     filters::flag(SYNC_QUALIFIER)
 }
 
-/// The stamp cell holds exactly `value` (for [`Stamp::Invalid`]).
+/// The stamp cell holds exactly `value`.
 fn stamp_eq(value: &[u8]) -> RowFilter {
     RowFilter::Chain(vec![
         stamped(),
@@ -389,16 +475,20 @@ fn stamp_eq(value: &[u8]) -> RowFilter {
     ])
 }
 
-/// `SAME(r)`: matches iff the row still has the value and the stamp state read. Stamped:
-/// `AND(HASH_EQ(r.hash), STAMPED)`; unstamped: `Condition(STAMPED, BlockAll, HASH_EQ(r.hash))`;
-/// an invalid stamp: `AND(HASH_EQ(r.hash), stamp = the value read)`. `SAME(absent)` is
+/// `SAME(r)`: matches iff the row still has the value and the stamp read. Stamped (validly or
+/// not): `AND(HASH_EQ(r.hash), stamp = the value read)` — the exact stamp, so a row another
+/// sync stamped since it was read is no longer "as read"; unstamped:
+/// `Condition(STAMPED, BlockAll, HASH_EQ(r.hash))`. `SAME(absent)` is
 /// `EXISTS`, which matches iff the row is **no longer** absent: its write goes in
 /// `false_mutations` — use [`if_same`], which places it.
 pub fn same(side: &Side) -> RowFilter {
     match side {
         Side::Absent => filters::exists(),
         Side::Present(row) => match &row.stamp {
-            Stamp::Stamped => filters::and(filters::hash_eq(&row.hash), stamped()),
+            Stamp::Stamped(mark) => filters::and(
+                filters::hash_eq(&row.hash),
+                stamp_eq(&stamp_value(&row.hash, *mark)),
+            ),
             Stamp::Unstamped => RowFilter::Condition {
                 predicate: Some(Box::new(stamped())),
                 true_filter: Some(Box::new(RowFilter::BlockAll)),
@@ -409,17 +499,19 @@ pub fn same(side: &Side) -> RowFilter {
     }
 }
 
-/// `STAMP(r)` = `[Set(f, rowkitSync, 0, r.hash)]`.
-pub fn stamp(row: &PresentRow) -> Vec<Mutation> {
+/// `STAMP(r)` = `[Set(f, rowkitSync, 0, r.hash ‖ kind ‖ nonce)]`: the stamp naming the sync
+/// `mark` ([`stamp_value`]).
+pub fn stamp(row: &PresentRow, mark: SyncMark) -> Vec<Mutation> {
     vec![Mutation::set_cell(
         FLAG_FAMILY,
         SYNC_QUALIFIER.as_bytes(),
         Timestamp(0),
-        row.hash.clone(),
+        stamp_value(&row.hash, Some(mark)),
     )]
 }
 
-/// `COPY(r)` = `REPLACE(r.value)` + `STAMP(r)`, made from the row's **cells as read**:
+/// `COPY(r)` = `REPLACE(r.value)` + `STAMP(r)` of kind [`StampKind::Copy`] by the sync whose
+/// nonce is `nonce`, made from the row's **cells as read**:
 /// `DeleteFromFamily("f")`, then a `SetCell` of every cell read (`d:value` and the `f` cells,
 /// stamp excepted) with its column, timestamp and value as read, then the stamp. The copy's
 /// `d:value` and `f:` cells are the source's byte for byte — even where the source's `f` cells
@@ -427,12 +519,18 @@ pub fn stamp(row: &PresentRow) -> Vec<Mutation> {
 /// would differ there) — and for a row the protocol wrote it is exactly
 /// `REPLACE(r.value)` + `STAMP(r)` (the same cells; only the order of the `SetCell`s on
 /// different columns differs, which changes nothing).
-pub fn copy(row: &PresentRow) -> Vec<Mutation> {
+pub fn copy(row: &PresentRow, nonce: u64) -> Vec<Mutation> {
     let mut mutations = vec![Mutation::DeleteFromFamily {
         family: FLAG_FAMILY.into(),
     }];
     mutations.extend(row.cells.iter().map(Cell::to_set_cell));
-    mutations.extend(stamp(row));
+    mutations.extend(stamp(
+        row,
+        SyncMark {
+            nonce,
+            kind: StampKind::Copy,
+        },
+    ));
     mutations
 }
 
@@ -523,16 +621,54 @@ pub enum SyncAction {
     Conflict,
 }
 
+/// Whether each side of a pair as read counts as **unchanged since the last sync** ("stamped"
+/// in §4.3's table): it carries a valid stamp, unless that stamp is a late confirmation
+/// (§12.9, §12.181). A [`StampKind::Confirm`] stamp vouches for its row's bytes only — step 4
+/// can land after the row changed and changed back — so where the pair shows that the other
+/// row moved on after that sync, it proves nothing:
+///
+/// - both rows present with different hashes and both stamped: no one sync left them so (a
+///   sync leaves both rows with one hash), and a confirmed row holds bytes written at least
+///   as late as those the copy beside it was made from, so a confirmation counts as changed
+///   and a copy as unchanged (two confirmations are both changed, two copies both unchanged:
+///   a conflict after the switch). The kinds decide, not the nonces: processes seeded alike
+///   (the CLI's `--seed` defaults to 0) draw equal nonces, so equal nonces prove nothing;
+/// - `S(a)` absent beside a confirmed `T(a)`: the confirmation counts as changed, so the pair
+///   is never taken for a straggler's delete of a row an application rewrote (§6.1's limit 2:
+///   `to` wins).
+///
+/// Stamps of the hash alone (written before stamps named their sync) name no kind and count
+/// as they did. Pairs with equal hashes are not judged here: their content agrees.
+fn unchanged_sides(source: &Side, target: &Side) -> (bool, bool) {
+    let (s, t) = (source.is_stamped(), target.is_stamped());
+    let confirmed = |side: &Side| {
+        side.sync_mark()
+            .is_some_and(|m| m.kind == StampKind::Confirm)
+    };
+    match (source.present(), target.present()) {
+        (None, Some(_)) => (false, t && !confirmed(target)),
+        (Some(sr), Some(tr)) if sr.hash != tr.hash && s && t => {
+            match (source.sync_mark(), target.sync_mark()) {
+                (Some(_), Some(_)) => (!confirmed(source), !confirmed(target)),
+                _ => (s, t),
+            }
+        }
+        _ => (s, t),
+    }
+}
+
 /// §4.3 step 2: the action for `source` (`s`, the pair's `from` row) and `target` (`t`, its
 /// `to` row) as read, before (`Truth::From`) or after (`Truth::To`) the switch. "Changed" is
-/// present without a valid stamp ([`Stamp::Invalid`] counts as unstamped); "same hash"
-/// compares the stored `f:hash` of both rows.
+/// present without a valid stamp ([`Stamp::Invalid`] counts as unstamped), or with a
+/// confirmation the other row shows to be late (§12.181); "same hash" compares the stored
+/// `f:hash` of both rows.
 pub fn classify(source: &Side, target: &Side, truth: Truth) -> SyncAction {
     use SyncAction::*;
     let after = truth == Truth::To;
+    let (source_unchanged, target_unchanged) = unchanged_sides(source, target);
     match (source.present(), target.present()) {
         (None, None) => InSync,
-        (None, Some(_)) if target.is_stamped() => {
+        (None, Some(_)) if target_unchanged => {
             if after {
                 StragglerDeleteTarget
             } else {
@@ -546,7 +682,7 @@ pub fn classify(source: &Side, target: &Side, truth: Truth) -> SyncAction {
                 DeleteTarget
             }
         }
-        (Some(_), None) if source.is_stamped() => {
+        (Some(_), None) if source_unchanged => {
             if after {
                 DeleteSource
             } else {
@@ -569,7 +705,7 @@ pub fn classify(source: &Side, target: &Side, truth: Truth) -> SyncAction {
             }
         }
         (Some(_), Some(_)) if !after => CopyToTarget,
-        (Some(_), Some(_)) => match (source.is_stamped(), target.is_stamped()) {
+        (Some(_), Some(_)) => match (source_unchanged, target_unchanged) {
             (false, true) => StragglerCopyToTarget,
             (true, false) => CopyToSource,
             // Both changed, or an interrupted sync after the switch: undecidable.
@@ -651,7 +787,13 @@ pub struct SyncWrite {
 /// delete is `DeleteFromRow()` if `SAME(y)` (a deleted source needs no stamp); a stamp of
 /// equal rows is `STAMP` on each unstamped side if `SAME`, source first. None for `InSync` and
 /// `Conflict`, and none when `action` does not fit the pair (e.g. a copy from an absent row).
-pub fn sync_writes(action: SyncAction, source: &Side, target: &Side) -> Vec<SyncWrite> {
+/// Every stamp written names this round of the sync by `nonce` (§4.2): the copy's as
+/// [`StampKind::Copy`], the others as [`StampKind::Confirm`].
+pub fn sync_writes(action: SyncAction, source: &Side, target: &Side, nonce: u64) -> Vec<SyncWrite> {
+    let confirm = SyncMark {
+        nonce,
+        kind: StampKind::Confirm,
+    };
     let side = |row: PairRow| match row {
         PairRow::Source => source,
         PairRow::Target => target,
@@ -664,12 +806,12 @@ pub fn sync_writes(action: SyncAction, source: &Side, target: &Side) -> Vec<Sync
             SyncWrite {
                 row: onto,
                 kind: WriteKind::Copy,
-                write: if_same(side(onto), copy(x)),
+                write: if_same(side(onto), copy(x, nonce)),
             },
             SyncWrite {
                 row: from,
                 kind: WriteKind::Stamp,
-                write: if_same(side(from), stamp(x)),
+                write: if_same(side(from), stamp(x, confirm)),
             },
         ]
     };
@@ -705,7 +847,7 @@ pub fn sync_writes(action: SyncAction, source: &Side, target: &Side) -> Vec<Sync
             Some(SyncWrite {
                 row,
                 kind: WriteKind::Stamp,
-                write: if_same(side(row), stamp(present)),
+                write: if_same(side(row), stamp(present, confirm)),
             })
         })
         .collect(),
@@ -745,13 +887,14 @@ pub enum CleanPlan {
 
 /// §4.7 for `source` (`s`) and `target` (`t`) as read: a stamped `s` is deleted
 /// (`DeleteFromRow()` if `SAME(s)`) whatever `t` holds; then a `t` carrying a stamp loses it
-/// (`DeleteFromColumn(f, rowkitSync)` if `SAME(t)`). An unstamped `s` (or one whose stamp is
-/// not its hash) is a straggler: [`CleanPlan::SyncFirst`], and nothing is stripped from `t`
-/// before the pair is synced (the sync's predicates need its stamp).
+/// (`DeleteFromColumn(f, rowkitSync)` if `SAME(t)`). An `s` that counts as changed — no valid
+/// stamp, or a late confirmation ([`classify`]'s rule, §12.181) — is a straggler:
+/// [`CleanPlan::SyncFirst`], and nothing is stripped from `t` before the pair is synced (the
+/// sync's predicates need its stamp).
 pub fn clean_writes(source: &Side, target: &Side) -> CleanPlan {
     let mut writes = Vec::new();
     if source.present().is_some() {
-        if !source.is_stamped() {
+        if !unchanged_sides(source, target).0 {
             return CleanPlan::SyncFirst;
         }
         writes.push(SyncWrite {
@@ -804,14 +947,27 @@ mod tests {
 
     // ---- §4.3 table, written out from the doc (never computed by `classify`) ----
 
-    /// A side as the table names it: absent, stamped with hash `h`, unstamped with hash `h`,
-    /// or carrying a stamp of another value than its hash `h` (counts as unstamped).
+    /// A side as the table names it: absent, stamped with hash `h` (a stamp of the hash
+    /// alone, as written before stamps named their sync), stamped by a sync's copy or
+    /// confirmation (§12.181), unstamped with hash `h`, or carrying a stamp of another value
+    /// than its hash `h` (counts as unstamped).
     #[derive(Clone, Copy, Debug)]
     enum S {
         A,
         St(u8),
+        Cp(u8),
+        Cf(u8),
         Un(u8),
         Bad(u8),
+    }
+
+    /// The mark of a [`S::Cp`] stamp (nonce 11) or a [`S::Cf`] one (nonce 12).
+    fn mark(kind: StampKind) -> SyncMark {
+        let nonce = match kind {
+            StampKind::Copy => 11,
+            StampKind::Confirm => 12,
+        };
+        SyncMark { nonce, kind }
     }
 
     fn side(s: S) -> Side {
@@ -824,7 +980,9 @@ mod tests {
         };
         match s {
             S::A => Side::Absent,
-            S::St(h) => present(h, Stamp::Stamped),
+            S::St(h) => present(h, Stamp::Stamped(None)),
+            S::Cp(h) => present(h, Stamp::Stamped(Some(mark(StampKind::Copy)))),
+            S::Cf(h) => present(h, Stamp::Stamped(Some(mark(StampKind::Confirm)))),
             S::Un(h) => present(h, Stamp::Unstamped),
             S::Bad(h) => present(h, Stamp::Invalid(vec![0xee; 32])),
         }
@@ -908,6 +1066,28 @@ mod tests {
         (S::St(1), S::Bad(2), CopyToTarget, CopyToSource),
         (S::A, S::Bad(1), DeleteTarget, CopyToSource),
         (S::Bad(1), S::A, CopyToTarget, Conflict),
+        // Stamps naming their sync (§12.181). Equal hashes: in sync whatever the kinds.
+        (S::Cp(1), S::Cf(1), InSync, InSync),
+        (S::St(1), S::Cf(1), InSync, InSync),
+        // §12.9's pair: a late confirmation of T beside the copy of a later sync on S; T
+        // holds the newer bytes.
+        (S::Cp(1), S::Cf(2), CopyToTarget, CopyToSource),
+        // … and of S beside a later copy on T: S holds a straggler's newer bytes.
+        (S::Cf(1), S::Cp(2), CopyToTarget, StragglerCopyToTarget),
+        // Two confirmations, or two copies: undecidable, as before.
+        (S::Cf(1), S::Cf(2), CopyToTarget, Conflict),
+        (S::Cp(1), S::Cp(2), CopyToTarget, Conflict),
+        // A stamp of the hash alone beside a marked one: no kind to judge by, as before.
+        (S::St(1), S::Cf(2), CopyToTarget, Conflict),
+        (S::Cf(1), S::St(2), CopyToTarget, Conflict),
+        // A confirmed T beside an absent S: never a straggler's delete (§6.1's limit 2).
+        (S::A, S::Cf(1), DeleteTarget, CopyToSource),
+        (S::A, S::Cp(1), DeleteTarget, StragglerDeleteTarget),
+        // One side changed: the kinds change nothing.
+        (S::Cf(1), S::A, CopyToTarget, DeleteSource),
+        (S::Cp(1), S::A, CopyToTarget, DeleteSource),
+        (S::Un(1), S::Cf(2), CopyToTarget, StragglerCopyToTarget),
+        (S::Cf(1), S::Un(2), CopyToTarget, CopyToSource),
     ];
 
     #[test]
@@ -966,12 +1146,12 @@ mod tests {
         // rows same and other hash. 13 shapes.
         let shape = |s: S| match s {
             S::A => 0,
-            S::St(_) => 1,
+            S::St(_) | S::Cp(_) | S::Cf(_) => 1,
             S::Un(_) | S::Bad(_) => 2,
         };
         let hash = |s: S| match s {
             S::A => None,
-            S::St(h) | S::Un(h) | S::Bad(h) => Some(h),
+            S::St(h) | S::Cp(h) | S::Cf(h) | S::Un(h) | S::Bad(h) => Some(h),
         };
         let mut seen = alloc::collections::BTreeSet::new();
         for &(s, t, _, _) in TABLE {
@@ -1109,7 +1289,7 @@ mod tests {
     fn copy_of_a_protocol_row_is_replace_plus_stamp() {
         let source = Side::from_row(Some(&row_with(DOC, Some(&sha(DOC))))).unwrap();
         let row = source.present().unwrap();
-        let copied = copy(row);
+        let copied = copy(row, 7);
         assert_eq!(copied[0], Mutation::DeleteFromFamily { family: "f".into() });
         assert!(
             copied[1..]
@@ -1121,7 +1301,7 @@ mod tests {
             family: "f".into(),
             qualifier: b"rowkitSync".to_vec(),
             timestamp: Timestamp(0),
-            value: sha(DOC),
+            value: [sha(DOC), b"c".to_vec(), 7u64.to_be_bytes().to_vec()].concat(),
         });
         assert_eq!(set_cells(&copied), set_cells(&want));
     }
@@ -1156,12 +1336,13 @@ mod tests {
             ],
         };
         let side = Side::from_row(Some(&row)).unwrap();
-        let got = set_cells(&copy(side.present().unwrap()));
+        let got = set_cells(&copy(side.present().unwrap(), 0x0102));
+        let stamp = [&[9; 32][..], b"c", &[0, 0, 0, 0, 0, 0, 1, 2]].concat();
         let want: alloc::collections::BTreeSet<_> = [
             ("d", &b"value"[..], &b"{\"k\":\"\xff\"}"[..]),
             ("f", b"hash", &[9; 32]),
             ("f", b"versionId", b"stale"),
-            ("f", b"rowkitSync", &[9; 32]),
+            ("f", b"rowkitSync", &stamp),
         ]
         .into_iter()
         .map(|(f, q, v)| (f.to_string(), q.to_vec(), v.to_vec()))
@@ -1184,9 +1365,27 @@ mod tests {
             RowFilter::ColumnQualifierRegex(b"rowkitSync".to_vec()),
         ]);
         assert_eq!(stamped(), flag_sync);
+        let stamp_is = |value: &[u8]| {
+            RowFilter::Chain(vec![
+                flag_sync.clone(),
+                RowFilter::ValueRange {
+                    start: KeyBound::Closed(value.to_vec()),
+                    end: KeyBound::Closed(value.to_vec()),
+                },
+            ])
+        };
+        // A stamp is named exactly: the hash alone, or the hash, the kind and the nonce.
         assert_eq!(
-            same(&present(Stamp::Stamped)),
-            filters::and(filters::hash_eq(&h), flag_sync.clone())
+            same(&present(Stamp::Stamped(None))),
+            filters::and(filters::hash_eq(&h), stamp_is(&h))
+        );
+        let marked = [&h[..], b"k", &[0, 0, 0, 0, 0, 0, 0, 9]].concat();
+        assert_eq!(
+            same(&present(Stamp::Stamped(Some(SyncMark {
+                nonce: 9,
+                kind: StampKind::Confirm
+            })))),
+            filters::and(filters::hash_eq(&h), stamp_is(&marked))
         );
         assert_eq!(
             same(&present(Stamp::Unstamped)),
@@ -1213,8 +1412,41 @@ mod tests {
         let w = if_same(&Side::Absent, vec![Mutation::DeleteFromRow]);
         assert!(w.true_mutations.is_empty() && w.false_mutations.len() == 1);
         assert!(w.applied(false) && !w.applied(true));
-        let w = if_same(&present(Stamp::Stamped), vec![Mutation::DeleteFromRow]);
+        let w = if_same(
+            &present(Stamp::Stamped(None)),
+            vec![Mutation::DeleteFromRow],
+        );
         assert!(w.applied(true) && !w.applied(false));
+    }
+
+    #[test]
+    fn stamp_values_read_back_and_anything_else_is_invalid() {
+        let h = [4u8; 32];
+        let mark = |nonce, kind| Some(SyncMark { nonce, kind });
+        assert_eq!(Stamp::read(&h, None), Stamp::Unstamped);
+        assert_eq!(Stamp::read(&h, Some(&h)), Stamp::Stamped(None));
+        let copy = [&h[..], b"c", &[1, 2, 3, 4, 5, 6, 7, 8]].concat();
+        assert_eq!(
+            Stamp::read(&h, Some(&copy)),
+            Stamp::Stamped(mark(0x0102_0304_0506_0708, StampKind::Copy))
+        );
+        let confirm = [&h[..], b"k", &[0; 8]].concat();
+        assert_eq!(
+            Stamp::read(&h, Some(&confirm)),
+            Stamp::Stamped(mark(0, StampKind::Confirm))
+        );
+        // Written the other way round by `stamp_value`.
+        assert_eq!(stamp_value(&h, mark(0, StampKind::Confirm)), confirm);
+        assert_eq!(stamp_value(&h, None), h.to_vec());
+        for bad in [
+            [&h[..], b"x", &[0; 8]].concat(),       // unknown kind
+            [&h[..], b"c", &[0; 7]].concat(),       // short nonce
+            [&h[..], b"c", &[0; 9]].concat(),       // long nonce
+            [&[5; 32][..], b"c", &[0; 8]].concat(), // another hash
+            h[..31].to_vec(),
+        ] {
+            assert_eq!(Stamp::read(&h, Some(&bad)), Stamp::Invalid(bad.clone()));
+        }
     }
 
     #[test]
@@ -1222,7 +1454,7 @@ mod tests {
         let s = side(S::St(1));
         let t = side(S::Un(2));
         let kinds = |w: &[SyncWrite]| w.iter().map(|w| (w.row, w.kind)).collect::<Vec<_>>();
-        let w = sync_writes(CopyToTarget, &s, &t);
+        let w = sync_writes(CopyToTarget, &s, &t, 5);
         assert_eq!(
             kinds(&w),
             [
@@ -1232,7 +1464,16 @@ mod tests {
         );
         assert_eq!(w[0].write.predicate, same(&t));
         assert_eq!(w[1].write.predicate, same(&s));
-        let w = sync_writes(CopyToSource, &s, &t);
+        // Both stamps name the round (nonce 5): the copy's kind `c`, the confirmation's `k`.
+        let stamp_cell = |h: u8, kind: &[u8]| Mutation::SetCell {
+            family: "f".into(),
+            qualifier: b"rowkitSync".to_vec(),
+            timestamp: Timestamp(0),
+            value: [&[h; 32][..], kind, &[0, 0, 0, 0, 0, 0, 0, 5]].concat(),
+        };
+        assert_eq!(w[0].write.true_mutations.last(), Some(&stamp_cell(1, b"c")));
+        assert_eq!(w[1].write.true_mutations, vec![stamp_cell(1, b"k")]);
+        let w = sync_writes(CopyToSource, &s, &t, 5);
         assert_eq!(
             kinds(&w),
             [
@@ -1241,14 +1482,14 @@ mod tests {
             ]
         );
         // A copy onto an absent row writes in false_mutations.
-        let w = sync_writes(CopyToTarget, &s, &Side::Absent);
+        let w = sync_writes(CopyToTarget, &s, &Side::Absent, 5);
         assert!(w[0].write.true_mutations.is_empty());
-        assert_eq!(w[0].write.false_mutations, copy(s.present().unwrap()));
-        let w = sync_writes(DeleteTarget, &Side::Absent, &t);
+        assert_eq!(w[0].write.false_mutations, copy(s.present().unwrap(), 5));
+        let w = sync_writes(DeleteTarget, &Side::Absent, &t, 5);
         assert_eq!(kinds(&w), [(PairRow::Target, WriteKind::Delete)]);
         assert_eq!(w[0].write.true_mutations, vec![Mutation::DeleteFromRow]);
         assert_eq!(
-            kinds(&sync_writes(DeleteSource, &s, &Side::Absent)),
+            kinds(&sync_writes(DeleteSource, &s, &Side::Absent, 5)),
             [(PairRow::Source, WriteKind::Delete)]
         );
         assert_eq!(
@@ -1258,17 +1499,18 @@ mod tests {
                     target: true
                 },
                 &side(S::Un(1)),
-                &side(S::Un(1))
+                &side(S::Un(1)),
+                5
             )),
             [
                 (PairRow::Source, WriteKind::Stamp),
                 (PairRow::Target, WriteKind::Stamp)
             ]
         );
-        assert!(sync_writes(InSync, &s, &t).is_empty());
-        assert!(sync_writes(Conflict, &s, &t).is_empty());
+        assert!(sync_writes(InSync, &s, &t, 5).is_empty());
+        assert!(sync_writes(Conflict, &s, &t, 5).is_empty());
         // An action that does not fit the pair writes nothing.
-        assert!(sync_writes(CopyToTarget, &Side::Absent, &t).is_empty());
+        assert!(sync_writes(CopyToTarget, &Side::Absent, &t, 5).is_empty());
     }
 
     // ---- §4.7 and §4.9: the deletion passes' writes, written out ----
@@ -1297,9 +1539,18 @@ mod tests {
         }
     }
 
-    /// `AND(HASH_EQ(h), STAMPED)`, spelled out.
+    /// `AND(HASH_EQ(h), stamp = h)` (a stamp of the hash alone), spelled out.
     fn same_stamped(h: u8) -> RowFilter {
-        filters::and(filters::hash_eq(&[h; 32]), filters::flag("rowkitSync"))
+        filters::and(
+            filters::hash_eq(&[h; 32]),
+            RowFilter::Chain(vec![
+                filters::flag("rowkitSync"),
+                RowFilter::ValueRange {
+                    start: KeyBound::Closed(vec![h; 32]),
+                    end: KeyBound::Closed(vec![h; 32]),
+                },
+            ]),
+        )
     }
 
     /// `Condition(STAMPED, BlockAll, HASH_EQ(h))`, spelled out.
@@ -1364,6 +1615,11 @@ mod tests {
             assert_eq!(plan(S::Un(1), t), CleanPlan::SyncFirst);
             assert_eq!(plan(S::Bad(1), t), CleanPlan::SyncFirst);
         }
+        // A late confirmation of `s` beside a later copy on `t` (§12.181): the straggler's
+        // newer bytes are synced first, not deleted; a copy on `s` is deleted as any stamp.
+        assert_eq!(plan(S::Cf(1), S::Cp(2)), CleanPlan::SyncFirst);
+        assert!(matches!(plan(S::Cp(1), S::Cf(2)), CleanPlan::Writes(w) if w.len() == 2));
+        assert!(matches!(plan(S::Cf(1), S::Cp(1)), CleanPlan::Writes(w) if w.len() == 2));
     }
 
     #[test]

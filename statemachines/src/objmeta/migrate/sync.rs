@@ -7,7 +7,10 @@
 //! 2. Classify the pair ([`classify`], §4.3's table; before or after the switch by [`Truth`]).
 //! 3. Copy or delete: `CheckAndMutateRow(y, SAME(y as read), COPY(x) / DeleteFromRow())`.
 //! 4. Confirm the source: `CheckAndMutateRow(x, SAME(x as read), STAMP(x))` (not for a deleted
-//!    source). An equal pair with an unstamped side gets only its stamps.
+//!    source). An equal pair with an unstamped side gets only its stamps. Every stamp of a
+//!    round names it: a nonce drawn from the operation's seed stream, and whether the stamp
+//!    is the copy's or a confirmation (§4.2, §12.181), which is how a late confirmation is
+//!    told from the pair's last sync.
 //!
 //! A write not applied (the row changed since it was read) sends the sync back to step 1; so
 //! does a write whose reply is a retryable error (`UNAVAILABLE`, `DEADLINE_EXCEEDED`,
@@ -354,6 +357,15 @@ fn outcome_of(action: SyncAction, source: &Side, target: &Side) -> SyncOutcome {
     }
 }
 
+/// The nonce the stamps of one round name (§4.2, §12.181): the operation's next seed, mixed
+/// with the round's time because processes seeded alike (the CLI's `--seed` defaults to 0)
+/// draw the same seed stream. The classification never trusts two equal nonces to be one
+/// sync; the nonce makes each stamp's bytes its round's, so `SAME` of a stamped row fails once
+/// another round stamped it.
+fn round_nonce(io: &mut OmIo) -> u64 {
+    io.next_seed() ^ io.now().0.cast_unsigned()
+}
+
 /// Whether one conditional write of a pair applied, from its reply: `false` when the row
 /// changed since it was read, or when a retryable error leaves it unknown whether it applied
 /// (every write is conditional, so the caller reads the pair again and decides anew); a
@@ -415,7 +427,7 @@ impl Flow for SyncKeyFlow {
                         Some(keep) => resolve(action, &target, keep),
                         None => action,
                     };
-                    let mut writes = sync_writes(action, &source, &target);
+                    let mut writes = sync_writes(action, &source, &target, round_nonce(io));
                     writes.reverse();
                     let Some(write) = writes.pop() else {
                         let outcome = outcome_of(action, &source, &target);
