@@ -17,6 +17,7 @@
 //! supersedes (a newer cell at that column) is `write_after_switch` — a Gold writer still on
 //! the old table ([`UnsettledPoints`], the sweep's own definition).
 
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -130,7 +131,7 @@ enum Phase {
     /// Reading the next page of the table.
     Scan,
     /// After the scan: the table compared with the target of its switched migration.
-    AfterSwitch(Nested<UnsettledPoints<'static>>),
+    AfterSwitch(Box<Nested<UnsettledPoints<'static>>>),
     /// The OPS rows of the page's trace rows being read.
     Ops {
         reads: PointReads,
@@ -252,7 +253,7 @@ impl Flow for CheckFlow {
                             deadline: io.deadline(),
                         };
                         let compare = UnsettledPoints::new(ContextArg::owned(pair), start);
-                        self.phase = Phase::AfterSwitch(Nested::start(io, compare));
+                        self.phase = Phase::AfterSwitch(Box::new(Nested::start(io, compare)));
                         continue;
                     }
                     let Some(page) = self.scan.poll(io)? else {
