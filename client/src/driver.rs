@@ -71,6 +71,20 @@ pub trait Driver {
         family: &ColumnFamily,
     ) -> impl Future<Output = Result<(), StoreError>>;
 
+    /// Deletes `table` and every row it holds (an admin request: `rowkit gold migrate
+    /// --drop-source`). A driver without table administration answers `UNIMPLEMENTED` with
+    /// one line saying so, as this default does (the browser's: a page cannot delete tables,
+    /// `docs/migration.md` §11.6).
+    fn delete_table(&self, table: &str) -> impl Future<Output = Result<(), StoreError>> {
+        core::future::ready(Err(StoreError::new(
+            Code::Unimplemented,
+            format!(
+                "deleting table {table} is an admin request this host cannot send: run it \
+                 with a native driver (the rowkit CLI)"
+            ),
+        )))
+    }
+
     /// Resolves when the caller cancels every operation of this driver (a page's
     /// `AbortSignal`): [`run`] then cancels its machine ([`Machine::cancel`]), which abandons
     /// its requests and ends with its own cancellation error. Never, by default.
@@ -107,6 +121,13 @@ macro_rules! forward_admin {
             family: &rowkit_codec::model::ColumnFamily,
         ) -> impl core::future::Future<Output = Result<(), rowkit_statemachines::StoreError>> {
             $($inner)+.set_family(table, family)
+        }
+
+        fn delete_table(
+            &$this,
+            table: &str,
+        ) -> impl core::future::Future<Output = Result<(), rowkit_statemachines::StoreError>> {
+            $($inner)+.delete_table(table)
         }
 
         fn cancelled(&$this) -> impl core::future::Future<Output = ()> {

@@ -166,7 +166,7 @@ pub fn trace_point_json(trace: &str, commit: u32, ts: Timestamp) -> Value {
 
 /// Any event of a trace store migration, as one document whose `event` names its kind:
 /// `progress` ([`progress_json`]'s members), `state_changed` (`from`, `to`), `straggler` and
-/// `conflict` ([`trace_point_json`]'s members) — the members of [`event_json`]'s kinds where
+/// `conflict` ([`trace_point_json`]'s members), `finding` ([`finding_json`]'s) — the members of [`event_json`]'s kinds where
 /// the two migrators share them. `None` for a kind of event this serialisation does not know.
 pub fn trace_event_json(e: &TraceMigrateEvent) -> Option<Value> {
     let (kind, body) = match e {
@@ -181,6 +181,7 @@ pub fn trace_event_json(e: &TraceMigrateEvent) -> Option<Value> {
         TraceMigrateEvent::Conflict { trace, commit, ts } => {
             ("conflict", trace_point_json(trace, *commit, *ts))
         }
+        TraceMigrateEvent::Finding(f) => ("finding", finding_json(f)),
         _ => return None,
     };
     let mut m = Map::new();
@@ -233,7 +234,8 @@ fn tile_pass_json(s: &TilePassSummary) -> Value {
 /// The result document of a trace store run of `table` into `target_table`, to layout `to`
 /// (`abort`: a rollback): `{table, target_table, to, abort, state, run, passes: [{kind, pass,
 /// diffs, tiles, skipped_rows, options_rows_dropped, …counters}], target_rows_deleted,
-/// source_rows_deleted, source_rows_left, stragglers, conflicts}`.
+/// source_rows_deleted, source_rows_left, stragglers, conflicts, findings}` (`findings`: the
+/// target check's findings the source has too, which did not block the switch).
 pub fn trace_outcome_json(
     table: &str,
     target_table: &str,
@@ -255,6 +257,7 @@ pub fn trace_outcome_json(
         "source_rows_left": o.source_rows_left,
         "stragglers": points.stragglers,
         "conflicts": points.conflicts,
+        "findings": o.findings.iter().map(finding_json).collect::<Vec<_>>(),
     })
 }
 

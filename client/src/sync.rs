@@ -151,6 +151,10 @@ where
         core::future::ready(self.store.families(table))
     }
 
+    fn delete_table(&self, table: &str) -> impl Future<Output = Result<(), StoreError>> {
+        core::future::ready(self.store.delete_table(table))
+    }
+
     fn set_family(
         &self,
         table: &str,

@@ -87,6 +87,10 @@ impl Driver for TokioDriver {
         self.conn.families(table)
     }
 
+    fn delete_table(&self, table: &str) -> impl Future<Output = Result<(), StoreError>> {
+        self.conn.delete_table(table)
+    }
+
     fn set_family(
         &self,
         table: &str,

@@ -33,6 +33,7 @@
 use rowkit_codec::model::{ColumnFamily, Timestamp};
 use std::sync::{Mutex, PoisonError};
 
+use rowkit_codec::migration::{MarkerRole, MigrationState};
 use rowkit_codec::tracestore::{Layout, SetupRequest, detect_layout};
 use rowkit_statemachines::check::{
     CheckError, CheckEvent, CheckOptions, CheckSummary, CheckTarget,
@@ -328,6 +329,39 @@ impl<D: Driver> TraceStore<D> {
         let start = self.calls.start_within(self.driver.now(), timeout);
         let m = MigrateTraceStore::new(pair, to, options, start);
         run_operation(&self.driver, m, on_event).await
+    }
+
+    /// `rowkit gold migrate --finish --drop-source` (`docs/migration.md` §5.8): deletes this
+    /// table — the source of a migration whose clean-up is complete (its marker `cleaning`,
+    /// the target it names holding no marker) — so that a Gold process still configured on
+    /// it fails loudly (`NOT_FOUND`) instead of writing where no one reads. Refused with one
+    /// usage line, nothing deleted, when the migration is not complete; a driver without table
+    /// administration (a browser host) answers with its one-line `UNIMPLEMENTED`.
+    pub async fn drop_source(&self) -> Result<(), TraceStoreError> {
+        let not_complete = |why: String| {
+            TraceStoreError::MigrationUsage(format!(
+                "--drop-source deletes table {} only after a complete clean-up: {why}",
+                self.table
+            ))
+        };
+        let marker = self.read_migration().await?.marker;
+        let Some(m) = marker.filter(|m| m.role == Some(MarkerRole::Source)) else {
+            return Err(not_complete("it is not the source of a migration".into()));
+        };
+        let target = m.target_table.clone().unwrap_or_default();
+        let start = self.start(READ_DEADLINE_MICROS);
+        let read = ReadTableMigration::new(TraceStoreState::new(target.as_str(), m.to), start);
+        let target_marker = run_operation(&self.driver, read, |_| {}).await?.marker;
+        if m.state != MigrationState::Cleaning || target_marker.is_some() {
+            return Err(not_complete(format!(
+                "its migration into {target} is {}",
+                m.state
+            )));
+        }
+        self.driver
+            .delete_table(&self.table)
+            .await
+            .map_err(store_error)
     }
 
     /// The table's migration state as the migrator reads it (`docs/migration.md` §2.1): its

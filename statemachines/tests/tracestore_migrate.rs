@@ -23,7 +23,7 @@ use rowkit_codec::tracestore::migration::{TraceMarkerChange, TraceMigrationMarke
 use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
 use rowkit_codec::tracestore::{Layout, decode_ops_gob};
 use rowkit_statemachines::check::{CheckOptions, CheckTarget};
-use rowkit_statemachines::objmeta::migrate::pass::PassProgress;
+use rowkit_statemachines::objmeta::migrate::pass::{PassFinding, PassProgress};
 use rowkit_statemachines::operation::Start;
 use rowkit_statemachines::tracestore::migrate::copy_tile::{CopyTile, CopyTileSummary};
 use rowkit_statemachines::tracestore::migrate::marker::{
@@ -177,6 +177,19 @@ impl World {
     /// A Gold writer's Put into T1 (a fresh state: it never reads a marker), recorded when
     /// acknowledged.
     fn gold_put(&mut self, repo_index: u32, entries: &[(&str, u64)], ts: Timestamp) {
+        let from = self.from;
+        self.gold_put_into(T1, from, repo_index, entries, ts);
+    }
+
+    /// A Gold writer's Put into `table` (of `layout`), recorded when acknowledged.
+    fn gold_put_into(
+        &mut self,
+        table: &str,
+        layout: Layout,
+        repo_index: u32,
+        entries: &[(&str, u64)],
+        ts: Timestamp,
+    ) {
         let entries: Vec<PutEntry> = entries
             .iter()
             .map(|(name, d)| PutEntry {
@@ -186,7 +199,7 @@ impl World {
             })
             .collect();
         let start = self.start();
-        let state = TraceStoreState::new(T1, self.from);
+        let state = TraceStoreState::new(table, layout);
         let put = Put::new(
             state,
             i64::from(repo_index),
@@ -1212,4 +1225,294 @@ fn a_conflict_after_the_switch_is_reported_and_blocks_the_clean_up() {
         out.source_rows_deleted, 0,
         "nothing of a conflict is deleted"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rollback of `switched`, the check before the switch, `write_after_switch` (§5.5, §5.9, §6.3,
+// §8)
+// ---------------------------------------------------------------------------------------------
+
+/// T2 as the source and T1 as the target: the tables of the swapped run (§5.9).
+fn swapped_pair(w: &World) -> TablePair {
+    TablePair::new(
+        TraceStoreState::new(T2, w.to),
+        TraceStoreState::new(T1, w.from),
+    )
+}
+
+/// Writes one cell into `row` of `table` directly, as damage no writer leaves.
+fn plant_row(w: &mut World, table: &str, row: &[u8]) {
+    let request = Request::MutateRow(rowkit_statemachines::MutateRowRequest {
+        table: table.into(),
+        app_profile_id: String::new(),
+        row_key: row.to_vec(),
+        mutations: vec![rowkit_codec::model::Mutation::SetCell {
+            family: "O".into(),
+            qualifier: b"junk".to_vec(),
+            timestamp: Timestamp(0),
+            value: b"1".to_vec(),
+        }],
+    });
+    for part in store_responses(&w.store, request, w.now) {
+        part.unwrap();
+    }
+}
+
+/// Deletes `row` of `table` directly.
+fn delete_row(w: &mut World, table: &str, row: &[u8]) {
+    let request = Request::MutateRow(rowkit_statemachines::MutateRowRequest {
+        table: table.into(),
+        app_profile_id: String::new(),
+        row_key: row.to_vec(),
+        mutations: vec![rowkit_codec::model::Mutation::DeleteFromRow],
+    });
+    for part in store_responses(&w.store, request, w.now) {
+        part.unwrap();
+    }
+}
+
+/// The check of `table` (of `layout`): its findings as (kind, row key).
+fn check_findings(w: &mut World, table: &str, layout: Layout) -> Vec<(&'static str, Vec<u8>)> {
+    let start = w.start();
+    let mut m = Check::new(
+        CheckTarget::new(table),
+        layout,
+        CheckOptions::default(),
+        start,
+    );
+    let mut found = Vec::new();
+    loop {
+        while let Some(e) = m.poll_event() {
+            if let rowkit_statemachines::check::CheckEvent::Finding(f) = e {
+                found.push((f.kind, f.row_key));
+            }
+        }
+        if let Some(result) = m.result() {
+            result.unwrap();
+            return found;
+        }
+        w.step(&mut m);
+    }
+}
+
+/// Runs the migrator of T1 into T2 to `switched` (its sweep included).
+fn run_to_switched(w: &mut World) {
+    let switch = Gates {
+        switch: true,
+        finish: false,
+    };
+    let m = migrator(w, migrate_options(switch));
+    assert_eq!(
+        w.run(m).unwrap().end,
+        TraceMigrateEnd::InState(MigrationState::Switched)
+    );
+}
+
+#[test]
+fn rollback_of_switched_runs_the_swapped_run_and_t1_ends_the_truth() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let ms = |n: i64| Timestamp(T0.0 + n * 1000);
+        run_to_switched(&mut w);
+        // Gold writers restarted on T2 write there only (no aware writer mirrors them).
+        let to = w.to;
+        w.gold_put_into(T2, to, 5, &[("e", 500)], ms(100));
+        w.gold_put_into(T2, to, 4, &[("a", 501)], ms(101));
+        // A Gold writer still on T1 after the last sweep: newer than T2's point there.
+        w.gold_put(511, &[("d", 502)], ms(102));
+        let before = (w.rows(T1), w.rows(T2));
+
+        // Without --switch: refused, nothing written.
+        let start = w.start();
+        let m = MigrateTraceStore::new(
+            swapped_pair(&w),
+            from,
+            migrate_options(Gates::default()),
+            start,
+        );
+        let error = w.run(m).unwrap_err();
+        assert!(
+            matches!(error, TraceStoreError::MigrationUsage(_)),
+            "{error}"
+        );
+        assert_eq!((w.rows(T1), w.rows(T2)), before);
+
+        let start = w.start();
+        let m = MigrateTraceStore::new(swapped_pair(&w), from, migrate_options(Gates::ALL), start);
+        let (out, events) = w.run_events(m);
+        let out = out.unwrap();
+        assert_eq!(out.end, TraceMigrateEnd::Cleaned, "{from:?}");
+        let changes: Vec<_> = events
+            .iter()
+            .filter_map(|e| match e {
+                TraceMigrateEvent::StateChanged { from, to } => Some((*from, *to)),
+                _ => None,
+            })
+            .collect();
+        use MigrationState::*;
+        assert_eq!(
+            changes,
+            vec![
+                (Some(Switched), Some(Switching)),
+                (Some(Switching), Some(Switched)),
+                (Some(Switched), Some(Cleaning)),
+            ]
+        );
+        // T1 is the truth: every acknowledged point, the newest `ts` of each, from both tables.
+        assert_eq!(w.stored_points(T1, from), w.expected, "{from:?}");
+        let want: BTreeMap<PointKey, String> = w
+            .expected
+            .iter()
+            .map(|(k, (d, _))| (k.clone(), d.clone()))
+            .collect();
+        assert_eq!(w.read_range(T1, from, 0, 511), want);
+        // T1: no marker row; T2: its marker row only, `cleaning`, naming T1 (§5.9, §12.52).
+        assert!(w.rows(T1).iter().all(|r| r.key != b":rk:m:0000000000:"));
+        let t2: Vec<Vec<u8>> = w.rows(T2).into_iter().map(|r| r.key).collect();
+        assert_eq!(t2, vec![b":rk:m:0000000000:".to_vec()]);
+        let marker =
+            TraceMigrationMarker::from_json_bytes(&marker_cells(&w, T2)[b"marker".as_slice()])
+                .unwrap();
+        assert_eq!(
+            (marker.state, marker.role, marker.from, marker.to),
+            (Cleaning, Some(MarkerRole::Source), w.to, from)
+        );
+        assert_eq!(
+            (
+                marker.source_table.as_deref(),
+                marker.target_table.as_deref()
+            ),
+            (Some(T2), Some(T1))
+        );
+        assert_eq!(check_findings(&mut w, T1, from), vec![]);
+    }
+}
+
+#[test]
+fn a_rollback_dropped_after_any_response_resumes_from_its_markers() {
+    let mut w = World::new(Layout::Md5);
+    seed_writes(&mut w);
+    let ms = |n: i64| Timestamp(T0.0 + n * 1000);
+    run_to_switched(&mut w);
+    let to = w.to;
+    w.gold_put_into(T2, to, 5, &[("e", 500)], ms(100));
+    for crash in 1.. {
+        let start = w.start();
+        let m = MigrateTraceStore::new(
+            swapped_pair(&w),
+            Layout::Md5,
+            migrate_options(Gates::ALL),
+            start,
+        );
+        if w.run_until_crash(m, crash) {
+            break;
+        }
+    }
+    assert_eq!(w.stored_points(T1, Layout::Md5), w.expected);
+    assert_eq!(stored_states(&w), (None, Some(MigrationState::Cleaning)));
+}
+
+#[test]
+fn the_check_before_the_switch_blocks_on_a_damage_only_the_target_has() {
+    let mut w = World::new(Layout::Md5);
+    seed_writes(&mut w);
+    // Damage the copy cannot have made: one row in T2 only, one in both tables.
+    plant_row(&mut w, T2, b"zz:only-in-target");
+    plant_row(&mut w, T1, b"yy:in-both");
+    plant_row(&mut w, T2, b"yy:in-both");
+    let switch = Gates {
+        switch: true,
+        finish: false,
+    };
+    let m = migrator(&mut w, migrate_options(switch));
+    let (out, events) = w.run_events(m);
+    let Err(TraceStoreError::MigrationBlocked { findings }) = &out else {
+        panic!("{out:?}");
+    };
+    let judged = |findings: &[PassFinding]| -> Vec<(Vec<u8>, bool)> {
+        findings
+            .iter()
+            .map(|f| match f {
+                PassFinding::Check {
+                    finding,
+                    source_own,
+                } => (finding.row_key.clone(), *source_own),
+                other => panic!("{other:?}"),
+            })
+            .collect()
+    };
+    assert_eq!(
+        judged(findings),
+        vec![
+            (b"yy:in-both".to_vec(), true),
+            (b"zz:only-in-target".to_vec(), false)
+        ]
+    );
+    let reported: Vec<PassFinding> = events
+        .into_iter()
+        .filter_map(|e| match e {
+            TraceMigrateEvent::Finding(f) => Some(f),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(&reported, findings);
+    // Nothing of the switch written.
+    assert_eq!(
+        stored_states(&w),
+        (
+            Some(MigrationState::Verifying),
+            Some(MigrationState::Verifying)
+        )
+    );
+    // Once the target's own damage is gone the switch goes ahead; the shared one is reported.
+    delete_row(&mut w, T2, b"zz:only-in-target");
+    let m = migrator(&mut w, migrate_options(switch));
+    let out = w.run(m).unwrap();
+    assert_eq!(out.end, TraceMigrateEnd::InState(MigrationState::Switched));
+    assert_eq!(judged(&out.findings), vec![(b"yy:in-both".to_vec(), true)]);
+}
+
+#[test]
+fn check_reports_a_write_after_the_switch_that_the_target_lacks() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let ms = |n: i64| Timestamp(T0.0 + n * 1000);
+        run_to_switched(&mut w);
+        assert_eq!(check_findings(&mut w, T1, from), vec![]);
+        // A straggler in T1; and one T2 supersedes (a newer native write at that column).
+        w.gold_put(3, &[("a", 300)], ms(80));
+        w.gold_put(3, &[("b", 301)], ms(50));
+        let to = w.to;
+        w.gold_put_into(T2, to, 3, &[("b", 302)], ms(81));
+        let found = check_findings(&mut w, T1, from);
+        assert_eq!(found.len(), 1, "{from:?}: {found:?}");
+        assert_eq!(found[0].0, "write_after_switch");
+        let key = decode_row_key(&found[0].1).unwrap();
+        assert_eq!(
+            (key.row_type, key.tile_key),
+            (RowType::Trace, tile_key_of(3))
+        );
+        // The trace row of the finding is name=a's: its params through T1's OPS.
+        let ops_row = w
+            .rows(T1)
+            .into_iter()
+            .find(|r| r.key == ops_row_name(tile_key_of(3)))
+            .unwrap();
+        let ops = ops_row
+            .cells
+            .iter()
+            .filter(|c| c.qualifier == COLUMN_OPS)
+            .max_by_key(|c| c.timestamp)
+            .unwrap();
+        let params = decode_ops_gob(&ops.value)
+            .unwrap()
+            .decode_params(extract_subkey(&found[0].1))
+            .unwrap();
+        assert_eq!(params, params_from([("name", "a"), ("config", "8888")]));
+        // The next sweep adopts it: nothing left to report.
+        run_to_switched(&mut w);
+        assert_eq!(check_findings(&mut w, T1, from), vec![]);
+    }
 }

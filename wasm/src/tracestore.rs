@@ -103,6 +103,13 @@ fn params(v: &Value, what: &str) -> Result<Params, JsValue> {
 
 /// `migrate`'s options object as the migrator's (see `MigrateTableOptions`).
 fn migrate_options(options: &JsValue) -> Result<TraceMigrateOptions, JsValue> {
+    // §5.8: the page has no admin API (§11.6).
+    if flag_option(options, "dropSource")? {
+        return Err(js::invalid(
+            "dropSource: deleting the source table is an admin request a browser cannot send; \
+             run `rowkit gold migrate --finish --drop-source` with a native driver",
+        ));
+    }
     let policy = match js::get_string(options, "options")?.as_deref() {
         None | Some("refuse") => OptionsPolicy::Refuse,
         Some("drop") => OptionsPolicy::Drop,
@@ -196,6 +203,8 @@ export interface MigrateTableOptions {
     takeOver?: boolean;
     /** The checkpoints' lease owner (default: a random `browser:…` name). */
     owner?: string;
+    /** `--drop-source` is refused: deleting the source table is an admin request a browser cannot send (`rowkit gold migrate --finish --drop-source` does it). */
+    dropSource?: false;
 }
 
 /** A trace point a sweep named (§5.6). */

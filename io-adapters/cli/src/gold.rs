@@ -107,9 +107,12 @@ pub enum GoldCommand {
     Newest,
     /// Migrate the table into a table of the other layout, beside the running Gold writers
     /// (docs/migration.md §5): copy, verify, and with --switch / --finish the switch and
-    /// the clean-up; --abort rolls back before the switch. Progress on stderr (a bar on a
-    /// terminal, JSON Lines with --json), one summary on stdout. Exit 0 when the run ended as
-    /// asked, 1 when the clean-up stopped on conflicts, 2 on bad usage or when it could not run.
+    /// the clean-up (--drop-source then deletes the source table); --abort rolls back before
+    /// the switch, and after it `gold --table T2 migrate --to <T1's layout> --target-table T1
+    /// --switch` migrates back. Progress on stderr (a bar on a terminal, JSON Lines with
+    /// --json), one summary on stdout. Exit 0 when the run ended as asked, 1 when the check of
+    /// the target blocked the switch or the clean-up stopped on conflicts, 2 on bad usage or
+    /// when it could not run.
     Migrate(crate::gold_migrate::GoldMigrateArgs),
     /// One Put per line of a JSON Lines file, in order; stops at the first failure.
     ///

@@ -1,17 +1,19 @@
 //! `rowkit gold migrate --to digest-id|md5 --target-table T2`: the trace store's migrator
 //! (`docs/migration.md` §5, §7.3, §11.6, §11.7) run through `TraceStore::migrate` as far as
-//! the gates allow. It shows its progress as `rowkit s3 migrate` does (the same bar and JSON
+//! the gates allow; `--drop-source` then deletes the source table (§5.8), and the same
+//! command run on `T2` with `--to` the source's layout, `--target-table T1` and `--switch`
+//! rolls a switched migration back (§5.9). It shows its progress as `rowkit s3 migrate` does (the same bar and JSON
 //! Lines) and prints one summary (text line, or JSON document) on stdout.
 
 use clap::Args;
 use rowkit_client::block_on;
 use rowkit_codec::migration::{Gates, OptionsPolicy};
 use rowkit_codec::tracestore::Layout;
-use rowkit_statemachines::tracestore::TraceStoreEvent;
 use rowkit_statemachines::tracestore::migrate::TraceMigrateEvent;
 use rowkit_statemachines::tracestore::migrate::run::{
     TraceMigrateEnd, TraceMigrateOptions, TraceMigrateOutcome,
 };
+use rowkit_statemachines::tracestore::{TraceStoreError, TraceStoreEvent};
 
 use crate::args::Context;
 use crate::check::could_not_run;
@@ -38,9 +40,15 @@ pub struct GoldMigrateArgs {
     /// the source table any more.
     #[arg(long)]
     pub finish: bool,
-    /// Roll the migration back (before the switch): the target's rows are deleted.
+    /// Roll the migration back (before the switch): the target's rows are deleted. After
+    /// the switch, roll back by migrating the target back: `rowkit gold --table T2 migrate
+    /// --to <T1's layout> --target-table T1 --switch`.
     #[arg(long)]
     pub abort: bool,
+    /// With --finish: once the clean-up is complete, delete the source table (an admin
+    /// request), so that a Gold process still configured on it fails loudly.
+    #[arg(long)]
+    pub drop_source: bool,
     /// Options rows (md5 → digest-id): `refuse` (default: the run stops at the first) or
     /// `drop` (not copied, counted).
     #[arg(long, value_name = "refuse|drop", default_value = "refuse")]
@@ -109,12 +117,15 @@ fn outcome_text(
     for c in &p.conflicts {
         text.push_str(&format!("\nconflict: {c}"));
     }
+    for f in &o.findings {
+        text.push_str(&format!("\nfinding: {f}"));
+    }
     text
 }
 
-/// Runs `rowkit gold migrate`: exit 0 when the run ended as asked, 1 when the clean-up
-/// stopped (conflicts or newer rows left in the source), 2 on bad usage or when it could
-/// not run.
+/// Runs `rowkit gold migrate`: exit 0 when the run ended as asked, 1 when the check of the
+/// target blocked the switch or the clean-up stopped (conflicts or newer rows left in the
+/// source), 2 on bad usage or when it could not run.
 pub fn run(
     ctx: &Context,
     gold: &crate::gold::Gold<'_>,
@@ -130,6 +141,12 @@ pub fn run(
             to.name(),
             to.name()
         )));
+    }
+    if args.drop_source && (!args.finish || args.abort) {
+        return Err(CliError::usage(
+            "--drop-source deletes the source table after a complete clean-up: it needs \
+             --finish and no --abort",
+        ));
     }
     let options = TraceMigrateOptions {
         gates: Gates {
@@ -156,15 +173,28 @@ pub fn run(
         points.record(&e);
     }));
     shown.finish();
-    let outcome = result.map_err(|e| could_not_run(CliError::from(e)))?;
+    let outcome = match result {
+        Ok(o) => o,
+        // The target's check found what the source does not have: blocked, exit 1.
+        Err(e @ TraceStoreError::MigrationBlocked { .. }) => return Err(CliError::from(e)),
+        Err(e) => return Err(could_not_run(CliError::from(e))),
+    };
     let source = gold.table();
+    // §5.8: only a complete clean-up lets the source go.
+    let dropped = args.drop_source && outcome.end == TraceMigrateEnd::Cleaned;
+    if dropped {
+        block_on(gold.drop_source()).map_err(|e| could_not_run(CliError::from(e)))?;
+    }
     if out.is_json() {
-        outln!(
-            "{}",
-            trace_outcome_json(source, target, to, args.abort, &outcome, &points)
-        );
+        let mut doc = trace_outcome_json(source, target, to, args.abort, &outcome, &points);
+        doc["source_dropped"] = dropped.into();
+        outln!("{doc}");
     } else {
-        outln!("{}", outcome_text(source, target, to, &outcome, &points));
+        let mut text = outcome_text(source, target, to, &outcome, &points);
+        if dropped {
+            text.push_str(&format!("\ntable {source} deleted"));
+        }
+        outln!("{text}");
     }
     if outcome.end == TraceMigrateEnd::InState(rowkit_codec::migration::MigrationState::Cleaning) {
         return Err(CliError::Exit(1));

@@ -7,23 +7,36 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-struct Scratch(PathBuf);
+/// A scratch directory and the store the commands run on: an embedded file in it, or a
+/// fresh instance of the Bigtable emulator.
+struct Scratch(PathBuf, String);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
         let dir = std::env::temp_dir().join(format!("rowkit-gold-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
+        let store = format!("embedded:{}", dir.join("t.redb").display());
+        Scratch(dir, store)
+    }
+
+    /// A fresh emulator instance (`None`, printed, when the emulator cannot be started and
+    /// `CI` is not set).
+    fn emulator(name: &str) -> Option<Scratch> {
+        let emu = rowkit_testkit::emulator::Emulator::shared_or_skip(name)?;
+        let mut s = Scratch::new(name);
+        s.1 = emu.url(&emu.fresh_target().instance);
+        Some(s)
     }
 
     fn rowkit(&self, args: &[&str]) -> Output {
         Command::new(env!("CARGO_BIN_EXE_rowkit"))
             .arg("--store")
-            .arg(format!("embedded:{}", self.0.join("t.redb").display()))
+            .arg(&self.1)
             .args(["--now", "1557018184000000"])
             .args(args)
             .env_remove("ROWKIT_STORE")
+            .env_remove("BIGTABLE_EMULATOR_HOST")
             .output()
             .unwrap()
     }
@@ -716,6 +729,212 @@ fn migrate_md5_into_digest_id() {
     assert_eq!(o.status.code(), Some(0), "{o:?}");
     // The source: no trace left, its marker row only.
     assert_eq!(s.json(&["gold", "newest"])["newest"], Value::Null);
+}
+
+/// Three points in `gold` (md5) and an empty `gold2` (digest-id) to migrate them into.
+fn seed_migration(s: &Scratch) {
+    s.json(&["gold", "setup"]);
+    for (commit, name, digest) in [
+        ("1", "a", "000075b9c0f1b6a831c399e269772661"),
+        ("2", "a", "000075b9c0f1b6a831c399e269772662"),
+        ("300", "b", "000075b9c0f1b6a831c399e269772663"),
+    ] {
+        let params = format!("name={name},config=8888");
+        s.json(&[
+            "gold", "put", "--commit", commit, "--params", &params, "--digest", digest,
+        ]);
+    }
+    s.json(&["gold", "setup", "--table", "gold2", "--layout", "digest-id"]);
+}
+
+/// The digest of commit `commit` of trace `name` in `table`, read through `gold traces`.
+fn digest_at(s: &Scratch, table: &str, name: &str, commit: usize) -> Value {
+    let traces = s.json(&[
+        "gold", "--table", table, "traces", "--from", "0", "--to", "511",
+    ]);
+    let id = format!(",config=8888,name={name},");
+    let trace = traces["traces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id}: {traces}"))
+        .clone();
+    trace["digests"][commit].clone()
+}
+
+/// The one line a refused command prints, with exit 2.
+fn refused(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(2), "{o:?}");
+    let stderr = String::from_utf8(o.stderr.clone()).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    stderr
+}
+
+/// §5.9's rollback of a switched migration: the swapped run, `gold migrate` on the target
+/// back into the source with `--switch` (refused without it, one line); the source then
+/// reads every point, those written into the target after the switch included, and the
+/// target keeps only its marker row.
+fn rollback_of_switched(s: &Scratch) {
+    seed_migration(s);
+    let forward = [
+        "--json",
+        "gold",
+        "migrate",
+        "--to",
+        "digest-id",
+        "--target-table",
+        "gold2",
+        "--switch",
+    ];
+    assert_eq!(s.json(&forward[1..])["state"], "switched");
+    // A Gold writer restarted on gold2 writes a point gold does not have.
+    s.json(&[
+        "gold",
+        "--table",
+        "gold2",
+        "put",
+        "--commit",
+        "5",
+        "--params",
+        "name=c,config=8888",
+        "--digest",
+        "000075b9c0f1b6a831c399e269772664",
+    ]);
+    let back = [
+        "gold",
+        "--table",
+        "gold2",
+        "migrate",
+        "--to",
+        "md5",
+        "--target-table",
+        "gold",
+    ];
+    let line = refused(&s.rowkit(&back));
+    assert!(
+        line.starts_with("rowkit: usage: run ") && line.contains("needs --switch"),
+        "{line}"
+    );
+    let doc = s.json(&[&back[..], &["--switch", "--finish"]].concat());
+    assert_eq!(
+        (&doc["state"], &doc["table"], &doc["target_table"]),
+        (&json_str("cleaned"), &json_str("gold2"), &json_str("gold")),
+        "{doc}"
+    );
+    assert_eq!(
+        digest_at(s, "gold", "a", 1),
+        "000075b9c0f1b6a831c399e269772661"
+    );
+    assert_eq!(
+        digest_at(s, "gold", "a", 2),
+        "000075b9c0f1b6a831c399e269772662"
+    );
+    assert_eq!(
+        digest_at(s, "gold", "b", 300),
+        "000075b9c0f1b6a831c399e269772663"
+    );
+    assert_eq!(
+        digest_at(s, "gold", "c", 5),
+        "000075b9c0f1b6a831c399e269772664"
+    );
+    let o = s.rowkit(&["gold", "check"]);
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert_eq!(
+        s.json(&["gold", "--table", "gold2", "newest"])["newest"],
+        Value::Null
+    );
+}
+
+/// §5.8's `--drop-source`: refused (one line, exit 2) without `--finish`; after a complete
+/// clean-up the source table is deleted, and a command on it fails.
+fn drop_source(s: &Scratch) {
+    seed_migration(s);
+    let migrate = [
+        "gold",
+        "migrate",
+        "--to",
+        "digest-id",
+        "--target-table",
+        "gold2",
+        "--drop-source",
+    ];
+    let line = refused(&s.rowkit(&migrate));
+    assert!(line.contains("needs --finish"), "{line}");
+    let line = refused(&s.rowkit(&[&migrate[..], &["--finish", "--abort"]].concat()));
+    assert!(line.contains("no --abort"), "{line}");
+    let tables = s.json(&["admin", "list-tables"]);
+    assert!(tables.to_string().contains("\"gold\""), "{tables}");
+
+    let doc = s.json(&[&migrate[..], &["--switch", "--finish"]].concat());
+    assert_eq!(
+        (&doc["state"], &doc["source_dropped"]),
+        (&json_str("cleaned"), &Value::Bool(true)),
+        "{doc}"
+    );
+    let tables = s.json(&["admin", "list-tables"]);
+    assert!(!tables.to_string().contains("\"gold\""), "{tables}");
+    assert_eq!(
+        digest_at(s, "gold2", "b", 300),
+        "000075b9c0f1b6a831c399e269772663"
+    );
+    let o = s.rowkit(&["gold", "newest"]);
+    assert_ne!(o.status.code(), Some(0), "{o:?}");
+}
+
+/// §5.5, §8: the check of the target before the switch; a damage only the target has
+/// blocks the switch (exit 1, one line, the markers left in `verifying`).
+#[test]
+fn migrate_is_blocked_by_a_finding_only_the_target_has() {
+    let s = Scratch::new("migrate-blocked");
+    seed_migration(&s);
+    s.json(&["admin", "set", "gold2", "zz:junk", "O:junk=1"]);
+    let migrate = [
+        "gold",
+        "migrate",
+        "--to",
+        "digest-id",
+        "--target-table",
+        "gold2",
+        "--switch",
+    ];
+    let o = s.rowkit(&migrate);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("block the switch") && stderr.contains("undecodable_key: zz:junk"),
+        "{stderr}"
+    );
+    // The same damage in the source too: the source's own, reported, not blocking.
+    s.json(&["admin", "set", "gold", "zz:junk", "O:junk=1"]);
+    let doc = s.json(&migrate);
+    assert_eq!(doc["state"], "switched", "{doc}");
+    assert_eq!(doc["findings"][0]["id"], "undecodable_key", "{doc}");
+}
+
+#[test]
+fn migrate_rollback_of_switched_embedded() {
+    rollback_of_switched(&Scratch::new("rollback"));
+}
+
+#[test]
+fn migrate_rollback_of_switched_emulator() {
+    if let Some(s) = Scratch::emulator("migrate_rollback_of_switched_emulator") {
+        rollback_of_switched(&s);
+    }
+}
+
+#[test]
+fn migrate_drop_source_embedded() {
+    drop_source(&Scratch::new("drop-source"));
+}
+
+#[test]
+fn migrate_drop_source_emulator() {
+    if let Some(s) = Scratch::emulator("migrate_drop_source_emulator") {
+        drop_source(&s);
+    }
 }
 
 fn json_str(s: &str) -> Value {

@@ -484,7 +484,7 @@ fn micros_text(us: i64) -> String {
 }
 
 /// The findings of [`ObjmetaError::MigrationBlocked`], one per item: id and what it names.
-fn migration_findings_text(findings: &[migrate::pass::PassFinding]) -> String {
+pub(crate) fn migration_findings_text(findings: &[migrate::pass::PassFinding]) -> String {
     let items: Vec<String> = findings.iter().map(|f| alloc::format!("{f}")).collect();
     items.join("; ")
 }

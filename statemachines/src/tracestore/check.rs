@@ -9,7 +9,15 @@
 //! read: such cells are held, and judged after the counter is read and the map scanned again.
 //! Nothing here is repairable (the spec allows no repair of a trace store): findings are
 //! reported.
+//!
+//! A table that was the source of a layout migration past its switch (its marker row
+//! `:rk:m:0000000000:`, read first, says `role: source` and `switched` or `cleaning`,
+//! `docs/migration.md` §6.3) is also compared, after the scan, with the target its marker
+//! names: every point it holds that the target neither holds (same `ts` and digest) nor
+//! supersedes (a newer cell at that column) is `write_after_switch` — a Gold writer still on
+//! the old table ([`UnsettledPoints`], the sweep's own definition).
 
+use alloc::boxed::Box;
 use alloc::collections::BTreeMap;
 use alloc::format;
 use alloc::string::{String, ToString};
@@ -29,11 +37,17 @@ use rowkit_codec::tracestore::keys::{
 use rowkit_codec::tracestore::layout::Layout;
 use rowkit_codec::tracestore::ops::{OrderedParamSet, parse_options_text};
 
+use super::migrate::TablePair;
+use super::migrate::compare::UnsettledPoints;
+use super::migrate::marker::TraceMigrationRead;
+use super::state::TraceStoreState;
 use crate::check::{
     CheckError, CheckEvent, CheckOptions, CheckProgress, CheckSummary, CheckTarget, Checking,
     Finding, PagedScan, PointReads, Report, RowsByKey,
 };
-use crate::operation::{ContextArg, Flow, Io, Operation, Start};
+use crate::operation::{ContextArg, Flow, Io, Nested, Operation, Start};
+use rowkit_codec::migration::{MarkerRole, MigrationState};
+use rowkit_codec::tracestore::keys::migration_row_name;
 
 /// The schema name in findings.
 const SCHEMA: &str = "gold";
@@ -47,10 +61,6 @@ pub type Check = Operation<'static, CheckFlow>;
 impl Check {
     /// Checks `target.table`, a table of `layout`, as `start` says.
     pub fn new(target: CheckTarget, layout: Layout, options: CheckOptions, start: Start) -> Check {
-        let phase = match layout {
-            Layout::DigestId => Phase::Counter(None),
-            Layout::Md5 => Phase::Scan,
-        };
         let flow = CheckFlow {
             layout,
             options,
@@ -58,7 +68,8 @@ impl Check {
             report: Report::default(),
             ids: None,
             held: Vec::new(),
-            phase,
+            after_switch: None,
+            phase: Phase::Marker(None),
         };
         let retry = target.retry;
         Operation::begin(ContextArg::owned(target), start, retry, flow)
@@ -108,6 +119,8 @@ struct HeldId {
 
 #[derive(Debug)]
 enum Phase {
+    /// The migration marker row being read (`None`: not yet asked).
+    Marker(Option<PointReads>),
     /// The id counter being read (`None`: not yet asked). `rescan` is set on a re-read.
     Counter(Option<(PointReads, bool)>),
     /// The digest map being scanned (`rescan`: for held ids, reporting nothing new).
@@ -117,6 +130,8 @@ enum Phase {
     },
     /// Reading the next page of the table.
     Scan,
+    /// After the scan: the table compared with the target of its switched migration.
+    AfterSwitch(Box<Nested<UnsettledPoints<'static>>>),
     /// The OPS rows of the page's trace rows being read.
     Ops {
         reads: PointReads,
@@ -136,6 +151,9 @@ pub struct CheckFlow {
     /// checks are skipped).
     ids: Option<KnownIds>,
     held: Vec<HeldId>,
+    /// This table and the target of its switched migration (from the marker), whose points
+    /// it is compared with after the scan.
+    after_switch: Option<TablePair>,
     phase: Phase,
 }
 
@@ -150,6 +168,26 @@ impl Flow for CheckFlow {
     ) -> CheckProgress<CheckSummary> {
         loop {
             match core::mem::replace(&mut self.phase, Phase::Done) {
+                Phase::Marker(None) => {
+                    let reads =
+                        PointReads::start(io, &target.table, alloc::vec![migration_row_name()]);
+                    self.phase = Phase::Marker(Some(reads));
+                }
+                Phase::Marker(Some(mut reads)) => {
+                    let Some(found) = reads.poll(io)? else {
+                        self.phase = Phase::Marker(Some(reads));
+                        return Ok(None);
+                    };
+                    self.after_switch = switched_target(
+                        &target.table,
+                        self.layout,
+                        found.get(&migration_row_name()),
+                    );
+                    self.phase = match self.layout {
+                        Layout::DigestId => Phase::Counter(None),
+                        Layout::Md5 => Phase::Scan,
+                    };
+                }
                 Phase::Counter(None) => {
                     let reads = PointReads::start(io, &target.table, alloc::vec![counter_row()]);
                     self.phase = Phase::Counter(Some((reads, false)));
@@ -206,7 +244,17 @@ impl Flow for CheckFlow {
                         continue;
                     }
                     if self.scan.is_done() {
-                        return Ok(Some(self.report.finish()));
+                        let Some(pair) = self.after_switch.take() else {
+                            return Ok(Some(self.report.finish()));
+                        };
+                        let start = Start {
+                            now: io.now(),
+                            seed: io.next_seed(),
+                            deadline: io.deadline(),
+                        };
+                        let compare = UnsettledPoints::new(ContextArg::owned(pair), start);
+                        self.phase = Phase::AfterSwitch(Box::new(Nested::start(io, compare)));
+                        continue;
                     }
                     let Some(page) = self.scan.poll(io)? else {
                         self.phase = Phase::Scan;
@@ -233,10 +281,62 @@ impl Flow for CheckFlow {
                     }
                     self.phase = Phase::Scan;
                 }
+                Phase::AfterSwitch(mut compare) => {
+                    let Some(result) = compare.advance(io, |_, _| {}) else {
+                        self.phase = Phase::AfterSwitch(compare);
+                        return Ok(None);
+                    };
+                    match result {
+                        Ok(points) => {
+                            for p in points {
+                                let detail = format!(
+                                    "trace {} at commit {} holds {} (ts {}), which the target of \
+                                     the switched migration neither holds nor supersedes",
+                                    p.trace,
+                                    p.commit,
+                                    if p.digest.is_empty() {
+                                        "a missing digest"
+                                    } else {
+                                        &p.digest
+                                    },
+                                    p.ts.0
+                                );
+                                self.report
+                                    .finding(io, finding("write_after_switch", &p.row_key, detail));
+                            }
+                        }
+                        Err(super::TraceStoreError::Aborted) => return Err(CheckError::Aborted),
+                        // The target gone or unreadable: the rest of the check stands.
+                        Err(e) => self.report.note(format!(
+                            "write_after_switch not checked: the target of the switched \
+                             migration could not be read: {e}"
+                        )),
+                    }
+                    return Ok(Some(self.report.finish()));
+                }
                 Phase::Done => return Err(CheckError::Aborted),
             }
         }
     }
+}
+
+/// The pair this table (`table`, of `layout`) and its migration's target form when the
+/// marker row `row` says the table is a source past its switch (§6.3); `None` otherwise —
+/// also for a marker that does not decode (the migrator reports that).
+fn switched_target(table: &str, layout: Layout, row: Option<&Row>) -> Option<TablePair> {
+    let marker = TraceMigrationRead::from_row(row).ok()?.marker?;
+    let past_switch = matches!(
+        marker.state,
+        MigrationState::Switched | MigrationState::Cleaning
+    );
+    if marker.role != Some(MarkerRole::Source) || !past_switch || marker.from != layout {
+        return None;
+    }
+    let target = marker.target_table?;
+    Some(TablePair::new(
+        TraceStoreState::new(table, layout),
+        TraceStoreState::new(&target, marker.to),
+    ))
 }
 
 /// `:ts:i:0000000000:`.

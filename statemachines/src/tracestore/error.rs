@@ -2,6 +2,7 @@
 //! following the schemas' error contract ([`OperationError`]).
 
 use alloc::string::String;
+use alloc::vec::Vec;
 
 use rowkit_codec::migration::{MarkerTransitionError, MigrationRecordError};
 use rowkit_codec::tracestore::CodecError;
@@ -97,6 +98,15 @@ pub enum TraceStoreError {
         /// Its options rows.
         rows: u64,
     },
+    /// The check of the target before the switch (`docs/migration.md` §5.5, §8) found what
+    /// the source does not have: the run stays in `verifying`, nothing of the switch written.
+    #[error("the migration stops in verifying: {} finding(s) of the target block the switch: {}",
+        findings.len(), crate::objmeta::migration_findings_text(findings))]
+    MigrationBlocked {
+        /// The target's findings, each marked whether the source has it too (those do not
+        /// block).
+        findings: Vec<crate::objmeta::migrate::pass::PassFinding>,
+    },
     /// A record of the migration that cannot be written (cannot happen for the values the
     /// machines build).
     #[error("internal error: {0}")]
@@ -126,6 +136,7 @@ impl OperationError for TraceStoreError {
             TraceStoreError::MigrationChangeRefused(_) => "migration_change_refused",
             TraceStoreError::MigrationUsage(_) => "usage_error",
             TraceStoreError::MigrationOptions { .. } => "options_not_supported",
+            TraceStoreError::MigrationBlocked { .. } => "migration_blocked",
             TraceStoreError::Internal(_) => "internal_error",
             TraceStoreError::Aborted => ABORTED_ID,
         }

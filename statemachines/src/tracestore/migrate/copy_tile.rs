@@ -107,6 +107,36 @@ impl TilePoints {
         out
     }
 
+    /// The points of `self` that `other` neither holds (same digest and `ts`) nor supersedes
+    /// (a newer cell at that offset, which every read of `other` returns instead): what a
+    /// copy into `other` still has to write. The verification's differences, the sweep's
+    /// stragglers and conflicts (§5.5, §5.6) and `check`'s `write_after_switch` (§6.3) are
+    /// all these points; a point `other` holds at the same `ts` with another digest is one of
+    /// them (a copy overwrites it, a sweep reports it).
+    pub fn unsettled_in(&self, other: &TilePoints) -> TilePoints {
+        let mut out = self.not_in(other);
+        for (id, trace) in &mut out.traces {
+            let theirs = other.traces.get(id);
+            trace.points.retain(|offset, (_, ts)| {
+                theirs
+                    .and_then(|t| t.points.get(offset))
+                    .is_none_or(|(_, their_ts)| their_ts <= ts)
+            });
+        }
+        out.traces.retain(|_, t| !t.points.is_empty());
+        out
+    }
+
+    /// The trace rows of `points` (points of this tile) as this table names them: its OPS
+    /// encodes their params.
+    pub(crate) fn rows_of(
+        &self,
+        tile_key: i32,
+        points: TilePoints,
+    ) -> Result<Vec<RowPoints>, TraceStoreError> {
+        target_rows(tile_key, &self.ops, points)
+    }
+
     /// Decodes a tile read in [`TileForm::Points`] on `state` (ids resolved by its cache).
     fn from_raw(state: &TraceStoreState, raw: RawTile) -> Result<TilePoints, TraceStoreError> {
         let mut out = TilePoints {

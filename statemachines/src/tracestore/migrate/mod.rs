@@ -14,11 +14,14 @@
 //! - [`marker`]: a table's marker row as read ([`TraceMigrationRead`](marker::TraceMigrationRead)).
 //! - [`copy_tile`]: [`CopyTile`](copy_tile::CopyTile), the one sync step (§5.3), and the
 //!   points of a tile both tables are compared by (§5.5).
+//! - [`compare`]: [`UnsettledPoints`](compare::UnsettledPoints), the source points the
+//!   target neither holds nor supersedes (`check`'s `write_after_switch`, §6.3).
 //! - [`pass`]: [`TilePass`](pass::TilePass), the copy pass and the verification, tile by tile
 //!   with checkpoints and progress events (§5.4, §5.5, §7).
 //! - [`run`]: [`MigrateTraceStore`](run::MigrateTraceStore), the migrator over both tables
 //!   (§3, §5.4, §5.5, §5.9's first row, §7.2).
 
+pub mod compare;
 pub mod copy_tile;
 pub mod marker;
 pub mod pass;
@@ -100,6 +103,10 @@ pub enum TraceMigrateEvent {
         /// The point's timestamp.
         ts: rowkit_codec::model::Timestamp,
     },
+    /// A finding of the check of the target before the switch (§5.5, §8), marked whether
+    /// the source has it too (the same kind on the same row key): only those that it does
+    /// not have block the switch.
+    Finding(crate::objmeta::migrate::pass::PassFinding),
     /// The migrator changed the source's marker (the run's state, §3): `None` is "no marker".
     StateChanged {
         /// The state before the change.

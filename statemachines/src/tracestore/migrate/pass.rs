@@ -7,7 +7,8 @@
 //!   every tile.
 //! - [`TilePassKind::Verify`] (`verifying`, and the final pass of `switching`, §5.5): the tile
 //!   of both tables as their points (the reader of `ReadRange`, keeping timestamps), compared
-//!   — params, digests and the raw `ts` of every source point; a tile with a difference is
+//!   — params, digests and the raw `ts` of every source point; a tile with a difference (a
+//!   source point the target neither holds nor supersedes with a newer cell, §12.162) is
 //!   copied again (`CopyTile`) and counted in `diffs`. A pass is clean when `diffs` is 0.
 //!
 //! - [`TilePassKind::Sweep`] (`switched`, §5.6): both tables compared; a source point the
@@ -245,26 +246,24 @@ impl TilePassFlow {
         source: &TilePoints,
         target: &TilePoints,
     ) -> TilePoints {
-        let mut adopt = source.not_in(target);
+        let mut adopt = source.unsettled_in(target);
         let first_commit = tile_index_of_key(tk).unwrap_or(0).saturating_mul(256);
         for (id, trace) in &mut adopt.traces {
             let theirs = target.traces.get(id);
-            trace.points.retain(|offset, (digest, ts)| {
-                let Some((their_digest, their_ts)) = theirs.and_then(|t| t.points.get(offset))
-                else {
-                    return true;
-                };
-                if their_ts == ts && their_digest != digest {
+            trace.points.retain(|offset, (_, ts)| {
+                // Unsettled and at the same `ts`: another digest there.
+                let conflict = theirs
+                    .and_then(|t| t.points.get(offset))
+                    .is_some_and(|(_, their_ts)| their_ts == ts);
+                if conflict {
                     self.summary.counters.conflicts += 1;
                     io.emit(TraceStoreEvent::Migrate(TraceMigrateEvent::Conflict {
                         trace: id.clone(),
                         commit: first_commit + offset,
                         ts: *ts,
                     }));
-                    return false;
                 }
-                // A newer target cell supersedes the source's point.
-                their_ts < ts
+                !conflict
             });
         }
         adopt.traces.retain(|_, t| !t.points.is_empty());
@@ -414,7 +413,9 @@ impl Flow for TilePassFlow {
                             TileStep::SweepOps(adopt, target_ops_update(tk, &source))
                         }
                     } else {
-                        let diffs = source.not_in(&target).point_count();
+                        // A target point newer than the source's is no difference: the
+                        // copy (source `ts`) could not change what reads return (§12.162).
+                        let diffs = source.unsettled_in(&target).point_count();
                         self.summary.counters.unchanged += source.point_count() - diffs;
                         if diffs > 0 {
                             self.summary.diffs += diffs;

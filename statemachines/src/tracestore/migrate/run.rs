@@ -1,5 +1,5 @@
-//! `MigrateTraceStore` — the trace store's migrator (`docs/migration.md` §3, §5.4, §5.5, §5.9's
-//! first row, §7.2): one operation over both tables that drives the migration through its
+//! `MigrateTraceStore` — the trace store's migrator (`docs/migration.md` §3, §5.4, §5.5, §5.9,
+//! §7.2, §8): one operation over both tables that drives the migration through its
 //! states as far as the operator's gates allow, running the marker steps
 //! ([`crate::migration`]), the tile passes ([`TilePass`](super::pass::TilePass)) and the
 //! rollback's deletion inside its own operation.
@@ -16,9 +16,10 @@
 //! | the target's behind the source's (a crash between the two writes) | the target's written to the source's state |
 //! | `switching`, `switched` (the switch half done) | the source's written `switched` |
 //! | `copying` | a Copy pass (resumed from the checkpoint when it names this run and state), then `verifying` |
-//! | `verifying` | Verify passes until one run whole has no difference; then `switching` with `--switch`, else the run ends |
+//! | `verifying` | Verify passes until one run whole has no difference; then `gold check` of the target, nested (§8: a finding the source's check does not report on the same row stops the run, [`TraceStoreError::MigrationBlocked`]); then `switching` with `--switch`, else the run ends |
 //! | `switching` | waits `since + Δ`; Verify passes (the final pass, every tile) until one is clean; then `switched` (target, then source) |
 //! | `switched` | a sweep (§5.6); then `cleaning` with `--finish`, else the run ends |
+//! | the source's `switched` as the target of a run out of the target table, `--to` that run's `from` | §5.9's rollback: the swapped run (new id, roles and layouts swapped) written at `switching`, the source's marker first (needs `--switch`); a target marker of the run it swapped is "behind" |
 //! | `cleaning` | waits `since + Δ`; a sweep (a conflict ends the run here, nothing deleted); every Gold row of the source deleted, each only if no cell newer than those read arrived (§5.8); the target's marker removed — the source's stays `cleaning`, the forwarding note "use `T2`" |
 //! | `cleaning`, no target marker | the migration is complete: the run ends there |
 //! | `aborting` (or `--abort` from `copying`, `verifying`, `switching`) | waits `since + Δ`; every row of the target but its marker row deleted; the markers removed (target, then source) |
@@ -41,15 +42,20 @@ use rowkit_codec::tracestore::Layout;
 use rowkit_codec::tracestore::keys::migration_row_name;
 use rowkit_codec::tracestore::migration::{TraceMarkerChange, TraceMigrationMarker, marker_place};
 
+use super::super::check::Check;
 use super::super::put::WriteChunks;
 use super::super::requests::read_request;
-use super::super::{TraceStoreError, TraceStoreEvent};
+use super::super::{TraceStoreError, TraceStoreEvent, TraceStoreState};
 use super::marker::{TraceMigrationRead, marker_table};
 use super::pass::{TilePassFlow, TilePassKind, TilePassResume, TilePassSummary};
 use super::{Side, TablePair, TraceMigrateEvent, TraceMigrationSchema};
+use crate::check::{CheckError, CheckEvent, CheckOptions, CheckTarget, Finding};
 use crate::children::{ChildId, ChildOutput};
 use crate::migration::{ReadMarkerStep, WriteCheckpointStep, WriteMarkerStep};
-use crate::operation::{ContextArg, Flow, Io, Operation, OperationError, Progress, Start, WaitAll};
+use crate::objmeta::migrate::pass::PassFinding;
+use crate::operation::{
+    ContextArg, Flow, Io, Nested, Operation, OperationError, Progress, Start, WaitAll,
+};
 use crate::{CheckAndMutateRowRequest, MutateRowsEntry, Request, Response, RetryPolicy, ready};
 
 /// Rows read per page of the rollback's and the clean-up's deletions.
@@ -107,6 +113,21 @@ pub struct TraceMigrateOutcome {
     /// Rows of the source the clean-up left: a cell newer than those it read arrived (this
     /// run; the next run sweeps and deletes them).
     pub source_rows_left: u64,
+    /// Findings of the check of the target before the switch that the source has too (§8:
+    /// reported, not blocking).
+    pub findings: Vec<PassFinding>,
+}
+
+/// The check of the target before the switch (§5.5, §8), then — only when it found
+/// something — of the source, to tell the source's own findings from the copy's.
+#[derive(Debug)]
+struct TableCheck {
+    nested: Nested<Check>,
+    /// The table being checked.
+    side: Side,
+    /// The target's findings, once its check ended (the source's is running).
+    target_findings: Option<Vec<Finding>>,
+    findings: Vec<Finding>,
 }
 
 /// The marker changed, on which table.
@@ -132,16 +153,19 @@ enum RunPhase {
         pass: Box<TilePassFlow>,
         from_start: bool,
     },
+    /// The check of a table before the switch (§8).
+    Check(Box<TableCheck>),
     /// The rollback (target) or the clean-up (source): a page of the table's rows being read.
     ScanRead(Side, ChildId),
     /// The rollback: the page's rows being deleted; then the page after `last`.
     ClearDelete(WriteChunks, Vec<u8>),
     /// The clean-up: the page's conditional deletes are out; then the page after `last`.
     CleanDelete(WaitAll, Vec<u8>),
-    /// The run stops at a gate: its lease being released first, then `end`.
+    /// The run stops at a gate (or is refused there): its lease being released first, then
+    /// `end`.
     Release {
         write: Box<WriteCheckpointStep<TraceMigrationRead>>,
-        end: TraceMigrateEnd,
+        end: Result<TraceMigrateEnd, TraceStoreError>,
     },
     Done,
 }
@@ -154,7 +178,10 @@ enum Next {
     /// Delete the rows of a side but its marker row (target: the rollback; source: the
     /// clean-up, conditionally).
     Delete(Side),
-    End(TraceMigrateEnd),
+    /// The check of a table (§8).
+    Check(Side),
+    /// The run ends (`Err`: refused at a gate, after its lease is released).
+    End(Result<TraceMigrateEnd, TraceStoreError>),
 }
 
 /// The last pass of the current state.
@@ -164,6 +191,8 @@ struct Verdict {
     diffs: u64,
     /// Sweep: conflicts found (left in the source).
     conflicts: u64,
+    /// A clean verification: the check of the target ran after it and blocks nothing.
+    checked: bool,
 }
 
 /// The flow of [`MigrateTraceStore`].
@@ -236,6 +265,7 @@ impl<'a> MigrateTraceStore<'a> {
                 target_rows_deleted: 0,
                 source_rows_deleted: 0,
                 source_rows_left: 0,
+                findings: Vec::new(),
             },
             released: false,
             phase: RunPhase::ReadSource(ReadMarkerStep::new(&marker_place())),
@@ -250,6 +280,28 @@ fn as_target(marker: &TraceMigrationMarker) -> TraceMigrationMarker {
         role: Some(MarkerRole::Target),
         ..marker.clone()
     }
+}
+
+/// Whether `marker`, the source table's, is the target's marker of a switched migration out
+/// of `pair.target` in layout `to` — what §5.9 rolls back by the swapped run.
+fn is_switched_into(marker: &TraceMigrationMarker, pair: &TablePair, to: Layout) -> bool {
+    marker.role == Some(MarkerRole::Target)
+        && marker.state == MigrationState::Switched
+        && marker.from == to
+        && marker.source_table.as_deref() == Some(pair.target.table.as_str())
+        && marker.target_table.as_deref() == Some(pair.source.table.as_str())
+}
+
+/// Whether the target's marker `target` is the source marker of the switched run that the
+/// swapped run `source` rolls back (§5.9), not yet overwritten: a crash between the swapped
+/// run's first two marker writes.
+fn is_swapped_from(source: &TraceMigrationMarker, target: &TraceMigrationMarker) -> bool {
+    source.state == MigrationState::Switching
+        && target.state == MigrationState::Switched
+        && target.role == Some(MarkerRole::Source)
+        && (target.from, target.to) == (source.to, source.from)
+        && target.source_table == source.target_table
+        && target.target_table == source.source_table
 }
 
 impl MigrateTraceStoreFlow {
@@ -276,10 +328,21 @@ impl MigrateTraceStoreFlow {
                 && m.source_table.as_deref() == Some(pair.source.table.as_str())
                 && m.target_table.as_deref() == Some(pair.target.table.as_str())
         };
-        if let Some(t) = &self.target.marker
-            && (!names_this_pair(t) || self.source.marker.as_ref().is_none_or(|s| s.run != t.run))
+        if let Some(s) = &self.source.marker
+            && is_switched_into(s, pair, self.to)
+            && !self.options.abort
         {
-            return Err(in_progress(t, &pair.target.table));
+            let s = s.clone();
+            return self.roll_back(io, pair, s);
+        }
+        if let Some(t) = &self.target.marker {
+            let followed =
+                self.source.marker.as_ref().is_some_and(|s| {
+                    (names_this_pair(t) && s.run == t.run) || is_swapped_from(s, t)
+                });
+            if !followed {
+                return Err(in_progress(t, &pair.target.table));
+            }
         }
         let Some(marker) = self.source.marker.clone() else {
             if self.options.abort {
@@ -340,14 +403,104 @@ impl MigrateTraceStoreFlow {
         self.next(io)
     }
 
+    /// §5.9's second row: a run from the target of a switched migration back into its source
+    /// (`--to` the source's layout, `--target-table` the source) starts the swapped run — a
+    /// new run id, the tables' roles and the layouts swapped — at `switching`, the source's
+    /// (the old target's) marker first. It fences the writers, so it needs `--switch`; a
+    /// switch half written (the old source still `switching`) is completed by a run of the
+    /// migration itself first. Refused before any write.
+    fn roll_back(
+        &mut self,
+        io: &mut Io<TraceStoreEvent>,
+        pair: &TablePair,
+        switched: TraceMigrationMarker,
+    ) -> Result<Next, TraceStoreError> {
+        let old_source = self.target.marker.as_ref();
+        if old_source.is_none_or(|t| t.run != switched.run) {
+            return Err(TraceStoreError::MigrationInProgress(alloc::format!(
+                "table {} is the target of run {}, but table {} holds no marker of that run",
+                pair.source.table,
+                switched.run,
+                pair.target.table
+            )));
+        }
+        if old_source.is_some_and(|t| t.state != MigrationState::Switched) {
+            return Err(TraceStoreError::MigrationUsage(alloc::format!(
+                "the switch of run {} is half written: run `rowkit gold --table {} migrate --to \
+                 {} --target-table {}` once to complete it, then roll back",
+                switched.run,
+                pair.target.table,
+                switched.to.name(),
+                pair.source.table
+            )));
+        }
+        if !self.options.gates.switch {
+            return Err(TraceStoreError::MigrationUsage(alloc::format!(
+                "run {} is switched to {}: rolling back to {} fences the writers and needs \
+                 --switch (docs/migration.md §5.9)",
+                switched.run,
+                pair.source.table,
+                pair.target.table
+            )));
+        }
+        let run = RunId((u128::from(io.next_seed()) << 64) | u128::from(io.next_seed()));
+        let swapped = TraceMigrationMarker {
+            run,
+            from: switched.to,
+            to: switched.from,
+            state: MigrationState::Switching,
+            since: io.now(),
+            source_table: Some(pair.source.table.clone()),
+            target_table: Some(pair.target.table.clone()),
+            role: Some(MarkerRole::Source),
+            options: (self.to == Layout::DigestId).then_some(self.options.options),
+            ..switched
+        };
+        self.outcome.run = Some(run);
+        Ok(Next::Write(Side::Source, TraceMarkerChange::Write(swapped)))
+    }
+
+    /// Starts `gold check` of `state`'s table (§8) as a nested operation with the run's
+    /// deadline: its requests leave under the migrator's tags, its timer is the migrator's.
+    fn start_check(io: &mut Io<TraceStoreEvent>, state: &TraceStoreState) -> Nested<Check> {
+        let start = Start {
+            now: io.now(),
+            seed: io.next_seed(),
+            deadline: io.deadline(),
+        };
+        let target = CheckTarget::new(&state.table);
+        let check = Check::new(target, state.layout, CheckOptions::default(), start);
+        Nested::start(io, check)
+    }
+
+    /// The target's check findings, each marked whether it is the source's own: the source's
+    /// check reports the same kind on the same row key (trace and OPS rows have the same key
+    /// in both layouts, §12.46).
+    fn judge_check(target: &[Finding], source: &[Finding]) -> Vec<PassFinding> {
+        target
+            .iter()
+            .map(|f| PassFinding::Check {
+                finding: f.clone(),
+                source_own: source
+                    .iter()
+                    .any(|s| s.kind == f.kind && s.row_key == f.row_key),
+            })
+            .collect()
+    }
+
     /// The next step from the markers as last read and the current state's last pass.
     fn next(&mut self, io: &Io<TraceStoreEvent>) -> Result<Next, TraceStoreError> {
         let Some(s) = self.source.marker.clone() else {
-            return Ok(Next::End(TraceMigrateEnd::Removed));
+            return Ok(Next::End(Ok(TraceMigrateEnd::Removed)));
         };
         let t_state = self.target.marker.as_ref().map(|t| t.state);
-        // The switch half done: the target says switched, the source still switching.
-        if s.state == MigrationState::Switching && t_state == Some(MigrationState::Switched) {
+        let same_run = self.target.marker.as_ref().is_some_and(|t| t.run == s.run);
+        // The switch half done: the target says switched, the source still switching. (A
+        // target marker of another run is the run a rollback swapped, §5.9: it is behind.)
+        if s.state == MigrationState::Switching
+            && t_state == Some(MigrationState::Switched)
+            && same_run
+        {
             let switched = s.with_state(MigrationState::Switched, io.now());
             return Ok(Next::Write(
                 Side::Source,
@@ -365,18 +518,19 @@ impl MigrateTraceStoreFlow {
         }
         // The end of the clean-up: the target's marker removed, the source's kept.
         if s.state == MigrationState::Cleaning && t_state.is_none() {
-            return Ok(Next::End(TraceMigrateEnd::Cleaned));
+            return Ok(Next::End(Ok(TraceMigrateEnd::Cleaned)));
         }
         if s.state == MigrationState::Cleaning && self.deleted {
             return Ok(if self.outcome.source_rows_left == 0 {
                 Next::Write(Side::Target, TraceMarkerChange::Remove)
             } else {
-                Next::End(TraceMigrateEnd::InState(MigrationState::Cleaning))
+                Next::End(Ok(TraceMigrateEnd::InState(MigrationState::Cleaning)))
             });
         }
-        // The target's marker behind the source's (a crash between the two writes).
+        // The target's marker behind the source's (a crash between the two writes), or the
+        // swapped run's predecessor (§5.9's rollback of `switched`).
         let removed = s.state == MigrationState::Aborting && t_state.is_none();
-        if t_state != Some(s.state) && !removed {
+        if (t_state != Some(s.state) || !same_run) && !removed {
             return Ok(Next::Write(
                 Side::Target,
                 TraceMarkerChange::Write(as_target(&s)),
@@ -406,6 +560,8 @@ impl MigrateTraceStoreFlow {
         Ok(match s.state {
             MigrationState::Copying => Next::Write(Side::Source, change(MigrationState::Verifying)),
             MigrationState::Verifying if !clean => Next::Pass(TilePassKind::Verify),
+            // §5.5, §8: `gold check` on the target after a clean verification.
+            MigrationState::Verifying if !verdict.checked => Next::Check(Side::Target),
             MigrationState::Verifying if gates.switch => {
                 Next::Write(Side::Source, change(MigrationState::Switching))
             }
@@ -422,11 +578,11 @@ impl MigrateTraceStoreFlow {
             }
             // A conflict is left in the source for the operator: nothing of it is deleted.
             MigrationState::Cleaning if verdict.conflicts > 0 => {
-                Next::End(TraceMigrateEnd::InState(MigrationState::Cleaning))
+                Next::End(Ok(TraceMigrateEnd::InState(MigrationState::Cleaning)))
             }
             // After the last sweep of `cleaning`: the source's Gold rows.
             MigrationState::Cleaning => Next::Delete(Side::Source),
-            state => Next::End(TraceMigrateEnd::InState(state)),
+            state => Next::End(Ok(TraceMigrateEnd::InState(state))),
         })
     }
 
@@ -587,7 +743,13 @@ impl MigrateTraceStoreFlow {
             Next::Settle(until) => RunPhase::Settle(until),
             Next::Pass(kind) => self.start_pass(io.now(), kind)?,
             Next::Delete(side) => Self::scan_read(io, pair, side, None),
-            Next::End(end @ TraceMigrateEnd::InState(_)) if !self.released => {
+            Next::Check(side) => RunPhase::Check(Box::new(TableCheck {
+                nested: Self::start_check(io, pair.side(side)),
+                side,
+                target_findings: None,
+                findings: Vec::new(),
+            })),
+            Next::End(end @ (Ok(TraceMigrateEnd::InState(_)) | Err(_))) if !self.released => {
                 self.released = true;
                 match WriteCheckpointStep::release(
                     &marker_place(),
@@ -603,7 +765,7 @@ impl MigrateTraceStoreFlow {
                 }
             }
             Next::End(end) => {
-                self.outcome.end = end;
+                self.outcome.end = end?;
                 return Ok(Err(self.outcome.clone()));
             }
         }))
@@ -679,9 +841,72 @@ impl Flow for MigrateTraceStoreFlow {
                         from_start,
                         diffs: done.summary.diffs,
                         conflicts: done.summary.counters.conflicts,
+                        checked: false,
                     });
                     self.outcome.passes.push(done.summary);
                     self.next(io)?
+                }
+                RunPhase::Check(mut check) => {
+                    let found = &mut check.findings;
+                    let Some(result) = check.nested.advance(io, |_, event| {
+                        if let CheckEvent::Finding(finding) = event {
+                            found.push(finding);
+                        }
+                    }) else {
+                        self.phase = RunPhase::Check(check);
+                        return Ok(None);
+                    };
+                    let table = &pair.side(check.side).table;
+                    result.map_err(|e| match e {
+                        CheckError::Aborted => TraceStoreError::Aborted,
+                        CheckError::Store(e) => TraceStoreError::store(e),
+                        other => TraceStoreError::Internal(alloc::format!(
+                            "the check of {table}: {other}"
+                        )),
+                    })?;
+                    let found = core::mem::take(&mut check.findings);
+                    match check.target_findings.take() {
+                        // Findings in the target: check the source too, to tell its own.
+                        None if !found.is_empty() => {
+                            check.target_findings = Some(found);
+                            check.nested = Self::start_check(io, &pair.source);
+                            check.side = Side::Source;
+                            self.phase = RunPhase::Check(check);
+                            continue;
+                        }
+                        target => {
+                            let (target, source) = match target {
+                                Some(target) => (target, found),
+                                None => (found, Vec::new()),
+                            };
+                            let judged = Self::judge_check(&target, &source);
+                            for finding in &judged {
+                                io.emit(TraceStoreEvent::Migrate(TraceMigrateEvent::Finding(
+                                    finding.clone(),
+                                )));
+                            }
+                            let own = |f: &PassFinding| {
+                                matches!(
+                                    f,
+                                    PassFinding::Check {
+                                        source_own: true,
+                                        ..
+                                    }
+                                )
+                            };
+                            if judged.iter().any(|f| !own(f)) {
+                                Next::End(Err(TraceStoreError::MigrationBlocked {
+                                    findings: judged,
+                                }))
+                            } else {
+                                self.outcome.findings.extend(judged);
+                                if let Some(verdict) = &mut self.verdict {
+                                    verdict.checked = true;
+                                }
+                                self.next(io)?
+                            }
+                        }
+                    }
                 }
                 RunPhase::ScanRead(side, read) => {
                     let rows = ready!(io.rows(read), self.phase => RunPhase::ScanRead(side, read));
