@@ -15,8 +15,10 @@
 //!   event it emits (the schema checks marker transitions and "reads only" from them), tells
 //!   the driver when it sleeps, and crashes it after a response with a seeded probability
 //!   (§10.2), more often after an error (a response lost after the store applied the request).
-//! - [`Waiting`], [`Collecting`], [`Tracked`]: the idle client's wait, a read that keeps its
+//! - [`Waiting`], [`Collecting`], [`holding`]: the idle client's wait, a read that keeps its
 //!   rows (the operator's snapshot), and a writer counted while in flight (the gate).
+//! - [`SchemaMigrator`], [`MigrationOp`]: what the shell and the counters need of a schema's
+//!   migrator machine and operations.
 //!
 //! A schema's workload (`objmeta_migrate`; the trace store's next) supplies the machines,
 //! the snapshot and the invariants; the driver and the shell are shared.
@@ -29,7 +31,7 @@ use rowkit_statemachines::{Machine, Request, Response, SplitMix64, StoreError, T
 
 use rowkit_codec::migration::MigrationState;
 
-use super::SimMachine;
+use super::{Outcome, Record, SimMachine, erase};
 
 /// How a run's migration goes (chosen per run from its seed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +69,24 @@ pub struct MigratorRun {
     pub abort: bool,
     /// `--take-over`: the previous migrator crashed or failed, its lease is live.
     pub take_over: bool,
+}
+
+/// As the operator types it: `Migrate#n` and the flags given (the trace's operations).
+impl Display for MigratorRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Migrate#{}", self.n)?;
+        for (flag, on) in [
+            ("--switch", self.switch),
+            ("--finish", self.finish),
+            ("--abort", self.abort),
+            ("--take-over", self.take_over),
+        ] {
+            if on {
+                write!(f, " {flag}")?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Where a migrator run ended, as the driver needs it.
@@ -197,6 +217,68 @@ impl Display for MigrationStats {
             self.failures,
             self.resumes
         )
+    }
+}
+
+impl MigrationStats {
+    /// Counts one run: its migrator runs (crashed, failed, resumed) in `history`, and how its
+    /// migration ended (`scenario`; completed after the budget or not).
+    pub fn count<Op: MigrationOp, O>(
+        &mut self,
+        history: &[Record<Op, O>],
+        scenario: Scenario,
+        finished_after_budget: bool,
+    ) {
+        self.runs += 1;
+        for r in history {
+            let Some(run) = r.op.migrator_run() else {
+                continue;
+            };
+            self.migrator_runs += 1;
+            self.resumes += u64::from(run.take_over);
+            match &r.outcome {
+                Outcome::Crashed => self.crashes += 1,
+                Outcome::Done(Err(e)) if e == CRASHED => self.crashes += 1,
+                Outcome::Done(Err(_)) => self.failures += 1,
+                Outcome::Done(Ok(_)) => {}
+            }
+        }
+        if scenario == Scenario::Complete {
+            self.completed += 1;
+        } else {
+            self.rolled_back += 1;
+        }
+        self.finished_after_budget += u64::from(finished_after_budget);
+    }
+}
+
+/// A schema workload's operation, which may be a migrator run.
+pub trait MigrationOp {
+    /// The migrator run this operation is, if it is one.
+    fn migrator_run(&self) -> Option<&MigratorRun>;
+}
+
+/// What the shell needs of a schema's migrator machine: where a run stopped.
+pub trait SchemaMigrator: Machine {
+    /// The state a finished run stopped in (a gate not given, or blocked), `None` when the
+    /// marker is gone: the migration or its rollback is complete (or there was nothing to do).
+    fn stopped_in(output: &Self::Output) -> Option<MigrationState>;
+    /// Whether `error` refuses a usage with nothing to act on (`--abort` with no marker).
+    fn is_usage_error(error: &Self::Error) -> bool;
+}
+
+/// Where a migrator run ended, for the driver.
+fn migrator_end<M: SchemaMigrator>(result: &Result<M::Output, M::Error>) -> MigratorEnd {
+    match result {
+        Ok(output) => match M::stopped_in(output) {
+            Some(MigrationState::Verifying) => MigratorEnd::AtSwitchGate,
+            Some(MigrationState::Switched) => MigratorEnd::Switched,
+            Some(_) => MigratorEnd::Failed,
+            None => MigratorEnd::Removed,
+        },
+        // `--abort` with no marker: the first migrator crashed before writing it.
+        Err(e) if M::is_usage_error(e) => MigratorEnd::Removed,
+        Err(_) => MigratorEnd::Failed,
     }
 }
 
@@ -415,51 +497,23 @@ impl Drop for InFlight {
     }
 }
 
-/// A simulated operation kept with a guard (e.g. [`InFlight`]) that lives as long as it runs.
-pub struct Tracked<O, G> {
+/// `machine` for the simulator, holding `guard` (e.g. [`InFlight`]) for as long as it runs —
+/// until it is dropped, done or crashed — its output mapped by `map`.
+pub fn holding<O, P, G>(
     machine: SimMachine<O>,
-    _guard: G,
-}
-
-impl<O, G> Tracked<O, G> {
-    /// `machine`, holding `guard` until it is dropped.
-    pub fn new(machine: SimMachine<O>, guard: G) -> Tracked<O, G> {
-        Tracked {
-            machine,
-            _guard: guard,
-        }
-    }
-}
-
-impl<O, G> Machine for Tracked<O, G> {
-    type Output = O;
-    type Event = ();
-    type Error = String;
-
-    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
-        self.machine.handle_response(tag, r, now);
-    }
-    fn handle_timeout(&mut self, now: Timestamp) {
-        self.machine.handle_timeout(now);
-    }
-    fn cancel(&mut self, now: Timestamp) {
-        self.machine.cancel(now);
-    }
-    fn poll_request(&mut self) -> Option<(Tag, Request)> {
-        self.machine.poll_request()
-    }
-    fn poll_abort(&mut self) -> Option<Tag> {
-        self.machine.poll_abort()
-    }
-    fn poll_event(&mut self) -> Option<()> {
-        self.machine.poll_event()
-    }
-    fn poll_timeout(&self) -> Option<Timestamp> {
-        self.machine.poll_timeout()
-    }
-    fn result(&mut self) -> Option<Result<O, String>> {
-        self.machine.result()
-    }
+    guard: G,
+    mut map: impl FnMut(O) -> P + 'static,
+) -> SimMachine<P>
+where
+    O: 'static,
+    P: 'static,
+    G: 'static,
+{
+    erase(machine, move |output| {
+        // Captured by the closure, the guard lives as long as the machine.
+        let _held = &guard;
+        map(output)
+    })
 }
 
 /// An idle client waiting until an instant (no request).
@@ -611,15 +665,12 @@ pub struct MigratorShell<M: Machine> {
     finished: bool,
     log: Rc<RefCell<MigratorLog<M::Event>>>,
     status: Rc<RefCell<MigratorStatus>>,
-    /// Maps the machine's result to where the run ended, for the driver.
-    end_of: fn(&Result<M::Output, M::Error>) -> MigratorEnd,
 }
 
 impl<M: Machine> MigratorShell<M> {
     /// Runs migrator number `n`, started at `now` with `deadline` (a timer before that, a
     /// second or more ahead, is a settle wait); crashes it with `crash`'s seed and rates, if
     /// given.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         machine: M,
         n: u64,
@@ -628,7 +679,6 @@ impl<M: Machine> MigratorShell<M> {
         crash: Option<(u64, CrashRates)>,
         log: &Rc<RefCell<MigratorLog<M::Event>>>,
         status: &Rc<RefCell<MigratorStatus>>,
-        end_of: fn(&Result<M::Output, M::Error>) -> MigratorEnd,
     ) -> MigratorShell<M> {
         status.borrow_mut().running = true;
         MigratorShell {
@@ -641,7 +691,6 @@ impl<M: Machine> MigratorShell<M> {
             finished: false,
             log: log.clone(),
             status: status.clone(),
-            end_of,
         }
     }
 
@@ -687,7 +736,7 @@ impl<M: Machine> Drop for MigratorShell<M> {
 
 impl<M> Machine for MigratorShell<M>
 where
-    M: Machine,
+    M: SchemaMigrator,
     M::Error: Display,
     M::Event: Clone,
 {
@@ -758,7 +807,7 @@ where
             return Some(Err(CRASHED.to_string()));
         }
         let result = self.machine.result()?;
-        let end = (self.end_of)(&result);
+        let end = migrator_end::<M>(&result);
         self.end(end);
         Some(result.map_err(|e| e.to_string()))
     }

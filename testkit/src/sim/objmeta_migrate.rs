@@ -63,9 +63,9 @@ use rowkit_store::MemoryStore;
 use rowkit_store::driver::ManualClock;
 
 use super::migration::{
-    Action, CRASHED, Collecting, CrashRates, Driver, MigrationStats, MigratorEnd, MigratorLog,
-    MigratorRun, MigratorShell, MigratorStatus, Pacing, Scenario, SnapshotPoint, Stage, Tracked,
-    Waiting, section3_arrow,
+    Action, Collecting, CrashRates, Driver, MigrationOp, MigrationStats, MigratorEnd, MigratorLog,
+    MigratorRun, MigratorShell, MigratorStatus, Pacing, Scenario, SchemaMigrator, SnapshotPoint,
+    Stage, Waiting, holding, section3_arrow,
 };
 use super::objmeta::{BUCKETS, ObjmetaOp, ObjmetaOutput, ObjmetaWorkload, TABLE};
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
@@ -100,20 +100,7 @@ impl fmt::Debug for MigrateOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MigrateOp::Objmeta(op) => op.fmt(f),
-            MigrateOp::Migrate(run) => {
-                write!(f, "Migrate#{}", run.n)?;
-                for (flag, on) in [
-                    ("--switch", run.switch),
-                    ("--finish", run.finish),
-                    ("--abort", run.abort),
-                    ("--take-over", run.take_over),
-                ] {
-                    if on {
-                        write!(f, " {flag}")?;
-                    }
-                }
-                Ok(())
-            }
+            MigrateOp::Migrate(run) => write!(f, "{run}"),
             MigrateOp::Wait(until) => write!(f, "Wait until {}", until.0),
             MigrateOp::Snapshot(point) => write!(f, "Snapshot {point:?}"),
         }
@@ -288,7 +275,6 @@ impl ObjmetaMigrateWorkload {
                 None,
                 &self.log,
                 &status,
-                migrator_end,
             );
             let result = rowkit_client::run_blocking(store, &clock, shell, |()| {});
             let ended = status.borrow().ended;
@@ -489,11 +475,10 @@ impl ObjmetaMigrateWorkload {
             None,
             &log,
             &status,
-            migrator_end,
         );
         let result = rowkit_client::run_blocking(store, &ManualClock::new(now), shell, |()| {});
         // After a rollback `--abort` is refused as a usage error (nothing to abort), the only
-        // error [`migrator_end`] maps to `Removed`.
+        // usage error the shell maps to `Removed` (`SchemaMigrator::is_usage_error`).
         let ended_right = match &result {
             Ok(outcome) => !rolled_back && outcome.end == MigrateEnd::Already,
             Err(_) => rolled_back && status.borrow().ended == Some(MigratorEnd::Removed),
@@ -604,44 +589,26 @@ impl ObjmetaMigrateWorkload {
         }
         Ok(checked)
     }
+}
 
-    /// Counts the run's migrator runs and how its migration ended.
-    fn count(&mut self, history: &History) {
-        self.stats.runs += 1;
-        for r in history {
-            let MigrateOp::Migrate(run) = &r.op else {
-                continue;
-            };
-            self.stats.migrator_runs += 1;
-            self.stats.resumes += u64::from(run.take_over);
-            match &r.outcome {
-                Outcome::Crashed => self.stats.crashes += 1,
-                Outcome::Done(Err(e)) if e == CRASHED => self.stats.crashes += 1,
-                Outcome::Done(Err(_)) => self.stats.failures += 1,
-                Outcome::Done(Ok(_)) => {}
-            }
+impl MigrationOp for MigrateOp {
+    fn migrator_run(&self) -> Option<&MigratorRun> {
+        match self {
+            MigrateOp::Migrate(run) => Some(run),
+            _ => None,
         }
-        if self.driver.scenario == Scenario::Complete {
-            self.stats.completed += 1;
-        } else {
-            self.stats.rolled_back += 1;
-        }
-        self.stats.finished_after_budget += u64::from(self.finished_after_budget);
     }
 }
 
-/// Where a migrator run ended, for the driver.
-fn migrator_end(result: &Result<MigrateOutcome, ObjmetaError>) -> MigratorEnd {
-    match result {
-        Ok(o) => match o.end {
-            MigrateEnd::InState(MigrationState::Verifying) => MigratorEnd::AtSwitchGate,
-            MigrateEnd::InState(MigrationState::Switched) => MigratorEnd::Switched,
-            MigrateEnd::Removed | MigrateEnd::Already => MigratorEnd::Removed,
-            MigrateEnd::InState(_) => MigratorEnd::Failed,
-        },
-        // `--abort` with no marker: the first migrator crashed before writing it.
-        Err(ObjmetaError::MigrationUsage(_)) => MigratorEnd::Removed,
-        Err(_) => MigratorEnd::Failed,
+impl SchemaMigrator for MigrateBucket<'static> {
+    fn stopped_in(output: &MigrateOutcome) -> Option<MigrationState> {
+        match output.end {
+            MigrateEnd::InState(state) => Some(state),
+            MigrateEnd::Removed | MigrateEnd::Already => None,
+        }
+    }
+    fn is_usage_error(error: &ObjmetaError) -> bool {
+        matches!(error, ObjmetaError::MigrationUsage(_))
     }
 }
 
@@ -833,12 +800,9 @@ impl Workload for ObjmetaMigrateWorkload {
             MigrateOp::Objmeta(o) => {
                 let machine = self.objmeta.start(o, now, seed);
                 if o.may_write(self.bucket) {
-                    erase(
-                        Tracked::new(machine, self.driver.writer()),
-                        MigrateOutput::Objmeta,
-                    )
+                    holding(machine, self.driver.writer(), MigrateOutput::Objmeta)
                 } else {
-                    erase(Tracked::new(machine, ()), MigrateOutput::Objmeta)
+                    erase(machine, MigrateOutput::Objmeta)
                 }
             }
             MigrateOp::Migrate(run) => {
@@ -850,7 +814,6 @@ impl Workload for ObjmetaMigrateWorkload {
                     Some((seed.rotate_left(17), CRASHES)),
                     &self.log,
                     &self.driver.status(),
-                    migrator_end,
                 );
                 erase(shell, MigrateOutput::Migrated)
             }
@@ -926,7 +889,8 @@ impl Workload for ObjmetaMigrateWorkload {
         now: Timestamp,
         history: &History,
     ) -> Result<Checked, String> {
-        self.count(history);
+        self.stats
+            .count(history, self.driver.scenario, self.finished_after_budget);
         if let Some(e) = self.failure.take() {
             return Err(e);
         }

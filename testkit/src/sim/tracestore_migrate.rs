@@ -46,9 +46,9 @@ use rowkit_store::MemoryStore;
 use rowkit_store::driver::ManualClock;
 
 use super::migration::{
-    Action, CRASHED, CrashRates, Driver, MigrationStats, MigratorEnd, MigratorLog, MigratorRun,
-    MigratorShell, MigratorStatus, Pacing, Scenario, SnapshotPoint, Stage, Tracked, Waiting,
-    section3_arrow,
+    Action, CrashRates, Driver, MigrationOp, MigrationStats, MigratorEnd, MigratorLog, MigratorRun,
+    MigratorShell, MigratorStatus, Pacing, Scenario, SchemaMigrator, SnapshotPoint, Stage, Waiting,
+    holding, section3_arrow,
 };
 use super::tracestore::{TABLE, TraceStoreOp, TraceStoreOutput, TraceStoreWorkload, check_tile};
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
@@ -100,20 +100,7 @@ impl fmt::Debug for TraceMigrateOp {
                 let table = if *on_target { TARGET_TABLE } else { TABLE };
                 write!(f, "{op:?} on {table}")
             }
-            TraceMigrateOp::Migrate(run) => {
-                write!(f, "Migrate#{}", run.n)?;
-                for (flag, on) in [
-                    ("--switch", run.switch),
-                    ("--finish", run.finish),
-                    ("--abort", run.abort),
-                    ("--take-over", run.take_over),
-                ] {
-                    if on {
-                        write!(f, " {flag}")?;
-                    }
-                }
-                Ok(())
-            }
+            TraceMigrateOp::Migrate(run) => write!(f, "{run}"),
             TraceMigrateOp::Wait(until) => write!(f, "Wait until {}", until.0),
             TraceMigrateOp::Snapshot(point) => write!(f, "Snapshot {point:?}"),
         }
@@ -266,7 +253,6 @@ impl TraceStoreMigrateWorkload {
             None,
             log,
             &status,
-            migrator_end,
         );
         let result = rowkit_client::run_blocking(store, &clock, shell, |()| {})
             .map_err(|e| format!("{e:?}"));
@@ -388,44 +374,26 @@ impl TraceStoreMigrateWorkload {
         }
         Ok(())
     }
+}
 
-    /// Counts the run's migrator runs and how its migration ended.
-    fn count(&mut self, history: &History) {
-        self.stats.runs += 1;
-        for r in history {
-            let TraceMigrateOp::Migrate(run) = &r.op else {
-                continue;
-            };
-            self.stats.migrator_runs += 1;
-            self.stats.resumes += u64::from(run.take_over);
-            match &r.outcome {
-                Outcome::Crashed => self.stats.crashes += 1,
-                Outcome::Done(Err(e)) if e == CRASHED => self.stats.crashes += 1,
-                Outcome::Done(Err(_)) => self.stats.failures += 1,
-                Outcome::Done(Ok(_)) => {}
-            }
+impl MigrationOp for TraceMigrateOp {
+    fn migrator_run(&self) -> Option<&MigratorRun> {
+        match self {
+            TraceMigrateOp::Migrate(run) => Some(run),
+            _ => None,
         }
-        if self.driver.scenario == Scenario::Complete {
-            self.stats.completed += 1;
-        } else {
-            self.stats.rolled_back += 1;
-        }
-        self.stats.finished_after_budget += u64::from(self.finished_after_budget);
     }
 }
 
-/// Where a migrator run ended, for the driver.
-fn migrator_end(result: &Result<TraceMigrateOutcome, TraceStoreError>) -> MigratorEnd {
-    match result {
-        Ok(o) => match o.end {
-            TraceMigrateEnd::InState(MigrationState::Verifying) => MigratorEnd::AtSwitchGate,
-            TraceMigrateEnd::InState(MigrationState::Switched) => MigratorEnd::Switched,
-            TraceMigrateEnd::Removed | TraceMigrateEnd::Cleaned => MigratorEnd::Removed,
-            TraceMigrateEnd::InState(_) => MigratorEnd::Failed,
-        },
-        // `--abort` with no marker: the first migrator crashed before writing it.
-        Err(TraceStoreError::MigrationUsage(_)) => MigratorEnd::Removed,
-        Err(_) => MigratorEnd::Failed,
+impl SchemaMigrator for MigrateTraceStore<'static> {
+    fn stopped_in(output: &TraceMigrateOutcome) -> Option<MigrationState> {
+        match output.end {
+            TraceMigrateEnd::InState(state) => Some(state),
+            TraceMigrateEnd::Removed | TraceMigrateEnd::Cleaned => None,
+        }
+    }
+    fn is_usage_error(error: &TraceStoreError) -> bool {
+        matches!(error, TraceStoreError::MigrationUsage(_))
     }
 }
 
@@ -556,12 +524,9 @@ impl Workload for TraceStoreMigrateWorkload {
                 };
                 let machine = clients.start(op, now, seed);
                 if matches!(op, TraceStoreOp::Put { .. } | TraceStoreOp::Assign(_)) {
-                    erase(
-                        Tracked::new(machine, self.driver.writer()),
-                        TraceMigrateOutput::Gold,
-                    )
+                    holding(machine, self.driver.writer(), TraceMigrateOutput::Gold)
                 } else {
-                    erase(Tracked::new(machine, ()), TraceMigrateOutput::Gold)
+                    erase(machine, TraceMigrateOutput::Gold)
                 }
             }
             TraceMigrateOp::Migrate(run) => {
@@ -573,7 +538,6 @@ impl Workload for TraceStoreMigrateWorkload {
                     Some((seed.rotate_left(17), CRASHES)),
                     &self.log,
                     &self.driver.status(),
-                    migrator_end,
                 );
                 erase(shell, TraceMigrateOutput::Migrated)
             }
@@ -621,7 +585,8 @@ impl Workload for TraceStoreMigrateWorkload {
         now: Timestamp,
         history: &History,
     ) -> Result<Checked, String> {
-        self.count(history);
+        self.stats
+            .count(history, self.driver.scenario, self.finished_after_budget);
         if let Some(e) = self.failure.take() {
             return Err(e);
         }
