@@ -15,7 +15,8 @@
 //!   event it emits (the schema checks marker transitions and "reads only" from them), tells
 //!   the driver when it sleeps, and crashes it after a response with a seeded probability
 //!   (§10.2), more often after an error (a response lost after the store applied the request).
-//! - [`Waiting`], [`Collecting`], [`holding`]: the idle client's wait, a read that keeps its
+//! - [`Waiting`], [`Pausing`], [`Collecting`], [`holding`]: the idle client's wait (through
+//!   a settle wait; while the migrator sends a few requests), a read that keeps its
 //!   rows (the operator's snapshot), and a writer counted while in flight (the gate).
 //! - [`SchemaMigrator`], [`MigrationOp`]: what the shell and the counters need of a schema's
 //!   migrator machine and operations.
@@ -113,6 +114,9 @@ pub enum Action {
     Migrate(MigratorRun),
     /// An idle client waits until this instant (the migrator's settle wait).
     Wait(Timestamp),
+    /// An idle client pauses while the migrator sends [`Pacing::pause_requests`] requests
+    /// ([`Pausing`]), instead of reading or writing (see [`Driver::next_action`]).
+    Pause,
     /// The operator's snapshot of the migrating bucket or table (writers stopped).
     Snapshot(SnapshotPoint),
 }
@@ -179,6 +183,8 @@ pub struct MigratorStatus {
     pub snapshot_running: bool,
     /// The last snapshot ended, successfully or not (taken by the driver).
     pub snapshot_ended: Option<bool>,
+    /// Requests sent by every migrator run so far (what [`Pausing`] counts).
+    pub requests_sent: u64,
 }
 
 /// Counters of the migrations over every run (for the report line).
@@ -292,6 +298,10 @@ pub struct Pacing {
     pub abort_live_ops: u64,
     /// Operations of the restarted writers before `--finish`.
     pub restart_ops: u64,
+    /// How many requests the migrator sends while an idle client pauses ([`Action::Pause`]):
+    /// counted in the migrator's requests, not in time, because simulated time is mostly
+    /// clock jumps and back-offs.
+    pub pause_requests: u64,
 }
 
 impl Default for Pacing {
@@ -302,6 +312,7 @@ impl Default for Pacing {
             live_ops: 80,
             abort_live_ops: 40,
             restart_ops: 20,
+            pause_requests: 8,
         }
     }
 }
@@ -322,6 +333,8 @@ pub struct Driver {
     /// The last migrator run crashed or failed: the next takes over.
     take_over: bool,
     migrators: u64,
+    /// Idle clients' actions beside a running migrator (see [`Driver::next_action`]).
+    beside_actions: u64,
     writers: Rc<Cell<usize>>,
     status: Rc<RefCell<MigratorStatus>>,
 }
@@ -338,6 +351,7 @@ impl Driver {
             at_gate: false,
             take_over: false,
             migrators: 0,
+            beside_actions: 0,
             writers: Rc::default(),
             status: Rc::default(),
         }
@@ -385,6 +399,23 @@ impl Driver {
         Action::Snapshot(point)
     }
 
+    /// An idle client's action beside a running migrator: `busy` one time in `every`, else
+    /// a pause (see [`Driver::next_action`]).
+    fn busy_or_pause(&mut self, busy: Action, every: u64) -> Action {
+        self.beside_actions += 1;
+        if self.beside_actions.is_multiple_of(every) {
+            busy
+        } else {
+            Action::Pause
+        }
+    }
+
+    /// A read (an aware reader, §10.3 invariant 2) one time in [`READ_EVERY`], else a pause:
+    /// an idle client's action beside a running migrator while the writers are stopped.
+    fn read_or_pause(&mut self) -> Action {
+        self.busy_or_pause(Action::Read, READ_EVERY)
+    }
+
     /// An idle client's action while the migrator runs: wait with it through a settle wait,
     /// else `busy`.
     fn beside_migrator(&self, busy: Action) -> Action {
@@ -397,38 +428,21 @@ impl Driver {
     /// What the next idle client starts. The caller compares [`Driver::stage`] before and
     /// after: the schema changes its processes when a stage begins (writers stopped, restarted
     /// on the new layout).
+    ///
+    /// Every operation started counts against the run's budget, while a migrator run is one
+    /// operation however many requests it sends. Clients that read or write back to back
+    /// beside it would use up the budget long before the migration ends (it would be finished
+    /// after the budget, without writers, which then rarely overlap the late states). So
+    /// beside a running migrator, idle clients mostly pause: while the writers are stopped
+    /// they read one time in [`READ_EVERY`]; restarted (`--finish`) or during a live
+    /// `--abort`, they write one time in [`WRITE_EVERY`].
     pub fn next_action(&mut self) -> Action {
         self.ops += 1;
-        let (ended, snapshot_ended, running, snapshot_running) = {
-            let mut s = self.status.borrow_mut();
-            (
-                s.ended.take(),
-                s.snapshot_ended.take(),
-                s.running,
-                s.snapshot_running,
-            )
+        self.observe_ends();
+        let (running, snapshot_running) = {
+            let s = self.status.borrow();
+            (s.running, s.snapshot_running)
         };
-        if ended == Some(MigratorEnd::Failed) {
-            self.take_over = true;
-        }
-        if ended == Some(MigratorEnd::AtSwitchGate) {
-            self.at_gate = true;
-        }
-        // Stage changes on what ended.
-        match (self.stage, ended, snapshot_ended) {
-            (Stage::Switching, Some(MigratorEnd::Switched), _) => {
-                self.enter(Stage::SnapshotSwitched)
-            }
-            (Stage::SnapshotSwitched, _, Some(true)) => self.enter(Stage::Finishing),
-            (Stage::SnapshotBefore, _, Some(true)) => self.enter(Stage::Aborting { fenced: true }),
-            (Stage::Aborting { fenced: true }, Some(MigratorEnd::Removed), _) => {
-                self.enter(Stage::SnapshotAfter)
-            }
-            (Stage::Aborting { fenced: false }, Some(MigratorEnd::Removed), _)
-            | (Stage::Finishing, Some(MigratorEnd::Removed), _)
-            | (Stage::SnapshotAfter, _, Some(true)) => self.enter(Stage::Done),
-            _ => {}
-        }
         if self.stage == Stage::Live {
             // The rollback waits for the running migrator to stop (at its gate or dead).
             let abort_now = self.scenario == Scenario::AbortLive
@@ -455,18 +469,32 @@ impl Driver {
                 self.migrate(false, false, false)
             }
             Stage::Live | Stage::Done => Action::Write,
+            // Writers in flight finish; the gateless migrator, if it runs, goes on.
+            Stage::Stopping if running => self.read_or_pause(),
             Stage::Stopping => Action::Read,
             Stage::Switching if !running => self.migrate(true, false, false),
-            Stage::Switching => self.beside_migrator(Action::Read),
+            Stage::Switching => {
+                let busy = self.read_or_pause();
+                self.beside_migrator(busy)
+            }
             Stage::Finishing
                 if !running && self.ops >= self.stage_ops + self.pacing.restart_ops =>
             {
                 self.migrate(true, true, false)
             }
-            Stage::Finishing => self.beside_migrator(Action::Write),
+            Stage::Finishing if running => {
+                let busy = self.busy_or_pause(Action::Write, WRITE_EVERY);
+                self.beside_migrator(busy)
+            }
+            Stage::Finishing => Action::Write,
             Stage::Aborting { .. } if !running => self.migrate(false, false, true),
-            Stage::Aborting { fenced } => {
-                self.beside_migrator(if fenced { Action::Read } else { Action::Write })
+            Stage::Aborting { fenced: true } => {
+                let busy = self.read_or_pause();
+                self.beside_migrator(busy)
+            }
+            Stage::Aborting { fenced: false } => {
+                let busy = self.busy_or_pause(Action::Write, WRITE_EVERY);
+                self.beside_migrator(busy)
             }
             Stage::SnapshotBefore | Stage::SnapshotSwitched | Stage::SnapshotAfter
                 if snapshot_running =>
@@ -477,6 +505,39 @@ impl Driver {
             Stage::SnapshotSwitched => self.snapshot(SnapshotPoint::AfterSwitch),
             Stage::SnapshotAfter => self.snapshot(SnapshotPoint::AfterAbort),
         }
+    }
+
+    /// The stage change on what ended (a migrator run, a snapshot) since the last action;
+    /// true when the stage changed. [`Driver::next_action`] starts with it, and a workload
+    /// calls it once the budget is spent, before it completes what is left: a migration that
+    /// ended with the last operations does not count as finished after the budget.
+    pub fn observe_ends(&mut self) -> bool {
+        let (ended, snapshot_ended) = {
+            let mut s = self.status.borrow_mut();
+            (s.ended.take(), s.snapshot_ended.take())
+        };
+        if ended == Some(MigratorEnd::Failed) {
+            self.take_over = true;
+        }
+        if ended == Some(MigratorEnd::AtSwitchGate) {
+            self.at_gate = true;
+        }
+        // Stage changes on what ended.
+        match (self.stage, ended, snapshot_ended) {
+            (Stage::Switching, Some(MigratorEnd::Switched), _) => {
+                self.enter(Stage::SnapshotSwitched)
+            }
+            (Stage::SnapshotSwitched, _, Some(true)) => self.enter(Stage::Finishing),
+            (Stage::SnapshotBefore, _, Some(true)) => self.enter(Stage::Aborting { fenced: true }),
+            (Stage::Aborting { fenced: true }, Some(MigratorEnd::Removed), _) => {
+                self.enter(Stage::SnapshotAfter)
+            }
+            (Stage::Aborting { fenced: false }, Some(MigratorEnd::Removed), _)
+            | (Stage::Finishing, Some(MigratorEnd::Removed), _)
+            | (Stage::SnapshotAfter, _, Some(true)) => self.enter(Stage::Done),
+            _ => return false,
+        }
+        true
     }
 }
 
@@ -568,6 +629,78 @@ impl Machine for Waiting {
     }
 }
 
+/// An idle client pausing beside the migrator until it has sent a number of requests, or
+/// stopped, or started a settle wait (then the driver has idle clients wait with it).
+#[derive(Debug)]
+pub struct Pausing {
+    status: Rc<RefCell<MigratorStatus>>,
+    /// The migrator's [`MigratorStatus::requests_sent`] that ends the pause.
+    until_sent: u64,
+    /// The next look at the migrator's status.
+    next_look: Timestamp,
+    done: bool,
+    reported: bool,
+}
+
+impl Pausing {
+    /// How often a pause looks at the migrator (a scheduler step is some 350 µs).
+    const LOOK_EVERY_US: i64 = 1_000;
+
+    /// Pauses from `now` while the migrator `status` reports sends `requests` more requests.
+    pub fn new(now: Timestamp, status: &Rc<RefCell<MigratorStatus>>, requests: u64) -> Pausing {
+        let mut pausing = Pausing {
+            status: status.clone(),
+            until_sent: status.borrow().requests_sent.saturating_add(requests),
+            next_look: now,
+            done: false,
+            reported: false,
+        };
+        pausing.look(now);
+        pausing
+    }
+
+    fn look(&mut self, now: Timestamp) {
+        let status = self.status.borrow();
+        self.done |= status.requests_sent >= self.until_sent
+            || !status.running
+            || status.sleeping_until.is_some();
+        self.next_look = now.saturating_add_micros(Self::LOOK_EVERY_US);
+    }
+}
+
+impl Machine for Pausing {
+    type Output = ();
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, _: Tag, _: Result<Response, StoreError>, _: Timestamp) {}
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.look(now);
+    }
+    fn cancel(&mut self, _: Timestamp) {
+        self.done = true;
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        None
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        None
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        None
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        (!self.done).then_some(self.next_look)
+    }
+    fn result(&mut self) -> Option<Result<(), String>> {
+        if !self.done || self.reported {
+            return None;
+        }
+        self.reported = true;
+        Some(Ok(()))
+    }
+}
+
 /// A machine whose events are collected into its output (a read keeping its rows).
 pub struct Collecting<M: Machine> {
     machine: M,
@@ -635,6 +768,14 @@ impl<E> Default for MigratorLog<E> {
         }
     }
 }
+
+/// While the writers are stopped, one idle client's action in this many beside the migrator is
+/// a read, the others pauses.
+pub const READ_EVERY: u64 = 4;
+
+/// Once the writers write again (restarted, or a live `--abort`), one idle client's action in
+/// this many beside the migrator is a write, the others pauses.
+pub const WRITE_EVERY: u64 = 2;
 
 /// How far ahead a migrator's timer must be to count as a settle wait (retries back off for
 /// less).
@@ -771,6 +912,7 @@ where
             return None;
         }
         let (tag, request) = self.machine.poll_request()?;
+        self.status.borrow_mut().requests_sent += 1;
         self.log
             .borrow_mut()
             .requests

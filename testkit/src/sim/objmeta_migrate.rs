@@ -64,8 +64,8 @@ use rowkit_store::driver::ManualClock;
 
 use super::migration::{
     Action, Collecting, CrashRates, Driver, MigrationOp, MigrationStats, MigratorEnd, MigratorLog,
-    MigratorRun, MigratorShell, MigratorStatus, Pacing, Scenario, SchemaMigrator, SnapshotPoint,
-    Stage, Waiting, holding, section3_arrow,
+    MigratorRun, MigratorShell, MigratorStatus, Pacing, Pausing, Scenario, SchemaMigrator,
+    SnapshotPoint, Stage, Waiting, holding, section3_arrow,
 };
 use super::objmeta::{BUCKETS, ObjmetaOp, ObjmetaOutput, ObjmetaWorkload, TABLE};
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
@@ -92,6 +92,8 @@ pub enum MigrateOp {
     Migrate(MigratorRun),
     /// An idle client waits with the migrator through its settle wait.
     Wait(Timestamp),
+    /// An idle client pauses while the writers are stopped.
+    Pause,
     /// The operator's snapshot of the bucket (its collection and metastore row).
     Snapshot(SnapshotPoint),
 }
@@ -102,6 +104,7 @@ impl fmt::Debug for MigrateOp {
             MigrateOp::Objmeta(op) => op.fmt(f),
             MigrateOp::Migrate(run) => write!(f, "{run}"),
             MigrateOp::Wait(until) => write!(f, "Wait until {}", until.0),
+            MigrateOp::Pause => write!(f, "Pause"),
             MigrateOp::Snapshot(point) => write!(f, "Snapshot {point:?}"),
         }
     }
@@ -791,6 +794,7 @@ impl Workload for ObjmetaMigrateWorkload {
             Action::Read => MigrateOp::Objmeta(Box::new(self.objmeta.next_read(rng, self.bucket))),
             Action::Migrate(run) => MigrateOp::Migrate(run),
             Action::Wait(until) => MigrateOp::Wait(until),
+            Action::Pause => MigrateOp::Pause,
             Action::Snapshot(point) => MigrateOp::Snapshot(point),
         }
     }
@@ -818,6 +822,10 @@ impl Workload for ObjmetaMigrateWorkload {
                 erase(shell, MigrateOutput::Migrated)
             }
             MigrateOp::Wait(until) => erase(Waiting::new(now, *until), |()| MigrateOutput::Waited),
+            MigrateOp::Pause => erase(
+                Pausing::new(now, &self.driver.status(), self.pacing.pause_requests),
+                |()| MigrateOutput::Waited,
+            ),
             MigrateOp::Snapshot(point) => {
                 let read = ReadRows::new(self.snapshot_request(), now, seed, Default::default());
                 let snapshots = self.snapshots.clone();
@@ -845,6 +853,9 @@ impl Workload for ObjmetaMigrateWorkload {
         now: Timestamp,
         history: &History,
     ) -> Vec<MigrateOp> {
+        if self.driver.observe_ends() {
+            self.enter(self.driver.stage());
+        }
         let stage = self.driver.stage();
         if stage != Stage::Done {
             self.finished_after_budget = true;

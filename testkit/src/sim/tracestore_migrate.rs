@@ -47,8 +47,8 @@ use rowkit_store::driver::ManualClock;
 
 use super::migration::{
     Action, CrashRates, Driver, MigrationOp, MigrationStats, MigratorEnd, MigratorLog, MigratorRun,
-    MigratorShell, MigratorStatus, Pacing, Scenario, SchemaMigrator, SnapshotPoint, Stage, Waiting,
-    holding, section3_arrow,
+    MigratorShell, MigratorStatus, Pacing, Pausing, Scenario, SchemaMigrator, SnapshotPoint, Stage,
+    Waiting, holding, section3_arrow,
 };
 use super::tracestore::{TABLE, TraceStoreOp, TraceStoreOutput, TraceStoreWorkload, check_tile};
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
@@ -59,11 +59,13 @@ pub const TARGET_TABLE: &str = "gold2";
 const MIGRATOR_DEADLINE_US: i64 = 3_600_000_000;
 /// The operator's pacing: writers write longer than in the objmeta workload before they are
 /// stopped, so that the migrator's copy pass (two tables read shard by shard, crashing and
-/// resuming) ends and its verification runs while they write.
+/// resuming) ends and its verification runs while they write; idle clients pause longer
+/// beside it (its passes send thousands of requests).
 const PACING: Pacing = Pacing {
-    live_ops: 160,
+    live_ops: 100,
     abort_live_ops: 60,
     restart_ops: 20,
+    pause_requests: 30,
 };
 /// Migrator runs after the budget before the completion gives up.
 const COMPLETION_RUNS: u32 = 4;
@@ -89,6 +91,8 @@ pub enum TraceMigrateOp {
     Migrate(MigratorRun),
     /// An idle client waits with the migrator through its settle wait.
     Wait(Timestamp),
+    /// An idle client pauses while the writers are stopped.
+    Pause,
     /// The operator's snapshot: a fresh `ReadRange` of the truth table.
     Snapshot(SnapshotPoint),
 }
@@ -102,6 +106,7 @@ impl fmt::Debug for TraceMigrateOp {
             }
             TraceMigrateOp::Migrate(run) => write!(f, "{run}"),
             TraceMigrateOp::Wait(until) => write!(f, "Wait until {}", until.0),
+            TraceMigrateOp::Pause => write!(f, "Pause"),
             TraceMigrateOp::Snapshot(point) => write!(f, "Snapshot {point:?}"),
         }
     }
@@ -505,6 +510,7 @@ impl Workload for TraceStoreMigrateWorkload {
             },
             Action::Migrate(run) => TraceMigrateOp::Migrate(run),
             Action::Wait(until) => TraceMigrateOp::Wait(until),
+            Action::Pause => TraceMigrateOp::Pause,
             Action::Snapshot(point) => TraceMigrateOp::Snapshot(point),
         }
     }
@@ -544,6 +550,10 @@ impl Workload for TraceStoreMigrateWorkload {
             TraceMigrateOp::Wait(until) => {
                 erase(Waiting::new(now, *until), |()| TraceMigrateOutput::Waited)
             }
+            TraceMigrateOp::Pause => erase(
+                Pausing::new(now, &self.driver.status(), self.pacing.pause_requests),
+                |()| TraceMigrateOutput::Waited,
+            ),
             TraceMigrateOp::Snapshot(point) => {
                 // After the switch `T2` is the truth; around a rollback, `T1`.
                 let truth = if *point == SnapshotPoint::AfterSwitch {
@@ -570,6 +580,7 @@ impl Workload for TraceStoreMigrateWorkload {
     /// Completes the migration the budget left unfinished (alone, without faults: the
     /// operator's last runs).
     fn repairs(&mut self, store: &MemoryStore, now: Timestamp, _: &History) -> Vec<TraceMigrateOp> {
+        self.driver.observe_ends();
         if self.driver.stage() != Stage::Done {
             self.finished_after_budget = true;
             if let Err(e) = self.complete(store, now) {
