@@ -110,6 +110,9 @@ pub enum Action {
     Write,
     /// A read by an aware reader (writers are stopped).
     Read,
+    /// A write by an aware process while the gated writers are stopped (it needs no gate,
+    /// §9); only for a schema whose [`Pacing::aware_writers`] says it has them.
+    AwareWrite,
     /// A migrator run.
     Migrate(MigratorRun),
     /// An idle client waits until this instant (the migrator's settle wait).
@@ -207,13 +210,17 @@ pub struct MigrationStats {
     /// Of those, the ones the operation budget left unfinished, completed after it without
     /// faults.
     pub finished_after_budget: u64,
+    /// Writes by aware processes (objmeta).
+    pub aware_writes: u64,
+    /// Of those, the ones crashed between the protocol write and its mirror.
+    pub crashed_before_mirror: u64,
 }
 
 impl Display for MigrationStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} migrations ({} completed, {} rolled back, {} finished after the budget), {} migrator runs, {} crashed, {} failed, {} resumed with --take-over",
+            "{} migrations ({} completed, {} rolled back, {} finished after the budget), {} migrator runs, {} crashed, {} failed, {} resumed with --take-over, {} aware writes ({} crashed before their mirror)",
             self.runs,
             self.completed,
             self.rolled_back,
@@ -221,7 +228,9 @@ impl Display for MigrationStats {
             self.migrator_runs,
             self.crashes,
             self.failures,
-            self.resumes
+            self.resumes,
+            self.aware_writes,
+            self.crashed_before_mirror
         )
     }
 }
@@ -302,6 +311,8 @@ pub struct Pacing {
     /// counted in the migrator's requests, not in time, because simulated time is mostly
     /// clock jumps and back-offs.
     pub pause_requests: u64,
+    /// The schema has aware writers: they write through the gates (§9, [`Action::AwareWrite`]).
+    pub aware_writers: bool,
 }
 
 impl Default for Pacing {
@@ -313,6 +324,7 @@ impl Default for Pacing {
             abort_live_ops: 40,
             restart_ops: 20,
             pause_requests: 8,
+            aware_writers: false,
         }
     }
 }
@@ -336,6 +348,8 @@ pub struct Driver {
     /// Idle clients' actions beside a running migrator (see [`Driver::next_action`]).
     beside_actions: u64,
     writers: Rc<Cell<usize>>,
+    /// Aware writers in flight: the operator's snapshots wait for them.
+    aware_writers: Rc<Cell<usize>>,
     status: Rc<RefCell<MigratorStatus>>,
 }
 
@@ -353,6 +367,7 @@ impl Driver {
             migrators: 0,
             beside_actions: 0,
             writers: Rc::default(),
+            aware_writers: Rc::default(),
             status: Rc::default(),
         }
     }
@@ -365,6 +380,11 @@ impl Driver {
     /// Counts a writer in flight while the returned guard lives.
     pub fn writer(&self) -> InFlight {
         InFlight::new(&self.writers)
+    }
+
+    /// Counts an aware writer in flight while the returned guard lives.
+    pub fn aware_writer(&self) -> InFlight {
+        InFlight::new(&self.aware_writers)
     }
 
     /// What the migrator and snapshot machines report to.
@@ -416,6 +436,21 @@ impl Driver {
         self.busy_or_pause(Action::Read, READ_EVERY)
     }
 
+    /// An idle client's action beside the gateless migrator once the gated writers are
+    /// stopped (`Stopping`): of every [`READ_EVERY`] actions one is a read and, when the
+    /// schema has aware writers, one an aware write; the others pause.
+    /// (Aware writes through the switch are not simulated: one that crashed between its write
+    /// after the switch and the reverse mirror would leave the layouts apart in the snapshot
+    /// after the switch, which compares them with every writer stopped.)
+    fn beside_stopped_writers(&mut self) -> Action {
+        self.beside_actions += 1;
+        match self.beside_actions % READ_EVERY {
+            0 => Action::Read,
+            2 if self.pacing.aware_writers => Action::AwareWrite,
+            _ => Action::Pause,
+        }
+    }
+
     /// An idle client's action while the migrator runs: wait with it through a settle wait,
     /// else `busy`.
     fn beside_migrator(&self, busy: Action) -> Action {
@@ -434,7 +469,8 @@ impl Driver {
     /// beside it would use up the budget long before the migration ends (it would be finished
     /// after the budget, without writers, which then rarely overlap the late states). So
     /// beside a running migrator, idle clients mostly pause: while the writers are stopped
-    /// they read one time in [`READ_EVERY`]; restarted (`--finish`) or during a live
+    /// they read one time in [`READ_EVERY`] (and, until `--switch`, write as aware processes
+    /// one time in [`READ_EVERY`]); restarted (`--finish`) or during a live
     /// `--abort`, they write one time in [`WRITE_EVERY`].
     pub fn next_action(&mut self) -> Action {
         self.ops += 1;
@@ -457,7 +493,11 @@ impl Driver {
         }
         // Writers stopped and the gateless migrator stopped (its verification, clean once
         // nothing writes, took it to the gate; or it died): the next step needs both.
-        if self.stage == Stage::Stopping && self.writers.get() == 0 && !running {
+        if self.stage == Stage::Stopping
+            && self.writers.get() == 0
+            && self.aware_writers.get() == 0
+            && !running
+        {
             self.enter(if self.scenario == Scenario::AbortFenced {
                 Stage::SnapshotBefore
             } else {
@@ -470,7 +510,7 @@ impl Driver {
             }
             Stage::Live | Stage::Done => Action::Write,
             // Writers in flight finish; the gateless migrator, if it runs, goes on.
-            Stage::Stopping if running => self.read_or_pause(),
+            Stage::Stopping if running => self.beside_stopped_writers(),
             Stage::Stopping => Action::Read,
             Stage::Switching if !running => self.migrate(true, false, false),
             Stage::Switching => {
@@ -496,8 +536,9 @@ impl Driver {
                 let busy = self.busy_or_pause(Action::Write, WRITE_EVERY);
                 self.beside_migrator(busy)
             }
+            // The snapshot waits for the aware writers in flight too.
             Stage::SnapshotBefore | Stage::SnapshotSwitched | Stage::SnapshotAfter
-                if snapshot_running =>
+                if snapshot_running || self.aware_writers.get() > 0 =>
             {
                 Action::Read
             }

@@ -58,7 +58,9 @@ use rowkit_statemachines::operation::Start;
 #[cfg(feature = "planted-bugs")]
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{ReadRowsRequest, Request, SplitMix64, Timestamp};
+use rowkit_statemachines::{
+    Machine, ReadRowsRequest, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
+};
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::ManualClock;
 
@@ -77,6 +79,13 @@ const PAGE_ROWS: u32 = 12;
 /// Migrator runs after the budget before the completion gives up (each one without faults
 /// should finish; a second is a resume after a gate).
 const COMPLETION_RUNS: u32 = 4;
+/// One put or delete in this many, where the writers write, runs on an aware process.
+const AWARE_EVERY: u64 = 3;
+/// One aware write in this many crashes before its mirror.
+const CRASH_BEFORE_MIRROR_EVERY: u64 = 4;
+/// The error of an aware write crashed before its mirror.
+const CRASHED_BEFORE_MIRROR: &str = "aware writer crashed before its mirror (simulated)";
+
 /// The shell's crash chances (per 10 000 responses).
 const CRASHES: CrashRates = CrashRates {
     after_response: 10,
@@ -88,6 +97,16 @@ const CRASHES: CrashRates = CrashRates {
 pub enum MigrateOp {
     /// One of the objmeta workload's operations (boxed: the other variants are small).
     Objmeta(Box<ObjmetaOp>),
+    /// A put or delete on an aware process (rowkit's client facade, §9): it follows the
+    /// marker and needs no gate; `crash_before_mirror`: it crashes at its first read after a
+    /// write — the mirror's read of the pair (§10.1's crash between a protocol write and its
+    /// mirror).
+    Aware {
+        /// The write.
+        op: Box<ObjmetaOp>,
+        /// It crashes before its mirror.
+        crash_before_mirror: bool,
+    },
     /// A migrator run (`rowkit s3 migrate BUCKET --to …` with these flags).
     Migrate(MigratorRun),
     /// An idle client waits with the migrator through its settle wait.
@@ -102,6 +121,17 @@ impl fmt::Debug for MigrateOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MigrateOp::Objmeta(op) => op.fmt(f),
+            MigrateOp::Aware {
+                op,
+                crash_before_mirror,
+            } => {
+                let crash = if *crash_before_mirror {
+                    ", crashing before its mirror"
+                } else {
+                    ""
+                };
+                write!(f, "{op:?} (aware{crash})")
+            }
             MigrateOp::Migrate(run) => write!(f, "{run}"),
             MigrateOp::Wait(until) => write!(f, "Wait until {}", until.0),
             MigrateOp::Pause => write!(f, "Pause"),
@@ -145,13 +175,98 @@ pub struct ObjmetaMigrateWorkload {
     stats: MigrationStats,
 }
 
+/// An aware write that crashes at its first read after a write: the mirror's read of the
+/// pair (`SyncKey` reads it first), after the protocol wrote (§10.1). It ends with
+/// [`CRASHED_BEFORE_MIRROR`], an outcome the model leaves open.
+struct CrashBeforeMirror {
+    machine: SimMachine<ObjmetaOutput>,
+    wrote: bool,
+    crashed: bool,
+    reported: bool,
+}
+
+impl CrashBeforeMirror {
+    fn new(machine: SimMachine<ObjmetaOutput>) -> CrashBeforeMirror {
+        CrashBeforeMirror {
+            machine,
+            wrote: false,
+            crashed: false,
+            reported: false,
+        }
+    }
+}
+
+impl Machine for CrashBeforeMirror {
+    type Output = ObjmetaOutput;
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
+        if !self.crashed {
+            self.machine.handle_response(tag, r, now);
+        }
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if !self.crashed {
+            self.machine.handle_timeout(now);
+        }
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        self.machine.cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        if self.crashed {
+            return None;
+        }
+        let (tag, request) = self.machine.poll_request()?;
+        let read = matches!(request, Request::ReadRows(_) | Request::ReadRow(_));
+        if read && self.wrote {
+            self.crashed = true;
+            return None;
+        }
+        self.wrote |= !read;
+        Some((tag, request))
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        if self.crashed {
+            return None;
+        }
+        self.machine.poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        if self.crashed {
+            return None;
+        }
+        self.machine.poll_event()
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.crashed {
+            return None;
+        }
+        self.machine.poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<ObjmetaOutput, String>> {
+        if self.crashed {
+            if self.reported {
+                return None;
+            }
+            self.reported = true;
+            return Some(Err(CRASHED_BEFORE_MIRROR.to_string()));
+        }
+        self.machine.result()
+    }
+}
+
 impl Default for ObjmetaMigrateWorkload {
     fn default() -> Self {
         ObjmetaMigrateWorkload {
             #[cfg(feature = "planted-bugs")]
             planted: None,
             objmeta: ObjmetaWorkload::default(),
-            pacing: Pacing::default(),
+            pacing: Pacing {
+                aware_writers: true,
+                ..Pacing::default()
+            },
             driver: Driver::new(Scenario::Complete, Pacing::default()),
             bucket: 0,
             from: VFormat::V0,
@@ -299,12 +414,21 @@ impl ObjmetaMigrateWorkload {
         ))
     }
 
+    /// `op` (a put or delete) on an aware process, crashing before its mirror one time in
+    /// [`CRASH_BEFORE_MIRROR_EVERY`].
+    fn aware(&self, op: ObjmetaOp, rng: &mut SplitMix64) -> MigrateOp {
+        MigrateOp::Aware {
+            op: Box::new(op),
+            crash_before_mirror: rng.next_u64().is_multiple_of(CRASH_BEFORE_MIRROR_EVERY),
+        }
+    }
+
     /// The objmeta operations of the history, as the objmeta workload records them.
     fn objmeta_history(history: &History) -> Vec<Record<ObjmetaOp, ObjmetaOutput>> {
         history
             .iter()
             .filter_map(|r| {
-                let MigrateOp::Objmeta(op) = &r.op else {
+                let (MigrateOp::Objmeta(op) | MigrateOp::Aware { op, .. }) = &r.op else {
                     return None;
                 };
                 let outcome = match &r.outcome {
@@ -790,7 +914,23 @@ impl Workload for ObjmetaMigrateWorkload {
             self.enter(self.driver.stage());
         }
         match action {
-            Action::Write => MigrateOp::Objmeta(Box::new(self.objmeta.next_op(rng))),
+            Action::Write => {
+                let op = self.objmeta.next_op(rng);
+                if op.is_object_write() && rng.next_u64().is_multiple_of(AWARE_EVERY) {
+                    self.aware(op, rng)
+                } else {
+                    MigrateOp::Objmeta(Box::new(op))
+                }
+            }
+            // Only an object write may run now (the gated writers, repairs and checks are
+            // stopped): a repair drawn is left to the final sweep, which finds its placeholder.
+            Action::AwareWrite => match self.objmeta.next_op(rng) {
+                op if op.is_object_write() => self.aware(op, rng),
+                op if op.may_write(self.bucket) || op.is_check() => {
+                    MigrateOp::Objmeta(Box::new(self.objmeta.next_read(rng, self.bucket)))
+                }
+                op => MigrateOp::Objmeta(Box::new(op)),
+            },
             Action::Read => MigrateOp::Objmeta(Box::new(self.objmeta.next_read(rng, self.bucket))),
             Action::Migrate(run) => MigrateOp::Migrate(run),
             Action::Wait(until) => MigrateOp::Wait(until),
@@ -808,6 +948,18 @@ impl Workload for ObjmetaMigrateWorkload {
                 } else {
                     erase(machine, MigrateOutput::Objmeta)
                 }
+            }
+            MigrateOp::Aware {
+                op,
+                crash_before_mirror,
+            } => {
+                let machine = self.objmeta.start_on(op, now, seed, true);
+                let machine = if *crash_before_mirror {
+                    Box::new(CrashBeforeMirror::new(machine))
+                } else {
+                    machine
+                };
+                holding(machine, self.driver.aware_writer(), MigrateOutput::Objmeta)
             }
             MigrateOp::Migrate(run) => {
                 let shell = MigratorShell::new(
@@ -902,6 +1054,15 @@ impl Workload for ObjmetaMigrateWorkload {
     ) -> Result<Checked, String> {
         self.stats
             .count(history, self.driver.scenario, self.finished_after_budget);
+        for r in history {
+            if let MigrateOp::Aware { .. } = r.op {
+                self.stats.aware_writes += 1;
+                self.stats.crashed_before_mirror += u64::from(matches!(
+                    &r.outcome,
+                    Outcome::Done(Err(e)) if e == CRASHED_BEFORE_MIRROR
+                ));
+            }
+        }
         if let Some(e) = self.failure.take() {
             return Err(e);
         }

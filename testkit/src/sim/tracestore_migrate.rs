@@ -66,6 +66,8 @@ const PACING: Pacing = Pacing {
     abort_live_ops: 60,
     restart_ops: 20,
     pause_requests: 30,
+    // Trace-store aware writers are not built (§9).
+    aware_writers: false,
 };
 /// Migrator runs after the budget before the completion gives up.
 const COMPLETION_RUNS: u32 = 4;
@@ -504,7 +506,8 @@ impl Workload for TraceStoreMigrateWorkload {
                     op: clients.next_op(rng),
                 }
             }
-            Action::Read => TraceMigrateOp::Gold {
+            // No aware writers here (`PACING`): the driver never asks for one.
+            Action::Read | Action::AwareWrite => TraceMigrateOp::Gold {
                 on_target,
                 op: TraceStoreWorkload::next_read(rng),
             },
