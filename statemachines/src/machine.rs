@@ -51,3 +51,41 @@ pub trait Machine {
     /// The outcome, once; `None` before the machine is done and after it was taken.
     fn result(&mut self) -> Option<Result<Self::Output, Self::Error>>;
 }
+
+/// A boxed machine is a machine (a driver or wrapper that takes `impl Machine` also takes a
+/// `Box<dyn Machine<…>>`, e.g. the fault simulator's type-erased operations).
+impl<M: Machine + ?Sized> Machine for alloc::boxed::Box<M> {
+    type Output = M::Output;
+    type Event = M::Event;
+    type Error = M::Error;
+
+    fn handle_response(
+        &mut self,
+        tag: Tag,
+        response: Result<Response, StoreError>,
+        now: Timestamp,
+    ) {
+        (**self).handle_response(tag, response, now);
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        (**self).handle_timeout(now);
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        (**self).cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        (**self).poll_request()
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        (**self).poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<M::Event> {
+        (**self).poll_event()
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        (**self).poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<M::Output, M::Error>> {
+        (**self).result()
+    }
+}

@@ -8,9 +8,8 @@
 //! must read at the end comes from the test's own list of acknowledged writes.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use rowkit_codec::model::{Mutation, Row, RowSet, Timestamp};
+use rowkit_codec::model::{Mutation, Row, Timestamp};
 use rowkit_codec::objmeta::cells::families;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
@@ -25,76 +24,32 @@ use rowkit_statemachines::objmeta::{
     ObjmetaEvent, ObjmetaState, PutObject, PutOutcome,
 };
 use rowkit_statemachines::operation::Start;
-use rowkit_statemachines::{Machine, MutateRowRequest, ReadRowsRequest, Request, Response};
+use rowkit_statemachines::{Machine, MutateRowRequest, Request};
 use rowkit_store::{MemoryStore, Store};
-use rowkit_testkit::script::store_responses;
+use rowkit_testkit::script::{StoreWorld, store_responses};
 use rowkit_testkit::sync_stamps::stamped_with_its_hash;
 
 const TABLE: &str = "objmeta";
 const T0: Timestamp = Timestamp(1_764_428_400_000_000);
 const METASTORE_ROW: &[u8] = b"__metastore\x00b";
-const DAY_US: i64 = 86_400_000_000;
 
 // ---------------------------------------------------------------------------------------------
 // The world and its driver
 // ---------------------------------------------------------------------------------------------
 
-struct World {
-    store: MemoryStore,
-    now: Timestamp,
-    seed: u64,
-}
+/// The store and the clock (each request executed as it leaves, 10 ms apart).
+type World = StoreWorld;
 
-impl World {
-    fn new() -> World {
-        let store = MemoryStore::new();
-        Store::create_table(&store, TABLE, &families()).unwrap();
-        let mut w = World {
-            store,
-            now: T0,
-            seed: 0,
-        };
-        let start = w.start();
-        let md = j(r#"{"name":"b","uid":"uid-1"}"#);
-        let created = w.run(CreateBucket::new(state(false), "b", &md, start));
-        assert_eq!(created, Ok(VFormat::V0));
-        w
-    }
-
-    fn start(&mut self) -> Start {
-        self.seed += 1;
-        Start::within(self.now, self.seed, DAY_US)
-    }
-
-    fn tick(&mut self) {
-        self.now = Timestamp(self.now.0 + 10_000);
-    }
-
-    /// Runs `m` to its end.
-    fn run<M: Machine>(&mut self, m: M) -> Result<M::Output, M::Error> {
-        let mut p = Pending::new(m);
-        p.pump(self, &mut |_| {});
-        p.result.expect("the machine ended")
-    }
-
-    /// Every row of the table, by row key.
-    fn snapshot(&self) -> BTreeMap<Vec<u8>, Row> {
-        let request = Request::ReadRows(ReadRowsRequest {
-            table: TABLE.into(),
-            rows: RowSet::all(),
-            ..Default::default()
-        });
-        let mut rows = BTreeMap::new();
-        for part in store_responses(&self.store, request, self.now) {
-            if let Ok(Response::Rows(chunk)) = part {
-                for r in chunk {
-                    let r = Arc::unwrap_or_clone(r);
-                    rows.insert(r.key.clone(), r);
-                }
-            }
-        }
-        rows
-    }
+/// The objmeta table at `T0` with bucket `b`, v0, created by an unaware process.
+fn new_world() -> World {
+    let store = MemoryStore::new();
+    Store::create_table(&store, TABLE, &families()).unwrap();
+    let mut w = StoreWorld::new(store, T0);
+    let start = w.start();
+    let md = j(r#"{"name":"b","uid":"uid-1"}"#);
+    let created = w.run(CreateBucket::new(state(false), "b", &md, start));
+    assert_eq!(created, Ok(VFormat::V0));
+    w
 }
 
 /// A machine run a step at a time beside another (its requests executed as they leave, its
@@ -139,18 +94,13 @@ impl<M: Machine> Pending<M> {
             }
             if let Some((tag, request)) = self.m.poll_request() {
                 seen(&request);
-                w.tick();
-                for part in store_responses(&w.store, request, w.now) {
-                    self.m.handle_response(tag, part, w.now);
-                }
+                w.execute(&mut self.m, tag, request);
                 continue;
             }
-            let at = self.m.poll_timeout().expect("the machine waits on nothing");
-            if at > w.now && !wait {
+            if !wait && self.m.poll_timeout().is_some_and(|at| at > w.now) {
                 return;
             }
-            w.now = Timestamp(w.now.0.max(at.0));
-            self.m.handle_timeout(w.now);
+            w.fire_timer(&mut self.m);
         }
     }
 }
@@ -218,15 +168,10 @@ fn migrate(w: &mut World, gates: Gates, hook: &mut Beside) -> MigrateOutcome {
         }
         if let Some((tag, request)) = m.poll_request() {
             hook(w, known, Some(&request));
-            w.tick();
-            for part in store_responses(&w.store, request, w.now) {
-                m.handle_response(tag, part, w.now);
-            }
+            w.execute(&mut m, tag, request);
         } else {
             hook(w, known, None);
-            let at = m.poll_timeout().expect("the migrator waits on nothing");
-            w.now = Timestamp(w.now.0.max(at.0));
-            m.handle_timeout(w.now);
+            w.fire_timer(&mut m);
         }
     }
 }
@@ -252,7 +197,7 @@ fn cell<'a>(row: &'a Row, qualifier: &[u8]) -> Option<&'a [u8]> {
 /// `f:rowkitSync` of it. v0 rows are `b\0key…`, v1 rows `b\0\x7fMkey` and
 /// `b\0\x7fVkey\0…` (`objmeta.md` §4.1).
 fn in_sync(w: &World, pair_keys: &[String]) -> bool {
-    let rows = w.snapshot();
+    let rows = w.snapshot(TABLE);
     let stamped = stamped_with_its_hash;
     pair_keys.iter().all(|pk| {
         let v0 = [b"b\x00".as_slice(), pk.as_bytes()].concat();
@@ -371,16 +316,7 @@ fn check_findings(w: &mut World) -> Vec<String> {
             result.unwrap();
             return findings;
         }
-        if let Some((tag, request)) = m.poll_request() {
-            w.tick();
-            for part in store_responses(&w.store, request, w.now) {
-                m.handle_response(tag, part, w.now);
-            }
-        } else {
-            let at = m.poll_timeout().expect("the check waits on nothing");
-            w.now = Timestamp(w.now.0.max(at.0));
-            m.handle_timeout(w.now);
-        }
+        w.step(&mut m);
     }
 }
 
@@ -403,7 +339,7 @@ fn diffs_of(out: &MigrateOutcome, kind: PassKind) -> Vec<u64> {
 /// clean-up every acknowledged write reads back and the check is clean.
 #[test]
 fn aware_writers_need_no_gate_their_mirrors_leave_the_passes_nothing_to_do() {
-    let mut w = World::new();
+    let mut w = new_world();
     let mut expected = v0_bucket(&mut w);
     let mut st = state(true);
     let mut i = 0;
@@ -454,7 +390,7 @@ fn aware_writers_need_no_gate_their_mirrors_leave_the_passes_nothing_to_do() {
     assert!(out.stragglers.is_empty() && out.conflicts.is_empty());
     check_reads(&mut w, &expected);
     assert_eq!(check_findings(&mut w), Vec::<String>::new());
-    let rows = w.snapshot();
+    let rows = w.snapshot(TABLE);
     assert!(
         rows.keys()
             .filter(|k| k.starts_with(b"b\x00"))
@@ -467,7 +403,7 @@ fn aware_writers_need_no_gate_their_mirrors_leave_the_passes_nothing_to_do() {
 /// and verifies: nothing mirrors them, so the verification finds their pairs and loops.
 #[test]
 fn unaware_writers_leave_their_writes_to_the_passes() {
-    let mut w = World::new();
+    let mut w = new_world();
     let mut expected = v0_bucket(&mut w);
     let mut st = state(false);
     let mut i = 0;
@@ -559,7 +495,7 @@ fn is_write(request: &Request) -> bool {
 /// into `from`. After `--finish` all three writes read back and the check is clean.
 #[test]
 fn a_cached_marker_serves_until_its_ttl_then_a_write_in_the_fence_pauses_until_switched() {
-    let mut w = World::new();
+    let mut w = new_world();
     let mut expected = v0_bucket(&mut w);
     let out = migrate(&mut w, Gates::default(), &mut |_, _, _| {});
     assert_eq!(out.end, MigrateEnd::InState(MigrationState::Verifying));
@@ -651,7 +587,7 @@ fn a_cached_marker_serves_until_its_ttl_then_a_write_in_the_fence_pauses_until_s
 /// A write whose deadline passes while it is paused ends aborted, having written nothing.
 #[test]
 fn a_write_paused_past_its_deadline_ends_aborted_without_writing() {
-    let mut w = World::new();
+    let mut w = new_world();
     v0_bucket(&mut w);
     let out = migrate(&mut w, Gates::default(), &mut |_, _, _| {});
     assert_eq!(out.end, MigrateEnd::InState(MigrationState::Verifying));
@@ -686,7 +622,7 @@ fn a_write_paused_past_its_deadline_ends_aborted_without_writing() {
 /// write; an unaware process never reads it.
 #[test]
 fn a_damaged_marker_is_a_typed_error_for_an_aware_writer_only() {
-    let mut w = World::new();
+    let mut w = new_world();
     let request = Request::MutateRow(MutateRowRequest {
         table: TABLE.into(),
         row_key: METASTORE_ROW.to_vec(),
@@ -728,7 +664,7 @@ fn a_damaged_marker_is_a_typed_error_for_an_aware_writer_only() {
 /// TTL, not per operation (§2.3: the only new request of the hot path).
 #[test]
 fn an_aware_process_reads_a_plain_bucket_once_per_ttl() {
-    let mut w = World::new();
+    let mut w = new_world();
     let mut st = state(true);
     let mut reads = Vec::new();
     let first = w.now;
@@ -757,7 +693,7 @@ fn an_aware_process_reads_a_plain_bucket_once_per_ttl() {
 /// repair without a marker.
 #[test]
 fn a_repair_acts_on_the_marker_its_delete_read_and_mirrors_the_master() {
-    let mut w = World::new();
+    let mut w = new_world();
     v0_bucket(&mut w);
     let out = migrate(&mut w, Gates::default(), &mut |_, _, _| {});
     assert_eq!(out.end, MigrateEnd::InState(MigrationState::Verifying));

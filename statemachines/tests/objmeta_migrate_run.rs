@@ -7,9 +7,8 @@
 //! comes from the test's own list of objects and acknowledged writes.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
-use rowkit_codec::model::{Row, RowSet, Timestamp};
+use rowkit_codec::model::{Row, Timestamp};
 use rowkit_codec::objmeta::cells::families;
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::VFormat;
@@ -28,74 +27,24 @@ use rowkit_statemachines::objmeta::{
     CreateBucket, DeleteObject, GetObject, ListObject, ObjmetaConfig, ObjmetaError, ObjmetaEvent,
     ObjmetaState, PutObject,
 };
-use rowkit_statemachines::operation::Start;
-use rowkit_statemachines::{Machine, ReadRowsRequest, Request, Response};
+use rowkit_statemachines::{Machine, Request};
 use rowkit_store::{MemoryStore, Store};
-use rowkit_testkit::script::store_responses;
+use rowkit_testkit::script::{StoreWorld, store_responses};
 
 const TABLE: &str = "objmeta";
 const T0: Timestamp = Timestamp(1_764_428_400_000_000);
 const METASTORE_ROW: &[u8] = b"__metastore\x00b";
 const DAY_US: i64 = 86_400_000_000;
 
-// ---------------------------------------------------------------------------------------------
-// The world and its driver
-// ---------------------------------------------------------------------------------------------
+/// The store and the clock: each request executed as it leaves, 10 ms apart; a machine's
+/// timer fired by moving the clock to it when it waits on nothing else.
+type World = StoreWorld;
 
-struct World {
-    store: MemoryStore,
-    now: Timestamp,
-    seed: u64,
-}
-
-impl World {
-    fn start(&mut self) -> Start {
-        self.seed += 1;
-        Start::within(self.now, self.seed, DAY_US)
-    }
-
-    fn tick(&mut self) {
-        self.now = Timestamp(self.now.0 + 10_000);
-    }
-
-    /// Runs `m` to its end (no hook, no crash).
-    fn run<M: Machine>(&mut self, mut m: M) -> Result<M::Output, M::Error> {
-        loop {
-            while m.poll_event().is_some() {}
-            if let Some(result) = m.result() {
-                return result;
-            }
-            if let Some((tag, request)) = m.poll_request() {
-                self.tick();
-                for part in store_responses(&self.store, request, self.now) {
-                    m.handle_response(tag, part, self.now);
-                }
-            } else {
-                let at = m.poll_timeout().expect("the machine waits on nothing");
-                self.now = Timestamp(self.now.0.max(at.0));
-                m.handle_timeout(self.now);
-            }
-        }
-    }
-
-    /// Every row of the table, by row key.
-    fn snapshot(&self) -> BTreeMap<Vec<u8>, Row> {
-        let request = Request::ReadRows(ReadRowsRequest {
-            table: TABLE.into(),
-            rows: RowSet::all(),
-            ..Default::default()
-        });
-        let mut rows = BTreeMap::new();
-        for part in store_responses(&self.store, request, self.now) {
-            if let Ok(Response::Rows(chunk)) = part {
-                for r in chunk {
-                    let r = Arc::unwrap_or_clone(r);
-                    rows.insert(r.key.clone(), r);
-                }
-            }
-        }
-        rows
-    }
+/// An empty objmeta table at `T0`.
+fn empty_world() -> World {
+    let store = MemoryStore::new();
+    Store::create_table(&store, TABLE, &families()).unwrap();
+    StoreWorld::new(store, T0)
 }
 
 fn state(vf: VFormat) -> ObjmetaState {
@@ -110,13 +59,7 @@ fn j(text: &str) -> Json {
 }
 
 fn new_world(vf: VFormat) -> World {
-    let store = MemoryStore::new();
-    Store::create_table(&store, TABLE, &families()).unwrap();
-    let mut w = World {
-        store,
-        now: T0,
-        seed: 0,
-    };
+    let mut w = empty_world();
     let start = w.start();
     let created = w.run(CreateBucket::new(
         state(vf),
@@ -165,10 +108,7 @@ fn migrate(
         }
         if let Some((tag, request)) = m.poll_request() {
             hook(w, *known);
-            w.tick();
-            for part in store_responses(&w.store, request, w.now) {
-                m.handle_response(tag, part, w.now);
-            }
+            w.execute(&mut m, tag, request);
             requests += 1;
             if crash_after == Some(requests) {
                 return Ran {
@@ -183,8 +123,7 @@ fn migrate(
                 at.0 < w.now.0 + DAY_US / 2,
                 "the migrator waits for its deadline"
             );
-            w.now = Timestamp(w.now.0.max(at.0));
-            m.handle_timeout(w.now);
+            w.fire_timer(&mut m);
         }
     }
 }
@@ -395,7 +334,7 @@ fn state_changes(events: &[ObjmetaEvent]) -> Vec<(Option<MigrationState>, Option
 fn a_v0_bucket_migrates_to_v1_with_both_gates() {
     use MigrationState::*;
     let (mut w, expected) = v0_bucket();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     assert_eq!(object_rows(&before).len(), 12 + 5 * 4 + 2 + 3);
     let (reads_before, listing_before) = read_all(&mut w, &expected);
     check_reads(&reads_before, &expected);
@@ -433,18 +372,18 @@ fn a_v0_bucket_migrates_to_v1_with_both_gates() {
     // Two settle waits of Δ (switching, cleaning) passed on the machine's clock.
     assert!(w.now.0 - T0.0 >= 2 * 90_000_000);
 
-    check_migrated(&w.snapshot(), &before);
+    check_migrated(&w.snapshot(TABLE), &before);
     let (reads_after, listing_after) = read_all(&mut w, &expected);
     check_reads(&reads_after, &expected);
     assert_eq!(reads_after, reads_before);
     assert_eq!(listing_after, listing_before);
 
     // A second run reads only: "already".
-    let again = w.snapshot();
+    let again = w.snapshot(TABLE);
     let ran = migrate_quietly(&mut w, options(Gates::ALL));
     assert_eq!(outcome(&ran).end, MigrateEnd::Already);
     assert_eq!(ran.requests, 1);
-    assert_eq!(w.snapshot(), again);
+    assert_eq!(w.snapshot(TABLE), again);
 }
 
 /// Every marker or checkpoint CAS of the metastore row is answered with a retryable error
@@ -453,53 +392,21 @@ fn a_v0_bucket_migrates_to_v1_with_both_gates() {
 /// it again, and ends as a run without faults does (§12.56, §12.62).
 #[test]
 fn marker_and_checkpoint_writes_answered_with_retryable_errors_are_retried() {
-    use rowkit_statemachines::{Code, StoreError};
     let (mut w, expected) = v0_bucket();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let (reads_before, listing_before) = read_all(&mut w, &expected);
     let start = w.start();
-    let mut m = MigrateBucket::new(
+    let m = MigrateBucket::new(
         state(VFormat::V0),
         "b",
         VFormat::V1,
         options(Gates::ALL),
         start,
     );
-    let (mut faulted, mut retried) = (0u32, 0u32);
-    let mut last_faulted: Option<Request> = None;
-    let result = loop {
-        while m.poll_event().is_some() {}
-        if let Some(result) = m.result() {
-            break result;
-        }
-        let Some((tag, request)) = m.poll_request() else {
-            let at = m.poll_timeout().expect("the migrator waits on nothing");
-            w.now = Timestamp(w.now.0.max(at.0));
-            m.handle_timeout(w.now);
-            continue;
-        };
-        w.tick();
-        let marker_cas =
-            matches!(&request, Request::CheckAndMutateRow(c) if c.row_key == METASTORE_ROW);
-        if marker_cas && last_faulted.as_ref() == Some(&request) {
-            retried += 1;
-        }
-        if marker_cas && last_faulted.as_ref() != Some(&request) {
-            faulted += 1;
-            last_faulted = Some(request.clone());
-            let error = if faulted % 2 == 1 {
-                StoreError::new(Code::Unavailable, "connection reset")
-            } else {
-                let _applied = store_responses(&w.store, request, w.now);
-                StoreError::new(Code::DeadlineExceeded, "reply lost")
-            };
-            m.handle_response(tag, Err(error), w.now);
-            continue;
-        }
-        for part in store_responses(&w.store, request, w.now) {
-            m.handle_response(tag, part, w.now);
-        }
-    };
+    let (result, faulted, retried) = w.run_failing_first_sends(
+        m,
+        |request| matches!(request, Request::CheckAndMutateRow(c) if c.row_key == METASTORE_ROW),
+    );
     let out = result.unwrap();
     assert_eq!(out.end, MigrateEnd::Removed);
     assert!(
@@ -511,7 +418,7 @@ fn marker_and_checkpoint_writes_answered_with_retryable_errors_are_retried() {
         faulted.div_ceil(2),
         "each write that did not reach the store was sent again"
     );
-    check_migrated(&w.snapshot(), &before);
+    check_migrated(&w.snapshot(TABLE), &before);
     let (reads_after, listing_after) = read_all(&mut w, &expected);
     assert_eq!(reads_after, reads_before);
     assert_eq!(listing_after, listing_before);
@@ -627,7 +534,7 @@ fn aware_listings_show_exactly_the_objects_in_every_state() {
 
     // `copying`: the migrator dropped once some objects are copied.
     let copied = |w: &World| {
-        w.snapshot()
+        w.snapshot(TABLE)
             .keys()
             .filter(|k| k.starts_with(b"b\x00\x7fM"))
             .count()
@@ -713,16 +620,7 @@ fn check_findings(w: &mut World) -> Vec<(String, Vec<u8>)> {
             findings.sort();
             return findings;
         }
-        if let Some((tag, request)) = m.poll_request() {
-            w.tick();
-            for part in store_responses(&w.store, request, w.now) {
-                m.handle_response(tag, part, w.now);
-            }
-        } else {
-            let at = m.poll_timeout().expect("the check waits on nothing");
-            w.now = Timestamp(w.now.0.max(at.0));
-            m.handle_timeout(w.now);
-        }
+        w.step(&mut m);
     }
 }
 
@@ -782,9 +680,9 @@ fn check_judges_a_migrating_bucket_by_its_pairs() {
 #[test]
 fn a_migrator_dropped_after_any_request_is_resumed_to_the_same_rows() {
     let (mut w, _) = v0_bucket();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     migrate_quietly(&mut w, options(Gates::ALL));
-    let reference = w.snapshot();
+    let reference = w.snapshot(TABLE);
     check_migrated(&reference, &before);
 
     let mut k = 1;
@@ -810,7 +708,7 @@ fn a_migrator_dropped_after_any_request_is_resumed_to_the_same_rows() {
             matches!(end, MigrateEnd::Removed | MigrateEnd::Already),
             "crash after {k}: {end:?}"
         );
-        assert_eq!(w.snapshot(), reference, "crash after request {k}");
+        assert_eq!(w.snapshot(TABLE), reference, "crash after request {k}");
         k += 1;
     }
 }
@@ -881,7 +779,7 @@ fn writes_beside_the_migration_are_all_readable_at_the_end() {
             >= 2,
         "the writers made a verification find differences"
     );
-    let after = w.snapshot();
+    let after = w.snapshot(TABLE);
     for (key, row) in object_rows(&after) {
         assert!(key.starts_with(b"b\x00\x7fM") || key.starts_with(b"b\x00\x7fV"));
         assert!(!has_column(&row, b"rowkitSync"));
@@ -897,7 +795,7 @@ fn writes_beside_the_migration_are_all_readable_at_the_end() {
 #[test]
 fn without_gates_the_run_stops_verified_and_the_next_run_continues() {
     let (mut w, expected) = v0_bucket();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let first = outcome(&migrate_quietly(&mut w, options(Gates::default())));
     assert_eq!(first.end, MigrateEnd::InState(MigrationState::Verifying));
     let kinds: Vec<PassKind> = first.passes.iter().map(|p| p.kind).collect();
@@ -942,7 +840,7 @@ fn without_gates_the_run_stops_verified_and_the_next_run_continues() {
         },
     ));
     assert_eq!(third.end, MigrateEnd::Removed);
-    check_migrated(&w.snapshot(), &before);
+    check_migrated(&w.snapshot(TABLE), &before);
     let (reads, _) = read_all(&mut w, &expected);
     check_reads(&reads, &expected);
 }
@@ -954,10 +852,10 @@ fn without_gates_the_run_stops_verified_and_the_next_run_continues() {
 #[test]
 fn abort_after_copying_restores_the_v0_bucket_byte_for_byte() {
     let (mut w, _) = v0_bucket();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let first = outcome(&migrate_quietly(&mut w, options(Gates::default())));
     assert_eq!(first.end, MigrateEnd::InState(MigrationState::Verifying));
-    assert_ne!(w.snapshot(), before);
+    assert_ne!(w.snapshot(TABLE), before);
     let abort = MigrateOptions {
         abort: true,
         ..options(Gates::default())
@@ -974,13 +872,13 @@ fn abort_after_copying_restores_the_v0_bucket_byte_for_byte() {
             (Some(MigrationState::Aborting), None),
         ]
     );
-    assert_eq!(w.snapshot(), before);
+    assert_eq!(w.snapshot(TABLE), before);
 }
 
 #[test]
 fn abort_in_the_middle_of_the_copy_pass_restores_the_bucket() {
     let (mut w, _) = v0_bucket();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let crashed = migrate(
         &mut w,
         VFormat::V1,
@@ -998,7 +896,7 @@ fn abort_in_the_middle_of_the_copy_pass_restores_the_bucket() {
         outcome(&migrate_quietly(&mut w, abort)).end,
         MigrateEnd::Removed
     );
-    assert_eq!(w.snapshot(), before);
+    assert_eq!(w.snapshot(TABLE), before);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1008,12 +906,12 @@ fn abort_in_the_middle_of_the_copy_pass_restores_the_bucket() {
 #[test]
 fn a_v1_bucket_without_marker_is_already_migrated() {
     let mut w = new_world(VFormat::V1);
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let ran = migrate_quietly(&mut w, options(Gates::ALL));
     assert_eq!(outcome(&ran).end, MigrateEnd::Already);
     assert!(outcome(&ran).passes.is_empty());
     assert_eq!(ran.requests, 1);
-    assert_eq!(w.snapshot(), before);
+    assert_eq!(w.snapshot(TABLE), before);
 }
 
 #[test]
@@ -1042,7 +940,7 @@ fn a_marker_of_a_run_to_another_layout_is_refused_before_any_write() {
         start,
     ))
     .unwrap();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let ran = migrate_quietly(&mut w, options(Gates::ALL));
     let error = ran.result.unwrap().unwrap_err();
     assert!(
@@ -1050,13 +948,13 @@ fn a_marker_of_a_run_to_another_layout_is_refused_before_any_write() {
         "{error:?}"
     );
     assert_eq!(ran.requests, 1);
-    assert_eq!(w.snapshot(), before);
+    assert_eq!(w.snapshot(TABLE), before);
 }
 
 #[test]
 fn a_settle_time_below_the_minimum_is_a_usage_error_before_any_request() {
     let (mut w, _) = v0_bucket();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let short = MigrateOptions {
         settle_us: Some(MIN_SETTLE_US - 1),
         ..options(Gates::ALL)
@@ -1068,7 +966,7 @@ fn a_settle_time_below_the_minimum_is_a_usage_error_before_any_request() {
         "{error:?}"
     );
     assert_eq!(ran.requests, 0);
-    assert_eq!(w.snapshot(), before);
+    assert_eq!(w.snapshot(TABLE), before);
 
     let exact = MigrateOptions {
         settle_us: Some(MIN_SETTLE_US),
@@ -1083,13 +981,7 @@ fn a_settle_time_below_the_minimum_is_a_usage_error_before_any_request() {
 
 /// A v0 bucket whose stored value is `md`, with one object.
 fn v0_bucket_with_value(md: &str) -> World {
-    let store = MemoryStore::new();
-    Store::create_table(&store, TABLE, &families()).unwrap();
-    let mut w = World {
-        store,
-        now: T0,
-        seed: 0,
-    };
+    let mut w = empty_world();
     let start = w.start();
     let created = w.run(CreateBucket::new(state(VFormat::V0), "b", &j(md), start));
     assert_eq!(created, Ok(VFormat::V0));
@@ -1113,7 +1005,7 @@ fn a_bucket_without_uid_is_named_by_its_creation_date_and_one_with_neither_is_re
 
     // Neither: refused before any write, in one usage line.
     let mut w = v0_bucket_with_value(r#"{"name":"b"}"#);
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let error = migrate_quietly(&mut w, options(Gates::ALL))
         .result
         .unwrap()
@@ -1122,13 +1014,13 @@ fn a_bucket_without_uid_is_named_by_its_creation_date_and_one_with_neither_is_re
         ObjmetaError::MigrationUsage(line) => assert!(line.contains("uid"), "{line}"),
         other => panic!("{other:?}"),
     }
-    assert_eq!(w.snapshot(), before);
+    assert_eq!(w.snapshot(TABLE), before);
 }
 
 #[test]
 fn abort_without_a_migration_is_a_usage_error() {
     let (mut w, _) = v0_bucket();
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let abort = MigrateOptions {
         abort: true,
         ..options(Gates::default())
@@ -1138,7 +1030,7 @@ fn abort_without_a_migration_is_a_usage_error() {
         matches!(error, ObjmetaError::MigrationUsage(_)),
         "{error:?}"
     );
-    assert_eq!(w.snapshot(), before);
+    assert_eq!(w.snapshot(TABLE), before);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1343,7 +1235,7 @@ fn a_check_finding_on_the_to_layout_blocks_the_switch_and_the_sources_own_does_n
     // A finding of the copy only: the pair stays in sync (same hash, stamped), the check
     // of `to` finds it, the `from` row has none.
     add_stray_flag(&mut w, &v1_row(b"b\x00plain/06"));
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let ran = migrate_quietly(&mut w, options(Gates::ALL));
     let error = ran.result.clone().unwrap().unwrap_err();
     let ObjmetaError::MigrationBlocked { state, findings } = &error else {
@@ -1366,7 +1258,7 @@ fn a_check_finding_on_the_to_layout_blocks_the_switch_and_the_sources_own_does_n
         read_migration(&mut w).marker.unwrap().state,
         MigrationState::Verifying
     );
-    assert_eq!(object_rows(&w.snapshot()), object_rows(&before));
+    assert_eq!(object_rows(&w.snapshot(TABLE)), object_rows(&before));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1378,7 +1270,7 @@ fn max_pause_shorter_than_the_estimate_refuses_to_fence() {
     let (mut w, _) = v0_bucket();
     let first = outcome(&migrate_quietly(&mut w, options(Gates::default())));
     assert_eq!(first.end, MigrateEnd::InState(MigrationState::Verifying));
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let marker_before = read_migration(&mut w).marker.unwrap();
     let settle = marker_before.settle_us;
     let short = MigrateOptions {
@@ -1411,7 +1303,7 @@ fn max_pause_shorter_than_the_estimate_refuses_to_fence() {
     let after = read_migration(&mut w);
     assert_eq!(after.marker.unwrap(), marker_before);
     assert_eq!(after.vformat, VFormat::V0);
-    assert_eq!(object_rows(&w.snapshot()), object_rows(&before));
+    assert_eq!(object_rows(&w.snapshot(TABLE)), object_rows(&before));
     // The lease was released: another process continues at once with a longer bound.
     let long = MigrateOptions {
         max_pause_us: Some(estimate_us + DAY_US),
@@ -1457,7 +1349,7 @@ fn rollback_from_switched_restores_v0_with_the_writes_since_the_switch() {
     let mut fresh = state(VFormat::V0);
     write_all(&mut w, &mut fresh, &writes);
     // Without --switch the rollback is refused, nothing written.
-    let before = w.snapshot();
+    let before = w.snapshot(TABLE);
     let back = |gates| MigrateOptions {
         owner: "host:9".into(),
         ..options(gates)
@@ -1475,7 +1367,7 @@ fn rollback_from_switched_restores_v0_with_the_writes_since_the_switch() {
         matches!(error, ObjmetaError::MigrationUsage(_)),
         "{error:?}"
     );
-    assert_eq!(w.snapshot(), before);
+    assert_eq!(w.snapshot(TABLE), before);
 
     let ran = migrate(
         &mut w,
@@ -1498,11 +1390,11 @@ fn rollback_from_switched_restores_v0_with_the_writes_since_the_switch() {
             (Some(Cleaning), None),
         ]
     );
-    let after = w.snapshot();
+    let after = w.snapshot(TABLE);
     let ms = &after[METASTORE_ROW];
     assert!(!has_column(ms, b"rowkitMigration") && !has_column(ms, b"rowkitCheckpoint"));
     assert_eq!(read_migration(&mut w).vformat, VFormat::V0);
-    assert_eq!(object_rows(&after), object_rows(&reference.snapshot()));
+    assert_eq!(object_rows(&after), object_rows(&reference.snapshot(TABLE)));
     let (reads, _) = read_all(&mut w, &expected);
     check_reads(&reads, &expected);
 }
@@ -1529,7 +1421,7 @@ fn a_rollback_dropped_after_any_request_is_resumed_to_the_same_rows() {
         &mut None,
     );
     assert_eq!(outcome(&ran).end, MigrateEnd::Removed);
-    let reference = object_rows(&w.snapshot());
+    let reference = object_rows(&w.snapshot(TABLE));
 
     let mut k = 1;
     loop {
@@ -1566,7 +1458,7 @@ fn a_rollback_dropped_after_any_request_is_resumed_to_the_same_rows() {
             "crash after {k}"
         );
         assert_eq!(
-            object_rows(&w.snapshot()),
+            object_rows(&w.snapshot(TABLE)),
             reference,
             "crash after request {k}"
         );

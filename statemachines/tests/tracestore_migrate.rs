@@ -7,13 +7,12 @@
 //! through `ReadRange` and through the stored cells, never from the migrator.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 use rowkit_codec::migration::{
     DEFAULT_SETTLE_US, Gates, MarkerRole, MigrationCheckpoint, MigrationState, OptionsPolicy,
     PassCounters, RunId,
 };
-use rowkit_codec::model::{Row, RowSet, Timestamp};
+use rowkit_codec::model::{Row, Timestamp};
 use rowkit_codec::tracestore::cells::{COLUMN_OPS, FAMILY_OPS, FAMILY_TRACE, cell_to_digest};
 use rowkit_codec::tracestore::keys::{
     RowType, decode_row_key, extract_subkey, ops_row_name, parse_trace_qualifier,
@@ -39,22 +38,20 @@ use rowkit_statemachines::tracestore::migrate::{TablePair, TraceMigrateEvent};
 use rowkit_statemachines::tracestore::{
     Check, Put, PutEntry, ReadRange, TraceStoreError, TraceStoreEvent, TraceStoreState,
 };
-use rowkit_statemachines::{Machine, ReadRowsRequest, Request, Response};
+use rowkit_statemachines::{Machine, Request};
 use rowkit_store::{MemoryStore, Store};
-use rowkit_testkit::script::store_responses;
+use rowkit_testkit::script::{StoreWorld, store_responses};
 
 const T1: &str = "gold";
 const T2: &str = "gold2";
 const T0: Timestamp = Timestamp(1_764_428_400_000_000);
-const DAY_US: i64 = 86_400_000_000;
 
 /// A point's key in the test's record: trace id text and repo index.
 type PointKey = (String, u32);
 
 struct World {
-    store: MemoryStore,
-    now: Timestamp,
-    seed: u64,
+    /// The store and the clock (each request executed as it leaves, 10 ms apart).
+    world: StoreWorld,
     from: Layout,
     to: Layout,
     /// Every acknowledged Gold write: point → (digest, ts).
@@ -79,9 +76,7 @@ impl World {
         Store::create_table(&store, T1, &from.families()).unwrap();
         Store::create_table(&store, T2, &to.families()).unwrap();
         World {
-            store,
-            now: T0,
-            seed: 0,
+            world: StoreWorld::new(store, T0),
             from,
             to,
             expected: BTreeMap::new(),
@@ -89,8 +84,7 @@ impl World {
     }
 
     fn start(&mut self) -> Start {
-        self.seed += 1;
-        Start::within(self.now, self.seed, DAY_US)
+        self.world.start()
     }
 
     fn pair(&self) -> TablePair {
@@ -100,21 +94,9 @@ impl World {
         )
     }
 
-    /// Executes one request of `m` at the next tick.
+    /// Executes one request of `m` at the next tick, or fires its timer.
     fn step<M: Machine>(&mut self, m: &mut M) -> usize {
-        let Some((tag, request)) = m.poll_request() else {
-            let at = m.poll_timeout().expect("the machine waits on nothing");
-            self.now = Timestamp(self.now.0.max(at.0));
-            m.handle_timeout(self.now);
-            return 0;
-        };
-        self.now = Timestamp(self.now.0 + 10_000);
-        let parts = store_responses(&self.store, request, self.now);
-        let n = parts.len();
-        for part in parts {
-            m.handle_response(tag, part, self.now);
-        }
-        n
+        self.world.step(m)
     }
 
     /// Runs `m` to its end; `between(world, k)` runs before its k-th request (the Gold writers
@@ -251,18 +233,7 @@ impl World {
 
     /// Every row of `table`.
     fn rows(&self, table: &str) -> Vec<Row> {
-        let request = Request::ReadRows(ReadRowsRequest {
-            table: table.into(),
-            rows: RowSet::all(),
-            ..Default::default()
-        });
-        let mut rows = Vec::new();
-        for part in store_responses(&self.store, request, self.now) {
-            if let Ok(Response::Rows(chunk)) = part {
-                rows.extend(chunk.into_iter().map(Arc::unwrap_or_clone));
-            }
-        }
-        rows
+        self.world.snapshot(table).into_values().collect()
     }
 
     /// The points `table` (of `layout`) stores, decoded by the test from the rows: the newest
@@ -675,14 +646,14 @@ fn the_marker_row_is_written_read_and_changed_conditionally() {
     );
     let (tag, request) = m.poll_request().unwrap();
     assert!(matches!(request, Request::CheckAndMutateRow(_)));
-    let _applied = store_responses(&w.store, request, w.now);
+    let _applied = store_responses(&w.world.store, request, w.world.now);
     m.handle_response(
         tag,
         Err(rowkit_statemachines::StoreError::new(
             rowkit_statemachines::Code::Unavailable,
             "lost",
         )),
-        w.now,
+        w.world.now,
     );
     let read = w.run(m).unwrap();
     assert_eq!(read.marker.as_ref(), Some(&verifying));
@@ -1015,45 +986,15 @@ fn a_run_dropped_after_any_response_resumes_from_its_markers() {
 /// sends it again, and ends cleaned (§12.62).
 #[test]
 fn marker_and_checkpoint_writes_answered_with_retryable_errors_are_retried() {
-    use rowkit_statemachines::{Code, StoreError};
     for from in [Layout::Md5, Layout::DigestId] {
         let mut w = World::new(from);
         seed_writes(&mut w);
-        let mut m = migrator(&mut w, migrate_options(Gates::ALL));
-        let (mut faulted, mut retried) = (0u32, 0u32);
-        let mut last_faulted: Option<Request> = None;
-        let out = loop {
-            while m.poll_event().is_some() {}
-            if let Some(result) = m.result() {
-                break result.unwrap();
-            }
-            let Some((tag, request)) = m.poll_request() else {
-                let at = m.poll_timeout().expect("the machine waits on nothing");
-                w.now = Timestamp(w.now.0.max(at.0));
-                m.handle_timeout(w.now);
-                continue;
-            };
-            w.now = Timestamp(w.now.0 + 10_000);
-            let marker_cas = matches!(&request,
-                Request::CheckAndMutateRow(c) if c.row_key == b":rk:m:0000000000:");
-            if marker_cas && last_faulted.as_ref() == Some(&request) {
-                retried += 1;
-            } else if marker_cas {
-                faulted += 1;
-                last_faulted = Some(request.clone());
-                let error = if faulted % 2 == 1 {
-                    StoreError::new(Code::Unavailable, "connection reset")
-                } else {
-                    let _applied = store_responses(&w.store, request, w.now);
-                    StoreError::new(Code::DeadlineExceeded, "reply lost")
-                };
-                m.handle_response(tag, Err(error), w.now);
-                continue;
-            }
-            for part in store_responses(&w.store, request, w.now) {
-                m.handle_response(tag, part, w.now);
-            }
-        };
+        let m = migrator(&mut w, migrate_options(Gates::ALL));
+        let (result, faulted, retried) = w.world.run_failing_first_sends(m, |request| {
+            matches!(request,
+                Request::CheckAndMutateRow(c) if c.row_key == b":rk:m:0000000000:")
+        });
+        let out = result.unwrap();
         assert_eq!(out.end, TraceMigrateEnd::Cleaned, "{from:?}");
         assert!(faulted >= 6, "{from:?}: {faulted}");
         assert_eq!(retried, faulted.div_ceil(2), "{from:?}");

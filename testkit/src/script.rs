@@ -22,11 +22,16 @@
 //! assert_eq!(s.take_result(), Some(Ok(0)));
 //! ```
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::fmt::Debug;
+use std::sync::Arc;
 
-use rowkit_statemachines::{Machine, Request, Response, StoreError, Tag, Timestamp};
-use rowkit_store::{Reply, Store};
+use rowkit_codec::model::{Row, RowSet};
+use rowkit_statemachines::operation::Start;
+use rowkit_statemachines::{
+    Code, Machine, ReadRowsRequest, Request, Response, StoreError, Tag, Timestamp,
+};
+use rowkit_store::{MemoryStore, Reply, Store};
 
 /// One step of a script, for table-driven tests (see [`Script::run`]).
 #[derive(Clone, Debug, PartialEq)]
@@ -283,5 +288,150 @@ pub fn store_responses(
             out
         }
         Err(e) => vec![Err(e)],
+    }
+}
+
+/// A [`MemoryStore`] and a manual clock, for tests that drive machines against real Bigtable
+/// semantics by hand (a migrator beside writers, crashes after the k-th response): each request
+/// is executed as it leaves, the clock moving [`StoreWorld::TICK_US`] per request, and a
+/// machine's timer fires by moving the clock to it when the machine waits on nothing else.
+#[derive(Debug)]
+pub struct StoreWorld {
+    /// The store.
+    pub store: MemoryStore,
+    /// The clock.
+    pub now: Timestamp,
+    /// The seed of the last operation started ([`StoreWorld::start`] counts up from it).
+    pub seed: u64,
+}
+
+impl StoreWorld {
+    /// How far the clock moves per request executed: requests apply at distinct instants.
+    pub const TICK_US: i64 = 10_000;
+    /// An operation's deadline from its start ([`StoreWorld::start`]): a day, beyond any test.
+    pub const DEADLINE_US: i64 = 86_400_000_000;
+
+    /// `store` with the clock at `now`.
+    pub fn new(store: MemoryStore, now: Timestamp) -> StoreWorld {
+        StoreWorld {
+            store,
+            now,
+            seed: 0,
+        }
+    }
+
+    /// The start of a new operation: now, the next seed, a day's deadline.
+    pub fn start(&mut self) -> Start {
+        self.seed += 1;
+        Start::within(self.now, self.seed, Self::DEADLINE_US)
+    }
+
+    /// Moves the clock by one request's [`StoreWorld::TICK_US`].
+    pub fn tick(&mut self) {
+        self.now = self.now.saturating_add_micros(Self::TICK_US);
+    }
+
+    /// Executes `request` (sent by `m` under `tag`) at the next tick and feeds `m` every
+    /// response part; returns how many parts it fed.
+    pub fn execute<M: Machine>(&mut self, m: &mut M, tag: Tag, request: Request) -> usize {
+        self.tick();
+        let parts = store_responses(&self.store, request, self.now);
+        let fed = parts.len();
+        for part in parts {
+            m.handle_response(tag, part, self.now);
+        }
+        fed
+    }
+
+    /// Moves the clock to `m`'s timer (if later) and fires it.
+    ///
+    /// # Panics
+    /// If `m` waits on nothing (neither a request nor a timer: it would never end).
+    pub fn fire_timer<M: Machine>(&mut self, m: &mut M) {
+        let at = m.poll_timeout().expect("the machine waits on nothing");
+        self.now = self.now.max(at);
+        m.handle_timeout(self.now);
+    }
+
+    /// One step of `m`: its next request executed ([`StoreWorld::execute`]), or, with none
+    /// waiting, its timer fired. Returns the response parts fed (0 for the timer).
+    pub fn step<M: Machine>(&mut self, m: &mut M) -> usize {
+        match m.poll_request() {
+            Some((tag, request)) => self.execute(m, tag, request),
+            None => {
+                self.fire_timer(m);
+                0
+            }
+        }
+    }
+
+    /// Runs `m` to its end, its events dropped.
+    pub fn run<M: Machine>(&mut self, mut m: M) -> Result<M::Output, M::Error> {
+        loop {
+            while m.poll_event().is_some() {}
+            if let Some(result) = m.result() {
+                return result;
+            }
+            self.step(&mut m);
+        }
+    }
+
+    /// Runs `m` to its end, failing the first send of each request `faulted` picks (a
+    /// marker CAS, say), alternately not applied (`Unavailable`) and applied with its response
+    /// lost (`DeadlineExceeded`); the resend of the same request goes through. Returns the
+    /// result, the sends failed and the resends seen.
+    pub fn run_failing_first_sends<M: Machine>(
+        &mut self,
+        mut m: M,
+        faulted: impl Fn(&Request) -> bool,
+    ) -> (Result<M::Output, M::Error>, u32, u32) {
+        let (mut failed, mut resent) = (0u32, 0u32);
+        let mut last_failed: Option<Request> = None;
+        loop {
+            while m.poll_event().is_some() {}
+            if let Some(result) = m.result() {
+                return (result, failed, resent);
+            }
+            let Some((tag, request)) = m.poll_request() else {
+                self.fire_timer(&mut m);
+                continue;
+            };
+            if !faulted(&request) {
+                self.execute(&mut m, tag, request);
+            } else if last_failed.as_ref() == Some(&request) {
+                resent += 1;
+                self.execute(&mut m, tag, request);
+            } else {
+                failed += 1;
+                last_failed = Some(request.clone());
+                self.tick();
+                let error = if failed % 2 == 1 {
+                    StoreError::new(Code::Unavailable, "connection reset")
+                } else {
+                    let _applied = store_responses(&self.store, request, self.now);
+                    StoreError::new(Code::DeadlineExceeded, "reply lost")
+                };
+                m.handle_response(tag, Err(error), self.now);
+            }
+        }
+    }
+
+    /// Every row of `table` at the current time, by row key.
+    pub fn snapshot(&self, table: &str) -> BTreeMap<Vec<u8>, Row> {
+        let request = Request::ReadRows(ReadRowsRequest {
+            table: table.into(),
+            rows: RowSet::all(),
+            ..Default::default()
+        });
+        let mut rows = BTreeMap::new();
+        for part in store_responses(&self.store, request, self.now) {
+            if let Ok(Response::Rows(chunk)) = part {
+                for r in chunk {
+                    let r = Arc::unwrap_or_clone(r);
+                    rows.insert(r.key.clone(), r);
+                }
+            }
+        }
+        rows
     }
 }

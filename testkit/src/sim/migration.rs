@@ -15,8 +15,11 @@
 //!   event it emits (the schema checks marker transitions and "reads only" from them), tells
 //!   the driver when it sleeps, and crashes it after a response with a seeded probability
 //!   (§10.2), more often after an error (a response lost after the store applied the request).
-//! - [`Waiting`], [`Collecting`], [`Tracked`]: the idle client's wait, a read that keeps its
+//! - [`Waiting`], [`Pausing`], [`Collecting`], [`holding`]: the idle client's wait (through
+//!   a settle wait; while the migrator sends a few requests), a read that keeps its
 //!   rows (the operator's snapshot), and a writer counted while in flight (the gate).
+//! - [`SchemaMigrator`], [`MigrationOp`]: what the shell and the counters need of a schema's
+//!   migrator machine and operations.
 //!
 //! A schema's workload (`objmeta_migrate`; the trace store's next) supplies the machines,
 //! the snapshot and the invariants; the driver and the shell are shared.
@@ -29,7 +32,7 @@ use rowkit_statemachines::{Machine, Request, Response, SplitMix64, StoreError, T
 
 use rowkit_codec::migration::MigrationState;
 
-use super::SimMachine;
+use super::{Outcome, Record, SimMachine, erase};
 
 /// How a run's migration goes (chosen per run from its seed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +72,24 @@ pub struct MigratorRun {
     pub take_over: bool,
 }
 
+/// As the operator types it: `Migrate#n` and the flags given (the trace's operations).
+impl Display for MigratorRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Migrate#{}", self.n)?;
+        for (flag, on) in [
+            ("--switch", self.switch),
+            ("--finish", self.finish),
+            ("--abort", self.abort),
+            ("--take-over", self.take_over),
+        ] {
+            if on {
+                write!(f, " {flag}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Where a migrator run ended, as the driver needs it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MigratorEnd {
@@ -89,10 +110,16 @@ pub enum Action {
     Write,
     /// A read by an aware reader (writers are stopped).
     Read,
+    /// A write by an aware process while the gated writers are stopped (it needs no gate,
+    /// §9); only for a schema whose [`Pacing::aware_writers`] says it has them.
+    AwareWrite,
     /// A migrator run.
     Migrate(MigratorRun),
     /// An idle client waits until this instant (the migrator's settle wait).
     Wait(Timestamp),
+    /// An idle client pauses while the migrator sends [`Pacing::pause_requests`] requests
+    /// ([`Pausing`]), instead of reading or writing (see [`Driver::next_action`]).
+    Pause,
     /// The operator's snapshot of the migrating bucket or table (writers stopped).
     Snapshot(SnapshotPoint),
 }
@@ -159,6 +186,8 @@ pub struct MigratorStatus {
     pub snapshot_running: bool,
     /// The last snapshot ended, successfully or not (taken by the driver).
     pub snapshot_ended: Option<bool>,
+    /// Requests sent by every migrator run so far (what [`Pausing`] counts).
+    pub requests_sent: u64,
 }
 
 /// Counters of the migrations over every run (for the report line).
@@ -181,13 +210,17 @@ pub struct MigrationStats {
     /// Of those, the ones the operation budget left unfinished, completed after it without
     /// faults.
     pub finished_after_budget: u64,
+    /// Writes by aware processes (objmeta).
+    pub aware_writes: u64,
+    /// Of those, the ones crashed between the protocol write and its mirror.
+    pub crashed_before_mirror: u64,
 }
 
 impl Display for MigrationStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} migrations ({} completed, {} rolled back, {} finished after the budget), {} migrator runs, {} crashed, {} failed, {} resumed with --take-over",
+            "{} migrations ({} completed, {} rolled back, {} finished after the budget), {} migrator runs, {} crashed, {} failed, {} resumed with --take-over, {} aware writes ({} crashed before their mirror)",
             self.runs,
             self.completed,
             self.rolled_back,
@@ -195,8 +228,72 @@ impl Display for MigrationStats {
             self.migrator_runs,
             self.crashes,
             self.failures,
-            self.resumes
+            self.resumes,
+            self.aware_writes,
+            self.crashed_before_mirror
         )
+    }
+}
+
+impl MigrationStats {
+    /// Counts one run: its migrator runs (crashed, failed, resumed) in `history`, and how its
+    /// migration ended (`scenario`; completed after the budget or not).
+    pub fn count<Op: MigrationOp, O>(
+        &mut self,
+        history: &[Record<Op, O>],
+        scenario: Scenario,
+        finished_after_budget: bool,
+    ) {
+        self.runs += 1;
+        for r in history {
+            let Some(run) = r.op.migrator_run() else {
+                continue;
+            };
+            self.migrator_runs += 1;
+            self.resumes += u64::from(run.take_over);
+            match &r.outcome {
+                Outcome::Crashed => self.crashes += 1,
+                Outcome::Done(Err(e)) if e == CRASHED => self.crashes += 1,
+                Outcome::Done(Err(_)) => self.failures += 1,
+                Outcome::Done(Ok(_)) => {}
+            }
+        }
+        if scenario == Scenario::Complete {
+            self.completed += 1;
+        } else {
+            self.rolled_back += 1;
+        }
+        self.finished_after_budget += u64::from(finished_after_budget);
+    }
+}
+
+/// A schema workload's operation, which may be a migrator run.
+pub trait MigrationOp {
+    /// The migrator run this operation is, if it is one.
+    fn migrator_run(&self) -> Option<&MigratorRun>;
+}
+
+/// What the shell needs of a schema's migrator machine: where a run stopped.
+pub trait SchemaMigrator: Machine {
+    /// The state a finished run stopped in (a gate not given, or blocked), `None` when the
+    /// marker is gone: the migration or its rollback is complete (or there was nothing to do).
+    fn stopped_in(output: &Self::Output) -> Option<MigrationState>;
+    /// Whether `error` refuses a usage with nothing to act on (`--abort` with no marker).
+    fn is_usage_error(error: &Self::Error) -> bool;
+}
+
+/// Where a migrator run ended, for the driver.
+fn migrator_end<M: SchemaMigrator>(result: &Result<M::Output, M::Error>) -> MigratorEnd {
+    match result {
+        Ok(output) => match M::stopped_in(output) {
+            Some(MigrationState::Verifying) => MigratorEnd::AtSwitchGate,
+            Some(MigrationState::Switched) => MigratorEnd::Switched,
+            Some(_) => MigratorEnd::Failed,
+            None => MigratorEnd::Removed,
+        },
+        // `--abort` with no marker: the first migrator crashed before writing it.
+        Err(e) if M::is_usage_error(e) => MigratorEnd::Removed,
+        Err(_) => MigratorEnd::Failed,
     }
 }
 
@@ -210,6 +307,12 @@ pub struct Pacing {
     pub abort_live_ops: u64,
     /// Operations of the restarted writers before `--finish`.
     pub restart_ops: u64,
+    /// How many requests the migrator sends while an idle client pauses ([`Action::Pause`]):
+    /// counted in the migrator's requests, not in time, because simulated time is mostly
+    /// clock jumps and back-offs.
+    pub pause_requests: u64,
+    /// The schema has aware writers: they write through the gates (§9, [`Action::AwareWrite`]).
+    pub aware_writers: bool,
 }
 
 impl Default for Pacing {
@@ -220,6 +323,8 @@ impl Default for Pacing {
             live_ops: 80,
             abort_live_ops: 40,
             restart_ops: 20,
+            pause_requests: 8,
+            aware_writers: false,
         }
     }
 }
@@ -240,7 +345,11 @@ pub struct Driver {
     /// The last migrator run crashed or failed: the next takes over.
     take_over: bool,
     migrators: u64,
+    /// Idle clients' actions beside a running migrator (see [`Driver::next_action`]).
+    beside_actions: u64,
     writers: Rc<Cell<usize>>,
+    /// Aware writers in flight: the operator's snapshots wait for them.
+    aware_writers: Rc<Cell<usize>>,
     status: Rc<RefCell<MigratorStatus>>,
 }
 
@@ -256,7 +365,9 @@ impl Driver {
             at_gate: false,
             take_over: false,
             migrators: 0,
+            beside_actions: 0,
             writers: Rc::default(),
+            aware_writers: Rc::default(),
             status: Rc::default(),
         }
     }
@@ -269,6 +380,11 @@ impl Driver {
     /// Counts a writer in flight while the returned guard lives.
     pub fn writer(&self) -> InFlight {
         InFlight::new(&self.writers)
+    }
+
+    /// Counts an aware writer in flight while the returned guard lives.
+    pub fn aware_writer(&self) -> InFlight {
+        InFlight::new(&self.aware_writers)
     }
 
     /// What the migrator and snapshot machines report to.
@@ -303,6 +419,38 @@ impl Driver {
         Action::Snapshot(point)
     }
 
+    /// An idle client's action beside a running migrator: `busy` one time in `every`, else
+    /// a pause (see [`Driver::next_action`]).
+    fn busy_or_pause(&mut self, busy: Action, every: u64) -> Action {
+        self.beside_actions += 1;
+        if self.beside_actions.is_multiple_of(every) {
+            busy
+        } else {
+            Action::Pause
+        }
+    }
+
+    /// A read (an aware reader, §10.3 invariant 2) one time in [`READ_EVERY`], else a pause:
+    /// an idle client's action beside a running migrator while the writers are stopped.
+    fn read_or_pause(&mut self) -> Action {
+        self.busy_or_pause(Action::Read, READ_EVERY)
+    }
+
+    /// An idle client's action beside the gateless migrator once the gated writers are
+    /// stopped (`Stopping`): of every [`READ_EVERY`] actions one is a read and, when the
+    /// schema has aware writers, one an aware write; the others pause.
+    /// (Aware writes through the switch are not simulated: one that crashed between its write
+    /// after the switch and the reverse mirror would leave the layouts apart in the snapshot
+    /// after the switch, which compares them with every writer stopped.)
+    fn beside_stopped_writers(&mut self) -> Action {
+        self.beside_actions += 1;
+        match self.beside_actions % READ_EVERY {
+            0 => Action::Read,
+            2 if self.pacing.aware_writers => Action::AwareWrite,
+            _ => Action::Pause,
+        }
+    }
+
     /// An idle client's action while the migrator runs: wait with it through a settle wait,
     /// else `busy`.
     fn beside_migrator(&self, busy: Action) -> Action {
@@ -315,16 +463,99 @@ impl Driver {
     /// What the next idle client starts. The caller compares [`Driver::stage`] before and
     /// after: the schema changes its processes when a stage begins (writers stopped, restarted
     /// on the new layout).
+    ///
+    /// Every operation started counts against the run's budget, while a migrator run is one
+    /// operation however many requests it sends. Clients that read or write back to back
+    /// beside it would use up the budget long before the migration ends (it would be finished
+    /// after the budget, without writers, which then rarely overlap the late states). So
+    /// beside a running migrator, idle clients mostly pause: while the writers are stopped
+    /// they read one time in [`READ_EVERY`] (and, until `--switch`, write as aware processes
+    /// one time in [`READ_EVERY`]); restarted (`--finish`) or during a live
+    /// `--abort`, they write one time in [`WRITE_EVERY`].
     pub fn next_action(&mut self) -> Action {
         self.ops += 1;
-        let (ended, snapshot_ended, running, snapshot_running) = {
+        self.observe_ends();
+        let (running, snapshot_running) = {
+            let s = self.status.borrow();
+            (s.running, s.snapshot_running)
+        };
+        if self.stage == Stage::Live {
+            // The rollback waits for the running migrator to stop (at its gate or dead).
+            let abort_now = self.scenario == Scenario::AbortLive
+                && self.ops >= self.pacing.abort_live_ops
+                && !running;
+            let stop = self.scenario != Scenario::AbortLive && self.ops >= self.pacing.live_ops;
+            if abort_now {
+                self.enter(Stage::Aborting { fenced: false });
+            } else if stop {
+                self.enter(Stage::Stopping);
+            }
+        }
+        // Writers stopped and the gateless migrator stopped (its verification, clean once
+        // nothing writes, took it to the gate; or it died): the next step needs both.
+        if self.stage == Stage::Stopping
+            && self.writers.get() == 0
+            && self.aware_writers.get() == 0
+            && !running
+        {
+            self.enter(if self.scenario == Scenario::AbortFenced {
+                Stage::SnapshotBefore
+            } else {
+                Stage::Switching
+            });
+        }
+        match self.stage {
+            Stage::Live | Stage::Stopping if !running && !self.at_gate => {
+                self.migrate(false, false, false)
+            }
+            Stage::Live | Stage::Done => Action::Write,
+            // Writers in flight finish; the gateless migrator, if it runs, goes on.
+            Stage::Stopping if running => self.beside_stopped_writers(),
+            Stage::Stopping => Action::Read,
+            Stage::Switching if !running => self.migrate(true, false, false),
+            Stage::Switching => {
+                let busy = self.read_or_pause();
+                self.beside_migrator(busy)
+            }
+            Stage::Finishing
+                if !running && self.ops >= self.stage_ops + self.pacing.restart_ops =>
+            {
+                self.migrate(true, true, false)
+            }
+            Stage::Finishing if running => {
+                let busy = self.busy_or_pause(Action::Write, WRITE_EVERY);
+                self.beside_migrator(busy)
+            }
+            Stage::Finishing => Action::Write,
+            Stage::Aborting { .. } if !running => self.migrate(false, false, true),
+            Stage::Aborting { fenced: true } => {
+                let busy = self.read_or_pause();
+                self.beside_migrator(busy)
+            }
+            Stage::Aborting { fenced: false } => {
+                let busy = self.busy_or_pause(Action::Write, WRITE_EVERY);
+                self.beside_migrator(busy)
+            }
+            // The snapshot waits for the aware writers in flight too.
+            Stage::SnapshotBefore | Stage::SnapshotSwitched | Stage::SnapshotAfter
+                if snapshot_running || self.aware_writers.get() > 0 =>
+            {
+                Action::Read
+            }
+            Stage::SnapshotBefore => self.snapshot(SnapshotPoint::BeforeAbort),
+            Stage::SnapshotSwitched => self.snapshot(SnapshotPoint::AfterSwitch),
+            Stage::SnapshotAfter => self.snapshot(SnapshotPoint::AfterAbort),
+        }
+    }
+
+    /// The stage change on what ended (a migrator run, a snapshot) since the last action;
+    /// true when the stage changed. [`Driver::next_action`] starts with it, and a workload
+    /// calls it once the budget is spent, before it completes what is left: a migration that
+    /// ended with the last operations does not count as finished after the budget.
+    pub fn observe_ends(&mut self) -> bool {
+        let (ended, snapshot_ended) = {
             let mut s = self.status.borrow_mut();
-            (
-                s.ended.take(),
-                s.snapshot_ended.take(),
-                s.running,
-                s.snapshot_running,
-            )
+            (s.ended.take(), s.snapshot_ended.take())
         };
         if ended == Some(MigratorEnd::Failed) {
             self.take_over = true;
@@ -345,56 +576,9 @@ impl Driver {
             (Stage::Aborting { fenced: false }, Some(MigratorEnd::Removed), _)
             | (Stage::Finishing, Some(MigratorEnd::Removed), _)
             | (Stage::SnapshotAfter, _, Some(true)) => self.enter(Stage::Done),
-            _ => {}
+            _ => return false,
         }
-        if self.stage == Stage::Live {
-            // The rollback waits for the running migrator to stop (at its gate or dead).
-            let abort_now = self.scenario == Scenario::AbortLive
-                && self.ops >= self.pacing.abort_live_ops
-                && !running;
-            let stop = self.scenario != Scenario::AbortLive && self.ops >= self.pacing.live_ops;
-            if abort_now {
-                self.enter(Stage::Aborting { fenced: false });
-            } else if stop {
-                self.enter(Stage::Stopping);
-            }
-        }
-        // Writers stopped and the gateless migrator stopped (its verification, clean once
-        // nothing writes, took it to the gate; or it died): the next step needs both.
-        if self.stage == Stage::Stopping && self.writers.get() == 0 && !running {
-            self.enter(if self.scenario == Scenario::AbortFenced {
-                Stage::SnapshotBefore
-            } else {
-                Stage::Switching
-            });
-        }
-        match self.stage {
-            Stage::Live | Stage::Stopping if !running && !self.at_gate => {
-                self.migrate(false, false, false)
-            }
-            Stage::Live | Stage::Done => Action::Write,
-            Stage::Stopping => Action::Read,
-            Stage::Switching if !running => self.migrate(true, false, false),
-            Stage::Switching => self.beside_migrator(Action::Read),
-            Stage::Finishing
-                if !running && self.ops >= self.stage_ops + self.pacing.restart_ops =>
-            {
-                self.migrate(true, true, false)
-            }
-            Stage::Finishing => self.beside_migrator(Action::Write),
-            Stage::Aborting { .. } if !running => self.migrate(false, false, true),
-            Stage::Aborting { fenced } => {
-                self.beside_migrator(if fenced { Action::Read } else { Action::Write })
-            }
-            Stage::SnapshotBefore | Stage::SnapshotSwitched | Stage::SnapshotAfter
-                if snapshot_running =>
-            {
-                Action::Read
-            }
-            Stage::SnapshotBefore => self.snapshot(SnapshotPoint::BeforeAbort),
-            Stage::SnapshotSwitched => self.snapshot(SnapshotPoint::AfterSwitch),
-            Stage::SnapshotAfter => self.snapshot(SnapshotPoint::AfterAbort),
-        }
+        true
     }
 }
 
@@ -415,51 +599,23 @@ impl Drop for InFlight {
     }
 }
 
-/// A simulated operation kept with a guard (e.g. [`InFlight`]) that lives as long as it runs.
-pub struct Tracked<O, G> {
+/// `machine` for the simulator, holding `guard` (e.g. [`InFlight`]) for as long as it runs —
+/// until it is dropped, done or crashed — its output mapped by `map`.
+pub fn holding<O, P, G>(
     machine: SimMachine<O>,
-    _guard: G,
-}
-
-impl<O, G> Tracked<O, G> {
-    /// `machine`, holding `guard` until it is dropped.
-    pub fn new(machine: SimMachine<O>, guard: G) -> Tracked<O, G> {
-        Tracked {
-            machine,
-            _guard: guard,
-        }
-    }
-}
-
-impl<O, G> Machine for Tracked<O, G> {
-    type Output = O;
-    type Event = ();
-    type Error = String;
-
-    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
-        self.machine.handle_response(tag, r, now);
-    }
-    fn handle_timeout(&mut self, now: Timestamp) {
-        self.machine.handle_timeout(now);
-    }
-    fn cancel(&mut self, now: Timestamp) {
-        self.machine.cancel(now);
-    }
-    fn poll_request(&mut self) -> Option<(Tag, Request)> {
-        self.machine.poll_request()
-    }
-    fn poll_abort(&mut self) -> Option<Tag> {
-        self.machine.poll_abort()
-    }
-    fn poll_event(&mut self) -> Option<()> {
-        self.machine.poll_event()
-    }
-    fn poll_timeout(&self) -> Option<Timestamp> {
-        self.machine.poll_timeout()
-    }
-    fn result(&mut self) -> Option<Result<O, String>> {
-        self.machine.result()
-    }
+    guard: G,
+    mut map: impl FnMut(O) -> P + 'static,
+) -> SimMachine<P>
+where
+    O: 'static,
+    P: 'static,
+    G: 'static,
+{
+    erase(machine, move |output| {
+        // Captured by the closure, the guard lives as long as the machine.
+        let _held = &guard;
+        map(output)
+    })
 }
 
 /// An idle client waiting until an instant (no request).
@@ -504,6 +660,78 @@ impl Machine for Waiting {
     }
     fn poll_timeout(&self) -> Option<Timestamp> {
         (!self.done).then_some(self.until)
+    }
+    fn result(&mut self) -> Option<Result<(), String>> {
+        if !self.done || self.reported {
+            return None;
+        }
+        self.reported = true;
+        Some(Ok(()))
+    }
+}
+
+/// An idle client pausing beside the migrator until it has sent a number of requests, or
+/// stopped, or started a settle wait (then the driver has idle clients wait with it).
+#[derive(Debug)]
+pub struct Pausing {
+    status: Rc<RefCell<MigratorStatus>>,
+    /// The migrator's [`MigratorStatus::requests_sent`] that ends the pause.
+    until_sent: u64,
+    /// The next look at the migrator's status.
+    next_look: Timestamp,
+    done: bool,
+    reported: bool,
+}
+
+impl Pausing {
+    /// How often a pause looks at the migrator (a scheduler step is some 350 µs).
+    const LOOK_EVERY_US: i64 = 1_000;
+
+    /// Pauses from `now` while the migrator `status` reports sends `requests` more requests.
+    pub fn new(now: Timestamp, status: &Rc<RefCell<MigratorStatus>>, requests: u64) -> Pausing {
+        let mut pausing = Pausing {
+            status: status.clone(),
+            until_sent: status.borrow().requests_sent.saturating_add(requests),
+            next_look: now,
+            done: false,
+            reported: false,
+        };
+        pausing.look(now);
+        pausing
+    }
+
+    fn look(&mut self, now: Timestamp) {
+        let status = self.status.borrow();
+        self.done |= status.requests_sent >= self.until_sent
+            || !status.running
+            || status.sleeping_until.is_some();
+        self.next_look = now.saturating_add_micros(Self::LOOK_EVERY_US);
+    }
+}
+
+impl Machine for Pausing {
+    type Output = ();
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, _: Tag, _: Result<Response, StoreError>, _: Timestamp) {}
+    fn handle_timeout(&mut self, now: Timestamp) {
+        self.look(now);
+    }
+    fn cancel(&mut self, _: Timestamp) {
+        self.done = true;
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        None
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        None
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        None
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        (!self.done).then_some(self.next_look)
     }
     fn result(&mut self) -> Option<Result<(), String>> {
         if !self.done || self.reported {
@@ -582,6 +810,14 @@ impl<E> Default for MigratorLog<E> {
     }
 }
 
+/// While the writers are stopped, one idle client's action in this many beside the migrator is
+/// a read, the others pauses.
+pub const READ_EVERY: u64 = 4;
+
+/// Once the writers write again (restarted, or a live `--abort`), one idle client's action in
+/// this many beside the migrator is a write, the others pauses.
+pub const WRITE_EVERY: u64 = 2;
+
 /// How far ahead a migrator's timer must be to count as a settle wait (retries back off for
 /// less).
 pub const WAIT_MIN_US: i64 = 1_000_000;
@@ -611,15 +847,12 @@ pub struct MigratorShell<M: Machine> {
     finished: bool,
     log: Rc<RefCell<MigratorLog<M::Event>>>,
     status: Rc<RefCell<MigratorStatus>>,
-    /// Maps the machine's result to where the run ended, for the driver.
-    end_of: fn(&Result<M::Output, M::Error>) -> MigratorEnd,
 }
 
 impl<M: Machine> MigratorShell<M> {
     /// Runs migrator number `n`, started at `now` with `deadline` (a timer before that, a
     /// second or more ahead, is a settle wait); crashes it with `crash`'s seed and rates, if
     /// given.
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
         machine: M,
         n: u64,
@@ -628,7 +861,6 @@ impl<M: Machine> MigratorShell<M> {
         crash: Option<(u64, CrashRates)>,
         log: &Rc<RefCell<MigratorLog<M::Event>>>,
         status: &Rc<RefCell<MigratorStatus>>,
-        end_of: fn(&Result<M::Output, M::Error>) -> MigratorEnd,
     ) -> MigratorShell<M> {
         status.borrow_mut().running = true;
         MigratorShell {
@@ -641,7 +873,6 @@ impl<M: Machine> MigratorShell<M> {
             finished: false,
             log: log.clone(),
             status: status.clone(),
-            end_of,
         }
     }
 
@@ -687,7 +918,7 @@ impl<M: Machine> Drop for MigratorShell<M> {
 
 impl<M> Machine for MigratorShell<M>
 where
-    M: Machine,
+    M: SchemaMigrator,
     M::Error: Display,
     M::Event: Clone,
 {
@@ -722,6 +953,7 @@ where
             return None;
         }
         let (tag, request) = self.machine.poll_request()?;
+        self.status.borrow_mut().requests_sent += 1;
         self.log
             .borrow_mut()
             .requests
@@ -758,7 +990,7 @@ where
             return Some(Err(CRASHED.to_string()));
         }
         let result = self.machine.result()?;
-        let end = (self.end_of)(&result);
+        let end = migrator_end::<M>(&result);
         self.end(end);
         Some(result.map_err(|e| e.to_string()))
     }

@@ -233,8 +233,13 @@ impl ObjmetaOp {
         }
     }
 
+    /// Whether it is a put or a delete (what an application's writer sends).
+    pub(crate) fn is_object_write(&self) -> bool {
+        matches!(self, ObjmetaOp::Put { .. } | ObjmetaOp::Delete { .. })
+    }
+
     /// Whether it is a check.
-    fn is_check(&self) -> bool {
+    pub(crate) fn is_check(&self) -> bool {
         matches!(self, ObjmetaOp::Check { .. })
     }
 
@@ -506,6 +511,24 @@ impl ObjmetaWorkload {
         })
     }
 
+    /// A fresh process of rowkit's client facade (`ObjmetaConfig::migration_aware`): it reads
+    /// each bucket's vFormat and migration marker, and follows the marker (`docs/migration.md`
+    /// §3, §9).
+    fn aware_state(&self) -> ObjmetaState {
+        let mut state = self.uncached_state();
+        state.config.migration_aware = true;
+        state
+    }
+
+    /// The process a put or delete runs on: aware, or an Arsenal one with its cached vFormat.
+    fn writer_state(&self, aware: bool) -> ObjmetaState {
+        if aware {
+            self.aware_state()
+        } else {
+            self.state()
+        }
+    }
+
     /// The process a get or listing runs on.
     fn reader_state(&self) -> ObjmetaState {
         if self.fresh_readers {
@@ -535,6 +558,117 @@ impl ObjmetaWorkload {
     pub(crate) fn allow_concurrent_finding(&mut self, kind: &'static str) {
         if !self.extra_concurrent_kinds.contains(&kind) {
             self.extra_concurrent_kinds.push(kind);
+        }
+    }
+
+    /// Starts `op`; its put or delete runs on an aware process when `aware` (a write of
+    /// rowkit's client facade beside a migration), else on an Arsenal one.
+    pub(crate) fn start_on(
+        &self,
+        op: &ObjmetaOp,
+        now: Timestamp,
+        seed: u64,
+        aware: bool,
+    ) -> SimMachine<ObjmetaOutput> {
+        let names = |b: &usize, k: &usize| (BUCKETS[*b].0.to_string(), KEYS[*k].0.to_string());
+        match op {
+            ObjmetaOp::Put {
+                bucket,
+                key,
+                n,
+                kind,
+            } => {
+                let (b, k) = names(bucket, key);
+                let params = match kind {
+                    PutKind::Plain => "{}",
+                    PutKind::Version | PutKind::VersionDeleteMarker => "{\"versioning\":true}",
+                    PutKind::Null | PutKind::NullDeleteMarker => "{\"versionId\":\"\"}",
+                };
+                let value = put_value(*key, *n, *kind);
+                let params = Json::parse(params).ok();
+                let shared = self.shared.clone();
+                let at = (*bucket, *key);
+                let m = PutObject::new(
+                    self.writer_state(aware),
+                    &b,
+                    &k,
+                    value,
+                    params,
+                    Start::within(now, seed, DEFAULT_DEADLINE_US),
+                );
+                erase(self.tap(m, None), move |put| {
+                    let out = put.result;
+                    if let Some(vid) = reported_vid(&out) {
+                        shared
+                            .borrow_mut()
+                            .versions
+                            .entry(at)
+                            .or_default()
+                            .push(vid);
+                    }
+                    ObjmetaOutput::Put(out)
+                })
+            }
+            ObjmetaOp::Delete {
+                bucket,
+                key,
+                version,
+                n,
+            } => {
+                let (b, k) = names(bucket, key);
+                let params = version.as_ref().map(|v| {
+                    let mut o = JsonObject::new();
+                    o.set("versionId", Json::str(v.clone()));
+                    Json::Object(o)
+                });
+                let state = self.writer_state(aware);
+                let m = DeleteObject::new(
+                    state,
+                    &b,
+                    &k,
+                    params.as_ref(),
+                    None,
+                    Start::within(now, seed, DEFAULT_DEADLINE_US),
+                );
+                erase(self.tap(m, Some(*n)), |()| ObjmetaOutput::Deleted)
+            }
+            ObjmetaOp::Get {
+                bucket,
+                key,
+                version,
+            } => {
+                let (b, k) = names(bucket, key);
+                let version = version.as_deref();
+                let m = GetObject::new(
+                    self.reader_state(),
+                    &b,
+                    &k,
+                    version,
+                    Start::within(now, seed, DEFAULT_DEADLINE_US),
+                );
+                erase(m, ObjmetaOutput::Got)
+            }
+            ObjmetaOp::List { bucket, versions } => {
+                let params = listing_params(*versions);
+                let m = ListObject::new(
+                    self.reader_state(),
+                    BUCKETS[*bucket].0,
+                    params,
+                    Start::within(now, seed, DEFAULT_DEADLINE_US),
+                );
+                erase(m, ObjmetaOutput::Listed)
+            }
+            ObjmetaOp::Repair(task) => {
+                let m =
+                    AsyncRepair::new(TABLE, task.clone(), AsyncRepair::start_at(task, now, seed));
+                erase(m, ObjmetaOutput::Repaired)
+            }
+            ObjmetaOp::Check { n, log } => check_op(
+                check_machine(now, true, seed),
+                *n,
+                log,
+                ObjmetaOutput::Checked,
+            ),
         }
     }
 
@@ -1045,106 +1179,7 @@ impl Workload for ObjmetaWorkload {
     }
 
     fn start(&self, op: &ObjmetaOp, now: Timestamp, seed: u64) -> SimMachine<ObjmetaOutput> {
-        let names = |b: &usize, k: &usize| (BUCKETS[*b].0.to_string(), KEYS[*k].0.to_string());
-        match op {
-            ObjmetaOp::Put {
-                bucket,
-                key,
-                n,
-                kind,
-            } => {
-                let (b, k) = names(bucket, key);
-                let params = match kind {
-                    PutKind::Plain => "{}",
-                    PutKind::Version | PutKind::VersionDeleteMarker => "{\"versioning\":true}",
-                    PutKind::Null | PutKind::NullDeleteMarker => "{\"versionId\":\"\"}",
-                };
-                let value = put_value(*key, *n, *kind);
-                let params = Json::parse(params).ok();
-                let shared = self.shared.clone();
-                let at = (*bucket, *key);
-                let m = PutObject::new(
-                    self.state(),
-                    &b,
-                    &k,
-                    value,
-                    params,
-                    Start::within(now, seed, DEFAULT_DEADLINE_US),
-                );
-                erase(self.tap(m, None), move |put| {
-                    let out = put.result;
-                    if let Some(vid) = reported_vid(&out) {
-                        shared
-                            .borrow_mut()
-                            .versions
-                            .entry(at)
-                            .or_default()
-                            .push(vid);
-                    }
-                    ObjmetaOutput::Put(out)
-                })
-            }
-            ObjmetaOp::Delete {
-                bucket,
-                key,
-                version,
-                n,
-            } => {
-                let (b, k) = names(bucket, key);
-                let params = version.as_ref().map(|v| {
-                    let mut o = JsonObject::new();
-                    o.set("versionId", Json::str(v.clone()));
-                    Json::Object(o)
-                });
-                let state = self.state();
-                let m = DeleteObject::new(
-                    state,
-                    &b,
-                    &k,
-                    params.as_ref(),
-                    None,
-                    Start::within(now, seed, DEFAULT_DEADLINE_US),
-                );
-                erase(self.tap(m, Some(*n)), |()| ObjmetaOutput::Deleted)
-            }
-            ObjmetaOp::Get {
-                bucket,
-                key,
-                version,
-            } => {
-                let (b, k) = names(bucket, key);
-                let version = version.as_deref();
-                let m = GetObject::new(
-                    self.reader_state(),
-                    &b,
-                    &k,
-                    version,
-                    Start::within(now, seed, DEFAULT_DEADLINE_US),
-                );
-                erase(m, ObjmetaOutput::Got)
-            }
-            ObjmetaOp::List { bucket, versions } => {
-                let params = listing_params(*versions);
-                let m = ListObject::new(
-                    self.reader_state(),
-                    BUCKETS[*bucket].0,
-                    params,
-                    Start::within(now, seed, DEFAULT_DEADLINE_US),
-                );
-                erase(m, ObjmetaOutput::Listed)
-            }
-            ObjmetaOp::Repair(task) => {
-                let m =
-                    AsyncRepair::new(TABLE, task.clone(), AsyncRepair::start_at(task, now, seed));
-                erase(m, ObjmetaOutput::Repaired)
-            }
-            ObjmetaOp::Check { n, log } => check_op(
-                check_machine(now, true, seed),
-                *n,
-                log,
-                ObjmetaOutput::Checked,
-            ),
-        }
+        self.start_on(op, now, seed, false)
     }
 
     /// The repairs nobody ran, each at its `due`; then, as `rowkit s3 repair` does, one

@@ -59,14 +59,16 @@ use rowkit_statemachines::operation::Start;
 #[cfg(feature = "planted-bugs")]
 use rowkit_statemachines::planted::PlantedBug;
 use rowkit_statemachines::readrows::ReadRows;
-use rowkit_statemachines::{ReadRowsRequest, Request, SplitMix64, Timestamp};
+use rowkit_statemachines::{
+    Machine, ReadRowsRequest, Request, Response, SplitMix64, StoreError, Tag, Timestamp,
+};
 use rowkit_store::MemoryStore;
 use rowkit_store::driver::ManualClock;
 
 use super::migration::{
-    Action, CRASHED, Collecting, CrashRates, Driver, MigrationStats, MigratorEnd, MigratorLog,
-    MigratorRun, MigratorShell, MigratorStatus, Pacing, Scenario, SnapshotPoint, Stage, Tracked,
-    Waiting, section3_arrow,
+    Action, Collecting, CrashRates, Driver, MigrationOp, MigrationStats, MigratorEnd, MigratorLog,
+    MigratorRun, MigratorShell, MigratorStatus, Pacing, Pausing, Scenario, SchemaMigrator,
+    SnapshotPoint, Stage, Waiting, holding, section3_arrow,
 };
 use super::objmeta::{BUCKETS, ObjmetaOp, ObjmetaOutput, ObjmetaWorkload, TABLE};
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
@@ -78,6 +80,13 @@ const PAGE_ROWS: u32 = 12;
 /// Migrator runs after the budget before the completion gives up (each one without faults
 /// should finish; a second is a resume after a gate).
 const COMPLETION_RUNS: u32 = 4;
+/// One put or delete in this many, where the writers write, runs on an aware process.
+const AWARE_EVERY: u64 = 3;
+/// One aware write in this many crashes before its mirror.
+const CRASH_BEFORE_MIRROR_EVERY: u64 = 4;
+/// The error of an aware write crashed before its mirror.
+const CRASHED_BEFORE_MIRROR: &str = "aware writer crashed before its mirror (simulated)";
+
 /// The shell's crash chances (per 10 000 responses).
 const CRASHES: CrashRates = CrashRates {
     after_response: 10,
@@ -89,10 +98,22 @@ const CRASHES: CrashRates = CrashRates {
 pub enum MigrateOp {
     /// One of the objmeta workload's operations (boxed: the other variants are small).
     Objmeta(Box<ObjmetaOp>),
+    /// A put or delete on an aware process (rowkit's client facade, §9): it follows the
+    /// marker and needs no gate; `crash_before_mirror`: it crashes at its first read after a
+    /// write — the mirror's read of the pair (§10.1's crash between a protocol write and its
+    /// mirror).
+    Aware {
+        /// The write.
+        op: Box<ObjmetaOp>,
+        /// It crashes before its mirror.
+        crash_before_mirror: bool,
+    },
     /// A migrator run (`rowkit s3 migrate BUCKET --to …` with these flags).
     Migrate(MigratorRun),
     /// An idle client waits with the migrator through its settle wait.
     Wait(Timestamp),
+    /// An idle client pauses while the writers are stopped.
+    Pause,
     /// The operator's snapshot of the bucket (its collection and metastore row).
     Snapshot(SnapshotPoint),
 }
@@ -101,21 +122,20 @@ impl fmt::Debug for MigrateOp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             MigrateOp::Objmeta(op) => op.fmt(f),
-            MigrateOp::Migrate(run) => {
-                write!(f, "Migrate#{}", run.n)?;
-                for (flag, on) in [
-                    ("--switch", run.switch),
-                    ("--finish", run.finish),
-                    ("--abort", run.abort),
-                    ("--take-over", run.take_over),
-                ] {
-                    if on {
-                        write!(f, " {flag}")?;
-                    }
-                }
-                Ok(())
+            MigrateOp::Aware {
+                op,
+                crash_before_mirror,
+            } => {
+                let crash = if *crash_before_mirror {
+                    ", crashing before its mirror"
+                } else {
+                    ""
+                };
+                write!(f, "{op:?} (aware{crash})")
             }
+            MigrateOp::Migrate(run) => write!(f, "{run}"),
             MigrateOp::Wait(until) => write!(f, "Wait until {}", until.0),
+            MigrateOp::Pause => write!(f, "Pause"),
             MigrateOp::Snapshot(point) => write!(f, "Snapshot {point:?}"),
         }
     }
@@ -156,13 +176,98 @@ pub struct ObjmetaMigrateWorkload {
     stats: MigrationStats,
 }
 
+/// An aware write that crashes at its first read after a write: the mirror's read of the
+/// pair (`SyncKey` reads it first), after the protocol wrote (§10.1). It ends with
+/// [`CRASHED_BEFORE_MIRROR`], an outcome the model leaves open.
+struct CrashBeforeMirror {
+    machine: SimMachine<ObjmetaOutput>,
+    wrote: bool,
+    crashed: bool,
+    reported: bool,
+}
+
+impl CrashBeforeMirror {
+    fn new(machine: SimMachine<ObjmetaOutput>) -> CrashBeforeMirror {
+        CrashBeforeMirror {
+            machine,
+            wrote: false,
+            crashed: false,
+            reported: false,
+        }
+    }
+}
+
+impl Machine for CrashBeforeMirror {
+    type Output = ObjmetaOutput;
+    type Event = ();
+    type Error = String;
+
+    fn handle_response(&mut self, tag: Tag, r: Result<Response, StoreError>, now: Timestamp) {
+        if !self.crashed {
+            self.machine.handle_response(tag, r, now);
+        }
+    }
+    fn handle_timeout(&mut self, now: Timestamp) {
+        if !self.crashed {
+            self.machine.handle_timeout(now);
+        }
+    }
+    fn cancel(&mut self, now: Timestamp) {
+        self.machine.cancel(now);
+    }
+    fn poll_request(&mut self) -> Option<(Tag, Request)> {
+        if self.crashed {
+            return None;
+        }
+        let (tag, request) = self.machine.poll_request()?;
+        let read = matches!(request, Request::ReadRows(_) | Request::ReadRow(_));
+        if read && self.wrote {
+            self.crashed = true;
+            return None;
+        }
+        self.wrote |= !read;
+        Some((tag, request))
+    }
+    fn poll_abort(&mut self) -> Option<Tag> {
+        if self.crashed {
+            return None;
+        }
+        self.machine.poll_abort()
+    }
+    fn poll_event(&mut self) -> Option<()> {
+        if self.crashed {
+            return None;
+        }
+        self.machine.poll_event()
+    }
+    fn poll_timeout(&self) -> Option<Timestamp> {
+        if self.crashed {
+            return None;
+        }
+        self.machine.poll_timeout()
+    }
+    fn result(&mut self) -> Option<Result<ObjmetaOutput, String>> {
+        if self.crashed {
+            if self.reported {
+                return None;
+            }
+            self.reported = true;
+            return Some(Err(CRASHED_BEFORE_MIRROR.to_string()));
+        }
+        self.machine.result()
+    }
+}
+
 impl Default for ObjmetaMigrateWorkload {
     fn default() -> Self {
         ObjmetaMigrateWorkload {
             #[cfg(feature = "planted-bugs")]
             planted: None,
             objmeta: ObjmetaWorkload::default(),
-            pacing: Pacing::default(),
+            pacing: Pacing {
+                aware_writers: true,
+                ..Pacing::default()
+            },
             driver: Driver::new(Scenario::Complete, Pacing::default()),
             bucket: 0,
             from: VFormat::V0,
@@ -289,7 +394,6 @@ impl ObjmetaMigrateWorkload {
                 None,
                 &self.log,
                 &status,
-                migrator_end,
             );
             let result = rowkit_client::run_blocking(store, &clock, shell, |()| {});
             let ended = status.borrow().ended;
@@ -311,12 +415,21 @@ impl ObjmetaMigrateWorkload {
         ))
     }
 
+    /// `op` (a put or delete) on an aware process, crashing before its mirror one time in
+    /// [`CRASH_BEFORE_MIRROR_EVERY`].
+    fn aware(&self, op: ObjmetaOp, rng: &mut SplitMix64) -> MigrateOp {
+        MigrateOp::Aware {
+            op: Box::new(op),
+            crash_before_mirror: rng.next_u64().is_multiple_of(CRASH_BEFORE_MIRROR_EVERY),
+        }
+    }
+
     /// The objmeta operations of the history, as the objmeta workload records them.
     fn objmeta_history(history: &History) -> Vec<Record<ObjmetaOp, ObjmetaOutput>> {
         history
             .iter()
             .filter_map(|r| {
-                let MigrateOp::Objmeta(op) = &r.op else {
+                let (MigrateOp::Objmeta(op) | MigrateOp::Aware { op, .. }) = &r.op else {
                     return None;
                 };
                 let outcome = match &r.outcome {
@@ -490,11 +603,10 @@ impl ObjmetaMigrateWorkload {
             None,
             &log,
             &status,
-            migrator_end,
         );
         let result = rowkit_client::run_blocking(store, &ManualClock::new(now), shell, |()| {});
         // After a rollback `--abort` is refused as a usage error (nothing to abort), the only
-        // error [`migrator_end`] maps to `Removed`.
+        // usage error the shell maps to `Removed` (`SchemaMigrator::is_usage_error`).
         let ended_right = match &result {
             Ok(outcome) => !rolled_back && outcome.end == MigrateEnd::Already,
             Err(_) => rolled_back && status.borrow().ended == Some(MigratorEnd::Removed),
@@ -607,44 +719,26 @@ impl ObjmetaMigrateWorkload {
         }
         Ok(checked)
     }
+}
 
-    /// Counts the run's migrator runs and how its migration ended.
-    fn count(&mut self, history: &History) {
-        self.stats.runs += 1;
-        for r in history {
-            let MigrateOp::Migrate(run) = &r.op else {
-                continue;
-            };
-            self.stats.migrator_runs += 1;
-            self.stats.resumes += u64::from(run.take_over);
-            match &r.outcome {
-                Outcome::Crashed => self.stats.crashes += 1,
-                Outcome::Done(Err(e)) if e == CRASHED => self.stats.crashes += 1,
-                Outcome::Done(Err(_)) => self.stats.failures += 1,
-                Outcome::Done(Ok(_)) => {}
-            }
+impl MigrationOp for MigrateOp {
+    fn migrator_run(&self) -> Option<&MigratorRun> {
+        match self {
+            MigrateOp::Migrate(run) => Some(run),
+            _ => None,
         }
-        if self.driver.scenario == Scenario::Complete {
-            self.stats.completed += 1;
-        } else {
-            self.stats.rolled_back += 1;
-        }
-        self.stats.finished_after_budget += u64::from(self.finished_after_budget);
     }
 }
 
-/// Where a migrator run ended, for the driver.
-fn migrator_end(result: &Result<MigrateOutcome, ObjmetaError>) -> MigratorEnd {
-    match result {
-        Ok(o) => match o.end {
-            MigrateEnd::InState(MigrationState::Verifying) => MigratorEnd::AtSwitchGate,
-            MigrateEnd::InState(MigrationState::Switched) => MigratorEnd::Switched,
-            MigrateEnd::Removed | MigrateEnd::Already => MigratorEnd::Removed,
-            MigrateEnd::InState(_) => MigratorEnd::Failed,
-        },
-        // `--abort` with no marker: the first migrator crashed before writing it.
-        Err(ObjmetaError::MigrationUsage(_)) => MigratorEnd::Removed,
-        Err(_) => MigratorEnd::Failed,
+impl SchemaMigrator for MigrateBucket<'static> {
+    fn stopped_in(output: &MigrateOutcome) -> Option<MigrationState> {
+        match output.end {
+            MigrateEnd::InState(state) => Some(state),
+            MigrateEnd::Removed | MigrateEnd::Already => None,
+        }
+    }
+    fn is_usage_error(error: &ObjmetaError) -> bool {
+        matches!(error, ObjmetaError::MigrationUsage(_))
     }
 }
 
@@ -816,10 +910,27 @@ impl Workload for ObjmetaMigrateWorkload {
             self.enter(self.driver.stage());
         }
         match action {
-            Action::Write => MigrateOp::Objmeta(Box::new(self.objmeta.next_op(rng))),
+            Action::Write => {
+                let op = self.objmeta.next_op(rng);
+                if op.is_object_write() && rng.next_u64().is_multiple_of(AWARE_EVERY) {
+                    self.aware(op, rng)
+                } else {
+                    MigrateOp::Objmeta(Box::new(op))
+                }
+            }
+            // Only an object write may run now (the gated writers, repairs and checks are
+            // stopped): a repair drawn is left to the final sweep, which finds its placeholder.
+            Action::AwareWrite => match self.objmeta.next_op(rng) {
+                op if op.is_object_write() => self.aware(op, rng),
+                op if op.may_write(self.bucket) || op.is_check() => {
+                    MigrateOp::Objmeta(Box::new(self.objmeta.next_read(rng, self.bucket)))
+                }
+                op => MigrateOp::Objmeta(Box::new(op)),
+            },
             Action::Read => MigrateOp::Objmeta(Box::new(self.objmeta.next_read(rng, self.bucket))),
             Action::Migrate(run) => MigrateOp::Migrate(run),
             Action::Wait(until) => MigrateOp::Wait(until),
+            Action::Pause => MigrateOp::Pause,
             Action::Snapshot(point) => MigrateOp::Snapshot(point),
         }
     }
@@ -829,13 +940,22 @@ impl Workload for ObjmetaMigrateWorkload {
             MigrateOp::Objmeta(o) => {
                 let machine = self.objmeta.start(o, now, seed);
                 if o.may_write(self.bucket) {
-                    erase(
-                        Tracked::new(machine, self.driver.writer()),
-                        MigrateOutput::Objmeta,
-                    )
+                    holding(machine, self.driver.writer(), MigrateOutput::Objmeta)
                 } else {
-                    erase(Tracked::new(machine, ()), MigrateOutput::Objmeta)
+                    erase(machine, MigrateOutput::Objmeta)
                 }
+            }
+            MigrateOp::Aware {
+                op,
+                crash_before_mirror,
+            } => {
+                let machine = self.objmeta.start_on(op, now, seed, true);
+                let machine = if *crash_before_mirror {
+                    Box::new(CrashBeforeMirror::new(machine))
+                } else {
+                    machine
+                };
+                holding(machine, self.driver.aware_writer(), MigrateOutput::Objmeta)
             }
             MigrateOp::Migrate(run) => {
                 let shell = MigratorShell::new(
@@ -846,11 +966,14 @@ impl Workload for ObjmetaMigrateWorkload {
                     Some((seed.rotate_left(17), CRASHES)),
                     &self.log,
                     &self.driver.status(),
-                    migrator_end,
                 );
                 erase(shell, MigrateOutput::Migrated)
             }
             MigrateOp::Wait(until) => erase(Waiting::new(now, *until), |()| MigrateOutput::Waited),
+            MigrateOp::Pause => erase(
+                Pausing::new(now, &self.driver.status(), self.pacing.pause_requests),
+                |()| MigrateOutput::Waited,
+            ),
             MigrateOp::Snapshot(point) => {
                 let read = ReadRows::new(self.snapshot_request(), now, seed, Default::default());
                 let snapshots = self.snapshots.clone();
@@ -878,6 +1001,9 @@ impl Workload for ObjmetaMigrateWorkload {
         now: Timestamp,
         history: &History,
     ) -> Vec<MigrateOp> {
+        if self.driver.observe_ends() {
+            self.enter(self.driver.stage());
+        }
         let stage = self.driver.stage();
         if stage != Stage::Done {
             self.finished_after_budget = true;
@@ -922,7 +1048,17 @@ impl Workload for ObjmetaMigrateWorkload {
         now: Timestamp,
         history: &History,
     ) -> Result<Checked, String> {
-        self.count(history);
+        self.stats
+            .count(history, self.driver.scenario, self.finished_after_budget);
+        for r in history {
+            if let MigrateOp::Aware { .. } = r.op {
+                self.stats.aware_writes += 1;
+                self.stats.crashed_before_mirror += u64::from(matches!(
+                    &r.outcome,
+                    Outcome::Done(Err(e)) if e == CRASHED_BEFORE_MIRROR
+                ));
+            }
+        }
         if let Some(e) = self.failure.take() {
             return Err(e);
         }

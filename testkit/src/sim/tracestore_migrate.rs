@@ -46,9 +46,9 @@ use rowkit_store::MemoryStore;
 use rowkit_store::driver::ManualClock;
 
 use super::migration::{
-    Action, CRASHED, CrashRates, Driver, MigrationStats, MigratorEnd, MigratorLog, MigratorRun,
-    MigratorShell, MigratorStatus, Pacing, Scenario, SnapshotPoint, Stage, Tracked, Waiting,
-    section3_arrow,
+    Action, CrashRates, Driver, MigrationOp, MigrationStats, MigratorEnd, MigratorLog, MigratorRun,
+    MigratorShell, MigratorStatus, Pacing, Pausing, Scenario, SchemaMigrator, SnapshotPoint, Stage,
+    Waiting, holding, section3_arrow,
 };
 use super::tracestore::{TABLE, TraceStoreOp, TraceStoreOutput, TraceStoreWorkload, check_tile};
 use super::{Checked, Outcome, Record, SimMachine, Workload, erase};
@@ -59,11 +59,15 @@ pub const TARGET_TABLE: &str = "gold2";
 const MIGRATOR_DEADLINE_US: i64 = 3_600_000_000;
 /// The operator's pacing: writers write longer than in the objmeta workload before they are
 /// stopped, so that the migrator's copy pass (two tables read shard by shard, crashing and
-/// resuming) ends and its verification runs while they write.
+/// resuming) ends and its verification runs while they write; idle clients pause longer
+/// beside it (its passes send thousands of requests).
 const PACING: Pacing = Pacing {
-    live_ops: 160,
+    live_ops: 100,
     abort_live_ops: 60,
     restart_ops: 20,
+    pause_requests: 30,
+    // Trace-store aware writers are not built (§9).
+    aware_writers: false,
 };
 /// Migrator runs after the budget before the completion gives up.
 const COMPLETION_RUNS: u32 = 4;
@@ -89,6 +93,8 @@ pub enum TraceMigrateOp {
     Migrate(MigratorRun),
     /// An idle client waits with the migrator through its settle wait.
     Wait(Timestamp),
+    /// An idle client pauses while the writers are stopped.
+    Pause,
     /// The operator's snapshot: a fresh `ReadRange` of the truth table.
     Snapshot(SnapshotPoint),
 }
@@ -100,21 +106,9 @@ impl fmt::Debug for TraceMigrateOp {
                 let table = if *on_target { TARGET_TABLE } else { TABLE };
                 write!(f, "{op:?} on {table}")
             }
-            TraceMigrateOp::Migrate(run) => {
-                write!(f, "Migrate#{}", run.n)?;
-                for (flag, on) in [
-                    ("--switch", run.switch),
-                    ("--finish", run.finish),
-                    ("--abort", run.abort),
-                    ("--take-over", run.take_over),
-                ] {
-                    if on {
-                        write!(f, " {flag}")?;
-                    }
-                }
-                Ok(())
-            }
+            TraceMigrateOp::Migrate(run) => write!(f, "{run}"),
             TraceMigrateOp::Wait(until) => write!(f, "Wait until {}", until.0),
+            TraceMigrateOp::Pause => write!(f, "Pause"),
             TraceMigrateOp::Snapshot(point) => write!(f, "Snapshot {point:?}"),
         }
     }
@@ -266,7 +260,6 @@ impl TraceStoreMigrateWorkload {
             None,
             log,
             &status,
-            migrator_end,
         );
         let result = rowkit_client::run_blocking(store, &clock, shell, |()| {})
             .map_err(|e| format!("{e:?}"));
@@ -388,44 +381,26 @@ impl TraceStoreMigrateWorkload {
         }
         Ok(())
     }
+}
 
-    /// Counts the run's migrator runs and how its migration ended.
-    fn count(&mut self, history: &History) {
-        self.stats.runs += 1;
-        for r in history {
-            let TraceMigrateOp::Migrate(run) = &r.op else {
-                continue;
-            };
-            self.stats.migrator_runs += 1;
-            self.stats.resumes += u64::from(run.take_over);
-            match &r.outcome {
-                Outcome::Crashed => self.stats.crashes += 1,
-                Outcome::Done(Err(e)) if e == CRASHED => self.stats.crashes += 1,
-                Outcome::Done(Err(_)) => self.stats.failures += 1,
-                Outcome::Done(Ok(_)) => {}
-            }
+impl MigrationOp for TraceMigrateOp {
+    fn migrator_run(&self) -> Option<&MigratorRun> {
+        match self {
+            TraceMigrateOp::Migrate(run) => Some(run),
+            _ => None,
         }
-        if self.driver.scenario == Scenario::Complete {
-            self.stats.completed += 1;
-        } else {
-            self.stats.rolled_back += 1;
-        }
-        self.stats.finished_after_budget += u64::from(self.finished_after_budget);
     }
 }
 
-/// Where a migrator run ended, for the driver.
-fn migrator_end(result: &Result<TraceMigrateOutcome, TraceStoreError>) -> MigratorEnd {
-    match result {
-        Ok(o) => match o.end {
-            TraceMigrateEnd::InState(MigrationState::Verifying) => MigratorEnd::AtSwitchGate,
-            TraceMigrateEnd::InState(MigrationState::Switched) => MigratorEnd::Switched,
-            TraceMigrateEnd::Removed | TraceMigrateEnd::Cleaned => MigratorEnd::Removed,
-            TraceMigrateEnd::InState(_) => MigratorEnd::Failed,
-        },
-        // `--abort` with no marker: the first migrator crashed before writing it.
-        Err(TraceStoreError::MigrationUsage(_)) => MigratorEnd::Removed,
-        Err(_) => MigratorEnd::Failed,
+impl SchemaMigrator for MigrateTraceStore<'static> {
+    fn stopped_in(output: &TraceMigrateOutcome) -> Option<MigrationState> {
+        match output.end {
+            TraceMigrateEnd::InState(state) => Some(state),
+            TraceMigrateEnd::Removed | TraceMigrateEnd::Cleaned => None,
+        }
+    }
+    fn is_usage_error(error: &TraceStoreError) -> bool {
+        matches!(error, TraceStoreError::MigrationUsage(_))
     }
 }
 
@@ -531,12 +506,14 @@ impl Workload for TraceStoreMigrateWorkload {
                     op: clients.next_op(rng),
                 }
             }
-            Action::Read => TraceMigrateOp::Gold {
+            // No aware writers here (`PACING`): the driver never asks for one.
+            Action::Read | Action::AwareWrite => TraceMigrateOp::Gold {
                 on_target,
                 op: TraceStoreWorkload::next_read(rng),
             },
             Action::Migrate(run) => TraceMigrateOp::Migrate(run),
             Action::Wait(until) => TraceMigrateOp::Wait(until),
+            Action::Pause => TraceMigrateOp::Pause,
             Action::Snapshot(point) => TraceMigrateOp::Snapshot(point),
         }
     }
@@ -556,12 +533,9 @@ impl Workload for TraceStoreMigrateWorkload {
                 };
                 let machine = clients.start(op, now, seed);
                 if matches!(op, TraceStoreOp::Put { .. } | TraceStoreOp::Assign(_)) {
-                    erase(
-                        Tracked::new(machine, self.driver.writer()),
-                        TraceMigrateOutput::Gold,
-                    )
+                    holding(machine, self.driver.writer(), TraceMigrateOutput::Gold)
                 } else {
-                    erase(Tracked::new(machine, ()), TraceMigrateOutput::Gold)
+                    erase(machine, TraceMigrateOutput::Gold)
                 }
             }
             TraceMigrateOp::Migrate(run) => {
@@ -573,13 +547,16 @@ impl Workload for TraceStoreMigrateWorkload {
                     Some((seed.rotate_left(17), CRASHES)),
                     &self.log,
                     &self.driver.status(),
-                    migrator_end,
                 );
                 erase(shell, TraceMigrateOutput::Migrated)
             }
             TraceMigrateOp::Wait(until) => {
                 erase(Waiting::new(now, *until), |()| TraceMigrateOutput::Waited)
             }
+            TraceMigrateOp::Pause => erase(
+                Pausing::new(now, &self.driver.status(), self.pacing.pause_requests),
+                |()| TraceMigrateOutput::Waited,
+            ),
             TraceMigrateOp::Snapshot(point) => {
                 // After the switch `T2` is the truth; around a rollback, `T1`.
                 let truth = if *point == SnapshotPoint::AfterSwitch {
@@ -606,6 +583,7 @@ impl Workload for TraceStoreMigrateWorkload {
     /// Completes the migration the budget left unfinished (alone, without faults: the
     /// operator's last runs).
     fn repairs(&mut self, store: &MemoryStore, now: Timestamp, _: &History) -> Vec<TraceMigrateOp> {
+        self.driver.observe_ends();
         if self.driver.stage() != Stage::Done {
             self.finished_after_budget = true;
             if let Err(e) = self.complete(store, now) {
@@ -621,7 +599,8 @@ impl Workload for TraceStoreMigrateWorkload {
         now: Timestamp,
         history: &History,
     ) -> Result<Checked, String> {
-        self.count(history);
+        self.stats
+            .count(history, self.driver.scenario, self.finished_after_budget);
         if let Some(e) = self.failure.take() {
             return Err(e);
         }
