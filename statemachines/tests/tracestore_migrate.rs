@@ -1194,7 +1194,7 @@ fn plant_row(w: &mut World, table: &str, row: &[u8]) {
             value: b"1".to_vec(),
         }],
     });
-    for part in store_responses(&w.store, request, w.now) {
+    for part in store_responses(&w.world.store, request, w.world.now) {
         part.unwrap();
     }
 }
@@ -1207,7 +1207,7 @@ fn delete_row(w: &mut World, table: &str, row: &[u8]) {
         row_key: row.to_vec(),
         mutations: vec![rowkit_codec::model::Mutation::DeleteFromRow],
     });
-    for part in store_responses(&w.store, request, w.now) {
+    for part in store_responses(&w.world.store, request, w.world.now) {
         part.unwrap();
     }
 }
