@@ -127,7 +127,7 @@ fn measure(pool: &WriterPool, duration: Duration) -> f64 {
 }
 
 /// The migrator of `workload` on `driver`: `pool` (the CLI's) or `sync`.
-fn migrator(workload: &ObjmetaWorkload, driver: &str) -> InProcessMigrator {
+fn migrator_on(workload: &ObjmetaWorkload, driver: &str) -> InProcessMigrator {
     match driver {
         "pool" => InProcessMigrator::new(workload),
         "sync" => InProcessMigrator::new(workload).one_at_a_time(),
@@ -141,7 +141,7 @@ fn round(o: &Options, stores: &mut Stores, driver: &str, round: usize) -> (f64, 
     let seed = 36 + round as u64;
     let workload = ObjmetaWorkload::new(stores.fresh(), BUCKET, o.objects);
     workload.load(LOADERS).unwrap();
-    let migrator = migrator(&workload, driver);
+    let migrator = migrator_on(&workload, driver);
     let t = Instant::now();
     let (end, outcome) = migrator.run(BUCKET, Gates::ALL, |_| {}).unwrap();
     let took = t.elapsed().as_secs_f64();
@@ -163,7 +163,7 @@ fn round(o: &Options, stores: &mut Stores, driver: &str, round: usize) -> (f64, 
     workload.load(LOADERS).unwrap();
     let pool = WriterPool::start(&workload, o.writers, 1, seed, Duration::ZERO);
     let before = measure(&pool, o.duration);
-    let migrator = migrator(&workload, driver);
+    let migrator = migrator_on(&workload, driver);
     let (a0, t0) = (pool.acks(), Instant::now());
     let mut copy = None;
     let stop = pool.stop_flag();

@@ -8,7 +8,7 @@
 //! - [`SyncDriver`]: any sync `rowkit_store::Store` (memory, redb, or Bigtable through the
 //!   blocking `BigtableStore`) and a clock. Calls complete without waiting; sync callers wrap
 //!   them in [`block_on`].
-//! - [`PoolDriver`] (native): the sync driver with each request run on a pool of worker
+//! - `PoolDriver` (native): the sync driver with each request run on a pool of worker
 //!   threads, so a machine's outstanding requests run on the store at once (the CLI's
 //!   migrators).
 //! - `TokioDriver` (feature `bigtable`): a `BigtableConnection`; its futures are `Send`.
