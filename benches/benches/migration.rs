@@ -17,12 +17,15 @@
 //!    ratio is the writes/s during the copy over the mean of the two measurements without it,
 //!    taken just before and just after on the same bucket.
 //!
-//! The migrator is `ObjectMetadata::migrate_bucket` on the sync driver, the CLI's. Printed: one
-//! line per round and store, then the medians.
+//! The migrator is `ObjectMetadata::migrate_bucket` on the CLI's driver, `PoolDriver` (its
+//! requests run at once on `POOL_WORKERS` threads); `--driver sync,pool` also runs each round
+//! on the sync driver (one request at a time, the CLI's before), interleaved, for the ratio.
+//! Printed: one line per round, store and driver, then the medians.
 //!
 //! ```sh
 //! cargo bench -p rowkit-benches --bench migration                      # 3 rounds, 10 000 objects, both stores
 //! cargo bench -p rowkit-benches --bench migration -- --rounds 1 --objects 100000 --store embedded
+//! cargo bench -p rowkit-benches --bench migration -- --driver sync,pool # old and new, interleaved
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -43,6 +46,7 @@ struct Options {
     writers: usize,
     duration: Duration,
     stores: Vec<String>,
+    drivers: Vec<String>,
 }
 
 fn options() -> Options {
@@ -52,6 +56,7 @@ fn options() -> Options {
         writers: 4,
         duration: Duration::from_secs(5),
         stores: vec!["embedded".into(), "emulator".into()],
+        drivers: vec!["pool".into()],
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -63,6 +68,7 @@ fn options() -> Options {
             "--writers" => o.writers = value.parse().unwrap(),
             "--duration" => o.duration = Duration::from_secs_f64(value.parse().unwrap()),
             "--store" => o.stores = value.split(',').map(String::from).collect(),
+            "--driver" => o.drivers = value.split(',').map(String::from).collect(),
             // `cargo bench` passes `--bench`; anything else is ignored as well.
             _ => {
                 i += 1;
@@ -120,13 +126,22 @@ fn measure(pool: &WriterPool, duration: Duration) -> f64 {
     (pool.acks() - a0) as f64 / t0.elapsed().as_secs_f64()
 }
 
-/// One round on one store: (rows/s of the migration alone, writes/s without, during the copy,
-/// without again).
-fn round(o: &Options, stores: &mut Stores, round: usize) -> (f64, [f64; 3]) {
+/// The migrator of `workload` on `driver`: `pool` (the CLI's) or `sync`.
+fn migrator_on(workload: &ObjmetaWorkload, driver: &str) -> InProcessMigrator {
+    match driver {
+        "pool" => InProcessMigrator::new(workload),
+        "sync" => InProcessMigrator::new(workload).one_at_a_time(),
+        other => panic!("--driver {other}: pool or sync"),
+    }
+}
+
+/// One round on one store and driver: (rows/s of the migration alone, writes/s without,
+/// during the copy, without again).
+fn round(o: &Options, stores: &mut Stores, driver: &str, round: usize) -> (f64, [f64; 3]) {
     let seed = 36 + round as u64;
     let workload = ObjmetaWorkload::new(stores.fresh(), BUCKET, o.objects);
     workload.load(LOADERS).unwrap();
-    let migrator = InProcessMigrator::new(&workload);
+    let migrator = migrator_on(&workload, driver);
     let t = Instant::now();
     let (end, outcome) = migrator.run(BUCKET, Gates::ALL, |_| {}).unwrap();
     let took = t.elapsed().as_secs_f64();
@@ -138,7 +153,7 @@ fn round(o: &Options, stores: &mut Stores, round: usize) -> (f64, [f64; 3]) {
         .map_or(0, |p| p.counters.rows_scanned);
     let rate = rows as f64 / took;
     println!(
-        "{} round {round}: migration of {} objects ({rows} rows, {} passes) in {took:.2} s: {rate:.0} rows/s",
+        "{} {driver} round {round}: migration of {} objects ({rows} rows, {} passes) in {took:.2} s: {rate:.0} rows/s",
         stores.kind,
         o.objects,
         outcome.passes.len()
@@ -148,7 +163,7 @@ fn round(o: &Options, stores: &mut Stores, round: usize) -> (f64, [f64; 3]) {
     workload.load(LOADERS).unwrap();
     let pool = WriterPool::start(&workload, o.writers, 1, seed, Duration::ZERO);
     let before = measure(&pool, o.duration);
-    let migrator = InProcessMigrator::new(&workload);
+    let migrator = migrator_on(&workload, driver);
     let (a0, t0) = (pool.acks(), Instant::now());
     let mut copy = None;
     let stop = pool.stop_flag();
@@ -168,7 +183,7 @@ fn round(o: &Options, stores: &mut Stores, round: usize) -> (f64, [f64; 3]) {
     let after = measure(&pool, o.duration);
     pool.stop().unwrap();
     println!(
-        "{} round {round}: writers/s without {before:.0}, during the copy {during:.0}, without {after:.0}: ratio {:.2} ({} writes in phase 1)",
+        "{} {driver} round {round}: writers/s without {before:.0}, during the copy {during:.0}, without {after:.0}: ratio {:.2} ({} writes in phase 1)",
         stores.kind,
         during / ((before + after) / 2.0),
         first.acks
@@ -198,17 +213,22 @@ fn main() {
             dir: dir.clone(),
             made: 0,
         };
-        let (mut rates, mut ratios) = (Vec::new(), Vec::new());
+        let mut rates = vec![Vec::new(); o.drivers.len()];
+        let mut ratios = vec![Vec::new(); o.drivers.len()];
         for r in 0..o.rounds {
-            let (rate, [before, during, after]) = round(&o, &mut stores, r);
-            rates.push(rate);
-            ratios.push(during / ((before + after) / 2.0));
+            for (d, driver) in o.drivers.iter().enumerate() {
+                let (rate, [before, during, after]) = round(&o, &mut stores, driver, r);
+                rates[d].push(rate);
+                ratios[d].push(during / ((before + after) / 2.0));
+            }
         }
-        println!(
-            "{kind}: median migration rate {:.0} rows/s; writers during the copy / without: median {:.2}",
-            median(rates),
-            median(ratios)
-        );
+        for ((driver, rates), ratios) in o.drivers.iter().zip(rates).zip(ratios) {
+            println!(
+                "{kind} {driver}: median migration rate {:.0} rows/s; writers during the copy / without: median {:.2}",
+                median(rates),
+                median(ratios)
+            );
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

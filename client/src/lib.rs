@@ -8,6 +8,9 @@
 //! - [`SyncDriver`]: any sync `rowkit_store::Store` (memory, redb, or Bigtable through the
 //!   blocking `BigtableStore`) and a clock. Calls complete without waiting; sync callers wrap
 //!   them in [`block_on`].
+//! - `PoolDriver` (native): the sync driver with each request run on a pool of worker
+//!   threads, so a machine's outstanding requests run on the store at once (the CLI's
+//!   migrators).
 //! - `TokioDriver` (feature `bigtable`): a `BigtableConnection`; its futures are `Send`.
 //! - `FetchDriver` (feature `fetch`): a rowkit gateway from the browser (wasm32).
 //!
@@ -39,6 +42,8 @@ pub mod migration_json;
 pub mod mounttable;
 pub mod not_set_up;
 pub mod objmeta;
+#[cfg(not(target_arch = "wasm32"))]
+mod pool;
 mod row_cache;
 mod sync;
 #[cfg(feature = "bigtable")]
@@ -52,6 +57,8 @@ pub use driver::{Driver, RunError, block_on, ensure_table, run, run_operation, r
 pub use fetch::FetchDriver;
 pub use mounttable::MountTable;
 pub use objmeta::ObjectMetadata;
+#[cfg(not(target_arch = "wasm32"))]
+pub use pool::{POOL_WORKERS, PoolDriver};
 pub use row_cache::RowCached;
 pub use sync::{StoreCall, SyncDriver, read_rows_blocking, run_blocking};
 #[cfg(feature = "bigtable")]

@@ -4,7 +4,7 @@
 use crate::check::{CheckOutput, check_error, check_timeout};
 use clap::{Args, Subcommand};
 use rowkit_client::tracestore::{TraceStore, setup_table};
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{Driver, SyncDriver, block_on};
 use rowkit_codec::escape::escape;
 use rowkit_codec::explain;
 use rowkit_codec::model::Timestamp;
@@ -199,7 +199,15 @@ fn time_arg(text: &Option<String>) -> Result<Option<Timestamp>, CliError> {
 pub(crate) type Gold<'c> = TraceStore<SyncDriver<&'c dyn Store, &'c (dyn Clock + Send + Sync)>>;
 
 fn open<'c>(ctx: &'c Context, args: &GoldArgs) -> Result<Gold<'c>, CliError> {
-    let driver = SyncDriver::new(&*ctx.store, &*ctx.clock);
+    open_on(ctx, args, SyncDriver::new(&*ctx.store, &*ctx.clock))
+}
+
+/// [`open`] over `driver`.
+fn open_on<D: Driver>(
+    ctx: &Context,
+    args: &GoldArgs,
+    driver: D,
+) -> Result<TraceStore<D>, CliError> {
     let gold = block_on(TraceStore::open(driver, &args.table, layout_arg(args)?))?;
     Ok(gold.with_options(ctx.call_options()))
 }
@@ -317,9 +325,12 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
             output.finish(&summary)
         }
         GoldCommand::Migrate(m) => {
-            let gold = open(ctx, args)?;
             let pid = u64::from(std::process::id());
-            crate::gold_migrate::run(ctx, &gold, &args.store.store, pid, m, out)
+            // Its copies run at once (`Context::with_pool`).
+            ctx.with_pool(|driver| {
+                let gold = open_on(ctx, args, driver)?;
+                crate::gold_migrate::run(ctx, &gold, &args.store.store, pid, m, out)
+            })
         }
         GoldCommand::Newest => {
             let gold = open(ctx, args)?;

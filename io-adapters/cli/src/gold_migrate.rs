@@ -6,7 +6,8 @@
 //! Lines) and prints one summary (text line, or JSON document) on stdout.
 
 use clap::Args;
-use rowkit_client::block_on;
+use rowkit_client::tracestore::TraceStore;
+use rowkit_client::{Driver, block_on};
 use rowkit_codec::migration::{Gates, OptionsPolicy};
 use rowkit_codec::tracestore::Layout;
 use rowkit_statemachines::tracestore::migrate::TraceMigrateEvent;
@@ -126,9 +127,9 @@ fn outcome_text(
 /// Runs `rowkit gold migrate`: exit 0 when the run ended as asked, 1 when the check of the
 /// target blocked the switch or the clean-up stopped (conflicts or newer rows left in the
 /// source), 2 on bad usage or when it could not run.
-pub fn run(
+pub fn run<D: Driver>(
     ctx: &Context,
-    gold: &crate::gold::Gold<'_>,
+    gold: &TraceStore<D>,
     store: &str,
     pid: u64,
     args: &GoldMigrateArgs,

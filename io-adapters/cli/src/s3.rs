@@ -4,7 +4,7 @@
 use crate::check::{CheckFlags, CheckOutput, check_error, check_timeout};
 use clap::{Args, Subcommand};
 use rowkit_client::objmeta::{ObjectMetadata, bucket_rows};
-use rowkit_client::{SyncDriver, block_on};
+use rowkit_client::{Driver, SyncDriver, block_on};
 use rowkit_codec::escape::{self, escape};
 use rowkit_codec::explain;
 use rowkit_codec::objmeta::json::Json;
@@ -389,14 +389,20 @@ fn print(out: &Output, value: Value, plain: impl FnOnce() -> String) -> Result<(
 /// The facade every `rowkit s3` command runs through.
 pub type Om<'a> = ObjectMetadata<SyncDriver<&'a dyn Store, &'a (dyn Clock + Send + Sync)>>;
 
+/// The facade of `args` over `driver`.
+fn facade<D: Driver>(ctx: &Context, args: &S3Args, driver: D) -> ObjectMetadata<D> {
+    ObjectMetadata::new(driver, state(args))
+        .with_options(ctx.call_options())
+        .with_bucket_checks()
+}
+
 /// Runs one `rowkit s3` command.
 pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
-    let om: Om<'_> = ObjectMetadata::new(
+    let om: Om<'_> = facade(
+        ctx,
+        args,
         SyncDriver::new(ctx.store.as_ref(), ctx.clock.as_ref()),
-        state(args),
-    )
-    .with_options(ctx.call_options())
-    .with_bucket_checks();
+    );
     match &args.command {
         S3Command::Setup => {
             block_on(om.setup()).map_err(CliError::operation)?;
@@ -409,7 +415,11 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
         S3Command::Bucket(b) => bucket(ctx, &om, b, out)?,
         S3Command::Migrate(m) => {
             let pid = args.pid.unwrap_or(u64::from(std::process::id()));
-            crate::s3_migrate::run(ctx, &om, &args.store.store, pid, m, out)?;
+            // Its syncs run at once (`Context::with_pool`).
+            ctx.with_pool(|driver| {
+                let om = facade(ctx, args, driver);
+                crate::s3_migrate::run(ctx, &om, &args.store.store, pid, m, out)
+            })?;
         }
         S3Command::Check { bucket, flags } => {
             let (options, timeout) = (flags.options(), check_timeout(ctx));

@@ -7,8 +7,9 @@
 use std::io::Write;
 
 use clap::Args;
-use rowkit_client::block_on;
 use rowkit_client::migration_json::{MIGRATE_TIMEOUT_MICROS, outcome_json, progress_json};
+use rowkit_client::objmeta::ObjectMetadata;
+use rowkit_client::{Driver, block_on};
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::migration::marker::{Gates, MIN_SETTLE_US};
 use rowkit_codec::objmeta::migration::sync::Keep;
@@ -20,7 +21,6 @@ use crate::args::Context;
 use crate::check::could_not_run;
 use crate::error::CliError;
 use crate::output::{Output, Progress, Verbosity, verbosity};
-use crate::s3::Om;
 use crate::store_location::StoreLocation;
 
 /// `rowkit s3 migrate BUCKET --to v1|v0 …`.
@@ -210,9 +210,9 @@ fn outcome_text(bucket: &str, to: VFormat, abort: bool, o: &MigrateOutcome) -> S
 
 /// Runs `rowkit s3 migrate`: exit 0 when the run ended as asked, 1 when it stopped blocked
 /// (conflicts or findings left), 2 on bad usage or when it could not run.
-pub fn run(
+pub fn run<D: Driver>(
     ctx: &Context,
-    om: &Om<'_>,
+    om: &ObjectMetadata<D>,
     store: &str,
     pid: u64,
     args: &MigrateArgs,

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rowkit_client::objmeta::ObjectMetadata;
-use rowkit_client::{Driver, SyncDriver, block_on, read_rows_blocking};
+use rowkit_client::{Driver, POOL_WORKERS, PoolDriver, SyncDriver, block_on, read_rows_blocking};
 use rowkit_codec::model::{RowRange, RowSet};
 use rowkit_codec::objmeta::json::Json;
 use rowkit_codec::objmeta::keys::{
@@ -533,12 +533,17 @@ impl Workload for ObjmetaWorkload {
     }
 }
 
-/// The migrator `rowkit s3 migrate` runs (`ObjectMetadata::migrate_bucket`, the CLI's options)
-/// in this process, on a manual clock that starts at the system time and jumps over the settle
-/// waits (as the CLI's `--now`): unaware writers are stopped at the `--switch` gate and the
-/// others write only `to` rows, so waiting `Δ` would protect nothing here.
+/// The migrator `rowkit s3 migrate` runs (`ObjectMetadata::migrate_bucket`, the CLI's options,
+/// over the CLI's driver: a `PoolDriver` of `POOL_WORKERS` threads) in this process, on a
+/// manual clock that starts at the system time and jumps over the settle waits (as the CLI's
+/// `--now`): unaware writers are stopped at the `--switch` gate and the others write only `to`
+/// rows, so waiting `Δ` would protect nothing here. Each run has a fresh facade, as each
+/// `rowkit s3 migrate` is a new process.
 pub struct InProcessMigrator {
-    om: ObjectMetadata<SyncDriver<Arc<dyn Store>, Arc<ManualClock>>>,
+    store: Arc<dyn Store>,
+    clock: ManualClock,
+    /// The driver's worker threads; `None`: the sync driver, one request at a time.
+    workers: Option<usize>,
 }
 
 /// What a progress event said: the state, the pass number, the pass's rows scanned so far.
@@ -555,15 +560,30 @@ pub struct MigrateProgress<'a> {
 impl InProcessMigrator {
     /// A migrator of `workload`'s bucket over its store.
     pub fn new(workload: &ObjmetaWorkload) -> InProcessMigrator {
-        let clock = Arc::new(ManualClock::new(SystemClock.now()));
+        InProcessMigrator {
+            store: (workload.stores)(),
+            clock: ManualClock::new(SystemClock.now()),
+            workers: Some(POOL_WORKERS),
+        }
+    }
+
+    /// This migrator over the sync driver instead, its requests served one at a time (the
+    /// CLI's driver before the pool; the migration bench's comparison).
+    pub fn one_at_a_time(self) -> InProcessMigrator {
+        InProcessMigrator {
+            workers: None,
+            ..self
+        }
+    }
+
+    /// A fresh facade over `driver`.
+    fn facade<D: Driver>(driver: D) -> ObjectMetadata<D> {
         let state = ObjmetaState::new(ObjmetaConfig {
             table: TABLE.to_string(),
             pid: 2,
             ..ObjmetaConfig::default()
         });
-        InProcessMigrator {
-            om: ObjectMetadata::new(SyncDriver::new((workload.stores)(), clock), state),
-        }
+        ObjectMetadata::new(driver, state)
     }
 
     /// One run to v1 as far as `gates` allow, with the minimum settle time; where it ended
@@ -580,20 +600,27 @@ impl InProcessMigrator {
             owner: "live-migration-test:2".into(),
             ..MigrateOptions::default()
         };
-        let outcome =
-            block_on(
-                self.om
-                    .migrate_bucket(bucket, VFormat::V1, options, 86_400_000_000, |e| {
-                        if let ObjmetaEvent::Migrate(MigrateEvent::Progress(p)) = e {
-                            on_progress(MigrateProgress {
-                                state: p.state.as_str(),
-                                pass: p.pass,
-                                rows_scanned: p.counters.rows_scanned,
-                            });
-                        }
-                    }),
-            )
-            .map_err(|e| format!("migrate_bucket: {e}"))?;
+        let mut on_event = |e| {
+            if let ObjmetaEvent::Migrate(MigrateEvent::Progress(p)) = e {
+                on_progress(MigrateProgress {
+                    state: p.state.as_str(),
+                    pass: p.pass,
+                    rows_scanned: p.counters.rows_scanned,
+                });
+            }
+        };
+        let (store, clock) = (&*self.store, &self.clock);
+        let outcome = match self.workers {
+            None => migrate_on(
+                &Self::facade(SyncDriver::new(store, clock)),
+                bucket,
+                options,
+                &mut on_event,
+            ),
+            Some(n) => PoolDriver::scope(store, clock, n, |driver| {
+                migrate_on(&Self::facade(driver), bucket, options, &mut on_event)
+            }),
+        }?;
         let end = match outcome.end {
             MigrateEnd::Already => "already",
             MigrateEnd::InState(s) => s.as_str(),
@@ -601,4 +628,15 @@ impl InProcessMigrator {
         };
         Ok((end.to_string(), outcome))
     }
+}
+
+/// `om.migrate_bucket` to v1 with `options`, for a day at most.
+fn migrate_on<D: Driver>(
+    om: &ObjectMetadata<D>,
+    bucket: &str,
+    options: MigrateOptions,
+    on_event: &mut dyn FnMut(ObjmetaEvent),
+) -> Result<MigrateOutcome, String> {
+    block_on(om.migrate_bucket(bucket, VFormat::V1, options, 86_400_000_000, on_event))
+        .map_err(|e| format!("migrate_bucket: {e}"))
 }
