@@ -187,7 +187,8 @@ impl TraceStoreState {
         now: Timestamp,
     ) -> Option<(Timestamp, Option<&TraceMigrationMarker>)> {
         let (at, marker) = self.marker.as_ref()?;
-        (now < at.saturating_add_micros(self.config.marker_ttl_us)).then(|| (*at, marker.as_ref()))
+        (now < at.saturating_add_micros(self.config.marker_ttl_us))
+            .then_some((*at, marker.as_ref()))
     }
 
     /// Keeps the marker read at `read_at`; a fence is not kept, so that every operation reads
