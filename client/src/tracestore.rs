@@ -5,6 +5,14 @@
 //! operations; its methods take `&self` and its [`CallOptions`] seed every operation and may
 //! bound it by a deadline, as every facade's do.
 //!
+//! The facade is a migration-**aware** process (`docs/migration.md` §2.3, §9): its first
+//! operation reads the table's marker `:rk:m:0000000000:`, and it reads it again every
+//! `marker_ttl` (5 s); while the table migrates, reads go to the truth's table, a Put writes
+//! the truth and mirrors into the other table before it returns, and pauses while the
+//! migrator fences writes; after a finished migration the table's forwarding note sends every
+//! operation to the new table ([`Aware`](rowkit_statemachines::tracestore::Aware)).
+//! [`TraceStore::unaware`] keeps Gold's behaviour (the configured table, no marker).
+//!
 //! ```
 //! use rowkit_client::tracestore::{TraceStore, setup_table};
 //! use rowkit_client::{SyncDriver, block_on};
@@ -46,8 +54,8 @@ use rowkit_statemachines::tracestore::migrate::run::{
 };
 use rowkit_statemachines::tracestore::{
     AllocateDigestIds, AssignDigestIds, Check, NewestTile, PUT_DEADLINE_MICROS, Put, PutEntry,
-    READ_DEADLINE_MICROS, ReadDense, ReadRange, StreamTile, Tile, TraceBatch, TraceStoreError,
-    TraceStoreEvent, TraceStoreSchema, TraceStoreState,
+    READ_DEADLINE_MICROS, ReadDense, ReadRange, StreamTile, Tile, TraceBatch, TraceStoreConfig,
+    TraceStoreError, TraceStoreEvent, TraceStoreSchema, TraceStoreState,
 };
 use rowkit_statemachines::{Code, StoreError};
 
@@ -123,9 +131,7 @@ struct LentState<'f, D> {
 impl<D> LentState<'_, D> {
     /// The lent state.
     fn get(&mut self) -> &mut TraceStoreState {
-        self.state.get_or_insert_with(|| {
-            TraceStoreState::new(self.facade.table.as_str(), self.facade.layout)
-        })
+        self.state.get_or_insert_with(|| self.facade.fresh_state())
     }
 }
 
@@ -154,6 +160,8 @@ pub struct TraceStore<D> {
     driver: D,
     table: String,
     layout: Layout,
+    /// How the facade's states treat migrations (aware unless [`TraceStore::unaware`]).
+    config: TraceStoreConfig,
     /// The state between operations; an operation takes it out while it runs (`None` then),
     /// so a call that starts meanwhile runs on a fresh state (see [`TraceStore::run`]).
     state: Mutex<Option<TraceStoreState>>,
@@ -167,6 +175,15 @@ impl<D> core::fmt::Debug for TraceStore<D> {
             .field("layout", &self.layout)
             .field("calls", &self.calls)
             .finish_non_exhaustive()
+    }
+}
+
+impl<D> TraceStore<D> {
+    /// A fresh state for an operation: the table, its layout and the facade's config.
+    fn fresh_state(&self) -> TraceStoreState {
+        let mut state = TraceStoreState::new(self.table.as_str(), self.layout);
+        state.config = self.config;
+        state
     }
 }
 
@@ -184,15 +201,35 @@ impl<D: Driver> TraceStore<D> {
     }
 
     /// Opens `table` in `layout` without reading its schema (for drivers that cannot: a
-    /// gateway). Default [`CallOptions`].
+    /// gateway). Default [`CallOptions`]; a migration-aware process (see the module doc).
     pub fn with_layout(driver: D, table: &str, layout: Layout) -> TraceStore<D> {
-        TraceStore {
+        let config = TraceStoreConfig {
+            migration_aware: true,
+            ..TraceStoreConfig::default()
+        };
+        let mut facade = TraceStore {
             driver,
             table: table.into(),
             layout,
-            state: Mutex::new(Some(TraceStoreState::new(table, layout))),
+            config,
+            state: Mutex::new(None),
             calls: Calls::default(),
-        }
+        };
+        *facade
+            .state
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner) = Some(facade.fresh_state());
+        facade
+    }
+
+    /// The facade as an *unaware* process, as Gold's: every operation on the configured table,
+    /// no marker read, no mirror, no pause — the migration's gates must wait for it
+    /// (`docs/migration.md` §6.2). For Gold's own writers and readers (the simulator's, the
+    /// tests'); the state's caches are kept.
+    pub fn unaware(mut self) -> Self {
+        self.config.migration_aware = false;
+        self.state().config = self.config;
+        self
     }
 
     /// Seeds every operation and, if `options` set one, bounds every operation by its
@@ -212,7 +249,8 @@ impl<D: Driver> TraceStore<D> {
         &self.driver
     }
 
-    /// The table's id.
+    /// The table's id (the one opened: while it migrates, an aware facade's operations run
+    /// on the table its marker names the truth).
     pub fn table(&self) -> &str {
         &self.table
     }
@@ -225,20 +263,18 @@ impl<D: Driver> TraceStore<D> {
     /// The instance state (caches, id pool), exclusively: no operation runs while it is
     /// borrowed (e.g. to `clear_digest_cache`).
     pub fn state(&mut self) -> &mut TraceStoreState {
-        let (table, layout) = (&self.table, self.layout);
+        let fresh = self.fresh_state();
         self.state
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert_with(|| TraceStoreState::new(table.as_str(), layout))
+            .get_or_insert(fresh)
     }
 
     /// The state for an operation, lent until the returned guard drops: taken out of the
     /// facade, or a fresh one while another operation holds it.
     fn lend_state(&self) -> LentState<'_, D> {
         let mut slot = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        let state = slot
-            .take()
-            .unwrap_or_else(|| TraceStoreState::new(self.table.as_str(), self.layout));
+        let state = slot.take().unwrap_or_else(|| self.fresh_state());
         LentState {
             facade: self,
             state: Some(state),
@@ -373,7 +409,8 @@ impl<D: Driver> TraceStore<D> {
     }
 
     /// `Put`: writes `entries` at commit `repo_index` with cell timestamp `ts`; returns the
-    /// row keys written, in entry order.
+    /// row keys written, in entry order. While the table migrates (an aware facade), the rows
+    /// are the truth's table's, and the same Put is mirrored into the other table first.
     pub async fn put(
         &self,
         repo_index: i64,

@@ -20,6 +20,10 @@
 //! The retry waits the operation's back-off ([`Io::backoff`]: the [`Backoff`] schedule the
 //! retry shell [`Retrying`](crate::raw::Retrying) waits between attempts) within the operation's deadline
 //! (`docs/migration.md` §12.62).
+//!
+//! Aware writers of both schemas (§2.3, §3) decide by the marker's state alike
+//! ([`AwareWrite::in_state`]) and bound their requests alike ([`AwareDeadline`]: the
+//! `max_write` clamp after the marker read a write acts on, and the pause in a fence).
 
 use alloc::boxed::Box;
 use alloc::string::String;
@@ -27,8 +31,8 @@ use alloc::vec::Vec;
 
 use rowkit_codec::migration::{
     Gates, LEASE_US, MarkerCas, MarkerCells, MarkerChange, MarkerPlace, MarkerTransitionError,
-    MigrationCheckpoint, MigrationLayout, MigrationMarker, MigrationRecordError,
-    check_marker_change,
+    MigrationCheckpoint, MigrationLayout, MigrationMarker, MigrationRecordError, MigrationState,
+    Truth, check_marker_change,
 };
 use rowkit_codec::model::{Row, RowFilter};
 
@@ -519,5 +523,80 @@ pub fn pass_progress(
         counters: checkpoint.counters,
         rate_rows_per_s: rate,
         eta_s,
+    }
+}
+
+/// The first wait of an aware write paused in a fence before it reads the marker again; each
+/// further wait doubles, up to [`PAUSE_MAX_US`].
+pub const PAUSE_FIRST_US: i64 = 100_000;
+/// The longest wait between two marker reads of a paused write (a fence ends within a
+/// second of the switch for a paused writer).
+pub const PAUSE_MAX_US: i64 = 1_000_000;
+
+/// What an aware write does under a marker (§3's "Aware writers" column), in both schemas.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AwareWrite {
+    /// The protocol on the truth's layout alone (`cleaning`: on `to`, no mirror).
+    Alone(Truth),
+    /// The protocol on the truth's layout, then mirrored into the other one before it is
+    /// acknowledged (`copying`, `verifying`: into `to`; `switched`: into `from`).
+    Mirrored(Truth),
+    /// A fence (`switching`, `aborting`): nothing is written; the marker is read again (never
+    /// from a cache) after a back-off, until the state changes or the deadline passes.
+    Paused,
+}
+
+impl AwareWrite {
+    /// What an aware write does under a marker in `state` (no marker: the protocol alone, as
+    /// an unaware process runs it).
+    pub fn in_state(state: MigrationState) -> AwareWrite {
+        if state.is_fence() {
+            return AwareWrite::Paused;
+        }
+        match state {
+            MigrationState::Cleaning => AwareWrite::Alone(state.truth()),
+            _ => AwareWrite::Mirrored(state.truth()),
+        }
+    }
+}
+
+/// The deadline of an aware write (§2.3): no request of it is sent more than `max_write`
+/// after the marker read it acts on, so the settle time `Δ` the migrator waits after a marker
+/// change covers every write begun under the previous state; a write paused in a fence waits
+/// with a doubling back-off ([`PAUSE_FIRST_US`] to [`PAUSE_MAX_US`]) bounded by the deadline
+/// the operation was given, not by a marker read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AwareDeadline {
+    /// The deadline the operation started with (taken at its first step).
+    given: Option<Timestamp>,
+    /// Waits in a fence so far.
+    pauses: u32,
+}
+
+impl AwareDeadline {
+    /// Takes the operation's deadline as given, at its first step (later calls keep it).
+    pub fn begin<E>(&mut self, io: &Io<E>) {
+        self.given.get_or_insert(io.deadline());
+    }
+
+    /// The write acts on the marker read at `read_at`: its deadline becomes the earlier of the
+    /// given one and `read_at + max_write_us`.
+    pub fn act_on<E>(&mut self, io: &mut Io<E>, read_at: Timestamp, max_write_us: i64) {
+        let given = *self.given.get_or_insert(io.deadline());
+        io.set_deadline(given.min(read_at.saturating_add_micros(max_write_us)));
+    }
+
+    /// The write is in a fence: the given deadline restored, the next wait armed; returns when
+    /// to read the marker again.
+    pub fn pause<E>(&mut self, io: &mut Io<E>) -> Timestamp {
+        let given = *self.given.get_or_insert(io.deadline());
+        io.set_deadline(given);
+        let wait = PAUSE_FIRST_US
+            .saturating_mul(1 << self.pauses.min(20))
+            .min(PAUSE_MAX_US);
+        self.pauses = self.pauses.saturating_add(1);
+        let wake = io.now().saturating_add_micros(wait);
+        io.sleep_until(wake);
+        wake
     }
 }

@@ -191,6 +191,11 @@ impl World {
             start,
         );
         self.run(put).unwrap();
+        self.record(repo_index, entries, ts);
+    }
+
+    /// Records an acknowledged Put: a point's newest `ts` wins, the last write at an equal one.
+    fn record(&mut self, repo_index: u32, entries: Vec<PutEntry>, ts: Timestamp) {
         for e in entries {
             let key = (trace_id_text(&e.params), repo_index);
             let newer = self.expected.get(&key).is_none_or(|(_, old)| ts >= *old);
@@ -563,6 +568,265 @@ fn tables_of_one_layout_are_refused_before_any_request() {
 // ---------------------------------------------------------------------------------------------
 // The marker and checkpoint (`docs/migration.md` §2.1, §2.2, §7.1)
 // ---------------------------------------------------------------------------------------------
+
+/// A state of a migration-aware process on `table` (the client facade's).
+fn aware_state(table: &str, layout: Layout) -> TraceStoreState {
+    let mut state = TraceStoreState::new(table, layout);
+    state.config.migration_aware = true;
+    state
+}
+
+/// The entries of a test Put: trace `name` (config 8888) with digest `digest(d)`.
+fn entries_of(points: &[(&str, u64)]) -> Vec<PutEntry> {
+    points
+        .iter()
+        .map(|(name, d)| PutEntry {
+            params: params_from([("name", *name), ("config", "8888")]),
+            digest: digest(*d),
+            ..PutEntry::default()
+        })
+        .collect()
+}
+
+/// An aware Put on `state`, run alone to its end and recorded when acknowledged.
+fn aware_put(
+    w: &mut World,
+    state: &mut TraceStoreState,
+    repo_index: u32,
+    points: &[(&str, u64)],
+    ts: Timestamp,
+) {
+    let entries = entries_of(points);
+    let start = w.start();
+    let put = Put::new(
+        state,
+        i64::from(repo_index),
+        None,
+        entries.clone(),
+        ts,
+        start,
+    );
+    w.run(put).unwrap();
+    w.record(repo_index, entries, ts);
+}
+
+/// `ReadRange` of commits `0 ..= 767` on `state`: point → digest.
+fn read_on(w: &mut World, state: &mut TraceStoreState) -> BTreeMap<PointKey, String> {
+    let start = w.start();
+    let tile = w.run(ReadRange::new(state, 0, 767, start)).unwrap();
+    let mut out = BTreeMap::new();
+    for (id, trace) in tile.traces {
+        for (commit, d) in tile.commits.iter().zip(trace.digests) {
+            if !d.is_empty() {
+                out.insert((id.clone(), *commit), d);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn an_aware_put_is_mirrored_with_its_timestamp_and_reads_follow_the_truth() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let ms = |n: i64| Timestamp(T0.0 + n * 1000);
+        let m = migrator(&mut w, migrate_options(Gates::default()));
+        assert_eq!(
+            w.run(m).unwrap().end,
+            TraceMigrateEnd::InState(MigrationState::Verifying)
+        );
+        // Before the switch: on T1 (the truth), mirrored on T2 with the same `ts`.
+        let mut on_t1 = aware_state(T1, from);
+        aware_put(&mut w, &mut on_t1, 5, &[("a", 400), ("z", 401)], ms(90));
+        let name = |n: &str| trace_id_text(&params_from([("name", n), ("config", "8888")]));
+        let want = (digest(400), ms(90));
+        assert_eq!(w.stored_points(T1, from)[&(name("a"), 5)], want);
+        assert_eq!(w.stored_points(T2, w.to)[&(name("a"), 5)], want, "{from:?}");
+        assert_eq!(w.stored_points(T1, from), w.expected);
+        assert_eq!(w.stored_points(T2, w.to), w.expected);
+        // A process on T2 reads the truth, T1: a Gold write into T1 only is seen there.
+        w.gold_put(6, &[("b", 402)], ms(91));
+        let mut on_t2 = aware_state(T2, w.to);
+        let read = read_on(&mut w, &mut on_t2);
+        assert_eq!(read.get(&(name("b"), 6)), Some(&digest(402)), "{from:?}");
+        let t1 = w.read_range(T1, from, 0, 767);
+        assert_eq!(read, t1);
+        // The switch (Gold writers stopped): now T2 is the truth, T1 the mirror.
+        let m = migrator(&mut w, migrate_options(SWITCH));
+        assert_eq!(
+            w.run(m).unwrap().end,
+            TraceMigrateEnd::InState(MigrationState::Switched)
+        );
+        aware_put(&mut w, &mut on_t1, 7, &[("c", 403)], ms(92));
+        let want = (digest(403), ms(92));
+        assert_eq!(w.stored_points(T2, w.to)[&(name("c"), 7)], want);
+        assert_eq!(w.stored_points(T1, from)[&(name("c"), 7)], want);
+        // A point only T2 holds (a Gold writer restarted on T2) is what aware reads on T1 see.
+        let start = w.start();
+        let native = Put::new(
+            TraceStoreState::new(T2, w.to),
+            8,
+            None,
+            entries_of(&[("d", 404)]),
+            ms(93),
+            start,
+        );
+        w.run(native).unwrap();
+        w.record(8, entries_of(&[("d", 404)]), ms(93));
+        let read = read_on(&mut w, &mut on_t1);
+        assert_eq!(read.get(&(name("d"), 8)), Some(&digest(404)), "{from:?}");
+        assert!(!w.read_range(T1, from, 0, 767).contains_key(&(name("d"), 8)));
+        w.assert_target_equals_record(767);
+        w.check_target_clean();
+    }
+}
+
+#[test]
+fn a_mirror_that_fails_does_not_fail_the_put() {
+    let mut w = World::new(Layout::Md5);
+    seed_writes(&mut w);
+    let m = migrator(&mut w, migrate_options(Gates::default()));
+    w.run(m).unwrap();
+    Store::delete_table(&w.store, T2).unwrap();
+    let mut on_t1 = aware_state(T1, Layout::Md5);
+    let ts = Timestamp(T0.0 + 95_000);
+    aware_put(&mut w, &mut on_t1, 9, &[("e", 500)], ts);
+    assert_eq!(w.stored_points(T1, Layout::Md5), w.expected);
+}
+
+/// Steps `m` once unless it ended; its result once it did.
+fn step_or_result<M: Machine>(w: &mut World, m: &mut M) -> Option<Result<M::Output, M::Error>> {
+    while m.poll_event().is_some() {}
+    if let Some(result) = m.result() {
+        return Some(result);
+    }
+    w.step(m);
+    None
+}
+
+#[test]
+fn an_aware_put_in_a_fence_pauses_and_goes_on_after_the_switch() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let m = migrator(&mut w, migrate_options(Gates::default()));
+        w.run(m).unwrap();
+        let mut switch = migrator(&mut w, migrate_options(SWITCH));
+        while stored_states(&w).0 != Some(MigrationState::Switching) {
+            assert!(step_or_result(&mut w, &mut switch).is_none());
+        }
+        let ts = Timestamp(T0.0 + 100_000);
+        let entries = entries_of(&[("f", 600)]);
+        let key = (
+            trace_id_text(&params_from([("name", "f"), ("config", "8888")])),
+            10,
+        );
+        let mut on_t1 = aware_state(T1, from);
+        let start = w.start();
+        let mut put = Put::new(&mut on_t1, 10, None, entries.clone(), ts, start);
+        // Put and migrator interleaved: the Put writes nothing while the fence stands.
+        let mut put_steps = 0;
+        let mut switched = None;
+        let acknowledged = loop {
+            if switched.is_none() {
+                switched = step_or_result(&mut w, &mut switch);
+            }
+            let fenced = stored_states(&w).0 == Some(MigrationState::Switching);
+            if let Some(result) = step_or_result(&mut w, &mut put) {
+                break result;
+            }
+            put_steps += 1;
+            if fenced {
+                assert!(!w.stored_points(T1, from).contains_key(&key), "{from:?}");
+                assert!(!w.stored_points(T2, w.to).contains_key(&key), "{from:?}");
+            }
+        };
+        acknowledged.unwrap();
+        assert!(put_steps > 3, "the Put read the marker again while paused");
+        assert_eq!(
+            stored_states(&w).0,
+            Some(MigrationState::Switched),
+            "acknowledged after the switch"
+        );
+        w.record(10, entries, ts);
+        // On T2 (the new truth), mirrored on T1.
+        assert_eq!(w.stored_points(T2, w.to)[&key], (digest(600), ts));
+        assert_eq!(w.stored_points(T1, from)[&key], (digest(600), ts));
+        while switched.is_none() {
+            switched = step_or_result(&mut w, &mut switch);
+        }
+        assert_eq!(
+            switched.unwrap().unwrap().end,
+            TraceMigrateEnd::InState(MigrationState::Switched)
+        );
+        w.assert_target_equals_record(767);
+    }
+}
+
+#[test]
+fn aware_writers_beside_a_whole_migration_leave_every_point_in_the_target() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        // No gate waits for aware writers: one run goes through to the end while they write.
+        // They write in bursts (300 of every 1000 migrator requests): a verification pass
+        // finds differences while points land behind its reads of T1 (§4.5), so writes on
+        // every request would keep it from ever ending clean.
+        let mut run = migrator(&mut w, migrate_options(Gates::ALL));
+        let mut writer = aware_state(T1, from);
+        let (mut n, mut k): (u64, u64) = (0, 0);
+        let outcome = loop {
+            assert!(k < 2_000_000, "the run ended");
+            if k % 1000 >= 300 {
+                k += 1;
+                match step_or_result(&mut w, &mut run) {
+                    Some(ended) => break ended.unwrap(),
+                    None => continue,
+                }
+            }
+            // One aware Put, interleaved request by request with the migrator.
+            let i = (n % 4) as usize;
+            let entries = entries_of(&[(["a", "b", "g", "h"][i], 1000 + n)]);
+            let commit = [3u32, 4, 260, 700][i];
+            let ts = Timestamp(T0.0 + 200_000 + i64::try_from(n).unwrap() * 1000);
+            let start = w.start();
+            let mut put = Put::new(
+                &mut writer,
+                i64::from(commit),
+                None,
+                entries.clone(),
+                ts,
+                start,
+            );
+            let mut ended = None;
+            let done = loop {
+                if ended.is_none() {
+                    k += 1;
+                    ended = step_or_result(&mut w, &mut run);
+                }
+                if let Some(result) = step_or_result(&mut w, &mut put) {
+                    break result;
+                }
+            };
+            done.unwrap();
+            w.record(commit, entries, ts);
+            n += 1;
+            if let Some(ended) = ended {
+                break ended.unwrap();
+            }
+        };
+        assert_eq!(outcome.end, TraceMigrateEnd::Cleaned, "{from:?}");
+        assert!(n > 20, "{n} writes beside the run");
+        // After the clean-up the writer's table is the forwarding note: its Puts go to T2.
+        let ts = Timestamp(T0.0 + 900_000_000);
+        aware_put(&mut w, &mut writer, 5, &[("a", 9999)], ts);
+        let t1: Vec<Vec<u8>> = w.rows(T1).into_iter().map(|r| r.key).collect();
+        assert_eq!(t1, vec![b":rk:m:0000000000:".to_vec()]);
+        w.assert_target_equals_record(767);
+        w.check_target_clean();
+    }
+}
 
 fn trace_marker(state: MigrationState, role: MarkerRole) -> TraceMigrationMarker {
     TraceMigrationMarker {

@@ -17,6 +17,12 @@
 //! operation is an explicit state machine (a [`Flow`](crate::operation::Flow) with a phase
 //! enum); no async code is involved.
 //!
+//! `Put`, `ReadRange`, `ReadDense`, `NewestTile` and `StreamTile` run inside [`Aware`]: on a
+//! state whose [`TraceStoreConfig::migration_aware`] is set (the client facade's) they follow
+//! the table's live layout migration (`docs/migration.md` §9) — reads on the truth's table, a
+//! Put mirrored into the other table or paused in a fence; on a bare state (Gold's behaviour)
+//! they are the spec's operations on the state's table, with no request more.
+//!
 //! ```
 //! use rowkit_codec::tracestore::Layout;
 //! use rowkit_statemachines::operation::Start;
@@ -34,6 +40,7 @@
 
 mod allocate;
 mod assign;
+mod aware;
 mod check;
 mod digest_map;
 mod error;
@@ -57,13 +64,14 @@ use rowkit_codec::tracestore::{ParamSet, Params};
 
 pub use allocate::{AllocateDigestIds, AllocateDigestIdsFlow};
 pub use assign::{AssignDigestIds, AssignDigestIdsFlow};
+pub use aware::{Aware, TableFlow};
 pub use check::{Check, CheckFlow, MAX_ID_BITS};
 pub use error::TraceStoreError;
 pub use newest_tile::{NewestTile, NewestTileFlow};
 pub use put::{Put, PutFlow};
 pub use read_dense::{ReadDense, ReadDenseFlow};
 pub use read_range::{ReadRange, ReadRangeFlow};
-pub use state::{CachedOps, DigestCache, TraceStoreState};
+pub use state::{CachedOps, DigestCache, TraceStoreConfig, TraceStoreState};
 pub use stream_tile::{StreamTile, StreamTileFlow};
 
 #[allow(unused_imports)]

@@ -4,7 +4,10 @@ use rowkit_codec::model::{RowFilter, RowSet};
 use rowkit_codec::tracestore::cells::{COLUMN_HASH, FAMILY_OPS};
 use rowkit_codec::tracestore::keys::{OPS_ROWS_PREFIX, parse_ops_row_tile_key, tile_index_of_key};
 
+use rowkit_codec::tracestore::Layout;
+
 use super::TraceStoreEvent;
+use super::aware::{Aware, TableFlow};
 use super::requests::{family, read_request};
 use super::state::TraceStoreState;
 use super::{Progress, TraceStoreSchema, begin};
@@ -12,13 +15,14 @@ use crate::children::ChildId;
 use crate::operation::{ContextArg, Flow, Io, Operation, Start};
 use crate::ready;
 
-/// `NewestTile`: the index of the newest tile, `None` when the table has none.
-pub type NewestTile<'a> = Operation<'a, NewestTileFlow>;
+/// `NewestTile`: the index of the newest tile, `None` when the table has none (an aware
+/// process's: of the truth's table, [`Aware`]).
+pub type NewestTile<'a> = Operation<'a, Aware<NewestTileFlow>>;
 
 impl<'a> NewestTile<'a> {
     /// Finds the newest tile as `start` says.
     pub fn new(state: impl Into<ContextArg<'a, TraceStoreState>>, start: Start) -> Self {
-        begin(state, Ok(NewestTileFlow::new()), start)
+        begin(state, Ok(Aware::new(NewestTileFlow::new())), start)
     }
 }
 
@@ -43,6 +47,14 @@ impl NewestTileFlow {
         NewestTileFlow {
             phase: Phase::Start,
         }
+    }
+}
+
+impl TableFlow for NewestTileFlow {
+    const WRITES: bool = false;
+
+    fn mirror(&self, _layout: Layout) -> Option<NewestTileFlow> {
+        None
     }
 }
 

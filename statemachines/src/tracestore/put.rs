@@ -19,6 +19,7 @@ use rowkit_codec::tracestore::ops::{ParamSetBuilder, trace_id_text};
 use rowkit_codec::tracestore::{Layout, OrderedParamSet};
 
 use super::assign::AssignDigestIdsFlow;
+use super::aware::{Aware, TableFlow};
 use super::state::TraceStoreState;
 use super::update_ops::UpdateOps;
 use super::{Progress, PutEntry, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin};
@@ -103,8 +104,10 @@ fn check_put(
 /// `Put(commit, entries, ts)`: OPS update, (digest-id) id assignment, then `MutateRows`
 /// chunks. `bad repo index`, `bad timestamp` and `options not supported by the digest-id
 /// layout` are raised before any request. Its output is the row keys it wrote, in entry
-/// order (an entry's trace row, then, md5 with options, its options row).
-pub type Put<'a> = Operation<'a, PutFlow>;
+/// order (an entry's trace row, then, md5 with options, its options row). An aware process's
+/// Put writes the truth's table and mirrors into the other one, or pauses in a fence
+/// ([`Aware`]).
+pub type Put<'a> = Operation<'a, Aware<PutFlow>>;
 
 impl<'a> Put<'a> {
     /// A Put of `entries` at commit `repo_index` with cell timestamp `ts` (options rows at
@@ -122,11 +125,13 @@ impl<'a> Put<'a> {
             Some(s) => check_put(s, repo_index, commit_time, &entries, ts),
             None => Ok(()),
         };
-        let flow = checked.map(|()| PutFlow {
-            repo_index,
-            commit_time,
-            ts,
-            phase: Phase::Start(entries),
+        let flow = checked.map(|()| {
+            Aware::new(PutFlow {
+                repo_index,
+                commit_time,
+                ts,
+                phase: Phase::Start(entries),
+            })
         });
         begin(state, flow, start)
     }
@@ -291,6 +296,34 @@ impl PutFlow {
                     assign: AssignDigestIdsFlow::new(digests),
                 }
             }
+        })
+    }
+}
+
+impl TableFlow for PutFlow {
+    const WRITES: bool = true;
+
+    /// The same Put — commit, entries, `ts`, commit time — on a table of `layout`; into the
+    /// digest-id layout without options, which it cannot hold (`docs/migration.md` §5.7).
+    fn mirror(&self, layout: Layout) -> Option<PutFlow> {
+        let Phase::Start(entries) = &self.phase else {
+            return None;
+        };
+        let entries = entries
+            .iter()
+            .map(|e| PutEntry {
+                options: match layout {
+                    Layout::Md5 => e.options.clone(),
+                    Layout::DigestId => Default::default(),
+                },
+                ..e.clone()
+            })
+            .collect();
+        Some(PutFlow {
+            repo_index: self.repo_index,
+            commit_time: self.commit_time,
+            ts: self.ts,
+            phase: Phase::Start(entries),
         })
     }
 }

@@ -5,10 +5,11 @@ use alloc::collections::BTreeMap;
 use alloc::string::String;
 use alloc::vec::Vec;
 
-use rowkit_codec::tracestore::ParamSet;
 use rowkit_codec::tracestore::keys::{TILE_SIZE, repo_index_position, tile_index_of_key, tile_key};
 use rowkit_codec::tracestore::ops::normalize_param_set;
+use rowkit_codec::tracestore::{Layout, ParamSet};
 
+use super::aware::{Aware, TableFlow};
 use super::range::TracesInRange;
 use super::state::TraceStoreState;
 use super::{Progress, Tile, Trace, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin};
@@ -18,8 +19,9 @@ use crate::ready;
 /// Tile steps of a dense read.
 pub(crate) const MAX_DENSE_STEPS: usize = 50;
 
-/// `ReadDense(last, n)`: the newest `n` commits up to `last` that hold data.
-pub type ReadDense<'a> = Operation<'a, ReadDenseFlow>;
+/// `ReadDense(last, n)`: the newest `n` commits up to `last` that hold data (an aware
+/// process's: of the truth's table, [`Aware`]).
+pub type ReadDense<'a> = Operation<'a, Aware<ReadDenseFlow>>;
 
 impl<'a> ReadDense<'a> {
     /// Reads the newest `n` commits up to `last` that hold data as `start` says.
@@ -29,7 +31,7 @@ impl<'a> ReadDense<'a> {
         n: usize,
         start: Start,
     ) -> Self {
-        let flow = ReadDenseFlow::new(last, n);
+        let flow = ReadDenseFlow::new(last, n).map(Aware::new);
         begin(state, flow, start)
     }
 }
@@ -141,6 +143,14 @@ impl ReadDenseFlow {
             traces: core::mem::take(&mut self.traces),
             paramset,
         }
+    }
+}
+
+impl TableFlow for ReadDenseFlow {
+    const WRITES: bool = false;
+
+    fn mirror(&self, _layout: Layout) -> Option<ReadDenseFlow> {
+        None
     }
 }
 

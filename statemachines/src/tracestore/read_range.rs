@@ -1,16 +1,18 @@
 //! `ReadRange(first, last)` (`spec/tracestore.md` 12.2): every trace of the commits
 //! `first ..= last`, one [`TracesInRange`] over their tiles.
 
-use rowkit_codec::tracestore::CodecError;
 use rowkit_codec::tracestore::keys::{TilePosition, repo_index_position};
+use rowkit_codec::tracestore::{CodecError, Layout};
 
+use super::aware::{Aware, TableFlow};
 use super::range::TracesInRange;
 use super::state::TraceStoreState;
 use super::{Progress, Tile, TraceStoreError, TraceStoreEvent, TraceStoreSchema, begin};
 use crate::operation::{ContextArg, Flow, Io, Operation, Start};
 
-/// `ReadRange(first, last)`: every trace of the commits `first ..= last`.
-pub type ReadRange<'a> = Operation<'a, ReadRangeFlow>;
+/// `ReadRange(first, last)`: every trace of the commits `first ..= last` (an aware process's:
+/// of the truth's table, [`Aware`]).
+pub type ReadRange<'a> = Operation<'a, Aware<ReadRangeFlow>>;
 
 impl<'a> ReadRange<'a> {
     /// Reads the commits `first ..= last` as `start` says.
@@ -22,7 +24,7 @@ impl<'a> ReadRange<'a> {
     ) -> Self {
         let flow = check_range(first, last)
             .and_then(|(a, b)| TracesInRange::new(a.tile_key, b.tile_key, a.offset, b.offset))
-            .map(|range| ReadRangeFlow { first, last, range });
+            .map(|range| Aware::new(ReadRangeFlow { first, last, range }));
         begin(state, flow, start)
     }
 }
@@ -43,6 +45,14 @@ pub struct ReadRangeFlow {
     first: i64,
     last: i64,
     range: TracesInRange,
+}
+
+impl TableFlow for ReadRangeFlow {
+    const WRITES: bool = false;
+
+    fn mirror(&self, _layout: Layout) -> Option<ReadRangeFlow> {
+        None
+    }
 }
 
 impl Flow for ReadRangeFlow {

@@ -1,14 +1,18 @@
 //! `TraceStoreState` (`spec/tracestore.md` 17.1): what one open trace store keeps between
 //! operations — the table and its layout, the OPS cache, and in the digest-id layout the
-//! digest cache and the id pool.
+//! digest cache and the id pool; for a migration-aware process (`docs/migration.md` §2.3, §9)
+//! also the table's migration marker as last read and the state of the other table of the
+//! migration it names.
 
 use alloc::collections::{BTreeMap, VecDeque};
 use alloc::string::String;
 use alloc::sync::Arc;
 use alloc::vec::Vec;
 
+use rowkit_codec::migration::MARKER_TTL_US;
 use rowkit_codec::model::Timestamp;
 use rowkit_codec::tracestore::CodecError;
+use rowkit_codec::tracestore::migration::TraceMigrationMarker;
 use rowkit_codec::tracestore::{Layout, OrderedParamSet};
 
 use super::TraceStoreError;
@@ -94,10 +98,41 @@ impl DigestCache {
     }
 }
 
+/// How a trace store process treats live layout migrations (`docs/migration.md` §2.3, §6.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceStoreConfig {
+    /// Whether this process is *aware* of migrations (§9): its operations read the table's
+    /// marker `:rk:m:0000000000:` (kept at most `marker_ttl_us`), its reads go to the truth's
+    /// table, its Puts go to the truth's table and are mirrored into the other one, and pause
+    /// in a fence ([`Aware`](super::Aware)). Off (Gold's own behaviour: the configured table,
+    /// no marker) for a bare state; the client facade turns it on.
+    pub migration_aware: bool,
+    /// How long an aware process keeps the marker (`marker_ttl`, §2.3; default
+    /// [`MARKER_TTL_US`], 5 s).
+    pub marker_ttl_us: i64,
+}
+
+impl Default for TraceStoreConfig {
+    fn default() -> TraceStoreConfig {
+        TraceStoreConfig {
+            migration_aware: false,
+            marker_ttl_us: MARKER_TTL_US,
+        }
+    }
+}
+
 /// One open trace store (`spec/tracestore.md` 17.1). A machine borrows it exclusively while
 /// it runs; concurrent work uses several states.
 #[derive(Clone, Debug)]
 pub struct TraceStoreState {
+    /// How the process treats migrations (unaware by default).
+    pub config: TraceStoreConfig,
+    /// An aware process's marker of this table as read, and when (`None`: to be read; a fence
+    /// is never kept, §2.3).
+    pub(crate) marker: Option<(Timestamp, Option<TraceMigrationMarker>)>,
+    /// The other table of the migration the marker names (its OPS cache, digest map and id
+    /// pool are its own, §5.1), once an aware operation needed it.
+    pub(crate) other: Option<alloc::boxed::Box<TraceStoreState>>,
     pub(crate) table: String,
     pub(crate) app_profile_id: String,
     pub(crate) layout: Layout,
@@ -114,6 +149,9 @@ impl TraceStoreState {
     /// A fresh state for `table` in `layout` (empty caches, empty pool).
     pub fn new(table: impl Into<String>, layout: Layout) -> TraceStoreState {
         TraceStoreState {
+            config: TraceStoreConfig::default(),
+            marker: None,
+            other: None,
             table: table.into(),
             app_profile_id: String::new(),
             layout,
@@ -140,6 +178,44 @@ impl TraceStoreState {
             return self.pool.iter().take(n).copied().collect();
         }
         self.pool.drain(..n).collect()
+    }
+
+    /// The marker an aware operation starting at `now` acts on without reading it again: the
+    /// one read less than `marker_ttl` ago, with when it was read (§2.3).
+    pub(crate) fn cached_marker(
+        &self,
+        now: Timestamp,
+    ) -> Option<(Timestamp, Option<&TraceMigrationMarker>)> {
+        let (at, marker) = self.marker.as_ref()?;
+        (now < at.saturating_add_micros(self.config.marker_ttl_us))
+            .then_some((*at, marker.as_ref()))
+    }
+
+    /// Keeps the marker read at `read_at`; a fence is not kept, so that every operation reads
+    /// it again.
+    pub(crate) fn cache_marker(
+        &mut self,
+        read_at: Timestamp,
+        marker: Option<TraceMigrationMarker>,
+    ) {
+        let fence = marker.as_ref().is_some_and(|m| m.state.is_fence());
+        self.marker = (!fence).then_some((read_at, marker));
+    }
+
+    /// The state of `table` in `layout`, the other table of a migration: the one kept, or a
+    /// fresh one (same app profile, unaware: the aware operation routes its flows itself).
+    pub(crate) fn other_table(&mut self, table: &str, layout: Layout) -> &mut TraceStoreState {
+        let kept = self
+            .other
+            .as_ref()
+            .is_some_and(|o| o.table == table && o.layout == layout);
+        if !kept {
+            let mut other = TraceStoreState::new(table, layout);
+            other.app_profile_id = self.app_profile_id.clone();
+            self.other = Some(alloc::boxed::Box::new(other));
+        }
+        self.other
+            .get_or_insert_with(|| alloc::boxed::Box::new(TraceStoreState::new(table, layout)))
     }
 
     /// The table.

@@ -11,10 +11,11 @@ use alloc::vec::Vec;
 
 use rowkit_codec::model::Row;
 use rowkit_codec::tracestore::CodecError;
-use rowkit_codec::tracestore::OrderedParamSet;
 use rowkit_codec::tracestore::keys::{SHARDS, tile_key};
 use rowkit_codec::tracestore::ops::trace_id_text;
+use rowkit_codec::tracestore::{Layout, OrderedParamSet};
 
+use super::aware::{Aware, TableFlow};
 use super::digest_map::ReadFullMap;
 use super::requests::{ops_read_request, take_ops_read};
 use super::state::TraceStoreState;
@@ -27,8 +28,8 @@ use crate::operation::{ContextArg, Flow, Io, Operation, Start};
 use crate::ready;
 
 /// `StreamTile(index)`: the traces of tile `index`, emitted in batches; the output is how many
-/// traces were emitted.
-pub type StreamTile<'a> = Operation<'a, StreamTileFlow>;
+/// traces were emitted (an aware process's: of the truth's table, [`Aware`]).
+pub type StreamTile<'a> = Operation<'a, Aware<StreamTileFlow>>;
 
 impl<'a> StreamTile<'a> {
     /// Streams tile `index` as `start` says.
@@ -41,11 +42,11 @@ impl<'a> StreamTile<'a> {
         let flow = if tk < 0 {
             Err(TraceStoreError::Codec(CodecError::BadRepoIndex))
         } else {
-            Ok(StreamTileFlow {
+            Ok(Aware::new(StreamTileFlow {
                 tile_key: tk,
                 phase: Phase::Start,
                 emitted: 0,
-            })
+            }))
         };
         begin(state, flow, start)
     }
@@ -151,6 +152,14 @@ impl StreamTileFlow {
             }));
         }
         Ok(Ok(()))
+    }
+}
+
+impl TableFlow for StreamTileFlow {
+    const WRITES: bool = false;
+
+    fn mirror(&self, _layout: Layout) -> Option<StreamTileFlow> {
+        None
     }
 }
 

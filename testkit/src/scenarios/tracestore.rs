@@ -140,9 +140,11 @@ fn setup_on(store: &dyn Store, table: &str, layout: Layout) -> Result<(), TraceS
 /// A facade over a scenario store.
 pub type Gold<'s> = TraceStore<SyncDriver<&'s dyn Store, &'s ManualClock>>;
 
+/// A Gold process on the scenario table: unaware of migrations, so that it sends exactly the
+/// requests the spec's sequences name (no marker read).
 pub fn open<'s>(store: &'s dyn Store, clock: &'s ManualClock, seed: u64) -> Gold<'s> {
     block_on(TraceStore::open(SyncDriver::new(store, clock), TABLE, None))
-        .map(|g| g.with_options(seeded(seed)))
+        .map(|g| g.unaware().with_options(seeded(seed)))
         .unwrap()
 }
 
@@ -573,7 +575,7 @@ pub fn concurrent_writers(
                     TABLE,
                     None,
                 ))
-                .map(|g| g.with_options(seeded(seed * 100 + w as u64)))
+                .map(|g| g.unaware().with_options(seeded(seed * 100 + w as u64)))
                 .unwrap();
                 for c in (0..3).rev() {
                     if digests[c].is_empty() {
@@ -601,7 +603,7 @@ pub fn concurrent_writers(
                     TABLE,
                     None,
                 ))
-                .map(|g| g.with_options(seeded(seed * 100 + 99)))
+                .map(|g| g.unaware().with_options(seeded(seed * 100 + 99)))
                 .unwrap();
                 while *writers_left.lock().unwrap() > 0 {
                     let tile = block_on(reader.read_range(0, 2))
@@ -1434,7 +1436,7 @@ pub fn concurrent_allocators(store: &dyn Store, lose_some: bool) {
                     TABLE,
                     None,
                 ))
-                .map(|g| g.with_options(seeded(t)))
+                .map(|g| g.unaware().with_options(seeded(t)))
                 .unwrap();
                 let mut rng = SplitMix64::new(t + 1);
                 for _ in 0..200 {
@@ -1468,7 +1470,7 @@ pub fn concurrent_inserts(store: &dyn Store) {
             let clock = &clock;
             s.spawn(move || {
                 let gold = block_on(TraceStore::open(SyncDriver::new(store, clock), TABLE, None))
-                    .map(|g| g.with_options(seeded(w)))
+                    .map(|g| g.unaware().with_options(seeded(w)))
                     .unwrap();
                 for step in 0..4u64 {
                     let entries = (0..10u64)

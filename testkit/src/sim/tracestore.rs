@@ -502,7 +502,8 @@ impl Workload for TraceStoreWorkload {
             self.table,
             Some(self.layout),
         ))
-        .map(|g| g.with_options(seeded(1)))
+        // Gold's reader: the table the run ends on, whatever marker it holds.
+        .map(|g| g.unaware().with_options(seeded(1)))
         .map_err(|e| format!("open: {e}"))?;
         let tile =
             block_on(fresh.read_range(0, LAST_COMMIT)).map_err(|e| format!("final read: {e}"))?;

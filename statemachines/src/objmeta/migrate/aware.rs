@@ -12,7 +12,9 @@
 //! The marker comes with the vFormat in the lookup's one `ReadRow` ([`BucketVFormat`]), kept
 //! at most `marker_ttl`. The deadline is clamped to [`MAX_WRITE_US`] after the marker read the
 //! write acts on (a cached read counts from when it was read), so no write request of it is
-//! sent later than that: the settle time `Δ` the migrator waits covers it.
+//! sent later than that: the settle time `Δ` the migrator waits covers it. The decision by
+//! state, the clamp and the pause are the ones the trace store's aware writers share
+//! ([`AwareWrite`], [`AwareDeadline`]).
 //!
 //! The keys a protocol wrote are the ones its change events name (`Put`, `Delete` of the
 //! bucket's collection: exactly the writes that applied). Each is mirrored by the one sync
@@ -27,7 +29,7 @@ use alloc::vec::Vec;
 
 use rowkit_codec::objmeta::keys::{VFormat, collection_for_bucket};
 use rowkit_codec::objmeta::migration::Truth;
-use rowkit_codec::objmeta::migration::marker::{MAX_WRITE_US, MigrationState};
+use rowkit_codec::objmeta::migration::marker::MAX_WRITE_US;
 use rowkit_codec::objmeta::migration::sync::map_key;
 
 use super::super::documents::BucketVFormat;
@@ -35,14 +37,8 @@ use super::super::requests::{OmIo, P};
 use super::super::{BucketLayout, ObjmetaEvent, ObjmetaSchema, ObjmetaState};
 use super::sync::SyncKeyFlow;
 use crate::Timestamp;
+use crate::migration::{AwareDeadline, AwareWrite};
 use crate::operation::Flow;
-
-/// The first wait of a write paused in a fence before it reads the marker again; each
-/// further wait doubles, up to [`PAUSE_MAX_US`].
-pub const PAUSE_FIRST_US: i64 = 100_000;
-/// The longest wait between two marker reads of a paused write (a fence ends within a
-/// second of the switch for a paused writer).
-pub const PAUSE_MAX_US: i64 = 1_000_000;
 
 /// An objmeta write protocol that an aware process runs under the marker: the wrapper looks
 /// the bucket up, then hands the protocol its key format.
@@ -68,16 +64,15 @@ fn decide(layout: &BucketLayout) -> Option<Option<Mirror>> {
     let Some(marker) = &layout.marker else {
         return Some(None);
     };
-    match marker.state {
-        MigrationState::Switching | MigrationState::Aborting => None,
-        MigrationState::Cleaning => Some(None),
-        MigrationState::Copying | MigrationState::Verifying | MigrationState::Switched => {
-            Some(Some(Mirror {
-                from: marker.from,
-                to: marker.to,
-                truth: marker.state.truth(),
-            }))
-        }
+    match AwareWrite::in_state(marker.state) {
+        AwareWrite::Paused => None,
+        // The protocol's own lookup gave it `d:vFormat`, the truth's format.
+        AwareWrite::Alone(_) => Some(None),
+        AwareWrite::Mirrored(truth) => Some(Some(Mirror {
+            from: marker.from,
+            to: marker.to,
+            truth,
+        })),
     }
 }
 
@@ -86,9 +81,8 @@ fn decide(layout: &BucketLayout) -> Option<Option<Mirror>> {
 #[derive(Debug)]
 pub(in crate::objmeta) struct Aware<F: Flow> {
     protocol: F,
-    /// The deadline the operation started with (taken at the first step): a marker read
-    /// moves the deadline to the earlier of it and `read + max_write`.
-    deadline: Option<Timestamp>,
+    /// The deadline the operation started with, clamped after each marker read (§2.3).
+    deadline: AwareDeadline,
     /// How long after the marker read it acts on the write may send (§2.3).
     max_write_us: i64,
     phase: AwarePhase<F::Output>,
@@ -101,13 +95,10 @@ enum AwarePhase<T> {
     /// Nothing done yet; the write acts on this layout, read before it began (a repair's
     /// scheduling delete's, §2.3).
     Given(BucketLayout),
-    /// The bucket's vFormat and marker being looked up (after `pauses` waits in a fence).
-    Lookup(BucketVFormat, u32),
-    /// In a fence: waiting until `wake` to read the marker again (`pauses` so far).
-    Paused {
-        wake: Timestamp,
-        pauses: u32,
-    },
+    /// The bucket's vFormat and marker being looked up.
+    Lookup(BucketVFormat),
+    /// In a fence: waiting until `wake` to read the marker again.
+    Paused(Timestamp),
     /// The protocol running; `keys` it wrote so far (only collected when mirroring).
     Protocol {
         mirror: Option<Mirror>,
@@ -129,7 +120,7 @@ impl<F: Protocol> Aware<F> {
     pub(in crate::objmeta) fn new(protocol: F) -> Aware<F> {
         Aware {
             protocol,
-            deadline: None,
+            deadline: AwareDeadline::default(),
             max_write_us: MAX_WRITE_US,
             phase: AwarePhase::Start,
         }
@@ -145,7 +136,7 @@ impl<F: Protocol> Aware<F> {
     ) -> Aware<F> {
         Aware {
             protocol,
-            deadline: None,
+            deadline: AwareDeadline::default(),
             max_write_us,
             phase: AwarePhase::Given(layout),
         }
@@ -214,34 +205,34 @@ where
                     };
                 }
                 AwarePhase::Start => {
-                    self.deadline = Some(io.deadline());
-                    self.phase = AwarePhase::Lookup(BucketVFormat::Start, 0);
+                    self.deadline.begin(io);
+                    self.phase = AwarePhase::Lookup(BucketVFormat::Start);
                 }
                 AwarePhase::Given(layout) => {
-                    self.deadline = Some(io.deadline());
-                    self.act_on(io, layout, 0);
-                    if let AwarePhase::Paused { .. } = self.phase {
+                    self.deadline.begin(io);
+                    self.act_on(io, layout);
+                    if let AwarePhase::Paused(_) = self.phase {
                         return Ok(None);
                     }
                 }
-                AwarePhase::Lookup(mut lookup, pauses) => {
+                AwarePhase::Lookup(mut lookup) => {
                     let bucket = self.protocol.bucket();
                     let Some(layout) = lookup.poll_layout(io, st, bucket)? else {
-                        self.phase = AwarePhase::Lookup(lookup, pauses);
+                        self.phase = AwarePhase::Lookup(lookup);
                         return Ok(None);
                     };
-                    self.act_on(io, layout, pauses);
-                    if let AwarePhase::Paused { .. } = self.phase {
+                    self.act_on(io, layout);
+                    if let AwarePhase::Paused(_) = self.phase {
                         return Ok(None);
                     }
                 }
-                AwarePhase::Paused { wake, pauses } => {
+                AwarePhase::Paused(wake) => {
                     if io.now() < wake {
                         io.sleep_until(wake);
-                        self.phase = AwarePhase::Paused { wake, pauses };
+                        self.phase = AwarePhase::Paused(wake);
                         return Ok(None);
                     }
-                    self.phase = AwarePhase::Lookup(BucketVFormat::Fresh, pauses);
+                    self.phase = AwarePhase::Lookup(BucketVFormat::Fresh);
                 }
                 AwarePhase::Protocol { mirror, mut keys } => {
                     let mark = io.emitted();
@@ -305,33 +296,19 @@ where
 }
 
 impl<F: Protocol> Aware<F> {
-    /// After a marker read (`layout`, after `pauses` waits): the deadline clamped to
-    /// `max_write` after it, then the protocol started on the truth — or, in a fence, the
-    /// next wait armed (bounded by the deadline the write was given, not by this read).
-    fn act_on(&mut self, io: &mut OmIo, layout: BucketLayout, pauses: u32) {
-        let started = self.deadline.unwrap_or_else(|| io.deadline());
+    /// After a marker read (`layout`): the deadline clamped to `max_write` after it, then the
+    /// protocol started on the truth — or, in a fence, the next wait armed.
+    fn act_on(&mut self, io: &mut OmIo, layout: BucketLayout) {
         match decide(&layout) {
             Some(mirror) => {
-                let latest = layout.read_at.saturating_add_micros(self.max_write_us);
-                io.set_deadline(started.min(latest));
+                self.deadline.act_on(io, layout.read_at, self.max_write_us);
                 self.protocol.use_layout(&layout);
                 self.phase = AwarePhase::Protocol {
                     mirror,
                     keys: Vec::new(),
                 };
             }
-            None => {
-                io.set_deadline(started);
-                let wait = PAUSE_FIRST_US
-                    .saturating_mul(1 << pauses.min(20))
-                    .min(PAUSE_MAX_US);
-                let wake = io.now().saturating_add_micros(wait);
-                io.sleep_until(wake);
-                self.phase = AwarePhase::Paused {
-                    wake,
-                    pauses: pauses + 1,
-                };
-            }
+            None => self.phase = AwarePhase::Paused(self.deadline.pause(io)),
         }
     }
 }
