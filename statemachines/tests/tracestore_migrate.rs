@@ -688,7 +688,7 @@ fn a_mirror_that_fails_does_not_fail_the_put() {
     seed_writes(&mut w);
     let m = migrator(&mut w, migrate_options(Gates::default()));
     w.run(m).unwrap();
-    Store::delete_table(&w.store, T2).unwrap();
+    Store::delete_table(&w.world.store, T2).unwrap();
     let mut on_t1 = aware_state(T1, Layout::Md5);
     let ts = Timestamp(T0.0 + 95_000);
     aware_put(&mut w, &mut on_t1, 9, &[("e", 500)], ts);
