@@ -802,11 +802,43 @@ fn aware_writers_beside_a_whole_migration_leave_every_point_in_the_target() {
             let mut ended = None;
             let done = loop {
                 if ended.is_none() {
-                    k += 1;
-                    ended = step_or_result(&mut w, &mut run);
+                    while run.poll_event().is_some() {}
+                    ended = run.result();
                 }
-                if let Some(result) = step_or_result(&mut w, &mut put) {
+                while put.poll_event().is_some() {}
+                if let Some(result) = put.result() {
                     break result;
+                }
+                // One request of each in turn. The clock moves to a timer only when both wait
+                // on one, the earlier firing: jumping it over the Put's requests (to the end
+                // of the migrator's settle wait, say) would age the Put past its deadline,
+                // which real time does not (its requests take milliseconds).
+                let running = ended.is_none();
+                let mut sent = false;
+                if running && let Some((tag, request)) = run.poll_request() {
+                    k += 1;
+                    w.world.execute(&mut run, tag, request);
+                    sent = true;
+                }
+                if let Some((tag, request)) = put.poll_request() {
+                    w.world.execute(&mut put, tag, request);
+                    sent = true;
+                }
+                if sent {
+                    continue;
+                }
+                let run_at = if running { run.poll_timeout() } else { None };
+                match (run_at, put.poll_timeout()) {
+                    (Some(a), Some(b)) if a < b => {
+                        k += 1;
+                        w.world.fire_timer(&mut run);
+                    }
+                    (_, Some(_)) => w.world.fire_timer(&mut put),
+                    (Some(_), None) => {
+                        k += 1;
+                        w.world.fire_timer(&mut run);
+                    }
+                    (None, None) => panic!("neither the migrator nor the Put waits on anything"),
                 }
             };
             done.unwrap();
