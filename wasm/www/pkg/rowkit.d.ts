@@ -530,6 +530,8 @@ export interface MigrateTableOptions {
     takeOver?: boolean;
     /** The checkpoints' lease owner (default: a random `browser:…` name). */
     owner?: string;
+    /** `--drop-source` is refused: deleting the source table is an admin request a browser cannot send (`rowkit gold migrate --finish --drop-source` does it). */
+    dropSource?: false;
 }
 
 /** A trace point a sweep named (§5.6). */
