@@ -24,7 +24,9 @@ use rowkit_codec::tracestore::{Layout, decode_ops_gob};
 use rowkit_statemachines::check::{CheckOptions, CheckTarget};
 use rowkit_statemachines::objmeta::migrate::pass::{PassFinding, PassProgress};
 use rowkit_statemachines::operation::Start;
-use rowkit_statemachines::tracestore::migrate::copy_tile::{CopyTile, CopyTileSummary};
+use rowkit_statemachines::tracestore::migrate::copy_tile::{
+    CopyTile, CopyTileSummary, MAX_WRITE_ROUNDS,
+};
 use rowkit_statemachines::tracestore::migrate::marker::{
     ReadTableMigration, TraceMigrationRead, WriteTableCheckpoint, WriteTableMarker,
 };
@@ -499,6 +501,36 @@ fn gold_writes_between_the_copy_requests_reach_the_target() {
             w.assert_target_equals_record(511);
             w.check_target_clean();
         }
+    }
+}
+
+#[test]
+fn a_tile_written_without_pause_is_copied_in_bounded_rounds_and_the_next_copy_ends_it() {
+    for from in [Layout::Md5, Layout::DigestId] {
+        // A newer point before every request of the copy: no re-read ever equals the read
+        // before it, so an unbounded post-check would never end (§12.71).
+        let mut w = World::new(from);
+        seed_writes(&mut w);
+        let start = w.start();
+        let m = CopyTile::new(w.pair(), tile_key_of(0), OptionsPolicy::Refuse, start);
+        let s = w
+            .run_with(m, |w, i| {
+                let n = i as u64;
+                w.gold_put(
+                    4,
+                    &[("e", 200 + n)],
+                    Timestamp(T0.0 + (100 + n as i64) * 1000),
+                );
+            })
+            .unwrap();
+        assert_eq!(s.rounds, MAX_WRITE_ROUNDS, "{from:?}");
+        // The writer stopped, the next pass's copy brings the rest.
+        for tile in [0, 256] {
+            w.copy_tile(tile_key_of(tile), OptionsPolicy::Refuse)
+                .unwrap();
+        }
+        w.assert_target_equals_record(511);
+        w.check_target_clean();
     }
 }
 

@@ -9,9 +9,10 @@
 //!   state built from their acknowledgements only, and [`objmeta::ObjmetaWorkload::verify`],
 //!   which reads the bucket back through `getObject` / `listObject`, the check and the raw
 //!   rows.
-//!
-//! A trace-store half (traces written while `rowkit gold migrate` copies) is a second
-//! [`Workload`] beside [`objmeta`] on the same pool.
+//! - [`tracestore`]: the trace-store half: an md5 table loaded through the trace store's
+//!   `Put`, Gold writers putting new commits and overwriting points on the source table, then
+//!   (restarted after the switch) on the target, and [`tracestore::TraceWorkload::verify`],
+//!   which reads the target back through the facade, checks it and reads both tables' raw rows.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,8 +20,25 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rowkit_statemachines::SplitMix64;
+use rowkit_store::Store;
 
 pub mod objmeta;
+pub mod tracestore;
+
+/// Opens a connection to the store under test: one per client, as separate processes have.
+pub type StoreFactory = Box<dyn Fn() -> Arc<dyn Store> + Send + Sync>;
+
+/// What a migrator's progress event said: the state, the pass number, the pass's rows
+/// scanned so far (both schemas' `PassProgress`, the CLI's JSON Lines).
+#[derive(Clone, Copy, Debug)]
+pub struct MigrateProgress<'a> {
+    /// The migration state (`copying`, `verifying`, …).
+    pub state: &'a str,
+    /// The pass number.
+    pub pass: u64,
+    /// Rows the pass has read (both layouts, or both tables, in a verification).
+    pub rows_scanned: u64,
+}
 
 /// What the writers of one schema do: a client per writer thread and one write at a time,
 /// each acknowledged write recorded in the workload's expected state.

@@ -1,21 +1,27 @@
-//! Issue 36's acceptance test (`docs/migration.md` §3, §4, §6.1): a v0 bucket of
-//! `ROWKIT_MIGRATE_OBJECTS` objects (default 100 000) migrated to v1 while writers write, on
-//! the embedded store and on the emulator.
+//! Issue 36's acceptance test (`docs/migration.md` §3–§6): a v0 bucket of
+//! `ROWKIT_MIGRATE_OBJECTS` objects (default 100 000) migrated to v1, and an md5 trace store of
+//! `ROWKIT_MIGRATE_TRACES` traces (default 10 000) migrated to digest-id, while writers write,
+//! on the embedded store and on the emulator.
 //!
-//! The bucket is loaded through `putObject` by concurrent loader processes (the rows are those
-//! the protocol writes, not a copy of its encoding). Writers unaware of the migration (their
-//! own facades, which cached `vFormat` v0) put, overwrite, delete and write versions over the
-//! whole bucket while the migrator copies and verifies; they stop (the `--switch` gate, §6.1)
-//! during the first verification pass; `--switch`; fresh writers (which read v1) write while
-//! the bucket is `switched` and during `--finish`. Afterwards the bucket is v1, the check finds
-//! nothing, no v0 row, stamp, marker or checkpoint is left, and `getObject` / `listObject`
-//! return exactly what the writers' acknowledgements say (`rowkit_testkit::live_migration`).
+//! Both follow the same phases ([`migrate_while_writing`]). The data is loaded through the
+//! schema's own writes by concurrent loader processes (`putObject`; the trace store's `Put`),
+//! so the rows are those the protocol writes, not a copy of its encoding. Writers unaware of
+//! the migration — their own facades: Arsenal processes that cached `vFormat` v0 (§6.1), Gold
+//! processes on `T1` (§6.2) — write while the migrator copies and verifies; they stop (the
+//! `--switch` gate) during the first verification pass; `--switch`; fresh writers (which read
+//! v1; Gold writers restarted on `T2`) write while the migration is `switched` and during
+//! `--finish`. Afterwards everything is read back and compared with what the writers'
+//! acknowledgements say (`rowkit_testkit::live_migration`): the bucket is v1, its check finds
+//! nothing, no v0 row, stamp, marker or checkpoint is left; `T2` reads exactly the
+//! acknowledged points, `gold check` of it finds nothing, `T1` holds only its marker row
+//! (`cleaning`) and `T2` no marker.
 //!
-//! The migrator: on the emulator, `rowkit s3 migrate` itself (one process per run, as an
-//! operator runs it); on the embedded file, whose lock admits one process, the same
-//! `ObjectMetadata::migrate_bucket` in this process. Both on a manual clock (`--now`) that
-//! jumps over the settle waits: the unaware writers are stopped at the gate and the fresh ones
-//! write only v1, so the 85 s waits would protect nothing and only cost 170 s per store.
+//! The migrator: on the emulator, `rowkit s3 migrate` / `rowkit gold migrate` itself (one
+//! process per run, as an operator runs it); on the embedded file, whose lock admits one
+//! process, the same `ObjectMetadata::migrate_bucket` / `TraceStore::migrate` in this
+//! process. All on a manual clock (`--now`) that jumps over the settle waits: the unaware
+//! writers are stopped at the gate and the fresh ones write only the `to` layout, so the 85 s
+//! waits would protect nothing and only cost 170 s per store (§12.59).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader};
@@ -28,10 +34,13 @@ use rowkit_bigtable::BigtableStore;
 use rowkit_codec::objmeta::migration::marker::Gates;
 use rowkit_store::{RedbStore, Store};
 use rowkit_testkit::emulator::Emulator;
-use rowkit_testkit::live_migration::objmeta::{
-    InProcessMigrator, MigrateProgress, ObjmetaWorkload, StoreFactory,
+use rowkit_testkit::live_migration::objmeta::{InProcessMigrator, ObjmetaWorkload};
+use rowkit_testkit::live_migration::tracestore::{
+    InProcessTraceMigrator, SOURCE_TABLE, TARGET_TABLE, TraceWorkload,
 };
-use rowkit_testkit::live_migration::{WriterPool, WritersReport};
+use rowkit_testkit::live_migration::{
+    MigrateProgress, StoreFactory, Workload, WriterPool, WritersReport,
+};
 use serde_json::Value;
 
 /// Writer threads per phase.
@@ -45,12 +54,75 @@ const LOADERS: usize = 8;
 /// The bucket.
 const BUCKET: &str = "live";
 
-/// Objects in the bucket: `ROWKIT_MIGRATE_OBJECTS`, default 100 000 (issue 36).
-fn objects() -> usize {
-    std::env::var("ROWKIT_MIGRATE_OBJECTS")
+/// A count from the environment variable `name`, else `default`.
+fn count(name: &str, default: usize) -> usize {
+    std::env::var(name)
         .ok()
-        .map(|v| v.parse().expect("ROWKIT_MIGRATE_OBJECTS: a number"))
-        .unwrap_or(100_000)
+        .map(|v| v.parse().unwrap_or_else(|_| panic!("{name}: a number")))
+        .unwrap_or(default)
+}
+
+/// One schema's part of [`migrate_while_writing`].
+trait Subject: Workload {
+    /// What the store holds, for the summary line (`objects`, `traces`).
+    const WHAT: &'static str;
+    /// The state a run with both gates ends in (the CLI's `state`).
+    const DONE: &'static str;
+    /// How many objects or traces.
+    fn size(&self) -> usize;
+    /// Loads the store.
+    fn load(&self) -> Result<(), String>;
+    /// Rows a first verification pass has read at about its half: the unaware writers stop
+    /// there.
+    fn half_verification(&self) -> u64;
+    /// Writers made from now on are the ones restarted after the switch.
+    fn switched(&self) {}
+    /// Reads everything back and compares it with the acknowledged writes; what it compared.
+    fn verify(&self) -> Result<String, String>;
+}
+
+impl Subject for ObjmetaWorkload {
+    const WHAT: &'static str = "objects";
+    const DONE: &'static str = "removed";
+    fn size(&self) -> usize {
+        self.objects()
+    }
+    fn load(&self) -> Result<(), String> {
+        ObjmetaWorkload::load(self, LOADERS)
+    }
+    fn half_verification(&self) -> u64 {
+        // A verification pass reads both layouts: `n` rows is about half of it.
+        self.objects() as u64
+    }
+    fn verify(&self) -> Result<String, String> {
+        let verified = ObjmetaWorkload::verify(self)?;
+        // Exactly the listed objects' rows: a master per object, a row per version.
+        if verified.rows != verified.listed + verified.versions {
+            return Err(format!("rows are not the listed objects: {verified:?}"));
+        }
+        Ok(format!("{verified:?}"))
+    }
+}
+
+impl Subject for TraceWorkload {
+    const WHAT: &'static str = "traces";
+    const DONE: &'static str = "cleaned";
+    fn size(&self) -> usize {
+        self.traces()
+    }
+    fn load(&self) -> Result<(), String> {
+        TraceWorkload::load(self, LOADERS)
+    }
+    fn half_verification(&self) -> u64 {
+        // A verification pass reads the trace rows of both tables.
+        self.loaded_rows()
+    }
+    fn switched(&self) {
+        self.write_target();
+    }
+    fn verify(&self) -> Result<String, String> {
+        TraceWorkload::verify(self).map(|v| format!("{v:?}"))
+    }
 }
 
 /// One run of the migrator: the gates given, progress reported as it comes; where it ended.
@@ -69,36 +141,65 @@ impl Migrator for InProcessMigrator {
     }
 }
 
-/// `rowkit --json --now T --store URL s3 --pid P migrate live --to v1 [--switch] [--finish]`,
-/// each run a new process at a manual time 1 000 s after the previous one's (so past the
-/// previous run's settle waits and lease).
+impl Migrator for InProcessTraceMigrator {
+    fn run(&mut self, gates: Gates, on_progress: &mut dyn FnMut(MigrateProgress<'_>)) -> String {
+        InProcessTraceMigrator::run(self, gates, on_progress)
+            .unwrap()
+            .0
+    }
+}
+
+/// `rowkit --json --now T --store URL <command> [--switch] [--finish]`, each run a new
+/// process at a manual time 1 000 s after the previous one's (so past the previous run's
+/// settle waits and lease).
 struct CliMigrator {
     store: String,
     now_us: i64,
     pid: u64,
+    /// The command after the global options, for a process numbered `pid`.
+    command: fn(pid: &str) -> Vec<String>,
+    /// Members of the `--json` result that must be empty arrays.
+    empty: &'static [&'static str],
+}
+
+impl CliMigrator {
+    /// A migrator over the emulator at `store`, starting at the system time.
+    fn new(
+        store: String,
+        command: fn(&str) -> Vec<String>,
+        empty: &'static [&'static str],
+    ) -> CliMigrator {
+        let now_us = i64::try_from(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_micros(),
+        )
+        .unwrap();
+        CliMigrator {
+            store,
+            now_us,
+            pid: 7_000,
+            command,
+            empty,
+        }
+    }
 }
 
 impl Migrator for CliMigrator {
     fn run(&mut self, gates: Gates, on_progress: &mut dyn FnMut(MigrateProgress<'_>)) -> String {
         self.now_us += 1_000_000_000;
         self.pid += 1;
-        let (now, pid) = (self.now_us.to_string(), self.pid.to_string());
-        let mut args = vec![
-            "--json",
-            "--store",
-            &self.store,
-            "--now",
-            &now,
-            "s3",
-            "--pid",
-            &pid,
-        ];
-        args.extend(["migrate", BUCKET, "--to", "v1"]);
+        let now = self.now_us.to_string();
+        let mut args: Vec<String> = ["--json", "--store", &self.store, "--now", &now]
+            .map(String::from)
+            .into();
+        args.extend((self.command)(&self.pid.to_string()));
         if gates.switch {
-            args.push("--switch");
+            args.push("--switch".into());
         }
         if gates.finish {
-            args.push("--finish");
+            args.push("--finish".into());
         }
         let mut child = Command::new(env!("CARGO_BIN_EXE_rowkit"))
             .args(&args)
@@ -108,7 +209,7 @@ impl Migrator for CliMigrator {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        // Progress: one JSON line per page on stderr (§7.3).
+        // Progress: one JSON line per page or tile on stderr (§7.3).
         let mut other = String::new();
         for line in BufReader::new(child.stderr.take().unwrap()).lines() {
             let line = line.unwrap();
@@ -128,41 +229,65 @@ impl Migrator for CliMigrator {
             out.status
         );
         let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
-        assert_eq!(doc["conflicts"], serde_json::json!([]), "{doc}");
-        assert_eq!(doc["findings"], serde_json::json!([]), "{doc}");
+        for member in self.empty {
+            assert_eq!(doc[member], serde_json::json!([]), "{member}: {doc}");
+        }
         doc["state"].as_str().unwrap().to_string()
     }
 }
 
+/// `rowkit s3 --pid P migrate live --to v1`.
+fn s3_migrate(pid: &str) -> Vec<String> {
+    ["s3", "--pid", pid, "migrate", BUCKET, "--to", "v1"]
+        .map(String::from)
+        .into()
+}
+
+/// `rowkit gold --table T1 migrate --to digest-id --target-table T2` (the CLI's own pid).
+fn gold_migrate(_pid: &str) -> Vec<String> {
+    [
+        "gold",
+        "--table",
+        SOURCE_TABLE,
+        "migrate",
+        "--to",
+        "digest-id",
+        "--target-table",
+        TARGET_TABLE,
+    ]
+    .map(String::from)
+    .into()
+}
+
 /// The whole flow on one store; prints each phase's time and the writers' counts.
-fn migrate_while_writing(
+fn migrate_while_writing<S: Subject>(
     name: &str,
-    stores: StoreFactory,
-    make_migrator: impl FnOnce(&ObjmetaWorkload) -> Box<dyn Migrator>,
+    workload: S,
+    make_migrator: impl FnOnce(&S) -> Box<dyn Migrator>,
 ) {
-    let n = objects();
-    let workload = Arc::new(ObjmetaWorkload::new(stores, BUCKET, n));
+    let workload = Arc::new(workload);
+    let n = workload.size();
     let mut migrator = make_migrator(&workload);
     let t = Instant::now();
-    workload.load(LOADERS).unwrap();
+    workload.load().unwrap();
     let load = t.elapsed();
 
-    // Unaware writers (vFormat v0 cached at their first write, before the migrator starts)
-    // while the migrator copies and verifies; stopped halfway through the first verification
-    // pass (the `--switch` gate).
+    // Unaware writers (for objmeta: vFormat v0 cached at their first write, before the
+    // migrator starts) while the migrator copies and verifies; stopped halfway through the
+    // first verification pass (the `--switch` gate).
     let t = Instant::now();
     let writers = WriterPool::start(&workload, WRITERS, 1, 36, PACE);
     while writers.acks() < WRITERS as u64 {
         std::thread::sleep(Duration::from_millis(1));
     }
     let stop = writers.stop_flag();
+    let half = workload.half_verification();
     let mut states = Vec::new();
     let end = migrator.run(Gates::default(), &mut |p| {
         if states.last() != Some(&p.state.to_string()) {
             states.push(p.state.to_string());
         }
-        // A verification pass reads both layouts: `n` rows is about half of it.
-        if p.state == "verifying" && p.rows_scanned >= n as u64 {
+        if p.state == "verifying" && p.rows_scanned >= half {
             stop.store(true, Ordering::SeqCst);
         }
     });
@@ -184,13 +309,15 @@ fn migrate_while_writing(
     );
     let switch = t.elapsed();
 
-    // Fresh writers (they read v1) while the bucket is `switched` and during the clean-up.
+    // Fresh writers (v1 readers; Gold writers restarted on `T2`) while the migration is
+    // `switched` and during the clean-up.
     let t = Instant::now();
+    workload.switched();
     let writers = WriterPool::start(&workload, WRITERS, 2, 36, PACE);
     while writers.acks() < 100 {
         std::thread::sleep(Duration::from_millis(1));
     }
-    assert_eq!(migrator.run(Gates::ALL, &mut |_| {}), "removed");
+    assert_eq!(migrator.run(Gates::ALL, &mut |_| {}), S::DONE);
     let fresh = writers.stop().unwrap();
     let finish = t.elapsed();
 
@@ -199,25 +326,22 @@ fn migrate_while_writing(
     let show = |r: WritersReport| format!("{} writes ({:.0}/s)", r.acks, r.per_second());
     eprintln!(
         // On a line of its own: the harness prints the test's name before it.
-        "\nmigrate_live {name}: {n} objects loaded in {load:.1?}; copy+verify {copy:.1?} with {} \
-         by unaware writers; switch {switch:.1?}; switched+finish {finish:.1?} with {} by v1 \
-         writers; verified in {:.1?}: {verified:?}",
+        "\nmigrate_live {name}: {n} {} loaded in {load:.1?}; copy+verify {copy:.1?} with {} \
+         by unaware writers; switch {switch:.1?}; switched+finish {finish:.1?} with {} by \
+         restarted writers; verified in {:.1?}: {verified}",
+        S::WHAT,
         show(unaware),
         show(fresh),
         t.elapsed()
     );
     assert!(unaware.acks > WRITERS as u64 && fresh.acks >= 100);
-    // Exactly the listed objects' rows: a master per object, a row per version.
-    assert_eq!(
-        verified.rows,
-        verified.listed + verified.versions,
-        "{verified:?}"
-    );
 }
 
-#[test]
-fn a_v0_bucket_migrates_while_writers_write_on_the_embedded_store() {
-    let dir = std::env::temp_dir().join(format!("rowkit-migrate-live-{}", std::process::id()));
+/// A fresh embedded file with commits not durable, and the factory of its clients (all one
+/// store: the file lock admits one process). Removed with the directory the guard names.
+fn embedded(name: &str) -> (StoreFactory, TempDir) {
+    let dir =
+        std::env::temp_dir().join(format!("rowkit-migrate-live-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     // Commits not durable: the migrator sends one CAS at a time (the sync driver, as the
@@ -228,36 +352,88 @@ fn a_v0_bucket_migrates_while_writers_write_on_the_embedded_store() {
             .unwrap()
             .with_durable_commits(false),
     );
-    let stores: StoreFactory = Box::new(move || Arc::clone(&store));
-    migrate_while_writing("embedded", stores, |w| Box::new(InProcessMigrator::new(w)));
-    let _ = std::fs::remove_dir_all(&dir);
+    (Box::new(move || Arc::clone(&store)), TempDir(dir))
 }
 
-#[test]
-fn a_v0_bucket_migrates_while_writers_write_on_the_emulator() {
-    let Some(emu) =
-        Emulator::shared_or_skip("a_v0_bucket_migrates_while_writers_write_on_the_emulator")
-    else {
-        return;
-    };
+/// Removes its directory when dropped.
+struct TempDir(std::path::PathBuf);
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A fresh emulator instance: the factory of its clients (one connection each, as separate
+/// processes) and its URL for the CLI; `None` when the emulator is not installed (outside CI).
+fn emulator(test: &str) -> Option<(StoreFactory, String)> {
+    let emu = Emulator::shared_or_skip(test)?;
     let target = emu.fresh_target();
     let url = emu.url(&target.instance);
     let stores: StoreFactory = Box::new(move || {
         let store: Arc<dyn Store> = Arc::new(BigtableStore::connect(target.clone(), None).unwrap());
         store
     });
-    let now_us = i64::try_from(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_micros(),
-    )
-    .unwrap();
-    migrate_while_writing("emulator", stores, |_| {
-        Box::new(CliMigrator {
-            store: url,
-            now_us,
-            pid: 7_000,
-        })
+    Some((stores, url))
+}
+
+/// Objects in the bucket: `ROWKIT_MIGRATE_OBJECTS`, default 100 000 (issue 36).
+fn objects() -> usize {
+    count("ROWKIT_MIGRATE_OBJECTS", 100_000)
+}
+
+/// Traces in the trace store: `ROWKIT_MIGRATE_TRACES`, default 10 000 (issue 36).
+fn traces() -> usize {
+    count("ROWKIT_MIGRATE_TRACES", 10_000)
+}
+
+#[test]
+fn a_v0_bucket_migrates_while_writers_write_on_the_embedded_store() {
+    let (stores, _dir) = embedded("objects");
+    let workload = ObjmetaWorkload::new(stores, BUCKET, objects());
+    migrate_while_writing("embedded", workload, |w| {
+        Box::new(InProcessMigrator::new(w))
+    });
+}
+
+#[test]
+fn a_v0_bucket_migrates_while_writers_write_on_the_emulator() {
+    let Some((stores, url)) = emulator("a_v0_bucket_migrates_while_writers_write_on_the_emulator")
+    else {
+        return;
+    };
+    let workload = ObjmetaWorkload::new(stores, BUCKET, objects());
+    migrate_while_writing("emulator", workload, |_| {
+        Box::new(CliMigrator::new(
+            url,
+            s3_migrate,
+            &["conflicts", "findings"],
+        ))
+    });
+}
+
+#[test]
+fn an_md5_trace_store_migrates_while_gold_writers_write_on_the_embedded_store() {
+    let (stores, _dir) = embedded("traces");
+    let workload = TraceWorkload::new(stores, traces());
+    migrate_while_writing("traces embedded", workload, |w| {
+        Box::new(InProcessTraceMigrator::new(w))
+    });
+}
+
+#[test]
+fn an_md5_trace_store_migrates_while_gold_writers_write_on_the_emulator() {
+    let Some((stores, url)) =
+        emulator("an_md5_trace_store_migrates_while_gold_writers_write_on_the_emulator")
+    else {
+        return;
+    };
+    let workload = TraceWorkload::new(stores, traces());
+    migrate_while_writing("traces emulator", workload, |_| {
+        Box::new(CliMigrator::new(
+            url,
+            gold_migrate,
+            &["conflicts", "stragglers"],
+        ))
     });
 }

@@ -33,10 +33,7 @@ use rowkit_statemachines::{ReadRowsRequest, SplitMix64};
 use rowkit_store::Store;
 use rowkit_store::driver::{Clock, ManualClock, SystemClock};
 
-use super::Workload;
-
-/// Opens a connection to the store under test: one per client, as separate processes have.
-pub type StoreFactory = Box<dyn Fn() -> Arc<dyn Store> + Send + Sync>;
+use super::{MigrateProgress, StoreFactory, Workload};
 
 /// One writer's facade: its own connection, its own `ObjmetaState` (vFormat cache, version-id
 /// generator), on the system clock.
@@ -135,6 +132,11 @@ impl ObjmetaWorkload {
             expected: Mutex::new(vec![KeyState::default(); objects]),
             tags: AtomicU64::new(0),
         }
+    }
+
+    /// Objects in the bucket.
+    pub fn objects(&self) -> usize {
+        self.objects
     }
 
     /// The bucket.
@@ -544,17 +546,6 @@ pub struct InProcessMigrator {
     clock: ManualClock,
     /// The driver's worker threads; `None`: the sync driver, one request at a time.
     workers: Option<usize>,
-}
-
-/// What a progress event said: the state, the pass number, the pass's rows scanned so far.
-#[derive(Clone, Copy, Debug)]
-pub struct MigrateProgress<'a> {
-    /// The migration state (`copying`, `verifying`, …).
-    pub state: &'a str,
-    /// The pass number.
-    pub pass: u64,
-    /// Rows of both layouts the pass has read.
-    pub rows_scanned: u64,
 }
 
 impl InProcessMigrator {

@@ -412,8 +412,12 @@ fn is_read(r: &Request) -> bool {
     )
 }
 
-/// Every row of `table`, every cell.
-fn read_table(store: &MemoryStore, table: &str, now: Timestamp) -> Result<Vec<Row>, String> {
+/// Every row of `table`, every cell (also the live migration's "nothing old left").
+pub(crate) fn read_table<S: rowkit_store::Store + ?Sized>(
+    store: &S,
+    table: &str,
+    now: Timestamp,
+) -> Result<Vec<Row>, String> {
     let request = ReadRowsRequest {
         table: table.into(),
         rows: RowSet {
@@ -427,7 +431,7 @@ fn read_table(store: &MemoryStore, table: &str, now: Timestamp) -> Result<Vec<Ro
 }
 
 /// The state of the marker a row holds, if it holds one.
-fn marker_of(row: &Row) -> Option<Result<MigrationState, String>> {
+pub(crate) fn marker_of(row: &Row) -> Option<Result<MigrationState, String>> {
     let cell = row
         .cells
         .iter()

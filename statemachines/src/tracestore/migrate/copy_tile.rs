@@ -17,7 +17,10 @@
 //! 5. **Post-check**: the source tile read again (step 1's requests); the points whose
 //!    `(digest, ts)` differ from what step 4 wrote (a write at the same millisecond, a newer
 //!    write, a trace whose params the OPS lacked) are copied again (back to step 2 for those
-//!    traces); done when a re-read matches.
+//!    traces); done when a re-read matches, or after [`MAX_WRITE_ROUNDS`] writes: a tile that
+//!    Gold writers write faster than it is read would otherwise never be done, and what is
+//!    left is the next pass's (the verification compares digests and `ts`, `docs/migration.md`
+//!    §5.5, §12.71).
 //!
 //! Options (md5 → digest-id, §5.7): `--options refuse` stops at a tile holding options rows
 //! ([`TraceStoreError::MigrationOptions`], before any write of that tile); `--options drop`
@@ -44,6 +47,12 @@ use super::super::{TraceStoreError, TraceStoreEvent, TraceStoreSchema, TraceStor
 use super::{Side, TablePair, TraceMigrationSchema};
 use crate::operation::{ContextArg, Flow, Io, Operation, Progress, Start};
 use crate::{MutateRowsEntry, RetryPolicy, ready};
+
+/// Most write rounds of one `CopyTile` (the first copy and the post-check's re-copies): enough
+/// for the post-check's race (a write at the copied point's millisecond, §5.3) to be copied
+/// again once or twice, few enough that Gold writers writing the tile without pause do not keep
+/// the copy from ending (§12.71).
+pub const MAX_WRITE_ROUNDS: u64 = 3;
 
 /// A point's value and timestamp (§5.2): the digest (`""` = missing) and the cell's `ts`.
 pub type PointValueTs = (String, Timestamp);
@@ -378,7 +387,7 @@ impl CopyTileFlow {
             None => read.clone(),
             Some(written) => read.not_in(written),
         };
-        if copy.traces.is_empty() {
+        if copy.traces.is_empty() || self.summary.rounds >= MAX_WRITE_ROUNDS {
             return Ok(Phase::Done);
         }
         let update = target_ops_update(self.tile_key, &read);
