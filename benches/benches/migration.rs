@@ -136,9 +136,7 @@ impl Migrated for ObjmetaWorkload {
             "sync" => InProcessMigrator::new(self).one_at_a_time(),
             other => panic!("--driver {other}: pool or sync"),
         };
-        let (end, outcome) = migrator
-            .run(BUCKET, gates, on_progress)
-            .unwrap();
+        let (end, outcome) = migrator.run(BUCKET, gates, on_progress).unwrap();
         // The bucket's rows: the first pass read each of them once in the `from` layout.
         let rows = outcome
             .passes
@@ -167,9 +165,7 @@ impl Migrated for TraceWorkload {
             "sync" => InProcessTraceMigrator::new(self).one_at_a_time(),
             other => panic!("--driver {other}: pool or sync"),
         };
-        let (end, _) = migrator
-            .run(gates, on_progress)
-            .unwrap();
+        let (end, _) = migrator.run(gates, on_progress).unwrap();
         (end, self.loaded_rows())
     }
 }
