@@ -699,7 +699,7 @@ fn race_a_late_confirmation_after_the_switch_is_no_conflict() {
     // §12.9: the pair is left with `B` copied by sync 2 on S(a) and `A` — the newest
     // document — on T(a) under sync 1's late confirmation. Both rows stamped with different
     // hashes used to be a conflict; the confirmation beside another sync's copy counts as
-    // changed (§12.181), so the next sync mirrors T(a) into S(a).
+    // changed (§12.73), so the next sync mirrors T(a) into S(a).
     let w = World::new();
     let nonce_1 = late_confirmation_of_t(&w, |_| {});
     let (s, t) = (w.row(V0_MASTER).unwrap(), w.row(V1_MASTER).unwrap());
@@ -736,7 +736,7 @@ fn race_a_late_confirmation_beside_a_mirrored_delete_is_no_straggler_delete() {
     // deletes S(a) before `A` is written again. Sync 1's late confirmation then leaves `A`
     // confirmed beside an absent S(a) — which a stamp of T(a) alone would take for a
     // straggler's delete and delete the application's `A`. A confirmation beside an absent
-    // S(a) counts as changed (§12.181): `A` is mirrored.
+    // S(a) counts as changed (§12.73): `A` is mirrored.
     let w = World::new();
     late_confirmation_of_t(&w, |w| {
         w.app_delete(V1_MASTER);

@@ -692,7 +692,7 @@ fn a_checkpoint_needs_a_marker_and_the_bucket() {
 
 #[test]
 fn a_replacing_create_bucket_removes_the_marker_and_the_checkpoint() {
-    // §4.8, §12.182: a bucket under migration, fenced (`switching`) with a checkpoint, is
+    // §4.8, §12.74: a bucket under migration, fenced (`switching`) with a checkpoint, is
     // replaced by `createBucket`. Its one MutateRow is REPLACE (the spec's cells) followed by
     // the removal of rowkit's two columns, so no aware process follows the dead run's marker.
     let store = store_with_bucket("uid-1");

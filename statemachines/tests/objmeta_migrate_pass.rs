@@ -862,7 +862,7 @@ fn a_light_sweep_after_the_switch_adopts_a_straggler_and_reports_a_conflict() {
 
 #[test]
 fn a_sweep_after_a_late_confirmation_mirrors_the_newest_document_without_a_conflict() {
-    // §12.9 / §12.181 after the switch, on `zz`: an application writes ZZ_A into T(zz); sync 1
+    // §12.9 / §12.73 after the switch, on `zz`: an application writes ZZ_A into T(zz); sync 1
     // reads the pair and copies ZZ_A into S(zz); before its confirmation of T(zz) lands, the
     // application writes ZZ_B, sync 2 copies and confirms it, and the application writes
     // ZZ_A again. Sync 1's confirmation then matches (ZZ_A unstamped, as it read). The sweep

@@ -1266,7 +1266,7 @@ impl MarkerPlace {
 
     /// `[DeleteFromColumn(marker), DeleteFromColumn(checkpoint)]`: what removes a run's
     /// records from the row — the end of a run ([`MarkerPlace::remove`]), and a write that
-    /// replaces the migrating instance itself (objmeta's replacing `createBucket`, §12.182).
+    /// replaces the migrating instance itself (objmeta's replacing `createBucket`, §12.74).
     pub fn removal(&self) -> Vec<Mutation> {
         vec![
             self.delete_column(self.marker_column),

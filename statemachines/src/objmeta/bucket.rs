@@ -191,7 +191,7 @@ impl<'a> CreateBucket<'a> {
     /// leaves the existence check to callers); callers that must not use
     /// [`CreateBucket::new_exclusive`]. Its one `MutateRow` is `REPLACE(value, vFormat)`
     /// followed by `DeleteFromColumn` of the layout migration's marker and checkpoint
-    /// (`docs/migration.md` §2.1, §12.182): rowkit's own columns, so the row's Arsenal cells are
+    /// (`docs/migration.md` §2.1, §12.74): rowkit's own columns, so the row's Arsenal cells are
     /// exactly the spec's.
     pub fn new(
         ctx: impl Into<ContextArg<'a, ObjmetaState>>,
@@ -251,7 +251,7 @@ impl Flow for CreateBucketFlow {
                         }
                     } else {
                         // The replaced bucket's migration records go with it (§4.8,
-                        // §12.182): its run ended with the instance it migrated, and a marker
+                        // §12.74): its run ended with the instance it migrated, and a marker
                         // left behind would fence or mislead aware writers of the new one.
                         let put = PutDoc::new(METASTORE, &self.bucket, value, Some(vf))
                             .also(metastore_place(&self.bucket).removal());
@@ -263,7 +263,7 @@ impl Flow for CreateBucketFlow {
                         self.phase => CreateBucketPhase::Writing { vf, put });
                     // Cached as Arsenal caches it (the next lookup reads nothing). An aware
                     // process takes the bucket as written, without a marker: the write removed
-                    // the replaced bucket's marker, if any (§4.8, §12.182), and the entry
+                    // the replaced bucket's marker, if any (§4.8, §12.74), and the entry
                     // expires after `marker_ttl` like any read (§12.33).
                     if st.config.migration_aware {
                         let layout = BucketLayout {

@@ -755,7 +755,7 @@ fn derived_stale(row: &Row, doc: &StoredDoc) -> Option<String> {
         .collect();
     // The layout migration's sync stamp (`docs/migration.md` §4.2, §9) is no derived cell: it
     // is accepted iff it is a valid stamp of the row's `f:hash` (the hash, then the sync's kind
-    // and nonce, or the hash alone as written before §12.181); any other value is reported
+    // and nonce, or the hash alone as written before §12.73); any other value is reported
     // with the derived cells, and the repair's rewrite removes it.
     let stamp = SYNC_QUALIFIER.as_bytes();
     if let (Some(value), Some(hash)) = (have.get(stamp), have.get(b"hash".as_slice()))
@@ -920,7 +920,7 @@ fn judge_pair(
         return None;
     }
     // Whatever its stamp's kind (a confirmed `T(a)` beside an absent `S(a)` classifies as a
-    // reverse mirror due, §12.181): the clean-up's two writes are not a finding.
+    // reverse mirror due, §12.73): the clean-up's two writes are not a finding.
     if state == MigrationState::Cleaning && !source_present && target.is_stamped() {
         return None;
     }

@@ -8,7 +8,7 @@
 //!   encoded here.
 //! - **The sync stamp** (§4.2): column `f:`[`SYNC_QUALIFIER`], timestamp 0, value = the row's
 //!   own `f:hash` ‖ the [`StampKind`] ‖ the nonce of the sync that wrote it ([`stamp_value`];
-//!   the hash alone from before §12.181 still reads as a stamp). Every object write removes it
+//!   the hash alone from before §12.73 still reads as a stamp). Every object write removes it
 //!   (`REPLACE` starts with `DeleteFromFamily("f")`), so a stamped row has not been written by
 //!   the application since the migration last synced its key — unless the stamp is a late
 //!   confirmation, which the pair shows ([`classify`]). The named predicates and mutations: [`stamped`]
@@ -266,7 +266,7 @@ pub struct SyncMark {
 const MARK_BYTES: usize = 9;
 
 /// The value of a stamp on a row whose `f:hash` is `hash`: `hash` alone (`mark` `None`: the
-/// stamps written before §12.181, still read) or `hash ‖ kind ‖ nonce` (§4.2).
+/// stamps written before §12.73, still read) or `hash ‖ kind ‖ nonce` (§4.2).
 pub fn stamp_value(hash: &[u8], mark: Option<SyncMark>) -> Vec<u8> {
     let mut value = hash.to_vec();
     if let Some(mark) = mark {
@@ -283,7 +283,7 @@ pub enum Stamp {
     Unstamped,
     /// `f:rowkitSync` whose value starts with the row's `f:hash`: unchanged since the
     /// migration wrote or confirmed it. `Some`: the sync that did, and how; `None`: a stamp
-    /// of the row's hash alone, as written before stamps named their sync (§12.181).
+    /// of the row's hash alone, as written before stamps named their sync (§12.73).
     Stamped(Option<SyncMark>),
     /// `f:rowkitSync` of any other value. No writer of the protocol leaves one (every write
     /// removes the stamp, every stamp starts with the row's hash), so it is damage; it proves
@@ -623,7 +623,7 @@ pub enum SyncAction {
 
 /// Whether each side of a pair as read counts as **unchanged since the last sync** ("stamped"
 /// in §4.3's table): it carries a valid stamp, unless that stamp is a late confirmation
-/// (§12.9, §12.181). A [`StampKind::Confirm`] stamp vouches for its row's bytes only — step 4
+/// (§12.9, §12.73). A [`StampKind::Confirm`] stamp vouches for its row's bytes only — step 4
 /// can land after the row changed and changed back — so where the pair shows that the other
 /// row moved on after that sync, it proves nothing:
 ///
@@ -660,7 +660,7 @@ fn unchanged_sides(source: &Side, target: &Side) -> (bool, bool) {
 /// §4.3 step 2: the action for `source` (`s`, the pair's `from` row) and `target` (`t`, its
 /// `to` row) as read, before (`Truth::From`) or after (`Truth::To`) the switch. "Changed" is
 /// present without a valid stamp ([`Stamp::Invalid`] counts as unstamped), or with a
-/// confirmation the other row shows to be late (§12.181); "same hash" compares the stored
+/// confirmation the other row shows to be late (§12.73); "same hash" compares the stored
 /// `f:hash` of both rows.
 pub fn classify(source: &Side, target: &Side, truth: Truth) -> SyncAction {
     use SyncAction::*;
@@ -888,7 +888,7 @@ pub enum CleanPlan {
 /// §4.7 for `source` (`s`) and `target` (`t`) as read: a stamped `s` is deleted
 /// (`DeleteFromRow()` if `SAME(s)`) whatever `t` holds; then a `t` carrying a stamp loses it
 /// (`DeleteFromColumn(f, rowkitSync)` if `SAME(t)`). An `s` that counts as changed — no valid
-/// stamp, or a late confirmation ([`classify`]'s rule, §12.181) — is a straggler:
+/// stamp, or a late confirmation ([`classify`]'s rule, §12.73) — is a straggler:
 /// [`CleanPlan::SyncFirst`], and nothing is stripped from `t` before the pair is synced (the
 /// sync's predicates need its stamp).
 pub fn clean_writes(source: &Side, target: &Side) -> CleanPlan {
@@ -949,7 +949,7 @@ mod tests {
 
     /// A side as the table names it: absent, stamped with hash `h` (a stamp of the hash
     /// alone, as written before stamps named their sync), stamped by a sync's copy or
-    /// confirmation (§12.181), unstamped with hash `h`, or carrying a stamp of another value
+    /// confirmation (§12.73), unstamped with hash `h`, or carrying a stamp of another value
     /// than its hash `h` (counts as unstamped).
     #[derive(Clone, Copy, Debug)]
     enum S {
@@ -1066,7 +1066,7 @@ mod tests {
         (S::St(1), S::Bad(2), CopyToTarget, CopyToSource),
         (S::A, S::Bad(1), DeleteTarget, CopyToSource),
         (S::Bad(1), S::A, CopyToTarget, Conflict),
-        // Stamps naming their sync (§12.181). Equal hashes: in sync whatever the kinds.
+        // Stamps naming their sync (§12.73). Equal hashes: in sync whatever the kinds.
         (S::Cp(1), S::Cf(1), InSync, InSync),
         (S::St(1), S::Cf(1), InSync, InSync),
         // §12.9's pair: a late confirmation of T beside the copy of a later sync on S; T
@@ -1615,7 +1615,7 @@ mod tests {
             assert_eq!(plan(S::Un(1), t), CleanPlan::SyncFirst);
             assert_eq!(plan(S::Bad(1), t), CleanPlan::SyncFirst);
         }
-        // A late confirmation of `s` beside a later copy on `t` (§12.181): the straggler's
+        // A late confirmation of `s` beside a later copy on `t` (§12.73): the straggler's
         // newer bytes are synced first, not deleted; a copy on `s` is deleted as any stamp.
         assert_eq!(plan(S::Cf(1), S::Cp(2)), CleanPlan::SyncFirst);
         assert!(matches!(plan(S::Cp(1), S::Cf(2)), CleanPlan::Writes(w) if w.len() == 2));

@@ -9,7 +9,7 @@
 //! 4. Confirm the source: `CheckAndMutateRow(x, SAME(x as read), STAMP(x))` (not for a deleted
 //!    source). An equal pair with an unstamped side gets only its stamps. Every stamp of a
 //!    round names it: a nonce drawn from the operation's seed stream, and whether the stamp
-//!    is the copy's or a confirmation (§4.2, §12.181), which is how a late confirmation is
+//!    is the copy's or a confirmation (§4.2, §12.73), which is how a late confirmation is
 //!    told from the pair's last sync.
 //!
 //! A write not applied (the row changed since it was read) sends the sync back to step 1; so
@@ -357,7 +357,7 @@ fn outcome_of(action: SyncAction, source: &Side, target: &Side) -> SyncOutcome {
     }
 }
 
-/// The nonce the stamps of one round name (§4.2, §12.181): the operation's next seed, mixed
+/// The nonce the stamps of one round name (§4.2, §12.73): the operation's next seed, mixed
 /// with the round's time because processes seeded alike (the CLI's `--seed` defaults to 0)
 /// draw the same seed stream. The classification never trusts two equal nonces to be one
 /// sync; the nonce makes each stamp's bytes its round's, so `SAME` of a stamped row fails once

@@ -8,7 +8,7 @@
 //! - [`TilePassKind::Verify`] (`verifying`, and the final pass of `switching`, §5.5): the tile
 //!   of both tables as their points (the reader of `ReadRange`, keeping timestamps), compared
 //!   — params, digests and the raw `ts` of every source point; a tile with a difference (a
-//!   source point the target neither holds nor supersedes with a newer cell, §12.162) is
+//!   source point the target neither holds nor supersedes with a newer cell, §12.76) is
 //!   copied again (`CopyTile`) and counted in `diffs`. A pass is clean when `diffs` is 0.
 //!
 //! - [`TilePassKind::Sweep`] (`switched`, §5.6): both tables compared; a source point the
@@ -414,7 +414,7 @@ impl Flow for TilePassFlow {
                         }
                     } else {
                         // A target point newer than the source's is no difference: the
-                        // copy (source `ts`) could not change what reads return (§12.162).
+                        // copy (source `ts`) could not change what reads return (§12.76).
                         let diffs = source.unsettled_in(&target).point_count();
                         self.summary.counters.unchanged += source.point_count() - diffs;
                         if diffs > 0 {
