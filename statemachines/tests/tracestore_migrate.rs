@@ -1785,3 +1785,22 @@ fn check_reports_a_write_after_the_switch_that_the_target_lacks() {
         assert_eq!(check_findings(&mut w, T1, from), vec![]);
     }
 }
+
+/// A tile whose rows hold many points: one `CopyTile` writes more than Bigtable's 100,000
+/// mutations per request (two per point into digest-id), so its writes are cut into chunks
+/// by mutations as well as entries (found by the migration bench on the embedded store,
+/// which enforces the limit as Bigtable does).
+#[test]
+fn copy_tile_of_rows_with_many_points_keeps_each_request_within_the_mutation_limit() {
+    let mut w = World::new(Layout::Md5);
+    let names: Vec<String> = (0..1700).map(|i| format!("t{i}")).collect();
+    for c in 0..32u32 {
+        let points: Vec<(&str, u64)> = names.iter().map(|n| (n.as_str(), u64::from(c))).collect();
+        w.gold_put(c, &points, Timestamp(T0.0 + i64::from(c) * 1000));
+    }
+    let s = w.copy_tile(tile_key_of(0), OptionsPolicy::Refuse).unwrap();
+    assert_eq!(s.copied, s.points);
+    assert_eq!(s.points, 1700 * 32);
+    w.assert_target_equals_record(31);
+    w.check_target_clean();
+}

@@ -30,6 +30,12 @@ use crate::{MutateRowsEntry, MutateRowsRequest, ready};
 /// Entries per `MutateRows` request.
 pub(crate) const PUT_CHUNK: usize = 10_000;
 
+/// Mutations per `MutateRows` request: a Put's entries carry at most two each, so its chunks
+/// of [`PUT_CHUNK`] entries stay under this (`spec/tracestore.md` §3: "at most 20,000
+/// mutations"); a migration's copy writes up to two per point of a tile's row, so its chunks
+/// end at this bound first, below Bigtable's limit of 100,000 per request.
+pub(crate) const CHUNK_MUTATIONS: usize = 20_000;
+
 /// The value of one point as a layout stores it: md5 bytes of a digest, or a digest id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum PointValue<'a> {
@@ -409,7 +415,8 @@ impl Flow for PutFlow {
     }
 }
 
-/// Row entries sent in chunks of [`PUT_CHUNK`], all at once, in chunk order; fails with the
+/// Row entries sent in chunks of [`PUT_CHUNK`] entries and at most [`CHUNK_MUTATIONS`]
+/// mutations, all at once, in chunk order; fails with the
 /// lowest-numbered failed chunk's error after every chunk completed (`spec/tracestore.md` 10
 /// step 5), else outputs the row keys written, in entry order.
 #[derive(Debug)]
@@ -427,12 +434,24 @@ impl WriteChunks {
     ) -> WriteChunks {
         let row_keys = rows.iter().map(|e| e.row_key.clone()).collect();
         let mut ids = Vec::new();
-        let mut rows = rows.into_iter();
-        while rows.len() > 0 {
+        let mut rows = rows.into_iter().peekable();
+        while rows.peek().is_some() {
+            // At least one entry per chunk; then up to PUT_CHUNK entries and CHUNK_MUTATIONS
+            // mutations.
+            let mut entries: Vec<MutateRowsEntry> = Vec::new();
+            let mut mutations = 0;
+            while let Some(next) = rows.next_if(|e| {
+                entries.is_empty()
+                    || (entries.len() < PUT_CHUNK
+                        && mutations + e.mutations.len() <= CHUNK_MUTATIONS)
+            }) {
+                mutations += next.mutations.len();
+                entries.push(next);
+            }
             ids.push(io.mutate_rows(MutateRowsRequest {
                 table: state.table.clone(),
                 app_profile_id: state.app_profile_id.clone(),
-                entries: rows.by_ref().take(PUT_CHUNK).collect(),
+                entries: entries.into(),
             }));
         }
         WriteChunks {
