@@ -76,7 +76,7 @@ export async function check(page, { points, traceRows, traces, settled }) {
   assert(p.fig.rows_scanned === num(2 * traceRows) && p.fig.copied === '0',
     `the last progress is the verification's: ${2 * traceRows} rows scanned, none copied: ${JSON.stringify(p.fig)}`);
   const head = 'table gold: verifying (2 passes, ';
-  const tail = ` rows scanned, ${num(points)} copied, 0 deleted, 0 stragglers, 0 conflicts); run again with “switch” to switch`;
+  const tail = ` rows scanned, ${num(points)} copied, 0 deleted, 0 stragglers, 0 conflicts, 0 findings); run again with “switch” to switch`;
   assert(p.final.startsWith(head) && p.final.endsWith(tail), `the result line: every point copied once:\n${p.final}\n${head}…${tail}`);
   await page.until(`return document.getElementById('gold-migrate-status').textContent.includes('verifying since')`, 'the status again');
   p = await panel(page);
