@@ -35,7 +35,8 @@ use rowkit_codec::model::{Row, RowFilter, RowSet};
 use serde::Serialize;
 
 use crate::children::{ChildId, ChildOutput, owned_rows};
-use crate::operation::{ABORTED_MESSAGE, Io, OperationError, Schema, WaitAll};
+use crate::machine::Machine;
+use crate::operation::{ABORTED_MESSAGE, Io, Nested, OperationError, Schema, WaitAll};
 use crate::readrows::resume_request;
 use crate::{Code, ReadRowsRequest, RetryPolicy, StoreError, Timestamp};
 
@@ -277,6 +278,38 @@ impl CheckTarget {
 /// configuration): it emits [`CheckEvent`]s and fails with [`CheckError`].
 #[derive(Debug)]
 pub struct Checking<C>(PhantomData<fn() -> C>);
+
+/// A schema's check nested in a migrator (`docs/migration.md` §8): a [`Nested`] check whose
+/// findings are gathered as it emits them.
+#[derive(Debug)]
+pub(crate) struct NestedCheck<M: Machine> {
+    nested: Nested<M>,
+    findings: Vec<Finding>,
+}
+
+impl<M: Machine<Event = CheckEvent, Error = CheckError>> NestedCheck<M> {
+    /// Nests `check` (started with [`Io::child_start`]) in the operation of `io`.
+    pub(crate) fn start<E>(io: &mut Io<E>, check: M) -> NestedCheck<M> {
+        NestedCheck {
+            nested: Nested::start(io, check),
+            findings: Vec::new(),
+        }
+    }
+
+    /// Advances the check ([`Nested::advance`]); once it ended, its findings.
+    pub(crate) fn advance<E>(
+        &mut self,
+        io: &mut Io<E>,
+    ) -> Option<Result<Vec<Finding>, CheckError>> {
+        let found = &mut self.findings;
+        let result = self.nested.advance(io, |_, event| {
+            if let CheckEvent::Finding(finding) = event {
+                found.push(finding);
+            }
+        })?;
+        Some(result.map(|_| core::mem::take(&mut self.findings)))
+    }
+}
 
 impl<C> Schema for Checking<C> {
     type Context = C;

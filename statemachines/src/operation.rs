@@ -308,6 +308,16 @@ impl<E> Io<E> {
         self.rng.next_u64()
     }
 
+    /// The [`Start`] of an operation nested in this one ([`Nested`]): this one's time and
+    /// deadline, the next seed of its stream.
+    pub fn child_start(&mut self) -> Start {
+        Start {
+            now: self.now,
+            seed: self.next_seed(),
+            deadline: self.budget.deadline,
+        }
+    }
+
     /// Children retry within what is left of the operation's deadline.
     fn policy(&self) -> RetryPolicy {
         self.policy_until(self.budget.deadline)

@@ -247,11 +247,7 @@ impl Flow for CheckFlow {
                         let Some(pair) = self.after_switch.take() else {
                             return Ok(Some(self.report.finish()));
                         };
-                        let start = Start {
-                            now: io.now(),
-                            seed: io.next_seed(),
-                            deadline: io.deadline(),
-                        };
+                        let start = io.child_start();
                         let compare = UnsettledPoints::new(ContextArg::owned(pair), start);
                         self.phase = Phase::AfterSwitch(Box::new(Nested::start(io, compare)));
                         continue;

@@ -47,9 +47,9 @@ use super::pass::{
     MigrateEvent, MigrationPassFlow, PassConflict, PassFinding, PassKind, PassResume, PassSummary,
 };
 use crate::Timestamp;
-use crate::check::{CheckError, CheckEvent, CheckOptions, CheckTarget, Finding};
+use crate::check::{CheckError, CheckOptions, CheckTarget, Finding, NestedCheck};
 use crate::objmeta::check::Check;
-use crate::operation::{ContextArg, Flow, Nested, Operation, OperationError, Start};
+use crate::operation::{ContextArg, Flow, Operation, OperationError, Start};
 
 /// `MigrateBucket(bucket, to, options)`: the whole migration of a bucket's key layout, as far
 /// as the gates allow (`rowkit s3 migrate BUCKET --to v1|v0`).
@@ -181,12 +181,11 @@ struct PassVerdict {
 /// `from` layout, to tell the source's own findings from the copy's.
 #[derive(Debug)]
 struct LayoutCheck {
-    nested: Nested<Check>,
+    nested: NestedCheck<Check>,
     /// The layout being checked.
     layout: VFormat,
     /// The `to` layout's findings, once its check ended (the `from` check is running).
     to_findings: Option<Vec<Finding>>,
-    findings: Vec<Finding>,
 }
 
 #[derive(Debug)]
@@ -481,7 +480,7 @@ impl MigrateBucketFlow {
 
     /// Starts the schema check of `layout`, restricted to the bucket (§8), as a nested
     /// operation with the run's deadline.
-    fn start_check(&self, io: &mut OmIo, st: &ObjmetaState, layout: VFormat) -> Nested<Check> {
+    fn start_check(&self, io: &mut OmIo, st: &ObjmetaState, layout: VFormat) -> NestedCheck<Check> {
         let options = CheckOptions {
             page_rows: match self.options.page_rows {
                 0 => CheckOptions::default().page_rows,
@@ -489,14 +488,10 @@ impl MigrateBucketFlow {
             },
             ..CheckOptions::default()
         };
-        let start = Start {
-            now: io.now(),
-            seed: io.next_seed(),
-            deadline: io.deadline(),
-        };
+        let start = io.child_start();
         let target = CheckTarget::new(&st.config.table);
         let check = Check::layout(target, &self.bucket, layout, options, start);
-        Nested::start(io, check)
+        NestedCheck::start(io, check)
     }
 
     /// The check findings of the `to` layout, each marked whether it is the source's own: the
@@ -605,7 +600,6 @@ impl MigrateBucketFlow {
                 nested: self.start_check(io, st, layout),
                 layout,
                 to_findings: None,
-                findings: Vec::new(),
             })),
             Next::End(end @ (Ok(MigrateEnd::InState(_)) | Err(_))) if !self.released => {
                 self.released = true;
@@ -722,16 +716,11 @@ impl Flow for MigrateBucketFlow {
                     self.next(io)?
                 }
                 RunPhase::Check(mut check) => {
-                    let found = &mut check.findings;
-                    let Some(result) = check.nested.advance(io, |_, event| {
-                        if let CheckEvent::Finding(finding) = event {
-                            found.push(finding);
-                        }
-                    }) else {
+                    let Some(result) = check.nested.advance(io) else {
                         self.phase = RunPhase::Check(check);
                         return Ok(None);
                     };
-                    result.map_err(|e| match e {
+                    let found = result.map_err(|e| match e {
                         CheckError::Aborted => ObjmetaError::Aborted,
                         CheckError::Store(e) => ObjmetaError::store(e),
                         other => ObjmetaError::internal(alloc::format!(
@@ -739,7 +728,6 @@ impl Flow for MigrateBucketFlow {
                             check.layout.as_str()
                         )),
                     })?;
-                    let found = core::mem::take(&mut check.findings);
                     let marker_from = self.migration.as_ref().and_then(|m| m.marker.as_ref());
                     match (check.to_findings.take(), marker_from) {
                         // Findings in `to`: check `from` too, to tell the source's own.

@@ -49,13 +49,11 @@ use super::super::{TraceStoreError, TraceStoreEvent, TraceStoreState};
 use super::marker::{TraceMigrationRead, marker_table};
 use super::pass::{TilePassFlow, TilePassKind, TilePassResume, TilePassSummary};
 use super::{Side, TablePair, TraceMigrateEvent, TraceMigrationSchema};
-use crate::check::{CheckError, CheckEvent, CheckOptions, CheckTarget, Finding};
+use crate::check::{CheckError, CheckOptions, CheckTarget, Finding, NestedCheck};
 use crate::children::{ChildId, ChildOutput};
 use crate::migration::{ReadMarkerStep, WriteCheckpointStep, WriteMarkerStep};
 use crate::objmeta::migrate::pass::PassFinding;
-use crate::operation::{
-    ContextArg, Flow, Io, Nested, Operation, OperationError, Progress, Start, WaitAll,
-};
+use crate::operation::{ContextArg, Flow, Io, Operation, OperationError, Progress, Start, WaitAll};
 use crate::{CheckAndMutateRowRequest, MutateRowsEntry, Request, Response, RetryPolicy, ready};
 
 /// Rows read per page of the rollback's and the clean-up's deletions.
@@ -122,12 +120,11 @@ pub struct TraceMigrateOutcome {
 /// something — of the source, to tell the source's own findings from the copy's.
 #[derive(Debug)]
 struct TableCheck {
-    nested: Nested<Check>,
+    nested: NestedCheck<Check>,
     /// The table being checked.
     side: Side,
     /// The target's findings, once its check ended (the source's is running).
     target_findings: Option<Vec<Finding>>,
-    findings: Vec<Finding>,
 }
 
 /// The marker changed, on which table.
@@ -462,15 +459,11 @@ impl MigrateTraceStoreFlow {
 
     /// Starts `gold check` of `state`'s table (§8) as a nested operation with the run's
     /// deadline: its requests leave under the migrator's tags, its timer is the migrator's.
-    fn start_check(io: &mut Io<TraceStoreEvent>, state: &TraceStoreState) -> Nested<Check> {
-        let start = Start {
-            now: io.now(),
-            seed: io.next_seed(),
-            deadline: io.deadline(),
-        };
+    fn start_check(io: &mut Io<TraceStoreEvent>, state: &TraceStoreState) -> NestedCheck<Check> {
+        let start = io.child_start();
         let target = CheckTarget::new(&state.table);
         let check = Check::new(target, state.layout, CheckOptions::default(), start);
-        Nested::start(io, check)
+        NestedCheck::start(io, check)
     }
 
     /// The target's check findings, each marked whether it is the source's own: the source's
@@ -747,7 +740,6 @@ impl MigrateTraceStoreFlow {
                 nested: Self::start_check(io, pair.side(side)),
                 side,
                 target_findings: None,
-                findings: Vec::new(),
             })),
             Next::End(end @ (Ok(TraceMigrateEnd::InState(_)) | Err(_))) if !self.released => {
                 self.released = true;
@@ -847,24 +839,18 @@ impl Flow for MigrateTraceStoreFlow {
                     self.next(io)?
                 }
                 RunPhase::Check(mut check) => {
-                    let found = &mut check.findings;
-                    let Some(result) = check.nested.advance(io, |_, event| {
-                        if let CheckEvent::Finding(finding) = event {
-                            found.push(finding);
-                        }
-                    }) else {
+                    let Some(result) = check.nested.advance(io) else {
                         self.phase = RunPhase::Check(check);
                         return Ok(None);
                     };
                     let table = &pair.side(check.side).table;
-                    result.map_err(|e| match e {
+                    let found = result.map_err(|e| match e {
                         CheckError::Aborted => TraceStoreError::Aborted,
                         CheckError::Store(e) => TraceStoreError::store(e),
                         other => TraceStoreError::Internal(alloc::format!(
                             "the check of {table}: {other}"
                         )),
                     })?;
-                    let found = core::mem::take(&mut check.findings);
                     match check.target_findings.take() {
                         // Findings in the target: check the source too, to tell its own.
                         None if !found.is_empty() => {
