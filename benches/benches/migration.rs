@@ -17,7 +17,9 @@
 //!    rows copied — a trace in a tile, `traces × 3` (the copy pass's own `rows_scanned` counts
 //!    its post-check re-reads too).
 //! 2. **Writers**, on a second fresh store: `--writers` unaware writers (puts, overwrites,
-//!    deletes, versions; Gold `Put`s of 1–20 points at new or loaded commits) alone for
+//!    deletes, versions; Gold `Put`s of 1–20 points at new or loaded commits, each point's
+//!    digest new — `--new-digests F`, default 1: every point, the digest-id target's hardest
+//!    case (an id assignment per point) — or one of its trace's few recurring ones) alone for
 //!    `--duration` s (after 0.5 s warm-up); then the migrator starts and their writes are
 //!    counted until the copy pass ends; then, the migrator stopped (in `verifying`, the source
 //!    still the truth), fresh writers alone again for `--duration` s. The ratio is the
@@ -34,6 +36,7 @@
 //! cargo bench -p rowkit-benches --bench migration                      # 3 rounds, both schemas, both stores
 //! cargo bench -p rowkit-benches --bench migration -- --rounds 1 --objects 100000 --schema objmeta --store embedded
 //! cargo bench -p rowkit-benches --bench migration -- --schema traces --traces 2000
+//! cargo bench -p rowkit-benches --bench migration -- --schema traces --new-digests 0.05 # Gold-like writers
 //! cargo bench -p rowkit-benches --bench migration -- --driver sync,pool # old and new, interleaved
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -55,6 +58,8 @@ struct Options {
     objects: usize,
     traces: usize,
     writers: usize,
+    /// Of every 1 000 points the trace writers write, how many bring a new digest.
+    new_digests_per_mille: u64,
     duration: Duration,
     schemas: Vec<String>,
     stores: Vec<String>,
@@ -67,6 +72,7 @@ fn options() -> Options {
         objects: 10_000,
         traces: 2_000,
         writers: 4,
+        new_digests_per_mille: 1000,
         duration: Duration::from_secs(5),
         schemas: vec!["objmeta".into(), "traces".into()],
         stores: vec!["embedded".into(), "emulator".into()],
@@ -81,6 +87,9 @@ fn options() -> Options {
             "--objects" => o.objects = value.parse().unwrap(),
             "--traces" => o.traces = value.parse().unwrap(),
             "--writers" => o.writers = value.parse().unwrap(),
+            "--new-digests" => {
+                o.new_digests_per_mille = (value.parse::<f64>().unwrap() * 1000.0).round() as u64
+            }
             "--duration" => o.duration = Duration::from_secs_f64(value.parse().unwrap()),
             "--schema" => o.schemas = value.split(',').map(String::from).collect(),
             "--store" => o.stores = value.split(',').map(String::from).collect(),
@@ -150,7 +159,8 @@ impl Migrated for TraceWorkload {
     const NAME: &'static str = "traces";
     const DONE: &'static str = "cleaned";
     fn loaded(o: &Options, stores: StoreFactory) -> Self {
-        let w = TraceWorkload::new(stores, o.traces);
+        let w = TraceWorkload::new(stores, o.traces)
+            .with_new_digests_per_mille(o.new_digests_per_mille);
         w.load(LOADERS).unwrap();
         w
     }
@@ -242,19 +252,20 @@ fn round<M: Migrated>(
     let stop = pool.stop_flag();
     let (end, _) = workload.migrate(driver, Gates::default(), &mut |p| {
         if p.state == "verifying" && copy.is_none() {
-            copy = Some((pool.acks() - a0) as f64 / t0.elapsed().as_secs_f64());
+            let took = t0.elapsed().as_secs_f64();
+            copy = Some(((pool.acks() - a0) as f64 / took, took));
             // Stopped so that the verification can end.
             stop.store(true, Ordering::SeqCst);
         }
     });
     let first = pool.stop().unwrap();
     assert_eq!(end, "verifying");
-    let during = copy.unwrap();
+    let (during, copy_took) = copy.unwrap();
     let pool = WriterPool::start(&workload, o.writers, 2, seed, Duration::ZERO);
     let after = measure(&pool, o.duration);
     pool.stop().unwrap();
     println!(
-        "{} {} {driver} round {round}: writers/s without {before:.0}, during the copy {during:.0}, without {after:.0}: ratio {:.2} ({} writes in phase 1)",
+        "{} {} {driver} round {round}: writers/s without {before:.0}, during the copy ({copy_took:.1} s) {during:.0}, without {after:.0}: ratio {:.2} ({} writes in phase 1)",
         M::NAME,
         stores.kind,
         during / ((before + after) / 2.0),
@@ -302,11 +313,12 @@ fn main() {
     let dir = std::env::temp_dir().join(format!("rowkit-bench-migration-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     println!(
-        "migration bench: {} rounds, {} objects, {} traces, {} writers, {} s",
+        "migration bench: {} rounds, {} objects, {} traces, {} writers ({}‰ of trace points with a new digest), {} s",
         o.rounds,
         o.objects,
         o.traces,
         o.writers,
+        o.new_digests_per_mille,
         o.duration.as_secs_f64()
     );
     for schema in &o.schemas {

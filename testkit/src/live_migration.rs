@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use rowkit_codec::migration::MigrationState;
 use rowkit_statemachines::SplitMix64;
 use rowkit_store::Store;
 
@@ -29,7 +30,9 @@ pub mod tracestore;
 pub type StoreFactory = Box<dyn Fn() -> Arc<dyn Store> + Send + Sync>;
 
 /// What a migrator's progress event said: the state, the pass number, the pass's rows
-/// scanned so far (both schemas' `PassProgress`, the CLI's JSON Lines).
+/// scanned so far (both schemas' `PassProgress`, the CLI's JSON Lines). The in-process
+/// migrators also report each change of state as it happens (`StateChanged`: pass 0, no
+/// rows), so that the copy's end is seen before the first tile or page of the next pass.
 #[derive(Clone, Copy, Debug)]
 pub struct MigrateProgress<'a> {
     /// The migration state (`copying`, `verifying`, …).
@@ -38,6 +41,17 @@ pub struct MigrateProgress<'a> {
     pub pass: u64,
     /// Rows the pass has read (both layouts, or both tables, in a verification).
     pub rows_scanned: u64,
+}
+
+impl MigrateProgress<'static> {
+    /// The report of a change of state into `to`.
+    pub fn state_changed(to: MigrationState) -> MigrateProgress<'static> {
+        MigrateProgress {
+            state: to.as_str(),
+            pass: 0,
+            rows_scanned: 0,
+        }
+    }
 }
 
 /// What the writers of one schema do: a client per writer thread and one write at a time,

@@ -591,14 +591,16 @@ impl InProcessMigrator {
             owner: "live-migration-test:2".into(),
             ..MigrateOptions::default()
         };
-        let mut on_event = |e| {
-            if let ObjmetaEvent::Migrate(MigrateEvent::Progress(p)) = e {
-                on_progress(MigrateProgress {
-                    state: p.state.as_str(),
-                    pass: p.pass,
-                    rows_scanned: p.counters.rows_scanned,
-                });
+        let mut on_event = |e| match e {
+            ObjmetaEvent::Migrate(MigrateEvent::Progress(p)) => on_progress(MigrateProgress {
+                state: p.state.as_str(),
+                pass: p.pass,
+                rows_scanned: p.counters.rows_scanned,
+            }),
+            ObjmetaEvent::Migrate(MigrateEvent::StateChanged { to: Some(to), .. }) => {
+                on_progress(MigrateProgress::state_changed(to))
             }
+            _ => {}
         };
         let (store, clock) = (&*self.store, &self.clock);
         let outcome = match self.workers {

@@ -98,7 +98,14 @@ pub struct TraceWorkload {
     expected: Mutex<BTreeMap<(i64, usize), Point>>,
     /// Writers made from now on write `T2` (restarted after the switch).
     on_target: AtomicBool,
+    /// Of every 1 000 points written, how many carry a digest never written before; the
+    /// others carry one of their trace's [`RECURRING_DIGESTS`].
+    new_digests_per_mille: u64,
 }
+
+/// The digests a trace's points repeat when they do not bring a new one (Gold: a test's
+/// output mostly matches one it produced before — a few images per trace).
+pub const RECURRING_DIGESTS: u64 = 4;
 
 /// Trace `t`'s params: unique per trace, shaped like Gold's (`name`, `source_type`, `config`,
 /// `os`, `arch`).
@@ -148,7 +155,29 @@ impl TraceWorkload {
             params: (0..traces).map(trace_params).collect(),
             expected: Mutex::new(BTreeMap::new()),
             on_target: AtomicBool::new(false),
+            new_digests_per_mille: 1000,
         }
+    }
+
+    /// This workload with `per_mille` of every 1 000 written points carrying a new digest
+    /// (default 1 000: every point — the hardest case for a digest-id target, one id
+    /// assignment per point), the others one of their trace's [`RECURRING_DIGESTS`].
+    pub fn with_new_digests_per_mille(self, per_mille: u64) -> TraceWorkload {
+        TraceWorkload {
+            new_digests_per_mille: per_mille.min(1000),
+            ..self
+        }
+    }
+
+    /// The digest of a point of trace `t` a writer writes: new, or one of the trace's
+    /// recurring ones, as [`Self::with_new_digests_per_mille`] says.
+    fn written_digest(&self, t: usize, rng: &mut SplitMix64) -> String {
+        if rng.below(1000) < self.new_digests_per_mille {
+            return digest(rng);
+        }
+        // Seeded apart from the load's digests (`t << 8 | tile`, tile < 256).
+        let k = rng.below(RECURRING_DIGESTS);
+        digest(&mut SplitMix64::new(!((t as u64) << 8 | k)))
     }
 
     /// Traces in the store.
@@ -420,7 +449,10 @@ impl Workload for TraceWorkload {
         let chosen: BTreeSet<usize> = (0..n)
             .map(|_| writer + writers * rng.below(mine) as usize)
             .collect();
-        let points = chosen.into_iter().map(|t| (t, digest(rng))).collect();
+        let points = chosen
+            .into_iter()
+            .map(|t| (t, self.written_digest(t, rng)))
+            .collect();
         self.put(client, commit, points)
     }
 }
@@ -484,7 +516,11 @@ impl InProcessTraceMigrator {
                     pass: p.pass,
                     rows_scanned: p.counters.rows_scanned,
                 }),
-                TraceMigrateEvent::StateChanged { .. } => {}
+                TraceMigrateEvent::StateChanged { to, .. } => {
+                    if let Some(to) = to {
+                        on_progress(MigrateProgress::state_changed(to));
+                    }
+                }
                 other => unexpected.push(other),
             }
         };
