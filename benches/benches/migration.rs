@@ -18,8 +18,9 @@
 //!    its post-check re-reads too).
 //! 2. **Writers**, on a second fresh store: `--writers` unaware writers (puts, overwrites,
 //!    deletes, versions; Gold `Put`s of 1–20 points at new or loaded commits, each point's
-//!    digest new — `--new-digests F`, default 1: every point, the digest-id target's hardest
-//!    case (an id assignment per point) — or one of its trace's few recurring ones) alone for
+//!    digest new with probability `--new-digests F` (default 0.05; 1: every point, the
+//!    digest-id target's hardest case — an id assignment per point), else one of its trace's
+//!    few recurring ones) alone for
 //!    `--duration` s (after 0.5 s warm-up); then the migrator starts and their writes are
 //!    counted until the copy pass ends; then, the migrator stopped (in `verifying`, the source
 //!    still the truth), fresh writers alone again for `--duration` s. The ratio is the
@@ -36,7 +37,7 @@
 //! cargo bench -p rowkit-benches --bench migration                      # 3 rounds, both schemas, both stores
 //! cargo bench -p rowkit-benches --bench migration -- --rounds 1 --objects 100000 --schema objmeta --store embedded
 //! cargo bench -p rowkit-benches --bench migration -- --schema traces --traces 2000
-//! cargo bench -p rowkit-benches --bench migration -- --schema traces --new-digests 0.05 # Gold-like writers
+//! cargo bench -p rowkit-benches --bench migration -- --schema traces --traces 200 --new-digests 1 # every point a new digest
 //! cargo bench -p rowkit-benches --bench migration -- --driver sync,pool # old and new, interleaved
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -72,7 +73,7 @@ fn options() -> Options {
         objects: 10_000,
         traces: 2_000,
         writers: 4,
-        new_digests_per_mille: 1000,
+        new_digests_per_mille: 50,
         duration: Duration::from_secs(5),
         schemas: vec!["objmeta".into(), "traces".into()],
         stores: vec!["embedded".into(), "emulator".into()],
@@ -93,7 +94,16 @@ fn options() -> Options {
             "--duration" => o.duration = Duration::from_secs_f64(value.parse().unwrap()),
             "--schema" => o.schemas = value.split(',').map(String::from).collect(),
             "--store" => o.stores = value.split(',').map(String::from).collect(),
-            "--driver" => o.drivers = value.split(',').map(String::from).collect(),
+            "--driver" => {
+                o.drivers = value.split(',').map(String::from).collect();
+                if let Some(other) = o
+                    .drivers
+                    .iter()
+                    .find(|d| !["pool", "sync"].contains(&d.as_str()))
+                {
+                    panic!("--driver {other}: pool or sync");
+                }
+            }
             // `cargo bench` passes `--bench`; anything else is ignored as well.
             _ => {
                 i += 1;
@@ -114,11 +124,12 @@ trait Migrated: Workload + Sized {
     const NAME: &'static str;
     /// A fresh workload of `o`'s size over `stores`, loaded.
     fn loaded(o: &Options, stores: StoreFactory) -> Self;
-    /// One in-process migrator run as far as `gates` allow: where it ended and the rows the
-    /// rate counts (see the module doc).
+    /// One in-process migrator run as far as `gates` allow, on the pool driver or
+    /// `one_at_a_time` (the sync driver): where it ended and the rows the rate counts (see
+    /// the module doc).
     fn migrate(
         &self,
-        driver: &str,
+        one_at_a_time: bool,
         gates: Gates,
         on_progress: &mut dyn FnMut(MigrateProgress<'_>),
     ) -> (String, u64);
@@ -136,15 +147,14 @@ impl Migrated for ObjmetaWorkload {
     }
     fn migrate(
         &self,
-        driver: &str,
+        one_at_a_time: bool,
         gates: Gates,
         on_progress: &mut dyn FnMut(MigrateProgress<'_>),
     ) -> (String, u64) {
-        let migrator = match driver {
-            "pool" => InProcessMigrator::new(self),
-            "sync" => InProcessMigrator::new(self).one_at_a_time(),
-            other => panic!("--driver {other}: pool or sync"),
-        };
+        let mut migrator = InProcessMigrator::new(self);
+        if one_at_a_time {
+            migrator = migrator.one_at_a_time();
+        }
         let (end, outcome) = migrator.run(BUCKET, gates, on_progress).unwrap();
         // The bucket's rows: the first pass read each of them once in the `from` layout.
         let rows = outcome
@@ -166,15 +176,14 @@ impl Migrated for TraceWorkload {
     }
     fn migrate(
         &self,
-        driver: &str,
+        one_at_a_time: bool,
         gates: Gates,
         on_progress: &mut dyn FnMut(MigrateProgress<'_>),
     ) -> (String, u64) {
-        let migrator = match driver {
-            "pool" => InProcessTraceMigrator::new(self),
-            "sync" => InProcessTraceMigrator::new(self).one_at_a_time(),
-            other => panic!("--driver {other}: pool or sync"),
-        };
+        let mut migrator = InProcessTraceMigrator::new(self);
+        if one_at_a_time {
+            migrator = migrator.one_at_a_time();
+        }
         let (end, _) = migrator.run(gates, on_progress).unwrap();
         (end, self.loaded_rows())
     }
@@ -234,7 +243,7 @@ fn round<M: Migrated>(
     let seed = 36 + round as u64;
     let workload = M::loaded(o, stores.fresh());
     let t = Instant::now();
-    let (end, rows) = workload.migrate(driver, Gates::ALL, &mut |_| {});
+    let (end, rows) = workload.migrate(driver == "sync", Gates::ALL, &mut |_| {});
     let took = t.elapsed().as_secs_f64();
     assert_eq!(end, M::DONE);
     let rate = rows as f64 / took;
@@ -250,7 +259,7 @@ fn round<M: Migrated>(
     let (a0, t0) = (pool.acks(), Instant::now());
     let mut copy = None;
     let stop = pool.stop_flag();
-    let (end, _) = workload.migrate(driver, Gates::default(), &mut |p| {
+    let (end, _) = workload.migrate(driver == "sync", Gates::default(), &mut |p| {
         if p.state == "verifying" && copy.is_none() {
             let took = t0.elapsed().as_secs_f64();
             copy = Some(((pool.acks() - a0) as f64 / took, took));

@@ -277,6 +277,21 @@ const V0_TO_V1: Pass = Pass {
     page: 3,
 };
 
+/// The light sweep of `switched` (§4.6) after the pass that ended in `first`.
+fn run_sweep(store: &MemoryStore, first: &PassResult) -> Ran<MigrationPass<'static>> {
+    let sweep = Pass {
+        truth: Truth::To,
+        kind: PassKind::Light,
+        ..V0_TO_V1
+    };
+    run_pass(
+        store,
+        &sweep,
+        next_pass(first, MigrationState::Switched),
+        quiet,
+    )
+}
+
 fn run_pass(
     store: &MemoryStore,
     pass: &Pass,
@@ -787,17 +802,7 @@ fn a_light_sweep_after_the_switch_adopts_a_straggler_and_reports_a_conflict() {
     app_put(&store, "zz", ZZ_FROM);
     app_put(&store, "\x7fMzz", ZZ_TO);
 
-    let sweep = Pass {
-        truth: Truth::To,
-        kind: PassKind::Light,
-        ..V0_TO_V1
-    };
-    let ran = run_pass(
-        &store,
-        &sweep,
-        next_pass(&first, MigrationState::Switched),
-        quiet,
-    );
+    let ran = run_sweep(&store, &first);
     let out = done(&ran);
     let s = &out.summary;
     assert_eq!(s.stragglers, vec!["a".to_string()]);
@@ -911,17 +916,7 @@ fn a_sweep_after_a_late_confirmation_mirrors_the_newest_document_without_a_confl
     assert_eq!(rows["zz"], expect("zz", ZZ_B, true));
     assert_eq!(rows["\x7fMzz"], expect("\x7fMzz", ZZ_A, true));
 
-    let sweep = Pass {
-        truth: Truth::To,
-        kind: PassKind::Light,
-        ..V0_TO_V1
-    };
-    let ran = run_pass(
-        &store,
-        &sweep,
-        next_pass(&first, MigrationState::Switched),
-        quiet,
-    );
+    let ran = run_sweep(&store, &first);
     let s = done(&ran).summary;
     assert_eq!(s.conflicts, vec![]);
     assert_eq!(s.stragglers, Vec::<String>::new());
@@ -938,12 +933,7 @@ fn a_sweep_after_a_late_confirmation_mirrors_the_newest_document_without_a_confl
     // Only that pair was written: S(zz) copied, T(zz) confirmed.
     assert_eq!(object_writes(&ran.sent), vec![row("zz"), row("\x7fMzz")]);
     // A second sweep finds everything in sync.
-    let again = run_pass(
-        &store,
-        &sweep,
-        next_pass(&done(&ran), MigrationState::Switched),
-        quiet,
-    );
+    let again = run_sweep(&store, &done(&ran));
     assert_eq!(done(&again).summary.diffs, 0);
 }
 

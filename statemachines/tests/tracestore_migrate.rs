@@ -23,7 +23,7 @@ use rowkit_codec::tracestore::ops::{params_from, trace_id_text};
 use rowkit_codec::tracestore::{Layout, decode_ops_gob};
 use rowkit_statemachines::check::{CheckOptions, CheckTarget};
 use rowkit_statemachines::objmeta::migrate::pass::{PassFinding, PassProgress};
-use rowkit_statemachines::operation::Start;
+use rowkit_statemachines::operation::{ContextArg, Start};
 use rowkit_statemachines::tracestore::migrate::copy_tile::{
     CopyTile, CopyTileSummary, MAX_WRITE_ROUNDS,
 };
@@ -165,7 +165,8 @@ impl World {
         self.gold_put_into(T1, from, repo_index, entries, ts);
     }
 
-    /// A Gold writer's Put into `table` (of `layout`), recorded when acknowledged.
+    /// A Gold writer's Put into `table` (of `layout`, a fresh state), recorded when
+    /// acknowledged.
     fn gold_put_into(
         &mut self,
         table: &str,
@@ -174,16 +175,20 @@ impl World {
         entries: &[(&str, u64)],
         ts: Timestamp,
     ) {
-        let entries: Vec<PutEntry> = entries
-            .iter()
-            .map(|(name, d)| PutEntry {
-                params: params_from([("name", *name), ("config", "8888")]),
-                digest: digest(*d),
-                ..PutEntry::default()
-            })
-            .collect();
+        self.put_on(TraceStoreState::new(table, layout), repo_index, entries, ts);
+    }
+
+    /// A Put of `points` on `state` (a Gold writer's or an aware process's), run alone to
+    /// its end and recorded when acknowledged.
+    fn put_on<'s>(
+        &mut self,
+        state: impl Into<ContextArg<'s, TraceStoreState>>,
+        repo_index: u32,
+        points: &[(&str, u64)],
+        ts: Timestamp,
+    ) {
+        let entries = entries_of(points);
         let start = self.start();
-        let state = TraceStoreState::new(table, layout);
         let put = Put::new(
             state,
             i64::from(repo_index),
@@ -324,15 +329,20 @@ impl World {
         first: u32,
         last: u32,
     ) -> BTreeMap<PointKey, String> {
+        self.read_range_on(TraceStoreState::new(table, layout), first, last)
+    }
+
+    /// Every trace of commits `first ..= last` through `ReadRange` on `state` (a fresh one,
+    /// or an aware process's): point → digest.
+    fn read_range_on<'s>(
+        &mut self,
+        state: impl Into<ContextArg<'s, TraceStoreState>>,
+        first: u32,
+        last: u32,
+    ) -> BTreeMap<PointKey, String> {
         let start = self.start();
-        let tile = self
-            .run(ReadRange::new(
-                TraceStoreState::new(table, layout),
-                i64::from(first),
-                i64::from(last),
-                start,
-            ))
-            .unwrap();
+        let range = ReadRange::new(state, i64::from(first), i64::from(last), start);
+        let tile = self.run(range).unwrap();
         let mut out = BTreeMap::new();
         for (id, trace) in tile.traces {
             for (commit, d) in tile.commits.iter().zip(trace.digests) {
@@ -620,43 +630,6 @@ fn entries_of(points: &[(&str, u64)]) -> Vec<PutEntry> {
         .collect()
 }
 
-/// An aware Put on `state`, run alone to its end and recorded when acknowledged.
-fn aware_put(
-    w: &mut World,
-    state: &mut TraceStoreState,
-    repo_index: u32,
-    points: &[(&str, u64)],
-    ts: Timestamp,
-) {
-    let entries = entries_of(points);
-    let start = w.start();
-    let put = Put::new(
-        state,
-        i64::from(repo_index),
-        None,
-        entries.clone(),
-        ts,
-        start,
-    );
-    w.run(put).unwrap();
-    w.record(repo_index, entries, ts);
-}
-
-/// `ReadRange` of commits `0 ..= 767` on `state`: point → digest.
-fn read_on(w: &mut World, state: &mut TraceStoreState) -> BTreeMap<PointKey, String> {
-    let start = w.start();
-    let tile = w.run(ReadRange::new(state, 0, 767, start)).unwrap();
-    let mut out = BTreeMap::new();
-    for (id, trace) in tile.traces {
-        for (commit, d) in tile.commits.iter().zip(trace.digests) {
-            if !d.is_empty() {
-                out.insert((id.clone(), *commit), d);
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn an_aware_put_is_mirrored_with_its_timestamp_and_reads_follow_the_truth() {
     for from in [Layout::Md5, Layout::DigestId] {
@@ -670,7 +643,7 @@ fn an_aware_put_is_mirrored_with_its_timestamp_and_reads_follow_the_truth() {
         );
         // Before the switch: on T1 (the truth), mirrored on T2 with the same `ts`.
         let mut on_t1 = aware_state(T1, from);
-        aware_put(&mut w, &mut on_t1, 5, &[("a", 400), ("z", 401)], ms(90));
+        w.put_on(&mut on_t1, 5, &[("a", 400), ("z", 401)], ms(90));
         let name = |n: &str| trace_id_text(&params_from([("name", n), ("config", "8888")]));
         let want = (digest(400), ms(90));
         assert_eq!(w.stored_points(T1, from)[&(name("a"), 5)], want);
@@ -680,7 +653,7 @@ fn an_aware_put_is_mirrored_with_its_timestamp_and_reads_follow_the_truth() {
         // A process on T2 reads the truth, T1: a Gold write into T1 only is seen there.
         w.gold_put(6, &[("b", 402)], ms(91));
         let mut on_t2 = aware_state(T2, w.to);
-        let read = read_on(&mut w, &mut on_t2);
+        let read = w.read_range_on(&mut on_t2, 0, 767);
         assert_eq!(read.get(&(name("b"), 6)), Some(&digest(402)), "{from:?}");
         let t1 = w.read_range(T1, from, 0, 767);
         assert_eq!(read, t1);
@@ -690,7 +663,7 @@ fn an_aware_put_is_mirrored_with_its_timestamp_and_reads_follow_the_truth() {
             w.run(m).unwrap().end,
             TraceMigrateEnd::InState(MigrationState::Switched)
         );
-        aware_put(&mut w, &mut on_t1, 7, &[("c", 403)], ms(92));
+        w.put_on(&mut on_t1, 7, &[("c", 403)], ms(92));
         let want = (digest(403), ms(92));
         assert_eq!(w.stored_points(T2, w.to)[&(name("c"), 7)], want);
         assert_eq!(w.stored_points(T1, from)[&(name("c"), 7)], want);
@@ -706,7 +679,7 @@ fn an_aware_put_is_mirrored_with_its_timestamp_and_reads_follow_the_truth() {
         );
         w.run(native).unwrap();
         w.record(8, entries_of(&[("d", 404)]), ms(93));
-        let read = read_on(&mut w, &mut on_t1);
+        let read = w.read_range_on(&mut on_t1, 0, 767);
         assert_eq!(read.get(&(name("d"), 8)), Some(&digest(404)), "{from:?}");
         assert!(!w.read_range(T1, from, 0, 767).contains_key(&(name("d"), 8)));
         w.assert_target_equals_record(767);
@@ -723,7 +696,7 @@ fn a_mirror_that_fails_does_not_fail_the_put() {
     Store::delete_table(&w.world.store, T2).unwrap();
     let mut on_t1 = aware_state(T1, Layout::Md5);
     let ts = Timestamp(T0.0 + 95_000);
-    aware_put(&mut w, &mut on_t1, 9, &[("e", 500)], ts);
+    w.put_on(&mut on_t1, 9, &[("e", 500)], ts);
     assert_eq!(w.stored_points(T1, Layout::Md5), w.expected);
 }
 
@@ -884,7 +857,7 @@ fn aware_writers_beside_a_whole_migration_leave_every_point_in_the_target() {
         assert!(n > 20, "{n} writes beside the run");
         // After the clean-up the writer's table is the forwarding note: its Puts go to T2.
         let ts = Timestamp(T0.0 + 900_000_000);
-        aware_put(&mut w, &mut writer, 5, &[("a", 9999)], ts);
+        w.put_on(&mut writer, 5, &[("a", 9999)], ts);
         let t1: Vec<Vec<u8>> = w.rows(T1).into_iter().map(|r| r.key).collect();
         assert_eq!(t1, vec![b":rk:m:0000000000:".to_vec()]);
         w.assert_target_equals_record(767);

@@ -648,25 +648,8 @@ fn check_reports_and_exits_by_what_is_left() {
 #[test]
 fn migrate_md5_into_digest_id() {
     let s = Scratch::new("migrate");
-    s.json(&["gold", "setup"]);
-    for (commit, name, digest) in [
-        ("1", "a", "000075b9c0f1b6a831c399e269772661"),
-        ("2", "a", "000075b9c0f1b6a831c399e269772662"),
-        ("300", "b", "000075b9c0f1b6a831c399e269772663"),
-    ] {
-        let params = format!("name={name},config=8888");
-        s.json(&[
-            "gold", "put", "--commit", commit, "--params", &params, "--digest", digest,
-        ]);
-    }
-    let migrate = [
-        "gold",
-        "migrate",
-        "--to",
-        "digest-id",
-        "--target-table",
-        "gold2",
-    ];
+    seed_md5_points(&s);
+    let migrate = MIGRATE_TO_GOLD2;
 
     let o = s.rowkit(&migrate);
     assert_eq!(o.status.code(), Some(2), "{o:?}");
@@ -773,8 +756,24 @@ fn migrate_md5_into_digest_id() {
     assert_eq!(s.json(&["gold", "newest"])["tile_index"], 1);
 }
 
+/// `gold migrate` of `gold` (md5) into `gold2` (digest-id), before the flags a test adds.
+const MIGRATE_TO_GOLD2: [&str; 6] = [
+    "gold",
+    "migrate",
+    "--to",
+    "digest-id",
+    "--target-table",
+    "gold2",
+];
+
 /// Three points in `gold` (md5) and an empty `gold2` (digest-id) to migrate them into.
 fn seed_migration(s: &Scratch) {
+    seed_md5_points(s);
+    s.json(&["gold", "setup", "--table", "gold2", "--layout", "digest-id"]);
+}
+
+/// Three points in a new `gold` (md5): `a` at commits 1 and 2, `b` at 300.
+fn seed_md5_points(s: &Scratch) {
     s.json(&["gold", "setup"]);
     for (commit, name, digest) in [
         ("1", "a", "000075b9c0f1b6a831c399e269772661"),
@@ -786,7 +785,6 @@ fn seed_migration(s: &Scratch) {
             "gold", "put", "--commit", commit, "--params", &params, "--digest", digest,
         ]);
     }
-    s.json(&["gold", "setup", "--table", "gold2", "--layout", "digest-id"]);
 }
 
 /// The digest of commit `commit` of trace `name` in `table`, read through `gold traces`.
@@ -819,17 +817,8 @@ fn refused(o: &Output) -> String {
 /// target keeps only its marker row.
 fn rollback_of_switched(s: &Scratch) {
     seed_migration(s);
-    let forward = [
-        "--json",
-        "gold",
-        "migrate",
-        "--to",
-        "digest-id",
-        "--target-table",
-        "gold2",
-        "--switch",
-    ];
-    assert_eq!(s.json(&forward[1..])["state"], "switched");
+    let forward = [&MIGRATE_TO_GOLD2[..], &["--switch"]].concat();
+    assert_eq!(s.json(&forward)["state"], "switched");
     // A Gold writer restarted on gold2 writes a point gold does not have.
     s.json(&[
         "gold",
@@ -892,15 +881,7 @@ fn rollback_of_switched(s: &Scratch) {
 /// clean-up the source table is deleted, and a command on it fails.
 fn drop_source(s: &Scratch) {
     seed_migration(s);
-    let migrate = [
-        "gold",
-        "migrate",
-        "--to",
-        "digest-id",
-        "--target-table",
-        "gold2",
-        "--drop-source",
-    ];
+    let migrate = [&MIGRATE_TO_GOLD2[..], &["--drop-source"]].concat();
     let line = refused(&s.rowkit(&migrate));
     assert!(line.contains("needs --finish"), "{line}");
     let line = refused(&s.rowkit(&[&migrate[..], &["--finish", "--abort"]].concat()));
@@ -931,15 +912,7 @@ fn migrate_is_blocked_by_a_finding_only_the_target_has() {
     let s = Scratch::new("migrate-blocked");
     seed_migration(&s);
     s.json(&["admin", "set", "gold2", "zz:junk", "O:junk=1"]);
-    let migrate = [
-        "gold",
-        "migrate",
-        "--to",
-        "digest-id",
-        "--target-table",
-        "gold2",
-        "--switch",
-    ];
+    let migrate = [&MIGRATE_TO_GOLD2[..], &["--switch"]].concat();
     let o = s.rowkit(&migrate);
     assert_eq!(o.status.code(), Some(1), "{o:?}");
     let stderr = String::from_utf8(o.stderr).unwrap();
