@@ -28,9 +28,10 @@
 //!    before and just after on the same data.
 //!
 //! The migrators are `ObjectMetadata::migrate_bucket` and `TraceStore::migrate` on the CLI's
-//! driver, `PoolDriver` (its requests run at once on `POOL_WORKERS` threads); `--driver
-//! sync,pool` also runs each round on the sync driver (one request at a time, the CLI's
-//! before), interleaved, for the ratio. Printed: one line per round, schema, store and driver,
+//! driver, `PoolDriver` (its requests run at once on `POOL_WORKERS` threads, the CLI's
+//! default); `--driver sync,pool` also runs each round on the sync driver (one request at a
+//! time, the CLI's before), interleaved, for the ratio, and `poolN` on a pool of `N` threads
+//! (the CLI's `--max-inflight N`). Printed: one line per round, schema, store and driver,
 //! then the medians.
 //!
 //! ```sh
@@ -39,6 +40,7 @@
 //! cargo bench -p rowkit-benches --bench migration -- --schema traces --traces 2000
 //! cargo bench -p rowkit-benches --bench migration -- --schema traces --traces 200 --new-digests 1 # every point a new digest
 //! cargo bench -p rowkit-benches --bench migration -- --driver sync,pool # old and new, interleaved
+//! cargo bench -p rowkit-benches --bench migration -- --driver pool4,pool # --max-inflight 4 and 16
 //! ```
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -47,6 +49,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use rowkit_bigtable::BigtableStore;
+use rowkit_client::POOL_WORKERS;
 use rowkit_codec::objmeta::migration::marker::Gates;
 use rowkit_store::{RedbStore, Store};
 use rowkit_testkit::emulator::Emulator;
@@ -96,13 +99,10 @@ fn options() -> Options {
             "--store" => o.stores = value.split(',').map(String::from).collect(),
             "--driver" => {
                 o.drivers = value.split(',').map(String::from).collect();
-                if let Some(other) = o
-                    .drivers
-                    .iter()
-                    .find(|d| !["pool", "sync"].contains(&d.as_str()))
-                {
-                    panic!("--driver {other}: pool or sync");
-                }
+                // Checked before the first round.
+                o.drivers.iter().for_each(|d| {
+                    workers_of(d);
+                });
             }
             // `cargo bench` passes `--bench`; anything else is ignored as well.
             _ => {
@@ -115,6 +115,19 @@ fn options() -> Options {
     o
 }
 
+/// The migrator's driver a `--driver` value names: `sync` (`None`), `pool` (the CLI's
+/// default of `POOL_WORKERS` threads) or `poolN` (`N` threads).
+fn workers_of(driver: &str) -> Option<usize> {
+    match driver {
+        "sync" => None,
+        "pool" => Some(POOL_WORKERS),
+        other => match other.strip_prefix("pool").map(str::parse) {
+            Some(Ok(n)) if n > 0 => Some(n),
+            _ => panic!("--driver {other}: sync, pool or poolN"),
+        },
+    }
+}
+
 const BUCKET: &str = "bench";
 const LOADERS: usize = 8;
 
@@ -124,12 +137,12 @@ trait Migrated: Workload + Sized {
     const NAME: &'static str;
     /// A fresh workload of `o`'s size over `stores`, loaded.
     fn loaded(o: &Options, stores: StoreFactory) -> Self;
-    /// One in-process migrator run as far as `gates` allow, on the pool driver or
-    /// `one_at_a_time` (the sync driver): where it ended and the rows the rate counts (see
+    /// One in-process migrator run as far as `gates` allow, on a pool driver of `workers`
+    /// threads or (`None`) the sync driver: where it ended and the rows the rate counts (see
     /// the module doc).
     fn migrate(
         &self,
-        one_at_a_time: bool,
+        workers: Option<usize>,
         gates: Gates,
         on_progress: &mut dyn FnMut(MigrateProgress<'_>),
     ) -> (String, u64);
@@ -147,14 +160,14 @@ impl Migrated for ObjmetaWorkload {
     }
     fn migrate(
         &self,
-        one_at_a_time: bool,
+        workers: Option<usize>,
         gates: Gates,
         on_progress: &mut dyn FnMut(MigrateProgress<'_>),
     ) -> (String, u64) {
-        let mut migrator = InProcessMigrator::new(self);
-        if one_at_a_time {
-            migrator = migrator.one_at_a_time();
-        }
+        let migrator = match workers {
+            Some(n) => InProcessMigrator::new(self).with_max_inflight(n),
+            None => InProcessMigrator::new(self).one_at_a_time(),
+        };
         let (end, outcome) = migrator.run(BUCKET, gates, on_progress).unwrap();
         // The bucket's rows: the first pass read each of them once in the `from` layout.
         let rows = outcome
@@ -176,14 +189,14 @@ impl Migrated for TraceWorkload {
     }
     fn migrate(
         &self,
-        one_at_a_time: bool,
+        workers: Option<usize>,
         gates: Gates,
         on_progress: &mut dyn FnMut(MigrateProgress<'_>),
     ) -> (String, u64) {
-        let mut migrator = InProcessTraceMigrator::new(self);
-        if one_at_a_time {
-            migrator = migrator.one_at_a_time();
-        }
+        let migrator = match workers {
+            Some(n) => InProcessTraceMigrator::new(self).with_max_inflight(n),
+            None => InProcessTraceMigrator::new(self).one_at_a_time(),
+        };
         let (end, _) = migrator.run(gates, on_progress).unwrap();
         (end, self.loaded_rows())
     }
@@ -243,7 +256,7 @@ fn round<M: Migrated>(
     let seed = 36 + round as u64;
     let workload = M::loaded(o, stores.fresh());
     let t = Instant::now();
-    let (end, rows) = workload.migrate(driver == "sync", Gates::ALL, &mut |_| {});
+    let (end, rows) = workload.migrate(workers_of(driver), Gates::ALL, &mut |_| {});
     let took = t.elapsed().as_secs_f64();
     assert_eq!(end, M::DONE);
     let rate = rows as f64 / took;
@@ -259,7 +272,7 @@ fn round<M: Migrated>(
     let (a0, t0) = (pool.acks(), Instant::now());
     let mut copy = None;
     let stop = pool.stop_flag();
-    let (end, _) = workload.migrate(driver == "sync", Gates::default(), &mut |p| {
+    let (end, _) = workload.migrate(workers_of(driver), Gates::default(), &mut |p| {
         if p.state == "verifying" && copy.is_none() {
             let took = t0.elapsed().as_secs_f64();
             copy = Some(((pool.acks() - a0) as f64 / took, took));

@@ -4,7 +4,7 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use rowkit_client::{POOL_WORKERS, PoolDriver};
+use rowkit_client::PoolDriver;
 use rowkit_codec::model::Timestamp;
 use rowkit_statemachines::RetryPolicy;
 use rowkit_store::Store;
@@ -400,11 +400,12 @@ impl Context {
         self.clock.now()
     }
 
-    /// Runs `body` with a driver that runs requests on [`POOL_WORKERS`] threads, so that an
-    /// operation's outstanding requests reach the store at once: the migrators', whose syncs
-    /// would otherwise wait one fsync (embedded) or one round trip (Bigtable) each.
-    pub fn with_pool<R>(&self, body: impl FnOnce(&Pool<'_>) -> R) -> R {
-        PoolDriver::scope(&*self.store, &*self.clock, POOL_WORKERS, body)
+    /// Runs `body` with a driver that runs requests on `workers` threads, so that up to that
+    /// many of an operation's outstanding requests reach the store at once: the migrators',
+    /// whose syncs would otherwise wait one fsync (embedded) or one round trip (Bigtable)
+    /// each (`--max-inflight`, default [`rowkit_client::POOL_WORKERS`]).
+    pub fn with_pool<R>(&self, workers: usize, body: impl FnOnce(&Pool<'_>) -> R) -> R {
+        PoolDriver::scope(&*self.store, &*self.clock, workers, body)
     }
 }
 

@@ -327,7 +327,7 @@ pub fn run(ctx: &Context, args: &GoldArgs, out: &Output) -> Result<(), CliError>
         GoldCommand::Migrate(m) => {
             let pid = u64::from(std::process::id());
             // Its copies run at once (`Context::with_pool`).
-            ctx.with_pool(|driver| {
+            ctx.with_pool(usize::from(m.max_inflight), |driver| {
                 let gold = open_on(ctx, args, driver)?;
                 crate::gold_migrate::run(ctx, &gold, &args.store.store, pid, m, out)
             })

@@ -7,7 +7,7 @@
 
 use clap::Args;
 use rowkit_client::tracestore::TraceStore;
-use rowkit_client::{Driver, block_on};
+use rowkit_client::{Driver, POOL_WORKERS, block_on};
 use rowkit_codec::migration::{Gates, OptionsPolicy};
 use rowkit_codec::tracestore::Layout;
 use rowkit_statemachines::tracestore::migrate::TraceMigrateEvent;
@@ -61,6 +61,10 @@ pub struct GoldMigrateArgs {
     /// Take over a run another migrator's lease holds.
     #[arg(long)]
     pub take_over: bool,
+    /// Requests the migrator keeps in flight at once (1–256): fewer leave more of the store
+    /// to the applications' writers, more copy faster.
+    #[arg(long, value_name = "N", default_value_t = POOL_WORKERS as u16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub max_inflight: u16,
 }
 
 fn parse_to(text: &str) -> Result<Layout, CliError> {

@@ -48,11 +48,9 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(e) => {
-            let _ = e.print();
+            // One line, as every other failure (clap's own render is several).
             let usage = CliError::usage(clap_message(&e));
-            if json {
-                Output::new(true).error_document(&usage);
-            }
+            Output::new(json).error(&usage);
             return ExitCode::from(usage.exit_code());
         }
     };
@@ -161,9 +159,16 @@ fn not_set_up(command: &Command, e: CliError) -> CliError {
     }
 }
 
-/// The first line of a clap error without its `error: ` prefix.
+/// The first line of a clap error without its `error: ` prefix, and its tips.
 fn clap_message(e: &clap::Error) -> String {
     let text = e.render().to_string();
-    let line = text.lines().next().unwrap_or_default();
-    line.strip_prefix("error: ").unwrap_or(line).to_string()
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default();
+    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // Keep clap's suggestions ("tip: a similar argument exists: '--table'") on the line.
+    for tip in lines.filter_map(|l| l.trim_start().strip_prefix("tip: ")) {
+        line.push_str("; ");
+        line.push_str(tip);
+    }
+    line
 }

@@ -416,7 +416,7 @@ pub fn run(ctx: &Context, args: &S3Args, out: &Output) -> Result<(), CliError> {
         S3Command::Migrate(m) => {
             let pid = args.pid.unwrap_or(u64::from(std::process::id()));
             // Its syncs run at once (`Context::with_pool`).
-            ctx.with_pool(|driver| {
+            ctx.with_pool(usize::from(m.max_inflight), |driver| {
                 let om = facade(ctx, args, driver);
                 crate::s3_migrate::run(ctx, &om, &args.store.store, pid, m, out)
             })?;

@@ -9,7 +9,7 @@ use std::io::Write;
 use clap::Args;
 use rowkit_client::migration_json::{MIGRATE_TIMEOUT_MICROS, outcome_json, progress_json};
 use rowkit_client::objmeta::ObjectMetadata;
-use rowkit_client::{Driver, block_on};
+use rowkit_client::{Driver, POOL_WORKERS, block_on};
 use rowkit_codec::objmeta::keys::VFormat;
 use rowkit_codec::objmeta::migration::marker::{Gates, MIN_SETTLE_US};
 use rowkit_codec::objmeta::migration::sync::Keep;
@@ -55,6 +55,10 @@ pub struct MigrateArgs {
     /// Take over a run another migrator's lease holds.
     #[arg(long)]
     pub take_over: bool,
+    /// Requests the migrator keeps in flight at once (1–256): fewer leave more of the store
+    /// to the applications' writers, more copy faster.
+    #[arg(long, value_name = "N", default_value_t = POOL_WORKERS as u16, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub max_inflight: u16,
     /// Settle the conflicts met after the switch by copying one side over the other:
     /// `keep-to` (the new layout's row) or `keep-from` (the old layout's row).
     #[arg(long, value_name = "keep-to|keep-from")]

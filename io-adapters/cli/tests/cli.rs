@@ -608,6 +608,8 @@ fn rejected_input_leaves_the_store_untouched() {
             assert_eq!(o.status.code(), Some(2), "{line:?}: {o:?}");
             let stderr = String::from_utf8_lossy(&o.stderr);
             assert!(!stderr.contains("panicked"), "{line:?}: {stderr}");
+            assert_eq!(stderr.lines().count(), 1, "{line:?}: {stderr}");
+            assert!(stderr.starts_with("rowkit: "), "{line:?}: {stderr}");
             if with_json {
                 assert!(json(&o)["error"]["id"].is_string(), "{line:?}: {o:?}");
             }

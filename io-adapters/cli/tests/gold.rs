@@ -952,6 +952,47 @@ fn migrate_drop_source_emulator() {
     }
 }
 
+/// `--max-inflight N` (§12.94): out of 1–256 or not a number, one usage line (exit 2) and
+/// nothing written; with one request in flight the whole migration runs as with the default.
+fn one_request_in_flight(s: &Scratch) {
+    seed_migration(s);
+    let dump = || ["gold", "gold2"].map(|t| s.json(&["admin", "dump", t]));
+    let before = dump();
+    for n in ["0", "257", "many"] {
+        let o = s.rowkit(&[&MIGRATE_TO_GOLD2[..], &["--max-inflight", n]].concat());
+        let line = refused(&o);
+        assert!(line.contains("--max-inflight"), "{line}");
+    }
+    assert_eq!(dump(), before);
+    let doc = s.json(
+        &[
+            &MIGRATE_TO_GOLD2[..],
+            &["--max-inflight", "1", "--switch", "--finish"],
+        ]
+        .concat(),
+    );
+    assert_eq!(doc["state"], "cleaned", "{doc}");
+    for (name, commit, digest) in [
+        ("a", 1, "000075b9c0f1b6a831c399e269772661"),
+        ("a", 2, "000075b9c0f1b6a831c399e269772662"),
+        ("b", 300, "000075b9c0f1b6a831c399e269772663"),
+    ] {
+        assert_eq!(digest_at(s, "gold2", name, commit), digest);
+    }
+}
+
+#[test]
+fn migrate_with_one_request_in_flight_embedded() {
+    one_request_in_flight(&Scratch::new("one-in-flight"));
+}
+
+#[test]
+fn migrate_with_one_request_in_flight_emulator() {
+    if let Some(s) = Scratch::emulator("migrate_with_one_request_in_flight_emulator") {
+        one_request_in_flight(&s);
+    }
+}
+
 fn json_str(s: &str) -> Value {
     Value::String(s.into())
 }

@@ -567,6 +567,15 @@ impl InProcessMigrator {
         }
     }
 
+    /// This migrator with `n` requests in flight at once on the pool driver (the CLI's
+    /// `--max-inflight N`).
+    pub fn with_max_inflight(self, n: usize) -> InProcessMigrator {
+        InProcessMigrator {
+            workers: Some(n),
+            ..self
+        }
+    }
+
     /// A fresh facade over `driver`.
     fn facade<D: Driver>(driver: D) -> ObjectMetadata<D> {
         let state = ObjmetaState::new(ObjmetaConfig {

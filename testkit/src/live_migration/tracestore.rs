@@ -489,6 +489,15 @@ impl InProcessTraceMigrator {
         }
     }
 
+    /// This migrator with `n` requests in flight at once on the pool driver (the CLI's
+    /// `--max-inflight N`).
+    pub fn with_max_inflight(self, n: usize) -> InProcessTraceMigrator {
+        InProcessTraceMigrator {
+            workers: Some(n),
+            ..self
+        }
+    }
+
     /// One run to digest-id as far as `gates` allow, with the minimum settle time; where it
     /// ended (`verifying`, `switched`, `cleaned`, …, as the CLI's `state`) and the outcome. A
     /// straggler or a conflict is an error: Gold writers stopped at the gate leave none.
