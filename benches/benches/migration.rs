@@ -164,10 +164,7 @@ impl Migrated for ObjmetaWorkload {
         gates: Gates,
         on_progress: &mut dyn FnMut(MigrateProgress<'_>),
     ) -> (String, u64) {
-        let migrator = match workers {
-            Some(n) => InProcessMigrator::new(self).with_max_inflight(n),
-            None => InProcessMigrator::new(self).one_at_a_time(),
-        };
+        let migrator = InProcessMigrator::new(self).with_workers(workers);
         let (end, outcome) = migrator.run(BUCKET, gates, on_progress).unwrap();
         // The bucket's rows: the first pass read each of them once in the `from` layout.
         let rows = outcome
@@ -193,10 +190,7 @@ impl Migrated for TraceWorkload {
         gates: Gates,
         on_progress: &mut dyn FnMut(MigrateProgress<'_>),
     ) -> (String, u64) {
-        let migrator = match workers {
-            Some(n) => InProcessTraceMigrator::new(self).with_max_inflight(n),
-            None => InProcessTraceMigrator::new(self).one_at_a_time(),
-        };
+        let migrator = InProcessTraceMigrator::new(self).with_workers(workers);
         let (end, _) = migrator.run(gates, on_progress).unwrap();
         (end, self.loaded_rows())
     }

@@ -558,22 +558,11 @@ impl InProcessMigrator {
         }
     }
 
-    /// This migrator over the sync driver instead, its requests served one at a time (the
-    /// CLI's driver before the pool; the migration bench's comparison).
-    pub fn one_at_a_time(self) -> InProcessMigrator {
-        InProcessMigrator {
-            workers: None,
-            ..self
-        }
-    }
-
-    /// This migrator with `n` requests in flight at once on the pool driver (the CLI's
-    /// `--max-inflight N`).
-    pub fn with_max_inflight(self, n: usize) -> InProcessMigrator {
-        InProcessMigrator {
-            workers: Some(n),
-            ..self
-        }
+    /// This migrator on a pool of `workers` threads (the CLI's `--max-inflight N`), or with
+    /// `None` on the sync driver, its requests served one at a time (the CLI's driver before
+    /// the pool; the migration bench's comparison).
+    pub fn with_workers(self, workers: Option<usize>) -> InProcessMigrator {
+        InProcessMigrator { workers, ..self }
     }
 
     /// A fresh facade over `driver`.

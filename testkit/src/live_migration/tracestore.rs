@@ -480,22 +480,11 @@ impl InProcessTraceMigrator {
         }
     }
 
-    /// This migrator over the sync driver instead, its requests served one at a time (the
-    /// CLI's driver before the pool; the migration bench's comparison).
-    pub fn one_at_a_time(self) -> InProcessTraceMigrator {
-        InProcessTraceMigrator {
-            workers: None,
-            ..self
-        }
-    }
-
-    /// This migrator with `n` requests in flight at once on the pool driver (the CLI's
-    /// `--max-inflight N`).
-    pub fn with_max_inflight(self, n: usize) -> InProcessTraceMigrator {
-        InProcessTraceMigrator {
-            workers: Some(n),
-            ..self
-        }
+    /// This migrator on a pool of `workers` threads (the CLI's `--max-inflight N`), or with
+    /// `None` on the sync driver, its requests served one at a time (the CLI's driver before
+    /// the pool; the migration bench's comparison).
+    pub fn with_workers(self, workers: Option<usize>) -> InProcessTraceMigrator {
+        InProcessTraceMigrator { workers, ..self }
     }
 
     /// One run to digest-id as far as `gates` allow, with the minimum settle time; where it
